@@ -1,0 +1,5 @@
+import sys
+
+from memoryd.daemon.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The daemon: socket server, method registry, state and workers."""

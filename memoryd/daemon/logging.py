@@ -1,0 +1,91 @@
+"""structlog set-up: readable lines on a terminal, JSON lines to a file, secrets scrubbed."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+# Key names whose values are credentials, whatever they contain.
+_SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
+# Credential-shaped strings anywhere in a value (provider keys, bearer tokens, JWT-like).
+_SECRET_VALUES = re.compile(
+    r"(sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|"
+    r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}|"
+    r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}|"
+    r"gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
+)
+REDACTED = "[redacted]"
+
+
+def scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SECRET_VALUES.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if _SECRET_KEYS.search(str(k)) else scrub_value(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(scrub_value(v) for v in value)
+    return value
+
+
+def redact_secrets(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Processor: no API key or token ever reaches a log line."""
+    for key in list(event_dict):
+        if _SECRET_KEYS.search(key) and key != "event":
+            event_dict[key] = REDACTED
+        else:
+            event_dict[key] = scrub_value(event_dict[key])
+    return event_dict
+
+
+def _scrub_rendered(_logger: Any, _method: str, rendered: Any) -> Any:
+    """Last line of defence: tracebacks are rendered late, scrub the final text too."""
+    if isinstance(rendered, str):
+        return _SECRET_VALUES.sub(REDACTED, rendered)
+    return rendered
+
+
+def configure(
+    *, log_file: Path | None = None, level: str = "info", stream: TextIO | None = None
+) -> None:
+    """Terminal: coloured key=value lines; file (or non-tty stream): JSON lines."""
+    out: TextIO
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        out = open(log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives for the process
+    else:
+        out = stream or sys.stderr
+    as_json = log_file is not None or not out.isatty()
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if as_json
+        else structlog.dev.ConsoleRenderer(colors=True)
+    )
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        redact_secrets,
+    ]
+    if as_json:
+        processors.append(structlog.processors.dict_tracebacks)
+    processors += [renderer, _scrub_rendered]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+        ),
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=True,
+    )
+    # Libraries that use stdlib logging (jsonrpcserver, uvicorn) go to the same place.
+    logging.basicConfig(stream=out, level=logging.WARNING, force=True)

@@ -1,0 +1,68 @@
+"""`memoryd`: run the daemon in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from memoryd import __version__
+from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.logging import configure
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="memoryd", description="memoryd: memory for LLM agents, over a Unix socket."
+    )
+    parser.add_argument("--socket", type=Path, help="socket path (default: $MEMORYD_SOCKET, …)")
+    parser.add_argument("--log-file", type=Path, help="write JSON log lines here, not stderr")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--settings", type=Path, help="a settings file with flag precedence")
+    parser.add_argument("--line-limit", type=int, help="request line cap in bytes (64 MiB)")
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=0.0,
+        help="exit after this many idle seconds (0: never)",
+    )
+    parser.add_argument("--no-watch", action="store_true", help="do not watch files for changes")
+    parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> DaemonConfig:
+    config = DaemonConfig()
+    changes: dict[str, object] = {"idle_timeout_s": args.idle_timeout}
+    if args.socket:
+        changes["socket_path"] = args.socket.expanduser().absolute()
+    if args.log_file:
+        changes["log_file"] = args.log_file.expanduser().absolute()
+    if args.settings:
+        changes["flag_settings"] = args.settings.expanduser().absolute()
+    if args.line_limit:
+        changes["line_limit"] = args.line_limit
+    if args.no_watch:
+        changes["watch_files"] = False
+    return replace(config, **changes)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = build_config(args)
+    configure(log_file=config.log_file, level=args.log_level)
+    from memoryd.daemon.server import serve
+
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on every POSIX platform
+        return asyncio.run(serve(config))
+    return int(uvloop.run(serve(config)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Daemon-level methods: status, subscribe, shutdown, settings.get, settings.set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from memoryd import settings as settings_mod
+from memoryd.daemon.params import Cwd
+from memoryd.daemon.projects import Projects
+from memoryd.daemon.protocol import current_connection
+from memoryd.daemon.registry import REGISTRY, NoParams, Params, rpc_method
+from memoryd.errors import InvalidParams
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+EVENTS = frozenset(
+    {
+        "memory/saved",
+        "session/summary_updated",
+        "team/synced",
+        "team/secret_blocked",
+        "team/conflict",
+        "magicdoc/updated",
+        "worker/error",
+    }
+)
+
+
+@rpc_method("status", NoParams)
+async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
+    """Version, pid, uptime, socket, counts, model and feature availability."""
+    result = daemon.status()
+    result["methods"] = sorted(REGISTRY)
+    return result
+
+
+class SubscribeParams(Params):
+    events: list[str] | None = Field(default=None, max_length=100)
+
+
+@rpc_method("subscribe", SubscribeParams)
+async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
+    """From now on this connection receives notifications (all, or the events named)."""
+    connection = current_connection.get()
+    if connection is None:
+        raise InvalidParams("subscribe needs a connection")
+    wanted = frozenset(params.events or ())
+    unknown = wanted - EVENTS
+    if unknown:
+        raise InvalidParams(
+            f"events: unknown event(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(EVENTS))}"
+        )
+    connection.subscriptions = wanted
+    return {"subscribed": sorted(wanted or EVENTS)}
+
+
+@rpc_method("shutdown", NoParams)
+async def shutdown(daemon: Daemon, _: NoParams) -> dict[str, Any]:
+    """Finish in-flight writes and pushes, then exit."""
+    daemon.shutdown_requested.set()
+    return {"shutting_down": True}
+
+
+class SettingsGetParams(Params):
+    cwd: Cwd | None = None
+
+
+@rpc_method("settings.get", SettingsGetParams)
+async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, Any]:
+    """Effective memory settings and where each came from."""
+    root: Path | None = None
+    if params.cwd is not None:
+        root = daemon.service(Projects).resolve(params.cwd).root
+    effective = settings_mod.load(root, daemon.config.flag_settings)
+    values = {k: effective.get(k) for k in settings_mod.KNOWN_KEYS}
+    values.update({k: v for k, v in effective.values.items() if k not in values})
+    sources = {k: effective.sources.get(k, "default") for k in values}
+    return {
+        "settings": values,
+        "sources": sources,
+        "files": [
+            {"source": str(f.source), "path": str(f.path) if f.path else None, "error": f.error}
+            for f in effective.files
+        ],
+    }
+
+
+class SettingsSetParams(Params):
+    key: str = Field(min_length=1, max_length=200)
+    value: Any
+
+
+@rpc_method("settings.set", SettingsSetParams)
+async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
+    """Write one key to the user settings file (atomically, other keys kept)."""
+    path = settings_mod.set_user_setting(params.key, params.value)
+    return {"path": str(path), "key": params.key, "value": params.value}

@@ -1,0 +1,74 @@
+"""Projects: a cwd resolved to its canonical root and git facts, cached per directory.
+
+The cache entry for a cwd is re-validated by the mtimes of the git files it was read
+from (`.git/HEAD`, `.git/config`, the worktree's `.git` file), so moving a worktree or
+changing the remote is seen at the next call without a watcher.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memoryd import gitfacts
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9]")
+
+
+def sanitize_key(path: Path | str) -> str:
+    """The projects/ folder name of a root: every character outside [A-Za-z0-9] becomes '-'."""
+    return _UNSAFE.sub("-", str(path))
+
+
+@dataclass(frozen=True)
+class Project:
+    cwd: Path
+    root: Path  # canonical: main worktree root, or cwd outside git
+    facts: gitfacts.GitFacts
+
+    @property
+    def key(self) -> str:
+        return sanitize_key(self.root)
+
+
+def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[float, ...]:
+    probes = [cwd / ".git"]
+    if facts.worktree_root is not None:
+        probes.append(facts.worktree_root / ".git")
+    if facts.git_dir is not None:
+        probes += [facts.git_dir / "HEAD", facts.git_dir / "config"]
+    stamp: list[float] = []
+    for probe in probes:
+        try:
+            stamp.append(os.stat(probe).st_mtime)
+        except OSError:
+            stamp.append(-1.0)
+    return tuple(stamp)
+
+
+class Projects:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._cache: dict[Path, tuple[tuple[float, ...], Project]] = {}
+
+    def resolve(self, cwd: str | Path) -> Project:
+        path = Path(cwd)
+        cached = self._cache.get(path)
+        if cached is not None and _stamp(cached[1].facts, path) == cached[0]:
+            return cached[1]
+        facts = gitfacts.discover(path)
+        project = Project(path, facts.project_root, facts)
+        self._cache[path] = (_stamp(facts, path), project)
+        return project
+
+    def known_roots(self) -> set[Path]:
+        return {p.root for _, p in self._cache.values()}
+
+    def status_extra(self) -> dict[str, int]:
+        return {"projects": len(self.known_roots())}

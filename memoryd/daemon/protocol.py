@@ -1,0 +1,251 @@
+"""NDJSON JSON-RPC 2.0 over a stream: framing, request checks, dispatch, error mapping.
+
+One message (request, notification or batch) per `\\n`-terminated line. Each line is handled
+in its own task, so a slow method never holds up another on the same connection; replies
+may therefore come out of order and are matched by `id`. Dispatch goes through
+`jsonrpcserver`; params are validated by the method's pydantic model, and domain errors
+(memoryd.errors) become JSON-RPC errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from jsonrpcserver import Success, async_dispatch_to_serializable
+from jsonrpcserver.exceptions import JsonRpcError
+from pydantic import BaseModel, ValidationError
+
+from memoryd.daemon.registry import REGISTRY, MethodSpec
+from memoryd.errors import MemorydError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.protocol")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+DEFAULT_LINE_LIMIT = 64 * 1024 * 1024
+MAX_BATCH = 100_000
+
+# The connection a request arrived on, for methods that act on it (`subscribe`).
+current_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "current_connection", default=None
+)
+
+
+def error_object(code: int, message: str, data: Any = None, id_: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "error": error, "id": id_}
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "params"
+        parts.append(f"{loc}: {err['msg']}")
+    return "invalid params: " + "; ".join(parts)
+
+
+def check_request(obj: Any) -> str | None:
+    """Why `obj` is not a JSON-RPC 2.0 request, or None when it is one."""
+    if not isinstance(obj, dict):
+        return f"a request must be a JSON object, got {type(obj).__name__}"
+    if obj.get("jsonrpc") != "2.0":
+        return 'jsonrpc: must be exactly "2.0"'
+    method = obj.get("method")
+    if not isinstance(method, str):
+        return "method: must be a string"
+    if "params" in obj and not isinstance(obj["params"], dict | list):
+        return "params: must be an object or an array"
+    if "id" in obj:
+        id_ = obj["id"]
+        if not (id_ is None or isinstance(id_, str) or type(id_) in (int, float)):
+            return "id: must be a string, a number or null"
+    extra = set(obj) - {"jsonrpc", "method", "params", "id"}
+    if extra:
+        return f"unexpected member(s): {', '.join(sorted(extra))}"
+    return None
+
+
+def _request_id(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        id_ = obj.get("id")
+        if id_ is None or isinstance(id_, str) or type(id_) in (int, float):
+            return id_
+    return None
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+def build_methods(daemon: Daemon) -> dict[str, Callable[..., Any]]:
+    """The jsonrpcserver method table: one adapter per registered method."""
+    return {name: _adapter(daemon, spec) for name, spec in REGISTRY.items()}
+
+
+def _adapter(daemon: Daemon, spec: MethodSpec) -> Callable[..., Any]:
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            raise JsonRpcError(
+                INVALID_PARAMS, "invalid params: params must be an object of named fields"
+            )
+        try:
+            params = spec.params.model_validate(kwargs)
+        except ValidationError as exc:
+            raise JsonRpcError(INVALID_PARAMS, format_validation_error(exc)) from None
+        try:
+            result = await spec.handler(daemon, params)
+        except MemorydError as exc:
+            raise JsonRpcError(exc.code, exc.message, exc.data) from None
+        except JsonRpcError:
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("method failed", method=spec.name)
+            raise JsonRpcError(
+                INTERNAL_ERROR, f"internal error in {spec.name}: {type(exc).__name__}: {exc}"
+            ) from None
+        return Success(_to_json(result))
+
+    return call
+
+
+async def dispatch_line(
+    line: bytes, methods: dict[str, Callable[..., Any]]
+) -> dict[str, Any] | list[dict[str, Any]] | None:
+    """One line in, the reply (or None for notifications) out."""
+    try:
+        message = json.loads(line)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return error_object(PARSE_ERROR, f"parse error: {exc}")
+    if isinstance(message, list):
+        if not message:
+            return error_object(INVALID_REQUEST, "invalid request: empty batch")
+        if len(message) > MAX_BATCH:
+            return error_object(
+                INVALID_REQUEST, f"invalid request: batch of {len(message)} over {MAX_BATCH}"
+            )
+        replies = await asyncio.gather(*(_dispatch_one(m, methods) for m in message))
+        batch = [r for r in replies if r is not None]
+        return batch or None
+    single: dict[str, Any] | None = await _dispatch_one(message, methods)
+    return single
+
+
+async def _dispatch_one(message: Any, methods: dict[str, Callable[..., Any]]) -> Any:
+    problem = check_request(message)
+    if problem is not None:
+        return error_object(
+            INVALID_REQUEST, f"invalid request: {problem}", id_=_request_id(message)
+        )
+    reply = await async_dispatch_to_serializable(
+        "", methods, deserializer=lambda _: message, validator=_already_checked
+    )
+    if isinstance(reply, dict) and "error" in reply and reply["error"]["code"] == METHOD_NOT_FOUND:
+        reply["error"]["message"] = f"method not found: {message['method']}"
+    return reply
+
+
+def _already_checked(request: Any) -> Any:
+    return request
+
+
+class Connection:
+    """One client connection: reads lines, runs each as a task, writes replies in order of completion."""
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        methods: dict[str, Callable[..., Any]],
+    ) -> None:
+        self.daemon = daemon
+        self.reader = reader
+        self.writer = writer
+        self.methods = methods
+        self.subscriptions: frozenset[str] | None = None  # None: not subscribed
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    def wants(self, event: str) -> bool:
+        subs = self.subscriptions
+        return subs is not None and (not subs or event in subs)
+
+    async def serve(self) -> None:
+        token = current_connection.set(self)
+        try:
+            while not self.closed:
+                try:
+                    line = await self.reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError:
+                    return  # EOF, possibly mid-line: nothing complete to answer
+                except asyncio.LimitOverrunError:
+                    limit = self.daemon.config.line_limit
+                    await self.send(
+                        error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
+                    )
+                    return
+                except (ConnectionError, OSError):
+                    return
+                if not line.strip():
+                    continue
+                task = asyncio.create_task(self._handle(line))
+                self.tasks.add(task)
+                self.daemon.inflight.add(task)
+                task.add_done_callback(self._forget)
+        finally:
+            current_connection.reset(token)
+            # A client may send its requests and half-close: answer them before closing.
+            if self.tasks:
+                await asyncio.gather(*list(self.tasks), return_exceptions=True)
+            await self.close()
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.daemon.inflight.discard(task)
+
+    async def _handle(self, line: bytes) -> None:
+        reply = await dispatch_line(line, self.methods)
+        if reply is not None:
+            await self.send(reply)
+
+    async def send(self, payload: Any) -> None:
+        if self.closed:
+            return
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            self.writer.write(data)
+            if self.writer.transport.get_write_buffer_size() > 1 << 20:
+                await self.writer.drain()
+        except (ConnectionError, RuntimeError, OSError):
+            self.closed = True
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def close(self) -> None:
+        if self.closed and self.writer.is_closing():
+            return
+        self.closed = True
+        self.daemon.connections.discard(self)
+        self.writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.writer.wait_closed()

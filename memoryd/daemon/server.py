@@ -1,0 +1,224 @@
+"""Binding the socket, one daemon per socket, the status file, signals and draining.
+
+Start-up order: resolve the socket (systemd's LISTEN_FDS or our own path) → refuse if a
+live daemon answers there, replace a stale socket file → listen (dir 0700, socket 0600) →
+write the status file. Shutdown order mirrors mypy's dmypy: the status file is removed
+first (only if it still names us, so a dying daemon never deletes its successor's file),
+then listening stops, in-flight requests drain, services close (pending team pushes,
+summaries), and the socket file goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import structlog
+
+from memoryd import PROTOCOL_VERSION, __version__
+from memoryd.daemon.app import Daemon
+from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.peercred import peer_uid
+from memoryd.daemon.protocol import Connection, build_methods
+from memoryd.fsutil import atomic_write_text, ensure_private_dir
+from memoryd.paths import status_file_for
+
+log = structlog.get_logger("memoryd.server")
+
+SD_LISTEN_FDS_START = 3
+
+
+class AlreadyRunning(RuntimeError):
+    pass
+
+
+def socket_is_live(path: Path, timeout: float = 1.0) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(timeout)
+    try:
+        probe.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        return False
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def systemd_socket() -> socket.socket | None:
+    """The listening socket handed over by systemd socket activation, if any."""
+    if os.environ.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    try:
+        count = int(os.environ.get("LISTEN_FDS", "0"))
+    except ValueError:
+        return None
+    if count < 1:
+        return None
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)  # not inherited by anything we spawn
+    return socket.socket(fileno=SD_LISTEN_FDS_START)
+
+
+def bind_socket(path: Path) -> socket.socket:
+    ensure_private_dir(path.parent)
+    if path.exists() or path.is_symlink():
+        if socket_is_live(path):
+            raise AlreadyRunning(f"a memoryd daemon is already serving {path}")
+        log.info("replacing stale socket", socket=str(path))
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(512)
+    return sock
+
+
+def write_status_file(config: DaemonConfig, activated: bool) -> Path:
+    path = status_file_for(config.socket_path)
+    payload = {
+        "pid": os.getpid(),
+        "socket": str(config.socket_path),
+        "version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "started_at": time.time(),
+        "socket_activated": activated,
+        "log_file": str(config.log_file) if config.log_file else None,
+    }
+    atomic_write_text(path, json.dumps(payload) + "\n")
+    return path
+
+
+def remove_status_file_if_ours(config: DaemonConfig) -> None:
+    path = status_file_for(config.socket_path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and data.get("pid") == os.getpid():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+class Server:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.config = daemon.config
+        self._server: asyncio.AbstractServer | None = None
+        self._owns_socket_file = False
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        sock = systemd_socket()
+        activated = sock is not None
+        if sock is None:
+            sock = bind_socket(self.config.socket_path)
+            self._owns_socket_file = True
+        sock.setblocking(False)
+        methods = build_methods(self.daemon)
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.daemon.last_activity = time.monotonic()
+            raw = writer.get_extra_info("socket")
+            uid = peer_uid(raw) if raw is not None else None
+            if uid is not None and uid != self.config.allowed_uid:
+                log.warning("refused connection from another user", peer_uid=uid)
+                self.daemon.counters["refused_peer"] += 1
+                writer.close()
+                with contextlib.suppress(ConnectionError, OSError):
+                    await writer.wait_closed()
+                return
+            connection = Connection(self.daemon, reader, writer, methods)
+            self.daemon.connections.add(connection)
+            await connection.serve()
+
+        self._server = await asyncio.start_unix_server(
+            on_connect, sock=sock, limit=self.config.line_limit
+        )
+        write_status_file(self.config, activated)
+        log.info(
+            "memoryd listening",
+            socket=str(self.config.socket_path),
+            pid=os.getpid(),
+            version=__version__,
+            socket_activated=activated,
+            model=self.daemon.model.configured,
+        )
+        self.ready.set()
+
+    async def wait_for_shutdown(self) -> None:
+        if self.config.idle_timeout_s <= 0:
+            await self.daemon.shutdown_requested.wait()
+            return
+        while not self.daemon.shutdown_requested.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.daemon.shutdown_requested.wait(), timeout=1.0)
+            idle = time.monotonic() - self.daemon.last_activity
+            if not self.daemon.connections and idle > self.config.idle_timeout_s:
+                log.info("idle timeout reached", idle_s=round(idle, 1))
+                self.daemon.shutdown_requested.set()
+
+    async def stop(self) -> None:
+        remove_status_file_if_ours(self.config)
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        pending = [t for t in self.daemon.inflight if t is not current]
+        if pending:
+            log.info("draining in-flight requests", count=len(pending))
+            _done, still = await asyncio.wait(pending, timeout=self.config.drain_timeout_s)
+            for task in still:
+                task.cancel()
+        await self.daemon.close_services()
+        workers = list(self.daemon.workers)
+        for task in workers:
+            task.cancel()
+        if workers:
+            await asyncio.gather(*workers, return_exceptions=True)
+        for connection in list(self.daemon.connections):
+            await connection.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), timeout=2)
+        if self._owns_socket_file:
+            with contextlib.suppress(FileNotFoundError):
+                self.config.socket_path.unlink()
+        log.info("memoryd stopped")
+
+
+async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
+    """Run until SIGTERM/SIGINT or the `shutdown` method; 0 on a clean exit."""
+    import memoryd.daemon.methods  # noqa: F401 - registers every RPC method
+
+    daemon = daemon or Daemon(config)
+    server = Server(daemon)
+    try:
+        await server.start()
+    except AlreadyRunning as exc:
+        log.error(str(exc))
+        return 2
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, daemon.shutdown_requested.set)
+            installed.append(sig)
+    try:
+        await daemon.on_start()
+        await server.wait_for_shutdown()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await server.stop()
+    return 0

@@ -1,0 +1,45 @@
+"""Domain errors, each carrying the JSON-RPC code it maps to.
+
+    MemorydError
+    ├── InvalidParams        -32602  a field is missing, mistyped or out of range
+    ├── NotFound             -32001  the thing named does not exist
+    ├── ForbiddenPath        -32002  a path outside the allowed directory, or a symlink escape
+    ├── FeatureUnavailable   -32003  no model / no team server configured (message says how)
+    └── TooLarge             -32004  over a size or count limit
+
+The daemon converts these to JSON-RPC errors in exactly one place (memoryd.daemon.protocol);
+domain code raises them and never builds error responses itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class MemorydError(Exception):
+    code: ClassVar[int] = -32603
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(MemorydError):
+    code = -32602
+
+
+class NotFound(MemorydError):
+    code = -32001
+
+
+class ForbiddenPath(MemorydError):
+    code = -32002
+
+
+class FeatureUnavailable(MemorydError):
+    code = -32003
+
+
+class TooLarge(MemorydError):
+    code = -32004

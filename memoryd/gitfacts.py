@@ -1,0 +1,116 @@
+"""Git facts read straight from the files in `.git`, without running git.
+
+The canonical root is the main worktree's root, so every linked worktree of a repository
+maps to the same project (and so the same memory directory). Outside git, the directory
+itself is the project root.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GitFacts:
+    project_root: Path  # canonical: the main worktree's root, or cwd outside git
+    worktree_root: Path | None  # the worktree cwd is in, None outside git
+    git_dir: Path | None  # the common git dir (holds config, refs)
+    remote_url: str | None
+    repo_slug: str | None  # "owner/repo" from the remote, when it parses
+
+
+def _read_gitdir_file(dot_git: Path) -> Path | None:
+    """A linked worktree (or submodule) has a `.git` file: `gitdir: <path>`."""
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:") :].strip())
+    if not target.is_absolute():
+        target = dot_git.parent / target
+    return target.resolve()
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """A worktree's private git dir names the shared one in `commondir`."""
+    commondir = git_dir / "commondir"
+    try:
+        rel = commondir.read_text(encoding="utf-8").strip()
+    except OSError:
+        return git_dir
+    target = Path(rel)
+    return (target if target.is_absolute() else git_dir / target).resolve()
+
+
+def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
+    """(worktree root, the worktree's own git dir) for the nearest enclosing repository."""
+    for directory in (cwd, *cwd.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            return directory, dot_git.resolve()
+        if dot_git.is_file():
+            git_dir = _read_gitdir_file(dot_git)
+            if git_dir is not None and git_dir.is_dir():
+                return directory, git_dir
+    return None
+
+
+def discover(cwd: Path) -> GitFacts:
+    cwd = cwd.resolve()
+    found = find_worktree(cwd)
+    if found is None:
+        return GitFacts(cwd, None, None, None, None)
+    worktree_root, own_git_dir = found
+    common = _common_dir(own_git_dir)
+    # The main worktree's root is the directory that holds the common `.git` dir, unless
+    # the repository is bare-like (common dir not named .git): then the worktree is the root.
+    project_root = common.parent if common.name == ".git" else worktree_root
+    remote = read_remote_url(common)
+    return GitFacts(project_root, worktree_root, common, remote, parse_repo_slug(remote))
+
+
+def read_remote_url(git_dir: Path, remote: str = "origin") -> str | None:
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(git_dir / "config", encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    preferred = f'remote "{remote}"'
+    sections = [s for s in parser.sections() if s.startswith("remote ")]
+    ordered = [preferred] if preferred in sections else []
+    ordered += [s for s in sections if s != preferred]
+    for section in ordered:
+        url = parser.get(section, "url", fallback=None)
+        if url:
+            return url.strip()
+    return None
+
+
+_SLUG_PATTERNS = (
+    # https://host/owner/repo(.git), ssh://git@host[:port]/owner/repo(.git), git://…
+    re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]+@)?[^/]+/(?P<path>.+?)(?:\.git)?/?$", re.I),
+    # scp-like: git@host:owner/repo(.git)
+    re.compile(r"^(?:[^@/]+@)?[^:/]+:(?P<path>.+?)(?:\.git)?/?$"),
+)
+
+
+def parse_repo_slug(url: str | None) -> str | None:
+    """`owner/repo` from a remote URL (https, ssh and scp-like forms); None if it has none."""
+    if not url:
+        return None
+    for pattern in _SLUG_PATTERNS:
+        match = pattern.match(url.strip())
+        if match:
+            parts = [p for p in match.group("path").split("/") if p]
+            if len(parts) >= 2 and all(_SEGMENT.match(p) for p in parts[-2:]):
+                return f"{parts[-2]}/{parts[-1]}"
+            return None
+    return None
+
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -1,0 +1,1 @@
+"""Model access: the anthropic SDK behind one small interface, and token estimation."""

@@ -1,0 +1,157 @@
+"""One thin layer over `anthropic.AsyncAnthropic` used by every model-backed feature.
+
+It adds what the SDK leaves to the caller: per-feature token accounting reported in
+`status`, retries with exponential backoff and jitter on 429 / 5xx / overloaded (529) that
+we count and log ourselves, and a clear `FeatureUnavailable` when no key is configured.
+Cancellation is the caller's: cancelling the awaiting task aborts the HTTP request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+import structlog
+
+from memoryd.errors import FeatureUnavailable
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+
+    from memoryd.daemon.config import ModelConfig
+
+log = structlog.get_logger("memoryd.llm")
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+NO_MODEL_HINT = (
+    "no model configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a compatible "
+    "provider) in the daemon's environment, then `memctl restart`"
+)
+
+
+@dataclass
+class FeatureUsage:
+    calls: int = 0
+    errors: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, usage: Any) -> None:
+        self.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
+        self.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
+        self.cache_read_input_tokens += int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        self.cache_creation_input_tokens += int(
+            getattr(usage, "cache_creation_input_tokens", 0) or 0
+        )
+
+
+@dataclass
+class ModelError(Exception):
+    """A model call that failed for good (after retries, or not retryable)."""
+
+    feature: str
+    message: str
+    status: int | None = None
+    retryable: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.feature}: {self.message}"
+
+
+@dataclass
+class ModelClient:
+    config: ModelConfig
+    usage: dict[str, FeatureUsage] = field(default_factory=dict)
+    _client: anthropic.AsyncAnthropic | None = None
+
+    @property
+    def configured(self) -> bool:
+        return self.config.configured
+
+    @property
+    def reason(self) -> str | None:
+        return None if self.configured else NO_MODEL_HINT
+
+    def model_for(self, size: str) -> str:
+        return self.config.small_model if size == "small" else self.config.model
+
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.config.api_key,
+                auth_token=self.config.auth_token,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout_s,
+                max_retries=0,  # retries are ours, so they are counted and logged
+            )
+        return self._client
+
+    def require(self) -> None:
+        if not self.configured:
+            raise FeatureUnavailable(NO_MODEL_HINT)
+
+    async def create(self, *, feature: str, **kwargs: Any) -> Message:
+        """`messages.create` with accounting and retries. Raises ModelError on failure."""
+        self.require()
+        stats = self.usage.setdefault(feature, FeatureUsage())
+        kwargs.setdefault("model", self.config.model)
+        attempt = 0
+        while True:
+            stats.calls += 1
+            try:
+                message: Message = await self._sdk().messages.create(**kwargs)
+            except anthropic.APIStatusError as exc:
+                retryable = exc.status_code in RETRYABLE_STATUS
+                error = ModelError(feature, _describe(exc), exc.status_code, retryable)
+            except (anthropic.APIConnectionError, anthropic.APITimeoutError) as exc:
+                error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
+            else:
+                stats.add(message.usage)
+                return message
+            stats.errors += 1
+            if not error.retryable or attempt >= self.config.max_retries:
+                log.warning(
+                    "model call failed",
+                    feature=feature,
+                    status=error.status,
+                    attempts=attempt + 1,
+                    error=error.message,
+                )
+                raise error
+            delay = min(
+                self.config.retry_max_delay_s, self.config.retry_base_delay_s * (2**attempt)
+            )
+            delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not cryptography
+            attempt += 1
+            stats.retries += 1
+            log.info("model call retry", feature=feature, status=error.status, delay_s=delay)
+            await asyncio.sleep(delay)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "configured": self.configured,
+            "reason": self.reason,
+            "base_url": self.config.base_url,
+            "model": self.config.model,
+            "small_model": self.config.small_model,
+            "usage": {name: vars(u).copy() for name, u in sorted(self.usage.items())},
+        }
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _describe(exc: anthropic.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    err = body.get("error") if isinstance(body.get("error"), dict) else None
+    detail = err.get("message") if err else None
+    kind = err.get("type") if err else None
+    return f"HTTP {exc.status_code} {kind or ''} {detail or exc.message}".replace("  ", " ")

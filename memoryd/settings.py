@@ -1,0 +1,199 @@
+"""The settings files and their precedence.
+
+Sources, highest precedence first: policy (managed) > flag > local > project > user.
+A value set in a higher source wins; list-valued keys that are documented as merged
+(`claudeMdExcludes`) are concatenated across every source instead.
+
+Project settings live in the repository (`.claude/settings.json`), so they can never set
+anything that could point memoryd at files outside the project (`autoMemoryDirectory`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from memoryd import paths
+from memoryd.errors import InvalidParams
+from memoryd.fsutil import atomic_write_text
+
+
+class Source(StrEnum):
+    POLICY = "policy"
+    FLAG = "flag"
+    LOCAL = "local"
+    PROJECT = "project"
+    USER = "user"
+
+
+# Highest precedence first.
+PRECEDENCE: tuple[Source, ...] = (
+    Source.POLICY,
+    Source.FLAG,
+    Source.LOCAL,
+    Source.PROJECT,
+    Source.USER,
+)
+
+# The keys memoryd understands, with their types; everything else is kept untouched.
+KNOWN_KEYS: dict[str, type] = {
+    "autoMemoryEnabled": bool,
+    "autoDreamEnabled": bool,
+    "autoMemoryDirectory": str,
+    "claudeMdExcludes": list,
+    "agentsMdFallback": bool,
+    "maxIncludeDepth": int,
+    "memorydModel": str,
+    "memorydSmallModel": str,
+}
+DEFAULTS: dict[str, Any] = {
+    "autoMemoryEnabled": True,
+    "autoDreamEnabled": False,
+    "agentsMdFallback": True,
+    "maxIncludeDepth": 5,
+}
+MERGED_KEYS = frozenset({"claudeMdExcludes"})
+# Keys a repository-controlled file may not set.
+NOT_FROM_PROJECT = frozenset({"autoMemoryDirectory"})
+
+
+def user_settings_path() -> Path:
+    return paths.config_dir() / "settings.json"
+
+
+def policy_settings_path() -> Path:
+    return paths.managed_dir() / "managed-settings.json"
+
+
+def project_settings_path(project_root: Path) -> Path:
+    return project_root / ".claude" / "settings.json"
+
+
+def local_settings_path(project_root: Path) -> Path:
+    return project_root / ".claude" / "settings.local.json"
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    source: Source
+    path: Path | None
+    values: Mapping[str, Any]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class EffectiveSettings:
+    """The merged view: each value and the source it came from."""
+
+    values: Mapping[str, Any]
+    sources: Mapping[str, str]
+    files: tuple[SettingsFile, ...] = field(default_factory=tuple)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, DEFAULTS.get(key, default))
+
+    def value_from(self, key: str, allowed: frozenset[Source]) -> tuple[Any, Source] | None:
+        """The highest-precedence value of `key` among `allowed` sources."""
+        for source in PRECEDENCE:
+            if source not in allowed:
+                continue
+            for file in self.files:
+                if file.source == source and key in file.values:
+                    return file.values[key], source
+        return None
+
+
+def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
+    if path is None:
+        return SettingsFile(source, None, {})
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return SettingsFile(source, path, {})
+    except (OSError, UnicodeDecodeError) as exc:
+        return SettingsFile(source, path, {}, error=f"unreadable: {exc}")
+    if not raw.strip():
+        return SettingsFile(source, path, {})
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return SettingsFile(source, path, {}, error=f"invalid JSON: {exc}")
+    if not isinstance(data, dict):
+        return SettingsFile(source, path, {}, error="not a JSON object")
+    values = {k: v for k, v in data.items() if _valid_value(k, v)}
+    if source is Source.PROJECT:
+        values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
+    return SettingsFile(source, path, values)
+
+
+def _valid_value(key: str, value: Any) -> bool:
+    expected = KNOWN_KEYS.get(key)
+    if expected is None:
+        return True
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is list:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, expected)
+
+
+def merge(files: list[SettingsFile]) -> EffectiveSettings:
+    by_source = {f.source: f for f in files}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source in reversed(PRECEDENCE):  # lowest first, so higher ones overwrite
+        file = by_source.get(source)
+        if file is None:
+            continue
+        for key, value in file.values.items():
+            if key in MERGED_KEYS and key in values:
+                values[key] = [*values[key], *value]
+                sources[key] = f"{sources[key]},{source}"
+            else:
+                values[key] = value
+                sources[key] = str(source)
+    ordered = tuple(by_source[s] for s in PRECEDENCE if s in by_source)
+    return EffectiveSettings(values, sources, ordered)
+
+
+def load(project_root: Path | None, flag_path: Path | None = None) -> EffectiveSettings:
+    files = [
+        read_settings_file(Source.POLICY, policy_settings_path()),
+        read_settings_file(Source.FLAG, flag_path),
+        read_settings_file(Source.USER, user_settings_path()),
+    ]
+    if project_root is not None:
+        files.append(read_settings_file(Source.PROJECT, project_settings_path(project_root)))
+        files.append(read_settings_file(Source.LOCAL, local_settings_path(project_root)))
+    return merge(files)
+
+
+def set_user_setting(key: str, value: Any) -> Path:
+    """Write one key to the user settings file atomically, keeping every other key."""
+    if not isinstance(key, str) or not key or len(key) > 200:
+        raise InvalidParams("key: must be a non-empty string of at most 200 characters")
+    if value is not None and not _valid_value(key, value):
+        expected = KNOWN_KEYS[key].__name__
+        raise InvalidParams(f"value: {key} takes a {expected}, got {type(value).__name__}")
+    path = user_settings_path()
+    current: dict[str, Any] = {}
+    if path.exists():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidParams(
+                f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"
+            ) from exc
+        if not isinstance(loaded, dict):
+            raise InvalidParams(f"user settings file {path} is not a JSON object")
+        current = loaded
+    if value is None:
+        current.pop(key, None)
+    else:
+        current[key] = value
+    atomic_write_text(path, json.dumps(current, indent=2, ensure_ascii=False) + "\n")
+    return path
