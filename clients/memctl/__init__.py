@@ -1,0 +1,1 @@
+"""memctl: the command-line client of memoryd. Standard library only, so it starts fast."""

@@ -1,0 +1,51 @@
+"""`memctl`: start, stop and talk to the memoryd daemon.
+
+Exit codes: 0 ok, 1 the daemon answered with an error, 2 bad usage, 3 the daemon is not
+running (or did not become healthy), 4 a timeout.
+Each subcommand lives in `memctl/commands/<name>.py` and exposes `register(subparsers)`;
+they are found by name, so adding a command means adding a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+from memctl import commands
+from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail
+from memoryd_client import DaemonUnavailable, RpcError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memctl", description="Control and query memoryd.")
+    parser.add_argument("--socket", type=Path, help="daemon socket (default: $MEMORYD_SOCKET, …)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DaemonUnavailable as exc:
+        return fail(args, str(exc), EXIT_DOWN)
+    except RpcError as exc:
+        return fail(args, f"error {exc.code}: {exc.message}", EXIT_RPC, code=exc.code)
+    except TimeoutError as exc:
+        return fail(args, str(exc), EXIT_TIMEOUT)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

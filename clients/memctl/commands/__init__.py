@@ -1,0 +1,1 @@
+"""One module per memctl subcommand, each with `register(subparsers)`."""

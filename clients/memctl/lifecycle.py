@@ -1,0 +1,104 @@
+"""Finding, starting and stopping the background daemon through its status file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryd_client import Client, DaemonUnavailable, RpcError, default_socket_path
+
+
+def socket_path(arg: Path | None) -> Path:
+    return Path(arg).expanduser().absolute() if arg else default_socket_path()
+
+
+def status_file(sock: Path) -> Path:
+    return sock.with_name(sock.name + ".status.json")
+
+
+def read_status_file(sock: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(status_file(sock).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
+    """The daemon's `status`, or None when nobody healthy answers."""
+    try:
+        with Client(sock, timeout=timeout) as conn:
+            result = conn.call("status")
+    except (DaemonUnavailable, RpcError, TimeoutError, OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None) -> dict[str, Any]:
+    """Start a background daemon unless a healthy one answers. Returns its status."""
+    running = query_status(sock)
+    if running is not None:
+        return {"started": False, **running}
+    log_file = sock.with_name("memoryd.log")
+    sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    command = [
+        os.environ.get("MEMORYD_PYTHON", sys.executable),
+        "-m",
+        "memoryd",
+        "--socket",
+        str(sock),
+        "--log-file",
+        str(log_file),
+        *(extra_args or []),
+    ]
+    with open(os.devnull, "rb") as devnull_in, open(log_file, "ab") as err:
+        process = subprocess.Popen(
+            command, stdin=devnull_in, stdout=err, stderr=err, start_new_session=True
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        status = query_status(sock, timeout=2.0)
+        if status is not None:
+            return {"started": True, **status}
+        code = process.poll()
+        if code is not None:
+            raise RuntimeError(f"memoryd exited with code {code} during start-up; see {log_file}")
+        time.sleep(0.05)
+    raise TimeoutError(f"memoryd did not become healthy within {wait_s:.0f}s; see {log_file}")
+
+
+def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:
+    info = read_status_file(sock)
+    pid = int(info["pid"]) if info and isinstance(info.get("pid"), int) else None
+    asked = False
+    try:
+        with Client(sock, timeout=5.0) as conn:
+            conn.call("shutdown")
+            asked = True
+    except (DaemonUnavailable, RpcError, TimeoutError, OSError):
+        pass
+    if pid is None:
+        return {"stopped": asked, "pid": None}
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.05)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(1.0)
+    return {"stopped": asked or not pid_alive(pid), "pid": pid}

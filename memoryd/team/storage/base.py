@@ -1,0 +1,203 @@
+"""The one interface the team server stores through, and the values it speaks in.
+
+    StorageError
+    ├── StorageUnavailable   the database failed or is unreachable (the server answers 503)
+    ├── PreconditionFailed   If-Match does not name the current state (412)
+    ├── TooManyEntries       the upsert would exceed the entry limit (413)
+    └── VersionNotFound      restore of a version that was never written
+
+Every implementation keeps an append-only history: a changed entry gets a new version row,
+nothing is updated in place or deleted there. Repository names reach the storage already
+validated and canonical (lower case); keys and contents already validated.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class StorageError(Exception):
+    pass
+
+
+class StorageUnavailable(StorageError):
+    pass
+
+
+class PreconditionFailed(StorageError):
+    def __init__(self, current_etag: str) -> None:
+        super().__init__(f"If-Match does not match the current state {current_etag}")
+        self.current_etag = current_etag
+
+
+class TooManyEntries(StorageError):
+    def __init__(self, max_entries: int, would_have: int) -> None:
+        super().__init__(f"{would_have} entries would exceed the limit of {max_entries}")
+        self.max_entries = max_entries
+        self.would_have = would_have
+
+
+class VersionNotFound(StorageError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class IfMatch:
+    """A parsed If-Match header: `any` for `*`, else the strong entity tags it lists."""
+
+    etags: frozenset[str] = frozenset()
+    any: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    """Who wrote a version: the token's id and name, or an admin command."""
+
+    token_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    id: str
+    name: str
+    repos: tuple[str, ...]
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class RepoState:
+    etag: str
+    checksums: dict[str, str]
+    # None when only the hashes were asked for.
+    entries: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    etag: str
+    written: tuple[str, ...]
+    unchanged: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    repo: str
+    key: str
+    version: int
+    checksum: str
+    size: int
+    written_at: datetime
+    token_id: str
+    author: str
+    restored_from: int | None
+
+
+class Storage(abc.ABC):
+    """Async storage of tokens, current entries and their history."""
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and create the schema if missing (idempotent, safe from several processes)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    # tokens -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_token(
+        self, token_id: str, token_hash: str, repos: tuple[str, ...], name: str, at: datetime
+    ) -> TokenInfo: ...
+
+    @abc.abstractmethod
+    async def find_token(self, token_hash: str) -> TokenInfo | None:
+        """The token with this hash, revoked or not (the caller decides)."""
+
+    @abc.abstractmethod
+    async def list_tokens(self) -> list[TokenInfo]: ...
+
+    @abc.abstractmethod
+    async def revoke_token(self, token_id: str, at: datetime) -> bool:
+        """True when an active token was revoked by this call."""
+
+    # entries ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def get_etag(self, repo: str) -> str | None:
+        """The current ETag, None when the repo has no entries."""
+
+    @abc.abstractmethod
+    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
+        """A consistent snapshot (ETag matches the checksums), None when the repo has none."""
+
+    async def put_entries(
+        self,
+        repo: str,
+        entries: Mapping[str, str],
+        if_match: IfMatch | None,
+        *,
+        max_entries: int | None,
+        author: Author,
+        at: datetime,
+    ) -> PutResult:
+        """Upsert under the repo's write lock; the precondition is checked inside it."""
+        return await self._apply(
+            repo,
+            entries,
+            if_match,
+            max_entries=max_entries,
+            check_precondition=True,
+            author=author,
+            at=at,
+            restored_from=None,
+        )
+
+    @abc.abstractmethod
+    async def _apply(
+        self,
+        repo: str,
+        entries: Mapping[str, str],
+        if_match: IfMatch | None,
+        *,
+        max_entries: int | None,
+        check_precondition: bool,
+        author: Author,
+        at: datetime,
+        restored_from: int | None,
+    ) -> PutResult:
+        """One write transaction: lock the repo, `plan_put`, append versions, update current."""
+
+    # history ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def history(self, repo: str, key: str | None = None) -> list[VersionInfo]:
+        """Every version, oldest first (by key, then version)."""
+
+    @abc.abstractmethod
+    async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+        """A version's metadata and content; VersionNotFound when it does not exist."""
+
+    async def restore(
+        self, repo: str, key: str, version: int, *, author: Author, at: datetime
+    ) -> PutResult:
+        """Make an old version current again, as a new version (history only grows)."""
+        _, content = await self.get_version(repo, key, version)
+        return await self._apply(
+            repo,
+            {key: content},
+            None,
+            max_entries=None,
+            check_precondition=False,
+            author=author,
+            at=at,
+            restored_from=version,
+        )

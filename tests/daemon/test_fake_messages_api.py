@@ -1,0 +1,104 @@
+"""The fake Messages API speaks the real SDK's protocol (SDK configured like production)."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+
+from memoryd.llm.client import ModelClient, ModelError
+from tests.conftest import fake_model_config
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    error_reply,
+    json_reply,
+    slow,
+    text_reply,
+    tool_use_reply,
+)
+
+
+async def test_real_sdk_talks_to_the_fake(fake_model: FakeMessagesAPI) -> None:
+    fake_model.enqueue(text_reply("hello there", input_tokens=12, output_tokens=3))
+    client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=fake_model.base_url)
+    reply = await client.messages.create(
+        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    )
+    await client.close()
+    assert reply.content[0].type == "text"
+    assert reply.content[0].text == "hello there"
+    assert reply.usage.input_tokens == 12
+    (request,) = fake_model.message_requests()
+    assert request.json["messages"] == [{"role": "user", "content": "hi"}]
+    # SDK versions differ in which header carries the key; it must arrive in one of them.
+    credential = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+    assert credential.endswith("sk-test")
+
+
+async def test_model_client_counts_tokens_per_feature(fake_model: FakeMessagesAPI) -> None:
+    fake_model.enqueue(
+        text_reply("a", input_tokens=10, output_tokens=2, cache_read_input_tokens=7),
+        tool_use_reply([("Read", {"file_path": "/x"})], input_tokens=5, output_tokens=1),
+        json_reply({"selected": ["a.md"]}, input_tokens=3, output_tokens=4),
+    )
+    client = ModelClient(fake_model_config(fake_model))
+    for feature in ("extraction", "extraction", "recall"):
+        await client.create(
+            feature=feature, max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
+    await client.close()
+    usage = client.status()["usage"]
+    assert usage["extraction"]["input_tokens"] == 15
+    assert usage["extraction"]["cache_read_input_tokens"] == 7
+    assert usage["recall"]["output_tokens"] == 4
+    assert usage["recall"]["calls"] == 1
+
+
+async def test_model_client_retries_overloaded_then_succeeds(fake_model: FakeMessagesAPI) -> None:
+    fake_model.enqueue(
+        error_reply(529, "overloaded_error", "Overloaded"),
+        error_reply(429, "rate_limit_error", "slow down"),
+        error_reply(500, "api_error", "boom"),
+        text_reply("finally"),
+    )
+    client = ModelClient(fake_model_config(fake_model))
+    reply = await client.create(
+        feature="t", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+    )
+    await client.close()
+    assert reply.content[0].text == "finally"  # type: ignore[union-attr]
+    assert client.usage["t"].retries == 3
+    assert len(fake_model.message_requests()) == 4
+
+
+async def test_model_client_gives_up_after_max_retries(fake_model: FakeMessagesAPI) -> None:
+    fake_model.handler = lambda _req: error_reply(529, "overloaded_error", "Overloaded")
+    client = ModelClient(fake_model_config(fake_model))
+    with pytest.raises(ModelError) as info:
+        await client.create(feature="t", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    await client.close()
+    assert info.value.status == 529
+    assert len(fake_model.message_requests()) == 4  # 1 + max_retries(3)
+
+
+async def test_model_client_does_not_retry_bad_request(fake_model: FakeMessagesAPI) -> None:
+    fake_model.enqueue(error_reply(400, "invalid_request_error", "bad"))
+    client = ModelClient(fake_model_config(fake_model))
+    with pytest.raises(ModelError):
+        await client.create(feature="t", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    await client.close()
+    assert len(fake_model.message_requests()) == 1
+
+
+async def test_model_client_call_can_be_cancelled(fake_model: FakeMessagesAPI) -> None:
+    import asyncio
+
+    fake_model.enqueue(slow(5.0, text_reply("too late")))
+    client = ModelClient(fake_model_config(fake_model))
+    task = asyncio.create_task(
+        client.create(feature="t", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    )
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await client.close()

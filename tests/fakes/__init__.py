@@ -1,0 +1,1 @@
+"""Real servers that tests talk to in place of outside services."""

@@ -1,0 +1,202 @@
+"""A scripted fake of the Anthropic Messages API, served over real HTTP on loopback.
+
+Tests point the real `anthropic` SDK (through the daemon's ModelClient, or directly) at
+`base_url` and script what each request gets back:
+
+    fake.enqueue(text_reply("hello"))
+    fake.enqueue(tool_use_reply([("Write", {"file_path": "...", "content": "..."})]))
+    fake.enqueue(error_reply(529, "overloaded_error", "Overloaded"))
+    fake.enqueue(slow(2.0, text_reply("late")))
+    fake.handler = lambda request: text_reply(...)   # used when the queue is empty
+
+Every request is recorded (`fake.requests`) with its path, headers, raw body and parsed JSON,
+so tests can assert on exactly what was sent (prompt-cache prefixes, max_tokens, tools).
+The server runs in its own thread and event loop, so sync tests, async tests and daemons in
+subprocesses can all use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: dict[str, Any]
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    json: Any
+    received_at: float
+
+
+def message(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str = "end_turn",
+    model: str = "claude-fake",
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+    cache_read_input_tokens: int = 0,
+    cache_creation_input_tokens: int = 0,
+) -> Reply:
+    return Reply(
+        200,
+        {
+            "id": f"msg_fake_{next(_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cache_read_input_tokens": cache_read_input_tokens,
+                "cache_creation_input_tokens": cache_creation_input_tokens,
+            },
+        },
+    )
+
+
+def text_reply(text: str, **usage: int) -> Reply:
+    return message([{"type": "text", "text": text}], **usage)
+
+
+def json_reply(data: Any, **usage: int) -> Reply:
+    """Structured output: the JSON document as the reply's only text block."""
+    return text_reply(json.dumps(data), **usage)
+
+
+def tool_use_reply(
+    calls: list[tuple[str, dict[str, Any]]], text: str | None = None, **usage: int
+) -> Reply:
+    content: list[dict[str, Any]] = []
+    if text:
+        content.append({"type": "text", "text": text})
+    for name, tool_input in calls:
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_fake_{next(_ids)}",
+                "name": name,
+                "input": tool_input,
+            }
+        )
+    return message(content, stop_reason="tool_use", **usage)
+
+
+def error_reply(status: int, error_type: str, text: str) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": error_type, "message": text}})
+
+
+def slow(delay_s: float, reply: Reply) -> Reply:
+    return Reply(reply.status, reply.body, delay_s, reply.headers)
+
+
+class FakeMessagesAPI:
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.handler: Callable[[Any], Reply] | None = None
+        self._queue: list[Reply] = []
+        self._lock = threading.Lock()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # -- scripting --------------------------------------------------------------------------
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def message_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/v1/messages")]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _next_reply(self, body: Any) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.pop(0)
+        if self.handler is not None:
+            return self.handler(body)
+        return error_reply(500, "api_error", "fake Messages API: no scripted reply left")
+
+    # -- serving --------------------------------------------------------------------------
+    async def _messages(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        self.requests.append(
+            RecordedRequest(
+                request.method,
+                request.url.path,
+                {k.lower(): v for k, v in request.headers.items()},
+                raw,
+                body,
+                time.monotonic(),
+            )
+        )
+        reply = self._next_reply(body)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+
+    def start(self) -> FakeMessagesAPI:
+        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="error", lifespan="off", loop="asyncio")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake Messages API did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True  # do not wait for scripted slow replies
+        if self._thread is not None:
+            self._thread.join(timeout=10)
