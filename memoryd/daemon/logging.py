@@ -21,6 +21,7 @@ _SECRET_VALUES = re.compile(
     r"gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
 )
 REDACTED = "[redacted]"
+_OPENED: list[TextIO] = []
 
 
 def scrub_value(value: Any) -> Any:
@@ -59,9 +60,12 @@ def configure(
 ) -> None:
     """Terminal: coloured key=value lines; file (or non-tty stream): JSON lines."""
     out: TextIO
+    while _OPENED:  # a re-configuration closes the file the previous one opened
+        _OPENED.pop().close()
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        out = open(log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives for the process
+        out = open(log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed on reconfigure
+        _OPENED.append(out)
     else:
         out = stream or sys.stderr
     as_json = log_file is not None or not out.isatty()

@@ -1,0 +1,90 @@
+"""Shared bits for the benchmarks: a temp HOME, a daemon subprocess, timing helpers."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "clients")]
+
+from memoryd_client import Client, DaemonUnavailable  # noqa: E402
+
+
+def eval_dir() -> Path | None:
+    configured = os.environ.get("MEMORYD_EVAL_DIR")
+    for candidate in (configured, REPO.parent / "shared" / "eval", REPO / ".." / "shared" / "eval"):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate).resolve()
+    return None
+
+
+@contextmanager
+def temp_home() -> Iterator[dict[str, str]]:
+    with tempfile.TemporaryDirectory(prefix="mdbench-") as tmp:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "MEMORYD_", "CLAUDE_", "XDG_"))
+        }
+        env.update(
+            HOME=f"{tmp}/home",
+            XDG_STATE_HOME=f"{tmp}/state",
+            XDG_DATA_HOME=f"{tmp}/data",
+            MEMORYD_MANAGED_DIR=f"{tmp}/managed",
+            MEMORYD_SOCKET=f"{tmp}/s/memoryd.sock",
+        )
+        Path(env["HOME"]).mkdir(parents=True)
+        yield env
+
+
+@contextmanager
+def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
+    sock = Path(env["MEMORYD_SOCKET"])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning", *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with Client(sock, timeout=2) as conn:
+                conn.call("status")
+            break
+        except (DaemonUnavailable, OSError):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("daemon did not start") from None
+            time.sleep(0.05)
+    try:
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def time_calls(fn: Callable[[], object], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

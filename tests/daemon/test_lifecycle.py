@@ -1,0 +1,180 @@
+"""The daemon as a real process: one per socket, stale sockets, status file, signals, activation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import Client, DaemonUnavailable
+from tests.conftest import DaemonHandle
+
+SECRET = "sk-ant-api03-" + "Z" * 40
+
+
+def spawn_daemon(
+    sock: Path, *extra: str, env: dict[str, str] | None = None, capture: bool = False
+) -> subprocess.Popen[str]:
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "--socket", str(sock), *extra],
+        stdout=out,
+        stderr=out,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def wait_healthy(sock: Path, timeout: float = 15) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with Client(sock, timeout=2) as conn:
+                return dict(conn.call("status"))
+        except (DaemonUnavailable, OSError):
+            time.sleep(0.05)
+    raise AssertionError(f"daemon on {sock} never became healthy")
+
+
+@pytest.fixture
+def running(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    sock = short_tmp / "run" / "d.sock"
+    proc = spawn_daemon(sock)
+    wait_healthy(sock)
+    yield proc, sock
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_socket_and_status_file_are_private_and_describe_the_daemon(
+    running: tuple[subprocess.Popen[str], Path],
+) -> None:
+    proc, sock = running
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    status_file = sock.with_name(sock.name + ".status.json")
+    info = json.loads(status_file.read_text())
+    assert info["pid"] == proc.pid
+    assert info["socket"] == str(sock)
+    assert info["version"]
+    assert info["protocol_version"] >= 1
+
+
+def test_second_start_on_a_live_socket_refuses(running: tuple[subprocess.Popen[str], Path]) -> None:
+    _proc, sock = running
+    second = spawn_daemon(sock, capture=True)
+    _out, err = second.communicate(timeout=20)
+    assert second.returncode == 2
+    assert "already serving" in err
+    assert wait_healthy(sock)["pid"] == _proc.pid
+
+
+def test_stale_socket_is_replaced(short_tmp: Path) -> None:
+    sock = short_tmp / "d.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()  # the file stays, nobody listens
+    assert sock.exists()
+    proc = spawn_daemon(sock)
+    try:
+        assert wait_healthy(sock)["pid"] == proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_exits_zero_and_cleans_up(
+    running: tuple[subprocess.Popen[str], Path], sig: signal.Signals
+) -> None:
+    proc, sock = running
+    proc.send_signal(sig)
+    assert proc.wait(20) == 0
+    assert not sock.exists()
+    assert not sock.with_name(sock.name + ".status.json").exists()
+
+
+def test_shutdown_method_exits_zero(running: tuple[subprocess.Popen[str], Path]) -> None:
+    proc, sock = running
+    with Client(sock) as conn:
+        assert conn.call("shutdown") == {"shutting_down": True}
+    assert proc.wait(20) == 0
+    assert not sock.exists()
+
+
+async def test_shutdown_drains_in_flight_requests(daemon: DaemonHandle) -> None:
+    client = await daemon.client()
+    slow = asyncio.create_task(client.call("test.sleep", {"seconds": 0.5}))
+    await asyncio.sleep(0.05)
+    await daemon.call("shutdown")
+    await daemon.server.stop()
+    assert (await slow) == {"slept": 0.5}
+    await client.close()
+
+
+def test_systemd_socket_activation(short_tmp: Path) -> None:
+    sock_path = short_tmp / "activated.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock_path))
+    listener.listen(16)
+    fd = listener.fileno()
+    # What systemd does: the listening socket as fd 3, LISTEN_PID naming the exec'd process.
+    script = (
+        f"import os, sys; os.dup2({fd}, 3); "
+        "os.environ['LISTEN_PID'] = str(os.getpid()); os.environ['LISTEN_FDS'] = '1'; "
+        f"os.execv(sys.executable, [sys.executable, '-m', 'memoryd', '--socket', {str(sock_path)!r}])"
+    )
+    err = open(short_tmp / "err.txt", "w")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen([sys.executable, "-c", script], pass_fds=(fd,), stderr=err)
+    listener.close()
+    try:
+        try:
+            status = wait_healthy(sock_path)
+        except AssertionError:
+            err.flush()
+            raise AssertionError((short_tmp / "err.txt").read_text()) from None
+        assert status["pid"] == proc.pid
+        info = json.loads(sock_path.with_name(sock_path.name + ".status.json").read_text())
+        assert info["socket_activated"] is True
+    finally:
+        proc.terminate()
+        code = proc.wait(20)
+        err.close()
+    assert code == 0, (short_tmp / "err.txt").read_text()
+    assert sock_path.exists()  # systemd owns the socket file, the daemon leaves it
+
+
+def test_no_secret_reaches_the_log_file(short_tmp: Path) -> None:
+    sock = short_tmp / "d.sock"
+    log_file = short_tmp / "memoryd.log"
+    proc = spawn_daemon(
+        sock,
+        "--log-file",
+        str(log_file),
+        "--log-level",
+        "debug",
+        env={"ANTHROPIC_API_KEY": SECRET, "MEMORYD_TEAM_TOKEN": "tok-" + "q" * 30},
+    )
+    try:
+        wait_healthy(sock)
+        with Client(sock) as conn:
+            conn.call("settings.get")
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    text = log_file.read_text()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert any(line["event"] == "memoryd listening" for line in lines)
+    assert SECRET not in text
+    assert "q" * 30 not in text

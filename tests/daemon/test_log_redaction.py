@@ -1,0 +1,38 @@
+"""The structlog processor chain never lets a credential through."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import structlog
+
+from memoryd.daemon.logging import REDACTED, configure, scrub_value
+
+KEY = "sk-ant-api03-" + "A" * 40
+TOKEN = "ghp_" + "b" * 36
+
+
+def test_credentials_are_redacted_by_key_name_and_by_shape(tmp_path: Path) -> None:
+    log_file = tmp_path / "log.jsonl"
+    configure(log_file=log_file)
+    try:
+        log = structlog.get_logger("t")
+        log.info("calling", api_key=KEY, headers={"Authorization": "Bearer " + TOKEN})
+        log.info(f"error text mentioning {KEY} and {TOKEN}")
+        log.info("nested", detail=["x", {"token": "plain-looking"}])
+    finally:
+        configure(stream=io.StringIO())
+    text = log_file.read_text()
+    assert KEY not in text
+    assert TOKEN not in text
+    assert "plain-looking" not in text
+    records = [json.loads(line) for line in text.splitlines()]
+    assert records[0]["api_key"] == REDACTED
+    assert records[0]["headers"]["Authorization"] == REDACTED
+
+
+def test_scrub_value_keeps_ordinary_text() -> None:
+    assert scrub_value("memory saved: feedback_testing.md") == "memory saved: feedback_testing.md"
+    assert scrub_value({"path": "/a/b.md", "n": 3}) == {"path": "/a/b.md", "n": 3}

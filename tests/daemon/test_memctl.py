@@ -1,0 +1,84 @@
+"""memctl as a user runs it: a subprocess against a real background daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def memctl(sock: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", "--socket", str(sock), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=60,
+        env=dict(os.environ),
+    )
+
+
+@pytest.fixture
+def sock(short_tmp: Path) -> Iterator[Path]:
+    path = short_tmp / "d" / "memoryd.sock"
+    yield path
+    memctl(path, "stop")
+
+
+def test_status_when_down_is_one_clear_line_and_exit_3(sock: Path) -> None:
+    result = memctl(sock, "status")
+    assert result.returncode == 3
+    assert result.stderr.strip().count("\n") == 0
+    assert "not running" in result.stderr
+    as_json = memctl(sock, "--json", "status")
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["exit_code"] == 3
+
+
+def test_start_status_call_stop(sock: Path) -> None:
+    started = memctl(sock, "--json", "start")
+    assert started.returncode == 0, started.stderr
+    first = json.loads(started.stdout)
+    assert first["started"] is True
+    again = json.loads(memctl(sock, "--json", "start").stdout)
+    assert again["started"] is False
+    assert again["pid"] == first["pid"]
+
+    status = memctl(sock, "status")
+    assert status.returncode == 0
+    assert f"pid {first['pid']}" in status.stdout
+    assert "model: off" in status.stdout
+
+    called = memctl(sock, "call", "settings.set", '{"key": "autoDreamEnabled", "value": true}')
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["value"] is True
+
+    assert memctl(sock, "call", "settings.get", "[1]").returncode == 2
+    assert memctl(sock, "call", "settings.get", "{oops").returncode == 2
+    rpc_error = memctl(sock, "call", "no.such.method")
+    assert rpc_error.returncode == 1
+    assert "-32601" in rpc_error.stderr
+
+    stopped = memctl(sock, "stop")
+    assert stopped.returncode == 0
+    assert memctl(sock, "status").returncode == 3
+    assert not sock.exists()
+
+
+def test_start_replaces_a_stale_daemon(sock: Path) -> None:
+    import socket as socketlib
+
+    sock.parent.mkdir(parents=True, mode=0o700)
+    stale = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()
+    sock.with_name(sock.name + ".status.json").write_text(json.dumps({"pid": 999_999_999}))
+    result = memctl(sock, "--json", "start")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["started"] is True
+    assert memctl(sock, "status").returncode == 0

@@ -1,0 +1,227 @@
+"""The wire protocol against a real daemon on a real socket: framing, errors, batches, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd_client import AsyncClient, RpcError
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+
+
+async def raw_exchange(path: Path, payload: bytes, replies: int = 1) -> list[Any]:
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 26)
+    writer.write(payload)
+    await writer.drain()
+    out = []
+    for _ in range(replies):
+        line = await asyncio.wait_for(reader.readline(), 10)
+        out.append(json.loads(line) if line else None)
+    writer.close()
+    return out
+
+
+async def test_status_reports_version_pid_and_model_off(daemon: DaemonHandle) -> None:
+    status = await daemon.call("status")
+    assert status["pid"] > 0
+    assert status["socket"] == str(daemon.socket_path)
+    assert status["model"]["configured"] is False
+    assert "ANTHROPIC_API_KEY" in status["model"]["reason"]
+    assert status["features"]["model"]["enabled"] is False
+    assert {"status", "subscribe", "shutdown", "settings.get", "settings.set"} <= set(
+        status["methods"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "needle"),
+    [
+        (b"{not json\n", -32700, "parse error"),
+        (b"\xff\xfe\n", -32700, "parse error"),
+        (b"42\n", -32600, "JSON object"),
+        (b'"status"\n', -32600, "JSON object"),
+        (b"[]\n", -32600, "empty batch"),
+        (b'{"jsonrpc":"1.0","id":1,"method":"status"}\n', -32600, "jsonrpc"),
+        (b'{"id":1,"method":"status"}\n', -32600, "jsonrpc"),
+        (b'{"jsonrpc":"2.0","id":1,"method":5}\n', -32600, "method"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"status","params":3}\n', -32600, "params"),
+        (b'{"jsonrpc":"2.0","id":{},"method":"status"}\n', -32600, "id"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"no.such"}\n', -32601, "no.such"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"bogus":1}}\n', -32602, "bogus"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"status","params":[1]}\n', -32602, "named"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"settings.set","params":{}}\n', -32602, "key"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"settings.set","params":{"key":"autoMemoryEnabled","value":"yes"}}\n',
+            -32602,
+            "autoMemoryEnabled",
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"method":"settings.get","params":{"cwd":"rel/dir"}}\n', -32602, "cwd"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"settings.get","params":{"cwd":"/no/such/dir"}}\n',
+            -32602,
+            "cwd",
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["x/y"]}}\n', -32602, "events"),
+    ],
+)
+async def test_bad_input_gets_a_clear_error_and_the_daemon_keeps_serving(
+    daemon: DaemonHandle, line: bytes, code: int, needle: str
+) -> None:
+    (reply,) = await raw_exchange(daemon.socket_path, line)
+    assert reply["error"]["code"] == code
+    assert needle in reply["error"]["message"]
+    assert "Traceback" not in json.dumps(reply)
+    assert (await daemon.call("status"))["pid"] > 0
+
+
+async def test_notification_request_gets_no_reply(daemon: DaemonHandle) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    writer.write(b'{"jsonrpc":"2.0","method":"status"}\n{"jsonrpc":"2.0","id":7,"method":"status"}\n')
+    await writer.drain()
+    reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
+    assert reply["id"] == 7
+    writer.close()
+
+
+async def test_batch_mixes_results_errors_and_notifications(daemon: DaemonHandle) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "status"},
+        {"jsonrpc": "2.0", "method": "status"},
+        {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+        5,
+    ]
+    (reply,) = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
+    assert isinstance(reply, list)
+    assert len(reply) == 3
+    by_id = {r["id"]: r for r in reply if r["id"] is not None}
+    assert "result" in by_id[1]
+    assert by_id[2]["error"]["code"] == -32601
+    assert any(r["id"] is None and r["error"]["code"] == -32600 for r in reply)
+
+
+async def test_batch_of_ten_thousand(daemon: DaemonHandle) -> None:
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "settings.get"} for i in range(10_000)]
+    (reply,) = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
+    assert len(reply) == 10_000
+    assert sorted(r["id"] for r in reply) == list(range(10_000))
+    assert all("result" in r for r in reply)
+
+
+async def test_line_over_the_cap_is_refused_and_the_connection_closed(short_tmp: Path) -> None:
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=4096))
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"x":"' + b"a" * 10_000)
+        writer.write(b'"}}\n')
+        await writer.drain()
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
+        assert reply["error"]["code"] == -32600
+        assert "4096" in reply["error"]["message"]
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the daemon
+        writer.close()
+        assert (await handle.call("status"))["pid"] > 0
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_half_a_line_then_disconnect(daemon: DaemonHandle) -> None:
+    _reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    writer.write(b'{"jsonrpc":"2.0","id":1,"meth')
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+    await asyncio.sleep(0.05)
+    assert (await daemon.call("status"))["connections"] >= 1
+
+
+async def test_five_hundred_connections_opened_and_dropped(daemon: DaemonHandle) -> None:
+    def churn() -> None:
+        for i in range(500):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(daemon.socket_path))
+            if i % 2:
+                sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+            sock.close()
+
+    await asyncio.to_thread(churn)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        status = await daemon.call("status")
+        if status["connections"] == 1:  # only ours is left
+            break
+        await asyncio.sleep(0.05)
+    assert status["connections"] == 1
+
+
+async def test_a_slow_request_does_not_block_others_on_the_same_connection(
+    daemon: DaemonHandle,
+) -> None:
+    client = await daemon.client()
+    try:
+        slow = asyncio.create_task(client.call("test.sleep", {"seconds": 2.0}))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await client.call("status")
+        fast_elapsed = time.monotonic() - started
+        assert not slow.done()
+        assert fast_elapsed < 1.5
+        assert (await slow)["slept"] == 2.0
+    finally:
+        await client.close()
+
+
+async def test_replies_are_matched_by_id_when_out_of_order(daemon: DaemonHandle) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    writer.write(
+        b'{"jsonrpc":"2.0","id":"slow","method":"test.sleep","params":{"seconds":0.5}}\n'
+        b'{"jsonrpc":"2.0","id":"fast","method":"status"}\n'
+    )
+    await writer.drain()
+    first = json.loads(await asyncio.wait_for(reader.readline(), 5))
+    second = json.loads(await asyncio.wait_for(reader.readline(), 5))
+    assert [first["id"], second["id"]] == ["fast", "slow"]
+    writer.close()
+
+
+async def test_notifications_reach_subscribers_only(daemon: DaemonHandle) -> None:
+    subscriber = await daemon.client()
+    bystander = await daemon.client()
+    try:
+        result = await subscriber.call("subscribe", {"events": ["memory/saved"]})
+        assert result["subscribed"] == ["memory/saved"]
+        await bystander.call("status")
+        await daemon.daemon.notify("worker/error", {"worker": "x", "message": "ignored"})
+        await daemon.daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
+        note = await subscriber.next_notification(5)
+        assert note == {
+            "jsonrpc": "2.0",
+            "method": "memory/saved",
+            "params": {"path": "/m/a.md", "project": "/p"},
+        }
+        assert bystander.notifications.empty()
+        assert subscriber.notifications.empty()
+    finally:
+        await subscriber.close()
+        await bystander.close()
+
+
+async def test_connection_from_another_uid_is_dropped(short_tmp: Path) -> None:
+    import os
+
+    # The daemon admits one uid; pretend ours is not it.
+    handle = await start_daemon(daemon_config(short_tmp, allowed_uid=os.getuid() + 4242))
+    try:
+        client = AsyncClient(handle.socket_path)
+        await client.connect()
+        with pytest.raises((ConnectionError, RpcError)):
+            await client.call("status")
+        await client.close()
+        assert handle.daemon.counters["refused_peer"] >= 1
+    finally:
+        await stop_daemon(handle)  # its own client was refused too; closing it is harmless

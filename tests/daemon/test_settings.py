@@ -1,0 +1,110 @@
+"""Settings sources, precedence, merging, and writes that keep what they do not know."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memoryd import settings
+from memoryd.errors import InvalidParams
+from tests.conftest import DaemonHandle, IsolatedEnv
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_precedence_policy_flag_local_project_user(isolated_env: IsolatedEnv, tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    flag = tmp_path / "flag.json"
+    write_json(settings.user_settings_path(), {"autoDreamEnabled": True, "maxIncludeDepth": 1})
+    write_json(settings.project_settings_path(root), {"maxIncludeDepth": 2, "agentsMdFallback": False})
+    write_json(settings.local_settings_path(root), {"maxIncludeDepth": 3})
+    write_json(flag, {"maxIncludeDepth": 4})
+    write_json(settings.policy_settings_path(), {"autoMemoryEnabled": False})
+    effective = settings.load(root, flag)
+    assert effective.get("maxIncludeDepth") == 4
+    assert effective.sources["maxIncludeDepth"] == "flag"
+    assert effective.get("autoMemoryEnabled") is False
+    assert effective.sources["autoMemoryEnabled"] == "policy"
+    assert effective.get("agentsMdFallback") is False
+    assert effective.get("autoDreamEnabled") is True
+    assert effective.get("unknownKey", "dflt") == "dflt"
+
+
+def test_excludes_merge_across_every_layer(isolated_env: IsolatedEnv, tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    write_json(settings.user_settings_path(), {"claudeMdExcludes": ["a/**"]})
+    write_json(settings.project_settings_path(root), {"claudeMdExcludes": ["b/**"]})
+    write_json(settings.policy_settings_path(), {"claudeMdExcludes": ["c/**"]})
+    effective = settings.load(root)
+    assert sorted(effective.get("claudeMdExcludes")) == ["a/**", "b/**", "c/**"]
+
+
+def test_project_settings_can_never_set_the_memory_directory(
+    isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    root = tmp_path / "proj"
+    write_json(settings.project_settings_path(root), {"autoMemoryDirectory": "~/.ssh"})
+    write_json(settings.local_settings_path(root), {"autoMemoryDirectory": "/tmp/ok-local"})
+    effective = settings.load(root)
+    assert effective.get("autoMemoryDirectory") == "/tmp/ok-local"
+    assert effective.value_from("autoMemoryDirectory", frozenset({settings.Source.PROJECT})) is None
+
+
+def test_broken_files_are_reported_not_fatal(isolated_env: IsolatedEnv, tmp_path: Path) -> None:
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    write_json(settings.policy_settings_path(), ["a list"])
+    effective = settings.load(None)
+    errors = {f.source: f.error for f in effective.files}
+    assert "invalid JSON" in (errors[settings.Source.USER] or "")
+    assert "not a JSON object" in (errors[settings.Source.POLICY] or "")
+    assert effective.get("autoMemoryEnabled") is True
+
+
+def test_mistyped_known_values_are_ignored(isolated_env: IsolatedEnv) -> None:
+    write_json(settings.user_settings_path(), {"autoMemoryEnabled": "no", "maxIncludeDepth": True})
+    effective = settings.load(None)
+    assert effective.get("autoMemoryEnabled") is True
+    assert effective.get("maxIncludeDepth") == 5
+
+
+def test_set_keeps_unknown_keys_and_writes_atomically(isolated_env: IsolatedEnv) -> None:
+    path = settings.user_settings_path()
+    write_json(path, {"theme": "dark", "permissions": {"allow": ["Bash(ls)"]}})
+    settings.set_user_setting("autoDreamEnabled", True)
+    data = json.loads(path.read_text())
+    assert data == {"theme": "dark", "permissions": {"allow": ["Bash(ls)"]}, "autoDreamEnabled": True}
+    settings.set_user_setting("autoDreamEnabled", None)
+    assert "autoDreamEnabled" not in json.loads(path.read_text())
+    assert [p.name for p in path.parent.iterdir()] == ["settings.json"]  # no temp file left
+
+
+def test_set_refuses_a_wrong_type_and_a_broken_file(isolated_env: IsolatedEnv) -> None:
+    with pytest.raises(InvalidParams, match="autoMemoryEnabled takes a bool"):
+        settings.set_user_setting("autoMemoryEnabled", "yes")
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{broken")
+    with pytest.raises(InvalidParams, match="not valid JSON"):
+        settings.set_user_setting("autoDreamEnabled", True)
+    assert path.read_text() == "{broken"  # nothing lost
+
+
+async def test_settings_methods_over_the_socket(daemon: DaemonHandle, tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    write_json(settings.project_settings_path(project), {"agentsMdFallback": False})
+    result = await daemon.call("settings.set", key="autoDreamEnabled", value=True)
+    assert result["path"] == str(settings.user_settings_path())
+    got = await daemon.call("settings.get", cwd=str(project))
+    assert got["settings"]["autoDreamEnabled"] is True
+    assert got["sources"]["autoDreamEnabled"] == "user"
+    assert got["settings"]["agentsMdFallback"] is False
+    assert got["sources"]["agentsMdFallback"] == "project"
+    assert got["sources"]["autoMemoryEnabled"] == "default"
