@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import structlog
 from jsonrpcserver import Success
 from jsonrpcserver.async_dispatcher import dispatch_request
@@ -140,7 +141,7 @@ async def dispatch_line(
 ) -> dict[str, Any] | list[dict[str, Any]] | None:
     """One line in, the reply (or None for notifications) out."""
     try:
-        message = json.loads(line)
+        message = orjson.loads(line)
     except (UnicodeDecodeError, ValueError) as exc:
         return error_object(PARSE_ERROR, f"parse error: {exc}")
     if isinstance(message, list):
@@ -173,6 +174,14 @@ async def _dispatch_one(message: Any, methods: dict[str, Callable[..., Any]]) ->
     if isinstance(reply, dict) and "error" in reply and reply["error"]["code"] == METHOD_NOT_FOUND:
         reply["error"]["message"] = f"method not found: {message['method']}"
     return reply
+
+
+def _encode(payload: Any) -> bytes:
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        # orjson refuses ints beyond 64 bits and non-str dict keys; the stdlib takes them.
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 class Connection:
@@ -238,7 +247,7 @@ class Connection:
     async def send(self, payload: Any) -> None:
         if self.closed:
             return
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = _encode(payload)
         try:
             self.writer.write(data)
             if self.writer.transport.get_write_buffer_size() > 1 << 20:

@@ -33,9 +33,13 @@ EVENTS = frozenset(
 @rpc_method("status", NoParams)
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
-    result = daemon.status()
-    result["methods"] = sorted(REGISTRY)
-    return result
+    return daemon.status()
+
+
+@rpc_method("rpc.methods", NoParams)
+async def rpc_methods(daemon: Daemon, _: NoParams) -> dict[str, Any]:
+    """Every method this daemon serves, with its one-line summary."""
+    return {"methods": {name: spec.summary for name, spec in sorted(REGISTRY.items())}}
 
 
 class SubscribeParams(Params):
