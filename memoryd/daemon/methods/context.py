@@ -1,0 +1,243 @@
+"""`get_context` and the external-include approvals: `includes.approve|revoke|list`."""
+
+from __future__ import annotations
+
+import asyncio
+import os.path
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import structlog
+from pydantic import AfterValidator, BaseModel, Field
+
+from memoryd.daemon.params import Cwd, SessionId
+from memoryd.daemon.projects import Project, Projects
+from memoryd.daemon.registry import Params, rpc_method
+from memoryd.rules import approvals, assembly, sessions
+from memoryd.rules.model import (
+    ContextContribution,
+    ContextResult,
+    FileType,
+    IndexEntry,
+    LoadReason,
+)
+from memoryd.rules.providers import index_providers
+from memoryd.rules.service import InstructionFiles, build
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.rules")
+
+
+def _touched_path(value: str) -> str:
+    if not value or "\x00" in value:
+        raise ValueError("must be a non-empty path without NUL bytes")
+    if len(value) > 4096:
+        raise ValueError("a path is longer than 4096 characters")
+    return value
+
+
+TouchedPath = Annotated[str, AfterValidator(_touched_path)]
+
+
+class GetContextParams(Params):
+    cwd: Cwd
+    session_id: SessionId | None = None
+    touched_paths: list[TouchedPath] | None = Field(default=None, max_length=100_000)
+
+
+class FileInfo(BaseModel):
+    path: str
+    type: FileType
+    parent: str | None
+    reason: LoadReason
+    globs: list[str] | None
+
+
+class SkippedInfo(BaseModel):
+    path: str
+    reason: str
+    detail: str
+    parent: str | None
+
+
+class GetContextResult(BaseModel):
+    claude_md: str
+    current_date: str
+    files: list[FileInfo]
+    skipped: list[SkippedInfo]
+    memory_dir: str | None
+    index_truncated: bool
+    memory_instructions: str
+    warnings: list[str]
+    cached: bool
+
+
+def _touched(raw: list[str], given_cwd: str, real_cwd: Path) -> frozenset[Path]:
+    """Absolute, normalized paths; a path under the cwd as given is moved under the real cwd."""
+    prefix = os.path.normpath(given_cwd)
+    real = str(real_cwd)
+    result: set[Path] = set()
+    for path in raw:
+        if prefix != real and (path == prefix or path.startswith(prefix + os.sep)):
+            path = real + path[len(prefix) :]
+        result.add(Path(path))
+    return frozenset(result)
+
+
+async def _contributions(
+    daemon: Daemon, project: Project
+) -> tuple[list[ContextContribution], list[SkippedInfo]]:
+    found: list[ContextContribution] = []
+    failed: list[SkippedInfo] = []
+    for provider in index_providers():
+        name = getattr(provider, "__qualname__", repr(provider))
+        try:
+            found.append(await provider(daemon, project))
+        except Exception as exc:
+            # One broken index must not cost the session its instruction files.
+            await daemon.report_worker_error(
+                "index-provider", f"{name}: {type(exc).__name__}: {exc}", exc=exc
+            )
+            failed.append(
+                SkippedInfo(
+                    path=name,
+                    reason="provider_error",
+                    detail=f"{type(exc).__name__}: {exc}",
+                    parent=None,
+                )
+            )
+    return found, failed
+
+
+def _wire(result: ContextResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    files = [
+        FileInfo(
+            path=str(f.path),
+            type=f.type,
+            parent=str(f.parent) if f.parent is not None else None,
+            reason=f.reason,
+            globs=list(f.globs) if f.globs is not None else None,
+        ).model_dump()
+        for f in result.files
+    ]
+    skipped = [
+        SkippedInfo(
+            path=str(s.path),
+            reason=s.reason,
+            detail=s.detail,
+            parent=str(s.parent) if s.parent else None,
+        ).model_dump()
+        for s in result.skipped
+    ]
+    return files, skipped
+
+
+def _entry_info(entry: IndexEntry) -> FileInfo:
+    return FileInfo(
+        path=str(entry.path), type=entry.type, parent=None, reason="session_start", globs=None
+    )
+
+
+@rpc_method("get_context", GetContextParams)
+async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any]:
+    """The assembled instruction files and memory index for a session in `cwd`."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
+    cleaned = [
+        p
+        for p in (sessions.normalize(t, Path(params.cwd)) for t in params.touched_paths or [])
+        if p
+    ]
+    if params.session_id is not None:
+        store = daemon.service(sessions.SessionPaths)
+        store.add(params.session_id, cleaned)
+        cleaned = list(store.get(params.session_id))
+    touched = _touched(cleaned, params.cwd, real_cwd)
+    service = await daemon.started_service(InstructionFiles)
+    cached, hit = await service.get(real_cwd, project, touched)
+    contributions, provider_failures = await _contributions(daemon, project)
+    entries = [entry for c in contributions for entry in c.entries]
+    if cached.wire is None:
+        cached.wire = _wire(cached.result)
+    files, skipped = cached.wire
+    # A plain dict: the typed parts were validated once when the entry was made.
+    result: dict[str, Any] = {
+        "claude_md": assembly.assemble(cached.sections, assembly.render_entries(entries)),
+        "current_date": assembly.current_date_line(date.today()),
+        "files": [*files, *(_entry_info(e).model_dump() for e in entries)],
+        "skipped": [*skipped, *(f.model_dump() for f in provider_failures)],
+        "memory_dir": next((c.memory_dir for c in contributions if c.memory_dir), None),
+        "index_truncated": any(c.index_truncated for c in contributions),
+        "memory_instructions": "\n\n".join(
+            c.memory_instructions for c in contributions if c.memory_instructions
+        ),
+        "warnings": list(cached.result.warnings),
+        "cached": hit,
+    }
+    return result
+
+
+# -- external include approvals ----------------------------------------------------------
+class IncludesParams(Params):
+    cwd: Cwd
+
+
+class IncludesListParams(Params):
+    cwd: Cwd | None = None
+
+
+@rpc_method("includes.approve", IncludesParams)
+async def includes_approve(daemon: Daemon, params: IncludesParams) -> dict[str, Any]:
+    """Allow this project's instruction files to include files outside it."""
+    root = daemon.service(Projects).resolve(params.cwd).root
+    approval = approvals.approve(root)
+    daemon.service(InstructionFiles).drop(root)
+    return {
+        "project_root": str(root),
+        "approved": True,
+        "approved_at": approval.approved_at,
+        "file": str(approvals.approvals_path()),
+    }
+
+
+@rpc_method("includes.revoke", IncludesParams)
+async def includes_revoke(daemon: Daemon, params: IncludesParams) -> dict[str, Any]:
+    """Withdraw the approval of external includes for this project."""
+    root = daemon.service(Projects).resolve(params.cwd).root
+    removed = approvals.revoke(root)
+    daemon.service(InstructionFiles).drop(root)
+    return {
+        "project_root": str(root),
+        "approved": False,
+        "removed": removed,
+        "file": str(approvals.approvals_path()),
+    }
+
+
+@rpc_method("includes.list", IncludesListParams)
+async def includes_list(daemon: Daemon, params: IncludesListParams) -> dict[str, Any]:
+    """Every approval; with `cwd`, that project's state and the external includes refused."""
+    result: dict[str, Any] = {
+        "approvals": [
+            {"project_root": a.project_root, "approved_at": a.approved_at}
+            for a in approvals.list_approvals()
+        ],
+        "file": str(approvals.approvals_path()),
+    }
+    if params.cwd is not None:
+        project = daemon.service(Projects).resolve(params.cwd)
+        real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
+        loaded = await asyncio.to_thread(
+            build, real_cwd, project, frozenset(), daemon.config.flag_settings
+        )
+        result["project_root"] = str(project.root)
+        result["approved"] = approvals.is_approved(project.root)
+        result["external"] = [
+            {"path": str(s.path), "parent": str(s.parent) if s.parent else None, "detail": s.detail}
+            for s in loaded.result.skipped
+            if s.reason == "external"
+        ]
+    return result

@@ -1,0 +1,127 @@
+"""YAML frontmatter of instruction files, parsed defensively.
+
+The frontmatter comes from files a repository controls, so parsing is bounded: a size
+cap, the safe loader, and no YAML aliases at all (an alias bomb expands exponentially
+in anything that walks the result). The `paths:` key (or Cursor's `globs:`) turns a rule
+into a conditional one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_PATTERNS = 200
+MAX_PATTERN_CHARS = 1000
+
+
+class FrontmatterError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Parsed:
+    body: str
+    meta: dict[str, Any]
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader, refusing anchors and aliases outright."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise FrontmatterError(
+                f"YAML aliases are not allowed in frontmatter ({event.start_mark})"
+            )
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if getattr(event, "anchor", None):
+            raise FrontmatterError(
+                f"YAML anchors are not allowed in frontmatter ({event.start_mark})"
+            )
+        return super().compose_node(parent, index)
+
+
+def _closing_fence(lines: list[str]) -> int | None:
+    for index, line in enumerate(lines[1:], start=1):
+        if line.rstrip("\r\n").rstrip() in ("---", "..."):
+            return index
+    return None
+
+
+def split(text: str) -> Parsed:
+    """Body and metadata. No opening `---` line, or no closing one: all body, no metadata."""
+    if not text.startswith("---"):
+        return Parsed(text, {})
+    lines = text.splitlines(keepends=True)
+    if lines[0].rstrip("\r\n").rstrip() != "---":
+        return Parsed(text, {})
+    end = _closing_fence(lines)
+    if end is None:
+        return Parsed(text, {})
+    raw = "".join(lines[1:end])
+    body = "".join(lines[end + 1 :])
+    if len(raw.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+        raise FrontmatterError(f"frontmatter is over {MAX_FRONTMATTER_BYTES // 1024} KiB")
+    try:
+        data = yaml.load(raw, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except FrontmatterError:
+        raise
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
+    except RecursionError:
+        raise FrontmatterError("invalid YAML frontmatter: nested too deeply") from None
+    if data is None:
+        return Parsed(body, {})
+    if not isinstance(data, dict):
+        # `---` / text / `---` at the top of a Markdown file is a heading, not metadata.
+        return Parsed(text, {})
+    return Parsed(body, {str(k): v for k, v in data.items()})
+
+
+def _split_patterns(value: str) -> list[str]:
+    """Split on whitespace and commas, except inside `{a,b}` braces."""
+    patterns: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in value:
+        if char == "{":
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        if depth == 0 and (char.isspace() or char == ","):
+            if current:
+                patterns.append("".join(current))
+                current = []
+            continue
+        current.append(char)
+    if current:
+        patterns.append("".join(current))
+    return patterns
+
+
+def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    """The `paths:` (or `globs:`) patterns; None for an unconditional file."""
+    value = meta.get("paths", meta.get("globs"))
+    if value is None:
+        return None
+    items: list[Any] = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise FrontmatterError(
+            f"paths: must be a string or a list of strings, got {type(value).__name__}"
+        )
+    patterns: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise FrontmatterError(
+                f"paths: every entry must be a string, got {type(item).__name__}"
+            )
+        patterns.extend(_split_patterns(item))
+    if len(patterns) > MAX_PATTERNS:
+        raise FrontmatterError(f"paths: {len(patterns)} patterns, over the limit of {MAX_PATTERNS}")
+    if any(len(p) > MAX_PATTERN_CHARS for p in patterns):
+        raise FrontmatterError(f"paths: a pattern is longer than {MAX_PATTERN_CHARS} characters")
+    return tuple(patterns) or None

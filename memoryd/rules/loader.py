@@ -1,0 +1,312 @@
+"""Discovery and loading of instruction files: which files, in which order, and why not.
+
+Order (lowest priority first, SPEC.md "Layer 1"): Managed, User, then for every folder
+from the filesystem root down to cwd its Project files (`CLAUDE.md` — or `AGENTS.md` in
+its place —, `.claude/CLAUDE.md`, `.claude/rules/**/*.md`) and its Local file
+(`CLAUDE.local.md`), then nested folders below cwd that touched paths lie in. Each file
+is followed by its `@include`s, depth first. A real path is loaded at most once, and
+every file that was found but not loaded gets a `Skipped` entry saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memoryd.rules import frontmatter, globs, includes, markdown
+from memoryd.rules.fsview import FileSystem, FsError
+from memoryd.rules.model import (
+    GATED_TYPES,
+    ContextRequest,
+    ContextResult,
+    FileType,
+    LoadedFile,
+    LoadReason,
+    Skipped,
+    SkipReason,
+)
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+# Bounds on walking `.claude/rules/`: a rule tree is a handful of files, not a disk.
+MAX_RULE_FILES = 2000
+MAX_RULE_DEPTH = 32
+# Folders below cwd that are never "nested projects": the config folder and git's own.
+_NOT_NESTED = frozenset({".claude", ".git"})
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: Path
+    type: FileType
+    reason: LoadReason
+    parent: Path | None = None
+    rule_base: Path | None = None  # set for `.claude/rules` files: what `paths:` is relative to
+
+
+@dataclass
+class _Loader:
+    fs: FileSystem
+    request: ContextRequest
+    files: list[LoadedFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    processed: dict[Path, Path] = field(default_factory=dict)  # real path -> path as loaded
+    touched_sorted: list[str] = field(default_factory=list)
+
+    # -- discovery ------------------------------------------------------------------------
+    def run(self) -> ContextResult:
+        req = self.request
+        self.touched_sorted = sorted(p.as_posix() for p in req.touched)
+        self.warnings.extend(globs.invalid_excludes(req.excludes))
+        self._top(_Candidate(req.managed_dir / "CLAUDE.md", "Managed", "session_start"))
+        self._rules(
+            req.managed_dir / ".claude" / "rules", "Managed", req.rules_base, "session_start"
+        )
+        if req.user_source_enabled:
+            self._top(_Candidate(req.config_dir / "CLAUDE.md", "User", "session_start"))
+            self._rules(req.config_dir / "rules", "User", req.rules_base, "session_start")
+        for directory in _ancestors(req.cwd):
+            self._project_dir(directory, "session_start")
+        for directory in self._nested_dirs():
+            self._project_dir(directory, "nested")
+        return ContextResult(tuple(self.files), tuple(self.skipped), tuple(self.warnings))
+
+    def _project_dir(self, directory: Path, reason: LoadReason) -> None:
+        claude_md = directory / "CLAUDE.md"
+        if self._exists(claude_md):
+            self._top(_Candidate(claude_md, "Project", reason))
+        else:
+            self._agents_md(directory, reason)
+        self._top(_Candidate(directory / ".claude" / "CLAUDE.md", "Project", reason))
+        self._rules(directory / ".claude" / "rules", "Project", directory, reason)
+        self._top(_Candidate(directory / "CLAUDE.local.md", "Local", reason))
+
+    def _agents_md(self, directory: Path, reason: LoadReason) -> None:
+        agents_md = directory / "AGENTS.md"
+        if not self._exists(agents_md):
+            return
+        if self.request.agents_md_fallback:
+            self._top(_Candidate(agents_md, "Project", reason))
+        else:
+            self._skip(
+                agents_md, "agents_md_disabled", "no CLAUDE.md here, and agentsMdFallback is off"
+            )
+
+    def _exists(self, path: Path) -> bool:
+        try:
+            return self.fs.stat(path) is not None
+        except FsError:
+            return True  # there is something; loading it reports why it is unusable
+
+    def _nested_dirs(self) -> list[Path]:
+        """Folders strictly below cwd, down to each touched path's folder, shallowest first."""
+        cwd = self.request.cwd
+        found: set[Path] = set()
+        for touched in self.request.touched:
+            try:
+                parts = touched.relative_to(cwd).parts
+            except ValueError:
+                continue
+            if not parts:
+                continue
+            try:
+                is_dir = (stat := self.fs.stat(touched)) is not None and stat.kind == "dir"
+            except FsError:
+                is_dir = False
+            folder_parts = parts if is_dir else parts[:-1]
+            for depth in range(1, len(folder_parts) + 1):
+                if folder_parts[depth - 1] in _NOT_NESTED:
+                    break
+                found.add(cwd.joinpath(*folder_parts[:depth]))
+        return sorted(found, key=lambda p: (len(p.parts), p.parts))
+
+    def _rules(self, folder: Path, ftype: FileType, base: Path, reason: LoadReason) -> None:
+        for path in self._rule_files(folder):
+            self._top(_Candidate(path, ftype, reason, rule_base=base))
+
+    def _rule_files(self, folder: Path) -> list[Path]:
+        try:
+            stat = self.fs.stat(folder)
+        except FsError as exc:
+            self._skip(folder, exc.reason, exc.detail)
+            return []
+        if stat is None or stat.kind != "dir":
+            return []
+        found: list[Path] = []
+        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, found)
+        return found
+
+    def _walk_rules(
+        self, folder: Path, ancestors: set[Path], depth: int, found: list[Path]
+    ) -> None:
+        try:
+            names = self.fs.list_dir(folder)
+        except FsError as exc:
+            self._skip(folder, exc.reason, exc.detail)
+            return
+        for name in names:
+            path = folder / name
+            try:
+                stat = self.fs.stat(path)
+            except FsError as exc:
+                self._skip(path, exc.reason, exc.detail)
+                continue
+            if stat is None:
+                if name.endswith(".md"):
+                    self._skip(path, "missing", "a symlink whose target does not exist")
+                continue
+            if stat.kind == "dir":
+                real = self.fs.realpath(path)
+                if real in ancestors:
+                    self._skip(path, "symlink_loop", f"links back to {real}, a folder it is inside")
+                elif depth + 1 > MAX_RULE_DEPTH:
+                    self._skip(
+                        path, "too_many", f"rule folders nested deeper than {MAX_RULE_DEPTH}"
+                    )
+                else:
+                    self._walk_rules(path, ancestors | {real}, depth + 1, found)
+            elif name.endswith(".md"):
+                if len(found) >= MAX_RULE_FILES:
+                    self._skip(path, "too_many", f"more than {MAX_RULE_FILES} rule files")
+                    continue
+                found.append(path)
+
+    # -- loading --------------------------------------------------------------------------
+    def _top(self, candidate: _Candidate) -> None:
+        self._load(candidate, depth=0, stack=())
+
+    def _load(self, cand: _Candidate, depth: int, stack: tuple[Path, ...]) -> None:
+        path = cand.path
+        try:
+            stat = self.fs.stat(path)
+        except FsError as exc:
+            self._skip(path, exc.reason, exc.detail, cand.parent)
+            return
+        if stat is None:
+            if cand.parent is not None:  # a probed top-level name that is absent is no news
+                self._skip(path, "missing", "no such file", cand.parent)
+            return
+        real = self.fs.realpath(path)
+        if cand.type != "Managed":  # policy files cannot be excluded
+            pattern = globs.excluded_by(self.request.excludes, (path, real))
+            if pattern is not None:
+                self._skip(
+                    path, "excluded", f"matches claudeMdExcludes pattern {pattern!r}", cand.parent
+                )
+                return
+        if real in stack:
+            self._skip(path, "cycle", f"includes itself through {stack[-1]}", cand.parent)
+            return
+        if real in self.processed:
+            self._skip(path, "duplicate", f"already loaded as {self.processed[real]}", cand.parent)
+            return
+        if stat.kind != "file":
+            what = "a directory" if stat.kind == "dir" else "not a regular file"
+            self._skip(path, "not_a_file", what, cand.parent)
+            return
+        if stat.size > MAX_FILE_BYTES:
+            self._skip(
+                path,
+                "too_large",
+                f"{stat.size} bytes, over the {MAX_FILE_BYTES} byte cap",
+                cand.parent,
+            )
+            return
+        text = self._read_text(path, cand.parent)
+        if text is None:
+            return
+        try:
+            parsed = frontmatter.split(text)
+            patterns = frontmatter.path_globs(parsed.meta) if cand.rule_base is not None else None
+            if patterns is not None:
+                globs.check_patterns(patterns)
+        except (frontmatter.FrontmatterError, globs.GlobError) as exc:
+            self._skip(path, "bad_frontmatter", str(exc), cand.parent)
+            return
+        reason = cand.reason
+        if patterns is not None and cand.rule_base is not None:
+            if not globs.matches_any(patterns, cand.rule_base, self.touched_sorted):
+                self._skip(
+                    path,
+                    "paths_not_matched",
+                    f"conditional rule: no touched path matches {list(patterns)} under {cand.rule_base}",
+                )
+                return
+            reason = "path_glob"
+        body = markdown.strip_html_comments(parsed.body)
+        self.processed[real] = path
+        self.files.append(LoadedFile(path, cand.type, reason, body, cand.parent, patterns))
+        for ref in markdown.find_includes(body):
+            self._include(ref, path, cand.type, depth + 1, (*stack, real))
+
+    def _read_text(self, path: Path, parent: Path | None) -> str | None:
+        try:
+            data = self.fs.read_bytes(path, MAX_FILE_BYTES)
+        except FsError as exc:
+            self._skip(path, exc.reason, exc.detail, parent)
+            return None
+        if len(data) > MAX_FILE_BYTES:  # grew since it was stat'ed
+            self._skip(path, "too_large", f"over the {MAX_FILE_BYTES} byte cap", parent)
+            return None
+        if b"\x00" in data:
+            self._skip(path, "binary", "contains NUL bytes: not a text file", parent)
+            return None
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            self._skip(path, "not_utf8", f"not valid UTF-8 (byte {exc.start})", parent)
+            return None
+        return text
+
+    def _include(
+        self, ref: str, including: Path, ftype: FileType, depth: int, stack: tuple[Path, ...]
+    ) -> None:
+        req = self.request
+        target = includes.resolve(ref, including.parent, req.home)
+        if depth > req.max_include_depth:
+            self._skip(
+                target,
+                "depth",
+                f"include depth {depth} is over the limit of {req.max_include_depth}",
+                including,
+            )
+            return
+        if ftype in GATED_TYPES and not req.external_approved:
+            real = self.fs.realpath(target)
+            allowed = self._allowed_roots(ftype)
+            if not includes.is_within(real, allowed):
+                self._skip(
+                    target,
+                    "external",
+                    f"resolves to {real}, outside the project; approve with `memctl includes approve`",
+                    including,
+                )
+                return
+        if not includes.is_text_name(target):
+            self._skip(target, "not_text", "not a known text file type", including)
+            return
+        self._load(_Candidate(target, ftype, "include", parent=including), depth, stack)
+
+    def _allowed_roots(self, ftype: FileType) -> tuple[Path, ...]:
+        req = self.request
+        roots = [req.project_root]
+        if req.worktree_root is not None:
+            roots.append(req.worktree_root)
+        if ftype == "Managed":  # the organisation's own folder is never "external" to its files
+            roots.append(self.fs.realpath(req.managed_dir))
+        return tuple(roots)
+
+    def _skip(
+        self, path: Path, reason: SkipReason, detail: str, parent: Path | None = None
+    ) -> None:
+        self.skipped.append(Skipped(path, reason, detail, parent))
+
+
+def _ancestors(cwd: Path) -> list[Path]:
+    """The filesystem root first, cwd last."""
+    return [*reversed(cwd.parents), cwd]
+
+
+def load_context(request: ContextRequest, fs: FileSystem) -> ContextResult:
+    """Discover and load every instruction file for `request`; never raises for bad files."""
+    return _Loader(fs, request).run()

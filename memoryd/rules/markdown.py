@@ -1,0 +1,84 @@
+"""What a real Markdown lexer tells us: `@include` references and HTML block comments.
+
+markdown-it-py finds the prose; code (fenced, indented, spans) and raw HTML never
+contribute includes, and an `@` glued to a word (an e-mail address) is not one either.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+_MD = MarkdownIt("commonmark")
+
+# `@` at the start of a text run or after whitespace; `\ ` escapes a space in a path.
+_INCLUDE = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
+_TRAILING = ".,;:!?)]}>\"'"
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# Inline children whose text is not prose: code spans, raw HTML, images.
+_OPAQUE = frozenset({"code_inline", "html_inline", "image"})
+
+
+def _prose(children: list[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type in ("text", "text_special"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak") or child.type in _OPAQUE:
+            parts.append("\n")
+        elif child.type in ("link_open", "link_close"):
+            parts.append(" ")
+    return "".join(parts)
+
+
+def _clean_ref(raw: str) -> str | None:
+    ref = raw.replace("\\ ", " ").rstrip(_TRAILING)
+    ref = ref.split("#", 1)[0]
+    # A bare word (`@alice`, `@param`) is a mention, not a path: an include names a file.
+    if not ref or ref in ("/", "~", "~/") or ("." not in ref and "/" not in ref):
+        return None
+    if ref.startswith("@") or "\x00" in ref:
+        return None
+    return ref
+
+
+def find_includes(text: str) -> list[str]:
+    """The `@path` references in `text`, in document order, duplicates kept once."""
+    if "@" not in text:
+        return []
+    found: list[str] = []
+    seen: set[str] = set()
+    for token in _MD.parse(text):
+        if token.type != "inline" or not token.children:
+            continue
+        for match in _INCLUDE.finditer(_prose(token.children)):
+            ref = _clean_ref(match.group(1))
+            if ref is not None and ref not in seen:
+                seen.add(ref)
+                found.append(ref)
+    return found
+
+
+def strip_html_comments(text: str) -> str:
+    """Remove `<!-- … -->` HTML blocks; comments inside code or inline in prose stay."""
+    if "<!--" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    cuts: list[tuple[int, int]] = []
+    for token in _MD.parse(text):
+        if token.type == "html_block" and token.map and token.content.lstrip().startswith("<!--"):
+            cuts.append((token.map[0], token.map[1]))
+    if not cuts:
+        return text
+    out: list[str] = []
+    position = 0
+    for start, end in cuts:
+        out.extend(lines[position:start])
+        remainder = _COMMENT.sub("", "".join(lines[start:end]))
+        if remainder.strip():
+            out.append(remainder if remainder.endswith("\n") else remainder + "\n")
+        position = end
+    out.extend(lines[position:])
+    return "".join(out)

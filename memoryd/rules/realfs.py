@@ -1,0 +1,149 @@
+"""The real filesystem behind `fsview.FileSystem`, recording every path it was asked about.
+
+What was probed — files that exist, names that did not, folders listed — is exactly what
+a cached context depends on: its stamps (`os.stat` facts) tell later whether anything
+changed, and the folders holding those paths are what the watcher watches.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_mod
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd.rules.fsview import FsError, Stat
+
+# (inode, size, mtime, ctime, mode) of what a path points to, or why there is nothing.
+Stamp = tuple[int, int, int, int, int] | str
+
+
+def _stamp_of(result: os.stat_result) -> Stamp:
+    return (result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns, result.st_mode)
+
+
+def stamp(path: Path) -> Stamp:
+    try:
+        return _stamp_of(os.stat(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        return f"error:{exc.errno}"
+    except ValueError:  # embedded NUL and friends
+        return "invalid"
+
+
+def _fs_error(path: Path, exc: OSError) -> FsError:
+    if exc.errno == errno.ELOOP:
+        return FsError("symlink_loop", "too many levels of symbolic links")
+    if isinstance(exc, PermissionError):
+        return FsError("unreadable", "permission denied")
+    if isinstance(exc, IsADirectoryError):
+        return FsError("not_a_file", "a directory")
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return FsError("missing", "no such file")
+    return FsError("unreadable", f"{exc.strerror or exc} (errno {exc.errno})")
+
+
+@dataclass(frozen=True)
+class Involvement:
+    """What a load depended on."""
+
+    stamps: dict[Path, Stamp]
+    listed: frozenset[Path]  # folders whose entries were read (`.claude/rules` trees)
+    involved: frozenset[Path]  # every path whose change invalidates the load
+    watch_dirs: frozenset[Path]  # existing folders to watch, non-recursively
+
+
+class RealFS:
+    def __init__(self) -> None:
+        self.stamps: dict[Path, Stamp] = {}
+        self.listed: set[Path] = set()
+
+    def note(self, path: Path) -> None:
+        """Record a path the caller depends on (a settings file, the approvals file)."""
+        if path not in self.stamps:
+            self.stamps[path] = stamp(path)
+
+    def stat(self, path: Path) -> Stat | None:
+        try:
+            result = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            self.stamps.setdefault(path, "missing")
+            return None
+        except OSError as exc:
+            self.stamps.setdefault(path, f"error:{exc.errno}")
+            error = _fs_error(path, exc)
+            if error.reason == "missing":
+                return None
+            raise error from None
+        except ValueError:
+            self.stamps.setdefault(path, "invalid")
+            raise FsError("missing", "not a valid path") from None
+        self.stamps.setdefault(path, _stamp_of(result))
+        if stat_mod.S_ISREG(result.st_mode):
+            return Stat("file", result.st_size)
+        if stat_mod.S_ISDIR(result.st_mode):
+            return Stat("dir", result.st_size)
+        return Stat("other", result.st_size)
+
+    def realpath(self, path: Path) -> Path:
+        real = Path(os.path.realpath(path))
+        if real != path:
+            self.note(real)
+        return real
+
+    def read_bytes(self, path: Path, limit: int) -> bytes:
+        try:
+            # O_NONBLOCK: a FIFO swapped in after the stat must not hang the daemon.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _fs_error(path, exc) from None
+        try:
+            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+                raise FsError("not_a_file", "not a regular file")
+            chunks: list[bytes] = []
+            remaining = limit + 1
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            return b"".join(chunks)
+        except OSError as exc:
+            raise _fs_error(path, exc) from None
+        finally:
+            os.close(fd)
+
+    def list_dir(self, path: Path) -> list[str]:
+        self.listed.add(path)
+        self.note(path)
+        try:
+            return sorted(os.listdir(path))
+        except OSError as exc:
+            raise _fs_error(path, exc) from None
+
+    def involvement(self) -> Involvement:
+        involved: set[Path] = set(self.stamps)
+        watch: set[Path] = set()
+        for folder in self.listed:
+            if os.path.isdir(folder):
+                watch.add(folder)
+        for path in list(self.stamps):
+            # Watch the nearest existing folder; the missing ones between are involved
+            # too, so creating `docs/` is seen before `docs/a.md` appears in it.
+            parent = path.parent
+            while not os.path.isdir(parent) and parent != parent.parent:
+                involved.add(parent)
+                parent = parent.parent
+            watch.add(parent)
+        return Involvement(
+            dict(self.stamps), frozenset(self.listed), frozenset(involved), frozenset(watch)
+        )
+
+
+def unchanged(stamps: dict[Path, Stamp]) -> bool:
+    """True when every recorded path still stats the same."""
+    return all(stamp(path) == recorded for path, recorded in stamps.items())

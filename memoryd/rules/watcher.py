@@ -1,0 +1,199 @@
+"""Watching a growing set of folders (non-recursively) with watchfiles.
+
+watchfiles takes its paths once, at the start, so a new folder means a new watcher: the
+new generation starts, proves it is live — it must see a probe file this process writes
+into a private folder it also watches — and only then replaces the old one. `armed` is
+the set of folders a live watcher is known to cover; a cache entry is trusted without
+re-statting only when all of its folders are in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+from watchfiles import Change, awatch
+
+log = structlog.get_logger("memoryd.rules.watcher")
+
+# Low debounce: an edit must reach the next `get_context` well within 300 ms.
+DEBOUNCE_MS = 50
+STEP_MS = 20
+ARM_TIMEOUT_S = 5.0
+_PROBE_EVERY_S = 0.025
+_MAX_FAILURES = 3
+
+
+@dataclass(eq=False)  # identity: generations live in a set
+class _Generation:
+    number: int
+    dirs: frozenset[Path]
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    armed: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+class DirWatcher:
+    def __init__(
+        self,
+        on_change: Callable[[set[Path]], None],
+        on_error: Callable[[str], Awaitable[None]],
+        *,
+        debounce_ms: int = DEBOUNCE_MS,
+        step_ms: int = STEP_MS,
+    ) -> None:
+        self._on_change = on_change
+        self._on_error = on_error
+        self._debounce_ms = debounce_ms
+        self._step_ms = step_ms
+        self._wanted: set[Path] = set()
+        self.armed: frozenset[Path] = frozenset()
+        self._armed_ancestors: frozenset[Path] = frozenset()
+        self._dirty = asyncio.Event()
+        self._closed = False
+        self._numbers = 0
+        self._current: _Generation | None = None
+        self._live: set[_Generation] = set()  # every generation not finished yet
+        self._supervisor: asyncio.Task[None] | None = None
+        self._probe_dir = Path(tempfile.mkdtemp(prefix="memoryd-watch-"))
+        self.restarts = 0
+        self.failed: str | None = None
+
+    async def start(self) -> None:
+        self._supervisor = asyncio.create_task(self._supervise(), name="rules-watcher")
+
+    def covers(self, dirs: frozenset[Path]) -> bool:
+        return dirs <= self.armed
+
+    def ensure(self, dirs: Iterable[Path]) -> None:
+        """Watch these folders too (a restart, unless all are watched already)."""
+        new = set(dirs) - self._wanted
+        if new:
+            self._wanted |= new
+            self._dirty.set()
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks: list[asyncio.Task[None]] = []
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            tasks.append(self._supervisor)
+        for generation in list(self._live):
+            generation.stop.set()
+            if generation.task is not None:
+                tasks.append(generation.task)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        shutil.rmtree(self._probe_dir, ignore_errors=True)
+
+    # -- generations ----------------------------------------------------------------------
+    async def _supervise(self) -> None:
+        failures = 0
+        while not self._closed:
+            await self._dirty.wait()
+            self._dirty.clear()
+            await asyncio.sleep(0.01)  # let a burst of ensure() calls coalesce
+            self._dirty.clear()
+            # A stat per folder, rarely (on restarts): not worth a thread hop.
+            dirs = frozenset(d for d in self._wanted if os.path.isdir(d))  # noqa: ASYNC240
+            self._wanted = set(dirs)
+            generation = await self._start_generation(dirs)
+            if generation is not None:
+                failures = 0
+                self.failed = None
+                continue
+            failures += 1
+            if failures >= _MAX_FAILURES:
+                self.failed = "the file watcher could not start; falling back to stat checks"
+                await self._on_error(self.failed)
+                failures = 0
+                await asyncio.sleep(5.0)
+            else:
+                await asyncio.sleep(0.1 * failures)
+            self._dirty.set()
+
+    async def _start_generation(self, dirs: frozenset[Path]) -> _Generation | None:
+        self._numbers += 1
+        generation = _Generation(self._numbers, dirs)
+        generation.task = asyncio.create_task(
+            self._run(generation), name=f"rules-watch-{generation.number}"
+        )
+        self._live.add(generation)
+        generation.task.add_done_callback(lambda _: self._live.discard(generation))
+        probe = self._probe_dir / f"gen-{generation.number}"
+        deadline = asyncio.get_running_loop().time() + ARM_TIMEOUT_S
+        tick = 0
+        while not generation.armed.is_set() and not generation.task.done():
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            tick += 1
+            with contextlib.suppress(OSError):
+                probe.write_text(str(tick))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(generation.armed.wait(), _PROBE_EVERY_S)
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        if not generation.armed.is_set():
+            generation.stop.set()
+            with contextlib.suppress(Exception):
+                await generation.task
+            return None
+        previous, self._current = self._current, generation
+        self._set_armed(dirs)
+        self.restarts += 1
+        if previous is not None:
+            previous.stop.set()
+        return generation
+
+    async def _run(self, generation: _Generation) -> None:
+        probe_name = f"gen-{generation.number}"
+        try:
+            async for changes in awatch(
+                *generation.dirs,
+                self._probe_dir,
+                recursive=False,
+                debounce=self._debounce_ms,
+                step=self._step_ms,
+                stop_event=generation.stop,
+                watch_filter=None,
+                ignore_permission_denied=True,
+            ):
+                changed: set[Path] = set()
+                moved: set[Path] = set()
+                for change, raw in changes:
+                    path = Path(raw)
+                    if path.parent == self._probe_dir:
+                        if path.name == probe_name:
+                            generation.armed.set()
+                        continue
+                    changed.add(path)
+                    if change is not Change.modified:
+                        moved.add(path)
+                if moved:
+                    self._forget_moved(moved)
+                if changed:
+                    self._on_change(changed)
+        except Exception as exc:
+            log.warning("watcher generation failed", generation=generation.number, error=str(exc))
+            if generation is self._current:
+                self._set_armed(frozenset())
+                self._dirty.set()
+
+    def _set_armed(self, dirs: frozenset[Path]) -> None:
+        self.armed = dirs
+        self._armed_ancestors = frozenset(p for d in dirs for p in d.parents)
+
+    def _forget_moved(self, moved: set[Path]) -> None:
+        """A watched folder created, deleted or renamed: its watch is gone or stale."""
+        hits = {m for m in moved if m in self.armed or m in self._armed_ancestors}
+        if not hits:
+            return
+        stale = {d for d in self.armed if any(d == m or d.is_relative_to(m) for m in hits)}
+        self._set_armed(self.armed - stale)
+        self._dirty.set()

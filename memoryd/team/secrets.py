@@ -1,0 +1,268 @@
+"""Secret scanner: finds credentials in a team-memory entry before it leaves the machine.
+
+The daemon runs it on every entry before every push and the team server on every PUT, so it is
+built for speed: one Aho-Corasick pass over a lowercased copy finds every rule keyword at once,
+a rule whose keywords are absent never runs its regex, and a rule whose matches always contain a
+keyword only runs on the few lines around the keyword hits. The rules themselves live in
+`memoryd.team.secret_rules`.
+
+    scan(text) -> list[Finding]       every finding, in text order
+    first_finding(text)               the first one, or None
+    redact(text)                      every finding replaced by "[REDACTED:<rule_id>]"
+
+A `Finding` names the rule and where the secret is; it never carries the secret itself, so it
+is safe to log, to show, and to send in a `team/secret_blocked` notification.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import ahocorasick_rs
+
+from memoryd.team.secret_rules import GLOBAL_ALLOW, GLOBAL_STOPWORDS, RULES, Rule
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Iterable, Iterator
+
+__all__ = ["RULES", "RULE_COUNT", "Finding", "first_finding", "redact", "scan"]
+
+RULE_COUNT: int = len(RULES)
+
+# A local rule's match starts at most this far before its keyword (gitleaks' identifier
+# prefix is `[\w.-]{0,50}`) and ends within this many lines after it.
+_LOOKBEHIND_CHARS = 64
+_FOLLOWING_LINES = 3
+_IDENTIFIER_CHARS = 50
+# Past this many keyword hits, windows cover most of the text: scan it whole instead.
+_MAX_WINDOWS = 256
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str  # e.g. "anthropic-api-key"
+    description: str  # human text, e.g. "Anthropic API key"
+    line: int  # 1-based line number of the secret's first character
+    start: int  # character offsets of the secret in the scanned text
+    end: int
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of `text` (0.0 for the empty string)."""
+    if not text:
+        return 0.0
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
+
+
+class _Index:
+    """Keyword → rules, compiled once: the prefilter's automaton and the rules it gates."""
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        self.rules = tuple(rules)
+        self.always = tuple(r for r in self.rules if not r.keywords)
+        by_keyword: dict[str, list[Rule]] = defaultdict(list)
+        for rule in self.rules:
+            for keyword in rule.keywords:
+                by_keyword[keyword].append(rule)
+        self.keywords = sorted(by_keyword)
+        self.rules_for = [tuple(by_keyword[k]) for k in self.keywords]
+        self.automaton = ahocorasick_rs.AhoCorasick(self.keywords)
+
+
+_INDEX = _Index(RULES)
+
+
+def _owned(rules: Iterable[Rule]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What vendor rules own, so a catch-all rule can stand down: the distinctive keywords a
+    vendor token carries (looked for in the secret) and declared identifiers (looked for in
+    the whole match, e.g. npm's `_authToken`)."""
+    in_secret: set[str] = set()
+    in_match: set[str] = set()
+    for rule in rules:
+        if rule.defers or rule.family in ("generic", "network"):
+            continue
+        in_match.update(rule.owns)
+        in_secret.update(k for k in rule.keywords if len(k) >= 4)
+    return tuple(sorted(in_secret)), tuple(sorted(in_match))
+
+
+_OWNED_IN_SECRET, _OWNED_IN_MATCH = _owned(RULES)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _lowered(text: str) -> str:
+    """Lowercase without moving any character: keyword offsets must be text offsets."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    # A few characters (e.g. "İ") lowercase to two; keywords are ASCII, so ASCII is enough.
+    return text.translate(_ASCII_LOWER)
+
+
+def _windows(text: str, hits: list[int]) -> list[tuple[int, int]]:
+    """Merged spans around keyword hits: the hit's line (from a little before the keyword)
+    through a few following lines."""
+    spans: list[tuple[int, int]] = []
+    for hit in sorted(hits):
+        line_start = text.rfind("\n", 0, hit) + 1
+        start = max(line_start, hit - _LOOKBEHIND_CHARS)
+        end = hit
+        for _ in range(_FOLLOWING_LINES + 1):
+            newline = text.find("\n", end)
+            if newline < 0:
+                end = len(text)
+                break
+            end = newline + 1
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _secret_span(rule: Rule, match: re.Match[str]) -> tuple[int, int]:
+    if rule.group:
+        return match.span(rule.group)
+    for index in range(1, (match.re.groups or 0) + 1):
+        if match.group(index):
+            return match.span(index)
+    return match.span()
+
+
+def _line_of(text: str, start: int) -> str:
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    return text[line_start : line_end if line_end >= 0 else len(text)]
+
+
+def _identifier_start(text: str, hit: int) -> int:
+    """Where the identifier around a keyword begins (gitleaks' 50-character prefix)."""
+    start = hit
+    while start > 0 and hit - start < _IDENTIFIER_CHARS and _is_identifier_char(text[start - 1]):
+        start -= 1
+    return start
+
+
+def _is_identifier_char(char: str) -> bool:
+    return char.isalnum() or char in "_.-"
+
+
+def _accepted(rule: Rule, text: str, match_start: int, match_text: str, secret: str) -> bool:
+    """The checks after the regex: entropy, digits, validators and allowlists."""
+    if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+        return False
+    if rule.need_digit and not any(c.isdigit() for c in secret):
+        return False
+    if rule.validate is not None and not rule.validate(secret):
+        return False
+    lowered = secret.lower()
+    if rule.defers and (
+        any(owned in lowered for owned in _OWNED_IN_SECRET)
+        or any(owned in match_text.lower() for owned in _OWNED_IN_MATCH)
+    ):
+        # A vendor rule knows this token's exact shape; if it did not report it, nor do we.
+        return False
+    if any(p.search(secret) for p in GLOBAL_ALLOW):
+        return False
+    if any(w in lowered for w in GLOBAL_STOPWORDS) or any(w in lowered for w in rule.stopwords):
+        return False
+    for target, pattern in rule.allow:
+        subject = (
+            secret
+            if target == "secret"
+            else match_text
+            if target == "match"
+            else _line_of(text, match_start)
+        )
+        if pattern.search(subject):
+            return False
+    return True
+
+
+def _candidates(rule: Rule, text: str, hits: list[int]) -> Iterator[tuple[int, re.Match[str]]]:
+    """(match start, match) for every regex match, run the cheapest way the rule allows."""
+    if rule.anchored is not None and hits:
+        for hit in sorted(set(hits)):
+            match = rule.anchored.match(text, hit)
+            if match is not None:
+                yield _identifier_start(text, hit), match
+        return
+    spans = (
+        _windows(text, hits)
+        if rule.local and hits and len(hits) <= _MAX_WINDOWS
+        else [(0, len(text))]
+    )
+    for pos, endpos in spans:
+        for match in rule.pattern.finditer(text, pos, endpos):
+            yield match.start(), match
+
+
+def _run_rule(rule: Rule, text: str, hits: list[int]) -> Iterator[tuple[int, int]]:
+    for match_start, match in _candidates(rule, text, hits):
+        start, end = _secret_span(rule, match)
+        if start < end and _accepted(
+            rule, text, match_start, text[match_start : match.end()], text[start:end]
+        ):
+            yield start, end
+
+
+def _raw_findings(text: str) -> list[tuple[int, int, Rule]]:
+    lowered = _lowered(text)
+    hits: dict[str, list[int]] = defaultdict(list)
+    for keyword_index, start, _end in _INDEX.automaton.find_matches_as_indexes(
+        lowered, overlapping=True
+    ):
+        for rule in _INDEX.rules_for[keyword_index]:
+            hits[rule.id].append(start)
+    found: list[tuple[int, int, Rule]] = []
+    for rule in (*_INDEX.always, *(r for r in _INDEX.rules if r.id in hits)):
+        found.extend((start, end, rule) for start, end in _run_rule(rule, text, hits[rule.id]))
+    return found
+
+
+def scan(text: str) -> list[Finding]:
+    """Every finding in `text`, ordered by position then rule id; one per rule and span."""
+    seen: set[tuple[int, int, str]] = set()
+    findings: list[Finding] = []
+    for start, end, rule in sorted(_raw_findings(text), key=lambda f: (f[0], f[1], f[2].id)):
+        key = (start, end, rule.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        line = text.count("\n", 0, start) + 1
+        findings.append(Finding(rule.id, rule.description, line, start, end))
+    return findings
+
+
+def first_finding(text: str) -> Finding | None:
+    """The first finding in text order, or None when `text` is clean."""
+    findings = scan(text)
+    return findings[0] if findings else None
+
+
+def redact(text: str) -> str:
+    """`text` with every finding replaced by `[REDACTED:<rule_id>]`.
+
+    Overlapping findings are merged into one replacement named after the first of them, so no
+    part of any secret survives.
+    """
+    merged: list[tuple[int, int, str]] = []
+    for finding in scan(text):
+        if merged and finding.start < merged[-1][1]:
+            start, end, rule_id = merged[-1]
+            merged[-1] = (start, max(end, finding.end), rule_id)
+        else:
+            merged.append((finding.start, finding.end, finding.rule_id))
+    parts: list[str] = []
+    cursor = 0
+    for start, end, rule_id in merged:
+        parts.append(text[cursor:start])
+        parts.append(f"[REDACTED:{rule_id}]")
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)

@@ -1,0 +1,458 @@
+"""`get_context` through a real daemon: shape, errors, caching, watching, sessions, hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.daemon.methods.context import GetContextResult
+from memoryd.daemon.projects import Project
+from memoryd.daemon.registry import REGISTRY
+from memoryd.rules import providers
+from memoryd.rules.model import ContextContribution, IndexEntry
+from memoryd.rules.providers import register_index_provider, unregister_index_provider
+from memoryd.rules.service import InstructionFiles, drop_instruction_cache
+from memoryd.rules.sessions import add_touched_paths, session_touched_paths
+from memoryd_client import RpcError
+from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
+from tests.rules.conftest import Tree
+
+# Generous: these waits end as soon as the change is seen; the bound only stops a hang.
+EVENTUALLY_S = 10.0
+
+
+@pytest.fixture(autouse=True)
+def only_test_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Providers other layers registered (auto memory) are not part of these tests."""
+    import memoryd.daemon.methods  # noqa: F401 - other layers register at import: do it first
+
+    monkeypatch.setattr(providers, "_PROVIDERS", [])
+
+
+@pytest.fixture
+async def unwatched(short_tmp: Path) -> AsyncIterator[DaemonHandle]:
+    """A daemon started with --no-watch: every call re-validates by stat."""
+    handle = await start_daemon(daemon_config(short_tmp, watch_files=False))
+    try:
+        yield handle
+    finally:
+        await stop_daemon(handle)
+
+
+def _names(result: dict[str, Any], root: Path) -> list[str]:
+    return [
+        str(Path(f["path"]).relative_to(root))
+        for f in result["files"]
+        if Path(f["path"]).is_relative_to(root)
+    ]
+
+
+def _status(handle: DaemonHandle) -> dict[str, Any]:
+    status: dict[str, Any] = handle.daemon.service(InstructionFiles).feature_status()
+    return status["instruction_files"]
+
+
+async def _until(predicate: Any, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + EVENTUALLY_S
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def _trusted_call(handle: DaemonHandle, cwd: Path) -> dict[str, Any]:
+    """Call until the entry is covered by the live watcher (then only events drop it)."""
+    await handle.call("get_context", cwd=str(cwd))
+
+    async def trusted() -> bool:
+        await handle.call("get_context", cwd=str(cwd))
+        return bool(_status(handle)["trusted"])
+
+    deadline = asyncio.get_running_loop().time() + EVENTUALLY_S
+    while not await trusted():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the watcher never covered the entry")
+        await asyncio.sleep(0.02)
+    result: dict[str, Any] = await handle.call("get_context", cwd=str(cwd))
+    return result
+
+
+async def test_result_shape(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "# Rules\nUse tabs. @docs/style.md @docs/gone.md")
+    tree.write("repo/docs/style.md", "Style guide")
+    result = await daemon.call("get_context", cwd=str(repo))
+    assert set(result) >= {
+        "claude_md",
+        "current_date",
+        "files",
+        "skipped",
+        "memory_dir",
+        "index_truncated",
+        "memory_instructions",
+    }
+    assert result["files"] == [
+        {
+            "path": str(repo / "CLAUDE.md"),
+            "type": "Project",
+            "parent": None,
+            "reason": "session_start",
+            "globs": None,
+        },
+        {
+            "path": str(repo / "docs/style.md"),
+            "type": "Project",
+            "parent": str(repo / "CLAUDE.md"),
+            "reason": "include",
+            "globs": None,
+        },
+    ]
+    assert result["skipped"] == [
+        {
+            "path": str(repo / "docs/gone.md"),
+            "reason": "missing",
+            "detail": "no such file",
+            "parent": str(repo / "CLAUDE.md"),
+        }
+    ]
+    text = result["claude_md"]
+    assert text.startswith("The instructions below")
+    assert f"## {repo / 'CLAUDE.md'} (project instructions" in text
+    assert text.index("Use tabs.") < text.index("Style guide")
+    assert result["current_date"].startswith("Today's date is ")
+    assert len(result["current_date"]) == len("Today's date is 2025-01-01.")
+    assert result["memory_dir"] is None
+    assert result["memory_instructions"] == ""
+    assert result["index_truncated"] is False
+    assert result["cached"] is False
+    GetContextResult.model_validate(result)  # the documented result model, field for field
+    again = await daemon.call("get_context", cwd=str(repo))
+    assert again["cached"] is True
+    assert again["claude_md"] == text
+
+
+async def test_empty_project(daemon: DaemonHandle, tree: Tree) -> None:
+    result = await daemon.call("get_context", cwd=str(tree.root))
+    assert _names(result, tree.root) == []
+    assert result["claude_md"] == ""
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"cwd": "/definitely/not/here"},
+        {"cwd": "relative/dir"},
+        {"cwd": "."},
+        {"cwd": "/tmp\x00x"},
+        {"cwd": "/", "touched_paths": ["ok", "bad\x00path"]},
+        {"cwd": "/", "touched_paths": "not-a-list"},
+        {"cwd": "/", "session_id": "../escape"},
+        {"cwd": "/", "unexpected": 1},
+        {},
+    ],
+)
+async def test_bad_params_are_invalid_params(daemon: DaemonHandle, params: dict[str, Any]) -> None:
+    with pytest.raises(RpcError) as caught:
+        await daemon.call("get_context", **params)
+    assert caught.value.code == -32602
+
+
+async def test_cwd_that_is_a_file(daemon: DaemonHandle, tree: Tree) -> None:
+    file = tree.write("f.txt", "x")
+    with pytest.raises(RpcError) as caught:
+        await daemon.call("get_context", cwd=str(file))
+    assert caught.value.code == -32602
+
+
+async def test_edit_seen_by_the_watcher(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    claude_md = tree.write("repo/CLAUDE.md", "version one")
+    first = await _trusted_call(daemon, repo)
+    assert "version one" in first["claude_md"]
+    assert first["cached"] is True
+    claude_md.write_text("version two, longer")
+    # No call in between: only the watcher can drop the trusted entry.
+    await _until(lambda: _status(daemon)["cached"] == 0, "the watcher to drop the entry")
+    second = await daemon.call("get_context", cwd=str(repo))
+    assert "version two, longer" in second["claude_md"]
+    assert second["cached"] is False
+
+
+async def test_new_ancestor_and_rule_files_are_picked_up(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    sub = tree.mkdir("repo/pkg/sub")
+    tree.write("repo/.claude/rules/one.md", "rule one")
+    first = await _trusted_call(daemon, sub)
+    assert _names(first, tree.root) == ["repo/.claude/rules/one.md"]
+    tree.write("repo/CLAUDE.md", "new root file")
+    await _until(lambda: _status(daemon)["cached"] == 0, "CLAUDE.md creation to drop the entry")
+    await _trusted_call(daemon, sub)
+    tree.write("repo/.claude/rules/two.md", "rule two")
+    await _until(lambda: _status(daemon)["cached"] == 0, "a new rule file to drop the entry")
+    await _trusted_call(daemon, sub)
+    tree.write("repo/pkg/.claude/rules/deep.md", "in a folder that did not exist")
+    await _until(lambda: _status(daemon)["cached"] == 0, "a new .claude folder to drop the entry")
+    result = await daemon.call("get_context", cwd=str(sub))
+    assert _names(result, tree.root) == [
+        "repo/CLAUDE.md",
+        "repo/.claude/rules/one.md",
+        "repo/.claude/rules/two.md",
+        "repo/pkg/.claude/rules/deep.md",
+    ]
+    assert repo.is_dir()
+
+
+async def test_edit_of_an_include_is_seen(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "@docs/part.md")
+    part = tree.write("repo/docs/part.md", "part v1")
+    await _trusted_call(daemon, repo)
+    part.write_text("part v2 edited")
+    await _until(lambda: _status(daemon)["cached"] == 0, "the include edit to drop the entry")
+    result = await daemon.call("get_context", cwd=str(repo))
+    assert "part v2 edited" in result["claude_md"]
+
+
+async def test_without_watcher_every_call_validates(unwatched: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    claude_md = tree.write("repo/CLAUDE.md", "one")
+    assert "one" in (await unwatched.call("get_context", cwd=str(repo)))["claude_md"]
+    assert (await unwatched.call("get_context", cwd=str(repo)))["cached"] is True
+    claude_md.write_text("two, edited")
+    result = await unwatched.call("get_context", cwd=str(repo))
+    assert result["cached"] is False
+    assert "two, edited" in result["claude_md"]
+    tree.write("repo/.claude/rules/new.md", "brand new rule")
+    assert "brand new rule" in (await unwatched.call("get_context", cwd=str(repo)))["claude_md"]
+    (repo / ".claude/rules/new.md").unlink()
+    assert "brand new rule" not in (await unwatched.call("get_context", cwd=str(repo)))["claude_md"]
+    assert _status(unwatched)["watching"] is False
+
+
+async def test_settings_change_is_seen(unwatched: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    tree.write("repo/legacy/CLAUDE.md", "legacy")
+    cwd = repo / "legacy"
+    assert _names(await unwatched.call("get_context", cwd=str(cwd)), repo) == [
+        "CLAUDE.md",
+        "legacy/CLAUDE.md",
+    ]
+    tree.write("repo/.claude/settings.json", json.dumps({"claudeMdExcludes": ["**/legacy/**"]}))
+    result = await unwatched.call("get_context", cwd=str(cwd))
+    assert _names(result, repo) == ["CLAUDE.md"]
+    assert [(s["reason"]) for s in result["skipped"]] == ["excluded"]
+
+
+async def test_settings_layers_merge_excludes_and_depth(
+    unwatched: DaemonHandle, tree: Tree, isolated_env: IsolatedEnv
+) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "@a.md")
+    tree.write("repo/a.md", "@b.md")
+    tree.write("repo/b.md", "b")
+    tree.write("repo/x/CLAUDE.md", "x")
+    tree.write("repo/y/CLAUDE.local.md", "y")
+    isolated_env.config_dir.mkdir(parents=True)
+    (isolated_env.config_dir / "settings.json").write_text(
+        json.dumps({"claudeMdExcludes": ["**/x/**"], "maxIncludeDepth": 1})
+    )
+    tree.write("repo/.claude/settings.local.json", json.dumps({"claudeMdExcludes": ["**/y/**"]}))
+    touched = [str(repo / "x/f.py"), str(repo / "y/f.py")]
+    result = await unwatched.call("get_context", cwd=str(repo), touched_paths=touched)
+    assert _names(result, repo) == ["CLAUDE.md", "a.md"]
+    reasons = {str(Path(s["path"]).relative_to(repo)): s["reason"] for s in result["skipped"]}
+    assert reasons == {"b.md": "depth", "x/CLAUDE.md": "excluded", "y/CLAUDE.local.md": "excluded"}
+
+
+async def test_bad_settings_file_is_a_warning(unwatched: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "ok")
+    tree.write("repo/.claude/settings.json", "{not json")
+    result = await unwatched.call("get_context", cwd=str(repo))
+    assert _names(result, repo) == ["CLAUDE.md"]
+    assert any("invalid JSON" in w for w in result["warnings"])
+
+
+async def test_touched_paths_relative_and_session_union(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/services/pay/CLAUDE.md", "pay service")
+    tree.write("repo/.claude/rules/sql.md", "---\npaths: '**/*.sql'\n---\nsql rule")
+    first = await daemon.call(
+        "get_context",
+        cwd=str(repo),
+        session_id="s-1",
+        touched_paths=["services/pay/main.py"],
+    )
+    assert _names(first, repo) == ["services/pay/CLAUDE.md"]
+    # After compaction the client reports nothing new: the session still has its paths.
+    later = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
+    assert _names(later, repo) == ["services/pay/CLAUDE.md"]
+    assert session_touched_paths(daemon.daemon, "s-1") == {str(repo / "services/pay/main.py")}
+    add_touched_paths(daemon.daemon, "s-1", ["db/schema.sql"], cwd=repo)
+    add_touched_paths(daemon.daemon, "s-1", ["relative-without-cwd.sql"])
+    after_turn = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
+    assert _names(after_turn, repo) == [".claude/rules/sql.md", "services/pay/CLAUDE.md"]
+    other = await daemon.call("get_context", cwd=str(repo), session_id="s-2")
+    assert _names(other, repo) == []
+
+
+async def test_symlinked_cwd_matches_touched_paths(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/pkg/CLAUDE.md", "pkg")
+    alias = tree.link("alias", repo)
+    result = await daemon.call(
+        "get_context", cwd=str(alias), touched_paths=[str(alias / "pkg/x.py")]
+    )
+    assert _names(result, repo) == ["pkg/CLAUDE.md"]
+
+
+async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "x")
+    await daemon.call("get_context", cwd=str(repo))
+    assert (await daemon.call("get_context", cwd=str(repo)))["cached"] is True
+    assert drop_instruction_cache(daemon.daemon, tree.root / "elsewhere") == 0
+    assert drop_instruction_cache(daemon.daemon, repo) == 1
+    assert (await daemon.call("get_context", cwd=str(repo)))["cached"] is False
+    assert drop_instruction_cache(daemon.daemon) == 1
+
+
+async def test_concurrent_calls_load_once(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    for index in range(30):
+        tree.write(f"repo/.claude/rules/r{index}.md", f"rule {index}")
+    results = await asyncio.gather(*(daemon.call("get_context", cwd=str(repo)) for _ in range(10)))
+    assert len({r["claude_md"] for r in results}) == 1
+    assert _status(daemon)["misses"] == 1
+
+
+async def test_index_provider_hook(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "project rules")
+    memdir = tree.mkdir("memdir")
+    seen: list[Project] = []
+
+    async def provider(_daemon: Any, project: Project) -> ContextContribution:
+        seen.append(project)
+        return ContextContribution(
+            entries=[
+                IndexEntry(memdir / "MEMORY.md", "AutoMem", "- [Tabs](tabs.md) — use tabs", True),
+                IndexEntry(memdir / "team/MEMORY.md", "TeamMem", "- [CI](ci.md) — CI notes"),
+            ],
+            memory_dir=str(memdir),
+            memory_instructions="How to use memory.",
+            index_truncated=True,
+        )
+
+    register_index_provider(provider)
+    try:
+        result = await daemon.call("get_context", cwd=str(repo))
+    finally:
+        unregister_index_provider(provider)
+    assert seen[0].root == repo
+    assert [(f["type"], f["reason"]) for f in result["files"]] == [
+        ("Project", "session_start"),
+        ("AutoMem", "session_start"),
+        ("TeamMem", "session_start"),
+    ]
+    text = result["claude_md"]
+    assert text.index("project rules") < text.index("use tabs") < text.index("CI notes")
+    assert "auto memory index" in text
+    assert result["memory_dir"] == str(memdir)
+    assert result["memory_instructions"] == "How to use memory."
+    assert result["index_truncated"] is True
+
+
+async def test_failing_provider_costs_nothing_else(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "still here")
+
+    async def broken(_daemon: Any, _project: Project) -> ContextContribution:
+        raise RuntimeError("index exploded")
+
+    register_index_provider(broken)
+    try:
+        result = await daemon.call("get_context", cwd=str(repo))
+    finally:
+        unregister_index_provider(broken)
+    assert "still here" in result["claude_md"]
+    assert [s["reason"] for s in result["skipped"]] == ["provider_error"]
+    assert "index exploded" in result["skipped"][0]["detail"]
+    assert daemon.daemon.worker_errors["index-provider"] == 1
+
+
+async def test_includes_approve_revoke_list(
+    daemon: DaemonHandle, tree: Tree, isolated_env: IsolatedEnv
+) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("shared/guide.md", "shared guide")
+    tree.write("repo/CLAUDE.md", "@../shared/guide.md")
+    refused = await daemon.call("get_context", cwd=str(repo))
+    assert [s["reason"] for s in refused["skipped"]] == ["external"]
+    listing = await daemon.call("includes.list", cwd=str(repo))
+    assert listing["approved"] is False
+    assert [e["path"] for e in listing["external"]] == [str(tree.root / "shared/guide.md")]
+
+    approved = await daemon.call("includes.approve", cwd=str(repo / ".git" / ".."))
+    assert approved["project_root"] == str(repo)
+    store = isolated_env.state_dir / "include-approvals.json"
+    assert approved["file"] == str(store)
+    assert os.stat(store).st_mode & 0o777 == 0o600
+    assert str(repo) in json.loads(store.read_text())["projects"]
+    assert not list(repo.rglob("*approv*"))  # nothing written into the repository
+    loaded = await daemon.call("get_context", cwd=str(repo))
+    assert "shared guide" in loaded["claude_md"]
+    everything = await daemon.call("includes.list")
+    assert [a["project_root"] for a in everything["approvals"]] == [str(repo)]
+
+    revoked = await daemon.call("includes.revoke", cwd=str(repo))
+    assert revoked["removed"] is True
+    again = await daemon.call("get_context", cwd=str(repo))
+    assert [s["reason"] for s in again["skipped"]] == ["external"]
+    assert (await daemon.call("includes.revoke", cwd=str(repo)))["removed"] is False
+
+
+async def test_corrupt_approvals_file_fails_closed(
+    daemon: DaemonHandle, tree: Tree, isolated_env: IsolatedEnv
+) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("outside.md", "o")
+    tree.write("repo/CLAUDE.md", "@../outside.md")
+    isolated_env.state_dir.mkdir(parents=True)
+    (isolated_env.state_dir / "include-approvals.json").write_text("{broken")
+    result = await daemon.call("get_context", cwd=str(repo))
+    assert [s["reason"] for s in result["skipped"]] == ["external"]
+    with pytest.raises(RpcError) as caught:
+        await daemon.call("includes.approve", cwd=str(repo))
+    assert caught.value.code == -32602
+    assert "not valid JSON" in caught.value.message
+
+
+async def test_status_reports_instruction_files(daemon: DaemonHandle, tree: Tree) -> None:
+    await daemon.call("get_context", cwd=str(tree.root))
+    status = await daemon.call("status")
+    assert status["features"]["instruction_files"]["enabled"] is True
+    assert {"get_context", "includes.approve", "includes.revoke", "includes.list"} <= set(REGISTRY)
+
+
+async def test_recreated_rule_folder_is_watched_again(daemon: DaemonHandle, tree: Tree) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/.claude/rules/a.md", "rule a")
+    await _trusted_call(daemon, repo)
+    shutil.rmtree(repo / ".claude" / "rules")
+    await _until(lambda: _status(daemon)["cached"] == 0, "the folder removal to drop the entry")
+    tree.write("repo/.claude/rules/b.md", "rule b")
+    # The old watch died with the old folder: the entry is trusted only once a new one is live.
+    await _trusted_call(daemon, repo)
+    tree.write("repo/.claude/rules/c.md", "rule c")
+    await _until(lambda: _status(daemon)["cached"] == 0, "a file in the recreated folder")
+    result = await daemon.call("get_context", cwd=str(repo))
+    assert _names(result, repo) == [".claude/rules/b.md", ".claude/rules/c.md"]

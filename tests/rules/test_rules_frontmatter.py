@@ -1,0 +1,130 @@
+"""Frontmatter parsing: conditional `paths:`, and hostile YAML that must stay bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.rules import frontmatter, globs
+from memoryd.rules.frontmatter import FrontmatterError
+
+
+def test_no_frontmatter() -> None:
+    parsed = frontmatter.split("# Title\nbody\n")
+    assert parsed.meta == {}
+    assert parsed.body == "# Title\nbody\n"
+
+
+def test_paths_list_and_body() -> None:
+    parsed = frontmatter.split('---\npaths:\n  - "src/**/*.ts"\n  - lib/*.py\n---\nThe rule\n')
+    assert parsed.body == "The rule\n"
+    assert frontmatter.path_globs(parsed.meta) == ("src/**/*.ts", "lib/*.py")
+
+
+def test_paths_string_split_on_spaces_and_commas_but_not_in_braces() -> None:
+    meta = {"paths": "src/{api,web}/**/*.ts  docs/*.md,tests/**"}
+    assert frontmatter.path_globs(meta) == ("src/{api,web}/**/*.ts", "docs/*.md", "tests/**")
+
+
+def test_cursor_globs_key() -> None:
+    parsed = frontmatter.split("---\ndescription: TS\nglobs: src/**/*.ts, src/**/*.tsx\n---\nx\n")
+    assert frontmatter.path_globs(parsed.meta) == ("src/**/*.ts", "src/**/*.tsx")
+
+
+def test_empty_paths_is_unconditional() -> None:
+    assert frontmatter.path_globs({"paths": []}) is None
+    assert frontmatter.path_globs({"description": "x"}) is None
+
+
+def test_paths_of_wrong_type() -> None:
+    with pytest.raises(FrontmatterError, match="must be a string or a list"):
+        frontmatter.path_globs({"paths": {"a": 1}})
+    with pytest.raises(FrontmatterError, match="every entry must be a string"):
+        frontmatter.path_globs({"paths": ["ok", 3]})
+
+
+def test_broken_yaml() -> None:
+    with pytest.raises(FrontmatterError, match="invalid YAML"):
+        frontmatter.split("---\npaths: [unclosed\n---\nbody\n")
+
+
+def test_alias_bomb_is_refused_quickly() -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 12):
+        prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"{cur}: &{cur} [{', '.join(['*' + prev] * 9)}]")
+    bomb = "---\n" + "\n".join(lines) + "\npaths: *l\n---\nbody\n"
+    with pytest.raises(FrontmatterError, match="anchors are not allowed"):
+        frontmatter.split(bomb)
+
+
+def test_plain_alias_is_refused() -> None:
+    with pytest.raises(FrontmatterError, match="aliases are not allowed"):
+        frontmatter.split("---\npaths: *nothing\n---\nbody\n")
+
+
+def test_deep_nesting_is_bounded() -> None:
+    with pytest.raises(FrontmatterError):
+        frontmatter.split("---\nx: " + "[" * 5000 + "\n---\nbody\n")
+
+
+def test_oversized_frontmatter() -> None:
+    big = "---\n" + "k: " + "v" * (70 * 1024) + "\n---\nbody\n"
+    with pytest.raises(FrontmatterError, match="over 64 KiB"):
+        frontmatter.split(big)
+
+
+def test_unclosed_fence_is_body() -> None:
+    text = "---\nnot closed\n"
+    assert frontmatter.split(text).body == text
+
+
+def test_non_mapping_yaml_is_body() -> None:
+    text = "---\nJust a heading\n---\nmore\n"
+    assert frontmatter.split(text).body == text
+
+
+def test_bom_is_not_frontmatter_breaker() -> None:
+    # The loader decodes with utf-8-sig, so a BOM never reaches split().
+    data = "\ufeff---\npaths: a/**\n---\nx\n".encode()
+    parsed = frontmatter.split(data.decode("utf-8-sig"))
+    assert frontmatter.path_globs(parsed.meta) == ("a/**",)
+
+
+@pytest.mark.parametrize(
+    ("patterns", "touched", "expected"),
+    [
+        (("src/**/*.ts",), "src/a/b/c.ts", True),
+        (("src/**/*.ts",), "src/c.ts", True),
+        (("src/**/*.ts",), "lib/c.ts", False),
+        (("src/{api,web}/**",), "src/web/x/y.js", True),
+        (("src/{api,web}/**",), "src/cli/x.js", False),
+        (("*.py",), "deep/down/mod.py", True),  # no slash: any depth, like .gitignore
+        (("/setup.py",), "sub/setup.py", False),  # leading slash: anchored
+        (("/setup.py",), "setup.py", True),
+        (("docs/",), "docs/guide/intro.md", True),
+        (("./src/*.rs",), "src/main.rs", True),
+        (("**/.github/**",), ".github/workflows/ci.yml", True),
+    ],
+)
+def test_glob_matching(patterns: tuple[str, ...], touched: str, expected: bool) -> None:
+    base = Path("/proj")
+    assert globs.matches_any(patterns, base, [(base / touched).as_posix()]) is expected
+
+
+def test_touched_outside_base_never_matches() -> None:
+    assert not globs.matches_any(("**",), Path("/proj/sub"), ["/proj/other/x.ts", "/proj/sub"])
+
+
+def test_brace_bomb_is_an_error() -> None:
+    with pytest.raises(globs.GlobError):
+        globs.check_patterns(("{a,b}" * 40,))
+
+
+def test_excludes() -> None:
+    forms = (Path("/w/legacy/CLAUDE.md"), Path("/real/legacy/CLAUDE.md"))
+    assert globs.excluded_by(("**/legacy/**",), forms) == "**/legacy/**"
+    assert globs.excluded_by(("/real/**/CLAUDE.md",), forms) == "/real/**/CLAUDE.md"
+    assert globs.excluded_by(("**/other/**",), forms) is None
+    assert globs.invalid_excludes(("ok/**", "{a,b}" * 40)) != []

@@ -1,0 +1,81 @@
+"""`@include` detection with a real Markdown lexer, and HTML comment stripping."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.rules.markdown import find_includes, strip_html_comments
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("@./rel.md", ["./rel.md"]),
+        ("see @rel.md for details", ["rel.md"]),
+        ("@../up/x.md", ["../up/x.md"]),
+        ("@~/notes/x.md", ["~/notes/x.md"]),
+        ("@/abs/x.md", ["/abs/x.md"]),
+        ("- item @docs/a.md\n- item @docs/b.md", ["docs/a.md", "docs/b.md"]),
+        ("> quoted @q.md", ["q.md"]),
+        ("*@em.md*", ["em.md"]),
+        ("[see @linked.md](https://example.com)", ["linked.md"]),
+        ("read @a.md, then @b.md.", ["a.md", "b.md"]),
+        ("(@paren.md)", []),  # `(` glued to the `@`: not at a word start
+        ("@with\\ space.md", ["with space.md"]),
+        ("@docs/a.md#section", ["docs/a.md"]),
+        ("@a.md and again @a.md", ["a.md"]),
+    ],
+)
+def test_include_forms(text: str, expected: list[str]) -> None:
+    assert find_includes(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Install `@playwright/test` first",
+        "```\n@fenced.md\n```",
+        "~~~md\n@tilde-fenced.md\n~~~",
+        "para\n\n    @indented.md\n",
+        "mail me at someone@example.com",
+        "ping @alice about it",  # a mention, not a path
+        "decorators like @dataclass",
+        "<div>\n@in-html-block.md\n</div>",
+        "inline <span>@x</span> html",
+        "",
+        "no at sign at all",
+    ],
+)
+def test_not_includes(text: str) -> None:
+    assert find_includes(text) == []
+
+
+def test_include_after_code_span_on_same_line() -> None:
+    assert find_includes("use `npm i @scope/pkg` then read @docs/setup.md") == ["docs/setup.md"]
+
+
+def test_strip_block_comment_keeps_rest() -> None:
+    text = "# Title\n\n<!-- maintainers: keep this short\n@secret.md -->\n\nBody @a.md\n"
+    stripped = strip_html_comments(text)
+    assert "maintainers" not in stripped
+    assert "@secret.md" not in stripped
+    assert "Body @a.md" in stripped
+    assert find_includes(stripped) == ["a.md"]
+
+
+def test_comment_in_code_fence_is_kept() -> None:
+    text = "```html\n<!-- example -->\n```\n"
+    assert strip_html_comments(text) == text
+
+
+def test_inline_comment_is_kept() -> None:
+    text = "text <!-- inline --> more\n"
+    assert strip_html_comments(text) == text
+
+
+def test_unterminated_comment_runs_to_end() -> None:
+    assert strip_html_comments("keep\n\n<!-- never closed\nhidden\n") == "keep\n\n"
+
+
+def test_text_after_comment_on_same_line_stays() -> None:
+    assert strip_html_comments("<!-- note --> visible\n").strip() == "visible"
