@@ -1,0 +1,259 @@
+"""The team memory HTTP API (starlette): `make_app(storage, settings)`, separate from the CLI.
+
+    GET /api/claude_code/team_memory?repo=owner/repo[&view=hashes]   200 / 304 / 404
+    PUT /api/claude_code/team_memory?repo=owner/repo                 200 / 400 / 412 / 413 / 422
+    GET /healthz                                                     200 (no auth)
+
+Every refusal is a JSON object `{"error": <code>, "message": …, …}` built in one place
+(`_problem_response`); 401/403 come before anything about the request body is looked at.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from memoryd.team.protocol import TEAM_MEMORY_PATH
+from memoryd.team.server import auth
+from memoryd.team.server.etag import if_none_match_hits, parse_if_match
+from memoryd.team.server.scan import find_secret
+from memoryd.team.server.settings import ServerSettings
+from memoryd.team.server.validation import canonical_repo, key_problem, text_problem
+from memoryd.team.storage.base import (
+    Author,
+    PreconditionFailed,
+    Storage,
+    StorageError,
+    StorageUnavailable,
+    TokenInfo,
+    TooManyEntries,
+)
+
+log = logging.getLogger(__name__)
+
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+@dataclass(eq=False)
+class Problem(Exception):
+    """An HTTP refusal; turned into a JSON response by `_problem_response` only."""
+
+    status: int
+    error: str
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def make_app(storage: Storage, settings: ServerSettings | None = None) -> Starlette:
+    """The ASGI app; the storage is opened on startup and closed on shutdown (lifespan)."""
+    api = _TeamMemoryAPI(storage, settings or ServerSettings())
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await storage.open()
+        try:
+            yield
+        finally:
+            await storage.close()
+
+    return Starlette(
+        routes=[
+            Route("/healthz", api.health, methods=["GET"]),
+            Route(TEAM_MEMORY_PATH, api.team_memory, methods=["GET", "PUT"]),
+        ],
+        lifespan=lifespan,
+        exception_handlers={
+            Problem: _problem_response,
+            StorageError: _problem_response,
+            # A bug still answers in JSON; starlette re-raises it afterwards, so it is logged.
+            Exception: _internal_error,
+        },
+    )
+
+
+async def _internal_error(_: Request, exc: Exception) -> Response:
+    return JSONResponse(
+        {"error": "internal", "message": "internal server error"},
+        status_code=500,
+        headers=_NO_STORE,
+    )
+
+
+async def _problem_response(_: Request, exc: Exception) -> Response:
+    problem = exc if isinstance(exc, Problem) else _storage_problem(exc)
+    body = {"error": problem.error, "message": problem.message, **problem.extra}
+    return JSONResponse(body, status_code=problem.status, headers={**_NO_STORE, **problem.headers})
+
+
+def _storage_problem(exc: Exception) -> Problem:
+    if isinstance(exc, PreconditionFailed):
+        return Problem(
+            412,
+            "precondition_failed",
+            "the repository changed since your ETag; fetch the checksums and retry",
+            headers={"ETag": exc.current_etag},
+        )
+    if isinstance(exc, TooManyEntries):
+        return Problem(
+            413,
+            "too_many_entries",
+            f"the repository may hold at most {exc.max_entries} entries",
+            {"max_entries": exc.max_entries},
+        )
+    if isinstance(exc, StorageUnavailable):
+        log.error("storage unavailable: %s", exc)
+        # 503: the client treats it as retryable and backs off.
+        return Problem(503, "storage_unavailable", "the server's database is unavailable")
+    log.error("storage error: %s", exc)
+    return Problem(500, "storage_error", "the server could not complete the request")
+
+
+class _TeamMemoryAPI:
+    def __init__(self, storage: Storage, settings: ServerSettings) -> None:
+        self.storage = storage
+        self.settings = settings
+
+    async def health(self, _: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def team_memory(self, request: Request) -> Response:
+        token = await self._authenticate(request)
+        repo = self._authorized_repo(request, token)
+        if request.method == "PUT":
+            return await self._put(request, repo, token)
+        return await self._get(request, repo)
+
+    async def _authenticate(self, request: Request) -> TokenInfo:
+        token = await auth.authenticate(self.storage, request.headers.get("authorization"))
+        if token is None:
+            raise Problem(
+                401,
+                "unauthorized",
+                "a valid bearer token is required (memoryd-team token create)",
+                headers={"WWW-Authenticate": 'Bearer realm="memoryd-team"'},
+            )
+        return token
+
+    def _authorized_repo(self, request: Request, token: TokenInfo) -> str:
+        raw = request.query_params.get("repo")
+        if raw is None:
+            raise Problem(400, "invalid_repo", "the repo query parameter is required")
+        repo = canonical_repo(raw)
+        if repo is None:
+            raise Problem(400, "invalid_repo", "repo must be owner/repo ([A-Za-z0-9_.-] parts)")
+        if repo not in token.repos:
+            raise Problem(403, "forbidden", "this token is not bound to that repository")
+        return repo
+
+    async def _get(self, request: Request, repo: str) -> Response:
+        view = request.query_params.get("view")
+        if view not in (None, "hashes"):
+            raise Problem(400, "invalid_view", "view must be 'hashes' or absent")
+        if_none_match = request.headers.get("if-none-match")
+        if if_none_match is not None:
+            # Cheap path: one row read decides a 304 without loading any entry.
+            etag = await self.storage.get_etag(repo)
+            if etag is not None and if_none_match_hits(if_none_match, etag):
+                return Response(status_code=304, headers={"ETag": etag, **_NO_STORE})
+        state = await self.storage.get_state(repo, with_content=view is None)
+        if state is None:
+            raise Problem(404, "not_found", "the repository has no team memory yet")
+        body: dict[str, Any] = {"entryChecksums": state.checksums}
+        if state.entries is not None:
+            body = {"entries": state.entries, **body}
+        return JSONResponse(body, headers={"ETag": state.etag, **_NO_STORE})
+
+    async def _put(self, request: Request, repo: str, token: TokenInfo) -> Response:
+        body = await self._read_body(request)
+        entries = self._parse_entries(body)
+        if self.settings.secret_scan and entries:
+            hit = await run_in_threadpool(find_secret, entries)
+            if hit is not None:
+                log.warning("refused a secret in %s %s (rule %s)", repo, hit.key, hit.rule)
+                raise Problem(
+                    422,
+                    "secret_detected",
+                    f"{hit.key} line {hit.line}: {hit.description} (rule {hit.rule})",
+                    {"key": hit.key, "rule": hit.rule, "line": hit.line},
+                )
+        result = await self.storage.put_entries(
+            repo,
+            entries,
+            parse_if_match(request.headers.get("if-match")),
+            max_entries=self.settings.max_entries,
+            author=Author(token.id, token.name),
+            at=datetime.now(UTC),
+        )
+        if result.written:
+            log.info("%s: %d written by %s", repo, len(result.written), token.id)
+        return JSONResponse(
+            {
+                "etag": result.etag,
+                "written": list(result.written),
+                "unchanged": len(result.unchanged),
+            },
+            headers={"ETag": result.etag, **_NO_STORE},
+        )
+
+    async def _read_body(self, request: Request) -> bytes:
+        cap = self.settings.max_body_bytes
+        too_large = Problem(
+            413, "body_too_large", f"the body exceeds {cap} bytes", {"max_body_bytes": cap}
+        )
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        # Read at most cap + 1 bytes, whatever Content-Length said (or did not say).
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _parse_entries(self, body: bytes) -> dict[str, str]:
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise Problem(400, "invalid_json", "the body is not valid JSON") from exc
+        if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
+            raise Problem(400, "invalid_body", 'the body must be {"entries": {key: content}}')
+        return _validated_entries(document["entries"], self.settings.max_entry_bytes)
+
+
+def _validated_entries(raw: Mapping[Any, Any], max_entry_bytes: int) -> dict[str, str]:
+    entries: dict[str, str] = {}
+    for key, content in raw.items():
+        problem = key_problem(key)
+        if problem is not None:
+            # The key is echoed as a (truncated) repr: it may be huge or not even valid UTF-8.
+            raise Problem(400, "invalid_key", f"refused key {key!r:.200}: {problem}")
+        if not isinstance(content, str):
+            raise Problem(400, "invalid_content", f"{key}: content must be a string", {"key": key})
+        problem = text_problem(content)
+        if problem is not None:
+            raise Problem(400, "invalid_content", f"{key}: {problem} in content", {"key": key})
+        size = len(content.encode("utf-8"))
+        if size > max_entry_bytes:
+            raise Problem(
+                413,
+                "entry_too_large",
+                f"{key} is {size} bytes; one entry may be at most {max_entry_bytes}",
+                {"key": key, "max_entry_bytes": max_entry_bytes},
+            )
+        entries[key] = content
+    return entries

@@ -1,0 +1,297 @@
+"""`memoryd-team`: run the team server and administer its tokens and history.
+
+    memoryd-team serve [--host H] [--port P] [--database URL] [--max-entries N] [--max-body-bytes N]
+    memoryd-team token create --repo owner/repo [--repo …] [--name NAME]
+    memoryd-team token list | token revoke TOKEN_ID
+    memoryd-team history --repo owner/repo [KEY] [--version N]
+    memoryd-team restore --repo owner/repo KEY VERSION
+
+`--database` defaults to $MEMORYD_TEAM_DATABASE, else the SQLite file in the data dir.
+Exit codes: 0 done, 1 not found / refused, 2 bad usage or an unusable database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from memoryd.team.server import auth
+from memoryd.team.server.settings import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_ENTRY_BYTES,
+    ServerSettings,
+)
+from memoryd.team.server.validation import canonical_repo, key_problem
+from memoryd.team.storage import DATABASE_ENV, open_storage
+from memoryd.team.storage.base import Author, Storage, StorageError, VersionNotFound
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+ADMIN_AUTHOR = Author("admin", "memoryd-team restore")
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.run(args)
+    except CliError as exc:
+        print(f"memoryd-team: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--database",
+        default=os.environ.get(DATABASE_ENV),
+        help="sqlite:///path or postgresql://… (default: $MEMORYD_TEAM_DATABASE, else the "
+        "SQLite file in the user's data dir)",
+    )
+    parser = argparse.ArgumentParser(prog="memoryd-team", description="memoryd team server")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", parents=[common], help="run the team server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8787)
+    serve.add_argument("--max-entries", type=_positive, default=DEFAULT_MAX_ENTRIES)
+    serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES)
+    serve.add_argument("--max-entry-bytes", type=_positive, default=DEFAULT_MAX_ENTRY_BYTES)
+    serve.add_argument(
+        "--no-secret-scan", action="store_true", help="accept entries the scanner would refuse"
+    )
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(run=_serve)
+
+    token = commands.add_parser("token", help="manage bearer tokens").add_subparsers(
+        dest="token_command", required=True
+    )
+    create = token.add_parser("create", parents=[common], help="create a token")
+    create.add_argument("--repo", action="append", required=True, help="owner/repo (repeatable)")
+    create.add_argument("--name", default="", help="who or what uses it (shown in history)")
+    create.set_defaults(run=_token_create)
+    listing = token.add_parser("list", parents=[common], help="list tokens")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=_token_list)
+    revoke = token.add_parser("revoke", parents=[common], help="revoke a token")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(run=_token_revoke)
+
+    history = commands.add_parser("history", parents=[common], help="stored versions")
+    history.add_argument("--repo", required=True)
+    history.add_argument("key", nargs="?")
+    history.add_argument("--version", type=_positive, help="print this version's content")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(run=_history)
+
+    restore = commands.add_parser(
+        "restore", parents=[common], help="make an old version current (as a new version)"
+    )
+    restore.add_argument("--repo", required=True)
+    restore.add_argument("key")
+    restore.add_argument("version", type=_positive)
+    restore.set_defaults(run=_restore)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _storage(args: argparse.Namespace) -> Storage:
+    try:
+        return open_storage(args.database)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+
+
+def _with_storage(args: argparse.Namespace, work: Callable[[Storage], Awaitable[T]]) -> T:
+    storage = _storage(args)
+
+    async def run() -> T:
+        await storage.open()
+        try:
+            return await work(storage)
+        finally:
+            await storage.close()
+
+    try:
+        return asyncio.run(run())
+    except VersionNotFound as exc:
+        raise CliError(str(exc)) from exc
+    except StorageError as exc:
+        raise CliError(f"database: {exc}", EXIT_USAGE) from exc
+
+
+def _repo(raw: str) -> str:
+    repo = canonical_repo(raw)
+    if repo is None:
+        raise CliError(f"not an owner/repo name: {raw!r}", EXIT_USAGE)
+    return repo
+
+
+def _key(raw: str) -> str:
+    problem = key_problem(raw)
+    if problem is not None:
+        raise CliError(f"not a valid key: {problem}", EXIT_USAGE)
+    return raw
+
+
+# serve ------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memoryd.team.server.app import make_app
+
+    try:
+        settings = ServerSettings(
+            max_entries=args.max_entries,
+            max_body_bytes=args.max_body_bytes,
+            max_entry_bytes=args.max_entry_bytes,
+            secret_scan=not args.no_secret_scan,
+        )
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    app = make_app(_storage(args), settings)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ws="none",
+        lifespan="on",
+        server_header=False,
+    )
+    return EXIT_OK
+
+
+# tokens -----------------------------------------------------------------------------------
+
+
+def _token_create(args: argparse.Namespace) -> int:
+    repos = tuple(sorted({_repo(raw) for raw in args.repo}))
+    new = _with_storage(args, lambda storage: auth.create_token(storage, repos, args.name))
+    print(f"token id: {new.info.id}")
+    print(f"repos: {', '.join(new.info.repos)}")
+    if new.info.name:
+        print(f"name: {new.info.name}")
+    print("The token is shown once; only its hash is stored:")
+    print(new.secret)
+    return EXIT_OK
+
+
+def _token_list(args: argparse.Namespace) -> int:
+    tokens = _with_storage(args, lambda storage: storage.list_tokens())
+    if args.json:
+        rows = [
+            {
+                "id": t.id,
+                "name": t.name,
+                "repos": list(t.repos),
+                "created_at": t.created_at.isoformat(),
+                "revoked_at": t.revoked_at.isoformat() if t.revoked_at else None,
+            }
+            for t in tokens
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for t in tokens:
+        state = f"revoked {t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "active"
+        print(f"{t.id}  {state:<24}  {t.created_at:%Y-%m-%d %H:%M}  {','.join(t.repos)}  {t.name}")
+    return EXIT_OK
+
+
+def _token_revoke(args: argparse.Namespace) -> int:
+    now = datetime.now(UTC)
+    if not _with_storage(args, lambda storage: storage.revoke_token(args.token_id, now)):
+        raise CliError(f"no active token with id {args.token_id!r}")
+    print(f"revoked {args.token_id}")
+    return EXIT_OK
+
+
+# history ----------------------------------------------------------------------------------
+
+
+def _history(args: argparse.Namespace) -> int:
+    repo = _repo(args.repo)
+    key = _key(args.key) if args.key is not None else None
+    if args.version is not None:
+        if key is None:
+            raise CliError("--version needs a KEY", EXIT_USAGE)
+        version = args.version
+        _, content = _with_storage(args, lambda storage: storage.get_version(repo, key, version))
+        sys.stdout.write(content)
+        return EXIT_OK
+    versions = _with_storage(args, lambda storage: storage.history(repo, key))
+    if args.json:
+        rows = [
+            {
+                "key": v.key,
+                "version": v.version,
+                "checksum": v.checksum,
+                "size": v.size,
+                "written_at": v.written_at.isoformat(),
+                "token_id": v.token_id,
+                "author": v.author,
+                "restored_from": v.restored_from,
+            }
+            for v in versions
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not versions:
+        raise CliError(f"no history for {repo}" + (f" {key}" if key else ""))
+    for v in versions:
+        restored = f"  (restored from v{v.restored_from})" if v.restored_from else ""
+        print(
+            f"{v.key}  v{v.version}  {v.written_at:%Y-%m-%d %H:%M:%S}  {v.size} B  "
+            f"{v.checksum[:19]}  {v.author or '-'} [{v.token_id}]{restored}"
+        )
+    return EXIT_OK
+
+
+def _restore(args: argparse.Namespace) -> int:
+    repo = _repo(args.repo)
+    key = _key(args.key)
+    version = args.version
+    now = datetime.now(UTC)
+    result = _with_storage(
+        args, lambda storage: storage.restore(repo, key, version, author=ADMIN_AUTHOR, at=now)
+    )
+    if result.written:
+        print(f"restored {repo} {key} to the content of v{version}; etag {result.etag}")
+    else:
+        print(f"{repo} {key} already has the content of v{version}; nothing written")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,331 @@
+"""PostgreSQL storage (`asyncpg`): for many teams and several server processes on one database.
+
+A write locks the repository's row (`SELECT … FOR UPDATE`, the row created on first use), then
+reads the current checksums and checks If-Match inside the same transaction. Two server
+processes PUTting to one repo are therefore serialised by the database: the second sees the
+first's commit and gets 412 instead of overwriting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from memoryd.team.storage.base import (
+    Author,
+    IfMatch,
+    PutResult,
+    RepoState,
+    Storage,
+    StorageUnavailable,
+    TokenInfo,
+    VersionInfo,
+    VersionNotFound,
+)
+from memoryd.team.storage.plan import EMPTY_ETAG, Current, plan_put
+
+# Any constant works; it only has to be the same in every server process.
+_SCHEMA_LOCK = 0x6D656D6F7279
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS team_tokens (
+    id text PRIMARY KEY,
+    token_hash text NOT NULL UNIQUE,
+    repos text[] NOT NULL,
+    name text NOT NULL,
+    created_at timestamptz NOT NULL,
+    revoked_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS team_repos (
+    name text PRIMARY KEY,
+    etag text NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS team_entries (
+    repo text NOT NULL,
+    key text NOT NULL,
+    content text NOT NULL,
+    checksum text NOT NULL,
+    version integer NOT NULL,
+    PRIMARY KEY (repo, key)
+);
+CREATE TABLE IF NOT EXISTS team_entry_versions (
+    repo text NOT NULL,
+    key text NOT NULL,
+    version integer NOT NULL,
+    content text NOT NULL,
+    checksum text NOT NULL,
+    written_at timestamptz NOT NULL,
+    token_id text NOT NULL,
+    author text NOT NULL,
+    restored_from integer,
+    PRIMARY KEY (repo, key, version)
+);
+CREATE OR REPLACE FUNCTION team_entry_versions_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'team_entry_versions is append-only';
+END
+$$;
+CREATE OR REPLACE TRIGGER team_entry_versions_no_change
+    BEFORE UPDATE OR DELETE ON team_entry_versions
+    FOR EACH ROW EXECUTE FUNCTION team_entry_versions_append_only();
+CREATE OR REPLACE TRIGGER team_entry_versions_no_truncate
+    BEFORE TRUNCATE ON team_entry_versions
+    FOR EACH STATEMENT EXECUTE FUNCTION team_entry_versions_append_only();
+"""
+
+_VERSION_COLUMNS = (
+    "repo, key, version, checksum, octet_length(content) AS size, written_at, token_id, "
+    "author, restored_from"
+)
+
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+class PostgresStorage(Storage):
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.dsn = dsn
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: asyncpg.Pool | None = None
+
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn, min_size=self._min_size, max_size=self._max_size
+            )
+        except _DRIVER_ERRORS as exc:
+            raise StorageUnavailable(f"postgresql: {exc}") from exc
+        async with self._connection() as conn, conn.transaction():
+            # Several processes may start at once; CREATE … IF NOT EXISTS alone can still race.
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+            await conn.execute(_SCHEMA)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any]]:
+        if self._pool is None:
+            raise StorageUnavailable("storage is not open")
+        try:
+            async with self._pool.acquire() as conn:
+                yield conn
+        except _DRIVER_ERRORS as exc:
+            raise StorageUnavailable(f"postgresql: {exc}") from exc
+
+    # tokens -------------------------------------------------------------------------------
+
+    async def create_token(
+        self, token_id: str, token_hash: str, repos: tuple[str, ...], name: str, at: datetime
+    ) -> TokenInfo:
+        async with self._connection() as conn:
+            await conn.execute(
+                "INSERT INTO team_tokens (id, token_hash, repos, name, created_at)"
+                " VALUES ($1, $2, $3, $4, $5)",
+                token_id,
+                token_hash,
+                list(repos),
+                name,
+                at,
+            )
+        return TokenInfo(token_id, name, repos, at, None)
+
+    async def find_token(self, token_hash: str) -> TokenInfo | None:
+        async with self._connection() as conn:
+            row = await conn.fetchrow(
+                "SELECT id, name, repos, created_at, revoked_at FROM team_tokens"
+                " WHERE token_hash = $1",
+                token_hash,
+            )
+        return _token(row) if row is not None else None
+
+    async def list_tokens(self) -> list[TokenInfo]:
+        async with self._connection() as conn:
+            rows = await conn.fetch(
+                "SELECT id, name, repos, created_at, revoked_at FROM team_tokens"
+                " ORDER BY created_at, id"
+            )
+        return [_token(row) for row in rows]
+
+    async def revoke_token(self, token_id: str, at: datetime) -> bool:
+        async with self._connection() as conn:
+            status = await conn.execute(
+                "UPDATE team_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+                at,
+                token_id,
+            )
+        return status == "UPDATE 1"
+
+    # entries ------------------------------------------------------------------------------
+
+    async def get_etag(self, repo: str) -> str | None:
+        async with self._connection() as conn:
+            etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
+        return None if etag is None or etag == EMPTY_ETAG else str(etag)
+
+    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
+        async with (
+            self._connection() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            # One snapshot for both reads, so the ETag describes exactly these rows.
+            etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
+            if etag is None or etag == EMPTY_ETAG:
+                return None
+            if with_content:
+                rows = await conn.fetch(
+                    "SELECT key, checksum, content FROM team_entries WHERE repo = $1", repo
+                )
+                return RepoState(
+                    str(etag),
+                    {row["key"]: row["checksum"] for row in rows},
+                    {row["key"]: row["content"] for row in rows},
+                )
+            rows = await conn.fetch("SELECT key, checksum FROM team_entries WHERE repo = $1", repo)
+            return RepoState(str(etag), {row["key"]: row["checksum"] for row in rows}, None)
+
+    async def _apply(
+        self,
+        repo: str,
+        entries: Mapping[str, str],
+        if_match: IfMatch | None,
+        *,
+        max_entries: int | None,
+        check_precondition: bool,
+        author: Author,
+        at: datetime,
+        restored_from: int | None,
+    ) -> PutResult:
+        async with self._connection() as conn:
+            transaction = conn.transaction()
+            await transaction.start()
+            try:
+                await conn.execute(
+                    "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
+                    " ON CONFLICT (name) DO NOTHING",
+                    repo,
+                    EMPTY_ETAG,
+                    at,
+                )
+                await conn.execute("SELECT 1 FROM team_repos WHERE name = $1 FOR UPDATE", repo)
+                rows = await conn.fetch(
+                    "SELECT key, checksum, version FROM team_entries WHERE repo = $1", repo
+                )
+                current = {row["key"]: Current(row["checksum"], row["version"]) for row in rows}
+                plan = plan_put(
+                    current,
+                    entries,
+                    if_match,
+                    max_entries=max_entries,
+                    check_precondition=check_precondition,
+                )
+                if not plan.writes:
+                    # Nothing changed: leave no trace (not even a new, empty repo row).
+                    await transaction.rollback()
+                    return PutResult(plan.etag, (), plan.unchanged)
+                keys = [w.key for w in plan.writes]
+                versions = [w.version for w in plan.writes]
+                contents = [w.content for w in plan.writes]
+                checksums = [w.checksum for w in plan.writes]
+                await conn.execute(
+                    "INSERT INTO team_entry_versions (repo, key, version, content, checksum,"
+                    " written_at, token_id, author, restored_from)"
+                    " SELECT $1, k, v, c, s, $6, $7, $8, $9"
+                    " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)",
+                    repo,
+                    keys,
+                    versions,
+                    contents,
+                    checksums,
+                    at,
+                    author.token_id,
+                    author.name,
+                    restored_from,
+                )
+                await conn.execute(
+                    "INSERT INTO team_entries (repo, key, content, checksum, version)"
+                    " SELECT $1, k, c, s, v"
+                    " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)"
+                    " ON CONFLICT (repo, key) DO UPDATE SET content = EXCLUDED.content,"
+                    " checksum = EXCLUDED.checksum, version = EXCLUDED.version",
+                    repo,
+                    keys,
+                    versions,
+                    contents,
+                    checksums,
+                )
+                await conn.execute(
+                    "UPDATE team_repos SET etag = $2, updated_at = $3 WHERE name = $1",
+                    repo,
+                    plan.etag,
+                    at,
+                )
+            except BaseException:
+                await transaction.rollback()
+                raise
+            await transaction.commit()
+        return PutResult(plan.etag, tuple(keys), plan.unchanged)
+
+    # history ------------------------------------------------------------------------------
+
+    async def history(self, repo: str, key: str | None = None) -> list[VersionInfo]:
+        async with self._connection() as conn:
+            if key is None:
+                rows = await conn.fetch(
+                    f"SELECT {_VERSION_COLUMNS} FROM team_entry_versions WHERE repo = $1"  # noqa: S608 - constant column list
+                    ' ORDER BY key COLLATE "C", version',
+                    repo,
+                )
+            else:
+                rows = await conn.fetch(
+                    f"SELECT {_VERSION_COLUMNS} FROM team_entry_versions"  # noqa: S608 - constant column list
+                    " WHERE repo = $1 AND key = $2 ORDER BY version",
+                    repo,
+                    key,
+                )
+        return [_version(row) for row in rows]
+
+    async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+        async with self._connection() as conn:
+            row = await conn.fetchrow(
+                f"SELECT {_VERSION_COLUMNS}, content FROM team_entry_versions"  # noqa: S608 - constant column list
+                " WHERE repo = $1 AND key = $2 AND version = $3",
+                repo,
+                key,
+                version,
+            )
+        if row is None:
+            raise VersionNotFound(f"{repo}: no version {version} of {key!r}")
+        return _version(row), str(row["content"])
+
+
+def _token(row: Any) -> TokenInfo:
+    return TokenInfo(
+        id=row["id"],
+        name=row["name"],
+        repos=tuple(row["repos"]),
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+def _version(row: Any) -> VersionInfo:
+    return VersionInfo(
+        repo=row["repo"],
+        key=row["key"],
+        version=row["version"],
+        checksum=row["checksum"],
+        size=row["size"],
+        written_at=row["written_at"],
+        token_id=row["token_id"],
+        author=row["author"],
+        restored_from=row["restored_from"],
+    )

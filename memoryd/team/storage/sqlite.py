@@ -1,0 +1,355 @@
+"""SQLite storage: the zero-config default (WAL, one file, stdlib `sqlite3`).
+
+Blocking calls run on a small thread pool, one connection per thread. Writes take
+`BEGIN IMMEDIATE`, so the ETag check and the upsert happen under SQLite's write lock even when
+several server processes share the file; inside one process a lock queues writers first, so
+they wait on a mutex rather than in SQLite's sleeping busy handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memoryd.fsutil import ensure_private_dir
+from memoryd.team.storage.base import (
+    Author,
+    IfMatch,
+    PutResult,
+    RepoState,
+    Storage,
+    StorageError,
+    StorageUnavailable,
+    TokenInfo,
+    VersionInfo,
+    VersionNotFound,
+)
+from memoryd.team.storage.plan import EMPTY_ETAG, Current, plan_put
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS team_tokens (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    repos TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE TABLE IF NOT EXISTS team_repos (
+    name TEXT PRIMARY KEY,
+    etag TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS team_entries (
+    repo TEXT NOT NULL,
+    key TEXT NOT NULL,
+    content TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (repo, key)
+);
+CREATE TABLE IF NOT EXISTS team_entry_versions (
+    repo TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    written_at TEXT NOT NULL,
+    token_id TEXT NOT NULL,
+    author TEXT NOT NULL,
+    restored_from INTEGER,
+    PRIMARY KEY (repo, key, version)
+);
+CREATE TRIGGER IF NOT EXISTS team_entry_versions_no_update
+BEFORE UPDATE ON team_entry_versions
+BEGIN SELECT RAISE(ABORT, 'team_entry_versions is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS team_entry_versions_no_delete
+BEFORE DELETE ON team_entry_versions
+BEGIN SELECT RAISE(ABORT, 'team_entry_versions is append-only'); END;
+"""
+
+_VERSION_COLUMNS = (
+    "repo, key, version, checksum, length(CAST(content AS BLOB)), written_at, token_id, "
+    "author, restored_from"
+)
+
+
+class SqliteStorage(Storage):
+    def __init__(self, path: Path, *, threads: int = 4, busy_timeout_s: float = 30.0) -> None:
+        self.path = path
+        self._threads = threads
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        ensure_private_dir(self.path.parent)
+        # The file holds token hashes and every entry ever written: owner-only from birth.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="team-sqlite")
+        await self._run(self._init_schema)
+
+    async def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        with self._write_lock:
+            conn.executescript(_SCHEMA)
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout_s,
+                isolation_level=None,  # autocommit; transactions are explicit
+                check_same_thread=False,  # closed from close(), after the pool has stopped
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            # An acknowledged push must survive a power cut: fsync the WAL on every commit.
+            conn.execute("PRAGMA synchronous=FULL")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._executor is None:
+            raise StorageUnavailable("storage is not open")
+
+        def call() -> T:
+            try:
+                return fn(self._connection())
+            except StorageError:
+                raise
+            except sqlite3.Error as exc:
+                raise StorageUnavailable(f"sqlite: {exc}") from exc
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    @contextlib.contextmanager
+    def _transaction(self, conn: sqlite3.Connection, mode: str) -> Iterator[None]:
+        conn.execute(f"BEGIN {mode}")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # tokens -------------------------------------------------------------------------------
+
+    async def create_token(
+        self, token_id: str, token_hash: str, repos: tuple[str, ...], name: str, at: datetime
+    ) -> TokenInfo:
+        def insert(conn: sqlite3.Connection) -> None:
+            with self._write_lock:
+                conn.execute(
+                    "INSERT INTO team_tokens (id, token_hash, repos, name, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (token_id, token_hash, json.dumps(list(repos)), name, at.isoformat()),
+                )
+
+        await self._run(insert)
+        return TokenInfo(token_id, name, repos, at, None)
+
+    async def find_token(self, token_hash: str) -> TokenInfo | None:
+        def select(conn: sqlite3.Connection) -> TokenInfo | None:
+            row = conn.execute(
+                "SELECT id, name, repos, created_at, revoked_at FROM team_tokens "
+                "WHERE token_hash = ?",
+                (token_hash,),
+            ).fetchone()
+            return _token(row) if row else None
+
+        return await self._run(select)
+
+    async def list_tokens(self) -> list[TokenInfo]:
+        def select(conn: sqlite3.Connection) -> list[TokenInfo]:
+            rows = conn.execute(
+                "SELECT id, name, repos, created_at, revoked_at FROM team_tokens "
+                "ORDER BY created_at, id"
+            ).fetchall()
+            return [_token(row) for row in rows]
+
+        return await self._run(select)
+
+    async def revoke_token(self, token_id: str, at: datetime) -> bool:
+        def update(conn: sqlite3.Connection) -> bool:
+            with self._write_lock:
+                cursor = conn.execute(
+                    "UPDATE team_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                    (at.isoformat(), token_id),
+                )
+                return cursor.rowcount == 1
+
+        return await self._run(update)
+
+    # entries ------------------------------------------------------------------------------
+
+    async def get_etag(self, repo: str) -> str | None:
+        def select(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
+            return None if row is None or row[0] == EMPTY_ETAG else str(row[0])
+
+        return await self._run(select)
+
+    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
+        def select(conn: sqlite3.Connection) -> RepoState | None:
+            # One read transaction: the WAL snapshot makes the ETag and the rows agree.
+            with self._transaction(conn, "DEFERRED"):
+                row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
+                if row is None or row[0] == EMPTY_ETAG:
+                    return None
+                if with_content:
+                    rows = conn.execute(
+                        "SELECT key, checksum, content FROM team_entries WHERE repo = ?", (repo,)
+                    ).fetchall()
+                    entries = {key: content for key, _, content in rows}
+                    checksums = {key: digest for key, digest, _ in rows}
+                    return RepoState(str(row[0]), checksums, entries)
+                rows = conn.execute(
+                    "SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,)
+                ).fetchall()
+                return RepoState(str(row[0]), dict(rows), None)
+
+        return await self._run(select)
+
+    async def _apply(
+        self,
+        repo: str,
+        entries: Mapping[str, str],
+        if_match: IfMatch | None,
+        *,
+        max_entries: int | None,
+        check_precondition: bool,
+        author: Author,
+        at: datetime,
+        restored_from: int | None,
+    ) -> PutResult:
+        def write(conn: sqlite3.Connection) -> PutResult:
+            with self._write_lock, self._transaction(conn, "IMMEDIATE"):
+                rows = conn.execute(
+                    "SELECT key, checksum, version FROM team_entries WHERE repo = ?", (repo,)
+                ).fetchall()
+                current = {key: Current(digest, version) for key, digest, version in rows}
+                plan = plan_put(
+                    current,
+                    entries,
+                    if_match,
+                    max_entries=max_entries,
+                    check_precondition=check_precondition,
+                )
+                if plan.writes:
+                    stamp = at.isoformat()
+                    conn.executemany(
+                        "INSERT INTO team_entry_versions (repo, key, version, content, checksum,"
+                        " written_at, token_id, author, restored_from)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (
+                                *(repo, w.key, w.version, w.content, w.checksum, stamp),
+                                *(author.token_id, author.name, restored_from),
+                            )
+                            for w in plan.writes
+                        ],
+                    )
+                    conn.executemany(
+                        "INSERT INTO team_entries (repo, key, content, checksum, version)"
+                        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (repo, key) DO UPDATE SET"
+                        " content = excluded.content, checksum = excluded.checksum,"
+                        " version = excluded.version",
+                        [(repo, w.key, w.content, w.checksum, w.version) for w in plan.writes],
+                    )
+                    conn.execute(
+                        "INSERT INTO team_repos (name, etag, updated_at) VALUES (?, ?, ?)"
+                        " ON CONFLICT (name) DO UPDATE SET etag = excluded.etag,"
+                        " updated_at = excluded.updated_at",
+                        (repo, plan.etag, stamp),
+                    )
+                written = tuple(w.key for w in plan.writes)
+                return PutResult(plan.etag, written, plan.unchanged)
+
+        return await self._run(write)
+
+    # history ------------------------------------------------------------------------------
+
+    async def history(self, repo: str, key: str | None = None) -> list[VersionInfo]:
+        def select(conn: sqlite3.Connection) -> list[VersionInfo]:
+            if key is None:
+                rows = conn.execute(
+                    f"SELECT {_VERSION_COLUMNS} FROM team_entry_versions WHERE repo = ?"  # noqa: S608 - constant column list
+                    " ORDER BY key, version",
+                    (repo,),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_VERSION_COLUMNS} FROM team_entry_versions"  # noqa: S608 - constant column list
+                    " WHERE repo = ? AND key = ? ORDER BY version",
+                    (repo, key),
+                ).fetchall()
+            return [_version(row) for row in rows]
+
+        return await self._run(select)
+
+    async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+        def select(conn: sqlite3.Connection) -> tuple[VersionInfo, str]:
+            row = conn.execute(
+                f"SELECT {_VERSION_COLUMNS}, content FROM team_entry_versions"  # noqa: S608 - constant column list
+                " WHERE repo = ? AND key = ? AND version = ?",
+                (repo, key, version),
+            ).fetchone()
+            if row is None:
+                raise VersionNotFound(f"{repo}: no version {version} of {key!r}")
+            return _version(row[:-1]), str(row[-1])
+
+        return await self._run(select)
+
+
+def _token(row: Any) -> TokenInfo:
+    token_id, name, repos, created_at, revoked_at = row
+    return TokenInfo(
+        id=str(token_id),
+        name=str(name),
+        repos=tuple(json.loads(str(repos))),
+        created_at=datetime.fromisoformat(str(created_at)),
+        revoked_at=datetime.fromisoformat(str(revoked_at)) if revoked_at else None,
+    )
+
+
+def _version(row: Any) -> VersionInfo:
+    repo, key, version, digest, size, written_at, token_id, author, restored_from = row
+    return VersionInfo(
+        repo=str(repo),
+        key=str(key),
+        version=int(version),
+        checksum=str(digest),
+        size=int(size),
+        written_at=datetime.fromisoformat(str(written_at)),
+        token_id=str(token_id),
+        author=str(author),
+        restored_from=int(restored_from) if restored_from is not None else None,
+    )

@@ -1,0 +1,163 @@
+"""`memoryd-team` as a real subprocess: tokens, history, restore, serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memoryd.team.protocol import TEAM_MEMORY_PATH
+from tests.team_server.conftest import start_server_process
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("memoryd-team")
+
+
+def team(
+    *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = (
+        [str(CONSOLE_SCRIPT)]
+        if CONSOLE_SCRIPT.exists()
+        else [sys.executable, "-m", "memoryd.team.server.cli"]
+    )
+    result = subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def _put(
+    url: str, token: str, entries: dict[str, str], if_match: str | None = None
+) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"}
+    if if_match:
+        headers["If-Match"] = if_match
+    return httpx.put(
+        f"{url}{TEAM_MEMORY_PATH}",
+        params={"repo": "acme/widgets"},
+        json={"entries": entries},
+        headers=headers,
+        timeout=30,
+    )
+
+
+def test_token_create_list_revoke_history_restore(database_url: str, tmp_path: Path) -> None:
+    created = team(
+        "token", "create", "--repo", "Acme/Widgets", "--name", "ci-bot", "--database", database_url
+    )
+    token = created.stdout.strip().splitlines()[-1]
+    assert token.startswith("mdt_")
+    assert " " not in token
+    token_id = created.stdout.split("token id: ", 1)[1].split()[0]
+
+    listed = json.loads(team("token", "list", "--json", "--database", database_url).stdout)
+    assert [(t["id"], t["name"], t["repos"], t["revoked_at"]) for t in listed] == [
+        (token_id, "ci-bot", ["acme/widgets"], None)
+    ]
+    assert token not in team("token", "list", "--database", database_url).stdout
+
+    server = start_server_process(database_url, tmp_path / "serve.log")
+    try:
+        etag = _put(server.url, token, {"a.md": "good\n"}).headers["etag"]
+        assert _put(server.url, token, {"a.md": "oops\n"}, etag).status_code == 200
+
+        history = json.loads(
+            team(
+                "history", "--repo", "acme/widgets", "a.md", "--json", "--database", database_url
+            ).stdout
+        )
+        assert [(h["version"], h["author"], h["token_id"]) for h in history] == [
+            (1, "ci-bot", token_id),
+            (2, "ci-bot", token_id),
+        ]
+        text = team("history", "--repo", "acme/widgets", "--database", database_url).stdout
+        assert "a.md  v1" in text
+        assert "a.md  v2" in text
+        shown = team(
+            "history",
+            "--repo",
+            "acme/widgets",
+            "a.md",
+            "--version",
+            "1",
+            "--database",
+            database_url,
+        )
+        assert shown.stdout == "good\n"
+
+        restored = team(
+            "restore", "--repo", "acme/widgets", "a.md", "1", "--database", database_url
+        )
+        assert "restored" in restored.stdout
+        reply = httpx.get(
+            f"{server.url}{TEAM_MEMORY_PATH}",
+            params={"repo": "acme/widgets"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert reply.json()["entries"] == {"a.md": "good\n"}
+
+        team("token", "revoke", token_id, "--database", database_url)
+        assert _put(server.url, token, {"b.md": "x"}).status_code == 401
+    finally:
+        server.stop()
+    again = team("token", "revoke", token_id, "--database", database_url, check=False)
+    assert again.returncode == 1
+    history = json.loads(
+        team(
+            "history", "--repo", "acme/widgets", "a.md", "--json", "--database", database_url
+        ).stdout
+    )
+    assert [(h["version"], h["restored_from"]) for h in history] == [(1, None), (2, None), (3, 1)]
+
+
+def test_database_defaults_to_the_environment_then_the_data_dir(tmp_path: Path) -> None:
+    db = tmp_path / "env.sqlite3"
+    env = {**os.environ, "MEMORYD_TEAM_DATABASE": f"sqlite://{db}"}
+    team("token", "create", "--repo", "a/b", env=env)
+    assert db.exists()
+    assert (db.stat().st_mode & 0o777) == 0o600
+
+    env.pop("MEMORYD_TEAM_DATABASE")
+    team("token", "create", "--repo", "a/b", env=env)
+    default = Path(os.environ["XDG_DATA_HOME"]) / "memoryd" / "team.sqlite3"
+    assert default.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["token", "create", "--repo", "not-a-repo"], 2, "owner/repo"),
+        (["token", "create", "--repo", "a/b", "--database", "mysql://x"], 2, "unsupported"),
+        (["token", "create", "--repo", "a/b", "--database", "sqlite://relative.db"], 2, "absolute"),
+        (["token", "revoke", "nope"], 1, "no active token"),
+        (["history", "--repo", "a/b", "../x"], 2, "not a valid key"),
+        (["history", "--repo", "a/b"], 1, "no history"),
+        (["restore", "--repo", "a/b", "a.md", "3"], 1, "no version 3"),
+        (["restore", "--repo", "a/b", "a.md", "0"], 2, "at least 1"),
+        (["history", "--repo", "a/b", "--version", "1"], 2, "needs a KEY"),
+    ],
+)
+def test_bad_cli_input_is_a_clear_error(
+    tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
+    env = {**os.environ, "MEMORYD_TEAM_DATABASE": f"sqlite://{tmp_path / 't.sqlite3'}"}
+    result = team(*args, check=False, env=env)
+    assert result.returncode == code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_postgres_is_a_clear_error() -> None:
+    result = team(
+        "token", "list", "--database", "postgresql://nobody@127.0.0.1:1/none", check=False
+    )
+    assert result.returncode == 2
+    assert "database" in result.stderr
+    assert "Traceback" not in result.stderr

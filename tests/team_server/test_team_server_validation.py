@@ -1,0 +1,79 @@
+"""Server-side validation of repository names, keys and contents (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.team.server.validation import canonical_repo, key_problem, text_problem
+
+HOSTILE = [
+    "../x.md",
+    "..%2fx.md",
+    "..%2Fx.md",
+    "%2e%2e/x",
+    "%2E%2E%2Fx",
+    "%252e%252e%252fx",
+    "a/../../x",
+    "a/..",
+    "./x.md",
+    "x\u0000.md",
+    "x%00.md",
+    "/etc/passwd",
+    "%2fetc/passwd",
+    "a\\b.md",
+    "%5c..%5cx",
+    "C:/x.md",
+    "c:x.md",
+    "\uff0e\uff0e/x",
+    "\u2025/x",
+    "\uff0e/x",
+    "a\uff0fb",
+    "a\uff3cb",
+    "e\u0301.md",
+    "a//b",
+    "a/",
+    "",
+    "tab\there",
+    "del\x7f",
+    "x" * 513,
+    "é" * 300,  # 600 bytes in one segment
+    "/".join(["d"] * 17),
+    "lone\ud800",
+]
+
+
+@pytest.mark.parametrize("key", HOSTILE)
+def test_hostile_keys_are_refused(key: str) -> None:
+    assert key_problem(key) is not None
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "MEMORY.md",
+        "feedback_testing.md",
+        "api/notes.md",
+        "é.md",
+        "50%.md",
+        "a..b.md",
+        "..x.md",
+        "x..",
+        "日本/メモ.md",
+        "100%25done.md",
+    ],
+)
+def test_ordinary_keys_pass(key: str) -> None:
+    assert key_problem(key) is None
+
+
+def test_repo_names() -> None:
+    assert canonical_repo("Acme/Widgets") == "acme/widgets"
+    assert canonical_repo("a-b_c.d/e.f-g") == "a-b_c.d/e.f-g"
+    for bad in ["", "acme", "a/b/c", "../x", "a/..", "a b/c", "a/b\n", "é/x", "a/" + "x" * 200]:
+        assert canonical_repo(bad) is None, bad
+
+
+def test_text_problems() -> None:
+    assert text_problem("fine ✓\n") is None
+    assert text_problem("nul\x00") is not None
+    assert text_problem("lone \udc80") is not None
