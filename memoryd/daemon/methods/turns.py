@@ -10,7 +10,9 @@ from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
 from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
-from memoryd.llm.tokens import estimate_messages
+from memoryd.rules.sessions import add_touched_paths
+from memoryd.session.service import SessionMemory
+from memoryd.session.transcript import Messages, Usage
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -19,9 +21,9 @@ if TYPE_CHECKING:
 class AfterTurnParams(Params):
     session_id: SessionId
     cwd: Cwd
-    messages: list[dict[str, Any]]
+    messages: Messages
     read_paths: PathList = Field(default_factory=list)
-    usage: dict[str, Any] | None = None
+    usage: Usage | None = None
     system: Any = None
     tools: list[dict[str, Any]] | None = None
     model: str | None = None
@@ -31,19 +33,25 @@ class AfterTurnParams(Params):
 async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
     """Record the turn and schedule extraction, session memory and MagicDocs updates."""
     project = daemon.service(Projects).resolve(params.cwd)
+    if params.read_paths:
+        # Conditional and nested instruction files follow what the session has touched.
+        add_touched_paths(daemon, params.session_id, params.read_paths, project.cwd)
+    usage = params.usage.model_dump(exclude_none=True) if params.usage is not None else None
+    tokens = daemon.service(SessionMemory).count_tokens(
+        project, params.session_id, params.messages, usage
+    )
     turn = Turn(
         session_id=params.session_id,
         project=project,
         messages=params.messages,
         read_paths=tuple(params.read_paths),
-        usage=params.usage,
-        tokens=estimate_messages(params.messages),
+        usage=usage,
+        tokens=tokens,
         system=params.system,
         tools=params.tools,
         model=params.model,
     )
     scheduled: dict[str, Any] = {"extraction": False, "session_memory": False, "magic_docs": 0}
-    tokens = turn.tokens
     for hook in AFTER_TURN_HOOKS:
         part = await hook(daemon, turn)
         tokens = int(part.pop("tokens", tokens))

@@ -1,0 +1,57 @@
+"""`memctl memory-history PATH` and `memctl memory-restore PATH VERSION`: nothing is lost."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from memctl.output import client, emit
+
+
+def register(sub: Any) -> None:
+    history = sub.add_parser("memory-history", help="list earlier versions of a memory file")
+    history.add_argument("path", help="the memory file (absolute, or relative to the memory dir)")
+    history.add_argument(
+        "--cwd", default=None, help="the project directory (default: the current one)"
+    )
+    history.set_defaults(func=run_history)
+    restore = sub.add_parser("memory-restore", help="put an earlier version of a memory file back")
+    restore.add_argument("path", help="the memory file (absolute, or relative to the memory dir)")
+    restore.add_argument("version", help="a version id from `memctl memory-history`")
+    restore.add_argument(
+        "--cwd", default=None, help="the project directory (default: the current one)"
+    )
+    restore.set_defaults(func=run_restore)
+
+
+def _cwd(args: argparse.Namespace) -> str:
+    return os.path.abspath(args.cwd or os.getcwd())
+
+
+def _path(args: argparse.Namespace) -> str:
+    # A path the user typed relative to where they stand, if it exists there; else the
+    # daemon reads it as relative to the memory dir.
+    return os.path.abspath(args.path) if os.path.exists(args.path) else args.path
+
+
+def run_history(args: argparse.Namespace) -> int:
+    with client(args) as conn:
+        result = conn.call("memory.history", {"cwd": _cwd(args), "path": _path(args)})
+    versions = result["versions"]
+    lines = [f"{result['path']}{'' if result['exists'] else ' (deleted)'}"]
+    if not versions:
+        lines.append("  no earlier versions")
+    for v in versions:
+        lines.append(f"  {v['version']}  {v['time']}  {v['size']:>8} bytes  {v['reason']}")
+    emit(args, result, "\n".join(lines))
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    with client(args) as conn:
+        result = conn.call(
+            "memory.restore", {"cwd": _cwd(args), "path": _path(args), "version": args.version}
+        )
+    emit(args, result, f"restored {result['path']} to {result['restored']}")
+    return 0

@@ -1,0 +1,47 @@
+"""`memctl remember "text" [--type T] [--team] [--cwd DIR]`: quick-add one memory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from memctl.output import EXIT_USAGE, client, emit, fail
+
+TYPES = ("user", "feedback", "project", "reference")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "remember",
+        help="save a memory from one line of text (a model picks its type and title when configured)",
+    )
+    parser.add_argument("text", help="what to remember ('-' reads standard input)")
+    parser.add_argument(
+        "--type", choices=TYPES, help="the memory type (default: the model's choice, else user)"
+    )
+    parser.add_argument("--team", action="store_true", help="save it in the shared team memory")
+    parser.add_argument(
+        "--cwd", default=None, help="the project directory (default: the current one)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    if not text.strip():
+        return fail(args, "nothing to remember: the text is empty", EXIT_USAGE)
+    params: dict[str, Any] = {"cwd": os.path.abspath(args.cwd or os.getcwd()), "text": text}
+    if args.type:
+        params["type"] = args.type
+    if args.team:
+        params["team"] = True
+    with client(args, timeout=60.0) as conn:
+        result = conn.call("memory.remember", params)
+    if result.get("merged_into"):
+        verb = "updated (near duplicate)"
+    else:
+        verb = "saved" if result.get("created") else "updated"
+    emit(args, result, f"{verb} [{result['type']}] {result['name']}: {result['path']}")
+    return 0

@@ -1,0 +1,268 @@
+"""`run_agent`: the one tool-use loop every background writer runs.
+
+Each model turn goes through `daemon.model.create` (retries, backoff and accounting live
+there). Every tool call is first put to the agent's `AccessPolicy`: a refusal is returned to
+the model as an error tool result and never executed. Writes are planned, then performed
+between the caller's `before_write` (e.g. keep the old version in history) and `on_write`
+(e.g. announce `memory/saved`) hooks, under the caller's lock. The loop ends on a reply
+without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
+model error. Failures are loud: each denial, a reached turn limit and a failed model call
+are reported through `daemon.report_worker_error` under the run's feature name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+
+from memoryd.agent import tools as agent_tools
+from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.errors import FeatureUnavailable
+from memoryd.llm.client import ModelError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.agent")
+
+StopReason = Literal["end_turn", "max_turns", "cancelled", "error"]
+PathHook = Callable[[Path], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ExtraTool:
+    """A tool beyond the built-in ones (e.g. dream's RetireMemory): its definition and runner."""
+
+    definition: dict[str, Any]
+    run: Callable[[dict[str, Any]], Awaitable[str]]
+
+
+@dataclass
+class AgentResult:
+    turns: int = 0
+    stop_reason: StopReason = "end_turn"
+    tool_calls: int = 0
+    denied: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    final_text: str = ""
+    error: str | None = None
+    usage: dict[str, int] = field(
+        default_factory=lambda: {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
+    )
+    attempted_writes: int = 0  # Write/Edit calls the model made, allowed or not
+    duration_s: float = 0.0
+
+    def add_usage(self, usage: Any) -> None:
+        for key in self.usage:
+            self.usage[key] += int(getattr(usage, key, 0) or 0)
+
+
+async def run_agent(
+    daemon: Daemon,
+    *,
+    feature: str,
+    policy: AccessPolicy,
+    system: Any,
+    messages: Sequence[dict[str, Any]],
+    model: str | None = None,
+    max_turns: int = 5,
+    max_tokens: int = 4096,
+    tools: list[dict[str, Any]] | None = None,
+    on_write: PathHook | None = None,
+    before_write: PathHook | None = None,
+    write_lock: asyncio.Lock | None = None,
+    extra_tools: dict[str, ExtraTool] | None = None,
+    cancel: asyncio.Event | None = None,
+) -> AgentResult:
+    """Drive the model through at most `max_turns` turns under `policy`.
+
+    `tools=None` sends the daemon's own tool definitions; pass the main conversation's tools to
+    reuse its prompt cache (calls to tools the daemon does not implement are refused).
+    `system` is sent as given (a string or a list of blocks); None sends no system prompt.
+    """
+    started = time.monotonic()
+    result = AgentResult()
+    extras = extra_tools or {}
+    tool_defs = tools if tools is not None else agent_tools.definitions(policy)
+    if tools is None:
+        tool_defs = tool_defs + [t.definition for t in extras.values()]
+    convo: list[dict[str, Any]] = list(messages)
+    request: dict[str, Any] = {
+        "model": model or daemon.model.model_for("large"),
+        "max_tokens": max_tokens,
+        "tools": tool_defs,
+    }
+    if system is not None:
+        request["system"] = system
+    try:
+        while True:
+            if cancel is not None and cancel.is_set():
+                result.stop_reason = "cancelled"
+                break
+            if result.turns >= max_turns:
+                result.stop_reason = "max_turns"
+                await daemon.report_worker_error(
+                    feature,
+                    f"stopped at the turn limit ({max_turns}) while the model was still calling tools",
+                )
+                break
+            reply = await _create(daemon, feature, {**request, "messages": convo}, cancel)
+            if reply is None:
+                result.stop_reason = "cancelled"
+                break
+            result.turns += 1
+            result.add_usage(reply.usage)
+            convo.append({"role": "assistant", "content": [b.to_dict() for b in reply.content]})
+            uses = [b for b in reply.content if b.type == "tool_use"]
+            result.final_text = "\n".join(b.text for b in reply.content if b.type == "text")
+            if not uses:
+                result.stop_reason = "end_turn"
+                break
+            outputs: list[dict[str, Any]] = []
+            for use in uses:
+                if cancel is not None and cancel.is_set():
+                    outputs.append(_tool_result(use.id, "cancelled before it ran", error=True))
+                    continue
+                tool_input = use.input if isinstance(use.input, dict) else {}
+                outputs.append(
+                    await _run_tool(
+                        daemon, feature, policy, use.name, use.id, tool_input, result,
+                        before_write, on_write, write_lock, extras,
+                    )
+                )  # fmt: skip
+            convo.append({"role": "user", "content": outputs})
+    except asyncio.CancelledError:
+        result.stop_reason = "cancelled"
+        result.duration_s = time.monotonic() - started
+        log.info("agent cancelled", feature=feature, turns=result.turns)
+        raise
+    except ModelError as exc:
+        result.stop_reason = "error"
+        result.error = str(exc)
+        daemon.counters[f"{feature}.model_errors"] += 1
+        await daemon.report_worker_error(
+            feature, f"model call failed: {exc.message}", status=exc.status
+        )
+    except FeatureUnavailable as exc:
+        result.stop_reason = "error"
+        result.error = exc.message
+    result.duration_s = time.monotonic() - started
+    daemon.counters[f"{feature}.runs"] += 1
+    daemon.counters[f"{feature}.tool_calls"] += result.tool_calls
+    log.info(
+        "agent finished",
+        feature=feature,
+        stop_reason=result.stop_reason,
+        turns=result.turns,
+        tool_calls=result.tool_calls,
+        denied=len(result.denied),
+        written=[str(p) for p in result.written],
+        duration_s=round(result.duration_s, 3),
+        **result.usage,
+    )
+    return result
+
+
+async def _create(
+    daemon: Daemon, feature: str, request: dict[str, Any], cancel: asyncio.Event | None
+) -> Any:
+    """One model call; None when `cancel` fired first (the HTTP request is aborted)."""
+    if cancel is None:
+        return await daemon.model.create(feature=feature, **request)
+    call = asyncio.ensure_future(daemon.model.create(feature=feature, **request))
+    stop = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+    if call.cancelled():
+        return None
+    return call.result()
+
+
+def _tool_result(tool_use_id: str, text: str, *, error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if error:
+        block["is_error"] = True
+    return block
+
+
+async def _run_tool(
+    daemon: Daemon,
+    feature: str,
+    policy: AccessPolicy,
+    name: str,
+    tool_use_id: str,
+    tool_input: dict[str, Any],
+    result: AgentResult,
+    before_write: PathHook | None,
+    on_write: PathHook | None,
+    write_lock: asyncio.Lock | None,
+    extras: dict[str, ExtraTool],
+) -> dict[str, Any]:
+    result.tool_calls += 1
+    if name in agent_tools.WRITE_TOOLS:
+        result.attempted_writes += 1
+    try:
+        if name in agent_tools.SYNC_READERS:
+            reader = agent_tools.SYNC_READERS[name]
+            text = await asyncio.to_thread(reader, policy, tool_input)
+        elif name == "Bash":
+            text = await agent_tools.bash(policy, tool_input)
+        elif name in agent_tools.WRITE_PLANNERS:
+            text = await _write(
+                policy, name, tool_input, result, before_write, on_write, write_lock
+            )
+        elif name in extras:
+            text = await extras[name].run(tool_input)
+        else:
+            raise Denied(f"the tool {name!r} is not available to this background agent")
+    except Denied as exc:
+        result.denied.append(f"{name}: {exc.reason}")
+        daemon.counters[f"{feature}.denied"] += 1
+        await daemon.report_worker_error(feature, f"denied {name}: {exc.reason}", tool=name)
+        return _tool_result(tool_use_id, f"Permission denied: {exc.reason}", error=True)
+    except agent_tools.ToolError as exc:
+        return _tool_result(tool_use_id, f"Error: {exc}", error=True)
+    except OSError as exc:
+        return _tool_result(tool_use_id, f"Error: {exc.strerror or exc}", error=True)
+    return _tool_result(tool_use_id, text)
+
+
+async def _write(
+    policy: AccessPolicy,
+    name: str,
+    tool_input: dict[str, Any],
+    result: AgentResult,
+    before_write: PathHook | None,
+    on_write: PathHook | None,
+    write_lock: asyncio.Lock | None,
+) -> str:
+    async with write_lock if write_lock is not None else contextlib.nullcontext():
+        # Planned under the lock, so an Edit sees the file as it is when it is replaced.
+        op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
+        if before_write is not None and not op.created:
+            await before_write(op.path)
+        agent_tools.perform(op)
+    if op.path not in result.written:
+        result.written.append(op.path)
+    if on_write is not None:
+        await on_write(op.path)
+    verb = "created" if op.created else "updated"
+    return f"{verb} {op.path}"

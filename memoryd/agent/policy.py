@@ -1,0 +1,92 @@
+"""What one background agent may touch, checked on real paths (symlinks resolved).
+
+A path is judged by `os.path.realpath`, so `memory/../../.bashrc`, a symlink inside the
+memory dir pointing at `~/.ssh`, and `/etc/passwd` are all seen for what they are. Roots are
+resolved the same way, so a root that is itself reached through a symlink still matches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Denied(Exception):
+    """A tool call the policy refuses; the reason goes back to the model as a tool error."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def real(path: Path | str) -> Path:
+    """The path with every symlink resolved (the missing tail kept as written)."""
+    return Path(os.path.realpath(path))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    read_roots: tuple[Path, ...]
+    write_roots: tuple[Path, ...] = ()
+    write_files: tuple[Path, ...] = ()
+    allow_shell: bool = True
+    # Resolved once: the roots as real paths.
+    _read: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+    _write: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+    _files: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_write", tuple(real(p) for p in self.write_roots))
+        object.__setattr__(self, "_files", tuple(real(p) for p in self.write_files))
+        # Whatever an agent may write, it may also read back.
+        reads = tuple(real(p) for p in self.read_roots) + self._write + self._files
+        object.__setattr__(self, "_read", reads)
+
+    @property
+    def default_dir(self) -> Path:
+        """Where relative paths and path-less searches start: the first read root."""
+        if not self._read:
+            raise Denied("this agent may not read anything")
+        first = self._read[0]
+        return first if first.is_dir() else first.parent
+
+    def resolve(self, raw: str) -> Path:
+        if not isinstance(raw, str) or not raw:
+            raise Denied("a non-empty path is required")
+        if "\x00" in raw:
+            raise Denied("the path contains a NUL byte")
+        path = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
+        if not path.is_absolute():
+            path = self.default_dir / path
+        return real(path)
+
+    def may_read(self, path: Path) -> bool:
+        """`path` must already be real (see `resolve`)."""
+        return any(_inside(path, root) for root in self._read)
+
+    def may_write(self, path: Path) -> bool:
+        return path in self._files or any(_inside(path, root) for root in self._write)
+
+    def check_read(self, raw: str) -> Path:
+        path = self.resolve(raw)
+        if not self.may_read(path):
+            raise Denied(
+                f"reading {path} is not allowed for this agent (allowed: {self._describe(self._read)})"
+            )
+        return path
+
+    def check_write(self, raw: str) -> Path:
+        path = self.resolve(raw)
+        if not self.may_write(path):
+            allowed = self._describe(self._files + self._write) or "nothing"
+            raise Denied(f"writing {path} is not allowed for this agent (allowed: {allowed})")
+        return path
+
+    @staticmethod
+    def _describe(paths: tuple[Path, ...]) -> str:
+        return ", ".join(str(p) for p in paths)

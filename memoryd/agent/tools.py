@@ -1,0 +1,361 @@
+"""The tools a background agent may call, run by the daemon on the real filesystem.
+
+Names and inputs follow Claude Code's (`Read`, `Grep`, `Glob`, `Bash`, `Edit`, `MultiEdit`,
+`Write`), so a reused main-conversation tool list works unchanged. Every path is checked on its
+real path against the agent's `AccessPolicy` before anything is touched; a refusal raises
+`Denied`, any other problem `ToolError` — both go back to the model as an error result.
+Reads and searches are bounded (lines, bytes, files) so one call cannot flood the context or
+stall the daemon; the caller runs them off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.agent import shell
+from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.fsutil import atomic_write_text
+
+READ_DEFAULT_LIMIT = 2_000
+READ_MAX_LINE = 2_000
+MAX_FILE_BYTES = 5_000_000
+MAX_WRITE_BYTES = 1_000_000
+MAX_OUTPUT_CHARS = 60_000
+GREP_MAX_FILES = 20_000
+GLOB_MAX_RESULTS = 1_000
+SHELL_TIMEOUT_S = 10.0
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+
+
+class ToolError(Exception):
+    """A tool call that was allowed but failed (missing file, no match...)."""
+
+
+@dataclass(frozen=True)
+class WriteOp:
+    """A write the loop performs after its before/after hooks: path and the new text."""
+
+    path: Path
+    text: str
+    created: bool
+
+
+def _str(tool_input: dict[str, Any], key: str, *, required: bool = True) -> str:
+    value = tool_input.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ToolError(f"{key!r} must be a string")
+    return value
+
+
+def _int(tool_input: dict[str, Any], key: str, default: int) -> int:
+    value = tool_input.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ToolError(f"{key!r} must be a non-negative integer")
+    return value
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    return text[:MAX_OUTPUT_CHARS] + f"\n[output cut at {MAX_OUTPUT_CHARS} characters]"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise ToolError(f"file does not exist: {path}") from exc
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory; use Bash ls or Glob")
+    if size > MAX_FILE_BYTES:
+        raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{path} is a binary file")
+    return data.decode("utf-8", errors="replace")
+
+
+# -- read-only tools --------------------------------------------------------------------------
+def read(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
+    path = policy.check_read(_str(tool_input, "file_path"))
+    offset = max(_int(tool_input, "offset", 1), 1)
+    limit = _int(tool_input, "limit", READ_DEFAULT_LIMIT) or READ_DEFAULT_LIMIT
+    lines = _read_text(path).splitlines()
+    if not lines:
+        return "(the file is empty)"
+    chosen = lines[offset - 1 : offset - 1 + limit]
+    if not chosen:
+        raise ToolError(f"offset {offset} is past the end of the file ({len(lines)} lines)")
+    out = [f"{n:>6}\t{line[:READ_MAX_LINE]}" for n, line in enumerate(chosen, start=offset)]
+    return _clip("\n".join(out))
+
+
+def _walk_files(policy: AccessPolicy, base: Path) -> list[Path]:
+    """Files under `base` whose real path the policy allows to read (links out are skipped)."""
+    if base.is_file():
+        return [base]
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in (".git", "node_modules", "__pycache__")
+        )
+        for name in sorted(filenames):
+            candidate = Path(dirpath) / name
+            if candidate.is_symlink() and not policy.may_read(Path(os.path.realpath(candidate))):
+                continue
+            found.append(candidate)
+            if len(found) >= GREP_MAX_FILES:
+                return found
+    return found
+
+
+def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
+    pattern = _str(tool_input, "pattern")
+    raw_path = _str(tool_input, "path", required=False)
+    base = policy.check_read(raw_path) if raw_path else policy.default_dir
+    flags = re.MULTILINE | (re.IGNORECASE if tool_input.get("-i") else 0)
+    try:
+        regex = re.compile(pattern, flags)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}") from exc
+    mode = tool_input.get("output_mode") or "files_with_matches"
+    if mode not in ("files_with_matches", "content", "count"):
+        raise ToolError("output_mode must be files_with_matches, content or count")
+    file_glob = tool_input.get("glob")
+    head_limit = _int(tool_input, "head_limit", 0)
+    out: list[str] = []
+    for path in _walk_files(policy, base):
+        if isinstance(file_glob, str) and file_glob and not path.match(file_glob):
+            continue
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if b"\x00" in data[:8192]:
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if mode == "files_with_matches":
+            if regex.search(text):
+                out.append(str(path))
+        elif mode == "count":
+            count = sum(1 for _ in regex.finditer(text))
+            if count:
+                out.append(f"{path}:{count}")
+        else:
+            for n, line in enumerate(text.splitlines(), start=1):
+                if regex.search(line):
+                    out.append(f"{path}:{n}:{line[:READ_MAX_LINE]}")
+        if head_limit and len(out) >= head_limit:
+            out = out[:head_limit]
+            break
+    return _clip("\n".join(out)) if out else "No matches found"
+
+
+def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
+    pattern = _str(tool_input, "pattern")
+    raw_path = _str(tool_input, "path", required=False)
+    if pattern.startswith("/") or ".." in Path(pattern).parts:
+        raise Denied("the pattern must be relative to `path` and must not contain '..'")
+    base = policy.check_read(raw_path) if raw_path else policy.default_dir
+    if not base.is_dir():
+        raise ToolError(f"not a directory: {base}")
+    matches: list[tuple[float, Path]] = []
+    for candidate in base.glob(pattern):
+        resolved = Path(os.path.realpath(candidate))
+        if not policy.may_read(resolved) or not candidate.is_file():
+            continue
+        matches.append((candidate.stat().st_mtime, candidate))
+        if len(matches) >= GLOB_MAX_RESULTS:
+            break
+    if not matches:
+        return "No files found"
+    matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
+    return "\n".join(str(p) for _, p in matches)
+
+
+async def bash(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
+    if not policy.allow_shell:
+        raise Denied("this agent may not use the shell")
+    plan = shell.parse(_str(tool_input, "command"))
+    for raw in plan.paths:
+        policy.check_read(raw)
+    proc = await asyncio.create_subprocess_exec(
+        *plan.argv,
+        cwd=policy.default_dir,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), SHELL_TIMEOUT_S)
+    except TimeoutError as exc:
+        proc.kill()
+        await proc.wait()
+        raise ToolError(
+            f"the command took longer than {SHELL_TIMEOUT_S:g}s and was stopped"
+        ) from exc
+    text = stdout.decode("utf-8", errors="replace")
+    if proc.returncode:
+        err = stderr.decode("utf-8", errors="replace").strip()
+        raise ToolError(_clip(f"exit status {proc.returncode}\n{err}\n{text}".strip()))
+    return _clip(text) if text else "(no output)"
+
+
+# -- writing tools: they only plan the write; the loop performs it -----------------------------
+def plan_write(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
+    path = policy.check_write(_str(tool_input, "file_path"))
+    content = _str(tool_input, "content")
+    if len(content.encode("utf-8")) > MAX_WRITE_BYTES:
+        raise ToolError(f"content is over the {MAX_WRITE_BYTES} byte limit")
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory")
+    return WriteOp(path, content, created=not path.exists())
+
+
+def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> str:
+    if not old:
+        raise ToolError("old_string must not be empty (use Write to create a file)")
+    if old == new:
+        raise ToolError("old_string and new_string are the same")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {path}")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {path}; add context to make it unique "
+            "or set replace_all"
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
+
+
+def plan_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
+    path = policy.check_write(_str(tool_input, "file_path"))
+    text = _read_text(path)
+    updated = _replace(
+        text,
+        _str(tool_input, "old_string"),
+        _str(tool_input, "new_string"),
+        bool(tool_input.get("replace_all")),
+        path,
+    )
+    return WriteOp(path, updated, created=False)
+
+
+def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
+    path = policy.check_write(_str(tool_input, "file_path"))
+    edits = tool_input.get("edits")
+    if not isinstance(edits, list) or not edits:
+        raise ToolError("'edits' must be a non-empty list")
+    text = _read_text(path)
+    for edit in edits:
+        if not isinstance(edit, dict):
+            raise ToolError("each edit must be an object")
+        text = _replace(
+            text,
+            _str(edit, "old_string"),
+            _str(edit, "new_string"),
+            bool(edit.get("replace_all")),
+            path,
+        )
+    return WriteOp(path, text, created=False)
+
+
+def perform(op: WriteOp) -> None:
+    op.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    atomic_write_text(op.path, op.text)
+
+
+WRITE_PLANNERS = {"Write": plan_write, "Edit": plan_edit, "MultiEdit": plan_multi_edit}
+SYNC_READERS = {"Read": read, "Grep": grep, "Glob": glob}
+
+
+# -- definitions sent to the model ------------------------------------------------------------
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+_S = {"type": "string"}
+_I = {"type": "integer", "minimum": 0}
+DEFINITIONS: dict[str, dict[str, Any]] = {
+    "Read": {
+        "name": "Read",
+        "description": "Read a text file. Lines come back numbered; use offset/limit for long files.",
+        "input_schema": _schema({"file_path": _S, "offset": _I, "limit": _I}, ["file_path"]),
+    },
+    "Grep": {
+        "name": "Grep",
+        "description": "Search file contents with a regular expression under a path.",
+        "input_schema": _schema(
+            {
+                "pattern": _S,
+                "path": _S,
+                "glob": _S,
+                "output_mode": {
+                    "type": "string",
+                    "enum": ["files_with_matches", "content", "count"],
+                },
+                "-i": {"type": "boolean"},
+                "head_limit": _I,
+            },
+            ["pattern"],
+        ),
+    },
+    "Glob": {
+        "name": "Glob",
+        "description": "List files matching a glob pattern (e.g. **/*.md) under a path, newest first.",
+        "input_schema": _schema({"pattern": _S, "path": _S}, ["pattern"]),
+    },
+    "Bash": {
+        "name": "Bash",
+        "description": (
+            "Run one read-only command: ls, find, cat, stat, wc, head or tail. No pipes, "
+            "redirection, chaining, substitution or globs."
+        ),
+        "input_schema": _schema({"command": _S, "description": _S}, ["command"]),
+    },
+    "Edit": {
+        "name": "Edit",
+        "description": "Replace an exact string in a file (old_string must be unique unless replace_all).",
+        "input_schema": _schema(
+            {
+                "file_path": _S,
+                "old_string": _S,
+                "new_string": _S,
+                "replace_all": {"type": "boolean"},
+            },
+            ["file_path", "old_string", "new_string"],
+        ),
+    },
+    "Write": {
+        "name": "Write",
+        "description": "Create or overwrite a file with the given content.",
+        "input_schema": _schema({"file_path": _S, "content": _S}, ["file_path", "content"]),
+    },
+}
+
+
+def definitions(policy: AccessPolicy) -> list[dict[str, Any]]:
+    """The daemon's own tool list for an agent with `policy` (only what it could use)."""
+    names = ["Read", "Grep", "Glob"]
+    if policy.allow_shell:
+        names.append("Bash")
+    if policy.write_roots or policy.write_files:
+        names += ["Edit", "Write"]
+    return [DEFINITIONS[n] for n in names]

@@ -1,0 +1,9 @@
+"""Layer 2 — auto memory: where it lives, the store and its index, recall, history.
+
+Pure domain (no daemon state, no event loop): `location` (which directory, is it on, is it
+safe), `memfile` (the file format), `index` (MEMORY.md lines and caps), `dedupe`,
+`analysis` + `dates` + `ranker` (the local recall ranker), `manifest`, `taxonomy`,
+`instructions`, `quickadd`. Edges: `history` (versions on disk), `store` (the warm view of
+one memory directory). Daemon: `service.AutoMemory` (the service every writer uses),
+`recall` (model selector with the local fallback), `context` (the get_context provider).
+"""

@@ -1,0 +1,73 @@
+"""Text analysis for the local ranker: tokens, stop words, stems (pure, cached)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer  # type: ignore[import-untyped]
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
+    having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
+    i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
+    not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves
+    then there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's with won't would wouldn't you you'd you'll
+    you're you've your yours yourself yourselves also just s t""".split()  # noqa: SIM905 - a word list reads best as text
+)
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def fold(text: str) -> str:
+    """Lower case, accents removed, typographic apostrophes made plain."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def raw_tokens(text: str) -> list[str]:
+    return _TOKEN.findall(fold(text))
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content terms: stop words dropped, possessives folded (`caroline's` → caroline)."""
+    out = []
+    for token in raw_tokens(text):
+        if token in STOP_WORDS:
+            continue
+        if token.endswith("'s"):
+            token = token[:-2]
+        token = token.replace("'", "")
+        if token and token not in STOP_WORDS:
+            out.append(stem(token))
+    return out
+
+
+# Words that shape a question but rarely say what it is about; dropped from queries only,
+# when the query keeps at least one other term.
+QUESTION_WORDS = frozenset(
+    """kind type sort way ways thing things something anything feel felt think thought
+    recently ever usually often much many one ones get got go went gone make made
+    like likes enjoy enjoys does do did""".split()  # noqa: SIM905 - a word list reads best as text
+)
+QUESTION_STEMS = frozenset(stem(w) for w in QUESTION_WORDS)
+
+
+def query_terms(text: str) -> list[str]:
+    found = terms(text)
+    kept = [t for t in found if t not in QUESTION_STEMS]
+    return kept or found

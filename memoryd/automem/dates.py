@@ -1,0 +1,106 @@
+"""Dates in memory text and in queries, for the ranker's temporal signals (pure).
+
+A memory's date is the first full date in its text (`8 May, 2023`, `May 8, 2023`,
+`2023-05-08`). A query's date is a range: a full date is one day, `May 2023` a month,
+`May` alone (or `May 8`) that month or day in any year.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_PATTERNS = (
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
+)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\s*,?\s+{_YEAR}\b", re.I)
+_DAY_MONTH = re.compile(
+    rf"\b(?:{_DAY}\s+(?:of\s+)?{_MONTH}|{_MONTH.replace('month', 'month2')}\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?)\b",
+    re.I,
+)
+_MONTH_ONLY = re.compile(
+    rf"\b(?:in|during|of|since|until|by)\s+(?:early\s+|late\s+|mid-?\s*)?{_MONTH}\b", re.I
+)
+_YEAR_ONLY = re.compile(rf"\b(?:in|during|of)\s+{_YEAR}\b", re.I)
+
+
+@dataclass(frozen=True)
+class DateQuery:
+    year: int | None
+    month: int | None
+    day: int | None
+
+    def matches(self, when: date, slack_days: int) -> bool:
+        """Does `when` fall in this range, or at most `slack_days` after it (memories are
+        often written a little after what they describe: "last week")?"""
+        for offset in range(slack_days + 1):
+            probe = date.fromordinal(when.toordinal() - offset)
+            if (
+                (self.year is None or probe.year == self.year)
+                and (self.month is None or probe.month == self.month)
+                and (self.day is None or probe.day == self.day)
+            ):
+                return True
+        return False
+
+
+def _month(text: str) -> int | None:
+    if text.isdigit():
+        value = int(text)
+        return value if 1 <= value <= 12 else None
+    return _MONTHS.get(text.lower().rstrip("."))
+
+
+def _make(year: str, month: str, day: str) -> date | None:
+    m = _month(month)
+    if m is None:
+        return None
+    try:
+        return date(int(year), m, int(day))
+    except ValueError:
+        return None
+
+
+def first_date(text: str) -> date | None:
+    """The earliest-positioned full date in `text`, or None."""
+    best: tuple[int, date] | None = None
+    for pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            found = _make(match.group("year"), match.group("month"), match.group("day"))
+            if found is not None and (best is None or match.start() < best[0]):
+                best = (match.start(), found)
+            break
+    return best[1] if best else None
+
+
+def query_date(text: str) -> DateQuery | None:
+    """The date range a query asks about, if it names one."""
+    full = first_date(text)
+    if full is not None:
+        return DateQuery(full.year, full.month, full.day)
+    match = _MONTH_YEAR.search(text)
+    if match and _month(match.group("month")):
+        return DateQuery(int(match.group("year")), _month(match.group("month")), None)
+    match = _DAY_MONTH.search(text)
+    if match:
+        month = _month(match.group("month") or match.group("month2"))
+        day = int(match.group("day") or match.group("day2"))
+        if month and 1 <= day <= 31:
+            return DateQuery(None, month, day)
+    match = _MONTH_ONLY.search(text)
+    if match and _month(match.group("month")):
+        return DateQuery(None, _month(match.group("month")), None)
+    match = _YEAR_ONLY.search(text)
+    if match:
+        return DateQuery(int(match.group("year")), None, None)
+    return None

@@ -1,0 +1,283 @@
+"""Auto dream: a background consolidation of one project's memory dir.
+
+It merges duplicate memories, retires memories that newer ones contradict, and brings the
+index in step with the files. It runs when `autoDreamEnabled` is on (off by default), at most
+once a day per project, once the project has been idle (no `after_turn`) for
+`MEMORYD_DREAM_IDLE_S` seconds (default 600) — or at once on `memory.dream {cwd}`. Every
+overwrite and every retirement keeps the old content in history (`AutoMemory.snapshot`,
+`delete_memory`); the last run time per project is persisted in memoryd's state dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from memoryd import paths
+from memoryd import settings as settings_mod
+from memoryd.agent.loop import ExtraTool, run_agent
+from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.automem.extraction import Extraction
+from memoryd.automem.manifest import format_manifest
+from memoryd.automem.service import AutoMemory
+from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
+from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.errors import MemorydError
+from memoryd.fsutil import atomic_write_text
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+    from memoryd.daemon.projects import Project
+
+log = structlog.get_logger("memoryd.dream")
+
+WORKER = "dream"
+DAY_S = 24 * 3600
+DEFAULT_IDLE_S = 600.0
+MAX_TURNS = 8
+MAX_TOKENS = 8192
+
+SYSTEM_PROMPT = """\
+You are the memory consolidation agent of a coding assistant. While the user is away you tidy
+one project's auto memory directory so future sessions get a small, true, non-redundant set of
+memories. You never talk to the user.
+"""
+
+_INSTRUCTION = """\
+Consolidate the auto memory directory `{memory_dir}`.
+
+## The memories (file [type] (last modified) name: description)
+{manifest}
+
+## What to do
+1. Read the memories that look related (several Read calls in one turn).
+2. Merge duplicates: keep the better file, fold the other's facts into it with Edit, then
+   retire the other with RetireMemory.
+3. Contradictions: when a newer memory contradicts an older one, the newer one wins; correct
+   or retire the older one.
+4. Retire memories that should never have been saved:
+{never}
+5. Keep every file's frontmatter (name, description, type) valid; types are a closed set:
+{types}
+6. Leave `MEMORY.md` consistent: one line per memory, `- [Title](file.md) — one-line hook`.
+   (Lines for retired files are removed for you.)
+
+Change only what needs changing; when the directory is already tidy, change nothing. You have
+at most {max_turns} turns. Finish with one line summarising what you merged, retired or fixed.
+"""
+
+RETIRE_TOOL = {
+    "name": "RetireMemory",
+    "description": (
+        "Retire (delete) one memory file in the memory directory; its content is kept in "
+        "history and its index line is removed."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {"file_path": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["file_path", "reason"],
+        "additionalProperties": False,
+    },
+}
+
+
+def idle_seconds() -> float:
+    raw = os.environ.get("MEMORYD_DREAM_IDLE_S")
+    try:
+        value = float(raw) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        log.warning("ignoring MEMORYD_DREAM_IDLE_S: not a number", value=raw)
+        return DEFAULT_IDLE_S
+    return max(value, 0.0)
+
+
+def dream_state_path() -> Path:
+    return paths.state_dir() / "dream.json"
+
+
+class Dream:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.idle_s = idle_seconds()
+        self.interval_s = float(DAY_S)
+        self._timers: dict[Path, asyncio.Task[Any]] = {}
+        self._last_runs: dict[str, float] | None = None
+        self.counts = {"runs": 0, "idle_runs": 0, "on_demand_runs": 0, "retired": 0, "edited": 0}
+        self.last: dict[str, Any] | None = None
+
+    # -- persisted last-run times ------------------------------------------------------------
+    def last_runs(self) -> dict[str, float]:
+        if self._last_runs is None:
+            try:
+                data = json.loads(dream_state_path().read_text(encoding="utf-8"))
+                self._last_runs = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
+            except (OSError, ValueError, AttributeError, TypeError):
+                self._last_runs = {}
+        return self._last_runs
+
+    def _record_run(self, project: Project, at: float) -> None:
+        runs = self.last_runs()
+        runs[str(project.root)] = at
+        path = dream_state_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write_text(path, json.dumps({"last_run": runs}, indent=2, sort_keys=True))
+
+    def due(self, project: Project, now: float | None = None) -> bool:
+        last = self.last_runs().get(str(project.root))
+        return last is None or (now or time.time()) - last >= self.interval_s
+
+    def enabled(self, project: Project) -> bool:
+        effective = settings_mod.load(project.root, self.daemon.config.flag_settings)
+        return bool(effective.get("autoDreamEnabled"))
+
+    # -- the idle trigger --------------------------------------------------------------------
+    def on_turn(self, turn: Turn) -> None:
+        """Every turn re-arms the project's idle timer (when auto dream is on and due)."""
+        project = turn.project
+        timer = self._timers.pop(project.root, None)
+        if timer is not None:
+            timer.cancel()
+        if not self.daemon.model.configured or not self.enabled(project) or not self.due(project):
+            return
+        self._timers[project.root] = self.daemon.spawn(self._when_idle(project), worker=WORKER)
+
+    async def _when_idle(self, project: Project) -> None:
+        await asyncio.sleep(self.idle_s)
+        self._timers.pop(project.root, None)
+        if self.enabled(project) and self.due(project):
+            await self.run(project, trigger="idle")
+
+    # -- one run -----------------------------------------------------------------------------
+    async def run(self, project: Project, *, trigger: str = "on_demand") -> dict[str, Any]:
+        """Consolidate `project`'s memory dir now.
+
+        It shares extraction's run lock: one writing agent at a time per memory dir.
+        """
+        self.daemon.model.require()
+        am = self.daemon.service(AutoMemory)
+        memory_dir = am.memory_dir(project)
+        async with self.daemon.service(Extraction).run_lock(memory_dir):
+            return await self._run_locked(project, memory_dir, trigger)
+
+    async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
+        am = self.daemon.service(AutoMemory)
+        headers = am.manifest(project)
+        started = time.time()
+        summary: dict[str, Any] = {
+            "project": str(project.root),
+            "memory_dir": str(memory_dir),
+            "trigger": trigger,
+            "memories": len(headers),
+            "edited": [],
+            "retired": [],
+            "stop_reason": None,
+            "turns": 0,
+            "summary": "",
+        }
+        if len(headers) < 2:
+            summary["stop_reason"] = "nothing_to_do"
+            self._record_run(project, started)
+            self.last = summary
+            return summary
+        policy = AccessPolicy(read_roots=(memory_dir,), write_roots=(memory_dir,))
+        edited: list[str] = summary["edited"]
+        retired: list[str] = summary["retired"]
+        extraction = self.daemon.service(Extraction)
+
+        async def before_write(path: Path) -> None:
+            try:
+                await am.snapshot(path)
+            except MemorydError as exc:
+                raise Denied(exc.message) from exc
+
+        async def on_write(path: Path) -> None:
+            extraction.note_own_write(path)
+            if str(path) not in edited:
+                edited.append(str(path))
+            await self.daemon.notify(
+                "memory/saved", {"path": str(path), "project": str(project.root)}
+            )
+
+        async def retire(tool_input: dict[str, Any]) -> str:
+            raw = tool_input.get("file_path")
+            if not isinstance(raw, str):
+                raise Denied("file_path must be a string")
+            target = policy.check_write(raw)
+            try:
+                deleted = await am.delete_memory(project, str(target))
+            except MemorydError as exc:
+                raise Denied(exc.message) from exc
+            retired.append(str(deleted))
+            log.info("memory retired", path=str(deleted), reason=tool_input.get("reason"))
+            return f"retired {deleted} (kept in history)"
+
+        text = _INSTRUCTION.format(
+            memory_dir=memory_dir,
+            manifest=format_manifest(headers),
+            never="\n".join(f"   - {item}" for item in NEVER_SAVE),
+            types="\n".join(f"   {line}" for line in describe_types().splitlines()),
+            max_turns=MAX_TURNS,
+        )
+        result = await run_agent(
+            self.daemon,
+            feature=WORKER,
+            policy=policy,
+            system=SYSTEM_PROMPT,
+            messages=[{"role": "user", "content": text}],
+            max_turns=MAX_TURNS,
+            max_tokens=MAX_TOKENS,
+            before_write=before_write,
+            on_write=on_write,
+            write_lock=am.writer_lock(memory_dir),
+            extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
+        )
+        await am.reconcile_index(project)
+        index = memory_dir / "MEMORY.md"
+        if index.exists():
+            extraction.note_own_write(index)
+        summary.update(
+            stop_reason=result.stop_reason,
+            turns=result.turns,
+            summary=result.final_text[:500],
+            denied=result.denied,
+            error=result.error,
+            usage=result.usage,
+        )
+        self.counts["runs"] += 1
+        self.counts["idle_runs" if trigger == "idle" else "on_demand_runs"] += 1
+        self.counts["retired"] += len(retired)
+        self.counts["edited"] += len(edited)
+        if result.stop_reason != "error":
+            self._record_run(project, started)
+        self.last = summary
+        return summary
+
+    # -- status ------------------------------------------------------------------------------
+    def feature_status(self) -> dict[str, Any]:
+        return {
+            "auto_dream": {
+                "available": self.daemon.model.configured,
+                "reason": self.daemon.model.reason,
+                "idle_s": self.idle_s,
+                "armed": len(self._timers),
+                **self.counts,
+                "last_run": self.last,
+            }
+        }
+
+    async def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+
+@after_turn_hook
+async def arm_dream(daemon: Daemon, turn: Turn) -> dict[str, Any]:
+    daemon.service(Dream).on_turn(turn)
+    return {}

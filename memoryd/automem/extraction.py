@@ -1,0 +1,383 @@
+"""Background memory extraction: after a turn, an agent may save what the turn taught.
+
+Path B of SPEC "Writing, two mutually exclusive paths": when the main agent did not write
+memory itself this turn (no Write/Edit into the memory dir since the last real user message,
+and no file in the memory dir changed since the session's previous `after_turn` other than by
+our own writers), an agent with the manifest of existing memories in its prompt gets at most
+five turns to write or update memory files and the index. It may read the project and the
+memory dir, and write only inside the memory dir. One run at a time per memory dir; triggers
+that arrive while one runs are coalesced into a single follow-up run on the latest transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from memoryd.agent.loop import AgentResult, run_agent
+from memoryd.agent.policy import AccessPolicy, Denied, real
+from memoryd.automem import extraction_prompts as prompts
+from memoryd.automem.manifest import MemoryHeader, format_manifest
+from memoryd.automem.service import AutoMemory
+from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.errors import MemorydError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.extraction")
+
+WORKER = "extraction"
+MAX_TURNS = 5
+MAX_TOKENS = 4096
+MAX_SESSIONS = 10_000  # sessions whose last turn time and cursor are remembered
+MANIFEST_LIMIT = 200  # newest memories listed in the extraction prompt
+MEMORY_WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+
+# -- pure: did the main agent write memory this turn? ------------------------------------------
+def _is_user_prompt(message: dict[str, Any]) -> bool:
+    """A message the user typed (not one that only carries tool results)."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, str):
+        return True
+    if not isinstance(content, list):
+        return False
+    return any(not (isinstance(b, dict) and b.get("type") == "tool_result") for b in content)
+
+
+def current_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages since the last user prompt (the assistant's work this turn)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if _is_user_prompt(messages[i]):
+            return messages[i + 1 :]
+    return messages
+
+
+def main_agent_wrote_memory(messages: list[dict[str, Any]], memory_dir: Path) -> bool:
+    """Did an assistant tool call this turn write or edit a file inside `memory_dir`?"""
+    root = real(memory_dir)
+    for message in current_turn(messages):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            if block.get("name") not in MEMORY_WRITE_TOOLS:
+                continue
+            tool_input = block.get("input")
+            if not isinstance(tool_input, dict):
+                continue
+            target = tool_input.get("file_path") or tool_input.get("notebook_path")
+            if isinstance(target, str) and target and "\x00" not in target:
+                path = real(target)
+                if path == root or path.is_relative_to(root):
+                    return True
+    return False
+
+
+# -- the service ---------------------------------------------------------------------------
+@dataclass
+class _DirRun:
+    task: asyncio.Task[Any] | None = None
+    pending: Turn | None = None
+    since: float | None = None  # the pending turn's session's previous after_turn
+
+
+@dataclass
+class _Stats:
+    scheduled: int = 0
+    runs: int = 0
+    coalesced: int = 0
+    skipped_main_agent: int = 0
+    written: int = 0
+    failed: int = 0
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+class Extraction:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.stats = _Stats()
+        self._runs: dict[Path, _DirRun] = {}
+        self._run_locks: dict[Path, asyncio.Lock] = {}
+        self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
+        self._cursor: dict[str, int] = {}  # session -> messages already offered to extraction
+        # Files our own background writers wrote, with the mtime they left: not the main agent.
+        self._own: dict[str, int] = {}
+        self.skip_reason: str | None = None
+        # The formatted manifest per memory dir, keyed by the header objects it was made from
+        # (the store hands back the same objects while nothing changed, so the check is cheap).
+        self._manifests: dict[Path, tuple[tuple[MemoryHeader, ...], str]] = {}
+
+    # -- bookkeeping (called from the after_turn hook; must be quick) ------------------------
+    def note_own_write(self, path: Path) -> None:
+        try:
+            self._own[str(path)] = path.stat().st_mtime_ns
+        except OSError:
+            self._own.pop(str(path), None)
+
+    def _changed_since(self, memory_dir: Path, since: float) -> Path | None:
+        """A memory file (top level; team/ is the sync's) modified after `since`, not by us."""
+        cutoff = int(since * 1e9)
+        own = self._own
+        try:
+            with os.scandir(memory_dir) as entries:
+                for entry in entries:
+                    # Cheap tests first: this runs on every turn over every memory file.
+                    if not entry.name.endswith(".md"):
+                        continue
+                    try:
+                        mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                    except OSError:
+                        continue
+                    if mtime > cutoff and own.get(entry.path) != mtime:
+                        return Path(entry.path)
+        except OSError:
+            return None
+        return None
+
+    def on_turn(self, turn: Turn) -> bool:
+        now = time.time()
+        previous = self._last_turn_at.pop(turn.session_id, None)  # re-inserted as newest
+        self._last_turn_at[turn.session_id] = now
+        if len(self._last_turn_at) > MAX_SESSIONS:  # forget the longest-idle sessions
+            oldest = next(iter(self._last_turn_at))
+            self._last_turn_at.pop(oldest, None)
+            self._cursor.pop(oldest, None)
+        if not self.daemon.model.configured:
+            self.skip_reason = "no model configured"
+            return False
+        am = self.daemon.service(AutoMemory)
+        try:
+            if not am.enabled(turn.project):
+                self.skip_reason = "auto memory is off"
+                return False
+            memory_dir = am.memory_dir(turn.project)
+        except MemorydError as exc:
+            self.skip_reason = exc.message
+            return False
+        self.skip_reason = None
+        if main_agent_wrote_memory(turn.messages, memory_dir):
+            self._skip_main_agent(turn, "a Write/Edit into the memory dir this turn")
+            return False
+        self._schedule(memory_dir, turn, previous)
+        return True
+
+    def _skip_main_agent(self, turn: Turn, seen: str) -> None:
+        self.stats.skipped_main_agent += 1
+        self._cursor[turn.session_id] = len(turn.messages)
+        log.info(
+            "extraction skipped: the main agent wrote memory", session=turn.session_id, seen=seen
+        )
+
+    def _schedule(self, memory_dir: Path, turn: Turn, since: float | None) -> None:
+        self.stats.scheduled += 1
+        run = self._runs.setdefault(memory_dir, _DirRun())
+        if run.pending is not None:
+            self.stats.coalesced += 1
+            # Coalesced triggers: look for main-agent writes since the earliest of them.
+            if since is not None and run.since is not None:
+                since = min(since, run.since)
+        run.pending, run.since = turn, since
+        if run.task is None:
+            run.task = self.daemon.spawn(self._drain(memory_dir, run), worker=WORKER)
+
+    async def _drain(self, memory_dir: Path, run: _DirRun) -> None:
+        try:
+            while run.pending is not None:
+                turn, since = run.pending, run.since
+                run.pending = run.since = None
+                async with self.run_lock(memory_dir):
+                    await self.extract(turn, since=since)
+        finally:
+            run.task = None
+
+    def run_lock(self, memory_dir: Path) -> asyncio.Lock:
+        """Held by whichever writing agent (extraction, dream) works on `memory_dir`."""
+        return self._run_locks.setdefault(memory_dir, asyncio.Lock())
+
+    async def wait_idle(self) -> None:
+        """Until no extraction runs or is pending (tests, shutdown)."""
+        while any(r.task is not None for r in self._runs.values()):
+            tasks = [r.task for r in self._runs.values() if r.task is not None]
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- one run -----------------------------------------------------------------------------
+    def manifest_text(self, memory_dir: Path, headers: list[MemoryHeader]) -> str:
+        """The newest MANIFEST_LIMIT memories, one line each, and a note about the rest.
+
+        A big memory dir would otherwise put tens of thousands of tokens into every
+        extraction; the agent can still Grep/Glob the dir for older ones.
+        """
+        key = tuple(headers)
+        cached = self._manifests.get(memory_dir)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        newest = sorted(headers, key=lambda h: h.mtime, reverse=True)[:MANIFEST_LIMIT]
+        text = format_manifest(sorted(newest, key=lambda h: (h.team, h.file)))
+        if len(headers) > MANIFEST_LIMIT:
+            text += (
+                f"\n({len(headers) - MANIFEST_LIMIT} older memories are not listed; search "
+                f"`{memory_dir}` with Grep or Glob before adding one that may exist.)"
+            )
+        self._manifests[memory_dir] = (key, text)
+        return text
+
+    def build_request(
+        self, turn: Turn, memory_dir: Path, manifest: str
+    ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None, str | None]:
+        """(system, messages, tools, model) for one extraction of `turn`."""
+        start = self._cursor.get(turn.session_id, 0)
+        if start >= len(turn.messages):
+            start = 0
+        new = len(turn.messages) - start
+        scope = "most recent turn" if new <= 2 else f"last {new} messages"
+        text = prompts.instruction(
+            memory_dir=str(memory_dir), manifest=manifest, max_turns=MAX_TURNS, scope=scope
+        )
+        if turn.tools is not None and turn.model:
+            # The main request's prefix (a request without a system prompt has none to reuse).
+            messages = prompts.reuse_messages(turn.messages, turn.system, turn.tools, text)
+            return turn.system, messages, turn.tools, turn.model
+        transcript = prompts.render_transcript(turn.messages[start:])
+        return prompts.SYSTEM_PROMPT, prompts.standalone_messages(transcript, text), None, None
+
+    async def extract(self, turn: Turn, *, since: float | None = None) -> AgentResult | None:
+        """One extraction of `turn`; None when it was skipped or could not start.
+
+        `since`: skip when a memory file changed on disk after that time (not by us). That
+        check stats every memory file, so it runs in a thread while the prompt is built.
+        """
+        am = self.daemon.service(AutoMemory)
+        project = turn.project
+        try:
+            memory_dir = am.memory_dir(project)
+        except MemorydError as exc:
+            await self.daemon.report_worker_error(WORKER, f"cannot extract: {exc.message}")
+            self.stats.failed += 1
+            return None
+        disk_check = (
+            asyncio.ensure_future(asyncio.to_thread(self._changed_since, memory_dir, since))
+            if since is not None
+            else None
+        )
+        try:
+            headers = am.manifest(project)
+            system, messages, tools, model = self.build_request(
+                turn, memory_dir, self.manifest_text(memory_dir, headers)
+            )
+        except MemorydError as exc:
+            if disk_check is not None:
+                disk_check.cancel()
+            await self.daemon.report_worker_error(WORKER, f"cannot extract: {exc.message}")
+            self.stats.failed += 1
+            return None
+        changed = await disk_check if disk_check is not None else None
+        if changed is not None:
+            self._skip_main_agent(turn, f"{changed} changed on disk since the last turn")
+            return None
+        self._cursor[turn.session_id] = len(turn.messages)
+        written: list[Path] = []
+
+        async def before_write(path: Path) -> None:
+            try:
+                await am.snapshot(path)
+            except MemorydError as exc:
+                raise Denied(exc.message) from exc
+
+        async def on_write(path: Path) -> None:
+            self.note_own_write(path)
+            written.append(path)
+            await self.daemon.notify(
+                "memory/saved", {"path": str(path), "project": str(project.root)}
+            )
+
+        self.stats.runs += 1
+        result = await run_agent(
+            self.daemon,
+            feature=WORKER,
+            policy=AccessPolicy(read_roots=(project.root, memory_dir), write_roots=(memory_dir,)),
+            system=system,
+            messages=messages,
+            model=model,
+            max_turns=MAX_TURNS,
+            max_tokens=MAX_TOKENS,
+            tools=tools,
+            before_write=before_write,
+            on_write=on_write,
+            write_lock=am.writer_lock(memory_dir),
+        )
+        if written:
+            await am.reconcile_index(project)
+            for path in (memory_dir / "MEMORY.md", *written):
+                self.note_own_write(path)
+        self.stats.written += len(written)
+        self.stats.last = {
+            "project": str(project.root),
+            "session_id": turn.session_id,
+            "stop_reason": result.stop_reason,
+            "turns": result.turns,
+            "written": [str(p) for p in written],
+            "denied": len(result.denied),
+            "usage": result.usage,
+            "at": time.time(),
+        }
+        await self._report_silent_failure(result, written)
+        return result
+
+    async def _report_silent_failure(self, result: AgentResult, written: list[Path]) -> None:
+        """An extraction that wrote nothing although the model meant to is an error."""
+        if result.stop_reason == "error":
+            self.stats.failed += 1
+            return
+        if written or result.stop_reason != "end_turn":
+            return
+        if result.attempted_writes:
+            message = (
+                f"extraction wrote nothing: all {result.attempted_writes} write(s) the model "
+                "made failed or were refused"
+            )
+        elif prompts.NOTHING_MARKER not in result.final_text:
+            message = (
+                "extraction wrote nothing, but the model did not say there was nothing to save: "
+                f"{result.final_text[:200]!r}"
+            )
+        else:
+            return
+        self.stats.failed += 1
+        await self.daemon.report_worker_error(WORKER, message)
+
+    # -- status ------------------------------------------------------------------------------
+    def feature_status(self) -> dict[str, Any]:
+        configured = self.daemon.model.configured
+        reason = None if configured else (self.daemon.model.reason or "no model configured")
+        return {
+            "extraction": {
+                "enabled": configured,
+                "reason": reason if reason else self.skip_reason,
+                "running": sum(1 for r in self._runs.values() if r.task is not None),
+                **{k: v for k, v in vars(self.stats).items() if k != "last"},
+                "last_run": self.stats.last or None,
+            }
+        }
+
+    async def close(self) -> None:
+        for run in self._runs.values():
+            run.pending = None
+            if run.task is not None:
+                run.task.cancel()
+
+
+@after_turn_hook
+async def schedule_extraction(daemon: Daemon, turn: Turn) -> dict[str, Any]:
+    return {"extraction": daemon.service(Extraction).on_turn(turn)}

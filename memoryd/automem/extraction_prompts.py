@@ -1,0 +1,213 @@
+"""The words of the extraction agent (our own), and the prompt-cache-reusing request shape.
+
+Two request shapes:
+- *reuse*: the client sent the main conversation's `system`, `tools` and `model` with
+  `after_turn`. The request is that exact prefix — system and tools as received, every message
+  as received — plus one new user instruction, with a cache breakpoint on the last block of the
+  reused prefix, so the provider's prompt cache hits on everything before the instruction.
+- *standalone*: no prefix was sent. Our own system prompt and tools, and the recent
+  conversation rendered as text in one user message (the conversation's tool_use blocks would
+  name tools this request does not define, which the API refuses).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memoryd.automem.index import INDEX_NAME
+from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
+
+NOTHING_MARKER = "NOTHING_TO_SAVE"
+MAX_BREAKPOINTS = 4  # the Messages API accepts at most four cache_control blocks per request
+EPHEMERAL = {"type": "ephemeral"}
+RENDER_BUDGET_CHARS = 60_000
+RENDER_BLOCK_CHARS = 2_000
+
+SYSTEM_PROMPT = """\
+You are the memory extraction agent of a coding assistant. You run in the background after a
+turn of a conversation between a user and the assistant, and you decide whether anything in
+the recent part of it deserves to be remembered in future sessions. You never talk to the user.
+"""
+
+_INSTRUCTION = """\
+[memoryd: background memory extraction — this message comes from the memory daemon, not the user]
+
+Stop the task above. Your only job now: decide whether the {scope} of this conversation taught
+anything worth keeping for future sessions, and if so save it in the auto memory directory
+`{memory_dir}`. Most turns teach nothing new; then write nothing.
+
+## Memory types (a closed set)
+{types}
+
+## Never save
+{never}
+
+## Memories that already exist
+{manifest}
+
+## How to save
+- One Markdown file per memory in `{memory_dir}`, named like `feedback_testing.md`, starting with
+  this frontmatter, then the body (for `feedback` and `project`, a **Why:** line and a
+  **How to apply:** line):
+  ---
+  name: short title
+  description: one line that says when this memory matters
+  type: user | feedback | project | reference
+  ---
+- When something above already covers it, update that file with Edit instead of adding a
+  near duplicate; when a memory turned out wrong, correct it.
+- For each new file add one line to `{memory_dir}/{index}`: `- [Title](file.md) — one-line hook`
+  (create the index if it is missing). Keep lines short; detail goes in the file.
+
+## Rules for this run
+- You have at most {max_turns} turns. Work efficiently: read what you need in one turn (several
+  tool calls at once), then write everything in the next.
+- Tools: Read, Grep, Glob, Bash (only `ls find cat stat wc head tail`, one command, no pipes or
+  redirection), Edit, MultiEdit, Write. Any other tool is refused. You may read the project, but
+  write only inside `{memory_dir}`; every other write is refused.
+- Do not investigate the code to verify things: record what the conversation established.
+- When you are done, reply with one short line naming the files you saved or updated. If there
+  is nothing worth saving, reply with exactly {nothing} and call no tools.
+"""
+
+
+def instruction(
+    *, memory_dir: str, manifest: str, max_turns: int, scope: str = "most recent turn"
+) -> str:
+    return _INSTRUCTION.format(
+        memory_dir=memory_dir,
+        manifest=manifest or "(none yet)",
+        types=describe_types(),
+        never="\n".join(f"- {item}" for item in NEVER_SAVE),
+        index=INDEX_NAME,
+        max_turns=max_turns,
+        nothing=NOTHING_MARKER,
+        scope=scope,
+    )
+
+
+# -- reuse: the main conversation's exact prefix ----------------------------------------------
+def count_breakpoints(value: Any) -> int:
+    """How many `cache_control` markers a request part already carries."""
+    if isinstance(value, dict):
+        own = 1 if "cache_control" in value else 0
+        return own + sum(count_breakpoints(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list):
+        return sum(count_breakpoints(v) for v in value)
+    return 0
+
+
+def _marked(message: dict[str, Any], room: bool) -> dict[str, Any]:
+    """A copy of the prefix's last message with a cache breakpoint on its last block."""
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks: list[Any] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        blocks = list(content)
+    else:
+        return message
+    last = blocks[-1] if blocks else None
+    # Thinking blocks cannot carry cache_control; such a message is left without a breakpoint.
+    if (
+        room
+        and isinstance(last, dict)
+        and "cache_control" not in last
+        and last.get("type") not in ("thinking", "redacted_thinking")
+    ):
+        blocks[-1] = {**last, "cache_control": EPHEMERAL}
+    return {**message, "content": blocks}
+
+
+def _dangling_tool_uses(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        str(b.get("id"))
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id")
+    ]
+
+
+def reuse_messages(
+    messages: list[dict[str, Any]], system: Any, tools: Any, text: str
+) -> list[dict[str, Any]]:
+    """The conversation as received, a breakpoint on its last block, then `text`.
+
+    Every message but the last is passed through untouched (the same objects, so the same
+    JSON). The last one gets the breakpoint. The instruction then goes into a new user message
+    after an assistant message; after a user message it is appended as one more block of that
+    same message, after the breakpoint, which keeps roles alternating without changing any
+    byte before the breakpoint. An assistant message whose tool calls never got results (the
+    turn was cut short) gets matching "not run" results first, as the API requires.
+    """
+    if not messages:
+        return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    used = count_breakpoints(system) + count_breakpoints(tools) + count_breakpoints(messages)
+    room = used < MAX_BREAKPOINTS
+    head, last = messages[:-1], _marked(messages[-1], room)
+    note = {"type": "text", "text": text}
+    if last.get("role") == "user":
+        content = last.get("content")
+        blocks = content if isinstance(content, list) else []
+        return [*head, {**last, "content": [*blocks, note]}]
+    results = [
+        {
+            "type": "tool_result",
+            "tool_use_id": tool_id,
+            "content": "not run: the turn ended here",
+            "is_error": True,
+        }
+        for tool_id in _dangling_tool_uses(messages[-1])
+    ]
+    return [*head, last, {"role": "user", "content": [*results, note]}]
+
+
+# -- standalone: the recent conversation as text ----------------------------------------------
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return ""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_use":
+        args = json.dumps(block.get("input", {}), ensure_ascii=False, default=str)
+        return f"[called {block.get('name')} {args[:RENDER_BLOCK_CHARS]}]"
+    if kind == "tool_result":
+        inner = block.get("content")
+        body = (
+            "\n".join(_block_text(b) for b in inner)
+            if isinstance(inner, list)
+            else str(inner or "")
+        )
+        label = "tool error" if block.get("is_error") else "tool result"
+        return f"[{label}: {body[:RENDER_BLOCK_CHARS]}]"
+    return ""
+
+
+def render_transcript(messages: list[dict[str, Any]], budget: int = RENDER_BUDGET_CHARS) -> str:
+    """The messages as `User:` / `Assistant:` text, newest kept when over the budget."""
+    parts: list[str] = []
+    used = 0
+    for message in reversed(messages):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        text = "\n".join(t for t in (_block_text(b) for b in blocks) if t)
+        if not text:
+            continue
+        who = "User" if message.get("role") == "user" else "Assistant"
+        entry = f"{who}: {text}"
+        if used + len(entry) > budget:
+            parts.append("[earlier messages omitted]")
+            break
+        parts.append(entry)
+        used += len(entry)
+    return "\n\n".join(reversed(parts))
+
+
+def standalone_messages(transcript: str, text: str) -> list[dict[str, Any]]:
+    body = f"<conversation>\n{transcript}\n</conversation>\n\n{text}"
+    return [{"role": "user", "content": [{"type": "text", "text": body}]}]

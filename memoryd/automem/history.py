@@ -1,0 +1,91 @@
+"""Every overwrite or delete keeps the previous content: versions under memoryd's state dir.
+
+`<state>/history/<memory dir key>/<file key>/<version>.md`, never inside the memory dir
+(that one is synced and read by agents). A version id is `<ns timestamp>-<reason>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memoryd.errors import InvalidParams, NotFound
+from memoryd.fsutil import atomic_write_bytes, ensure_private_dir
+
+_VERSION = re.compile(r"^\d{19,20}-[a-z]{1,20}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Version:
+    version: str
+    timestamp: float
+    size: int
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "timestamp": self.timestamp,
+            "time": datetime.fromtimestamp(self.timestamp, UTC).isoformat(timespec="seconds"),
+            "size": self.size,
+            "reason": self.reason,
+        }
+
+
+def _key(text: str) -> str:
+    key = _UNSAFE.sub("-", text)
+    if len(key) > 120:  # file names are capped at 255 bytes; keep long keys unique
+        key = f"{key[:100]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return key
+
+
+class History:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def folder(self, memory_dir: Path, file: str) -> Path:
+        return self.root / _key(str(memory_dir)) / _key(file)
+
+    def save(self, memory_dir: Path, file: str, content: bytes, reason: str) -> Version | None:
+        """Keep `content` as a version; None when it equals the newest kept version."""
+        folder = ensure_private_dir(self.folder(memory_dir, file))
+        newest = self.versions(memory_dir, file)
+        if newest and (folder / f"{newest[0].version}.md").read_bytes() == content:
+            return None
+        stamp = time.time_ns()
+        while any(p.name.startswith(f"{stamp:020d}-") for p in folder.iterdir()):
+            stamp += 1
+        version = f"{stamp:020d}-{reason}"
+        atomic_write_bytes(folder / f"{version}.md", content)
+        return Version(version, stamp / 1e9, len(content), reason)
+
+    def versions(self, memory_dir: Path, file: str) -> list[Version]:
+        """Newest first."""
+        folder = self.folder(memory_dir, file)
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        out = []
+        for entry in entries:
+            stem = entry.name[:-3] if entry.name.endswith(".md") else ""
+            if not _VERSION.match(stem):
+                continue
+            stamp, reason = stem.split("-", 1)
+            out.append(Version(stem, int(stamp) / 1e9, entry.stat().st_size, reason))
+        out.sort(key=lambda v: v.version, reverse=True)
+        return out
+
+    def read(self, memory_dir: Path, file: str, version: str) -> bytes:
+        if not _VERSION.match(version):
+            raise InvalidParams(f"version: not a version id: {version!r}")
+        try:
+            return (self.folder(memory_dir, file) / f"{version}.md").read_bytes()
+        except FileNotFoundError:
+            raise NotFound(f"no version {version} of {file}") from None

@@ -1,0 +1,120 @@
+"""Where a project's auto memory lives, and whether auto memory is on (pure decisions).
+
+Default: `<config>/projects/<sanitised canonical git root>/memory/`. Override order:
+environment > policy > flag > local > user settings > default; project settings are never
+consulted (a hostile repository could point the directory at `~/.ssh`). A configured path
+that is relative, too short, a root, a UNC path or holds a NUL is rejected with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd.errors import ForbiddenPath
+from memoryd.settings import EffectiveSettings, Source
+
+ENV_DIR = "MEMORYD_AUTO_MEMORY_DIR"
+ENV_DISABLE = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
+SETTING_DIR = "autoMemoryDirectory"
+SETTING_ENABLED = "autoMemoryEnabled"
+# Sources allowed to set the directory: everything except the repository's own file.
+DIR_SOURCES = frozenset({Source.POLICY, Source.FLAG, Source.LOCAL, Source.USER})
+# Relative to HOME; plus /etc. A memory dir resolving inside one of these is refused.
+SENSITIVE_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".config/gcloud")
+SENSITIVE_ABSOLUTE = (Path("/etc"),)
+
+
+@dataclass(frozen=True)
+class MemoryDirChoice:
+    path: Path
+    source: str  # "env", a settings source name, or "default"
+    explicit: bool  # configured by the user (env or settings), not derived
+    warnings: tuple[str, ...] = ()
+
+
+def validate_configured(raw: str, home: Path) -> tuple[Path | None, str | None]:
+    """(path, None) for an acceptable configured directory, else (None, why it was rejected)."""
+    if "\x00" in raw:
+        return None, "contains a NUL byte"
+    text = unicodedata.normalize("NFC", raw.strip())
+    if text.startswith(("\\\\", "//")):
+        return None, "is a UNC path"
+    if text == "~" or text.startswith("~/"):
+        text = str(home) + text[1:]
+    if len(text) < 3:
+        return None, "is shorter than 3 characters"
+    if len(text) >= 2 and text[1] == ":" and text[0].isalpha() and text[2:].strip("\\/") == "":
+        return None, "is a drive root"
+    path = Path(text)
+    if not path.is_absolute():
+        return None, "is not an absolute path"
+    normal = Path(os.path.normpath(path))
+    if normal == Path(normal.anchor):
+        return None, "is a filesystem root"
+    return normal, None
+
+
+def choose_memory_dir(
+    *,
+    env: Mapping[str, str],
+    settings: EffectiveSettings,
+    default: Path,
+    home: Path,
+) -> MemoryDirChoice:
+    warnings: list[str] = []
+    candidates: list[tuple[str, object]] = []
+    if env.get(ENV_DIR):
+        candidates.append(("env", env[ENV_DIR]))
+    found = settings.value_from(SETTING_DIR, DIR_SOURCES)
+    if found is not None:
+        candidates.append((str(found[1]), found[0]))
+    for source, raw in candidates:
+        if not isinstance(raw, str):
+            warnings.append(f"{SETTING_DIR} from {source} is not a string; ignored")
+            continue
+        path, problem = validate_configured(raw, home)
+        if path is None:
+            warnings.append(f"auto memory directory {raw!r} from {source} {problem}; ignored")
+            continue
+        return MemoryDirChoice(path, source, True, tuple(warnings))
+    return MemoryDirChoice(default, "default", False, tuple(warnings))
+
+
+def enabled(env: Mapping[str, str], settings: EffectiveSettings) -> bool:
+    if env.get(ENV_DISABLE, "").strip().lower() in {"1", "true", "yes", "on"}:
+        return False
+    return settings.get(SETTING_ENABLED, True) is not False
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def check_safe(choice: MemoryDirChoice, *, home: Path, config_dir: Path) -> Path:
+    """The directory's real path, or ForbiddenPath when it is (or resolves into) a place
+    memory must never be written: credentials dirs and /etc always; and, for a directory that
+    was not configured explicitly, anywhere outside the config dir via a symlink."""
+    real = choice.path.resolve()
+    real_home = home.resolve()
+    sensitive = [real_home / d for d in SENSITIVE_HOME_DIRS] + [
+        p.resolve() for p in SENSITIVE_ABSOLUTE
+    ]
+    for place in sensitive:
+        if _inside(real, place):
+            raise ForbiddenPath(
+                f"auto memory directory {choice.path} resolves to {real}, inside {place}; refused"
+            )
+    if not choice.explicit and not _inside(real, config_dir.resolve()):
+        raise ForbiddenPath(
+            f"auto memory directory {choice.path} is a symlink to {real}, outside {config_dir}; "
+            f"refused (set {SETTING_DIR} in user settings to use another place)"
+        )
+    return real
+
+
+def env_enabled(env: Mapping[str, str]) -> bool:
+    return env.get(ENV_DISABLE, "").strip().lower() not in {"1", "true", "yes", "on"}

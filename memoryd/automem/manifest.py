@@ -1,0 +1,45 @@
+"""The manifest: each memory's frontmatter only, the cheap view recall and agents read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class MemoryHeader:
+    path: Path  # absolute
+    name: str
+    description: str
+    type: str | None  # None: missing or not one of the closed set (see `problem`)
+    mtime: float
+    team: bool
+    problem: str | None = None
+    file: str = ""  # relative to the memory dir, `/`-separated (`team/x.md` for team memories)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "file": self.file,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "mtime": self.mtime,
+            "team": self.team,
+            "problem": self.problem,
+        }
+
+
+def format_manifest(headers: Iterable[MemoryHeader]) -> str:
+    """One line per memory, for prompts: `- file [type] (date) name: description`."""
+    lines = []
+    for h in headers:
+        date = datetime.fromtimestamp(h.mtime, UTC).strftime("%Y-%m-%d")
+        kind = h.type or "invalid"
+        text = f"- {h.file} [{kind}] ({date}) {h.name}"
+        if h.description:
+            text += f": {h.description}"
+        lines.append(text)
+    return "\n".join(lines)

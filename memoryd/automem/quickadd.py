@@ -1,0 +1,115 @@
+"""Quick-add (`memctl remember "text"`): type, name and description for a bare sentence.
+
+With a model, a small model picks them (JSON); without one, or when its answer is unusable,
+they are derived from the text: the name is its first words, the description its first
+sentence, the type the caller's (default `user`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
+from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
+from memoryd.llm.client import ModelError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.quickadd")
+
+NAME_WORDS = 8
+NAME_CHARS = 60
+DESCRIPTION_CHARS = 150
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+QUICKADD_SYSTEM = f"""\
+You file a note the user asked an AI coding agent to remember as one memory.
+Memory types:
+{describe_types()}
+Answer with JSON only: {{"type": one of {list(MEMORY_TYPES)}, "name": "a short title (at most
+8 words)", "description": "one line (at most 150 characters) saying when this memory matters"}}"""
+
+
+@dataclass(frozen=True)
+class QuickMemory:
+    type: str
+    name: str
+    description: str
+    body: str
+    derived_by: str  # "model" or "local"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def derive(text: str, type_: str | None) -> QuickMemory:
+    """Name, description and type from the text alone."""
+    flat = " ".join(text.split())
+    first_sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
+    words = first_sentence.rstrip(".!?").split()
+    name = _clip(" ".join(words[:NAME_WORDS]), NAME_CHARS)
+    if len(words) > NAME_WORDS and not name.endswith("…"):
+        name += "…"
+    description = _clip(first_sentence, DESCRIPTION_CHARS)
+    return QuickMemory(
+        type_ or "user", name or "note", description or name or "note", text.strip(), "local"
+    )
+
+
+def parse_model_choice(reply: str, text: str, type_: str | None) -> QuickMemory | None:
+    match = re.search(r"\{.*\}", reply, re.DOTALL)
+    if match is None:
+        return None
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    name, description, kind = data.get("name"), data.get("description"), data.get("type")
+    if not isinstance(name, str) or not isinstance(description, str):
+        return None
+    if type_ is not None:
+        kind = type_  # the user's explicit --type wins over the model's guess
+    if not isinstance(kind, str) or not is_memory_type(kind):
+        return None
+    name = _clip(name, min(NAME_CHARS * 2, MAX_NAME_CHARS))
+    description = _clip(description, min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS))
+    if not name or not description:
+        return None
+    return QuickMemory(kind, name, description, text.strip(), "model")
+
+
+async def choose(
+    daemon: Daemon, text: str, type_: str | None, timeout_s: float = 20.0
+) -> QuickMemory:
+    if not daemon.model.configured:
+        return derive(text, type_)
+    try:
+        reply = await asyncio.wait_for(
+            daemon.model.create(
+                feature="remember",
+                model=daemon.model.model_for("small"),
+                max_tokens=256,
+                system=QUICKADD_SYSTEM,
+                messages=[{"role": "user", "content": f"Note to remember:\n{text}"}],
+            ),
+            timeout=timeout_s,
+        )
+    except (ModelError, TimeoutError) as exc:
+        log.info("quick-add fell back to derived fields", error=str(exc) or "timeout")
+        return derive(text, type_)
+    answer = "".join(getattr(block, "text", "") for block in reply.content)
+    return parse_model_choice(answer, text, type_) or derive(text, type_)

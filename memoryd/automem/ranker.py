@@ -1,0 +1,343 @@
+"""The local ranker: an in-memory BM25F index over name, description and body.
+
+Documents are added, replaced and removed one at a time (a changed file costs one
+re-analysis, never a rebuild). Scoring is BM25F — per-field weights and length
+normalisation, one saturation — vectorised with numpy: each term keeps its postings as
+(slot, impact) arrays, built lazily and dropped when the term's postings change, so a
+query costs a few array operations per term even at 10,000 memories. On top of it:
+one round of pseudo-relevance feedback, a coordination factor, a penalty for memories
+that miss a term naming other memories, adjacent-pair (bigram) bonuses, and two temporal
+signals (a date the query names; memories dated the same day as a strong hit).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import math
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+
+from memoryd.automem import analysis
+from memoryd.automem.analysis import terms
+from memoryd.automem.dates import query_date
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class RankerParams:
+    """Tuned on the LoCoMo development split only (bench/bench_recall_locomo.py)."""
+
+    weights: tuple[float, float, float] = (2.0, 1.0, 1.0)  # name, description, body
+    b: tuple[float, float, float] = (0.5, 0.4, 0.4)
+    k1: float = 0.9
+    # Pseudo-relevance feedback: the strongest new terms of the top documents join the query.
+    prf_docs: int = 3
+    prf_terms: int = 8
+    prf_weight: float = 0.15
+    coord: float = 1.0  # score × (share of query weight the memory matches) ** coord
+    name_miss: float = 0.8  # score × this per query term that names memories but not this one
+    # Memories dated the same day (saved from one conversation) lend each other part of the
+    # best score among them in the top `group_top`.
+    group_weight: float = 0.3
+    group_top: int = 5
+    # A query naming a date favours memories dated then (or up to `date_slack` days later).
+    date_boost: float = 0.5
+    date_slack: int = 14
+    # Query terms also match vocabulary sharing their first `prefix_len` letters
+    # (grandma ~ grandmother, mentorship ~ mentor), at `prefix_weight`; 0 turns it off.
+    prefix_len: int = 6
+    prefix_weight: float = 0.3
+    # Adjacent query term pairs found adjacent in a memory add `bigram_weight` × idf.
+    bigram_weight: float = 0.1
+    # Drop words that shape a question but say little about its topic ("what kind of").
+    drop_question_words: bool = True
+
+
+@dataclass
+class _Doc:
+    slot: int
+    lengths: tuple[int, int, int]
+    tfs: dict[str, tuple[int, int, int]]
+    when: date | None
+    bigrams: frozenset[str]
+
+
+# Average field lengths are frozen until they drift this much (relative), so cached
+# impacts stay valid across small updates; BM25 barely moves with small drifts.
+_AVG_DRIFT = 0.05
+
+
+class RecallIndex:
+    def __init__(self, params: RankerParams | None = None) -> None:
+        self.params = params or RankerParams()
+        self._docs: dict[str, _Doc] = {}
+        self._keys: list[str | None] = []  # slot → key
+        self._free: list[int] = []
+        self._postings: dict[str, dict[str, tuple[int, int, int]]] = {}
+        self._name_df: Counter[str] = Counter()  # docs whose name holds the term
+        self._vocab: list[str] = []  # sorted, for prefix expansion
+        self._bigrams: dict[str, set[str]] = {}
+        self._length_sums = [0, 0, 0]
+        self._avgs: tuple[float, float, float] | None = None
+        self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
+        self._dates = np.zeros(0, dtype=np.int64)  # slot → date ordinal, 0 when undated
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._docs
+
+    def keys(self) -> list[str]:
+        return list(self._docs)
+
+    # -- updates ----------------------------------------------------------------------------
+    def upsert(
+        self, key: str, name: str, description: str, body: str, when: date | None = None
+    ) -> None:
+        self.remove(key)
+        field_terms = [terms(name), terms(description), terms(body)]
+        counts = [Counter(ft) for ft in field_terms]
+        lengths = (len(field_terms[0]), len(field_terms[1]), len(field_terms[2]))
+        vocabulary = set(counts[0]) | set(counts[1]) | set(counts[2])
+        tfs = {t: (counts[0][t], counts[1][t], counts[2][t]) for t in vocabulary}
+        bigrams = frozenset(f"{a} {b}" for ft in field_terms for a, b in itertools.pairwise(ft))
+        slot = self._free.pop() if self._free else len(self._keys)
+        if slot == len(self._keys):
+            self._keys.append(key)
+            self._dates = np.append(self._dates, 0)
+        else:
+            self._keys[slot] = key
+        self._dates[slot] = when.toordinal() if when else 0
+        self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
+        for term, tf in tfs.items():
+            posting = self._postings.get(term)
+            if posting is None:
+                posting = self._postings[term] = {}
+                bisect.insort(self._vocab, term)
+            posting[key] = tf
+            self._arrays.pop(term, None)
+            if tf[0]:
+                self._name_df[term] += 1
+        for pair in bigrams:
+            self._bigrams.setdefault(pair, set()).add(key)
+        for i in range(3):
+            self._length_sums[i] += lengths[i]
+        self._check_drift()
+
+    def remove(self, key: str) -> None:
+        doc = self._docs.pop(key, None)
+        if doc is None:
+            return
+        for term, tf in doc.tfs.items():
+            self._arrays.pop(term, None)
+            if tf[0]:
+                self._name_df[term] -= 1
+                if self._name_df[term] <= 0:
+                    del self._name_df[term]
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            posting.pop(key, None)
+            if not posting:
+                del self._postings[term]
+                at = bisect.bisect_left(self._vocab, term)
+                if at < len(self._vocab) and self._vocab[at] == term:
+                    del self._vocab[at]
+        for pair in doc.bigrams:
+            holders = self._bigrams.get(pair)
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self._bigrams[pair]
+        for i in range(3):
+            self._length_sums[i] -= doc.lengths[i]
+        self._keys[doc.slot] = None
+        self._dates[doc.slot] = 0
+        self._free.append(doc.slot)
+
+    def _current_avgs(self) -> tuple[float, float, float]:
+        n = max(len(self._docs), 1)
+        return (
+            max(self._length_sums[0] / n, 1.0),
+            max(self._length_sums[1] / n, 1.0),
+            max(self._length_sums[2] / n, 1.0),
+        )
+
+    def _check_drift(self) -> None:
+        if self._avgs is None:
+            return
+        now = self._current_avgs()
+        if any(abs(a - b) > _AVG_DRIFT * b for a, b in zip(now, self._avgs, strict=True)):
+            self._avgs = None
+            self._arrays.clear()
+
+    # -- scoring ----------------------------------------------------------------------------
+    def _idf(self, term: str) -> float:
+        n = len(self._docs)
+        df = len(self._postings.get(term, ()))
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def _term_arrays(self, term: str) -> tuple[IntArray, FloatArray] | None:
+        """(slots, saturated BM25F term frequency) of the term's postings, cached."""
+        cached = self._arrays.get(term)
+        if cached is not None:
+            return cached
+        posting = self._postings.get(term)
+        if not posting:
+            return None
+        if self._avgs is None:
+            self._avgs = self._current_avgs()
+        avgs, w, b, k1 = self._avgs, self.params.weights, self.params.b, self.params.k1
+        slots = np.empty(len(posting), dtype=np.int64)
+        impact = np.empty(len(posting), dtype=np.float64)
+        for i, (key, (t0, t1, t2)) in enumerate(posting.items()):
+            doc = self._docs[key]
+            ln = doc.lengths
+            tf = (
+                t0 * w[0] / (1 - b[0] + b[0] * ln[0] / avgs[0])
+                + t1 * w[1] / (1 - b[1] + b[1] * ln[1] / avgs[1])
+                + t2 * w[2] / (1 - b[2] + b[2] * ln[2] / avgs[2])
+            )
+            slots[i] = doc.slot
+            impact[i] = tf / (k1 + tf)
+        self._arrays[term] = (slots, impact)
+        return slots, impact
+
+    def _score(self, query: dict[str, float]) -> FloatArray:
+        scores = np.zeros(len(self._keys), dtype=np.float64)
+        matched = np.zeros(len(self._keys), dtype=np.float64)
+        p = self.params
+        name_factor: FloatArray | None = None
+        for term, qweight in query.items():
+            arrays = self._term_arrays(term)
+            if arrays is None:
+                continue
+            slots, impact = arrays
+            scores[slots] += (qweight * self._idf(term)) * impact
+            matched[slots] += qweight
+            if p.name_miss != 1.0 and self._name_df.get(term, 0) > 0:
+                # A term that names some memories (a person, a tool) is a strong filter.
+                miss = np.full(len(self._keys), p.name_miss)
+                miss[slots] = 1.0
+                name_factor = miss if name_factor is None else name_factor * miss
+        if p.coord:
+            scores *= (matched / sum(query.values())) ** p.coord
+        if name_factor is not None:
+            scores *= name_factor
+        return scores
+
+    def search(
+        self, query: str, limit: int = 5, exclude: Collection[str] = ()
+    ) -> list[tuple[str, float]]:
+        """The best `limit` documents for `query`, best first, as (key, score)."""
+        p = self.params
+        query_terms = analysis.query_terms(query) if p.drop_question_words else terms(query)
+        weights: dict[str, float] = {}
+        for term in query_terms:
+            weights[term] = weights.get(term, 0.0) + 1.0
+        if not weights or not self._docs:
+            return []
+        self._expand_prefixes(weights)
+        excluded = np.array(
+            [self._docs[k].slot for k in exclude if k in self._docs], dtype=np.int64
+        )
+        scores = self._score(weights)
+        scores[excluded] = 0.0
+        if p.prf_docs and p.prf_terms and p.prf_weight:
+            expansion = self._feedback_terms(self._top(scores, p.prf_docs), weights)
+            if expansion:
+                for term, value in expansion.items():
+                    weights[term] = weights.get(term, 0.0) + p.prf_weight * value
+                scores = self._score(weights)
+                scores[excluded] = 0.0
+        self._phrases(query_terms, scores)
+        self._temporal(query, scores)
+        return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
+
+    def _top(self, scores: FloatArray, k: int) -> list[int]:
+        """Slots of the k best positive scores, best first (ties: by key, for stable order)."""
+        positive = np.flatnonzero(scores > 0)
+        if len(positive) > k * 4:
+            cut = np.argpartition(scores[positive], -k * 4)[-k * 4 :]
+            positive = positive[cut]
+        ranked = sorted(positive.tolist(), key=lambda i: (-scores[i], self._keys[i] or ""))
+        return ranked[:k]
+
+    def _expand_prefixes(self, weights: dict[str, float]) -> None:
+        n = self.params.prefix_len
+        if not n:
+            return
+        for term in [t for t in weights if len(t) >= n]:
+            head = term[:n]
+            lo = bisect.bisect_left(self._vocab, head)
+            for other in itertools.islice(self._vocab, lo, lo + 50):
+                if not other.startswith(head):
+                    break
+                if other != term and other not in weights:
+                    weights[other] = self.params.prefix_weight * weights[term]
+
+    def _phrases(self, query_terms: list[str], scores: FloatArray) -> None:
+        weight = self.params.bigram_weight
+        if not weight:
+            return
+        n = len(self._docs)
+        for a, b in itertools.pairwise(query_terms):
+            holders = self._bigrams.get(f"{a} {b}")
+            if not holders:
+                continue
+            idf = math.log(1.0 + (n - len(holders) + 0.5) / (len(holders) + 0.5))
+            slots = np.array([self._docs[k].slot for k in holders], dtype=np.int64)
+            scores[slots] += np.where(scores[slots] > 0, weight * idf, 0.0)
+
+    def _temporal(self, query: str, scores: FloatArray) -> None:
+        p = self.params
+        dates = self._dates
+        if p.date_boost:
+            wanted = query_date(query)
+            if wanted is not None:
+                ordinals = np.unique(dates[(scores > 0) & (dates > 0)])
+                hits = [
+                    o
+                    for o in ordinals.tolist()
+                    if wanted.matches(date.fromordinal(o), p.date_slack)
+                ]
+                if hits:
+                    scores[np.isin(dates, hits)] *= 1.0 + p.date_boost
+        if p.group_weight and p.group_top:
+            by_day: dict[int, list[tuple[float, int]]] = {}
+            for slot in self._top(scores, p.group_top):
+                if dates[slot]:
+                    by_day.setdefault(int(dates[slot]), []).append((float(scores[slot]), slot))
+            for day, members in by_day.items():
+                members.sort(reverse=True)
+                best, best_slot = members[0]
+                second = members[1][0] if len(members) > 1 else 0.0
+                same_day = (dates == day) & (scores > 0)
+                scores[same_day] += p.group_weight * best
+                scores[best_slot] += p.group_weight * (second - best)  # no self-lending
+
+    def _feedback_terms(self, top: list[int], query: dict[str, float]) -> dict[str, float]:
+        """The strongest new terms of the top documents, weighted 0..1 (tf·idf, normalised)."""
+        gathered: dict[str, float] = {}
+        for slot in top:
+            key = self._keys[slot]
+            if key is None:
+                continue
+            for term, (t0, t1, t2) in self._docs[key].tfs.items():
+                if term not in query:
+                    gathered[term] = gathered.get(term, 0.0) + (t0 + t1 + t2) * self._idf(term)
+        best = heapq.nlargest(self.params.prf_terms, gathered.items(), key=lambda kv: kv[1])
+        if not best:
+            return {}
+        top_value = best[0][1]
+        return {term: value / top_value for term, value in best if value > 0}

@@ -1,0 +1,183 @@
+"""`recall`: pick at most 5 memories for a query — by a small model, or by the local ranker.
+
+The model sees the frontmatter manifest only (never bodies), the query and the recently
+used tools, and answers `{"selected": ["file.md", ...]}`. No key, a timeout, an error or an
+unusable answer falls back to the local ranker, and the result says `selector: local`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+
+from memoryd.automem.manifest import MemoryHeader, format_manifest
+from memoryd.automem.memfile import MAX_FILE_BYTES
+from memoryd.automem.service import AutoMemory
+from memoryd.llm.client import ModelError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+    from memoryd.daemon.projects import Project
+
+log = structlog.get_logger("memoryd.recall")
+
+MAX_RECALL = 5
+SELECTOR_MAX_TOKENS = 256
+SELECTOR_TIMEOUT_S = 10.0
+STALE_AFTER_S = 86_400.0
+# The manifest sent to the model is capped; past it the local ranker pre-selects candidates.
+MANIFEST_MAX_ENTRIES = 400
+
+SELECTOR_SYSTEM = """\
+You choose which saved memories will help an AI coding agent with the user's current request.
+You get the request, the tools the agent used recently, and a manifest: one line per memory
+with its file name, type, date, name and description (not its body).
+Pick at most {limit} memories that are clearly relevant; pick none if none are. Skip memories
+that only document how to use a tool the agent is already using — it knows that — but keep
+warnings and known problems about those tools.
+Answer with JSON only, exactly: {{"selected": ["file.md", ...]}}"""
+
+
+@dataclass(frozen=True)
+class Recalled:
+    header: MemoryHeader
+    content: str
+    stale: bool
+    note: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        h = self.header
+        return {
+            "path": str(h.path),
+            "name": h.name,
+            "description": h.description,
+            "type": h.type,
+            "mtime": h.mtime,
+            "team": h.team,
+            "content": self.content,
+            "stale": self.stale,
+            "note": self.note,
+        }
+
+
+def staleness(mtime: float, now: float) -> tuple[bool, str | None]:
+    age = now - mtime
+    if age <= STALE_AFTER_S:
+        return False, None
+    days = int(age // STALE_AFTER_S)
+    unit = "day" if days == 1 else "days"
+    return True, (
+        f"This memory is {days} {unit} old; verify any file, function or flag it names "
+        "before relying on it."
+    )
+
+
+def parse_selection(text: str) -> list[str] | None:
+    """The file names of `{"selected": [...]}` in a model reply; None when unusable."""
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if match is None:
+        return None
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    selected = data.get("selected") if isinstance(data, dict) else None
+    if not isinstance(selected, list) or not all(isinstance(s, str) for s in selected):
+        return None
+    return selected
+
+
+def selector_prompt(
+    query: str, manifest: str, recent_tools: list[str], limit: int
+) -> tuple[str, str]:
+    tools = ", ".join(recent_tools) if recent_tools else "(none)"
+    user = f"Request:\n{query}\n\nRecently used tools: {tools}\n\nMemories:\n{manifest}"
+    return SELECTOR_SYSTEM.format(limit=limit), user
+
+
+async def select_with_model(
+    daemon: Daemon, query: str, candidates: list[MemoryHeader], recent_tools: list[str], limit: int
+) -> list[MemoryHeader] | None:
+    """The model's choice among `candidates`, or None when it could not give one."""
+    if not candidates:
+        return []
+    system, user = selector_prompt(query, format_manifest(candidates), recent_tools, limit)
+    try:
+        reply = await asyncio.wait_for(
+            daemon.model.create(
+                feature="recall",
+                model=daemon.model.model_for("small"),
+                max_tokens=SELECTOR_MAX_TOKENS,
+                system=system,
+                messages=[{"role": "user", "content": user}],
+            ),
+            timeout=SELECTOR_TIMEOUT_S,
+        )
+    except (ModelError, TimeoutError) as exc:
+        log.info("recall selector fell back to the local ranker", error=str(exc) or "timeout")
+        return None
+    text = "".join(getattr(block, "text", "") for block in reply.content)
+    chosen = parse_selection(text)
+    if chosen is None:
+        log.info("recall selector answer unusable; local ranker used", reply=text[:200])
+        return None
+    by_file = {h.file: h for h in candidates}
+    by_name = {h.path.name: h for h in candidates}
+    out: list[MemoryHeader] = []
+    for name in chosen:
+        header = by_file.get(name) or by_name.get(name)
+        if header is not None and header not in out:
+            out.append(header)
+    return out[:limit]
+
+
+async def recall(
+    daemon: Daemon,
+    project: Project,
+    *,
+    query: str,
+    recent_tools: list[str],
+    already_surfaced: list[str],
+    limit: int = MAX_RECALL,
+) -> dict[str, Any]:
+    am = daemon.service(AutoMemory)
+    limit = max(1, min(limit, MAX_RECALL))
+    surfaced = set(already_surfaced)
+    selector: Literal["model", "local"] = "local"
+    chosen: list[MemoryHeader] | None = None
+    if daemon.model.configured:
+        headers = [
+            h
+            for h in am.manifest(project)
+            if str(h.path) not in surfaced and h.file not in surfaced
+        ]
+        if len(headers) > MANIFEST_MAX_ENTRIES:
+            headers = (
+                am.search(project, query, MANIFEST_MAX_ENTRIES, surfaced)
+                or headers[:MANIFEST_MAX_ENTRIES]
+            )
+        chosen = await select_with_model(daemon, query, headers, recent_tools, limit)
+        if chosen is not None:
+            selector = "model"
+    if chosen is None:
+        chosen = am.search(project, query, limit, surfaced)
+    now = time.time()
+    memories = []
+    for header in chosen:
+        try:
+            # O_NOFOLLOW: a file swapped for a symlink since the scan is not followed out.
+            fd = os.open(header.path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                content = handle.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue  # deleted between ranking and reading
+        stale, note = staleness(header.mtime, now)
+        memories.append(Recalled(header, content, stale, note).as_dict())
+    return {"memories": memories, "selector": selector}

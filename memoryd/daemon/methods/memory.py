@@ -1,0 +1,246 @@
+"""Auto memory methods: `memory.list/read/write/delete/history/restore/remember/reconcile`, `recall`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import frontmatter
+import yaml
+from pydantic import Field
+
+from memoryd.automem import context as _context  # noqa: F401 - registers the get_context provider
+from memoryd.automem.memfile import MAX_FILE_BYTES
+from memoryd.automem.quickadd import choose
+from memoryd.automem.recall import MAX_RECALL, recall
+from memoryd.automem.service import AutoMemory
+from memoryd.automem.taxonomy import MemoryType
+from memoryd.daemon.params import Cwd, PathList, SessionId
+from memoryd.daemon.projects import Projects
+from memoryd.daemon.registry import REGISTRY, Params, rpc_method
+from memoryd.errors import MemorydError, TooLarge
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+# Generous on purpose: an oversized body must reach the handler to get -32004, not -32602.
+_MAX_TEXT = 50 * 1024 * 1024
+_MAX_PATH = 4096
+
+
+class CwdParams(Params):
+    cwd: Cwd
+
+
+class PathParams(Params):
+    cwd: Cwd
+    path: str = Field(min_length=1, max_length=_MAX_PATH)
+
+
+class WriteParams(Params):
+    cwd: Cwd
+    type: str = Field(max_length=100)
+    name: str = Field(max_length=_MAX_TEXT)
+    description: str = Field(max_length=_MAX_TEXT)
+    body: str = Field(max_length=_MAX_TEXT)
+    team: bool = False
+    file: str | None = Field(default=None, min_length=1, max_length=_MAX_PATH)
+
+
+class RestoreParams(Params):
+    cwd: Cwd
+    path: str = Field(min_length=1, max_length=_MAX_PATH)
+    version: str = Field(min_length=1, max_length=100)
+
+
+class RememberParams(Params):
+    cwd: Cwd
+    text: str = Field(min_length=1, max_length=_MAX_TEXT)
+    type: MemoryType | None = None
+    team: bool = False
+
+
+class RecallParams(Params):
+    cwd: Cwd
+    query: str = Field(min_length=1, max_length=100_000)
+    session_id: SessionId | None = None
+    recent_tools: list[str] = Field(default_factory=list, max_length=1_000)
+    already_surfaced: PathList = Field(default_factory=list)
+    limit: int = Field(default=MAX_RECALL, ge=1, le=MAX_RECALL)
+
+
+def _am(daemon: Daemon) -> AutoMemory:
+    return daemon.service(AutoMemory)
+
+
+async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
+    """The instruction files in effect, as `get_context` reports them (when it is there)."""
+    spec = REGISTRY.get("get_context")
+    if spec is None:
+        return []
+    try:
+        result = await spec.handler(daemon, spec.params(cwd=cwd))
+    except MemorydError:
+        return []
+    data = result if isinstance(result, dict) else result.model_dump()
+    files = data.get("files", [])
+    return [f for f in files if f.get("type") not in {"AutoMem", "TeamMem"}]
+
+
+@rpc_method("memory.list", CwdParams)
+async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
+    """Instruction files in effect and every auto/team memory (frontmatter only)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    am = _am(daemon)
+    memory_dir = am.memory_dir(project)
+    headers = am.manifest(project)
+    auto_index = am.read_index(project)
+    team_index = am.read_index(project, team=True)
+    return {
+        "instruction_files": await _instruction_files(daemon, params.cwd),
+        "memories": [h.as_dict() for h in headers],
+        "memory_dir": str(memory_dir),
+        "team_dir": str(am.team_dir(project)),
+        "index": {
+            "path": str(auto_index.path),
+            "truncated": auto_index.truncated,
+            "cap": auto_index.cap,
+            "dangling": list(auto_index.dangling),
+            "team_dangling": list(team_index.dangling),
+        },
+        "warnings": [f"{h.file}: {h.problem}" for h in headers if h.problem],
+    }
+
+
+@rpc_method("memory.read", PathParams)
+async def memory_read(daemon: Daemon, params: PathParams) -> dict[str, Any]:
+    """One memory file: its full text and parsed frontmatter."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    am = _am(daemon)
+    path, key = am.resolve_file(project, params.path, must_exist=True)
+    raw = path.read_bytes()
+    if len(raw) > MAX_FILE_BYTES * 5:
+        raise TooLarge(
+            f"{path} is {len(raw):,} bytes; memory files are read up to {MAX_FILE_BYTES * 5:,}"
+        )
+    content = raw.decode("utf-8", errors="replace")
+    problem = None
+    try:
+        meta: dict[str, Any] = dict(frontmatter.loads(content).metadata)
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        meta, problem = {}, f"broken frontmatter: {type(exc).__name__}"
+    entry = am.state(am.memory_dir(project)).entries.get(key)
+    if entry is not None:
+        problem = entry.header.problem
+    return {
+        "path": str(path),
+        "content": content,
+        "frontmatter": _jsonable(meta),
+        "problem": problem,
+        "valid": problem is None,
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML can hold dates and other non-JSON scalars; pass those on as text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+@rpc_method("memory.write", WriteParams)
+async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
+    """Write a memory atomically and keep its index line; a near duplicate updates the old one."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    result = await _am(daemon).write_memory(
+        project,
+        type=params.type,
+        name=params.name,
+        description=params.description,
+        body=params.body,
+        team=params.team,
+        file=params.file,
+    )
+    return {
+        "path": str(result.path),
+        "created": result.created,
+        "merged_into": str(result.merged_into) if result.merged_into else None,
+    }
+
+
+@rpc_method("memory.delete", PathParams)
+async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
+    """Delete a memory and its index line; the content is kept in history."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    path = await _am(daemon).delete_memory(project, params.path)
+    return {"deleted": True, "path": str(path)}
+
+
+@rpc_method("memory.history", PathParams)
+async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
+    """Earlier versions of a memory file, newest first (also of deleted ones)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    path, versions = _am(daemon).versions(project, params.path)
+    return {
+        "path": str(path),
+        "exists": path.is_file(),
+        "versions": [v.as_dict() for v in versions],
+    }
+
+
+@rpc_method("memory.restore", RestoreParams)
+async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any]:
+    """Put an earlier version back (the current content is kept in history first)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    path = await _am(daemon).restore(project, params.path, params.version)
+    return {"path": str(path), "restored": params.version}
+
+
+@rpc_method("memory.remember", RememberParams)
+async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, Any]:
+    """Quick-add: a model (or the text itself) picks type, name and description."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    am = _am(daemon)
+    am.memory_dir(project)  # fail fast (auto memory off) before any model call
+    quick = await choose(daemon, params.text, params.type)
+    result = await am.write_memory(
+        project,
+        type=quick.type,
+        name=quick.name,
+        description=quick.description,
+        body=quick.body,
+        team=params.team,
+    )
+    return {
+        "path": str(result.path),
+        "created": result.created,
+        "merged_into": str(result.merged_into) if result.merged_into else None,
+        "type": quick.type,
+        "name": quick.name,
+        "description": quick.description,
+        "derived_by": quick.derived_by,
+    }
+
+
+@rpc_method("memory.reconcile", CwdParams)
+async def memory_reconcile(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
+    """Bring MEMORY.md in step with the memory files (after edits made outside memoryd)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    return await _am(daemon).reconcile_index(project)
+
+
+@rpc_method("recall", RecallParams)
+async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
+    """At most 5 memories relevant to a query (model selector, else the local ranker)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    return await recall(
+        daemon,
+        project,
+        query=params.query,
+        recent_tools=params.recent_tools,
+        already_surfaced=params.already_surfaced,
+        limit=params.limit,
+    )

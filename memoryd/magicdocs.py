@@ -1,0 +1,284 @@
+"""MagicDocs: Markdown files that keep themselves up to date from the conversation.
+
+A file whose text has a line `# MAGIC DOC: <title>` (case-insensitive) is a magic doc; an
+italic line right under that header (`_..._` or `*...*`) is its update instruction. A doc is
+registered when a client reports reading it (`after_turn.read_paths`). After a turn that ended
+without tool calls (a natural break), each doc that session registered is queued; the queue
+is worked one doc at a time. Before each update the header is re-checked — gone means the doc
+is unregistered and left untouched — and the agent that updates it may read and edit that one
+file only. A successful update is announced with `magicdoc/updated {path}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from memoryd.agent import tools as agent_tools
+from memoryd.agent.loop import AgentResult, run_agent
+from memoryd.agent.policy import AccessPolicy, real
+from memoryd.automem.extraction_prompts import render_transcript
+from memoryd.daemon.turns import Turn, after_turn_hook, last_assistant_used_tools
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.magicdocs")
+
+WORKER = "magic_docs"
+HEADER = re.compile(r"^#\s*MAGIC\s+DOC:\s*(.+)$", re.MULTILINE | re.IGNORECASE)
+_ITALIC = re.compile(r"^\s*(?:_(.+)_|\*(.+)\*)\s*$")
+SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+MAX_DOC_BYTES = 512_000
+MAX_CHECKED_PER_TURN = 500
+MAX_TURNS = 5
+MAX_TOKENS = 4096
+
+
+# -- pure ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DocHeader:
+    title: str
+    instruction: str | None
+
+
+def parse_header(text: str) -> DocHeader | None:
+    """The doc's title and italic instruction, or None when it is not a magic doc."""
+    match = HEADER.search(text)
+    if match is None:
+        return None
+    title = match.group(1).strip()
+    rest = text[match.end() :].lstrip("\r\n").splitlines()
+    instruction = None
+    if rest:
+        italic = _ITALIC.match(rest[0])
+        if italic is not None:
+            instruction = (italic.group(1) or italic.group(2)).strip()
+    return DocHeader(title, instruction)
+
+
+SYSTEM_PROMPT = """\
+You keep one living document up to date. You run in the background after a turn of a
+conversation between a user and a coding assistant; you never talk to the user. You may read
+and edit only the document you are given.
+"""
+
+_INSTRUCTION = """\
+The document `{path}` is a magic doc titled "{title}".
+{instruction_line}
+Update it so it reflects what the conversation above established that belongs in it: add new
+facts, correct what became wrong, drop what is obsolete. Keep its structure and its
+`# MAGIC DOC:` header line (and the italic line under it) exactly as they are. Prefer small Edit
+calls; do not rewrite what is still right. If the conversation adds nothing for this
+document, change nothing and reply "no update". You have at most {max_turns} turns.
+
+Current content of `{path}`:
+<document>
+{content}
+</document>
+"""
+
+
+def update_prompt(path: Path, header: DocHeader, content: str, transcript: str) -> str:
+    line = (
+        f"Its own instruction for updates: {header.instruction}"
+        if header.instruction
+        else "It has no update instruction of its own."
+    )
+    body = _INSTRUCTION.format(
+        path=path,
+        title=header.title,
+        instruction_line=line,
+        max_turns=MAX_TURNS,
+        content=content,
+    )
+    return f"<conversation>\n{transcript}\n</conversation>\n\n{body}"
+
+
+def _read_doc(path: Path) -> tuple[str, DocHeader] | None:
+    """(text, header) when `path` is a readable magic doc, else None."""
+    try:
+        if path.suffix.lower() not in SUFFIXES or not path.is_file():
+            return None
+        if path.stat().st_size > MAX_DOC_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    header = parse_header(text)
+    return (text, header) if header is not None else None
+
+
+# -- the service ---------------------------------------------------------------------------
+@dataclass
+class Doc:
+    path: Path
+    title: str
+    instruction: str | None
+    project_root: Path
+    sessions: set[str] = field(default_factory=set)
+    registered_at: float = field(default_factory=time.time)
+    updates: int = 0
+    last_updated: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "title": self.title,
+            "instruction": self.instruction,
+            "project": str(self.project_root),
+            "sessions": sorted(self.sessions),
+            "updates": self.updates,
+            "last_updated": self.last_updated,
+        }
+
+
+class MagicDocs:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.docs: dict[Path, Doc] = {}
+        self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
+        self._task: asyncio.Task[Any] | None = None
+        self.counts = {"updated": 0, "unregistered": 0, "skipped": 0}
+
+    # -- registration ------------------------------------------------------------------------
+    def _register(
+        self, turn: Turn, checked: list[tuple[Path, tuple[str, DocHeader] | None]]
+    ) -> None:
+        for path, found in checked:
+            if found is None:
+                if self.docs.pop(path, None) is not None:
+                    self.counts["unregistered"] += 1
+                continue
+            _, header = found
+            doc = self.docs.get(path)
+            if doc is None:
+                doc = Doc(path, header.title, header.instruction, turn.project.root)
+                self.docs[path] = doc
+                log.info("magic doc registered", path=str(path), title=header.title)
+            doc.title, doc.instruction = header.title, header.instruction
+            doc.sessions.add(turn.session_id)
+
+    @staticmethod
+    def _check(read_paths: tuple[str, ...]) -> list[tuple[Path, tuple[str, DocHeader] | None]]:
+        out: list[tuple[Path, tuple[str, DocHeader] | None]] = []
+        seen: set[Path] = set()
+        for raw in read_paths:
+            if len(out) >= MAX_CHECKED_PER_TURN:
+                break
+            if not raw or "\x00" in raw or not raw.startswith("/"):
+                continue
+            path = real(raw)
+            if path in seen or path.suffix.lower() not in SUFFIXES:
+                continue
+            seen.add(path)
+            out.append((path, _read_doc(path)))
+        return out
+
+    async def on_turn(self, turn: Turn) -> int:
+        if turn.read_paths:
+            checked = await asyncio.to_thread(self._check, turn.read_paths)
+            self._register(turn, checked)
+        if last_assistant_used_tools(turn.messages) or not self.daemon.model.configured:
+            return 0
+        mine = [d.path for d in self.docs.values() if turn.session_id in d.sessions]
+        for path in mine:
+            self._queue[path] = turn  # a doc already queued gets the newer transcript
+        if mine and self._task is None:
+            self._task = self.daemon.spawn(self._drain(), worker=WORKER)
+        return len(mine)
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                path, turn = self._queue.popitem(last=False)
+                await self.update(path, turn)
+        finally:
+            self._task = None
+
+    async def wait_idle(self) -> None:
+        while self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # -- one update --------------------------------------------------------------------------
+    async def update(self, path: Path, turn: Turn) -> AgentResult | None:
+        doc = self.docs.get(path)
+        if doc is None:
+            return None
+        found = await asyncio.to_thread(_read_doc, path)
+        if found is None:
+            # The header is gone (or the file): the doc stops being magic, and is not edited.
+            self.docs.pop(path, None)
+            self.counts["unregistered"] += 1
+            log.info("magic doc unregistered: header gone", path=str(path))
+            return None
+        content, header = found
+        doc.title, doc.instruction = header.title, header.instruction
+        written: list[Path] = []
+
+        async def on_write(written_path: Path) -> None:
+            written.append(written_path)
+
+        policy = AccessPolicy(read_roots=(path,), write_files=(path,), allow_shell=False)
+        result = await run_agent(
+            self.daemon,
+            feature=WORKER,
+            policy=policy,
+            system=SYSTEM_PROMPT,
+            messages=[
+                {
+                    "role": "user",
+                    "content": update_prompt(
+                        path, header, content, render_transcript(turn.messages)
+                    ),
+                }
+            ],
+            max_turns=MAX_TURNS,
+            max_tokens=MAX_TOKENS,
+            tools=[agent_tools.DEFINITIONS["Read"], agent_tools.DEFINITIONS["Edit"]],
+            on_write=on_write,
+        )
+        if written:
+            doc.updates += 1
+            doc.last_updated = time.time()
+            self.counts["updated"] += 1
+            await self.daemon.notify("magicdoc/updated", {"path": str(path)})
+        else:
+            self.counts["skipped"] += 1
+        return result
+
+    # -- views -------------------------------------------------------------------------------
+    def entries(self, project_root: Path | None = None) -> list[dict[str, Any]]:
+        return [
+            d.as_dict()
+            for d in sorted(self.docs.values(), key=lambda d: str(d.path))
+            if project_root is None or d.project_root == project_root
+        ]
+
+    def feature_status(self) -> dict[str, Any]:
+        return {
+            "magic_docs": {
+                "enabled": self.daemon.model.configured,
+                "reason": self.daemon.model.reason,
+                "registered": len(self.docs),
+                "queued": len(self._queue),
+                **self.counts,
+            }
+        }
+
+    async def close(self) -> None:
+        self._queue.clear()
+        if self._task is not None:
+            self._task.cancel()
+
+
+@after_turn_hook
+async def schedule_magic_docs(daemon: Daemon, turn: Turn) -> dict[str, Any]:
+    return {"magic_docs": await daemon.service(MagicDocs).on_turn(turn)}

@@ -1,0 +1,255 @@
+"""Compaction with the session summary, as pure planning over a transcript.
+
+The compacted transcript is: a boundary marker, the summary as a user message, then the most
+recent messages — at least MIN_KEEP_TOKENS and MIN_KEEP_TEXT_MESSAGES messages with text, at
+most MAX_KEEP_TOKENS — never starting with a tool result whose call was dropped. Messages the
+summary does not cover yet are kept when they fit, so nothing said since the last update is
+lost. Planning reads only the tail it keeps, so it costs the same on a 5M-token transcript as
+on a 50k one (the per-message estimates come from the caller's cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memoryd.llm.tokens import CHARS_PER_TOKEN, estimate_messages, estimate_text
+
+MIN_KEEP_TOKENS = 10_000
+MIN_KEEP_TEXT_MESSAGES = 5
+MAX_KEEP_TOKENS = 40_000
+MAX_SECTION_TOKENS = 2_000
+# Ten sections at the section cap, plus headings: a summary past this is cut as a whole.
+MAX_SUMMARY_TOKENS = 24_000
+
+BOUNDARY_TAG = "[memoryd:compact_boundary]"
+SECTION_CUT_NOTE = "[... section cut for length; the full notes are in {path} ...]"
+
+Message = Mapping[str, Any]
+
+
+# -- the summary ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CutSummary:
+    text: str
+    cut_sections: tuple[str, ...]  # headings of the sections that were shortened
+
+
+def _cut_lines(lines: list[str], budget: int) -> list[str]:
+    """The longest run of whole lines from the top within `budget` tokens (a line at worst)."""
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = estimate_text(line) + 1
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    if not kept and lines:
+        # A single line over the budget: cut inside it rather than drop the section whole.
+        kept.append(lines[0][: budget * CHARS_PER_TOKEN])
+    return kept
+
+
+def cut_long_sections(summary: str, path: str, max_tokens: int = MAX_SECTION_TOKENS) -> CutSummary:
+    """Shorten every `#` section whose body is over ~`max_tokens`, at a line boundary."""
+    out: list[str] = []
+    cut: list[str] = []
+    heading: str | None = None
+    body: list[str] = []
+
+    def flush() -> None:
+        if heading is not None:
+            out.append(heading)
+        if estimate_text("\n".join(body)) > max_tokens:
+            out.extend(_cut_lines(body, max_tokens))
+            out.append(SECTION_CUT_NOTE.format(path=path))
+            cut.append(heading.lstrip("#").strip() if heading else "(preamble)")
+        else:
+            out.extend(body)
+
+    for line in summary.splitlines():
+        if line.startswith("# ") or line == "#":
+            flush()
+            heading, body = line, []
+        else:
+            body.append(line)
+    flush()
+    if estimate_text("\n".join(out)) > MAX_SUMMARY_TOKENS:
+        # Many sections (a user template may have dozens): cut the whole at a line boundary.
+        out = [*_cut_lines(out, MAX_SUMMARY_TOKENS), SECTION_CUT_NOTE.format(path=path)]
+        cut.append("(whole summary)")
+    return CutSummary("\n".join(out).strip("\n") + "\n", tuple(cut))
+
+
+def boundary_message(tokens_before: int, dropped: int, kept: int) -> dict[str, Any]:
+    text = (
+        f"{BOUNDARY_TAG} The {dropped} earlier messages of this conversation "
+        f"(~{tokens_before:,} tokens in all) were compacted. The session summary follows, "
+        f"then the {kept} most recent messages unchanged."
+    )
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def summary_message(summary: str, path: str) -> dict[str, Any]:
+    text = (
+        "This session continues a conversation that ran out of context. Below are the "
+        "session notes kept while it ran; they describe the work so far and what comes next. "
+        "Carry on from them without asking the user to repeat anything.\n\n"
+        f"<session-notes>\n{summary.rstrip()}\n</session-notes>\n\n"
+        f"The full, uncut notes are in {path}; read that file if you need a detail "
+        "(an exact command, error text, or value) the notes above leave out."
+    )
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+# -- the window of recent messages ---------------------------------------------------------
+def has_text(message: Message) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        return any(
+            isinstance(b, Mapping)
+            and b.get("type") == "text"
+            and isinstance(b.get("text"), str)
+            and b["text"].strip()
+            for b in content
+        )
+    return False
+
+
+def _blocks(message: Message) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, Mapping)]
+
+
+def tool_use_ids(message: Message) -> set[str]:
+    return {
+        b["id"]
+        for b in _blocks(message)
+        if b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    }
+
+
+def tool_result_ids(message: Message) -> set[str]:
+    return {
+        b["tool_use_id"]
+        for b in _blocks(message)
+        if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+    }
+
+
+@dataclass(frozen=True)
+class Window:
+    start: int  # messages[start:] are kept
+    tokens: int  # their estimated size
+    text_messages: int
+    moved_for_tools: int  # how far the start moved to keep calls with their results (+/-)
+
+
+def _dangling(messages: Sequence[Message], start: int) -> dict[str, int]:
+    """Tool results in messages[start:] whose call is not there: id -> index of the result."""
+    uses: set[str] = set()
+    results: dict[str, int] = {}
+    for index in range(start, len(messages)):
+        message = messages[index]
+        uses |= tool_use_ids(message)
+        for tool_id in tool_result_ids(message):
+            results.setdefault(tool_id, index)
+    return {k: v for k, v in results.items() if k not in uses}
+
+
+def _find_calls(messages: Sequence[Message], start: int, wanted: set[str]) -> dict[str, int]:
+    """Where (before `start`) each wanted tool call is; ids never called are left out."""
+    found: dict[str, int] = {}
+    for index in range(start - 1, -1, -1):
+        for tool_id in tool_use_ids(messages[index]) & wanted:
+            found.setdefault(tool_id, index)
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def plan_window(
+    messages: Sequence[Message],
+    per_message: Sequence[int],
+    summarized: int | None = None,
+    *,
+    min_tokens: int = MIN_KEEP_TOKENS,
+    min_text: int = MIN_KEEP_TEXT_MESSAGES,
+    max_tokens: int = MAX_KEEP_TOKENS,
+) -> Window:
+    """Which recent messages to keep. `summarized`: how many leading messages the summary covers."""
+    n = len(messages)
+    must_reach = n if summarized is None or not 0 <= summarized <= n else summarized
+    start, tokens, texts = n, 0, 0
+    while start > 0:
+        if tokens >= min_tokens and texts >= min_text and start <= must_reach:
+            break
+        if tokens + per_message[start - 1] > max_tokens:
+            break
+        start -= 1
+        tokens += per_message[start]
+        texts += has_text(messages[start])
+    planned = start
+
+    # Keep each tool call with its result: pull the call in when it fits, else drop the result.
+    forward_only = False
+    orphans: set[str] = set()
+    while True:
+        dangling = {k: v for k, v in _dangling(messages, start).items() if k not in orphans}
+        if not dangling:
+            break
+        calls = _find_calls(messages, start, set(dangling))
+        orphans |= set(dangling) - set(calls)  # results with no call anywhere stay as they are
+        dangling = {k: v for k, v in dangling.items() if k in calls}
+        if not dangling:
+            break
+        earliest = min(calls[k] for k in dangling)
+        extra = sum(per_message[earliest:start])
+        if not forward_only and tokens + extra <= max_tokens:
+            for index in range(earliest, start):
+                texts += has_text(messages[index])
+            start, tokens = earliest, tokens + extra
+            continue
+        forward_only = True
+        new_start = max(dangling.values()) + 1
+        for index in range(start, new_start):
+            tokens -= per_message[index]
+            texts -= has_text(messages[index])
+        start = new_start
+    return Window(start, tokens, texts, start - planned)
+
+
+@dataclass(frozen=True)
+class Plan:
+    messages: list[dict[str, Any]]
+    window: Window
+    tokens_before: int
+    tokens_after: int
+    summary: str  # the summary as it went into the summary message (long sections cut)
+    cut_sections: tuple[str, ...]
+
+
+def plan_compaction(
+    messages: Sequence[dict[str, Any]],
+    per_message: Sequence[int],
+    summary: str,
+    summary_path: str,
+    summarized: int | None = None,
+) -> Plan:
+    """The compacted transcript: boundary marker, summary message, recent messages."""
+    window = plan_window(messages, per_message, summarized)
+    cut = cut_long_sections(summary, summary_path)
+    tokens_before = sum(per_message)
+    head = [
+        boundary_message(tokens_before, window.start, len(messages) - window.start),
+        summary_message(cut.text, summary_path),
+    ]
+    kept = list(messages[window.start :])
+    tokens_after = window.tokens + estimate_messages(head)
+    return Plan(head + kept, window, tokens_before, tokens_after, cut.text, cut.cut_sections)

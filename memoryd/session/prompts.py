@@ -1,0 +1,159 @@
+"""What the summary-updating agent is told, and the transcript it is shown (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memoryd.session.compaction import plan_window
+
+# Past this size only the most recent part of the transcript is shown to the updating agent,
+# so a very long session never produces a request over the model's context window.
+UPDATE_INPUT_TOKENS = 120_000
+
+KNOWN_BLOCKS = frozenset(
+    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
+)
+
+UPDATE_INSTRUCTIONS = """\
+You are now keeping the session notes for the conversation above. This is a bookkeeping \
+step, not a request from the user: do not answer or continue the conversation itself.
+
+The notes file is {path}. Its current content:
+
+<current-notes>
+{notes}
+</current-notes>
+
+Update the notes so that someone who sees only this file could pick the work up exactly \
+where it stands now. Rules:
+- Change the file only with the Edit tool, and only this one file. Do not read or write \
+anything else.
+- Keep every section heading and the italic line under it exactly as they are; write \
+beneath the italic line. Leave a section without notes as it is.
+- "Current State" must describe the latest state: what is in progress, what is left, the \
+next step. Rewrite it rather than append to it.
+- Be specific and dense: file paths, function names, exact commands, exact error messages, \
+numbers. No filler, no repetition between sections.
+- Keep each section well under ~2,000 tokens; condense older detail as it grows. The \
+Worklog gets one terse line per step.
+- Never copy secrets (keys, tokens, passwords) into the notes.
+- Do not mention these instructions in the notes.
+When the notes are up to date, stop without further tool calls.
+"""
+
+
+def update_prompt(path: str, notes: str) -> str:
+    return UPDATE_INSTRUCTIONS.format(path=path, notes=notes.rstrip())
+
+
+def _clean_block(block: Any) -> Any:
+    if isinstance(block, Mapping) and block.get("type") in KNOWN_BLOCKS:
+        if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+            return {**block, "content": [_clean_block(b) for b in block["content"]]}
+        return block
+    kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+    return {"type": "text", "text": f"[a content block of type {kind!r} was left out]"}
+
+
+def _clean(message: Mapping[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, list):
+        return {"role": message.get("role"), "content": [_clean_block(b) for b in content]}
+    return {"role": message.get("role"), "content": content if content is not None else ""}
+
+
+def _uses(message: Mapping[str, Any]) -> list[str]:
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        b["id"]
+        for b in content
+        if isinstance(b, Mapping) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    ]
+
+
+def _as_list(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    return [{"type": "text", "text": content}] if isinstance(content, str) and content else []
+
+
+def _placeholder(tool_id: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_id,
+        "content": "[no result in the transcript]",
+    }
+
+
+def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make every tool call answered by the next message and every result answer a call.
+
+    The API rejects a request otherwise. A result whose call is not in the message before it
+    becomes a text note; a call without a result gets a placeholder result. Messages that
+    already pair up are passed through untouched (the prompt cache keeps hitting).
+    """
+    out: list[dict[str, Any]] = []
+    for message in convo:
+        wanted = _uses(out[-1]) if out else []
+        if message.get("role") == "user":
+            content = _as_list(message.get("content"))
+            answered = set()
+            fixed: list[Any] = []
+            for block in content:
+                if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                    tool_id = block.get("tool_use_id")
+                    if tool_id in wanted and tool_id not in answered:
+                        answered.add(tool_id)
+                        fixed.append(block)
+                        continue
+                    fixed.append(
+                        {"type": "text", "text": f"[a tool result for an unknown call {tool_id!r}]"}
+                    )
+                    continue
+                fixed.append(block)
+            missing = [_placeholder(t) for t in wanted if t not in answered]
+            if missing or fixed != content:
+                message = {"role": "user", "content": missing + fixed}
+        elif wanted:
+            out.append({"role": "user", "content": [_placeholder(t) for t in wanted]})
+        out.append(message)
+    if out and _uses(out[-1]):
+        out.append({"role": "user", "content": [_placeholder(t) for t in _uses(out[-1])]})
+    return out
+
+
+def agent_messages(
+    messages: Sequence[Mapping[str, Any]], per_message: Sequence[int], prompt: str
+) -> list[dict[str, Any]]:
+    """The transcript (or its recent part) plus the update request, valid for the API.
+
+    Block types the API would reject are replaced by a short note, tool calls and results
+    are paired up (`repair_tool_pairs`), and the request goes last, as a user message.
+    """
+    start = 0
+    if sum(per_message) > UPDATE_INPUT_TOKENS:
+        start = plan_window(
+            messages,
+            per_message,
+            None,
+            min_tokens=UPDATE_INPUT_TOKENS,
+            min_text=0,
+            max_tokens=UPDATE_INPUT_TOKENS,
+        ).start
+    convo = [_clean(m) for m in messages[start:]]
+    if start > 0 or (convo and convo[0].get("role") != "user"):
+        convo.insert(
+            0, {"role": "user", "content": "[earlier parts of this conversation are omitted]"}
+        )
+    convo = repair_tool_pairs(convo)
+    request = {"type": "text", "text": prompt}
+    if convo and convo[-1].get("role") == "user":
+        # Same role twice in a row is merged into one message rather than sent as two.
+        last = convo[-1]
+        convo[-1] = {"role": "user", "content": [*_as_list(last.get("content")), request]}
+    else:
+        convo.append({"role": "user", "content": [request]})
+    return convo

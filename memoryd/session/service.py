@@ -1,0 +1,358 @@
+"""`SessionMemory`: the daemon service behind Layer 3 (session summary and `compact`).
+
+Per session it keeps the token counter (cached per-message estimates + usage correction),
+the thresholds state (persisted, see `state`), and at most one running summary update. An
+update copies the summary to a draft, lets an agent that may edit only that draft bring it up
+to date, then replaces the summary atomically — so a crash mid-update leaves the previous
+summary whole. Turns that qualify while an update runs are coalesced into one follow-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from memoryd import fsutil, paths
+from memoryd.agent.loop import run_agent
+from memoryd.agent.policy import AccessPolicy
+from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.llm.tokens import TokenCounter
+from memoryd.rules.service import drop_instruction_cache
+from memoryd.session import compaction, prompts, state, thresholds
+from memoryd.session.template import Template, is_empty_summary, load_template
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+    from memoryd.daemon.projects import Project
+
+log = structlog.get_logger("memoryd.session")
+
+FEATURE = "session_memory"
+WAIT_FOR_UPDATE_S = 15.0
+DEAD_UPDATE_S = 60.0
+MAX_SUMMARY_CHARS = 400_000
+# compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
+MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
+MAX_SESSIONS_IN_MEMORY = 256
+AGENT_MAX_TURNS = 5
+AGENT_MAX_TOKENS = 4_096
+
+
+@dataclass
+class Session:
+    project: Project
+    record: state.SessionRecord
+    counter: TokenCounter
+    summary_path: Path
+    running: asyncio.Task[Any] | None = None
+    update_started: float | None = None  # monotonic start of the update in progress
+    pending: Turn | None = None  # the latest turn that asked for an update while one ran
+    waiters: int = 0  # compact calls working on this session (it must not be evicted)
+    # Bumped by each compaction: an update that started before one must not record its
+    # message index, which counts messages of the transcript that was replaced.
+    generation: int = 0
+
+    @property
+    def busy(self) -> bool:
+        return self.running is not None and not self.running.done()
+
+
+class SessionMemory:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
+
+    # -- sessions -------------------------------------------------------------------------
+    def summary_path(self, project: Project, session_id: str) -> Path:
+        return (
+            paths.config_dir()
+            / "projects"
+            / project.key
+            / session_id
+            / "session-memory"
+            / "summary.md"
+        )
+
+    def session(self, project: Project, session_id: str) -> Session:
+        """The in-memory session, loaded from its persisted record on first use."""
+        key = (project.key, session_id)
+        found = self._sessions.get(key)
+        if found is not None:
+            self._sessions.move_to_end(key)
+            return found
+        record, problem = state.load(project.key, session_id)
+        if problem is not None:
+            log.warning("session state reset", session_id=session_id, problem=problem)
+        found = Session(
+            project=project,
+            record=record,
+            counter=TokenCounter(offset=record.token_offset),
+            summary_path=self.summary_path(project, session_id),
+        )
+        self._sessions[key] = found
+        self._evict()
+        return found
+
+    def _evict(self) -> None:
+        # Least recently used first; a session with an update running or a waiter stays.
+        for key in list(self._sessions):
+            if len(self._sessions) <= MAX_SESSIONS_IN_MEMORY:
+                break
+            candidate = self._sessions[key]
+            if not candidate.busy and candidate.waiters == 0:
+                self._persist(candidate)  # keeps the latest usage correction
+                del self._sessions[key]
+
+    def _persist(self, session: Session) -> None:
+        session.record.token_offset = session.counter.offset
+        try:
+            state.save(session.record)
+        except OSError as exc:
+            # Losing the thresholds state costs at most one early or late update: log, go on.
+            log.warning(
+                "cannot save session state", session_id=session.record.session_id, error=str(exc)
+            )
+
+    # -- after_turn -----------------------------------------------------------------------
+    def count_tokens(
+        self,
+        project: Project,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        usage: Mapping[str, Any] | None,
+    ) -> int:
+        """The conversation's corrected size; per-message estimates are cached per session."""
+        tokens, _ = self.session(project, session_id).counter.count(messages, usage)
+        return tokens
+
+    async def on_turn(self, turn: Turn) -> dict[str, Any]:
+        """Bookkeeping for one finished turn; starts an update when the thresholds say so."""
+        session = self.session(turn.project, turn.session_id)
+        if not self.daemon.model.configured:
+            return {"session_memory": False, "tokens": turn.tokens}
+        before = session.record.thresholds
+        decision = thresholds.decide(before, turn.messages, turn.tokens)
+        if decision.state != before:
+            session.record.thresholds = decision.state
+            self._persist(session)
+        if not decision.update:
+            return {"session_memory": False, "tokens": turn.tokens}
+        if session.busy:
+            session.pending = turn  # the running update picks up the latest turn next
+        else:
+            session.running = self.daemon.spawn(self._run_updates(session, turn), worker=FEATURE)
+        return {"session_memory": True, "tokens": turn.tokens}
+
+    async def _run_updates(self, session: Session, turn: Turn) -> None:
+        next_turn: Turn | None = turn
+        while next_turn is not None:
+            session.pending = None
+            session.update_started = time.monotonic()
+            try:
+                await self.update_summary(session, next_turn)
+            finally:
+                session.update_started = None
+            next_turn = session.pending
+
+    # -- the update -----------------------------------------------------------------------
+    def ensure_summary(self, session: Session) -> Template:
+        """Create the summary from the template when missing (dirs 0700, file 0600)."""
+        template = load_template()
+        if template.warning is not None:
+            log.warning("session template not used", reason=template.warning)
+        path = session.summary_path
+        if not path.exists():
+            _private_dirs(paths.config_dir() / "projects", path.parent)
+            fsutil.create_exclusive(path, template.text)
+        return template
+
+    async def update_summary(self, session: Session, turn: Turn) -> bool:
+        """Run one update; True when the summary changed."""
+        record = session.record
+        generation = session.generation
+        await asyncio.to_thread(self.ensure_summary, session)
+        path = session.summary_path
+        current = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        draft = path.with_name(".summary.draft.md")
+        await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
+        try:
+            per = session.counter.per_message(turn.messages)
+            result = await run_agent(
+                self.daemon,
+                feature=FEATURE,
+                policy=AccessPolicy(read_roots=(), write_files=(draft,), allow_shell=False),
+                system=turn.system,
+                messages=prompts.agent_messages(
+                    turn.messages, per, prompts.update_prompt(str(draft), current)
+                ),
+                model=turn.model,
+                max_turns=AGENT_MAX_TURNS,
+                max_tokens=AGENT_MAX_TOKENS,
+                tools=_agent_tools(turn.tools),
+            )
+            if result.stop_reason in ("error", "cancelled"):
+                record.last_error = result.error or result.stop_reason
+                self._persist(session)
+                return False
+            updated = await asyncio.to_thread(draft.read_text, encoding="utf-8")
+            changed = updated != current
+            if changed and (not updated.strip() or len(updated) > MAX_SUMMARY_CHARS):
+                record.last_error = "the agent left the notes empty or oversized; kept the old ones"
+                self._persist(session)
+                await self.daemon.report_worker_error(FEATURE, record.last_error)
+                return False
+            if changed:
+                await asyncio.to_thread(fsutil.atomic_write_text, path, updated)
+            if generation == session.generation:
+                record.summarized_messages = len(turn.messages)
+            record.updates += 1
+            record.last_update_at = time.time()
+            record.last_error = None
+            self._persist(session)
+        finally:
+            with contextlib.suppress(OSError):
+                draft.unlink()
+        if changed:
+            self.daemon.counters[f"{FEATURE}.updates"] += 1
+            await self.daemon.notify(
+                "session/summary_updated",
+                {"session_id": record.session_id, "path": str(path)},
+            )
+        return changed
+
+    async def wait_idle(self, session: Session, wait_s: float = WAIT_FOR_UPDATE_S) -> str:
+        """Wait for the update in flight: "idle", "waited", "timeout", or "dead" (too old)."""
+        task = session.running
+        if task is None or task.done():
+            return "idle"
+        started = session.update_started
+        if started is not None and time.monotonic() - started > DEAD_UPDATE_S:
+            return "dead"
+        done, _ = await asyncio.wait({task}, timeout=wait_s)
+        return "waited" if done else "timeout"
+
+    # -- compact --------------------------------------------------------------------------
+    async def compact(
+        self, project: Project, session_id: str, messages: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        session = self.session(project, session_id)
+        session.waiters += 1  # pinned: not evicted while compact works on it
+        try:
+            return await self._compact(session, project, messages)
+        finally:
+            session.waiters -= 1
+
+    async def _compact(
+        self, session: Session, project: Project, messages: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        path = session.summary_path
+        unchanged: dict[str, Any] = {
+            "messages": messages,
+            "used_session_memory": False,
+            "summary_path": str(path),
+        }
+        if not messages:
+            return {**unchanged, "reason": "empty_transcript"}
+        waited = await self.wait_idle(session)
+        try:
+            summary = await asyncio.to_thread(_read_summary, path)
+        except FileNotFoundError:
+            return {**unchanged, "reason": "no_summary", "waited": waited}
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("cannot read session summary", path=str(path), error=str(exc))
+            return {**unchanged, "reason": "unreadable_summary", "waited": waited}
+        if is_empty_summary(summary, (load_template().text,)):
+            return {**unchanged, "reason": "empty_summary", "waited": waited}
+
+        record = session.record
+        per = session.counter.per_message(messages)
+        plan = compaction.plan_compaction(
+            messages, per, summary, str(path), record.summarized_messages
+        )
+        # The summary covers the head; kept messages it already covered count as covered.
+        covered = record.summarized_messages
+        summarized = 2 + (max(0, covered - plan.window.start) if covered is not None else 0)
+        record.thresholds = thresholds.after_compaction(
+            session.counter.corrected(plan.tokens_after), summarized
+        )
+        record.summarized_messages = summarized
+        record.compactions += 1
+        session.generation += 1
+        self._persist(session)
+        # Edited instruction files are reloaded; the session's touched paths are kept, so
+        # conditional and nested rules active before compaction stay active after it.
+        drop_instruction_cache(self.daemon, project.root)
+        self.daemon.counters[f"{FEATURE}.compactions"] += 1
+        return {
+            "messages": plan.messages,
+            "used_session_memory": True,
+            "reason": None,
+            "summary_path": str(path),
+            "waited": waited,
+            "tokens_before": plan.tokens_before,
+            "tokens_after": plan.tokens_after,
+            "kept_messages": len(messages) - plan.window.start,
+            "summary": plan.summary,
+            "cut_sections": list(plan.cut_sections),
+        }
+
+    # -- status ---------------------------------------------------------------------------
+    def feature_status(self) -> dict[str, Any]:
+        model = self.daemon.model
+        return {
+            FEATURE: {
+                "enabled": model.configured,
+                "reason": None if model.configured else model.reason,
+                "compact": True,
+            }
+        }
+
+    def status_extra(self) -> dict[str, int]:
+        return {
+            "sessions": len(self._sessions),
+            "session_updates_running": sum(1 for s in self._sessions.values() if s.busy),
+        }
+
+
+def _read_summary(path: Path) -> str:
+    """The summary text; of an oversized file only the head, cut at a line boundary."""
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_SUMMARY_READ_BYTES + 1)
+    if len(raw) > MAX_SUMMARY_READ_BYTES:
+        raw = raw[: raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES) + 1]
+    return raw.decode("utf-8")
+
+
+def _agent_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """The main conversation's tools (prompt-cache reuse) when they include Edit, else None
+    (the daemon's own definitions): the agent cannot do its job without Edit."""
+    if tools and any(isinstance(t, Mapping) and t.get("name") == "Edit" for t in tools):
+        return tools
+    return None
+
+
+def _private_dirs(base: Path, leaf: Path) -> None:
+    """Create `leaf` and its missing parents below `base`, each 0700 (existing ones untouched
+    except the session's own dirs, which are tightened)."""
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    relative = leaf.relative_to(base)
+    current = base
+    for index, part in enumerate(relative.parts):
+        current = current / part
+        if index == 0:
+            current.mkdir(exist_ok=True, mode=0o700)  # projects/<key>: shared with auto memory
+        else:
+            fsutil.ensure_private_dir(current)
+
+
+@after_turn_hook
+async def session_memory_hook(daemon: Daemon, turn: Turn) -> dict[str, Any]:
+    return await daemon.service(SessionMemory).on_turn(turn)

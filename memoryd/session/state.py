@@ -1,0 +1,102 @@
+"""What a session's summary bookkeeping must remember across daemon restarts.
+
+One small JSON file per session under memoryd's own state dir
+(`<state>/sessions/<project key>/<session id>.json`, dirs 0700, file 0600), replaced
+atomically. A missing or unreadable file means a fresh session; it never stops the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd import fsutil, paths
+from memoryd.session.thresholds import ThresholdState
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class SessionRecord:
+    session_id: str
+    project_key: str
+    thresholds: ThresholdState = field(default_factory=ThresholdState)
+    # How many leading transcript messages the summary covers (None: no summary written yet).
+    summarized_messages: int | None = None
+    token_offset: int = 0  # the usage correction (see memoryd.llm.tokens.TokenCounter)
+    updates: int = 0
+    last_update_at: float | None = None  # wall clock, seconds
+    last_error: str | None = None
+    compactions: int = 0
+
+
+def sessions_root() -> Path:
+    return paths.state_dir() / "sessions"
+
+
+def record_path(project_key: str, session_id: str) -> Path:
+    return sessions_root() / project_key / f"{session_id}.json"
+
+
+def to_json(record: SessionRecord) -> str:
+    data = asdict(record)
+    data["version"] = FORMAT_VERSION
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return (
+        value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+    )
+
+
+def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
+    """Parse a record; fields that are missing or malformed fall back to their defaults."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("a session record must be a JSON object")
+    raw = data.get("thresholds")
+    thresholds = raw if isinstance(raw, dict) else {}
+    summarized = data.get("summarized_messages")
+    last_update = data.get("last_update_at")
+    last_error = data.get("last_error")
+    offset = data.get("token_offset")
+    return SessionRecord(
+        session_id=session_id,
+        project_key=project_key,
+        thresholds=ThresholdState(
+            initialized=thresholds.get("initialized") is True,
+            tokens_at_last_update=_int(thresholds.get("tokens_at_last_update")),
+            messages_at_last_update=_int(thresholds.get("messages_at_last_update")),
+        ),
+        summarized_messages=_int(summarized) if summarized is not None else None,
+        token_offset=offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
+        updates=_int(data.get("updates")),
+        last_update_at=float(last_update) if isinstance(last_update, int | float) else None,
+        last_error=last_error if isinstance(last_error, str) else None,
+        compactions=_int(data.get("compactions")),
+    )
+
+
+def load(project_key: str, session_id: str) -> tuple[SessionRecord, str | None]:
+    """The stored record (or a fresh one) and, when the file was unusable, why."""
+    path = record_path(project_key, session_id)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return SessionRecord(session_id, project_key), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return SessionRecord(session_id, project_key), f"cannot read {path}: {exc}"
+    try:
+        return from_json(text, session_id, project_key), None
+    except ValueError as exc:
+        return SessionRecord(session_id, project_key), f"ignoring corrupt {path}: {exc}"
+
+
+def save(record: SessionRecord) -> None:
+    path = record_path(record.project_key, record.session_id)
+    fsutil.ensure_private_dir(sessions_root())
+    fsutil.ensure_private_dir(path.parent)
+    fsutil.atomic_write_text(path, to_json(record))

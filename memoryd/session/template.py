@@ -1,0 +1,103 @@
+"""The session summary template, and telling a summary with content from a bare template.
+
+The built-in template has SPEC.md's ten sections in order, each a `# Heading` line followed
+by a one-line italic description. A user template (`<config>/session-memory/config/template.md`)
+replaces it when it is a readable, non-empty UTF-8 text file of reasonable size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd import paths
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("Session Title", "A short, specific title for this session (5-10 words)."),
+    ("Current State", "What is being worked on right now, what is unfinished, the next steps."),
+    ("Task specification", "What the user asked for, with their constraints and design choices."),
+    ("Files and Functions", "The files and functions that matter here, and why each one does."),
+    ("Workflow", "Commands run and the order they are run in; how output is read."),
+    ("Errors & Corrections", "Errors hit and how they were fixed; approaches the user rejected."),
+    (
+        "Codebase and System Documentation",
+        "How the relevant parts of the system fit together.",
+    ),
+    ("Learnings", "What worked, what did not, what to avoid next time."),
+    ("Key results", "Exact outputs the user asked for: answers, tables, figures, decisions."),
+    ("Worklog", "Terse step-by-step log of what was done, oldest first."),
+)
+
+MAX_TEMPLATE_BYTES = 64 * 1024
+
+
+def builtin_template() -> str:
+    return "\n".join(f"# {title}\n_{description}_\n" for title, description in SECTIONS)
+
+
+def user_template_path() -> Path:
+    return paths.config_dir() / "session-memory" / "config" / "template.md"
+
+
+@dataclass(frozen=True)
+class Template:
+    text: str
+    source: str  # "builtin" or the user template's path
+    warning: str | None = None  # why the user template was not used
+
+
+def load_template() -> Template:
+    """The user template when usable, else the built-in one (with the reason)."""
+    path = user_template_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Template(builtin_template(), "builtin")
+    except OSError as exc:
+        return Template(builtin_template(), "builtin", f"cannot read {path}: {exc.strerror}")
+    if len(raw) > MAX_TEMPLATE_BYTES:
+        return Template(builtin_template(), "builtin", f"{path} is over {MAX_TEMPLATE_BYTES} bytes")
+    if b"\x00" in raw:
+        return Template(builtin_template(), "builtin", f"{path} is not a text file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Template(builtin_template(), "builtin", f"{path} is not UTF-8")
+    if not text.strip():
+        return Template(builtin_template(), "builtin", f"{path} is empty")
+    return Template(text if text.endswith("\n") else text + "\n", str(path))
+
+
+_HEADING = re.compile(r"^#{1,6}\s+\S")
+_ITALIC = re.compile(r"^(_[^_].*_|\*[^*].*\*)$")
+
+
+def _skeleton_lines(template: str) -> set[str]:
+    return {line.strip() for line in template.splitlines() if line.strip()}
+
+
+def is_empty_summary(text: str, templates: tuple[str, ...] = ()) -> bool:
+    """True when `text` holds nothing beyond a template: no line of real notes.
+
+    A line counts as template when it is blank, a heading, an italic line right under a
+    heading (a section description), or any line of one of the given templates (a user
+    template may carry other boilerplate).
+    """
+    skeleton: set[str] = set()
+    for template in (builtin_template(), *templates):
+        skeleton |= _skeleton_lines(template)
+    after_heading = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _HEADING.match(stripped):
+            after_heading = True
+            continue
+        # An italic line right under a heading is that section's description, not a note.
+        if stripped in skeleton or (after_heading and _ITALIC.match(stripped)):
+            after_heading = False
+            continue
+        return False
+    return True

@@ -1,0 +1,55 @@
+"""The transcript and usage fields of `after_turn` / `compact`, checked at the RPC boundary.
+
+A transcript is a list of Anthropic-format messages: role `user` or `assistant`, content a
+string or a list of blocks, each block an object with a string `type`. Block types we do not
+know are accepted (kept and counted); everything else is an InvalidParams naming the index.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+ROLES = ("user", "assistant")
+MAX_MESSAGES = 1_000_000
+
+
+def check_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ROLES:
+            raise ValueError(
+                f"messages[{index}].role: unknown role {role!r}; expected 'user' or 'assistant'"
+            )
+        content = message.get("content")
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            raise ValueError(
+                f"messages[{index}].content: must be a string or a list of content blocks, "
+                f"got {type(content).__name__}"
+            )
+        for position, block in enumerate(content):
+            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+                raise ValueError(
+                    f"messages[{index}].content[{position}]: a content block must be an object "
+                    "with a string 'type'"
+                )
+    return messages
+
+
+Messages = Annotated[
+    list[dict[str, Any]], Field(max_length=MAX_MESSAGES), AfterValidator(check_messages)
+]
+
+
+class Usage(BaseModel):
+    """A model response's `usage`; other fields the provider adds are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_creation_input_tokens: int | None = Field(default=None, ge=0)
+    cache_read_input_tokens: int | None = Field(default=None, ge=0)

@@ -1,0 +1,268 @@
+"""run_agent against the scripted fake Messages API, through the daemon's real ModelClient."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.agent.loop import ExtraTool, run_agent
+from memoryd.agent.policy import AccessPolicy
+from tests.conftest import DaemonHandle
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+
+USER = [{"role": "user", "content": "remember things"}]
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    project = tmp_path / "project"
+    memory = tmp_path / "memory"
+    project.mkdir()
+    memory.mkdir()
+    (project / "README.md").write_text("hello project\n")
+    return project, memory
+
+
+async def _errors(handle: DaemonHandle) -> Any:
+    client = await handle.client()
+    await client.call("subscribe", {"events": ["worker/error"]})
+    return client
+
+
+def _drain(client: Any) -> list[dict[str, Any]]:
+    out = []
+    while not client.notifications.empty():
+        out.append(client.notifications.get_nowait()["params"])
+    return out
+
+
+async def test_reads_then_writes_and_calls_the_hooks(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, memory = dirs
+    target = memory / "user_role.md"
+    target.write_text("old")
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(project / "README.md")})]),
+        tool_use_reply([("Write", {"file_path": str(target), "content": "new"})]),
+        text_reply("saved one memory", input_tokens=7, output_tokens=3),
+    )
+    events: list[tuple[str, Path, str]] = []
+
+    async def before(path: Path) -> None:
+        events.append(("before", path, path.read_text()))
+
+    async def after(path: Path) -> None:
+        events.append(("after", path, path.read_text()))
+
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,), write_roots=(memory,)),
+        system="you are a test",
+        messages=USER,
+        before_write=before,
+        on_write=after,
+        write_lock=asyncio.Lock(),
+    )
+    assert result.stop_reason == "end_turn"
+    assert result.turns == 3
+    assert result.tool_calls == 2
+    assert result.written == [target]
+    assert result.final_text == "saved one memory"
+    assert result.usage["input_tokens"] == 100 + 100 + 7
+    assert events == [("before", target, "old"), ("after", target, "new")]
+    requests = fake_model.message_requests()
+    # The tool result of the Read went back to the model, numbered like Claude Code's Read.
+    second = requests[1].json["messages"]
+    assert second[-1]["content"][0]["content"] == "     1\thello project"
+    assert second[-1]["content"][0]["tool_use_id"] == second[-2]["content"][0]["id"]
+    assert requests[0].json["system"] == "you are a test"
+    assert [t["name"] for t in requests[0].json["tools"]] == [
+        "Read", "Grep", "Glob", "Bash", "Edit", "Write",
+    ]  # fmt: skip
+    usage = daemon_with_model.daemon.model.status()["usage"]["test_agent"]
+    assert usage["calls"] == 3
+
+
+async def test_writes_outside_the_memory_dir_are_denied(
+    daemon_with_model: DaemonHandle,
+    fake_model: FakeMessagesAPI,
+    dirs: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    project, memory = dirs
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (memory / "escape").symlink_to(outside)
+    home_rc = tmp_path / ".bashrc"
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                ("Write", {"file_path": str(memory / ".." / ".bashrc"), "content": "evil"}),
+                ("Write", {"file_path": str(memory / "escape" / "x.md"), "content": "evil"}),
+                ("Write", {"file_path": "/etc/passwd", "content": "evil"}),
+                ("Edit", {"file_path": "/etc/passwd", "old_string": "root", "new_string": "x"}),
+                ("Write", {"file_path": "../../.bashrc", "content": "evil"}),
+            ]
+        ),
+        text_reply("done"),
+    )
+    client = await _errors(daemon_with_model)
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,), write_roots=(memory,)),
+        system=None,
+        messages=USER,
+    )
+    await asyncio.sleep(0.05)
+    assert result.written == []
+    assert len(result.denied) == 5
+    assert not home_rc.exists()
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / ".bashrc").exists()
+    results = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert all(r["is_error"] and r["content"].startswith("Permission denied") for r in results)
+    notes = _drain(client)
+    assert len(notes) == 5
+    assert all(n["worker"] == "test_agent" and "denied" in n["message"] for n in notes)
+    assert daemon_with_model.daemon.counters["test_agent.denied"] == 5
+    assert daemon_with_model.daemon.worker_errors["test_agent"] == 5
+    await client.close()
+
+
+async def test_dangerous_shell_commands_are_denied(
+    daemon_with_model: DaemonHandle,
+    fake_model: FakeMessagesAPI,
+    dirs: tuple[Path, Path],
+) -> None:
+    project, memory = dirs
+    keep = memory / "keep.md"
+    keep.write_text("keep")
+    commands = [
+        f"rm -rf {memory}",
+        f"cat {keep} > {project / 'y'}",
+        f"ls; rm {keep}",
+        "cat $(echo /etc/passwd)",
+        f"find {memory} -delete",
+        "cat /etc/passwd",
+    ]
+    fake_model.enqueue(
+        tool_use_reply([("Bash", {"command": c}) for c in commands]), text_reply("ok")
+    )
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,), write_roots=(memory,)),
+        system=None,
+        messages=USER,
+    )
+    assert len(result.denied) == len(commands)
+    assert keep.read_text() == "keep"
+    assert not (project / "y").exists()
+
+
+async def test_a_model_that_never_stops_is_stopped_at_the_turn_limit(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, memory = dirs
+    fake_model.handler = lambda _req: tool_use_reply([("Glob", {"pattern": "*.md"})])
+    client = await _errors(daemon_with_model)
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,), write_roots=(memory,)),
+        system=None,
+        messages=USER,
+        max_turns=5,
+    )
+    await asyncio.sleep(0.05)
+    assert result.stop_reason == "max_turns"
+    assert result.turns == 5
+    assert len(fake_model.message_requests()) == 5
+    assert any("turn limit" in n["message"] for n in _drain(client))
+    await client.close()
+
+
+async def test_an_overloaded_storm_backs_off_then_reports(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, _ = dirs
+    fake_model.handler = lambda _req: error_reply(529, "overloaded_error", "Overloaded")
+    client = await _errors(daemon_with_model)
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,)),
+        system=None,
+        messages=USER,
+    )
+    await asyncio.sleep(0.05)
+    assert result.stop_reason == "error"
+    assert result.error is not None
+    assert "529" in result.error
+    assert len(fake_model.message_requests()) == 4  # 1 + 3 retries (fake_model_config)
+    assert daemon_with_model.daemon.model.usage["test_agent"].retries == 3
+    (note,) = _drain(client)
+    assert "model call failed" in note["message"]
+    assert note["status"] == 529
+    await client.close()
+
+
+async def test_unknown_tools_are_refused_and_extra_tools_run(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, _ = dirs
+    seen: list[dict[str, Any]] = []
+
+    async def retire(tool_input: dict[str, Any]) -> str:
+        seen.append(tool_input)
+        return "retired"
+
+    extra = ExtraTool({"name": "Retire", "input_schema": {"type": "object"}}, retire)
+    fake_model.enqueue(
+        tool_use_reply([("WebFetch", {"url": "http://x"}), ("Retire", {"file": "a.md"})]),
+        text_reply("ok"),
+    )
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,)),
+        system=None,
+        messages=USER,
+        extra_tools={"Retire": extra},
+    )
+    assert seen == [{"file": "a.md"}]
+    assert result.denied == [
+        "WebFetch: the tool 'WebFetch' is not available to this background agent"
+    ]
+    tools = fake_model.message_requests()[0].json["tools"]
+    assert tools[-1]["name"] == "Retire"
+
+
+async def test_cancel_event_aborts_the_model_call(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, _ = dirs
+    fake_model.enqueue(slow(5.0, text_reply("late")))
+    cancel = asyncio.Event()
+    task = asyncio.create_task(
+        run_agent(
+            daemon_with_model.daemon,
+            feature="test_agent",
+            policy=AccessPolicy(read_roots=(project,)),
+            system=None,
+            messages=USER,
+            cancel=cancel,
+        )
+    )
+    while not fake_model.message_requests():
+        await asyncio.sleep(0.01)
+    cancel.set()
+    result = await asyncio.wait_for(task, 2.0)
+    assert result.stop_reason == "cancelled"
+    assert result.turns == 0

@@ -1,0 +1,77 @@
+"""AccessPolicy judges real paths: traversal, symlinks out and absolute paths elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.agent.policy import AccessPolicy, Denied
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    project = tmp_path / "project"
+    memory = tmp_path / "config" / "memory"
+    project.mkdir()
+    memory.mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (memory / "escape").symlink_to(tmp_path / "outside")
+    (memory / "link.md").symlink_to(tmp_path / "outside" / "target.md")
+    return project, memory
+
+
+def test_write_only_inside_the_write_root(layout: tuple[Path, Path]) -> None:
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    assert policy.check_write(str(memory / "new.md")) == memory / "new.md"
+    assert policy.check_write(str(memory / "sub" / "deep.md")) == memory / "sub" / "deep.md"
+    for bad in (
+        str(memory / ".." / ".." / ".bashrc"),
+        str(memory / "escape" / "x.md"),
+        str(memory / "link.md"),
+        "/etc/passwd",
+        str(project / "CLAUDE.md"),
+    ):
+        with pytest.raises(Denied):
+            policy.check_write(bad)
+
+
+def test_relative_paths_start_at_the_first_read_root(layout: tuple[Path, Path]) -> None:
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    assert policy.check_read("src/a.py") == project / "src" / "a.py"
+    with pytest.raises(Denied):
+        policy.check_read("../config/memory/../../../etc/passwd")
+
+
+def test_write_roots_are_readable_and_nul_is_refused(layout: tuple[Path, Path]) -> None:
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    assert policy.check_read(str(memory / "a.md")) == memory / "a.md"
+    with pytest.raises(Denied, match="NUL"):
+        policy.check_read(str(memory / "a\x00.md"))
+    with pytest.raises(Denied):
+        policy.check_read("")
+
+
+def test_single_file_policy(tmp_path: Path) -> None:
+    doc = tmp_path / "docs" / "guide.md"
+    doc.parent.mkdir()
+    doc.write_text("# MAGIC DOC: x\n")
+    policy = AccessPolicy(read_roots=(doc,), write_files=(doc,), allow_shell=False)
+    assert policy.check_write(str(doc)) == doc
+    with pytest.raises(Denied):
+        policy.check_write(str(tmp_path / "docs" / "other.md"))
+    with pytest.raises(Denied):
+        policy.check_read(str(tmp_path / "docs" / "other.md"))
+    assert policy.default_dir == doc.parent
+
+
+def test_roots_reached_through_a_symlink_still_match(tmp_path: Path) -> None:
+    real_root = tmp_path / "real"
+    real_root.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(real_root)
+    policy = AccessPolicy(read_roots=(alias,), write_roots=(alias,))
+    assert policy.check_write(str(alias / "a.md")) == real_root / "a.md"

@@ -1,0 +1,118 @@
+"""The daemon's own tools on a real temp filesystem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.agent import tools
+from memoryd.agent.policy import AccessPolicy, Denied
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / "root"
+    (base / "sub").mkdir(parents=True)
+    (base / "a.md").write_text("alpha\nbeta\ngamma\n")
+    (base / "sub" / "b.md").write_text("Beta again\n")
+    (base / "bin.dat").write_bytes(b"\x00\x01beta")
+    return base
+
+
+@pytest.fixture
+def policy(root: Path) -> AccessPolicy:
+    return AccessPolicy(read_roots=(root,), write_roots=(root / "sub",))
+
+
+def test_read_numbers_lines_and_honours_offset_limit(root: Path, policy: AccessPolicy) -> None:
+    assert tools.read(policy, {"file_path": str(root / "a.md")}).splitlines()[1] == "     2\tbeta"
+    out = tools.read(policy, {"file_path": str(root / "a.md"), "offset": 2, "limit": 1})
+    assert out == "     2\tbeta"
+    with pytest.raises(tools.ToolError, match="past the end"):
+        tools.read(policy, {"file_path": str(root / "a.md"), "offset": 10})
+    with pytest.raises(tools.ToolError, match="binary"):
+        tools.read(policy, {"file_path": str(root / "bin.dat")})
+    with pytest.raises(tools.ToolError, match="does not exist"):
+        tools.read(policy, {"file_path": str(root / "none.md")})
+    with pytest.raises(tools.ToolError, match="must be a string"):
+        tools.read(policy, {"file_path": 3})
+    with pytest.raises(Denied):
+        tools.read(policy, {"file_path": "/etc/passwd"})
+
+
+def test_grep_modes(root: Path, policy: AccessPolicy) -> None:
+    files = tools.grep(policy, {"pattern": "beta", "-i": True})
+    assert files.splitlines() == [str(root / "a.md"), str(root / "sub" / "b.md")]
+    content = tools.grep(policy, {"pattern": "^gam", "output_mode": "content"})
+    assert content == f"{root / 'a.md'}:3:gamma"
+    assert tools.grep(policy, {"pattern": "zzz"}) == "No matches found"
+    with pytest.raises(tools.ToolError, match="regular expression"):
+        tools.grep(policy, {"pattern": "("})
+
+
+def test_grep_skips_symlinks_out(root: Path, policy: AccessPolicy, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("beta secret\n")
+    (root / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    assert "leak" not in tools.grep(policy, {"pattern": "secret"})
+
+
+def test_glob_lists_allowed_files(root: Path, policy: AccessPolicy) -> None:
+    out = tools.glob(policy, {"pattern": "**/*.md"})
+    assert set(out.splitlines()) == {str(root / "a.md"), str(root / "sub" / "b.md")}
+    with pytest.raises(Denied):
+        tools.glob(policy, {"pattern": "../*"})
+
+
+def test_write_and_edit_plans(root: Path, policy: AccessPolicy) -> None:
+    op = tools.plan_write(policy, {"file_path": str(root / "sub" / "new.md"), "content": "x"})
+    assert op.created
+    tools.perform(op)
+    assert (root / "sub" / "new.md").read_text() == "x"
+    edit = tools.plan_edit(
+        policy,
+        {"file_path": str(root / "sub" / "b.md"), "old_string": "again", "new_string": "twice"},
+    )
+    tools.perform(edit)
+    assert (root / "sub" / "b.md").read_text() == "Beta twice\n"
+    with pytest.raises(tools.ToolError, match="not found"):
+        tools.plan_edit(
+            policy, {"file_path": str(root / "sub" / "b.md"), "old_string": "zz", "new_string": "y"}
+        )
+    (root / "sub" / "dup.md").write_text("a a")
+    with pytest.raises(tools.ToolError, match="2 times"):
+        tools.plan_edit(
+            policy,
+            {"file_path": str(root / "sub" / "dup.md"), "old_string": "a", "new_string": "b"},
+        )
+    multi = tools.plan_multi_edit(
+        policy,
+        {
+            "file_path": str(root / "sub" / "dup.md"),
+            "edits": [{"old_string": "a", "new_string": "b", "replace_all": True}],
+        },
+    )
+    assert multi.text == "b b"
+    with pytest.raises(Denied):
+        tools.plan_write(policy, {"file_path": str(root / "a.md"), "content": "no"})
+
+
+async def test_bash_runs_allowed_commands_without_a_shell(root: Path, policy: AccessPolicy) -> None:
+    assert "a.md" in await tools.bash(policy, {"command": "ls"})
+    assert (await tools.bash(policy, {"command": f"wc -l {root / 'a.md'}"})).startswith("3 ")
+    with pytest.raises(Denied):
+        await tools.bash(policy, {"command": "cat /etc/passwd"})
+    with pytest.raises(tools.ToolError, match="exit status"):
+        await tools.bash(policy, {"command": "cat missing.md"})
+    no_shell = AccessPolicy(read_roots=(root,), allow_shell=False)
+    with pytest.raises(Denied, match="shell"):
+        await tools.bash(no_shell, {"command": "ls"})
+
+
+def test_definitions_follow_the_policy(root: Path) -> None:
+    read_only = AccessPolicy(read_roots=(root,), allow_shell=False)
+    assert [d["name"] for d in tools.definitions(read_only)] == ["Read", "Grep", "Glob"]
+    writer = AccessPolicy(read_roots=(root,), write_roots=(root,))
+    assert [d["name"] for d in tools.definitions(writer)] == [
+        "Read", "Grep", "Glob", "Bash", "Edit", "Write",
+    ]  # fmt: skip

@@ -1,0 +1,50 @@
+"""Dates in memory text and queries."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memoryd.automem.dates import DateQuery, first_date, query_date
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Session date: 1:56 pm on 8 May, 2023", date(2023, 5, 8)),
+        ("met on May 8, 2023 and again on 9 June, 2023", date(2023, 5, 8)),
+        ("decided 2024-02-29 in standup", date(2024, 2, 29)),
+        ("the 8th of December 2023", date(2023, 12, 8)),
+        ("31 February, 2023 is not a day", None),
+        ("no date here, may be later", None),
+    ],
+)
+def test_first_date(text: str, expected: date | None) -> None:
+    assert first_date(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What happened on 7 July, 2023?", DateQuery(2023, 7, 7)),
+        ("after his trip in August 2023", DateQuery(2023, 8, None)),
+        ("what did he get on Aug 15th?", DateQuery(None, 8, 15)),
+        ("What did John get in December?", DateQuery(None, 12, None)),
+        ("what happened in 2022", DateQuery(2022, None, None)),
+        ("may I deploy on Friday?", None),
+    ],
+)
+def test_query_date(text: str, expected: DateQuery | None) -> None:
+    assert query_date(text) == expected
+
+
+def test_matches_with_slack() -> None:
+    q = DateQuery(2023, 8, 15)
+    assert q.matches(date(2023, 8, 15), 0)
+    assert q.matches(date(2023, 8, 20), 7)  # written a few days after the event
+    assert not q.matches(date(2023, 8, 14), 7)  # before it
+    assert not q.matches(date(2023, 8, 30), 7)
+    month = DateQuery(None, 12, None)
+    assert month.matches(date(2021, 12, 31), 0)
+    assert month.matches(date(2022, 1, 5), 7)

@@ -1,0 +1,59 @@
+"""History: versions newest first, identical content not kept twice, ids validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.automem.history import History
+from memoryd.errors import InvalidParams, NotFound
+
+
+def test_versions_newest_first(tmp_path: Path) -> None:
+    h = History(tmp_path / "hist")
+    mem = tmp_path / "mem"
+    v1 = h.save(mem, "a.md", b"one", "overwrite")
+    v2 = h.save(mem, "a.md", b"two!", "delete")
+    assert v1 is not None
+    assert v2 is not None
+    listed = h.versions(mem, "a.md")
+    assert [v.version for v in listed] == [v2.version, v1.version]
+    assert [(v.size, v.reason) for v in listed] == [(4, "delete"), (3, "overwrite")]
+    assert h.read(mem, "a.md", v1.version) == b"one"
+    assert listed[0].as_dict()["time"].endswith("+00:00")
+
+
+def test_same_content_not_kept_twice(tmp_path: Path) -> None:
+    h = History(tmp_path)
+    assert h.save(tmp_path / "m", "a.md", b"x", "overwrite") is not None
+    assert h.save(tmp_path / "m", "a.md", b"x", "overwrite") is None
+    assert len(h.versions(tmp_path / "m", "a.md")) == 1
+
+
+def test_files_and_dirs_kept_apart(tmp_path: Path) -> None:
+    h = History(tmp_path)
+    h.save(tmp_path / "m1", "a.md", b"1", "overwrite")
+    h.save(tmp_path / "m2", "a.md", b"2", "overwrite")
+    h.save(tmp_path / "m1", "team/a.md", b"3", "overwrite")
+    assert [
+        len(h.versions(tmp_path / d, f))
+        for d, f in (("m1", "a.md"), ("m2", "a.md"), ("m1", "team/a.md"))
+    ] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("version", ["../../etc/passwd", "", "123", "00000000000000000001-../x"])
+def test_bad_version_ids(tmp_path: Path, version: str) -> None:
+    with pytest.raises(InvalidParams):
+        History(tmp_path).read(tmp_path / "m", "a.md", version)
+
+
+def test_missing_version(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        History(tmp_path).read(tmp_path / "m", "a.md", "00000000000000000001-overwrite")
+
+
+def test_long_names_stay_short(tmp_path: Path) -> None:
+    h = History(tmp_path)
+    folder = h.folder(tmp_path / ("d" * 300), "f" * 300 + ".md")
+    assert all(len(part) <= 120 for part in folder.relative_to(tmp_path).parts)

@@ -1,0 +1,141 @@
+"""Where memory lives: override order, validation, safety, the on/off switch."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from memoryd import settings
+from memoryd.automem import location
+from memoryd.errors import ForbiddenPath
+from tests.conftest import IsolatedEnv
+
+HOME = Path("/home/u")
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("relative/dir", "is not an absolute path"),
+        ("/a", "is shorter than 3 characters"),
+        ("ab", "is shorter than 3 characters"),
+        ("/", "is shorter than 3 characters"),
+        ("///", "is a UNC path"),
+        ("\\\\server\\share", "is a UNC path"),
+        ("//server/share", "is a UNC path"),
+        ("C:\\", "is a drive root"),
+        ("/tmp/x\x00y", "contains a NUL byte"),
+        ("/../..", "is a filesystem root"),
+    ],
+)
+def test_rejected_paths(raw: str, problem: str) -> None:
+    assert location.validate_configured(raw, HOME) == (None, problem)
+
+
+def test_tilde_expansion_and_nfc() -> None:
+    decomposed = "~/mem/cafe\u0301"
+    path, problem = location.validate_configured(decomposed, HOME)
+    assert problem is None
+    assert str(path) == "/home/u/mem/caf\u00e9"
+
+
+def test_accepted_path_is_normalised() -> None:
+    assert location.validate_configured("/srv/a/../mem/", HOME) == (Path("/srv/mem"), None)
+
+
+def _settings(tmp_path: Path, **files: dict[str, object]) -> settings.EffectiveSettings:
+    loaded = []
+    for name, values in files.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(values))
+        loaded.append(settings.read_settings_file(settings.Source(name), path))
+    return settings.merge(loaded)
+
+
+def test_override_order_env_first(tmp_path: Path) -> None:
+    eff = _settings(tmp_path, user={"autoMemoryDirectory": "/srv/user"})
+    choice = location.choose_memory_dir(
+        env={location.ENV_DIR: "/srv/env"}, settings=eff, default=Path("/d"), home=HOME
+    )
+    assert (choice.path, choice.source, choice.explicit) == (Path("/srv/env"), "env", True)
+
+
+def test_override_order_policy_over_local_over_user(tmp_path: Path) -> None:
+    eff = _settings(
+        tmp_path,
+        user={"autoMemoryDirectory": "/srv/user"},
+        local={"autoMemoryDirectory": "/srv/local"},
+        policy={"autoMemoryDirectory": "/srv/policy"},
+    )
+    choice = location.choose_memory_dir(env={}, settings=eff, default=Path("/d"), home=HOME)
+    assert (choice.path, choice.source) == (Path("/srv/policy"), "policy")
+    eff = _settings(
+        tmp_path,
+        user={"autoMemoryDirectory": "/srv/user"},
+        local={"autoMemoryDirectory": "/srv/local"},
+    )
+    choice = location.choose_memory_dir(env={}, settings=eff, default=Path("/d"), home=HOME)
+    assert choice.source == "local"
+
+
+def test_project_settings_never_set_the_dir(tmp_path: Path) -> None:
+    eff = _settings(tmp_path, project={"autoMemoryDirectory": str(HOME / ".ssh")})
+    choice = location.choose_memory_dir(env={}, settings=eff, default=Path("/d"), home=HOME)
+    assert (choice.path, choice.source, choice.explicit) == (Path("/d"), "default", False)
+
+
+def test_invalid_setting_falls_back_with_warning(tmp_path: Path) -> None:
+    eff = _settings(tmp_path, user={"autoMemoryDirectory": "rel"})
+    choice = location.choose_memory_dir(
+        env={location.ENV_DIR: "/"}, settings=eff, default=Path("/d"), home=HOME
+    )
+    assert choice.path == Path("/d")
+    assert len(choice.warnings) == 2
+    assert "from env is shorter than 3 characters" in choice.warnings[0]
+    assert "from user is not an absolute path" in choice.warnings[1]
+
+
+def test_enabled_switches(tmp_path: Path) -> None:
+    on = _settings(tmp_path, user={})
+    off = _settings(tmp_path, user={"autoMemoryEnabled": False})
+    assert location.enabled({}, on)
+    assert not location.enabled({}, off)
+    assert not location.enabled({location.ENV_DISABLE: "1"}, on)
+    assert location.enabled({location.ENV_DISABLE: "0"}, on)
+
+
+def test_symlink_to_ssh_refused_even_when_explicit(isolated_env: IsolatedEnv) -> None:
+    ssh = isolated_env.home / ".ssh"
+    ssh.mkdir()
+    link = isolated_env.root / "innocent"
+    link.symlink_to(ssh)
+    choice = location.MemoryDirChoice(link, "env", True)
+    with pytest.raises(ForbiddenPath, match=r"\.ssh"):
+        location.check_safe(choice, home=isolated_env.home, config_dir=isolated_env.config_dir)
+
+
+def test_default_dir_symlinked_out_of_config_refused(isolated_env: IsolatedEnv) -> None:
+    target = isolated_env.root / "elsewhere"
+    target.mkdir()
+    default = isolated_env.config_dir / "projects" / "k" / "memory"
+    default.parent.mkdir(parents=True)
+    default.symlink_to(target)
+    choice = location.MemoryDirChoice(default, "default", False)
+    with pytest.raises(ForbiddenPath, match="outside"):
+        location.check_safe(choice, home=isolated_env.home, config_dir=isolated_env.config_dir)
+    explicit = location.MemoryDirChoice(default, "user", True)
+    assert (
+        location.check_safe(explicit, home=isolated_env.home, config_dir=isolated_env.config_dir)
+        == target.resolve()
+    )
+
+
+def test_etc_refused() -> None:
+    choice = location.MemoryDirChoice(Path("/etc/memoryd-mem"), "env", True)
+    with pytest.raises(ForbiddenPath):
+        location.check_safe(
+            choice, home=Path(os.environ["HOME"]), config_dir=Path(os.environ["HOME"]) / ".claude"
+        )

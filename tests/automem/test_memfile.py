@@ -1,0 +1,100 @@
+"""Memory file format: parsing never raises, rendering validates, file names are safe."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.automem import memfile
+from memoryd.errors import InvalidParams, TooLarge
+
+
+def test_round_trip() -> None:
+    text = memfile.render_memory("project", "Release: March 5", "freeze date", "Body\n**Why:** x")
+    parsed = memfile.parse_memory(text, "fallback")
+    assert (parsed.name, parsed.description, parsed.type, parsed.problem) == (
+        "Release: March 5",
+        "freeze date",
+        "project",
+        None,
+    )
+    assert parsed.body == "Body\n**Why:** x"
+
+
+def test_yaml_special_characters_are_quoted() -> None:
+    text = memfile.render_memory("user", "name: with # and 'quotes'", "- starts with dash", "b")
+    parsed = memfile.parse_memory(text, "f")
+    assert parsed.name == "name: with # and 'quotes'"
+    assert parsed.description == "- starts with dash"
+
+
+def test_no_frontmatter_is_a_memory_with_a_problem() -> None:
+    parsed = memfile.parse_memory("just some notes about deploys\n", "notes")
+    assert parsed.problem == "no frontmatter"
+    assert parsed.name == "notes"
+    assert parsed.type is None
+    assert "deploys" in parsed.body
+
+
+def test_broken_frontmatter_keeps_text_as_body() -> None:
+    text = "---\nname: [unclosed\ntype: user\n---\nthe body about kubernetes\n"
+    parsed = memfile.parse_memory(text, "f")
+    assert parsed.problem is not None
+    assert parsed.problem.startswith("broken frontmatter")
+    assert "kubernetes" in parsed.body
+
+
+def test_unknown_type_is_listed_as_invalid() -> None:
+    parsed = memfile.parse_memory("---\nname: n\ndescription: d\ntype: secret\n---\nb", "f")
+    assert parsed.type is None
+    assert parsed.problem == "invalid type 'secret'"
+
+
+def test_non_string_fields_reported() -> None:
+    parsed = memfile.parse_memory("---\nname: 3\ntype: user\n---\nb", "f")
+    assert parsed.name == "f"
+    assert parsed.problem == "missing name; missing description"
+
+
+def test_unknown_type_refused_on_write() -> None:
+    with pytest.raises(
+        InvalidParams, match="type: must be one of user, feedback, project, reference"
+    ):
+        memfile.render_memory("note", "n", "d", "b")
+
+
+@pytest.mark.parametrize(
+    ("name", "description"),
+    [("", "d"), ("n", " "), ("a\nb", "d"), ("n", "x\x00y"), ("n" * 201, "d"), ("n", "d\r")],
+)
+def test_bad_fields_refused(name: str, description: str) -> None:
+    with pytest.raises(InvalidParams):
+        memfile.render_memory("user", name, description, "b")
+
+
+def test_nul_in_body_refused() -> None:
+    with pytest.raises(InvalidParams, match="NUL"):
+        memfile.render_memory("user", "n", "d", "a\x00b")
+
+
+def test_ten_megabyte_body_is_too_large() -> None:
+    with pytest.raises(TooLarge, match="at most 200,000 bytes"):
+        memfile.render_memory("user", "n", "d", "x" * 10_000_000)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("../x", "user_x.md"),
+        ("/etc/passwd", "user_etc_passwd.md"),
+        ("a\x00b", "user_a_b.md"),
+        ("..", "user_memory.md"),
+        ("Café Déjà-vu!", "user_cafe_deja_vu.md"),
+        ("日本語", "user_memory.md"),
+    ],
+)
+def test_hostile_names_make_safe_file_names(name: str, expected: str) -> None:
+    assert memfile.file_name_for("user", name) == expected
+
+
+def test_slug_is_capped() -> None:
+    assert len(memfile.slug("word " * 100)) <= 60

@@ -1,0 +1,448 @@
+"""`memory.*` through the real daemon socket: the store, its index, history and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import RpcError
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle, IsolatedEnv
+
+FEEDBACK = {
+    "type": "feedback",
+    "name": "Run tests with pytest -x",
+    "description": "how the user wants tests run",
+    "body": "Use pytest -x.\n**Why:** stops at the first failure.\n**How to apply:** every test run.",
+}
+
+
+async def _write(daemon: DaemonHandle, project: Path, **fields: object) -> dict[str, object]:
+    result: dict[str, object] = await daemon.call(
+        "memory.write", cwd=str(project), **{**FEEDBACK, **fields}
+    )
+    return result
+
+
+async def test_write_creates_file_index_and_private_modes(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    res = await _write(daemon, project)
+    path = Path(str(res["path"]))
+    assert res == {"path": str(path), "created": True, "merged_into": None}
+    assert path == memdir / "feedback_run_tests_with_pytest_x.md"
+    assert (
+        memdir / "MEMORY.md"
+    ).read_text() == f"- [Run tests with pytest -x]({path.name}) — how the user wants tests run\n"
+    assert stat.S_IMODE(memdir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    text = path.read_text()
+    assert text.startswith(
+        "---\nname: Run tests with pytest -x\ndescription: how the user wants tests run\ntype: feedback\n---\n"
+    )
+
+
+async def test_list_and_read(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    res = await _write(daemon, project)
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["memory_dir"] == str(memdir)
+    assert listed["team_dir"] == str(memdir / "team")
+    (mem,) = listed["memories"]
+    assert (mem["path"], mem["type"], mem["team"], mem["problem"]) == (
+        res["path"],
+        "feedback",
+        False,
+        None,
+    )
+    got = await daemon.call("memory.read", cwd=str(project), path=mem["file"])
+    assert got["frontmatter"] == {
+        "name": FEEDBACK["name"],
+        "description": FEEDBACK["description"],
+        "type": "feedback",
+    }
+    assert got["valid"] is True
+    assert "**Why:**" in got["content"]
+
+
+async def test_reading_does_not_create_the_dir(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["memories"] == []
+    assert not memdir.exists()
+
+
+async def test_same_name_overwrites_and_keeps_history(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    first = await _write(daemon, project)
+    second = await _write(
+        daemon, project, body="Use pytest -q now.\n**Why:** quieter.\n**How to apply:** always."
+    )
+    assert second["created"] is False
+    assert second["path"] == first["path"]
+    hist = await daemon.call("memory.history", cwd=str(project), path=str(first["path"]))
+    (version,) = hist["versions"]
+    assert version["reason"] == "overwrite"
+    await daemon.call(
+        "memory.restore", cwd=str(project), path=str(first["path"]), version=version["version"]
+    )
+    assert "pytest -x" in Path(str(first["path"])).read_text()
+    hist = await daemon.call("memory.history", cwd=str(project), path=str(first["path"]))
+    assert [v["reason"] for v in hist["versions"]] == ["restore", "overwrite"]
+    assert (memdir / "MEMORY.md").read_text().count("\n") == 1
+
+
+async def test_history_lives_outside_the_memory_dir(
+    daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
+) -> None:
+    res = await _write(daemon, project)
+    await daemon.call("memory.delete", cwd=str(project), path=str(res["path"]))
+    assert sorted(p.name for p in memdir.iterdir()) == ["MEMORY.md"]
+    assert list((isolated_env.state_dir / "history").rglob("*-delete.md"))
+
+
+async def test_delete_and_restore_a_deleted_memory(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    res = await _write(daemon, project)
+    path = Path(str(res["path"]))
+    assert await daemon.call("memory.delete", cwd=str(project), path=path.name) == {
+        "deleted": True,
+        "path": str(path),
+    }
+    assert not path.exists()
+    assert (memdir / "MEMORY.md").read_text() == ""
+    hist = await daemon.call("memory.history", cwd=str(project), path=str(path))
+    assert hist["exists"] is False
+    await daemon.call(
+        "memory.restore", cwd=str(project), path=str(path), version=hist["versions"][0]["version"]
+    )
+    assert path.exists()
+    assert path.name in (memdir / "MEMORY.md").read_text()
+
+
+async def test_near_duplicate_merges(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    first = await _write(daemon, project)
+    again = await _write(daemon, project, name="Run the tests with pytest -x")
+    assert again["created"] is False
+    assert again["merged_into"] == first["path"]
+    assert again["path"] == first["path"]
+    assert len(list(memdir.glob("*.md"))) == 2  # the memory and MEMORY.md
+    assert "Run the tests with pytest -x" in Path(str(first["path"])).read_text()
+    hist = await daemon.call("memory.history", cwd=str(project), path=str(first["path"]))
+    assert len(hist["versions"]) == 1
+    different = await _write(
+        daemon,
+        project,
+        name="Deploys happen on Fridays",
+        description="release cadence",
+        body="We deploy every Friday afternoon.\n**Why:** low traffic.\n**How to apply:** plan merges.",
+    )
+    assert different["created"] is True
+    other_type = await _write(daemon, project, type="user")
+    assert other_type["created"] is True
+
+
+async def test_team_memory_has_its_own_index(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    res = await _write(daemon, project, team=True)
+    assert Path(str(res["path"])).parent == memdir / "team"
+    assert "feedback_run_tests" in (memdir / "team" / "MEMORY.md").read_text()
+    assert (
+        not (memdir / "MEMORY.md").exists()
+        or "feedback_run" not in (memdir / "MEMORY.md").read_text()
+    )
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert [(m["file"], m["team"]) for m in listed["memories"]] == [
+        ("team/feedback_run_tests_with_pytest_x.md", True)
+    ]
+
+
+async def test_explicit_file(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    res = await _write(daemon, project, file="custom.md")
+    assert res["path"] == str(memdir / "custom.md")
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"type": "note"}, -32602),
+        ({"name": "a\x00b"}, -32602),
+        ({"name": ""}, -32602),
+        ({"body": "x" * 10_000_000}, -32004),
+        ({"file": "../escape.md"}, -32002),
+        ({"file": "/etc/passwd.md"}, -32002),
+        ({"file": "MEMORY.md"}, -32602),
+        ({"file": "notes.txt"}, -32602),
+        ({"file": "a\x00.md"}, -32602),
+    ],
+)
+async def test_bad_writes(
+    daemon: DaemonHandle, project: Path, memdir: Path, fields: dict[str, object], code: int
+) -> None:
+    with pytest.raises(RpcError) as err:
+        await _write(daemon, project, **fields)
+    assert err.value.code == code
+    assert not list(memdir.glob("*.md")) if memdir.exists() else True
+
+
+async def test_hostile_name_makes_safe_file(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    res = await _write(daemon, project, name="../../x/y")
+    assert Path(str(res["path"])).parent == memdir
+    assert Path(str(res["path"])).name == "feedback_x_y.md"
+
+
+async def test_paths_outside_refused(
+    daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
+) -> None:
+    await _write(daemon, project)
+    outside = isolated_env.root / "secret.md"
+    outside.write_text("secret")
+    (memdir / "link.md").symlink_to(outside)
+    for method in ("memory.read", "memory.delete", "memory.history"):
+        for path in (str(outside), "../../secret.md", "link.md"):
+            with pytest.raises(RpcError) as err:
+                await daemon.call(method, cwd=str(project), path=path)
+            assert err.value.code == -32002, (method, path)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.read", cwd=str(project), path="nothing.md")
+    assert err.value.code == -32001
+    # The symlink is never listed or recalled either.
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert all(m["file"] != "link.md" for m in listed["memories"])
+
+
+async def test_broken_frontmatter_listed_with_warning_and_recallable(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "plain.md").write_text("the flux capacitor needs 1.21 gigawatts\n")
+    (memdir / "broken.md").write_text("---\nname: [oops\n---\nthe warp core\n")
+    (memdir / "badtype.md").write_text(memory_text("n", "d", "secret", "hyperdrive notes"))
+    listed = await daemon.call("memory.list", cwd=str(project))
+    problems = {m["file"]: m["problem"] for m in listed["memories"]}
+    assert problems["plain.md"] == "no frontmatter"
+    assert problems["broken.md"].startswith("broken frontmatter")
+    assert problems["badtype.md"] == "invalid type 'secret'"
+    assert len(listed["warnings"]) == 3
+    got = await daemon.call("recall", cwd=str(project), query="flux capacitor gigawatts")
+    assert got["memories"][0]["path"] == str(memdir / "plain.md")
+    read = await daemon.call("memory.read", cwd=str(project), path="badtype.md")
+    assert read["valid"] is False
+    assert read["problem"] == "invalid type 'secret'"
+
+
+async def test_dangling_index_line_reported_then_repaired(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "MEMORY.md").write_text("- [Gone](gone.md) — was here\n")
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["dangling"] == ["gone.md"]
+    await _write(daemon, project)
+    assert "gone.md" not in (memdir / "MEMORY.md").read_text()
+
+
+async def test_reconcile_after_external_writes(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await _write(daemon, project)
+    (memdir / "ext.md").write_text(memory_text("External", "written by an agent", "user", "b"))
+    (memdir / "MEMORY.md").write_text((memdir / "MEMORY.md").read_text() + "- [Gone](gone.md)\n")
+    assert await daemon.call("memory.reconcile", cwd=str(project)) == {"added": 1, "removed": 1}
+    text = (memdir / "MEMORY.md").read_text()
+    assert "- [External](ext.md) — written by an agent" in text
+    assert "gone.md" not in text
+
+
+async def test_auto_memory_off_by_setting_and_env(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text(json.dumps({"autoMemoryEnabled": False}))
+    with pytest.raises(RpcError) as err:
+        await _write(daemon, project)
+    assert err.value.code == -32003
+    (isolated_env.config_dir / "settings.json").write_text("{}")
+    await _write(daemon, project)
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    with pytest.raises(RpcError) as err:
+        await daemon.call("recall", cwd=str(project), query="x")
+    assert err.value.code == -32003
+
+
+async def test_env_override_and_project_settings_ignored(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(isolated_env.root / "evil")})
+    )
+    res = await _write(daemon, project)
+    assert "evil" not in str(res["path"])
+    target = isolated_env.root / "mine"
+    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(target))
+    other = isolated_env.root / "work" / "other"
+    other.mkdir()
+    res = await _write(daemon, other)
+    assert Path(str(res["path"])).parent == target
+
+
+async def test_memory_dir_symlinked_to_ssh_refused(
+    daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
+) -> None:
+    ssh = isolated_env.home / ".ssh"
+    ssh.mkdir()
+    memdir.parent.mkdir(parents=True)
+    memdir.symlink_to(ssh)
+    with pytest.raises(RpcError) as err:
+        await _write(daemon, project)
+    assert err.value.code == -32002
+    assert list(ssh.iterdir()) == []
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_worktrees_share_one_memory_dir(
+    daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
+) -> None:
+    (project / "f").write_text("x")
+    _git("add", "f", cwd=project)
+    _git("commit", "-qm", "init", cwd=project)
+    linked = isolated_env.root / "work" / "linked"
+    _git("worktree", "add", "-q", str(linked), cwd=project)
+    sub = linked / "sub"
+    sub.mkdir()
+    res = await _write(daemon, sub)
+    assert Path(str(res["path"])).parent == memdir
+
+
+async def test_saved_notification(daemon: DaemonHandle, project: Path) -> None:
+    listener = await daemon.client()
+    try:
+        await listener.call("subscribe", {"events": ["memory/saved"]})
+        res = await _write(daemon, project)
+        note = await listener.next_notification(5)
+        assert note["method"] == "memory/saved"
+        assert note["params"] == {"path": res["path"], "project": str(project.resolve())}
+    finally:
+        await listener.close()
+
+
+async def test_external_edit_seen_by_recall(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await _write(daemon, project)
+    path = memdir / "new.md"
+    path.write_text(memory_text("Zebra crossing", "where the zebras cross", "user", "stripes"))
+    got = await daemon.call("recall", cwd=str(project), query="zebra")
+    assert got["memories"][0]["path"] == str(path)
+    path.unlink()
+    got = await daemon.call("recall", cwd=str(project), query="zebra")
+    assert all(m["path"] != str(path) for m in got["memories"])
+
+
+async def test_in_place_edit_seen_after_sweep(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    from memoryd.automem.service import AutoMemory
+
+    daemon.daemon.service(AutoMemory).sweep_interval_s = 0.0
+    res = await _write(daemon, project)
+    path = Path(str(res["path"]))
+    with open(path, "a") as handle:  # in place: the directory's mtime does not change
+        handle.write("Also mention the okapi.\n")
+    got = await daemon.call("recall", cwd=str(project), query="okapi")
+    assert [m["path"] for m in got["memories"]] == [str(path)]
+
+
+async def test_stale_memory_has_note(daemon: DaemonHandle, project: Path) -> None:
+    res = await _write(daemon, project)
+    old = os.stat(str(res["path"])).st_mtime - 3 * 86_400
+    os.utime(str(res["path"]), (old, old))
+    from memoryd.automem.service import AutoMemory
+
+    daemon.daemon.service(AutoMemory).sweep_interval_s = 0.0
+    got = await daemon.call("recall", cwd=str(project), query="pytest tests")
+    (mem,) = got["memories"]
+    assert mem["stale"] is True
+    assert mem["note"].startswith("This memory is 3 days old")
+    fresh = await _write(
+        daemon, project, name="Fresh one", description="new", body="brand new zebra fact"
+    )
+    got = await daemon.call("recall", cwd=str(project), query="zebra")
+    assert got["memories"][0]["path"] == fresh["path"]
+    assert (got["memories"][0]["stale"], got["memories"][0]["note"]) == (False, None)
+
+
+async def test_recall_already_surfaced_and_limit(daemon: DaemonHandle, project: Path) -> None:
+    paths = []
+    for i, animal in enumerate(["lion", "tiger", "bear"]):
+        res = await _write(
+            daemon,
+            project,
+            type="user",
+            name=f"Animal {animal}",
+            description=f"the {animal} fact {i}",
+            body=f"zoo animal {animal} lives here",
+        )
+        paths.append(res["path"])
+    got = await daemon.call("recall", cwd=str(project), query="zoo animal", limit=2)
+    assert len(got["memories"]) == 2
+    got = await daemon.call(
+        "recall", cwd=str(project), query="zoo animal", already_surfaced=paths[:2]
+    )
+    assert [m["path"] for m in got["memories"]] == [paths[2]]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"query": ""},
+        {"query": "x", "limit": 6},
+        {"query": "x", "limit": 0},
+        {"query": "x", "bogus": 1},
+    ],
+)
+async def test_recall_bad_params(
+    daemon: DaemonHandle, project: Path, params: dict[str, object]
+) -> None:
+    with pytest.raises(RpcError) as err:
+        await daemon.call("recall", cwd=str(project), **params)
+    assert err.value.code == -32602
+
+
+async def test_remember_without_model(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    res = await daemon.call(
+        "memory.remember", cwd=str(project), text="The staging DB is db-staging.internal. Ask Dana."
+    )
+    assert (res["type"], res["derived_by"], res["created"]) == ("user", "local", True)
+    assert res["name"] == "The staging DB is db-staging.internal"
+    res = await daemon.call(
+        "memory.remember",
+        cwd=str(project),
+        text="Grafana lives at grafana.example",
+        type="reference",
+        team=True,
+    )
+    assert Path(res["path"]).parent == memdir / "team"
+    assert res["type"] == "reference"
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.remember", cwd=str(project), text="x", type="bogus")
+    assert err.value.code == -32602

@@ -1,0 +1,96 @@
+"""The local ranker: analysis, BM25F field weights, incremental updates, exclusion."""
+
+from __future__ import annotations
+
+from memoryd.automem.analysis import terms
+from memoryd.automem.ranker import RankerParams, RecallIndex
+
+
+def test_terms_stem_and_drop_stop_words() -> None:
+    assert terms("The runners were Running to Caroline's races") == [
+        "runner",
+        "run",
+        "carolin",
+        "race",
+    ]
+
+
+def test_terms_fold_accents_and_apostrophes() -> None:
+    assert terms("Café don’t") == ["cafe"]
+
+
+def _index(**params: object) -> RecallIndex:
+    idx = RecallIndex(RankerParams(**params))  # type: ignore[arg-type]
+    idx.upsert(
+        "deploy.md",
+        "Deploy process",
+        "how we ship to production",
+        "Use the deploy script on Fridays",
+    )
+    idx.upsert("tests.md", "Testing", "pytest preferences", "Run pytest -x before commits")
+    idx.upsert(
+        "dash.md", "Grafana dashboard", "where latency graphs live", "https://grafana.example/d/api"
+    )
+    return idx
+
+
+def test_search_finds_by_body_and_stems() -> None:
+    idx = _index()
+    assert idx.search("running the tests", 1)[0][0] == "tests.md"
+    assert idx.search("shipping to production", 1)[0][0] == "deploy.md"
+
+
+def test_no_match_returns_nothing() -> None:
+    assert _index(prf_docs=0).search("quantum entanglement") == []
+    assert _index().search("the and of") == []
+
+
+def test_exclude_and_limit() -> None:
+    idx = _index()
+    hits = idx.search("deploy pytest grafana", 5, exclude={"tests.md"})
+    assert "tests.md" not in [k for k, _ in hits]
+    assert len(idx.search("deploy pytest grafana", 2)) == 2
+
+
+def test_incremental_update_and_remove() -> None:
+    idx = _index()
+    idx.upsert("tests.md", "Testing", "unittest preferences", "Run unittest")
+    assert all(k != "tests.md" for k, _ in idx.search("pytest"))
+    assert idx.search("unittest", 1)[0][0] == "tests.md"
+    idx.remove("deploy.md")
+    assert "deploy.md" not in idx
+    assert all(k != "deploy.md" for k, _ in idx.search("deploy production"))
+    assert len(idx) == 2
+
+
+def test_incremental_equals_rebuild() -> None:
+    grown = _index()
+    grown.upsert("x.md", "temp", "temp", "temp deploy")
+    grown.remove("x.md")
+    fresh = _index()
+    q = "deploy production pytest"
+    assert grown.search(q) == fresh.search(q)
+
+
+def test_name_field_weight_matters() -> None:
+    idx = RecallIndex(RankerParams(weights=(5.0, 1.0, 1.0), prf_docs=0))
+    idx.upsert("a.md", "kubernetes", "cluster notes", "things")
+    idx.upsert("b.md", "notes", "cluster notes", "kubernetes things")
+    assert idx.search("kubernetes", 1)[0][0] == "a.md"
+    idx = RecallIndex(RankerParams(weights=(0.1, 1.0, 5.0), prf_docs=0))
+    idx.upsert("a.md", "kubernetes", "cluster notes", "things")
+    idx.upsert("b.md", "notes", "cluster notes", "kubernetes things")
+    assert idx.search("kubernetes", 1)[0][0] == "b.md"
+
+
+def test_feedback_expansion_finds_related_document() -> None:
+    idx = RecallIndex(RankerParams(prf_docs=1, prf_terms=3, prf_weight=0.5))
+    idx.upsert("a.md", "pottery class", "Melanie signed up for a pottery workshop", "clay kiln")
+    idx.upsert("b.md", "ceramics", "Melanie fired bowls in the kiln", "clay glaze")
+    idx.upsert("c.md", "unrelated", "weather report", "rain")
+    keys = [k for k, _ in idx.search("pottery workshop", 5)]
+    assert keys[:2] == ["a.md", "b.md"]
+    without = RecallIndex(RankerParams(prf_docs=0))
+    without.upsert("a.md", "pottery class", "Melanie signed up for a pottery workshop", "clay kiln")
+    without.upsert("b.md", "ceramics", "Melanie fired bowls in the kiln", "clay glaze")
+    assert [k for k, _ in without.search("pottery workshop", 5)] == ["a.md"]

@@ -1,0 +1,112 @@
+"""Each extra signal of the ranker changes the order the way it claims to (on and off)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date
+
+from memoryd.automem.analysis import query_terms
+from memoryd.automem.ranker import RankerParams, RecallIndex
+
+PLAIN = RankerParams(
+    prf_weight=0.0,
+    coord=0.0,
+    name_miss=1.0,
+    group_weight=0.0,
+    date_boost=0.0,
+    prefix_len=0,
+    bigram_weight=0.0,
+    drop_question_words=False,
+)
+
+
+def _keys(idx: RecallIndex, q: str, n: int = 5) -> list[str]:
+    return [k for k, _ in idx.search(q, n)]
+
+
+def test_question_words_dropped_from_queries_only() -> None:
+    assert query_terms("What kind of music does she like?") == ["music"]
+    assert query_terms("What kind?") == ["kind"]  # nothing else left: keep them
+
+
+def test_date_boost() -> None:
+    for boost, expected in ((0.0, "a.md"), (1.0, "b.md")):
+        idx = RecallIndex(replace(PLAIN, date_boost=boost))
+        idx.upsert("a.md", "trip", "went hiking trip", "x", date(2023, 3, 1))
+        idx.upsert("b.md", "trip", "went hiking", "x", date(2023, 8, 20))
+        assert _keys(idx, "hiking trip in August 2023")[0] == expected
+
+
+def test_same_day_group_bonus() -> None:
+    for weight, expected in ((0.0, "other.md"), (1.0, "sibling.md")):
+        idx = RecallIndex(replace(PLAIN, group_weight=weight))
+        idx.upsert("hit.md", "concert", "Anna went to a jazz concert", "x", date(2023, 5, 1))
+        idx.upsert(
+            "sibling.md",
+            "music",
+            "Anna loved the saxophone solo of the jazz band",
+            "x",
+            date(2023, 5, 1),
+        )
+        idx.upsert("other.md", "music", "Anna plays jazz piano at home", "x", date(2022, 1, 1))
+        assert _keys(idx, "jazz concert")[:2] == ["hit.md", expected]
+
+
+def test_name_miss_penalty() -> None:
+    for miss, expected in ((1.0, "bob.md"), (0.3, "alice.md")):
+        idx = RecallIndex(replace(PLAIN, name_miss=miss))
+        idx.upsert("alice.md", "Alice", "likes hiking", "x")
+        for i in range(3):
+            idx.upsert(f"alice{i}.md", "Alice", f"topic{i}", "x")
+        idx.upsert("bob.md", "Bob", "hiking in the mountains", "x")
+        idx.upsert("carl.md", "Carl", "other", "x")
+        assert _keys(idx, "Alice hiking mountains")[0] == expected
+
+
+def test_coordination_favours_matching_more_terms() -> None:
+    for coord, expected in ((0.0, "one.md"), (2.0, "both.md")):
+        idx = RecallIndex(replace(PLAIN, coord=coord))
+        idx.upsert("one.md", "n", "zebra zebra zebra zebra", "x")
+        idx.upsert("both.md", "n", "zebra okapi and many other words here to dilute", "x")
+        for i in range(5):
+            idx.upsert(f"pad{i}.md", "n", "okapi", "x")
+        assert _keys(idx, "zebra okapi")[0] == expected
+
+
+def test_prefix_expansion() -> None:
+    idx = RecallIndex(PLAIN)
+    idx.upsert("a.md", "family", "her grandmother gave her a necklace", "x")
+    assert _keys(idx, "grandma") == []
+    idx = RecallIndex(replace(PLAIN, prefix_len=5))
+    idx.upsert("a.md", "family", "her grandmother gave her a necklace", "x")
+    assert _keys(idx, "grandma") == ["a.md"]
+
+
+def test_bigram_bonus() -> None:
+    for weight, expected in ((0.0, "apart.md"), (2.0, "phrase.md")):
+        idx = RecallIndex(replace(PLAIN, bigram_weight=weight))
+        idx.upsert("apart.md", "n", "video call then games night", "x")
+        idx.upsert("phrase.md", "n", "video games all evening long tonight", "x")
+        assert _keys(idx, "video games")[0] == expected
+
+
+def test_slots_are_reused_after_removal() -> None:
+    idx = RecallIndex(PLAIN)
+    for i in range(10):
+        idx.upsert(f"{i}.md", "n", f"word{i} common", "x")
+    for i in range(5):
+        idx.remove(f"{i}.md")
+    for i in range(10, 15):
+        idx.upsert(f"{i}.md", "n", f"word{i} common", "x")
+    assert len(idx) == 10
+    assert _keys(idx, "word12") == ["12.md"]
+    assert _keys(idx, "word3") == []
+    assert sorted(k for k, _ in idx.search("common", 20)) == sorted(f"{i}.md" for i in range(5, 15))
+
+
+def test_exclusion() -> None:
+    idx = RecallIndex()
+    idx.upsert("a.md", "n", "zebra stripes", "x")
+    idx.upsert("b.md", "n", "zebra savanna", "x")
+    assert sorted(_keys(idx, "zebra")) == ["a.md", "b.md"]
+    assert [k for k, _ in idx.search("zebra", 5, exclude={"a.md"})] == ["b.md"]

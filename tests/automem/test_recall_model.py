@@ -1,0 +1,171 @@
+"""Recall with the model selector (scripted fake Messages API), and every fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.automem import recall as recall_mod
+from tests.conftest import DaemonHandle
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply
+
+MEMORIES = [
+    (
+        "user",
+        "Prefers terse answers",
+        "answer style",
+        "The user wants short answers without preamble.",
+    ),
+    (
+        "reference",
+        "Grafana API dashboard",
+        "latency graphs",
+        "SECRET-BODY https://grafana.example/d/api",
+    ),
+    (
+        "project",
+        "Release freeze March 5",
+        "mobile release date",
+        "Freeze on March 5.\n**Why:** store review.\n**How to apply:** no merges.",
+    ),
+]
+
+
+async def _seed(handle: DaemonHandle, project: Path) -> list[str]:
+    paths = []
+    for type_, name, description, body in MEMORIES:
+        res = await handle.call(
+            "memory.write",
+            cwd=str(project),
+            type=type_,
+            name=name,
+            description=description,
+            body=body,
+        )
+        paths.append(res["path"])
+    return paths
+
+
+async def test_model_selects(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    fake_model.enqueue(json_reply({"selected": [Path(paths[1]).name, "nonexistent.md"]}))
+    got = await daemon_with_model.call(
+        "recall",
+        cwd=str(project),
+        query="where are the latency graphs?",
+        recent_tools=["Bash", "Read"],
+        already_surfaced=[paths[0]],
+    )
+    assert got["selector"] == "model"
+    assert [m["path"] for m in got["memories"]] == [paths[1]]
+    assert "SECRET-BODY" in got["memories"][0]["content"]
+    (request,) = fake_model.message_requests()
+    body = request.json
+    assert body["max_tokens"] == 256
+    assert body["model"] == "claude-fake-small"
+    prompt = body["messages"][0]["content"]
+    assert "where are the latency graphs?" in prompt
+    assert "Bash, Read" in prompt
+    assert "Grafana API dashboard" in prompt
+    assert "SECRET-BODY" not in prompt  # frontmatter only, never bodies
+    assert "Prefers terse answers" not in prompt  # already surfaced
+    assert '{"selected"' in body["system"]
+
+
+async def test_model_may_select_nothing(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    await _seed(daemon_with_model, project)
+    fake_model.enqueue(json_reply({"selected": []}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="unrelated")
+    assert got == {"memories": [], "selector": "model"}
+
+
+async def test_limit_applies_to_model_choice(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    fake_model.enqueue(json_reply({"selected": [Path(p).name for p in paths]}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="x", limit=2)
+    assert [m["path"] for m in got["memories"]] == paths[:2]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        error_reply(400, "invalid_request_error", "bad"),
+        text_reply("I think the Grafana one"),
+        json_reply({"chosen": ["a.md"]}),
+    ],
+)
+async def test_falls_back_to_local(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, reply: object
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    fake_model.enqueue(reply)  # type: ignore[arg-type]
+    got = await daemon_with_model.call("recall", cwd=str(project), query="release freeze date")
+    assert got["selector"] == "local"
+    assert got["memories"][0]["path"] == paths[2]
+
+
+async def test_server_errors_fall_back_after_retries(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    fake_model.handler = lambda _: error_reply(529, "overloaded_error", "Overloaded")
+    got = await daemon_with_model.call("recall", cwd=str(project), query="release freeze date")
+    assert got["selector"] == "local"
+    assert got["memories"][0]["path"] == paths[2]
+    assert len(fake_model.message_requests()) == 4  # first try + 3 retries
+
+
+async def test_timeout_falls_back(
+    daemon_with_model: DaemonHandle,
+    fake_model: FakeMessagesAPI,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(recall_mod, "SELECTOR_TIMEOUT_S", 0.3)
+    paths = await _seed(daemon_with_model, project)
+    fake_model.enqueue(slow(3.0, json_reply({"selected": []})))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="terse answers")
+    assert got["selector"] == "local"
+    assert got["memories"][0]["path"] == paths[0]
+
+
+async def test_no_model_is_local(daemon: DaemonHandle, project: Path) -> None:
+    paths = await _seed(daemon, project)
+    got = await daemon.call("recall", cwd=str(project), query="grafana latency")
+    assert got["selector"] == "local"
+    assert got["memories"][0]["path"] == paths[1]
+
+
+async def test_remember_with_model(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    fake_model.enqueue(
+        json_reply(
+            {
+                "type": "reference",
+                "name": "Staging database",
+                "description": "where staging data lives",
+            }
+        )
+    )
+    res = await daemon_with_model.call(
+        "memory.remember", cwd=str(project), text="staging db is db-staging.internal"
+    )
+    assert (res["type"], res["name"], res["derived_by"]) == (
+        "reference",
+        "Staging database",
+        "model",
+    )
+    assert "db-staging.internal" in Path(res["path"]).read_text()
+    fake_model.enqueue(error_reply(400, "invalid_request_error", "nope"))
+    res = await daemon_with_model.call(
+        "memory.remember", cwd=str(project), text="Dana owns the billing service", type="project"
+    )
+    assert (res["type"], res["derived_by"]) == ("project", "local")

@@ -1,0 +1,83 @@
+"""Recall helpers: staleness, parsing the selector's answer, quick-add derivation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.automem import quickadd, recall
+from memoryd.automem.manifest import MemoryHeader, format_manifest
+
+
+def test_staleness_threshold() -> None:
+    now = 1_000_000.0
+    assert recall.staleness(now - 86_000, now) == (False, None)
+    stale, note = recall.staleness(now - 86_401, now)
+    assert stale
+    assert note is not None
+    assert note.startswith("This memory is 1 day old; verify")
+    assert "3 days old" in (recall.staleness(now - 3 * 86_400 - 5, now)[1] or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"selected": ["a.md", "b.md"]}', ["a.md", "b.md"]),
+        ('Sure! {"selected": []} done', []),
+        ("not json", None),
+        ('{"selected": "a.md"}', None),
+        ('{"selected": [1]}', None),
+        ("[1, 2]", None),
+        ('{"selected": ["a.md"', None),
+    ],
+)
+def test_parse_selection(text: str, expected: list[str] | None) -> None:
+    assert recall.parse_selection(text) == expected
+
+
+def test_manifest_lines_have_no_body() -> None:
+    h = MemoryHeader(Path("/m/a.md"), "Name", "Desc", "user", 0.0, False, None, "a.md")
+    bad = MemoryHeader(Path("/m/b.md"), "b", "", None, 86_400.0, False, "no frontmatter", "b.md")
+    assert (
+        format_manifest([h, bad])
+        == "- a.md [user] (1970-01-01) Name: Desc\n- b.md [invalid] (1970-01-02) b"
+    )
+
+
+def test_derive_from_text() -> None:
+    q = quickadd.derive(
+        "The staging database is at db-staging.internal. Ask Dana for access.", None
+    )
+    assert q.type == "user"
+    assert q.name == "The staging database is at db-staging.internal"
+    assert q.description == "The staging database is at db-staging.internal."
+    assert q.body.endswith("Ask Dana for access.")
+    assert q.derived_by == "local"
+
+
+def test_derive_long_text_is_clipped_at_words() -> None:
+    text = "word " * 100
+    q = quickadd.derive(text, "project")
+    assert q.type == "project"
+    assert q.name.endswith("…")
+    assert len(q.name) <= 61
+    assert len(q.description) <= 150
+
+
+def test_parse_model_choice() -> None:
+    good = quickadd.parse_model_choice(
+        '{"type": "reference", "name": "Grafana", "description": "dashboards"}', "t", None
+    )
+    assert good is not None
+    assert (good.type, good.name, good.derived_by) == ("reference", "Grafana", "model")
+    forced = quickadd.parse_model_choice(
+        '{"type": "reference", "name": "G", "description": "d"}', "t", "feedback"
+    )
+    assert forced is not None
+    assert forced.type == "feedback"
+    assert (
+        quickadd.parse_model_choice('{"type": "bogus", "name": "G", "description": "d"}', "t", None)
+        is None
+    )
+    assert quickadd.parse_model_choice("nope", "t", None) is None

@@ -1,0 +1,76 @@
+"""The warm per-directory view: what is seen, when, and what is never followed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memoryd.automem.store import DirState
+from tests.automem.conftest import memory_text
+
+
+def _write(path: Path, name: str, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(memory_text(name, f"about {name}", "user", body))
+
+
+def test_created_replaced_and_deleted_files_seen_without_a_sweep(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=3600)
+    _write(tmp_path / "a.md", "alpha", "one")
+    state.refresh()
+    assert list(state.entries) == ["a.md"]
+    updates = state.updates
+    _write(tmp_path / "b.md", "beta", "two")
+    state.refresh()
+    assert sorted(state.entries) == ["a.md", "b.md"]
+    assert state.updates == updates + 1  # only the new file was read
+    tmp = tmp_path / ".a.md.tmp"
+    _write(tmp, "alpha2", "three")
+    os.replace(tmp, tmp_path / "a.md")  # atomic replace: a new inode
+    state.refresh()
+    assert state.entries["a.md"].header.name == "alpha2"
+    (tmp_path / "b.md").unlink()
+    state.refresh()
+    assert list(state.entries) == ["a.md"]
+    assert state.index.search("beta") == []
+
+
+def test_in_place_edit_seen_by_the_periodic_sweep(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=3600)
+    _write(tmp_path / "a.md", "alpha", "one")
+    state.refresh()
+    with open(tmp_path / "a.md", "a") as handle:
+        handle.write("okapi\n")
+    state.refresh()
+    assert state.index.search("okapi") == []  # same inode, same dir mtime: not yet
+    state.sweep_interval_s = 0
+    state.refresh()
+    assert [k for k, _ in state.index.search("okapi")] == ["a.md"]
+
+
+def test_team_subfolders_index_and_symlinks(tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    _write(outside / "secret.md", "secret", "private key material")
+    mem = tmp_path / "mem"
+    _write(mem / "team" / "api" / "notes.md", "api notes", "endpoints")
+    _write(mem / "other" / "ignored.md", "ignored", "not a memory folder")
+    (mem / "MEMORY.md").write_text("- [x](x.md)\n")
+    (mem / "link.md").symlink_to(outside / "secret.md")
+    (mem / "team" / "linkdir").symlink_to(outside)
+    (mem / "notes.txt").write_text("not markdown")
+    state = DirState(mem)
+    state.refresh()
+    assert list(state.entries) == ["team/api/notes.md"]
+    header = state.entries["team/api/notes.md"].header
+    assert header.team
+    assert header.path == mem / "team" / "api" / "notes.md"
+
+
+def test_team_folder_appearing_later_is_seen(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=3600)
+    _write(tmp_path / "a.md", "alpha", "one")
+    state.refresh()
+    _write(tmp_path / "team" / "t.md", "team one", "shared")
+    state.refresh()
+    assert sorted(state.entries) == ["a.md", "team/t.md"]

@@ -1,0 +1,177 @@
+"""Auto dream: on-demand and idle consolidation, history kept, last run persisted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.automem.dream import Dream, dream_state_path, idle_seconds
+from memoryd_client import RpcError
+from tests.background.conftest import Script, Workspace, transcript, workspace_for
+from tests.conftest import DaemonHandle, IsolatedEnv
+from tests.fakes.messages_api import text_reply, tool_use_reply
+
+
+async def _three_memories(ws: Workspace) -> tuple[Path, Path, Path]:
+    paths = []
+    for type_, name, body in (
+        ("feedback", "Use pnpm", "Use pnpm.\n**Why:** lockfile.\n**How to apply:** always."),
+        (
+            "feedback",
+            "Package manager pnpm",
+            "Prefer pnpm over npm.\n**Why:** x\n**How to apply:** y",
+        ),
+        (
+            "project",
+            "Deadline March",
+            "Ship by March 1.\n**Why:** launch.\n**How to apply:** plan.",
+        ),
+    ):
+        result = await ws.am.write_memory(
+            ws.project, type=type_, name=name, description=name.lower(), body=body
+        )
+        paths.append(result.path)
+    return paths[0], paths[1], paths[2]
+
+
+async def test_on_demand_dream_merges_retires_and_keeps_history(
+    ws: Workspace, script: Script
+) -> None:
+    keep, duplicate, deadline = await _three_memories(ws)
+    assert duplicate.exists()
+    script.add(
+        "dream",
+        tool_use_reply(
+            [("Read", {"file_path": str(keep)}), ("Read", {"file_path": str(duplicate)})]
+        ),
+        tool_use_reply(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": str(keep),
+                        "old_string": "Use pnpm.",
+                        "new_string": "Use pnpm, never npm.",
+                    },
+                ),
+                ("RetireMemory", {"file_path": str(duplicate), "reason": "duplicate of use pnpm"}),
+                ("RetireMemory", {"file_path": "/etc/passwd", "reason": "escape"}),
+            ]
+        ),
+        text_reply("Merged the two pnpm memories."),
+    )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["stop_reason"] == "end_turn"
+    assert result["retired"] == [str(duplicate)]
+    assert result["edited"] == [str(keep)]
+    assert len(result["denied"]) == 1
+    assert not duplicate.exists()
+    assert "never npm" in keep.read_text()
+    assert deadline.exists()
+    index = (ws.memory_dir / "MEMORY.md").read_text()
+    assert duplicate.name not in index
+    assert keep.name in index
+    # Every change is in history: the edited file's old text and the retired file.
+    _, kept_versions = ws.am.versions(ws.project, str(keep))
+    _, retired_versions = ws.am.versions(ws.project, str(duplicate))
+    assert kept_versions
+    assert retired_versions
+    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    assert duplicate.name in prompt  # the manifest
+    assert "RetireMemory" in [t["name"] for t in script.seen["dream"][0]["tools"]]
+    state = json.loads(dream_state_path().read_text())
+    assert str(ws.project.root) in state["last_run"]
+
+
+async def test_dream_with_one_memory_has_nothing_to_do(ws: Workspace, script: Script) -> None:
+    await ws.am.write_memory(ws.project, type="user", name="Role", description="r", body="b")
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["stop_reason"] == "nothing_to_do"
+    assert script.seen["dream"] == []
+
+
+async def test_dream_without_a_model_is_unavailable(daemon: DaemonHandle, tmp_path: Path) -> None:
+    ws = workspace_for(daemon, tmp_path)
+    with pytest.raises(RpcError) as info:
+        await daemon.call("memory.dream", cwd=str(ws.cwd))
+    assert info.value.code == -32003
+
+
+async def test_idle_dream_runs_once_a_day_when_enabled(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    await _three_memories(ws)
+    dream = ws.handle.daemon.service(Dream)
+    dream.idle_s = 0.05
+    convo = transcript(("hello", "hi"))
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
+    assert dream.feature_status()["auto_dream"]["armed"] == 0  # off by default
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"autoDreamEnabled": true}')
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
+    assert dream.feature_status()["auto_dream"]["armed"] == 1
+    # Activity re-arms the timer instead of running.
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
+    for _ in range(200):
+        if dream.counts["idle_runs"]:
+            break
+        await asyncio.sleep(0.02)
+    assert dream.counts["idle_runs"] == 1
+    assert len(script.seen["dream"]) == 1
+    # Ran today: the next turns do not arm it again.
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
+    assert dream.feature_status()["auto_dream"]["armed"] == 0
+
+
+def test_idle_seconds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert idle_seconds() == 600.0
+    monkeypatch.setenv("MEMORYD_DREAM_IDLE_S", "30")
+    assert idle_seconds() == 30.0
+    monkeypatch.setenv("MEMORYD_DREAM_IDLE_S", "soon")
+    assert idle_seconds() == 600.0
+
+
+async def test_memctl_dream_reports_the_run(ws: Workspace, script: Script) -> None:
+    await _three_memories(ws)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        "--socket",
+        str(ws.handle.socket_path),
+        "dream",
+        "--cwd",
+        str(ws.cwd),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().startswith(f"dream of {ws.memory_dir}: end_turn")
+    assert "already tidy" in out.decode()
+
+
+async def test_memctl_dream_without_a_model_fails_clearly(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    ws = workspace_for(daemon, tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        "--socket",
+        str(daemon.socket_path),
+        "dream",
+        "--cwd",
+        str(ws.cwd),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await proc.communicate()
+    assert proc.returncode == 1
+    assert "-32003" in err.decode()
+    assert "ANTHROPIC_API_KEY" in err.decode()

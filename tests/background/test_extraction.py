@@ -1,0 +1,435 @@
+"""Memory extraction after `after_turn`, against the scripted fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from memoryd.automem.extraction import Extraction, main_agent_wrote_memory
+from memoryd.automem.extraction_prompts import NOTHING_MARKER
+from tests.background.conftest import Workspace, memory_text, transcript, workspace_for
+from tests.conftest import DaemonHandle
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+
+CONVO = transcript(
+    ("Please stop mocking the database in tests, we got burned last quarter.", "Understood.")
+)
+
+
+async def _after_turn(ws: Workspace, messages: list[dict[str, Any]], **extra: Any) -> Any:
+    return await ws.handle.call(
+        "after_turn", session_id="s1", cwd=str(ws.cwd), messages=messages, **extra
+    )
+
+
+async def _idle(ws: Workspace) -> None:
+    await ws.handle.daemon.service(Extraction).wait_idle()
+
+
+async def _subscribe(ws: Workspace, *events: str) -> Any:
+    client = await ws.handle.client()
+    await client.call("subscribe", {"events": list(events)})
+    return client
+
+
+def _drain(client: Any) -> list[dict[str, Any]]:
+    out = []
+    while not client.notifications.empty():
+        note = client.notifications.get_nowait()
+        out.append({"event": note["method"], **note["params"]})
+    return out
+
+
+async def test_writes_a_new_memory_and_its_index_line(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    target = ws.memory_dir / "feedback_real_database.md"
+    body = "Integration tests hit a real database.\n**Why:** mocks hid a broken migration.\n**How to apply:** no DB mocks."
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                (
+                    "Write",
+                    {
+                        "file_path": str(target),
+                        "content": memory_text(
+                            "Real database in tests", "tests must hit a real DB", "feedback", body
+                        ),
+                    },
+                )
+            ]
+        ),
+        text_reply("Saved feedback_real_database.md"),
+    )
+    client = await _subscribe(ws, "memory/saved", "worker/error")
+    reply = await _after_turn(ws, CONVO)
+    assert reply["scheduled"]["extraction"] is True
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert "Integration tests hit a real database." in target.read_text()
+    index = (ws.memory_dir / "MEMORY.md").read_text()
+    assert "(feedback_real_database.md)" in index
+    assert "Real database in tests" in index
+    notes = _drain(client)
+    assert {"event": "memory/saved", "path": str(target), "project": str(ws.project.root)} in notes
+    assert not [n for n in notes if n["event"] == "worker/error"]
+    # The request carried the manifest section, the taxonomy and the never-save list.
+    (first, _) = fake_model.message_requests()
+    prompt = first.json["messages"][-1]["content"][-1]["text"]
+    assert "Please stop mocking the database" in prompt
+    assert "## Never save" in prompt
+    assert "`feedback`" in prompt
+    assert str(ws.memory_dir) in prompt
+    assert first.json["system"].startswith("You are the memory extraction agent")
+    await client.close()
+
+
+async def test_updates_an_existing_memory_and_keeps_history(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    existing = await ws.am.write_memory(
+        ws.project,
+        type="user",
+        name="Role",
+        description="the user's role",
+        body="The user is a backend engineer.",
+    )
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": str(existing.path),
+                        "old_string": "a backend engineer.",
+                        "new_string": "a backend engineer who now leads the data team.",
+                    },
+                )
+            ]
+        ),
+        text_reply(f"Updated {existing.path.name}"),
+    )
+    await _after_turn(ws, transcript(("I lead the data team now.", "Congrats!")))
+    await _idle(ws)
+    assert "leads the data team" in existing.path.read_text()
+    prompt = fake_model.message_requests()[0].json["messages"][-1]["content"][-1]["text"]
+    assert f"- {existing.path.name} [user]" in prompt  # the manifest line
+    _, versions = ws.am.versions(ws.project, str(existing.path))
+    assert versions, "the old content was kept in history before the edit"
+    assert (ws.memory_dir / "MEMORY.md").read_text().count(existing.path.name) == 1
+
+
+async def test_escapes_from_the_memory_dir_are_denied(
+    ws: Workspace, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    (ws.memory_dir / "link").symlink_to(outside)
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                ("Write", {"file_path": str(ws.memory_dir / "../../.bashrc"), "content": "x"}),
+                ("Write", {"file_path": "../../.bashrc", "content": "x"}),
+                ("Write", {"file_path": str(ws.memory_dir / "link" / "a.md"), "content": "x"}),
+                ("Write", {"file_path": "/etc/passwd", "content": "x"}),
+                ("Write", {"file_path": str(ws.cwd / "CLAUDE.md"), "content": "x"}),
+            ]
+        ),
+        text_reply("Saved."),
+    )
+    client = await _subscribe(ws, "worker/error", "memory/saved")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert list(outside.iterdir()) == []
+    assert not (ws.cwd / "CLAUDE.md").exists()
+    assert not (ws.memory_dir.parent.parent / ".bashrc").exists()
+    assert sorted(p.name for p in ws.memory_dir.iterdir()) == ["link"]
+    notes = _drain(client)
+    assert not [n for n in notes if n["event"] == "memory/saved"]
+    errors = [n["message"] for n in notes if n["event"] == "worker/error"]
+    assert sum("denied Write" in m for m in errors) == 5
+    assert any("wrote nothing" in m for m in errors)
+    status = await ws.handle.call("status")
+    assert status["worker_errors"]["extraction"] == 6
+    assert status["counters"]["extraction.denied"] == 5
+    await client.close()
+
+
+async def test_a_model_that_never_stops_is_stopped_at_five_turns(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.handler = lambda _req: tool_use_reply([("Bash", {"command": "ls"})])
+    client = await _subscribe(ws, "worker/error")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert len(fake_model.message_requests()) == 5
+    messages = [n["message"] for n in _drain(client)]
+    assert any("turn limit (5)" in m for m in messages)
+    status = await ws.handle.call("status")
+    assert status["features"]["extraction"]["last_run"]["stop_reason"] == "max_turns"
+    await client.close()
+
+
+async def test_nothing_to_save_is_quiet_but_silence_is_loud(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.enqueue(text_reply(NOTHING_MARKER), text_reply("I saved it."))
+    client = await _subscribe(ws, "worker/error")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert _drain(client) == []
+    await _after_turn(ws, [*CONVO, *transcript(("more", "ok"))])
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    (note,) = _drain(client)
+    assert "did not say there was nothing to save" in note["message"]
+    await client.close()
+
+
+async def test_main_agent_wrote_memory_so_no_extraction(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    messages = [
+        {"role": "user", "content": "remember that I prefer tabs"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "Write",
+                    "input": {"file_path": str(ws.memory_dir / "user_tabs.md"), "content": "x"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Saved."}]},
+    ]
+    reply = await _after_turn(ws, messages)
+    assert reply["scheduled"]["extraction"] is False
+    await _idle(ws)
+    assert fake_model.message_requests() == []
+
+
+async def test_memory_files_changed_since_the_last_turn_skip_extraction(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    assert (await _after_turn(ws, CONVO))["scheduled"]["extraction"] is True
+    await _idle(ws)
+    await asyncio.sleep(0.01)
+    # The main agent (through some client) saved a memory between the two turns.
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    (ws.memory_dir / "user_x.md").write_text(memory_text("x", "y", "user", "z"))
+    later = [*CONVO, *transcript(("next", "done"))]
+    await _after_turn(ws, later)  # queued; the worker's disk check then skips it
+    await _idle(ws)
+    assert len(fake_model.message_requests()) == 1
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["skipped_main_agent"] == 1
+    assert status["runs"] == 1
+    # Our own writes never count as the main agent's.
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                (
+                    "Write",
+                    {
+                        "file_path": str(ws.memory_dir / "user_y.md"),
+                        "content": memory_text("y", "y", "user", "y"),
+                    },
+                )
+            ]
+        ),
+        text_reply("saved user_y.md"),
+    )
+    await _after_turn(ws, [*later, *transcript(("again", "ok"))])
+    await _idle(ws)
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    await _after_turn(ws, [*later, *transcript(("again", "ok"), ("more", "ok"))])
+    await _idle(ws)
+    assert len(fake_model.message_requests()) == 4
+
+
+def test_main_agent_wrote_memory_looks_only_at_this_turn(tmp_path: Path) -> None:
+    memory = tmp_path / "memory"
+    write = {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "t",
+                "name": "Edit",
+                "input": {"file_path": str(memory / "a.md")},
+            }
+        ],
+    }
+    earlier = [{"role": "user", "content": "a"}, write, {"role": "user", "content": "b"}]
+    assert main_agent_wrote_memory([{"role": "user", "content": "a"}, write], memory)
+    assert not main_agent_wrote_memory(earlier, memory)
+    elsewhere = {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "t",
+                "name": "Write",
+                "input": {"file_path": str(tmp_path / "x.md")},
+            }
+        ],
+    }
+    assert not main_agent_wrote_memory([{"role": "user", "content": "a"}, elsewhere], memory)
+
+
+async def test_quick_after_turns_are_coalesced_into_one_follow_up(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.enqueue(slow(0.5, text_reply(NOTHING_MARKER)))
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    second = [*CONVO, *transcript(("second", "ok"))]
+    third = [*second, *transcript(("third", "ok"))]
+    assert (await _after_turn(ws, CONVO))["scheduled"]["extraction"] is True
+    while not fake_model.message_requests():
+        await asyncio.sleep(0.01)
+    # Both arrive while the first run is still waiting for the model.
+    replies = await asyncio.gather(_after_turn(ws, second), _after_turn(ws, third))
+    assert all(r["scheduled"]["extraction"] for r in replies)
+    await _idle(ws)
+    requests = fake_model.message_requests()
+    assert len(requests) == 2  # the first run, then one coalesced run for both triggers
+    assert "third" in requests[1].json["messages"][-1]["content"][-1]["text"]
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["coalesced"] == 1
+    assert status["runs"] == 2
+
+
+async def test_prompt_cache_reuse_sends_the_main_prefix_byte_for_byte(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    system = [
+        {"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Environment: linux, ünïcode ✓"},
+    ]
+    tools = [
+        {
+            "name": "Read",
+            "description": "read a file",
+            "input_schema": {
+                "type": "object",
+                "properties": {"file_path": {"type": "string"}},
+                "required": ["file_path"],
+            },
+        },
+        {
+            "name": "WebFetch",
+            "description": "fetch",
+            "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}},
+        },
+    ]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<claude_md>rules</claude_md>"},
+                {"type": "text", "text": "Use pnpm, never npm."},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_a",
+                    "name": "Read",
+                    "input": {"file_path": "/x/package.json"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "{}"}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted: pnpm."}]},
+    ]
+    fake_model.enqueue(text_reply(NOTHING_MARKER, cache_read_input_tokens=900))
+    await _after_turn(ws, messages, system=system, tools=tools, model="claude-main-model")
+    await _idle(ws)
+    (request,) = fake_model.message_requests()
+    sent = request.json
+
+    def dumps(value: Any) -> bytes:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+    assert sent["model"] == "claude-main-model"
+    assert dumps(sent["system"]) == dumps(system)
+    assert dumps(sent["tools"]) == dumps(tools)
+    # The raw request body carries the same bytes, in the same order.
+    assert dumps(system) in request.raw
+    assert dumps(tools) in request.raw
+    for got, want in zip(sent["messages"][:3], messages[:3], strict=True):
+        assert dumps(got) == dumps(want)
+    assert dumps(messages[:3])[:-1] in request.raw  # the earlier messages, contiguous
+    last = sent["messages"][3]
+    assert last["content"][-1].pop("cache_control") == {"type": "ephemeral"}
+    assert dumps(last) == dumps(messages[3])
+    instruction = sent["messages"][4]
+    assert instruction["role"] == "user"
+    assert "background memory extraction" in instruction["content"][0]["text"]
+    assert len(sent["messages"]) == 5
+    usage = (await ws.handle.call("status"))["model"]["usage"]["extraction"]
+    assert usage["cache_read_input_tokens"] == 900
+
+
+async def test_no_model_means_no_extraction_and_status_says_why(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    ws = workspace_for(daemon, tmp_path)
+    reply = await _after_turn(ws, CONVO)
+    assert reply["scheduled"]["extraction"] is False
+    feature = (await daemon.call("status"))["features"]["extraction"]
+    assert feature["enabled"] is False
+    assert "ANTHROPIC_API_KEY" in feature["reason"]
+
+
+async def test_an_overloaded_storm_backs_off_then_is_reported(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.handler = lambda _req: error_reply(529, "overloaded_error", "Overloaded")
+    client = await _subscribe(ws, "worker/error")
+    assert (await _after_turn(ws, CONVO))["scheduled"]["extraction"] is True
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert len(fake_model.message_requests()) == 4  # the first try and 3 backed-off retries
+    (note,) = _drain(client)
+    assert note["worker"] == "extraction"
+    assert "529" in note["message"]
+    status = await ws.handle.call("status")
+    assert status["worker_errors"]["extraction"] == 1
+    assert status["counters"]["extraction.model_errors"] == 1
+    assert status["model"]["usage"]["extraction"]["retries"] == 3
+    assert status["features"]["extraction"]["failed"] == 1
+    assert status["features"]["extraction"]["last_run"]["stop_reason"] == "error"
+    await client.close()
+
+
+async def test_reuse_without_a_system_prompt_sends_none(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    tools = [{"name": "Read", "input_schema": {"type": "object"}}]
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    await _after_turn(ws, CONVO, tools=tools, model="claude-main-model")
+    await _idle(ws)
+    (request,) = fake_model.message_requests()
+    assert "system" not in request.json
+    assert request.json["tools"] == tools
+    assert request.json["model"] == "claude-main-model"
+    assert request.json["messages"][0] == CONVO[0]

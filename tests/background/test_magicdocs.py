@@ -1,0 +1,185 @@
+"""MagicDocs: registration from read_paths, updates after a natural break, header re-check."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.magicdocs import MagicDocs, parse_header
+from tests.background.conftest import Script, Workspace, transcript
+from tests.fakes.messages_api import text_reply, tool_use_reply
+
+DOC = """# MAGIC DOC: Deployment notes
+_Keep the list of environments and how to deploy to each._
+
+## Environments
+- staging: `make deploy-staging`
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "instruction"),
+    [
+        (DOC, "Deployment notes", "Keep the list of environments and how to deploy to each."),
+        (
+            "intro\n#magic doc:  API map  \n*Only public endpoints*\n",
+            "API map",
+            "Only public endpoints",
+        ),
+        ("# Magic Doc: Plain\n\nno italic line\n", "Plain", None),
+    ],
+)
+def test_parse_header(text: str, title: str, instruction: str | None) -> None:
+    header = parse_header(text)
+    assert header is not None
+    assert (header.title, header.instruction) == (title, instruction)
+
+
+@pytest.mark.parametrize("text", ["# Deployment notes\n", "text # MAGIC DOC: inline\n", ""])
+def test_not_a_magic_doc(text: str) -> None:
+    assert parse_header(text) is None
+
+
+def _doc(ws: Workspace, name: str = "deploy.md", text: str = DOC) -> Path:
+    path = ws.cwd / "docs" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+async def _turn(ws: Workspace, read: list[Path], messages: list[dict[str, Any]]) -> Any:
+    return await ws.handle.call(
+        "after_turn",
+        session_id="s1",
+        cwd=str(ws.cwd),
+        messages=messages,
+        read_paths=[str(p) for p in read],
+    )
+
+
+TOOLS_TURN = [
+    {"role": "user", "content": "deploy to prod?"},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/x"}}],
+    },
+]
+BREAK_TURN = transcript(("We added a prod environment: `make deploy-prod`.", "Noted."))
+
+
+async def _idle(ws: Workspace) -> None:
+    await ws.handle.daemon.service(MagicDocs).wait_idle()
+
+
+async def test_registered_then_updated_after_a_natural_break(ws: Workspace, script: Script) -> None:
+    doc = _doc(ws)
+    client = await ws.handle.client()
+    await client.call("subscribe", {"events": ["magicdoc/updated"]})
+    # A turn that ended with a tool call registers the doc but does not update it.
+    reply = await _turn(ws, [doc], TOOLS_TURN)
+    assert reply["scheduled"]["magic_docs"] == 0
+    listed = await ws.handle.call("magicdocs.list", cwd=str(ws.cwd))
+    assert [d["title"] for d in listed["docs"]] == ["Deployment notes"]
+    await ws.handle.daemon.service(MagicDocs).wait_idle()
+    assert script.seen["magic"] == []
+    script.add(
+        "magic",
+        tool_use_reply(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": str(doc),
+                        "old_string": "- staging: `make deploy-staging`\n",
+                        "new_string": "- staging: `make deploy-staging`\n- prod: `make deploy-prod`\n",
+                    },
+                )
+            ]
+        ),
+        text_reply("updated"),
+    )
+    reply = await _turn(ws, [], BREAK_TURN)
+    assert reply["scheduled"]["magic_docs"] == 1
+    await _idle(ws)
+    assert "- prod: `make deploy-prod`" in doc.read_text()
+    note = await client.next_notification(5)
+    assert note["method"] == "magicdoc/updated"
+    assert note["params"] == {"path": str(doc)}
+    first = script.seen["magic"][0]
+    assert [t["name"] for t in first["tools"]] == ["Read", "Edit"]
+    prompt = first["messages"][0]["content"]
+    assert "Keep the list of environments" in prompt
+    assert "make deploy-prod" in prompt
+    listed = await ws.handle.call("magicdocs.list")
+    assert listed["docs"][0]["updates"] == 1
+    await client.close()
+
+
+async def test_a_doc_whose_header_was_removed_is_unregistered_not_edited(
+    ws: Workspace, script: Script
+) -> None:
+    doc = _doc(ws)
+    await _turn(ws, [doc], TOOLS_TURN)
+    plain = "# Deployment notes\n\nNo longer magic.\n"
+    doc.write_text(plain)
+    reply = await _turn(ws, [], BREAK_TURN)
+    assert reply["scheduled"]["magic_docs"] == 1  # queued, then the re-check drops it
+    await _idle(ws)
+    assert doc.read_text() == plain
+    assert script.seen["magic"] == []
+    assert (await ws.handle.call("magicdocs.list"))["docs"] == []
+    status = (await ws.handle.call("status"))["features"]["magic_docs"]
+    assert status["unregistered"] == 1
+
+
+async def test_the_agent_may_edit_only_its_own_doc(ws: Workspace, script: Script) -> None:
+    doc = _doc(ws)
+    other = _doc(ws, "other.md", "# Other\n")
+    script.add(
+        "magic",
+        tool_use_reply(
+            [
+                ("Edit", {"file_path": str(other), "old_string": "Other", "new_string": "Pwned"}),
+                ("Write", {"file_path": str(ws.cwd / "new.md"), "content": "x"}),
+                ("Read", {"file_path": str(other)}),
+                ("Bash", {"command": "ls"}),
+            ]
+        ),
+        text_reply("no update"),
+    )
+    await _turn(ws, [doc], BREAK_TURN)
+    await _idle(ws)
+    await ws.handle.daemon.service(MagicDocs).wait_idle()
+    assert other.read_text() == "# Other\n"
+    assert not (ws.cwd / "new.md").exists()
+    assert doc.read_text() == DOC
+    counters = (await ws.handle.call("status"))["counters"]
+    assert counters["magic_docs.denied"] == 4
+
+
+async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
+    docs = [_doc(ws, f"d{i}.md", DOC.replace("Deployment notes", f"Doc {i}")) for i in range(3)]
+    active = 0
+    peak = 0
+    service = ws.handle.daemon.service(MagicDocs)
+    original = service.update
+
+    async def tracked(path: Path, turn: Any) -> Any:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        try:
+            await asyncio.sleep(0.01)
+            return await original(path, turn)
+        finally:
+            active -= 1
+
+    service.update = tracked  # type: ignore[method-assign]
+    reply = await _turn(ws, docs, BREAK_TURN)
+    assert reply["scheduled"]["magic_docs"] == 3
+    await _idle(ws)
+    assert peak == 1
+    assert service.counts["skipped"] == 3

@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.llm.tokens import estimate_message, estimate_text
+from memoryd.session.compaction import (
+    BOUNDARY_TAG,
+    MAX_KEEP_TOKENS,
+    MIN_KEEP_TEXT_MESSAGES,
+    MIN_KEEP_TOKENS,
+    cut_long_sections,
+    has_text,
+    plan_compaction,
+    plan_window,
+    tool_result_ids,
+    tool_use_ids,
+)
+from memoryd.session.template import builtin_template
+from tests.session.builders import assistant, conversation, tool_call, tool_result, user, words
+
+
+def per(messages: list[dict[str, Any]]) -> list[int]:
+    return [estimate_message(m) for m in messages]
+
+
+def assert_pairs_intact(kept: list[dict[str, Any]]) -> None:
+    calls: set[str] = set()
+    for message in kept:
+        for tool_id in tool_result_ids(message):
+            assert tool_id in calls, f"tool result {tool_id} kept without its call"
+        calls |= tool_use_ids(message)
+
+
+def test_window_meets_the_minimums_and_stays_under_the_cap() -> None:
+    messages = conversation(200_000, per_exchange=2_000)
+    window = plan_window(messages, per(messages))
+    kept = messages[window.start :]
+    assert MIN_KEEP_TOKENS <= window.tokens <= MAX_KEEP_TOKENS
+    assert window.tokens == sum(per(kept))
+    assert sum(has_text(m) for m in kept) >= MIN_KEEP_TEXT_MESSAGES
+    assert window.text_messages == sum(has_text(m) for m in kept)
+    assert_pairs_intact(kept)
+
+
+def test_window_keeps_five_text_messages_beyond_ten_thousand_tokens() -> None:
+    # Two huge tool results make 10k tokens quickly; text messages must still reach 5.
+    messages: list[dict[str, Any]] = []
+    for index in range(8):
+        messages.append(user(f"question {index}"))
+        messages.append(assistant(f"answer {index}"))
+    call = tool_call(file_path="/big")
+    messages += [call, tool_result(call, words(12_000))]
+    window = plan_window(messages, per(messages))
+    kept = messages[window.start :]
+    assert sum(has_text(m) for m in kept) >= MIN_KEEP_TEXT_MESSAGES
+    assert window.tokens >= MIN_KEEP_TOKENS
+
+
+def test_window_stops_at_the_cap_even_below_the_minimums() -> None:
+    messages = [user(words(30_000)), assistant(words(15_000)), user(words(100))]
+    window = plan_window(messages, per(messages))
+    assert window.start == 1  # 15k + 100 fit; adding 30k would pass 40k
+    assert window.tokens <= MAX_KEEP_TOKENS
+
+
+def test_a_last_message_over_the_cap_is_not_kept() -> None:
+    messages = [user("hi"), assistant(words(50_000))]
+    window = plan_window(messages, per(messages))
+    assert window.start == 2
+    assert window.tokens == 0
+
+
+def test_the_start_never_splits_a_call_from_its_result() -> None:
+    # Each exchange: user, (call, result), assistant; try many sizes so starts land everywhere.
+    for size in range(900, 3_000, 137):
+        messages = conversation(60_000, per_exchange=size, tools=3)
+        window = plan_window(messages, per(messages))
+        kept = messages[window.start :]
+        assert_pairs_intact(kept)
+        assert window.tokens <= MAX_KEEP_TOKENS
+
+
+def test_the_call_is_pulled_in_when_it_fits() -> None:
+    call = tool_call(file_path="/a")
+    messages = [user(words(20_000)), call, tool_result(call, words(9_990)), *[assistant("x")] * 5]
+    window = plan_window(messages, per(messages))
+    assert window.start == 1  # started at the result, moved back one to include the call
+    assert window.moved_for_tools == -1
+
+
+def test_the_result_is_dropped_when_its_call_does_not_fit() -> None:
+    call = tool_call(file_path="/a", text=words(15_000))
+    messages = [user("q"), call, tool_result(call, words(30_000)), assistant(words(5_000))]
+    window = plan_window(messages, per(messages))
+    kept = messages[window.start :]
+    assert_pairs_intact(kept)
+    assert kept[0]["role"] == "assistant"
+    assert window.tokens <= MAX_KEEP_TOKENS
+
+
+def test_a_result_with_no_call_anywhere_is_left_alone() -> None:
+    orphan = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}],
+    }
+    messages = [user("a"), assistant("b"), orphan, assistant("c")]
+    window = plan_window(messages, per(messages))
+    assert window.start == 0  # everything fits; the orphan does not move the start
+
+
+def test_unsummarized_messages_are_kept_when_they_fit() -> None:
+    messages = conversation(80_000, per_exchange=2_000)
+    plain = plan_window(messages, per(messages))
+    covered = plain.start - 8
+    window = plan_window(messages, per(messages), summarized=covered)
+    assert window.start <= covered
+    # Never past the cap, even for unsummarized messages.
+    window = plan_window(messages, per(messages), summarized=0)
+    assert window.tokens <= MAX_KEEP_TOKENS
+
+
+def test_empty_transcript_plans_an_empty_window() -> None:
+    window = plan_window([], [])
+    assert (window.start, window.tokens) == (0, 0)
+
+
+def test_long_sections_are_cut_at_a_line_boundary() -> None:
+    long_body = "\n".join(f"- step {i}: " + "x" * 60 for i in range(400))
+    summary = builtin_template().replace("# Worklog\n_", f"# Worklog\n{long_body}\n_", 1)
+    cut = cut_long_sections(summary, "/s/summary.md")
+    assert cut.cut_sections == ("Worklog",)
+    section = cut.text.split("# Worklog\n", 1)[1]
+    assert estimate_text(section) < 2_200
+    for line in section.splitlines()[:-1]:
+        assert line in long_body.splitlines()  # whole lines only
+    assert "/s/summary.md" in section.splitlines()[-1]
+    # Short sections are untouched.
+    assert cut.text.split("# Worklog\n", 1)[0] == summary.split("# Worklog\n", 1)[0]
+
+
+def test_a_single_overlong_line_is_cut_inside() -> None:
+    cut = cut_long_sections("# Learnings\n" + "y" * 20_000 + "\n", "/p")
+    assert cut.cut_sections == ("Learnings",)
+    assert len(cut.text) < 9_000
+
+
+def test_plan_compaction_shape() -> None:
+    messages = conversation(100_000, per_exchange=2_000)
+    plan = plan_compaction(messages, per(messages), "# Session Title\nfix bug\n", "/s/summary.md")
+    boundary, summary, *rest = plan.messages
+    assert boundary["role"] == "user"
+    assert boundary["content"][0]["text"].startswith(BOUNDARY_TAG)
+    assert summary["role"] == "user"
+    assert "fix bug" in summary["content"][0]["text"]
+    assert "/s/summary.md" in summary["content"][0]["text"]
+    assert rest == messages[plan.window.start :]
+    assert rest[0] is messages[plan.window.start]  # kept messages are passed through as-is
+    assert plan.tokens_before == sum(per(messages))
+    assert plan.tokens_after < plan.tokens_before
+
+
+def test_a_summary_with_many_sections_is_cut_as_a_whole() -> None:
+    sections = "".join(f"# Part {i}\n" + "\n".join(["z" * 70] * 80) + "\n" for i in range(30))
+    cut = cut_long_sections(sections, "/p")
+    assert cut.cut_sections == ("(whole summary)",)
+    assert estimate_text(cut.text) <= 24_200
+    assert cut.text.rstrip().endswith("...]")

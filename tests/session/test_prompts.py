@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.llm.tokens import estimate_message
+from memoryd.session.prompts import (
+    UPDATE_INPUT_TOKENS,
+    agent_messages,
+    repair_tool_pairs,
+    update_prompt,
+)
+from tests.session.builders import assistant, conversation, tool_call, tool_result, user, words
+
+
+def per(messages: list[dict[str, Any]]) -> list[int]:
+    return [estimate_message(m) for m in messages]
+
+
+def check_api_shape(convo: list[dict[str, Any]]) -> None:
+    """What the Messages API insists on: user first, calls answered by the next message
+    (consecutive messages of one role are allowed: the API merges them)."""
+    assert convo[0]["role"] == "user"
+    for index, message in enumerate(convo):
+        content = message["content"]
+        if message["role"] == "assistant" and isinstance(content, list):
+            calls = [b["id"] for b in content if b["type"] == "tool_use"]
+            if calls:
+                answer = convo[index + 1]["content"]
+                results = [b["tool_use_id"] for b in answer if b["type"] == "tool_result"]
+                assert sorted(results) == sorted(calls)
+        if message["role"] == "user" and isinstance(content, list):
+            previous = convo[index - 1]["content"] if index else []
+            calls = {b["id"] for b in previous if isinstance(b, dict) and b["type"] == "tool_use"}
+            for block in content:
+                if block["type"] == "tool_result":
+                    assert block["tool_use_id"] in calls
+
+
+def test_prompt_names_the_file_and_carries_the_notes() -> None:
+    prompt = update_prompt("/x/.summary.draft.md", "# Current State\nwip\n")
+    assert "/x/.summary.draft.md" in prompt
+    assert "# Current State\nwip\n</current-notes>" in prompt
+    assert "Edit" in prompt
+
+
+def test_a_clean_transcript_is_sent_as_is_then_the_request() -> None:
+    messages = [*conversation(6_000), assistant("done")]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    assert convo[: len(messages)] == messages
+    assert convo[-1] == {"role": "user", "content": [{"type": "text", "text": "UPDATE"}]}
+    check_api_shape(convo)
+
+
+def test_a_transcript_ending_in_a_tool_result_gets_the_request_in_the_same_message() -> None:
+    call = tool_call(file_path="/a")
+    messages = [user("go"), call, tool_result(call, "content")]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    assert len(convo) == 3
+    assert convo[-1]["content"][-1] == {"type": "text", "text": "UPDATE"}
+    assert convo[-1]["content"][0]["type"] == "tool_result"
+    check_api_shape(convo)
+
+
+def test_a_trailing_call_without_result_gets_a_placeholder() -> None:
+    messages = [user("go"), tool_call(file_path="/a")]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    check_api_shape(convo)
+    assert convo[-1]["content"][0]["content"] == "[no result in the transcript]"
+
+
+def test_orphan_results_and_unanswered_calls_are_repaired() -> None:
+    call = tool_call(file_path="/a")
+    orphan = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "ghost", "content": "x"}],
+    }
+    messages = [user("go"), call, assistant("moved on"), orphan, assistant("ok")]
+    convo = repair_tool_pairs([dict(m) for m in messages])
+    assert convo[0] == messages[0]
+    assert convo[2]["role"] == "user"  # inserted answer for the call
+    assert convo[4]["content"][0]["type"] == "text"
+    assert "ghost" in convo[4]["content"][0]["text"]
+    # A result in the wrong place (its call two messages back) is turned into a note.
+    late = [user("go"), call, user("interjection"), tool_result(call, "late")]
+    fixed = repair_tool_pairs(late)
+    assert fixed[2]["content"][0]["type"] == "tool_result"  # placeholder answers the call
+    assert fixed[3]["content"][0]["type"] == "text"
+
+
+def test_unknown_blocks_are_replaced_by_a_note() -> None:
+    messages = [
+        user("go"),
+        {
+            "role": "assistant",
+            "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}],
+        },
+        user("next"),
+        assistant("ok"),
+    ]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    assert convo[1]["content"][0]["type"] == "text"
+    assert "server_tool_use" in convo[1]["content"][0]["text"]
+    check_api_shape(convo)
+
+
+def test_a_huge_transcript_is_cut_to_its_recent_part() -> None:
+    messages = [*conversation(300_000, per_exchange=3_000, tools=2), assistant(words(10))]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    assert convo[0]["content"] == "[earlier parts of this conversation are omitted]"
+    assert sum(per(convo[1:-1])) <= UPDATE_INPUT_TOKENS
+    assert convo[-2] == messages[-1]
+    check_api_shape(convo)

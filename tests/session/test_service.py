@@ -1,0 +1,690 @@
+"""after_turn and compact through a real daemon, with the scripted fake model."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.daemon.projects import Projects
+from memoryd.llm.tokens import estimate_messages
+from memoryd.session import state
+from memoryd.session.compaction import BOUNDARY_TAG
+from memoryd.session.service import SessionMemory
+from memoryd.session.template import builtin_template
+from memoryd_client import AsyncClient, RpcError
+from tests.conftest import DaemonHandle, daemon_config, fake_model_config, start_daemon, stop_daemon
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+from tests.session.builders import assistant, conversation, tool_call, tool_result, user, words
+from tests.session.conftest import SessionModel
+from tests.session.test_compaction import assert_pairs_intact
+
+SID = "sess-1"
+TITLE_LINE = "_A short, specific title for this session (5-10 words)._"
+
+
+def summary_path(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> Path:
+    project = handle.daemon.service(Projects).resolve(cwd)
+    return handle.daemon.service(SessionMemory).summary_path(project, session_id)
+
+
+def draft_of(summary: Path) -> Path:
+    return summary.with_name(".summary.draft.md")
+
+
+def edit_title(summary: Path, title: str) -> Any:
+    return tool_use_reply(
+        [
+            (
+                "Edit",
+                {
+                    "file_path": str(draft_of(summary)),
+                    "old_string": TITLE_LINE,
+                    "new_string": f"{TITLE_LINE}\n{title}",
+                },
+            )
+        ]
+    )
+
+
+async def subscribed(handle: DaemonHandle, *events: str) -> AsyncClient:
+    client = await handle.client()
+    await client.call("subscribe", {"events": list(events)})
+    return client
+
+
+async def wait_for_event(client: AsyncClient, method: str) -> dict[str, Any]:
+    while True:
+        note = await client.next_notification(10)
+        if note["method"] == method:
+            params: dict[str, Any] = note["params"]
+            return params
+
+
+async def idle(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> None:
+    service = handle.daemon.service(SessionMemory)
+    session = service.session(handle.daemon.service(Projects).resolve(cwd), session_id)
+    if session.running is not None:
+        await asyncio.wait_for(asyncio.shield(session.running), 10)
+
+
+# -- after_turn: input checks -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("messages", "fragment"),
+    [
+        ("not a list", "messages"),
+        (
+            [{"role": "user", "content": "hi"}, {"role": "system", "content": "x"}],
+            "messages[1].role",
+        ),
+        ([{"content": "hi"}], "messages[0].role"),
+        ([{"role": "user", "content": 5}], "messages[0].content"),
+        ([{"role": "user", "content": ["bare string block"]}], "messages[0].content[0]"),
+        ([{"role": "user", "content": [{"text": "no type"}]}], "messages[0].content[0]"),
+        ([["not", "an", "object"]], "messages"),
+    ],
+)
+async def test_after_turn_rejects_malformed_messages(
+    daemon: DaemonHandle, project_dir: Path, messages: Any, fragment: str
+) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert info.value.code == -32602
+    assert fragment in info.value.message
+
+
+@pytest.mark.parametrize("session_id", ["a/b", "..", "x..y", "", "../etc"])
+@pytest.mark.parametrize("method", ["after_turn", "compact"])
+async def test_bad_session_ids_are_refused(
+    daemon: DaemonHandle, project_dir: Path, session_id: str, method: str
+) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call(method, session_id=session_id, cwd=str(project_dir), messages=[])
+    assert info.value.code == -32602
+    assert "session_id" in info.value.message
+
+
+async def test_compact_rejects_malformed_messages(daemon: DaemonHandle, project_dir: Path) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call(
+            "compact",
+            session_id=SID,
+            cwd=str(project_dir),
+            messages=[{"role": "tool", "content": ""}],
+        )
+    assert info.value.code == -32602
+    assert "messages[0].role" in info.value.message
+
+
+async def test_bad_usage_is_refused(daemon: DaemonHandle, project_dir: Path) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call(
+            "after_turn",
+            session_id=SID,
+            cwd=str(project_dir),
+            messages=[],
+            usage={"input_tokens": -3},
+        )
+    assert info.value.code == -32602
+    assert "usage.input_tokens" in info.value.message
+
+
+async def test_empty_transcript(daemon: DaemonHandle, project_dir: Path) -> None:
+    result = await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=[])
+    assert result["tokens"] == 0
+    assert result["scheduled"]["session_memory"] is False
+    compacted = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=[])
+    assert compacted == {
+        "messages": [],
+        "used_session_memory": False,
+        "reason": "empty_transcript",
+        "summary_path": str(summary_path(daemon, project_dir)),
+    }
+
+
+async def test_unknown_blocks_and_orphan_results_are_kept_and_counted(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    base = [user("hello"), assistant("hi")]
+    odd = [
+        *base,
+        {"role": "assistant", "content": [{"type": "future_block", "payload": "p" * 4000}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "missing", "content": "x"}],
+        },
+    ]
+    plain = await daemon.call(
+        "after_turn", session_id="s-plain", cwd=str(project_dir), messages=base
+    )
+    result = await daemon.call("after_turn", session_id="s-odd", cwd=str(project_dir), messages=odd)
+    assert result["tokens"] >= plain["tokens"] + 1000
+
+
+async def test_usage_corrects_the_reported_size(daemon: DaemonHandle, project_dir: Path) -> None:
+    messages = [user(words(2000)), assistant(words(500))]
+    estimate = estimate_messages(messages)
+    first = await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert first["tokens"] == estimate
+    usage = {"input_tokens": 6000, "output_tokens": 510, "service_tier": "standard"}
+    second = await daemon.call(
+        "after_turn", session_id=SID, cwd=str(project_dir), messages=messages, usage=usage
+    )
+    assert second["tokens"] == 6510
+    grown = [*messages, user(words(100))]
+    third = await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=grown)
+    assert third["tokens"] == 6510 + estimate_messages(grown[-1:])
+
+
+async def test_without_a_model_nothing_is_scheduled(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    messages = [*conversation(12_000), assistant("done")]
+    result = await daemon.call(
+        "after_turn", session_id=SID, cwd=str(project_dir), messages=messages
+    )
+    assert result["scheduled"]["session_memory"] is False
+    status = await daemon.call("status")
+    assert status["features"]["session_memory"]["enabled"] is False
+    assert "ANTHROPIC_API_KEY" in status["features"]["session_memory"]["reason"]
+
+
+async def test_read_paths_become_touched_paths(daemon: DaemonHandle, project_dir: Path) -> None:
+    from memoryd.rules.sessions import session_touched_paths
+
+    await daemon.call(
+        "after_turn",
+        session_id=SID,
+        cwd=str(project_dir),
+        messages=[user("hi")],
+        read_paths=[str(project_dir / "src" / "a.py"), "rel/b.py"],
+    )
+    touched = session_touched_paths(daemon.daemon, SID)
+    assert touched == {str(project_dir / "src" / "a.py"), str(project_dir / "rel" / "b.py")}
+
+
+# -- the summary update --------------------------------------------------------------------
+async def test_update_edits_the_summary_through_the_agent(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(edit_title(summary, "Fix the config parser"), text_reply("notes updated"))
+    client = await subscribed(handle, "session/summary_updated")
+    messages = [*conversation(12_000), assistant("all done")]
+    system = [{"type": "text", "text": "You are a coding agent."}]
+    result = await handle.call(
+        "after_turn",
+        session_id=SID,
+        cwd=str(project_dir),
+        messages=messages,
+        system=system,
+        model="claude-main",
+    )
+    assert result["scheduled"]["session_memory"] is True
+    note = await wait_for_event(client, "session/summary_updated")
+    assert note == {"session_id": SID, "path": str(summary)}
+
+    text = summary.read_text()
+    assert text == builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nFix the config parser")
+    assert stat.S_IMODE(summary.stat().st_mode) == 0o600
+    assert stat.S_IMODE(summary.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(summary.parent.parent.stat().st_mode) == 0o700
+    assert not draft_of(summary).exists()
+
+    first = session_model.requests[0].json
+    assert first["system"] == system  # the main conversation's prefix, for the prompt cache
+    assert first["model"] == "claude-main"
+    assert first["messages"][: len(messages)] == messages
+    prompt = first["messages"][-1]["content"][-1]["text"]
+    assert str(draft_of(summary)) in prompt
+    assert TITLE_LINE in prompt
+    assert {t["name"] for t in first["tools"]} <= {"Read", "Grep", "Glob", "Edit", "Write"}
+
+    record, _ = state.load(summary.parent.parent.parent.name, SID)
+    assert record.updates == 1
+    assert record.summarized_messages == len(messages)
+    assert record.thresholds.initialized
+    await client.close()
+
+
+async def test_the_agent_may_write_nothing_but_its_summary(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path, tmp_path: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    other = project_dir / "CLAUDE.md"
+    session_model.enqueue(
+        tool_use_reply([("Write", {"file_path": str(other), "content": "pwned"})]),
+        tool_use_reply(
+            [("Write", {"file_path": str(summary), "content": "overwrite the real file directly"})]
+        ),
+        tool_use_reply([("Bash", {"command": "ls /"})]),
+        text_reply("gave up"),
+    )
+    client = await subscribed(handle, "worker/error", "session/summary_updated")
+    messages = [*conversation(12_000), assistant("done")]
+    result = await handle.call(
+        "after_turn", session_id=SID, cwd=str(project_dir), messages=messages
+    )
+    assert result["scheduled"]["session_memory"] is True
+    await idle(handle, project_dir)
+    await client.call("status")  # its reply comes after every notification already sent
+    errors = []
+    while not client.notifications.empty():
+        errors.append(client.notifications.get_nowait())
+    assert not other.exists()
+    assert summary.read_text() == builtin_template()
+    denied = [
+        e["params"]["message"]
+        for e in errors
+        if e["method"] == "worker/error" and e["params"]["worker"] == "session_memory"
+    ]
+    assert len(denied) == 3
+    assert all("denied" in m for m in denied)
+    assert not any(e["method"] == "session/summary_updated" for e in errors)
+    await client.close()
+
+
+async def test_a_failed_update_keeps_the_previous_summary(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    previous = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nEarlier title")
+    summary.write_text(previous)
+    session_model.enqueue(
+        edit_title(summary, "half-done"), error_reply(400, "invalid_request_error", "bad")
+    )
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    assert summary.read_text() == previous
+    assert not draft_of(summary).exists()
+    record = (
+        handle.daemon.service(SessionMemory)
+        .session(handle.daemon.service(Projects).resolve(project_dir), SID)
+        .record
+    )
+    assert record.last_error is not None
+    assert record.updates == 0
+
+
+async def test_an_update_killed_midway_keeps_the_previous_summary(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(edit_title(summary, "half-done"), slow(30, text_reply("late")))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    session = handle.daemon.service(SessionMemory).session(
+        handle.daemon.service(Projects).resolve(project_dir), SID
+    )
+    while len(session_model.requests) < 2:  # the draft has been edited
+        await asyncio.sleep(0.02)
+    assert "half-done" in draft_of(summary).read_text()
+    assert session.running is not None
+    session.running.cancel()
+    await asyncio.gather(session.running, return_exceptions=True)
+    assert summary.read_text() == builtin_template()
+    assert not draft_of(summary).exists()
+
+
+async def test_updates_are_sequential_and_coalesced(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(slow(0.5, text_reply("no change")), text_reply("no change"))
+    messages = [*conversation(12_000), assistant("done")]
+    cwd = str(project_dir)
+    session = handle.daemon.service(SessionMemory).session(
+        handle.daemon.service(Projects).resolve(project_dir), SID
+    )
+    updates_seen: list[int] = []  # finished updates, as each model request arrives
+    session_model.on_request = lambda: updates_seen.append(session.record.updates)
+    first = await handle.call("after_turn", session_id=SID, cwd=cwd, messages=messages)
+    more = [*messages, *conversation(6_000), assistant("more")]
+    second = await handle.call("after_turn", session_id=SID, cwd=cwd, messages=more)
+    most = [*more, *conversation(6_000), assistant("most")]
+    third = await handle.call("after_turn", session_id=SID, cwd=cwd, messages=most)
+    assert first["scheduled"]["session_memory"]
+    assert second["scheduled"]["session_memory"]
+    assert third["scheduled"]["session_memory"]
+    await idle(handle, project_dir)
+    requests = session_model.requests
+    assert len(requests) == 2  # the running update, then one follow-up with the latest turn
+    assert updates_seen == [0, 1]  # sequential: the follow-up began after the first finished
+    assert len(requests[1].json["messages"]) == len(most) + 1
+    assert summary.exists()
+
+
+# -- compact -------------------------------------------------------------------------------
+async def test_compact_for_a_session_never_seen(daemon: DaemonHandle, project_dir: Path) -> None:
+    messages = conversation(20_000)
+    result = await daemon.call(
+        "compact", session_id="never", cwd=str(project_dir), messages=messages
+    )
+    assert result["used_session_memory"] is False
+    assert result["reason"] == "no_summary"
+    assert result["messages"] == messages
+
+
+async def test_compact_with_a_template_only_summary(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text(builtin_template())
+    messages = conversation(20_000)
+    result = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is False
+    assert result["reason"] == "empty_summary"
+    assert result["messages"] == messages
+
+
+async def test_compact_with_a_summary(daemon: DaemonHandle, project_dir: Path) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    long_worklog = "\n".join(f"- step {i} " + "w" * 70 for i in range(300))
+    summary.write_text(
+        builtin_template()
+        .replace(TITLE_LINE, f"{TITLE_LINE}\nFix the parser")
+        .replace(
+            "# Worklog\n_Terse step-by-step log of what was done, oldest first._",
+            f"# Worklog\n{long_worklog}",
+        )
+    )
+    messages = conversation(150_000, per_exchange=3_000, tools=2)
+    result = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is True
+    assert result["reason"] is None
+    out = result["messages"]
+    assert out[0]["content"][0]["text"].startswith(BOUNDARY_TAG)
+    text = out[1]["content"][0]["text"]
+    assert "Fix the parser" in text
+    assert "section cut for length" in text
+    assert result["cut_sections"] == ["Worklog"]
+    assert result["summary"] in text
+    assert result["summary"].startswith("# Session Title")
+    kept = out[2:]
+    assert kept == messages[-len(kept) :]
+    assert result["kept_messages"] == len(kept)
+    assert 10_000 <= estimate_messages(kept) <= 40_000
+    assert_pairs_intact(kept)
+    assert result["tokens_after"] < result["tokens_before"]
+
+    # The thresholds now measure growth from the compacted transcript.
+    record, _ = state.load(summary.parent.parent.parent.name, SID)
+    assert record.compactions == 1
+    assert record.thresholds.initialized
+    assert record.thresholds.messages_at_last_update == 2
+    assert record.thresholds.tokens_at_last_update == result["tokens_after"]
+
+
+async def test_touched_paths_survive_compaction(daemon: DaemonHandle, project_dir: Path) -> None:
+    from memoryd.rules.sessions import session_touched_paths
+
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Session Title\nWork on src\n")
+    touched = str(project_dir / "src" / "deep" / "mod.py")
+    await daemon.call(
+        "after_turn",
+        session_id=SID,
+        cwd=str(project_dir),
+        messages=[user("hi")],
+        read_paths=[touched],
+    )
+    result = await daemon.call(
+        "compact", session_id=SID, cwd=str(project_dir), messages=conversation(30_000)
+    )
+    assert result["used_session_memory"] is True
+    assert touched in session_touched_paths(daemon.daemon, SID)
+
+
+async def test_compact_waits_for_the_update_in_flight(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(slow(0.5, edit_title(summary, "Fresh title")), text_reply("done"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["waited"] == "waited"
+    assert result["used_session_memory"] is True
+    assert "Fresh title" in result["messages"][1]["content"][0]["text"]
+
+
+async def test_waiting_is_bounded_and_a_stale_update_is_not_waited_for(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    session_model.enqueue(slow(30, text_reply("late")))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    service = handle.daemon.service(SessionMemory)
+    session = service.session(handle.daemon.service(Projects).resolve(project_dir), SID)
+    while session.update_started is None:
+        await asyncio.sleep(0.01)
+    assert await service.wait_idle(session, wait_s=0.05) == "timeout"
+    session.update_started = time.monotonic() - 61
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["waited"] == "dead"
+    assert result["reason"] == "empty_summary"  # the template, never updated
+    assert session.running is not None
+    session.running.cancel()
+    await asyncio.gather(session.running, return_exceptions=True)
+
+
+async def test_compact_a_five_million_token_transcript(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Current State\nmigrating the database\n")
+    call = tool_call(file_path="/huge")
+    messages = [user("start"), call, tool_result(call, words(4_990_000)), *conversation(30_000)]
+    turn = await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert turn["tokens"] > 5_000_000
+    result = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is True
+    assert estimate_messages(result["messages"]) < 45_000
+
+
+# -- restart safety ------------------------------------------------------------------------
+async def test_thresholds_and_summary_survive_a_restart(
+    short_tmp: Path, fake_model: FakeMessagesAPI, session_model: SessionModel, project_dir: Path
+) -> None:
+    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
+    messages = [*conversation(12_000), assistant("done")]
+    first = await start_daemon(config)
+    try:
+        summary = summary_path(first, project_dir)
+        session_model.enqueue(edit_title(summary, "Before restart"), text_reply("ok"))
+        result = await first.call(
+            "after_turn", session_id=SID, cwd=str(project_dir), messages=messages
+        )
+        assert result["scheduled"]["session_memory"]
+        await idle(first, project_dir)
+    finally:
+        await stop_daemon(first)
+
+    second = await start_daemon(config)
+    try:
+        cwd = str(project_dir)
+        # 1k more tokens: under the 5k growth the restored state requires.
+        grown = [*messages, user(words(1_000)), assistant("ok")]
+        result = await second.call("after_turn", session_id=SID, cwd=cwd, messages=grown)
+        assert result["scheduled"]["session_memory"] is False
+        assert len(session_model.requests) == 2
+        compacted = await second.call("compact", session_id=SID, cwd=cwd, messages=grown)
+        assert compacted["used_session_memory"] is True
+        assert "Before restart" in compacted["messages"][1]["content"][0]["text"]
+    finally:
+        await stop_daemon(second)
+
+
+# -- instruction files across compaction -------------------------------------------------------
+async def test_conditional_and_nested_rules_stay_active_after_compact(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    rules = project_dir / ".claude" / "rules"
+    rules.mkdir(parents=True)
+    (project_dir / "CLAUDE.md").write_text("Root instructions.\n")
+    (rules / "api.md").write_text("---\npaths: src/api/**\n---\nAPI RULE: validate input.\n")
+    nested = project_dir / "sub" / "pkg"
+    nested.mkdir(parents=True)
+    (nested / "CLAUDE.md").write_text("NESTED RULE: keep pkg pure.\n")
+    api_file = project_dir / "src" / "api" / "handlers.py"
+    api_file.parent.mkdir(parents=True)
+    api_file.write_text("x = 1\n")
+    (nested / "mod.py").write_text("y = 2\n")
+    cwd = str(project_dir)
+
+    before = await daemon.call("get_context", cwd=cwd, session_id=SID)
+    assert "API RULE" not in before["claude_md"]
+    assert "NESTED RULE" not in before["claude_md"]
+
+    messages = conversation(30_000)
+    await daemon.call(
+        "after_turn",
+        session_id=SID,
+        cwd=cwd,
+        messages=messages,
+        read_paths=[str(api_file), str(nested / "mod.py")],
+    )
+    active = await daemon.call("get_context", cwd=cwd, session_id=SID)
+    assert "API RULE" in active["claude_md"]
+    assert "NESTED RULE" in active["claude_md"]
+
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Current State\nediting the API handlers\n")
+    (project_dir / "CLAUDE.md").write_text("Root instructions, edited.\n")
+    compacted = await daemon.call("compact", session_id=SID, cwd=cwd, messages=messages)
+    assert compacted["used_session_memory"] is True
+
+    # After compaction the client asks again, with no touched paths of its own.
+    after = await daemon.call("get_context", cwd=cwd, session_id=SID)
+    assert after["cached"] is False
+    assert "API RULE" in after["claude_md"]
+    assert "NESTED RULE" in after["claude_md"]
+    assert "edited" in after["claude_md"]
+
+
+async def test_summary_is_created_from_the_user_template(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    from memoryd.session.template import user_template_path
+
+    template = user_template_path()
+    template.parent.mkdir(parents=True)
+    template.write_text("# Goal\n_what we are after_\n\n# Progress\n_where we are_\n")
+    session_model.enqueue(text_reply("nothing to note yet"))
+    messages = [*conversation(12_000), assistant("done")]
+    await daemon_with_model.call(
+        "after_turn", session_id=SID, cwd=str(project_dir), messages=messages
+    )
+    await idle(daemon_with_model, project_dir)
+    summary = summary_path(daemon_with_model, project_dir)
+    assert summary.read_text() == template.read_text()
+    assert "# Goal" in session_model.requests[0].json["messages"][-1]["content"][-1]["text"]
+
+
+@pytest.mark.parametrize("with_edit", [True, False])
+async def test_main_conversation_tools_are_reused_when_they_include_edit(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path, with_edit: bool
+) -> None:
+    schema = {"type": "object", "properties": {}}
+    tools = [{"name": "Read", "description": "read", "input_schema": schema}]
+    if with_edit:
+        tools.append({"name": "Edit", "description": "edit", "input_schema": schema})
+    session_model.enqueue(text_reply("ok"))
+    messages = [*conversation(12_000), assistant("done")]
+    await daemon_with_model.call(
+        "after_turn", session_id=SID, cwd=str(project_dir), messages=messages, tools=tools
+    )
+    await idle(daemon_with_model, project_dir)
+    sent = session_model.requests[0].json["tools"]
+    if with_edit:
+        assert sent == tools
+    else:
+        assert "Edit" in {t["name"] for t in sent}
+
+
+async def test_an_update_overtaken_by_compaction_does_not_record_a_stale_index(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Current State\nbefore\n")
+    session_model.enqueue(slow(1.0, text_reply("ok")))
+    messages = [*conversation(60_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    service = handle.daemon.service(SessionMemory)
+    session = service.session(handle.daemon.service(Projects).resolve(project_dir), SID)
+    while session.update_started is None:
+        await asyncio.sleep(0.01)
+    session.update_started = time.monotonic() - 61  # make compact skip the wait
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is True
+    after_compact = session.record.summarized_messages
+    await idle(handle, project_dir)
+    assert session.record.updates == 1
+    assert session.record.summarized_messages == after_compact
+
+
+async def test_an_oversized_summary_file_is_read_in_part(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Worklog\n" + ("- did a thing " + "x" * 60 + "\n") * 80_000)  # ~6 MB
+    result = await daemon.call(
+        "compact", session_id=SID, cwd=str(project_dir), messages=conversation(20_000)
+    )
+    assert result["used_session_memory"] is True
+    assert estimate_messages(result["messages"][1:2]) < 3_000
+
+
+async def test_a_non_utf8_summary_is_reported_not_crashed(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_bytes(b"# Title\n\xff\xfe broken\n")
+    messages = conversation(20_000)
+    result = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is False
+    assert result["reason"] == "unreadable_summary"
+    assert result["messages"] == messages
+
+
+async def test_evicted_sessions_keep_their_state(
+    daemon: DaemonHandle, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.session import service as service_mod
+
+    monkeypatch.setattr(service_mod, "MAX_SESSIONS_IN_MEMORY", 2)
+    messages = [user(words(1_000)), assistant("ok")]
+    usage = {"input_tokens": 4_000, "output_tokens": 10}
+    first = await daemon.call(
+        "after_turn", session_id="s-a", cwd=str(project_dir), messages=messages, usage=usage
+    )
+    for sid in ("s-b", "s-c", "s-d"):
+        await daemon.call("after_turn", session_id=sid, cwd=str(project_dir), messages=messages)
+    memory = daemon.daemon.service(SessionMemory)
+    assert memory.status_extra()["sessions"] == 2
+    again = await daemon.call(
+        "after_turn", session_id="s-a", cwd=str(project_dir), messages=messages
+    )
+    assert again["tokens"] == first["tokens"] == 4_010

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import stat
+
+from memoryd.session import state
+from memoryd.session.thresholds import ThresholdState
+from tests.conftest import IsolatedEnv
+
+
+def test_round_trip_with_private_modes(isolated_env: IsolatedEnv) -> None:
+    record = state.SessionRecord(
+        "s1",
+        "-work-repo",
+        ThresholdState(True, 12_345, 42),
+        summarized_messages=40,
+        token_offset=-120,
+        updates=3,
+        last_update_at=1_700_000_000.5,
+        compactions=1,
+    )
+    state.save(record)
+    path = state.record_path("-work-repo", "s1")
+    assert path.parent.parent == isolated_env.state_dir / "sessions"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    loaded, problem = state.load("-work-repo", "s1")
+    assert problem is None
+    assert loaded == record
+
+
+def test_missing_record_is_a_fresh_session() -> None:
+    record, problem = state.load("k", "never")
+    assert problem is None
+    assert record == state.SessionRecord("never", "k")
+
+
+def test_corrupt_record_is_a_fresh_session_with_a_reason() -> None:
+    path = state.record_path("k", "s")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    record, problem = state.load("k", "s")
+    assert record == state.SessionRecord("s", "k")
+    assert problem is not None
+    assert "corrupt" in problem
+
+
+def test_malformed_fields_fall_back_to_defaults() -> None:
+    path = state.record_path("k", "s")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{"thresholds": {"initialized": "yes", "tokens_at_last_update": -5,'
+        ' "messages_at_last_update": 7}, "summarized_messages": "x", "token_offset": true,'
+        ' "updates": 2.5, "last_update_at": "now"}'
+    )
+    record, problem = state.load("k", "s")
+    assert problem is None
+    assert record.thresholds == ThresholdState(False, 0, 7)
+    assert record.summarized_messages == 0
+    assert record.token_offset == 0
+    assert record.updates == 0
+    assert record.last_update_at is None
+
+
+def test_a_json_array_is_corrupt() -> None:
+    path = state.record_path("k", "s")
+    path.parent.mkdir(parents=True)
+    path.write_text("[]")
+    _, problem = state.load("k", "s")
+    assert problem is not None
