@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
+import os
 import sys
 from pathlib import Path
 
@@ -24,13 +24,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--socket", type=Path, help="daemon socket (default: $MEMORYD_SOCKET, …)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    for name in _command_names():
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.register(sub)
     return parser
 
 
+def _command_names() -> list[str]:
+    # A directory listing, not pkgutil.iter_modules: pkgutil imports inspect (~8 ms).
+    names = {
+        entry[:-3]
+        for folder in commands.__path__
+        for entry in os.listdir(folder)
+        if entry.endswith(".py") and not entry.startswith("_")
+    }
+    return sorted(names)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hook"]:
+        # Hooks run on every prompt: skip building every subcommand's parser.
+        from memctl.commands import hook
+
+        return hook.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

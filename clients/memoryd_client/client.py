@@ -1,16 +1,18 @@
-"""Sync and async JSON-RPC clients over the daemon's Unix socket (NDJSON framing)."""
+"""The blocking JSON-RPC client over the daemon's Unix socket (NDJSON framing), and its errors.
+
+The asyncio client is in `memoryd_client.aio`, imported only when asked for.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import json
 import os
 import socket
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from memoryd_client.methods import SyncMethods
 
 
 class DaemonUnavailable(ConnectionError):
@@ -36,6 +38,8 @@ def default_socket_path() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
         return Path(cache) / "memoryd" / "memoryd.sock"
+    import tempfile  # only on this fallback path: it is slow to import
+
     return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
 
 
@@ -46,7 +50,7 @@ def _unwrap(reply: dict[str, Any]) -> Any:
     return reply.get("result")
 
 
-class Client:
+class Client(SyncMethods):
     """Blocking client: `with Client() as c: c.call("status")`."""
 
     def __init__(self, socket_path: Path | str | None = None, timeout: float | None = 30.0) -> None:
@@ -81,6 +85,12 @@ class Client:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+    def set_timeout(self, seconds: float | None) -> None:
+        """Change the per-operation socket timeout (e.g. what is left of a caller's budget)."""
+        self.timeout = seconds
+        if self._sock is not None:
+            self._sock.settimeout(seconds)
 
     def send_line(self, payload: Any) -> None:
         if self._sock is None:
@@ -130,100 +140,31 @@ class Client:
             if isinstance(message, dict) and "id" not in message and "method" in message:
                 return message
 
-
-class AsyncClient:
-    """Concurrent requests on one connection, replies matched by id; notifications queued."""
-
-    def __init__(self, socket_path: Path | str | None = None, timeout: float | None = 60.0) -> None:
-        self.socket_path = Path(socket_path) if socket_path else default_socket_path()
-        self.timeout = timeout
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._ids = itertools.count(1)
-        self._reader_task: asyncio.Task[None] | None = None
-        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    async def connect(self) -> AsyncClient:
-        try:
-            self._reader, self._writer = await asyncio.open_unix_connection(
-                str(self.socket_path), limit=256 * 1024 * 1024
-            )
-        except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
-            raise DaemonUnavailable(
-                f"memoryd is not running on {self.socket_path} ({exc}); start it with `memctl start`"
-            ) from exc
-        self._reader_task = asyncio.create_task(self._read_loop())
-        return self
-
-    async def __aenter__(self) -> AsyncClient:
-        return await self.connect()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await self._writer.wait_closed()
-            self._writer = None
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            # The read loop ends with the connection; its own failures were delivered to callers.
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader_task
-            self._reader_task = None
-
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
-        error: BaseException = DaemonUnavailable("memoryd closed the connection")
+    def poll_notification(self, wait_s: float = 0.0) -> dict[str, Any] | None:
+        """The next notification if one arrives within `wait_s` seconds, else None."""
+        if self.notifications:
+            return self.notifications.pop(0)
+        if self._sock is None:
+            return None
+        self._sock.settimeout(max(wait_s, 0.001))
         try:
             while True:
-                line = await self._reader.readline()
-                if not line:
-                    break
-                message = json.loads(line)
-                if isinstance(message, list):
-                    for item in message:
-                        self._deliver(item)
-                else:
-                    self._deliver(message)
-        except (ConnectionError, OSError) as exc:
-            error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
+                try:
+                    message = self.read_message()
+                except TimeoutError:
+                    return None
+                if isinstance(message, dict) and "id" not in message and "method" in message:
+                    return message
         finally:
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(error)
-            self._pending.clear()
+            if self._sock is not None:
+                self._sock.settimeout(self.timeout)
 
-    def _deliver(self, message: Any) -> None:
-        if not isinstance(message, dict):
-            return
-        if "id" not in message and "method" in message:
-            self.notifications.put_nowait(message)
-            return
-        future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-        if future is not None and not future.done():
-            future.set_result(message)
 
-    async def send_raw(self, data: bytes) -> None:
-        assert self._writer is not None, "not connected"
-        self._writer.write(data)
-        await self._writer.drain()
+def __getattr__(name: str) -> object:
+    # AsyncClient lives in memoryd_client.aio so that sync users (memctl, hooks) never pay for
+    # importing asyncio; this keeps `from memoryd_client.client import AsyncClient` working.
+    if name == "AsyncClient":
+        from memoryd_client.aio import AsyncClient
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        if self._writer is None:
-            await self.connect()
-        request_id = next(self._ids)
-        request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            request["params"] = params
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        await self.send_raw(json.dumps(request, separators=(",", ":")).encode() + b"\n")
-        reply = await asyncio.wait_for(future, self.timeout)
-        return _unwrap(reply)
-
-    async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:
-        return await asyncio.wait_for(self.notifications.get(), wait_s)
+        return AsyncClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

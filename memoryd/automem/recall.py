@@ -146,13 +146,14 @@ async def recall(
     recent_tools: list[str],
     already_surfaced: list[str],
     limit: int = MAX_RECALL,
+    use_model: bool = True,
 ) -> dict[str, Any]:
     am = daemon.service(AutoMemory)
     limit = max(1, min(limit, MAX_RECALL))
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None
-    if daemon.model.configured:
+    if use_model and daemon.model.configured:
         headers = [
             h
             for h in am.manifest(project)

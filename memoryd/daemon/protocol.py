@@ -105,6 +105,11 @@ def build_methods(daemon: Daemon) -> dict[str, Callable[..., Any]]:
     return {name: _adapter(daemon, spec) for name, spec in REGISTRY.items()}
 
 
+def inline_methods() -> frozenset[str]:
+    """Methods whose handlers never wait on I/O."""
+    return frozenset(name for name, spec in REGISTRY.items() if spec.inline)
+
+
 def _adapter(daemon: Daemon, spec: MethodSpec) -> Callable[..., Any]:
     async def call(*args: Any, **kwargs: Any) -> Any:
         if args:
@@ -136,14 +141,34 @@ def _adapter(daemon: Daemon, spec: MethodSpec) -> Callable[..., Any]:
     return call
 
 
+class ParseFailure:
+    """A line that is not JSON, carrying the error reply it gets."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+
+
+def parse_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return ParseFailure(error_object(PARSE_ERROR, f"parse error: {exc}"))
+
+
 async def dispatch_line(
     line: bytes, methods: dict[str, Callable[..., Any]]
 ) -> dict[str, Any] | list[dict[str, Any]] | None:
     """One line in, the reply (or None for notifications) out."""
-    try:
-        message = orjson.loads(line)
-    except (UnicodeDecodeError, ValueError) as exc:
-        return error_object(PARSE_ERROR, f"parse error: {exc}")
+    return await dispatch_message(parse_line(line), methods)
+
+
+async def dispatch_message(
+    message: Any, methods: dict[str, Callable[..., Any]]
+) -> dict[str, Any] | list[dict[str, Any]] | None:
+    if isinstance(message, ParseFailure):
+        return message.reply
     if isinstance(message, list):
         if not message:
             return error_object(INVALID_REQUEST, "invalid request: empty batch")
@@ -181,7 +206,10 @@ def _encode(payload: Any) -> bytes:
         return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
         # orjson refuses ints beyond 64 bits and non-str dict keys; the stdlib takes them.
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+        return (
+            json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+            + b"\n"
+        )
 
 
 class Connection:
@@ -198,6 +226,7 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.methods = methods
+        self.inline = inline_methods()
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
@@ -224,7 +253,11 @@ class Connection:
                     return
                 if not line.strip():
                     continue
-                task = asyncio.create_task(self._handle(line))
+                message = parse_line(line)
+                if isinstance(message, dict) and message.get("method") in self.inline:
+                    await self._handle(message)
+                    continue
+                task = asyncio.create_task(self._handle(message))
                 self.tasks.add(task)
                 self.daemon.inflight.add(task)
                 task.add_done_callback(self._forget)
@@ -239,8 +272,8 @@ class Connection:
         self.tasks.discard(task)
         self.daemon.inflight.discard(task)
 
-    async def _handle(self, line: bytes) -> None:
-        reply = await dispatch_line(line, self.methods)
+    async def _handle(self, message: Any) -> None:
+        reply = await dispatch_message(message, self.methods)
         if reply is not None:
             await self.send(reply)
 

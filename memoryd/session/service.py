@@ -249,6 +249,9 @@ class SessionMemory:
             return await self._compact(session, project, messages)
         finally:
             session.waiters -= 1
+            # Every compaction, with the summary or not, reloads edited instruction files; the
+            # session's touched paths are kept, so conditional and nested rules stay active.
+            drop_instruction_cache(self.daemon, project.root)
 
     async def _compact(
         self, session: Session, project: Project, messages: list[dict[str, Any]]
@@ -287,9 +290,6 @@ class SessionMemory:
         record.compactions += 1
         session.generation += 1
         self._persist(session)
-        # Edited instruction files are reloaded; the session's touched paths are kept, so
-        # conditional and nested rules active before compaction stay active after it.
-        drop_instruction_cache(self.daemon, project.root)
         self.daemon.counters[f"{FEATURE}.compactions"] += 1
         return {
             "messages": plan.messages,

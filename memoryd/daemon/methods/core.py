@@ -30,7 +30,7 @@ EVENTS = frozenset(
 )
 
 
-@rpc_method("status", NoParams)
+@rpc_method("status", NoParams, inline=True)
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
     return daemon.status()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import frontmatter
 import yaml
@@ -18,6 +18,7 @@ from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import REGISTRY, Params, rpc_method
 from memoryd.errors import MemorydError, TooLarge
+from memoryd.rules.service import drop_instruction_cache
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -66,6 +67,8 @@ class RecallParams(Params):
     recent_tools: list[str] = Field(default_factory=list, max_length=1_000)
     already_surfaced: PathList = Field(default_factory=list)
     limit: int = Field(default=MAX_RECALL, ge=1, le=MAX_RECALL)
+    # "local" skips the model even when one is configured (hooks on a tight time budget).
+    selector: Literal["auto", "local"] = "auto"
 
 
 def _am(daemon: Daemon) -> AutoMemory:
@@ -90,6 +93,8 @@ async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
 async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
     """Instruction files in effect and every auto/team memory (frontmatter only)."""
     project = daemon.service(Projects).resolve(params.cwd)
+    # The memory UI lists what is in effect now: reload instruction files from disk.
+    drop_instruction_cache(daemon, project.root)
     am = _am(daemon)
     memory_dir = am.memory_dir(project)
     headers = am.manifest(project)
@@ -243,4 +248,5 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
         recent_tools=params.recent_tools,
         already_surfaced=params.already_surfaced,
         limit=params.limit,
+        use_model=params.selector == "auto",
     )

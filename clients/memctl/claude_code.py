@@ -1,0 +1,215 @@
+"""Claude Code's side of the hooks, as pure functions: transcripts in, hook output out.
+
+Claude Code writes each session as a JSONL transcript: one JSON object per line, `type` `user`
+or `assistant` carrying an Anthropic `message`, plus bookkeeping lines (`summary`, `system`,
+…). A streamed assistant reply is split over several lines with the same `message.id`, and a
+compaction writes a `system` line with `subtype: compact_boundary`. This module turns that into
+the Anthropic Messages list memoryd's methods take, and builds the JSON the hooks print.
+No I/O here except reading the transcript file handed in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+# The tools whose `file_path` input names a file the agent read or changed.
+READ_TOOLS = frozenset({"Read", "NotebookRead"})
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+# Memory index lines the session-start context may carry at most (SPEC: 200 lines, 25,000 bytes).
+INDEX_MAX_LINES = 200
+INDEX_MAX_BYTES = 25_000
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)]
+    return []
+
+
+def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """Messages since the last compaction, in Anthropic format (roles alternate).
+
+    Malformed lines, sidechains (sub-agent turns) and meta lines are skipped; a streamed reply
+    split over several lines is put back together (consecutive same-role lines merge).
+    """
+    messages: list[dict[str, Any]] = []
+    for raw in lines:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
+            continue
+        if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
+            messages = []
+            continue
+        message = entry.get("message")
+        if entry.get("type") not in ("user", "assistant") or not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        blocks = _blocks(message.get("content"))
+        if not blocks:
+            continue
+        if messages and messages[-1]["role"] == role:
+            # Consecutive same-role lines (a split reply, or tool results after a prompt) merge,
+            # because the Messages format needs alternating roles.
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": list(blocks)})
+    # A transcript cut mid-turn may start with an assistant message; the API wants user first.
+    while messages and messages[0]["role"] != "user":
+        messages.pop(0)
+    return messages
+
+
+def read_transcript(path: str | Path, max_bytes: int = 64 * 1024 * 1024) -> list[dict[str, Any]]:
+    """`parse_transcript_lines` over a file; a missing or oversized file reads as empty."""
+    file = Path(path)
+    try:
+        if file.stat().st_size > max_bytes:
+            return []
+        with file.open(encoding="utf-8", errors="replace") as handle:
+            return parse_transcript_lines(handle)
+    except OSError:
+        return []
+
+
+def _is_prompt(message: Mapping[str, Any]) -> bool:
+    """A user message the human typed (text), not one that only carries tool results."""
+    return message.get("role") == "user" and any(
+        b.get("type") == "text" for b in message.get("content", [])
+    )
+
+
+def last_turn(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The messages since the last human prompt (inclusive)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if _is_prompt(messages[index]):
+            return messages[index:]
+    return messages
+
+
+def tool_paths(messages: Iterable[Mapping[str, Any]], tools: frozenset[str]) -> list[str]:
+    """`file_path` inputs of the named tools, in order, without repeats, absolute only."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for block in message.get("content", []):
+            if block.get("type") != "tool_use" or block.get("name") not in tools:
+                continue
+            tool_input = block.get("input")
+            path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+            if isinstance(path, str) and path.startswith("/") and "\x00" not in path:
+                seen.setdefault(path, None)
+    return list(seen)
+
+
+def hook_output(event: str, context: str) -> dict[str, Any]:
+    """The JSON Claude Code reads from a SessionStart / UserPromptSubmit hook's stdout."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+
+
+def memory_sections(context: Mapping[str, Any]) -> str:
+    """The AutoMem and TeamMem parts of a `get_context` result.
+
+    Claude Code loads the other instruction files itself, so repeating them would spend the
+    user's context twice. Each section is cut out of the daemon's assembled text (so its
+    truncation applies) from the line naming the file to the line naming the next file.
+    """
+    text = str(context.get("claude_md") or "")
+    files = [f for f in context.get("files") or [] if isinstance(f, dict)]
+    sections: list[str] = []
+    for index, info in enumerate(files):
+        if info.get("type") not in ("AutoMem", "TeamMem"):
+            continue
+        path = str(info.get("path") or "")
+        start = text.find(path) if path else -1
+        if start < 0:
+            continue
+        start = text.rfind("\n", 0, start) + 1
+        end = len(text)
+        for later in files[index + 1 :]:
+            position = text.find(str(later.get("path") or "\x00"), start + len(path))
+            if position >= 0:
+                end = text.rfind("\n", 0, position) + 1
+                break
+        section = text[start:end].strip()
+        if section:
+            sections.append(section)
+    return "\n\n".join(sections)
+
+
+def session_start_context(context: Mapping[str, Any], *, full: bool = False) -> str:
+    """What the SessionStart hook adds: the memory indexes and how to use memory."""
+    parts: list[str] = []
+    body = str(context.get("claude_md") or "") if full else memory_sections(context)
+    if body.strip():
+        parts.append(body.strip())
+    instructions = str(context.get("memory_instructions") or "").strip()
+    if instructions:
+        parts.append(instructions)
+    if parts and context.get("memory_dir"):
+        parts.append(f"Auto memory directory: {context['memory_dir']}")
+    return "\n\n".join(parts)
+
+
+def recall_context(memories: Sequence[Mapping[str, Any]]) -> str:
+    """What the UserPromptSubmit hook adds: the recalled memories with their staleness notes."""
+    chunks: list[str] = []
+    for memory in memories:
+        header = f"Memory: {memory.get('path')}"
+        if memory.get("type"):
+            header += f" ({memory.get('type')})"
+        chunk = [header]
+        if memory.get("note"):
+            chunk.append(str(memory["note"]))
+        chunk.append(str(memory.get("content") or "").strip())
+        chunks.append("\n".join(c for c in chunk if c))
+    if not chunks:
+        return ""
+    return (
+        "<relevant-memories>\nMemories memoryd recalled for this prompt. Verify any file, "
+        "function or flag a memory names before relying on it.\n\n"
+        + "\n\n".join(chunks)
+        + "\n</relevant-memories>"
+    )
+
+
+def compacted_summary(result: Mapping[str, Any]) -> str:
+    """The session summary out of a `compact` result.
+
+    The daemon returns it as `summary`; older daemons only had it in `messages`, after the
+    compaction boundary marker, as the first user message with text.
+    """
+    if not result.get("used_session_memory"):
+        return ""
+    summary = result.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip()
+    for message in result.get("messages") or []:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        text = "\n".join(
+            str(b.get("text", ""))
+            for b in _blocks(message.get("content"))
+            if b.get("type") == "text"
+        ).strip()
+        if text and not text.startswith(COMPACT_BOUNDARY_TAG):
+            return text
+    return ""
+
+
+# The first text of the daemon's compaction boundary marker (memoryd/session/compaction.py).
+COMPACT_BOUNDARY_TAG = "[memoryd:compact_boundary]"

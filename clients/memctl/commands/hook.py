@@ -1,0 +1,306 @@
+"""`memctl hook EVENT`: Claude Code hooks backed by memoryd.
+
+Claude Code runs the command with the hook's JSON on stdin and reads our stdout:
+- `session-start`: adds the auto/team memory indexes and the memory instructions (from
+  `get_context`); after a compaction, also the session summary `pre-compact` kept.
+- `user-prompt-submit`: adds the memories `recall` picks for the prompt (each at most once
+  per session).
+- `pre-compact`: calls `compact` (waits for the summary in flight, drops the instruction cache)
+  and keeps the summary for the session-start that follows the compaction.
+- `stop`: reports the finished turn with `after_turn` (schedules extraction, session memory,
+  MagicDocs).
+For `stop` and `pre-compact` a transcript over 256 KiB is read and sent by a detached child
+process with a 60 s budget, so the hook itself still answers at once.
+
+A hook must never get in the agent's way: whatever happens (daemon down, slow, bad input) it
+exits 0 and prints either valid hook output or nothing. The time budget is enforced with socket
+timeouts (`--timeout-ms`, `$MEMORYD_HOOK_TIMEOUT_MS`, default 100 ms), and the daemon is never
+started from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memctl import claude_code  # json and pathlib only
+
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "pre-compact": "PreCompact",
+    "stop": "Stop",
+}
+# Transcripts bigger than this are read and sent by a detached child with a longer budget.
+BACKGROUND_BYTES = 256 * 1024
+BACKGROUND_TIMEOUT_S = 60.0
+DEFAULT_TIMEOUT_MS = 100  # + ~40 ms of interpreter start: inside the 150 ms goal
+MAX_STDIN_BYTES = 16 * 1024 * 1024
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("hook", help="Claude Code hooks (JSON on stdin, hook output on stdout)")
+    _add_arguments(parser)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("event", choices=sorted(EVENTS))
+    # SUPPRESS: when absent, keep the global `memctl --socket` instead of overwriting it.
+    parser.add_argument("--socket", type=Path, default=argparse.SUPPRESS, help="daemon socket")
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=None,
+        help=f"time budget for the daemon (default $MEMORYD_HOOK_TIMEOUT_MS or {DEFAULT_TIMEOUT_MS})",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="session-start: add every instruction file, not only the memory indexes",
+    )
+    parser.set_defaults(func=run)
+
+
+def main(argv: list[str]) -> int:
+    """`memctl hook …` without building every other subcommand's parser (hooks run per prompt)."""
+    parser = argparse.ArgumentParser(prog="memctl hook")
+    _add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:
+        # Usage errors exit 0 too: Claude Code reads exit code 2 as "block this prompt".
+        return 0
+    return run(args)
+
+
+# Below this much time left, recall asks the local ranker rather than the model.
+MODEL_RECALL_MIN_S = 2.0
+
+
+class Budget:
+    """A wall-clock deadline shared by every daemon call of one hook run."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0.001:
+            raise TimeoutError("hook time budget spent")
+        return left
+
+
+def _timeout_s(args: argparse.Namespace) -> float:
+    value = args.timeout_ms
+    if value is None:
+        try:
+            value = int(os.environ.get("MEMORYD_HOOK_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
+        except ValueError:
+            value = DEFAULT_TIMEOUT_MS
+    return max(1, min(int(value), 600_000)) / 1000
+
+
+def _read_input() -> dict[str, Any]:
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise ValueError("hook input over 16 MiB")
+    payload = json.loads(data.decode("utf-8", errors="replace") or "{}")
+    if not isinstance(payload, dict):
+        raise ValueError("hook input is not a JSON object")
+    return payload
+
+
+def _state_file(session_id: str) -> Path | None:
+    """Per-session hook state (memories already surfaced, a kept summary) in memoryd's state dir."""
+    if not _SESSION_ID.match(session_id) or ".." in session_id:
+        return None
+    base = os.environ.get("XDG_STATE_HOME")
+    home = Path(os.environ.get("HOME") or Path.home())
+    root = (Path(base) if base else home / ".local" / "state") / "memoryd" / "hooks"
+    return root / f"{session_id}.json"
+
+
+def _load_state(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_state(path: Path | None, state: dict[str, Any]) -> None:
+    if path is None:
+        return
+    import tempfile  # only when there is state to save: slow to import
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hook-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _connect(args: argparse.Namespace, budget: Budget) -> Any:
+    from memoryd_client import Client
+
+    return Client(getattr(args, "socket", None), timeout=budget.remaining()).connect()
+
+
+def _call(conn: Any, budget: Budget, method: str, params: dict[str, Any]) -> Any:
+    conn.set_timeout(budget.remaining())
+    return conn.call(method, params)
+
+
+def _cwd(payload: dict[str, Any]) -> str:
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        cwd = os.getcwd()
+    return cwd
+
+
+def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    session_id = str(payload.get("session_id") or "")
+    state_path = _state_file(session_id) if session_id else None
+    state = _load_state(state_path)
+    params: dict[str, Any] = {"cwd": _cwd(payload)}
+    if state_path is not None:
+        params["session_id"] = session_id
+    with _connect(args, budget) as conn:
+        context = _call(conn, budget, "get_context", params)
+    text = claude_code.session_start_context(context, full=args.full)
+    summary = state.pop("compact_summary", None)
+    if payload.get("source") == "compact" and isinstance(summary, str) and summary.strip():
+        text = (text + "\n\n" if text else "") + summary.strip()
+        _save_state(state_path, state)
+    return text
+
+
+def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    session_id = str(payload.get("session_id") or "")
+    state_path = _state_file(session_id) if session_id else None
+    state = _load_state(state_path)
+    surfaced = [p for p in state.get("surfaced", []) if isinstance(p, str)]
+    params: dict[str, Any] = {"cwd": _cwd(payload), "query": prompt[:20_000]}
+    if budget.remaining() < MODEL_RECALL_MIN_S:
+        # A model round trip does not fit a hook's budget: the local ranker answers in ms.
+        params["selector"] = "local"
+    if state_path is not None:
+        params["session_id"] = session_id
+    if surfaced:
+        params["already_surfaced"] = surfaced[-500:]
+    with _connect(args, budget) as conn:
+        result = _call(conn, budget, "recall", params)
+    memories = [
+        m
+        for m in (result or {}).get("memories", [])
+        if isinstance(m, dict) and m.get("path") not in surfaced
+    ]
+    if memories and state_path is not None:
+        state["surfaced"] = surfaced + [str(m.get("path")) for m in memories]
+        _save_state(state_path, state)
+    return claude_code.recall_context(memories)
+
+
+def _transcript_call(
+    args: argparse.Namespace, payload: dict[str, Any], budget: Budget, method: str
+) -> Any:
+    session_id = payload.get("session_id")
+    transcript = payload.get("transcript_path")
+    if not isinstance(session_id, str) or not isinstance(transcript, str):
+        return None
+    if _large(transcript):
+        if _detach():
+            return None  # the parent answers at once; the detached child does the work
+        budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
+    messages = claude_code.read_transcript(transcript)
+    if not messages:
+        return None
+    params: dict[str, Any] = {"session_id": session_id, "cwd": _cwd(payload), "messages": messages}
+    if method == "after_turn":
+        turn = claude_code.last_turn(messages)
+        read_paths = claude_code.tool_paths(turn, claude_code.READ_TOOLS)
+        if read_paths:
+            params["read_paths"] = read_paths
+    with _connect(args, budget) as conn:
+        return _call(conn, budget, method, params)
+
+
+def _large(transcript: str) -> bool:
+    try:
+        return os.stat(transcript).st_size > BACKGROUND_BYTES
+    except OSError:
+        return False
+
+
+def _detach() -> bool:
+    """Fork off the work: True in the parent (answer now), False in the detached child.
+
+    A long session's transcript takes longer than the hook's budget to read and send, and
+    Claude Code waits for the hook. The child gets its own session (a hook timeout does not
+    kill it) and no stdio (Claude Code does not wait for its pipes), then has more time.
+    """
+    if not hasattr(os, "fork"):
+        return False
+    if os.fork() > 0:
+        return True
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    return False
+
+
+def stop(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    _transcript_call(args, payload, budget, "after_turn")
+    return ""
+
+
+def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    result = _transcript_call(args, payload, budget, "compact")
+    summary = claude_code.compacted_summary(result or {})
+    state_path = _state_file(str(payload.get("session_id") or ""))
+    if summary and state_path is not None:
+        state = _load_state(state_path)
+        state["compact_summary"] = summary
+        _save_state(state_path, state)
+    return ""
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Budget], str]] = {
+    "session-start": session_start,
+    "user-prompt-submit": user_prompt_submit,
+    "pre-compact": pre_compact,
+    "stop": stop,
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    budget = Budget(_timeout_s(args))
+    event = EVENTS[args.event]
+    try:
+        payload = _read_input()
+        context = HANDLERS[args.event](args, payload, budget)
+    except Exception as exc:  # a hook never blocks the agent: report on stderr, exit 0
+        sys.stderr.write(f"memctl hook {args.event}: no memoryd context ({exc})\n")
+        return 0
+    if context and event in ("SessionStart", "UserPromptSubmit"):
+        sys.stdout.write(json.dumps(claude_code.hook_output(event, context)) + "\n")
+    return 0

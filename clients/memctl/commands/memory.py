@@ -1,0 +1,373 @@
+"""`memctl memory`: the memory UI.
+
+Lists every instruction file in effect (grouped by type, @-imports under their parent), always
+offers "User memory" and "Project memory" (created empty, exclusively, when missing), opens the
+choice in `$VISUAL`/`$EDITOR`, opens the auto memory and team folders, toggles auto memory and
+auto dream in user settings, lists auto memories with type, age and description, and shows a
+memory's history with restore. Saved-memory notifications appear as they arrive.
+
+On a terminal it is a full-screen picker (curses: arrows, type-to-filter); otherwise a plain
+numbered list read from stdin, where a number chooses and any other text filters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memctl.output import EXIT_USAGE, client, emit, fail
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from memctl.memory_menu import Item
+
+# The menu, curses and shell helpers are imported inside the functions that use them:
+# every memctl command imports this module to build its parser, and must start fast.
+
+EVENTS = ["memory/saved", "team/synced", "team/secret_blocked", "team/conflict", "worker/error"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("memory", help="the memory UI: instruction files and auto memories")
+    parser.add_argument("--cwd", type=Path, help="project directory (default: the current one)")
+    parser.add_argument(
+        "--list", action="store_true", help="print the numbered list and exit (no prompt)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="numbered prompts even on a terminal (no curses)"
+    )
+    parser.set_defaults(func=run)
+
+
+# -- the two front ends ------------------------------------------------------------------------
+
+
+class PlainUI:
+    """Numbered lists on stdout, answers from stdin. A non-number filters the list."""
+
+    def __init__(self, poll: Callable[[], list[str]]) -> None:
+        self.poll = poll
+
+    def _flush_status(self) -> None:
+        for line in self.poll():
+            print(f"* {line}")
+
+    def message(self, text: str) -> None:
+        self._flush_status()
+        print(text)
+
+    def choose(self, title: str, items: Sequence[Item]) -> Item | None:
+        from memctl import memory_menu
+
+        query = ""
+        while True:
+            self._flush_status()
+            shown = memory_menu.filter_items(items, query)
+            text, choices = memory_menu.numbered(shown)
+            print(f"\n{title}" + (f"  [filter: {query}]" if query else ""))
+            print(text if choices else "  (nothing matches)")
+            sys.stdout.write("Number to choose, text to filter, Enter to go back: ")
+            sys.stdout.flush()
+            line = sys.stdin.readline()
+            if not line:
+                print()
+                return None
+            answer = line.strip()
+            if not answer:
+                if query:
+                    query = ""
+                    continue
+                return None
+            if answer.isdigit():
+                if int(answer) in choices:
+                    return choices[int(answer)]
+                print(f"{answer} is not on the list")
+                continue
+            query = answer
+
+    def confirm(self, question: str) -> bool:
+        sys.stdout.write(f"{question} [y/N] ")
+        sys.stdout.flush()
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+class CursesUI:
+    """Full-screen pickers; each menu is its own curses session, so editors run in between."""
+
+    def __init__(self, poll: Callable[[], list[str]]) -> None:
+        self.poll = poll
+        self.status: list[str] = []
+        self.plain: PlainUI | None = None  # set when the terminal cannot do curses
+        os.environ.setdefault("ESCDELAY", "25")  # Esc answers at once, not after a second
+
+    def message(self, text: str) -> None:
+        if self.plain is not None:
+            self.plain.message(text)
+        else:
+            self.status.append(text)
+
+    def choose(self, title: str, items: Sequence[Item]) -> Item | None:
+        import curses
+
+        from memctl import tui
+
+        if self.plain is not None:
+            return self.plain.choose(title, items)
+        self.status.extend(self.poll())
+        try:
+            result: Item | None = curses.wrapper(
+                lambda stdscr: tui.pick(stdscr, title, items, status=self.status, poll=self.poll)
+            )
+        except curses.error as exc:
+            # An unknown $TERM or a terminal too small to start: the numbered menu still works.
+            self.plain = PlainUI(self.poll)
+            self.plain.message(f"(full-screen menu unavailable: {exc}; numbered menu instead)")
+            for line in self.status:
+                self.plain.message(line)
+            return self.plain.choose(title, items)
+        return result
+
+    def confirm(self, question: str) -> bool:
+        from memctl.memory_menu import Item
+
+        yes = Item("Yes", "command", "yes", indent=1)
+        no = Item("No", "command", "no", indent=1)
+        return self.choose(question, [Item(question, "header"), no, yes]) == yes
+
+
+UI = PlainUI | CursesUI
+
+
+# -- actions -----------------------------------------------------------------------------------
+
+
+def config_dir() -> Path:
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    home = Path(os.environ.get("HOME") or Path.home())
+    return Path(configured).expanduser() if configured else home / ".claude"
+
+
+def project_root(cwd: Path, listing: dict[str, Any]) -> Path:
+    """The daemon's project root when it says, else the git work tree top, else cwd."""
+    for key in ("project_root", "root"):
+        value = listing.get(key)
+        if isinstance(value, str) and value.startswith("/"):
+            return Path(value)
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(cwd), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return cwd
+    top = out.stdout.strip()
+    return Path(top) if out.returncode == 0 and top.startswith("/") else cwd
+
+
+def create_empty(path: Path) -> bool:
+    """Create `path` empty with O_EXCL (never truncating a file that appeared meanwhile)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def editor_command() -> list[str]:
+    import shlex
+
+    for var in ("VISUAL", "EDITOR"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            return shlex.split(value)
+    return ["vi"]
+
+
+def open_in_editor(path: Path, ui: UI) -> None:
+    command = [*editor_command(), str(path)]
+    try:
+        code = subprocess.run(command, check=False).returncode
+    except OSError as exc:
+        ui.message(
+            f"cannot start editor {command[0]!r}: {exc.strerror or exc}; set $VISUAL or $EDITOR"
+        )
+        return
+    ui.message(f"edited {path}" if code == 0 else f"editor exited with code {code}")
+
+
+def open_folder(path: Path, ui: UI) -> None:
+    import shutil
+
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if sys.platform == "darwin":
+        command = ["open", str(path)]
+    elif shutil.which("xdg-open") and (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        command = ["xdg-open", str(path)]
+    else:
+        command = [*editor_command(), str(path)]  # no desktop: the editor's directory view
+    try:
+        subprocess.run(command, check=False)
+    except OSError as exc:
+        ui.message(f"cannot open {path}: {exc.strerror or exc}")
+        return
+    ui.message(f"opened {path}")
+
+
+def memory_menu_for(conn: Any, ui: UI, cwd: str, item: Item) -> None:
+    from memctl import memory_menu
+    from memctl.memory_menu import Item
+
+    path = Path(item.target)
+    actions = [
+        Item(item.label.strip(), "header"),
+        Item("Open in editor", "command", "edit", str(path), indent=1),
+        Item("History and restore", "command", "history", indent=1),
+    ]
+    choice = ui.choose(f"Memory {path.name}", actions)
+    if choice is None:
+        return
+    if choice.target == "edit":
+        open_in_editor(path, ui)
+        return
+    from memoryd_client import RpcError
+
+    try:
+        history = conn.memory_history(cwd, str(path))
+    except RpcError as exc:
+        ui.message(f"no history for {path.name}: {exc.message}")
+        return
+    versions = memory_menu.version_items(history, time.time())
+    if not versions:
+        ui.message(f"{path.name} has no earlier versions")
+        return
+    picked = ui.choose(
+        f"History of {path.name} (newest first)", [Item("Versions", "header"), *versions]
+    )
+    if picked is None or not ui.confirm(f"Restore {path.name} to version {picked.target}?"):
+        return
+    try:
+        conn.memory_restore(cwd, str(path), picked.target)
+    except RpcError as exc:
+        ui.message(f"restore failed: {exc.message}")
+        return
+    ui.message(f"restored {path.name} to version {picked.target}")
+
+
+def act(conn: Any, ui: UI, cwd: str, item: Item) -> None:
+    if item.action == "edit":
+        path = Path(item.target)
+        if not path.exists() and create_empty(path):
+            ui.message(f"created {path}")
+        open_in_editor(path, ui)
+    elif item.action == "open_dir":
+        open_folder(Path(item.target), ui)
+    elif item.action == "toggle":
+        conn.settings_set(item.target, not item.value)
+        ui.message(f"{item.label}: {'off' if item.value else 'on'} (user settings)")
+    elif item.action == "memory":
+        memory_menu_for(conn, ui, cwd, item)
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+FEATURE_UNAVAILABLE = -32003
+
+
+def fetch_listing(conn: Any, cwd: Path) -> dict[str, Any]:
+    """`memory.list`, or — with auto memory off — the instruction files alone.
+
+    The menu must still open when auto memory is off: it is where the user turns it back on.
+    """
+    from memoryd_client import RpcError
+
+    try:
+        listing: dict[str, Any] = conn.memory_list(str(cwd))
+    except RpcError as exc:
+        if exc.code != FEATURE_UNAVAILABLE:
+            raise
+        context = conn.get_context(str(cwd))
+        files = [f for f in context.get("files", []) if f.get("type") not in ("AutoMem", "TeamMem")]
+        return {"instruction_files": files, "memories": [], "unavailable": exc.message}
+    return listing
+
+
+def load_items(conn: Any, cwd: Path) -> tuple[list[Item], dict[str, Any]]:
+    from memctl import memory_menu
+
+    listing = fetch_listing(conn, cwd)
+    settings = conn.settings_get(str(cwd))
+    items = memory_menu.build_items(
+        listing,
+        settings,
+        user_memory=config_dir() / "CLAUDE.md",
+        project_memory=project_root(cwd, listing) / "CLAUDE.md",
+        now=time.time(),
+        home=os.environ.get("HOME"),
+        cwd=str(cwd),
+    )
+    return items, listing
+
+
+def run(args: argparse.Namespace) -> int:
+    cwd = (args.cwd or Path.cwd()).expanduser().absolute()
+    if not cwd.is_dir():
+        return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
+    with client(args, timeout=30.0) as conn:
+        if args.list or args.json:
+            from memctl import memory_menu
+
+            items, listing = load_items(conn, cwd)
+            text, _ = memory_menu.numbered(items)
+            if listing.get("unavailable"):
+                text += f"\n({listing['unavailable']})"
+            emit(args, listing, text)
+            return 0
+        conn.subscribe(EVENTS)
+        from memctl.notifications import describe
+
+        def poll() -> list[str]:
+            return [describe(m) for m in _drain(conn)]
+
+        interactive = (
+            sys.stdout.isatty()
+            and sys.stdin.isatty()
+            and not args.plain
+            and os.environ.get("TERM", "dumb") != "dumb"
+        )
+        ui: UI = CursesUI(poll) if interactive else PlainUI(poll)
+        title = f"memoryd — memory for {cwd}"
+        shown_unavailable = None
+        while True:
+            items, listing = load_items(conn, cwd)
+            unavailable = listing.get("unavailable")
+            if unavailable and unavailable != shown_unavailable:
+                ui.message(str(unavailable))
+            shown_unavailable = unavailable
+            choice = ui.choose(title, items)
+            if choice is None:
+                return 0
+            act(conn, ui, str(cwd), choice)
+
+
+def _drain(conn: Any) -> list[dict[str, Any]]:
+    """Notifications already received or waiting on the socket, without blocking."""
+    messages: list[dict[str, Any]] = []
+    while True:
+        message = conn.poll_notification(0.01)
+        if message is None:
+            return messages
+        messages.append(message)

@@ -1,0 +1,165 @@
+"""A small full-screen picker on curses: arrow keys, type-to-filter, live status lines.
+
+`pick(stdscr, …)` runs inside `curses.wrapper`; it returns the chosen item or None (Esc on an
+empty filter, Ctrl-C, Ctrl-D). Imported only by the interactive memory UI, so plain memctl
+commands never pay for curses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import curses
+from collections.abc import Callable, Sequence
+
+from memctl.memory_menu import Item, filter_items
+
+HELP = "↑/↓ move · Enter choose · type to filter · Esc back"
+ESC = 27
+CTRL_C = 3
+CTRL_D = 4
+CTRL_U = 21
+BACKSPACES = {curses.KEY_BACKSPACE, 127, 8}
+ENTERS = {curses.KEY_ENTER, 10, 13}
+
+
+def _put(stdscr: curses.window, row: int, col: int, text: str, attr: int = 0) -> None:
+    height, width = stdscr.getmaxyx()
+    if row >= height or col >= width - 1:
+        return
+    # Writing into the last cell of the screen raises although the text is drawn.
+    with contextlib.suppress(curses.error):
+        stdscr.addnstr(row, col, text, max(0, width - 1 - col), attr)
+
+
+class Picker:
+    """State of one picker screen; `handle(key)` is separate from drawing so tests can drive it."""
+
+    def __init__(self, items: Sequence[Item], query: str = "") -> None:
+        self.items = list(items)
+        self.query = query
+        self.cursor = 0  # index into `visible`
+        self.top = 0
+        self.refilter()
+
+    def refilter(self) -> None:
+        self.visible = filter_items(self.items, self.query)
+        self.cursor = self._next_selectable(0, 1)
+
+    def _next_selectable(self, start: int, step: int) -> int:
+        index = start
+        while 0 <= index < len(self.visible):
+            if self.visible[index].selectable:
+                return index
+            index += step
+        # Nothing selectable in that direction: stay where we were (or on the first one).
+        if 0 <= self.cursor < len(self.visible) and self.visible[self.cursor].selectable:
+            return self.cursor
+        return next((i for i, item in enumerate(self.visible) if item.selectable), -1)
+
+    def current(self) -> Item | None:
+        return self.visible[self.cursor] if 0 <= self.cursor < len(self.visible) else None
+
+    def move(self, step: int) -> None:
+        if self.cursor < 0:
+            return
+        target = min(max(self.cursor + step, 0), len(self.visible) - 1)
+        direction = 1 if step > 0 else -1
+        found = self._next_selectable(target, direction)
+        if found == self.cursor and abs(step) > 1:
+            found = self._next_selectable(target, -direction)
+        self.cursor = found
+
+    def handle(self, key: int | str) -> tuple[bool, Item | None]:
+        """Apply one key. Returns (done, choice)."""
+        if key in ENTERS or key == "\n" or key == "\r":
+            choice = self.current()
+            return (choice is not None, choice)
+        if key in (ESC, "\x1b"):
+            if self.query:
+                self.query = ""
+                self.refilter()
+                return (False, None)
+            return (True, None)
+        if key in (CTRL_C, CTRL_D, "\x03", "\x04"):
+            return (True, None)
+        if key in (CTRL_U, "\x15"):
+            self.query = ""
+            self.refilter()
+        elif key in BACKSPACES or key in ("\x7f", "\x08"):
+            self.query = self.query[:-1]
+            self.refilter()
+        elif key == curses.KEY_UP:
+            self.move(-1)
+        elif key == curses.KEY_DOWN:
+            self.move(1)
+        elif key == curses.KEY_PPAGE:
+            self.move(-10)
+        elif key == curses.KEY_NPAGE:
+            self.move(10)
+        elif key == curses.KEY_HOME:
+            self.cursor = self._next_selectable(0, 1)
+        elif key == curses.KEY_END:
+            self.cursor = self._next_selectable(len(self.visible) - 1, -1)
+        elif isinstance(key, str) and key.isprintable():
+            self.query += key
+            self.refilter()
+        return (False, None)
+
+
+def pick(
+    stdscr: curses.window,
+    title: str,
+    items: Sequence[Item],
+    *,
+    status: list[str],
+    poll: Callable[[], list[str]] | None = None,
+) -> Item | None:
+    """Run the picker until a choice or Esc. `status` lines show at the bottom (newest last)."""
+    curses.curs_set(0)
+    stdscr.keypad(True)
+    stdscr.timeout(200)
+    picker = Picker(items)
+    while True:
+        _draw(stdscr, title, picker, status)
+        try:
+            key: int | str = stdscr.get_wch()
+        except curses.error:
+            key = -1
+        except KeyboardInterrupt:
+            return None
+        if key == -1 or key == curses.KEY_RESIZE:
+            if poll is not None:
+                status.extend(poll())
+            continue
+        done, choice = picker.handle(key)
+        if done:
+            return choice
+
+
+def _draw(stdscr: curses.window, title: str, picker: Picker, status: list[str]) -> None:
+    height, width = stdscr.getmaxyx()
+    stdscr.erase()
+    _put(stdscr, 0, 0, title, curses.A_BOLD)
+    _put(stdscr, 1, 0, f"Filter: {picker.query}" if picker.query else "Type to filter")
+    shown_status = status[-3:]
+    list_top = 3
+    list_height = max(1, height - list_top - len(shown_status) - 2)
+    if picker.cursor >= 0:
+        if picker.cursor < picker.top:
+            picker.top = picker.cursor
+        elif picker.cursor >= picker.top + list_height:
+            picker.top = picker.cursor - list_height + 1
+    if not picker.visible:
+        _put(stdscr, list_top, 2, "(nothing matches)")
+    for row, item in enumerate(picker.visible[picker.top : picker.top + list_height]):
+        index = picker.top + row
+        if not item.selectable:
+            _put(stdscr, list_top + row, 0, item.text(), curses.A_BOLD | curses.A_UNDERLINE)
+        elif index == picker.cursor:
+            _put(stdscr, list_top + row, 0, "> " + item.text()[2:], curses.A_REVERSE)
+        else:
+            _put(stdscr, list_top + row, 0, item.text())
+    for offset, line in enumerate(shown_status):
+        _put(stdscr, height - 1 - len(shown_status) + offset, 0, line, curses.A_DIM)
+    _put(stdscr, height - 1, 0, HELP if width > len(HELP) else "Esc back", curses.A_DIM)
+    stdscr.refresh()

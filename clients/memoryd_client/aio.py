@@ -1,0 +1,111 @@
+"""The asyncio JSON-RPC client: concurrent requests on one connection, notifications queued."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from memoryd_client.client import DaemonUnavailable, _unwrap, default_socket_path
+from memoryd_client.methods import AsyncMethods
+
+
+class AsyncClient(AsyncMethods):
+    """Concurrent requests on one connection, replies matched by id; notifications queued."""
+
+    def __init__(self, socket_path: Path | str | None = None, timeout: float | None = 60.0) -> None:
+        self.socket_path = Path(socket_path) if socket_path else default_socket_path()
+        self.timeout = timeout
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._reader_task: asyncio.Task[None] | None = None
+        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def connect(self) -> AsyncClient:
+        try:
+            self._reader, self._writer = await asyncio.open_unix_connection(
+                str(self.socket_path), limit=256 * 1024 * 1024
+            )
+        except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
+            raise DaemonUnavailable(
+                f"memoryd is not running on {self.socket_path} ({exc}); start it with `memctl start`"
+            ) from exc
+        self._reader_task = asyncio.create_task(self._read_loop())
+        return self
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self._writer.wait_closed()
+            self._writer = None
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            # The read loop ends with the connection; its own failures were delivered to callers.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader_task
+            self._reader_task = None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        error: BaseException = DaemonUnavailable("memoryd closed the connection")
+        try:
+            while True:
+                line = await self._reader.readline()
+                if not line:
+                    break
+                message = json.loads(line)
+                if isinstance(message, list):
+                    for item in message:
+                        self._deliver(item)
+                else:
+                    self._deliver(message)
+        except (ConnectionError, OSError) as exc:
+            error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
+        finally:
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(error)
+            self._pending.clear()
+
+    def _deliver(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            return
+        if "id" not in message and "method" in message:
+            self.notifications.put_nowait(message)
+            return
+        future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    async def send_raw(self, data: bytes) -> None:
+        assert self._writer is not None, "not connected"
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        if self._writer is None:
+            await self.connect()
+        request_id = next(self._ids)
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            request["params"] = params
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        await self.send_raw(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        reply = await asyncio.wait_for(future, self.timeout)
+        return _unwrap(reply)
+
+    async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:
+        return await asyncio.wait_for(self.notifications.get(), wait_s)

@@ -1,0 +1,111 @@
+"""Result shapes of the methods in docs/protocol.md, as TypedDicts (standard library only).
+
+They describe what the daemon sends; the client does not validate replies against them (the
+daemon may add optional fields at any time, see PROTOCOL.md), so every dict is `total=False`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class ContextFile(TypedDict, total=False):
+    path: str
+    type: str  # Managed | User | Project | Local | AutoMem | TeamMem
+    parent: str | None
+    reason: str  # session_start | nested | path_glob | include
+    globs: list[str] | None
+
+
+class SkippedFile(TypedDict, total=False):
+    path: str
+    reason: str
+
+
+class ContextResult(TypedDict, total=False):
+    claude_md: str
+    current_date: str
+    files: list[ContextFile]
+    skipped: list[SkippedFile]
+    memory_dir: str
+    index_truncated: bool
+    memory_instructions: str
+
+
+class RecalledMemory(TypedDict, total=False):
+    path: str
+    name: str
+    description: str
+    type: str
+    mtime: float
+    content: str
+    stale: bool
+    note: str | None
+
+
+class RecallResult(TypedDict, total=False):
+    memories: list[RecalledMemory]
+    selector: str  # model | local
+
+
+class Scheduled(TypedDict, total=False):
+    extraction: bool
+    session_memory: bool
+    magic_docs: int
+
+
+class AfterTurnResult(TypedDict, total=False):
+    scheduled: Scheduled
+    tokens: int
+
+
+class CompactResult(TypedDict, total=False):
+    messages: list[dict[str, Any]]
+    used_session_memory: bool
+    reason: str | None
+
+
+class MemoryEntry(TypedDict, total=False):
+    path: str
+    name: str
+    description: str
+    type: str
+    mtime: float
+    team: bool
+
+
+class MemoryListResult(TypedDict, total=False):
+    instruction_files: list[ContextFile]
+    memories: list[MemoryEntry]
+    memory_dir: str
+    team_dir: str
+
+
+class MemoryReadResult(TypedDict, total=False):
+    path: str
+    content: str
+    frontmatter: dict[str, Any]
+
+
+class MemoryWriteResult(TypedDict, total=False):
+    path: str
+    created: bool
+
+
+class SettingsResult(TypedDict, total=False):
+    settings: dict[str, Any]
+    sources: dict[str, str]
+    files: list[dict[str, Any]]
+
+
+class StatusResult(TypedDict, total=False):
+    version: str
+    protocol_version: int
+    pid: int
+    uptime_s: float
+    socket: str
+    projects: int
+    sessions: int
+    model: dict[str, Any]
+    features: dict[str, Any]
+    methods: list[str]

@@ -1,0 +1,45 @@
+"""Fixtures of the client tests: a scripted fake daemon and a way to run memctl."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.clients.fake_daemon import FakeDaemon
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fake_daemon(short_tmp: Path) -> Iterator[FakeDaemon]:
+    server = FakeDaemon(short_tmp / "fake.sock").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def memctl_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "clients"), str(REPO)])
+    env.update(extra)
+    return env
+
+
+def run_memctl(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 30.0
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env or memctl_env(),
+        timeout=timeout,
+        check=False,
+    )

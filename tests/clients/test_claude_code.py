@@ -1,0 +1,173 @@
+"""The pure side of the Claude Code hooks: transcripts in, context text out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memctl import claude_code
+
+
+def line(**entry: object) -> str:
+    return json.dumps(entry)
+
+
+def user(text: object, **extra: object) -> str:
+    return line(type="user", message={"role": "user", "content": text}, **extra)
+
+
+def assistant(blocks: list[dict[str, object]], mid: str = "m1", **extra: object) -> str:
+    return line(
+        type="assistant", message={"role": "assistant", "id": mid, "content": blocks}, **extra
+    )
+
+
+def test_split_reply_is_merged_and_roles_alternate() -> None:
+    lines = [
+        user("hello"),
+        assistant([{"type": "text", "text": "let me look"}]),
+        assistant(
+            [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a.md"}}]
+        ),
+        user([{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
+        assistant([{"type": "text", "text": "done"}], mid="m2"),
+    ]
+    messages = claude_code.parse_transcript_lines(lines)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert [b["type"] for b in messages[1]["content"]] == ["text", "tool_use"]
+    assert messages[0]["content"] == [{"type": "text", "text": "hello"}]
+
+
+def test_noise_is_skipped_and_compaction_resets() -> None:
+    lines = [
+        user("before compaction"),
+        assistant([{"type": "text", "text": "old"}]),
+        line(type="system", subtype="compact_boundary"),
+        "not json at all {",
+        line(type="summary", summary="x"),
+        user("caveat", isMeta=True),
+        user("from a sub-agent", isSidechain=True),
+        "[1, 2]",
+        user(""),
+        assistant([{"type": "text", "text": "orphan reply first"}]),
+        user("after"),
+    ]
+    messages = claude_code.parse_transcript_lines(lines)
+    assert messages == [{"role": "user", "content": [{"type": "text", "text": "after"}]}]
+
+
+def test_read_transcript_missing_file_is_empty(tmp_path: Path) -> None:
+    assert claude_code.read_transcript(tmp_path / "nope.jsonl") == []
+    big = tmp_path / "big.jsonl"
+    big.write_text(user("x") + "\n")
+    assert claude_code.read_transcript(big, max_bytes=5) == []
+    assert len(claude_code.read_transcript(big)) == 1
+
+
+def test_last_turn_and_tool_paths() -> None:
+    messages = claude_code.parse_transcript_lines(
+        [
+            user("first"),
+            assistant(
+                [{"type": "tool_use", "id": "a", "name": "Read", "input": {"file_path": "/old.md"}}]
+            ),
+            user([{"type": "tool_result", "tool_use_id": "a", "content": ""}]),
+            assistant([{"type": "text", "text": "ok"}], mid="m2"),
+            user("second"),
+            assistant(
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "b",
+                        "name": "Read",
+                        "input": {"file_path": "/doc.md"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "c",
+                        "name": "Read",
+                        "input": {"file_path": "/doc.md"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "d",
+                        "name": "Read",
+                        "input": {"file_path": "rel.md"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "e",
+                        "name": "Edit",
+                        "input": {"file_path": "/e.py"},
+                    },
+                    {"type": "tool_use", "id": "f", "name": "Bash", "input": {"command": "ls"}},
+                ],
+                mid="m3",
+            ),
+        ]
+    )
+    turn = claude_code.last_turn(messages)
+    assert turn[0]["content"][0]["text"] == "second"
+    assert claude_code.tool_paths(turn, claude_code.READ_TOOLS) == ["/doc.md"]
+    assert claude_code.tool_paths(messages, claude_code.READ_TOOLS) == ["/old.md", "/doc.md"]
+    assert claude_code.tool_paths(turn, claude_code.WRITE_TOOLS) == ["/e.py"]
+
+
+CONTEXT = {
+    "claude_md": (
+        "Preamble.\n\nContents of /p/CLAUDE.md (project instructions):\n\nbe nice\n\n"
+        "Contents of /m/MEMORY.md (auto memory):\n\n- [A](a.md) — a hook\n\n"
+        "Contents of /m/team/MEMORY.md (team memory):\n\n- [T](t.md) — team hook\n"
+    ),
+    "files": [
+        {"path": "/p/CLAUDE.md", "type": "Project"},
+        {"path": "/m/MEMORY.md", "type": "AutoMem"},
+        {"path": "/m/team/MEMORY.md", "type": "TeamMem"},
+    ],
+    "memory_instructions": "How to save memories.",
+    "memory_dir": "/m",
+}
+
+
+def test_session_start_context_keeps_only_memory_sections() -> None:
+    text = claude_code.session_start_context(CONTEXT)
+    assert "be nice" not in text
+    assert "- [A](a.md) — a hook" in text
+    assert "- [T](t.md) — team hook" in text
+    assert text.index("a hook") < text.index("team hook") < text.index("How to save memories.")
+    assert "Auto memory directory: /m" in text
+    full = claude_code.session_start_context(CONTEXT, full=True)
+    assert "be nice" in full
+
+
+def test_session_start_context_empty_when_daemon_has_nothing() -> None:
+    assert claude_code.session_start_context({"claude_md": "", "files": []}) == ""
+
+
+def test_recall_context_and_hook_output() -> None:
+    text = claude_code.recall_context(
+        [
+            {"path": "/m/a.md", "type": "feedback", "content": "use tabs", "note": "2 days old"},
+            {"path": "/m/b.md", "content": "other"},
+        ]
+    )
+    assert text.startswith("<relevant-memories>")
+    assert text.endswith("</relevant-memories>")
+    assert "Memory: /m/a.md (feedback)\n2 days old\nuse tabs" in text
+    assert claude_code.recall_context([]) == ""
+    assert claude_code.hook_output("UserPromptSubmit", "ctx") == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx"}
+    }
+
+
+def test_compacted_summary() -> None:
+    result = {
+        "used_session_memory": True,
+        "messages": [
+            {"role": "assistant", "content": "ignored"},
+            {"role": "user", "content": [{"type": "text", "text": "# Session Title\nwork"}]},
+            {"role": "user", "content": "later"},
+        ],
+    }
+    assert claude_code.compacted_summary(result) == "# Session Title\nwork"
+    assert claude_code.compacted_summary({**result, "used_session_memory": False}) == ""

@@ -1,0 +1,351 @@
+"""`memctl hook …` as Claude Code runs it: a subprocess, JSON on stdin, hook output on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.conftest import memctl_env, run_memctl
+from tests.clients.fake_daemon import FakeDaemon, FakeError
+from tests.conftest import DaemonHandle
+
+
+def hook(
+    event: str, payload: Any, sock: Path, *extra: str, raw: str | None = None
+) -> tuple[int, str, str]:
+    stdin = raw if raw is not None else json.dumps(payload)
+    # A generous budget: the test checks behaviour, the benchmark checks speed.
+    done = run_memctl(
+        "hook", event, "--socket", str(sock), "--timeout-ms", "5000", *extra, stdin=stdin
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def context_of(stdout: str, event: str) -> str:
+    output = json.loads(stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == event
+    return str(output["hookSpecificOutput"]["additionalContext"])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "proj"
+    path.mkdir()
+    return path
+
+
+def test_session_start_adds_memory_indexes(fake_daemon: FakeDaemon, project: Path) -> None:
+    fake_daemon.on(
+        "get_context",
+        {
+            "claude_md": "Contents of /m/MEMORY.md (auto memory):\n\n- [A](a.md) — remember me\n",
+            "files": [{"path": "/m/MEMORY.md", "type": "AutoMem"}],
+            "memory_instructions": "Save memories as files.",
+            "memory_dir": "/m",
+        },
+    )
+    payload = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    code, out, _ = hook("session-start", payload, fake_daemon.socket_path)
+    assert code == 0
+    text = context_of(out, "SessionStart")
+    assert "remember me" in text
+    assert "Save memories as files." in text
+    assert fake_daemon.calls("get_context") == [{"cwd": str(project), "session_id": "s1"}]
+
+
+def test_user_prompt_submit_recalls_each_memory_once(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    memory = {"path": "/m/tabs.md", "type": "feedback", "content": "Use tabs.", "note": None}
+    fake_daemon.on("recall", {"memories": [memory], "selector": "local"})
+    payload = {"session_id": "s2", "cwd": str(project), "prompt": "format the file"}
+    code, out, _ = hook("user-prompt-submit", payload, fake_daemon.socket_path)
+    assert code == 0
+    assert "Use tabs." in context_of(out, "UserPromptSubmit")
+    first = fake_daemon.calls("recall")[0]
+    assert first["query"] == "format the file"
+    assert first["session_id"] == "s2"
+    assert "already_surfaced" not in first
+
+    code, out, _ = hook("user-prompt-submit", payload, fake_daemon.socket_path)
+    assert code == 0
+    assert out == ""  # the same memory is not injected twice in one session
+    assert fake_daemon.calls("recall")[1]["already_surfaced"] == ["/m/tabs.md"]
+
+
+def test_empty_prompt_asks_nothing(fake_daemon: FakeDaemon, project: Path) -> None:
+    code, out, _ = hook(
+        "user-prompt-submit", {"cwd": str(project), "prompt": "  "}, fake_daemon.socket_path
+    )
+    assert (code, out) == (0, "")
+    assert fake_daemon.calls("recall") == []
+
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit", "pre-compact", "stop"])
+def test_daemon_down_means_no_context_and_exit_zero(
+    event: str, short_tmp: Path, project: Path, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n"
+    )
+    payload = {
+        "session_id": "s3",
+        "cwd": str(project),
+        "prompt": "hi",
+        "transcript_path": str(transcript),
+    }
+    code, out, err = hook(event, payload, short_tmp / "nobody.sock")
+    assert (code, out) == (0, "")
+    assert "no memoryd context" in err
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "[1,2]", '{"cwd": 5, "prompt": ["x"]}'])
+def test_bad_input_never_blocks(raw: str, fake_daemon: FakeDaemon) -> None:
+    for event in ("session-start", "user-prompt-submit", "stop", "pre-compact"):
+        code, out, _ = hook(event, None, fake_daemon.socket_path, raw=raw)
+        assert code == 0
+        assert out == "" or "hookSpecificOutput" in json.loads(out)
+
+
+def test_daemon_error_means_no_context(fake_daemon: FakeDaemon, project: Path) -> None:
+    def refuse(_: dict[str, Any]) -> Any:
+        raise FakeError(-32003, "auto memory is off")
+
+    fake_daemon.on("recall", refuse)
+    code, out, err = hook(
+        "user-prompt-submit", {"cwd": str(project), "prompt": "x"}, fake_daemon.socket_path
+    )
+    assert (code, out) == (0, "")
+    assert "auto memory is off" in err
+
+
+def test_slow_daemon_is_cut_off_by_the_budget(fake_daemon: FakeDaemon, project: Path) -> None:
+    fake_daemon.on("recall", {"memories": [{"path": "/m/x.md", "content": "late"}]})
+    fake_daemon.delays["recall"] = 3.0
+    payload = {"cwd": str(project), "prompt": "x"}
+    done = run_memctl(
+        "--socket",
+        str(fake_daemon.socket_path),
+        "hook",
+        "user-prompt-submit",
+        "--timeout-ms",
+        "100",
+        stdin=json.dumps(payload),
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "did not answer" in done.stderr
+
+
+def write_transcript(path: Path, read_file: Path) -> None:
+    entries = [
+        {"type": "user", "message": {"role": "user", "content": "summarise the doc"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Read",
+                        "input": {"file_path": str(read_file)},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "doc"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "id": "m2",
+                "content": [{"type": "text", "text": "Done."}],
+            },
+        },
+    ]
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+
+
+def test_pre_compact_keeps_summary_for_the_next_session_start(
+    fake_daemon: FakeDaemon, project: Path, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    write_transcript(transcript, project / "doc.md")
+    fake_daemon.on(
+        "compact",
+        {
+            "used_session_memory": True,
+            "reason": None,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "# Session Title\nFixing the parser"}],
+                },
+                {"role": "assistant", "content": "ok"},
+            ],
+        },
+    )
+    fake_daemon.on("get_context", {"claude_md": "", "files": [], "memory_instructions": "Save."})
+    payload = {
+        "session_id": "s4",
+        "cwd": str(project),
+        "transcript_path": str(transcript),
+        "trigger": "auto",
+    }
+    code, out, _ = hook("pre-compact", payload, fake_daemon.socket_path)
+    assert (code, out) == (0, "")
+    sent = fake_daemon.calls("compact")[0]
+    assert sent["session_id"] == "s4"
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user", "assistant"]
+
+    start = {"session_id": "s4", "cwd": str(project), "source": "compact"}
+    code, out, _ = hook("session-start", start, fake_daemon.socket_path)
+    assert "Fixing the parser" in context_of(out, "SessionStart")
+    # Used once: a later start of the same session does not repeat it.
+    code, out, _ = hook("session-start", start, fake_daemon.socket_path)
+    assert "Fixing the parser" not in context_of(out, "SessionStart")
+
+
+async def test_stop_reports_the_turn_to_the_real_daemon(
+    daemon: DaemonHandle, project: Path, tmp_path: Path
+) -> None:
+    from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
+
+    seen: list[Turn] = []
+
+    async def record(_daemon: Any, turn: Turn) -> dict[str, Any]:
+        seen.append(turn)
+        return {}
+
+    transcript = tmp_path / "t.jsonl"
+    write_transcript(transcript, project / "doc.md")
+    payload = {
+        "session_id": "sess-5",
+        "cwd": str(project),
+        "transcript_path": str(transcript),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    AFTER_TURN_HOOKS.append(record)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(daemon.socket_path),
+            "hook",
+            "stop",
+            "--timeout-ms",
+            "10000",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=memctl_env(),
+        )
+        out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
+    finally:
+        AFTER_TURN_HOOKS.remove(record)
+    assert proc.returncode == 0, err
+    assert out == b""
+    assert len(seen) == 1
+    turn = seen[0]
+    assert turn.session_id == "sess-5"
+    assert turn.read_paths == (str(project / "doc.md"),)
+    assert [m["role"] for m in turn.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_global_socket_option_and_usage_errors(fake_daemon: FakeDaemon, project: Path) -> None:
+    fake_daemon.on("recall", {"memories": [{"path": "/m/a.md", "content": "A"}]})
+    payload = json.dumps({"cwd": str(project), "prompt": "x"})
+    done = run_memctl(
+        "--socket", str(fake_daemon.socket_path), "hook", "user-prompt-submit", stdin=payload
+    )
+    assert done.returncode == 0
+    assert "A" in context_of(done.stdout, "UserPromptSubmit")
+    # Exit code 2 would block the prompt in Claude Code: a usage error exits 0.
+    done = run_memctl("hook", "no-such-event", stdin=payload)
+    assert done.returncode == 0
+    assert done.stdout == ""
+    assert "invalid choice" in done.stderr
+
+
+async def test_large_transcript_is_sent_from_a_detached_child(
+    daemon: DaemonHandle, project: Path, tmp_path: Path
+) -> None:
+    from memctl.commands.hook import BACKGROUND_BYTES
+    from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
+
+    seen: list[Turn] = []
+
+    async def record(_daemon: Any, turn: Turn) -> dict[str, Any]:
+        seen.append(turn)
+        return {}
+
+    transcript = tmp_path / "long.jsonl"
+    entries = []
+    for index in range(400):
+        entries.append(
+            {"type": "user", "message": {"role": "user", "content": f"q{index} " + "x" * 400}}
+        )
+        entries.append(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "id": f"m{index}",
+                    "content": [{"type": "text", "text": "a" * 400}],
+                },
+            }
+        )
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    assert transcript.stat().st_size > BACKGROUND_BYTES
+    payload = {"session_id": "long-1", "cwd": str(project), "transcript_path": str(transcript)}
+    AFTER_TURN_HOOKS.append(record)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "memctl",
+            "hook",
+            "stop",
+            "--socket",
+            str(daemon.socket_path),
+            "--timeout-ms",
+            "1",  # the parent's own budget is irrelevant: the child has its own
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=memctl_env(),
+        )
+        # communicate() returns only when stdout and stderr close: the child must not hold them.
+        out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
+        assert proc.returncode == 0, err
+        assert out == b""
+        for _ in range(600):
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        AFTER_TURN_HOOKS.remove(record)
+    assert len(seen) == 1
+    assert seen[0].session_id == "long-1"
+    assert len(seen[0].messages) == 800

@@ -1,0 +1,170 @@
+"""`memoryd-mcp` driven by the official MCP SDK's own stdio client."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.clients.conftest import memctl_env
+from tests.clients.fake_daemon import FakeDaemon, FakeError
+
+
+@asynccontextmanager
+async def mcp_session(socket_path: Path, cwd: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memoryd_client.mcp_server", "--socket", str(socket_path)],
+        env=memctl_env(),
+        cwd=str(cwd),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    text = result.content[0].text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "proj"
+    path.mkdir()
+    return path
+
+
+async def test_tools_are_listed_with_schemas(fake_daemon: FakeDaemon, project: Path) -> None:
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == {"recall", "remember", "list", "read"}
+    remember = tools["remember"].input_schema
+    assert set(remember["required"]) == {"type", "name", "description", "body"}
+    assert "feedback" in json.dumps(remember["properties"]["type"])
+
+
+async def test_recall_remember_list_read(
+    fake_daemon: FakeDaemon, project: Path, tmp_path: Path
+) -> None:
+    memdir = tmp_path / "memdir"
+    fake_daemon.on(
+        "recall",
+        {
+            "selector": "local",
+            "memories": [
+                {
+                    "path": str(memdir / "a.md"),
+                    "name": "A",
+                    "type": "user",
+                    "description": "d",
+                    "note": None,
+                    "content": "likes tea",
+                    "mtime": 1.0,
+                }
+            ],
+        },
+    )
+    fake_daemon.on(
+        "memory.write", lambda p: {"path": str(memdir / "feedback_x.md"), "created": True}
+    )
+    fake_daemon.on(
+        "memory.list",
+        {
+            "memory_dir": str(memdir),
+            "team_dir": str(memdir / "team"),
+            "memories": [
+                {
+                    "path": str(memdir / "a.md"),
+                    "name": "A",
+                    "type": "user",
+                    "description": "d",
+                    "team": False,
+                    "mtime": 1.0,
+                }
+            ],
+            "instruction_files": [{"path": str(project / "CLAUDE.md"), "type": "Project"}],
+        },
+    )
+    fake_daemon.on(
+        "memory.read",
+        lambda p: {
+            "path": p["path"],
+            "content": f"content of {Path(p['path']).name}",
+            "frontmatter": {},
+        },
+    )
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        recalled = payload(await session.call_tool("recall", {"query": "drinks", "limit": 3}))
+        saved = payload(
+            await session.call_tool(
+                "remember",
+                {
+                    "type": "feedback",
+                    "name": "X",
+                    "description": "one line",
+                    "body": "Do X.\nWhy: y\nHow to apply: z",
+                },
+            )
+        )
+        listed = payload(await session.call_tool("list", {}))
+        by_name = payload(await session.call_tool("read", {"path": "a.md"}))
+        by_path = payload(await session.call_tool("read", {"path": str(memdir / "b.md")}))
+    assert recalled["memories"][0]["content"] == "likes tea"
+    assert fake_daemon.calls("recall") == [{"cwd": str(project), "query": "drinks", "limit": 3}]
+    assert saved == {"path": str(memdir / "feedback_x.md"), "created": True}
+    write = fake_daemon.calls("memory.write")[0]
+    assert write == {
+        "cwd": str(project),
+        "type": "feedback",
+        "name": "X",
+        "description": "one line",
+        "body": "Do X.\nWhy: y\nHow to apply: z",
+    }
+    assert listed["memories"][0]["name"] == "A"
+    assert listed["instruction_files"] == [{"path": str(project / "CLAUDE.md"), "type": "Project"}]
+    assert by_name == "content of a.md"
+    assert by_path == "content of b.md"
+    assert [c["path"] for c in fake_daemon.calls("memory.read")] == [
+        str(memdir / "a.md"),
+        str(memdir / "b.md"),
+    ]
+
+
+async def test_errors_are_tool_errors(
+    fake_daemon: FakeDaemon, project: Path, short_tmp: Path
+) -> None:
+    def forbidden(_: dict[str, Any]) -> Any:
+        raise FakeError(-32002, "path is outside the memory directory")
+
+    fake_daemon.on("memory.read", forbidden)
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        denied = await session.call_tool("read", {"path": "/etc/passwd"})
+        bad_type = await session.call_tool(
+            "remember", {"type": "secret", "name": "n", "description": "d", "body": "b"}
+        )
+        bad_cwd = await session.call_tool("list", {"cwd": "relative/dir"})
+        empty = await session.call_tool("recall", {"query": "   "})
+    assert denied.is_error
+    assert "outside the memory directory" in denied.content[0].text
+    assert bad_type.is_error
+    assert bad_cwd.is_error
+    assert "absolute directory" in bad_cwd.content[0].text
+    assert empty.is_error
+    assert "must not be empty" in empty.content[0].text
+    assert fake_daemon.calls("memory.write") == []
+
+    async with mcp_session(short_tmp / "nobody.sock", project) as session:
+        down = await session.call_tool("recall", {"query": "x"})
+    assert down.is_error
+    assert "memoryd is not running" in down.content[0].text

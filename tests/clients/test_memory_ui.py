@@ -1,0 +1,346 @@
+"""`memctl memory` end to end: the curses UI in a pseudo-terminal, and the numbered fallback."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyte
+import pytest
+
+from tests.clients.conftest import memctl_env, run_memctl
+from tests.clients.fake_daemon import FakeDaemon, FakeError
+
+DOWN = "\x1bOB"  # xterm in keypad (application) mode, as curses sets it
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "proj"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def editor(tmp_path: Path) -> tuple[str, Path]:
+    """An $EDITOR that records the files it was asked to open."""
+    log = tmp_path / "editor.log"
+    script = tmp_path / "editor.sh"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{log}"\n')
+    script.chmod(0o755)
+    return str(script), log
+
+
+@pytest.fixture
+def scripted(fake_daemon: FakeDaemon, project: Path, tmp_path: Path) -> FakeDaemon:
+    memdir = tmp_path / "memdir"
+    memdir.mkdir()
+    now = time.time()
+    settings: dict[str, Any] = {"autoMemoryEnabled": True, "autoDreamEnabled": False}
+    fake_daemon.on(
+        "memory.list",
+        lambda _p: {
+            "instruction_files": [
+                {"path": str(project / "CLAUDE.md"), "type": "Project", "parent": None},
+                {
+                    "path": str(project / "docs" / "style.md"),
+                    "type": "Project",
+                    "parent": str(project / "CLAUDE.md"),
+                },
+            ],
+            "memories": [
+                {
+                    "path": str(memdir / "old_note.md"),
+                    "name": "Old note",
+                    "description": "kept for history",
+                    "type": "project",
+                    "mtime": now - 2 * 86400,
+                    "team": False,
+                },
+            ],
+            "memory_dir": str(memdir),
+            "team_dir": str(memdir / "team"),
+        },
+    )
+    fake_daemon.on("settings.get", lambda _p: {"settings": dict(settings), "sources": {}})
+
+    def set_setting(params: dict[str, Any]) -> dict[str, Any]:
+        settings[params["key"]] = params["value"]
+        return {"path": "/x/settings.json", **params}
+
+    fake_daemon.on("settings.set", set_setting)
+    fake_daemon.on(
+        "memory.history",
+        {"versions": [{"version": "20260101T000000-1", "mtime": now - 3600, "size": 40}]},
+    )
+    fake_daemon.on("memory.restore", lambda p: {"path": p["path"], "restored": p["version"]})
+    return fake_daemon
+
+
+class Pty:
+    """memctl in a pseudo-terminal: keys in, screen bytes collected by a reader thread."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+        self.master = master
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memctl", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.output = b""
+        self.screen = pyte.Screen(140, 40)
+        self._stream = pyte.ByteStream(self.screen)
+        self._lock = threading.Lock()
+        self._stop = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop:
+            ready, _, _ = select.select([self.master], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                with self._lock:
+                    self.output += chunk
+                    self._stream.feed(chunk)
+
+    def send(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def wait_for(self, check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline or (self.proc.poll() is not None and not check()):
+                raise AssertionError(
+                    f"timed out waiting for {what}; exit={self.proc.poll()}; screen:\n{self.text()}"
+                )
+            time.sleep(0.02)
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def screen_has(self, text: str) -> Callable[[], bool]:
+        return lambda: text in self.text()
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            self._stop = True
+            self._thread.join(timeout=5)
+            os.close(self.master)
+
+
+@pytest.fixture
+def pty_memctl(scripted: FakeDaemon, project: Path, editor: tuple[str, Path]) -> Iterator[Pty]:
+    env = memctl_env(TERM="xterm-256color", VISUAL=editor[0], ESCDELAY="25")
+    term = Pty(["--socket", str(scripted.socket_path), "memory"], env, project)
+    try:
+        yield term
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.close()
+
+
+def test_memory_ui_in_a_pty(
+    pty_memctl: Pty,
+    scripted: FakeDaemon,
+    project: Path,
+    editor: tuple[str, Path],
+    isolated_env: Any,
+) -> None:
+    term = pty_memctl
+    log = editor[1]
+    term.wait_for(term.screen_has("Type to filter"), "the first screen")
+    assert "Project memory" in term.text()
+    assert "    ↳ ./docs/style.md  (@-import)" in term.text()
+
+    # Type-to-filter, Enter: "Project memory" is created empty, exclusively, and opened.
+    term.send("project memory")
+    term.wait_for(term.screen_has("Filter: project memory"), "the filter line")
+    term.send("\r")
+    term.wait_for(
+        lambda: log.exists() and str(project / "CLAUDE.md") in log.read_text(), "the editor"
+    )
+    assert (project / "CLAUDE.md").read_text() == ""
+
+    # A saved-memory notification shows up while the menu waits for keys.
+    scripted.wait_for_subscriber()
+    calls = len(scripted.calls("memory.list"))
+    term.wait_for(
+        lambda: (
+            len(scripted.calls("memory.list")) > calls - 1 and scripted.calls("memory.list") != []
+        ),
+        "relist",
+    )
+    term.wait_for(lambda: len(scripted.calls("settings.get")) >= 2, "the menu again")
+    scripted.notify("memory/saved", {"path": "/m/feedback_tabs.md", "project": str(project)})
+    term.wait_for(term.screen_has("memory saved: feedback_tabs.md"), "the notification")
+
+    # Arrow keys: from the top, down to "Project memory" ... then filter to the dream toggle.
+    term.send("dream")
+    term.wait_for(term.screen_has("Filter: dream"), "the dream filter")
+    term.send("\r")
+    term.wait_for(lambda: scripted.calls("settings.set") != [], "the toggle")
+    assert scripted.calls("settings.set") == [{"key": "autoDreamEnabled", "value": True}]
+
+    # History and restore of a memory: filter, Enter, Down to "History", Enter, Enter, Yes.
+    before = len(scripted.calls("settings.get"))
+    term.wait_for(
+        lambda: len(scripted.calls("settings.get")) > before - 1, "the menu after the toggle"
+    )
+    term.send("old note")
+    term.wait_for(term.screen_has("Filter: old note"), "the memory filter")
+    term.send("\r")
+    term.wait_for(term.screen_has("History and restore"), "the memory menu")
+    term.send(DOWN)
+    time.sleep(0.1)
+    term.send("\r")
+    term.wait_for(lambda: scripted.calls("memory.history") != [], "the history call")
+    term.wait_for(term.screen_has("20260101T000000-1"), "the version list")
+    term.send("\r")
+    term.wait_for(term.screen_has("Restore old_note.md"), "the confirmation")
+    term.send(DOWN)
+    time.sleep(0.1)
+    term.send("\r")
+    term.wait_for(lambda: scripted.calls("memory.restore") != [], "the restore")
+    restore = scripted.calls("memory.restore")[0]
+    assert restore["version"] == "20260101T000000-1"
+    assert restore["path"].endswith("old_note.md")
+
+    # Esc leaves.
+    term.wait_for(term.screen_has("restored old_note.md"), "the restored message")
+    term.send("\x1b")
+    assert term.close() == 0
+
+
+def test_plain_fallback_numbers_and_filter(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path], isolated_env: Any
+) -> None:
+    env = memctl_env(VISUAL=editor[0])
+    user_memory = isolated_env.config_dir / "CLAUDE.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(scripted.socket_path),
+            "memory",
+            "--cwd",
+            str(project),
+        ],
+        input="1\nauto memory\n1\n\n\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "  1. User memory" in done.stdout
+    assert "Project instructions" in done.stdout
+    assert "  4.     ↳ ./docs/style.md  (@-import)" in done.stdout
+    assert "[filter: auto memory]" in done.stdout
+    assert user_memory.exists()
+    assert user_memory.read_text() == ""
+    assert str(user_memory) in editor[1].read_text()
+    assert scripted.calls("settings.set") == [{"key": "autoMemoryEnabled", "value": False}]
+
+
+def test_list_mode_and_bad_cwd(scripted: FakeDaemon, project: Path) -> None:
+    done = run_memctl(
+        "--socket", str(scripted.socket_path), "memory", "--list", "--cwd", str(project)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Memories (1)" in done.stdout
+    assert "  9. project            2d  Old note  — kept for history" in done.stdout
+    assert scripted.calls("memory.list") == [{"cwd": str(project)}]
+    bad = run_memctl(
+        "--socket", str(scripted.socket_path), "memory", "--cwd", str(project / "nope")
+    )
+    assert bad.returncode == 2
+    assert "no such directory" in bad.stderr
+
+
+def test_daemon_errors_are_reported(fake_daemon: FakeDaemon, project: Path) -> None:
+    def refuse(_: dict[str, Any]) -> Any:
+        raise FakeError(-32602, "invalid params: cwd: no such directory")
+
+    fake_daemon.on("memory.list", refuse)
+    done = run_memctl(
+        "--socket", str(fake_daemon.socket_path), "memory", "--list", "--cwd", str(project)
+    )
+    assert done.returncode == 1
+    assert "error -32602: invalid params: cwd: no such directory" in done.stderr
+
+
+def test_no_history_method_is_a_message(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path]
+) -> None:
+    del scripted.handlers["memory.history"]
+    env = memctl_env(VISUAL=editor[0])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(scripted.socket_path),
+            "memory",
+            "--cwd",
+            str(project),
+        ],
+        input="old note\n1\n2\n\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no history for old_note.md" in done.stdout
+
+
+def test_unknown_terminal_falls_back_to_numbers(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path]
+) -> None:
+    env = memctl_env(TERM="no-such-terminal-xyz", VISUAL=editor[0])
+    term = Pty(["--socket", str(scripted.socket_path), "memory"], env, project)
+    try:
+        term.wait_for(term.screen_has("Number to choose"), "the numbered menu")
+        assert "numbered menu instead" in term.text()
+        assert "  2. Project memory" in term.text()
+        term.send("2\r")
+        term.wait_for(lambda: editor[1].exists(), "the editor")
+        term.send("\r")
+        assert term.close() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.close()
+    assert (project / "CLAUDE.md").exists()

@@ -1,0 +1,147 @@
+"""`memctl watch`: notifications printed as they arrive."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from memctl.notifications import describe
+from tests.clients.conftest import memctl_env
+from tests.clients.fake_daemon import FakeDaemon
+from tests.conftest import DaemonHandle
+
+
+def test_describe_each_event() -> None:
+    cases = {
+        "memory/saved": (
+            {"path": "/m/feedback_tabs.md", "project": "/p"},
+            "memory saved: feedback_tabs.md",
+        ),
+        "session/summary_updated": ({"session_id": "s1"}, "session summary updated: s1"),
+        "team/synced": (
+            {"repo": "o/r", "pushed": 2, "pulled": 1},
+            "team synced: o/r (pushed 2, pulled 1)",
+        ),
+        "team/secret_blocked": (
+            {"path": "/m/team/k.md", "rule": "aws-access-key"},
+            "team: k.md not uploaded — secret matched rule aws-access-key",
+        ),
+        "team/conflict": (
+            {"path": "/t/a.md", "saved_as": "/t/a.conflict.md"},
+            "team conflict: a.md kept as a.conflict.md",
+        ),
+        "magicdoc/updated": ({"path": "/p/ARCH.md"}, "magic doc updated: ARCH.md"),
+        "worker/error": (
+            {"worker": "extraction", "message": "boom"},
+            "worker error (extraction): boom",
+        ),
+    }
+    for event, (params, expected) in cases.items():
+        assert describe({"method": event, "params": params}) == expected
+    assert describe({"method": "x/y", "params": None}) == "x/y: {}"
+
+
+def test_watch_prints_notifications_from_a_fake(fake_daemon: FakeDaemon) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(fake_daemon.socket_path),
+            "watch",
+            "--count",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber()
+        fake_daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
+        fake_daemon.notify("magicdoc/updated", {"path": "/p/D.md"})
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["memory saved: a.md", "magic doc updated: D.md"]
+    assert fake_daemon.calls("subscribe") == [{}]
+
+
+def test_watch_event_filter_and_json(fake_daemon: FakeDaemon) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(fake_daemon.socket_path),
+            "--json",
+            "watch",
+            "--event",
+            "memory/saved",
+            "--count",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber()
+        fake_daemon.notify("memory/saved", {"path": "/m/b.md", "project": "/p"})
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert json.loads(out) == {
+        "jsonrpc": "2.0",
+        "method": "memory/saved",
+        "params": {"path": "/m/b.md", "project": "/p"},
+    }
+    assert fake_daemon.calls("subscribe") == [{"events": ["memory/saved"]}]
+
+
+async def test_watch_against_the_real_daemon(daemon: DaemonHandle) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        "--socket",
+        str(daemon.socket_path),
+        "watch",
+        "--count",
+        "1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=memctl_env(),
+    )
+    try:
+        # The watcher prints "watching …" on stderr once subscribed.
+        assert proc.stderr is not None
+        first = await asyncio.wait_for(proc.stderr.readline(), 30)
+        assert first.startswith(b"watching ")
+        await daemon.daemon.notify("memory/saved", {"path": "/m/user_role.md", "project": "/p"})
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert out.decode().splitlines() == ["memory saved: user_role.md"]
+
+
+def test_watch_with_no_daemon_exits_3(short_tmp) -> None:  # type: ignore[no-untyped-def]
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "--socket", str(short_tmp / "none.sock"), "watch"],
+        capture_output=True,
+        text=True,
+        env=memctl_env(),
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert "not running" in done.stderr
