@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +66,28 @@ class ModelError(Exception):
         return f"{self.feature}: {self.message}"
 
 
+@dataclass(frozen=True)
+class CallRecord:
+    """One model call as `status` reports it (the most recent RECENT_CALLS are kept)."""
+
+    feature: str
+    model: str
+    ok: bool
+    duration_ms: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    status: int | None = None
+
+
+RECENT_CALLS = 50
+
+
 @dataclass
 class ModelClient:
     config: ModelConfig
     usage: dict[str, FeatureUsage] = field(default_factory=dict)
+    recent: deque[CallRecord] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
     _client: anthropic.AsyncAnthropic | None = None
 
     @property
@@ -104,6 +124,7 @@ class ModelClient:
         attempt = 0
         while True:
             stats.calls += 1
+            started = time.monotonic()
             try:
                 message: Message = await self._sdk().messages.create(**kwargs)
             except anthropic.APIStatusError as exc:
@@ -113,8 +134,28 @@ class ModelClient:
                 error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
             else:
                 stats.add(message.usage)
+                self.recent.append(
+                    CallRecord(
+                        feature,
+                        str(kwargs["model"]),
+                        True,
+                        round((time.monotonic() - started) * 1000, 1),
+                        int(message.usage.input_tokens or 0),
+                        int(message.usage.output_tokens or 0),
+                        int(getattr(message.usage, "cache_read_input_tokens", 0) or 0),
+                    )
+                )
                 return message
             stats.errors += 1
+            self.recent.append(
+                CallRecord(
+                    feature,
+                    str(kwargs["model"]),
+                    False,
+                    round((time.monotonic() - started) * 1000, 1),
+                    status=error.status,
+                )
+            )
             if not error.retryable or attempt >= self.config.max_retries:
                 log.warning(
                     "model call failed",
@@ -141,6 +182,7 @@ class ModelClient:
             "model": self.config.model,
             "small_model": self.config.small_model,
             "usage": {name: vars(u).copy() for name, u in sorted(self.usage.items())},
+            "recent_calls": [vars(call).copy() for call in self.recent],
         }
 
     async def close(self) -> None:

@@ -51,6 +51,11 @@ async def test_model_client_counts_tokens_per_feature(fake_model: FakeMessagesAP
     assert usage["extraction"]["cache_read_input_tokens"] == 7
     assert usage["recall"]["output_tokens"] == 4
     assert usage["recall"]["calls"] == 1
+    recent = client.status()["recent_calls"]
+    assert [c["feature"] for c in recent] == ["extraction", "extraction", "recall"]
+    assert recent[0]["input_tokens"] == 10
+    assert recent[0]["cache_read_input_tokens"] == 7
+    assert all(c["ok"] for c in recent)
 
 
 async def test_model_client_retries_overloaded_then_succeeds(fake_model: FakeMessagesAPI) -> None:
