@@ -55,7 +55,9 @@ def wall_times(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     out = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
         out.append(time.perf_counter() - start)
     return out
 
@@ -65,7 +67,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with temp_home() as env, daemon_process(env) as daemon_sock, tempfile.TemporaryDirectory() as tmp:
+    with (
+        temp_home() as env,
+        daemon_process(env) as daemon_sock,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         echo_sock = Path(tmp) / "echo.sock"
         echo = subprocess.Popen(
             [sys.executable, "-c", ECHO_SERVER, str(echo_sock)], stdout=subprocess.PIPE, text=True
@@ -85,7 +91,12 @@ def main() -> None:
         print(f"daemon `status`     : {best_daemon:10.0f} round trips/s")
         print(f"ratio daemon/ceiling: {best_daemon / best_ceiling:10.2f}   (goal >= 0.5)")
 
-        memctl = [str(Path(sys.executable).parent / "memctl"), "--socket", str(daemon_sock), "status"]
+        memctl = [
+            str(Path(sys.executable).parent / "memctl"),
+            "--socket",
+            str(daemon_sock),
+            "status",
+        ]
         bare = [sys.executable, "-c", "pass"]
         py, ctl = [], []
         for _ in range(5):

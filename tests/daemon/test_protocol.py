@@ -60,13 +60,21 @@ async def test_status_reports_version_pid_and_model_off(daemon: DaemonHandle) ->
             -32602,
             "autoMemoryEnabled",
         ),
-        (b'{"jsonrpc":"2.0","id":1,"method":"settings.get","params":{"cwd":"rel/dir"}}\n', -32602, "cwd"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"settings.get","params":{"cwd":"rel/dir"}}\n',
+            -32602,
+            "cwd",
+        ),
         (
             b'{"jsonrpc":"2.0","id":1,"method":"settings.get","params":{"cwd":"/no/such/dir"}}\n',
             -32602,
             "cwd",
         ),
-        (b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["x/y"]}}\n', -32602, "events"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["x/y"]}}\n',
+            -32602,
+            "events",
+        ),
     ],
 )
 async def test_bad_input_gets_a_clear_error_and_the_daemon_keeps_serving(
@@ -81,7 +89,9 @@ async def test_bad_input_gets_a_clear_error_and_the_daemon_keeps_serving(
 
 async def test_notification_request_gets_no_reply(daemon: DaemonHandle) -> None:
     reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
-    writer.write(b'{"jsonrpc":"2.0","method":"status"}\n{"jsonrpc":"2.0","id":7,"method":"status"}\n')
+    writer.write(
+        b'{"jsonrpc":"2.0","method":"status"}\n{"jsonrpc":"2.0","id":7,"method":"status"}\n'
+    )
     await writer.drain()
     reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
     assert reply["id"] == 7

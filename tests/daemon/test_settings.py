@@ -17,11 +17,15 @@ def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data))
 
 
-def test_precedence_policy_flag_local_project_user(isolated_env: IsolatedEnv, tmp_path: Path) -> None:
+def test_precedence_policy_flag_local_project_user(
+    isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
     root = tmp_path / "proj"
     flag = tmp_path / "flag.json"
     write_json(settings.user_settings_path(), {"autoDreamEnabled": True, "maxIncludeDepth": 1})
-    write_json(settings.project_settings_path(root), {"maxIncludeDepth": 2, "agentsMdFallback": False})
+    write_json(
+        settings.project_settings_path(root), {"maxIncludeDepth": 2, "agentsMdFallback": False}
+    )
     write_json(settings.local_settings_path(root), {"maxIncludeDepth": 3})
     write_json(flag, {"maxIncludeDepth": 4})
     write_json(settings.policy_settings_path(), {"autoMemoryEnabled": False})
@@ -79,7 +83,11 @@ def test_set_keeps_unknown_keys_and_writes_atomically(isolated_env: IsolatedEnv)
     write_json(path, {"theme": "dark", "permissions": {"allow": ["Bash(ls)"]}})
     settings.set_user_setting("autoDreamEnabled", True)
     data = json.loads(path.read_text())
-    assert data == {"theme": "dark", "permissions": {"allow": ["Bash(ls)"]}, "autoDreamEnabled": True}
+    assert data == {
+        "theme": "dark",
+        "permissions": {"allow": ["Bash(ls)"]},
+        "autoDreamEnabled": True,
+    }
     settings.set_user_setting("autoDreamEnabled", None)
     assert "autoDreamEnabled" not in json.loads(path.read_text())
     assert [p.name for p in path.parent.iterdir()] == ["settings.json"]  # no temp file left
