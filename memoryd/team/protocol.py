@@ -1,15 +1,164 @@
-"""Wire vocabulary shared by the team sync client and the team server (pure, no I/O)."""
+"""Wire vocabulary shared by the team sync client and the team server (pure, no I/O).
+
+- `checksum`: the per-entry `sha256:<hex>` both sides compare.
+- `validate_key`: what a key may look like, checked by the server on every PUT and by the
+  client on every key the server sends (before any write).
+- `plan_batches`: how a push is cut into PUT bodies (SPEC.md "Layer 4": greedy by sorted key,
+  each body at most 200,000 bytes, a larger entry alone, a file over 250,000 bytes not sent).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
 
 # The one endpoint of the team memory protocol (docs/team-server.md).
 TEAM_MEMORY_PATH = "/api/claude_code/team_memory"
 
 CHECKSUM_PREFIX = "sha256:"
 
+ENTRY_MAX_BYTES = 250_000  # a file larger than this (UTF-8 bytes) is never uploaded
+BATCH_MAX_BYTES = 200_000  # a PUT body stays under this unless one entry alone is larger
+KEY_MAX_LENGTH = 1024  # UTF-8 bytes
+SEGMENT_MAX_BYTES = 255  # a longer path component cannot be a file name on common filesystems
+
 
 def checksum(content: str) -> str:
     """The per-entry checksum both sides compare: `sha256:<hex of the UTF-8 bytes>`."""
     return CHECKSUM_PREFIX + hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+KEY_MAX_CHARS = 512
+KEY_MAX_DEPTH = 16
+
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def validate_key(key: str) -> str:
+    """`key` itself when it is a safe relative path, else ValueError naming why.
+
+    A key is a `/`-separated path relative to the team folder, in Unicode NFC form. The checks
+    are at least as strict as the server's (a key the server would refuse is never pushed):
+    no control character or NUL, no backslash, not absolute, no empty/`.`/`..` segment — also
+    after NFKC folding (fullwidth `．．`, the two-dot leader `‥`, fullwidth `／` become `..` and
+    `/`) and after percent-decoding up to three times (`%2e%2e`, `..%2f`, `%252e`).
+    """
+    if not isinstance(key, str):
+        raise ValueError("key must be a string")
+    if not key:
+        raise ValueError("key is empty")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError("key is not valid UTF-8 text") from None
+    if len(key) > KEY_MAX_CHARS or size > KEY_MAX_LENGTH:
+        raise ValueError(f"key is longer than {KEY_MAX_CHARS} characters / {KEY_MAX_LENGTH} bytes")
+    if unicodedata.normalize("NFC", key) != key:
+        raise ValueError("key is not in Unicode NFC form")
+    _check_path(key, "")
+    decoded = key
+    for _ in range(3):
+        if not _PERCENT_ESCAPE.search(decoded):
+            break
+        decoded = unquote(decoded, errors="replace")
+        _check_path(decoded, " (once percent-decoded)")
+    return key
+
+
+def _check_path(key: str, how: str) -> None:
+    if _CONTROL.search(key):
+        raise ValueError(f"key has a NUL or control character{how}")
+    if "\\" in key:
+        raise ValueError(f"key has a backslash{how}")
+    if key.startswith("/") or _DRIVE.match(key):
+        raise ValueError(f"key is an absolute path{how}")
+    segments = key.split("/")
+    if len(segments) > KEY_MAX_DEPTH:
+        raise ValueError(f"key is deeper than {KEY_MAX_DEPTH} folders")
+    for segment in segments:
+        if not segment:
+            raise ValueError("key has an empty path segment")
+        if len(segment.encode("utf-8", "surrogatepass")) > SEGMENT_MAX_BYTES:
+            raise ValueError(f"key has a path segment over {SEGMENT_MAX_BYTES} bytes")
+        folded = unicodedata.normalize("NFKC", segment)
+        if segment in (".", "..") or folded in (".", ".."):
+            raise ValueError(f"key has a '.' or '..' segment{how}")
+        if "/" in folded or "\\" in folded or "\x00" in folded:
+            raise ValueError(f"key has a character that normalises to a path separator{how}")
+
+
+def _json(value: str) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def encode_put_body(entries: Mapping[str, str]) -> bytes:
+    """The exact PUT body the client sends; `plan_batches` sizes batches against it."""
+    return json.dumps({"entries": dict(entries)}, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8"
+    )
+
+
+_BODY_OVERHEAD = len(encode_put_body({}))  # {"entries":{}}
+
+
+# Characters JSON writes as a six-byte \u00XX escape; the common ones (\n, \t, \r, ", \)
+# take two bytes and are counted without encoding.
+_RARE_ESCAPES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _json_size(text: str) -> int:
+    """len(json.dumps(text, ensure_ascii=False).encode()) without building it, for ASCII."""
+    if not text.isascii() or _RARE_ESCAPES.search(text):
+        return len(_json(text))
+    escaped = sum(text.count(ch) for ch in ('"', "\\", "\n", "\r", "\t"))
+    return len(text) + escaped + 2
+
+
+def entry_body_bytes(key: str, content: str) -> int:
+    """What one entry adds to a PUT body: `"key":"content"` plus its separating comma."""
+    return _json_size(key) + 1 + _json_size(content) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    batches: tuple[tuple[str, ...], ...]  # keys of each PUT, in order
+    too_large: tuple[str, ...]  # keys whose content is over `entry_max` bytes: not uploaded
+
+
+def plan_batches(
+    entries: Mapping[str, str],
+    *,
+    max_body: int = BATCH_MAX_BYTES,
+    entry_max: int = ENTRY_MAX_BYTES,
+) -> BatchPlan:
+    """Cut `entries` into PUT bodies: greedy over sorted keys, each body ≤ `max_body` bytes.
+
+    An entry whose body alone is over `max_body` (but whose content is within `entry_max`)
+    closes the batch before it and ends up alone; one over `entry_max` is reported in
+    `too_large`. Key order is kept across batches, so the plan is stable from push to push.
+    """
+    batches: list[tuple[str, ...]] = []
+    too_large: list[str] = []
+    current: list[str] = []
+    size = _BODY_OVERHEAD
+    for key in sorted(entries):
+        content = entries[key]
+        if len(content.encode("utf-8")) > entry_max:
+            too_large.append(key)
+            continue
+        cost = entry_body_bytes(key, content)
+        if current and size + cost > max_body:
+            batches.append(tuple(current))
+            current, size = [], _BODY_OVERHEAD
+        current.append(key)
+        size += cost
+    if current:
+        batches.append(tuple(current))
+    return BatchPlan(tuple(batches), tuple(too_large))

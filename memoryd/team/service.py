@@ -1,0 +1,278 @@
+"""TeamSync: the daemon service that keeps each project's `team/` folder in step with the
+team server, one SyncRunner per folder.
+
+A folder starts syncing the first time its project is seen with a team server configured
+(`MEMORYD_TEAM_URL`): after a turn, on a `team.*` call, or at daemon start for every folder
+that synced before (its SyncState is on disk). Without a git remote the folder is permanently
+`no_repo`, without a token `no_oauth`: shown in `team.status`, and never a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import structlog
+
+from memoryd.automem.service import AutoMemory
+from memoryd.errors import FeatureUnavailable
+from memoryd.team.sync.client import TeamClient
+from memoryd.team.sync.engine import SyncEngine
+from memoryd.team.sync.localfs import LocalFolder
+from memoryd.team.sync.state import StateStore, saved_states, state_path
+from memoryd.team.sync.watcher import SyncRunner, Tuning
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+    from memoryd.daemon.projects import Project
+
+log = structlog.get_logger("memoryd.team")
+
+NOT_CONFIGURED = (
+    "team sync is not configured: set MEMORYD_TEAM_URL (the memoryd-team server) and "
+    "MEMORYD_TEAM_TOKEN (from `memoryd-team token create --repo owner/repo`), then restart memoryd"
+)
+
+
+def find_secret(content: str) -> tuple[str, str] | None:
+    """The first secret finding as (rule id, description); never the secret itself."""
+    from memoryd.team.secrets import first_finding
+
+    finding = first_finding(content)
+    return None if finding is None else (finding.rule_id, finding.description)
+
+
+@dataclass
+class Folder:
+    project_root: Path
+    runner: SyncRunner
+    start_task: asyncio.Task[None] | None = None
+
+    @property
+    def engine(self) -> SyncEngine:
+        return self.runner.engine
+
+
+class TeamSync:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        team = daemon.config.team
+        self.tuning = Tuning(debounce_s=team.debounce_s)
+        self.timeout_s = 30.0
+        self._folders: dict[Path, Folder] = {}
+        self._closed = False
+        self._scan_pool: ProcessPoolExecutor | None = None
+        self._folders_by_root: dict[Path, Folder] = {}
+        self.refresh_interval_s = 60.0
+
+    @property
+    def configured(self) -> bool:
+        return self.daemon.config.team.url is not None
+
+    def team_dir(self, project: Project) -> Path:
+        """The project's team folder; FeatureUnavailable when team sync or auto memory is off."""
+        if not self.configured:
+            raise FeatureUnavailable(NOT_CONFIGURED)
+        return self.daemon.service(AutoMemory).team_dir(project)
+
+    # -- folders --------------------------------------------------------------------------
+    def folder(self, project: Project) -> Folder:
+        """The project's folder, created (and its first pull started) on first use."""
+        team_dir = self.team_dir(project)
+        existing = self._folders.get(team_dir)
+        if existing is not None:
+            return existing
+        folder = self._make_folder(project, team_dir)
+        self._folders[team_dir] = folder
+        if not self._closed:
+            folder.start_task = asyncio.create_task(self._start(folder))
+        return folder
+
+    def _make_folder(self, project: Project, team_dir: Path) -> Folder:
+        config = self.daemon.config.team
+        assert config.url is not None
+        repo = project.facts.repo_slug
+        store = StateStore(state_path(config.url, repo or "-", team_dir))
+        state = store.load(repo=repo or "", server=config.url, team_dir=team_dir)
+        state.project_root = str(project.root)
+        client: TeamClient | None = None
+        if repo is None:
+            state.suppressed = "no_repo"
+        elif not config.token:
+            state.suppressed = "no_oauth"
+        elif not _usable_url(config.url):
+            state.suppressed = "bad_url"  # e.g. no http(s) scheme: no request could succeed
+        elif not _usable_token(config.token):
+            state.suppressed = "bad_token"
+        else:
+            client = TeamClient(config.url, config.token, timeout_s=self.timeout_s)
+        memory_dir = team_dir.parent
+        engine = SyncEngine(
+            state=state,
+            store=store,
+            folder=LocalFolder(team_dir),
+            client=client,
+            notify=self.daemon.notify,
+            find_secret=find_secret,
+            write_lock=self.daemon.service(AutoMemory).writer_lock(memory_dir),
+            on_pulled=lambda _keys: self.daemon.service(AutoMemory).invalidate(project),
+            scan_pool=self.scan_pool,
+        )
+        runner = SyncRunner(engine, tuning=self.tuning, report_error=self._report_error)
+        return Folder(project.root, runner)
+
+    async def _start(self, folder: Folder) -> None:
+        try:
+            await folder.runner.start()
+        except Exception as exc:
+            await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
+
+    def scan_pool(self) -> ProcessPoolExecutor:
+        """One worker process for the secret scan of large pushes, started on first need
+        ("spawn": a fork of a threaded asyncio daemon is not safe)."""
+        if self._scan_pool is None:
+            self._scan_pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._scan_pool
+
+    async def _report_error(self, worker: str, message: str) -> None:
+        await self.daemon.report_worker_error(worker, message)
+
+    async def started(self, project: Project) -> Folder:
+        folder = self.folder(project)
+        if folder.start_task is not None:
+            await asyncio.shield(folder.start_task)
+        return folder
+
+    def ensure(self, project: Project, *, refresh: bool = False) -> None:
+        """Start syncing the project's folder if it is not yet (quick; never raises). With
+        `refresh` (a session starting) an already-syncing folder pulls again, at most once
+        per `refresh_interval_s` — a 304 when nothing changed."""
+        if not self.configured or self._closed:
+            return
+        known = self._folders_by_root.get(project.root)
+        if known is not None:  # the fast path of every turn and get_context
+            if refresh:
+                known.runner.refresh(self.refresh_interval_s)
+            return
+        try:
+            self._folders_by_root[project.root] = self.folder(project)
+        except FeatureUnavailable:
+            return  # auto memory is off for this project: no team folder
+        except Exception as exc:
+            log.warning("team sync not started", project=str(project.root), error=str(exc))
+
+    async def resume_saved(self) -> int:
+        """At daemon start: resume every folder that synced with this server before."""
+        from memoryd.daemon.projects import Projects
+
+        url = self.daemon.config.team.url
+        if url is None:
+            return 0
+        resumed = 0
+        for state in saved_states():
+            if state.server != url or not state.project_root:
+                continue
+            root = Path(state.project_root)
+            if not await asyncio.to_thread(root.is_dir):
+                continue
+            project = self.daemon.service(Projects).resolve(root)
+            try:
+                if self.team_dir(project) != Path(state.team_dir):
+                    continue
+            except FeatureUnavailable:
+                continue
+            self.ensure(project)
+            resumed += 1
+        return resumed
+
+    # -- status ---------------------------------------------------------------------------
+    async def describe(self, project: Project) -> dict[str, Any]:
+        """The folder's sync state now; never waits on the network (a pull or push in
+        flight leaves the last known pending keys in place)."""
+        folder = self.folder(project)
+        engine = folder.engine
+        if engine.client is not None and not engine.busy:
+            await engine.refresh_pending()
+        return describe_state(self.daemon, folder)
+
+    def feature_status(self) -> dict[str, Any]:
+        if not self.configured:
+            return {"team_sync": {"enabled": False, "reason": NOT_CONFIGURED}}
+        reasons = {
+            str(f.engine.state.repo or f.project_root): f.engine.state.suppressed
+            for f in self._folders.values()
+        }
+        return {
+            "team_sync": {
+                "enabled": True,
+                "reason": None,
+                "folders": len(self._folders),
+                "suppressed": {k: v for k, v in reasons.items() if v is not None},
+            }
+        }
+
+    async def close(self) -> None:
+        self._closed = True
+        folders = list(self._folders.values())
+        for folder in folders:
+            if folder.start_task is not None and not folder.start_task.done():
+                folder.start_task.cancel()
+        await asyncio.gather(*(f.runner.close() for f in folders), return_exceptions=True)
+        for folder in folders:
+            if folder.engine.client is not None:
+                await folder.engine.client.close()
+        if self._scan_pool is not None:
+            await asyncio.to_thread(self._scan_pool.shutdown, True, cancel_futures=True)
+
+
+def _usable_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _usable_token(token: str) -> bool:
+    """A bearer credential must be printable ASCII without spaces to fit in a header."""
+    return token.isascii() and token.isprintable() and " " not in token
+
+
+def describe_state(daemon: Daemon, folder: Folder) -> dict[str, Any]:
+    engine = folder.engine
+    state = engine.state
+    runner = folder.runner
+    return {
+        "repo": state.repo or None,
+        "server": state.server,
+        "team_dir": state.team_dir,
+        "etag": state.etag,
+        "last_result": state.last_result,
+        "suppressed": state.suppressed,
+        "pending": list(state.pending),
+        "entries": len(state.server_checksums),
+        "max_entries": state.max_entries,
+        "skipped": [
+            {
+                "key": key,
+                "path": str(Path(state.team_dir).joinpath(*key.split("/"))),
+                **_drop_none(vars(s)),
+            }
+            for key, s in sorted(state.skipped.items())
+        ],
+        "refused_keys": [{"key": k, "reason": v} for k, v in sorted(state.refused_keys.items())],
+        "conflicts": [
+            vars(c) | {"path": str(Path(state.team_dir).joinpath(*c.key.split("/")))}
+            for c in state.conflicts
+        ],
+        "retrying": runner.failures > 0,
+        "requests": engine.client.requests if engine.client is not None else 0,
+    }
+
+
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}

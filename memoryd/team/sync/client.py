@@ -1,0 +1,224 @@
+"""The HTTP side of team sync: one httpx.AsyncClient per server, outcomes mapped to exceptions.
+
+    TeamHTTPError                     any failure talking to the server
+    ├── Retryable                     network error, timeout, 5xx, 409, 429, a malformed reply
+    └── Permanent                     any other 4xx (401, 403, 400 …): stop until told otherwise
+        ├── PreconditionFailed        412: the If-Match ETag is stale
+        ├── TooManyEntries            413 {"error": "too_many_entries", "max_entries": N}
+        ├── BodyTooLarge              413 otherwise — also the HTML page of a gateway
+        ├── EntryTooLarge             413 {"error": "entry_too_large", "key": …}
+        └── SecretRejected            422: the server's scan found a secret (key and rule named)
+
+412, 413 and 422 are Permanent for the request but handled by the engine (refresh, shrink,
+skip); only the others suppress pushing. Foreign errors are mapped here with `raise … from`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memoryd import __version__
+from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body
+
+
+class TeamHTTPError(Exception):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Retryable(TeamHTTPError):
+    pass
+
+
+class Permanent(TeamHTTPError):
+    pass
+
+
+class PreconditionFailed(Permanent):
+    pass
+
+
+class TooManyEntries(Permanent):
+    def __init__(self, max_entries: int) -> None:
+        super().__init__(f"the server holds at most {max_entries} entries", 413)
+        self.max_entries = max_entries
+
+
+class BodyTooLarge(Permanent):
+    def __init__(self, message: str, max_body: int | None) -> None:
+        super().__init__(message, 413)
+        self.max_body = max_body
+
+
+class EntryTooLarge(Permanent):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message, 413)
+        self.key = key
+
+
+class SecretRejected(Permanent):
+    def __init__(self, key: str | None, rule: str, message: str) -> None:
+        super().__init__(message, 422)
+        self.key = key
+        self.rule = rule
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A 200 from GET: the ETag, per-key checksums, and the entries unless only hashes were asked."""
+
+    etag: str | None
+    checksums: dict[str, str]
+    entries: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NotModified:
+    """A 304: the repo still has the ETag the client named."""
+
+    etag: str | None
+
+
+class TeamClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "User-Agent": f"memoryd/{__version__}",
+                "Accept": "application/json",
+            },
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            transport=transport,
+            follow_redirects=False,
+        )
+        self.requests = 0  # every request sent, for status and the fault tests
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def fetch(
+        self, repo: str, *, if_none_match: str | None = None, hashes_only: bool = False
+    ) -> Snapshot | NotModified | None:
+        """GET: a Snapshot, NotModified on 304, None when the repo has no entries (404)."""
+        params = {"repo": repo}
+        if hashes_only:
+            params["view"] = "hashes"
+        headers = {"If-None-Match": if_none_match} if if_none_match else {}
+        response = await self._send("GET", params, headers, None)
+        if response.status_code == 304:
+            return NotModified(response.headers.get("etag"))
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise _failure(response)
+        body = _json_object(response)
+        checksums = _str_map(body.get("entryChecksums", {}), "entryChecksums")
+        entries = None if hashes_only else _str_map(body.get("entries", {}), "entries")
+        return Snapshot(response.headers.get("etag"), checksums, entries)
+
+    async def put(self, repo: str, entries: dict[str, str], *, if_match: str | None) -> str | None:
+        """PUT an upsert; the new ETag (None when the server sent none)."""
+        headers = {"Content-Type": "application/json"}
+        if if_match:
+            headers["If-Match"] = if_match
+        response = await self._send("PUT", {"repo": repo}, headers, encode_put_body(entries))
+        if response.status_code != 200:
+            raise _failure(response)
+        etag: str | None = response.headers.get("etag")
+        if etag is None:
+            try:
+                value = _json_object(response).get("etag")
+            except Retryable:
+                value = None
+            etag = value if isinstance(value, str) else None
+        return etag
+
+    async def _send(
+        self, method: str, params: dict[str, str], headers: dict[str, str], body: bytes | None
+    ) -> httpx.Response:
+        self.requests += 1
+        try:
+            return await self._http.request(
+                method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
+            )
+        except httpx.TimeoutException as exc:
+            raise Retryable(f"timed out talking to the team server: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise Retryable(f"cannot reach the team server: {exc!r}") from exc
+        except httpx.HTTPError as exc:
+            raise Retryable(f"team server request failed: {exc!r}") from exc
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Retryable(
+            f"the team server sent a reply that is not JSON (HTTP {response.status_code})",
+            response.status_code,
+        ) from exc
+    if not isinstance(body, dict):
+        raise Retryable("the team server sent JSON that is not an object", response.status_code)
+    return body
+
+
+def _str_map(value: Any, name: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise Retryable(f"the team server sent a malformed {name!r}")
+    return dict(value)
+
+
+def _problem(response: httpx.Response) -> dict[str, Any]:
+    """The JSON error body, or {} for anything else (a gateway's HTML page, say)."""
+    if "json" not in response.headers.get("content-type", ""):
+        return {}
+    try:
+        return _json_object(response)
+    except Retryable:
+        return {}
+
+
+def _failure(response: httpx.Response) -> TeamHTTPError:
+    status = response.status_code
+    problem = _problem(response)
+    message = problem.get("message") if isinstance(problem.get("message"), str) else None
+    text = f"HTTP {status}" + (f": {message}" if message else "")
+    if status == 412:
+        return PreconditionFailed(text, status)
+    if status == 413:
+        error = problem.get("error")
+        max_entries = problem.get("max_entries")
+        if error == "too_many_entries" and isinstance(max_entries, int) and max_entries >= 0:
+            return TooManyEntries(max_entries)
+        key = problem.get("key")
+        if error == "entry_too_large" and isinstance(key, str):
+            return EntryTooLarge(key, text)
+        cap = problem.get("max_body_bytes")
+        return BodyTooLarge(text, cap if isinstance(cap, int) and cap > 0 else None)
+    if status == 422:
+        key = problem.get("key")
+        rule = problem.get("rule")
+        return SecretRejected(
+            key if isinstance(key, str) else None,
+            rule if isinstance(rule, str) else "unknown",
+            text,
+        )
+    if status in (409, 429) or status >= 500 or status < 400:
+        return Retryable(text, status)
+    return Permanent(text, status)

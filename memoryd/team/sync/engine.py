@@ -1,0 +1,565 @@
+"""Pull and push for one team folder ↔ one repository on the team server.
+
+The engine holds one lock: a pull and a push never interleave, and the watcher's pushes queue
+behind an explicit `team.pull`. Blocking filesystem work (scans, writes) runs in a thread.
+
+Pull (server wins per key, but no edit is lost): a key the user edited locally while the
+server's copy moved on too is first saved aside as `<name>.conflict-<UTC time>.md` and
+reported (`team/conflict`). Every key the server sends is validated (protocol.validate_key
+and the real-path check of LocalFolder.target) before anything is written; a refused key is
+recorded, never written.
+
+Push: the delta by checksum (delta.push_delta), minus entries with a secret, too large, or
+over the learned entry limit; cut into batches (protocol.plan_batches), each PUT with
+If-Match. 412 → re-fetch the checksums and recompute (two retries); 413 → learn the entry
+limit or a smaller body cap and go on; 422 → the entry the server's scan names is skipped.
+Any other 4xx suppresses pushing (SyncState.suppressed) until `lift_suppression`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from memoryd.team.protocol import BATCH_MAX_BYTES, checksum, encode_put_body, plan_batches
+from memoryd.team.sync import delta
+from memoryd.team.sync.client import (
+    BodyTooLarge,
+    EntryTooLarge,
+    NotModified,
+    Permanent,
+    PreconditionFailed,
+    Retryable,
+    SecretRejected,
+    Snapshot,
+    TeamClient,
+    TeamHTTPError,
+    TooManyEntries,
+)
+from memoryd.team.sync.localfs import LocalFolder, LocalScan
+from memoryd.team.sync.state import Conflict, Skipped, StateStore, SyncState
+
+log = structlog.get_logger("memoryd.team")
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, description)
+
+PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
+MAX_ROUNDS = 16  # every other recovery (413, 422) shrinks the push; this bounds them all
+MIN_BODY = 4096
+PROCESS_SCAN_MIN_BYTES = 2_000_000  # below this a worker process costs more than it saves
+
+
+def scan_entries(find_secret: SecretCheck, items: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The secret findings of `items` by key (module level: it runs in a worker process)."""
+    hits: dict[str, tuple[str, str]] = {}
+    for key, content in items.items():
+        hit = find_secret(content)
+        if hit is not None:
+            hits[key] = hit
+    return hits
+
+
+class SyncSuppressed(Exception):
+    """Pushing is suppressed after a permanent failure (the reason is in the message)."""
+
+
+@dataclass
+class PullReport:
+    pulled: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    not_modified: bool = False
+    empty: bool = False  # the server has nothing for this repo (404)
+
+
+@dataclass
+class PushReport:
+    pushed: list[str] = field(default_factory=list)
+    skipped: dict[str, Skipped] = field(default_factory=dict)
+    requests: int = 0
+    pull_needed: bool = False
+
+
+def _now_iso(now: datetime) -> str:
+    return now.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class SyncEngine:
+    def __init__(
+        self,
+        *,
+        state: SyncState,
+        store: StateStore,
+        folder: LocalFolder,
+        client: TeamClient | None,
+        notify: Notify,
+        find_secret: SecretCheck,
+        write_lock: asyncio.Lock | None = None,
+        on_pulled: Callable[[list[str]], None] | None = None,
+        scan_pool: Callable[[], Executor] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.state = state
+        self.store = store
+        self.folder = folder
+        self.client = client
+        self._notify = notify
+        self._find_secret = find_secret
+        self._write_lock = write_lock or asyncio.Lock()
+        self._on_pulled = on_pulled  # e.g. drop the auto memory caches of the folder
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._secret_cache: dict[str, tuple[str, str] | None] = {}
+        self._scan_pool = scan_pool
+        self.process_scan_min_bytes = PROCESS_SCAN_MIN_BYTES
+
+    @property
+    def repo(self) -> str:
+        return self.state.repo
+
+    @property
+    def busy(self) -> bool:
+        """A pull or push is in flight."""
+        return self._lock.locked()
+
+    def _client(self) -> TeamClient:
+        if self.client is None:
+            raise SyncSuppressed(self.state.suppressed or "no_oauth")
+        return self.client
+
+    def lift_suppression(self) -> bool:
+        """A deletion in team/ lifts a permanent-failure suppression — but never no_repo or
+        no_oauth, which no file change can fix. True when something was lifted."""
+        if self.state.suppressed is None or self.client is None:
+            return False
+        self.state.suppressed = None
+        return True
+
+    def _result(self, op: str, ok: bool, **fields: Any) -> None:
+        self.state.last_result = {"op": op, "ok": ok, "at": _now_iso(self._clock()), **fields}
+
+    def _save(self) -> None:
+        self.store.save(self.state)
+
+    # -- pull -----------------------------------------------------------------------------
+    async def pull(self) -> PullReport:
+        async with self._lock:
+            client = self._client()
+            scan = await asyncio.to_thread(self.folder.scan)
+            # A 304 is only asked for while the folder reflects every checksum we know of:
+            # a file deleted locally must come back (SPEC.md), and after a hashes-only refresh
+            # (412) the ETag is newer than the files — a 304 would then hide those changes.
+            behind = [
+                key
+                for key in delta.stale_keys(
+                    scan.checksums, self.state.server_checksums, self.state.synced
+                )
+                if key not in self.state.refused_keys
+            ]
+            if_none_match = self.state.etag if self.state.etag and not behind else None
+            try:
+                snapshot = await client.fetch(self.repo, if_none_match=if_none_match)
+            except TeamHTTPError as exc:
+                self._fail("pull", exc)
+                raise
+            report = PullReport()
+            if isinstance(snapshot, NotModified):
+                report.not_modified = True
+            elif snapshot is None:
+                report.empty = True
+                self.state.etag = None
+                self.state.server_checksums = {}
+            else:
+                async with self._write_lock:
+                    await asyncio.to_thread(self._apply, snapshot, scan, report)
+            self.state.pending = delta.push_delta(
+                scan.checksums, self.state.server_checksums, self.state.synced
+            )
+            self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
+            self._save()
+        for conflict in report.conflicts:
+            await self._notify(
+                "team/conflict",
+                {
+                    "path": str(self.folder.team_dir.joinpath(*conflict.key.split("/"))),
+                    "saved_as": conflict.saved_as,
+                    "repo": self.repo,
+                },
+            )
+        if report.pulled:
+            if self._on_pulled is not None:
+                self._on_pulled(report.pulled)
+            await self._notify(
+                "team/synced", {"repo": self.repo, "pushed": 0, "pulled": len(report.pulled)}
+            )
+        return report
+
+    def _apply(self, snapshot: Snapshot, scan: LocalScan, report: PullReport) -> None:
+        """Write what the server sent (in a thread, under the memory dir's writer lock)."""
+        assert snapshot.entries is not None
+        state = self.state
+        server: dict[str, str] = {}
+        refused: dict[str, str] = {}
+        now = self._clock()
+        for key in sorted(snapshot.entries):
+            content = snapshot.entries[key]
+            digest = checksum(content)  # ours, not the server's word for it
+            server[key] = digest
+            try:
+                self.folder.target(key)
+            except ValueError as exc:
+                refused[key] = str(exc)
+                continue
+            except OSError as exc:
+                refused[key] = f"cannot check the path: {exc.strerror}"
+                continue
+            if scan.checksums.get(key) == digest:
+                state.synced[key] = digest  # in step (an edit since the scan stays pending)
+                continue
+            # Read the file now, not at the scan: the GET took a while and the user may have
+            # edited it meanwhile; deciding on stale content could overwrite that edit.
+            mine = self.folder.read(key)
+            local = None if mine is None else checksum(mine)
+            if mine is None and self.folder.exists(key):
+                local = "unreadable"  # not text: never overwritten without a copy
+            action = delta.pull_action(digest, local, state.synced.get(key))
+            if action is delta.PullAction.KEEP_LOCAL:
+                continue
+            if action is delta.PullAction.CONFLICT:
+                try:
+                    copy = self.folder.save_conflict_copy(key, now)
+                except (OSError, ValueError) as exc:
+                    refused[key] = f"local edit kept, server version not written: {exc}"
+                    continue
+                conflict = Conflict(key, str(copy), _now_iso(now))
+                state.add_conflict(conflict)
+                report.conflicts.append(conflict)
+            if action is not delta.PullAction.IN_STEP:
+                try:
+                    self.folder.write(key, content)
+                except (ValueError, OSError) as exc:
+                    refused[key] = f"not written: {exc}"
+                    continue
+                report.pulled.append(key)
+            state.synced[key] = digest
+        state.server_checksums = server
+        state.etag = snapshot.etag
+        state.refused_keys = refused
+        report.refused = refused
+
+    # -- push -----------------------------------------------------------------------------
+    async def push(self) -> PushReport:
+        async with self._lock:
+            if self.state.suppressed is not None:
+                raise SyncSuppressed(self.state.suppressed)
+            client = self._client()
+            report = PushReport()
+            before = client.requests
+            fingerprint = self._fingerprint()
+            try:
+                await self._push(client, report)
+            except TeamHTTPError as exc:
+                self._fail("push", exc)
+                raise
+            finally:
+                report.requests = client.requests - before
+                # A no-op push (the common case) writes nothing: no request, nothing new.
+                if report.requests or self._fingerprint() != fingerprint:
+                    self._save()
+            self._result("push", True, pushed=len(report.pushed), requests=report.requests)
+        for key, skipped in report.skipped.items():
+            if skipped.reason == "secret":
+                await self._notify(
+                    "team/secret_blocked",
+                    {
+                        "path": str(self.folder.team_dir.joinpath(*key.split("/"))),
+                        "rule": skipped.rule,
+                    },
+                )
+        if report.pushed:
+            await self._notify(
+                "team/synced", {"repo": self.repo, "pushed": len(report.pushed), "pulled": 0}
+            )
+        return report
+
+    async def _push(self, client: TeamClient, report: PushReport) -> None:
+        state = self.state
+        scan = await asyncio.to_thread(self.folder.scan)
+        self._note_local_skips(scan, report)
+        refreshes = 0
+        for _ in range(MAX_ROUNDS):
+            contents = await self._uploadable(scan, report)
+            batches = plan_batches(contents, max_body=state.max_body or BATCH_MAX_BYTES)
+            for key in batches.too_large:  # only if the scan's size check raced a write
+                self._skip(report, key, Skipped("too_large", checksum(contents[key])))
+            if not batches.batches:
+                break
+            current: list[str] = []
+            stream = self._clean_batches(batches.batches, contents, scan.checksums, report)
+            try:
+                async with contextlib.aclosing(stream):
+                    async for batch in stream:
+                        current = batch
+                        body = {key: contents[key] for key in batch}
+                        etag = await client.put(self.repo, body, if_match=state.etag)
+                        state.etag = etag
+                        for key in batch:
+                            digest = scan.checksums[key]  # the checksum of body[key]
+                            state.server_checksums[key] = digest
+                            state.synced[key] = digest
+                            state.skipped.pop(key, None)
+                            report.pushed.append(key)
+                break
+            except PreconditionFailed:
+                if refreshes >= PRECONDITION_RETRIES:
+                    raise Retryable(
+                        f"the server's state kept changing (412 {refreshes + 1} times)", 412
+                    ) from None
+                refreshes += 1
+                await self._refresh_hashes(client)
+            except TooManyEntries as exc:
+                if state.max_entries is not None and state.max_entries <= exc.max_entries:
+                    # Already under what we learned, yet refused: our view of the server's
+                    # entries is stale; refresh it before trying again.
+                    await self._refresh_hashes(client)
+                state.max_entries = exc.max_entries
+            except EntryTooLarge as exc:
+                key = exc.key if exc.key in contents else current[0]
+                self._skip(
+                    report, key, Skipped("too_large", checksum(contents[key]), detail=str(exc))
+                )
+            except BodyTooLarge as exc:
+                if len(current) == 1:
+                    key = current[0]
+                    self._skip(
+                        report, key, Skipped("too_large", checksum(contents[key]), detail=str(exc))
+                    )
+                else:
+                    size = len(encode_put_body({k: contents[k] for k in current}))
+                    # The server's stated cap when it gave one, else half (a gateway's page).
+                    cap = min(exc.max_body, size - 1) if exc.max_body else size // 2
+                    state.max_body = max(MIN_BODY, cap)
+            except SecretRejected as exc:
+                named = exc.key if exc.key in contents else None
+                for blocked in [named] if named is not None else list(current):
+                    self._skip(
+                        report,
+                        blocked,
+                        Skipped(
+                            "secret",
+                            checksum(contents[blocked]),
+                            rule=exc.rule,
+                            detail="refused by the server",
+                        ),
+                    )
+        else:
+            raise Retryable(f"the push did not settle within {MAX_ROUNDS} rounds")
+        state.pending = delta.push_delta(scan.checksums, state.server_checksums, state.synced)
+        state.pending = [k for k in state.pending if k not in state.skipped]
+        report.pull_needed = bool(
+            delta.stale_keys(scan.checksums, state.server_checksums, state.synced)
+        )
+
+    async def _uploadable(self, scan: LocalScan, report: PushReport) -> dict[str, str]:
+        """The delta's contents, minus what is known not to go up (a secret or too large for
+        this content, over the learned entry limit). Secrets in new content are found batch
+        by batch in `_clean_batches`."""
+        state = self.state
+        keys = [
+            key
+            for key in delta.push_delta(scan.checksums, state.server_checksums, state.synced)
+            if not self._known_blocked(key, scan.checksums[key])
+        ]
+        unread = [key for key in keys if key not in scan.contents]
+        if unread:
+            fresh = await asyncio.to_thread(lambda: {k: self.folder.read(k) for k in unread})
+            for key, content in fresh.items():
+                if content is not None:  # None: deleted since the scan
+                    scan.contents[key] = content
+                    scan.checksums[key] = checksum(content)  # it may have changed too
+        contents = {key: scan.contents[key] for key in keys if key in scan.contents}
+        if state.max_entries is not None:
+            # Near the entry limit every slot counts: weed out secrets before admitting.
+            hits = await self._scan_secrets(contents, scan.checksums)
+            self._skip_secrets(hits, contents, report)
+        admission = delta.admit(contents, state.server_checksums, state.max_entries)
+        for key in admission.over_limit:
+            self._skip(
+                report,
+                key,
+                Skipped(
+                    "max_entries",
+                    checksum(contents.pop(key)),
+                    detail=f"the server holds at most {state.max_entries} entries",
+                ),
+            )
+        return contents
+
+    def _known_blocked(self, key: str, digest: str) -> bool:
+        skipped = self.state.skipped.get(key)
+        return (
+            skipped is not None
+            and skipped.checksum == digest
+            and skipped.reason in ("secret", "too_large")
+        )
+
+    async def _clean_batches(
+        self,
+        batches: tuple[tuple[str, ...], ...],
+        contents: dict[str, str],
+        digests: Mapping[str, str],
+        report: PushReport,
+    ) -> AsyncGenerator[list[str], None]:
+        """Each batch without its entries that hold a secret. The scan of the next batch runs
+        while the current one is being uploaded, so it costs no wall time: in a thread for a
+        small push, in a worker process for a large one (the scan is pure-Python regex work
+        that would otherwise hold the GIL against the event loop doing the upload)."""
+        total = sum(len(contents[key]) for batch in batches for key in batch)
+        executor = None
+        if self._scan_pool is not None and total >= self.process_scan_min_bytes:
+            executor = self._scan_pool()
+
+        def scan(batch: tuple[str, ...]) -> asyncio.Task[dict[str, tuple[str, str]]]:
+            items = {key: contents[key] for key in batch}
+            return asyncio.create_task(self._scan_secrets(items, digests, executor))
+
+        # With a worker process every batch is queued at once, so the worker never idles
+        # while an upload is in flight; in threads one batch ahead is enough.
+        ahead = len(batches) if executor is not None else 1
+        scans = [scan(batch) for batch in batches[:ahead]]
+        try:
+            for index, batch in enumerate(batches):
+                hits = await scans[index]
+                if len(scans) < len(batches):
+                    scans.append(scan(batches[len(scans)]))
+                self._skip_secrets(hits, contents, report)
+                clean = [key for key in batch if key not in hits]
+                if clean:
+                    yield clean
+        finally:
+            pending = [task for task in scans if not task.done()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _scan_secrets(
+        self, items: dict[str, str], digests: Mapping[str, str], executor: Executor | None = None
+    ) -> dict[str, tuple[str, str]]:
+        """(rule, description) per key whose content has a secret; cached by checksum
+        (`digests` holds the checksum of each item's content)."""
+        unknown = {k: v for k, v in items.items() if digests[k] not in self._secret_cache}
+        if unknown:
+            found: dict[str, tuple[str, str]] | None = None
+            if executor is not None:
+                loop = asyncio.get_running_loop()
+                try:
+                    found = await loop.run_in_executor(
+                        executor, scan_entries, self._find_secret, unknown
+                    )
+                except Exception as exc:  # a broken pool must not stop the push
+                    log.warning("secret scan worker failed; scanning in threads", error=str(exc))
+                    self._scan_pool = None  # and is not tried again by this engine
+            if found is None:
+                found = await asyncio.to_thread(scan_entries, self._find_secret, unknown)
+            for key in unknown:
+                self._secret_cache[digests[key]] = found.get(key)
+        hits: dict[str, tuple[str, str]] = {}
+        for key in items:
+            hit = self._secret_cache[digests[key]]
+            if hit is not None:
+                hits[key] = hit
+        return hits
+
+    def _skip_secrets(
+        self, hits: dict[str, tuple[str, str]], contents: dict[str, str], report: PushReport
+    ) -> None:
+        for key, (rule, description) in hits.items():
+            digest = checksum(contents.pop(key))
+            self._skip(report, key, Skipped("secret", digest, rule=rule, detail=description))
+
+    def _skip(self, report: PushReport, key: str, skipped: Skipped) -> None:
+        previous = self.state.skipped.get(key)
+        self.state.skipped[key] = skipped
+        # Notify once per (key, content): a blocked file is not re-announced every push.
+        if previous is None or (previous.reason, previous.checksum) != (
+            skipped.reason,
+            skipped.checksum,
+        ):
+            report.skipped[key] = skipped
+
+    def _note_local_skips(self, scan: LocalScan, report: PushReport) -> None:
+        state = self.state
+        for key, size in scan.too_large.items():
+            self._skip(
+                report,
+                key,
+                Skipped(
+                    "too_large",
+                    None,
+                    detail=f"{size} bytes; at most {self.folder.entry_max} are uploaded",
+                ),
+            )
+        for key, why in scan.invalid.items():
+            self._skip(report, key, Skipped("invalid", None, detail=why))
+        # Forget skips of files that are gone or fine again.
+        for key in list(state.skipped):
+            entry = state.skipped[key]
+            if entry.reason in ("too_large", "invalid") and entry.checksum is None:
+                if key not in scan.too_large and key not in scan.invalid:
+                    del state.skipped[key]
+            elif key not in scan.checksums:
+                del state.skipped[key]
+
+    async def _refresh_hashes(self, client: TeamClient) -> None:
+        snapshot = await client.fetch(self.repo, hashes_only=True)
+        if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
+            raise Retryable("the team server answered 304 to an unconditional GET")
+        if snapshot is None:
+            self.state.etag = None
+            self.state.server_checksums = {}
+            return
+        self.state.etag = snapshot.etag
+        self.state.server_checksums = dict(snapshot.checksums)
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What a push may change without a request (the checksums change only with one)."""
+        state = self.state
+        return (
+            state.etag,
+            tuple(state.pending),
+            tuple((k, s.reason, s.checksum) for k, s in state.skipped.items()),
+            state.max_entries,
+            state.max_body,
+        )
+
+    def _fail(self, op: str, exc: TeamHTTPError) -> None:
+        permanent = isinstance(exc, Permanent)
+        if permanent:
+            self.state.suppressed = f"http_{exc.status}" if exc.status else "permanent"
+        self._result(op, False, error=str(exc), status=exc.status, permanent=permanent)
+        self._save()
+
+    # -- status ---------------------------------------------------------------------------
+    async def refresh_pending(self) -> list[str]:
+        """Recompute the pending keys from the folder (cheap: the scan has a stat cache)."""
+        async with self._lock:
+            scan = await asyncio.to_thread(self.folder.scan)
+            pending = delta.push_delta(
+                scan.checksums, self.state.server_checksums, self.state.synced
+            )
+            self.state.pending = [
+                k
+                for k in pending
+                if not (
+                    k in self.state.skipped and self.state.skipped[k].checksum == scan.checksums[k]
+                )
+            ]
+            return list(self.state.pending)

@@ -1,0 +1,171 @@
+"""SyncState: everything one team folder knows about its repository on the server.
+
+One object per (server, repository, team folder); no module globals. It is persisted as JSON in
+memoryd's state dir (never in the repository), atomically after every pull and push, so a
+restart neither re-uploads everything (the server checksums are known) nor forgets pending
+keys. A permanent-failure suppression is deliberately *not* persisted: SPEC.md lifts it on
+restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd import paths
+from memoryd.daemon.projects import sanitize_key
+from memoryd.fsutil import atomic_write_text, ensure_private_dir
+
+STATE_VERSION = 1
+MAX_CONFLICTS_KEPT = 200
+
+
+@dataclass
+class Skipped:
+    """A local entry that was not uploaded, and why (`rule` only for a secret finding)."""
+
+    reason: str  # secret | too_large | max_entries | invalid_key | invalid_content | rejected
+    checksum: str | None = None
+    rule: str | None = None
+    detail: str | None = None
+
+
+@dataclass
+class Conflict:
+    key: str
+    saved_as: str  # absolute path of the copy of the local edit
+    at: str  # ISO 8601 UTC
+
+
+@dataclass
+class SyncState:
+    repo: str
+    server: str
+    team_dir: str
+    project_root: str | None = None
+    etag: str | None = None
+    # Checksums the server holds, as of the last GET/PUT.
+    server_checksums: dict[str, str] = field(default_factory=dict)
+    # The content checksum of each local file at its last sync (pull wrote it / push sent it):
+    # what tells "changed locally since the last sync" apart from "changed on the server".
+    synced: dict[str, str] = field(default_factory=dict)
+    max_entries: int | None = None
+    max_body: int | None = None  # learned from a 413 body-too-large
+    pending: list[str] = field(default_factory=list)
+    skipped: dict[str, Skipped] = field(default_factory=dict)
+    refused_keys: dict[str, str] = field(default_factory=dict)  # server key -> why refused
+    conflicts: list[Conflict] = field(default_factory=list)
+    last_result: dict[str, Any] | None = None
+    # In memory only (see module docstring).
+    suppressed: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data.pop("suppressed")
+        data["version"] = STATE_VERSION
+        return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SyncState:
+        """Parse a persisted state; ValueError when it is not one (the caller starts fresh)."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ValueError("not a sync state of this version")
+        try:
+            return cls(
+                repo=_str(data["repo"]),
+                server=_str(data["server"]),
+                team_dir=_str(data["team_dir"]),
+                project_root=_opt_str(data.get("project_root")),
+                etag=_opt_str(data.get("etag")),
+                server_checksums=_str_map(data.get("server_checksums", {})),
+                synced=_str_map(data.get("synced", {})),
+                max_entries=_opt_int(data.get("max_entries")),
+                max_body=_opt_int(data.get("max_body")),
+                pending=[_str(k) for k in data.get("pending", [])],
+                skipped={_str(k): Skipped(**v) for k, v in data.get("skipped", {}).items()},
+                refused_keys=_str_map(data.get("refused_keys", {})),
+                conflicts=[Conflict(**c) for c in data.get("conflicts", [])],
+                last_result=data.get("last_result"),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed sync state: {exc}") from exc
+
+    def add_conflict(self, conflict: Conflict) -> None:
+        self.conflicts.append(conflict)
+        del self.conflicts[:-MAX_CONFLICTS_KEPT]
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("expected an integer")
+    return value
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TypeError("expected an object")
+    return {_str(k): _str(v) for k, v in value.items()}
+
+
+def state_path(server: str, repo: str, team_dir: Path) -> Path:
+    """`<state>/team/<repo>-<hash of server and folder>.json`: one file per synced folder."""
+    digest = hashlib.sha256(f"{server}\0{repo}\0{team_dir}".encode()).hexdigest()[:12]
+    return paths.state_dir() / "team" / f"{sanitize_key(repo)}-{digest}.json"
+
+
+class StateStore:
+    """Loads and saves one SyncState; a corrupt file is set aside, never a crash."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self, *, repo: str, server: str, team_dir: Path) -> SyncState:
+        fresh = SyncState(repo=repo, server=server, team_dir=str(team_dir))
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return fresh
+        except OSError:
+            return fresh
+        try:
+            state = SyncState.from_json(text)
+        except ValueError:
+            self.path.replace(self.path.with_suffix(".corrupt"))
+            return fresh
+        if (state.repo, state.server, state.team_dir) != (repo, server, str(team_dir)):
+            return fresh
+        return state
+
+    def save(self, state: SyncState) -> None:
+        ensure_private_dir(self.path.parent)
+        atomic_write_text(self.path, state.to_json())
+
+
+def saved_states() -> list[SyncState]:
+    """Every persisted state (for resuming sync at daemon start); unreadable ones skipped."""
+    folder = paths.state_dir() / "team"
+    states: list[SyncState] = []
+    if not folder.is_dir():
+        return states
+    for path in sorted(folder.glob("*.json")):
+        try:
+            states.append(SyncState.from_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return states

@@ -1,0 +1,269 @@
+"""When a team folder syncs: the first pull, the watcher, the debounce, backoff, shutdown.
+
+    start():  pull (before the watcher, so its writes trigger nothing) → watch → push pending
+    change in team/  → (re)arm the debounce timer → push when it fires
+    deletion in team/ → also lifts a permanent-failure suppression (SPEC.md)
+    retryable failure → one retry after exponential backoff with jitter; triggers meanwhile
+                        only mark the folder dirty (no request until the retry)
+    permanent failure → suppressed: no request at all until a deletion or a restart
+    close():  cancel the timers, close the watcher, await the push in flight, push what is pending
+
+So a failing server sees at most one request per trigger, never a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+import watchfiles
+
+from memoryd.fsutil import ensure_private_dir
+from memoryd.team.sync import delta
+from memoryd.team.sync.client import Permanent, TeamHTTPError
+from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
+from memoryd.team.sync.localfs import is_ignored
+
+log = structlog.get_logger("memoryd.team")
+
+ReportError = Callable[[str, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    debounce_s: float = 2.0
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 300.0
+    shutdown_push_timeout_s: float = 20.0
+    watch_step_ms: int = 50
+
+
+class SyncRunner:
+    def __init__(
+        self,
+        engine: SyncEngine,
+        *,
+        tuning: Tuning,
+        report_error: ReportError,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.engine = engine
+        self.tuning = tuning
+        self._report_error = report_error
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
+        self._stop = asyncio.Event()
+        self._watch_task: asyncio.Task[None] | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._retry: asyncio.Task[None] | None = None
+        self._push_task: asyncio.Task[None] | None = None
+        self._dirty = False
+        self._closing = False
+        self.failures = 0  # consecutive retryable failures
+        self.started = asyncio.Event()
+        self.triggers = 0
+        self._last_pull = float("-inf")
+        self._refresh_task: asyncio.Task[bool] | None = None
+
+    @property
+    def team_dir(self) -> Path:
+        return self.engine.folder.team_dir
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """The first pull, then the watcher, then a push of what changed while we were away."""
+        if self.engine.client is None:  # no_repo / no_oauth: nothing to talk to, ever
+            self.started.set()
+            return
+        await self._pull()
+        if self._closing:
+            return
+        ensure_private_dir(self.team_dir)
+        self._watch_task = asyncio.create_task(self._watch(), name=f"team-watch:{self.engine.repo}")
+        self.started.set()
+        if self._retry is None:
+            self._push_now()
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in (self._timer, self._retry, self._refresh_task):
+            if task is not None:
+                task.cancel()
+        self._stop.set()
+        if self._watch_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._watch_task, timeout=5)
+        if self._push_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._push_task
+        if self.engine.client is None or self.engine.state.suppressed is not None:
+            return
+        try:
+            await asyncio.wait_for(self.engine.push(), self.tuning.shutdown_push_timeout_s)
+        except (TeamHTTPError, SyncSuppressed, TimeoutError) as exc:
+            log.warning("team push at shutdown failed", repo=self.engine.repo, error=str(exc))
+
+    async def wait_idle(self) -> None:
+        """Until no push is in flight (a push that follows up on itself included)."""
+        while self._push_task is not None and not self._push_task.done():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.shield(self._push_task)
+
+    # -- triggers -------------------------------------------------------------------------
+    def trigger(self, *, deletion: bool = False) -> None:
+        """A change in team/: (re)arm the debounce timer."""
+        if self._closing:
+            return
+        self.triggers += 1
+        if deletion and self.engine.lift_suppression():
+            log.info("team push suppression lifted by a deletion", repo=self.engine.repo)
+            if self._retry is not None:
+                self._retry.cancel()
+                self._retry = None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.create_task(self._debounced())
+
+    async def _debounced(self) -> None:
+        await asyncio.sleep(self.tuning.debounce_s)
+        self._timer = None
+        self._push_now()
+
+    def _push_now(self) -> None:
+        if self._closing:
+            return
+        if self._retry is not None or (self._push_task is not None and not self._push_task.done()):
+            self._dirty = True  # the retry / the push in flight picks it up
+            return
+        self._push_task = asyncio.create_task(self._push())
+
+    async def _push(self) -> None:
+        self._dirty = False
+        try:
+            report = await self.engine.push()
+        except SyncSuppressed:
+            return  # suppressed: no request, nothing to retry
+        except TeamHTTPError as exc:
+            await self._failed("push", exc)
+            return
+        except Exception as exc:
+            await self._report_error("team.push", f"{type(exc).__name__}: {exc}")
+            return
+        self.failures = 0
+        if report.pull_needed and not self._closing and not await self._pull():
+            return
+        if self._dirty and not self._closing:
+            self._push_task = asyncio.create_task(self._push())
+
+    async def _failed(self, op: str, exc: TeamHTTPError) -> None:
+        if isinstance(exc, Permanent):
+            await self._report_error(f"team.{op}", f"{exc}; pushing is suppressed")
+            return
+        self.failures += 1
+        if self.failures == 1:  # loud once per streak, not at every backoff step
+            await self._report_error(f"team.{op}", str(exc))
+        wait = delta.backoff_delay(
+            self.failures,
+            base=self.tuning.backoff_base_s,
+            cap=self.tuning.backoff_cap_s,
+            jitter=self._rng.uniform(0.5, 1.5),
+        )
+        log.info("team sync will retry", op=op, repo=self.engine.repo, in_s=round(wait, 3))
+        if not self._closing:
+            self._retry = asyncio.create_task(self._retry_after(wait, op))
+
+    async def _retry_after(self, wait: float, op: str) -> None:
+        await asyncio.sleep(wait)
+        self._retry = None
+        if op == "pull" and not await self._pull():
+            return
+        self._push_now()
+
+    def refresh(self, min_interval_s: float) -> bool:
+        """Pull again (a session is starting) unless one ran within `min_interval_s`, one is
+        due anyway (backoff), or the folder is suppressed. True when a pull was started."""
+        if (
+            self._closing
+            or not self.started.is_set()
+            or self.engine.client is None
+            or self.engine.state.suppressed is not None
+            or self._retry is not None
+            or (self._refresh_task is not None and not self._refresh_task.done())
+            or time.monotonic() - self._last_pull < min_interval_s
+        ):
+            return False
+        self._refresh_task = asyncio.create_task(self._pull())
+        return True
+
+    async def _pull(self) -> bool:
+        """One pull; failures handled (backoff or suppression). True when it succeeded."""
+        self._last_pull = time.monotonic()
+        try:
+            await self.engine.pull()
+        except SyncSuppressed:
+            return False
+        except TeamHTTPError as exc:
+            await self._failed("pull", exc)
+            return False
+        except Exception as exc:
+            await self._report_error("team.pull", f"{type(exc).__name__}: {exc}")
+            return False
+        return True
+
+    # -- the watcher ----------------------------------------------------------------------
+    async def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                async for changes in watchfiles.awatch(
+                    self.team_dir,
+                    stop_event=self._stop,
+                    watch_filter=None,
+                    debounce=self.tuning.watch_step_ms,
+                    step=self.tuning.watch_step_ms,
+                    recursive=True,
+                    ignore_permission_denied=True,
+                ):
+                    self._on_changes(changes)
+                    if self._folder_gone(changes):
+                        break  # the OS watch died with the folder: set up a new one
+            except (RuntimeError, OSError) as exc:
+                log.warning("team watcher restarting", repo=self.engine.repo, error=str(exc))
+            if self._stop.is_set():
+                return
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(OSError):
+                ensure_private_dir(self.team_dir)
+
+    def _folder_gone(self, changes: set[tuple[watchfiles.Change, str]]) -> bool:
+        root = str(self.team_dir)
+        return (
+            any(change == watchfiles.Change.deleted and path == root for change, path in changes)
+            or not self.team_dir.is_dir()
+        )
+
+    def _on_changes(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        relevant = (
+            [
+                (change, path)
+                for change, path in changes
+                if not any(is_ignored(part) for part in Path(path).relative_to(self.team_dir).parts)
+            ]
+            if changes
+            else []
+        )
+        if not relevant:
+            return
+        deletion = any(change == watchfiles.Change.deleted for change, _ in relevant)
+        self.trigger(deletion=deletion)
+
+    def _ignored(self, path: str) -> bool:
+        try:
+            parts = Path(path).relative_to(self.team_dir).parts
+        except ValueError:  # reported under another spelling of the folder (a symlink)
+            parts = (Path(path).name,)
+        return any(is_ignored(part) for part in parts)

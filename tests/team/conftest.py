@@ -1,0 +1,156 @@
+"""Fixtures for the team sync client: a real team server (SQLite, in a thread), the faulty
+proxy in front of it, and sync engines for separate team folders ("sides")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memoryd.team.server.settings import ServerSettings
+from memoryd.team.service import find_secret
+from memoryd.team.sync.client import TeamClient
+from memoryd.team.sync.engine import SyncEngine
+from memoryd.team.sync.localfs import LocalFolder
+from memoryd.team.sync.state import StateStore, state_path
+from tests.fakes.faulty_proxy import FaultyProxy
+from tests.team_server.conftest import ThreadedServer
+
+REPO = "acme/widgets"
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., ThreadedServer]]:
+    started: list[ThreadedServer] = []
+
+    def start(settings: ServerSettings | None = None, name: str = "team") -> ThreadedServer:
+        server = ThreadedServer(f"sqlite://{tmp_path / name}.sqlite3", settings or ServerSettings())
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., ThreadedServer]) -> ThreadedServer:
+    return server_factory()
+
+
+@pytest.fixture
+def proxy(server: ThreadedServer) -> Iterator[FaultyProxy]:
+    fake = FaultyProxy(server.url).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@dataclass
+class Side:
+    """One client: its team folder, engine and the notifications it sent."""
+
+    team_dir: Path
+    engine: SyncEngine
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def write(self, key: str, text: str) -> Path:
+        path = self.team_dir / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def read(self, key: str) -> str:
+        return (self.team_dir / key).read_text(encoding="utf-8")
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [params for event, params in self.notes if event == name]
+
+    def conflict_copies(self) -> dict[str, str]:
+        return {
+            str(p.relative_to(self.team_dir)): p.read_text(encoding="utf-8")
+            for p in self.team_dir.rglob("*.conflict-*")
+        }
+
+    async def close(self) -> None:
+        if self.engine.client is not None:
+            await self.engine.client.close()
+
+
+SideFactory = Callable[..., Side]
+
+
+@pytest.fixture
+async def make_side(tmp_path: Path) -> Any:
+    sides: list[Side] = []
+
+    def make(
+        name: str,
+        url: str,
+        token: str | None,
+        *,
+        repo: str = REPO,
+        timeout_s: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> Side:
+        team_dir = tmp_path / name / "memory" / "team"
+        team_dir.mkdir(parents=True, exist_ok=True)
+        store = StateStore(state_path(url, repo, team_dir))
+        state = store.load(repo=repo, server=url, team_dir=team_dir)
+        client = (
+            TeamClient(url, token, timeout_s=timeout_s, transport=transport)
+            if token is not None
+            else None
+        )
+        if client is None:
+            state.suppressed = "no_oauth"
+        side_notes: list[tuple[str, dict[str, Any]]] = []
+
+        async def notify(event: str, params: dict[str, Any]) -> None:
+            side_notes.append((event, params))
+
+        engine = SyncEngine(
+            state=state,
+            store=store,
+            folder=LocalFolder(team_dir),
+            client=client,
+            notify=notify,
+            find_secret=find_secret,
+        )
+        side = Side(team_dir, engine, side_notes)
+        sides.append(side)
+        return side
+
+    yield make
+    for side in sides:
+        await side.close()
+
+
+def server_history(server: ThreadedServer, repo: str = REPO) -> dict[str, list[str]]:
+    """Every stored version's content, per key, oldest first."""
+
+    async def collect() -> dict[str, list[str]]:
+        versions: dict[str, list[str]] = {}
+        for info in await server.storage.history(repo):
+            _, content = await server.storage.get_version(repo, info.key, info.version)
+            versions.setdefault(info.key, []).append(content)
+        return versions
+
+    return server.run(collect())
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Wait until `condition()` holds (polling); fail the test after `timeout` seconds."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)

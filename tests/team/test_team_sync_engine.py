@@ -1,0 +1,413 @@
+"""Pull and push against a real team server (SQLite, over loopback HTTP)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memoryd.team.protocol import checksum
+from memoryd.team.server.settings import ServerSettings
+from memoryd.team.sync.client import Permanent, TeamClient
+from memoryd.team.sync.engine import SyncSuppressed
+from memoryd.team.sync.state import StateStore
+from tests.team.conftest import REPO, SideFactory, server_history
+from tests.team_server.conftest import ThreadedServer
+
+# Assembled at run time so this file does not itself look like it holds a credential.
+FAKE_AWS_KEY = "AKIA" + "Z7Q3" + "MNB5XV2K4T6P"
+
+
+async def test_push_then_pull_into_a_second_folder(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    alice.write("MEMORY.md", "- [Testing](feedback_testing.md) — run the suite\n")
+    alice.write("feedback_testing.md", "---\nname: testing\n---\nUse pytest.\n")
+    alice.write("api/notes.md", "The API is versioned.\n")
+
+    report = await alice.engine.push()
+    assert report.pushed == ["MEMORY.md", "api/notes.md", "feedback_testing.md"]
+    assert report.requests == 1
+    assert alice.events("team/synced") == [{"repo": REPO, "pushed": 3, "pulled": 0}]
+
+    bob = make_side("bob", server.url, token)
+    pulled = await bob.engine.pull()
+    assert sorted(pulled.pulled) == ["MEMORY.md", "api/notes.md", "feedback_testing.md"]
+    assert bob.read("api/notes.md") == "The API is versioned.\n"
+    assert (bob.team_dir / "api/notes.md").stat().st_mode & 0o777 == 0o600
+    # nothing changed: a push sends nothing at all
+    assert (await bob.engine.push()).requests == 0
+
+
+async def test_push_sends_only_the_delta(server: ThreadedServer, make_side: SideFactory) -> None:
+    token = server.token(REPO)
+    side = make_side("a", server.url, token)
+    for i in range(5):
+        side.write(f"m{i}.md", f"memory {i}\n")
+    await side.engine.push()
+    side.write("m3.md", "memory 3, revised\n")
+    report = await side.engine.push()
+    assert report.pushed == ["m3.md"]
+    assert server_history(server)["m3.md"] == ["memory 3\n", "memory 3, revised\n"]
+    assert len(server_history(server)["m1.md"]) == 1
+
+
+async def test_unchanged_push_makes_no_request(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("a.md", "x")
+    await side.engine.push()
+    before = side.engine.client.requests if side.engine.client else 0
+    report = await side.engine.push()
+    assert report.requests == 0
+    assert report.pushed == []
+    assert side.engine.client is not None
+    assert side.engine.client.requests == before
+
+
+async def test_a_restart_neither_reuploads_nor_forgets_pending(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    first = make_side("a", server.url, token)
+    for i in range(20):
+        first.write(f"m{i:02d}.md", f"memory {i}\n")
+    await first.engine.push()
+    first.write("m05.md", "edited while the daemon was down\n")
+    await first.close()
+
+    again = make_side("a", server.url, token)  # same folder: state loaded from disk
+    assert again.engine.state.etag == first.engine.state.etag
+    await again.engine.pull()  # a restart pulls first: 304, nothing overwritten
+    assert again.read("m05.md") == "edited while the daemon was down\n"
+    assert again.engine.state.pending == ["m05.md"]
+    report = await again.engine.push()
+    assert report.pushed == ["m05.md"]
+
+
+async def test_pull_saves_a_conflicting_local_edit_aside(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("plan.md", "v1\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("plan.md", "v2 by alice\n")
+    await alice.engine.push()
+    bob.write("plan.md", "v2 by bob\n")  # both edited since the last sync
+
+    report = await bob.engine.pull()
+    assert report.pulled == ["plan.md"]
+    assert bob.read("plan.md") == "v2 by alice\n"  # server wins
+    copies = bob.conflict_copies()
+    assert list(copies.values()) == ["v2 by bob\n"]  # …and bob's edit is kept
+    (name,) = copies
+    assert name.startswith("plan.conflict-")
+    assert name.endswith("Z.md")
+    (event,) = bob.events("team/conflict")
+    assert event["path"] == str(bob.team_dir / "plan.md")
+    assert event["saved_as"] == str(bob.team_dir / name)
+    assert bob.engine.state.conflicts[0].key == "plan.md"
+    # the conflict copy is local only: never pushed
+    assert (await bob.engine.push()).pushed == []
+
+
+async def test_pull_keeps_a_local_edit_the_server_has_not_superseded(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("a.md", "a1\n")
+    alice.write("b.md", "b1\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("a.md", "a2\n")
+    await alice.engine.push()
+    bob.write("b.md", "b2 by bob\n")
+    report = await bob.engine.pull()
+    assert report.pulled == ["a.md"]
+    assert bob.read("b.md") == "b2 by bob\n"
+    assert bob.conflict_copies() == {}
+    assert (await bob.engine.push()).pushed == ["b.md"]
+
+
+async def test_a_deleted_local_file_comes_back_on_pull(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("keep.md", "important\n")
+    await side.engine.push()
+    (side.team_dir / "keep.md").unlink()
+    assert (await side.engine.push()).requests == 0  # deleting never deletes on the server
+    report = await side.engine.pull()
+    assert report.pulled == ["keep.md"]
+    assert side.read("keep.md") == "important\n"
+
+
+async def test_412_refreshes_checksums_and_retries(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("a.md", "from alice\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("a2.md", "alice again\n")
+    await alice.engine.push()  # bob's ETag is stale now
+    bob.write("b.md", "from bob\n")
+    report = await bob.engine.push()
+    assert report.pushed == ["b.md"]
+    assert report.requests == 3  # PUT 412, GET hashes, PUT 200
+    assert report.pull_needed  # a2.md is on the server and not here yet
+    # the ETag is current, but the files are not: the pull must not settle for a 304
+    assert (await bob.engine.pull()).pulled == ["a2.md"]
+    assert bob.read("a2.md") == "alice again\n"
+    history = server_history(server)
+    assert history["b.md"] == ["from bob\n"]
+    assert history["a2.md"] == ["alice again\n"]
+
+
+async def test_413_teaches_the_entry_limit(server_factory: ..., make_side: SideFactory) -> None:
+    server = server_factory(ServerSettings(max_entries=3))
+    side = make_side("a", server.url, server.token(REPO))
+    for name in ("a", "b", "c", "d", "e"):
+        side.write(f"{name}.md", name)
+    report = await side.engine.push()
+    assert side.engine.state.max_entries == 3
+    assert report.pushed == ["a.md", "b.md", "c.md"]
+    assert {k: v.reason for k, v in side.engine.state.skipped.items()} == {
+        "d.md": "max_entries",
+        "e.md": "max_entries",
+    }
+    # the next push stays under the limit without asking: updates only
+    side.write("a.md", "a, revised")
+    side.write("f.md", "f")
+    report = await side.engine.push()
+    assert report.pushed == ["a.md"]
+    assert report.requests == 1
+
+
+async def test_an_entry_with_a_secret_is_not_uploaded(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("clean.md", "Nothing to see.\n")
+    side.write("leak.md", f"aws_access_key_id = {FAKE_AWS_KEY}\n")
+    report = await side.engine.push()
+    assert report.pushed == ["clean.md"]
+    assert "leak.md" not in server_history(server)
+    (event,) = side.events("team/secret_blocked")
+    assert event["path"] == str(side.team_dir / "leak.md")
+    assert event["rule"]
+    assert FAKE_AWS_KEY not in repr(side.notes)
+    assert FAKE_AWS_KEY not in StateStore(side.engine.store.path).path.read_text()
+    assert side.engine.state.skipped["leak.md"].reason == "secret"
+    # announced once, not at every push
+    await side.engine.push()
+    assert len(side.events("team/secret_blocked")) == 1
+    # fixed → uploaded, no longer skipped
+    side.write("leak.md", "aws key: see the vault\n")
+    assert (await side.engine.push()).pushed == ["leak.md"]
+    assert "leak.md" not in side.engine.state.skipped
+
+
+async def test_the_server_scan_is_the_last_line(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    """A client whose own scan misses a secret: the server refuses it (422) and names the key;
+    the client skips that entry and pushes the rest."""
+    side = make_side("a", server.url, server.token(REPO))
+    side.engine._find_secret = lambda _content: None  # a client without a scanner
+    side.write("a.md", "fine\n")
+    side.write("leak.md", f"aws_access_key_id = {FAKE_AWS_KEY}\n")
+    report = await side.engine.push()
+    assert report.pushed == ["a.md"]
+    assert side.engine.state.skipped["leak.md"].reason == "secret"
+    assert side.engine.state.suppressed is None
+    assert "leak.md" not in server_history(server)
+
+
+async def test_large_and_odd_files_are_skipped_and_reported(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("big.md", "x" * 250_001)
+    side.write("ok.md", "fine")
+    (side.team_dir / "binary.md").write_bytes(b"\xff\xfe\x00bin")
+    os.symlink("/etc/hostname", side.team_dir / "link.md")
+    side.write(".hidden.md", "editor state")
+    report = await side.engine.push()
+    assert report.pushed == ["ok.md"]
+    skipped = side.engine.state.skipped
+    assert skipped["big.md"].reason == "too_large"
+    assert skipped["binary.md"].reason == "invalid"
+    assert skipped["link.md"].reason == "invalid"
+    assert ".hidden.md" not in skipped
+
+
+async def test_permanent_failure_suppresses_until_a_deletion_lifts_it(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, "mdt_revoked-or-wrong")
+    side.write("a.md", "x")
+    with pytest.raises(Permanent):
+        await side.engine.push()
+    assert side.engine.state.suppressed == "http_401"
+    assert side.engine.client is not None
+    assert side.engine.client.requests == 1
+    for _ in range(5):
+        with pytest.raises(SyncSuppressed):
+            await side.engine.push()
+    assert side.engine.client.requests == 1  # no request while suppressed
+    assert side.engine.lift_suppression()
+    with pytest.raises(Permanent):
+        await side.engine.push()
+    assert side.engine.client.requests == 2
+
+
+async def test_no_token_is_permanent_no_oauth(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, None)
+    side.write("a.md", "x")
+    with pytest.raises(SyncSuppressed, match="no_oauth"):
+        await side.engine.push()
+    assert not side.engine.lift_suppression()  # a deletion cannot fix a missing token
+
+
+HOSTILE = {
+    "../x.md": "escape",
+    "..%2fx.md": "escape",
+    "%2e%2e/x": "escape",
+    "a/../../x": "escape",
+    "x\u0000.md": "nul",
+    "/etc/passwd": "absolute",
+    "\uff0e\uff0e/x.md": "fullwidth dots",
+    "a/\u2025/x.md": "two dot leader",
+    "linked/x.md": "through a symlink",
+    "good.md": "fine",
+}
+
+
+async def test_hostile_server_keys_are_refused_without_writing(
+    tmp_path: Path, make_side: SideFactory
+) -> None:
+    entries = dict(HOSTILE)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            json={
+                "entries": entries,
+                "entryChecksums": {k: checksum(v) for k, v in entries.items()},
+            },
+            headers={"ETag": '"hostile"'},
+        )
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    side = make_side("victim", "http://team.invalid", "tok", transport=httpx.MockTransport(handler))
+    os.symlink(outside, side.team_dir / "linked")
+    report = await side.engine.pull()
+    assert report.pulled == ["good.md"]
+    assert set(report.refused) == set(HOSTILE) - {"good.md"}
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "victim" / "memory" / "x.md").exists()
+    assert not (tmp_path / "victim" / "memory" / "x").exists()
+    written = sorted(str(p.relative_to(side.team_dir)) for p in side.team_dir.rglob("*"))
+    assert written == ["good.md", "linked"]
+    assert side.engine.state.refused_keys.keys() == report.refused.keys()
+
+
+async def test_malformed_server_replies_are_retryable_not_crashes(
+    make_side: SideFactory,
+) -> None:
+    from memoryd.team.sync.client import Retryable
+
+    replies = iter(
+        [
+            httpx.Response(200, content=b"<html>oops</html>"),
+            httpx.Response(200, json={"entries": {"a.md": 5}}),
+            httpx.Response(200, json=["not", "an", "object"]),
+        ]
+    )
+    side = make_side(
+        "a", "http://team.invalid", "tok", transport=httpx.MockTransport(lambda _r: next(replies))
+    )
+    for _ in range(3):
+        with pytest.raises(Retryable):
+            await side.engine.pull()
+    assert side.engine.state.suppressed is None
+    assert list(side.team_dir.iterdir()) == []
+
+
+async def test_client_sends_bearer_token_and_if_match(make_side: SideFactory) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"etag": '"e2"'}, headers={"ETag": '"e2"'})
+
+    client = TeamClient("http://team.invalid/", "tok-1", transport=httpx.MockTransport(handler))
+    assert await client.put(REPO, {"a.md": "x"}, if_match='"e1"') == '"e2"'
+    await client.close()
+    (request,) = seen
+    assert request.headers["authorization"] == "Bearer tok-1"
+    assert request.headers["if-match"] == '"e1"'
+    assert request.url.params["repo"] == REPO
+    assert request.url.path == "/api/claude_code/team_memory"
+
+
+async def test_large_pushes_scan_for_secrets_in_a_worker_process(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    used: list[bool] = []
+
+    def scan_pool() -> ProcessPoolExecutor:
+        used.append(True)
+        return pool
+
+    try:
+        side = make_side("a", server.url, server.token(REPO))
+        side.engine._scan_pool = scan_pool
+        side.engine.process_scan_min_bytes = 0  # every push counts as large here
+        for i in range(30):
+            side.write(f"n{i:02d}.md", f"note {i}\n" * 200)
+        side.write("leak.md", f"aws_access_key_id = {FAKE_AWS_KEY}\n")
+        report = await side.engine.push()
+        assert used
+        assert len(report.pushed) == 30
+        assert side.engine.state.skipped["leak.md"].reason == "secret"
+        assert side.events("team/secret_blocked")[0]["path"].endswith("leak.md")
+    finally:
+        pool.shutdown()
+
+
+async def test_a_binary_local_file_is_kept_byte_for_byte_on_conflict(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    alice.write("data.md", "text from alice\n")
+    await alice.engine.push()
+    bob = make_side("bob", server.url, token)
+    blob = b"\x89PNG\r\n\x1a\n\x00\xff binary"
+    (bob.team_dir / "data.md").write_bytes(blob)
+    report = await bob.engine.pull()
+    assert report.pulled == ["data.md"]
+    assert bob.read("data.md") == "text from alice\n"
+    (copy,) = bob.team_dir.glob("data.conflict-*.md")
+    assert copy.read_bytes() == blob

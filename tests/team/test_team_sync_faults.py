@@ -1,0 +1,243 @@
+"""Fault injection between the sync client and a real team server.
+
+After every scenario nothing is lost — every version either side wrote is in the server's
+history or in a conflict copy — and a failing client never loops: retryable failures cost one
+request per attempt (bounded), permanent ones one request in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from memoryd.team.sync.client import BodyTooLarge, Permanent, Retryable, TeamHTTPError
+from memoryd.team.sync.engine import SyncSuppressed
+from tests.fakes.faulty_proxy import Fault, FaultyProxy
+from tests.team.conftest import REPO, Side, SideFactory, server_history
+from tests.team_server.conftest import ThreadedServer
+
+
+def assert_nothing_lost(
+    server: ThreadedServer, written: list[tuple[str, str]], sides: list[Side]
+) -> None:
+    history = server_history(server)
+    copies = [text for side in sides for text in side.conflict_copies().values()]
+    for key, text in written:
+        assert text in history.get(key, []) or text in copies, f"lost: {key} = {text!r}"
+
+
+async def sync_until_settled(side: Side, attempts: int = 12) -> int:
+    """Push (pulling when the server moved on) until nothing is pending; returns the tries."""
+    for attempt in range(1, attempts + 1):
+        try:
+            report = await side.engine.push()
+            if report.pull_needed:
+                await side.engine.pull()
+                continue
+            if not await side.engine.refresh_pending():
+                return attempt
+        except Retryable:
+            await asyncio.sleep(0.01)
+    raise AssertionError(f"{side.team_dir} did not settle in {attempts} attempts")
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.status(500),
+        Fault.status(502),
+        Fault.status(503, b"<html>Service Unavailable</html>"),
+        Fault.status(429),
+        Fault.status(409),
+        Fault.reset(),
+        Fault.stall(2.0),
+    ],
+    ids=["500", "502", "503-html", "429", "409", "reset", "timeout"],
+)
+async def test_retryable_faults_cost_one_request_and_lose_nothing(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, fault: Fault
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=0.5)
+    side.write("a.md", "one\n")
+    proxy.script(fault, method="PUT")
+    with pytest.raises(Retryable):
+        await side.engine.push()
+    assert proxy.requests() == 1
+    assert side.engine.state.suppressed is None
+    assert side.engine.state.last_result is not None
+    assert side.engine.state.last_result["ok"] is False
+    report = await side.engine.push()
+    assert report.pushed == ["a.md"]
+    assert proxy.requests() == 2
+    assert_nothing_lost(server, [("a.md", "one\n")], [side])
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 408, 410])
+async def test_permanent_4xx_suppresses_after_a_single_request(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, status: int
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    side.write("a.md", "x\n")
+    proxy.default = Fault.status(status)
+    with pytest.raises(Permanent):
+        await side.engine.push()
+    for _ in range(10):  # ten more triggers
+        with pytest.raises(SyncSuppressed):
+            await side.engine.push()
+    assert proxy.requests() == 1
+    assert side.engine.state.suppressed == f"http_{status}"
+
+
+async def test_an_html_413_from_a_gateway_shrinks_the_batches(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    written = []
+    for i in range(30):
+        text = f"note {i}\n" + "lorem ipsum " * 1000  # ~12 kB each, ~360 kB in all
+        side.write(f"n{i:02d}.md", text)
+        written.append((f"n{i:02d}.md", text))
+    big = "y" * 60_000
+    side.write("zz_big.md", big)
+    # the "gateway" refuses any body over 50 kB with an HTML page
+    proxy.script(Fault.gateway_413(), method="PUT", times=1000, body_over=50_000)
+    report = await side.engine.push()
+    assert sorted(report.pushed) == sorted(k for k, _ in written)
+    assert side.engine.state.max_body is not None
+    assert side.engine.state.max_body <= 50_000
+    assert side.engine.state.skipped["zz_big.md"].reason == "too_large"
+    assert side.engine.state.suppressed is None
+    assert_nothing_lost(server, written, [side])
+    # what was learned sticks: the next push sends small bodies at once
+    side.write("n00.md", "short now\n")
+    before = proxy.requests("PUT")
+    await side.engine.push()
+    assert proxy.requests("PUT") == before + 1
+
+
+async def test_a_412_storm_is_bounded_then_recovers(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    side.write("a.md", "through the storm\n")
+    proxy.script(Fault.status(412), method="PUT", times=50)
+    with pytest.raises(Retryable, match="412"):
+        await side.engine.push()
+    # one PUT, then two refresh-and-retry rounds: 3 PUTs and 2 GETs, never more
+    assert proxy.requests("PUT") == 3
+    assert proxy.requests("GET") == 2
+    proxy.clear()
+    assert (await side.engine.push()).pushed == ["a.md"]
+
+
+async def test_slow_bodies_still_arrive_whole(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    seed = make_side("seed", server.url, token)
+    text = "".join(f"line {i}: café ☕ {'x' * 40}\n" for i in range(300))
+    seed.write("long.md", text)
+    await seed.engine.push()
+    side = make_side("me", proxy.url, token, timeout_s=5)
+    proxy.script(Fault.slow_body(chunk=512, gap_s=0.002), method="GET")
+    report = await side.engine.pull()
+    assert report.pulled == ["long.md"]
+    assert side.read("long.md") == text
+
+
+async def test_a_stalled_pull_times_out_and_writes_nothing(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    seed = make_side("seed", server.url, token)
+    seed.write("a.md", "x")
+    await seed.engine.push()
+    side = make_side("me", proxy.url, token, timeout_s=0.3)
+    proxy.script(Fault.stall(2.0), method="GET")
+    with pytest.raises(Retryable):
+        await side.engine.pull()
+    assert list(side.team_dir.iterdir()) == []
+    assert (await side.engine.pull()).pulled == ["a.md"]
+
+
+async def test_oversized_single_entry_behind_a_gateway_is_reported_not_retried(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    side.write("big.md", "z" * 100_000)
+    proxy.script(Fault.gateway_413(), method="PUT", times=100, body_over=50_000)
+    report = await side.engine.push()
+    assert report.pushed == []
+    assert side.engine.state.skipped["big.md"].reason == "too_large"
+    assert proxy.requests("PUT") == 1
+    assert (await side.engine.push()).requests == 0  # not retried until the file changes
+
+
+async def test_two_clients_editing_the_same_keys_through_faults_lose_nothing(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    proxies = [FaultyProxy(server.url).start() for _ in range(2)]
+    try:
+        alice = make_side("alice", proxies[0].url, token, timeout_s=0.5)
+        bob = make_side("bob", proxies[1].url, token, timeout_s=0.5)
+        rng = random.Random(1234)
+        # Transient faults only: a 413 on a small body would (rightly) skip that entry as
+        # too large for the server, which its own test covers.
+        faults = [
+            (Fault.status(500), None),
+            (Fault.reset(), None),
+            (Fault.status(412), "PUT"),
+            (Fault.stall(1.0), None),
+            (Fault.status(503), "GET"),
+            (Fault.status(429), "PUT"),
+        ]
+        for proxy in proxies:
+            for _ in range(8):
+                fault, method = rng.choice(faults)
+                proxy.script(fault, method=method)
+        keys = ["MEMORY.md", "shared.md", "api/notes.md", "own-{name}.md"]
+        written: list[tuple[str, str]] = []
+
+        async def work(side: Side, name: str, seed: int) -> None:
+            local = random.Random(seed)
+            for version in range(12):
+                key = local.choice(keys).format(name=name)
+                text = f"{key} v{version} by {name}\n"
+                side.write(key, text)
+                written.append((key, text))
+                await sync_until_settled(side)
+                await asyncio.sleep(local.uniform(0, 0.01))
+
+        await asyncio.gather(work(alice, "alice", 1), work(bob, "bob", 2))
+        for side in (alice, bob):
+            await side.engine.pull()
+        assert_nothing_lost(server, written, [alice, bob])
+        # both ended on the server's content for every shared key
+        for key in ("MEMORY.md", "shared.md", "api/notes.md"):
+            if (alice.team_dir / key).exists() and (bob.team_dir / key).exists():
+                assert alice.read(key) == bob.read(key)
+        total = sum(p.requests() for p in proxies)
+        assert total < 24 * 12  # bounded: a handful of requests per edit, never a loop
+    finally:
+        for proxy in proxies:
+            proxy.stop()
+
+
+async def test_body_too_large_error_carries_the_servers_cap(
+    server_factory: object, make_side: SideFactory
+) -> None:
+    from memoryd.team.server.settings import ServerSettings
+
+    assert callable(server_factory)
+    small = server_factory(ServerSettings(max_body_bytes=20_000))
+    side = make_side("me", small.url, small.token(REPO))
+    for i in range(10):
+        side.write(f"n{i}.md", "w" * 5_000)
+    report = await side.engine.push()
+    assert len(report.pushed) == 10
+    assert side.engine.state.max_body is not None
+    assert side.engine.state.max_body <= 20_000
+    assert issubclass(BodyTooLarge, TeamHTTPError)

@@ -1,0 +1,163 @@
+"""The local side: the persisted sync state and the team folder on disk."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memoryd.team.protocol import checksum
+from memoryd.team.sync.localfs import LocalFolder, is_ignored
+from memoryd.team.sync.state import (
+    Conflict,
+    Skipped,
+    StateStore,
+    SyncState,
+    saved_states,
+    state_path,
+)
+
+
+def test_state_round_trips_and_suppression_is_not_persisted(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    store = StateStore(state_path("http://srv", "acme/widgets", team))
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    state.etag = '"e1"'
+    state.server_checksums = {"a.md": checksum("a")}
+    state.synced = {"a.md": checksum("a")}
+    state.max_entries = 7
+    state.pending = ["b.md"]
+    state.skipped = {"s.md": Skipped("secret", checksum("s"), rule="github-pat")}
+    state.add_conflict(Conflict("a.md", str(team / "a.conflict-x.md"), "2026-01-01T00:00:00Z"))
+    state.suppressed = "http_403"
+    store.save(state)
+    assert store.path.stat().st_mode & 0o777 == 0o600
+    assert store.path.parent.stat().st_mode & 0o777 == 0o700
+
+    loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    assert loaded == state
+    assert loaded.suppressed is None  # a restart lifts a permanent-failure suppression
+    assert [s.repo for s in saved_states()] == ["acme/widgets"]
+
+
+def test_state_files_are_per_server_repo_and_folder(tmp_path: Path) -> None:
+    paths = {
+        state_path("http://a", "acme/widgets", tmp_path / "one"),
+        state_path("http://b", "acme/widgets", tmp_path / "one"),
+        state_path("http://a", "acme/gadgets", tmp_path / "one"),
+        state_path("http://a", "acme/widgets", tmp_path / "two"),
+    }
+    assert len(paths) == 4
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["{not json", "[]", '{"version": 99}', '{"version": 1, "repo": 5}', "\xff"],
+)
+def test_a_corrupt_state_file_is_set_aside_not_a_crash(tmp_path: Path, content: str) -> None:
+    store = StateStore(tmp_path / "state" / "s.json")
+    store.path.parent.mkdir()
+    store.path.write_text(content)
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=tmp_path)
+    assert state.etag is None
+    assert state.server_checksums == {}
+    assert store.path.with_suffix(".corrupt").exists()
+
+
+def test_a_state_for_another_folder_is_not_reused(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.json")
+    state = SyncState(repo="acme/widgets", server="http://srv", team_dir="/elsewhere", etag='"x"')
+    store.save(state)
+    fresh = store.load(repo="acme/widgets", server="http://srv", team_dir=tmp_path)
+    assert fresh.etag is None
+
+
+def test_scan_skips_hidden_backup_conflict_and_linked_files(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    (team / "sub").mkdir(parents=True)
+    (team / ".git").mkdir()
+    (team / "a.md").write_text("a")
+    (team / "sub" / "b.md").write_text("b")
+    (team / ".a.md.x1y2.tmp").write_text("partial write")
+    (team / "a.md~").write_text("backup")
+    (team / ".git" / "config").write_text("x")
+    (team / "a.conflict-20261202T101010Z.md").write_text("old edit")
+    os.symlink(tmp_path, team / "dirlink")
+    os.symlink(team / "a.md", team / "filelink.md")
+    scan = LocalFolder(team).scan()
+    assert scan.checksums == {"a.md": checksum("a"), "sub/b.md": checksum("b")}
+    assert set(scan.invalid) == {"dirlink", "filelink.md"}
+
+
+def test_scan_reads_only_changed_files(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    old = 1_600_000_000
+    for i in range(5):
+        path = team / f"m{i}.md"
+        path.write_text(f"memory {i}")
+        os.utime(path, (old, old))
+    folder = LocalFolder(team)
+    assert len(folder.scan().contents) == 5
+    assert folder.scan().contents == {}  # all from the stat cache
+    (team / "m2.md").write_text("memory 2 changed")
+    second = folder.scan()
+    assert set(second.contents) == {"m2.md"}
+    assert second.checksums["m2.md"] == checksum("memory 2 changed")
+
+
+def test_a_recent_rewrite_of_the_same_size_is_not_missed(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    path = team / "a.md"
+    path.write_text("aaaa")
+    folder = LocalFolder(team)
+    folder.scan()
+    stat = path.stat()
+    path.write_text("bbbb")  # same size, possibly the same coarse timestamp
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert folder.scan().checksums["a.md"] == checksum("bbbb")
+
+
+def test_target_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, team / "out")
+    os.symlink(outside / "file.md", team / "dangling.md")
+    (team / "inner").mkdir()
+    os.symlink(team / "inner", team / "alias")
+    folder = LocalFolder(team)
+    with pytest.raises(ValueError, match="outside the team folder"):
+        folder.target("out/x.md")
+    with pytest.raises(ValueError, match="outside the team folder"):
+        folder.target("out/deeper/still/x.md")
+    with pytest.raises(ValueError, match=r"outside|not a regular file"):
+        folder.write("dangling.md", "x")
+    assert not (outside / "file.md").exists()
+    # a link that stays inside is fine
+    assert folder.write("alias/y.md", "y") == team / "alias" / "y.md"
+    assert (team / "inner" / "y.md").read_text() == "y"
+
+
+def test_conflict_copies_get_unique_utc_names(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "notes.md").write_text("mine 1")
+    folder = LocalFolder(team)
+    now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
+    first = folder.save_conflict_copy("notes.md", now)
+    folder.write("notes.md", "mine 2")  # replaces the name; the copy keeps its bytes
+    second = folder.save_conflict_copy("notes.md", now)
+    folder.write("notes.md", "server")
+    assert first.name == "notes.conflict-20261202T153012Z.md"
+    assert second.name == "notes.conflict-20261202T153012Z-2.md"
+    assert first.read_text() == "mine 1"
+    assert second.read_text() == "mine 2"
+    assert (team / "notes.md").read_text() == "server"
+    assert is_ignored(first.name)
+    assert is_ignored(second.name)
+    assert not is_ignored("notes.md")

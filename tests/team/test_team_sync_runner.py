@@ -1,0 +1,163 @@
+"""The runner: first pull before the watcher, debounced pushes, backoff, suppression, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from memoryd.team.sync.watcher import SyncRunner, Tuning
+from tests.fakes.faulty_proxy import Fault, FaultyProxy
+from tests.team.conftest import REPO, Side, SideFactory, eventually, server_history
+from tests.team_server.conftest import ThreadedServer
+
+FAST = Tuning(debounce_s=0.2, backoff_base_s=0.05, backoff_cap_s=0.4, shutdown_push_timeout_s=10)
+
+
+class Runners:
+    def __init__(self) -> None:
+        self.started: list[SyncRunner] = []
+        self.errors: list[tuple[str, str]] = []
+
+    async def start(self, side: Side, tuning: Tuning = FAST) -> SyncRunner:
+        async def report(worker: str, message: str) -> None:
+            self.errors.append((worker, message))
+
+        runner = SyncRunner(side.engine, tuning=tuning, report_error=report, rng=random.Random(7))
+        self.started.append(runner)
+        await runner.start()
+        await runner.wait_idle()  # the push of what changed while "away"
+        return runner
+
+
+@pytest.fixture
+async def runners() -> AsyncIterator[Runners]:
+    box = Runners()
+    yield box
+    for runner in box.started:
+        await runner.close()
+
+
+def _puts(proxy: FaultyProxy) -> int:
+    return proxy.requests("PUT")
+
+
+async def test_first_pull_happens_before_the_watcher_and_triggers_no_push(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    token = server.token(REPO)
+    seed = make_side("seed", server.url, token)
+    seed.write("a.md", "from the team\n")
+    seed.write("dir/b.md", "nested\n")
+    await seed.engine.push()
+
+    side = make_side("me", proxy.url, token)
+    await runners.start(side)
+    assert side.read("dir/b.md") == "nested\n"
+    await asyncio.sleep(FAST.debounce_s * 3)
+    assert _puts(proxy) == 0
+    assert proxy.requests("GET") == 1
+
+
+async def test_writes_are_debounced_into_one_push(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    runner = await runners.start(side)
+    for i in range(5):
+        side.write(f"n{i}.md", f"note {i}\n")
+        await asyncio.sleep(0.02)
+    await eventually(lambda: len(server_history(server)) == 5)
+    await asyncio.sleep(FAST.debounce_s * 2)
+    assert _puts(proxy) == 1
+    assert runner.triggers >= 1
+
+
+async def test_close_pushes_what_is_pending(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    slow = Tuning(debounce_s=30.0)  # the timer would never fire within the test
+
+    async def report(_worker: str, _message: str) -> None:
+        return None
+
+    runner = SyncRunner(side.engine, tuning=slow, report_error=report)
+    await runner.start()
+    side.write("late.md", "written just before shutdown\n")
+    await asyncio.sleep(0.3)  # seen by the watcher (or not): the timer has 30 s to go
+    await runner.close()
+    assert server_history(server)["late.md"] == ["written just before shutdown\n"]
+
+
+async def test_retryable_failures_back_off_then_succeed(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=0.5)
+    runner = await runners.start(side)
+    proxy.script(Fault.status(500), method="PUT")
+    proxy.script(Fault.reset(), method="PUT")
+    proxy.script(Fault.status(503), method="PUT")
+    side.write("a.md", "survives three failures\n")
+    await eventually(lambda: "a.md" in server_history(server))
+    assert _puts(proxy) == 4
+    assert runner.failures == 0
+    # one worker/error for the streak, not one per attempt
+    assert [w for w, _ in runners.errors] == ["team.push"]
+
+
+async def test_a_permanent_failure_makes_one_request_then_none(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    proxy.default = Fault.status(403)
+    runner = await runners.start(side)  # the first pull gets the 403
+    assert side.engine.state.suppressed == "http_403"
+    assert proxy.requests() == 1
+    for i in range(5):
+        side.write(f"n{i}.md", f"edit {i}\n")
+        await asyncio.sleep(FAST.debounce_s * 1.5)
+    await asyncio.sleep(FAST.debounce_s * 2)
+    assert runner.triggers >= 5
+    assert proxy.requests() == 1  # suppressed: not one more request, however many triggers
+
+    proxy.clear()  # the cause is fixed …
+    (side.team_dir / "n0.md").unlink()  # … and a deletion in team/ lifts the suppression
+    await eventually(lambda: len(server_history(server)) == 4)
+    assert side.engine.state.suppressed is None
+
+
+async def test_triggers_during_backoff_wait_for_the_retry(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO))
+    slow_retry = Tuning(debounce_s=0.05, backoff_base_s=1.0, backoff_cap_s=1.0)
+    await runners.start(side, slow_retry)
+    proxy.script(Fault.status(502), method="PUT")
+    side.write("a.md", "one\n")
+    await eventually(lambda: _puts(proxy) == 1)
+    for i in range(5):  # edits while backing off: no extra requests
+        side.write(f"b{i}.md", "more\n")
+        await asyncio.sleep(0.1)
+    assert _puts(proxy) == 1
+    await eventually(lambda: len(server_history(server)) == 6)
+    assert _puts(proxy) == 2
+
+
+async def test_deleting_the_team_folder_does_not_kill_the_watcher(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    import shutil
+
+    side = make_side("me", proxy.url, server.token(REPO))
+    await runners.start(side)
+    side.write("a.md", "first\n")
+    await eventually(lambda: "a.md" in server_history(server))
+    shutil.rmtree(side.team_dir)
+    await asyncio.sleep(0.5)
+    await eventually(lambda: side.team_dir.is_dir())
+    await asyncio.sleep(0.2)
+    side.write("b.md", "after the folder came back\n")
+    await eventually(lambda: "b.md" in server_history(server))
