@@ -20,3 +20,10 @@ if "test.sleep" not in REGISTRY:
     async def _sleep(_daemon: Any, params: SleepParams) -> dict[str, float]:
         await asyncio.sleep(params.seconds)
         return {"slept": params.seconds}
+
+
+if "test.boom" not in REGISTRY:
+
+    @rpc_method("test.boom", SleepParams)
+    async def _boom(_daemon: Any, params: SleepParams) -> dict[str, float]:
+        raise RuntimeError(f"exploded after {params.seconds}")

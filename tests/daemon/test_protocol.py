@@ -234,3 +234,14 @@ async def test_connection_from_another_uid_is_dropped(short_tmp: Path) -> None:
         assert handle.daemon.counters["refused_peer"] >= 1
     finally:
         await stop_daemon(handle)  # its own client was refused too; closing it is harmless
+
+
+async def test_an_unexpected_exception_is_an_internal_error_not_a_traceback(
+    daemon: DaemonHandle,
+) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call("test.boom", seconds=1)
+    assert info.value.code == -32603
+    assert "RuntimeError: exploded after 1.0" in info.value.message
+    assert "Traceback" not in info.value.message
+    assert (await daemon.call("status"))["pid"] > 0
