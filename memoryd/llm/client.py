@@ -90,13 +90,14 @@ class ModelClient:
     recent: deque[CallRecord] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
     _client: anthropic.AsyncAnthropic | None = None
 
-    @property
-    def configured(self) -> bool:
-        return self.config.configured
+    # Fixed for the daemon's life (its config is frozen); plain attributes because every
+    # feature's status asks on every `status` call.
+    configured: bool = field(init=False)
+    reason: str | None = field(init=False)
 
-    @property
-    def reason(self) -> str | None:
-        return None if self.configured else NO_MODEL_HINT
+    def __post_init__(self) -> None:
+        self.configured = self.config.configured
+        self.reason = None if self.configured else NO_MODEL_HINT
 
     def model_for(self, size: str) -> str:
         return self.config.small_model if size == "small" else self.config.model
