@@ -200,9 +200,6 @@ class Dream:
             extraction.note_own_write(path)
             if str(path) not in edited:
                 edited.append(str(path))
-            await self.daemon.notify(
-                "memory/saved", {"path": str(path), "project": str(project.root)}
-            )
 
         async def retire(tool_input: dict[str, Any]) -> str:
             raw = tool_input.get("file_path")
@@ -241,6 +238,13 @@ class Dream:
         index = memory_dir / "MEMORY.md"
         if index.exists():
             extraction.note_own_write(index)
+        # Announced once the index is in step (as extraction does), and not for a file the
+        # run retired after editing it.
+        for raw in edited:
+            if raw not in retired:
+                await self.daemon.notify(
+                    "memory/saved", {"path": raw, "project": str(project.root)}
+                )
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memoryd.automem.extraction import Extraction
 from memoryd.daemon.params import Cwd, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
@@ -24,4 +25,16 @@ class CompactParams(Params):
 async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
     """Compact a transcript with the session summary (or say why it cannot)."""
     project = daemon.service(Projects).resolve(params.cwd)
-    return await daemon.service(SessionMemory).compact(project, params.session_id, params.messages)
+    result = await daemon.service(SessionMemory).compact(
+        project, params.session_id, params.messages
+    )
+    if result["used_session_memory"]:
+        # The client goes on with the compacted list: extraction's place in the transcript
+        # (how many messages it has already seen) must follow, or it skips new messages.
+        kept = int(result["kept_messages"])
+        daemon.service(Extraction).on_compaction(
+            params.session_id,
+            dropped=len(params.messages) - kept,
+            added=len(result["messages"]) - kept,
+        )
+    return result

@@ -8,11 +8,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from memoryd import settings as settings_mod
+from memoryd.automem.dream import Dream
+from memoryd.automem.extraction import Extraction
+from memoryd.automem.service import AutoMemory
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.protocol import current_connection
 from memoryd.daemon.registry import REGISTRY, NoParams, Params, rpc_method
 from memoryd.errors import InvalidParams
+from memoryd.magicdocs import MagicDocs
+from memoryd.session.service import SessionMemory
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -30,9 +35,17 @@ EVENTS = frozenset(
 )
 
 
+# Services are created on first use and `Daemon.status()` describes the ones that exist, so
+# without this a fresh daemon would leave these features out of `status.features` (and
+# `memctl status`) until a session happened to use them. Their constructors are cheap.
+FEATURE_SERVICES: tuple[type[Any], ...] = (AutoMemory, Extraction, SessionMemory, MagicDocs, Dream)
+
+
 @rpc_method("status", NoParams, inline=True)
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
+    for cls in FEATURE_SERVICES:
+        daemon.service(cls)
     return daemon.status()
 
 
