@@ -1,8 +1,9 @@
 """Wire vocabulary shared by the team sync client and the team server (pure, no I/O).
 
 - `checksum`: the per-entry `sha256:<hex>` both sides compare.
-- `validate_key`: what a key may look like, checked by the server on every PUT and by the
-  client on every key the server sends (before any write).
+- `key_problem` / `validate_key`: what a key may look like — the one rule set, checked by the
+  server on every PUT and by the client on every key the server sends (before any write) and
+  every local file it would push.
 - `plan_batches`: how a push is cut into PUT bodies (SPEC.md "Layer 4": greedy by sorted key,
   each body at most 200,000 bytes, a larger entry alone, a file over 250,000 bytes not sent).
 """
@@ -41,57 +42,73 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def validate_key(key: str) -> str:
-    """`key` itself when it is a safe relative path, else ValueError naming why.
+def key_problem(key: object) -> str | None:
+    """Why `key` is not a safe entry key (a phrase starting with "key"), or None when it is.
 
-    A key is a `/`-separated path relative to the team folder, in Unicode NFC form. The checks
-    are at least as strict as the server's (a key the server would refuse is never pushed):
-    no control character or NUL, no backslash, not absolute, no empty/`.`/`..` segment — also
-    after NFKC folding (fullwidth `．．`, the two-dot leader `‥`, fullwidth `／` become `..` and
-    `/`) and after percent-decoding up to three times (`%2e%2e`, `..%2f`, `%252e`).
+    The one key validator of both sides: the server refuses such a key on every PUT (and adds
+    only its storage check on top, `memoryd.team.server.validation.key_problem`); the client
+    refuses it from the server before any write and never pushes it. A key is a `/`-separated
+    path relative to the team folder, in Unicode NFC form: valid UTF-8, at most
+    `KEY_MAX_CHARS` characters / `KEY_MAX_LENGTH` bytes, `KEY_MAX_DEPTH` segments of at most
+    `SEGMENT_MAX_BYTES` bytes; no control character or NUL, no backslash, not absolute (`/…`,
+    `C:…`), no empty/`.`/`..` segment — also after NFKC folding (fullwidth `．．`, the two-dot
+    leader `‥`, fullwidth `／` become `..` and `/`) and after percent-decoding up to three
+    times (`%2e%2e`, `..%2f`, `%252e`): a client or proxy that unquotes it must not end up
+    with a traversal.
     """
     if not isinstance(key, str):
-        raise ValueError("key must be a string")
+        return "key is not a string"
     if not key:
-        raise ValueError("key is empty")
+        return "key is empty"
     try:
         size = len(key.encode("utf-8"))
     except UnicodeEncodeError:
-        raise ValueError("key is not valid UTF-8 text") from None
+        return "key is not valid UTF-8 text (a lone surrogate)"
     if len(key) > KEY_MAX_CHARS or size > KEY_MAX_LENGTH:
-        raise ValueError(f"key is longer than {KEY_MAX_CHARS} characters / {KEY_MAX_LENGTH} bytes")
+        return f"key is longer than {KEY_MAX_CHARS} characters / {KEY_MAX_LENGTH} bytes"
     if unicodedata.normalize("NFC", key) != key:
-        raise ValueError("key is not in Unicode NFC form")
-    _check_path(key, "")
+        return "key is not in Unicode NFC form"
+    problem = _path_problem(key)
     decoded = key
     for _ in range(3):
-        if not _PERCENT_ESCAPE.search(decoded):
+        if problem is not None or not _PERCENT_ESCAPE.search(decoded):
             break
         decoded = unquote(decoded, errors="replace")
-        _check_path(decoded, " (once percent-decoded)")
+        problem = _path_problem(decoded)
+        if problem is not None:
+            problem += " (once percent-decoded)"
+    return problem
+
+
+def validate_key(key: str) -> str:
+    """`key` itself when it is a safe relative path, else ValueError naming why (`key_problem`)."""
+    problem = key_problem(key)
+    if problem is not None:
+        raise ValueError(problem)
     return key
 
 
-def _check_path(key: str, how: str) -> None:
+def _path_problem(key: str) -> str | None:
     if _CONTROL.search(key):
-        raise ValueError(f"key has a NUL or control character{how}")
+        return "key has a NUL or control character"
     if "\\" in key:
-        raise ValueError(f"key has a backslash{how}")
+        return "key has a backslash"
     if key.startswith("/") or _DRIVE.match(key):
-        raise ValueError(f"key is an absolute path{how}")
+        return "key is an absolute path"
     segments = key.split("/")
     if len(segments) > KEY_MAX_DEPTH:
-        raise ValueError(f"key is deeper than {KEY_MAX_DEPTH} folders")
+        return f"key is deeper than {KEY_MAX_DEPTH} folders"
     for segment in segments:
         if not segment:
-            raise ValueError("key has an empty path segment")
+            return "key has an empty path segment"
         if len(segment.encode("utf-8", "surrogatepass")) > SEGMENT_MAX_BYTES:
-            raise ValueError(f"key has a path segment over {SEGMENT_MAX_BYTES} bytes")
+            return f"key has a path segment over {SEGMENT_MAX_BYTES} bytes"
         folded = unicodedata.normalize("NFKC", segment)
         if segment in (".", "..") or folded in (".", ".."):
-            raise ValueError(f"key has a '.' or '..' segment{how}")
+            return "key has a '.' or '..' segment"
         if "/" in folded or "\\" in folded or "\x00" in folded:
-            raise ValueError(f"key has a character that normalises to a path separator{how}")
+            return "key has a character that normalises to a path separator"
+    return None
 
 
 def _json(value: str) -> bytes:

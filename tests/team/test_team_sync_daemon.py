@@ -168,6 +168,56 @@ async def _pull_watch_push(
     assert features["enabled"] is True
 
 
+async def test_a_push_that_loses_the_race_reports_the_conflict(
+    server: ThreadedServer,
+    make_side: SideFactory,
+    short_tmp: Path,
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+    daemons: list[DaemonHandle],
+) -> None:
+    """A teammate changed plan.md after our last pull; we edit it too. The watcher's push gets
+    a 412, sees both sides changed it, and — server wins, as in a pull — keeps our edit as a
+    conflict copy (notified, listed by team.status) instead of pushing over theirs."""
+    token = server.token(REPO)
+    mate = make_side("mate", server.url, token)
+    mate.write("plan.md", "v1\n")
+    await mate.engine.push()
+    handle = await start(short_tmp, "a", url=server.url, token=token)
+    daemons.append(handle)
+    listener = await handle.client()
+    try:
+        await listener.call("subscribe", {})
+        root = make_repo(tmp_path / "proj")
+        team = team_dir_of(isolated_env, root)
+        await handle.call("team.pull", cwd=str(root))
+        assert (team / "plan.md").read_text() == "v1\n"
+        mate.write("plan.md", "v2 by a teammate\n")
+        await mate.engine.push()
+
+        (team / "plan.md").write_text("my edit\n")
+        note = await next_event(listener, "team/conflict")
+        saved_as = Path(note["params"]["saved_as"])
+        assert note["params"]["path"] == str(team / "plan.md")
+        assert note["params"]["repo"] == REPO
+        assert saved_as.parent == team
+        assert saved_as.name.startswith("plan.conflict-")
+        assert saved_as.read_text() == "my edit\n"
+        assert (team / "plan.md").read_text() == "v2 by a teammate\n"
+        status = await handle.call("team.status", cwd=str(root))
+        assert status["conflicts"][-1]["key"] == "plan.md"
+        assert status["conflicts"][-1]["saved_as"] == str(saved_as)
+        assert status["conflicts"][-1]["path"] == str(team / "plan.md")
+        assert status["last_result"]["op"] == "push"
+        assert status["last_result"]["conflicts"] == 1
+        assert status["pending"] == []
+        await asyncio.sleep(0.5)  # the watcher saw the copy and the write: nothing goes up
+        assert server_history(server)["plan.md"] == ["v1\n", "v2 by a teammate\n"]
+        assert not any(".conflict-" in key for key in server_history(server))
+    finally:
+        await listener.close()
+
+
 async def test_after_turn_starts_sync_and_shutdown_pushes_pending(
     server: ThreadedServer,
     make_side: SideFactory,

@@ -8,6 +8,7 @@ from memoryd.team.sync.delta import (
     PullAction,
     admit,
     backoff_delay,
+    conflicted_keys,
     pull_action,
     push_delta,
     stale_keys,
@@ -40,6 +41,31 @@ def test_push_delta_sends_local_edits_and_new_keys_only() -> None:
     assert push_delta(local, server, synced) == ["edited.md", "new.md"]
     # theirs.md changed only on the server: a pull's job
     assert stale_keys(local, server, synced) == ["gone.md", "theirs.md"]
+
+
+def test_conflicted_keys_are_those_a_pull_would_save_aside() -> None:
+    local = {
+        "both.md": "L",  # edited here, changed there: conflict
+        "both-new.md": "L",  # created on both sides, differently: conflict
+        "mine.md": "L",  # edited here only: an ordinary push
+        "theirs.md": "B",  # changed there only: the pull's business
+        "same-edit.md": "X",  # both made the same edit: in step
+        "new.md": "N",  # only here: an ordinary push
+    }
+    server = {
+        "both.md": "S",
+        "both-new.md": "S",
+        "mine.md": "B",
+        "theirs.md": "S",
+        "same-edit.md": "X",
+    }
+    synced = {"both.md": "B", "mine.md": "B", "theirs.md": "B", "same-edit.md": "B"}
+    conflicted = conflicted_keys(local, server, synced)
+    assert conflicted == ["both-new.md", "both.md"]
+    # exactly the pushable keys a pull would treat as CONFLICT
+    for key in push_delta(local, server, synced):
+        action = pull_action(server[key], local[key], synced.get(key)) if key in server else None
+        assert (action is PullAction.CONFLICT) == (key in conflicted)
 
 
 def test_push_delta_reuploads_to_an_emptied_server() -> None:

@@ -176,6 +176,123 @@ async def test_412_refreshes_checksums_and_retries(
     assert history["a2.md"] == ["alice again\n"]
 
 
+async def test_a_412_push_keeps_the_local_edit_aside_and_takes_the_servers_version(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    """Both edited plan.md since the last sync; alice pushed first. Bob's push must not
+    overwrite her version: like a pull, the server wins and bob's edit is saved aside."""
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("plan.md", "v1\n")
+    alice.write("MEMORY.md", "- [Plan](plan.md)\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("plan.md", "v2 by alice\n")
+    alice.write("extra.md", "alice's new file\n")
+    await alice.engine.push()  # bob's ETag and checksums are stale now
+    bob.write("plan.md", "v2 by bob\n")
+    bob.write("notes.md", "bob's own file\n")
+
+    report = await bob.engine.push()
+    # PUT 412, GET hashes (plan.md changed on both sides), GET entries, PUT notes.md
+    assert report.requests == 4
+    assert report.pushed == ["notes.md"]
+    assert sorted(report.pulled) == ["extra.md", "plan.md"]
+    assert report.withheld == []
+    assert not report.pull_needed  # the push pulled already
+    assert bob.read("plan.md") == "v2 by alice\n"  # server wins…
+    assert bob.read("extra.md") == "alice's new file\n"
+    copies = bob.conflict_copies()
+    assert list(copies.values()) == ["v2 by bob\n"]  # …and bob's edit is kept
+    (name,) = copies
+    assert name.startswith("plan.conflict-")
+    assert name.endswith("Z.md")
+    (conflict,) = report.conflicts
+    assert conflict.key == "plan.md"
+    assert conflict.saved_as == str(bob.team_dir / name)
+    assert bob.engine.state.conflicts == [conflict]  # what team.status lists
+    (event,) = bob.events("team/conflict")
+    assert event == {
+        "path": str(bob.team_dir / "plan.md"),
+        "saved_as": str(bob.team_dir / name),
+        "repo": REPO,
+    }
+    assert bob.events("team/synced")[-1] == {"repo": REPO, "pushed": 1, "pulled": 2}
+    last = bob.engine.state.last_result
+    assert last is not None
+    assert (last["op"], last["pushed"], last["pulled"], last["conflicts"]) == ("push", 1, 2, 1)
+    # nothing of bob's went over alice's version
+    history = server_history(server)
+    assert history["plan.md"] == ["v1\n", "v2 by alice\n"]
+    assert history["notes.md"] == ["bob's own file\n"]
+    assert not any(".conflict-" in key for key in history)
+    # the copy is never uploaded, by this push or any later one; the folder is in step
+    assert (await bob.engine.push()).requests == 0
+    assert (await bob.engine.pull()).not_modified
+    assert bob.engine.state.pending == []
+    await alice.engine.pull()
+    assert alice.read("notes.md") == "bob's own file\n"
+    assert alice.conflict_copies() == {}
+
+
+async def test_a_push_never_overwrites_a_server_change_it_already_knows_of(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    """A 412 refreshed the checksums (plan.md moved on) but no pull ran yet; then bob edits
+    plan.md. With a current ETag the PUT would succeed: the push must catch it itself."""
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("plan.md", "v1\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("plan.md", "v2 by alice\n")
+    await alice.engine.push()
+    bob.write("b.md", "from bob\n")
+    first = await bob.engine.push()
+    assert first.pushed == ["b.md"]
+    assert first.pull_needed  # plan.md: the server's is newer; bob has not edited it yet
+    bob.write("plan.md", "v2 by bob\n")  # before the follow-up pull
+
+    report = await bob.engine.push()
+    assert report.requests == 1  # GET entries; nothing left to PUT
+    assert report.pushed == []
+    assert report.pulled == ["plan.md"]
+    assert bob.read("plan.md") == "v2 by alice\n"
+    assert list(bob.conflict_copies().values()) == ["v2 by bob\n"]
+    assert server_history(server)["plan.md"] == ["v1\n", "v2 by alice\n"]
+
+
+async def test_a_conflict_the_push_cannot_resolve_is_withheld_not_pushed(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("plan.md", "v1\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("plan.md", "v2 by alice\n")
+    await alice.engine.push()
+    bob.write("plan.md", "v2 by bob\n")
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(bob.engine.folder, "replace", refuse)
+    report = await bob.engine.push()
+    assert report.pushed == []
+    assert report.withheld == ["plan.md"]
+    assert bob.read("plan.md") == "v2 by bob\n"  # untouched
+    assert "plan.md" in bob.engine.state.refused_keys
+    assert server_history(server)["plan.md"] == ["v1\n", "v2 by alice\n"]
+    monkeypatch.undo()
+    report = await bob.engine.push()  # the filesystem is fine again
+    assert report.pulled == ["plan.md"]
+    assert list(bob.conflict_copies().values()) == ["v2 by bob\n"]
+
+
 async def test_413_teaches_the_entry_limit(server_factory: ..., make_side: SideFactory) -> None:
     server = server_factory(ServerSettings(max_entries=3))
     side = make_side("a", server.url, server.token(REPO))

@@ -149,15 +149,127 @@ def test_conflict_copies_get_unique_utc_names(tmp_path: Path) -> None:
     (team / "notes.md").write_text("mine 1")
     folder = LocalFolder(team)
     now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
-    first = folder.save_conflict_copy("notes.md", now)
-    folder.write("notes.md", "mine 2")  # replaces the name; the copy keeps its bytes
-    second = folder.save_conflict_copy("notes.md", now)
-    folder.write("notes.md", "server")
-    assert first.name == "notes.conflict-20261202T153012Z.md"
-    assert second.name == "notes.conflict-20261202T153012Z-2.md"
-    assert first.read_text() == "mine 1"
-    assert second.read_text() == "mine 2"
-    assert (team / "notes.md").read_text() == "server"
-    assert is_ignored(first.name)
-    assert is_ignored(second.name)
+    server = {checksum("server 1"), checksum("server 2")}
+    first = folder.replace("notes.md", "server 1", disposable=server, now=now)
+    (team / "notes.md").write_text("mine 2")
+    second = folder.replace("notes.md", "server 2", disposable=server, now=now)
+    assert first.written
+    assert second.written
+    assert first.saved_as is not None
+    assert second.saved_as is not None
+    assert first.saved_as.name == "notes.conflict-20261202T153012Z.md"
+    assert second.saved_as.name == "notes.conflict-20261202T153012Z-2.md"
+    assert first.saved_as.read_text() == "mine 1"
+    assert second.saved_as.read_text() == "mine 2"
+    assert (team / "notes.md").read_text() == "server 2"
+    assert (team / "notes.md").stat().st_mode & 0o777 == 0o600
+    assert is_ignored(first.saved_as.name)
+    assert is_ignored(second.saved_as.name)
     assert not is_ignored("notes.md")
+    # nothing else is left behind (no staged or moved-aside file)
+    assert sorted(p.name for p in team.iterdir()) == [
+        "notes.conflict-20261202T153012Z-2.md",
+        "notes.conflict-20261202T153012Z.md",
+        "notes.md",
+    ]
+
+
+def test_conflict_copies_sort_next_to_their_original(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    names = ["MEMORY.md", "plan-b.md", "plan.md", "planning.md", "plans.md", "zeta.md"]
+    for name in names:
+        (team / name).write_text(f"mine: {name}")
+    folder = LocalFolder(team)
+    now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
+    for name in ("plan.md", "MEMORY.md"):
+        done = folder.replace(name, "server", disposable={checksum("server")}, now=now)
+        assert done.saved_as is not None
+    listing = sorted(p.name for p in team.iterdir())
+    assert listing == [
+        "MEMORY.conflict-20261202T153012Z.md",
+        "MEMORY.md",
+        "plan-b.md",
+        "plan.conflict-20261202T153012Z.md",
+        "plan.md",
+        "planning.md",
+        "plans.md",
+        "zeta.md",
+    ]
+    # …and a copy is never part of what is synced
+    assert set(folder.scan().checksums) == set(names)
+
+
+def test_replace_drops_only_what_the_server_or_the_last_sync_already_has(
+    tmp_path: Path,
+) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "a.md").write_text("synced")
+    (team / "b.bin.md").write_bytes(b"\xff\xfe not text")
+    folder = LocalFolder(team)
+    now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
+    done = folder.replace("a.md", "new", disposable={checksum("synced")}, now=now)
+    assert done.written
+    assert done.saved_as is None
+    assert (team / "a.md").read_text() == "new"
+    # bytes that are not text are never dropped
+    done = folder.replace("b.bin.md", "text", disposable={checksum("text")}, now=now)
+    assert done.saved_as is not None
+    assert done.saved_as.read_bytes() == b"\xff\xfe not text"
+    # a missing file is simply created
+    done = folder.replace("c/new.md", "fresh", disposable=set(), now=now)
+    assert done.written
+    assert done.saved_as is None
+    assert (team / "c" / "new.md").read_text() == "fresh"
+    assert not [p for p in team.rglob(".*")]
+
+
+def test_replace_keeps_an_edit_saved_after_the_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine read the file and decided it was in step; the user saves an edit before
+    the write lands. What moves aside is checked, not what was read: the edit is kept."""
+    team = tmp_path / "team"
+    team.mkdir()
+    target = team / "notes.md"
+    target.write_text("synced")
+    folder = LocalFolder(team)
+    now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
+    stage = LocalFolder._stage
+
+    def stage_then_edit(path: Path, content: str) -> Path:
+        staged = stage(path, content)
+        target.write_text("edited just now")  # in place, as many editors do
+        return staged
+
+    monkeypatch.setattr(LocalFolder, "_stage", staticmethod(stage_then_edit))
+    done = folder.replace("notes.md", "server", disposable={checksum("synced")}, now=now)
+    assert done.written
+    assert target.read_text() == "server"
+    assert done.saved_as is not None
+    assert done.saved_as.read_text() == "edited just now"
+
+
+def test_replace_leaves_a_file_recreated_meanwhile_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    target = team / "notes.md"
+    target.write_text("synced")
+    folder = LocalFolder(team)
+    now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
+    move_aside = LocalFolder._move_aside
+
+    def move_then_recreate(path: Path) -> Path | None:
+        aside = move_aside(path)
+        target.write_text("written by path right after")
+        return aside
+
+    monkeypatch.setattr(LocalFolder, "_move_aside", staticmethod(move_then_recreate))
+    done = folder.replace("notes.md", "server", disposable={checksum("synced")}, now=now)
+    assert not done.written
+    assert target.read_text() == "written by path right after"
+    assert done.saved_as is None  # what moved aside was the synced version: dropped
+    assert sorted(p.name for p in team.iterdir()) == ["notes.md"]

@@ -13,6 +13,7 @@ from memoryd.team.protocol import (
     ENTRY_MAX_BYTES,
     checksum,
     encode_put_body,
+    key_problem,
     plan_batches,
     validate_key,
 )
@@ -62,13 +63,44 @@ def test_ordinary_keys_pass_unchanged(key: str) -> None:
     assert validate_key(key) == key
 
 
-def test_every_key_the_server_refuses_the_client_refuses_too() -> None:
-    from memoryd.team.server.validation import key_problem
+def test_client_and_server_share_one_key_validator() -> None:
+    """One rule set (protocol.key_problem): the server refuses exactly what the client
+    refuses — every hostile key of both test suites, with the same reason — and accepts
+    what it accepts."""
+    from memoryd.team.server import validation
+    from tests.team_server.test_team_server_http import HOSTILE_KEYS as HTTP_HOSTILE
+    from tests.team_server.test_team_server_validation import HOSTILE as SERVER_HOSTILE
 
-    for key in HOSTILE_KEYS:
-        if key_problem(key) is not None:
-            with pytest.raises(ValueError, match="key"):
-                validate_key(key)
+    for key in [*HOSTILE_KEYS, *SERVER_HOSTILE, *HTTP_HOSTILE]:
+        problem = key_problem(key)
+        assert problem is not None, key
+        assert validation.key_problem(key) == problem, key
+        with pytest.raises(ValueError, match=r"^key ") as refused:
+            validate_key(key)
+        assert str(refused.value) == problem
+    for key in [
+        "MEMORY.md",
+        "api/notes.md",
+        "café.md",
+        "100%.md",
+        "a..b.md",
+        "x..",
+        "日本/メモ.md",
+    ]:
+        assert key_problem(key) is None
+        assert validation.key_problem(key) is None
+
+
+def test_the_server_validator_has_no_path_rules_of_its_own() -> None:
+    """The server module keeps no copy of the rules (the duplicate that had to be kept in
+    step by a test is gone): its key check is the shared function plus storage only."""
+    import inspect
+
+    from memoryd.team.server import validation
+
+    source = inspect.getsource(validation)
+    for duplicate in ("unquote", "unicodedata", "NFKC", "MAX_KEY", "_path_problem"):
+        assert duplicate not in source, duplicate
 
 
 def _body_size(entries: dict[str, str]) -> int:

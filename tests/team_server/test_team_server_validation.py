@@ -66,6 +66,21 @@ def test_ordinary_keys_pass(key: str) -> None:
     assert key_problem(key) is None
 
 
+def test_the_storage_check_is_on_top_of_the_shared_rules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The path rules are protocol.key_problem's; what the databases need (valid UTF-8, no
+    NUL) is checked by the server whatever those rules say."""
+    from memoryd.team import protocol
+
+    monkeypatch.setattr(protocol, "key_problem", lambda key: None)
+    assert key_problem("nul\x00.md") == "key cannot be stored: NUL character"
+    assert key_problem("lone\ud800.md") == "key cannot be stored: lone surrogate (not valid UTF-8)"
+    assert key_problem("fine.md") is None
+    monkeypatch.setattr(protocol, "key_problem", lambda key: "key says no")
+    assert key_problem("fine.md") == "key says no"
+
+
 def test_repo_names() -> None:
     assert canonical_repo("Acme/Widgets") == "acme/widgets"
     assert canonical_repo("a-b_c.d/e.f-g") == "a-b_c.d/e.f-g"

@@ -43,6 +43,24 @@ def push_delta(
     )
 
 
+def conflicted_keys(
+    local: Mapping[str, str], server: Mapping[str, str], synced: Mapping[str, str]
+) -> list[str]:
+    """Keys both sides changed since the last sync, sorted: the local file differs from the
+    server's version and from the synced one, and the server's version is not the synced one
+    either (or the server has a version we never synced). Pushing such a key would overwrite a
+    teammate's edit; the pull's rule applies instead (PullAction.CONFLICT: server wins, the
+    local edit is saved aside)."""
+    return sorted(
+        key
+        for key, digest in local.items()
+        if key in server
+        and digest != server[key]
+        and digest != synced.get(key)
+        and server[key] != synced.get(key)
+    )
+
+
 def stale_keys(
     local: Mapping[str, str], server: Mapping[str, str], synced: Mapping[str, str]
 ) -> list[str]:

@@ -5,15 +5,24 @@ behind an explicit `team.pull`. Blocking filesystem work (scans, writes) runs in
 
 Pull (server wins per key, but no edit is lost): a key the user edited locally while the
 server's copy moved on too is first saved aside as `<name>.conflict-<UTC time>.md` and
-reported (`team/conflict`). Every key the server sends is validated (protocol.validate_key
-and the real-path check of LocalFolder.target) before anything is written; a refused key is
-recorded, never written.
+reported (`team/conflict`). Every write goes through LocalFolder.replace, which never
+overwrites: the local file is moved aside and kept as a conflict copy unless it turns out to
+be the synced or the server's version, so an edit saved while the pull ran is kept too. Every
+key the server sends is validated (protocol.validate_key and the real-path check of
+LocalFolder.target) before anything is written; a refused key is recorded, never written.
 
 Push: the delta by checksum (delta.push_delta), minus entries with a secret, too large, or
 over the learned entry limit; cut into batches (protocol.plan_batches), each PUT with
 If-Match. 412 → re-fetch the checksums and recompute (two retries); 413 → learn the entry
 limit or a smaller body cap and go on; 422 → the entry the server's scan names is skipped.
 Any other 4xx suppresses pushing (SyncState.suppressed) until `lift_suppression`.
+
+A push never overwrites a teammate's edit either: when the server's checksums (refreshed by a
+412, or from an earlier refresh) show that a key the user edited was also changed on the
+server since the last sync (delta.conflicted_keys), the push first pulls — the same rule as
+a pull, server wins: the local edit is saved aside as `<name>.conflict-<UTC time>.md` and
+reported, the server's version is written — then pushes the rest. A key that still conflicts
+after that (its copy or write failed) is withheld, never pushed over the server's version.
 """
 
 from __future__ import annotations
@@ -86,6 +95,10 @@ class PushReport:
     skipped: dict[str, Skipped] = field(default_factory=dict)
     requests: int = 0
     pull_needed: bool = False
+    # Written by the pull a conflict made the push do first (server wins, see the module doc).
+    pulled: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)  # conflicted, could not be resolved
 
 
 def _now_iso(now: datetime) -> str:
@@ -185,7 +198,17 @@ class SyncEngine:
             )
             self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
             self._save()
-        for conflict in report.conflicts:
+        await self._announce_conflicts(report.conflicts)
+        if report.pulled:
+            if self._on_pulled is not None:
+                self._on_pulled(report.pulled)
+            await self._notify(
+                "team/synced", {"repo": self.repo, "pushed": 0, "pulled": len(report.pulled)}
+            )
+        return report
+
+    async def _announce_conflicts(self, conflicts: list[Conflict]) -> None:
+        for conflict in conflicts:
             await self._notify(
                 "team/conflict",
                 {
@@ -194,13 +217,6 @@ class SyncEngine:
                     "repo": self.repo,
                 },
             )
-        if report.pulled:
-            if self._on_pulled is not None:
-                self._on_pulled(report.pulled)
-            await self._notify(
-                "team/synced", {"repo": self.repo, "pushed": 0, "pulled": len(report.pulled)}
-            )
-        return report
 
     def _apply(self, snapshot: Snapshot, scan: LocalScan, report: PullReport) -> None:
         """Write what the server sent (in a thread, under the memory dir's writer lock)."""
@@ -230,23 +246,27 @@ class SyncEngine:
             local = None if mine is None else checksum(mine)
             if mine is None and self.folder.exists(key):
                 local = "unreadable"  # not text: never overwritten without a copy
-            action = delta.pull_action(digest, local, state.synced.get(key))
+            synced = state.synced.get(key)
+            action = delta.pull_action(digest, local, synced)
             if action is delta.PullAction.KEEP_LOCAL:
                 continue
-            if action is delta.PullAction.CONFLICT:
-                try:
-                    copy = self.folder.save_conflict_copy(key, now)
-                except (OSError, ValueError) as exc:
-                    refused[key] = f"local edit kept, server version not written: {exc}"
-                    continue
-                conflict = Conflict(key, str(copy), _now_iso(now))
-                state.add_conflict(conflict)
-                report.conflicts.append(conflict)
             if action is not delta.PullAction.IN_STEP:
+                # WRITE or CONFLICT: `replace` moves the local file aside and keeps it as a
+                # conflict copy unless it is the synced (or the server's) version — decided on
+                # the bytes that moved, so an edit saved since the read above is kept too.
+                disposable = {digest} if synced is None else {digest, synced}
                 try:
-                    self.folder.write(key, content)
+                    done = self.folder.replace(key, content, disposable=disposable, now=now)
                 except (ValueError, OSError) as exc:
-                    refused[key] = f"not written: {exc}"
+                    refused[key] = f"local file kept, server version not written: {exc}"
+                    continue
+                if done.saved_as is not None:
+                    conflict = Conflict(key, str(done.saved_as), _now_iso(now))
+                    state.add_conflict(conflict)
+                    report.conflicts.append(conflict)
+                if not done.written:
+                    # Re-created while being replaced: the user's file stays; the next sync
+                    # sees it as an edit against the server's version.
                     continue
                 report.pulled.append(key)
             state.synced[key] = digest
@@ -257,24 +277,36 @@ class SyncEngine:
 
     # -- push -----------------------------------------------------------------------------
     async def push(self) -> PushReport:
-        async with self._lock:
-            if self.state.suppressed is not None:
-                raise SyncSuppressed(self.state.suppressed)
-            client = self._client()
-            report = PushReport()
-            before = client.requests
-            fingerprint = self._fingerprint()
-            try:
-                await self._push(client, report)
-            except TeamHTTPError as exc:
-                self._fail("push", exc)
-                raise
-            finally:
-                report.requests = client.requests - before
-                # A no-op push (the common case) writes nothing: no request, nothing new.
-                if report.requests or self._fingerprint() != fingerprint:
-                    self._save()
-            self._result("push", True, pushed=len(report.pushed), requests=report.requests)
+        report = PushReport()
+        try:
+            async with self._lock:
+                if self.state.suppressed is not None:
+                    raise SyncSuppressed(self.state.suppressed)
+                client = self._client()
+                before = client.requests
+                fingerprint = self._fingerprint()
+                try:
+                    await self._push(client, report)
+                except TeamHTTPError as exc:
+                    self._fail("push", exc)
+                    raise
+                finally:
+                    report.requests = client.requests - before
+                    # A no-op push (the common case) writes nothing: no request, nothing new.
+                    if report.requests or self._fingerprint() != fingerprint:
+                        self._save()
+                fields: dict[str, Any] = {
+                    "pushed": len(report.pushed),
+                    "requests": report.requests,
+                }
+                if report.pulled or report.conflicts:
+                    fields.update(pulled=len(report.pulled), conflicts=len(report.conflicts))
+                self._result("push", True, **fields)
+        finally:
+            # What the push pulled first is on disk even when a later PUT failed: say so.
+            await self._announce_conflicts(report.conflicts)
+            if report.pulled and self._on_pulled is not None:
+                self._on_pulled(report.pulled)
         for key, skipped in report.skipped.items():
             if skipped.reason == "secret":
                 await self._notify(
@@ -284,9 +316,10 @@ class SyncEngine:
                         "rule": skipped.rule,
                     },
                 )
-        if report.pushed:
+        if report.pushed or report.pulled:
             await self._notify(
-                "team/synced", {"repo": self.repo, "pushed": len(report.pushed), "pulled": 0}
+                "team/synced",
+                {"repo": self.repo, "pushed": len(report.pushed), "pulled": len(report.pulled)},
             )
         return report
 
@@ -295,8 +328,21 @@ class SyncEngine:
         scan = await asyncio.to_thread(self.folder.scan)
         self._note_local_skips(scan, report)
         refreshes = 0
+        attempted: set[str] = set()  # conflicted keys a pull was already run for
         for _ in range(MAX_ROUNDS):
-            contents = await self._uploadable(scan, report)
+            conflicted = set(
+                delta.conflicted_keys(scan.checksums, state.server_checksums, state.synced)
+            )
+            if conflicted - attempted:
+                # Both sides changed these keys since the last sync: pushing ours would
+                # overwrite a teammate's edit. Pull first (server wins, ours saved aside).
+                attempted |= conflicted
+                scan = await self._pull_during_push(client, scan, report)
+                conflicted = set(
+                    delta.conflicted_keys(scan.checksums, state.server_checksums, state.synced)
+                )
+            report.withheld = sorted(conflicted)
+            contents = await self._uploadable(scan, report, withhold=conflicted)
             batches = plan_batches(contents, max_body=state.max_body or BATCH_MAX_BYTES)
             for key in batches.too_large:  # only if the scan's size check raced a write
                 self._skip(report, key, Skipped("too_large", checksum(contents[key])))
@@ -364,19 +410,23 @@ class SyncEngine:
             raise Retryable(f"the push did not settle within {MAX_ROUNDS} rounds")
         state.pending = delta.push_delta(scan.checksums, state.server_checksums, state.synced)
         state.pending = [k for k in state.pending if k not in state.skipped]
+        if report.withheld:
+            log.warning("team push withheld conflicted keys", repo=self.repo, keys=report.withheld)
         report.pull_needed = bool(
             delta.stale_keys(scan.checksums, state.server_checksums, state.synced)
         )
 
-    async def _uploadable(self, scan: LocalScan, report: PushReport) -> dict[str, str]:
+    async def _uploadable(
+        self, scan: LocalScan, report: PushReport, *, withhold: set[str]
+    ) -> dict[str, str]:
         """The delta's contents, minus what is known not to go up (a secret or too large for
-        this content, over the learned entry limit). Secrets in new content are found batch
-        by batch in `_clean_batches`."""
+        this content, over the learned entry limit, a conflict left unresolved). Secrets in
+        new content are found batch by batch in `_clean_batches`."""
         state = self.state
         keys = [
             key
             for key in delta.push_delta(scan.checksums, state.server_checksums, state.synced)
-            if not self._known_blocked(key, scan.checksums[key])
+            if key not in withhold and not self._known_blocked(key, scan.checksums[key])
         ]
         unread = [key for key in keys if key not in scan.contents]
         if unread:
@@ -385,6 +435,16 @@ class SyncEngine:
                 if content is not None:  # None: deleted since the scan
                     scan.contents[key] = content
                     scan.checksums[key] = checksum(content)  # it may have changed too
+        if unread:
+            # A file that changed since the scan may now conflict: never push it blindly
+            # (the next push resolves it; it stays pending).
+            late = delta.conflicted_keys(
+                {key: scan.checksums[key] for key in unread if key in scan.checksums},
+                state.server_checksums,
+                state.synced,
+            )
+            keys = [key for key in keys if key not in late]
+            report.withheld = sorted({*report.withheld, *late})
         contents = {key: scan.contents[key] for key in keys if key in scan.contents}
         if state.max_entries is not None:
             # Near the entry limit every slot counts: weed out secrets before admitting.
@@ -517,6 +577,28 @@ class SyncEngine:
                     del state.skipped[key]
             elif key not in scan.checksums:
                 del state.skipped[key]
+
+    async def _pull_during_push(
+        self, client: TeamClient, scan: LocalScan, report: PushReport
+    ) -> LocalScan:
+        """The whole server state, applied as a pull would (`_apply`: server wins per key, a
+        local edit about to be overwritten is saved aside first); then a fresh scan of the
+        folder for the rest of the push."""
+        snapshot = await client.fetch(self.repo)
+        if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
+            raise Retryable("the team server answered 304 to an unconditional GET")
+        if snapshot is None:  # the repository is empty again: nothing to conflict with
+            self.state.etag = None
+            self.state.server_checksums = {}
+        else:
+            pulled = PullReport()
+            async with self._write_lock:
+                await asyncio.to_thread(self._apply, snapshot, scan, pulled)
+            report.pulled.extend(pulled.pulled)
+            report.conflicts.extend(pulled.conflicts)
+        fresh = await asyncio.to_thread(self.folder.scan)
+        self._note_local_skips(fresh, report)
+        return fresh
 
     async def _refresh_hashes(self, client: TeamClient) -> None:
         snapshot = await client.fetch(self.repo, hashes_only=True)

@@ -6,10 +6,14 @@ keeps a stat cache, so a no-op push over thousands of unchanged files reads none
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import stat as stat_mod
+import tempfile
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -165,7 +169,14 @@ class LocalFolder:
         return target
 
     def write(self, key: str, content: str) -> Path:
+        """Write `content` as `key` (atomic), whatever the file held: for a file known to be
+        new or in step. A pull or push writing over a local file uses `replace`."""
         target = self.target(key)
+        self._make_parents(target)
+        atomic_write_text(target, content)
+        return target
+
+    def _make_parents(self, target: Path) -> None:
         # Parents are created one by one and re-checked: a link planted between the check and
         # the write cannot carry the write outside the folder.
         self.team_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -174,35 +185,139 @@ class LocalFolder:
         real_parent = target.parent.resolve()
         if real_parent != root and root not in real_parent.parents:
             raise ValueError("resolves outside the team folder (through a symbolic link)")
-        atomic_write_text(target, content)
-        return target
 
-    def save_conflict_copy(self, key: str, now: datetime) -> Path:
-        """Keep the local file as `<stem>.conflict-<UTC time><suffix>` next to it, byte for
-        byte: a hard link to it (the write that follows replaces the name, not the inode),
-        or a copy where links are not possible. Never overwrites an existing file."""
+    def replace(
+        self, key: str, content: str, *, disposable: Collection[str], now: datetime
+    ) -> Replaced:
+        """Put `content` in place of the local file `key` without ever losing a local edit.
+
+        The local file is not overwritten: it is renamed aside (atomically — an edit saved
+        up to that instant, even by an editor's own rename, is in what moved), the new
+        content is linked into the free name (exclusively — a file re-created meanwhile is
+        left alone, `written` False), and only then is what moved aside looked at: content
+        whose checksum is in `disposable` (the synced or the incoming version) is dropped,
+        anything else — an edit, bytes that are not text — is kept byte for byte as
+        `<stem>.conflict-<UTC time><suffix>` (`saved_as`). ValueError for a key that may not
+        be written, OSError when the filesystem refuses; the local file is then put back.
+        """
         target = self.target(key)
+        self._make_parents(target)
+        staged = self._stage(target, content)
+        aside: Path | None = None
+        try:
+            aside = self._move_aside(target)
+            written = self._place(staged, target)
+        except BaseException:
+            if aside is not None:
+                self._restore(aside, target, now)
+            raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staged)
+        saved_as: Path | None = None
+        if aside is not None:
+            if self._holds_one_of(aside, disposable):
+                with contextlib.suppress(OSError):
+                    os.unlink(aside)
+            else:
+                try:
+                    saved_as = self._keep_as_conflict_copy(aside, target, now)
+                except OSError:
+                    saved_as = aside  # no name to give it: kept where it is, and reported
+        _fsync_dir(target.parent)
+        return Replaced(written, saved_as)
+
+    @staticmethod
+    def _stage(target: Path, content: str) -> Path:
+        """The new content in a hidden temp file next to `target` (fsynced, 0600)."""
+        fd, tmp = tempfile.mkstemp(prefix=".memoryd-", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o600)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return Path(tmp)
+
+    @staticmethod
+    def _move_aside(target: Path) -> Path | None:
+        """Rename the local file to a hidden name (never scanned, never watched); None when
+        there is no file."""
+        aside = target.with_name(f".memoryd-aside-{secrets.token_hex(6)}")
+        try:
+            os.rename(target, aside)
+        except FileNotFoundError:
+            return None
+        return aside
+
+    @staticmethod
+    def _place(staged: Path, target: Path) -> bool:
+        """Link the staged file as `target` unless a file of that name appeared meanwhile."""
+        try:
+            os.link(staged, target, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this filesystem: check, then rename
+            if os.path.lexists(target):
+                return False
+            os.rename(staged, target)
+        return True
+
+    def _restore(self, aside: Path, target: Path, now: datetime) -> None:
+        """After a failed replace: the moved local file goes back, or — when its name was
+        taken meanwhile — becomes a conflict copy. Never deleted."""
+        with contextlib.suppress(OSError):
+            if not os.path.lexists(target):
+                os.rename(aside, target)
+            else:
+                self._keep_as_conflict_copy(aside, target, now)
+
+    @staticmethod
+    def _holds_one_of(path: Path, checksums: Collection[str]) -> bool:
+        try:
+            return checksum(path.read_bytes().decode("utf-8")) in checksums
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    @staticmethod
+    def _keep_as_conflict_copy(aside: Path, target: Path, now: datetime) -> Path:
+        """Give the moved-aside file its conflict copy name next to `target`:
+        `<stem>.conflict-<UTC time><suffix>` (`-2`, `-3` … within one second), which sorts
+        with the original and is never pushed (`is_ignored`). Never overwrites a file."""
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         suffix = target.suffix if 0 < len(target.suffix) <= 16 else ""
         stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
-        data: bytes | None = None
         for n in range(1, 1000):
             extra = "" if n == 1 else f"-{n}"
             copy = target.with_name(f"{stem}.conflict-{stamp}{extra}{suffix}")
             try:
-                os.link(target, copy, follow_symlinks=False)
+                os.link(aside, copy, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here: check, then rename
+                if os.path.lexists(copy):
+                    continue
+                os.rename(aside, copy)
                 return copy
-            except FileExistsError:
-                continue
-            except OSError:
-                pass  # no hard links here: copy the bytes instead
-            if data is None:
-                data = target.read_bytes()
-            try:
-                fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                continue
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+            os.unlink(aside)
             return copy
-        raise FileExistsError(f"no free conflict copy name for {target}")
+        raise FileExistsError(f"no free conflict copy name for {target} (kept as {aside})")
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    written: bool  # False: the file was re-created while being replaced, and left alone
+    saved_as: Path | None  # where the local content was kept, when it was an edit
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
