@@ -72,7 +72,15 @@ async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
     else:
-        result.update(pushed=report.pushed, requests=report.requests)
+        result.update(
+            pushed=report.pushed,
+            requests=report.requests,
+            pulled=report.pulled,
+            conflicts_resolved=[
+                {"key": c.key, "saved_as": c.saved_as, "at": c.at} for c in report.conflicts
+            ],
+            withheld=report.withheld,
+        )
     return {**describe_state(daemon, folder), **result}
 
 
