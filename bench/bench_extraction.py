@@ -10,6 +10,10 @@ from /proc). Two projects share the daemon, one with no memories and one with `-
 memory files, measured alternately in the same run, in both request shapes (standalone, and
 reusing the main conversation's system/tools prefix). Goal: < 20 ms to the first request with
 1,000 existing memories.
+
+The first `after_turn` of each project is cold (the store parses every memory file) and is
+reported apart; so is the usual session start: a third project with `--memories` files gets a
+`get_context` first (which loads its store in the background), then its first `after_turn`.
 """
 
 from __future__ import annotations
@@ -87,6 +91,30 @@ def wait_idle(conn: Client, deadline_s: float = 10.0) -> None:
     raise RuntimeError("extraction did not finish")
 
 
+def session_start(
+    conn: Client, fake: FakeMessagesAPI, cwd: Path, messages: list[dict[str, Any]], total: int
+) -> tuple[float, float, float]:
+    """`get_context` for a project never seen, until the daemon holds `total` memories, then
+    its first `after_turn`: (get_context s, background load s, after_turn to 1st request s)."""
+    start = time.monotonic()
+    conn.call("get_context", {"cwd": str(cwd)})
+    context = time.monotonic() - start
+    deadline = start + 60
+    while conn.call("status")["features"]["auto_memory"]["memories"] < total:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the store was not loaded in the background")
+        time.sleep(0.005)
+    loaded = time.monotonic() - start
+    seen = len(fake.requests)
+    start = time.monotonic()
+    conn.call("after_turn", {"session_id": "bench-warm", "cwd": str(cwd), "messages": messages})
+    while len(fake.requests) <= seen:
+        time.sleep(0.0005)
+    first = fake.requests[seen].received_at - start
+    wait_idle(conn)
+    return context, loaded, first
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=40)
@@ -105,6 +133,9 @@ def main() -> None:
             config = Path(env["HOME"]) / ".claude" / "projects"
             full_cwd = projects[f"{args.memories} memories"]
             make_memories(config / sanitize_key(full_cwd.resolve()) / "memory", args.memories)
+            warm_cwd = root / "warm"
+            warm_cwd.mkdir(parents=True)
+            make_memories(config / sanitize_key(warm_cwd.resolve()) / "memory", args.memories)
             with daemon_process(env) as sock, Client(sock, timeout=30) as conn:
                 pid = conn.call("status")["pid"]
                 messages = transcript(15)
@@ -141,6 +172,7 @@ def main() -> None:
                                 continue
                             results.setdefault((shape, label), []).append(latency)
                             cpu.setdefault((shape, label), []).append(used)
+                warmed = session_start(conn, fake, warm_cwd, messages, 2 * args.memories)
     finally:
         fake.stop()
 
@@ -156,13 +188,22 @@ def main() -> None:
         )
     for label, value in cold.items():
         print(f"first call (cold manifest), {label}: {value * 1000:.2f} ms")
+    context_s, loaded_s, first_s = warmed
+    print(
+        f"first call after get_context, {args.memories} memories: {first_s * 1000:.2f} ms "
+        f"(get_context {context_s * 1000:.1f} ms; store loaded in the background "
+        f"{loaded_s * 1000:.0f} ms after it)"
+    )
     full = f"{args.memories} memories"
     for shape in ("standalone", "reuse"):
         ratio = median(results[(shape, full)]) / median(results[(shape, "0 memories")])
         print(f"{shape}: {full} / 0 memories latency ratio = {ratio:.2f}x")
     worst = max(median(results[(s, full)]) for s in ("standalone", "reuse")) * 1000
+    worst_p95 = max(percentile(results[(s, full)], 95) for s in ("standalone", "reuse")) * 1000
     print(
-        f"goal < 20 ms to the first request with {full}: {'met' if worst < 20 else 'NOT met'} ({worst:.2f} ms)"
+        f"goal < 20 ms to the first request with {full}: {'met' if worst < 20 else 'NOT met'} "
+        f"at the median ({worst:.2f} ms), {'met' if worst_p95 < 20 else 'NOT met'} at p95 "
+        f"({worst_p95:.2f} ms)"
     )
 
 

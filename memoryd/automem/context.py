@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memoryd.automem.instructions import memory_instructions
@@ -13,10 +15,25 @@ if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
     from memoryd.daemon.projects import Project
 
+_KINDS: tuple[tuple[bool, Literal["AutoMem", "TeamMem"]], ...] = (
+    (False, "AutoMem"),
+    (True, "TeamMem"),
+)
+
+
+@lru_cache(maxsize=64)
+def _instructions(memory_dir: Path) -> str:
+    return memory_instructions(memory_dir)
+
 
 @register_index_provider
 async def automem_index(daemon: Daemon, project: Project) -> ContextContribution:
-    """MEMORY.md then team/MEMORY.md, each cut to its caps; nothing when auto memory is off."""
+    """MEMORY.md then team/MEMORY.md, each cut to its caps; nothing when auto memory is off.
+
+    Runs on every `get_context`, so it stays on cached views: the checked memory dir and the
+    index text per MEMORY.md stat. It also starts the memory dir's first load in the
+    background, so the session's first extraction or recall finds the store warm.
+    """
     am = daemon.service(AutoMemory)
     try:
         memory_dir = am.memory_dir(project)
@@ -25,21 +42,18 @@ async def automem_index(daemon: Daemon, project: Project) -> ContextContribution
     except ForbiddenPath as exc:
         am.warnings.append(exc.message)
         return ContextContribution()
+    am.warm(memory_dir)
     entries: list[IndexEntry] = []
     truncated = False
-    kinds: tuple[tuple[bool, Literal["AutoMem", "TeamMem"]], ...] = (
-        (False, "AutoMem"),
-        (True, "TeamMem"),
-    )
-    for team, kind in kinds:
-        view = am.read_index(project, team=team)
-        if not view.path.is_file():
+    for team, kind in _KINDS:
+        view = am.index_text(memory_dir, team=team)
+        if view is None:
             continue
         entries.append(IndexEntry(view.path, kind, view.text, view.truncated))
         truncated = truncated or view.truncated
     return ContextContribution(
         entries=entries,
         memory_dir=str(memory_dir),
-        memory_instructions=memory_instructions(memory_dir),
+        memory_instructions=_instructions(memory_dir),
         index_truncated=truncated,
     )

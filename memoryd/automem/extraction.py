@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,8 @@ class _DirRun:
     task: asyncio.Task[Any] | None = None
     pending: Turn | None = None
     since: float | None = None  # the pending turn's session's previous after_turn
+    # The pending turn's disk check, started when it was scheduled (see `_schedule`).
+    check: asyncio.Future[Path | None] | None = None
 
 
 @dataclass
@@ -115,9 +118,9 @@ class Extraction:
         # Files our own background writers wrote, with the mtime they left: not the main agent.
         self._own: dict[str, int] = {}
         self.skip_reason: str | None = None
-        # The formatted manifest per memory dir, keyed by the header objects it was made from
-        # (the store hands back the same objects while nothing changed, so the check is cheap).
-        self._manifests: dict[Path, tuple[tuple[MemoryHeader, ...], str]] = {}
+        # The formatted manifest per memory dir, keyed by the header list it was made from
+        # (the store hands back the same list while nothing changed, so the check is O(1)).
+        self._manifests: dict[Path, tuple[list[MemoryHeader], str]] = {}
 
     # -- bookkeeping (called from the after_turn hook; must be quick) ------------------------
     def note_own_write(self, path: Path) -> None:
@@ -130,20 +133,30 @@ class Extraction:
         """A memory file (top level; team/ is the sync's) modified after `since`, not by us."""
         cutoff = int(since * 1e9)
         own = self._own
+        base = os.fspath(memory_dir)
         try:
-            with os.scandir(memory_dir) as entries:
-                for entry in entries:
-                    # Cheap tests first: this runs on every turn over every memory file.
-                    if not entry.name.endswith(".md"):
-                        continue
-                    try:
-                        mtime = entry.stat(follow_symlinks=False).st_mtime_ns
-                    except OSError:
-                        continue
-                    if mtime > cutoff and own.get(entry.path) != mtime:
-                        return Path(entry.path)
+            fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             return None
+        try:
+            names = os.listdir(fd)
+            # Cheap tests first: this runs on every turn over every memory file. A stat
+            # relative to the open dir skips building each path (only a hit needs one).
+            for name in names:
+                if not name.endswith(".md"):
+                    continue
+                try:
+                    mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    continue
+                if mtime > cutoff:
+                    path = os.path.join(base, name)
+                    if own.get(path) != mtime:
+                        return Path(path)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         return None
 
     def on_turn(self, turn: Turn) -> bool:
@@ -166,12 +179,21 @@ class Extraction:
         except MemorydError as exc:
             self.skip_reason = exc.message
             return False
+        am.warm(memory_dir)  # a project's first turn: load its store in the background
         self.skip_reason = None
         if main_agent_wrote_memory(turn.messages, memory_dir):
             self._skip_main_agent(turn, "a Write/Edit into the memory dir this turn")
             return False
         self._schedule(memory_dir, turn, previous)
         return True
+
+    def on_compaction(self, session_id: str, dropped: int, added: int) -> None:
+        """`compact` replaced the first `dropped` messages of the session's transcript by
+        `added` new ones (boundary and summary): move the cursor the same way, so the next
+        turn offers exactly the messages that came after the compaction."""
+        offered = self._cursor.get(session_id)
+        if offered is not None:
+            self._cursor[session_id] = added + max(0, offered - dropped)
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
         self.stats.skipped_main_agent += 1
@@ -188,18 +210,29 @@ class Extraction:
             # Coalesced triggers: look for main-agent writes since the earliest of them.
             if since is not None and run.since is not None:
                 since = min(since, run.since)
+            _drop_check(run)  # made for the earlier trigger's `since`
         run.pending, run.since = turn, since
         if run.task is None:
+            if since is not None and not self.run_lock(memory_dir).locked():
+                # The run starts at once: its disk check (a stat of every memory file, the
+                # longest step before the model request) starts now, in a thread, while the
+                # rest of `after_turn` and the prompt are built.
+                run.check = _in_thread(self._changed_since, memory_dir, since)
             run.task = self.daemon.spawn(self._drain(memory_dir, run), worker=WORKER)
 
     async def _drain(self, memory_dir: Path, run: _DirRun) -> None:
         try:
             while run.pending is not None:
-                turn, since = run.pending, run.since
-                run.pending = run.since = None
-                async with self.run_lock(memory_dir):
-                    await self.extract(turn, since=since)
+                turn, since, check = run.pending, run.since, run.check
+                run.pending = run.since = run.check = None
+                lock = self.run_lock(memory_dir)
+                if check is not None and lock.locked():
+                    check.cancel()  # we wait for another agent: check when it is our turn
+                    check = None
+                async with lock:
+                    await self.extract(turn, since=since, disk_check=check)
         finally:
+            _drop_check(run)
             run.task = None
 
     def run_lock(self, memory_dir: Path) -> asyncio.Lock:
@@ -219,9 +252,8 @@ class Extraction:
         A big memory dir would otherwise put tens of thousands of tokens into every
         extraction; the agent can still Grep/Glob the dir for older ones.
         """
-        key = tuple(headers)
         cached = self._manifests.get(memory_dir)
-        if cached is not None and cached[0] == key:
+        if cached is not None and (cached[0] is headers or cached[0] == headers):
             return cached[1]
         newest = sorted(headers, key=lambda h: h.mtime, reverse=True)[:MANIFEST_LIMIT]
         text = format_manifest(sorted(newest, key=lambda h: (h.team, h.file)))
@@ -230,7 +262,7 @@ class Extraction:
                 f"\n({len(headers) - MANIFEST_LIMIT} older memories are not listed; search "
                 f"`{memory_dir}` with Grep or Glob before adding one that may exist.)"
             )
-        self._manifests[memory_dir] = (key, text)
+        self._manifests[memory_dir] = (headers, text)
         return text
 
     def build_request(
@@ -252,25 +284,34 @@ class Extraction:
         transcript = prompts.render_transcript(turn.messages[start:])
         return prompts.SYSTEM_PROMPT, prompts.standalone_messages(transcript, text), None, None
 
-    async def extract(self, turn: Turn, *, since: float | None = None) -> AgentResult | None:
+    async def extract(
+        self,
+        turn: Turn,
+        *,
+        since: float | None = None,
+        disk_check: asyncio.Future[Path | None] | None = None,
+    ) -> AgentResult | None:
         """One extraction of `turn`; None when it was skipped or could not start.
 
         `since`: skip when a memory file changed on disk after that time (not by us). That
-        check stats every memory file, so it runs in a thread while the prompt is built.
+        check stats every memory file, so it runs in a thread while the prompt is built
+        (`disk_check`: that check for this `since`, already started by the caller).
         """
         am = self.daemon.service(AutoMemory)
         project = turn.project
         try:
             memory_dir = am.memory_dir(project)
         except MemorydError as exc:
+            if disk_check is not None:
+                disk_check.cancel()
             await self.daemon.report_worker_error(WORKER, f"cannot extract: {exc.message}")
             self.stats.failed += 1
             return None
-        disk_check = (
-            asyncio.ensure_future(asyncio.to_thread(self._changed_since, memory_dir, since))
-            if since is not None
-            else None
-        )
+        # A project's first extraction waits for the store's background first load, if one
+        # runs, instead of parsing every memory file at once on the event loop.
+        await am.ready(memory_dir)
+        if disk_check is None and since is not None:
+            disk_check = _in_thread(self._changed_since, memory_dir, since)
         try:
             headers = am.manifest(project)
             system, messages, tools, model = self.build_request(
@@ -298,9 +339,6 @@ class Extraction:
         async def on_write(path: Path) -> None:
             self.note_own_write(path)
             written.append(path)
-            await self.daemon.notify(
-                "memory/saved", {"path": str(path), "project": str(project.root)}
-            )
 
         self.stats.runs += 1
         result = await run_agent(
@@ -321,6 +359,12 @@ class Extraction:
             await am.reconcile_index(project)
             for path in (memory_dir / "MEMORY.md", *written):
                 self.note_own_write(path)
+            # Announced once the index has its lines: a client that reacts to `memory/saved`
+            # (get_context, the memory UI) must see the memory in MEMORY.md as well.
+            for path in dict.fromkeys(written):
+                await self.daemon.notify(
+                    "memory/saved", {"path": str(path), "project": str(project.root)}
+                )
         self.stats.written += len(written)
         self.stats.last = {
             "project": str(project.root),
@@ -376,6 +420,19 @@ class Extraction:
             run.pending = None
             if run.task is not None:
                 run.task.cancel()
+
+
+def _in_thread(
+    check: Callable[[Path, float], Path | None], memory_dir: Path, since: float
+) -> asyncio.Future[Path | None]:
+    # Submitted now (not when a task first runs), so the thread starts right away.
+    return asyncio.get_running_loop().run_in_executor(None, check, memory_dir, since)
+
+
+def _drop_check(run: _DirRun) -> None:
+    if run.check is not None:
+        run.check.cancel()
+        run.check = None
 
 
 @after_turn_hook

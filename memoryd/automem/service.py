@@ -3,12 +3,19 @@
 Every writer of a memory directory (this service, the extraction and dream agents) holds
 `writer_lock(memory_dir)` while it writes files there or `MEMORY.md`, so writes are
 serialised per directory and the index never loses a line.
+
+The request path stays cheap: the checked memory dir is kept per project (settings re-read
+only when a settings file's stat changes; the real path re-checked on every call), the
+index text for `get_context` per MEMORY.md stat, and a memory dir's periodic full sweep and
+first load run in the background (`state`, `warm`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +30,7 @@ from memoryd.automem.history import History, Version
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import file_name_for, render_memory
 from memoryd.automem.ranker import RankerParams
-from memoryd.automem.store import TEAM_DIR, DirState
+from memoryd.automem.store import TEAM_DIR, DirState, scan_tree
 from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
 from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir
 
@@ -48,6 +55,22 @@ class IndexView:
     dangling: tuple[str, ...]  # index lines pointing at files that do not exist
 
 
+@dataclass(frozen=True)
+class IndexText:
+    """MEMORY.md (or team/MEMORY.md) as it enters `get_context`."""
+
+    path: Path
+    text: str  # after the line/byte cut, with the warning when cut
+    truncated: bool
+
+
+WORKER = "automem"
+WARM_SLICE_S = 0.004  # the first load of a memory dir yields to the event loop this often
+
+# os.stat facts that change whenever a file's content or identity does.
+_Stat = tuple[int, int, int, int, int] | tuple[str, int]
+
+
 class AutoMemory:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
@@ -62,10 +85,35 @@ class AutoMemory:
         self._pending_index: dict[Path, dict[str, tuple[str, str]]] = {}
         self.warnings: list[str] = []
         self._known_dirs: set[Path] = set()  # every memory dir handed out, for `snapshot`
+        # Per project root: the settings with the stats of the files they were read from.
+        self._settings_cache: dict[
+            Path, tuple[tuple[_Stat | None, ...], settings_mod.EffectiveSettings]
+        ] = {}
+        # Per project root: the memory dir checked by `check_safe`, with what the check saw
+        # (the dir's real path, home, config dir); re-checked when any of those moves.
+        self._checked: dict[Path, tuple[tuple[str, Path, Path], Path]] = {}
+        self._index_texts: dict[Path, tuple[_Stat, IndexText]] = {}
+        self._warming: dict[Path, asyncio.Task[Any]] = {}
 
     # -- where, and whether -----------------------------------------------------------------
     def _settings(self, project: Project) -> settings_mod.EffectiveSettings:
-        return settings_mod.load(project.root, self.daemon.config.flag_settings)
+        """`settings.load` for the project, re-read only when one of its files' stat changed."""
+        root = project.root
+        flag = self.daemon.config.flag_settings
+        files = (
+            settings_mod.policy_settings_path(),
+            flag,
+            settings_mod.user_settings_path(),
+            settings_mod.project_settings_path(root),
+            settings_mod.local_settings_path(root),
+        )
+        stamp = tuple(None if f is None else _stat_stamp(f) for f in files)
+        cached = self._settings_cache.get(root)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        settings = settings_mod.load(root, flag)
+        self._settings_cache[root] = (stamp, settings)
+        return settings
 
     def enabled(self, project: Project) -> bool:
         return location.enabled(os.environ, self._settings(project))
@@ -91,15 +139,22 @@ class AutoMemory:
                 f"(`memctl call settings.set ...`) and unset {location.ENV_DISABLE}"
             )
         choice = self._choice(project)
-        location.check_safe(choice, home=paths.home(), config_dir=paths.config_dir())
+        home, config_dir = paths.home(), paths.config_dir()
+        # The check depends on where the dir really is: a symlink swapped in later is seen.
+        seen = (os.path.realpath(choice.path), home, config_dir)
+        checked = self._checked.get(project.root)
+        if checked is not None and checked[0] == seen:
+            return checked[1]
+        location.check_safe(choice, home=home, config_dir=config_dir)
         memory_dir = Path(unicodedata.normalize("NFC", str(choice.path)))
         self._known_dirs.add(memory_dir)
+        self._checked[project.root] = (seen, memory_dir)
         return memory_dir
 
     def team_dir(self, project: Project) -> Path:
         return self.memory_dir(project) / TEAM_DIR
 
-    def state(self, memory_dir: Path) -> DirState:
+    def _state(self, memory_dir: Path) -> DirState:
         state = self._states.get(memory_dir)
         if state is None:
             state = DirState(
@@ -107,8 +162,54 @@ class AutoMemory:
             )
             self._states[memory_dir] = state
         state.sweep_interval_s = self.sweep_interval_s
+        return state
+
+    def state(self, memory_dir: Path) -> DirState:
+        """The dir's store, up to date. On the event loop, a periodic full sweep that is due
+        runs in the background (stat in a thread, changes applied on the loop) instead of
+        on this call; the cheap directory check (created, deleted, replaced files) always
+        runs here, and so does the first load unless `warm` got there first."""
+        state = self._state(memory_dir)
+        if state.swept and state.sweep_interval_s > 0 and state.sweep_due() and _on_loop():
+            state.mark_sweep_started()
+            self.daemon.spawn(self._sweep_in_background(state), worker=WORKER)
         state.refresh()
         return state
+
+    async def _sweep_in_background(self, state: DirState) -> None:
+        before = state.stamps()
+        seen = await asyncio.to_thread(scan_tree, state.memory_dir)
+        state.apply_scan(before, seen)
+
+    def warm(self, memory_dir: Path) -> None:
+        """Load a memory dir that was never loaded, in the background, in slices that leave
+        the event loop free (the first full load parses every file: ~0.2 s per 1,000)."""
+        if memory_dir in self._warming or not _on_loop():
+            return
+        state = self._state(memory_dir)
+        if not state.swept:
+            task = self.daemon.spawn(self._warm(state), worker=WORKER)
+            self._warming[memory_dir] = task
+
+    async def _warm(self, state: DirState) -> None:
+        try:
+            started = time.monotonic()
+            seen = await asyncio.to_thread(scan_tree, state.memory_dir)
+            deadline = time.perf_counter() + WARM_SLICE_S
+            for _ in state.load_steps(seen, started):
+                if time.perf_counter() >= deadline:
+                    await asyncio.sleep(0)
+                    deadline = time.perf_counter() + WARM_SLICE_S
+        finally:
+            self._warming.pop(state.memory_dir, None)
+
+    async def ready(self, memory_dir: Path) -> DirState:
+        """`state`, after waiting for a background first load of the dir to finish (rather
+        than doing the rest of it at once on this call)."""
+        task = self._warming.get(memory_dir)
+        if task is not None:
+            await asyncio.wait({task})
+        return self.state(memory_dir)
 
     def writer_lock(self, memory_dir: Path) -> asyncio.Lock:
         return self._locks.setdefault(memory_dir, asyncio.Lock())
@@ -142,6 +243,29 @@ class AutoMemory:
         cut = index_mod.truncate(text)
         missing = tuple(e.file for e in index_mod.dangling(text, existing))
         return IndexView(path, cut.text, cut.truncated, cut.cap, missing)
+
+    def index_text(self, memory_dir: Path, *, team: bool = False) -> IndexText | None:
+        """MEMORY.md (or team/MEMORY.md) cut to its caps, as `get_context` shows it; None when
+        it is not a file. Kept per the file's stat, so a warm call costs one `stat`."""
+        path = (memory_dir / TEAM_DIR if team else memory_dir) / index_mod.INDEX_NAME
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError:
+            _read_text(path)  # raises what reading it raises, as it always did
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            _read_text(path)  # a directory raises; anything else is no index
+            return None
+        stamp = _stamp_of(st)
+        cached = self._index_texts.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        cut = index_mod.truncate(_read_text(path))
+        view = IndexText(path, cut.text, cut.truncated)
+        self._index_texts[path] = (stamp, view)
+        return view
 
     def search(
         self, project: Project, query: str, limit: int, exclude: set[str]
@@ -351,6 +475,25 @@ class AutoMemory:
                 "warnings": self.warnings[-5:],
             }
         }
+
+
+def _on_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _stamp_of(st: os.stat_result) -> _Stat:
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def _stat_stamp(path: Path) -> _Stat:
+    try:
+        return _stamp_of(os.stat(path))
+    except OSError as exc:
+        return (type(exc).__name__, exc.errno or 0)
 
 
 def _is_team(key: str) -> bool:

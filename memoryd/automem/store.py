@@ -5,12 +5,18 @@ atomically replacing a file changes its directory's mtime), and a full per-file 
 runs when a directory changed or `sweep_interval_s` has passed (catches in-place edits).
 Only files whose (mtime, size) changed are re-read, so a changed file costs one parse and
 one index update.
+
+The daemon keeps the periodic sweep off the request path: `scan_tree` (stat only, touches no
+state) runs in a thread and `apply_scan` folds its result in on the event loop, leaving
+alone any file the loop re-read or dropped meanwhile. A directory's first load can be spread
+over event-loop slices with `load_steps`.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +30,14 @@ from memoryd.automem.ranker import RankerParams, RecallIndex
 TEAM_DIR = "team"
 _MAX_TEAM_DEPTH = 8
 
+Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
+Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
+
 
 @dataclass(frozen=True)
 class Entry:
     header: MemoryHeader
-    stamp: tuple[int, int, int]  # (mtime_ns, size, inode)
+    stamp: Stamp
     candidate: Candidate
 
 
@@ -42,8 +51,10 @@ class DirState:
         self.entries: dict[str, Entry] = {}
         self._dir_stamps: dict[Path, int] = {}
         self._last_sweep = float("-inf")
+        self.swept = False  # a full sweep has loaded the whole directory at least once
         self.generation = 0  # bumps on every change, for callers that cache derived views
         self.updates = 0  # files (re)analysed, for status and the benchmark
+        self._headers: list[MemoryHeader] | None = None  # sorted; None once entries change
 
     # -- freshness --------------------------------------------------------------------------
     def _dirs_changed(self) -> bool:
@@ -59,6 +70,9 @@ class DirState:
         team = self.memory_dir / TEAM_DIR
         return team not in self._dir_stamps and team.is_dir()
 
+    def sweep_due(self) -> bool:
+        return time.monotonic() - self._last_sweep >= self.sweep_interval_s
+
     def refresh(self, *, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self._last_sweep >= self.sweep_interval_s:
@@ -69,13 +83,18 @@ class DirState:
             # or atomically replaced file (new inode) is found; only those files are read.
             self._sweep(full=False)
 
+    def mark_sweep_started(self) -> None:
+        """A periodic sweep is on its way elsewhere: not due again for `sweep_interval_s`."""
+        self._last_sweep = time.monotonic()
+
     def invalidate(self) -> None:
         self._dir_stamps.clear()
 
     def _sweep(self, *, full: bool) -> None:
-        seen: dict[str, tuple[str, tuple[int, int, int]]] = {}
+        seen: Seen = {}
         stamps: dict[Path, int] = {}
-        self._scan(self.memory_dir, "", seen, stamps, depth=0, team=False, full=full)
+        known = None if full else self.entries
+        _scan(self.memory_dir, "", seen, stamps, known, depth=0, team=False)
         self._dir_stamps = stamps
         changed = False
         for key in [k for k in self.entries if k not in seen]:
@@ -88,59 +107,65 @@ class DirState:
                 changed = True
         if changed:
             self.generation += 1
+        self.swept = True
 
-    def _scan(
-        self,
-        directory: Path,
-        prefix: str,
-        seen: dict[str, tuple[str, tuple[int, int, int]]],
-        stamps: dict[Path, int],
-        *,
-        depth: int,
-        team: bool,
-        full: bool,
+    # -- sweeps whose I/O ran elsewhere -------------------------------------------------------
+    def stamps(self) -> dict[str, Stamp]:
+        """The stamps as they are now; give them to `apply_scan` with a scan started later."""
+        return {key: entry.stamp for key, entry in self.entries.items()}
+
+    def apply_scan(
+        self, before: Mapping[str, Stamp], seen: Mapping[str, tuple[str, Stamp]]
     ) -> None:
-        try:
-            stamps[directory] = os.stat(directory).st_mtime_ns
-            iterator = os.scandir(directory)
-        except OSError:
-            return
-        with iterator:
-            for item in iterator:
-                name = item.name
-                if name.startswith("."):
-                    continue
-                try:
-                    # Symlinks are not followed: a link could point anywhere (e.g. ~/.ssh).
-                    if item.is_dir(follow_symlinks=False):
-                        if (team or (depth == 0 and name == TEAM_DIR)) and depth < _MAX_TEAM_DEPTH:
-                            self._scan(
-                                Path(item.path),
-                                f"{prefix}{name}/",
-                                seen,
-                                stamps,
-                                depth=depth + 1,
-                                team=True,
-                                full=full,
-                            )
-                        continue
-                    if (
-                        not name.endswith(".md")
-                        or name == INDEX_NAME
-                        or not item.is_file(follow_symlinks=False)
-                    ):
-                        continue
-                    key = prefix + name
-                    known = self.entries.get(key)
-                    if not full and known is not None and known.stamp[2] == item.inode():
-                        seen[key] = (item.path, known.stamp)
-                        continue
-                    st = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                seen[key] = (item.path, (st.st_mtime_ns, st.st_size, st.st_ino))
+        """Fold in a full stat scan (`scan_tree`) that started after `before` was taken.
 
-    def _load(self, key: str, path: Path, stamp: tuple[int, int, int]) -> None:
+        A file the event loop re-read or dropped since `before` is left as the loop has it
+        (its view is at least as new as the scan's); every other difference is applied as a
+        full sweep would. Directory stamps stay with the per-access directory check.
+        """
+        changed = False
+        for key, stamp in before.items():
+            if key not in seen:
+                entry = self.entries.get(key)
+                if entry is not None and entry.stamp == stamp:
+                    self._drop(key)
+                    changed = True
+        for key, (path, stamp) in seen.items():
+            entry = self.entries.get(key)
+            if entry is None:
+                # New, or dropped by the loop meanwhile: `_load` reads what is there now.
+                self._load(key, Path(path), stamp)
+                changed = True
+            elif entry.stamp != stamp and entry.stamp == before.get(key):
+                self._load(key, Path(path), stamp)
+                changed = True
+        if changed:
+            self.generation += 1
+
+    def load_steps(self, seen: Mapping[str, tuple[str, Stamp]], started: float) -> Iterator[None]:
+        """The directory's first load from a scan (`scan_tree`) started at monotonic time
+        `started`, one file per step, so the caller can spread it over event-loop slices.
+
+        Stops as soon as a sweep on the request path has loaded the directory. The last step
+        is a readdir-only sweep, so a file created, deleted or replaced while loading is seen
+        as on any access; one edited in place after it was read waits for the periodic sweep,
+        as always.
+        """
+        for key, (path, stamp) in seen.items():
+            if self.swept:
+                return
+            entry = self.entries.get(key)
+            if entry is None or entry.stamp != stamp:
+                self._load(key, Path(path), stamp)
+            yield
+        if self.swept:
+            return
+        self._sweep(full=False)
+        self._last_sweep = started
+        self.generation += 1
+
+    # -- one file ---------------------------------------------------------------------------
+    def _load(self, key: str, path: Path, stamp: Stamp) -> None:
         try:
             with open(path, "rb") as handle:
                 raw = handle.read(MAX_FILE_BYTES * 2)
@@ -164,12 +189,14 @@ class DirState:
             key, parsed.type, memory_text(parsed.name, parsed.description, parsed.body)
         )
         self.entries[key] = Entry(header, stamp, candidate)
+        self._headers = None
         when = first_date(parsed.body) or first_date(parsed.description)
         self.index.upsert(key, parsed.name, parsed.description, parsed.body, when)
         self.updates += 1
 
     def _drop(self, key: str) -> None:
-        self.entries.pop(key, None)
+        if self.entries.pop(key, None) is not None:
+            self._headers = None
         self.index.remove(key)
 
     def note_written(self, key: str, path: Path) -> None:
@@ -204,4 +231,73 @@ class DirState:
             self.invalidate()
 
     def headers(self) -> list[MemoryHeader]:
-        return sorted((e.header for e in self.entries.values()), key=lambda h: (h.team, h.file))
+        """Every header, own files first then team/, each by file. The same list object comes
+        back while nothing changed (callers use that to skip work): do not mutate it."""
+        if self._headers is None:
+            self._headers = sorted(
+                (e.header for e in self.entries.values()), key=lambda h: (h.team, h.file)
+            )
+        return self._headers
+
+
+def scan_tree(memory_dir: Path) -> Seen:
+    """Every memory file under `memory_dir`, freshly stat'ed: a full sweep's I/O. Touches no
+    state, so it can run in a thread."""
+    seen: Seen = {}
+    _scan(memory_dir, "", seen, {}, None, depth=0, team=False)
+    return seen
+
+
+def _scan(
+    directory: Path,
+    prefix: str,
+    seen: Seen,
+    stamps: dict[Path, int],
+    known: Mapping[str, Entry] | None,
+    *,
+    depth: int,
+    team: bool,
+) -> None:
+    """`known` None: stat every file. Otherwise a file whose inode matches its known entry
+    keeps that entry's stamp without a stat (so created, deleted and replaced files are
+    found, and in-place edits are left to a full sweep)."""
+    try:
+        stamps[directory] = os.stat(directory).st_mtime_ns
+        iterator = os.scandir(directory)
+    except OSError:
+        return
+    with iterator:
+        for item in iterator:
+            name = item.name
+            if name.startswith("."):
+                continue
+            try:
+                # Symlinks are not followed: a link could point anywhere (e.g. ~/.ssh).
+                if item.is_dir(follow_symlinks=False):
+                    if (team or (depth == 0 and name == TEAM_DIR)) and depth < _MAX_TEAM_DEPTH:
+                        _scan(
+                            Path(item.path),
+                            f"{prefix}{name}/",
+                            seen,
+                            stamps,
+                            known,
+                            depth=depth + 1,
+                            team=True,
+                        )
+                    continue
+                if (
+                    not name.endswith(".md")
+                    or name == INDEX_NAME
+                    or not item.is_file(follow_symlinks=False)
+                ):
+                    continue
+                key = prefix + name
+                if known is not None:
+                    entry = known.get(key)
+                    if entry is not None and entry.stamp[2] == item.inode():
+                        seen[key] = (item.path, entry.stamp)
+                        continue
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            seen[key] = (item.path, (st.st_mtime_ns, st.st_size, st.st_ino))
