@@ -192,7 +192,8 @@ async def test_first_get_context_loads_the_store_in_the_background(
         _write(memdir / f"user_fact_{i:02d}.md", f"fact {i}", f"giraffe number {i}")
     await daemon.call("get_context", cwd=str(project))
     am = daemon.daemon.service(AutoMemory)
-    assert memdir in am._warming
+    # get_context started the load; on a fast machine it may already have finished.
+    assert memdir in am._warming or (memdir in am._states and am._states[memdir].swept)
     await _idle(am)
     state = am._states[memdir]
     assert state.swept
