@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -67,6 +66,8 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
         str(log_file),
         *(extra_args or []),
     ]
+    import subprocess  # only `start` spawns; the other commands stay quick to import
+
     with open(os.devnull, "rb") as devnull_in, open(log_file, "ab") as err:
         process = subprocess.Popen(
             command, stdin=devnull_in, stdout=err, stderr=err, start_new_session=True

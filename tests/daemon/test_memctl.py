@@ -82,3 +82,21 @@ def test_start_replaces_a_stale_daemon(sock: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["started"] is True
     assert memctl(sock, "status").returncode == 0
+
+
+def test_every_command_is_found_by_the_module_table() -> None:
+    import argparse
+
+    from memctl.__main__ import _command_names, build_parser, module_for
+
+    every = build_parser()
+    sub_action = next(a for a in every._actions if isinstance(a, argparse._SubParsersAction))
+    for command in sub_action.choices:
+        module = module_for(["--socket", "/x", "--json", command])
+        assert module is not None, command
+        alone = build_parser(module)
+        only = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+        assert command in only.choices, (command, module)
+    assert module_for(["--help"]) is None
+    assert module_for(["no-such-command"]) is None
+    assert set(_command_names()) >= {"call", "daemon"}
