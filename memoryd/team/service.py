@@ -200,7 +200,7 @@ class TeamSync:
         engine = folder.engine
         if engine.client is not None and not engine.busy:
             await engine.refresh_pending()
-        return describe_state(self.daemon, folder)
+        return describe_state(folder)
 
     def feature_status(self) -> dict[str, Any]:
         if not self.configured:
@@ -224,7 +224,15 @@ class TeamSync:
         for folder in folders:
             if folder.start_task is not None and not folder.start_task.done():
                 folder.start_task.cancel()
-        await asyncio.gather(*(f.runner.close() for f in folders), return_exceptions=True)
+        closed = await asyncio.gather(*(f.runner.close() for f in folders), return_exceptions=True)
+        for folder, outcome in zip(folders, closed, strict=True):
+            if isinstance(outcome, BaseException):  # e.g. the final push hit a disk error
+                log.warning(
+                    "team sync did not close cleanly",
+                    repo=folder.engine.repo,
+                    team_dir=str(folder.engine.folder.team_dir),
+                    error=f"{type(outcome).__name__}: {outcome}",
+                )
         for folder in folders:
             if folder.engine.client is not None:
                 await folder.engine.client.close()
@@ -242,7 +250,7 @@ def _usable_token(token: str) -> bool:
     return token.isascii() and token.isprintable() and " " not in token
 
 
-def describe_state(daemon: Daemon, folder: Folder) -> dict[str, Any]:
+def describe_state(folder: Folder) -> dict[str, Any]:
     engine = folder.engine
     state = engine.state
     runner = folder.runner

@@ -498,3 +498,30 @@ async def test_two_users_on_two_homes_edit_one_repo(
         if bob.poll() is None:
             bob.kill()
             bob.wait(10)
+
+
+async def test_a_folder_that_fails_to_close_is_logged_not_swallowed(
+    server: ThreadedServer,
+    short_tmp: Path,
+    tmp_path: Path,
+    daemons: list[DaemonHandle],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from structlog.testing import capture_logs
+
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "proj")
+    await handle.call("team.status", cwd=str(root))
+    sync = handle.daemon.service(TeamSync)
+    (folder,) = sync._folders.values()
+
+    async def broken_close() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(folder.runner, "close", broken_close)
+    with capture_logs() as logs:
+        await sync.close()
+    (entry,) = [e for e in logs if e["event"] == "team sync did not close cleanly"]
+    assert entry["repo"] == REPO
+    assert "No space left on device" in entry["error"]

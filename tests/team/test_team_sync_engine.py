@@ -337,6 +337,59 @@ async def test_an_entry_with_a_secret_is_not_uploaded(
     assert "leak.md" not in side.engine.state.skipped
 
 
+async def test_a_pull_does_not_list_a_secret_blocked_entry_as_pending(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("clean.md", "Nothing to see.\n")
+    side.write("leak.md", f"aws_access_key_id = {FAKE_AWS_KEY}\n")
+    await side.engine.push()
+    assert side.engine.state.pending == []
+    await side.engine.pull()
+    assert side.engine.state.pending == []  # blocked, listed under skipped, not pending
+    assert side.engine.state.skipped["leak.md"].reason == "secret"
+    # edited since it was blocked: pending again (the next push scans it)
+    side.write("leak.md", "aws key: see the vault\n")
+    await side.engine.pull()
+    assert side.engine.state.pending == ["leak.md"]
+
+
+async def test_a_key_just_pulled_is_not_pending(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    a = make_side("a", server.url, token)
+    b = make_side("b", server.url, token)
+    a.write("x.md", "v1\n")
+    await a.engine.push()
+    await b.engine.pull()
+    a.write("x.md", "v2\n")
+    await a.engine.push()
+    report = await b.engine.pull()
+    assert report.pulled == ["x.md"]
+    assert b.read("x.md") == "v2\n"
+    assert b.engine.state.pending == []
+    assert await b.engine.refresh_pending() == []
+
+
+async def test_the_secret_scan_cache_stays_bounded(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.team.sync import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "SECRET_CACHE_MAX", 3)
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("leak.md", f"aws_access_key_id = {FAKE_AWS_KEY}\n")
+    for round_ in range(4):
+        side.write("a.md", f"a {round_}\n")
+        side.write("b.md", f"b {round_}\n")
+        report = await side.engine.push()
+        assert report.pushed == ["a.md", "b.md"]
+        assert len(side.engine._secret_cache) <= 3
+    assert side.engine.state.skipped["leak.md"].reason == "secret"
+    assert "leak.md" not in server_history(server)
+
+
 async def test_the_server_scan_is_the_last_line(
     server: ThreadedServer, make_side: SideFactory
 ) -> None:

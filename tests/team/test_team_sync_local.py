@@ -66,6 +66,26 @@ def test_a_corrupt_state_file_is_set_aside_not_a_crash(tmp_path: Path, content: 
     assert store.path.with_suffix(".corrupt").exists()
 
 
+@pytest.mark.parametrize("raw", [b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000])
+def test_a_state_file_not_utf8_or_too_deep_is_set_aside_not_a_crash(
+    tmp_path: Path, raw: bytes
+) -> None:
+    store = StateStore(tmp_path / "state" / "s.json")
+    store.path.parent.mkdir()
+    store.path.write_bytes(raw)
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=tmp_path)
+    assert state.etag is None
+    assert store.path.with_suffix(".corrupt").exists()
+
+
+def test_saved_states_skip_a_state_file_too_deep_to_parse(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    good = StateStore(state_path("http://srv", "acme/widgets", team))
+    good.save(good.load(repo="acme/widgets", server="http://srv", team_dir=team))
+    (good.path.parent / "deep.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    assert [s.repo for s in saved_states()] == ["acme/widgets"]
+
+
 def test_a_state_for_another_folder_is_not_reused(tmp_path: Path) -> None:
     store = StateStore(tmp_path / "s.json")
     state = SyncState(repo="acme/widgets", server="http://srv", team_dir="/elsewhere", etag='"x"')
@@ -273,3 +293,33 @@ def test_replace_leaves_a_file_recreated_meanwhile_alone(
     assert target.read_text() == "written by path right after"
     assert done.saved_as is None  # what moved aside was the synced version: dropped
     assert sorted(p.name for p in team.iterdir()) == ["notes.md"]
+
+
+def test_scan_stops_at_the_key_depth_limit_and_survives_very_deep_folders(
+    tmp_path: Path,
+) -> None:
+    team = tmp_path / "team"
+    deepest_valid = "/".join(f"d{i}" for i in range(1, 16)) + "/ok.md"  # 16 segments
+    (team / deepest_valid).parent.mkdir(parents=True)
+    (team / deepest_valid).write_text("fine\n")
+    too_deep = "/".join(f"d{i}" for i in range(1, 17)) + "/no.md"  # 17 segments
+    (team / too_deep).parent.mkdir(parents=True)
+    (team / too_deep).write_text("unreachable as a key\n")
+    # Far deeper than Python's recursion limit: the scan must not blow up.
+    abyss = team / "x"
+    abyss.mkdir()
+    for _ in range(1200):
+        abyss = abyss / "y"
+        abyss.mkdir()
+    (abyss / "z.md").write_text("deep\n")
+    try:
+        scan = LocalFolder(team).scan()
+    finally:  # bottom up: pytest's recursive clean-up of tmp_path could not remove it
+        (abyss / "z.md").unlink()
+        while abyss != team:
+            abyss.rmdir()
+            abyss = abyss.parent
+    assert deepest_valid in scan.checksums
+    assert too_deep not in scan.checksums
+    assert scan.invalid["/".join(f"d{i}" for i in range(1, 17))].startswith("folder nested")
+    assert not any(key.startswith("x/") for key in scan.checksums)

@@ -161,3 +161,51 @@ async def test_deleting_the_team_folder_does_not_kill_the_watcher(
     await asyncio.sleep(0.2)
     side.write("b.md", "after the folder came back\n")
     await eventually(lambda: "b.md" in server_history(server))
+
+
+async def test_a_change_reported_under_another_spelling_of_the_folder_still_triggers(
+    make_side: SideFactory,
+) -> None:
+    # watchfiles may report the real path (macOS: /private/var/… for /var/…): not under
+    # team_dir as spelled, which must neither crash the watcher nor be dropped.
+    import watchfiles
+
+    side = make_side("me", "http://127.0.0.1:9", None)
+
+    async def report(worker: str, message: str) -> None:
+        raise AssertionError(message)
+
+    runner = SyncRunner(side.engine, tuning=FAST, report_error=report)
+    elsewhere = str(side.team_dir.parent / "other-spelling" / "team" / "notes.md")
+    runner._on_changes({(watchfiles.Change.modified, elsewhere)})
+    assert runner.triggers == 1
+    hidden = str(side.team_dir.parent / "other-spelling" / "team" / ".notes.md.swp")
+    runner._on_changes({(watchfiles.Change.modified, hidden)})
+    assert runner.triggers == 1
+    await runner.close()
+
+
+async def test_two_failures_at_once_leave_one_retry_that_close_cancels(
+    make_side: SideFactory,
+) -> None:
+    from memoryd.team.sync.client import Retryable
+
+    side = make_side("me", "http://127.0.0.1:9", None)
+    errors: list[str] = []
+
+    async def report(worker: str, message: str) -> None:
+        errors.append(worker)
+
+    runner = SyncRunner(side.engine, tuning=FAST, report_error=report)
+    await runner._failed("push", Retryable("boom", 503))
+    first = runner._retry
+    await runner._failed("pull", Retryable("boom", 503))  # e.g. a refresh pull meanwhile
+    second = runner._retry
+    assert first is not None
+    assert second is not None
+    assert first is not second
+    await asyncio.sleep(0)
+    assert first.cancelled()  # not orphaned: it would fire after close()
+    await runner.close()
+    await asyncio.sleep(0)
+    assert second.cancelled()

@@ -52,7 +52,7 @@ async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
             not_modified=report.not_modified,
             conflicts=[vars(c) for c in report.conflicts],
         )
-    return {**describe_state(daemon, folder), **result}
+    return {**describe_state(folder), **result}
 
 
 @rpc_method("team.push", TeamParams)
@@ -81,7 +81,7 @@ async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
             ],
             withheld=report.withheld,
         )
-    return {**describe_state(daemon, folder), **result}
+    return {**describe_state(folder), **result}
 
 
 @after_turn_hook

@@ -101,10 +101,15 @@ class PostgresStorage(Storage):
             )
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
-        async with self._connection() as conn, conn.transaction():
-            # Several processes may start at once; CREATE … IF NOT EXISTS alone can still race.
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
-            await conn.execute(_SCHEMA)
+        try:
+            async with self._connection() as conn, conn.transaction():
+                # Several processes may start at once; CREATE … IF NOT EXISTS alone can still
+                # race.
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+                await conn.execute(_SCHEMA)
+        except BaseException:
+            await self.close()  # the pool's connections are not left open behind the error
+            raise
 
     async def close(self) -> None:
         if self._pool is not None:

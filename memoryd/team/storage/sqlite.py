@@ -104,7 +104,11 @@ class SqliteStorage(Storage):
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         os.close(fd)
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="team-sqlite")
-        await self._run(self._init_schema)
+        try:
+            await self._run(self._init_schema)
+        except BaseException:
+            await self.close()  # e.g. not a database: no thread or connection left behind
+            raise
 
     async def close(self) -> None:
         if self._executor is not None:
@@ -128,9 +132,13 @@ class SqliteStorage(Storage):
                 isolation_level=None,  # autocommit; transactions are explicit
                 check_same_thread=False,  # closed from close(), after the pool has stopped
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            # An acknowledged push must survive a power cut: fsync the WAL on every commit.
-            conn.execute("PRAGMA synchronous=FULL")
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                # An acknowledged push must survive a power cut: fsync the WAL on every commit.
+                conn.execute("PRAGMA synchronous=FULL")
+            except BaseException:
+                conn.close()
+                raise
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)

@@ -204,7 +204,12 @@ def _failure(response: httpx.Response) -> TeamHTTPError:
     if status == 413:
         error = problem.get("error")
         max_entries = problem.get("max_entries")
-        if error == "too_many_entries" and isinstance(max_entries, int) and max_entries >= 0:
+        if (
+            error == "too_many_entries"
+            and isinstance(max_entries, int)
+            and not isinstance(max_entries, bool)
+            and max_entries >= 0
+        ):
             return TooManyEntries(max_entries)
         key = problem.get("key")
         if error == "entry_too_large" and isinstance(key, str):

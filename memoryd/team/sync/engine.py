@@ -64,6 +64,7 @@ PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
 MAX_ROUNDS = 16  # every other recovery (413, 422) shrinks the push; this bounds them all
 MIN_BODY = 4096
 PROCESS_SCAN_MIN_BYTES = 2_000_000  # below this a worker process costs more than it saves
+SECRET_CACHE_MAX = 50_000  # scan results kept, by content checksum
 
 
 def scan_entries(find_secret: SecretCheck, items: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -193,9 +194,7 @@ class SyncEngine:
             else:
                 async with self._write_lock:
                     await asyncio.to_thread(self._apply, snapshot, scan, report)
-            self.state.pending = delta.push_delta(
-                scan.checksums, self.state.server_checksums, self.state.synced
-            )
+            self.state.pending = self._pending(scan.checksums)
             self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
             self._save()
         await self._announce_conflicts(report.conflicts)
@@ -219,7 +218,8 @@ class SyncEngine:
             )
 
     def _apply(self, snapshot: Snapshot, scan: LocalScan, report: PullReport) -> None:
-        """Write what the server sent (in a thread, under the memory dir's writer lock)."""
+        """Write what the server sent (in a thread, under the memory dir's writer lock);
+        `scan` is updated with what was written."""
         assert snapshot.entries is not None
         state = self.state
         server: dict[str, str] = {}
@@ -269,6 +269,8 @@ class SyncEngine:
                     # sees it as an edit against the server's version.
                     continue
                 report.pulled.append(key)
+                scan.checksums[key] = digest  # the file now holds it: not pending
+                scan.contents[key] = content
             state.synced[key] = digest
         state.server_checksums = server
         state.etag = snapshot.etag
@@ -408,8 +410,7 @@ class SyncEngine:
                     )
         else:
             raise Retryable(f"the push did not settle within {MAX_ROUNDS} rounds")
-        state.pending = delta.push_delta(scan.checksums, state.server_checksums, state.synced)
-        state.pending = [k for k in state.pending if k not in state.skipped]
+        state.pending = self._pending(scan.checksums)
         if report.withheld:
             log.warning("team push withheld conflicted keys", repo=self.repo, keys=report.withheld)
         report.pull_needed = bool(
@@ -515,7 +516,13 @@ class SyncEngine:
     ) -> dict[str, tuple[str, str]]:
         """(rule, description) per key whose content has a secret; cached by checksum
         (`digests` holds the checksum of each item's content)."""
-        unknown = {k: v for k, v in items.items() if digests[k] not in self._secret_cache}
+        # Read the cache before any await: scans run concurrently and one may clear it.
+        results = {
+            key: self._secret_cache[digests[key]]
+            for key in items
+            if digests[key] in self._secret_cache
+        }
+        unknown = {k: v for k, v in items.items() if k not in results}
         if unknown:
             found: dict[str, tuple[str, str]] | None = None
             if executor is not None:
@@ -529,14 +536,12 @@ class SyncEngine:
                     self._scan_pool = None  # and is not tried again by this engine
             if found is None:
                 found = await asyncio.to_thread(scan_entries, self._find_secret, unknown)
+            if len(self._secret_cache) + len(unknown) > SECRET_CACHE_MAX:
+                # Every content ever pushed would stay in a long-running daemon: start over.
+                self._secret_cache.clear()
             for key in unknown:
-                self._secret_cache[digests[key]] = found.get(key)
-        hits: dict[str, tuple[str, str]] = {}
-        for key in items:
-            hit = self._secret_cache[digests[key]]
-            if hit is not None:
-                hits[key] = hit
-        return hits
+                results[key] = self._secret_cache[digests[key]] = found.get(key)
+        return {key: hit for key, hit in results.items() if hit is not None}
 
     def _skip_secrets(
         self, hits: dict[str, tuple[str, str]], contents: dict[str, str], report: PushReport
@@ -634,14 +639,15 @@ class SyncEngine:
         """Recompute the pending keys from the folder (cheap: the scan has a stat cache)."""
         async with self._lock:
             scan = await asyncio.to_thread(self.folder.scan)
-            pending = delta.push_delta(
-                scan.checksums, self.state.server_checksums, self.state.synced
-            )
-            self.state.pending = [
-                k
-                for k in pending
-                if not (
-                    k in self.state.skipped and self.state.skipped[k].checksum == scan.checksums[k]
-                )
-            ]
+            self.state.pending = self._pending(scan.checksums)
             return list(self.state.pending)
+
+    def _pending(self, local: Mapping[str, str]) -> list[str]:
+        """What a push would upload: the delta, minus entries skipped for this very content
+        (a secret, too large, over the entry limit) — those are listed under `skipped`."""
+        skipped = self.state.skipped
+        return [
+            key
+            for key in delta.push_delta(local, self.state.server_checksums, self.state.synced)
+            if key not in skipped or skipped[key].checksum != local[key]
+        ]

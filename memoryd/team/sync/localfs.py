@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memoryd.fsutil import atomic_write_text
-from memoryd.team.protocol import ENTRY_MAX_BYTES, checksum, validate_key
+from memoryd.team.protocol import ENTRY_MAX_BYTES, KEY_MAX_DEPTH, checksum, validate_key
 
 # `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
 _CONFLICT_COPY = re.compile(r"\.conflict-\d{8}T\d{6}Z(?:-\d+)?(?:\.[^./]+)?$")
@@ -86,6 +86,10 @@ class LocalFolder:
             except OSError:
                 continue
             if stat_mod.S_ISDIR(st.st_mode):
+                if rel.count("/") + 2 > KEY_MAX_DEPTH:
+                    # No key in it could be valid; and the walk's recursion stays bounded.
+                    result.invalid[rel] = f"folder nested deeper than {KEY_MAX_DEPTH} levels"
+                    continue
                 self._walk(Path(entry.path), rel + "/", result, seen)
                 continue
             if not stat_mod.S_ISREG(st.st_mode):

@@ -9,15 +9,20 @@ restart.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from memoryd import paths
 from memoryd.daemon.projects import sanitize_key
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
+
+log = structlog.get_logger("memoryd.team")
 
 STATE_VERSION = 1
 MAX_CONFLICTS_KEPT = 200
@@ -138,15 +143,21 @@ class StateStore:
     def load(self, *, repo: str, server: str, team_dir: Path) -> SyncState:
         fresh = SyncState(repo=repo, server=server, team_dir=str(team_dir))
         try:
-            text = self.path.read_text(encoding="utf-8")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return fresh
-        except OSError:
+        except OSError as exc:
+            log.warning(
+                "team sync state unreadable; starting fresh", path=str(self.path), error=str(exc)
+            )
             return fresh
         try:
-            state = SyncState.from_json(text)
-        except ValueError:
-            self.path.replace(self.path.with_suffix(".corrupt"))
+            # Not UTF-8 or too deeply nested is corrupt too (UnicodeDecodeError is a ValueError).
+            state = SyncState.from_json(data.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            log.warning("team sync state corrupt; set aside", path=str(self.path), error=str(exc))
+            with contextlib.suppress(OSError):
+                self.path.replace(self.path.with_suffix(".corrupt"))
             return fresh
         if (state.repo, state.server, state.team_dir) != (repo, server, str(team_dir)):
             return fresh
@@ -166,6 +177,6 @@ def saved_states() -> list[SyncState]:
     for path in sorted(folder.glob("*.json")):
         try:
             states.append(SyncState.from_json(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
     return states

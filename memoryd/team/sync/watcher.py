@@ -175,11 +175,15 @@ class SyncRunner:
         )
         log.info("team sync will retry", op=op, repo=self.engine.repo, in_s=round(wait, 3))
         if not self._closing:
+            if self._retry is not None:  # a push and a refresh pull both failed: one retry
+                self._retry.cancel()
             self._retry = asyncio.create_task(self._retry_after(wait, op))
 
     async def _retry_after(self, wait: float, op: str) -> None:
         await asyncio.sleep(wait)
         self._retry = None
+        if self._closing:
+            return
         if op == "pull" and not await self._pull():
             return
         self._push_now()
@@ -247,15 +251,7 @@ class SyncRunner:
         )
 
     def _on_changes(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
-        relevant = (
-            [
-                (change, path)
-                for change, path in changes
-                if not any(is_ignored(part) for part in Path(path).relative_to(self.team_dir).parts)
-            ]
-            if changes
-            else []
-        )
+        relevant = [(change, path) for change, path in changes if not self._ignored(path)]
         if not relevant:
             return
         deletion = any(change == watchfiles.Change.deleted for change, _ in relevant)
