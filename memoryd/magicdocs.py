@@ -199,7 +199,13 @@ class MagicDocs:
         try:
             while self._queue:
                 path, turn = self._queue.popitem(last=False)
-                await self.update(path, turn)
+                try:
+                    await self.update(path, turn)
+                except Exception as exc:
+                    # One doc's failure is reported, and must not strand the docs queued after it.
+                    await self.daemon.report_worker_error(
+                        WORKER, f"{path}: {type(exc).__name__}: {exc}", exc=exc
+                    )
         finally:
             self._task = None
 

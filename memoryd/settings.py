@@ -122,6 +122,10 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         return SettingsFile(source, path, {}, error=f"invalid JSON: {exc}")
+    except RecursionError:
+        # A repository's `.claude/settings.json` nested thousands deep must not break every
+        # request for that project.
+        return SettingsFile(source, path, {}, error="invalid JSON: nested too deeply")
     if not isinstance(data, dict):
         return SettingsFile(source, path, {}, error="not a JSON object")
     values = {k: v for k, v in data.items() if _valid_value(k, v)}
@@ -184,7 +188,7 @@ def set_user_setting(key: str, value: Any) -> Path:
     if path.exists():
         try:
             loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise InvalidParams(
                 f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"
             ) from exc

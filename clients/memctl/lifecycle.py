@@ -88,13 +88,17 @@ def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:
     info = read_status_file(sock)
     pid = int(info["pid"]) if info and isinstance(info.get("pid"), int) else None
     asked = False
+    reachable = False
     try:
         with Client(sock, timeout=5.0) as conn:
+            reachable = True  # something listens: a daemon, if perhaps a hung one
             conn.call("shutdown")
             asked = True
     except (DaemonUnavailable, RpcError, TimeoutError, OSError):
         pass
-    if pid is None:
+    if pid is None or not reachable:
+        # Nobody listens, so the status file is stale (the daemon died without removing it)
+        # and its pid may belong to an unrelated process by now: never signal it.
         return {"stopped": asked, "pid": None}
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and pid_alive(pid):

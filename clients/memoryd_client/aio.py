@@ -103,8 +103,12 @@ class AsyncClient(AsyncMethods):
             request["params"] = params
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        await self.send_raw(json.dumps(request, separators=(",", ":")).encode() + b"\n")
-        reply = await asyncio.wait_for(future, self.timeout)
+        try:
+            await self.send_raw(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+            reply = await asyncio.wait_for(future, self.timeout)
+        finally:
+            # A timed-out or failed call must not leave its future behind for good.
+            self._pending.pop(request_id, None)
         return _unwrap(reply)
 
     async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:

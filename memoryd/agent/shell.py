@@ -35,10 +35,14 @@ _OPERATORS = {
 }
 _GLOBS = frozenset("*?[")
 
-# find primaries that run programs, write files, or delete.
+# find primaries that run programs, write files, delete, or read their starting points from a
+# file we did not check (`-files0-from`, GNU findutils 4.9+).
 _FIND_FORBIDDEN = frozenset(
-    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
-)
+    {
+        "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+        "-fls", "-files0-from",
+    }
+)  # fmt: skip
 # find options that follow symlinks (out of the allowed roots).
 _FIND_FOLLOW = frozenset({"-L", "-H", "-follow"})
 # find primaries whose next argument is a file name, not a pattern.
@@ -164,11 +168,19 @@ def _plain_paths(program: str, args: list[str]) -> list[str]:
             options_done = True
             continue
         name = arg.split("=", 1)[0]
-        if name in denied or (not arg.startswith("--") and any(f"-{c}" in denied for c in arg[1:])):
+        if _is_denied_option(arg, name, denied):
             raise Denied(f"option {arg!r} of {program} is not allowed")
         if arg in takes_value:
             skip_next = True
     return paths
+
+
+def _is_denied_option(arg: str, name: str, denied: tuple[str, ...]) -> bool:
+    if name.startswith("--"):
+        # GNU getopt accepts any unambiguous prefix of a long option (`--files0` is
+        # `--files0-from`, `--foll` is `--follow`), so a prefix of a denied one is denied too.
+        return any(d.startswith("--") and d.startswith(name) for d in denied)
+    return name in denied or any(f"-{c}" in denied for c in arg[1:])
 
 
 def _find_paths(args: list[str]) -> list[str]:
@@ -190,7 +202,7 @@ def _find_paths(args: list[str]) -> list[str]:
             raise Denied(f"find {arg} is not allowed in the read-only shell")
         if arg in _FIND_FOLLOW:
             raise Denied(f"find {arg} follows symlinks and is not allowed")
-        if arg in _FIND_FILE_ARGS:
+        if arg in _FIND_FILE_ARGS or _is_newer_xy_file(arg):
             if i + 1 >= len(args):
                 raise Denied(f"find {arg} needs a file")
             paths.append(args[i + 1])
@@ -201,3 +213,8 @@ def _find_paths(args: list[str]) -> list[str]:
             continue
         i += 1
     return paths
+
+
+def _is_newer_xy_file(arg: str) -> bool:
+    """`-newerXY REF`: REF names a file unless Y is `t` (then it is a date)."""
+    return len(arg) == 8 and arg.startswith("-newer") and arg[7] != "t"

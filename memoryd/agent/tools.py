@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,15 @@ def _clip(text: str) -> str:
 
 def _read_text(path: Path) -> str:
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except FileNotFoundError as exc:
         raise ToolError(f"file does not exist: {path}") from exc
-    if path.is_dir():
+    if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{path} is a directory; use Bash ls or Glob")
+    if not stat.S_ISREG(info.st_mode):
+        # A FIFO or device would block the worker thread (or never end, like /dev/zero).
+        raise ToolError(f"{path} is not a regular file")
+    size = info.st_size
     if size > MAX_FILE_BYTES:
         raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
     data = path.read_bytes()
@@ -110,7 +115,9 @@ def _walk_files(policy: AccessPolicy, base: Path) -> list[Path]:
         )
         for name in sorted(filenames):
             candidate = Path(dirpath) / name
-            if candidate.is_symlink() and not policy.may_read(Path(os.path.realpath(candidate))):
+            # Every file, not only links: a path-less search starts at `default_dir`, the
+            # folder of a read root that is a single file, whose siblings are not readable.
+            if not policy.may_read(Path(os.path.realpath(candidate))):
                 continue
             found.append(candidate)
             if len(found) >= GREP_MAX_FILES:
@@ -137,7 +144,8 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         if isinstance(file_glob, str) and file_glob and not path.match(file_glob):
             continue
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
                 continue
             data = path.read_bytes()
         except OSError:
@@ -170,6 +178,18 @@ def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     base = policy.check_read(raw_path) if raw_path else policy.default_dir
     if not base.is_dir():
         raise ToolError(f"not a directory: {base}")
+    try:
+        matches = _glob_matches(policy, base, pattern)
+    except (ValueError, IndexError) as exc:
+        # pathlib refuses '', 'a**b' (ValueError) and '.' (IndexError on Python 3.11).
+        raise ToolError(f"invalid glob pattern {pattern!r}") from exc
+    if not matches:
+        return "No files found"
+    matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
+    return "\n".join(str(p) for _, p in matches)
+
+
+def _glob_matches(policy: AccessPolicy, base: Path, pattern: str) -> list[tuple[float, Path]]:
     matches: list[tuple[float, Path]] = []
     for candidate in base.glob(pattern):
         resolved = Path(os.path.realpath(candidate))
@@ -178,17 +198,15 @@ def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         matches.append((candidate.stat().st_mtime, candidate))
         if len(matches) >= GLOB_MAX_RESULTS:
             break
-    if not matches:
-        return "No files found"
-    matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
-    return "\n".join(str(p) for _, p in matches)
+    return matches
 
 
 async def bash(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     if not policy.allow_shell:
         raise Denied("this agent may not use the shell")
     plan = shell.parse(_str(tool_input, "command"))
-    for raw in plan.paths:
+    # No path argument (`ls`): the command acts on its working directory, so check that.
+    for raw in plan.paths or (".",):
         policy.check_read(raw)
     proc = await asyncio.create_subprocess_exec(
         *plan.argv,

@@ -114,10 +114,17 @@ class Dream:
     # -- persisted last-run times ------------------------------------------------------------
     def last_runs(self) -> dict[str, float]:
         if self._last_runs is None:
+            path = dream_state_path()
             try:
-                data = json.loads(dream_state_path().read_text(encoding="utf-8"))
+                data = json.loads(path.read_text(encoding="utf-8"))
                 self._last_runs = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
-            except (OSError, ValueError, AttributeError, TypeError):
+            except FileNotFoundError:
+                self._last_runs = {}
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
+                # Every project's dream becomes due again: say why, once.
+                log.warning(
+                    "dream state unreadable; starting afresh", path=str(path), error=str(exc)
+                )
                 self._last_runs = {}
         return self._last_runs
 

@@ -142,7 +142,10 @@ def reconcile(text: str, files: Mapping[str, tuple[str, str]]) -> str:
 def truncate(text: str) -> Truncation:
     """Cap at MAX_INDEX_LINES lines, then at MAX_INDEX_BYTES bytes (cut after the last whole
     line that fits, never mid-line); when cut, append a warning naming the cap that was hit."""
-    lines = text.splitlines(keepends=True)
+    # Lines end at "\n" only: `splitlines` would also split at \r, \f, U+2028 and friends,
+    # counting one index line as several and cutting it mid-line.
+    lines = text.split("\n")
+    lines = [f"{line}\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     cap: Literal["lines", "bytes"] | None = None
     if len(lines) > MAX_INDEX_LINES:
         total = len(lines)

@@ -13,9 +13,11 @@ from typing import Any
 
 import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from memoryd.automem.taxonomy import MEMORY_TYPES, is_memory_type
 from memoryd.errors import InvalidParams, TooLarge
+from memoryd.rules.frontmatter import NoAliasLoader
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1_000
@@ -36,10 +38,29 @@ class ParsedMemory:
     problem: str | None  # why the frontmatter is not a valid memory header, if it is not
 
 
+class _NoAliasYAML(YAMLHandler):
+    """python-frontmatter's YAML handler with aliases refused: a memory file may come from a
+    teammate (team sync), and an alias bomb of a few hundred bytes expands exponentially in
+    anything that walks or prints the result."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        kwargs.setdefault("Loader", NoAliasLoader)
+        return super().load(fm, **kwargs)
+
+
+_YAML = _NoAliasYAML()
+
+
+def load_frontmatter(text: str) -> frontmatter.Post:
+    """`frontmatter.loads` with YAML aliases refused (FrontmatterError, a ValueError); a
+    YAML structure nested too deeply raises RecursionError."""
+    return frontmatter.loads(text, handler=_YAML if _YAML.detect(text) else None)
+
+
 def parse_memory(text: str, fallback_name: str) -> ParsedMemory:
     try:
-        post = frontmatter.loads(text)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        post = load_frontmatter(text)
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         # Keep the whole text as the body: it is still searchable.
         return ParsedMemory(
             fallback_name, "", None, text, {}, f"broken frontmatter: {type(exc).__name__}"

@@ -28,6 +28,7 @@ NAME_WORDS = 8
 NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 QUICKADD_SYSTEM = f"""\
 You file a note the user asked an AI coding agent to remember as one memory.
@@ -47,7 +48,8 @@ class QuickMemory:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    # One line without control characters, as a memory's name and description must be.
+    text = " ".join(_CONTROL.sub(" ", text).split())
     if len(text) <= limit:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]

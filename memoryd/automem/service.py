@@ -381,6 +381,7 @@ class AutoMemory:
         memory_dir = self.memory_dir(project)
         async with self.writer_lock(memory_dir):
             target, key = _resolve_inside(memory_dir, path, must_exist=False)
+            _check_target(memory_dir, target)  # not the index, not through a symlink
             content = self.history.read(memory_dir, key, version)
             state = self.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "restore")

@@ -24,13 +24,19 @@ REDACTED = "[redacted]"
 _OPENED: list[TextIO] = []
 
 
+def _secret_key(key: str, value: Any) -> bool:
+    """Is `key` a credential's name? Token counts (`input_tokens=1234`) are not credentials."""
+    if not _SECRET_KEYS.search(key):
+        return False
+    is_count = isinstance(value, int) and not isinstance(value, bool)
+    return not (is_count and key.lower().endswith("tokens"))
+
+
 def scrub_value(value: Any) -> Any:
     if isinstance(value, str):
         return _SECRET_VALUES.sub(REDACTED, value)
     if isinstance(value, dict):
-        return {
-            k: REDACTED if _SECRET_KEYS.search(str(k)) else scrub_value(v) for k, v in value.items()
-        }
+        return {k: REDACTED if _secret_key(str(k), v) else scrub_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(scrub_value(v) for v in value)
     return value
@@ -41,7 +47,7 @@ def redact_secrets(
 ) -> MutableMapping[str, Any]:
     """Processor: no API key or token ever reaches a log line."""
     for key in list(event_dict):
-        if _SECRET_KEYS.search(key) and key != "event":
+        if key != "event" and _secret_key(key, event_dict[key]):
             event_dict[key] = REDACTED
         else:
             event_dict[key] = scrub_value(event_dict[key])

@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -34,7 +35,11 @@ log = structlog.get_logger("memoryd.server")
 SD_LISTEN_FDS_START = 3
 
 
-class AlreadyRunning(RuntimeError):
+class StartupError(RuntimeError):
+    """The daemon cannot take its socket; the message says why."""
+
+
+class AlreadyRunning(StartupError):
     pass
 
 
@@ -72,6 +77,9 @@ def bind_socket(path: Path) -> socket.socket:
     if path.exists() or path.is_symlink():
         if socket_is_live(path):
             raise AlreadyRunning(f"a memoryd daemon is already serving {path}")
+        if not (path.is_symlink() or stat.S_ISSOCK(path.lstat().st_mode)):
+            # A mistyped --socket / MEMORYD_SOCKET must not cost the user the file there.
+            raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
         log.info("replacing stale socket", socket=str(path))
         path.unlink()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -205,7 +213,7 @@ async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
     server = Server(daemon)
     try:
         await server.start()
-    except AlreadyRunning as exc:
+    except StartupError as exc:
         log.error(str(exc))
         return 2
     loop = asyncio.get_running_loop()

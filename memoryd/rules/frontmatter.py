@@ -28,7 +28,7 @@ class Parsed:
     meta: dict[str, Any]
 
 
-class _NoAliasLoader(yaml.SafeLoader):
+class NoAliasLoader(yaml.SafeLoader):
     """The safe loader, refusing anchors and aliases outright."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -67,7 +67,7 @@ def split(text: str) -> Parsed:
     if len(raw.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
         raise FrontmatterError(f"frontmatter is over {MAX_FRONTMATTER_BYTES // 1024} KiB")
     try:
-        data = yaml.load(raw, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(raw, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
     except FrontmatterError:
         raise
     except yaml.YAMLError as exc:

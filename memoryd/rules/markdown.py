@@ -19,6 +19,9 @@ _TRAILING = ".,;:!?)]}>\"'"
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # Inline children whose text is not prose: code spans, raw HTML, images.
 _OPAQUE = frozenset({"code_inline", "html_inline", "image"})
+# Lines as markdown-it numbers them in `token.map`: ended by \n, \r\n or \r only
+# (`str.splitlines` also breaks at \f, U+2028 and others, shifting every line after).
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _prose(children: list[Token]) -> str:
@@ -65,7 +68,7 @@ def strip_html_comments(text: str) -> str:
     """Remove `<!-- … -->` HTML blocks; comments inside code or inline in prose stay."""
     if "<!--" not in text:
         return text
-    lines = text.splitlines(keepends=True)
+    lines = _LINES.findall(text)
     cuts: list[tuple[int, int]] = []
     for token in _MD.parse(text):
         if token.type == "html_block" and token.map and token.content.lstrip().startswith("<!--"):

@@ -20,6 +20,8 @@ from memoryd.agent.shell import parse
         ("find /mem -name '*.md' -type f", ("/mem",)),
         ("find -maxdepth 1", (".",)),
         ("find . -newer ref.md", (".", "ref.md")),
+        ("find . -newerma ref.md", (".", "ref.md")),
+        ("find . -newermt 2024-01-01", (".",)),
         ("cat -- -weird.md", ("-weird.md",)),
         ('ls "a;b.md"', ("a;b.md",)),
     ],
@@ -54,6 +56,12 @@ def test_allowed_commands_and_their_paths(command: str, paths: tuple[str, ...]) 
         ("ls -lL /x", "option"),
         ("tail -f log", "option"),
         ("wc --files0-from=list", "option"),
+        # GNU getopt takes unambiguous prefixes of long options.
+        ("wc --files0=list", "option"),
+        ("tail --foll log", "option"),
+        ("ls --derefer /x", "option"),
+        # Starting points read from an unchecked file.
+        ("find -files0-from list", "-files0-from"),
         ("cat -", "standard input"),
         ("PATH=/x ls", "environment"),
         ("/bin/ls", "not allowed"),

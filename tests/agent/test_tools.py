@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -57,11 +58,35 @@ def test_grep_skips_symlinks_out(root: Path, policy: AccessPolicy, tmp_path: Pat
     assert "leak" not in tools.grep(policy, {"pattern": "secret"})
 
 
+def test_read_and_grep_refuse_fifos_instead_of_blocking(root: Path, policy: AccessPolicy) -> None:
+    # Opening a FIFO with no writer blocks forever: the worker thread would never return.
+    os.mkfifo(root / "pipe.md")
+    with pytest.raises(tools.ToolError, match="not a regular file"):
+        tools.read(policy, {"file_path": str(root / "pipe.md")})
+    assert tools.grep(policy, {"pattern": "beta"}).splitlines() == [str(root / "a.md")]
+
+
+def test_grep_without_a_path_reads_only_allowed_files(root: Path) -> None:
+    # A single-file read root (MagicDocs): the search starts in its folder, but the files
+    # next to it are not the agent's to read.
+    only_a = AccessPolicy(read_roots=(root / "a.md",), write_files=(root / "a.md",))
+    assert tools.grep(only_a, {"pattern": "beta", "-i": True}) == str(root / "a.md")
+    content = tools.grep(only_a, {"pattern": "again", "output_mode": "content"})
+    assert content == "No matches found"
+
+
 def test_glob_lists_allowed_files(root: Path, policy: AccessPolicy) -> None:
     out = tools.glob(policy, {"pattern": "**/*.md"})
     assert set(out.splitlines()) == {str(root / "a.md"), str(root / "sub" / "b.md")}
     with pytest.raises(Denied):
         tools.glob(policy, {"pattern": "../*"})
+
+
+@pytest.mark.parametrize("pattern", ["", "a**b", "."])
+def test_glob_rejects_patterns_pathlib_cannot_take(policy: AccessPolicy, pattern: str) -> None:
+    # Before: pathlib's ValueError/IndexError escaped the loop's handlers and ended the run.
+    with pytest.raises(tools.ToolError, match="invalid glob pattern"):
+        tools.glob(policy, {"pattern": pattern})
 
 
 def test_write_and_edit_plans(root: Path, policy: AccessPolicy) -> None:
@@ -107,6 +132,14 @@ async def test_bash_runs_allowed_commands_without_a_shell(root: Path, policy: Ac
     no_shell = AccessPolicy(read_roots=(root,), allow_shell=False)
     with pytest.raises(Denied, match="shell"):
         await tools.bash(no_shell, {"command": "ls"})
+
+
+async def test_bash_without_a_path_checks_its_working_directory(root: Path) -> None:
+    # The working directory is the folder of a single-file read root: not readable as a whole.
+    only_a = AccessPolicy(read_roots=(root / "a.md",))
+    with pytest.raises(Denied, match="not allowed"):
+        await tools.bash(only_a, {"command": "ls"})
+    assert (await tools.bash(only_a, {"command": f"cat {root / 'a.md'}"})).startswith("alpha")
 
 
 def test_definitions_follow_the_policy(root: Path) -> None:

@@ -83,6 +83,18 @@ def test_truncate_line_cap() -> None:
     assert "201 lines (limit 200)" in warning
 
 
+@pytest.mark.parametrize("separator", ["\r", "\f", "\u2028", "\x85"])
+def test_truncate_counts_only_newline_terminated_lines(separator: str) -> None:
+    text = "".join(f"- [T{i}](f{i}.md) — one{separator}two\n" for i in range(ix.MAX_INDEX_LINES))
+    cut = ix.truncate(text)
+    assert (cut.text, cut.truncated) == (text, False)
+    cut = ix.truncate(text + "- [Last](last.md)\n")
+    assert cut.cap == "lines"
+    body = cut.text.split("\n\n> WARNING")[0] + "\n"
+    assert body == text
+    assert "201 lines (limit 200)" in (cut.warning or "")
+
+
 def test_truncate_byte_cap_cuts_at_a_newline() -> None:
     line = "- [" + "x" * 200 + "](f.md) — hook\n"  # 218 bytes (— is 3); 150 lines > 25,000 bytes
     text = line * 150

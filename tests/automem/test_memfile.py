@@ -43,6 +43,32 @@ def test_broken_frontmatter_keeps_text_as_body() -> None:
     assert "kubernetes" in parsed.body
 
 
+def _alias_bomb(depth: int) -> str:
+    lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, depth)]
+    return "\n".join([*lines, "name: n", f"description: *a{depth - 1}", "type: user", "---", "b"])
+
+
+def test_yaml_alias_bomb_is_broken_frontmatter_not_a_hang() -> None:
+    # 10**12 list items once expanded (by `str()` of the description, or a JSON dump).
+    parsed = memfile.parse_memory(_alias_bomb(12), "fallback")
+    assert parsed.problem is not None
+    assert parsed.problem.startswith("broken frontmatter")
+    assert (parsed.name, parsed.description, parsed.metadata) == ("fallback", "", {})
+
+
+def test_plain_yaml_anchor_free_frontmatter_still_parses() -> None:
+    parsed = memfile.parse_memory("---\nname: n\ndescription: d\ntype: user\n---\nbody", "f")
+    assert (parsed.name, parsed.type, parsed.problem) == ("n", "user", None)
+
+
+def test_deeply_nested_yaml_is_broken_frontmatter() -> None:
+    text = "---\nname: " + "[" * 5000 + "]" * 5000 + "\n---\nbody"
+    parsed = memfile.parse_memory(text, "fallback")
+    assert parsed.problem == "broken frontmatter: RecursionError"
+    assert parsed.body == text
+
+
 def test_unknown_type_is_listed_as_invalid() -> None:
     parsed = memfile.parse_memory("---\nname: n\ndescription: d\ntype: secret\n---\nb", "f")
     assert parsed.type is None

@@ -221,6 +221,62 @@ async def test_paths_outside_refused(
     assert all(m["file"] != "link.md" for m in listed["memories"])
 
 
+async def test_restore_refuses_the_index(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    from memoryd.automem.service import AutoMemory
+
+    await _write(daemon, project)
+    index = memdir / "MEMORY.md"
+    before = index.read_text()
+    # A background agent's edit of MEMORY.md keeps a version of it (its before_write hook).
+    version = await daemon.daemon.service(AutoMemory).snapshot(index)
+    assert version is not None
+    with pytest.raises(RpcError) as err:
+        await daemon.call(
+            "memory.restore", cwd=str(project), path="MEMORY.md", version=version.version
+        )
+    assert err.value.code == -32602
+    assert index.read_text() == before
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert [m["file"] for m in listed["memories"]] == ["feedback_run_tests_with_pytest_x.md"]
+
+
+async def test_read_refuses_yaml_aliases(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
+    # Aliases are how a few hundred bytes expand to gigabytes; none are accepted.
+    memdir.mkdir(parents=True)
+    (memdir / "alias.md").write_text(
+        "---\nx: &x [a, a]\nname: n\ndescription: *x\ntype: user\n---\nbody\n"
+    )
+    got = await daemon.call("memory.read", cwd=str(project), path="alias.md")
+    assert got["frontmatter"] == {}
+    assert got["valid"] is False
+    assert got["problem"].startswith("broken frontmatter")
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert [(m["file"], m["description"]) for m in listed["memories"]] == [("alias.md", "")]
+
+
+async def test_read_refuses_oversized_file_without_loading_it(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.automem.memfile import MAX_FILE_BYTES
+
+    cap = MAX_FILE_BYTES * 5
+    memdir.mkdir(parents=True)
+    with (memdir / "huge.md").open("wb") as handle:
+        handle.truncate(cap + 4096)  # sparse: the size without the disk
+    (memdir / "fits.md").write_bytes(b"x" * cap)
+
+    def whole_file(self: Path) -> bytes:
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole_file)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.read", cwd=str(project), path="huge.md")
+    assert err.value.code == -32004
+    assert f"{cap + 4096:,} bytes" in err.value.message
+    got = await daemon.call("memory.read", cwd=str(project), path="fits.md")
+    assert len(got["content"]) == cap
+
+
 async def test_broken_frontmatter_listed_with_warning_and_recallable(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import quickadd, recall
+from memoryd.automem import memfile, quickadd, recall
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 
 
@@ -54,6 +54,21 @@ def test_derive_from_text() -> None:
     assert q.description == "The staging database is at db-staging.internal."
     assert q.body.endswith("Ask Dana for access.")
     assert q.derived_by == "local"
+
+
+def test_derived_and_model_fields_drop_control_characters() -> None:
+    q = quickadd.derive("Ring the bell\x07 before\x1b[0m deploys. Always.", None)
+    assert (q.name, q.description) == (
+        "Ring the bell before [0m deploys",
+        "Ring the bell before [0m deploys.",
+    )
+    assert "\x07" in q.body  # the body is the user's text as given
+    memfile.check_fields(q.type, q.name, q.description, q.body)
+    m = quickadd.parse_model_choice(
+        '{"type": "user", "name": "Bell\\u0007", "description": "d\\u007f x"}', "t", None
+    )
+    assert m is not None
+    assert (m.name, m.description) == ("Bell", "d x")
 
 
 def test_derive_long_text_is_clipped_at_words() -> None:

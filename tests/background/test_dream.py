@@ -175,3 +175,27 @@ async def test_memctl_dream_without_a_model_fails_clearly(
     assert proc.returncode == 1
     assert "-32003" in err.decode()
     assert "ANTHROPIC_API_KEY" in err.decode()
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '{"last_run": [1, 2]}', '{"last_run": {"/p": "x"}}']
+)
+async def test_unreadable_dream_state_is_logged_not_silent(
+    daemon: DaemonHandle, content: str
+) -> None:
+    from structlog.testing import capture_logs
+
+    dream_state_path().parent.mkdir(parents=True, exist_ok=True)
+    dream_state_path().write_text(content)
+    with capture_logs() as logs:
+        assert daemon.daemon.service(Dream).last_runs() == {}
+    assert [e["event"] for e in logs] == ["dream state unreadable; starting afresh"]
+    assert logs[0]["path"] == str(dream_state_path())
+
+
+async def test_missing_dream_state_is_not_a_warning(daemon: DaemonHandle) -> None:
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        assert daemon.daemon.service(Dream).last_runs() == {}
+    assert logs == []

@@ -183,3 +183,26 @@ async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
     await _idle(ws)
     assert peak == 1
     assert service.counts["skipped"] == 3
+
+
+async def test_a_failing_update_does_not_strand_the_other_docs(
+    ws: Workspace, script: Script
+) -> None:
+    docs = [_doc(ws, f"d{i}.md", DOC.replace("Deployment notes", f"Doc {i}")) for i in range(3)]
+    service = ws.handle.daemon.service(MagicDocs)
+    original = service.update
+    done: list[Path] = []
+
+    async def first_fails(path: Path, turn: Any) -> Any:
+        if path == docs[0].resolve():
+            raise RuntimeError("boom")
+        done.append(path)
+        return await original(path, turn)
+
+    service.update = first_fails  # type: ignore[method-assign]
+    reply = await _turn(ws, docs, BREAK_TURN)
+    assert reply["scheduled"]["magic_docs"] == 3
+    await _idle(ws)
+    assert done == [d.resolve() for d in docs[1:]]
+    assert service.counts["skipped"] == 2
+    assert ws.handle.daemon.worker_errors["magic_docs"] == 1

@@ -148,6 +148,14 @@ async def test_async_methods_against_the_real_daemon(daemon: DaemonHandle, tmp_p
         assert note["params"]["path"] == "/m/x.md"
 
 
+async def test_async_call_that_times_out_forgets_its_request(fake_daemon: FakeDaemon) -> None:
+    fake_daemon.delays["status"] = 1.0
+    async with AsyncClient(fake_daemon.socket_path, timeout=0.05) as conn:
+        with pytest.raises(TimeoutError):
+            await conn.status()
+        assert conn._pending == {}  # before: one future left per timed-out call, forever
+
+
 def test_sync_poll_notification(fake_daemon: FakeDaemon) -> None:
     with Client(fake_daemon.socket_path, timeout=10) as conn:
         conn.subscribe()

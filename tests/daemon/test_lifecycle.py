@@ -94,6 +94,17 @@ def test_stale_socket_is_replaced(short_tmp: Path) -> None:
         proc.wait(10)
 
 
+def test_a_file_that_is_not_a_socket_is_never_replaced(short_tmp: Path) -> None:
+    # Before: a --socket pointing at an ordinary file took it for a stale socket and deleted it.
+    notes = short_tmp / "notes.txt"
+    notes.write_text("keep me\n")
+    proc = spawn_daemon(notes, capture=True)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2
+    assert "is not a socket" in err
+    assert notes.read_text() == "keep me\n"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_exits_zero_and_cleans_up(
     running: tuple[subprocess.Popen[str], Path], sig: signal.Signals

@@ -36,3 +36,18 @@ def test_credentials_are_redacted_by_key_name_and_by_shape(tmp_path: Path) -> No
 def test_scrub_value_keeps_ordinary_text() -> None:
     assert scrub_value("memory saved: feedback_testing.md") == "memory saved: feedback_testing.md"
     assert scrub_value({"path": "/a/b.md", "n": 3}) == {"path": "/a/b.md", "n": 3}
+
+
+def test_token_counts_are_not_taken_for_credentials(tmp_path: Path) -> None:
+    log_file = tmp_path / "log.jsonl"
+    configure(log_file=log_file)
+    try:
+        log = structlog.get_logger("t")
+        log.info("agent finished", input_tokens=1200, output_tokens=80, auth_token="x" * 12)
+        log.info("usage", usage={"cache_read_input_tokens": 7, "tokens": "not-a-count"})
+    finally:
+        configure(stream=io.StringIO())
+    first, second = (json.loads(line) for line in log_file.read_text().splitlines())
+    assert (first["input_tokens"], first["output_tokens"]) == (1200, 80)
+    assert first["auth_token"] == REDACTED
+    assert second["usage"] == {"cache_read_input_tokens": 7, "tokens": REDACTED}

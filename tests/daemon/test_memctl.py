@@ -100,3 +100,19 @@ def test_every_command_is_found_by_the_module_table() -> None:
     assert module_for(["--help"]) is None
     assert module_for(["no-such-command"]) is None
     assert set(_command_names()) >= {"call", "daemon"}
+
+
+def test_stop_never_signals_the_pid_of_a_stale_status_file(short_tmp: Path) -> None:
+    from memctl import lifecycle
+
+    # The daemon died without cleaning up; its pid now belongs to an unrelated process.
+    sock = short_tmp / "memoryd.sock"
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lifecycle.status_file(sock).write_text(json.dumps({"pid": bystander.pid}))
+        result = lifecycle.stop(sock, wait_s=0.2)
+        assert result == {"stopped": False, "pid": None}
+        assert bystander.poll() is None  # still running: not sent SIGTERM
+    finally:
+        bystander.kill()
+        bystander.wait()

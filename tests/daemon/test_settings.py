@@ -71,6 +71,19 @@ def test_broken_files_are_reported_not_fatal(isolated_env: IsolatedEnv, tmp_path
     assert effective.get("autoMemoryEnabled") is True
 
 
+def test_a_deeply_nested_project_file_is_reported_not_fatal(
+    isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    root = tmp_path / "proj"
+    path = settings.project_settings_path(root)
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 200_000)  # json.loads raises RecursionError, not JSONDecodeError
+    effective = settings.load(root)
+    errors = {f.source: f.error for f in effective.files}
+    assert errors[settings.Source.PROJECT] == "invalid JSON: nested too deeply"
+    assert effective.get("autoMemoryEnabled") is True
+
+
 def test_mistyped_known_values_are_ignored(isolated_env: IsolatedEnv) -> None:
     write_json(settings.user_settings_path(), {"autoMemoryEnabled": "no", "maxIncludeDepth": True})
     effective = settings.load(None)

@@ -79,3 +79,14 @@ def test_unterminated_comment_runs_to_end() -> None:
 
 def test_text_after_comment_on_same_line_stays() -> None:
     assert strip_html_comments("<!-- note --> visible\n").strip() == "visible"
+
+
+@pytest.mark.parametrize("separator", ["\f", "\u2028", "\x85", "\x1c"])
+def test_comment_stripping_counts_lines_as_the_lexer_does(separator: str) -> None:
+    text = f"intro{separator}still intro\n\n<!-- hidden -->\n\nkeep me\n"
+    assert strip_html_comments(text) == f"intro{separator}still intro\n\n\nkeep me\n"
+
+
+def test_comment_stripping_with_crlf_and_cr_endings() -> None:
+    assert strip_html_comments("a\r\n\r\n<!-- x -->\r\nb\r\n") == "a\r\n\r\nb\r\n"
+    assert strip_html_comments("a\r\r<!-- x -->\rb") == "a\r\rb"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-import frontmatter
 import yaml
 from pydantic import Field
 
 from memoryd.automem import context as _context  # noqa: F401 - registers the get_context provider
-from memoryd.automem.memfile import MAX_FILE_BYTES
+from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
@@ -122,16 +121,18 @@ async def memory_read(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     project = daemon.service(Projects).resolve(params.cwd)
     am = _am(daemon)
     path, key = am.resolve_file(project, params.path, must_exist=True)
-    raw = path.read_bytes()
-    if len(raw) > MAX_FILE_BYTES * 5:
-        raise TooLarge(
-            f"{path} is {len(raw):,} bytes; memory files are read up to {MAX_FILE_BYTES * 5:,}"
-        )
+    cap = MAX_FILE_BYTES * 5
+    # Read at most one byte over the cap: a huge file must not be loaded to be refused.
+    with path.open("rb") as handle:
+        raw = handle.read(cap + 1)
+    if len(raw) > cap:
+        size = path.stat().st_size
+        raise TooLarge(f"{path} is {size:,} bytes; memory files are read up to {cap:,}")
     content = raw.decode("utf-8", errors="replace")
     problem = None
     try:
-        meta: dict[str, Any] = dict(frontmatter.loads(content).metadata)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        meta: dict[str, Any] = dict(load_frontmatter(content).metadata)
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         meta, problem = {}, f"broken frontmatter: {type(exc).__name__}"
     entry = am.state(am.memory_dir(project)).entries.get(key)
     if entry is not None:
