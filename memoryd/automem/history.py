@@ -39,10 +39,10 @@ class Version:
 
 
 def _key(text: str) -> str:
-    key = _UNSAFE.sub("-", text)
-    if len(key) > 120:  # file names are capped at 255 bytes; keep long keys unique
-        key = f"{key[:100]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    return key
+    """A folder name for `text`: readable, and unique because a hash of the exact text ends it
+    (`feedback_x.md` and `feedback-x.md` read alike once sanitised but never share history)."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{_UNSAFE.sub('-', text)[:100]}-{digest}"
 
 
 class History:

@@ -23,12 +23,19 @@ def _absolute_existing_dir(value: str) -> str:
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 
 
+# Session folders sit beside the project's `memory/` folder; a session named like it would put
+# its summary inside auto memory.
+_RESERVED_SESSION_IDS = frozenset({"memory"})
+
+
 def _session_id(value: str) -> str:
     if not _SESSION_ID.match(value) or ".." in value:
         raise ValueError(
             "must be 1-200 characters of letters, digits, '.', '_', ':' or '-', "
             "start with a letter or digit, and contain no '/' or '..'"
         )
+    if value.lower() in _RESERVED_SESSION_IDS:
+        raise ValueError(f"{value!r} is reserved (it names the project's auto memory folder)")
     return value
 
 

@@ -42,6 +42,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 DEFAULT_LINE_LIMIT = 64 * 1024 * 1024
+# Notifications queued for a client that is not reading, before its connection is closed.
+NOTIFY_BUFFER_CAP = 16 * 1024 * 1024
 MAX_BATCH = 100_000
 
 # The connection a request arrived on, for methods that act on it (`subscribe`).
@@ -288,8 +290,28 @@ class Connection:
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True
 
+    def stop_reading(self) -> None:
+        """End the read loop as if the client had hung up; replies in flight still go out."""
+        self.reader.feed_eof()
+
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+        """Never waits on the client: one subscriber that stops reading must not hold up
+        notifications to the others (or the worker that sent them). Past the cap its
+        connection is closed."""
+        if self.closed:
+            return
+        try:
+            self.writer.write(_encode({"jsonrpc": "2.0", "method": method, "params": params}))
+        except (ConnectionError, RuntimeError, OSError):
+            self.closed = True
+            return
+        if self.writer.transport.get_write_buffer_size() > NOTIFY_BUFFER_CAP:
+            log.warning("closing a subscriber that stopped reading", buffered=NOTIFY_BUFFER_CAP)
+            self.daemon.counters["slow_subscriber_closed"] += 1
+            # Abort, not close: a graceful close would wait for the client to read it all.
+            self.closed = True
+            self.daemon.connections.discard(self)
+            self.writer.transport.abort()
 
     async def close(self) -> None:
         if self.closed and self.writer.is_closing():

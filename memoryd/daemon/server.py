@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -72,8 +73,36 @@ def systemd_socket() -> socket.socket | None:
     return socket.socket(fileno=SD_LISTEN_FDS_START)
 
 
+def check_socket_folder(folder: Path) -> None:
+    """Refuse a folder where someone else could swap the socket for their own."""
+    info = folder.stat()
+    if info.st_uid not in (os.getuid(), 0):
+        raise StartupError(f"socket folder {folder} belongs to uid {info.st_uid}, not to you")
+    writable_by_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable_by_others and not info.st_mode & stat.S_ISVTX:
+        raise StartupError(
+            f"socket folder {folder} is writable by other users; use a private folder"
+        )
+
+
 def bind_socket(path: Path) -> socket.socket:
-    ensure_private_dir(path.parent)
+    if not path.parent.exists():
+        # Only a folder memoryd creates is made 0700; one the user named keeps its mode (the
+        # socket itself is 0600 either way).
+        ensure_private_dir(path.parent)
+    else:
+        check_socket_folder(path.parent)
+    # Two daemons starting at once must not both see a stale socket, unlink and bind: the
+    # check-unlink-bind sequence runs under an exclusive lock next to the socket.
+    lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        return _bind_locked(path)
+    finally:
+        os.close(lock_fd)  # closing releases the lock
+
+
+def _bind_locked(path: Path) -> socket.socket:
     if path.exists() or path.is_symlink():
         if socket_is_live(path):
             raise AlreadyRunning(f"a memoryd daemon is already serving {path}")
@@ -181,6 +210,10 @@ class Server:
         remove_status_file_if_ours(self.config)
         if self._server is not None:
             self._server.close()
+        # Stop reading: requests already received drain below, nothing new starts against
+        # services that are about to close.
+        for connection in list(self.daemon.connections):
+            connection.stop_reading()
         current = asyncio.current_task()
         pending = [t for t in self.daemon.inflight if t is not current]
         if pending:

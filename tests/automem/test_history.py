@@ -57,3 +57,18 @@ def test_long_names_stay_short(tmp_path: Path) -> None:
     h = History(tmp_path)
     folder = h.folder(tmp_path / ("d" * 300), "f" * 300 + ".md")
     assert all(len(part) <= 120 for part in folder.relative_to(tmp_path).parts)
+
+
+def test_files_that_sanitise_alike_keep_separate_histories(tmp_path: Path) -> None:
+    from memoryd.automem.history import History
+
+    history = History(tmp_path / "h")
+    memdir = tmp_path / "m"
+    history.save(memdir, "feedback_x.md", b"underscore", "write")
+    history.save(memdir, "feedback-x.md", b"dash", "write")
+    assert history.folder(memdir, "feedback_x.md") != history.folder(memdir, "feedback-x.md")
+    assert len(history.versions(memdir, "feedback_x.md")) == 1
+    assert len(history.versions(memdir, "feedback-x.md")) == 1
+    assert history.folder(tmp_path / "a" / "b-c", "x.md") != history.folder(
+        tmp_path / "a" / "b" / "c", "x.md"
+    )

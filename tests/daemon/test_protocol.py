@@ -245,3 +245,46 @@ async def test_an_unexpected_exception_is_an_internal_error_not_a_traceback(
     assert "RuntimeError: exploded after 1.0" in info.value.message
     assert "Traceback" not in info.value.message
     assert (await daemon.call("status"))["pid"] > 0
+
+
+async def test_a_session_id_naming_the_memory_folder_is_refused(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    with pytest.raises(RpcError) as info:
+        await daemon.call("compact", session_id="memory", cwd=str(tmp_path), messages=[])
+    assert info.value.code == -32602
+    assert "reserved" in info.value.message
+
+
+async def test_a_subscriber_that_stops_reading_does_not_hold_up_the_others(
+    daemon: DaemonHandle,
+) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    writer.write(b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n')
+    await writer.drain()
+    await reader.readline()  # subscribed; from now on this client never reads
+    listener = await daemon.client()
+    await listener.call("subscribe", {"events": ["worker/error"]})
+    big = "x" * (1 << 20)
+    received = []
+    for i in range(40):  # 40 MiB for the stalled client, over the cap
+        await asyncio.wait_for(
+            daemon.daemon.notify("worker/error", {"worker": f"w{i}", "message": big}), 5
+        )
+        received.append(await listener.next_notification(10))  # a healthy client keeps up
+    assert [n["params"]["worker"] for n in received] == [f"w{i}" for i in range(40)]
+    assert daemon.daemon.counters["slow_subscriber_closed"] == 1
+    writer.close()
+    await listener.close()
+
+
+def test_a_socket_folder_others_can_write_is_refused(tmp_path: Path) -> None:
+    from memoryd.daemon.server import StartupError, bind_socket
+
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    with pytest.raises(StartupError, match="writable by other users"):
+        bind_socket(folder / "d.sock")
+    folder.chmod(0o1777)  # sticky, like /tmp: others cannot replace our socket
+    bind_socket(folder / "d.sock").close()
