@@ -467,6 +467,31 @@ async def test_recall_already_surfaced_and_limit(daemon: DaemonHandle, project: 
     assert [m["path"] for m in got["memories"]] == [paths[2]]
 
 
+async def test_recall_remembers_what_a_session_was_shown(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    paths = set()
+    for animal in ["lion", "tiger", "bear"]:
+        res = await _write(
+            daemon,
+            project,
+            type="user",
+            name=f"Animal {animal}",
+            description=f"the {animal} fact",
+            body=f"zoo animal {animal} lives here",
+        )
+        paths.add(res["path"])
+    first = await daemon.call(
+        "recall", cwd=str(project), query="zoo animal", limit=2, session_id="s1"
+    )
+    second = await daemon.call("recall", cwd=str(project), query="zoo animal", session_id="s1")
+    shown_first = {m["path"] for m in first["memories"]}
+    assert len(shown_first) == 2
+    assert {m["path"] for m in second["memories"]} == paths - shown_first
+    other = await daemon.call("recall", cwd=str(project), query="zoo animal", session_id="s2")
+    assert {m["path"] for m in other["memories"]} == paths  # another session starts fresh
+
+
 @pytest.mark.parametrize(
     "params",
     [

@@ -12,6 +12,7 @@ from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
+from memoryd.automem.surfaced import SurfacedMemories
 from memoryd.automem.taxonomy import MemoryType
 from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
@@ -242,12 +243,19 @@ async def memory_reconcile(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
 async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
     """At most 5 memories relevant to a query (model selector, else the local ranker)."""
     project = daemon.service(Projects).resolve(params.cwd)
-    return await recall(
+    surfaced = list(params.already_surfaced)
+    shown = daemon.service(SurfacedMemories)
+    if params.session_id is not None:
+        surfaced += sorted(shown.seen(params.session_id) - set(surfaced))
+    result = await recall(
         daemon,
         project,
         query=params.query,
         recent_tools=params.recent_tools,
-        already_surfaced=params.already_surfaced,
+        already_surfaced=surfaced,
         limit=params.limit,
         use_model=params.selector == "auto",
     )
+    if params.session_id is not None:
+        shown.add(params.session_id, [m["path"] for m in result["memories"]])
+    return result

@@ -1,0 +1,40 @@
+"""Which memories each session has already been shown, so recall does not repeat them.
+
+Clients may pass `already_surfaced` themselves; with a `session_id` the daemon also
+remembers what it returned to that session. Bounded: the most recent sessions, and the most
+recent paths of each.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+MAX_SESSIONS = 1_000
+MAX_PATHS_PER_SESSION = 500
+
+
+class SurfacedMemories:
+    def __init__(self, daemon: Daemon) -> None:
+        self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
+
+    def seen(self, session_id: str) -> set[str]:
+        paths = self._sessions.get(session_id)
+        if paths is None:
+            return set()
+        self._sessions.move_to_end(session_id)
+        return set(paths)
+
+    def add(self, session_id: str, paths: list[str]) -> None:
+        known = self._sessions.setdefault(session_id, OrderedDict())
+        self._sessions.move_to_end(session_id)
+        for path in paths:
+            known[path] = None
+            known.move_to_end(path)
+        while len(known) > MAX_PATHS_PER_SESSION:
+            known.popitem(last=False)
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
