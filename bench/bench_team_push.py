@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from _team_server import start_team_server  # noqa: E402
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, plan_batches  # noqa: E402
 from memoryd.team.service import find_secret  # noqa: E402
@@ -43,7 +44,6 @@ from memoryd.team.sync.client import TeamClient  # noqa: E402
 from memoryd.team.sync.engine import SyncEngine  # noqa: E402
 from memoryd.team.sync.localfs import LocalFolder  # noqa: E402
 from memoryd.team.sync.state import StateStore  # noqa: E402
-from tests.team_server.pg import free_port  # noqa: E402
 
 WORDS = [
     "the",
@@ -102,34 +102,8 @@ def entry_text(n: int, size: int) -> str:
 
 def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     database = f"sqlite://{tmp / 'team.sqlite3'}"
-    port = free_port()
-    log = (tmp / "server.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoryd.team.server.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--database",
-            database,
-            "--log-level",
-            "warning",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url, database
-        except httpx.TransportError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"the team server did not start: {(tmp / 'server.log').read_text()}")
+    process, url = start_team_server(database, tmp / "server.log")
+    return process, url, database
 
 
 def token_for(database: str, repos: list[str]) -> str:

@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from _team_server import start_team_server  # noqa: E402
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH  # noqa: E402
-from tests.team_server.pg import PgCluster, find_pg_bin, free_port, missing_message  # noqa: E402
+from tests.team_server.pg import PgCluster, find_pg_bin, missing_message  # noqa: E402
 
 ENTRY_BYTES = 2_000
 
@@ -60,37 +61,6 @@ def create_token(database: str, repos: list[str]) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def start_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memoryd.team.server.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--database",
-                database,
-                "--log-level",
-                "warning",
-            ],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"server did not start: {log.read_text()}")
-
-
 async def timed(clients: int, work: Callable[[int], Awaitable[int]]) -> tuple[float, int]:
     """Run `work(i)` for every client at once; returns elapsed seconds and total requests."""
     start = time.perf_counter()
@@ -104,7 +74,7 @@ async def run_backend(
     clients = args.clients
     repos = [f"bench/repo{i}" for i in range(clients)] + ["bench/shared"]
     token = create_token(database, repos)
-    process, url = start_server(database, tmp / f"{label}.log")
+    process, url = start_team_server(database, tmp / f"{label}.log")
     results: dict[str, str] = {}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     headers = {"Authorization": f"Bearer {token}"}

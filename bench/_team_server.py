@@ -1,0 +1,43 @@
+"""Starting `memoryd-team serve` for a benchmark: a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.team_server.pg import free_port
+
+
+def start_team_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memoryd.team.server.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--database",
+                database,
+                "--log-level",
+                "warning",
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.05)
+    process.kill()
+    raise SystemExit(f"server did not start: {log.read_text()}")
