@@ -25,7 +25,7 @@ from memoryd.agent import tools as agent_tools
 from memoryd.agent.loop import AgentResult, run_agent
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
-from memoryd.daemon.turns import Turn, after_turn_hook, last_assistant_used_tools
+from memoryd.daemon.turns import Turn, after_turn_hook, natural_break
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -186,7 +186,7 @@ class MagicDocs:
         if turn.read_paths:
             checked = await asyncio.to_thread(self._check, turn.read_paths)
             self._register(turn, checked)
-        if last_assistant_used_tools(turn.messages) or not self.daemon.model.configured:
+        if not natural_break(turn.messages) or not self.daemon.model.configured:
             return 0
         mine = [d.path for d in self.docs.values() if turn.session_id in d.sessions]
         for path in mine:

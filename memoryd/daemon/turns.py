@@ -8,7 +8,7 @@ return quickly — and starts real work with `daemon.spawn`. It returns the part
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +40,18 @@ def after_turn_hook(hook: AfterTurnHook) -> AfterTurnHook:
     return hook
 
 
-def last_assistant_used_tools(messages: list[dict[str, Any]]) -> bool:
-    """Did the most recent assistant message call a tool? (A turn without one is a natural break.)"""
-    for entry in reversed(messages):
-        if entry.get("role") != "assistant":
+def natural_break(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """The last assistant message called no tool: the turn ended in prose.
+
+    False when there is no assistant message yet. Session memory uses it as an update trigger,
+    MagicDocs as the only moment it updates.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "assistant":
             continue
-        content = entry.get("content")
+        content = message.get("content")
         if isinstance(content, list):
-            return any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
-        return False
+            return not any(isinstance(b, Mapping) and b.get("type") == "tool_use" for b in content)
+        return True
     return False

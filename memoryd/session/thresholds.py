@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from memoryd.daemon.turns import natural_break
+
 INIT_TOKENS = 10_000
 MIN_TOKENS_BETWEEN_UPDATES = 5_000
 MIN_TOOL_CALLS_BETWEEN_UPDATES = 3
@@ -49,19 +51,6 @@ def count_tool_calls(messages: Sequence[Mapping[str, Any]], start: int = 0) -> i
                 1 for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"
             )
     return calls
-
-
-def natural_break(messages: Sequence[Mapping[str, Any]]) -> bool:
-    """The last assistant message called no tool (the turn ended in prose)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, list):
-            return not any(isinstance(b, Mapping) and b.get("type") == "tool_use" for b in content)
-        return True
-    return False
 
 
 def rebase(state: ThresholdState, message_count: int, tokens: int) -> ThresholdState:
