@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+
+from memoryd_client.client import default_socket_path as client_default_socket_path
 
 
 def home() -> Path:
@@ -33,17 +34,11 @@ def data_dir() -> Path:
 
 
 def default_socket_path() -> Path:
-    configured = os.environ.get("MEMORYD_SOCKET")
-    if configured:
-        return Path(configured)
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "memoryd" / "memoryd.sock"
-    cache = os.environ.get("XDG_CACHE_HOME")
-    if cache:
-        return Path(cache) / "memoryd" / "memoryd.sock"
-    # AF_UNIX paths are limited to ~108 bytes; a per-user dir under the temp root stays short.
-    return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+    """$MEMORYD_SOCKET, else $XDG_RUNTIME_DIR, else $XDG_CACHE_HOME, else a per-user /tmp dir.
+
+    Defined once, in the stdlib-only client package, so clients and daemon always agree.
+    """
+    return client_default_socket_path()
 
 
 def status_file_for(socket_path: Path) -> Path:
