@@ -46,8 +46,16 @@ def create_exclusive(path: Path, text: str = "", mode: int = 0o600) -> bool:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        # Half a file would pass for the real one next time: take it away.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        raise
     return True
 
 

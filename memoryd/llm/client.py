@@ -61,6 +61,7 @@ class ModelError(Exception):
     message: str
     status: int | None = None
     retryable: bool = False
+    retry_after_s: float | None = None  # what the provider asked us to wait, if it said
 
     def __str__(self) -> str:
         return f"{self.feature}: {self.message}"
@@ -130,7 +131,13 @@ class ModelClient:
                 message: Message = await self._sdk().messages.create(**kwargs)
             except anthropic.APIStatusError as exc:
                 retryable = exc.status_code in RETRYABLE_STATUS
-                error = ModelError(feature, _describe(exc), exc.status_code, retryable)
+                error = ModelError(
+                    feature,
+                    _describe(exc),
+                    exc.status_code,
+                    retryable,
+                    _retry_after_s(exc.response.headers.get("retry-after")),
+                )
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as exc:
                 error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
             else:
@@ -170,6 +177,9 @@ class ModelClient:
                 self.config.retry_max_delay_s, self.config.retry_base_delay_s * (2**attempt)
             )
             delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not cryptography
+            if error.retry_after_s is not None:
+                # The provider knows when it will take us back; never wait past our own cap.
+                delay = min(self.config.retry_max_delay_s, max(delay, error.retry_after_s))
             attempt += 1
             stats.retries += 1
             log.info("model call retry", feature=feature, status=error.status, delay_s=delay)
@@ -198,3 +208,14 @@ def _describe(exc: anthropic.APIStatusError) -> str:
     detail = err.get("message") if err else None
     kind = err.get("type") if err else None
     return f"HTTP {exc.status_code} {kind or ''} {detail or exc.message}".replace("  ", " ")
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """Seconds from a `Retry-After` header (delta-seconds form); None when absent or a date."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None

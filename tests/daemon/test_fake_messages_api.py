@@ -107,3 +107,23 @@ async def test_model_client_call_can_be_cancelled(fake_model: FakeMessagesAPI) -
     with pytest.raises(asyncio.CancelledError):
         await task
     await client.close()
+
+
+async def test_model_client_waits_as_long_as_retry_after_asks(fake_model: FakeMessagesAPI) -> None:
+    import dataclasses
+    import time
+
+    from tests.fakes.messages_api import Reply
+
+    limited = error_reply(429, "rate_limit_error", "slow down")
+    fake_model.enqueue(
+        Reply(limited.status, limited.body, headers={"retry-after": "0.4"}), text_reply("ok")
+    )
+    config = dataclasses.replace(fake_model_config(fake_model), retry_max_delay_s=5.0)
+    client = ModelClient(config)
+    started = time.monotonic()
+    await client.create(feature="t", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    await client.close()
+    first, second = fake_model.message_requests()
+    assert second.received_at - first.received_at >= 0.39  # base delay alone is ~0.01 s
+    assert time.monotonic() - started < 5

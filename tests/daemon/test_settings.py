@@ -129,3 +129,15 @@ async def test_settings_methods_over_the_socket(daemon: DaemonHandle, tmp_path: 
     assert got["settings"]["agentsMdFallback"] is False
     assert got["sources"]["agentsMdFallback"] == "project"
     assert got["sources"]["autoMemoryEnabled"] == "default"
+
+
+def test_create_exclusive_leaves_no_half_file(tmp_path: Path) -> None:
+    from memoryd.fsutil import create_exclusive
+
+    target = tmp_path / "CLAUDE.md"
+    with pytest.raises(UnicodeEncodeError):
+        create_exclusive(target, "half \ud800 written")
+    assert not target.exists()
+    assert create_exclusive(target, "whole") is True
+    assert create_exclusive(target, "again") is False
+    assert target.read_text() == "whole"
