@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]")
+MAX_CACHED_DIRS = 4_096
 
 
 def sanitize_key(path: Path | str) -> str:
@@ -55,16 +57,20 @@ def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[float, ...]:
 class Projects:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
-        self._cache: dict[Path, tuple[tuple[float, ...], Project]] = {}
+        self._cache: OrderedDict[Path, tuple[tuple[float, ...], Project]] = OrderedDict()
 
     def resolve(self, cwd: str | Path) -> Project:
         path = Path(cwd)
         cached = self._cache.get(path)
         if cached is not None and _stamp(cached[1].facts, path) == cached[0]:
+            self._cache.move_to_end(path)
             return cached[1]
         facts = gitfacts.discover(path)
         project = Project(path, facts.project_root, facts)
         self._cache[path] = (_stamp(facts, path), project)
+        self._cache.move_to_end(path)
+        while len(self._cache) > MAX_CACHED_DIRS:  # a long-lived daemon sees many cwds
+            self._cache.popitem(last=False)
         return project
 
     def known_roots(self) -> set[Path]:
