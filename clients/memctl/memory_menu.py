@@ -131,7 +131,7 @@ def build_items(
     """The whole main menu from `memory.list` and `settings.get` replies."""
     items: list[Item] = [Item("Memory files", "header")]
     for label, path in (("User memory", user_memory), ("Project memory", project_memory)):
-        state = "" if path.exists() else "(new, created empty)"
+        state = "" if path.exists() else "(missing: choosing it creates it empty)"
         shown = short_path(str(path), home, cwd)
         items.append(Item(label, "edit", str(path), f"{shown} {state}".rstrip(), indent=1))
     items.extend(instruction_items(listing.get("instruction_files") or [], home=home, cwd=cwd))

@@ -20,6 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from memoryd import __version__
 from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, RpcError
 
@@ -34,6 +35,9 @@ INSTRUCTIONS = (
 )
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
+# recall's `limit`: the daemon returns at most this many; a model asking for more (or fewer than
+# one) gets the nearest allowed value rather than an error it would have to recover from.
+RECALL_LIMIT_MIN, RECALL_LIMIT_MAX = 1, 5
 # Module level, not inside build_server: the SDK resolves the tools' string annotations
 # (`from __future__ import annotations`) in this module's globals.
 CwdArg = Annotated[
@@ -70,7 +74,8 @@ class Tools:
     async def recall(self, query: str, cwd: str | None = None, limit: int = 5) -> dict[str, Any]:
         if not query.strip():
             raise ToolError("query must not be empty")
-        params = {"cwd": self._cwd(cwd), "query": query, "limit": max(1, min(limit, 5))}
+        limit = max(RECALL_LIMIT_MIN, min(limit, RECALL_LIMIT_MAX))
+        params = {"cwd": self._cwd(cwd), "query": query, "limit": limit}
         result = await self._call("recall", params)
         return {
             "selector": result.get("selector"),
@@ -128,13 +133,21 @@ class Tools:
 
 def build_server(tools: Tools) -> MCPServer[Any]:
     """The MCP server with the four tools registered (separate from `main` for tests)."""
-    server: MCPServer[Any] = MCPServer("memoryd", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(
+        "memoryd", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
 
     @server.tool(name="recall", description="Find up to 5 saved memories relevant to a query.")
     async def recall(
         query: Annotated[str, Field(description="what you are working on or looking for")],
         cwd: CwdArg = None,
-        limit: Annotated[int, Field(ge=1, le=5, description="at most this many")] = 5,
+        limit: Annotated[
+            int,
+            Field(
+                description=f"at most this many, {RECALL_LIMIT_MIN}–{RECALL_LIMIT_MAX} "
+                f"(a value outside is clamped to the range)"
+            ),
+        ] = RECALL_LIMIT_MAX,
     ) -> dict[str, Any]:
         return await tools.recall(query, cwd, limit)
 

@@ -188,7 +188,11 @@ class InstructionFiles:
                 "watching": watcher is not None and watcher.failed is None,
                 "watched_dirs": len(watcher.armed) if watcher is not None else 0,
                 "reason": (
-                    watcher.failed if watcher is not None else "file watching is off (--no-watch)"
+                    watcher.failed
+                    if watcher is not None
+                    else "file watching starts with the first project"
+                    if self.daemon.config.watch_files
+                    else "file watching is off (--no-watch)"
                 ),
                 "cached": len(self._entries),
                 "trusted": sum(1 for e in self._entries.values() if e.trusted),

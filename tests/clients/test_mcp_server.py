@@ -168,3 +168,29 @@ async def test_errors_are_tool_errors(
         down = await session.call_tool("recall", {"query": "x"})
     assert down.is_error
     assert "memoryd is not running" in down.content[0].text
+
+
+async def test_server_reports_its_version_and_clamps_the_recall_limit(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    from memoryd import __version__
+
+    fake_daemon.on("recall", {"selector": "local", "memories": []})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memoryd_client.mcp_server", "--socket", str(fake_daemon.socket_path)],
+        env=memctl_env(),
+        cwd=str(project),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        initialized = await session.initialize()
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        high = await session.call_tool("recall", {"query": "x", "limit": 9})
+        low = await session.call_tool("recall", {"query": "x", "limit": 0})
+    assert initialized.server_info.name == "memoryd"
+    assert initialized.server_info.version == __version__
+    # The model is told the range up front, and a value outside it still gets an answer.
+    assert "1–5" in tools["recall"].input_schema["properties"]["limit"]["description"]
+    assert not high.is_error, high.content
+    assert not low.is_error, low.content
+    assert [c["limit"] for c in fake_daemon.calls("recall")] == [5, 1]

@@ -92,8 +92,10 @@ def test_user_and_project_memory_always_offered(tmp_path: Path) -> None:
     items = build(tmp_path)
     first = [i for i in items if i.action == "edit"][:2]
     assert [i.label for i in first] == ["User memory", "Project memory"]
-    assert "(new, created empty)" not in first[0].detail
-    assert first[1].detail.endswith("(new, created empty)")
+    assert "(missing" not in first[0].detail
+    # Nothing was created by listing it: the menu must not claim otherwise.
+    assert first[1].detail.endswith("(missing: choosing it creates it empty)")
+    assert "created empty)" not in " ".join(i.detail for i in items)
 
 
 def test_toggles_folders_and_memories(tmp_path: Path) -> None:

@@ -116,3 +116,61 @@ def test_stop_never_signals_the_pid_of_a_stale_status_file(short_tmp: Path) -> N
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def _feature_lines(text: str) -> list[str]:
+    # Everything after the two header lines: one "name: state" line per feature.
+    return [line.split(":", 1)[0] for line in text.splitlines()[2:]]
+
+
+def test_status_prints_each_feature_once_in_one_order(sock: Path, tmp_path: Path) -> None:
+    assert memctl(sock, "start").returncode == 0
+    fresh = memctl(sock, "status")
+    assert fresh.returncode == 0, fresh.stderr
+    project = tmp_path / "proj"
+    project.mkdir()
+    loaded = memctl(sock, "call", "get_context", json.dumps({"cwd": str(project)}))
+    assert loaded.returncode == 0, loaded.stderr
+    after = memctl(sock, "status")
+    assert "1 project(s)" in after.stdout
+
+    names = _feature_lines(fresh.stdout)
+    assert names == _feature_lines(after.stdout)
+    assert len(names) == len(set(names))
+    assert names == [
+        "model",
+        "auto memory",
+        "instruction files",
+        "extraction",
+        "session memory",
+        "magic docs",
+        "auto dream",
+        "team sync",
+    ]
+    # The long "no model" reason is said once, on the model line.
+    assert fresh.stdout.count("ANTHROPIC_API_KEY") == 1
+    assert "extraction: off (needs a model)" in fresh.stdout
+    assert "team sync: off — team sync is not configured" in fresh.stdout
+    assert "instruction files: on" in fresh.stdout
+
+
+def test_status_lines_order_is_the_same_for_any_reply_order() -> None:
+    from memctl.commands.daemon import status_lines
+
+    features = {
+        "team_sync": {"enabled": True, "reason": None},
+        "auto_dream": {"available": True, "reason": None},
+        "zeta_new": {"enabled": False, "reason": "not yet"},
+        "auto_memory": {"enabled": True},
+        "model": {"enabled": True, "reason": None},
+    }
+    status = {"version": "1", "model": {"configured": True}, "features": features}
+    shuffled = {**status, "features": dict(reversed(list(features.items())))}
+    assert status_lines(status) == status_lines(shuffled)
+    assert status_lines(status)[2:] == [
+        "model: configured",
+        "auto memory: on",
+        "auto dream: on",
+        "team sync: on",
+        "zeta new: off — not yet",
+    ]

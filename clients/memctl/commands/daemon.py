@@ -51,16 +51,55 @@ def run_status(args: argparse.Namespace) -> int:
     status = lifecycle.query_status(sock)
     if status is None:
         return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
-    model = status.get("model", {})
+    emit(args, status, "\n".join(status_lines(status)))
+    return 0
+
+
+# The order `memctl status` prints features in, whatever order the daemon sends them; features
+# a newer daemon adds come after these, sorted.
+FEATURE_ORDER = (
+    "model",
+    "auto_memory",
+    "instruction_files",
+    "extraction",
+    "session_memory",
+    "magic_docs",
+    "auto_dream",
+    "team_sync",
+)
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    """The human form of a `status` reply: each feature once, in `FEATURE_ORDER`.
+
+    The model's reason is long and shared by every feature that needs a model, so it is said
+    once, on the model line; those features then only say that they need one.
+    """
+    features = {k: v for k, v in (status.get("features") or {}).items() if isinstance(v, dict)}
+    model = status.get("model") if isinstance(status.get("model"), dict) else {}
+    model_reason = model.get("reason") or features.get("model", {}).get("reason")
     lines = [
         f"memoryd {status.get('version')} (pid {status.get('pid')}) on {status.get('socket')}",
         f"uptime {status.get('uptime_s')}s, {status.get('projects')} project(s), "
         f"{status.get('sessions')} session(s)",
-        "model: " + ("configured" if model.get("configured") else f"off — {model.get('reason')}"),
     ]
-    for name, feature in sorted(status.get("features", {}).items()):
-        if isinstance(feature, dict):
-            state = "on" if feature.get("enabled") else f"off — {feature.get('reason')}"
-            lines.append(f"{name}: {state}")
-    emit(args, status, "\n".join(lines))
-    return 0
+    names = [n for n in FEATURE_ORDER if n in features or n == "model"]
+    names += sorted(set(features) - set(FEATURE_ORDER))
+    rows: list[tuple[str, str]] = []
+    for name in names:
+        if name == "model":
+            on = bool(model.get("configured", features.get("model", {}).get("enabled")))
+            rows.append(("model", "configured" if on else f"off — {model_reason}"))
+            continue
+        feature = features[name]
+        on = bool(feature.get("enabled", feature.get("available")))
+        reason = feature.get("reason")
+        if on:
+            state = "on"
+        elif reason and reason == model_reason:
+            state = "off (needs a model)"
+        else:
+            state = f"off — {reason}" if reason else "off"
+        rows.append((name.replace("_", " "), state))
+    lines.extend(f"{label}: {state}" for label, state in rows)
+    return lines

@@ -270,7 +270,7 @@ def act(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     if item.action == "edit":
         path = Path(item.target)
         if not path.exists() and create_empty(path):
-            ui.message(f"created {path}")
+            ui.message(f"{path} (new, created empty)")
         open_in_editor(path, ui)
     elif item.action == "open_dir":
         open_folder(Path(item.target), ui)

@@ -17,7 +17,9 @@ from memoryd.daemon.protocol import current_connection
 from memoryd.daemon.registry import REGISTRY, NoParams, Params, rpc_method
 from memoryd.errors import InvalidParams
 from memoryd.magicdocs import MagicDocs
+from memoryd.rules.service import InstructionFiles
 from memoryd.session.service import SessionMemory
+from memoryd.team.service import TeamSync
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -37,8 +39,16 @@ EVENTS = frozenset(
 
 # Services are created on first use and `Daemon.status()` describes the ones that exist, so
 # without this a fresh daemon would leave these features out of `status.features` (and
-# `memctl status`) until a session happened to use them. Their constructors are cheap.
-FEATURE_SERVICES: tuple[type[Any], ...] = (AutoMemory, Extraction, SessionMemory, MagicDocs, Dream)
+# `memctl status`) until a project was loaded. Their constructors are cheap and start nothing.
+FEATURE_SERVICES: tuple[type[Any], ...] = (
+    AutoMemory,
+    InstructionFiles,
+    Extraction,
+    SessionMemory,
+    MagicDocs,
+    Dream,
+    TeamSync,
+)
 
 
 @rpc_method("status", NoParams, inline=True)
