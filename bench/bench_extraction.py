@@ -26,7 +26,7 @@ from typing import Any
 
 from _harness import REPO, daemon_process, median, percentile, temp_home
 
-from memoryd.daemon.projects import sanitize_key
+from memoryd.core.project import sanitize_key
 from memoryd_client import Client
 from tests.fakes.messages_api import FakeMessagesAPI, text_reply
 

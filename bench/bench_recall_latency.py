@@ -79,9 +79,11 @@ def write_memories(folder: Path, n: int, rng: random.Random, vocab: list[str]) -
 async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
     import memoryd.daemon.methods  # noqa: F401 - registers every method
     from memoryd.automem.service import AutoMemory
+    from memoryd.core.model_config import ModelConfig
+    from memoryd.core.project import sanitize_key
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, ModelConfig, TeamConfig
-    from memoryd.daemon.projects import Projects, sanitize_key
+    from memoryd.daemon.config import DaemonConfig, TeamConfig
+    from memoryd.daemon.projects import Projects
     from memoryd.daemon.server import Server
     from memoryd_client import AsyncClient
 

@@ -125,9 +125,10 @@ async def run_recall(
     convs: dict[str, tuple[list[Memory], list[Query]]], names: tuple[str, ...], work: Path
 ) -> dict[str, tuple[int, int, dict[int, list[int]]]]:
     import memoryd.daemon.methods  # noqa: F401 - registers every method
+    from memoryd.core.model_config import ModelConfig
+    from memoryd.core.project import sanitize_key
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, ModelConfig, TeamConfig
-    from memoryd.daemon.projects import sanitize_key
+    from memoryd.daemon.config import DaemonConfig, TeamConfig
     from memoryd.daemon.server import Server
     from memoryd_client import AsyncClient
 

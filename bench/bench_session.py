@@ -138,8 +138,9 @@ def _ms(seconds: float) -> str:
 
 
 async def bench_in_process(sizes: list[int], turns: int) -> None:
+    from memoryd.core.model_config import ModelConfig
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, ModelConfig, TeamConfig
+    from memoryd.daemon.config import DaemonConfig, TeamConfig
     from memoryd.daemon.projects import Projects
     from memoryd.llm.tokens import TokenCounter, estimate_messages
     from memoryd.session import compaction, thresholds
@@ -240,7 +241,7 @@ async def bench_in_process(sizes: list[int], turns: int) -> None:
 
 
 def bench_rpc(sizes: list[int]) -> None:
-    from memoryd.daemon.projects import sanitize_key
+    from memoryd.core.project import sanitize_key
 
     with temp_home() as env, daemon_process(env) as sock:
         cwd = Path(env["HOME"]) / "repo"

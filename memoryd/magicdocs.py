@@ -25,7 +25,8 @@ from memoryd.agent import tools as agent_tools
 from memoryd.agent.loop import AgentResult, run_agent
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
-from memoryd.daemon.turns import Turn, after_turn_hook, natural_break
+from memoryd.core.turn import Turn, natural_break
+from memoryd.daemon.turns import after_turn_hook
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from memoryd.core.model_config import ModelConfig
 from memoryd.daemon.app import Daemon
-from memoryd.daemon.config import DaemonConfig, ModelConfig, TeamConfig
+from memoryd.daemon.config import DaemonConfig, TeamConfig
 from memoryd.daemon.server import Server
 from memoryd_client import AsyncClient
 from tests.fakes.messages_api import FakeMessagesAPI

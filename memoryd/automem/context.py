@@ -12,8 +12,8 @@ from memoryd.errors import FeatureUnavailable, ForbiddenPath
 from memoryd.rules.providers import ContextContribution, IndexEntry, register_index_provider
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 _KINDS: tuple[tuple[bool, Literal["AutoMem", "TeamMem"]], ...] = (
     (False, "AutoMem"),

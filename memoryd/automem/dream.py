@@ -27,13 +27,14 @@ from memoryd.automem.extraction import Extraction
 from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
-from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.core.turn import Turn
+from memoryd.daemon.turns import after_turn_hook
 from memoryd.errors import MemorydError
 from memoryd.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 log = structlog.get_logger("memoryd.dream")
 

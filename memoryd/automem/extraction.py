@@ -26,7 +26,8 @@ from memoryd.agent.policy import AccessPolicy, Denied, real
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
-from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.core.turn import Turn
+from memoryd.daemon.turns import after_turn_hook
 from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memoryd.core.project import sanitize_key
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.fsutil import atomic_write_bytes, ensure_private_dir
 
 _VERSION = re.compile(r"^\d{19,20}-[a-z]{1,20}$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9]")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def _key(text: str) -> str:
     """A folder name for `text`: readable, and unique because a hash of the exact text ends it
     (`feedback_x.md` and `feedback-x.md` read alike once sanitised but never share history)."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{_UNSAFE.sub('-', text)[:100]}-{digest}"
+    return f"{sanitize_key(text)[:100]}-{digest}"
 
 
 class History:

@@ -23,8 +23,8 @@ from memoryd.automem.service import AutoMemory
 from memoryd.llm.client import ModelError
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 log = structlog.get_logger("memoryd.recall")
 

@@ -35,8 +35,8 @@ from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, Not
 from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 
 @dataclass(frozen=True)

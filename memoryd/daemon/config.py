@@ -7,43 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd import paths
+from memoryd.core.model_config import ModelConfig
 from memoryd.daemon.protocol import DEFAULT_LINE_LIMIT
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Model access. The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL itself."""
-
-    api_key: str | None = None
-    auth_token: str | None = None
-    base_url: str | None = None
-    model: str = "claude-sonnet-4-5"
-    small_model: str = "claude-haiku-4-5"
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    retry_base_delay_s: float = 0.5
-    retry_max_delay_s: float = 20.0
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.api_key or self.auth_token)
-
-    @classmethod
-    def from_env(cls) -> ModelConfig:
-        env = os.environ
-        defaults = cls()
-        return cls(
-            api_key=env.get("ANTHROPIC_API_KEY") or None,
-            auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
-            base_url=env.get("ANTHROPIC_BASE_URL") or None,
-            model=env.get("MEMORYD_MODEL", defaults.model),
-            small_model=env.get("MEMORYD_SMALL_MODEL", defaults.small_model),
-            timeout_s=float(env.get("MEMORYD_MODEL_TIMEOUT", defaults.timeout_s)),
-            max_retries=int(env.get("MEMORYD_MODEL_RETRIES", defaults.max_retries)),
-            retry_base_delay_s=float(
-                env.get("MEMORYD_MODEL_RETRY_DELAY", defaults.retry_base_delay_s)
-            ),
-        )
 
 
 @dataclass(frozen=True)

@@ -8,35 +8,17 @@ changing the remote is seen at the next call without a watcher.
 from __future__ import annotations
 
 import os
-import re
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoryd import gitfacts
+from memoryd.core.project import Project
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9]")
 MAX_CACHED_DIRS = 4_096
-
-
-def sanitize_key(path: Path | str) -> str:
-    """The projects/ folder name of a root: every character outside [A-Za-z0-9] becomes '-'."""
-    return _UNSAFE.sub("-", str(path))
-
-
-@dataclass(frozen=True)
-class Project:
-    cwd: Path
-    root: Path  # canonical: main worktree root, or cwd outside git
-    facts: gitfacts.GitFacts
-
-    @property
-    def key(self) -> str:
-        return sanitize_key(self.root)
 
 
 def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[float, ...]:

@@ -23,7 +23,7 @@ from memoryd.errors import FeatureUnavailable
 if TYPE_CHECKING:
     from anthropic.types import Message
 
-    from memoryd.daemon.config import ModelConfig
+    from memoryd.core.model_config import ModelConfig
 
 log = structlog.get_logger("memoryd.llm")
 

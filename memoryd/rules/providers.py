@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from memoryd.rules.model import ContextContribution, IndexEntry
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 IndexProvider = Callable[["Daemon", "Project"], Awaitable[ContextContribution]]
 

@@ -21,8 +21,8 @@ from memoryd.rules.model import ContextRequest, ContextResult
 from memoryd.rules.watcher import DirWatcher
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 MAX_ENTRIES = 256
 MAX_INCLUDE_DEPTH_CAP = 20

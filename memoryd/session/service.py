@@ -23,15 +23,16 @@ import structlog
 from memoryd import fsutil, paths
 from memoryd.agent.loop import run_agent
 from memoryd.agent.policy import AccessPolicy
-from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.core.turn import Turn
+from memoryd.daemon.turns import after_turn_hook
 from memoryd.llm.tokens import TokenCounter
 from memoryd.rules.service import drop_instruction_cache
 from memoryd.session import compaction, prompts, state, thresholds
 from memoryd.session.template import Template, is_empty_summary, load_template
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 log = structlog.get_logger("memoryd.session")
 

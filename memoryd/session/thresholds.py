@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memoryd.daemon.turns import natural_break
+from memoryd.core.turn import natural_break
 
 INIT_TOKENS = 10_000
 MIN_TOKENS_BETWEEN_UPDATES = 5_000

@@ -28,8 +28,8 @@ from memoryd.team.sync.state import StateStore, saved_states, state_path
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 log = structlog.get_logger("memoryd.team")
 

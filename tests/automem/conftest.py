@@ -22,7 +22,7 @@ def project(isolated_env: IsolatedEnv) -> Path:
 @pytest.fixture
 def memdir(isolated_env: IsolatedEnv, project: Path) -> Path:
     """The default memory dir of `project` (not created)."""
-    from memoryd.daemon.projects import sanitize_key
+    from memoryd.core.project import sanitize_key
 
     return isolated_env.config_dir / "projects" / sanitize_key(project.resolve()) / "memory"
 

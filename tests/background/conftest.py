@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import pytest
 
 from memoryd.automem.service import AutoMemory
-from memoryd.daemon.projects import Project, Projects
+from memoryd.core.project import Project
+from memoryd.daemon.projects import Projects
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply
 

@@ -227,7 +227,8 @@ def test_pre_compact_keeps_summary_for_the_next_session_start(
 async def test_stop_reports_the_turn_to_the_real_daemon(
     daemon: DaemonHandle, project: Path, tmp_path: Path
 ) -> None:
-    from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
+    from memoryd.core.turn import Turn
+    from memoryd.daemon.turns import AFTER_TURN_HOOKS
 
     seen: list[Turn] = []
 
@@ -292,7 +293,8 @@ async def test_large_transcript_is_sent_from_a_detached_child(
     daemon: DaemonHandle, project: Path, tmp_path: Path
 ) -> None:
     from memctl.commands.hook import BACKGROUND_BYTES
-    from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
+    from memoryd.core.turn import Turn
+    from memoryd.daemon.turns import AFTER_TURN_HOOKS
 
     seen: list[Turn] = []
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.core.project import sanitize_key
 from memoryd.daemon import projects as projects_mod
-from memoryd.daemon.projects import Projects, sanitize_key
+from memoryd.daemon.projects import Projects
 
 
 def git(*args: str, cwd: Path) -> None:

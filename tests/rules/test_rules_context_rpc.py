@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from memoryd.core.project import Project
 from memoryd.daemon.methods.context import GetContextResult
-from memoryd.daemon.projects import Project
 from memoryd.daemon.registry import REGISTRY
 from memoryd.rules import providers
 from memoryd.rules.model import ContextContribution, IndexEntry

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from memoryd.core.project import sanitize_key
 from memoryd.daemon.config import TeamConfig
-from memoryd.daemon.projects import Projects, sanitize_key
+from memoryd.daemon.projects import Projects
 from memoryd.team.service import TeamSync
 from memoryd.team.sync.watcher import Tuning
 from memoryd_client import RpcError

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import structlog
 from pydantic import AfterValidator, BaseModel, Field
 
+from memoryd.core.project import Project
 from memoryd.daemon.params import Cwd, SessionId
-from memoryd.daemon.projects import Project, Projects
+from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
 from memoryd.rules import approvals, assembly, sessions
 from memoryd.rules.model import (

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memoryd.core.turn import Turn
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, on_daemon_start, rpc_method
-from memoryd.daemon.turns import Turn, after_turn_hook
+from memoryd.daemon.turns import after_turn_hook
 from memoryd.rules.providers import ContextContribution, register_index_provider
 from memoryd.team.service import TeamSync, describe_state
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncSuppressed
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 
 class TeamParams(Params):

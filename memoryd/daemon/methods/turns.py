@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from memoryd.core.turn import Turn
 from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
-from memoryd.daemon.turns import AFTER_TURN_HOOKS, Turn
+from memoryd.daemon.turns import AFTER_TURN_HOOKS
 from memoryd.rules.sessions import add_touched_paths
 from memoryd.session.service import SessionMemory
 from memoryd.session.transcript import Messages, Usage

@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 
 from memoryd import paths
-from memoryd.daemon.projects import sanitize_key
+from memoryd.core.project import sanitize_key
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
 
 log = structlog.get_logger("memoryd.team")
