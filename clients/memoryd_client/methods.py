@@ -172,12 +172,20 @@ class SyncMethods:
         )
 
     def memory_remember(
-        self, cwd: str, text: str, *, type: str | None = None, team: bool | None = None
+        self,
+        cwd: str,
+        text: str,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        team: bool | None = None,
     ) -> dict[str, Any]:
         """`memory.remember`: Quick-add: the daemon picks type, name and description for `text`."""
         return cast(
             "dict[str, Any]",
-            self.call("memory.remember", _params(cwd=cwd, text=text, type=type, team=team)),
+            self.call(
+                "memory.remember", _params(cwd=cwd, text=text, type=type, name=name, team=team)
+            ),
         )
 
     def memory_reconcile(self, cwd: str) -> dict[str, Any]:
@@ -381,12 +389,20 @@ class AsyncMethods:
         )
 
     async def memory_remember(
-        self, cwd: str, text: str, *, type: str | None = None, team: bool | None = None
+        self,
+        cwd: str,
+        text: str,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        team: bool | None = None,
     ) -> dict[str, Any]:
         """`memory.remember`: Quick-add: the daemon picks type, name and description for `text`."""
         return cast(
             "dict[str, Any]",
-            await self.call("memory.remember", _params(cwd=cwd, text=text, type=type, team=team)),
+            await self.call(
+                "memory.remember", _params(cwd=cwd, text=text, type=type, name=name, team=team)
+            ),
         )
 
     async def memory_reconcile(self, cwd: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Quick-add (`memctl remember "text"`): type, name and description for a bare sentence.
 
 With a model, a small model picks them (JSON); without one, or when its answer is unusable,
-they are derived from the text: the name is its first words, the description its first
-sentence, the type the caller's (default `user`).
+they are derived from the text (`quickguess`): the type from cue words, the name a short title
+of its meaningful words, the description its first sentence. A type or name the caller gives
+always wins.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
+from memoryd.automem.quickguess import guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
 
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("memoryd.quickadd")
 
-NAME_WORDS = 8
 NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -56,21 +57,21 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:-") + "…"
 
 
-def derive(text: str, type_: str | None) -> QuickMemory:
+def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory:
     """Name, description and type from the text alone."""
     flat = " ".join(text.split())
     first_sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    words = first_sentence.rstrip(".!?").split()
-    name = _clip(" ".join(words[:NAME_WORDS]), NAME_CHARS)
-    if len(words) > NAME_WORDS and not name.endswith("…"):
-        name += "…"
+    title = _clip(name, MAX_NAME_CHARS) if name else ""
+    title = title or _clip(guess_title(text), NAME_CHARS)
     description = _clip(first_sentence, DESCRIPTION_CHARS)
     return QuickMemory(
-        type_ or "user", name or "note", description or name or "note", text.strip(), "local"
+        type_ or guess_type(text), title, description or title, text.strip(), "local"
     )
 
 
-def parse_model_choice(reply: str, text: str, type_: str | None) -> QuickMemory | None:
+def parse_model_choice(
+    reply: str, text: str, type_: str | None, name: str | None = None
+) -> QuickMemory | None:
     match = re.search(r"\{.*\}", reply, re.DOTALL)
     if match is None:
         return None
@@ -80,25 +81,26 @@ def parse_model_choice(reply: str, text: str, type_: str | None) -> QuickMemory 
         return None
     if not isinstance(data, dict):
         return None
-    name, description, kind = data.get("name"), data.get("description"), data.get("type")
-    if not isinstance(name, str) or not isinstance(description, str):
+    title, description, kind = data.get("name"), data.get("description"), data.get("type")
+    if not isinstance(title, str) or not isinstance(description, str):
         return None
-    if type_ is not None:
-        kind = type_  # the user's explicit --type wins over the model's guess
+    # The user's explicit --type and --name win over the model's guesses.
+    kind = type_ if type_ is not None else kind
+    title = name or title
     if not isinstance(kind, str) or not is_memory_type(kind):
         return None
-    name = _clip(name, min(NAME_CHARS * 2, MAX_NAME_CHARS))
+    title = _clip(title, min(NAME_CHARS * 2, MAX_NAME_CHARS))
     description = _clip(description, min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS))
-    if not name or not description:
+    if not title or not description:
         return None
-    return QuickMemory(kind, name, description, text.strip(), "model")
+    return QuickMemory(kind, title, description, text.strip(), "model")
 
 
 async def choose(
-    daemon: Daemon, text: str, type_: str | None, timeout_s: float = 20.0
+    daemon: Daemon, text: str, type_: str | None, name: str | None = None, timeout_s: float = 20.0
 ) -> QuickMemory:
-    if not daemon.model.configured:
-        return derive(text, type_)
+    if not daemon.model.configured or (type_ is not None and name):
+        return derive(text, type_, name)
     try:
         reply = await asyncio.wait_for(
             daemon.model.create(
@@ -112,6 +114,6 @@ async def choose(
         )
     except (ModelError, TimeoutError) as exc:
         log.info("quick-add fell back to derived fields", error=str(exc) or "timeout")
-        return derive(text, type_)
+        return derive(text, type_, name)
     answer = "".join(getattr(block, "text", "") for block in reply.content)
-    return parse_model_choice(answer, text, type_) or derive(text, type_)
+    return parse_model_choice(answer, text, type_, name) or derive(text, type_, name)

@@ -513,8 +513,16 @@ async def test_remember_without_model(daemon: DaemonHandle, project: Path, memdi
     res = await daemon.call(
         "memory.remember", cwd=str(project), text="The staging DB is db-staging.internal. Ask Dana."
     )
-    assert (res["type"], res["derived_by"], res["created"]) == ("user", "local", True)
-    assert res["name"] == "The staging DB is db-staging.internal"
+    assert (res["type"], res["derived_by"], res["created"]) == ("reference", "local", True)
+    assert res["name"] == "Staging DB is db-staging.internal"
+    named = await daemon.call(
+        "memory.remember",
+        cwd=str(project),
+        text="We decided to ship the v2 API by Friday",
+        name="API v2 ship date",
+    )
+    assert (named["type"], named["name"]) == ("project", "API v2 ship date")
+    assert Path(named["path"]).name == "project_api_v2_ship_date.md"
     res = await daemon.call(
         "memory.remember",
         cwd=str(project),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import memfile, quickadd, recall
+from memoryd.automem import memfile, quickadd, quickguess, recall
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 
 
@@ -49,8 +49,8 @@ def test_derive_from_text() -> None:
     q = quickadd.derive(
         "The staging database is at db-staging.internal. Ask Dana for access.", None
     )
-    assert q.type == "user"
-    assert q.name == "The staging database is at db-staging.internal"
+    assert q.type == "reference"
+    assert q.name == "Staging database: db-staging.internal"
     assert q.description == "The staging database is at db-staging.internal."
     assert q.body.endswith("Ask Dana for access.")
     assert q.derived_by == "local"
@@ -58,10 +58,9 @@ def test_derive_from_text() -> None:
 
 def test_derived_and_model_fields_drop_control_characters() -> None:
     q = quickadd.derive("Ring the bell\x07 before\x1b[0m deploys. Always.", None)
-    assert (q.name, q.description) == (
-        "Ring the bell before [0m deploys",
-        "Ring the bell before [0m deploys.",
-    )
+    assert "\x07" not in q.name + q.description
+    assert "\x1b" not in q.name + q.description
+    assert q.description == "Ring the bell before [0m deploys."
     assert "\x07" in q.body  # the body is the user's text as given
     memfile.check_fields(q.type, q.name, q.description, q.body)
     m = quickadd.parse_model_choice(
@@ -71,13 +70,71 @@ def test_derived_and_model_fields_drop_control_characters() -> None:
     assert (m.name, m.description) == ("Bell", "d x")
 
 
-def test_derive_long_text_is_clipped_at_words() -> None:
+def test_derive_long_text_is_cut_at_words_without_an_ellipsis() -> None:
     text = "word " * 100
     q = quickadd.derive(text, "project")
     assert q.type == "project"
-    assert q.name.endswith("…")
-    assert len(q.name) <= 61
+    assert q.name == "Word word word word word word word"
     assert len(q.description) <= 150
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "name"),
+    [
+        ("I prefer small, focused commits", "feedback", "Prefer small focused commits"),
+        ("Don't mock the database in integration tests", "feedback", None),
+        ("Always run the linter before pushing", "feedback", None),
+        (
+            "We decided to freeze merges after March 5",
+            "project",
+            "Decision: freeze merges after March 5",
+        ),
+        ("Remember that the release deadline is Friday", "project", "Release deadline is Friday"),
+        ("The API review must be done by Friday", "project", None),
+        ("Grafana dashboards: https://grafana.example.com/d/abc?x=1", "reference", None),
+        (
+            "The on-call runbook lives in Confluence, space OPS",
+            "reference",
+            "On-call runbook: Confluence space OPS",
+        ),
+        (
+            "Bugs are tracked in the Linear project INGEST",
+            "reference",
+            "Bugs: Linear project INGEST",
+        ),
+        ("Dana owns the billing service", "user", "Dana owns the billing service"),
+        ("I am a data scientist learning Go", "user", "Data scientist learning Go"),
+        (
+            "Deploys happen on Thursdays after the QA sign-off.",
+            "user",
+            "Deploys happen on Thursdays",
+        ),
+    ],
+)
+def test_zero_model_type_and_title(text: str, kind: str, name: str | None) -> None:
+    q = quickadd.derive(text, None)
+    assert q.type == kind
+    if name is not None:
+        assert q.name == name
+    assert not q.name.endswith("…")
+    assert 0 < len(q.name) <= quickguess.TITLE_CHARS
+    assert len(q.name.split()) <= quickguess.TITLE_WORDS + 1  # "Decision:" is not a text word
+    memfile.check_fields(q.type, q.name, q.description, q.body)
+
+
+def test_a_url_title_names_its_host() -> None:
+    q = quickadd.derive("https://docs.example.com/api/v2/reference/index.html", None)
+    assert (q.type, q.name) == ("reference", "docs.example.com")
+
+
+def test_explicit_type_and_name_win() -> None:
+    q = quickadd.derive("Always use tabs", "user", "Indentation")
+    assert (q.type, q.name) == ("user", "Indentation")
+    m = quickadd.parse_model_choice(
+        '{"type": "reference", "name": "G", "description": "d"}', "t", None, "Mine"
+    )
+    assert m is not None
+    assert (m.type, m.name) == ("reference", "Mine")
 
 
 def test_parse_model_choice() -> None:

@@ -174,3 +174,29 @@ def test_status_lines_order_is_the_same_for_any_reply_order() -> None:
         "team sync: on",
         "zeta new: off — not yet",
     ]
+
+
+def test_remember_without_a_model_guesses_type_and_title(sock: Path, tmp_path: Path) -> None:
+    assert memctl(sock, "start").returncode == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    saved = memctl(sock, "remember", "I prefer small, focused commits", "--cwd", str(project))
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout.startswith("saved [feedback] Prefer small focused commits: ")
+    assert saved.stdout.rstrip().endswith("feedback_prefer_small_focused_commits.md")
+    named = memctl(
+        sock,
+        "--json",
+        "remember",
+        "Grafana lives at https://grafana.example.com/d/ingest",
+        "--name",
+        "Ingest dashboards",
+        "--type",
+        "reference",
+        "--cwd",
+        str(project),
+    )
+    assert named.returncode == 0, named.stderr
+    result = json.loads(named.stdout)
+    assert (result["type"], result["name"]) == ("reference", "Ingest dashboards")
+    assert "https://grafana.example.com/d/ingest" in Path(result["path"]).read_text()

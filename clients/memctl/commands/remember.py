@@ -1,4 +1,9 @@
-"""`memctl remember "text" [--type T] [--team] [--cwd DIR]`: quick-add one memory."""
+"""`memctl remember "text" [--type T] [--name TITLE] [--team] [--cwd DIR]`: quick-add one memory.
+
+Without a model the daemon guesses the type from cue words (a URL or "lives at" → reference,
+"we decided" / "deadline" / "by Friday" → project, "don't" / "always" / "prefer" → feedback,
+else user) and names the memory with a short title of the text's meaningful words.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +20,15 @@ TYPES = ("user", "feedback", "project", "reference")
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "remember",
-        help="save a memory from one line of text (a model picks its type and title when configured)",
+        help="save a memory from one line of text (type and title guessed, by a model when configured)",
     )
     parser.add_argument("text", help="what to remember ('-' reads standard input)")
     parser.add_argument(
-        "--type", choices=TYPES, help="the memory type (default: the model's choice, else user)"
+        "--type",
+        choices=TYPES,
+        help="the memory type (default: the model's choice, else guessed from the text)",
     )
+    parser.add_argument("--name", help="the memory's title (default: made from the text)")
     parser.add_argument("--team", action="store_true", help="save it in the shared team memory")
     parser.add_argument(
         "--cwd", default=None, help="the project directory (default: the current one)"
@@ -35,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"cwd": os.path.abspath(args.cwd or os.getcwd()), "text": text}
     if args.type:
         params["type"] = args.type
+    if args.name and args.name.strip():
+        params["name"] = args.name.strip()
     if args.team:
         params["team"] = True
     with client(args, timeout=60.0) as conn:

@@ -57,6 +57,7 @@ class RememberParams(Params):
     cwd: Cwd
     text: str = Field(min_length=1, max_length=_MAX_TEXT)
     type: MemoryType | None = None
+    name: str | None = Field(default=None, min_length=1, max_length=_MAX_TEXT)
     team: bool = False
 
 
@@ -212,7 +213,7 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     project = daemon.service(Projects).resolve(params.cwd)
     am = _am(daemon)
     am.memory_dir(project)  # fail fast (auto memory off) before any model call
-    quick = await choose(daemon, params.text, params.type)
+    quick = await choose(daemon, params.text, params.type, params.name)
     result = await am.write_memory(
         project,
         type=quick.type,
