@@ -17,6 +17,7 @@ from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, state_path
+from tests.conftest import DaemonHandle, stop_daemon
 from tests.fakes.faulty_proxy import FaultyProxy
 from tests.team_server.conftest import ThreadedServer
 
@@ -83,6 +84,15 @@ class Side:
 
 
 SideFactory = Callable[..., Side]
+
+
+@pytest.fixture
+async def daemons() -> Any:
+    """Daemons a test starts (in its loop), stopped at its end."""
+    handles: list[DaemonHandle] = []
+    yield handles
+    for handle in handles:
+        await stop_daemon(handle)
 
 
 @pytest.fixture

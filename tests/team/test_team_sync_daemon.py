@@ -57,14 +57,6 @@ async def next_event(listener: Any, method: str, **expected: Any) -> dict[str, A
             return note
 
 
-@pytest.fixture
-async def daemons() -> Any:
-    handles: list[DaemonHandle] = []
-    yield handles
-    for handle in handles:
-        await stop_daemon(handle)
-
-
 async def test_team_methods_say_how_to_enable_when_not_configured(
     daemon: DaemonHandle, tmp_path: Path
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
@@ -19,9 +20,11 @@ from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import REGISTRY, Params, rpc_method
 from memoryd.errors import MemorydError, TooLarge
 from memoryd.rules.service import drop_instruction_cache
+from memoryd.team.service import TeamSync
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
+    from memoryd.daemon.projects import Project
 
 # Generous on purpose: an oversized body must reach the handler to get -32004, not -32602.
 _MAX_TEXT = 50 * 1024 * 1024
@@ -74,6 +77,14 @@ class RecallParams(Params):
 
 def _am(daemon: Daemon) -> AutoMemory:
     return daemon.service(AutoMemory)
+
+
+def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> None:
+    """A change in the team folder must reach the server even in a project whose sync has not
+    started yet (no `get_context` or turn so far): start it; its first push carries the change,
+    and once it runs the watcher pushes every later one within the debounce."""
+    if path.is_relative_to(_am(daemon).team_dir(project)):
+        daemon.service(TeamSync).ensure(project)
 
 
 async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
@@ -172,6 +183,7 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
         team=params.team,
         file=params.file,
     )
+    _sync_if_team(daemon, project, result.path)
     return {
         "path": str(result.path),
         "created": result.created,
@@ -184,6 +196,7 @@ async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     """Delete a memory and its index line; the content is kept in history."""
     project = daemon.service(Projects).resolve(params.cwd)
     path = await _am(daemon).delete_memory(project, params.path)
+    _sync_if_team(daemon, project, path)
     return {"deleted": True, "path": str(path)}
 
 
@@ -204,6 +217,7 @@ async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any
     """Put an earlier version back (the current content is kept in history first)."""
     project = daemon.service(Projects).resolve(params.cwd)
     path = await _am(daemon).restore(project, params.path, params.version)
+    _sync_if_team(daemon, project, path)
     return {"path": str(path), "restored": params.version}
 
 
@@ -222,6 +236,7 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
         body=quick.body,
         team=params.team,
     )
+    _sync_if_team(daemon, project, result.path)
     return {
         "path": str(result.path),
         "created": result.created,

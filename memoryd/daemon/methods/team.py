@@ -1,8 +1,9 @@
 """`team.status`, `team.pull`, `team.push` — and when team sync starts for a project.
 
 A project's team folder starts syncing when a session asks for its context (`get_context`),
-after a turn, on any `team.*` call, and at daemon start when it synced before. Failures talking to the server are results (`ok: false`
-with the error), not RPC errors: the sync state is the answer either way.
+after a turn, on any `team.*` call, when a team memory is written through the daemon
+(`methods/memory.py`), and at daemon start when it synced before. Failures talking to the server
+are results (`ok: false` with the error), not RPC errors: the sync state is the answer either way.
 """
 
 from __future__ import annotations

@@ -1,0 +1,68 @@
+"""A team memory written through the daemon starts its project's sync and is pushed within the
+debounce — no `get_context` or turn needed first (issue 14)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.automem.test_memctl import _memctl
+from tests.conftest import DaemonHandle, IsolatedEnv
+from tests.team.conftest import REPO, server_history
+from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
+from tests.team_server.conftest import ThreadedServer
+
+
+@pytest.fixture
+async def synced_daemon(
+    server: ThreadedServer, short_tmp: Path, daemons: list[DaemonHandle]
+) -> DaemonHandle:
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO), debounce_s=0.2)
+    daemons.append(handle)
+    return handle
+
+
+async def assert_pushed_soon(server: ThreadedServer, team_dir: Path, path: Path) -> None:
+    """A pull, the watcher's start and a debounced push: a few seconds on a slow machine."""
+    key = path.relative_to(team_dir).as_posix()
+    deadline = time.monotonic() + 5.0
+    while key not in await asyncio.to_thread(server_history, server, REPO):
+        assert time.monotonic() < deadline, f"{key} was never pushed"
+        await asyncio.sleep(0.05)
+
+
+async def test_memory_write_team_starts_sync_and_pushes(
+    server: ThreadedServer, synced_daemon: DaemonHandle, tmp_path: Path, isolated_env: IsolatedEnv
+) -> None:
+    root = make_repo(tmp_path / "proj")
+    written = await synced_daemon.call(
+        "memory.write",
+        cwd=str(root),
+        type="project",
+        name="Deploy",
+        description="how we deploy",
+        body="Deploys go through the release branch.\n",
+        team=True,
+    )
+    await assert_pushed_soon(server, team_dir_of(isolated_env, root), Path(written["path"]))
+
+
+async def test_memctl_remember_team_starts_sync_and_pushes(
+    server: ThreadedServer, synced_daemon: DaemonHandle, tmp_path: Path, isolated_env: IsolatedEnv
+) -> None:
+    root = make_repo(tmp_path / "proj")
+    code, out, err = await _memctl(
+        synced_daemon,
+        "--json",
+        "remember",
+        "We release on Thursdays.",
+        "--team",
+        "--cwd",
+        str(root),
+    )
+    assert code == 0, err
+    await assert_pushed_soon(server, team_dir_of(isolated_env, root), Path(json.loads(out)["path"]))
