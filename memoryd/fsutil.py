@@ -4,22 +4,64 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
+def make_private_dirs(path: Path, mode: int = 0o700) -> Path:
+    """Create `path` and its missing parents, each with exactly `mode` (0700).
+
+    `mkdir(parents=True, mode=...)` gives the parents the umask's default (0755) and the leaf
+    `mode` minus the umask; here every folder this call creates gets `mode`, and folders that
+    were already there are left as they are (they are not ours to change)."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=mode)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue  # created meanwhile by someone else: theirs
+        with contextlib.suppress(PermissionError):
+            folder.chmod(mode)  # the umask may have taken bits off
+    return path
+
+
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:
-    """Create `path` (and parents) if missing; the leaf gets `mode`."""
-    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    """Create `path` (and missing parents, each `mode`); an existing `path` is tightened to
+    `mode`, its existing parents are left alone."""
+    make_private_dirs(path, mode)
     with contextlib.suppress(PermissionError):
         if (path.stat().st_mode & 0o777) != mode:
             path.chmod(mode)
     return path
 
 
+def open_dirs(paths: Iterable[Path]) -> list[tuple[Path, int]]:
+    """(path, permission bits) of each existing directory that others may use (any group or
+    other bit set): memoryd keeps its folders 0700."""
+    found = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077:
+            found.append((path, stat.S_IMODE(st.st_mode)))
+    return found
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace `path` with `data` atomically; readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -41,7 +83,7 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
 
 def create_exclusive(path: Path, text: str = "", mode: int = 0o600) -> bool:
     """Create `path` only if it does not exist. True when this call created it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:

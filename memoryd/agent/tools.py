@@ -291,7 +291,6 @@ def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp
 
 
 def perform(op: WriteOp) -> None:
-    op.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     atomic_write_text(op.path, op.text)
 
 

@@ -133,7 +133,6 @@ class Dream:
         runs = self.last_runs()
         runs[str(project.root)] = at
         path = dream_state_path()
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write_text(path, json.dumps({"last_run": runs}, indent=2, sort_keys=True))
 
     def due(self, project: Project, now: float | None = None) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd import paths
 from memoryd import settings as settings_mod
 from memoryd.automem import index as index_mod
-from memoryd.automem import location
+from memoryd.automem import location, naming
 from memoryd.automem.dedupe import find_near_duplicate, memory_text
 from memoryd.automem.history import History, Version
 from memoryd.automem.manifest import MemoryHeader
@@ -32,7 +32,7 @@ from memoryd.automem.memfile import file_name_for, render_memory
 from memoryd.automem.ranker import RankerParams
 from memoryd.automem.store import TEAM_DIR, DirState, scan_tree
 from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
-from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir
+from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir, open_dirs
 
 if TYPE_CHECKING:
     from memoryd.core.project import Project
@@ -308,18 +308,9 @@ class AutoMemory:
                 target, key = _resolve_inside(folder, file, must_exist=False)
                 key = f"{TEAM_DIR}/{key}" if team else key
             else:
-                key = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+                key, merged = self._key_for_name(state, type, name, description, body, team)
                 target = memory_dir / key
-                if key not in state.entries:
-                    same_place = [
-                        e.candidate for k, e in state.entries.items() if _is_team(k) == team
-                    ]
-                    duplicate = find_near_duplicate(
-                        type, memory_text(name, description, body), same_place
-                    )
-                    if duplicate is not None:
-                        key, target = duplicate, memory_dir / duplicate
-                        merged_into = target
+                merged_into = target if merged else None
             _check_target(memory_dir, target)
             created = not target.exists()
             if not created:
@@ -337,12 +328,31 @@ class AutoMemory:
         )
         return WriteResult(target, created, merged_into)
 
+    @staticmethod
+    def _key_for_name(
+        state: DirState, type: str, name: str, description: str, body: str, team: bool
+    ) -> tuple[str, bool]:
+        """(key, merged) for a write by name: the file of the memory with this name, else a
+        near duplicate's (a reported merge), else a free file name (suffixed when another
+        memory already has the name's file), so a different memory is never replaced."""
+        base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+        names = {k: e.header.name for k, e in state.entries.items()}
+        own = naming.own_file(base, name, names)
+        if own is not None:
+            return own, False
+        same_place = [e.candidate for k, e in state.entries.items() if _is_team(k) == team]
+        duplicate = find_near_duplicate(type, memory_text(name, description, body), same_place)
+        if duplicate is not None:
+            return duplicate, True
+        taken = lambda key: key in names or os.path.lexists(state.memory_dir / key)  # noqa: E731
+        return naming.free_file(base, taken), False
+
     async def delete_memory(self, project: Project, path: str | Path) -> Path:
         memory_dir = self.memory_dir(project)
         async with self.writer_lock(memory_dir):
             target, key = _resolve_inside(memory_dir, str(path), must_exist=True)
-            if target.name == index_mod.INDEX_NAME:
-                raise ForbiddenPath("MEMORY.md is the index; delete memories, not the index")
+            if naming.is_index_name(target.name):
+                raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
             state = self.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "delete")
             target.unlink()
@@ -474,8 +484,24 @@ class AutoMemory:
                 "memory_dirs": len(self._states),
                 "memories": sum(len(s.entries) for s in self._states.values()),
                 "warnings": self.warnings[-5:],
+                "open_dirs": [
+                    {"path": str(path), "mode": f"{mode:04o}"}
+                    for path, mode in open_dirs(self._private_dirs())
+                ],
             }
         }
+
+    def _private_dirs(self) -> list[Path]:
+        """The folders memoryd writes in and keeps 0700: each memory dir with its parents up
+        to the config dir, and the history under the state dir."""
+        config_dir = paths.config_dir()
+        found = {self.history.root, self.history.root.parent}
+        for memory_dir in self._known_dirs:
+            found.add(memory_dir)
+            if config_dir in memory_dir.parents:
+                found.update(p for p in memory_dir.parents if config_dir in p.parents)
+                found.add(config_dir)
+        return sorted(found)
 
 
 def _on_loop() -> bool:
@@ -536,8 +562,10 @@ def _resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path,
 
 
 def _check_target(memory_dir: Path, target: Path) -> None:
-    if target.name == index_mod.INDEX_NAME:
-        raise InvalidParams("file: MEMORY.md is the index, not a memory")
+    if naming.is_index_name(target.name):
+        raise InvalidParams(
+            f"file: {target.name} names the index ({index_mod.INDEX_NAME}), not a memory"
+        )
     if target.is_symlink():
         raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
     _resolve_inside(memory_dir, str(target), must_exist=False)

@@ -22,13 +22,14 @@ from pathlib import Path
 
 from memoryd.automem.dates import first_date
 from memoryd.automem.dedupe import Candidate, memory_text
-from memoryd.automem.index import INDEX_NAME
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
+from memoryd.automem.naming import is_index_name
 from memoryd.automem.ranker import RankerParams, RecallIndex
 
 TEAM_DIR = "team"
-_MAX_TEAM_DEPTH = 8
+# Subfolders are read as deep as this (Claude Code scans the memory dir recursively).
+_MAX_DEPTH = 8
 
 Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
@@ -94,7 +95,7 @@ class DirState:
         seen: Seen = {}
         stamps: dict[Path, int] = {}
         known = None if full else self.entries
-        _scan(self.memory_dir, "", seen, stamps, known, depth=0, team=False)
+        _scan(self.memory_dir, "", seen, stamps, known, depth=0)
         self._dir_stamps = stamps
         changed = False
         for key in [k for k in self.entries if k not in seen]:
@@ -244,7 +245,7 @@ def scan_tree(memory_dir: Path) -> Seen:
     """Every memory file under `memory_dir`, freshly stat'ed: a full sweep's I/O. Touches no
     state, so it can run in a thread."""
     seen: Seen = {}
-    _scan(memory_dir, "", seen, {}, None, depth=0, team=False)
+    _scan(memory_dir, "", seen, {}, None, depth=0)
     return seen
 
 
@@ -256,7 +257,6 @@ def _scan(
     known: Mapping[str, Entry] | None,
     *,
     depth: int,
-    team: bool,
 ) -> None:
     """`known` None: stat every file. Otherwise a file whose inode matches its known entry
     keeps that entry's stamp without a stat (so created, deleted and replaced files are
@@ -274,7 +274,7 @@ def _scan(
             try:
                 # Symlinks are not followed: a link could point anywhere (e.g. ~/.ssh).
                 if item.is_dir(follow_symlinks=False):
-                    if (team or (depth == 0 and name == TEAM_DIR)) and depth < _MAX_TEAM_DEPTH:
+                    if depth < _MAX_DEPTH:
                         _scan(
                             Path(item.path),
                             f"{prefix}{name}/",
@@ -282,12 +282,11 @@ def _scan(
                             stamps,
                             known,
                             depth=depth + 1,
-                            team=True,
                         )
                     continue
                 if (
                     not name.endswith(".md")
-                    or name == INDEX_NAME
+                    or is_index_name(name)
                     or not item.is_file(follow_symlinks=False)
                 ):
                     continue

@@ -11,6 +11,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from memoryd.fsutil import make_private_dirs
+
 # Key names whose values are credentials, whatever they contain.
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
 # Credential-shaped strings anywhere in a value (provider keys, bearer tokens, JWT-like).
@@ -69,7 +71,7 @@ def configure(
     while _OPENED:  # a re-configuration closes the file the previous one opened
         _OPENED.pop().close()
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(log_file.parent)
         out = open(log_file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed on reconfigure
         _OPENED.append(out)
     else:

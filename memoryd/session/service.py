@@ -343,7 +343,7 @@ def _agent_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | N
 def _private_dirs(base: Path, leaf: Path) -> None:
     """Create `leaf` and its missing parents below `base`, each 0700 (existing ones untouched
     except the session's own dirs, which are tightened)."""
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fsutil.make_private_dirs(base)
     relative = leaf.relative_to(base)
     current = base
     for index, part in enumerate(relative.parts):

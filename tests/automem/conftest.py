@@ -9,6 +9,14 @@ import pytest
 
 from tests.conftest import IsolatedEnv
 
+# A plain memory for tests that only need one written.
+USER = {
+    "type": "user",
+    "name": "Prefers short answers",
+    "description": "answer style",
+    "body": "Keep answers short.",
+}
+
 
 @pytest.fixture
 def project(isolated_env: IsolatedEnv) -> Path:

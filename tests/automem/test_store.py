@@ -54,14 +54,15 @@ def test_team_subfolders_index_and_symlinks(tmp_path: Path) -> None:
     _write(outside / "secret.md", "secret", "private key material")
     mem = tmp_path / "mem"
     _write(mem / "team" / "api" / "notes.md", "api notes", "endpoints")
-    _write(mem / "other" / "ignored.md", "ignored", "not a memory folder")
+    _write(mem / "other" / "kept.md", "kept", "subfolders hold memories too")
     (mem / "MEMORY.md").write_text("- [x](x.md)\n")
     (mem / "link.md").symlink_to(outside / "secret.md")
     (mem / "team" / "linkdir").symlink_to(outside)
     (mem / "notes.txt").write_text("not markdown")
     state = DirState(mem)
     state.refresh()
-    assert list(state.entries) == ["team/api/notes.md"]
+    assert sorted(state.entries) == ["other/kept.md", "team/api/notes.md"]
+    assert not state.entries["other/kept.md"].header.team
     header = state.entries["team/api/notes.md"].header
     assert header.team
     assert header.path == mem / "team" / "api" / "notes.md"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memoryd.fsutil import atomic_write_text
+from memoryd.fsutil import atomic_write_text, make_private_dirs
 from memoryd.team.protocol import ENTRY_MAX_BYTES, KEY_MAX_DEPTH, checksum, validate_key
 
 # `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
@@ -183,9 +183,9 @@ class LocalFolder:
     def _make_parents(self, target: Path) -> None:
         # Parents are created one by one and re-checked: a link planted between the check and
         # the write cannot carry the write outside the folder.
-        self.team_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.team_dir)
         root = self.team_dir.resolve()
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(target.parent)
         real_parent = target.parent.resolve()
         if real_parent != root and root not in real_parent.parents:
             raise ValueError("resolves outside the team folder (through a symbolic link)")
