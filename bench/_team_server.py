@@ -19,7 +19,7 @@ def start_team_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes]
             [
                 sys.executable,
                 "-m",
-                "memoryd.team.server.cli",
+                "memoryd_team.cli",
                 "serve",
                 "--port",
                 str(port),

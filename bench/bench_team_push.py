@@ -110,7 +110,7 @@ def token_for(database: str, repos: list[str]) -> str:
     args = [
         sys.executable,
         "-m",
-        "memoryd.team.server.cli",
+        "memoryd_team.cli",
         "token",
         "create",
         "--database",

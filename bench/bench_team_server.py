@@ -49,7 +49,7 @@ def create_token(database: str, repos: list[str]) -> str:
     args = [
         sys.executable,
         "-m",
-        "memoryd.team.server.cli",
+        "memoryd_team.cli",
         "token",
         "create",
         "--database",

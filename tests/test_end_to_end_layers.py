@@ -20,8 +20,8 @@ import pytest
 from memoryd.daemon.config import TeamConfig
 from memoryd.session.compaction import BOUNDARY_TAG
 from memoryd.team.protocol import TEAM_MEMORY_PATH
-from memoryd.team.server.settings import ServerSettings
 from memoryd_client import AsyncClient
+from memoryd_team.settings import ServerSettings
 from tests.conftest import (
     DaemonHandle,
     IsolatedEnv,

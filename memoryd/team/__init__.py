@@ -1,1 +1,4 @@
-"""Layer 4: team memory: sync client, secret scanner, and the team server with its storage."""
+"""Layer 4: team memory: sync client, secret scanner, and the wire protocol the server shares.
+
+The server itself is the top-level package `memoryd_team`; this package never imports it.
+"""

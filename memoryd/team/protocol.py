@@ -46,7 +46,7 @@ def key_problem(key: object) -> str | None:
     """Why `key` is not a safe entry key (a phrase starting with "key"), or None when it is.
 
     The one key validator of both sides: the server refuses such a key on every PUT (and adds
-    only its storage check on top, `memoryd.team.server.validation.key_problem`); the client
+    only its storage check on top, `memoryd_team.validation.key_problem`); the client
     refuses it from the server before any write and never pushes it. A key is a `/`-separated
     path relative to the team folder, in Unicode NFC form: valid UTF-8, at most
     `KEY_MAX_CHARS` characters / `KEY_MAX_LENGTH` bytes, `KEY_MAX_DEPTH` segments of at most

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from memoryd.team.server.settings import ServerSettings
 from memoryd.team.service import find_secret
 from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, state_path
+from memoryd_team.settings import ServerSettings
 from tests.conftest import DaemonHandle, stop_daemon
 from tests.fakes.faulty_proxy import FaultyProxy
 from tests.team_server.conftest import ThreadedServer

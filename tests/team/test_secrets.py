@@ -245,6 +245,34 @@ def test_the_scanner_sources_look_clean_to_the_scanner() -> None:
     for module in (secret_rules, secrets_module):
         assert module.__file__ is not None
         assert scan(Path(module.__file__).read_text(encoding="utf-8")) == []
+    data_file = Path(secret_rules.__file__).with_name(secret_rules.RULES_FILE)
+    assert scan(data_file.read_text(encoding="utf-8")) == []
+
+
+def test_every_rule_in_the_data_file_compiles() -> None:
+    for r in secret_rules.RULES:
+        r.compile_all()
+    assert len({r.id for r in secret_rules.RULES}) == len(secret_rules.RULES)
+
+
+def test_fragments_are_joined_and_a_bad_rule_file_is_named() -> None:
+    rules = secret_rules.load_rules(
+        '[[rules]]\nid = "x"\ndescription = "d"\nfamily = "f"\n'
+        'regex = ["ab", "c[0-9]+"]\nkeywords = [["A", "bc"]]\n'
+    ).rules
+    assert rules[0].pattern.pattern == "abc[0-9]+"
+    assert rules[0].keywords == ("abc",)
+    with pytest.raises(secret_rules.RuleFileError, match="exactly one of regex"):
+        secret_rules.load_rules('[[rules]]\nid = "x"\ndescription = "d"\nfamily = "f"\n')
+    with pytest.raises(secret_rules.RuleFileError, match="unknown validator"):
+        secret_rules.load_rules(
+            '[[rules]]\nid = "x"\ndescription = "d"\nfamily = "f"\nregex = "a"\nvalidate = "nope"\n'
+        )
+    broken = secret_rules.load_rules(
+        '[[rules]]\nid = "x"\ndescription = "d"\nfamily = "f"\nregex = "("\n'
+    ).rules[0]
+    with pytest.raises(secret_rules.RuleFileError, match="invalid regex"):
+        broken.compile_all()
     assert scan(Path(__file__).read_text(encoding="utf-8")) == []
 
 

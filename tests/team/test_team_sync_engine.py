@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from memoryd.team.protocol import checksum
-from memoryd.team.server.settings import ServerSettings
 from memoryd.team.sync.client import Permanent, TeamClient
 from memoryd.team.sync.engine import SyncSuppressed
 from memoryd.team.sync.state import StateStore
+from memoryd_team.settings import ServerSettings
 from tests.team.conftest import REPO, SideFactory, server_history
 from tests.team_server.conftest import ThreadedServer
 

@@ -229,7 +229,7 @@ async def test_two_clients_editing_the_same_keys_through_faults_lose_nothing(
 async def test_body_too_large_error_carries_the_servers_cap(
     server_factory: object, make_side: SideFactory
 ) -> None:
-    from memoryd.team.server.settings import ServerSettings
+    from memoryd_team.settings import ServerSettings
 
     assert callable(server_factory)
     small = server_factory(ServerSettings(max_body_bytes=20_000))

@@ -67,7 +67,7 @@ def test_client_and_server_share_one_key_validator() -> None:
     """One rule set (protocol.key_problem): the server refuses exactly what the client
     refuses — every hostile key of both test suites, with the same reason — and accepts
     what it accepts."""
-    from memoryd.team.server import validation
+    from memoryd_team import validation
     from tests.team_server.test_team_server_http import HOSTILE_KEYS as HTTP_HOSTILE
     from tests.team_server.test_team_server_validation import HOSTILE as SERVER_HOSTILE
 
@@ -96,7 +96,7 @@ def test_the_server_validator_has_no_path_rules_of_its_own() -> None:
     step by a test is gone): its key check is the shared function plus storage only."""
     import inspect
 
-    from memoryd.team.server import validation
+    from memoryd_team import validation
 
     source = inspect.getsource(validation)
     for duplicate in ("unquote", "unicodedata", "NFKC", "MAX_KEY", "_path_problem"):

@@ -21,11 +21,11 @@ import pytest
 import uvicorn
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
-from memoryd.team.server import auth
-from memoryd.team.server.app import make_app
-from memoryd.team.server.settings import ServerSettings
-from memoryd.team.storage import open_storage
-from memoryd.team.storage.base import Storage
+from memoryd_team import auth
+from memoryd_team.app import make_app
+from memoryd_team.settings import ServerSettings
+from memoryd_team.storage import open_storage
+from memoryd_team.storage.base import Storage
 from tests.team_server.pg import PgCluster, find_pg_bin, free_port, missing_message
 
 T = TypeVar("T")
@@ -201,7 +201,7 @@ def start_server_process(database_url: str, log: Path, *extra: str) -> ServerPro
         [
             sys.executable,
             "-m",
-            "memoryd.team.server.cli",
+            "memoryd_team.cli",
             "serve",
             "--port",
             str(port),

@@ -23,7 +23,7 @@ def team(
     command = (
         [str(CONSOLE_SCRIPT)]
         if CONSOLE_SCRIPT.exists()
-        else [sys.executable, "-m", "memoryd.team.server.cli"]
+        else [sys.executable, "-m", "memoryd_team.cli"]
     )
     result = subprocess.run(
         [*command, *args], capture_output=True, text=True, timeout=60, env=env, check=False

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memoryd.team.server.etag import if_none_match_hits, parse_if_match
-from memoryd.team.storage.base import IfMatch
+from memoryd_team.etag import if_none_match_hits, parse_if_match
+from memoryd_team.storage.base import IfMatch
 
 
 def test_absent_or_blank_if_match_is_none() -> None:

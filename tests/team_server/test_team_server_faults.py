@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.team.storage.base import StorageUnavailable
-from memoryd.team.storage.sqlite import SqliteStorage
+from memoryd_team.storage.base import StorageUnavailable
+from memoryd_team.storage.sqlite import SqliteStorage
 from tests.team_server.conftest import Repo
 from tests.team_server.pg import PgCluster
 

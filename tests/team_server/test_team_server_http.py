@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
-from memoryd.team.server.settings import ServerSettings
+from memoryd_team.settings import ServerSettings
 from tests.team_server.conftest import Repo, ThreadedServer
 
 
@@ -362,7 +362,7 @@ def test_every_version_is_kept_with_its_author(team_server: ThreadedServer) -> N
 def test_restore_appends_a_new_version_and_changes_the_etag(repo: Repo) -> None:
     from datetime import UTC, datetime
 
-    from memoryd.team.storage.base import Author, VersionNotFound
+    from memoryd_team.storage.base import Author, VersionNotFound
 
     etag = repo.put({"a.md": "good"}).headers["etag"]
     repo.put({"a.md": "bad"}, if_match=etag)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memoryd.team.protocol import checksum
-from memoryd.team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
-from memoryd.team.storage.plan import EMPTY_ETAG, Current, etag_for, plan_put, precondition_holds
+from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, etag_for, plan_put, precondition_holds
 
 
 def _current(**contents: str) -> dict[str, Current]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.team.server.validation import canonical_repo, key_problem, text_problem
+from memoryd_team.validation import canonical_repo, key_problem, text_problem
 
 HOSTILE = [
     "../x.md",

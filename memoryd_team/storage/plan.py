@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memoryd.team.protocol import checksum
-from memoryd.team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
+from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
 
 
 @dataclass(frozen=True, slots=True)

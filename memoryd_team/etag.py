@@ -1,7 +1,7 @@
 """Entity-tag headers (RFC 9110 §8.8.3, §13.1.1–2), parsed without surprises (pure).
 
 The server's tags are strong: `"<sha256 hex>"` over the whole repo state (see
-`memoryd.team.storage.plan.etag_for`). If-Match uses the strong comparison, so a weak tag
+`memoryd_team.storage.plan.etag_for`). If-Match uses the strong comparison, so a weak tag
 (`W/"…"`) never matches; If-None-Match uses the weak one. A bare unquoted value — what a
 careless client may send — is read as if it had been quoted.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from memoryd.team.storage.base import IfMatch
+from memoryd_team.storage.base import IfMatch
 
 _TAG = re.compile(r'\s*(W/)?("[^"]*")\s*(?:,|$)')
 

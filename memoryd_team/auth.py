@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memoryd.team.storage.base import Storage, TokenInfo
+from memoryd_team.storage.base import Storage, TokenInfo
 
 TOKEN_PREFIX = "mdt_"  # noqa: S105 - a public prefix, not a credential
 MAX_TOKEN_LENGTH = 512

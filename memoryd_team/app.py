@@ -25,12 +25,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
-from memoryd.team.server import auth
-from memoryd.team.server.etag import if_none_match_hits, parse_if_match
-from memoryd.team.server.scan import find_secret
-from memoryd.team.server.settings import ServerSettings
-from memoryd.team.server.validation import canonical_repo, key_problem, text_problem
-from memoryd.team.storage.base import (
+from memoryd_team import auth
+from memoryd_team.etag import if_none_match_hits, parse_if_match
+from memoryd_team.scan import find_secret
+from memoryd_team.settings import ServerSettings
+from memoryd_team.storage.base import (
     Author,
     PreconditionFailed,
     Storage,
@@ -39,6 +38,7 @@ from memoryd.team.storage.base import (
     TokenInfo,
     TooManyEntries,
 )
+from memoryd_team.validation import canonical_repo, key_problem, text_problem
 
 log = logging.getLogger(__name__)
 

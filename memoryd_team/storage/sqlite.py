@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memoryd.fsutil import ensure_private_dir
-from memoryd.team.storage.base import (
+from memoryd_team.storage.base import (
     Author,
     IfMatch,
     PutResult,
@@ -33,7 +33,7 @@ from memoryd.team.storage.base import (
     VersionInfo,
     VersionNotFound,
 )
-from memoryd.team.storage.plan import EMPTY_ETAG, Current, plan_put
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_put
 
 T = TypeVar("T")
 

@@ -21,16 +21,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from memoryd.team.server import auth
-from memoryd.team.server.settings import (
+from memoryd_team import auth
+from memoryd_team.settings import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_ENTRY_BYTES,
     ServerSettings,
 )
-from memoryd.team.server.validation import canonical_repo, key_problem
-from memoryd.team.storage import DATABASE_ENV, open_storage
-from memoryd.team.storage.base import Author, Storage, StorageError, VersionNotFound
+from memoryd_team.storage import DATABASE_ENV, open_storage
+from memoryd_team.storage.base import Author, Storage, StorageError, VersionNotFound
+from memoryd_team.validation import canonical_repo, key_problem
 
 T = TypeVar("T")
 
@@ -169,7 +169,7 @@ def _key(raw: str) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from memoryd.team.server.app import make_app
+    from memoryd_team.app import make_app
 
     try:
         settings = ServerSettings(

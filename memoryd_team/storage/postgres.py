@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from memoryd.team.storage.base import (
+from memoryd_team.storage.base import (
     Author,
     IfMatch,
     PutResult,
@@ -26,7 +26,7 @@ from memoryd.team.storage.base import (
     VersionInfo,
     VersionNotFound,
 )
-from memoryd.team.storage.plan import EMPTY_ETAG, Current, plan_put
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_put
 
 # Any constant works; it only has to be the same in every server process.
 _SCHEMA_LOCK = 0x6D656D6F7279

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoryd import paths
-from memoryd.team.storage.base import Storage
+from memoryd_team.storage.base import Storage
 
 DATABASE_ENV = "MEMORYD_TEAM_DATABASE"
 
@@ -25,7 +25,7 @@ def open_storage(url: str | None) -> Storage:
     url = url.strip()
     if url.startswith(("postgresql://", "postgres://")):
         # Imported only here: SQLite users never load the PostgreSQL driver.
-        from memoryd.team.storage.postgres import PostgresStorage
+        from memoryd_team.storage.postgres import PostgresStorage
 
         return PostgresStorage(url)
     if url.startswith("sqlite://"):
@@ -44,6 +44,6 @@ def open_storage(url: str | None) -> Storage:
 
 
 def _sqlite(path: Path) -> Storage:
-    from memoryd.team.storage.sqlite import SqliteStorage
+    from memoryd_team.storage.sqlite import SqliteStorage
 
     return SqliteStorage(path)
