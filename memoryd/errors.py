@@ -5,7 +5,8 @@
     ├── NotFound             -32001  the thing named does not exist
     ├── ForbiddenPath        -32002  a path outside the allowed directory, or a symlink escape
     ├── FeatureUnavailable   -32003  no model / no team server configured (message says how)
-    └── TooLarge             -32004  over a size or count limit
+    ├── TooLarge             -32004  over a size or count limit
+    └── SecretRefused        -32005  the content holds a secret and the user asked to refuse it
 
 The daemon converts these to JSON-RPC errors in exactly one place (memoryd.daemon.protocol);
 domain code raises them and never builds error responses itself.
@@ -43,3 +44,7 @@ class FeatureUnavailable(MemorydError):
 
 class TooLarge(MemorydError):
     code = -32004
+
+
+class SecretRefused(MemorydError):
+    code = -32005

@@ -49,16 +49,19 @@ KNOWN_KEYS: dict[str, type] = {
     "maxIncludeDepth": int,
     "memorydModel": str,
     "memorydSmallModel": str,
+    "memorydRefuseSecrets": bool,
 }
 DEFAULTS: dict[str, Any] = {
     "autoMemoryEnabled": True,
     "autoDreamEnabled": False,
     "agentsMdFallback": True,
     "maxIncludeDepth": 5,
+    "memorydRefuseSecrets": False,
 }
 MERGED_KEYS = frozenset({"claudeMdExcludes"})
-# Keys a repository-controlled file may not set.
-NOT_FROM_PROJECT = frozenset({"autoMemoryDirectory"})
+# Keys a repository-controlled file may not set (a repository must not be able to turn off
+# the user's refusal to save secrets either).
+NOT_FROM_PROJECT = frozenset({"autoMemoryDirectory", "memorydRefuseSecrets"})
 
 
 def user_settings_path() -> Path:

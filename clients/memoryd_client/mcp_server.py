@@ -104,7 +104,11 @@ class Tools:
         if team:
             params["team"] = True
         result = await self._call("memory.write", params)
-        return {"path": result.get("path"), "created": result.get("created")}
+        reply = {"path": result.get("path"), "created": result.get("created")}
+        if result.get("warnings"):
+            # E.g. the body holds a secret: the model should tell the user and fix the memory.
+            reply["warnings"] = result["warnings"]
+        return reply
 
     async def list(self, cwd: str | None = None) -> dict[str, Any]:
         result = await self._call("memory.list", {"cwd": self._cwd(cwd)})

@@ -90,6 +90,9 @@ class MemoryReadResult(TypedDict, total=False):
 class MemoryWriteResult(TypedDict, total=False):
     path: str
     created: bool
+    merged_into: str | None
+    warnings: list[str]  # e.g. the text looks like it holds a secret
+    secrets: list[dict[str, Any]]  # {field, line, rule, description}; never the secret
 
 
 class SettingsResult(TypedDict, total=False):

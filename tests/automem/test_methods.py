@@ -34,7 +34,13 @@ async def test_write_creates_file_index_and_private_modes(
 ) -> None:
     res = await _write(daemon, project)
     path = Path(str(res["path"]))
-    assert res == {"path": str(path), "created": True, "merged_into": None}
+    assert res == {
+        "path": str(path),
+        "created": True,
+        "merged_into": None,
+        "warnings": [],
+        "secrets": [],
+    }
     assert path == memdir / "feedback_run_tests_with_pytest_x.md"
     assert (
         memdir / "MEMORY.md"

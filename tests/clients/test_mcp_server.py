@@ -194,3 +194,20 @@ async def test_server_reports_its_version_and_clamps_the_recall_limit(
     assert not high.is_error, high.content
     assert not low.is_error, low.content
     assert [c["limit"] for c in fake_daemon.calls("recall")] == [5, 1]
+
+
+async def test_remember_passes_the_daemons_warning_on(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    warning = "saved, but it looks like it holds a secret (body line 1 matches secret rule jwt)"
+    fake_daemon.on(
+        "memory.write",
+        {"path": "/m/user_x.md", "created": True, "warnings": [warning], "secrets": []},
+    )
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        saved = payload(
+            await session.call_tool(
+                "remember", {"type": "user", "name": "X", "description": "d", "body": "b"}
+            )
+        )
+    assert saved == {"path": "/m/user_x.md", "created": True, "warnings": [warning]}

@@ -200,3 +200,16 @@ def test_remember_without_a_model_guesses_type_and_title(sock: Path, tmp_path: P
     result = json.loads(named.stdout)
     assert (result["type"], result["name"]) == ("reference", "Ingest dashboards")
     assert "https://grafana.example.com/d/ingest" in Path(result["path"]).read_text()
+
+
+def test_remember_shows_the_secret_warning(sock: Path, tmp_path: Path) -> None:
+    assert memctl(sock, "start").returncode == 0
+    project = tmp_path / "proj"
+    project.mkdir()
+    key = "AK" + "IA" + "QYLPMN5HHHFPZAM2"
+    saved = memctl(sock, "remember", f"CI uses key {key}", "--cwd", str(project))
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout.startswith("saved [")
+    assert "memctl: warning: saved, but it looks like it holds a secret" in saved.stderr
+    assert "aws-access-token" in saved.stderr
+    assert key not in saved.stderr

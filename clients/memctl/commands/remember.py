@@ -54,4 +54,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         verb = "saved" if result.get("created") else "updated"
     emit(args, result, f"{verb} [{result['type']}] {result['name']}: {result['path']}")
+    if not args.json:
+        for warning in result.get("warnings") or []:
+            sys.stderr.write(f"memctl: warning: {warning}\n")
     return 0

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import Field
 
+from memoryd import settings as settings_mod
 from memoryd.automem import context as _context  # noqa: F401 - registers the get_context provider
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
@@ -15,6 +16,7 @@ from memoryd.automem.recall import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.surfaced import SurfacedMemories
 from memoryd.automem.taxonomy import MemoryType
+from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
 from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import REGISTRY, Params, rpc_method
@@ -23,6 +25,7 @@ from memoryd.rules.service import drop_instruction_cache
 from memoryd.team.service import TeamSync
 
 if TYPE_CHECKING:
+    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
     from memoryd.daemon.projects import Project
 
@@ -174,6 +177,9 @@ def _jsonable(value: Any) -> Any:
 async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     """Write a memory atomically and keep its index line; a near duplicate updates the old one."""
     project = daemon.service(Projects).resolve(params.cwd)
+    secrets = _check_secrets(
+        daemon, project, params.name, params.description, params.body, params.team
+    )
     result = await _am(daemon).write_memory(
         project,
         type=params.type,
@@ -188,7 +194,17 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
         "path": str(result.path),
         "created": result.created,
         "merged_into": str(result.merged_into) if result.merged_into else None,
+        **secrets,
     }
+
+
+def _check_secrets(
+    daemon: Daemon, project: Project, name: str, description: str, body: str, team: bool
+) -> dict[str, Any]:
+    """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them."""
+    effective = settings_mod.load(project.root, daemon.config.flag_settings)
+    refuse = bool(effective.get(REFUSE_SETTING))
+    return check_write(name, description, body, team=team, refuse=refuse)
 
 
 @rpc_method("memory.delete", PathParams)
@@ -227,6 +243,8 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     project = daemon.service(Projects).resolve(params.cwd)
     am = _am(daemon)
     am.memory_dir(project)  # fail fast (auto memory off) before any model call
+    # Checked before the model sees the text: a refused secret never leaves the machine.
+    secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon, params.text, params.type, params.name)
     result = await am.write_memory(
         project,
@@ -245,6 +263,7 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
         "name": quick.name,
         "description": quick.description,
         "derived_by": quick.derived_by,
+        **secrets,
     }
 
 

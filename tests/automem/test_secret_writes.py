@@ -1,0 +1,100 @@
+"""A memory write whose text holds a secret: a warning in the reply, or -32005 when refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import RpcError
+from tests.conftest import DaemonHandle, IsolatedEnv
+
+# Built at run time so that no literal here looks like a key to a scanner.
+AWS_KEY = "AK" + "IA" + "QYLPMN5HHHFPZAM2"
+GITHUB_TOKEN = "gh" + "p_" + "N3r8wq5Vb2Zt7LkPf0HsXa9Jc4Ue6Ym1Dg8R"
+
+
+async def test_a_private_write_with_a_secret_warns_and_saves(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    body = f"Deploy with the CI user.\naws key {AWS_KEY}\n"
+    result = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="reference",
+        name="CI deploy user",
+        description="how CI deploys",
+        body=body,
+    )
+    assert Path(result["path"]).read_text().count(AWS_KEY) == 1
+    (secret,) = result["secrets"]
+    assert (secret["field"], secret["line"], secret["rule"]) == ("body", 2, "aws-access-token")
+    assert secret["description"]
+    (warning,) = result["warnings"]
+    assert "aws-access-token" in warning
+    assert "memorydRefuseSecrets" in warning
+    assert AWS_KEY not in json.dumps(result["warnings"])  # never the secret itself
+
+
+async def test_a_clean_write_has_empty_warnings(daemon: DaemonHandle, project: Path) -> None:
+    result = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name="Tea",
+        description="drinks tea",
+        body="The user drinks green tea.",
+    )
+    assert (result["warnings"], result["secrets"]) == ([], [])
+
+
+async def test_remember_warns_too(daemon: DaemonHandle, project: Path) -> None:
+    result = await daemon.call(
+        "memory.remember", cwd=str(project), text=f"My GitHub token is {GITHUB_TOKEN}"
+    )
+    assert result["created"] is True
+    assert [s["rule"] for s in result["secrets"]] == ["github-pat"]
+    assert result["warnings"]
+
+
+async def test_the_refuse_setting_refuses_and_writes_nothing(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    for method, fields in (
+        (
+            "memory.write",
+            {"type": "user", "name": "Keys", "description": "d", "body": f"key {AWS_KEY}"},
+        ),
+        ("memory.remember", {"text": f"token {GITHUB_TOKEN}"}),
+    ):
+        with pytest.raises(RpcError) as err:
+            await daemon.call(method, cwd=str(project), **fields)
+        assert err.value.code == -32005
+        assert "memorydRefuseSecrets" in err.value.message
+        assert AWS_KEY not in err.value.message
+        assert GITHUB_TOKEN not in err.value.message
+        assert err.value.data["secrets"][0]["rule"] in ("aws-access-token", "github-pat")
+    listing = await daemon.call("memory.list", cwd=str(project))
+    assert listing["memories"] == []
+
+
+async def test_a_repository_cannot_turn_the_refusal_off(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"memorydRefuseSecrets": false}')
+    with pytest.raises(RpcError) as err:
+        await daemon.call(
+            "memory.write",
+            cwd=str(project),
+            type="user",
+            name="Keys",
+            description="d",
+            body=f"key {AWS_KEY}",
+        )
+    assert err.value.code == -32005
