@@ -27,7 +27,7 @@ from starlette.routing import Route
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team import auth
 from memoryd_team.etag import if_none_match_hits, parse_if_match
-from memoryd_team.scan import find_secret
+from memoryd_team.scan import SecretHit, find_secret
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import (
     Author,
@@ -181,13 +181,7 @@ class _TeamMemoryAPI:
         if self.settings.secret_scan and entries:
             hit = await run_in_threadpool(find_secret, entries)
             if hit is not None:
-                log.warning("refused a secret in %s %s (rule %s)", repo, hit.key, hit.rule)
-                raise Problem(
-                    422,
-                    "secret_detected",
-                    f"{hit.key} line {hit.line}: {hit.description} (rule {hit.rule})",
-                    {"key": hit.key, "rule": hit.rule, "line": hit.line},
-                )
+                raise _secret_problem(repo, hit)
         result = await self.storage.put_entries(
             repo,
             entries,
@@ -233,6 +227,29 @@ class _TeamMemoryAPI:
         if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
             raise Problem(400, "invalid_body", 'the body must be {"entries": {key: content}}')
         return _validated_entries(document["entries"], self.settings.max_entry_bytes)
+
+
+def _secret_problem(repo: str, hit: SecretHit) -> Problem:
+    """422 naming the rule and the entry, never the secret. The key goes back in the body
+    only (the client sent it and skips that entry by it), never into the log or the message
+    when the key itself is the secret."""
+    if hit.in_key:
+        log.warning("refused a secret in an entry key of %s (rule %s)", repo, hit.rule)
+        message = f"an entry key holds a secret: {hit.description} (rule {hit.rule})"
+    else:
+        log.warning("refused a secret in %s %s (rule %s)", repo, hit.key, hit.rule)
+        message = f"{hit.key} line {hit.line}: {hit.description} (rule {hit.rule})"
+    return Problem(
+        422,
+        "secret_detected",
+        message,
+        {
+            "key": hit.key,
+            "rule": hit.rule,
+            "line": hit.line,
+            "in": "key" if hit.in_key else "content",
+        },
+    )
 
 
 def _validated_entries(raw: Mapping[Any, Any], max_entry_bytes: int) -> dict[str, str]:

@@ -8,6 +8,7 @@ keyword only runs on the few lines around the keyword hits. The rules themselves
 
     scan(text) -> list[Finding]       every finding, in text order
     first_finding(text)               the first one, or None
+    key_text(key)                     what is scanned of an entry key (its name is data too)
     redact(text)                      every finding replaced by "[REDACTED:<rule_id>]"
 
 A `Finding` names the rule and where the secret is; it never carries the secret itself, so it
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Iterable, Iterator
 
-__all__ = ["RULES", "RULE_COUNT", "Finding", "first_finding", "redact", "scan"]
+__all__ = ["RULES", "RULE_COUNT", "Finding", "first_finding", "key_text", "redact", "scan"]
 
 RULE_COUNT: int = len(RULES)
 
@@ -243,6 +244,20 @@ def first_finding(text: str) -> Finding | None:
     """The first finding in text order, or None when `text` is clean."""
     findings = scan(text)
     return findings[0] if findings else None
+
+
+def key_text(key: str) -> str:
+    """What is scanned of an entry key (a `/`-separated path), so a key is scanned like
+    content: the key, then each segment and each segment without its extension, one per line.
+    A token used as a file name (`<token>.md`) then stands alone as a word, as the rules'
+    word boundaries want. Offsets of a finding in it mean nothing; its rule does."""
+    lines = [key]
+    for segment in key.split("/"):
+        lines.append(segment)
+        stem, dot, _ = segment.rpartition(".")
+        if dot and stem:
+            lines.append(stem)
+    return "\n".join(lines) + "\n"
 
 
 def redact(text: str) -> str:

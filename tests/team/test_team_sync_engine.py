@@ -372,6 +372,35 @@ async def test_a_key_just_pulled_is_not_pending(
     assert await b.engine.refresh_pending() == []
 
 
+async def test_an_entry_whose_file_name_is_a_secret_is_not_uploaded(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.write("clean.md", "Nothing to see.\n")
+    side.write(f"{FAKE_AWS_KEY}.md", "harmless content\n")
+    report = await side.engine.push()
+    assert report.pushed == ["clean.md"]
+    assert all(FAKE_AWS_KEY not in key for key in server_history(server))
+    (event,) = side.events("team/secret_blocked")
+    assert event["path"] == str(side.team_dir / f"{FAKE_AWS_KEY}.md")
+    assert event["rule"] == "aws-access-token"
+    assert side.engine.state.skipped[f"{FAKE_AWS_KEY}.md"].reason == "secret"
+
+
+async def test_the_server_refuses_a_secret_file_name_a_client_let_through(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("a", server.url, server.token(REPO))
+    side.engine._find_secret = lambda _content: None  # a client without a scanner
+    side.write("a.md", "fine\n")
+    side.write(f"notes/{FAKE_AWS_KEY}.md", "harmless content\n")
+    report = await side.engine.push()
+    assert report.pushed == ["a.md"]
+    assert side.engine.state.skipped[f"notes/{FAKE_AWS_KEY}.md"].reason == "secret"
+    assert side.engine.state.suppressed is None
+    assert all(FAKE_AWS_KEY not in key for key in server_history(server))
+
+
 async def test_the_secret_scan_cache_stays_bounded(
     server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -471,6 +471,37 @@ def test_a_secret_is_refused_with_422_naming_the_rule_never_the_secret(repo: Rep
     assert repo.get().status_code == 404  # nothing of the batch was stored
 
 
+def test_a_secret_in_an_entry_key_is_refused_and_never_echoed_in_the_message(
+    repo: Repo, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Built at run time: an AWS access key id used as a file name.
+    secret = "AK" + "IA" + "Z7Q3MNB5XV2K4T6P"
+    for key in (f"{secret}.md", f"notes/{secret}/deploy.md"):
+        reply = repo.put({"clean.md": "nothing here", key: "harmless content"})
+        assert reply.status_code == 422, key
+        body = reply.json()
+        assert body["error"] == "secret_detected"
+        assert body["key"] == key  # the client skips that entry by its key
+        assert body["in"] == "key"
+        assert body["rule"] == "aws-access-token"
+        assert secret not in body["message"]
+    assert secret not in caplog.text
+    assert repo.get().status_code == 404  # nothing of either batch was stored
+
+
+def test_ordinary_entry_keys_are_not_taken_for_secrets(repo: Repo) -> None:
+    keys = [
+        "MEMORY.md",
+        "feedback_testing.md",
+        "project_deploy_keys.md",
+        "api/notes.md",
+        "reference/aws-access-key-rotation.md",
+        "user_token_budget.md",
+        "docs/2024-05-01-incident.md",
+    ]
+    assert repo.put({key: "plain text" for key in keys}).status_code == 200
+
+
 def test_secret_scan_can_be_turned_off(team_server_factory: Callable[..., ThreadedServer]) -> None:
     server = team_server_factory(ServerSettings(secret_scan=False))
     repo = Repo(server, "acme/widgets", server.token("acme/widgets"))

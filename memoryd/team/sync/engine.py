@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -67,14 +67,27 @@ PROCESS_SCAN_MIN_BYTES = 2_000_000  # below this a worker process costs more tha
 SECRET_CACHE_MAX = 50_000  # scan results kept, by content checksum
 
 
-def scan_entries(find_secret: SecretCheck, items: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """The secret findings of `items` by key (module level: it runs in a worker process)."""
-    hits: dict[str, tuple[str, str]] = {}
+SecretHits = dict[str, tuple[str, str]]  # key -> (rule id, description)
+
+
+def scan_entries(
+    find_secret: SecretCheck, items: dict[str, str], keys: Iterable[str] = ()
+) -> tuple[SecretHits, SecretHits]:
+    """The secret findings of `keys` themselves (scanned like content: a file name is pushed
+    too) and of the contents of `items`, by key (module level: it runs in a worker process)."""
+    from memoryd.team.secrets import key_text  # the scanner loads only when a push needs it
+
+    in_keys: SecretHits = {}
+    for key in keys:
+        hit = find_secret(key_text(key))
+        if hit is not None:
+            in_keys[key] = (hit[0], f"{hit[1]} in the file name")
+    in_contents: SecretHits = {}
     for key, content in items.items():
         hit = find_secret(content)
         if hit is not None:
-            hits[key] = hit
-    return hits
+            in_contents[key] = hit
+    return in_keys, in_contents
 
 
 class SyncSuppressed(Exception):
@@ -514,8 +527,9 @@ class SyncEngine:
     async def _scan_secrets(
         self, items: dict[str, str], digests: Mapping[str, str], executor: Executor | None = None
     ) -> dict[str, tuple[str, str]]:
-        """(rule, description) per key whose content has a secret; cached by checksum
-        (`digests` holds the checksum of each item's content)."""
+        """(rule, description) per key whose name or content has a secret; content results
+        are cached by checksum (`digests` holds the checksum of each item's content), keys
+        (short) are scanned every time."""
         # Read the cache before any await: scans run concurrently and one may clear it.
         results = {
             key: self._secret_cache[digests[key]]
@@ -523,24 +537,26 @@ class SyncEngine:
             if digests[key] in self._secret_cache
         }
         unknown = {k: v for k, v in items.items() if k not in results}
+        found: tuple[SecretHits, SecretHits] | None = None
+        if executor is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                found = await loop.run_in_executor(
+                    executor, scan_entries, self._find_secret, unknown, list(items)
+                )
+            except Exception as exc:  # a broken pool must not stop the push
+                log.warning("secret scan worker failed; scanning in threads", error=str(exc))
+                self._scan_pool = None  # and is not tried again by this engine
+        if found is None:
+            found = await asyncio.to_thread(scan_entries, self._find_secret, unknown, list(items))
+        in_keys, in_contents = found
         if unknown:
-            found: dict[str, tuple[str, str]] | None = None
-            if executor is not None:
-                loop = asyncio.get_running_loop()
-                try:
-                    found = await loop.run_in_executor(
-                        executor, scan_entries, self._find_secret, unknown
-                    )
-                except Exception as exc:  # a broken pool must not stop the push
-                    log.warning("secret scan worker failed; scanning in threads", error=str(exc))
-                    self._scan_pool = None  # and is not tried again by this engine
-            if found is None:
-                found = await asyncio.to_thread(scan_entries, self._find_secret, unknown)
             if len(self._secret_cache) + len(unknown) > SECRET_CACHE_MAX:
                 # Every content ever pushed would stay in a long-running daemon: start over.
                 self._secret_cache.clear()
             for key in unknown:
-                results[key] = self._secret_cache[digests[key]] = found.get(key)
+                results[key] = self._secret_cache[digests[key]] = in_contents.get(key)
+        results.update(in_keys)  # a secret in the name wins: the entry never goes up
         return {key: hit for key, hit in results.items() if hit is not None}
 
     def _skip_secrets(
