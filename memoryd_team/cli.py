@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from memoryd import __version__
 from memoryd_team import auth
 from memoryd_team.settings import (
     DEFAULT_MAX_BODY_BYTES,
@@ -37,6 +38,9 @@ T = TypeVar("T")
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+
+# What the `server` extra adds (pyproject.toml); the rest of memoryd never imports them.
+SERVER_EXTRA_MODULES = frozenset({"starlette", "uvicorn", "asyncpg"})
 
 ADMIN_AUTHOR = Author("admin", "memoryd-team restore")
 
@@ -55,6 +59,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"memoryd-team: {exc}", file=sys.stderr)
         return exc.code
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:
+            raise
+        # A base install (`pipx install memoryd`) has the command but not the server's packages.
+        print(
+            f"memoryd-team: this needs the team server's packages ({exc.name} is missing): "
+            "install memoryd[server], e.g. `pipx install 'memoryd[server]'` or "
+            "`pip install 'memoryd[server]'`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     return result
@@ -69,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         "SQLite file in the user's data dir)",
     )
     parser = argparse.ArgumentParser(prog="memoryd-team", description="memoryd team server")
+    parser.add_argument("--version", action="version", version=f"memoryd-team {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", parents=[common], help="run the team server")

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from memctl import commands
 from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail
@@ -32,6 +33,7 @@ COMMAND_MODULES = {
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memctl", description="Control and query memoryd.")
+    parser.add_argument("--version", action=VersionAction, help="print memctl's version and exit")
     parser.add_argument("--socket", type=Path, help="daemon socket (default: $MEMORYD_SOCKET, …)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -39,6 +41,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f"{commands.__name__}.{name}")
         module.register(sub)
     return parser
+
+
+class VersionAction(argparse.Action):
+    """`--version`, looked up only when asked for (package metadata is slow to read)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("memoryd")
+        except PackageNotFoundError:
+            found = "(not installed: run from a source tree)"
+        sys.stdout.write(f"memctl {found}\n")
+        parser.exit()
 
 
 def module_for(argv: list[str]) -> str | None:

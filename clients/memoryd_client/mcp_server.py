@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--socket", help="daemon socket (default: $MEMORYD_SOCKET, …)")
     parser.add_argument("--cwd", help="default project directory for the tools")
+    parser.add_argument("--version", action="version", version=f"memoryd-mcp {__version__}")
     args = parser.parse_args(argv)
     default_cwd = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or os.getcwd()
     build_server(Tools(args.socket, default_cwd)).run("stdio")

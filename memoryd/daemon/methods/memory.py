@@ -27,7 +27,6 @@ from memoryd.team.service import TeamSync
 if TYPE_CHECKING:
     from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.projects import Project
 
 # Generous on purpose: an oversized body must reach the handler to get -32004, not -32602.
 _MAX_TEXT = 50 * 1024 * 1024

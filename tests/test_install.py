@@ -1,0 +1,173 @@
+"""memoryd installs as an ordinary Python application: build the wheel, install it, run it.
+
+The wheel is built from a copy of the source (so the checkout gets no `build/`) without build
+isolation and installed with `--no-index`, so nothing is downloaded. The fresh virtual
+environment gets its third-party packages from this test run's own site-packages through a
+`.pth` line (a plain path: the editable install's import hooks there are not run), so what is
+imported as memoryd is the wheel's copy. Every command is started by its absolute path from
+the new environment's `bin/`, as pipx and `uv tool install` would put it on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from memoryd import __version__
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = ("pyproject.toml", "README.md", "memoryd", "memoryd_team", "clients")
+COMMANDS = ("memoryd", "memctl", "memoryd-mcp", "memoryd-team")
+
+pytestmark = pytest.mark.slow
+
+
+def _run(*argv: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs
+    )  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        else:
+            shutil.copy2(path, src / name)
+    built = _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--quiet",
+        "--wheel-dir",
+        root / "dist",
+        src,
+    )
+    assert built.returncode == 0, built.stderr
+    (found,) = (root / "dist").glob("memoryd-*.whl")
+    return found
+
+
+def test_the_wheel_holds_every_package_and_declares_the_server_extra(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(metadata_name).decode()
+        (entry_points_name,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        entry_points = archive.read(entry_points_name).decode()
+    packages = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info" not in n}
+    assert packages == {"memoryd", "memoryd_team", "memctl", "memoryd_client"}
+    assert "memoryd_client/py.typed" in names
+    assert any(n.endswith(".toml") and n.startswith("memoryd") for n in names)  # secret rules
+    assert f"Version: {__version__}" in metadata
+    for command in COMMANDS:
+        assert f"{command} = " in entry_points
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    # The team server's packages come only with the extra: the base install stays lean.
+    for server_only in ("starlette", "uvicorn", "asyncpg"):
+        (line,) = [r for r in requires if re.match(rf"Requires-Dist: {server_only}\b(?!-)", r)]
+        assert 'extra == "server"' in line
+
+
+def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "app"
+    made = _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    installed = _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--quiet",
+        wheel,
+    )
+    assert installed.returncode == 0, installed.stderr
+    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    Path(site.stdout.strip(), "_memoryd_test_deps.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n"
+    )
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "HOME": str(home),
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "LANG": "C.UTF-8",
+    }
+    where = _run(
+        python,
+        "-c",
+        "import memoryd, memctl, memoryd_team; print(memoryd.__file__, memctl.__file__)",
+        env=env,
+        cwd=home,
+    )
+    assert where.returncode == 0, where.stderr
+    assert all(p.startswith(str(venv)) for p in where.stdout.split()), where.stdout
+
+    for command in COMMANDS:
+        script = venv / "bin" / command
+        assert script.is_file(), command
+        # The script runs the environment's own interpreter, wherever it is called from.
+        assert script.read_text().splitlines()[0] == f"#!{python}"
+        shown = _run(script, "--version", env=env, cwd=home)
+        assert shown.returncode == 0, (command, shown.stderr)
+        assert shown.stdout.strip() == f"{command} {__version__}"
+        helped = _run(script, "--help", env=env, cwd=home)
+        assert helped.returncode == 0, (command, helped.stderr)
+        assert "usage:" in helped.stdout
+    # Nothing was written to HOME by asking for help.
+    assert os.listdir(home) == []
+
+
+BLOCK_SERVER_EXTRA = """
+import importlib.abc, sys
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("starlette", "uvicorn", "asyncpg"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NotInstalled())
+from memoryd_team.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--port", "0"],
+        ["token", "list", "--database", "postgresql://127.0.0.1:1/none"],
+    ],
+)
+def test_memoryd_team_without_the_server_extra_says_what_to_install(
+    argv: list[str], tmp_path: Path
+) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    result = _run(sys.executable, "-c", BLOCK_SERVER_EXTRA, *argv, env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "install memoryd[server]" in result.stderr
+    assert "pipx install 'memoryd[server]'" in result.stderr
