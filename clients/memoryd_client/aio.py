@@ -9,16 +9,28 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memoryd_client.client import DaemonUnavailable, _unwrap, default_socket_path
+from memoryd_client.client import (
+    CONNECT_RETRY_S,
+    Connector,
+    DaemonUnavailable,
+    _unwrap,
+    default_socket_path,
+)
 from memoryd_client.methods import AsyncMethods
 
 
 class AsyncClient(AsyncMethods):
     """Concurrent requests on one connection, replies matched by id; notifications queued."""
 
-    def __init__(self, socket_path: Path | str | None = None, timeout: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        socket_path: Path | str | None = None,
+        timeout: float | None = 60.0,
+        connect_retry_s: float = CONNECT_RETRY_S,
+    ) -> None:
         self.socket_path = Path(socket_path) if socket_path else default_socket_path()
         self.timeout = timeout
+        self.connect_retry_s = connect_retry_s
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -27,14 +39,17 @@ class AsyncClient(AsyncMethods):
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def connect(self) -> AsyncClient:
-        try:
-            self._reader, self._writer = await asyncio.open_unix_connection(
-                str(self.socket_path), limit=256 * 1024 * 1024
-            )
-        except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
-            raise DaemonUnavailable(
-                f"memoryd is not running on {self.socket_path} ({exc}); start it with `memctl start`"
-            ) from exc
+        # Our own attempts, not open_unix_connection(path): asyncio takes a full backlog's
+        # EAGAIN for "in progress" and hands back a socket that never connected.
+        connector = Connector(self.socket_path, min(self.connect_retry_s, self.timeout or 1e9))
+        while True:
+            step = connector.attempt()
+            if not isinstance(step, float):
+                break
+            await asyncio.sleep(step)  # the daemon is busy or restarting
+        self._reader, self._writer = await asyncio.open_unix_connection(
+            sock=step, limit=256 * 1024 * 1024
+        )
         self._reader_task = asyncio.create_task(self._read_loop())
         return self
 

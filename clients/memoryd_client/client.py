@@ -5,10 +5,12 @@ The asyncio client is in `memoryd_client.aio`, imported only when asked for.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,45 @@ def default_socket_path() -> Path:
     return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
 
 
+# A daemon whose accept backlog is full (a burst of clients: EAGAIN on Linux, ECONNREFUSED on
+# macOS) or that is restarting (its socket not listening yet: ECONNREFUSED) is there in a moment:
+# connecting is retried for about this long before the daemon is reported down. A missing socket
+# (ENOENT) is not retried: nobody is there, and `memctl` must say so at once.
+CONNECT_RETRY_S = 1.0
+_BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNREFUSED})
+
+
+class Connector:
+    """Connect attempts to one socket with the retry rule above; the caller does the waiting
+    (blocking sleep or asyncio), so both clients share it."""
+
+    def __init__(self, path: Path, budget_s: float) -> None:
+        self.path = path
+        self._left = budget_s
+        self._pause = 0.01  # doubling to 200 ms
+
+    def attempt(self) -> socket.socket | float:
+        """A connected non-blocking socket, or the seconds to wait before the next attempt;
+        DaemonUnavailable once nobody is there or the budget is spent. A Unix socket connects
+        at once or fails at once: the attempt never blocks."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(str(self.path))
+        except OSError as exc:
+            sock.close()
+            if exc.errno not in _BUSY or self._left <= 0:
+                raise DaemonUnavailable(
+                    f"memoryd is not running on {self.path} ({exc.strerror or exc}); "
+                    "start it with `memctl start`"
+                ) from exc
+            wait = min(self._pause, self._left)
+            self._left -= wait
+            self._pause = min(self._pause * 2, 0.2)
+            return wait
+        return sock
+
+
 def _unwrap(reply: dict[str, Any]) -> Any:
     if "error" in reply and reply["error"] is not None:
         err = reply["error"]
@@ -53,25 +94,26 @@ def _unwrap(reply: dict[str, Any]) -> Any:
 class Client(SyncMethods):
     """Blocking client: `with Client() as c: c.call("status")`."""
 
-    def __init__(self, socket_path: Path | str | None = None, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        socket_path: Path | str | None = None,
+        timeout: float | None = 30.0,
+        connect_retry_s: float = CONNECT_RETRY_S,
+    ) -> None:
         self.socket_path = Path(socket_path) if socket_path else default_socket_path()
         self.timeout = timeout
+        self.connect_retry_s = connect_retry_s
         self._sock: socket.socket | None = None
         self._buffer = b""
         self._ids = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
 
     def connect(self) -> Client:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connector = Connector(self.socket_path, min(self.connect_retry_s, self.timeout or 1e9))
+        while isinstance(step := connector.attempt(), float):
+            time.sleep(step)
+        sock = step
         sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self.socket_path))
-        except (FileNotFoundError, ConnectionRefusedError, OSError) as exc:
-            sock.close()
-            raise DaemonUnavailable(
-                f"memoryd is not running on {self.socket_path} ({exc.strerror or exc}); "
-                "start it with `memctl start`"
-            ) from exc
         self._sock = sock
         return self
 

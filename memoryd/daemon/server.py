@@ -73,6 +73,16 @@ def systemd_socket() -> socket.socket | None:
     return socket.socket(fileno=SD_LISTEN_FDS_START)
 
 
+def listen_backlog() -> int:
+    """The system's maximum accept backlog: a burst of clients (hooks of many sessions starting
+    at once) waits in the queue instead of getting EAGAIN. The kernel caps any larger value."""
+    try:
+        with open("/proc/sys/net/core/somaxconn", encoding="ascii") as handle:
+            return max(int(handle.read()), socket.SOMAXCONN)
+    except (OSError, ValueError):  # not Linux (macOS: kern.ipc.somaxconn, SOMAXCONN is 128)
+        return socket.SOMAXCONN
+
+
 def check_socket_folder(folder: Path) -> None:
     """Refuse a folder where someone else could swap the socket for their own."""
     info = folder.stat()
@@ -118,7 +128,7 @@ def _bind_locked(path: Path) -> socket.socket:
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(512)
+    sock.listen(listen_backlog())
     return sock
 
 
@@ -180,8 +190,10 @@ class Server:
             self.daemon.connections.add(connection)
             await connection.serve()
 
+        # asyncio listens again on the socket it is given, with its own default backlog (100)
+        # unless told: pass the maximum, for our own socket and for systemd's alike.
         self._server = await asyncio.start_unix_server(
-            on_connect, sock=sock, limit=self.config.line_limit
+            on_connect, sock=sock, limit=self.config.line_limit, backlog=listen_backlog()
         )
         write_status_file(self.config, activated)
         log.info(
