@@ -8,14 +8,44 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+# What the kernel accepts (Linux PATH_MAX / NAME_MAX, in bytes): a longer path or component
+# can name nothing, and checking it anyway would surface as an OSError instead of -32602.
+PATH_MAX = 4096
+NAME_MAX = 255
+
+
+def path_problem(value: str) -> str | None:
+    """Why `value` cannot be a path on this system, or None."""
+    if not value:
+        return "must be a non-empty path"
+    if "\x00" in value:
+        return "must not contain a NUL byte"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        return f"is {size:,} bytes; a path is at most {PATH_MAX:,}"
+    longest = max(len(part.encode("utf-8", "surrogatepass")) for part in value.split("/"))
+    if longest > NAME_MAX:
+        return f"has a file or folder name of {longest:,} bytes; at most {NAME_MAX} each"
+    return None
+
+
+def _path_text(value: str) -> str:
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
 
 def _absolute_existing_dir(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain a NUL byte")
+    _path_text(value)
     path = Path(value)
     if not path.is_absolute():
         raise ValueError(f"must be an absolute path, got {value!r}")
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:  # ELOOP, EACCES …: the client's path, so a -32602, not a crash
+        raise ValueError(f"cannot be used as a directory: {exc.strerror}") from None
+    if not is_dir:
         raise ValueError(f"no such directory: {value}")
     return value
 
@@ -41,4 +71,6 @@ def _session_id(value: str) -> str:
 
 Cwd = Annotated[str, AfterValidator(_absolute_existing_dir)]
 SessionId = Annotated[str, AfterValidator(_session_id)]
-PathList = Annotated[list[str], Field(max_length=100_000)]
+# A path given by the client: bounded like the kernel bounds it (see `path_problem`).
+PathText = Annotated[str, AfterValidator(_path_text)]
+PathList = Annotated[list[PathText], Field(max_length=100_000)]

@@ -122,25 +122,40 @@ def _adapter(daemon: Daemon, spec: MethodSpec) -> Callable[..., Any]:
             params = spec.params.model_validate(kwargs)
         except ValidationError as exc:
             raise JsonRpcError(INVALID_PARAMS, format_validation_error(exc)) from None
+        except Exception:
+            # A validator that failed in a way it did not mean to: still the client's params.
+            log.exception("params check failed", method=spec.name)
+            raise JsonRpcError(
+                INVALID_PARAMS, f"invalid params: {spec.name} could not check them"
+            ) from None
         try:
             result = await spec.handler(daemon, params)
         except MemorydError as exc:
+            if exc.code == INTERNAL_ERROR:
+                raise _internal(spec.name, exc) from None
             raise JsonRpcError(exc.code, exc.message, exc.data) from None
         except JsonRpcError:
             raise
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("method failed", method=spec.name)
-            raise JsonRpcError(
-                INTERNAL_ERROR, f"internal error in {spec.name}: {type(exc).__name__}: {exc}"
-            ) from None
+            raise _internal(spec.name, exc) from None
         return Success(_to_json(result))
 
     # jsonrpcserver checks arguments with inspect.signature on every call; a precomputed
     # signature turns that from the largest cost of a small request into a lookup.
     call.__signature__ = inspect.signature(call)  # type: ignore[attr-defined]
     return call
+
+
+def _internal(method: str, exc: BaseException) -> JsonRpcError:
+    """-32603 names the method and the kind of failure; the details (an errno text, a path,
+    the traceback) go to the log only (docs/protocol.md)."""
+    log.error("method failed", method=method, exc_info=exc)
+    return JsonRpcError(
+        INTERNAL_ERROR,
+        f"internal error in {method}: {type(exc).__name__} (details are in the daemon's log)",
+    )
 
 
 class ParseFailure:
@@ -198,8 +213,13 @@ async def _dispatch_one(message: Any, methods: dict[str, Callable[..., Any]]) ->
     if request.id is NOID:
         return None
     reply = to_serializable_one(to_response(request, result))
-    if isinstance(reply, dict) and "error" in reply and reply["error"]["code"] == METHOD_NOT_FOUND:
-        reply["error"]["message"] = f"method not found: {message['method']}"
+    if isinstance(reply, dict) and "error" in reply:
+        error = reply["error"]
+        if error["code"] == METHOD_NOT_FOUND:
+            error["message"] = f"method not found: {message['method']}"
+        elif error["code"] == INTERNAL_ERROR and "data" in error:
+            # jsonrpcserver's own catch-all puts str(exception) in `data`: log it instead.
+            log.error("internal error", method=message["method"], detail=error.pop("data"))
     return reply
 
 

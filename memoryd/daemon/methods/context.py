@@ -6,13 +6,13 @@ import asyncio
 import os.path
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from memoryd.core.project import Project
-from memoryd.daemon.params import Cwd, SessionId
+from memoryd.daemon.params import Cwd, PathText, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
 from memoryd.rules import approvals, assembly, sessions
@@ -32,21 +32,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memoryd.rules")
 
 
-def _touched_path(value: str) -> str:
-    if not value or "\x00" in value:
-        raise ValueError("must be a non-empty path without NUL bytes")
-    if len(value) > 4096:
-        raise ValueError("a path is longer than 4096 characters")
-    return value
-
-
-TouchedPath = Annotated[str, AfterValidator(_touched_path)]
-
-
 class GetContextParams(Params):
     cwd: Cwd
     session_id: SessionId | None = None
-    touched_paths: list[TouchedPath] | None = Field(default=None, max_length=100_000)
+    touched_paths: list[PathText] | None = Field(default=None, max_length=100_000)
 
 
 class FileInfo(BaseModel):

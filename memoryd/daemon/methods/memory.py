@@ -17,7 +17,7 @@ from memoryd.automem.service import AutoMemory
 from memoryd.automem.surfaced import SurfacedMemories
 from memoryd.automem.taxonomy import MemoryType
 from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
-from memoryd.daemon.params import Cwd, PathList, SessionId
+from memoryd.daemon.params import Cwd, PathList, PathText, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import REGISTRY, Params, rpc_method
 from memoryd.errors import MemorydError, TooLarge
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 # Generous on purpose: an oversized body must reach the handler to get -32004, not -32602.
 _MAX_TEXT = 50 * 1024 * 1024
-_MAX_PATH = 4096
 
 
 class CwdParams(Params):
@@ -39,7 +38,7 @@ class CwdParams(Params):
 
 class PathParams(Params):
     cwd: Cwd
-    path: str = Field(min_length=1, max_length=_MAX_PATH)
+    path: PathText
 
 
 class WriteParams(Params):
@@ -49,12 +48,12 @@ class WriteParams(Params):
     description: str = Field(max_length=_MAX_TEXT)
     body: str = Field(max_length=_MAX_TEXT)
     team: bool = False
-    file: str | None = Field(default=None, min_length=1, max_length=_MAX_PATH)
+    file: PathText | None = None
 
 
 class RestoreParams(Params):
     cwd: Cwd
-    path: str = Field(min_length=1, max_length=_MAX_PATH)
+    path: PathText
     version: str = Field(min_length=1, max_length=100)
 
 

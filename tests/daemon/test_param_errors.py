@@ -1,0 +1,109 @@
+"""Bad params are -32602 naming the field, never an OS error; -32603 carries no detail
+(issue 16). Checked over every registered method that takes a `cwd` or a path."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog.testing
+
+from memoryd.automem.service import AutoMemory
+from memoryd.daemon.registry import REGISTRY
+from tests.conftest import DaemonHandle
+from tests.daemon.test_protocol import raw_exchange
+
+LONG_CWD = "/" + "a" * 5_000
+LONG_PART = "b" * 300 + ".md"  # over NAME_MAX: stat() fails with ENAMETOOLONG
+
+
+async def _error(daemon: DaemonHandle, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    (reply,) = await raw_exchange(daemon.socket_path, json.dumps(request).encode() + b"\n")
+    assert "error" in reply, reply
+    error: dict[str, Any] = reply["error"]
+    return error
+
+
+def _methods_with(field: str) -> list[str]:
+    import memoryd.daemon.methods  # noqa: F401 - registers every method
+
+    return sorted(name for name, spec in REGISTRY.items() if field in spec.params.model_fields)
+
+
+async def test_a_5000_character_cwd_is_invalid_params_for_every_method(
+    daemon: DaemonHandle,
+) -> None:
+    methods = _methods_with("cwd")
+    assert len(methods) > 15
+    for method in methods:
+        error = await _error(daemon, method, {"cwd": LONG_CWD})
+        assert error["code"] == -32602, (method, error)
+        assert "cwd" in error["message"], (method, error)
+        assert "data" not in error
+        assert "Errno" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("memory.read", {"path": LONG_PART}, "path"),
+        ("memory.delete", {"path": LONG_PART}, "path"),
+        ("memory.history", {"path": LONG_PART}, "path"),
+        ("memory.read", {"path": "/" + "c/" * 2_100 + "x.md"}, "path"),
+        (
+            "memory.restore",
+            {"path": LONG_PART, "version": "01764691200123456789-overwrite"},
+            "path",
+        ),
+        ("memory.read", {"path": f"sub/{LONG_PART}"}, "path"),
+        (
+            "memory.write",
+            {"type": "user", "name": "n", "description": "d", "body": "b", "file": LONG_PART},
+            "file",
+        ),
+        ("get_context", {"touched_paths": [f"/tmp/{LONG_PART}"]}, "touched_paths"),
+        ("after_turn", {"session_id": "s1", "messages": [], "read_paths": [LONG_PART]}, None),
+        ("recall", {"query": "q", "already_surfaced": [LONG_PART]}, None),
+    ],
+)
+async def test_an_unusable_path_is_invalid_params_naming_the_field(
+    daemon: DaemonHandle, tmp_path: Path, method: str, params: dict[str, Any], field: str | None
+) -> None:
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {"cwd": str(tmp_path), **params},
+    }
+    (reply,) = await raw_exchange(daemon.socket_path, json.dumps(request).encode() + b"\n")
+    if field is None:  # a path only compared or recorded, never opened: accepted or refused
+        assert "error" not in reply or reply["error"]["code"] == -32602, reply
+        return
+    error = reply["error"]
+    assert error["code"] == -32602, error
+    assert field in error["message"]
+    assert "data" not in error
+
+
+async def test_an_internal_error_keeps_its_details_in_the_log(
+    daemon: DaemonHandle,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EIO, "disk on fire", "/secret/place/on/disk")
+
+    monkeypatch.setattr(AutoMemory, "manifest", broken)
+    with structlog.testing.capture_logs() as logged:
+        error = await _error(daemon, "memory.list", {"cwd": str(tmp_path)})
+    assert error["code"] == -32603
+    assert "data" not in error
+    assert "disk on fire" not in error["message"]
+    assert "/secret/place" not in error["message"]
+    assert "memory.list" in error["message"]
+    (failure,) = [e for e in logged if e["event"] == "method failed"]
+    assert "disk on fire" in str(failure["exc_info"])
