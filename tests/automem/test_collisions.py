@@ -26,7 +26,7 @@ async def _write(
         **extra,
     }
     result: dict[str, object] = await daemon.call("memory.write", cwd=str(project), **fields)
-    return result
+    return {k: result[k] for k in ("path", "created", "merged_into")}
 
 
 def _index_files(memdir: Path) -> list[str]:
