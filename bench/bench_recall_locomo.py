@@ -31,6 +31,8 @@ from pathlib import Path
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 EVAL = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")
 REPO = Path(__file__).resolve().parent.parent
+# LoCoMo's category numbers (category 5, adversarial, is left out).
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,9 @@ def main() -> int:
             )
             print(
                 "       by category: "
-                + ", ".join(f"{c}: {h / t:.3f} ({t})" for c, (h, t) in sorted(cats.items()))
+                + ", ".join(
+                    f"{CATEGORIES[c]} {h / t:.3f} ({t})" for c, (h, t) in sorted(cats.items())
+                )
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -2,7 +2,9 @@
 
 A memory's date is the first full date in its text (`8 May, 2023`, `May 8, 2023`,
 `2023-05-08`). A query's date is a range: a full date is one day, `May 2023` a month,
-`May` alone (or `May 8`) that month or day in any year.
+`May` alone (or `May 8`) that month or day in any year; `last May`, `early 2023` name the
+same ranges. `before`/`after` a date with a year (`before June 2023`) asks for anything earlier
+or later than that range.
 """
 
 from __future__ import annotations
@@ -29,9 +31,19 @@ _DAY_MONTH = re.compile(
     re.I,
 )
 _MONTH_ONLY = re.compile(
-    rf"\b(?:in|during|of|since|until|by)\s+(?:early\s+|late\s+|mid-?\s*)?{_MONTH}\b", re.I
+    rf"\b(?:in|during|of|since|until|by|last|this|next)\s+(?:early\s+|late\s+|mid-?\s*)?{_MONTH}\b",
+    re.I,
 )
-_YEAR_ONLY = re.compile(rf"\b(?:in|during|of)\s+{_YEAR}\b", re.I)
+_YEAR_ONLY = re.compile(
+    rf"\b(?:in|during|of|before|after|since|until|early|late|mid-?)\s+{_YEAR}\b", re.I
+)
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# "before June 2023", "after the 5th of May, 2023", "until early 2024": the word before a date.
+_DIRECTION = re.compile(
+    rf"\b(before|after|since|until|prior\s+to)\s+(?:the\s+)?(?:(?:early|late|mid)-?\s*)?"
+    rf"(?:[0-3]?\d(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?:{_MONTH_NAMES}|(?:19|20)\d\d)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -39,10 +51,25 @@ class DateQuery:
     year: int | None
     month: int | None
     day: int | None
+    direction: str = "on"  # "on", "before" or "after" the range (before/after need a year)
+
+    def _bounds(self) -> tuple[date, date] | None:
+        if self.year is None:
+            return None
+        if self.month is None:
+            return date(self.year, 1, 1), date(self.year, 12, 31)
+        if self.day is None:
+            last = calendar.monthrange(self.year, self.month)[1]
+            return date(self.year, self.month, 1), date(self.year, self.month, last)
+        one = date(self.year, self.month, self.day)
+        return one, one
 
     def matches(self, when: date, slack_days: int) -> bool:
         """Does `when` fall in this range, or at most `slack_days` after it (memories are
         often written a little after what they describe: "last week")?"""
+        bounds = self._bounds() if self.direction != "on" else None
+        if bounds is not None:
+            return when < bounds[0] if self.direction == "before" else when > bounds[1]
         for offset in range(slack_days + 1):
             probe = date.fromordinal(when.toordinal() - offset)
             if (
@@ -85,6 +112,18 @@ def first_date(text: str) -> date | None:
 
 def query_date(text: str) -> DateQuery | None:
     """The date range a query asks about, if it names one."""
+    found = _plain_query_date(text)
+    if found is None or found.year is None:
+        return found
+    direction = _DIRECTION.search(text)
+    if direction is None:
+        return found
+    word = direction.group(1).lower()
+    kind = "before" if word in ("before", "until") or word.startswith("prior") else "after"
+    return DateQuery(found.year, found.month, found.day, kind)
+
+
+def _plain_query_date(text: str) -> DateQuery | None:
     full = first_date(text)
     if full is not None:
         return DateQuery(full.year, full.month, full.day)

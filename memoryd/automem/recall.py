@@ -32,8 +32,10 @@ MAX_RECALL = 5
 SELECTOR_MAX_TOKENS = 256
 SELECTOR_TIMEOUT_S = 10.0
 STALE_AFTER_S = 86_400.0
-# The manifest sent to the model is capped; past it the local ranker pre-selects candidates.
-MANIFEST_MAX_ENTRIES = 400
+# A small manifest goes to the model whole; from MODEL_CANDIDATES_FROM memories on, the model
+# picks among the local ranker's best MODEL_CANDIDATES, so the prompt stays small.
+MODEL_CANDIDATES_FROM = 200
+MODEL_CANDIDATES = 30
 
 SELECTOR_SYSTEM = """\
 You choose which saved memories will help an AI coding agent with the user's current request.
@@ -159,11 +161,8 @@ async def recall(
             for h in am.manifest(project)
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
-        if len(headers) > MANIFEST_MAX_ENTRIES:
-            headers = (
-                am.search(project, query, MANIFEST_MAX_ENTRIES, surfaced)
-                or headers[:MANIFEST_MAX_ENTRIES]
-            )
+        if len(headers) >= MODEL_CANDIDATES_FROM:
+            headers = am.search(project, query, MODEL_CANDIDATES, surfaced)
         chosen = await select_with_model(daemon, query, headers, recent_tools, limit)
         if chosen is not None:
             selector = "model"

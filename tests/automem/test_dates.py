@@ -32,6 +32,11 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("what did he get on Aug 15th?", DateQuery(None, 8, 15)),
         ("What did John get in December?", DateQuery(None, 12, None)),
         ("what happened in 2022", DateQuery(2022, None, None)),
+        ("Where did she travel last May?", DateQuery(None, 5, None)),
+        ("What did he do before June 2023?", DateQuery(2023, 6, None, "before")),
+        ("anything after the 5th of May, 2023", DateQuery(2023, 5, 5, "after")),
+        ("plans until early 2024", DateQuery(2024, None, None, "before")),
+        ("before the trip", None),
         ("may I deploy on Friday?", None),
     ],
 )
@@ -48,3 +53,13 @@ def test_matches_with_slack() -> None:
     month = DateQuery(None, 12, None)
     assert month.matches(date(2021, 12, 31), 0)
     assert month.matches(date(2022, 1, 5), 7)
+
+
+def test_before_and_after_a_range() -> None:
+    before = DateQuery(2023, 6, None, "before")
+    assert before.matches(date(2023, 5, 31), 14)
+    assert not before.matches(date(2023, 6, 1), 14)
+    after = DateQuery(2023, None, None, "after")
+    assert after.matches(date(2024, 1, 1), 0)
+    assert not after.matches(date(2023, 12, 31), 0)
+    assert DateQuery(None, 6, None, "before").matches(date(2020, 6, 3), 0)  # no year: "on"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.automem import recall as recall_mod
+from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply
 
@@ -169,3 +170,48 @@ async def test_remember_with_model(
         "memory.remember", cwd=str(project), text="Dana owns the billing service", type="project"
     )
     assert (res["type"], res["derived_by"]) == ("project", "local")
+
+
+def _fill(memdir: Path, n: int) -> None:
+    """`n` plain memories written straight into the directory (the store picks them up)."""
+    memdir.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (memdir / f"user_note_{i:04d}.md").write_text(
+            memory_text(f"Note {i}", f"filler topic {i} number{i}", "user", f"Filler body {i}."),
+            encoding="utf-8",
+        )
+    (memdir / "user_kayak.md").write_text(
+        memory_text("Kayak club", "the user rows with the harbour kayak club", "user", "Tuesdays."),
+        encoding="utf-8",
+    )
+
+
+def _manifest_lines(fake_model: FakeMessagesAPI) -> list[str]:
+    (request,) = fake_model.message_requests()
+    prompt: str = request.json["messages"][0]["content"]
+    return [line for line in prompt.split("Memories:\n", 1)[1].splitlines() if line.strip()]
+
+
+async def test_large_manifest_model_picks_among_local_candidates(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
+) -> None:
+    _fill(memdir, recall_mod.MODEL_CANDIDATES_FROM)
+    fake_model.enqueue(json_reply({"selected": ["user_kayak.md"]}))
+    got = await daemon_with_model.call(
+        "recall", cwd=str(project), query="when does the kayak club row in the harbour?"
+    )
+    assert got["selector"] == "model"
+    assert [Path(m["path"]).name for m in got["memories"]] == ["user_kayak.md"]
+    lines = _manifest_lines(fake_model)
+    assert 1 <= len(lines) <= recall_mod.MODEL_CANDIDATES
+    assert "user_kayak.md" in lines[0]  # the local ranker's best comes first
+
+
+async def test_small_manifest_goes_to_the_model_whole(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
+) -> None:
+    _fill(memdir, recall_mod.MODEL_CANDIDATES_FROM - 2)  # + the kayak memory: 199 in all
+    fake_model.enqueue(json_reply({"selected": ["user_kayak.md"]}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="kayak club")
+    assert got["selector"] == "model"
+    assert len(_manifest_lines(fake_model)) == recall_mod.MODEL_CANDIDATES_FROM - 1

@@ -1,0 +1,87 @@
+"""Leave-one-conversation-out cross-validation of the local ranker on LoCoMo's development split.
+
+For each of the five development conversations: tune the ranker's parameters on the other
+four (coordinate ascent over a small grid, two rounds), score the held-out one. The mean of
+the held-out scores estimates how the ranker does on conversations it was not tuned on; the
+parameters chosen per fold show how stable the tuning is. The evaluation split is never read.
+In process (RecallIndex directly, no daemon), on the memories of bench_recall_locomo.py.
+
+    .venv/bin/python bench/cv_recall_locomo.py
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_recall_locomo import DEV, Memory, Query, eval_dir, hits, load
+
+from memoryd.automem.dates import first_date
+from memoryd.automem.ranker import RankerParams, RecallIndex
+
+GRID: dict[str, list[float]] = {
+    "k1": [0.6, 0.9, 1.2],
+    "prf_weight": [0.0, 0.15, 0.3],
+    "coord": [0.5, 1.0, 2.0],
+    "group_weight": [0.15, 0.3, 0.5],
+    "date_boost": [0.0, 0.5, 1.0],
+    "name_miss": [1.0, 0.8, 0.5],
+    "bigram_weight": [0.0, 0.1, 0.2],
+    "prefix_weight": [0.0, 0.3],
+}
+
+
+def conversation_score(memories: list[Memory], queries: list[Query], params: RankerParams) -> int:
+    index = RecallIndex(params)
+    for m in memories:
+        index.upsert(m.file, m.name, m.fact, m.body, first_date(m.body))
+    by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
+    return sum(
+        hits([by_file[k] for k, _ in index.search(q.question, 5)], q.evidence) for q in queries
+    )
+
+
+def main() -> int:
+    data_file = eval_dir() / "locomo10.json"
+    if not data_file.is_file():
+        print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
+        return 0
+    convs = {name: pair for name, pair in load(data_file).items() if name in DEV}
+    cache: dict[RankerParams, dict[str, int]] = {}
+
+    def per_conv(params: RankerParams) -> dict[str, int]:
+        if params not in cache:
+            cache[params] = {n: conversation_score(*convs[n], params) for n in DEV}
+        return cache[params]
+
+    def rate(params: RankerParams, names: list[str]) -> float:
+        got = per_conv(params)
+        return sum(got[n] for n in names) / sum(len(convs[n][1]) for n in names)
+
+    held_hits = 0
+    for held in DEV:
+        train = [n for n in DEV if n != held]
+        params = RankerParams()
+        for _ in range(2):
+            for field, values in GRID.items():
+                candidates = [replace(params, **{field: v}) for v in values]
+                params = max(candidates, key=lambda c: rate(c, train))
+        held_hits += per_conv(params)[held]
+        chosen = ", ".join(f"{f}={getattr(params, f)}" for f in GRID)
+        print(
+            f"{held}: held-out {rate(params, [held]):.3f} "
+            f"(defaults {rate(RankerParams(), [held]):.3f}); tuned on the other four: {chosen}"
+        )
+    total = sum(len(q) for _, q in convs.values())
+    print(
+        f"LOCO-CV hit@5 {held_hits / total:.3f}; defaults on all five {rate(RankerParams(), list(DEV)):.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
