@@ -12,10 +12,10 @@ import argparse
 import importlib
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from memctl import commands
+from memctl.global_flags import accept_after_command, add_global_flags
 from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail
 from memoryd_client import DaemonUnavailable, RpcError
 
@@ -34,12 +34,12 @@ COMMAND_MODULES = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memctl", description="Control and query memoryd.")
     parser.add_argument("--version", action=VersionAction, help="print memctl's version and exit")
-    parser.add_argument("--socket", type=Path, help="daemon socket (default: $MEMORYD_SOCKET, …)")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_global_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in [only] if only else _command_names():
         module = importlib.import_module(f"{commands.__name__}.{name}")
         module.register(sub)
+    accept_after_command(parser)  # `memctl status --json` as well as `memctl --json status`
     return parser
 
 

@@ -1,0 +1,40 @@
+"""memctl's global flags (`--socket`, `--json`), accepted before the command and after it.
+
+Users type `memctl status --json` as often as `memctl --json status`; argparse only knows a
+parser's own flags, so every subcommand (and sub-subcommand) gets the global ones too. There
+they default to SUPPRESS: a flag given before the command and not repeated after it keeps its
+value instead of being reset by the subcommand's default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_global_flags(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    known = parser._option_string_actions  # a command may define one itself (hook: --socket)
+    if "--socket" not in known:
+        parser.add_argument(
+            "--socket",
+            type=Path,
+            default=default,
+            help="daemon socket (default: $MEMORYD_SOCKET, …)",
+        )
+    if "--json" not in known:
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            default=False if default is None else default,
+            help="print machine-readable JSON",
+        )
+
+
+def accept_after_command(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand below `parser`, at any depth, the global flags."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                add_global_flags(command, default=argparse.SUPPRESS)
+                accept_after_command(command)
