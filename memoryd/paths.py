@@ -34,7 +34,7 @@ def data_dir() -> Path:
 
 
 def default_socket_path() -> Path:
-    """$MEMORYD_SOCKET, else $XDG_RUNTIME_DIR, else $XDG_CACHE_HOME, else a per-user /tmp dir.
+    """$MEMORYD_SOCKET; on macOS ~/Library/Caches/memoryd; else $XDG_RUNTIME_DIR, $XDG_CACHE_HOME, /tmp.
 
     Defined once, in the stdlib-only client package, so clients and daemon always agree.
     """

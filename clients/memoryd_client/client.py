@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,20 @@ class RpcError(Exception):
         self.data = data
 
 
-def default_socket_path() -> Path:
-    """Same rules as the daemon: $MEMORYD_SOCKET, $XDG_RUNTIME_DIR, $XDG_CACHE_HOME, /tmp."""
+def default_socket_path(platform: str | None = None) -> Path:
+    """The one socket rule, used by the daemon, every client and `memctl service install`.
+
+    $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock (a LaunchAgent, GUI
+    apps and shells all agree on it without setting anything); else $XDG_RUNTIME_DIR, else
+    $XDG_CACHE_HOME, else a per-user directory in /tmp. `platform` is `sys.platform` unless
+    given (to compute another system's path).
+    """
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
         return Path(configured)
+    if (platform or sys.platform) == "darwin":
+        home = Path(os.environ.get("HOME") or Path.home())
+        return home / "Library" / "Caches" / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "memoryd" / "memoryd.sock"

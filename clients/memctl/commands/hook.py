@@ -141,17 +141,10 @@ def _load_state(path: Path | None) -> dict[str, Any]:
 def _save_state(path: Path | None, state: dict[str, Any]) -> None:
     if path is None:
         return
-    import tempfile  # only when there is state to save: slow to import
+    from memctl.files import write_atomic  # only when there is state to save
 
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hook-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Hook state is a cache of what was shown: no fsync on a hook's time budget.
+    write_atomic(path, json.dumps(state), mode=0o600, dir_mode=0o700, durable=False)
 
 
 def _connect(args: argparse.Namespace, budget: Budget) -> Any:

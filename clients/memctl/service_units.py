@@ -1,0 +1,104 @@
+"""The login-service files `memctl service install` writes, rendered from the shipped templates.
+
+The templates (`memctl/units/`, also at the repository's `systemd/` and `launchd/`) carry
+placeholders: `@MEMORYD@` the absolute command of the installed daemon, `@SOCKET@` the socket
+the clients' rule computes, `@LOG_FILE@` (and for launchd `@ERR_FILE@`). Lines starting `#@`
+describe the template and are dropped. Pure: paths in, file texts out.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+TEMPLATES = Path(__file__).parent / "units"
+SYSTEMD_UNITS = ("memoryd.socket", "memoryd.service")
+LAUNCHD_LABEL = "com.memoryd.daemon"
+# The first line of every file memctl writes: how `uninstall` knows a file is its own.
+MARKER = "written by `memctl service install`"
+
+
+@dataclass(frozen=True)
+class UnitFile:
+    path: Path
+    text: str
+
+
+def daemon_command() -> list[str]:
+    """The running installation's daemon, as an absolute command.
+
+    The `memoryd` script next to this interpreter (a venv, pipx or `uv tool` environment keeps
+    them together), else this interpreter running `-m memoryd`. Never a bare name: a login
+    service does not get the user's PATH.
+    """
+    interpreter = Path(os.path.abspath(sys.executable))
+    script = interpreter.parent / "memoryd"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [str(interpreter), "-m", "memoryd"]
+
+
+def _template(name: str) -> str:
+    text = (TEMPLATES / name).read_text(encoding="utf-8")
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
+
+
+def _systemd_word(value: str) -> str:
+    # `%` starts a specifier in unit files; whitespace would split the word.
+    value = value.replace("%", "%%")
+    if any(c.isspace() or c in "\"'\\" for c in value):
+        value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return value
+
+
+def systemd_socket_spec(socket: Path, runtime_dir: str | None) -> str:
+    """`%t/…` when the socket is in the runtime dir (what systemd's %t is), else the path."""
+    if runtime_dir:
+        try:
+            return "%t/" + socket.relative_to(runtime_dir).as_posix().replace("%", "%%")
+        except ValueError:
+            pass
+    return socket.as_posix().replace("%", "%%")
+
+
+def systemd_units(
+    unit_dir: Path, command: list[str], socket: Path, log_file: Path, runtime_dir: str | None
+) -> list[UnitFile]:
+    socket_spec = systemd_socket_spec(socket, runtime_dir)
+    values = {
+        "@MEMORYD@": " ".join(_systemd_word(w) for w in command),
+        "@SOCKET@": socket_spec,
+        "@LOG_FILE@": _systemd_word(str(log_file)),
+    }
+    files = []
+    for name in SYSTEMD_UNITS:
+        text = _template(name)
+        for key, value in values.items():
+            text = text.replace(key, value)
+        files.append(UnitFile(unit_dir / name, f"# {MARKER}\n{text}"))
+    return files
+
+
+def launchd_plist(
+    agents_dir: Path, command: list[str], socket: Path, log_file: Path, err_file: Path
+) -> UnitFile:
+    lines = []
+    for line in _template(f"{LAUNCHD_LABEL}.plist").splitlines(keepends=True):
+        if line.strip() == "<string>@MEMORYD@</string>":
+            indent = line[: len(line) - len(line.lstrip())]
+            lines.extend(f"{indent}<string>{escape(word)}</string>\n" for word in command)
+            continue
+        for key, value in (
+            ("@SOCKET@", socket),
+            ("@LOG_FILE@", log_file),
+            ("@ERR_FILE@", err_file),
+        ):
+            line = line.replace(key, escape(str(value)))
+        lines.append(line)
+    text = "".join(lines)
+    # The marker goes in a comment after the XML declaration, which must stay first.
+    head, rest = text.split("\n", 1)
+    return UnitFile(agents_dir / f"{LAUNCHD_LABEL}.plist", f"{head}\n<!-- {MARKER} -->\n{rest}")

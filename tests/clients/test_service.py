@@ -1,0 +1,219 @@
+"""`memctl service`: the units it writes, what it asks the service manager, and idempotence.
+
+memctl runs as a subprocess with a fake `systemctl` / `launchctl` first on PATH that records
+its arguments, so no test ever talks to the real user manager. `systemd-analyze verify` checks
+the written units where it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import default_socket_path
+
+FAKE_TOOL = """#!/bin/sh
+printf '%s\\n' "$*" >> "{log}"
+case "$*" in
+  *is-active*) exit 3 ;;
+  print*) exit 113 ;;
+esac
+exit 0
+"""
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path) -> Path:
+    folder = tmp_path / "fakebin"
+    folder.mkdir()
+    for name in ("systemctl", "launchctl"):
+        tool = folder / name
+        tool.write_text(FAKE_TOOL.format(log=tmp_path / f"{name}.log"))
+        tool.chmod(0o755)
+    return folder
+
+
+def directives(text: str, *names: str) -> list[str]:
+    return [line for line in text.splitlines() if line.split("=", 1)[0].strip() in names]
+
+
+def calls(tmp_path: Path, tool: str = "systemctl") -> list[str]:
+    log = tmp_path / f"{tool}.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def memctl(
+    home: Path, fake_bin: Path, *args: str, runtime: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
+    env.pop("XDG_CONFIG_HOME", None)
+    if runtime is not None:
+        env["XDG_RUNTIME_DIR"] = str(runtime)
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.fixture
+def home(isolated_env: object) -> Path:
+    return Path(os.environ["HOME"])
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Path:
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    return path
+
+
+def units(home: Path) -> Path:
+    return home / ".config" / "systemd" / "user"
+
+
+def test_install_writes_units_with_this_installation_and_starts_them(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stderr + done.stdout
+    service = (units(home) / "memoryd.service").read_text()
+    socket_unit = (units(home) / "memoryd.socket").read_text()
+    memoryd = Path(sys.executable).parent / "memoryd"
+    exec_line = next(line for line in service.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.startswith(f"ExecStart={memoryd} --socket %t/memoryd/memoryd.sock ")
+    assert "ListenStream=%t/memoryd/memoryd.sock" in socket_unit
+    for text in (service, socket_unit):
+        assert "@" not in text.replace("`", "")  # every placeholder filled
+        assert not directives(text, "PrivateTmp", "Documentation")
+    user = "--user"
+    assert calls(tmp_path) == [
+        f"{user} daemon-reload",
+        f"{user} is-active --quiet memoryd.socket",
+        f"{user} enable --now memoryd.socket",
+        f"{user} try-restart memoryd.service",
+    ]
+    assert f"wrote: {units(home) / 'memoryd.service'}" in done.stdout
+    assert "ran: " in done.stdout
+
+    # Twice changes nothing: same files, no reload, no restart.
+    before = {p.name: p.stat().st_mtime_ns for p in units(home).iterdir()}
+    again = memctl(home, fake_bin, "--json", "service", "install", runtime=runtime)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert [f["changed"] for f in report["files"]] == [False, False]
+    assert {p.name: p.stat().st_mtime_ns for p in units(home).iterdir()} == before
+    assert calls(tmp_path)[4:] == [
+        f"{user} is-active --quiet memoryd.socket",
+        f"{user} enable --now memoryd.socket",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+def test_the_written_units_pass_systemd_analyze_verify(
+    home: Path, fake_bin: Path, runtime: Path
+) -> None:
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    verified = subprocess.run(
+        [
+            "systemd-analyze",
+            "--user",
+            "verify",
+            str(units(home) / "memoryd.socket"),
+            str(units(home) / "memoryd.service"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime), "HOME": str(home)},
+        check=False,
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stderr.strip() == ""  # not even an unknown-key warning
+
+
+def test_dry_run_prints_the_files_and_changes_nothing(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    done = memctl(home, fake_bin, "service", "install", "--dry-run", runtime=runtime)
+    assert done.returncode == 0, done.stderr
+    assert "[Socket]" in done.stdout
+    assert "ExecStart=/" in done.stdout
+    assert "would run: " in done.stdout
+    assert not units(home).exists()
+    assert calls(tmp_path) == []
+
+
+def test_uninstall_removes_only_its_own_files(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    status = memctl(home, fake_bin, "service", "status", runtime=runtime)
+    assert status.returncode == 0, status.stderr
+    assert f"{units(home) / 'memoryd.socket'}: installed, up to date" in status.stdout
+    assert "daemon: not running" in status.stdout
+
+    # A hand-written service file is not memctl's to delete.
+    (units(home) / "memoryd.service").write_text("[Service]\nExecStart=/opt/mine\n")
+    removed = memctl(home, fake_bin, "service", "uninstall", runtime=runtime)
+    assert removed.returncode == 0, removed.stderr
+    assert "--user disable --now memoryd.socket memoryd.service" in calls(tmp_path)
+    assert not (units(home) / "memoryd.socket").exists()
+    assert (units(home) / "memoryd.service").read_text() == "[Service]\nExecStart=/opt/mine\n"
+    assert "left alone" in removed.stdout
+    (units(home) / "memoryd.service").unlink()
+    assert "not installed" in memctl(home, fake_bin, "service", "uninstall").stdout
+
+
+def test_launch_agent_uses_the_clients_socket_rule(
+    home: Path, fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
+    assert done.returncode == 0, done.stderr + done.stdout
+    plist_path = home / "Library" / "LaunchAgents" / "com.memoryd.daemon.plist"
+    with plist_path.open("rb") as handle:
+        plist = plistlib.load(handle)
+    arguments = plist["ProgramArguments"]
+    assert arguments[0] == str(Path(sys.executable).parent / "memoryd")
+    socket_arg = arguments[arguments.index("--socket") + 1]
+    # What a macOS client computes with the same HOME and nothing set: the same path.
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
+    assert socket_arg == str(default_socket_path(platform="darwin"))
+    assert "EnvironmentVariables" not in plist  # no MEMORYD_SOCKET needed anywhere
+    assert (home / "Library" / "Logs" / "memoryd").is_dir()
+    uid = os.getuid()
+    assert calls(tmp_path, "launchctl") == [
+        f"print gui/{uid}/com.memoryd.daemon",
+        f"bootstrap gui/{uid} {plist_path}",
+    ]
+    again = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
+    assert f"unchanged: {plist_path}" in again.stdout
+
+
+def test_the_shipped_templates_stay_templates() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    for path in (
+        repo / "systemd" / "memoryd.service",
+        repo / "systemd" / "memoryd.socket",
+        repo / "launchd" / "com.memoryd.daemon.plist",
+    ):
+        text = path.read_text()
+        assert "@SOCKET@" in text
+        assert not directives(text, "PrivateTmp", "Documentation")
+    with (repo / "launchd" / "com.memoryd.daemon.plist").open("rb") as handle:
+        assert plistlib.load(handle)["ProgramArguments"][0] == "@MEMORYD@"
