@@ -224,7 +224,7 @@ class SyncEngine:
             await self._notify(
                 "team/conflict",
                 {
-                    "path": str(self.folder.team_dir.joinpath(*conflict.key.split("/"))),
+                    "path": str(self.folder.path_of(conflict.key)),
                     "saved_as": conflict.saved_as,
                     "repo": self.repo,
                 },
@@ -327,7 +327,7 @@ class SyncEngine:
                 await self._notify(
                     "team/secret_blocked",
                     {
-                        "path": str(self.folder.team_dir.joinpath(*key.split("/"))),
+                        "path": str(self.folder.path_of(key)),
                         "rule": skipped.rule,
                     },
                 )

@@ -2,6 +2,11 @@
 
 Scanning never follows symlinks (a link in team/ to `~/.ssh/id_rsa` must not be uploaded) and
 keeps a stat cache, so a no-op push over thousands of unchanged files reads none of them.
+
+Keys are NFC; a file name on disk may not be (macOS writes names decomposed, NFD). A file is
+scanned under the NFC form of its name, and that key is read and written back through the name
+the file has on disk (`path_of`), so a pull updates the same file instead of adding a twin. When
+both spellings exist (possible on Linux), the NFC one is the key's file and the other is skipped.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import secrets
 import stat as stat_mod
 import tempfile
 import time
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -56,6 +62,7 @@ class LocalFolder:
         self.entry_max = entry_max
         self._cache: dict[str, tuple[_Stamp, str]] = {}
         self._key_problems: dict[str, str | None] = {}  # validate_key, once per name
+        self._disk_names: dict[str, str] = {}  # key -> its file's name on disk, when not NFC
         self._racy_after = 0
 
     # -- reading --------------------------------------------------------------------------
@@ -63,6 +70,7 @@ class LocalFolder:
         result = LocalScan()
         seen: set[str] = set()
         self._racy_after = time.time_ns() - _RACY_NS
+        self._disk_names = {}
         self._walk(self.team_dir, "", result, seen)
         for key in set(self._cache) - seen:
             del self._cache[key]
@@ -96,7 +104,13 @@ class LocalFolder:
                 if stat_mod.S_ISLNK(st.st_mode):
                     result.invalid[rel] = "symbolic link (never followed)"
                 continue
-            self._scan_file(entry.path, rel, st, result, seen)
+            key = unicodedata.normalize("NFC", rel)
+            if key != rel:
+                if os.path.lexists(self.team_dir.joinpath(*key.split("/"))):
+                    result.invalid[rel] = f"another file is named {key!r} (the same in NFC form)"
+                    continue
+                self._disk_names[key] = rel
+            self._scan_file(entry.path, key, st, result, seen)
 
     def _key_problem(self, key: str) -> str | None:
         if key not in self._key_problems:
@@ -144,6 +158,10 @@ class LocalFolder:
         result.contents[key] = content
         seen.add(key)
 
+    def path_of(self, key: str) -> Path:
+        """Where the file of `key` is (its name on disk may be another Unicode form)."""
+        return self.team_dir.joinpath(*self._disk_names.get(key, key).split("/"))
+
     def read(self, key: str) -> str | None:
         """The current content of `key`, None when it is gone or no longer text."""
         try:
@@ -153,7 +171,7 @@ class LocalFolder:
             return None
 
     def exists(self, key: str) -> bool:
-        return os.path.lexists(self.team_dir.joinpath(*key.split("/")))
+        return os.path.lexists(self.path_of(key))
 
     # -- writing server keys --------------------------------------------------------------
     def target(self, key: str) -> Path:
@@ -161,7 +179,7 @@ class LocalFolder:
         deepest existing ancestor with symlinks resolved — must be inside the team folder."""
         validate_key(key)
         root = self.team_dir.resolve()
-        target = self.team_dir.joinpath(*key.split("/"))
+        target = self.path_of(key)
         probe = target
         while not os.path.lexists(probe) and probe != self.team_dir:
             probe = probe.parent
