@@ -1,0 +1,116 @@
+-- Pure text helpers shared by the views: ages, short paths, one line per notification.
+-- The wording follows memctl (clients/memctl/memory_menu.py, notifications.py).
+local M = {}
+
+-- 'now', '5m', '3h', '2d', '6w': how long ago a memory was written.
+function M.age(mtime, now)
+  if type(mtime) ~= 'number' then
+    return '?'
+  end
+  local seconds = math.max(0, now - mtime)
+  for _, unit in ipairs({ { 'w', 7 * 86400 }, { 'd', 86400 }, { 'h', 3600 }, { 'm', 60 } }) do
+    if seconds >= unit[2] then
+      return ('%d%s'):format(math.floor(seconds / unit[2]), unit[1])
+    end
+  end
+  return 'now'
+end
+
+local function under(path, dir)
+  if not dir or dir == '' then
+    return nil
+  end
+  dir = dir:gsub('/+$', '')
+  if path:sub(1, #dir + 1) == dir .. '/' then
+    return path:sub(#dir + 2)
+  end
+  return nil
+end
+
+-- A path as a person reads it: relative to base when below it, ~ for home, else absolute.
+function M.short_path(path, base, home)
+  if type(path) ~= 'string' then
+    return '?'
+  end
+  local rel = under(path, base)
+  if rel then
+    return rel
+  end
+  rel = under(path, home)
+  if rel then
+    return '~/' .. rel
+  end
+  return path
+end
+
+-- The working tree's root above dir (for shorter paths on screen only), else dir itself.
+function M.display_root(dir)
+  local uv = vim.uv or vim.loop
+  local probe = dir
+  while probe and probe ~= '' do
+    if uv.fs_stat(probe .. '/.git') then
+      return probe
+    end
+    local parent = vim.fn.fnamemodify(probe, ':h')
+    if parent == probe then
+      break
+    end
+    probe = parent
+  end
+  return dir
+end
+
+function M.basename(path)
+  if type(path) ~= 'string' or path == '' then
+    return '?'
+  end
+  return path:match('([^/]+)/*$') or path
+end
+
+-- Text that fits on one line (notifications and list entries never break the layout).
+function M.one_line(text, max)
+  text = tostring(text or ''):gsub('[\r\n\t]+', ' ')
+  max = max or 200
+  if vim.fn.strchars(text) > max then
+    text = vim.fn.strcharpart(text, 0, max - 1) .. '…'
+  end
+  return text
+end
+
+local function count(value)
+  if type(value) == 'table' then
+    return #value
+  end
+  return value or 0
+end
+
+-- One line of text per daemon notification, and its vim.log level.
+function M.describe(note)
+  local event = tostring(note.method or '?')
+  local p = type(note.params) == 'table' and note.params or {}
+  local levels = vim.log.levels
+  if event == 'memory/saved' then
+    return 'memory saved: ' .. M.basename(p.path), levels.INFO
+  elseif event == 'session/summary_updated' then
+    return 'session summary updated: ' .. tostring(p.session_id or '?'), levels.INFO
+  elseif event == 'team/synced' then
+    return ('team synced: %s (pushed %s, pulled %s)'):format(
+      tostring(p.repo or '?'),
+      tostring(count(p.pushed)),
+      tostring(count(p.pulled))
+    ),
+      levels.INFO
+  elseif event == 'team/secret_blocked' then
+    return ('team: %s not uploaded — secret matched rule %s'):format(M.basename(p.path), tostring(p.rule or '?')),
+      levels.WARN
+  elseif event == 'team/conflict' then
+    return ('team conflict: %s kept as %s'):format(M.basename(p.path), M.basename(p.saved_as)), levels.WARN
+  elseif event == 'magicdoc/updated' then
+    return 'magic doc updated: ' .. M.basename(p.path), levels.INFO
+  elseif event == 'worker/error' then
+    return ('worker error (%s): %s'):format(tostring(p.worker or '?'), tostring(p.message or '')), levels.ERROR
+  end
+  return event .. ': ' .. vim.inspect(p, { newline = ' ', indent = '' }), levels.INFO
+end
+
+return M

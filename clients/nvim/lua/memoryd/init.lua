@@ -1,0 +1,291 @@
+-- memoryd for Neovim: the shared connection, the daemon-down handling, notifications and the
+-- status line. The views (rules, recall, remember, memories, status) live in memoryd.views.*.
+local config = require('memoryd.config')
+local socket_path = require('memoryd.socket_path')
+local Client = require('memoryd.rpc')
+local Notifier = require('memoryd.notifier')
+
+local M = {}
+
+M.config = config.merge()
+M.state = {
+  up = nil, -- nil: not asked yet
+  status = nil, -- the last `status` reply
+  status_at = 0,
+  status_inflight = false,
+  outage_reported = false, -- the "daemon went away" message was shown for this outage
+  start_offered = false, -- the "start it?" question was asked for this outage
+  last_error = nil,
+}
+M.listeners = {} -- event name -> {fn, ...}; views refresh on notifications through these
+
+local client = nil
+local notifier = nil
+
+local function now_ms()
+  return (vim.uv or vim.loop).now()
+end
+
+function M.socket_path()
+  if M.config.socket and M.config.socket ~= '' then
+    return socket_path.normalize(vim.fn.expand(M.config.socket))
+  end
+  return socket_path.resolve()
+end
+
+local function message(text, level)
+  vim.notify('memoryd: ' .. text, level or vim.log.levels.INFO, { title = 'memoryd' })
+end
+M.message = message
+
+local function on_notifications(notes)
+  for _, note in ipairs(notes) do
+    local fns = M.listeners[note.method]
+    if fns then
+      for _, fn in ipairs(fns) do
+        pcall(fn, note)
+      end
+    end
+  end
+  if not M.config.notifications.enabled then
+    return
+  end
+  for _, note in ipairs(notes) do
+    notifier:push_note(note)
+  end
+end
+
+local function on_state(state, err)
+  if state == 'up' then
+    local was_down = M.state.up == false
+    M.state.up = true
+    M.state.start_offered = false
+    if was_down and M.state.outage_reported then
+      message('connected to memoryd again')
+    end
+    M.state.outage_reported = false
+    M.refresh_status(true)
+  elseif state == 'down' then
+    local was_up = M.state.up == true
+    M.state.up = false
+    M.state.last_error = err
+    -- One message when a running daemon goes away; the retries after it stay quiet.
+    if was_up and not M.state.outage_reported then
+      M.state.outage_reported = true
+      message(
+        ('%s — retrying in the background; :MemorydStart starts it'):format(err and err.message or 'memoryd went away'),
+        vim.log.levels.WARN
+      )
+    end
+  elseif state == 'subscribe_failed' then
+    message('could not subscribe to notifications: ' .. tostring(err and err.message), vim.log.levels.WARN)
+  end
+end
+
+function M.client()
+  if client == nil then
+    local cfg = M.config
+    notifier = Notifier.new({ burst = cfg.notifications.burst, window_ms = cfg.notifications.window_ms })
+    client = Client.new({
+      path = M.socket_path(),
+      timeout_ms = cfg.timeout_ms,
+      line_cap = cfg.line_cap,
+      backoff_min_ms = cfg.backoff_min_ms,
+      backoff_max_ms = cfg.backoff_max_ms,
+      on_state = on_state,
+      on_notifications = on_notifications,
+    })
+    if cfg.notifications.enabled or next(M.listeners) ~= nil then
+      client:subscribe(cfg.notifications.events)
+    end
+  end
+  return client
+end
+
+function M.setup(opts)
+  M.config = config.merge(opts)
+  if client then
+    client:close()
+    client = nil
+  end
+  M.state.up, M.state.status, M.state.status_at = nil, nil, 0
+  M.state.outage_reported, M.state.start_offered = false, false
+  if M.config.notifications.enabled then
+    M.client() -- connects and subscribes in the background
+  end
+end
+
+-- Run fn(note) for each notification named event (views use it to refresh themselves).
+function M.on(event, fn)
+  M.listeners[event] = M.listeners[event] or {}
+  table.insert(M.listeners[event], fn)
+  local c = M.client()
+  if c.events == nil then
+    c:subscribe(M.config.notifications.events)
+  end
+end
+
+local function memctl_command()
+  local cmd = M.config.memctl
+  if type(cmd) == 'string' then
+    cmd = { cmd }
+  end
+  cmd = vim.deepcopy(cmd)
+  vim.list_extend(cmd, { '--socket', M.socket_path(), 'start' })
+  return cmd
+end
+
+-- `memctl start` in the background; cb(ok) once it has exited.
+function M.start_daemon(cb)
+  cb = cb or function() end
+  local output = {}
+  local collect = function(_, data)
+    for _, line in ipairs(data or {}) do
+      if line ~= '' then
+        output[#output + 1] = line
+      end
+    end
+  end
+  message('starting memoryd (memctl start)…')
+  local ok, job = pcall(vim.fn.jobstart, memctl_command(), {
+    stdout_buffered = true,
+    stderr_buffered = true,
+    on_stdout = collect,
+    on_stderr = collect,
+    on_exit = function(_, code)
+      if code == 0 then
+        message(output[#output] or 'memoryd started')
+        M.client():reconnect_now()
+        cb(true)
+      else
+        message(
+          ('memctl start failed (exit %d): %s'):format(code, table.concat(output, ' ')),
+          vim.log.levels.ERROR
+        )
+        cb(false)
+      end
+    end,
+  })
+  if not ok or job <= 0 then
+    message(
+      ('cannot run %s: is memctl installed and on PATH? (set memctl in setup())'):format(
+        table.concat(memctl_command(), ' ')
+      ),
+      vim.log.levels.ERROR
+    )
+    cb(false)
+  end
+end
+
+-- The daemon is down and the user asked for something: say so once, offer to start it.
+local function report_down(err, retry)
+  message(
+    ('%s. Start it with :MemorydStart (runs `memctl start`).'):format(err.message),
+    vim.log.levels.WARN
+  )
+  M.state.outage_reported = true
+  if not M.config.offer_start or M.state.start_offered then
+    return
+  end
+  M.state.start_offered = true
+  vim.ui.select(
+    { 'Start memoryd now (memctl start)', 'Not now' },
+    { prompt = 'memoryd is not running. Start it?' },
+    function(_, index)
+      if index == 1 then
+        M.start_daemon(function(ok)
+          if ok and retry then
+            retry()
+          end
+        end)
+      end
+    end
+  )
+end
+
+-- Call method(params) and give cb(result) the result; errors are reported here unless
+-- opts.on_error(err) handles them (return true to mark it handled).
+-- opts: timeout_ms, on_error, quiet (no message), retry (run again after a start).
+function M.request(method, params, cb, opts)
+  opts = opts or {}
+  return M.client():request(method, params, function(err, result)
+    if err == nil then
+      cb(result)
+      return
+    end
+    if opts.on_error and opts.on_error(err) then
+      return
+    end
+    if opts.quiet then
+      return
+    end
+    if err.code == 'down' then
+      report_down(err, opts.retry)
+    else
+      message(('%s failed: %s'):format(method, err.message), vim.log.levels.ERROR)
+    end
+  end, opts.timeout_ms)
+end
+
+-- The directory and file a buffer stands for: its file's folder (the nearest existing one)
+-- and the file itself; a buffer without a file stands for the working directory.
+function M.buffer_context(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local buftype = vim.api.nvim_buf_get_option(bufnr, 'buftype')
+  local uv = vim.uv or vim.loop
+  if name == '' or buftype ~= '' then
+    return { cwd = uv.cwd(), file = nil }
+  end
+  local file = vim.fn.fnamemodify(name, ':p')
+  local dir = vim.fn.fnamemodify(file, ':h')
+  while vim.fn.isdirectory(dir) == 0 and dir ~= '/' do
+    dir = vim.fn.fnamemodify(dir, ':h')
+  end
+  return { cwd = dir, file = file }
+end
+
+-- Ask for `status` in the background (at most every status_interval_ms unless forced).
+function M.refresh_status(force, cb)
+  if M.state.status_inflight then
+    return
+  end
+  if not force and now_ms() - M.state.status_at < M.config.status_interval_ms then
+    return
+  end
+  M.state.status_inflight = true
+  M.state.status_at = now_ms()
+  M.client():request('status', nil, function(err, result)
+    M.state.status_inflight = false
+    if err == nil then
+      M.state.status = result
+    end
+    if cb then
+      cb(err, result)
+    end
+  end)
+end
+
+-- For 'statusline': never blocks, shows what is known and asks for news in the background.
+function M.statusline()
+  M.refresh_status(false)
+  local st = M.state
+  if st.up == nil then
+    return 'memoryd …'
+  elseif st.up == false then
+    return 'memoryd down'
+  end
+  local parts = { 'memoryd up' }
+  local status = st.status
+  if status then
+    local model = type(status.model) == 'table' and status.model.configured
+    parts[#parts + 1] = model and 'model' or 'no model'
+    local team = type(status.features) == 'table' and status.features.team_sync
+    if type(team) == 'table' then
+      parts[#parts + 1] = team.enabled and 'team on' or 'team off'
+    end
+  end
+  return table.concat(parts, ' · ')
+end
+
+return M

@@ -1,0 +1,357 @@
+-- One connection to memoryd: NDJSON JSON-RPC 2.0 over the daemon's Unix socket.
+--
+-- Requests run concurrently and are matched by id; each has its own timeout. Replies are read
+-- in libuv callbacks and handed to the caller through vim.schedule, so nothing here ever waits
+-- on the daemon. When the connection is lost it is retried in the background with a doubling
+-- backoff, and the subscription is renewed on every new connection.
+local uv = vim.uv or vim.loop
+
+local Client = {}
+Client.__index = Client
+
+local DECODE_OPTS = { luanil = { object = true, array = true } }
+
+local function new_error(code, message, data)
+  return { code = code, message = message, data = data }
+end
+
+local function preview(text)
+  local cut = text:sub(1, 60):gsub('[%c]', '?')
+  if #text > 60 then
+    cut = cut .. '…'
+  end
+  return cut
+end
+
+-- opts: path, timeout_ms, line_cap, backoff_min_ms, backoff_max_ms,
+--       on_state(state, err) ('up' | 'down'), on_notifications(list)
+function Client.new(opts)
+  local self = setmetatable({}, Client)
+  self.path = opts.path
+  self.timeout_ms = opts.timeout_ms or 5000
+  self.line_cap = opts.line_cap or 16 * 1024 * 1024
+  self.backoff_min_ms = opts.backoff_min_ms or 500
+  self.backoff_max_ms = opts.backoff_max_ms or 30000
+  self.on_state = opts.on_state or function() end
+  self.on_notifications = opts.on_notifications or function() end
+  self.state = 'idle' -- idle | connecting | connected | down | closed
+  self.next_id = 1
+  self.pending = {} -- id -> entry (sent or queued)
+  self.queue = {} -- encoded lines waiting for the connection
+  self.partial = {}
+  self.partial_len = 0
+  self.notes = {}
+  self.notes_scheduled = false
+  self.backoff_ms = self.backoff_min_ms
+  self.events = nil -- what to subscribe to on every connection; nil: no subscription
+  self.stats = { notifications = 0, dropped_lines = 0 }
+  return self
+end
+
+local function stop_timer(timer)
+  if timer and not timer:is_closing() then
+    timer:stop()
+    timer:close()
+  end
+end
+
+-- State changes are seen on the main loop (libuv callbacks may not call most of the API).
+function Client:_emit_state(state, err)
+  vim.schedule(function()
+    self.on_state(state, err)
+  end)
+end
+
+function Client:_finish(entry, err, result)
+  if self.pending[entry.id] ~= entry then
+    return -- already answered, timed out or failed
+  end
+  self.pending[entry.id] = nil
+  stop_timer(entry.timer)
+  vim.schedule(function()
+    entry.cb(err, result)
+  end)
+end
+
+function Client:_fail_all(err)
+  for _, entry in pairs(self.pending) do
+    self:_finish(entry, err)
+  end
+  self.queue = {}
+end
+
+function Client:_write(line)
+  self.pipe:write(line, function(err)
+    if err then
+      self:_lost(new_error('closed', 'writing to memoryd failed: ' .. tostring(err)))
+    end
+  end)
+end
+
+-- Send method(params); cb(err, result) runs on the main loop. err is
+-- {code = <JSON-RPC code> | 'down' | 'timeout' | 'closed' | 'protocol', message, data}.
+function Client:request(method, params, cb, timeout_ms)
+  local id = self.next_id
+  self.next_id = id + 1
+  local message = { jsonrpc = '2.0', id = id, method = method }
+  if params ~= nil then
+    message.params = params
+  end
+  local ok, line = pcall(vim.json.encode, message)
+  if not ok then
+    vim.schedule(function()
+      cb(new_error('protocol', 'could not encode the request: ' .. tostring(line)))
+    end)
+    return id
+  end
+  local entry = { id = id, method = method, cb = cb }
+  self.pending[id] = entry
+  local ms = timeout_ms or self.timeout_ms
+  entry.timer = uv.new_timer()
+  entry.timer:start(ms, 0, function()
+    self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
+  end)
+  if self.state == 'connected' then
+    self:_write(line .. '\n')
+  else
+    self.queue[#self.queue + 1] = line .. '\n'
+    if self.state ~= 'connecting' then
+      self:connect()
+    end
+  end
+  return id
+end
+
+-- Receive notifications (all events, or those named) on this and every later connection.
+function Client:subscribe(events)
+  self.events = events or vim.NIL
+  if self.state == 'connected' then
+    self:_send_subscribe()
+  elseif self.state ~= 'connecting' then
+    self:connect()
+  end
+end
+
+function Client:_send_subscribe()
+  local params = vim.empty_dict()
+  if self.events ~= vim.NIL then
+    params = { events = self.events }
+  end
+  self:request('subscribe', params, function(err)
+    if err and err.code ~= 'down' and err.code ~= 'closed' then
+      self:_emit_state('subscribe_failed', err)
+    end
+  end)
+end
+
+function Client:connect()
+  if self.state == 'connecting' or self.state == 'connected' or self.state == 'closed' then
+    return
+  end
+  stop_timer(self.retry_timer)
+  self.retry_timer = nil
+  self.state = 'connecting'
+  local pipe = uv.new_pipe(false)
+  self.pipe = pipe
+  local ok, call_err = pcall(pipe.connect, pipe, self.path, function(err)
+    if self.pipe ~= pipe then
+      return
+    end
+    if err then
+      self:_down(new_error('down', ('memoryd is not running on %s (%s)'):format(self.path, err)))
+      return
+    end
+    self.state = 'connected'
+    self.backoff_ms = self.backoff_min_ms
+    self.partial, self.partial_len = {}, 0
+    pipe:read_start(function(read_err, chunk)
+      if self.pipe ~= pipe then
+        return
+      end
+      if read_err then
+        self:_lost(new_error('closed', 'lost the connection to memoryd: ' .. tostring(read_err)))
+      elseif chunk == nil then
+        self:_lost(new_error('closed', 'memoryd closed the connection'))
+      else
+        self:_feed(chunk)
+      end
+    end)
+    local queued = self.queue
+    self.queue = {}
+    if self.events ~= nil then
+      self:_send_subscribe()
+    end
+    for _, line in ipairs(queued) do
+      self:_write(line)
+    end
+    self:_emit_state('up')
+  end)
+  if not ok then
+    self:_down(new_error('down', ('cannot connect to memoryd on %s: %s'):format(self.path, tostring(call_err))))
+  end
+end
+
+function Client:_close_pipe()
+  local pipe = self.pipe
+  self.pipe = nil
+  if pipe and not pipe:is_closing() then
+    pipe:read_stop()
+    pipe:close()
+  end
+end
+
+-- Not reachable, or the connection ended: fail what waits, and try again later.
+function Client:_down(err)
+  self:_close_pipe()
+  self.state = 'down'
+  self:_fail_all(err)
+  self:_emit_state('down', err)
+  self:_schedule_retry()
+end
+
+-- A live connection ended (daemon gone, or a reply we cannot trust): the same, once.
+function Client:_lost(err)
+  if self.state == 'connected' then
+    self:_down(err)
+  end
+end
+
+function Client:_schedule_retry()
+  if self.state == 'closed' then
+    return
+  end
+  stop_timer(self.retry_timer)
+  local delay = self.backoff_ms
+  self.backoff_ms = math.min(self.backoff_ms * 2, self.backoff_max_ms)
+  local timer = uv.new_timer()
+  self.retry_timer = timer
+  timer:start(delay, 0, function()
+    stop_timer(timer)
+    if self.retry_timer == timer then
+      self.retry_timer = nil
+      if self.state == 'down' then
+        self.state = 'idle'
+        self:connect()
+      end
+    end
+  end)
+end
+
+-- Try now instead of waiting for the backoff (after `memctl start`, or a user's command).
+function Client:reconnect_now()
+  if self.state == 'down' or self.state == 'idle' then
+    self.backoff_ms = self.backoff_min_ms
+    self.state = 'idle'
+    self:connect()
+  end
+end
+
+function Client:_feed(chunk)
+  local start = 1
+  while true do
+    local newline = chunk:find('\n', start, true)
+    if not newline then
+      local rest = chunk:sub(start)
+      if #rest > 0 then
+        self.partial[#self.partial + 1] = rest
+        self.partial_len = self.partial_len + #rest
+        if self.partial_len > self.line_cap then
+          self:_protocol_error(('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
+        end
+      end
+      return
+    end
+    local line = chunk:sub(start, newline - 1)
+    if self.partial_len > 0 then
+      self.partial[#self.partial + 1] = line
+      line = table.concat(self.partial)
+      self.partial, self.partial_len = {}, 0
+    end
+    start = newline + 1
+    if #line > self.line_cap then
+      self:_protocol_error(('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
+      return
+    end
+    if not self:_line(line) then
+      return
+    end
+  end
+end
+
+-- A reply we cannot read makes the stream untrustworthy: drop the connection, say why.
+function Client:_protocol_error(message)
+  self.stats.dropped_lines = self.stats.dropped_lines + 1
+  self.partial, self.partial_len = {}, 0
+  self:_lost(new_error('protocol', message))
+end
+
+function Client:_line(line)
+  if line:match('^%s*$') then
+    return true
+  end
+  local ok, message = pcall(vim.json.decode, line, DECODE_OPTS)
+  if not ok or type(message) ~= 'table' then
+    self:_protocol_error('memoryd sent a reply that is not JSON: ' .. preview(line))
+    return false
+  end
+  if message[1] ~= nil then -- a batch
+    for _, item in ipairs(message) do
+      self:_message(item)
+    end
+  else
+    self:_message(message)
+  end
+  return true
+end
+
+function Client:_message(message)
+  if type(message) ~= 'table' then
+    return
+  end
+  if message.method ~= nil and message.id == nil then
+    self.stats.notifications = self.stats.notifications + 1
+    self.notes[#self.notes + 1] = message
+    -- A storm of notifications costs one scheduled callback, not one per line.
+    if not self.notes_scheduled then
+      self.notes_scheduled = true
+      vim.schedule(function()
+        local notes = self.notes
+        self.notes = {}
+        self.notes_scheduled = false
+        self.on_notifications(notes)
+      end)
+    end
+    return
+  end
+  local entry = message.id ~= nil and self.pending[message.id]
+  if not entry then
+    return -- a reply to a request that already timed out
+  end
+  if message.error ~= nil then
+    local e = message.error
+    if type(e) ~= 'table' then
+      e = { code = -32603, message = tostring(e) }
+    end
+    self:_finish(entry, new_error(e.code or -32603, tostring(e.message or ''), e.data))
+  else
+    self:_finish(entry, nil, message.result)
+  end
+end
+
+function Client:pending_count()
+  local n = 0
+  for _ in pairs(self.pending) do
+    n = n + 1
+  end
+  return n
+end
+
+function Client:close()
+  self.state = 'closed'
+  stop_timer(self.retry_timer)
+  self.retry_timer = nil
+  self:_close_pipe()
+  self:_fail_all(new_error('closed', 'the memoryd client was closed'))
+end
+
+return Client

@@ -1,0 +1,108 @@
+-- Scratch buffers for the views: one per view name, reused, read-only, with a target (a file,
+-- a memory, a version) remembered per line for the keys to act on.
+local M = {}
+
+local buffers = {} -- view name -> bufnr
+local targets = {} -- bufnr -> {line number -> target}
+
+local function open_window(buf, how)
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      vim.api.nvim_set_current_win(win)
+      return
+    end
+  end
+  if how == 'vsplit' then
+    vim.cmd('vsplit')
+  elseif how == 'tab' then
+    vim.cmd('tabnew')
+  elseif how ~= 'current' then
+    vim.cmd('split')
+  end
+  vim.api.nvim_win_set_buf(0, buf)
+end
+
+-- The buffer of a view (created on first use); shown in a window when show is true.
+function M.buffer(name, show, how)
+  local buf = buffers[name]
+  if not buf or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    buffers[name] = buf
+    vim.api.nvim_buf_set_name(buf, 'memoryd://' .. name)
+    vim.api.nvim_buf_set_option(buf, 'buftype', 'nofile')
+    vim.api.nvim_buf_set_option(buf, 'bufhidden', 'hide')
+    vim.api.nvim_buf_set_option(buf, 'swapfile', false)
+    vim.api.nvim_buf_set_option(buf, 'modifiable', false)
+    vim.api.nvim_buf_set_option(buf, 'filetype', 'memoryd')
+    vim.keymap.set('n', 'q', '<cmd>close<CR>', { buffer = buf, silent = true, desc = 'close' })
+  end
+  if show then
+    open_window(buf, how or require('memoryd').config.open)
+  end
+  return buf
+end
+
+-- The buffer of a view if it exists (nil when it was never opened or was wiped).
+function M.existing(name)
+  local buf = buffers[name]
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  return nil
+end
+
+-- Replace a view's text; line_targets maps line numbers (1-based) to what the line stands for.
+function M.render(buf, lines, line_targets)
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  vim.api.nvim_buf_set_option(buf, 'modifiable', true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.api.nvim_buf_set_option(buf, 'modifiable', false)
+  vim.api.nvim_buf_set_option(buf, 'modified', false)
+  targets[buf] = line_targets or {}
+  -- Keep the cursor inside the new text.
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      local row = vim.api.nvim_win_get_cursor(win)[1]
+      if row > #lines then
+        vim.api.nvim_win_set_cursor(win, { math.max(1, #lines), 0 })
+      end
+    end
+  end
+end
+
+function M.target(buf, line)
+  buf = buf or vim.api.nvim_get_current_buf()
+  line = line or vim.api.nvim_win_get_cursor(0)[1]
+  return (targets[buf] or {})[line]
+end
+
+function M.targets(buf)
+  return targets[buf] or {}
+end
+
+-- Open a file for editing in the window the view was opened from when there is one.
+function M.edit(path)
+  local view = vim.api.nvim_get_current_win()
+  local prev = vim.fn.win_getid(vim.fn.winnr('#'))
+  if prev ~= 0 and prev ~= view then
+    vim.api.nvim_set_current_win(prev)
+  end
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+end
+
+function M.map(buf, lhs, fn, desc)
+  vim.keymap.set('n', lhs, fn, { buffer = buf, silent = true, nowait = true, desc = desc })
+end
+
+-- Yes/no through vim.ui.select (non-modal with any UI plugin); cb runs only on yes.
+function M.confirm(prompt, cb)
+  vim.ui.select({ 'Yes', 'No' }, { prompt = prompt }, function(_, index)
+    if index == 1 then
+      cb()
+    end
+  end)
+end
+
+return M

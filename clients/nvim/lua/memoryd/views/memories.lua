@@ -1,0 +1,223 @@
+-- :MemorydMemories — the grouped list of the memory UI (memory.list): instruction files by
+-- type with their @includes, then memories newest first, then team memories. Keys: <CR>/e
+-- edit, d delete, h history (then <CR> restores a version), r refresh.
+local memoryd = require('memoryd')
+local format = require('memoryd.format')
+local ui = require('memoryd.ui')
+local text = require('memoryd.views.text')
+
+local M = {}
+
+M.last_ctx = nil
+
+local function by_newest(a, b)
+  return (a.mtime or 0) > (b.mtime or 0)
+end
+
+-- Pure: the lines of the view and what each line stands for.
+function M.render(reply, ctx, now, home)
+  local b = text.builder()
+  local add = b.add
+  local root = format.display_root(ctx.cwd)
+  add('Memories for ' .. format.short_path(root, nil, home))
+  if reply.memory_dir then
+    add('memory folder: ' .. format.short_path(reply.memory_dir, nil, home))
+  end
+  add('')
+
+  add('Instruction files')
+  local files = reply.instruction_files or {}
+  if #files == 0 then
+    add('  (none)')
+  end
+  text.file_tree(b, files, '  ', function(path)
+    return format.short_path(path, root, home)
+  end, function(file)
+    if file.globs then
+      return '  [paths: ' .. table.concat(vim.tbl_map(tostring, file.globs), ', ') .. ']'
+    end
+    return ''
+  end)
+
+  local personal, team = {}, {}
+  for _, memory in ipairs(reply.memories or {}) do
+    table.insert(memory.team and team or personal, memory)
+  end
+  table.sort(personal, by_newest)
+  table.sort(team, by_newest)
+  for _, group in ipairs({ { 'Memories', personal }, { 'Team memories', team } }) do
+    local title, list = group[1], group[2]
+    if title == 'Memories' or #list > 0 then
+      add('')
+      add(('%s (%d)'):format(title, #list))
+      if #list == 0 then
+        add('  (none yet: :MemorydRemember saves one)')
+      end
+      for _, memory in ipairs(list) do
+        local kind = (memory.team and 'team/' or '') .. tostring(memory.type or '?')
+        local line = ('  %-16s %4s  %s'):format(kind, format.age(memory.mtime, now), format.one_line(memory.name or memory.file, 80))
+        if memory.description and memory.description ~= '' then
+          line = line .. ' — ' .. format.one_line(memory.description, 120)
+        end
+        if memory.problem then
+          line = line .. '  ! ' .. format.one_line(memory.problem, 80)
+        end
+        add(line, { kind = 'memory', path = memory.path, name = memory.name or memory.file })
+      end
+    end
+  end
+
+  text.warnings(b, reply.warnings)
+  add('')
+  add('<CR>/e edit   d delete   h history/restore   r refresh   q close')
+  return b.lines, b.targets
+end
+
+-- Pure: the history view of one memory.
+function M.render_history(reply, name, now)
+  local lines, targets = {}, {}
+  lines[1] = ('History of %s%s'):format(name, reply.exists == false and '  (deleted)' or '')
+  lines[2] = ''
+  local versions = reply.versions or {}
+  if #versions == 0 then
+    lines[#lines + 1] = 'No earlier versions.'
+  end
+  for _, v in ipairs(versions) do
+    lines[#lines + 1] = ('  %-25s %4s ago  %6d bytes  %s'):format(
+      tostring(v.time or v.version),
+      format.age(v.timestamp, now),
+      tonumber(v.size) or 0,
+      tostring(v.reason or '')
+    )
+    targets[#lines] = { kind = 'version', path = reply.path, version = v.version, name = name }
+  end
+  lines[#lines + 1] = ''
+  lines[#lines + 1] = '<CR> restore this version   q close'
+  return lines, targets
+end
+
+function M.refresh(ctx, show, done)
+  memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
+    local buf = ui.buffer('memories', show)
+    M.setup_keys(buf)
+    local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME)
+    ui.render(buf, lines, targets)
+    M.last_ctx = ctx
+    if done then
+      done(reply)
+    end
+  end, {
+    retry = function()
+      M.refresh(ctx, show, done)
+    end,
+  })
+end
+
+local function reload()
+  if M.last_ctx and ui.existing('memories') then
+    M.refresh(M.last_ctx, false)
+  end
+end
+
+function M.delete(target, done)
+  ui.confirm(('Delete the memory "%s"? (its content is kept in history)'):format(target.name), function()
+    memoryd.request('memory.delete', { cwd = M.last_ctx.cwd, path = target.path }, function()
+      memoryd.message('deleted ' .. format.basename(target.path))
+      reload()
+      if done then
+        done()
+      end
+    end)
+  end)
+end
+
+function M.history(target, done)
+  local ctx = M.last_ctx
+  memoryd.request('memory.history', { cwd = ctx.cwd, path = target.path }, function(reply)
+    local buf = ui.buffer('history', true)
+    if not vim.b[buf].memoryd_history_keys then
+      vim.b[buf].memoryd_history_keys = true
+      ui.map(buf, '<CR>', function()
+        local version = ui.target()
+        if version and version.kind == 'version' then
+          M.restore(version)
+        end
+      end, 'restore this version')
+    end
+    local lines, targets = M.render_history(reply, target.name, os.time())
+    ui.render(buf, lines, targets)
+    if done then
+      done(reply)
+    end
+  end)
+end
+
+function M.restore(version, done)
+  local ctx = M.last_ctx
+  ui.confirm(('Restore %s to the version of %s? (the current text goes to history)'):format(version.name, version.version), function()
+    memoryd.request('memory.restore', { cwd = ctx.cwd, path = version.path, version = version.version }, function()
+      memoryd.message(('restored %s (%s)'):format(format.basename(version.path), version.version))
+      reload()
+      M.history({ path = version.path, name = version.name })
+      if done then
+        done()
+      end
+    end)
+  end)
+end
+
+function M.setup_keys(buf)
+  if vim.b[buf].memoryd_memories_keys then
+    return
+  end
+  vim.b[buf].memoryd_memories_keys = true
+  local function edit()
+    local target = ui.target()
+    if target then
+      ui.edit(target.path)
+    end
+  end
+  ui.map(buf, '<CR>', edit, 'edit')
+  ui.map(buf, 'e', edit, 'edit')
+  ui.map(buf, 'd', function()
+    local target = ui.target()
+    if target and target.kind == 'memory' then
+      M.delete(target)
+    end
+  end, 'delete the memory')
+  ui.map(buf, 'h', function()
+    local target = ui.target()
+    if target and target.kind == 'memory' then
+      M.history(target)
+    end
+  end, 'history and restore')
+  ui.map(buf, 'r', reload, 'refresh')
+end
+
+local watching = false
+function M.open()
+  if not watching then
+    watching = true
+    M.watch()
+  end
+  M.refresh(memoryd.buffer_context(), true)
+end
+
+-- A saved memory (from any client) shows up without a manual refresh; a burst of saves
+-- costs one memory.list.
+local reload_timer = nil
+function M.watch()
+  memoryd.on('memory/saved', function()
+    if reload_timer or not ui.existing('memories') then
+      return
+    end
+    reload_timer = (vim.uv or vim.loop).new_timer()
+    reload_timer:start(200, 0, function()
+      reload_timer:close()
+      reload_timer = nil
+      vim.schedule(reload)
+    end)
+  end)
+end
+
+return M

@@ -1,0 +1,121 @@
+-- :MemorydRecall [query] — up to 5 memories relevant to the query (default: the visual
+-- selection or the word under the cursor): name, type, age, staleness note. <CR> opens one.
+local memoryd = require('memoryd')
+local format = require('memoryd.format')
+local ui = require('memoryd.ui')
+local text = require('memoryd.views.text')
+
+local M = {}
+
+-- Pure: the lines of the view and the memory each line stands for.
+function M.render(reply, query, now)
+  local b = text.builder()
+  local add = b.add
+  local memories = reply.memories or {}
+  add(('Recall: "%s"  — %d memor%s (selector: %s)'):format(
+    format.one_line(query, 80),
+    #memories,
+    #memories == 1 and 'y' or 'ies',
+    tostring(reply.selector or '?')
+  ))
+  add('')
+  if #memories == 0 then
+    add('Nothing relevant was found.')
+  end
+  for i, memory in ipairs(memories) do
+    local target = { path = memory.path }
+    local kind = (memory.team and 'team/' or '') .. tostring(memory.type or '?')
+    add(
+      ('%d. %s  [%s, %s]'):format(i, format.one_line(memory.name or format.basename(memory.path), 120), kind, format.age(memory.mtime, now)),
+      target
+    )
+    if memory.description and memory.description ~= '' then
+      add('   ' .. format.one_line(memory.description, 200), target)
+    end
+    if memory.stale or (memory.note and memory.note ~= vim.NIL and memory.note ~= '') then
+      add('   ! ' .. format.one_line(memory.note or 'may be stale', 240), target)
+    end
+    add('   ' .. format.basename(memory.path), target)
+  end
+  add('')
+  add('<CR> open memory   q close')
+  return b.lines, b.targets
+end
+
+-- The text of the last visual selection (charwise, linewise or blockwise), one line.
+function M.visual_text()
+  local start = vim.fn.getpos("'<")
+  local stop = vim.fn.getpos("'>")
+  if start[2] == 0 then
+    return nil
+  end
+  local lines = vim.api.nvim_buf_get_lines(0, start[2] - 1, stop[2], false)
+  if #lines == 0 then
+    return nil
+  end
+  if vim.fn.visualmode() ~= 'V' then
+    lines[#lines] = lines[#lines]:sub(1, stop[3])
+    lines[1] = lines[1]:sub(start[3])
+  end
+  return table.concat(lines, '\n')
+end
+
+-- opts: the command's args, range (0: none).
+function M.query_from(opts)
+  if opts.args and opts.args ~= '' then
+    return opts.args
+  end
+  if opts.range and opts.range > 0 then
+    local text = M.visual_text()
+    if text and text:match('%S') then
+      return text
+    end
+  end
+  local word = vim.fn.expand('<cword>')
+  if word ~= '' then
+    return word
+  end
+  return nil
+end
+
+function M.run(query, ctx, done)
+  ctx = ctx or memoryd.buffer_context()
+  local params = { cwd = ctx.cwd, query = query, limit = memoryd.config.recall_limit }
+  memoryd.request('recall', params, function(reply)
+    local buf = ui.buffer('recall', true)
+    if not vim.b[buf].memoryd_recall_keys then
+      vim.b[buf].memoryd_recall_keys = true
+      ui.map(buf, '<CR>', function()
+        local target = ui.target()
+        if target then
+          ui.edit(target.path)
+        end
+      end, 'open the memory')
+    end
+    local lines, targets = M.render(reply, query, os.time())
+    ui.render(buf, lines, targets)
+    if done then
+      done(reply)
+    end
+  end, {
+    timeout_ms = memoryd.config.recall_timeout_ms,
+    retry = function()
+      M.run(query, ctx, done)
+    end,
+  })
+end
+
+function M.command(opts)
+  local query = M.query_from(opts)
+  if not query then
+    vim.ui.input({ prompt = 'Recall: ' }, function(input)
+      if input and input:match('%S') then
+        M.run(input)
+      end
+    end)
+    return
+  end
+  M.run(query)
+end
+
+return M

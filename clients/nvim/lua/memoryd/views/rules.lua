@@ -1,0 +1,189 @@
+-- :MemorydRules — the instruction files in effect for the current buffer (get_context with the
+-- buffer's folder as cwd and its file as touched_paths): type, path, the @include tree, which
+-- conditional rules matched and why, and what was skipped and why. <CR> opens a file; saving
+-- an instruction file refreshes the view (the daemon reloads it on change).
+local memoryd = require('memoryd')
+local format = require('memoryd.format')
+local ui = require('memoryd.ui')
+local text = require('memoryd.views.text')
+
+local M = {}
+
+M.last = nil -- {ctx = buffer context, paths = {path = true}} of the view on screen
+
+local uv = vim.uv or vim.loop
+
+local function join(list)
+  if type(list) ~= 'table' then
+    return tostring(list or '')
+  end
+  local out = {}
+  for _, item in ipairs(list) do
+    out[#out + 1] = tostring(item)
+  end
+  return table.concat(out, ', ')
+end
+
+local function why(file, touched)
+  local reason = file.reason
+  if reason == 'session_start' then
+    return ''
+  elseif reason == 'include' then
+    return '  (@include)'
+  elseif reason == 'nested' then
+    return '  (nested: a touched path is below its folder)'
+  elseif reason == 'path_glob' then
+    local matched = touched and (', matched by ' .. touched) or ''
+    return ('  [paths: %s%s]'):format(join(file.globs), matched)
+  end
+  return '  (' .. tostring(reason) .. ')'
+end
+
+-- Pure: the lines of the view and the file each line stands for.
+-- reply: get_context's result; ctx: {cwd, file}; home: $HOME.
+function M.render(reply, ctx, home)
+  local root = format.display_root(ctx.cwd)
+  local short = function(path)
+    return format.short_path(path, root, home)
+  end
+  local touched = ctx.file and short(ctx.file) or nil
+  local b = text.builder()
+  local add = b.add
+  if ctx.file then
+    add('Rules in effect for ' .. touched)
+  else
+    add('Rules in effect for ' .. format.short_path(ctx.cwd, nil, home) .. '  (this buffer has no file: folder only)')
+  end
+  add('project: ' .. format.short_path(root, nil, home))
+  add('')
+
+  local files = reply.files or {}
+  if #files == 0 then
+    add('No instruction files apply here.')
+  end
+  text.file_tree(b, files, '', short, function(file)
+    return why(file, touched)
+  end)
+
+  local skipped = reply.skipped or {}
+  if #skipped > 0 then
+    add('')
+    add('Skipped')
+    for _, item in ipairs(skipped) do
+      local line = '  ' .. short(item.path) .. ' — ' .. tostring(item.reason)
+      if item.detail and item.detail ~= '' then
+        line = line .. ': ' .. format.one_line(item.detail, 160)
+      end
+      if item.parent then
+        line = line .. '  (from ' .. short(item.parent) .. ')'
+      end
+      add(line, { path = item.path })
+    end
+  end
+  text.warnings(b, reply.warnings)
+  add('')
+  add('<CR> open file   r refresh   q close')
+  return b.lines, b.targets
+end
+
+local function paths_of(reply)
+  local paths = {}
+  for _, list in ipairs({ reply.files or {}, reply.skipped or {} }) do
+    for _, item in ipairs(list) do
+      if item.path then
+        paths[item.path] = true
+      end
+    end
+  end
+  return paths
+end
+
+-- Fetch and draw; show: bring the view to a window.
+function M.refresh(ctx, show, done)
+  local params = { cwd = ctx.cwd }
+  if ctx.file then
+    params.touched_paths = { ctx.file }
+  end
+  memoryd.request('get_context', params, function(reply)
+    local buf = ui.buffer('rules', show)
+    local lines, targets = M.render(reply, ctx, vim.env.HOME)
+    ui.render(buf, lines, targets)
+    M.last = { ctx = ctx, paths = paths_of(reply) }
+    if done then
+      done(reply)
+    end
+  end, {
+    retry = function()
+      M.refresh(ctx, show, done)
+    end,
+  })
+end
+
+local function open_under_cursor()
+  local target = ui.target()
+  if target and target.path then
+    ui.edit(target.path)
+  end
+end
+
+local function setup_buffer(buf)
+  if vim.b[buf].memoryd_rules_keys then
+    return
+  end
+  vim.b[buf].memoryd_rules_keys = true
+  ui.map(buf, '<CR>', open_under_cursor, 'open the file')
+  ui.map(buf, 'r', function()
+    if M.last then
+      M.refresh(M.last.ctx, false)
+    end
+  end, 'refresh')
+end
+
+function M.open(bufnr)
+  local ctx = memoryd.buffer_context(bufnr)
+  setup_buffer(ui.buffer('rules', false))
+  M.refresh(ctx, true)
+end
+
+-- Is this path an instruction file (one in the view, or one that could become one)?
+local function is_instruction_file(path)
+  if M.last and M.last.paths[path] then
+    return true
+  end
+  local name = vim.fn.fnamemodify(path, ':t')
+  if name == 'CLAUDE.md' or name == 'CLAUDE.local.md' or name == 'AGENTS.md' then
+    return true
+  end
+  return path:match('/rules/.+%.md$') ~= nil
+end
+
+local pending_timers = {}
+
+-- Called on every BufWritePost: refresh the view when an instruction file was saved. The
+-- daemon's watcher needs a moment to see the change, so ask shortly after, then once more.
+function M.on_write(path)
+  if not M.last or not ui.existing('rules') or not is_instruction_file(path) then
+    return
+  end
+  for _, timer in ipairs(pending_timers) do
+    if not timer:is_closing() then
+      timer:stop()
+      timer:close()
+    end
+  end
+  pending_timers = {}
+  for _, delay in ipairs({ 150, 1000 }) do
+    local timer = uv.new_timer()
+    pending_timers[#pending_timers + 1] = timer
+    timer:start(delay, 0, function()
+      timer:close()
+      vim.schedule(function()
+        if M.last and ui.existing('rules') then
+          M.refresh(M.last.ctx, false)
+        end
+      end)
+    end)
+  end
+end
+
+return M

@@ -1,0 +1,106 @@
+-- :MemorydStatus — what the daemon serves (status) and this project's team sync (team.status).
+local memoryd = require('memoryd')
+local format = require('memoryd.format')
+local ui = require('memoryd.ui')
+
+local M = {}
+
+local function state_of(feature)
+  if type(feature) ~= 'table' then
+    return tostring(feature)
+  end
+  local on = feature.enabled
+  if on == nil then
+    on = feature.available
+  end
+  if on then
+    return 'on'
+  end
+  return 'off — ' .. format.one_line(feature.reason or '?', 160)
+end
+
+-- Pure: status (the reply), team (team.status's reply or nil), team_error (its error or nil).
+function M.render(status, team, team_error, socket)
+  local lines = {}
+  local function add(text)
+    lines[#lines + 1] = text
+  end
+  add(('memoryd %s (pid %s), protocol %s'):format(tostring(status.version), tostring(status.pid), tostring(status.protocol_version)))
+  add('socket: ' .. tostring(status.socket or socket))
+  add(('uptime %ss, %s project(s), %s session(s), %s connection(s), %s in flight'):format(
+    tostring(status.uptime_s),
+    tostring(status.projects),
+    tostring(status.sessions),
+    tostring(status.connections),
+    tostring(status.inflight)
+  ))
+  local model = type(status.model) == 'table' and status.model or {}
+  if model.configured then
+    add(('model: %s (small: %s)'):format(tostring(model.model), tostring(model.small_model)))
+  else
+    add('model: not configured — ' .. format.one_line(model.reason or '?', 200))
+  end
+  add('')
+  add('Features')
+  local names = vim.tbl_keys(type(status.features) == 'table' and status.features or {})
+  table.sort(names)
+  for _, name in ipairs(names) do
+    add(('  %-18s %s'):format(name, state_of(status.features[name])))
+  end
+  local errors = type(status.worker_errors) == 'table' and status.worker_errors or {}
+  local workers = vim.tbl_keys(errors)
+  if #workers > 0 then
+    table.sort(workers)
+    add('')
+    add('Worker errors')
+    for _, worker in ipairs(workers) do
+      add(('  %s: %s'):format(worker, format.one_line(vim.inspect(errors[worker], { newline = ' ', indent = '' }), 200)))
+    end
+  end
+  add('')
+  add('Team sync for this project')
+  if team then
+    add(('  repo %s on %s'):format(tostring(team.repo), tostring(team.server)))
+    add(('  %s entries, %d pending, retrying: %s'):format(
+      tostring(team.entries),
+      type(team.pending) == 'table' and #team.pending or 0,
+      tostring(team.retrying)
+    ))
+    local last = type(team.last_result) == 'table' and team.last_result or nil
+    if last then
+      add(('  last %s %s at %s'):format(tostring(last.op), last.ok and 'ok' or 'failed', tostring(last.at)))
+    end
+  else
+    add('  off — ' .. format.one_line(team_error and team_error.message or '?', 200))
+  end
+  add('')
+  add('q close')
+  return lines
+end
+
+function M.open(done)
+  local ctx = memoryd.buffer_context()
+  memoryd.request('status', nil, function(status)
+    memoryd.state.status = status
+    memoryd.request('team.status', { cwd = ctx.cwd }, function(team)
+      ui.render(ui.buffer('status', true), M.render(status, team, nil, memoryd.socket_path()))
+      if done then
+        done(status, team)
+      end
+    end, {
+      on_error = function(err)
+        ui.render(ui.buffer('status', true), M.render(status, nil, err, memoryd.socket_path()))
+        if done then
+          done(status, nil)
+        end
+        return true
+      end,
+    })
+  end, {
+    retry = function()
+      M.open(done)
+    end,
+  })
+end
+
+return M

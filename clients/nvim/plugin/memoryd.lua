@@ -1,0 +1,47 @@
+-- memoryd user commands and autocommands. Nothing connects until a command runs or setup()
+-- is called (setup() subscribes to notifications).
+if vim.g.loaded_memoryd then
+  return
+end
+vim.g.loaded_memoryd = true
+
+if vim.fn.has('nvim-0.7') == 0 then
+  vim.notify('memoryd.nvim needs Neovim 0.7 or newer', vim.log.levels.WARN)
+  return
+end
+
+local command = vim.api.nvim_create_user_command
+
+command('MemorydRules', function()
+  require('memoryd.views.rules').open()
+end, { desc = 'memoryd: the instruction files in effect for this buffer' })
+
+command('MemorydRecall', function(opts)
+  require('memoryd.views.recall').command(opts)
+end, { nargs = '*', range = true, desc = 'memoryd: recall memories (default: word or selection)' })
+
+command('MemorydRemember', function(opts)
+  require('memoryd.views.remember').command(opts)
+end, { nargs = '*', range = true, desc = 'memoryd: save the selection or a line as a memory' })
+
+command('MemorydMemories', function()
+  require('memoryd.views.memories').open()
+end, { desc = 'memoryd: memories and instruction files; edit, delete, history, restore' })
+
+command('MemorydStatus', function()
+  require('memoryd.views.status').open()
+end, { desc = 'memoryd: daemon status, model, team sync' })
+
+command('MemorydStart', function()
+  require('memoryd').start_daemon()
+end, { desc = 'memoryd: start the daemon (memctl start)' })
+
+local group = vim.api.nvim_create_augroup('memoryd', { clear = true })
+vim.api.nvim_create_autocmd('BufWritePost', {
+  group = group,
+  callback = function(args)
+    if package.loaded['memoryd.views.rules'] then
+      require('memoryd.views.rules').on_write(vim.fn.fnamemodify(args.file, ':p'))
+    end
+  end,
+})

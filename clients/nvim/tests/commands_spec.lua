@@ -1,0 +1,260 @@
+-- Every command against the real daemon ($MEMORYD_SOCKET), in the temp repo $MEMORYD_TEST_REPO
+-- (made by tests/editors/test_nvim.py: CLAUDE.md with an @include and a missing include,
+-- conditional rules for src/api, src/web and "my docs", a file with spaces and unicode).
+local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
+vim.opt.rtp:prepend(plugin)
+package.path = plugin .. '/tests/?.lua;' .. package.path
+vim.cmd('runtime plugin/memoryd.lua')
+local T = require('helpers')
+local memoryd = require('memoryd')
+
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+
+local repo = T.env('MEMORYD_TEST_REPO')
+local plain = T.env('MEMORYD_TEST_PLAIN')
+local socket = T.env('MEMORYD_SOCKET')
+local uv = vim.uv or vim.loop
+
+local function edit(path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+end
+
+-- A request through the plugin's connection, waited for (test set-up only).
+local function call(method, params)
+  local done, result = false, nil
+  memoryd.request(method, params, function(r)
+    done, result = true, r
+  end)
+  T.wait(method, function()
+    return done
+  end)
+  return result
+end
+
+local function memory_path(file)
+  for _, memory in ipairs(call('memory.list', { cwd = repo }).memories) do
+    if memory.file == file then
+      return memory.path
+    end
+  end
+  error('no memory ' .. file)
+end
+
+T.run({
+  {
+    'rules: type, @include tree, matched and skipped conditional rules',
+    function()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for src/api/users.py')
+      local text = T.text('rules')
+      T.has(text, 'Project\n  CLAUDE.md\n    ↳ docs/style.md  (@include)')
+      T.has(text, '  .claude/rules/api.md  [paths: src/api/**, matched by src/api/users.py]')
+      T.has(text, 'Skipped\n')
+      T.has(text, '  .claude/rules/web.md — paths_not_matched')
+      T.has(text, '  docs/gone.md — missing')
+      T.has(text, '(from CLAUDE.md)')
+      T.has_not(text, 'docs.md  [paths')
+    end,
+  },
+  {
+    '<CR> in the rules view opens the file under the cursor',
+    function()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'docs/style.md')
+      T.press_on('rules', 'docs/style.md', '<CR>')
+      T.wait('docs/style.md to open', function()
+        return vim.api.nvim_buf_get_name(0) == repo .. '/docs/style.md'
+      end)
+      T.eq('Indent with tabs.', vim.api.nvim_buf_get_lines(0, 0, 1, false)[1], 'opened text')
+    end,
+  },
+  {
+    'saving a rule file refreshes the rules view',
+    function()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'web.md — paths_not_matched')
+      vim.cmd('split ' .. vim.fn.fnameescape(repo .. '/.claude/rules/web.md'))
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, { '---', 'paths:', '  - "src/**"', '---', 'Web code uses components.' })
+      vim.cmd('write')
+      T.wait_view('rules', '  .claude/rules/web.md  [paths: src/**, matched by src/api/users.py]', 8000)
+      T.has_not(T.text('rules'), 'web.md — paths_not_matched')
+      -- A new rule file shows up too.
+      edit(repo .. '/.claude/rules/new.md')
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'Always write tests.' })
+      vim.cmd('write')
+      T.wait_view('rules', '  .claude/rules/new.md', 8000)
+    end,
+  },
+  {
+    'a file path with spaces and unicode',
+    function()
+      edit(repo .. '/notes/my ünïcödé notes.md')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for notes/my ünïcödé notes.md')
+      T.has(T.text('rules'), '  .claude/rules/docs.md  [paths: notes/**, matched by notes/my ünïcödé notes.md]')
+    end,
+  },
+  {
+    'a buffer with no file shows the rules of the working directory',
+    function()
+      vim.cmd('enew')
+      vim.cmd('cd ' .. vim.fn.fnameescape(repo))
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'this buffer has no file')
+      local text = T.text('rules')
+      T.has(text, 'Project\n  CLAUDE.md')
+      T.has(text, 'api.md — paths_not_matched')
+    end,
+  },
+  {
+    'a folder outside any git repository',
+    function()
+      edit(plain .. '/todo.txt')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for todo.txt')
+      local text = T.text('rules')
+      T.has(text, 'project: ' .. plain)
+      T.has(text, 'Project\n  CLAUDE.md')
+      T.has_not(text, 'docs/style.md')
+    end,
+  },
+  {
+    'remember a typed line and a selection; the saved notification is shown',
+    function()
+      edit(repo .. '/src/api/users.py')
+      T.answers = { 3, 'Deploys happen on Thursdays' } -- type: project; the name
+      vim.cmd('MemorydRemember Deploys happen on Thursdays after QA')
+      T.wait('the saved message', function()
+        return T.message_matching('saved memory project_deploys_happen_on_thursdays.md')
+      end)
+      T.eq({ 'user', 'feedback', 'project', 'reference' }, T.prompts[1].items, 'type picker')
+      T.eq('Deploys happen on Thursdays after QA', T.prompts[2].default, 'default name')
+      T.eq(2, #T.prompts, 'prompts (no team question: the project has no team sync)')
+      T.wait('the memory/saved notification', function()
+        return T.message_matching('memoryd: memory saved: project_deploys_happen_on_thursdays.md')
+      end)
+
+      vim.cmd('enew')
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'first selected line', 'second selected line', 'third' })
+      vim.cmd('normal! ggVj\27')
+      T.answers = { 2, 'Selected lines' }
+      vim.cmd("'<,'>MemorydRemember")
+      T.wait('the second saved message', function()
+        return T.message_matching('saved memory feedback_selected_lines.md')
+      end)
+    end,
+  },
+  {
+    'recall: a query, the word under the cursor, staleness, open one',
+    function()
+      local path = memory_path('project_deploys_happen_on_thursdays.md')
+      -- A memory written 30 days ago (made elsewhere, then moved in) gets a staleness note.
+      local old_path = vim.fn.fnamemodify(path, ':h') .. '/project_release_freeze.md'
+      local staging = vim.fn.fnamemodify(path, ':h:h') .. '/freeze.tmp'
+      T.write(staging, '---\nname: Release freeze\ndescription: no Thursdays deploys in freeze week\ntype: project\n---\n\nFreeze.\n')
+      local old = os.time() - 30 * 86400
+      T.truthy(uv.fs_utime(staging, old, old), 'utime')
+      T.truthy(os.rename(staging, old_path), 'rename')
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRecall Thursdays deploys')
+      T.wait_view('recall', 'Recall: "Thursdays deploys"')
+      local text = T.text('recall')
+      T.has(text, 'Deploys happen on Thursdays  [project, now]\n   Deploys happen on Thursdays after QA')
+      T.has(text, 'Release freeze  [project, 4w]\n   no Thursdays deploys in freeze week\n   ! This memory is 30 days old; verify')
+      T.press_on('recall', 'Deploys happen on Thursdays  [', '<CR>')
+      T.wait('the memory to open', function()
+        return vim.api.nvim_buf_get_name(0) == path
+      end)
+
+      vim.cmd('enew')
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'when are the Thursdays deploys?' })
+      vim.api.nvim_win_set_cursor(0, { 1, 14 })
+      vim.cmd('MemorydRecall')
+      T.wait_view('recall', 'Recall: "Thursdays"')
+      T.has(T.text('recall'), 'Deploys happen on Thursdays')
+    end,
+  },
+  {
+    'memories: grouped list, history and restore, delete',
+    function()
+      call('memory.write', {
+        cwd = repo,
+        type = 'user',
+        name = 'Deleted from the list',
+        description = 'to be deleted',
+        body = 'bye',
+      })
+      local selected = memory_path('feedback_selected_lines.md')
+      local original = T.file(selected)
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydMemories')
+      T.wait_view('memories', 'Deleted from the list')
+      local text = T.text('memories')
+      T.has(text, 'Instruction files\n  Project\n    CLAUDE.md\n      ↳ docs/style.md')
+      T.has(text, 'Memories (4)')
+      T.has(text, 'Selected lines — first selected line')
+
+      -- An update through the daemon leaves a version; the list refreshes by itself.
+      call('memory.write', {
+        cwd = repo,
+        type = 'feedback',
+        name = 'Selected lines',
+        description = 'changed',
+        body = 'changed body',
+        file = 'feedback_selected_lines.md',
+      })
+      T.wait_view('memories', 'Selected lines — changed')
+      T.press_on('memories', 'Selected lines — changed', 'h')
+      T.wait_view('history', 'History of Selected lines')
+      T.has(T.text('history'), 'overwrite')
+      T.answers = { 1 } -- yes, restore
+      T.press_on('history', 'overwrite', '<CR>')
+      T.wait('the original text back', function()
+        return T.file(selected) == original
+      end)
+      T.wait('the restored message', function()
+        return T.message_matching('restored feedback_selected_lines.md')
+      end)
+
+      T.answers = { 1 } -- yes, delete
+      T.press_on('memories', 'Deleted from the list', 'd')
+      T.wait('the memory gone from the list', function()
+        return not T.text('memories'):find('Deleted from the list', 1, true)
+      end)
+      T.truthy(T.message_matching('deleted user_deleted_from_the_list.md'), 'deleted message')
+      T.has(T.text('memories'), 'Memories (3)')
+    end,
+  },
+  {
+    'status view and status line',
+    function()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydStatus')
+      T.wait_view('status', '(pid ')
+      local text = T.text('status')
+      T.has(text, 'socket: ' .. socket)
+      T.has(text, 'model: not configured — no model configured')
+      T.has(text, 'Team sync for this project\n  off — team sync is not configured')
+      memoryd.refresh_status(true)
+      T.wait('the status line', function()
+        return memoryd.statusline() == 'memoryd up · no model · team off'
+      end)
+    end,
+  },
+  {
+    ':checkhealth memoryd',
+    function()
+      vim.cmd('checkhealth memoryd')
+      local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      T.has(text, 'memoryd')
+      T.has(text, 'OK')
+      T.has(text, 'answers on ' .. socket)
+      T.has(text, 'memctl found')
+      T.has(text, 'protocol version 1')
+      T.has_not(text, 'ERROR')
+    end,
+  },
+})

@@ -1,0 +1,150 @@
+-- Against tests/editors/misbehaving_daemon.py: a call never answered, a reply that is not
+-- JSON, a line over the cap, a storm of 1,000 notifications, and no daemon at all. The editor
+-- stays responsive throughout and every failure is one clear message.
+local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
+vim.opt.rtp:prepend(plugin)
+package.path = plugin .. '/tests/?.lua;' .. package.path
+vim.cmd('runtime plugin/memoryd.lua')
+local T = require('helpers')
+local memoryd = require('memoryd')
+local uv = vim.uv or vim.loop
+
+local socket = T.env('MEMORYD_SOCKET')
+local repo = T.env('MEMORYD_TEST_REPO')
+local OPTS = {
+  timeout_ms = 500,
+  recall_timeout_ms = 500,
+  line_cap = 1024 * 1024,
+  backoff_min_ms = 50,
+  backoff_max_ms = 200,
+  status_interval_ms = 0,
+}
+memoryd.setup(OPTS)
+
+-- A 10 ms timer; the longest gap between its ticks shows whether anything blocked the loop.
+local function ticker()
+  local t = { ticks = 0, max_gap_ms = 0, last = uv.hrtime() }
+  t.timer = uv.new_timer()
+  t.timer:start(10, 10, function()
+    local now = uv.hrtime()
+    t.max_gap_ms = math.max(t.max_gap_ms, (now - t.last) / 1e6)
+    t.last = now
+    t.ticks = t.ticks + 1
+  end)
+  t.stop = function()
+    t.timer:stop()
+    t.timer:close()
+  end
+  return t
+end
+
+local function status_answers()
+  local result = nil
+  memoryd.request('status', nil, function(r)
+    result = r
+  end)
+  T.wait('status from the fake daemon', function()
+    return result ~= nil
+  end, 5000)
+  T.eq('misbehaving', result.version, 'version')
+end
+
+local function edit_file()
+  vim.cmd('edit ' .. vim.fn.fnameescape(repo .. '/src/api/users.py'))
+end
+
+T.run({
+  {
+    'a daemon that never answers: timeout, other calls go on, the editor responds',
+    function()
+      edit_file()
+      local tick = ticker()
+      local t0 = uv.hrtime()
+      vim.cmd('MemorydRules')
+      T.truthy((uv.hrtime() - t0) / 1e6 < 100, 'the command returned at once')
+      status_answers() -- on the same connection, while get_context hangs
+      vim.api.nvim_feedkeys('Otyped while waiting\27', 'xt', false)
+      T.eq('typed while waiting', vim.api.nvim_get_current_line(), 'typing')
+      T.wait('the timeout message', function()
+        return T.message_matching('get_context failed: memoryd did not answer get_context within 500 ms')
+      end, 3000)
+      tick.stop()
+      T.truthy(tick.ticks >= 20, 'timer ticks while waiting: ' .. tick.ticks)
+      T.truthy(tick.max_gap_ms < 250, 'longest pause ' .. tick.max_gap_ms .. ' ms')
+      T.eq(0, memoryd.client():pending_count(), 'requests left pending')
+      vim.cmd('silent! undo')
+    end,
+  },
+  {
+    'a reply that is not JSON: a clear message, then it reconnects',
+    function()
+      edit_file()
+      vim.cmd('MemorydRecall anything')
+      T.wait('the message', function()
+        return T.message_matching('recall failed: memoryd sent a reply that is not JSON: this is not json <html>')
+      end, 3000)
+      status_answers()
+    end,
+  },
+  {
+    'a reply line over the cap: a clear message, then it reconnects',
+    function()
+      edit_file()
+      vim.cmd('MemorydMemories')
+      T.wait('the message', function()
+        return T.message_matching('memory.list failed: memoryd sent a line over the 1048576-byte cap')
+      end, 5000)
+      status_answers()
+    end,
+  },
+  {
+    'a storm of 1,000 notifications in a second: a few messages and one summary',
+    function()
+      local client = memoryd.client()
+      local before = client.stats.notifications
+      local tick = ticker()
+      local started = nil
+      memoryd.request('test.storm', nil, function(r)
+        started = r
+      end)
+      T.wait('the storm', function()
+        return client.stats.notifications - before >= tonumber(T.env('MEMORYD_TEST_STORM'))
+      end, 10000)
+      T.truthy(started, 'the storm call answered')
+      T.wait('the summary', function()
+        return T.message_matching('997 more notifications (memory/saved ×997)')
+      end, 5000)
+      tick.stop()
+      local shown = 0
+      for _, m in ipairs(T.messages) do
+        if m.text:find('memory saved: storm_', 1, true) then
+          shown = shown + 1
+        end
+      end
+      T.eq(3, shown, 'notifications shown one by one')
+      T.truthy(#T.messages <= 5, 'messages in all: ' .. #T.messages)
+      T.truthy(tick.max_gap_ms < 250, 'longest pause ' .. tick.max_gap_ms .. ' ms')
+    end,
+  },
+  {
+    'no daemon at all: one message per command, the offer once, status line down',
+    function()
+      memoryd.setup(vim.tbl_extend('force', OPTS, { socket = socket .. '.absent' }))
+      T.answers = { 2 }
+      vim.cmd('MemorydStatus')
+      T.wait('the message', function()
+        return T.message_matching('memoryd is not running on ' .. socket .. '.absent')
+      end)
+      vim.cmd('MemorydRules')
+      T.wait('the second message', function()
+        local n = 0
+        for _, m in ipairs(T.messages) do
+          n = n + (m.text:find('is not running on', 1, true) and 1 or 0)
+        end
+        return n == 2
+      end)
+      T.eq(1, #T.prompts, 'offers')
+      T.eq('memoryd down', memoryd.statusline(), 'status line')
+    end,
+  },
+})

@@ -1,0 +1,177 @@
+-- A small harness for the headless tests (driven by tests/editors/test_nvim.py): scripted
+-- answers for vim.ui.select/input, captured vim.notify messages, waits with a deadline, and a
+-- JSON result file the pytest side reads. Every test runs even when an earlier one failed.
+local T = {}
+
+T.messages = {} -- {text, level}
+T.prompts = {} -- every vim.ui prompt seen
+T.answers = {} -- queue: for select a 1-based index (or false to cancel), for input a string
+T.env = function(name)
+  local value = os.getenv(name)
+  assert(value and value ~= '', 'the test needs $' .. name)
+  return value
+end
+
+vim.notify = function(msg, level)
+  T.messages[#T.messages + 1] = { text = tostring(msg), level = level }
+end
+
+vim.ui.select = function(items, opts, on_choice)
+  T.prompts[#T.prompts + 1] = { kind = 'select', prompt = opts and opts.prompt, items = items }
+  local answer = table.remove(T.answers, 1)
+  assert(answer ~= nil, 'unexpected vim.ui.select: ' .. tostring(opts and opts.prompt))
+  vim.schedule(function()
+    if answer == false then
+      on_choice(nil, nil)
+    else
+      on_choice(items[answer], answer)
+    end
+  end)
+end
+
+vim.ui.input = function(opts, on_confirm)
+  T.prompts[#T.prompts + 1] = { kind = 'input', prompt = opts and opts.prompt, default = opts and opts.default }
+  local answer = table.remove(T.answers, 1)
+  assert(answer ~= nil, 'unexpected vim.ui.input: ' .. tostring(opts and opts.prompt))
+  vim.schedule(function()
+    if answer == true then
+      on_confirm(opts.default)
+    elseif answer == false then
+      on_confirm(nil)
+    else
+      on_confirm(answer)
+    end
+  end)
+end
+
+function T.wait(what, cond, ms)
+  local ok = vim.wait(ms or 10000, cond, 10)
+  if not ok then
+    error('timed out waiting for ' .. what, 2)
+  end
+end
+
+function T.eq(expected, actual, what)
+  if not vim.deep_equal(expected, actual) then
+    error(('%s: expected %s, got %s'):format(what or 'value', vim.inspect(expected), vim.inspect(actual)), 2)
+  end
+end
+
+function T.truthy(value, what)
+  if not value then
+    error((what or 'value') .. ' was ' .. tostring(value), 2)
+  end
+  return value
+end
+
+function T.lines(name)
+  local buf = require('memoryd.ui').existing(name)
+  if not buf then
+    return {}
+  end
+  return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+function T.text(name)
+  return table.concat(T.lines(name), '\n')
+end
+
+-- The line number of the first line of a view containing text (plain).
+function T.find(name, text)
+  for i, line in ipairs(T.lines(name)) do
+    if line:find(text, 1, true) then
+      return i
+    end
+  end
+  return nil
+end
+
+function T.has(haystack, needle, what)
+  if not haystack:find(needle, 1, true) then
+    error(('%s: %q not found in:\n%s'):format(what or 'text', needle, haystack), 2)
+  end
+end
+
+function T.has_not(haystack, needle, what)
+  if haystack:find(needle, 1, true) then
+    error(('%s: %q unexpectedly found in:\n%s'):format(what or 'text', needle, haystack), 2)
+  end
+end
+
+function T.message_matching(text)
+  for _, m in ipairs(T.messages) do
+    if m.text:find(text, 1, true) then
+      return m
+    end
+  end
+  return nil
+end
+
+-- Wait until a view has text in it (views render asynchronously).
+function T.wait_view(name, text, ms)
+  T.wait(('view %s to show %q (has: %s)'):format(name, text, T.text(name)), function()
+    return T.text(name):find(text, 1, true) ~= nil
+  end, ms)
+end
+
+-- Put the cursor of the view's window on the first line containing text and press keys.
+function T.press_on(name, text, keys)
+  local buf = require('memoryd.ui').existing(name)
+  T.truthy(buf, 'view ' .. name)
+  local row = T.truthy(T.find(name, text), ('line %q in %s'):format(text, name))
+  T.wait('a window on ' .. name, function()
+    return vim.fn.bufwinid(buf) ~= -1
+  end)
+  local win = vim.fn.bufwinid(buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { row, 0 })
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'mx', false)
+end
+
+function T.file(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local data = f:read('*a')
+  f:close()
+  return data
+end
+
+function T.write(path, text)
+  local f = assert(io.open(path, 'wb'))
+  f:write(text)
+  f:close()
+end
+
+-- Close every window but one, empty the views, forget the messages and prompts, between tests.
+function T.reset()
+  vim.cmd('silent! only')
+  -- Empty every view, so a test waits for its own text, never an earlier one's.
+  local ui = require('memoryd.ui')
+  for _, name in ipairs({ 'rules', 'recall', 'memories', 'history', 'status' }) do
+    local buf = ui.existing(name)
+    if buf then
+      ui.render(buf, {})
+    end
+  end
+  T.messages, T.prompts, T.answers = {}, {}, {}
+end
+
+-- Run the tests in order, write {name, ok, error} records to $MEMORYD_TEST_RESULT, quit.
+function T.run(tests)
+  local results = {}
+  for _, test in ipairs(tests) do
+    T.reset()
+    local ok, err = xpcall(test[2], debug.traceback)
+    results[#results + 1] = { name = test[1], ok = ok, error = ok and vim.NIL or tostring(err) }
+    if #T.answers > 0 then
+      results[#results].ok = false
+      results[#results].error = 'unused scripted answers: ' .. vim.inspect(T.answers)
+    end
+  end
+  T.write(T.env('MEMORYD_TEST_RESULT'), vim.json.encode(results))
+  vim.cmd('qa!')
+end
+
+return T

@@ -1,0 +1,16 @@
+-- The socket path rule gives what memoryd_client.default_socket_path() gives in the same
+-- environment ($MEMORYD_TEST_EXPECTED, computed by the pytest side).
+local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
+vim.opt.rtp:prepend(plugin)
+package.path = plugin .. '/tests/?.lua;' .. package.path
+local T = require('helpers')
+
+T.run({
+  {
+    'resolve() matches the Python client',
+    function()
+      T.eq(T.env('MEMORYD_TEST_EXPECTED'), require('memoryd.socket_path').resolve(), 'socket path')
+      T.eq(T.env('MEMORYD_TEST_EXPECTED'), require('memoryd').socket_path(), 'memoryd.socket_path()')
+    end,
+  },
+})

@@ -1,0 +1,101 @@
+"""A socket server that misbehaves on purpose, for the editor clients' fault tests.
+
+What it does depends on the method called: `get_context` is never answered (a daemon that
+hangs), `recall` gets a line that is not JSON, `memory.list` gets a line over the client's
+cap, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
+and `subscribe` answer normally so the client can tell it is connected.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+STORM_SIZE = 1000
+
+
+class MisbehavingDaemon:
+    def __init__(self, socket_path: Path, huge_line_bytes: int = 2 * 1024 * 1024) -> None:
+        self.socket_path = socket_path
+        self.huge_line_bytes = huge_line_bytes
+        self.methods: list[str] = []
+        self.storms_sent = 0
+        fake = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                for line in self.rfile:
+                    try:
+                        request = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not fake._serve(request, self.connection):
+                        return
+
+        self._server = socketserver.ThreadingUnixStreamServer(str(socket_path), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> MisbehavingDaemon:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _reply(self, conn: socket.socket, request: dict[str, Any], result: Any) -> None:
+        message = {"jsonrpc": "2.0", "id": request.get("id"), "result": result}
+        conn.sendall(json.dumps(message).encode() + b"\n")
+
+    def _serve(self, request: dict[str, Any], conn: socket.socket) -> bool:
+        method = str(request.get("method"))
+        self.methods.append(method)
+        try:
+            if method == "get_context":
+                return True  # never answered
+            if method == "recall":
+                conn.sendall(b"this is not json <html>\n")
+            elif method == "memory.list":
+                conn.sendall(
+                    b'{"jsonrpc": "2.0", "id": 1, "result": "' + b"x" * self.huge_line_bytes
+                )
+                conn.sendall(b'"}\n')
+            elif method == "test.storm":
+                self._reply(conn, request, {"storm": STORM_SIZE})
+                threading.Thread(target=self._storm, args=(conn,), daemon=True).start()
+            elif method == "subscribe":
+                self._reply(conn, request, {"subscribed": ["memory/saved"]})
+            else:
+                self._reply(
+                    conn, request, {"version": "misbehaving", "pid": 0, "protocol_version": 1}
+                )
+        except OSError:
+            return False  # the client hung up (as it should after a bad line)
+        return True
+
+    def _storm(self, conn: socket.socket) -> None:
+        """1,000 notifications in ten bursts over about a second."""
+        for burst in range(10):
+            lines = b"".join(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "memory/saved",
+                        "params": {"path": f"/m/storm_{burst}_{i}.md", "project": "/p"},
+                    }
+                ).encode()
+                + b"\n"
+                for i in range(STORM_SIZE // 10)
+            )
+            try:
+                conn.sendall(lines)
+            except OSError:
+                return
+            self.storms_sent += STORM_SIZE // 10
+            time.sleep(0.1)

@@ -1,0 +1,259 @@
+"""The Neovim plugin (clients/nvim) in headless Neovim against the real daemon.
+
+Each test starts `nvim --headless` on a Lua script from clients/nvim/tests/ (the commands are
+run there, the buffers and messages checked there) and reads the per-test results it writes;
+files the plugin made the daemon write are checked here too. The daemon is `python -m memoryd`
+on a temporary socket with the temporary HOME of tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd_client import Client, DaemonUnavailable, default_socket_path
+from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
+from tests.editors.misbehaving_daemon import STORM_SIZE, MisbehavingDaemon
+
+NVIM = shutil.which("nvim")
+pytestmark = pytest.mark.skipif(
+    NVIM is None,
+    reason="nvim is not installed: `MEMORYD_SETUP_NEOVIM=1 bash scripts/setup` installs Debian's neovim",
+)
+
+PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "nvim"
+MEMCTL = Path(sys.executable).with_name("memctl")
+SPACED_FILE = "notes/my ünïcödé notes.md"
+
+
+def headless(*commands: str) -> list[str]:
+    """Neovim with no user config, no shada, no swap files, running these Ex commands."""
+    assert NVIM is not None
+    return [
+        NVIM,
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-n",
+        *(a for c in commands for a in ("-c", c)),
+    ]
+
+
+def run_nvim(
+    script: str, env: dict[str, str], cwd: Path, timeout: float = 180
+) -> list[dict[str, Any]]:
+    """Run a Lua test script headless; return its results (one record per Lua test)."""
+    result = cwd / f".{script}.result.json"
+    result.unlink(missing_ok=True)
+    full_env = {
+        **os.environ,
+        **env,
+        "MEMORYD_NVIM_PLUGIN": str(PLUGIN),
+        "MEMORYD_TEST_RESULT": str(result),
+        "MEMORYD_TEST_MEMCTL": str(MEMCTL),
+        "MEMORYD_TEST_PYTHON": sys.executable,
+    }
+    assert NVIM is not None
+    proc = subprocess.run(
+        headless(f"luafile {PLUGIN / 'tests' / script}"),
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.exists(), (
+        f"{script} wrote no result (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    )
+    records: list[dict[str, Any]] = json.loads(result.read_text())
+    return records
+
+
+def assert_all_passed(records: list[dict[str, Any]], expected: int) -> None:
+    failed = [f"{r['name']}:\n{r['error']}" for r in records if not r["ok"]]
+    assert not failed, "\n\n".join(failed)
+    assert len(records) == expected, [r["name"] for r in records]
+
+
+def shutdown(sock: Path) -> None:
+    try:
+        with Client(sock, timeout=5) as conn:
+            conn.call("shutdown")
+    except (DaemonUnavailable, OSError):
+        pass
+
+
+@pytest.fixture
+def daemon_socket(short_tmp: Path) -> Iterator[Path]:
+    sock = short_tmp / "d.sock"
+    proc = spawn_daemon(sock, "--log-level", "warning")
+    try:
+        wait_healthy(sock)
+        yield sock
+    finally:
+        shutdown(sock)  # also a daemon the test restarted itself
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(15)
+
+
+def make_repo(root: Path) -> Path:
+    """A git working tree with CLAUDE.md, an @include, conditional rules and odd file names."""
+    (root / ".git" / "refs" / "heads").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n")
+    files = {
+        "CLAUDE.md": "# Widgets\n\nFollow @docs/style.md when writing code.\nAlso @docs/gone.md.\n",
+        "docs/style.md": "Indent with tabs.\n",
+        ".claude/rules/api.md": '---\npaths:\n  - "src/api/**"\n---\nAPI handlers validate input.\n',
+        ".claude/rules/web.md": '---\npaths:\n  - "src/web/**"\n---\nWeb code uses components.\n',
+        ".claude/rules/docs.md": '---\npaths:\n  - "notes/**"\n---\nNotes are in English.\n',
+        "src/api/users.py": "def get_user(user_id):\n    return user_id\n",
+        "src/web/app.js": "export const app = 1;\n",
+        SPACED_FILE: "Meeting notes\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def memory_dir_of(sock: Path, cwd: Path) -> Path:
+    with Client(sock, timeout=10) as conn:
+        return Path(conn.call("memory.list", {"cwd": str(cwd)})["memory_dir"])
+
+
+def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "work" / "widgets")
+    plain = tmp_path / "work" / "plain folder"
+    plain.mkdir()
+    (plain / "CLAUDE.md").write_text("Plain folder rules.\n")
+    (plain / "todo.txt").write_text("buy milk\n")
+    records = run_nvim(
+        "commands_spec.lua",
+        {
+            "MEMORYD_SOCKET": str(daemon_socket),
+            "MEMORYD_TEST_REPO": str(repo),
+            "MEMORYD_TEST_PLAIN": str(plain),
+        },
+        cwd=repo,
+    )
+    assert_all_passed(records, expected=11)
+
+    # What the plugin made the daemon write, read back from disk.
+    memory_dir = memory_dir_of(daemon_socket, repo)
+    deploys = memory_dir / "project_deploys_happen_on_thursdays.md"
+    assert "Deploys happen on Thursdays after QA" in deploys.read_text()
+    selection = memory_dir / "feedback_selected_lines.md"
+    text = selection.read_text()
+    assert "type: feedback" in text
+    assert "first selected line\nsecond selected line" in text
+    index = (memory_dir / "MEMORY.md").read_text()
+    assert "project_deploys_happen_on_thursdays.md" in index
+    # Deleted from the list view: gone from disk and index, kept in history.
+    assert not (memory_dir / "user_deleted_from_the_list.md").exists()
+    assert "user_deleted_from_the_list.md" not in index
+
+
+def test_daemon_killed_mid_session_reconnects(daemon_socket: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "work" / "widgets")
+    pid = wait_healthy(daemon_socket)["pid"]
+    records = run_nvim(
+        "restart_spec.lua",
+        {
+            "MEMORYD_SOCKET": str(daemon_socket),
+            "MEMORYD_TEST_REPO": str(repo),
+            "MEMORYD_TEST_DAEMON_PID": str(pid),
+        },
+        cwd=repo,
+    )
+    assert_all_passed(records, expected=4)
+    assert wait_healthy(daemon_socket)["pid"] != pid  # the one `memctl start` started
+
+
+def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "work" / "widgets")
+    sock = short_tmp / "bad.sock"
+    fake = MisbehavingDaemon(sock).start()
+    try:
+        records = run_nvim(
+            "faults_spec.lua",
+            {
+                "MEMORYD_SOCKET": str(sock),
+                "MEMORYD_TEST_REPO": str(repo),
+                "MEMORYD_TEST_STORM": str(STORM_SIZE),
+            },
+            cwd=repo,
+        )
+    finally:
+        fake.stop()
+    assert_all_passed(records, expected=5)
+    assert fake.storms_sent == STORM_SIZE
+    assert "get_context" in fake.methods
+    assert "recall" in fake.methods
+
+
+SOCKET_ENVS: list[dict[str, str]] = [
+    {"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"},
+    {"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "/run/user/4242/"},
+    {"XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": "/home/ada/.cache"},
+    {"XDG_CACHE_HOME": "relative/cache"},
+    {},  # the per-user fallback in the temp dir
+    {"TMPDIR": "{tmp}/tmp with space/../tmp with space"},
+    {"TMPDIR": "{tmp}/does-not-exist"},
+]
+
+
+@pytest.mark.parametrize("extra", SOCKET_ENVS)
+def test_socket_path_rule_agrees_with_the_python_client(
+    extra: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tmp with space").mkdir()
+    for key in ("MEMORYD_SOCKET", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "TMPDIR", "TEMP", "TMP"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in extra.items():
+        monkeypatch.setenv(key, value.replace("{tmp}", str(tmp_path)))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
+    expected = str(default_socket_path())
+    records = run_nvim("socket_path_spec.lua", {"MEMORYD_TEST_EXPECTED": expected}, cwd=tmp_path)
+    assert_all_passed(records, expected=1)
+
+
+def test_help_file_has_a_tag_for_every_command(tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    proc = subprocess.run(
+        headless(f"helptags {doc}", "qa!"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    commands = {
+        "MemorydRules",
+        "MemorydRecall",
+        "MemorydRemember",
+        "MemorydMemories",
+        "MemorydStatus",
+        "MemorydStart",
+    }
+    source = (PLUGIN / "plugin" / "memoryd.lua").read_text()
+    for name in commands:
+        assert f"command('{name}'" in source
+        assert f":{name}" in tags
+    assert {"memoryd.txt", "memoryd-setup", "memoryd-socket", "memoryd-health"} <= tags
