@@ -68,6 +68,7 @@ local function on_state(state, err)
   elseif state == 'down' then
     local was_up = M.state.up == true
     M.state.up = false
+    vim.cmd('redrawstatus!')
     M.state.last_error = err
     -- One message when a running daemon goes away; the retries after it stay quiet.
     if was_up and not M.state.outage_reported then
@@ -260,6 +261,7 @@ function M.refresh_status(force, cb)
     if err == nil then
       M.state.status = result
     end
+    vim.cmd('redrawstatus!')
     if cb then
       cb(err, result)
     end

@@ -20,6 +20,9 @@ local function open_window(buf, how)
     vim.cmd('split')
   end
   vim.api.nvim_win_set_buf(0, buf)
+  vim.wo.wrap = false
+  vim.wo.number = false
+  vim.wo.relativenumber = false
 end
 
 -- The buffer of a view (created on first use); shown in a window when show is true.

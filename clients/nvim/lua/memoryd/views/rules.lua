@@ -72,7 +72,7 @@ function M.render(reply, ctx, home)
     for _, item in ipairs(skipped) do
       local line = '  ' .. short(item.path) .. ' — ' .. tostring(item.reason)
       if item.detail and item.detail ~= '' then
-        line = line .. ': ' .. format.one_line(item.detail, 160)
+        line = line .. ': ' .. format.one_line(item.detail, 100)
       end
       if item.parent then
         line = line .. '  (from ' .. short(item.parent) .. ')'
