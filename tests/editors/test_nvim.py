@@ -216,9 +216,10 @@ SOCKET_ENVS: list[dict[str, str]] = [
 ]
 
 
+@pytest.mark.parametrize("platform", ["linux", "darwin"])
 @pytest.mark.parametrize("extra", SOCKET_ENVS)
 def test_socket_path_rule_agrees_with_the_python_client(
-    extra: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    extra: dict[str, str], platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "tmp with space").mkdir()
     for key in ("MEMORYD_SOCKET", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "TMPDIR", "TEMP", "TMP"):
@@ -228,8 +229,10 @@ def test_socket_path_rule_agrees_with_the_python_client(
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
-    expected = str(default_socket_path())
-    records = run_nvim("socket_path_spec.lua", {"MEMORYD_TEST_EXPECTED": expected}, cwd=tmp_path)
+    env = {"MEMORYD_TEST_EXPECTED": str(default_socket_path(platform))}
+    if platform == "darwin":  # this machine is Linux: compute macOS's rule on both sides
+        env["MEMORYD_TEST_SYSNAME"] = "Darwin"
+    records = run_nvim("socket_path_spec.lua", env, cwd=tmp_path)
     assert_all_passed(records, expected=1)
 
 

@@ -1,6 +1,7 @@
 -- Where the daemon listens: the same rule as memctl and memoryd_client.default_socket_path():
--- $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else
--- $XDG_CACHE_HOME/memoryd/memoryd.sock, else <tempdir>/memoryd-<uid>/memoryd.sock.
+-- $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock; else
+-- $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock, else
+-- <tempdir>/memoryd-<uid>/memoryd.sock.
 local uv = vim.uv or vim.loop
 
 local M = {}
@@ -60,12 +61,20 @@ function M.tempdir(getenv)
   return M.normalize(cwd, true)
 end
 
--- getenv defaults to os.getenv; tests pass their own.
-function M.resolve(getenv)
+-- getenv defaults to os.getenv and sysname to this system's (uname); tests pass their own.
+function M.resolve(getenv, sysname)
   getenv = getenv or os.getenv
+  sysname = sysname or uv.os_uname().sysname
   local configured = getenv('MEMORYD_SOCKET')
   if configured and configured ~= '' then
     return M.normalize(configured)
+  end
+  if sysname == 'Darwin' then
+    local home = getenv('HOME')
+    if not home or home == '' then
+      home = uv.os_homedir()
+    end
+    return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock')
   end
   local runtime = getenv('XDG_RUNTIME_DIR')
   if runtime and runtime ~= '' then
