@@ -1,6 +1,7 @@
 """Claude Code hook latency: `memctl hook EVENT` end to end (process start to exit), as Claude
-Code runs it, against a warm daemon with 50 memories and a 200-message transcript, next to
-`python3 -c pass` measured in the same run. Also each hook with the daemon down.
+Code runs it (all five hooks), against a warm daemon with 50 memories and a 200-message
+transcript, next to `python3 -c pass` measured in the same run. Also each hook with the daemon
+down.
 
     .venv/bin/python bench/bench_hooks.py [--runs 20]
 
@@ -109,6 +110,12 @@ def main() -> None:
                 "trigger": "auto",
             },
             "stop": {"session_id": "b1", "cwd": str(project), "transcript_path": str(tpath)},
+            "post-tool-use": {
+                "session_id": "b1",
+                "cwd": str(project),
+                "tool_name": "Read",
+                "tool_input": {"file_path": str(project / "docs" / "notes.md")},
+            },
         }
         for event, payload in payloads.items():  # warm-up: bytecode caches, daemon caches
             wall([MEMCTL, "hook", event, "--socket", str(sock)], json.dumps(payload).encode(), env)

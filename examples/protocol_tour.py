@@ -220,6 +220,15 @@ def main() -> int:
                         "read_paths": [f"{cwd}/docs/style.md"],
                     },
                 ),
+                (
+                    "after_tool",
+                    {
+                        "session_id": "s1",
+                        "cwd": cwd,
+                        "tool": "Read",
+                        "read_paths": [f"{cwd}/docs/style.md"],
+                    },
+                ),
                 ("compact", {"session_id": "s1", "cwd": cwd, "messages": messages}),
                 ("settings.get", {"cwd": cwd}),
                 ("settings.set", {"key": "autoDreamEnabled", "value": True}),

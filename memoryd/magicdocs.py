@@ -151,8 +151,13 @@ class MagicDocs:
 
     # -- registration ------------------------------------------------------------------------
     def _register(
-        self, turn: Turn, checked: list[tuple[Path, tuple[str, DocHeader] | None]]
-    ) -> None:
+        self,
+        session_id: str,
+        project_root: Path,
+        checked: list[tuple[Path, tuple[str, DocHeader] | None]],
+    ) -> int:
+        """Register the docs found among `checked` (unregister those no longer magic)."""
+        registered = 0
         for path, found in checked:
             if found is None:
                 if self.docs.pop(path, None) is not None:
@@ -161,11 +166,13 @@ class MagicDocs:
             _, header = found
             doc = self.docs.get(path)
             if doc is None:
-                doc = Doc(path, header.title, header.instruction, turn.project.root)
+                doc = Doc(path, header.title, header.instruction, project_root)
                 self.docs[path] = doc
                 log.info("magic doc registered", path=str(path), title=header.title)
             doc.title, doc.instruction = header.title, header.instruction
-            doc.sessions.add(turn.session_id)
+            doc.sessions.add(session_id)
+            registered += 1
+        return registered
 
     @staticmethod
     def _check(read_paths: tuple[str, ...]) -> list[tuple[Path, tuple[str, DocHeader] | None]]:
@@ -183,10 +190,16 @@ class MagicDocs:
             out.append((path, _read_doc(path)))
         return out
 
+    async def on_read(self, session_id: str, project_root: Path, paths: tuple[str, ...]) -> int:
+        """A client reports files the session read (`after_turn`, `after_tool`): how many of
+        them are magic docs, now registered for that session."""
+        if not paths:
+            return 0
+        checked = await asyncio.to_thread(self._check, paths)
+        return self._register(session_id, project_root, checked)
+
     async def on_turn(self, turn: Turn) -> int:
-        if turn.read_paths:
-            checked = await asyncio.to_thread(self._check, turn.read_paths)
-            self._register(turn, checked)
+        await self.on_read(turn.session_id, turn.project.root, turn.read_paths)
         if not natural_break(turn.messages) or not self.daemon.model.configured:
             return 0
         mine = [d.path for d in self.docs.values() if turn.session_id in d.sessions]

@@ -18,6 +18,11 @@ from typing import Any
 # The tools whose `file_path` input names a file the agent read or changed.
 READ_TOOLS = frozenset({"Read", "NotebookRead"})
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# The tools whose optional `path` input names the file or folder they searched.
+SEARCH_TOOLS = frozenset({"Glob", "Grep"})
+# The PostToolUse hook's matcher: it runs only after the tools above.
+PATH_TOOL_MATCHER = "Read|NotebookRead|Write|Edit|MultiEdit|NotebookEdit|Glob|Grep"
+PATH_TOOLS = frozenset(PATH_TOOL_MATCHER.split("|"))
 
 # Memory index lines the session-start context may carry at most (SPEC: 200 lines, 25,000 bytes).
 INDEX_MAX_LINES = 200
@@ -114,6 +119,25 @@ def tool_paths(messages: Iterable[Mapping[str, Any]], tools: frozenset[str]) -> 
             if isinstance(path, str) and path.startswith("/") and "\x00" not in path:
                 seen.setdefault(path, None)
     return list(seen)
+
+
+def tool_call_paths(tool: Any, tool_input: Any, cwd: str) -> tuple[list[str], list[str]]:
+    """(read_paths, touched_paths) of one tool call, absolute, from a PostToolUse payload.
+
+    Read tools read their file (MagicDocs registers docs the agent reads); write tools touch
+    theirs; Glob and Grep touch the folder or file they searched (their `path`, when given).
+    """
+    if not isinstance(tool_input, Mapping) or tool not in PATH_TOOLS:
+        return [], []
+    key = "path" if tool in SEARCH_TOOLS else "file_path"
+    raw = tool_input.get(key) or tool_input.get("notebook_path")
+    if not isinstance(raw, str) or not raw or "\x00" in raw or len(raw) > 4096:
+        return [], []
+    if not raw.startswith("/"):
+        if not cwd.startswith("/"):
+            return [], []
+        raw = f"{cwd.rstrip('/')}/{raw}"
+    return ([raw], []) if tool in READ_TOOLS else ([], [raw])
 
 
 def hook_output(event: str, context: str) -> dict[str, Any]:

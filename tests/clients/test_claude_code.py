@@ -171,3 +171,24 @@ def test_compacted_summary() -> None:
     }
     assert claude_code.compacted_summary(result) == "# Session Title\nwork"
     assert claude_code.compacted_summary({**result, "used_session_memory": False}) == ""
+
+
+def test_tool_call_paths() -> None:
+    from memctl.claude_code import tool_call_paths
+
+    assert tool_call_paths("Read", {"file_path": "/p/a.md"}, "/p") == (["/p/a.md"], [])
+    assert tool_call_paths("NotebookRead", {"notebook_path": "n.ipynb"}, "/p") == (
+        ["/p/n.ipynb"],
+        [],
+    )
+    assert tool_call_paths("Write", {"file_path": "b.py", "content": ""}, "/p/") == (
+        [],
+        ["/p/b.py"],
+    )
+    assert tool_call_paths("MultiEdit", {"file_path": "/q/c.py"}, "/p") == ([], ["/q/c.py"])
+    assert tool_call_paths("Grep", {"pattern": "x", "path": "/p/src"}, "/p") == ([], ["/p/src"])
+    assert tool_call_paths("Glob", {"pattern": "*.py"}, "/p") == ([], [])
+    assert tool_call_paths("Bash", {"command": "cat /etc/passwd"}, "/p") == ([], [])
+    assert tool_call_paths("Read", {"file_path": "a\x00b"}, "/p") == ([], [])
+    assert tool_call_paths("Read", {"file_path": "rel.md"}, "not-absolute") == ([], [])
+    assert tool_call_paths("Read", "not a dict", "/p") == ([], [])

@@ -8,6 +8,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from memctl.claude_code import (
+    PATH_TOOL_MATCHER,
+    PATH_TOOLS,
+    READ_TOOLS,
+    SEARCH_TOOLS,
+    WRITE_TOOLS,
+)
 from memctl.commands.hook import EVENTS
 from tests.clients.conftest import REPO, memctl_env
 from tests.conftest import DaemonHandle
@@ -28,6 +35,9 @@ def test_claude_code_settings_run_every_hook() -> None:
     # Each Claude Code event runs the memctl hook of the same name.
     assert {EVENTS[name]: event for event, name in wired.items()} == {v: v for v in wired}
     assert set(wired) == set(EVENTS.values())
+    (post_tool_use,) = settings["hooks"]["PostToolUse"]
+    assert post_tool_use["matcher"] == PATH_TOOL_MATCHER
+    assert PATH_TOOLS == READ_TOOLS | WRITE_TOOLS | SEARCH_TOOLS
 
 
 def test_mcp_example_names_the_console_script() -> None:

@@ -26,6 +26,27 @@ def hook(
     return done.returncode, done.stdout, done.stderr
 
 
+async def hook_async(event: str, payload: Any, sock: Path) -> tuple[int | None, bytes, bytes]:
+    """`hook` for tests whose daemon runs in this event loop (a blocking run would stall it)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        "--socket",
+        str(sock),
+        "hook",
+        event,
+        "--timeout-ms",
+        "10000",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=memctl_env(),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
+    return proc.returncode, out, err
+
+
 def context_of(stdout: str, event: str) -> str:
     output = json.loads(stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == event
@@ -112,7 +133,7 @@ def test_daemon_down_means_no_context_and_exit_zero(
 
 @pytest.mark.parametrize("raw", ["", "not json", "[1,2]", '{"cwd": 5, "prompt": ["x"]}'])
 def test_bad_input_never_blocks(raw: str, fake_daemon: FakeDaemon) -> None:
-    for event in ("session-start", "user-prompt-submit", "stop", "pre-compact"):
+    for event in ("session-start", "user-prompt-submit", "stop", "pre-compact", "post-tool-use"):
         code, out, _ = hook(event, None, fake_daemon.socket_path, raw=raw)
         assert code == 0
         assert out == "" or "hookSpecificOutput" in json.loads(out)
@@ -247,25 +268,10 @@ async def test_stop_reports_the_turn_to_the_real_daemon(
     }
     AFTER_TURN_HOOKS.append(record)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "memctl",
-            "--socket",
-            str(daemon.socket_path),
-            "hook",
-            "stop",
-            "--timeout-ms",
-            "10000",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=memctl_env(),
-        )
-        out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
+        code, out, err = await hook_async("stop", payload, daemon.socket_path)
     finally:
         AFTER_TURN_HOOKS.remove(record)
-    assert proc.returncode == 0, err
+    assert code == 0, err
     assert out == b""
     assert len(seen) == 1
     turn = seen[0]
@@ -351,3 +357,75 @@ async def test_large_transcript_is_sent_from_a_detached_child(
     assert len(seen) == 1
     assert seen[0].session_id == "long-1"
     assert len(seen[0].messages) == 800
+
+
+def test_post_tool_use_reports_the_files_a_tool_read_or_touched(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    fake_daemon.on("after_tool", {"touched": 1, "magic_docs": 0})
+    base = {"session_id": "s9", "cwd": str(project), "hook_event_name": "PostToolUse"}
+    calls = [
+        ("Read", {"file_path": str(project / "docs" / "a.md")}),
+        ("Edit", {"file_path": "src/b.py", "old_string": "x", "new_string": "y"}),
+        ("Grep", {"pattern": "TODO", "path": str(project / "api")}),
+        ("Glob", {"pattern": "**/*.py"}),  # no path: nothing to report
+        ("Bash", {"command": "ls"}),  # not a file tool
+    ]
+    for tool, tool_input in calls:
+        payload = {**base, "tool_name": tool, "tool_input": tool_input, "tool_response": {}}
+        code, out, err = hook("post-tool-use", payload, fake_daemon.socket_path)
+        assert (code, out) == (0, ""), err
+    assert fake_daemon.calls("after_tool") == [
+        {
+            "session_id": "s9",
+            "cwd": str(project),
+            "tool": "Read",
+            "read_paths": [str(project / "docs" / "a.md")],
+        },
+        {
+            "session_id": "s9",
+            "cwd": str(project),
+            "tool": "Edit",
+            "touched_paths": [str(project / "src" / "b.py")],
+        },
+        {
+            "session_id": "s9",
+            "cwd": str(project),
+            "tool": "Grep",
+            "touched_paths": [str(project / "api")],
+        },
+    ]
+
+
+def test_post_tool_use_is_silent_when_the_daemon_is_down(short_tmp: Path, project: Path) -> None:
+    payload = {
+        "session_id": "s9",
+        "cwd": str(project),
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(project / "a.md")},
+    }
+    code, out, err = hook("post-tool-use", payload, short_tmp / "nobody.sock")
+    assert (code, out) == (0, "")
+    assert err.count("\n") <= 1  # one line for verbose mode, nothing else
+
+
+async def test_post_tool_use_activates_rules_and_registers_magic_docs(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    (project / "sub").mkdir()
+    (project / "sub" / "CLAUDE.md").write_text("Sub rules: use tabs here.\n")
+    (project / "NOTES.md").write_text("# MAGIC DOC: Release notes\n_keep it short_\n")
+
+    async def run_hook(tool: str, tool_input: dict[str, Any]) -> None:
+        payload = {"session_id": "live-1", "cwd": str(project), "tool_name": tool}
+        payload["tool_input"] = tool_input
+        assert await hook_async("post-tool-use", payload, daemon.socket_path) == (0, b"", b"")
+
+    before = await daemon.call("get_context", cwd=str(project), session_id="live-1")
+    assert "Sub rules" not in before["claude_md"]
+    await run_hook("Edit", {"file_path": str(project / "sub" / "main.go")})
+    await run_hook("Read", {"file_path": str(project / "NOTES.md")})
+    after = await daemon.call("get_context", cwd=str(project), session_id="live-1")
+    assert "Sub rules: use tabs here." in after["claude_md"]
+    docs = await daemon.call("magicdocs.list", cwd=str(project))
+    assert [(d["title"], d["sessions"]) for d in docs["docs"]] == [("Release notes", ["live-1"])]

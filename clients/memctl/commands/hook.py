@@ -9,6 +9,8 @@ Claude Code runs the command with the hook's JSON on stdin and reads our stdout:
   and keeps the summary for the session-start that follows the compaction.
 - `stop`: reports the finished turn with `after_turn` (schedules extraction, session memory,
   MagicDocs).
+- `post-tool-use`: reports the file a Read/Edit/Write/Glob/Grep call read or touched with
+  `after_tool` (conditional and nested rules, MagicDocs registration), as it happens.
 For `stop` and `pre-compact` a transcript over 256 KiB is read and sent by a detached child
 process with a 60 s budget, so the hook itself still answers at once.
 
@@ -37,6 +39,7 @@ EVENTS = {
     "user-prompt-submit": "UserPromptSubmit",
     "pre-compact": "PreCompact",
     "stop": "Stop",
+    "post-tool-use": "PostToolUse",
 }
 # Transcripts bigger than this are read and sent by a detached child with a longer budget.
 BACKGROUND_BYTES = 256 * 1024
@@ -277,11 +280,31 @@ def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budge
     return ""
 
 
+def post_tool_use(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        return ""
+    cwd = _cwd(payload)
+    tool = payload.get("tool_name")
+    read, touched = claude_code.tool_call_paths(tool, payload.get("tool_input"), cwd)
+    if not read and not touched:
+        return ""  # not a file tool: nothing to tell the daemon, no connection made
+    params: dict[str, Any] = {"session_id": session_id, "cwd": cwd, "tool": str(tool)[:200]}
+    if read:
+        params["read_paths"] = read
+    if touched:
+        params["touched_paths"] = touched
+    with _connect(args, budget) as conn:
+        _call(conn, budget, "after_tool", params)
+    return ""
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Budget], str]] = {
     "session-start": session_start,
     "user-prompt-submit": user_prompt_submit,
     "pre-compact": pre_compact,
     "stop": stop,
+    "post-tool-use": post_tool_use,
 }
 
 

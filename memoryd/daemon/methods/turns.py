@@ -1,4 +1,9 @@
-"""`after_turn`: the client reports a finished turn; background writers are scheduled."""
+"""`after_turn` and `after_tool`: the client reports a finished turn, or one tool call.
+
+`after_turn` schedules the background writers. `after_tool` is the light one, sent after every
+file tool call (Claude Code's PostToolUse hook): it only records the paths, so conditional and
+nested instruction files and MagicDocs registration follow the session as it works.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from memoryd.daemon.params import Cwd, PathList, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import Params, rpc_method
 from memoryd.daemon.turns import AFTER_TURN_HOOKS
+from memoryd.magicdocs import MagicDocs
 from memoryd.rules.sessions import add_touched_paths
 from memoryd.session.service import SessionMemory
 from memoryd.session.transcript import Messages, Usage
@@ -58,3 +64,24 @@ async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
         tokens = int(part.pop("tokens", tokens))
         scheduled.update(part)
     return {"scheduled": scheduled, "tokens": tokens}
+
+
+class AfterToolParams(Params):
+    session_id: SessionId
+    cwd: Cwd
+    tool: str | None = Field(default=None, max_length=200)
+    read_paths: PathList = Field(default_factory=list)
+    touched_paths: PathList = Field(default_factory=list)
+
+
+@rpc_method("after_tool", AfterToolParams)
+async def after_tool(daemon: Daemon, params: AfterToolParams) -> dict[str, Any]:
+    """Record the files one tool call read or touched (rules and MagicDocs follow them)."""
+    project = daemon.service(Projects).resolve(params.cwd)
+    paths = [*params.read_paths, *params.touched_paths]
+    if paths:
+        add_touched_paths(daemon, params.session_id, paths, project.cwd)
+    magic_docs = await daemon.service(MagicDocs).on_read(
+        params.session_id, project.root, tuple(params.read_paths)
+    )
+    return {"touched": len(paths), "magic_docs": magic_docs}
