@@ -2,7 +2,7 @@
 
 What it does depends on the method called: `get_context` is never answered (a daemon that
 hangs), `recall` gets a line that is not JSON, `memory.list` gets a line over the client's
-cap, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
+cap, `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
 and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -17,6 +17,11 @@ from pathlib import Path
 from typing import Any
 
 STORM_SIZE = 1000
+NOTIFICATIONS: list[tuple[str, dict[str, Any]]] = [
+    ("session/summary_updated", {"session_id": "s-42"}),
+    ("team/synced", {"repo": "acme/widgets", "pushed": 2, "pulled": 1}),
+    ("worker/error", {"worker": "extraction", "message": "model call failed: 529 overloaded"}),
+]
 
 
 class MisbehavingDaemon:
@@ -69,6 +74,11 @@ class MisbehavingDaemon:
             elif method == "test.storm":
                 self._reply(conn, request, {"storm": STORM_SIZE})
                 threading.Thread(target=self._storm, args=(conn,), daemon=True).start()
+            elif method == "test.notify":
+                self._reply(conn, request, {"sent": len(NOTIFICATIONS)})
+                for event, params in NOTIFICATIONS:
+                    note = {"jsonrpc": "2.0", "method": event, "params": params}
+                    conn.sendall(json.dumps(note).encode() + b"\n")
             elif method == "subscribe":
                 self._reply(conn, request, {"subscribed": ["memory/saved"]})
             else:

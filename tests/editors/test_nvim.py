@@ -108,11 +108,14 @@ def daemon_socket(short_tmp: Path) -> Iterator[Path]:
             proc.wait(15)
 
 
-def make_repo(root: Path) -> Path:
+def make_repo(root: Path, remote: str | None = None) -> Path:
     """A git working tree with CLAUDE.md, an @include, conditional rules and odd file names."""
     (root / ".git" / "refs" / "heads").mkdir(parents=True)
     (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / ".git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n")
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if remote:
+        config += f'[remote "origin"]\n\turl = {remote}\n'
+    (root / ".git" / "config").write_text(config)
     files = {
         "CLAUDE.md": "# Widgets\n\nFollow @docs/style.md when writing code.\nAlso @docs/gone.md.\n",
         "docs/style.md": "Indent with tabs.\n",
@@ -167,6 +170,32 @@ def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -
     assert "user_deleted_from_the_list.md" not in index
 
 
+def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "work" / "widgets", remote="git@github.com:acme/widgets.git")
+    sock = short_tmp / "team.sock"
+    # Nothing listens there: writes stay local and sync retries, which is all this needs.
+    team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
+    proc = spawn_daemon(sock, "--log-level", "warning", env=team)
+    try:
+        wait_healthy(sock)
+        records = run_nvim(
+            "team_spec.lua",
+            {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_REPO": str(repo), **team},
+            cwd=repo,
+        )
+        assert_all_passed(records, expected=4)
+        memory_dir = memory_dir_of(sock, repo)
+    finally:
+        shutdown(sock)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(15)
+    runbook = (memory_dir / "team" / "reference_incident_runbook.md").read_text()
+    assert "The runbook is the wiki page Ops/On-call" in runbook
+    assert (memory_dir / "user_personal_note.md").is_file()
+    assert not (memory_dir / "team" / "user_personal_note.md").exists()
+
+
 def test_daemon_killed_mid_session_reconnects(daemon_socket: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "work" / "widgets")
     pid = wait_healthy(daemon_socket)["pid"]
@@ -199,7 +228,7 @@ def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: P
         )
     finally:
         fake.stop()
-    assert_all_passed(records, expected=5)
+    assert_all_passed(records, expected=6)
     assert fake.storms_sent == STORM_SIZE
     assert "get_context" in fake.methods
     assert "recall" in fake.methods

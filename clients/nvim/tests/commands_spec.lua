@@ -1,11 +1,7 @@
 -- Every command against the real daemon ($MEMORYD_SOCKET), in the temp repo $MEMORYD_TEST_REPO
 -- (made by tests/editors/test_nvim.py: CLAUDE.md with an @include and a missing include,
 -- conditional rules for src/api, src/web and "my docs", a file with spaces and unicode).
-local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
-vim.opt.rtp:prepend(plugin)
-package.path = plugin .. '/tests/?.lua;' .. package.path
-vim.cmd('runtime plugin/memoryd.lua')
-local T = require('helpers')
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 
 memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })

@@ -1,11 +1,7 @@
 -- Against tests/editors/misbehaving_daemon.py: a call never answered, a reply that is not
 -- JSON, a line over the cap, a storm of 1,000 notifications, and no daemon at all. The editor
 -- stays responsive throughout and every failure is one clear message.
-local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
-vim.opt.rtp:prepend(plugin)
-package.path = plugin .. '/tests/?.lua;' .. package.path
-vim.cmd('runtime plugin/memoryd.lua')
-local T = require('helpers')
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 local uv = vim.uv or vim.loop
 
@@ -95,6 +91,24 @@ T.run({
         return T.message_matching('memory.list failed: memoryd sent a line over the 1048576-byte cap')
       end, 5000)
       status_answers()
+    end,
+  },
+  {
+    'notifications appear as vim.notify messages, worded like memctl watch',
+    function()
+      memoryd.request('test.notify', nil, function() end)
+      local levels = vim.log.levels
+      for _, expected in ipairs({
+        { 'memoryd: session summary updated: s-42', levels.INFO },
+        { 'memoryd: team synced: acme/widgets (pushed 2, pulled 1)', levels.INFO },
+        { 'memoryd: worker error (extraction): model call failed: 529 overloaded', levels.ERROR },
+      }) do
+        T.wait(expected[1], function()
+          return T.message_matching(expected[1]) ~= nil
+        end, 5000)
+        T.eq(expected[2], T.message_matching(expected[1]).level, 'level of ' .. expected[1])
+      end
+      vim.wait(2100) -- the rate limit's window ends before the storm
     end,
   },
   {

@@ -1,6 +1,11 @@
 -- A small harness for the headless tests (driven by tests/editors/test_nvim.py): scripted
 -- answers for vim.ui.select/input, captured vim.notify messages, waits with a deadline, and a
 -- JSON result file the pytest side reads. Every test runs even when an earlier one failed.
+-- Loaded with dofile($MEMORYD_NVIM_PLUGIN/tests/helpers.lua): puts the plugin on the
+-- runtimepath and loads plugin/memoryd.lua, as a plugin manager would.
+vim.opt.rtp:prepend(os.getenv('MEMORYD_NVIM_PLUGIN'))
+vim.cmd('runtime plugin/memoryd.lua')
+
 local T = {}
 
 T.messages = {} -- {text, level}

@@ -1,10 +1,6 @@
 -- The daemon killed mid-session: one clear message, quiet retries with backoff, reconnection
 -- when it is back (started from outside, or by the plugin's offer to run `memctl start`).
-local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
-vim.opt.rtp:prepend(plugin)
-package.path = plugin .. '/tests/?.lua;' .. package.path
-vim.cmd('runtime plugin/memoryd.lua')
-local T = require('helpers')
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 local uv = vim.uv or vim.loop
 

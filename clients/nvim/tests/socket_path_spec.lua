@@ -1,9 +1,6 @@
 -- The socket path rule gives what memoryd_client.default_socket_path() gives in the same
 -- environment ($MEMORYD_TEST_EXPECTED, computed by the pytest side).
-local plugin = os.getenv('MEMORYD_NVIM_PLUGIN')
-vim.opt.rtp:prepend(plugin)
-package.path = plugin .. '/tests/?.lua;' .. package.path
-local T = require('helpers')
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 
 T.run({
   {

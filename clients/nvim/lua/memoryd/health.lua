@@ -40,7 +40,8 @@ function M.check()
   report.start('memoryd')
 
   if vim.fn.has('nvim-0.7') == 1 then
-    report.ok(('Neovim %s'):format(tostring(vim.version and vim.version() and vim.version().minor and ('0.' .. vim.version().minor) or '')))
+    local v = vim.version()
+    report.ok(('Neovim %d.%d.%d'):format(v.major, v.minor, v.patch))
   else
     report.error('Neovim 0.7 or newer is needed (nvim_create_user_command, vim.keymap)')
   end

@@ -100,6 +100,10 @@ function M.save(ctx, text, done)
           local where = team and 'team memory' or 'memory'
           local note = reply.merged_into and (' (merged into ' .. format.basename(reply.merged_into) .. ')') or ''
           memoryd.message(('saved %s %s%s'):format(where, format.basename(reply.path), note))
+          -- The daemon warns, e.g. when the text looks like it holds a secret.
+          for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
+            memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
+          end
           if done then
             done(reply)
           end

@@ -1,0 +1,64 @@
+-- :MemorydRemember in a project with team sync (the daemon has MEMORYD_TEAM_URL and the repo
+-- has a remote): the personal/team choice, team: true, the daemon's secret warning, and the
+-- team state in the status view and status line.
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
+local memoryd = require('memoryd')
+
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+local repo = T.env('MEMORYD_TEST_REPO')
+
+local function edit_file()
+  vim.cmd('edit ' .. vim.fn.fnameescape(repo .. '/src/api/users.py'))
+end
+
+T.run({
+  {
+    'team memory: the scope question, then team: true',
+    function()
+      edit_file()
+      T.answers = { 4, 'Incident runbook', 2 } -- reference; the name; the team
+      vim.cmd('MemorydRemember The runbook is the wiki page Ops/On-call')
+      T.wait('the saved message', function()
+        return T.message_matching('saved team memory reference_incident_runbook.md')
+      end)
+      T.eq({ 'personal', 'team' }, T.prompts[3].items, 'scope choices')
+      T.eq('Save for', T.prompts[3].prompt, 'scope prompt')
+    end,
+  },
+  {
+    'personal memory in the same project',
+    function()
+      edit_file()
+      T.answers = { 1, 'Personal note', 1 }
+      vim.cmd('MemorydRemember I review pull requests in the morning')
+      T.wait('the saved message', function()
+        return T.message_matching('saved memory user_personal_note.md')
+      end)
+    end,
+  },
+  {
+    'a secret in the text: saved, with the daemon warning shown',
+    function()
+      edit_file()
+      T.answers = { 3, 'Deploy token', 1 }
+      vim.cmd('MemorydRemember deploy with token ghp_' .. string.rep('a1B2c3D4e5', 4):sub(1, 36))
+      T.wait('the warning', function()
+        local m = T.message_matching('looks like it holds a secret')
+        return m and m.level == vim.log.levels.WARN
+      end)
+      T.truthy(T.message_matching('saved memory project_deploy_token.md'), 'saved')
+    end,
+  },
+  {
+    'status view and status line show team sync',
+    function()
+      edit_file()
+      vim.cmd('MemorydStatus')
+      T.wait_view('status', '  repo acme/widgets on ' .. T.env('MEMORYD_TEAM_URL'))
+      memoryd.refresh_status(true)
+      T.wait('the status line', function()
+        return memoryd.statusline() == 'memoryd up · no model · team on'
+      end)
+    end,
+  },
+})
