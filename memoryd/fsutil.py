@@ -59,22 +59,34 @@ def open_dirs(paths: Iterable[Path]) -> list[tuple[Path, int]]:
     return found
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` atomically; readers see the old or the new file, never half."""
-    make_private_dirs(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def stage_file(directory: Path, data: bytes, *, prefix: str, mode: int = 0o600) -> Path:
+    """`data` in a new hidden temp file in `directory`, fsynced, with `mode`: ready to be
+    renamed or linked into place. Nothing is left behind when writing it fails."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return Path(tmp)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace `path` with `data` atomically; readers see the old or the new file, never half."""
+    make_private_dirs(path.parent)
+    tmp = stage_file(path.parent, data, prefix=f".{path.name}.", mode=mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
@@ -101,7 +113,8 @@ def create_exclusive(path: Path, text: str = "", mode: int = 0o600) -> bool:
     return True
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink in `path` durable (best effort: some filesystems refuse)."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:

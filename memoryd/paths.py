@@ -7,15 +7,9 @@ from pathlib import Path
 
 from memoryd_client.client import default_socket_path as client_default_socket_path
 
-
-def home() -> Path:
-    return Path(os.environ.get("HOME") or Path.home())
-
-
-def config_dir() -> Path:
-    """The config home: user instruction files, projects/, settings.json."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else home() / ".claude"
+# Defined once, in the stdlib-only client package, so memctl and the daemon always agree.
+from memoryd_client.paths import config_dir as config_dir
+from memoryd_client.paths import home as home
 
 
 def managed_dir() -> Path:

@@ -1,8 +1,9 @@
 """One typed method per RPC of docs/protocol.md, for the sync and the async client.
 
 Both mixins only need `call(method, params)`; `Client` and `AsyncClient` provide it. Optional
-arguments left at None are not sent, so the daemon's defaults apply. Generated once from a table
-and kept as plain code so type checkers and readers see every signature.
+arguments left at None are not sent, so the daemon's defaults apply. `SyncMethods` is written by
+hand; `AsyncMethods` is generated from it by scripts/gen_client_methods.py and kept as plain
+code so type checkers and readers see every signature (a test fails when the two drift).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Watching a growing set of folders (non-recursively) with watchfiles.
+"""Watching a growing set of folders (non-recursively) through `memoryd.fswatch`.
 
 watchfiles takes its paths once, at the start, so a new folder means a new watcher: the
 new generation starts, proves it is live — it must see a probe file this process writes
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from watchfiles import Change, awatch
+
+from memoryd import fswatch
 
 log = structlog.get_logger("memoryd.rules.watcher")
 
@@ -154,15 +155,13 @@ class DirWatcher:
     async def _run(self, generation: _Generation) -> None:
         probe_name = f"gen-{generation.number}"
         try:
-            async for changes in awatch(
+            async for changes in fswatch.watch(
                 *generation.dirs,
                 self._probe_dir,
+                stop=generation.stop,
                 recursive=False,
-                debounce=self._debounce_ms,
-                step=self._step_ms,
-                stop_event=generation.stop,
-                watch_filter=None,
-                ignore_permission_denied=True,
+                debounce_ms=self._debounce_ms,
+                step_ms=self._step_ms,
             ):
                 changed: set[Path] = set()
                 moved: set[Path] = set()
@@ -173,7 +172,7 @@ class DirWatcher:
                             generation.armed.set()
                         continue
                     changed.add(path)
-                    if change is not Change.modified:
+                    if change != fswatch.Change.modified:
                         moved.add(path)
                 if moved:
                     self._forget_moved(moved)

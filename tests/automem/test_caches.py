@@ -27,7 +27,9 @@ def _write(path: Path, name: str, body: str) -> None:
 async def _idle(am: AutoMemory) -> None:
     """Until no background load or sweep of the service runs."""
     for _ in range(500):
-        if not am._warming and not any(t.get_name() == "worker:automem" for t in am.daemon.workers):
+        if not am.states.warming and not any(
+            t.get_name() == "worker:automem" for t in am.daemon.workers
+        ):
             return
         await asyncio.sleep(0.01)
     raise AssertionError("background work did not finish")
@@ -193,9 +195,11 @@ async def test_first_get_context_loads_the_store_in_the_background(
     await daemon.call("get_context", cwd=str(project))
     am = daemon.daemon.service(AutoMemory)
     # get_context started the load; on a fast machine it may already have finished.
-    assert memdir in am._warming or (memdir in am._states and am._states[memdir].swept)
+    assert memdir in am.states.warming or (
+        memdir in am.states.states and am.states.states[memdir].swept
+    )
     await _idle(am)
-    state = am._states[memdir]
+    state = am.states.states[memdir]
     assert state.swept
     assert len(state.entries) == 30
     updates = state.updates

@@ -128,6 +128,22 @@ def test_every_rpc_of_the_daemon_has_a_method() -> None:
     assert missing == [], f"client methods missing for {missing}"
 
 
+def test_async_methods_are_the_sync_methods_generated() -> None:
+    """AsyncMethods is SyncMethods with `async def` and `await self.call` (scripts/gen_client_methods.py)."""
+    import ast
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gen_client_methods.py"
+    spec = importlib.util.spec_from_file_location("gen_client_methods", script)
+    assert spec is not None
+    assert spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    tree = ast.parse(gen.METHODS.read_text(encoding="utf-8"))
+    expected = ast.dump(gen.async_from_sync(tree), include_attributes=False)
+    assert ast.dump(gen._class(tree, "AsyncMethods"), include_attributes=False) == expected
+
+
 async def test_async_methods_against_the_real_daemon(daemon: DaemonHandle, tmp_path: Path) -> None:
     async with AsyncClient(daemon.socket_path) as conn:
         status = await conn.status()

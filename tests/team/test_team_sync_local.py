@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.team.protocol import checksum
+from memoryd.team.sync import localfs
 from memoryd.team.sync.localfs import LocalFolder, is_ignored
 from memoryd.team.sync.state import (
     Conflict,
@@ -256,14 +257,14 @@ def test_replace_keeps_an_edit_saved_after_the_decision(
     target.write_text("synced")
     folder = LocalFolder(team)
     now = datetime(2026, 12, 2, 15, 30, 12, tzinfo=UTC)
-    stage = LocalFolder._stage
+    stage = localfs.stage_file
 
-    def stage_then_edit(path: Path, content: str) -> Path:
-        staged = stage(path, content)
+    def stage_then_edit(directory: Path, data: bytes, *, prefix: str) -> Path:
+        staged = stage(directory, data, prefix=prefix)
         target.write_text("edited just now")  # in place, as many editors do
         return staged
 
-    monkeypatch.setattr(LocalFolder, "_stage", staticmethod(stage_then_edit))
+    monkeypatch.setattr(localfs, "stage_file", stage_then_edit)
     done = folder.replace("notes.md", "server", disposable={checksum("synced")}, now=now)
     assert done.written
     assert target.read_text() == "server"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memoryd_client.paths import config_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -145,12 +146,6 @@ UI = PlainUI | CursesUI
 
 
 # -- actions -----------------------------------------------------------------------------------
-
-
-def config_dir() -> Path:
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    home = Path(os.environ.get("HOME") or Path.home())
-    return Path(configured).expanduser() if configured else home / ".claude"
 
 
 def project_root(cwd: Path, listing: dict[str, Any]) -> Path:

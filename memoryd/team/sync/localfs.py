@@ -16,7 +16,6 @@ import os
 import re
 import secrets
 import stat as stat_mod
-import tempfile
 import time
 import unicodedata
 from collections.abc import Collection
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memoryd.fsutil import atomic_write_text, make_private_dirs
+from memoryd.fsutil import atomic_write_text, fsync_dir, make_private_dirs, stage_file
 from memoryd.team.protocol import ENTRY_MAX_BYTES, KEY_MAX_DEPTH, checksum, validate_key
 
 # `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
@@ -224,7 +223,7 @@ class LocalFolder:
         """
         target = self.target(key)
         self._make_parents(target)
-        staged = self._stage(target, content)
+        staged = stage_file(target.parent, content.encode("utf-8"), prefix=".memoryd-")
         aside: Path | None = None
         try:
             aside = self._move_aside(target)
@@ -246,24 +245,8 @@ class LocalFolder:
                     saved_as = self._keep_as_conflict_copy(aside, target, now)
                 except OSError:
                     saved_as = aside  # no name to give it: kept where it is, and reported
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return Replaced(written, saved_as)
-
-    @staticmethod
-    def _stage(target: Path, content: str) -> Path:
-        """The new content in a hidden temp file next to `target` (fsynced, 0600)."""
-        fd, tmp = tempfile.mkstemp(prefix=".memoryd-", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        return Path(tmp)
 
     @staticmethod
     def _move_aside(target: Path) -> Path | None:
@@ -334,12 +317,3 @@ class LocalFolder:
 class Replaced:
     written: bool  # False: the file was re-created while being replaced, and left alone
     saved_as: Path | None  # where the local content was kept, when it was an edit
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

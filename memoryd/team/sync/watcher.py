@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-import watchfiles
 
+from memoryd import fswatch
 from memoryd.fsutil import ensure_private_dir
 from memoryd.team.sync import delta
 from memoryd.team.sync.client import Permanent, TeamHTTPError
@@ -223,14 +223,12 @@ class SyncRunner:
     async def _watch(self) -> None:
         while not self._stop.is_set():
             try:
-                async for changes in watchfiles.awatch(
+                async for changes in fswatch.watch(
                     self.team_dir,
-                    stop_event=self._stop,
-                    watch_filter=None,
-                    debounce=self.tuning.watch_step_ms,
-                    step=self.tuning.watch_step_ms,
+                    stop=self._stop,
                     recursive=True,
-                    ignore_permission_denied=True,
+                    debounce_ms=self.tuning.watch_step_ms,
+                    step_ms=self.tuning.watch_step_ms,
                 ):
                     self._on_changes(changes)
                     if self._folder_gone(changes):
@@ -243,18 +241,18 @@ class SyncRunner:
             with contextlib.suppress(OSError):
                 ensure_private_dir(self.team_dir)
 
-    def _folder_gone(self, changes: set[tuple[watchfiles.Change, str]]) -> bool:
+    def _folder_gone(self, changes: fswatch.Changes) -> bool:
         root = str(self.team_dir)
         return (
-            any(change == watchfiles.Change.deleted and path == root for change, path in changes)
+            any(change == fswatch.Change.deleted and path == root for change, path in changes)
             or not self.team_dir.is_dir()
         )
 
-    def _on_changes(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+    def _on_changes(self, changes: fswatch.Changes) -> None:
         relevant = [(change, path) for change, path in changes if not self._ignored(path)]
         if not relevant:
             return
-        deletion = any(change == watchfiles.Change.deleted for change, _ in relevant)
+        deletion = any(change == fswatch.Change.deleted for change, _ in relevant)
         self.trigger(deletion=deletion)
 
     def _ignored(self, path: str) -> bool:

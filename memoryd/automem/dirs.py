@@ -1,0 +1,95 @@
+"""Which memory directory a project uses, whether auto memory is on, and whether the dir is safe.
+
+The path is chosen once per project root for the daemon's life (SPEC: cached, never dropped);
+the safety check is redone whenever the dir's real path, the home or the config dir moves, so
+a symlink swapped in later is seen. `resolve_inside` is the one check that a memory file named
+by a client stays inside its folder.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+from memoryd import paths
+from memoryd.automem import location
+from memoryd.automem.settings_cache import SettingsCache
+from memoryd.core.project import Project
+from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
+
+
+class MemoryDirs:
+    def __init__(self, settings: SettingsCache) -> None:
+        self.settings = settings
+        self.warnings: list[str] = []
+        self.known: set[Path] = set()  # every memory dir handed out, for `snapshot`
+        self._choices: dict[Path, location.MemoryDirChoice] = {}
+        # Per project root: the memory dir checked by `check_safe`, with what the check saw
+        # (the dir's real path, home, config dir); re-checked when any of those moves.
+        self._checked: dict[Path, tuple[tuple[str, Path, Path], Path]] = {}
+
+    def enabled(self, project: Project) -> bool:
+        return location.enabled(os.environ, self.settings.get(project.root))
+
+    def _choice(self, project: Project) -> location.MemoryDirChoice:
+        choice = self._choices.get(project.root)
+        if choice is None:
+            default = paths.config_dir() / "projects" / project.key / "memory"
+            choice = location.choose_memory_dir(
+                env=os.environ,
+                settings=self.settings.get(project.root),
+                default=default,
+                home=paths.home(),
+            )
+            self.warnings.extend(choice.warnings)
+            self._choices[project.root] = choice
+        return choice
+
+    def chosen(self, root: Path) -> Path | None:
+        """The memory dir chosen for a project root, when one was."""
+        choice = self._choices.get(root)
+        return None if choice is None else choice.path
+
+    def memory_dir(self, project: Project) -> Path:
+        """The project's memory dir (not created here). FeatureUnavailable when auto memory
+        is off; ForbiddenPath when it resolves somewhere memory must never be."""
+        if not self.enabled(project):
+            raise FeatureUnavailable(
+                "auto memory is off: set autoMemoryEnabled to true in user settings "
+                f"(`memctl call settings.set ...`) and unset {location.ENV_DISABLE}"
+            )
+        choice = self._choice(project)
+        home, config_dir = paths.home(), paths.config_dir()
+        seen = (os.path.realpath(choice.path), home, config_dir)
+        checked = self._checked.get(project.root)
+        if checked is not None and checked[0] == seen:
+            return checked[1]
+        location.check_safe(choice, home=home, config_dir=config_dir)
+        memory_dir = Path(unicodedata.normalize("NFC", str(choice.path)))
+        self.known.add(memory_dir)
+        self._checked[project.root] = (seen, memory_dir)
+        return memory_dir
+
+
+def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, str]:
+    """A memory file path checked against `folder` on its real path (symlinks resolved):
+    (absolute path, key relative to `folder`)."""
+    if not path or "\x00" in path:
+        raise InvalidParams("path: must be a non-empty path without NUL bytes")
+    raw = unicodedata.normalize("NFC", path)
+    candidate = Path(raw) if os.path.isabs(raw) else folder / raw
+    lexical = Path(os.path.normpath(candidate))
+    base = Path(os.path.normpath(folder))
+    if base not in lexical.parents:
+        raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
+    real_base = base.resolve()
+    real = lexical.resolve()
+    if real_base not in real.parents:
+        raise ForbiddenPath(f"{path} resolves to {real}, outside the memory directory {folder}")
+    if lexical.suffix != ".md":
+        raise InvalidParams(f"path: memory files end in .md, got {lexical.name!r}")
+    if must_exist and not lexical.is_file():
+        raise NotFound(f"no memory file {lexical}")
+    key = lexical.relative_to(base).as_posix()
+    return lexical, key

@@ -1,0 +1,91 @@
+"""Keeping MEMORY.md (and team/MEMORY.md) in step with the memory files.
+
+Writers queue their index line under the dir's writer lock (`queue`) and call `flush`
+after releasing it: writers queued behind one lock get their lines written in one MEMORY.md
+rewrite. `reconcile` brings an index in step after outside edits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd.automem import index as index_mod
+from memoryd.automem.layout import index_file, index_path, is_team, read_text
+from memoryd.automem.locks import WriterLocks
+from memoryd.automem.warmup import DirStates
+from memoryd.fsutil import atomic_write_text
+
+
+class IndexWriter:
+    def __init__(self, states: DirStates, locks: WriterLocks) -> None:
+        self._states = states
+        self._locks = locks
+        # Index lines waiting to be written, per memory dir: {key: (title, hook)}.
+        self._pending: dict[Path, dict[str, tuple[str, str]]] = {}
+
+    def queue(self, memory_dir: Path, key: str, title: str, hook: str) -> None:
+        """Queue the index line of `key` (call with the dir's writer lock held)."""
+        self._pending.setdefault(memory_dir, {})[key] = (title, hook)
+
+    def drop(self, memory_dir: Path, key: str) -> None:
+        """Forget a queued line of `key` (its file was deleted)."""
+        self._pending.get(memory_dir, {}).pop(key, None)
+
+    async def flush(self, memory_dir: Path) -> None:
+        """Write every pending index line of `memory_dir` (one rewrite per index file)."""
+        async with self._locks(memory_dir):
+            pending = self._pending.pop(memory_dir, None)
+            if not pending:
+                return  # an earlier writer's flush already wrote ours
+            state = self._states.state(memory_dir)
+            for team in (False, True):
+                lines = {
+                    index_file(k, team): index_mod.index_line(title, index_file(k, team), hook)
+                    for k, (title, hook) in pending.items()
+                    if is_team(k) == team
+                }
+                if not lines:
+                    continue
+                path = index_path(memory_dir, team=team)
+                text = read_text(path)
+                present = {index_file(k, team) for k in state.entries if is_team(k) == team}
+                new = index_mod.apply(text, lines, present | set(lines))
+                if new != text or not path.exists():
+                    atomic_write_text(path, new)
+                state.note_written_dir(path.parent)
+
+    def remove_line(self, memory_dir: Path, key: str) -> None:
+        """Take the index line of `key` out of its index (call with the writer lock held)."""
+        team = is_team(key)
+        path = index_path(memory_dir, team=team)
+        file = index_file(key, team)
+        text = read_text(path)
+        new = index_mod.remove(text, file)
+        if new != text:
+            atomic_write_text(path, new)
+
+    async def reconcile(self, memory_dir: Path) -> dict[str, int]:
+        """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
+        added = removed = 0
+        async with self._locks(memory_dir):
+            state = self._states.state(memory_dir)
+            state.refresh(force=True)
+            for team in (False, True):
+                path = index_path(memory_dir, team=team)
+                files = {
+                    index_file(k, team): (e.header.name, e.header.description)
+                    for k, e in state.entries.items()
+                    if is_team(k) == team
+                }
+                text = read_text(path)
+                if not files and not text:
+                    continue
+                before = {e.file for e in index_mod.parse_index(text)}
+                new = index_mod.reconcile(text, files)
+                after = {e.file for e in index_mod.parse_index(new)}
+                added += len(after - before)
+                removed += len(before - after)
+                if new != text:
+                    atomic_write_text(path, new)
+            state.invalidate()
+        return {"added": added, "removed": removed}

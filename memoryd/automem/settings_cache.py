@@ -1,0 +1,33 @@
+"""The effective settings of each project, re-read only when one of their files' stat changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd import settings as settings_mod
+from memoryd.automem.stamps import Stat, stat_stamp
+
+
+class SettingsCache:
+    def __init__(self, flag_settings: Path | None) -> None:
+        self.flag_settings = flag_settings
+        # Per project root: the settings with the stats of the files they were read from.
+        self._cache: dict[Path, tuple[tuple[Stat | None, ...], settings_mod.EffectiveSettings]] = {}
+
+    def get(self, root: Path) -> settings_mod.EffectiveSettings:
+        """`settings.load` for the project root, from cache while no settings file changed."""
+        flag = self.flag_settings
+        files = (
+            settings_mod.policy_settings_path(),
+            flag,
+            settings_mod.user_settings_path(),
+            settings_mod.project_settings_path(root),
+            settings_mod.local_settings_path(root),
+        )
+        stamp = tuple(None if f is None else stat_stamp(f) for f in files)
+        cached = self._cache.get(root)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        settings = settings_mod.load(root, flag)
+        self._cache[root] = (stamp, settings)
+        return settings

@@ -1,0 +1,180 @@
+"""Writing, deleting and restoring memory files; every overwrite or delete keeps a version.
+
+Each change holds the dir's writer lock while it touches files, queues or drops the file's
+index line, then flushes the index and announces `memory/saved` after the lock is released.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.automem import index as index_mod
+from memoryd.automem import naming
+from memoryd.automem.dedupe import find_near_duplicate, memory_text
+from memoryd.automem.dirs import MemoryDirs, resolve_inside
+from memoryd.automem.history import History, Version
+from memoryd.automem.index_writer import IndexWriter
+from memoryd.automem.layout import is_team
+from memoryd.automem.locks import WriterLocks
+from memoryd.automem.memfile import file_name_for, render_memory
+from memoryd.automem.store import TEAM_DIR, DirState
+from memoryd.automem.warmup import DirStates
+from memoryd.core.project import Project
+from memoryd.errors import ForbiddenPath, InvalidParams
+from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    path: Path
+    created: bool
+    merged_into: Path | None
+
+
+class MemoryWrites:
+    def __init__(
+        self,
+        dirs: MemoryDirs,
+        states: DirStates,
+        locks: WriterLocks,
+        index: IndexWriter,
+        history: History,
+        notify: Notify,
+    ) -> None:
+        self._dirs = dirs
+        self._states = states
+        self._locks = locks
+        self._index = index
+        self.history = history
+        self._notify = notify
+
+    async def write_memory(
+        self,
+        project: Project,
+        *,
+        type: str,
+        name: str,
+        description: str,
+        body: str,
+        team: bool = False,
+        file: str | None = None,
+    ) -> WriteResult:
+        text = render_memory(type, name, description, body)  # validates first, before any I/O
+        memory_dir = self._dirs.memory_dir(project)
+        folder = memory_dir / TEAM_DIR if team else memory_dir
+        async with self._locks(memory_dir):
+            state = self._states.state(memory_dir)
+            merged_into: Path | None = None
+            if file is not None:
+                target, key = resolve_inside(folder, file, must_exist=False)
+                key = f"{TEAM_DIR}/{key}" if team else key
+            else:
+                key, merged = _key_for_name(state, type, name, description, body, team)
+                target = memory_dir / key
+                merged_into = target if merged else None
+            _check_target(memory_dir, target)
+            created = not target.exists()
+            if not created:
+                self._snapshot_sync(memory_dir, key, target, "overwrite")
+            ensure_private_dir(memory_dir)
+            if team:
+                ensure_private_dir(folder)
+            ensure_private_dir(target.parent)
+            atomic_write_text(target, text)
+            state.note_written(key, target)
+            self._index.queue(memory_dir, key, name, description)
+        await self._index.flush(memory_dir)
+        await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
+        return WriteResult(target, created, merged_into)
+
+    async def delete_memory(self, project: Project, path: str | Path) -> Path:
+        memory_dir = self._dirs.memory_dir(project)
+        async with self._locks(memory_dir):
+            target, key = resolve_inside(memory_dir, str(path), must_exist=True)
+            if naming.is_index_name(target.name):
+                raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
+            state = self._states.state(memory_dir)
+            self._snapshot_sync(memory_dir, key, target, "delete")
+            target.unlink()
+            self._index.remove_line(memory_dir, key)
+            self._index.drop(memory_dir, key)
+            state.note_deleted(key, target)
+        return target
+
+    async def snapshot(self, path: Path) -> Version | None:
+        """Keep the current content of a memory file before someone overwrites or deletes it."""
+        for memory_dir in sorted(self._dirs.known, key=lambda p: len(str(p)), reverse=True):
+            try:
+                target, key = resolve_inside(memory_dir, str(path), must_exist=False)
+            except ForbiddenPath:
+                continue
+            if not target.is_file():
+                return None
+            return self._snapshot_sync(memory_dir, key, target, "overwrite")
+        raise ForbiddenPath(f"{path} is not in a known memory directory")
+
+    def _snapshot_sync(
+        self, memory_dir: Path, key: str, target: Path, reason: str
+    ) -> Version | None:
+        try:
+            content = target.read_bytes()
+        except FileNotFoundError:
+            return None
+        return self.history.save(memory_dir, key, content, reason)
+
+    def versions(self, project: Project, path: str) -> tuple[Path, list[Version]]:
+        memory_dir = self._dirs.memory_dir(project)
+        target, key = resolve_inside(memory_dir, path, must_exist=False)
+        return target, self.history.versions(memory_dir, key)
+
+    async def restore(self, project: Project, path: str, version: str) -> Path:
+        memory_dir = self._dirs.memory_dir(project)
+        async with self._locks(memory_dir):
+            target, key = resolve_inside(memory_dir, path, must_exist=False)
+            _check_target(memory_dir, target)  # not the index, not through a symlink
+            content = self.history.read(memory_dir, key, version)
+            state = self._states.state(memory_dir)
+            self._snapshot_sync(memory_dir, key, target, "restore")
+            ensure_private_dir(target.parent)
+            atomic_write_bytes(target, content)
+            state.note_written(key, target)
+            entry = state.entries[key]
+            self._index.queue(memory_dir, key, entry.header.name, entry.header.description)
+        await self._index.flush(memory_dir)
+        await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
+        return target
+
+
+def _key_for_name(
+    state: DirState, type: str, name: str, description: str, body: str, team: bool
+) -> tuple[str, bool]:
+    """(key, merged) for a write by name: the file of the memory with this name, else a
+    near duplicate's (a reported merge), else a free file name (suffixed when another
+    memory already has the name's file), so a different memory is never replaced."""
+    base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+    names = {k: e.header.name for k, e in state.entries.items()}
+    own = naming.own_file(base, name, names)
+    if own is not None:
+        return own, False
+    same_place = [e.candidate for k, e in state.entries.items() if is_team(k) == team]
+    duplicate = find_near_duplicate(type, memory_text(name, description, body), same_place)
+    if duplicate is not None:
+        return duplicate, True
+    taken = lambda key: key in names or os.path.lexists(state.memory_dir / key)  # noqa: E731
+    return naming.free_file(base, taken), False
+
+
+def _check_target(memory_dir: Path, target: Path) -> None:
+    if naming.is_index_name(target.name):
+        raise InvalidParams(
+            f"file: {target.name} names the index ({index_mod.INDEX_NAME}), not a memory"
+        )
+    if target.is_symlink():
+        raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
+    resolve_inside(memory_dir, str(target), must_exist=False)
