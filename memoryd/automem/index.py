@@ -100,6 +100,13 @@ def dangling(text: str, existing: Iterable[str]) -> list[IndexEntry]:
     return [e for e in parse_index(text) if e.file not in present and _is_local(e.file)]
 
 
+def unlisted(text: str, files: Iterable[str]) -> list[str]:
+    """The files (in the order given) that no index line points at: orphans, e.g. a file
+    written by a writer that was killed before it wrote the index."""
+    listed = {e.file for e in parse_index(text)}
+    return [f for f in files if f not in listed]
+
+
 def apply(text: str, upserts: Mapping[str, str], present: Collection[str] | None = None) -> str:
     """One pass over the index: each `upserts[file]` line replaces the first line for that
     file (later ones are dropped) or is appended; with `present`, lines pointing at files not

@@ -2,18 +2,27 @@
 
 Writers queue their index line under the dir's writer lock (`queue`) and call `flush`
 after releasing it: writers queued behind one lock get their lines written in one MEMORY.md
-rewrite. `reconcile` brings an index in step after outside edits.
+rewrite. `reconcile` brings an index in step after outside edits; `index_orphans` gives a
+line to each memory file that has none (a writer killed between its file and its line).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+
+import structlog
 
 from memoryd.automem import index as index_mod
 from memoryd.automem.layout import index_file, index_path, is_team, read_text
 from memoryd.automem.locks import WriterLocks
+from memoryd.automem.store import TEAM_DIR
 from memoryd.automem.warmup import DirStates
 from memoryd.fsutil import atomic_write_text
+
+log = structlog.get_logger("memoryd.automem")
+
+ORPHAN_HOOK = "indexed by memoryd: this file had no line in the index"
 
 
 class IndexWriter:
@@ -22,6 +31,7 @@ class IndexWriter:
         self._locks = locks
         # Index lines waiting to be written, per memory dir: {key: (title, hook)}.
         self._pending: dict[Path, dict[str, tuple[str, str]]] = {}
+        self.orphans_indexed = 0  # files given a generated line, for `status`
 
     def queue(self, memory_dir: Path, key: str, title: str, hook: str) -> None:
         """Queue the index line of `key` (call with the dir's writer lock held)."""
@@ -89,3 +99,44 @@ class IndexWriter:
                     atomic_write_text(path, new)
             state.invalidate()
         return {"added": added, "removed": removed}
+
+    async def index_orphans(self, memory_dir: Path, grace_s: float) -> list[str]:
+        """Give every memory file with no index line (older than `grace_s`) a generated line;
+        log them and count them for `status`. Nothing is removed. Returns the keys indexed."""
+        await self._states.ready(memory_dir)
+        added: list[str] = []
+        async with self._locks(memory_dir):
+            state = self._states.state(memory_dir)
+            pending = self._pending.get(memory_dir, {})
+            now = time.time()
+            for team in (False, True):
+                headers = {
+                    index_file(k, team): e.header
+                    for k, e in state.entries.items()
+                    if is_team(k) == team and k not in pending
+                }
+                if not headers:
+                    continue
+                path = index_path(memory_dir, team=team)
+                text = read_text(path)
+                lines = {
+                    file: index_mod.index_line(
+                        headers[file].name, file, headers[file].description or ORPHAN_HOOK
+                    )
+                    for file in index_mod.unlisted(text, sorted(headers))
+                    if now - headers[file].mtime >= grace_s
+                }
+                if not lines:
+                    continue
+                atomic_write_text(path, index_mod.apply(text, lines))
+                state.note_written_dir(path.parent)
+                added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
+        if added:
+            self.orphans_indexed += len(added)
+            log.warning(
+                "memory files without an index line were indexed",
+                memory_dir=str(memory_dir),
+                count=len(added),
+                files=added[:20],
+            )
+        return added

@@ -46,6 +46,7 @@ class IndexView:
     truncated: bool
     cap: str | None
     dangling: tuple[str, ...]  # index lines pointing at files that do not exist
+    orphans: tuple[str, ...] = ()  # memory files no index line points at
 
 
 class AutoMemory:
@@ -56,6 +57,7 @@ class AutoMemory:
         self.states = DirStates(lambda coro: daemon.spawn(coro, worker=WORKER))
         self.writer_lock = WriterLocks()
         self.index_writer = IndexWriter(self.states, self.writer_lock)
+        self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
         self.writes = MemoryWrites(
             self.dirs,
@@ -126,7 +128,8 @@ class AutoMemory:
         return resolve_inside(self.memory_dir(project), path, must_exist=must_exist)
 
     def read_index(self, project: Project, *, team: bool = False) -> IndexView:
-        """MEMORY.md (or team/MEMORY.md) as it enters a prompt: cut, with dangling lines."""
+        """MEMORY.md (or team/MEMORY.md) as it enters a prompt: cut, with dangling lines and
+        orphans (files without a line)."""
         memory_dir = self.memory_dir(project)
         path = index_path(memory_dir, team=team)
         text = read_text(path)
@@ -134,7 +137,8 @@ class AutoMemory:
         existing = [index_file(k, team) for k in state.entries if is_team(k) == team]
         cut = index_mod.truncate(text)
         missing = tuple(e.file for e in index_mod.dangling(text, existing))
-        return IndexView(path, cut.text, cut.truncated, cut.cap, missing)
+        orphans = tuple(index_mod.unlisted(text, sorted(existing)))
+        return IndexView(path, cut.text, cut.truncated, cut.cap, missing, orphans)
 
     def index_text(self, memory_dir: Path, *, team: bool = False) -> IndexText | None:
         """MEMORY.md (or team/MEMORY.md) cut to its caps, as `get_context` shows it; None when
@@ -172,6 +176,7 @@ class AutoMemory:
                 "enabled": location.env_enabled(os.environ),
                 "memory_dirs": len(states),
                 "memories": sum(len(s.entries) for s in states.values()),
+                "orphans_indexed": self.index_writer.orphans_indexed,
                 "warnings": self.warnings[-5:],
                 "open_dirs": [
                     {"path": str(path), "mode": f"{mode:04o}"}

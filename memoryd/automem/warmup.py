@@ -19,6 +19,9 @@ from memoryd.automem.store import DirState, scan_tree
 
 WORKER = "automem"
 WARM_SLICE_S = 0.004  # the first load of a memory dir yields to the event loop this often
+# A file younger than this with no index line may be a writer's between its file and its
+# index line (Claude Code writes both itself); the periodic sweep leaves it alone until then.
+ORPHAN_GRACE_S = 10.0
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
@@ -30,6 +33,10 @@ class DirStates:
         self.ranker_params = RankerParams()
         self.states: dict[Path, DirState] = {}
         self.warming: dict[Path, asyncio.Task[Any]] = {}
+        # Run on a dir's first access in this daemon's life (grace 0) and after each
+        # background sweep (grace ORPHAN_GRACE_S): indexes files that have no index line.
+        self.index_orphans: Callable[[Path, float], Coroutine[Any, Any, Any]] | None = None
+        self._orphans_checked: set[Path] = set()
 
     def _state(self, memory_dir: Path) -> DirState:
         state = self.states.get(memory_dir)
@@ -48,12 +55,23 @@ class DirStates:
             state.mark_sweep_started()
             self._spawn(self._sweep_in_background(state))
         state.refresh()
+        if (
+            self.index_orphans is not None
+            and memory_dir not in self._orphans_checked
+            and _on_loop()
+        ):
+            # First access in this daemon's life (e.g. after a kill -9): files that a killed
+            # writer left without an index line get one now, however young.
+            self._orphans_checked.add(memory_dir)
+            self._spawn(self.index_orphans(memory_dir, 0.0))
         return state
 
     async def _sweep_in_background(self, state: DirState) -> None:
         before = state.stamps()
         seen = await asyncio.to_thread(scan_tree, state.memory_dir)
         state.apply_scan(before, seen)
+        if self.index_orphans is not None:
+            await self.index_orphans(state.memory_dir, ORPHAN_GRACE_S)
 
     def warm(self, memory_dir: Path) -> None:
         """Load a memory dir that was never loaded, in the background, in slices that leave

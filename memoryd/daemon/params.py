@@ -73,4 +73,6 @@ Cwd = Annotated[str, AfterValidator(_absolute_existing_dir)]
 SessionId = Annotated[str, AfterValidator(_session_id)]
 # A path given by the client: bounded like the kernel bounds it (see `path_problem`).
 PathText = Annotated[str, AfterValidator(_path_text)]
-PathList = Annotated[list[PathText], Field(max_length=100_000)]
+# Paths only recorded or compared (`read_paths`, `already_surfaced`): odd ones are skipped
+# where they are used, never refused.
+PathList = Annotated[list[str], Field(max_length=100_000)]

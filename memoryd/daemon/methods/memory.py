@@ -124,6 +124,8 @@ async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
             "cap": auto_index.cap,
             "dangling": list(auto_index.dangling),
             "team_dangling": list(team_index.dangling),
+            "orphans": list(auto_index.orphans),
+            "team_orphans": list(team_index.orphans),
         },
         "warnings": [f"{h.file}: {h.problem}" for h in headers if h.problem],
     }

@@ -1,0 +1,90 @@
+"""A memory file with no index line (written, then the writer was killed before the index
+was) is found, indexed with a generated line and reported (issue 16)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryd.automem.index import parse_index
+from memoryd.automem.service import AutoMemory
+from tests.automem.conftest import USER, memory_text
+from tests.conftest import DaemonHandle
+
+
+def _index(memdir: Path) -> list[str]:
+    return sorted(e.file for e in parse_index((memdir / "MEMORY.md").read_text()))
+
+
+def _orphan(memdir: Path, file: str, name: str, *, age_s: float = 0) -> Path:
+    path = memdir / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(memory_text(name, f"about {name}", "project", f"{name} body text."))
+    if age_s:
+        then = time.time() - age_s
+        os.utime(path, (then, then))
+    return path
+
+
+async def _until(check: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_orphans_found_on_first_load_are_indexed_and_reported(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # What a kill -9 between the file and the index leaves: two files, one index line.
+    _orphan(memdir, "project_kept.md", "Kept")
+    (memdir / "MEMORY.md").write_text("- [Kept](project_kept.md) — about Kept\n")
+    _orphan(memdir, "project_lost.md", "Lost")
+    _orphan(memdir, "team/project_team_lost.md", "Team lost")
+    first = await daemon.call("memory.list", cwd=str(project))
+    assert len(first["memories"]) == 3
+    await _until(lambda: _index(memdir) == ["project_kept.md", "project_lost.md"])
+    assert _index(memdir / "team") == ["project_team_lost.md"]
+    assert "- [Lost](project_lost.md) — about Lost" in (memdir / "MEMORY.md").read_text()
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["orphans"] == []
+    assert listed["index"]["team_orphans"] == []
+    status = (await daemon.call("status"))["features"]["auto_memory"]
+    assert status["orphans_indexed"] == 2
+
+
+async def test_memory_list_reports_orphans_until_they_are_indexed(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    daemon.daemon.service(AutoMemory).sweep_interval_s = 3600  # no periodic sweep here
+    await daemon.call("memory.write", cwd=str(project), **USER)
+    await asyncio.sleep(0.05)  # the first load's reconciliation has run
+    _orphan(memdir, "project_fresh.md", "Fresh")  # just written: maybe a writer mid-way
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["orphans"] == ["project_fresh.md"]
+    res = await daemon.call("memory.reconcile", cwd=str(project))
+    assert res == {"added": 1, "removed": 0}
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["orphans"] == []
+
+
+async def test_the_background_sweep_indexes_orphans_once_they_are_old_enough(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    am = daemon.daemon.service(AutoMemory)
+    am.sweep_interval_s = 0.05
+    await daemon.call("memory.write", cwd=str(project), **USER)
+    _orphan(memdir, "project_fresh.md", "Fresh")
+    _orphan(memdir, "sub/project_old.md", "Old", age_s=120)
+
+    def indexed() -> bool:
+        asyncio.get_running_loop()
+        am.state(memdir)  # an access: lets a due sweep start
+        return "sub/project_old.md" in _index(memdir)
+
+    await _until(indexed)
+    # A file younger than the grace period may be a writer's between file and index line.
+    assert "project_fresh.md" not in _index(memdir)
