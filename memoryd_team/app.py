@@ -1,6 +1,7 @@
 """The team memory HTTP API (starlette): `make_app(storage, settings)`, separate from the CLI.
 
-    GET /api/claude_code/team_memory?repo=owner/repo[&view=hashes]   200 / 304 / 404
+    GET /api/claude_code/team_memory?repo=owner/repo[&view=hashes]   200 / 304 / 404 / 413
+    GET …?repo=owner/repo&view=page[&from=KEY][&max_bytes=N]          200 / 304 / 404 / 412
     PUT /api/claude_code/team_memory?repo=owner/repo                 200 / 400 / 412 / 413 / 422
     GET /healthz                                                     200 (no auth)
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from memoryd_team.storage.base import (
     StorageError,
     StorageUnavailable,
     TokenInfo,
+    TooLargeForOneReply,
     TooManyEntries,
 )
 from memoryd_team.validation import canonical_repo, key_problem, text_problem
@@ -43,6 +46,9 @@ from memoryd_team.validation import canonical_repo, key_problem, text_problem
 log = logging.getLogger(__name__)
 
 _NO_STORE = {"Cache-Control": "no-store"}
+
+# `memoryd-team serve --workers N` hands each worker process its database and settings here.
+SERVE_ENV = "MEMORYD_TEAM_SERVE"
 
 
 @dataclass(eq=False)
@@ -83,6 +89,14 @@ def make_app(storage: Storage, settings: ServerSettings | None = None) -> Starle
     )
 
 
+def app_from_environment() -> Starlette:
+    """The app of one `serve --workers N` worker process (uvicorn's factory)."""
+    from memoryd_team.storage import open_storage
+
+    config = json.loads(os.environ[SERVE_ENV])
+    return make_app(open_storage(config["database"]), ServerSettings(**config["settings"]))
+
+
 async def _internal_error(_: Request, exc: Exception) -> Response:
     return JSONResponse(
         {"error": "internal", "message": "internal server error"},
@@ -104,6 +118,13 @@ def _storage_problem(exc: Exception) -> Problem:
             "precondition_failed",
             "the repository changed since your ETag; fetch the checksums and retry",
             headers={"ETag": exc.current_etag},
+        )
+    if isinstance(exc, TooLargeForOneReply):
+        return Problem(
+            413,
+            "paging_required",
+            f"the repository's entries exceed {exc.max_bytes} bytes: read them with view=page",
+            {"max_bytes": exc.max_bytes},
         )
     if isinstance(exc, TooManyEntries):
         return Problem(
@@ -159,21 +180,59 @@ class _TeamMemoryAPI:
 
     async def _get(self, request: Request, repo: str) -> Response:
         view = request.query_params.get("view")
-        if view not in (None, "hashes"):
-            raise Problem(400, "invalid_view", "view must be 'hashes' or absent")
+        if view not in (None, "hashes", "page"):
+            raise Problem(400, "invalid_view", "view must be 'hashes', 'page' or absent")
         if_none_match = request.headers.get("if-none-match")
         if if_none_match is not None:
             # Cheap path: one row read decides a 304 without loading any entry.
             etag = await self.storage.get_etag(repo)
             if etag is not None and if_none_match_hits(if_none_match, etag):
                 return Response(status_code=304, headers={"ETag": etag, **_NO_STORE})
-        state = await self.storage.get_state(repo, with_content=view is None)
+        if view == "page":
+            return await self._get_page(request, repo)
+        state = await self.storage.get_state(
+            repo, with_content=view is None, max_content_bytes=self.settings.full_bytes
+        )
         if state is None:
             raise Problem(404, "not_found", "the repository has no team memory yet")
         body: dict[str, Any] = {"entryChecksums": state.checksums}
         if state.entries is not None:
             body = {"entries": state.entries, **body}
         return JSONResponse(body, headers={"ETag": state.etag, **_NO_STORE})
+
+    async def _get_page(self, request: Request, repo: str) -> Response:
+        """Entries in key order from `from` (inclusive) until `max_bytes` of content (the
+        server's page size at most); `next` names the first key of the following page;
+        `entryChecksums` covers the page's entries, or every entry on the first page.
+        With If-Match, 412 when the repo is no longer in that state (one snapshot across
+        pages for a client that wants it)."""
+        start = request.query_params.get("from")
+        if start is not None and text_problem(start) is not None:
+            raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
+        max_bytes = self.settings.page_bytes
+        raw = request.query_params.get("max_bytes")
+        if raw is not None:
+            if not raw.isdigit() or int(raw) < 1:
+                raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
+            max_bytes = min(max_bytes, int(raw))
+        if_match = parse_if_match(request.headers.get("if-match"))
+        if if_match is not None:
+            etag = await self.storage.get_etag(repo)
+            if etag is not None and not (if_match.any or etag in if_match.etags):
+                raise _storage_problem(PreconditionFailed(etag))
+        # The first page (no `from`) carries every entry's checksum, as view=hashes does: a
+        # client learns the whole state and the first entries in one request.
+        page = await self.storage.get_page(
+            repo, start=start, max_bytes=max_bytes, all_checksums=start is None
+        )
+        if page is None:
+            raise Problem(404, "not_found", "the repository has no team memory yet")
+        if if_match is not None and not (if_match.any or page.etag in if_match.etags):
+            raise _storage_problem(PreconditionFailed(page.etag))
+        return JSONResponse(
+            {"entries": page.entries, "entryChecksums": page.checksums, "next": page.next},
+            headers={"ETag": page.etag, **_NO_STORE},
+        )
 
     async def _put(self, request: Request, repo: str, token: TokenInfo) -> Response:
         body = await self._read_body(request)

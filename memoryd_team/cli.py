@@ -1,6 +1,7 @@
 """`memoryd-team`: run the team server and administer its tokens and history.
 
-    memoryd-team serve [--host H] [--port P] [--database URL] [--max-entries N] [--max-body-bytes N]
+    memoryd-team serve [--host H] [--port P] [--database URL] [--workers N] [--max-entries N] …
+    memoryd-team migrate
     memoryd-team token create --repo owner/repo [--repo …] [--name NAME]
     memoryd-team token list | token revoke TOKEN_ID
     memoryd-team history --repo owner/repo [KEY] [--version N]
@@ -14,19 +15,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from memoryd import __version__
 from memoryd_team import auth
 from memoryd_team.settings import (
+    DEFAULT_FULL_BYTES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_ENTRY_BYTES,
+    DEFAULT_PAGE_BYTES,
     ServerSettings,
 )
 from memoryd_team.storage import DATABASE_ENV, open_storage
@@ -96,8 +100,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-secret-scan", action="store_true", help="accept entries the scanner would refuse"
     )
+    serve.add_argument("--page-bytes", type=_positive, default=DEFAULT_PAGE_BYTES)
+    serve.add_argument("--full-bytes", type=_positive, default=DEFAULT_FULL_BYTES)
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="server processes sharing the port (use PostgreSQL for more than one)",
+    )
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(run=_serve)
+
+    migrate = commands.add_parser(
+        "migrate",
+        parents=[common],
+        help="bring the database schema up to date (safe to repeat, and while servers run)",
+    )
+    migrate.set_defaults(run=_migrate)
 
     token = commands.add_parser("token", help="manage bearer tokens").add_subparsers(
         dest="token_command", required=True
@@ -185,7 +204,7 @@ def _key(raw: str) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from memoryd_team.app import make_app
+    from memoryd_team.app import SERVE_ENV, make_app
 
     try:
         settings = ServerSettings(
@@ -193,19 +212,45 @@ def _serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             max_entry_bytes=args.max_entry_bytes,
             secret_scan=not args.no_secret_scan,
+            page_bytes=args.page_bytes,
+            full_bytes=args.full_bytes,
         )
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
-    app = make_app(_storage(args), settings)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        ws="none",
-        lifespan="on",
-        server_header=False,
+    storage = _storage(args)  # a bad URL is refused here, before any worker starts
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "ws": "none",
+        "lifespan": "on",
+        "server_header": False,
+    }
+    if args.workers == 1:
+        uvicorn.run(make_app(storage, settings), **options)
+        return EXIT_OK
+    # Each worker is a process of its own (uvicorn's supervisor restarts one that dies) and
+    # builds its app from the environment; the ETag check is in the database transaction,
+    # so two workers never both accept a push against one ETag.
+    os.environ[SERVE_ENV] = json.dumps(
+        {"database": args.database, "settings": dataclasses.asdict(settings)}
     )
+    uvicorn.run(
+        "memoryd_team.app:app_from_environment", factory=True, workers=args.workers, **options
+    )
+    return EXIT_OK
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    async def run(storage: Storage) -> tuple[list[int], int]:
+        # `open` migrates; a second `migrate` finds nothing left and says so.
+        return storage.migrations_applied, await storage.schema_version()
+
+    applied, version = _with_storage(args, run)
+    if applied:
+        print(f"applied schema steps {', '.join(map(str, applied))}; schema at version {version}")
+    else:
+        print(f"schema up to date at version {version}")
     return EXIT_OK
 
 

@@ -9,6 +9,11 @@ DEFAULT_MAX_ENTRIES = 10_000
 # alone; JSON escaping can inflate that, so the body cap leaves generous room above it.
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_ENTRY_BYTES = 250_000
+# Reads stay bounded whatever a repository's size: a page holds entries until their contents
+# reach PAGE_BYTES (plus at most one entry), and the unpaged listing old clients ask for is
+# refused (413 paging_required) past FULL_BYTES, read row by row so it never holds more.
+DEFAULT_PAGE_BYTES = 2 * 1024 * 1024
+DEFAULT_FULL_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +22,8 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
     secret_scan: bool = True
+    page_bytes: int = DEFAULT_PAGE_BYTES
+    full_bytes: int = DEFAULT_FULL_BYTES
 
     def __post_init__(self) -> None:
         if self.max_entries is not None and self.max_entries < 1:
@@ -25,3 +32,5 @@ class ServerSettings:
             raise ValueError("max_body_bytes must be at least 1024")
         if self.max_entry_bytes < 1:
             raise ValueError("max_entry_bytes must be at least 1")
+        if self.page_bytes < 1 or self.full_bytes < 1:
+            raise ValueError("page_bytes and full_bytes must be at least 1")

@@ -4,6 +4,7 @@
     ├── StorageUnavailable   the database failed or is unreachable (the server answers 503)
     ├── PreconditionFailed   If-Match does not name the current state (412)
     ├── TooManyEntries       the upsert would exceed the entry limit (413)
+    ├── TooLargeForOneReply  the unpaged listing would exceed its cap: page it (413)
     └── VersionNotFound      restore of a version that was never written
 
 Every implementation keeps an append-only history: a changed entry gets a new version row,
@@ -44,6 +45,14 @@ class VersionNotFound(StorageError):
     pass
 
 
+class TooLargeForOneReply(StorageError):
+    """The repository's contents exceed what one unpaged GET may hold (`max_bytes`)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(f"the entries exceed {max_bytes} bytes: read them page by page")
+        self.max_bytes = max_bytes
+
+
 @dataclass(frozen=True, slots=True)
 class IfMatch:
     """A parsed If-Match header: `any` for `*`, else the strong entity tags it lists."""
@@ -82,6 +91,16 @@ class RepoState:
 
 
 @dataclass(frozen=True, slots=True)
+class Page:
+    """Entries in key order from a starting key, as of one snapshot (`etag`)."""
+
+    etag: str
+    entries: dict[str, str]
+    checksums: dict[str, str]  # of `entries`, or of every entry when asked (`all_checksums`)
+    next: str | None  # the first key of the next page; None after the last entry
+
+
+@dataclass(frozen=True, slots=True)
 class PutResult:
     etag: str
     written: tuple[str, ...]
@@ -104,9 +123,21 @@ class VersionInfo:
 class Storage(abc.ABC):
     """Async storage of tokens, current entries and their history."""
 
+    # The schema steps the last `open` applied (`memoryd-team migrate` reports them).
+    migrations_applied: list[int] = []  # noqa: RUF012 - replaced per instance, never mutated
+
     @abc.abstractmethod
     async def open(self) -> None:
-        """Connect and create the schema if missing (idempotent, safe from several processes)."""
+        """Connect and bring the schema up to date (`migrate`)."""
+
+    @abc.abstractmethod
+    async def migrate(self) -> list[int]:
+        """Apply the schema steps not applied yet, in order; the versions applied. Idempotent,
+        and safe from several processes at once and while servers run (one lock)."""
+
+    @abc.abstractmethod
+    async def schema_version(self) -> int:
+        """The newest schema step applied."""
 
     @abc.abstractmethod
     async def close(self) -> None: ...
@@ -136,8 +167,20 @@ class Storage(abc.ABC):
         """The current ETag, None when the repo has no entries."""
 
     @abc.abstractmethod
-    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
-        """A consistent snapshot (ETag matches the checksums), None when the repo has none."""
+    async def get_state(
+        self, repo: str, *, with_content: bool, max_content_bytes: int | None = None
+    ) -> RepoState | None:
+        """A consistent snapshot (ETag matches the checksums), None when the repo has none.
+        With content, TooLargeForOneReply once the contents read pass `max_content_bytes`
+        (rows are read one by one, so memory stays near the cap whatever the repo's size)."""
+
+    @abc.abstractmethod
+    async def get_page(
+        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+    ) -> Page | None:
+        """Entries with key >= `start` (code point order) until their contents reach
+        `max_bytes` (at least one entry), from one snapshot; None when the repo has none.
+        With `all_checksums`, the checksums of every entry (same snapshot)."""
 
     async def put_entries(
         self,

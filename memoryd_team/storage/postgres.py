@@ -18,11 +18,13 @@ import asyncpg
 from memoryd_team.storage.base import (
     Author,
     IfMatch,
+    Page,
     PutResult,
     RepoState,
     Storage,
     StorageUnavailable,
     TokenInfo,
+    TooLargeForOneReply,
     VersionInfo,
     VersionNotFound,
 )
@@ -79,10 +81,32 @@ CREATE OR REPLACE TRIGGER team_entry_versions_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION team_entry_versions_append_only();
 """
 
+# The schema's history, applied in order by `migrate` (on every open, and by `memoryd-team
+# migrate`); each step is idempotent and runs in one transaction under the schema lock, so
+# running it twice, or from several processes while servers run, is safe. Never edit a step
+# that has shipped: add one.
+_MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, _SCHEMA),
+    # Pages are read in code point order (COLLATE "C") whatever the database's locale: an
+    # index in that order makes each page a range scan. Writers wait while it is built.
+    (
+        2,
+        'CREATE INDEX IF NOT EXISTS team_entries_repo_key_c ON team_entries (repo, key COLLATE "C")',
+    ),
+)
+_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS team_schema_migrations (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
 _VERSION_COLUMNS = (
     "repo, key, version, checksum, octet_length(content) AS size, written_at, token_id, "
     "author, restored_from"
 )
+
+_PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in flight
 
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
 
@@ -102,14 +126,35 @@ class PostgresStorage(Storage):
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
         try:
-            async with self._connection() as conn, conn.transaction():
-                # Several processes may start at once; CREATE … IF NOT EXISTS alone can still
-                # race.
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
-                await conn.execute(_SCHEMA)
+            self.migrations_applied = await self.migrate()
         except BaseException:
             await self.close()  # the pool's connections are not left open behind the error
             raise
+
+    async def migrate(self) -> list[int]:
+        async with self._connection() as conn, conn.transaction():
+            # Several processes may start at once; CREATE … IF NOT EXISTS alone can still
+            # race, and two migrators must not both run a step.
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+            await conn.execute(_MIGRATIONS_TABLE)
+            done = {
+                row["version"]
+                for row in await conn.fetch("SELECT version FROM team_schema_migrations")
+            }
+            applied: list[int] = []
+            for version, sql in _MIGRATIONS:
+                if version not in done:
+                    await conn.execute(sql)
+                    await conn.execute(
+                        "INSERT INTO team_schema_migrations (version) VALUES ($1)", version
+                    )
+                    applied.append(version)
+        return applied
+
+    async def schema_version(self) -> int:
+        async with self._connection() as conn:
+            version = await conn.fetchval("SELECT max(version) FROM team_schema_migrations")
+        return int(version or 0)
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -125,6 +170,15 @@ class PostgresStorage(Storage):
                 yield conn
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
+
+    @contextlib.asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any]]:
+        """A read-only transaction on one snapshot: the ETag describes exactly the rows read."""
+        async with (
+            self._connection() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            yield conn
 
     # tokens -------------------------------------------------------------------------------
 
@@ -173,29 +227,67 @@ class PostgresStorage(Storage):
 
     async def get_etag(self, repo: str) -> str | None:
         async with self._connection() as conn:
-            etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
-        return None if etag is None or etag == EMPTY_ETAG else str(etag)
+            return await _current_etag(conn, repo)
 
-    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
-        async with (
-            self._connection() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            # One snapshot for both reads, so the ETag describes exactly these rows.
-            etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
-            if etag is None or etag == EMPTY_ETAG:
+    async def get_state(
+        self, repo: str, *, with_content: bool, max_content_bytes: int | None = None
+    ) -> RepoState | None:
+        async with self._snapshot() as conn:
+            etag = await _current_etag(conn, repo)
+            if etag is None:
                 return None
             if with_content:
-                rows = await conn.fetch(
-                    "SELECT key, checksum, content FROM team_entries WHERE repo = $1", repo
-                )
-                return RepoState(
-                    str(etag),
-                    {row["key"]: row["checksum"] for row in rows},
-                    {row["key"]: row["content"] for row in rows},
-                )
+                entries: dict[str, str] = {}
+                checksums: dict[str, str] = {}
+                size = 0
+                # A server-side cursor: rows arrive a few at a time, never all at once.
+                async for row in conn.cursor(
+                    "SELECT key, checksum, content, octet_length(content) AS size"
+                    " FROM team_entries WHERE repo = $1",
+                    repo,
+                    prefetch=_PREFETCH,
+                ):
+                    size += row["size"]
+                    if max_content_bytes is not None and size > max_content_bytes:
+                        raise TooLargeForOneReply(max_content_bytes)
+                    entries[row["key"]] = row["content"]
+                    checksums[row["key"]] = row["checksum"]
+                return RepoState(etag, checksums, entries)
             rows = await conn.fetch("SELECT key, checksum FROM team_entries WHERE repo = $1", repo)
-            return RepoState(str(etag), {row["key"]: row["checksum"] for row in rows}, None)
+            return RepoState(etag, {row["key"]: row["checksum"] for row in rows}, None)
+
+    async def get_page(
+        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+    ) -> Page | None:
+        async with self._snapshot() as conn:
+            etag = await _current_etag(conn, repo)
+            if etag is None:
+                return None
+            entries: dict[str, str] = {}
+            checksums: dict[str, str] = {}
+            following: str | None = None
+            size = 0
+            # COLLATE "C": code point order whatever the database's locale (the migration
+            # indexes exactly this, so a page is an index range scan).
+            async for row in conn.cursor(
+                "SELECT key, checksum, content, octet_length(content) AS size FROM team_entries"
+                ' WHERE repo = $1 AND key COLLATE "C" >= $2 ORDER BY key COLLATE "C"',
+                repo,
+                start or "",
+                prefetch=_PREFETCH,
+            ):
+                if entries and size >= max_bytes:
+                    following = row["key"]
+                    break
+                entries[row["key"]] = row["content"]
+                checksums[row["key"]] = row["checksum"]
+                size += row["size"]
+            if all_checksums:
+                rows = await conn.fetch(
+                    "SELECT key, checksum FROM team_entries WHERE repo = $1", repo
+                )
+                checksums = {row["key"]: row["checksum"] for row in rows}
+            return Page(etag, entries, checksums, following)
 
     async def _apply(
         self,
@@ -310,6 +402,11 @@ class PostgresStorage(Storage):
         if row is None:
             raise VersionNotFound(f"{repo}: no version {version} of {key!r}")
         return _version(row), str(row["content"])
+
+
+async def _current_etag(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) -> str | None:
+    etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
+    return None if etag is None or etag == EMPTY_ETAG else str(etag)
 
 
 def _token(row: Any) -> TokenInfo:

@@ -24,12 +24,14 @@ from memoryd.fsutil import ensure_private_dir
 from memoryd_team.storage.base import (
     Author,
     IfMatch,
+    Page,
     PutResult,
     RepoState,
     Storage,
     StorageError,
     StorageUnavailable,
     TokenInfo,
+    TooLargeForOneReply,
     VersionInfo,
     VersionNotFound,
 )
@@ -79,6 +81,16 @@ BEFORE DELETE ON team_entry_versions
 BEGIN SELECT RAISE(ABORT, 'team_entry_versions is append-only'); END;
 """
 
+# The schema's history (see the PostgreSQL storage): each step idempotent, applied in order
+# inside one `BEGIN IMMEDIATE`, recorded in team_schema_migrations. Never edit a shipped step.
+_MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _SCHEMA),)
+_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS team_schema_migrations (
+    version INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+"""
+
 _VERSION_COLUMNS = (
     "repo, key, version, checksum, length(CAST(content AS BLOB)), written_at, token_id, "
     "author, restored_from"
@@ -105,7 +117,7 @@ class SqliteStorage(Storage):
         os.close(fd)
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="team-sqlite")
         try:
-            await self._run(self._init_schema)
+            self.migrations_applied = await self.migrate()
         except BaseException:
             await self.close()  # e.g. not a database: no thread or connection left behind
             raise
@@ -119,9 +131,36 @@ class SqliteStorage(Storage):
                 conn.close()
             self._connections.clear()
 
-    def _init_schema(self, conn: sqlite3.Connection) -> None:
-        with self._write_lock:
-            conn.executescript(_SCHEMA)
+    async def migrate(self) -> list[int]:
+        def run(conn: sqlite3.Connection) -> list[int]:
+            with self._write_lock:
+                conn.executescript(_MIGRATIONS_TABLE)
+                # executescript commits before it runs: the steps go in one script of their
+                # own, inside BEGIN IMMEDIATE … COMMIT (the write lock across processes).
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    done = {
+                        v for (v,) in conn.execute("SELECT version FROM team_schema_migrations")
+                    }
+                finally:
+                    conn.execute("COMMIT")
+                pending = [(v, sql) for v, sql in _MIGRATIONS if v not in done]
+                if pending:
+                    script = "".join(
+                        f"{sql}\nINSERT OR IGNORE INTO team_schema_migrations (version) VALUES ({v});\n"
+                        for v, sql in pending
+                    )
+                    conn.executescript(f"BEGIN IMMEDIATE;\n{script}COMMIT;")
+                return [v for v, _ in pending]
+
+        return await self._run(run)
+
+    async def schema_version(self) -> int:
+        def select(conn: sqlite3.Connection) -> int:
+            (version,) = conn.execute("SELECT max(version) FROM team_schema_migrations").fetchone()
+            return int(version or 0)
+
+        return await self._run(select)
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -220,29 +259,76 @@ class SqliteStorage(Storage):
 
     async def get_etag(self, repo: str) -> str | None:
         def select(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
-            return None if row is None or row[0] == EMPTY_ETAG else str(row[0])
+            return _current_etag(conn, repo)
 
         return await self._run(select)
 
-    async def get_state(self, repo: str, *, with_content: bool) -> RepoState | None:
+    async def get_state(
+        self, repo: str, *, with_content: bool, max_content_bytes: int | None = None
+    ) -> RepoState | None:
         def select(conn: sqlite3.Connection) -> RepoState | None:
             # One read transaction: the WAL snapshot makes the ETag and the rows agree.
             with self._transaction(conn, "DEFERRED"):
-                row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
-                if row is None or row[0] == EMPTY_ETAG:
+                etag = _current_etag(conn, repo)
+                if etag is None:
                     return None
                 if with_content:
+                    entries: dict[str, str] = {}
+                    checksums: dict[str, str] = {}
+                    size = 0
                     rows = conn.execute(
-                        "SELECT key, checksum, content FROM team_entries WHERE repo = ?", (repo,)
-                    ).fetchall()
-                    entries = {key: content for key, _, content in rows}
-                    checksums = {key: digest for key, digest, _ in rows}
-                    return RepoState(str(row[0]), checksums, entries)
-                rows = conn.execute(
+                        "SELECT key, checksum, content, length(CAST(content AS BLOB))"
+                        " FROM team_entries WHERE repo = ?",
+                        (repo,),
+                    )
+                    with contextlib.closing(rows):
+                        for key, digest, content, length in rows:
+                            size += length
+                            if max_content_bytes is not None and size > max_content_bytes:
+                                raise TooLargeForOneReply(max_content_bytes)
+                            entries[key] = content
+                            checksums[key] = digest
+                    return RepoState(etag, checksums, entries)
+                hashes = conn.execute(
                     "SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,)
                 ).fetchall()
-                return RepoState(str(row[0]), dict(rows), None)
+                return RepoState(etag, dict(hashes), None)
+
+        return await self._run(select)
+
+    async def get_page(
+        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+    ) -> Page | None:
+        def select(conn: sqlite3.Connection) -> Page | None:
+            with self._transaction(conn, "DEFERRED"):
+                etag = _current_etag(conn, repo)
+                if etag is None:
+                    return None
+                # BINARY collation: UTF-8 byte order, which is code point order.
+                rows = conn.execute(
+                    "SELECT key, checksum, content, length(CAST(content AS BLOB))"
+                    " FROM team_entries WHERE repo = ? AND key >= ? ORDER BY key",
+                    (repo, start or ""),
+                )
+                entries: dict[str, str] = {}
+                checksums: dict[str, str] = {}
+                size = 0
+                following: str | None = None
+                with contextlib.closing(rows):  # stepped row by row, closed before COMMIT
+                    for key, digest, content, length in rows:
+                        if entries and size >= max_bytes:
+                            following = str(key)
+                            break
+                        entries[key] = content
+                        checksums[key] = digest
+                        size += length
+                if all_checksums:
+                    checksums = dict(
+                        conn.execute(
+                            "SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,)
+                        ).fetchall()
+                    )
+                return Page(etag, entries, checksums, following)
 
         return await self._run(select)
 
@@ -335,6 +421,11 @@ class SqliteStorage(Storage):
             return _version(row[:-1]), str(row[-1])
 
         return await self._run(select)
+
+
+def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:
+    row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
+    return None if row is None or row[0] == EMPTY_ETAG else str(row[0])
 
 
 def _token(row: Any) -> TokenInfo:

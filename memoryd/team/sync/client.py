@@ -7,7 +7,8 @@
         ├── TooManyEntries            413 {"error": "too_many_entries", "max_entries": N}
         ├── BodyTooLarge              413 otherwise — also the HTML page of a gateway
         ├── EntryTooLarge             413 {"error": "entry_too_large", "key": …}
-        └── SecretRejected            422: the server's scan found a secret (key and rule named)
+        ├── SecretRejected            422: the server's scan found a secret (key and rule named)
+        └── PagingUnsupported         400 invalid_view to view=page: a server from before paging
 
 412, 413 and 422 are Permanent for the request but handled by the engine (refresh, shrink,
 skip); only the others suppress pushing. Foreign errors are mapped here with `raise … from`.
@@ -77,6 +78,21 @@ class Snapshot:
     entries: dict[str, str] | None
 
 
+class PagingUnsupported(Permanent):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A 200 from GET view=page: entries in key order from the asked key, and where the next
+    page starts (None after the last)."""
+
+    etag: str | None
+    entries: dict[str, str]
+    checksums: dict[str, str]
+    next: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class NotModified:
     """A 304: the repo still has the ETag the client named."""
@@ -117,18 +133,62 @@ class TeamClient:
         params = {"repo": repo}
         if hashes_only:
             params["view"] = "hashes"
-        headers = {"If-None-Match": if_none_match} if if_none_match else {}
-        response = await self._send("GET", params, headers, None)
-        if response.status_code == 304:
-            return NotModified(response.headers.get("etag"))
-        if response.status_code == 404:
-            return None
+        response = await self._get(params, if_none_match)
+        if not isinstance(response, httpx.Response):
+            return response
         if response.status_code != 200:
             raise _failure(response)
         body = _json_object(response)
         checksums = _str_map(body.get("entryChecksums", {}), "entryChecksums")
         entries = None if hashes_only else _str_map(body.get("entries", {}), "entries")
         return Snapshot(response.headers.get("etag"), checksums, entries)
+
+    async def fetch_page(
+        self,
+        repo: str,
+        *,
+        start: str | None = None,
+        if_none_match: str | None = None,
+        max_bytes: int | None = None,
+    ) -> Page | NotModified | None:
+        """GET view=page: entries with key >= `start` up to the server's page size (or
+        `max_bytes`); the first page (no `start`) carries every entry's checksum. NotModified
+        on 304, None when the repo has no entries (404); PagingUnsupported from a server that
+        predates paging."""
+        params = {"repo": repo, "view": "page"}
+        if start is not None:
+            params["from"] = start
+        if max_bytes is not None:
+            params["max_bytes"] = str(max_bytes)
+        response = await self._get(params, if_none_match)
+        if not isinstance(response, httpx.Response):
+            return response
+        if response.status_code == 400 and _problem(response).get("error") == "invalid_view":
+            raise PagingUnsupported("the team server does not page its reads", 400)
+        if response.status_code != 200:
+            raise _failure(response)
+        body = _json_object(response)
+        following = body.get("next")
+        if following is not None and not isinstance(following, str):
+            raise Retryable("the team server sent a malformed 'next'")
+        return Page(
+            response.headers.get("etag"),
+            _str_map(body.get("entries", {}), "entries"),
+            _str_map(body.get("entryChecksums", {}), "entryChecksums"),
+            following,
+        )
+
+    async def _get(
+        self, params: dict[str, str], if_none_match: str | None
+    ) -> httpx.Response | NotModified | None:
+        """A GET's reply, or NotModified on 304, None on 404 (the repo has no entries)."""
+        headers = {"If-None-Match": if_none_match} if if_none_match else {}
+        response = await self._send("GET", params, headers, None)
+        if response.status_code == 304:
+            return NotModified(response.headers.get("etag"))
+        if response.status_code == 404:
+            return None
+        return response
 
     async def put(self, repo: str, entries: dict[str, str], *, if_match: str | None) -> str | None:
         """PUT an upsert; the new ETag (None when the server sent none)."""

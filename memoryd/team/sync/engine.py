@@ -28,6 +28,7 @@ after that (its copy or write failed) is withheld, never pushed over the server'
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
@@ -43,11 +44,12 @@ from memoryd.team.sync.client import (
     BodyTooLarge,
     EntryTooLarge,
     NotModified,
+    Page,
+    PagingUnsupported,
     Permanent,
     PreconditionFailed,
     Retryable,
     SecretRejected,
-    Snapshot,
     TeamClient,
     TeamHTTPError,
     TooManyEntries,
@@ -192,21 +194,12 @@ class SyncEngine:
                 if key not in self.state.refused_keys
             ]
             if_none_match = self.state.etag if self.state.etag and not behind else None
+            report = PullReport()
             try:
-                snapshot = await client.fetch(self.repo, if_none_match=if_none_match)
+                await self._pull_into(client, scan, report, if_none_match=if_none_match)
             except TeamHTTPError as exc:
                 self._fail("pull", exc)
                 raise
-            report = PullReport()
-            if isinstance(snapshot, NotModified):
-                report.not_modified = True
-            elif snapshot is None:
-                report.empty = True
-                self.state.etag = None
-                self.state.server_checksums = {}
-            else:
-                async with self._write_lock:
-                    await asyncio.to_thread(self._apply, snapshot, scan, report)
             self.state.pending = self._pending(scan.checksums)
             self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
             self._save()
@@ -230,25 +223,99 @@ class SyncEngine:
                 },
             )
 
-    def _apply(self, snapshot: Snapshot, scan: LocalScan, report: PullReport) -> None:
-        """Write what the server sent (in a thread, under the memory dir's writer lock);
-        `scan` is updated with what was written."""
-        assert snapshot.entries is not None
-        state = self.state
-        server: dict[str, str] = {}
+    async def _pull_into(
+        self,
+        client: TeamClient,
+        scan: LocalScan,
+        report: PullReport,
+        *,
+        if_none_match: str | None = None,
+    ) -> None:
+        """Bring the folder to the server's state in bounded pieces (`view=page`): the first
+        page carries every entry's checksum and the first entries (a 304 or 404 ends it
+        there); then only pages that hold an entry whose checksum differs from the local
+        file are asked for, each written before the next — so the client holds one page,
+        whatever the repository's size. An entry that changed on the server after the first
+        page is left for the next pull (its file then still differs from
+        `server_checksums`). A server from before paging gets the one unpaged GET it knows."""
+        try:
+            first = await client.fetch_page(self.repo, if_none_match=if_none_match)
+        except PagingUnsupported:
+            await self._pull_unpaged(client, scan, report, if_none_match=if_none_match)
+            return
+        if first is None or isinstance(first, NotModified):
+            self._nothing_to_write(first, report)
+            return
+        server = first.checksums
+        needed = sorted(k for k, d in server.items() if scan.checksums.get(k) != d)
         refused: dict[str, str] = {}
+        handled: set[str] = set()
+        page: Page | NotModified | None = first
+        while isinstance(page, Page):
+            wanted = {
+                key: content
+                for key, content in page.entries.items()
+                if key in server
+                and scan.checksums.get(key) != server[key]
+                and checksum(content) == server[key]
+            }
+            if wanted:
+                async with self._write_lock:
+                    await asyncio.to_thread(self._apply_entries, wanted, scan, report, refused)
+                handled.update(wanted)
+            if page.next is None:
+                break
+            index = bisect.bisect_left(needed, page.next)
+            if index == len(needed):
+                break
+            page = await client.fetch_page(self.repo, start=needed[index])
+        await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
+
+    async def _pull_unpaged(
+        self,
+        client: TeamClient,
+        scan: LocalScan,
+        report: PullReport,
+        *,
+        if_none_match: str | None = None,
+    ) -> None:
+        snapshot = await client.fetch(self.repo, if_none_match=if_none_match)
+        if snapshot is None or isinstance(snapshot, NotModified):
+            self._nothing_to_write(snapshot, report)
+            return
+        assert snapshot.entries is not None
+        refused: dict[str, str] = {}
+        async with self._write_lock:
+            await asyncio.to_thread(self._apply_entries, snapshot.entries, scan, report, refused)
+        server = {key: checksum(content) for key, content in snapshot.entries.items()}
+        await asyncio.to_thread(
+            self._settle, server, snapshot.etag, scan, report, refused, set(server)
+        )
+
+    def _nothing_to_write(self, reply: NotModified | None, report: PullReport) -> None:
+        """A 304 (the folder is in step), or a 404 (the server has nothing for this repo)."""
+        if reply is not None:
+            report.not_modified = True
+            return
+        report.empty = True
+        self.state.etag = None
+        self.state.server_checksums = {}
+
+    def _apply_entries(
+        self,
+        entries: Mapping[str, str],
+        scan: LocalScan,
+        report: PullReport,
+        refused: dict[str, str],
+    ) -> None:
+        """Write what the server sent (in a thread, under the memory dir's writer lock);
+        `scan` is updated with what was written, `refused` with the keys not written."""
+        state = self.state
         now = self._clock()
-        for key in sorted(snapshot.entries):
-            content = snapshot.entries[key]
+        for key in sorted(entries):
+            content = entries[key]
             digest = checksum(content)  # ours, not the server's word for it
-            server[key] = digest
-            try:
-                self.folder.target(key)
-            except ValueError as exc:
-                refused[key] = str(exc)
-                continue
-            except OSError as exc:
-                refused[key] = f"cannot check the path: {exc.strerror}"
+            if not self._writable(key, refused):
                 continue
             if scan.checksums.get(key) == digest:
                 state.synced[key] = digest  # in step (an edit since the scan stays pending)
@@ -283,10 +350,39 @@ class SyncEngine:
                     continue
                 report.pulled.append(key)
                 scan.checksums[key] = digest  # the file now holds it: not pending
-                scan.contents[key] = content
             state.synced[key] = digest
-        state.server_checksums = server
-        state.etag = snapshot.etag
+
+    def _writable(self, key: str, refused: dict[str, str]) -> bool:
+        """Whether the server's `key` is a path this folder may hold; why not goes to `refused`."""
+        try:
+            self.folder.target(key)
+        except ValueError as exc:
+            refused[key] = str(exc)
+            return False
+        except OSError as exc:
+            refused[key] = f"cannot check the path: {exc.strerror}"
+            return False
+        return True
+
+    def _settle(
+        self,
+        server: Mapping[str, str],
+        etag: str | None,
+        scan: LocalScan,
+        report: PullReport,
+        refused: dict[str, str],
+        handled: set[str],
+    ) -> None:
+        """After the pages: the keys not fetched (already in step, or changed meanwhile) are
+        checked as paths and marked synced when in step; then the server state is recorded."""
+        state = self.state
+        for key, digest in server.items():
+            if key in handled or not self._writable(key, refused):
+                continue
+            if scan.checksums.get(key) == digest:
+                state.synced[key] = digest
+        state.server_checksums = dict(server)
+        state.etag = etag
         state.refused_keys = refused
         report.refused = refused
 
@@ -605,18 +701,10 @@ class SyncEngine:
         """The whole server state, applied as a pull would (`_apply`: server wins per key, a
         local edit about to be overwritten is saved aside first); then a fresh scan of the
         folder for the rest of the push."""
-        snapshot = await client.fetch(self.repo)
-        if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
-            raise Retryable("the team server answered 304 to an unconditional GET")
-        if snapshot is None:  # the repository is empty again: nothing to conflict with
-            self.state.etag = None
-            self.state.server_checksums = {}
-        else:
-            pulled = PullReport()
-            async with self._write_lock:
-                await asyncio.to_thread(self._apply, snapshot, scan, pulled)
-            report.pulled.extend(pulled.pulled)
-            report.conflicts.extend(pulled.conflicts)
+        pulled = PullReport()
+        await self._pull_into(client, scan, pulled)
+        report.pulled.extend(pulled.pulled)
+        report.conflicts.extend(pulled.conflicts)
         fresh = await asyncio.to_thread(self.folder.scan)
         self._note_local_skips(fresh, report)
         return fresh

@@ -1,0 +1,94 @@
+"""The sync client reads the server page by page, asks only for pages it needs, and still
+syncs with a server from before paging."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from memoryd_team.settings import ServerSettings
+from tests.fakes.faulty_proxy import Fault, FaultyProxy
+from tests.team.conftest import REPO, SideFactory
+from tests.team_server.conftest import ThreadedServer
+
+ENTRY = 1000
+KEYS = [f"notes/n{i:02d}.md" for i in range(40)]
+
+
+def content_of(key: str, version: int = 1) -> str:
+    return (f"{key} v{version}: deploy after the migration. " * 40)[:ENTRY]
+
+
+@pytest.fixture
+def small_pages(server_factory: Callable[..., ThreadedServer]) -> ThreadedServer:
+    # Pages of ~4 KB, and no unpaged listing above 8 KB: a 40 KB folder must be paged.
+    return server_factory(ServerSettings(page_bytes=4096, full_bytes=8192))
+
+
+@pytest.fixture
+def paged_proxy(small_pages: ThreadedServer) -> Iterator[FaultyProxy]:
+    proxy = FaultyProxy(small_pages.url).start()
+    yield proxy
+    proxy.stop()
+
+
+def page_requests(proxy: FaultyProxy) -> list[str]:
+    return [entry.target for entry in proxy.log if entry.method == "GET"]
+
+
+async def test_a_folder_bigger_than_a_page_is_pulled_page_by_page(
+    small_pages: ThreadedServer, paged_proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = small_pages.token(REPO)
+    alice = make_side("alice", small_pages.url, token)
+    for key in KEYS:
+        alice.write(key, content_of(key))
+    assert len((await alice.engine.push()).pushed) == len(KEYS)
+
+    bob = make_side("bob", paged_proxy.url, token)
+    report = await bob.engine.pull()
+    assert sorted(report.pulled) == KEYS
+    assert all(bob.read(key) == content_of(key) for key in KEYS)
+    first_pull = page_requests(paged_proxy)
+    assert len(first_pull) >= len(KEYS) * ENTRY // (4096 + ENTRY)
+    assert all("view=page" in target for target in first_pull)
+    assert bob.engine.state.pending == []
+
+    # One entry in the middle changes: the first page, then only the page holding it.
+    alice.write("notes/n25.md", content_of("notes/n25.md", 2))
+    await alice.engine.push()
+    paged_proxy.log.clear()
+    report = await bob.engine.pull()
+    assert report.pulled == ["notes/n25.md"]
+    assert bob.read("notes/n25.md") == content_of("notes/n25.md", 2)
+    targets = page_requests(paged_proxy)
+    assert len(targets) == 2
+    assert "from=notes%2Fn25.md" in targets[1]
+
+    # Nothing changed: one request, a 304.
+    paged_proxy.log.clear()
+    assert (await bob.engine.pull()).not_modified
+    assert len(page_requests(paged_proxy)) == 1
+
+
+async def test_a_server_from_before_paging_is_read_unpaged(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    alice.write("a.md", "one\n")
+    alice.write("b/c.md", "two\n")
+    await alice.engine.push()
+    bob = make_side("bob", proxy.url, token)
+    # What a server that knows only `view=hashes` answers to `view=page`.
+    proxy.script(
+        Fault.status(400, b'{"error": "invalid_view", "message": "view must be hashes"}'),
+        method="GET",
+    )
+    report = await bob.engine.pull()
+    assert sorted(report.pulled) == ["a.md", "b/c.md"]
+    assert bob.read("b/c.md") == "two\n"
+    targets = page_requests(proxy)
+    assert "view=page" in targets[0]
+    assert "view=" not in targets[1]  # the one request an old server understands
