@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "status": "daemon",
     "memory-history": "memory_history",
     "memory-restore": "memory_history",
+    "claude-code": "claude_setup",
 }
 
 

@@ -112,6 +112,30 @@ class SyncMethods:
             ),
         )
 
+    def after_tool(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        tool: str | None = None,
+        read_paths: Sequence[str] | None = None,
+        touched_paths: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """`after_tool`: Report the files one tool call read or touched (rules, MagicDocs)."""
+        return cast(
+            "dict[str, Any]",
+            self.call(
+                "after_tool",
+                _params(
+                    session_id=session_id,
+                    cwd=cwd,
+                    tool=tool,
+                    read_paths=_list(read_paths),
+                    touched_paths=_list(touched_paths),
+                ),
+            ),
+        )
+
     def compact(
         self, session_id: str, cwd: str, messages: Sequence[Mapping[str, Any]]
     ) -> CompactResult:
@@ -321,6 +345,30 @@ class AsyncMethods:
                     system=system,
                     tools=_list(tools),
                     model=model,
+                ),
+            ),
+        )
+
+    async def after_tool(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        tool: str | None = None,
+        read_paths: Sequence[str] | None = None,
+        touched_paths: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """`after_tool`: Report the files one tool call read or touched (rules, MagicDocs)."""
+        return cast(
+            "dict[str, Any]",
+            await self.call(
+                "after_tool",
+                _params(
+                    session_id=session_id,
+                    cwd=cwd,
+                    tool=tool,
+                    read_paths=_list(read_paths),
+                    touched_paths=_list(touched_paths),
                 ),
             ),
         )

@@ -38,6 +38,13 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any] | No
         },
     ),
     (
+        "after_tool",
+        ("s", "/p"),
+        {"tool": "Read", "read_paths": ["/p/x.md"]},
+        "after_tool",
+        {"session_id": "s", "cwd": "/p", "tool": "Read", "read_paths": ["/p/x.md"]},
+    ),
+    (
         "after_turn",
         ("s", "/p", [{"role": "user", "content": "hi"}]),
         {"read_paths": ["/p/x.md"], "usage": {"input_tokens": 3}},
