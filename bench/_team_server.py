@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -12,7 +13,9 @@ import httpx
 from tests.team_server.pg import free_port
 
 
-def start_team_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_team_server(
+    database: str, log: Path, extra: Sequence[str] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     with log.open("wb") as handle:
         process = subprocess.Popen(
@@ -27,6 +30,7 @@ def start_team_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes]
                 database,
                 "--log-level",
                 "warning",
+                *extra,
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,

@@ -108,7 +108,15 @@ _VERSION_COLUMNS = (
 
 _PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in flight
 
-_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+# InternalClientError: a pooled connection the server cut (a restart) can surface as a
+# protocol-state error on its next use; it is unavailability too, not a bug (503, retried).
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
 
 
 class PostgresStorage(Storage):

@@ -120,30 +120,20 @@ class PgCluster:
         if not self.durable:
             # A throwaway cluster: durability off, which makes tests and setup fast.
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        result = subprocess.run(
-            self._cmd(
-                str(self.bin_dir / "pg_ctl"),
-                "-D",
-                str(self.data_dir),
-                "-l",
-                str(self.root / "server.log"),
-                "-o",
-                options,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ),
-            capture_output=True,
-            text=True,
-            cwd=self.root,
-            check=False,
-        )
+        result = self._pg_ctl("-o", options, "start")
         if result.returncode != 0:
             log = (self.root / "server.log").read_text(errors="replace")[-2000:]
             raise RuntimeError(f"pg_ctl start failed: {result.stderr.strip()}\n{log}")
         self._wait_ready()
         return self
+
+    def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`pg_ctl` on this cluster, waiting (up to 60 s) for it to finish."""
+        command = [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir)]
+        command += ["-l", str(self.root / "server.log"), "-w", "-t", "60", *args]
+        return subprocess.run(
+            self._cmd(*command), capture_output=True, text=True, cwd=self.root, check=False
+        )
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 30
@@ -173,6 +163,13 @@ class PgCluster:
                 check=False,
             )
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stop (fast: open connections are cut) and start again on the same port."""
+        result = self._pg_ctl("-m", "fast", "restart")
+        if result.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {result.stderr.strip()}")
+        self._wait_ready()
 
     def create_database(self, name: str) -> str:
         self._psql(f'CREATE DATABASE "{name}"')
