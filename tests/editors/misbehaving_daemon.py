@@ -2,7 +2,7 @@
 
 What it does depends on the method called: `get_context` is never answered (a daemon that
 hangs), `recall` gets a line that is not JSON, `memory.list` gets a line over the client's
-cap, `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
+cap, `memory.write` a result of the wrong shape, `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
 and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -74,6 +74,8 @@ class MisbehavingDaemon:
             elif method == "test.storm":
                 self._reply(conn, request, {"storm": STORM_SIZE})
                 threading.Thread(target=self._storm, args=(conn,), daemon=True).start()
+            elif method == "memory.write":
+                self._reply(conn, request, "a string where an object belongs")
             elif method == "test.notify":
                 self._reply(conn, request, {"sent": len(NOTIFICATIONS)})
                 for event, params in NOTIFICATIONS:

@@ -94,6 +94,18 @@ T.run({
     end,
   },
   {
+    'a reply of the wrong shape: a clear message',
+    function()
+      edit_file()
+      T.answers = { 1, 'Shape', 1 } -- type, name, personal (team.status answers here)
+      vim.cmd('MemorydRemember hello')
+      T.wait('the message', function()
+        return T.message_matching('could not use the reply to memory.write: ')
+      end, 3000)
+      status_answers()
+    end,
+  },
+  {
     'notifications appear as vim.notify messages, worded like memctl watch',
     function()
       memoryd.request('test.notify', nil, function() end)

@@ -4,6 +4,7 @@ local config = require('memoryd.config')
 local socket_path = require('memoryd.socket_path')
 local Client = require('memoryd.rpc')
 local Notifier = require('memoryd.notifier')
+local format = require('memoryd.format')
 
 local M = {}
 
@@ -211,7 +212,18 @@ function M.request(method, params, cb, opts)
   opts = opts or {}
   return M.client():request(method, params, function(err, result)
     if err == nil then
-      cb(result)
+      -- A reply of an unexpected shape is a message, never a Lua error in the user's face.
+      -- Every method of the protocol answers with an object.
+      local ok, problem = false, 'not an object: ' .. vim.inspect(result, { newline = ' ', indent = '' })
+      if type(result) == 'table' then
+        ok, problem = pcall(cb, result)
+      end
+      if not ok then
+        message(
+          ('could not use the reply to %s: %s'):format(method, format.one_line(tostring(problem), 200)),
+          vim.log.levels.ERROR
+        )
+      end
       return
     end
     if opts.on_error and opts.on_error(err) then
