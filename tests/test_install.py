@@ -10,6 +10,7 @@ the new environment's `bin/`, as pipx and `uv tool install` would put it on PATH
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -76,6 +77,8 @@ def test_the_wheel_holds_every_package_and_declares_the_server_extra(wheel: Path
     packages = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info" not in n}
     assert packages == {"memoryd", "memoryd_team", "memctl", "memoryd_client"}
     assert "memoryd_client/py.typed" in names
+    for unit in ("memoryd.service", "memoryd.socket", "com.memoryd.daemon.plist"):
+        assert f"memctl/units/{unit}" in names  # `memctl service install` renders these
     assert any(n.endswith(".toml") and n.startswith("memoryd") for n in names)  # secret rules
     assert f"Version: {__version__}" in metadata
     for command in COMMANDS:
@@ -141,6 +144,18 @@ def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: 
         assert "usage:" in helped.stdout
     # Nothing was written to HOME by asking for help.
     assert os.listdir(home) == []
+
+    # The service and the Claude Code hooks name this installation, wherever it lives.
+    service = _run(venv / "bin" / "memctl", "service", "install", "--dry-run", env=env, cwd=home)
+    assert service.returncode == 0, service.stderr
+    assert f"ExecStart={venv / 'bin' / 'memoryd'} --socket " in service.stdout
+    wired = _run(venv / "bin" / "memctl", "claude-code", "install", env=env, cwd=home)
+    assert wired.returncode == 0, wired.stderr
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+    assert commands == [f"{venv / 'bin' / 'memctl'} hook stop"]
+    servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert servers["memoryd"]["command"] == str(venv / "bin" / "memoryd-mcp")
 
 
 BLOCK_SERVER_EXTRA = """
