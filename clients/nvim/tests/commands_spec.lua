@@ -106,6 +106,15 @@ T.run({
     end,
   },
   {
+    'a new file in folders that do not exist yet: the nearest existing folder',
+    function()
+      edit(repo .. '/src/api/v2/new handler.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for src/api/v2/new handler.py')
+      T.has(T.text('rules'), '.claude/rules/api.md  [paths: src/api/**, matched by src/api/v2/new handler.py]')
+    end,
+  },
+  {
     'a folder outside any git repository',
     function()
       edit(plain .. '/todo.txt')
@@ -171,6 +180,11 @@ T.run({
       vim.cmd('MemorydRecall')
       T.wait_view('recall', 'Recall: "Thursdays"')
       T.has(T.text('recall'), 'Deploys happen on Thursdays')
+
+      -- A charwise selection is the query.
+      vim.cmd('normal! 0fTv2e\27')
+      vim.cmd("'<,'>MemorydRecall")
+      T.wait_view('recall', 'Recall: "Thursdays deploys"')
     end,
   },
   {

@@ -171,6 +171,10 @@ T.run({
       end)
       T.eq(1, #T.prompts, 'offers')
       T.eq('memoryd down', memoryd.statusline(), 'status line')
+      vim.cmd('checkhealth memoryd')
+      local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      T.has(report, 'ERROR')
+      T.has(report, 'memoryd is not answering: memoryd is not running on ' .. socket .. '.absent')
     end,
   },
 })
