@@ -57,7 +57,8 @@ T.run({
       local tick = ticker()
       local t0 = uv.hrtime()
       vim.cmd('MemorydRules')
-      T.truthy((uv.hrtime() - t0) / 1e6 < 100, 'the command returned at once')
+      -- Bounds leave room for a loaded machine yet stay under the 500 ms a blocking wait costs.
+      T.truthy((uv.hrtime() - t0) / 1e6 < 300, 'the command returned at once')
       status_answers() -- on the same connection, while get_context hangs
       vim.api.nvim_feedkeys('Otyped while waiting\27', 'xt', false)
       T.eq('typed while waiting', vim.api.nvim_get_current_line(), 'typing')
@@ -65,8 +66,8 @@ T.run({
         return T.message_matching('get_context failed: memoryd did not answer get_context within 500 ms')
       end, 3000)
       tick.stop()
-      T.truthy(tick.ticks >= 20, 'timer ticks while waiting: ' .. tick.ticks)
-      T.truthy(tick.max_gap_ms < 250, 'longest pause ' .. tick.max_gap_ms .. ' ms')
+      T.truthy(tick.ticks >= 10, 'timer ticks while waiting: ' .. tick.ticks)
+      T.truthy(tick.max_gap_ms < 450, 'longest pause ' .. tick.max_gap_ms .. ' ms')
       T.eq(0, memoryd.client():pending_count(), 'requests left pending')
       vim.cmd('silent! undo')
     end,
@@ -149,7 +150,7 @@ T.run({
       end
       T.eq(3, shown, 'notifications shown one by one')
       T.truthy(#T.messages <= 5, 'messages in all: ' .. #T.messages)
-      T.truthy(tick.max_gap_ms < 250, 'longest pause ' .. tick.max_gap_ms .. ' ms')
+      T.truthy(tick.max_gap_ms < 450, 'longest pause ' .. tick.max_gap_ms .. ' ms')
     end,
   },
   {
