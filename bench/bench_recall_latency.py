@@ -6,6 +6,10 @@ a memory directory; then, side by side per size:
   - `rpc`: the real `recall` method over the Unix socket (adds JSON, reading the 5 files);
   - `update`: one file rewritten atomically, then the next search (re-analysis of that file);
   - `cold`: the first search on a directory never seen (parse + index every file).
+Then, at the largest size, in the same run: `bm25s` (BM25 on sparse matrices) over the same
+memories and queries; and, with the embeddings extra installed, hybrid recall: embedding every
+memory (memories/s, the process's RSS before and after) and the query latency with the query's
+embedding included.
 
     .venv/bin/python bench/bench_recall_latency.py [--sizes 100,1000,10000] [--queries 300]
 """
@@ -22,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 MONTHS = (
@@ -56,6 +61,31 @@ def zipf_words(rng: random.Random, vocab: list[str], n: int) -> list[str]:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bm25s_p95(memdir: Path, queries: list[str]) -> tuple[float, float]:
+    """(p50, p95) ms of bm25s retrieving 5 of the directory's memories, tokenising included."""
+    import bm25s
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted(memdir.glob("mem_*.md"))]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        retriever.retrieve(
+            bm25s.tokenize([q], stopwords="en", show_progress=False), k=5, show_progress=False
+        )
+        times.append((time.perf_counter() - t0) * 1000)
+    return pct(times, 0.5), pct(times, 0.95)
 
 
 def write_memories(folder: Path, n: int, rng: random.Random, vocab: list[str]) -> None:
@@ -147,9 +177,56 @@ async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
                 f"{n:>8} | {pct(search_ms, 0.5):>8.2f}ms {pct(search_ms, 0.95):>5.2f}ms | "
                 f"{pct(rpc_ms, 0.5):>6.2f}ms {pct(rpc_ms, 0.95):>5.2f}ms | {statistics.median(update_ms):>9.2f}ms | {cold * 1000:>8.0f}ms"
             )
+        await side_by_side(am, project, memdir, queries, search_ms)
     finally:
         await client.close()
         await server.stop()
+
+
+async def side_by_side(
+    am: Any, project: Any, memdir: Path, queries: list[str], lexical_ms: list[float]
+) -> None:
+    """bm25s and hybrid recall on the largest directory, beside the lexical figures above."""
+    from memoryd.automem.embeddings.semantic import SemanticRecall, extra_installed
+
+    b50, b95 = bm25s_p95(memdir, queries)
+    n = len(am.state(am.memory_dir(project)).entries)
+    print(f"\nat {n} memories, same queries:")
+    print(f"  bm25s               p50 {b50:6.2f} ms  p95 {b95:6.2f} ms")
+    print(
+        f"  memoryd lexical     p50 {pct(lexical_ms, 0.5):6.2f} ms  p95 {pct(lexical_ms, 0.95):6.2f} ms"
+    )
+    heavy = [m for m in ("onnxruntime", "tokenizers", "onnx") if m in sys.modules]
+    print(f"  RSS, embeddings off: {rss_mb():.0f} MB (model modules imported: {heavy or 'none'})")
+    if not extra_installed():
+        print("  hybrid: skipped (embeddings extra not installed)")
+        return
+    os.environ["MEMORYD_EMBEDDINGS"] = "on"
+    am.semantic = SemanticRecall()
+    am.semantic.start()
+    await asyncio.to_thread(am.semantic.wait_idle)
+    if not am.semantic.active:
+        print(f"  hybrid: skipped ({am.semantic.status()})")
+        return
+    loaded = rss_mb()
+    t0 = time.perf_counter()
+    am.search(project, "start embedding", 5, set())
+    await asyncio.to_thread(am.semantic.wait_idle)
+    took = time.perf_counter() - t0
+    print(
+        f"  embedding {n} memories: {n / took:.0f} memories/s ({took:.1f} s); "
+        f"RSS {loaded:.0f} MB with the model loaded → {rss_mb():.0f} MB after"
+    )
+    hybrid_ms = []
+    for q in queries:
+        t0 = time.perf_counter()
+        vector = await asyncio.to_thread(am.semantic.embed_query, q)
+        am.search(project, q, 5, set(), vector)
+        hybrid_ms.append((time.perf_counter() - t0) * 1000)
+    print(
+        f"  memoryd hybrid      p50 {pct(hybrid_ms, 0.5):6.2f} ms  p95 {pct(hybrid_ms, 0.95):6.2f} ms"
+        " (query embedding included)"
+    )
 
 
 def main() -> int:
@@ -162,6 +239,7 @@ def main() -> int:
     os.environ["HOME"] = str(work / "home")
     os.environ["CLAUDE_CONFIG_DIR"] = str(work / "config")
     os.environ["XDG_STATE_HOME"] = str(work / "state")
+    os.environ["MEMORYD_EMBEDDINGS"] = "off"  # lexical first; side_by_side turns it on
     for key in (
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_AUTH_TOKEN",

@@ -8,7 +8,10 @@ Unix socket, with no model configured (so the local selector). hit@5: at least o
 memory among the 5 returned. The BM25 baseline (rank_bm25 over the observation text alone)
 is computed in the same run.
 
-    .venv/bin/python bench/bench_recall_locomo.py [--split dev|eval|both]
+    .venv/bin/python bench/bench_recall_locomo.py [--split dev|eval|both] [--ranker lexical|hybrid]
+
+`--ranker hybrid` (the default when the embeddings extra is installed) adds the sentence
+embedding model (docs/auto-memory.md, "Hybrid recall"); `lexical` turns it off.
 
 Data: $MEMORYD_EVAL_DIR or ../shared/eval (never copied into the repository).
 """
@@ -140,6 +143,9 @@ async def run_recall(
             socket_path=work / "d.sock", model=ModelConfig(), team=TeamConfig(), watch_files=False
         )
     )
+    from memoryd.automem.service import AutoMemory
+
+    am = daemon.service(AutoMemory)
     server = Server(daemon)
     await server.start()
     client = await AsyncClient(work / "d.sock").connect()
@@ -151,6 +157,9 @@ async def run_recall(
             project.mkdir(parents=True)
             write_memory_dir(config_dir / "projects" / sanitize_key(project) / "memory", memories)
             by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
+            if am.semantic.wanted:  # let every memory get its vector before measuring
+                await client.call("recall", {"cwd": str(project), "query": "warm up", "limit": 1})
+                await asyncio.to_thread(am.semantic.wait_idle)
             n_hit = 0
             per_cat: dict[int, list[int]] = defaultdict(lambda: [0, 0])
             for q in queries:
@@ -173,6 +182,7 @@ async def run_recall(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "eval", "both"), default="both")
+    parser.add_argument("--ranker", choices=("lexical", "hybrid"), default="hybrid")
     args = parser.parse_args()
     data_file = eval_dir() / "locomo10.json"
     if not data_file.is_file():
@@ -193,6 +203,7 @@ def main() -> int:
     os.environ["HOME"] = str(work / "home")
     os.environ["CLAUDE_CONFIG_DIR"] = str(work / "config")
     os.environ["XDG_STATE_HOME"] = str(work / "state")
+    os.environ["MEMORYD_EMBEDDINGS"] = "on" if args.ranker == "hybrid" else "off"
     for key in (
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_AUTH_TOKEN",
@@ -202,6 +213,13 @@ def main() -> int:
         os.environ.pop(key, None)
     try:
         print(f"LoCoMo recall hit@5 ({data_file})")
+        from memoryd.automem.embeddings.semantic import SemanticRecall
+
+        probe = SemanticRecall()
+        if probe.wanted:
+            probe.start()
+            probe.wait_idle()
+        print(f"ranker: {probe.status()}")
         print(f"{'split':<6} {'queries':>7} {'BM25':>7} {'memoryd':>8} {'ratio':>6} {'q/s':>7}")
         for split in chosen:
             names = splits[split]

@@ -49,6 +49,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IsolatedEnv
     monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(root / "cache"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", "off")  # tests of hybrid recall turn it on
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     return IsolatedEnv(
         root=root,

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +61,10 @@ class RankerParams:
     bigram_weight: float = 0.1
     # Drop words that shape a question but say little about its topic ("what kind of").
     drop_question_words: bool = True
+    # Hybrid recall (embeddings on): lexical scores scaled to the best one, plus this × the
+    # memory's cosine to the query as a z-score over the directory (positive part, / 3), before
+    # the temporal signals. Tuned on the development split (0.803 → 0.830).
+    semantic_weight: float = 2.0
 
 
 @dataclass
@@ -90,6 +95,8 @@ class RecallIndex:
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
         self._dates = np.zeros(0, dtype=np.int64)  # slot → date ordinal, 0 when undated
+        self._mutations = 0  # bumps on every upsert and remove
+        self._slots_cache: tuple[list[str], int, IntArray, IntArray] | None = None
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -105,6 +112,7 @@ class RecallIndex:
         self, key: str, name: str, description: str, body: str, when: date | None = None
     ) -> None:
         self.remove(key)
+        self._mutations += 1
         field_terms = [terms(name), terms(description), terms(body)]
         counts = [Counter(ft) for ft in field_terms]
         lengths = (len(field_terms[0]), len(field_terms[1]), len(field_terms[2]))
@@ -138,6 +146,7 @@ class RecallIndex:
         doc = self._docs.pop(key, None)
         if doc is None:
             return
+        self._mutations += 1
         for term, tf in doc.tfs.items():
             self._arrays.pop(term, None)
             if tf[0]:
@@ -230,22 +239,29 @@ class RecallIndex:
                 miss = np.full(len(self._keys), p.name_miss)
                 miss[slots] = 1.0
                 name_factor = miss if name_factor is None else name_factor * miss
-        if p.coord:
-            scores *= (matched / sum(query.values())) ** p.coord
+        total = sum(query.values())
+        if p.coord and total > 0:
+            scores *= (matched / total) ** p.coord
         if name_factor is not None:
             scores *= name_factor
         return scores
 
     def search(
-        self, query: str, limit: int = 5, exclude: Collection[str] = ()
+        self,
+        query: str,
+        limit: int = 5,
+        exclude: Collection[str] = (),
+        semantic: tuple[list[str], npt.NDArray[np.floating[Any]]] | None = None,
     ) -> list[tuple[str, float]]:
-        """The best `limit` documents for `query`, best first, as (key, score)."""
+        """The best `limit` documents for `query`, best first, as (key, score).
+
+        `semantic`, when given, is (keys, cosine of each key's memory to the query)."""
         p = self.params
         query_terms = analysis.query_terms(query) if p.drop_question_words else terms(query)
         weights: dict[str, float] = {}
         for term in query_terms:
             weights[term] = weights.get(term, 0.0) + 1.0
-        if not weights or not self._docs:
+        if not self._docs or not (weights or semantic):
             return []
         self._expand_prefixes(weights)
         excluded = np.array(
@@ -261,8 +277,40 @@ class RecallIndex:
                 scores = self._score(weights)
                 scores[excluded] = 0.0
         self._phrases(query_terms, scores)
+        if semantic is not None and p.semantic_weight:
+            scores = self._fuse(scores, semantic)
+            scores[excluded] = 0.0
         self._temporal(query, scores)
         return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
+
+    def _fuse(
+        self, scores: FloatArray, semantic: tuple[list[str], npt.NDArray[np.floating[Any]]]
+    ) -> FloatArray:
+        keys, cosines = semantic
+        slots, rows = self._semantic_slots(keys)
+        if len(slots) < 2:
+            return scores
+        values = np.asarray(cosines, dtype=np.float64)[rows]
+        spread = float(values.std())
+        if not spread > 0:
+            return scores
+        best = float(scores.max())
+        fused = scores / best if best > 0 else scores.copy()
+        z = np.clip((values - float(values.mean())) / spread, 0.0, None) / 3.0
+        fused[slots] += self.params.semantic_weight * z
+        return fused
+
+    def _semantic_slots(self, keys: list[str]) -> tuple[IntArray, IntArray]:
+        """(slot, position in `keys`) of every key indexed here; cached while neither the
+        list (the vector store hands out the same one until it changes) nor this index moves."""
+        cached = self._slots_cache
+        if cached is not None and cached[0] is keys and cached[1] == self._mutations:
+            return cached[2], cached[3]
+        pairs = [(self._docs[k].slot, i) for i, k in enumerate(keys) if k in self._docs]
+        slots = np.fromiter((s for s, _ in pairs), dtype=np.int64, count=len(pairs))
+        rows = np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))
+        self._slots_cache = (keys, self._mutations, slots, rows)
+        return slots, rows
 
     def _top(self, scores: FloatArray, k: int) -> list[int]:
         """Slots of the k best positive scores, best first (ties: by key, for stable order)."""

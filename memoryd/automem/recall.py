@@ -155,6 +155,10 @@ async def recall(
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None
+    # The query's embedding (hybrid ranking) is made in a thread: the loop never waits on it.
+    query_vector = (
+        await asyncio.to_thread(am.semantic.embed_query, query) if am.semantic.active else None
+    )
     if use_model and daemon.model.configured:
         headers = [
             h
@@ -162,12 +166,12 @@ async def recall(
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
-            headers = am.search(project, query, MODEL_CANDIDATES, surfaced)
+            headers = am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector)
         chosen = await select_with_model(daemon, query, headers, recent_tools, limit)
         if chosen is not None:
             selector = "model"
     if chosen is None:
-        chosen = am.search(project, query, limit, surfaced)
+        chosen = am.search(project, query, limit, surfaced, query_vector)
     now = time.time()
     memories = []
     for header in chosen:

@@ -19,6 +19,7 @@ from memoryd import paths
 from memoryd.automem import index as index_mod
 from memoryd.automem import location
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
+from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
 from memoryd.automem.index_writer import IndexWriter
@@ -59,6 +60,7 @@ class AutoMemory:
         self.index_writer = IndexWriter(self.states, self.writer_lock)
         self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
+        self.semantic = SemanticRecall()  # loads nothing until a memory dir is searched
         self.writes = MemoryWrites(
             self.dirs,
             self.states,
@@ -146,11 +148,24 @@ class AutoMemory:
         return self.index_texts.get(memory_dir, team=team)
 
     def search(
-        self, project: Project, query: str, limit: int, exclude: set[str]
+        self,
+        project: Project,
+        query: str,
+        limit: int,
+        exclude: set[str],
+        query_vector: Any = None,
     ) -> list[MemoryHeader]:
-        """The local ranker's best memories; `exclude` holds absolute paths or keys."""
+        """The local ranker's best memories; `exclude` holds absolute paths or keys.
+        `query_vector` (from `semantic.embed_query`) makes it hybrid."""
         memory_dir = self.memory_dir(project)
         state = self.state(memory_dir)
+        if self.semantic.wanted:
+            self.semantic.sync(memory_dir, state.generation, state.embed_texts)
+        semantic = (
+            self.semantic.similarities(memory_dir, query_vector)
+            if query_vector is not None
+            else None
+        )
         excluded = set()
         for item in exclude:
             key = item
@@ -161,7 +176,7 @@ class AutoMemory:
                     continue
             if key in state.entries:
                 excluded.add(key)
-        hits = state.index.search(query, limit, excluded)
+        hits = state.index.search(query, limit, excluded, semantic)
         return [state.entries[k].header for k, _ in hits if k in state.entries]
 
     async def reconcile_index(self, project: Project) -> dict[str, int]:
@@ -178,6 +193,7 @@ class AutoMemory:
                 "memories": sum(len(s.entries) for s in states.values()),
                 "orphans_indexed": self.index_writer.orphans_indexed,
                 "warnings": self.warnings[-5:],
+                "ranker": self.semantic.status(),
                 "open_dirs": [
                     {"path": str(path), "mode": f"{mode:04o}"}
                     for path, mode in open_dirs(self._private_dirs())

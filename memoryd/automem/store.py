@@ -22,6 +22,7 @@ from pathlib import Path
 
 from memoryd.automem.dates import first_date
 from memoryd.automem.dedupe import Candidate, memory_text
+from memoryd.automem.embeddings.semantic import embedding_text
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.naming import is_index_name
@@ -49,6 +50,7 @@ class DirState:
         self.memory_dir = memory_dir
         self.sweep_interval_s = sweep_interval_s
         self.index = RecallIndex(params)
+        self.embed_texts: dict[str, str] = {}  # key → the text its embedding is made of
         self.entries: dict[str, Entry] = {}
         self._dir_stamps: dict[Path, int] = {}
         self._last_sweep = float("-inf")
@@ -193,12 +195,14 @@ class DirState:
         self._headers = None
         when = first_date(parsed.body) or first_date(parsed.description)
         self.index.upsert(key, parsed.name, parsed.description, parsed.body, when)
+        self.embed_texts[key] = embedding_text(parsed.description, parsed.body)
         self.updates += 1
 
     def _drop(self, key: str) -> None:
         if self.entries.pop(key, None) is not None:
             self._headers = None
         self.index.remove(key)
+        self.embed_texts.pop(key, None)
 
     def note_written(self, key: str, path: Path) -> None:
         """After our own write: analyse just that file, now."""

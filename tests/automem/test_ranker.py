@@ -94,3 +94,24 @@ def test_feedback_expansion_finds_related_document() -> None:
     without.upsert("a.md", "pottery class", "Melanie signed up for a pottery workshop", "clay kiln")
     without.upsert("b.md", "ceramics", "Melanie fired bowls in the kiln", "clay glaze")
     assert [k for k, _ in without.search("pottery workshop", 5)] == ["a.md"]
+
+
+def test_ten_thousand_identical_memories() -> None:
+    from memoryd.automem.ranker import RecallIndex
+
+    index = RecallIndex()
+    for i in range(10_000):
+        index.upsert(f"m{i:05d}.md", "Same", "the very same memory", "same body")
+    got = index.search("same memory", 5)
+    assert len({k for k, _ in got}) == 5  # any five of the equals
+    assert index.search("same memory", 5) == got  # and the same five each time
+    assert index.search("nothing alike", 5) == []
+
+
+def test_memory_without_description_is_found() -> None:
+    from memoryd.automem.ranker import RecallIndex
+
+    index = RecallIndex()
+    index.upsert("a.md", "a", "", "the staging database lives on db-staging")
+    index.upsert("b.md", "b", "coffee", "oat milk")
+    assert index.search("staging database", 5)[0][0] == "a.md"

@@ -1,0 +1,189 @@
+"""Semantic recall for every memory directory: one encoder, one vector store per directory.
+
+All model work runs on one background thread: loading the model, then embedding memories
+that are new or changed (by content hash) as directories change. A query is embedded in a
+worker thread by the caller (`embed_query`), so the event loop never waits on the model.
+Until the model is loaded, or when it cannot be, recall is lexical and `status` says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from memoryd.paths import state_dir
+
+if TYPE_CHECKING:
+    from memoryd.automem.embeddings.encoder import SentenceEncoder, Vectors
+    from memoryd.automem.embeddings.vectors import VectorStore
+
+log = structlog.get_logger("memoryd.embeddings")
+
+MAX_QUERY_CHARS = 2_000  # the model reads 256 tokens; a 1 MB query is cut before tokenising
+EMBED_CHUNK = 256  # memories embedded per step (then the store is saved)
+
+
+def extra_installed() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+
+
+def embeddings_wanted() -> bool:
+    return os.environ.get("MEMORYD_EMBEDDINGS", "").lower() not in ("0", "off", "false", "no")
+
+
+def embedding_text(description: str, body: str) -> str:
+    """What a memory's vector is made of: its description — the one-line summary the model
+    selector also judges by — or, for a memory without one, the start of its body."""
+    return description.strip() or body.strip()[:2_000]
+
+
+class SemanticRecall:
+    def __init__(self, model: str | None = None) -> None:
+        self.model_name = model
+        self.encoder: SentenceEncoder | None = None
+        self.reason = "lexical: model not loaded yet"
+        self._stores: dict[Path, VectorStore] = {}
+        self._synced: dict[Path, int] = {}
+        self._jobs: queue.Queue[tuple[Path, dict[str, str]] | None] = queue.Queue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._wanted: bool | None = None
+        self._pending = 0  # jobs queued or running
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.encoder is not None
+
+    @property
+    def wanted(self) -> bool:
+        """Worth starting: the extra is installed and not turned off (checked once)."""
+        if self._wanted is None:
+            self._wanted = embeddings_wanted() and extra_installed()
+            if not self._wanted:
+                self.reason = (
+                    "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
+                    if not embeddings_wanted()
+                    else "lexical: embeddings extra not installed (pip install memoryd[embeddings])"
+                )
+        return self._wanted
+
+    def status(self) -> str:
+        """Which ranker recall uses and why, for `status`."""
+        _ = self.wanted
+        return self.reason
+
+    def start(self) -> None:
+        """Load the model in the background (once)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._idle.clear()  # set again once the model is loaded (or failed) and jobs ran
+            self._thread = threading.Thread(
+                target=self._run, name="memoryd-embeddings", daemon=True
+            )
+            self._thread.start()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """True once the model is loaded (or failed) and no memories wait to be embedded."""
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+
+    # -- memory directories -------------------------------------------------------------------
+    def sync(self, memory_dir: Path, generation: int, texts: dict[str, str]) -> None:
+        """Queue (re-)embedding of `texts` ({key: text}) when the directory changed."""
+        if self._synced.get(memory_dir) == generation:
+            return
+        self._synced[memory_dir] = generation
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
+        self._jobs.put((memory_dir, dict(texts)))
+        self.start()
+
+    def embed_query(self, query: str) -> Vectors | None:
+        """The query's unit vector (blocking: run it in a worker thread); None when lexical."""
+        encoder = self.encoder
+        if encoder is None or not query.strip():
+            return None
+        vector: Vectors = encoder.encode([query[:MAX_QUERY_CHARS]])[0]
+        return vector
+
+    def similarities(self, memory_dir: Path, query: Vectors) -> tuple[list[str], Vectors] | None:
+        store = self._stores.get(memory_dir)
+        if store is None or not len(store):
+            return None
+        return store.similarities(query)
+
+    # -- the background thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._load()
+        except Exception as exc:
+            self.reason = f"lexical: embedding model unavailable ({exc})"
+            log.warning("embeddings off", reason=self.reason)
+        while True:
+            if self._jobs.empty():
+                self._idle.set()
+            job = self._jobs.get()
+            if job is None:
+                return
+            if self.encoder is None:
+                continue
+            try:
+                self._embed(*job)
+            except Exception:
+                log.exception("embedding memories failed", memory_dir=str(job[0]))
+
+    def _load(self) -> None:
+        if not embeddings_wanted():
+            self.reason = "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
+            return
+        if not extra_installed():
+            self.reason = (
+                "lexical: embeddings extra not installed (pip install memoryd[embeddings])"
+            )
+            return
+        from memoryd.automem.embeddings.encoder import SentenceEncoder, locate_model
+
+        self.reason = "lexical: loading the embedding model"
+        encoder = SentenceEncoder(locate_model(self.model_name))
+        self.encoder = encoder
+        self.reason = f"hybrid: model {encoder.name} loaded"
+        log.info("embeddings on", model=encoder.name)
+
+    def _embed(self, memory_dir: Path, texts: dict[str, str]) -> None:
+        from memoryd.automem.embeddings.vectors import VectorStore, content_hash
+
+        assert self.encoder is not None
+        store = self._stores.get(memory_dir)
+        if store is None:
+            digest = hashlib.sha256(str(memory_dir).encode("utf-8", "surrogatepass")).hexdigest()
+            store = VectorStore(
+                state_dir() / "vectors" / digest[:24], self.encoder.name, self.encoder.dim
+            )
+            store.load()
+            if store.rebuilt_reason:
+                log.warning(store.rebuilt_reason, memory_dir=str(memory_dir))
+            self._stores[memory_dir] = store
+        wanted = {key: content_hash(text) for key, text in texts.items()}
+        missing, gone = store.stale(wanted)
+        store.remove(gone)
+        for start in range(0, len(missing), EMBED_CHUNK):
+            chunk = missing[start : start + EMBED_CHUNK]
+            vectors = self.encoder.encode([texts[k] for k in chunk])
+            store.put([(k, wanted[k]) for k in chunk], vectors)
+        if store.dirty:
+            store.save()

