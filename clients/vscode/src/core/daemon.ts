@@ -1,0 +1,53 @@
+// The daemon being down: one clear message per outage (not one per failed call), and starting
+// it with `memctl start` on the user's say-so.
+import { execFile } from "node:child_process";
+
+import type { MemorydClient } from "./rpcClient";
+
+/** Calls `notify` once when the daemon goes down; again only after it was up in between. */
+export class DownNotice {
+  private shown = false;
+  private readonly dispose: () => void;
+
+  constructor(client: MemorydClient, notify: (reason: string) => void) {
+    this.dispose = client.onStateChange((state, detail) => {
+      if (state === "up") {
+        this.shown = false;
+      } else if (!this.shown) {
+        this.shown = true;
+        notify(detail ?? `memoryd is not running on ${client.socketPath}`);
+      }
+    });
+  }
+
+  close(): void {
+    this.dispose();
+  }
+}
+
+export interface StartResult {
+  ok: boolean;
+  output: string;
+}
+
+/**
+ * Run `memctl --socket SOCKET start` (a no-op when the daemon is healthy). `memctl` is the
+ * command from the settings, split on spaces ("python3 -m memctl" works).
+ */
+export function startDaemon(memctl: string, socketPath: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 30_000): Promise<StartResult> {
+  const [command, ...args] = memctl.trim().split(/\s+/);
+  if (!command) {
+    return Promise.resolve({ ok: false, output: "no memctl command configured (memoryd.memctlPath)" });
+  }
+  return new Promise((resolve) => {
+    execFile(command, [...args, "--socket", socketPath, "start"], { env, timeout: timeoutMs }, (error, stdout, stderr) => {
+      const output = `${stdout}${stderr}`.trim();
+      if (error) {
+        const why = (error as NodeJS.ErrnoException).code === "ENOENT" ? `${command} not found: install memoryd or set memoryd.memctlPath` : output || error.message;
+        resolve({ ok: false, output: why });
+      } else {
+        resolve({ ok: true, output });
+      }
+    });
+  });
+}

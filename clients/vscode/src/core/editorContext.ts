@@ -1,0 +1,45 @@
+// Which project the editor is in: the active file's directory (and the file, as touched_paths),
+// else the workspace folder. An untitled buffer or a window with no folder gets a clear error.
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+export interface EditorState {
+  /** The active editor's file on disk, if it has one (not untitled, `file:` scheme). */
+  filePath?: string;
+  /** The workspace folder holding it, else the first folder. */
+  workspaceFolder?: string;
+}
+
+export interface ProjectTarget {
+  cwd: string;
+  touchedPaths: string[];
+}
+
+export class NoProjectError extends Error {
+  constructor() {
+    super("memoryd needs a folder: open a file that is saved on disk, or open a folder");
+    this.name = "NoProjectError";
+  }
+}
+
+function isDir(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The `cwd` and `touched_paths` for get_context, memory.list, recall and the rest. */
+export function projectTarget(state: EditorState): ProjectTarget {
+  if (state.filePath && path.isAbsolute(state.filePath)) {
+    const dir = path.dirname(state.filePath);
+    if (isDir(dir)) {
+      return { cwd: dir, touchedPaths: [state.filePath] };
+    }
+  }
+  if (state.workspaceFolder && path.isAbsolute(state.workspaceFolder) && isDir(state.workspaceFolder)) {
+    return { cwd: state.workspaceFolder, touchedPaths: [] };
+  }
+  throw new NoProjectError();
+}

@@ -1,0 +1,142 @@
+// The memory list (`memory.list`) grouped as the memory UI shows it, and the actions on one
+// memory: read, delete, history, restore.
+import * as path from "node:path";
+
+import type { ProjectTarget } from "./editorContext";
+import { age, shortPath } from "./format";
+import { rulesTree } from "./rules";
+import type { MemorydClient } from "./rpcClient";
+import type { HistoryResult, ListedMemory, MemoryListResult } from "./types";
+import type { ViewNode } from "./viewNode";
+
+const TYPE_ORDER = ["user", "feedback", "project", "reference"];
+
+export function listMemories(client: MemorydClient, target: ProjectTarget): Promise<MemoryListResult> {
+  return client.call<MemoryListResult>("memory.list", { cwd: target.cwd });
+}
+
+function groupKey(memory: ListedMemory): string {
+  const kind = memory.type ?? "untyped";
+  return memory.team ? `team/${kind}` : kind;
+}
+
+function groupRank(key: string): number {
+  const team = key.startsWith("team/");
+  const index = TYPE_ORDER.indexOf(team ? key.slice(5) : key);
+  return (team ? 10 : 0) + (index === -1 ? 5 : index);
+}
+
+export function memoryNode(memory: ListedMemory, nowMs: number): ViewNode {
+  const name = memory.name || path.basename(memory.path, ".md");
+  const problem = memory.problem ? ` · ⚠ ${memory.problem}` : "";
+  return {
+    id: `memory:${memory.path}`,
+    label: name,
+    description: `${age(memory.mtime, nowMs)} · ${memory.description ?? ""}${problem}`,
+    tooltip: [memory.path, memory.description ?? "", memory.problem ? `problem: ${memory.problem}` : ""]
+      .filter(Boolean)
+      .join("\n"),
+    path: memory.path,
+    icon: memory.problem ? "warning" : memory.team ? "organization" : "note",
+    contextValue: "memory",
+  };
+}
+
+/** Memories grouped by type (yours first, then team), newest first; instruction files on top. */
+export function memoriesTree(list: MemoryListResult, target: ProjectTarget, nowMs: number = Date.now(), home?: string): ViewNode[] {
+  const groups = new Map<string, ListedMemory[]>();
+  for (const memory of list.memories ?? []) {
+    const key = groupKey(memory);
+    const members = groups.get(key) ?? [];
+    members.push(memory);
+    groups.set(key, members);
+  }
+  const nodes: ViewNode[] = [];
+  const instructions = list.instruction_files ?? [];
+  nodes.push({
+    id: "instructions",
+    label: "Instruction files",
+    description: `${instructions.length}`,
+    icon: "book",
+    children: rulesTree({ files: instructions, skipped: [], warnings: [], memory_dir: null, index_truncated: false, cached: false }, target, home).filter(
+      (n) => n.id !== "none",
+    ),
+  });
+  const total = (list.memories ?? []).length;
+  const keys = [...groups.keys()].sort((a, b) => groupRank(a) - groupRank(b) || a.localeCompare(b));
+  nodes.push({
+    id: "memories",
+    label: "Memories",
+    description: total ? `${total}` : "none yet",
+    tooltip: list.memory_dir,
+    path: list.memory_dir,
+    icon: "database",
+    contextValue: "memoryDir",
+    children: keys.map((key) => {
+      const members = [...(groups.get(key) ?? [])].sort((a, b) => b.mtime - a.mtime);
+      return {
+        id: `type:${key}`,
+        label: key,
+        description: `${members.length}`,
+        icon: key.startsWith("team/") ? "organization" : "symbol-folder",
+        children: members.map((m) => memoryNode(m, nowMs)),
+      };
+    }),
+  });
+  for (const [i, warning] of (list.warnings ?? []).entries()) {
+    nodes.push({ id: `warning:${i}`, label: warning, tooltip: warning, icon: "warning" });
+  }
+  return nodes;
+}
+
+/** The tree when memory.list failed (e.g. auto memory is off: the daemon's reason is shown). */
+export function memoriesErrorTree(message: string): ViewNode[] {
+  return [{ id: "error", label: message, tooltip: message, icon: "warning" }];
+}
+
+export function readMemory(client: MemorydClient, target: ProjectTarget, memoryPath: string): Promise<{ path: string; content: string }> {
+  return client.call("memory.read", { cwd: target.cwd, path: memoryPath });
+}
+
+export function deleteMemory(client: MemorydClient, target: ProjectTarget, memoryPath: string): Promise<{ deleted: boolean; path: string }> {
+  return client.call("memory.delete", { cwd: target.cwd, path: memoryPath });
+}
+
+export function memoryHistory(client: MemorydClient, target: ProjectTarget, memoryPath: string): Promise<HistoryResult> {
+  return client.call<HistoryResult>("memory.history", { cwd: target.cwd, path: memoryPath });
+}
+
+export function restoreMemory(
+  client: MemorydClient,
+  target: ProjectTarget,
+  memoryPath: string,
+  version: string,
+): Promise<{ path: string; restored: string }> {
+  return client.call("memory.restore", { cwd: target.cwd, path: memoryPath, version });
+}
+
+export interface VersionPick {
+  label: string;
+  description: string;
+  version: string;
+}
+
+/** History rows, newest first: when, size, why it was kept. */
+export function historyPicks(history: HistoryResult, nowMs: number = Date.now()): VersionPick[] {
+  return (history.versions ?? []).map((v) => ({
+    label: `${age(v.timestamp, nowMs)} ago`,
+    description: `${v.time} · ${v.size} bytes · ${v.reason}`,
+    version: v.version,
+  }));
+}
+
+/** The memory dir a file is in, if it is one the list knows (a save there is reconciled). */
+export function inMemoryDir(file: string, memoryDirs: Iterable<string>): string | undefined {
+  for (const dir of memoryDirs) {
+    const rel = shortPath(file, dir);
+    if (rel !== file && file.endsWith(".md")) {
+      return dir;
+    }
+  }
+  return undefined;
+}

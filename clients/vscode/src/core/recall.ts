@@ -1,0 +1,69 @@
+// Recall: the query is the selection, else the word under the cursor, else what the user types;
+// up to 5 memories from `recall`, each shown with its name, type, age and staleness note.
+import type { ProjectTarget } from "./editorContext";
+import { age } from "./format";
+import type { MemorydClient } from "./rpcClient";
+import type { RecallResult, RecalledMemory } from "./types";
+
+export const RECALL_LIMIT = 5;
+
+/** The default query: a non-blank selection wins over the word at the cursor. */
+export function defaultQuery(selection: string | undefined, wordAtCursor: string | undefined): string {
+  const picked = (selection ?? "").trim() || (wordAtCursor ?? "").trim();
+  return picked.replace(/\s+/g, " ").slice(0, 500);
+}
+
+export function recallParams(target: ProjectTarget, query: string, selector?: "auto" | "local"): Record<string, unknown> {
+  const trimmed = query.trim();
+  if (!trimmed) {
+    throw new Error("nothing to recall: select some text, put the cursor on a word, or type a query");
+  }
+  const params: Record<string, unknown> = { cwd: target.cwd, query: trimmed, limit: RECALL_LIMIT };
+  if (selector) {
+    params.selector = selector;
+  }
+  return params;
+}
+
+export async function recall(
+  client: MemorydClient,
+  target: ProjectTarget,
+  query: string,
+  options: { selector?: "auto" | "local"; timeoutMs?: number } = {},
+): Promise<RecallResult> {
+  const result = await client.call<RecallResult>(
+    "recall",
+    recallParams(target, query, options.selector),
+    options.timeoutMs ? { timeoutMs: options.timeoutMs } : undefined,
+  );
+  return { ...result, memories: (result.memories ?? []).slice(0, RECALL_LIMIT) };
+}
+
+export interface RecallPick {
+  label: string;
+  description: string;
+  detail: string;
+  path: string;
+  memory: RecalledMemory;
+}
+
+/** One quick-pick row per memory: name; type · age (· team); the staleness note or description. */
+export function recallPicks(result: RecallResult, nowMs: number = Date.now()): RecallPick[] {
+  return result.memories.map((memory) => {
+    const kind = memory.team ? `team/${memory.type}` : memory.type;
+    const note = memory.stale && memory.note ? `⚠ ${memory.note}` : memory.description;
+    return {
+      label: memory.name,
+      description: `${kind} · ${age(memory.mtime, nowMs)}${memory.stale ? " · stale" : ""}`,
+      detail: note,
+      path: memory.path,
+      memory,
+    };
+  });
+}
+
+/** The text opened in an editor for one recalled memory: its staleness note first, then the file. */
+export function recallDocument(memory: RecalledMemory): string {
+  const note = memory.stale && memory.note ? `<!-- ${memory.note} -->\n` : "";
+  return note + memory.content;
+}

@@ -1,0 +1,82 @@
+// Remember: save the selection or a typed line with `memory.write` (type picked by the user),
+// as a team memory (`team: true`) only when the project has team sync.
+import type { ProjectTarget } from "./editorContext";
+import type { MemorydClient } from "./rpcClient";
+import { RpcError } from "./rpcClient";
+import type { TeamStatusResult, WriteResult } from "./types";
+
+export const MEMORY_TYPES = [
+  { type: "user", detail: "who the user is: role, goals, how they like to work" },
+  { type: "feedback", detail: "a correction or a confirmed approach (Why / How to apply)" },
+  { type: "project", detail: "ongoing work, decisions, deadlines the code does not show" },
+  { type: "reference", detail: "where something lives outside the repo: dashboards, runbooks" },
+] as const;
+
+export type MemoryType = (typeof MEMORY_TYPES)[number]["type"];
+
+const NAME_CHARS = 60;
+const DESCRIPTION_CHARS = 150;
+
+function firstLine(text: string): string {
+  return (text.split("\n").find((line) => line.trim()) ?? "").trim().replace(/^[#>*\-\s]+/, "");
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`;
+}
+
+/** A name for the memory when the user gives none: its first line, short. */
+export function suggestedName(text: string): string {
+  return clip(firstLine(text), NAME_CHARS);
+}
+
+export interface RememberInput {
+  type: MemoryType;
+  text: string;
+  name?: string;
+  description?: string;
+  team?: boolean;
+}
+
+export function writeParams(target: ProjectTarget, input: RememberInput): Record<string, unknown> {
+  const body = input.text.trim();
+  if (!body) {
+    throw new Error("nothing to remember: select some text or type a line");
+  }
+  if (!MEMORY_TYPES.some((t) => t.type === input.type)) {
+    throw new Error(`unknown memory type ${JSON.stringify(input.type)}`);
+  }
+  const name = (input.name ?? "").trim() || suggestedName(body);
+  const description = (input.description ?? "").trim() || clip(firstLine(body), DESCRIPTION_CHARS);
+  const params: Record<string, unknown> = { cwd: target.cwd, type: input.type, name, description, body };
+  if (input.team) {
+    params.team = true;
+  }
+  return params;
+}
+
+export function remember(client: MemorydClient, target: ProjectTarget, input: RememberInput): Promise<WriteResult> {
+  return client.call<WriteResult>("memory.write", writeParams(target, input));
+}
+
+/** The project's team sync, or null when it has none (not configured, or no repository). */
+export async function teamSync(client: MemorydClient, target: ProjectTarget): Promise<TeamStatusResult | null> {
+  try {
+    const status = await client.call<TeamStatusResult>("team.status", { cwd: target.cwd });
+    return status && status.repo ? status : null;
+  } catch (error) {
+    if (error instanceof RpcError && error.code === -32003) {
+      return null; // team sync is not configured
+    }
+    throw error;
+  }
+}
+
+/** Where the memory was saved, in words. */
+export function savedMessage(result: WriteResult, team: boolean): string {
+  const where = team ? "team memory" : "memory";
+  if (result.merged_into) {
+    return `Updated the existing ${where} ${result.merged_into} (a near duplicate)`;
+  }
+  return `${result.created ? "Saved" : "Updated"} ${where} ${result.path}`;
+}

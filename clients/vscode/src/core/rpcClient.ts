@@ -1,0 +1,435 @@
+// One NDJSON JSON-RPC 2.0 connection to memoryd over its Unix socket: concurrent requests
+// matched by id, a timeout on every call, a cap on reply lines, notifications after `subscribe`,
+// and reconnection with backoff. No `vscode` import: tested with node's test runner.
+import * as net from "node:net";
+
+/** A JSON-RPC error the daemon answered with (its code and message kept). */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = "RpcError";
+  }
+}
+
+/** Nobody answers on the socket, or the connection was lost. */
+export class DaemonUnavailable extends Error {
+  constructor(
+    message: string,
+    readonly socketPath: string,
+  ) {
+    super(message);
+    this.name = "DaemonUnavailable";
+  }
+}
+
+/** The daemon did not answer within the call's timeout. */
+export class RpcTimeout extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RpcTimeout";
+  }
+}
+
+/** The daemon sent something that is not a JSON-RPC message, or a line over the cap. */
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
+export interface Notification {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+export type ConnectionState = "up" | "down";
+
+export interface ClientOptions {
+  socketPath: string;
+  /** Default per-call timeout. */
+  timeoutMs?: number;
+  /** How long connecting may take before the daemon counts as down. */
+  connectTimeoutMs?: number;
+  /** Longest reply line accepted; a longer one drops the connection with a clear error. */
+  lineCapBytes?: number;
+  /** Reconnect with doubling delays while the daemon is down; false: only on the next call. */
+  reconnect?: { initialMs: number; maxMs: number } | false;
+}
+
+export const DEFAULT_TIMEOUT_MS = 5_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
+
+interface Pending {
+  method: string;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+type Listener<T extends unknown[]> = (...args: T) => void;
+
+export class MemorydClient {
+  readonly socketPath: string;
+  readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly lineCapBytes: number;
+  private readonly reconnect: { initialMs: number; maxMs: number } | false;
+
+  private socket: net.Socket | undefined;
+  private connecting: Promise<net.Socket> | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** undefined: not subscribed; null: every event; else the events named. */
+  private subscription: string[] | null | undefined = undefined;
+  private subscribedOn: { sock: net.Socket; key: string; result: Promise<string[]> } | undefined;
+  private readonly notificationListeners = new Set<Listener<[Notification]>>();
+  private readonly stateListeners = new Set<Listener<[ConnectionState, string | undefined]>>();
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private backoffMs: number;
+  private state: ConnectionState | undefined;
+  private closed = false;
+  /** Why the daemon is down, for the status line. */
+  lastError: string | undefined;
+
+  constructor(options: ClientOptions) {
+    this.socketPath = options.socketPath;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.lineCapBytes = options.lineCapBytes ?? DEFAULT_LINE_CAP_BYTES;
+    this.reconnect = options.reconnect === undefined ? DEFAULT_RECONNECT : options.reconnect;
+    this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
+  }
+
+  get isUp(): boolean {
+    return this.state === "up";
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  onNotification(listener: (n: Notification) => void): () => void {
+    this.notificationListeners.add(listener);
+    return () => this.notificationListeners.delete(listener);
+  }
+
+  onStateChange(listener: (state: ConnectionState, detail: string | undefined) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  /** Connect now (calls connect on their own; this is for showing the state early). */
+  async connect(): Promise<void> {
+    await this.ensureSocket();
+  }
+
+  /**
+   * Send one request; resolves with its result, rejects with RpcError, DaemonUnavailable,
+   * RpcTimeout or ProtocolError. The timeout covers connecting too, so nothing waits longer.
+   */
+  call<T = unknown>(method: string, params?: object, options?: { timeoutMs?: number }): Promise<T> {
+    if (this.closed) {
+      return Promise.reject(new DaemonUnavailable("the memoryd client is closed", this.socketPath));
+    }
+    const timeoutMs = options?.timeoutMs ?? this.timeoutMs;
+    const id = this.nextId++;
+    const request: Record<string, unknown> = { jsonrpc: "2.0", id, method };
+    if (params !== undefined) {
+      request.params = params;
+    }
+    const line = JSON.stringify(request) + "\n";
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.pending.delete(id)) {
+          reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
+        }
+      }, timeoutMs);
+      this.pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.ensureSocket().then(
+        (sock) => {
+          if (!this.pending.has(id)) {
+            return;
+          }
+          if (sock.destroyed || !sock.writable) {
+            this.settle(id, new DaemonUnavailable("connection to memoryd lost", this.socketPath));
+            return;
+          }
+          sock.write(line);
+        },
+        (error: Error) => this.settle(id, error),
+      );
+    });
+  }
+
+  /**
+   * Receive notifications on this connection (all events, or those named), and again on every
+   * later connection. While the daemon is down this rejects, and subscribes when it comes back.
+   */
+  async subscribe(events?: string[]): Promise<string[]> {
+    this.subscription = events && events.length ? [...events] : null;
+    return this.subscribeOn(await this.ensureSocket());
+  }
+
+  private subscribeOn(sock: net.Socket): Promise<string[]> {
+    const key = JSON.stringify(this.subscription);
+    if (this.subscribedOn && this.subscribedOn.sock === sock && this.subscribedOn.key === key) {
+      return this.subscribedOn.result; // sent once per connection
+    }
+    const params = this.subscription ? { events: this.subscription } : {};
+    const result = this.call<{ subscribed: string[] }>("subscribe", params).then((r) => r.subscribed);
+    const entry = { sock, key, result };
+    this.subscribedOn = entry;
+    result.catch(() => {
+      if (this.subscribedOn === entry) {
+        this.subscribedOn = undefined;
+      }
+    });
+    return result;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.reconnectTimer) {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = undefined;
+    }
+    this.rejectAll(new DaemonUnavailable("the memoryd client is closed", this.socketPath));
+    this.socket?.destroy();
+    this.socket = undefined;
+  }
+
+  private settle(id: number, error: Error): void {
+    const entry = this.pending.get(id);
+    if (entry) {
+      this.pending.delete(id);
+      clearTimeout(entry.timer);
+      entry.reject(error);
+    }
+  }
+
+  private rejectAll(error: Error): void {
+    for (const id of [...this.pending.keys()]) {
+      this.settle(id, error);
+    }
+  }
+
+  private ensureSocket(): Promise<net.Socket> {
+    if (this.socket && !this.socket.destroyed) {
+      return Promise.resolve(this.socket);
+    }
+    if (!this.connecting) {
+      this.connecting = this.open().finally(() => {
+        this.connecting = undefined;
+      });
+    }
+    return this.connecting;
+  }
+
+  private open(): Promise<net.Socket> {
+    return new Promise<net.Socket>((resolve, reject) => {
+      const sock = net.createConnection({ path: this.socketPath });
+      let connected = false;
+      const timer = setTimeout(() => {
+        sock.destroy();
+        const message = `memoryd did not accept a connection on ${this.socketPath} within ${this.connectTimeoutMs} ms`;
+        this.markDown(message);
+        reject(new DaemonUnavailable(message, this.socketPath));
+      }, this.connectTimeoutMs);
+      sock.once("connect", () => {
+        clearTimeout(timer);
+        if (this.closed) {
+          sock.destroy();
+          reject(new DaemonUnavailable("the memoryd client is closed", this.socketPath));
+          return;
+        }
+        connected = true;
+        this.socket = sock;
+        this.chunks = [];
+        this.buffered = 0;
+        this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
+        this.lastError = undefined;
+        this.setState("up", undefined);
+        resolve(sock);
+        if (this.subscription !== undefined) {
+          // Subscribe again on the new connection so notifications keep coming.
+          this.subscribeOn(sock).catch(() => undefined);
+        }
+      });
+      sock.on("data", (chunk: Buffer) => this.onData(sock, chunk));
+      sock.on("error", (error: NodeJS.ErrnoException) => {
+        if (connected) {
+          return; // "close" follows and reports it
+        }
+        clearTimeout(timer);
+        const why = error.code ?? error.message;
+        const message = `memoryd is not running on ${this.socketPath} (${why}); start it with \`memctl start\``;
+        this.markDown(message);
+        reject(new DaemonUnavailable(message, this.socketPath));
+      });
+      sock.on("close", () => {
+        if (!connected || this.socket !== sock) {
+          return;
+        }
+        this.socket = undefined;
+        const message = this.lastError ?? "connection to memoryd lost (the daemon stopped or restarted)";
+        this.rejectAll(new DaemonUnavailable(message, this.socketPath));
+        this.markDown(message);
+      });
+    });
+  }
+
+  private markDown(message: string): void {
+    if (this.closed) {
+      return;
+    }
+    this.lastError = message;
+    this.setState("down", message);
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (!this.reconnect || this.closed || this.reconnectTimer) {
+      return;
+    }
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.reconnect.maxMs);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.ensureSocket().catch(() => undefined); // a failure schedules the next try
+    }, delay);
+    this.reconnectTimer.unref(); // never keeps a process alive on its own
+  }
+
+  private setState(state: ConnectionState, detail: string | undefined): void {
+    if (this.state === state) {
+      return;
+    }
+    this.state = state;
+    for (const listener of this.stateListeners) {
+      try {
+        listener(state, detail);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  /** Drop the connection after a framing problem: every call in flight gets `error`. */
+  private fail(sock: net.Socket, error: Error): void {
+    this.socket = undefined; // its "close" then reports nothing more
+    this.rejectAll(error);
+    this.chunks = [];
+    this.buffered = 0;
+    sock.destroy();
+    this.markDown(error.message);
+  }
+
+  private onData(sock: net.Socket, chunk: Buffer): void {
+    if (this.socket !== sock) {
+      return;
+    }
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf(10, start);
+      if (newline === -1) {
+        break;
+      }
+      const piece = chunk.subarray(start, newline);
+      if (this.buffered + piece.length > this.lineCapBytes) {
+        this.fail(sock, this.overCap());
+        return;
+      }
+      const line = this.buffered ? Buffer.concat([...this.chunks, piece]) : piece;
+      this.chunks = [];
+      this.buffered = 0;
+      this.onLine(sock, line);
+      if (sock.destroyed) {
+        return;
+      }
+      start = newline + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      if (this.buffered + rest.length > this.lineCapBytes) {
+        this.fail(sock, this.overCap());
+        return;
+      }
+      this.chunks.push(rest);
+      this.buffered += rest.length;
+    }
+  }
+
+  private overCap(): ProtocolError {
+    return new ProtocolError(
+      `memoryd sent a reply line over the client's cap of ${this.lineCapBytes} bytes; ` +
+        "the connection was reset (raise memoryd.lineCapBytes if this reply is expected)",
+    );
+  }
+
+  private onLine(sock: net.Socket, line: Buffer): void {
+    const text = line.toString("utf8").trim();
+    if (!text) {
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      const preview = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+      this.fail(sock, new ProtocolError(`memoryd sent a reply that is not JSON: ${JSON.stringify(preview)}`));
+      return;
+    }
+    for (const item of Array.isArray(message) ? message : [message]) {
+      this.onMessage(item);
+    }
+  }
+
+  private onMessage(message: unknown): void {
+    if (typeof message !== "object" || message === null) {
+      return;
+    }
+    const m = message as Record<string, unknown>;
+    if (typeof m.method === "string" && m.id === undefined) {
+      const params = typeof m.params === "object" && m.params !== null ? (m.params as Record<string, unknown>) : {};
+      const notification: Notification = { method: m.method, params };
+      for (const listener of this.notificationListeners) {
+        try {
+          listener(notification);
+        } catch {
+          // a listener's failure never stops the others
+        }
+      }
+      return;
+    }
+    const error = m.error as { code?: unknown; message?: unknown; data?: unknown } | undefined | null;
+    if (m.id === null && error) {
+      // A connection-level error (e.g. our request was over the daemon's cap); the daemon closes next.
+      this.lastError = `memoryd: ${String(error.message ?? "error")}`;
+      return;
+    }
+    if (typeof m.id !== "number") {
+      return;
+    }
+    const entry = this.pending.get(m.id);
+    if (!entry) {
+      return; // answered after its timeout
+    }
+    this.pending.delete(m.id);
+    clearTimeout(entry.timer);
+    if (error) {
+      const code = typeof error.code === "number" ? error.code : -32603;
+      entry.reject(new RpcError(code, String(error.message ?? "error"), error.data));
+    } else {
+      entry.resolve(m.result);
+    }
+  }
+}

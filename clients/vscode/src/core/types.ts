@@ -1,0 +1,105 @@
+// The result shapes of the methods the editor uses (docs/protocol.md), only the fields read here.
+
+export interface InstructionFile {
+  path: string;
+  type: string;
+  parent: string | null;
+  reason: string;
+  globs: string[] | null;
+}
+
+export interface SkippedFile {
+  path: string;
+  reason: string;
+  detail?: string | null;
+  parent?: string | null;
+}
+
+export interface ContextResult {
+  files: InstructionFile[];
+  skipped: SkippedFile[];
+  memory_dir: string | null;
+  index_truncated: boolean;
+  warnings: string[];
+  cached: boolean;
+}
+
+export interface RecalledMemory {
+  path: string;
+  name: string;
+  description: string;
+  type: string;
+  mtime: number;
+  team: boolean;
+  content: string;
+  stale: boolean;
+  note: string | null;
+}
+
+export interface RecallResult {
+  memories: RecalledMemory[];
+  selector: string;
+}
+
+export interface ListedMemory {
+  path: string;
+  file: string;
+  name: string | null;
+  description: string | null;
+  type: string | null;
+  mtime: number;
+  team: boolean;
+  problem: string | null;
+}
+
+export interface MemoryListResult {
+  instruction_files: InstructionFile[];
+  memories: ListedMemory[];
+  memory_dir: string;
+  team_dir: string | null;
+  warnings: string[];
+}
+
+export interface WriteResult {
+  path: string;
+  created: boolean;
+  merged_into: string | null;
+}
+
+export interface HistoryVersion {
+  version: string;
+  timestamp: number;
+  time: string;
+  size: number;
+  reason: string;
+}
+
+export interface HistoryResult {
+  path: string;
+  exists: boolean;
+  versions: HistoryVersion[];
+}
+
+export interface StatusResult {
+  version: string;
+  protocol_version: number;
+  pid: number;
+  uptime_s: number;
+  socket: string;
+  worker_errors: Record<string, unknown>;
+  model: { configured: boolean; reason: string | null; model?: string | null };
+  features: {
+    team_sync?: { enabled: boolean; reason: string | null; folders?: number };
+    auto_memory?: { enabled: boolean; memories?: number };
+  };
+}
+
+export interface TeamStatusResult {
+  repo: string | null;
+  server: string | null;
+  team_dir: string;
+  last_result: { op: string; ok: boolean; at: string; error?: string } | null;
+  pending: string[];
+  entries: number;
+  retrying: boolean;
+}

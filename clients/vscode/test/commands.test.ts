@@ -1,0 +1,234 @@
+// Every command's logic against the real daemon: rules in effect (types, @include tree,
+// conditional rules matched and skipped, a rule edited on disk), recall, remember, the memory list
+// with delete/history/restore, the status line, notifications; paths with spaces and unicode,
+// no active file, a folder that is not a git repository.
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { NoProjectError, projectTarget } from "../src/core/editorContext";
+import {
+  deleteMemory,
+  historyPicks,
+  inMemoryDir,
+  listMemories,
+  memoriesTree,
+  memoryHistory,
+  readMemory,
+  restoreMemory,
+} from "../src/core/memories";
+import { NotificationPresenter, type Message } from "../src/core/notifications";
+import { defaultQuery, recall, recallDocument, recallParams, recallPicks } from "../src/core/recall";
+import { MEMORY_TYPES, remember, savedMessage, suggestedName, teamSync, writeParams } from "../src/core/remember";
+import { getContext, rulesTree, watchedFiles } from "../src/core/rules";
+import { MemorydClient } from "../src/core/rpcClient";
+import { downView, fetchStatus } from "../src/core/status";
+import { findNode, renderTree } from "../src/core/viewNode";
+import { Daemon, cleanup, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+
+const tmp = tempDir();
+const env = isolatedEnv(tmp);
+const socketPath = path.join(tmp, "c.sock");
+const repo = makeRepo(path.join(tmp, "widgets"));
+let daemon: Daemon;
+let client: MemorydClient;
+
+before(async () => {
+  daemon = await Daemon.start(socketPath, env);
+  client = new MemorydClient({ socketPath, timeoutMs: 15_000 });
+});
+after(async () => {
+  client.close();
+  await daemon.stop();
+  cleanup(tmp);
+});
+
+describe("rules in effect", () => {
+  test("a file under src/api: CLAUDE.md, its @include nested under it, the conditional rule matched", async () => {
+    const target = projectTarget({ filePath: repo.apiFile, workspaceFolder: repo.root });
+    assert.deepEqual(target, { cwd: path.dirname(repo.apiFile), touchedPaths: [repo.apiFile] });
+    const ctx = await getContext(client, target);
+    const tree = rulesTree(ctx, { cwd: repo.root, touchedPaths: target.touchedPaths });
+    const text = renderTree(tree).join("\n");
+    assert.match(text, /▾ Project/);
+    const claude = findNode(tree, (n) => n.path === repo.claudeMd);
+    assert.ok(claude, text);
+    assert.equal(claude.description, "Project · always loaded");
+    assert.deepEqual(claude.children?.map((c) => c.path), [repo.style], "the @include sits under its includer");
+    assert.equal(claude.children?.[0]?.description, "Project · @include from CLAUDE.md");
+    const api = findNode(tree, (n) => n.path === repo.apiRule);
+    assert.ok(api, text);
+    assert.equal(api.description, "Project · paths: src/api/** matched src/api/users.py");
+    assert.equal(findNode(tree, (n) => n.id === "skipped"), undefined);
+  });
+
+  test("a file elsewhere: the conditional rule is listed as skipped, with the daemon's reason", async () => {
+    const target = projectTarget({ filePath: repo.readme });
+    const tree = rulesTree(await getContext(client, target), target);
+    const skipped = findNode(tree, (n) => n.id === "skipped");
+    assert.ok(skipped);
+    const rule = skipped.children?.find((c) => c.path === repo.apiRule);
+    assert.ok(rule, renderTree(tree).join("\n"));
+    assert.equal(rule.description, "conditional rule, no path matched");
+    assert.match(rule.tooltip ?? "", /no touched path matches \['src\/api\/\*\*'\]/);
+  });
+
+  test("missing and outside includes are skipped with their reasons", async () => {
+    const root = path.join(tmp, "gaps");
+    const gaps = makeRepo(root);
+    fs.appendFileSync(gaps.claudeMd, "\n@docs/missing.md\n@/etc/hostname\n");
+    const target = projectTarget({ filePath: gaps.readme });
+    const tree = rulesTree(await getContext(client, target), target);
+    const skipped = findNode(tree, (n) => n.id === "skipped");
+    const reasons = Object.fromEntries((skipped?.children ?? []).map((c) => [c.label, c.description]));
+    assert.equal(reasons["docs/missing.md"], "missing");
+    assert.equal(reasons["/etc/hostname"], "outside the project (not approved)");
+    assert.equal(findNode(tree, (n) => n.label === "docs/missing.md")?.path, undefined, "nothing to open");
+  });
+
+  test("editing and saving a rule file changes the result without a restart", async () => {
+    const root = path.join(tmp, "edited");
+    const edited = makeRepo(root);
+    const target = projectTarget({ filePath: edited.apiFile });
+    const first = await getContext(client, target);
+    assert.ok(watchedFiles(first).has(edited.apiRule));
+    fs.writeFileSync(edited.apiRule, '---\npaths:\n  - "lib/**"\n---\nOnly for lib.\n');
+    fs.writeFileSync(path.join(root, "docs", "extra.md"), "More rules.\n");
+    fs.appendFileSync(edited.claudeMd, "@docs/extra.md\n");
+    await waitFor(async () => {
+      const ctx = await getContext(client, target);
+      const tree = rulesTree(ctx, target);
+      const rule = findNode(findNode(tree, (n) => n.id === "skipped")?.children ?? [], (n) => n.path === edited.apiRule);
+      const extra = findNode(tree, (n) => n.path === path.join(root, "docs", "extra.md"));
+      return !!rule && !!extra;
+    }, 15_000, "the edited rule to be reflected");
+  });
+
+  test("a path with spaces and unicode", async () => {
+    const root = path.join(tmp, "my prøject ✓");
+    const odd = makeRepo(root, { apiFileName: "naïve handler (v2).py" });
+    const target = projectTarget({ filePath: odd.apiFile });
+    const tree = rulesTree(await getContext(client, target), { cwd: root, touchedPaths: target.touchedPaths });
+    const api = findNode(tree, (n) => n.path === odd.apiRule);
+    assert.ok(api, renderTree(tree).join("\n"));
+    assert.equal(api.description, "Project · paths: src/api/** matched src/api/naïve handler (v2).py");
+    assert.ok(findNode(tree, (n) => n.path === odd.claudeMd));
+  });
+
+  test("no active file: the workspace folder; no folder either: a clear error", async () => {
+    const target = projectTarget({ filePath: undefined, workspaceFolder: repo.root });
+    assert.deepEqual(target, { cwd: repo.root, touchedPaths: [] });
+    const tree = rulesTree(await getContext(client, target), target);
+    assert.ok(findNode(tree, (n) => n.path === repo.claudeMd));
+    assert.throws(() => projectTarget({}), NoProjectError);
+    assert.throws(() => projectTarget({ filePath: "Untitled-1" }), /open a file that is saved on disk, or open a folder/);
+  });
+
+  test("a folder that is not a git repository is its own project", async () => {
+    const root = path.join(tmp, "plain");
+    const plain = makeRepo(root, { git: false });
+    const target = projectTarget({ filePath: plain.readme });
+    const tree = rulesTree(await getContext(client, target), target);
+    assert.ok(findNode(tree, (n) => n.path === plain.claudeMd), renderTree(tree).join("\n"));
+    const empty = path.join(tmp, "empty folder");
+    fs.mkdirSync(empty);
+    const none = rulesTree(await getContext(client, { cwd: empty, touchedPaths: [] }), { cwd: empty, touchedPaths: [] });
+    assert.equal(none[0]?.label, "No instruction files apply here");
+  });
+});
+
+describe("remember, recall, the memory list", () => {
+  const target = { cwd: repo.root, touchedPaths: [] };
+
+  test("remember: type picker values, a name from the first line, no team without team sync", async () => {
+    assert.deepEqual(MEMORY_TYPES.map((t) => t.type), ["user", "feedback", "project", "reference"]);
+    assert.equal(suggestedName("\n# Deploys happen on Thursdays\nafter QA"), "Deploys happen on Thursdays");
+    assert.throws(() => writeParams(target, { type: "project", text: "   " }), /nothing to remember/);
+    assert.equal(await teamSync(client, target), null);
+    const result = await remember(client, target, { type: "project", text: "Deploys happen on Thursdays after the QA sign-off." });
+    assert.equal(result.created, true);
+    assert.match(savedMessage(result, false), /^Saved memory .*project_.*\.md$/);
+    const read = await readMemory(client, target, result.path);
+    assert.match(read.content, /type: project/);
+    assert.match(read.content, /Deploys happen on Thursdays after the QA sign-off\./);
+    assert.deepEqual(writeParams(target, { type: "reference", text: "Runbook: wiki Ops/On-call", team: true }).team, true);
+  });
+
+  test("recall: default query from the selection or word, up to 5 with name, type, age", async () => {
+    assert.equal(defaultQuery("  release\n dates ", "word"), "release dates");
+    assert.equal(defaultQuery("", "deploys"), "deploys");
+    assert.throws(() => recallParams(target, " "), /nothing to recall/);
+    for (let i = 0; i < 7; i++) {
+      await remember(client, target, { type: "reference", name: `Deploy dashboard ${i}`, text: `Deploy dashboard number ${i} lives at grafana/d/${i}` });
+    }
+    const result = await recall(client, target, "deploy dashboard", { selector: "local" });
+    assert.ok(result.memories.length > 0 && result.memories.length <= 5, `${result.memories.length}`);
+    const picks = recallPicks(result);
+    assert.match(picks[0]!.label, /Deploy dashboard/);
+    assert.match(picks[0]!.description, /^reference · now$/);
+    assert.match(recallDocument(result.memories[0]!), /^---\nname: Deploy dashboard/);
+    const stale = recallPicks({ selector: "local", memories: [{ ...result.memories[0]!, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
+    assert.equal(stale[0]!.description, "reference · 3d · stale");
+    assert.equal(stale[0]!.detail, "⚠ This memory is 3 days old.");
+  });
+
+  test("memory list grouped by type, newest first; delete, history and restore", async () => {
+    const saved = await remember(client, target, { type: "feedback", name: "Tabs in Go", text: "Indent Go with tabs." });
+    await client.call("memory.write", { cwd: repo.root, type: "feedback", name: "Tabs in Go", description: "tabs", body: "Indent Go with tabs, always.", file: path.basename(saved.path) });
+    const list = await listMemories(client, target);
+    const tree = memoriesTree(list, target, Date.now(), env.HOME);
+    const text = renderTree(tree).join("\n");
+    const memories = findNode(tree, (n) => n.id === "memories");
+    assert.deepEqual(memories?.children?.map((g) => g.label), ["feedback", "project", "reference"], text);
+    assert.equal(findNode(tree, (n) => n.id === "type:reference")?.children?.[0]?.label, "Deploy dashboard 6", "newest first");
+    const instructions = findNode(tree, (n) => n.id === "instructions");
+    assert.ok(findNode(instructions?.children ?? [], (n) => n.path === repo.claudeMd), text);
+    assert.equal(inMemoryDir(saved.path, [list.memory_dir]), list.memory_dir);
+    assert.equal(inMemoryDir(repo.claudeMd, [list.memory_dir]), undefined);
+
+    const history = await memoryHistory(client, target, saved.path);
+    const picks = historyPicks(history);
+    assert.ok(picks.length >= 1);
+    assert.match(picks[0]!.description, /bytes · overwrite/);
+    await restoreMemory(client, target, saved.path, picks[0]!.version);
+    assert.doesNotMatch((await readMemory(client, target, saved.path)).content, /always/);
+
+    assert.deepEqual(await deleteMemory(client, target, saved.path), { deleted: true, path: saved.path });
+    const after = memoriesTree(await listMemories(client, target), target);
+    assert.equal(findNode(after, (n) => n.path === saved.path), undefined);
+    assert.ok((await memoryHistory(client, target, saved.path)).versions.length >= 1, "a deleted memory keeps its history");
+  });
+});
+
+describe("status line and notifications", () => {
+  test("status: up, no model, team off", async () => {
+    const view = await fetchStatus(client, repo.root);
+    assert.equal(view.up, true);
+    assert.equal(view.text, "$(database) memoryd · no model · team off");
+    assert.match(view.tooltip, /Model: not configured — no model configured: set ANTHROPIC_API_KEY/);
+    assert.match(view.tooltip, /Team sync: off — team sync is not configured/);
+    const down = await fetchStatus(new MemorydClient({ socketPath: path.join(tmp, "nobody.sock"), reconnect: false }), repo.root);
+    assert.equal(down.up, false);
+    assert.equal(down.text, "$(debug-disconnect) memoryd down");
+    assert.match(down.tooltip, /memctl start/);
+    assert.equal(downView("/s", undefined).tooltip.split("\n")[0], "memoryd is not answering on /s");
+  });
+
+  test("memory/saved from the real daemon becomes one info message", async () => {
+    const listener = new MemorydClient({ socketPath });
+    const shown: Message[] = [];
+    const presenter = new NotificationPresenter((m) => shown.push(m));
+    listener.onNotification((n) => presenter.handle(n));
+    try {
+      await listener.subscribe();
+      await remember(client, { cwd: repo.root, touchedPaths: [] }, { type: "user", name: "Senior Go dev", text: "The user is a senior Go developer." });
+      await waitFor(() => shown.length > 0, 10_000, "the notification");
+      assert.equal(shown[0]!.level, "info");
+      assert.match(shown[0]!.text, /^memoryd: memory saved: user_senior_go_dev\.md$/);
+    } finally {
+      presenter.dispose();
+      listener.close();
+    }
+  });
+});

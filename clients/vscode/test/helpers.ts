@@ -1,0 +1,218 @@
+// Test fixtures: a real memoryd (python -m memoryd from the worktree's .venv) on a temp socket
+// with a temp HOME, temp git repos with instruction files, and fake socket servers for the
+// misbehaving-daemon cases.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+
+export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..", "..");
+export const PYTHON = process.env.MEMORYD_PYTHON ?? path.join(REPO_ROOT, ".venv", "bin", "python");
+export const MEMCTL = path.join(path.dirname(PYTHON), "memctl");
+
+const CLEARED = ["ANTHROPIC_", "MEMORYD_", "CLAUDE_", "XDG_", "GIT_", "LISTEN_"];
+
+/** A short temp dir under /tmp (socket paths are capped near 108 bytes); removed by `cleanup`. */
+export function tempDir(prefix = "mdv-"): string {
+  return fs.mkdtempSync(path.join("/tmp", prefix));
+}
+
+export function cleanup(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** An environment with HOME and XDG dirs under `root` and nothing inherited that memoryd reads. */
+export function isolatedEnv(root: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!CLEARED.some((prefix) => key.startsWith(prefix))) {
+      env[key] = value;
+    }
+  }
+  const home = path.join(root, "home");
+  fs.mkdirSync(home, { recursive: true });
+  Object.assign(env, {
+    HOME: home,
+    MEMORYD_MANAGED_DIR: path.join(root, "managed"),
+    XDG_STATE_HOME: path.join(root, "state"),
+    XDG_DATA_HOME: path.join(root, "data"),
+    XDG_CACHE_HOME: path.join(root, "cache"),
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: path.join(home, ".gitconfig"),
+    ...extra,
+  });
+  return env;
+}
+
+export function canConnect(socketPath: string, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.createConnection({ path: socketPath });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      resolve(false);
+    }, timeoutMs);
+    sock.once("connect", () => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once("error", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) {
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export class Daemon {
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly socketPath: string,
+    readonly env: NodeJS.ProcessEnv,
+    private stderr: string[],
+  ) {}
+
+  /** Start memoryd on `socketPath` and wait until it accepts connections. */
+  static async start(socketPath: string, env: NodeJS.ProcessEnv): Promise<Daemon> {
+    const proc = spawn(PYTHON, ["-m", "memoryd", "--socket", socketPath, "--log-level", "warning"], {
+      env,
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    const stderr: string[] = [];
+    proc.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+    const daemon = new Daemon(proc, socketPath, env, stderr);
+    try {
+      await waitFor(async () => {
+        if (proc.exitCode !== null) {
+          throw new Error(`memoryd exited with ${proc.exitCode}: ${stderr.join("")}`);
+        }
+        return canConnect(socketPath);
+      }, 30_000, "memoryd to listen");
+    } catch (error) {
+      proc.kill("SIGKILL");
+      throw error;
+    }
+    return daemon;
+  }
+
+  get log(): string {
+    return this.stderr.join("");
+  }
+
+  private exited(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.proc.once("exit", () => resolve()));
+  }
+
+  /** SIGKILL: the daemon dies mid-session, as after a crash. */
+  async kill(): Promise<void> {
+    this.proc.kill("SIGKILL");
+    await this.exited();
+  }
+
+  async stop(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+      return;
+    }
+    this.proc.kill("SIGTERM");
+    const timer = setTimeout(() => this.proc.kill("SIGKILL"), 15_000);
+    await this.exited();
+    clearTimeout(timer);
+  }
+}
+
+function git(cwd: string, ...args: string[]): void {
+  const result = spawnSync("git", args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" } });
+  if (result.status !== 0) {
+    throw new Error(`git ${args.join(" ")} failed: ${result.stderr}`);
+  }
+}
+
+export interface Repo {
+  root: string;
+  claudeMd: string;
+  style: string;
+  apiRule: string;
+  apiFile: string;
+  readme: string;
+}
+
+/** A git repo: CLAUDE.md that @includes docs/style.md, and a rule for `src/api/**` only. */
+export function makeRepo(root: string, options: { git?: boolean; apiFileName?: string } = {}): Repo {
+  fs.mkdirSync(path.join(root, ".claude", "rules"), { recursive: true });
+  fs.mkdirSync(path.join(root, "docs"), { recursive: true });
+  fs.mkdirSync(path.join(root, "src", "api"), { recursive: true });
+  if (options.git !== false) {
+    git(root, "init", "-q");
+  }
+  const repo: Repo = {
+    root,
+    claudeMd: path.join(root, "CLAUDE.md"),
+    style: path.join(root, "docs", "style.md"),
+    apiRule: path.join(root, ".claude", "rules", "api.md"),
+    apiFile: path.join(root, "src", "api", options.apiFileName ?? "users.py"),
+    readme: path.join(root, "README.md"),
+  };
+  fs.writeFileSync(repo.claudeMd, "# Widgets\n\nUse tabs.\n\n@docs/style.md\n");
+  fs.writeFileSync(repo.style, "Keep lines under 100 characters.\n");
+  fs.writeFileSync(repo.apiRule, '---\npaths:\n  - "src/api/**"\n---\nEvery API handler validates its input.\n');
+  fs.writeFileSync(repo.apiFile, "def users():\n    return []\n");
+  fs.writeFileSync(repo.readme, "# Widgets\n");
+  return repo;
+}
+
+export interface FakeServer {
+  server: net.Server;
+  connections: Set<net.Socket>;
+  close(): Promise<void>;
+}
+
+/** A Unix socket server whose connections get `onLine(line, socket)` for each request line. */
+export async function fakeServer(socketPath: string, onLine: (line: string, sock: net.Socket) => void): Promise<FakeServer> {
+  const connections = new Set<net.Socket>();
+  const server = net.createServer((sock) => {
+    connections.add(sock);
+    sock.on("close", () => connections.delete(sock));
+    let buffered = "";
+    sock.on("data", (chunk) => {
+      buffered += chunk.toString("utf8");
+      let nl: number;
+      while ((nl = buffered.indexOf("\n")) !== -1) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        onLine(line, sock);
+      }
+    });
+    sock.on("error", () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  return {
+    server,
+    connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const sock of connections) {
+          sock.destroy();
+        }
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export const HOME_OF = (env: NodeJS.ProcessEnv): string => env.HOME ?? os.homedir();

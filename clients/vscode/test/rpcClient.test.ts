@@ -1,0 +1,307 @@
+// The socket client against the real daemon (concurrency, errors, a daemon killed mid-session
+// and restarted, memctl start) and against fake servers that misbehave (silent, not JSON, a line
+// over the cap, a notification storm).
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { DownNotice, startDaemon } from "../src/core/daemon";
+import { NotificationPresenter, type Message } from "../src/core/notifications";
+import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
+import { Daemon, MEMCTL, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+
+describe("against the real daemon", () => {
+  const tmp = tempDir();
+  const env = isolatedEnv(tmp);
+  const socketPath = path.join(tmp, "d.sock");
+  const repoA = makeRepo(path.join(tmp, "a"));
+  const repoB = makeRepo(path.join(tmp, "b"));
+  let daemon: Daemon;
+
+  before(async () => {
+    daemon = await Daemon.start(socketPath, env);
+  });
+  after(async () => {
+    await daemon.stop();
+    cleanup(tmp);
+  });
+
+  test("concurrent requests on one connection are matched by id", async () => {
+    const client = new MemorydClient({ socketPath, timeoutMs: 20_000 });
+    try {
+      const calls = Array.from({ length: 40 }, (_, i) => {
+        const repo = i % 2 ? repoA : repoB;
+        return client
+          .call<{ files: Array<{ path: string }> }>("get_context", { cwd: repo.root, touched_paths: [] })
+          .then((ctx) => ({ repo, ctx }));
+      });
+      const statuses = Array.from({ length: 10 }, () => client.call<{ pid: number }>("status"));
+      for (const { repo, ctx } of await Promise.all(calls)) {
+        assert.equal(ctx.files[0]?.path, repo.claudeMd);
+      }
+      for (const status of await Promise.all(statuses)) {
+        assert.equal(status.pid, daemon.proc.pid);
+      }
+      const counted = await client.call<{ connections: number }>("status");
+      assert.equal(counted.connections, 1, "one connection for all of them");
+    } finally {
+      client.close();
+    }
+  });
+
+  test("daemon errors come back as RpcError with the daemon's code and message", async () => {
+    const client = new MemorydClient({ socketPath });
+    try {
+      await assert.rejects(client.call("get_context", { cwd: "relative/dir" }), (e: unknown) => {
+        assert.ok(e instanceof RpcError);
+        assert.equal(e.code, -32602);
+        assert.match(e.message, /cwd/);
+        return true;
+      });
+      await assert.rejects(client.call("memory.lst", {}), (e: unknown) => e instanceof RpcError && e.code === -32601);
+      assert.ok(client.isUp, "an error reply keeps the connection");
+    } finally {
+      client.close();
+    }
+  });
+
+  test("notifications arrive after subscribe", async () => {
+    const client = new MemorydClient({ socketPath });
+    const seen: Notification[] = [];
+    client.onNotification((n) => seen.push(n));
+    try {
+      await client.subscribe(["memory/saved"]);
+      const written = await client.call<{ path: string }>("memory.write", {
+        cwd: repoA.root,
+        type: "project",
+        name: "Release train",
+        description: "releases leave on Tuesdays",
+        body: "Releases leave on Tuesdays.",
+      });
+      await waitFor(() => seen.some((n) => n.params.path === written.path), 10_000, "memory/saved");
+      assert.equal(seen[0]?.method, "memory/saved");
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("a daemon killed mid-session", () => {
+  const tmp = tempDir();
+  const env = isolatedEnv(tmp);
+  const socketPath = path.join(tmp, "k.sock");
+  const repo = makeRepo(path.join(tmp, "r"));
+  after(() => cleanup(tmp));
+
+  test("calls fail with one clear message, then the client reconnects and resubscribes", async () => {
+    let daemon = await Daemon.start(socketPath, env);
+    const client = new MemorydClient({ socketPath, timeoutMs: 10_000, reconnect: { initialMs: 50, maxMs: 400 } });
+    const notices: string[] = [];
+    const notice = new DownNotice(client, (reason) => notices.push(reason));
+    const states: string[] = [];
+    client.onStateChange((state) => states.push(state));
+    const seen: Notification[] = [];
+    client.onNotification((n) => seen.push(n));
+    try {
+      await client.subscribe(["memory/saved"]);
+      await daemon.kill();
+      await waitFor(() => !client.isUp, 5_000, "the client to see the daemon go");
+      for (let i = 0; i < 5; i++) {
+        await assert.rejects(client.call("status"), (e: unknown) => {
+          assert.ok(e instanceof DaemonUnavailable, String(e));
+          assert.match(e.message, /memoryd is not running on .*k\.sock.*memctl start|connection to memoryd lost/);
+          return true;
+        });
+      }
+      assert.equal(notices.length, 1, `one message for the outage, got ${JSON.stringify(notices)}`);
+
+      fs.rmSync(socketPath, { force: true });
+      daemon = await Daemon.start(socketPath, env);
+      await waitFor(() => client.isUp, 10_000, "the client to reconnect by itself");
+      const status = await client.call<{ pid: number }>("status");
+      assert.equal(status.pid, daemon.proc.pid);
+      // The subscription came back with the connection.
+      const written = await client.call<{ path: string }>("memory.write", {
+        cwd: repo.root,
+        type: "user",
+        name: "Prefers short answers",
+        description: "the user likes terse replies",
+        body: "Keep replies short.",
+      });
+      await waitFor(() => seen.some((n) => n.params.path === written.path), 10_000, "memory/saved after the reconnect");
+      assert.deepEqual(states.slice(0, 3), ["up", "down", "up"]);
+    } finally {
+      notice.close();
+      client.close();
+      await daemon.stop();
+    }
+  });
+
+  test("daemon down at first: clear message naming the socket, and memctl start brings it up", async () => {
+    const sock = path.join(tmp, "s", "m.sock");
+    const client = new MemorydClient({ socketPath: sock, reconnect: { initialMs: 50, maxMs: 200 } });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof DaemonUnavailable);
+        assert.ok(e.message.includes(sock), e.message);
+        assert.match(e.message, /memctl start/);
+        return true;
+      });
+      assert.ok(Date.now() - started < 2_000, "fails fast, no waiting for a timeout");
+      const result = await startDaemon(MEMCTL, sock, { ...env, MEMORYD_SOCKET: sock });
+      assert.ok(result.ok, result.output);
+      await waitFor(() => client.isUp, 15_000, "reconnect after memctl start");
+      await client.call("shutdown");
+    } finally {
+      client.close();
+    }
+  });
+
+  test("a memctl that is not installed is a clear message", async () => {
+    const result = await startDaemon("/nonexistent/memctl", path.join(tmp, "x.sock"));
+    assert.equal(result.ok, false);
+    assert.match(result.output, /not found/);
+  });
+});
+
+describe("misbehaving daemons", () => {
+  const tmp = tempDir();
+  after(() => cleanup(tmp));
+
+  test("a daemon that never answers: every call times out, nothing blocks", async () => {
+    const sock = path.join(tmp, "silent.sock");
+    const server = await fakeServer(sock, () => undefined);
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 300 });
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    try {
+      const started = Date.now();
+      const results = await Promise.allSettled(Array.from({ length: 20 }, () => client.call("status")));
+      const elapsed = Date.now() - started;
+      for (const r of results) {
+        assert.equal(r.status, "rejected");
+        assert.ok(r.reason instanceof RpcTimeout);
+        assert.match((r.reason as Error).message, /did not answer status within 300 ms/);
+      }
+      assert.ok(elapsed < 2_000, `all 20 time out together (${elapsed} ms)`);
+      assert.ok(ticks >= 5, `the event loop kept running (${ticks} ticks)`);
+      assert.equal(client.inFlight, 0, "nothing left pending");
+      // A per-call timeout overrides the default.
+      const t0 = Date.now();
+      await assert.rejects(client.call("status", undefined, { timeoutMs: 50 }), RpcTimeout);
+      assert.ok(Date.now() - t0 < 250);
+    } finally {
+      clearInterval(ticker);
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a reply that is not JSON: clear error, then the next connection works", async () => {
+    const sock = path.join(tmp, "garbage.sock");
+    let first = true;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number };
+      if (first) {
+        first = false;
+        s.write("<html>502 Bad Gateway</html>\n");
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { ok: true } }) + "\n");
+      }
+    });
+    const client = new MemorydClient({ socketPath: sock, reconnect: { initialMs: 20, maxMs: 100 } });
+    try {
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof ProtocolError);
+        assert.match(e.message, /not JSON: "<html>502 Bad Gateway<\/html>"/);
+        return true;
+      });
+      assert.deepEqual(await client.call("status"), { ok: true });
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a reply line over the cap resets the connection with a clear error", async () => {
+    const sock = path.join(tmp, "big.sock");
+    const server = await fakeServer(sock, (_line, s) => {
+      s.write('{"jsonrpc":"2.0","id":1,"result":"' + "x".repeat(300_000)); // no newline yet
+    });
+    const client = new MemorydClient({ socketPath: sock, lineCapBytes: 64 * 1024, timeoutMs: 5_000 });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof ProtocolError);
+        assert.match(e.message, /over the client's cap of 65536 bytes/);
+        return true;
+      });
+      assert.ok(Date.now() - started < 2_000, "fails as soon as the cap is passed, not at the timeout");
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a storm of 1,000 notifications in a second: all delivered, a handful shown, calls still answered", async () => {
+    const sock = path.join(tmp, "storm.sock");
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      if (request.method === "subscribe") {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+        let sent = 0;
+        const burst = setInterval(() => {
+          for (let i = 0; i < 100 && sent < 1000; i++, sent++) {
+            s.write(JSON.stringify({ jsonrpc: "2.0", method: "memory/saved", params: { path: `/m/project_${sent}.md`, project: "/p" } }) + "\n");
+          }
+          if (sent >= 1000) {
+            clearInterval(burst);
+          }
+        }, 10);
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pong: request.id } }) + "\n");
+      }
+    });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 2_000 });
+    const shown: Message[] = [];
+    const presenter = new NotificationPresenter((m) => shown.push(m), { perWindow: 3, windowMs: 60_000 });
+    let received = 0;
+    client.onNotification((n) => {
+      received++;
+      presenter.handle(n);
+    });
+    try {
+      const started = Date.now();
+      await client.subscribe();
+      const replies = await Promise.all(Array.from({ length: 10 }, () => client.call<{ pong: number }>("ping")));
+      assert.equal(replies.length, 10);
+      await waitFor(() => received === 1000, 5_000, "all 1,000 notifications");
+      assert.ok(Date.now() - started < 3_000);
+      assert.equal(shown.length, 3, "three shown; the rest held back");
+      assert.equal(presenter.heldBack, 997);
+      presenter.flush();
+      assert.equal(shown.length, 4);
+      assert.match(shown[3]!.text, /997 more notifications not shown/);
+    } finally {
+      presenter.dispose();
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a daemon that closes the connection mid-call: DaemonUnavailable, not a hang", async () => {
+    const sock = path.join(tmp, "hangup.sock");
+    const server = await fakeServer(sock, (_line, s) => s.destroy());
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.call("status"), DaemonUnavailable);
+      assert.ok(Date.now() - started < 1_000);
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+});
