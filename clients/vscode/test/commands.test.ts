@@ -47,9 +47,9 @@ after(async () => {
 describe("rules in effect", () => {
   test("a file under src/api: CLAUDE.md, its @include nested under it, the conditional rule matched", async () => {
     const target = projectTarget({ filePath: repo.apiFile, workspaceFolder: repo.root });
-    assert.deepEqual(target, { cwd: path.dirname(repo.apiFile), touchedPaths: [repo.apiFile] });
+    assert.deepEqual(target, { cwd: path.dirname(repo.apiFile), touchedPaths: [repo.apiFile], root: repo.root });
     const ctx = await getContext(client, target);
-    const tree = rulesTree(ctx, { cwd: repo.root, touchedPaths: target.touchedPaths });
+    const tree = rulesTree(ctx, target);
     const text = renderTree(tree).join("\n");
     assert.match(text, /▾ Project/);
     const claude = findNode(tree, (n) => n.path === repo.claudeMd);
@@ -109,7 +109,8 @@ describe("rules in effect", () => {
     const root = path.join(tmp, "my prøject ✓");
     const odd = makeRepo(root, { apiFileName: "naïve handler (v2).py" });
     const target = projectTarget({ filePath: odd.apiFile });
-    const tree = rulesTree(await getContext(client, target), { cwd: root, touchedPaths: target.touchedPaths });
+    assert.equal(target.root, root);
+    const tree = rulesTree(await getContext(client, target), target);
     const api = findNode(tree, (n) => n.path === odd.apiRule);
     assert.ok(api, renderTree(tree).join("\n"));
     assert.equal(api.description, "Project · paths: src/api/** matched src/api/naïve handler (v2).py");
@@ -118,7 +119,7 @@ describe("rules in effect", () => {
 
   test("no active file: the workspace folder; no folder either: a clear error", async () => {
     const target = projectTarget({ filePath: undefined, workspaceFolder: repo.root });
-    assert.deepEqual(target, { cwd: repo.root, touchedPaths: [] });
+    assert.deepEqual(target, { cwd: repo.root, touchedPaths: [], root: repo.root });
     const tree = rulesTree(await getContext(client, target), target);
     assert.ok(findNode(tree, (n) => n.path === repo.claudeMd));
     assert.throws(() => projectTarget({}), NoProjectError);
@@ -128,9 +129,11 @@ describe("rules in effect", () => {
   test("a folder that is not a git repository is its own project", async () => {
     const root = path.join(tmp, "plain");
     const plain = makeRepo(root, { git: false });
-    const target = projectTarget({ filePath: plain.readme });
+    const target = projectTarget({ filePath: plain.apiFile, workspaceFolder: root });
+    assert.equal(target.root, root, "no git: the workspace folder");
     const tree = rulesTree(await getContext(client, target), target);
-    assert.ok(findNode(tree, (n) => n.path === plain.claudeMd), renderTree(tree).join("\n"));
+    assert.equal(findNode(tree, (n) => n.path === plain.claudeMd)?.label, "CLAUDE.md", renderTree(tree).join("\n"));
+    assert.equal(findNode(tree, (n) => n.path === plain.apiRule)?.description, "Project · paths: src/api/** matched src/api/users.py");
     const empty = path.join(tmp, "empty folder");
     fs.mkdirSync(empty);
     const none = rulesTree(await getContext(client, { cwd: empty, touchedPaths: [] }), { cwd: empty, touchedPaths: [] });

@@ -13,6 +13,8 @@ export interface EditorState {
 export interface ProjectTarget {
   cwd: string;
   touchedPaths: string[];
+  /** Where paths are shown relative to: the git root above `cwd`, else the workspace folder, else `cwd`. */
+  root?: string;
 }
 
 export class NoProjectError extends Error {
@@ -30,16 +32,33 @@ function isDir(dir: string): boolean {
   }
 }
 
+/** The folder holding `.git` at or above `dir`, if any (only for showing paths shorter). */
+export function gitRoot(dir: string): string | undefined {
+  for (let current = dir; ; current = path.dirname(current)) {
+    if (fs.existsSync(path.join(current, ".git"))) {
+      return current;
+    }
+    if (path.dirname(current) === current) {
+      return undefined;
+    }
+  }
+}
+
+function displayRoot(cwd: string, workspaceFolder: string | undefined): string {
+  const inside = workspaceFolder && !path.relative(workspaceFolder, cwd).startsWith("..") ? workspaceFolder : undefined;
+  return gitRoot(cwd) ?? inside ?? cwd;
+}
+
 /** The `cwd` and `touched_paths` for get_context, memory.list, recall and the rest. */
 export function projectTarget(state: EditorState): ProjectTarget {
   if (state.filePath && path.isAbsolute(state.filePath)) {
     const dir = path.dirname(state.filePath);
     if (isDir(dir)) {
-      return { cwd: dir, touchedPaths: [state.filePath] };
+      return { cwd: dir, touchedPaths: [state.filePath], root: displayRoot(dir, state.workspaceFolder) };
     }
   }
   if (state.workspaceFolder && path.isAbsolute(state.workspaceFolder) && isDir(state.workspaceFolder)) {
-    return { cwd: state.workspaceFolder, touchedPaths: [] };
+    return { cwd: state.workspaceFolder, touchedPaths: [], root: displayRoot(state.workspaceFolder, state.workspaceFolder) };
   }
   throw new NoProjectError();
 }

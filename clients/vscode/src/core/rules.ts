@@ -64,7 +64,7 @@ export function loadedBecause(file: InstructionFile, target: ProjectTarget): str
       return file.parent ? `@include from ${path.basename(file.parent)}` : "@include";
     case "path_glob": {
       const globs = (file.globs ?? []).join(", ");
-      const touched = target.touchedPaths.map((p) => shortPath(p, target.cwd)).join(", ");
+      const touched = target.touchedPaths.map((p) => shortPath(p, target.root ?? target.cwd)).join(", ");
       return touched ? `paths: ${globs} matched ${touched}` : `paths: ${globs} matched`;
     }
     default:
@@ -98,7 +98,7 @@ export function rulesTree(ctx: ContextResult, target: ProjectTarget, home?: stri
     const because = loadedBecause(file, target);
     return {
       id: `file:${file.path}`,
-      label: shortPath(file.path, target.cwd, home),
+      label: shortPath(file.path, target.root ?? target.cwd, home),
       description: `${file.type} · ${because}`,
       tooltip: `${file.path}\n${file.type} instructions, ${because}`,
       path: file.path,
@@ -140,7 +140,7 @@ export function rulesTree(ctx: ContextResult, target: ProjectTarget, home?: stri
       icon: "circle-slash",
       children: skipped.map((skip, i) => ({
         id: `skipped:${i}:${skip.path}`,
-        label: shortPath(skip.path, target.cwd, home),
+        label: shortPath(skip.path, target.root ?? target.cwd, home),
         description: skippedBecause(skip),
         tooltip: [skip.path, skip.detail ?? "", skip.parent ? `included from ${skip.parent}` : ""]
           .filter(Boolean)
