@@ -4,14 +4,17 @@
 
 One daemon (a `python -m memoryd` subprocess, temp HOME) serves the generated monorepo of
 bench_context.py (12 levels of CLAUDE.md, rules and includes; ~130 KiB replies), asked about a
-file in its deepest folder, as `:MemorydRules` asks for that buffer. In
-the same run, alternating in rounds so a noisy machine hits every side alike:
+file in its deepest folder, as `:MemorydRules` (and VS Code's Rules in Effect view) asks for
+that buffer. In the same run, alternating in rounds so a noisy machine hits every side alike:
 
 - nvim: headless Neovim with clients/nvim; `get_context` through the plugin's connection
   (warm, one call at a time: encode, socket, decode, callback on the main loop), and the
   whole `:MemorydRules` (request plus drawing the view);
+- vscode: the VS Code extension's socket client (clients/vscode, built by `npm run build`) in
+  one long-lived node process, as in the editor: `get_context` warm, one call at a time
+  (encode, socket, decode, promise), and the Rules in Effect view (the call plus its tree);
 - memctl: `memctl call get_context '{…}'`, a new process per call, as a shell or a hook runs it;
-- python client: `memoryd_client.Client.call` on one open connection (the floor: the
+- python client: `memoryd_client.Client.call` on one open connection (the
   daemon's own time plus one socket round trip).
 
 Medians and p95 in milliseconds; the ratio is memctl's median over the editor's.
@@ -36,6 +39,7 @@ from bench_context import generate
 from memoryd_client import Client
 
 NVIM_PLUGIN = REPO / "clients" / "nvim"
+VSCODE_DRIVER = REPO / "clients" / "vscode" / "out" / "tools" / "bench-get-context.js"
 MEMCTL = Path(sys.executable).with_name("memctl")
 
 
@@ -76,6 +80,26 @@ def nvim_side(env: dict[str, str], cwd: Path, touched: str, runs: int) -> dict[s
         return timings
 
 
+def vscode_side(
+    env: dict[str, str], sock: Path, cwd: Path, touched: str, runs: int
+) -> dict[str, list[float]]:
+    """Round trips (ms) measured inside node by the extension's own client; also the view."""
+    node = shutil.which("node")
+    if node is None or not VSCODE_DRIVER.is_file():
+        return {}
+    proc = subprocess.run(
+        [node, str(VSCODE_DRIVER), str(sock), str(cwd), touched, str(runs)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    timings: dict[str, list[float]] = json.loads(proc.stdout)
+    return timings
+
+
 def memctl_side(env: dict[str, str], params: dict[str, object], runs: int) -> list[float]:
     argv = [str(MEMCTL), "call", "get_context", json.dumps(params)]
     out = []
@@ -107,6 +131,11 @@ def main() -> int:
     parser.add_argument("--memctl-runs", type=int, default=20, help="memctl calls per round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if not VSCODE_DRIVER.is_file():
+        print(
+            "clients/vscode is not built (npm ci && npm run build there): no vscode rows",
+            file=sys.stderr,
+        )
 
     with temp_home() as env, tempfile.TemporaryDirectory(prefix="mdbench-repo-") as tmp:
         deepest, _, _ = generate(Path(tmp) / "mono")
@@ -126,6 +155,8 @@ def main() -> int:
             for _ in range(args.rounds):
                 for name, values in nvim_side(env, cwd, touched_file, args.runs).items():
                     sides.setdefault(f"nvim {name}", []).extend(values)
+                for name, values in vscode_side(env, sock, cwd, touched_file, args.runs).items():
+                    sides.setdefault(f"vscode {name}", []).extend(values)
                 sides.setdefault("memctl call", []).extend(
                     memctl_side(env, params, args.memctl_runs)
                 )
@@ -138,7 +169,8 @@ def main() -> int:
     memctl = median(sides["memctl call"])
     print("| side | median ms | p95 ms | memctl call / side |")
     print("|---|---|---|---|")
-    for name in ("nvim round_trip", "nvim rules_view", "python client", "memctl call"):
+    sides_shown = ("nvim round_trip", "nvim rules_view", "vscode round_trip", "vscode rules_view")
+    for name in (*sides_shown, "python client", "memctl call"):
         print(row(name, sides.get(name, []), memctl))
     return 0
 
