@@ -2,6 +2,7 @@
 // and restarted, memctl start) and against fake servers that misbehave (silent, not JSON, a line
 // over the cap, a notification storm).
 import * as assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -9,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { Daemon, MEMCTL, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -288,6 +289,25 @@ describe("misbehaving daemons", () => {
       presenter.dispose();
       client.close();
       await server.close();
+    }
+  });
+
+  test("a stale socket (nobody listening): retried for a moment, then one clear error", async () => {
+    const sock = path.join(tmp, "stale.sock");
+    const bind = spawnSync(PYTHON, ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", sock]);
+    assert.equal(bind.status, 0, String(bind.stderr));
+    const client = new MemorydClient({ socketPath: sock, reconnect: false });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof DaemonUnavailable);
+        assert.match(e.message, /ECONNREFUSED.*memctl start/);
+        return true;
+      });
+      const elapsed = Date.now() - started;
+      assert.ok(elapsed >= 900 && elapsed < 3_000, `retried about a second (${elapsed} ms)`);
+    } finally {
+      client.close();
     }
   });
 

@@ -10,8 +10,9 @@ import { PYTHON, REPO_ROOT, cleanup, tempDir } from "./helpers";
 const tmp = tempDir();
 after(() => cleanup(tmp));
 
-function pythonSocketPath(env: Env): string {
-  const script = "import sys; sys.path.insert(0, 'clients'); from memoryd_client.client import default_socket_path; print(default_socket_path())";
+function pythonSocketPath(env: Env, platform?: string): string {
+  const arg = platform ? JSON.stringify(platform) : "";
+  const script = `import sys; sys.path.insert(0, 'clients'); from memoryd_client.client import default_socket_path; print(default_socket_path(${arg}))`;
   const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent-home" };
   for (const [k, v] of Object.entries(env)) {
     if (v !== undefined) {
@@ -36,12 +37,19 @@ const cases: Array<[string, Env]> = [
 
 for (const [name, env] of cases) {
   test(`socket path agrees with memoryd_client: ${name}`, () => {
-    assert.equal(defaultSocketPath(env), pythonSocketPath(env));
+    assert.equal(defaultSocketPath(env, undefined, "linux"), pythonSocketPath(env, "linux"));
   });
 }
 
+test("socket path agrees with memoryd_client on macOS: ~/Library/Caches unless MEMORYD_SOCKET", () => {
+  for (const env of [{ HOME: "/Users/ada", XDG_RUNTIME_DIR: "/run/user/5" }, { HOME: "/Users/ada", MEMORYD_SOCKET: "/s.sock" }]) {
+    assert.equal(defaultSocketPath(env, 501, "darwin"), pythonSocketPath(env, "darwin"));
+  }
+  assert.equal(defaultSocketPath({ HOME: "/Users/ada" }, 501, "darwin"), "/Users/ada/Library/Caches/memoryd/memoryd.sock");
+});
+
 test("the fallback names the uid", () => {
-  assert.equal(defaultSocketPath({}, 4242), "/tmp/memoryd-4242/memoryd.sock");
+  assert.equal(defaultSocketPath({}, 4242, "linux"), "/tmp/memoryd-4242/memoryd.sock");
 });
 
 test("the socketPath setting overrides the rule; ~ is the home folder; blank means unset", () => {

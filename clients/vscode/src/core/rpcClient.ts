@@ -65,6 +65,9 @@ export const DEFAULT_TIMEOUT_MS = 5_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
+/** How long connecting is retried while the daemon is busy or restarting. */
+export const CONNECT_RETRY_MS = 1_000;
+const BUSY_CODES = new Set(["EAGAIN", "EWOULDBLOCK", "ECONNREFUSED"]);
 
 interface Pending {
   method: string;
@@ -234,14 +237,44 @@ export class MemorydClient {
     return this.connecting;
   }
 
-  private open(): Promise<net.Socket> {
+  /**
+   * Connect, retrying briefly while the daemon is busy or restarting (a full accept backlog:
+   * EAGAIN; not listening yet: ECONNREFUSED), as memoryd_client's Connector does; a missing
+   * socket (ENOENT) is reported at once.
+   */
+  private async open(): Promise<net.Socket> {
+    let left = CONNECT_RETRY_MS;
+    let pause = 10;
+    for (;;) {
+      try {
+        return await this.openOnce();
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (!this.closed && left > 0 && code !== undefined && BUSY_CODES.has(code)) {
+          const wait = Math.min(pause, left);
+          left -= wait;
+          pause = Math.min(pause * 2, 200);
+          await new Promise((r) => setTimeout(r, wait));
+          continue;
+        }
+        const message =
+          error instanceof DaemonUnavailable
+            ? error.message
+            : `memoryd is not running on ${this.socketPath} (${code ?? (error as Error).message}); start it with \`memctl start\``;
+        this.markDown(message);
+        throw error instanceof DaemonUnavailable ? error : new DaemonUnavailable(message, this.socketPath);
+      }
+    }
+  }
+
+  /** One connection attempt; rejects with the socket's error (its errno code kept). */
+  private openOnce(): Promise<net.Socket> {
     return new Promise<net.Socket>((resolve, reject) => {
       const sock = net.createConnection({ path: this.socketPath });
       let connected = false;
       const timer = setTimeout(() => {
         sock.destroy();
         const message = `memoryd did not accept a connection on ${this.socketPath} within ${this.connectTimeoutMs} ms`;
-        this.markDown(message);
         reject(new DaemonUnavailable(message, this.socketPath));
       }, this.connectTimeoutMs);
       sock.once("connect", () => {
@@ -270,10 +303,7 @@ export class MemorydClient {
           return; // "close" follows and reports it
         }
         clearTimeout(timer);
-        const why = error.code ?? error.message;
-        const message = `memoryd is not running on ${this.socketPath} (${why}); start it with \`memctl start\``;
-        this.markDown(message);
-        reject(new DaemonUnavailable(message, this.socketPath));
+        reject(error);
       });
       sock.on("close", () => {
         if (!connected || this.socket !== sock) {

@@ -1,7 +1,9 @@
 // The socket path rule every memoryd client shares (clients/memoryd_client/client.py,
-// default_socket_path): $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else
-// $XDG_CACHE_HOME/memoryd/memoryd.sock, else <tempdir>/memoryd-<uid>/memoryd.sock.
+// default_socket_path): $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock;
+// else $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock, else
+// <tempdir>/memoryd-<uid>/memoryd.sock.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -30,10 +32,13 @@ function isWritableDir(dir: string): boolean {
   }
 }
 
-export function defaultSocketPath(env: Env = process.env, uid: number = currentUid()): string {
+export function defaultSocketPath(env: Env = process.env, uid: number = currentUid(), platform: string = process.platform): string {
   const configured = env.MEMORYD_SOCKET;
   if (configured) {
     return configured;
+  }
+  if (platform === "darwin") {
+    return path.join(env.HOME || os.homedir(), "Library", "Caches", "memoryd", "memoryd.sock");
   }
   const runtime = env.XDG_RUNTIME_DIR;
   if (runtime) {
