@@ -192,7 +192,10 @@ def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: P
             proc.wait(15)
     runbook = (memory_dir / "team" / "reference_incident_runbook.md").read_text()
     assert "The runbook is the wiki page Ops/On-call" in runbook
-    assert (memory_dir / "user_personal_note.md").is_file()
+    assert (
+        "I review pull requests in the morning"
+        in (memory_dir / "user_personal_note.md").read_text()
+    )
     assert not (memory_dir / "team" / "user_personal_note.md").exists()
 
 

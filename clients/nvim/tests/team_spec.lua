@@ -26,14 +26,15 @@ T.run({
     end,
   },
   {
-    'personal memory in the same project',
+    'a typed line as a personal memory in the same project',
     function()
       edit_file()
-      T.answers = { 1, 'Personal note', 1 }
-      vim.cmd('MemorydRemember I review pull requests in the morning')
+      T.answers = { 'I review pull requests in the morning', 1, 'Personal note', 1 }
+      vim.cmd('MemorydRemember')
       T.wait('the saved message', function()
         return T.message_matching('saved memory user_personal_note.md')
       end)
+      T.eq('Remember: ', T.prompts[1].prompt, 'the line was asked for')
     end,
   },
   {
