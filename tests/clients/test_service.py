@@ -217,3 +217,19 @@ def test_the_shipped_templates_stay_templates() -> None:
         assert not directives(text, "PrivateTmp", "Documentation")
     with (repo / "launchd" / "com.memoryd.daemon.plist").open("rb") as handle:
         assert plistlib.load(handle)["ProgramArguments"][0] == "@MEMORYD@"
+
+
+@pytest.mark.slow  # a real daemon started and stopped: seconds on a loaded machine
+def test_install_hands_the_socket_over_from_a_memctl_started_daemon(
+    home: Path, fake_bin: Path, short_tmp: Path
+) -> None:
+    runtime = short_tmp
+    started = memctl(home, fake_bin, "start", runtime=runtime)
+    assert started.returncode == 0, started.stderr
+    try:
+        done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert "stopped the background daemon" in done.stdout
+        assert memctl(home, fake_bin, "status", runtime=runtime).returncode == 3
+    finally:
+        memctl(home, fake_bin, "stop", runtime=runtime)
