@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,6 +238,30 @@ def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: P
     assert fake.storms_sent == STORM_SIZE
     assert "get_context" in fake.methods
     assert "recall" in fake.methods
+
+
+def test_a_restarting_daemon_is_waited_for(short_tmp: Path, tmp_path: Path) -> None:
+    """Socket there but refusing (ECONNREFUSED) for 0.4 s: retried like memoryd_client does."""
+    sock = short_tmp / "busy.sock"
+    refusing = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    refusing.bind(str(sock))  # bound, never listening
+    started: list[MisbehavingDaemon] = []
+
+    def listen_soon() -> None:
+        time.sleep(0.4)
+        refusing.close()
+        sock.unlink()
+        started.append(MisbehavingDaemon(sock).start())
+
+    thread = threading.Thread(target=listen_soon)
+    thread.start()
+    try:
+        records = run_nvim("busy_spec.lua", {"MEMORYD_SOCKET": str(sock)}, cwd=tmp_path)
+    finally:
+        thread.join()
+        for fake in started:
+            fake.stop()
+    assert_all_passed(records, expected=1)
 
 
 SOCKET_ENVS: list[dict[str, str]] = [

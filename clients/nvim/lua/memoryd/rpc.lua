@@ -23,7 +23,7 @@ local function preview(text)
   return cut
 end
 
--- opts: path, timeout_ms, line_cap, backoff_min_ms, backoff_max_ms,
+-- opts: path, timeout_ms, line_cap, backoff_min_ms, backoff_max_ms, connect_budget_ms,
 --       on_state(state, err) ('up' | 'down'), on_notifications(list)
 function Client.new(opts)
   local self = setmetatable({}, Client)
@@ -32,6 +32,7 @@ function Client.new(opts)
   self.line_cap = opts.line_cap or 16 * 1024 * 1024
   self.backoff_min_ms = opts.backoff_min_ms or 500
   self.backoff_max_ms = opts.backoff_max_ms or 30000
+  self.connect_budget_ms = opts.connect_budget_ms or 1000
   self.on_state = opts.on_state or function() end
   self.on_notifications = opts.on_notifications or function() end
   self.state = 'idle' -- idle | connecting | connected | down | closed
@@ -151,6 +152,18 @@ function Client:connect()
   stop_timer(self.retry_timer)
   self.retry_timer = nil
   self.state = 'connecting'
+  self:_attempt(self.connect_budget_ms, 10)
+end
+
+-- A daemon whose accept backlog is full (EAGAIN) or that is restarting (ECONNREFUSED) is there
+-- in a moment: such failures are retried, pausing 10 ms doubling to 200 ms, for about
+-- connect_budget_ms before the daemon counts as down; a missing socket (ENOENT) is down at
+-- once. The same rule as memoryd_client's Connector.
+local function busy(err)
+  return err:match('^EAGAIN') ~= nil or err:match('^EWOULDBLOCK') ~= nil or err:match('^ECONNREFUSED') ~= nil
+end
+
+function Client:_attempt(left_ms, pause_ms)
   local pipe = uv.new_pipe(false)
   self.pipe = pipe
   local ok, call_err = pcall(pipe.connect, pipe, self.path, function(err)
@@ -158,6 +171,20 @@ function Client:connect()
       return
     end
     if err then
+      if busy(err) and left_ms > 0 then
+        self:_close_pipe()
+        local wait = math.min(pause_ms, left_ms)
+        local timer = uv.new_timer()
+        self.retry_timer = timer
+        timer:start(wait, 0, function()
+          stop_timer(timer)
+          if self.retry_timer == timer and self.state == 'connecting' then
+            self.retry_timer = nil
+            self:_attempt(left_ms - wait, math.min(pause_ms * 2, 200))
+          end
+        end)
+        return
+      end
       self:_down(new_error('down', ('memoryd is not running on %s (%s)'):format(self.path, err)))
       return
     end
