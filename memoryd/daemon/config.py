@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memoryd import paths
 from memoryd.core.model_config import ModelConfig
-from memoryd.daemon.protocol import DEFAULT_LINE_LIMIT
+from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, DEFAULT_REPLY_LIMIT
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class TeamConfig:
 class DaemonConfig:
     socket_path: Path = field(default_factory=paths.default_socket_path)
     line_limit: int = DEFAULT_LINE_LIMIT
+    input_buffer_cap: int = DEFAULT_INPUT_BUFFER_CAP
+    reply_limit: int = DEFAULT_REPLY_LIMIT
     log_file: Path | None = None
     flag_settings: Path | None = None
     # Only this uid may connect; the owner of the daemon by default.

@@ -23,7 +23,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.add_argument("--settings", type=Path, help="a settings file with flag precedence")
-    parser.add_argument("--line-limit", type=int, help="request line cap in bytes (64 MiB)")
+    parser.add_argument("--line-limit", type=int, help="request line cap in bytes (8 MiB)")
     parser.add_argument(
         "--idle-timeout",
         type=float,

@@ -27,6 +27,7 @@ from jsonrpcserver.response import to_serializable_one
 from jsonrpcserver.sentinels import NOCONTEXT, NOID
 from pydantic import BaseModel, ValidationError
 
+from memoryd.daemon.limits import LINGER_S, MAX_BATCH, NOTIFY_BUFFER_CAP, READ_CHUNK
 from memoryd.daemon.registry import REGISTRY, MethodSpec
 from memoryd.errors import MemorydError
 
@@ -41,10 +42,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-DEFAULT_LINE_LIMIT = 64 * 1024 * 1024
-# Notifications queued for a client that is not reading, before its connection is closed.
-NOTIFY_BUFFER_CAP = 16 * 1024 * 1024
-MAX_BATCH = 100_000
+TOO_LARGE = -32004
 
 # The connection a request arrived on, for methods that act on it (`subscribe`).
 current_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
@@ -224,14 +222,73 @@ async def _dispatch_one(message: Any, methods: dict[str, Callable[..., Any]]) ->
 
 
 def _encode(payload: Any) -> bytes:
+    return _encode_one(payload) + b"\n"
+
+
+def _encode_one(payload: Any) -> bytes:
     try:
-        return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(payload)
     except TypeError:
         # orjson refuses ints beyond 64 bits and non-str dict keys; the stdlib takes them.
-        return (
-            json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-            + b"\n"
-        )
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
+def encode_reply(reply: Any, message: Any, limit: int) -> tuple[bytes, int]:
+    """The reply line, and how many replies (or batch members) were over `limit` bytes and
+    replaced by -32004 naming the method and the cap. A batch keeps every member's id: the
+    members that fit are answered, the others get the error."""
+    if not isinstance(reply, list):
+        data = _encode_one(reply)
+        if len(data) + 1 <= limit:
+            return data + b"\n", 0
+        method = message.get("method") if isinstance(message, dict) else None
+        return _encode(_too_large(reply, method, len(data), limit)), 1
+    methods: dict[Any, Any] = {}
+    if isinstance(message, list):
+        methods = {_request_id(m): m.get("method") for m in message if isinstance(m, dict)}
+    parts: list[bytes] = []
+    used = 2  # "[" and "]\n"
+    over = 0
+    for member in reply:
+        data = _encode_one(member)
+        if used + len(data) + 1 > limit:
+            over += 1
+            id_ = member.get("id") if isinstance(member, dict) else None
+            data = _encode_one(_too_large(member, methods.get(id_), len(data), limit))
+        parts.append(data)
+        used += len(data) + 1
+    return b"[" + b",".join(parts) + b"]\n", over
+
+
+def _too_large(reply: Any, method: Any, size: int, limit: int) -> dict[str, Any]:
+    name = method if isinstance(method, str) else "this request"
+    return error_object(
+        TOO_LARGE,
+        f"reply to {name} is {size:,} bytes, over the {limit:,}-byte reply cap; "
+        "ask for less (a smaller batch, fewer paths)",
+        id_=reply.get("id") if isinstance(reply, dict) else None,
+    )
+
+
+def _line_over(limit: int) -> dict[str, Any]:
+    return error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
+
+
+class InputBudget:
+    """Bytes of unfinished request lines held for all connections together, capped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.cap:
+            return False
+        self.used += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.used = max(0, self.used - size)
 
 
 class Connection:
@@ -243,8 +300,11 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         methods: dict[str, Callable[..., Any]],
+        input_budget: InputBudget | None = None,
     ) -> None:
         self.daemon = daemon
+        self.input_budget = input_budget or InputBudget(daemon.config.input_buffer_cap)
+        self._held = 0  # bytes of an unfinished line charged to `input_budget`
         self.reader = reader
         self.writer = writer
         self.methods = methods
@@ -260,35 +320,85 @@ class Connection:
     async def serve(self) -> None:
         token = current_connection.set(self)
         try:
-            while not self.closed:
-                try:
-                    line = await self.reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
-                    return  # EOF, possibly mid-line: nothing complete to answer
-                except asyncio.LimitOverrunError:
-                    limit = self.daemon.config.line_limit
-                    await self.send(
-                        error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
-                    )
-                    return
-                except (ConnectionError, OSError):
-                    return
-                if not line.strip():
-                    continue
-                message = parse_line(line)
-                if isinstance(message, dict) and message.get("method") in self.inline:
-                    await self._handle(message)
-                    continue
-                task = asyncio.create_task(self._handle(message))
-                self.tasks.add(task)
-                self.daemon.inflight.add(task)
-                task.add_done_callback(self._forget)
+            await self._read_lines()
         finally:
+            self.input_budget.give_back(self._held)
+            self._held = 0
             current_connection.reset(token)
             # A client may send its requests and half-close: answer them before closing.
             if self.tasks:
                 await asyncio.gather(*list(self.tasks), return_exceptions=True)
             await self.close()
+
+    async def _read_lines(self) -> None:
+        """Split the input into lines and start each; an unfinished line is held (charged to
+        the shared budget) until its newline comes. Returns on EOF or a refusal."""
+        limit = self.daemon.config.line_limit
+        partial = bytearray()
+        while not self.closed:
+            try:
+                chunk = await self.reader.read(READ_CHUNK)
+            except (ConnectionError, OSError):
+                return
+            if not chunk:
+                return  # EOF, possibly mid-line: nothing complete to answer
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if partial:
+                    line = bytes(partial) + chunk[start : end + 1]
+                    partial.clear()
+                    self.input_budget.give_back(self._held)
+                    self._held = 0
+                else:
+                    line = chunk[start : end + 1]
+                start = end + 1
+                if len(line) - 1 > limit:
+                    await self._refuse(_line_over(limit))
+                    return
+                if line.strip():
+                    await self._start(parse_line(line))
+            rest = len(chunk) - start
+            if not rest:
+                continue
+            if len(partial) + rest > limit:
+                await self._refuse(_line_over(limit))
+                return
+            if not self.input_budget.take(rest):
+                cap = self.input_budget.cap
+                log.warning("closing a connection over the input buffer cap", cap=cap)
+                self.daemon.counters["input_cap_closed"] += 1
+                await self._refuse(
+                    error_object(
+                        INVALID_REQUEST,
+                        f"input refused: unfinished request lines buffered across connections "
+                        f"would go over the {cap}-byte cap; finish each line with a newline "
+                        "(this connection is closed)",
+                    )
+                )
+                return
+            self._held += rest
+            partial += chunk[start:]
+
+    async def _refuse(self, error: dict[str, Any]) -> None:
+        """Answer, then read and drop what the client is still sending (for at most
+        LINGER_S) before the connection closes: closing with unread input resets the
+        connection, and the client would never see the answer."""
+        await self.send(error)
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(LINGER_S):
+                while await self.reader.read(READ_CHUNK):
+                    pass
+
+    async def _start(self, message: Any) -> None:
+        if isinstance(message, dict) and message.get("method") in self.inline:
+            await self._handle(message)
+            return
+        task = asyncio.create_task(self._handle(message))
+        self.tasks.add(task)
+        self.daemon.inflight.add(task)
+        task.add_done_callback(self._forget)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
@@ -296,13 +406,20 @@ class Connection:
 
     async def _handle(self, message: Any) -> None:
         reply = await dispatch_message(message, self.methods)
-        if reply is not None:
-            await self.send(reply)
+        if reply is None:
+            return
+        data, over = encode_reply(reply, message, self.daemon.config.reply_limit)
+        if over:
+            log.warning("reply over the cap", replies=over, cap=self.daemon.config.reply_limit)
+            self.daemon.counters["reply_over_cap"] += over
+        await self._write(data)
 
     async def send(self, payload: Any) -> None:
+        await self._write(_encode(payload))
+
+    async def _write(self, data: bytes) -> None:
         if self.closed:
             return
-        data = _encode(payload)
         try:
             self.writer.write(data)
             if self.writer.transport.get_write_buffer_size() > 1 << 20:

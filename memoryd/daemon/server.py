@@ -26,8 +26,9 @@ import structlog
 from memoryd import PROTOCOL_VERSION, __version__
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.limits import READ_CHUNK
 from memoryd.daemon.peercred import peer_uid
-from memoryd.daemon.protocol import Connection, build_methods
+from memoryd.daemon.protocol import Connection, InputBudget, build_methods
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
 from memoryd.paths import status_file_for
 
@@ -174,6 +175,8 @@ class Server:
             self._owns_socket_file = True
         sock.setblocking(False)
         methods = build_methods(self.daemon)
+        # One budget for the unfinished lines of every connection (limits.py).
+        input_budget = InputBudget(self.config.input_buffer_cap)
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.daemon.last_activity = time.monotonic()
@@ -186,14 +189,14 @@ class Server:
                 with contextlib.suppress(ConnectionError, OSError):
                     await writer.wait_closed()
                 return
-            connection = Connection(self.daemon, reader, writer, methods)
+            connection = Connection(self.daemon, reader, writer, methods, input_budget)
             self.daemon.connections.add(connection)
             await connection.serve()
 
         # asyncio listens again on the socket it is given, with its own default backlog (100)
         # unless told: pass the maximum, for our own socket and for systemd's alike.
         self._server = await asyncio.start_unix_server(
-            on_connect, sock=sock, limit=self.config.line_limit, backlog=listen_backlog()
+            on_connect, sock=sock, limit=READ_CHUNK, backlog=listen_backlog()
         )
         write_status_file(self.config, activated)
         log.info(

@@ -114,11 +114,11 @@ async def test_batch_mixes_results_errors_and_notifications(daemon: DaemonHandle
     assert any(r["id"] is None and r["error"]["code"] == -32600 for r in reply)
 
 
-async def test_batch_of_ten_thousand(daemon: DaemonHandle) -> None:
-    batch = [{"jsonrpc": "2.0", "id": i, "method": "settings.get"} for i in range(10_000)]
+async def test_batch_of_a_thousand(daemon: DaemonHandle) -> None:
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "settings.get"} for i in range(1_000)]
     (reply,) = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
-    assert len(reply) == 10_000
-    assert sorted(r["id"] for r in reply) == list(range(10_000))
+    assert len(reply) == 1_000
+    assert sorted(r["id"] for r in reply) == list(range(1_000))
     assert all("result" in r for r in reply)
 
 

@@ -1,0 +1,30 @@
+"""Every bound on what crosses the daemon's socket, in one place.
+
+Sized for what a client needs: the largest request a client sends is an `after_turn`
+transcript (a few MB for a long session), the largest reply a `get_context` or
+`memory.list` of a big project (a few MB). Anything beyond is refused with a clear error
+rather than buffered.
+"""
+
+from __future__ import annotations
+
+MiB = 1024 * 1024
+
+# One request line (`memoryd --line-limit`); over it: -32600 and the connection is closed.
+DEFAULT_LINE_LIMIT = 8 * MiB
+# Bytes of unfinished lines buffered across *all* connections at once; the connection whose
+# input would go past it gets -32600 and is closed (so many clients each sending almost a
+# line cannot grow the daemon without bound).
+DEFAULT_INPUT_BUFFER_CAP = 32 * MiB
+# One reply line (a batch's whole reply); a reply, or batch member, that does not fit is
+# replaced by -32004 naming the method and the cap.
+DEFAULT_REPLY_LIMIT = 16 * MiB
+# Calls in one batch; more: -32600.
+MAX_BATCH = 1_000
+# Notifications queued for a client that is not reading, before its connection is closed.
+NOTIFY_BUFFER_CAP = 16 * MiB
+# How much one read takes from a connection.
+READ_CHUNK = 256 * 1024
+# After refusing input, how long the rest of it is read and dropped before the connection
+# closes (so the client gets the error instead of a reset).
+LINGER_S = 2.0

@@ -1,0 +1,140 @@
+"""Input and output are bounded (issue 16): the bytes of unfinished lines buffered across all
+connections, the line and batch caps, and the size of a reply."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+from memoryd.daemon.limits import DEFAULT_LINE_LIMIT, MAX_BATCH
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.daemon.test_protocol import raw_exchange
+
+MiB = 1024 * 1024
+# A request with room for padding: JSON allows any amount of whitespace before the `}`.
+OPEN = b'{"jsonrpc":"2.0","id":1,"method":"status","params":{}'
+
+
+async def _connect(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_unix_connection(str(path), limit=64 * MiB)
+
+
+async def _hold(path: Path, size: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection holding `size` bytes of an unfinished line."""
+    reader, writer = await _connect(path)
+    await _send(writer, OPEN + b" " * (size - len(OPEN)))
+    await asyncio.sleep(0.2)  # read by the daemon
+    return reader, writer
+
+
+async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """Write, tolerating a daemon that refused the input and closed mid-write."""
+    with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+        writer.write(data)
+        await writer.drain()
+
+
+async def _finish(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict[str, Any]:
+    writer.write(b"}\n")
+    await writer.drain()
+    reply: dict[str, Any] = json.loads(await asyncio.wait_for(reader.readline(), 10))
+    return reply
+
+
+async def test_unfinished_lines_are_capped_across_connections(short_tmp: Path) -> None:
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=MiB, input_buffer_cap=2 * MiB))
+    try:
+        first = await _hold(handle.socket_path, 900_000)
+        second = await _hold(handle.socket_path, 900_000)
+        # Each line is under the line cap; together the three would be over the total.
+        reader, writer = await _hold(handle.socket_path, 900_000)
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+        assert reply["error"]["code"] == -32600
+        assert "buffered" in reply["error"]["message"]
+        assert str(2 * MiB) in reply["error"]["message"]
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # the offender is closed
+        writer.close()
+        # The others were not touched, and their lines still count once they end.
+        assert "result" in await _finish(*first)
+        # What a finished line held is free again: a newcomer may buffer as much.
+        newcomer = await _hold(handle.socket_path, 900_000)
+        assert "result" in await _finish(*newcomer)
+        assert "result" in await _finish(*second)
+        status = await handle.call("status")
+        assert status["counters"]["input_cap_closed"] == 1
+        for _reader, w in (first, second, newcomer):
+            w.close()
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_a_connection_that_leaves_mid_line_gives_its_bytes_back(short_tmp: Path) -> None:
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=MiB, input_buffer_cap=2 * MiB))
+    try:
+        for _ in range(5):  # 5 × 900 KB through a 2 MiB budget: each one's bytes come back
+            _reader, writer = await _hold(handle.socket_path, 900_000)
+            writer.close()
+            await writer.wait_closed()
+        await asyncio.sleep(0.2)
+        last = await _hold(handle.socket_path, 900_000)
+        assert "result" in await _finish(*last)
+        last[1].close()
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_the_default_caps_are_what_a_client_needs(daemon: DaemonHandle) -> None:
+    assert DEFAULT_LINE_LIMIT // MiB == 8
+    assert MAX_BATCH == 1_000
+    reader, writer = await _connect(daemon.socket_path)
+    await _send(writer, OPEN + b" " * (9 * MiB) + b"}\n")
+    reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+    assert reply["error"]["code"] == -32600
+    assert str(8 * MiB) in reply["error"]["message"]
+    writer.close()
+
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "status"} for i in range(1_001)]
+    (reply,) = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
+    assert reply["error"]["code"] == -32600
+    assert "1001" in reply["error"]["message"]
+    assert "1000" in reply["error"]["message"]
+
+
+async def test_a_reply_over_the_cap_is_a_clear_error(short_tmp: Path, tmp_path: Path) -> None:
+    handle = await start_daemon(daemon_config(short_tmp, reply_limit=100_000))
+    try:
+        cwd = str(tmp_path)
+        await handle.call(
+            "memory.write",
+            cwd=cwd,
+            type="user",
+            name="Big",
+            description="a large memory",
+            body="word " * 30_000,  # 150 KB
+        )
+        request = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "memory.read",
+            "params": {"cwd": cwd, "path": "user_big.md"},
+        }
+        (reply,) = await raw_exchange(handle.socket_path, json.dumps(request).encode() + b"\n")
+        assert reply["id"] == 7
+        assert reply["error"]["code"] == -32004
+        assert "100,000" in reply["error"]["message"]
+        assert "memory.read" in reply["error"]["message"]
+        # In a batch, members keep their ids: what fits is answered, the rest is the error.
+        batch = [{**request, "id": i} for i in range(3)] + [
+            {"jsonrpc": "2.0", "id": 9, "method": "status"}
+        ]
+        (replies,) = await raw_exchange(handle.socket_path, json.dumps(batch).encode() + b"\n")
+        by_id = {r["id"]: r for r in replies}
+        assert sorted(by_id) == [0, 1, 2, 9]
+        assert all(by_id[i]["error"]["code"] == -32004 for i in range(3))
+        assert "result" in by_id[9]
+        assert (await handle.call("status"))["counters"]["reply_over_cap"] >= 4
+    finally:
+        await stop_daemon(handle)
