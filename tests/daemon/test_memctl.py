@@ -170,7 +170,7 @@ def test_status_lines_order_is_the_same_for_any_reply_order() -> None:
     assert status_lines(status)[2:] == [
         "model: configured",
         "auto memory: on",
-        "auto dream: on",
+        "auto dream: available",
         "team sync: on",
         "zeta new: off — not yet",
     ]

@@ -92,10 +92,12 @@ def status_lines(status: dict[str, Any]) -> list[str]:
             rows.append(("model", "configured" if on else f"off — {model_reason}"))
             continue
         feature = features[name]
+        # A feature that is `available` (auto dream) is switched on per project in settings.
+        word = "on" if "enabled" in feature else "available"
         on = bool(feature.get("enabled", feature.get("available")))
         reason = feature.get("reason")
         if on:
-            state = "on"
+            state = word
         elif reason and reason == model_reason:
             state = "off (needs a model)"
         else:
