@@ -8,11 +8,11 @@ describe the template and are dropped. Pure: paths in, file texts out.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from memctl import installation
 
 TEMPLATES = Path(__file__).parent / "units"
 SYSTEMD_UNITS = ("memoryd.socket", "memoryd.service")
@@ -28,17 +28,8 @@ class UnitFile:
 
 
 def daemon_command() -> list[str]:
-    """The running installation's daemon, as an absolute command.
-
-    The `memoryd` script next to this interpreter (a venv, pipx or `uv tool` environment keeps
-    them together), else this interpreter running `-m memoryd`. Never a bare name: a login
-    service does not get the user's PATH.
-    """
-    interpreter = Path(os.path.abspath(sys.executable))
-    script = interpreter.parent / "memoryd"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [str(interpreter), "-m", "memoryd"]
+    """The running installation's daemon, as an absolute command (never a bare name)."""
+    return installation.command("memoryd", "memoryd")
 
 
 def _template(name: str) -> str:

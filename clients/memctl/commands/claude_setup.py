@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memctl import claude_settings, files
+from memctl import claude_settings, files, installation
 from memctl.output import EXIT_USAGE, emit, fail
 
 
@@ -72,15 +72,6 @@ def _user_mcp_config() -> Path:
     return Path(os.environ.get("HOME") or Path.home()) / ".claude.json"
 
 
-def _installed(script: str, module: str) -> list[str]:
-    """This installation's `script` by absolute path, else this interpreter running `module`."""
-    interpreter = Path(os.path.abspath(sys.executable))
-    path = interpreter.parent / script
-    if path.is_file() and os.access(path, os.X_OK):
-        return [str(path)]
-    return [str(interpreter), "-m", module]
-
-
 def load(path: Path) -> dict[str, Any] | None:
     """The file's JSON object; None when it does not exist; Refused when it is not usable."""
     if path.is_symlink():
@@ -103,8 +94,8 @@ def load(path: Path) -> dict[str, Any] | None:
 
 
 def plan(action: str, project: Path | None) -> list[Change]:
-    memctl = _installed("memctl", "memctl")
-    server = _installed("memoryd-mcp", "memoryd_client.mcp_server")
+    memctl = installation.command("memctl", "memctl")
+    server = installation.command("memoryd-mcp", "memoryd_client.mcp_server")
     if project is None:
         settings_path, mcp_path = _config_dir() / "settings.json", _user_mcp_config()
     else:
@@ -130,10 +121,12 @@ def plan(action: str, project: Path | None) -> list[Change]:
 
 def by_hand(project: Path | None) -> str:
     """What install would merge, as JSON, for a file memctl may not edit itself."""
-    hooks = claude_settings.with_hooks({}, _installed("memctl", "memctl"))
+    hooks = claude_settings.with_hooks({}, installation.command("memctl", "memctl"))
     if project is not None:
         hooks = claude_settings.with_approval(hooks)
-    server = claude_settings.with_server({}, _installed("memoryd-mcp", "memoryd_client.mcp_server"))
+    server = claude_settings.with_server(
+        {}, installation.command("memoryd-mcp", "memoryd_client.mcp_server")
+    )
     return json.dumps({"settings": hooks, "mcp": server}, indent=2)
 
 
