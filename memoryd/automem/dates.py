@@ -143,3 +143,22 @@ def _plain_query_date(text: str) -> DateQuery | None:
     if match:
         return DateQuery(int(match.group("year")), None, None)
     return None
+
+
+# "before the trip", "after her wedding": a time relative to an event the memories describe.
+_EVENT = re.compile(
+    r"\b(before|after|since|prior\s+to)\s+(?:the|a|an|his|her|their|my|our|your)\s+"
+    r"((?:[A-Za-z][\w'-]*\s*){1,3})",
+    re.I,
+)
+
+
+def relative_event(text: str) -> tuple[str, str] | None:
+    """("before"|"after", the event's words) when the query places itself around an event
+    and names no date there."""
+    match = _EVENT.search(text)
+    if match is None or query_date(text) is not None:
+        return None
+    word = match.group(1).lower()
+    kind = "before" if word == "before" or word.startswith("prior") else "after"
+    return kind, match.group(2).strip()

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
-from memoryd.automem.dates import query_date
+from memoryd.automem.dates import query_date, relative_event
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -361,6 +361,8 @@ class RecallIndex:
                 ]
                 if hits:
                     scores[np.isin(dates, hits)] *= 1.0 + p.date_boost
+            else:
+                self._around_event(query, scores)
         if p.group_weight and p.group_top:
             by_day: dict[int, list[tuple[float, int]]] = {}
             for slot in self._top(scores, p.group_top):
@@ -373,6 +375,27 @@ class RecallIndex:
                 same_day = (dates == day) & (scores > 0)
                 scores[same_day] += p.group_weight * best
                 scores[best_slot] += p.group_weight * (second - best)  # no self-lending
+
+    def _around_event(self, query: str, scores: FloatArray) -> None:
+        """ "before the trip": the dated memory that best matches "trip" anchors the query in
+        time; memories dated on the asked side of it are favoured like a named date."""
+        found = relative_event(query)
+        if found is None:
+            return
+        direction, event = found
+        weights = {t: 1.0 for t in terms(event)}
+        if not weights:
+            return
+        event_scores = self._score(weights)
+        event_scores[self._dates == 0] = 0.0
+        top = self._top(event_scores, 1)
+        if not top:
+            return
+        anchor = int(self._dates[top[0]])
+        dated = self._dates > 0
+        # The anchor's own day counts: a memory often records the event and what followed.
+        side = (self._dates <= anchor) if direction == "before" else (self._dates >= anchor)
+        scores[dated & side] *= 1.0 + self.params.date_boost
 
     def _feedback_terms(self, top: list[int], query: dict[str, float]) -> dict[str, float]:
         """The strongest new terms of the top documents, weighted 0..1 (tf·idf, normalised)."""

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memoryd.automem.dates import DateQuery, first_date, query_date
+from memoryd.automem.dates import DateQuery, first_date, query_date, relative_event
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,13 @@ def test_before_and_after_a_range() -> None:
     assert after.matches(date(2024, 1, 1), 0)
     assert not after.matches(date(2023, 12, 31), 0)
     assert DateQuery(None, 6, None, "before").matches(date(2020, 6, 3), 0)  # no year: "on"
+
+
+def test_relative_event() -> None:
+    assert relative_event("What did she do before the trip?") == ("before", "trip")
+    assert relative_event("How did he feel after his basketball career") == (
+        "after",
+        "basketball career",
+    )
+    assert relative_event("What did he do before June 2023?") is None  # a date: query_date
+    assert relative_event("What did she do before?") is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
+import numpy as np
+
 from memoryd.automem.analysis import query_terms
 from memoryd.automem.ranker import RankerParams, RecallIndex
 
@@ -110,3 +112,35 @@ def test_exclusion() -> None:
     idx.upsert("b.md", "n", "zebra savanna", "x")
     assert sorted(_keys(idx, "zebra")) == ["a.md", "b.md"]
     assert [k for k, _ in idx.search("zebra", 5, exclude={"a.md"})] == ["b.md"]
+
+
+def test_before_an_event_uses_the_events_date() -> None:
+    for boost, expected in ((0.0, "late.md"), (1.0, "early.md")):
+        idx = RecallIndex(replace(PLAIN, date_boost=boost))
+        idx.upsert("trip.md", "trip", "went on a road trip to Utah", "x", date(2023, 6, 10))
+        idx.upsert("early.md", "paint", "painted a sunset", "x", date(2023, 5, 1))
+        idx.upsert("late.md", "paint", "painted a sunset again, sunset", "x", date(2023, 9, 1))
+        paintings = [
+            k for k in _keys(idx, "what sunset did she paint before the trip?") if k != "trip.md"
+        ]
+        assert paintings[0] == expected
+        later = [
+            k for k in _keys(idx, "what sunset did she paint after the trip?") if k != "trip.md"
+        ]
+        assert later[0] == "late.md"
+
+
+def test_hybrid_fusion_lifts_what_the_model_finds_close() -> None:
+    idx = RecallIndex()
+    for key, text in (("a.md", "rows a kayak"), ("b.md", "likes coffee"), ("c.md", "deploys")):
+        idx.upsert(key, key, text, "")
+    assert idx.search("paddling on the sea", 5) == []  # nothing lexical in common
+    cosines = np.array([0.9, 0.1, 0.2], dtype=np.float32)
+    got = idx.search("paddling on the sea", 5, semantic=(["a.md", "b.md", "c.md"], cosines))
+    assert got[0][0] == "a.md"
+    lexical_first = idx.search("coffee", 5, semantic=(["a.md", "b.md", "c.md"], cosines))
+    assert lexical_first[0][0] == "b.md"  # a strong lexical match still leads
+    assert (
+        idx.search("coffee", 5, exclude={"b.md"}, semantic=(["a.md", "b.md"], cosines[:2]))[0][0]
+        != "b.md"
+    )
