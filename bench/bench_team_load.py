@@ -71,7 +71,9 @@ class Teammate:
         self.http = httpx.AsyncClient(
             base_url=url,
             headers={"Authorization": f"Bearer {token}"},
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            # Idle connections are dropped before uvicorn's 5 s keep-alive closes them, so a
+            # request never races the server's close (a client-side artefact, not a failure).
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=3),
             timeout=httpx.Timeout(30.0, connect=5.0),
             verify=False,  # noqa: S501 - plain HTTP on loopback; skips loading CA certificates
         )

@@ -22,7 +22,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -271,11 +271,15 @@ class _TeamMemoryAPI:
         chunks: list[bytes] = []
         size = 0
         # Read at most cap + 1 bytes, whatever Content-Length said (or did not say).
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_large
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > cap:
+                    raise too_large
+                chunks.append(chunk)
+        except ClientDisconnect:
+            # The client gave up (its timeout) mid-body: nothing is stored, nobody to answer.
+            raise Problem(400, "client_disconnected", "the request body was cut off") from None
         return b"".join(chunks)
 
     def _parse_entries(self, body: bytes) -> dict[str, str]:
