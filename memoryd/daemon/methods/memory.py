@@ -202,6 +202,9 @@ def _check_secrets(
     daemon: Daemon, project: Project, name: str, description: str, body: str, team: bool
 ) -> dict[str, Any]:
     """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them."""
+    if len(body) > MAX_FILE_BYTES:
+        # The write refuses it as too large (-32004) before anything is saved: no need to scan.
+        return {"warnings": [], "secrets": []}
     effective = settings_mod.load(project.root, daemon.config.flag_settings)
     refuse = bool(effective.get(REFUSE_SETTING))
     return check_write(name, description, body, team=team, refuse=refuse)
