@@ -1,13 +1,47 @@
-"""Filesystem writes that never leave a torn file: temp file + fsync + rename."""
+"""Filesystem writes that never leave a torn file: temp file + fsync + rename; and the one
+way to read a file found earlier by a scan or a check (`read_regular_file`)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+
+class NotRegularFile(OSError):
+    """What was opened is not a regular file (a FIFO, a device, a folder)."""
+
+
+def read_regular_file(path: Path | str, limit: int) -> bytes:
+    """At most `limit + 1` bytes of the regular file at `path` (one byte over tells the caller
+    the file is larger than `limit`, without reading the rest).
+
+    For a file a scan or a check found earlier, which may have been swapped since:
+    O_NOFOLLOW — a symbolic link put in its place is refused (ELOOP), never followed out;
+    O_NONBLOCK — a FIFO put in its place does not block the open, and the fstat refuses it
+    (NotRegularFile), as it refuses a device or a folder."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def make_private_dirs(path: Path, mode: int = 0o700) -> Path:

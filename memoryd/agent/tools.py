@@ -11,16 +11,15 @@ stall the daemon; the caller runs them off the event loop.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
-import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memoryd.agent import shell
 from memoryd.agent.policy import AccessPolicy, Denied
-from memoryd.fsutil import atomic_write_text
+from memoryd.fsutil import NotRegularFile, atomic_write_text, read_regular_file
 
 READ_DEFAULT_LIMIT = 2_000
 READ_MAX_LINE = 2_000
@@ -71,19 +70,24 @@ def _clip(text: str) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """The text of `path`, a real path the policy allowed: a symlink swapped in for it since
+    is refused, not followed; a FIFO or device (which would block the worker, or never end,
+    like /dev/zero) is refused without waiting; the size is capped."""
     try:
-        info = path.stat()
+        data = read_regular_file(path, MAX_FILE_BYTES)
     except FileNotFoundError as exc:
         raise ToolError(f"file does not exist: {path}") from exc
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{path} is a directory; use Bash ls or Glob")
-    if not stat.S_ISREG(info.st_mode):
-        # A FIFO or device would block the worker thread (or never end, like /dev/zero).
-        raise ToolError(f"{path} is not a regular file")
-    size = info.st_size
-    if size > MAX_FILE_BYTES:
+    except IsADirectoryError as exc:
+        raise ToolError(f"{path} is a directory; use Bash ls or Glob") from exc
+    except NotRegularFile as exc:
+        raise ToolError(f"{path} is not a regular file") from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"{path} became a symbolic link after it was checked") from exc
+        raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_FILE_BYTES:
+        size = os.stat(path, follow_symlinks=False).st_size
         raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
-    data = path.read_bytes()
     if b"\x00" in data[:8192]:
         raise ToolError(f"{path} is a binary file")
     return data.decode("utf-8", errors="replace")
@@ -125,15 +129,31 @@ def _walk_files(policy: AccessPolicy, base: Path) -> list[Path]:
     return found
 
 
+def _compile_linear(pattern: str, *, ignore_case: bool) -> Any:
+    """The model's pattern on RE2, whose matching time is linear in the text: a pattern that
+    would backtrack for ever in Python's `re` (`^(a+)+$`) cannot stall a worker. RE2 has no
+    backreferences or lookaround, and its `\\d \\w \\s \\b` are ASCII-only (Python's are
+    Unicode); a pattern using what RE2 lacks is a clear error the model can act on."""
+    import re2  # only when a background writer greps
+
+    options = re2.Options()
+    options.log_errors = False  # the error goes back to the model, not to our stderr
+    flags = "(?m)(?i)" if ignore_case else "(?m)"
+    try:
+        return re2.compile(flags + pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ToolError(
+            f"invalid regular expression for RE2 (linear-time; no backreferences or "
+            f"lookaround): {detail}"
+        ) from exc
+
+
 def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     pattern = _str(tool_input, "pattern")
     raw_path = _str(tool_input, "path", required=False)
     base = policy.check_read(raw_path) if raw_path else policy.default_dir
-    flags = re.MULTILINE | (re.IGNORECASE if tool_input.get("-i") else 0)
-    try:
-        regex = re.compile(pattern, flags)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression: {exc}") from exc
+    regex = _compile_linear(pattern, ignore_case=bool(tool_input.get("-i")))
     mode = tool_input.get("output_mode") or "files_with_matches"
     if mode not in ("files_with_matches", "content", "count"):
         raise ToolError("output_mode must be files_with_matches, content or count")
@@ -144,11 +164,11 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         if isinstance(file_glob, str) and file_glob and not path.match(file_glob):
             continue
         try:
-            info = path.stat()
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-                continue
-            data = path.read_bytes()
+            # The real path the walk judged (a link or FIFO swapped in since is refused).
+            data = read_regular_file(os.path.realpath(path), MAX_FILE_BYTES)
         except OSError:
+            continue
+        if len(data) > MAX_FILE_BYTES:
             continue
         if b"\x00" in data[:8192]:
             continue
@@ -318,7 +338,10 @@ DEFINITIONS: dict[str, dict[str, Any]] = {
     },
     "Grep": {
         "name": "Grep",
-        "description": "Search file contents with a regular expression under a path.",
+        "description": (
+            "Search file contents with a regular expression (RE2 syntax: no backreferences "
+            "or lookaround) under a path."
+        ),
         "input_schema": _schema(
             {
                 "pattern": _S,

@@ -14,6 +14,9 @@ from typing import Literal
 INDEX_NAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
+# What memoryd reads of a MEMORY.md at most: 40 times what a prompt keeps. An index over it is
+# cut for the prompt like any long one, and never rewritten (writers refuse with TooLarge).
+MAX_INDEX_READ_BYTES = 1_000_000
 
 _LINE = re.compile(
     r"^\s*[-*]\s+\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<file>[^)]+)\)(?:\s*[—–-]+\s*(?P<hook>.*))?\s*$"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd.automem import index as index_mod
-from memoryd.automem.layout import index_path, read_text
+from memoryd.automem.layout import index_path, read_index
 from memoryd.automem.stamps import Stat, stamp_of
 
 
@@ -33,16 +33,16 @@ class IndexTexts:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError:
-            read_text(path)  # raises what reading it raises, as it always did
+            read_index(path)  # raises what reading it raises, as it always did
             return None
         if not stat.S_ISREG(st.st_mode):
-            read_text(path)  # a directory raises; anything else is no index
+            read_index(path)  # a directory raises; anything else is no index
             return None
         stamp = stamp_of(st)
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        cut = index_mod.truncate(read_text(path))
+        cut = index_mod.truncate(read_index(path))
         view = IndexText(path, cut.text, cut.truncated)
         self._cache[path] = (stamp, view)
         return view

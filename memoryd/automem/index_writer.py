@@ -14,7 +14,7 @@ from pathlib import Path
 import structlog
 
 from memoryd.automem import index as index_mod
-from memoryd.automem.layout import index_file, index_path, is_team, read_text
+from memoryd.automem.layout import index_file, index_path, is_team, read_index_for_rewrite
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.store import TEAM_DIR
 from memoryd.automem.warmup import DirStates
@@ -57,7 +57,7 @@ class IndexWriter:
                 if not lines:
                     continue
                 path = index_path(memory_dir, team=team)
-                text = read_text(path)
+                text = read_index_for_rewrite(path)
                 present = {index_file(k, team) for k in state.entries if is_team(k) == team}
                 new = index_mod.apply(text, lines, present | set(lines))
                 if new != text or not path.exists():
@@ -69,7 +69,7 @@ class IndexWriter:
         team = is_team(key)
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
-        text = read_text(path)
+        text = read_index_for_rewrite(path)
         new = index_mod.remove(text, file)
         if new != text:
             atomic_write_text(path, new)
@@ -87,7 +87,7 @@ class IndexWriter:
                     for k, e in state.entries.items()
                     if is_team(k) == team
                 }
-                text = read_text(path)
+                text = read_index_for_rewrite(path)
                 if not files and not text:
                     continue
                 before = {e.file for e in index_mod.parse_index(text)}
@@ -118,7 +118,7 @@ class IndexWriter:
                 if not headers:
                     continue
                 path = index_path(memory_dir, team=team)
-                text = read_text(path)
+                text = read_index_for_rewrite(path)
                 lines = {
                     file: index_mod.index_line(
                         headers[file].name, file, headers[file].description or ORPHAN_HOOK

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
+from memoryd.errors import TooLarge
+from memoryd.fsutil import NotRegularFile, read_regular_file
 
 
 def is_team(key: str) -> bool:
@@ -22,9 +26,44 @@ def index_path(memory_dir: Path, *, team: bool) -> Path:
     return (memory_dir / TEAM_DIR if team else memory_dir) / index_mod.INDEX_NAME
 
 
-def read_text(path: Path) -> str:
-    """A file's text; "" when it does not exist."""
+def _index_bytes(path: Path) -> bytes:
+    """MEMORY.md's bytes, at most MAX_INDEX_READ_BYTES + 1, opened without following a symlink
+    or blocking on a FIFO swapped in for it (either is no index: b""); a folder in its place
+    raises IsADirectoryError."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, NotADirectoryError):
-        return ""
+        return read_regular_file(path, index_mod.MAX_INDEX_READ_BYTES)
+    except (FileNotFoundError, NotADirectoryError, NotRegularFile):
+        return b""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return b""
+        raise
+
+
+def read_index(path: Path) -> str:
+    """MEMORY.md as far as a prompt can need it (its cut keeps far less than the read cap);
+    "" when there is none."""
+    return _index_bytes(path)[: index_mod.MAX_INDEX_READ_BYTES].decode("utf-8", errors="replace")
+
+
+def check_index_size(path: Path) -> None:
+    """TooLarge for a MEMORY.md over MAX_INDEX_READ_BYTES: memoryd never rewrites (so never
+    cuts) an index it does not read whole; the user trims it, nothing is lost meanwhile."""
+    try:
+        size = os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return
+    if size > index_mod.MAX_INDEX_READ_BYTES:
+        raise TooLarge(
+            f"{path} is {size:,} bytes; memoryd keeps an index of at most "
+            f"{index_mod.MAX_INDEX_READ_BYTES:,} bytes up to date: trim it (one short line per "
+            "memory), then write again"
+        )
+
+
+def read_index_for_rewrite(path: Path) -> str:
+    """The whole of MEMORY.md before a rewrite (TooLarge over the cap, never cut)."""
+    raw = _index_bytes(path)
+    if len(raw) > index_mod.MAX_INDEX_READ_BYTES:
+        check_index_size(path)
+    return raw.decode("utf-8", errors="replace")

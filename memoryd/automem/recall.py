@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import structlog
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
 from memoryd.automem.service import AutoMemory
+from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 
 if TYPE_CHECKING:
@@ -176,10 +176,9 @@ async def recall(
     memories = []
     for header in chosen:
         try:
-            # O_NOFOLLOW: a file swapped for a symlink since the scan is not followed out.
-            fd = os.open(header.path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as handle:
-                content = handle.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
+            # A symlink or FIFO swapped in since the scan is neither followed out nor waited on.
+            raw = read_regular_file(header.path, MAX_FILE_BYTES)
+            content = raw[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
         except OSError:
             continue  # deleted between ranking and reading
         stale, note = staleness(header.mtime, now)

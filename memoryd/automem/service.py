@@ -23,7 +23,7 @@ from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import index_file, index_path, is_team, read_text
+from memoryd.automem.layout import index_file, index_path, is_team, read_index
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.ranker import RankerParams
@@ -134,7 +134,7 @@ class AutoMemory:
         orphans (files without a line)."""
         memory_dir = self.memory_dir(project)
         path = index_path(memory_dir, team=team)
-        text = read_text(path)
+        text = read_index(path)
         state = self.state(memory_dir)
         existing = [index_file(k, team) for k in state.entries if is_team(k) == team]
         cut = index_mod.truncate(text)

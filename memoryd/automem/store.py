@@ -27,6 +27,7 @@ from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.naming import is_index_name
 from memoryd.automem.ranker import RankerParams, RecallIndex
+from memoryd.fsutil import read_regular_file
 
 TEAM_DIR = "team"
 # Subfolders are read as deep as this (Claude Code scans the memory dir recursively).
@@ -170,8 +171,8 @@ class DirState:
     # -- one file ---------------------------------------------------------------------------
     def _load(self, key: str, path: Path, stamp: Stamp) -> None:
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES * 2)
+            # Found by a scan: no following a link, no blocking on a FIFO swapped in since.
+            raw = read_regular_file(path, MAX_FILE_BYTES * 2 - 1)
         except OSError:
             self._drop(key)
             return

@@ -18,7 +18,7 @@ from memoryd.automem.dedupe import find_near_duplicate, memory_text
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import is_team
+from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.memfile import file_name_for, render_memory
 from memoryd.automem.store import TEAM_DIR, DirState
@@ -69,6 +69,7 @@ class MemoryWrites:
         memory_dir = self._dirs.memory_dir(project)
         folder = memory_dir / TEAM_DIR if team else memory_dir
         async with self._locks(memory_dir):
+            check_index_size(folder / index_mod.INDEX_NAME)  # before anything is written
             state = self._states.state(memory_dir)
             merged_into: Path | None = None
             if file is not None:
@@ -99,6 +100,7 @@ class MemoryWrites:
             target, key = resolve_inside(memory_dir, str(path), must_exist=True)
             if naming.is_index_name(target.name):
                 raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
+            check_index_size(index_path(memory_dir, team=is_team(key)))
             state = self._states.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "delete")
             target.unlink()
@@ -138,6 +140,7 @@ class MemoryWrites:
         async with self._locks(memory_dir):
             target, key = resolve_inside(memory_dir, path, must_exist=False)
             _check_target(memory_dir, target)  # not the index, not through a symlink
+            check_index_size(index_path(memory_dir, team=is_team(key)))
             content = self.history.read(memory_dir, key, version)
             state = self._states.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "restore")

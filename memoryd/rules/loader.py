@@ -212,7 +212,7 @@ class _Loader:
                 cand.parent,
             )
             return
-        text = self._read_text(path, cand.parent)
+        text = self._read_text(path, cand.parent, real)
         if text is None:
             return
         try:
@@ -239,9 +239,11 @@ class _Loader:
         for ref in markdown.find_includes(body):
             self._include(ref, path, cand.type, depth + 1, (*stack, real))
 
-    def _read_text(self, path: Path, parent: Path | None) -> str | None:
+    def _read_text(self, path: Path, parent: Path | None, real: Path) -> str | None:
         try:
-            data = self.fs.read_bytes(path, MAX_FILE_BYTES)
+            # The real path, which the gates above judged: a symlink swapped in for it since
+            # is refused by the read, never followed somewhere they did not look.
+            data = self.fs.read_bytes(real, MAX_FILE_BYTES)
         except FsError as exc:
             self._skip(path, exc.reason, exc.detail, parent)
             return None

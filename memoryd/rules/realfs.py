@@ -13,6 +13,7 @@ import stat as stat_mod
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.fsutil import NotRegularFile, read_regular_file
 from memoryd.rules.fsview import FsError, Stat
 
 # (inode, size, mtime, ctime, mode) of what a path points to, or why there is nothing.
@@ -95,27 +96,16 @@ class RealFS:
         return real
 
     def read_bytes(self, path: Path, limit: int) -> bytes:
+        """`path` is a real path (symlinks resolved by the caller): a symlink found there now
+        was swapped in since, and is refused (ELOOP), as a FIFO is (no blocking open)."""
         try:
-            # O_NONBLOCK: a FIFO swapped in after the stat must not hang the daemon.
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            return read_regular_file(path, limit)
+        except NotRegularFile:
+            raise FsError("not_a_file", "not a regular file") from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise FsError("unreadable", "a symbolic link was swapped in for it") from None
             raise _fs_error(path, exc) from None
-        try:
-            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
-                raise FsError("not_a_file", "not a regular file")
-            chunks: list[bytes] = []
-            remaining = limit + 1
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-            return b"".join(chunks)
-        except OSError as exc:
-            raise _fs_error(path, exc) from None
-        finally:
-            os.close(fd)
 
     def list_dir(self, path: Path) -> list[str]:
         self.listed.add(path)

@@ -20,7 +20,8 @@ from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
 from memoryd.daemon.params import Cwd, PathList, PathText, SessionId
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.registry import REGISTRY, Params, rpc_method
-from memoryd.errors import MemorydError, TooLarge
+from memoryd.errors import MemorydError, NotFound, TooLarge
+from memoryd.fsutil import read_regular_file
 from memoryd.rules.service import drop_instruction_cache
 from memoryd.team.service import TeamSync
 
@@ -138,9 +139,12 @@ async def memory_read(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     am = _am(daemon)
     path, key = am.resolve_file(project, params.path, must_exist=True)
     cap = MAX_FILE_BYTES * 5
-    # Read at most one byte over the cap: a huge file must not be loaded to be refused.
-    with path.open("rb") as handle:
-        raw = handle.read(cap + 1)
+    # Read at most one byte over the cap: a huge file must not be loaded to be refused. No
+    # following a symlink or blocking on a FIFO swapped in since the path was checked.
+    try:
+        raw = read_regular_file(path, cap)
+    except OSError as exc:
+        raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(raw) > cap:
         size = path.stat().st_size
         raise TooLarge(f"{path} is {size:,} bytes; memory files are read up to {cap:,}")

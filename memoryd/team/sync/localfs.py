@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memoryd.fsutil import atomic_write_text, fsync_dir, make_private_dirs, stage_file
+from memoryd.fsutil import (
+    atomic_write_text,
+    fsync_dir,
+    make_private_dirs,
+    read_regular_file,
+    stage_file,
+)
 from memoryd.team.protocol import ENTRY_MAX_BYTES, KEY_MAX_DEPTH, checksum, validate_key
 
 # `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
@@ -140,16 +146,17 @@ class LocalFolder:
             seen.add(key)
             return
         try:
-            with open(path, "rb") as handle:
-                content = handle.read().decode("utf-8")
+            # A symlink or FIFO swapped in since the stat is refused, not followed or waited on.
+            raw = read_regular_file(path, self.entry_max)
+            if len(raw) > self.entry_max:  # grew since the stat
+                result.too_large[key] = os.stat(path, follow_symlinks=False).st_size
+                return
+            content = raw.decode("utf-8")
         except UnicodeDecodeError:
             result.invalid[key] = "not UTF-8 text"
             return
         except OSError as exc:
             result.invalid[key] = f"unreadable: {exc.strerror}"
-            return
-        if len(content.encode("utf-8")) > self.entry_max:  # grew since the stat
-            result.too_large[key] = len(content.encode("utf-8"))
             return
         digest = checksum(content)
         self._cache[key] = (stamp, digest)
@@ -164,8 +171,9 @@ class LocalFolder:
     def read(self, key: str) -> str | None:
         """The current content of `key`, None when it is gone or no longer text."""
         try:
-            path = self.target(key)
-            return path.read_bytes().decode("utf-8")
+            raw = read_regular_file(self.target(key), self.entry_max)
+            # Over the entry cap it cannot be a server version: "unreadable" to the engine.
+            return None if len(raw) > self.entry_max else raw.decode("utf-8")
         except (OSError, UnicodeDecodeError, ValueError):
             return None
 
@@ -281,10 +289,10 @@ class LocalFolder:
             else:
                 self._keep_as_conflict_copy(aside, target, now)
 
-    @staticmethod
-    def _holds_one_of(path: Path, checksums: Collection[str]) -> bool:
+    def _holds_one_of(self, path: Path, checksums: Collection[str]) -> bool:
         try:
-            return checksum(path.read_bytes().decode("utf-8")) in checksums
+            raw = read_regular_file(path, self.entry_max)
+            return len(raw) <= self.entry_max and checksum(raw.decode("utf-8")) in checksums
         except (OSError, UnicodeDecodeError):
             return False
 

@@ -1,0 +1,88 @@
+"""The agent's Read/Grep/Edit bounds (issue 14): a model-written regular expression runs on a
+linear-time engine (RE2), so a catastrophic pattern cannot stall a worker; files found by the
+walk are read through their real path with O_NOFOLLOW|O_NONBLOCK."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.agent import tools
+from memoryd.agent.policy import AccessPolicy
+from tests.fakes.swapped_files import symlink_out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / "root"
+    base.mkdir()
+    (base / "a.md").write_text("alpha\nBeta\n")
+    return base
+
+
+@pytest.fixture
+def policy(root: Path) -> AccessPolicy:
+    return AccessPolicy(read_roots=(root,), write_roots=(root,))
+
+
+GREP_IN_A_CHILD = """
+import json, sys
+from pathlib import Path
+from memoryd.agent import tools
+from memoryd.agent.policy import AccessPolicy
+root = Path(sys.argv[1])
+print(tools.grep(AccessPolicy(read_roots=(root,)), json.loads(sys.argv[2])))
+"""
+
+
+def grep_within(root: Path, tool_input: dict[str, object], seconds: float) -> str:
+    """Grep in a child process (a backtracking match holds the GIL, so no thread could time
+    it); the test fails, instead of hanging, when it takes over `seconds`."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", GREP_IN_A_CHILD, str(root), json.dumps(tool_input)],
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"Grep ran over {seconds} s: the regex backtracks without bound")
+    return done.stdout.strip()
+
+
+def test_a_catastrophic_pattern_finishes(root: Path) -> None:
+    (root / "long.txt").write_text("a" * 40 + "!\n")
+    # Backtracking engines take 2**40 steps here; RE2 is linear in the text.
+    out = grep_within(root, {"pattern": "^(a+)+$", "output_mode": "count"}, 30.0)
+    assert out == "No matches found"
+
+
+def test_python_features_without_a_linear_engine_are_a_clear_error(
+    root: Path, policy: AccessPolicy
+) -> None:
+    for pattern in (r"(a)\1", r"(?<=a)b", r"a(?=b)"):
+        with pytest.raises(tools.ToolError, match="RE2"):
+            tools.grep(policy, {"pattern": pattern})
+
+
+def test_flags_and_modes_still_work(root: Path, policy: AccessPolicy) -> None:
+    assert tools.grep(policy, {"pattern": "^beta$", "-i": True, "output_mode": "content"}) == (
+        f"{root / 'a.md'}:2:Beta"
+    )
+    assert tools.grep(policy, {"pattern": "a$", "output_mode": "count"}) == f"{root / 'a.md'}:2"
+
+
+def test_read_refuses_a_link_swapped_in_for_the_checked_path(
+    root: Path, policy: AccessPolicy, tmp_path: Path
+) -> None:
+    checked = policy.check_read(str(root / "a.md"))  # the real path, judged allowed
+    symlink_out(checked, tmp_path / "outside.txt")  # then swapped for a link out
+    with pytest.raises(tools.ToolError, match="symbolic link"):
+        tools._read_text(checked)
+    assert os.path.islink(checked)

@@ -1,0 +1,45 @@
+"""Files swapped after a scan, for the tests of every reader that opens what a scan found:
+a FIFO (whose open would block forever) and a symbolic link out of the folder."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from pathlib import Path
+
+# What the FIFO gives a reader that opened it: a memory index line, so a test sees it arrive.
+FIFO_LINE = b"- [Read through a FIFO](fifo.md)\n"
+
+
+def fifo_released_later(path: Path, after_s: float = 3.0) -> Path:
+    """A FIFO at `path`. A reader that opens it blocking would hang for good; so that a test
+    of such a reader fails instead of hanging, a writer feeds every reader one line, from
+    `after_s` on, for 30 s."""
+    os.mkfifo(path, 0o600)
+
+    def release() -> None:
+        time.sleep(after_s)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: nobody reading (the reader refused it), or it is gone
+                time.sleep(0.05)
+                continue
+            with contextlib.suppress(OSError):
+                os.write(fd, FIFO_LINE)
+            os.close(fd)
+            time.sleep(0.05)
+
+    threading.Thread(target=release, daemon=True).start()
+    return path
+
+
+def symlink_out(path: Path, outside: Path) -> Path:
+    """`path` becomes a symbolic link to `outside` (a file the reader must never show)."""
+    outside.write_text("SECRET outside the folder\n")
+    path.unlink(missing_ok=True)
+    path.symlink_to(outside)
+    return path
