@@ -39,6 +39,11 @@ _ITALIC = re.compile(r"^\s*(?:_(.+)_|\*(.+)\*)\s*$")
 SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 MAX_DOC_BYTES = 512_000
 MAX_CHECKED_PER_TURN = 500
+# The registry lives as long as the daemon: it keeps the docs read most recently, and per doc
+# the sessions that read it most recently (an older session's doc is registered again when it
+# reads the doc again).
+MAX_DOCS = 1_000
+MAX_SESSIONS_PER_DOC = 100
 MAX_TURNS = 5
 MAX_TOKENS = 4096
 
@@ -124,7 +129,7 @@ class Doc:
     title: str
     instruction: str | None
     project_root: Path
-    sessions: set[str] = field(default_factory=set)
+    sessions: dict[str, None] = field(default_factory=dict)  # an ordered set, oldest first
     registered_at: float = field(default_factory=time.time)
     updates: int = 0
     last_updated: float | None = None
@@ -144,7 +149,7 @@ class Doc:
 class MagicDocs:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
-        self.docs: dict[Path, Doc] = {}
+        self.docs: OrderedDict[Path, Doc] = OrderedDict()  # least recently read first
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
         self.counts = {"updated": 0, "unregistered": 0, "skipped": 0}
@@ -169,8 +174,14 @@ class MagicDocs:
                 doc = Doc(path, header.title, header.instruction, project_root)
                 self.docs[path] = doc
                 log.info("magic doc registered", path=str(path), title=header.title)
+                while len(self.docs) > MAX_DOCS:
+                    self.docs.popitem(last=False)
+            self.docs.move_to_end(path)
             doc.title, doc.instruction = header.title, header.instruction
-            doc.sessions.add(session_id)
+            doc.sessions.pop(session_id, None)
+            doc.sessions[session_id] = None
+            while len(doc.sessions) > MAX_SESSIONS_PER_DOC:
+                del doc.sessions[next(iter(doc.sessions))]
             registered += 1
         return registered
 

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 MAX_SESSIONS = 1000
 MAX_PATHS_PER_SESSION = 100_000
+# In all sessions together: the least recently used sessions are dropped first, never the one
+# adding paths (a dropped session that comes back starts again from what it reports then).
+MAX_PATHS_TOTAL = 200_000
 
 
 def normalize(raw: str, cwd: Path | None) -> str | None:
@@ -34,18 +37,23 @@ def normalize(raw: str, cwd: Path | None) -> str | None:
 class SessionPaths:
     def __init__(self, daemon: Daemon) -> None:
         self._sessions: OrderedDict[str, set[str]] = OrderedDict()
+        self._total = 0  # paths held, all sessions together
 
     def add(self, session_id: str, paths: Iterable[str]) -> None:
         known = self._sessions.get(session_id)
         if known is None:
             known = self._sessions[session_id] = set()
             while len(self._sessions) > MAX_SESSIONS:  # the least recently used go first
-                self._sessions.popitem(last=False)
+                self._total -= len(self._sessions.popitem(last=False)[1])
         self._sessions.move_to_end(session_id)
+        before = len(known)
         for path in paths:
             if len(known) >= MAX_PATHS_PER_SESSION:
                 break
             known.add(path)
+        self._total += len(known) - before
+        while self._total > MAX_PATHS_TOTAL and len(self._sessions) > 1:
+            self._total -= len(self._sessions.popitem(last=False)[1])
 
     def get(self, session_id: str) -> frozenset[str]:
         return frozenset(self._sessions.get(session_id, ()))
