@@ -125,6 +125,30 @@ T.run({
     end,
   },
   {
+    "with Neovim's own vim.notify a long message is cut to the command line, never a prompt",
+    function()
+      local capture = vim.notify
+      vim.notify = T.builtin_notify
+      local ok, err = pcall(function()
+        vim.o.columns = 80
+        local long = 'worker error (extraction): ' .. string.rep('the model answered 529 overloaded; ', 8)
+        memoryd.message(long, vim.log.levels.ERROR)
+        local messages = vim.split(vim.fn.execute('messages'), '\n')
+        local last = messages[#messages]
+        T.truthy(vim.startswith(last, 'memoryd: worker error (extraction): the model'), 'echoed: ' .. last)
+        T.truthy(vim.endswith(last, '…'), 'cut: ' .. last)
+        T.truthy(vim.fn.strdisplaywidth(last) <= vim.v.echospace, 'fits: ' .. last)
+        T.eq(true, vim.endswith(memoryd.recent[#memoryd.recent], long), 'the full text kept')
+      end)
+      vim.notify = capture
+      assert(ok, err)
+      status_answers()
+      vim.cmd('MemorydStatus')
+      T.wait_view('status', 'Recent messages (newest last)')
+      T.has(T.text('status'), string.rep('the model answered 529 overloaded; ', 8))
+    end,
+  },
+  {
     'a storm of 1,000 notifications in a second: a few messages and one summary',
     function()
       local client = memoryd.client()

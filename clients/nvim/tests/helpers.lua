@@ -17,6 +17,7 @@ T.env = function(name)
   return value
 end
 
+T.builtin_notify = vim.notify
 vim.notify = function(msg, level)
   T.messages[#T.messages + 1] = { text = tostring(msg), level = level }
 end

@@ -34,8 +34,37 @@ function M.socket_path()
   return socket_path.resolve()
 end
 
+M.recent = {} -- the last messages in full, newest last (shown by :MemorydStatus)
+local RECENT_MAX = 50
+
+-- Is vim.notify still Neovim's own (an echo on the command line), not a popup plugin's?
+local function builtin_notify()
+  local info = debug.getinfo(vim.notify, 'S')
+  return info ~= nil and type(info.source) == 'string' and info.source:find('vim/_editor', 1, true) ~= nil
+end
+
+-- Every message of the plugin goes out here. Neovim's own vim.notify echoes, and an echo
+-- longer than the command line stops the editor at a hit-enter prompt: that is modal, so the
+-- line is cut to fit (the full text stays in M.recent, listed by :MemorydStatus).
+function M.notify(text, level)
+  M.recent[#M.recent + 1] = os.date('%H:%M:%S ') .. text
+  if #M.recent > RECENT_MAX then
+    table.remove(M.recent, 1)
+  end
+  if builtin_notify() then
+    local room = vim.v.echospace
+    if type(room) == 'number' and room > 10 and vim.fn.strdisplaywidth(text) > room then
+      text = vim.fn.strcharpart(text, 0, room - 1) .. '…'
+      while vim.fn.strdisplaywidth(text) > room do
+        text = vim.fn.strcharpart(text, 0, vim.fn.strchars(text) - 2) .. '…'
+      end
+    end
+  end
+  vim.notify(text, level or vim.log.levels.INFO, { title = 'memoryd' })
+end
+
 local function message(text, level)
-  vim.notify('memoryd: ' .. text, level or vim.log.levels.INFO, { title = 'memoryd' })
+  M.notify('memoryd: ' .. text, level)
 end
 M.message = message
 
@@ -87,7 +116,11 @@ end
 function M.client()
   if client == nil then
     local cfg = M.config
-    notifier = Notifier.new({ burst = cfg.notifications.burst, window_ms = cfg.notifications.window_ms })
+    notifier = Notifier.new({
+      burst = cfg.notifications.burst,
+      window_ms = cfg.notifications.window_ms,
+      notify = M.notify,
+    })
     client = Client.new({
       path = M.socket_path(),
       timeout_ms = cfg.timeout_ms,

@@ -12,8 +12,8 @@ function Notifier.new(opts)
   local self = setmetatable({}, Notifier)
   self.burst = opts.burst or 3
   self.window_ms = opts.window_ms or 2000
-  self.notify = opts.notify or function(...)
-    vim.notify(...)
+  self.notify = opts.notify or function(text, level)
+    vim.notify(text, level, { title = 'memoryd' })
   end
   self.prefix = opts.prefix or 'memoryd: '
   self.shown = 0
@@ -56,7 +56,7 @@ function Notifier:_emit(text, level)
     self:_open_window()
   end
   self.shown = self.shown + 1
-  self.notify(self.prefix .. format.one_line(text, 300), level, { title = 'memoryd' })
+  self.notify(self.prefix .. format.one_line(text, 300), level)
 end
 
 -- key: what the message is about (an event name) for the summary; text: one line.

@@ -19,8 +19,9 @@ local function state_of(feature)
   return 'off — ' .. format.one_line(feature.reason or '?', 160)
 end
 
--- Pure: status (the reply), team (team.status's reply or nil), team_error (its error or nil).
-function M.render(status, team, team_error, socket)
+-- Pure: status (the reply), team (team.status's reply or nil), team_error (its error or nil),
+-- recent: the plugin's last messages in full.
+function M.render(status, team, team_error, socket, recent)
   local lines = {}
   local function add(text)
     lines[#lines + 1] = text
@@ -73,6 +74,13 @@ function M.render(status, team, team_error, socket)
   else
     add('  off — ' .. format.one_line(team_error and team_error.message or '?', 200))
   end
+  if recent and #recent > 0 then
+    add('')
+    add('Recent messages (newest last)')
+    for i = math.max(1, #recent - 9), #recent do
+      add('  ' .. format.one_line(recent[i], 400))
+    end
+  end
   add('')
   add('q close')
   return lines
@@ -83,13 +91,13 @@ function M.open(done)
   memoryd.request('status', nil, function(status)
     memoryd.state.status = status
     memoryd.request('team.status', { cwd = ctx.cwd }, function(team)
-      ui.render(ui.buffer('status', true), M.render(status, team, nil, memoryd.socket_path()))
+      ui.render(ui.buffer('status', true), M.render(status, team, nil, memoryd.socket_path(), memoryd.recent))
       if done then
         done(status, team)
       end
     end, {
       on_error = function(err)
-        ui.render(ui.buffer('status', true), M.render(status, nil, err, memoryd.socket_path()))
+        ui.render(ui.buffer('status', true), M.render(status, nil, err, memoryd.socket_path(), memoryd.recent))
         if done then
           done(status, nil)
         end
