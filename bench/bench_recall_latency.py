@@ -107,13 +107,11 @@ def write_memories(folder: Path, n: int, rng: random.Random, vocab: list[str]) -
 
 
 async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
-    import memoryd.daemon.methods  # noqa: F401 - registers every method
-    from memoryd.automem.service import AutoMemory
     from memoryd.core.model_config import ModelConfig
     from memoryd.core.project import sanitize_key
+    from memoryd.core.team_config import TeamConfig
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, TeamConfig
-    from memoryd.daemon.projects import Projects
+    from memoryd.daemon.config import DaemonConfig
     from memoryd.daemon.server import Server
     from memoryd_client import AsyncClient
 
@@ -127,7 +125,7 @@ async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
     server = Server(daemon)
     await server.start()
     client = await AsyncClient(work / "d.sock").connect()
-    am = daemon.service(AutoMemory)
+    am = daemon.services.automem
     config_dir = Path(os.environ["CLAUDE_CONFIG_DIR"])
     print(
         f"{'memories':>8} | {'search p50':>10} {'p95':>7} | {'rpc p50':>8} {'p95':>7} | {'update/file':>11} | {'cold build':>10}"
@@ -138,7 +136,7 @@ async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
             cwd.mkdir()
             memdir = config_dir / "projects" / sanitize_key(cwd) / "memory"
             write_memories(memdir, n, rng, vocab)
-            project = daemon.service(Projects).resolve(cwd)
+            project = daemon.services.projects.resolve(cwd)
             queries = [
                 " ".join(["what", "did", *zipf_words(rng, vocab, 6)]) + "?"
                 for _ in range(n_queries)

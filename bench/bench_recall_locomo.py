@@ -129,11 +129,11 @@ def write_memory_dir(folder: Path, memories: list[Memory]) -> None:
 async def run_recall(
     convs: dict[str, tuple[list[Memory], list[Query]]], names: tuple[str, ...], work: Path
 ) -> dict[str, tuple[int, int, dict[int, list[int]]]]:
-    import memoryd.daemon.methods  # noqa: F401 - registers every method
     from memoryd.core.model_config import ModelConfig
     from memoryd.core.project import sanitize_key
+    from memoryd.core.team_config import TeamConfig
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, TeamConfig
+    from memoryd.daemon.config import DaemonConfig
     from memoryd.daemon.server import Server
     from memoryd_client import AsyncClient
 
@@ -143,9 +143,8 @@ async def run_recall(
             socket_path=work / "d.sock", model=ModelConfig(), team=TeamConfig(), watch_files=False
         )
     )
-    from memoryd.automem.service import AutoMemory
 
-    am = daemon.service(AutoMemory)
+    am = daemon.services.automem
     server = Server(daemon)
     await server.start()
     client = await AsyncClient(work / "d.sock").connect()

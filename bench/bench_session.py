@@ -139,12 +139,11 @@ def _ms(seconds: float) -> str:
 
 async def bench_in_process(sizes: list[int], turns: int) -> None:
     from memoryd.core.model_config import ModelConfig
+    from memoryd.core.team_config import TeamConfig
     from memoryd.daemon.app import Daemon
-    from memoryd.daemon.config import DaemonConfig, TeamConfig
-    from memoryd.daemon.projects import Projects
+    from memoryd.daemon.config import DaemonConfig
     from memoryd.llm.tokens import TokenCounter, estimate_messages
     from memoryd.session import compaction, thresholds
-    from memoryd.session.service import SessionMemory
 
     cwd = Path(os.environ["HOME"]) / "repo"
     cwd.mkdir(parents=True, exist_ok=True)
@@ -156,8 +155,8 @@ async def bench_in_process(sizes: list[int], turns: int) -> None:
             watch_files=False,
         )
     )
-    service = daemon.service(SessionMemory)
-    project = daemon.service(Projects).resolve(cwd)
+    service = daemon.services.session_memory
+    project = daemon.services.projects.resolve(cwd)
 
     print("compact (everything but the model wait), in process")
     print(

@@ -26,10 +26,9 @@ from memoryd.agent.loop import AgentResult, run_agent
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.core.turn import Turn, natural_break
-from memoryd.daemon.turns import after_turn_hook
 
 if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
+    from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.magicdocs")
 
@@ -147,8 +146,8 @@ class Doc:
 
 
 class MagicDocs:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self.docs: OrderedDict[Path, Doc] = OrderedDict()  # least recently read first
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
@@ -211,13 +210,13 @@ class MagicDocs:
 
     async def on_turn(self, turn: Turn) -> int:
         await self.on_read(turn.session_id, turn.project.root, turn.read_paths)
-        if not natural_break(turn.messages) or not self.daemon.model.configured:
+        if not natural_break(turn.messages) or not self.host.model.configured:
             return 0
         mine = [d.path for d in self.docs.values() if turn.session_id in d.sessions]
         for path in mine:
             self._queue[path] = turn  # a doc already queued gets the newer transcript
         if mine and self._task is None:
-            self._task = self.daemon.spawn(self._drain(), worker=WORKER)
+            self._task = self.host.spawn(self._drain(), worker=WORKER)
         return len(mine)
 
     async def _drain(self) -> None:
@@ -228,7 +227,7 @@ class MagicDocs:
                     await self.update(path, turn)
                 except Exception as exc:
                     # One doc's failure is reported, and must not strand the docs queued after it.
-                    await self.daemon.report_worker_error(
+                    await self.host.report_worker_error(
                         WORKER, f"{path}: {type(exc).__name__}: {exc}", exc=exc
                     )
         finally:
@@ -259,7 +258,7 @@ class MagicDocs:
 
         policy = AccessPolicy(read_roots=(path,), write_files=(path,), allow_shell=False)
         result = await run_agent(
-            self.daemon,
+            self.host,
             feature=WORKER,
             policy=policy,
             system=SYSTEM_PROMPT,
@@ -280,7 +279,7 @@ class MagicDocs:
             doc.updates += 1
             doc.last_updated = time.time()
             self.counts["updated"] += 1
-            await self.daemon.notify("magicdoc/updated", {"path": str(path)})
+            await self.host.notify("magicdoc/updated", {"path": str(path)})
         else:
             self.counts["skipped"] += 1
         return result
@@ -296,8 +295,8 @@ class MagicDocs:
     def feature_status(self) -> dict[str, Any]:
         return {
             "magic_docs": {
-                "enabled": self.daemon.model.configured,
-                "reason": self.daemon.model.reason,
+                "enabled": self.host.model.configured,
+                "reason": self.host.model.reason,
                 "registered": len(self.docs),
                 "queued": len(self._queue),
                 **self.counts,
@@ -308,8 +307,3 @@ class MagicDocs:
         self._queue.clear()
         if self._task is not None:
             self._task.cancel()
-
-
-@after_turn_hook
-async def schedule_magic_docs(daemon: Daemon, turn: Turn) -> dict[str, Any]:
-    return {"magic_docs": await daemon.service(MagicDocs).on_turn(turn)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from memoryd.core.model_config import ModelConfig
+from memoryd.core.team_config import TeamConfig
 from memoryd.daemon.app import Daemon
-from memoryd.daemon.config import DaemonConfig, TeamConfig
+from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.rpc import MethodSpec
 from memoryd.daemon.server import Server
 from memoryd_client import AsyncClient
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -83,10 +85,10 @@ class DaemonHandle:
         return await AsyncClient(self.socket_path).connect()
 
 
-async def start_daemon(config: DaemonConfig) -> DaemonHandle:
-    import memoryd.daemon.methods  # noqa: F401 - registers every method
-
+async def start_daemon(config: DaemonConfig, methods: Iterable[MethodSpec] = ()) -> DaemonHandle:
+    """A daemon serving its own methods and `methods` (test-only ones)."""
     daemon = Daemon(config)
+    daemon.methods.update((spec.name, spec) for spec in methods)
     server = Server(daemon)
     await server.start()
     await daemon.on_start()

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memoryd.daemon.config import TeamConfig
+from memoryd.core.team_config import TeamConfig
 from memoryd.session.compaction import BOUNDARY_TAG
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_client import AsyncClient

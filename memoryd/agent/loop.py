@@ -1,13 +1,13 @@
 """`run_agent`: the one tool-use loop every background writer runs.
 
-Each model turn goes through `daemon.model.create` (retries, backoff and accounting live
+Each model turn goes through `host.model.create` (retries, backoff and accounting live
 there). Every tool call is first put to the agent's `AccessPolicy`: a refusal is returned to
 the model as an error tool result and never executed. Writes are planned, then performed
 between the caller's `before_write` (e.g. keep the old version in history) and `on_write`
 (e.g. announce `memory/saved`) hooks, under the caller's lock. The loop ends on a reply
 without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
 model error. Failures are loud: each denial, a reached turn limit and a failed model call
-are reported through `daemon.report_worker_error` under the run's feature name.
+are reported through `host.report_worker_error` under the run's feature name.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from memoryd.errors import FeatureUnavailable
 from memoryd.llm.client import ModelError
 
 if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
+    from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.agent")
 
@@ -70,7 +70,7 @@ class AgentResult:
 
 
 async def run_agent(
-    daemon: Daemon,
+    host: Host,
     *,
     feature: str,
     policy: AccessPolicy,
@@ -100,7 +100,7 @@ async def run_agent(
         tool_defs = tool_defs + [t.definition for t in extras.values()]
     convo: list[dict[str, Any]] = list(messages)
     request: dict[str, Any] = {
-        "model": model or daemon.model.model_for("large"),
+        "model": model or host.model.model_for("large"),
         "max_tokens": max_tokens,
         "tools": tool_defs,
     }
@@ -113,12 +113,12 @@ async def run_agent(
                 break
             if result.turns >= max_turns:
                 result.stop_reason = "max_turns"
-                await daemon.report_worker_error(
+                await host.report_worker_error(
                     feature,
                     f"stopped at the turn limit ({max_turns}) while the model was still calling tools",
                 )
                 break
-            reply = await _create(daemon, feature, {**request, "messages": convo}, cancel)
+            reply = await _create(host, feature, {**request, "messages": convo}, cancel)
             if reply is None:
                 result.stop_reason = "cancelled"
                 break
@@ -138,7 +138,7 @@ async def run_agent(
                 tool_input = use.input if isinstance(use.input, dict) else {}
                 outputs.append(
                     await _run_tool(
-                        daemon, feature, policy, use.name, use.id, tool_input, result,
+                        host, feature, policy, use.name, use.id, tool_input, result,
                         before_write, on_write, write_lock, extras,
                     )
                 )  # fmt: skip
@@ -151,16 +151,16 @@ async def run_agent(
     except ModelError as exc:
         result.stop_reason = "error"
         result.error = str(exc)
-        daemon.counters[f"{feature}.model_errors"] += 1
-        await daemon.report_worker_error(
+        host.counters[f"{feature}.model_errors"] += 1
+        await host.report_worker_error(
             feature, f"model call failed: {exc.message}", status=exc.status
         )
     except FeatureUnavailable as exc:
         result.stop_reason = "error"
         result.error = exc.message
     result.duration_s = time.monotonic() - started
-    daemon.counters[f"{feature}.runs"] += 1
-    daemon.counters[f"{feature}.tool_calls"] += result.tool_calls
+    host.counters[f"{feature}.runs"] += 1
+    host.counters[f"{feature}.tool_calls"] += result.tool_calls
     log.info(
         "agent finished",
         feature=feature,
@@ -176,12 +176,12 @@ async def run_agent(
 
 
 async def _create(
-    daemon: Daemon, feature: str, request: dict[str, Any], cancel: asyncio.Event | None
+    host: Host, feature: str, request: dict[str, Any], cancel: asyncio.Event | None
 ) -> Any:
     """One model call; None when `cancel` fired first (the HTTP request is aborted)."""
     if cancel is None:
-        return await daemon.model.create(feature=feature, **request)
-    call = asyncio.ensure_future(daemon.model.create(feature=feature, **request))
+        return await host.model.create(feature=feature, **request)
+    call = asyncio.ensure_future(host.model.create(feature=feature, **request))
     stop = asyncio.ensure_future(cancel.wait())
     try:
         await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -204,7 +204,7 @@ def _tool_result(tool_use_id: str, text: str, *, error: bool = False) -> dict[st
 
 
 async def _run_tool(
-    daemon: Daemon,
+    host: Host,
     feature: str,
     policy: AccessPolicy,
     name: str,
@@ -235,8 +235,8 @@ async def _run_tool(
             raise Denied(f"the tool {name!r} is not available to this background agent")
     except Denied as exc:
         result.denied.append(f"{name}: {exc.reason}")
-        daemon.counters[f"{feature}.denied"] += 1
-        await daemon.report_worker_error(feature, f"denied {name}: {exc.reason}", tool=name)
+        host.counters[f"{feature}.denied"] += 1
+        await host.report_worker_error(feature, f"denied {name}: {exc.reason}", tool=name)
         return _tool_result(tool_use_id, f"Permission denied: {exc.reason}", error=True)
     except agent_tools.ToolError as exc:
         return _tool_result(tool_use_id, f"Error: {exc}", error=True)

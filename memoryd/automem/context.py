@@ -1,4 +1,4 @@
-"""The AutoMem / TeamMem entries of `get_context`, through the instruction-file provider hook."""
+"""The AutoMem / TeamMem entries of `get_context` (an index provider, wired in `daemon/wiring.py`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memoryd.automem.instructions import memory_instructions
-from memoryd.automem.service import AutoMemory
 from memoryd.errors import FeatureUnavailable, ForbiddenPath
-from memoryd.rules.providers import ContextContribution, IndexEntry, register_index_provider
+from memoryd.rules.model import ContextContribution, IndexEntry
 
 if TYPE_CHECKING:
+    from memoryd.automem.service import AutoMemory
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
 
 _KINDS: tuple[tuple[bool, Literal["AutoMem", "TeamMem"]], ...] = (
     (False, "AutoMem"),
@@ -26,15 +25,13 @@ def _instructions(memory_dir: Path) -> str:
     return memory_instructions(memory_dir)
 
 
-@register_index_provider
-async def automem_index(daemon: Daemon, project: Project) -> ContextContribution:
+async def automem_index(am: AutoMemory, project: Project) -> ContextContribution:
     """MEMORY.md then team/MEMORY.md, each cut to its caps; nothing when auto memory is off.
 
     Runs on every `get_context`, so it stays on cached views: the checked memory dir and the
     index text per MEMORY.md stat. It also starts the memory dir's first load in the
     background, so the session's first extraction or recall finds the store warm.
     """
-    am = daemon.service(AutoMemory)
     try:
         memory_dir = am.memory_dir(project)
     except FeatureUnavailable:

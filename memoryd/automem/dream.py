@@ -28,13 +28,12 @@ from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
-from memoryd.daemon.turns import after_turn_hook
 from memoryd.errors import MemorydError
 from memoryd.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
+    from memoryd.core.host import Host
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
 
 log = structlog.get_logger("memoryd.dream")
 
@@ -103,8 +102,18 @@ def dream_state_path() -> Path:
 
 
 class Dream:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(
+        self,
+        host: Host,
+        automem: AutoMemory,
+        extraction: Extraction,
+        *,
+        flag_settings: Path | None,
+    ) -> None:
+        self.host = host
+        self.automem = automem
+        self.extraction = extraction  # shares its run lock: one writing agent per dir
+        self.flag_settings = flag_settings
         self.idle_s = idle_seconds()
         self.interval_s = float(DAY_S)
         self._timers: dict[Path, asyncio.Task[Any]] = {}
@@ -140,7 +149,7 @@ class Dream:
         return last is None or (now or time.time()) - last >= self.interval_s
 
     def enabled(self, project: Project) -> bool:
-        effective = settings_mod.load(project.root, self.daemon.config.flag_settings)
+        effective = settings_mod.load(project.root, self.flag_settings)
         return bool(effective.get("autoDreamEnabled"))
 
     # -- the idle trigger --------------------------------------------------------------------
@@ -150,9 +159,9 @@ class Dream:
         timer = self._timers.pop(project.root, None)
         if timer is not None:
             timer.cancel()
-        if not self.daemon.model.configured or not self.enabled(project) or not self.due(project):
+        if not self.host.model.configured or not self.enabled(project) or not self.due(project):
             return
-        self._timers[project.root] = self.daemon.spawn(self._when_idle(project), worker=WORKER)
+        self._timers[project.root] = self.host.spawn(self._when_idle(project), worker=WORKER)
 
     async def _when_idle(self, project: Project) -> None:
         await asyncio.sleep(self.idle_s)
@@ -160,20 +169,24 @@ class Dream:
         if self.enabled(project) and self.due(project):
             await self.run(project, trigger="idle")
 
+    def start(self, project: Project) -> None:
+        """`run` in the background (supervised, under the dream worker's name)."""
+        self.host.spawn(self.run(project), worker=WORKER)
+
     # -- one run -----------------------------------------------------------------------------
     async def run(self, project: Project, *, trigger: str = "on_demand") -> dict[str, Any]:
         """Consolidate `project`'s memory dir now.
 
         It shares extraction's run lock: one writing agent at a time per memory dir.
         """
-        self.daemon.model.require()
-        am = self.daemon.service(AutoMemory)
+        self.host.model.require()
+        am = self.automem
         memory_dir = am.memory_dir(project)
-        async with self.daemon.service(Extraction).run_lock(memory_dir):
+        async with self.extraction.run_lock(memory_dir):
             return await self._run_locked(project, memory_dir, trigger)
 
     async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
-        am = self.daemon.service(AutoMemory)
+        am = self.automem
         headers = am.manifest(project)
         started = time.time()
         summary: dict[str, Any] = {
@@ -195,7 +208,7 @@ class Dream:
         policy = AccessPolicy(read_roots=(memory_dir,), write_roots=(memory_dir,))
         edited: list[str] = summary["edited"]
         retired: list[str] = summary["retired"]
-        extraction = self.daemon.service(Extraction)
+        extraction = self.extraction
 
         async def before_write(path: Path) -> None:
             try:
@@ -229,7 +242,7 @@ class Dream:
             max_turns=MAX_TURNS,
         )
         result = await run_agent(
-            self.daemon,
+            self.host,
             feature=WORKER,
             policy=policy,
             system=SYSTEM_PROMPT,
@@ -249,9 +262,7 @@ class Dream:
         # run retired after editing it.
         for raw in edited:
             if raw not in retired:
-                await self.daemon.notify(
-                    "memory/saved", {"path": raw, "project": str(project.root)}
-                )
+                await self.host.notify("memory/saved", {"path": raw, "project": str(project.root)})
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,
@@ -273,8 +284,8 @@ class Dream:
     def feature_status(self) -> dict[str, Any]:
         return {
             "auto_dream": {
-                "available": self.daemon.model.configured,
-                "reason": self.daemon.model.reason,
+                "available": self.host.model.configured,
+                "reason": self.host.model.reason,
                 "idle_s": self.idle_s,
                 "armed": len(self._timers),
                 **self.counts,
@@ -286,9 +297,3 @@ class Dream:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-
-
-@after_turn_hook
-async def arm_dream(daemon: Daemon, turn: Turn) -> dict[str, Any]:
-    daemon.service(Dream).on_turn(turn)
-    return {}

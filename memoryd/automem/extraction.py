@@ -27,11 +27,10 @@ from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.core.turn import Turn
-from memoryd.daemon.turns import after_turn_hook
 from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
+    from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.extraction")
 
@@ -109,8 +108,9 @@ class _Stats:
 
 
 class Extraction:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, host: Host, automem: AutoMemory) -> None:
+        self.host = host
+        self.automem = automem
         self.stats = _Stats()
         self._runs: dict[Path, _DirRun] = {}
         self._run_locks: dict[Path, asyncio.Lock] = {}
@@ -168,10 +168,10 @@ class Extraction:
             oldest = next(iter(self._last_turn_at))
             self._last_turn_at.pop(oldest, None)
             self._cursor.pop(oldest, None)
-        if not self.daemon.model.configured:
+        if not self.host.model.configured:
             self.skip_reason = "no model configured"
             return False
-        am = self.daemon.service(AutoMemory)
+        am = self.automem
         try:
             if not am.enabled(turn.project):
                 self.skip_reason = "auto memory is off"
@@ -219,7 +219,7 @@ class Extraction:
                 # longest step before the model request) starts now, in a thread, while the
                 # rest of `after_turn` and the prompt are built.
                 run.check = _in_thread(self._changed_since, memory_dir, since)
-            run.task = self.daemon.spawn(self._drain(memory_dir, run), worker=WORKER)
+            run.task = self.host.spawn(self._drain(memory_dir, run), worker=WORKER)
 
     async def _drain(self, memory_dir: Path, run: _DirRun) -> None:
         try:
@@ -298,14 +298,14 @@ class Extraction:
         check stats every memory file, so it runs in a thread while the prompt is built
         (`disk_check`: that check for this `since`, already started by the caller).
         """
-        am = self.daemon.service(AutoMemory)
+        am = self.automem
         project = turn.project
         try:
             memory_dir = am.memory_dir(project)
         except MemorydError as exc:
             if disk_check is not None:
                 disk_check.cancel()
-            await self.daemon.report_worker_error(WORKER, f"cannot extract: {exc.message}")
+            await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
             self.stats.failed += 1
             return None
         # A project's first extraction waits for the store's background first load, if one
@@ -321,7 +321,7 @@ class Extraction:
         except MemorydError as exc:
             if disk_check is not None:
                 disk_check.cancel()
-            await self.daemon.report_worker_error(WORKER, f"cannot extract: {exc.message}")
+            await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
             self.stats.failed += 1
             return None
         changed = await disk_check if disk_check is not None else None
@@ -343,7 +343,7 @@ class Extraction:
 
         self.stats.runs += 1
         result = await run_agent(
-            self.daemon,
+            self.host,
             feature=WORKER,
             policy=AccessPolicy(read_roots=(project.root, memory_dir), write_roots=(memory_dir,)),
             system=system,
@@ -363,7 +363,7 @@ class Extraction:
             # Announced once the index has its lines: a client that reacts to `memory/saved`
             # (get_context, the memory UI) must see the memory in MEMORY.md as well.
             for path in dict.fromkeys(written):
-                await self.daemon.notify(
+                await self.host.notify(
                     "memory/saved", {"path": str(path), "project": str(project.root)}
                 )
         self.stats.written += len(written)
@@ -400,12 +400,12 @@ class Extraction:
         else:
             return
         self.stats.failed += 1
-        await self.daemon.report_worker_error(WORKER, message)
+        await self.host.report_worker_error(WORKER, message)
 
     # -- status ------------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:
-        configured = self.daemon.model.configured
-        reason = None if configured else (self.daemon.model.reason or "no model configured")
+        configured = self.host.model.configured
+        reason = None if configured else (self.host.model.reason or "no model configured")
         return {
             "extraction": {
                 "enabled": configured,
@@ -434,8 +434,3 @@ def _drop_check(run: _DirRun) -> None:
     if run.check is not None:
         run.check.cancel()
         run.check = None
-
-
-@after_turn_hook
-async def schedule_extraction(daemon: Daemon, turn: Turn) -> dict[str, Any]:
-    return {"extraction": daemon.service(Extraction).on_turn(turn)}

@@ -22,7 +22,7 @@ from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_typ
 from memoryd.llm.client import ModelError
 
 if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
+    from memoryd.llm.client import ModelClient
 
 log = structlog.get_logger("memoryd.quickadd")
 
@@ -97,15 +97,19 @@ def parse_model_choice(
 
 
 async def choose(
-    daemon: Daemon, text: str, type_: str | None, name: str | None = None, timeout_s: float = 20.0
+    model: ModelClient,
+    text: str,
+    type_: str | None,
+    name: str | None = None,
+    timeout_s: float = 20.0,
 ) -> QuickMemory:
-    if not daemon.model.configured or (type_ is not None and name):
+    if not model.configured or (type_ is not None and name):
         return derive(text, type_, name)
     try:
         reply = await asyncio.wait_for(
-            daemon.model.create(
+            model.create(
                 feature="remember",
-                model=daemon.model.model_for("small"),
+                model=model.model_for("small"),
                 max_tokens=256,
                 system=QUICKADD_SYSTEM,
                 messages=[{"role": "user", "content": f"Note to remember:\n{text}"}],

@@ -18,13 +18,13 @@ import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
-from memoryd.automem.service import AutoMemory
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 
 if TYPE_CHECKING:
+    from memoryd.automem.service import AutoMemory
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
+    from memoryd.llm.client import ModelClient
 
 log = structlog.get_logger("memoryd.recall")
 
@@ -105,7 +105,11 @@ def selector_prompt(
 
 
 async def select_with_model(
-    daemon: Daemon, query: str, candidates: list[MemoryHeader], recent_tools: list[str], limit: int
+    model: ModelClient,
+    query: str,
+    candidates: list[MemoryHeader],
+    recent_tools: list[str],
+    limit: int,
 ) -> list[MemoryHeader] | None:
     """The model's choice among `candidates`, or None when it could not give one."""
     if not candidates:
@@ -113,9 +117,9 @@ async def select_with_model(
     system, user = selector_prompt(query, format_manifest(candidates), recent_tools, limit)
     try:
         reply = await asyncio.wait_for(
-            daemon.model.create(
+            model.create(
                 feature="recall",
-                model=daemon.model.model_for("small"),
+                model=model.model_for("small"),
                 max_tokens=SELECTOR_MAX_TOKENS,
                 system=system,
                 messages=[{"role": "user", "content": user}],
@@ -141,7 +145,8 @@ async def select_with_model(
 
 
 async def recall(
-    daemon: Daemon,
+    model: ModelClient,
+    am: AutoMemory,
     project: Project,
     *,
     query: str,
@@ -150,7 +155,6 @@ async def recall(
     limit: int = MAX_RECALL,
     use_model: bool = True,
 ) -> dict[str, Any]:
-    am = daemon.service(AutoMemory)
     limit = max(1, min(limit, MAX_RECALL))
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
@@ -159,7 +163,7 @@ async def recall(
     query_vector = (
         await asyncio.to_thread(am.semantic.embed_query, query) if am.semantic.active else None
     )
-    if use_model and daemon.model.configured:
+    if use_model and model.configured:
         headers = [
             h
             for h in am.manifest(project)
@@ -167,7 +171,7 @@ async def recall(
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
             headers = am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector)
-        chosen = await select_with_model(daemon, query, headers, recent_tools, limit)
+        chosen = await select_with_model(model, query, headers, recent_tools, limit)
         if chosen is not None:
             selector = "model"
     if chosen is None:

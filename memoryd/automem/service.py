@@ -34,8 +34,8 @@ from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
 
 if TYPE_CHECKING:
+    from memoryd.core.host import Host
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
 
 __all__ = ["AutoMemory", "IndexText", "IndexView", "WriteResult"]
 
@@ -51,11 +51,10 @@ class IndexView:
 
 
 class AutoMemory:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.settings = SettingsCache(daemon.config.flag_settings)
+    def __init__(self, host: Host, *, flag_settings: Path | None) -> None:
+        self.settings = SettingsCache(flag_settings)
         self.dirs = MemoryDirs(self.settings)
-        self.states = DirStates(lambda coro: daemon.spawn(coro, worker=WORKER))
+        self.states = DirStates(lambda coro: host.spawn(coro, worker=WORKER))
         self.writer_lock = WriterLocks()
         self.index_writer = IndexWriter(self.states, self.writer_lock)
         self.states.index_orphans = self.index_writer.index_orphans
@@ -67,7 +66,7 @@ class AutoMemory:
             self.writer_lock,
             self.index_writer,
             History(paths.state_dir() / "history"),
-            daemon.notify,
+            host.notify,
         )
         # Writing is the `writes` part's; the service offers its methods as its own.
         self.write_memory = self.writes.write_memory

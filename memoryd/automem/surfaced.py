@@ -8,17 +8,13 @@ recent paths of each.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
 
 MAX_SESSIONS = 1_000
 MAX_PATHS_PER_SESSION = 500
 
 
 class SurfacedMemories:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self) -> None:
         self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
 
     def seen(self, session_id: str) -> set[str]:

@@ -1,10 +1,10 @@
-"""The daemon object: owns every cache, service and worker for one user.
+"""The daemon object: the `Host` of every layer service, for one user.
 
-Feature code does not add attributes here. It defines a service class whose constructor
-takes the daemon, and gets the single instance with `daemon.service(Cls)`; services with
-`async def start()` / `async def close()` are started on first use and closed (in reverse
-order of creation) at shutdown. Background work goes through `daemon.spawn`, which
-supervises it: a failure becomes a log line, a `worker/error` notification and a counter.
+It holds the connections, the workers and the counters, and `services` (built by
+`wiring.Services`) and `methods` (the RPC table of `wiring.rpc_methods`). Feature code does
+not add attributes here: a layer service is built in `wiring.py`. Background work goes
+through `spawn`, which supervises it: a failure becomes a log line, a `worker/error`
+notification and a counter.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import os
 import time
 from collections import Counter
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from memoryd import PROTOCOL_VERSION, __version__
+from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.llm.client import ModelClient
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from memoryd.daemon.protocol import Connection
 
 log = structlog.get_logger("memoryd.daemon")
-
-T = TypeVar("T")
 
 
 class Daemon:
@@ -42,36 +41,8 @@ class Daemon:
         self.counters: Counter[str] = Counter()
         self.shutdown_requested = asyncio.Event()
         self.last_activity = time.monotonic()
-        self._services: dict[type[Any], Any] = {}
-        self._service_order: list[Any] = []
-        self._service_locks: dict[type[Any], asyncio.Lock] = {}
-
-    # -- services -------------------------------------------------------------------------
-    def service(self, cls: type[T]) -> T:
-        """The daemon's single instance of `cls`, created on first use."""
-        existing: T | None = self._services.get(cls)
-        if existing is None:
-            existing = cls(self)  # type: ignore[call-arg,unused-ignore]
-            self._services[cls] = existing
-            self._service_order.append(existing)
-        return existing
-
-    async def started_service(self, cls: type[T]) -> T:
-        """Like `service`, and awaits its `start()` once."""
-        instance = self.service(cls)
-        if getattr(instance, "_memoryd_started", False):
-            return instance
-        lock = self._service_locks.setdefault(cls, asyncio.Lock())
-        async with lock:
-            if not getattr(instance, "_memoryd_started", False):
-                start = getattr(instance, "start", None)
-                if start is not None:
-                    await start()
-                instance._memoryd_started = True  # type: ignore[attr-defined]
-        return instance
-
-    def peek_service(self, cls: type[T]) -> T | None:
-        return self._services.get(cls)
+        self.methods = rpc_methods()
+        self.services = Services(self)
 
     # -- background work ------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any], *, worker: str) -> asyncio.Task[Any]:
@@ -110,15 +81,9 @@ class Daemon:
     def status(self) -> dict[str, Any]:
         features: dict[str, Any] = {
             "model": {"enabled": self.model.configured, "reason": self.model.reason},
+            **self.services.feature_status(),
         }
-        extra: dict[str, Any] = {"projects": 0, "sessions": 0}
-        for svc in self._service_order:
-            describe = getattr(svc, "feature_status", None)
-            if describe is not None:
-                features.update(describe())
-            more = getattr(svc, "status_extra", None)
-            if more is not None:
-                extra.update(more())
+        extra: dict[str, Any] = {"projects": 0, "sessions": 0, **self.services.status_counts()}
         return {
             **extra,
             "version": __version__,
@@ -137,18 +102,9 @@ class Daemon:
 
     # -- lifecycle ------------------------------------------------------------------------
     async def on_start(self) -> None:
-        from memoryd.daemon.registry import STARTUP_HOOKS
-
-        for hook in STARTUP_HOOKS:
-            self.spawn(hook(self), worker=f"startup:{getattr(hook, '__name__', 'hook')}")
+        self.services.on_start()
 
     async def close_services(self) -> None:
-        for svc in reversed(self._service_order):
-            close = getattr(svc, "close", None)
-            if close is None:
-                continue
-            try:
-                await close()
-            except Exception:
-                log.exception("service close failed", service=type(svc).__name__)
+        for name, exc in await self.services.close():
+            log.error("service close failed", service=name, exc_info=exc)
         await self.model.close()

@@ -8,22 +8,8 @@ from pathlib import Path
 
 from memoryd import paths
 from memoryd.core.model_config import ModelConfig
+from memoryd.core.team_config import TeamConfig
 from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, DEFAULT_REPLY_LIMIT
-
-
-@dataclass(frozen=True)
-class TeamConfig:
-    url: str | None = None
-    token: str | None = None
-    debounce_s: float = 2.0
-
-    @classmethod
-    def from_env(cls) -> TeamConfig:
-        return cls(
-            url=os.environ.get("MEMORYD_TEAM_URL") or None,
-            token=os.environ.get("MEMORYD_TEAM_TOKEN") or None,
-            debounce_s=float(os.environ.get("MEMORYD_TEAM_DEBOUNCE", "2.0")),
-        )
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,9 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memoryd import gitfacts
 from memoryd.core.project import Project
-
-if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
 
 MAX_CACHED_DIRS = 4_096
 
@@ -37,8 +33,7 @@ def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[float, ...]:
 
 
 class Projects:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self) -> None:
         self._cache: OrderedDict[Path, tuple[tuple[float, ...], Project]] = OrderedDict()
 
     def resolve(self, cwd: str | Path) -> Project:

@@ -28,7 +28,7 @@ from jsonrpcserver.sentinels import NOCONTEXT, NOID
 from pydantic import BaseModel, ValidationError
 
 from memoryd.daemon.limits import LINGER_S, MAX_BATCH, NOTIFY_BUFFER_CAP, READ_CHUNK
-from memoryd.daemon.registry import REGISTRY, MethodSpec
+from memoryd.daemon.rpc import MethodSpec
 from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:
@@ -102,12 +102,12 @@ def _to_json(value: Any) -> Any:
 
 def build_methods(daemon: Daemon) -> dict[str, Callable[..., Any]]:
     """The jsonrpcserver method table: one adapter per registered method."""
-    return {name: _adapter(daemon, spec) for name, spec in REGISTRY.items()}
+    return {name: _adapter(daemon, spec) for name, spec in daemon.methods.items()}
 
 
-def inline_methods() -> frozenset[str]:
+def inline_methods(daemon: Daemon) -> frozenset[str]:
     """Methods whose handlers never wait on I/O."""
-    return frozenset(name for name, spec in REGISTRY.items() if spec.inline)
+    return frozenset(name for name, spec in daemon.methods.items() if spec.inline)
 
 
 def _adapter(daemon: Daemon, spec: MethodSpec) -> Callable[..., Any]:
@@ -308,7 +308,7 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.methods = methods
-        self.inline = inline_methods()
+        self.inline = inline_methods(daemon)
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False

@@ -255,8 +255,6 @@ class Server:
 
 async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
     """Run until SIGTERM/SIGINT or the `shutdown` method; 0 on a clean exit."""
-    import memoryd.daemon.methods  # noqa: F401 - registers every RPC method
-
     daemon = daemon or Daemon(config)
     server = Server(daemon)
     try:

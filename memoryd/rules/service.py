@@ -3,7 +3,7 @@
 An entry is dropped as soon as anything it was built from changes: the watcher reports
 a change to one of its paths, or — when it is not (yet) covered by a live watcher — a
 re-stat of every path it recorded finds a difference. `compact`, the memory UI and
-include approvals drop entries explicitly with `drop_instruction_cache`.
+include approvals drop entries explicitly with `drop`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from memoryd.rules.model import ContextRequest, ContextResult
 from memoryd.rules.watcher import DirWatcher
 
 if TYPE_CHECKING:
+    from memoryd.core.host import Host
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
 
 MAX_ENTRIES = 256
 MAX_INCLUDE_DEPTH_CAP = 20
@@ -88,8 +88,11 @@ def build(
 
 
 class InstructionFiles:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, host: Host, *, flag_settings: Path | None, watch_files: bool) -> None:
+        self.host = host
+        self.flag_settings = flag_settings
+        self.watch_files = watch_files
+        self._started = False
         self._entries: OrderedDict[_Key, CachedContext] = OrderedDict()
         self._building: dict[_Key, asyncio.Future[CachedContext]] = {}
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
@@ -97,8 +100,12 @@ class InstructionFiles:
         self.hits = 0
         self.misses = 0
 
-    async def start(self) -> None:
-        if self.daemon.config.watch_files:
+    async def ensure_started(self) -> None:
+        """Start the file watcher, once (on the first `get_context`)."""
+        if self._started:
+            return
+        self._started = True
+        if self.watch_files:
             self._watcher = DirWatcher(self._on_change, self._watch_error)
             await self._watcher.start()
 
@@ -107,7 +114,7 @@ class InstructionFiles:
             await self._watcher.close()
 
     async def _watch_error(self, message: str) -> None:
-        await self.daemon.report_worker_error("rules-watcher", message)
+        await self.host.report_worker_error("rules-watcher", message)
 
     # -- lookups --------------------------------------------------------------------------
     async def get(
@@ -128,7 +135,7 @@ class InstructionFiles:
         epoch = self._epoch
         try:
             self.misses += 1
-            flag = self.daemon.config.flag_settings
+            flag = self.flag_settings
             entry = await asyncio.to_thread(build, cwd, project, touched, flag)
         except BaseException as exc:
             future.set_exception(exc)
@@ -191,7 +198,7 @@ class InstructionFiles:
                     watcher.failed
                     if watcher is not None
                     else "file watching starts with the first project"
-                    if self.daemon.config.watch_files
+                    if self.watch_files
                     else "file watching is off (--no-watch)"
                 ),
                 "cached": len(self._entries),
@@ -200,9 +207,3 @@ class InstructionFiles:
                 "misses": self.misses,
             }
         }
-
-
-def drop_instruction_cache(daemon: Daemon, project_root: Path | None = None) -> int:
-    """Drop cached instruction files (one project's, or all), e.g. on `compact`."""
-    service = daemon.peek_service(InstructionFiles)
-    return service.drop(project_root) if service is not None else 0

@@ -11,10 +11,6 @@ import os.path
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memoryd.daemon.app import Daemon
 
 MAX_SESSIONS = 1000
 MAX_PATHS_PER_SESSION = 100_000
@@ -35,7 +31,7 @@ def normalize(raw: str, cwd: Path | None) -> str | None:
 
 
 class SessionPaths:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self) -> None:
         self._sessions: OrderedDict[str, set[str]] = OrderedDict()
         self._total = 0  # paths held, all sessions together
 
@@ -55,22 +51,16 @@ class SessionPaths:
         while self._total > MAX_PATHS_TOTAL and len(self._sessions) > 1:
             self._total -= len(self._sessions.popitem(last=False)[1])
 
+    def add_touched(
+        self, session_id: str, paths: Iterable[str], cwd: Path | str | None = None
+    ) -> None:
+        """Remember paths a session read or wrote; relative ones need `cwd` (else ignored)."""
+        base = Path(cwd) if cwd is not None else None
+        self.add(session_id, [p for p in (normalize(raw, base) for raw in paths) if p is not None])
+
     def get(self, session_id: str) -> frozenset[str]:
+        """Every path the session has reported so far (absolute, normalized)."""
         return frozenset(self._sessions.get(session_id, ()))
 
     def status_extra(self) -> dict[str, int]:
         return {"sessions_with_touched_paths": len(self._sessions)}
-
-
-def add_touched_paths(
-    daemon: Daemon, session_id: str, paths: Iterable[str], cwd: Path | str | None = None
-) -> None:
-    """Remember paths a session read or wrote; relative ones need `cwd` (else ignored)."""
-    base = Path(cwd) if cwd is not None else None
-    cleaned = [p for p in (normalize(raw, base) for raw in paths) if p is not None]
-    daemon.service(SessionPaths).add(session_id, cleaned)
-
-
-def session_touched_paths(daemon: Daemon, session_id: str) -> set[str]:
-    """Every path the session has reported so far (absolute, normalized)."""
-    return set(daemon.service(SessionPaths).get(session_id))

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,15 +24,13 @@ from memoryd import fsutil, paths
 from memoryd.agent.loop import run_agent
 from memoryd.agent.policy import AccessPolicy
 from memoryd.core.turn import Turn
-from memoryd.daemon.turns import after_turn_hook
 from memoryd.llm.tokens import TokenCounter
-from memoryd.rules.service import drop_instruction_cache
 from memoryd.session import compaction, prompts, state, thresholds
 from memoryd.session.template import Template, is_empty_summary, load_template
 
 if TYPE_CHECKING:
+    from memoryd.core.host import Host
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
 
 log = structlog.get_logger("memoryd.session")
 
@@ -67,8 +65,11 @@ class Session:
 
 
 class SessionMemory:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, host: Host, *, on_compacted: Callable[[Path], object]) -> None:
+        self.host = host
+        # Told a project's root after a compaction (the daemon drops its cached
+        # instruction files, so the compacted session reloads them).
+        self._on_compacted = on_compacted
         self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
 
     # -- sessions -------------------------------------------------------------------------
@@ -134,23 +135,24 @@ class SessionMemory:
         tokens, _ = self.session(project, session_id).counter.count(messages, usage)
         return tokens
 
-    async def on_turn(self, turn: Turn) -> dict[str, Any]:
-        """Bookkeeping for one finished turn; starts an update when the thresholds say so."""
+    async def on_turn(self, turn: Turn) -> bool:
+        """Bookkeeping for one finished turn; starts an update when the thresholds say so
+        (True when it did)."""
         session = self.session(turn.project, turn.session_id)
-        if not self.daemon.model.configured:
-            return {"session_memory": False, "tokens": turn.tokens}
+        if not self.host.model.configured:
+            return False
         before = session.record.thresholds
         decision = thresholds.decide(before, turn.messages, turn.tokens)
         if decision.state != before:
             session.record.thresholds = decision.state
             self._persist(session)
         if not decision.update:
-            return {"session_memory": False, "tokens": turn.tokens}
+            return False
         if session.busy:
             session.pending = turn  # the running update picks up the latest turn next
         else:
-            session.running = self.daemon.spawn(self._run_updates(session, turn), worker=FEATURE)
-        return {"session_memory": True, "tokens": turn.tokens}
+            session.running = self.host.spawn(self._run_updates(session, turn), worker=FEATURE)
+        return True
 
     async def _run_updates(self, session: Session, turn: Turn) -> None:
         next_turn: Turn | None = turn
@@ -187,7 +189,7 @@ class SessionMemory:
         try:
             per = session.counter.per_message(turn.messages)
             result = await run_agent(
-                self.daemon,
+                self.host,
                 feature=FEATURE,
                 policy=AccessPolicy(read_roots=(), write_files=(draft,), allow_shell=False),
                 system=turn.system,
@@ -208,7 +210,7 @@ class SessionMemory:
             if changed and (not updated.strip() or len(updated) > MAX_SUMMARY_CHARS):
                 record.last_error = "the agent left the notes empty or oversized; kept the old ones"
                 self._persist(session)
-                await self.daemon.report_worker_error(FEATURE, record.last_error)
+                await self.host.report_worker_error(FEATURE, record.last_error)
                 return False
             if changed:
                 await asyncio.to_thread(fsutil.atomic_write_text, path, updated)
@@ -222,8 +224,8 @@ class SessionMemory:
             with contextlib.suppress(OSError):
                 draft.unlink()
         if changed:
-            self.daemon.counters[f"{FEATURE}.updates"] += 1
-            await self.daemon.notify(
+            self.host.counters[f"{FEATURE}.updates"] += 1
+            await self.host.notify(
                 "session/summary_updated",
                 {"session_id": record.session_id, "path": str(path)},
             )
@@ -252,7 +254,7 @@ class SessionMemory:
             session.waiters -= 1
             # Every compaction, with the summary or not, reloads edited instruction files; the
             # session's touched paths are kept, so conditional and nested rules stay active.
-            drop_instruction_cache(self.daemon, project.root)
+            self._on_compacted(project.root)
 
     async def _compact(
         self, session: Session, project: Project, messages: list[dict[str, Any]]
@@ -291,7 +293,7 @@ class SessionMemory:
         record.compactions += 1
         session.generation += 1
         self._persist(session)
-        self.daemon.counters[f"{FEATURE}.compactions"] += 1
+        self.host.counters[f"{FEATURE}.compactions"] += 1
         return {
             "messages": plan.messages,
             "used_session_memory": True,
@@ -307,7 +309,7 @@ class SessionMemory:
 
     # -- status ---------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:
-        model = self.daemon.model
+        model = self.host.model
         return {
             FEATURE: {
                 "enabled": model.configured,
@@ -352,8 +354,3 @@ def _private_dirs(base: Path, leaf: Path) -> None:
             current.mkdir(exist_ok=True, mode=0o700)  # projects/<key>: shared with auto memory
         else:
             fsutil.ensure_private_dir(current)
-
-
-@after_turn_hook
-async def session_memory_hook(daemon: Daemon, turn: Turn) -> dict[str, Any]:
-    return await daemon.service(SessionMemory).on_turn(turn)

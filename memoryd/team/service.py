@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,9 @@ from memoryd.team.sync.state import StateStore, saved_states, state_path
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 
 if TYPE_CHECKING:
+    from memoryd.core.host import Host
     from memoryd.core.project import Project
-    from memoryd.daemon.app import Daemon
+    from memoryd.core.team_config import TeamConfig
 
 log = structlog.get_logger("memoryd.team")
 
@@ -59,10 +61,19 @@ class Folder:
 
 
 class TeamSync:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        team = daemon.config.team
-        self.tuning = Tuning(debounce_s=team.debounce_s)
+    def __init__(
+        self,
+        host: Host,
+        automem: AutoMemory,
+        resolve_project: Callable[[Path], Project],
+        *,
+        config: TeamConfig,
+    ) -> None:
+        self.host = host
+        self.automem = automem
+        self.resolve_project = resolve_project  # a project root back to its Project
+        self.config = config
+        self.tuning = Tuning(debounce_s=config.debounce_s)
         self.timeout_s = 30.0
         self._folders: dict[Path, Folder] = {}
         self._closed = False
@@ -72,13 +83,13 @@ class TeamSync:
 
     @property
     def configured(self) -> bool:
-        return self.daemon.config.team.url is not None
+        return self.config.url is not None
 
     def team_dir(self, project: Project) -> Path:
         """The project's team folder; FeatureUnavailable when team sync or auto memory is off."""
         if not self.configured:
             raise FeatureUnavailable(NOT_CONFIGURED)
-        return self.daemon.service(AutoMemory).team_dir(project)
+        return self.automem.team_dir(project)
 
     # -- folders --------------------------------------------------------------------------
     def folder(self, project: Project) -> Folder:
@@ -94,7 +105,7 @@ class TeamSync:
         return folder
 
     def _make_folder(self, project: Project, team_dir: Path) -> Folder:
-        config = self.daemon.config.team
+        config = self.config
         assert config.url is not None
         repo = project.facts.repo_slug
         store = StateStore(state_path(config.url, repo or "-", team_dir))
@@ -117,10 +128,10 @@ class TeamSync:
             store=store,
             folder=LocalFolder(team_dir),
             client=client,
-            notify=self.daemon.notify,
+            notify=self.host.notify,
             find_secret=find_secret,
-            write_lock=self.daemon.service(AutoMemory).writer_lock(memory_dir),
-            on_pulled=lambda _keys: self.daemon.service(AutoMemory).invalidate(project),
+            write_lock=self.automem.writer_lock(memory_dir),
+            on_pulled=lambda _keys: self.automem.invalidate(project),
             scan_pool=self.scan_pool,
         )
         runner = SyncRunner(engine, tuning=self.tuning, report_error=self._report_error)
@@ -142,7 +153,7 @@ class TeamSync:
         return self._scan_pool
 
     async def _report_error(self, worker: str, message: str) -> None:
-        await self.daemon.report_worker_error(worker, message)
+        await self.host.report_worker_error(worker, message)
 
     async def started(self, project: Project) -> Folder:
         folder = self.folder(project)
@@ -170,9 +181,7 @@ class TeamSync:
 
     async def resume_saved(self) -> int:
         """At daemon start: resume every folder that synced with this server before."""
-        from memoryd.daemon.projects import Projects
-
-        url = self.daemon.config.team.url
+        url = self.config.url
         if url is None:
             return 0
         resumed = 0
@@ -182,7 +191,7 @@ class TeamSync:
             root = Path(state.project_root)
             if not await asyncio.to_thread(root.is_dir):
                 continue
-            project = self.daemon.service(Projects).resolve(root)
+            project = self.resolve_project(root)
             try:
                 if self.team_dir(project) != Path(state.team_dir):
                     continue

@@ -13,7 +13,6 @@ import pytest
 from memoryd.automem.context import automem_index
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.store import DirState, scan_tree
-from memoryd.daemon.projects import Projects
 from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -28,7 +27,7 @@ async def _idle(am: AutoMemory) -> None:
     """Until no background load or sweep of the service runs."""
     for _ in range(500):
         if not am.states.warming and not any(
-            t.get_name() == "worker:automem" for t in am.daemon.workers
+            t.get_name() == "worker:automem" for t in asyncio.all_tasks()
         ):
             return
         await asyncio.sleep(0.01)
@@ -110,22 +109,22 @@ def test_headers_list_is_kept_until_something_changes(tmp_path: Path) -> None:
 async def test_settings_change_seen_on_the_next_call(
     daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
 ) -> None:
-    proj = daemon.daemon.service(Projects).resolve(project)
-    assert (await automem_index(daemon.daemon, proj)).memory_dir is not None
+    proj = daemon.daemon.services.projects.resolve(project)
+    assert (await automem_index(daemon.daemon.services.automem, proj)).memory_dir is not None
     user = isolated_env.config_dir / "settings.json"
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text(json.dumps({"autoMemoryEnabled": False}))
-    assert (await automem_index(daemon.daemon, proj)).memory_dir is None
+    assert (await automem_index(daemon.daemon.services.automem, proj)).memory_dir is None
     with pytest.raises(RpcError) as err:
         await daemon.call("memory.list", cwd=str(project))
     assert err.value.code == -32003
     user.write_text(json.dumps({"autoMemoryEnabled": True}))
-    assert (await automem_index(daemon.daemon, proj)).memory_dir is not None
+    assert (await automem_index(daemon.daemon.services.automem, proj)).memory_dir is not None
     user.unlink()
     local = project / ".claude" / "settings.local.json"
     local.parent.mkdir()
     local.write_text(json.dumps({"autoMemoryEnabled": False}))
-    assert (await automem_index(daemon.daemon, proj)).memory_dir is None
+    assert (await automem_index(daemon.daemon.services.automem, proj)).memory_dir is None
 
 
 async def test_memory_dir_swapped_for_a_symlink_later_is_refused(
@@ -172,7 +171,7 @@ async def test_index_edits_seen_by_get_context(
 async def test_in_place_edit_seen_after_the_background_sweep(
     daemon: DaemonHandle, project: Path
 ) -> None:
-    am = daemon.daemon.service(AutoMemory)
+    am = daemon.daemon.services.automem
     am.sweep_interval_s = 0.05
     res = await daemon.call(
         "memory.write", cwd=str(project), type="user", name="A", description="a", body="lion"
@@ -193,7 +192,7 @@ async def test_first_get_context_loads_the_store_in_the_background(
     for i in range(30):
         _write(memdir / f"user_fact_{i:02d}.md", f"fact {i}", f"giraffe number {i}")
     await daemon.call("get_context", cwd=str(project))
-    am = daemon.daemon.service(AutoMemory)
+    am = daemon.daemon.services.automem
     # get_context started the load; on a fast machine it may already have finished.
     assert memdir in am.states.warming or (
         memdir in am.states.states and am.states.states[memdir].swept
@@ -220,7 +219,7 @@ async def test_requests_during_the_background_load_see_every_memory(
     res = await daemon.call(
         "memory.write", cwd=str(project), type="user", name="new one", description="n", body="x"
     )
-    await _idle(daemon.daemon.service(AutoMemory))
+    await _idle(daemon.daemon.services.automem)
     listed = await daemon.call("memory.list", cwd=str(project))
     assert len(listed["memories"]) == 201
     assert res["path"] in {m["path"] for m in listed["memories"]}

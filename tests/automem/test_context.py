@@ -7,7 +7,6 @@ from pathlib import Path
 
 from memoryd.automem.context import automem_index
 from memoryd.automem.instructions import MEMORY_INSTRUCTIONS, memory_instructions
-from memoryd.daemon.projects import Projects
 from tests.conftest import DaemonHandle, IsolatedEnv
 
 
@@ -31,8 +30,8 @@ def test_instructions_cover_the_contract() -> None:
 
 
 async def test_provider_entries(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
-    proj = daemon.daemon.service(Projects).resolve(project)
-    empty = await automem_index(daemon.daemon, proj)
+    proj = daemon.daemon.services.projects.resolve(project)
+    empty = await automem_index(daemon.daemon.services.automem, proj)
     assert empty.entries == []
     assert empty.memory_dir == str(memdir)
     await daemon.call(
@@ -47,7 +46,7 @@ async def test_provider_entries(daemon: DaemonHandle, project: Path, memdir: Pat
         body="b",
         team=True,
     )
-    got = await automem_index(daemon.daemon, proj)
+    got = await automem_index(daemon.daemon.services.automem, proj)
     assert [(e.type, e.path) for e in got.entries] == [
         ("AutoMem", memdir / "MEMORY.md"),
         ("TeamMem", memdir / "team" / "MEMORY.md"),
@@ -60,7 +59,9 @@ async def test_provider_entries(daemon: DaemonHandle, project: Path, memdir: Pat
 async def test_provider_truncates(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
     memdir.mkdir(parents=True)
     (memdir / "MEMORY.md").write_text("".join(f"- [T{i}](f{i}.md) — h\n" for i in range(250)))
-    got = await automem_index(daemon.daemon, daemon.daemon.service(Projects).resolve(project))
+    got = await automem_index(
+        daemon.daemon.services.automem, daemon.daemon.services.projects.resolve(project)
+    )
     assert got.index_truncated
     assert got.entries[0].truncated
     assert "limit 200" in got.entries[0].content
@@ -69,7 +70,9 @@ async def test_provider_truncates(daemon: DaemonHandle, project: Path, memdir: P
 async def test_provider_off(daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv) -> None:
     isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
     (isolated_env.config_dir / "settings.json").write_text(json.dumps({"autoMemoryEnabled": False}))
-    got = await automem_index(daemon.daemon, daemon.daemon.service(Projects).resolve(project))
+    got = await automem_index(
+        daemon.daemon.services.automem, daemon.daemon.services.projects.resolve(project)
+    )
     assert (got.entries, got.memory_dir) == ([], None)
 
 

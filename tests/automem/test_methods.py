@@ -228,13 +228,12 @@ async def test_paths_outside_refused(
 
 
 async def test_restore_refuses_the_index(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
-    from memoryd.automem.service import AutoMemory
 
     await _write(daemon, project)
     index = memdir / "MEMORY.md"
     before = index.read_text()
     # A background agent's edit of MEMORY.md keeps a version of it (its before_write hook).
-    version = await daemon.daemon.service(AutoMemory).snapshot(index)
+    version = await daemon.daemon.services.automem.snapshot(index)
     assert version is not None
     with pytest.raises(RpcError) as err:
         await daemon.call(
@@ -423,9 +422,8 @@ async def test_external_edit_seen_by_recall(
 async def test_in_place_edit_seen_after_sweep(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:
-    from memoryd.automem.service import AutoMemory
 
-    daemon.daemon.service(AutoMemory).sweep_interval_s = 0.0
+    daemon.daemon.services.automem.sweep_interval_s = 0.0
     res = await _write(daemon, project)
     path = Path(str(res["path"]))
     with open(path, "a") as handle:  # in place: the directory's mtime does not change
@@ -438,9 +436,8 @@ async def test_stale_memory_has_note(daemon: DaemonHandle, project: Path) -> Non
     res = await _write(daemon, project)
     old = os.stat(str(res["path"])).st_mtime - 3 * 86_400
     os.utime(str(res["path"]), (old, old))
-    from memoryd.automem.service import AutoMemory
 
-    daemon.daemon.service(AutoMemory).sweep_interval_s = 0.0
+    daemon.daemon.services.automem.sweep_interval_s = 0.0
     got = await daemon.call("recall", cwd=str(project), query="pytest tests")
     (mem,) = got["memories"]
     assert mem["stale"] is True

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.automem.index import parse_index
-from memoryd.automem.service import AutoMemory
 from tests.automem.conftest import USER, memory_text
 from tests.conftest import DaemonHandle
 
@@ -59,7 +58,7 @@ async def test_orphans_found_on_first_load_are_indexed_and_reported(
 async def test_memory_list_reports_orphans_until_they_are_indexed(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:
-    daemon.daemon.service(AutoMemory).sweep_interval_s = 3600  # no periodic sweep here
+    daemon.daemon.services.automem.sweep_interval_s = 3600  # no periodic sweep here
     await daemon.call("memory.write", cwd=str(project), **USER)
     await asyncio.sleep(0.05)  # the first load's reconciliation has run
     _orphan(memdir, "project_fresh.md", "Fresh")  # just written: maybe a writer mid-way
@@ -74,7 +73,7 @@ async def test_memory_list_reports_orphans_until_they_are_indexed(
 async def test_the_background_sweep_indexes_orphans_once_they_are_old_enough(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:
-    am = daemon.daemon.service(AutoMemory)
+    am = daemon.daemon.services.automem
     am.sweep_interval_s = 0.05
     await daemon.call("memory.write", cwd=str(project), **USER)
     _orphan(memdir, "project_fresh.md", "Fresh")

@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.automem.manifest import format_manifest
-from memoryd.automem.service import AutoMemory
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import REGISTRY
+from memoryd.daemon.wiring import rpc_methods
 from memoryd.errors import ForbiddenPath
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -18,8 +16,8 @@ from tests.conftest import DaemonHandle, IsolatedEnv
 async def test_agent_style_write_with_snapshot_and_reconcile(
     daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
 ) -> None:
-    am = daemon.daemon.service(AutoMemory)
-    proj = daemon.daemon.service(Projects).resolve(project)
+    am = daemon.daemon.services.automem
+    proj = daemon.daemon.services.projects.resolve(project)
     assert am.enabled(proj)
     assert am.memory_dir(proj) == memdir
     assert am.team_dir(proj) == memdir / "team"
@@ -45,8 +43,8 @@ async def test_agent_style_write_with_snapshot_and_reconcile(
 
 
 async def test_delete_memory_api(daemon: DaemonHandle, project: Path, memdir: Path) -> None:
-    am = daemon.daemon.service(AutoMemory)
-    proj = daemon.daemon.service(Projects).resolve(project)
+    am = daemon.daemon.services.automem
+    proj = daemon.daemon.services.projects.resolve(project)
     result = await am.write_memory(proj, type="user", name="A", description="a", body="b")
     await am.delete_memory(proj, result.path)
     assert am.manifest(proj) == []
@@ -62,4 +60,4 @@ async def test_status_reports_auto_memory(daemon: DaemonHandle, project: Path) -
     assert status["features"]["auto_memory"]["enabled"] is True
     assert status["features"]["auto_memory"]["memories"] == 1
     methods = {"recall", "memory.write", "memory.history", "memory.restore", "memory.remember"}
-    assert methods <= set(REGISTRY)
+    assert methods <= set(rpc_methods())

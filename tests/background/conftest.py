@@ -11,7 +11,6 @@ import pytest
 
 from memoryd.automem.service import AutoMemory
 from memoryd.core.project import Project
-from memoryd.daemon.projects import Projects
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply
 
@@ -25,14 +24,14 @@ class Workspace:
 
     @property
     def am(self) -> AutoMemory:
-        return self.handle.daemon.service(AutoMemory)
+        return self.handle.daemon.services.automem
 
 
 def workspace_for(handle: DaemonHandle, root: Path) -> Workspace:
     cwd = root / "proj"
     cwd.mkdir(parents=True, exist_ok=True)
-    project = handle.daemon.service(Projects).resolve(cwd)
-    memory_dir = handle.daemon.service(AutoMemory).memory_dir(project)
+    project = handle.daemon.services.projects.resolve(cwd)
+    memory_dir = handle.daemon.services.automem.memory_dir(project)
     return Workspace(handle, cwd, project, memory_dir)
 
 

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem.extraction import Extraction
-from memoryd.magicdocs import MagicDocs
 from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace
 
@@ -61,8 +59,8 @@ async def test_odd_transcripts_and_read_paths_are_survived(
             **extra,
         )
         assert reply["scheduled"]["extraction"] is True
-        await ws.handle.daemon.service(Extraction).wait_idle()
-    await ws.handle.daemon.service(MagicDocs).wait_idle()
+        await ws.handle.daemon.services.extraction.wait_idle()
+    await ws.handle.daemon.services.magic_docs.wait_idle()
     assert len(script.seen["extraction"]) == 2
     assert (await ws.handle.call("magicdocs.list"))["docs"] == []
     status = await ws.handle.call("status")

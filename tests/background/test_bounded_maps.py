@@ -42,7 +42,7 @@ def test_a_magic_doc_keeps_its_most_recent_sessions(tmp_path: Path) -> None:
 
 
 def test_touched_paths_have_a_cap_in_all() -> None:
-    paths = SessionPaths(NO_DAEMON)
+    paths = SessionPaths()
     per_session = sessions.MAX_PATHS_TOTAL // 10
     for i in range(30):
         paths.add(f"s{i}", (f"/src/{i}/{n}.py" for n in range(per_session)))

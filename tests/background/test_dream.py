@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem.dream import Dream, dream_state_path, idle_seconds
+from memoryd.automem.dream import dream_state_path, idle_seconds
 from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace, transcript, workspace_for
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -105,7 +105,7 @@ async def test_idle_dream_runs_once_a_day_when_enabled(
     ws: Workspace, script: Script, isolated_env: IsolatedEnv
 ) -> None:
     await _three_memories(ws)
-    dream = ws.handle.daemon.service(Dream)
+    dream = ws.handle.daemon.services.dream
     dream.idle_s = 0.05
     convo = transcript(("hello", "hi"))
     await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
@@ -188,7 +188,7 @@ async def test_unreadable_dream_state_is_logged_not_silent(
     dream_state_path().parent.mkdir(parents=True, exist_ok=True)
     dream_state_path().write_text(content)
     with capture_logs() as logs:
-        assert daemon.daemon.service(Dream).last_runs() == {}
+        assert daemon.daemon.services.dream.last_runs() == {}
     assert [e["event"] for e in logs] == ["dream state unreadable; starting afresh"]
     assert logs[0]["path"] == str(dream_state_path())
 
@@ -197,5 +197,5 @@ async def test_missing_dream_state_is_not_a_warning(daemon: DaemonHandle) -> Non
     from structlog.testing import capture_logs
 
     with capture_logs() as logs:
-        assert daemon.daemon.service(Dream).last_runs() == {}
+        assert daemon.daemon.services.dream.last_runs() == {}
     assert logs == []

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memoryd.automem.extraction import Extraction, main_agent_wrote_memory
+from memoryd.automem.extraction import main_agent_wrote_memory
 from memoryd.automem.extraction_prompts import NOTHING_MARKER
 from tests.background.conftest import Workspace, memory_text, transcript, workspace_for
 from tests.conftest import DaemonHandle
@@ -25,7 +25,7 @@ async def _after_turn(ws: Workspace, messages: list[dict[str, Any]], **extra: An
 
 
 async def _idle(ws: Workspace) -> None:
-    await ws.handle.daemon.service(Extraction).wait_idle()
+    await ws.handle.daemon.services.extraction.wait_idle()
 
 
 async def _subscribe(ws: Workspace, *events: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.magicdocs import MagicDocs, parse_header
+from memoryd.magicdocs import parse_header
 from tests.background.conftest import Script, Workspace, transcript
 from tests.fakes.messages_api import text_reply, tool_use_reply
 
@@ -71,7 +71,7 @@ BREAK_TURN = transcript(("We added a prod environment: `make deploy-prod`.", "No
 
 
 async def _idle(ws: Workspace) -> None:
-    await ws.handle.daemon.service(MagicDocs).wait_idle()
+    await ws.handle.daemon.services.magic_docs.wait_idle()
 
 
 async def test_registered_then_updated_after_a_natural_break(ws: Workspace, script: Script) -> None:
@@ -83,7 +83,7 @@ async def test_registered_then_updated_after_a_natural_break(ws: Workspace, scri
     assert reply["scheduled"]["magic_docs"] == 0
     listed = await ws.handle.call("magicdocs.list", cwd=str(ws.cwd))
     assert [d["title"] for d in listed["docs"]] == ["Deployment notes"]
-    await ws.handle.daemon.service(MagicDocs).wait_idle()
+    await ws.handle.daemon.services.magic_docs.wait_idle()
     assert script.seen["magic"] == []
     script.add(
         "magic",
@@ -152,7 +152,7 @@ async def test_the_agent_may_edit_only_its_own_doc(ws: Workspace, script: Script
     )
     await _turn(ws, [doc], BREAK_TURN)
     await _idle(ws)
-    await ws.handle.daemon.service(MagicDocs).wait_idle()
+    await ws.handle.daemon.services.magic_docs.wait_idle()
     assert other.read_text() == "# Other\n"
     assert not (ws.cwd / "new.md").exists()
     assert doc.read_text() == DOC
@@ -164,7 +164,7 @@ async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
     docs = [_doc(ws, f"d{i}.md", DOC.replace("Deployment notes", f"Doc {i}")) for i in range(3)]
     active = 0
     peak = 0
-    service = ws.handle.daemon.service(MagicDocs)
+    service = ws.handle.daemon.services.magic_docs
     original = service.update
 
     async def tracked(path: Path, turn: Any) -> Any:
@@ -189,7 +189,7 @@ async def test_a_failing_update_does_not_strand_the_other_docs(
     ws: Workspace, script: Script
 ) -> None:
     docs = [_doc(ws, f"d{i}.md", DOC.replace("Deployment notes", f"Doc {i}")) for i in range(3)]
-    service = ws.handle.daemon.service(MagicDocs)
+    service = ws.handle.daemon.services.magic_docs
     original = service.update
     done: list[Path] = []
 

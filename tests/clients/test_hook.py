@@ -249,11 +249,10 @@ async def test_stop_reports_the_turn_to_the_real_daemon(
     daemon: DaemonHandle, project: Path, tmp_path: Path
 ) -> None:
     from memoryd.core.turn import Turn
-    from memoryd.daemon.turns import AFTER_TURN_HOOKS
 
     seen: list[Turn] = []
 
-    async def record(_daemon: Any, turn: Turn) -> dict[str, Any]:
+    async def record(turn: Turn) -> dict[str, Any]:
         seen.append(turn)
         return {}
 
@@ -266,11 +265,11 @@ async def test_stop_reports_the_turn_to_the_real_daemon(
         "hook_event_name": "Stop",
         "stop_hook_active": False,
     }
-    AFTER_TURN_HOOKS.append(record)
+    daemon.daemon.services.after_turn_hooks.append(record)
     try:
         code, out, err = await hook_async("stop", payload, daemon.socket_path)
     finally:
-        AFTER_TURN_HOOKS.remove(record)
+        daemon.daemon.services.after_turn_hooks.remove(record)
     assert code == 0, err
     assert out == b""
     assert len(seen) == 1
@@ -300,11 +299,10 @@ async def test_large_transcript_is_sent_from_a_detached_child(
 ) -> None:
     from memctl.commands.hook import BACKGROUND_BYTES
     from memoryd.core.turn import Turn
-    from memoryd.daemon.turns import AFTER_TURN_HOOKS
 
     seen: list[Turn] = []
 
-    async def record(_daemon: Any, turn: Turn) -> dict[str, Any]:
+    async def record(turn: Turn) -> dict[str, Any]:
         seen.append(turn)
         return {}
 
@@ -327,7 +325,7 @@ async def test_large_transcript_is_sent_from_a_detached_child(
     transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
     assert transcript.stat().st_size > BACKGROUND_BYTES
     payload = {"session_id": "long-1", "cwd": str(project), "transcript_path": str(transcript)}
-    AFTER_TURN_HOOKS.append(record)
+    daemon.daemon.services.after_turn_hooks.append(record)
     try:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -353,7 +351,7 @@ async def test_large_transcript_is_sent_from_a_detached_child(
                 break
             await asyncio.sleep(0.05)
     finally:
-        AFTER_TURN_HOOKS.remove(record)
+        daemon.daemon.services.after_turn_hooks.remove(record)
     assert len(seen) == 1
     assert seen[0].session_id == "long-1"
     assert len(seen[0].messages) == 800

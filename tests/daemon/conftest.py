@@ -1,29 +1,41 @@
-"""A test-only method to prove concurrency: `test.sleep {seconds}` answers after a delay."""
+"""Test-only methods to prove concurrency and error handling: `test.sleep {seconds}` answers
+after a delay, `test.boom` raises. The `daemon` fixture of these tests serves them too."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import Field
 
-from memoryd.daemon.registry import REGISTRY, Params, rpc_method
+from memoryd.daemon.rpc import Params, method
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 
 
 class SleepParams(Params):
     seconds: float = Field(ge=0, le=30)
 
 
-if "test.sleep" not in REGISTRY:
-
-    @rpc_method("test.sleep", SleepParams)
-    async def _sleep(_daemon: Any, params: SleepParams) -> dict[str, float]:
-        await asyncio.sleep(params.seconds)
-        return {"slept": params.seconds}
+async def _sleep(_daemon: Any, params: SleepParams) -> dict[str, float]:
+    await asyncio.sleep(params.seconds)
+    return {"slept": params.seconds}
 
 
-if "test.boom" not in REGISTRY:
+async def _boom(_daemon: Any, params: SleepParams) -> dict[str, float]:
+    raise RuntimeError(f"exploded after {params.seconds}")
 
-    @rpc_method("test.boom", SleepParams)
-    async def _boom(_daemon: Any, params: SleepParams) -> dict[str, float]:
-        raise RuntimeError(f"exploded after {params.seconds}")
+
+TEST_METHODS = (method("test.sleep", SleepParams, _sleep), method("test.boom", SleepParams, _boom))
+
+
+@pytest.fixture
+async def daemon(short_tmp: Path) -> AsyncIterator[DaemonHandle]:
+    """A real daemon on a real Unix socket, with the test-only methods too."""
+    handle = await start_daemon(daemon_config(short_tmp), TEST_METHODS)
+    try:
+        yield handle
+    finally:
+        await stop_daemon(handle)

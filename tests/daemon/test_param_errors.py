@@ -12,7 +12,7 @@ import pytest
 import structlog.testing
 
 from memoryd.automem.service import AutoMemory
-from memoryd.daemon.registry import REGISTRY
+from memoryd.daemon.wiring import rpc_methods
 from tests.conftest import DaemonHandle
 from tests.daemon.test_protocol import raw_exchange
 
@@ -29,9 +29,7 @@ async def _error(daemon: DaemonHandle, method: str, params: dict[str, Any]) -> d
 
 
 def _methods_with(field: str) -> list[str]:
-    import memoryd.daemon.methods  # noqa: F401 - registers every method
-
-    return sorted(name for name, spec in REGISTRY.items() if field in spec.params.model_fields)
+    return sorted(name for name, spec in rpc_methods().items() if field in spec.params.model_fields)
 
 
 async def test_a_5000_character_cwd_is_invalid_params_for_every_method(

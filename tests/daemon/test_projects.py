@@ -33,7 +33,7 @@ def test_worktrees_map_to_the_main_root_and_remote_changes_are_seen(tmp_path: Pa
         cwd=main,
     )
     git("worktree", "add", "-q", str(tmp_path / "wt"), cwd=main)
-    projects = Projects(daemon=None)  # type: ignore[arg-type]
+    projects = Projects()
     assert projects.resolve(tmp_path / "wt").root == main.resolve()
     assert projects.resolve(main).facts.repo_slug is None
     git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=main)
@@ -43,7 +43,7 @@ def test_worktrees_map_to_the_main_root_and_remote_changes_are_seen(tmp_path: Pa
 
 def test_the_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(projects_mod, "MAX_CACHED_DIRS", 3)
-    projects = Projects(daemon=None)  # type: ignore[arg-type]
+    projects = Projects()
     dirs = []
     for i in range(5):
         d = tmp_path / f"d{i}"

@@ -14,12 +14,8 @@ import pytest
 
 from memoryd.core.project import Project
 from memoryd.daemon.methods.context import GetContextResult
-from memoryd.daemon.registry import REGISTRY
-from memoryd.rules import providers
+from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.rules.model import ContextContribution, IndexEntry
-from memoryd.rules.providers import register_index_provider, unregister_index_provider
-from memoryd.rules.service import InstructionFiles, drop_instruction_cache
-from memoryd.rules.sessions import add_touched_paths, session_touched_paths
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.rules.conftest import Tree
@@ -30,10 +26,14 @@ EVENTUALLY_S = 10.0
 
 @pytest.fixture(autouse=True)
 def only_test_providers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Providers other layers registered (auto memory) are not part of these tests."""
-    import memoryd.daemon.methods  # noqa: F401 - other layers register at import: do it first
+    """Providers the wiring adds (auto memory, team) are not part of these tests."""
+    init = Services.__init__
 
-    monkeypatch.setattr(providers, "_PROVIDERS", [])
+    def without_providers(self: Services, host: Any) -> None:
+        init(self, host)
+        self.index_providers.clear()
+
+    monkeypatch.setattr(Services, "__init__", without_providers)
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def _names(result: dict[str, Any], root: Path) -> list[str]:
 
 
 def _status(handle: DaemonHandle) -> dict[str, Any]:
-    status: dict[str, Any] = handle.daemon.service(InstructionFiles).feature_status()
+    status: dict[str, Any] = handle.daemon.services.instructions.feature_status()
     return status["instruction_files"]
 
 
@@ -295,9 +295,9 @@ async def test_touched_paths_relative_and_session_union(daemon: DaemonHandle, tr
     # After compaction the client reports nothing new: the session still has its paths.
     later = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(later, repo) == ["services/pay/CLAUDE.md"]
-    assert session_touched_paths(daemon.daemon, "s-1") == {str(repo / "services/pay/main.py")}
-    add_touched_paths(daemon.daemon, "s-1", ["db/schema.sql"], cwd=repo)
-    add_touched_paths(daemon.daemon, "s-1", ["relative-without-cwd.sql"])
+    assert daemon.daemon.services.session_paths.get("s-1") == {str(repo / "services/pay/main.py")}
+    daemon.daemon.services.session_paths.add_touched("s-1", ["db/schema.sql"], cwd=repo)
+    daemon.daemon.services.session_paths.add_touched("s-1", ["relative-without-cwd.sql"])
     after_turn = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(after_turn, repo) == [".claude/rules/sql.md", "services/pay/CLAUDE.md"]
     other = await daemon.call("get_context", cwd=str(repo), session_id="s-2")
@@ -319,10 +319,10 @@ async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
     tree.write("repo/CLAUDE.md", "x")
     await daemon.call("get_context", cwd=str(repo))
     assert (await daemon.call("get_context", cwd=str(repo)))["cached"] is True
-    assert drop_instruction_cache(daemon.daemon, tree.root / "elsewhere") == 0
-    assert drop_instruction_cache(daemon.daemon, repo) == 1
+    assert daemon.daemon.services.instructions.drop(tree.root / "elsewhere") == 0
+    assert daemon.daemon.services.instructions.drop(repo) == 1
     assert (await daemon.call("get_context", cwd=str(repo)))["cached"] is False
-    assert drop_instruction_cache(daemon.daemon) == 1
+    assert daemon.daemon.services.instructions.drop() == 1
 
 
 async def test_concurrent_calls_load_once(daemon: DaemonHandle, tree: Tree) -> None:
@@ -340,7 +340,7 @@ async def test_index_provider_hook(daemon: DaemonHandle, tree: Tree) -> None:
     memdir = tree.mkdir("memdir")
     seen: list[Project] = []
 
-    async def provider(_daemon: Any, project: Project) -> ContextContribution:
+    async def provider(project: Project) -> ContextContribution:
         seen.append(project)
         return ContextContribution(
             entries=[
@@ -352,11 +352,8 @@ async def test_index_provider_hook(daemon: DaemonHandle, tree: Tree) -> None:
             index_truncated=True,
         )
 
-    register_index_provider(provider)
-    try:
-        result = await daemon.call("get_context", cwd=str(repo))
-    finally:
-        unregister_index_provider(provider)
+    daemon.daemon.services.index_providers.append(provider)
+    result = await daemon.call("get_context", cwd=str(repo))
     assert seen[0].root == repo
     assert [(f["type"], f["reason"]) for f in result["files"]] == [
         ("Project", "session_start"),
@@ -375,14 +372,11 @@ async def test_failing_provider_costs_nothing_else(daemon: DaemonHandle, tree: T
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "still here")
 
-    async def broken(_daemon: Any, _project: Project) -> ContextContribution:
+    async def broken(_project: Project) -> ContextContribution:
         raise RuntimeError("index exploded")
 
-    register_index_provider(broken)
-    try:
-        result = await daemon.call("get_context", cwd=str(repo))
-    finally:
-        unregister_index_provider(broken)
+    daemon.daemon.services.index_providers.append(broken)
+    result = await daemon.call("get_context", cwd=str(repo))
     assert "still here" in result["claude_md"]
     assert [s["reason"] for s in result["skipped"]] == ["provider_error"]
     assert "index exploded" in result["skipped"][0]["detail"]
@@ -440,7 +434,9 @@ async def test_status_reports_instruction_files(daemon: DaemonHandle, tree: Tree
     await daemon.call("get_context", cwd=str(tree.root))
     status = await daemon.call("status")
     assert status["features"]["instruction_files"]["enabled"] is True
-    assert {"get_context", "includes.approve", "includes.revoke", "includes.list"} <= set(REGISTRY)
+    assert {"get_context", "includes.approve", "includes.revoke", "includes.list"} <= set(
+        rpc_methods()
+    )
 
 
 async def test_recreated_rule_folder_is_watched_again(daemon: DaemonHandle, tree: Tree) -> None:

@@ -128,9 +128,7 @@ def test_committed_claude_local_md(tree: Tree, load: Loader) -> None:
 async def test_monorepo_service_with_its_own_rules(
     daemon: DaemonHandle, tree: Tree, monkeypatch: Any
 ) -> None:
-    from memoryd.rules import providers
-
-    monkeypatch.setattr(providers, "_PROVIDERS", [])
+    daemon.daemon.services.index_providers.clear()  # only the instruction files here
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "# Monorepo\nUse the Makefile. @docs/onboarding.md")
     tree.write("repo/docs/onboarding.md", "Onboarding.")

@@ -10,11 +10,9 @@ from typing import Any
 
 import pytest
 
-from memoryd.daemon.projects import Projects
 from memoryd.llm.tokens import estimate_messages
 from memoryd.session import state
 from memoryd.session.compaction import BOUNDARY_TAG
-from memoryd.session.service import SessionMemory
 from memoryd.session.template import builtin_template
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, fake_model_config, start_daemon, stop_daemon
@@ -28,8 +26,8 @@ TITLE_LINE = "_A short, specific title for this session (5-10 words)._"
 
 
 def summary_path(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> Path:
-    project = handle.daemon.service(Projects).resolve(cwd)
-    return handle.daemon.service(SessionMemory).summary_path(project, session_id)
+    project = handle.daemon.services.projects.resolve(cwd)
+    return handle.daemon.services.session_memory.summary_path(project, session_id)
 
 
 def draft_of(summary: Path) -> Path:
@@ -66,8 +64,8 @@ async def wait_for_event(client: AsyncClient, method: str) -> dict[str, Any]:
 
 
 async def idle(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> None:
-    service = handle.daemon.service(SessionMemory)
-    session = service.session(handle.daemon.service(Projects).resolve(cwd), session_id)
+    service = handle.daemon.services.session_memory
+    session = service.session(handle.daemon.services.projects.resolve(cwd), session_id)
     if session.running is not None:
         await asyncio.wait_for(asyncio.shield(session.running), 10)
 
@@ -194,7 +192,6 @@ async def test_without_a_model_nothing_is_scheduled(
 
 
 async def test_read_paths_become_touched_paths(daemon: DaemonHandle, project_dir: Path) -> None:
-    from memoryd.rules.sessions import session_touched_paths
 
     await daemon.call(
         "after_turn",
@@ -203,7 +200,7 @@ async def test_read_paths_become_touched_paths(daemon: DaemonHandle, project_dir
         messages=[user("hi")],
         read_paths=[str(project_dir / "src" / "a.py"), "rel/b.py"],
     )
-    touched = session_touched_paths(daemon.daemon, SID)
+    touched = daemon.daemon.services.session_paths.get(SID)
     assert touched == {str(project_dir / "src" / "a.py"), str(project_dir / "rel" / "b.py")}
 
 
@@ -306,11 +303,9 @@ async def test_a_failed_update_keeps_the_previous_summary(
     await idle(handle, project_dir)
     assert summary.read_text() == previous
     assert not draft_of(summary).exists()
-    record = (
-        handle.daemon.service(SessionMemory)
-        .session(handle.daemon.service(Projects).resolve(project_dir), SID)
-        .record
-    )
+    record = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    ).record
     assert record.last_error is not None
     assert record.updates == 0
 
@@ -323,8 +318,8 @@ async def test_an_update_killed_midway_keeps_the_previous_summary(
     session_model.enqueue(edit_title(summary, "half-done"), slow(30, text_reply("late")))
     messages = [*conversation(12_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    session = handle.daemon.service(SessionMemory).session(
-        handle.daemon.service(Projects).resolve(project_dir), SID
+    session = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
     )
     while len(session_model.requests) < 2:  # the draft has been edited
         await asyncio.sleep(0.02)
@@ -344,8 +339,8 @@ async def test_updates_are_sequential_and_coalesced(
     session_model.enqueue(slow(0.5, text_reply("no change")), text_reply("no change"))
     messages = [*conversation(12_000), assistant("done")]
     cwd = str(project_dir)
-    session = handle.daemon.service(SessionMemory).session(
-        handle.daemon.service(Projects).resolve(project_dir), SID
+    session = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
     )
     updates_seen: list[int] = []  # finished updates, as each model request arrives
     session_model.on_request = lambda: updates_seen.append(session.record.updates)
@@ -429,7 +424,6 @@ async def test_compact_with_a_summary(daemon: DaemonHandle, project_dir: Path) -
 
 
 async def test_touched_paths_survive_compaction(daemon: DaemonHandle, project_dir: Path) -> None:
-    from memoryd.rules.sessions import session_touched_paths
 
     summary = summary_path(daemon, project_dir)
     summary.parent.mkdir(parents=True)
@@ -446,7 +440,7 @@ async def test_touched_paths_survive_compaction(daemon: DaemonHandle, project_di
         "compact", session_id=SID, cwd=str(project_dir), messages=conversation(30_000)
     )
     assert result["used_session_memory"] is True
-    assert touched in session_touched_paths(daemon.daemon, SID)
+    assert touched in daemon.daemon.services.session_paths.get(SID)
 
 
 async def test_compact_waits_for_the_update_in_flight(
@@ -470,8 +464,8 @@ async def test_waiting_is_bounded_and_a_stale_update_is_not_waited_for(
     session_model.enqueue(slow(30, text_reply("late")))
     messages = [*conversation(12_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    service = handle.daemon.service(SessionMemory)
-    session = service.session(handle.daemon.service(Projects).resolve(project_dir), SID)
+    service = handle.daemon.services.session_memory
+    session = service.session(handle.daemon.services.projects.resolve(project_dir), SID)
     while session.update_started is None:
         await asyncio.sleep(0.01)
     assert await service.wait_idle(session, wait_s=0.05) == "timeout"
@@ -630,8 +624,8 @@ async def test_an_update_overtaken_by_compaction_does_not_record_a_stale_index(
     session_model.enqueue(slow(1.0, text_reply("ok")))
     messages = [*conversation(60_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    service = handle.daemon.service(SessionMemory)
-    session = service.session(handle.daemon.service(Projects).resolve(project_dir), SID)
+    service = handle.daemon.services.session_memory
+    session = service.session(handle.daemon.services.projects.resolve(project_dir), SID)
     while session.update_started is None:
         await asyncio.sleep(0.01)
     session.update_started = time.monotonic() - 61  # make compact skip the wait
@@ -682,7 +676,7 @@ async def test_evicted_sessions_keep_their_state(
     )
     for sid in ("s-b", "s-c", "s-d"):
         await daemon.call("after_turn", session_id=sid, cwd=str(project_dir), messages=messages)
-    memory = daemon.daemon.service(SessionMemory)
+    memory = daemon.daemon.services.session_memory
     assert memory.status_extra()["sessions"] == 2
     again = await daemon.call(
         "after_turn", session_id="s-a", cwd=str(project_dir), messages=messages

@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 
 from memoryd.core.project import sanitize_key
-from memoryd.daemon.config import TeamConfig
-from memoryd.daemon.projects import Projects
-from memoryd.team.service import TeamSync
+from memoryd.core.team_config import TeamConfig
 from memoryd.team.sync.watcher import Tuning
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
@@ -42,7 +40,7 @@ def team_dir_of(env: IsolatedEnv, root: Path) -> Path:
 async def start(short_tmp: Path, name: str, **team: Any) -> DaemonHandle:
     config = daemon_config(short_tmp, socket_path=short_tmp / f"{name}.sock")
     handle = await start_daemon(replace(config, team=TeamConfig(**team)))
-    handle.daemon.service(TeamSync).tuning = Tuning(
+    handle.daemon.services.team.tuning = Tuning(
         debounce_s=team.get("debounce_s", 0.1), backoff_base_s=0.05, backoff_cap_s=0.5
     )
     return handle
@@ -266,7 +264,7 @@ async def test_a_restarted_daemon_resumes_without_reuploading(
     await eventually(
         lambda: "edited while memoryd was stopped\n" in server_history(server).get("m3.md", [])
     )
-    folder = second.daemon.service(TeamSync).folder(second.daemon.service(Projects).resolve(root))
+    folder = second.daemon.services.team.folder(second.daemon.services.projects.resolve(root))
     await folder.runner.wait_idle()
     status = await second.call("team.status", cwd=str(root))
     assert status["pending"] == []
@@ -385,7 +383,7 @@ async def test_a_new_session_pulls_teammates_edits(
     token = server.token(REPO)
     handle = await start(short_tmp, "a", url=server.url, token=token)
     daemons.append(handle)
-    sync = handle.daemon.service(TeamSync)
+    sync = handle.daemon.services.team
     root = make_repo(tmp_path / "proj")
     team = team_dir_of(isolated_env, root)
     await handle.call("team.pull", cwd=str(root))
@@ -506,7 +504,7 @@ async def test_a_folder_that_fails_to_close_is_logged_not_swallowed(
     daemons.append(handle)
     root = make_repo(tmp_path / "proj")
     await handle.call("team.status", cwd=str(root))
-    sync = handle.daemon.service(TeamSync)
+    sync = handle.daemon.services.team
     (folder,) = sync._folders.values()
 
     async def broken_close() -> None:

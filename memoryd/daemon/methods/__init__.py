@@ -1,13 +1,5 @@
-"""Every RPC method module. Importing this package registers them all.
+"""The RPC methods, one module per area; each lists its methods in `METHODS`.
 
-Each module in this folder registers its methods with `@rpc_method`; modules are found by
-name, so adding a feature's methods means adding one file here.
+`daemon/wiring.py` (`rpc_methods`) puts every module's `METHODS` into the daemon's table: a
+new module is added there.
 """
-
-from __future__ import annotations
-
-import importlib
-import pkgutil
-
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    importlib.import_module(f"{__name__}.{_module.name}")

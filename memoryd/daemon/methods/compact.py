@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memoryd.automem.extraction import Extraction
 from memoryd.daemon.params import Cwd, SessionId
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import Params, rpc_method
-from memoryd.session.service import SessionMemory
+from memoryd.daemon.rpc import Params, method
 from memoryd.session.transcript import Messages
 
 if TYPE_CHECKING:
@@ -21,20 +18,22 @@ class CompactParams(Params):
     messages: Messages
 
 
-@rpc_method("compact", CompactParams)
 async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
     """Compact a transcript with the session summary (or say why it cannot)."""
-    project = daemon.service(Projects).resolve(params.cwd)
-    result = await daemon.service(SessionMemory).compact(
+    project = daemon.services.projects.resolve(params.cwd)
+    result = await daemon.services.session_memory.compact(
         project, params.session_id, params.messages
     )
     if result["used_session_memory"]:
         # The client goes on with the compacted list: extraction's place in the transcript
         # (how many messages it has already seen) must follow, or it skips new messages.
         kept = int(result["kept_messages"])
-        daemon.service(Extraction).on_compaction(
+        daemon.services.extraction.on_compaction(
             params.session_id,
             dropped=len(params.messages) - kept,
             added=len(result["messages"]) - kept,
         )
     return result
+
+
+METHODS = (method("compact", CompactParams, compact),)

@@ -13,8 +13,7 @@ from pydantic import BaseModel, Field
 
 from memoryd.core.project import Project
 from memoryd.daemon.params import Cwd, PathText, SessionId
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import Params, rpc_method
+from memoryd.daemon.rpc import Params, method
 from memoryd.rules import approvals, assembly, sessions
 from memoryd.rules.model import (
     ContextContribution,
@@ -23,8 +22,7 @@ from memoryd.rules.model import (
     IndexEntry,
     LoadReason,
 )
-from memoryd.rules.providers import index_providers
-from memoryd.rules.service import InstructionFiles, build
+from memoryd.rules.service import build
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -82,10 +80,10 @@ async def _contributions(
 ) -> tuple[list[ContextContribution], list[SkippedInfo]]:
     found: list[ContextContribution] = []
     failed: list[SkippedInfo] = []
-    for provider in index_providers():
+    for provider in daemon.services.index_providers:
         name = getattr(provider, "__qualname__", repr(provider))
         try:
-            found.append(await provider(daemon, project))
+            found.append(await provider(project))
         except Exception as exc:
             # One broken index must not cost the session its instruction files.
             await daemon.report_worker_error(
@@ -131,10 +129,9 @@ def _entry_info(entry: IndexEntry) -> FileInfo:
     )
 
 
-@rpc_method("get_context", GetContextParams)
 async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any]:
     """The assembled instruction files and memory index for a session in `cwd`."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
     cleaned = [
         p
@@ -142,11 +139,12 @@ async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any
         if p
     ]
     if params.session_id is not None:
-        store = daemon.service(sessions.SessionPaths)
+        store = daemon.services.session_paths
         store.add(params.session_id, cleaned)
         cleaned = list(store.get(params.session_id))
     touched = _touched(cleaned, params.cwd, real_cwd)
-    service = await daemon.started_service(InstructionFiles)
+    service = daemon.services.instructions
+    await service.ensure_started()
     cached, hit = await service.get(real_cwd, project, touched)
     contributions, provider_failures = await _contributions(daemon, project)
     entries = [entry for c in contributions for entry in c.entries]
@@ -179,12 +177,11 @@ class IncludesListParams(Params):
     cwd: Cwd | None = None
 
 
-@rpc_method("includes.approve", IncludesParams)
 async def includes_approve(daemon: Daemon, params: IncludesParams) -> dict[str, Any]:
     """Allow this project's instruction files to include files outside it."""
-    root = daemon.service(Projects).resolve(params.cwd).root
+    root = daemon.services.projects.resolve(params.cwd).root
     approval = approvals.approve(root)
-    daemon.service(InstructionFiles).drop(root)
+    daemon.services.instructions.drop(root)
     return {
         "project_root": str(root),
         "approved": True,
@@ -193,12 +190,11 @@ async def includes_approve(daemon: Daemon, params: IncludesParams) -> dict[str, 
     }
 
 
-@rpc_method("includes.revoke", IncludesParams)
 async def includes_revoke(daemon: Daemon, params: IncludesParams) -> dict[str, Any]:
     """Withdraw the approval of external includes for this project."""
-    root = daemon.service(Projects).resolve(params.cwd).root
+    root = daemon.services.projects.resolve(params.cwd).root
     removed = approvals.revoke(root)
-    daemon.service(InstructionFiles).drop(root)
+    daemon.services.instructions.drop(root)
     return {
         "project_root": str(root),
         "approved": False,
@@ -207,7 +203,6 @@ async def includes_revoke(daemon: Daemon, params: IncludesParams) -> dict[str, A
     }
 
 
-@rpc_method("includes.list", IncludesListParams)
 async def includes_list(daemon: Daemon, params: IncludesListParams) -> dict[str, Any]:
     """Every approval; with `cwd`, that project's state and the external includes refused."""
     result: dict[str, Any] = {
@@ -218,7 +213,7 @@ async def includes_list(daemon: Daemon, params: IncludesListParams) -> dict[str,
         "file": str(approvals.approvals_path()),
     }
     if params.cwd is not None:
-        project = daemon.service(Projects).resolve(params.cwd)
+        project = daemon.services.projects.resolve(params.cwd)
         real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
         loaded = await asyncio.to_thread(
             build, real_cwd, project, frozenset(), daemon.config.flag_settings
@@ -231,3 +226,11 @@ async def includes_list(daemon: Daemon, params: IncludesListParams) -> dict[str,
             if s.reason == "external"
         ]
     return result
+
+
+METHODS = (
+    method("get_context", GetContextParams, get_context),
+    method("includes.approve", IncludesParams, includes_approve),
+    method("includes.revoke", IncludesParams, includes_revoke),
+    method("includes.list", IncludesListParams, includes_list),
+)

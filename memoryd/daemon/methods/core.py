@@ -8,18 +8,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from memoryd import settings as settings_mod
-from memoryd.automem.dream import Dream
-from memoryd.automem.extraction import Extraction
-from memoryd.automem.service import AutoMemory
 from memoryd.daemon.params import Cwd
-from memoryd.daemon.projects import Projects
 from memoryd.daemon.protocol import current_connection
-from memoryd.daemon.registry import REGISTRY, NoParams, Params, rpc_method
+from memoryd.daemon.rpc import NoParams, Params, method
 from memoryd.errors import InvalidParams
-from memoryd.magicdocs import MagicDocs
-from memoryd.rules.service import InstructionFiles
-from memoryd.session.service import SessionMemory
-from memoryd.team.service import TeamSync
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -37,39 +29,20 @@ EVENTS = frozenset(
 )
 
 
-# Services are created on first use and `Daemon.status()` describes the ones that exist, so
-# without this a fresh daemon would leave these features out of `status.features` (and
-# `memctl status`) until a project was loaded. Their constructors are cheap and start nothing.
-FEATURE_SERVICES: tuple[type[Any], ...] = (
-    AutoMemory,
-    InstructionFiles,
-    Extraction,
-    SessionMemory,
-    MagicDocs,
-    Dream,
-    TeamSync,
-)
-
-
-@rpc_method("status", NoParams, inline=True)
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
-    for cls in FEATURE_SERVICES:
-        daemon.service(cls)
     return daemon.status()
 
 
-@rpc_method("rpc.methods", NoParams)
 async def rpc_methods(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Every method this daemon serves, with its one-line summary."""
-    return {"methods": {name: spec.summary for name, spec in sorted(REGISTRY.items())}}
+    return {"methods": {name: spec.summary for name, spec in sorted(daemon.methods.items())}}
 
 
 class SubscribeParams(Params):
     events: list[str] | None = Field(default=None, max_length=100)
 
 
-@rpc_method("subscribe", SubscribeParams)
 async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
     """From now on this connection receives notifications (all, or the events named)."""
     connection = current_connection.get()
@@ -85,7 +58,6 @@ async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
     return {"subscribed": sorted(wanted or EVENTS)}
 
 
-@rpc_method("shutdown", NoParams)
 async def shutdown(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Finish in-flight writes and pushes, then exit."""
     daemon.shutdown_requested.set()
@@ -96,12 +68,11 @@ class SettingsGetParams(Params):
     cwd: Cwd | None = None
 
 
-@rpc_method("settings.get", SettingsGetParams)
 async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, Any]:
     """Effective memory settings and where each came from."""
     root: Path | None = None
     if params.cwd is not None:
-        root = daemon.service(Projects).resolve(params.cwd).root
+        root = daemon.services.projects.resolve(params.cwd).root
     effective = settings_mod.load(root, daemon.config.flag_settings)
     values = {k: effective.get(k) for k in settings_mod.KNOWN_KEYS}
     values.update({k: v for k, v in effective.values.items() if k not in values})
@@ -121,8 +92,17 @@ class SettingsSetParams(Params):
     value: Any
 
 
-@rpc_method("settings.set", SettingsSetParams)
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
     """Write one key to the user settings file (atomically, other keys kept)."""
     path = settings_mod.set_user_setting(params.key, params.value)
     return {"path": str(path), "key": params.key, "value": params.value}
+
+
+METHODS = (
+    method("status", NoParams, status, inline=True),
+    method("rpc.methods", NoParams, rpc_methods),
+    method("subscribe", SubscribeParams, subscribe),
+    method("shutdown", NoParams, shutdown),
+    method("settings.get", SettingsGetParams, settings_get),
+    method("settings.set", SettingsSetParams, settings_set),
+)

@@ -9,21 +9,16 @@ import yaml
 from pydantic import Field
 
 from memoryd import settings as settings_mod
-from memoryd.automem import context as _context  # noqa: F401 - registers the get_context provider
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
-from memoryd.automem.surfaced import SurfacedMemories
 from memoryd.automem.taxonomy import MemoryType
 from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
 from memoryd.daemon.params import Cwd, PathList, PathText, SessionId
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import REGISTRY, Params, rpc_method
+from memoryd.daemon.rpc import Params, method
 from memoryd.errors import MemorydError, NotFound, TooLarge
 from memoryd.fsutil import read_regular_file
-from memoryd.rules.service import drop_instruction_cache
-from memoryd.team.service import TeamSync
 
 if TYPE_CHECKING:
     from memoryd.core.project import Project
@@ -78,7 +73,7 @@ class RecallParams(Params):
 
 
 def _am(daemon: Daemon) -> AutoMemory:
-    return daemon.service(AutoMemory)
+    return daemon.services.automem
 
 
 def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> None:
@@ -86,12 +81,12 @@ def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> None:
     started yet (no `get_context` or turn so far): start it; its first push carries the change,
     and once it runs the watcher pushes every later one within the debounce."""
     if path.is_relative_to(_am(daemon).team_dir(project)):
-        daemon.service(TeamSync).ensure(project)
+        daemon.services.team.ensure(project)
 
 
 async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
     """The instruction files in effect, as `get_context` reports them (when it is there)."""
-    spec = REGISTRY.get("get_context")
+    spec = daemon.methods.get("get_context")
     if spec is None:
         return []
     try:
@@ -103,12 +98,11 @@ async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
     return [f for f in files if f.get("type") not in {"AutoMem", "TeamMem"}]
 
 
-@rpc_method("memory.list", CwdParams)
 async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
     """Instruction files in effect and every auto/team memory (frontmatter only)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     # The memory UI lists what is in effect now: reload instruction files from disk.
-    drop_instruction_cache(daemon, project.root)
+    daemon.services.instructions.drop(project.root)
     am = _am(daemon)
     memory_dir = am.memory_dir(project)
     headers = am.manifest(project)
@@ -132,10 +126,9 @@ async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
     }
 
 
-@rpc_method("memory.read", PathParams)
 async def memory_read(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     """One memory file: its full text and parsed frontmatter."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     am = _am(daemon)
     path, key = am.resolve_file(project, params.path, must_exist=True)
     cap = MAX_FILE_BYTES * 5
@@ -177,10 +170,9 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@rpc_method("memory.write", WriteParams)
 async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     """Write a memory atomically and keep its index line; a near duplicate updates the old one."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     secrets = _check_secrets(
         daemon, project, params.name, params.description, params.body, params.team
     )
@@ -214,19 +206,17 @@ def _check_secrets(
     return check_write(name, description, body, team=team, refuse=refuse)
 
 
-@rpc_method("memory.delete", PathParams)
 async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     """Delete a memory and its index line; the content is kept in history."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     path = await _am(daemon).delete_memory(project, params.path)
     _sync_if_team(daemon, project, path)
     return {"deleted": True, "path": str(path)}
 
 
-@rpc_method("memory.history", PathParams)
 async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     """Earlier versions of a memory file, newest first (also of deleted ones)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     path, versions = _am(daemon).versions(project, params.path)
     return {
         "path": str(path),
@@ -235,24 +225,22 @@ async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     }
 
 
-@rpc_method("memory.restore", RestoreParams)
 async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any]:
     """Put an earlier version back (the current content is kept in history first)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     path = await _am(daemon).restore(project, params.path, params.version)
     _sync_if_team(daemon, project, path)
     return {"path": str(path), "restored": params.version}
 
 
-@rpc_method("memory.remember", RememberParams)
 async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, Any]:
     """Quick-add: a model (or the text itself) picks type, name and description."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     am = _am(daemon)
     am.memory_dir(project)  # fail fast (auto memory off) before any model call
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
-    quick = await choose(daemon, params.text, params.type, params.name)
+    quick = await choose(daemon.model, params.text, params.type, params.name)
     result = await am.write_memory(
         project,
         type=quick.type,
@@ -274,23 +262,22 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     }
 
 
-@rpc_method("memory.reconcile", CwdParams)
 async def memory_reconcile(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
     """Bring MEMORY.md in step with the memory files (after edits made outside memoryd)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     return await _am(daemon).reconcile_index(project)
 
 
-@rpc_method("recall", RecallParams)
 async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
     """At most 5 memories relevant to a query (model selector, else the local ranker)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     surfaced = list(params.already_surfaced)
-    shown = daemon.service(SurfacedMemories)
+    shown = daemon.services.surfaced
     if params.session_id is not None:
         surfaced += sorted(shown.seen(params.session_id) - set(surfaced))
     result = await recall(
-        daemon,
+        daemon.model,
+        daemon.services.automem,
         project,
         query=params.query,
         recent_tools=params.recent_tools,
@@ -301,3 +288,16 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
     if params.session_id is not None:
         shown.add(params.session_id, [m["path"] for m in result["memories"]])
     return result
+
+
+METHODS = (
+    method("memory.list", CwdParams, memory_list),
+    method("memory.read", PathParams, memory_read),
+    method("memory.write", WriteParams, memory_write),
+    method("memory.delete", PathParams, memory_delete),
+    method("memory.history", PathParams, memory_history),
+    method("memory.restore", RestoreParams, memory_restore),
+    method("memory.remember", RememberParams, memory_remember),
+    method("memory.reconcile", CwdParams, memory_reconcile),
+    method("recall", RecallParams, recall_method),
+)

@@ -10,18 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.turn import Turn
 from memoryd.daemon.params import Cwd
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import Params, on_daemon_start, rpc_method
-from memoryd.daemon.turns import after_turn_hook
-from memoryd.rules.providers import ContextContribution, register_index_provider
-from memoryd.team.service import TeamSync, describe_state
+from memoryd.daemon.rpc import Params, method
+from memoryd.team.service import describe_state
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncSuppressed
 
 if TYPE_CHECKING:
-    from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
 
 
@@ -29,18 +24,16 @@ class TeamParams(Params):
     cwd: Cwd
 
 
-@rpc_method("team.status", TeamParams)
 async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Sync state of the project's team folder: repo, server, ETag, last result, pending, skipped."""
-    project = daemon.service(Projects).resolve(params.cwd)
-    return await daemon.service(TeamSync).describe(project)
+    project = daemon.services.projects.resolve(params.cwd)
+    return await daemon.services.team.describe(project)
 
 
-@rpc_method("team.pull", TeamParams)
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Pull now (server wins per key; local edits that would be lost are saved aside)."""
-    project = daemon.service(Projects).resolve(params.cwd)
-    folder = await daemon.service(TeamSync).started(project)
+    project = daemon.services.projects.resolve(params.cwd)
+    folder = await daemon.services.team.started(project)
     result: dict[str, Any] = {"ok": True}
     try:
         report = await folder.engine.pull()
@@ -57,11 +50,10 @@ async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     return {**describe_state(folder), **result}
 
 
-@rpc_method("team.push", TeamParams)
 async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Push the local changes now (delta by checksum, secrets never uploaded)."""
-    project = daemon.service(Projects).resolve(params.cwd)
-    folder = await daemon.service(TeamSync).started(project)
+    project = daemon.services.projects.resolve(params.cwd)
+    folder = await daemon.services.team.started(project)
     result: dict[str, Any] = {"ok": True}
     try:
         report = await folder.engine.push()
@@ -86,23 +78,8 @@ async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     return {**describe_state(folder), **result}
 
 
-@after_turn_hook
-async def start_team_sync(daemon: Daemon, turn: Turn) -> dict[str, Any]:
-    """Bookkeeping only: make sure the project's team folder is syncing."""
-    daemon.service(TeamSync).ensure(turn.project)
-    return {}
-
-
-@register_index_provider
-async def start_team_sync_with_context(daemon: Daemon, project: Project) -> ContextContribution:
-    """`get_context` starts a session: begin syncing its team folder, or pull teammates'
-    edits if the last pull is over a minute old (adds no entries; the team index itself is
-    auto memory's TeamMem entry)."""
-    daemon.service(TeamSync).ensure(project, refresh=True)
-    return ContextContribution()
-
-
-@on_daemon_start
-async def resume_team_sync(daemon: Daemon) -> None:
-    if daemon.config.team.url is not None:
-        await daemon.service(TeamSync).resume_saved()
+METHODS = (
+    method("team.status", TeamParams, team_status),
+    method("team.pull", TeamParams, team_pull),
+    method("team.push", TeamParams, team_push),
+)

@@ -13,12 +13,7 @@ from pydantic import Field
 
 from memoryd.core.turn import Turn
 from memoryd.daemon.params import Cwd, PathList, SessionId
-from memoryd.daemon.projects import Projects
-from memoryd.daemon.registry import Params, rpc_method
-from memoryd.daemon.turns import AFTER_TURN_HOOKS
-from memoryd.magicdocs import MagicDocs
-from memoryd.rules.sessions import add_touched_paths
-from memoryd.session.service import SessionMemory
+from memoryd.daemon.rpc import Params, method
 from memoryd.session.transcript import Messages, Usage
 
 if TYPE_CHECKING:
@@ -36,15 +31,14 @@ class AfterTurnParams(Params):
     model: str | None = None
 
 
-@rpc_method("after_turn", AfterTurnParams)
 async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
     """Record the turn and schedule extraction, session memory and MagicDocs updates."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     if params.read_paths:
         # Conditional and nested instruction files follow what the session has touched.
-        add_touched_paths(daemon, params.session_id, params.read_paths, project.cwd)
+        daemon.services.session_paths.add_touched(params.session_id, params.read_paths, project.cwd)
     usage = params.usage.model_dump(exclude_none=True) if params.usage is not None else None
-    tokens = daemon.service(SessionMemory).count_tokens(
+    tokens = daemon.services.session_memory.count_tokens(
         project, params.session_id, params.messages, usage
     )
     turn = Turn(
@@ -59,10 +53,8 @@ async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
         model=params.model,
     )
     scheduled: dict[str, Any] = {"extraction": False, "session_memory": False, "magic_docs": 0}
-    for hook in AFTER_TURN_HOOKS:
-        part = await hook(daemon, turn)
-        tokens = int(part.pop("tokens", tokens))
-        scheduled.update(part)
+    for hook in daemon.services.after_turn_hooks:
+        scheduled.update(await hook(turn))  # each hook sets only its own keys
     return {"scheduled": scheduled, "tokens": tokens}
 
 
@@ -74,14 +66,19 @@ class AfterToolParams(Params):
     touched_paths: PathList = Field(default_factory=list)
 
 
-@rpc_method("after_tool", AfterToolParams)
 async def after_tool(daemon: Daemon, params: AfterToolParams) -> dict[str, Any]:
     """Record the files one tool call read or touched (rules and MagicDocs follow them)."""
-    project = daemon.service(Projects).resolve(params.cwd)
+    project = daemon.services.projects.resolve(params.cwd)
     paths = [*params.read_paths, *params.touched_paths]
     if paths:
-        add_touched_paths(daemon, params.session_id, paths, project.cwd)
-    magic_docs = await daemon.service(MagicDocs).on_read(
+        daemon.services.session_paths.add_touched(params.session_id, paths, project.cwd)
+    magic_docs = await daemon.services.magic_docs.on_read(
         params.session_id, project.root, tuple(params.read_paths)
     )
     return {"touched": len(paths), "magic_docs": magic_docs}
+
+
+METHODS = (
+    method("after_turn", AfterTurnParams, after_turn),
+    method("after_tool", AfterToolParams, after_tool),
+)

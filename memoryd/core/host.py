@@ -1,0 +1,44 @@
+"""What a layer service may ask of the program it runs in: the `Host` (the daemon implements it).
+
+A layer never imports the daemon. It gets a `Host` in its constructor and uses it to start
+supervised background work, tell subscribed clients something, report a failure loudly,
+count things for `status`, and reach the model. `Closable` is the one lifecycle step a
+service may have: the daemon closes what it built, in reverse order, at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from memoryd.llm.client import ModelClient
+
+
+class Host(Protocol):
+    counters: Counter[str]  # shown in `status`
+
+    @property
+    def model(self) -> ModelClient: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, worker: str) -> asyncio.Task[Any]:
+        """Run `coro` in the background, supervised: a failure is reported under `worker`."""
+        ...
+
+    async def notify(self, event: str, params: dict[str, Any]) -> None:
+        """Send a notification to every subscribed client that wants `event`."""
+        ...
+
+    async def report_worker_error(
+        self, worker: str, message: str, *, exc: BaseException | None = None, **fields: Any
+    ) -> None:
+        """A log line, a counter in `status` and a `worker/error` notification."""
+        ...
+
+
+class Closable(Protocol):
+    async def close(self) -> None:
+        """Finish or cancel background work; called once, at daemon shutdown."""
+        ...

@@ -1,0 +1,21 @@
+"""Where team memory syncs to: the team server's URL, the token, the push debounce."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    url: str | None = None
+    token: str | None = None
+    debounce_s: float = 2.0
+
+    @classmethod
+    def from_env(cls) -> TeamConfig:
+        return cls(
+            url=os.environ.get("MEMORYD_TEAM_URL") or None,
+            token=os.environ.get("MEMORYD_TEAM_TOKEN") or None,
+            debounce_s=float(os.environ.get("MEMORYD_TEAM_DEBOUNCE", "2.0")),
+        )
