@@ -137,45 +137,51 @@ def lost_writes(ledger: Ledger) -> int:
     return lost
 
 
-def orphans_after_start(sock: Path, cwd: Path, memory_dir: Path) -> int:
-    """Let the fresh daemon look at the memory dir, then count files without an index line."""
+def orphans_after_start(sock: Path, cwd: Path) -> tuple[Path, int, int]:
+    """Let the fresh daemon look at the memory dir: (the dir, orphans `memory.list` showed on
+    the first look, files still without an index line once the daemon had its look)."""
+    found = -1
     with Client(sock, timeout=30) as conn:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while True:
             listed = conn.call("memory.list", {"cwd": str(cwd)})
-            if not listed["index"].get("orphans"):
+            orphans = listed["index"].get("orphans", [])
+            found = len(orphans) if found < 0 else found
+            if not orphans or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
+    memory_dir = Path(listed["memory_dir"])
     index = (
         (memory_dir / INDEX).read_text(encoding="utf-8") if (memory_dir / INDEX).exists() else ""
     )
     listed_files = {
         line.split("](", 1)[1].split(")", 1)[0] for line in index.splitlines() if "](" in line
     }
-    return sum(
+    left = sum(
         1
         for p in memory_files(memory_dir)
         if p.relative_to(memory_dir).as_posix() not in listed_files
     )
+    return memory_dir, found, left
 
 
 def run(rounds: int, writers: int, seed: int) -> dict[str, int]:
     rng = random.Random(seed)
-    totals = {"acknowledged": 0, "lost": 0, "torn": 0, "orphans": 0, "temp_files": 0}
+    totals = dict.fromkeys(
+        ("acknowledged", "lost", "torn", "orphans", "orphans_found", "temp_files"), 0
+    )
     with temp_home() as env:
         cwd = Path(env["HOME"]) / "project"
         cwd.mkdir()
         ledger = Ledger()
-        memory_dir: Path | None = None
         sock = Path(env["MEMORYD_SOCKET"])
         for round_no in range(1, rounds + 2):
             proc = start_daemon(env)
-            with Client(sock, timeout=10) as conn:
-                memory_dir = Path(conn.call("memory.list", {"cwd": str(cwd)})["memory_dir"])
-            orphans = orphans_after_start(sock, cwd, memory_dir)
+            memory_dir, found, orphans = orphans_after_start(sock, cwd)
             totals["orphans"] += orphans
+            totals["orphans_found"] += found
             if round_no > rounds:  # the last start only checks the previous round's orphans
-                print(f"final start: orphans left unindexed {orphans}")
+                print(f"final start: orphans found {found}, left unindexed {orphans}")
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(30)
                 break
@@ -203,7 +209,7 @@ def run(rounds: int, writers: int, seed: int) -> dict[str, int]:
             print(
                 f"round {round_no:2}: acknowledged writes {ledger.acked_writes - acked_before:4}, "
                 f"files {len(files):5}, lost {lost}, torn {torn}, "
-                f"orphans from the previous round {orphans}, temp files {temp}"
+                f"orphans at this start {found} -> unindexed {orphans}, temp files {temp}"
             )
         totals["acknowledged"] = ledger.acked_writes
     return totals
@@ -219,7 +225,8 @@ def main() -> int:
     print(
         f"{args.rounds} rounds, {totals['acknowledged']} writes acknowledged: "
         f"acknowledged writes lost {totals['lost']}, torn files {totals['torn']}, "
-        f"orphans left unindexed after restart {totals['orphans']}"
+        f"orphans left unindexed after restart {totals['orphans']} "
+        f"(orphans found and indexed at start: {totals['orphans_found']})"
     )
     return 1 if totals["lost"] or totals["torn"] or totals["orphans"] else 0
 

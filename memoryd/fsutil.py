@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -108,6 +109,34 @@ def stage_file(directory: Path, data: bytes, *, prefix: str, mode: int = 0o600) 
             os.unlink(tmp)
         raise
     return Path(tmp)
+
+
+# What `stage_file` names a temp file for `atomic_write_*` of `<name>`: `.<name>.<8 chars>.tmp`.
+_STAGED = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_staged(folder: Path, older_than: float) -> list[Path]:
+    """Remove temp files that `atomic_write_*` left in `folder` (not below it) when its
+    process was killed mid-write, if last modified before `older_than` (a time.time()): a
+    writer alive now started its file later. Returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _STAGED.match(entry.name):
+            continue
+        try:
+            if (
+                entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < older_than
+            ):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:

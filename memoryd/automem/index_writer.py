@@ -16,13 +16,15 @@ import structlog
 from memoryd.automem import index as index_mod
 from memoryd.automem.layout import index_file, index_path, is_team, read_index_for_rewrite
 from memoryd.automem.locks import WriterLocks
-from memoryd.automem.store import TEAM_DIR
+from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import DirStates
-from memoryd.fsutil import atomic_write_text
+from memoryd.fsutil import atomic_write_text, remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
 
 ORPHAN_HOOK = "indexed by memoryd: this file had no line in the index"
+# Temp files of atomic writes older than this were left by a process that is gone.
+STARTED_AT = time.time()
 
 
 class IndexWriter:
@@ -107,6 +109,8 @@ class IndexWriter:
         added: list[str] = []
         async with self._locks(memory_dir):
             state = self._states.state(memory_dir)
+            if grace_s == 0:  # the first look: what a killed writer left, files and temp files
+                self._remove_stale_staged(memory_dir, state)
             pending = self._pending.get(memory_dir, {})
             now = time.time()
             for team in (False, True):
@@ -140,3 +144,17 @@ class IndexWriter:
                 files=added[:20],
             )
         return added
+
+    @staticmethod
+    def _remove_stale_staged(memory_dir: Path, state: DirState) -> None:
+        """Temp files of atomic writes older than this process: left by a killed writer."""
+        folders = {memory_dir, memory_dir / TEAM_DIR}
+        folders.update(e.header.path.parent for e in state.entries.values())
+        removed = [p for f in sorted(folders) for p in remove_stale_staged(f, STARTED_AT)]
+        if removed:
+            log.warning(
+                "removed temp files a killed writer left",
+                memory_dir=str(memory_dir),
+                count=len(removed),
+                files=[str(p) for p in removed[:20]],
+            )

@@ -43,10 +43,19 @@ async def test_orphans_found_on_first_load_are_indexed_and_reported(
     (memdir / "MEMORY.md").write_text("- [Kept](project_kept.md) — about Kept\n")
     _orphan(memdir, "project_lost.md", "Lost")
     _orphan(memdir, "team/project_team_lost.md", "Team lost")
+    # Temp files of atomic writes: one a killed daemon left, one a live writer's (newer).
+    stale = memdir / ".project_lost.md.a1b2c3d4.tmp"
+    stale.write_text("---\nname: Lo")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    live = memdir / "team" / ".MEMORY.md.zz99yy88.tmp"
+    live.write_text("- [x](y.md)")
+    os.utime(live, (time.time() + 3600, time.time() + 3600))
     first = await daemon.call("memory.list", cwd=str(project))
     assert len(first["memories"]) == 3
     await _until(lambda: _index(memdir) == ["project_kept.md", "project_lost.md"])
     assert _index(memdir / "team") == ["project_team_lost.md"]
+    assert not stale.exists()
+    assert live.exists()
     assert "- [Lost](project_lost.md) — about Lost" in (memdir / "MEMORY.md").read_text()
     listed = await daemon.call("memory.list", cwd=str(project))
     assert listed["index"]["orphans"] == []
