@@ -478,19 +478,27 @@ async def test_waiting_is_bounded_and_a_stale_update_is_not_waited_for(
     await asyncio.gather(session.running, return_exceptions=True)
 
 
-async def test_compact_a_five_million_token_transcript(
-    daemon: DaemonHandle, project_dir: Path
-) -> None:
-    summary = summary_path(daemon, project_dir)
-    summary.parent.mkdir(parents=True)
-    summary.write_text("# Current State\nmigrating the database\n")
-    call = tool_call(file_path="/huge")
-    messages = [user("start"), call, tool_result(call, words(4_990_000)), *conversation(30_000)]
-    turn = await daemon.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    assert turn["tokens"] > 5_000_000
-    result = await daemon.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
-    assert result["used_session_memory"] is True
-    assert estimate_messages(result["messages"]) < 45_000
+async def test_compact_a_five_million_token_transcript(short_tmp: Path, project_dir: Path) -> None:
+    # 5M tokens is ~25 MB of JSON, over the default 8 MiB line cap: a daemon started with a
+    # raised `--line-limit`, as a user with such transcripts would run it.
+    daemon = await start_daemon(daemon_config(short_tmp, line_limit=64 * 1024 * 1024))
+    try:
+        summary = summary_path(daemon, project_dir)
+        summary.parent.mkdir(parents=True)
+        summary.write_text("# Current State\nmigrating the database\n")
+        call = tool_call(file_path="/huge")
+        messages = [user("start"), call, tool_result(call, words(4_990_000)), *conversation(30_000)]
+        turn = await daemon.call(
+            "after_turn", session_id=SID, cwd=str(project_dir), messages=messages
+        )
+        assert turn["tokens"] > 5_000_000
+        result = await daemon.call(
+            "compact", session_id=SID, cwd=str(project_dir), messages=messages
+        )
+        assert result["used_session_memory"] is True
+        assert estimate_messages(result["messages"]) < 45_000
+    finally:
+        await stop_daemon(daemon)
 
 
 # -- restart safety ------------------------------------------------------------------------
