@@ -235,3 +235,38 @@ describe("status line and notifications", () => {
     }
   });
 });
+
+describe("a project with team sync", () => {
+  // Nothing listens on the team URL: writes stay local and sync retries, which is all this needs.
+  const teamEnv = { ...env, MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "t-vscode-test" };
+  const teamSock = path.join(tmp, "team.sock");
+  const teamRepo = makeRepo(path.join(tmp, "team-widgets"), { remote: "git@github.com:acme/widgets.git" });
+  let teamDaemon: Daemon;
+  let teamClient: MemorydClient;
+  before(async () => {
+    teamDaemon = await Daemon.start(teamSock, teamEnv);
+    teamClient = new MemorydClient({ socketPath: teamSock, timeoutMs: 15_000 });
+  });
+  after(async () => {
+    teamClient.close();
+    await teamDaemon.stop();
+  });
+
+  test("team is offered, team: true lands in the team folder, the status line shows team state", async () => {
+    const target = projectTarget({ filePath: teamRepo.apiFile });
+    const sync = await teamSync(teamClient, target);
+    assert.equal(sync?.repo, "acme/widgets");
+    const shared = await remember(teamClient, target, { type: "reference", name: "Incident runbook", text: "The runbook is the wiki page Ops/On-call.", team: true });
+    assert.match(shared.path, /\/memory\/team\/reference_incident_runbook\.md$/);
+    assert.match(fs.readFileSync(shared.path, "utf8"), /Ops\/On-call/);
+    assert.match(savedMessage(shared, true), /^Saved team memory /);
+    const personal = await remember(teamClient, target, { type: "user", name: "Personal note", text: "Likes short answers." });
+    assert.doesNotMatch(personal.path, /\/team\//);
+    const list = await listMemories(teamClient, target);
+    const tree = memoriesTree(list, target);
+    assert.equal(findNode(tree, (n) => n.id === "type:team/reference")?.children?.[0]?.label, "Incident runbook", renderTree(tree).join("\n"));
+    const view = await fetchStatus(teamClient, target.cwd);
+    assert.match(view.text, /^\$\(database\) memoryd · no model · team (synced|retrying|error|\d+ pending)( · \d+ worker errors?)?$/);
+    assert.match(view.tooltip, /Team sync: acme\/widgets via http:\/\/127\.0\.0\.1:9/);
+  });
+});

@@ -154,12 +154,15 @@ export interface Repo {
 }
 
 /** A git repo: CLAUDE.md that @includes docs/style.md, and a rule for `src/api/**` only. */
-export function makeRepo(root: string, options: { git?: boolean; apiFileName?: string } = {}): Repo {
+export function makeRepo(root: string, options: { git?: boolean; apiFileName?: string; remote?: string } = {}): Repo {
   fs.mkdirSync(path.join(root, ".claude", "rules"), { recursive: true });
   fs.mkdirSync(path.join(root, "docs"), { recursive: true });
   fs.mkdirSync(path.join(root, "src", "api"), { recursive: true });
   if (options.git !== false) {
     git(root, "init", "-q");
+    if (options.remote) {
+      git(root, "remote", "add", "origin", options.remote);
+    }
   }
   const repo: Repo = {
     root,
