@@ -67,6 +67,27 @@ describe("against the real daemon", () => {
     }
   });
 
+  test("a request over the daemon's line cap is refused before sending; the connection stays", async () => {
+    const client = new MemorydClient({ socketPath });
+    try {
+      await client.call("status");
+      const body = "x".repeat(9 * 1024 * 1024);
+      await assert.rejects(
+        client.call("memory.write", { cwd: repoA.root, type: "user", name: "big", description: "big", body }),
+        (e: unknown) => e instanceof ProtocolError && /over the cap of 8388608 bytes; nothing was sent/.test(e.message),
+      );
+      assert.ok(client.isUp);
+      await assert.rejects(
+        client.call("memory.write", { cwd: repoA.root, type: "user", name: "big", description: "big", body: "y".repeat(300_000) }),
+        (e: unknown) => e instanceof RpcError && e.code === -32004,
+        "a body over the daemon's memory file cap is the daemon's clear error",
+      );
+      assert.ok((await client.call<{ pid: number }>("status")).pid > 0);
+    } finally {
+      client.close();
+    }
+  });
+
   test("notifications arrive after subscribe", async () => {
     const client = new MemorydClient({ socketPath });
     const seen: Notification[] = [];

@@ -57,13 +57,16 @@ export interface ClientOptions {
   connectTimeoutMs?: number;
   /** Longest reply line accepted; a longer one drops the connection with a clear error. */
   lineCapBytes?: number;
+  /** Longest request line sent (the daemon closes the connection on a line over its cap). */
+  requestCapBytes?: number;
   /** Reconnect with doubling delays while the daemon is down; false: only on the next call. */
   reconnect?: { initialMs: number; maxMs: number } | false;
 }
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
-export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024; // the daemon's reply cap
+export const DEFAULT_REQUEST_CAP_BYTES = 8 * 1024 * 1024; // the daemon's request line cap
 export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
@@ -83,6 +86,7 @@ export class MemorydClient {
   readonly timeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly lineCapBytes: number;
+  readonly requestCapBytes: number;
   private readonly reconnect: { initialMs: number; maxMs: number } | false;
 
   private socket: net.Socket | undefined;
@@ -108,6 +112,7 @@ export class MemorydClient {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.lineCapBytes = options.lineCapBytes ?? DEFAULT_LINE_CAP_BYTES;
+    this.requestCapBytes = options.requestCapBytes ?? DEFAULT_REQUEST_CAP_BYTES;
     this.reconnect = options.reconnect === undefined ? DEFAULT_RECONNECT : options.reconnect;
     this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
   }
@@ -150,6 +155,11 @@ export class MemorydClient {
       request.params = params;
     }
     const line = JSON.stringify(request) + "\n";
+    const size = Buffer.byteLength(line);
+    if (size > this.requestCapBytes) {
+      // Refused here, not by the daemon closing the connection under every other call.
+      return Promise.reject(new ProtocolError(`${method} request of ${size} bytes is over the cap of ${this.requestCapBytes} bytes; nothing was sent`));
+    }
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) {
