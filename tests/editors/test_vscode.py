@@ -54,4 +54,5 @@ def test_vscode_extension_packages_as_vsix(tmp_path: Path) -> None:
     assert "extension/package.json" in names
     assert "extension/out/src/extension.js" in names
     assert "extension/out/src/core/rpcClient.js" in names
+    assert "extension/media/memoryd.svg" in names  # the activity bar icon
     assert not any("/test/" in name or "node_modules" in name for name in names), sorted(names)
