@@ -8,7 +8,7 @@
     ├── TooLarge             -32004  over a size or count limit
     └── SecretRefused        -32005  the content holds a secret and the user asked to refuse it
 
-The daemon converts these to JSON-RPC errors in exactly one place (memoryd.daemon.protocol);
+The daemon converts these to JSON-RPC errors in exactly one place (memoryd/daemon/protocol/dispatch.py);
 domain code raises them and never builds error responses itself.
 """
 

@@ -24,7 +24,7 @@ from memoryd.llm.client import ModelClient
 
 if TYPE_CHECKING:
     from memoryd.daemon.config import DaemonConfig
-    from memoryd.daemon.protocol import Connection
+    from memoryd.daemon.protocol.connection import Connection
 
 log = structlog.get_logger("memoryd.daemon")
 

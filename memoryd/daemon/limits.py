@@ -23,6 +23,8 @@ DEFAULT_REPLY_LIMIT = 16 * MiB
 MAX_BATCH = 1_000
 # Notifications queued for a client that is not reading, before its connection is closed.
 NOTIFY_BUFFER_CAP = 16 * MiB
+# Bytes queued for a client before a reply waits for it to read some (a notification never waits).
+WRITE_DRAIN_THRESHOLD = 1 * MiB
 # How much one read takes from a connection.
 READ_CHUNK = 256 * 1024
 # After refusing input, how long the rest of it is read and dropped before the connection

@@ -99,5 +99,5 @@ def configure(
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
-    # Libraries that use stdlib logging (jsonrpcserver, uvicorn) go to the same place.
+    # Libraries that use stdlib logging (uvicorn, asyncpg) go to the same place.
     logging.basicConfig(stream=out, level=logging.WARNING, force=True)

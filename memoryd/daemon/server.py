@@ -28,7 +28,7 @@ from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import READ_CHUNK
 from memoryd.daemon.peercred import peer_uid
-from memoryd.daemon.protocol import Connection, InputBudget, build_methods
+from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
 from memoryd.paths import status_file_for
 
@@ -174,7 +174,6 @@ class Server:
             sock = bind_socket(self.config.socket_path)
             self._owns_socket_file = True
         sock.setblocking(False)
-        methods = build_methods(self.daemon)
         # One budget for the unfinished lines of every connection (limits.py).
         input_budget = InputBudget(self.config.input_buffer_cap)
 
@@ -189,7 +188,7 @@ class Server:
                 with contextlib.suppress(ConnectionError, OSError):
                     await writer.wait_closed()
                 return
-            connection = Connection(self.daemon, reader, writer, methods, input_budget)
+            connection = Connection(self.daemon, reader, writer, input_budget)
             self.daemon.connections.add(connection)
             await connection.serve()
 

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from memoryd import settings as settings_mod
 from memoryd.daemon.params import Cwd
-from memoryd.daemon.protocol import current_connection
+from memoryd.daemon.protocol.connection import current_connection
 from memoryd.daemon.rpc import NoParams, Params, method
 from memoryd.errors import InvalidParams
 

@@ -1,0 +1,215 @@
+"""One client connection: reads lines (an unfinished one charged to a budget shared by every
+connection), runs each as a task, writes replies as they complete, and notifications that
+never wait on the client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from memoryd.daemon.limits import LINGER_S, NOTIFY_BUFFER_CAP, READ_CHUNK, WRITE_DRAIN_THRESHOLD
+from memoryd.daemon.protocol.dispatch import dispatch_message, inline_methods
+from memoryd.daemon.protocol.envelope import INVALID_REQUEST, error_object
+from memoryd.daemon.protocol.framing import encode, encode_reply, parse_line
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.protocol")
+
+# The connection a request arrived on, for methods that act on it (`subscribe`).
+current_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "current_connection", default=None
+)
+
+
+def _line_over(limit: int) -> dict[str, Any]:
+    return error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
+
+
+class InputBudget:
+    """Bytes of unfinished request lines held for all connections together, capped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.cap:
+            return False
+        self.used += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.used = max(0, self.used - size)
+
+
+class Connection:
+    """One client connection: reads lines, runs each as a task, writes replies in order of completion."""
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        input_budget: InputBudget | None = None,
+    ) -> None:
+        self.daemon = daemon
+        self.input_budget = input_budget or InputBudget(daemon.config.input_buffer_cap)
+        self._held = 0  # bytes of an unfinished line charged to `input_budget`
+        self.reader = reader
+        self.writer = writer
+        self.inline = inline_methods(daemon.methods)
+        self.subscriptions: frozenset[str] | None = None  # None: not subscribed
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    def wants(self, event: str) -> bool:
+        subs = self.subscriptions
+        return subs is not None and (not subs or event in subs)
+
+    async def serve(self) -> None:
+        token = current_connection.set(self)
+        try:
+            await self._read_lines()
+        finally:
+            self.input_budget.give_back(self._held)
+            self._held = 0
+            current_connection.reset(token)
+            # A client may send its requests and half-close: answer them before closing.
+            if self.tasks:
+                await asyncio.gather(*list(self.tasks), return_exceptions=True)
+            await self.close()
+
+    async def _read_lines(self) -> None:
+        """Split the input into lines and start each; an unfinished line is held (charged to
+        the shared budget) until its newline comes. Returns on EOF or a refusal."""
+        limit = self.daemon.config.line_limit
+        partial = bytearray()
+        while not self.closed:
+            try:
+                chunk = await self.reader.read(READ_CHUNK)
+            except (ConnectionError, OSError):
+                return
+            if not chunk:
+                return  # EOF, possibly mid-line: nothing complete to answer
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if partial:
+                    line = bytes(partial) + chunk[start : end + 1]
+                    partial.clear()
+                    self.input_budget.give_back(self._held)
+                    self._held = 0
+                else:
+                    line = chunk[start : end + 1]
+                start = end + 1
+                if len(line) - 1 > limit:
+                    await self._refuse(_line_over(limit))
+                    return
+                if line.strip():
+                    await self._start(parse_line(line))
+            rest = len(chunk) - start
+            if not rest:
+                continue
+            if len(partial) + rest > limit:
+                await self._refuse(_line_over(limit))
+                return
+            if not self.input_budget.take(rest):
+                cap = self.input_budget.cap
+                log.warning("closing a connection over the input buffer cap", cap=cap)
+                self.daemon.counters["input_cap_closed"] += 1
+                await self._refuse(
+                    error_object(
+                        INVALID_REQUEST,
+                        f"input refused: unfinished request lines buffered across connections "
+                        f"would go over the {cap}-byte cap; finish each line with a newline "
+                        "(this connection is closed)",
+                    )
+                )
+                return
+            self._held += rest
+            partial += chunk[start:]
+
+    async def _refuse(self, error: dict[str, Any]) -> None:
+        """Answer, then read and drop what the client is still sending (for at most
+        LINGER_S) before the connection closes: closing with unread input resets the
+        connection, and the client would never see the answer."""
+        await self.send(error)
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(LINGER_S):
+                while await self.reader.read(READ_CHUNK):
+                    pass
+
+    async def _start(self, message: Any) -> None:
+        if isinstance(message, dict) and message.get("method") in self.inline:
+            await self._handle(message)
+            return
+        task = asyncio.create_task(self._handle(message))
+        self.tasks.add(task)
+        self.daemon.inflight.add(task)
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.daemon.inflight.discard(task)
+
+    async def _handle(self, message: Any) -> None:
+        reply = await dispatch_message(message, self.daemon)
+        if reply is None:
+            return
+        data, over = encode_reply(reply, message, self.daemon.config.reply_limit)
+        if over:
+            log.warning("reply over the cap", replies=over, cap=self.daemon.config.reply_limit)
+            self.daemon.counters["reply_over_cap"] += over
+        await self._write(data)
+
+    async def send(self, payload: Any) -> None:
+        await self._write(encode(payload))
+
+    async def _write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            self.writer.write(data)
+            if self.writer.transport.get_write_buffer_size() > WRITE_DRAIN_THRESHOLD:
+                await self.writer.drain()
+        except (ConnectionError, RuntimeError, OSError):
+            self.closed = True
+
+    def stop_reading(self) -> None:
+        """End the read loop as if the client had hung up; replies in flight still go out."""
+        self.reader.feed_eof()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Never waits on the client: one subscriber that stops reading must not hold up
+        notifications to the others (or the worker that sent them). Past the cap its
+        connection is closed."""
+        if self.closed:
+            return
+        try:
+            self.writer.write(encode({"jsonrpc": "2.0", "method": method, "params": params}))
+        except (ConnectionError, RuntimeError, OSError):
+            self.closed = True
+            return
+        if self.writer.transport.get_write_buffer_size() > NOTIFY_BUFFER_CAP:
+            log.warning("closing a subscriber that stopped reading", buffered=NOTIFY_BUFFER_CAP)
+            self.daemon.counters["slow_subscriber_closed"] += 1
+            # Abort, not close: a graceful close would wait for the client to read it all.
+            self.closed = True
+            self.daemon.connections.discard(self)
+            self.writer.transport.abort()
+
+    async def close(self) -> None:
+        if self.closed and self.writer.is_closing():
+            return
+        self.closed = True
+        self.daemon.connections.discard(self)
+        self.writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.writer.wait_closed()

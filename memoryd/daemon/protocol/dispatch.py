@@ -1,0 +1,133 @@
+"""A request to its method, and every error to its JSON-RPC code (here and nowhere else).
+
+Our own small dispatcher, not `jsonrpcserver`'s: its public API takes a JSON string and
+answers with its own messages, so we could not parse each line once (orjson), name the
+field in envelope errors, cap batches, or skip its per-call `inspect.signature` check without
+reaching into its private modules. Here a request costs one dict lookup, one pydantic
+validation and the handler.
+
+Errors: the params model's `ValidationError` is -32602 naming the field; a `MemorydError`
+carries its own code (`memoryd/errors.py`), its message and data; anything else is -32603
+naming the method, with the details in the log only (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from memoryd.daemon.limits import MAX_BATCH
+from memoryd.daemon.protocol.envelope import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NO_DATA,
+    check_request,
+    error_object,
+    request_id,
+)
+from memoryd.daemon.protocol.framing import ParseFailure
+from memoryd.daemon.rpc import MethodSpec
+from memoryd.errors import MemorydError
+
+if TYPE_CHECKING:
+    from memoryd.daemon.app import Daemon
+
+log = structlog.get_logger("memoryd.protocol")
+
+Reply = dict[str, Any] | list[dict[str, Any]] | None
+
+
+class _Failed(Exception):
+    """A request's error reply, raised on the way out of `_call`."""
+
+    def __init__(self, code: int, message: str, data: Any = NO_DATA) -> None:
+        self.code, self.message, self.data = code, message, data
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "params"
+        parts.append(f"{loc}: {err['msg']}")
+    return "invalid params: " + "; ".join(parts)
+
+
+def inline_methods(methods: Mapping[str, MethodSpec]) -> frozenset[str]:
+    """Methods whose handlers never wait on I/O."""
+    return frozenset(name for name, spec in methods.items() if spec.inline)
+
+
+async def dispatch_message(message: Any, daemon: Daemon) -> Reply:
+    """A parsed line (request, notification or batch) in, the reply (None: nothing) out."""
+    if isinstance(message, ParseFailure):
+        return message.reply
+    if isinstance(message, list):
+        if not message:
+            return error_object(INVALID_REQUEST, "invalid request: empty batch")
+        if len(message) > MAX_BATCH:
+            return error_object(
+                INVALID_REQUEST, f"invalid request: batch of {len(message)} over {MAX_BATCH}"
+            )
+        replies = await asyncio.gather(*(dispatch_one(m, daemon) for m in message))
+        batch = [r for r in replies if r is not None]
+        return batch or None
+    return await dispatch_one(message, daemon)
+
+
+async def dispatch_one(message: Any, daemon: Daemon) -> dict[str, Any] | None:
+    problem = check_request(message)
+    if problem is not None:
+        return error_object(INVALID_REQUEST, f"invalid request: {problem}", id_=request_id(message))
+    name: str = message["method"]
+    try:
+        spec = daemon.methods.get(name)
+        if spec is None:
+            raise _Failed(METHOD_NOT_FOUND, f"method not found: {name}", name)
+        result = await _call(daemon, spec, message.get("params"))
+    except _Failed as failed:
+        if "id" not in message:
+            return None  # a notification is never answered, not even with an error
+        return error_object(failed.code, failed.message, failed.data, message["id"])
+    if "id" not in message:
+        return None
+    return {"jsonrpc": "2.0", "result": result, "id": message["id"]}
+
+
+async def _call(daemon: Daemon, spec: MethodSpec, raw: Any) -> Any:
+    if isinstance(raw, list) and raw:
+        raise _Failed(INVALID_PARAMS, "invalid params: params must be an object of named fields")
+    try:
+        params = spec.params.model_validate(raw if isinstance(raw, dict) else {})
+    except ValidationError as exc:
+        raise _Failed(INVALID_PARAMS, format_validation_error(exc)) from None
+    except Exception:
+        # A validator that failed in a way it did not mean to: still the client's params.
+        log.exception("params check failed", method=spec.name)
+        raise _Failed(INVALID_PARAMS, f"invalid params: {spec.name} could not check them") from None
+    try:
+        result = await spec.handler(daemon, params)
+    except MemorydError as exc:
+        if exc.code == INTERNAL_ERROR:
+            raise _internal(spec.name, exc) from None
+        raise _Failed(exc.code, exc.message, exc.data) from None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise _internal(spec.name, exc) from None
+    return result.model_dump(mode="json") if isinstance(result, BaseModel) else result
+
+
+def _internal(method: str, exc: BaseException) -> _Failed:
+    """-32603 names the method and the kind of failure; the details (an errno text, a path,
+    the traceback) go to the log only (docs/protocol.md)."""
+    log.error("method failed", method=method, exc_info=exc)
+    return _Failed(
+        INTERNAL_ERROR,
+        f"internal error in {method}: {type(exc).__name__} (details are in the daemon's log)",
+    )
