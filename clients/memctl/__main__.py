@@ -51,13 +51,9 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from memoryd_client.version import installed_version
 
-        try:
-            found = version("memoryd")
-        except PackageNotFoundError:
-            found = "(not installed: run from a source tree)"
-        sys.stdout.write(f"memctl {found}\n")
+        sys.stdout.write(f"memctl {installed_version()}\n")
         parser.exit()
 
 

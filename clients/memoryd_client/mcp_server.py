@@ -20,9 +20,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memoryd import __version__
 from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, RpcError
+from memoryd_client.version import installed_version
 
 INSTRUCTIONS = (
     "memoryd keeps long-lived memory for this user and project. Call `recall` with the task at "
@@ -138,7 +138,7 @@ class Tools:
 def build_server(tools: Tools) -> MCPServer[Any]:
     """The MCP server with the four tools registered (separate from `main` for tests)."""
     server: MCPServer[Any] = MCPServer(
-        "memoryd", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "memoryd", version=installed_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
     @server.tool(name="recall", description="Find up to 5 saved memories relevant to a query.")
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--socket", help="daemon socket (default: $MEMORYD_SOCKET, …)")
     parser.add_argument("--cwd", help="default project directory for the tools")
-    parser.add_argument("--version", action="version", version=f"memoryd-mcp {__version__}")
+    parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
     default_cwd = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or os.getcwd()
     build_server(Tools(args.socket, default_cwd)).run("stdio")
