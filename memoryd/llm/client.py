@@ -15,12 +15,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anthropic
 import structlog
 
 from memoryd.errors import FeatureUnavailable
 
 if TYPE_CHECKING:
+    import anthropic
     from anthropic.types import Message
 
     from memoryd.core.model_config import ModelConfig
@@ -105,6 +105,8 @@ class ModelClient:
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
+            import anthropic  # the SDK is large: loaded at the first model call, not at start
+
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.config.api_key,
                 auth_token=self.config.auth_token,
@@ -123,6 +125,8 @@ class ModelClient:
         self.require()
         stats = self.usage.setdefault(feature, FeatureUsage())
         kwargs.setdefault("model", self.config.model)
+        import anthropic  # its error classes are caught below (loaded at the first call)
+
         attempt = 0
         while True:
             stats.calls += 1
