@@ -23,7 +23,7 @@ from memoryd import paths
 from memoryd import settings as settings_mod
 from memoryd.agent.loop import ExtraTool, run_agent
 from memoryd.agent.policy import AccessPolicy, Denied
-from memoryd.automem.extraction import Extraction
+from memoryd.automem.extraction import Extraction, keep_version
 from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
@@ -210,12 +210,6 @@ class Dream:
         retired: list[str] = summary["retired"]
         extraction = self.extraction
 
-        async def before_write(path: Path) -> None:
-            try:
-                await am.snapshot(path)
-            except MemorydError as exc:
-                raise Denied(exc.message) from exc
-
         async def on_write(path: Path) -> None:
             extraction.note_own_write(path)
             if str(path) not in edited:
@@ -249,7 +243,7 @@ class Dream:
             messages=[{"role": "user", "content": text}],
             max_turns=MAX_TURNS,
             max_tokens=MAX_TOKENS,
-            before_write=before_write,
+            before_write=keep_version(am),
             on_write=on_write,
             write_lock=am.writer_lock(memory_dir),
             extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},

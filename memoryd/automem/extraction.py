@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.agent.loop import AgentResult, run_agent
+from memoryd.agent.loop import AgentResult, PathHook, run_agent
 from memoryd.agent.policy import AccessPolicy, Denied, real
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem.manifest import MemoryHeader, format_manifest
@@ -236,6 +236,14 @@ class Extraction:
             _drop_check(run)
             run.task = None
 
+    async def _cannot_extract(
+        self, exc: MemorydError, disk_check: asyncio.Future[Path | None] | None
+    ) -> None:
+        if disk_check is not None:
+            disk_check.cancel()
+        await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
+        self.stats.failed += 1
+
     def run_lock(self, memory_dir: Path) -> asyncio.Lock:
         """Held by whichever writing agent (extraction, dream) works on `memory_dir`."""
         return self._run_locks.setdefault(memory_dir, asyncio.Lock())
@@ -303,10 +311,7 @@ class Extraction:
         try:
             memory_dir = am.memory_dir(project)
         except MemorydError as exc:
-            if disk_check is not None:
-                disk_check.cancel()
-            await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
-            self.stats.failed += 1
+            await self._cannot_extract(exc, disk_check)
             return None
         # A project's first extraction waits for the store's background first load, if one
         # runs, instead of parsing every memory file at once on the event loop.
@@ -319,10 +324,7 @@ class Extraction:
                 turn, memory_dir, self.manifest_text(memory_dir, headers)
             )
         except MemorydError as exc:
-            if disk_check is not None:
-                disk_check.cancel()
-            await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
-            self.stats.failed += 1
+            await self._cannot_extract(exc, disk_check)
             return None
         changed = await disk_check if disk_check is not None else None
         if changed is not None:
@@ -330,12 +332,6 @@ class Extraction:
             return None
         self._cursor[turn.session_id] = len(turn.messages)
         written: list[Path] = []
-
-        async def before_write(path: Path) -> None:
-            try:
-                await am.snapshot(path)
-            except MemorydError as exc:
-                raise Denied(exc.message) from exc
 
         async def on_write(path: Path) -> None:
             self.note_own_write(path)
@@ -352,7 +348,7 @@ class Extraction:
             max_turns=MAX_TURNS,
             max_tokens=MAX_TOKENS,
             tools=tools,
-            before_write=before_write,
+            before_write=keep_version(am),
             on_write=on_write,
             write_lock=am.writer_lock(memory_dir),
         )
@@ -421,6 +417,19 @@ class Extraction:
             run.pending = None
             if run.task is not None:
                 run.task.cancel()
+
+
+def keep_version(am: AutoMemory) -> PathHook:
+    """The `before_write` of an agent writing memory: the file's current content goes to
+    history first; when it cannot, the write is refused (the agent sees why)."""
+
+    async def before_write(path: Path) -> None:
+        try:
+            await am.snapshot(path)
+        except MemorydError as exc:
+            raise Denied(exc.message) from exc
+
+    return before_write
 
 
 def _in_thread(

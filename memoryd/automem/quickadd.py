@@ -9,7 +9,6 @@ always wins.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
 from memoryd.automem.quickguess import guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
+from memoryd.llm.replies import json_object
 
 if TYPE_CHECKING:
     from memoryd.llm.client import ModelClient
@@ -72,14 +72,8 @@ def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory
 def parse_model_choice(
     reply: str, text: str, type_: str | None, name: str | None = None
 ) -> QuickMemory | None:
-    match = re.search(r"\{.*\}", reply, re.DOTALL)
-    if match is None:
-        return None
-    try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(data, dict):
+    data = json_object(reply)
+    if data is None:
         return None
     title, description, kind = data.get("name"), data.get("description"), data.get("type")
     if not isinstance(title, str) or not isinstance(description, str):

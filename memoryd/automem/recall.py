@@ -8,8 +8,6 @@ unusable answer falls back to the local ranker, and the result says `selector: l
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,6 +18,7 @@ from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
+from memoryd.llm.replies import json_object
 
 if TYPE_CHECKING:
     from memoryd.automem.service import AutoMemory
@@ -83,14 +82,8 @@ def staleness(mtime: float, now: float) -> tuple[bool, str | None]:
 
 def parse_selection(text: str) -> list[str] | None:
     """The file names of `{"selected": [...]}` in a model reply; None when unusable."""
-    match = re.search(r"\{.*\}", text, re.DOTALL)
-    if match is None:
-        return None
-    try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError:
-        return None
-    selected = data.get("selected") if isinstance(data, dict) else None
+    data = json_object(text)
+    selected = data.get("selected") if data is not None else None
     if not isinstance(selected, list) or not all(isinstance(s, str) for s in selected):
         return None
     return selected
