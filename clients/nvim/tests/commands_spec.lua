@@ -122,6 +122,16 @@ T.run({
       T.wait_view('rules', 'Rules in effect for todo.txt')
       local text = T.text('rules')
       T.has(text, 'project: ' .. plain)
+      -- q closes the view's window; in the last window it shows the previous buffer instead.
+      T.press_on('rules', 'project: ', 'q')
+      T.eq(-1, vim.fn.bufwinid(require('memoryd.ui').existing('rules')), 'rules window after q')
+      vim.cmd('MemorydRules')
+      T.wait('the view again', function()
+        return vim.fn.bufwinid(require('memoryd.ui').existing('rules')) ~= -1
+      end)
+      vim.cmd('only')
+      T.press_on('rules', 'project: ', 'q')
+      T.eq(plain .. '/todo.txt', vim.api.nvim_buf_get_name(0), 'buffer after q in the last window')
       T.has(text, 'Project\n  CLAUDE.md')
       T.has_not(text, 'docs/style.md')
     end,

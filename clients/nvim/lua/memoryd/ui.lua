@@ -19,6 +19,9 @@ local function open_window(buf, how)
   elseif how ~= 'current' then
     vim.cmd('split')
   end
+  if vim.api.nvim_win_get_buf(0) ~= buf then
+    vim.w.memoryd_previous_buf = vim.api.nvim_win_get_buf(0) -- what q goes back to
+  end
   vim.api.nvim_win_set_buf(0, buf)
   vim.wo.wrap = false
   vim.wo.number = false
@@ -37,7 +40,17 @@ function M.buffer(name, show, how)
     vim.api.nvim_buf_set_option(buf, 'swapfile', false)
     vim.api.nvim_buf_set_option(buf, 'modifiable', false)
     vim.api.nvim_buf_set_option(buf, 'filetype', 'memoryd')
-    vim.keymap.set('n', 'q', '<cmd>close<CR>', { buffer = buf, silent = true, desc = 'close' })
+    vim.keymap.set('n', 'q', function()
+      -- The last window cannot be closed: show the previous buffer in it instead.
+      local previous = vim.w.memoryd_previous_buf
+      if #vim.api.nvim_tabpage_list_wins(0) > 1 then
+        vim.cmd('close')
+      elseif previous and vim.api.nvim_buf_is_valid(previous) and previous ~= buf then
+        vim.api.nvim_win_set_buf(0, previous)
+      else
+        vim.cmd('silent! bprevious')
+      end
+    end, { buffer = buf, silent = true, desc = 'close' })
   end
   if show then
     open_window(buf, how or require('memoryd').config.open)
