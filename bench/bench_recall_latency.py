@@ -200,6 +200,16 @@ async def side_by_side(
         print("  hybrid: skipped (embeddings extra not installed)")
         return
     os.environ["MEMORYD_EMBEDDINGS"] = "on"
+    # Fetch/convert the model in another process first, so the RSS below is the daemon's
+    # with a model that is already on disk (as for a user after the first start).
+    fetch = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from memoryd.automem.embeddings.encoder import locate_model as l; l()",
+        cwd=REPO,
+    )
+    await fetch.wait()
+    before = rss_mb()
     am.semantic = SemanticRecall()
     am.semantic.start()
     await asyncio.to_thread(am.semantic.wait_idle)
@@ -213,7 +223,7 @@ async def side_by_side(
     took = time.perf_counter() - t0
     print(
         f"  embedding {n} memories: {n / took:.0f} memories/s ({took:.1f} s); "
-        f"RSS {loaded:.0f} MB with the model loaded → {rss_mb():.0f} MB after"
+        f"RSS {before:.0f} MB → {loaded:.0f} MB with the model loaded → {rss_mb():.0f} MB after"
     )
     hybrid_ms = []
     for q in queries:

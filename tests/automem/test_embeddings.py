@@ -182,3 +182,16 @@ def test_turned_off_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     recall = SemanticRecall()
     assert not recall.wanted
     assert recall.status() == "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
+
+
+def test_nothing_heavy_is_imported_without_embeddings() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memoryd.daemon.methods, memoryd.automem.service, memoryd.automem.recall;"
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx', 'huggingface_hub')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -174,6 +174,8 @@ def test_status_lines_order_is_the_same_for_any_reply_order() -> None:
         "team sync: on",
         "zeta new: off — not yet",
     ]
+    features["auto_memory"]["ranker"] = "lexical: embeddings extra not installed"
+    assert "auto memory: on; recall lexical: embeddings extra not installed" in status_lines(status)
 
 
 def test_remember_without_a_model_guesses_type_and_title(sock: Path, tmp_path: Path) -> None:

@@ -98,6 +98,8 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         reason = feature.get("reason")
         if on:
             state = word
+            if feature.get("ranker"):  # auto memory: which recall ranker and why
+                state += f"; recall {feature['ranker']}"
         elif reason and reason == model_reason:
             state = "off (needs a model)"
         else:
