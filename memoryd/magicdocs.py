@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.agent import tools as agent_tools
-from memoryd.agent.loop import AgentResult, run_agent
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.core.turn import Turn, natural_break
 
 if TYPE_CHECKING:
+    from memoryd.agent.loop import AgentResult
     from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.magicdocs")
@@ -257,6 +256,9 @@ class MagicDocs:
             written.append(written_path)
 
         policy = AccessPolicy(read_roots=(path,), write_files=(path,), allow_shell=False)
+        from memoryd.agent import tools as agent_tools  # loaded when a doc is updated
+        from memoryd.agent.loop import run_agent
+
         result = await run_agent(
             self.host,
             feature=WORKER,

@@ -21,7 +21,6 @@ import structlog
 
 from memoryd import paths
 from memoryd import settings as settings_mod
-from memoryd.agent.loop import ExtraTool, run_agent
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.automem.extraction import Extraction, keep_version
 from memoryd.automem.manifest import format_manifest
@@ -235,6 +234,8 @@ class Dream:
             types="\n".join(f"   {line}" for line in describe_types().splitlines()),
             max_turns=MAX_TURNS,
         )
+        from memoryd.agent.loop import ExtraTool, run_agent  # loaded when a dream runs
+
         result = await run_agent(
             self.host,
             feature=WORKER,

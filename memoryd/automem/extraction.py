@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.agent.loop import AgentResult, PathHook, run_agent
 from memoryd.agent.policy import AccessPolicy, Denied, real
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem.manifest import MemoryHeader, format_manifest
@@ -30,6 +29,7 @@ from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:
+    from memoryd.agent.loop import AgentResult, PathHook
     from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.extraction")
@@ -338,6 +338,8 @@ class Extraction:
             written.append(path)
 
         self.stats.runs += 1
+        from memoryd.agent.loop import run_agent  # loaded when an extraction runs
+
         result = await run_agent(
             self.host,
             feature=WORKER,

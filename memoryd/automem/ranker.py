@@ -20,17 +20,23 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
 from memoryd.automem.dates import query_date, relative_event
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+else:
+    from memoryd.lazyimport import LazyModule
+
+    # numpy (~12 MB) is imported by the first memory indexed or query ranked, not at start-up.
+    np = LazyModule("numpy", globals(), "np")
 
 
 @dataclass(frozen=True)
@@ -94,9 +100,20 @@ class RecallIndex:
         self._length_sums = [0, 0, 0]
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
-        self._dates = np.zeros(0, dtype=np.int64)  # slot → date ordinal, 0 when undated
+        self._date_array: IntArray | None = None  # see `_dates`
         self._mutations = 0  # bumps on every upsert and remove
         self._slots_cache: tuple[list[str], int, IntArray, IntArray] | None = None
+
+    @property
+    def _dates(self) -> IntArray:
+        """Slot → date ordinal, 0 when undated; made on first use (so is numpy's import)."""
+        if self._date_array is None:
+            self._date_array = np.zeros(0, dtype=np.int64)
+        return self._date_array
+
+    @_dates.setter
+    def _dates(self, value: IntArray) -> None:
+        self._date_array = value
 
     def __len__(self) -> int:
         return len(self._docs)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd import fsutil, paths
-from memoryd.agent.loop import run_agent
 from memoryd.agent.policy import AccessPolicy
 from memoryd.core.turn import Turn
 from memoryd.llm.tokens import TokenCounter
@@ -188,6 +187,8 @@ class SessionMemory:
         await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
         try:
             per = session.counter.per_message(turn.messages)
+            from memoryd.agent.loop import run_agent  # loaded when a summary is written
+
             result = await run_agent(
                 self.host,
                 feature=FEATURE,

@@ -10,9 +10,7 @@ that synced before (its SyncState is on disk). Without a git remote the folder i
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +27,8 @@ from memoryd.team.sync.state import StateStore, saved_states, state_path
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from memoryd.core.host import Host
     from memoryd.core.project import Project
     from memoryd.core.team_config import TeamConfig
@@ -147,6 +147,9 @@ class TeamSync:
         """One worker process for the secret scan of large pushes, started on first need
         ("spawn": a fork of a threaded asyncio daemon is not safe)."""
         if self._scan_pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             self._scan_pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn")
             )

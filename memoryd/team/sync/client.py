@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__
 from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class TeamHTTPError(Exception):
@@ -109,6 +110,8 @@ class TeamClient:
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        import httpx  # loaded when a project syncs with a team server, not at daemon start
+
         self.base_url = base_url.rstrip("/")
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
@@ -134,7 +137,7 @@ class TeamClient:
         if hashes_only:
             params["view"] = "hashes"
         response = await self._get(params, if_none_match)
-        if not isinstance(response, httpx.Response):
+        if response is None or isinstance(response, NotModified):
             return response
         if response.status_code != 200:
             raise _failure(response)
@@ -161,7 +164,7 @@ class TeamClient:
         if max_bytes is not None:
             params["max_bytes"] = str(max_bytes)
         response = await self._get(params, if_none_match)
-        if not isinstance(response, httpx.Response):
+        if response is None or isinstance(response, NotModified):
             return response
         if response.status_code == 400 and _problem(response).get("error") == "invalid_view":
             raise PagingUnsupported("the team server does not page its reads", 400)
@@ -210,6 +213,8 @@ class TeamClient:
     async def _send(
         self, method: str, params: dict[str, str], headers: dict[str, str], body: bytes | None
     ) -> httpx.Response:
+        import httpx
+
         self.requests += 1
         try:
             return await self._http.request(
