@@ -11,6 +11,7 @@ held by every writer of the dir — this service, the extraction and dream agent
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from memoryd.core.project import Project
 
 __all__ = ["AutoMemory", "IndexText", "IndexView", "WriteResult"]
+
+OPEN_DIRS_TTL = 2.0  # seconds a too-open-folders report is reused by `status`
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class AutoMemory:
         self.state = self.states.state
         self.warm = self.states.warm
         self.ready = self.states.ready
+        # (when, how many dirs were known, the report): `status` is polled by status lines
+        # many times a second, and a stat per folder per poll was a fifth of its cost.
+        self._open_dirs: tuple[float, int, list[dict[str, str]]] = (-OPEN_DIRS_TTL, -1, [])
 
     # -- where, and whether -----------------------------------------------------------------
     @property
@@ -193,12 +199,20 @@ class AutoMemory:
                 "orphans_indexed": self.index_writer.orphans_indexed,
                 "warnings": self.warnings[-5:],
                 "ranker": self.semantic.status(),
-                "open_dirs": [
-                    {"path": str(path), "mode": f"{mode:04o}"}
-                    for path, mode in open_dirs(self._private_dirs())
-                ],
+                "open_dirs": self._open_dirs_report(),
             }
         }
+
+    def _open_dirs_report(self) -> list[dict[str, str]]:
+        now, known = time.monotonic(), len(self.dirs.known)
+        checked_at, checked_known, report = self._open_dirs
+        if now - checked_at >= OPEN_DIRS_TTL or known != checked_known:
+            report = [
+                {"path": str(path), "mode": f"{mode:04o}"}
+                for path, mode in open_dirs(self._private_dirs())
+            ]
+            self._open_dirs = (now, known, report)
+        return report
 
     def _private_dirs(self) -> list[Path]:
         """The folders memoryd writes in and keeps 0700: each memory dir with its parents up
