@@ -44,6 +44,15 @@ class ExtraTool:
     run: Callable[[dict[str, Any]], Awaitable[str]]
 
 
+@dataclass(frozen=True)
+class _WriteHooks:
+    """The caller's hooks around each write and the lock it is performed under."""
+
+    before_write: PathHook | None
+    on_write: PathHook | None
+    lock: asyncio.Lock | None
+
+
 @dataclass
 class AgentResult:
     turns: int = 0
@@ -95,6 +104,7 @@ async def run_agent(
     started = time.monotonic()
     result = AgentResult()
     extras = extra_tools or {}
+    hooks = _WriteHooks(before_write, on_write, write_lock)
     tool_defs = tools if tools is not None else agent_tools.definitions(policy)
     if tools is None:
         tool_defs = tool_defs + [t.definition for t in extras.values()]
@@ -139,7 +149,7 @@ async def run_agent(
                 outputs.append(
                     await _run_tool(
                         host, feature, policy, use.name, use.id, tool_input, result,
-                        before_write, on_write, write_lock, extras,
+                        hooks, extras,
                     )
                 )  # fmt: skip
             convo.append({"role": "user", "content": outputs})
@@ -211,9 +221,7 @@ async def _run_tool(
     tool_use_id: str,
     tool_input: dict[str, Any],
     result: AgentResult,
-    before_write: PathHook | None,
-    on_write: PathHook | None,
-    write_lock: asyncio.Lock | None,
+    hooks: _WriteHooks,
     extras: dict[str, ExtraTool],
 ) -> dict[str, Any]:
     result.tool_calls += 1
@@ -226,9 +234,7 @@ async def _run_tool(
         elif name == "Bash":
             text = await agent_tools.bash(policy, tool_input)
         elif name in agent_tools.WRITE_PLANNERS:
-            text = await _write(
-                policy, name, tool_input, result, before_write, on_write, write_lock
-            )
+            text = await _write(policy, name, tool_input, result, hooks)
         elif name in extras:
             text = await extras[name].run(tool_input)
         else:
@@ -250,19 +256,17 @@ async def _write(
     name: str,
     tool_input: dict[str, Any],
     result: AgentResult,
-    before_write: PathHook | None,
-    on_write: PathHook | None,
-    write_lock: asyncio.Lock | None,
+    hooks: _WriteHooks,
 ) -> str:
-    async with write_lock if write_lock is not None else contextlib.nullcontext():
+    async with hooks.lock if hooks.lock is not None else contextlib.nullcontext():
         # Planned under the lock, so an Edit sees the file as it is when it is replaced.
         op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
-        if before_write is not None and not op.created:
-            await before_write(op.path)
+        if hooks.before_write is not None and not op.created:
+            await hooks.before_write(op.path)
         agent_tools.perform(op)
     if op.path not in result.written:
         result.written.append(op.path)
-    if on_write is not None:
-        await on_write(op.path)
+    if hooks.on_write is not None:
+        await hooks.on_write(op.path)
     verb = "created" if op.created else "updated"
     return f"{verb} {op.path}"

@@ -280,15 +280,7 @@ def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> st
 
 def plan_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     path = policy.check_write(_str(tool_input, "file_path"))
-    text = _read_text(path)
-    updated = _replace(
-        text,
-        _str(tool_input, "old_string"),
-        _str(tool_input, "new_string"),
-        bool(tool_input.get("replace_all")),
-        path,
-    )
-    return WriteOp(path, updated, created=False)
+    return WriteOp(path, _apply_edit(_read_text(path), tool_input, path), created=False)
 
 
 def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
@@ -300,14 +292,19 @@ def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp
     for edit in edits:
         if not isinstance(edit, dict):
             raise ToolError("each edit must be an object")
-        text = _replace(
-            text,
-            _str(edit, "old_string"),
-            _str(edit, "new_string"),
-            bool(edit.get("replace_all")),
-            path,
-        )
+        text = _apply_edit(text, edit, path)
     return WriteOp(path, text, created=False)
+
+
+def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
+    """One Edit (`old_string`, `new_string`, `replace_all`): the tool's input or one of `edits`."""
+    return _replace(
+        text,
+        _str(edit, "old_string"),
+        _str(edit, "new_string"),
+        bool(edit.get("replace_all")),
+        path,
+    )
 
 
 def perform(op: WriteOp) -> None:

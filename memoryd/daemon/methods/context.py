@@ -181,24 +181,22 @@ async def includes_approve(daemon: Daemon, params: IncludesParams) -> dict[str, 
     """Allow this project's instruction files to include files outside it."""
     root = daemon.services.projects.resolve(params.cwd).root
     approval = approvals.approve(root)
-    daemon.services.instructions.drop(root)
-    return {
-        "project_root": str(root),
-        "approved": True,
-        "approved_at": approval.approved_at,
-        "file": str(approvals.approvals_path()),
-    }
+    return _approval_changed(daemon, root, approved=True, approved_at=approval.approved_at)
 
 
 async def includes_revoke(daemon: Daemon, params: IncludesParams) -> dict[str, Any]:
     """Withdraw the approval of external includes for this project."""
     root = daemon.services.projects.resolve(params.cwd).root
     removed = approvals.revoke(root)
+    return _approval_changed(daemon, root, approved=False, removed=removed)
+
+
+def _approval_changed(daemon: Daemon, root: Path, **change: Any) -> dict[str, Any]:
+    """Forget the project's cached instructions (their includes change) and say what changed."""
     daemon.services.instructions.drop(root)
     return {
         "project_root": str(root),
-        "approved": False,
-        "removed": removed,
+        **change,
         "file": str(approvals.approvals_path()),
     }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import yaml
 from pydantic import Field
@@ -21,6 +21,7 @@ from memoryd.errors import MemorydError, NotFound, TooLarge
 from memoryd.fsutil import read_regular_file
 
 if TYPE_CHECKING:
+    from memoryd.automem.writes import WriteResult
     from memoryd.core.project import Project
     from memoryd.daemon.app import Daemon
 
@@ -176,21 +177,46 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     secrets = _check_secrets(
         daemon, project, params.name, params.description, params.body, params.team
     )
+    result = await _save(daemon, project, params, team=params.team, file=params.file)
+    return {**_written(result), **secrets}
+
+
+class _MemoryText(Protocol):
+    """What a memory is written from: the `memory.write` params or a quick-add's choice."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
+async def _save(
+    daemon: Daemon, project: Project, memory: _MemoryText, *, team: bool, file: str | None = None
+) -> WriteResult:
+    """Write the memory, then start team sync if it landed in the team folder."""
     result = await _am(daemon).write_memory(
         project,
-        type=params.type,
-        name=params.name,
-        description=params.description,
-        body=params.body,
-        team=params.team,
-        file=params.file,
+        type=memory.type,
+        name=memory.name,
+        description=memory.description,
+        body=memory.body,
+        team=team,
+        file=file,
     )
     _sync_if_team(daemon, project, result.path)
+    return result
+
+
+def _written(result: WriteResult) -> dict[str, Any]:
+    """The reply's part that says where a write landed (shared by write and remember)."""
     return {
         "path": str(result.path),
         "created": result.created,
         "merged_into": str(result.merged_into) if result.merged_into else None,
-        **secrets,
     }
 
 
@@ -236,24 +262,13 @@ async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any
 async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, Any]:
     """Quick-add: a model (or the text itself) picks type, name and description."""
     project = daemon.services.projects.resolve(params.cwd)
-    am = _am(daemon)
-    am.memory_dir(project)  # fail fast (auto memory off) before any model call
+    _am(daemon).memory_dir(project)  # fail fast (auto memory off) before any model call
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
-    result = await am.write_memory(
-        project,
-        type=quick.type,
-        name=quick.name,
-        description=quick.description,
-        body=quick.body,
-        team=params.team,
-    )
-    _sync_if_team(daemon, project, result.path)
+    result = await _save(daemon, project, quick, team=params.team)
     return {
-        "path": str(result.path),
-        "created": result.created,
-        "merged_into": str(result.merged_into) if result.merged_into else None,
+        **_written(result),
         "type": quick.type,
         "name": quick.name,
         "description": quick.description,

@@ -8,13 +8,14 @@ are results (`ok: false` with the error), not RPC errors: the sync state is the 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
 from memoryd.team.service import describe_state
 from memoryd.team.sync.client import TeamHTTPError
-from memoryd.team.sync.engine import SyncSuppressed
+from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -32,49 +33,64 @@ async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
 
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Pull now (server wins per key; local edits that would be lost are saved aside)."""
-    project = daemon.services.projects.resolve(params.cwd)
-    folder = await daemon.services.team.started(project)
-    result: dict[str, Any] = {"ok": True}
-    try:
-        report = await folder.engine.pull()
-    except SyncSuppressed as exc:
-        result = {"ok": False, "error": f"team sync is off for this folder: {exc}"}
-    except TeamHTTPError as exc:
-        result = {"ok": False, "error": str(exc), "http_status": exc.status}
-    else:
-        result.update(
-            pulled=report.pulled,
-            not_modified=report.not_modified,
-            conflicts=[vars(c) for c in report.conflicts],
-        )
-    return {**describe_state(folder), **result}
+    return await _sync_now(
+        daemon, params, _pull, suppressed=lambda exc: f"team sync is off for this folder: {exc}"
+    )
 
 
 async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Push the local changes now (delta by checksum, secrets never uploaded)."""
+    return await _sync_now(
+        daemon,
+        params,
+        _push,
+        suppressed=lambda exc: (
+            f"pushing is suppressed ({exc}); delete a file in team/ or "
+            "restart memoryd to try again once the cause is fixed"
+        ),
+    )
+
+
+async def _pull(engine: SyncEngine) -> dict[str, Any]:
+    report = await engine.pull()
+    return {
+        "pulled": report.pulled,
+        "not_modified": report.not_modified,
+        "conflicts": [vars(c) for c in report.conflicts],
+    }
+
+
+async def _push(engine: SyncEngine) -> dict[str, Any]:
+    report = await engine.push()
+    return {
+        "pushed": report.pushed,
+        "requests": report.requests,
+        "pulled": report.pulled,
+        "conflicts_resolved": [
+            {"key": c.key, "saved_as": c.saved_as, "at": c.at} for c in report.conflicts
+        ],
+        "withheld": report.withheld,
+    }
+
+
+async def _sync_now(
+    daemon: Daemon,
+    params: TeamParams,
+    step: Callable[[SyncEngine], Awaitable[dict[str, Any]]],
+    *,
+    suppressed: Callable[[SyncSuppressed], str],
+) -> dict[str, Any]:
+    """Run `step` on the project's started folder; its failures are results (`ok: false`), with
+    `suppressed` saying why sync is off, or the server's HTTP status."""
     project = daemon.services.projects.resolve(params.cwd)
     folder = await daemon.services.team.started(project)
-    result: dict[str, Any] = {"ok": True}
+    result: dict[str, Any]
     try:
-        report = await folder.engine.push()
+        result = {"ok": True, **await step(folder.engine)}
     except SyncSuppressed as exc:
-        result = {
-            "ok": False,
-            "error": f"pushing is suppressed ({exc}); delete a file in team/ or restart memoryd "
-            "to try again once the cause is fixed",
-        }
+        result = {"ok": False, "error": suppressed(exc)}
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
-    else:
-        result.update(
-            pushed=report.pushed,
-            requests=report.requests,
-            pulled=report.pulled,
-            conflicts_resolved=[
-                {"key": c.key, "saved_as": c.saved_as, "at": c.at} for c in report.conflicts
-            ],
-            withheld=report.withheld,
-        )
     return {**describe_state(folder), **result}
 
 

@@ -241,7 +241,7 @@ class SyncEngine:
         try:
             first = await client.fetch_page(self.repo, if_none_match=if_none_match)
         except PagingUnsupported:
-            await self._pull_unpaged(client, scan, report, if_none_match=if_none_match)
+            await self._pull_unpaged(client, scan, report, if_none_match)
             return
         if first is None or isinstance(first, NotModified):
             self._nothing_to_write(first, report)
@@ -272,13 +272,9 @@ class SyncEngine:
         await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
 
     async def _pull_unpaged(
-        self,
-        client: TeamClient,
-        scan: LocalScan,
-        report: PullReport,
-        *,
-        if_none_match: str | None = None,
+        self, client: TeamClient, scan: LocalScan, report: PullReport, if_none_match: str | None
     ) -> None:
+        """The whole repository in one GET, for a server from before paging."""
         snapshot = await client.fetch(self.repo, if_none_match=if_none_match)
         if snapshot is None or isinstance(snapshot, NotModified):
             self._nothing_to_write(snapshot, report)
