@@ -50,6 +50,11 @@ class Projects:
             self._cache.popitem(last=False)
         return project
 
+    def root_of(self, cwd: str | None) -> Path | None:
+        """The project root of `cwd`, or None when no `cwd` was given (methods where it is
+        optional)."""
+        return None if cwd is None else self.resolve(cwd).root
+
     def known_roots(self) -> set[Path]:
         return {p.root for _, p in self._cache.values()}
 

@@ -84,6 +84,25 @@ class CallRecord:
 RECENT_CALLS = 50
 
 
+def _record(
+    feature: str, model: object, started: float, *, usage: Any = None, status: int | None = None
+) -> CallRecord:
+    """The record of a call begun at `started` (monotonic): with the reply's `usage` when it
+    succeeded, else with the HTTP `status` of its failure (None without a response)."""
+    duration_ms = round((time.monotonic() - started) * 1000, 1)
+    if usage is None:
+        return CallRecord(feature, str(model), False, duration_ms, status=status)
+    return CallRecord(
+        feature,
+        str(model),
+        True,
+        duration_ms,
+        int(usage.input_tokens or 0),
+        int(usage.output_tokens or 0),
+        int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+    )
+
+
 @dataclass
 class ModelClient:
     config: ModelConfig
@@ -146,28 +165,10 @@ class ModelClient:
                 error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
             else:
                 stats.add(message.usage)
-                self.recent.append(
-                    CallRecord(
-                        feature,
-                        str(kwargs["model"]),
-                        True,
-                        round((time.monotonic() - started) * 1000, 1),
-                        int(message.usage.input_tokens or 0),
-                        int(message.usage.output_tokens or 0),
-                        int(getattr(message.usage, "cache_read_input_tokens", 0) or 0),
-                    )
-                )
+                self.recent.append(_record(feature, kwargs["model"], started, usage=message.usage))
                 return message
             stats.errors += 1
-            self.recent.append(
-                CallRecord(
-                    feature,
-                    str(kwargs["model"]),
-                    False,
-                    round((time.monotonic() - started) * 1000, 1),
-                    status=error.status,
-                )
-            )
+            self.recent.append(_record(feature, kwargs["model"], started, status=error.status))
             if not error.retryable or attempt >= self.config.max_retries:
                 log.warning(
                     "model call failed",

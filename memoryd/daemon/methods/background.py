@@ -7,7 +7,6 @@ Their after-turn hooks are in `daemon/wiring.py`; this module serves:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
@@ -39,9 +38,7 @@ class MagicDocsListParams(Params):
 
 async def magicdocs_list(daemon: Daemon, params: MagicDocsListParams) -> dict[str, Any]:
     """The registered magic docs, with their title, instruction and update counts."""
-    root: Path | None = None
-    if params.cwd is not None:
-        root = daemon.services.projects.resolve(params.cwd).root
+    root = daemon.services.projects.root_of(params.cwd)
     return {"docs": daemon.services.magic_docs.entries(root)}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -70,9 +69,7 @@ class SettingsGetParams(Params):
 
 async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, Any]:
     """Effective memory settings and where each came from."""
-    root: Path | None = None
-    if params.cwd is not None:
-        root = daemon.services.projects.resolve(params.cwd).root
+    root = daemon.services.projects.root_of(params.cwd)
     effective = settings_mod.load(root, daemon.config.flag_settings)
     values = {k: effective.get(k) for k in settings_mod.KNOWN_KEYS}
     values.update({k: v for k, v in effective.values.items() if k not in values})
