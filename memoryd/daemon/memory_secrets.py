@@ -12,7 +12,7 @@ It lives in `daemon/` because it joins two layers: auto memory writes and the te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memoryd.errors import SecretRefused
@@ -28,12 +28,7 @@ class SecretInMemory:
     description: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "field": self.field,
-            "line": self.line,
-            "rule": self.rule,
-            "description": self.description,
-        }
+        return asdict(self)
 
     def text(self) -> str:
         return f"{self.field} line {self.line} matches secret rule {self.rule} ({self.description})"
