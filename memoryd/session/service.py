@@ -352,6 +352,6 @@ def _private_dirs(base: Path, leaf: Path) -> None:
     for index, part in enumerate(relative.parts):
         current = current / part
         if index == 0:
-            current.mkdir(exist_ok=True, mode=0o700)  # projects/<key>: shared with auto memory
+            fsutil.make_private_dirs(current)  # projects/<key>: shared with auto memory
         else:
             fsutil.ensure_private_dir(current)
