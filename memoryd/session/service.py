@@ -328,8 +328,7 @@ class SessionMemory:
 
 def _read_summary(path: Path) -> str:
     """The summary text; of an oversized file only the head, cut at a line boundary."""
-    with path.open("rb") as handle:
-        raw = handle.read(MAX_SUMMARY_READ_BYTES + 1)
+    raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
     if len(raw) > MAX_SUMMARY_READ_BYTES:
         raw = raw[: raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES) + 1]
     return raw.decode("utf-8")
