@@ -163,7 +163,11 @@ async def recall(
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
-            headers = am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector)
+            ranked = am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector)
+            # No local match still leaves the model a choice: the newest memories.
+            headers = (
+                ranked or sorted(headers, key=lambda h: h.mtime, reverse=True)[:MODEL_CANDIDATES]
+            )
         chosen = await select_with_model(model, query, headers, recent_tools, limit)
         if chosen is not None:
             selector = "model"

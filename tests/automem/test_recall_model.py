@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,18 @@ async def test_small_manifest_goes_to_the_model_whole(
     got = await daemon_with_model.call("recall", cwd=str(project), query="kayak club")
     assert got["selector"] == "model"
     assert len(_manifest_lines(fake_model)) == recall_mod.MODEL_CANDIDATES_FROM - 1
+
+
+async def test_large_manifest_without_local_match_offers_the_newest(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
+) -> None:
+    _fill(memdir, recall_mod.MODEL_CANDIDATES_FROM)
+    newest = memdir / "user_note_0007.md"
+    os.utime(newest, (time.time() + 60, time.time() + 60))
+    fake_model.enqueue(json_reply({"selected": [newest.name]}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="zzqx")
+    assert got["selector"] == "model"
+    assert [Path(m["path"]).name for m in got["memories"]] == [newest.name]
+    lines = _manifest_lines(fake_model)
+    assert len(lines) == recall_mod.MODEL_CANDIDATES
+    assert newest.name in lines[0]
