@@ -115,6 +115,18 @@ def test_half_written_model_is_a_clear_status(tmp_path: Path) -> None:
     assert not missing.active
 
 
+def test_failed_fetch_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("huggingface_hub")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the fetch fails at once, on loopback or not
+    recall = SemanticRecall("memoryd-test/no-such-model")
+    recall.start()
+    assert recall.wait_idle(60)
+    assert not recall.active
+    reason = recall.status()
+    assert "memoryd-test/no-such-model not found locally and could not be fetched: " in reason
+    assert not reason.endswith(": ")  # the hub's own error is kept
+
+
 def test_odd_queries(semantic: SemanticRecall) -> None:
     assert semantic.embed_query("") is None
     for query in ("x" * 1_000_000, "東京で寿司を食べた", "Где находится офис?"):

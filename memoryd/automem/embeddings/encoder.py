@@ -49,18 +49,28 @@ def _files_in(folder: Path, name: str) -> ModelFiles | None:
 
 
 def _from_hub(name: str, *, offline: bool) -> ModelFiles | None:
+    """The model from the hub's cache (offline: None when not there), or fetched into it
+    (a failure raises EncoderUnavailable saying why, for `status`)."""
     try:
         from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
+    except ImportError as exc:
+        if offline:
+            return None
+        raise EncoderUnavailable(
+            f"model {name} not found locally and huggingface_hub is not installed"
+        ) from exc
     try:
         folder = snapshot_download(
             name,
             allow_patterns=["onnx/model.onnx", "tokenizer.json", "config.json"],
             local_files_only=offline,
         )
-    except Exception:
-        return None
+    except Exception as exc:
+        if offline:
+            return None
+        raise EncoderUnavailable(
+            f"model {name} not found locally and could not be fetched: {exc}"
+        ) from exc
     return _files_in(Path(folder), name)
 
 
@@ -101,7 +111,7 @@ def locate_model(name: str | None = None) -> ModelFiles:
     if found is None:
         found = _from_hub(wanted, offline=False)
     if found is None:
-        raise EncoderUnavailable(f"model {wanted} not found locally and could not be fetched")
+        raise EncoderUnavailable(f"model {wanted} has no onnx/model.onnx and tokenizer.json")
     return found
 
 
