@@ -41,6 +41,7 @@ from memoryd_team.storage.base import (
     TooLargeForOneReply,
     TooManyEntries,
 )
+from memoryd_team.storage.plan import precondition_holds
 from memoryd_team.validation import canonical_repo, key_problem, text_problem
 
 log = logging.getLogger(__name__)
@@ -216,10 +217,6 @@ class _TeamMemoryAPI:
                 raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
             max_bytes = min(max_bytes, int(raw))
         if_match = parse_if_match(request.headers.get("if-match"))
-        if if_match is not None:
-            etag = await self.storage.get_etag(repo)
-            if etag is not None and not (if_match.any or etag in if_match.etags):
-                raise _storage_problem(PreconditionFailed(etag))
         # The first page (no `from`) carries every entry's checksum, as view=hashes does: a
         # client learns the whole state and the first entries in one request.
         page = await self.storage.get_page(
@@ -227,8 +224,9 @@ class _TeamMemoryAPI:
         )
         if page is None:
             raise Problem(404, "not_found", "the repository has no team memory yet")
-        if if_match is not None and not (if_match.any or page.etag in if_match.etags):
-            raise _storage_problem(PreconditionFailed(page.etag))
+        # Checked against the page's own snapshot: no extra read, and no race between two.
+        if if_match is not None and not precondition_holds(page.etag, True, if_match):
+            raise PreconditionFailed(page.etag)
         return JSONResponse(
             {"entries": page.entries, "entryChecksums": page.checksums, "next": page.next},
             headers={"ETag": page.etag, **_NO_STORE},
