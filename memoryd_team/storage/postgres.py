@@ -261,8 +261,7 @@ class PostgresStorage(Storage):
                     entries[row["key"]] = row["content"]
                     checksums[row["key"]] = row["checksum"]
                 return RepoState(etag, checksums, entries)
-            rows = await conn.fetch("SELECT key, checksum FROM team_entries WHERE repo = $1", repo)
-            return RepoState(etag, {row["key"]: row["checksum"] for row in rows}, None)
+            return RepoState(etag, await _checksums(conn, repo), None)
 
     async def get_page(
         self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
@@ -291,10 +290,7 @@ class PostgresStorage(Storage):
                 checksums[row["key"]] = row["checksum"]
                 size += row["size"]
             if all_checksums:
-                rows = await conn.fetch(
-                    "SELECT key, checksum FROM team_entries WHERE repo = $1", repo
-                )
-                checksums = {row["key"]: row["checksum"] for row in rows}
+                checksums = await _checksums(conn, repo)
             return Page(etag, entries, checksums, following)
 
     async def _apply(
@@ -415,6 +411,11 @@ class PostgresStorage(Storage):
 async def _current_etag(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) -> str | None:
     etag = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", repo)
     return None if etag is None or etag == EMPTY_ETAG else str(etag)
+
+
+async def _checksums(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) -> dict[str, str]:
+    rows = await conn.fetch("SELECT key, checksum FROM team_entries WHERE repo = $1", repo)
+    return {row["key"]: row["checksum"] for row in rows}
 
 
 def _token(row: Any) -> TokenInfo:

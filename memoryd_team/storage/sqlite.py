@@ -289,10 +289,7 @@ class SqliteStorage(Storage):
                             entries[key] = content
                             checksums[key] = digest
                     return RepoState(etag, checksums, entries)
-                hashes = conn.execute(
-                    "SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,)
-                ).fetchall()
-                return RepoState(etag, dict(hashes), None)
+                return RepoState(etag, _checksums(conn, repo), None)
 
         return await self._run(select)
 
@@ -323,11 +320,7 @@ class SqliteStorage(Storage):
                         checksums[key] = digest
                         size += length
                 if all_checksums:
-                    checksums = dict(
-                        conn.execute(
-                            "SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,)
-                        ).fetchall()
-                    )
+                    checksums = _checksums(conn, repo)
                 return Page(etag, entries, checksums, following)
 
         return await self._run(select)
@@ -426,6 +419,11 @@ class SqliteStorage(Storage):
 def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:
     row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
     return None if row is None or row[0] == EMPTY_ETAG else str(row[0])
+
+
+def _checksums(conn: sqlite3.Connection, repo: str) -> dict[str, str]:
+    rows = conn.execute("SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,))
+    return dict(rows.fetchall())
 
 
 def _token(row: Any) -> TokenInfo:
