@@ -201,7 +201,7 @@ class MemorydExtension implements vscode.Disposable {
     const memoryDir = inMemoryDir(file, this.memoryDirs);
     if (memoryDir) {
       // Edited by hand: bring MEMORY.md in step, as after any edit made outside memoryd.
-      await this.client.call("memory.reconcile", { cwd: editorTarget().cwd }).catch(() => undefined);
+      await this.guard(() => this.client.call("memory.reconcile", { cwd: editorTarget().cwd }));
       this.memories.refresh();
     }
     if (this.ruleFiles.has(file) || /(CLAUDE|AGENTS)(\.local)?\.md$|\.claude\/rules\//.test(file)) {
