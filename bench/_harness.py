@@ -45,12 +45,13 @@ def temp_home() -> Iterator[dict[str, str]]:
         yield env
 
 
-@contextmanager
-def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
+def start_daemon(env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
+    """Start memoryd on env's socket and return once it answers `status`."""
     sock = Path(env["MEMORYD_SOCKET"])
     proc = subprocess.Popen(
         [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning", *extra],
         env=env,
+        cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -59,13 +60,18 @@ def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
         try:
             with Client(sock, timeout=2) as conn:
                 conn.call("status")
-            break
+            return proc
         except (DaemonUnavailable, OSError):
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("daemon did not start") from None
+                raise RuntimeError("memoryd did not start") from None
             time.sleep(0.05)
+
+
+@contextmanager
+def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
+    proc = start_daemon(env, *extra)
     try:
-        yield sock
+        yield Path(env["MEMORYD_SOCKET"])
     finally:
         proc.terminate()
         proc.wait(30)

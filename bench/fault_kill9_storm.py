@@ -23,7 +23,6 @@ import argparse
 import os
 import random
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from _harness import REPO, temp_home  # noqa: E402
+from _harness import start_daemon, temp_home  # noqa: E402
 
 from memoryd_client import Client, DaemonUnavailable, RpcError  # noqa: E402
 
@@ -47,27 +46,6 @@ class Ledger:
     acked: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (path, index)
     acked_writes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def start_daemon(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    sock = Path(env["MEMORYD_SOCKET"])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with Client(sock, timeout=2) as conn:
-                conn.call("status")
-            return proc
-        except (DaemonUnavailable, OSError):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("memoryd did not start") from None
-            time.sleep(0.05)
 
 
 def writer(sock: Path, cwd: Path, ledger: Ledger, tag: str, stop: threading.Event) -> None:
