@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -43,3 +44,22 @@ def run_memctl(
         timeout=timeout,
         check=False,
     )
+
+
+async def run_memctl_async(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60.0
+) -> tuple[int, str, str]:
+    """`memctl` for tests whose daemon runs in this event loop (a blocking run would stall it)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env or memctl_env(),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()

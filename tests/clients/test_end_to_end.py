@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.clients.conftest import memctl_env
+from tests.clients.conftest import memctl_env, run_memctl_async
 from tests.clients.test_mcp_server import mcp_session, payload
 from tests.conftest import DaemonHandle
 
@@ -18,21 +16,7 @@ from tests.conftest import DaemonHandle
 async def memctl(
     sock: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "memctl",
-        "--socket",
-        str(sock),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env or memctl_env(),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_memctl_async("--socket", str(sock), *args, stdin=stdin, env=env)
 
 
 @pytest.fixture

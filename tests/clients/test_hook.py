@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.conftest import memctl_env, run_memctl
+from tests.clients.conftest import memctl_env, run_memctl, run_memctl_async
 from tests.clients.fake_daemon import FakeDaemon, FakeError
 from tests.conftest import DaemonHandle
 
@@ -26,25 +26,17 @@ def hook(
     return done.returncode, done.stdout, done.stderr
 
 
-async def hook_async(event: str, payload: Any, sock: Path) -> tuple[int | None, bytes, bytes]:
-    """`hook` for tests whose daemon runs in this event loop (a blocking run would stall it)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "memctl",
+async def hook_async(event: str, payload: Any, sock: Path) -> tuple[int, str, str]:
+    return await run_memctl_async(
         "--socket",
         str(sock),
         "hook",
         event,
         "--timeout-ms",
         "10000",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=memctl_env(),
+        stdin=json.dumps(payload),
+        timeout=30,
     )
-    out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
-    return proc.returncode, out, err
 
 
 def context_of(stdout: str, event: str) -> str:
@@ -271,7 +263,7 @@ async def test_stop_reports_the_turn_to_the_real_daemon(
     finally:
         daemon.daemon.services.after_turn_hooks.remove(record)
     assert code == 0, err
-    assert out == b""
+    assert out == ""
     assert len(seen) == 1
     turn = seen[0]
     assert turn.session_id == "sess-5"
@@ -417,7 +409,7 @@ async def test_post_tool_use_activates_rules_and_registers_magic_docs(
     async def run_hook(tool: str, tool_input: dict[str, Any]) -> None:
         payload = {"session_id": "live-1", "cwd": str(project), "tool_name": tool}
         payload["tool_input"] = tool_input
-        assert await hook_async("post-tool-use", payload, daemon.socket_path) == (0, b"", b"")
+        assert await hook_async("post-tool-use", payload, daemon.socket_path) == (0, "", "")
 
     before = await daemon.call("get_context", cwd=str(project), session_id="live-1")
     assert "Sub rules" not in before["claude_md"]
