@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.clients.conftest import memctl_env, run_memctl, run_memctl_async
+from tests.clients.conftest import run_memctl, run_memctl_async
 from tests.clients.fake_daemon import FakeDaemon, FakeError
 from tests.conftest import DaemonHandle
 
@@ -319,25 +318,19 @@ async def test_large_transcript_is_sent_from_a_detached_child(
     payload = {"session_id": "long-1", "cwd": str(project), "transcript_path": str(transcript)}
     daemon.daemon.services.after_turn_hooks.append(record)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "memctl",
+        # The run ends only when stdout and stderr close: the detached child must not hold them.
+        code, out, err = await run_memctl_async(
             "hook",
             "stop",
             "--socket",
             str(daemon.socket_path),
             "--timeout-ms",
             "1",  # the parent's own budget is irrelevant: the child has its own
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=memctl_env(),
+            stdin=json.dumps(payload),
+            timeout=30,
         )
-        # communicate() returns only when stdout and stderr close: the child must not hold them.
-        out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()), 30)
-        assert proc.returncode == 0, err
-        assert out == b""
+        assert code == 0, err
+        assert out == ""
         for _ in range(600):
             if seen:
                 break
