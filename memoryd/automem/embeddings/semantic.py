@@ -148,13 +148,7 @@ class SemanticRecall:
                 log.exception("embedding memories failed", memory_dir=str(job[0]))
 
     def _load(self) -> None:
-        if not embeddings_wanted():
-            self.reason = "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
-            return
-        if not extra_installed():
-            self.reason = (
-                "lexical: embeddings extra not installed (pip install memoryd[embeddings])"
-            )
+        if not self.wanted:  # the reason is set by `wanted`
             return
         from memoryd.automem.embeddings.encoder import SentenceEncoder, locate_model
 
