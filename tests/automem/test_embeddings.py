@@ -97,6 +97,18 @@ def test_store_round_trip_and_corruption(tmp_path: Path) -> None:
     assert broken.rebuilt_reason
 
 
+def test_swapped_array_of_the_same_size_is_not_trusted(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path, "m", 3)
+    store.put([("a.md", content_hash("a")), ("b.md", content_hash("b"))], np.eye(3)[:2])
+    store.save()
+    np.save(tmp_path / "vectors.npy", np.ones((2, 3), dtype=np.float32), allow_pickle=False)
+    swapped = VectorStore(tmp_path, "m", 3)
+    swapped.load()
+    assert len(swapped) == 0
+    assert "does not match its description" in (swapped.rebuilt_reason or "")
+    assert swapped.stale({"a.md": content_hash("a")}) == (["a.md"], [])
+
+
 def test_half_written_model_is_a_clear_status(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     (folder / "onnx").mkdir(parents=True)
