@@ -25,7 +25,7 @@ import structlog
 from memoryd.agent import tools as agent_tools
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.errors import FeatureUnavailable
-from memoryd.llm.client import ModelError
+from memoryd.llm.client import ModelError, add_tokens, zero_tokens
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host
@@ -62,20 +62,9 @@ class AgentResult:
     written: list[Path] = field(default_factory=list)
     final_text: str = ""
     error: str | None = None
-    usage: dict[str, int] = field(
-        default_factory=lambda: {
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-        }
-    )
+    usage: dict[str, int] = field(default_factory=zero_tokens)
     attempted_writes: int = 0  # Write/Edit calls the model made, allowed or not
     duration_s: float = 0.0
-
-    def add_usage(self, usage: Any) -> None:
-        for key in self.usage:
-            self.usage[key] += int(getattr(usage, key, 0) or 0)
 
 
 async def run_agent(
@@ -133,7 +122,7 @@ async def run_agent(
                 result.stop_reason = "cancelled"
                 break
             result.turns += 1
-            result.add_usage(reply.usage)
+            add_tokens(result.usage, reply.usage)
             convo.append({"role": "assistant", "content": [b.to_dict() for b in reply.content]})
             uses = [b for b in reply.content if b.type == "tool_use"]
             result.final_text = "\n".join(b.text for b in reply.content if b.type == "text")

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import structlog
 
@@ -96,22 +97,16 @@ class _DirRun:
     check: asyncio.Future[Path | None] | None = None
 
 
-@dataclass
-class _Stats:
-    scheduled: int = 0
-    runs: int = 0
-    coalesced: int = 0
-    skipped_main_agent: int = 0
-    written: int = 0
-    failed: int = 0
-    last: dict[str, Any] = field(default_factory=dict)
+# What `status` counts, in the order it shows them.
+_Count = Literal["scheduled", "runs", "coalesced", "skipped_main_agent", "written", "failed"]
 
 
 class Extraction:
     def __init__(self, host: Host, automem: AutoMemory) -> None:
         self.host = host
         self.automem = automem
-        self.stats = _Stats()
+        self.counts: Counter[_Count] = Counter(dict.fromkeys(get_args(_Count), 0))
+        self.last_run: dict[str, Any] | None = None
         self._runs: dict[Path, _DirRun] = {}
         self._run_locks: dict[Path, asyncio.Lock] = {}
         self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
@@ -197,17 +192,17 @@ class Extraction:
             self._cursor[session_id] = added + max(0, offered - dropped)
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
-        self.stats.skipped_main_agent += 1
+        self.counts["skipped_main_agent"] += 1
         self._cursor[turn.session_id] = len(turn.messages)
         log.info(
             "extraction skipped: the main agent wrote memory", session=turn.session_id, seen=seen
         )
 
     def _schedule(self, memory_dir: Path, turn: Turn, since: float | None) -> None:
-        self.stats.scheduled += 1
+        self.counts["scheduled"] += 1
         run = self._runs.setdefault(memory_dir, _DirRun())
         if run.pending is not None:
-            self.stats.coalesced += 1
+            self.counts["coalesced"] += 1
             # Coalesced triggers: look for main-agent writes since the earliest of them.
             if since is not None and run.since is not None:
                 since = min(since, run.since)
@@ -242,7 +237,7 @@ class Extraction:
         if disk_check is not None:
             disk_check.cancel()
         await self.host.report_worker_error(WORKER, f"cannot extract: {exc.message}")
-        self.stats.failed += 1
+        self.counts["failed"] += 1
 
     def run_lock(self, memory_dir: Path) -> asyncio.Lock:
         """Held by whichever writing agent (extraction, dream) works on `memory_dir`."""
@@ -337,7 +332,7 @@ class Extraction:
             self.note_own_write(path)
             written.append(path)
 
-        self.stats.runs += 1
+        self.counts["runs"] += 1
         from memoryd.agent.loop import run_agent  # loaded when an extraction runs
 
         result = await run_agent(
@@ -364,8 +359,8 @@ class Extraction:
                 await self.host.notify(
                     "memory/saved", {"path": str(path), "project": str(project.root)}
                 )
-        self.stats.written += len(written)
-        self.stats.last = {
+        self.counts["written"] += len(written)
+        self.last_run = {
             "project": str(project.root),
             "session_id": turn.session_id,
             "stop_reason": result.stop_reason,
@@ -381,7 +376,7 @@ class Extraction:
     async def _report_silent_failure(self, result: AgentResult, written: list[Path]) -> None:
         """An extraction that wrote nothing although the model meant to is an error."""
         if result.stop_reason == "error":
-            self.stats.failed += 1
+            self.counts["failed"] += 1
             return
         if written or result.stop_reason != "end_turn":
             return
@@ -397,7 +392,7 @@ class Extraction:
             )
         else:
             return
-        self.stats.failed += 1
+        self.counts["failed"] += 1
         await self.host.report_worker_error(WORKER, message)
 
     # -- status ------------------------------------------------------------------------------
@@ -409,8 +404,8 @@ class Extraction:
                 "enabled": configured,
                 "reason": reason if reason else self.skip_reason,
                 "running": sum(1 for r in self._runs.values() if r.task is not None),
-                **{k: v for k, v in vars(self.stats).items() if k != "last"},
-                "last_run": self.stats.last or None,
+                **self.counts,
+                "last_run": self.last_run,
             }
         }
 

@@ -34,23 +34,35 @@ NO_MODEL_HINT = (
 )
 
 
+# The token counts of a Messages API `usage`; one a provider leaves out counts 0.
+TOKEN_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def zero_tokens() -> dict[str, int]:
+    return dict.fromkeys(TOKEN_KEYS, 0)
+
+
+def add_tokens(totals: dict[str, int], usage: Any) -> None:
+    """Add a reply's `usage` to `totals` (keyed by TOKEN_KEYS)."""
+    for key in TOKEN_KEYS:
+        totals[key] += int(getattr(usage, key, 0) or 0)
+
+
 @dataclass
 class FeatureUsage:
     calls: int = 0
     errors: int = 0
     retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+    tokens: dict[str, int] = field(default_factory=zero_tokens)
 
-    def add(self, usage: Any) -> None:
-        self.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
-        self.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
-        self.cache_read_input_tokens += int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-        self.cache_creation_input_tokens += int(
-            getattr(usage, "cache_creation_input_tokens", 0) or 0
-        )
+    def as_dict(self) -> dict[str, int]:
+        """As `status` shows it: the call counts, then each token count."""
+        return {"calls": self.calls, "errors": self.errors, "retries": self.retries, **self.tokens}
 
 
 @dataclass
@@ -164,7 +176,7 @@ class ModelClient:
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as exc:
                 error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
             else:
-                stats.add(message.usage)
+                add_tokens(stats.tokens, message.usage)
                 self.recent.append(_record(feature, kwargs["model"], started, usage=message.usage))
                 return message
             stats.errors += 1
@@ -197,7 +209,7 @@ class ModelClient:
             "base_url": self.config.base_url,
             "model": self.config.model,
             "small_model": self.config.small_model,
-            "usage": {name: vars(u).copy() for name, u in sorted(self.usage.items())},
+            "usage": {name: u.as_dict() for name, u in sorted(self.usage.items())},
             "recent_calls": [vars(call).copy() for call in self.recent],
         }
 
