@@ -25,26 +25,26 @@ class MemorydError(Exception):
         self.message = message
         self.data = data
 
-
-class InvalidParams(MemorydError):
-    code = -32602
-
-
-class NotFound(MemorydError):
-    code = -32001
+    def __init_subclass__(cls, *, code: int | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:  # else the parent's code (a narrower kind of the same error)
+            cls.code = code
 
 
-class ForbiddenPath(MemorydError):
-    code = -32002
+# The tree of the module docstring, one class a line.
+class InvalidParams(MemorydError, code=-32602): ...
 
 
-class FeatureUnavailable(MemorydError):
-    code = -32003
+class NotFound(MemorydError, code=-32001): ...
 
 
-class TooLarge(MemorydError):
-    code = -32004
+class ForbiddenPath(MemorydError, code=-32002): ...
 
 
-class SecretRefused(MemorydError):
-    code = -32005
+class FeatureUnavailable(MemorydError, code=-32003): ...
+
+
+class TooLarge(MemorydError, code=-32004): ...
+
+
+class SecretRefused(MemorydError, code=-32005): ...
