@@ -10,8 +10,10 @@ every file that was found but not loaded gets a `Skipped` entry saying why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from memoryd.rules import frontmatter, globs, includes, markdown
 from memoryd.rules.fsview import FileSystem, FsError
@@ -32,6 +34,8 @@ MAX_RULE_FILES = 2000
 MAX_RULE_DEPTH = 32
 # Folders below cwd that are never "nested projects": the config folder and git's own.
 _NOT_NESTED = frozenset({".claude", ".git"})
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,7 @@ class _Loader:
             self._top(_Candidate(path, ftype, reason, rule_base=base))
 
     def _rule_files(self, folder: Path) -> list[Path]:
-        try:
-            stat = self.fs.stat(folder)
-        except FsError as exc:
-            self._skip(folder, exc.reason, exc.detail)
-            return []
+        stat = self._or_skipped(self.fs.stat, folder, None)
         if stat is None or stat.kind != "dir":
             return []
         found: list[Path] = []
@@ -139,11 +139,7 @@ class _Loader:
     def _walk_rules(
         self, folder: Path, ancestors: set[Path], depth: int, found: list[Path]
     ) -> None:
-        try:
-            names = self.fs.list_dir(folder)
-        except FsError as exc:
-            self._skip(folder, exc.reason, exc.detail)
-            return
+        names: list[str] = self._or_skipped(self.fs.list_dir, folder, [])
         for name in names:
             path = folder / name
             try:
@@ -302,6 +298,15 @@ class _Loader:
         self, path: Path, reason: SkipReason, detail: str, parent: Path | None = None
     ) -> None:
         self.skipped.append(Skipped(path, reason, detail, parent))
+
+    def _or_skipped(self, call: Callable[[Path], T], folder: Path, refused: T) -> T:
+        """`call(folder)`; when the filesystem refuses, the folder is skipped saying why and
+        `refused` (no rule files in it) stands for the result."""
+        try:
+            return call(folder)
+        except FsError as exc:
+            self._skip(folder, exc.reason, exc.detail)
+            return refused
 
 
 def _ancestors(cwd: Path) -> list[Path]:
