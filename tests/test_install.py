@@ -10,6 +10,7 @@ the new environment's `bin/`, as pipx and `uv tool install` would put it on PATH
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -17,10 +18,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from memoryd import __version__
 
@@ -90,8 +94,10 @@ def test_the_wheel_holds_every_package_and_declares_the_server_extra(wheel: Path
         assert 'extra == "server"' in line
 
 
-def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "app"
+def _fresh_environment(wheel: Path, root: Path, deps: str) -> tuple[Path, dict[str, str], Path]:
+    """A new virtual environment under `root` with the wheel installed and its third-party
+    packages from the folder `deps`: the environment, the commands' env and their HOME."""
+    venv = root / "app"
     made = _run(sys.executable, "-m", "venv", "--without-pip", venv)
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
@@ -109,18 +115,22 @@ def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: 
     )
     assert installed.returncode == 0, installed.stderr
     site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    Path(site.stdout.strip(), "_memoryd_test_deps.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n"
-    )
+    Path(site.stdout.strip(), "_memoryd_test_deps.pth").write_text(deps + "\n")
 
-    home = tmp_path / "home"
+    home = root / "home"
     home.mkdir()
     env = {
         "HOME": str(home),
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
-        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "XDG_RUNTIME_DIR": str(root / "run"),
         "LANG": "C.UTF-8",
     }
+    return venv, env, home
+
+
+def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: Path) -> None:
+    venv, env, home = _fresh_environment(wheel, tmp_path, sysconfig.get_paths()["purelib"])
+    python = venv / "bin" / "python"
     where = _run(
         python,
         "-c",
@@ -156,6 +166,76 @@ def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: 
     assert commands == [f"{venv / 'bin' / 'memctl'} hook stop"]
     servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
     assert servers["memoryd"]["command"] == str(venv / "bin" / "memoryd-mcp")
+
+
+# What the MCP SDK brings (a web server) and what must not come with a base install.
+NOT_IN_THE_BASE_INSTALL = {"mcp", "starlette", "uvicorn", "sse-starlette", "asyncpg"}
+
+
+def test_the_base_install_pulls_no_web_server_nor_the_mcp_sdk() -> None:
+    """`[project.dependencies]` and all they require in turn (as installed here, markers
+    evaluated for this machine) hold neither the MCP SDK nor a web server."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pending = [(Requirement(text), frozenset({""})) for text in declared]
+    pulled: set[str] = set()
+    while pending:
+        requirement, extras = pending.pop()
+        marker = requirement.marker
+        if marker is not None and not any(marker.evaluate({"extra": e}) for e in extras):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in pulled:
+            continue
+        pulled.add(name)
+        wanted = frozenset({"", *requirement.extras})
+        pending += [(Requirement(text), wanted) for text in importlib.metadata.requires(name) or []]
+    assert {"anthropic", "httpx", "pydantic"} <= pulled  # the walk went somewhere
+    assert pulled.isdisjoint(NOT_IN_THE_BASE_INSTALL), pulled & NOT_IN_THE_BASE_INSTALL
+
+
+def test_the_wheel_declares_the_mcp_sdk_as_the_mcp_extra(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(metadata_name).decode()
+    assert "Provides-Extra: mcp" in metadata.splitlines()
+    (line,) = [r for r in metadata.splitlines() if re.match(r"Requires-Dist: mcp\b(?![-_])", r)]
+    assert 'extra == "mcp"' in line
+
+
+def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """The installed wheel beside every third-party package of this run but the MCP SDK."""
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if entry.name == "mcp" or re.fullmatch(r"mcp-[^-]+\.dist-info", entry.name):
+            continue
+        (deps / entry.name).symlink_to(entry)
+    venv, env, home = _fresh_environment(wheel, tmp_path / "base", str(deps))
+    bin_dir = venv / "bin"
+    absent = _run(bin_dir / "python", "-c", "import mcp", env=env, cwd=home)
+    assert "No module named 'mcp'" in absent.stderr
+
+    shown = _run(bin_dir / "memoryd-mcp", "--version", env=env, cwd=home)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == f"memoryd-mcp {__version__}"
+    refused = _run(bin_dir / "memoryd-mcp", "--cwd", str(home), env=env, cwd=home)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    (message,) = refused.stderr.splitlines()
+    assert message.startswith("memoryd-mcp: this needs the MCP SDK (mcp is missing)")
+    assert "pip install 'memoryd[mcp]'" in message
+
+    # Claude Code gets the hooks; no MCP server that would fail in every session.
+    wired = _run(bin_dir / "memctl", "claude-code", "install", env=env, cwd=home)
+    assert wired.returncode == 0, wired.stderr
+    assert "MCP server not added" in wired.stdout
+    assert "pip install 'memoryd[mcp]'" in wired.stdout
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+    assert commands == [f"{bin_dir / 'memctl'} hook stop"]
+    assert not (home / ".claude.json").exists()
 
 
 BLOCK_SERVER_EXTRA = """

@@ -8,6 +8,7 @@ keeps them together), else this interpreter running the module.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -19,3 +20,8 @@ def command(script: str, module: str) -> list[str]:
     if path.is_file() and os.access(path, os.X_OK):
         return [str(path)]
     return [str(interpreter), "-m", module]
+
+
+def has_module(name: str) -> bool:
+    """Whether this installation has `name` (an optional extra's package), without importing it."""
+    return importlib.util.find_spec(name) is not None

@@ -1,196 +1,26 @@
 """`memoryd-mcp`: memoryd as a stdio MCP server (official `mcp` SDK), for any MCP-capable client.
 
-Tools: `recall` (memories relevant to a query), `remember` (save a memory), `list` (the
-project's memories and instruction files) and `read` (one memory file). Each tool is one call
-to the daemon over its socket; the project is the tool's `cwd` argument, else `--cwd`, else
-`$MEMORYD_MCP_CWD`, else the directory the client started the server in. Daemon errors come back
-as tool errors (`is_error`) with the daemon's message, never as a crash of the server.
+Tools: `recall`, `remember`, `list` and `read` (`mcp_tools`). The project is the tool's `cwd`
+argument, else `--cwd`, else `$MEMORYD_MCP_CWD`, else the directory the client started the
+server in.
 
-Only this module imports `mcp`; memctl and the rest of the client library never do.
+The SDK (with the web stack it brings) is the `[mcp]` extra, not the base install: this module
+parses the command line without it and says how to install it when it is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
-from typing import Annotated, Any, Literal
+import sys
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
-
-from memoryd_client.aio import AsyncClient
-from memoryd_client.client import DaemonUnavailable, RpcError
 from memoryd_client.version import installed_version
 
-INSTRUCTIONS = (
-    "memoryd keeps long-lived memory for this user and project. Call `recall` with the task at "
-    "hand before relying on your own assumptions; call `remember` when the user states a "
-    "preference, corrects you, or confirms a non-obvious approach (type feedback), tells you "
-    "about ongoing work, decisions or deadlines (project), about themselves (user), or points "
-    "to an external system (reference). Do not save code patterns, architecture, file layout, "
-    "git history or transient task state. A recalled memory may be stale: verify any file, "
-    "function or flag it names before recommending it."
+EXIT_MISSING_EXTRA = 2
+MISSING_EXTRA = (
+    "memoryd-mcp: this needs the MCP SDK ({name} is missing): install memoryd[mcp], "
+    "e.g. `pip install 'memoryd[mcp]'` or `pipx install 'memoryd[mcp]'`"
 )
-
-MemoryType = Literal["user", "feedback", "project", "reference"]
-# recall's `limit`: the daemon returns at most this many; a model asking for more (or fewer than
-# one) gets the nearest allowed value rather than an error it would have to recover from.
-RECALL_LIMIT_MIN, RECALL_LIMIT_MAX = 1, 5
-# Module level, not inside build_server: the SDK resolves the tools' string annotations
-# (`from __future__ import annotations`) in this module's globals.
-CwdArg = Annotated[
-    str | None, Field(description="project directory (absolute); default: the server's project")
-]
-
-
-class Tools:
-    """The four tools over one daemon socket and a default project directory."""
-
-    def __init__(self, socket_path: str | None, default_cwd: str, timeout: float = 60.0) -> None:
-        self.socket_path = socket_path
-        self.default_cwd = default_cwd
-        self.timeout = timeout
-
-    def _cwd(self, cwd: str | None) -> str:
-        chosen = cwd or self.default_cwd
-        path = Path(chosen).expanduser()
-        if not path.is_absolute() or not path.is_dir():
-            raise ToolError(f"cwd must be an existing absolute directory, got {chosen!r}")
-        return str(path)
-
-    async def _call(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            async with AsyncClient(self.socket_path, timeout=self.timeout) as conn:
-                return await conn.call(method, params)
-        except DaemonUnavailable as exc:
-            raise ToolError(f"memoryd is not running: {exc}") from exc
-        except RpcError as exc:
-            raise ToolError(exc.message) from exc
-        except TimeoutError as exc:
-            raise ToolError(f"memoryd did not answer {method} within {self.timeout:.0f}s") from exc
-
-    async def recall(self, query: str, cwd: str | None = None, limit: int = 5) -> dict[str, Any]:
-        if not query.strip():
-            raise ToolError("query must not be empty")
-        limit = max(RECALL_LIMIT_MIN, min(limit, RECALL_LIMIT_MAX))
-        params = {"cwd": self._cwd(cwd), "query": query, "limit": limit}
-        result = await self._call("recall", params)
-        return {
-            "selector": result.get("selector"),
-            "memories": [
-                {k: m.get(k) for k in ("path", "name", "type", "description", "note", "content")}
-                for m in result.get("memories", [])
-            ],
-        }
-
-    async def remember(
-        self,
-        type: MemoryType,
-        name: str,
-        description: str,
-        body: str,
-        cwd: str | None = None,
-        team: bool = False,
-    ) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "cwd": self._cwd(cwd),
-            "type": type,
-            "name": name,
-            "description": description,
-            "body": body,
-        }
-        if team:
-            params["team"] = True
-        result = await self._call("memory.write", params)
-        reply = {"path": result.get("path"), "created": result.get("created")}
-        if result.get("warnings"):
-            # E.g. the body holds a secret: the model should tell the user and fix the memory.
-            reply["warnings"] = result["warnings"]
-        return reply
-
-    async def list(self, cwd: str | None = None) -> dict[str, Any]:
-        result = await self._call("memory.list", {"cwd": self._cwd(cwd)})
-        return {
-            "memory_dir": result.get("memory_dir"),
-            "memories": [
-                {k: m.get(k) for k in ("path", "name", "type", "description", "team")}
-                for m in result.get("memories", [])
-            ],
-            "instruction_files": [
-                {"path": f.get("path"), "type": f.get("type")}
-                for f in result.get("instruction_files", [])
-                if isinstance(f, dict)
-            ],
-        }
-
-    async def read(self, path: str, cwd: str | None = None) -> str:
-        project = self._cwd(cwd)
-        if not path.startswith("/"):
-            # A bare name as shown by `list`: relative to the project's memory directory.
-            listing = await self._call("memory.list", {"cwd": project})
-            path = str(Path(str(listing.get("memory_dir") or "")) / path)
-        result = await self._call("memory.read", {"cwd": project, "path": path})
-        return str(result.get("content", ""))
-
-
-def build_server(tools: Tools) -> MCPServer[Any]:
-    """The MCP server with the four tools registered (separate from `main` for tests)."""
-    server: MCPServer[Any] = MCPServer(
-        "memoryd", version=installed_version(), instructions=INSTRUCTIONS, log_level="WARNING"
-    )
-
-    @server.tool(name="recall", description="Find up to 5 saved memories relevant to a query.")
-    async def recall(
-        query: Annotated[str, Field(description="what you are working on or looking for")],
-        cwd: CwdArg = None,
-        limit: Annotated[
-            int,
-            Field(
-                description=f"at most this many, {RECALL_LIMIT_MIN}–{RECALL_LIMIT_MAX} "
-                f"(a value outside is clamped to the range)"
-            ),
-        ] = RECALL_LIMIT_MAX,
-    ) -> dict[str, Any]:
-        return await tools.recall(query, cwd, limit)
-
-    @server.tool(
-        name="remember",
-        description="Save a memory (a preference, correction, project fact or pointer) for later sessions.",
-    )
-    async def remember(
-        type: Annotated[MemoryType, Field(description="user | feedback | project | reference")],
-        name: Annotated[str, Field(min_length=1, max_length=200, description="a short title")],
-        description: Annotated[
-            str, Field(min_length=1, max_length=500, description="one line: when is this useful")
-        ],
-        body: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="the memory; for feedback and project add 'Why:' and 'How to apply:' lines",
-            ),
-        ],
-        cwd: CwdArg = None,
-        team: Annotated[bool, Field(description="share with the team (team memory)")] = False,
-    ) -> dict[str, Any]:
-        return await tools.remember(type, name, description, body, cwd, team)
-
-    @server.tool(
-        name="list", description="List the project's saved memories and instruction files."
-    )
-    async def list_memories(cwd: CwdArg = None) -> dict[str, Any]:
-        return await tools.list(cwd)
-
-    @server.tool(name="read", description="Read one memory file (a path from `list` or `recall`).")
-    async def read(
-        path: Annotated[str, Field(min_length=1, description="absolute path or file name")],
-        cwd: CwdArg = None,
-    ) -> str:
-        return await tools.read(path, cwd)
-
-    return server
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -199,6 +29,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cwd", help="default project directory for the tools")
     parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
+    try:
+        from memoryd_client.mcp_tools import Tools, build_server
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "mcp":
+            raise
+        print(MISSING_EXTRA.format(name=exc.name), file=sys.stderr)
+        sys.exit(EXIT_MISSING_EXTRA)
     default_cwd = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or os.getcwd()
     build_server(Tools(args.socket, default_cwd)).run("stdio")
 

@@ -7,7 +7,8 @@ into Claude Code's user settings (`~/.claude/settings.json`) and its MCP server
 `.claude/settings.local.json` (personal, not checked in; it also approves the server), the
 server to `.mcp.json`. Every other key is kept; a changed file is backed up first and replaced
 atomically; a file that already says the same is not touched, so running it twice changes
-nothing. `uninstall` takes out only memoryd's entries. A file that is not a JSON object, or is
+nothing. Without the `[mcp]` extra (the MCP SDK) the server is left out and the output says how
+to add it. `uninstall` takes out only memoryd's entries. A file that is not a JSON object, or is
 a symlink, is refused before anything is written.
 """
 
@@ -40,6 +41,12 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true", help="say what would change, write nothing"
     )
     parser.set_defaults(func=run)
+
+
+MCP_EXTRA_MISSING = (
+    "memoryd-mcp needs the MCP SDK: install memoryd[mcp] (`pip install 'memoryd[mcp]'` or "
+    "`pipx install 'memoryd[mcp]'`), then run this again"
+)
 
 
 class Refused(Exception):
@@ -93,6 +100,11 @@ def load(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def has_mcp_sdk() -> bool:
+    """`memoryd-mcp` can run: the `[mcp]` extra is installed beside this memctl."""
+    return installation.has_module("mcp")
+
+
 def plan(action: str, project: Path | None) -> list[Change]:
     memctl = installation.command("memctl", "memctl")
     server = installation.command("memoryd-mcp", "memoryd_client.mcp_server")
@@ -107,7 +119,8 @@ def plan(action: str, project: Path | None) -> list[Change]:
         new_settings = claude_settings.with_hooks(settings_in, memctl)
         if project is not None:
             new_settings = claude_settings.with_approval(new_settings)
-        new_config = claude_settings.with_server(config_in, server)
+        # Without the SDK the server could not start: it would only fail in every session.
+        new_config = claude_settings.with_server(config_in, server) if has_mcp_sdk() else config_in
         what = ("hooks", "MCP server")
     else:
         new_settings = claude_settings.without_approval(claude_settings.without_hooks(settings_in))
@@ -167,10 +180,14 @@ def run(args: argparse.Namespace) -> int:
         if entry.get("backup"):
             line += f"; backup {entry['backup']}"
         lines.append(line)
+    result: dict[str, Any] = {"action": args.action, "files": done}
+    if args.action == "install" and not has_mcp_sdk():
+        result["mcp_server"] = f"not added: {MCP_EXTRA_MISSING}"
+        lines.append(f"MCP server {result['mcp_server']}")
     if args.action == "install" and not args.dry_run:
         lines.append(
             "Claude Code picks this up in new sessions; the hooks need the daemon running "
             "(`memctl service install`)."
         )
-    emit(args, {"action": args.action, "files": done}, "\n".join(lines))
+    emit(args, result, "\n".join(lines))
     return 0
