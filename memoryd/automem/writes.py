@@ -37,22 +37,14 @@ class WriteResult:
     merged_into: Path | None
 
 
+@dataclass(eq=False)  # a service: compared and hashed by identity
 class MemoryWrites:
-    def __init__(
-        self,
-        dirs: MemoryDirs,
-        states: DirStates,
-        locks: WriterLocks,
-        index: IndexWriter,
-        history: History,
-        notify: Notify,
-    ) -> None:
-        self._dirs = dirs
-        self._states = states
-        self._locks = locks
-        self._index = index
-        self.history = history
-        self._notify = notify
+    _dirs: MemoryDirs
+    _states: DirStates
+    _locks: WriterLocks
+    _index: IndexWriter
+    history: History
+    _notify: Notify
 
     async def write_memory(
         self,
