@@ -38,15 +38,6 @@ _NOT_NESTED = frozenset({".claude", ".git"})
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    path: Path
-    type: FileType
-    reason: LoadReason
-    parent: Path | None = None
-    rule_base: Path | None = None  # set for `.claude/rules` files: what `paths:` is relative to
-
-
 @dataclass
 class _Loader:
     fs: FileSystem
@@ -62,12 +53,12 @@ class _Loader:
         req = self.request
         self.touched_sorted = sorted(p.as_posix() for p in req.touched)
         self.warnings.extend(globs.invalid_excludes(req.excludes))
-        self._top(_Candidate(req.managed_dir / "CLAUDE.md", "Managed", "session_start"))
+        self._top(req.managed_dir / "CLAUDE.md", "Managed", "session_start")
         self._rules(
             req.managed_dir / ".claude" / "rules", "Managed", req.rules_base, "session_start"
         )
         if req.user_source_enabled:
-            self._top(_Candidate(req.config_dir / "CLAUDE.md", "User", "session_start"))
+            self._top(req.config_dir / "CLAUDE.md", "User", "session_start")
             self._rules(req.config_dir / "rules", "User", req.rules_base, "session_start")
         for directory in _ancestors(req.cwd):
             self._project_dir(directory, "session_start")
@@ -78,19 +69,19 @@ class _Loader:
     def _project_dir(self, directory: Path, reason: LoadReason) -> None:
         claude_md = directory / "CLAUDE.md"
         if self._exists(claude_md):
-            self._top(_Candidate(claude_md, "Project", reason))
+            self._top(claude_md, "Project", reason)
         else:
             self._agents_md(directory, reason)
-        self._top(_Candidate(directory / ".claude" / "CLAUDE.md", "Project", reason))
+        self._top(directory / ".claude" / "CLAUDE.md", "Project", reason)
         self._rules(directory / ".claude" / "rules", "Project", directory, reason)
-        self._top(_Candidate(directory / "CLAUDE.local.md", "Local", reason))
+        self._top(directory / "CLAUDE.local.md", "Local", reason)
 
     def _agents_md(self, directory: Path, reason: LoadReason) -> None:
         agents_md = directory / "AGENTS.md"
         if not self._exists(agents_md):
             return
         if self.request.agents_md_fallback:
-            self._top(_Candidate(agents_md, "Project", reason))
+            self._top(agents_md, "Project", reason)
         else:
             self._skip(
                 agents_md, "agents_md_disabled", "no CLAUDE.md here, and agentsMdFallback is off"
@@ -126,7 +117,7 @@ class _Loader:
 
     def _rules(self, folder: Path, ftype: FileType, base: Path, reason: LoadReason) -> None:
         for path in self._rule_files(folder):
-            self._top(_Candidate(path, ftype, reason, rule_base=base))
+            self._top(path, ftype, reason, rule_base=base)
 
     def _rule_files(self, folder: Path) -> list[Path]:
         stat = self._or_skipped(self.fs.stat, folder, None)
@@ -168,72 +159,82 @@ class _Loader:
                 found.append(path)
 
     # -- loading --------------------------------------------------------------------------
-    def _top(self, candidate: _Candidate) -> None:
-        self._load(candidate, depth=0, stack=())
+    def _top(
+        self, path: Path, ftype: FileType, reason: LoadReason, rule_base: Path | None = None
+    ) -> None:
+        self._load(path, ftype, reason, depth=0, stack=(), rule_base=rule_base)
 
-    def _load(self, cand: _Candidate, depth: int, stack: tuple[Path, ...]) -> None:
-        path = cand.path
+    def _load(
+        self,
+        path: Path,
+        ftype: FileType,
+        reason: LoadReason,
+        depth: int,
+        stack: tuple[Path, ...],
+        *,
+        parent: Path | None = None,  # the file that includes this one
+        rule_base: Path | None = None,  # for `.claude/rules` files: what `paths:` is relative to
+    ) -> None:
         try:
             stat = self.fs.stat(path)
         except FsError as exc:
-            self._skip(path, exc.reason, exc.detail, cand.parent)
+            self._skip(path, exc.reason, exc.detail, parent)
             return
         if stat is None:
-            if cand.parent is not None:  # a probed top-level name that is absent is no news
-                self._skip(path, "missing", "no such file", cand.parent)
+            if parent is not None:  # a probed top-level name that is absent is no news
+                self._skip(path, "missing", "no such file", parent)
             return
         real = self.fs.realpath(path)
-        if cand.type != "Managed":  # policy files cannot be excluded
+        if ftype != "Managed":  # policy files cannot be excluded
             pattern = globs.excluded_by(self.request.excludes, (path, real))
             if pattern is not None:
                 self._skip(
-                    path, "excluded", f"matches claudeMdExcludes pattern {pattern!r}", cand.parent
+                    path, "excluded", f"matches claudeMdExcludes pattern {pattern!r}", parent
                 )
                 return
         if real in stack:
-            self._skip(path, "cycle", f"includes itself through {stack[-1]}", cand.parent)
+            self._skip(path, "cycle", f"includes itself through {stack[-1]}", parent)
             return
         if real in self.processed:
-            self._skip(path, "duplicate", f"already loaded as {self.processed[real]}", cand.parent)
+            self._skip(path, "duplicate", f"already loaded as {self.processed[real]}", parent)
             return
         if stat.kind != "file":
             what = "a directory" if stat.kind == "dir" else "not a regular file"
-            self._skip(path, "not_a_file", what, cand.parent)
+            self._skip(path, "not_a_file", what, parent)
             return
         if stat.size > MAX_FILE_BYTES:
             self._skip(
                 path,
                 "too_large",
                 f"{stat.size} bytes, over the {MAX_FILE_BYTES} byte cap",
-                cand.parent,
+                parent,
             )
             return
-        text = self._read_text(path, cand.parent, real)
+        text = self._read_text(path, parent, real)
         if text is None:
             return
         try:
             parsed = frontmatter.split(text)
-            patterns = frontmatter.path_globs(parsed.meta) if cand.rule_base is not None else None
+            patterns = frontmatter.path_globs(parsed.meta) if rule_base is not None else None
             if patterns is not None:
                 globs.check_patterns(patterns)
         except (frontmatter.FrontmatterError, globs.GlobError) as exc:
-            self._skip(path, "bad_frontmatter", str(exc), cand.parent)
+            self._skip(path, "bad_frontmatter", str(exc), parent)
             return
-        reason = cand.reason
-        if patterns is not None and cand.rule_base is not None:
-            if not globs.matches_any(patterns, cand.rule_base, self.touched_sorted):
+        if patterns is not None and rule_base is not None:
+            if not globs.matches_any(patterns, rule_base, self.touched_sorted):
                 self._skip(
                     path,
                     "paths_not_matched",
-                    f"conditional rule: no touched path matches {list(patterns)} under {cand.rule_base}",
+                    f"conditional rule: no touched path matches {list(patterns)} under {rule_base}",
                 )
                 return
             reason = "path_glob"
         body = markdown.strip_html_comments(parsed.body)
         self.processed[real] = path
-        self.files.append(LoadedFile(path, cand.type, reason, body, cand.parent, patterns))
+        self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
         for ref in markdown.find_includes(body):
-            self._include(ref, path, cand.type, depth + 1, (*stack, real))
+            self._include(ref, path, ftype, depth + 1, (*stack, real))
 
     def _read_text(self, path: Path, parent: Path | None, real: Path) -> str | None:
         try:
@@ -283,7 +284,7 @@ class _Loader:
         if not includes.is_text_name(target):
             self._skip(target, "not_text", "not a known text file type", including)
             return
-        self._load(_Candidate(target, ftype, "include", parent=including), depth, stack)
+        self._load(target, ftype, "include", depth, stack, parent=including)
 
     def _allowed_roots(self, ftype: FileType) -> tuple[Path, ...]:
         req = self.request
