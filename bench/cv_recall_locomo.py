@@ -32,6 +32,8 @@ GRID: dict[str, list[float]] = {
     "name_miss": [1.0, 0.8, 0.5],
     "bigram_weight": [0.0, 0.1, 0.2],
     "prefix_weight": [0.0, 0.3],
+    "when_boost": [0.0, 0.4, 0.8],
+    "diversity": [0.0, 0.15, 0.3],
 }
 
 

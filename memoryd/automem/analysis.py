@@ -1,4 +1,9 @@
-"""Text analysis for the local ranker: tokens, stop words, stems (pure, cached)."""
+"""Text analysis for the local ranker: tokens, stop words, stems (pure, cached).
+
+English words are stemmed (Snowball) after stop words are dropped; Cyrillic words get
+Snowball's Russian stemmer; Chinese, Japanese and Korean text, written without spaces, is
+indexed as overlapping pairs of characters (the usual dictionary-free way); words of other
+scripts are kept whole."""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# A CJK run (Han, kana, Hangul), or a word of letters and digits (possessive `'s` kept).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[a-z]+)?")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are aren't as at be because been
@@ -25,11 +33,16 @@ STOP_WORDS = frozenset(
 )
 
 _stemmer = snowballstemmer.stemmer("english")
+_russian = snowballstemmer.stemmer("russian")
 
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    return str(_stemmer.stemWord(word))
+    if word.isascii():
+        return str(_stemmer.stemWord(word))
+    if _CYRILLIC.search(word):
+        return str(_russian.stemWord(word))
+    return word
 
 
 def fold(text: str) -> str:
@@ -47,6 +60,9 @@ def terms(text: str) -> list[str]:
     """Stemmed content terms: stop words dropped, possessives folded (`caroline's` → caroline)."""
     out = []
     for token in raw_tokens(text):
+        if token[0] >= "\u3040" and _is_cjk(token):
+            out.extend(_pairs(token))
+            continue
         if token in STOP_WORDS:
             continue
         if token.endswith("'s"):
@@ -55,6 +71,15 @@ def terms(text: str) -> list[str]:
         if token and token not in STOP_WORDS:
             out.append(stem(token))
     return out
+
+
+def _is_cjk(token: str) -> bool:
+    return re.fullmatch(f"[{_CJK}]+", token) is not None
+
+
+def _pairs(run: str) -> list[str]:
+    """東京都 → 東京, 京都: each character pair, or the lone character of a one-character run."""
+    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
 
 # Words that shape a question but rarely say what it is about; dropped from queries only,

@@ -162,3 +162,33 @@ def relative_event(text: str) -> tuple[str, str] | None:
     word = match.group(1).lower()
     kind = "before" if word == "before" or word.startswith("prior") else "after"
     return kind, match.group(2).strip()
+
+
+# What a memory that answers "when?" says besides a full date: a time relative to when it was
+# written ("last week", "two years ago"), a weekday, a month, a season, a year.
+_TIME_WORDS = (
+    r"yesterday|today|tonight|tomorrow|ago|recently|lately|earlier|upcoming|soon|"
+    r"weekend|weekends|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"summer|winter|spring|autumn|" + _MONTH_NAMES.replace("|may|", "|") + r"|(?:19|20)\d\d|"
+    r"(?:in|last|this|next|since|until)\s+may|"
+    r"(?:last|next|this|past|coming|previous|following)\s+(?:few\s+)?"
+    r"(?:week|month|year|night|morning|evening|weekend|time|season|fall|day)s?|"
+    r"(?:a|one|two|three|four|five|six|several|few|couple\s+of|\d+)\s+"
+    r"(?:days?|weeks?|months?|years?)"
+)
+_TIME_EXPRESSION = re.compile(rf"\b(?:{_TIME_WORDS})\b", re.I)
+_ASKS_WHEN = re.compile(
+    r"^\s*when\b|\b(?:what|which)\s+(?:year|month|day|date|time|week|season)\b|\bhow\s+long\b",
+    re.I,
+)
+
+
+def mentions_time(text: str) -> bool:
+    """Does `text` say when something happened, beyond a full date (a memory's own date)?"""
+    for pattern in _PATTERNS:
+        text = pattern.sub(" ", text)
+    return _TIME_EXPRESSION.search(text) is not None
+
+
+def asks_when(query: str) -> bool:
+    return _ASKS_WHEN.search(query) is not None

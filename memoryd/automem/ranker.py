@@ -6,8 +6,10 @@ normalisation, one saturation — vectorised with numpy: each term keeps its pos
 (slot, impact) arrays, built lazily and dropped when the term's postings change, so a
 query costs a few array operations per term even at 10,000 memories. On top of it:
 one round of pseudo-relevance feedback, a coordination factor, a penalty for memories
-that miss a term naming other memories, adjacent-pair (bigram) bonuses, and two temporal
-signals (a date the query names; memories dated the same day as a strong hit).
+that miss a term naming other memories, adjacent-pair (bigram) bonuses, three temporal
+signals (a date the query names; memories dated the same day as a strong hit; memories that
+say when, for a question asking when), and a last pass that keeps near-copies of one memory
+from filling the results (maximal marginal relevance).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
-from memoryd.automem.dates import query_date, relative_event
+from memoryd.automem.dates import asks_when, mentions_time, query_date, relative_event
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +47,7 @@ class RankerParams:
 
     weights: tuple[float, float, float] = (2.0, 1.0, 1.0)  # name, description, body
     b: tuple[float, float, float] = (0.5, 0.4, 0.4)
-    k1: float = 0.9
+    k1: float = 1.2
     # Pseudo-relevance feedback: the strongest new terms of the top documents join the query.
     prf_docs: int = 3
     prf_terms: int = 8
@@ -59,6 +61,12 @@ class RankerParams:
     # A query naming a date favours memories dated then (or up to `date_slack` days later).
     date_boost: float = 0.5
     date_slack: int = 14
+    # A "when?" question favours memories that say when (last week, in 2022, two years ago).
+    when_boost: float = 0.4
+    # Diversity: a candidate that repeats what a better one already says loses this share of
+    # its score per unit of overlap (tf-idf cosine); 0 turns it off.
+    diversity: float = 0.15
+    diversity_pool: int = 20
     # Query terms also match vocabulary sharing their first `prefix_len` letters
     # (grandma ~ grandmother, mentorship ~ mentor), at `prefix_weight`; 0 turns it off.
     prefix_len: int = 6
@@ -101,7 +109,11 @@ class RecallIndex:
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
         self._date_array: IntArray | None = None  # see `_dates`
+        self._timed: set[int] = set()  # slots of memories that mention a time
         self._mutations = 0  # bumps on every upsert and remove
+        self._idf_cache: dict[str, float] = {}  # valid while `_mutations` is `_idf_mutations`
+        self._idf_mutations = 0
+        self._vectors: dict[int, dict[str, float]] = {}  # slot → `_content_vector`, likewise
         self._slots_cache: tuple[list[str], int, IntArray, IntArray] | None = None
 
     @property
@@ -144,6 +156,8 @@ class RecallIndex:
             self._keys[slot] = key
         self._dates[slot] = when.toordinal() if when else 0
         self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
+        if mentions_time(f"{description}\n{body}"):
+            self._timed.add(slot)
         for term, tf in tfs.items():
             posting = self._postings.get(term)
             if posting is None:
@@ -164,6 +178,7 @@ class RecallIndex:
         if doc is None:
             return
         self._mutations += 1
+        self._timed.discard(doc.slot)
         for term, tf in doc.tfs.items():
             self._arrays.pop(term, None)
             if tf[0]:
@@ -209,9 +224,16 @@ class RecallIndex:
 
     # -- scoring ----------------------------------------------------------------------------
     def _idf(self, term: str) -> float:
-        n = len(self._docs)
-        df = len(self._postings.get(term, ()))
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        if self._idf_mutations != self._mutations:  # any change moves every idf a little
+            self._idf_cache.clear()
+            self._vectors.clear()
+            self._idf_mutations = self._mutations
+        idf = self._idf_cache.get(term)
+        if idf is None:
+            n = len(self._docs)
+            df = len(self._postings.get(term, ()))
+            idf = self._idf_cache[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf
 
     def _term_arrays(self, term: str) -> tuple[IntArray, FloatArray] | None:
         """(slots, saturated BM25F term frequency) of the term's postings, cached."""
@@ -298,7 +320,41 @@ class RecallIndex:
             scores = self._fuse(scores, semantic)
             scores[excluded] = 0.0
         self._temporal(query, scores)
+        if p.diversity:
+            return self._diverse(scores, limit)
         return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
+
+    def _diverse(self, scores: FloatArray, limit: int) -> list[tuple[str, float]]:
+        """Greedy selection from the best `diversity_pool`: each pick is the candidate whose
+        score, discounted by its overlap with what was already picked, is highest (MMR)."""
+        pool = self._top(scores, max(limit, self.params.diversity_pool))
+        overlap = dict.fromkeys(pool, 0.0)  # each candidate's largest cosine to a pick
+        picked: list[tuple[str, float]] = []
+        while pool and len(picked) < limit:
+            discounted = [
+                float(scores[s]) * (1.0 - self.params.diversity * overlap[s]) for s in pool
+            ]
+            at = max(range(len(pool)), key=discounted.__getitem__)  # first of equals: rank order
+            best = pool.pop(at)
+            picked.append((self._keys[best] or "", discounted[at]))
+            chosen = self._content_vector(best)
+            for slot in pool:
+                vector = self._content_vector(slot)
+                cosine = sum(vector[t] * chosen[t] for t in vector.keys() & chosen.keys())
+                overlap[slot] = max(overlap[slot], cosine)
+        return picked
+
+    def _content_vector(self, slot: int) -> dict[str, float]:
+        """The memory's description and body terms as a unit tf-idf vector (names left out:
+        memories of one person are not alike for that); cached with the idfs."""
+        self._idf("")  # drops both caches when the index changed
+        vector = self._vectors.get(slot)
+        if vector is None:
+            doc = self._docs[self._keys[slot] or ""]
+            raw = {t: (t1 + t2) * self._idf(t) for t, (_, t1, t2) in doc.tfs.items() if t1 + t2}
+            norm = math.sqrt(sum(v * v for v in raw.values())) or 1.0
+            vector = self._vectors[slot] = {t: v / norm for t, v in raw.items()}
+        return vector
 
     def _fuse(
         self, scores: FloatArray, semantic: tuple[list[str], npt.NDArray[np.floating[Any]]]
@@ -367,6 +423,9 @@ class RecallIndex:
     def _temporal(self, query: str, scores: FloatArray) -> None:
         p = self.params
         dates = self._dates
+        if p.when_boost and self._timed and asks_when(query):
+            timed = np.fromiter(self._timed, dtype=np.int64, count=len(self._timed))
+            scores[timed] *= 1.0 + p.when_boost
         if p.date_boost:
             wanted = query_date(query)
             if wanted is not None:

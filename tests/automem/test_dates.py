@@ -6,7 +6,14 @@ from datetime import date
 
 import pytest
 
-from memoryd.automem.dates import DateQuery, first_date, query_date, relative_event
+from memoryd.automem.dates import (
+    DateQuery,
+    asks_when,
+    first_date,
+    mentions_time,
+    query_date,
+    relative_event,
+)
 
 
 @pytest.mark.parametrize(
@@ -73,3 +80,36 @@ def test_relative_event() -> None:
     )
     assert relative_event("What did he do before June 2023?") is None  # a date: query_date
     assert relative_event("What did she do before?") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Nate has had turtles for 3 years", True),
+        ("went to Rome last week", True),
+        ("moved here in May", True),
+        ("the launch slipped to next month", True),
+        ("we met on Friday", True),
+        ("back in 2019 we used Jenkins", True),
+        ("two days ago the build broke", True),
+        ("Session date: 10:31 am on 13 October, 2023", False),  # its own date only
+        ("She may go to Rome", False),
+        ("prefers tabs over spaces", False),
+    ],
+)
+def test_mentions_time(text: str, expected: bool) -> None:
+    assert mentions_time(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Melanie get hurt?", True),
+        ("What year did they move?", True),
+        ("How long has Nate had turtles?", True),
+        ("What did Melanie paint?", False),
+        ("Which whenever-flag do we use?", False),
+    ],
+)
+def test_asks_when(query: str, expected: bool) -> None:
+    assert asks_when(query) is expected

@@ -115,3 +115,21 @@ def test_memory_without_description_is_found() -> None:
     index.upsert("a.md", "a", "", "the staging database lives on db-staging")
     index.upsert("b.md", "b", "coffee", "oat milk")
     assert index.search("staging database", 5)[0][0] == "a.md"
+
+
+def test_other_scripts_are_searchable() -> None:
+    index = RecallIndex()
+    index.upsert("ru.md", "Офис", "Офис находится в Москве", "на Тверской улице")
+    index.upsert("ja.md", "寿司", "東京で寿司を食べた", "築地の店")
+    index.upsert("en.md", "Office", "the office is in Berlin", "")
+    assert index.search("Где находится офис?", 1)[0][0] == "ru.md"  # Russian stems: Москве ~ Москва
+    assert index.search("москва", 1)[0][0] == "ru.md"
+    assert index.search("東京の寿司", 1)[0][0] == "ja.md"  # CJK as character pairs
+    assert index.search("office Berlin", 1)[0][0] == "en.md"
+
+
+def test_terms_of_other_scripts() -> None:
+    assert terms("Офисы в Москве") == ["офис", "в", "москв"]
+    assert terms("東京都") == ["東京", "京都"]
+    assert terms("寿") == ["寿"]
+    assert terms("Straße") == ["straße"]

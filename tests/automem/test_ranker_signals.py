@@ -144,3 +144,21 @@ def test_hybrid_fusion_lifts_what_the_model_finds_close() -> None:
         idx.search("coffee", 5, exclude={"b.md"}, semantic=(["a.md", "b.md"], cosines[:2]))[0][0]
         != "b.md"
     )
+
+
+def test_when_questions_favour_memories_that_say_when() -> None:
+    for boost, expected in ((0.0, "a.md"), (1.0, "b.md")):
+        idx = RecallIndex(replace(PLAIN, when_boost=boost))
+        idx.upsert("a.md", "turtles", "Nate loves his turtles, turtles everywhere", "x")
+        idx.upsert("b.md", "turtles", "Nate got his turtles three years ago", "x")
+        assert _keys(idx, "When did Nate get turtles?")[0] == expected
+        assert _keys(idx, "Why does Nate love turtles?")[0] == "a.md"  # not a "when?"
+
+
+def test_diversity_makes_room_for_a_different_memory() -> None:
+    for diversity, expected in ((0.0, {"a.md", "b.md"}), (0.9, {"a.md", "c.md"})):
+        idx = RecallIndex(replace(PLAIN, diversity=diversity))
+        idx.upsert("a.md", "pets", "Nate has turtles as pets", "x")
+        idx.upsert("b.md", "pets", "Nate has turtles as pets, he says", "x")
+        idx.upsert("c.md", "dog", "Nate adopted a dog, his newest pet", "x")
+        assert set(_keys(idx, "Nate pets", 2)) == expected
