@@ -119,7 +119,10 @@ def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
             raise FrontmatterError(
                 f"paths: every entry must be a string, got {type(item).__name__}"
             )
-        patterns.extend(_split_patterns(item))
+        if isinstance(value, str):
+            patterns.extend(_split_patterns(item))
+        elif item.strip():  # a list entry is one glob, spaces and all ("my docs/**")
+            patterns.append(item.strip())
     if len(patterns) > MAX_PATTERNS:
         raise FrontmatterError(f"paths: {len(patterns)} patterns, over the limit of {MAX_PATTERNS}")
     if any(len(p) > MAX_PATTERN_CHARS for p in patterns):

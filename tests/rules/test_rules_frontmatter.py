@@ -128,3 +128,8 @@ def test_excludes() -> None:
     assert globs.excluded_by(("/real/**/CLAUDE.md",), forms) == "/real/**/CLAUDE.md"
     assert globs.excluded_by(("**/other/**",), forms) is None
     assert globs.invalid_excludes(("ok/**", "{a,b}" * 40)) != []
+
+
+def test_a_list_entry_is_one_glob_even_with_spaces() -> None:
+    parsed = frontmatter.split('---\npaths:\n  - "my docs/**"\n  - " src/*.py "\n  - ""\n---\nx\n')
+    assert frontmatter.path_globs(parsed.meta) == ("my docs/**", "src/*.py")

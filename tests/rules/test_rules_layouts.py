@@ -168,3 +168,13 @@ async def test_monorepo_service_with_its_own_rules(
         str(repo / "services/billing/.claude/rules/style.md"),
     ]
     assert [s["reason"] for s in inside["skipped"]] == ["paths_not_matched"]
+
+
+def test_a_listed_glob_with_a_space_matches_that_folder(tree: Tree, load: Loader) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/.claude/rules/docs.md", '---\npaths:\n  - "my docs/**"\n---\nWrite plainly.')
+    assert loaded(load(repo, touched=(repo / "my docs/guide.md",)), repo) == [
+        ".claude/rules/docs.md"
+    ]
+    result = load(repo, touched=(repo / "docs/guide.md",))
+    assert skips(result, repo) == {".claude/rules/docs.md": "paths_not_matched"}
