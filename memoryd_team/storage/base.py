@@ -120,6 +120,20 @@ class VersionInfo:
     restored_from: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """One write transaction, as `put_entries` and `restore` hand it to a storage's `_apply`."""
+
+    repo: str
+    entries: Mapping[str, str]
+    if_match: IfMatch | None
+    max_entries: int | None
+    check_precondition: bool  # False for a restore: it names a version, not a state
+    author: Author
+    at: datetime
+    restored_from: int | None  # the version a restore brings back
+
+
 class Storage(abc.ABC):
     """Async storage of tokens, current entries and their history."""
 
@@ -194,30 +208,21 @@ class Storage(abc.ABC):
     ) -> PutResult:
         """Upsert under the repo's write lock; the precondition is checked inside it."""
         return await self._apply(
-            repo,
-            entries,
-            if_match,
-            max_entries=max_entries,
-            check_precondition=True,
-            author=author,
-            at=at,
-            restored_from=None,
+            Upsert(
+                repo,
+                entries,
+                if_match,
+                max_entries=max_entries,
+                check_precondition=True,
+                author=author,
+                at=at,
+                restored_from=None,
+            )
         )
 
     @abc.abstractmethod
-    async def _apply(
-        self,
-        repo: str,
-        entries: Mapping[str, str],
-        if_match: IfMatch | None,
-        *,
-        max_entries: int | None,
-        check_precondition: bool,
-        author: Author,
-        at: datetime,
-        restored_from: int | None,
-    ) -> PutResult:
-        """One write transaction: lock the repo, `plan_put`, append versions, update current."""
+    async def _apply(self, upsert: Upsert) -> PutResult:
+        """One write transaction: lock the repo, `plan_upsert`, append versions, update current."""
 
     # history ------------------------------------------------------------------------------
 
@@ -235,12 +240,14 @@ class Storage(abc.ABC):
         """Make an old version current again, as a new version (history only grows)."""
         _, content = await self.get_version(repo, key, version)
         return await self._apply(
-            repo,
-            {key: content},
-            None,
-            max_entries=None,
-            check_precondition=False,
-            author=author,
-            at=at,
-            restored_from=version,
+            Upsert(
+                repo,
+                {key: content},
+                None,
+                max_entries=None,
+                check_precondition=False,
+                author=author,
+                at=at,
+                restored_from=version,
+            )
         )

@@ -1,7 +1,7 @@
 """What a PUT does to a repository, decided without touching a database (pure).
 
 Both storages read the repo's current `(checksum, version)` per key inside their write
-transaction, call `plan_put`, and apply the returned writes. Keeping the decision here means
+transaction, call `plan_upsert` (`plan_put` over an `Upsert`), and apply the returned writes. Keeping the decision here means
 SQLite and PostgreSQL cannot drift apart on ETags, preconditions or the entry limit.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memoryd.team.protocol import checksum
-from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
+from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries, Upsert
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +103,14 @@ def plan_put(
     if max_entries is not None and len(checksums) > max_entries and len(checksums) > len(current):
         raise TooManyEntries(max_entries, len(checksums))
     return Plan(tuple(writes), etag_for(checksums), tuple(unchanged))
+
+
+def plan_upsert(current: Mapping[str, Current], upsert: Upsert) -> Plan:
+    """`plan_put` for a storage's write transaction."""
+    return plan_put(
+        current,
+        upsert.entries,
+        upsert.if_match,
+        max_entries=upsert.max_entries,
+        check_precondition=upsert.check_precondition,
+    )

@@ -9,15 +9,13 @@ first's commit and gets 412 instead of overwriting it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 import asyncpg
 
 from memoryd_team.storage.base import (
-    Author,
-    IfMatch,
     Page,
     PutResult,
     RepoState,
@@ -25,10 +23,11 @@ from memoryd_team.storage.base import (
     StorageUnavailable,
     TokenInfo,
     TooLargeForOneReply,
+    Upsert,
     VersionInfo,
     VersionNotFound,
 )
-from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_put
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_upsert
 
 # Any constant works; it only has to be the same in every server process.
 _SCHEMA_LOCK = 0x6D656D6F7279
@@ -293,18 +292,7 @@ class PostgresStorage(Storage):
                 checksums = await _checksums(conn, repo)
             return Page(etag, entries, checksums, following)
 
-    async def _apply(
-        self,
-        repo: str,
-        entries: Mapping[str, str],
-        if_match: IfMatch | None,
-        *,
-        max_entries: int | None,
-        check_precondition: bool,
-        author: Author,
-        at: datetime,
-        restored_from: int | None,
-    ) -> PutResult:
+    async def _apply(self, upsert: Upsert) -> PutResult:
         async with self._connection() as conn:
             transaction = conn.transaction()
             await transaction.start()
@@ -312,22 +300,18 @@ class PostgresStorage(Storage):
                 await conn.execute(
                     "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
                     " ON CONFLICT (name) DO NOTHING",
-                    repo,
+                    upsert.repo,
                     EMPTY_ETAG,
-                    at,
+                    upsert.at,
                 )
-                await conn.execute("SELECT 1 FROM team_repos WHERE name = $1 FOR UPDATE", repo)
+                await conn.execute(
+                    "SELECT 1 FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
+                )
                 rows = await conn.fetch(
-                    "SELECT key, checksum, version FROM team_entries WHERE repo = $1", repo
+                    "SELECT key, checksum, version FROM team_entries WHERE repo = $1", upsert.repo
                 )
                 current = {row["key"]: Current(row["checksum"], row["version"]) for row in rows}
-                plan = plan_put(
-                    current,
-                    entries,
-                    if_match,
-                    max_entries=max_entries,
-                    check_precondition=check_precondition,
-                )
+                plan = plan_upsert(current, upsert)
                 if not plan.writes:
                     # Nothing changed: leave no trace (not even a new, empty repo row).
                     await transaction.rollback()
@@ -341,15 +325,15 @@ class PostgresStorage(Storage):
                     " written_at, token_id, author, restored_from)"
                     " SELECT $1, k, v, c, s, $6, $7, $8, $9"
                     " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)",
-                    repo,
+                    upsert.repo,
                     keys,
                     versions,
                     contents,
                     checksums,
-                    at,
-                    author.token_id,
-                    author.name,
-                    restored_from,
+                    upsert.at,
+                    upsert.author.token_id,
+                    upsert.author.name,
+                    upsert.restored_from,
                 )
                 await conn.execute(
                     "INSERT INTO team_entries (repo, key, content, checksum, version)"
@@ -357,7 +341,7 @@ class PostgresStorage(Storage):
                     " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)"
                     " ON CONFLICT (repo, key) DO UPDATE SET content = EXCLUDED.content,"
                     " checksum = EXCLUDED.checksum, version = EXCLUDED.version",
-                    repo,
+                    upsert.repo,
                     keys,
                     versions,
                     contents,
@@ -365,9 +349,9 @@ class PostgresStorage(Storage):
                 )
                 await conn.execute(
                     "UPDATE team_repos SET etag = $2, updated_at = $3 WHERE name = $1",
-                    repo,
+                    upsert.repo,
                     plan.etag,
-                    at,
+                    upsert.at,
                 )
             except BaseException:
                 await transaction.rollback()

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -22,8 +22,6 @@ from typing import Any, TypeVar
 
 from memoryd.fsutil import ensure_private_dir
 from memoryd_team.storage.base import (
-    Author,
-    IfMatch,
     Page,
     PutResult,
     RepoState,
@@ -32,10 +30,11 @@ from memoryd_team.storage.base import (
     StorageUnavailable,
     TokenInfo,
     TooLargeForOneReply,
+    Upsert,
     VersionInfo,
     VersionNotFound,
 )
-from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_put
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_upsert
 
 T = TypeVar("T")
 
@@ -325,41 +324,24 @@ class SqliteStorage(Storage):
 
         return await self._run(select)
 
-    async def _apply(
-        self,
-        repo: str,
-        entries: Mapping[str, str],
-        if_match: IfMatch | None,
-        *,
-        max_entries: int | None,
-        check_precondition: bool,
-        author: Author,
-        at: datetime,
-        restored_from: int | None,
-    ) -> PutResult:
+    async def _apply(self, upsert: Upsert) -> PutResult:
         def write(conn: sqlite3.Connection) -> PutResult:
             with self._write_lock, self._transaction(conn, "IMMEDIATE"):
                 rows = conn.execute(
-                    "SELECT key, checksum, version FROM team_entries WHERE repo = ?", (repo,)
+                    "SELECT key, checksum, version FROM team_entries WHERE repo = ?", (upsert.repo,)
                 ).fetchall()
                 current = {key: Current(digest, version) for key, digest, version in rows}
-                plan = plan_put(
-                    current,
-                    entries,
-                    if_match,
-                    max_entries=max_entries,
-                    check_precondition=check_precondition,
-                )
+                plan = plan_upsert(current, upsert)
                 if plan.writes:
-                    stamp = at.isoformat()
+                    stamp = upsert.at.isoformat()
                     conn.executemany(
                         "INSERT INTO team_entry_versions (repo, key, version, content, checksum,"
                         " written_at, token_id, author, restored_from)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [
                             (
-                                *(repo, w.key, w.version, w.content, w.checksum, stamp),
-                                *(author.token_id, author.name, restored_from),
+                                *(upsert.repo, w.key, w.version, w.content, w.checksum, stamp),
+                                *(upsert.author.token_id, upsert.author.name, upsert.restored_from),
                             )
                             for w in plan.writes
                         ],
@@ -369,13 +351,16 @@ class SqliteStorage(Storage):
                         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (repo, key) DO UPDATE SET"
                         " content = excluded.content, checksum = excluded.checksum,"
                         " version = excluded.version",
-                        [(repo, w.key, w.content, w.checksum, w.version) for w in plan.writes],
+                        [
+                            (upsert.repo, w.key, w.content, w.checksum, w.version)
+                            for w in plan.writes
+                        ],
                     )
                     conn.execute(
                         "INSERT INTO team_repos (name, etag, updated_at) VALUES (?, ?, ?)"
                         " ON CONFLICT (name) DO UPDATE SET etag = excluded.etag,"
                         " updated_at = excluded.updated_at",
-                        (repo, plan.etag, stamp),
+                        (upsert.repo, plan.etag, stamp),
                     )
                 written = tuple(w.key for w in plan.writes)
                 return PutResult(plan.etag, written, plan.unchanged)
