@@ -105,6 +105,9 @@ class RecallIndex:
         self._name_df: Counter[str] = Counter()  # docs whose name holds the term
         self._vocab: list[str] = []  # sorted, for prefix expansion
         self._bigrams: dict[str, set[str]] = {}
+        self._bigram_arrays: dict[str, IntArray] = {}  # pair → holders' slots, cached
+        self._days: dict[int, set[int]] = {}  # date ordinal → slots dated then
+        self._day_arrays: dict[int, IntArray] = {}  # the same as arrays, cached
         self._length_sums = [0, 0, 0]
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
@@ -155,6 +158,9 @@ class RecallIndex:
         else:
             self._keys[slot] = key
         self._dates[slot] = when.toordinal() if when else 0
+        if when:
+            self._days.setdefault(when.toordinal(), set()).add(slot)
+            self._day_arrays.pop(when.toordinal(), None)
         self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
         if mentions_time(f"{description}\n{body}"):
             self._timed.add(slot)
@@ -169,6 +175,7 @@ class RecallIndex:
                 self._name_df[term] += 1
         for pair in bigrams:
             self._bigrams.setdefault(pair, set()).add(key)
+            self._bigram_arrays.pop(pair, None)
         for i in range(3):
             self._length_sums[i] += lengths[i]
         self._check_drift()
@@ -195,6 +202,7 @@ class RecallIndex:
                 if at < len(self._vocab) and self._vocab[at] == term:
                     del self._vocab[at]
         for pair in doc.bigrams:
+            self._bigram_arrays.pop(pair, None)
             holders = self._bigrams.get(pair)
             if holders is not None:
                 holders.discard(key)
@@ -204,6 +212,14 @@ class RecallIndex:
             self._length_sums[i] -= doc.lengths[i]
         self._keys[doc.slot] = None
         self._dates[doc.slot] = 0
+        if doc.when:
+            day = doc.when.toordinal()
+            self._day_arrays.pop(day, None)
+            same_day = self._days.get(day)
+            if same_day is not None:
+                same_day.discard(doc.slot)
+                if not same_day:
+                    del self._days[day]
         self._free.append(doc.slot)
 
     def _current_avgs(self) -> tuple[float, float, float]:
@@ -265,7 +281,8 @@ class RecallIndex:
         scores = np.zeros(len(self._keys), dtype=np.float64)
         matched = np.zeros(len(self._keys), dtype=np.float64)
         p = self.params
-        name_factor: FloatArray | None = None
+        name_hits: IntArray | None = None  # per slot: how many naming terms it holds
+        naming = 0  # query terms that name memories
         for term, qweight in query.items():
             arrays = self._term_arrays(term)
             if arrays is None:
@@ -275,14 +292,20 @@ class RecallIndex:
             matched[slots] += qweight
             if p.name_miss != 1.0 and self._name_df.get(term, 0) > 0:
                 # A term that names some memories (a person, a tool) is a strong filter.
-                miss = np.full(len(self._keys), p.name_miss)
-                miss[slots] = 1.0
-                name_factor = miss if name_factor is None else name_factor * miss
+                if name_hits is None:
+                    name_hits = np.zeros(len(self._keys), dtype=np.int64)
+                name_hits[slots] += 1
+                naming += 1
         total = sum(query.values())
         if p.coord and total > 0:
             scores *= (matched / total) ** p.coord
-        if name_factor is not None:
-            scores *= name_factor
+        if name_hits is not None:
+            # × name_miss per naming term missed, one factor at a time (as a running product).
+            factors = np.empty(naming + 1, dtype=np.float64)
+            factors[0] = 1.0
+            for misses in range(1, naming + 1):
+                factors[misses] = factors[misses - 1] * p.name_miss
+            scores *= factors[naming - name_hits]
         return scores
 
     def search(
@@ -413,12 +436,30 @@ class RecallIndex:
             return
         n = len(self._docs)
         for a, b in itertools.pairwise(query_terms):
-            holders = self._bigrams.get(f"{a} {b}")
-            if not holders:
+            slots = self._bigram_slots(f"{a} {b}")
+            if slots is None:
                 continue
-            idf = math.log(1.0 + (n - len(holders) + 0.5) / (len(holders) + 0.5))
-            slots = np.array([self._docs[k].slot for k in holders], dtype=np.int64)
+            idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
             scores[slots] += np.where(scores[slots] > 0, weight * idf, 0.0)
+
+    def _bigram_slots(self, pair: str) -> IntArray | None:
+        """Slots of the memories holding the adjacent pair, cached; None when none does."""
+        slots = self._bigram_arrays.get(pair)
+        if slots is None:
+            holders = self._bigrams.get(pair)
+            if not holders:
+                return None
+            slots = np.array([self._docs[k].slot for k in holders], dtype=np.int64)
+            self._bigram_arrays[pair] = slots
+        return slots
+
+    def _day_slots(self, day: int) -> IntArray:
+        """Slots of the memories dated `day` (an ordinal), cached."""
+        slots = self._day_arrays.get(day)
+        if slots is None:
+            slots = np.fromiter(self._days.get(day, ()), dtype=np.int64)
+            self._day_arrays[day] = slots
+        return slots
 
     def _temporal(self, query: str, scores: FloatArray) -> None:
         p = self.params
@@ -436,7 +477,7 @@ class RecallIndex:
                     if wanted.matches(date.fromordinal(o), p.date_slack)
                 ]
                 if hits:
-                    scores[np.isin(dates, hits)] *= 1.0 + p.date_boost
+                    scores[np.concatenate([self._day_slots(o) for o in hits])] *= 1.0 + p.date_boost
             else:
                 self._around_event(query, scores)
         if p.group_weight and p.group_top:
@@ -448,8 +489,8 @@ class RecallIndex:
                 members.sort(reverse=True)
                 best, best_slot = members[0]
                 second = members[1][0] if len(members) > 1 else 0.0
-                same_day = (dates == day) & (scores > 0)
-                scores[same_day] += p.group_weight * best
+                same_day = self._day_slots(day)
+                scores[same_day[scores[same_day] > 0]] += p.group_weight * best
                 scores[best_slot] += p.group_weight * (second - best)  # no self-lending
 
     def _around_event(self, query: str, scores: FloatArray) -> None:

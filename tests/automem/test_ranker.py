@@ -133,3 +133,46 @@ def test_terms_of_other_scripts() -> None:
     assert terms("東京都") == ["東京", "京都"]
     assert terms("寿") == ["寿"]
     assert terms("Straße") == ["straße"]
+
+
+def test_index_changed_between_searches_ranks_like_one_never_searched() -> None:
+    """Per-term, per-pair and per-day caches made by earlier searches follow later changes
+    (b = 0: no length normalisation, so frozen average lengths cannot explain a difference)."""
+    from datetime import date
+
+    import pytest
+
+    may, june = date(2023, 5, 20), date(2023, 6, 2)
+    changes: list[tuple[str, str, str, date | None] | str] = [
+        ("a.md", "Caroline", "Caroline went to the pride parade", may),
+        ("b.md", "Caroline", "Caroline painted a sunset at the lake", may),
+        ("c.md", "Melanie", "Melanie ran a charity race for the shelter", june),
+        ("d.md", "Melanie", "Melanie went to the pride parade with her kids", june),
+        ("e.md", "Jon", "Jon opened his dance studio downtown", None),
+        "a.md",  # removed
+        ("c.md", "Melanie", "Melanie joined the pride parade downtown", may),
+        ("f.md", "Jon", "Jon saw the pride parade", june),
+        ("d.md", "Melanie", "Melanie painted the lake", may),
+        ("g.md", "Jon", "Jon danced at the pride parade", may),
+    ]
+    queries = ["pride parade", "What did Caroline do in May 2023?", "charity race", "dance"]
+    params = RankerParams(b=(0.0, 0.0, 0.0))
+
+    def apply(index: RecallIndex, change: tuple[str, str, str, date | None] | str) -> None:
+        if isinstance(change, str):
+            index.remove(change)
+        else:
+            key, name, fact, when = change
+            index.upsert(key, name, fact, fact, when)
+
+    warm = RecallIndex(params)
+    for done, change in enumerate(changes, 1):
+        apply(warm, change)
+        cold = RecallIndex(params)
+        for earlier in changes[:done]:
+            apply(cold, earlier)
+        for q in queries:
+            expected = cold.search(q, 5)
+            got = warm.search(q, 5)
+            assert [k for k, _ in got] == [k for k, _ in expected], (done, q)
+            assert [s for _, s in got] == pytest.approx([s for _, s in expected]), (done, q)
