@@ -101,7 +101,7 @@ class RecallIndex:
         self._docs: dict[str, _Doc] = {}
         self._keys: list[str | None] = []  # slot → key
         self._free: list[int] = []
-        self._postings: dict[str, dict[str, tuple[int, int, int]]] = {}
+        self._postings: dict[str, dict[int, tuple[int, int, int]]] = {}  # term → slot → tf
         self._name_df: Counter[str] = Counter()  # docs whose name holds the term
         self._vocab: list[str] = []  # sorted, for prefix expansion
         self._bigrams: dict[str, set[str]] = {}
@@ -109,6 +109,8 @@ class RecallIndex:
         self._days: dict[int, set[int]] = {}  # date ordinal → slots dated then
         self._day_arrays: dict[int, IntArray] = {}  # the same as arrays, cached
         self._length_sums = [0, 0, 0]
+        # Slot → its field lengths (room for more slots than are used; grown by doubling).
+        self._lengths: FloatArray | None = None
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
         self._date_array: IntArray | None = None  # see `_dates`
@@ -161,6 +163,12 @@ class RecallIndex:
         if when:
             self._days.setdefault(when.toordinal(), set()).add(slot)
             self._day_arrays.pop(when.toordinal(), None)
+        if self._lengths is None or slot >= len(self._lengths):
+            grown = np.zeros((max(2 * slot, 64), 3), dtype=np.float64)
+            if self._lengths is not None:
+                grown[: len(self._lengths)] = self._lengths
+            self._lengths = grown
+        self._lengths[slot] = lengths
         self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
         if mentions_time(f"{description}\n{body}"):
             self._timed.add(slot)
@@ -169,7 +177,7 @@ class RecallIndex:
             if posting is None:
                 posting = self._postings[term] = {}
                 bisect.insort(self._vocab, term)
-            posting[key] = tf
+            posting[slot] = tf
             self._arrays.pop(term, None)
             if tf[0]:
                 self._name_df[term] += 1
@@ -195,7 +203,7 @@ class RecallIndex:
             posting = self._postings.get(term)
             if posting is None:
                 continue
-            posting.pop(key, None)
+            posting.pop(doc.slot, None)
             if not posting:
                 del self._postings[term]
                 at = bisect.bisect_left(self._vocab, term)
@@ -262,18 +270,21 @@ class RecallIndex:
         if self._avgs is None:
             self._avgs = self._current_avgs()
         avgs, w, b, k1 = self._avgs, self.params.weights, self.params.b, self.params.k1
-        slots = np.empty(len(posting), dtype=np.int64)
-        impact = np.empty(len(posting), dtype=np.float64)
-        for i, (key, (t0, t1, t2)) in enumerate(posting.items()):
-            doc = self._docs[key]
-            ln = doc.lengths
-            tf = (
-                t0 * w[0] / (1 - b[0] + b[0] * ln[0] / avgs[0])
-                + t1 * w[1] / (1 - b[1] + b[1] * ln[1] / avgs[1])
-                + t2 * w[2] / (1 - b[2] + b[2] * ln[2] / avgs[2])
-            )
-            slots[i] = doc.slot
-            impact[i] = tf / (k1 + tf)
+        assert self._lengths is not None  # a term is posted after its memory's lengths
+        slots = np.fromiter(posting, dtype=np.int64, count=len(posting))
+        tfs = np.fromiter(
+            itertools.chain.from_iterable(posting.values()),
+            dtype=np.float64,
+            count=3 * len(posting),
+        ).reshape(-1, 3)
+        lengths = self._lengths[slots]
+        # Per field: tf × weight / (1 - b + b × length / average), summed; then saturated.
+        tf = (
+            tfs[:, 0] * w[0] / (1 - b[0] + b[0] * lengths[:, 0] / avgs[0])
+            + tfs[:, 1] * w[1] / (1 - b[1] + b[1] * lengths[:, 1] / avgs[1])
+            + tfs[:, 2] * w[2] / (1 - b[2] + b[2] * lengths[:, 2] / avgs[2])
+        )
+        impact = tf / (k1 + tf)
         self._arrays[term] = (slots, impact)
         return slots, impact
 
