@@ -142,12 +142,12 @@ async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
                 for _ in range(n_queries)
             ]
             started = time.perf_counter()
-            am.search(project, "warm up", 5, set())
+            await am.search(project, "warm up", 5, set())
             cold = time.perf_counter() - started
             search_ms = []
             for q in queries:
                 t0 = time.perf_counter()
-                am.search(project, q, 5, set())
+                await am.search(project, q, 5, set())
                 search_ms.append((time.perf_counter() - t0) * 1000)
             rpc_ms = []
             for q in queries:
@@ -218,7 +218,7 @@ async def side_by_side(
         return
     loaded = rss_mb()
     t0 = time.perf_counter()
-    am.search(project, "start embedding", 5, set())
+    await am.search(project, "start embedding", 5, set())
     await asyncio.to_thread(am.semantic.wait_idle)
     took = time.perf_counter() - t0
     print(
@@ -228,8 +228,8 @@ async def side_by_side(
     hybrid_ms = []
     for q in queries:
         t0 = time.perf_counter()
-        vector = await asyncio.to_thread(am.semantic.embed_query, q)
-        am.search(project, q, 5, set(), vector)
+        # As `recall` does: the query is embedded in a thread while its lexical scores are made.
+        await am.search(project, q, 5, set(), am.semantic.start_query_embedding(q))
         hybrid_ms.append((time.perf_counter() - t0) * 1000)
     print(
         f"  memoryd hybrid      p50 {pct(hybrid_ms, 0.5):6.2f} ms  p95 {pct(hybrid_ms, 0.95):6.2f} ms"

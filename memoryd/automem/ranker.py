@@ -81,6 +81,22 @@ class RankerParams:
     semantic_weight: float = 2.0
 
 
+Semantic = tuple[list[str], "npt.NDArray[np.floating[Any]]"]  # (keys, cosine to the query)
+
+
+@dataclass
+class LexicalScores:
+    """The first part of a search: the query's lexical scores, before the semantic ones join
+    them (`RecallIndex.rank`). Split so the query can be embedded meanwhile."""
+
+    query: str
+    exclude: tuple[str, ...]
+    excluded: IntArray  # their slots
+    scores: FloatArray | None  # None: the index is empty
+    has_terms: bool  # the query has words the ranker uses
+    mutations: int  # the index's, when scored
+
+
 @dataclass
 class _Doc:
     slot: int
@@ -324,22 +340,27 @@ class RecallIndex:
         query: str,
         limit: int = 5,
         exclude: Collection[str] = (),
-        semantic: tuple[list[str], npt.NDArray[np.floating[Any]]] | None = None,
+        semantic: Semantic | None = None,
     ) -> list[tuple[str, float]]:
         """The best `limit` documents for `query`, best first, as (key, score).
 
         `semantic`, when given, is (keys, cosine of each key's memory to the query)."""
+        return self.rank(self.lexical(query, exclude), limit, semantic)
+
+    def lexical(self, query: str, exclude: Collection[str] = ()) -> LexicalScores:
+        """The first part of `search`; finish it with `rank`."""
         p = self.params
         query_terms = analysis.query_terms(query) if p.drop_question_words else terms(query)
         weights: dict[str, float] = {}
         for term in query_terms:
             weights[term] = weights.get(term, 0.0) + 1.0
-        if not self._docs or not (weights or semantic):
-            return []
-        self._expand_prefixes(weights)
         excluded = np.array(
             [self._docs[k].slot for k in exclude if k in self._docs], dtype=np.int64
         )
+        found = LexicalScores(query, tuple(exclude), excluded, None, bool(weights), self._mutations)
+        if not self._docs:
+            return found
+        self._expand_prefixes(weights)
         scores = self._score(weights)
         scores[excluded] = 0.0
         if p.prf_docs and p.prf_terms and p.prf_weight:
@@ -350,10 +371,22 @@ class RecallIndex:
                 scores = self._score(weights)
                 scores[excluded] = 0.0
         self._phrases(query_terms, scores)
+        found.scores = scores
+        return found
+
+    def rank(
+        self, lexical: LexicalScores, limit: int = 5, semantic: Semantic | None = None
+    ) -> list[tuple[str, float]]:
+        """The rest of `search`: fusion with `semantic`, temporal signals, the best `limit`."""
+        if lexical.mutations != self._mutations:  # changed meanwhile: slots may have moved
+            lexical = self.lexical(lexical.query, lexical.exclude)
+        scores, excluded, p = lexical.scores, lexical.excluded, self.params
+        if scores is None or not (lexical.has_terms or semantic):
+            return []
         if semantic is not None and p.semantic_weight:
             scores = self._fuse(scores, semantic)
             scores[excluded] = 0.0
-        self._temporal(query, scores)
+        self._temporal(lexical.query, scores)
         if p.diversity:
             return self._diverse(scores, limit)
         return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
@@ -390,9 +423,7 @@ class RecallIndex:
             vector = self._vectors[slot] = {t: v / norm for t, v in raw.items()}
         return vector
 
-    def _fuse(
-        self, scores: FloatArray, semantic: tuple[list[str], npt.NDArray[np.floating[Any]]]
-    ) -> FloatArray:
+    def _fuse(self, scores: FloatArray, semantic: Semantic) -> FloatArray:
         keys, cosines = semantic
         slots, rows = self._semantic_slots(keys)
         if len(slots) < 2:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -152,16 +153,15 @@ async def recall(
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None
-    made: list[Any] = []
+    started: list[Awaitable[Any] | None] = []
 
-    async def query_vector() -> Any:
-        """The query's embedding (hybrid ranking), made once and only when the local ranker
-        runs (a small manifest the model chooses from needs none); in a thread, so the loop
-        never waits on it."""
-        if not made:
-            active = am.semantic.active
-            made.append(await asyncio.to_thread(am.semantic.embed_query, query) if active else None)
-        return made[0]
+    def query_vector() -> Awaitable[Any] | None:
+        """The query's embedding (hybrid ranking), started once and only when the local ranker
+        runs (a small manifest the model chooses from needs none); made in a thread while
+        the lexical scores are computed, so the loop never waits on the model."""
+        if not started:
+            started.append(am.semantic.start_query_embedding(query))
+        return started[0]
 
     if use_model and model.configured:
         headers = [
@@ -170,7 +170,7 @@ async def recall(
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
-            ranked = am.search(project, query, MODEL_CANDIDATES, surfaced, await query_vector())
+            ranked = await am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector())
             # No local match still leaves the model a choice: the newest memories.
             headers = (
                 ranked or sorted(headers, key=lambda h: h.mtime, reverse=True)[:MODEL_CANDIDATES]
@@ -179,7 +179,7 @@ async def recall(
         if chosen is not None:
             selector = "model"
     if chosen is None:
-        chosen = am.search(project, query, limit, surfaced, await query_vector())
+        chosen = await am.search(project, query, limit, surfaced, query_vector())
     now = time.time()
     memories = []
     for header in chosen:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
 
 if TYPE_CHECKING:
+    from memoryd.automem.embeddings.encoder import Vectors
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
@@ -152,25 +154,21 @@ class AutoMemory:
         it is not a file. Kept per the file's stat, so a warm call costs one `stat`."""
         return self.index_texts.get(memory_dir, team=team)
 
-    def search(
+    async def search(
         self,
         project: Project,
         query: str,
         limit: int,
         exclude: set[str],
-        query_vector: Any = None,
+        query_vector: Awaitable[Vectors | None] | None = None,
     ) -> list[MemoryHeader]:
         """The local ranker's best memories; `exclude` holds absolute paths or keys.
-        `query_vector` (from `semantic.embed_query`) makes it hybrid."""
+        `query_vector` (`semantic.embed_query` running in a thread) makes it hybrid: it is
+        awaited only once the lexical scores are made, so the two are computed at once."""
         memory_dir = self.memory_dir(project)
         state = self.state(memory_dir)
         if self.semantic.wanted:
             self.semantic.sync(memory_dir, state.generation, state.embed_texts)
-        semantic = (
-            self.semantic.similarities(memory_dir, query_vector)
-            if query_vector is not None
-            else None
-        )
         excluded = set()
         for item in exclude:
             key = item
@@ -181,7 +179,10 @@ class AutoMemory:
                     continue
             if key in state.entries:
                 excluded.add(key)
-        hits = state.index.search(query, limit, excluded, semantic)
+        lexical = state.index.lexical(query, excluded)
+        vector = await query_vector if query_vector is not None else None
+        semantic = self.semantic.similarities(memory_dir, vector) if vector is not None else None
+        hits = state.index.rank(lexical, limit, semantic)
         return [state.entries[k].header for k, _ in hits if k in state.entries]
 
     async def reconcile_index(self, project: Project) -> dict[str, int]:

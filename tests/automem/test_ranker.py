@@ -176,3 +176,14 @@ def test_index_changed_between_searches_ranks_like_one_never_searched() -> None:
             got = warm.search(q, 5)
             assert [k for k, _ in got] == [k for k, _ in expected], (done, q)
             assert [s for _, s in got] == pytest.approx([s for _, s in expected]), (done, q)
+
+
+def test_change_between_lexical_scores_and_rank_is_scored_afresh() -> None:
+    """A file changed while the query was being embedded: `rank` does not trust the slots
+    of scores made before the change."""
+    idx = _index()
+    lexical = idx.lexical("deploy on fridays")
+    idx.remove("deploy.md")
+    idx.upsert("ship.md", "Shipping", "deploy on fridays only", "")  # takes deploy.md's slot
+    assert idx.rank(lexical, 5) == idx.search("deploy on fridays", 5)
+    assert idx.rank(idx.lexical("deploy on fridays"), 5)[0][0] == "ship.md"

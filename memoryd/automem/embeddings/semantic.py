@@ -2,12 +2,14 @@
 
 All model work runs on one background thread: loading the model, then embedding memories
 that are new or changed (by content hash) as directories change. A query is embedded in a
-worker thread by the caller (`embed_query`), so the event loop never waits on the model.
+worker thread (`start_query_embedding`) while the caller computes its lexical scores, so the
+event loop never waits on the model.
 Until the model is loaded, or when it cannot be, recall is lexical and `status` says why.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.util
 import os
@@ -120,6 +122,13 @@ class SemanticRecall:
             return None
         vector: Vectors = encoder.encode([query[:MAX_QUERY_CHARS]])[0]
         return vector
+
+    def start_query_embedding(self, query: str) -> asyncio.Future[Vectors | None] | None:
+        """`embed_query`, started now in a worker thread (await it when the vector is needed);
+        None when recall is lexical."""
+        if self.encoder is None:
+            return None
+        return asyncio.get_running_loop().run_in_executor(None, self.embed_query, query)
 
     def similarities(self, memory_dir: Path, query: Vectors) -> tuple[list[str], Vectors] | None:
         store = self._stores.get(memory_dir)
