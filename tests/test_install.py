@@ -202,6 +202,20 @@ def test_the_wheel_declares_the_mcp_sdk_as_the_mcp_extra(wheel: Path) -> None:
     assert 'extra == "mcp"' in line
 
 
+def test_the_mcp_extra_excludes_sdks_without_the_server_memoryd_mcp_imports() -> None:
+    """mcp_tools imports `mcp.server.mcpserver`, which mcp 2 introduced (1.x has FastMCP): an
+    older SDK already in the environment must not satisfy `memoryd[mcp]`, else memoryd-mcp
+    would tell the user to install what they just installed."""
+    assert (
+        "from mcp.server.mcpserver import"
+        in (REPO / "clients" / "memoryd_client" / "mcp_tools.py").read_text()
+    )
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (sdk,) = [r for r in map(Requirement, extra["mcp"]) if canonicalize_name(r.name) == "mcp"]
+    assert not sdk.specifier.contains("1.30.0"), sdk
+    assert sdk.specifier.contains(importlib.metadata.version("mcp")), sdk
+
+
 def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install(
     wheel: Path, tmp_path: Path
 ) -> None:
