@@ -161,7 +161,7 @@ class RecallIndex:
     def upsert(
         self, key: str, name: str, description: str, body: str, when: date | None = None
     ) -> None:
-        self.remove(key)
+        self._remove(key)
         self._mutations += 1
         field_terms = [terms(name), terms(description), terms(body)]
         counts = [Counter(ft) for ft in field_terms]
@@ -205,6 +205,10 @@ class RecallIndex:
         self._check_drift()
 
     def remove(self, key: str) -> None:
+        self._remove(key)
+        self._check_drift()  # removals move the averages as much as additions do
+
+    def _remove(self, key: str) -> None:
         doc = self._docs.pop(key, None)
         if doc is None:
             return

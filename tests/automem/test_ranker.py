@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memoryd.automem.analysis import terms
 from memoryd.automem.ranker import RankerParams, RecallIndex
 
@@ -187,3 +189,23 @@ def test_change_between_lexical_scores_and_rank_is_scored_afresh() -> None:
     idx.upsert("ship.md", "Shipping", "deploy on fridays only", "")  # takes deploy.md's slot
     assert idx.rank(lexical, 5) == idx.search("deploy on fridays", 5)
     assert idx.rank(idx.lexical("deploy on fridays"), 5)[0][0] == "ship.md"
+
+
+def test_removals_that_move_the_average_lengths_rank_like_a_fresh_index() -> None:
+    """Average field lengths are frozen only while they stay within a few percent: removing
+    the long memories after a search must not leave their averages behind."""
+    kept = {"a.md": "tomato plants in the garden, staked and watered", "b.md": "garden shed"}
+    warm = RecallIndex()
+    for i in range(10):
+        warm.upsert(f"long{i}.md", "Note", "", " ".join(f"filler{j}" for j in range(60)))
+    for key, body in kept.items():
+        warm.upsert(key, "Note", "", body)
+    warm.search("garden tomato", 5)  # caches the averages and each term's impacts
+    for i in range(10):
+        warm.remove(f"long{i}.md")
+    fresh = RecallIndex()
+    for key, body in kept.items():
+        fresh.upsert(key, "Note", "", body)
+    got, expected = warm.search("garden tomato", 5), fresh.search("garden tomato", 5)
+    assert [k for k, _ in got] == [k for k, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
