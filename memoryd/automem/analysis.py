@@ -1,21 +1,25 @@
 """Text analysis for the local ranker: tokens, stop words, stems (pure, cached).
 
 English words are stemmed (Snowball) after stop words are dropped; Cyrillic words get
-Snowball's Russian stemmer; Chinese, Japanese and Korean text, written without spaces, is
-indexed as overlapping pairs of characters (the usual dictionary-free way); words of other
-scripts are kept whole."""
+Snowball's Russian stemmer; Chinese, Japanese and Korean text is indexed as overlapping
+pairs of characters (the usual dictionary-free way to find words written without spaces, or
+with a Korean particle attached); words of other scripts are kept whole."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
 
 # A CJK run (Han, kana, Hangul), or a word of letters and digits (possessive `'s` kept).
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[a-z]+)?")
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # the same, for ASCII text (the hot path)
+# Combining marks that make another letter rather than accent one, kept by `fold`: kana voicing
+# (か → が) and, after и, the breve of й (Russian endings such as -ый need it to stem).
+_VOICING = frozenset("\u3099\u309a")
+_BREVE = "\u0306"
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 STOP_WORDS = frozenset(
@@ -46,14 +50,42 @@ def stem(word: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Lower case, accents removed, typographic apostrophes made plain."""
+    """Lower case, accents removed, typographic apostrophes made plain; then composed again
+    (NFC), so Hangul is syllables again and a kept mark is one letter with its base."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    kept = [
+        c
+        for i, c in enumerate(decomposed)
+        if not unicodedata.combining(c)
+        or c in _VOICING
+        or (c == _BREVE and i and decomposed[i - 1] == "и")
+    ]
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+@cache
+def _token() -> re.Pattern[str]:
+    """The tokens of non-ASCII text, made on first use: a word also runs on through the marks
+    that `fold` keeps (vowel signs of Devanagari, Thai and the like are not `\\w`), so those
+    words stay whole instead of breaking at every vowel."""
+    marks = [c for c in range(0x300, 0x20000) if unicodedata.category(chr(c))[0] == "M"]
+    spans: list[list[int]] = []
+    for c in marks:
+        if spans and spans[-1][1] == c - 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    spans.append([0xE0100, 0xE01EF])  # variation selectors, the only marks further up
+    mark = "".join(f"{chr(a)}-{chr(b)}" for a, b in spans)
+    return re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[^\W_{_CJK}]|[{mark}])*(?:'[a-z]+)?")
 
 
 def raw_tokens(text: str) -> list[str]:
-    return _TOKEN.findall(fold(text))
+    folded = fold(text)
+    return (_ASCII_TOKEN if folded.isascii() else _token()).findall(folded)
 
 
 def terms(text: str) -> list[str]:

@@ -137,6 +137,26 @@ def test_terms_of_other_scripts() -> None:
     assert terms("Straße") == ["straße"]
 
 
+def test_words_of_other_scripts_stay_whole_and_distinct() -> None:
+    # Korean is paired like Chinese and Japanese (not split into its letters' jamo)
+    assert terms("서울에서") == ["서울", "울에", "에서"]
+    # kana voicing marks make other letters, not accents; half-width kana read as full-width
+    assert terms("かがみ") == ["かが", "がみ"]
+    assert terms("ｶﾞｽ") == ["ガス"]
+    # й is a letter of its own: folded to и, Russian adjective endings would not stem
+    assert terms("новый") == terms("новая") == ["нов"]
+    # vowel signs continue a Devanagari or Thai word (the virama folds away like an accent)
+    assert terms("हिन्दी है") == ["हिनदी", "है"]
+    assert terms("ดีมาก") == ["ดีมาก"]
+
+
+def test_a_korean_word_is_found_with_its_particle_attached() -> None:
+    index = RecallIndex()
+    index.upsert("seoul.md", "사무실", "사무실은 서울에서 있어요", "")
+    index.upsert("busan.md", "집", "집은 부산에 있어요", "")
+    assert index.search("서울", 1)[0][0] == "seoul.md"
+
+
 def test_index_changed_between_searches_ranks_like_one_never_searched() -> None:
     """Per-term, per-pair and per-day caches made by earlier searches follow later changes
     (b = 0: no length normalisation, so frozen average lengths cannot explain a difference)."""
