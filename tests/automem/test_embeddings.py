@@ -65,11 +65,11 @@ def test_vectors_once_per_content(semantic: SemanticRecall, tmp_path: Path) -> N
     keys, sims = store.similarities(query)
     assert keys[int(np.argmax(sims))] == "a.md"
     # Unchanged text is not embedded again; a changed one is; a deleted one is dropped.
-    before = store._matrix.copy()
+    before = store._matrix[store._rows["a.md"]].copy()
     semantic.sync(tmp_path, 2, {"a.md": texts["a.md"], "c.md": "Coffee with oat milk"})
     assert semantic.wait_idle(60)
     assert sorted(store._rows) == ["a.md", "c.md"]
-    assert np.array_equal(store._matrix[store._rows["a.md"]], before[0])
+    assert np.array_equal(store._matrix[store._rows["a.md"]], before)
 
 
 def test_store_round_trip_and_corruption(tmp_path: Path) -> None:
