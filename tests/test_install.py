@@ -250,6 +250,21 @@ def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install
     commands = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
     assert commands == [f"{bin_dir / 'memctl'} hook stop"]
     assert not (home / ".claude.json").exists()
+    # A project's settings approve no server that is not there.
+    project = home / "proj"
+    project.mkdir()
+    wired = _run(bin_dir / "memctl", "claude-code", "install", "--project", str(project), env=env)
+    assert wired.returncode == 0, wired.stderr
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert "hooks" in local
+    assert "enabledMcpjsonServers" not in local
+    assert not (project / ".mcp.json").exists()
+    # A settings file memctl refuses to edit: the entries to merge by hand hold no server.
+    (home / ".claude" / "settings.json").write_text("[]")
+    refused = _run(bin_dir / "memctl", "claude-code", "install", env=env, cwd=home)
+    assert refused.returncode == 2
+    assert "memoryd-mcp" not in refused.stderr
+    assert "memctl" in refused.stderr
 
 
 BLOCK_SERVER_EXTRA = """

@@ -117,10 +117,12 @@ def plan(action: str, project: Path | None) -> list[Change]:
     settings_in, config_in = settings or {}, config or {}
     if action == "install":
         new_settings = claude_settings.with_hooks(settings_in, memctl)
-        if project is not None:
+        # Without the SDK the server could not start: it would only fail in every session, so
+        # it is neither added nor approved.
+        serve = has_mcp_sdk()
+        if project is not None and serve:
             new_settings = claude_settings.with_approval(new_settings)
-        # Without the SDK the server could not start: it would only fail in every session.
-        new_config = claude_settings.with_server(config_in, server) if has_mcp_sdk() else config_in
+        new_config = claude_settings.with_server(config_in, server) if serve else config_in
         what = ("hooks", "MCP server")
     else:
         new_settings = claude_settings.without_approval(claude_settings.without_hooks(settings_in))
@@ -135,6 +137,8 @@ def plan(action: str, project: Path | None) -> list[Change]:
 def by_hand(project: Path | None) -> str:
     """What install would merge, as JSON, for a file memctl may not edit itself."""
     hooks = claude_settings.with_hooks({}, installation.command("memctl", "memctl"))
+    if not has_mcp_sdk():
+        return json.dumps({"settings": hooks}, indent=2)
     if project is not None:
         hooks = claude_settings.with_approval(hooks)
     server = claude_settings.with_server(
