@@ -8,6 +8,7 @@ line to each memory file that has none (a writer killed between its file and its
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -34,6 +35,9 @@ class IndexWriter:
         # Index lines waiting to be written, per memory dir: {key: (title, hook)}.
         self._pending: dict[Path, dict[str, tuple[str, str]]] = {}
         self.orphans_indexed = 0  # files given a generated line, for `status`
+        # (dir, team) → (the dir's generation, the index's stamp) when its files all had a
+        # line: the periodic check skips it until one of them moves (~90 ms at 10,000 files).
+        self._in_step: dict[tuple[Path, bool], tuple[int, tuple[int, int, int] | None]] = {}
 
     def queue(self, memory_dir: Path, key: str, title: str, hook: str) -> None:
         """Queue the index line of `key` (call with the dir's writer lock held)."""
@@ -114,20 +118,25 @@ class IndexWriter:
             pending = self._pending.get(memory_dir, {})
             now = time.time()
             for team in (False, True):
+                path = index_path(memory_dir, team=team)
+                seen = (state.generation, _stamp(path))
+                if grace_s and self._in_step.get((memory_dir, team)) == seen:
+                    continue
                 headers = {
                     index_file(k, team): e.header
                     for k, e in state.entries.items()
                     if is_team(k) == team and k not in pending
                 }
-                if not headers:
+                text = read_index_for_rewrite(path) if headers else ""
+                unlisted = index_mod.unlisted(text, sorted(headers))
+                if not unlisted:
+                    self._in_step[(memory_dir, team)] = seen
                     continue
-                path = index_path(memory_dir, team=team)
-                text = read_index_for_rewrite(path)
                 lines = {
                     file: index_mod.index_line(
                         headers[file].name, file, headers[file].description or ORPHAN_HOOK
                     )
-                    for file in index_mod.unlisted(text, sorted(headers))
+                    for file in unlisted
                     if now - headers[file].mtime >= grace_s
                 }
                 if not lines:
@@ -158,3 +167,11 @@ class IndexWriter:
                 count=len(removed),
                 files=[str(p) for p in removed[:20]],
             )
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)

@@ -96,3 +96,28 @@ async def test_the_background_sweep_indexes_orphans_once_they_are_old_enough(
     await _until(indexed)
     # A file younger than the grace period may be a writer's between file and index line.
     assert "project_fresh.md" not in _index(memdir)
+
+
+async def test_a_line_lost_from_an_index_in_step_comes_back(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    """The periodic check passes over an index it found in step while neither the files nor
+    the index change; an outside edit of the index alone (no file changes) is still noticed."""
+    am = daemon.daemon.services.automem
+    am.sweep_interval_s = 0.05
+    _orphan(memdir, "project_a.md", "A", age_s=120)
+    _orphan(memdir, "project_b.md", "B", age_s=120)
+    both = "- [A](project_a.md) — about A\n- [B](project_b.md) — about B\n"
+    (memdir / "MEMORY.md").write_text(both)
+    await daemon.call("memory.list", cwd=str(project))
+    for _ in range(10):  # a few quiet sweeps
+        am.state(memdir)
+        await asyncio.sleep(0.06)
+    assert (memdir / "MEMORY.md").read_text() == both
+    (memdir / "MEMORY.md").write_text("- [A](project_a.md) — about A\n")  # in place: same dir
+
+    def back() -> bool:
+        am.state(memdir)  # an access: lets a due sweep start
+        return _index(memdir) == ["project_a.md", "project_b.md"]
+
+    await _until(back)
