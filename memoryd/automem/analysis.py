@@ -18,8 +18,10 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # the same, for ASCII text (the hot path)
 # Combining marks that make another letter rather than accent one, kept by `fold`: kana voicing
 # (か → が) and, after и, the breve of й (Russian endings such as -ый need it to stem).
-_VOICING = frozenset("\u3099\u309a")
+_KEPT_MARKS = frozenset("\u3099\u309a\u0306")
 _BREVE = "\u0306"
+# What `fold` composes again after decomposing: kana and their voicing, Hangul's letters (jamo).
+_RECOMPOSE = re.compile("[\u1100-\u11ff\u3099\u309a]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 STOP_WORDS = frozenset(
@@ -50,27 +52,28 @@ def stem(word: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Lower case, accents removed, typographic apostrophes made plain; then composed again
-    (NFC), so Hangul is syllables again and a kept mark is one letter with its base."""
+    """Lower case, accents removed, typographic apostrophes made plain; a letter made with a
+    mark (й, が) or of Hangul syllables stays one letter."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
     if text.isascii():
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower())
-    kept = [
-        c
-        for i, c in enumerate(decomposed)
-        if not unicodedata.combining(c)
-        or c in _VOICING
-        or (c == _BREVE and i and decomposed[i - 1] == "и")
-    ]
-    return unicodedata.normalize("NFC", "".join(kept))
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c) or c in _KEPT_MARKS)
+    if _BREVE in kept:  # й again; any other breve is an accent (ă, ğ)
+        kept = kept.replace("и" + _BREVE, "й").replace(_BREVE, "")
+    if _RECOMPOSE.search(kept):
+        kept = unicodedata.normalize("NFC", kept)
+    return kept
+
+
+_WORD_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[a-z]+)?")  # text without marks
 
 
 @cache
-def _token() -> re.Pattern[str]:
-    """The tokens of non-ASCII text, made on first use: a word also runs on through the marks
-    that `fold` keeps (vowel signs of Devanagari, Thai and the like are not `\\w`), so those
-    words stay whole instead of breaking at every vowel."""
+def _marks() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(what may be a mark, the tokens of text with marks), made on first use: a word also runs
+    on through the marks that `fold` keeps (vowel signs of Devanagari, Thai and the like are not
+    `\\w`), so those words stay whole instead of breaking at every vowel."""
     marks = [c for c in range(0x300, 0x20000) if unicodedata.category(chr(c))[0] == "M"]
     spans: list[list[int]] = []
     for c in marks:
@@ -79,13 +82,24 @@ def _token() -> re.Pattern[str]:
         else:
             spans.append([c, c])
     spans.append([0xE0100, 0xE01EF])  # variation selectors, the only marks further up
-    mark = "".join(f"{chr(a)}-{chr(b)}" for a, b in spans)
-    return re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[^\W_{_CJK}]|[{mark}])*(?:'[a-z]+)?")
+    bmp, astral = (
+        "".join(f"{chr(a)}-{chr(b)}" for a, b in spans if (a > 0xFFFF) is up)
+        for up in (False, True)
+    )
+    # `re` tests a class holding many ranges above U+FFFF range by range, for every character:
+    # those are tried only on such a character, the rest is a fast table.
+    mark = rf"(?:[{bmp}]|(?=[\U00010000-\U0010ffff])[{astral}])"
+    word = rf"(?:[^\W_{_CJK}]++{mark}*+)++"  # possessive: nothing to backtrack into
+    maybe_mark = rf"[{bmp}\U00010000-\U0010ffff]"  # any character beyond the BMP may be one
+    return re.compile(maybe_mark), re.compile(rf"[{_CJK}]+|{word}(?:'[a-z]+)?")
 
 
 def raw_tokens(text: str) -> list[str]:
     folded = fold(text)
-    return (_ASCII_TOKEN if folded.isascii() else _token()).findall(folded)
+    if folded.isascii():
+        return _ASCII_TOKEN.findall(folded)
+    maybe_mark, with_marks = _marks()
+    return (with_marks if maybe_mark.search(folded) else _WORD_TOKEN).findall(folded)
 
 
 def terms(text: str) -> list[str]:
