@@ -176,7 +176,8 @@ _TIME_WORDS = (
     r"(?:a|one|two|three|four|five|six|several|few|couple\s+of|\d+)\s+"
     r"(?:days?|weeks?|months?|years?)"
 )
-_TIME_EXPRESSION = re.compile(rf"\b(?:{_TIME_WORDS})\b", re.I)
+# Searched in lower-cased text: re.I over this many alternatives is several times slower.
+_TIME_EXPRESSION = re.compile(rf"\b(?:{_TIME_WORDS})\b")
 _ASKS_WHEN = re.compile(
     r"^\s*when\b|\b(?:what|which)\s+(?:year|month|day|date|time|week|season)\b|\bhow\s+long\b",
     re.I,
@@ -184,7 +185,11 @@ _ASKS_WHEN = re.compile(
 
 
 def mentions_time(text: str) -> bool:
-    """Does `text` say when something happened, beyond a full date (a memory's own date)?"""
+    """Does `text` say when something happened, beyond a full date (a memory's own date)?
+    Asked of every memory indexed, so the common answer comes from one search."""
+    text = text.lower()
+    if _TIME_EXPRESSION.search(text) is None:
+        return False  # nor is there a full date: each holds a year, itself a time expression
     for pattern in _PATTERNS:
         text = pattern.sub(" ", text)
     return _TIME_EXPRESSION.search(text) is not None

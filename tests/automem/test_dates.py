@@ -92,6 +92,9 @@ def test_relative_event() -> None:
         ("we met on Friday", True),
         ("back in 2019 we used Jenkins", True),
         ("two days ago the build broke", True),
+        ("TWO DAYS AGO the build broke", True),  # any case
+        ("Met in MAY, on 8 May, 2023", True),  # a month besides the full date
+        ("met on 8 MAY, 2023", False),
         ("Session date: 10:31 am on 13 October, 2023", False),  # its own date only
         ("She may go to Rome", False),
         ("prefers tabs over spaces", False),
