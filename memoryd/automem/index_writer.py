@@ -19,6 +19,7 @@ from memoryd.automem.layout import index_file, index_path, is_team, read_index_f
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import DirStates
+from memoryd.errors import TooLarge
 from memoryd.fsutil import atomic_write_text, remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
@@ -127,7 +128,12 @@ class IndexWriter:
                     for k, e in state.entries.items()
                     if is_team(k) == team and k not in pending
                 }
-                text = read_index_for_rewrite(path) if headers else ""
+                try:
+                    text = read_index_for_rewrite(path) if headers else ""
+                except TooLarge as exc:  # never rewritten (writers refuse too): said once
+                    self._in_step[(memory_dir, team)] = seen
+                    log.warning("orphan check skipped", memory_dir=str(memory_dir), why=str(exc))
+                    continue
                 unlisted = index_mod.unlisted(text, sorted(headers))
                 if not unlisted:
                     self._in_step[(memory_dir, team)] = seen

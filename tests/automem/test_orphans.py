@@ -121,3 +121,22 @@ async def test_a_line_lost_from_an_index_in_step_comes_back(
         return _index(memdir) == ["project_a.md", "project_b.md"]
 
     await _until(back)
+
+
+async def test_an_index_over_the_cap_is_left_alone_without_failing(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    """memoryd never rewrites a MEMORY.md over its cap: the orphan check passes over it (said
+    once, not an error every sweep) and leaves it as it is."""
+    from memoryd.automem.index import MAX_INDEX_READ_BYTES
+
+    am = daemon.daemon.services.automem
+    _orphan(memdir, "project_a.md", "A", age_s=120)
+    huge = "- [A](project_a.md) — " + "x" * MAX_INDEX_READ_BYTES + "\n"
+    (memdir / "MEMORY.md").write_text(huge)
+    await daemon.call("memory.list", cwd=str(project))
+    _orphan(memdir, "project_b.md", "B", age_s=120)
+    am.state(memdir)
+    for _ in range(2):
+        assert await am.index_writer.index_orphans(memdir, 10.0) == []
+    assert (memdir / "MEMORY.md").read_text() == huge
