@@ -277,6 +277,13 @@ def _scan(
             if name.startswith("."):
                 continue
             try:
+                if known is not None:
+                    # The same inode is the same regular file a scan accepted before: its
+                    # known stamp stands, with no further check (the one cost per file here).
+                    entry = known.get(prefix + name)
+                    if entry is not None and entry.stamp[2] == item.inode():
+                        seen[prefix + name] = (item.path, entry.stamp)
+                        continue
                 # Symlinks are not followed: a link could point anywhere (e.g. ~/.ssh).
                 if item.is_dir(follow_symlinks=False):
                     if depth < _MAX_DEPTH:
@@ -296,11 +303,6 @@ def _scan(
                 ):
                     continue
                 key = prefix + name
-                if known is not None:
-                    entry = known.get(key)
-                    if entry is not None and entry.stamp[2] == item.inode():
-                        seen[key] = (item.path, entry.stamp)
-                        continue
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 continue
