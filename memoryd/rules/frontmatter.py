@@ -82,8 +82,9 @@ def split(text: str) -> Parsed:
     return Parsed(body, {str(k): v for k, v in data.items()})
 
 
-def _split_patterns(value: str) -> list[str]:
-    """Split on whitespace and commas, except inside `{a,b}` braces."""
+def _split_patterns(value: str, *, on_spaces: bool) -> list[str]:
+    """Split on commas (and whitespace when `on_spaces`), except inside `{a,b}` braces; each
+    pattern stripped of surrounding whitespace."""
     patterns: list[str] = []
     current: list[str] = []
     depth = 0
@@ -92,15 +93,13 @@ def _split_patterns(value: str) -> list[str]:
             depth += 1
         elif char == "}" and depth:
             depth -= 1
-        if depth == 0 and (char.isspace() or char == ","):
-            if current:
-                patterns.append("".join(current))
-                current = []
+        if depth == 0 and (char == "," or (on_spaces and char.isspace())):
+            patterns.append("".join(current).strip())
+            current = []
             continue
         current.append(char)
-    if current:
-        patterns.append("".join(current))
-    return patterns
+    patterns.append("".join(current).strip())
+    return [p for p in patterns if p]
 
 
 def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
@@ -119,10 +118,9 @@ def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
             raise FrontmatterError(
                 f"paths: every entry must be a string, got {type(item).__name__}"
             )
-        if isinstance(value, str):
-            patterns.extend(_split_patterns(item))
-        elif item.strip():  # a list entry is one glob, spaces and all ("my docs/**")
-            patterns.append(item.strip())
+        # The one-string form is split on spaces too; a list entry only on commas (Cursor's
+        # "a.py, b.py"), so a glob with a space ("my docs/**") stays whole.
+        patterns.extend(_split_patterns(item, on_spaces=isinstance(value, str)))
     if len(patterns) > MAX_PATTERNS:
         raise FrontmatterError(f"paths: {len(patterns)} patterns, over the limit of {MAX_PATTERNS}")
     if any(len(p) > MAX_PATTERN_CHARS for p in patterns):

@@ -131,5 +131,7 @@ def test_excludes() -> None:
 
 
 def test_a_list_entry_is_one_glob_even_with_spaces() -> None:
-    parsed = frontmatter.split('---\npaths:\n  - "my docs/**"\n  - " src/*.py "\n  - ""\n---\nx\n')
-    assert frontmatter.path_globs(parsed.meta) == ("my docs/**", "src/*.py")
+    parsed = frontmatter.split(
+        '---\npaths:\n  - "my docs/**"\n  - " src/*.py "\n  - ""\n  - "a.py, b/{c,d}.py"\n---\nx\n'
+    )
+    assert frontmatter.path_globs(parsed.meta) == ("my docs/**", "src/*.py", "a.py", "b/{c,d}.py")
