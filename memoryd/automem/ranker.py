@@ -167,7 +167,9 @@ class RecallIndex:
         counts = [Counter(ft) for ft in field_terms]
         lengths = (len(field_terms[0]), len(field_terms[1]), len(field_terms[2]))
         vocabulary = set(counts[0]) | set(counts[1]) | set(counts[2])
-        tfs = {t: (counts[0][t], counts[1][t], counts[2][t]) for t in vocabulary}
+        # sorted: every later walk over a memory's terms (sums included) is in one order,
+        # whatever the interpreter's hash seed
+        tfs = {t: (counts[0][t], counts[1][t], counts[2][t]) for t in sorted(vocabulary)}
         bigrams = frozenset(f"{a} {b}" for ft in field_terms for a, b in itertools.pairwise(ft))
         slot = self._free.pop() if self._free else len(self._keys)
         if slot == len(self._keys):
@@ -408,10 +410,13 @@ class RecallIndex:
             at = max(range(len(pool)), key=discounted.__getitem__)  # first of equals: rank order
             best = pool.pop(at)
             picked.append((self._keys[best] or "", discounted[at]))
+            if len(picked) == limit:
+                break
             chosen = self._content_vector(best)
             for slot in pool:
                 vector = self._content_vector(slot)
-                cosine = sum(vector[t] * chosen[t] for t in vector.keys() & chosen.keys())
+                # in the vector's own (sorted) order: the sum is the same to the last bit
+                cosine = sum(w * chosen[t] for t, w in vector.items() if t in chosen)
                 overlap[slot] = max(overlap[slot], cosine)
         return picked
 
@@ -570,7 +575,11 @@ class RecallIndex:
             for term, (t0, t1, t2) in self._docs[key].tfs.items():
                 if term not in query:
                     gathered[term] = gathered.get(term, 0.0) + (t0 + t1 + t2) * self._idf(term)
-        best = heapq.nlargest(self.params.prf_terms, gathered.items(), key=lambda kv: kv[1])
+        # Equal weights are common (terms seen once): ties go by the term, not by set order,
+        # which changes with the interpreter's hash seed.
+        best = heapq.nlargest(
+            self.params.prf_terms, gathered.items(), key=lambda kv: (kv[1], kv[0])
+        )
         if not best:
             return {}
         top_value = best[0][1]

@@ -229,3 +229,33 @@ def test_removals_that_move_the_average_lengths_rank_like_a_fresh_index() -> Non
     got, expected = warm.search("garden tomato", 5), fresh.search("garden tomato", 5)
     assert [k for k, _ in got] == [k for k, _ in expected]
     assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+
+
+_SEEDED_SEARCH = """
+import json, random
+from memoryd.automem.ranker import RecallIndex
+rng = random.Random(7)
+words = [f"w{i}" for i in range(300)]
+index = RecallIndex()
+for n in range(400):
+    index.upsert(f"m{n}.md", rng.choice(words), " ".join(rng.sample(words, 6)), " ".join(rng.sample(words, 4)))
+print(json.dumps([index.search(" ".join(rng.sample(words, 3)), 5) for _ in range(60)]))
+"""
+
+
+def test_results_do_not_depend_on_the_hash_seed() -> None:
+    import os
+    import subprocess
+    import sys
+
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _SEEDED_SEARCH],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    ]
+    assert runs[0] == runs[1] == runs[2]
