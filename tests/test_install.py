@@ -259,6 +259,20 @@ def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install
     assert "hooks" in local
     assert "enabledMcpjsonServers" not in local
     assert not (project / ".mcp.json").exists()
+    # An earlier install (with the SDK) left a server entry and its approval: taken out, since
+    # it would fail in every session; other servers stay.
+    earlier = {"mcpServers": {"memoryd": {"command": "memoryd-mcp"}, "other": {"command": "x"}}}
+    (project / ".mcp.json").write_text(json.dumps(earlier))
+    local["enabledMcpjsonServers"] = ["memoryd", "other"]
+    (project / ".claude" / "settings.local.json").write_text(json.dumps(local))
+    wired = _run(bin_dir / "memctl", "claude-code", "install", "--project", str(project), env=env)
+    assert wired.returncode == 0, wired.stderr
+    assert "MCP server removed (an earlier install's entry could not start)" in wired.stdout
+    assert json.loads((project / ".mcp.json").read_text()) == {
+        "mcpServers": {"other": {"command": "x"}}
+    }
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert local["enabledMcpjsonServers"] == ["other"]
     # A settings file memctl refuses to edit: the entries to merge by hand hold no server.
     (home / ".claude" / "settings.json").write_text("[]")
     refused = _run(bin_dir / "memctl", "claude-code", "install", env=env, cwd=home)

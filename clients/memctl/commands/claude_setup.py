@@ -117,13 +117,17 @@ def plan(action: str, project: Path | None) -> list[Change]:
     settings_in, config_in = settings or {}, config or {}
     if action == "install":
         new_settings = claude_settings.with_hooks(settings_in, memctl)
-        # Without the SDK the server could not start: it would only fail in every session, so
-        # it is neither added nor approved.
-        serve = has_mcp_sdk()
-        if project is not None and serve:
-            new_settings = claude_settings.with_approval(new_settings)
-        new_config = claude_settings.with_server(config_in, server) if serve else config_in
-        what = ("hooks", "MCP server")
+        if has_mcp_sdk():
+            if project is not None:
+                new_settings = claude_settings.with_approval(new_settings)
+            new_config = claude_settings.with_server(config_in, server)
+            what = ("hooks", "MCP server")
+        else:
+            # Without the SDK the server could not start: it would only fail in every session,
+            # so it is neither added nor approved, and an earlier install's entry is taken out.
+            new_settings = claude_settings.without_approval(new_settings)
+            new_config = claude_settings.without_server(config_in)
+            what = ("hooks", "MCP server removed")
     else:
         new_settings = claude_settings.without_approval(claude_settings.without_hooks(settings_in))
         new_config = claude_settings.without_server(config_in)
@@ -186,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
         lines.append(line)
     result: dict[str, Any] = {"action": args.action, "files": done}
     if args.action == "install" and not has_mcp_sdk():
-        result["mcp_server"] = f"not added: {MCP_EXTRA_MISSING}"
+        removed = any(c.what == "MCP server removed" and c.changed for c in changes)
+        verb = "removed (an earlier install's entry could not start)" if removed else "not added"
+        result["mcp_server"] = f"{verb}: {MCP_EXTRA_MISSING}"
         lines.append(f"MCP server {result['mcp_server']}")
     if args.action == "install" and not args.dry_run:
         lines.append(
