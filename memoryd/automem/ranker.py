@@ -389,6 +389,7 @@ class RecallIndex:
         scores, excluded, p = lexical.scores, lexical.excluded, self.params
         if scores is None or not (lexical.has_terms or semantic):
             return []
+        scores = scores.copy()  # the signals below work in place; `lexical` stays as it was made
         if semantic is not None and p.semantic_weight:
             scores = self._fuse(scores, semantic)
             scores[excluded] = 0.0

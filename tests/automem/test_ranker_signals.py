@@ -162,3 +162,12 @@ def test_diversity_makes_room_for_a_different_memory() -> None:
         idx.upsert("b.md", "pets", "Nate has turtles as pets, he says", "x")
         idx.upsert("c.md", "dog", "Nate adopted a dog, his newest pet", "x")
         assert set(_keys(idx, "Nate pets", 2)) == expected
+
+
+def test_ranking_one_lexical_result_twice_gives_the_same_answer() -> None:
+    idx = RecallIndex()
+    idx.upsert("a.md", "trip", "went hiking two weeks ago", "x", date(2023, 3, 1))
+    idx.upsert("b.md", "trip", "hiking boots bought", "x", date(2023, 3, 1))
+    idx.upsert("c.md", "trip", "hiking in the Alps", "x", date(2023, 8, 20))
+    found = idx.lexical("When did she go hiking in March 2023?")
+    assert idx.rank(found) == idx.rank(found) == idx.search("When did she go hiking in March 2023?")
