@@ -96,19 +96,16 @@ function M.render_history(reply, name, now)
   return lines, targets
 end
 
-function M.refresh(ctx, show, done)
+function M.refresh(ctx, show)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
     local buf = ui.buffer('memories', show)
     M.setup_keys(buf)
     local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last_ctx = ctx
-    if done then
-      done(reply)
-    end
   end, {
     retry = function()
-      M.refresh(ctx, show, done)
+      M.refresh(ctx, show)
     end,
   })
 end
@@ -119,19 +116,16 @@ local function reload()
   end
 end
 
-function M.delete(target, done)
+function M.delete(target)
   ui.confirm(('Delete the memory "%s"? (its content is kept in history)'):format(target.name), function()
     memoryd.request('memory.delete', { cwd = M.last_ctx.cwd, path = target.path }, function()
       memoryd.message('deleted ' .. format.basename(target.path))
       reload()
-      if done then
-        done()
-      end
     end)
   end)
 end
 
-function M.history(target, done)
+function M.history(target)
   local ctx = M.last_ctx
   memoryd.request('memory.history', { cwd = ctx.cwd, path = target.path }, function(reply)
     local buf = ui.buffer('history', true)
@@ -146,22 +140,16 @@ function M.history(target, done)
     end
     local lines, targets = M.render_history(reply, target.name, os.time())
     ui.render(buf, lines, targets)
-    if done then
-      done(reply)
-    end
   end)
 end
 
-function M.restore(version, done)
+function M.restore(version)
   local ctx = M.last_ctx
   ui.confirm(('Restore %s to the version of %s? (the current text goes to history)'):format(version.name, version.version), function()
     memoryd.request('memory.restore', { cwd = ctx.cwd, path = version.path, version = version.version }, function()
       memoryd.message(('restored %s (%s)'):format(format.basename(version.path), version.version))
       reload()
       M.history({ path = version.path, name = version.name })
-      if done then
-        done()
-      end
     end)
   end)
 end

@@ -78,7 +78,7 @@ function M.query_from(opts)
   return nil
 end
 
-function M.run(query, ctx, done)
+function M.run(query, ctx)
   ctx = ctx or memoryd.buffer_context()
   local params = { cwd = ctx.cwd, query = query, limit = memoryd.config.recall_limit }
   memoryd.request('recall', params, function(reply)
@@ -94,13 +94,10 @@ function M.run(query, ctx, done)
     end
     local lines, targets = M.render(reply, query, os.time())
     ui.render(buf, lines, targets)
-    if done then
-      done(reply)
-    end
   end, {
     timeout_ms = memoryd.config.recall_timeout_ms,
     retry = function()
-      M.run(query, ctx, done)
+      M.run(query, ctx)
     end,
   })
 end

@@ -49,8 +49,8 @@ local function text_from(opts)
   return nil
 end
 
--- Ask the remaining questions, then write. done(reply) after a successful write.
-function M.save(ctx, text, done)
+-- Ask the remaining questions, then write.
+function M.save(ctx, text)
   if not text or not text:match('%S') then
     memoryd.message('nothing to remember: the text is empty', vim.log.levels.WARN)
     return
@@ -103,9 +103,6 @@ function M.save(ctx, text, done)
           -- The daemon warns, e.g. when the text looks like it holds a secret.
           for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
             memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
-          end
-          if done then
-            done(reply)
           end
         end)
       end

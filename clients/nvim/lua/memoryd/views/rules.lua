@@ -99,7 +99,7 @@ local function paths_of(reply)
 end
 
 -- Fetch and draw; show: bring the view to a window.
-function M.refresh(ctx, show, done)
+function M.refresh(ctx, show)
   local params = { cwd = ctx.cwd }
   if ctx.file then
     params.touched_paths = { ctx.file }
@@ -109,12 +109,9 @@ function M.refresh(ctx, show, done)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last = { ctx = ctx, paths = paths_of(reply) }
-    if done then
-      done(reply)
-    end
   end, {
     retry = function()
-      M.refresh(ctx, show, done)
+      M.refresh(ctx, show)
     end,
   })
 end

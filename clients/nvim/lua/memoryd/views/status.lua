@@ -86,27 +86,21 @@ function M.render(status, team, team_error, socket, recent)
   return lines
 end
 
-function M.open(done)
+function M.open()
   local ctx = memoryd.buffer_context()
   memoryd.request('status', nil, function(status)
     memoryd.state.status = status
     memoryd.request('team.status', { cwd = ctx.cwd }, function(team)
       ui.render(ui.buffer('status', true), M.render(status, team, nil, memoryd.socket_path(), memoryd.recent))
-      if done then
-        done(status, team)
-      end
     end, {
       on_error = function(err)
         ui.render(ui.buffer('status', true), M.render(status, nil, err, memoryd.socket_path(), memoryd.recent))
-        if done then
-          done(status, nil)
-        end
         return true
       end,
     })
   end, {
     retry = function()
-      M.open(done)
+      M.open()
     end,
   })
 end
