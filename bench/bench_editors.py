@@ -37,45 +37,26 @@ from _harness import REPO, daemon_process, median, percentile, temp_home, time_c
 from bench_context import generate
 
 from memoryd_client import Client
+from tests.editors.headless_nvim import NVIM, run_script
 
-NVIM_PLUGIN = REPO / "clients" / "nvim"
 VSCODE_DRIVER = REPO / "clients" / "vscode" / "out" / "tools" / "bench-get-context.js"
 MEMCTL = Path(sys.executable).with_name("memctl")
 
 
 def nvim_side(env: dict[str, str], cwd: Path, touched: str, runs: int) -> dict[str, list[float]]:
     """Round trips (ms) measured inside headless Neovim; also the :MemorydRules view."""
-    nvim = shutil.which("nvim")
-    if nvim is None:
+    if NVIM is None:
         return {}
     with tempfile.TemporaryDirectory(prefix="mdbench-nvim-") as tmp:
         result = Path(tmp) / "timings.json"
-        subprocess.run(
-            [
-                nvim,
-                "--headless",
-                "-u",
-                "NONE",
-                "-i",
-                "NONE",
-                "-n",
-                "-c",
-                f"luafile {NVIM_PLUGIN / 'tests' / 'bench_get_context.lua'}",
-            ],
-            env={
-                **env,
-                "MEMORYD_NVIM_PLUGIN": str(NVIM_PLUGIN),
-                "MEMORYD_BENCH_CWD": str(cwd),
-                "MEMORYD_BENCH_TOUCHED": touched,
-                "MEMORYD_BENCH_RUNS": str(runs),
-                "MEMORYD_TEST_RESULT": str(result),
-            },
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=600,
-            check=True,
-        )
+        bench_env = {
+            **env,
+            "MEMORYD_BENCH_CWD": str(cwd),
+            "MEMORYD_BENCH_TOUCHED": touched,
+            "MEMORYD_BENCH_RUNS": str(runs),
+        }
+        proc = run_script("bench_get_context.lua", bench_env, result, cwd=None, timeout=600)
+        proc.check_returncode()
         timings: dict[str, list[float]] = json.loads(result.read_text())
         return timings
 

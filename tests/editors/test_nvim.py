@@ -24,32 +24,16 @@ import pytest
 
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
 from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
+from tests.editors.headless_nvim import NVIM, PLUGIN, headless, run_script
 from tests.editors.misbehaving_daemon import STORM_SIZE, MisbehavingDaemon
 
-NVIM = shutil.which("nvim")
 pytestmark = pytest.mark.skipif(
     NVIM is None,
     reason="nvim is not installed: `MEMORYD_SETUP_NEOVIM=1 bash scripts/setup` installs Debian's neovim",
 )
 
-PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "nvim"
 MEMCTL = Path(sys.executable).with_name("memctl")
 SPACED_FILE = "notes/my ünïcödé notes.md"
-
-
-def headless(*commands: str) -> list[str]:
-    """Neovim with no user config, no shada, no swap files, running these Ex commands."""
-    assert NVIM is not None
-    return [
-        NVIM,
-        "--headless",
-        "-u",
-        "NONE",
-        "-i",
-        "NONE",
-        "-n",
-        *(a for c in commands for a in ("-c", c)),
-    ]
 
 
 def run_nvim(
@@ -61,21 +45,10 @@ def run_nvim(
     full_env = {
         **os.environ,
         **env,
-        "MEMORYD_NVIM_PLUGIN": str(PLUGIN),
-        "MEMORYD_TEST_RESULT": str(result),
         "MEMORYD_TEST_MEMCTL": str(MEMCTL),
         "MEMORYD_TEST_PYTHON": sys.executable,
     }
-    assert NVIM is not None
-    proc = subprocess.run(
-        headless(f"luafile {PLUGIN / 'tests' / script}"),
-        cwd=cwd,
-        env=full_env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_script(script, full_env, result, cwd=cwd, timeout=timeout)
     assert result.exists(), (
         f"{script} wrote no result (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     )

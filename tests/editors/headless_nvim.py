@@ -1,0 +1,43 @@
+"""Headless Neovim running a Lua script of clients/nvim/tests, for test_nvim.py and
+bench/bench_editors.py alike: no user config, no shada, no swap files, and the script told
+where the plugin is and where to write its JSON result."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+NVIM = shutil.which("nvim")
+PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "nvim"
+
+
+def headless(*commands: str) -> list[str]:
+    """Neovim with no user config, no shada, no swap files, running these Ex commands."""
+    assert NVIM is not None
+    return [
+        NVIM,
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-n",
+        *(a for c in commands for a in ("-c", c)),
+    ]
+
+
+def run_script(
+    script: str, env: Mapping[str, str], result: Path, cwd: Path | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run clients/nvim/tests/<script> headless; it writes its JSON result to `result`."""
+    return subprocess.run(
+        headless(f"luafile {PLUGIN / 'tests' / script}"),
+        cwd=cwd,
+        env={**env, "MEMORYD_NVIM_PLUGIN": str(PLUGIN), "MEMORYD_TEST_RESULT": str(result)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
