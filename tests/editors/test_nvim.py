@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +71,24 @@ def shutdown(sock: Path) -> None:
         pass
 
 
-@pytest.fixture
-def daemon_socket(short_tmp: Path) -> Iterator[Path]:
-    sock = short_tmp / "d.sock"
-    proc = spawn_daemon(sock, "--log-level", "warning")
+@contextmanager
+def running_daemon(sock: Path, env: dict[str, str] | None = None) -> Iterator[Path]:
+    """`python -m memoryd` on sock, healthy; shut down after, also one the test restarted."""
+    proc = spawn_daemon(sock, "--log-level", "warning", env=env)
     try:
         wait_healthy(sock)
         yield sock
     finally:
-        shutdown(sock)  # also a daemon the test restarted itself
+        shutdown(sock)
         if proc.poll() is None:
             proc.terminate()
             proc.wait(15)
+
+
+@pytest.fixture
+def daemon_socket(short_tmp: Path) -> Iterator[Path]:
+    with running_daemon(short_tmp / "d.sock") as sock:
+        yield sock
 
 
 def make_repo(root: Path, remote: str | None = None) -> Path:
@@ -148,12 +155,9 @@ def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -
 
 def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "work" / "widgets", remote="git@github.com:acme/widgets.git")
-    sock = short_tmp / "team.sock"
     # Nothing listens there: writes stay local and sync retries, which is all this needs.
     team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
-    proc = spawn_daemon(sock, "--log-level", "warning", env=team)
-    try:
-        wait_healthy(sock)
+    with running_daemon(short_tmp / "team.sock", env=team) as sock:
         records = run_nvim(
             "team_spec.lua",
             {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_REPO": str(repo), **team},
@@ -161,11 +165,6 @@ def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: P
         )
         assert_all_passed(records, expected=4)
         memory_dir = memory_dir_of(sock, repo)
-    finally:
-        shutdown(sock)
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(15)
     runbook = (memory_dir / "team" / "reference_incident_runbook.md").read_text()
     assert "The runbook is the wiki page Ops/On-call" in runbook
     assert (
