@@ -125,11 +125,12 @@ class RecallIndex:
         self._days: dict[int, set[int]] = {}  # date ordinal → slots dated then
         self._day_arrays: dict[int, IntArray] = {}  # the same as arrays, cached
         self._length_sums = [0, 0, 0]
-        # Slot → its field lengths (room for more slots than are used; grown by doubling).
+        # Slot → its field lengths, and slot → date ordinal (0: undated); both with room for
+        # more slots than are used, grown together by doubling (`_make_room`).
         self._lengths: FloatArray | None = None
+        self._date_array: IntArray | None = None
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
-        self._date_array: IntArray | None = None  # see `_dates`
         self._timed: set[int] = set()  # slots of memories that mention a time
         self._mutations = 0  # bumps on every upsert and remove
         self._idf_cache: dict[str, float] = {}  # valid while `_mutations` is `_idf_mutations`
@@ -139,14 +140,22 @@ class RecallIndex:
 
     @property
     def _dates(self) -> IntArray:
-        """Slot → date ordinal, 0 when undated; made on first use (so is numpy's import)."""
-        if self._date_array is None:
-            self._date_array = np.zeros(0, dtype=np.int64)
-        return self._date_array
+        """Slot → date ordinal, 0 when undated, for the slots in use (a view: writes go through)."""
+        if self._date_array is None:  # nothing indexed yet (numpy is imported on first use)
+            return np.zeros(0, dtype=np.int64)
+        return self._date_array[: len(self._keys)]
 
-    @_dates.setter
-    def _dates(self, value: IntArray) -> None:
-        self._date_array = value
+    def _make_room(self, slot: int) -> None:
+        """Grow the per-slot arrays, by doubling, so that `slot` fits."""
+        old_lengths, old_dates = self._lengths, self._date_array
+        if old_lengths is not None and slot < len(old_lengths):
+            return
+        size = max(2 * slot, 64)
+        self._lengths = np.zeros((size, 3), dtype=np.float64)
+        self._date_array = np.zeros(size, dtype=np.int64)
+        if old_lengths is not None and old_dates is not None:
+            self._lengths[: len(old_lengths)] = old_lengths
+            self._date_array[: len(old_dates)] = old_dates
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -172,20 +181,16 @@ class RecallIndex:
         tfs = {t: (counts[0][t], counts[1][t], counts[2][t]) for t in sorted(vocabulary)}
         bigrams = frozenset(f"{a} {b}" for ft in field_terms for a, b in itertools.pairwise(ft))
         slot = self._free.pop() if self._free else len(self._keys)
+        self._make_room(slot)
         if slot == len(self._keys):
             self._keys.append(key)
-            self._dates = np.append(self._dates, 0)
         else:
             self._keys[slot] = key
         self._dates[slot] = when.toordinal() if when else 0
         if when:
             self._days.setdefault(when.toordinal(), set()).add(slot)
             self._day_arrays.pop(when.toordinal(), None)
-        if self._lengths is None or slot >= len(self._lengths):
-            grown = np.zeros((max(2 * slot, 64), 3), dtype=np.float64)
-            if self._lengths is not None:
-                grown[: len(self._lengths)] = self._lengths
-            self._lengths = grown
+        assert self._lengths is not None  # `_make_room` made it
         self._lengths[slot] = lengths
         self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
         if mentions_time(f"{description}\n{body}"):
