@@ -274,11 +274,16 @@ class RecallIndex:
             self._arrays.clear()
 
     # -- scoring ----------------------------------------------------------------------------
-    def _idf(self, term: str) -> float:
-        if self._idf_mutations != self._mutations:  # any change moves every idf a little
+    def _drop_stale_caches(self) -> None:
+        """Empty the idf and content-vector caches if the index changed since they were made
+        (any change moves every idf a little)."""
+        if self._idf_mutations != self._mutations:
             self._idf_cache.clear()
             self._vectors.clear()
             self._idf_mutations = self._mutations
+
+    def _idf(self, term: str) -> float:
+        self._drop_stale_caches()
         idf = self._idf_cache.get(term)
         if idf is None:
             n = len(self._docs)
@@ -429,7 +434,7 @@ class RecallIndex:
     def _content_vector(self, slot: int) -> dict[str, float]:
         """The memory's description and body terms as a unit tf-idf vector (names left out:
         memories of one person are not alike for that); cached with the idfs."""
-        self._idf("")  # drops both caches when the index changed
+        self._drop_stale_caches()
         vector = self._vectors.get(slot)
         if vector is None:
             doc = self._docs[self._keys[slot] or ""]
