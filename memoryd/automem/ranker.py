@@ -111,6 +111,11 @@ class _Doc:
 _AVG_DRIFT = 0.05
 
 
+def _bm25_idf(n: int, df: int) -> float:
+    """BM25's idf of a term (or adjacent pair) held by `df` of `n` memories."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 class RecallIndex:
     def __init__(self, params: RankerParams | None = None) -> None:
         self.params = params or RankerParams()
@@ -288,7 +293,7 @@ class RecallIndex:
         if idf is None:
             n = len(self._docs)
             df = len(self._postings.get(term, ()))
-            idf = self._idf_cache[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = self._idf_cache[term] = _bm25_idf(n, df)
         return idf
 
     def _term_arrays(self, term: str) -> tuple[IntArray, FloatArray] | None:
@@ -501,7 +506,7 @@ class RecallIndex:
             slots = self._bigram_slots(f"{a} {b}")
             if slots is None:
                 continue
-            idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
+            idf = _bm25_idf(n, len(slots))
             scores[slots] += np.where(scores[slots] > 0, weight * idf, 0.0)
 
     def _bigram_slots(self, pair: str) -> IntArray | None:
