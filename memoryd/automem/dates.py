@@ -118,9 +118,13 @@ def query_date(text: str) -> DateQuery | None:
     direction = _DIRECTION.search(text)
     if direction is None:
         return found
-    word = direction.group(1).lower()
-    kind = "before" if word in ("before", "until") or word.startswith("prior") else "after"
-    return DateQuery(found.year, found.month, found.day, kind)
+    return DateQuery(found.year, found.month, found.day, _side(direction.group(1)))
+
+
+def _side(word: str) -> str:
+    """The side a direction word asks for: before, until, prior to → before; after, since → after."""
+    word = word.lower()
+    return "before" if word in ("before", "until") or word.startswith("prior") else "after"
 
 
 def _plain_query_date(text: str) -> DateQuery | None:
@@ -159,9 +163,7 @@ def relative_event(text: str) -> tuple[str, str] | None:
     match = _EVENT.search(text)
     if match is None or query_date(text) is not None:
         return None
-    word = match.group(1).lower()
-    kind = "before" if word == "before" or word.startswith("prior") else "after"
-    return kind, match.group(2).strip()
+    return _side(match.group(1)), match.group(2).strip()
 
 
 # What a memory that answers "when?" says besides a full date: a time relative to when it was
