@@ -77,6 +77,14 @@ def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
         proc.wait(30)
 
 
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's resident memory (VmRSS, from /proc: Linux only), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))

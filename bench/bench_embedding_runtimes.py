@@ -39,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _harness import rss_mb
 from bench_recall_locomo import CATEGORIES, DEV, Memory, Query, eval_dir, hits, load
 
 THROUGHPUT_TEXTS = 2_000
@@ -49,13 +50,6 @@ FASTEMBED_FILES = (
     "special_tokens_map.json",
     "tokenizer_config.json",
 )
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def dev_data() -> dict[str, tuple[list[Memory], list[Query]]]:

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _harness import rss_mb
+
 REPO = Path(__file__).resolve().parent.parent
 MONTHS = (
     "January",
@@ -61,14 +63,6 @@ def zipf_words(rng: random.Random, vocab: list[str], n: int) -> list[str]:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def bm25s_p95(memdir: Path, queries: list[str]) -> tuple[float, float]:

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import daemon_process, temp_home  # noqa: E402
+from _harness import daemon_process, rss_mb, temp_home  # noqa: E402
 from _team_server import start_team_server  # noqa: E402
 
 from memoryd_client import Client  # noqa: E402
@@ -29,13 +29,6 @@ BARE = (
     "import asyncio\n"
     "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS:')))"
 )
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def bare_asyncio_mb() -> float:

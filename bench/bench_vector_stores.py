@@ -44,18 +44,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _harness import rss_mb
+
 DIM = 384
 TOP = 30
 QUERIES = 50
 OPS = 5
 MODEL = "bench"
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def unit_vectors(n: int, seed: int) -> np.ndarray:
