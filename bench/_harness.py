@@ -86,6 +86,9 @@ def rss_mb(pid: int | str = "self") -> float:
 
 
 def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0–100) of `values`; nan when there are none."""
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]

@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from _harness import percentile  # noqa: E402
 from _team_server import start_team_server  # noqa: E402
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum  # noqa: E402
@@ -302,12 +303,6 @@ def run_clients(
     return merged
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
-
-
 def report(label: str, result: dict[str, Any], seconds: float, sampler: RssSampler) -> None:
     by_op: dict[str, list[float]] = defaultdict(list)
     statuses: dict[str, Counter[str]] = defaultdict(Counter)
@@ -322,11 +317,11 @@ def report(label: str, result: dict[str, Any], seconds: float, sampler: RssSampl
     )
     print(f"  {'op':<11}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}  statuses")
     for op in ("get", "get_page", "put"):
-        values = sorted(by_op.get(op, []))
+        values = by_op.get(op, [])
         counts = ", ".join(f"{s}×{n}" for s, n in sorted(statuses[op].items()))
         print(
-            f"  {op:<11}{len(values) / seconds:>8.1f}{percentile(values, 0.5):>9.1f}"
-            f"{percentile(values, 0.95):>9.1f}{percentile(values, 0.99):>9.1f}  {counts}"
+            f"  {op:<11}{len(values) / seconds:>8.1f}{percentile(values, 50):>9.1f}"
+            f"{percentile(values, 95):>9.1f}{percentile(values, 99):>9.1f}  {counts}"
         )
 
 
