@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd import paths
-from memoryd import settings as settings_mod
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.automem.extraction import Extraction, keep_version
 from memoryd.automem.manifest import format_manifest
@@ -106,13 +105,10 @@ class Dream:
         host: Host,
         automem: AutoMemory,
         extraction: Extraction,
-        *,
-        flag_settings: Path | None,
     ) -> None:
         self.host = host
         self.automem = automem
         self.extraction = extraction  # shares its run lock: one writing agent per dir
-        self.flag_settings = flag_settings
         self.idle_s = idle_seconds()
         self.interval_s = float(DAY_S)
         self._timers: dict[Path, asyncio.Task[Any]] = {}
@@ -148,8 +144,8 @@ class Dream:
         return last is None or (now or time.time()) - last >= self.interval_s
 
     def enabled(self, project: Project) -> bool:
-        effective = settings_mod.load(project.root, self.flag_settings)
-        return bool(effective.get("autoDreamEnabled"))
+        # Asked on every turn: the settings are read again only when a settings file changed.
+        return bool(self.automem.settings.get(project.root).get("autoDreamEnabled"))
 
     # -- the idle trigger --------------------------------------------------------------------
     def on_turn(self, turn: Turn) -> None:

@@ -108,14 +108,7 @@ class Services:
     def dream(self) -> Dream:
         from memoryd.automem.dream import Dream
 
-        return self._closing(
-            Dream(
-                self._host,
-                self.automem,
-                self.extraction,
-                flag_settings=self._config.flag_settings,
-            )
-        )
+        return self._closing(Dream(self._host, self.automem, self.extraction))
 
     @cached_property
     def magic_docs(self) -> MagicDocs:
