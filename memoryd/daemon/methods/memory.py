@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import yaml
 from pydantic import Field
 
-from memoryd import settings as settings_mod
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall import MAX_RECALL, recall
@@ -227,8 +226,7 @@ def _check_secrets(
     if len(body) > MAX_FILE_BYTES:
         # The write refuses it as too large (-32004) before anything is saved: no need to scan.
         return {"warnings": [], "secrets": []}
-    effective = settings_mod.load(project.root, daemon.config.flag_settings)
-    refuse = bool(effective.get(REFUSE_SETTING))
+    refuse = bool(_am(daemon).settings.get(project.root).get(REFUSE_SETTING))
     return check_write(name, description, body, team=team, refuse=refuse)
 
 
