@@ -8,7 +8,6 @@ line to each memory file that has none (a writer killed between its file and its
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import structlog
 from memoryd.automem import index as index_mod
 from memoryd.automem.layout import index_file, index_path, is_team, read_index_for_rewrite
 from memoryd.automem.locks import WriterLocks
+from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import DirStates
 from memoryd.errors import TooLarge
@@ -38,7 +38,7 @@ class IndexWriter:
         self.orphans_indexed = 0  # files given a generated line, for `status`
         # (dir, team) → (the dir's generation, the index's stamp) when its files all had a
         # line: the periodic check skips it until one of them moves (~90 ms at 10,000 files).
-        self._in_step: dict[tuple[Path, bool], tuple[int, tuple[int, int, int] | None]] = {}
+        self._in_step: dict[tuple[Path, bool], tuple[int, Stat]] = {}
 
     def queue(self, memory_dir: Path, key: str, title: str, hook: str) -> None:
         """Queue the index line of `key` (call with the dir's writer lock held)."""
@@ -120,7 +120,7 @@ class IndexWriter:
             now = time.time()
             for team in (False, True):
                 path = index_path(memory_dir, team=team)
-                seen = (state.generation, _stamp(path))
+                seen = (state.generation, stat_stamp(path))
                 if grace_s and self._in_step.get((memory_dir, team)) == seen:
                     continue
                 headers = {
@@ -173,11 +173,3 @@ class IndexWriter:
                 count=len(removed),
                 files=[str(p) for p in removed[:20]],
             )
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
