@@ -86,6 +86,16 @@ class Side:
 SideFactory = Callable[..., Side]
 
 
+async def seed_server(
+    make_side: SideFactory, server: ThreadedServer, token: str, files: dict[str, str]
+) -> None:
+    """Put `files` on the team server, pushed by a side of their own (as a teammate would)."""
+    seed = make_side("seed", server.url, token)
+    for key, text in files.items():
+        seed.write(key, text)
+    await seed.engine.push()
+
+
 @pytest.fixture
 async def daemons() -> Any:
     """Daemons a test starts (in its loop), stopped at its end."""

@@ -15,7 +15,7 @@ from memoryd.core.team_config import TeamConfig
 from memoryd.team.sync.watcher import Tuning
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
-from tests.team.conftest import REPO, SideFactory, eventually, server_history
+from tests.team.conftest import REPO, SideFactory, eventually, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
 FAKE_GITHUB_TOKEN = "ghp_" + "Zq8" + "vN3xR5tW7yB2mK4pL6sD9fH1jC0aE3gU5iO"
@@ -107,10 +107,12 @@ async def test_pull_watch_push_and_notifications(
     daemons: list[DaemonHandle],
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
-    seed.write("MEMORY.md", "- [Style](style.md) — house style\n")
-    seed.write("style.md", "Use tabs.\n")
-    await seed.engine.push()
+    await seed_server(
+        make_side,
+        server,
+        token,
+        {"MEMORY.md": "- [Style](style.md) — house style\n", "style.md": "Use tabs.\n"},
+    )
 
     handle = await start(short_tmp, "a", url=server.url, token=token)
     daemons.append(handle)
@@ -217,9 +219,7 @@ async def test_after_turn_starts_sync_and_shutdown_pushes_pending(
     isolated_env: IsolatedEnv,
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
-    seed.write("a.md", "from the team\n")
-    await seed.engine.push()
+    await seed_server(make_side, server, token, {"a.md": "from the team\n"})
     handle = await start(short_tmp, "a", url=server.url, token=token, debounce_s=60.0)
     root = make_repo(tmp_path / "proj")
     team = team_dir_of(isolated_env, root)
@@ -329,10 +329,15 @@ async def test_get_context_starts_sync_and_shows_the_pulled_team_index(
     daemons: list[DaemonHandle],
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
-    seed.write("MEMORY.md", "- [Deploys](deploys.md) — staging first, always\n")
-    seed.write("deploys.md", "---\nname: deploys\ndescription: d\ntype: project\n---\nx\n")
-    await seed.engine.push()
+    await seed_server(
+        make_side,
+        server,
+        token,
+        {
+            "MEMORY.md": "- [Deploys](deploys.md) — staging first, always\n",
+            "deploys.md": "---\nname: deploys\ndescription: d\ntype: project\n---\nx\n",
+        },
+    )
     handle = await start(short_tmp, "a", url=server.url, token=token)
     daemons.append(handle)
     root = make_repo(tmp_path / "proj")

@@ -15,7 +15,7 @@ import pytest
 from memoryd.team.sync.client import BodyTooLarge, Permanent, Retryable, TeamHTTPError
 from memoryd.team.sync.engine import SyncSuppressed
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
-from tests.team.conftest import REPO, Side, SideFactory, server_history
+from tests.team.conftest import REPO, Side, SideFactory, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
 
@@ -136,10 +136,8 @@ async def test_slow_bodies_still_arrive_whole(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
     text = "".join(f"line {i}: café ☕ {'x' * 40}\n" for i in range(300))
-    seed.write("long.md", text)
-    await seed.engine.push()
+    await seed_server(make_side, server, token, {"long.md": text})
     side = make_side("me", proxy.url, token, timeout_s=5)
     proxy.script(Fault.slow_body(chunk=512, gap_s=0.002), method="GET")
     report = await side.engine.pull()
@@ -151,9 +149,7 @@ async def test_a_stalled_pull_times_out_and_writes_nothing(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
-    seed.write("a.md", "x")
-    await seed.engine.push()
+    await seed_server(make_side, server, token, {"a.md": "x"})
     side = make_side("me", proxy.url, token, timeout_s=0.3)
     proxy.script(Fault.stall(2.0), method="GET")
     with pytest.raises(Retryable):

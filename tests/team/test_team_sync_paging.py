@@ -9,7 +9,7 @@ import pytest
 
 from memoryd_team.settings import ServerSettings
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
-from tests.team.conftest import REPO, SideFactory
+from tests.team.conftest import REPO, SideFactory, seed_server
 from tests.team_server.conftest import ThreadedServer
 
 ENTRY = 1000
@@ -76,10 +76,7 @@ async def test_a_server_from_before_paging_is_read_unpaged(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
 ) -> None:
     token = server.token(REPO)
-    alice = make_side("alice", server.url, token)
-    alice.write("a.md", "one\n")
-    alice.write("b/c.md", "two\n")
-    await alice.engine.push()
+    await seed_server(make_side, server, token, {"a.md": "one\n", "b/c.md": "two\n"})
     bob = make_side("bob", proxy.url, token)
     # What a server that knows only `view=hashes` answers to `view=page`.
     proxy.script(

@@ -10,7 +10,7 @@ import pytest
 
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
-from tests.team.conftest import REPO, Side, SideFactory, eventually, server_history
+from tests.team.conftest import REPO, Side, SideFactory, eventually, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
 FAST = Tuning(debounce_s=0.2, backoff_base_s=0.05, backoff_cap_s=0.4, shutdown_push_timeout_s=10)
@@ -48,10 +48,7 @@ async def test_first_pull_happens_before_the_watcher_and_triggers_no_push(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
 ) -> None:
     token = server.token(REPO)
-    seed = make_side("seed", server.url, token)
-    seed.write("a.md", "from the team\n")
-    seed.write("dir/b.md", "nested\n")
-    await seed.engine.push()
+    await seed_server(make_side, server, token, {"a.md": "from the team\n", "dir/b.md": "nested\n"})
 
     side = make_side("me", proxy.url, token)
     await runners.start(side)
