@@ -236,21 +236,27 @@ def test_a_restarting_daemon_is_waited_for(short_tmp: Path, tmp_path: Path) -> N
     assert_all_passed(records, expected=1)
 
 
-SOCKET_ENVS: list[dict[str, str]] = [
-    {"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"},
-    {"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "/run/user/4242/"},
-    {"XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": "/home/ada/.cache"},
-    {"XDG_CACHE_HOME": "relative/cache"},
-    {},  # the per-user fallback in the temp dir
-    {"TMPDIR": "{tmp}/tmp with space/../tmp with space"},
-    {"TMPDIR": "{tmp}/does-not-exist"},
+MACOS_RULE = "macOS's ~/Library/Caches"
+# The environment, and the rule that picks the path on Linux (:checkhealth names it).
+SOCKET_ENVS: list[tuple[dict[str, str], str]] = [
+    ({"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"}, "$MEMORYD_SOCKET"),
+    ({"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "/run/user/4242/"}, "$XDG_RUNTIME_DIR"),
+    ({"XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": "/home/ada/.cache"}, "$XDG_CACHE_HOME"),
+    ({"XDG_CACHE_HOME": "relative/cache"}, "$XDG_CACHE_HOME"),
+    ({}, "the per-user fallback"),  # in the temp dir
+    ({"TMPDIR": "{tmp}/tmp with space/../tmp with space"}, "the per-user fallback"),
+    ({"TMPDIR": "{tmp}/does-not-exist"}, "the per-user fallback"),
 ]
 
 
 @pytest.mark.parametrize("platform", ["linux", "darwin"])
-@pytest.mark.parametrize("extra", SOCKET_ENVS)
+@pytest.mark.parametrize(("extra", "linux_rule"), SOCKET_ENVS)
 def test_socket_path_rule_agrees_with_the_python_client(
-    extra: dict[str, str], platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    extra: dict[str, str],
+    linux_rule: str,
+    platform: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     (tmp_path / "tmp with space").mkdir()
     for key in ("MEMORYD_SOCKET", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "TMPDIR", "TEMP", "TMP"):
@@ -260,7 +266,13 @@ def test_socket_path_rule_agrees_with_the_python_client(
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
-    env = {"MEMORYD_TEST_EXPECTED": str(default_socket_path(platform))}
+    rule = linux_rule
+    if platform == "darwin" and linux_rule != "$MEMORYD_SOCKET":
+        rule = MACOS_RULE  # macOS ignores the XDG variables
+    env = {
+        "MEMORYD_TEST_EXPECTED": str(default_socket_path(platform)),
+        "MEMORYD_TEST_EXPECTED_RULE": rule,
+    }
     if platform == "darwin":  # this machine is Linux: compute macOS's rule on both sides
         env["MEMORYD_TEST_SYSNAME"] = "Darwin"
     records = run_nvim("socket_path_spec.lua", env, cwd=tmp_path)

@@ -1,5 +1,6 @@
 -- The socket path rule gives what memoryd_client.default_socket_path() gives in the same
--- environment ($MEMORYD_TEST_EXPECTED, computed by the pytest side).
+-- environment ($MEMORYD_TEST_EXPECTED, computed by the pytest side), and names the rule that
+-- chose it ($MEMORYD_TEST_EXPECTED_RULE) for :checkhealth.
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 
 T.run({
@@ -8,11 +9,17 @@ T.run({
     function()
       local sysname = os.getenv('MEMORYD_TEST_SYSNAME')
       if sysname then -- another system's rule
-        T.eq(T.env('MEMORYD_TEST_EXPECTED'), require('memoryd.socket_path').resolve(nil, sysname), 'socket path')
+        local path, rule = require('memoryd.socket_path').resolve(nil, sysname)
+        T.eq(T.env('MEMORYD_TEST_EXPECTED'), path, 'socket path')
+        T.eq(T.env('MEMORYD_TEST_EXPECTED_RULE'), rule, 'rule')
         return
       end
-      T.eq(T.env('MEMORYD_TEST_EXPECTED'), require('memoryd.socket_path').resolve(), 'socket path')
-      T.eq(T.env('MEMORYD_TEST_EXPECTED'), require('memoryd').socket_path(), 'memoryd.socket_path()')
+      local path, rule = require('memoryd.socket_path').resolve()
+      T.eq(T.env('MEMORYD_TEST_EXPECTED'), path, 'socket path')
+      T.eq(T.env('MEMORYD_TEST_EXPECTED_RULE'), rule, 'rule')
+      path, rule = require('memoryd').socket_path()
+      T.eq(T.env('MEMORYD_TEST_EXPECTED'), path, 'memoryd.socket_path()')
+      T.eq(T.env('MEMORYD_TEST_EXPECTED_RULE'), rule, 'memoryd.socket_path() rule')
     end,
   },
 })

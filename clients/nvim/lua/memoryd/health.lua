@@ -47,12 +47,7 @@ function M.check()
   end
   report.info('event loop: ' .. (vim.uv and 'vim.uv' or 'vim.loop'))
 
-  local path = memoryd.socket_path()
-  local source = memoryd.config.socket and 'setup({socket = …})'
-    or (os.getenv('MEMORYD_SOCKET') and '$MEMORYD_SOCKET')
-    or (os.getenv('XDG_RUNTIME_DIR') and '$XDG_RUNTIME_DIR')
-    or (os.getenv('XDG_CACHE_HOME') and '$XDG_CACHE_HOME')
-    or 'the per-user fallback'
+  local path, source = memoryd.socket_path()
   report.info(('socket: %s (from %s)'):format(path, source))
 
   local memctl = memoryd.config.memctl

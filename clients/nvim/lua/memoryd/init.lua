@@ -27,9 +27,10 @@ local function now_ms()
   return (vim.uv or vim.loop).now()
 end
 
+-- The socket path in use, and the rule that chose it.
 function M.socket_path()
   if M.config.socket and M.config.socket ~= '' then
-    return socket_path.normalize(vim.fn.expand(M.config.socket))
+    return socket_path.normalize(vim.fn.expand(M.config.socket)), 'setup({socket = …})'
   end
   return socket_path.resolve()
 end

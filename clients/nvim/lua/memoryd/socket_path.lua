@@ -61,30 +61,31 @@ function M.tempdir(getenv)
   return M.normalize(cwd, true)
 end
 
--- getenv defaults to os.getenv and sysname to this system's (uname); tests pass their own.
+-- The path and the rule that chose it (for :checkhealth). getenv defaults to os.getenv and
+-- sysname to this system's (uname); tests pass their own.
 function M.resolve(getenv, sysname)
   getenv = getenv or os.getenv
   sysname = sysname or uv.os_uname().sysname
   local configured = getenv('MEMORYD_SOCKET')
   if configured and configured ~= '' then
-    return M.normalize(configured)
+    return M.normalize(configured), '$MEMORYD_SOCKET'
   end
   if sysname == 'Darwin' then
     local home = getenv('HOME')
     if not home or home == '' then
       home = uv.os_homedir()
     end
-    return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock')
+    return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock'), "macOS's ~/Library/Caches"
   end
   local runtime = getenv('XDG_RUNTIME_DIR')
   if runtime and runtime ~= '' then
-    return M.normalize(runtime .. '/memoryd/memoryd.sock')
+    return M.normalize(runtime .. '/memoryd/memoryd.sock'), '$XDG_RUNTIME_DIR'
   end
   local cache = getenv('XDG_CACHE_HOME')
   if cache and cache ~= '' then
-    return M.normalize(cache .. '/memoryd/memoryd.sock')
+    return M.normalize(cache .. '/memoryd/memoryd.sock'), '$XDG_CACHE_HOME'
   end
-  return M.normalize(('%s/memoryd-%d/memoryd.sock'):format(M.tempdir(getenv), uv.getuid()))
+  return M.normalize(('%s/memoryd-%d/memoryd.sock'):format(M.tempdir(getenv), uv.getuid())), 'the per-user fallback'
 end
 
 return M
