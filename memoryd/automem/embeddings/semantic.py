@@ -70,7 +70,6 @@ class SemanticRecall:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._wanted: bool | None = None
-        self._pending = 0  # jobs queued or running
 
     # -- state --------------------------------------------------------------------------------
     @property
@@ -120,9 +119,7 @@ class SemanticRecall:
         if self._synced.get(memory_dir) == generation:
             return
         self._synced[memory_dir] = generation
-        with self._lock:
-            self._pending += 1
-            self._idle.clear()
+        self._idle.clear()
         self._jobs.put((memory_dir, dict(texts)))
         self.start()
 
