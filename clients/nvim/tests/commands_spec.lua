@@ -15,20 +15,8 @@ local function edit(path)
   vim.cmd('edit ' .. vim.fn.fnameescape(path))
 end
 
--- A request through the plugin's connection, waited for (test set-up only).
-local function call(method, params)
-  local done, result = false, nil
-  memoryd.request(method, params, function(r)
-    done, result = true, r
-  end)
-  T.wait(method, function()
-    return done
-  end)
-  return result
-end
-
 local function memory_path(file)
-  for _, memory in ipairs(call('memory.list', { cwd = repo }).memories) do
+  for _, memory in ipairs(T.call('memory.list', { cwd = repo }).memories) do
     if memory.file == file then
       return memory.path
     end
@@ -200,7 +188,7 @@ T.run({
   {
     'memories: grouped list, history and restore, delete',
     function()
-      call('memory.write', {
+      T.call('memory.write', {
         cwd = repo,
         type = 'user',
         name = 'Deleted from the list',
@@ -218,7 +206,7 @@ T.run({
       T.has(text, 'Selected lines — first selected line')
 
       -- An update through the daemon leaves a version; the list refreshes by itself.
-      call('memory.write', {
+      T.call('memory.write', {
         cwd = repo,
         type = 'feedback',
         name = 'Selected lines',

@@ -35,14 +35,7 @@ local function ticker()
 end
 
 local function status_answers()
-  local result = nil
-  memoryd.request('status', nil, function(r)
-    result = r
-  end)
-  T.wait('status from the fake daemon', function()
-    return result ~= nil
-  end, 5000)
-  T.eq('misbehaving', result.version, 'version')
+  T.eq('misbehaving', T.call('status', nil, 5000).version, 'version from the fake daemon')
 end
 
 local function edit_file()
@@ -166,13 +159,7 @@ T.run({
         return T.message_matching('997 more notifications (memory/saved ×997)')
       end, 5000)
       tick.stop()
-      local shown = 0
-      for _, m in ipairs(T.messages) do
-        if m.text:find('memory saved: storm_', 1, true) then
-          shown = shown + 1
-        end
-      end
-      T.eq(3, shown, 'notifications shown one by one')
+      T.eq(3, T.count_messages('memory saved: storm_'), 'notifications shown one by one')
       T.truthy(#T.messages <= 5, 'messages in all: ' .. #T.messages)
       T.truthy(tick.max_gap_ms < 450, 'longest pause ' .. tick.max_gap_ms .. ' ms')
     end,
@@ -188,11 +175,7 @@ T.run({
       end)
       vim.cmd('MemorydRules')
       T.wait('the second message', function()
-        local n = 0
-        for _, m in ipairs(T.messages) do
-          n = n + (m.text:find('is not running on', 1, true) and 1 or 0)
-        end
-        return n == 2
+        return T.count_messages('is not running on') == 2
       end)
       T.eq(1, #T.prompts, 'offers')
       T.eq('memoryd down', memoryd.statusline(), 'status line')

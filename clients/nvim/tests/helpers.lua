@@ -104,6 +104,29 @@ function T.has_not(haystack, needle, what)
   end
 end
 
+-- How many messages contain text (plain).
+function T.count_messages(text)
+  local n = 0
+  for _, m in ipairs(T.messages) do
+    if m.text:find(text, 1, true) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- A request through the plugin's connection, waited for (test set-up and checks only).
+function T.call(method, params, ms)
+  local done, result = false, nil
+  require('memoryd').request(method, params, function(r)
+    done, result = true, r
+  end)
+  T.wait(method, function()
+    return done
+  end, ms)
+  return result
+end
+
 function T.message_matching(text)
   for _, m in ipairs(T.messages) do
     if m.text:find(text, 1, true) then

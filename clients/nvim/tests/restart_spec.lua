@@ -14,16 +14,6 @@ memoryd.setup({
 local repo = T.env('MEMORYD_TEST_REPO')
 local socket = T.env('MEMORYD_SOCKET')
 
-local function count_messages(text)
-  local n = 0
-  for _, m in ipairs(T.messages) do
-    if m.text:find(text, 1, true) then
-      n = n + 1
-    end
-  end
-  return n
-end
-
 local function status_view()
   vim.cmd('edit ' .. vim.fn.fnameescape(repo .. '/src/api/users.py'))
   vim.cmd('MemorydStatus')
@@ -40,7 +30,7 @@ T.run({
         return T.message_matching('memoryd closed the connection — retrying in the background')
       end)
       vim.wait(1500) -- several reconnect attempts (100, 200, 400, 400 ms) happen meanwhile
-      T.eq(1, count_messages('retrying in the background'), 'messages about the outage')
+      T.eq(1, T.count_messages('retrying in the background'), 'messages about the outage')
       T.eq('memoryd down', memoryd.statusline(), 'status line')
     end,
   },
@@ -59,7 +49,7 @@ T.run({
       T.truthy(T.message_matching(':MemorydStart'), 'how to start it')
       vim.cmd('MemorydRecall deploys')
       T.wait('the second message', function()
-        return count_messages('memoryd is not running on') == 2
+        return T.count_messages('memoryd is not running on') == 2
       end)
       vim.wait(100)
       T.eq(1, #T.prompts, 'the offer is made once per outage')
