@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd.errors import FeatureUnavailable
+from memoryd.llm.tokens import USAGE_FIELDS
 
 if TYPE_CHECKING:
     import anthropic
@@ -34,22 +35,14 @@ NO_MODEL_HINT = (
 )
 
 
-# The token counts of a Messages API `usage`; one a provider leaves out counts 0.
-TOKEN_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-)
-
-
 def zero_tokens() -> dict[str, int]:
-    return dict.fromkeys(TOKEN_KEYS, 0)
+    return dict.fromkeys(USAGE_FIELDS, 0)
 
 
 def add_tokens(totals: dict[str, int], usage: Any) -> None:
-    """Add a reply's `usage` to `totals` (keyed by TOKEN_KEYS)."""
-    for key in TOKEN_KEYS:
+    """Add a reply's `usage` to `totals` (keyed by USAGE_FIELDS); one a provider leaves out
+    counts 0."""
+    for key in USAGE_FIELDS:
         totals[key] += int(getattr(usage, key, 0) or 0)
 
 

@@ -169,7 +169,8 @@ def estimate_messages(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 # -- usage ---------------------------------------------------------------------------------
-_USAGE_FIELDS = (
+# The token counts of a Messages API `usage`, `input_tokens` first.
+USAGE_FIELDS = (
     "input_tokens",
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
@@ -194,7 +195,7 @@ def usage_total(usage: Mapping[str, Any] | None) -> int | None:
     prompt = _count(usage, "input_tokens")
     if prompt is None:
         return None
-    total = prompt + sum(_count(usage, name) or 0 for name in _USAGE_FIELDS[1:])
+    total = prompt + sum(_count(usage, name) or 0 for name in USAGE_FIELDS[1:])
     return total if total > 0 else None
 
 
