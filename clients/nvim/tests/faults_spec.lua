@@ -102,9 +102,17 @@ T.run({
   {
     'notifications appear as vim.notify messages, worded like memctl watch',
     function()
+      local heard = 0
+      memoryd.on('session/summary_updated', function()
+        error('listener broke')
+      end)
+      memoryd.on('session/summary_updated', function()
+        heard = heard + 1
+      end)
       memoryd.request('test.notify', nil, function() end)
       local levels = vim.log.levels
       for _, expected in ipairs({
+        { 'memoryd: a session/summary_updated listener failed: ', levels.ERROR },
         { 'memoryd: session summary updated: s-42', levels.INFO },
         { 'memoryd: team synced: acme/widgets (pushed 2, pulled 1)', levels.INFO },
         { 'memoryd: worker error (extraction): model call failed: 529 overloaded', levels.ERROR },
@@ -114,6 +122,8 @@ T.run({
         end, 5000)
         T.eq(expected[2], T.message_matching(expected[1]).level, 'level of ' .. expected[1])
       end
+      T.has(T.message_matching('listener failed: ').text, 'listener broke', 'the listener error')
+      T.eq(1, heard, 'the next listener ran')
       vim.wait(2100) -- the rate limit's window ends before the storm
     end,
   },

@@ -71,10 +71,14 @@ M.message = message
 
 local function on_notifications(notes)
   for _, note in ipairs(notes) do
-    local fns = M.listeners[note.method]
-    if fns then
-      for _, fn in ipairs(fns) do
-        pcall(fn, note)
+    for _, fn in ipairs(M.listeners[note.method] or {}) do
+      -- One failing listener must not stop the others, nor go unnoticed.
+      local ok, err = pcall(fn, note)
+      if not ok then
+        message(
+          ('a %s listener failed: %s'):format(note.method, format.one_line(tostring(err), 200)),
+          vim.log.levels.ERROR
+        )
       end
     end
   end
