@@ -49,6 +49,7 @@ async def test_status_reports_version_pid_and_model_off(daemon: DaemonHandle) ->
         (b'{"jsonrpc":"1.0","id":1,"method":"status"}\n', -32600, "jsonrpc"),
         (b'{"id":1,"method":"status"}\n', -32600, "jsonrpc"),
         (b'{"jsonrpc":"2.0","id":1,"method":5}\n', -32600, "method"),
+        (b'{"jsonrpc":"2.0","id":1,"method":["status"]}\n', -32600, "method"),
         (b'{"jsonrpc":"2.0","id":1,"method":"status","params":3}\n', -32600, "params"),
         (b'{"jsonrpc":"2.0","id":{},"method":"status"}\n', -32600, "id"),
         (b'{"jsonrpc":"2.0","id":1,"method":"no.such"}\n', -32601, "no.such"),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd.daemon.limits import LINGER_S, NOTIFY_BUFFER_CAP, READ_CHUNK, WRITE_DRAIN_THRESHOLD
-from memoryd.daemon.protocol.dispatch import dispatch_message, inline_methods
+from memoryd.daemon.protocol.dispatch import dispatch_message
 from memoryd.daemon.protocol.envelope import INVALID_REQUEST, error_object
 from memoryd.daemon.protocol.framing import encode, encode_reply, parse_line
 
@@ -63,7 +63,6 @@ class Connection:
         self._held = 0  # bytes of an unfinished line charged to `input_budget`
         self.reader = reader
         self.writer = writer
-        self.inline = inline_methods(daemon.methods)
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
@@ -147,7 +146,11 @@ class Connection:
                     pass
 
     async def _start(self, message: Any) -> None:
-        if isinstance(message, dict) and message.get("method") in self.inline:
+        name = message.get("method") if isinstance(message, dict) else None
+        # Only a known method's name is looked up: any other JSON value there is for
+        # dispatch to refuse (a list or object would not even hash).
+        spec = self.daemon.methods.get(name) if isinstance(name, str) else None
+        if spec is not None and spec.inline:
             await self._handle(message)
             return
         task = asyncio.create_task(self._handle(message))

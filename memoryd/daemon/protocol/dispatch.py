@@ -14,7 +14,6 @@ naming the method, with the details in the log only (docs/protocol.md).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -56,11 +55,6 @@ def format_validation_error(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"]) or "params"
         parts.append(f"{loc}: {err['msg']}")
     return "invalid params: " + "; ".join(parts)
-
-
-def inline_methods(methods: Mapping[str, MethodSpec]) -> frozenset[str]:
-    """Methods whose handlers never wait on I/O."""
-    return frozenset(name for name, spec in methods.items() if spec.inline)
 
 
 async def dispatch_message(message: Any, daemon: Daemon) -> Reply:
