@@ -45,7 +45,7 @@ function Client.new(opts)
   self.notes_scheduled = false
   self.backoff_ms = self.backoff_min_ms
   self.events = nil -- what to subscribe to on every connection; nil: no subscription
-  self.stats = { notifications = 0, dropped_lines = 0 }
+  self.stats = { notifications = 0 } -- notifications received on any connection
   return self
 end
 
@@ -307,7 +307,6 @@ end
 
 -- A reply we cannot read makes the stream untrustworthy: drop the connection, say why.
 function Client:_protocol_error(message)
-  self.stats.dropped_lines = self.stats.dropped_lines + 1
   self.partial, self.partial_len = {}, 0
   self:_lost(new_error('protocol', message))
 end

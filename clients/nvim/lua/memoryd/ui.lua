@@ -94,10 +94,6 @@ function M.target(buf, line)
   return (targets[buf] or {})[line]
 end
 
-function M.targets(buf)
-  return targets[buf] or {}
-end
-
 -- Open a file for editing in the window the view was opened from when there is one.
 function M.edit(path)
   local view = vim.api.nvim_get_current_win()
