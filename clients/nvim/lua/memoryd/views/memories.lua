@@ -34,7 +34,7 @@ function M.render(reply, ctx, now, home)
     return format.short_path(path, root, home)
   end, function(file)
     if file.globs then
-      return '  [paths: ' .. table.concat(vim.tbl_map(tostring, file.globs), ', ') .. ']'
+      return text.globs_note(file.globs)
     end
     return ''
   end)

@@ -13,17 +13,6 @@ M.last = nil -- {ctx = buffer context, paths = {path = true}} of the view on scr
 
 local uv = vim.uv or vim.loop
 
-local function join(list)
-  if type(list) ~= 'table' then
-    return tostring(list or '')
-  end
-  local out = {}
-  for _, item in ipairs(list) do
-    out[#out + 1] = tostring(item)
-  end
-  return table.concat(out, ', ')
-end
-
 local function why(file, touched)
   local reason = file.reason
   if reason == 'session_start' then
@@ -33,8 +22,7 @@ local function why(file, touched)
   elseif reason == 'nested' then
     return '  (nested: a touched path is below its folder)'
   elseif reason == 'path_glob' then
-    local matched = touched and (', matched by ' .. touched) or ''
-    return ('  [paths: %s%s]'):format(join(file.globs), matched)
+    return text.globs_note(file.globs, touched)
   end
   return '  (' .. tostring(reason) .. ')'
 end

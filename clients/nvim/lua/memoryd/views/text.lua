@@ -1,5 +1,5 @@
--- Building a view's text: lines plus the target each line stands for, and the two blocks the
--- rules and memories views share (the instruction file tree, the warnings).
+-- Building a view's text: lines plus the target each line stands for, and the pieces the
+-- rules and memories views share (the instruction file tree, the paths: note, the warnings).
 local format = require('memoryd.format')
 
 local M = {}
@@ -30,6 +30,12 @@ function M.file_tree(b, files, indent, short, note)
     local arrow = d > 0 and '↳ ' or ''
     b.add(indent .. string.rep('  ', d + 1) .. arrow .. short(file.path) .. note(file), { kind = 'file', path = file.path })
   end
+end
+
+-- The note after a conditional rule: its paths: globs, and the file that matched them.
+function M.globs_note(globs, matched)
+  local list = type(globs) == 'table' and table.concat(vim.tbl_map(tostring, globs), ', ') or tostring(globs or '')
+  return ('  [paths: %s%s]'):format(list, matched and (', matched by ' .. matched) or '')
 end
 
 function M.warnings(b, warnings)
