@@ -75,25 +75,28 @@ end
 
 -- Pure: the history view of one memory.
 function M.render_history(reply, name, now)
-  local lines, targets = {}, {}
-  lines[1] = ('History of %s%s'):format(name, reply.exists == false and '  (deleted)' or '')
-  lines[2] = ''
+  local b = text.builder()
+  local add = b.add
+  add(('History of %s%s'):format(name, reply.exists == false and '  (deleted)' or ''))
+  add('')
   local versions = reply.versions or {}
   if #versions == 0 then
-    lines[#lines + 1] = 'No earlier versions.'
+    add('No earlier versions.')
   end
   for _, v in ipairs(versions) do
-    lines[#lines + 1] = ('  %-25s %4s ago  %6d bytes  %s'):format(
-      tostring(v.time or v.version),
-      format.age(v.timestamp, now),
-      tonumber(v.size) or 0,
-      tostring(v.reason or '')
+    add(
+      ('  %-25s %4s ago  %6d bytes  %s'):format(
+        tostring(v.time or v.version),
+        format.age(v.timestamp, now),
+        tonumber(v.size) or 0,
+        tostring(v.reason or '')
+      ),
+      { kind = 'version', path = reply.path, version = v.version, name = name }
     )
-    targets[#lines] = { kind = 'version', path = reply.path, version = v.version, name = name }
   end
-  lines[#lines + 1] = ''
-  lines[#lines + 1] = '<CR> restore this version   q close'
-  return lines, targets
+  add('')
+  add('<CR> restore this version   q close')
+  return b.lines, b.targets
 end
 
 function M.refresh(ctx, show)

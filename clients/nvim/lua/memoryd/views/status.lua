@@ -2,6 +2,7 @@
 local memoryd = require('memoryd')
 local format = require('memoryd.format')
 local ui = require('memoryd.ui')
+local text = require('memoryd.views.text')
 
 local M = {}
 
@@ -22,10 +23,8 @@ end
 -- Pure: status (the reply), team (team.status's reply or nil), team_error (its error or nil),
 -- recent: the plugin's last messages in full.
 function M.render(status, team, team_error, socket, recent)
-  local lines = {}
-  local function add(text)
-    lines[#lines + 1] = text
-  end
+  local b = text.builder()
+  local add = b.add
   add(('memoryd %s (pid %s), protocol %s'):format(tostring(status.version), tostring(status.pid), tostring(status.protocol_version)))
   add('socket: ' .. tostring(status.socket or socket))
   add(('uptime %ss, %s project(s), %s session(s), %s connection(s), %s in flight'):format(
@@ -83,7 +82,7 @@ function M.render(status, team, team_error, socket, recent)
   end
   add('')
   add('q close')
-  return lines
+  return b.lines
 end
 
 function M.open()
