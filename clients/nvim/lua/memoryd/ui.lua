@@ -104,6 +104,24 @@ function M.edit(path)
   vim.cmd('edit ' .. vim.fn.fnameescape(path))
 end
 
+-- A key's action: fn(target) when the line under the cursor stands for a target of this kind
+-- (of any kind when kind is nil).
+function M.on_target(kind, fn)
+  return function()
+    local target = M.target()
+    if target and (kind == nil or target.kind == kind) then
+      fn(target)
+    end
+  end
+end
+
+-- A key's action: open the file the line under the cursor stands for.
+M.open_target = M.on_target(nil, function(target)
+  if target.path then
+    M.edit(target.path)
+  end
+end)
+
 function M.map(buf, lhs, fn, desc)
   vim.keymap.set('n', lhs, fn, { buffer = buf, silent = true, nowait = true, desc = desc })
 end

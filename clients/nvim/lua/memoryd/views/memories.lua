@@ -134,12 +134,7 @@ function M.history(target)
     local buf = ui.buffer('history', true)
     if not vim.b[buf].memoryd_history_keys then
       vim.b[buf].memoryd_history_keys = true
-      ui.map(buf, '<CR>', function()
-        local version = ui.target()
-        if version and version.kind == 'version' then
-          M.restore(version)
-        end
-      end, 'restore this version')
+      ui.map(buf, '<CR>', ui.on_target('version', M.restore), 'restore this version')
     end
     local lines, targets = M.render_history(reply, target.name, os.time())
     ui.render(buf, lines, targets)
@@ -162,26 +157,10 @@ function M.setup_keys(buf)
     return
   end
   vim.b[buf].memoryd_memories_keys = true
-  local function edit()
-    local target = ui.target()
-    if target then
-      ui.edit(target.path)
-    end
-  end
-  ui.map(buf, '<CR>', edit, 'edit')
-  ui.map(buf, 'e', edit, 'edit')
-  ui.map(buf, 'd', function()
-    local target = ui.target()
-    if target and target.kind == 'memory' then
-      M.delete(target)
-    end
-  end, 'delete the memory')
-  ui.map(buf, 'h', function()
-    local target = ui.target()
-    if target and target.kind == 'memory' then
-      M.history(target)
-    end
-  end, 'history and restore')
+  ui.map(buf, '<CR>', ui.open_target, 'edit')
+  ui.map(buf, 'e', ui.open_target, 'edit')
+  ui.map(buf, 'd', ui.on_target('memory', M.delete), 'delete the memory')
+  ui.map(buf, 'h', ui.on_target('memory', M.history), 'history and restore')
   ui.map(buf, 'r', reload, 'refresh')
 end
 

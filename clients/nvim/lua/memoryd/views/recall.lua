@@ -85,12 +85,7 @@ function M.run(query, ctx)
     local buf = ui.buffer('recall', true)
     if not vim.b[buf].memoryd_recall_keys then
       vim.b[buf].memoryd_recall_keys = true
-      ui.map(buf, '<CR>', function()
-        local target = ui.target()
-        if target then
-          ui.edit(target.path)
-        end
-      end, 'open the memory')
+      ui.map(buf, '<CR>', ui.open_target, 'open the memory')
     end
     local lines, targets = M.render(reply, query, os.time())
     ui.render(buf, lines, targets)

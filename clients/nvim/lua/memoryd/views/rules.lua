@@ -104,19 +104,12 @@ function M.refresh(ctx, show)
   })
 end
 
-local function open_under_cursor()
-  local target = ui.target()
-  if target and target.path then
-    ui.edit(target.path)
-  end
-end
-
 local function setup_buffer(buf)
   if vim.b[buf].memoryd_rules_keys then
     return
   end
   vim.b[buf].memoryd_rules_keys = true
-  ui.map(buf, '<CR>', open_under_cursor, 'open the file')
+  ui.map(buf, '<CR>', ui.open_target, 'open the file')
   ui.map(buf, 'r', function()
     if M.last then
       M.refresh(M.last.ctx, false)
