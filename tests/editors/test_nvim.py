@@ -149,8 +149,13 @@ def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -
     index = (memory_dir / "MEMORY.md").read_text()
     assert "project_deploys_happen_on_thursdays.md" in index
     # Deleted from the list view: gone from disk and index, kept in history.
-    assert not (memory_dir / "user_deleted_from_the_list.md").exists()
+    deleted = memory_dir / "user_deleted_from_the_list.md"
+    assert not deleted.exists()
     assert "user_deleted_from_the_list.md" not in index
+    with Client(daemon_socket, timeout=10) as conn:
+        history = conn.call("memory.history", {"cwd": str(repo), "path": str(deleted)})
+    assert history["exists"] is False
+    assert history["versions"], "the deleted memory has no version in history"
 
 
 def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: Path) -> None:
