@@ -29,7 +29,8 @@ local function open_window(buf, how)
 end
 
 -- The buffer of a view (created on first use); shown in a window when show is true.
-function M.buffer(name, show, how)
+-- setup(buf), when given, runs once, when the buffer is made: it maps the view's keys.
+function M.buffer(name, show, setup)
   local buf = buffers[name]
   if not buf or not vim.api.nvim_buf_is_valid(buf) then
     buf = vim.api.nvim_create_buf(false, true)
@@ -51,9 +52,12 @@ function M.buffer(name, show, how)
         vim.cmd('silent! bprevious')
       end
     end, { buffer = buf, silent = true, desc = 'close' })
+    if setup then
+      setup(buf)
+    end
   end
   if show then
-    open_window(buf, how or require('memoryd').config.open)
+    open_window(buf, require('memoryd').config.open)
   end
   return buf
 end

@@ -101,8 +101,7 @@ end
 
 function M.refresh(ctx, show)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
-    local buf = ui.buffer('memories', show)
-    M.setup_keys(buf)
+    local buf = ui.buffer('memories', show, M.setup_keys)
     local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last_ctx = ctx
@@ -131,11 +130,9 @@ end
 function M.history(target)
   local ctx = M.last_ctx
   memoryd.request('memory.history', { cwd = ctx.cwd, path = target.path }, function(reply)
-    local buf = ui.buffer('history', true)
-    if not vim.b[buf].memoryd_history_keys then
-      vim.b[buf].memoryd_history_keys = true
-      ui.map(buf, '<CR>', ui.on_target('version', M.restore), 'restore this version')
-    end
+    local buf = ui.buffer('history', true, function(b)
+      ui.map(b, '<CR>', ui.on_target('version', M.restore), 'restore this version')
+    end)
     local lines, targets = M.render_history(reply, target.name, os.time())
     ui.render(buf, lines, targets)
   end)
@@ -153,10 +150,6 @@ function M.restore(version)
 end
 
 function M.setup_keys(buf)
-  if vim.b[buf].memoryd_memories_keys then
-    return
-  end
-  vim.b[buf].memoryd_memories_keys = true
   ui.map(buf, '<CR>', ui.open_target, 'edit')
   ui.map(buf, 'e', ui.open_target, 'edit')
   ui.map(buf, 'd', ui.on_target('memory', M.delete), 'delete the memory')

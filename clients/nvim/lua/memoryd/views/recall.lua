@@ -82,11 +82,9 @@ function M.run(query, ctx)
   ctx = ctx or memoryd.buffer_context()
   local params = { cwd = ctx.cwd, query = query, limit = memoryd.config.recall_limit }
   memoryd.request('recall', params, function(reply)
-    local buf = ui.buffer('recall', true)
-    if not vim.b[buf].memoryd_recall_keys then
-      vim.b[buf].memoryd_recall_keys = true
-      ui.map(buf, '<CR>', ui.open_target, 'open the memory')
-    end
+    local buf = ui.buffer('recall', true, function(b)
+      ui.map(b, '<CR>', ui.open_target, 'open the memory')
+    end)
     local lines, targets = M.render(reply, query, os.time())
     ui.render(buf, lines, targets)
   end, {

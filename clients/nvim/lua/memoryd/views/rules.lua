@@ -86,6 +86,15 @@ local function paths_of(reply)
   return paths
 end
 
+local function setup_keys(buf)
+  ui.map(buf, '<CR>', ui.open_target, 'open the file')
+  ui.map(buf, 'r', function()
+    if M.last then
+      M.refresh(M.last.ctx, false)
+    end
+  end, 'refresh')
+end
+
 -- Fetch and draw; show: bring the view to a window.
 function M.refresh(ctx, show)
   local params = { cwd = ctx.cwd }
@@ -93,7 +102,7 @@ function M.refresh(ctx, show)
     params.touched_paths = { ctx.file }
   end
   memoryd.request('get_context', params, function(reply)
-    local buf = ui.buffer('rules', show)
+    local buf = ui.buffer('rules', show, setup_keys)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last = { ctx = ctx, paths = paths_of(reply) }
@@ -104,23 +113,8 @@ function M.refresh(ctx, show)
   })
 end
 
-local function setup_buffer(buf)
-  if vim.b[buf].memoryd_rules_keys then
-    return
-  end
-  vim.b[buf].memoryd_rules_keys = true
-  ui.map(buf, '<CR>', ui.open_target, 'open the file')
-  ui.map(buf, 'r', function()
-    if M.last then
-      M.refresh(M.last.ctx, false)
-    end
-  end, 'refresh')
-end
-
 function M.open(bufnr)
-  local ctx = memoryd.buffer_context(bufnr)
-  setup_buffer(ui.buffer('rules', false))
-  M.refresh(ctx, true)
+  M.refresh(memoryd.buffer_context(bufnr), true)
 end
 
 -- Is this path an instruction file (one in the view, or one that could become one)?
