@@ -10,16 +10,11 @@ from memoryd_client.client import default_socket_path as client_default_socket_p
 # Defined once, in the stdlib-only client package, so memctl and the daemon always agree.
 from memoryd_client.paths import config_dir as config_dir
 from memoryd_client.paths import home as home
+from memoryd_client.paths import state_dir as state_dir
 
 
 def managed_dir() -> Path:
     return Path(os.environ.get("MEMORYD_MANAGED_DIR", "/etc/claude-code"))
-
-
-def state_dir() -> Path:
-    """memoryd's own per-user state (approvals, sync state, history). Never in a repository."""
-    base = os.environ.get("XDG_STATE_HOME")
-    return (Path(base) if base else home() / ".local" / "state") / "memoryd"
 
 
 def data_dir() -> Path:

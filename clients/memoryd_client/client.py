@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memoryd_client import paths
 from memoryd_client.methods import SyncMethods
 
 
@@ -42,8 +43,7 @@ def default_socket_path(platform: str | None = None) -> Path:
     if configured:
         return Path(configured)
     if (platform or sys.platform) == "darwin":
-        home = Path(os.environ.get("HOME") or Path.home())
-        return home / "Library" / "Caches" / "memoryd" / "memoryd.sock"
+        return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "memoryd" / "memoryd.sock"

@@ -24,6 +24,7 @@ from typing import Any
 
 from memctl import claude_settings, files, installation
 from memctl.output import EXIT_USAGE, emit, fail
+from memoryd_client import paths
 
 
 def register(sub: Any) -> None:
@@ -65,18 +66,12 @@ class Change:
         return self.before != self.after and not (self.before is None and not self.after)
 
 
-def _config_dir() -> Path:
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    home = Path(os.environ.get("HOME") or Path.home())
-    return Path(configured).expanduser() if configured else home / ".claude"
-
-
 def _user_mcp_config() -> Path:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json, or in the config dir when
     # CLAUDE_CONFIG_DIR moves it.
     if os.environ.get("CLAUDE_CONFIG_DIR"):
-        return _config_dir() / ".claude.json"
-    return Path(os.environ.get("HOME") or Path.home()) / ".claude.json"
+        return paths.config_dir() / ".claude.json"
+    return paths.home() / ".claude.json"
 
 
 def load(path: Path) -> dict[str, Any] | None:
@@ -109,7 +104,7 @@ def plan(action: str, project: Path | None) -> list[Change]:
     memctl = installation.command("memctl", "memctl")
     server = installation.command("memoryd-mcp", "memoryd_client.mcp_server")
     if project is None:
-        settings_path, mcp_path = _config_dir() / "settings.json", _user_mcp_config()
+        settings_path, mcp_path = paths.config_dir() / "settings.json", _user_mcp_config()
     else:
         settings_path = project / ".claude" / "settings.local.json"
         mcp_path = project / ".mcp.json"

@@ -125,10 +125,9 @@ def _state_file(session_id: str) -> Path | None:
     """Per-session hook state (memories already surfaced, a kept summary) in memoryd's state dir."""
     if not _SESSION_ID.match(session_id) or ".." in session_id:
         return None
-    base = os.environ.get("XDG_STATE_HOME")
-    home = Path(os.environ.get("HOME") or Path.home())
-    root = (Path(base) if base else home / ".local" / "state") / "memoryd" / "hooks"
-    return root / f"{session_id}.json"
+    from memoryd_client.paths import state_dir
+
+    return state_dir() / "hooks" / f"{session_id}.json"
 
 
 def _load_state(path: Path | None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, emit
+from memoryd_client import paths
 
 
 def register(sub: Any) -> None:
@@ -71,28 +72,19 @@ class Report:
         return {"ok": self.ok, "files": self.files, "commands": self.commands, "lines": self.lines}
 
 
-def _home() -> Path:
-    return Path(os.environ.get("HOME") or Path.home())
-
-
-def _state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME")
-    return (Path(base) if base else _home() / ".local" / "state") / "memoryd"
-
-
 def _systemd_unit_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(base) if base else _home() / ".config") / "systemd" / "user"
+    return (Path(base) if base else paths.home() / ".config") / "systemd" / "user"
 
 
 def _agents_dir() -> Path:
-    return _home() / "Library" / "LaunchAgents"
+    return paths.home() / "Library" / "LaunchAgents"
 
 
 def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
     command = service_units.daemon_command()
     if manager == "launchd":
-        logs = _home() / "Library" / "Logs" / "memoryd"
+        logs = paths.home() / "Library" / "Logs" / "memoryd"
         plist = service_units.launchd_plist(
             _agents_dir(), command, sock, logs / "memoryd.log", logs / "memoryd.err"
         )
@@ -101,7 +93,7 @@ def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
         _systemd_unit_dir(),
         command,
         sock,
-        _state_dir() / "memoryd.log",
+        paths.state_dir() / "memoryd.log",
         os.environ.get("XDG_RUNTIME_DIR"),
     )
 
@@ -144,13 +136,13 @@ def install(report: Report, manager: str, sock: Path) -> None:
     if not report.ok:
         return
     if manager == "launchd":
-        logs = _home() / "Library" / "Logs" / "memoryd"
+        logs = paths.home() / "Library" / "Logs" / "memoryd"
         if not report.dry_run:
             logs.mkdir(parents=True, exist_ok=True, mode=0o700)
             sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     else:
         if not report.dry_run:
-            _state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+            paths.state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
     tool = _tool(manager)
     if tool is None and not report.dry_run:
         report.ok = False
