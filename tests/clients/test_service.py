@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
+from tests.clients.conftest import run_memctl
 
 FAKE_TOOL = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
@@ -60,14 +61,7 @@ def memctl(
     env.pop("XDG_CONFIG_HOME", None)
     if runtime is not None:
         env["XDG_RUNTIME_DIR"] = str(runtime)
-    return subprocess.run(
-        [sys.executable, "-m", "memctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    return run_memctl(*args, env=env, timeout=60)
 
 
 @pytest.fixture
