@@ -100,9 +100,22 @@ def has_mcp_sdk() -> bool:
     return installation.has_module("mcp")
 
 
-def plan(action: str, project: Path | None) -> list[Change]:
-    memctl = installation.command("memctl", "memctl")
+def installed(
+    settings: dict[str, Any], config: dict[str, Any], project: Path | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`settings` and `config` with memoryd's hooks and MCP server merged in."""
+    hooked = claude_settings.with_hooks(settings, installation.command("memctl", "memctl"))
+    if not has_mcp_sdk():
+        # Without the SDK the server could not start: it would only fail in every session,
+        # so it is neither added nor approved, and an earlier install's entry is taken out.
+        return claude_settings.without_approval(hooked), claude_settings.without_server(config)
+    if project is not None:
+        hooked = claude_settings.with_approval(hooked)
     server = installation.command("memoryd-mcp", "memoryd_client.mcp_server")
+    return hooked, claude_settings.with_server(config, server)
+
+
+def plan(action: str, project: Path | None) -> list[Change]:
     if project is None:
         settings_path, mcp_path = paths.config_dir() / "settings.json", _user_mcp_config()
     else:
@@ -111,18 +124,8 @@ def plan(action: str, project: Path | None) -> list[Change]:
     settings, config = load(settings_path), load(mcp_path)  # both checked before any write
     settings_in, config_in = settings or {}, config or {}
     if action == "install":
-        new_settings = claude_settings.with_hooks(settings_in, memctl)
-        if has_mcp_sdk():
-            if project is not None:
-                new_settings = claude_settings.with_approval(new_settings)
-            new_config = claude_settings.with_server(config_in, server)
-            what = ("hooks", "MCP server")
-        else:
-            # Without the SDK the server could not start: it would only fail in every session,
-            # so it is neither added nor approved, and an earlier install's entry is taken out.
-            new_settings = claude_settings.without_approval(new_settings)
-            new_config = claude_settings.without_server(config_in)
-            what = ("hooks", "MCP server removed")
+        new_settings, new_config = installed(settings_in, config_in, project)
+        what = ("hooks", "MCP server" if has_mcp_sdk() else "MCP server removed")
     else:
         new_settings = claude_settings.without_approval(claude_settings.without_hooks(settings_in))
         new_config = claude_settings.without_server(config_in)
@@ -135,15 +138,9 @@ def plan(action: str, project: Path | None) -> list[Change]:
 
 def by_hand(project: Path | None) -> str:
     """What install would merge, as JSON, for a file memctl may not edit itself."""
-    hooks = claude_settings.with_hooks({}, installation.command("memctl", "memctl"))
-    if not has_mcp_sdk():
-        return json.dumps({"settings": hooks}, indent=2)
-    if project is not None:
-        hooks = claude_settings.with_approval(hooks)
-    server = claude_settings.with_server(
-        {}, installation.command("memoryd-mcp", "memoryd_client.mcp_server")
-    )
-    return json.dumps({"settings": hooks, "mcp": server}, indent=2)
+    settings, config = installed({}, {}, project)
+    merged = {"settings": settings, "mcp": config} if config else {"settings": settings}
+    return json.dumps(merged, indent=2)
 
 
 def apply(changes: list[Change], dry_run: bool) -> list[dict[str, Any]]:
