@@ -20,7 +20,7 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, emit
-from memoryd_client import paths
+from memoryd_client import default_socket_path, paths
 
 
 def register(sub: Any) -> None:
@@ -81,10 +81,18 @@ def _agents_dir() -> Path:
     return paths.home() / "Library" / "LaunchAgents"
 
 
+def _launchd_logs() -> Path:
+    return paths.home() / "Library" / "Logs" / "memoryd"
+
+
+def _launchd_target() -> str:
+    return f"gui/{os.getuid()}/{service_units.LAUNCHD_LABEL}"
+
+
 def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
     command = service_units.daemon_command()
     if manager == "launchd":
-        logs = paths.home() / "Library" / "Logs" / "memoryd"
+        logs = _launchd_logs()
         plist = service_units.launchd_plist(
             _agents_dir(), command, sock, logs / "memoryd.log", logs / "memoryd.err"
         )
@@ -136,9 +144,8 @@ def install(report: Report, manager: str, sock: Path) -> None:
     if not report.ok:
         return
     if manager == "launchd":
-        logs = paths.home() / "Library" / "Logs" / "memoryd"
         if not report.dry_run:
-            logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _launchd_logs().mkdir(parents=True, exist_ok=True, mode=0o700)
             sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     else:
         if not report.dry_run:
@@ -195,8 +202,7 @@ def _systemd_start(report: Report, systemctl: str, sock: Path, changed: bool) ->
 
 
 def _launchd_start(report: Report, launchctl: str, plist: Path, changed: bool) -> None:
-    domain = f"gui/{os.getuid()}"
-    target = f"{domain}/{service_units.LAUNCHD_LABEL}"
+    target = _launchd_target()
     loaded = False
     if not report.dry_run:
         loaded = (
@@ -210,7 +216,7 @@ def _launchd_start(report: Report, launchctl: str, plist: Path, changed: bool) -
         return
     if loaded:
         report.run([launchctl, "bootout", target], check=False)
-    report.run([launchctl, "bootstrap", domain, str(plist)])
+    report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)])
 
 
 def uninstall(report: Report, manager: str, sock: Path) -> None:
@@ -222,8 +228,7 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
     tool = _tool(manager)
     if tool is not None or report.dry_run:
         if manager == "launchd":
-            target = f"gui/{os.getuid()}/{service_units.LAUNCHD_LABEL}"
-            report.run([tool or "launchctl", "bootout", target], check=False)
+            report.run([tool or "launchctl", "bootout", _launchd_target()], check=False)
         else:
             names = [u.path.name for u in present]
             report.run([tool or "systemctl", "--user", "disable", "--now", *names], check=False)
@@ -258,8 +263,7 @@ def status(report: Report, manager: str, sock: Path) -> None:
     tool = _tool(manager)
     if tool is not None:
         if manager == "launchd":
-            target = f"gui/{os.getuid()}/{service_units.LAUNCHD_LABEL}"
-            loaded = report.run([tool, "print", target], check=False).returncode == 0
+            loaded = report.run([tool, "print", _launchd_target()], check=False).returncode == 0
             report.say(f"{service_units.LAUNCHD_LABEL}: {'loaded' if loaded else 'not loaded'}")
         else:
             for name in service_units.SYSTEMD_UNITS:
@@ -289,8 +293,6 @@ def run(args: argparse.Namespace) -> int:
         sock = lifecycle.socket_path(args.socket)
     else:
         # The clients' one socket rule, for the system the service is for.
-        from memoryd_client import default_socket_path
-
         sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
     report = Report(dry_run=args.dry_run and args.action != "status")
     {"install": install, "uninstall": uninstall, "status": status}[args.action](
