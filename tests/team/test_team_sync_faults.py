@@ -132,6 +132,19 @@ async def test_a_412_storm_is_bounded_then_recovers(
     assert (await side.engine.push()).pushed == ["a.md"]
 
 
+async def test_a_304_nobody_asked_for_is_retried_not_taken_as_in_step(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "x"})
+    side = make_side("me", proxy.url, token)  # no ETag yet: its GET is unconditional
+    proxy.script(Fault.status(304, b""), method="GET")  # a 304 carries no body
+    with pytest.raises(Retryable, match="304 to an unconditional GET"):
+        await side.engine.pull()
+    assert list(side.team_dir.iterdir()) == []
+    assert (await side.engine.pull()).pulled == ["a.md"]
+
+
 async def test_slow_bodies_still_arrive_whole(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
 ) -> None:

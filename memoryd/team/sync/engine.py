@@ -62,6 +62,7 @@ log = structlog.get_logger("memoryd.team")
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, description)
 
+UNASKED_304 = "the team server answered 304 to an unconditional GET"
 PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
 MAX_ROUNDS = 16  # every other recovery (413, 422) shrinks the push; this bounds them all
 MIN_BODY = 4096
@@ -244,7 +245,7 @@ class SyncEngine:
             await self._pull_unpaged(client, scan, report, if_none_match)
             return
         if first is None or isinstance(first, NotModified):
-            self._nothing_to_write(first, report)
+            self._nothing_to_write(first, report, asked=if_none_match is not None)
             return
         server = first.checksums
         needed = sorted(k for k, d in server.items() if scan.checksums.get(k) != d)
@@ -277,7 +278,7 @@ class SyncEngine:
         """The whole repository in one GET, for a server from before paging."""
         snapshot = await client.fetch(self.repo, if_none_match=if_none_match)
         if snapshot is None or isinstance(snapshot, NotModified):
-            self._nothing_to_write(snapshot, report)
+            self._nothing_to_write(snapshot, report, asked=if_none_match is not None)
             return
         assert snapshot.entries is not None
         refused: dict[str, str] = {}
@@ -288,9 +289,15 @@ class SyncEngine:
             self._settle, server, snapshot.etag, scan, report, refused, set(server)
         )
 
-    def _nothing_to_write(self, reply: NotModified | None, report: PullReport) -> None:
-        """A 304 (the folder is in step), or a 404 (the server has nothing for this repo)."""
+    def _nothing_to_write(
+        self, reply: NotModified | None, report: PullReport, *, asked: bool
+    ) -> None:
+        """A 304 (the folder is in step), or a 404 (the server has nothing for this repo).
+        A 304 nobody asked for (no If-None-Match) says nothing of the folder: a confused
+        proxy, retried like a 5xx."""
         if reply is not None:
+            if not asked:
+                raise Retryable(UNASKED_304)
             report.not_modified = True
             return
         report.empty = True
@@ -708,7 +715,7 @@ class SyncEngine:
     async def _refresh_hashes(self, client: TeamClient) -> None:
         snapshot = await client.fetch(self.repo, hashes_only=True)
         if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
-            raise Retryable("the team server answered 304 to an unconditional GET")
+            raise Retryable(UNASKED_304)
         if snapshot is None:
             self.state.etag = None
             self.state.server_checksums = {}
