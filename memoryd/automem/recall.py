@@ -150,6 +150,7 @@ async def recall(
     use_model: bool = True,
 ) -> dict[str, Any]:
     limit = max(1, min(limit, MAX_RECALL))
+    await am.loaded(project)
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None

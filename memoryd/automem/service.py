@@ -128,6 +128,14 @@ class AutoMemory:
             self.states.invalidate(chosen)
 
     # -- reading ----------------------------------------------------------------------------
+    async def loaded(self, project: Project) -> None:
+        """Once the project's memory dir is loaded. A dir never loaded before is loaded in the
+        background, in event-loop slices, so the daemon keeps answering other requests
+        meanwhile (10,000 files take seconds to parse); a warm dir costs nothing here."""
+        memory_dir = self.memory_dir(project)
+        self.warm(memory_dir)
+        await self.ready(memory_dir)
+
     def manifest(self, project: Project) -> list[MemoryHeader]:
         return self.state(self.memory_dir(project)).headers()
 

@@ -105,6 +105,7 @@ async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
     daemon.services.instructions.drop(project.root)
     am = _am(daemon)
     memory_dir = am.memory_dir(project)
+    await am.loaded(project)
     headers = am.manifest(project)
     auto_index = am.read_index(project)
     team_index = am.read_index(project, team=True)
