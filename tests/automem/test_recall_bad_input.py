@@ -7,16 +7,134 @@ The hybrid ranker's share (a missing or half-written model file) is in test_embe
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
+import pytest
+
+from memoryd.daemon.limits import DEFAULT_LINE_LIMIT
+from memoryd.daemon.methods.memory import MAX_QUERY_CHARS
+from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
+
+DEPLOY = memory_text("Deploy day", "deploys go out on Fridays", "project", "After the freeze.")
+
+
+def _files(memdir: Path, files: dict[str, str]) -> None:
+    memdir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (memdir / name).write_text(text, encoding="utf-8")
 
 
 async def _names(daemon: DaemonHandle, project: Path, query: str) -> list[str]:
     got = await daemon.call("recall", cwd=str(project), query=query)
     assert got["selector"] == "local"
     return [Path(m["path"]).name for m in got["memories"]]
+
+
+@pytest.mark.parametrize("query", ["", " ", "\n\t \u3000"])
+async def test_an_empty_or_blank_query_is_invalid_params_naming_the_field(
+    daemon: DaemonHandle, project: Path, memdir: Path, query: str
+) -> None:
+    _files(memdir, {"project_deploy.md": DEPLOY})
+    with pytest.raises(RpcError) as err:
+        await daemon.call("recall", cwd=str(project), query=query)
+    assert err.value.code == -32602
+    assert "query" in err.value.message
+    assert await _names(daemon, project, "deploy") == ["project_deploy.md"]  # same connection
+
+
+async def test_a_1mb_query_is_refused_and_one_at_the_cap_answered(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    _files(memdir, {"project_deploy.md": DEPLOY, "user_tea.md": memory_text("Tea", "", "user", "")})
+    with pytest.raises(RpcError) as err:
+        await daemon.call("recall", cwd=str(project), query="deploy Fridays " * 70_000)  # ~1 MB
+    assert err.value.code == -32602
+    assert "query" in err.value.message
+    assert f"{MAX_QUERY_CHARS}" in err.value.message
+    # At the cap, many distinct words: still a plain answer.
+    words = " ".join(f"w{i}" for i in range(20_000)) + " deploys on Fridays"
+    at_cap = (words * 2)[-MAX_QUERY_CHARS:]
+    assert await _names(daemon, project, at_cap) == ["project_deploy.md"]
+
+
+async def test_a_query_over_the_line_limit_is_refused_and_the_daemon_goes_on(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    _files(memdir, {"project_deploy.md": DEPLOY})
+    head = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "recall"})[:-1]
+    start = f'{head}, "params": {{"cwd": {json.dumps(str(project))}, "query": "'.encode()
+    end = b'"}}\n'
+    line = start + b"x" * (DEFAULT_LINE_LIMIT + 1 - len(start) - len(end) + 1) + end
+    assert len(line) == DEFAULT_LINE_LIMIT + 2  # one byte over the cap, then the newline
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    writer.write(line)
+    reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+    assert reply["error"]["code"] == -32600
+    assert f"{DEFAULT_LINE_LIMIT}" in reply["error"]["message"].replace(",", "")
+    assert await asyncio.wait_for(reader.read(), 10) == b""  # that connection is closed
+    writer.close()
+    # The daemon and every other connection go on.
+    assert await _names(daemon, project, "deploy") == ["project_deploy.md"]
+    fresh = await daemon.client()
+    try:
+        assert (await fresh.call("status", {}))["pid"] > 0
+    finally:
+        await fresh.close()
+
+
+async def test_queries_in_other_scripts_find_memories_in_that_script(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    memories = {
+        "ru": ("Офис", "Офис находится в Москве", "На Тверской улице, третий этаж."),
+        "ja": ("寿司", "東京で寿司を食べた", "築地の店が一番好き。"),
+        "zh": ("发布", "我们每周五发布新版本", "发布前先冻结代码。"),
+        "en": ("Office", "the office is in Berlin", "Near the river."),
+    }
+    paths = {}
+    for key, (name, description, body) in memories.items():
+        written = await daemon.call(
+            "memory.write",
+            cwd=str(project),
+            type="reference",
+            name=name,
+            description=description,
+            body=body,
+        )
+        paths[key] = Path(written["path"]).name
+    for query, expected in (
+        ("Где находится офис?", "ru"),  # other word forms: Russian stems
+        ("москва", "ru"),
+        ("東京の寿司", "ja"),  # no spaces: character pairs
+        ("什么时候发布新版本", "zh"),
+    ):
+        assert (await _names(daemon, project, query))[0] == paths[expected], query
+
+
+async def test_memories_without_a_description_are_recalled(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    _files(
+        memdir,
+        {
+            "no_description.md": "---\nname: Staging\ntype: reference\n---\n\n"
+            "The staging database lives on db-staging.\n",
+            "no_frontmatter.md": "The flux capacitor needs 1.21 gigawatts.\n",
+            "project_deploy.md": DEPLOY,
+        },
+    )
+    for query, file in (
+        ("where is the staging database?", "no_description.md"),
+        ("flux capacitor gigawatts", "no_frontmatter.md"),
+    ):
+        got = await daemon.call("recall", cwd=str(project), query=query)
+        first = got["memories"][0]
+        assert Path(first["path"]).name == file
+        assert first["description"] == ""
+        assert first["content"] == (memdir / file).read_text(encoding="utf-8")
 
 
 def _identical(memdir: Path, n: int) -> None:

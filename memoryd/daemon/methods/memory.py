@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import yaml
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
@@ -61,9 +61,23 @@ class RememberParams(Params):
     team: bool = False
 
 
+def _some_text(value: str) -> str:
+    # Clients drop a blank prompt rather than ask (memctl's hook, the MCP tool, the editors);
+    # one that asks anyway is told, as for an empty query, instead of getting arbitrary memories.
+    if not value.strip():
+        raise ValueError("must contain some text, not only whitespace")
+    return value
+
+
+# Far more than a prompt needs (memctl's hook sends at most 20,000 characters).
+MAX_QUERY_CHARS = 100_000
+
+
 class RecallParams(Params):
     cwd: Cwd
-    query: str = Field(min_length=1, max_length=100_000)
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_some_text)
+    ]
     session_id: SessionId | None = None
     recent_tools: list[str] = Field(default_factory=list, max_length=1_000)
     already_surfaced: PathList = Field(default_factory=list)
