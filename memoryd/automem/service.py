@@ -197,6 +197,11 @@ class AutoMemory:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
         return await self.index_writer.reconcile(self.memory_dir(project))
 
+    async def close(self) -> None:
+        """Stop the embedding thread (after the batch it is on): a stopped daemon leaves no
+        thread running behind it."""
+        self.semantic.close()
+
     # -- daemon status ----------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:
         states = self.states.states

@@ -73,7 +73,7 @@ class Services:
         self.projects = Projects()
         self.session_paths = SessionPaths()
         self.surfaced = SurfacedMemories()
-        self.automem = AutoMemory(host, flag_settings=config.flag_settings)
+        self.automem = self._closing(AutoMemory(host, flag_settings=config.flag_settings))
         self.instructions = self._closing(
             InstructionFiles(
                 host, flag_settings=config.flag_settings, watch_files=config.watch_files
