@@ -213,6 +213,7 @@ class AutoMemory:
                 "orphans_indexed": self.index_writer.orphans_indexed,
                 "warnings": self.warnings[-5:],
                 "ranker": self.semantic.status(),
+                "embeddings": self.semantic.report(),
                 "open_dirs": self._open_dirs_report(),
             }
         }

