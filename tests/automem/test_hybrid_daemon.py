@@ -302,3 +302,20 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
         assert await _recall(again, project, "vocal music with others") == before_restart
     finally:
         await stop_daemon(again)
+
+
+async def test_identical_memories_share_one_model_run(
+    hybrid: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    same = memory_text("Same", "the very same memory", "user", "Same body.").encode()
+    for i in range(2_000):
+        (memdir / f"user_same_{i:04d}.md").write_bytes(same)
+    (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+    await _recall(hybrid, project, "same")
+    auto = await _settled(hybrid)
+    assert auto["ranker"].startswith("hybrid")
+    assert auto["embeddings"]["memories_embedded"] == 2  # one per distinct text
+    found = await _recall(hybrid, project, "the same memory")
+    assert len(set(found)) == 5
+    assert (await _recall(hybrid, project, PADDLING))[0] == "user_kayak.md"

@@ -197,6 +197,8 @@ class SemanticRecall:
         log.info("embeddings on", model=encoder.name)
 
     def _embed(self, memory_dir: Path, texts: dict[str, str]) -> None:
+        import numpy as np
+
         from memoryd.automem.embeddings.vectors import VectorStore, content_hash
 
         assert self.encoder is not None
@@ -213,16 +215,21 @@ class SemanticRecall:
         wanted = {key: content_hash(text) for key, text in texts.items()}
         missing, gone = store.stale(wanted)
         store.remove(gone)
+        # Memories of the same text (copies, templates) share one model run.
+        alike: dict[str, list[str]] = {}
+        for key in missing:
+            alike.setdefault(wanted[key], []).append(key)
         # Texts of like length batched together: less padding to compute, the same vectors.
-        missing.sort(key=lambda key: len(texts[key]))
+        distinct = sorted(alike, key=lambda digest: len(texts[alike[digest][0]]))
         self.waiting = len(missing)
         try:
-            for start in range(0, len(missing), EMBED_CHUNK):
-                chunk = missing[start : start + EMBED_CHUNK]
-                vectors = self.encoder.encode([texts[k] for k in chunk])
+            for start in range(0, len(distinct), EMBED_CHUNK):
+                chunk = distinct[start : start + EMBED_CHUNK]
+                vectors = self.encoder.encode([texts[alike[d][0]] for d in chunk])
                 self.memories_embedded += len(chunk)
-                store.put([(k, wanted[k]) for k in chunk], vectors)
-                self.waiting -= len(chunk)
+                keys = [(k, d) for d in chunk for k in alike[d]]
+                store.put(keys, np.repeat(vectors, [len(alike[d]) for d in chunk], axis=0))
+                self.waiting -= len(keys)
         finally:
             self.waiting = 0
         if store.dirty:
