@@ -198,6 +198,29 @@ async def test_large_manifest_model_picks_among_local_candidates(
     assert "user_kayak.md" in lines[0]  # the local ranker's best comes first
 
 
+async def test_at_200_memories_the_model_gets_the_best_30_of_many_matches(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
+) -> None:
+    _fill(memdir, recall_mod.MODEL_CANDIDATES_FROM - 1)  # + the kayak memory: 200 in all
+    fake_model.enqueue(json_reply({"selected": ["user_kayak.md"]}))
+    # Every memory matches "filler" or "topic"; the kayak one matches the most.
+    query = "kayak club harbour filler topic"
+    got = await daemon_with_model.call("recall", cwd=str(project), query=query)
+    assert got["selector"] == "model"
+    lines = _manifest_lines(fake_model)
+    assert len(lines) == recall_mod.MODEL_CANDIDATES  # not the 200 of the manifest
+    files = [line.split()[1] for line in lines]
+    assert len(set(files)) == recall_mod.MODEL_CANDIDATES
+    assert files[0] == "user_kayak.md"
+    # The local ranker's own best are among them.
+    local = await daemon_with_model.call("recall", cwd=str(project), query=query, selector="local")
+    best = [Path(m["path"]).name for m in local["memories"]]
+    assert len(best) == 5
+    assert best[0] == files[0]
+    assert set(best) <= set(files)
+    assert len(fake_model.message_requests()) == 1  # the local call asked no model
+
+
 async def test_small_manifest_goes_to_the_model_whole(
     daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
 ) -> None:
