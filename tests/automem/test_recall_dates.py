@@ -1,0 +1,89 @@
+"""Temporal recall through the real daemon: a memory's date is the session date in its text,
+and a query naming a time ("last May", "in 2023", "before the trip") ranks by it.
+
+In each case the memory the date points at has fewer words in common with the query than
+its rival, so only the date can put it first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.automem.conftest import write_memory
+from tests.conftest import DaemonHandle
+
+# (name, description, session date) — written through `memory.write`, the session date in
+# the body as an agent records it.
+MEMORIES = [
+    ("Lake painting", "Melanie painted a lake", "8 May, 2023"),
+    (
+        "Lake painting again",
+        "Melanie painted a lake, a lake at dawn, her best lake",
+        "3 September, 2023",
+    ),
+    ("Jazz concert", "Jon went to a jazz concert downtown", "2 April, 2023"),
+    (
+        "Jazz concert again",
+        "Jon went to a jazz concert, jazz all night, a concert to remember",
+        "14 March, 2022",
+    ),
+    ("Road trip", "Caroline went on a road trip to Utah", "10 June, 2023"),
+    ("Sunset painting", "Caroline painted a sunset", "1 May, 2023"),
+    (
+        "Sunset painting again",
+        "Caroline painted a sunset again, sunset over sunset",
+        "1 September, 2023",
+    ),
+]
+
+
+@pytest.fixture
+async def dated(daemon: DaemonHandle, project: Path) -> dict[str, str]:
+    """{memory name: file}"""
+    files = {}
+    for name, description, when in MEMORIES:
+        body = f"{description}.\nSession date: 1:56 pm on {when}"
+        files[name] = (await write_memory(daemon, project, "user", name, description, body)).name
+    return files
+
+
+async def _first(daemon: DaemonHandle, project: Path, query: str, among: list[str]) -> str:
+    got = await daemon.call("recall", cwd=str(project), query=query, selector="local")
+    ranked = [Path(m["path"]).name for m in got["memories"]]
+    return next(f for f in ranked if f in among)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "rival"),
+    [
+        ("What did Melanie paint last May?", "Lake painting", "Lake painting again"),
+        ("Which jazz concert did Jon go to in 2023?", "Jazz concert", "Jazz concert again"),
+        (
+            "What sunset did Caroline paint before the trip?",
+            "Sunset painting",
+            "Sunset painting again",
+        ),
+        (
+            "What sunset did Caroline paint after the trip?",
+            "Sunset painting again",
+            "Sunset painting",
+        ),
+    ],
+)
+async def test_a_query_naming_a_time_ranks_by_the_session_date(
+    daemon: DaemonHandle,
+    project: Path,
+    dated: dict[str, str],
+    query: str,
+    expected: str,
+    rival: str,
+) -> None:
+    among = [dated[expected], dated[rival]]
+    assert await _first(daemon, project, query, among) == dated[expected]
+    # Without the time, the rival's extra words win: the date is what decided.
+    plain = query.replace(" last May", "").replace(" in 2023", "")
+    plain = plain.replace(" before the trip", "").replace(" after the trip", "")
+    if expected != "Sunset painting again":
+        assert await _first(daemon, project, plain, among) == dated[rival]
