@@ -13,6 +13,7 @@ Two request shapes:
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 from memoryd.automem.index import INDEX_NAME
@@ -55,6 +56,9 @@ anything worth keeping for future sessions, and if so save it in the auto memory
   description: one line that says when this memory matters
   type: user | feedback | project | reference
   ---
+- Today is {today}. Write dates as dates (`on {today}`, `in May 2023`), never as `yesterday`
+  or `last week`, and end the body of each new memory with the line `Session date: {today}`:
+  a later question about a time ("last May", "in 2023") finds memories by it.
 - When something above already covers it, update that file with Edit instead of adding a
   near duplicate; when a memory turned out wrong, correct it.
 - For each new file add one line to `{memory_dir}/{index}`: `- [Title](file.md) — one-line hook`
@@ -73,8 +77,15 @@ anything worth keeping for future sessions, and if so save it in the auto memory
 
 
 def instruction(
-    *, memory_dir: str, manifest: str, max_turns: int, scope: str = "most recent turn"
+    *,
+    memory_dir: str,
+    manifest: str,
+    max_turns: int,
+    scope: str = "most recent turn",
+    today: date | None = None,
 ) -> str:
+    """The extraction run's instructions; `today` (default: the local date) is the session's
+    date, written into each new memory so the ranker's date signals can use it."""
     return _INSTRUCTION.format(
         memory_dir=memory_dir,
         manifest=manifest or "(none yet)",
@@ -84,6 +95,7 @@ def instruction(
         max_turns=max_turns,
         nothing=NOTHING_MARKER,
         scope=scope,
+        today=(today or date.today()).isoformat(),
     )
 
 

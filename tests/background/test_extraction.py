@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,8 @@ async def test_writes_a_new_memory_and_its_index_line(
     assert "## Never save" in prompt
     assert "`feedback`" in prompt
     assert str(ws.memory_dir) in prompt
+    # Each new memory is to carry the session's date, for questions about a time.
+    assert f"the line `Session date: {date.today().isoformat()}`" in prompt
     assert first.json["system"].startswith("You are the memory extraction agent")
     await client.close()
 

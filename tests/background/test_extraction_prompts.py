@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,8 @@ def test_instruction_names_the_dir_the_types_and_the_marker() -> None:
     assert "(none yet)" in text
     assert "NOTHING_TO_SAVE" in text
     assert "at most 5 turns" in text
+    dated = instruction(memory_dir="/m", manifest="", max_turns=5, today=date(2023, 5, 8))
+    assert "end the body of each new memory with the line `Session date: 2023-05-08`" in dated
 
 
 def test_manifest_lists_the_newest_memories_only(tmp_path: Path) -> None:
