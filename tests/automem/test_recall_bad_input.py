@@ -54,10 +54,15 @@ async def test_a_1mb_query_is_refused_and_one_at_the_cap_answered(
     assert err.value.code == -32602
     assert "query" in err.value.message
     assert f"{MAX_QUERY_CHARS}" in err.value.message
-    # At the cap, many distinct words: still a plain answer.
-    words = " ".join(f"w{i}" for i in range(20_000)) + " deploys on Fridays"
-    at_cap = (words * 2)[-MAX_QUERY_CHARS:]
-    assert await _names(daemon, project, at_cap) == ["project_deploy.md"]
+    # At the cap, 20,000 distinct words: an answer, ranked by the query's start and end (the
+    # ranker runs on the event loop and its cost grows with the words), where a prompt
+    # usually says what it wants; "tea" in the middle is not read.
+    words = " ".join(f"w{i}" for i in range(20_000))[:48_000]
+    middle = f"{words} tea {words}"
+    for at_cap in (f"deploys on Fridays {middle}", f"{middle} deploys on Fridays"):
+        assert len(at_cap) <= MAX_QUERY_CHARS
+        assert await _names(daemon, project, at_cap) == ["project_deploy.md"]
+    assert await _names(daemon, project, f"{middle[:8_000]} tea") == ["user_tea.md"]
 
 
 async def test_a_query_over_the_line_limit_is_refused_and_the_daemon_goes_on(
