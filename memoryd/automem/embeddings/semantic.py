@@ -138,8 +138,9 @@ class SemanticRecall:
         if self._synced.get(memory_dir) == generation:
             return
         self._synced[memory_dir] = generation
-        self._idle.clear()
-        self._jobs.put((memory_dir, dict(texts)))
+        with self._lock:  # never between the thread's "queue empty" and its "idle"
+            self._idle.clear()
+            self._jobs.put((memory_dir, dict(texts)))
         self.start()
 
     def embed_query(self, query: str) -> Vectors | None:
@@ -172,8 +173,9 @@ class SemanticRecall:
             self.reason = f"lexical: embedding model unavailable ({exc})"
             log.warning("embeddings off", reason=self.reason)
         while True:
-            if self._jobs.empty():
-                self._idle.set()
+            with self._lock:
+                if self._jobs.empty():
+                    self._idle.set()
             job = self._jobs.get()
             if job is None:
                 return
