@@ -1,19 +1,26 @@
-"""Vector stores for memoryd's embeddings, side by side: memory-mapped .npy (memoryd's), sqlite-vec, usearch.
+"""Vector stores for memoryd's embeddings, side by side: memoryd's (a memory-mapped .npy base
+and an append-only log), the whole-array rewrite it replaced, stdlib sqlite3 with BLOBs,
+sqlite-vec, usearch.
 
 At 10,000 and 100,000 unit vectors of dimension 384 (seeded random: the hardest case for an
 approximate index), each store keeps one vector per memory key with its content hash, as
 memoryd/automem/embeddings/vectors.py does, and every change is made durable before the
-next (the daemon saves after each batch). Measured per store, each in its own process:
+next. Measured per store, each in its own process, with ratios to the whole-array rewrite
+("npy rewrite (before)", memoryd's store until session 4, kept here to measure against):
 
 - build: writing N vectors into a new store;
 - cold open: (the library imported) opening the files with their pages dropped from the page cache
-  (posix_fadvise DONTNEED) and answering a first top-30 query;
-- query: top-30 for a query, p50/p95 over 50 queries (brute force for the .npy and
+  (posix_fadvise DONTNEED) and answering a first top-30 query; for memoryd's store also with
+  its log 20% of the base (just under the point where it is folded into a new base);
+- query: top-30 for a query, p50/p95 over 50 queries (brute force for the .npy, sqlite3 and
   sqlite-vec; usearch's HNSW graph, with its recall@30 against the exact top 30);
-- add / replace / delete one vector, durable (median of 5);
+- add / replace / delete one vector, durable (median of 5): one durable change;
+- compaction (memoryd's store): folding the log into a new base;
 - file size, and RSS growth after opening and querying;
-- robustness: the main file truncated to half, and 4 KiB of random bytes written into
-  its middle: what opening and querying it does (refused, rebuilt, silently wrong, crash).
+- robustness: after 100 durable replacements, the main file (and memoryd's log) truncated to
+  half, and 4 KiB of random bytes written into its middle: what opening and querying it does
+  (refused, rebuilt, silently wrong, crash; for memoryd's store: how many vectors it kept and
+  whether any kept one is wrong).
 
 sqlite-vec needs a Python whose sqlite3 can load extensions; when the standard library's
 cannot (Python built without `--enable-loadable-sqlite-extensions`, as pyenv's default and
@@ -26,6 +33,7 @@ installed is skipped with a one-line reason.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import os
@@ -79,12 +87,14 @@ def drop_from_page_cache(folder: Path) -> None:
 
 
 # -- the stores ---------------------------------------------------------------------------------
-class NpyStore:
-    """memoryd's own VectorStore (memory-mapped float32 .npy + JSON with its SHA-256)."""
+class NpyLogStore:
+    """memoryd's VectorStore: a memory-mapped float32 .npy base with a CRC-32 per block, and
+    an append-only log of changes (a CRC-32 per record) folded into a new base past 25%."""
 
-    name = "npy (memoryd)"
+    name = "npy+log (memoryd)"
     modules = ("memoryd.automem.embeddings.vectors",)
-    main_file = "vectors.npy"
+    main_file = "vectors.*.npy"
+    log_file = "vectors.log"
     exact = True
 
     def __init__(self, folder: Path) -> None:
@@ -102,8 +112,15 @@ class NpyStore:
 
     def open(self) -> None:
         self.store.load()
-        if self.store.rebuilt_reason:
-            raise ValueError(self.store.rebuilt_reason)
+
+    def damage_found(self) -> str | None:
+        return self.store.rebuilt_reason
+
+    def held(self) -> int:
+        return len(self.store)
+
+    def vector(self, k: str) -> np.ndarray | None:
+        return self.store.vector(k)
 
     def add(self, k: str, h: str, v: np.ndarray) -> None:
         self.store.put([(k, h)], v[None, :])
@@ -115,10 +132,181 @@ class NpyStore:
         self.store.remove([k])
         self.store.save()
 
+    def fill_log(self, vectors: np.ndarray) -> None:
+        """Replace rows in one durable change, the log staying just under its compaction point."""
+        self.store.put([(key(i), digest(i, 2)) for i in range(len(vectors))], vectors)
+        self.store.save()
+
+    def compact(self) -> None:
+        self.store._compact_next = True
+        self.store.save()
+
     def query(self, q: np.ndarray) -> list[str]:
         keys, cosines = self.store.similarities(q)
         top = np.argpartition(-cosines, TOP)[:TOP]
         return [keys[i] for i in top[np.argsort(-cosines[top])]]
+
+
+class NpyRewriteStore:
+    """The store before the log (memoryd until session 4), kept here to measure against: one
+    memory-mapped .npy rewritten whole on every save, with a JSON holding its SHA-256."""
+
+    name = "npy rewrite (before)"
+    modules = ("numpy",)
+    main_file = "vectors.npy"
+    exact = True
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.matrix = np.zeros((0, DIM), dtype=np.float32)
+        self.rows: dict[str, tuple[int, str]] = {}
+        self.view: tuple[list[str], np.ndarray] | None = None  # cached until a change
+
+    @staticmethod
+    def available() -> str | None:
+        return None
+
+    @staticmethod
+    def _digest(path: Path) -> str:
+        h = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    def _save(self) -> None:
+        self.view = None
+        live = sorted(self.rows.values())
+        matrix = np.ascontiguousarray(self.matrix[[r for r, _ in live]], dtype=np.float32)
+        keys = {r: k for k, (r, _) in self.rows.items()}
+        listed = [[keys[r], h] for r, h in live]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        array_tmp = self.folder / ".vectors.npy.tmp"
+        with array_tmp.open("wb") as handle:
+            np.save(handle, matrix, allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        meta = {"size": array_tmp.stat().st_size, "sha256": self._digest(array_tmp)}
+        meta_tmp = self.folder / ".vectors.json.tmp"
+        meta_tmp.write_text(json.dumps(meta | {"rows": listed}), encoding="utf-8")
+        array_tmp.replace(self.folder / "vectors.npy")
+        meta_tmp.replace(self.folder / "vectors.json")
+
+    def build(self, vectors: np.ndarray) -> None:
+        self.matrix = vectors.astype(np.float32)
+        self.rows = {key(i): (i, digest(i)) for i in range(len(vectors))}
+        self._save()
+
+    def open(self) -> None:
+        array = self.folder / "vectors.npy"
+        meta = json.loads((self.folder / "vectors.json").read_text(encoding="utf-8"))
+        if meta["size"] != array.stat().st_size or meta["sha256"] != self._digest(array):
+            raise ValueError("array does not match its description; rebuilding")
+        self.matrix = np.load(array, mmap_mode="r", allow_pickle=False)
+        self.rows = {str(k): (i, str(h)) for i, (k, h) in enumerate(meta["rows"])}
+
+    def add(self, k: str, h: str, v: np.ndarray) -> None:
+        matrix = np.array(self.matrix, dtype=np.float32)  # off the read-only map, as it did
+        old = self.rows.get(k)
+        if old is not None:
+            matrix[old[0]] = v
+            self.rows[k] = (old[0], h)
+        else:
+            self.rows[k] = (len(matrix), h)
+            matrix = np.vstack([matrix, v[None, :]])
+        self.matrix = matrix
+        self._save()
+
+    replace = add
+
+    def delete(self, k: str) -> None:
+        self.rows.pop(k)
+        self._save()
+
+    def query(self, q: np.ndarray) -> list[str]:
+        if self.view is None:
+            order = list(self.rows)
+            rows = np.fromiter((self.rows[k][0] for k in order), dtype=np.int64, count=len(order))
+            self.view = (order, rows)
+        order, rows = self.view
+        cosines = (self.matrix @ q)[rows]
+        top = np.argpartition(-cosines, TOP)[:TOP]
+        return [order[i] for i in top[np.argsort(-cosines[top])]]
+
+
+class SqliteBlobStore:
+    """The standard library's sqlite3 (no extension): a table of key, hash and vector BLOB in
+    WAL mode with synchronous=FULL, read whole into an in-memory matrix on open."""
+
+    name = "sqlite3 BLOBs"
+    modules = ("sqlite3",)
+    main_file = "vectors.sqlite"
+    exact = True
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / self.main_file
+        self.db: Any = None
+        self.matrix = np.zeros((0, DIM), dtype=np.float32)
+        self.keys: list[str] = []
+        self.rows: dict[str, int] = {}
+
+    @staticmethod
+    def available() -> str | None:
+        return None
+
+    def _connect(self) -> None:
+        import sqlite3
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+
+    def build(self, vectors: np.ndarray) -> None:
+        self._connect()
+        self.db.execute("CREATE TABLE vectors (key TEXT PRIMARY KEY, hash TEXT, vector BLOB)")
+        self.db.execute("BEGIN")
+        self.db.executemany(
+            "INSERT INTO vectors VALUES (?, ?, ?)",
+            ((key(i), digest(i), vectors[i].tobytes()) for i in range(len(vectors))),
+        )
+        self.db.execute("COMMIT")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def open(self) -> None:
+        self._connect()
+        found = self.db.execute("SELECT key, vector FROM vectors").fetchall()
+        self.keys = [k for k, _ in found]
+        self.rows = {k: i for i, k in enumerate(self.keys)}
+        blob = b"".join(v for _, v in found)
+        self.matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(found), DIM).copy()
+
+    def add(self, k: str, h: str, v: np.ndarray) -> None:
+        self.db.execute(
+            "INSERT INTO vectors VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE "
+            "SET hash = excluded.hash, vector = excluded.vector",
+            (k, h, v.tobytes()),
+        )
+        row = self.rows.get(k)
+        if row is None:  # (amortised growth left out: the bench adds only a few)
+            self.rows[k] = len(self.keys)
+            self.keys.append(k)
+            self.matrix = np.vstack([self.matrix, v[None, :]])
+        else:
+            self.matrix[row] = v
+
+    replace = add
+
+    def delete(self, k: str) -> None:
+        self.db.execute("DELETE FROM vectors WHERE key = ?", (k,))
+        row = self.rows.pop(k)
+        self.matrix[row] = 0.0
+        self.keys[row] = ""
+
+    def query(self, q: np.ndarray) -> list[str]:
+        cosines = self.matrix @ q
+        top = np.argpartition(-cosines, TOP)[:TOP]
+        return [self.keys[i] for i in top[np.argsort(-cosines[top])]]
 
 
 def sqlite_module() -> Any:
@@ -280,7 +468,7 @@ class UsearchStore:
         return [self.keys[int(i)] for i in found.keys]
 
 
-STORES: list[Any] = [NpyStore, SqliteVecStore, UsearchStore]
+STORES: list[Any] = [NpyRewriteStore, NpyLogStore, SqliteBlobStore, SqliteVecStore, UsearchStore]
 
 
 # -- in a child process -------------------------------------------------------------------------
@@ -328,7 +516,16 @@ def child_measure(store_name: str, folder: Path, n: int) -> dict[str, Any]:
     deletes = [timed(lambda i=i: store.delete(key(OPS + i))) for i in range(OPS)]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     ordered = sorted(times)
-    return {
+    logged: dict[str, float] = {}
+    if hasattr(store, "fill_log"):
+        # Near the worst case for opening: the log close to its compaction point (a quarter
+        # of the base), then the compaction itself.
+        store.fill_log(unit_vectors(int(0.2 * n), 17))
+        drop_from_page_cache(folder)
+        reopened = cls(folder)
+        logged["cold_full_ms"] = 1000 * timed(lambda: (reopened.open(), reopened.query(queries[0])))
+        logged["compact_ms"] = 1000 * timed(reopened.compact)
+    return logged | {
         "cold_ms": 1000 * cold,
         "rss_mb": rss,
         "p50_ms": 1000 * ordered[len(ordered) // 2],
@@ -341,6 +538,20 @@ def child_measure(store_name: str, folder: Path, n: int) -> dict[str, Any]:
     }
 
 
+LOGGED = 100  # changes a log holds in the robustness runs (keys 0–99, version 1)
+
+
+def child_changes(store_name: str, folder: Path, n: int) -> dict[str, Any]:
+    """`LOGGED` replacements, each durable (for a store with a log: one record each)."""
+    cls = next(s for s in STORES if s.name == store_name)
+    store = cls(folder)
+    store.open()
+    fresh = unit_vectors(LOGGED, 19)
+    for i in range(LOGGED):
+        store.replace(key(i), digest(i, 1), fresh[i])
+    return {}
+
+
 def child_corrupt(store_name: str, folder: Path, n: int) -> dict[str, Any]:
     cls = next(s for s in STORES if s.name == store_name)
     store = cls(folder)
@@ -349,6 +560,13 @@ def child_corrupt(store_name: str, folder: Path, n: int) -> dict[str, Any]:
         got = store.query(unit_vectors(1, 7)[0])
     except Exception as exc:
         return {"outcome": f"refused: {type(exc).__name__}: {str(exc)[:90]}"}
+    if hasattr(store, "damage_found"):  # keeps what is intact: is every vector kept right?
+        versions = {digest(i): v for i, v in enumerate(unit_vectors(n, 13))}
+        versions |= {digest(i, 1): v for i, v in enumerate(unit_vectors(LOGGED, 19))}
+        hashes = store.store.hashes()
+        wrong = sum(not np.array_equal(store.vector(k), versions[h]) for k, h in hashes.items())
+        why = store.damage_found() or "damage not noticed"
+        return {"outcome": f"kept {len(hashes):,} of {n:,}, {wrong} wrong: {why[:70]}"}
     reference = cls(folder.parent / "intact")
     reference.open()
     expected = reference.query(unit_vectors(1, 7)[0])
@@ -374,8 +592,8 @@ def run_child(action: str, store_name: str, folder: Path, n: int) -> dict[str, A
     return result
 
 
-def damage(folder: Path, main_file: str, how: str) -> None:
-    path = folder / main_file
+def damage(folder: Path, pattern: str, how: str) -> None:
+    (path,) = folder.glob(pattern)
     size = path.stat().st_size
     if how == "truncated":
         os.truncate(path, size // 2)
@@ -392,7 +610,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         action, store_name, folder, n = args.child
-        fn = {"build": child_build, "measure": child_measure, "corrupt": child_corrupt}[action]
+        fn = {
+            "build": child_build,
+            "measure": child_measure,
+            "changes": child_changes,
+            "corrupt": child_corrupt,
+        }[action]
         print(json.dumps(fn(store_name, Path(folder), int(n))))
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -407,11 +630,13 @@ def main() -> int:
     fields = [
         ("build_s", "build s", "{:.2f}"),
         ("cold_ms", "cold open+q ms", "{:.1f}"),
+        ("cold_full_ms", "  log 20% full", "{:.1f}"),
         ("p50_ms", "q p50 ms", "{:.2f}"),
         ("p95_ms", "q p95 ms", "{:.2f}"),
         ("add_ms", "add ms", "{:.1f}"),
         ("replace_ms", "replace ms", "{:.1f}"),
         ("delete_ms", "delete ms", "{:.1f}"),
+        ("compact_ms", "compaction ms", "{:.1f}"),
         ("size_mb", "file MB", "{:.1f}"),
         ("rss_mb", "RSS MB", "{:.1f}"),
     ]
@@ -419,7 +644,7 @@ def main() -> int:
         for n in sizes:
             results: dict[str, dict[str, Any]] = {}
             for cls in stores:
-                folder = work / f"{n}-{cls.main_file}"
+                folder = work / f"{n}-{stores.index(cls)}"
                 built = run_child("build", cls.name, folder, n)
                 measured = (
                     run_child("measure", cls.name, folder, n) if "failed" not in built else {}
@@ -429,33 +654,38 @@ def main() -> int:
             print(
                 f"\n{n:,} vectors of dimension {DIM}, top-{TOP} queries (each store in its own process)"
             )
-            print(f"{'':<16}" + "".join(f"{label:>16}" for label in results))
-            ref = results.get(NpyStore.name, {})
+            print(f"{'':<16}" + "".join(f"{label:>21}" for label in results))
+            ref = results.get(NpyRewriteStore.name, {})
             for field, label, fmt in fields:
                 cells = []
                 for r in results.values():
                     if field not in r:
-                        cells.append(f"{r.get('failed', '-')[:15]:>16}")
+                        cells.append(f"{r.get('failed', '-')[:20]:>21}")
                         continue
-                    ratio = r[field] / ref[field] if ref.get(field) else float("nan")
-                    cells.append(f"{fmt.format(r[field]) + f' ({ratio:.2f}x)':>16}")
+                    ratio = f" ({r[field] / ref[field]:.2f}x)" if ref.get(field) else ""
+                    cells.append(f"{fmt.format(r[field]) + ratio:>21}")
                 print(f"{label:<16}" + "".join(cells))
             recall = [
                 f"{r['recall']:.3f}" if r.get("recall") is not None else "exact"
                 for r in results.values()
             ]
-            print(f"{'recall@30':<16}" + "".join(f"{c:>16}" for c in recall))
+            print(f"{'recall@30':<16}" + "".join(f"{c:>21}" for c in recall))
         n = sizes[0]
-        print(f"\nrobustness ({n:,} vectors; the main file damaged, then opened and queried)")
-        for cls in stores:
-            intact = work / "robust" / cls.main_file / "intact"
+        print(f"\nrobustness ({n:,} vectors, {LOGGED} replaced; a file damaged, then opened)")
+        for number, cls in enumerate(stores):
+            intact = work / "robust" / str(number) / "intact"
             run_child("build", cls.name, intact, n)
-            for how in ("truncated", "random bytes"):
-                folder = intact.parent / how.replace(" ", "-")
+            run_child("changes", cls.name, intact, n)
+            cases = [(cls.main_file, "truncated"), (cls.main_file, "random bytes")]
+            if hasattr(cls, "log_file"):
+                cases += [(cls.log_file, "truncated"), (cls.log_file, "random bytes")]
+            for pattern, how in cases:
+                what = f"{'log' if pattern == getattr(cls, 'log_file', '') else 'main'} {how}"
+                folder = intact.parent / what.replace(" ", "-")
                 shutil.copytree(intact, folder)
-                damage(folder, cls.main_file, how)
+                damage(folder, pattern, how)
                 got = run_child("corrupt", cls.name, folder, n)
-                print(f"  {cls.name:<16} {how:<13} {got.get('outcome') or got.get('failed')}")
+                print(f"  {cls.name:<20} {what:<17} {got.get('outcome') or got.get('failed')}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

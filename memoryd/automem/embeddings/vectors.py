@@ -1,43 +1,79 @@
-"""One vector per memory, keyed by content hash, in a memory-mapped array on disk.
+"""One vector per memory, keyed by content hash: a memory-mapped base array and an append-only
+log of what changed since, so a durable change costs one record, not a rewrite of every row.
 
-Files (in `<state>/vectors/<memory dir key>/`): `vectors.npy` (float32, one row per memory)
-and `vectors.json` (format, model, dimension, the npy file's size and SHA-256, and each row's
-key and content hash). Both are replaced atomically, the array first; the JSON names the
-array it describes, so a crash between the two renames, a corrupt file or one written for
-another model is noticed on load and the store starts empty (vectors are recomputed, never
-trusted). A row whose key or content hash no longer matches is recomputed; a deleted
-memory's row is dropped.
+Files (in `<state>/vectors/<memory dir key>/`):
+
+- `vectors.<id>.npy`: the base, float32, one row per memory, rows sorted by key;
+- `vectors.json`: its description: the CRC-32 of the rest; a JSON line (format, model,
+  dimension, the base's file name, the CRC-32 of its npy header and of each block of
+  `BLOCK_ROWS` rows); a JSON line of each row's key and content hash. `<id>` is a checksum of
+  that content, so replacing this one file is what commits a new base;
+- `vectors.log`: a header naming the model, dimension and base id, then one record per change
+  since the base was written (`put` key, hash and vector, or `remove` key), each framed by its
+  length and CRC-32, appended and fsynced on `save`.
+
+On load the base's blocks are checked and the log is replayed on top. Nothing damaged is
+trusted, and only what is damaged is dropped (its vectors are recomputed): a block of the base
+whose checksum differs, the log from its first bad record on (a torn last record after a kill),
+or everything when the description or the base's header is corrupt, missing, or written for
+another format, model or dimension. A row's vector always travels with its content hash, so a
+dropped record at worst leaves an older (key, hash, vector) that the next sync finds stale.
+
+When the log grows past `COMPACT_SHARE` of the base, `save` writes a new base of the live rows
+(and a new empty log): the new npy under its own name, then `vectors.json` replaced atomically
+(the commit), then the log. A kill between these steps leaves either the old base with its log
+or the new base with a log naming the old one, which is ignored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import struct
 import threading
+import zlib
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from memoryd.automem.embeddings.encoder import Vectors
-from memoryd.fsutil import ensure_private_dir
+from memoryd.fsutil import ensure_private_dir, fsync_dir
 
-FORMAT = 1
-ARRAY = "vectors.npy"
+FORMAT = 2
 META = "vectors.json"
+LOG = "vectors.log"
+BLOCK_ROWS = 1024  # rows per checksummed block of the base: what one flipped byte costs
+COMPACT_SHARE = 0.25  # the log is folded into a new base past this share of the base's size
+COMPACT_MIN_BYTES = 1 << 20  # ... or past this, for a small base
+_LOG_MAGIC = b"memoryd-vectors-log\n"
+_FRAME = struct.Struct("<II")  # payload length, CRC-32 of the payload
+_PUT, _REMOVE = b"P", b"R"
 
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _frame(payload: bytes) -> bytes:
+    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def _record(key: str, digest: str, vector: Vectors | None) -> bytes:
+    name, hashed = key.encode("utf-8", "surrogatepass"), digest.encode("ascii")
+    head = struct.pack("<H", len(name)) + name + struct.pack("<B", len(hashed)) + hashed
+    if vector is None:
+        return _frame(_REMOVE + head)
+    return _frame(_PUT + head + np.ascontiguousarray(vector, dtype="<f4").tobytes())
+
+
+def _block_checksums(matrix: npt.NDArray[np.float32]) -> list[int]:
+    return [
+        zlib.crc32(np.ascontiguousarray(matrix[start : start + BLOCK_ROWS]).data)
+        for start in range(0, len(matrix), BLOCK_ROWS)
+    ]
 
 
 class VectorStore:
@@ -45,71 +81,296 @@ class VectorStore:
         self.folder = folder
         self.model = model
         self.dim = dim
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the contents below
+        self._save_lock = threading.Lock()  # one save at a time
+        # Row r is base row r (r < len(base)) or tail row r - len(base). Rows are never
+        # overwritten: a changed vector gets a new row and its old one is dead (key None), so a
+        # query reading the arrays outside the lock never sees a row change under it.
+        self._base: Vectors = np.zeros((0, dim), dtype=np.float32)
+        self._tail: Vectors = np.zeros((0, dim), dtype=np.float32)  # grows by doubling
+        self._tail_rows = 0
         self._rows: dict[str, int] = {}  # key → row
-        self._hashes: list[str] = []
         self._keys: list[str | None] = []
-        self._matrix: Vectors = np.zeros((0, dim), dtype=np.float32)
-        self.rebuilt_reason: str | None = None  # why a file on disk was not used
-        self.dirty = False
-        # (keys, their rows) for `similarities`, the same objects until the contents change.
-        self._view: tuple[list[str], npt.NDArray[np.int64]] | None = None
+        self._hashes: list[str] = []
+        self._pending: set[str] = set()  # keys changed since the last save
+        self._changes = 0  # bumps on every change (a compaction checks none happened meanwhile)
+        self._base_id: str | None = None  # the base on disk; None: none usable
+        self._log_end = 0  # where the log's next record goes; 0: no usable log
+        self._compact_next = False  # damage was found: write everything afresh
+        self.rebuilt_reason: str | None = None  # what on disk was not used, and why
+        # (keys, their rows, tail rows) for `similarities`, the same until the contents change.
+        self._view: tuple[list[str], npt.NDArray[np.int64], int] | None = None
 
-    # -- disk ---------------------------------------------------------------------------------
+    @property
+    def dirty(self) -> bool:
+        return bool(self._pending) or self._compact_next
+
+    # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:
-        meta_path, array_path = self.folder / META, self.folder / ARRAY
-        if not meta_path.exists() and not array_path.exists():
+        if not any(self.folder.glob("vectors*")):
             return
+        problems: list[str] = []
+        base_id: str | None = None
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("format") != FORMAT or meta.get("model") != self.model:
-                raise ValueError("written for another format or model")
-            if meta.get("dim") != self.dim or meta.get("size") != array_path.stat().st_size:
-                raise ValueError("dimension or size differs")
-            if meta.get("sha256") != _digest(array_path):
-                raise ValueError("array does not match its description")
-            matrix = np.load(array_path, mmap_mode="r", allow_pickle=False)
-            rows = meta["rows"]
-            if matrix.dtype != np.float32 or matrix.shape != (len(rows), self.dim):
-                raise ValueError("array shape or type differs")
-            keys = [str(k) for k, _ in rows]
-            hashes = [str(h) for _, h in rows]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            self.rebuilt_reason = f"vector index not used ({exc}); rebuilding"
-            return
+            base, keys, hashes, base_id, damage = self._load_base()
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            damage = f"vector index not used ({exc})"
+            base, keys, hashes = self._base, [], []
+        if damage:
+            problems.append(damage)
+        records: list[tuple[str, str, Vectors | None]] = []
+        log_end = 0
+        if base_id is not None:
+            try:
+                records, log_end, why = self._read_log(base_id)
+            except (OSError, ValueError) as exc:
+                why = f"vector log not used ({exc})"
+            if why:
+                problems.append(why)
         with self._lock:
-            self._matrix = matrix
-            self._keys = list(keys)
-            self._hashes = hashes
-            self._rows = {k: i for i, k in enumerate(keys)}
+            self._base, self._keys, self._hashes = base, keys, hashes
+            self._rows = {k: i for i, k in enumerate(keys) if k is not None}
+            for key, digest, vector in records:
+                self._apply(key, digest, vector)
+            self._pending.clear()
+            self._base_id, self._log_end = base_id, log_end
+            self._compact_next = bool(problems)
             self._view = None
+        if problems:
+            self.rebuilt_reason = "; ".join(problems) + "; recomputing what was dropped"
 
+    def _load_base(self) -> tuple[Vectors, list[str | None], list[str], str, str]:
+        """(base, row keys (None: damaged), row hashes, base id, what was damaged or "")."""
+        raw = (self.folder / META).read_bytes()
+        checksum, _, body = raw.partition(b"\n")
+        if checksum != b"%08x" % zlib.crc32(body):
+            raise ValueError("description damaged or written by another version")
+        head, _, listed = body.partition(b"\n")
+        meta, rows = json.loads(head), json.loads(listed)
+        if meta["format"] != FORMAT or meta["model"] != self.model or meta["dim"] != self.dim:
+            raise ValueError("written for another format, model or dimension")
+        path = self.folder / str(meta["array"])
+        with path.open("rb") as handle:
+            if np.lib.format.read_magic(handle) != (1, 0):
+                raise ValueError("array header damaged")
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            offset = handle.tell()
+            handle.seek(0)
+            if zlib.crc32(handle.read(offset)) != meta["header_crc"]:
+                raise ValueError("array header damaged")
+            size = os.fstat(handle.fileno()).st_size
+        if dtype != np.float32 or fortran or shape != (len(rows), self.dim):
+            raise ValueError("array shape or type differs from its description")
+        # A truncated array keeps the whole rows it still has; checksums judge them.
+        whole = min(len(rows), (size - offset) // (4 * self.dim))
+        base = _map(path, offset, whole, self.dim)
+        keys: list[str | None] = [str(k) for k, _ in rows[:whole]]
+        hashes = [str(h) for _, h in rows[:whole]]
+        damaged = len(rows) - whole
+        for block, got in enumerate(_block_checksums(base)):
+            if got != meta["blocks"][block]:
+                start, stop = block * BLOCK_ROWS, min((block + 1) * BLOCK_ROWS, whole)
+                keys[start:stop] = [None] * (stop - start)
+                damaged += stop - start
+        why = f"{damaged} of {len(rows)} vectors damaged" if damaged else ""
+        if not why and size != offset + 4 * self.dim * len(rows):
+            why = "array longer than its description"
+        return base, keys, hashes, str(meta["id"]), why
+
+    def _read_log(self, base_id: str) -> tuple[list[tuple[str, str, Vectors | None]], int, str]:
+        """(records, where the next goes (0: start a new log), what was wrong or "")."""
+        try:
+            data = (self.folder / LOG).read_bytes()
+        except FileNotFoundError:
+            return [], 0, ""
+        header, end = self._frame_at(data, len(_LOG_MAGIC))
+        if not data.startswith(_LOG_MAGIC) or header is None:
+            return [], 0, "vector log not used (not a log, or its header is damaged)"
+        info = json.loads(header)
+        if info.get("model") != self.model or info.get("dim") != self.dim:
+            return [], 0, "vector log not used (written for another model or dimension)"
+        if info.get("base") != base_id:  # a kill after the new base was committed: folded in
+            return [], 0, ""
+        records: list[tuple[str, str, Vectors | None]] = []
+        while end < len(data):
+            payload, after = self._frame_at(data, end)
+            record = self._parse(payload) if payload is not None else None
+            if record is None:
+                dropped = len(data) - end
+                return records, end, f"vector log: last {dropped} bytes damaged or torn"
+            records.append(record)
+            end = after
+        return records, end, ""
+
+    @staticmethod
+    def _frame_at(data: bytes, at: int) -> tuple[bytes | None, int]:
+        if at + _FRAME.size > len(data):
+            return None, at
+        length, crc = _FRAME.unpack_from(data, at)
+        start, stop = at + _FRAME.size, at + _FRAME.size + length
+        if stop > len(data) or zlib.crc32(data[start:stop]) != crc:
+            return None, at
+        return data[start:stop], stop
+
+    def _parse(self, payload: bytes) -> tuple[str, str, Vectors | None] | None:
+        try:
+            op = payload[:1]
+            (name_len,) = struct.unpack_from("<H", payload, 1)
+            key = payload[3 : 3 + name_len].decode("utf-8", "surrogatepass")
+            at = 3 + name_len
+            hash_len = payload[at]
+            digest = payload[at + 1 : at + 1 + hash_len].decode("ascii")
+            at += 1 + hash_len
+        except (struct.error, IndexError, UnicodeDecodeError):
+            return None
+        if op == _REMOVE and at == len(payload):
+            return key, digest, None
+        if op == _PUT and len(payload) - at == 4 * self.dim:
+            return key, digest, np.frombuffer(payload, dtype="<f4", offset=at).astype(np.float32)
+        return None
+
+    # -- saving -------------------------------------------------------------------------------
     def save(self) -> None:
+        """Make every change so far durable: appended to the log, or a new base when the log
+        would grow past its share of the base (or nothing usable is on disk)."""
+        with self._save_lock:
+            with self._lock:
+                pending, self._pending = self._pending, set()
+                limit = max(COMPACT_SHARE * self._base.nbytes, COMPACT_MIN_BYTES)
+                compact = (
+                    self._compact_next
+                    or self._log_end == 0
+                    or self._log_end + sum(map(self._record_size, pending)) > limit
+                )
+                records = (
+                    b""
+                    if compact
+                    else b"".join(
+                        _record(k, self._hashes[r], self._row(r))
+                        if (r := self._rows.get(k)) is not None
+                        else _record(k, "", None)
+                        for k in sorted(pending)
+                    )
+                )
+            try:
+                if not compact:
+                    try:
+                        self._append(records)
+                        return
+                    except OSError:  # e.g. the log was removed: write everything afresh
+                        pass
+                self._compact()
+            except BaseException:
+                with self._lock:
+                    self._pending |= pending
+                raise
+
+    def _record_size(self, key: str) -> int:
+        """What `key`'s record in the log takes, under the lock (the size `_record` makes)."""
+        row = self._rows.get(key)
+        after_key = 1 + (4 * self.dim + len(self._hashes[row]) if row is not None else 0)
+        return _FRAME.size + 3 + len(key.encode("utf-8", "surrogatepass")) + after_key
+
+    def _append(self, records: bytes) -> None:
+        fd = os.open(self.folder / LOG, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, self._log_end)  # a torn record from before goes first
+            os.pwrite(fd, records, self._log_end)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._log_end += len(records)
+
+    def _compact(self) -> None:
         with self._lock:
-            live = [i for i, k in enumerate(self._keys) if k is not None]
-            matrix = np.ascontiguousarray(self._matrix[live], dtype=np.float32)
-            rows = [[self._keys[i], self._hashes[i]] for i in live]
-            self.dirty = False
+            changes = self._changes
+            order = sorted(self._rows)
+            rows = np.fromiter((self._rows[k] for k in order), dtype=np.int64, count=len(order))
+            hashes = [self._hashes[r] for r in rows]
+            base, tail = self._base, self._tail[: self._tail_rows]
+        # Rows never change in place, so the copy is taken outside the lock.
+        in_base = rows < len(base)
+        matrix = np.empty((len(rows), self.dim), dtype=np.float32)
+        matrix[in_base] = base[rows[in_base]]
+        matrix[~in_base] = tail[rows[~in_base] - len(base)]
+        blocks = _block_checksums(matrix)
+        listed = json.dumps([[k, h] for k, h in zip(order, hashes, strict=True)]).encode()
+        described = json.dumps([self.model, self.dim, blocks]).encode()
+        base_id = f"{zlib.crc32(listed, zlib.crc32(described)):08x}"
+        array = f"vectors.{base_id}.npy"
         ensure_private_dir(self.folder)
-        array_tmp = self.folder / f".{ARRAY}.tmp"
-        with array_tmp.open("wb") as handle:
+        array_tmp = self.folder / f".{array}.tmp"
+        with array_tmp.open("w+b") as handle:
             np.save(handle, matrix, allow_pickle=False)
+            offset = handle.tell() - matrix.nbytes
             handle.flush()
             os.fsync(handle.fileno())
-        meta = {
+            handle.seek(0)
+            header_crc = zlib.crc32(handle.read(offset))
+        head = {
             "format": FORMAT,
             "model": self.model,
             "dim": self.dim,
-            "size": array_tmp.stat().st_size,
-            "sha256": _digest(array_tmp),
-            "rows": rows,
+            "id": base_id,
+            "array": array,
+            "header_crc": header_crc,
+            "blocks": blocks,
         }
-        meta_tmp = self.folder / f".{META}.tmp"
-        meta_tmp.write_text(json.dumps(meta), encoding="utf-8")
-        array_tmp.replace(self.folder / ARRAY)
-        meta_tmp.replace(self.folder / META)
+        body = json.dumps(head).encode() + b"\n" + listed
+        log_header = _LOG_MAGIC + _frame(
+            json.dumps({"model": self.model, "dim": self.dim, "base": base_id}).encode()
+        )
+        meta_tmp, log_tmp = self.folder / f".{META}.tmp", self.folder / f".{LOG}.tmp"
+        for path, data in ((meta_tmp, b"%08x\n" % zlib.crc32(body) + body), (log_tmp, log_header)):
+            with path.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        array_tmp.replace(self.folder / array)
+        fsync_dir(self.folder)
+        meta_tmp.replace(self.folder / META)  # the commit
+        log_tmp.replace(self.folder / LOG)
+        fsync_dir(self.folder)
+        # Older bases, and what a compaction killed before its commit left.
+        for old in [*self.folder.glob("vectors*.npy"), *self.folder.glob(".vectors*.tmp")]:
+            if old.name != array:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+        mapped = _map(self.folder / array, offset, len(matrix), self.dim)
+        with self._lock:
+            self._base_id, self._log_end, self._compact_next = base_id, len(log_header), False
+            if self._changes == changes:  # nothing changed meanwhile: serve from the new base
+                self._base, self._tail_rows = mapped, 0
+                self._tail = np.zeros((0, self.dim), dtype=np.float32)  # its memory freed
+                self._keys, self._hashes = list(order), hashes
+                self._rows = {k: i for i, k in enumerate(order)}
+                self._view = None
 
     # -- contents -----------------------------------------------------------------------------
+    def _row(self, row: int) -> Vectors:
+        base = self._base
+        vector: Vectors = base[row] if row < len(base) else self._tail[row - len(base)]
+        return vector
+
+    def _apply(self, key: str, digest: str, vector: Vectors | None) -> None:
+        """One change, under the lock: a new row for `vector`, or none for None."""
+        old = self._rows.pop(key, None)
+        if old is not None:
+            self._keys[old] = None
+        if vector is not None:
+            if self._tail_rows == len(self._tail):
+                grown = np.empty((max(64, 2 * len(self._tail)), self.dim), dtype=np.float32)
+                grown[: self._tail_rows] = self._tail[: self._tail_rows]
+                self._tail = grown  # a query holding the old array still reads valid rows
+            self._tail[self._tail_rows] = vector
+            self._tail_rows += 1
+            self._rows[key] = len(self._keys)
+            self._keys.append(key)
+            self._hashes.append(digest)
+        self._pending.add(key)
+        self._changes += 1
+        self._view = None
+
     def stale(self, wanted: dict[str, str]) -> tuple[list[str], list[str]]:
         """(keys whose vector is missing or of other content, keys no longer wanted)."""
         with self._lock:
@@ -123,31 +384,25 @@ class VectorStore:
 
     def put(self, items: list[tuple[str, str]], vectors: Vectors) -> None:
         with self._lock:
-            matrix = np.array(self._matrix, dtype=np.float32)  # off the read-only map
-            fresh: list[Vectors] = []
             for (key, digest), vector in zip(items, vectors, strict=True):
-                row = self._rows.get(key)
-                if row is not None:
-                    matrix[row] = vector
-                    self._hashes[row] = digest
-                else:
-                    self._rows[key] = len(self._keys)
-                    self._keys.append(key)
-                    self._hashes.append(digest)
-                    fresh.append(vector[None, :])
-            self._matrix = np.vstack([matrix, *fresh]) if fresh else matrix
-            self.dirty = True
-            self._view = None
+                self._apply(key, digest, vector)
 
     def remove(self, keys: list[str]) -> None:
         with self._lock:
             for key in keys:
-                row = self._rows.pop(key, None)
-                if row is not None:
-                    self._keys[row] = None
-                    self._hashes[row] = ""
-            self.dirty = self.dirty or bool(keys)
-            self._view = None
+                if key in self._rows:
+                    self._apply(key, "", None)
+
+    def vector(self, key: str) -> Vectors | None:
+        """A copy of `key`'s vector, or None."""
+        with self._lock:
+            row = self._rows.get(key)
+            return None if row is None else np.array(self._row(row))
+
+    def hashes(self) -> dict[str, str]:
+        """{key: content hash} of every vector held."""
+        with self._lock:
+            return {k: self._hashes[r] for k, r in self._rows.items()}
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -158,9 +413,20 @@ class VectorStore:
             if self._view is None:
                 keys = list(self._rows)
                 rows = np.fromiter(self._rows.values(), dtype=np.int64, count=len(keys))
-                self._view = (keys, rows)
-            keys, rows = self._view
-            matrix = self._matrix
+                self._view = (keys, rows, self._tail_rows)
+            keys, rows, tail_rows = self._view
+            base, tail = self._base, self._tail
         if not keys:
             return [], np.zeros(0, dtype=np.float32)
-        return keys, (matrix @ query)[rows]
+        scores = base @ query
+        if tail_rows:
+            scores = np.concatenate([scores, tail[:tail_rows] @ query])
+        return keys, scores[rows]
+
+
+def _map(path: Path, offset: int, rows: int, dim: int) -> Vectors:
+    """`rows` float32 rows of `dim` at `offset` in `path`, memory-mapped read-only."""
+    if not rows:  # an empty map is refused
+        return np.zeros((0, dim), dtype=np.float32)
+    mapped: Vectors = np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(rows, dim))
+    return mapped
