@@ -8,7 +8,9 @@ line to each memory file that has none (a writer killed between its file and its
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import structlog
@@ -16,8 +18,9 @@ import structlog
 from memoryd.automem import index as index_mod
 from memoryd.automem.layout import index_file, index_path, is_team, read_index_for_rewrite
 from memoryd.automem.locks import WriterLocks
+from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.stamps import Stat, stat_stamp
-from memoryd.automem.store import TEAM_DIR, DirState
+from memoryd.automem.store import TEAM_DIR, DirState, Entry
 from memoryd.automem.warmup import DirStates
 from memoryd.errors import TooLarge
 from memoryd.fsutil import atomic_write_text, remove_stale_staged
@@ -116,25 +119,31 @@ class IndexWriter:
             state = self._states.state(memory_dir)
             if grace_s == 0:  # the first look: what a killed writer left, files and temp files
                 self._remove_stale_staged(memory_dir, state)
-            pending = self._pending.get(memory_dir, {})
+            pending = set(self._pending.get(memory_dir, {}))
             now = time.time()
+            checks = []
             for team in (False, True):
                 path = index_path(memory_dir, team=team)
                 seen = (state.generation, stat_stamp(path))
-                if grace_s and self._in_step.get((memory_dir, team)) == seen:
-                    continue
-                headers = {
-                    index_file(k, team): e.header
-                    for k, e in state.entries.items()
-                    if is_team(k) == team and k not in pending
-                }
-                try:
-                    text = read_index_for_rewrite(path) if headers else ""
-                except TooLarge as exc:  # never rewritten (writers refuse too): said once
+                if not grace_s or self._in_step.get((memory_dir, team)) != seen:
+                    checks.append((team, path, seen))
+            # Reading and comparing every line and file (~45 ms at 10,000) in a thread, both
+            # indexes at once so that both are written in one step: the writer lock keeps our
+            # own writers out meanwhile.
+            entries = state.snapshot() if checks else {}
+            found = (
+                await asyncio.to_thread(
+                    lambda: [unlisted_files(p, entries, team, pending) for team, p, _ in checks]
+                )
+                if checks
+                else []
+            )
+            for (team, path, seen), result in zip(checks, found, strict=True):
+                if isinstance(result, TooLarge):  # never rewritten (writers refuse too): said once
                     self._in_step[(memory_dir, team)] = seen
-                    log.warning("orphan check skipped", memory_dir=str(memory_dir), why=str(exc))
+                    log.warning("orphan check skipped", memory_dir=str(memory_dir), why=str(result))
                     continue
-                unlisted = index_mod.unlisted(text, sorted(headers))
+                text, headers, unlisted = result
                 if not unlisted:
                     self._in_step[(memory_dir, team)] = seen
                     continue
@@ -173,3 +182,22 @@ class IndexWriter:
                 count=len(removed),
                 files=[str(p) for p in removed[:20]],
             )
+
+
+def unlisted_files(
+    path: Path, entries: Mapping[str, Entry], team: bool, pending: Collection[str]
+) -> tuple[str, dict[str, MemoryHeader], list[str]] | TooLarge:
+    """(the index's text, the headers of its folder's files by the name the index gives them,
+    those files that no line lists), or why the index cannot be rewritten: the orphan check's
+    reading and comparing, which touches no state (`entries` is a snapshot), so it runs in a
+    thread. Files in `pending` (their line is queued) are left out."""
+    headers = {
+        index_file(k, team): e.header
+        for k, e in entries.items()
+        if is_team(k) == team and k not in pending
+    }
+    try:
+        text = read_index_for_rewrite(path) if headers else ""
+    except TooLarge as exc:
+        return exc
+    return text, headers, index_mod.unlisted(text, sorted(headers))

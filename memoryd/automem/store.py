@@ -6,9 +6,10 @@ runs when a directory changed or `sweep_interval_s` has passed (catches in-place
 Only files whose (mtime, size) changed are re-read, so a changed file costs one parse and
 one index update.
 
-The daemon keeps the periodic sweep off the request path: `scan_tree` (stat only, touches no
-state) runs in a thread and `apply_scan` folds its result in on the event loop, leaving
-alone any file the loop re-read or dropped meanwhile. A directory's first load can be spread
+The daemon keeps the periodic sweep off the request path: `scan_changes` (stat every file and
+compare with a snapshot of the entries; touches no state) runs in a thread and
+`apply_changes` folds in only the differences on the event loop, leaving alone any file the
+loop re-read or dropped meanwhile. A directory's first load can be spread
 over event-loop slices with `load_steps`.
 """
 
@@ -114,33 +115,35 @@ class DirState:
         self.swept = True
 
     # -- sweeps whose I/O ran elsewhere -------------------------------------------------------
-    def stamps(self) -> dict[str, Stamp]:
-        """The stamps as they are now; give them to `apply_scan` with a scan started later."""
-        return {key: entry.stamp for key, entry in self.entries.items()}
+    def snapshot(self) -> dict[str, Entry]:
+        """The entries as they are now; give them to `scan_changes` (in a thread, started
+        later), then its result to `apply_changes`."""
+        return dict(self.entries)
 
-    def apply_scan(
-        self, before: Mapping[str, Stamp], seen: Mapping[str, tuple[str, Stamp]]
-    ) -> None:
-        """Fold in a full stat scan (`scan_tree`) that started after `before` was taken.
+    def apply_changes(self, changes: ScanChanges) -> None:
+        """Fold in what a full stat scan found different from its snapshot.
 
-        A file the event loop re-read or dropped since `before` is left as the loop has it
+        A file the event loop re-read or dropped since the snapshot is left as the loop has it
         (its view is at least as new as the scan's); every other difference is applied as a
-        full sweep would. Directory stamps stay with the per-access directory check.
+        full sweep would. Only the differences are visited here: the comparison of every file
+        ran in the scan's thread. Directory stamps stay with the per-access directory check.
         """
         changed = False
-        for key, stamp in before.items():
-            if key not in seen:
-                entry = self.entries.get(key)
-                if entry is not None and entry.stamp == stamp:
-                    self._drop(key)
-                    changed = True
-        for key, (path, stamp) in seen.items():
+        for key in changes.vanished:
             entry = self.entries.get(key)
-            if entry is None:
-                # New, or dropped by the loop meanwhile: `_load` reads what is there now.
-                self._load(key, Path(path), stamp)
+            if entry is not None and entry.stamp == changes.before[key].stamp:
+                self._drop(key)
                 changed = True
-            elif entry.stamp != stamp and entry.stamp == before.get(key):
+        # Also every file seen that the loop does not hold: dropped by the loop meanwhile,
+        # `_load` reads what is there now.
+        keys = changes.changed | (changes.seen.keys() - self.entries.keys())
+        for key in sorted(keys, key=changes.order.__getitem__):  # in the scan's order
+            path, stamp = changes.seen[key]
+            entry = self.entries.get(key)
+            old = changes.before.get(key)
+            if entry is None or (
+                entry.stamp != stamp and old is not None and entry.stamp == old.stamp
+            ):
                 self._load(key, Path(path), stamp)
                 changed = True
         if changed:
@@ -244,6 +247,35 @@ class DirState:
                 (e.header for e in self.entries.values()), key=lambda h: (h.team, h.file)
             )
         return self._headers
+
+
+@dataclass(frozen=True)
+class ScanChanges:
+    """A full stat scan compared with a snapshot of the entries (`scan_changes`)."""
+
+    before: Mapping[str, Entry]  # the snapshot
+    seen: Seen  # the scan
+    order: Mapping[str, int]  # each seen key's place in the scan
+    vanished: list[str]  # in the snapshot, not found
+    changed: set[str]  # found, and new or with another stamp than in the snapshot
+
+
+def scan_changes(memory_dir: Path, before: Mapping[str, Entry]) -> ScanChanges:
+    """`scan_tree`, and its comparison with `before` (`DirState.snapshot`): the part of a full
+    sweep that touches no state, to run in a thread."""
+    seen = scan_tree(memory_dir)
+    changed = set()
+    for key, (_, stamp) in seen.items():
+        entry = before.get(key)
+        if entry is None or entry.stamp != stamp:
+            changed.add(key)
+    return ScanChanges(
+        before=before,
+        seen=seen,
+        order={key: place for place, key in enumerate(seen)},
+        vanished=[key for key in before if key not in seen],
+        changed=changed,
+    )
 
 
 def scan_tree(memory_dir: Path) -> Seen:

@@ -1,7 +1,7 @@
 """The warm view of each memory dir (`DirState`): first load and periodic sweep in the background.
 
-On the event loop, a periodic full sweep that is due runs in the background (stat in a
-thread, changes applied on the loop) instead of on the request; the cheap directory check
+On the event loop, a periodic full sweep that is due runs in the background (every file
+stat'ed and compared in a thread, only the differences applied on the loop) instead of on the request; the cheap directory check
 (created, deleted, replaced files) always runs on the request, and so does the first load
 unless `warm` got there first.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.automem.ranker import RankerParams
-from memoryd.automem.store import DirState, scan_tree
+from memoryd.automem.store import DirState, scan_changes, scan_tree
 
 WORKER = "automem"
 WARM_SLICE_S = 0.004  # the first load of a memory dir yields to the event loop this often
@@ -67,9 +67,8 @@ class DirStates:
         return state
 
     async def _sweep_in_background(self, state: DirState) -> None:
-        before = state.stamps()
-        seen = await asyncio.to_thread(scan_tree, state.memory_dir)
-        state.apply_scan(before, seen)
+        changes = await asyncio.to_thread(scan_changes, state.memory_dir, state.snapshot())
+        state.apply_changes(changes)
         if self.index_orphans is not None:
             await self.index_orphans(state.memory_dir, ORPHAN_GRACE_S)
 

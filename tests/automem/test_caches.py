@@ -12,7 +12,7 @@ import pytest
 
 from memoryd.automem.context import automem_index
 from memoryd.automem.service import AutoMemory
-from memoryd.automem.store import DirState, scan_tree
+from memoryd.automem.store import DirState, scan_changes, scan_tree
 from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -35,26 +35,44 @@ async def _idle(am: AutoMemory) -> None:
 
 
 # -- the store's building blocks --------------------------------------------------------------
-def test_apply_scan_leaves_what_the_loop_changed_meanwhile(tmp_path: Path) -> None:
+def test_apply_changes_leaves_what_the_loop_changed_meanwhile(tmp_path: Path) -> None:
     state = DirState(tmp_path, sweep_interval_s=3600)
     for name in ("a", "b", "c"):
         _write(tmp_path / f"{name}.md", name, "one")
     state.refresh()
-    before = state.stamps()
+    before = state.snapshot()
     with open(tmp_path / "a.md", "a") as handle:  # in place: only a full scan sees it
         handle.write("okapi\n")
     (tmp_path / "c.md").unlink()
-    seen = scan_tree(tmp_path)
+    changes = scan_changes(tmp_path, before)
+    assert changes.changed == {"a.md"}
+    assert changes.vanished == ["c.md"]
     # Meanwhile, on the loop: our own write of b.md and a new file.
     _write(tmp_path / "b.md", "b", "zebra two")
     state.note_written("b.md", tmp_path / "b.md")
     _write(tmp_path / "d.md", "d", "fresh")
     state.note_written("d.md", tmp_path / "d.md")
-    state.apply_scan(before, seen)
+    state.apply_changes(changes)
     assert sorted(state.entries) == ["a.md", "b.md", "d.md"]
     assert [k for k, _ in state.index.search("okapi")] == ["a.md"]
     assert [k for k, _ in state.index.search("zebra")] == ["b.md"]
     assert [h.file for h in state.headers()] == ["a.md", "b.md", "d.md"]
+
+
+def test_apply_changes_reads_a_file_the_loop_dropped_meanwhile(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=3600)
+    for name in ("a", "b"):
+        _write(tmp_path / f"{name}.md", name, "one")
+    state.refresh()
+    changes = scan_changes(tmp_path, state.snapshot())
+    assert (changes.changed, changes.vanished) == (set(), [])
+    # Meanwhile, on the loop: b.md deleted, then written again from outside (in place).
+    state.note_deleted("b.md", tmp_path / "b.md")
+    with open(tmp_path / "b.md", "a") as handle:
+        handle.write("walrus\n")
+    state.apply_changes(changes)
+    assert sorted(state.entries) == ["a.md", "b.md"]
+    assert state.index.search("walrus")[0][0] == "b.md"  # read as it is now
 
 
 def test_load_steps_first_load_and_files_created_meanwhile(tmp_path: Path) -> None:
