@@ -13,7 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memoryd.automem.embeddings import semantic as semantic_mod
+from memoryd.automem.embeddings import vectors as vectors_mod
 from memoryd.automem.embeddings.semantic import SemanticRecall, embedding_text
+from memoryd.automem.embeddings.vectors import VectorStore
 from memoryd_client.client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
@@ -70,6 +73,26 @@ def test_vectors_once_per_content(semantic: SemanticRecall, tmp_path: Path) -> N
     assert semantic.wait_idle(60)
     assert sorted(store.hashes()) == ["a.md", "c.md"]
     assert np.array_equal(store.vector("a.md"), before)  # type: ignore[arg-type]
+
+
+def test_each_chunk_is_saved_as_it_is_embedded(
+    semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(semantic_mod, "EMBED_CHUNK", 1)
+    texts = {f"{i}.md": f"Fact number {i} about the harbour" for i in range(3)}
+    semantic.sync(tmp_path, 1, texts)
+    assert semantic.wait_idle(60)
+    store = semantic._stores[tmp_path]
+    # The first save wrote the base; the next chunks were appended to its log, not rewritten.
+    header_only = (
+        len(vectors_mod._LOG_MAGIC)
+        + 8
+        + len(json.dumps({"model": store.model, "dim": store.dim, "base": "00000000"}))
+    )
+    assert (store.folder / vectors_mod.LOG).stat().st_size > header_only
+    reopened = VectorStore(store.folder, store.model, store.dim)
+    reopened.load()
+    assert reopened.hashes() == store.hashes()
 
 
 def test_half_written_model_is_a_clear_status(tmp_path: Path) -> None:

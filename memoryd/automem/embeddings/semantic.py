@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memoryd.embeddings")
 
 MAX_QUERY_CHARS = 2_000  # the model reads 256 tokens; a 1 MB query is cut before tokenising
-EMBED_CHUNK = 256  # memories embedded per step (then the store is saved)
+# Memories embedded per step, then saved: a change costs a record in the store's log, so a
+# daemon stopped while embedding a large directory keeps what it had embedded.
+EMBED_CHUNK = 256
 
 
 def extra_installed() -> bool:
@@ -231,6 +233,7 @@ class SemanticRecall:
                 self.memories_embedded += len(chunk)
                 keys = [(k, d) for d in chunk for k in alike[d]]
                 store.put(keys, np.repeat(vectors, [len(alike[d]) for d in chunk], axis=0))
+                store.save()
                 self.waiting -= len(keys)
         finally:
             self.waiting = 0
