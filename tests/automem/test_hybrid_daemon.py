@@ -319,3 +319,24 @@ async def test_identical_memories_share_one_model_run(
     found = await _recall(hybrid, project, "the same memory")
     assert len(set(found)) == 5
     assert (await _recall(hybrid, project, PADDLING))[0] == "user_kayak.md"
+
+
+async def test_memories_without_a_description_are_embedded_by_their_body(
+    hybrid: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "no_frontmatter.md").write_text(
+        "The user rows with the harbour kayak club on Tuesdays.\n", encoding="utf-8"
+    )
+    (memdir / "no_description.md").write_text(
+        "---\nname: Drinks\ntype: user\n---\n\nTakes coffee with oat milk.\n", encoding="utf-8"
+    )
+    (memdir / "user_deploy.md").write_text(
+        memory_text("Deploy day", "deploys go out on Fridays", "user", ""), encoding="utf-8"
+    )
+    await _recall(hybrid, project, "deploys")
+    auto = await _settled(hybrid)
+    assert auto["ranker"].startswith("hybrid")
+    assert auto["embeddings"]["memories_embedded"] == 3
+    assert (await _recall(hybrid, project, PADDLING))[0] == "no_frontmatter.md"
+    assert (await _recall(hybrid, project, "a hot drink in the morning"))[0] == "no_description.md"
