@@ -20,7 +20,7 @@ import pytest
 
 from memoryd.automem.embeddings import semantic
 from tests.automem.conftest import memory_text, write_memory
-from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
 needs_extra = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers")),
@@ -180,23 +180,31 @@ async def test_a_missing_model_file_leaves_recall_lexical_and_status_says_why(
 
 
 @pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
+@pytest.mark.parametrize("where", ["a local folder", "memoryd's converted copy"])
 async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_why(
     short_tmp: Path,
-    tmp_path: Path,
+    isolated_env: IsolatedEnv,
     project: Path,
     memdir: Path,
     bundled_model_dir: Path,
     model_at: Any,
     cut: str,
+    where: str,
 ) -> None:
-    folder = tmp_path / "model"
+    if where == "a local folder":  # MEMORYD_EMBEDDING_MODEL names it
+        folder = isolated_env.root / "model"
+        model_at(folder)
+        name = str(folder)
+    else:  # the default model, converted from the bundled package into the state dir before
+        folder = isolated_env.state_dir / "models" / "all-MiniLM-L6-v2"
+        name = "sentence-transformers/all-MiniLM-L6-v2 (from the all_minilm_l6_v2 package)"
     shutil.copytree(bundled_model_dir, folder)
     whole = (folder / cut).read_bytes()
-    (folder / cut).write_bytes(whole[: len(whole) // 2])  # a download or copy cut short
-    model_at(folder)
+    (folder / cut).write_bytes(whole[: len(whole) // 2])  # a copy or a write cut short
     daemon = await start_daemon(daemon_config(short_tmp))
     try:
-        await _lexical_because(daemon, project, memdir, f"model {folder} could not be loaded: ")
+        why = f"model {name} could not be loaded from {folder}: "
+        await _lexical_because(daemon, project, memdir, why)
     finally:
         await stop_daemon(daemon)
 

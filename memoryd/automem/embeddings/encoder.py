@@ -135,7 +135,9 @@ class SentenceEncoder:
                 str(files.onnx), options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # a missing, half-written or foreign file
-            raise EncoderUnavailable(f"model {files.name} could not be loaded: {exc}") from exc
+            raise EncoderUnavailable(
+                f"model {files.name} could not be loaded from {files.tokenizer.parent}: {exc}"
+            ) from exc
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding()
         self._inputs = {i.name for i in self._session.get_inputs()}
