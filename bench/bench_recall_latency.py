@@ -199,7 +199,7 @@ async def side_by_side(
     fetch = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "from memoryd.automem.embeddings.encoder import locate_model as l; l()",
+        "from memoryd.automem.embeddings.models import locate_model as l; l()",
         cwd=REPO,
     )
     await fetch.wait()

