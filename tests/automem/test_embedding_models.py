@@ -93,14 +93,14 @@ def test_quantize_finds_each_feed_forward_output(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     not installed(*MPNET.packages), reason="all-mpnet-base-v2 packages not installed"
 )
-def test_default_model_is_mpnet_in_int8(state: Path) -> None:
-    assert MPNET.name == DEFAULT_MODEL
+def test_mpnet_runs_in_int8(state: Path) -> None:
+    assert MINILM.name == DEFAULT_MODEL
     float32 = from_packages(MPNET)
     assert float32 is not None
     exact = SentenceEncoder(float32).encode(SENTENCES)
     assert np.allclose(exact @ exact.T, REFERENCE, atol=2e-4)  # the converted graph is MPNet
 
-    files = locate_model()
+    files = locate_model(MPNET.name)
     assert files.name.endswith(", int8")
     assert "all-mpnet-base-v2" in files.name
     assert not float32.onnx.exists()  # only the int8 graph is kept
@@ -108,16 +108,20 @@ def test_default_model_is_mpnet_in_int8(state: Path) -> None:
     assert encoder.dim == 768
     vectors = encoder.encode(SENTENCES)
     assert np.allclose(vectors @ vectors.T, REFERENCE, atol=0.03)
+    # int8 inputs are scaled over the whole run: one text a run, so a text's vector is its own
+    alone = np.vstack([encoder.encode([text]) for text in SENTENCES])
+    assert np.array_equal(vectors, alone)
     assert files.onnx.stat().st_size < 0.6 * 438_000_000  # int8 weights
-    assert locate_model() == files  # made once: found again, not remade
+    assert locate_model(MPNET.name) == files  # made once: found again, not remade
 
 
 @pytest.mark.skipif(
     not installed(*MPNET.packages), reason="all-mpnet-base-v2 packages not installed"
 )
-async def test_daemon_ranks_with_the_default_model(
-    daemon: DaemonHandle, project: Path, memdir: Path
+async def test_daemon_ranks_with_mpnet(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDING_MODEL", MPNET.name)
     memdir.mkdir(parents=True)
     notes = {
         "user_kayak.md": ("Kayak club", "the user rows with the harbour kayak club on Tuesdays"),

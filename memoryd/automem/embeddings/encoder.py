@@ -13,10 +13,6 @@ import numpy.typing as npt
 from memoryd.automem.embeddings.models import EncoderUnavailable, ModelFiles
 
 MAX_TOKENS = 256  # a memory's one-line description fits many times over
-# Texts per model run. The run is compute-bound from a few hundred tokens on, so a bigger
-# batch is no faster; it only grows onnxruntime's memory arena (32: +106 MB of RSS after
-# embedding a directory, 8: +29 MB). Vectors are the same either way.
-BATCH = 8
 
 Vectors = npt.NDArray[np.float32]
 
@@ -29,6 +25,7 @@ class SentenceEncoder:
         except ImportError as exc:
             raise EncoderUnavailable(f"embeddings extra not installed ({exc.name})") from exc
         self.name = files.name
+        self.batch = files.batch
         try:
             self._tokenizer: Any = Tokenizer.from_file(str(files.tokenizer))
             options = onnxruntime.SessionOptions()
@@ -53,8 +50,8 @@ class SentenceEncoder:
     def encode(self, texts: list[str]) -> Vectors:
         """One unit vector per text (float32, rows in order)."""
         out: list[Vectors] = []
-        for start in range(0, len(texts), BATCH):
-            batch = self._tokenizer.encode_batch(texts[start : start + BATCH])
+        for start in range(0, len(texts), self.batch):
+            batch = self._tokenizer.encode_batch(texts[start : start + self.batch])
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}
