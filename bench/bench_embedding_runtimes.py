@@ -251,7 +251,7 @@ def main() -> int:
         else:
             folder = work / "fastembed-model"
             folder.mkdir()
-            shutil.copy(model_dir / "model.onnx", folder / "model.onnx")
+            shutil.copy(model_dir / "onnx" / "model.onnx", folder / "model.onnx")
             for name in FASTEMBED_FILES:
                 shutil.copy(model_dir / name, folder / name)
             fe = run_child("fastembed", str(folder), work, env)

@@ -63,7 +63,7 @@ def bundled_model_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for module in ("onnxruntime", "tokenizers", "onnx", "all_minilm_l6_v2"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
-    from memoryd.automem.embeddings.encoder import locate_model
+    from memoryd.automem.embeddings.models import locate_model
 
     root = tmp_path_factory.mktemp("model-state")
     with pytest.MonkeyPatch.context() as env:  # before any test's isolated HOME: make one

