@@ -386,3 +386,47 @@ def test_a_kill_9_at_any_point_keeps_every_saved_change_and_no_wrong_vector(
         removed = any(s % 7 == 3 and (s + 5) % 40 == step % 40 for s in range(step, saved + 2))
         if not removed:
             assert int(store.hashes()[key][1:]) >= step
+
+
+def test_queries_in_another_thread_see_only_whole_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(vectors_mod, "COMPACT_MIN_BYTES", 0)  # compactions on the way
+    store = written(tmp_path, 30)
+    query = unit(77)[0]
+    versions: dict[str, set[float]] = {
+        f"k{i:04d}": {round(float(v @ query), 5)} for i, v in enumerate(unit(1, 30))
+    }
+    for step in range(300):
+        versions.setdefault(f"k{step % 30:04d}", set()).add(
+            round(float(unit(500 + step)[0] @ query), 5)
+        )
+    done = threading.Event()
+    reads: list[int] = []
+    wrong: list[tuple[str, float]] = []
+
+    def read() -> None:
+        while not done.is_set() and len(reads) < 5_000:
+            keys, sims = store.similarities(query)
+            reads.append(len(keys))
+            wrong.extend(
+                (k, s)
+                for k, s in zip(keys, sims.tolist(), strict=True)
+                if round(s, 5) not in versions[k]
+            )
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for step in range(300):
+            store.put([(f"k{step % 30:04d}", f"h{step}")], unit(500 + step))
+            if step % 10 == 9:
+                store.remove([f"k{(step * 7) % 30:04d}"])
+            store.save()
+    finally:
+        done.set()
+        reader.join(timeout=30)
+    assert len(reads) > 10
+    assert wrong == []

@@ -118,11 +118,12 @@ class VectorStore:
             base, keys, hashes = self._base, [], []
         if damage:
             problems.append(damage)
-        records: list[tuple[str, str, Vectors | None]] = []
+        final: dict[str, tuple[str, int]] = {}
+        logged = np.zeros((0, self.dim), dtype=np.float32)
         log_end = 0
         if base_id is not None:
             try:
-                records, log_end, why = self._read_log(base_id)
+                final, logged, log_end, why = self._read_log(base_id)
             except (OSError, ValueError) as exc:
                 why = f"vector log not used ({exc})"
             if why:
@@ -130,8 +131,18 @@ class VectorStore:
         with self._lock:
             self._base, self._keys, self._hashes = base, keys, hashes
             self._rows = {k: i for i, k in enumerate(keys) if k is not None}
-            for key, digest, vector in records:
-                self._apply(key, digest, vector)
+            # The log on top: each key as its last record left it, the vectors in one copy.
+            for key in final:
+                old = self._rows.pop(key, None)
+                if old is not None:
+                    self._keys[old] = None
+            put = [(key, digest, row) for key, (digest, row) in final.items() if row >= 0]
+            self._tail = np.array(logged[[row for _, _, row in put]], dtype=np.float32)
+            self._tail_rows = len(put)
+            for key, digest, _ in put:
+                self._rows[key] = len(self._keys)
+                self._keys.append(key)
+                self._hashes.append(digest)
             self._pending.clear()
             self._base_id, self._log_end = base_id, log_end
             self._compact_next = bool(problems)
@@ -177,56 +188,70 @@ class VectorStore:
             why = "array longer than its description"
         return base, keys, hashes, str(meta["id"]), why
 
-    def _read_log(self, base_id: str) -> tuple[list[tuple[str, str, Vectors | None]], int, str]:
-        """(records, where the next goes (0: start a new log), what was wrong or "")."""
+    def _read_log(self, base_id: str) -> tuple[dict[str, tuple[str, int]], Vectors, int, str]:
+        """({key: (hash, its row in the vectors, -1: removed)} as the log leaves them, those
+        vectors, where the next record goes (0: start a new log), what was wrong or "")."""
+        nothing = np.zeros((0, self.dim), dtype=np.float32)
         try:
             data = (self.folder / LOG).read_bytes()
         except FileNotFoundError:
-            return [], 0, ""
-        header, end = self._frame_at(data, len(_LOG_MAGIC))
+            return {}, nothing, 0, ""
+        view = memoryview(data)
+        header = self._frame_at(view, len(_LOG_MAGIC))
         if not data.startswith(_LOG_MAGIC) or header is None:
-            return [], 0, "vector log not used (not a log, or its header is damaged)"
-        info = json.loads(header)
+            return {}, nothing, 0, "vector log not used (not a log, or its header is damaged)"
+        info = json.loads(bytes(view[header[0] : header[1]]))
         if info.get("model") != self.model or info.get("dim") != self.dim:
-            return [], 0, "vector log not used (written for another model or dimension)"
+            return {}, nothing, 0, "vector log not used (written for another model or dimension)"
         if info.get("base") != base_id:  # a kill after the new base was committed: folded in
-            return [], 0, ""
-        records: list[tuple[str, str, Vectors | None]] = []
+            return {}, nothing, 0, ""
+        final: dict[str, tuple[str, int]] = {}
+        vectors: list[memoryview] = []
+        end, why = header[1], ""
         while end < len(data):
-            payload, after = self._frame_at(data, end)
-            record = self._parse(payload) if payload is not None else None
-            if record is None:
-                dropped = len(data) - end
-                return records, end, f"vector log: last {dropped} bytes damaged or torn"
-            records.append(record)
-            end = after
-        return records, end, ""
+            frame = self._frame_at(view, end)
+            record = self._parse(view, *frame) if frame is not None else None
+            if frame is None or record is None:
+                why = f"vector log: last {len(data) - end} bytes damaged or torn"
+                break
+            key, digest, vector = record
+            if vector is not None:
+                vectors.append(vector)
+            final[key] = (digest, len(vectors) - 1 if vector is not None else -1)
+            end = frame[1]
+        rows = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(vectors), self.dim)
+        return final, rows, end, why
 
     @staticmethod
-    def _frame_at(data: bytes, at: int) -> tuple[bytes | None, int]:
-        if at + _FRAME.size > len(data):
-            return None, at
-        length, crc = _FRAME.unpack_from(data, at)
+    def _frame_at(view: memoryview, at: int) -> tuple[int, int] | None:
+        """(start, end) of the payload of the intact frame at `at`, or None."""
+        if at + _FRAME.size > len(view):
+            return None
+        length, crc = _FRAME.unpack_from(view, at)
         start, stop = at + _FRAME.size, at + _FRAME.size + length
-        if stop > len(data) or zlib.crc32(data[start:stop]) != crc:
-            return None, at
-        return data[start:stop], stop
+        if stop > len(view) or zlib.crc32(view[start:stop]) != crc:
+            return None
+        return start, stop
 
-    def _parse(self, payload: bytes) -> tuple[str, str, Vectors | None] | None:
+    def _parse(
+        self, view: memoryview, start: int, stop: int
+    ) -> tuple[str, str, memoryview | None] | None:
+        """(key, hash, the vector's bytes or None for a removal) of the record in view[start:stop]."""
         try:
-            op = payload[:1]
-            (name_len,) = struct.unpack_from("<H", payload, 1)
-            key = payload[3 : 3 + name_len].decode("utf-8", "surrogatepass")
-            at = 3 + name_len
-            hash_len = payload[at]
-            digest = payload[at + 1 : at + 1 + hash_len].decode("ascii")
-            at += 1 + hash_len
+            op = view[start : start + 1]
+            (name_len,) = struct.unpack_from("<H", view, start + 1)
+            at = start + 3 + name_len
+            key = str(view[start + 3 : at], "utf-8", "surrogatepass")
+            hash_end = at + 1 + view[at]
+            digest = str(view[at + 1 : hash_end], "ascii")
         except (struct.error, IndexError, UnicodeDecodeError):
             return None
-        if op == _REMOVE and at == len(payload):
+        if hash_end > stop:
+            return None
+        if op == _REMOVE and hash_end == stop:
             return key, digest, None
-        if op == _PUT and len(payload) - at == 4 * self.dim:
-            return key, digest, np.frombuffer(payload, dtype="<f4", offset=at).astype(np.float32)
+        if op == _PUT and stop - hash_end == 4 * self.dim:
+            return key, digest, view[hash_end:stop]
         return None
 
     # -- saving -------------------------------------------------------------------------------
