@@ -139,6 +139,11 @@ class IndexWriter:
                 else []
             )
             for (team, path, seen), result in zip(checks, found, strict=True):
+                if (state.generation, stat_stamp(path)) != seen:
+                    # Changed while the thread read it (an agent's own edit of the index, a
+                    # file loaded meanwhile): writing now would undo that edit. The next
+                    # sweep looks again.
+                    continue
                 if isinstance(result, TooLarge):  # never rewritten (writers refuse too): said once
                     self._in_step[(memory_dir, team)] = seen
                     log.warning("orphan check skipped", memory_dir=str(memory_dir), why=str(result))

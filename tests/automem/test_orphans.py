@@ -140,3 +140,35 @@ async def test_an_index_over_the_cap_is_left_alone_without_failing(
     for _ in range(2):
         assert await am.index_writer.index_orphans(memdir, 10.0) == []
     assert (memdir / "MEMORY.md").read_text() == huge
+
+
+async def test_an_index_edited_while_the_orphan_check_reads_it_keeps_the_edit(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: Any
+) -> None:
+    from memoryd.automem import index_writer
+
+    _orphan(memdir, "project_kept.md", "Kept")
+    (memdir / "MEMORY.md").write_text("- [Kept](project_kept.md) — about Kept\n")
+    _orphan(memdir, "project_lost.md", "Lost")
+    theirs: list[str] = []
+    read = index_writer.unlisted_files
+
+    def edited_while_read(path: Path, *args: Any) -> Any:
+        """The check reads the index in a thread; an agent adds a line just after."""
+        result = read(path, *args)
+        if path == memdir / "MEMORY.md":
+            theirs.append(f"- [Theirs {len(theirs)}](theirs_{len(theirs)}.md) — an agent's line\n")
+            with path.open("a") as index:
+                index.write(theirs[-1])
+        return result
+
+    monkeypatch.setattr(index_writer, "unlisted_files", edited_while_read)
+    await daemon.call("memory.list", cwd=str(project))  # the first look: an orphan check
+    writer = daemon.daemon.services.automem.index_writer
+    assert await writer.index_orphans(memdir, 0.0) == []  # the index changed: left alone
+    assert all(line in (memdir / "MEMORY.md").read_text() for line in theirs)
+    monkeypatch.setattr(index_writer, "unlisted_files", read)
+    assert await writer.index_orphans(memdir, 0.0) == ["project_lost.md"]  # the next look
+    text = (memdir / "MEMORY.md").read_text()
+    assert all(line in text for line in theirs)
+    assert "(project_lost.md)" in text
