@@ -492,7 +492,7 @@ class RecallIndex:
         for term in [t for t in weights if len(t) >= n]:
             head = term[:n]
             lo = bisect.bisect_left(self._vocab, head)
-            for other in itertools.islice(self._vocab, lo, lo + 50):
+            for other in self._vocab[lo : lo + 50]:  # a slice: islice would walk from 0
                 if not other.startswith(head):
                     break
                 if other != term and other not in weights:
