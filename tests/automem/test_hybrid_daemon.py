@@ -180,7 +180,6 @@ async def test_a_missing_model_file_leaves_recall_lexical_and_status_says_why(
 
 
 @pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
-@pytest.mark.parametrize("where", ["a local folder", "memoryd's converted copy"])
 async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_why(
     short_tmp: Path,
     isolated_env: IsolatedEnv,
@@ -189,22 +188,47 @@ async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_w
     bundled_model_dir: Path,
     model_at: Any,
     cut: str,
-    where: str,
 ) -> None:
-    if where == "a local folder":  # MEMORYD_EMBEDDING_MODEL names it
-        folder = isolated_env.root / "model"
-        model_at(folder)
-        name = str(folder)
-    else:  # the default model, converted from the bundled package into the state dir before
-        folder = isolated_env.state_dir / "models" / "all-MiniLM-L6-v2"
-        name = "sentence-transformers/all-MiniLM-L6-v2 (from the all_minilm_l6_v2 package)"
+    folder = isolated_env.root / "model"  # MEMORYD_EMBEDDING_MODEL names it
+    model_at(folder)
     shutil.copytree(bundled_model_dir, folder)
     whole = (folder / cut).read_bytes()
     (folder / cut).write_bytes(whole[: len(whole) // 2])  # a copy or a write cut short
     daemon = await start_daemon(daemon_config(short_tmp))
     try:
-        why = f"model {name} could not be loaded from {folder}: "
+        why = f"model {folder} could not be loaded from {folder}: "
         await _lexical_because(daemon, project, memdir, why)
+        assert (folder / cut).read_bytes() == whole[: len(whole) // 2]  # the user's: untouched
+    finally:
+        await stop_daemon(daemon)
+
+
+@pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
+async def test_a_half_written_converted_copy_is_made_again(
+    short_tmp: Path,
+    isolated_env: IsolatedEnv,
+    project: Path,
+    memdir: Path,
+    bundled_model_dir: Path,
+    cut: str,
+) -> None:
+    # The default model, converted from the bundled package into the state dir before.
+    folder = isolated_env.state_dir / "models" / "all-MiniLM-L6-v2"
+    shutil.copytree(bundled_model_dir, folder)
+    whole = (folder / cut).read_bytes()
+    (folder / cut).write_bytes(whole[: len(whole) // 2])
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        memdir.mkdir(parents=True)
+        (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+        deploy = memory_text("Deploy day", "deploys go out on Fridays", "user", "")
+        (memdir / "user_deploy.md").write_text(deploy, encoding="utf-8")
+        await _recall(daemon, project, "kayak club")
+        auto = await _settled(daemon)
+        name = "sentence-transformers/all-MiniLM-L6-v2 (from the all_minilm_l6_v2 package)"
+        assert auto["ranker"] == f"hybrid: model {name} loaded"
+        assert (folder / cut).read_bytes() == whole  # converted again from the package
+        assert (await _recall(daemon, project, PADDLING))[0] == "user_kayak.md"
     finally:
         await stop_daemon(daemon)
 

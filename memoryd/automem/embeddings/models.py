@@ -187,6 +187,19 @@ def _quantized(model: KnownModel, files: ModelFiles) -> ModelFiles:
     return replace(found, batch=1)
 
 
+def discard_if_made_here(files: ModelFiles) -> bool:
+    """Remove memoryd's own converted copy that holds `files`, so the next `locate_model`
+    makes it again; False (nothing removed) for files memoryd did not make: a local folder,
+    the hub's cache."""
+    models = state_dir() / "models"
+    try:
+        inside = files.onnx.relative_to(models)
+    except ValueError:
+        return False
+    shutil.rmtree(models / inside.parts[0], ignore_errors=True)
+    return True
+
+
 def locate_model(name: str | None = None) -> ModelFiles:
     """The model's files, fetched, converted or quantized if need be (slow: call off the
     event loop)."""

@@ -192,11 +192,24 @@ class SemanticRecall:
         if not self.wanted:  # the reason is set by `wanted`
             return
         from memoryd.automem.embeddings.encoder import SentenceEncoder
-        from memoryd.automem.embeddings.models import locate_model
+        from memoryd.automem.embeddings.models import (
+            EncoderUnavailable,
+            discard_if_made_here,
+            locate_model,
+        )
 
         _one_blas_thread()
         self.reason = "lexical: loading the embedding model"
-        encoder = SentenceEncoder(locate_model(self.model_name))
+        files = locate_model(self.model_name)
+        try:
+            encoder = SentenceEncoder(files)
+        except EncoderUnavailable as exc:
+            # memoryd's own converted copy, damaged (a crash mid-copy, a full disk): made
+            # again once from its source; anything else is the user's to fix, and says why.
+            if not discard_if_made_here(files):
+                raise
+            log.warning("converted embedding model unreadable: making it again", why=str(exc))
+            encoder = SentenceEncoder(locate_model(self.model_name))
         self.encoder = encoder
         self.reason = f"hybrid: model {encoder.name} loaded"
         log.info("embeddings on", model=encoder.name)
