@@ -179,6 +179,15 @@ async def test_a_missing_model_file_leaves_recall_lexical_and_status_says_why(
         await stop_daemon(daemon)
 
 
+def _copy_cut_short(model: Path, folder: Path, cut: str) -> bytes:
+    """`model` copied to `folder` with its file `cut` cut in half, as a copy or a write cut
+    short leaves it; the file's whole bytes."""
+    shutil.copytree(model, folder)
+    whole = (folder / cut).read_bytes()
+    (folder / cut).write_bytes(whole[: len(whole) // 2])
+    return whole
+
+
 @pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
 async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_why(
     short_tmp: Path,
@@ -191,9 +200,7 @@ async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_w
 ) -> None:
     folder = isolated_env.root / "model"  # MEMORYD_EMBEDDING_MODEL names it
     model_at(folder)
-    shutil.copytree(bundled_model_dir, folder)
-    whole = (folder / cut).read_bytes()
-    (folder / cut).write_bytes(whole[: len(whole) // 2])  # a copy or a write cut short
+    whole = _copy_cut_short(bundled_model_dir, folder, cut)
     daemon = await start_daemon(daemon_config(short_tmp))
     try:
         why = f"model {folder} could not be loaded from {folder}: "
@@ -214,9 +221,7 @@ async def test_a_half_written_converted_copy_is_made_again(
 ) -> None:
     # The default model, converted from the bundled package into the state dir before.
     folder = isolated_env.state_dir / "models" / "all-MiniLM-L6-v2"
-    shutil.copytree(bundled_model_dir, folder)
-    whole = (folder / cut).read_bytes()
-    (folder / cut).write_bytes(whole[: len(whole) // 2])
+    whole = _copy_cut_short(bundled_model_dir, folder, cut)
     daemon = await start_daemon(daemon_config(short_tmp))
     try:
         memdir.mkdir(parents=True)
