@@ -133,7 +133,8 @@ async def test_daemon_ranks_with_mpnet(
     await daemon.call("recall", cwd=str(project), query="paddling on the sea")
     for _ in range(1_200):  # converting the weights takes a while the first time
         ranker = (await daemon.call("status"))["features"]["auto_memory"]["ranker"]
-        if ranker.startswith("hybrid") or "unavailable" in ranker:
+        settled = ranker.startswith("hybrid") and "; indexing:" not in ranker
+        if settled or "unavailable" in ranker:
             break
         await asyncio.sleep(0.1)
     assert ranker == f"hybrid: model {MPNET.name}, int8 loaded"
