@@ -160,31 +160,30 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
     return _files_in(target, label)
 
 
-def _int8_label(model: KnownModel) -> str:
-    return f"{model.name}, int8"
+def _int8_files(model: KnownModel) -> ModelFiles | None:
+    """The model's int8 graph in memoryd's cache, when made; named the same whichever route
+    brought the float graph, and run one text at a time (`ModelFiles.batch`)."""
+    found = _files_in(_cache_folder(model.name) / "int8", f"{model.name}, int8")
+    return replace(found, batch=1) if found is not None else None
 
 
-def _quantized(model: KnownModel, files: ModelFiles) -> ModelFiles:
-    """`files` with int8 weights, made once into memoryd's cache."""
+def _quantize(model: KnownModel, files: ModelFiles) -> ModelFiles:
+    """Make `files`' int8 graph into memoryd's cache (`_int8_files`), once."""
     assert model.float_layers is not None
-    target = _cache_folder(model.name) / "int8"
-    label = _int8_label(model)  # the same whichever route brought the float graph
-    found = _files_in(target, label)
-    if found is not None:
-        return found
     from memoryd.automem.embeddings.quantize import quantize_int8
 
+    target = _cache_folder(model.name) / "int8"
     try:
         target.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(files.tokenizer, target / "tokenizer.json")
         quantize_int8(files.onnx, target / "model.onnx", model.float_layers)
     except ImportError as exc:
-        raise EncoderUnavailable(f"{label}: the onnx package is needed ({exc.name})") from exc
+        raise EncoderUnavailable(f"{model.name}: int8 needs the onnx package ({exc.name})") from exc
     except Exception as exc:  # a half-written or foreign source graph
-        raise EncoderUnavailable(f"{label} could not be made: {exc}") from exc
-    found = _files_in(target, label)
-    assert found is not None
-    return replace(found, batch=1)
+        raise EncoderUnavailable(f"{model.name}: int8 graph could not be made: {exc}") from exc
+    made = _int8_files(model)
+    assert made is not None  # both files were just written
+    return made
 
 
 def discard_if_made_here(files: ModelFiles) -> bool:
@@ -212,9 +211,9 @@ def locate_model(name: str | None = None) -> ModelFiles:
         return found
     known = KNOWN.get(wanted)
     if known is not None and known.float_layers is not None:
-        made = _files_in(_cache_folder(known.name) / "int8", _int8_label(known))
-        if made is not None:
-            return replace(made, batch=1)
+        made = _int8_files(known)
+        if made is not None:  # checked first: its float source is not kept
+            return made
     found = _from_hub(wanted, offline=True)
     if found is None and known is not None:
         found = from_packages(known)
@@ -224,7 +223,7 @@ def locate_model(name: str | None = None) -> ModelFiles:
         raise EncoderUnavailable(f"model {wanted} has no onnx/model.onnx and tokenizer.json")
     if known is None or known.float_layers is None:
         return found
-    quantized = _quantized(known, found)
+    quantized = _quantize(known, found)
     if found.onnx.is_relative_to(_cache_folder(known.name)):
         found.onnx.unlink()  # converted here from the packages: only the int8 graph is used
     return quantized

@@ -144,7 +144,8 @@ def export_encoder(model_dir: Path, out_path: Path) -> None:
     sqrt2 = const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
     half = const("half", np.array(0.5, dtype=np.float32))
     if kind == "mpnet":
-        # [1, heads, L, L]: the bias of each pair's bucket, cut from a table for every length.
+        # [heads, L, L], broadcast over the batch: the bias of each pair's bucket, cut from a
+        # table made for the longest input.
         longest = int(config["max_position_embeddings"])
         table = const(
             "relative_buckets",
