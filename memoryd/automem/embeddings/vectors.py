@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.automem.embeddings.encoder import Vectors
-from memoryd.fsutil import ensure_private_dir, fsync_dir
+from memoryd.fsutil import atomic_write_bytes, ensure_private_dir, fsync_dir
 
 FORMAT = 2
 META = "vectors.json"
@@ -345,17 +345,10 @@ class VectorStore:
         log_header = _LOG_MAGIC + _frame(
             json.dumps({"model": self.model, "dim": self.dim, "base": base_id}).encode()
         )
-        meta_tmp, log_tmp = self.folder / f".{META}.tmp", self.folder / f".{LOG}.tmp"
-        for path, data in ((meta_tmp, b"%08x\n" % zlib.crc32(body) + body), (log_tmp, log_header)):
-            with path.open("wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
         array_tmp.replace(self.folder / array)
         fsync_dir(self.folder)
-        meta_tmp.replace(self.folder / META)  # the commit
-        log_tmp.replace(self.folder / LOG)
-        fsync_dir(self.folder)
+        atomic_write_bytes(self.folder / META, b"%08x\n" % zlib.crc32(body) + body)  # the commit
+        atomic_write_bytes(self.folder / LOG, log_header)
         # Older bases, and what a compaction killed before its commit left.
         for old in [*self.folder.glob("vectors*.npy"), *self.folder.glob(".vectors*.tmp")]:
             if old.name != array:
