@@ -261,15 +261,10 @@ class VectorStore:
         with self._save_lock:
             with self._lock:
                 pending, self._pending = self._pending, set()
-                limit = max(COMPACT_SHARE * self._base.nbytes, COMPACT_MIN_BYTES)
-                compact = (
-                    self._compact_next
-                    or self._log_end == 0
-                    or self._log_end + sum(map(self._record_size, pending)) > limit
-                )
+                fresh = self._compact_next or self._log_end == 0
                 records = (
                     b""
-                    if compact
+                    if fresh
                     else b"".join(
                         _record(k, self._hashes[r], self._row(r))
                         if (r := self._rows.get(k)) is not None
@@ -277,6 +272,8 @@ class VectorStore:
                         for k in sorted(pending)
                     )
                 )
+                limit = max(COMPACT_SHARE * self._base.nbytes, COMPACT_MIN_BYTES)
+                compact = fresh or self._log_end + len(records) > limit
             try:
                 if not compact:
                     try:
@@ -289,12 +286,6 @@ class VectorStore:
                 with self._lock:
                     self._pending |= pending
                 raise
-
-    def _record_size(self, key: str) -> int:
-        """What `key`'s record in the log takes, under the lock (the size `_record` makes)."""
-        row = self._rows.get(key)
-        after_key = 1 + (4 * self.dim + len(self._hashes[row]) if row is not None else 0)
-        return _FRAME.size + 3 + len(key.encode("utf-8", "surrogatepass")) + after_key
 
     def _append(self, records: bytes) -> None:
         fd = os.open(self.folder / LOG, os.O_WRONLY)
