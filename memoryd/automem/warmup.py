@@ -1,9 +1,9 @@
 """The warm view of each memory dir (`DirState`): first load and periodic sweep in the background.
 
 On the event loop, a periodic full sweep that is due runs in the background (every file
-stat'ed and compared in a thread, only the differences applied on the loop) instead of on the request; the cheap directory check
-(created, deleted, replaced files) always runs on the request, and so does the first load
-unless `warm` got there first.
+stat'ed and compared in a thread, only the differences applied on the loop) instead of on the
+request; the cheap directory check (created, deleted, replaced files) always runs on the
+request, and so does the first load unless `warm` got there first.
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ class VectorStore:
     def _parse(
         self, view: memoryview, start: int, stop: int
     ) -> tuple[str, str, memoryview | None] | None:
-        """(key, hash, the vector's bytes or None for a removal) of the record in view[start:stop]."""
+        """(key, hash, the vector's bytes or None for a removal) of the record at start:stop."""
         try:
             op = view[start : start + 1]
             (name_len,) = struct.unpack_from("<H", view, start + 1)
