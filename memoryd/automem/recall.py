@@ -150,7 +150,6 @@ async def recall(
     use_model: bool = True,
 ) -> dict[str, Any]:
     limit = max(1, min(limit, MAX_RECALL))
-    await am.loaded(project)
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None
@@ -165,6 +164,7 @@ async def recall(
         return started[0]
 
     if use_model and model.configured:
+        await am.loaded(project)  # the manifest needs the dir loaded; `search` waits by itself
         headers = [
             h
             for h in am.manifest(project)

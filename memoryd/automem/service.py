@@ -30,7 +30,7 @@ from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.ranker import RankerParams
 from memoryd.automem.settings_cache import SettingsCache
-from memoryd.automem.store import TEAM_DIR
+from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import WORKER, DirStates
 from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
@@ -143,10 +143,12 @@ class AutoMemory:
     async def loaded(self, project: Project) -> None:
         """Once the project's memory dir is loaded. A dir never loaded before is loaded in the
         background, in event-loop slices, so the daemon keeps answering other requests
-        meanwhile (10,000 files take seconds to parse); a warm dir costs nothing here."""
-        memory_dir = self.memory_dir(project)
+        meanwhile (10,000 files take seconds to parse)."""
+        await self._loaded(self.memory_dir(project))
+
+    async def _loaded(self, memory_dir: Path) -> DirState:
         self.warm(memory_dir)
-        await self.ready(memory_dir)
+        return await self.ready(memory_dir)
 
     def manifest(self, project: Project) -> list[MemoryHeader]:
         return self.state(self.memory_dir(project)).headers()
@@ -184,9 +186,10 @@ class AutoMemory:
     ) -> list[MemoryHeader]:
         """The local ranker's best memories; `exclude` holds absolute paths or keys.
         `query_vector` (`semantic.embed_query` running in a thread) makes it hybrid: it is
-        awaited only once the lexical scores are made, so the two are computed at once."""
+        awaited only once the lexical scores are made, so the two are computed at once. A dir
+        never loaded is first loaded as `loaded` does it."""
         memory_dir = self.memory_dir(project)
-        state = self.state(memory_dir)
+        state = await self._loaded(memory_dir)
         if self.semantic.wanted:
             self.semantic.sync(memory_dir, state.generation, state.embed_texts)
         excluded = set()
