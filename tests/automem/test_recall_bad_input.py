@@ -1,7 +1,7 @@
 """Issue 13's bad input for `recall`, each through the real daemon on its socket: a clear
 error or a sensible result, never a crash, and the daemon goes on answering.
 
-The hybrid ranker's share (a missing or half-written model file) is in test_embeddings.py.
+The hybrid ranker's share (a missing or half-written model file) is in test_hybrid_daemon.py.
 """
 
 from __future__ import annotations
