@@ -254,6 +254,11 @@ def test_foreign_or_garbage_files_are_not_trusted(tmp_path: Path) -> None:
     assert store.hashes() == {f"k{i:04d}": "h0" for i in range(3)}
     (tmp_path / LOG).write_bytes(b"not a log at all")
     assert "not a log" in (opened(tmp_path).rebuilt_reason or "")
+    # A well-framed header (its checksum right) whose JSON is not a description.
+    (tmp_path / LOG).write_bytes(vectors_mod._LOG_MAGIC + vectors_mod._frame(b"[1, 2]"))
+    listed = opened(tmp_path)
+    assert "not a description" in (listed.rebuilt_reason or "")
+    assert listed.hashes() == {f"k{i:04d}": "h0" for i in range(3)}
     # A description edited by hand (still valid JSON) fails its checksum.
     (tmp_path / META).write_bytes(meta.replace(b'"h0"', b'"h1"', 1))
     assert len(opened(tmp_path)) == 0

@@ -201,6 +201,8 @@ class VectorStore:
         if not data.startswith(_LOG_MAGIC) or header is None:
             return {}, nothing, 0, "vector log not used (not a log, or its header is damaged)"
         info = json.loads(bytes(view[header[0] : header[1]]))
+        if not isinstance(info, dict):  # a well-framed header that describes nothing
+            return {}, nothing, 0, "vector log not used (its header is not a description)"
         if info.get("model") != self.model or info.get("dim") != self.dim:
             return {}, nothing, 0, "vector log not used (written for another model or dimension)"
         if info.get("base") != base_id:  # a kill after the new base was committed: folded in
