@@ -17,6 +17,7 @@ import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
+from memoryd.automem.recall_query import query_excerpt
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -108,7 +109,8 @@ async def select_with_model(
     """The model's choice among `candidates`, or None when it could not give one."""
     if not candidates:
         return []
-    system, user = selector_prompt(query, format_manifest(candidates), recent_tools, limit)
+    manifest = format_manifest(candidates)
+    system, user = selector_prompt(query_excerpt(query), manifest, recent_tools, limit)
     try:
         reply = await asyncio.wait_for(
             model.create(

@@ -29,6 +29,7 @@ from memoryd.automem.layout import index_file, index_path, is_team, read_index
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.ranker import RankerParams
+from memoryd.automem.recall_query import query_excerpt
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import WORKER, DirStates
@@ -43,18 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["AutoMemory", "IndexText", "IndexView", "WriteResult"]
 
 OPEN_DIRS_TTL = 2.0  # seconds a too-open-folders report is reused by `status`
-# The local ranker reads at most this much of a query, its start and its end (where a prompt
-# usually says what it wants): its cost grows with the query's words and it runs on the event
-# loop — 100,000 characters held the daemon for 2 s at 10,000 memories.
-RANKED_QUERY_CHARS = 8_000
-
-
-def ranked_query(query: str) -> str:
-    """What of `query` the local ranker reads."""
-    if len(query) <= RANKED_QUERY_CHARS:
-        return query
-    half = RANKED_QUERY_CHARS // 2
-    return f"{query[:half]}\n{query[-half:]}"
 
 
 @dataclass(frozen=True)
@@ -202,7 +191,7 @@ class AutoMemory:
                     continue
             if key in state.entries:
                 excluded.add(key)
-        lexical = state.index.lexical(ranked_query(query), excluded)
+        lexical = state.index.lexical(query_excerpt(query), excluded)
         vector = await query_vector if query_vector is not None else None
         semantic = self.semantic.similarities(memory_dir, vector) if vector is not None else None
         hits = state.index.rank(lexical, limit, semantic)

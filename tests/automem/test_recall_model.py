@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.automem import recall as recall_mod
+from memoryd.automem import recall_query
 from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply
@@ -65,6 +66,25 @@ async def test_model_selects(
     assert "SECRET-BODY" not in prompt  # frontmatter only, never bodies
     assert "Prefers terse answers" not in prompt  # already surfaced
     assert '{"selected"' in body["system"]
+
+
+async def test_model_reads_the_ends_of_a_long_query_not_all_of_it(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    fake_model.enqueue(json_reply({"selected": [Path(paths[1]).name]}))
+    pad = "lorem ipsum dolor " * 2_700  # ~48,600 characters each side
+    query = f"where are the latency graphs? {pad} MIDDLE-MARK {pad} answer in one line"
+    assert len(query) > 95_000
+    got = await daemon_with_model.call("recall", cwd=str(project), query=query)
+    assert got["selector"] == "model"
+    assert [m["path"] for m in got["memories"]] == [paths[1]]
+    (request,) = fake_model.message_requests()
+    prompt = request.json["messages"][0]["content"]
+    assert "where are the latency graphs?" in prompt
+    assert "answer in one line" in prompt
+    assert "MIDDLE-MARK" not in prompt
+    assert len(prompt) < recall_query.QUERY_EXCERPT_CHARS + 2_000  # + tools and manifest
 
 
 async def test_model_may_select_nothing(
