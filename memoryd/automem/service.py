@@ -21,6 +21,7 @@ from memoryd import paths
 from memoryd.automem import index as index_mod
 from memoryd.automem import location
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
+from memoryd.automem.embeddings.late_interaction import CANDIDATES
 from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
@@ -37,7 +38,7 @@ from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
 
 if TYPE_CHECKING:
-    from memoryd.automem.embeddings.encoder import Vectors
+    from memoryd.automem.embeddings.semantic import QueryEmbedding
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
@@ -171,7 +172,7 @@ class AutoMemory:
         query: str,
         limit: int,
         exclude: set[str],
-        query_vector: Awaitable[Vectors | None] | None = None,
+        query_vector: Awaitable[QueryEmbedding | None] | None = None,
     ) -> list[MemoryHeader]:
         """The local ranker's best memories; `exclude` holds absolute paths or keys.
         `query_vector` (`semantic.embed_query` running in a thread) makes it hybrid: it is
@@ -193,7 +194,11 @@ class AutoMemory:
                 excluded.add(key)
         lexical = state.index.lexical(query_excerpt(query), excluded)
         vector = await query_vector if query_vector is not None else None
-        semantic = self.semantic.similarities(memory_dir, vector) if vector is not None else None
+        semantic = (
+            self.semantic.similarities(memory_dir, vector, state.index.best(lexical, CANDIDATES))
+            if vector is not None
+            else None
+        )
         hits = state.index.rank(lexical, limit, semantic)
         return [state.entries[k].header for k, _ in hits if k in state.entries]
 

@@ -64,7 +64,7 @@ def test_vectors_once_per_content(semantic: SemanticRecall, tmp_path: Path) -> N
     assert len(store) == 2
     query = semantic.embed_query("boating on the water")
     assert query is not None
-    keys, sims = store.similarities(query)
+    keys, sims = store.similarities(query.vector)
     assert keys[int(np.argmax(sims))] == "a.md"
     # Unchanged text is not embedded again; a changed one is; a deleted one is dropped.
     before = store.vector("a.md")
@@ -128,10 +128,11 @@ def test_failed_fetch_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_odd_queries(semantic: SemanticRecall) -> None:
     assert semantic.embed_query("") is None
     for query in ("x" * 1_000_000, "東京で寿司を食べた", "Где находится офис?"):
-        vector = semantic.embed_query(query)
-        assert vector is not None
-        assert vector.shape == (384,)
-        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+        embedded = semantic.embed_query(query)
+        assert embedded is not None
+        assert embedded.vector.shape == (384,)
+        assert abs(float(np.linalg.norm(embedded.vector)) - 1.0) < 1e-4
+        assert len(embedded.tokens.ids) == len(embedded.tokens.vectors) > 0
 
 
 def test_embedding_text() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memoryd.automem.embeddings.late_interaction import TokenVectors
 from memoryd.automem.embeddings.models import EncoderUnavailable, ModelFiles
 
 MAX_TOKENS = 256  # a memory's one-line description fits many times over
@@ -49,7 +50,13 @@ class SentenceEncoder:
 
     def encode(self, texts: list[str]) -> Vectors:
         """One unit vector per text (float32, rows in order)."""
-        out: list[Vectors] = []
+        return self.encode_tokens(texts)[0] if texts else np.zeros((0, 0), dtype=np.float32)
+
+    def encode_tokens(self, texts: list[str]) -> tuple[Vectors, list[TokenVectors]]:
+        """Each text's unit vector (the mean of its token vectors), and its tokens' own unit
+        vectors (special tokens left out) for late interaction: one model run gives both."""
+        pooled_rows: list[Vectors] = []
+        token_lists: list[TokenVectors] = []
         for start in range(0, len(texts), self.batch):
             batch = self._tokenizer.encode_batch(texts[start : start + self.batch])
             ids = np.array([e.ids for e in batch], dtype=np.int64)
@@ -61,7 +68,19 @@ class SentenceEncoder:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            out.append((pooled / norms).astype(np.float32))
-        if not out:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack(out)
+            pooled_rows.append((pooled / norms).astype(np.float32))
+            for row, encoding in enumerate(batch):
+                real = np.array(encoding.attention_mask, dtype=bool) & ~np.array(
+                    encoding.special_tokens_mask, dtype=bool
+                )
+                vectors = hidden[row][real].astype(np.float32)
+                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                strings = [t for t, keep in zip(encoding.tokens, real, strict=True) if keep]
+                token_lists.append(
+                    TokenVectors(
+                        ids[row][real].astype(np.int32),
+                        vectors,
+                        np.array([any(c.isalnum() for c in t) for t in strings], dtype=bool),
+                    )
+                )
+        return np.vstack(pooled_rows), token_lists

@@ -1,4 +1,5 @@
-"""Semantic recall for every memory directory: one encoder, one vector store per directory.
+"""Semantic recall for every memory directory: one encoder; per directory, one store of memory
+vectors and one of their token vectors (`late_interaction`).
 
 All model work runs on one background thread: loading the model, then embedding memories
 that are new or changed (by content hash) as directories change. A query is embedded in a
@@ -7,6 +8,8 @@ event loop never waits on the model.
 Until the model is loaded, or when it cannot be, recall is lexical and `status` says why;
 `report` says how many texts the model embedded (memories, queries) and how many memories
 still wait for a vector.
+Recall's semantic signal is late interaction over a short list of candidates, when every
+candidate has its token vectors; else the pooled cosines of every memory.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import importlib.util
 import os
 import queue
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +30,7 @@ from memoryd.paths import state_dir
 
 if TYPE_CHECKING:
     from memoryd.automem.embeddings.encoder import SentenceEncoder, Vectors
+    from memoryd.automem.embeddings.late_interaction import Frequencies, TokenVectors
     from memoryd.automem.embeddings.vectors import VectorStore
 
 log = structlog.get_logger("memoryd.embeddings")
@@ -55,6 +60,12 @@ def _one_blas_thread() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+@dataclass(frozen=True)
+class QueryEmbedding:
+    vector: Vectors  # the query's unit vector
+    tokens: TokenVectors  # and its tokens', for late interaction
+
+
 def embedding_text(description: str, body: str) -> str:
     """What a memory's vector is made of: its description — the one-line summary the model
     selector also judges by — or, for a memory without one, the start of its body."""
@@ -72,6 +83,8 @@ class SemanticRecall:
         self.queries_embedded = 0
         self.waiting = 0
         self._stores: dict[Path, VectorStore] = {}
+        self._token_stores: dict[Path, VectorStore] = {}
+        self._frequencies: dict[Path, Frequencies] = {}  # of each token store's ids
         self._synced: dict[Path, int] = {}
         self._jobs: queue.Queue[tuple[Path, dict[str, str]] | None] = queue.Queue()
         self._idle = threading.Event()
@@ -145,27 +158,42 @@ class SemanticRecall:
             self._jobs.put((memory_dir, dict(texts)))
         self.start()
 
-    def embed_query(self, query: str) -> Vectors | None:
-        """The query's unit vector (blocking: run it in a worker thread); None when lexical."""
+    def embed_query(self, query: str) -> QueryEmbedding | None:
+        """The query's vectors (blocking: run it in a worker thread); None when lexical."""
         encoder = self.encoder
         if encoder is None or not query.strip():
             return None
-        vector: Vectors = encoder.encode([query[:MAX_QUERY_CHARS]])[0]
+        vectors, tokens = encoder.encode_tokens([query[:MAX_QUERY_CHARS]])
         self.queries_embedded += 1
-        return vector
+        return QueryEmbedding(vectors[0], tokens[0])
 
-    def start_query_embedding(self, query: str) -> asyncio.Future[Vectors | None] | None:
+    def start_query_embedding(self, query: str) -> asyncio.Future[QueryEmbedding | None] | None:
         """`embed_query`, started now in a worker thread (await it when the vector is needed);
         None when recall is lexical."""
         if self.encoder is None:
             return None
         return asyncio.get_running_loop().run_in_executor(None, self.embed_query, query)
 
-    def similarities(self, memory_dir: Path, query: Vectors) -> tuple[list[str], Vectors] | None:
+    def similarities(
+        self, memory_dir: Path, query: QueryEmbedding, lexical_best: list[str]
+    ) -> tuple[list[str], Vectors] | None:
+        """(keys, the semantic score of each) for the ranker to fuse: late interaction over
+        the candidates (`lexical_best`, the lexical ranker's best, and the best by cosine)
+        when all of them have token vectors, else every memory's pooled cosine."""
+        from memoryd.automem.embeddings import late_interaction
+
         store = self._stores.get(memory_dir)
         if store is None or not len(store):
             return None
-        return store.similarities(query)
+        keys, cosines = store.similarities(query.vector)
+        tokens, freq = self._token_stores.get(memory_dir), self._frequencies.get(memory_dir)
+        if tokens is None or freq is None:
+            return keys, cosines
+        wanted = late_interaction.candidates(lexical_best, keys, cosines)
+        found, rows = tokens.rows(wanted)
+        if len(found) < len(wanted):  # some still being indexed: one signal for all
+            return keys, cosines
+        return found, late_interaction.scores(query.tokens, rows, freq)
 
     # -- the background thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -214,25 +242,47 @@ class SemanticRecall:
         self.reason = f"hybrid: model {encoder.name} loaded"
         log.info("embeddings on", model=encoder.name)
 
+    def _open_stores(self, memory_dir: Path) -> tuple[VectorStore, VectorStore]:
+        """The directory's two stores, loaded from disk the first time."""
+        import numpy as np
+
+        from memoryd.automem.embeddings import late_interaction
+        from memoryd.automem.embeddings.vectors import VectorStore
+
+        assert self.encoder is not None
+        store, tokens = self._stores.get(memory_dir), self._token_stores.get(memory_dir)
+        if store is None or tokens is None:
+            digest = hashlib.sha256(str(memory_dir).encode("utf-8", "surrogatepass")).hexdigest()
+            folder = state_dir() / "vectors" / digest[:24]
+            store = VectorStore(folder, self.encoder.name, self.encoder.dim)
+            tokens = VectorStore(
+                folder / "tokens",
+                f"{self.encoder.name} tokens",
+                late_interaction.row_width(self.encoder.dim),
+                np.uint8,
+            )
+            for opened in (store, tokens):
+                opened.load()
+                if opened.rebuilt_reason:
+                    log.warning(opened.rebuilt_reason, memory_dir=str(memory_dir))
+            self._stores[memory_dir], self._token_stores[memory_dir] = store, tokens
+        return store, tokens
+
     def _embed(self, memory_dir: Path, texts: dict[str, str]) -> None:
         import numpy as np
 
-        from memoryd.automem.embeddings.vectors import VectorStore, content_hash
+        from memoryd.automem.embeddings import late_interaction
+        from memoryd.automem.embeddings.vectors import content_hash
 
         assert self.encoder is not None
-        store = self._stores.get(memory_dir)
-        if store is None:
-            digest = hashlib.sha256(str(memory_dir).encode("utf-8", "surrogatepass")).hexdigest()
-            store = VectorStore(
-                state_dir() / "vectors" / digest[:24], self.encoder.name, self.encoder.dim
-            )
-            store.load()
-            if store.rebuilt_reason:
-                log.warning(store.rebuilt_reason, memory_dir=str(memory_dir))
-            self._stores[memory_dir] = store
+        store, tokens = self._open_stores(memory_dir)
         wanted = {key: content_hash(text) for key, text in texts.items()}
         missing, gone = store.stale(wanted)
+        # A store from before token vectors (or one whose file was damaged) fills in too.
+        missing_tokens, gone_tokens = tokens.stale(wanted)
+        missing = list(dict.fromkeys([*missing, *missing_tokens]))
         store.remove(gone)
+        tokens.remove(gone_tokens)
         # Memories of the same text (copies, templates) share one model run.
         alike: dict[str, list[str]] = {}
         for key in missing:
@@ -243,13 +293,24 @@ class SemanticRecall:
         try:
             for start in range(0, len(distinct), EMBED_CHUNK):
                 chunk = distinct[start : start + EMBED_CHUNK]
-                vectors = self.encoder.encode([texts[alike[d][0]] for d in chunk])
+                vectors, token_lists = self.encoder.encode_tokens(
+                    [texts[alike[d][0]] for d in chunk]
+                )
                 self.memories_embedded += len(chunk)
                 keys = [(k, d) for d in chunk for k in alike[d]]
-                store.put(keys, np.repeat(vectors, [len(alike[d]) for d in chunk], axis=0))
+                copies = [len(alike[d]) for d in chunk]
+                packed = np.vstack([late_interaction.pack(t) for t in token_lists])
+                tokens.put(keys, np.repeat(packed, copies, axis=0))
+                tokens.save()
+                # The pooled vector last: a memory with one has its token vectors too.
+                store.put(keys, np.repeat(vectors, copies, axis=0))
                 store.save()
                 self.waiting -= len(keys)
         finally:
             self.waiting = 0
-        if store.dirty:
-            store.save()
+        for opened in (tokens, store):
+            if opened.dirty:
+                opened.save()
+        if missing or gone_tokens or memory_dir not in self._frequencies:
+            ids = tokens.rows(columns=late_interaction.ID_BYTES)[1]
+            self._frequencies[memory_dir] = late_interaction.frequencies(ids)

@@ -1,9 +1,11 @@
 """One vector per memory, keyed by content hash: a memory-mapped base array and an append-only
 log of what changed since, so a durable change costs one record, not a rewrite of every row.
+A row is `dim` float32 values (a memory's embedding), or `dim` values of another dtype (its
+packed token vectors, `late_interaction`).
 
 Files (in `<state>/vectors/<memory dir key>/`):
 
-- `vectors.<id>.npy`: the base, float32, one row per memory, rows sorted by key;
+- `vectors.<id>.npy`: the base, one row per memory, rows sorted by key;
 - `vectors.json`: its description: the CRC-32 of the rest; a JSON line (format, model,
   dimension, the base's file name, the CRC-32 of its npy header and of each block of
   `BLOCK_ROWS` rows); a JSON line of each row's key and content hash. `<id>` is a checksum of
@@ -35,6 +37,7 @@ import struct
 import threading
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +55,8 @@ _LOG_MAGIC = b"memoryd-vectors-log\n"
 _FRAME = struct.Struct("<II")  # payload length, CRC-32 of the payload
 _PUT, _REMOVE = b"P", b"R"
 
+Rows = npt.NDArray[Any]  # float32 vectors, or packed token vectors
+
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -61,15 +66,15 @@ def _frame(payload: bytes) -> bytes:
     return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def _record(key: str, digest: str, vector: Vectors | None) -> bytes:
+def _record(key: str, digest: str, vector: Rows | None, dtype: np.dtype[Any]) -> bytes:
     name, hashed = key.encode("utf-8", "surrogatepass"), digest.encode("ascii")
     head = struct.pack("<H", len(name)) + name + struct.pack("<B", len(hashed)) + hashed
     if vector is None:
         return _frame(_REMOVE + head)
-    return _frame(_PUT + head + np.ascontiguousarray(vector, dtype="<f4").tobytes())
+    return _frame(_PUT + head + np.ascontiguousarray(vector, dtype=dtype).tobytes())
 
 
-def _block_checksums(matrix: npt.NDArray[np.float32]) -> list[int]:
+def _block_checksums(matrix: Rows) -> list[int]:
     return [
         zlib.crc32(np.ascontiguousarray(matrix[start : start + BLOCK_ROWS]).data)
         for start in range(0, len(matrix), BLOCK_ROWS)
@@ -77,17 +82,21 @@ def _block_checksums(matrix: npt.NDArray[np.float32]) -> list[int]:
 
 
 class VectorStore:
-    def __init__(self, folder: Path, model: str, dim: int) -> None:
+    def __init__(
+        self, folder: Path, model: str, dim: int, dtype: npt.DTypeLike = np.float32
+    ) -> None:
         self.folder = folder
         self.model = model
         self.dim = dim
+        self.dtype: np.dtype[Any] = np.dtype(dtype).newbyteorder("<")
+        self._row_bytes = self.dtype.itemsize * dim
         self._lock = threading.Lock()  # the contents below
         self._save_lock = threading.Lock()  # one save at a time
         # Row r is base row r (r < len(base)) or tail row r - len(base). Rows are never
         # overwritten: a changed vector gets a new row and its old one is dead (key None), so a
         # query reading the arrays outside the lock never sees a row change under it.
-        self._base: Vectors = np.zeros((0, dim), dtype=np.float32)
-        self._tail: Vectors = np.zeros((0, dim), dtype=np.float32)  # grows by doubling
+        self._base: Rows = np.zeros((0, dim), dtype=self.dtype)
+        self._tail: Rows = np.zeros((0, dim), dtype=self.dtype)  # grows by doubling
         self._tail_rows = 0
         self._rows: dict[str, int] = {}  # key → row
         self._keys: list[str | None] = []
@@ -119,7 +128,7 @@ class VectorStore:
         if damage:
             problems.append(damage)
         final: dict[str, tuple[str, int]] = {}
-        logged = np.zeros((0, self.dim), dtype=np.float32)
+        logged = np.zeros((0, self.dim), dtype=self.dtype)
         log_end = 0
         if base_id is not None:
             try:
@@ -137,7 +146,7 @@ class VectorStore:
                 if old is not None:
                     self._keys[old] = None
             put = [(key, digest, row) for key, (digest, row) in final.items() if row >= 0]
-            self._tail = np.array(logged[[row for _, _, row in put]], dtype=np.float32)
+            self._tail = np.array(logged[[row for _, _, row in put]], dtype=self.dtype)
             self._tail_rows = len(put)
             for key, digest, _ in put:
                 self._rows[key] = len(self._keys)
@@ -150,7 +159,7 @@ class VectorStore:
         if problems:
             self.rebuilt_reason = "; ".join(problems) + "; recomputing what was dropped"
 
-    def _load_base(self) -> tuple[Vectors, list[str | None], list[str], str, str]:
+    def _load_base(self) -> tuple[Rows, list[str | None], list[str], str, str]:
         """(base, row keys (None: damaged), row hashes, base id, what was damaged or "")."""
         raw = (self.folder / META).read_bytes()
         checksum, _, body = raw.partition(b"\n")
@@ -170,11 +179,11 @@ class VectorStore:
             if zlib.crc32(handle.read(offset)) != meta["header_crc"]:
                 raise ValueError("array header damaged")
             size = os.fstat(handle.fileno()).st_size
-        if dtype != np.float32 or fortran or shape != (len(rows), self.dim):
+        if dtype != self.dtype or fortran or shape != (len(rows), self.dim):
             raise ValueError("array shape or type differs from its description")
         # A truncated array keeps the whole rows it still has; checksums judge them.
-        whole = min(len(rows), (size - offset) // (4 * self.dim))
-        base = _map(path, offset, whole, self.dim)
+        whole = min(len(rows), (size - offset) // self._row_bytes)
+        base = _map(path, offset, whole, self.dim, self.dtype)
         keys: list[str | None] = [str(k) for k, _ in rows[:whole]]
         hashes = [str(h) for _, h in rows[:whole]]
         damaged = len(rows) - whole
@@ -184,14 +193,14 @@ class VectorStore:
                 keys[start:stop] = [None] * (stop - start)
                 damaged += stop - start
         why = f"{damaged} of {len(rows)} vectors damaged" if damaged else ""
-        if not why and size != offset + 4 * self.dim * len(rows):
+        if not why and size != offset + self._row_bytes * len(rows):
             why = "array longer than its description"
         return base, keys, hashes, str(meta["id"]), why
 
-    def _read_log(self, base_id: str) -> tuple[dict[str, tuple[str, int]], Vectors, int, str]:
+    def _read_log(self, base_id: str) -> tuple[dict[str, tuple[str, int]], Rows, int, str]:
         """({key: (hash, its row in the vectors, -1: removed)} as the log leaves them, those
         vectors, where the next record goes (0: start a new log), what was wrong or "")."""
-        nothing = np.zeros((0, self.dim), dtype=np.float32)
+        nothing = np.zeros((0, self.dim), dtype=self.dtype)
         try:
             data = (self.folder / LOG).read_bytes()
         except FileNotFoundError:
@@ -221,7 +230,7 @@ class VectorStore:
                 vectors.append(vector)
             final[key] = (digest, len(vectors) - 1 if vector is not None else -1)
             end = frame[1]
-        rows = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(vectors), self.dim)
+        rows = np.frombuffer(b"".join(vectors), dtype=self.dtype).reshape(len(vectors), self.dim)
         return final, rows, end, why
 
     @staticmethod
@@ -252,7 +261,7 @@ class VectorStore:
             return None
         if op == _REMOVE and hash_end == stop:
             return key, digest, None
-        if op == _PUT and stop - hash_end == 4 * self.dim:
+        if op == _PUT and stop - hash_end == self._row_bytes:
             return key, digest, view[hash_end:stop]
         return None
 
@@ -268,9 +277,9 @@ class VectorStore:
                     b""
                     if fresh
                     else b"".join(
-                        _record(k, self._hashes[r], self._row(r))
+                        _record(k, self._hashes[r], self._row(r), self.dtype)
                         if (r := self._rows.get(k)) is not None
-                        else _record(k, "", None)
+                        else _record(k, "", None, self.dtype)
                         for k in sorted(pending)
                     )
                 )
@@ -308,7 +317,7 @@ class VectorStore:
             base, tail = self._base, self._tail[: self._tail_rows]
         # Rows never change in place, so the copy is taken outside the lock.
         in_base = rows < len(base)
-        matrix = np.empty((len(rows), self.dim), dtype=np.float32)
+        matrix = np.empty((len(rows), self.dim), dtype=self.dtype)
         matrix[in_base] = base[rows[in_base]]
         matrix[~in_base] = tail[rows[~in_base] - len(base)]
         blocks = _block_checksums(matrix)
@@ -347,30 +356,30 @@ class VectorStore:
             if old.name != array:
                 with contextlib.suppress(OSError):
                     old.unlink()
-        mapped = _map(self.folder / array, offset, len(matrix), self.dim)
+        mapped = _map(self.folder / array, offset, len(matrix), self.dim, self.dtype)
         with self._lock:
             self._base_id, self._log_end, self._compact_next = base_id, len(log_header), False
             if self._changes == changes:  # nothing changed meanwhile: serve from the new base
                 self._base, self._tail_rows = mapped, 0
-                self._tail = np.zeros((0, self.dim), dtype=np.float32)  # its memory freed
+                self._tail = np.zeros((0, self.dim), dtype=self.dtype)  # its memory freed
                 self._keys, self._hashes = list(order), hashes
                 self._rows = {k: i for i, k in enumerate(order)}
                 self._view = None
 
     # -- contents -----------------------------------------------------------------------------
-    def _row(self, row: int) -> Vectors:
+    def _row(self, row: int) -> Rows:
         base = self._base
-        vector: Vectors = base[row] if row < len(base) else self._tail[row - len(base)]
+        vector: Rows = base[row] if row < len(base) else self._tail[row - len(base)]
         return vector
 
-    def _apply(self, key: str, digest: str, vector: Vectors | None) -> None:
+    def _apply(self, key: str, digest: str, vector: Rows | None) -> None:
         """One change, under the lock: a new row for `vector`, or none for None."""
         old = self._rows.pop(key, None)
         if old is not None:
             self._keys[old] = None
         if vector is not None:
             if self._tail_rows == len(self._tail):
-                grown = np.empty((max(64, 2 * len(self._tail)), self.dim), dtype=np.float32)
+                grown = np.empty((max(64, 2 * len(self._tail)), self.dim), dtype=self.dtype)
                 grown[: self._tail_rows] = self._tail[: self._tail_rows]
                 self._tail = grown  # a query holding the old array still reads valid rows
             self._tail[self._tail_rows] = vector
@@ -393,7 +402,7 @@ class VectorStore:
             gone = [k for k in self._rows if k not in wanted]
         return missing, gone
 
-    def put(self, items: list[tuple[str, str]], vectors: Vectors) -> None:
+    def put(self, items: list[tuple[str, str]], vectors: Rows) -> None:
         with self._lock:
             for (key, digest), vector in zip(items, vectors, strict=True):
                 self._apply(key, digest, vector)
@@ -404,11 +413,27 @@ class VectorStore:
                 if key in self._rows:
                     self._apply(key, "", None)
 
-    def vector(self, key: str) -> Vectors | None:
+    def vector(self, key: str) -> Rows | None:
         """A copy of `key`'s vector, or None."""
         with self._lock:
             row = self._rows.get(key)
             return None if row is None else np.array(self._row(row))
+
+    def rows(
+        self, keys: list[str] | None = None, columns: slice = slice(None)
+    ) -> tuple[list[str], Rows]:
+        """(those of `keys` held, or every key held; a copy of their rows, or of those
+        `columns` of them, in that order)."""
+        with self._lock:
+            found = list(self._rows) if keys is None else [k for k in keys if k in self._rows]
+            at = np.fromiter((self._rows[k] for k in found), dtype=np.int64, count=len(found))
+            base, tail = self._base, self._tail
+        width = len(range(self.dim)[columns])
+        out = np.empty((len(found), width), dtype=self.dtype)
+        in_base = at < len(base)  # rows never change in place: copied outside the lock
+        out[in_base] = base[at[in_base], columns]
+        out[~in_base] = tail[at[~in_base] - len(base), columns]
+        return found, out
 
     def hashes(self) -> dict[str, str]:
         """{key: content hash} of every vector held."""
@@ -435,9 +460,9 @@ class VectorStore:
         return keys, scores[rows]
 
 
-def _map(path: Path, offset: int, rows: int, dim: int) -> Vectors:
-    """`rows` float32 rows of `dim` at `offset` in `path`, memory-mapped read-only."""
+def _map(path: Path, offset: int, rows: int, dim: int, dtype: np.dtype[Any]) -> Rows:
+    """`rows` rows of `dim` values at `offset` in `path`, memory-mapped read-only."""
     if not rows:  # an empty map is refused
-        return np.zeros((0, dim), dtype=np.float32)
-    mapped: Vectors = np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(rows, dim))
+        return np.zeros((0, dim), dtype=dtype)
+    mapped: Rows = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(rows, dim))
     return mapped
