@@ -7,6 +7,8 @@ development questions, one at a time), memories/s embedding 2,000 LoCoMo develop
 and the vectors of every development memory and question. The parent then scores hit@5 on
 LoCoMo's development split in process (RecallIndex.search with each runtime's cosines, as
 bench/cv_recall_locomo.py does): dense alone and hybrid. The evaluation split is never read.
+The hybrid here fuses pooled cosines, which every runtime gives; memoryd's own hybrid fuses
+late interaction over MiniLM's token vectors instead (bench_recall_locomo.py measures it).
 
 - onnxruntime: memoryd's SentenceEncoder, each model converted once from the packages that
   ship its weights (memoryd/automem/embeddings/models.py): all-MiniLM-L6-v2 (float32), and

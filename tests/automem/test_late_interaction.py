@@ -30,15 +30,21 @@ def axis(i: int, dim: int = DIM) -> list[float]:
     return [1.0 if j == i else 0.0 for j in range(dim)]
 
 
+def packed(items: list[TokenVectors]) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [li.pack(t) for t in items]
+    return np.vstack([i for i, _ in pairs]), np.vstack([r for _, r in pairs])
+
+
 def test_pack_round_trip_keeps_ids_and_directions() -> None:
     rng = np.random.default_rng(7)
     vectors = unit(rng.normal(size=(5, DIM)).tolist())
-    row = li.pack(tokens([3, 9, 9, 40, 2], vectors))
+    ids, row = li.pack(tokens([3, 9, 9, 40, 2], vectors))
     assert row.dtype == np.uint8
     assert row.shape == (li.row_width(DIM),)
-    ids, back = li.unpack(row[None, :], DIM)
-    assert ids[0, :5].tolist() == [3, 9, 9, 40, 2]
-    assert (ids[0, 5:] == -1).all()
+    assert ids.dtype == np.int32
+    assert ids[:5].tolist() == [3, 9, 9, 40, 2]
+    assert (ids[5:] == -1).all()
+    back = li.unpack(row[None, :], DIM)
     cosines = (back[0, :5] * vectors).sum(axis=1) / np.linalg.norm(back[0, :5], axis=1)
     assert cosines.min() > 0.999  # int8 with one scale a token
     assert not back[0, 5:].any()
@@ -47,16 +53,17 @@ def test_pack_round_trip_keeps_ids_and_directions() -> None:
 def test_pack_keeps_the_first_tokens_of_a_long_text() -> None:
     n = li.TOKENS + 9
     vectors = unit(np.random.default_rng(1).normal(size=(n, DIM)).tolist())
-    ids, _ = li.unpack(li.pack(tokens(list(range(100, 100 + n)), vectors))[None, :], DIM)
-    assert ids[0].tolist() == list(range(100, 100 + li.TOKENS))
+    ids, row = li.pack(tokens(list(range(100, 100 + n)), vectors))
+    assert ids.tolist() == list(range(100, 100 + li.TOKENS))
+    assert li.unpack(row[None, :], DIM)[0].any(axis=1).all()  # every kept token has a vector
 
 
 def test_empty_text_packs_and_scores_zero() -> None:
-    empty = li.pack(tokens([], np.zeros((0, DIM), dtype=np.float32)))
-    full = li.pack(tokens([5], unit([axis(0)])))
-    rows = np.vstack([empty, full])
-    freq = li.frequencies(rows)
-    got = li.scores(tokens([5], unit([axis(0)])), rows, freq)
+    ids, rows = packed(
+        [tokens([], np.zeros((0, DIM), dtype=np.float32)), tokens([5], unit([axis(0)]))]
+    )
+    freq = li.frequencies(ids)
+    got = li.scores(tokens([5], unit([axis(0)])), ids, rows, freq)
     assert got[0] == 0.0
     assert got[1] == pytest.approx(1.0, abs=1e-3)
 
@@ -67,14 +74,14 @@ def test_unpack_refuses_rows_of_another_width() -> None:
 
 
 def test_frequencies_count_a_token_once_a_memory() -> None:
-    rows = np.vstack(
+    ids, _ = packed(
         [
-            li.pack(tokens([7, 7, 7, 1], unit([axis(0)] * 4))),
-            li.pack(tokens([7, 2], unit([axis(1)] * 2))),
-            li.pack(tokens([3], unit([axis(2)]))),
+            tokens([7, 7, 7, 1], unit([axis(0)] * 4)),
+            tokens([7, 2], unit([axis(1)] * 2)),
+            tokens([3], unit([axis(2)])),
         ]
     )
-    freq = li.frequencies(rows)
+    freq = li.frequencies(ids)
     assert dict(zip(freq.ids.tolist(), freq.counts.tolist(), strict=True)) == {
         1: 1,
         2: 1,
@@ -82,10 +89,6 @@ def test_frequencies_count_a_token_once_a_memory() -> None:
         7: 2,
     }
     assert freq.memories == 3
-    # Only the id columns are needed, as the store hands them out.
-    ids_only = li.frequencies(rows[:, li.ID_BYTES])
-    assert np.array_equal(ids_only.ids, freq.ids)
-    assert np.array_equal(ids_only.counts, freq.counts)
     weights = li.idf(np.array([7, 1, 999], dtype=np.int32), freq)
     assert weights[0] < weights[1] < weights[2]  # common < rare < held by no memory
 
@@ -94,37 +97,38 @@ def test_a_rare_shared_word_outweighs_a_common_one() -> None:
     # Token 10 is in every memory, token 20 in one: a memory that matches the rare query
     # token ranks above one that matches the common token better.
     common, rare = axis(0), axis(1)
-    rows = np.vstack(
+    ids, rows = packed(
         [
-            li.pack(tokens([10, 30], unit([common, axis(3)]))),  # the common word, exactly
-            li.pack(tokens([10, 20], unit([[1, 0.2, 0, 0, 0, 0, 0, 0], rare]))),
-            li.pack(tokens([10, 31], unit([common, axis(4)]))),
+            tokens([10, 30], unit([common, axis(3)])),  # the common word, exactly
+            tokens([10, 20], unit([[1, 0.2, 0, 0, 0, 0, 0, 0], rare])),
+            tokens([10, 31], unit([common, axis(4)])),
         ]
     )
     query = tokens([10, 20], unit([common, rare]))
-    got = li.scores(query, rows, li.frequencies(rows))
+    got = li.scores(query, ids, rows, li.frequencies(ids))
     assert int(np.argmax(got)) == 1
 
 
 def test_punctuation_in_the_query_is_left_out() -> None:
-    rows = np.vstack(
+    ids, rows = packed(
         [
-            li.pack(tokens([5], unit([axis(0)]))),
-            li.pack(tokens([6, 99], unit([axis(2), axis(7)]))),  # holds the "?" token exactly
+            tokens([5], unit([axis(0)])),
+            tokens([6, 99], unit([axis(2), axis(7)])),  # holds the "?" token exactly
         ]
     )
+    freq = li.frequencies(ids)
     query = tokens([5, 99], unit([axis(0), axis(7)]), wordlike=[True, False])
-    got = li.scores(query, rows, li.frequencies(rows))
+    got = li.scores(query, ids, rows, freq)
     assert got[0] > got[1]
     # A query of punctuation alone still scores, by all its tokens.
-    only = li.scores(tokens([99], unit([axis(7)]), [False]), rows, li.frequencies(rows))
+    only = li.scores(tokens([99], unit([axis(7)]), [False]), ids, rows, freq)
     assert int(np.argmax(only)) == 1
 
 
 def test_padding_never_matches() -> None:
     # Every real token points away from the query: the score stays negative, not the 0 of a pad.
-    rows = li.pack(tokens([4], unit([[-1.0] + [0.0] * (DIM - 1)])))[None, :]
-    got = li.scores(tokens([4], unit([axis(0)])), rows, li.frequencies(rows))
+    ids, rows = packed([tokens([4], unit([[-1.0] + [0.0] * (DIM - 1)]))])
+    got = li.scores(tokens([4], unit([axis(0)])), ids, rows, li.frequencies(ids))
     assert got[0] == pytest.approx(-1.0, abs=1e-2)
 
 
@@ -138,6 +142,39 @@ def test_candidates_merge_lexical_then_cosine_best_each_once() -> None:
     assert set(got[3:]) == {f"{i}.md" for i in range(200 - li.CANDIDATES, 199)}
     many = [f"{i}.md" for i in range(100)]
     assert li.candidates(many, keys, cosines)[: li.CANDIDATES] == many[: li.CANDIDATES]
+
+
+def test_token_store_keeps_ids_and_vectors_together(tmp_path: Path) -> None:
+    from memoryd.automem.embeddings.token_store import TokenStore
+
+    rng = np.random.default_rng(3)
+    items = [("a.md", "h1"), ("b.md", "h2"), ("c.md", "h3")]
+    texts = [tokens([1, 2, 3], unit(rng.normal(size=(3, DIM)).tolist())) for _ in items]
+    store = TokenStore(tmp_path, "test-model", DIM)
+    assert store.load() == []
+    store.put(items, texts)
+    store.save()
+    store.refresh()
+    assert store.frequencies is not None
+    assert store.frequencies.memories == 3
+    found, ids, rows = store.rows(["c.md", "zz.md", "a.md"])
+    assert found == ["c.md", "a.md"]
+    assert ids[:, :3].tolist() == [[1, 2, 3], [1, 2, 3]]
+    assert rows.shape == (2, li.row_width(DIM))
+    # Reopened from disk: the same; a key whose vectors went missing (a kill between the two
+    # saves) is stale, and rows() leaves it out until it is stored again.
+    again = TokenStore(tmp_path, "test-model", DIM)
+    assert again.load() == []
+    wanted = dict(items)
+    assert again.stale(wanted) == ([], [])
+    again.vectors.remove(["b.md"])
+    assert again.stale(wanted) == (["b.md"], [])
+    assert again.rows(["a.md", "b.md"])[0] == ["a.md"]
+    assert again.stale({"a.md": "h1", "b.md": "h2"}) == (["b.md"], ["c.md"])
+    # Another model's (or dimension's) files are not used.
+    other = TokenStore(tmp_path, "other-model", DIM)
+    assert other.load()
+    assert other.stale(wanted)[0] == ["a.md", "b.md", "c.md"]
 
 
 # -- with the real encoder ---------------------------------------------------------------------
@@ -178,9 +215,9 @@ def test_token_vectors_are_stored_once_and_used_for_recall(semantic, tmp_path: P
     first.sync(tmp_path, 1, MEMORIES)
     assert first.wait_idle(60)
     assert first.memories_embedded == len(MEMORIES)
-    tokens = first._token_stores[tmp_path]
-    assert sorted(tokens.hashes()) == sorted(MEMORIES)
-    assert tokens.hashes() == first._stores[tmp_path].hashes()
+    store = first._token_stores[tmp_path]
+    assert sorted(store.vectors.hashes()) == sorted(MEMORIES)
+    assert store.vectors.hashes() == store.ids.hashes() == first._stores[tmp_path].hashes()
     query = first.embed_query("What did Caroline research?")
     assert query is not None
     assert query.tokens.wordlike.tolist()[-1] is False
@@ -206,14 +243,17 @@ def test_a_store_from_before_token_vectors_is_filled_in(semantic, tmp_path: Path
     first = semantic()
     first.sync(tmp_path, 1, MEMORIES)
     assert first.wait_idle(60)
-    folder = first._token_stores[tmp_path].folder
-    shutil.rmtree(folder)  # as memoryd before late interaction left it: pooled vectors only
+    folders = [
+        s.folder for s in (first._token_stores[tmp_path].ids, first._token_stores[tmp_path].vectors)
+    ]
+    for folder in folders:  # as memoryd before late interaction left it: pooled vectors only
+        shutil.rmtree(folder)
     older = semantic()
     older.sync(tmp_path, 1, MEMORIES)
     assert older.wait_idle(60)
     assert older.memories_embedded == len(MEMORIES)  # each once, for its token vectors
-    assert sorted(older._token_stores[tmp_path].hashes()) == sorted(MEMORIES)
-    assert (folder / "vectors.json").is_file()
+    assert sorted(older._token_stores[tmp_path].ids.hashes()) == sorted(MEMORIES)
+    assert all((folder / "vectors.json").is_file() for folder in folders)
 
 
 @needs_model

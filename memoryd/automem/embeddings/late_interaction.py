@@ -9,8 +9,9 @@ cosines, it took LoCoMo hit@5 on the development split from 0.830 to 0.860
 (docs/benchmarks.md).
 
 It scores a short list only (`candidates`): the best of the lexical scores and of the pooled
-cosines. A memory's token vectors are stored as one row of bytes (`pack`): its first `TOKENS`
-token ids, one int8 scale per token and the int8 values; recall reads only the candidates' rows.
+cosines. Of a memory, its first `TOKENS` tokens are kept (`pack`): their ids in one row, their
+vectors in another (int8 values, a scale per token), so recall reads the candidates' vectors
+alone and document frequencies read the ids alone (`token_store`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy.typing as npt
 
 TOKENS = 32  # a memory's first tokens kept; a one-line description has ~17 on average
 CANDIDATES = 50  # taken from each ranking, lexical and pooled, before they are merged
-ID_BYTES = slice(0, 4 * TOKENS)  # where a packed row keeps its token ids
 
 IntArray = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float32]
@@ -49,46 +49,50 @@ class Frequencies:
 
 
 def row_width(dim: int) -> int:
-    """Bytes of one memory's packed row."""
-    return TOKENS * (4 + 4 + dim)
+    """Bytes of one memory's packed vectors."""
+    return TOKENS * (4 + dim)
 
 
-def pack(tokens: TokenVectors) -> ByteRows:
-    """`tokens` as one row of `row_width` bytes: ids (int32, -1 past the end), scales
-    (float32), values (int8, scaled per token)."""
+def pack(tokens: TokenVectors) -> tuple[IntArray, ByteRows]:
+    """`tokens` as two rows: the ids (TOKENS int32, -1 past the end), kept apart so document
+    frequencies never read the vectors; and the vectors in `row_width` bytes, a float32 scale
+    per token, then the int8 values."""
     n, dim = min(len(tokens.ids), TOKENS), tokens.vectors.shape[1]
-    ids = np.full(TOKENS, -1, dtype="<i4")
+    ids = np.full(TOKENS, -1, dtype=np.int32)
     ids[:n] = tokens.ids[:n]
     vectors = tokens.vectors[:n].astype(np.float32)
     scales = np.zeros(TOKENS, dtype="<f4")
     scales[:n] = np.maximum(np.abs(vectors).max(axis=1, initial=0.0), 1e-12) / 127.0
     values = np.zeros((TOKENS, dim), dtype=np.int8)
     values[:n] = np.clip(np.rint(vectors / scales[:n, None]), -127, 127)
-    return np.concatenate(
-        [ids.view(np.uint8), scales.view(np.uint8), values.view(np.uint8).ravel()]
-    )
+    return ids, np.concatenate([scales.view(np.uint8), values.view(np.uint8).ravel()])
 
 
-def unpack(rows: ByteRows, dim: int) -> tuple[IntArray, FloatArray]:
-    """(ids, rows × TOKENS, -1 past each memory's end; vectors, rows × TOKENS × dim)."""
+def _fields(rows: ByteRows, dim: int) -> tuple[FloatArray, npt.NDArray[np.int8]]:
+    """(scales, rows × TOKENS; int8 values, rows × TOKENS × dim) of packed vector rows."""
     rows = np.ascontiguousarray(rows, dtype=np.uint8)
     if rows.ndim != 2 or rows.shape[1] != row_width(dim):
         raise ValueError(f"packed token rows must be {row_width(dim)} bytes wide")
-    ids = np.ascontiguousarray(rows[:, ID_BYTES]).view("<i4")
-    scales = np.ascontiguousarray(rows[:, 4 * TOKENS : 8 * TOKENS]).view("<f4")
-    values = np.ascontiguousarray(rows[:, 8 * TOKENS :]).view(np.int8)
-    vectors = values.reshape(len(rows), TOKENS, dim).astype(np.float32) * scales[:, :, None]
-    return ids.astype(np.int32), vectors
+    scales = np.ascontiguousarray(rows[:, : 4 * TOKENS]).view("<f4").astype(np.float32)
+    values = np.ascontiguousarray(rows[:, 4 * TOKENS :]).view(np.int8)
+    return scales, values.reshape(len(rows), TOKENS, dim)
 
 
-def frequencies(rows: ByteRows) -> Frequencies:
-    """Document frequencies of the token ids in packed `rows`, or in their `ID_BYTES` alone
-    (a token counted once a memory)."""
-    ids = np.sort(np.ascontiguousarray(rows[:, ID_BYTES]).view("<i4"), axis=1)
+def unpack(rows: ByteRows, dim: int) -> FloatArray:
+    """The token vectors of packed rows: rows × TOKENS × dim, zero past each memory's end."""
+    scales, values = _fields(rows, dim)
+    out: FloatArray = values.astype(np.float32) * scales[:, :, None]
+    return out
+
+
+def frequencies(ids: IntArray) -> Frequencies:
+    """Document frequencies of the token ids of memories (rows × TOKENS, -1 for none),
+    a token counted once a memory."""
+    ids = np.sort(np.asarray(ids, dtype=np.int32), axis=1)
     first = np.ones(ids.shape, dtype=bool)
     first[:, 1:] = ids[:, 1:] != ids[:, :-1]
     unique, counts = np.unique(ids[first & (ids >= 0)], return_counts=True)
-    return Frequencies(unique.astype(np.int32), counts.astype(np.int32), len(rows))
+    return Frequencies(unique.astype(np.int32), counts.astype(np.int32), len(ids))
 
 
 def idf(ids: IntArray, freq: Frequencies) -> FloatArray:
@@ -101,17 +105,22 @@ def idf(ids: IntArray, freq: Frequencies) -> FloatArray:
     return weights
 
 
-def scores(query: TokenVectors, rows: ByteRows, freq: Frequencies) -> FloatArray:
-    """Each packed row's IDF-weighted MaxSim to `query` (higher is closer)."""
+def scores(query: TokenVectors, ids: IntArray, rows: ByteRows, freq: Frequencies) -> FloatArray:
+    """IDF-weighted MaxSim to `query` of each memory, given its token ids and packed vectors
+    (higher is closer)."""
     dim = query.vectors.shape[1]
     if not len(rows) or not len(query.ids):
         return np.zeros(len(rows), dtype=np.float32)
     keep = query.wordlike if query.wordlike.any() else np.ones(len(query.ids), dtype=bool)
     q_ids, q_vectors = query.ids[keep], query.vectors[keep].astype(np.float32)
-    ids, vectors = unpack(rows, dim)
-    similarity = np.einsum("rtd,qd->rqt", vectors, q_vectors)  # row, query token, row token
-    similarity[np.broadcast_to((ids < 0)[:, None, :], similarity.shape)] = -np.inf
-    best = similarity.max(axis=2)
+    scales, values = _fields(rows, dim)
+    # One matrix product over every (row, token), scaled after: the int8 values times the
+    # query, then each token's scale (cheaper than scaling every value first).
+    flat = values.reshape(-1, dim).astype(np.float32) @ q_vectors.T
+    flat *= scales.reshape(-1, 1)
+    similarity = flat.reshape(len(rows), TOKENS, -1)  # row, row token, query token
+    similarity[np.asarray(ids) < 0] = -np.inf
+    best = similarity.max(axis=1)
     best[~np.isfinite(best)] = 0.0  # a row with no tokens (an empty text)
     weights = idf(q_ids, freq)
     total = float(weights.sum()) or 1.0
@@ -122,5 +131,9 @@ def scores(query: TokenVectors, rows: ByteRows, freq: Frequencies) -> FloatArray
 def candidates(lexical: list[str], keys: list[str], cosines: FloatArray) -> list[str]:
     """The memories late interaction scores: the lexical ranker's best (`lexical`, in order)
     and the best `CANDIDATES` by pooled cosine, each once."""
-    best = np.argsort(-cosines, kind="stable")[:CANDIDATES]
+    if len(cosines) > CANDIDATES:
+        best = np.argpartition(-cosines, CANDIDATES)[:CANDIDATES]
+        best = best[np.argsort(-cosines[best], kind="stable")]
+    else:
+        best = np.argsort(-cosines, kind="stable")
     return list(dict.fromkeys([*lexical[:CANDIDATES], *(keys[i] for i in best)]))

@@ -419,20 +419,16 @@ class VectorStore:
             row = self._rows.get(key)
             return None if row is None else np.array(self._row(row))
 
-    def rows(
-        self, keys: list[str] | None = None, columns: slice = slice(None)
-    ) -> tuple[list[str], Rows]:
-        """(those of `keys` held, or every key held; a copy of their rows, or of those
-        `columns` of them, in that order)."""
+    def rows(self, keys: list[str] | None = None) -> tuple[list[str], Rows]:
+        """(those of `keys` held, or every key held; a copy of their rows in that order)."""
         with self._lock:
             found = list(self._rows) if keys is None else [k for k in keys if k in self._rows]
             at = np.fromiter((self._rows[k] for k in found), dtype=np.int64, count=len(found))
             base, tail = self._base, self._tail
-        width = len(range(self.dim)[columns])
-        out = np.empty((len(found), width), dtype=self.dtype)
+        out = np.empty((len(found), self.dim), dtype=self.dtype)
         in_base = at < len(base)  # rows never change in place: copied outside the lock
-        out[in_base] = base[at[in_base], columns]
-        out[~in_base] = tail[at[~in_base] - len(base), columns]
+        out[in_base] = base[at[in_base]]
+        out[~in_base] = tail[at[~in_base] - len(base)]
         return found, out
 
     def hashes(self) -> dict[str, str]:
