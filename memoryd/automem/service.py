@@ -21,7 +21,6 @@ from memoryd import paths
 from memoryd.automem import index as index_mod
 from memoryd.automem import location
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
-from memoryd.automem.embeddings.late_interaction import CANDIDATES
 from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
@@ -194,11 +193,12 @@ class AutoMemory:
                 excluded.add(key)
         lexical = state.index.lexical(query_excerpt(query), excluded)
         vector = await query_vector if query_vector is not None else None
-        semantic = (
-            self.semantic.similarities(memory_dir, vector, state.index.best(lexical, CANDIDATES))
-            if vector is not None
-            else None
-        )
+        semantic = None
+        if vector is not None:  # embeddings on: numpy and the model are loaded already
+            from memoryd.automem.embeddings.late_interaction import CANDIDATES
+
+            lexical_best = state.index.best(lexical, CANDIDATES)
+            semantic = self.semantic.similarities(memory_dir, vector, lexical_best)
         hits = state.index.rank(lexical, limit, semantic)
         return [state.entries[k].header for k, _ in hits if k in state.entries]
 
