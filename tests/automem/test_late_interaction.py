@@ -177,6 +177,28 @@ def test_token_store_keeps_ids_and_vectors_together(tmp_path: Path) -> None:
     assert other.stale(wanted)[0] == ["a.md", "b.md", "c.md"]
 
 
+def test_a_damaged_token_file_is_not_trusted(tmp_path: Path) -> None:
+    from memoryd.automem.embeddings.token_store import TokenStore
+
+    rng = np.random.default_rng(5)
+    items = [(f"{i}.md", f"h{i}") for i in range(3)]
+    store = TokenStore(tmp_path, "test-model", DIM)
+    store.load()
+    store.put(items, [tokens([i], unit(rng.normal(size=(1, DIM)).tolist())) for i in range(3)])
+    store.save()
+    (base,) = store.vectors.folder.glob("vectors.*.npy")
+    data = bytearray(base.read_bytes())
+    data[-5] ^= 0xFF  # a flipped byte in the last row's values
+    base.write_bytes(bytes(data))
+    again = TokenStore(tmp_path, "test-model", DIM)
+    reasons = again.load()
+    assert reasons
+    assert "damaged" in reasons[0]
+    # The block holding it is dropped, so its memories are embedded again; none is trusted.
+    assert sorted(again.stale(dict(items))[0]) == ["0.md", "1.md", "2.md"]
+    assert again.rows(["0.md"])[0] == []
+
+
 # -- with the real encoder ---------------------------------------------------------------------
 needs_model = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("onnxruntime", "tokenizers", "onnx"))
