@@ -149,6 +149,7 @@ async def _lexical_because(
         "model": None,
         "memories_embedded": 0,
         "queries_embedded": 0,
+        "queries_late_interaction": 0,
         "waiting": 0,
     }
     # Recall goes on, lexical, and so does the daemon.
@@ -287,6 +288,7 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
         assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
         assert auto["embeddings"]["memories_embedded"] == 3
         queries = auto["embeddings"]["queries_embedded"]
+        late = auto["embeddings"]["queries_late_interaction"]
 
         # Queries embed the query only.
         for query in (PADDLING, "a hot drink in the morning", "release schedule"):
@@ -297,6 +299,8 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
         auto = await _settled(daemon)
         assert auto["embeddings"]["memories_embedded"] == 3
         assert auto["embeddings"]["queries_embedded"] == queries + 5
+        # Every one of them was scored by its token vectors, none by pooled cosines.
+        assert auto["embeddings"]["queries_late_interaction"] == late + 5
 
         # An edit of what the vector is made of embeds that memory again, only it.
         await _write(daemon, project, "Coffee", "drinks green tea, never coffee")

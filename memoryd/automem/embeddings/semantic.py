@@ -6,8 +6,8 @@ that are new or changed (by content hash) as directories change. A query is embe
 worker thread (`start_query_embedding`) while the caller computes its lexical scores, so the
 event loop never waits on the model.
 Until the model is loaded, or when it cannot be, recall is lexical and `status` says why;
-`report` says how many texts the model embedded (memories, queries) and how many memories
-still wait for a vector.
+`report` says how many texts the model embedded (memories, queries), how many queries were
+scored by late interaction, and how many memories still wait for a vector.
 Recall's semantic signal is late interaction over a short list of candidates, when every
 candidate has its token vectors; else the pooled cosines of every memory.
 """
@@ -96,6 +96,7 @@ class SemanticRecall:
         # memories found without a current vector that wait for one. Read by `status`.
         self.memories_embedded = 0
         self.queries_embedded = 0
+        self.queries_late_interaction = 0  # of those, scored by token vectors (else pooled)
         self.waiting = 0
         self._stores: dict[Path, VectorStore] = {}
         self._token_stores: dict[Path, TokenStore] = {}
@@ -139,6 +140,7 @@ class SemanticRecall:
             "model": encoder.name if encoder is not None else None,
             "memories_embedded": self.memories_embedded,
             "queries_embedded": self.queries_embedded,
+            "queries_late_interaction": self.queries_late_interaction,
             "waiting": self.waiting,
         }
 
@@ -208,6 +210,7 @@ class SemanticRecall:
         found, ids, rows = tokens.rows(wanted)
         if len(found) < len(wanted):  # some still being indexed: one signal for all
             return keys, cosines
+        self.queries_late_interaction += 1
         return found, late_interaction.scores(query.tokens, ids, rows, freq)
 
     # -- the background thread ----------------------------------------------------------------
