@@ -152,7 +152,7 @@ def test_token_store_keeps_ids_and_vectors_together(tmp_path: Path) -> None:
     texts = [tokens([1, 2, 3], unit(rng.normal(size=(3, DIM)).tolist())) for _ in items]
     store = TokenStore(tmp_path, "test-model", DIM)
     assert store.load() == []
-    store.put(items, texts)
+    store.put(items, texts, [1, 1, 1])
     store.save()
     store.refresh()
     assert store.frequencies is not None
@@ -184,7 +184,9 @@ def test_a_damaged_token_file_is_not_trusted(tmp_path: Path) -> None:
     items = [(f"{i}.md", f"h{i}") for i in range(3)]
     store = TokenStore(tmp_path, "test-model", DIM)
     store.load()
-    store.put(items, [tokens([i], unit(rng.normal(size=(1, DIM)).tolist())) for i in range(3)])
+    store.put(
+        items, [tokens([i], unit(rng.normal(size=(1, DIM)).tolist())) for i in range(3)], [1, 1, 1]
+    )
     store.save()
     (base,) = store.vectors.folder.glob("vectors.*.npy")
     data = bytearray(base.read_bytes())

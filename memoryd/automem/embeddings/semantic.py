@@ -309,9 +309,7 @@ class SemanticRecall:
                 self.memories_embedded += len(chunk)
                 keys = [(k, d) for d in chunk for k in alike[d]]
                 copies = [len(alike[d]) for d in chunk]
-                tokens.put(
-                    keys, [t for t, n in zip(token_lists, copies, strict=True) for _ in range(n)]
-                )
+                tokens.put(keys, token_lists, copies)
                 tokens.save()
                 # The pooled vector last: a memory with one has its token vectors too.
                 store.put(keys, np.repeat(vectors, copies, axis=0))

@@ -49,10 +49,13 @@ class TokenStore:
         missing = list(dict.fromkeys([*missing_ids, *missing_vectors]))
         return missing, list(dict.fromkeys([*gone_ids, *gone_vectors]))
 
-    def put(self, items: list[tuple[str, str]], tokens: list[TokenVectors]) -> None:
+    def put(
+        self, items: list[tuple[str, str]], tokens: list[TokenVectors], copies: list[int]
+    ) -> None:
+        """`tokens[i]` for the next `copies[i]` of `items` (memories of one text: packed once)."""
         packed = [late_interaction.pack(t) for t in tokens]
-        self.vectors.put(items, np.vstack([rows for _, rows in packed]))
-        self.ids.put(items, np.vstack([ids for ids, _ in packed]))
+        self.vectors.put(items, np.repeat(np.vstack([rows for _, rows in packed]), copies, axis=0))
+        self.ids.put(items, np.repeat(np.vstack([ids for ids, _ in packed]), copies, axis=0))
 
     def remove(self, keys: list[str]) -> None:
         self.ids.remove(keys)
@@ -70,6 +73,7 @@ class TokenStore:
         found, vectors = self.vectors.rows(keys)
         held, ids = self.ids.rows(found)
         if len(held) < len(found):  # a change between the two reads: only those in both
-            keep = [i for i, key in enumerate(found) if key in set(held)]
-            found, vectors = held, vectors[keep]
+            both = set(held)
+            vectors = vectors[[i for i, key in enumerate(found) if key in both]]
+            found = held
         return found, ids, vectors

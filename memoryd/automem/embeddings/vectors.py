@@ -315,11 +315,7 @@ class VectorStore:
             rows = np.fromiter((self._rows[k] for k in order), dtype=np.int64, count=len(order))
             hashes = [self._hashes[r] for r in rows]
             base, tail = self._base, self._tail[: self._tail_rows]
-        # Rows never change in place, so the copy is taken outside the lock.
-        in_base = rows < len(base)
-        matrix = np.empty((len(rows), self.dim), dtype=self.dtype)
-        matrix[in_base] = base[rows[in_base]]
-        matrix[~in_base] = tail[rows[~in_base] - len(base)]
+        matrix = _gather(base, tail, rows)  # rows never change in place: outside the lock
         blocks = _block_checksums(matrix)
         listed = json.dumps([[k, h] for k, h in zip(order, hashes, strict=True)]).encode()
         described = json.dumps([self.model, self.dim, blocks]).encode()
@@ -425,11 +421,7 @@ class VectorStore:
             found = list(self._rows) if keys is None else [k for k in keys if k in self._rows]
             at = np.fromiter((self._rows[k] for k in found), dtype=np.int64, count=len(found))
             base, tail = self._base, self._tail
-        out = np.empty((len(found), self.dim), dtype=self.dtype)
-        in_base = at < len(base)  # rows never change in place: copied outside the lock
-        out[in_base] = base[at[in_base]]
-        out[~in_base] = tail[at[~in_base] - len(base)]
-        return found, out
+        return found, _gather(base, tail, at)  # rows never change in place: outside the lock
 
     def hashes(self) -> dict[str, str]:
         """{key: content hash} of every vector held."""
@@ -454,6 +446,15 @@ class VectorStore:
         if tail_rows:
             scores = np.concatenate([scores, tail[:tail_rows] @ query])
         return keys, scores[rows]
+
+
+def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:
+    """A copy of rows `at`, numbered through the base, then the tail."""
+    out = np.empty((len(at), base.shape[1]), dtype=base.dtype)
+    in_base = at < len(base)
+    out[in_base] = base[at[in_base]]
+    out[~in_base] = tail[at[~in_base] - len(base)]
+    return out
 
 
 def _map(path: Path, offset: int, rows: int, dim: int, dtype: np.dtype[Any]) -> Rows:
