@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +84,35 @@ def bundled_model_dir(bundled_model_state: Path) -> Path:
     assert (folder / "onnx" / "model.onnx").is_file()
     assert (folder / "tokenizer.json").is_file()
     return folder
+
+
+# What `ranker` says before the model has loaded or failed: not settled yet.
+UNSETTLED = ("lexical: embedding model not loaded yet", "lexical: loading the embedding model")
+
+
+async def settled_auto_memory(daemon: DaemonHandle, polls: int = 1_200) -> dict[str, Any]:
+    """`status.features.auto_memory` once the model is loaded (or failed) and every memory
+    has its vector: polled every 50 ms, as a client would."""
+    auto: dict[str, Any] = {}
+    for _ in range(polls):
+        auto = (await daemon.call("status"))["features"]["auto_memory"]
+        ranker = auto["ranker"]
+        if not ranker.startswith(UNSETTLED) and "; indexing:" not in ranker:
+            assert auto["embeddings"]["waiting"] == 0
+            return auto
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"embeddings never settled: {auto}")
+
+
+async def recall_until_found(
+    daemon: DaemonHandle, project: Path, query: str, polls: int = 300
+) -> dict[str, Any]:
+    """The first `recall` reply for `query` with memories in it (a new memory is seen once
+    the directory's next sweep has run), or the last reply."""
+    reply: dict[str, Any] = {}
+    for _ in range(polls):
+        reply = await daemon.call("recall", cwd=str(project), query=query)
+        if reply["memories"]:
+            break
+        await asyncio.sleep(0.1)
+    return reply

@@ -7,7 +7,6 @@ weights (scripts/setup installs them); skipped without them.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from memoryd.automem.embeddings.models import (
 )
 from memoryd.automem.embeddings.onnx_export import relative_buckets
 from memoryd.automem.embeddings.quantize import ffn_output_nodes, quantize_int8
-from tests.automem.conftest import memory_text
+from tests.automem.conftest import memory_text, recall_until_found, settled_auto_memory
 from tests.conftest import DaemonHandle
 
 SENTENCES = [
@@ -131,17 +130,9 @@ async def test_daemon_ranks_with_mpnet(
     for file, (name, description) in notes.items():
         (memdir / file).write_text(memory_text(name, description, "user", ""), encoding="utf-8")
     await daemon.call("recall", cwd=str(project), query="paddling on the sea")
-    for _ in range(1_200):  # converting the weights takes a while the first time
-        ranker = (await daemon.call("status"))["features"]["auto_memory"]["ranker"]
-        settled = ranker.startswith("hybrid") and "; indexing:" not in ranker
-        if settled or "unavailable" in ranker:
-            break
-        await asyncio.sleep(0.1)
+    # Converting the weights takes a while the first time: up to 2 minutes.
+    ranker = (await settled_auto_memory(daemon, polls=2_400))["ranker"]
     assert ranker == f"hybrid: model {MPNET.name}, int8 loaded"
-    for _ in range(300):
-        got = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
-        if got["memories"]:
-            break
-        await asyncio.sleep(0.1)
+    got = await recall_until_found(daemon, project, "paddling on the sea")
     # no word in common: only the model can tell
     assert Path(got["memories"][0]["path"]).name == "user_kayak.md"

@@ -18,7 +18,7 @@ from memoryd.automem.embeddings import vectors as vectors_mod
 from memoryd.automem.embeddings.semantic import SemanticRecall, embedding_text
 from memoryd.automem.embeddings.vectors import VectorStore
 from memoryd_client.client import RpcError
-from tests.automem.conftest import memory_text
+from tests.automem.conftest import memory_text, recall_until_found, settled_auto_memory
 from tests.conftest import DaemonHandle
 
 pytest.importorskip("onnxruntime")
@@ -164,17 +164,9 @@ async def test_daemon_recall_is_hybrid(
     first = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
     assert first["selector"] == "local"  # lexical until vectors exist: no wait, no error
     await asyncio.sleep(0)
-    for _ in range(600):
-        status = await daemon.call("status")
-        if status["features"]["auto_memory"]["ranker"].startswith("hybrid"):
-            break
-        await asyncio.sleep(0.1)
-    assert status["features"]["auto_memory"]["ranker"].startswith("hybrid"), status
-    for _ in range(100):
-        got = await daemon.call("recall", cwd=str(project), query="paddling on the sea")
-        if got["memories"]:
-            break
-        await asyncio.sleep(0.1)
+    auto = await settled_auto_memory(daemon)
+    assert auto["ranker"].startswith("hybrid"), auto
+    got = await recall_until_found(daemon, project, "paddling on the sea", polls=100)
     assert Path(got["memories"][0]["path"]).name == "user_kayak.md"
     for query in ("東京", "Где офис", "deploy " * 14_000):  # the last one near the 100k cap
         reply = await daemon.call("recall", cwd=str(project), query=query)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memoryd.automem.embeddings import semantic
-from tests.automem.conftest import memory_text, write_memory
+from tests.automem.conftest import memory_text, settled_auto_memory, write_memory
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
 needs_extra = pytest.mark.skipif(
@@ -31,7 +31,6 @@ needs_extra = pytest.mark.skipif(
 # model can match them.
 KAYAK = ("Kayak club", "the user rows with the harbour kayak club on Tuesdays")
 PADDLING = "paddling on the sea"
-UNSETTLED = ("lexical: embedding model not loaded yet", "lexical: loading the embedding model")
 
 
 @pytest.fixture(autouse=True)
@@ -63,19 +62,6 @@ async def hybrid(
 def _auto(status: dict[str, Any]) -> dict[str, Any]:
     auto: dict[str, Any] = status["features"]["auto_memory"]
     return auto
-
-
-async def _settled(daemon: DaemonHandle) -> dict[str, Any]:
-    """`status.features.auto_memory` once the model is loaded (or failed) and every memory
-    has its vector: polled, as a client would."""
-    for _ in range(1_200):
-        auto = _auto(await daemon.call("status"))
-        ranker = auto["ranker"]
-        if not ranker.startswith(UNSETTLED) and "; indexing:" not in ranker:
-            assert auto["embeddings"]["waiting"] == 0
-            return auto
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"embeddings never settled: {auto}")
 
 
 async def _recall(daemon: DaemonHandle, project: Path, query: str) -> list[str]:
@@ -142,7 +128,7 @@ async def _lexical_because(
     before = _auto(await daemon.call("status"))
     assert before["ranker"].startswith("lexical: embedding model not loaded yet")
     assert await _recall(daemon, project, "when do deploys go out?") == ["user_deploy.md"]
-    auto = await _settled(daemon)
+    auto = await settled_auto_memory(daemon)
     assert auto["ranker"].startswith("lexical: embedding model unavailable ("), auto
     assert why in auto["ranker"]
     assert auto["embeddings"] == {
@@ -230,7 +216,7 @@ async def test_a_half_written_converted_copy_is_made_again(
         deploy = memory_text("Deploy day", "deploys go out on Fridays", "user", "")
         (memdir / "user_deploy.md").write_text(deploy, encoding="utf-8")
         await _recall(daemon, project, "kayak club")
-        auto = await _settled(daemon)
+        auto = await settled_auto_memory(daemon)
         name = "sentence-transformers/all-MiniLM-L6-v2 (from the all_minilm_l6_v2 package)"
         assert auto["ranker"] == f"hybrid: model {name} loaded"
         assert (folder / cut).read_bytes() == whole  # converted again from the package
@@ -284,7 +270,7 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
         await _write(daemon, project, "Deploy day", "deploys go out on Fridays after the freeze")
         coffee = await _write(daemon, project, "Coffee", "takes coffee with oat milk")
         await _recall(daemon, project, "coffee")
-        auto = await _settled(daemon)
+        auto = await settled_auto_memory(daemon)
         assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
         assert auto["embeddings"]["memories_embedded"] == 3
         queries = auto["embeddings"]["queries_embedded"]
@@ -296,7 +282,7 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
             assert found
         assert (await _recall(daemon, project, PADDLING))[0] == kayak
         assert (await _recall(daemon, project, "a hot drink in the morning"))[0] == coffee
-        auto = await _settled(daemon)
+        auto = await settled_auto_memory(daemon)
         assert auto["embeddings"]["memories_embedded"] == 3
         assert auto["embeddings"]["queries_embedded"] == queries + 5
         # Every one of them was scored by its token vectors, none by pooled cosines.
@@ -305,7 +291,7 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
         # An edit of what the vector is made of embeds that memory again, only it.
         await _write(daemon, project, "Coffee", "drinks green tea, never coffee")
         await _recall(daemon, project, "tea")
-        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 4
+        assert (await settled_auto_memory(daemon))["embeddings"]["memories_embedded"] == 4
         # Rewritten outside memoryd, the description unchanged: nothing to embed (the
         # vector is of the description).
         _replace(
@@ -313,22 +299,22 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
             memory_text("Coffee", "drinks green tea, never coffee", "user", "Sencha."),
         )
         await _recall(daemon, project, "tea")
-        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 4
+        assert (await settled_auto_memory(daemon))["embeddings"]["memories_embedded"] == 4
         # A file edited outside memoryd is seen and embedded anew.
         _replace(
             memdir / kayak,
             memory_text("Kayak club", "the user sings in a church choir", "user", ""),
         )
         await _recall(daemon, project, "choir")
-        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 5
+        assert (await settled_auto_memory(daemon))["embeddings"]["memories_embedded"] == 5
         assert (await _recall(daemon, project, "vocal music with others"))[0] == kayak
         # A deleted memory's vector goes with it: written again, it is embedded again.
         await daemon.call("memory.delete", cwd=str(project), path=coffee)
         assert coffee not in await _recall(daemon, project, "green tea")
-        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 5
+        assert (await settled_auto_memory(daemon))["embeddings"]["memories_embedded"] == 5
         assert await _write(daemon, project, "Coffee", "drinks green tea, never coffee") == coffee
         assert (await _recall(daemon, project, "a hot drink in the morning"))[0] == coffee
-        assert (await _settled(daemon))["embeddings"]["memories_embedded"] == 6
+        assert (await settled_auto_memory(daemon))["embeddings"]["memories_embedded"] == 6
         before_restart = await _recall(daemon, project, "vocal music with others")
     finally:
         await stop_daemon(daemon)
@@ -337,7 +323,7 @@ async def test_a_vector_is_computed_once_per_content_never_at_query_time(
     again = await start_daemon(daemon_config(short_tmp))
     try:
         await _recall(again, project, "coffee")
-        auto = await _settled(again)
+        auto = await settled_auto_memory(again)
         assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
         assert auto["embeddings"]["memories_embedded"] == 0
         assert await _recall(again, project, "vocal music with others") == before_restart
@@ -354,7 +340,7 @@ async def test_identical_memories_share_one_model_run(
         (memdir / f"user_same_{i:04d}.md").write_bytes(same)
     (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
     await _recall(hybrid, project, "same")
-    auto = await _settled(hybrid)
+    auto = await settled_auto_memory(hybrid)
     assert auto["ranker"].startswith("hybrid")
     assert auto["embeddings"]["memories_embedded"] == 2  # one per distinct text
     found = await _recall(hybrid, project, "the same memory")
@@ -376,7 +362,7 @@ async def test_memories_without_a_description_are_embedded_by_their_body(
         memory_text("Deploy day", "deploys go out on Fridays", "user", ""), encoding="utf-8"
     )
     await _recall(hybrid, project, "deploys")
-    auto = await _settled(hybrid)
+    auto = await settled_auto_memory(hybrid)
     assert auto["ranker"].startswith("hybrid")
     assert auto["embeddings"]["memories_embedded"] == 3
     assert (await _recall(hybrid, project, PADDLING))[0] == "no_frontmatter.md"
