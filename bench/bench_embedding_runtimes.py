@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _harness import rss_mb
+from _late_interaction import LateScores, has_tokens, token_arrays
 from bench_recall_locomo import CATEGORIES, DEV, Memory, Query, eval_dir, hits, load
 
 THROUGHPUT_TEXTS = 2_000
@@ -251,25 +252,6 @@ def child(kind: str, arg: str, out: Path) -> None:
     print(json.dumps(summary))
 
 
-def token_arrays(name: str, memories: Any, questions: Any) -> dict[str, np.ndarray]:
-    """Pooled vectors, and token vectors as memoryd stores a memory's (`pack`) and as a
-    question gives them (concatenated, with offsets)."""
-    from memoryd.automem.embeddings.late_interaction import pack
-
-    (m_pooled, m_tokens), (q_pooled, q_tokens) = memories, questions
-    packed = [pack(t) for t in m_tokens]
-    return {
-        f"{name}_m": m_pooled,
-        f"{name}_q": q_pooled,
-        f"{name}_mids": np.stack([ids for ids, _ in packed]),
-        f"{name}_mrows": np.stack([row for _, row in packed]),
-        f"{name}_qids": np.concatenate([t.ids for t in q_tokens]),
-        f"{name}_qvectors": np.concatenate([t.vectors for t in q_tokens]).astype(np.float32),
-        f"{name}_qwordlike": np.concatenate([t.wordlike for t in q_tokens]),
-        f"{name}_qends": np.cumsum([len(t.ids) for t in q_tokens]),
-    }
-
-
 # -- the parent ---------------------------------------------------------------------------------
 def run_child(kind: str, arg: str, work: Path, env: dict[str, str]) -> dict[str, Any] | str:
     out = work / f"{kind}-{len(list(work.glob('*.npz')))}.npz"
@@ -345,7 +327,6 @@ def score(
     `rerank` (cross-encoder, depth, weight): the best `depth` reordered by the z-score of the
     cross-encoder's logit plus `weight` × the z-score of the hybrid's own score."""
     from memoryd.automem.dates import first_date
-    from memoryd.automem.embeddings import late_interaction as li
     from memoryd.automem.ranker import RankerParams, RecallIndex
 
     got: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -355,12 +336,9 @@ def score(
         for m in memories:
             index.upsert(m.file, m.name, m.fact, m.body, first_date(m.body))
         keys = [m.file for m in memories]
-        slot = {k: i for i, k in enumerate(keys)}
         by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
         facts = {m.file: m.fact for m in memories}
-        if late and vectors is not None:
-            freq = li.frequencies(vectors[f"{name}_mids"])
-            ends = vectors[f"{name}_qends"]
+        late_scores = LateScores(vectors, name, keys) if late and vectors is not None else None
         for i, q in enumerate(queries):
             lexical = index.lexical(q.question)
             semantic = None
@@ -369,19 +347,8 @@ def score(
                 semantic = (keys, cosines)
                 top = np.argsort(-cosines)[:5]
                 dense += hits([by_file[keys[j]] for j in top], q.evidence)
-            if late and vectors is not None:
-                wanted = li.candidates(index.best(lexical, li.CANDIDATES), keys, cosines)
-                rows = [slot[k] for k in wanted]
-                part = slice(ends[i - 1] if i else 0, ends[i])
-                question = li.TokenVectors(
-                    vectors[f"{name}_qids"][part],
-                    vectors[f"{name}_qvectors"][part],
-                    vectors[f"{name}_qwordlike"][part],
-                )
-                late_scores = li.scores(
-                    question, vectors[f"{name}_mids"][rows], vectors[f"{name}_mrows"][rows], freq
-                )
-                semantic = (wanted, late_scores)
+            if late_scores is not None:
+                semantic = late_scores.semantic(index, lexical, i)
             if rerank is None:
                 found = index.rank(lexical, 5, semantic)
             else:
@@ -507,7 +474,7 @@ def main() -> int:
                 + ", ".join(f"{c} {hybrid[c]:.3f}" for c in CATEGORIES.values() if c in hybrid)
             )
             r["late"] = None
-            if f"{DEV[0]}_mids" in r["vectors"]:
+            if has_tokens(r["vectors"], DEV[0]):
                 late, _ = score(convs, r["vectors"], late=True)
                 r["late"] = late["all"]
                 categories.append(

@@ -6,18 +6,30 @@ the held-out scores estimates how the ranker does on conversations it was not tu
 parameters chosen per fold show how stable the tuning is. The evaluation split is never read.
 In process (RecallIndex directly, no daemon), on the memories of bench_recall_locomo.py.
 
-    .venv/bin/python bench/cv_recall_locomo.py
+With --hybrid (needs the embeddings extra), the hybrid instead: memories and questions are
+embedded once with memoryd's default model, its semantic scores fused as the daemon fuses
+them (late interaction over the candidates, bench/_late_interaction.py), and the fusion
+weight is tuned with the ranker's other parameters.
+
+    .venv/bin/python bench/cv_recall_locomo.py [--hybrid]
 """
 
 from __future__ import annotations
 
+import argparse
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from dataclasses import replace
+from importlib.util import find_spec
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _late_interaction import Arrays, LateScores, token_arrays
 from bench_recall_locomo import DEV, Memory, Query, eval_dir, hits, load
 
 from memoryd.automem.dates import first_date
@@ -35,29 +47,68 @@ GRID: dict[str, list[float]] = {
     "when_boost": [0.0, 0.4, 0.8],
     "diversity": [0.0, 0.15, 0.3],
 }
+HYBRID_GRID: dict[str, list[float]] = {"semantic_weight": [1.0, 1.5, 2.0, 2.5], **GRID}
 
 
-def conversation_score(memories: list[Memory], queries: list[Query], params: RankerParams) -> int:
+def conversation_score(
+    memories: list[Memory],
+    queries: list[Query],
+    params: RankerParams,
+    late: LateScores | None = None,
+) -> int:
     index = RecallIndex(params)
     for m in memories:
         index.upsert(m.file, m.name, m.fact, m.body, first_date(m.body))
     by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
-    return sum(
-        hits([by_file[k] for k, _ in index.search(q.question, 5)], q.evidence) for q in queries
-    )
+    got = 0
+    for i, q in enumerate(queries):
+        lexical = index.lexical(q.question)
+        semantic = late.semantic(index, lexical, i) if late is not None else None
+        got += hits([by_file[k] for k, _ in index.rank(lexical, 5, semantic)], q.evidence)
+    return got
+
+
+def embed(convs: dict[str, tuple[list[Memory], list[Query]]]) -> dict[str, LateScores]:
+    """Each conversation's semantic scorer, from memoryd's default model (converted from the
+    package that ships it into a scratch state folder, not the user's)."""
+    scratch = tempfile.mkdtemp(prefix="mdb-cv-")
+    atexit.register(shutil.rmtree, scratch, True)
+    os.environ["XDG_STATE_HOME"] = scratch
+    from memoryd.automem.embeddings.encoder import SentenceEncoder
+    from memoryd.automem.embeddings.models import locate_model
+
+    encoder = SentenceEncoder(locate_model())
+    print(f"embedding with {encoder.name}")
+    scorers = {}
+    for name, (memories, queries) in convs.items():
+        arrays: Arrays = token_arrays(
+            name,
+            encoder.encode_tokens([m.fact for m in memories]),
+            encoder.encode_tokens([q.question for q in queries]),
+        )
+        scorers[name] = LateScores(arrays, name, [m.file for m in memories])
+    return scorers
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hybrid", action="store_true", help="the hybrid (embeddings extra)")
+    args = parser.parse_args()
     data_file = eval_dir() / "locomo10.json"
     if not data_file.is_file():
         print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
         return 0
+    if args.hybrid and (find_spec("onnxruntime") is None or find_spec("tokenizers") is None):
+        print("skipped: --hybrid needs the embeddings extra (pip install -e '.[embeddings]')")
+        return 0
     convs = {name: pair for name, pair in load(data_file).items() if name in DEV}
+    late = embed(convs) if args.hybrid else {}
+    grid = HYBRID_GRID if args.hybrid else GRID
     cache: dict[RankerParams, dict[str, int]] = {}
 
     def per_conv(params: RankerParams) -> dict[str, int]:
         if params not in cache:
-            cache[params] = {n: conversation_score(*convs[n], params) for n in DEV}
+            cache[params] = {n: conversation_score(*convs[n], params, late.get(n)) for n in DEV}
         return cache[params]
 
     def rate(params: RankerParams, names: list[str]) -> float:
@@ -69,11 +120,11 @@ def main() -> int:
         train = [n for n in DEV if n != held]
         params = RankerParams()
         for _ in range(2):
-            for field, values in GRID.items():
+            for field, values in grid.items():
                 candidates = [replace(params, **{field: v}) for v in values]
                 params = max(candidates, key=lambda c: rate(c, train))
         held_hits += per_conv(params)[held]
-        chosen = ", ".join(f"{f}={getattr(params, f)}" for f in GRID)
+        chosen = ", ".join(f"{f}={getattr(params, f)}" for f in grid)
         print(
             f"{held}: held-out {rate(params, [held]):.3f} "
             f"(defaults {rate(RankerParams(), [held]):.3f}); tuned on the other four: {chosen}"
