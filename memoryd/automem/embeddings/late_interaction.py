@@ -39,6 +39,17 @@ class TokenVectors:
     wordlike: npt.NDArray[np.bool_]
 
 
+def token_vectors(
+    ids: npt.NDArray[np.integer], hidden: npt.NDArray[np.floating], tokens: list[str]
+) -> TokenVectors:
+    """A text's `TokenVectors` from the encoder's output for the tokens kept (their ids, last
+    hidden states and strings, special tokens already left out): the states as unit vectors."""
+    vectors = hidden.astype(np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    wordlike = np.array([any(c.isalnum() for c in t) for t in tokens], dtype=bool)
+    return TokenVectors(np.asarray(ids, dtype=np.int32), vectors, wordlike)
+
+
 @dataclass(frozen=True)
 class Frequencies:
     """How many memories hold each token id (ids sorted), out of `memories`."""
