@@ -5,7 +5,9 @@
 
 The type follows cue words, first match wins: a URL, a host name or "lives at/in" points to an
 external system (`reference`); a decision, deadline or "by Friday" is `project`; "don't",
-"always", "prefer" and their kin are `feedback`; anything else is about the `user`. The title
+"always", "prefer" and their kin are `feedback`; a text in the first person singular ("I am",
+"my") is about the `user`; anything else states a fact of the work (`project`: "Dana owns
+billing", "the staging database is reset on Sundays"). The title
 is the first clause with its filler dropped ("remember that", a leading "I"/"we", trailing
 "the"/"of"), at most `TITLE_WORDS` words and `TITLE_CHARS` characters, cut at a word and never
 ending in "…"; a location note becomes "Subject: where".
@@ -55,6 +57,7 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
 _PLAIN_WORD = re.compile(r"[a-z][a-z'-]*")
 _SUBJECT_PRONOUNS = frozenset({"i", "we", "i'm", "we're", "i've", "we've"})
 _BE = frozenset({"am", "are", "was", "were"})
@@ -111,7 +114,7 @@ def guess_type(text: str) -> str:
         return "project"
     if _FEEDBACK.search(text):
         return "feedback"
-    return "user"
+    return "user" if _FIRST_PERSON.search(text.replace("\u2019", "'")) else "project"
 
 
 def guess_title(text: str) -> str:

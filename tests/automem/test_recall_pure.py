@@ -102,13 +102,18 @@ def test_derive_long_text_is_cut_at_words_without_an_ellipsis() -> None:
             "reference",
             "Bugs: Linear project INGEST",
         ),
-        ("Dana owns the billing service", "user", "Dana owns the billing service"),
+        ("Dana owns the billing service", "project", "Dana owns the billing service"),
         ("I am a data scientist learning Go", "user", "Data scientist learning Go"),
+        ("My timezone is CET; mornings are best for reviews", "user", None),
+        ("I\u2019m new to the frontend code", "user", None),
         (
             "Deploys happen on Thursdays after the QA sign-off.",
-            "user",
+            "project",
             "Deploys happen on Thursdays",
         ),
+        ("The staging database is reset every Sunday night", "project", None),
+        # "I" inside a word or a name is not the first person.
+        ("Imports in the iOS app go through the CI mirror", "project", None),
     ],
 )
 def test_zero_model_type_and_title(text: str, kind: str, name: str | None) -> None:
