@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import shutil
 import sys
@@ -95,6 +96,23 @@ def load(path: Path) -> dict[str, tuple[list[Memory], list[Query]]]:
 
 def hits(returned_ids: list[set[str]], evidence: frozenset[str]) -> bool:
     return any(ids & evidence for ids in returned_ids)
+
+
+def conversation_interval(
+    per_conversation: list[tuple[int, int]], rounds: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """95% interval of hit@5 over the conversations (a cluster bootstrap: draw as many
+    conversations with replacement, pool their hits and queries). Questions of one
+    conversation share its memories, so they are not independent draws: this interval,
+    not a binomial one over the questions, says how far another five conversations could
+    move the figure."""
+    draw = random.Random(seed)
+    rates = []
+    for _ in range(rounds):
+        sample = draw.choices(per_conversation, k=len(per_conversation))
+        rates.append(sum(h for h, _ in sample) / sum(t for _, t in sample))
+    rates.sort()
+    return rates[int(0.025 * rounds)], rates[int(0.975 * rounds) - 1]
 
 
 def bm25_baseline(memories: list[Memory], queries: list[Query]) -> int:
@@ -235,6 +253,14 @@ def main() -> int:
                     cats[c][1] += t
             print(
                 f"{split:<6} {total:>7} {base / total:>7.3f} {ours / total:>8.3f} {ours / base:>6.2f} {total / elapsed:>7.0f}"
+            )
+            low, high = conversation_interval([(h, t) for h, t, _ in got.values()])
+            print(
+                "       by conversation: "
+                + ", ".join(
+                    f"{n.removeprefix('conv-')} {h / t:.3f}" for n, (h, t, _) in got.items()
+                )
+                + f"; 95% interval over conversations {low:.3f}–{high:.3f}"
             )
             print(
                 "       by category: "
