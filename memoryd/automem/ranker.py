@@ -81,6 +81,13 @@ class RankerParams:
     # signals. Chosen on the development split: for late interaction 1.5 was best or tied in
     # every leave-one-conversation-out fold; for pooled cosines it is as good as 2.0.
     semantic_weight: float = 1.5
+    # Relevance floors (embeddings on), on each memory's pooled cosine to the query: under
+    # `relevance_floor` a memory is not returned, nor under `semantic_only_floor` when no
+    # query term matches it. An off-topic prompt then recalls nothing instead of the five
+    # memories least unlike it. Set for all-MiniLM-L6-v2 (bench/bench_recall_precision.py);
+    # LoCoMo's development split scores the same with them. 0 turns each off.
+    relevance_floor: float = 0.1
+    semantic_only_floor: float = 0.2
 
 
 Semantic = tuple[list[str], "npt.NDArray[np.floating[Any]]"]  # (keys, score of each)
@@ -143,7 +150,8 @@ class RecallIndex:
         self._idf_cache: dict[str, float] = {}  # valid while `_mutations` is `_idf_mutations`
         self._idf_mutations = 0
         self._vectors: dict[int, dict[str, float]] = {}  # slot → `_content_vector`, likewise
-        self._slots_cache: tuple[list[str], int, IntArray, IntArray] | None = None
+        # Per use ("fuse", "floors"): (keys, mutations, slots, rows) of the last keys seen.
+        self._slots_cache: dict[str, tuple[list[str], int, IntArray, IntArray]] = {}
 
     @property
     def _dates(self) -> IntArray:
@@ -364,11 +372,14 @@ class RecallIndex:
         limit: int = 5,
         exclude: Collection[str] = (),
         semantic: Semantic | None = None,
+        cosines: Semantic | None = None,
     ) -> list[tuple[str, float]]:
         """The best `limit` documents for `query`, best first, as (key, score).
 
-        `semantic`, when given, is (keys, each key's memory's semantic score for the query)."""
-        return self.rank(self.lexical(query, exclude), limit, semantic)
+        `semantic`, when given, is (keys, each key's memory's semantic score for the query);
+        `cosines` (keys, each memory's pooled cosine to the query) applies the relevance
+        floors."""
+        return self.rank(self.lexical(query, exclude), limit, semantic, cosines)
 
     def lexical(self, query: str, exclude: Collection[str] = ()) -> LexicalScores:
         """The first part of `search`; finish it with `rank`."""
@@ -398,18 +409,25 @@ class RecallIndex:
         return found
 
     def rank(
-        self, lexical: LexicalScores, limit: int = 5, semantic: Semantic | None = None
+        self,
+        lexical: LexicalScores,
+        limit: int = 5,
+        semantic: Semantic | None = None,
+        cosines: Semantic | None = None,
     ) -> list[tuple[str, float]]:
-        """The rest of `search`: fusion with `semantic`, temporal signals, the best `limit`."""
+        """The rest of `search`: fusion with `semantic`, the relevance floors when `cosines`
+        are given, temporal signals, the best `limit`."""
         if lexical.mutations != self._mutations:  # changed meanwhile: slots may have moved
             lexical = self.lexical(lexical.query, lexical.exclude)
-        scores, excluded, p = lexical.scores, lexical.excluded, self.params
-        if scores is None or not (lexical.has_terms or semantic):
+        made, excluded, p = lexical.scores, lexical.excluded, self.params
+        if made is None or not (lexical.has_terms or semantic):
             return []
-        scores = scores.copy()  # the signals below work in place; `lexical` stays as it was made
+        scores = made.copy()  # the signals below work in place; `lexical` stays as it was made
         if semantic is not None and p.semantic_weight:
             scores = self._fuse(scores, semantic)
             scores[excluded] = 0.0
+        if cosines is not None:  # before the temporal signals: a dropped memory lends nothing
+            self._drop_below_floors(made, scores, cosines)
         self._temporal(lexical.query, scores)
         if p.diversity:
             return self._diverse(scores, limit)
@@ -463,7 +481,7 @@ class RecallIndex:
 
     def _fuse(self, scores: FloatArray, semantic: Semantic) -> FloatArray:
         keys, cosines = semantic
-        slots, rows = self._semantic_slots(keys)
+        slots, rows = self._semantic_slots(keys, "fuse")
         if len(slots) < 2:
             return scores
         values = np.asarray(cosines, dtype=np.float64)[rows]
@@ -476,16 +494,32 @@ class RecallIndex:
         fused[slots] += self.params.semantic_weight * z
         return fused
 
-    def _semantic_slots(self, keys: list[str]) -> tuple[IntArray, IntArray]:
-        """(slot, position in `keys`) of every key indexed here; cached while neither the
-        list (the vector store hands out the same one until it changes) nor this index moves."""
-        cached = self._slots_cache
+    def _drop_below_floors(
+        self, lexical: FloatArray, scores: FloatArray, cosines: Semantic
+    ) -> None:
+        """Zero the scores of memories too unlike the query to return (`relevance_floor`,
+        `semantic_only_floor`). A memory without a vector yet has no cosine and keeps its score."""
+        p = self.params
+        keys, values = cosines
+        slots, rows = self._semantic_slots(keys, "floors")
+        if not len(slots):
+            return
+        cosine = np.asarray(values, dtype=np.float64)[rows]
+        low = cosine < p.relevance_floor
+        low |= (cosine < p.semantic_only_floor) & (lexical[slots] <= 0)
+        scores[slots[low]] = 0.0
+
+    def _semantic_slots(self, keys: list[str], use: str) -> tuple[IntArray, IntArray]:
+        """(slot, position in `keys`) of every key indexed here; cached per use while neither
+        the list (the vector store hands out the same one until it changes) nor this index
+        moves."""
+        cached = self._slots_cache.get(use)
         if cached is not None and cached[0] is keys and cached[1] == self._mutations:
             return cached[2], cached[3]
         pairs = [(self._docs[k].slot, i) for i, k in enumerate(keys) if k in self._docs]
         slots = np.fromiter((s for s, _ in pairs), dtype=np.int64, count=len(pairs))
         rows = np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))
-        self._slots_cache = (keys, self._mutations, slots, rows)
+        self._slots_cache[use] = (keys, self._mutations, slots, rows)
         return slots, rows
 
     def _top(self, scores: FloatArray, k: int) -> list[int]:

@@ -173,7 +173,9 @@ async def recall(
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
-            ranked = await am.search(project, query, MODEL_CANDIDATES, surfaced, query_vector())
+            ranked = await am.search(
+                project, query, MODEL_CANDIDATES, surfaced, query_vector(), floors=False
+            )
             # No local match still leaves the model a choice: the newest memories.
             headers = (
                 ranked or sorted(headers, key=lambda h: h.mtime, reverse=True)[:MODEL_CANDIDATES]

@@ -172,11 +172,14 @@ class AutoMemory:
         limit: int,
         exclude: set[str],
         query_vector: Awaitable[QueryEmbedding | None] | None = None,
+        *,
+        floors: bool = True,
     ) -> list[MemoryHeader]:
         """The local ranker's best memories; `exclude` holds absolute paths or keys.
         `query_vector` (`semantic.embed_query` running in a thread) makes it hybrid: it is
-        awaited only once the lexical scores are made, so the two are computed at once. A dir
-        never loaded is first loaded as `loaded` does it."""
+        awaited only once the lexical scores are made, so the two are computed at once; then
+        memories too unlike the query are not returned, unless `floors` is False (candidates
+        for the model to judge). A dir never loaded is first loaded as `loaded` does it."""
         memory_dir = self.memory_dir(project)
         state = await self._loaded(memory_dir)
         if self.semantic.wanted:
@@ -193,13 +196,18 @@ class AutoMemory:
                 excluded.add(key)
         lexical = state.index.lexical(query_excerpt(query), excluded)
         vector = await query_vector if query_vector is not None else None
-        semantic = None
+        similar = None
         if vector is not None:  # embeddings on: numpy and the model are loaded already
             from memoryd.automem.embeddings.late_interaction import CANDIDATES
 
             lexical_best = state.index.best(lexical, CANDIDATES)
-            semantic = self.semantic.similarities(memory_dir, vector, lexical_best)
-        hits = state.index.rank(lexical, limit, semantic)
+            similar = self.semantic.similarities(memory_dir, vector, lexical_best)
+        hits = state.index.rank(
+            lexical,
+            limit,
+            similar.scores if similar is not None else None,
+            similar.cosines if similar is not None and floors else None,
+        )
         return [state.entries[k].header for k, _ in hits if k in state.entries]
 
     async def reconcile_index(self, project: Project) -> dict[str, int]:

@@ -367,3 +367,20 @@ async def test_memories_without_a_description_are_embedded_by_their_body(
     assert auto["embeddings"]["memories_embedded"] == 3
     assert (await _recall(hybrid, project, PADDLING))[0] == "no_frontmatter.md"
     assert (await _recall(hybrid, project, "a hot drink in the morning"))[0] == "no_description.md"
+
+
+@needs_extra
+async def test_an_off_topic_prompt_recalls_nothing_and_a_paraphrase_still_recalls(
+    hybrid: DaemonHandle, project: Path
+) -> None:
+    kayak = await _write(hybrid, project, *KAYAK)
+    await _write(hybrid, project, "Coffee", "takes coffee with oat milk")
+    await _write(hybrid, project, "Deploy day", "deploys go out on Fridays after the freeze")
+    await _recall(hybrid, project, "coffee")
+    assert (await settled_auto_memory(hybrid))["ranker"].startswith("hybrid")
+    # No word in common with any memory, and nothing like them: the model's cosines are all
+    # under the floors, so recall returns nothing rather than the least unlike memories.
+    for prompt in ("fix the typo in the README", "why is this regular expression so slow?"):
+        assert await _recall(hybrid, project, prompt) == []
+    # No word in common either, but close in meaning: found.
+    assert await _recall(hybrid, project, PADDLING) == [kayak]

@@ -247,9 +247,13 @@ def test_token_vectors_are_stored_once_and_used_for_recall(semantic, tmp_path: P
     assert query.tokens.wordlike.tolist()[-1] is False
     got = first.similarities(tmp_path, query, [])
     assert got is not None
-    keys, values = got
+    keys, values = got.scores
     assert sorted(keys) == sorted(MEMORIES)  # fewer memories than candidates: all of them
     assert keys[int(np.argmax(values))] == "adoption.md"
+    # Beside them, every memory's pooled cosine, for the relevance floors.
+    pooled_keys, pooled = first._stores[tmp_path].similarities(query.vector)
+    assert got.cosines[0] == pooled_keys
+    assert np.array_equal(got.cosines[1], pooled)
     # A restarted daemon loads both stores and embeds nothing.
     again = semantic()
     again.sync(tmp_path, 1, MEMORIES)
@@ -258,8 +262,8 @@ def test_token_vectors_are_stored_once_and_used_for_recall(semantic, tmp_path: P
     assert again.similarities(tmp_path, query, []) is not None
     reloaded = again.similarities(tmp_path, query, [])
     assert reloaded is not None
-    assert reloaded[0] == keys
-    assert np.allclose(reloaded[1], values)
+    assert reloaded.scores[0] == keys
+    assert np.allclose(reloaded.scores[1], values)
 
 
 @needs_model
@@ -290,7 +294,8 @@ def test_a_candidate_without_token_vectors_means_pooled_cosines(semantic, tmp_pa
     assert query is not None
     got = recall.similarities(tmp_path, query, [])
     assert got is not None
-    keys, values = got
+    keys, values = got.scores
     pooled_keys, pooled = recall._stores[tmp_path].similarities(query.vector)
     assert keys == pooled_keys
     assert np.array_equal(values, pooled)
+    assert got.cosines[0] == pooled_keys

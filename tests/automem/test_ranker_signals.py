@@ -146,6 +146,42 @@ def test_hybrid_fusion_lifts_what_the_model_finds_close() -> None:
     )
 
 
+def test_relevance_floors_leave_out_memories_too_unlike_the_query() -> None:
+    idx = RecallIndex()
+    texts = {
+        "kayak.md": "rows a kayak",
+        "coffee.md": "likes coffee",
+        "deploys.md": "deploys on Fridays",
+        "new.md": "likes tea",  # no vector yet: no cosine, never dropped for it
+    }
+    for key, text in texts.items():
+        idx.upsert(key, key, text, "")
+    keys = ["kayak.md", "coffee.md", "deploys.md"]
+    fused = np.array([0.9, 0.8, 0.1], dtype=np.float32)
+    # The query shares no word with kayak.md: the model alone finds it, so it must pass the
+    # semantic-only floor (0.2); the other two, cosines 0.15 and 0.05, are too unlike it.
+    cosines = np.array([0.5, 0.15, 0.05], dtype=np.float32)
+    got = idx.search("paddling on the sea", 5, semantic=(keys, fused), cosines=(keys, cosines))
+    assert [k for k, _ in got] == ["kayak.md"]
+    unfloored = idx.search("paddling on the sea", 5, semantic=(keys, fused))
+    assert [k for k, _ in unfloored] == ["kayak.md", "coffee.md"]  # each above the mean
+    # A lexical match needs only the lower floor (0.1): coffee.md at 0.15 stays, but
+    # deploys.md at 0.05 goes though "fridays" matches it; new.md has no cosine and stays.
+    got = idx.search("coffee, tea or fridays", 5, semantic=(keys, fused), cosines=(keys, cosines))
+    assert sorted(k for k, _ in got) == ["coffee.md", "kayak.md", "new.md"]
+    # Off-topic: nothing is returned rather than the least unlike memories.
+    low = np.array([0.12, 0.08, 0.03], dtype=np.float32)
+    assert (
+        idx.search("fix the typo in the README", 5, semantic=(keys, fused), cosines=(keys, low))
+        == []
+    )
+    # 0 turns each floor off.
+    off = RecallIndex(replace(RankerParams(), relevance_floor=0.0, semantic_only_floor=0.0))
+    for key, text in texts.items():
+        off.upsert(key, key, text, "")
+    assert len(off.search("paddling", 5, semantic=(keys, fused), cosines=(keys, low))) == 2
+
+
 def test_when_questions_favour_memories_that_say_when() -> None:
     for boost, expected in ((0.0, "a.md"), (1.0, "b.md")):
         idx = RecallIndex(replace(PLAIN, when_boost=boost))

