@@ -1,4 +1,4 @@
-"""`memctl remember`, `memory-history`, `memory-restore` as real subprocesses."""
+"""`memctl remember`, `recall`, `memory-history`, `memory-restore` as real subprocesses."""
 
 from __future__ import annotations
 
@@ -79,3 +79,52 @@ async def test_errors_exit_nonzero(daemon: DaemonHandle, project: Path) -> None:
     code, _, err = await _memctl(daemon, "remember", "   ", "--cwd", str(project))
     assert code == 2
     assert "empty" in err
+
+
+async def test_recall_shows_what_an_agent_would_get(daemon: DaemonHandle, project: Path) -> None:
+    for text in (
+        "Deploys go through the canary cluster first.",
+        "Dana owns the billing service.",
+        "Use tabs in Go files.",
+    ):
+        code, _, err = await _memctl(daemon, "remember", text, "--cwd", str(project))
+        assert code == 0, err
+    code, out, err = await _memctl(
+        daemon, "recall", "which cluster gets deploys first?", "--cwd", str(project)
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith(" (ranked locally):")
+    # Each memory a block: number, type and title; its description; its file.
+    assert lines[1] == "1. [project] Deploys go through the canary cluster first"
+    assert lines[2] == "   Deploys go through the canary cluster first."
+    assert Path(lines[3].strip()).is_file()
+
+    # JSON: the recall result as the daemon sent it; the query from standard input.
+    code, out, _ = await _memctl(
+        daemon,
+        "--json",
+        "recall",
+        "-",
+        "--limit",
+        "1",
+        "--local",
+        "--cwd",
+        str(project),
+        stdin=b"who owns billing?",
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["selector"] == "local"
+    assert [m["name"] for m in result["memories"]] == ["Dana owns the billing service"]
+
+    code, out, _ = await _memctl(daemon, "recall", "kubernetes ingress", "--cwd", str(project))
+    assert (code, out.strip()) == (0, "no memory recalled (ranked locally)")
+
+
+async def test_recall_refuses_bad_usage(daemon: DaemonHandle, project: Path) -> None:
+    code, _, err = await _memctl(daemon, "recall", "  ", "--cwd", str(project))
+    assert (code, err.strip()) == (2, "memctl: nothing to recall: the query is empty")
+    code, _, err = await _memctl(daemon, "recall", "x", "--limit", "6", "--cwd", str(project))
+    assert code == 2
+    assert "invalid choice: 6" in err

@@ -2,7 +2,8 @@
 
 Without a model the daemon guesses the type from cue words (a URL or "lives at" → reference,
 "we decided" / "deadline" / "by Friday" → project, "don't" / "always" / "prefer" → feedback,
-else user) and names the memory with a short title of the text's meaningful words.
+"I" / "my" → user, else project) and names the memory with a short title of the text's
+meaningful words.
 """
 
 from __future__ import annotations

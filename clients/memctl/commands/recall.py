@@ -1,0 +1,74 @@
+"""`memctl recall "query" [--limit N] [--local] [--cwd DIR]`: what memoryd recalls for a query.
+
+The same `recall` an agent's prompt gets (the model picks when one is configured, else the
+local ranker; `--local` asks for the local ranker alone), printed one memory a block: type,
+title, description, file, and the staleness note when there is one. `memctl status` says
+which local ranker is active and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from memctl.output import EXIT_USAGE, client, emit, fail
+
+SELECTORS = {"model": "chosen by the model", "local": "ranked locally"}
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "recall", help="show the memories memoryd recalls for a query, as an agent gets them"
+    )
+    parser.add_argument("query", help="what to recall ('-' reads standard input)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        choices=range(1, 6),
+        default=5,
+        metavar="{1..5}",
+        help="at most this many memories (default 5)",
+    )
+    parser.add_argument(
+        "--local", action="store_true", help="the local ranker, even when a model is configured"
+    )
+    parser.add_argument(
+        "--cwd", default=None, help="the project directory (default: the current one)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    query = sys.stdin.read() if args.query == "-" else args.query
+    if not query.strip():
+        return fail(args, "nothing to recall: the query is empty", EXIT_USAGE)
+    params: dict[str, Any] = {
+        "cwd": os.path.abspath(args.cwd or os.getcwd()),
+        "query": query,
+        "limit": args.limit,
+    }
+    if args.local:
+        params["selector"] = "local"
+    with client(args, timeout=60.0) as conn:
+        result = conn.call("recall", params)
+    emit(args, result, render(result))
+    return 0
+
+
+def render(result: dict[str, Any]) -> str:
+    memories = result.get("memories") or []
+    how = SELECTORS.get(result.get("selector", ""), result.get("selector", ""))
+    if not memories:
+        return f"no memory recalled ({how})"
+    lines = [f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'} ({how}):"]
+    for number, memory in enumerate(memories, 1):
+        team = " team" if memory.get("team") else ""
+        lines.append(f"{number}. [{memory['type']}{team}] {memory['name']}")
+        if memory.get("description") and memory["description"] != memory["name"]:
+            lines.append(f"   {memory['description']}")
+        lines.append(f"   {memory['path']}")
+        if memory.get("note"):
+            lines.append(f"   note: {memory['note']}")
+    return "\n".join(lines)
