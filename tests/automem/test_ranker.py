@@ -85,17 +85,22 @@ def test_name_field_weight_matters() -> None:
     assert idx.search("kubernetes", 1)[0][0] == "b.md"
 
 
-def test_feedback_expansion_finds_related_document() -> None:
-    idx = RecallIndex(RankerParams(prf_docs=1, prf_terms=3, prf_weight=0.5))
-    idx.upsert("a.md", "pottery class", "Melanie signed up for a pottery workshop", "clay kiln")
-    idx.upsert("b.md", "ceramics", "Melanie fired bowls in the kiln", "clay glaze")
-    idx.upsert("c.md", "unrelated", "weather report", "rain")
-    keys = [k for k, _ in idx.search("pottery workshop", 5)]
-    assert keys[:2] == ["a.md", "b.md"]
-    without = RecallIndex(RankerParams(prf_docs=0))
-    without.upsert("a.md", "pottery class", "Melanie signed up for a pottery workshop", "clay kiln")
-    without.upsert("b.md", "ceramics", "Melanie fired bowls in the kiln", "clay glaze")
-    assert [k for k, _ in without.search("pottery workshop", 5)] == ["a.md"]
+def test_feedback_terms_reorder_what_the_query_matches_and_add_nothing() -> None:
+    def index(**params: int | float) -> RecallIndex:
+        idx = RecallIndex(RankerParams(diversity=0.0, **params))
+        idx.upsert("a.md", "pottery", "pottery workshop: clay shaped and fired in the kiln", "")
+        idx.upsert("b.md", "taxes", "a workshop on filing tax returns early", "")
+        idx.upsert("c.md", "glazes", "pottery glazes fired in a clay kiln", "")
+        idx.upsert("d.md", "repairs", "the kiln repair service", "")  # "kiln": feedback only
+        return idx
+
+    with_feedback = dict(index(prf_docs=1, prf_terms=3, prf_weight=0.5).search("pottery workshop"))
+    without = dict(index(prf_docs=0).search("pottery workshop"))
+    # The best match's words (clay, kiln, fired) lift the memory that shares them ...
+    assert list(with_feedback) == list(without) == ["a.md", "c.md", "b.md"]
+    assert with_feedback["c.md"] / with_feedback["b.md"] > 2 * without["c.md"] / without["b.md"]
+    # ... but a memory that only they match is not recalled: it is off the query's topic.
+    assert "d.md" not in with_feedback
 
 
 def test_ten_thousand_identical_memories() -> None:
