@@ -11,7 +11,7 @@ from tests.conftest import DaemonHandle
 
 
 async def _memctl(
-    handle: DaemonHandle, *args: str, stdin: bytes | None = None
+    handle: DaemonHandle, *args: str | bytes, stdin: bytes | None = None
 ) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -128,3 +128,24 @@ async def test_recall_refuses_bad_usage(daemon: DaemonHandle, project: Path) -> 
     code, _, err = await _memctl(daemon, "recall", "x", "--limit", "6", "--cwd", str(project))
     assert code == 2
     assert "invalid choice: 6" in err
+
+
+async def test_text_that_is_not_utf8_is_refused_before_it_is_sent(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Bytes that do not decode reach Python as lone surrogates, which JSON cannot carry: the
+    # daemon would answer with a parse error about surrogates; memctl says what is wrong.
+    cwd = ("--cwd", str(project))
+    code, _, err = await _memctl(daemon, "remember", "-", *cwd, stdin=b"keep \xff this")
+    assert (code, err.strip()) == (2, "memctl: the text is not valid UTF-8")
+    code, _, err = await _memctl(daemon, "remember", b"keep \xff this", *cwd)
+    assert (code, err.strip()) == (2, "memctl: the text is not valid UTF-8")
+    code, _, err = await _memctl(daemon, "recall", "-", *cwd, stdin=b"\xfe\xff commits")
+    assert (code, err.strip()) == (2, "memctl: the query is not valid UTF-8")
+    code, _, err = await _memctl(daemon, "call", "recall", b'{"cwd": "/", "query": "\xff"}')
+    assert (code, err.strip()) == (2, "memctl: params is not valid UTF-8")
+    assert not memdir.exists() or not any(memdir.glob("*.md"))  # nothing was saved
+    # UTF-8 that is not ASCII is text like any other.
+    code, out, err = await _memctl(daemon, "remember", "-", *cwd, stdin="Café hours: 8–16".encode())
+    assert code == 0, err
+    assert out.startswith("saved [project] Café hours")

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.text_input import read_text
 
 
 def register(sub: Any) -> None:
@@ -19,6 +20,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     params = None
     if args.params:
+        if read_text(args.params) is None:
+            return fail(args, "params is not valid UTF-8", EXIT_USAGE)
         try:
             params = json.loads(args.params)
         except json.JSONDecodeError as exc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.text_input import read_text
 
 SELECTORS = {"model": "chosen by the model", "local": "ranked locally"}
 
@@ -41,7 +41,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    query = sys.stdin.read() if args.query == "-" else args.query
+    query = read_text(args.query)
+    if query is None:
+        return fail(args, "the query is not valid UTF-8", EXIT_USAGE)
     if not query.strip():
         return fail(args, "nothing to recall: the query is empty", EXIT_USAGE)
     params: dict[str, Any] = {

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.text_input import read_text
 
 TYPES = ("user", "feedback", "project", "reference")
 
@@ -38,7 +39,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = read_text(args.text)
+    if text is None:
+        return fail(args, "the text is not valid UTF-8", EXIT_USAGE)
     if not text.strip():
         return fail(args, "nothing to remember: the text is empty", EXIT_USAGE)
     params: dict[str, Any] = {"cwd": os.path.abspath(args.cwd or os.getcwd()), "text": text}

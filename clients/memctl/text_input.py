@@ -1,0 +1,24 @@
+"""Text a command takes as an argument, or from standard input for "-": UTF-8 only.
+
+Bytes that are not UTF-8 reach Python as lone surrogates (in arguments) or fail to decode (on
+standard input); JSON carries neither, so the daemon would answer with a parse error about
+surrogates. This says what is wrong instead, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def read_text(value: str) -> str | None:
+    """`value`, or all of standard input when it is "-"; None when it is not UTF-8 text."""
+    if value == "-":
+        try:
+            return sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
