@@ -84,8 +84,9 @@ class RankerParams:
     # Relevance floors (embeddings on), on each memory's pooled cosine to the query: under
     # `relevance_floor` a memory is not returned, nor under `semantic_only_floor` when no
     # query term matches it. An off-topic prompt then recalls nothing instead of the five
-    # memories least unlike it. Set for all-MiniLM-L6-v2 (bench/bench_recall_precision.py);
-    # LoCoMo's development split scores the same with them. 0 turns each off.
+    # memories least unlike it. Set on all-MiniLM-L6-v2's cosines (bench/bench_recall_precision.py;
+    # another model's are moved onto that scale first: embeddings/cosine_scale.py); LoCoMo's
+    # development split scores the same with them. 0 turns each off.
     relevance_floor: float = 0.1
     semantic_only_floor: float = 0.2
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memoryd.automem.embeddings import late_interaction as li
+from memoryd.automem.embeddings.cosine_scale import REFERENCE
 from memoryd.automem.embeddings.late_interaction import TokenVectors
 
 DIM = 8
@@ -250,10 +251,14 @@ def test_token_vectors_are_stored_once_and_used_for_recall(semantic, tmp_path: P
     keys, values = got.scores
     assert sorted(keys) == sorted(MEMORIES)  # fewer memories than candidates: all of them
     assert keys[int(np.argmax(values))] == "adoption.md"
-    # Beside them, every memory's pooled cosine, for the relevance floors.
+    # Beside them, every memory's pooled cosine, moved onto the floors' scale: for this
+    # model, the one they were set on, all but unchanged.
     pooled_keys, pooled = first._stores[tmp_path].similarities(query.vector)
+    assert got.cosines is not None
     assert got.cosines[0] == pooled_keys
-    assert np.array_equal(got.cosines[1], pooled)
+    assert first.scale is not None
+    assert np.allclose(got.cosines[1], first.scale.to(REFERENCE, pooled))
+    assert np.allclose(got.cosines[1], pooled, atol=1e-3)
     # A restarted daemon loads both stores and embeds nothing.
     again = semantic()
     again.sync(tmp_path, 1, MEMORIES)
@@ -298,4 +303,15 @@ def test_a_candidate_without_token_vectors_means_pooled_cosines(semantic, tmp_pa
     pooled_keys, pooled = recall._stores[tmp_path].similarities(query.vector)
     assert keys == pooled_keys
     assert np.array_equal(values, pooled)
+    assert got.cosines is not None
     assert got.cosines[0] == pooled_keys
+
+
+@needs_model
+def test_minilms_cosines_are_the_floors_own_scale(semantic) -> None:  # type: ignore[no-untyped-def]
+    """`cosine_scale.REFERENCE` is what loading all-MiniLM-L6-v2 measures: with the default
+    model the floors compare its cosines as they are."""
+    recall = semantic()
+    assert recall.scale is not None
+    assert recall.scale.noise == pytest.approx(REFERENCE.noise, abs=1e-3)
+    assert recall.scale.spread == pytest.approx(REFERENCE.spread, abs=1e-3)

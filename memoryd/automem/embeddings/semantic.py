@@ -30,6 +30,7 @@ import structlog
 from memoryd.paths import state_dir
 
 if TYPE_CHECKING:
+    from memoryd.automem.embeddings.cosine_scale import CosineScale
     from memoryd.automem.embeddings.encoder import SentenceEncoder, Vectors
     from memoryd.automem.embeddings.late_interaction import TokenVectors
     from memoryd.automem.embeddings.token_store import TokenStore
@@ -73,7 +74,9 @@ class Similarities:
     """A query's semantic signals for the ranker, each (keys, one value per key)."""
 
     scores: tuple[list[str], Vectors]  # fused with the lexical scores
-    cosines: tuple[list[str], Vectors]  # every memory's pooled cosine: the relevance floors
+    # Every memory's pooled cosine on the floors' scale (`cosine_scale`); None when the
+    # model's scale could not be measured: no floors.
+    cosines: tuple[list[str], Vectors] | None
 
 
 def _return_freed_memory() -> None:
@@ -99,6 +102,7 @@ class SemanticRecall:
     def __init__(self, model: str | None = None) -> None:
         self.model_name = model
         self.encoder: SentenceEncoder | None = None
+        self.scale: CosineScale | None = None  # the encoder's cosines, measured when it loads
         self.reason = "lexical: embedding model not loaded yet (it loads on the first recall)"
         # Texts run through the model since start (memories: once per new content), and
         # memories found without a current vector that wait for one. Read by `status`.
@@ -204,8 +208,9 @@ class SemanticRecall:
         """What the ranker gets for the query: the semantic scores it fuses — late
         interaction over the candidates (`lexical_best`, the lexical ranker's best, and the
         best by cosine) when all of them have token vectors, else every memory's pooled
-        cosine — and every memory's pooled cosine, for the relevance floors."""
+        cosine — and every memory's pooled cosine on the floors' scale (`cosine_scale`)."""
         from memoryd.automem.embeddings import late_interaction
+        from memoryd.automem.embeddings.cosine_scale import REFERENCE
 
         store = self._stores.get(memory_dir)
         if store is None or not len(store):
@@ -214,15 +219,17 @@ class SemanticRecall:
         tokens = self._token_stores.get(memory_dir)
         freq = tokens.frequencies if tokens is not None else None
         pooled = (keys, cosines)
+        scale = self.scale
+        floored = (keys, scale.to(REFERENCE, cosines)) if scale is not None else None
         if tokens is None or freq is None:
-            return Similarities(pooled, pooled)
+            return Similarities(pooled, floored)
         wanted = late_interaction.candidates(lexical_best, keys, cosines)
         found, ids, rows = tokens.rows(wanted)
         if len(found) < len(wanted):  # some still being indexed: one signal for all
-            return Similarities(pooled, pooled)
+            return Similarities(pooled, floored)
         self.queries_late_interaction += 1
         late = late_interaction.scores(query.tokens, ids, rows, freq)
-        return Similarities((found, late), pooled)
+        return Similarities((found, late), floored)
 
     # -- the background thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -248,6 +255,7 @@ class SemanticRecall:
     def _load(self) -> None:
         if not self.wanted:  # the reason is set by `wanted`
             return
+        from memoryd.automem.embeddings.cosine_scale import UNRELATED, measure
         from memoryd.automem.embeddings.encoder import SentenceEncoder
         from memoryd.automem.embeddings.models import (
             EncoderUnavailable,
@@ -267,9 +275,17 @@ class SemanticRecall:
                 raise
             log.warning("converted embedding model unreadable: making it again", why=str(exc))
             encoder = SentenceEncoder(locate_model(self.model_name))
+        self.scale = measure(encoder.encode(list(UNRELATED)))  # before queries can use it
+        if self.scale is None:
+            log.warning("embedding model's cosines do not spread: recall has no relevance floors")
         self.encoder = encoder
         self.reason = f"hybrid: model {encoder.name} loaded"
-        log.info("embeddings on", model=encoder.name)
+        log.info(
+            "embeddings on",
+            model=encoder.name,
+            cosine_noise=self.scale and round(self.scale.noise, 4),
+            cosine_spread=self.scale and round(self.scale.spread, 4),
+        )
 
     def _open_stores(self, memory_dir: Path) -> tuple[VectorStore, TokenStore]:
         """The directory's stores, loaded from disk the first time."""

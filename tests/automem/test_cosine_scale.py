@@ -1,0 +1,65 @@
+"""The relevance floors' scale: a model's cosines measured on unrelated sentences, and moved
+onto the scale the floors were set on (all-MiniLM-L6-v2's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memoryd.automem.embeddings.cosine_scale import REFERENCE, UNRELATED, CosineScale, measure
+from memoryd.automem.ranker import RecallIndex
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _model_like(shared: float, seed: int = 0) -> np.ndarray:
+    """Unit vectors of `UNRELATED` for a model whose vectors all lean one way by `shared`
+    (as models with a compressed cosine range do: unrelated texts score ~0.4)."""
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal((len(UNRELATED), 64))
+    return _unit(_unit(noise) + shared * _unit(np.ones((1, 64))))
+
+
+def test_measure_finds_the_noise_level_and_spread() -> None:
+    spread_out = measure(_model_like(0.0))
+    leaning = measure(_model_like(0.9))
+    assert spread_out is not None
+    assert leaning is not None
+    assert abs(spread_out.noise) < 0.05  # random directions: about orthogonal
+    assert 0.35 < leaning.noise < 0.55
+    assert spread_out.spread > 0
+    assert leaning.spread > 0
+    # All alike (a broken model): nothing to calibrate on.
+    assert measure(np.tile(_unit(np.ones((1, 8))), (len(UNRELATED), 1))) is None
+
+
+def test_cosines_move_onto_the_floors_scale() -> None:
+    model = CosineScale(noise=0.39, spread=0.09)
+    moved = model.to(REFERENCE, np.array([0.39, 0.39 + 0.09, 0.39 + 2 * 0.09]))
+    # The model's noise level is MiniLM's, and a spread above it is MiniLM's spread above it.
+    assert np.allclose(
+        moved,
+        [
+            REFERENCE.noise,
+            REFERENCE.noise + REFERENCE.spread,
+            REFERENCE.noise + 2 * REFERENCE.spread,
+        ],
+    )
+    assert np.allclose(REFERENCE.to(REFERENCE, np.array([0.1, 0.2])), [0.1, 0.2])
+
+
+def test_a_model_on_another_scale_keeps_its_floors() -> None:
+    """With cosines around 0.4 for anything, the floors would pass every memory unless the
+    cosines are moved onto their scale first."""
+    idx = RecallIndex()
+    keys = ["kayak.md", "coffee.md", "deploys.md"]
+    for key, text in zip(keys, ("rows a kayak", "likes coffee", "deploys on Fridays"), strict=True):
+        idx.upsert(key, key, text, "")
+    fused = (keys, np.array([0.9, 0.8, 0.1], dtype=np.float32))  # two above the mean
+    raw = np.array([0.62, 0.43, 0.40], dtype=np.float32)  # kayak close; the others noise
+    unmoved = idx.search("paddling", 5, semantic=fused, cosines=(keys, raw))
+    assert [k for k, _ in unmoved] == ["kayak.md", "coffee.md"]  # 0.43 passes 0.2
+    moved = CosineScale(noise=0.39, spread=0.09).to(REFERENCE, raw)
+    got = idx.search("paddling", 5, semantic=fused, cosines=(keys, moved))
+    assert [k for k, _ in got] == ["kayak.md"]  # 0.43 is 0.09 on the floors' scale
