@@ -160,6 +160,12 @@ async def test_team_memory_has_its_own_index(
 ) -> None:
     res = await _write(daemon, project, team=True)
     assert Path(str(res["path"])).parent == memdir / "team"
+    # No team server here: saved, and the reply says it is not shared.
+    assert res["warnings"] == [
+        "saved in the team folder but not shared: team sync is not configured: set "
+        "MEMORYD_TEAM_URL (the memoryd-team server) and MEMORYD_TEAM_TOKEN (from "
+        "`memoryd-team token create --repo owner/repo`), then restart memoryd"
+    ]
     assert "feedback_run_tests" in (memdir / "team" / "MEMORY.md").read_text()
     assert (
         not (memdir / "MEMORY.md").exists()
@@ -535,6 +541,9 @@ async def test_remember_without_model(daemon: DaemonHandle, project: Path, memdi
     )
     assert Path(res["path"]).parent == memdir / "team"
     assert res["type"] == "reference"
+    assert [w.split(":")[0] for w in res["warnings"]] == ["saved in the team folder but not shared"]
+    mine = await daemon.call("memory.remember", cwd=str(project), text="Prefer tabs", type="user")
+    assert mine["warnings"] == []  # not a team memory: nothing to share
     with pytest.raises(RpcError) as err:
         await daemon.call("memory.remember", cwd=str(project), text="x", type="bogus")
     assert err.value.code == -32602

@@ -48,6 +48,7 @@ async def test_memory_write_team_starts_sync_and_pushes(
         body="Deploys go through the release branch.\n",
         team=True,
     )
+    assert written["warnings"] == []  # a team server is configured: it will be shared
     await assert_pushed_soon(server, team_dir_of(isolated_env, root), Path(written["path"]))
 
 
@@ -65,4 +66,5 @@ async def test_memctl_remember_team_starts_sync_and_pushes(
         str(root),
     )
     assert code == 0, err
+    assert json.loads(out)["warnings"] == []
     await assert_pushed_soon(server, team_dir_of(isolated_env, root), Path(json.loads(out)["path"]))

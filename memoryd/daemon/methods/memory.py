@@ -90,6 +90,16 @@ def _am(daemon: Daemon) -> AutoMemory:
     return daemon.services.automem
 
 
+def _unshared_team_write(daemon: Daemon, project: Project, path: Path) -> list[str]:
+    """A memory saved to the team folder with no team server configured stays on this
+    machine: the reply says so, lest the writer believe the team has it."""
+    if path.is_relative_to(_am(daemon).team_dir(project)) and not daemon.services.team.configured:
+        from memoryd.team.service import NOT_CONFIGURED  # the sync client stays unimported
+
+        return [f"saved in the team folder but not shared: {NOT_CONFIGURED}"]
+    return []
+
+
 def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> None:
     """A change in the team folder must reach the server even in a project whose sync has not
     started yet (no `get_context` or turn so far): start it; its first push carries the change,
@@ -192,6 +202,10 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
         daemon, project, params.name, params.description, params.body, params.team
     )
     result = await _save(daemon, project, params, team=params.team, file=params.file)
+    secrets["warnings"] = [
+        *secrets["warnings"],
+        *_unshared_team_write(daemon, project, result.path),
+    ]
     return {**_written(result), **secrets}
 
 
@@ -280,6 +294,10 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
     result = await _save(daemon, project, quick, team=params.team)
+    secrets["warnings"] = [
+        *secrets["warnings"],
+        *_unshared_team_write(daemon, project, result.path),
+    ]
     return {
         **_written(result),
         "type": quick.type,
