@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memoryd.automem.embeddings import semantic
+from memoryd.automem.embeddings.cosine_scale import REFERENCE
 from tests.automem.conftest import memory_text, settled_auto_memory, write_memory
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
@@ -110,6 +111,7 @@ async def test_without_embeddings_status_says_lexical_and_why(
         auto = _auto(await daemon.call("status"))
         assert auto["ranker"] == why
         assert auto["embeddings"]["model"] is None
+        assert auto["embeddings"]["cosine_scale"] is None
         assert auto["embeddings"]["memories_embedded"] == 0
     finally:
         await stop_daemon(daemon)
@@ -133,6 +135,7 @@ async def _lexical_because(
     assert why in auto["ranker"]
     assert auto["embeddings"] == {
         "model": None,
+        "cosine_scale": None,
         "memories_embedded": 0,
         "queries_embedded": 0,
         "queries_late_interaction": 0,
@@ -255,6 +258,10 @@ async def test_status_says_loading_indexing_then_hybrid_and_answers_throughout(
     final = seen[-1]
     assert final["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
     assert final["embeddings"]["model"] == str(bundled_model_dir)
+    # MiniLM's own cosine scale: the one the relevance floors were set on.
+    scale = final["embeddings"]["cosine_scale"]
+    assert scale["noise"] == pytest.approx(REFERENCE.noise, abs=1e-3)
+    assert scale["spread"] == pytest.approx(REFERENCE.spread, abs=1e-3)
     assert final["embeddings"]["memories_embedded"] == 401
     assert final["embeddings"]["waiting"] == 0
     assert (await _recall(hybrid, project, PADDLING))[0] == "user_kayak.md"

@@ -145,11 +145,18 @@ class SemanticRecall:
             return f"{self.reason}; indexing: memories without a vector yet are ranked lexically"
         return self.reason
 
-    def report(self) -> dict[str, str | int | None]:
-        """The model in use (None while lexical) and the counts, for `status`."""
-        encoder = self.encoder
+    def report(self) -> dict[str, str | int | dict[str, float] | None]:
+        """The model in use (None while lexical), its cosine scale and the counts, for
+        `status`."""
+        encoder, scale = self.encoder, self.scale
         return {
             "model": encoder.name if encoder is not None else None,
+            # Where the relevance floors sit for this model (`cosine_scale`); None: no floors.
+            "cosine_scale": (
+                {"noise": round(scale.noise, 4), "spread": round(scale.spread, 4)}
+                if encoder is not None and scale is not None
+                else None
+            ),
             "memories_embedded": self.memories_embedded,
             "queries_embedded": self.queries_embedded,
             "queries_late_interaction": self.queries_late_interaction,
