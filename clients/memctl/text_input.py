@@ -17,8 +17,13 @@ def read_text(value: str) -> str | None:
             return sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError:
             return None
+    return value if is_utf8(value) else None
+
+
+def is_utf8(argument: str) -> bool:
+    """Is this command-line argument UTF-8 text (no byte that failed to decode)?"""
     try:
-        value.encode("utf-8")
+        argument.encode("utf-8")
     except UnicodeEncodeError:
-        return None
-    return value
+        return False
+    return True

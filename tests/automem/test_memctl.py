@@ -149,3 +149,30 @@ async def test_text_that_is_not_utf8_is_refused_before_it_is_sent(
     code, out, err = await _memctl(daemon, "remember", "-", *cwd, stdin="Café hours: 8–16".encode())
     assert code == 0, err
     assert out.startswith("saved [project] Café hours")
+
+
+async def test_call_never_reads_standard_input(daemon: DaemonHandle) -> None:
+    """`-` is not JSON to `call`: it says so at once, though standard input stays open."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memctl",
+        "--socket",
+        str(daemon.socket_path),
+        "call",
+        "status",
+        "-",
+        stdin=asyncio.subprocess.PIPE,  # open, never written to or closed
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        code = await asyncio.wait_for(proc.wait(), timeout=20)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.stderr is not None
+    err = (await proc.stderr.read()).decode()
+    assert code == 2
+    assert err.startswith("memctl: params is not valid JSON")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
-from memctl.text_input import read_text
+from memctl.text_input import is_utf8
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     params = None
     if args.params:
-        if read_text(args.params) is None:
+        if not is_utf8(args.params):  # never standard input: "-" is not JSON
             return fail(args, "params is not valid UTF-8", EXIT_USAGE)
         try:
             params = json.loads(args.params)
