@@ -55,6 +55,10 @@ class CosineScale:
         """`cosines` of this model, moved onto `other`'s scale."""
         return (cosines - self.noise) * (other.spread / self.spread) + other.noise
 
+    def as_dict(self) -> dict[str, float]:
+        """For `status` and the log."""
+        return {"noise": round(self.noise, 4), "spread": round(self.spread, 4)}
+
 
 # all-MiniLM-L6-v2's, by `measure` (the floors' scale).
 REFERENCE = CosineScale(noise=0.0418, spread=0.1118)

@@ -152,11 +152,8 @@ class SemanticRecall:
         return {
             "model": encoder.name if encoder is not None else None,
             # Where the relevance floors sit for this model (`cosine_scale`); None: no floors.
-            "cosine_scale": (
-                {"noise": round(scale.noise, 4), "spread": round(scale.spread, 4)}
-                if encoder is not None and scale is not None
-                else None
-            ),
+            # Measured just before the encoder is kept, so it is there once the model is.
+            "cosine_scale": scale.as_dict() if scale is not None else None,
             "memories_embedded": self.memories_embedded,
             "queries_embedded": self.queries_embedded,
             "queries_late_interaction": self.queries_late_interaction,
@@ -287,12 +284,7 @@ class SemanticRecall:
             log.warning("embedding model's cosines do not spread: recall has no relevance floors")
         self.encoder = encoder
         self.reason = f"hybrid: model {encoder.name} loaded"
-        log.info(
-            "embeddings on",
-            model=encoder.name,
-            cosine_noise=self.scale and round(self.scale.noise, 4),
-            cosine_spread=self.scale and round(self.scale.spread, 4),
-        )
+        log.info("embeddings on", model=encoder.name, cosine_scale=self.report()["cosine_scale"])
 
     def _open_stores(self, memory_dir: Path) -> tuple[VectorStore, TokenStore]:
         """The directory's stores, loaded from disk the first time."""
