@@ -90,22 +90,20 @@ def _am(daemon: Daemon) -> AutoMemory:
     return daemon.services.automem
 
 
-def _unshared_team_write(daemon: Daemon, project: Project, path: Path) -> list[str]:
-    """A memory saved to the team folder with no team server configured stays on this
-    machine: the reply says so, lest the writer believe the team has it."""
-    if path.is_relative_to(_am(daemon).team_dir(project)) and not daemon.services.team.configured:
+def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> list[str]:
+    """A change in the team folder must reach the server even in a project whose sync has not
+    started yet (no `get_context` or turn so far): start it; its first push carries the change,
+    and once it runs the watcher pushes every later one within the debounce. With no team
+    server configured the change stays on this machine: the warning returned says so, for a
+    reply to carry (lest the writer believe the team has it)."""
+    if not path.is_relative_to(_am(daemon).team_dir(project)):
+        return []
+    if not daemon.services.team.configured:
         from memoryd.team.service import NOT_CONFIGURED  # the sync client stays unimported
 
         return [f"saved in the team folder but not shared: {NOT_CONFIGURED}"]
+    daemon.services.team.ensure(project)
     return []
-
-
-def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> None:
-    """A change in the team folder must reach the server even in a project whose sync has not
-    started yet (no `get_context` or turn so far): start it; its first push carries the change,
-    and once it runs the watcher pushes every later one within the debounce."""
-    if path.is_relative_to(_am(daemon).team_dir(project)):
-        daemon.services.team.ensure(project)
 
 
 async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
@@ -201,11 +199,8 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     secrets = _check_secrets(
         daemon, project, params.name, params.description, params.body, params.team
     )
-    result = await _save(daemon, project, params, team=params.team, file=params.file)
-    secrets["warnings"] = [
-        *secrets["warnings"],
-        *_unshared_team_write(daemon, project, result.path),
-    ]
+    result, unshared = await _save(daemon, project, params, team=params.team, file=params.file)
+    secrets["warnings"] += unshared
     return {**_written(result), **secrets}
 
 
@@ -224,8 +219,9 @@ class _MemoryText(Protocol):
 
 async def _save(
     daemon: Daemon, project: Project, memory: _MemoryText, *, team: bool, file: str | None = None
-) -> WriteResult:
-    """Write the memory, then start team sync if it landed in the team folder."""
+) -> tuple[WriteResult, list[str]]:
+    """Write the memory, then start team sync if it landed in the team folder; with it the
+    warnings for the reply (a team memory no server will get)."""
     result = await _am(daemon).write_memory(
         project,
         type=memory.type,
@@ -235,8 +231,7 @@ async def _save(
         team=team,
         file=file,
     )
-    _sync_if_team(daemon, project, result.path)
-    return result
+    return result, _sync_if_team(daemon, project, result.path)
 
 
 def _written(result: WriteResult) -> dict[str, Any]:
@@ -293,11 +288,8 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
-    result = await _save(daemon, project, quick, team=params.team)
-    secrets["warnings"] = [
-        *secrets["warnings"],
-        *_unshared_team_write(daemon, project, result.path),
-    ]
+    result, unshared = await _save(daemon, project, quick, team=params.team)
+    secrets["warnings"] += unshared
     return {
         **_written(result),
         "type": quick.type,
