@@ -8,6 +8,12 @@ Unix socket, with no model configured (so the local selector). hit@5: at least o
 memory among the 5 returned. The BM25 baseline (rank_bm25 over the observation text alone)
 is computed in the same run.
 
+Every question there has an answer in memory, so hit@5 never counts a memory recalled for a
+prompt about nothing in it. After each conversation's questions, the same daemon is sent
+`ABOUT_NONE`, 80 coding-agent prompts about nothing in these conversations ("fix the
+failing unit test in the parser module"), and the bench prints how many memories they
+recall: each is context an agent's prompt would spend on noise.
+
     .venv/bin/python bench/bench_recall_locomo.py [--split dev|eval|both] [--ranker lexical|hybrid]
 
 `--ranker hybrid` (the default when the embeddings extra is installed) adds the sentence
@@ -37,6 +43,90 @@ EVAL = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")
 REPO = Path(__file__).resolve().parent.parent
 # LoCoMo's category numbers (category 5, adversarial, is left out).
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+# Prompts about nothing in any conversation: the first 40 were written with the relevance
+# floors' first values, the last 40 later, to check a change chosen on the first 40.
+ABOUT_NONE = (
+    "fix the failing unit test in the parser module",
+    "rename the variable config_path to settings_path everywhere",
+    "why does the build fail on CI?",
+    "add type hints to the utils module",
+    "run the linter and fix the warnings",
+    "update the README installation section",
+    "what does this regular expression match?",
+    "optimize the SQL query in the reports endpoint",
+    "bump the dependency versions in pyproject.toml",
+    "write a docstring for the parse_args function",
+    "the docker image is too large, can you slim it down?",
+    "set up a GitHub Actions workflow for releases",
+    "refactor the HTTP client to use async",
+    "there is a memory leak in the worker process",
+    "migrate the database schema to add an index on user_id",
+    "explain the difference between a mutex and a semaphore",
+    "convert this callback code to promises",
+    "the tests are flaky on Windows",
+    "add logging to the payment service",
+    "how do I squash my last three commits?",
+    "implement pagination for the list endpoint",
+    "the frontend build takes five minutes",
+    "profile the slow startup of the CLI",
+    "make the config loader accept YAML",
+    "what is the time complexity of this function?",
+    "delete the unused imports",
+    "the API returns 500 when the body is empty",
+    "add a retry with exponential backoff",
+    "write integration tests for the auth flow",
+    "generate a changelog from the git history",
+    "zzzqqq",
+    "asdf qwerty",
+    "the quarterly tax report is due",
+    "configure nginx as a reverse proxy",
+    "translate this error message into Spanish",
+    "kubernetes pod keeps restarting",
+    "compile the project with optimizations",
+    "what port does the dev server use?",
+    "set the locale to UTF-8",
+    "vendor the protobuf definitions",
+    "add a unit test for the date parser",
+    "why is the response time so high on the search page?",
+    "bump the Node version in the Dockerfile",
+    "split this function into smaller helpers",
+    "the login form does not validate email addresses",
+    "make the table sortable by column",
+    "remove the deprecated API calls",
+    "write a migration that renames the orders table",
+    "add caching to the product lookup",
+    "the cron job did not run last night",
+    "fix the typo in the error message",
+    "what does the --force flag do here?",
+    "set up pre-commit hooks",
+    "replace print statements with proper logging",
+    "why does mypy complain about this line?",
+    "add an index to speed up this query",
+    "the build output is missing the static assets",
+    "upgrade the ORM to the latest major version",
+    "write a README section about configuration",
+    "the app crashes when the network is offline",
+    "add a health check endpoint",
+    "serialize this object to JSON",
+    "rewrite this loop with a list comprehension",
+    "the container runs out of memory",
+    "add rate limiting to the public API",
+    "where is the entry point of this program?",
+    "stream the file instead of reading it all",
+    "the progress bar freezes at 99%",
+    "add a command line flag for verbose output",
+    "handle the timeout error gracefully",
+    "make the colors accessible for color-blind users",
+    "sort the imports",
+    "this regex is too slow on long inputs",
+    "check the license of our dependencies",
+    "reduce the bundle size",
+    "add a websocket reconnect",
+    "what encoding does this file use?",
+    "mock the HTTP server in this test",
+    "generate API docs from the docstrings",
+    "the date shows in the wrong timezone",
+)
 
 
 @dataclass(frozen=True)
@@ -144,9 +234,20 @@ def write_memory_dir(folder: Path, memories: list[Memory]) -> None:
     (folder / "MEMORY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Result:
+    """One conversation's figures: questions hit, questions, (hit, questions) per category,
+    and the number of memories each `ABOUT_NONE` prompt recalled."""
+
+    hit: int
+    queries: int
+    per_category: dict[int, list[int]]
+    about_none: list[int]
+
+
 async def run_recall(
     convs: dict[str, tuple[list[Memory], list[Query]]], names: tuple[str, ...], work: Path
-) -> dict[str, tuple[int, int, dict[int, list[int]]]]:
+) -> dict[str, Result]:
     from memoryd.core.model_config import ModelConfig
     from memoryd.core.project import sanitize_key
     from memoryd.core.team_config import TeamConfig
@@ -189,7 +290,13 @@ async def run_recall(
                 n_hit += ok
                 per_cat[q.category][0] += ok
                 per_cat[q.category][1] += 1
-            results[name] = (n_hit, len(queries), dict(per_cat))
+            about_none = []
+            for prompt in ABOUT_NONE:
+                reply = await client.call(
+                    "recall", {"cwd": str(project), "query": prompt, "limit": 5}
+                )
+                about_none.append(len(reply["memories"]))
+            results[name] = Result(n_hit, len(queries), dict(per_cat), about_none)
     finally:
         await client.close()
         await server.stop()
@@ -244,21 +351,21 @@ def main() -> int:
             started = time.perf_counter()
             got = asyncio.run(run_recall(convs, names, work / split))
             elapsed = time.perf_counter() - started
-            total = sum(t for _, t, _ in got.values())
-            ours = sum(h for h, _, _ in got.values())
+            total = sum(r.queries for r in got.values())
+            ours = sum(r.hit for r in got.values())
             cats: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-            for _, _, per in got.values():
-                for c, (h, t) in per.items():
+            for r in got.values():
+                for c, (h, t) in r.per_category.items():
                     cats[c][0] += h
                     cats[c][1] += t
             print(
                 f"{split:<6} {total:>7} {base / total:>7.3f} {ours / total:>8.3f} {ours / base:>6.2f} {total / elapsed:>7.0f}"
             )
-            low, high = conversation_interval([(h, t) for h, t, _ in got.values()])
+            low, high = conversation_interval([(r.hit, r.queries) for r in got.values()])
             print(
                 "       by conversation: "
                 + ", ".join(
-                    f"{n.removeprefix('conv-')} {h / t:.3f}" for n, (h, t, _) in got.items()
+                    f"{n.removeprefix('conv-')} {r.hit / r.queries:.3f}" for n, r in got.items()
                 )
                 + f"; 95% interval over conversations {low:.3f}–{high:.3f}"
             )
@@ -267,6 +374,15 @@ def main() -> int:
                 + ", ".join(
                     f"{CATEGORIES[c]} {h / t:.3f} ({t})" for c, (h, t) in sorted(cats.items())
                 )
+            )
+            none = [n for r in got.values() for n in r.about_none]
+            first = [n for r in got.values() for n in r.about_none[:40]]
+            print(
+                f"       prompts about none ({len(ABOUT_NONE)} a conversation):"
+                f" {sum(none) / len(none):.2f} memories recalled each"
+                f" (first 40: {sum(first) / len(first):.2f}, last 40:"
+                f" {(sum(none) - sum(first)) / (len(none) - len(first)):.2f}),"
+                f" none for {sum(not n for n in none)} of {len(none)}"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

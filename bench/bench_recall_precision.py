@@ -11,7 +11,11 @@ facts, pointers):
   to production?" for "Deploys go through the canary cluster first"): is it among the 5
   recalled, and how many memories come with it;
 - 20 coding prompts about none of them ("optimize this SQL query"): how many memories are
-  recalled, and for how many prompts none.
+  recalled, and for how many prompts none;
+- 30 prompts of a word or two that one memory holds ("bazel", "PagerDuty"), as a user
+  searching their memory types them: is it among the 5 recalled. Such a prompt is a weak
+  sentence for the model (cosines 0.22–0.70 here), so it shows whether the floors cut what
+  the lexical ranker alone finds.
 
 The hybrid ranker as the daemon runs it — the same lexical index, embedding thread, vector
 stores, late interaction and fusion (`SemanticRecall`, `RecallIndex.rank`) — with its
@@ -79,6 +83,38 @@ ABOUT_ONE = [  # (prompt, the memory it is about)
     ("how do I run all the tests in the repo?", 18),
     ("write tests for this Go function", 19),
 ]
+BY_TERM = [  # (prompt, the memory holding it)
+    ("INGEST", 7),
+    ("bazel", 18),
+    ("LaunchDarkly", 14),
+    ("vault", 17),
+    ("PagerDuty", 13),
+    ("buildkite", 11),
+    ("Dana", 1),
+    ("tesla", 15),
+    ("grafana", 8),
+    ("canary", 2),
+    ("LazyVim", 5),
+    ("fuzz", 11),
+    ("merge freeze", 9),
+    ("Linear", 7),
+    ("tabs", 10),
+    ("kv/platform", 17),
+    ("subject lines", 0),
+    ("staging", 3),
+    ("table-driven", 19),
+    ("mobile release", 9),
+    ("Sunday", 3),
+    ("regions", 2),
+    ("indentation", 10),
+    ("monorepo", 18),
+    ("linter", 12),
+    ("dockerised postgres", 4),
+    ("checkout flow", 13),
+    ("senior Go developer", 6),
+    ("feature flags", 14),
+    ("imperative", 0),
+]
 ABOUT_NONE = [
     "rename the variable config_path to settings_path",
     "what does this regular expression match?",
@@ -132,10 +168,10 @@ def main() -> int:
             "hybrid, no floors": (no_floors, True),
             "lexical": (with_floors, False),
         }
-        prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE
+        prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM]
         print(
             f"{'':<20} {'about one: found':>16} {'recalled each':>13}"
-            f" {'about none: recalled':>20} {'none recalled':>13}"
+            f" {'about none: recalled':>20} {'none recalled':>13} {'by term: found':>14}"
         )
         for label, (params, hybrid) in rankers.items():
             index = RecallIndex(params)
@@ -153,14 +189,17 @@ def main() -> int:
                 assert similar is not None
                 ranked = index.rank(lexical, 5, similar.scores, similar.cosines)
                 got.append([key for key, _ in ranked])
-            about_one, about_none = got[: len(ABOUT_ONE)], got[len(ABOUT_ONE) :]
+            about_one, rest = got[: len(ABOUT_ONE)], got[len(ABOUT_ONE) :]
+            about_none, by_term = rest[: len(ABOUT_NONE)], rest[len(ABOUT_NONE) :]
             found = sum(keys[m] in r for (_, m), r in zip(ABOUT_ONE, about_one, strict=True))
             each = sum(len(r) for r in about_one) / len(about_one)
             noise = sum(len(r) for r in about_none)
             silent = sum(not r for r in about_none)
+            named = sum(keys[m] in r for (_, m), r in zip(BY_TERM, by_term, strict=True))
             print(
                 f"{label:<20} {found:>9} of {len(ABOUT_ONE):<3} {each:>13.2f}"
                 f" {noise:>11} of {5 * len(ABOUT_NONE):<5} {silent:>6} of {len(ABOUT_NONE):<3}"
+                f" {named:>7} of {len(BY_TERM):<3}"
             )
         semantic.close()
     finally:

@@ -159,18 +159,22 @@ def test_relevance_floors_leave_out_memories_too_unlike_the_query() -> None:
     keys = ["kayak.md", "coffee.md", "deploys.md"]
     fused = np.array([0.9, 0.8, 0.1], dtype=np.float32)
     # The query shares no word with kayak.md: the model alone finds it, so it must pass the
-    # semantic-only floor (0.2); the other two, cosines 0.15 and 0.05, are too unlike it.
-    cosines = np.array([0.5, 0.15, 0.05], dtype=np.float32)
+    # semantic-only floor (0.2); the other two, cosines 0.18 and 0.05, are too unlike it.
+    cosines = np.array([0.5, 0.18, 0.05], dtype=np.float32)
     got = idx.search("paddling on the sea", 5, semantic=(keys, fused), cosines=(keys, cosines))
     assert [k for k, _ in got] == ["kayak.md"]
     unfloored = idx.search("paddling on the sea", 5, semantic=(keys, fused))
     assert [k for k, _ in unfloored] == ["kayak.md", "coffee.md"]  # each above the mean
-    # A lexical match needs only the lower floor (0.1): coffee.md at 0.15 stays, but
+    # A lexical match needs only the lower floor (0.15): coffee.md at 0.18 stays, but
     # deploys.md at 0.05 goes though "fridays" matches it; new.md has no cosine and stays.
     got = idx.search("coffee, tea or fridays", 5, semantic=(keys, fused), cosines=(keys, cosines))
     assert sorted(k for k, _ in got) == ["coffee.md", "kayak.md", "new.md"]
+    # A shared word is not enough from a memory that unlike the query (0.12): coffee.md goes.
+    weak = np.array([0.5, 0.12, 0.05], dtype=np.float32)
+    got = idx.search("coffee, tea or fridays", 5, semantic=(keys, fused), cosines=(keys, weak))
+    assert sorted(k for k, _ in got) == ["kayak.md", "new.md"]
     # Off-topic: nothing is returned rather than the least unlike memories.
-    low = np.array([0.12, 0.08, 0.03], dtype=np.float32)
+    low = np.array([0.14, 0.08, 0.03], dtype=np.float32)
     assert (
         idx.search("fix the typo in the README", 5, semantic=(keys, fused), cosines=(keys, low))
         == []
