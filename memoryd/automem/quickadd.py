@@ -28,7 +28,8 @@ log = structlog.get_logger("memoryd.quickadd")
 
 NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# A stop followed by a lower-case word ends no sentence: "run bazel test //... first", "e.g. ruff".
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s(?![a-z])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 QUICKADD_SYSTEM = f"""\

@@ -30,7 +30,7 @@ _HOST = re.compile(
 )
 _LOCATION = re.compile(
     r"\b(?:lives?|living|is|are|sits?|can be found|(?:is |are )?(?:hosted|kept|tracked|filed))"
-    r"\s+(?:at|in|on|under)\b",
+    r"\s+(?:at|in|on|under)\b(?![\s-]call\b)",  # "is on call" places no one
     re.IGNORECASE,
 )
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -50,7 +50,8 @@ _FILLER_START = re.compile(
     r"^(?:(?:please\s+)?(?:remember|note|fyi|reminder|keep in mind)\b[\s:,-]*(?:that\b)?\s*)",
     re.IGNORECASE,
 )
-_CLAUSE_END = re.compile(r"(?<=[.!?;])\s|\s[—–]\s|\s-\s|\n")
+# A stop followed by a lower-case word ends no sentence: "run bazel test //... first", "e.g. ruff".
+_CLAUSE_END = re.compile(r"(?<=;)\s|(?<=[.!?])\s(?![a-z])|\s[—–]\s|\s-\s|\n")
 _WORD = re.compile(r"[^\s,;()\[\]{}\"“”]+")
 _DECISION = re.compile(
     r"^(?:we|they|the team|i)\s+(?:have\s+|has\s+)?(?:decided|agreed|settled)\s+(?:to|that|on)?\s*",
@@ -133,6 +134,12 @@ def guess_title(text: str) -> str:
             words = words[1:]
     if len(words) > 1 and words[0].lower() in ("the", "a", "an"):
         words = words[1:]
+    if len(words) > TITLE_WORDS and "," in clause:
+        # Too long: the part before its first comma is a whole phrase, when it says enough.
+        dropped = len(_words(clause)) - len(words)  # the pronoun or article left out above
+        before_comma = words[: max(0, len(_words(clause.split(",", 1)[0])) - dropped)]
+        if 4 <= len(before_comma) <= TITLE_WORDS:
+            words = before_comma
     return _fit(words) or "note"
 
 

@@ -70,6 +70,13 @@ def test_derived_and_model_fields_drop_control_characters() -> None:
     assert (m.name, m.description) == ("Bell", "d x")
 
 
+def test_a_stop_before_a_lower_case_word_ends_no_sentence() -> None:
+    q = quickadd.derive("The monorepo uses Bazel; run bazel test //... before a PR", None)
+    assert q.description == "The monorepo uses Bazel; run bazel test //... before a PR"
+    q = quickadd.derive("Lint with e.g. ruff before pushing. Then run mypy.", None)
+    assert q.description == "Lint with e.g. ruff before pushing."
+
+
 def test_derive_long_text_is_cut_at_words_without_an_ellipsis() -> None:
     text = "word " * 100
     q = quickadd.derive(text, "project")
@@ -114,6 +121,18 @@ def test_derive_long_text_is_cut_at_words_without_an_ellipsis() -> None:
         ("The staging database is reset every Sunday night", "project", None),
         # "I" inside a word or a name is not the first person.
         ("Imports in the iOS app go through the CI mirror", "project", None),
+        # Too long for a title: the part before the comma, not three words cut at "the".
+        (
+            "Deploys go through the canary cluster first, then all regions",
+            "project",
+            "Deploys go through the canary cluster first",
+        ),
+        # Being on call is not a place: no "Payments team: call for checkout".
+        (
+            "The payments team is on call for the checkout flow; page them through PagerDuty",
+            "project",
+            "Payments team",
+        ),
     ],
 )
 def test_zero_model_type_and_title(text: str, kind: str, name: str | None) -> None:
