@@ -10,6 +10,7 @@ held by every writer of the dir — this service, the extraction and dream agent
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable
@@ -32,7 +33,7 @@ from memoryd.automem.ranker import RankerParams
 from memoryd.automem.recall_query import query_excerpt
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, DirState
-from memoryd.automem.warmup import WORKER, DirStates
+from memoryd.automem.warmup import WORKER, DirStates, Spawn
 from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
 
@@ -60,12 +61,14 @@ class AutoMemory:
     def __init__(self, host: Host, *, flag_settings: Path | None) -> None:
         self.settings = SettingsCache(flag_settings)
         self.dirs = MemoryDirs(self.settings)
-        self.states = DirStates(lambda coro: host.spawn(coro, worker=WORKER))
+        self._spawn: Spawn = lambda coro: host.spawn(coro, worker=WORKER)
+        self.states = DirStates(self._spawn)
         self.writer_lock = WriterLocks()
         self.index_writer = IndexWriter(self.states, self.writer_lock)
         self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
-        self.semantic = SemanticRecall()  # loads nothing until a memory dir is searched
+        self.semantic = SemanticRecall()  # loads nothing until a memory dir is used
+        self._embedding: set[Path] = set()  # dirs whose memories `warm` sent to the model
         self.writes = MemoryWrites(
             self.dirs,
             self.states,
@@ -81,7 +84,6 @@ class AutoMemory:
         self.versions = self.writes.versions
         self.restore = self.writes.restore
         self.state = self.states.state
-        self.warm = self.states.warm
         self.ready = self.states.ready
         # (when, how many dirs were known, the report): `status` is polled by status lines
         # many times a second, and a stat per folder per poll was a fifth of its cost.
@@ -127,6 +129,26 @@ class AutoMemory:
         chosen = self.dirs.chosen(project.root)
         if chosen is not None:
             self.states.invalidate(chosen)
+
+    def warm(self, memory_dir: Path) -> None:
+        """Load a memory dir never loaded, in the background (`DirStates.warm`). With
+        embeddings wanted, then load the model and embed the dir's memories too: a session's
+        first prompt comes seconds after its `get_context`, and its recall is hybrid only if
+        the model is loaded by then (a daemon started by that session's first hook has not
+        loaded it yet)."""
+        self.states.warm(memory_dir)
+        if memory_dir in self._embedding or not self.semantic.wanted:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._embedding.add(memory_dir)
+        self._spawn(self._embed_when_loaded(memory_dir))
+
+    async def _embed_when_loaded(self, memory_dir: Path) -> None:
+        state = await self.states.ready(memory_dir)
+        self.semantic.sync(memory_dir, state.generation, state.embed_texts)
 
     # -- reading ----------------------------------------------------------------------------
     async def loaded(self, project: Project) -> None:

@@ -267,6 +267,29 @@ async def test_status_says_loading_indexing_then_hybrid_and_answers_throughout(
     assert (await _recall(hybrid, project, PADDLING))[0] == "user_kayak.md"
 
 
+async def test_a_sessions_get_context_loads_the_model_so_its_first_prompt_is_hybrid(
+    hybrid: DaemonHandle, project: Path, memdir: Path, bundled_model_dir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+    for name, text in (("deploy", "deploys go out on Fridays"), ("coffee", "takes oat milk")):
+        (memdir / f"user_{name}.md").write_text(memory_text(name, text, "user", ""), "utf-8")
+    before = _auto(await hybrid.call("status"))
+    assert before["ranker"].startswith("lexical: embedding model not loaded yet"), before
+    await hybrid.call("get_context", cwd=str(project), session_id="s1")  # the session starts
+    auto = await settled_auto_memory(hybrid)  # no recall yet
+    assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
+    assert (auto["embeddings"]["memories_embedded"], auto["embeddings"]["queries_embedded"]) == (
+        3,
+        0,
+    )
+    # The first prompt shares no word with the memory: only the model finds it.
+    assert await _recall(hybrid, project, PADDLING) == ["user_kayak.md"]
+    # Another session's get_context does not queue the directory again.
+    await hybrid.call("get_context", cwd=str(project), session_id="s2")
+    assert _auto(await hybrid.call("status"))["embeddings"]["memories_embedded"] == 3
+
+
 async def test_a_vector_is_computed_once_per_content_never_at_query_time(
     short_tmp: Path, project: Path, memdir: Path, bundled_model_dir: Path, model_at: Any
 ) -> None:
