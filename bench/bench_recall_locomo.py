@@ -12,7 +12,8 @@ Every question there has an answer in memory, so hit@5 never counts a memory rec
 prompt about nothing in it. After each conversation's questions, the same daemon is sent
 `ABOUT_NONE`, 80 coding-agent prompts about nothing in these conversations ("fix the
 failing unit test in the parser module"), and the bench prints how many memories they
-recall: each is context an agent's prompt would spend on noise.
+recall: each is context an agent's prompt would spend on noise. Then the 40 replies of
+`bench_recall_precision.py` that name no topic ("keep going", "looks good"), likewise.
 
     .venv/bin/python bench/bench_recall_locomo.py [--split dev|eval|both] [--ranker lexical|hybrid]
 
@@ -37,6 +38,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench_recall_precision import REPLIES
 
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 EVAL = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")
@@ -237,12 +240,13 @@ def write_memory_dir(folder: Path, memories: list[Memory]) -> None:
 @dataclass(frozen=True)
 class Result:
     """One conversation's figures: questions hit, questions, (hit, questions) per category,
-    and the number of memories each `ABOUT_NONE` prompt recalled."""
+    and the number of memories each `ABOUT_NONE` prompt and each reply recalled."""
 
     hit: int
     queries: int
     per_category: dict[int, list[int]]
     about_none: list[int]
+    replies: list[int]
 
 
 async def run_recall(
@@ -296,7 +300,13 @@ async def run_recall(
                     "recall", {"cwd": str(project), "query": prompt, "limit": 5}
                 )
                 about_none.append(len(reply["memories"]))
-            results[name] = Result(n_hit, len(queries), dict(per_cat), about_none)
+            replies = []
+            for prompt in REPLIES:
+                reply = await client.call(
+                    "recall", {"cwd": str(project), "query": prompt, "limit": 5}
+                )
+                replies.append(len(reply["memories"]))
+            results[name] = Result(n_hit, len(queries), dict(per_cat), about_none, replies)
     finally:
         await client.close()
         await server.stop()
@@ -383,6 +393,12 @@ def main() -> int:
                 f" (first 40: {sum(first) / len(first):.2f}, last 40:"
                 f" {(sum(none) - sum(first)) / (len(none) - len(first)):.2f}),"
                 f" none for {sum(not n for n in none)} of {len(none)}"
+            )
+            replies = [n for r in got.values() for n in r.replies]
+            print(
+                f"       replies that name no topic ({len(REPLIES)} a conversation):"
+                f" {sum(replies) / len(replies):.2f} memories recalled each,"
+                f" none for {sum(not n for n in replies)} of {len(replies)}"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -12,6 +12,10 @@ facts, pointers):
   recalled, and how many memories come with it;
 - 20 coding prompts about none of them ("optimize this SQL query"): how many memories are
   recalled, and for how many prompts none;
+- 40 replies that steer the conversation without naming a topic ("keep going", "looks
+  good"): how many memories are recalled. `recall` ranks none of those that
+  `recall_query.names_no_topic` recognises; the first 20 are the replies its word list was
+  written from, the last 20 were written after it, to see how far it reaches;
 - 30 prompts of a word or two that one memory holds ("bazel", "PagerDuty"), as a user
   searching their memory types them: is it among the 5 recalled. Such a prompt is a weak
   sentence for the model (cosines 0.22–0.70 here), so it shows whether the floors cut what
@@ -35,6 +39,11 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memoryd.automem.embeddings.semantic import SemanticRecall
+    from memoryd.automem.ranker import RecallIndex
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -82,6 +91,49 @@ ABOUT_ONE = [  # (prompt, the memory it is about)
     ("where do I put the new API key?", 17),
     ("how do I run all the tests in the repo?", 18),
     ("write tests for this Go function", 19),
+]
+REPLIES = [
+    "yes",
+    "ok",
+    "thanks!",
+    "go ahead",
+    "continue",
+    "looks good",
+    "do it",
+    "sounds good, please proceed",
+    "great, thank you",
+    "no",
+    "hmm",
+    "why?",
+    "try again",
+    "what do you think?",
+    "lgtm",
+    "perfect",
+    "stop",
+    "undo that",
+    "nice work",
+    "keep going",
+    # written after the word list
+    "yes please",
+    "sure, go for it",
+    "that works",
+    "ok thanks",
+    "sounds great",
+    "perfect, thank you!",
+    "no, wait",
+    "hmm, not sure",
+    "can you continue?",
+    "please proceed",
+    "all good",
+    "yep",
+    "looks right to me",
+    "great job",
+    "try that again",
+    "keep at it",
+    "never mind",
+    "got it",
+    "fine by me",
+    "do that",
 ]
 BY_TERM = [  # (prompt, the memory holding it)
     ("INGEST", 7),
@@ -145,9 +197,9 @@ def main() -> int:
     os.environ["XDG_STATE_HOME"] = str(work / "state")
     os.environ["MEMORYD_EMBEDDINGS"] = "on"
     try:
-        from memoryd.automem.embeddings.late_interaction import CANDIDATES
         from memoryd.automem.embeddings.semantic import SemanticRecall
         from memoryd.automem.ranker import RankerParams, RecallIndex
+        from memoryd.automem.recall_query import names_no_topic
 
         semantic = SemanticRecall()
         if not semantic.wanted:
@@ -168,43 +220,61 @@ def main() -> int:
             "hybrid, no floors": (no_floors, True),
             "lexical": (with_floors, False),
         }
-        prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM]
+        prompts = [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM] + REPLIES
         print(
             f"{'':<20} {'about one: found':>16} {'recalled each':>13}"
             f" {'about none: recalled':>20} {'none recalled':>13} {'by term: found':>14}"
+            f" {'replies: recalled':>17} {'not ranked: first 20, last 20':>29}"
         )
         for label, (params, hybrid) in rankers.items():
             index = RecallIndex(params)
             for key, text in zip(keys, MEMORIES, strict=True):
                 index.upsert(key, text, text, text)
             got: list[list[str]] = []
+            unranked: list[list[str]] = []  # what a reply recalls when ranked anyway
             for prompt in prompts:
-                lexical = index.lexical(prompt)
-                if not hybrid:
-                    got.append([key for key, _ in index.rank(lexical, 5)])
+                if names_no_topic(prompt):  # as `recall` does
+                    got.append([])
+                    unranked.append(rank(index, semantic, memory_dir, prompt, hybrid))
                     continue
-                query = semantic.embed_query(prompt)
-                assert query is not None
-                similar = semantic.similarities(memory_dir, query, index.best(lexical, CANDIDATES))
-                assert similar is not None
-                ranked = index.rank(lexical, 5, similar.scores, similar.cosines)
-                got.append([key for key, _ in ranked])
+                got.append(rank(index, semantic, memory_dir, prompt, hybrid))
             about_one, rest = got[: len(ABOUT_ONE)], got[len(ABOUT_ONE) :]
-            about_none, by_term = rest[: len(ABOUT_NONE)], rest[len(ABOUT_NONE) :]
+            about_none, rest = rest[: len(ABOUT_NONE)], rest[len(ABOUT_NONE) :]
+            by_term, replies = rest[: len(BY_TERM)], rest[len(BY_TERM) :]
             found = sum(keys[m] in r for (_, m), r in zip(ABOUT_ONE, about_one, strict=True))
             each = sum(len(r) for r in about_one) / len(about_one)
             noise = sum(len(r) for r in about_none)
             silent = sum(not r for r in about_none)
             named = sum(keys[m] in r for (_, m), r in zip(BY_TERM, by_term, strict=True))
+            recognised = [names_no_topic(p) for p in REPLIES]
             print(
                 f"{label:<20} {found:>9} of {len(ABOUT_ONE):<3} {each:>13.2f}"
                 f" {noise:>11} of {5 * len(ABOUT_NONE):<5} {silent:>6} of {len(ABOUT_NONE):<3}"
-                f" {named:>7} of {len(BY_TERM):<3}"
+                f" {named:>7} of {len(BY_TERM):<3} {sum(map(len, replies)):>8} of {5 * len(REPLIES):<5}"
+                f" {sum(recognised[:20]):>11} of 20, {sum(recognised[20:])} of 20"
+                f" (ranked anyway: {sum(map(len, unranked)) + sum(map(len, replies))})"
             )
         semantic.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def rank(
+    index: RecallIndex, semantic: SemanticRecall, memory_dir: Path, prompt: str, hybrid: bool
+) -> list[str]:
+    """The keys `recall` returns for `prompt` (the local ranker, with the model when
+    `hybrid`)."""
+    from memoryd.automem.embeddings.late_interaction import CANDIDATES
+
+    lexical = index.lexical(prompt)
+    if not hybrid:
+        return [key for key, _ in index.rank(lexical, 5)]
+    query = semantic.embed_query(prompt)
+    assert query is not None
+    similar = semantic.similarities(memory_dir, query, index.best(lexical, CANDIDATES))
+    assert similar is not None
+    return [key for key, _ in index.rank(lexical, 5, similar.scores, similar.cosines)]
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
-from memoryd.automem.recall_query import query_excerpt
+from memoryd.automem.recall_query import names_no_topic, query_excerpt
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memoryd.recall")
 
 MAX_RECALL = 5
+# Why a query got no memories without being ranked (`recall_query.names_no_topic`).
+NO_TOPIC = 'the query names no topic (only words such as "continue", "thanks" or "looks good")'
 SELECTOR_MAX_TOKENS = 256
 SELECTOR_TIMEOUT_S = 10.0
 STALE_AFTER_S = 86_400.0
@@ -152,6 +154,9 @@ async def recall(
     use_model: bool = True,
 ) -> dict[str, Any]:
     limit = max(1, min(limit, MAX_RECALL))
+    if names_no_topic(query):
+        am.memory_dir(project)  # auto memory off, or a forbidden dir: the error any query gets
+        return {"memories": [], "selector": "local", "not_ranked": NO_TOPIC}
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from memoryd.automem.recall import NO_TOPIC
 from tests.conftest import DaemonHandle
 
 
@@ -120,6 +121,8 @@ async def test_recall_shows_what_an_agent_would_get(daemon: DaemonHandle, projec
 
     code, out, _ = await _memctl(daemon, "recall", "kubernetes ingress", "--cwd", str(project))
     assert (code, out.strip()) == (0, "no memory recalled (ranked locally)")
+    code, out, _ = await _memctl(daemon, "recall", "go ahead", "--cwd", str(project))
+    assert (code, out.strip()) == (0, f"no memory recalled: {NO_TOPIC}")
 
 
 async def test_recall_refuses_bad_usage(daemon: DaemonHandle, project: Path) -> None:

@@ -96,6 +96,28 @@ async def test_model_may_select_nothing(
     assert got == {"memories": [], "selector": "model"}
 
 
+@pytest.mark.parametrize("query", ["looks good, keep going", "Thanks!", "what do you think?", "👍"])
+async def test_a_query_that_names_no_topic_is_not_ranked_nor_sent_to_the_model(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, query: str
+) -> None:
+    await _seed(daemon_with_model, project)
+    await write_memory(
+        daemon_with_model, project, "feedback", "Keep going", "keep going", "Keep going, good work."
+    )
+    got = await daemon_with_model.call("recall", cwd=str(project), query=query)
+    assert got == {"memories": [], "selector": "local", "not_ranked": recall_mod.NO_TOPIC}
+    assert fake_model.message_requests() == []  # no model call for it
+    # A topic beside those words is ranked as ever, and a question of stop words alone too.
+    fake_model.enqueue(json_reply({"selected": []}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query=f"{query} grafana")
+    assert "not_ranked" not in got
+    assert len(fake_model.message_requests()) == 1
+    local = await daemon_with_model.call(
+        "recall", cwd=str(project), query="keep going", selector="local"
+    )
+    assert local["memories"] == []
+
+
 async def test_limit_applies_to_model_choice(
     daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
 ) -> None:

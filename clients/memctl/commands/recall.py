@@ -63,7 +63,8 @@ def render(result: dict[str, Any]) -> str:
     memories = result.get("memories") or []
     how = SELECTORS.get(result.get("selector", ""), result.get("selector", ""))
     if not memories:
-        return f"no memory recalled ({how})"
+        why = result.get("not_ranked")
+        return f"no memory recalled: {why}" if why else f"no memory recalled ({how})"
     lines = [f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'} ({how}):"]
     for number, memory in enumerate(memories, 1):
         team = " team" if memory.get("team") else ""

@@ -183,6 +183,11 @@ T.run({
       vim.cmd('normal! 0fTv2e\27')
       vim.cmd("'<,'>MemorydRecall")
       T.wait_view('recall', 'Recall: "Thursdays deploys"')
+
+      -- A reply that names no topic is not ranked, and the view says why.
+      vim.cmd('MemorydRecall looks good, keep going')
+      T.wait_view('recall', 'Recall: "looks good, keep going"')
+      T.has(T.text('recall'), 'Not ranked: the query names no topic')
     end,
   },
   {

@@ -17,7 +17,7 @@ import {
   restoreMemory,
 } from "./core/memories";
 import { EVENTS, NotificationPresenter, type Message } from "./core/notifications";
-import { defaultQuery, recall, recallPicks } from "./core/recall";
+import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
 import { MEMORY_TYPES, remember, savedMessage, suggestedName, teamSync, type MemoryType } from "./core/remember";
 import { getContext, rulesTree, watchedFiles } from "./core/rules";
 import { MemorydClient } from "./core/rpcClient";
@@ -250,7 +250,7 @@ class MemorydExtension implements vscode.Disposable {
       }
       const result = await recall(this.client, target, query, { timeoutMs: this.settings.recallTimeoutMs });
       if (!result.memories.length) {
-        void vscode.window.showInformationMessage(`memoryd: no memory about "${query}"`);
+        void vscode.window.showInformationMessage(emptyRecallMessage(result, query));
         return;
       }
       const pick = await vscode.window.showQuickPick(recallPicks(result), { title: `Memories about "${query}" (${result.selector})`, matchOnDetail: true });

@@ -19,7 +19,7 @@ import {
   restoreMemory,
 } from "../src/core/memories";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
-import { defaultQuery, recall, recallDocument, recallParams, recallPicks } from "../src/core/recall";
+import { defaultQuery, emptyRecallMessage, recall, recallDocument, recallParams, recallPicks } from "../src/core/recall";
 import { MEMORY_TYPES, remember, savedMessage, suggestedName, teamSync, writeParams } from "../src/core/remember";
 import { getContext, rulesTree, watchedFiles } from "../src/core/rules";
 import { MemorydClient } from "../src/core/rpcClient";
@@ -174,6 +174,11 @@ describe("remember, recall, the memory list", () => {
     const stale = recallPicks({ selector: "local", memories: [{ ...result.memories[0]!, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
     assert.equal(stale[0]!.description, "reference · 3d · stale");
     assert.equal(stale[0]!.detail, "⚠ This memory is 3 days old.");
+    // A reply that names no topic is not ranked, and the message says why.
+    const none = await recall(client, target, "looks good, keep going", { selector: "local" });
+    assert.equal(none.memories.length, 0);
+    assert.match(emptyRecallMessage(none, "looks good, keep going"), /^memoryd: not ranked: the query names no topic/);
+    assert.equal(emptyRecallMessage({ selector: "local", memories: [] }, "x"), 'memoryd: no memory about "x"');
   });
 
   test("memory list grouped by type, newest first; delete, history and restore", async () => {

@@ -39,6 +39,8 @@ export interface RecalledMemory {
 export interface RecallResult {
   memories: RecalledMemory[];
   selector: string;
+  /** Why the query was not ranked at all ("keep going" names no topic); absent otherwise. */
+  not_ranked?: string;
 }
 
 export interface ListedMemory {

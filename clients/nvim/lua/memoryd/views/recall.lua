@@ -20,7 +20,9 @@ function M.render(reply, query, now)
   ))
   add('')
   if #memories == 0 then
-    add('Nothing relevant was found.')
+    -- The daemon says why when it did not rank the query at all ("keep going").
+    local why = type(reply.not_ranked) == 'string' and reply.not_ranked or nil
+    add(why and ('Not ranked: ' .. format.one_line(why, 200)) or 'Nothing relevant was found.')
   end
   for i, memory in ipairs(memories) do
     local target = { path = memory.path }
