@@ -155,7 +155,9 @@ async def recall(
 ) -> dict[str, Any]:
     limit = max(1, min(limit, MAX_RECALL))
     if names_no_topic(query):
-        am.memory_dir(project)  # auto memory off, or a forbidden dir: the error any query gets
+        # Auto memory off, or a forbidden dir: the error any query gets. And the dir (and the
+        # model) start loading, as for any query, for the prompts that follow.
+        am.warm(am.memory_dir(project))
         return {"memories": [], "selector": "local", "not_ranked": NO_TOPIC}
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"

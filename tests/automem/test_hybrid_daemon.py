@@ -290,6 +290,19 @@ async def test_a_sessions_get_context_loads_the_model_so_its_first_prompt_is_hyb
     assert _auto(await hybrid.call("status"))["embeddings"]["memories_embedded"] == 3
 
 
+async def test_a_first_reply_that_names_no_topic_still_loads_the_model(
+    hybrid: DaemonHandle, project: Path, memdir: Path, bundled_model_dir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "user_kayak.md").write_text(memory_text(*KAYAK, "user", ""), encoding="utf-8")
+    got = await hybrid.call("recall", cwd=str(project), query="ok, go ahead")
+    assert got["memories"] == []
+    assert "not_ranked" in got
+    auto = await settled_auto_memory(hybrid)
+    assert auto["ranker"] == f"hybrid: model {bundled_model_dir} loaded"
+    assert auto["embeddings"]["memories_embedded"] == 1
+
+
 async def test_a_vector_is_computed_once_per_content_never_at_query_time(
     short_tmp: Path, project: Path, memdir: Path, bundled_model_dir: Path, model_at: Any
 ) -> None:

@@ -51,6 +51,8 @@ def test_parse_selection(text: str, expected: list[str] | None) -> None:
         ("who am I?", False),  # stop words alone may ask about the user
         ("what do I like?", False),
         ("42", False),
+        ("next", False),  # Next.js
+        ("same", False),
         ("продолжай", False),  # another language's words are not known to be conversation
         ("続けて", False),
     ],
