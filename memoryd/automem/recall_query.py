@@ -15,15 +15,15 @@ from memoryd.automem.analysis import STOP_WORDS, fold
 QUERY_EXCERPT_CHARS = 8_000
 
 # Words of replies that steer a conversation without naming what it is about: assent,
-# refusal, thanks, go on, stop, undo, greetings. A word that could name a topic ("work",
-# "ship", "test", "next" for Next.js, "same" for memories that say it) is not one of them.
+# refusal, thanks, go on, stop, undo, greetings. A word that could name a topic on its own is
+# not one of them: "work", "ship", "test", "next" (Next.js), "same", "retry" (a retry policy),
+# "revert", "cancel", "sound", "approve", "works".
 CONVERSATION_WORDS = frozenset(
     """yes yeah yep yup ya no nope nah ok okay k kk sure thanks thank thx ty please pls plz
-    continue proceed go ahead keep going carry on sounds sound looks look seems good great
-    nice perfect cool awesome excellent fine lgtm done right correct agreed agree exactly
-    indeed hmm hm hmmm uh um hi hello hey again try retry stop wait undo revert cancel abort
-    think well alright let's lets now then approve approved works worked wow oops sorry
-    maybe also""".split()  # noqa: SIM905 - a word list reads best as text
+    continue proceed go ahead keep going carry on sounds looks look seems good great nice
+    perfect cool awesome excellent fine lgtm done right correct agreed agree exactly indeed
+    hmm hm hmmm uh um hi hello hey again try stop wait undo think well alright let's lets
+    now then wow oops sorry maybe also""".split()  # noqa: SIM905 - a word list reads best as text
 )
 _QUERY_WORD = re.compile(r"\w+(?:'\w+)*")
 

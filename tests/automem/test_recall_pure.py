@@ -53,6 +53,8 @@ def test_parse_selection(text: str, expected: list[str] | None) -> None:
         ("42", False),
         ("next", False),  # Next.js
         ("same", False),
+        ("retry", False),  # a retry policy
+        ("revert", False),
         ("продолжай", False),  # another language's words are not known to be conversation
         ("続けて", False),
     ],
