@@ -4,7 +4,7 @@ wants. The local ranker's cost grows with the query's words and it runs on the e
 billed by the token. Both read the same excerpt, so they answer the same question.
 
 And whether it names a topic at all: much of what a user types to an agent is "continue",
-"looks good" or "why?", and whatever recall finds for those is noise in the agent's context."""
+"looks good" or "thanks", and whatever recall finds for those is noise in the agent's context."""
 
 from __future__ import annotations
 

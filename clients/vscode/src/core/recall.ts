@@ -47,12 +47,12 @@ export interface RecallPick {
   memory: RecalledMemory;
 }
 
-/** One quick-pick row per memory: name; type · age (· team); the staleness note or description. */
 /** What to show when recall returned nothing: why the daemon did not rank the query, if it says. */
 export function emptyRecallMessage(result: RecallResult, query: string): string {
   return result.not_ranked ? `memoryd: not ranked: ${result.not_ranked}` : `memoryd: no memory about "${query}"`;
 }
 
+/** One quick-pick row per memory: name; type · age (· team); the staleness note or description. */
 export function recallPicks(result: RecallResult, nowMs: number = Date.now()): RecallPick[] {
   return result.memories.map((memory) => {
     const kind = memory.team ? `team/${memory.type}` : memory.type;
