@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from memctl.output import client, emit
+from memctl.project_dir import add_cwd_argument, project_cwd
 
 # A dream runs several model turns; give it room before the client gives up.
 DREAM_TIMEOUT_S = 600.0
@@ -16,7 +16,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "dream", help="consolidate auto memory now: merge duplicates, retire, fix the index"
     )
-    parser.add_argument("--cwd", default=None, help="the project directory (default: current)")
+    add_cwd_argument(parser)
     parser.add_argument(
         "--no-wait", action="store_true", help="start it in the background and return"
     )
@@ -39,7 +39,7 @@ def describe(result: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    cwd = os.path.abspath(args.cwd or os.getcwd())
+    cwd = project_cwd(args)
     with client(args, timeout=DREAM_TIMEOUT_S) as conn:
         result = conn.call("memory.dream", {"cwd": cwd, "wait": not args.no_wait})
     emit(args, result, describe(result))

@@ -8,10 +8,10 @@ repository.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from memctl.output import client, emit
+from memctl.project_dir import add_cwd_argument, project_cwd
 
 
 def register(sub: Any) -> None:
@@ -23,24 +23,20 @@ def register(sub: Any) -> None:
         ("list", "show approvals and the external includes refused for a project"),
     ):
         action = actions.add_parser(name, help=help_text)
-        action.add_argument("--cwd", help="a folder of the project (default: the current one)")
+        add_cwd_argument(action, "a folder of the project (default: the current one)")
         action.set_defaults(func=run, includes_action=name)
-
-
-def _cwd(args: argparse.Namespace) -> str:
-    return os.path.abspath(args.cwd or os.getcwd())
 
 
 def run(args: argparse.Namespace) -> int:
     action = args.includes_action
     if action == "list":
-        params = {"cwd": _cwd(args)} if args.cwd else {}
+        params = {"cwd": project_cwd(args)} if args.cwd else {}
         with client(args) as conn:
             result = conn.call("includes.list", params)
         emit(args, result, _list_text(result))
         return 0
     with client(args) as conn:
-        result = conn.call(f"includes.{action}", {"cwd": _cwd(args)})
+        result = conn.call(f"includes.{action}", {"cwd": project_cwd(args)})
     if action == "approve":
         text = f"approved external includes for {result['project_root']}"
     elif result.get("removed"):

@@ -7,26 +7,19 @@ import os
 from typing import Any
 
 from memctl.output import client, emit
+from memctl.project_dir import add_cwd_argument, project_cwd
 
 
 def register(sub: Any) -> None:
     history = sub.add_parser("memory-history", help="list earlier versions of a memory file")
     history.add_argument("path", help="the memory file (absolute, or relative to the memory dir)")
-    history.add_argument(
-        "--cwd", default=None, help="the project directory (default: the current one)"
-    )
+    add_cwd_argument(history)
     history.set_defaults(func=run_history)
     restore = sub.add_parser("memory-restore", help="put an earlier version of a memory file back")
     restore.add_argument("path", help="the memory file (absolute, or relative to the memory dir)")
     restore.add_argument("version", help="a version id from `memctl memory-history`")
-    restore.add_argument(
-        "--cwd", default=None, help="the project directory (default: the current one)"
-    )
+    add_cwd_argument(restore)
     restore.set_defaults(func=run_restore)
-
-
-def _cwd(args: argparse.Namespace) -> str:
-    return os.path.abspath(args.cwd or os.getcwd())
 
 
 def _path(args: argparse.Namespace) -> str:
@@ -37,7 +30,7 @@ def _path(args: argparse.Namespace) -> str:
 
 def run_history(args: argparse.Namespace) -> int:
     with client(args) as conn:
-        result = conn.call("memory.history", {"cwd": _cwd(args), "path": _path(args)})
+        result = conn.call("memory.history", {"cwd": project_cwd(args), "path": _path(args)})
     versions = result["versions"]
     lines = [f"{result['path']}{'' if result['exists'] else ' (deleted)'}"]
     if not versions:
@@ -51,7 +44,8 @@ def run_history(args: argparse.Namespace) -> int:
 def run_restore(args: argparse.Namespace) -> int:
     with client(args) as conn:
         result = conn.call(
-            "memory.restore", {"cwd": _cwd(args), "path": _path(args), "version": args.version}
+            "memory.restore",
+            {"cwd": project_cwd(args), "path": _path(args), "version": args.version},
         )
     emit(args, result, f"restored {result['path']} to {result['restored']}")
     return 0

@@ -9,10 +9,10 @@ which local ranker is active and why.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.project_dir import add_cwd_argument, project_cwd
 from memctl.text_input import read_text
 
 SELECTORS = {"model": "chosen by the model", "local": "ranked locally"}
@@ -34,9 +34,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--local", action="store_true", help="the local ranker, even when a model is configured"
     )
-    parser.add_argument(
-        "--cwd", default=None, help="the project directory (default: the current one)"
-    )
+    add_cwd_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -47,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if not query.strip():
         return fail(args, "nothing to recall: the query is empty", EXIT_USAGE)
     params: dict[str, Any] = {
-        "cwd": os.path.abspath(args.cwd or os.getcwd()),
+        "cwd": project_cwd(args),
         "query": query,
         "limit": args.limit,
     }

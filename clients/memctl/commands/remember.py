@@ -9,11 +9,11 @@ meaningful words.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.project_dir import add_cwd_argument, project_cwd
 from memctl.text_input import read_text
 
 TYPES = ("user", "feedback", "project", "reference")
@@ -32,9 +32,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--name", help="the memory's title (default: made from the text)")
     parser.add_argument("--team", action="store_true", help="save it in the shared team memory")
-    parser.add_argument(
-        "--cwd", default=None, help="the project directory (default: the current one)"
-    )
+    add_cwd_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -44,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(args, "the text is not valid UTF-8", EXIT_USAGE)
     if not text.strip():
         return fail(args, "nothing to remember: the text is empty", EXIT_USAGE)
-    params: dict[str, Any] = {"cwd": os.path.abspath(args.cwd or os.getcwd()), "text": text}
+    params: dict[str, Any] = {"cwd": project_cwd(args), "text": text}
     if args.type:
         params["type"] = args.type
     if args.name and args.name.strip():
