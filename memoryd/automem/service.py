@@ -10,7 +10,6 @@ held by every writer of the dir — this service, the extraction and dream agent
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Awaitable
@@ -33,7 +32,7 @@ from memoryd.automem.ranker import RankerParams
 from memoryd.automem.recall_query import query_excerpt
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, DirState
-from memoryd.automem.warmup import WORKER, DirStates, Spawn
+from memoryd.automem.warmup import WORKER, DirStates, Spawn, on_loop
 from memoryd.automem.writes import MemoryWrites, WriteResult
 from memoryd.fsutil import open_dirs
 
@@ -137,11 +136,7 @@ class AutoMemory:
         the model is loaded by then (a daemon started by that session's first hook has not
         loaded it yet)."""
         self.states.warm(memory_dir)
-        if memory_dir in self._embedding or not self.semantic.wanted:
-            return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if memory_dir in self._embedding or not self.semantic.wanted or not on_loop():
             return
         self._embedding.add(memory_dir)
         self._spawn(self._embed_when_loaded(memory_dir))

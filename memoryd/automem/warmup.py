@@ -51,15 +51,11 @@ class DirStates:
     def state(self, memory_dir: Path) -> DirState:
         """The dir's store, up to date (see the module's docstring for what runs where)."""
         state = self._state(memory_dir)
-        if state.swept and state.sweep_interval_s > 0 and state.sweep_due() and _on_loop():
+        if state.swept and state.sweep_interval_s > 0 and state.sweep_due() and on_loop():
             state.mark_sweep_started()
             self._spawn(self._sweep_in_background(state))
         state.refresh()
-        if (
-            self.index_orphans is not None
-            and memory_dir not in self._orphans_checked
-            and _on_loop()
-        ):
+        if self.index_orphans is not None and memory_dir not in self._orphans_checked and on_loop():
             # First access in this daemon's life (e.g. after a kill -9): files that a killed
             # writer left without an index line get one now, however young.
             self._orphans_checked.add(memory_dir)
@@ -75,7 +71,7 @@ class DirStates:
     def warm(self, memory_dir: Path) -> None:
         """Load a memory dir that was never loaded, in the background, in slices that leave
         the event loop free (the first full load parses every file: ~0.2 s per 1,000)."""
-        if memory_dir in self.warming or not _on_loop():
+        if memory_dir in self.warming or not on_loop():
             return
         state = self._state(memory_dir)
         if not state.swept:
@@ -110,7 +106,8 @@ class DirStates:
             self.states[memory_dir].invalidate()
 
 
-def _on_loop() -> bool:
+def on_loop() -> bool:
+    """Is an event loop running in this thread (background work can be spawned)?"""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

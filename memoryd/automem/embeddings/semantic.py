@@ -103,7 +103,10 @@ class SemanticRecall:
         self.model_name = model
         self.encoder: SentenceEncoder | None = None
         self.scale: CosineScale | None = None  # the encoder's cosines, measured when it loads
-        self.reason = "lexical: embedding model not loaded yet (it loads when a project's memory is first used)"
+        self.reason = (
+            "lexical: embedding model not loaded yet"
+            " (it loads when a project's memory is first used)"
+        )
         # Texts run through the model since start (memories: once per new content), and
         # memories found without a current vector that wait for one. Read by `status`.
         self.memories_embedded = 0
