@@ -11,10 +11,9 @@ from memoryd.automem.recall import NO_TOPIC
 from tests.conftest import DaemonHandle
 
 
-async def _memctl(
-    handle: DaemonHandle, *args: str | bytes, stdin: bytes | None = None
-) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
+async def _start_memctl(handle: DaemonHandle, *args: str | bytes) -> asyncio.subprocess.Process:
+    """`memctl` against the daemon, its standard streams pipes."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "memctl",
@@ -25,6 +24,12 @@ async def _memctl(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def _memctl(
+    handle: DaemonHandle, *args: str | bytes, stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    proc = await _start_memctl(handle, *args)
     out, err = await proc.communicate(stdin)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -156,19 +161,7 @@ async def test_text_that_is_not_utf8_is_refused_before_it_is_sent(
 
 async def test_call_never_reads_standard_input(daemon: DaemonHandle) -> None:
     """`-` is not JSON to `call`: it says so at once, though standard input stays open."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "memctl",
-        "--socket",
-        str(daemon.socket_path),
-        "call",
-        "status",
-        "-",
-        stdin=asyncio.subprocess.PIPE,  # open, never written to or closed
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await _start_memctl(daemon, "call", "status", "-")  # stdin open, never written to
     try:
         code = await asyncio.wait_for(proc.wait(), timeout=20)
     finally:
