@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,20 @@ def temp_home() -> Iterator[dict[str, str]]:
         )
         Path(env["HOME"]).mkdir(parents=True)
         yield env
+
+
+@contextmanager
+def process_home(prefix: str) -> Iterator[Path]:
+    """This process's HOME and state dir in a new temp folder, embeddings on, for the benches
+    that run the ranker in process; the folder is removed after."""
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    os.environ["HOME"] = str(work / "home")
+    os.environ["XDG_STATE_HOME"] = str(work / "state")
+    os.environ["MEMORYD_EMBEDDINGS"] = "on"
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def start_daemon(env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:

@@ -33,10 +33,7 @@ ranker alone, as without the embeddings extra.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +44,8 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from _harness import process_home  # noqa: E402
 
 MEMORIES = [
     "I prefer small, focused commits with imperative subject lines",
@@ -192,11 +191,7 @@ ABOUT_NONE = [
 
 
 def main() -> int:
-    work = Path(tempfile.mkdtemp(prefix="mdb-precision-", dir="/tmp"))
-    os.environ["HOME"] = str(work / "home")
-    os.environ["XDG_STATE_HOME"] = str(work / "state")
-    os.environ["MEMORYD_EMBEDDINGS"] = "on"
-    try:
+    with process_home("mdb-precision-") as work:
         from memoryd.automem.embeddings.semantic import SemanticRecall
         from memoryd.automem.ranker import RankerParams, RecallIndex
         from memoryd.automem.recall_query import names_no_topic
@@ -255,8 +250,6 @@ def main() -> int:
                 f" (ranked anyway: {sum(map(len, unranked)) + sum(map(len, replies))})"
             )
         semantic.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -4,8 +4,8 @@ Documents are added, replaced and removed one at a time (a changed file costs on
 re-analysis, never a rebuild). Scoring is BM25F — per-field weights and length
 normalisation, one saturation — vectorised with numpy: each term keeps its postings as
 (slot, impact) arrays, built lazily and dropped when the term's postings change, so a
-query costs a few array operations per term even at 10,000 memories. On top of it:
-one round of pseudo-relevance feedback, a coordination factor, a penalty for memories
+query costs a few array operations per term even at 10,000 memories. A prompt's pasted
+code and output (`pasted.py`) weigh less than its own words. On top of it: one round of pseudo-relevance feedback, a coordination factor, a penalty for memories
 that miss a term naming other memories, adjacent-pair (bigram) bonuses, three temporal
 signals (a date the query names; memories dated the same day as a strong hit; memories that
 say when, for a question asking when), and a last pass that keeps near-copies of one memory
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
 from memoryd.automem.dates import asks_when, mentions_time, query_date, relative_event
+from memoryd.automem.pasted import Prompt, split_prompt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,6 +93,13 @@ class RankerParams:
     # 0 turns each off.
     relevance_floor: float = 0.15
     semantic_only_floor: float = 0.2
+    # Code and output pasted into a prompt (`pasted.py`): its terms weigh `pasted_weight` each
+    # (once, however often they occur), so they reorder what the user's own words match; a
+    # memory that only they match must hold `pasted_min_terms` of them. Alone, a block of
+    # code recalled memories sharing one of its common words ("line", "user", "value"):
+    # bench/bench_recall_pasted.py. 1.0 and 1 read the prompt as one text.
+    pasted_weight: float = 0.3
+    pasted_min_terms: int = 2
 
 
 Semantic = tuple[list[str], "npt.NDArray[np.floating[Any]]"]  # (keys, score of each)
@@ -388,18 +396,28 @@ class RecallIndex:
     def lexical(self, query: str, exclude: Collection[str] = ()) -> LexicalScores:
         """The first part of `search`; finish it with `rank`."""
         p = self.params
-        query_terms = analysis.query_terms(query) if p.drop_question_words else terms(query)
+        pasted_apart = p.pasted_weight != 1.0 or p.pasted_min_terms > 1
+        prompt = split_prompt(query) if pasted_apart else Prompt(query, "")
+        written = prompt.written
+        query_terms = analysis.query_terms(written) if p.drop_question_words else terms(written)
         weights: dict[str, float] = {}
         for term in query_terms:
             weights[term] = weights.get(term, 0.0) + 1.0
+        pasted = [t for t in dict.fromkeys(terms(prompt.pasted)) if t not in weights]
         excluded = np.array(
             [self._docs[k].slot for k in exclude if k in self._docs], dtype=np.int64
         )
-        found = LexicalScores(query, tuple(exclude), excluded, None, bool(weights), self._mutations)
+        has_terms = bool(weights or pasted)
+        found = LexicalScores(query, tuple(exclude), excluded, None, has_terms, self._mutations)
         if not self._docs:
             return found
         self._expand_prefixes(weights)
+        own = dict(weights)
+        for term in pasted:
+            weights.setdefault(term, p.pasted_weight)
         scores = self._score(weights)
+        if pasted and p.pasted_min_terms > 1:
+            self._drop_paste_only(scores, own, pasted)
         scores[excluded] = 0.0
         if p.prf_docs and p.prf_terms and p.prf_weight:
             expansion = self._feedback_terms(self._top(scores, p.prf_docs), weights)
@@ -414,6 +432,21 @@ class RecallIndex:
         self._phrases(query_terms, scores)
         found.scores = scores
         return found
+
+    def _drop_paste_only(
+        self, scores: FloatArray, own: dict[str, float], pasted: list[str]
+    ) -> None:
+        """Zero the scores of memories that none of the user's own words (`own`) match and
+        fewer than `pasted_min_terms` of the pasted terms do."""
+        held = np.zeros(len(self._keys), dtype=np.int64)
+        for term in pasted:
+            arrays = self._term_arrays(term)
+            if arrays is not None:
+                held[arrays[0]] += 1
+        weak = held < self.params.pasted_min_terms
+        if own:
+            weak &= self._score(own) <= 0
+        scores[weak] = 0.0
 
     def rank(
         self,

@@ -476,6 +476,32 @@ async def test_recall_already_surfaced_and_limit(daemon: DaemonHandle, project: 
     assert [m["path"] for m in got["memories"]] == [paths[2]]
 
 
+async def test_recall_reads_a_pasted_block_apart_from_the_prompt(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    written = {}
+    for name, description in [
+        ("Commit style", "small commits with imperative subject lines"),
+        ("Car", "the user owns a red Tesla"),
+        ("Decoder owner", "the ingest decoder is owned by Dana"),
+    ]:
+        res = await _write(
+            daemon, project, type="user", name=name, description=description, body=description
+        )
+        written[name] = res["path"]
+    log = (
+        "```\n--- FAIL: TestDecode (0.02s)\n"
+        "    decode_test.go:41: user value on line 5 is not valid\n```"
+    )
+    got = await daemon.call("recall", cwd=str(project), query=f"how do I write the commit?\n{log}")
+    # the prose names the commit style; "user" and "line" in the log recall nothing of their own
+    assert [m["path"] for m in got["memories"]] == [written["Commit style"]]
+    got = await daemon.call(
+        "recall", cwd=str(project), query=f"who can help?\n```\nFAIL ingest/decoder\n```"
+    )
+    assert [m["path"] for m in got["memories"]] == [written["Decoder owner"]]
+
+
 async def test_recall_remembers_what_a_session_was_shown(
     daemon: DaemonHandle, project: Path
 ) -> None:

@@ -103,6 +103,43 @@ def test_feedback_terms_reorder_what_the_query_matches_and_add_nothing() -> None
     assert "d.md" not in with_feedback
 
 
+PASTED_LOG = """```
+$ make test
+--- FAIL: TestDecode (0.02s)
+    decode_test.go:41: user value on line 5 is not valid
+FAIL github.com/acme/ingest/decoder 0.118s
+```"""
+
+
+def _coding_index(**params: float) -> RecallIndex:
+    idx = RecallIndex(RankerParams(**params))  # type: ignore[arg-type]
+    idx.upsert("commits.md", "Commits", "small commits with imperative subject lines", "")
+    idx.upsert("car.md", "Car", "the user owns a red Tesla", "")
+    idx.upsert("ingest.md", "Bugs", "bugs are tracked in the Linear project INGEST", "")
+    idx.upsert("decoder.md", "Decoder", "the ingest decoder is owned by Dana", "")
+    idx.upsert("slow.md", "Slow tests", "the test suite is slow: run it with -x", "")
+    return idx
+
+
+def test_a_pasted_block_alone_does_not_recall_what_one_of_its_words_names() -> None:
+    got = [k for k, _ in _coding_index().search(f"why is this so slow?\n{PASTED_LOG}")]
+    # "line" (commits), "user" (car) and "ingest" alone (ingest.md) come from the log
+    assert got == ["slow.md", "decoder.md"]  # the prose's match first; two log words name Dana's
+    as_one = _coding_index(pasted_weight=1.0, pasted_min_terms=1)
+    noise = {k for k, _ in as_one.search(f"why is this so slow?\n{PASTED_LOG}")}
+    assert {"commits.md", "car.md", "ingest.md"} <= noise  # read as one text, as before
+
+
+def test_a_paste_can_name_a_memory_the_prose_does_not() -> None:
+    got = [k for k, _ in _coding_index().search(f"what is this?\n{PASTED_LOG}")]
+    assert got == ["decoder.md"]  # "ingest" and "decoder": two of the paste's terms
+
+
+def test_a_prompt_that_is_all_paste_is_still_ranked() -> None:
+    paste = "```\nFAIL github.com/acme/ingest/decoder\nFAIL github.com/acme/ingest/decoder\n```"
+    assert [k for k, _ in _coding_index().search(paste)] == ["decoder.md"]
+
+
 def test_ten_thousand_identical_memories() -> None:
     from memoryd.automem.ranker import RecallIndex
 

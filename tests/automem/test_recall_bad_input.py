@@ -7,7 +7,9 @@ The hybrid ranker's share (a missing or half-written model file) is in test_hybr
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import string
 from pathlib import Path
 
 import pytest
@@ -57,7 +59,9 @@ async def test_a_1mb_query_is_refused_and_one_at_the_cap_answered(
     # At the cap, 20,000 distinct words: an answer, ranked by the query's start and end (the
     # ranker runs on the event loop and its cost grows with the words), where a prompt
     # usually says what it wants; "tea" in the middle is not read.
-    words = " ".join(f"w{i}" for i in range(20_000))[:48_000]
+    # Words of letters alone: 20,000 like "w123" would read as a pasted block (automem/pasted.py).
+    letters = itertools.product(string.ascii_lowercase, repeat=4)
+    words = " ".join("".join(w) for w in itertools.islice(letters, 20_000))[:48_000]
     middle = f"{words} tea {words}"
     for at_cap in (f"deploys on Fridays {middle}", f"{middle} deploys on Fridays"):
         assert len(at_cap) <= MAX_QUERY_CHARS

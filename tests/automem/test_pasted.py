@@ -1,0 +1,78 @@
+"""Which lines of a prompt the user wrote and which they pasted (`automem/pasted.py`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.automem.pasted import split_prompt
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/home/me/app/server.py", line 88, in handle_request
+    body = json.loads(request.data)
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"""
+
+
+def test_a_fenced_block_is_pasted_and_the_prose_around_it_is_not() -> None:
+    got = split_prompt(
+        "why is this loop slow?\n\n```python\nfor row in rows:\n    total += 1\n```\nany idea"
+    )
+    assert got.written == "why is this loop slow?\n\nany idea"
+    assert got.pasted == "```python\nfor row in rows:\n    total += 1\n```"
+
+
+def test_a_fence_ends_only_on_its_own_kind_and_length() -> None:
+    got = split_prompt("look:\n````\n```\nstill code\n~~~\n````\nafter")
+    assert got.written == "look:\nafter"
+
+
+def test_an_unclosed_fence_runs_to_the_end() -> None:
+    assert split_prompt("fix this\n```\nx = 1\n\nwhy").written == "fix this"
+
+
+@pytest.mark.parametrize(
+    ("paste", "kept"),
+    [
+        (TRACEBACK, "Traceback (most recent call last):"),  # the heading stays: it is one line
+        ("$ git status\nOn branch main\nYour branch is ahead of 'origin/main' by 2 commits.", ""),
+        (
+            "npm ERR! code ERESOLVE\nnpm ERR! Found: react@18.2.0\nnpm ERR! from the root project",
+            "",
+        ),
+        (
+            'Exception in thread "main" java.lang.NullPointerException\n'
+            "\tat com.acme.Orders.validate(Orders.java:57)\n\tat com.acme.Main.main(Main.java:12)",
+            "",
+        ),
+        ("NAME   READY   STATUS\nweb-7d9f-x2kq9   0/1   CrashLoopBackOff", ""),
+    ],
+)
+def test_unfenced_output_is_pasted(paste: str, kept: str) -> None:
+    got = split_prompt(f"what is wrong here?\n{paste}\ncan you help?")
+    assert got.written == "\n".join(x for x in ("what is wrong here?", kept, "can you help?") if x)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "What does `load_settings()` return when the file is missing?\nAnd what about `None`?",
+        "Rename `config_path` to `settings_path` in `app/settings.py`\nand in the tests, "
+        "`tests/test_settings.py`.",
+        "The p95 went from 7.2 ms to 3.3 ms (17 of 20 found, 0.64 each)\nafter the change.",
+        "Caroline went to the LGBTQ support group on 7 May 2023.\nMelanie painted a sunrise.\n"
+        "John's team won the game 3-1.",
+        "- first, check the logs\n- then, restart the service\n  if it still fails, page Dana",
+        "Compare f(x) with g(x) for me.\nWhich is faster?",
+    ],
+)
+def test_prose_is_the_users_own(prose: str) -> None:
+    assert split_prompt(prose).written == prose
+
+
+def test_one_line_is_never_a_paste() -> None:
+    line = "x = load(path); return {k: v for k, v in x.items()}"
+    assert split_prompt(line).written == line
+
+
+def test_a_question_under_a_shell_session_is_the_users() -> None:
+    got = split_prompt("$ make test\nFAIL: test_refund (2 of 41)\nwhy does only this one fail?")
+    assert got.written == "why does only this one fail?"
