@@ -497,7 +497,7 @@ async def test_recall_reads_a_pasted_block_apart_from_the_prompt(
     # the prose names the commit style; "user" and "line" in the log recall nothing of their own
     assert [m["path"] for m in got["memories"]] == [written["Commit style"]]
     got = await daemon.call(
-        "recall", cwd=str(project), query=f"who can help?\n```\nFAIL ingest/decoder\n```"
+        "recall", cwd=str(project), query="who can help?\n```\nFAIL ingest/decoder\n```"
     )
     assert [m["path"] for m in got["memories"]] == [written["Decoder owner"]]
 
