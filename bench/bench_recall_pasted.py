@@ -30,12 +30,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-from _harness import process_home  # noqa: E402
-from bench_recall_precision import MEMORIES, rank  # noqa: E402
+from _harness import eval_dir, process_home
+from bench_recall_precision import MEMORIES, rank
 
 TRACEBACK = """```
 Traceback (most recent call last):
@@ -375,11 +371,12 @@ def _key(i: int) -> str:
 def _locomo_memories(conversation: str) -> dict[str, str]:
     """One LoCoMo conversation's observations as memories (key: text), or none when the
     evaluation data is not there."""
-    from bench_recall_locomo import eval_dir, load
+    from bench_recall_locomo import load
 
-    data = eval_dir() / "locomo10.json"
-    if not data.exists():
-        print(f"(no {data}: the coding memories alone)")
+    folder = eval_dir()
+    data = folder / "locomo10.json" if folder is not None else None
+    if data is None or not data.exists():
+        print("(no ../shared/eval/locomo10.json: the coding memories alone)")
         return {}
     memories, _ = load(data)[conversation]
     return {m.file: m.fact for m in memories}

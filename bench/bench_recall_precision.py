@@ -42,10 +42,7 @@ if TYPE_CHECKING:
     from memoryd.automem.embeddings.semantic import SemanticRecall
     from memoryd.automem.ranker import RecallIndex
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from _harness import process_home  # noqa: E402
+from _harness import process_home  # also puts the repository on sys.path
 
 MEMORIES = [
     "I prefer small, focused commits with imperative subject lines",
