@@ -5,11 +5,12 @@ re-analysis, never a rebuild). Scoring is BM25F — per-field weights and length
 normalisation, one saturation — vectorised with numpy: each term keeps its postings as
 (slot, impact) arrays, built lazily and dropped when the term's postings change, so a
 query costs a few array operations per term even at 10,000 memories. A prompt's pasted
-code and output (`pasted.py`) weigh less than its own words. On top of it: one round of pseudo-relevance feedback, a coordination factor, a penalty for memories
-that miss a term naming other memories, adjacent-pair (bigram) bonuses, three temporal
-signals (a date the query names; memories dated the same day as a strong hit; memories that
-say when, for a question asking when), and a last pass that keeps near-copies of one memory
-from filling the results (maximal marginal relevance).
+code and output (`pasted.py`) weigh less than its own words. On top of it: one round of
+pseudo-relevance feedback, a coordination factor, a penalty for memories that miss a term
+naming other memories, adjacent-pair (bigram) bonuses, three temporal signals (a date the
+query names; memories dated the same day as a strong hit; memories that say when, for a
+question asking when), and a last pass that keeps near-copies of one memory from filling the
+results (maximal marginal relevance).
 """
 
 from __future__ import annotations
@@ -438,15 +439,19 @@ class RecallIndex:
     ) -> None:
         """Zero the scores of memories that none of the user's own words (`own`) match and
         fewer than `pasted_min_terms` of the pasted terms do."""
+        weak = self._holders(pasted) < self.params.pasted_min_terms
+        if own:
+            weak &= self._holders(own) == 0
+        scores[weak] = 0.0
+
+    def _holders(self, query_terms: Collection[str]) -> IntArray:
+        """Per slot: how many of `query_terms` the memory holds (from the postings alone)."""
         held = np.zeros(len(self._keys), dtype=np.int64)
-        for term in pasted:
+        for term in query_terms:
             arrays = self._term_arrays(term)
             if arrays is not None:
                 held[arrays[0]] += 1
-        weak = held < self.params.pasted_min_terms
-        if own:
-            weak &= self._score(own) <= 0
-        scores[weak] = 0.0
+        return held
 
     def rank(
         self,
