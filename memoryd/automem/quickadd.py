@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
-from memoryd.automem.quickguess import guess_title, guess_type
+from memoryd.automem.quickguess import SENTENCE_END, guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -28,8 +28,7 @@ log = structlog.get_logger("memoryd.quickadd")
 
 NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
-# A stop followed by a lower-case word ends no sentence: "run bazel test //... first", "e.g. ruff".
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s(?![a-z])")
+_SENTENCE_END = re.compile(SENTENCE_END)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 QUICKADD_SYSTEM = f"""\

@@ -51,7 +51,8 @@ _FILLER_START = re.compile(
     re.IGNORECASE,
 )
 # A stop followed by a lower-case word ends no sentence: "run bazel test //... first", "e.g. ruff".
-_CLAUSE_END = re.compile(r"(?<=;)\s|(?<=[.!?])\s(?![a-z])|\s[—–]\s|\s-\s|\n")
+SENTENCE_END = r"(?<=[.!?])\s(?![a-z])"
+_CLAUSE_END = re.compile(rf"(?<=;)\s|{SENTENCE_END}|\s[—–]\s|\s-\s|\n")
 _WORD = re.compile(r"[^\s,;()\[\]{}\"“”]+")
 _DECISION = re.compile(
     r"^(?:we|they|the team|i)\s+(?:have\s+|has\s+)?(?:decided|agreed|settled)\s+(?:to|that|on)?\s*",
