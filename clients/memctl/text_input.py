@@ -20,6 +20,18 @@ def read_text(value: str) -> str | None:
     return value if is_utf8(value) else None
 
 
+def required_text(value: str, what: str, doing: str) -> tuple[str, str | None]:
+    """`read_text(value)` for a command that needs text: (the text, None), or ("", what is
+    wrong: not UTF-8, or blank). `what` names it ("the query"), `doing` the command's aim
+    ("recall")."""
+    text = read_text(value)
+    if text is None:
+        return "", f"{what} is not valid UTF-8"
+    if not text.strip():
+        return "", f"nothing to {doing}: {what} is empty"
+    return text, None
+
+
 def is_utf8(argument: str) -> bool:
     """Is this command-line argument UTF-8 text (no byte that failed to decode)?"""
     try:

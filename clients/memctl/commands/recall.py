@@ -13,7 +13,7 @@ from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
 from memctl.project_dir import add_cwd_argument, project_cwd
-from memctl.text_input import read_text
+from memctl.text_input import required_text
 
 SELECTORS = {"model": "chosen by the model", "local": "ranked locally"}
 
@@ -39,11 +39,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    query = read_text(args.query)
-    if query is None:
-        return fail(args, "the query is not valid UTF-8", EXIT_USAGE)
-    if not query.strip():
-        return fail(args, "nothing to recall: the query is empty", EXIT_USAGE)
+    query, problem = required_text(args.query, "the query", "recall")
+    if problem:
+        return fail(args, problem, EXIT_USAGE)
     params: dict[str, Any] = {
         "cwd": project_cwd(args),
         "query": query,

@@ -14,7 +14,7 @@ from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
 from memctl.project_dir import add_cwd_argument, project_cwd
-from memctl.text_input import read_text
+from memctl.text_input import required_text
 
 TYPES = ("user", "feedback", "project", "reference")
 
@@ -37,11 +37,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    text = read_text(args.text)
-    if text is None:
-        return fail(args, "the text is not valid UTF-8", EXIT_USAGE)
-    if not text.strip():
-        return fail(args, "nothing to remember: the text is empty", EXIT_USAGE)
+    text, problem = required_text(args.text, "the text", "remember")
+    if problem:
+        return fail(args, problem, EXIT_USAGE)
     params: dict[str, Any] = {"cwd": project_cwd(args), "text": text}
     if args.type:
         params["type"] = args.type
