@@ -107,7 +107,8 @@ async def test_a_query_that_names_no_topic_is_not_ranked_nor_sent_to_the_model(
     got = await daemon_with_model.call("recall", cwd=str(project), query=query)
     assert got == {"memories": [], "selector": "local", "not_ranked": recall_mod.NO_TOPIC}
     assert fake_model.message_requests() == []  # no model call for it
-    # A topic beside those words is ranked as ever, and a question of stop words alone too.
+    # A topic beside those words is ranked as ever; asking for the local ranker changes nothing
+    # for a reply.
     fake_model.enqueue(json_reply({"selected": []}))
     got = await daemon_with_model.call("recall", cwd=str(project), query=f"{query} grafana")
     assert "not_ranked" not in got
@@ -116,6 +117,7 @@ async def test_a_query_that_names_no_topic_is_not_ranked_nor_sent_to_the_model(
         "recall", cwd=str(project), query="keep going", selector="local"
     )
     assert local["memories"] == []
+    assert local["not_ranked"] == recall_mod.NO_TOPIC
 
 
 async def test_limit_applies_to_model_choice(
