@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_recall_precision import REPLIES
+from reply_sets import REPLIES
 
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 EVAL = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")

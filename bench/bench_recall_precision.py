@@ -14,7 +14,7 @@ facts, pointers):
   recalled, and for how many prompts none;
 - 40 replies that steer the conversation without naming a topic ("keep going", "looks
   good"): how many memories are recalled. `recall` ranks none of those that
-  `recall_query.names_no_topic` recognises; the first 20 are the replies its word list was
+  `replies.names_no_topic` recognises; the first 20 are the replies its word list was
   written from, the last 20 were written after it, to see how far it reaches;
 - 30 prompts of a word or two that one memory holds ("bazel", "PagerDuty"), as a user
   searching their memory types them: is it among the 5 recalled. Such a prompt is a weak
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from memoryd.automem.ranker import RecallIndex
 
 from _harness import process_home  # also puts the repository on sys.path
+from reply_sets import REPLIES
 
 MEMORIES = [
     "I prefer small, focused commits with imperative subject lines",
@@ -87,49 +88,6 @@ ABOUT_ONE = [  # (prompt, the memory it is about)
     ("where do I put the new API key?", 17),
     ("how do I run all the tests in the repo?", 18),
     ("write tests for this Go function", 19),
-]
-REPLIES = [
-    "yes",
-    "ok",
-    "thanks!",
-    "go ahead",
-    "continue",
-    "looks good",
-    "do it",
-    "sounds good, please proceed",
-    "great, thank you",
-    "no",
-    "hmm",
-    "why?",
-    "try again",
-    "what do you think?",
-    "lgtm",
-    "perfect",
-    "stop",
-    "undo that",
-    "nice work",
-    "keep going",
-    # written after the word list
-    "yes please",
-    "sure, go for it",
-    "that works",
-    "ok thanks",
-    "sounds great",
-    "perfect, thank you!",
-    "no, wait",
-    "hmm, not sure",
-    "can you continue?",
-    "please proceed",
-    "all good",
-    "yep",
-    "looks right to me",
-    "great job",
-    "try that again",
-    "keep at it",
-    "never mind",
-    "got it",
-    "fine by me",
-    "do that",
 ]
 BY_TERM = [  # (prompt, the memory holding it)
     ("INGEST", 7),
@@ -191,7 +149,7 @@ def main() -> int:
     with process_home("mdb-precision-") as work:
         from memoryd.automem.embeddings.semantic import SemanticRecall
         from memoryd.automem.ranker import RankerParams, RecallIndex
-        from memoryd.automem.recall_query import names_no_topic
+        from memoryd.automem.replies import names_no_topic
 
         semantic = SemanticRecall()
         if not semantic.wanted:

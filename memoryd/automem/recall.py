@@ -17,7 +17,8 @@ import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
-from memoryd.automem.recall_query import names_no_topic, query_excerpt
+from memoryd.automem.recall_query import query_excerpt
+from memoryd.automem.replies import names_no_topic
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memoryd.recall")
 
 MAX_RECALL = 5
-# Why a query got no memories without being ranked (`recall_query.names_no_topic`).
+# Why a query got no memories without being ranked (`replies.names_no_topic`).
 NO_TOPIC = 'the query names no topic (only words such as "continue", "thanks" or "looks good")'
 SELECTOR_MAX_TOKENS = 256
 SELECTOR_TIMEOUT_S = 10.0
@@ -154,7 +155,7 @@ async def recall(
     use_model: bool = True,
 ) -> dict[str, Any]:
     limit = max(1, min(limit, MAX_RECALL))
-    if names_no_topic(query):
+    if names_no_topic(query_excerpt(query)):
         # Auto memory off, or a forbidden dir: the error any query gets. And the dir (and the
         # model) start loading, as for any query, for the prompts that follow.
         am.warm(am.memory_dir(project))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import memfile, quickadd, quickguess, recall, recall_query
+from memoryd.automem import memfile, quickadd, quickguess, recall
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 
 
@@ -34,33 +34,6 @@ def test_staleness_threshold() -> None:
 )
 def test_parse_selection(text: str, expected: list[str] | None) -> None:
     assert recall.parse_selection(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("query", "no_topic"),
-    [
-        ("continue", True),
-        ("Looks good, keep going!", True),
-        ("what do you think?", True),
-        ("thanks", True),
-        ("I'm done", True),
-        ("👍", True),
-        ("...", True),
-        ("continue the migration", False),
-        ("nice work on the parser", False),
-        ("who am I?", False),  # stop words alone may ask about the user
-        ("what do I like?", False),
-        ("42", False),
-        ("next", False),  # Next.js
-        ("same", False),
-        ("retry", False),  # a retry policy
-        ("revert", False),
-        ("продолжай", False),  # another language's words are not known to be conversation
-        ("続けて", False),
-    ],
-)
-def test_a_query_of_conversation_words_names_no_topic(query: str, no_topic: bool) -> None:
-    assert recall_query.names_no_topic(query) is no_topic
 
 
 def test_manifest_lines_have_no_body() -> None:

@@ -1,0 +1,157 @@
+"""Whether a query names a topic at all. Much of what a user types to an agent is "continue",
+"looks good", "never mind", "merci" or "继续", and the Claude Code hook sends each one to
+`recall`: whatever a ranker finds for those is noise in the agent's context.
+
+A query names no topic when each of its words is a conversation word or a stop word, or
+belongs to a conversation phrase, with at least one of the first or third kind; or when it has
+no word at all ("👍"), or is one question word alone ("why?"). Chinese, Japanese and Korean
+replies are written without spaces, so such a run of letters names no topic when it splits
+wholly into conversation pieces ("好的谢谢", "続けてください"). Pure: the lists below are the
+whole of it."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from memoryd.automem.analysis import STOP_WORDS, fold
+
+# Words that are replies wherever they stand: assent, refusal, thanks, praise, go on, stop,
+# undo, hesitation, greetings; folded (lower case, no accents). A word that could name a topic
+# on its own is not one of them: "work", "ship", "test", "next" (Next.js), "same", "retry" (a
+# retry policy), "revert", "cancel", "sound", "approve", "works", "top" (the command), "todo",
+# "moment" (moment.js). Those count only inside a phrase ("nice work", "that works").
+ENGLISH_WORDS = """
+    yes yeah yea yeh yep yup ya yah aye no nope nah ok okay okie k kk sure surely thanks thank
+    thx ty tysm thankyou cheers please pls plz continue proceed go ahead keep going carry on
+    sounds looks look seems good great nice perfect cool awesome excellent fine lgtm done right
+    correct agreed agree exactly indeed absolutely definitely certainly totally really much hmm hm uh um ah oh aha huh wow oops whoops hi hello hey again try stop wait undo think
+    well alright aight let's lets now then sorry maybe also understood noted ack gotcha
+    nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong
+"""
+# Other languages' replies and the function words they come with ("c'est bon", "vielen Dank",
+# "da, davai"), folded as queries are: "sí" is "si", "schön" is "schon", "всё" is "все".
+OTHER_WORDS = """
+    oui ouais non merci beaucoup continuez continuer vas allez y d'accord parfait super genial
+    bien tres bon bonne arrete arretez attends attendez bonjour salut voila c'est pas encore
+    essaie reessaie annule bravo entendu compris vu oups desole pardon s'il te vous plait
+    je tu il on et le la les un une moi toi fais fait
+    si vale dale adelante sigue sigamos continua gracias muchas muchisimas perfecto muy bueno
+    buena claro listo hecho acuerdo de hola espera para eso es esta otra vez intenta hazlo por
+    favor porfa exacto correcto entendido perdon lo siento venga va vamos que dejalo asi
+    ja jo jep nein nee danke dankeschon vielen dank bitte weiter weitermachen mach mache genau
+    gut prima klasse perfekt okay stimmt passt klar alles hallo moin halt stopp warte sehr schon
+    ist das es mal noch einmal nochmal ruckgangig verstanden entschuldigung los gerne
+    sim nao obrigado obrigada valeu beleza pode continue continuar perfeito certo otimo isso tudo bem pare
+    grazie mille vai avanti perfetto bene benissimo ottimo fatto prego ciao basta aspetta esatto
+    да нет ага угу спасибо спс благодарю продолжай продолжайте продолжи давай давайте хорошо ок
+    окей отлично понятно ясно ладно стоп подожди привет супер класс норм нормально верно точно
+    согласен так это все пожалуйста большое огромное дальше круто сделай можно отмени молодец
+    извини
+"""
+# Phrases whose words may name a topic alone ("work", "works", "catch", "plan", "leave").
+PHRASES = """
+    never mind | got it | get it | i see | makes sense | that works | works for me | it works |
+    fair enough | no worries | no problem | no prob | my bad | nice work | good work |
+    great work | nice job | good job | great job | well done | nicely done | nice one |
+    good one | good catch | nice catch | good call | good point | fair point | go for it |
+    ship it | do it | do that | do this | do so | do both | leave it | forget it |
+    scratch that | not quite | not really | not yet | of course | sure thing | you bet |
+    for sure | sounds like a plan | i agree | you're right | that's right | that's it |
+    all good | all set | so far so good | thumbs up | hold on | hang on | one sec |
+    just a sec | hold up | take your time | no rush | move on | keep it up | keep at it |
+    much appreciated | appreciate it | many thanks | good morning | good afternoon |
+    good evening | good night | start over | up to you | your call | as you wish |
+    a sec | revert that | revert it | cancel that | cancel it | ignore that | ignore it |
+    it worked | that worked | thanks a lot | roger that | todo bien | todo listo | ca marche | ca roule | ca va |
+    mach weiter | tudo certo | va bene
+"""
+# A question word alone asks about what was just said, not about a memory.
+QUESTION_WORDS = frozenset({"why", "how", "what", "who", "when", "where", "which", "really"})
+# Pieces of Chinese, Japanese and Korean replies, which are written without spaces.
+CJK_PIECES = """
+    好 好的 好滴 行 可以 对 对的 是 是的 嗯 嗯嗯 恩 哦 噢 谢谢 谢了 多谢 感谢 非常 继续 接着
+    没问题 没事 不用 不用了 算了 不 不要 不行 停 停下 等等 等一下 稍等 撤销 你好 您好 明白
+    明白了 知道了 收到 完美 很好 太好了 不错 厉害 棒 同意 请 吧 啊 呀 了 呢 吗 哈 哈哈 嘛 啦
+    很 太 的
+    はい ええ うん いいえ いや ありがとう ありがとうございます ございます ございました どうも
+    お願い お願いします おねがいします します して ください 続けて 続行 どうぞ 了解 りょうかい
+    承知しました わかりました 分かりました 大丈夫 いいね いいです いい よし すみません ごめん
+    ごめんなさい 待って ちょっと 止めて やめて 完璧 素晴らしい すごい です ね よ 進めて
+    元に戻して もう一度 お疲れ様です こんにちは
+    네 예 응 아니 아니요 아니오 감사합니다 고마워 고마워요 고맙습니다 계속 계속해 계속해줘
+    계속해주세요 좋아 좋아요 좋습니다 알겠습니다 알겠어 그래 그래요 확인 잠깐 멈춰 완벽해 최고
+    안녕하세요 해줘 해주세요 진행 진행해 진행해줘 주세요
+"""
+
+_QUERY_WORD = re.compile(r"\w+(?:'\w+)*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_DRAWN_OUT = re.compile(r"(\w)\1{2,}")  # "yesss", "okkk", "hmmmm", "sooo"
+
+
+@cache
+def _vocabulary() -> tuple[frozenset[str], dict[str, list[tuple[str, ...]]], frozenset[str]]:
+    """(conversation words, the phrases by their first word, longest first, CJK pieces), folded
+    as queries are."""
+    words = frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split())
+    phrases: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in sorted({tuple(fold(p).split()) for p in PHRASES.split("|")}, key=len)[::-1]:
+        phrases.setdefault(phrase[0], []).append(phrase)
+    pieces = frozenset(fold(p) for p in CJK_PIECES.split())
+    return words, phrases, pieces
+
+
+def names_no_topic(text: str) -> bool:
+    """True for a reply that steers the conversation without naming what it is about ("keep
+    going", "what do you think?", "never mind", "oui, continue", "好的", "👍"). A query of stop
+    words alone ("who am I?") may still ask about the user; a digit, or a word of neither list,
+    is a topic. `text` is read whole: pass the excerpt a ranker would read."""
+    conversation_words, phrases, pieces = _vocabulary()
+    words = [_as_said(w, conversation_words) for w in _QUERY_WORD.findall(fold(text))]
+    if len(words) == 1 and words[0] in QUESTION_WORDS:
+        return True
+    replied = False  # a conversation word or phrase was seen
+    i = 0
+    while i < len(words):
+        starting = phrases.get(words[i], ())
+        phrase = next((p for p in starting if tuple(words[i : i + len(p)]) == p), None)
+        if phrase:
+            replied, i = True, i + len(phrase)
+            continue
+        word = words[i]
+        if word in conversation_words or _splits_into(word, pieces):
+            replied = True
+        elif word not in STOP_WORDS:
+            return False
+        i += 1
+    return replied or not words
+
+
+def _as_said(word: str, known: frozenset[str]) -> str:
+    """`word` with a letter drawn out ("yesss", "cooool", "hmmmm") as it is usually written."""
+    if word in known or not _DRAWN_OUT.search(word):
+        return word
+    once = _DRAWN_OUT.sub(r"\1", word)
+    return once if once in known else _DRAWN_OUT.sub(r"\1\1", word)
+
+
+def _splits_into(word: str, pieces: frozenset[str]) -> bool:
+    """Whether a word with Chinese, Japanese or Korean letters is wholly a run of `pieces`. A run
+    longer than any reply (40 letters) is not one, and is not split."""
+    if len(word) > 40 or not _CJK.search(word):
+        return False
+    if word in pieces:
+        return True
+    longest = _longest_piece(pieces)
+    reached = [True] + [False] * len(word)  # reached[i]: a run of pieces covers word[:i]
+    for end in range(1, len(word) + 1):
+        reached[end] = any(
+            reached[start] and word[start:end] in pieces
+            for start in range(max(0, end - longest), end)
+        )
+    return reached[-1]
+
+
+@cache
+def _longest_piece(pieces: frozenset[str]) -> int:
+    return max(map(len, pieces))
