@@ -96,7 +96,10 @@ async def test_model_may_select_nothing(
     assert got == {"memories": [], "selector": "model"}
 
 
-@pytest.mark.parametrize("query", ["looks good, keep going", "Thanks!", "what do you think?", "👍"])
+@pytest.mark.parametrize(
+    "query",
+    ["looks good, keep going", "Thanks!", "what do you think?", "👍", "never mind", "好的，谢谢"],
+)
 async def test_a_query_that_names_no_topic_is_not_ranked_nor_sent_to_the_model(
     daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, query: str
 ) -> None:
