@@ -24,25 +24,35 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A word of prose: letters, an apostrophe inside, punctuation around ("(see", "it's,", "end.").
 _PLAIN_WORD = re.compile(r"^[(\"'“‘]*[A-Za-z][a-z]*(?:['’][a-z]+)?[.,;:!?)\"'”’]*$")
-# Marks of code and program output that prose lines rarely carry: braces, a statement's
-# semicolon, assignment and comparison, arrows, `::`, a call, a shell or REPL prompt, a
-# comment, a stack frame, a path of two or more directories, a log line's timestamp, a rule
-# of `===` or `___` (test runners' headings), a dotted name (`json.decoder.JSONDecodeError`),
-# an error's class, indentation.
+# Marks of code and program output that prose lines rarely carry: braces, arrows, `==`, `::`,
+# a call, a shell or REPL prompt, a comment (or one after code), a stack frame, a log line's
+# timestamp, a rule of `===` or `___` (test runners' headings), a dotted name
+# (`json.decoder.JSONDecodeError`), an error's class, indentation (but for a list item's next
+# lines: `_list_continuations`).
 _CODE_MARK = re.compile(
-    r"[{};]\s*$|[{}]|\s==?\s|=>|->|::|\w\(.*\)"
-    r"|^\s*(?:\$|>>>|#|//|--|at\s+[\w.$<>]+\()\s"
-    r"|(?:^|[\s\"'(])[\w.~-]*[/\\][\w.-]+[/\\]"
+    r"[{}]|\s==\s|=>|->|::|\w\(.*\)"
+    r"|^\s*(?:\$|>>>|#|//|--|at\s+[\w.$<>]+\()\s|\S {2,}(?:#|//) "
     r"|^\s*\[?\d{4}-\d\d-\d\d|={3,}|_{3,}"
     r"|\b[A-Za-z_]\w*(?:\.\w+){2,}|\b[A-Z]\w*(?:Error|Exception)\b"
     r"|^(?: {4,}|\t)\S"
 )
+# Marks that written prose carries too, in lists and notes: a statement's closing semicolon,
+# an assignment, a path of two or more directories (or "input/output/cache"). They make a line
+# code-like unless it reads as a sentence.
+_WEAK_CODE_MARK = re.compile(r";\s*$|\s=\s|(?:^|[\s\"'(])[\w.~-]*[/\\][\w.-]+[/\\]")
+# A Markdown list item ("- ", "  2. "): the lines after it indented to its text continue it.
+_LIST_ITEM = re.compile(r"^ *(?:[-*+]|\d{1,3}[.)]) (?=\S)")
 _SHELL_PROMPT = re.compile(r"^\s*(?:\$|%|PS>|>>>)\s+\S")
 # One backtick each side, not across a blank line (CommonMark's code span, less its rarer forms).
 _CODE_SPAN = re.compile(r"(?<!`)`(?!`)(?:[^`\n]|\n(?![ \t]*\n))+?(?<!`)`(?!`)")
+_LETTER = re.compile(r"[^\W\d_]")
 _NUMBER = re.compile(r"^[(\[]?[-+~≈]?\d[\d.,:/%]*(?:ms|s|m|h|k|x|×|kb|mb|gb)?[)\],.;:]*$", re.I)
 # Under this share of prose words a line is code-like whatever its marks (`ok github.com/a/b 1.2s`).
 _PROSE_SHARE = 0.6
+# A line of this many words, this share of them prose, is a sentence whatever its weak marks
+# ("  - a batch of more than 1,000 calls gets -32600 (an empty batch too);").
+_SENTENCE_WORDS = 6
+_SENTENCE_SHARE = 0.85
 _MIN_RUN = 2  # code-like lines in a run before it counts as pasted
 
 
@@ -58,7 +68,10 @@ def split_prompt(text: str) -> Prompt:
     lines = text.splitlines()
     if len(lines) < _MIN_RUN:  # a paste takes two lines at least
         return Prompt(text, "")
-    kinds = _line_kinds(lines, _without_code_spans("\n".join(lines)).split("\n"))
+    plain = _without_code_spans("\n".join(lines)).split("\n")
+    for i in _list_continuations(plain):  # indented as a list item's text, not as code
+        plain[i] = plain[i].lstrip()
+    kinds = _line_kinds(lines, plain)
     pasted = _pasted_lines(kinds)
     if not pasted:
         return Prompt(text, "")
@@ -72,6 +85,23 @@ def _without_code_spans(text: str) -> str:
     """`text` with each inline code span a plain word, line breaks kept: `f()` in a sentence
     is the user's own writing, and a span may run on to the next line."""
     return _CODE_SPAN.sub(lambda m: "code" + "\n" * m.group().count("\n"), text)
+
+
+def _list_continuations(lines: list[str]) -> list[int]:
+    """The sentences that continue a list item whose text is a sentence, indented to that
+    text. Not YAML's "  - name: build and test on every push" and the keys under it, nor a
+    unified diff's lines."""
+    continued: list[int] = []
+    indent = 0  # the text column of the list item being continued, 0 for none
+    for i, line in enumerate(lines):
+        item = _LIST_ITEM.match(line)
+        if item:
+            indent = len(item.group()) if _sentence(line[len(item.group()) :]) else 0
+        elif indent and len(line) - len(line.lstrip(" ")) == indent and _sentence(line):
+            continued.append(i)
+        elif line.strip():
+            indent = 0
+    return continued
 
 
 def _line_kinds(lines: list[str], plain: list[str]) -> list[str]:
@@ -113,13 +143,33 @@ def _line_kinds(lines: list[str], plain: list[str]) -> list[str]:
 
 
 def _code_like(line: str) -> bool:
-    # Marks ("-", "—") and numbers ("3.2 ms", "17 of 20") are as common in prose as in output.
-    words = [w.strip("*_~") for w in line.split()]
-    words = [w for w in words if any(c.isalpha() for c in w) and not _NUMBER.match(w)]
+    words, prose = _word_counts(line)
     if not words:
-        return _CODE_MARK.search(line) is not None
-    prose = sum(1 for w in words if _PLAIN_WORD.match(w))
-    return prose < _PROSE_SHARE * len(words) or _CODE_MARK.search(line) is not None
+        return _CODE_MARK.search(line) is not None or _WEAK_CODE_MARK.search(line) is not None
+    if prose < _PROSE_SHARE * words or _CODE_MARK.search(line):
+        return True
+    return _WEAK_CODE_MARK.search(line) is not None and not _reads_as_sentence(words, prose)
+
+
+def _word_counts(line: str) -> tuple[int, int]:
+    """How many words the line has, numbers and marks left out ("-", "—", "3.2 ms", "17 of
+    20" are as common in prose as in output), and how many of them are prose words."""
+    words = [w for w in map(_strip_emphasis, line.split()) if _LETTER.search(w)]
+    words = [w for w in words if not _NUMBER.match(w)]
+    return len(words), sum(1 for w in words if _PLAIN_WORD.match(w))
+
+
+def _strip_emphasis(word: str) -> str:
+    return word.strip("*_~")
+
+
+def _sentence(line: str) -> bool:
+    return _reads_as_sentence(*_word_counts(line))
+
+
+def _reads_as_sentence(words: int, prose: int) -> bool:
+    """At least _SENTENCE_WORDS words, _SENTENCE_SHARE of them prose words."""
+    return words >= _SENTENCE_WORDS and prose >= _SENTENCE_SHARE * words
 
 
 def _same_lead(lines: list[str], kinds: list[str], i: int) -> bool:

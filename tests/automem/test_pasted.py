@@ -62,6 +62,14 @@ def test_unfenced_output_is_pasted(paste: str, kept: str) -> None:
         "John's team won the game 3-1.",
         "- first, check the logs\n- then, restart the service\n  if it still fails, page Dana",
         "Compare f(x) with g(x) for me.\nWhich is faster?",
+        # Notes written as a list: a closing semicolon, an "=", a path of directories, and
+        # the item's next lines indented to its text are prose in sentences.
+        "Before the release:\n"
+        "- bump the version in both package files and tag it on main;\n"
+        "- the changelog lists every fix since the last tag, with input/output/cache figures;\n"
+        "  - a batch of more than 1,000 calls gets -32600 from the server, and\n"
+        "    the connection whose input would go past the cap is closed;\n"
+        "  - warm = the context served from the daemon's cache, cold = a fresh process;",
     ],
 )
 def test_prose_is_the_users_own(prose: str) -> None:
@@ -71,6 +79,29 @@ def test_prose_is_the_users_own(prose: str) -> None:
 def test_one_line_is_never_a_paste() -> None:
     line = "x = load(path); return {k: v for k, v in x.items()}"
     assert split_prompt(line).written == line
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # constants with their comments read as sentences but for the comment after the code
+        "COMPACT_SHARE = 0.25  # the log is folded into a new base past this share of it\n"
+        "BLOCK_ROWS = 1024  # rows per checksummed block of the base: what a flipped byte costs",
+        "def total(rows):\n    for row in rows:\n        yield row.amount if row else 0",
+    ],
+)
+def test_code_that_reads_like_prose_is_pasted(code: str) -> None:
+    got = split_prompt(f"what does this do?\n{code}")
+    assert got.written == "what does this do?"
+
+
+def test_the_keys_under_a_yaml_list_item_that_reads_as_a_sentence_are_pasted() -> None:
+    # Its indented lines are no sentences, so their indentation is code's, not a list item's.
+    got = split_prompt(
+        "steps:\n  - name: build and test the whole project on every push\n"
+        "    run: make test\n    env:\n      CI: true"
+    )
+    assert got.pasted == "    run: make test\n    env:\n      CI: true"
 
 
 def test_a_question_under_a_shell_session_is_the_users() -> None:
