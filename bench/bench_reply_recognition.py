@@ -70,9 +70,8 @@ def main() -> int:
         for reply in replies:
             names_no_topic(reply)
         runs.append((time.perf_counter() - start) / len(replies))
-    print(
-        f"\nper reply: {statistics.median(runs) * 1e6:.1f} µs (median of 20 runs over {len(replies)})"
-    )
+    per_reply = statistics.median(runs) * 1e6
+    print(f"\nper reply: {per_reply:.1f} µs (median of 20 runs over {len(replies)})")
     for label, text in {
         "8,000 characters of 'keep going '": "keep going " * 1_000,
         "8,000 characters of '好的，'": "好的，" * 3_000,

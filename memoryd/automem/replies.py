@@ -25,7 +25,8 @@ ENGLISH_WORDS = """
     yes yeah yea yeh yep yup ya yah aye no nope nah ok okay okie k kk sure surely thanks thank
     thx ty tysm thankyou cheers please pls plz continue proceed go ahead keep going carry on
     sounds looks look seems good great nice perfect cool awesome excellent fine lgtm done right
-    correct agreed agree exactly indeed absolutely definitely certainly totally really much hmm hm uh um ah oh aha huh wow oops whoops hi hello hey again try stop wait undo think
+    correct agreed agree exactly indeed absolutely definitely certainly totally really much
+    hmm hm uh um ah oh aha huh wow oops whoops hi hello hey again try stop wait undo think
     well alright aight let's lets now then sorry maybe also understood noted ack gotcha
     nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong
 """
@@ -42,7 +43,8 @@ OTHER_WORDS = """
     ja jo jep nein nee danke dankeschon vielen dank bitte weiter weitermachen mach mache genau
     gut prima klasse perfekt okay stimmt passt klar alles hallo moin halt stopp warte sehr schon
     ist das es mal noch einmal nochmal ruckgangig verstanden entschuldigung los gerne
-    sim nao obrigado obrigada valeu beleza pode continue continuar perfeito certo otimo isso tudo bem pare
+    sim nao obrigado obrigada valeu beleza pode continue continuar perfeito certo otimo isso
+    tudo bem pare
     grazie mille vai avanti perfetto bene benissimo ottimo fatto prego ciao basta aspetta esatto
     да нет ага угу спасибо спс благодарю продолжай продолжайте продолжи давай давайте хорошо ок
     окей отлично понятно ясно ладно стоп подожди привет супер класс норм нормально верно точно
@@ -63,8 +65,8 @@ PHRASES = """
     much appreciated | appreciate it | many thanks | good morning | good afternoon |
     good evening | good night | start over | up to you | your call | as you wish |
     a sec | revert that | revert it | cancel that | cancel it | ignore that | ignore it |
-    it worked | that worked | thanks a lot | roger that | todo bien | todo listo | ca marche | ca roule | ca va |
-    mach weiter | tudo certo | va bene
+    it worked | that worked | thanks a lot | roger that |
+    todo bien | todo listo | ca marche | ca roule | ca va | mach weiter | tudo certo | va bene
 """
 # A question word alone asks about what was just said, not about a memory.
 QUESTION_WORDS = frozenset({"why", "how", "what", "who", "when", "where", "which", "really"})
