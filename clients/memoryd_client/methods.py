@@ -65,8 +65,11 @@ class SyncMethods:
         recent_tools: Sequence[str] | None = None,
         already_surfaced: Sequence[str] | None = None,
         limit: int | None = None,
+        selector: str | None = None,
+        explain: bool | None = None,
     ) -> RecallResult:
-        """`recall`: Up to `limit` (1-5) memories relevant to `query`."""
+        """`recall`: Up to `limit` (1-5) memories relevant to `query`; `selector` "local"
+        skips the model; with `explain`, each memory says what the local ranker saw in it."""
         return cast(
             "RecallResult",
             self.call(
@@ -78,6 +81,8 @@ class SyncMethods:
                     recent_tools=_list(recent_tools),
                     already_surfaced=_list(already_surfaced),
                     limit=limit,
+                    selector=selector,
+                    explain=explain,
                 ),
             ),
         )
@@ -302,8 +307,11 @@ class AsyncMethods:
         recent_tools: Sequence[str] | None = None,
         already_surfaced: Sequence[str] | None = None,
         limit: int | None = None,
+        selector: str | None = None,
+        explain: bool | None = None,
     ) -> RecallResult:
-        """`recall`: Up to `limit` (1-5) memories relevant to `query`."""
+        """`recall`: Up to `limit` (1-5) memories relevant to `query`; `selector` "local"
+        skips the model; with `explain`, each memory says what the local ranker saw in it."""
         return cast(
             "RecallResult",
             await self.call(
@@ -315,6 +323,8 @@ class AsyncMethods:
                     recent_tools=_list(recent_tools),
                     already_surfaced=_list(already_surfaced),
                     limit=limit,
+                    selector=selector,
+                    explain=explain,
                 ),
             ),
         )

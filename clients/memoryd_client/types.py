@@ -32,20 +32,31 @@ class ContextResult(TypedDict, total=False):
     memory_instructions: str
 
 
+class RecallWhy(TypedDict, total=False):
+    words: list[str]  # the query's own words the memory holds
+    pasted_words: list[str]  # words of the code or output pasted into the query
+    lexical: float  # its lexical score as a share of the best (0-1)
+    semantic: float  # with embeddings: the model's score fused with it
+    cosine: float  # with embeddings: its pooled cosine to the query
+
+
 class RecalledMemory(TypedDict, total=False):
     path: str
     name: str
     description: str
     type: str
     mtime: float
+    team: bool
     content: str
     stale: bool
     note: str | None
+    why: RecallWhy  # with `explain`
 
 
 class RecallResult(TypedDict, total=False):
     memories: list[RecalledMemory]
     selector: str  # model | local
+    not_ranked: str  # why, when the query names no topic
 
 
 class Scheduled(TypedDict, total=False):

@@ -194,6 +194,21 @@ class RecallIndex:
     def keys(self) -> list[str]:
         return list(self._docs)
 
+    def terms_of(self, key: str) -> frozenset[str]:
+        """The terms the memory's name, description and body hold (none for an unknown key)."""
+        doc = self._docs.get(key)
+        return frozenset(doc.tfs) if doc is not None else frozenset()
+
+    def lexical_share(self, lexical: LexicalScores, key: str) -> float:
+        """The memory's lexical score for the query as a share of the best one (0 to 1)."""
+        if lexical.mutations != self._mutations:  # changed meanwhile: slots may have moved
+            lexical = self.lexical(lexical.query, lexical.exclude)
+        doc = self._docs.get(key)
+        if doc is None or lexical.scores is None:
+            return 0.0
+        best = float(lexical.scores.max())
+        return float(lexical.scores[doc.slot]) / best if best > 0 else 0.0
+
     # -- updates ----------------------------------------------------------------------------
     def upsert(
         self, key: str, name: str, description: str, body: str, when: date | None = None
@@ -397,8 +412,7 @@ class RecallIndex:
     def lexical(self, query: str, exclude: Collection[str] = ()) -> LexicalScores:
         """The first part of `search`; finish it with `rank`."""
         p = self.params
-        pasted_apart = p.pasted_weight != 1.0 or p.pasted_min_terms > 1
-        prompt = split_prompt(query) if pasted_apart else Prompt(query, "")
+        prompt = self.prompt(query)
         written = prompt.written
         query_terms = analysis.query_terms(written) if p.drop_question_words else terms(written)
         weights: dict[str, float] = {}
@@ -433,6 +447,14 @@ class RecallIndex:
         self._phrases(query_terms, scores)
         found.scores = scores
         return found
+
+    def prompt(self, query: str) -> Prompt:
+        """`query` parted into the lines the user wrote and those they pasted, as `lexical`
+        reads it: whole, as written, when the parameters weigh a paste as the rest."""
+        p = self.params
+        if p.pasted_weight != 1.0 or p.pasted_min_terms > 1:
+            return split_prompt(query)
+        return Prompt(query, "")
 
     def _drop_paste_only(
         self, scores: FloatArray, own: dict[str, float], pasted: list[str]

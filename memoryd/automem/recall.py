@@ -24,7 +24,8 @@ from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
 
 if TYPE_CHECKING:
-    from memoryd.automem.service import AutoMemory
+    from memoryd.automem.recall_explain import Why
+    from memoryd.automem.service import AutoMemory, Ranking
     from memoryd.core.project import Project
     from memoryd.llm.client import ModelClient
 
@@ -153,7 +154,10 @@ async def recall(
     already_surfaced: list[str],
     limit: int = MAX_RECALL,
     use_model: bool = True,
+    explain: bool = False,
 ) -> dict[str, Any]:
+    """At most `limit` memories for `query`; with `explain`, each says what the local ranker
+    saw in it (`why`: `recall_explain.Why`), whoever chose it."""
     limit = max(1, min(limit, MAX_RECALL))
     if names_no_topic(query_excerpt(query)):
         # Auto memory off, or a forbidden dir: the error any query gets. And the dir (and the
@@ -163,6 +167,7 @@ async def recall(
     surfaced = set(already_surfaced)
     selector: Literal["model", "local"] = "local"
     chosen: list[MemoryHeader] | None = None
+    ranking: Ranking | None = None
     started: list[Awaitable[Any] | None] = []
 
     def query_vector() -> Awaitable[Any] | None:
@@ -181,18 +186,25 @@ async def recall(
             if str(h.path) not in surfaced and h.file not in surfaced
         ]
         if len(headers) >= MODEL_CANDIDATES_FROM:
-            ranked = await am.search(
+            ranking = await am.ranking(
                 project, query, MODEL_CANDIDATES, surfaced, query_vector(), floors=False
             )
             # No local match still leaves the model a choice: the newest memories.
             headers = (
-                ranked or sorted(headers, key=lambda h: h.mtime, reverse=True)[:MODEL_CANDIDATES]
+                ranking.headers
+                or (sorted(headers, key=lambda h: h.mtime, reverse=True)[:MODEL_CANDIDATES])
             )
         chosen = await select_with_model(model, query, headers, recent_tools, limit)
         if chosen is not None:
             selector = "model"
     if chosen is None:
-        chosen = await am.search(project, query, limit, surfaced, query_vector())
+        ranking = await am.ranking(project, query, limit, surfaced, query_vector())
+        chosen = ranking.headers
+    whys: dict[str, Why] = {}
+    if explain and chosen:
+        if ranking is None:  # the model chose from the whole manifest: rank for the signals
+            ranking = await am.ranking(project, query, 1, surfaced, query_vector())
+        whys = ranking.why(chosen)
     now = time.time()
     memories = []
     for header in chosen:
@@ -203,5 +215,9 @@ async def recall(
         except OSError:
             continue  # deleted between ranking and reading
         stale, note = staleness(header.mtime, now)
-        memories.append(Recalled(header, content, stale, note).as_dict())
+        memory = Recalled(header, content, stale, note).as_dict()
+        why = whys.get(str(header.path))
+        if why is not None:
+            memory["why"] = why.as_dict()
+        memories.append(memory)
     return {"memories": memories, "selector": selector}

@@ -28,7 +28,8 @@ from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import index_file, index_path, is_team, read_index
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
-from memoryd.automem.ranker import RankerParams
+from memoryd.automem.ranker import LexicalScores, RankerParams, RecallIndex, Semantic
+from memoryd.automem.recall_explain import Why, explain
 from memoryd.automem.recall_query import query_excerpt
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, DirState
@@ -44,6 +45,29 @@ if TYPE_CHECKING:
 __all__ = ["AutoMemory", "IndexText", "IndexView", "WriteResult"]
 
 OPEN_DIRS_TTL = 2.0  # seconds a too-open-folders report is reused by `status`
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What the local ranker returned for a query, and what it ranked by (`recall_explain`)."""
+
+    headers: list[MemoryHeader]
+    memory_dir: Path
+    index: RecallIndex
+    lexical: LexicalScores
+    semantic: Semantic | None  # the semantic scores fused in (hybrid ranking)
+    cosines: Semantic | None  # every memory's pooled cosine on the floors' scale
+
+    def why(self, headers: list[MemoryHeader]) -> dict[str, Why]:
+        """What the ranker saw in each of `headers` (`recall_explain.explain`; those it
+        returned, or those a model chose), by path."""
+        keys = {
+            str(h.path): h.path.relative_to(self.memory_dir).as_posix()
+            for h in headers
+            if h.path.is_relative_to(self.memory_dir)
+        }
+        whys = explain(self.index, self.lexical, list(keys.values()), self.semantic, self.cosines)
+        return {path: whys[key] for path, key in keys.items()}
 
 
 @dataclass(frozen=True)
@@ -192,11 +216,26 @@ class AutoMemory:
         *,
         floors: bool = True,
     ) -> list[MemoryHeader]:
-        """The local ranker's best memories; `exclude` holds absolute paths or keys.
-        `query_vector` (`semantic.embed_query` running in a thread) makes it hybrid: it is
-        awaited only once the lexical scores are made, so the two are computed at once; then
-        memories too unlike the query are not returned, unless `floors` is False (candidates
-        for the model to judge). A dir never loaded is first loaded as `loaded` does it."""
+        """The local ranker's best memories (`ranking`'s headers)."""
+        found = await self.ranking(project, query, limit, exclude, query_vector, floors=floors)
+        return found.headers
+
+    async def ranking(
+        self,
+        project: Project,
+        query: str,
+        limit: int,
+        exclude: set[str],
+        query_vector: Awaitable[QueryEmbedding | None] | None = None,
+        *,
+        floors: bool = True,
+    ) -> Ranking:
+        """The local ranker's best memories and the signals they were ranked by; `exclude`
+        holds absolute paths or keys. `query_vector` (`semantic.embed_query` running in a
+        thread) makes it hybrid: it is awaited only once the lexical scores are made, so the
+        two are computed at once; then memories too unlike the query are not returned, unless
+        `floors` is False (candidates for the model to judge). A dir never loaded is first
+        loaded as `loaded` does it."""
         memory_dir = self.memory_dir(project)
         state = await self._loaded(memory_dir)
         if self.semantic.wanted:
@@ -219,13 +258,11 @@ class AutoMemory:
 
             lexical_best = state.index.best(lexical, CANDIDATES)
             similar = self.semantic.similarities(memory_dir, vector, lexical_best)
-        hits = state.index.rank(
-            lexical,
-            limit,
-            similar.scores if similar is not None else None,
-            similar.cosines if similar is not None and floors else None,
-        )
-        return [state.entries[k].header for k, _ in hits if k in state.entries]
+        semantic = similar.scores if similar is not None else None
+        cosines = similar.cosines if similar is not None else None
+        hits = state.index.rank(lexical, limit, semantic, cosines if floors else None)
+        headers = [state.entries[k].header for k, _ in hits if k in state.entries]
+        return Ranking(headers, memory_dir, state.index, lexical, semantic, cosines)
 
     async def reconcile_index(self, project: Project) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""

@@ -427,3 +427,28 @@ async def test_an_off_topic_prompt_recalls_nothing_and_a_paraphrase_still_recall
         assert await _recall(hybrid, project, prompt) == []
     # No word in common either, but close in meaning: found.
     assert await _recall(hybrid, project, PADDLING) == [kayak]
+
+
+async def test_explain_gives_the_models_scores_beside_the_words(
+    hybrid: DaemonHandle, project: Path
+) -> None:
+    kayak = await _write(hybrid, project, *KAYAK)
+    await _write(hybrid, project, "Coffee", "takes coffee with oat milk")
+    await _recall(hybrid, project, "coffee")
+    assert (await settled_auto_memory(hybrid))["ranker"].startswith("hybrid")
+    got = await hybrid.call(
+        "recall", cwd=str(project), query=PADDLING, selector="local", explain=True
+    )
+    [memory] = got["memories"]
+    assert Path(memory["path"]).name == kayak
+    why = memory["why"]
+    # no word in common: the model found it, and says how close it is
+    assert why["words"] == []
+    assert why["lexical"] == 0.0
+    assert why["cosine"] > 0.2  # above the floor for a memory no query word matches
+    assert why["semantic"] > 0
+    got = await hybrid.call(
+        "recall", cwd=str(project), query="the kayak club", selector="local", explain=True
+    )
+    assert got["memories"][0]["why"]["words"] == ["kayak", "club"]
+    assert got["memories"][0]["why"]["lexical"] == 1.0

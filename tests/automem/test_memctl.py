@@ -124,6 +124,13 @@ async def test_recall_shows_what_an_agent_would_get(daemon: DaemonHandle, projec
     assert result["selector"] == "local"
     assert [m["name"] for m in result["memories"]] == ["Dana owns the billing service"]
 
+    # --why: what the local ranker saw in each memory
+    code, out, err = await _memctl(
+        daemon, "recall", "which cluster gets deploys first?", "--why", "--cwd", str(project)
+    )
+    assert code == 0, err
+    assert out.splitlines()[4] == "   why: words cluster, deploys, first · lexical 1.00"
+
     code, out, _ = await _memctl(daemon, "recall", "kubernetes ingress", "--cwd", str(project))
     assert (code, out.strip()) == (0, "no memory recalled (ranked locally)")
     code, out, _ = await _memctl(daemon, "recall", "go ahead", "--cwd", str(project))

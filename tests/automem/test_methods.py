@@ -502,6 +502,35 @@ async def test_recall_reads_a_pasted_block_apart_from_the_prompt(
     assert [m["path"] for m in got["memories"]] == [written["Decoder owner"]]
 
 
+async def test_recall_explains_what_the_ranker_saw_when_asked(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    commit = await _write(
+        daemon,
+        project,
+        type="feedback",
+        name="Commit style",
+        description="small commits with imperative subject lines",
+        body="Keep commits small; the subject line is imperative.",
+    )
+    await _write(
+        daemon, project, type="user", name="Car", description="owns a red Tesla", body="Tesla"
+    )
+    log = "```\n--- FAIL: TestCommit (0.02s)\n    hook.go:41: subject too long\n```"
+    query = f"How should I write the commits?\n{log}"
+    got = await daemon.call("recall", cwd=str(project), query=query, explain=True)
+    [memory] = got["memories"]
+    assert memory["path"] == commit["path"]
+    # the query's own words it holds ("commits" for its "commit"), and the paste's apart
+    assert memory["why"] == {"words": ["commits"], "lexical": 1.0, "pasted_words": ["subject"]}
+    plain = await daemon.call("recall", cwd=str(project), query=query)
+    assert "why" not in plain["memories"][0]
+    assert {k: v for k, v in memory.items() if k != "why"} == plain["memories"][0]
+    with pytest.raises(RpcError) as err:
+        await daemon.call("recall", cwd=str(project), query=query, explain="please")
+    assert err.value.code == -32602
+
+
 async def test_recall_remembers_what_a_session_was_shown(
     daemon: DaemonHandle, project: Path
 ) -> None:

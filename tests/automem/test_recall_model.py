@@ -68,6 +68,22 @@ async def test_model_selects(
     assert '{"selected"' in body["system"]
 
 
+async def test_explain_says_what_the_local_ranker_saw_in_the_models_choice(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    paths = await _seed(daemon_with_model, project)
+    # The model chooses a memory the query shares no word with, and one it shares two with.
+    fake_model.enqueue(json_reply({"selected": [Path(paths[2]).name, Path(paths[1]).name]}))
+    got = await daemon_with_model.call(
+        "recall", cwd=str(project), query="where are the latency graphs?", explain=True
+    )
+    assert got["selector"] == "model"
+    assert [m["why"] for m in got["memories"]] == [
+        {"words": [], "lexical": 0.0},
+        {"words": ["latency", "graphs"], "lexical": 1.0},
+    ]
+
+
 async def test_model_reads_the_ends_of_a_long_query_not_all_of_it(
     daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
 ) -> None:

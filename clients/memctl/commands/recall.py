@@ -1,9 +1,12 @@
-"""`memctl recall "query" [--limit N] [--local] [--cwd DIR]`: what memoryd recalls for a query.
+"""`memctl recall "query" [--limit N] [--local] [--why] [--cwd DIR]`: what memoryd recalls for
+a query.
 
 The same `recall` an agent's prompt gets (the model picks when one is configured, else the
 local ranker; `--local` asks for the local ranker alone), printed one memory a block: type,
-title, description, file, and the staleness note when there is one. `memctl status` says
-which local ranker is active and why.
+title, description, file, and the staleness note when there is one. `--why` adds what the
+local ranker saw in each: the query's words it holds, the words of a paste apart, its lexical
+score as a share of the best, and with embeddings the model's score and cosine. `memctl
+status` says which local ranker is active and why.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--local", action="store_true", help="the local ranker, even when a model is configured"
     )
+    parser.add_argument(
+        "--why",
+        action="store_true",
+        help="say what the local ranker saw in each memory: words matched, scores",
+    )
     add_cwd_argument(parser)
     parser.set_defaults(func=run)
 
@@ -49,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.local:
         params["selector"] = "local"
+    if args.why:
+        params["explain"] = True
     with client(args, timeout=60.0) as conn:
         result = conn.call("recall", params)
     emit(args, result, render(result))
@@ -70,4 +80,17 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"   {memory['path']}")
         if memory.get("note"):
             lines.append(f"   note: {memory['note']}")
+        if isinstance(memory.get("why"), dict):
+            lines.append(f"   why: {why_line(memory['why'])}")
     return "\n".join(lines)
+
+
+def why_line(why: dict[str, Any]) -> str:
+    """`words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42`"""
+    parts = [f"words {', '.join(why.get('words') or []) or 'none'}"]
+    if why.get("pasted_words"):
+        parts.append(f"pasted {', '.join(why['pasted_words'])}")
+    parts += [
+        f"{name} {why[name]:.2f}" for name in ("lexical", "semantic", "cosine") if name in why
+    ]
+    return " · ".join(parts)

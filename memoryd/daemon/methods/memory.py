@@ -84,6 +84,8 @@ class RecallParams(Params):
     limit: int = Field(default=MAX_RECALL, ge=1, le=MAX_RECALL)
     # "local" skips the model even when one is configured (hooks on a tight time budget).
     selector: Literal["auto", "local"] = "auto"
+    # Each memory then says what the local ranker saw in it (`why`).
+    explain: bool = False
 
 
 def _am(daemon: Daemon) -> AutoMemory:
@@ -322,6 +324,7 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
         already_surfaced=surfaced,
         limit=params.limit,
         use_model=params.selector == "auto",
+        explain=params.explain,
     )
     if params.session_id is not None:
         shown.add(params.session_id, [m["path"] for m in result["memories"]])

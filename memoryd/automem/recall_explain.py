@@ -1,0 +1,73 @@
+"""Why the local ranker returned a memory (`recall` with `explain`): the words of the query
+the memory holds — of the lines the user wrote, and apart, of those they pasted — and the
+signals it was ranked by. Pure: it reads the index and the query's signals as ranked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memoryd.automem.analysis import raw_tokens, terms
+
+if TYPE_CHECKING:
+    from memoryd.automem.ranker import LexicalScores, RecallIndex, Semantic
+
+
+@dataclass(frozen=True)
+class Why:
+    words: tuple[str, ...]  # the query's own words the memory holds (as folded: lower case)
+    pasted_words: tuple[str, ...]  # the pasted code's and output's
+    lexical: float  # its lexical score as a share of the best one
+    semantic: float | None  # the model's score fused with it: None without embeddings
+    cosine: float | None  # its pooled cosine to the query, on the relevance floors' scale
+
+    def as_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"words": list(self.words), "lexical": round(self.lexical, 3)}
+        if self.pasted_words:
+            found["pasted_words"] = list(self.pasted_words)
+        if self.semantic is not None:
+            found["semantic"] = round(self.semantic, 3)
+        if self.cosine is not None:
+            found["cosine"] = round(self.cosine, 3)
+        return found
+
+
+def held_words(text: str, held: frozenset[str]) -> tuple[str, ...]:
+    """The words of `text` whose terms are among `held`, once each, in the text's order (a
+    Chinese or Japanese run when one of its character pairs is)."""
+    return tuple(
+        word for word in dict.fromkeys(raw_tokens(text)) if any(t in held for t in terms(word))
+    )
+
+
+def explain(
+    index: RecallIndex,
+    lexical: LexicalScores,
+    keys: list[str],
+    semantic: Semantic | None = None,
+    cosines: Semantic | None = None,
+) -> dict[str, Why]:
+    """Why each of `keys` was returned for the query `lexical` was made for; `semantic` and
+    `cosines` as the ranker got them (hybrid ranking)."""
+    prompt = index.prompt(lexical.query)
+    semantic_of = _lookup(semantic)
+    cosine_of = _lookup(cosines)
+    written = frozenset(terms(prompt.written))  # a pasted word also written counts as written
+    whys = {}
+    for key in keys:
+        held = index.terms_of(key)
+        whys[key] = Why(
+            held_words(prompt.written, held),
+            held_words(prompt.pasted, held - written) if prompt.pasted else (),
+            index.lexical_share(lexical, key),
+            semantic_of.get(key),
+            cosine_of.get(key),
+        )
+    return whys
+
+
+def _lookup(signal: Semantic | None) -> dict[str, float]:
+    if signal is None:
+        return {}
+    keys, values = signal
+    return {key: float(value) for key, value in zip(keys, values, strict=True)}
