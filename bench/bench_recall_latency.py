@@ -2,7 +2,7 @@
 
 Synthetic memories (Zipf-distributed words, one short fact each, some dated) are written to
 a memory directory; then, side by side per size:
-  - `search`: AutoMemory.search in process (freshness check + ranking), warm;
+  - `search`: AutoMemory.ranking in process (freshness check + ranking), warm;
   - `rpc`: the real `recall` method over the Unix socket (adds JSON, reading the 5 files);
   - `update`: one file rewritten atomically, then the next search (re-analysis of that file);
   - `cold`: the first search on a directory never seen (parse + index every file).
@@ -136,12 +136,12 @@ async def measure(sizes: list[int], n_queries: int, work: Path) -> None:
                 for _ in range(n_queries)
             ]
             started = time.perf_counter()
-            await am.search(project, "warm up", 5, set())
+            await am.ranking(project, "warm up", 5, set())
             cold = time.perf_counter() - started
             search_ms = []
             for q in queries:
                 t0 = time.perf_counter()
-                await am.search(project, q, 5, set())
+                await am.ranking(project, q, 5, set())
                 search_ms.append((time.perf_counter() - t0) * 1000)
             rpc_ms = []
             for q in queries:
@@ -212,7 +212,7 @@ async def side_by_side(
         return
     loaded = rss_mb()
     t0 = time.perf_counter()
-    await am.search(project, "start embedding", 5, set())
+    await am.ranking(project, "start embedding", 5, set())
     await asyncio.to_thread(am.semantic.wait_idle)
     took = time.perf_counter() - t0
     print(
@@ -223,7 +223,7 @@ async def side_by_side(
     for q in queries:
         t0 = time.perf_counter()
         # As `recall` does: the query is embedded in a thread while its lexical scores are made.
-        await am.search(project, q, 5, set(), am.semantic.start_query_embedding(q))
+        await am.ranking(project, q, 5, set(), am.semantic.start_query_embedding(q))
         hybrid_ms.append((time.perf_counter() - t0) * 1000)
     print(
         f"  memoryd hybrid      p50 {pct(hybrid_ms, 0.5):6.2f} ms  p95 {pct(hybrid_ms, 0.95):6.2f} ms"

@@ -179,7 +179,7 @@ async def recall(
         return started[0]
 
     if use_model and model.configured:
-        await am.loaded(project)  # the manifest needs the dir loaded; `search` waits by itself
+        await am.loaded(project)  # the manifest needs the dir loaded; `ranking` waits by itself
         headers = [
             h
             for h in am.manifest(project)

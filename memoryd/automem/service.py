@@ -206,20 +206,6 @@ class AutoMemory:
         it is not a file. Kept per the file's stat, so a warm call costs one `stat`."""
         return self.index_texts.get(memory_dir, team=team)
 
-    async def search(
-        self,
-        project: Project,
-        query: str,
-        limit: int,
-        exclude: set[str],
-        query_vector: Awaitable[QueryEmbedding | None] | None = None,
-        *,
-        floors: bool = True,
-    ) -> list[MemoryHeader]:
-        """The local ranker's best memories (`ranking`'s headers)."""
-        found = await self.ranking(project, query, limit, exclude, query_vector, floors=floors)
-        return found.headers
-
     async def ranking(
         self,
         project: Project,
