@@ -167,6 +167,10 @@ T.run({
       local text = T.text('recall')
       T.has(text, 'Deploys happen on Thursdays  [project, now]\n   Deploys happen on Thursdays after QA')
       T.has(text, 'Release freeze  [project, 4w]\n   no Thursdays deploys in freeze week\n   ! This memory is 30 days old; verify')
+      -- What the local ranker saw in each: the query's words it holds, its share of the best.
+      -- (the shorter one ranks first: its share is 1)
+      T.has(text, 'project_release_freeze.md\n   why: words thursdays, deploys · lexical 1.00')
+      T.has(text, 'project_deploys_happen_on_thursdays.md\n   why: words thursdays, deploys · lexical 0.')
       T.press_on('recall', 'Deploys happen on Thursdays  [', '<CR>')
       T.wait('the memory to open', function()
         return vim.api.nvim_buf_get_name(0) == path

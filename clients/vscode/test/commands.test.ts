@@ -169,9 +169,11 @@ describe("remember, recall, the memory list", () => {
     assert.ok(result.memories.length > 0 && result.memories.length <= 5, `${result.memories.length}`);
     const picks = recallPicks(result);
     assert.match(picks[0]!.label, /Deploy dashboard/);
-    assert.match(picks[0]!.description, /^reference · now$/);
+    // type · age, then what the local ranker saw in it (`explain`)
+    assert.match(picks[0]!.description, /^reference · now · words deploy, dashboard · lexical 1\.00$/);
     assert.match(recallDocument(result.memories[0]!), /^---\nname: Deploy dashboard/);
-    const stale = recallPicks({ selector: "local", memories: [{ ...result.memories[0]!, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
+    const { why: _why, ...unexplained } = result.memories[0]!;
+    const stale = recallPicks({ selector: "local", memories: [{ ...unexplained, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
     assert.equal(stale[0]!.description, "reference · 3d · stale");
     assert.equal(stale[0]!.detail, "⚠ This memory is 3 days old.");
     // A reply that names no topic is not ranked, and the message says why.

@@ -1,9 +1,10 @@
 // Recall: the query is the selection, else the word under the cursor, else what the user types;
-// up to 5 memories from `recall`, each shown with its name, type, age and staleness note.
+// up to 5 memories from `recall`, each shown with its name, type, age, staleness note and what
+// the local ranker saw in it (`explain`).
 import type { ProjectTarget } from "./editorContext";
 import { age } from "./format";
 import type { MemorydClient } from "./rpcClient";
-import type { RecallResult, RecalledMemory } from "./types";
+import type { RecallResult, RecallWhy, RecalledMemory } from "./types";
 
 export const RECALL_LIMIT = 5;
 
@@ -18,7 +19,7 @@ export function recallParams(target: ProjectTarget, query: string, selector?: "a
   if (!trimmed) {
     throw new Error("nothing to recall: select some text, put the cursor on a word, or type a query");
   }
-  const params: Record<string, unknown> = { cwd: target.cwd, query: trimmed, limit: RECALL_LIMIT };
+  const params: Record<string, unknown> = { cwd: target.cwd, query: trimmed, limit: RECALL_LIMIT, explain: true };
   if (selector) {
     params.selector = selector;
   }
@@ -52,14 +53,31 @@ export function emptyRecallMessage(result: RecallResult, query: string): string 
   return result.not_ranked ? `memoryd: not ranked: ${result.not_ranked}` : `memoryd: no memory about "${query}"`;
 }
 
-/** One quick-pick row per memory: name; type · age (· team); the staleness note or description. */
+/** `words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42` */
+export function whyText(why: RecallWhy): string {
+  const parts = [`words ${why.words.length ? why.words.join(", ") : "none"}`];
+  if (why.pasted_words?.length) {
+    parts.push(`pasted ${why.pasted_words.join(", ")}`);
+  }
+  for (const name of ["lexical", "semantic", "cosine"] as const) {
+    const value = why[name];
+    if (typeof value === "number") {
+      parts.push(`${name} ${value.toFixed(2)}`);
+    }
+  }
+  return parts.join(" · ");
+}
+
+/** One quick-pick row per memory: name; type · age (· stale) (· what the ranker saw); the
+ * staleness note or description. */
 export function recallPicks(result: RecallResult, nowMs: number = Date.now()): RecallPick[] {
   return result.memories.map((memory) => {
     const kind = memory.team ? `team/${memory.type}` : memory.type;
     const note = memory.stale && memory.note ? `⚠ ${memory.note}` : memory.description;
+    const why = memory.why ? ` · ${whyText(memory.why)}` : "";
     return {
       label: memory.name,
-      description: `${kind} · ${age(memory.mtime, nowMs)}${memory.stale ? " · stale" : ""}`,
+      description: `${kind} · ${age(memory.mtime, nowMs)}${memory.stale ? " · stale" : ""}${why}`,
       detail: note,
       path: memory.path,
       memory,

@@ -24,6 +24,20 @@ export interface ContextResult {
   cached: boolean;
 }
 
+/** What the local ranker saw in a recalled memory (`recall` with `explain`). */
+export interface RecallWhy {
+  /** The query's own words the memory holds, lower case. */
+  words: string[];
+  /** Its lexical score as a share of the best memory's (0-1). */
+  lexical: number;
+  /** Words of code or output pasted into the query that it holds. */
+  pasted_words?: string[];
+  /** With embeddings: the model's score fused with the lexical one. */
+  semantic?: number;
+  /** With embeddings: its pooled cosine to the query. */
+  cosine?: number;
+}
+
 export interface RecalledMemory {
   path: string;
   name: string;
@@ -34,6 +48,8 @@ export interface RecalledMemory {
   content: string;
   stale: boolean;
   note: string | null;
+  /** With `explain`. */
+  why?: RecallWhy;
 }
 
 export interface RecallResult {

@@ -1,5 +1,6 @@
 -- :MemorydRecall [query] — up to 5 memories relevant to the query (default: the visual
--- selection or the word under the cursor): name, type, age, staleness note. <CR> opens one.
+-- selection or the word under the cursor): name, type, age, staleness note, and what the
+-- local ranker saw in it (`explain`). <CR> opens one.
 local memoryd = require('memoryd')
 local format = require('memoryd.format')
 local ui = require('memoryd.ui')
@@ -38,10 +39,28 @@ function M.render(reply, query, now)
       add('   ! ' .. format.one_line(memory.note or 'may be stale', 240), target)
     end
     add('   ' .. format.basename(memory.path), target)
+    if type(memory.why) == 'table' then
+      add('   why: ' .. M.why_line(memory.why), target)
+    end
   end
   add('')
   add('<CR> open memory   q close')
   return b.lines, b.targets
+end
+
+-- Pure: `words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42`.
+function M.why_line(why)
+  local words = type(why.words) == 'table' and why.words or {}
+  local parts = { 'words ' .. (#words > 0 and table.concat(words, ', ') or 'none') }
+  if type(why.pasted_words) == 'table' and #why.pasted_words > 0 then
+    table.insert(parts, 'pasted ' .. table.concat(why.pasted_words, ', '))
+  end
+  for _, name in ipairs({ 'lexical', 'semantic', 'cosine' }) do
+    if type(why[name]) == 'number' then
+      table.insert(parts, ('%s %.2f'):format(name, why[name]))
+    end
+  end
+  return format.one_line(table.concat(parts, ' · '), 240)
 end
 
 -- The text of the last visual selection (charwise, linewise or blockwise), one line.
@@ -82,7 +101,12 @@ end
 
 function M.run(query, ctx)
   ctx = ctx or memoryd.buffer_context()
-  local params = { cwd = ctx.cwd, query = query, limit = memoryd.config.recall_limit }
+  local params = {
+    cwd = ctx.cwd,
+    query = query,
+    limit = memoryd.config.recall_limit,
+    explain = true,
+  }
   memoryd.request('recall', params, function(reply)
     local buf = ui.buffer('recall', true, function(b)
       ui.map(b, '<CR>', ui.open_target, 'open the memory')
