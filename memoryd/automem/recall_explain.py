@@ -35,9 +35,16 @@ class Why:
 def held_words(text: str, held: frozenset[str]) -> tuple[str, ...]:
     """The words of `text` whose terms are among `held`, once each, in the text's order (a
     Chinese or Japanese run when one of its character pairs is)."""
-    return tuple(
-        word for word in dict.fromkeys(raw_tokens(text)) if any(t in held for t in terms(word))
-    )
+    return _held(_analysed(text), held)
+
+
+def _analysed(text: str) -> list[tuple[str, list[str]]]:
+    """Each word of `text` once, in order, with its terms: made once for all the memories."""
+    return [(word, terms(word)) for word in dict.fromkeys(raw_tokens(text))]
+
+
+def _held(words: list[tuple[str, list[str]]], held: frozenset[str]) -> tuple[str, ...]:
+    return tuple(word for word, found in words if any(t in held for t in found))
 
 
 def explain(
@@ -50,15 +57,17 @@ def explain(
     """Why each of `keys` was returned for the query `lexical` was made for; `semantic` and
     `cosines` as the ranker got them (hybrid ranking)."""
     prompt = index.prompt(lexical.query)
+    written, pasted = _analysed(prompt.written), _analysed(prompt.pasted)
+    # a pasted word also written counts as written
+    written_terms = frozenset(t for _, found in written for t in found)
     semantic_of = _lookup(semantic)
     cosine_of = _lookup(cosines)
-    written = frozenset(terms(prompt.written))  # a pasted word also written counts as written
     whys = {}
     for key in keys:
         held = index.terms_of(key)
         whys[key] = Why(
-            held_words(prompt.written, held),
-            held_words(prompt.pasted, held - written) if prompt.pasted else (),
+            _held(written, held),
+            _held(pasted, held - written_terms),
             index.lexical_share(lexical, key),
             semantic_of.get(key),
             cosine_of.get(key),
