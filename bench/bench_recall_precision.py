@@ -13,9 +13,10 @@ facts, pointers):
 - 20 coding prompts about none of them ("optimize this SQL query"): how many memories are
   recalled, and for how many prompts none;
 - 40 replies that steer the conversation without naming a topic ("keep going", "looks
-  good"): how many memories are recalled. `recall` ranks none of those that
-  `replies.names_no_topic` recognises; the first 20 are the replies its word list was
-  written from, the last 20 were written after it, to see how far it reaches;
+  good"; `reply_sets.REPLIES`): how many memories are recalled. `recall` ranks none of those
+  that `replies.names_no_topic` recognises; the first 20 are the replies its first word list
+  was written from, the last 20 were written after it (bench_reply_recognition.py measures
+  the recogniser on more, written by a session that had not read it);
 - 30 prompts of a word or two that one memory holds ("bazel", "PagerDuty"), as a user
   searching their memory types them: is it among the 5 recalled. Such a prompt is a weak
   sentence for the model (cosines 0.22–0.70 here), so it shows whether the floors cut what
