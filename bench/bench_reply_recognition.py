@@ -4,7 +4,8 @@ reply_sets.py, and on prompts that name a topic, where it must never say yes.
 For each set of replies: how many it recognises, and which it misses. For prompts with a
 topic: how many it wrongly recognises, over the short prompts written to be hard for it
 (conversation words with a subject: "thanks, now fix the login test"), the precision and
-pasted benches' prompts, and every LoCoMo question (when ../shared/eval/ is there). Then its
+pasted benches' prompts, every LoCoMo question and each of its speakers' names alone (when
+../shared/eval/ is there: a user looks a colleague up by name). Then its
 cost on the event loop: per reply, and for the longest excerpt `recall` passes it (8,000
 characters of conversation words, Latin and Chinese).
 
@@ -49,6 +50,8 @@ def topical_sets() -> dict[str, list[str]]:
     if data is not None and (data / "locomo10.json").is_file():
         conversations = json.loads((data / "locomo10.json").read_text(encoding="utf-8"))
         sets["LoCoMo questions"] = [qa["question"] for c in conversations for qa in c["qa"]]
+        speakers = {c["conversation"][f"speaker_{x}"] for c in conversations for x in "ab"}
+        sets["LoCoMo speakers' names alone"] = sorted(speakers)
     return sets
 
 

@@ -20,7 +20,8 @@ from memoryd.automem.analysis import STOP_WORDS, fold
 # undo, hesitation, greetings; folded (lower case, no accents). A word that could name a topic
 # on its own is not one of them: "work", "ship", "test", "next" (Next.js), "same", "retry" (a
 # retry policy), "revert", "cancel", "sound", "approve", "works", "top" (the command), "todo",
-# "moment" (moment.js). Those count only inside a phrase ("nice work", "that works").
+# "moment" (moment.js), nor a first name ("roger", Spanish "dale", German "jo"). Those count
+# only inside a phrase ("nice work", "that works", "roger that").
 ENGLISH_WORDS = """
     yes yeah yea yeh yep yup ya yah aye no nope nah ok okay okie k kk sure surely thanks thank
     thx ty tysm thankyou cheers please pls plz continue proceed go ahead keep going carry on
@@ -37,10 +38,10 @@ OTHER_WORDS = """
     bien tres bon bonne arrete arretez attends attendez bonjour salut voila c'est pas encore
     essaie reessaie annule bravo entendu compris vu oups desole pardon s'il te vous plait
     je tu il on et le la les un une moi toi fais fait
-    si vale dale adelante sigue sigamos continua gracias muchas muchisimas perfecto muy bueno
+    si vale adelante sigue sigamos continua gracias muchas muchisimas perfecto muy bueno
     buena claro listo hecho acuerdo de hola espera para eso es esta otra vez intenta hazlo por
     favor porfa exacto correcto entendido perdon lo siento venga va vamos que dejalo asi
-    ja jo jep nein nee danke dankeschon vielen dank bitte weiter weitermachen mach mache genau
+    ja jep nein nee danke dankeschon vielen dank bitte weiter weitermachen mach mache genau
     gut prima klasse perfekt okay stimmt passt klar alles hallo moin halt stopp warte sehr schon
     ist das es mal noch einmal nochmal ruckgangig verstanden entschuldigung los gerne
     sim nao obrigado obrigada valeu beleza pode continue continuar perfeito certo otimo isso

@@ -73,7 +73,9 @@ def test_a_reply_names_no_topic(reply: str) -> None:
         "todo",  # not Spanish "todo"
         "top",
         "moment",
-        "roger",
+        "roger",  # a first name, as are "Dale" (Spanish "go on") and "Jo" (German "yes")
+        "Dale",
+        "Jo",
         # another language's reply words with a topic
         "merci, et les tests ?",
         "weiter mit der Datenbank",
