@@ -17,6 +17,9 @@ facts, pointers):
   that `replies.names_no_topic` recognises; the first 20 are the replies its first word list
   was written from, the last 20 were written after it (bench_reply_recognition.py measures
   the recogniser on more, written by a session that had not read it);
+- then the same memories as the extraction agent writes them, each body ending with a
+  `Session date:` line, and 6 coding prompts about none of them that say "session" or
+  "date": how many memories they recall (the line's label is left out of the index);
 - 30 prompts of a word or two that one memory holds ("bazel", "PagerDuty"), as a user
   searching their memory types them: is it among the 5 recalled. Such a prompt is a weak
   sentence for the model (cosines 0.22–0.70 here), so it shows whether the floors cut what
@@ -89,6 +92,16 @@ ABOUT_ONE = [  # (prompt, the memory it is about)
     ("where do I put the new API key?", 17),
     ("how do I run all the tests in the repo?", 18),
     ("write tests for this Go function", 19),
+]
+# Coding prompts about none of the memories that say "session" or "date", words of the line
+# the extraction agent ends every memory with (`Session date: …`).
+SESSION_OR_DATE = [
+    "store the session token in a cookie",
+    "format the date in the footer as ISO 8601",
+    "the session expires after five minutes",
+    "parse the date header of the response",
+    "add a date picker to the form",
+    "why does the session cookie not persist?",
 ]
 BY_TERM = [  # (prompt, the memory holding it)
     ("INGEST", 7),
@@ -204,6 +217,21 @@ def main() -> int:
                 f" {named:>7} of {len(BY_TERM):<3} {sum(map(len, replies)):>8} of {5 * len(REPLIES):<5}"
                 f" {sum(recognised[:20]):>11} of 20, {sum(recognised[20:])} of 20"
                 f" (ranked anyway: {sum(map(len, unranked)) + sum(map(len, replies))})"
+            )
+        # The same memories as the extraction agent writes them, each body ending with its
+        # `Session date:` line: do prompts that say "session" or "date" recall them?
+        print(
+            f"\n{'dated bodies':<20} {'about none: recalled':>20} {'session or date prompts':>24}"
+        )
+        for label, (params, hybrid) in rankers.items():
+            index = RecallIndex(params)
+            for day, (key, text) in enumerate(zip(keys, MEMORIES, strict=True), 1):
+                index.upsert(key, text, text, f"{text}\n\nSession date: 2026-11-{day:02}")
+            noise = sum(len(rank(index, semantic, memory_dir, p, hybrid)) for p in ABOUT_NONE)
+            dated = sum(len(rank(index, semantic, memory_dir, p, hybrid)) for p in SESSION_OR_DATE)
+            print(
+                f"{label:<20} {noise:>11} of {5 * len(ABOUT_NONE):<5}"
+                f" {dated:>15} of {5 * len(SESSION_OR_DATE):<5}"
             )
         semantic.close()
     return 0

@@ -98,6 +98,18 @@ def _make(year: str, month: str, day: str) -> date | None:
         return None
 
 
+# The line the extraction agent ends each memory it writes with (extraction_prompts.py):
+# the memory's date, for the date signals. Its label is in every such memory, so its words
+# ("session", "date") are no content: `without_date_label` leaves them out of the index.
+SESSION_DATE_LABEL = "Session date:"
+_DATE_LABEL = re.compile(rf"^[ \t]*{SESSION_DATE_LABEL}", re.I | re.M)
+
+
+def without_date_label(text: str) -> str:
+    """`text` with the label of each `Session date:` line left out (the date stays)."""
+    return _DATE_LABEL.sub(" ", text) if "ate:" in text else text
+
+
 def first_date(text: str) -> date | None:
     """The earliest-positioned full date in `text`, or None."""
     best: tuple[int, date] | None = None

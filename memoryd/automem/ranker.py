@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
-from memoryd.automem.dates import asks_when, mentions_time, query_date, relative_event
+from memoryd.automem.dates import (
+    asks_when,
+    mentions_time,
+    query_date,
+    relative_event,
+    without_date_label,
+)
 from memoryd.automem.pasted import Prompt, split_prompt
 
 if TYPE_CHECKING:
@@ -215,7 +221,11 @@ class RecallIndex:
     ) -> None:
         self._remove(key)
         self._mutations += 1
-        field_terms = [terms(name), terms(description), terms(body)]
+        field_terms = [
+            terms(name),
+            terms(without_date_label(description)),
+            terms(without_date_label(body)),
+        ]
         counts = [Counter(ft) for ft in field_terms]
         lengths = (len(field_terms[0]), len(field_terms[1]), len(field_terms[2]))
         vocabulary = set(counts[0]) | set(counts[1]) | set(counts[2])

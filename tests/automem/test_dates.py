@@ -13,6 +13,7 @@ from memoryd.automem.dates import (
     mentions_time,
     query_date,
     relative_event,
+    without_date_label,
 )
 
 
@@ -116,3 +117,13 @@ def test_mentions_time(text: str, expected: bool) -> None:
 )
 def test_asks_when(query: str, expected: bool) -> None:
     assert asks_when(query) is expected
+
+
+def test_without_date_label_keeps_the_date() -> None:
+    text = (
+        "Ate lunch.\n  Session date: 8 May, 2023\nsession DATE: no label mid-line: Session date: x"
+    )
+    # the label at a line's start, in any case, is left out; the date and the rest stay
+    assert without_date_label(text) == (
+        "Ate lunch.\n  8 May, 2023\n  no label mid-line: Session date: x"
+    )

@@ -301,3 +301,19 @@ def test_results_do_not_depend_on_the_hash_seed() -> None:
         for seed in ("1", "2", "3")
     ]
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_session_date_label_names_no_memory() -> None:
+    # The extraction agent ends every memory with `Session date: …`: its words are in all of
+    # them, and a prompt saying "session" or "date" recalled any five.
+    index = RecallIndex()
+    for day in range(1, 31):
+        body = f"Fact number {day} about the billing service.\n\nSession date: 2026-11-{day:02}"
+        index.upsert(f"m{day:02}.md", f"Fact {day}", f"fact {day}", body)
+    assert index.search("format the date in the footer", 5) == []
+    assert index.search("store the session token", 5) == []
+    # a memory that says the word is found by it
+    index.upsert("night.md", "Date night", "date night with Ana", "Session date: 2026-12-01")
+    assert [k for k, _ in index.search("plan the date", 5)] == ["night.md"]
+    # the date itself is still read: a question naming the day finds the memory of that day
+    assert [k for k, _ in index.search("billing on 7 November 2026", 1)] == ["m07.md"]

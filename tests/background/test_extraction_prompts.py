@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from memoryd.automem.dates import SESSION_DATE_LABEL
 from memoryd.automem.extraction import MANIFEST_LIMIT, Extraction
 from memoryd.automem.extraction_prompts import (
     count_breakpoints,
@@ -104,7 +105,10 @@ def test_instruction_names_the_dir_the_types_and_the_marker() -> None:
     assert "NOTHING_TO_SAVE" in text
     assert "at most 5 turns" in text
     dated = instruction(memory_dir="/m", manifest="", max_turns=5, today=date(2023, 5, 8))
-    assert "end the body of each new memory with the line `Session date: 2023-05-08`" in dated
+    # the label the ranker leaves out of its index (dates.SESSION_DATE_LABEL)
+    assert (
+        f"end the body of each new memory with the line `{SESSION_DATE_LABEL} 2023-05-08`" in dated
+    )
 
 
 def test_manifest_lists_the_newest_memories_only(tmp_path: Path) -> None:
