@@ -34,6 +34,7 @@ class ContextResult(TypedDict, total=False):
 
 class RecallWhy(TypedDict, total=False):
     words: list[str]  # the query's own words the memory holds
+    near_words: list[str]  # words it holds only by their first letters (grandma ~ grandmother)
     pasted_words: list[str]  # words of the code or output pasted into the query
     lexical: float  # its lexical score as a share of the best (0-1)
     semantic: float  # with embeddings: the model's score fused with it

@@ -423,8 +423,7 @@ class RecallIndex:
         """The first part of `search`; finish it with `rank`."""
         p = self.params
         prompt = self.prompt(query)
-        written = prompt.written
-        query_terms = analysis.query_terms(written) if p.drop_question_words else terms(written)
+        query_terms = self.written_terms(prompt.written)
         weights: dict[str, float] = {}
         for term in query_terms:
             weights[term] = weights.get(term, 0.0) + 1.0
@@ -457,6 +456,13 @@ class RecallIndex:
         self._phrases(query_terms, scores)
         found.scores = scores
         return found
+
+    def written_terms(self, written: str) -> list[str]:
+        """The terms `lexical` ranks by in the lines the user wrote: question-shaping words
+        ("what kind of", "did") dropped when the parameters say so."""
+        if self.params.drop_question_words:
+            return analysis.query_terms(written)
+        return terms(written)
 
     def prompt(self, query: str) -> Prompt:
         """`query` parted into the lines the user wrote and those they pasted, as `lexical`

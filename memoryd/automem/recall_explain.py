@@ -20,9 +20,13 @@ class Why:
     lexical: float  # its lexical score as a share of the best one
     semantic: float | None  # the model's score fused with it: None without embeddings
     cosine: float | None  # its pooled cosine to the query, on the relevance floors' scale
+    # the query's words it holds only by their first letters (grandma ~ grandmother)
+    near_words: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"words": list(self.words), "lexical": round(self.lexical, 3)}
+        if self.near_words:
+            found["near_words"] = list(self.near_words)
         if self.pasted_words:
             found["pasted_words"] = list(self.pasted_words)
         if self.semantic is not None:
@@ -32,19 +36,40 @@ class Why:
         return found
 
 
+Analysed = list[tuple[str, list[str]]]  # each word once, in order, with its terms
+
+
 def held_words(text: str, held: frozenset[str]) -> tuple[str, ...]:
     """The words of `text` whose terms are among `held`, once each, in the text's order (a
     Chinese or Japanese run when one of its character pairs is)."""
     return _held(_analysed(text), held)
 
 
-def _analysed(text: str) -> list[tuple[str, list[str]]]:
-    """Each word of `text` once, in order, with its terms: made once for all the memories."""
-    return [(word, terms(word)) for word in dict.fromkeys(raw_tokens(text))]
+def _analysed(text: str, kept: frozenset[str] | None = None) -> Analysed:
+    """Each word of `text` once, in order, with its terms (those in `kept`, when given):
+    made once for all the memories."""
+    words = [(word, terms(word)) for word in dict.fromkeys(raw_tokens(text))]
+    if kept is not None:
+        words = [(word, [t for t in found if t in kept]) for word, found in words]
+    return words
 
 
-def _held(words: list[tuple[str, list[str]]], held: frozenset[str]) -> tuple[str, ...]:
+def _held(words: Analysed, held: frozenset[str]) -> tuple[str, ...]:
     return tuple(word for word, found in words if any(t in held for t in found))
+
+
+def _near(words: Analysed, held: frozenset[str], length: int) -> tuple[str, ...]:
+    """The words that match a term of `held` only by their first `length` letters, as the
+    ranker's prefix matches do (words of fewer letters match whole or not at all)."""
+    if not length:
+        return ()
+    heads = {t[:length] for t in held if len(t) >= length}
+    return tuple(
+        word
+        for word, found in words
+        if not any(t in held for t in found)
+        and any(len(t) >= length and t[:length] in heads for t in found)
+    )
 
 
 def explain(
@@ -57,9 +82,12 @@ def explain(
     """Why each of `keys` was returned for the query `lexical` was made for; `semantic` and
     `cosines` as the ranker got them (hybrid ranking)."""
     prompt = index.prompt(lexical.query)
-    written, pasted = _analysed(prompt.written), _analysed(prompt.pasted)
+    # the words the ranker ranked by: question-shaping ones ("kind", "did") left out
+    written = _analysed(prompt.written, frozenset(index.written_terms(prompt.written)))
+    pasted = _analysed(prompt.pasted)
     # a pasted word also written counts as written
     written_terms = frozenset(t for _, found in written for t in found)
+    prefix = index.params.prefix_len if index.params.prefix_weight else 0
     semantic_of = _lookup(semantic)
     cosine_of = _lookup(cosines)
     whys = {}
@@ -71,6 +99,7 @@ def explain(
             index.lexical_share(lexical, key),
             semantic_of.get(key),
             cosine_of.get(key),
+            _near(written, held, prefix),
         )
     return whys
 

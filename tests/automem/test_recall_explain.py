@@ -52,3 +52,17 @@ def test_a_changed_index_is_read_as_it_is_now() -> None:
     index.upsert("b.md", "B", "kayak club on Tuesdays and kayak races", "kayak kayak")
     index.remove("a.md")
     assert explain(index, lexical, ["b.md"])["b.md"].lexical == 1.0
+
+
+def test_explain_lists_prefix_matches_apart_and_leaves_out_question_words() -> None:
+    index = RecallIndex()
+    index.upsert("gran.md", "Grandmother", "her grandmother taught her to knit", "knitting")
+    index.upsert("music.md", "Music", "Ana likes jazz and kind people", "jazz")
+    lexical = index.lexical("what did grandma knit?")
+    why = explain(index, lexical, ["gran.md"])["gran.md"]
+    # "grandma" holds only the first six letters of "grandmother": a prefix match
+    assert (why.words, why.near_words) == (("knit",), ("grandma",))
+    assert why.as_dict()["near_words"] == ["grandma"]
+    # the ranker drops "kind" and "like" from a question that says more: so does `words`
+    lexical = index.lexical("what kind of music does Ana like?")
+    assert explain(index, lexical, ["music.md"])["music.md"].words == ("music", "ana")

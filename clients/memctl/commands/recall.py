@@ -86,8 +86,11 @@ def render(result: dict[str, Any]) -> str:
 
 
 def why_line(why: dict[str, Any]) -> str:
-    """`words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42`"""
+    """`words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 ·
+    cosine 0.42`"""
     parts = [f"words {', '.join(why.get('words') or []) or 'none'}"]
+    if why.get("near_words"):
+        parts.append(f"near {', '.join(why['near_words'])}")
     if why.get("pasted_words"):
         parts.append(f"pasted {', '.join(why['pasted_words'])}")
     parts += [

@@ -53,9 +53,12 @@ export function emptyRecallMessage(result: RecallResult, query: string): string 
   return result.not_ranked ? `memoryd: not ranked: ${result.not_ranked}` : `memoryd: no memory about "${query}"`;
 }
 
-/** `words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42` */
+/** `words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42` */
 export function whyText(why: RecallWhy): string {
   const parts = [`words ${why.words.length ? why.words.join(", ") : "none"}`];
+  if (why.near_words?.length) {
+    parts.push(`near ${why.near_words.join(", ")}`);
+  }
   if (why.pasted_words?.length) {
     parts.push(`pasted ${why.pasted_words.join(", ")}`);
   }

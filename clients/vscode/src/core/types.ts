@@ -30,6 +30,8 @@ export interface RecallWhy {
   words: string[];
   /** Its lexical score as a share of the best memory's (0-1). */
   lexical: number;
+  /** The query's words it holds only by their first letters (grandma ~ grandmother). */
+  near_words?: string[];
   /** Words of code or output pasted into the query that it holds. */
   pasted_words?: string[];
   /** With embeddings: the model's score fused with the lexical one. */

@@ -48,10 +48,14 @@ function M.render(reply, query, now)
   return b.lines, b.targets
 end
 
--- Pure: `words deploy, canary · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42`.
+-- Pure: `words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 ·
+-- cosine 0.42`.
 function M.why_line(why)
   local words = type(why.words) == 'table' and why.words or {}
   local parts = { 'words ' .. (#words > 0 and table.concat(words, ', ') or 'none') }
+  if type(why.near_words) == 'table' and #why.near_words > 0 then
+    table.insert(parts, 'near ' .. table.concat(why.near_words, ', '))
+  end
   if type(why.pasted_words) == 'table' and #why.pasted_words > 0 then
     table.insert(parts, 'pasted ' .. table.concat(why.pasted_words, ', '))
   end
