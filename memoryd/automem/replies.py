@@ -89,6 +89,7 @@ CJK_PIECES = """
 
 _QUERY_WORD = re.compile(r"\w+(?:'\w+)*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_LONGEST_CJK_REPLY = 40  # letters
 _DRAWN_OUT = re.compile(r"(\w)\1{2,}")  # "yesss", "okkk", "hmmmm", "sooo"
 
 
@@ -140,8 +141,9 @@ def _as_said(word: str, known: frozenset[str]) -> str:
 
 def _splits_into(word: str, pieces: frozenset[str]) -> bool:
     """Whether a word with Chinese, Japanese or Korean letters is wholly a run of `pieces`. A run
-    longer than any reply (40 letters) is not one, and is not split."""
-    if len(word) > 40 or not _CJK.search(word):
+    longer than any reply is not one, and is not split (splitting tries every piece at every
+    letter)."""
+    if len(word) > _LONGEST_CJK_REPLY or not _CJK.search(word):
         return False
     if word in pieces:
         return True
