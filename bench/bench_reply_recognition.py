@@ -1,7 +1,8 @@
 """Which replies `recall` leaves unranked: `replies.names_no_topic` on the sets of
 reply_sets.py, and on prompts that name a topic, where it must never say yes.
 
-For each set of replies: how many it recognises, and which it misses. For prompts with a
+For each set of replies: how many it recognises, beside session 8's recogniser (its word list
+alone), and which it misses. For prompts with a
 topic: how many it wrongly recognises, over the short prompts written to be hard for it
 (conversation words with a subject: "thanks, now fix the login test"), the precision and
 pasted benches' prompts, every LoCoMo question and each of its speakers' names alone (when
@@ -17,6 +18,7 @@ No model and no daemon: the recogniser is pure.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 import time
@@ -26,8 +28,29 @@ from _harness import eval_dir  # also puts the repository on sys.path
 from bench_recall_pasted import SETS
 from bench_recall_precision import ABOUT_NONE, ABOUT_ONE, BY_TERM
 
+from memoryd.automem.analysis import STOP_WORDS, fold
 from memoryd.automem.recall_query import query_excerpt
 from memoryd.automem.replies import names_no_topic
+
+# Session 8's recogniser, side by side: a reply was a query whose words were all these or
+# stop words, with one of these at least (or no word at all).
+SESSION_8_WORDS = frozenset(
+    """yes yeah yep yup ya no nope nah ok okay k kk sure thanks thank thx ty please pls plz
+    continue proceed go ahead keep going carry on sounds looks look seems good great nice
+    perfect cool awesome excellent fine lgtm done right correct agreed agree exactly indeed
+    hmm hm hmmm uh um hi hello hey again try stop wait undo think well alright let's lets
+    now then wow oops sorry maybe also""".split()  # noqa: SIM905 - a word list reads best as text
+)
+
+
+def session_8_names_no_topic(text: str) -> bool:
+    words = re.findall(r"\w+(?:'\w+)*", fold(text))
+    if not all(w in STOP_WORDS or w in SESSION_8_WORDS for w in words):
+        return False
+    return not words or any(w in SESSION_8_WORDS for w in words)
+
+
+RECOGNISERS = {"session 8": session_8_names_no_topic, "now": names_no_topic}
 
 REPLY_SETS = {
     "written with the first list": reply_sets.WRITTEN_WITH_THE_LIST,
@@ -56,15 +79,19 @@ def topical_sets() -> dict[str, list[str]]:
 
 
 def main() -> int:
-    print(f"{'replies':<30} {'recognised':>14}  missed")
+    print(f"{'replies':<30} {'recognised: session 8 → now':>28}  missed now")
     for label, replies in REPLY_SETS.items():
-        missed = [r for r in replies if not names_no_topic(r)]
-        found = len(replies) - len(missed)
-        print(f"{label:<30} {found:>7} of {len(replies):<4}  {', '.join(map(repr, missed))}")
-    print(f"\n{'prompts with a topic':<30} {'not ranked':>14}")
+        before, now = (sum(map(f, replies)) for f in RECOGNISERS.values())
+        missed = ", ".join(repr(r) for r in replies if not names_no_topic(r))
+        print(f"{label:<30} {before:>10} → {now:>3} of {len(replies):<4}  {missed}")
+    print(f"\n{'prompts with a topic':<30} {'not ranked: session 8 → now':>28}")
     for label, prompts in topical_sets().items():
-        wrong = [p for p in prompts if names_no_topic(query_excerpt(p))]
-        print(f"{label:<30} {len(wrong):>7} of {len(prompts):<4}  {', '.join(map(repr, wrong))}")
+        excerpts = [query_excerpt(p) for p in prompts]
+        before, now = (sum(map(f, excerpts)) for f in RECOGNISERS.values())
+        wrong = ", ".join(
+            repr(p) for p, e in zip(prompts, excerpts, strict=True) if names_no_topic(e)
+        )
+        print(f"{label:<30} {before:>10} → {now:>3} of {len(prompts):<4}  {wrong}")
 
     replies = [r for rs in REPLY_SETS.values() for r in rs]
     runs = []
