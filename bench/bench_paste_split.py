@@ -10,22 +10,32 @@
   and tables: the densest prose there is (paths, inline code, figures, lists with semicolons);
 - the time to split an 8,000-character prompt of 200 lines.
 
-No model and no daemon: the splitter is pure.
+No model and no daemon: the splitter is pure. `--against REV` runs the splitter of another
+commit beside this one, in the same run (`--against 8cfbd00`: session 9's, before the weak
+marks and list continuations).
 
-    .venv/bin/python bench/bench_paste_split.py
+    .venv/bin/python bench/bench_paste_split.py [--against REV]
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import re
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from _harness import REPO, eval_dir  # also puts the repository on sys.path
 from bench_recall_pasted import SETS
 
-from memoryd.automem.pasted import split_prompt
+from memoryd.automem import pasted
+
+Splitter = Callable[[str], Any]  # text -> a Prompt (written, pasted)
 
 _FENCED = re.compile(r"```.*?```", re.S)
 CODE = {
@@ -68,41 +78,83 @@ def locomo_prompts() -> Iterator[str]:
         yield "\n".join(facts[start : start + 6])
 
 
-def main() -> int:
+def splitter_at(rev: str) -> Splitter:
+    """`split_prompt` as commit `rev` wrote it (pasted.py imports nothing of memoryd)."""
+    source = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:memoryd/automem/pasted.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pasted_then.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("pasted_then", path)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["pasted_then"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    split: Splitter = module.split_prompt
+    return split
+
+
+def measure(split: Splitter) -> list[tuple[str, int, int]]:
+    """(what, lines found pasted, lines in all) for each corpus."""
+    rows = []
     found = total = 0
     for none, one, by in SETS.values():
         for prompt, paste, *_ in none + one + by:
-            got = split_prompt(f"{prompt}\n{paste}")
             total += nonblank(paste)
-            found += min(nonblank(got.pasted), nonblank(paste))
-    print(f"{'pastes of the pasted bench':<36} {found:>6} of {total:<6} lines found pasted")
+            found += min(nonblank(split(f"{prompt}\n{paste}").pasted), nonblank(paste))
+    rows.append(("pastes of the pasted bench", found, total))
     for language, pattern in CODE.items():
         found = total = 0
         for piece in code_pieces(pattern):
             total += nonblank(piece)
-            found += nonblank(split_prompt(f"what does this do?\n{piece}").pasted)
-        share = found / total if total else 0.0
-        print(
-            f"{'code: ' + language:<36} {found:>6} of {total:<6} lines found pasted ({share:.1%})"
-        )
+            found += nonblank(split(f"what does this do?\n{piece}").pasted)
+        rows.append((f"code: {language}", found, total))
     for label, prompts in {
         "prose: LoCoMo observations": locomo_prompts(),
         "prose: this repository's docs": doc_paragraphs(),
     }.items():
-        wrong = total = 0
+        found = total = 0
         for prompt in prompts:
             total += nonblank(prompt)
-            wrong += nonblank(split_prompt(prompt).pasted)
-        print(f"{label:<36} {wrong:>6} of {total:<6} lines found pasted")
+            found += nonblank(split(prompt).pasted)
+        rows.append((label, found, total))
+    return rows
+
+
+def split_time(split: Splitter) -> float:
     prompt = "\n".join(
         f"line {i}: the build failed at step {i} with exit code {i % 7}" for i in range(200)
     )[:8_000]
     runs = []
     for _ in range(20):
         start = time.perf_counter()
-        split_prompt(prompt)
+        split(prompt)
         runs.append(time.perf_counter() - start)
-    print(f"splitting 8,000 characters, 200 lines: {sorted(runs)[10] * 1e3:.2f} ms (median of 20)")
+    return sorted(runs)[10]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REV", help="a commit whose splitter runs beside")
+    args = parser.parse_args()
+    splitters: dict[str, Splitter] = {"now": pasted.split_prompt}
+    if args.against:
+        splitters = {args.against: splitter_at(args.against), **splitters}
+    results = {label: measure(split) for label, split in splitters.items()}
+    print(f"{'lines found pasted':<36} " + " ".join(f"{label:>18}" for label in results))
+    for i, (what, _, total) in enumerate(results["now"]):
+        cells = " ".join(f"{rows[i][1]:>7} of {total:<7}" for rows in results.values())
+        print(f"{what:<36} {cells}")
+    times = {label: split_time(split) for label, split in splitters.items()}
+    print(
+        "splitting 8,000 characters, 200 lines (median of 20): "
+        + ", ".join(f"{label} {t * 1e3:.2f} ms" for label, t in times.items())
+    )
     return 0
 
 
