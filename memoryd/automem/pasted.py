@@ -11,8 +11,9 @@ recalling memories of its own.
 Pasted: every line of a fenced block (``` or ~~~, CommonMark's rules for where it ends), and
 every run of two or more code-like lines outside one — with blank lines, or at most one prose
 line, between them (a traceback's message line); a shell prompt's output counts as code. A
-lone code-like line, a line that asks (ends with "?") and a sentence with inline code ("what
-does `f()` return?") stay the user's own. docs/auto-memory.md, "Pasted code and output", has
+lone code-like line, a line that asks (ends with "?"), a sentence with inline code ("what
+does `f()` return?") and notes written as a list (a sentence ending with ";", an "=" or a
+path in a sentence, a list item's next lines) stay the user's own. docs/auto-memory.md, "Pasted code and output", has
 the rules and what they measured.
 """
 
