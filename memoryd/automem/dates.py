@@ -107,7 +107,7 @@ _DATE_LABEL = re.compile(rf"^[ \t]*{SESSION_DATE_LABEL}", re.I | re.M)
 
 def without_date_label(text: str) -> str:
     """`text` with the label of each `Session date:` line left out (the date stays)."""
-    return _DATE_LABEL.sub(" ", text) if "ate:" in text else text
+    return _DATE_LABEL.sub(" ", text)
 
 
 def first_date(text: str) -> date | None:

@@ -127,3 +127,4 @@ def test_without_date_label_keeps_the_date() -> None:
     assert without_date_label(text) == (
         "Ate lunch.\n  8 May, 2023\n  no label mid-line: Session date: x"
     )
+    assert without_date_label("Lunch.\nSESSION DATE: 8 May") == "Lunch.\n  8 May"  # any case
