@@ -207,8 +207,7 @@ class RecallIndex:
 
     def lexical_share(self, lexical: LexicalScores, key: str) -> float:
         """The memory's lexical score for the query as a share of the best one (0 to 1)."""
-        if lexical.mutations != self._mutations:  # changed meanwhile: slots may have moved
-            lexical = self.lexical(lexical.query, lexical.exclude)
+        lexical = self._current(lexical)
         doc = self._docs.get(key)
         if doc is None or lexical.scores is None:
             return 0.0
@@ -472,6 +471,12 @@ class RecallIndex:
             return split_prompt(query)
         return Prompt(query, "")
 
+    def _current(self, lexical: LexicalScores) -> LexicalScores:
+        """`lexical`, made again if the index changed since (its slots may have moved)."""
+        if lexical.mutations != self._mutations:
+            return self.lexical(lexical.query, lexical.exclude)
+        return lexical
+
     def _drop_paste_only(
         self, scores: FloatArray, own: dict[str, float], pasted: list[str]
     ) -> None:
@@ -500,8 +505,7 @@ class RecallIndex:
     ) -> list[tuple[str, float]]:
         """The rest of `search`: fusion with `semantic`, the relevance floors when `cosines`
         are given, temporal signals, the best `limit`."""
-        if lexical.mutations != self._mutations:  # changed meanwhile: slots may have moved
-            lexical = self.lexical(lexical.query, lexical.exclude)
+        lexical = self._current(lexical)
         made, excluded, p = lexical.scores, lexical.excluded, self.params
         if made is None or not (lexical.has_terms or semantic):
             return []
@@ -519,8 +523,7 @@ class RecallIndex:
     def best(self, lexical: LexicalScores, k: int) -> list[str]:
         """Keys of the `k` best lexical scores, best first, excluded ones left out: the
         lexical side of the candidates that late interaction scores."""
-        if lexical.mutations != self._mutations:
-            lexical = self.lexical(lexical.query, lexical.exclude)
+        lexical = self._current(lexical)
         if lexical.scores is None:
             return []
         scores = lexical.scores.copy()

@@ -88,8 +88,8 @@ def explain(
     # a pasted word also written counts as written
     written_terms = frozenset(t for _, found in written for t in found)
     prefix = index.params.prefix_len if index.params.prefix_weight else 0
-    semantic_of = _lookup(semantic)
-    cosine_of = _lookup(cosines)
+    semantic_of = _lookup(semantic, keys)
+    cosine_of = _lookup(cosines, keys)
     whys = {}
     for key in keys:
         held = index.terms_of(key)
@@ -104,8 +104,10 @@ def explain(
     return whys
 
 
-def _lookup(signal: Semantic | None) -> dict[str, float]:
+def _lookup(signal: Semantic | None, wanted: list[str]) -> dict[str, float]:
+    """The value `signal` gives each of the `wanted` keys that it has."""
     if signal is None:
         return {}
     keys, values = signal
-    return {key: float(value) for key, value in zip(keys, values, strict=True)}
+    positions = {key: i for i, key in enumerate(keys)}
+    return {key: float(values[positions[key]]) for key in wanted if key in positions}

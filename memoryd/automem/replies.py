@@ -12,6 +12,7 @@ whole of it."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 
 from memoryd.automem.analysis import STOP_WORDS, fold
@@ -93,16 +94,28 @@ _LONGEST_CJK_REPLY = 40  # letters
 _DRAWN_OUT = re.compile(r"(\w)\1{2,}")  # "yesss", "okkk", "hmmmm", "sooo"
 
 
+@dataclass(frozen=True)
+class _Vocabulary:
+    """The lists above, folded as queries are."""
+
+    words: frozenset[str]
+    phrases: dict[str, list[tuple[str, ...]]]  # by their first word, longest first
+    pieces: frozenset[str]  # of Chinese, Japanese and Korean replies
+    longest_piece: int
+
+
 @cache
-def _vocabulary() -> tuple[frozenset[str], dict[str, list[tuple[str, ...]]], frozenset[str]]:
-    """(conversation words, the phrases by their first word, longest first, CJK pieces), folded
-    as queries are."""
-    words = frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split())
+def _vocabulary() -> _Vocabulary:
     phrases: dict[str, list[tuple[str, ...]]] = {}
     for phrase in sorted({tuple(fold(p).split()) for p in PHRASES.split("|")}, key=len)[::-1]:
         phrases.setdefault(phrase[0], []).append(phrase)
     pieces = frozenset(fold(p) for p in CJK_PIECES.split())
-    return words, phrases, pieces
+    return _Vocabulary(
+        frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
+        phrases,
+        pieces,
+        max(map(len, pieces)),
+    )
 
 
 def names_no_topic(text: str) -> bool:
@@ -110,20 +123,20 @@ def names_no_topic(text: str) -> bool:
     going", "what do you think?", "never mind", "oui, continue", "好的", "👍"). A query of stop
     words alone ("who am I?") may still ask about the user; a digit, or a word of neither list,
     is a topic. `text` is read whole: pass the excerpt a ranker would read."""
-    conversation_words, phrases, pieces = _vocabulary()
-    words = [_as_said(w, conversation_words) for w in _QUERY_WORD.findall(fold(text))]
+    vocabulary = _vocabulary()
+    words = [_as_said(w, vocabulary.words) for w in _QUERY_WORD.findall(fold(text))]
     if len(words) == 1 and words[0] in QUESTION_WORDS:
         return True
     replied = False  # a conversation word or phrase was seen
     i = 0
     while i < len(words):
-        starting = phrases.get(words[i], ())
+        starting = vocabulary.phrases.get(words[i], ())
         phrase = next((p for p in starting if tuple(words[i : i + len(p)]) == p), None)
         if phrase:
             replied, i = True, i + len(phrase)
             continue
         word = words[i]
-        if word in conversation_words or _splits_into(word, pieces):
+        if word in vocabulary.words or _splits_into(word, vocabulary):
             replied = True
         elif word not in STOP_WORDS:
             return False
@@ -139,24 +152,19 @@ def _as_said(word: str, known: frozenset[str]) -> str:
     return once if once in known else _DRAWN_OUT.sub(r"\1\1", word)
 
 
-def _splits_into(word: str, pieces: frozenset[str]) -> bool:
-    """Whether a word with Chinese, Japanese or Korean letters is wholly a run of `pieces`. A run
-    longer than any reply is not one, and is not split (splitting tries every piece at every
-    letter)."""
+def _splits_into(word: str, vocabulary: _Vocabulary) -> bool:
+    """Whether a word with Chinese, Japanese or Korean letters is wholly a run of the
+    vocabulary's pieces. A run longer than any reply is not one, and is not split (splitting
+    tries every piece at every letter)."""
     if len(word) > _LONGEST_CJK_REPLY or not _CJK.search(word):
         return False
+    pieces = vocabulary.pieces
     if word in pieces:
         return True
-    longest = _longest_piece(pieces)
     reached = [True] + [False] * len(word)  # reached[i]: a run of pieces covers word[:i]
     for end in range(1, len(word) + 1):
         reached[end] = any(
             reached[start] and word[start:end] in pieces
-            for start in range(max(0, end - longest), end)
+            for start in range(max(0, end - vocabulary.longest_piece), end)
         )
     return reached[-1]
-
-
-@cache
-def _longest_piece(pieces: frozenset[str]) -> int:
-    return max(map(len, pieces))
