@@ -36,6 +36,9 @@ class RecallWhy(TypedDict, total=False):
     words: list[str]  # the query's own words the memory holds
     near_words: list[str]  # words it holds only by their first letters (grandma ~ grandmother)
     pasted_words: list[str]  # words of the code or output pasted into the query
+    feedback_terms: list[str]  # terms feedback added to the query that it holds (stems)
+    date: str  # its date as the ranker reads it (ISO), if it has one
+    date_signals: list[str]  # what raised it: "dated as asked", "says when", "same day as …"
     lexical: float  # its lexical score as a share of the best (0-1)
     semantic: float  # with embeddings: the model's score fused with it
     cosine: float  # with embeddings: its pooled cosine to the query

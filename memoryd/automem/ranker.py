@@ -20,8 +20,8 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,9 @@ class LexicalScores:
     scores: FloatArray | None  # None: the index is empty
     has_terms: bool  # the query has words the ranker uses
     mutations: int  # the index's, when scored
+    # the terms pseudo-relevance feedback added to the query, each with the keys of the top
+    # memories it came from
+    feedback: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -443,7 +446,8 @@ class RecallIndex:
             self._drop_paste_only(scores, own, pasted)
         scores[excluded] = 0.0
         if p.prf_docs and p.prf_terms and p.prf_weight:
-            expansion = self._feedback_terms(self._top(scores, p.prf_docs), weights)
+            top = self._top(scores, p.prf_docs)
+            expansion = self._feedback_terms(top, weights)
             if expansion:
                 matched = scores > 0
                 for term, value in expansion.items():
@@ -452,6 +456,10 @@ class RecallIndex:
                 # The feedback terms reorder what the query matched; what only they match is
                 # not returned (in a small directory, most of it is off the query's topic).
                 scores[~matched] = 0.0
+                read = [self._keys[slot] or "" for slot in top]
+                found.feedback = {
+                    term: tuple(k for k in read if term in self._docs[k].tfs) for term in expansion
+                }
         self._phrases(query_terms, scores)
         found.scores = scores
         return found
@@ -505,20 +513,60 @@ class RecallIndex:
     ) -> list[tuple[str, float]]:
         """The rest of `search`: fusion with `semantic`, the relevance floors when `cosines`
         are given, temporal signals, the best `limit`."""
-        lexical = self._current(lexical)
+        scores = self._signalled(self._current(lexical), semantic, cosines)
+        if scores is None:
+            return []
+        if self.params.diversity:
+            return self._diverse(scores, limit)
+        return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
+
+    def _signalled(
+        self,
+        lexical: LexicalScores,
+        semantic: Semantic | None,
+        cosines: Semantic | None,
+        notes: dict[int, list[str]] | None = None,
+    ) -> FloatArray | None:
+        """Every memory's score for `rank` to pick from: None when nothing can be ranked.
+        `notes`, when given, gathers the date signals that raised the memories of its slots."""
         made, excluded, p = lexical.scores, lexical.excluded, self.params
         if made is None or not (lexical.has_terms or semantic):
-            return []
+            return None
         scores = made.copy()  # the signals below work in place; `lexical` stays as it was made
         if semantic is not None and p.semantic_weight:
             scores = self._fuse(scores, semantic)
             scores[excluded] = 0.0
         if cosines is not None:  # before the temporal signals: a dropped memory lends nothing
             self._drop_below_floors(made, scores, cosines)
-        self._temporal(lexical.query, scores)
-        if p.diversity:
-            return self._diverse(scores, limit)
-        return [(self._keys[i] or "", float(scores[i])) for i in self._top(scores, limit)]
+        self._temporal(lexical.query, scores, notes if notes is not None else {})
+        return scores
+
+    def date_signals(
+        self,
+        lexical: LexicalScores,
+        keys: Collection[str],
+        semantic: Semantic | None = None,
+        cosines: Semantic | None = None,
+    ) -> dict[str, tuple[str, ...]]:
+        """The date signals that raised each of `keys` as `rank` ranks the query now ("dated
+        as asked", "says when", "before a.md (2023-05-08)", "same day as b.md"); by key, for
+        the known keys."""
+        lexical = self._current(lexical)
+        notes: dict[int, list[str]] = {self._docs[k].slot: [] for k in keys if k in self._docs}
+        if notes:
+            self._signalled(lexical, semantic, cosines, notes)
+        return {self._keys[slot] or "": tuple(found) for slot, found in notes.items()}
+
+    def memory_date(self, key: str) -> date | None:
+        """The date the ranker reads in the memory (its first full date), if any."""
+        doc = self._docs.get(key)
+        ordinal = int(self._dates[doc.slot]) if doc is not None else 0
+        return date.fromordinal(ordinal) if ordinal else None
+
+    def feedback_terms(self, lexical: LexicalScores) -> dict[str, tuple[str, ...]]:
+        """The terms pseudo-relevance feedback added to the query, each with the keys of the
+        memories it came from, as the index is now."""
+        return self._current(lexical).feedback
 
     def best(self, lexical: LexicalScores, k: int) -> list[str]:
         """Keys of the `k` best lexical scores, best first, excluded ones left out: the
@@ -661,12 +709,14 @@ class RecallIndex:
             self._day_arrays[day] = slots
         return slots
 
-    def _temporal(self, query: str, scores: FloatArray) -> None:
+    def _temporal(self, query: str, scores: FloatArray, notes: dict[int, list[str]]) -> None:
+        """The date signals, in place; each noted for the slots of `notes`."""
         p = self.params
         dates = self._dates
         if p.when_boost and self._timed and asks_when(query):
             timed = np.fromiter(self._timed, dtype=np.int64, count=len(self._timed))
             scores[timed] *= 1.0 + p.when_boost
+            _note(notes, (s for s in notes if s in self._timed and scores[s] > 0), "says when")
         if p.date_boost:
             wanted = query_date(query)
             if wanted is not None:
@@ -678,8 +728,14 @@ class RecallIndex:
                 ]
                 if hits:
                     scores[np.concatenate([self._day_slots(o) for o in hits])] *= 1.0 + p.date_boost
+                    asked = set(hits)
+                    _note(
+                        notes,
+                        (s for s in notes if int(dates[s]) in asked and scores[s] > 0),
+                        "dated as asked",
+                    )
             else:
-                self._around_event(query, scores)
+                self._around_event(query, scores, notes)
         if p.group_weight and p.group_top:
             by_day: dict[int, list[tuple[float, int]]] = {}
             for slot in self._top(scores, p.group_top):
@@ -692,8 +748,14 @@ class RecallIndex:
                 same_day = self._day_slots(day)
                 scores[same_day[scores[same_day] > 0]] += p.group_weight * best
                 scores[best_slot] += p.group_weight * (second - best)  # no self-lending
+                lent = f"same day as {self._keys[best_slot]}"
+                _note(
+                    notes,
+                    (s for s in notes if s != best_slot and dates[s] == day and scores[s] > 0),
+                    lent,
+                )
 
-    def _around_event(self, query: str, scores: FloatArray) -> None:
+    def _around_event(self, query: str, scores: FloatArray, notes: dict[int, list[str]]) -> None:
         """ "before the trip": the dated memory that best matches "trip" anchors the query in
         time; memories dated on the asked side of it are favoured like a named date."""
         found = relative_event(query)
@@ -713,6 +775,8 @@ class RecallIndex:
         # The anchor's own day counts: a memory often records the event and what followed.
         side = (self._dates <= anchor) if direction == "before" else (self._dates >= anchor)
         scores[dated & side] *= 1.0 + self.params.date_boost
+        where = f"{direction} {self._keys[top[0]]} ({date.fromordinal(anchor).isoformat()})"
+        _note(notes, (s for s in notes if dated[s] and side[s] and scores[s] > 0), where)
 
     def _feedback_terms(self, top: list[int], query: dict[str, float]) -> dict[str, float]:
         """The strongest new terms of the top documents, weighted 0..1 (tf·idf, normalised)."""
@@ -733,3 +797,9 @@ class RecallIndex:
             return {}
         top_value = best[0][1]
         return {term: value / top_value for term, value in best if value > 0}
+
+
+def _note(notes: dict[int, list[str]], slots: Iterable[int], signal: str) -> None:
+    """Note `signal` for each of `slots` (slots of `notes`)."""
+    for slot in list(slots):
+        notes[slot].append(signal)

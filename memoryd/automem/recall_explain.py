@@ -1,6 +1,7 @@
 """Why the local ranker returned a memory (`recall` with `explain`): the words of the query
-the memory holds — of the lines the user wrote, and apart, of those they pasted — and the
-signals it was ranked by. Pure: it reads the index and the query's signals as ranked."""
+the memory holds — of the lines the user wrote, and apart, of those they pasted — the terms
+feedback added that it holds, its date and the date signals that raised it, and the scores it
+was ranked by. Pure: it reads the index and the query's signals as ranked."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class Why:
     cosine: float | None  # its pooled cosine to the query, on the relevance floors' scale
     # the query's words it holds only by their first letters (grandma ~ grandmother)
     near_words: tuple[str, ...] = ()
+    # the terms (stems, as indexed) that pseudo-relevance feedback took from the top memories
+    # and it holds, for a memory not among those: what lifted it beside the query's words
+    feedback_terms: tuple[str, ...] = ()
+    date: str | None = None  # its date as the ranker reads it (ISO), if it has one
+    date_signals: tuple[str, ...] = ()  # what raised it: "dated as asked", "says when"…
 
     def as_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"words": list(self.words), "lexical": round(self.lexical, 3)}
@@ -29,6 +35,12 @@ class Why:
             found["near_words"] = list(self.near_words)
         if self.pasted_words:
             found["pasted_words"] = list(self.pasted_words)
+        if self.feedback_terms:
+            found["feedback_terms"] = list(self.feedback_terms)
+        if self.date is not None:
+            found["date"] = self.date
+        if self.date_signals:
+            found["date_signals"] = list(self.date_signals)
         if self.semantic is not None:
             found["semantic"] = round(self.semantic, 3)
         if self.cosine is not None:
@@ -90,9 +102,13 @@ def explain(
     prefix = index.params.prefix_len if index.params.prefix_weight else 0
     semantic_of = _lookup(semantic, keys)
     cosine_of = _lookup(cosines, keys)
+    feedback = index.feedback_terms(lexical)
+    sources = {key for found in feedback.values() for key in found}
+    signals = index.date_signals(lexical, keys, semantic, cosines)
     whys = {}
     for key in keys:
         held = index.terms_of(key)
+        when = index.memory_date(key)
         whys[key] = Why(
             _held(written, held),
             _held(pasted, held - written_terms),
@@ -100,6 +116,9 @@ def explain(
             semantic_of.get(key),
             cosine_of.get(key),
             _near(written, held, prefix),
+            () if key in sources else tuple(t for t in feedback if t in held),
+            when.isoformat() if when else None,
+            signals.get(key, ()),
         )
     return whys
 

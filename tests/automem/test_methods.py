@@ -530,6 +530,22 @@ async def test_recall_explains_what_the_ranker_saw_when_asked(
         await daemon.call("recall", cwd=str(project), query=query, explain="please")
     assert err.value.code == -32602
 
+    # a memory as the extraction agent writes it, dated: its date, and what the date did
+    trip = await _write(
+        daemon,
+        project,
+        type="project",
+        name="Kayak trip",
+        description="kayak trip on the fjord",
+        body="Went kayaking on the fjord.\nSession date: 1:56 pm on 8 May, 2023",
+    )
+    got = await daemon.call(
+        "recall", cwd=str(project), query="the kayak trip in May 2023", explain=True
+    )
+    assert [m["path"] for m in got["memories"]] == [trip["path"]]
+    why = got["memories"][0]["why"]
+    assert (why["date"], why["date_signals"]) == ("2023-05-08", ["dated as asked"])
+
 
 async def test_recall_remembers_what_a_session_was_shown(
     daemon: DaemonHandle, project: Path

@@ -3,11 +3,14 @@ written and pasted apart, and the signals it was ranked by."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import date
+
 import numpy as np
 import pytest
 
 from memoryd.automem.analysis import terms
-from memoryd.automem.ranker import RecallIndex
+from memoryd.automem.ranker import RankerParams, RecallIndex
 from memoryd.automem.recall_explain import Why, explain, held_words
 
 
@@ -36,12 +39,20 @@ def test_explain_parts_written_and_pasted_words_and_gives_each_signal() -> None:
     semantic = (["car.md", "ingest.md"], np.array([0.1, 0.7]))
     cosines = (["ingest.md"], np.array([0.42]))
     whys = explain(index, lexical, ["ingest.md", "car.md"], semantic, cosines)
-    assert whys["ingest.md"] == Why(("owns", "ingest"), ("decoder",), 1.0, 0.7, 0.42)
+    ingest = whys["ingest.md"]
+    assert (ingest.words, ingest.pasted_words) == (("owns", "ingest"), ("decoder",))
+    assert (ingest.lexical, ingest.semantic, ingest.cosine) == (1.0, 0.7, 0.42)
+    assert (ingest.date, ingest.date_signals) == (None, ())  # an undated memory
     car = whys["car.md"]
     assert car.words == ("owns",)
     assert 0 < car.lexical < 1
     assert car.cosine is None  # no pooled cosine given for it
-    assert car.as_dict() == {"words": ["owns"], "lexical": round(car.lexical, 3), "semantic": 0.1}
+    assert car.as_dict() == {
+        "words": ["owns"],
+        "lexical": round(car.lexical, 3),
+        "semantic": 0.1,
+        **({"feedback_terms": list(car.feedback_terms)} if car.feedback_terms else {}),
+    }
     assert explain(index, lexical, ["gone.md"])["gone.md"] == Why((), (), 0.0, None, None)
 
 
@@ -66,3 +77,48 @@ def test_explain_lists_prefix_matches_apart_and_leaves_out_question_words() -> N
     # the ranker drops "kind" and "like" from a question that says more: so does `words`
     lexical = index.lexical("what kind of music does Ana like?")
     assert explain(index, lexical, ["music.md"])["music.md"].words == ("music", "ana")
+
+
+def test_explain_gives_the_memorys_date_and_the_date_signals_that_raised_it() -> None:
+    index = RecallIndex()
+    index.upsert("hike.md", "Hike", "Ana went hiking with her dog", "x", date(2023, 8, 20))
+    index.upsert("lake.md", "Lake", "Ana swam in the lake three days ago", "x", date(2023, 8, 20))
+    index.upsert("old.md", "Old hike", "Ana went hiking in the rain", "x", date(2022, 1, 9))
+    lexical = index.lexical("Where did Ana go hiking in August 2023?")
+    whys = explain(index, lexical, ["hike.md", "old.md"])
+    assert whys["hike.md"].date == "2023-08-20"
+    assert whys["hike.md"].date_signals == ("dated as asked",)
+    assert whys["old.md"].date_signals == ()  # dated, but not as asked
+    assert whys["old.md"].as_dict()["date"] == "2022-01-09"
+    assert "date_signals" not in whys["old.md"].as_dict()
+    # "when?" favours what says when; the same day's best hit lends to the lake memory
+    lexical = index.lexical("When did Ana swim or go hiking?")
+    signals = explain(index, lexical, ["lake.md"])["lake.md"].date_signals
+    assert signals == ("says when", "same day as hike.md")
+
+
+def test_explain_names_the_event_a_before_question_was_placed_around() -> None:
+    index = RecallIndex()
+    index.upsert("trip.md", "trip", "went on a road trip to Utah", "x", date(2023, 6, 10))
+    index.upsert("early.md", "paint", "painted a sunset", "x", date(2023, 5, 1))
+    index.upsert("late.md", "paint", "painted a sunset again", "x", date(2023, 9, 1))
+    lexical = index.lexical("what sunset did she paint before the trip?")
+    whys = explain(index, lexical, ["early.md", "late.md"])
+    assert whys["early.md"].date_signals == ("before trip.md (2023-06-10)",)
+    assert whys["late.md"].date_signals == ()
+
+
+def test_explain_lists_the_feedback_terms_a_memory_holds() -> None:
+    index = RecallIndex(replace(RankerParams(), prf_docs=1))
+    index.upsert("a.md", "Kayak", "kayak trips on the fjord with Ola", "")
+    index.upsert("b.md", "Fjord", "the fjord kayak club meets on Sundays", "")
+    index.upsert("c.md", "Coffee", "likes coffee", "")
+    lexical = index.lexical("kayak")
+    whys = explain(index, lexical, ["a.md", "b.md", "c.md"])
+    # feedback took the best memory's other terms; the second holds one of them. The best
+    # one holds them all, but they lifted only the other: they are its own.
+    assert "fjord" in lexical.feedback
+    assert whys["a.md"].feedback_terms == ()
+    assert whys["b.md"].feedback_terms == ("fjord",)
+    assert whys["b.md"].as_dict()["feedback_terms"] == ["fjord"]
+    assert whys["c.md"].feedback_terms == ()

@@ -19,4 +19,17 @@ def test_why_line_names_each_signal_it_has() -> None:
             "cosine": 0.4249,
         }
     ) == ("words none · near grandma · pasted decoder · lexical 0.46 · semantic 0.71 · cosine 0.42")
+    assert why_line(
+        {
+            "words": ["hiking"],
+            "feedback_terms": ["trail"],
+            "date": "2023-08-20",
+            "date_signals": ["dated as asked", "same day as hike.md"],
+            "lexical": 0.5,
+        }
+    ) == (
+        "words hiking · feedback trail · date 2023-08-20 (dated as asked, same day as hike.md)"
+        " · lexical 0.50"
+    )
+    assert why_line({"words": ["x"], "date": "2022-01-09"}) == "words x · date 2022-01-09"
     assert why_line({}) == "words none"  # a daemon that sends less: what it sent

@@ -86,13 +86,19 @@ def render(result: dict[str, Any]) -> str:
 
 
 def why_line(why: dict[str, Any]) -> str:
-    """`words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 ·
-    cosine 0.42`"""
+    """`words deploy, canary · near grandma · pasted decoder · feedback rollout · date
+    2023-08-20 (dated as asked) · lexical 1.00 · semantic 0.71 · cosine 0.42`"""
     parts = [f"words {', '.join(why.get('words') or []) or 'none'}"]
-    if why.get("near_words"):
-        parts.append(f"near {', '.join(why['near_words'])}")
-    if why.get("pasted_words"):
-        parts.append(f"pasted {', '.join(why['pasted_words'])}")
+    for field, label in (
+        ("near_words", "near"),
+        ("pasted_words", "pasted"),
+        ("feedback_terms", "feedback"),
+    ):
+        if why.get(field):
+            parts.append(f"{label} {', '.join(why[field])}")
+    if why.get("date"):
+        signals = why.get("date_signals") or []
+        parts.append(f"date {why['date']}" + (f" ({', '.join(signals)})" if signals else ""))
     parts += [
         f"{name} {why[name]:.2f}" for name in ("lexical", "semantic", "cosine") if name in why
     ]

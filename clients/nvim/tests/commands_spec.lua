@@ -171,6 +171,19 @@ T.run({
       -- (the shorter one ranks first: its share is 1)
       T.has(text, 'project_release_freeze.md\n   why: words thursdays, deploys · lexical 1.00')
       T.has(text, 'project_deploys_happen_on_thursdays.md\n   why: words thursdays, deploys · lexical 0.')
+      -- The feedback terms and the date signals, when the daemon sends them.
+      local why_line = require('memoryd.views.recall').why_line
+      T.eq(
+        'words hiking · feedback trail · date 2023-08-20 (dated as asked) · lexical 0.50',
+        why_line({
+          words = { 'hiking' },
+          feedback_terms = { 'trail' },
+          date = '2023-08-20',
+          date_signals = { 'dated as asked' },
+          lexical = 0.5,
+        })
+      )
+      T.eq('words none · date 2022-01-09', why_line({ words = {}, date = '2022-01-09' }))
       T.press_on('recall', 'Deploys happen on Thursdays  [', '<CR>')
       T.wait('the memory to open', function()
         return vim.api.nvim_buf_get_name(0) == path

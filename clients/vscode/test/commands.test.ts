@@ -19,7 +19,7 @@ import {
   restoreMemory,
 } from "../src/core/memories";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
-import { defaultQuery, emptyRecallMessage, recall, recallDocument, recallParams, recallPicks } from "../src/core/recall";
+import { defaultQuery, emptyRecallMessage, recall, recallDocument, recallParams, recallPicks, whyText } from "../src/core/recall";
 import { MEMORY_TYPES, remember, savedMessage, suggestedName, teamSync, writeParams } from "../src/core/remember";
 import { getContext, rulesTree, watchedFiles } from "../src/core/rules";
 import { MemorydClient } from "../src/core/rpcClient";
@@ -172,6 +172,11 @@ describe("remember, recall, the memory list", () => {
     // type · age, then what the local ranker saw in it (`explain`)
     assert.match(picks[0]!.description, /^reference · now · words deploy, dashboard · lexical 1\.00$/);
     assert.match(recallDocument(result.memories[0]!), /^---\nname: Deploy dashboard/);
+    assert.equal(
+      whyText({ words: ["hiking"], feedback_terms: ["trail"], date: "2023-08-20", date_signals: ["dated as asked"], lexical: 0.5 }),
+      "words hiking · feedback trail · date 2023-08-20 (dated as asked) · lexical 0.50",
+    );
+    assert.equal(whyText({ words: [], date: "2022-01-09", lexical: 1 }), "words none · date 2022-01-09 · lexical 1.00");
     const { why: _why, ...unexplained } = result.memories[0]!;
     const stale = recallPicks({ selector: "local", memories: [{ ...unexplained, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
     assert.equal(stale[0]!.description, "reference · 3d · stale");

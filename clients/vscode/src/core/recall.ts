@@ -53,7 +53,10 @@ export function emptyRecallMessage(result: RecallResult, query: string): string 
   return result.not_ranked ? `memoryd: not ranked: ${result.not_ranked}` : `memoryd: no memory about "${query}"`;
 }
 
-/** `words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 · cosine 0.42` */
+/**
+ * `words deploy, canary · near grandma · pasted decoder · feedback rollout · date 2023-08-20
+ * (dated as asked) · lexical 1.00 · semantic 0.71 · cosine 0.42`
+ */
 export function whyText(why: RecallWhy): string {
   const parts = [`words ${why.words.length ? why.words.join(", ") : "none"}`];
   if (why.near_words?.length) {
@@ -61,6 +64,13 @@ export function whyText(why: RecallWhy): string {
   }
   if (why.pasted_words?.length) {
     parts.push(`pasted ${why.pasted_words.join(", ")}`);
+  }
+  if (why.feedback_terms?.length) {
+    parts.push(`feedback ${why.feedback_terms.join(", ")}`);
+  }
+  if (why.date) {
+    const signals = why.date_signals?.length ? ` (${why.date_signals.join(", ")})` : "";
+    parts.push(`date ${why.date}${signals}`);
   }
   for (const name of ["lexical", "semantic", "cosine"] as const) {
     const value = why[name];

@@ -34,6 +34,12 @@ export interface RecallWhy {
   near_words?: string[];
   /** Words of code or output pasted into the query that it holds. */
   pasted_words?: string[];
+  /** Terms (stems) pseudo-relevance feedback added to the query that it holds. */
+  feedback_terms?: string[];
+  /** Its date as the ranker reads it (ISO), if it has one. */
+  date?: string;
+  /** What raised it: "dated as asked", "says when", "same day as …", "before … (date)". */
+  date_signals?: string[];
   /** With embeddings: the model's score fused with the lexical one. */
   semantic?: number;
   /** With embeddings: its pooled cosine to the query. */

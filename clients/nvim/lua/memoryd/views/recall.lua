@@ -48,16 +48,25 @@ function M.render(reply, query, now)
   return b.lines, b.targets
 end
 
--- Pure: `words deploy, canary · near grandma · pasted decoder · lexical 1.00 · semantic 0.71 ·
--- cosine 0.42`.
+-- Pure: `words deploy, canary · near grandma · pasted decoder · feedback rollout · date
+-- 2023-08-20 (dated as asked) · lexical 1.00 · semantic 0.71 · cosine 0.42`.
 function M.why_line(why)
   local words = type(why.words) == 'table' and why.words or {}
   local parts = { 'words ' .. (#words > 0 and table.concat(words, ', ') or 'none') }
-  if type(why.near_words) == 'table' and #why.near_words > 0 then
-    table.insert(parts, 'near ' .. table.concat(why.near_words, ', '))
+  for _, field in ipairs({
+    { 'near_words', 'near' },
+    { 'pasted_words', 'pasted' },
+    { 'feedback_terms', 'feedback' },
+  }) do
+    local list = why[field[1]]
+    if type(list) == 'table' and #list > 0 then
+      table.insert(parts, field[2] .. ' ' .. table.concat(list, ', '))
+    end
   end
-  if type(why.pasted_words) == 'table' and #why.pasted_words > 0 then
-    table.insert(parts, 'pasted ' .. table.concat(why.pasted_words, ', '))
+  if type(why.date) == 'string' then
+    local signals = why.date_signals
+    local said = type(signals) == 'table' and #signals > 0
+    table.insert(parts, 'date ' .. why.date .. (said and (' (' .. table.concat(signals, ', ') .. ')') or ''))
   end
   for _, name in ipairs({ 'lexical', 'semantic', 'cosine' }) do
     if type(why[name]) == 'number' then
