@@ -57,6 +57,7 @@ REPLY_SETS = {
     "written after it": reply_sets.WRITTEN_AFTER_THE_LIST,
     "unseen, English": reply_sets.UNSEEN_ENGLISH,
     "unseen, other languages": reply_sets.UNSEEN_OTHER_LANGUAGES,
+    "unseen (session 11), English": reply_sets.UNSEEN_11_ENGLISH,
 }
 
 
@@ -66,6 +67,7 @@ def topical_sets() -> dict[str, list[str]]:
     ]
     sets = {
         "unseen, short with a topic": reply_sets.UNSEEN_WITH_A_TOPIC,
+        "unseen (session 11), short": reply_sets.UNSEEN_11_WITH_A_TOPIC,
         "precision bench prompts": [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM],
         "pasted bench prompts": pasted,
     }
@@ -104,6 +106,7 @@ def main() -> int:
     print(f"\nper reply: {per_reply:.1f} µs (median of 20 runs over {len(replies)})")
     for label, text in {
         "8,000 characters of 'keep going '": "keep going " * 1_000,
+        "8,000 characters of 'okk '": "okk " * 2_500,  # each word tried as a misspelling
         "8,000 characters of '好的，'": "好的，" * 3_000,
         "8,000 characters of '好的' (one run)": "好的" * 5_000,
     }.items():

@@ -3,11 +3,12 @@
 `recall`: whatever a ranker finds for those is noise in the agent's context.
 
 A query names no topic when each of its words is a conversation word or a stop word, or
-belongs to a conversation phrase, with at least one of the first or third kind; or when it has
-no word at all ("👍"), or is one question word alone ("why?"). Chinese, Japanese and Korean
-replies are written without spaces, so such a run of letters names no topic when it splits
-wholly into conversation pieces ("好的谢谢", "続けてください"). Pure: the lists below are the
-whole of it."""
+belongs to a conversation phrase, or is a word that steers only beside those ("ok, next"),
+with at least one conversation word or phrase; or when it has no word at all ("👍"), or is
+one question word alone ("why?"). A conversation word misspelt by one letter ("contiue",
+"thnaks") is that word. Chinese, Japanese and Korean replies are written without spaces, so
+such a run of letters names no topic when it splits wholly into conversation pieces
+("好的谢谢", "続けてください"). Pure: the lists below are the whole of it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from memoryd.automem.analysis import STOP_WORDS, fold
 # on its own is not one of them: "work", "ship", "test", "next" (Next.js), "same", "retry" (a
 # retry policy), "revert", "cancel", "sound", "approve", "works", "top" (the command), "todo",
 # "moment" (moment.js), nor a first name ("roger", Spanish "dale", German "jo"). Those count
-# only inside a phrase ("nice work", "that works", "roger that").
+# only inside a phrase ("nice work", "that works", "roger that"), and some beside a
+# conversation word (STEERING_WORDS).
 ENGLISH_WORDS = """
     yes yeah yea yeh yep yup ya yah aye no nope nah ok okay okie k kk sure surely thanks thank
     thx ty tysm thankyou cheers please pls plz continue proceed go ahead keep going carry on
@@ -30,8 +32,12 @@ ENGLISH_WORDS = """
     correct agreed agree exactly indeed absolutely definitely certainly totally really much
     hmm hm uh um ah oh aha huh wow oops whoops hi hello hey again try stop wait undo think
     well alright aight let's lets now then sorry maybe also understood noted ack gotcha
-    nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong
+    nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong approved
+    haha hahaha lol actually guess morning
 """
+# Words that steer the conversation beside a conversation word ("ok, next", "cancel please",
+# "no, revert"), but alone may be what a user looks up ("cancel": a cancellation flow).
+STEERING_WORDS = frozenset({"next", "same", "retry", "revert", "cancel", "approve", "ship"})
 # Other languages' replies and the function words they come with ("c'est bon", "vielen Dank",
 # "da, davai"), folded as queries are: "sí" is "si", "schön" is "schon", "всё" is "все".
 OTHER_WORDS = """
@@ -67,9 +73,27 @@ PHRASES = """
     much appreciated | appreciate it | many thanks | good morning | good afternoon |
     good evening | good night | start over | up to you | your call | as you wish |
     a sec | revert that | revert it | cancel that | cancel it | ignore that | ignore it |
-    it worked | that worked | thanks a lot | roger that |
+    it worked | that worked | thanks a lot | roger that | what next | what's next | whats next |
+    ignore my last message | ignore my previous message | ignore the last message |
+    ignore that message | disregard that | disregard it | disregard my last message |
+    love it | scrap that | scrap it | your way |
     todo bien | todo listo | ca marche | ca roule | ca va | mach weiter | tudo certo | va bene
 """
+# A conversation word misspelt: one letter dropped, added, changed, or two swapped, of an
+# English conversation word of `_TYPO_LENGTH` letters or more ("contiue", "perfcet"); two
+# letters swapped of a shorter one, of four letters or more ("thnaks", "stpo"); a letter
+# doubled ("okk", "lookss"). Not the real words that are such a misspelling (of wordfreq's
+# 50,000 commonest words in English, French, Spanish, German, Portuguese and Italian), so
+# they stay topics: "prefect", "proceeds", "Greta", "stoop".
+NOT_MISSPELT = """
+    albright alight certainty continued continues corrects prefect proceeds contenue
+    continuel contiene contigue correte greta gerat agrede cheres garee semes lest colo neta
+    nudo godo loko laso stoop donne finne lett mourning mornings moaning corning mooring
+    factually approves approuve ince
+"""
+_TYPO_LENGTH = 7
+_SWAP_LENGTH = 4
+_LONGEST_TYPO = 12  # letters: "absolutely" and one more, with room; longer is not tried
 # A question word alone asks about what was just said, not about a memory.
 QUESTION_WORDS = frozenset({"why", "how", "what", "who", "when", "where", "which", "really"})
 # Pieces of Chinese, Japanese and Korean replies, which are written without spaces.
@@ -102,6 +126,12 @@ class _Vocabulary:
     phrases: dict[str, list[tuple[str, ...]]]  # by their first word, longest first
     pieces: frozenset[str]  # of Chinese, Japanese and Korean replies
     longest_piece: int
+    # a misspelling's key → the English conversation word: each of a long word's forms with
+    # one letter dropped (the word itself too), and each of a shorter one's with two swapped
+    dropped: dict[str, str]
+    swapped: dict[str, str]
+    english: frozenset[str]  # the English conversation words, for a doubled letter
+    not_misspelt: frozenset[str]
 
 
 @cache
@@ -110,12 +140,39 @@ def _vocabulary() -> _Vocabulary:
     for phrase in sorted({tuple(fold(p).split()) for p in PHRASES.split("|")}, key=len)[::-1]:
         phrases.setdefault(phrase[0], []).append(phrase)
     pieces = frozenset(fold(p) for p in CJK_PIECES.split())
+    english = [w for w in ENGLISH_WORDS.split() if w.isalpha()]
+    dropped: dict[str, str] = {}
+    swapped: dict[str, str] = {}
+    for word in english:
+        if len(word) >= _TYPO_LENGTH:
+            for key in {word} | _one_dropped(word):
+                dropped.setdefault(key, word)
+        elif len(word) >= _SWAP_LENGTH:
+            for key in _two_swapped(word):
+                swapped.setdefault(key, word)
     return _Vocabulary(
         frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
         phrases,
         pieces,
         max(map(len, pieces)),
+        dropped,
+        swapped,
+        frozenset(english),
+        frozenset(NOT_MISSPELT.split()),
     )
+
+
+def _one_dropped(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _one_undoubled(word: str) -> set[str]:
+    """`word` with one of its doubled letters written once ("lookss" → "looks")."""
+    return {word[:i] + word[i + 1 :] for i in range(len(word) - 1) if word[i] == word[i + 1]}
+
+
+def _two_swapped(word: str) -> set[str]:
+    return {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
 
 
 def names_no_topic(text: str) -> bool:
@@ -136,12 +193,34 @@ def names_no_topic(text: str) -> bool:
             replied, i = True, i + len(phrase)
             continue
         word = words[i]
-        if word in vocabulary.words or _splits_into(word, vocabulary):
+        if (
+            word in vocabulary.words
+            or _splits_into(word, vocabulary)
+            or _misspelt(word, vocabulary)
+        ):
             replied = True
-        elif word not in STOP_WORDS:
+        elif word not in STOP_WORDS and word not in STEERING_WORDS:
             return False
         i += 1
     return replied or not words
+
+
+def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
+    """Whether `word` is an English conversation word misspelt by one letter (NOT_MISSPELT)."""
+    if len(word) > _LONGEST_TYPO or not word.isascii():
+        return False
+    if word in vocabulary.not_misspelt or word in STEERING_WORDS:
+        return False
+    if any(s in vocabulary.english for s in _one_undoubled(word)):
+        return True
+    if len(word) < _SWAP_LENGTH:
+        return False
+    if word in vocabulary.swapped:
+        return True
+    if len(word) < _TYPO_LENGTH - 1:
+        return False
+    dropped = vocabulary.dropped
+    return word in dropped or any(key in dropped for key in _one_dropped(word))
 
 
 def _as_said(word: str, known: frozenset[str]) -> str:

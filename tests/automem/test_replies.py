@@ -30,6 +30,27 @@ from memoryd.automem.replies import names_no_topic
         "great job!",
         "my bad, revert that",
         "sounds like a plan",
+        "ok, what next?",
+        "oops, sorry, ignore my last message",
+        "approved",
+        # words that steer beside a conversation word
+        "ok, next",
+        "cancel please",
+        "no, revert",
+        "yes, same",
+        # a conversation word misspelt by one letter
+        "contiue",
+        "sounds good, contineu",
+        "perfcet",
+        "definately",
+        "absolutly!",
+        "awsome",
+        "thnaks",
+        "pelase continue",
+        "stpo",  # two letters swapped, of four
+        "okk",  # a letter doubled
+        "lookss good",
+        "haha love it",
         # other languages, as their speakers type them
         "oui, continue",
         "merci beaucoup !",
@@ -73,6 +94,18 @@ def test_a_reply_names_no_topic(reply: str) -> None:
         "todo",  # not Spanish "todo"
         "top",
         "moment",
+        "cancel",  # a steering word alone: a cancellation flow
+        "cancel the cron job",
+        "ok, next the docker build",
+        # real words one letter from a conversation word
+        "prefect",
+        "proceeds",
+        "Greta",
+        "tanks",
+        "continued",
+        "mourning",  # "morning" with a letter added
+        "stoop",  # "stop" with a letter doubled
+        "approve",  # a steering word is no misspelling of "approved"
         "roger",  # a first name, as are "Dale" (Spanish "go on") and "Jo" (German "yes")
         "Dale",
         "Jo",
@@ -94,3 +127,11 @@ def test_a_long_run_of_cjk_letters_is_not_split() -> None:
     assert not names_no_topic("好的" * 21)
     assert not names_no_topic(query_excerpt("继续" * 100_000 + "数据库"))
     assert names_no_topic(query_excerpt("好的，" * 100_000))  # many short runs: each is split
+
+
+def test_only_words_of_a_reply_s_length_are_tried_as_misspellings() -> None:
+    # one letter off a conversation word of 7 letters or more, two swapped of 5 or 6
+    assert names_no_topic("continu")
+    assert not names_no_topic("thnks")  # "thanks" less a letter: 6 letters are only swapped
+    assert not names_no_topic("gerat")  # German "device", "great" with two letters swapped
+    assert not names_no_topic("continue" + "xy" * 2500)  # too long to be tried
