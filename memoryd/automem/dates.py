@@ -4,14 +4,15 @@ A memory's date is the first full date in its text (`8 May, 2023`, `May 8, 2023`
 `2023-05-08`). A query's date is a range: a full date is one day, `May 2023` a month,
 `May` alone (or `May 8`) that month or day in any year; `last May`, `early 2023` name the
 same ranges. `before`/`after` a date with a year (`before June 2023`) asks for anything earlier
-or later than that range.
+or later than that range. Two dates joined (`between August 11 and August 15, 2023`, `from
+May to July 2023`, `May 1–10, 2023`) name the days from the first's start to the second's end.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -52,6 +53,9 @@ class DateQuery:
     month: int | None
     day: int | None
     direction: str = "on"  # "on", "before" or "after" the range (before/after need a year)
+    # Two dates joined ("between May 1 and May 10, 2023"): the range runs on to the end of
+    # this one's (both with a year)
+    through: DateQuery | None = None
 
     def _bounds(self) -> tuple[date, date] | None:
         if self.year is None:
@@ -67,6 +71,10 @@ class DateQuery:
     def matches(self, when: date, slack_days: int) -> bool:
         """Does `when` fall in this range, or at most `slack_days` after it (memories are
         often written a little after what they describe: "last week")?"""
+        if self.through is not None:
+            first, last = self._bounds(), self.through._bounds()
+            if first is not None and last is not None:
+                return first[0] <= when and when.toordinal() <= last[1].toordinal() + slack_days
         bounds = self._bounds() if self.direction != "on" else None
         if bounds is not None:
             return when < bounds[0] if self.direction == "before" else when > bounds[1]
@@ -124,6 +132,9 @@ def first_date(text: str) -> date | None:
 
 def query_date(text: str) -> DateQuery | None:
     """The date range a query asks about, if it names one."""
+    joined = _joined_dates(text)
+    if joined is not None:
+        return joined
     found = _plain_query_date(text)
     if found is None or found.year is None:
         return found
@@ -159,6 +170,95 @@ def _plain_query_date(text: str) -> DateQuery | None:
     if match:
         return DateQuery(int(match.group("year")), None, None)
     return None
+
+
+# Two dates joined: "between <a> and <b>", "from <a> to|until|through <b>", "<a> – <b>"; each
+# part read from its start ("August 11", "11", "May", "2021", "15 August 2023").
+_JOINED = re.compile(
+    r"\b(?:between\s+(?P<a1>[\w ,.-]{1,24}?)\s+and|from\s+(?P<a2>[\w ,.-]{1,24}?)\s+"
+    r"(?:to|until|till|through|thru))\s+(?:the\s+)?(?P<b>[\w ,.-]{1,24})",
+    re.I,
+)
+_DAYS_JOINED = re.compile(  # "May 1-10, 2023", "1–10 May 2023"
+    rf"\b(?:{_MONTH}\s+(?P<d1>[0-3]?\d)|(?P<d2>[0-3]?\d)(?=\s*[-–]\s*[0-3]?\d\s+[A-Za-z]))"
+    rf"\s*[-–]\s*(?P<end>[0-3]?\d)(?:st|nd|rd|th)?(?:\s+{_MONTH.replace('month', 'month2')})?"
+    rf",?\s+{_YEAR}\b",
+    re.I,
+)
+_PART = (  # what a part of joined dates may be, read from its start
+    *(re.compile(rf"\s*{pattern.pattern}", re.I) for pattern in _PATTERNS),
+    re.compile(rf"\s*{_MONTH}\s*,?\s+{_YEAR}\b", re.I),
+    re.compile(rf"\s*{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)", re.I),
+    re.compile(rf"\s*{_MONTH}\s+{_DAY}\b", re.I),
+    re.compile(rf"\s*{_MONTH}(?!\w)", re.I),
+    re.compile(rf"\s*{_YEAR}\b"),
+    re.compile(rf"\s*{_DAY},?\s+{_YEAR}\b"),
+    re.compile(rf"\s*{_DAY}\b"),
+)
+
+
+Part = tuple[int | None, int | None, int | None]  # year, month, day: those named
+
+
+def _part(text: str) -> Part | None:
+    """(year, month, day) of a date read from the start of `text`, the parts it names."""
+    for pattern in _PART:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        found = match.groupdict()
+        month = _month(found["month"]) if found.get("month") else None
+        if found.get("month") and month is None:
+            continue
+        year = int(found["year"]) if found.get("year") else None
+        day = int(found["day"]) if found.get("day") else None
+        if day is not None and not 1 <= day <= 31:
+            return None
+        return year, month, day
+    return None
+
+
+def _joined_dates(text: str) -> DateQuery | None:
+    """The range two joined dates name, when both ends come to a year: the first end may
+    take its year and month from the second ("between August 11 and 15, 2023"), the second
+    its month from the first."""
+    ends = _joined_ends(text)
+    if ends is None:
+        return None
+    (year_a, month_a, day_a), (year_b, month_b, day_b) = ends
+    year_a = year_b if year_a is None else year_a
+    if month_a is None and day_a is not None:
+        month_a = month_b
+    if month_b is None and day_b is not None:
+        month_b = month_a
+    if year_a is None or year_b is None:
+        return None
+    if (day_a is not None and month_a is None) or (day_b is not None and month_b is None):
+        return None
+    start, end = DateQuery(year_a, month_a, day_a), DateQuery(year_b, month_b, day_b)
+    try:
+        first, last = start._bounds(), end._bounds()
+    except ValueError:  # "February 30"
+        return None
+    if first is None or last is None or first[0] > last[1]:
+        return None
+    return replace(start, through=end)
+
+
+def _joined_ends(text: str) -> tuple[Part, Part] | None:
+    match = _DAYS_JOINED.search(text)
+    if match is not None:
+        month = match.group("month") or match.group("month2")
+        return (None, None, int(match.group("d1") or match.group("d2"))), (
+            int(match.group("year")),
+            _month(month) if month else None,
+            int(match.group("end")),
+        )
+    match = _JOINED.search(text)
+    if match is None:
+        return None
+    first, last = _part(match.group("a1") or match.group("a2")), _part(match.group("b"))
+    return (first, last) if first is not None and last is not None else None
 
 
 # "before the trip", "after her wedding": a time relative to an event the memories describe.

@@ -46,6 +46,24 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("plans until early 2024", DateQuery(2024, None, None, "before")),
         ("before the trip", None),
         ("may I deploy on Friday?", None),
+        # two dates joined: a range from the first's start to the second's end
+        (
+            "Where was John between August 11 and August 15 2023?",
+            DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15)),
+        ),
+        ("between 11 and 15 August 2023", DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15))),
+        ("between August 11 and 15, 2023", DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15))),
+        ("from May to July 2023", DateQuery(2023, 5, None, through=DateQuery(2023, 7, None))),
+        ("from 2021 until 2023", DateQuery(2021, None, None, through=DateQuery(2023, None, None))),
+        ("May 1-10, 2023", DateQuery(2023, 5, 1, through=DateQuery(2023, 5, 10))),
+        ("on 1–10 May 2023", DateQuery(2023, 5, 1, through=DateQuery(2023, 5, 10))),
+        ("from 2019-03-01 to 2019-03-05", DateQuery(2019, 3, 1, through=DateQuery(2019, 3, 5))),
+        # not a range: read as before
+        ("between 2 and 3 tests failed in May 2023", DateQuery(2023, 5, None)),
+        ("between May 10 and May 1, 2023", DateQuery(2023, 5, 1)),  # backwards
+        ("between February 30 and March 2, 2023", DateQuery(2023, 3, 2)),  # no such day
+        ("between May 3 and June", DateQuery(None, 5, 3)),  # no year
+        ("from the api to the db", None),
     ],
 )
 def test_query_date(text: str, expected: DateQuery | None) -> None:
@@ -61,6 +79,18 @@ def test_matches_with_slack() -> None:
     month = DateQuery(None, 12, None)
     assert month.matches(date(2021, 12, 31), 0)
     assert month.matches(date(2022, 1, 5), 7)
+
+
+def test_a_range_of_joined_dates_matches_its_days_and_the_slack_after() -> None:
+    span = DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15))
+    assert span.matches(date(2023, 8, 11), 0)
+    assert span.matches(date(2023, 8, 13), 0)
+    assert span.matches(date(2023, 8, 20), 7)
+    assert not span.matches(date(2023, 8, 10), 7)
+    assert not span.matches(date(2023, 8, 16), 0)
+    months = DateQuery(2023, 5, None, through=DateQuery(2023, 7, None))
+    assert months.matches(date(2023, 7, 31), 0)
+    assert not months.matches(date(2023, 4, 30), 0)
 
 
 def test_before_and_after_a_range() -> None:

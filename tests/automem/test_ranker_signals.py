@@ -39,6 +39,17 @@ def test_date_boost() -> None:
         assert _keys(idx, "hiking trip in August 2023")[0] == expected
 
 
+def test_a_range_of_dates_favours_the_memories_dated_in_it() -> None:
+    for boost, expected in ((0.0, "before.md"), (1.0, "inside.md")):
+        idx = RecallIndex(replace(PLAIN, date_boost=boost))
+        idx.upsert("before.md", "trip", "trip to Chicago, trip", "x", date(2023, 8, 1))
+        idx.upsert("inside.md", "trip", "trip to Chicago", "x", date(2023, 8, 13))
+        idx.upsert("after.md", "trip", "trip to Chicago", "x", date(2023, 9, 30))
+        assert _keys(idx, "the trip between August 11 and August 15, 2023")[0] == expected
+    # the range's last day ends it (with the slack after), not its first: both are favoured
+    assert _keys(idx, "the trip between August 1 and 15, 2023")[-1] == "after.md"
+
+
 def test_same_day_group_bonus() -> None:
     for weight, expected in ((0.0, "other.md"), (1.0, "sibling.md")):
         idx = RecallIndex(replace(PLAIN, group_weight=weight))
