@@ -6,6 +6,8 @@ A memory's date is the first full date in its text (`8 May, 2023`, `May 8, 2023`
 same ranges. `before`/`after` a date with a year (`before June 2023`) asks for anything earlier
 or later than that range. Two dates joined (`between August 11 and August 15, 2023`, `from
 May to July 2023`, `May 1–10, 2023`) name the days from the first's start to the second's end.
+Given today's date, a query may name a time from now: `yesterday`, `last week`, `this month`,
+`three days ago`, `last Friday`, `since last week`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -130,12 +132,15 @@ def first_date(text: str) -> date | None:
     return best[1] if best else None
 
 
-def query_date(text: str) -> DateQuery | None:
-    """The date range a query asks about, if it names one."""
+def query_date(text: str, today: date | None = None) -> DateQuery | None:
+    """The date range a query asks about, if it names one; with `today`, also a time named
+    from now ("yesterday", "last week")."""
     joined = _joined_dates(text)
     if joined is not None:
         return joined
     found = _plain_query_date(text)
+    if found is None and today is not None:
+        return _from_now(text, today)
     if found is None or found.year is None:
         return found
     direction = _DIRECTION.search(text)
@@ -261,6 +266,86 @@ def _joined_ends(text: str) -> tuple[Part, Part] | None:
     return (first, last) if first is not None and last is not None else None
 
 
+# A time named from now. Counts in words up to twelve; "a"/"one" and "a couple of" too.
+_NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve"
+_COUNTS = {word: i for i, word in enumerate(_NUMBER_WORDS.split())}
+_COUNTS |= {"a": 1, "an": 1, "a couple of": 2, "couple of": 2}
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_PAST_DAYS = {"week": 7, "month": 31, "year": 366}
+_FROM_NOW = re.compile(
+    r"\b(?:(?P<side>since|before|after)\s+)?(?:"
+    r"(?P<day>today|tonight|this\s+(?:morning|afternoon|evening)|yesterday"
+    r"|the\s+day\s+before\s+yesterday)"
+    r"|(?P<which>last|this|past|previous)\s+(?P<unit>week|month|year)"
+    r"|(?P<count>\d{1,3}|"
+    + "|".join(sorted(_COUNTS, key=len, reverse=True))
+    + r")\s+(?P<units>days?|weeks?|months?)\s+ago"
+    r"|last\s+(?P<weekday>" + "|".join(_WEEKDAYS) + r"))\b",
+    re.I,
+)
+
+
+def _from_now(text: str, today: date) -> DateQuery | None:
+    """The range a time named from now covers: a day, a calendar week, month or year; with
+    "since", on to today; with "before"/"after", earlier or later than it."""
+    match = _FROM_NOW.search(text)
+    if match is None:
+        return None
+    first, last = _span_from_now(match, today)
+    side = (match.group("side") or "").lower()
+    if side == "before":
+        return _day(first, "before", None)
+    if side == "after":
+        return _day(last, "after", None)
+    return _day(first, "on", today if side == "since" else last)
+
+
+def _span_from_now(match: re.Match[str], today: date) -> tuple[date, date]:
+    day = (match.group("day") or "").lower()
+    if day:
+        back = 2 if day.startswith("the") else 1 if day == "yesterday" else 0
+        one = today - timedelta(days=back)
+        return one, one
+    if match.group("weekday"):
+        wanted = _WEEKDAYS[match.group("weekday").lower()]
+        back = (today.weekday() - wanted) % 7 or 7  # "last Friday" on a Friday: a week ago
+        one = today - timedelta(days=back)
+        return one, one
+    if match.group("unit"):
+        unit, which = match.group("unit").lower(), match.group("which").lower()
+        if which == "past":  # the past week: the 7 days to today
+            return today - timedelta(days=_PAST_DAYS[unit]), today
+        return _calendar_span(today, unit, 0 if which == "this" else 1)
+    count = match.group("count").lower()
+    n = int(count) if count.isdigit() else _COUNTS[" ".join(count.split())]
+    unit = match.group("units").lower().rstrip("s")
+    if unit == "day":
+        one = today - timedelta(days=n)
+        return one, one
+    return _calendar_span(today, unit, n)
+
+
+def _calendar_span(today: date, unit: str, ago: int) -> tuple[date, date]:
+    """The calendar week (from Monday), month or year `ago` of them before today's; the
+    current one ends today."""
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday() + 7 * ago)
+        return monday, min(today, monday + timedelta(days=6))
+    if unit == "month":
+        month_index = today.year * 12 + today.month - 1 - ago
+        year, month = divmod(month_index, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        return date(year, month + 1, 1), min(today, date(year, month + 1, last))
+    year = today.year - ago
+    return date(year, 1, 1), min(today, date(year, 12, 31))
+
+
+def _day(first: date, direction: str, last: date | None) -> DateQuery:
+    """A DateQuery from `first` (to `last`, when it is another day)."""
+    through = DateQuery(last.year, last.month, last.day) if last and last != first else None
+    return DateQuery(first.year, first.month, first.day, direction, through)
+
+
 # "before the trip", "after her wedding": a time relative to an event the memories describe.
 _EVENT = re.compile(
     r"\b(before|after|since|prior\s+to)\s+(?:the|a|an|his|her|their|my|our|your)\s+"
@@ -269,11 +354,11 @@ _EVENT = re.compile(
 )
 
 
-def relative_event(text: str) -> tuple[str, str] | None:
+def relative_event(text: str, today: date | None = None) -> tuple[str, str] | None:
     """("before"|"after", the event's words) when the query places itself around an event
-    and names no date there."""
+    and names no date there (nor, with `today`, a time from now)."""
     match = _EVENT.search(text)
-    if match is None or query_date(text) is not None:
+    if match is None or query_date(text, today) is not None:
         return None
     return _side(match.group(1)), match.group(2).strip()
 

@@ -126,6 +126,7 @@ class LexicalScores:
     # the terms pseudo-relevance feedback added to the query, each with the keys of the top
     # memories it came from
     feedback: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    today: date | None = None  # what "yesterday" or "last week" in the query count from
 
 
 @dataclass
@@ -421,8 +422,11 @@ class RecallIndex:
         floors."""
         return self.rank(self.lexical(query, exclude), limit, semantic, cosines)
 
-    def lexical(self, query: str, exclude: Collection[str] = ()) -> LexicalScores:
-        """The first part of `search`; finish it with `rank`."""
+    def lexical(
+        self, query: str, exclude: Collection[str] = (), today: date | None = None
+    ) -> LexicalScores:
+        """The first part of `search`; finish it with `rank`. With `today`, a time the query
+        names from now ("yesterday", "last week") is a date signal too."""
         p = self.params
         prompt = self.prompt(query)
         query_terms = self.written_terms(prompt.written)
@@ -434,7 +438,9 @@ class RecallIndex:
             [self._docs[k].slot for k in exclude if k in self._docs], dtype=np.int64
         )
         has_terms = bool(weights or pasted)
-        found = LexicalScores(query, tuple(exclude), excluded, None, has_terms, self._mutations)
+        found = LexicalScores(
+            query, tuple(exclude), excluded, None, has_terms, self._mutations, today=today
+        )
         if not self._docs:
             return found
         self._expand_prefixes(weights)
@@ -482,7 +488,7 @@ class RecallIndex:
     def _current(self, lexical: LexicalScores) -> LexicalScores:
         """`lexical`, made again if the index changed since (its slots may have moved)."""
         if lexical.mutations != self._mutations:
-            return self.lexical(lexical.query, lexical.exclude)
+            return self.lexical(lexical.query, lexical.exclude, lexical.today)
         return lexical
 
     def _drop_paste_only(
@@ -538,7 +544,7 @@ class RecallIndex:
             scores[excluded] = 0.0
         if cosines is not None:  # before the temporal signals: a dropped memory lends nothing
             self._drop_below_floors(made, scores, cosines)
-        self._temporal(lexical.query, scores, notes if notes is not None else {})
+        self._temporal(lexical, scores, notes if notes is not None else {})
         return scores
 
     def date_signals(
@@ -709,16 +715,18 @@ class RecallIndex:
             self._day_arrays[day] = slots
         return slots
 
-    def _temporal(self, query: str, scores: FloatArray, notes: dict[int, list[str]]) -> None:
+    def _temporal(
+        self, lexical: LexicalScores, scores: FloatArray, notes: dict[int, list[str]]
+    ) -> None:
         """The date signals, in place; each noted for the slots of `notes`."""
-        p = self.params
+        p, query = self.params, lexical.query
         dates = self._dates
         if p.when_boost and self._timed and asks_when(query):
             timed = np.fromiter(self._timed, dtype=np.int64, count=len(self._timed))
             scores[timed] *= 1.0 + p.when_boost
             _note(notes, (s for s in notes if s in self._timed and scores[s] > 0), "says when")
         if p.date_boost:
-            wanted = query_date(query)
+            wanted = query_date(query, lexical.today)
             if wanted is not None:
                 ordinals = np.unique(dates[(scores > 0) & (dates > 0)])
                 hits = [
@@ -735,7 +743,7 @@ class RecallIndex:
                         "dated as asked",
                     )
             else:
-                self._around_event(query, scores, notes)
+                self._around_event(lexical, scores, notes)
         if p.group_weight and p.group_top:
             by_day: dict[int, list[tuple[float, int]]] = {}
             for slot in self._top(scores, p.group_top):
@@ -755,10 +763,12 @@ class RecallIndex:
                     lent,
                 )
 
-    def _around_event(self, query: str, scores: FloatArray, notes: dict[int, list[str]]) -> None:
+    def _around_event(
+        self, lexical: LexicalScores, scores: FloatArray, notes: dict[int, list[str]]
+    ) -> None:
         """ "before the trip": the dated memory that best matches "trip" anchors the query in
         time; memories dated on the asked side of it are favoured like a named date."""
-        found = relative_event(query)
+        found = relative_event(lexical.query, lexical.today)
         if found is None:
             return
         direction, event = found

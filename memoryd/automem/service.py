@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,7 +237,8 @@ class AutoMemory:
                     continue
             if key in state.entries:
                 excluded.add(key)
-        lexical = state.index.lexical(query_excerpt(query), excluded)
+        # the clock read here, at the edge: "yesterday" in a query counts from today
+        lexical = state.index.lexical(query_excerpt(query), excluded, date.today())
         vector = await query_vector if query_vector is not None else None
         similar = None
         if vector is not None:  # embeddings on: numpy and the model are loaded already

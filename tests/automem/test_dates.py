@@ -81,6 +81,55 @@ def test_matches_with_slack() -> None:
     assert month.matches(date(2022, 1, 5), 7)
 
 
+# 3 December 2026 is a Thursday.
+TODAY = date(2026, 12, 3)
+
+
+def _day(when: date, direction: str = "on", through: date | None = None) -> DateQuery:
+    last = DateQuery(through.year, through.month, through.day) if through else None
+    return DateQuery(when.year, when.month, when.day, direction, last)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("what did we decide yesterday?", _day(date(2026, 12, 2))),
+        ("anything from today", _day(TODAY)),
+        ("the day before yesterday", _day(date(2026, 12, 1))),
+        ("three days ago", _day(date(2026, 11, 30))),
+        ("last Friday", _day(date(2026, 11, 27))),
+        ("last Thursday", _day(date(2026, 11, 26))),  # on a Thursday: a week ago
+        # a calendar week (from Monday), month or year; the current one ends today
+        (
+            "what we agreed last week about the API",
+            _day(date(2026, 11, 23), through=date(2026, 11, 29)),
+        ),
+        ("this week", _day(date(2026, 11, 30), through=TODAY)),
+        ("2 weeks ago", _day(date(2026, 11, 16), through=date(2026, 11, 22))),
+        ("last month", _day(date(2026, 11, 1), through=date(2026, 11, 30))),
+        ("a couple of months ago", _day(date(2026, 10, 1), through=date(2026, 10, 31))),
+        ("this month", _day(date(2026, 12, 1), through=TODAY)),
+        ("last year", _day(date(2025, 1, 1), through=date(2025, 12, 31))),
+        ("in the past week", _day(date(2026, 11, 26), through=TODAY)),
+        ("since last week", _day(date(2026, 11, 23), through=TODAY)),
+        ("before last month", _day(date(2026, 11, 1), "before")),
+        ("after last week", _day(date(2026, 11, 29), "after")),
+        # a named date comes first; no time, no range
+        ("what happened last week on 8 May, 2023?", DateQuery(2023, 5, 8)),
+        ("deploy on Fridays", None),
+        ("an hour ago", None),
+    ],
+)
+def test_a_time_named_from_now(text: str, expected: DateQuery | None) -> None:
+    assert query_date(text, TODAY) == expected
+
+
+def test_a_time_from_now_needs_today() -> None:
+    assert query_date("what did we decide yesterday?") is None
+    assert relative_event("what did she paint before the trip, last week?") == ("before", "trip")
+    assert relative_event("what did she paint before the trip, last week?", TODAY) is None
+
+
 def test_a_range_of_joined_dates_matches_its_days_and_the_slack_after() -> None:
     span = DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15))
     assert span.matches(date(2023, 8, 11), 0)

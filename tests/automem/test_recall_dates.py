@@ -1,5 +1,5 @@
 """Temporal recall through the real daemon: a memory's date is the session date in its text,
-and a query naming a time ("last May", "in 2023", "before the trip") ranks by it.
+and a query naming a time ("last May", "in 2023", "before the trip", "yesterday") ranks by it.
 
 In each case the memory the date points at has fewer words in common with the query than
 its rival, so only the date can put it first.
@@ -7,6 +7,7 @@ its rival, so only the date can put it first.
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,28 @@ async def test_a_query_naming_a_time_ranks_by_the_session_date(
     plain = plain.replace(" before the trip", "").replace(" after the trip", "")
     if expected != "Sunset painting again":
         assert await _first(daemon, project, plain, among) == dated[rival]
+
+
+async def test_a_time_named_from_now_counts_from_the_daemons_today(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    # dated as the extraction agent dates what it saves: yesterday's session, and last year's
+    yesterday = date.today() - timedelta(days=1)
+    written = {}
+    for name, description, when in [
+        ("Cache decision", "we chose Redis for the cache", yesterday),
+        ("Cache decision before", "we chose Redis for the cache, Redis cache", date(2020, 3, 2)),
+    ]:
+        body = f"{description}.\nSession date: {when.day} {when:%B}, {when.year}"
+        path = await write_memory(daemon, project, "project", name, description, body)
+        written[name] = str(path)
+    got = await daemon.call(
+        "recall", cwd=str(project), query="which cache did we choose yesterday?", explain=True
+    )
+    first = got["memories"][0]
+    assert first["path"] == written["Cache decision"]
+    assert first["why"]["date"] == yesterday.isoformat()
+    assert first["why"]["date_signals"] == ["dated as asked"]
+    # without "yesterday", the other's extra words win
+    got = await daemon.call("recall", cwd=str(project), query="which cache did we choose?")
+    assert got["memories"][0]["path"] == written["Cache decision before"]
