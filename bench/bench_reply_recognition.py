@@ -68,6 +68,7 @@ def topical_sets() -> dict[str, list[str]]:
     sets = {
         "unseen, short with a topic": reply_sets.UNSEEN_WITH_A_TOPIC,
         "unseen (session 11), short": reply_sets.UNSEEN_11_WITH_A_TOPIC,
+        "found in review (session 11)": reply_sets.REVIEW_WITH_A_TOPIC,
         "precision bench prompts": [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM],
         "pasted bench prompts": pasted,
     }

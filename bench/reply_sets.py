@@ -13,6 +13,8 @@ measures only that the lists hold what they were made from.
   prompts that use conversation words but name a topic ("thanks, now fix the login test").
 - UNSEEN_11_*: written in session 11 the same way, before misspellings and steering words
   were added: 80 English replies (a quarter with typos) and 60 short prompts with a topic.
+- REVIEW_WITH_A_TOPIC: questions a reviewing helper found the first version of those rules
+  leaving unranked.
 """
 
 from __future__ import annotations
@@ -345,6 +347,26 @@ UNSEEN_11_WITH_A_TOPIC = [
     "ask Tomas",
     "oak theme colors",
     "hello, the oauth scopes",
+]
+
+# Session 11: what a helper session reviewing the misspellings and steering words found them
+# wrongly leaving unranked (each was, before it was fixed).
+REVIEW_WITH_A_TOPIC = [
+    "thanks! why did we revert?",
+    "ok, what did we ship?",
+    "sure, what did we retry?",
+    "ok and what did we cancel?",
+    "thanks, what is next?",
+    "great, and what should we ship next?",
+    "what did we do this morning?",
+    "what did we ship this morning?",
+    "who approved it?",
+    "when was it approved?",
+    "was it approved?",
+    "what did you guess?",
+    "what about the tty?",
+    "who is the approver?",
+    "what about leet?",
 ]
 
 REPLIES = WRITTEN_WITH_THE_LIST + WRITTEN_AFTER_THE_LIST

@@ -211,7 +211,7 @@ class RecallIndex:
 
     def lexical_share(self, lexical: LexicalScores, key: str) -> float:
         """The memory's lexical score for the query as a share of the best one (0 to 1)."""
-        lexical = self._current(lexical)
+        lexical = self.current(lexical)
         doc = self._docs.get(key)
         if doc is None or lexical.scores is None:
             return 0.0
@@ -485,7 +485,7 @@ class RecallIndex:
             return split_prompt(query)
         return Prompt(query, "")
 
-    def _current(self, lexical: LexicalScores) -> LexicalScores:
+    def current(self, lexical: LexicalScores) -> LexicalScores:
         """`lexical`, made again if the index changed since (its slots may have moved)."""
         if lexical.mutations != self._mutations:
             return self.lexical(lexical.query, lexical.exclude, lexical.today)
@@ -519,7 +519,7 @@ class RecallIndex:
     ) -> list[tuple[str, float]]:
         """The rest of `search`: fusion with `semantic`, the relevance floors when `cosines`
         are given, temporal signals, the best `limit`."""
-        scores = self._signalled(self._current(lexical), semantic, cosines)
+        scores = self._signalled(self.current(lexical), semantic, cosines)
         if scores is None:
             return []
         if self.params.diversity:
@@ -557,7 +557,7 @@ class RecallIndex:
         """The date signals that raised each of `keys` as `rank` ranks the query now ("dated
         as asked", "says when", "before a.md (2023-05-08)", "same day as b.md"); by key, for
         the known keys."""
-        lexical = self._current(lexical)
+        lexical = self.current(lexical)
         notes: dict[int, list[str]] = {self._docs[k].slot: [] for k in keys if k in self._docs}
         if notes:
             self._signalled(lexical, semantic, cosines, notes)
@@ -572,12 +572,12 @@ class RecallIndex:
     def feedback_terms(self, lexical: LexicalScores) -> dict[str, tuple[str, ...]]:
         """The terms pseudo-relevance feedback added to the query, each with the keys of the
         memories it came from, as the index is now."""
-        return self._current(lexical).feedback
+        return self.current(lexical).feedback
 
     def best(self, lexical: LexicalScores, k: int) -> list[str]:
         """Keys of the `k` best lexical scores, best first, excluded ones left out: the
         lexical side of the candidates that late interaction scores."""
-        lexical = self._current(lexical)
+        lexical = self.current(lexical)
         if lexical.scores is None:
             return []
         scores = lexical.scores.copy()
@@ -785,8 +785,15 @@ class RecallIndex:
         # The anchor's own day counts: a memory often records the event and what followed.
         side = (self._dates <= anchor) if direction == "before" else (self._dates >= anchor)
         scores[dated & side] *= 1.0 + self.params.date_boost
-        where = f"{direction} {self._keys[top[0]]} ({date.fromordinal(anchor).isoformat()})"
-        _note(notes, (s for s in notes if dated[s] and side[s] and scores[s] > 0), where)
+        when = date.fromordinal(anchor).isoformat()
+        where = f"{direction} {self._keys[top[0]]} ({when})"
+        _note(
+            notes,
+            (s for s in notes if s != top[0] and dated[s] and side[s] and scores[s] > 0),
+            where,
+        )
+        if top[0] in notes and scores[top[0]] > 0:
+            _note(notes, [top[0]], f"the event asked around ({when})")
 
     def _feedback_terms(self, top: list[int], query: dict[str, float]) -> dict[str, float]:
         """The strongest new terms of the top documents, weighted 0..1 (tf·idf, normalised)."""

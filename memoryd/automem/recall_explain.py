@@ -90,9 +90,12 @@ def explain(
     keys: list[str],
     semantic: Semantic | None = None,
     cosines: Semantic | None = None,
+    *,
+    floors: bool = True,
 ) -> dict[str, Why]:
     """Why each of `keys` was returned for the query `lexical` was made for; `semantic` and
-    `cosines` as the ranker got them (hybrid ranking)."""
+    `cosines` as the ranker got them (hybrid ranking), the cosines' floors applied or not."""
+    lexical = index.current(lexical)  # once: made again if the index changed since
     prompt = index.prompt(lexical.query)
     # the words the ranker ranked by: question-shaping ones ("kind", "did") left out
     written = _analysed(prompt.written, frozenset(index.written_terms(prompt.written)))
@@ -104,19 +107,22 @@ def explain(
     cosine_of = _lookup(cosines, keys)
     feedback = index.feedback_terms(lexical)
     sources = {key for found in feedback.values() for key in found}
-    signals = index.date_signals(lexical, keys, semantic, cosines)
+    signals = index.date_signals(lexical, keys, semantic, cosines if floors else None)
     whys = {}
     for key in keys:
         held = index.terms_of(key)
         when = index.memory_date(key)
+        share = index.lexical_share(lexical, key)
+        # feedback reorders only what the query matched: none lifted a memory it did not
+        lifted_by = () if key in sources or not share else tuple(t for t in feedback if t in held)
         whys[key] = Why(
             _held(written, held),
             _held(pasted, held - written_terms),
-            index.lexical_share(lexical, key),
+            share,
             semantic_of.get(key),
             cosine_of.get(key),
             _near(written, held, prefix),
-            () if key in sources else tuple(t for t in feedback if t in held),
+            lifted_by,
             when.isoformat() if when else None,
             signals.get(key, ()),
         )

@@ -32,12 +32,17 @@ ENGLISH_WORDS = """
     correct agreed agree exactly indeed absolutely definitely certainly totally really much
     hmm hm uh um ah oh aha huh wow oops whoops hi hello hey again try stop wait undo think
     well alright aight let's lets now then sorry maybe also understood noted ack gotcha
-    nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong approved
-    haha hahaha lol actually guess morning
+    nevermind nvm np sweet amazing brilliant fantastic wonderful neat yay let wrong okk noo
+    haha hahaha lol
 """
-# Words that steer the conversation beside a conversation word ("ok, next", "cancel please",
-# "no, revert"), but alone may be what a user looks up ("cancel": a cancellation flow).
-STEERING_WORDS = frozenset({"next", "same", "retry", "revert", "cancel", "approve", "ship"})
+# Replies alone or beside other replies ("approved", "morning!", "i guess", "actually, no"),
+# but the topic of a question ("who approved it?", "was it approved?", "what did we do this
+# morning?"): they count only in a query that asks nothing (`_asks`).
+UNLESS_ASKED = frozenset({"approved", "morning", "guess", "actually"})
+# Words that steer the conversation right beside a conversation word ("ok, next", "cancel
+# please", "no, revert"), but alone, or in a question, may be what a user looks up ("cancel":
+# a cancellation flow; "why did we revert?").
+STEERING_WORDS = frozenset({"next", "retry", "revert", "cancel", "approve", "ship"})
 # Other languages' replies and the function words they come with ("c'est bon", "vielen Dank",
 # "da, davai"), folded as queries are: "sí" is "si", "schön" is "schon", "всё" is "все".
 OTHER_WORDS = """
@@ -86,14 +91,15 @@ PHRASES = """
 # 50,000 commonest words in English, French, Spanish, German, Portuguese and Italian), so
 # they stay topics: "prefect", "proceeds", "Greta", "stoop".
 NOT_MISSPELT = """
-    albright alight certainty continued continues corrects prefect proceeds contenue
-    continuel contiene contigue correte greta gerat agrede cheres garee semes lest colo neta
-    nudo godo loko laso stoop donne finne lett mourning mornings moaning corning mooring
-    factually approves approuve ince
+    agrede albright alight certainty cheres colo contenue contigue continued continuel
+    continues continuo corrects garee gerat godo greta ince laso leet lest lett loko neta nudo
+    prefect proceeds semes stoop
 """
 _TYPO_LENGTH = 7
 _SWAP_LENGTH = 4
 _LONGEST_TYPO = 12  # letters: "absolutely" and one more, with room; longer is not tried
+# A query that opens with one of these asks a question ("was it approved?").
+ASKING_OPENERS = "is was are were did does do has have had can could will would should"
 # A question word alone asks about what was just said, not about a memory.
 QUESTION_WORDS = frozenset({"why", "how", "what", "who", "when", "where", "which", "really"})
 # Pieces of Chinese, Japanese and Korean replies, which are written without spaces.
@@ -126,10 +132,11 @@ class _Vocabulary:
     phrases: dict[str, list[tuple[str, ...]]]  # by their first word, longest first
     pieces: frozenset[str]  # of Chinese, Japanese and Korean replies
     longest_piece: int
-    # a misspelling's key → the English conversation word: each of a long word's forms with
-    # one letter dropped (the word itself too), and each of a shorter one's with two swapped
-    dropped: dict[str, str]
-    swapped: dict[str, str]
+    # a misspelling's key → the English conversation words it may be: each of a long word's
+    # forms with one letter dropped (the word itself too), and each of a shorter one's with
+    # two letters swapped
+    dropped: dict[str, tuple[str, ...]]
+    swapped: frozenset[str]
     english: frozenset[str]  # the English conversation words, for a doubled letter
     not_misspelt: frozenset[str]
 
@@ -141,22 +148,21 @@ def _vocabulary() -> _Vocabulary:
         phrases.setdefault(phrase[0], []).append(phrase)
     pieces = frozenset(fold(p) for p in CJK_PIECES.split())
     english = [w for w in ENGLISH_WORDS.split() if w.isalpha()]
-    dropped: dict[str, str] = {}
-    swapped: dict[str, str] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    swapped: set[str] = set()
     for word in english:
         if len(word) >= _TYPO_LENGTH:
             for key in {word} | _one_dropped(word):
-                dropped.setdefault(key, word)
+                dropped[key] = (*dropped.get(key, ()), word)
         elif len(word) >= _SWAP_LENGTH:
-            for key in _two_swapped(word):
-                swapped.setdefault(key, word)
+            swapped |= _two_swapped(word)
     return _Vocabulary(
         frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
         phrases,
         pieces,
         max(map(len, pieces)),
         dropped,
-        swapped,
+        frozenset(swapped),
         frozenset(english),
         frozenset(NOT_MISSPELT.split()),
     )
@@ -167,8 +173,15 @@ def _one_dropped(word: str) -> set[str]:
 
 
 def _one_undoubled(word: str) -> set[str]:
-    """`word` with one of its doubled letters written once ("lookss" → "looks")."""
-    return {word[:i] + word[i + 1 :] for i in range(len(word) - 1) if word[i] == word[i + 1]}
+    """`word` with a doubled vowel, or its doubled last letter, written once ("lookss" →
+    "looks", "noo" → "no"), when three letters or more are left."""
+    if len(word) < 4 and word[-1:] not in "aeiouy":
+        return set()  # "tty", "npp": a name, not "ty" or "np" misspelt
+    return {
+        word[:i] + word[i + 1 :]
+        for i in range(len(word) - 1)
+        if word[i] == word[i + 1] and (word[i] in "aeiouy" or i == len(word) - 2)
+    }
 
 
 def _two_swapped(word: str) -> set[str]:
@@ -184,25 +197,56 @@ def names_no_topic(text: str) -> bool:
     words = [_as_said(w, vocabulary.words) for w in _QUERY_WORD.findall(fold(text))]
     if len(words) == 1 and words[0] in QUESTION_WORDS:
         return True
-    replied = False  # a conversation word or phrase was seen
+    asked = _asks(words)
+    kinds: list[str] = []  # per word: "reply", "steer" or "stop"
     i = 0
     while i < len(words):
         starting = vocabulary.phrases.get(words[i], ())
         phrase = next((p for p in starting if tuple(words[i : i + len(p)]) == p), None)
         if phrase:
-            replied, i = True, i + len(phrase)
+            kinds += ["reply"] * len(phrase)
+            i += len(phrase)
             continue
         word = words[i]
-        if (
-            word in vocabulary.words
-            or _splits_into(word, vocabulary)
-            or _misspelt(word, vocabulary)
-        ):
-            replied = True
-        elif word not in STOP_WORDS and word not in STEERING_WORDS:
+        if word in UNLESS_ASKED and not asked:
+            kinds.append("reply")
+        elif word in STEERING_WORDS and not asked:
+            kinds.append("steer")
+        elif word in vocabulary.words or _splits_into(word, vocabulary):
+            kinds.append("reply")
+        elif word in STOP_WORDS:
+            kinds.append("stop")
+        elif _misspelt(word, vocabulary):
+            kinds.append("reply")
+        else:
             return False
         i += 1
-    return replied or not words
+    return not words or ("reply" in kinds and _steering_beside_replies(kinds))
+
+
+def _asks(words: list[str]) -> bool:
+    """Whether the query asks a question: it holds a question word or opens with a verb that
+    opens a question ("was it approved?")."""
+    return bool(words) and (
+        words[0] in ASKING_OPENERS.split() or any(w in QUESTION_WORDS for w in words)
+    )
+
+
+def _steering_beside_replies(kinds: list[str]) -> bool:
+    """Whether each steering word stands right beside a conversation word or phrase, or beside
+    another steering word that does ("no, cancel, revert")."""
+    beside = [False] * len(kinds)
+    for _ in range(len(kinds)):  # a chain of steering words: spread from the replies
+        changed = False
+        for j, kind in enumerate(kinds):
+            if kind != "steer" or beside[j]:
+                continue
+            near = [n for n in (j - 1, j + 1) if 0 <= n < len(kinds)]
+            if any(kinds[n] == "reply" or (kinds[n] == "steer" and beside[n]) for n in near):
+                beside[j] = changed = True
+        if not changed:
+            break
+    return all(b or kind != "steer" for b, kind in zip(beside, kinds, strict=True))
 
 
 def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
@@ -211,6 +255,8 @@ def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
         return False
     if word in vocabulary.not_misspelt or word in STEERING_WORDS:
         return False
+    # a vowel or the last letter doubled, of a word of three letters or more ("yess",
+    # "lookss", "helloo"; not "tty", nor "nvvm")
     if any(s in vocabulary.english for s in _one_undoubled(word)):
         return True
     if len(word) < _SWAP_LENGTH:
@@ -219,8 +265,33 @@ def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
         return True
     if len(word) < _TYPO_LENGTH - 1:
         return False
+    # one letter dropped from each may match words two letters apart ("reactly", "exactly"):
+    # the candidates are checked
     dropped = vocabulary.dropped
-    return word in dropped or any(key in dropped for key in _one_dropped(word))
+    candidates = {c for key in {word} | _one_dropped(word) for c in dropped.get(key, ())}
+    return any(_one_edit_apart(word, c) for c in candidates)
+
+
+def _one_edit_apart(typed: str, word: str) -> bool:
+    """Whether `typed` is `word` with one letter dropped, added or changed, or two adjacent
+    letters swapped."""
+    if len(typed) == len(word):
+        apart = [i for i, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
+        if len(apart) == 1:
+            return True
+        return (
+            len(apart) == 2
+            and apart[1] == apart[0] + 1
+            and typed[apart[0]] == word[apart[1]]
+            and typed[apart[1]] == word[apart[0]]
+        )
+    shorter, longer = sorted((typed, word), key=len)
+    if len(longer) - len(shorter) != 1:
+        return False
+    i = next(
+        (i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b), len(shorter)
+    )
+    return shorter[i:] == longer[i + 1 :]
 
 
 def _as_said(word: str, known: frozenset[str]) -> str:

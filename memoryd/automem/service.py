@@ -58,6 +58,7 @@ class Ranking:
     lexical: LexicalScores
     semantic: Semantic | None  # the semantic scores fused in (hybrid ranking)
     cosines: Semantic | None  # every memory's pooled cosine on the floors' scale
+    floors: bool = True  # whether the ranking applied the relevance floors to the cosines
 
     def why(self, headers: list[MemoryHeader]) -> dict[str, Why]:
         """What the ranker saw in each of `headers` (`recall_explain.explain`; those it
@@ -67,7 +68,14 @@ class Ranking:
             for h in headers
             if h.path.is_relative_to(self.memory_dir)
         }
-        whys = explain(self.index, self.lexical, list(keys.values()), self.semantic, self.cosines)
+        whys = explain(
+            self.index,
+            self.lexical,
+            list(keys.values()),
+            self.semantic,
+            self.cosines,
+            floors=self.floors,
+        )
         return {path: whys[key] for path, key in keys.items()}
 
 
@@ -250,7 +258,7 @@ class AutoMemory:
         cosines = similar.cosines if similar is not None else None
         hits = state.index.rank(lexical, limit, semantic, cosines if floors else None)
         headers = [state.entries[k].header for k, _ in hits if k in state.entries]
-        return Ranking(headers, memory_dir, state.index, lexical, semantic, cosines)
+        return Ranking(headers, memory_dir, state.index, lexical, semantic, cosines, floors)
 
     async def reconcile_index(self, project: Project) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""

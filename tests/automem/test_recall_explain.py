@@ -47,12 +47,7 @@ def test_explain_parts_written_and_pasted_words_and_gives_each_signal() -> None:
     assert car.words == ("owns",)
     assert 0 < car.lexical < 1
     assert car.cosine is None  # no pooled cosine given for it
-    assert car.as_dict() == {
-        "words": ["owns"],
-        "lexical": round(car.lexical, 3),
-        "semantic": 0.1,
-        **({"feedback_terms": list(car.feedback_terms)} if car.feedback_terms else {}),
-    }
+    assert car.as_dict() == {"words": ["owns"], "lexical": round(car.lexical, 3), "semantic": 0.1}
     assert explain(index, lexical, ["gone.md"])["gone.md"] == Why((), (), 0.0, None, None)
 
 
@@ -106,6 +101,23 @@ def test_explain_names_the_event_a_before_question_was_placed_around() -> None:
     whys = explain(index, lexical, ["early.md", "late.md"])
     assert whys["early.md"].date_signals == ("before trip.md (2023-06-10)",)
     assert whys["late.md"].date_signals == ()
+    # the event's own memory, dated on the asked side, is raised as the event
+    trip = explain(index, lexical, ["trip.md"])["trip.md"]
+    assert trip.date_signals == ("the event asked around (2023-06-10)",)
+
+
+def test_explain_reads_the_floors_as_the_ranking_applied_them() -> None:
+    # the model chose from candidates ranked without the floors: a memory under them kept
+    # its date signals there, and so it does in `why`
+    index = RecallIndex()
+    index.upsert("hike.md", "Hike", "Ana went hiking", "x", date(2023, 8, 20))
+    lexical = index.lexical("hiking in August 2023")
+    cosines = (["hike.md"], np.array([0.05]))  # under the relevance floor
+    assert [k for k, _ in index.rank(lexical, 5)] == ["hike.md"]
+    unfloored = explain(index, lexical, ["hike.md"], None, cosines, floors=False)
+    assert unfloored["hike.md"].date_signals == ("dated as asked",)
+    assert unfloored["hike.md"].cosine == 0.05
+    assert explain(index, lexical, ["hike.md"], None, cosines)["hike.md"].date_signals == ()
 
 
 def test_explain_lists_the_feedback_terms_a_memory_holds() -> None:
@@ -122,3 +134,8 @@ def test_explain_lists_the_feedback_terms_a_memory_holds() -> None:
     assert whys["b.md"].feedback_terms == ("fjord",)
     assert whys["b.md"].as_dict()["feedback_terms"] == ["fjord"]
     assert whys["c.md"].feedback_terms == ()
+    # a memory the query does not match is not lifted by feedback, whatever it holds
+    index.upsert("d.md", "Ola", "Ola rows on the fjord", "")
+    lexical = index.lexical("kayak")
+    whys = explain(index, lexical, ["d.md"], (["d.md"], np.array([0.9])))
+    assert (whys["d.md"].lexical, whys["d.md"].feedback_terms) == (0.0, ())

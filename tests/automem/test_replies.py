@@ -37,7 +37,10 @@ from memoryd.automem.replies import names_no_topic
         "ok, next",
         "cancel please",
         "no, revert",
-        "yes, same",
+        "no, cancel, revert",
+        "i guess?",  # words that are replies unless the query asks a question
+        "hmm, actually no, undo that",
+        "morning!",
         # a conversation word misspelt by one letter
         "contiue",
         "sounds good, contineu",
@@ -106,6 +109,21 @@ def test_a_reply_names_no_topic(reply: str) -> None:
         "mourning",  # "morning" with a letter added
         "stoop",  # "stop" with a letter doubled
         "approve",  # a steering word is no misspelling of "approved"
+        "tty",  # not "ty" with a letter doubled, nor "npp" "np", nor "nvvm" "nvm"
+        "npp",
+        "nvvm",
+        "reactly",  # two letters from "exactly", not one
+        "amazigh",
+        # a steering word in a question, or away from any conversation word
+        "thanks! why did we revert?",
+        "ok, what did we ship?",
+        "thanks, what is next?",
+        "ok so we ship",
+        # a reply word that is the topic of a question
+        "what did we do this morning?",
+        "who approved it?",
+        "was it approved?",
+        "what did you guess?",
         "roger",  # a first name, as are "Dale" (Spanish "go on") and "Jo" (German "yes")
         "Dale",
         "Jo",
@@ -134,4 +152,3 @@ def test_only_words_of_a_reply_s_length_are_tried_as_misspellings() -> None:
     assert names_no_topic("continu")
     assert not names_no_topic("thnks")  # "thanks" less a letter: 6 letters are only swapped
     assert not names_no_topic("gerat")  # German "device", "great" with two letters swapped
-    assert not names_no_topic("continue" + "xy" * 2500)  # too long to be tried
