@@ -28,7 +28,7 @@ _PATTERNS = (
     re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),
     re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
 )
-_MONTH_YEAR = re.compile(rf"\b{_MONTH}\s*,?\s+{_YEAR}\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}(?:\s*+,)?\s++{_YEAR}\b", re.I)
 _DAY_MONTH = re.compile(
     rf"\b(?:{_DAY}\s+(?:of\s+)?{_MONTH}|{_MONTH.replace('month', 'month2')}\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?)\b",
     re.I,
@@ -178,16 +178,25 @@ def _plain_query_date(text: str) -> DateQuery | None:
 
 
 # Two dates joined: "between <a> and <b>", "from <a> to|until|through <b>", "<a> – <b>"; each
-# part read from its start ("August 11", "11", "May", "2021", "15 August 2023").
+# part read from its start ("August 11", "the 11th", "May", "2021", "15 August 2023"). Each
+# part starts and ends with a letter or digit, and the spaces around are taken possessively:
+# a run of spaces after "from" would otherwise be tried at every split (seconds on a paste).
+_END = r"[\w,.-](?:[\w ,.-]{0,23}?[\w,.-])?"
 _JOINED = re.compile(
-    r"\b(?:between\s+(?P<a1>[\w ,.-]{1,24}?)\s+and|from\s+(?P<a2>[\w ,.-]{1,24}?)\s+"
-    r"(?:to|until|till|through|thru))\s+(?:the\s+)?(?P<b>[\w ,.-]{1,24})",
+    rf"\b(?:between\s++(?:the\s++)?(?P<a1>{_END})\s++and|from\s++(?:the\s++)?(?P<a2>{_END})"
+    r"\s++(?:to|until|till|through|thru))\s++(?:the\s++)?(?P<b>[\w,.-][\w ,.?!-]{0,23})",
     re.I,
 )
-_DAYS_JOINED = re.compile(  # "May 1-10, 2023", "1–10 May 2023"
-    rf"\b(?:{_MONTH}\s+(?P<d1>[0-3]?\d)|(?P<d2>[0-3]?\d)(?=\s*[-–]\s*[0-3]?\d\s+[A-Za-z]))"
-    rf"\s*[-–]\s*(?P<end>[0-3]?\d)(?:st|nd|rd|th)?(?:\s+{_MONTH.replace('month', 'month2')})?"
-    rf",?\s+{_YEAR}\b",
+_DAYS_JOINED = re.compile(  # "May 1-10, 2023", "1–10 May 2023", "May 28 – 3 June 2023"
+    rf"\b(?:{_MONTH}\s++(?P<d1>[0-3]?\d)|(?P<d2>[0-3]?\d)(?=\s*+[-–]\s*+[0-3]?\d\s++[A-Za-z]))"
+    rf"\s*+[-–]\s*+(?P<end>[0-3]?\d)(?:st|nd|rd|th)?(?:\s++{_MONTH.replace('month', 'month2')})?"
+    rf",?\s++{_YEAR}\b",
+    re.I,
+)
+# A year that ends joined dates is one when nothing but a question follows: "from 2021 to
+# 2023?" is a time; "from 2019 to 2020 folder", "a timeout from 2000 to 2048 ms" are not.
+_YEAR_END = re.compile(
+    rf"\s*{_YEAR}\s*(?:$|[?.!,;:)]|(?:and|or|what|when|where|which|who|how|did|was|were|is|are)\b)",
     re.I,
 )
 _PART = (  # what a part of joined dates may be, read from its start
@@ -196,7 +205,7 @@ _PART = (  # what a part of joined dates may be, read from its start
     re.compile(rf"\s*{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)", re.I),
     re.compile(rf"\s*{_MONTH}\s+{_DAY}\b", re.I),
     re.compile(rf"\s*{_MONTH}(?!\w)", re.I),
-    re.compile(rf"\s*{_YEAR}\b"),
+    _YEAR_END,
     re.compile(rf"\s*{_DAY},?\s+{_YEAR}\b"),
     re.compile(rf"\s*{_DAY}\b"),
 )
@@ -225,24 +234,35 @@ def _part(text: str) -> Part | None:
 
 def _joined_dates(text: str) -> DateQuery | None:
     """The range two joined dates name, when both ends come to a year: the first end may
-    take its year and month from the second ("between August 11 and 15, 2023"), the second
-    its month from the first."""
+    take its year and month from the second ("between August 11 and 15, 2023"), the one
+    before when that would run backwards ("between December 28 and January 3, 2024"); the
+    second end may take its month from the first."""
     ends = _joined_ends(text)
     if ends is None:
         return None
     (year_a, month_a, day_a), (year_b, month_b, day_b) = ends
-    year_a = year_b if year_a is None else year_a
-    if month_a is None and day_a is not None:
-        month_a = month_b
+    if year_b is None:
+        return None
     if month_b is None and day_b is not None:
         month_b = month_a
-    if year_a is None or year_b is None:
+    if month_b is None and day_b is not None:
         return None
-    if (day_a is not None and month_a is None) or (day_b is not None and month_b is None):
+    borrowed = None  # what the first end takes from the second, to step back if backwards
+    if month_a is None and day_a is not None:
+        month_a, borrowed = month_b, "month"
+    if month_a is None and day_a is not None:
         return None
+    if year_a is None:
+        year_a, borrowed = year_b, borrowed or "year"
     start, end = DateQuery(year_a, month_a, day_a), DateQuery(year_b, month_b, day_b)
     try:
         first, last = start._bounds(), end._bounds()
+        if first is not None and last is not None and first[0] > last[1] and borrowed:
+            # across a year's or a month's end; not a range written backwards
+            crosses = (month_a or 0) > (month_b or 13) if borrowed == "year" else True
+            if crosses:
+                start = _step_back(start, borrowed)
+                first = start._bounds()
     except ValueError:  # "February 30"
         return None
     if first is None or last is None or first[0] > last[1]:
@@ -250,13 +270,23 @@ def _joined_dates(text: str) -> DateQuery | None:
     return replace(start, through=end)
 
 
+def _step_back(query: DateQuery, unit: str) -> DateQuery:
+    """`query` a month or a year earlier."""
+    assert query.year is not None
+    if unit == "year" or query.month is None:
+        return replace(query, year=query.year - 1)
+    year, month = divmod(query.year * 12 + query.month - 2, 12)
+    return replace(query, year=year, month=month + 1)
+
+
 def _joined_ends(text: str) -> tuple[Part, Part] | None:
     match = _DAYS_JOINED.search(text)
     if match is not None:
-        month = match.group("month") or match.group("month2")
-        return (None, None, int(match.group("d1") or match.group("d2"))), (
+        first_month = _month(match.group("month")) if match.group("month") else None
+        last_month = match.group("month2") or match.group("month")
+        return (None, first_month, int(match.group("d1") or match.group("d2"))), (
             int(match.group("year")),
-            _month(month) if month else None,
+            _month(last_month) if last_month else None,
             int(match.group("end")),
         )
     match = _JOINED.search(text)
@@ -271,15 +301,15 @@ _NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven tw
 _COUNTS = {word: i for i, word in enumerate(_NUMBER_WORDS.split())}
 _COUNTS |= {"a": 1, "an": 1, "a couple of": 2, "couple of": 2}
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
-_PAST_DAYS = {"week": 7, "month": 31, "year": 366}
+_PAST_DAYS = {"week": 6, "month": 30, "year": 365}  # days before today
 _FROM_NOW = re.compile(
     r"\b(?:(?P<side>since|before|after)\s+)?(?:"
     r"(?P<day>today|tonight|this\s+(?:morning|afternoon|evening)|yesterday"
     r"|the\s+day\s+before\s+yesterday)"
-    r"|(?P<which>last|this|past|previous)\s+(?P<unit>week|month|year)"
+    r"|(?P<the>the\s+)?(?P<which>last|this|past|previous)\s+(?P<unit>week|month|year)"
     r"|(?P<count>\d{1,3}|"
     + "|".join(sorted(_COUNTS, key=len, reverse=True))
-    + r")\s+(?P<units>days?|weeks?|months?)\s+ago"
+    + r")\s+(?P<units>days?|weeks?|months?|years?)\s+ago"
     r"|last\s+(?P<weekday>" + "|".join(_WEEKDAYS) + r"))\b",
     re.I,
 )
@@ -313,7 +343,8 @@ def _span_from_now(match: re.Match[str], today: date) -> tuple[date, date]:
         return one, one
     if match.group("unit"):
         unit, which = match.group("unit").lower(), match.group("which").lower()
-        if which == "past":  # the past week: the 7 days to today
+        if which == "past" or (which == "last" and match.group("the")):
+            # "the past week", "in the last month": today and the days before it
             return today - timedelta(days=_PAST_DAYS[unit]), today
         return _calendar_span(today, unit, 0 if which == "this" else 1)
     count = match.group("count").lower()

@@ -127,6 +127,9 @@ class LexicalScores:
     # memories it came from
     feedback: dict[str, tuple[str, ...]] = field(default_factory=dict)
     today: date | None = None  # what "yesterday" or "last week" in the query count from
+    # the lines the user wrote, without what they pasted: the dates a query asks about are in
+    # those ("date.today()" in pasted code, "3 days ago" in a pasted git log are not)
+    written: str = ""
 
 
 @dataclass
@@ -439,7 +442,14 @@ class RecallIndex:
         )
         has_terms = bool(weights or pasted)
         found = LexicalScores(
-            query, tuple(exclude), excluded, None, has_terms, self._mutations, today=today
+            query,
+            tuple(exclude),
+            excluded,
+            None,
+            has_terms,
+            self._mutations,
+            today=today,
+            written=prompt.written,
         )
         if not self._docs:
             return found
@@ -719,7 +729,7 @@ class RecallIndex:
         self, lexical: LexicalScores, scores: FloatArray, notes: dict[int, list[str]]
     ) -> None:
         """The date signals, in place; each noted for the slots of `notes`."""
-        p, query = self.params, lexical.query
+        p, query = self.params, lexical.written
         dates = self._dates
         if p.when_boost and self._timed and asks_when(query):
             timed = np.fromiter(self._timed, dtype=np.int64, count=len(self._timed))
@@ -768,7 +778,7 @@ class RecallIndex:
     ) -> None:
         """ "before the trip": the dated memory that best matches "trip" anchors the query in
         time; memories dated on the asked side of it are favoured like a named date."""
-        found = relative_event(lexical.query, lexical.today)
+        found = relative_event(lexical.written, lexical.today)
         if found is None:
             return
         direction, event = found

@@ -64,6 +64,25 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("between February 30 and March 2, 2023", DateQuery(2023, 3, 2)),  # no such day
         ("between May 3 and June", DateQuery(None, 5, 3)),  # no year
         ("from the api to the db", None),
+        # across a year's or a month's end
+        (
+            "between December 28 and January 3, 2024",
+            DateQuery(2023, 12, 28, through=DateQuery(2024, 1, 3)),
+        ),
+        ("from the 28th to March 3, 2023", DateQuery(2023, 2, 28, through=DateQuery(2023, 3, 3))),
+        ("May 28 – 3 June 2023", DateQuery(2023, 5, 28, through=DateQuery(2023, 6, 3))),
+        (
+            "between the 11th and 15th of August 2023",
+            DateQuery(2023, 8, 11, through=DateQuery(2023, 8, 15)),
+        ),
+        # a year ends joined dates only when nothing but a question follows
+        (
+            "what happened from 2021 to 2023?",
+            DateQuery(2021, None, None, through=DateQuery(2023, None, None)),
+        ),
+        ("copy from 2019 to 2020 folder", None),
+        ("a timeout from 2000 to 2048 ms", None),
+        ("between 1 and 2, 2023", None),  # days with no month
     ],
 )
 def test_query_date(text: str, expected: DateQuery | None) -> None:
@@ -110,7 +129,9 @@ def _day(when: date, direction: str = "on", through: date | None = None) -> Date
         ("a couple of months ago", _day(date(2026, 10, 1), through=date(2026, 10, 31))),
         ("this month", _day(date(2026, 12, 1), through=TODAY)),
         ("last year", _day(date(2025, 1, 1), through=date(2025, 12, 31))),
-        ("in the past week", _day(date(2026, 11, 26), through=TODAY)),
+        ("in the past week", _day(date(2026, 11, 27), through=TODAY)),  # seven days
+        ("in the last month", _day(date(2026, 11, 3), through=TODAY)),
+        ("a year ago", _day(date(2025, 1, 1), through=date(2025, 12, 31))),
         ("since last week", _day(date(2026, 11, 23), through=TODAY)),
         ("before last month", _day(date(2026, 11, 1), "before")),
         ("after last week", _day(date(2026, 11, 29), "after")),

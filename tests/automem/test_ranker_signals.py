@@ -42,12 +42,28 @@ def test_date_boost() -> None:
 def test_a_range_of_dates_favours_the_memories_dated_in_it() -> None:
     for boost, expected in ((0.0, "before.md"), (1.0, "inside.md")):
         idx = RecallIndex(replace(PLAIN, date_boost=boost))
-        idx.upsert("before.md", "trip", "trip to Chicago, trip", "x", date(2023, 8, 1))
-        idx.upsert("inside.md", "trip", "trip to Chicago", "x", date(2023, 8, 13))
+        idx.upsert("before.md", "trip", "trip to Chicago, trip", "x", date(2023, 7, 20))
+        # more than the slack (14 days) before the range's last day: only its first counts
+        idx.upsert("inside.md", "trip", "trip to Chicago", "x", date(2023, 8, 5))
         idx.upsert("after.md", "trip", "trip to Chicago", "x", date(2023, 9, 30))
-        assert _keys(idx, "the trip between August 11 and August 15, 2023")[0] == expected
-    # the range's last day ends it (with the slack after), not its first: both are favoured
-    assert _keys(idx, "the trip between August 1 and 15, 2023")[-1] == "after.md"
+        assert _keys(idx, "the trip between August 1 and August 31, 2023")[0] == expected
+
+
+def test_a_time_from_now_counts_from_the_today_given_even_once_the_index_changed() -> None:
+    idx = RecallIndex(replace(PLAIN, date_boost=1.0))
+    idx.upsert(
+        "old.md", "cache", "we chose Redis for the cache, Redis cache", "x", date(2020, 1, 1)
+    )
+    idx.upsert("new.md", "cache", "we chose Redis for the cache", "x", date(2026, 12, 2))
+    today = date(2026, 12, 3)
+    asked = "which cache did we choose yesterday?"
+    lexical = idx.lexical(asked, today=today)
+    idx.upsert("other.md", "tea", "green tea", "x")  # the scores are made again, `today` kept
+    assert idx.rank(lexical)[0][0] == "new.md"
+    assert idx.rank(idx.lexical(asked))[0][0] == "old.md"  # no today: "yesterday" is no date
+    # a date in pasted code or output is not one the user asks about
+    pasted = "why is the Redis cache stale?\n```\nexpires = date.today() - 3 days ago\n```"
+    assert idx.rank(idx.lexical(pasted, today=today))[0][0] == "old.md"
 
 
 def test_same_day_group_bonus() -> None:
