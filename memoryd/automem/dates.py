@@ -54,7 +54,9 @@ class DateQuery:
     year: int | None
     month: int | None
     day: int | None
-    direction: str = "on"  # "on", "before" or "after" the range (before/after need a year)
+    # "on", "before", "after" or "since" the range (all but "on" need a year): "since June
+    # 2023" takes June in, "after June 2023" starts in July
+    direction: str = "on"
     # Two dates joined ("between May 1 and May 10, 2023"): the range runs on to the end of
     # this one's (both with a year)
     through: DateQuery | None = None
@@ -73,13 +75,17 @@ class DateQuery:
     def matches(self, when: date, slack_days: int) -> bool:
         """Does `when` fall in this range, or at most `slack_days` after it (memories are
         often written a little after what they describe: "last week")?"""
+        bounds = self._bounds()
         if self.through is not None:
-            first, last = self._bounds(), self.through._bounds()
-            if first is not None and last is not None:
-                return first[0] <= when and when.toordinal() <= last[1].toordinal() + slack_days
-        bounds = self._bounds() if self.direction != "on" else None
-        if bounds is not None:
-            return when < bounds[0] if self.direction == "before" else when > bounds[1]
+            last = self.through._bounds()
+            if bounds is not None and last is not None:
+                bounds = bounds[0], last[1]
+        if bounds is not None and self.direction != "on":
+            if self.direction == "before":
+                return when < bounds[0]
+            return when >= bounds[0] if self.direction == "since" else when > bounds[1]
+        if self.through is not None and bounds is not None:
+            return bounds[0] <= when and when.toordinal() <= bounds[1].toordinal() + slack_days
         for offset in range(slack_days + 1):
             probe = date.fromordinal(when.toordinal() - offset)
             if (
@@ -150,9 +156,11 @@ def query_date(text: str, today: date | None = None) -> DateQuery | None:
 
 
 def _side(word: str) -> str:
-    """The side a direction word asks for: before, until, prior to → before; after, since → after."""
+    """The side a direction word asks for: before, until, prior to → before; after; since."""
     word = word.lower()
-    return "before" if word in ("before", "until") or word.startswith("prior") else "after"
+    if word in ("before", "until") or word.startswith("prior"):
+        return "before"
+    return "since" if word == "since" else "after"
 
 
 def _plain_query_date(text: str) -> DateQuery | None:
@@ -237,10 +245,10 @@ def _joined_dates(text: str) -> DateQuery | None:
     take its year and month from the second ("between August 11 and 15, 2023"), the one
     before when that would run backwards ("between December 28 and January 3, 2024"); the
     second end may take its month from the first."""
-    ends = _joined_ends(text)
-    if ends is None:
+    found = _joined_ends(text)
+    if found is None:
         return None
-    (year_a, month_a, day_a), (year_b, month_b, day_b) = ends
+    (year_a, month_a, day_a), (year_b, month_b, day_b), at = found
     if year_b is None:
         return None
     if month_b is None and day_b is not None:
@@ -267,7 +275,13 @@ def _joined_dates(text: str) -> DateQuery | None:
         return None
     if first is None or last is None or first[0] > last[1]:
         return None
-    return replace(start, through=end)
+    direction = _DIRECTION_AHEAD.search(text, max(0, at - 24), at)
+    side = _side(direction.group(1)) if direction else "on"
+    return replace(start, direction=side, through=end)
+
+
+# A direction word right before joined dates: "before May 1–10, 2023", "since the 3–5 June".
+_DIRECTION_AHEAD = re.compile(r"\b(before|after|since|until|prior\s+to)\s+(?:the\s+)?$", re.I)
 
 
 def _step_back(query: DateQuery, unit: str) -> DateQuery:
@@ -279,21 +293,26 @@ def _step_back(query: DateQuery, unit: str) -> DateQuery:
     return replace(query, year=year, month=month + 1)
 
 
-def _joined_ends(text: str) -> tuple[Part, Part] | None:
+def _joined_ends(text: str) -> tuple[Part, Part, int] | None:
+    """The two ends of joined dates, and where in `text` they start."""
     match = _DAYS_JOINED.search(text)
     if match is not None:
         first_month = _month(match.group("month")) if match.group("month") else None
         last_month = match.group("month2") or match.group("month")
-        return (None, first_month, int(match.group("d1") or match.group("d2"))), (
-            int(match.group("year")),
-            _month(last_month) if last_month else None,
-            int(match.group("end")),
+        return (
+            (None, first_month, int(match.group("d1") or match.group("d2"))),
+            (
+                int(match.group("year")),
+                _month(last_month) if last_month else None,
+                int(match.group("end")),
+            ),
+            match.start(),
         )
     match = _JOINED.search(text)
     if match is None:
         return None
     first, last = _part(match.group("a1") or match.group("a2")), _part(match.group("b"))
-    return (first, last) if first is not None and last is not None else None
+    return (first, last, match.start()) if first is not None and last is not None else None
 
 
 # A time named from now. Counts in words up to twelve; "a"/"one" and "a couple of" too.

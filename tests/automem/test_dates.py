@@ -44,6 +44,7 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("What did he do before June 2023?", DateQuery(2023, 6, None, "before")),
         ("anything after the 5th of May, 2023", DateQuery(2023, 5, 5, "after")),
         ("plans until early 2024", DateQuery(2024, None, None, "before")),
+        ("what has she done since June 2023?", DateQuery(2023, 6, None, "since")),
         ("before the trip", None),
         ("may I deploy on Friday?", None),
         # two dates joined: a range from the first's start to the second's end
@@ -83,10 +84,42 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("copy from 2019 to 2020 folder", None),
         ("a timeout from 2000 to 2048 ms", None),
         ("between 1 and 2, 2023", None),  # days with no month
+        # a direction word before joined dates: that side of the whole range
+        (
+            "what did he do before May 1-10, 2023?",
+            DateQuery(2023, 5, 1, "before", through=DateQuery(2023, 5, 10)),
+        ),
+        (
+            "anything after the 3–5 June 2023?",
+            DateQuery(2023, 6, 3, "after", through=DateQuery(2023, 6, 5)),
+        ),
+        (
+            "since between May and July 2023",
+            DateQuery(2023, 5, None, "since", through=DateQuery(2023, 7, None)),
+        ),
     ],
 )
 def test_query_date(text: str, expected: DateQuery | None) -> None:
     assert query_date(text) == expected
+
+
+def test_a_side_of_a_range() -> None:
+    june = DateQuery(2023, 6, None, "since")
+    assert june.matches(date(2023, 6, 1), 0)  # "since June" takes June in
+    assert june.matches(date(2024, 1, 1), 0)
+    assert not june.matches(date(2023, 5, 31), 0)
+    after = DateQuery(2023, 6, None, "after")
+    assert not after.matches(date(2023, 6, 30), 0)  # "after June" starts in July
+    assert after.matches(date(2023, 7, 1), 0)
+    days = DateQuery(2023, 5, 1, "before", through=DateQuery(2023, 5, 10))
+    assert days.matches(date(2023, 4, 30), 0)
+    assert not days.matches(date(2023, 5, 5), 14)  # in the range is not before it
+    later = DateQuery(2023, 5, 1, "after", through=DateQuery(2023, 5, 10))
+    assert later.matches(date(2023, 5, 11), 0)
+    assert not later.matches(date(2023, 5, 10), 0)
+    since = DateQuery(2023, 5, 1, "since", through=DateQuery(2023, 5, 10))
+    assert since.matches(date(2023, 5, 1), 0)
+    assert since.matches(date(2023, 9, 1), 0)
 
 
 def test_matches_with_slack() -> None:

@@ -113,3 +113,39 @@ async def test_a_time_named_from_now_counts_from_the_daemons_today(
     # without "yesterday", the other's extra words win
     got = await daemon.call("recall", cwd=str(project), query="which cache did we choose?")
     assert got["memories"][0]["path"] == written["Cache decision before"]
+
+
+@pytest.mark.parametrize(
+    ("query", "asked", "rival"),
+    [
+        # "since" takes the month it names in
+        (
+            "Which jazz concert did Jon go to since April 2023?",
+            ("Jon went to a jazz concert", date(2023, 4, 2)),
+            ("Jon planned in April 2023 a jazz concert, jazz all night", date(2023, 3, 1)),
+        ),
+        # a direction word before joined dates asks for that side of them all
+        (
+            "What did Melanie paint before May 10-20, 2023?",
+            ("Melanie painted a lake", date(2023, 5, 8)),
+            ("Melanie painted a lake, her best lake, for May 2023", date(2023, 9, 3)),
+        ),
+    ],
+)
+async def test_a_side_of_a_named_time(
+    daemon: DaemonHandle,
+    project: Path,
+    query: str,
+    asked: tuple[str, date],
+    rival: tuple[str, date],
+) -> None:
+    written = []
+    for name, (description, when) in (("Asked", asked), ("Rival", rival)):
+        body = f"{description}.\nSession date: {when.day} {when:%B}, {when.year}"
+        written.append(str(await write_memory(daemon, project, "user", name, description, body)))
+    got = await daemon.call("recall", cwd=str(project), query=query, selector="local")
+    assert [m["path"] for m in got["memories"]][:2] == written
+    # without the time, the rival's extra words win: the date is what decided
+    plain = query.replace(" since April 2023", "").replace(" before May 10-20, 2023", "")
+    got = await daemon.call("recall", cwd=str(project), query=plain, selector="local")
+    assert [m["path"] for m in got["memories"]][:2] == written[::-1]
