@@ -37,6 +37,14 @@ _MONTH_ONLY = re.compile(
     rf"\b(?:in|during|of|since|until|by|last|this|next)\s+(?:early\s+|late\s+|mid-?\s*)?{_MONTH}\b",
     re.I,
 )
+# "this may affect the cache", "by may be": "may" before a verb is no month. A month is
+# followed by nothing, punctuation, or one of these ("last May she", "in May for her birthday").
+_AFTER_MAY = re.compile(
+    r"\s*(?:$|[^\w\s]|(?:and|or|to|through|until|till|when|while|i|we|you|he|she|they|it|the|"
+    r"a|an|my|our|his|her|their|of|in|on|at|for|with|from|did|was|were|is|are|this|that|"
+    r"last|next|so|but|then|before|after)\b|\d)",
+    re.I,
+)
 _YEAR_ONLY = re.compile(
     rf"\b(?:in|during|of|before|after|since|until|early|late|mid-?)\s+{_YEAR}\b", re.I
 )
@@ -177,6 +185,8 @@ def _plain_query_date(text: str) -> DateQuery | None:
         if month and 1 <= day <= 31:
             return DateQuery(None, month, day)
     match = _MONTH_ONLY.search(text)
+    if match and match.group("month").lower() == "may" and not _AFTER_MAY.match(text, match.end()):
+        match = None
     if match and _month(match.group("month")):
         return DateQuery(None, _month(match.group("month")), None)
     match = _YEAR_ONLY.search(text)

@@ -47,6 +47,11 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("what has she done since June 2023?", DateQuery(2023, 6, None, "since")),
         ("before the trip", None),
         ("may I deploy on Friday?", None),
+        # "may" before a verb is no month
+        ("this may affect the cache", None),
+        ("by may be ready", None),
+        ("what did she do last may for her birthday?", DateQuery(None, 5, None)),
+        ("last May she went to Rome", DateQuery(None, 5, None)),
         # two dates joined: a range from the first's start to the second's end
         (
             "Where was John between August 11 and August 15 2023?",
