@@ -58,6 +58,10 @@ REPLY_SETS = {
     "unseen, English": reply_sets.UNSEEN_ENGLISH,
     "unseen, other languages": reply_sets.UNSEEN_OTHER_LANGUAGES,
     "unseen (session 11), English": reply_sets.UNSEEN_11_ENGLISH,
+    "typos in phrases (s. 12)": reply_sets.TYPOS_IN_PHRASES,
+    "three-letter typos (s. 12)": reply_sets.SHORT_TYPOS,
+    "unseen (session 12), typos in phrases": reply_sets.UNSEEN_12_TYPOS_IN_PHRASES,
+    "unseen (session 12), short typos": reply_sets.UNSEEN_12_SHORT_TYPOS,
 }
 
 
@@ -69,6 +73,8 @@ def topical_sets() -> dict[str, list[str]]:
         "unseen, short with a topic": reply_sets.UNSEEN_WITH_A_TOPIC,
         "unseen (session 11), short": reply_sets.UNSEEN_11_WITH_A_TOPIC,
         "found in review (session 11)": reply_sets.REVIEW_WITH_A_TOPIC,
+        "typo lookalikes (s. 12)": reply_sets.TYPO_LOOKALIKES_WITH_A_TOPIC,
+        "unseen (session 12), short with a topic": reply_sets.UNSEEN_12_WITH_A_TOPIC,
         "precision bench prompts": [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM],
         "pasted bench prompts": pasted,
     }

@@ -6,9 +6,11 @@ A query names no topic when each of its words is a conversation word or a stop w
 belongs to a conversation phrase, or is a word that steers only beside those ("ok, next"),
 with at least one conversation word or phrase; or when it has no word at all ("👍"), or is
 one question word alone ("why?"). A conversation word misspelt by one letter ("contiue",
-"thnaks") is that word. Chinese, Japanese and Korean replies are written without spaces, so
-such a run of letters names no topic when it splits wholly into conversation pieces
-("好的谢谢", "続けてください"). Pure: the lists below are the whole of it."""
+"thnaks") is that word, and so is a phrase's word misspelt when the rest of the phrase is as
+written ("nice wokr", "revert taht"); a three-letter one with two letters swapped ("yse")
+counts only beside other replies ("yse please"). Chinese, Japanese and Korean replies are
+written without spaces, so such a run of letters names no topic when it splits wholly into
+conversation pieces ("好的谢谢", "続けてください"). Pure: the lists below are the whole of it."""
 
 from __future__ import annotations
 
@@ -87,16 +89,26 @@ PHRASES = """
 # A conversation word misspelt: one letter dropped, added, changed, or two swapped, of an
 # English conversation word of `_TYPO_LENGTH` letters or more ("contiue", "perfcet"); two
 # letters swapped of a shorter one, of four letters or more ("thnaks", "stpo"); a letter
-# doubled ("okk", "lookss"). Not the real words that are such a misspelling (of wordfreq's
-# 50,000 commonest words in English, French, Spanish, German, Portuguese and Italian), so
-# they stay topics: "prefect", "proceeds", "Greta", "stoop".
+# doubled ("okk", "lookss"). A phrase's word, by the same rules, when the phrase's other
+# words are as written: there two letters swapped of a word of three letters too ("thanks a
+# lto"; not of "it" or "do": each of those swapped is a word somewhere, "ti", "od"). Two
+# letters swapped of a three-letter English conversation word ("yse"), only beside other
+# replies: alone, three letters are as often an acronym. Not the real words that are such a
+# misspelling (of wordfreq's 50,000 commonest words in English, French, Spanish, German,
+# Portuguese and Italian; and for three letters, the popular PyPI and npm packages and a few
+# acronyms), so they stay topics: "prefect", "proceeds", "Greta", "stoop", "not quiet", "lte".
 NOT_MISSPELT = """
-    agrede albright alight certainty cheres colo contenue contigue continued continuel
-    continues continuo corrects garee gerat godo greta ince laso leet lest lett loko neta nudo
-    prefect proceeds semes stoop
+    abd afr agrede albright alight anh bda beet bein bett booth certainty cetro cheres colo
+    contenue contigue continued continuel continues continuo corning corrects ebt elt esc
+    ese est fari farr fiar fra fro garee gerat godo gott greta gto hye imessage ince kok lal
+    laso leet lest lett llo loko loot lorries lott lps lsat lte massage messager moaning
+    mourning neta nha noe nudo nwo ogt ono ont precious prefect proceeds psl quiet sce
+    scratchy semes sett ste stoop strat suer thee tyr yte
 """
 _TYPO_LENGTH = 7
 _SWAP_LENGTH = 4
+_PHRASE_SWAP_LENGTH = 3  # a phrase's word of three letters may be swapped ("lto"), not of two
+_SHORT_LENGTH = 3  # a conversation word's length whose swapped form counts beside replies
 _LONGEST_TYPO = 12  # letters: "absolutely" and one more, with room; longer is not tried
 # A query that opens with one of these asks a question ("was it approved?").
 ASKING_OPENERS = "is was are were did does do has have had can could will would should"
@@ -130,6 +142,8 @@ class _Vocabulary:
 
     words: frozenset[str]
     phrases: dict[str, list[tuple[str, ...]]]  # by their first word, longest first
+    # by their second word, longest first: for a phrase whose first word is misspelt
+    phrases_by_second: dict[str, list[tuple[str, ...]]]
     pieces: frozenset[str]  # of Chinese, Japanese and Korean replies
     longest_piece: int
     # a misspelling's key → the English conversation words it may be: each of a long word's
@@ -137,6 +151,8 @@ class _Vocabulary:
     # two letters swapped
     dropped: dict[str, tuple[str, ...]]
     swapped: frozenset[str]
+    # three-letter English conversation words with two letters swapped ("yse", "pls" → "psl")
+    short_swapped: frozenset[str]
     english: frozenset[str]  # the English conversation words, for a doubled letter
     not_misspelt: frozenset[str]
 
@@ -144,25 +160,32 @@ class _Vocabulary:
 @cache
 def _vocabulary() -> _Vocabulary:
     phrases: dict[str, list[tuple[str, ...]]] = {}
+    phrases_by_second: dict[str, list[tuple[str, ...]]] = {}
     for phrase in sorted({tuple(fold(p).split()) for p in PHRASES.split("|")}, key=len)[::-1]:
         phrases.setdefault(phrase[0], []).append(phrase)
+        phrases_by_second.setdefault(phrase[1], []).append(phrase)
     pieces = frozenset(fold(p) for p in CJK_PIECES.split())
     english = [w for w in ENGLISH_WORDS.split() if w.isalpha()]
     dropped: dict[str, tuple[str, ...]] = {}
     swapped: set[str] = set()
+    short_swapped: set[str] = set()
     for word in english:
         if len(word) >= _TYPO_LENGTH:
             for key in {word} | _one_dropped(word):
                 dropped[key] = (*dropped.get(key, ()), word)
         elif len(word) >= _SWAP_LENGTH:
             swapped |= _two_swapped(word)
+        elif len(word) == _SHORT_LENGTH:
+            short_swapped |= _two_swapped(word)
     return _Vocabulary(
         frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
         phrases,
+        phrases_by_second,
         pieces,
         max(map(len, pieces)),
         dropped,
         frozenset(swapped),
+        frozenset(short_swapped.difference(english)),  # "hmm" swapped is "hmm" too
         frozenset(english),
         frozenset(NOT_MISSPELT.split()),
     )
@@ -198,14 +221,13 @@ def names_no_topic(text: str) -> bool:
     if len(words) == 1 and words[0] in QUESTION_WORDS:
         return True
     asked = _asks(words)
-    kinds: list[str] = []  # per word: "reply", "steer" or "stop"
+    kinds: list[str] = []  # per word: "reply", "steer", "stop" or "short" (a typo of three)
     i = 0
     while i < len(words):
-        starting = vocabulary.phrases.get(words[i], ())
-        phrase = next((p for p in starting if tuple(words[i : i + len(p)]) == p), None)
-        if phrase:
-            kinds += ["reply"] * len(phrase)
-            i += len(phrase)
+        length = _phrase_at(words, i, vocabulary)
+        if length:
+            kinds += ["reply"] * length
+            i += length
             continue
         word = words[i]
         if word in UNLESS_ASKED and not asked:
@@ -218,10 +240,65 @@ def names_no_topic(text: str) -> bool:
             kinds.append("stop")
         elif _misspelt(word, vocabulary):
             kinds.append("reply")
+        elif word in vocabulary.short_swapped and word not in vocabulary.not_misspelt:
+            kinds.append("short")
         else:
             return False
         i += 1
+    if "short" in kinds:  # three letters swapped are a reply only among replies ("yse please")
+        return "reply" in kinds and all(k in ("reply", "short") for k in kinds)
     return not words or ("reply" in kinds and _steering_beside_replies(kinds))
+
+
+def _phrase_at(words: list[str], i: int, vocabulary: _Vocabulary) -> int:
+    """How many words the longest conversation phrase at `words[i]` has, as written or with one
+    of its words misspelt, or 0. A phrase is found by its first word, or by its second when the
+    first is the misspelt one ("nevre mind")."""
+    found = 0
+    for phrase in vocabulary.phrases.get(words[i], ()):  # longest first
+        said = tuple(words[i : i + len(phrase)])
+        if said == phrase or _one_misspelt(said, phrase, vocabulary):
+            found = len(phrase)
+            break
+    if i + 1 < len(words):
+        for phrase in vocabulary.phrases_by_second.get(words[i + 1], ()):
+            if len(phrase) <= found:
+                break
+            if (
+                tuple(words[i + 1 : i + len(phrase)]) == phrase[1:]
+                and words[i] != phrase[0]
+                and _misspelt_as(words[i], phrase[0], vocabulary)
+            ):
+                return len(phrase)
+    return found
+
+
+def _one_misspelt(said: tuple[str, ...], phrase: tuple[str, ...], vocabulary: _Vocabulary) -> bool:
+    """Whether `said` is `phrase` with one word misspelt and the others as written: "nice
+    wokr", not "nice word" (a real word) nor "nevre mnid" (two words off)."""
+    if len(said) != len(phrase):
+        return False
+    for k, (typed, word) in enumerate(zip(said, phrase, strict=True)):
+        if typed != word:  # the first word off: the rest as written, and this one misspelt
+            return said[k + 1 :] == phrase[k + 1 :] and _misspelt_as(typed, word, vocabulary)
+    return False
+
+
+def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
+    """Whether `typed` is a phrase's `word` misspelt, by the rules of `_misspelt`; two letters
+    swapped of a word of three letters too, as the rest of the phrase says which word it is.
+    A word of the lists or a stop word is no misspelling ("bene" swapped is "been")."""
+    if len(word) < _PHRASE_SWAP_LENGTH or len(typed) > _LONGEST_TYPO or not typed.isascii():
+        return False
+    if typed in vocabulary.not_misspelt or typed in vocabulary.words or typed in STOP_WORDS:
+        return False
+    if typed in STEERING_WORDS or typed in UNLESS_ASKED:
+        return False
+    if word in _one_undoubled(typed):  # "nicee work", "thankss a lot"
+        return True
+    if len(word) >= _TYPO_LENGTH:
+        return _one_edit_apart(typed, word)
+    return typed in _two_swapped(word)
 
 
 def _asks(words: list[str]) -> bool:

@@ -152,3 +152,76 @@ def test_only_words_of_a_reply_s_length_are_tried_as_misspellings() -> None:
     assert names_no_topic("continu")
     assert not names_no_topic("thnks")  # "thanks" less a letter: 6 letters are only swapped
     assert not names_no_topic("gerat")  # German "device", "great" with two letters swapped
+
+
+# Each pair: a phrase's word misspelt, which names no topic, and a query that looks like it but
+# names one: a real word where the phrase's word was ("nice word"), two words off, or a topic
+# after the phrase.
+@pytest.mark.parametrize(
+    ("reply", "query"),
+    [
+        ("nice wokr", "nice word"),  # "work" swapped; "word" is a letter changed, and real
+        ("great wrok", "nice fork"),
+        ("good cacth", "good cache"),
+        ("nice cacth", "good match"),
+        ("sure thign", "sure things happen in prod"),
+        ("revert taht", "revert taht commit"),
+        ("thansk a lot!", "thansk, now the login test"),
+        ("nevre mind", "nevre mnid"),  # the first word misspelt, found by the second; not two
+        ("that wroks for me", "that wroks for me on the staging box"),
+        ("not qutie", "not quiet"),  # a real word one swap away is listed (NOT_MISSPELT)
+        ("start ovre", "strat over"),
+        ("good mornign", "good mourning"),
+        ("ok, thanks a lto", "thanks a loot"),  # three letters swapped, in a phrase
+        ("got it, thanks a lto", "got git"),
+        ("ignore my previuos message", "ignore my precious message"),  # seven letters: one off
+        ("much apreciated", "much apreciated, now the cache"),
+        ("nicee work", "nice wokr on the parser"),  # a letter doubled
+    ],
+)
+def test_a_phrase_word_misspelt_is_that_word_but_not_a_real_word(reply: str, query: str) -> None:
+    assert names_no_topic(reply)
+    assert not names_no_topic(query)
+
+
+# Each pair: a three-letter conversation word with two letters swapped beside other replies,
+# and the same swap alone, beside a stop word or a topic, or a real word or acronym one swap
+# from a reply word beside a reply.
+@pytest.mark.parametrize(
+    ("reply", "query"),
+    [
+        ("yse please", "yse"),  # alone, three letters are as often an acronym
+        ("ok yse", "what about yse?"),
+        ("yse, go ahead", "yse npm"),
+        ("yse, that works", "the yse"),
+        ("plz, yse", "LTE please"),  # "let" swapped, listed
+        ("ok txh", "ok, lps"),  # "pls" swapped, listed
+        ("yhe, ok", "tyr, please"),  # "try" swapped, listed
+        ("wwo, thanks", "ELT please"),
+    ],
+)
+def test_a_three_letter_word_swapped_counts_only_among_replies(reply: str, query: str) -> None:
+    assert names_no_topic(reply)
+    assert not names_no_topic(query)
+
+
+# Short tech and English words, alone or beside a reply: none is a conversation word misspelt.
+@pytest.mark.parametrize(
+    "word",
+    """npm git tsc api vim cdn dns jwt orm sue yew nod oak yak set tab ten ton net one eon see
+    sea""".split(),  # noqa: SIM905 - a word list reads best as text
+)
+def test_a_three_letter_word_that_is_no_swap_of_a_reply_stays_a_topic(word: str) -> None:
+    assert not names_no_topic(word)
+    assert not names_no_topic(f"ok, {word}")
+    assert not names_no_topic(f"{word} please")
+
+
+def test_a_misspelt_phrase_is_read_by_the_rules_of_its_word_s_length() -> None:
+    # the longest phrase wins, misspelt or not: not "ignore that" and a stray "mesage"
+    assert names_no_topic("ignore that mesage")
+    assert names_no_topic("no porblem")  # seven letters: two swapped is one edit
+    assert not names_no_topic("nevr mind")  # five letters are only swapped, as alone
+    assert not names_no_topic("makes sence")
+    assert not names_no_topic("go for ti")  # "it" swapped: each two-letter swap is a word
+    assert not names_no_topic("sounds good, go fro it")  # "fro" is a word
