@@ -331,10 +331,13 @@ _COUNTS = {word: i for i, word in enumerate(_NUMBER_WORDS.split())}
 _COUNTS |= {"a": 1, "an": 1, "a couple of": 2, "couple of": 2}
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 _PAST_DAYS = {"week": 6, "month": 30, "year": 365}  # days before today
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _FROM_NOW = re.compile(
     r"\b(?:(?P<side>since|before|after)\s+)?(?:"
-    r"(?P<day>today|tonight|this\s+(?:morning|afternoon|evening)|yesterday"
+    r"(?P<day>today|tonight|this\s+(?:morning|afternoon|evening)|yesterday|last\s+night"
     r"|the\s+day\s+before\s+yesterday)"
+    r"|(?P<other>the\s+other\s+day)"
+    r"|(?:a\s+)?(?P<few>few|several)\s+(?P<fewunits>days|weeks|months|years)\s+ago"
     r"|(?P<the>the\s+)?(?P<which>last|this|past|previous)\s+(?P<unit>week|month|year)"
     r"|(?P<count>\d{1,3}|"
     + "|".join(sorted(_COUNTS, key=len, reverse=True))
@@ -360,11 +363,16 @@ def _from_now(text: str, today: date) -> DateQuery | None:
 
 
 def _span_from_now(match: re.Match[str], today: date) -> tuple[date, date]:
-    day = (match.group("day") or "").lower()
+    day = " ".join((match.group("day") or "").lower().split())
     if day:
-        back = 2 if day.startswith("the") else 1 if day == "yesterday" else 0
+        back = 2 if day.startswith("the") else 1 if day in ("yesterday", "last night") else 0
         one = today - timedelta(days=back)
         return one, one
+    if match.group("other"):  # "the other day": a few days back, within the week
+        return today - timedelta(days=7), today - timedelta(days=1)
+    if match.group("few"):  # "a few weeks ago": two to five of them back
+        days = _UNIT_DAYS[match.group("fewunits").lower().rstrip("s")]
+        return today - timedelta(days=5 * days), today - timedelta(days=2 * days)
     if match.group("weekday"):
         wanted = _WEEKDAYS[match.group("weekday").lower()]
         back = (today.weekday() - wanted) % 7 or 7  # "last Friday" on a Friday: a week ago

@@ -173,6 +173,11 @@ def _day(when: date, direction: str = "on", through: date | None = None) -> Date
         ("since last week", _day(date(2026, 11, 23), through=TODAY)),
         ("before last month", _day(date(2026, 11, 1), "before")),
         ("after last week", _day(date(2026, 11, 29), "after")),
+        ("what did we fix last night?", _day(date(2026, 12, 2))),
+        # vaguer: "the other day" within the week; "a few" two to five of the unit back
+        ("the other day you said", _day(date(2026, 11, 26), through=date(2026, 12, 2))),
+        ("a few days ago", _day(date(2026, 11, 28), through=date(2026, 12, 1))),
+        ("several weeks ago", _day(date(2026, 10, 29), through=date(2026, 11, 19))),
         # a named date comes first; no time, no range
         ("what happened last week on 8 May, 2023?", DateQuery(2023, 5, 8)),
         ("deploy on Fridays", None),
