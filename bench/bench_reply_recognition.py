@@ -114,6 +114,7 @@ def main() -> int:
     for label, text in {
         "8,000 characters of 'keep going '": "keep going " * 1_000,
         "8,000 characters of 'okk '": "okk " * 2_500,  # each word tried as a misspelling
+        "8,000 characters of 'next ' and 'ok'": "next " * 1_599 + "ok",  # one run of steering
         "8,000 characters of '好的，'": "好的，" * 3_000,
         "8,000 characters of '好的' (one run)": "好的" * 5_000,
     }.items():

@@ -3,11 +3,13 @@
 A memory's date is the first full date in its text (`8 May, 2023`, `May 8, 2023`,
 `2023-05-08`). A query's date is a range: a full date is one day, `May 2023` a month,
 `May` alone (or `May 8`) that month or day in any year; `last May`, `early 2023` name the
-same ranges. `before`/`after` a date with a year (`before June 2023`) asks for anything earlier
-or later than that range. Two dates joined (`between August 11 and August 15, 2023`, `from
-May to July 2023`, `May 1–10, 2023`) name the days from the first's start to the second's end.
-Given today's date, a query may name a time from now: `yesterday`, `last week`, `this month`,
-`three days ago`, `last Friday`, `since last week`.
+same ranges ("this may affect the cache" names none: the verb). `before`/`after` a date with a
+year (`before June 2023`) asks for anything earlier or later than that range, `since` for it
+and anything later. Two dates joined (`between August 11 and August 15, 2023`, `from May to
+July 2023`, `May 1–10, 2023`) name the days from the first's start to the second's end; a
+direction word before them (`before May 1–10, 2023`) asks for that side of them all. Given
+today's date, a query may name a time from now: `yesterday`, `last week`, `this month`,
+`three days ago`, `last Friday`, `since last week`, `a few days ago`.
 """
 
 from __future__ import annotations
@@ -34,17 +36,18 @@ _DAY_MONTH = re.compile(
     re.I,
 )
 _MONTH_ONLY = re.compile(
-    rf"\b(?:in|during|of|since|until|by|last|this|next)\s+(?:early\s+|late\s+|mid-?\s*)?{_MONTH}\b",
+    rf"\b(?P<lead>in|during|of|since|until|by|last|this|next)\s+(?:early\s+|late\s+|mid-?\s*)?"
+    rf"{_MONTH}\b",
     re.I,
 )
-# "this may affect the cache", "by may be": "may" before a verb is no month. A month is
-# followed by nothing, punctuation, or one of these ("last May she", "in May for her birthday").
-_AFTER_MAY = re.compile(
-    r"\s*(?:$|[^\w\s]|(?:and|or|to|through|until|till|when|while|i|we|you|he|she|they|it|the|"
-    r"a|an|my|our|his|her|their|of|in|on|at|for|with|from|did|was|were|is|are|this|that|"
-    r"last|next|so|but|then|before|after)\b|\d)",
-    re.I,
+# "this may affect the cache": after "this" (or "by"), a lower-case "may" is the verb unless
+# what follows is nothing, punctuation, a number or one of these ("this may we", "by may, or").
+_MONTH_FOLLOWERS = (
+    "and|or|to|through|until|till|when|while|i|we|you|he|she|they|it|the|a|an|my|our|his|"
+    "her|their|of|in|on|at|for|with|from|did|was|were|is|are|this|that|last|next|so|but|then|"
+    "before|after|about|during"
 )
+_AFTER_MONTH = re.compile(rf"\s*(?:$|[^\w\s]|\d|(?:{_MONTH_FOLLOWERS})\b)", re.I)
 _YEAR_ONLY = re.compile(
     rf"\b(?:in|during|of|before|after|since|until|early|late|mid-?)\s+{_YEAR}\b", re.I
 )
@@ -82,7 +85,8 @@ class DateQuery:
 
     def matches(self, when: date, slack_days: int) -> bool:
         """Does `when` fall in this range, or at most `slack_days` after it (memories are
-        often written a little after what they describe: "last week")?"""
+        often written a little after what they describe: "last week")? With a direction, is
+        it before the range, after it, or in it or after it ("since")?"""
         bounds = self._bounds()
         if self.through is not None:
             last = self.through._bounds()
@@ -184,15 +188,22 @@ def _plain_query_date(text: str) -> DateQuery | None:
         day = int(match.group("day") or match.group("day2"))
         if month and 1 <= day <= 31:
             return DateQuery(None, month, day)
-    match = _MONTH_ONLY.search(text)
-    if match and match.group("month").lower() == "may" and not _AFTER_MAY.match(text, match.end()):
-        match = None
+    match = next((m for m in _MONTH_ONLY.finditer(text) if not _modal_may(m, text)), None)
     if match and _month(match.group("month")):
         return DateQuery(None, _month(match.group("month")), None)
     match = _YEAR_ONLY.search(text)
     if match:
         return DateQuery(int(match.group("year")), None, None)
     return None
+
+
+def _modal_may(match: re.Match[str], text: str) -> bool:
+    """Whether a month `_MONTH_ONLY` found is the verb "may" ("this may affect the cache")."""
+    return (
+        match.group("month") == "may"
+        and match.group("lead").lower() in ("this", "by")
+        and not _AFTER_MONTH.match(text, match.end())
+    )
 
 
 # Two dates joined: "between <a> and <b>", "from <a> to|until|through <b>", "<a> – <b>"; each
@@ -250,6 +261,10 @@ def _part(text: str) -> Part | None:
     return None
 
 
+# A direction word right before joined dates: "before May 1–10, 2023", "since the 3–5 June".
+_DIRECTION_AHEAD = re.compile(r"\b(before|after|since|until|prior\s+to)\s+(?:the\s+)?$", re.I)
+
+
 def _joined_dates(text: str) -> DateQuery | None:
     """The range two joined dates name, when both ends come to a year: the first end may
     take its year and month from the second ("between August 11 and 15, 2023"), the one
@@ -288,10 +303,6 @@ def _joined_dates(text: str) -> DateQuery | None:
     direction = _DIRECTION_AHEAD.search(text, max(0, at - 24), at)
     side = _side(direction.group(1)) if direction else "on"
     return replace(start, direction=side, through=end)
-
-
-# A direction word right before joined dates: "before May 1–10, 2023", "since the 3–5 June".
-_DIRECTION_AHEAD = re.compile(r"\b(before|after|since|until|prior\s+to)\s+(?:the\s+)?$", re.I)
 
 
 def _step_back(query: DateQuery, unit: str) -> DateQuery:
@@ -423,8 +434,9 @@ _EVENT = re.compile(
 
 
 def relative_event(text: str, today: date | None = None) -> tuple[str, str] | None:
-    """("before"|"after", the event's words) when the query places itself around an event
-    and names no date there (nor, with `today`, a time from now)."""
+    """("before"|"after"|"since", the event's words) when the query places itself around an
+    event and names no date there (nor, with `today`, a time from now). The ranker reads
+    "since" as "after" (both take the event's own day in)."""
     match = _EVENT.search(text)
     if match is None or query_date(text, today) is not None:
         return None
@@ -437,7 +449,9 @@ _TIME_WORDS = (
     r"yesterday|today|tonight|tomorrow|ago|recently|lately|earlier|upcoming|soon|"
     r"weekend|weekends|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     r"summer|winter|spring|autumn|" + _MONTH_NAMES.replace("|may|", "|") + r"|(?:19|20)\d\d|"
-    r"(?:in|last|this|next|since|until)\s+may|"
+    r"(?:in|last|next|since|until)\s+may|this\s+may(?=\s*(?:$|[^\w\s]|\d|(?:"
+    + _MONTH_FOLLOWERS
+    + r")\b))|"
     r"(?:last|next|this|past|coming|previous|following)\s+(?:few\s+)?"
     r"(?:week|month|year|night|morning|evening|weekend|time|season|fall|day)s?|"
     r"(?:a|one|two|three|four|five|six|several|few|couple\s+of|\d+)\s+"

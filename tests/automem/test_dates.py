@@ -51,6 +51,9 @@ def test_first_date(text: str, expected: date | None) -> None:
         ("this may affect the cache", None),
         ("by may be ready", None),
         ("what did she do last may for her birthday?", DateQuery(None, 5, None)),
+        ("What did we decide in May about the cache?", DateQuery(None, 5, None)),
+        ("In May Caroline adopted a dog", DateQuery(None, 5, None)),
+        ("This may be off, but what did we decide in June?", DateQuery(None, 6, None)),
         ("last May she went to Rome", DateQuery(None, 5, None)),
         # two dates joined: a range from the first's start to the second's end
         (
@@ -99,8 +102,16 @@ def test_first_date(text: str, expected: date | None) -> None:
             DateQuery(2023, 6, 3, "after", through=DateQuery(2023, 6, 5)),
         ),
         (
-            "since between May and July 2023",
-            DateQuery(2023, 5, None, "since", through=DateQuery(2023, 7, None)),
+            "what changed since May 1-10, 2023?",
+            DateQuery(2023, 5, 1, "since", through=DateQuery(2023, 5, 10)),
+        ),
+        (
+            "plans until May 28 - 3 June 2023",
+            DateQuery(2023, 5, 28, "before", through=DateQuery(2023, 6, 3)),
+        ),
+        (
+            "what did we ship prior to the 1–10 May 2023 freeze?",
+            DateQuery(2023, 5, 1, "before", through=DateQuery(2023, 5, 10)),
         ),
     ],
 )
@@ -224,6 +235,7 @@ def test_relative_event() -> None:
     )
     assert relative_event("What did he do before June 2023?") is None  # a date: query_date
     assert relative_event("What did she do before?") is None
+    assert relative_event("what has she painted since the trip?") == ("since", "trip")
 
 
 @pytest.mark.parametrize(
@@ -232,6 +244,8 @@ def test_relative_event() -> None:
         ("Nate has had turtles for 3 years", True),
         ("went to Rome last week", True),
         ("moved here in May", True),
+        ("we went hiking this May, it was great", True),
+        ("Changing the TTL this may affect the cache hit rate", False),  # the verb
         ("the launch slipped to next month", True),
         ("we met on Friday", True),
         ("back in 2019 we used Jenkins", True),
