@@ -39,6 +39,7 @@ class RecallWhy(TypedDict, total=False):
     feedback_terms: list[str]  # terms feedback added to the query that it holds (stems)
     date: str  # its date as the ranker reads it (ISO), if it has one
     date_signals: list[str]  # what raised it: "dated as asked", "says when", "same day as …"
+    date_from: str  # with a date: "text" (its first full date) or "file" (its last write)
     lexical: float  # its lexical score as a share of the best (0-1)
     semantic: float  # with embeddings: the model's score fused with it
     cosine: float  # with embeddings: its pooled cosine to the query

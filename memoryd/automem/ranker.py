@@ -139,6 +139,7 @@ class _Doc:
     tfs: dict[str, tuple[int, int, int]]
     when: date | None
     bigrams: frozenset[str]
+    dated_by_file: bool = False  # `when` is the file's last write, the text naming no date
 
 
 # Average field lengths are frozen until they drift this much (relative), so cached
@@ -223,8 +224,17 @@ class RecallIndex:
 
     # -- updates ----------------------------------------------------------------------------
     def upsert(
-        self, key: str, name: str, description: str, body: str, when: date | None = None
+        self,
+        key: str,
+        name: str,
+        description: str,
+        body: str,
+        when: date | None = None,
+        *,
+        dated_by_file: bool = False,
     ) -> None:
+        """Index a memory (again), dated `when`: the first full date in its text, or, with
+        `dated_by_file`, the day its file was last written."""
         self._remove(key)
         self._mutations += 1
         field_terms = [
@@ -251,7 +261,9 @@ class RecallIndex:
             self._day_arrays.pop(when.toordinal(), None)
         assert self._lengths is not None  # `_make_room` made it
         self._lengths[slot] = lengths
-        self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
+        self._docs[key] = _Doc(
+            slot, lengths, tfs, when, bigrams, dated_by_file and when is not None
+        )
         if mentions_time(f"{description}\n{body}"):
             self._timed.add(slot)
         for term, tf in tfs.items():
@@ -574,10 +586,15 @@ class RecallIndex:
         return {self._keys[slot] or "": tuple(found) for slot, found in notes.items()}
 
     def memory_date(self, key: str) -> date | None:
-        """The date the ranker reads in the memory (its first full date), if any."""
+        """The memory's date as the ranker reads it (its first full date, or its file's), if any."""
         doc = self._docs.get(key)
         ordinal = int(self._dates[doc.slot]) if doc is not None else 0
         return date.fromordinal(ordinal) if ordinal else None
+
+    def dated_by_file(self, key: str) -> bool:
+        """Whether the memory's date is its file's last write (its text names none)."""
+        doc = self._docs.get(key)
+        return doc is not None and doc.dated_by_file
 
     def feedback_terms(self, lexical: LexicalScores) -> dict[str, tuple[str, ...]]:
         """The terms pseudo-relevance feedback added to the query, each with the keys of the

@@ -28,6 +28,7 @@ class Why:
     feedback_terms: tuple[str, ...] = ()
     date: str | None = None  # its date as the ranker reads it (ISO), if it has one
     date_signals: tuple[str, ...] = ()  # what raised it: "dated as asked", "says when"…
+    date_from: str | None = None  # "text" (its first full date) or "file" (its last write)
 
     def as_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"words": list(self.words), "lexical": round(self.lexical, 3)}
@@ -39,6 +40,7 @@ class Why:
             found["feedback_terms"] = list(self.feedback_terms)
         if self.date is not None:
             found["date"] = self.date
+            found["date_from"] = self.date_from or "text"
         if self.date_signals:
             found["date_signals"] = list(self.date_signals)
         if self.semantic is not None:
@@ -125,6 +127,7 @@ def explain(
             lifted_by,
             when.isoformat() if when else None,
             signals.get(key, ()),
+            ("file" if index.dated_by_file(key) else "text") if when else None,
         )
     return whys
 

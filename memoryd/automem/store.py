@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 from memoryd.automem.dates import first_date
@@ -198,7 +199,15 @@ class DirState:
         self.entries[key] = Entry(header, stamp, candidate)
         self._headers = None
         when = first_date(parsed.body) or first_date(parsed.description)
-        self.index.upsert(key, parsed.name, parsed.description, parsed.body, when)
+        # A memory whose text names no date (written by hand, by Claude Code, by quick-add) is
+        # dated by its file's last write, as its staleness is: "what did we decide yesterday?"
+        # finds it. Not a team memory: its file's time is when it was synced, not written.
+        by_file = when is None and not key.startswith(f"{TEAM_DIR}/")
+        if by_file:
+            when = date.fromtimestamp(stamp[0] / 1e9)
+        self.index.upsert(
+            key, parsed.name, parsed.description, parsed.body, when, dated_by_file=by_file
+        )
         self.embed_texts[key] = embedding_text(parsed.description, parsed.body)
         self.updates += 1
 

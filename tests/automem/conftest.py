@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import subprocess
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,12 @@ def memdir(isolated_env: IsolatedEnv, project: Path) -> Path:
     from memoryd.core.project import sanitize_key
 
     return isolated_env.config_dir / "projects" / sanitize_key(project.resolve()) / "memory"
+
+
+def file_day(path: str | Path) -> str:
+    """The day a memory file was last written (ISO): the date the ranker gives a memory whose
+    text names none."""
+    return date.fromtimestamp(Path(path).stat().st_mtime).isoformat()
 
 
 def memory_text(name: str, description: str, type_: str, body: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from memoryd.automem.recall import NO_TOPIC
+from tests.automem.conftest import file_day
 from tests.conftest import DaemonHandle
 
 
@@ -129,7 +130,12 @@ async def test_recall_shows_what_an_agent_would_get(daemon: DaemonHandle, projec
         daemon, "recall", "which cluster gets deploys first?", "--why", "--cwd", str(project)
     )
     assert code == 0, err
-    assert out.splitlines()[4] == "   why: words cluster, deploys, first · lexical 1.00"
+    # (it names no date: it is dated by its file's last write)
+    day = file_day(out.splitlines()[3].strip())
+    assert (
+        out.splitlines()[4]
+        == f"   why: words cluster, deploys, first · date {day} (file time) · lexical 1.00"
+    )
 
     code, out, _ = await _memctl(daemon, "recall", "kubernetes ingress", "--cwd", str(project))
     assert (code, out.strip()) == (0, "no memory recalled (ranked locally)")

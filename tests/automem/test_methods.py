@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import RpcError
-from tests.automem.conftest import memory_text
+from tests.automem.conftest import file_day, memory_text
 from tests.conftest import DaemonHandle, IsolatedEnv
 
 FEEDBACK = {
@@ -522,7 +522,14 @@ async def test_recall_explains_what_the_ranker_saw_when_asked(
     [memory] = got["memories"]
     assert memory["path"] == commit["path"]
     # the query's own words it holds ("commits" for its "commit"), and the paste's apart
-    assert memory["why"] == {"words": ["commits"], "lexical": 1.0, "pasted_words": ["subject"]}
+    # (its text names no date: it is dated by its file's last write)
+    assert memory["why"] == {
+        "words": ["commits"],
+        "lexical": 1.0,
+        "pasted_words": ["subject"],
+        "date": file_day(commit["path"]),
+        "date_from": "file",
+    }
     plain = await daemon.call("recall", cwd=str(project), query=query)
     assert "why" not in plain["memories"][0]
     assert {k: v for k, v in memory.items() if k != "why"} == plain["memories"][0]
@@ -545,6 +552,7 @@ async def test_recall_explains_what_the_ranker_saw_when_asked(
     assert [m["path"] for m in got["memories"]] == [trip["path"]]
     why = got["memories"][0]["why"]
     assert (why["date"], why["date_signals"]) == ("2023-05-08", ["dated as asked"])
+    assert why["date_from"] == "text"
 
 
 async def test_recall_remembers_what_a_session_was_shown(

@@ -7,12 +7,13 @@ its rival, so only the date can put it first.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import os
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.automem.conftest import write_memory
+from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
 
 # (name, description, session date) — written through `memory.write`, the session date in
@@ -149,3 +150,40 @@ async def test_a_side_of_a_named_time(
     plain = query.replace(" since April 2023", "").replace(" before May 10-20, 2023", "")
     got = await daemon.call("recall", cwd=str(project), query=plain, selector="local")
     assert [m["path"] for m in got["memories"]][:2] == written[::-1]
+
+
+async def test_a_memory_that_names_no_date_is_dated_by_its_files_last_write(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # as a user or Claude Code writes them: no `Session date:` line
+    yesterday = datetime.combine(date.today() - timedelta(days=1), time(12))
+    written = {}
+    for file, description, when in [
+        ("cache_decision.md", "we chose Redis for the cache", yesterday),
+        (
+            "cache_decision_before.md",
+            "we chose Redis for the cache, Redis cache",
+            datetime(2020, 3, 2),
+        ),
+        ("team/cache_team.md", "we chose Redis for the cache", yesterday),
+    ]:
+        path = memdir / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        name = f"Decision {len(written)}"  # no word of the query
+        path.write_text(memory_text(name, description, "project", f"{description}."))
+        os.utime(path, (when.timestamp(), when.timestamp()))
+        written[file] = str(path)
+    got = await daemon.call(
+        "recall", cwd=str(project), query="which cache did we choose yesterday?", explain=True
+    )
+    first = got["memories"][0]
+    assert first["path"] == written["cache_decision.md"]
+    assert first["why"]["date"] == yesterday.date().isoformat()
+    assert first["why"]["date_from"] == "file"
+    assert first["why"]["date_signals"] == ["dated as asked"]
+    # a team memory's file time is when it was synced: it has no date
+    team = next(m for m in got["memories"] if m["path"] == written["team/cache_team.md"])
+    assert "date" not in team["why"]
+    # without "yesterday", the older one's extra words win
+    got = await daemon.call("recall", cwd=str(project), query="which cache did we choose?")
+    assert got["memories"][0]["path"] == written["cache_decision_before.md"]

@@ -10,7 +10,7 @@ import pytest
 
 from memoryd.automem import recall as recall_mod
 from memoryd.automem import recall_query
-from tests.automem.conftest import memory_text, write_memory
+from tests.automem.conftest import file_day, memory_text, write_memory
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply
 
@@ -78,9 +78,15 @@ async def test_explain_says_what_the_local_ranker_saw_in_the_models_choice(
         "recall", cwd=str(project), query="where are the latency graphs?", explain=True
     )
     assert got["selector"] == "model"
+    # (neither names a date: each is dated by its file's last write)
     assert [m["why"] for m in got["memories"]] == [
-        {"words": [], "lexical": 0.0},
-        {"words": ["latency", "graphs"], "lexical": 1.0},
+        {"words": [], "lexical": 0.0, "date": file_day(paths[2]), "date_from": "file"},
+        {
+            "words": ["latency", "graphs"],
+            "lexical": 1.0,
+            "date": file_day(paths[1]),
+            "date_from": "file",
+        },
     ]
 
 

@@ -32,4 +32,9 @@ def test_why_line_names_each_signal_it_has() -> None:
         " · lexical 0.50"
     )
     assert why_line({"words": ["x"], "date": "2022-01-09"}) == "words x · date 2022-01-09"
+    # a date read off the file's last write says so
+    file_dated = {"words": ["x"], "date": "2026-12-02", "date_from": "file"}
+    assert why_line(file_dated) == "words x · date 2026-12-02 (file time)"
+    file_dated["date_signals"] = ["dated as asked"]
+    assert why_line(file_dated) == "words x · date 2026-12-02 (file time, dated as asked)"
     assert why_line({}) == "words none"  # a daemon that sends less: what it sent

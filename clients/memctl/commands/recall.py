@@ -87,7 +87,8 @@ def render(result: dict[str, Any]) -> str:
 
 def why_line(why: dict[str, Any]) -> str:
     """`words deploy, canary · near grandma · pasted decoder · feedback rollout · date
-    2023-08-20 (dated as asked) · lexical 1.00 · semantic 0.71 · cosine 0.42`"""
+    2023-08-20 (dated as asked) · lexical 1.00 · semantic 0.71 · cosine 0.42`; a date read
+    off the file's last write says so: `date 2026-12-03 (file time, dated as asked)`"""
     parts = [f"words {', '.join(why.get('words') or []) or 'none'}"]
     for field, label in (
         ("near_words", "near"),
@@ -97,8 +98,9 @@ def why_line(why: dict[str, Any]) -> str:
         if why.get(field):
             parts.append(f"{label} {', '.join(why[field])}")
     if why.get("date"):
-        signals = why.get("date_signals") or []
-        parts.append(f"date {why['date']}" + (f" ({', '.join(signals)})" if signals else ""))
+        notes = ["file time"] if why.get("date_from") == "file" else []
+        notes += why.get("date_signals") or []
+        parts.append(f"date {why['date']}" + (f" ({', '.join(notes)})" if notes else ""))
     parts += [
         f"{name} {why[name]:.2f}" for name in ("lexical", "semantic", "cosine") if name in why
     ]

@@ -169,8 +169,12 @@ T.run({
       T.has(text, 'Release freeze  [project, 4w]\n   no Thursdays deploys in freeze week\n   ! This memory is 30 days old; verify')
       -- What the local ranker saw in each: the query's words it holds, its share of the best.
       -- (the shorter one ranks first: its share is 1)
-      T.has(text, 'project_release_freeze.md\n   why: words thursdays, deploys · lexical 1.00')
-      T.has(text, 'project_deploys_happen_on_thursdays.md\n   why: words thursdays, deploys · lexical 0.')
+      -- (they name no date: each is dated by its file's last write, 30 days ago and today)
+      local function dated(time)
+        return ' · date ' .. os.date('%Y-%m-%d', time) .. ' (file time)'
+      end
+      T.has(text, 'project_release_freeze.md\n   why: words thursdays, deploys' .. dated(old) .. ' · lexical 1.00')
+      T.has(text, 'project_deploys_happen_on_thursdays.md\n   why: words thursdays, deploys' .. dated(nil) .. ' · lexical 0.')
       -- The feedback terms and the date signals, when the daemon sends them.
       local why_line = require('memoryd.views.recall').why_line
       T.eq(
@@ -184,6 +188,10 @@ T.run({
         })
       )
       T.eq('words none · date 2022-01-09', why_line({ words = {}, date = '2022-01-09' }))
+      T.eq(
+        'words none · date 2026-12-02 (file time, dated as asked)',
+        why_line({ words = {}, date = '2026-12-02', date_from = 'file', date_signals = { 'dated as asked' } })
+      )
       T.press_on('recall', 'Deploys happen on Thursdays  [', '<CR>')
       T.wait('the memory to open', function()
         return vim.api.nvim_buf_get_name(0) == path

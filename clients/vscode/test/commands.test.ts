@@ -170,13 +170,18 @@ describe("remember, recall, the memory list", () => {
     const picks = recallPicks(result);
     assert.match(picks[0]!.label, /Deploy dashboard/);
     // type · age, then what the local ranker saw in it (`explain`)
-    assert.match(picks[0]!.description, /^reference · now · words deploy, dashboard · lexical 1\.00$/);
+    // (it names no date: it is dated by its file's last write, today)
+    assert.match(picks[0]!.description, /^reference · now · words deploy, dashboard · date \d{4}-\d\d-\d\d \(file time\) · lexical 1\.00$/);
     assert.match(recallDocument(result.memories[0]!), /^---\nname: Deploy dashboard/);
     assert.equal(
       whyText({ words: ["hiking"], feedback_terms: ["trail"], date: "2023-08-20", date_signals: ["dated as asked"], lexical: 0.5 }),
       "words hiking · feedback trail · date 2023-08-20 (dated as asked) · lexical 0.50",
     );
     assert.equal(whyText({ words: [], date: "2022-01-09", lexical: 1 }), "words none · date 2022-01-09 · lexical 1.00");
+    assert.equal(
+      whyText({ words: [], date: "2026-12-02", date_from: "file", date_signals: ["dated as asked"], lexical: 0 }),
+      "words none · date 2026-12-02 (file time, dated as asked) · lexical 0.00",
+    );
     const { why: _why, ...unexplained } = result.memories[0]!;
     const stale = recallPicks({ selector: "local", memories: [{ ...unexplained, mtime: Date.now() / 1000 - 3 * 86400, stale: true, note: "This memory is 3 days old." }] });
     assert.equal(stale[0]!.description, "reference · 3d · stale");

@@ -69,8 +69,9 @@ export function whyText(why: RecallWhy): string {
     parts.push(`feedback ${why.feedback_terms.join(", ")}`);
   }
   if (why.date) {
-    const signals = why.date_signals?.length ? ` (${why.date_signals.join(", ")})` : "";
-    parts.push(`date ${why.date}${signals}`);
+    // a date read off the file's last write says so first
+    const notes = [...(why.date_from === "file" ? ["file time"] : []), ...(why.date_signals ?? [])];
+    parts.push(`date ${why.date}${notes.length ? ` (${notes.join(", ")})` : ""}`);
   }
   for (const name of ["lexical", "semantic", "cosine"] as const) {
     const value = why[name];

@@ -40,6 +40,8 @@ export interface RecallWhy {
   date?: string;
   /** What raised it: "dated as asked", "says when", "same day as …", "before … (date)". */
   date_signals?: string[];
+  /** Where the date comes from: "text" (its first full date) or "file" (its last write). */
+  date_from?: "text" | "file";
   /** With embeddings: the model's score fused with the lexical one. */
   semantic?: number;
   /** With embeddings: its pooled cosine to the query. */

@@ -64,9 +64,12 @@ function M.why_line(why)
     end
   end
   if type(why.date) == 'string' then
-    local signals = why.date_signals
-    local said = type(signals) == 'table' and #signals > 0
-    table.insert(parts, 'date ' .. why.date .. (said and (' (' .. table.concat(signals, ', ') .. ')') or ''))
+    -- a date read off the file's last write says so first
+    local notes = why.date_from == 'file' and { 'file time' } or {}
+    if type(why.date_signals) == 'table' then
+      vim.list_extend(notes, why.date_signals)
+    end
+    table.insert(parts, 'date ' .. why.date .. (#notes > 0 and (' (' .. table.concat(notes, ', ') .. ')') or ''))
   end
   for _, name in ipairs({ 'lexical', 'semantic', 'cosine' }) do
     if type(why[name]) == 'number' then
