@@ -39,6 +39,15 @@ Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
 
 
+def _file_day(mtime_ns: int) -> date | None:
+    """The local day of a file's last write; None for a time no date can hold (a file
+    stamped beyond the year 9999 or before the year 1)."""
+    try:
+        return date.fromtimestamp(mtime_ns / 1e9)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 @dataclass(frozen=True)
 class Entry:
     header: MemoryHeader
@@ -204,7 +213,7 @@ class DirState:
         # finds it. Not a team memory: its file's time is when it was synced, not written.
         by_file = when is None and not key.startswith(f"{TEAM_DIR}/")
         if by_file:
-            when = date.fromtimestamp(stamp[0] / 1e9)
+            when = _file_day(stamp[0])
         self.index.upsert(
             key, parsed.name, parsed.description, parsed.body, when, dated_by_file=by_file
         )

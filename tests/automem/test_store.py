@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from datetime import date, datetime
 from pathlib import Path
 
-from memoryd.automem.store import DirState
+from memoryd.automem.store import DirState, _file_day
 from tests.automem.conftest import memory_text
 
 
@@ -75,3 +76,33 @@ def test_team_folder_appearing_later_is_seen(tmp_path: Path) -> None:
     _write(tmp_path / "team" / "t.md", "team one", "shared")
     state.refresh()
     assert sorted(state.entries) == ["a.md", "team/t.md"]
+
+
+def test_a_memory_naming_no_date_is_dated_by_its_files_last_write(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=0)
+    _write(tmp_path / "a.md", "alpha", "no date here")
+    _write(tmp_path / "b.md", "beta", "Session date: 8 May, 2023")
+    _write(tmp_path / "team" / "c.md", "gamma", "synced, no date")
+    os.utime(tmp_path / "a.md", (datetime(2024, 3, 2, 12).timestamp(),) * 2)
+    state.refresh()
+    assert state.index.memory_date("a.md") == date(2024, 3, 2)
+    assert state.index.dated_by_file("a.md")
+    assert state.index.memory_date("b.md") == date(2023, 5, 8)  # its text's date
+    assert not state.index.dated_by_file("b.md")
+    assert state.index.memory_date("team/c.md") is None  # its file time is the sync's
+    # the date follows the file's time, even when only the time changed (the periodic sweep)
+    os.utime(tmp_path / "a.md", (datetime(2025, 1, 9, 12).timestamp(),) * 2)
+    state.refresh(force=True)
+    assert state.index.memory_date("a.md") == date(2025, 1, 9)
+    # the earliest and latest times the file system keeps still load, dated
+    for extreme in (-(2**31), 2**34 - 1):
+        os.utime(tmp_path / "a.md", (extreme, extreme))
+        state.refresh(force=True)
+        assert state.index.memory_date("a.md") is not None
+        assert state.entries["a.md"].header.name == "alpha"
+
+
+def test_a_file_time_no_date_can_hold_leaves_the_memory_undated() -> None:
+    assert _file_day(10**21) is None  # beyond the year 9999: ValueError
+    assert _file_day(-(10**20)) is None  # before the year 1
+    assert _file_day(0) == date.fromtimestamp(0)
