@@ -98,7 +98,7 @@ class DateQuery:
             return when >= bounds[0] if self.direction == "since" else when > bounds[1]
         if self.through is not None and bounds is not None:
             return bounds[0] <= when and when.toordinal() <= bounds[1].toordinal() + slack_days
-        for offset in range(slack_days + 1):
+        for offset in range(min(slack_days, when.toordinal() - 1) + 1):  # none before 1 AD
             probe = date.fromordinal(when.toordinal() - offset)
             if (
                 (self.year is None or probe.year == self.year)

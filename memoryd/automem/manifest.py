@@ -36,10 +36,19 @@ def format_manifest(headers: Iterable[MemoryHeader]) -> str:
     """One line per memory, for prompts: `- file [type] (date) name: description`."""
     lines = []
     for h in headers:
-        date = datetime.fromtimestamp(h.mtime, UTC).strftime("%Y-%m-%d")
+        date = _day(h.mtime)
         kind = h.type or "invalid"
         text = f"- {h.file} [{kind}] ({date}) {h.name}"
         if h.description:
             text += f": {h.description}"
         lines.append(text)
     return "\n".join(lines)
+
+
+def _day(mtime: float) -> str:
+    """A file time as a day; "unknown date" for one no date can hold (a file system may keep
+    times past the year 9999)."""
+    try:
+        return datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):
+        return "unknown date"

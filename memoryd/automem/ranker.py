@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd.automem import analysis
 from memoryd.automem.analysis import terms
 from memoryd.automem.dates import (
+    DateQuery,
     asks_when,
     mentions_time,
     query_date,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
+    BoolArray = npt.NDArray[np.bool_]
 else:
     from memoryd.lazyimport import LazyModule
 
@@ -166,10 +168,12 @@ class RecallIndex:
         self._days: dict[int, set[int]] = {}  # date ordinal → slots dated then
         self._day_arrays: dict[int, IntArray] = {}  # the same as arrays, cached
         self._length_sums = [0, 0, 0]
-        # Slot → its field lengths, and slot → date ordinal (0: undated); both with room for
-        # more slots than are used, grown together by doubling (`_make_room`).
+        # Slot → its field lengths, slot → date ordinal (0: undated) and slot → dated by its
+        # file's last write, not its text; all with room for more slots than are used, grown
+        # together by doubling (`_make_room`).
         self._lengths: FloatArray | None = None
         self._date_array: IntArray | None = None
+        self._by_file_array: BoolArray | None = None
         self._avgs: tuple[float, float, float] | None = None
         self._arrays: dict[str, tuple[IntArray, FloatArray]] = {}
         self._timed: set[int] = set()  # slots of memories that mention a time
@@ -187,17 +191,26 @@ class RecallIndex:
             return np.zeros(0, dtype=np.int64)
         return self._date_array[: len(self._keys)]
 
+    @property
+    def _by_file(self) -> BoolArray:
+        """Slot → dated by its file's last write (a view, like `_dates`)."""
+        if self._by_file_array is None:
+            return np.zeros(0, dtype=np.bool_)
+        return self._by_file_array[: len(self._keys)]
+
     def _make_room(self, slot: int) -> None:
         """Grow the per-slot arrays, by doubling, so that `slot` fits."""
-        old_lengths, old_dates = self._lengths, self._date_array
+        old_lengths, old_dates, old_by_file = self._lengths, self._date_array, self._by_file_array
         if old_lengths is not None and slot < len(old_lengths):
             return
         size = max(2 * slot, 64)
         self._lengths = np.zeros((size, 3), dtype=np.float64)
         self._date_array = np.zeros(size, dtype=np.int64)
-        if old_lengths is not None and old_dates is not None:
+        self._by_file_array = np.zeros(size, dtype=np.bool_)
+        if old_lengths is not None and old_dates is not None and old_by_file is not None:
             self._lengths[: len(old_lengths)] = old_lengths
             self._date_array[: len(old_dates)] = old_dates
+            self._by_file_array[: len(old_by_file)] = old_by_file
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -256,6 +269,7 @@ class RecallIndex:
         else:
             self._keys[slot] = key
         self._dates[slot] = when.toordinal() if when else 0
+        self._by_file[slot] = dated_by_file and when is not None
         if when:
             self._days.setdefault(when.toordinal(), set()).add(slot)
             self._day_arrays.pop(when.toordinal(), None)
@@ -318,6 +332,7 @@ class RecallIndex:
             self._length_sums[i] -= doc.lengths[i]
         self._keys[doc.slot] = None
         self._dates[doc.slot] = 0
+        self._by_file[doc.slot] = False
         if doc.when:
             day = doc.when.toordinal()
             self._day_arrays.pop(day, None)
@@ -755,40 +770,57 @@ class RecallIndex:
         if p.date_boost:
             wanted = query_date(query, lexical.today)
             if wanted is not None:
-                ordinals = np.unique(dates[(scores > 0) & (dates > 0)])
-                hits = [
-                    o
-                    for o in ordinals.tolist()
-                    if wanted.matches(date.fromordinal(o), p.date_slack)
-                ]
-                if hits:
-                    scores[np.concatenate([self._day_slots(o) for o in hits])] *= 1.0 + p.date_boost
-                    asked = set(hits)
+                asked = self._dated_as_asked(wanted, scores)
+                if len(asked):
+                    scores[asked] *= 1.0 + p.date_boost
+                    marked = set(asked.tolist())
                     _note(
-                        notes,
-                        (s for s in notes if int(dates[s]) in asked and scores[s] > 0),
-                        "dated as asked",
+                        notes, (s for s in notes if s in marked and scores[s] > 0), "dated as asked"
                     )
             else:
                 self._around_event(lexical, scores, notes)
         if p.group_weight and p.group_top:
+            # Only days a memory's text names lend: after a clone, a copy or a rewrite every
+            # file shares one day, which says nothing about what belongs together.
+            by_file = self._by_file
             by_day: dict[int, list[tuple[float, int]]] = {}
             for slot in self._top(scores, p.group_top):
-                if dates[slot]:
+                if dates[slot] and not by_file[slot]:
                     by_day.setdefault(int(dates[slot]), []).append((float(scores[slot]), slot))
             for day, members in by_day.items():
                 members.sort(reverse=True)
                 best, best_slot = members[0]
                 second = members[1][0] if len(members) > 1 else 0.0
                 same_day = self._day_slots(day)
+                same_day = same_day[~by_file[same_day]]
                 scores[same_day[scores[same_day] > 0]] += p.group_weight * best
                 scores[best_slot] += p.group_weight * (second - best)  # no self-lending
                 lent = f"same day as {self._keys[best_slot]}"
                 _note(
                     notes,
-                    (s for s in notes if s != best_slot and dates[s] == day and scores[s] > 0),
+                    (
+                        s
+                        for s in notes
+                        if s != best_slot and dates[s] == day and not by_file[s] and scores[s] > 0
+                    ),
                     lent,
                 )
+
+    def _dated_as_asked(self, wanted: DateQuery, scores: FloatArray) -> IntArray:
+        """Slots of the matched memories dated as `wanted` asks. A memory dated by its text
+        may be written up to `date_slack` days after what it tells; one dated by its file's
+        last write is dated when it was written, so it must fall in the asked time itself."""
+        dates, by_file = self._dates, self._by_file
+        slack = self.params.date_slack
+        found: list[IntArray] = []
+        for ordinal in np.unique(dates[(scores > 0) & (dates > 0)]).tolist():
+            day = date.fromordinal(ordinal)
+            if wanted.matches(day, 0):
+                found.append(self._day_slots(ordinal))
+            elif wanted.matches(day, slack):
+                slots = self._day_slots(ordinal)
+                found.append(slots[~by_file[slots]])
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
     def _around_event(
         self, lexical: LexicalScores, scores: FloatArray, notes: dict[int, list[str]]
@@ -803,7 +835,9 @@ class RecallIndex:
         if not weights:
             return
         event_scores = self._score(weights)
-        event_scores[self._dates == 0] = 0.0
+        # The event's day is the one its memory's text names: a file's last write may be
+        # any later day (a clone, an edit).
+        event_scores[(self._dates == 0) | self._by_file] = 0.0
         top = self._top(event_scores, 1)
         if not top:
             return

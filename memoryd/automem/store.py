@@ -39,13 +39,18 @@ Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
 
 
+# Before this, a file's time is a tool's (the epoch, zip's first day), not when anyone wrote it.
+_FIRST_WRITE_DAY = date(1980, 1, 2)
+
+
 def _file_day(mtime_ns: int) -> date | None:
-    """The local day of a file's last write; None for a time no date can hold (a file
-    stamped beyond the year 9999 or before the year 1)."""
+    """The local day of a file's last write; None for a time no date can hold (beyond the
+    year 9999) or no write was made at (before 1980: a build tool's or an archive's stamp)."""
     try:
-        return date.fromtimestamp(mtime_ns / 1e9)
+        day = date.fromtimestamp(mtime_ns / 1e9)
     except (ValueError, OverflowError, OSError):
         return None
+    return day if day >= _FIRST_WRITE_DAY else None
 
 
 @dataclass(frozen=True)
@@ -211,7 +216,8 @@ class DirState:
         # A memory whose text names no date (written by hand, by Claude Code, by quick-add) is
         # dated by its file's last write, as its staleness is: "what did we decide yesterday?"
         # finds it. Not a team memory: its file's time is when it was synced, not written.
-        by_file = when is None and not key.startswith(f"{TEAM_DIR}/")
+        # Any case: on a case-insensitive file system the sync writes into a "Team/" folder.
+        by_file = when is None and key.split("/", 1)[0].casefold() != TEAM_DIR
         if by_file:
             when = _file_day(stamp[0])
         self.index.upsert(

@@ -81,6 +81,67 @@ def test_same_day_group_bonus() -> None:
         assert _keys(idx, "jazz concert")[:2] == ["hit.md", expected]
 
 
+def test_a_day_only_file_times_share_lends_nothing() -> None:
+    # after a clone, a copy or a rewrite every file shares one day: no memory lends to another
+    for by_file, expected in ((False, "sibling.md"), (True, "other.md")):
+        idx = RecallIndex(replace(PLAIN, group_weight=1.0))
+        day = date(2026, 11, 30)
+        idx.upsert(
+            "hit.md", "concert", "Anna went to a jazz concert", "x", day, dated_by_file=by_file
+        )
+        idx.upsert(
+            "sibling.md",
+            "music",
+            "Anna loved the saxophone solo of the jazz band",
+            "x",
+            day,
+            dated_by_file=by_file,
+        )
+        idx.upsert("other.md", "music", "Anna plays jazz piano at home", "x", date(2022, 1, 1))
+        assert _keys(idx, "jazz concert")[:2] == ["hit.md", expected]
+
+
+def test_a_file_time_is_when_it_was_written_so_it_gets_no_slack() -> None:
+    # a memory's text may tell of last week days later; its file's time is the write itself
+    today = date(2026, 12, 3)
+    three_days_late = date(2026, 12, 2)  # "last week" is Nov 23-29
+    for by_file, expected in ((False, "late.md"), (True, "old.md")):
+        idx = RecallIndex(replace(PLAIN, date_boost=1.0))
+        idx.upsert("old.md", "cache", "Redis for the cache, Redis cache", "x", date(2020, 1, 1))
+        idx.upsert(
+            "late.md", "cache", "Redis for the cache", "x", three_days_late, dated_by_file=by_file
+        )
+        idx.upsert("inside.md", "tea", "green tea", "x", date(2026, 11, 25), dated_by_file=True)
+        assert idx.rank(idx.lexical("the Redis cache last week", today=today))[0][0] == expected
+    # written in the asked time itself, a file-dated memory is dated as asked
+    idx = RecallIndex(replace(PLAIN, date_boost=1.0))
+    idx.upsert("old.md", "cache", "Redis for the cache, Redis cache", "x", date(2020, 1, 1))
+    idx.upsert("in.md", "cache", "Redis for the cache", "x", date(2026, 11, 25), dated_by_file=True)
+    assert idx.rank(idx.lexical("the Redis cache last week", today=today))[0][0] == "in.md"
+
+
+def test_an_event_is_placed_by_the_day_its_text_names_not_its_files() -> None:
+    idx = RecallIndex(replace(PLAIN, date_boost=1.0))
+    # the trip's best match is dated only by its file (edited long after): it places nothing
+    idx.upsert(
+        "trip_note.md", "trip", "road trip to Utah, trip", "x", date(2024, 1, 1), dated_by_file=True
+    )
+    idx.upsert("trip.md", "trip", "went on a road trip", "x", date(2023, 6, 10))
+    idx.upsert("early.md", "paint", "painted a sunset", "x", date(2023, 5, 1))
+    idx.upsert("late.md", "paint", "painted a sunset again, sunset", "x", date(2023, 9, 1))
+    paintings = [
+        k for k in _keys(idx, "what sunset did she paint before the trip?") if "trip" not in k
+    ]
+    assert paintings[0] == "early.md"
+
+
+def test_a_file_day_in_the_first_days_of_the_calendar_is_matched_without_failing() -> None:
+    idx = RecallIndex(replace(PLAIN, date_boost=1.0))
+    idx.upsert("a.md", "cache", "the cache", "x", date(1, 1, 3), dated_by_file=True)
+    for query in ("the cache last week", "the cache in May", "the cache on 5 May 2023"):
+        assert _keys(idx, query) == ["a.md"]
+
+
 def test_name_miss_penalty() -> None:
     for miss, expected in ((1.0, "bob.md"), (0.3, "alice.md")):
         idx = RecallIndex(replace(PLAIN, name_miss=miss))

@@ -43,6 +43,9 @@ def test_manifest_lines_have_no_body() -> None:
         format_manifest([h, bad])
         == "- a.md [user] (1970-01-01) Name: Desc\n- b.md [invalid] (1970-01-02) b"
     )
+    # a file system may keep a time past the year 9999: the line says so, the manifest is made
+    far = MemoryHeader(Path("/m/c.md"), "c", "", "user", 1e12, False, None, "c.md")
+    assert format_manifest([far]) == "- c.md [user] (unknown date) c"
 
 
 def test_derive_from_text() -> None:

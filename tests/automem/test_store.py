@@ -94,15 +94,27 @@ def test_a_memory_naming_no_date_is_dated_by_its_files_last_write(tmp_path: Path
     os.utime(tmp_path / "a.md", (datetime(2025, 1, 9, 12).timestamp(),) * 2)
     state.refresh(force=True)
     assert state.index.memory_date("a.md") == date(2025, 1, 9)
-    # the earliest and latest times the file system keeps still load, dated
-    for extreme in (-(2**31), 2**34 - 1):
+    # the earliest time the file system keeps (1901) is no write's: undated, still loaded;
+    # the latest (2514) is dated
+    for extreme, dated in ((-(2**31), False), (2**34 - 1, True)):
         os.utime(tmp_path / "a.md", (extreme, extreme))
         state.refresh(force=True)
-        assert state.index.memory_date("a.md") is not None
+        assert (state.index.memory_date("a.md") is not None) is dated
+        assert state.index.dated_by_file("a.md") is dated
         assert state.entries["a.md"].header.name == "alpha"
 
 
-def test_a_file_time_no_date_can_hold_leaves_the_memory_undated() -> None:
+def test_a_file_time_no_date_can_hold_or_no_write_was_made_at_leaves_the_memory_undated() -> None:
     assert _file_day(10**21) is None  # beyond the year 9999: ValueError
     assert _file_day(-(10**20)) is None  # before the year 1
-    assert _file_day(0) == date.fromtimestamp(0)
+    assert _file_day(0) is None  # the epoch: a build tool's or an archive's stamp
+    assert _file_day(1_000_000_000) is None  # 1970-01-12
+    noon = datetime(1980, 1, 2, 12)
+    assert _file_day(int(noon.timestamp() * 1e9)) == date(1980, 1, 2)
+
+
+def test_a_team_folder_in_another_case_is_not_dated_by_its_files(tmp_path: Path) -> None:
+    state = DirState(tmp_path, sweep_interval_s=0)
+    _write(tmp_path / "Team" / "c.md", "gamma", "synced, no date")  # macOS: the same folder
+    state.refresh(force=True)
+    assert state.index.memory_date("Team/c.md") is None
