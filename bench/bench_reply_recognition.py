@@ -62,6 +62,7 @@ REPLY_SETS = {
     "three-letter typos (s. 12)": reply_sets.SHORT_TYPOS,
     "unseen (session 12), typos in phrases": reply_sets.UNSEEN_12_TYPOS_IN_PHRASES,
     "unseen (session 12), short typos": reply_sets.UNSEEN_12_SHORT_TYPOS,
+    "unseen (session 13), short typos": reply_sets.UNSEEN_13_SHORT_TYPOS,
 }
 
 
@@ -75,6 +76,8 @@ def topical_sets() -> dict[str, list[str]]:
         "found in review (session 11)": reply_sets.REVIEW_WITH_A_TOPIC,
         "typo lookalikes (s. 12)": reply_sets.TYPO_LOOKALIKES_WITH_A_TOPIC,
         "unseen (session 12), short with a topic": reply_sets.UNSEEN_12_WITH_A_TOPIC,
+        "unseen (session 13), lookalikes": reply_sets.UNSEEN_13_LOOKALIKES,
+        "unseen (session 13), typo and topic": reply_sets.UNSEEN_13_TYPOS_WITH_A_TOPIC,
         "precision bench prompts": [p for p, _ in ABOUT_ONE] + ABOUT_NONE + [p for p, _ in BY_TERM],
         "pasted bench prompts": pasted,
     }

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from memoryd.automem.analysis import STOP_WORDS, fold
+from memoryd.automem.reply_lookalikes import LOOKALIKE_WORDS
 
 # Words that are replies wherever they stand: assent, refusal, thanks, praise, go on, stop,
 # undo, hesitation, greetings; folded (lower case, no accents). A word that could name a topic
@@ -108,7 +109,34 @@ NOT_MISSPELT = """
 _TYPO_LENGTH = 7
 _SWAP_LENGTH = 4
 _PHRASE_SWAP_LENGTH = 3  # a phrase's word of three letters may be swapped ("lto"), not of two
-_SHORT_LENGTH = 3  # a conversation word's length whose swapped form counts beside replies
+# Of a conversation word this long, two letters swapped count only beside replies ("yse
+# please"); of one a letter longer, a key slipped ("looks gpod", "yeag ok"): alone, such a
+# word is as often an acronym or a word ("yse", "gpod", "okat").
+_SHORT_LENGTH = 3
+# Conversation words this long may lose a letter, gain one or hit a key beside the right one
+# ("sory", "thnks", "greaat", "thamks"); a shorter word's such forms are too often words.
+_NEAR_LENGTHS = range(5, _TYPO_LENGTH)
+_KEYBOARD = ("qwertyuiop", "asdfghjkl", "zxcvbnm")  # each row sits half a key right of the last
+
+
+def _keys_beside(row: int, i: int) -> str:
+    """The keys around the `i`th of keyboard row `row`: a finger slips to one of them."""
+    around = [
+        (row, i - 1),
+        (row, i + 1),
+        (row - 1, i),
+        (row - 1, i + 1),
+        (row + 1, i - 1),
+        (row + 1, i),
+    ]
+    return "".join(
+        _KEYBOARD[r][j] for r, j in around if 0 <= r < len(_KEYBOARD) and 0 <= j < len(_KEYBOARD[r])
+    )
+
+
+_KEYS_BESIDE = {
+    key: _keys_beside(r, i) for r, keys in enumerate(_KEYBOARD) for i, key in enumerate(keys)
+}
 _LONGEST_TYPO = 12  # letters: "absolutely" and one more, with room; longer is not tried
 # A query that opens with one of these asks a question ("was it approved?").
 ASKING_OPENERS = "is was are were did does do has have had can could will would should"
@@ -151,8 +179,11 @@ class _Vocabulary:
     # two letters swapped
     dropped: dict[str, tuple[str, ...]]
     swapped: frozenset[str]
-    # three-letter English conversation words with two letters swapped ("yse", "pls" → "psl")
-    short_swapped: frozenset[str]
+    near: frozenset[str]  # each `_NEAR_LENGTHS` word's `_near_forms`
+    # misspellings that count only beside replies: three-letter English conversation words
+    # with two letters swapped ("yse", "pls" → "psl"), four-letter ones with a key slipped
+    # ("gpod", "yeag")
+    beside_replies: frozenset[str]
     english: frozenset[str]  # the English conversation words, for a doubled letter
     not_misspelt: frozenset[str]
 
@@ -168,15 +199,20 @@ def _vocabulary() -> _Vocabulary:
     english = [w for w in ENGLISH_WORDS.split() if w.isalpha()]
     dropped: dict[str, tuple[str, ...]] = {}
     swapped: set[str] = set()
-    short_swapped: set[str] = set()
+    near: set[str] = set()
+    beside_replies: set[str] = set()
     for word in english:
         if len(word) >= _TYPO_LENGTH:
             for key in {word} | _one_dropped(word):
                 dropped[key] = (*dropped.get(key, ()), word)
         elif len(word) >= _SWAP_LENGTH:
             swapped |= _two_swapped(word)
+            if len(word) in _NEAR_LENGTHS:
+                near |= _near_forms(word)
+            elif len(word) == _SHORT_LENGTH + 1:
+                beside_replies |= _slipped(word)
         elif len(word) == _SHORT_LENGTH:
-            short_swapped |= _two_swapped(word)
+            beside_replies |= _two_swapped(word)
     return _Vocabulary(
         frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
         phrases,
@@ -185,10 +221,27 @@ def _vocabulary() -> _Vocabulary:
         max(map(len, pieces)),
         dropped,
         frozenset(swapped),
-        frozenset(short_swapped.difference(english)),  # "hmm" swapped is "hmm" too
+        frozenset(near),
+        frozenset(beside_replies.difference(english)),  # "hmm" swapped is "hmm" too
         frozenset(english),
-        frozenset(NOT_MISSPELT.split()),
+        frozenset(NOT_MISSPELT.split()) | LOOKALIKE_WORDS,
     )
+
+
+def slip_forms() -> set[str]:
+    """Every form a conversation word or a phrase's word takes by a slip of the keys
+    (`_near_forms`, `_slipped`) that is not itself a word of the lists: what
+    scripts/make_reply_lookalikes.py looks for among real words."""
+    vocabulary = _vocabulary()
+    words = set(vocabulary.english)
+    words.update(w for phrases in vocabulary.phrases.values() for p in phrases for w in p)
+    forms: set[str] = set()
+    for word in words:
+        if len(word) in _NEAR_LENGTHS:
+            forms |= _near_forms(word)
+        elif len(word) == _SHORT_LENGTH + 1:
+            forms |= _slipped(word)
+    return {f for f in forms if f not in vocabulary.words and f not in STOP_WORDS}
 
 
 def _one_dropped(word: str) -> set[str]:
@@ -207,6 +260,28 @@ def _one_undoubled(word: str) -> set[str]:
     }
 
 
+@cache  # called with the lists' words alone
+def _near_forms(word: str) -> frozenset[str]:
+    """`word` with a letter dropped, one added beside a key it is next to, or one changed to a
+    key beside it."""
+    # an added letter is one struck with a letter beside it: the same, or a key beside it
+    added = {
+        word[:i] + c + word[i:]
+        for i in range(len(word) + 1)
+        for k in word[max(i - 1, 0) : i + 1]
+        for c in k + _KEYS_BESIDE.get(k, "")
+    }
+    return frozenset(_one_dropped(word) | added | _slipped(word))
+
+
+@cache  # called with the lists' words alone
+def _slipped(word: str) -> frozenset[str]:
+    """`word` with one letter changed to a key beside it."""
+    return frozenset(
+        word[:i] + c + word[i + 1 :] for i, k in enumerate(word) for c in _KEYS_BESIDE.get(k, "")
+    )
+
+
 def _two_swapped(word: str) -> set[str]:
     return {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
 
@@ -221,7 +296,7 @@ def names_no_topic(text: str) -> bool:
     if len(words) == 1 and words[0] in QUESTION_WORDS:
         return True
     asked = _asks(words)
-    kinds: list[str] = []  # per word: "reply", "steer", "stop" or "short" (a typo of three)
+    kinds: list[str] = []  # per word: "reply", "steer", "stop" or "short" (`beside_replies`)
     i = 0
     while i < len(words):
         length = _phrase_at(words, i, vocabulary)
@@ -240,12 +315,12 @@ def names_no_topic(text: str) -> bool:
             kinds.append("stop")
         elif _misspelt(word, vocabulary):
             kinds.append("reply")
-        elif word in vocabulary.short_swapped and word not in vocabulary.not_misspelt:
+        elif word in vocabulary.beside_replies and word not in vocabulary.not_misspelt:
             kinds.append("short")
         else:
             return False
         i += 1
-    if "short" in kinds:  # three letters swapped are a reply only among replies ("yse please")
+    if "short" in kinds:  # a short word's typo is a reply only among replies ("yse please")
         return "reply" in kinds and all(k in ("reply", "short") for k in kinds)
     return not words or ("reply" in kinds and _steering_beside_replies(kinds))
 
@@ -298,6 +373,10 @@ def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
         return True
     if len(word) >= _TYPO_LENGTH:
         return _one_edit_apart(typed, word)
+    if len(word) in _NEAR_LENGTHS and typed in _near_forms(word):  # "maks sense", "nevr mind"
+        return True
+    if len(word) == _SHORT_LENGTH + 1 and typed in _slipped(word):  # "nixe one", "looks gpod"
+        return True
     return typed in _two_swapped(word)
 
 
@@ -341,7 +420,7 @@ def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
         return True
     if len(word) < _SWAP_LENGTH:
         return False
-    if word in vocabulary.swapped:
+    if word in vocabulary.swapped or word in vocabulary.near:
         return True
     if len(word) < _TYPO_LENGTH - 1:
         return False

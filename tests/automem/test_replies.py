@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memoryd.automem.recall_query import query_excerpt
-from memoryd.automem.replies import names_no_topic
+from memoryd.automem.replies import names_no_topic, slip_forms
+from memoryd.automem.reply_lookalikes import LOOKALIKE_WORDS
 
 
 @pytest.mark.parametrize(
@@ -148,10 +149,43 @@ def test_a_long_run_of_cjk_letters_is_not_split() -> None:
 
 
 def test_only_words_of_a_reply_s_length_are_tried_as_misspellings() -> None:
-    # one letter off a conversation word of 7 letters or more, two swapped of 5 or 6
+    # one letter off a conversation word of 7 letters or more; of 5 or 6, a letter dropped, one
+    # struck beside its key, a key slipped or two swapped; of 4, only two swapped alone
     assert names_no_topic("continu")
-    assert not names_no_topic("thnks")  # "thanks" less a letter: 6 letters are only swapped
+    assert names_no_topic("thnks")  # "thanks" less a letter
+    assert names_no_topic("thamks")  # n and m are side by side
+    assert names_no_topic("greaqt")  # q struck with a
+    assert not names_no_topic("thabks, now the cache")
+    assert not names_no_topic("thazks")  # z is nowhere near n
+    assert not names_no_topic("notemd")  # m is nowhere near e or d: a file name, maybe
     assert not names_no_topic("gerat")  # German "device", "great" with two letters swapped
+    assert not names_no_topic("gpod")  # "good" slipped: alone, four letters may be a name
+    assert not names_no_topic("sound")  # a real word: "sounds" less a letter (LOOKALIKE_WORDS)
+    assert not names_no_topic("tanks")
+
+
+# Each pair: a four-letter conversation word with a key slipped beside other replies, and a
+# real word one slip from one beside a reply, which stays a topic (LOOKALIKE_WORDS).
+@pytest.mark.parametrize(
+    ("reply", "query"),
+    [
+        ("looks gpod", "ok, food"),
+        ("yeag ok", "ok mice"),
+        ("nixe one!", "nice one, now the mine sweeper"),
+        ("sounds goid", "sounds, gold"),
+        ("ok, thnks", "thanks, hood"),
+    ],
+)
+def test_a_four_letter_word_slipped_counts_only_among_replies(reply: str, query: str) -> None:
+    assert names_no_topic(reply)
+    assert not names_no_topic(query)
+
+
+def test_the_lookalike_words_are_each_a_slip_of_a_word_of_the_lists() -> None:
+    # written by scripts/make_reply_lookalikes.py: a word no slip makes is left from lists
+    # that changed since, and the script wants running again
+    assert LOOKALIKE_WORDS
+    assert slip_forms() >= LOOKALIKE_WORDS
 
 
 # Each pair: a phrase's word misspelt, which names no topic, and a query that looks like it but
@@ -221,7 +255,8 @@ def test_a_misspelt_phrase_is_read_by_the_rules_of_its_word_s_length() -> None:
     # the longest phrase wins, misspelt or not: not "ignore that" and a stray "mesage"
     assert names_no_topic("ignore that mesage")
     assert names_no_topic("no porblem")  # seven letters: two swapped is one edit
-    assert not names_no_topic("nevr mind")  # five letters are only swapped, as alone
-    assert not names_no_topic("makes sence")
+    assert names_no_topic("nevr mind")  # five letters: a letter dropped, as alone
+    assert not names_no_topic("scrape it")  # "scrap it" and a letter: a real word
+    assert not names_no_topic("makes sence")  # c is no key beside s
     assert not names_no_topic("go for ti")  # "it" swapped: each two-letter swap is a word
     assert not names_no_topic("sounds good, go fro it")  # "fro" is a word
