@@ -16,7 +16,7 @@ from pathlib import Path
 
 import wordfreq
 
-from memoryd.automem.replies import slip_forms
+from memoryd.automem.replies import slip_forms, slip_forms_digest
 
 TARGET = Path(__file__).resolve().parent.parent / "memoryd" / "automem" / "reply_lookalikes.py"
 LANGUAGES = ("en", "fr", "es", "de", "pt", "it")
@@ -38,6 +38,8 @@ def main() -> int:
         "conversation word with a slip of the keys looks like (of wordfreq's 50,000 commonest in\n"
         'six languages): they stay topics."""\n\n'
         f'_WORDS = """\n{words}\n"""\nLOOKALIKE_WORDS = frozenset(_WORDS.split())\n'
+        "# `replies.slip_forms_digest()` when this was written: a test compares it with today's\n"
+        f'FORMS_DIGEST = "{slip_forms_digest()}"\n'
     )
     print(f"{len(found)} words -> {TARGET}")
     return 0

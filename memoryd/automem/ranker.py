@@ -815,11 +815,10 @@ class RecallIndex:
         found: list[IntArray] = []
         for ordinal in np.unique(dates[(scores > 0) & (dates > 0)]).tolist():
             day = date.fromordinal(ordinal)
-            if wanted.matches(day, 0):
-                found.append(self._day_slots(ordinal))
-            elif wanted.matches(day, slack):
-                slots = self._day_slots(ordinal)
-                found.append(slots[~by_file[slots]])
+            if not wanted.matches(day, slack):
+                continue
+            slots = self._day_slots(ordinal)
+            found.append(slots if wanted.matches(day, 0) else slots[~by_file[slots]])
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
     def _around_event(

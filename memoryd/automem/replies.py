@@ -14,9 +14,10 @@ conversation pieces ("好的谢谢", "続けてください"). Pure: the lists b
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from memoryd.automem.analysis import STOP_WORDS, fold
 from memoryd.automem.reply_lookalikes import LOOKALIKE_WORDS
@@ -97,8 +98,10 @@ PHRASES = """
 # replies: alone, three letters are as often an acronym. Not the real words that are such a
 # misspelling (of wordfreq's 50,000 commonest words in English, French, Spanish, German,
 # Portuguese and Italian; and for three letters, the popular PyPI and npm packages and a few
-# acronyms), so they stay topics: "prefect", "proceeds", "Greta", "stoop", "not quiet", "lte".
+# acronyms; for a slip of the keys, reply_lookalikes.py, and here the packages and terms a
+# review found), so they stay topics: "prefect", "proceeds", "Greta", "stoop", "not quiet", "lte".
 NOT_MISSPELT = """
+    aead gopd gping helo iops kops zhead
     abd afr agrede albright alight anh bda beet bein bett booth certainty cetro cheres colo
     contenue contigue continued continuel continues continuo corning corrects ebt elt esc
     ese est fari farr fiar fra fro garee gerat godo gott greta gto hye imessage ince kok lal
@@ -244,6 +247,12 @@ def slip_forms() -> set[str]:
     return {f for f in forms if f not in vocabulary.words and f not in STOP_WORDS}
 
 
+def slip_forms_digest() -> str:
+    """A digest of `slip_forms()`: reply_lookalikes.py was written for the lists while it is
+    the one that file holds."""
+    return hashlib.sha256(" ".join(sorted(slip_forms())).encode()).hexdigest()[:16]
+
+
 def _one_dropped(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
@@ -271,7 +280,8 @@ def _near_forms(word: str) -> frozenset[str]:
         for k in word[max(i - 1, 0) : i + 1]
         for c in k + _KEYS_BESIDE.get(k, "")
     }
-    return frozenset(_one_dropped(word) | added | _slipped(word))
+    # the word with an s is its plural or its verb's ("gotchas", "maybes"), no misspelling
+    return frozenset(_one_dropped(word) | added | _slipped(word)) - {f"{word}s"}
 
 
 @cache  # called with the lists' words alone
@@ -335,14 +345,15 @@ def _phrase_at(words: list[str], i: int, vocabulary: _Vocabulary) -> int:
         if said == phrase or _one_misspelt(said, phrase, vocabulary):
             found = len(phrase)
             break
-    if i + 1 < len(words):
+    if i + 1 < len(words) and _may_be_misspelt(words[i], vocabulary):  # once, not per phrase
         for phrase in vocabulary.phrases_by_second.get(words[i + 1], ()):
             if len(phrase) <= found:
                 break
             if (
-                tuple(words[i + 1 : i + len(phrase)]) == phrase[1:]
+                abs(len(words[i]) - len(phrase[0])) <= 1  # no misspelling moves it further
+                and tuple(words[i + 1 : i + len(phrase)]) == phrase[1:]
                 and words[i] != phrase[0]
-                and _misspelt_as(words[i], phrase[0], vocabulary)
+                and _remembered_misspelt_as(words[i], phrase[0])
             ):
                 return len(phrase)
     return found
@@ -363,13 +374,9 @@ def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
     """Whether `typed` is a phrase's `word` misspelt, by the rules of `_misspelt`; two letters
     swapped of a word of three letters too, as the rest of the phrase says which word it is.
     A word of the lists or a stop word is no misspelling ("bene" swapped is "been")."""
-    if len(word) < _PHRASE_SWAP_LENGTH or len(typed) > _LONGEST_TYPO or not typed.isascii():
+    if len(word) < _PHRASE_SWAP_LENGTH or not _may_be_misspelt(typed, vocabulary):
         return False
-    if typed in vocabulary.not_misspelt or typed in vocabulary.words or typed in STOP_WORDS:
-        return False
-    if typed in STEERING_WORDS or typed in UNLESS_ASKED:
-        return False
-    if word in _one_undoubled(typed):  # "nicee work", "thankss a lot"
+    if len(typed) == len(word) + 1 and word in _one_undoubled(typed):  # "nicee work"
         return True
     if len(word) >= _TYPO_LENGTH:
         return _one_edit_apart(typed, word)
@@ -377,7 +384,40 @@ def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
         return True
     if len(word) == _SHORT_LENGTH + 1 and typed in _slipped(word):  # "nixe one", "looks gpod"
         return True
-    return typed in _two_swapped(word)
+    return _swapped_once(typed, word)
+
+
+@lru_cache(maxsize=4096)  # a long reply asks it of the same word for each phrase, often
+def _remembered_misspelt_as(typed: str, word: str) -> bool:
+    return _misspelt_as(typed, word, _vocabulary())
+
+
+def _may_be_misspelt(typed: str, vocabulary: _Vocabulary) -> bool:
+    """Whether `typed` may be some phrase word misspelt: not too long, and no word that is
+    known as itself."""
+    return (
+        len(typed) <= _LONGEST_TYPO
+        and typed.isascii()
+        and typed not in vocabulary.not_misspelt
+        and typed not in vocabulary.words
+        and typed not in STOP_WORDS
+        and typed not in STEERING_WORDS
+        and typed not in UNLESS_ASKED
+    )
+
+
+def _swapped_once(typed: str, word: str) -> bool:
+    """Whether `typed` is `word` with two adjacent letters swapped (no set is built: this is
+    asked of each word of a long reply, for each phrase it may belong to)."""
+    if len(typed) != len(word):
+        return False
+    apart = [i for i, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
+    return (
+        len(apart) == 2
+        and apart[1] == apart[0] + 1
+        and typed[apart[0]] == word[apart[1]]
+        and typed[apart[1]] == word[apart[0]]
+    )
 
 
 def _asks(words: list[str]) -> bool:
@@ -435,15 +475,8 @@ def _one_edit_apart(typed: str, word: str) -> bool:
     """Whether `typed` is `word` with one letter dropped, added or changed, or two adjacent
     letters swapped."""
     if len(typed) == len(word):
-        apart = [i for i, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
-        if len(apart) == 1:
-            return True
-        return (
-            len(apart) == 2
-            and apart[1] == apart[0] + 1
-            and typed[apart[0]] == word[apart[1]]
-            and typed[apart[1]] == word[apart[0]]
-        )
+        apart = sum(a != b for a, b in zip(typed, word, strict=True))
+        return apart == 1 or _swapped_once(typed, word)
     shorter, longer = sorted((typed, word), key=len)
     if len(longer) - len(shorter) != 1:
         return False

@@ -216,8 +216,7 @@ class DirState:
         # A memory whose text names no date (written by hand, by Claude Code, by quick-add) is
         # dated by its file's last write, as its staleness is: "what did we decide yesterday?"
         # finds it. Not a team memory: its file's time is when it was synced, not written.
-        # Any case: on a case-insensitive file system the sync writes into a "Team/" folder.
-        by_file = when is None and key.split("/", 1)[0].casefold() != TEAM_DIR
+        by_file = when is None and not header.team
         if by_file:
             when = _file_day(stamp[0])
         self.index.upsert(
