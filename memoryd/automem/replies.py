@@ -21,6 +21,15 @@ from functools import cache, lru_cache
 
 from memoryd.automem.analysis import STOP_WORDS, fold
 from memoryd.automem.reply_lookalikes import LOOKALIKE_WORDS
+from memoryd.automem.typos import (
+    near_forms,
+    one_dropped,
+    one_edit_apart,
+    one_undoubled,
+    slipped,
+    swapped_once,
+    two_swapped,
+)
 
 # Words that are replies wherever they stand: assent, refusal, thanks, praise, go on, stop,
 # undo, hesitation, greetings; folded (lower case, no accents). A word that could name a topic
@@ -119,27 +128,6 @@ _SHORT_LENGTH = 3
 # Conversation words this long may lose a letter, gain one or hit a key beside the right one
 # ("sory", "thnks", "greaat", "thamks"); a shorter word's such forms are too often words.
 _NEAR_LENGTHS = range(5, _TYPO_LENGTH)
-_KEYBOARD = ("qwertyuiop", "asdfghjkl", "zxcvbnm")  # each row sits half a key right of the last
-
-
-def _keys_beside(row: int, i: int) -> str:
-    """The keys around the `i`th of keyboard row `row`: a finger slips to one of them."""
-    around = [
-        (row, i - 1),
-        (row, i + 1),
-        (row - 1, i),
-        (row - 1, i + 1),
-        (row + 1, i - 1),
-        (row + 1, i),
-    ]
-    return "".join(
-        _KEYBOARD[r][j] for r, j in around if 0 <= r < len(_KEYBOARD) and 0 <= j < len(_KEYBOARD[r])
-    )
-
-
-_KEYS_BESIDE = {
-    key: _keys_beside(r, i) for r, keys in enumerate(_KEYBOARD) for i, key in enumerate(keys)
-}
 _LONGEST_TYPO = 12  # letters: "absolutely" and one more, with room; longer is not tried
 # A query that opens with one of these asks a question ("was it approved?").
 ASKING_OPENERS = "is was are were did does do has have had can could will would should"
@@ -182,7 +170,7 @@ class _Vocabulary:
     # two letters swapped
     dropped: dict[str, tuple[str, ...]]
     swapped: frozenset[str]
-    near: frozenset[str]  # each `_NEAR_LENGTHS` word's `_near_forms`
+    near: frozenset[str]  # each `_NEAR_LENGTHS` word's `near_forms`
     # misspellings that count only beside replies: three-letter English conversation words
     # with two letters swapped ("yse", "pls" → "psl"), four-letter ones with a key slipped
     # ("gpod", "yeag")
@@ -206,16 +194,16 @@ def _vocabulary() -> _Vocabulary:
     beside_replies: set[str] = set()
     for word in english:
         if len(word) >= _TYPO_LENGTH:
-            for key in {word} | _one_dropped(word):
+            for key in {word} | one_dropped(word):
                 dropped[key] = (*dropped.get(key, ()), word)
         elif len(word) >= _SWAP_LENGTH:
-            swapped |= _two_swapped(word)
+            swapped |= two_swapped(word)
             if len(word) in _NEAR_LENGTHS:
-                near |= _near_forms(word)
+                near |= near_forms(word)
             elif len(word) == _SHORT_LENGTH + 1:
-                beside_replies |= _slipped(word)
+                beside_replies |= slipped(word)
         elif len(word) == _SHORT_LENGTH:
-            beside_replies |= _two_swapped(word)
+            beside_replies |= two_swapped(word)
     return _Vocabulary(
         frozenset(fold(w) for w in (ENGLISH_WORDS + OTHER_WORDS).split()),
         phrases,
@@ -233,7 +221,7 @@ def _vocabulary() -> _Vocabulary:
 
 def slip_forms() -> set[str]:
     """Every form a conversation word or a phrase's word takes by a slip of the keys
-    (`_near_forms`, `_slipped`) that is not itself a word of the lists: what
+    (`near_forms`, `slipped`) that is not itself a word of the lists: what
     scripts/make_reply_lookalikes.py looks for among real words."""
     vocabulary = _vocabulary()
     words = set(vocabulary.english)
@@ -241,9 +229,9 @@ def slip_forms() -> set[str]:
     forms: set[str] = set()
     for word in words:
         if len(word) in _NEAR_LENGTHS:
-            forms |= _near_forms(word)
+            forms |= near_forms(word)
         elif len(word) == _SHORT_LENGTH + 1:
-            forms |= _slipped(word)
+            forms |= slipped(word)
     return {f for f in forms if f not in vocabulary.words and f not in STOP_WORDS}
 
 
@@ -251,49 +239,6 @@ def slip_forms_digest() -> str:
     """A digest of `slip_forms()`: reply_lookalikes.py was written for the lists while it is
     the one that file holds."""
     return hashlib.sha256(" ".join(sorted(slip_forms())).encode()).hexdigest()[:16]
-
-
-def _one_dropped(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
-
-
-def _one_undoubled(word: str) -> set[str]:
-    """`word` with a doubled vowel, or its doubled last letter, written once ("lookss" →
-    "looks", "noo" → "no"), when three letters or more are left."""
-    if len(word) < 4 and word[-1:] not in "aeiouy":
-        return set()  # "tty", "npp": a name, not "ty" or "np" misspelt
-    return {
-        word[:i] + word[i + 1 :]
-        for i in range(len(word) - 1)
-        if word[i] == word[i + 1] and (word[i] in "aeiouy" or i == len(word) - 2)
-    }
-
-
-@cache  # called with the lists' words alone
-def _near_forms(word: str) -> frozenset[str]:
-    """`word` with a letter dropped, one added beside a key it is next to, or one changed to a
-    key beside it."""
-    # an added letter is one struck with a letter beside it: the same, or a key beside it
-    added = {
-        word[:i] + c + word[i:]
-        for i in range(len(word) + 1)
-        for k in word[max(i - 1, 0) : i + 1]
-        for c in k + _KEYS_BESIDE.get(k, "")
-    }
-    # the word with an s is its plural or its verb's ("gotchas", "maybes"), no misspelling
-    return frozenset(_one_dropped(word) | added | _slipped(word)) - {f"{word}s"}
-
-
-@cache  # called with the lists' words alone
-def _slipped(word: str) -> frozenset[str]:
-    """`word` with one letter changed to a key beside it."""
-    return frozenset(
-        word[:i] + c + word[i + 1 :] for i, k in enumerate(word) for c in _KEYS_BESIDE.get(k, "")
-    )
-
-
-def _two_swapped(word: str) -> set[str]:
-    return {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
 
 
 def names_no_topic(text: str) -> bool:
@@ -376,15 +321,15 @@ def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
     A word of the lists or a stop word is no misspelling ("bene" swapped is "been")."""
     if len(word) < _PHRASE_SWAP_LENGTH or not _may_be_misspelt(typed, vocabulary):
         return False
-    if len(typed) == len(word) + 1 and word in _one_undoubled(typed):  # "nicee work"
+    if len(typed) == len(word) + 1 and word in one_undoubled(typed):  # "nicee work"
         return True
     if len(word) >= _TYPO_LENGTH:
-        return _one_edit_apart(typed, word)
-    if len(word) in _NEAR_LENGTHS and typed in _near_forms(word):  # "maks sense", "nevr mind"
+        return one_edit_apart(typed, word)
+    if len(word) in _NEAR_LENGTHS and typed in near_forms(word):  # "maks sense", "nevr mind"
         return True
-    if len(word) == _SHORT_LENGTH + 1 and typed in _slipped(word):  # "nixe one", "looks gpod"
+    if len(word) == _SHORT_LENGTH + 1 and typed in slipped(word):  # "nixe one", "looks gpod"
         return True
-    return _swapped_once(typed, word)
+    return swapped_once(typed, word)
 
 
 @lru_cache(maxsize=4096)  # a long reply asks it of the same word for each phrase, often
@@ -403,20 +348,6 @@ def _may_be_misspelt(typed: str, vocabulary: _Vocabulary) -> bool:
         and typed not in STOP_WORDS
         and typed not in STEERING_WORDS
         and typed not in UNLESS_ASKED
-    )
-
-
-def _swapped_once(typed: str, word: str) -> bool:
-    """Whether `typed` is `word` with two adjacent letters swapped (no set is built: this is
-    asked of each word of a long reply, for each phrase it may belong to)."""
-    if len(typed) != len(word):
-        return False
-    apart = [i for i, (a, b) in enumerate(zip(typed, word, strict=True)) if a != b]
-    return (
-        len(apart) == 2
-        and apart[1] == apart[0] + 1
-        and typed[apart[0]] == word[apart[1]]
-        and typed[apart[1]] == word[apart[0]]
     )
 
 
@@ -456,7 +387,7 @@ def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
         return False
     # a vowel or the last letter doubled, of a word of three letters or more ("yess",
     # "lookss", "helloo"; not "tty", nor "nvvm")
-    if any(s in vocabulary.english for s in _one_undoubled(word)):
+    if any(s in vocabulary.english for s in one_undoubled(word)):
         return True
     if len(word) < _SWAP_LENGTH:
         return False
@@ -467,23 +398,8 @@ def _misspelt(word: str, vocabulary: _Vocabulary) -> bool:
     # one letter dropped from each may match words two letters apart ("reactly", "exactly"):
     # the candidates are checked
     dropped = vocabulary.dropped
-    candidates = {c for key in {word} | _one_dropped(word) for c in dropped.get(key, ())}
-    return any(_one_edit_apart(word, c) for c in candidates)
-
-
-def _one_edit_apart(typed: str, word: str) -> bool:
-    """Whether `typed` is `word` with one letter dropped, added or changed, or two adjacent
-    letters swapped."""
-    if len(typed) == len(word):
-        apart = sum(a != b for a, b in zip(typed, word, strict=True))
-        return apart == 1 or _swapped_once(typed, word)
-    shorter, longer = sorted((typed, word), key=len)
-    if len(longer) - len(shorter) != 1:
-        return False
-    i = next(
-        (i for i, (a, b) in enumerate(zip(shorter, longer, strict=False)) if a != b), len(shorter)
-    )
-    return shorter[i:] == longer[i + 1 :]
+    candidates = {c for key in {word} | one_dropped(word) for c in dropped.get(key, ())}
+    return any(one_edit_apart(word, c) for c in candidates)
 
 
 def _as_said(word: str, known: frozenset[str]) -> str:
