@@ -141,7 +141,6 @@ class _Doc:
     tfs: dict[str, tuple[int, int, int]]
     when: date | None
     bigrams: frozenset[str]
-    dated_by_file: bool = False  # `when` is the file's last write, the text naming no date
 
 
 # Average field lengths are frozen until they drift this much (relative), so cached
@@ -275,9 +274,7 @@ class RecallIndex:
             self._day_arrays.pop(when.toordinal(), None)
         assert self._lengths is not None  # `_make_room` made it
         self._lengths[slot] = lengths
-        self._docs[key] = _Doc(
-            slot, lengths, tfs, when, bigrams, dated_by_file and when is not None
-        )
+        self._docs[key] = _Doc(slot, lengths, tfs, when, bigrams)
         if mentions_time(f"{description}\n{body}"):
             self._timed.add(slot)
         for term, tf in tfs.items():
@@ -609,7 +606,7 @@ class RecallIndex:
     def dated_by_file(self, key: str) -> bool:
         """Whether the memory's date is its file's last write (its text names none)."""
         doc = self._docs.get(key)
-        return doc is not None and doc.dated_by_file
+        return doc is not None and bool(self._by_file[doc.slot])
 
     def feedback_terms(self, lexical: LexicalScores) -> dict[str, tuple[str, ...]]:
         """The terms pseudo-relevance feedback added to the query, each with the keys of the

@@ -226,13 +226,17 @@ def slip_forms() -> set[str]:
     vocabulary = _vocabulary()
     words = set(vocabulary.english)
     words.update(w for phrases in vocabulary.phrases.values() for p in phrases for w in p)
-    forms: set[str] = set()
-    for word in words:
-        if len(word) in _NEAR_LENGTHS:
-            forms |= near_forms(word)
-        elif len(word) == _SHORT_LENGTH + 1:
-            forms |= slipped(word)
+    forms = {form for word in words for form in _slips_of(word)}
     return {f for f in forms if f not in vocabulary.words and f not in STOP_WORDS}
+
+
+def _slips_of(word: str) -> frozenset[str]:
+    """The slips of the keys that may be `word` (of a four-letter word, only beside replies)."""
+    if len(word) in _NEAR_LENGTHS:
+        return near_forms(word)  # "maks sense", "nevr mind"
+    if len(word) == _SHORT_LENGTH + 1:
+        return slipped(word)  # "nixe one", "looks gpod"
+    return frozenset()
 
 
 def slip_forms_digest() -> str:
@@ -325,11 +329,7 @@ def _misspelt_as(typed: str, word: str, vocabulary: _Vocabulary) -> bool:
         return True
     if len(word) >= _TYPO_LENGTH:
         return one_edit_apart(typed, word)
-    if len(word) in _NEAR_LENGTHS and typed in near_forms(word):  # "maks sense", "nevr mind"
-        return True
-    if len(word) == _SHORT_LENGTH + 1 and typed in slipped(word):  # "nixe one", "looks gpod"
-        return True
-    return swapped_once(typed, word)
+    return typed in _slips_of(word) or swapped_once(typed, word)
 
 
 @lru_cache(maxsize=4096)  # a long reply asks it of the same word for each phrase, often
