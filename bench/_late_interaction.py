@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from memoryd.automem.embeddings import late_interaction as li
-from memoryd.automem.ranker import LexicalScores, RecallIndex, Semantic
+from memoryd.automem.recall.ranker import LexicalScores, RecallIndex, Semantic
 
 Arrays = dict[str, np.ndarray]
 

@@ -313,8 +313,8 @@ def score(
     fusing late interaction over the token vectors when `late`, else pooled cosines.
     `rerank` (cross-encoder, depth, weight): the best `depth` reordered by the z-score of the
     cross-encoder's logit plus `weight` × the z-score of the hybrid's own score."""
-    from memoryd.automem.dates import first_date
-    from memoryd.automem.ranker import RankerParams, RecallIndex
+    from memoryd.automem.recall.dates import first_date
+    from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
     got: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     dense = 0

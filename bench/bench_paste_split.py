@@ -33,7 +33,7 @@ from typing import Any
 from _harness import REPO, eval_dir  # also puts the repository on sys.path
 from bench_recall_pasted import SETS
 
-from memoryd.automem import pasted
+from memoryd.automem.recall import pasted
 
 Splitter = Callable[[str], Any]  # text -> a Prompt (written, pasted)
 
@@ -80,12 +80,17 @@ def locomo_prompts() -> Iterator[str]:
 
 def splitter_at(rev: str) -> Splitter:
     """`split_prompt` as commit `rev` wrote it (pasted.py imports nothing of memoryd)."""
-    source = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{rev}:memoryd/automem/pasted.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    source = ""
+    # Where pasted.py was at `rev`: automem/recall/ since session 14, automem/ before.
+    for where in ("memoryd/automem/recall/pasted.py", "memoryd/automem/pasted.py"):
+        shown = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:{where}"], capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            source = shown.stdout
+            break
+    if not source:
+        raise SystemExit(f"{rev}: no pasted.py in memoryd/automem/ or memoryd/automem/recall/")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pasted_then.py"
         path.write_text(source, encoding="utf-8")

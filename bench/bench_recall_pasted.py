@@ -4,7 +4,7 @@ A prompt to a coding agent is often a line of prose over a block of code, a stac
 log or a shell session. The block's words are those of any code ("line", "user", "value",
 "return"), and in a directory of a few hundred memories each of them names some memory. The
 ranker weighs the lines the user pasted apart from the lines they wrote
-(`memoryd/automem/pasted.py`, `RankerParams.pasted_weight` and `pasted_min_terms`); this bench
+(`memoryd/automem/recall/pasted.py`, `RankerParams.pasted_weight` and `pasted_min_terms`); this bench
 measures it on the coding memories of bench_recall_precision.py, alone (20) and with one
 LoCoMo conversation's memories beside them (344, when ../shared/eval/ is there):
 
@@ -305,7 +305,7 @@ SETS = {  # label: (about none, about one, by paste)
 def main() -> int:
     with process_home("mdb-pasted-") as work:
         from memoryd.automem.embeddings.semantic import SemanticRecall
-        from memoryd.automem.ranker import RankerParams, RecallIndex
+        from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
         semantic = SemanticRecall()
         hybrid = semantic.wanted

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memoryd.automem.embeddings.semantic import SemanticRecall
-    from memoryd.automem.ranker import RecallIndex
+    from memoryd.automem.recall.ranker import RecallIndex
 
 from _harness import process_home  # also puts the repository on sys.path
 from reply_sets import REPLIES
@@ -162,8 +162,8 @@ ABOUT_NONE = [
 def main() -> int:
     with process_home("mdb-precision-") as work:
         from memoryd.automem.embeddings.semantic import SemanticRecall
-        from memoryd.automem.ranker import RankerParams, RecallIndex
-        from memoryd.automem.replies import names_no_topic
+        from memoryd.automem.recall.ranker import RankerParams, RecallIndex
+        from memoryd.automem.recall.replies import names_no_topic
 
         semantic = SemanticRecall()
         if not semantic.wanted:

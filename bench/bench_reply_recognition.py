@@ -28,9 +28,9 @@ from _harness import eval_dir  # also puts the repository on sys.path
 from bench_recall_pasted import SETS
 from bench_recall_precision import ABOUT_NONE, ABOUT_ONE, BY_TERM
 
-from memoryd.automem.analysis import STOP_WORDS, fold
-from memoryd.automem.recall_query import query_excerpt
-from memoryd.automem.replies import names_no_topic
+from memoryd.automem.recall.analysis import STOP_WORDS, fold
+from memoryd.automem.recall.query import query_excerpt
+from memoryd.automem.recall.replies import names_no_topic
 
 # Session 8's recogniser, side by side: a reply was a query whose words were all these or
 # stop words, with one of these at least (or no word at all).

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _late_interaction import Arrays, LateScores, token_arrays
 from bench_recall_locomo import DEV, Memory, Query, eval_dir, hits, load
 
-from memoryd.automem.dates import first_date
-from memoryd.automem.ranker import RankerParams, RecallIndex
+from memoryd.automem.recall.dates import first_date
+from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
 GRID: dict[str, list[float]] = {
     "k1": [0.6, 0.9, 1.2],

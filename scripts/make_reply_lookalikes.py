@@ -1,5 +1,5 @@
-"""Writes memoryd/automem/reply_lookalikes.py: the real words that a conversation word with a
-slip of the keys looks like ("sound" for "sounds", "mice" for "nice", "scrape" for "scrap"),
+"""Writes memoryd/automem/recall/reply_lookalikes.py: the real words that a conversation word
+with a slip of the keys looks like ("sound" for "sounds", "mice" for "nice", "scrape" for "scrap"),
 so that `replies.names_no_topic` reads them as topics, not as misspelt replies.
 
 Real words are wordfreq's 50,000 commonest in English, French, Spanish, German, Portuguese and
@@ -16,9 +16,15 @@ from pathlib import Path
 
 import wordfreq
 
-from memoryd.automem.replies import slip_forms, slip_forms_digest
+from memoryd.automem.recall.replies import slip_forms, slip_forms_digest
 
-TARGET = Path(__file__).resolve().parent.parent / "memoryd" / "automem" / "reply_lookalikes.py"
+TARGET = (
+    Path(__file__).resolve().parent.parent
+    / "memoryd"
+    / "automem"
+    / "recall"
+    / "reply_lookalikes.py"
+)
 LANGUAGES = ("en", "fr", "es", "de", "pt", "it")
 COMMONEST = 50_000
 # Real words that are replies all the same: laughter, and a misspelling common enough to count.

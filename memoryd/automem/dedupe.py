@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memoryd.automem.analysis import raw_tokens
+from memoryd.automem.recall.analysis import raw_tokens
 
 JACCARD_THRESHOLD = 0.8
 RATIO_THRESHOLD = 0.9

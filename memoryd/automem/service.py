@@ -29,9 +29,9 @@ from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import index_file, index_path, is_team, read_index
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
-from memoryd.automem.ranker import LexicalScores, RankerParams, RecallIndex, Semantic
-from memoryd.automem.recall_explain import Why, explain
-from memoryd.automem.recall_query import query_excerpt
+from memoryd.automem.recall.explain import Why, explain
+from memoryd.automem.recall.query import query_excerpt
+from memoryd.automem.recall.ranker import LexicalScores, RankerParams, RecallIndex, Semantic
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import WORKER, DirStates, Spawn, on_loop
@@ -50,7 +50,7 @@ OPEN_DIRS_TTL = 2.0  # seconds a too-open-folders report is reused by `status`
 
 @dataclass(frozen=True)
 class Ranking:
-    """What the local ranker returned for a query, and what it ranked by (`recall_explain`)."""
+    """What the local ranker returned for a query, and what it ranked by (`recall/explain.py`)."""
 
     headers: list[MemoryHeader]
     memory_dir: Path
@@ -61,7 +61,7 @@ class Ranking:
     floors: bool = True  # whether the ranking applied the relevance floors to the cosines
 
     def why(self, headers: list[MemoryHeader]) -> dict[str, Why]:
-        """What the ranker saw in each of `headers` (`recall_explain.explain`; those it
+        """What the ranker saw in each of `headers` (`recall.explain.explain`; those it
         returned, or those a model chose), by path."""
         keys = {
             str(h.path): h.path.relative_to(self.memory_dir).as_posix()

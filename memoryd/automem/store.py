@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from memoryd.automem.dates import first_date
 from memoryd.automem.dedupe import Candidate, memory_text
 from memoryd.automem.embeddings.semantic import embedding_text
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.naming import is_index_name
-from memoryd.automem.ranker import RankerParams, RecallIndex
+from memoryd.automem.recall.dates import first_date
+from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 from memoryd.fsutil import read_regular_file
 
 TEAM_DIR = "team"

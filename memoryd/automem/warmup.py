@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from memoryd.automem.ranker import RankerParams
+from memoryd.automem.recall.ranker import RankerParams
 from memoryd.automem.store import DirState, scan_changes, scan_tree
 
 WORKER = "automem"

@@ -23,8 +23,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memoryd.automem.context import automem_index
+from memoryd.automem.recall.surfaced import SurfacedMemories
 from memoryd.automem.service import AutoMemory
-from memoryd.automem.surfaced import SurfacedMemories
 from memoryd.core.host import Closable
 from memoryd.core.project import Project
 from memoryd.core.turn import Turn

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from memoryd.automem.embeddings.cosine_scale import REFERENCE, UNRELATED, CosineScale, measure
-from memoryd.automem.ranker import RecallIndex
+from memoryd.automem.recall.ranker import RecallIndex
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

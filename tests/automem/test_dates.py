@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memoryd.automem.dates import (
+from memoryd.automem.recall.dates import (
     DateQuery,
     asks_when,
     first_date,

@@ -195,7 +195,7 @@ def test_nothing_heavy_is_imported_without_embeddings() -> None:
     import sys
 
     code = (
-        "import sys, memoryd.daemon.methods, memoryd.automem.service, memoryd.automem.recall;"
+        "import sys, memoryd.daemon.methods, memoryd.automem.service, memoryd.automem.recall.pick;"
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx', 'huggingface_hub')"
         " if m in sys.modules))"
     )

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from memoryd.automem.recall import NO_TOPIC
+from memoryd.automem.recall.pick import NO_TOPIC
 from tests.automem.conftest import file_day
 from tests.conftest import DaemonHandle
 

@@ -1,10 +1,10 @@
-"""Which lines of a prompt the user wrote and which they pasted (`automem/pasted.py`)."""
+"""Which lines of a prompt the user wrote and which they pasted (`automem/recall/pasted.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memoryd.automem.pasted import split_prompt
+from memoryd.automem.recall.pasted import split_prompt
 
 TRACEBACK = """Traceback (most recent call last):
   File "/home/me/app/server.py", line 88, in handle_request

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.automem.analysis import terms
-from memoryd.automem.ranker import RankerParams, RecallIndex
+from memoryd.automem.recall.analysis import terms
+from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
 
 def test_terms_stem_and_drop_stop_words() -> None:
@@ -141,7 +141,7 @@ def test_a_prompt_that_is_all_paste_is_still_ranked() -> None:
 
 
 def test_ten_thousand_identical_memories() -> None:
-    from memoryd.automem.ranker import RecallIndex
+    from memoryd.automem.recall.ranker import RecallIndex
 
     index = RecallIndex()
     for i in range(10_000):
@@ -153,7 +153,7 @@ def test_ten_thousand_identical_memories() -> None:
 
 
 def test_memory_without_description_is_found() -> None:
-    from memoryd.automem.ranker import RecallIndex
+    from memoryd.automem.recall.ranker import RecallIndex
 
     index = RecallIndex()
     index.upsert("a.md", "a", "", "the staging database lives on db-staging")
@@ -275,7 +275,7 @@ def test_removals_that_move_the_average_lengths_rank_like_a_fresh_index() -> Non
 
 _SEEDED_SEARCH = """
 import json, random
-from memoryd.automem.ranker import RecallIndex
+from memoryd.automem.recall.ranker import RecallIndex
 rng = random.Random(7)
 words = [f"w{i}" for i in range(300)]
 index = RecallIndex()

@@ -7,8 +7,8 @@ from datetime import date
 
 import numpy as np
 
-from memoryd.automem.analysis import query_terms
-from memoryd.automem.ranker import RankerParams, RecallIndex
+from memoryd.automem.recall.analysis import query_terms
+from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
 PLAIN = RankerParams(
     prf_weight=0.0,

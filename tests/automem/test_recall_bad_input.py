@@ -59,7 +59,7 @@ async def test_a_1mb_query_is_refused_and_one_at_the_cap_answered(
     # At the cap, 20,000 distinct words: an answer, ranked by the query's start and end (the
     # ranker runs on the event loop and its cost grows with the words), where a prompt
     # usually says what it wants; "tea" in the middle is not read.
-    # Words of letters alone: 20,000 like "w123" would read as a pasted block (automem/pasted.py).
+    # Words of letters alone: 20,000 like "w123" would read as a pasted block (automem/recall/pasted.py).
     letters = itertools.product(string.ascii_lowercase, repeat=4)
     words = " ".join("".join(w) for w in itertools.islice(letters, 20_000))[:48_000]
     middle = f"{words} tea {words}"

@@ -9,9 +9,9 @@ from datetime import date
 import numpy as np
 import pytest
 
-from memoryd.automem.analysis import terms
-from memoryd.automem.ranker import RankerParams, RecallIndex
-from memoryd.automem.recall_explain import Why, explain, held_words
+from memoryd.automem.recall.analysis import terms
+from memoryd.automem.recall.explain import Why, explain, held_words
+from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import recall as recall_mod
-from memoryd.automem import recall_query
+from memoryd.automem.recall import pick as recall_mod
+from memoryd.automem.recall import query as recall_query
 from tests.automem.conftest import file_day, memory_text, write_memory
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, slow, text_reply

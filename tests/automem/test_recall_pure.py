@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import memfile, quickadd, quickguess, recall
+from memoryd.automem import memfile, quickadd, quickguess
 from memoryd.automem.manifest import MemoryHeader, format_manifest
+from memoryd.automem.recall import pick as recall
 
 
 def test_staleness_threshold() -> None:

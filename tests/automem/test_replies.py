@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.automem.recall_query import query_excerpt
-from memoryd.automem.replies import names_no_topic, slip_forms, slip_forms_digest
-from memoryd.automem.reply_lookalikes import FORMS_DIGEST, LOOKALIKE_WORDS
+from memoryd.automem.recall.query import query_excerpt
+from memoryd.automem.recall.replies import names_no_topic, slip_forms, slip_forms_digest
+from memoryd.automem.recall.reply_lookalikes import FORMS_DIGEST, LOOKALIKE_WORDS
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.automem.typos import (
+from memoryd.automem.recall.typos import (
     near_forms,
     one_dropped,
     one_edit_apart,

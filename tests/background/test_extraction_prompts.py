@@ -7,7 +7,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memoryd.automem.dates import SESSION_DATE_LABEL
 from memoryd.automem.extraction import MANIFEST_LIMIT, Extraction
 from memoryd.automem.extraction_prompts import (
     count_breakpoints,
@@ -16,6 +15,7 @@ from memoryd.automem.extraction_prompts import (
     reuse_messages,
 )
 from memoryd.automem.manifest import MemoryHeader
+from memoryd.automem.recall.dates import SESSION_DATE_LABEL
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field
 
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
-from memoryd.automem.recall import MAX_RECALL, recall
+from memoryd.automem.recall.pick import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import MemoryType
 from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write

@@ -17,14 +17,14 @@ import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.memfile import MAX_FILE_BYTES
-from memoryd.automem.recall_query import query_excerpt
-from memoryd.automem.replies import names_no_topic
+from memoryd.automem.recall.query import query_excerpt
+from memoryd.automem.recall.replies import names_no_topic
 from memoryd.fsutil import read_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
 
 if TYPE_CHECKING:
-    from memoryd.automem.recall_explain import Why
+    from memoryd.automem.recall.explain import Why
     from memoryd.automem.service import AutoMemory, Ranking
     from memoryd.core.project import Project
     from memoryd.llm.client import ModelClient
@@ -157,7 +157,7 @@ async def recall(
     explain: bool = False,
 ) -> dict[str, Any]:
     """At most `limit` memories for `query`; with `explain`, each says what the local ranker
-    saw in it (`why`: `recall_explain.Why`), whoever chose it."""
+    saw in it (`why`: `explain.Why`), whoever chose it."""
     limit = max(1, min(limit, MAX_RECALL))
     if names_no_topic(query_excerpt(query)):
         # Auto memory off, or a forbidden dir: the error any query gets. And the dir (and the

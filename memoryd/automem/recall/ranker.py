@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from memoryd.automem import analysis
-from memoryd.automem.analysis import terms
-from memoryd.automem.dates import (
+from memoryd.automem.recall import analysis
+from memoryd.automem.recall.analysis import terms
+from memoryd.automem.recall.dates import (
     DateQuery,
     asks_when,
     mentions_time,
@@ -35,7 +35,7 @@ from memoryd.automem.dates import (
     relative_event,
     without_date_label,
 )
-from memoryd.automem.pasted import Prompt, split_prompt
+from memoryd.automem.recall.pasted import Prompt, split_prompt
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from memoryd.automem.analysis import STOP_WORDS, fold
-from memoryd.automem.reply_lookalikes import LOOKALIKE_WORDS
-from memoryd.automem.typos import (
+from memoryd.automem.recall.analysis import STOP_WORDS, fold
+from memoryd.automem.recall.reply_lookalikes import LOOKALIKE_WORDS
+from memoryd.automem.recall.typos import (
     near_forms,
     one_dropped,
     one_edit_apart,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.automem.analysis import raw_tokens, terms
+from memoryd.automem.recall.analysis import raw_tokens, terms
 
 if TYPE_CHECKING:
-    from memoryd.automem.ranker import LexicalScores, RecallIndex, Semantic
+    from memoryd.automem.recall.ranker import LexicalScores, RecallIndex, Semantic
 
 
 @dataclass(frozen=True)
