@@ -16,15 +16,10 @@ from pathlib import Path
 
 import wordfreq
 
+from memoryd.automem.recall import reply_lookalikes
 from memoryd.automem.recall.replies import slip_forms, slip_forms_digest
 
-TARGET = (
-    Path(__file__).resolve().parent.parent
-    / "memoryd"
-    / "automem"
-    / "recall"
-    / "reply_lookalikes.py"
-)
+TARGET = Path(reply_lookalikes.__file__)  # the module rewritten, wherever it was moved to
 LANGUAGES = ("en", "fr", "es", "de", "pt", "it")
 COMMONEST = 50_000
 # Real words that are replies all the same: laughter, and a misspelling common enough to count.

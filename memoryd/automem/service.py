@@ -61,7 +61,7 @@ class Ranking:
     floors: bool = True  # whether the ranking applied the relevance floors to the cosines
 
     def why(self, headers: list[MemoryHeader]) -> dict[str, Why]:
-        """What the ranker saw in each of `headers` (`recall.explain.explain`; those it
+        """What the ranker saw in each of `headers` (`recall/explain.py`; those it
         returned, or those a model chose), by path."""
         keys = {
             str(h.path): h.path.relative_to(self.memory_dir).as_posix()
