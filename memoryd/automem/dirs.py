@@ -15,6 +15,7 @@ from pathlib import Path
 from memoryd import paths
 from memoryd.automem import location
 from memoryd.automem.settings_cache import SettingsCache
+from memoryd.automem.store import TEAM_DIR, is_team_folder
 from memoryd.core.project import Project
 from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
 
@@ -91,5 +92,8 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
         raise InvalidParams(f"path: memory files end in .md, got {lexical.name!r}")
     if must_exist and not lexical.is_file():
         raise NotFound(f"no memory file {lexical}")
-    key = lexical.relative_to(base).as_posix()
-    return lexical, key
+    first, *rest = lexical.relative_to(base).parts
+    if rest and is_team_folder(base, first):
+        first = TEAM_DIR  # `Team/x.md` on a case-insensitive filesystem: the store's key
+        lexical = base.joinpath(first, *rest)
+    return lexical, "/".join((first, *rest))

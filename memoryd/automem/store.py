@@ -39,6 +39,21 @@ Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
 
 
+def is_team_folder(memory_dir: Path, name: str) -> bool:
+    """Whether the folder `name` in `memory_dir` is its `team/`: that name, or a case variant
+    of it that is the same folder (`Team/` on a case-insensitive filesystem: macOS, Windows),
+    not a link to it. On a case-sensitive one `Team/` is another folder, as for Claude Code."""
+    if name == TEAM_DIR:
+        return True
+    if name.casefold() != TEAM_DIR:
+        return False
+    variant = memory_dir / name
+    try:
+        return not variant.is_symlink() and os.path.samefile(variant, memory_dir / TEAM_DIR)
+    except OSError:
+        return False
+
+
 # Before this, a file's time is a tool's (the epoch, zip's first day), not when anyone wrote it.
 _FIRST_WRITE_DAY = date(1980, 1, 2)
 
@@ -341,9 +356,12 @@ def _scan(
                         continue
                 # Symlinks are not followed: a link could point anywhere (e.g. ~/.ssh).
                 if item.is_dir(follow_symlinks=False):
+                    if depth == 0 and is_team_folder(directory, name):
+                        # Keys and paths say team/ whatever case the folder has on disk.
+                        name = TEAM_DIR
                     if depth < _MAX_DEPTH:
                         _scan(
-                            Path(item.path),
+                            directory / name,
                             f"{prefix}{name}/",
                             seen,
                             stamps,
