@@ -78,12 +78,22 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
     (absolute path, key relative to `folder`)."""
     if not path or "\x00" in path:
         raise InvalidParams("path: must be a non-empty path without NUL bytes")
-    raw = unicodedata.normalize("NFC", path)
-    candidate = Path(raw) if os.path.isabs(raw) else folder / raw
-    lexical = Path(os.path.normpath(candidate))
     base = Path(os.path.normpath(folder))
+    lexical, as_given = (
+        Path(os.path.normpath(Path(raw) if os.path.isabs(raw) else folder / raw))
+        for raw in (unicodedata.normalize("NFC", path), path)
+    )
     if base not in lexical.parents:
         raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
+    if (
+        as_given != lexical
+        and base in as_given.parents
+        and os.path.lexists(as_given)
+        and not os.path.lexists(lexical)
+    ):
+        # A name on disk that is not NFC (written decomposed, as macOS does), given back as
+        # `memory.list` returned it: that file, under the key the store gives it.
+        lexical = as_given
     real_base = base.resolve()
     real = lexical.resolve()
     if real_base not in real.parents:

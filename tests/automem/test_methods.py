@@ -626,3 +626,26 @@ async def test_remember_without_model(daemon: DaemonHandle, project: Path, memdi
     with pytest.raises(RpcError) as err:
         await daemon.call("memory.remember", cwd=str(project), text="x", type="bogus")
     assert err.value.code == -32602
+
+
+async def test_a_decomposed_file_name_is_addressed_as_listed(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Written by a tool that keeps names decomposed (NFD, as macOS does): on Linux the NFC
+    # spelling is another file, so the path `memory.list` gives must reach this one.
+    memdir.mkdir(parents=True)
+    name = "cafe\u0301-opening-hours.md"
+    (memdir / name).write_text(memory_text("Café", "opens at eight", "user", "x"))
+    listed = await daemon.call("memory.list", cwd=str(project))
+    (entry,) = listed["memories"]
+    assert entry["file"] == name
+    await daemon.call("memory.reconcile", cwd=str(project))  # its index line, if not yet
+    assert name in (memdir / "MEMORY.md").read_text()
+    for path in (entry["path"], name):
+        hist = await daemon.call("memory.history", cwd=str(project), path=path)
+        assert hist["exists"] is True
+    deleted = await daemon.call("memory.delete", cwd=str(project), path=entry["path"])
+    assert deleted == {"deleted": True, "path": entry["path"]}
+    assert os.listdir(memdir) == ["MEMORY.md"]
+    assert name not in (memdir / "MEMORY.md").read_text()
+    assert (await daemon.call("memory.list", cwd=str(project)))["memories"] == []
