@@ -2,14 +2,23 @@
 
 Pure text in, text out. The index is kept in step with the files by the store; a line
 pointing at a missing file is reported by `dangling` and dropped by `reconcile`.
+
+A line names its file by a Markdown link target. memoryd writes the file's key with `%`,
+whitespace, control characters and parentheses percent-encoded, so every name comes back as
+written; a line written by hand or by another tool may say `./a.md`, `sub/../a.md`,
+`<a b.md>`, `a.md#why`, `a.md "title"` or `a%20b.md` for a file named so. Each line is
+therefore read as the files it may mean (`IndexEntry.forms`) and points at whichever of them
+exists.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import quote, unquote
 
 INDEX_NAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
@@ -23,14 +32,28 @@ _LINE = re.compile(
 )
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# Characters a link target cannot hold as they are (or that would read as another name).
+_LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f]")
+_LINK_TITLE = re.compile(r"""^(?P<target>.*?)\s+(?:"[^"]*"|'[^']*')$""")
 
 
 @dataclass(frozen=True)
 class IndexEntry:
     title: str
-    file: str
+    forms: tuple[str, ...]  # the file names the link may mean, most likely first
     hook: str
     lineno: int  # 0-based line number in the index text
+
+    @property
+    def file(self) -> str:
+        return self.forms[0]
+
+    def names(self, file: str) -> bool:
+        return file in self.forms
+
+    def file_among(self, files: Collection[str]) -> str | None:
+        """The file of `files` this line points at, if any."""
+        return next((f for f in self.forms if f in files), None)
 
 
 @dataclass(frozen=True)
@@ -48,14 +71,34 @@ def _one_line(text: str) -> str:
 def index_line(title: str, file: str, hook: str) -> str:
     """`- [Title](file.md) — one-line hook`, with newlines and brackets made harmless."""
     safe_title = _TITLE_ESCAPE.sub(r"\\\1", _one_line(title)) or file
-    safe_file = _one_line(file).replace(" ", "%20").replace(")", "%29")
+    safe_file = _LINK_UNSAFE.sub(lambda m: quote(m.group(), safe=""), file)
     safe_hook = _one_line(hook)
     line = f"- [{safe_title}]({safe_file})"
     return f"{line} — {safe_hook}" if safe_hook else line
 
 
-def _unescape_file(file: str) -> str:
-    return file.strip().replace("%20", " ").replace("%29", ")")
+def link_forms(target: str) -> tuple[str, ...]:
+    """The file names a link target may mean: percent-escapes decoded or as written, a title
+    and an `#anchor` dropped or kept (a name may hold `#`), `./` and `a/../` folded."""
+    target = target.strip()
+    if target.startswith("<") and target.endswith(">"):
+        target = target[1:-1]
+    else:
+        titled = _LINK_TITLE.match(target)
+        if titled is not None:
+            target = titled.group("target")
+    written = [target]
+    stem, anchor, _ = target.partition("#")
+    if anchor and stem:
+        written.append(stem)
+    forms: list[str] = []
+    for form in (f for w in written for f in (unquote(w), w)):
+        if "://" not in form and not form.startswith(("/", "#")):
+            folded = posixpath.normpath(form)
+            form = folded if not folded.startswith("..") else form
+        if form not in forms:
+            forms.append(form)
+    return tuple(forms)
 
 
 def parse_index(text: str) -> list[IndexEntry]:
@@ -66,9 +109,7 @@ def parse_index(text: str) -> list[IndexEntry]:
             continue
         title = re.sub(r"\\(.)", r"\1", match.group("title"))
         entries.append(
-            IndexEntry(
-                title, _unescape_file(match.group("file")), match.group("hook") or "", lineno
-            )
+            IndexEntry(title, link_forms(match.group("file")), match.group("hook") or "", lineno)
         )
     return entries
 
@@ -80,7 +121,7 @@ def _with_newline(lines: list[str]) -> str:
 def upsert(text: str, file: str, line: str) -> str:
     """Replace the line(s) for `file` with `line`, or append it."""
     lines = text.splitlines()
-    targets = {e.lineno for e in parse_index(text) if e.file == file}
+    targets = {e.lineno for e in parse_index(text) if e.names(file)}
     if not targets:
         return _with_newline([*lines, line])
     first = min(targets)
@@ -91,7 +132,7 @@ def upsert(text: str, file: str, line: str) -> str:
 
 
 def remove(text: str, file: str) -> str:
-    targets = {e.lineno for e in parse_index(text) if e.file == file}
+    targets = {e.lineno for e in parse_index(text) if e.names(file)}
     if not targets:
         return text
     return _with_newline([old for i, old in enumerate(text.splitlines()) if i not in targets])
@@ -100,14 +141,16 @@ def remove(text: str, file: str) -> str:
 def dangling(text: str, existing: Iterable[str]) -> list[IndexEntry]:
     """Index lines that point at files which do not exist (links to URLs are left alone)."""
     present = set(existing)
-    return [e for e in parse_index(text) if e.file not in present and _is_local(e.file)]
+    return [e for e in parse_index(text) if e.file_among(present) is None and _is_local(e.file)]
 
 
 def unlisted(text: str, files: Iterable[str]) -> list[str]:
     """The files (in the order given) that no index line points at: orphans, e.g. a file
     written by a writer that was killed before it wrote the index."""
-    listed = {e.file for e in parse_index(text)}
-    return [f for f in files if f not in listed]
+    wanted = list(files)
+    given = set(wanted)
+    listed = {e.file_among(given) for e in parse_index(text)}
+    return [f for f in wanted if f not in listed]
 
 
 def apply(text: str, upserts: Mapping[str, str], present: Collection[str] | None = None) -> str:
@@ -119,13 +162,14 @@ def apply(text: str, upserts: Mapping[str, str], present: Collection[str] | None
     for line in text.splitlines():
         match = _LINE.match(line) if "](" in line else None
         if match is not None:
-            file = _unescape_file(match.group("file"))
-            if file in upserts:
+            forms = link_forms(match.group("file"))
+            file = next((f for f in forms if f in upserts), None)
+            if file is not None:
                 if file not in done:
                     out.append(upserts[file])
                     done.add(file)
                 continue
-            if present is not None and _is_local(file) and file not in present:
+            if present is not None and _is_local(forms[0]) and not any(f in present for f in forms):
                 continue
         out.append(line)
     out.extend(line for file, line in upserts.items() if file not in done)
@@ -139,9 +183,10 @@ def _is_local(file: str) -> bool:
 def reconcile(text: str, files: Mapping[str, tuple[str, str]]) -> str:
     """Bring the index in step with `files` ({file: (title, hook)}): drop lines to missing
     files, add a line for each file that has none, keep everything else as written."""
-    for entry in dangling(text, files):
-        text = remove(text, entry.file)
-    listed = {e.file for e in parse_index(text)}
+    gone = {e.lineno for e in dangling(text, files)}
+    if gone:
+        text = _with_newline([old for i, old in enumerate(text.splitlines()) if i not in gone])
+    listed = {e.file_among(files) for e in parse_index(text)}
     for file in sorted(files):
         if file not in listed:
             title, hook = files[file]

@@ -27,6 +27,62 @@ def test_file_names_with_spaces_and_parens_round_trip() -> None:
     assert ix.parse_index(line)[0].file == "my note (1).md"
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "meeting%20notes.md",  # a browser download's name
+        "100%.md",
+        " x.md",
+        "a  b.md",
+        "tab\there.md",
+        "x)y(z.md",
+        "<angled>.md",
+        "line\nbreak.md",
+        "会议 记录.md",
+        "nbsp\u00a0and\u3000wide.md",
+        "sub/dir/n.md",
+    ],
+)
+def test_every_file_name_comes_back_from_its_own_line(name: str) -> None:
+    line = ix.index_line("T", name, "h")
+    assert "\n" not in line
+    (entry,) = ix.parse_index(line)
+    assert entry.file == name
+    # The orphan check finds it listed, so it never appends a second line (it did for
+    # `meeting%20notes.md`, `a  b.md`: one more line per sweep); ` x.md` named `x.md`.
+    assert ix.unlisted(line, [name, "x.md"]) == ["x.md"]
+    assert ix.dangling(line, [name]) == []
+    assert ix.reconcile(f"{line}\n", {name: ("T", "h")}) == f"{line}\n"
+
+
+def test_links_written_by_hand_point_at_their_files() -> None:
+    text = (
+        "- [A](./a.md) — mine\n"
+        "- [B](b.md#why) — mine\n"
+        '- [C](c.md "C title") — mine\n'
+        "- [E](<e e.md>) — mine\n"
+        "- [D](sub/../d.md) — mine\n"
+        "- [H](x#y.md) — a name holding #\n"
+        "- [P](a%20b.md) — written by another tool for `a b.md`\n"
+        "- [W](https://example.com/x.md) — not a file\n"
+        "- [Gone](gone.md) — dangling\n"
+    )
+    files = ["a.md", "b.md", "c.md", "e e.md", "d.md", "x#y.md", "a b.md"]
+    assert ix.unlisted(text, files) == []
+    assert [e.file for e in ix.dangling(text, files)] == ["gone.md"]
+    # A write elsewhere drops the dangling line only: the hand-written hooks stay.
+    kept = ix.apply(text, {"new.md": "- [N](new.md)"}, present={*files, "new.md"})
+    assert kept == text.replace("- [Gone](gone.md) — dangling\n", "") + "- [N](new.md)\n"
+    assert ix.reconcile(text, dict.fromkeys(files, ("T", "h"))) == kept.replace(
+        "- [N](new.md)\n", ""
+    )
+    # A write to one of them replaces its line, wherever it is and however it was written.
+    replaced = ix.apply(text, {"e e.md": ix.index_line("E2", "e e.md", "new")})
+    assert "- [E2](e%20e.md) — new\n" in replaced
+    assert "<e e.md>" not in replaced
+    assert ix.remove(text, "c.md") == text.replace('- [C](c.md "C title") — mine\n', "")
+
+
 def test_parse_ignores_prose_and_keeps_line_numbers() -> None:
     text = "# Memory\n\nsome prose\n- [A](a.md) — first\n* [B](b.md)\n- not a link\n"
     entries = ix.parse_index(text)
