@@ -115,6 +115,15 @@ def stage_file(directory: Path, data: bytes, *, prefix: str, mode: int = 0o600) 
 _STAGED = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 
 
+def _staged_prefix(name: str) -> str:
+    """`.<name>.`, the name cut so the temp file's whole name (8 random characters and `.tmp`
+    after it) stays within 255 bytes: a file name of 242–255 bytes is legal, its temp file's
+    would not be."""
+    room = 255 - len(".") - len(".") - 8 - len(".tmp")
+    cut = name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    return f".{cut}."
+
+
 def remove_stale_staged(folder: Path, older_than: float) -> list[Path]:
     """Remove temp files that `atomic_write_*` left in `folder` (not below it) when its
     process was killed mid-write, if last modified before `older_than` (a time.time()): a
@@ -142,7 +151,7 @@ def remove_stale_staged(folder: Path, older_than: float) -> list[Path]:
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace `path` with `data` atomically; readers see the old or the new file, never half."""
     make_private_dirs(path.parent)
-    tmp = stage_file(path.parent, data, prefix=f".{path.name}.", mode=mode)
+    tmp = stage_file(path.parent, data, prefix=_staged_prefix(path.name), mode=mode)
     try:
         os.replace(tmp, path)
     except BaseException:

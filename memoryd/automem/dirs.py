@@ -66,6 +66,14 @@ class MemoryDirs:
         checked = self._checked.get(project.root)
         if checked is not None and checked[0] == seen:
             return checked[1]
+        long_part = next((n for n in choice.path.parts if len(os.fsencode(n)) > 255), None)
+        if long_part is not None:
+            raise FeatureUnavailable(
+                f"auto memory has no folder for {project.root}: its memory folder's name would "
+                f"be {len(os.fsencode(long_part))} bytes, over the filesystem's 255 "
+                f"({long_part[:40]}…); set {location.SETTING_DIR} in user settings or "
+                f"{location.ENV_DIR} to a folder for it"
+            )
         location.check_safe(choice, home=home, config_dir=config_dir)
         memory_dir = Path(unicodedata.normalize("NFC", str(choice.path)))
         self.known.add(memory_dir)
@@ -98,6 +106,13 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
     real = lexical.resolve()
     if real_base not in real.parents:
         raise ForbiddenPath(f"{path} resolves to {real}, outside the memory directory {folder}")
+    depth = len(lexical.relative_to(base).parts) - 1
+    for inside in list(lexical.parents)[:depth]:
+        if inside.is_symlink():
+            raise ForbiddenPath(
+                f"{path} goes through {inside}, a symbolic link: memoryd never follows links "
+                "inside the memory directory"
+            )
     if lexical.suffix != ".md":
         raise InvalidParams(f"path: memory files end in .md, got {lexical.name!r}")
     if must_exist and not lexical.is_file():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
-from memoryd.errors import TooLarge
+from memoryd.errors import ForbiddenPath, TooLarge
 from memoryd.fsutil import NotRegularFile, read_regular_file
 
 
@@ -26,12 +26,24 @@ def index_path(memory_dir: Path, *, team: bool) -> Path:
     return (memory_dir / TEAM_DIR if team else memory_dir) / index_mod.INDEX_NAME
 
 
+class IndexIsAFolder(ForbiddenPath):
+    """A folder where MEMORY.md belongs: never read as an index, never replaced by one."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"{path} is a folder where the index belongs; memoryd will not replace it with one: "
+            "move it away, then write again"
+        )
+
+
 def _index_bytes(path: Path) -> bytes:
     """MEMORY.md's bytes, at most MAX_INDEX_READ_BYTES + 1, opened without following a symlink
     or blocking on a FIFO swapped in for it (either is no index: b""); a folder in its place
-    raises IsADirectoryError."""
+    raises IndexIsAFolder."""
     try:
         return read_regular_file(path, index_mod.MAX_INDEX_READ_BYTES)
+    except IsADirectoryError as exc:
+        raise IndexIsAFolder(path) from exc
     except (FileNotFoundError, NotADirectoryError, NotRegularFile):
         return b""
     except OSError as exc:

@@ -26,7 +26,7 @@ from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import index_file, index_path, is_team, read_index
+from memoryd.automem.layout import IndexIsAFolder, index_file, index_path, is_team, read_index
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.recall.explain import Why, explain
@@ -87,6 +87,7 @@ class IndexView:
     cap: str | None
     dangling: tuple[str, ...]  # index lines pointing at files that do not exist
     orphans: tuple[str, ...] = ()  # memory files no index line points at
+    problem: str | None = None  # why there is no index to read (a folder in its place)
 
 
 class AutoMemory:
@@ -202,9 +203,13 @@ class AutoMemory:
         orphans (files without a line)."""
         memory_dir = self.memory_dir(project)
         path = index_path(memory_dir, team=team)
-        text = read_index(path)
         state = self.state(memory_dir)
         existing = [index_file(k, team) for k in state.entries if is_team(k) == team]
+        try:
+            text = read_index(path)
+        except IndexIsAFolder as exc:
+            # The memories are still listed; every file is an orphan until the folder moves.
+            return IndexView(path, "", False, None, (), tuple(sorted(existing)), str(exc))
         cut = index_mod.truncate(text)
         missing = tuple(e.file for e in index_mod.dangling(text, existing))
         orphans = tuple(index_mod.unlisted(text, sorted(existing)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from memoryd.fsutil import read_regular_file
 
 TEAM_DIR = "team"
 # Subfolders are read as deep as this (Claude Code scans the memory dir recursively).
-_MAX_DEPTH = 8
+MAX_DEPTH = 8
 
 Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
@@ -203,15 +203,23 @@ class DirState:
 
     # -- one file ---------------------------------------------------------------------------
     def _load(self, key: str, path: Path, stamp: Stamp) -> None:
+        fallback = key.rsplit("/", 1)[-1].removesuffix(".md")
+        unreadable = False
         try:
             # Found by a scan: no following a link, no blocking on a FIFO swapped in since.
             raw = read_regular_file(path, MAX_FILE_BYTES * 2 - 1)
+        except PermissionError as exc:
+            # Still a memory (left by another user, a `sudo` session): listed with why it
+            # cannot be read, its index line kept; nothing of it is recalled.
+            parsed = replace(
+                parse_memory("", fallback), problem=f"unreadable by memoryd: {exc.strerror}"
+            )
+            unreadable = True
         except OSError:
             self._drop(key)
             return
-        text = raw.decode("utf-8", errors="replace")
-        fallback = key.rsplit("/", 1)[-1].removesuffix(".md")
-        parsed = parse_memory(text, fallback)
+        else:
+            parsed = parse_memory(raw.decode("utf-8", errors="replace"), fallback)
         header = MemoryHeader(
             path=path,
             name=parsed.name,
@@ -227,6 +235,11 @@ class DirState:
         )
         self.entries[key] = Entry(header, stamp, candidate)
         self._headers = None
+        if unreadable:
+            self.index.remove(key)
+            self.embed_texts.pop(key, None)
+            self.updates += 1
+            return
         when = first_date(parsed.body) or first_date(parsed.description)
         # A memory whose text names no date (written by hand, by Claude Code, by quick-add) is
         # dated by its file's last write, as its staleness is: "what did we decide yesterday?"
@@ -359,7 +372,7 @@ def _scan(
                     if depth == 0 and is_team_folder(directory, name):
                         # Keys and paths say team/ whatever case the folder has on disk.
                         name = TEAM_DIR
-                    if depth < _MAX_DEPTH:
+                    if depth < MAX_DEPTH:
                         _scan(
                             directory / name,
                             f"{prefix}{name}/",

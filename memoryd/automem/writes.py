@@ -7,6 +7,7 @@ index line, then flushes the index and announces `memory/saved` after the lock i
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +22,22 @@ from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.memfile import file_name_for, render_memory
-from memoryd.automem.store import TEAM_DIR, DirState
+from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
-from memoryd.errors import ForbiddenPath, InvalidParams
-from memoryd.fsutil import atomic_write_bytes, atomic_write_text, ensure_private_dir
+from memoryd.errors import ForbiddenPath, InvalidParams, TooLarge
+from memoryd.fsutil import (
+    NotRegularFile,
+    atomic_write_bytes,
+    atomic_write_text,
+    ensure_private_dir,
+    read_regular_file,
+)
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+# A file memoryd replaces or deletes is copied to its history first; one larger than this (no
+# memory is: they are read up to 200,000 bytes) is refused rather than lost uncopied.
+_SNAPSHOT_MAX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -117,9 +127,22 @@ class MemoryWrites:
         self, memory_dir: Path, key: str, target: Path, reason: str
     ) -> Version | None:
         try:
-            content = target.read_bytes()
+            # Not a FIFO's open, which would hold the event loop until someone writes to it.
+            content = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
         except FileNotFoundError:
             return None
+        except PermissionError as exc:
+            raise ForbiddenPath(
+                f"{target} is not readable by memoryd ({exc.strerror}), so no copy of it can be "
+                f"kept: not {'deleted' if reason == 'delete' else 'replaced'}"
+            ) from exc
+        except (NotRegularFile, IsADirectoryError) as exc:
+            raise InvalidParams(f"{target} is not a regular file; it is not a memory") from exc
+        if len(content) > _SNAPSHOT_MAX_BYTES:
+            raise TooLarge(
+                f"{target} is over {_SNAPSHOT_MAX_BYTES:,} bytes; memoryd keeps a copy of what it "
+                "replaces or deletes and will not keep one that size: trim or remove it by hand"
+            )
         return self.history.save(memory_dir, key, content, reason)
 
     def versions(self, project: Project, path: str) -> tuple[Path, list[Version]]:
@@ -172,4 +195,24 @@ def _check_target(memory_dir: Path, target: Path) -> None:
         )
     if target.is_symlink():
         raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
-    resolve_inside(memory_dir, str(target), must_exist=False)
+    _, key = resolve_inside(memory_dir, str(target), must_exist=False)
+    *folders, name = key.split("/")
+    if any(part.startswith(".") for part in (*folders, name)):
+        raise InvalidParams(
+            f"file: {key} is hidden (a name starting with '.'): hidden files and folders are "
+            "never read as memories"
+        )
+    if len(folders) > MAX_DEPTH:
+        raise InvalidParams(
+            f"file: {key} is {len(folders)} folders deep; memories are read {MAX_DEPTH} deep"
+        )
+    for place in [*reversed(target.parents[: len(folders)]), target]:
+        try:
+            mode = os.lstat(place).st_mode
+        except FileNotFoundError:
+            break
+        if place != target and not stat.S_ISDIR(mode):
+            raise InvalidParams(f"file: {place} is not a folder; {key} cannot be written")
+        if place == target and not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")

@@ -16,6 +16,7 @@ import pytest
 
 from memoryd.automem.dirs import resolve_inside
 from memoryd.automem.store import DirState, is_team_folder
+from memoryd.errors import ForbiddenPath
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
 
@@ -110,4 +111,5 @@ def test_on_a_case_sensitive_filesystem_team_is_only_team(tmp_path: Path) -> Non
     assert sorted(state.entries) == ["Team/other.md", "team/shared.md"]
     assert not state.entries["Team/other.md"].header.team
     assert resolve_inside(mem, "Team/other.md", must_exist=True)[1] == "Team/other.md"
-    assert resolve_inside(mem, "TEAM/shared.md", must_exist=True)[1] == "TEAM/shared.md"
+    with pytest.raises(ForbiddenPath, match="symbolic link"):
+        resolve_inside(mem, "TEAM/shared.md", must_exist=True)

@@ -147,7 +147,10 @@ async def memory_list(daemon: Daemon, params: CwdParams) -> dict[str, Any]:
             "orphans": list(auto_index.orphans),
             "team_orphans": list(team_index.orphans),
         },
-        "warnings": [f"{h.file}: {h.problem}" for h in headers if h.problem],
+        "warnings": [
+            *(index.problem for index in (auto_index, team_index) if index.problem),
+            *(f"{h.file}: {h.problem}" for h in headers if h.problem),
+        ],
     }
 
 
