@@ -28,7 +28,7 @@ MAX_INDEX_BYTES = 25_000
 MAX_INDEX_READ_BYTES = 1_000_000
 
 _LINE = re.compile(
-    r"^\s*[-*]\s+\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<file>[^)]+)\)(?:\s*[—–-]+\s*(?P<hook>.*))?\s*$"
+    r"^\ufeff?\s*[-*]\s+\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<file>[^)]+)\)(?:\s*[—–-]+\s*(?P<hook>.*))?\s*$"
 )
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")

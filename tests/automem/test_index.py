@@ -83,6 +83,16 @@ def test_links_written_by_hand_point_at_their_files() -> None:
     assert ix.remove(text, "c.md") == text.replace('- [C](c.md "C title") — mine\n', "")
 
 
+def test_a_byte_order_mark_or_crlf_does_not_hide_a_line() -> None:
+    # An editor on Windows saves MEMORY.md so; the first line was unparsed, its file an orphan.
+    text = "\ufeff- [A](a.md) — first\r\n- [B](b.md) — second\r\n"
+    assert [(e.file, e.hook) for e in ix.parse_index(text)] == [
+        ("a.md", "first"),
+        ("b.md", "second"),
+    ]
+    assert ix.unlisted(text, ["a.md", "b.md"]) == []
+
+
 def test_parse_ignores_prose_and_keeps_line_numbers() -> None:
     text = "# Memory\n\nsome prose\n- [A](a.md) — first\n* [B](b.md)\n- not a link\n"
     entries = ix.parse_index(text)
