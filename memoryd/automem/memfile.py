@@ -24,7 +24,9 @@ MAX_DESCRIPTION_CHARS = 1_000
 # Under the team server's 250,000-byte per-entry limit, so any memory can be shared.
 MAX_FILE_BYTES = 200_000
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 and C1 controls and the Unicode line breaks: YAML would read a name holding one (U+0085)
+# back as another name, and a second write of it would go to a new file.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 
 

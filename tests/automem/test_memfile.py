@@ -90,7 +90,16 @@ def test_unknown_type_refused_on_write() -> None:
 
 @pytest.mark.parametrize(
     ("name", "description"),
-    [("", "d"), ("n", " "), ("a\nb", "d"), ("n", "x\x00y"), ("n" * 201, "d"), ("n", "d\r")],
+    [
+        ("", "d"),
+        ("n", " "),
+        ("a\nb", "d"),
+        ("n", "x\x00y"),
+        ("n" * 201, "d"),
+        ("n", "d\r"),
+        ("a\x85b", "d"),  # YAML reads U+0085 back as a space: another name
+        ("n", "d\u2028e"),
+    ],
 )
 def test_bad_fields_refused(name: str, description: str) -> None:
     with pytest.raises(InvalidParams):
