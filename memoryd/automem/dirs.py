@@ -92,7 +92,12 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
         for raw in (unicodedata.normalize("NFC", path), path)
     )
     if base not in lexical.parents:
-        raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
+        real_base = base.resolve()
+        if real_base == base or real_base not in lexical.parents:
+            raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
+        # Given by its real path (`~/.claude` a link into a dotfiles repository, an editor
+        # that resolves links): the same file, named as memoryd names the folder.
+        lexical = as_given = base / lexical.relative_to(real_base)
     if (
         as_given != lexical
         and base in as_given.parents

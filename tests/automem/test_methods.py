@@ -649,3 +649,25 @@ async def test_a_decomposed_file_name_is_addressed_as_listed(
     assert os.listdir(memdir) == ["MEMORY.md"]
     assert name not in (memdir / "MEMORY.md").read_text()
     assert (await daemon.call("memory.list", cwd=str(project)))["memories"] == []
+
+
+async def test_a_memory_is_reached_by_its_real_path_when_claude_dir_is_a_link(
+    daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
+) -> None:
+    # ~/.claude kept in a dotfiles repository and linked; an editor hands back resolved paths.
+    dotfiles = isolated_env.root / "dotfiles" / "claude"
+    dotfiles.mkdir(parents=True)
+    if isolated_env.config_dir.exists():
+        isolated_env.config_dir.rmdir()
+    isolated_env.config_dir.symlink_to(dotfiles)
+    res = await _write(daemon, project)
+    real = Path(str(res["path"])).resolve()
+    assert isolated_env.config_dir not in real.parents
+    hist = await daemon.call("memory.history", cwd=str(project), path=str(real))
+    assert hist["exists"] is True
+    await daemon.call("memory.delete", cwd=str(project), path=str(real))
+    assert not real.exists()
+    assert (memdir / "MEMORY.md").read_text() == ""
+    with pytest.raises(RpcError) as info:  # still nothing outside it
+        await daemon.call("memory.delete", cwd=str(project), path=str(dotfiles.parent / "x.md"))
+    assert info.value.code == -32002
