@@ -34,8 +34,10 @@ def resolve(ref: str, including_dir: Path, home: Path) -> Path:
 
 
 def is_text_name(path: Path) -> bool:
-    suffix = path.suffix.lower().lstrip(".")
-    return bool(suffix) and suffix in TEXT_EXTENSIONS
+    """A known text extension; or, for a name with none, the name itself (`.gitignore`,
+    `.editorconfig`, `Dockerfile`: Python sees no suffix in a dotfile's name)."""
+    suffix = path.suffix.lower().lstrip(".") or path.name.lower().lstrip(".")
+    return suffix in TEXT_EXTENSIONS
 
 
 def is_within(path: Path, roots: tuple[Path, ...]) -> bool:

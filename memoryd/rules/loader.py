@@ -32,6 +32,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 # Bounds on walking `.claude/rules/`: a rule tree is a handful of files, not a disk.
 MAX_RULE_FILES = 2000
 MAX_RULE_DEPTH = 32
+# Folders listed in one rules tree: a link in `.claude/rules/` to `/` or a home must not walk
+# a disk (it held get_context for minutes while the daemon grew to gigabytes).
+MAX_RULE_FOLDERS = 500
 # Folders below cwd that are never "nested projects": the config folder and git's own.
 _NOT_NESTED = frozenset({".claude", ".git"})
 
@@ -124,12 +127,29 @@ class _Loader:
         if stat is None or stat.kind != "dir":
             return []
         found: list[Path] = []
-        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, found)
+        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, found, [0, 0])
         return found
 
     def _walk_rules(
-        self, folder: Path, ancestors: set[Path], depth: int, found: list[Path]
+        self,
+        folder: Path,
+        ancestors: set[Path],
+        depth: int,
+        found: list[Path],
+        listed: list[int],  # [folders listed, cap reported]
     ) -> None:
+        if listed[0] >= MAX_RULE_FOLDERS or len(found) >= MAX_RULE_FILES:
+            if not listed[1]:  # once per tree: the rest of a disk is not news
+                listed[1] = 1
+                self._skip(
+                    folder,
+                    "too_many",
+                    f"rule folders not read: over {MAX_RULE_FOLDERS} folders"
+                    if listed[0] >= MAX_RULE_FOLDERS
+                    else f"more than {MAX_RULE_FILES} rule files",
+                )
+            return
+        listed[0] += 1
         names: list[str] = self._or_skipped(self.fs.list_dir, folder, [])
         for name in names:
             path = folder / name
@@ -151,7 +171,7 @@ class _Loader:
                         path, "too_many", f"rule folders nested deeper than {MAX_RULE_DEPTH}"
                     )
                 else:
-                    self._walk_rules(path, ancestors | {real}, depth + 1, found)
+                    self._walk_rules(path, ancestors | {real}, depth + 1, found, listed)
             elif name.endswith(".md"):
                 if len(found) >= MAX_RULE_FILES:
                     self._skip(path, "too_many", f"more than {MAX_RULE_FILES} rule files")
@@ -219,8 +239,12 @@ class _Loader:
             if patterns is not None:
                 globs.check_patterns(patterns)
         except (frontmatter.FrontmatterError, globs.GlobError) as exc:
-            self._skip(path, "bad_frontmatter", str(exc), parent)
-            return
+            if rule_base is not None:  # a rule meant to be conditional is never loaded always
+                self._skip(path, "bad_frontmatter", str(exc), parent)
+                return
+            # A CLAUDE.md opening with `---`, text and `---` that is no YAML: Markdown rules
+            # around a paragraph, not metadata. All of it is instructions.
+            parsed, patterns = frontmatter.Parsed(text, {}), None
         if patterns is not None and rule_base is not None:
             if not globs.matches_any(patterns, rule_base, self.touched_sorted):
                 self._skip(
@@ -283,6 +307,13 @@ class _Loader:
                 return
         if not includes.is_text_name(target):
             self._skip(target, "not_text", "not a known text file type", including)
+            return
+        real = self.fs.realpath(target)
+        if not includes.is_text_name(real):
+            # `docs/notes.md` → `.env`: what is read is the link's target, so it is judged too.
+            self._skip(
+                target, "not_text", f"links to {real}, not a known text file type", including
+            )
             return
         self._load(target, ftype, "include", depth, stack, parent=including)
 

@@ -15,10 +15,11 @@ _MD = MarkdownIt("commonmark")
 
 # `@` at the start of a text run or after whitespace; `\ ` escapes a space in a path.
 _INCLUDE = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
-_TRAILING = ".,;:!?)]}>\"'"
+_TRAILING = ".,;:!?)]}>\"'*_"  # `_` and `*`: emphasis closed after a path
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # Inline children whose text is not prose: code spans, raw HTML, images.
 _OPAQUE = frozenset({"code_inline", "html_inline", "image"})
+_EMPHASIS = frozenset({"em_open", "em_close", "strong_open", "strong_close"})
 # Lines as markdown-it numbers them in `token.map`: ended by \n, \r\n or \r only
 # (`str.splitlines` also breaks at \f, U+2028 and others, shifting every line after).
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -26,14 +27,27 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 def _prose(children: list[Token]) -> str:
     parts: list[str] = []
-    for child in children:
+    for i, child in enumerate(children):
         if child.type in ("text", "text_special"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak") or child.type in _OPAQUE:
             parts.append("\n")
         elif child.type in ("link_open", "link_close"):
             parts.append(" ")
+        elif child.type in _EMPHASIS and _inside_a_word(parts, children[i + 1 :], child):
+            # `@pkg/__init__.py`: the lexer read `__init__` as bold; the path keeps its `__`.
+            parts.append(child.markup)
     return "".join(parts)
+
+
+def _inside_a_word(before: list[str], after: list[Token], marker: Token) -> bool:
+    """Whether an emphasis marker is glued to text on its outer side (`pkg/__init__.py`),
+    not framing a run (`**@docs/x.md**`, `see _this_`)."""
+    if marker.type.endswith("_open"):
+        outside = "".join(before)[-1:]
+    else:
+        outside = after[0].content[:1] if after and after[0].type == "text" else ""
+    return bool(outside) and not outside.isspace()
 
 
 def _clean_ref(raw: str) -> str | None:

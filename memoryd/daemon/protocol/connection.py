@@ -13,7 +13,12 @@ import structlog
 
 from memoryd.daemon.limits import LINGER_S, NOTIFY_BUFFER_CAP, READ_CHUNK, WRITE_DRAIN_THRESHOLD
 from memoryd.daemon.protocol.dispatch import dispatch_message
-from memoryd.daemon.protocol.envelope import INVALID_REQUEST, error_object
+from memoryd.daemon.protocol.envelope import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    error_object,
+    request_id,
+)
 from memoryd.daemon.protocol.framing import encode, encode_reply, parse_line
 
 if TYPE_CHECKING:
@@ -166,7 +171,13 @@ class Connection:
         reply = await dispatch_message(message, self.daemon)
         if reply is None:
             return
-        data, over = encode_reply(reply, message, self.daemon.config.reply_limit)
+        try:
+            data, over = encode_reply(reply, message, self.daemon.config.reply_limit)
+        except Exception:  # a reply that cannot be sent still gets an answer
+            method = message.get("method") if isinstance(message, dict) else None
+            log.exception("reply could not be encoded", method=method)
+            text = f"internal error in {method}: its reply could not be encoded (details are in the daemon's log)"
+            data, over = encode(error_object(INTERNAL_ERROR, text, id_=request_id(message))), 0
         if over:
             log.warning("reply over the cap", replies=over, cap=self.daemon.config.reply_limit)
             self.daemon.counters["reply_over_cap"] += over

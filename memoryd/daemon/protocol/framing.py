@@ -35,8 +35,10 @@ def encode_one(payload: Any) -> bytes:
     try:
         return orjson.dumps(payload)
     except TypeError:
-        # orjson refuses ints beyond 64 bits and non-str dict keys; the stdlib takes them.
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+        # orjson refuses ints beyond 64 bits, non-str dict keys and lone surrogates (a file
+        # name that is not UTF-8, as Python decodes it); the stdlib takes them, and escapes
+        # the surrogates (`\udce9`) so the line is still UTF-8 JSON.
+        return json.dumps(payload, separators=(",", ":"), default=str).encode()
 
 
 def encode_reply(reply: Any, message: Any, limit: int) -> tuple[bytes, int]:

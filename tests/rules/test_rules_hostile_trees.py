@@ -1,0 +1,111 @@
+"""Trees a bug hunt built (session 15): what the loader must neither read nor lose.
+
+A link past the text-only allow-list, a rules link to a whole disk, a path the Markdown
+lexer read as emphasis, a `CLAUDE.md` opening with a `---` block that is no YAML, dotfiles
+on the allow-list, a file name that is not UTF-8.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memoryd.daemon.protocol.framing import encode_one
+from memoryd.rules.loader import MAX_RULE_FOLDERS
+from memoryd.rules.model import ContextResult
+from tests.conftest import DaemonHandle
+from tests.rules.conftest import Loader, Tree
+from tests.rules.rules_helpers import loaded, skips
+
+
+def _text(result: ContextResult) -> str:
+    return "\n".join(f.content for f in result.files)
+
+
+def test_a_link_named_like_text_to_a_secret_is_not_included(tree: Tree, load: Loader) -> None:
+    tree.write(".env", "API_KEY=sk-live-123")
+    tree.link("docs/notes.md", "../.env")
+    tree.write("CLAUDE.md", "@docs/notes.md\n@.env\n")
+    result = load(tree.root)
+    assert "sk-live-123" not in _text(result)
+    assert skips(result, tree.root) == {"docs/notes.md": "not_text", ".env": "not_text"}
+    (refused,) = [s for s in result.skipped if s.path == tree.root / "docs/notes.md"]
+    assert f"links to {tree.root / '.env'}" in refused.detail
+
+
+def test_dotfiles_on_the_allow_list_are_included_and_env_files_are_not(
+    tree: Tree, load: Loader
+) -> None:
+    tree.write(".gitignore", "node_modules/")
+    tree.write(".editorconfig", "root = true")
+    tree.write("Dockerfile", "FROM debian")
+    tree.write(".env.local", "SECRET=1")
+    tree.write("CLAUDE.md", "@.gitignore\n@.editorconfig\n@./Dockerfile\n@.env.local\n")
+    result = load(tree.root)
+    assert loaded(result, tree.root) == ["CLAUDE.md", ".gitignore", ".editorconfig", "Dockerfile"]
+    assert skips(result, tree.root) == {".env.local": "not_text"}
+
+
+def test_underscores_in_an_include_path_are_kept(tree: Tree, load: Loader) -> None:
+    tree.write("pkg/__init__.py", "init")
+    tree.write("docs/_draft_.md", "draft")
+    tree.write("docs/__snapshots__/ui.md", "ui")
+    tree.write("docs/bold.md", "bold")
+    tree.write(
+        "CLAUDE.md",
+        "See @pkg/__init__.py\nSee @docs/_draft_.md\nSee @docs/__snapshots__/ui.md\n"
+        "**@docs/bold.md**\n",
+    )
+    result = load(tree.root)
+    assert loaded(result, tree.root) == [
+        "CLAUDE.md",
+        "pkg/__init__.py",
+        "docs/_draft_.md",
+        "docs/__snapshots__/ui.md",
+        "docs/bold.md",
+    ]
+    assert skips(result, tree.root) == {}
+
+
+def test_a_claude_md_opening_with_a_block_that_is_no_yaml_is_all_instructions(
+    tree: Tree, load: Loader
+) -> None:
+    text = "---\nBuild: run `make`. Test: run `make test`: always.\n---\n\nNever push to main.\n"
+    tree.write("CLAUDE.md", text)
+    tree.write(".claude/rules/bad.md", "---\npaths: [oops\n---\nonly for some files")
+    result = load(tree.root)
+    assert loaded(result, tree.root) == ["CLAUDE.md"]
+    assert "Never push to main." in _text(result)
+    assert "run `make test`" in _text(result)
+    assert skips(result, tree.root) == {".claude/rules/bad.md": "bad_frontmatter"}
+
+
+def test_a_rules_link_to_a_large_tree_is_read_only_so_far(tree: Tree, load: Loader) -> None:
+    for i in range(MAX_RULE_FOLDERS + 100):
+        tree.write(f"disk/d{i:04}/x.md", f"rule {i}")
+    tree.write(".claude/rules/own.md", "own rule")
+    tree.link(".claude/rules/shared", tree.root / "disk")
+    result = load(tree.root)
+    rules = [p for p in loaded(result, tree.root) if p.startswith(".claude/rules/")]
+    assert ".claude/rules/own.md" in rules
+    assert MAX_RULE_FOLDERS - 10 < len(rules) < MAX_RULE_FOLDERS + 1
+    too_many = [s for s in result.skipped if s.reason == "too_many"]
+    assert len(too_many) == 1  # once, not once per folder left
+    assert f"over {MAX_RULE_FOLDERS} folders" in too_many[0].detail
+
+
+def test_a_reply_naming_a_file_that_is_not_utf8_is_sent() -> None:
+    name = os.fsdecode(b"r\xe9gle.md")  # Python's surrogate escape for the byte 0xE9
+    line = encode_one({"path": name})
+    assert line == b'{"path":"r\\udce9gle.md"}'
+
+
+async def test_get_context_answers_with_a_rule_named_in_latin_1(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    tree.git_repo()
+    tree.write("CLAUDE.md", "top")
+    rules = tree.mkdir(".claude/rules")
+    (rules / os.fsdecode(b"r\xe9gle.md")).write_bytes(b"a rule\n")
+    reply = await daemon.call("get_context", cwd=str(tree.root))
+    assert "a rule" in reply["claude_md"]
+    assert any(f["path"].endswith("r\udce9gle.md") for f in reply["files"])
