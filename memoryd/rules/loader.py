@@ -29,6 +29,11 @@ from memoryd.rules.model import (
 )
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# One context's instruction text, all files together: it goes out in one reply (16 MiB at most,
+# escaped as JSON), so files past it are skipped, never the whole load failed.
+MAX_CONTEXT_BYTES = 6 * 1024 * 1024
+# Skips reported per context: 400,000 missing includes in one file are news once, not each.
+MAX_SKIPPED = 1000
 # Bounds on walking `.claude/rules/`: a rule tree is a handful of files, not a disk.
 MAX_RULE_FILES = 2000
 MAX_RULE_DEPTH = 32
@@ -50,6 +55,8 @@ class _Loader:
     warnings: list[str] = field(default_factory=list)
     processed: dict[Path, Path] = field(default_factory=dict)  # real path -> path as loaded
     touched_sorted: list[str] = field(default_factory=list)
+    loaded_bytes: int = 0
+    unreported: int = 0  # skips past MAX_SKIPPED
 
     # -- discovery ------------------------------------------------------------------------
     def run(self) -> ContextResult:
@@ -67,6 +74,15 @@ class _Loader:
             self._project_dir(directory, "session_start")
         for directory in self._nested_dirs():
             self._project_dir(directory, "nested")
+        if self.unreported:
+            self.skipped.append(
+                Skipped(
+                    req.cwd,
+                    "too_many",
+                    f"{self.unreported:,} more files skipped; only the first {MAX_SKIPPED} are listed",
+                    None,
+                )
+            )
         return ContextResult(tuple(self.files), tuple(self.skipped), tuple(self.warnings))
 
     def _project_dir(self, directory: Path, reason: LoadReason) -> None:
@@ -255,6 +271,17 @@ class _Loader:
                 return
             reason = "path_glob"
         body = markdown.strip_html_comments(parsed.body)
+        size = len(body.encode("utf-8"))
+        if self.loaded_bytes + size > MAX_CONTEXT_BYTES:
+            self._skip(
+                path,
+                "too_large",
+                f"{size:,} bytes would bring this context's instructions over "
+                f"{MAX_CONTEXT_BYTES:,} bytes in all",
+                parent,
+            )
+            return
+        self.loaded_bytes += size
         self.processed[real] = path
         self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
         for ref in markdown.find_includes(body):
@@ -329,6 +356,9 @@ class _Loader:
     def _skip(
         self, path: Path, reason: SkipReason, detail: str, parent: Path | None = None
     ) -> None:
+        if len(self.skipped) >= MAX_SKIPPED:
+            self.unreported += 1
+            return
         self.skipped.append(Skipped(path, reason, detail, parent))
 
     def _or_skipped(self, call: Callable[[Path], T], folder: Path, refused: T) -> T:

@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 
 from memoryd.daemon.protocol.framing import encode_one
-from memoryd.rules.loader import MAX_RULE_FOLDERS
+from memoryd.rules.loader import (
+    MAX_CONTEXT_BYTES,
+    MAX_FILE_BYTES,
+    MAX_RULE_FOLDERS,
+    MAX_SKIPPED,
+)
 from memoryd.rules.model import ContextResult
 from tests.conftest import DaemonHandle
 from tests.rules.conftest import Loader, Tree
@@ -109,3 +114,29 @@ async def test_get_context_answers_with_a_rule_named_in_latin_1(
     reply = await daemon.call("get_context", cwd=str(tree.root))
     assert "a rule" in reply["claude_md"]
     assert any(f["path"].endswith("r\udce9gle.md") for f in reply["files"])
+
+
+async def test_large_includes_are_skipped_past_the_context_budget_not_the_whole_load(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    tree.git_repo()
+    line = "- endpoint /v1/thing does stuff\n"
+    each = MAX_FILE_BYTES // len(line) - 1000  # under the per-file cap, together far over
+    for i in range(5):
+        tree.write(f"docs/api{i}.md", line * each)
+    tree.write(
+        "CLAUDE.md", "Never push to main.\n" + "".join(f"@docs/api{i}.md\n" for i in range(5))
+    )
+    reply = await daemon.call("get_context", cwd=str(tree.root))
+    assert "Never push to main." in reply["claude_md"]
+    assert len(reply["claude_md"].encode()) <= MAX_CONTEXT_BYTES + 10_000
+    over = {s["path"] for s in reply["skipped"] if s["reason"] == "too_large"}
+    assert over == {str(tree.root / f"docs/api{i}.md") for i in range(1, 5)}
+
+
+def test_skips_past_the_cap_are_counted_once(tree: Tree, load: Loader) -> None:
+    tree.write("CLAUDE.md", "".join(f"@m{i}.md\n" for i in range(MAX_SKIPPED + 500)))
+    result = load(tree.root)
+    assert len(result.skipped) == MAX_SKIPPED + 1
+    assert result.skipped[-1].reason == "too_many"
+    assert "500 more files skipped" in result.skipped[-1].detail
