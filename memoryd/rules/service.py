@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,14 @@ class CachedContext:
     trusted: bool = False
     # The wire form of files/skipped, made once by the RPC layer and reused on every hit.
     wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+    # The watched folders and every folder above them. One of these renamed, removed or
+    # relinked (`docs/` moved away, `.claude/` turned off, a `shared` link pointed elsewhere)
+    # is reported by its parent's watch: no file the load read, but all of them went with it.
+    folders: frozenset[Path] = field(init=False)
+
+    def __post_init__(self) -> None:
+        dirs = self.involvement.watch_dirs
+        self.folders = frozenset({*dirs, *(p for d in dirs for p in d.parents)})
 
 
 def _settings_paths(project_root: Path, flag: Path | None) -> list[Path]:
@@ -171,7 +179,10 @@ class InstructionFiles:
     def _on_change(self, changed: set[Path]) -> None:
         for key, entry in list(self._entries.items()):
             involvement = entry.involvement
-            if any(p in involvement.involved or p.parent in involvement.listed for p in changed):
+            if any(
+                p in involvement.involved or p.parent in involvement.listed or p in entry.folders
+                for p in changed
+            ):
                 del self._entries[key]
 
     def drop(self, project_root: Path | None = None) -> int:

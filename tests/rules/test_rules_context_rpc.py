@@ -452,3 +452,33 @@ async def test_recreated_rule_folder_is_watched_again(daemon: DaemonHandle, tree
     await _until(lambda: _status(daemon)["cached"] == 0, "a file in the recreated folder")
     result = await daemon.call("get_context", cwd=str(repo))
     assert _names(result, repo) == [".claude/rules/b.md", ".claude/rules/c.md"]
+
+
+@pytest.mark.parametrize("move", ["rename the include's folder", "turn .claude off", "relink"])
+async def test_a_folder_moved_away_drops_the_entry(
+    daemon: DaemonHandle, tree: Tree, move: str
+) -> None:
+    # Found by a bug hunt: the parent's watch reports the folder, not a file the load read,
+    # so a trusted entry kept serving files that were gone.
+    repo = tree.git_repo("repo")
+    tree.write("repo/.claude/CLAUDE.md", "dot-claude instructions")
+    tree.write("repo/.claude/rules/r.md", "a rule")
+    tree.write("repo/docs/x.md", "old docs")
+    tree.write("repo/A/y.md", "from A")
+    tree.write("repo/B/y.md", "from B")
+    tree.link("repo/shared", "A")
+    tree.write("repo/CLAUDE.md", "@docs/x.md\n@shared/y.md\n")
+    await _trusted_call(daemon, repo)
+    if move == "rename the include's folder":
+        (repo / "docs").rename(repo / "docs.old")
+        gone = "old docs"
+    elif move == "turn .claude off":
+        (repo / ".claude").rename(repo / ".claude.off")
+        gone = "a rule"
+    else:
+        (repo / "shared").unlink()
+        (repo / "shared").symlink_to("B")
+        gone = "from A"
+    await _until(lambda: _status(daemon)["cached"] == 0, f"{move} to drop the entry")
+    result = await daemon.call("get_context", cwd=str(repo))
+    assert gone not in result["claude_md"]
