@@ -291,3 +291,21 @@ def test_a_socket_folder_others_can_write_is_refused(tmp_path: Path) -> None:
         bind_socket(folder / "d.sock")
     folder.chmod(0o1777)  # sticky, like /tmp: others cannot replace our socket
     bind_socket(folder / "d.sock").close()
+
+
+async def test_half_a_surrogate_pair_is_read_as_a_replacement_character(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # A transcript string cut inside an emoji: JSON the stdlib reads, orjson refuses.
+    (tmp_path / "proj").mkdir()
+    line = (
+        b'{"jsonrpc":"2.0","id":1,"method":"recall","params":{"cwd":"'
+        + str(tmp_path / "proj").encode()
+        + b'","query":"the \\ud83d deploy \\ud83d\\ude00"}}\n'
+        + b'{"jsonrpc":"2.0","id":2,"method":"status","params":{"x":"\\ud800'
+        + b'"\n'
+    )
+    replies = await raw_exchange(daemon.socket_path, line, replies=2)
+    by_id = {r["id"]: r for r in replies}
+    assert "result" in by_id[1], by_id[1]
+    assert by_id[None]["error"]["code"] == -32700  # still not JSON: a parse error, as before

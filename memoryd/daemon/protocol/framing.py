@@ -24,7 +24,25 @@ def parse_line(line: bytes) -> Any:
     try:
         return orjson.loads(line)
     except (UnicodeDecodeError, ValueError) as exc:
-        return ParseFailure(error_object(PARSE_ERROR, f"parse error: {exc}"))
+        if b"\\ud" not in line.lower():
+            return ParseFailure(error_object(PARSE_ERROR, f"parse error: {exc}"))
+        error = exc
+    # JSON may escape half of a surrogate pair (`"\ud83d"`: a string cut inside an emoji, as
+    # agents' transcripts hold); orjson refuses it. Read by the stdlib, that half becomes U+FFFD.
+    try:
+        return _without_lone_surrogates(json.loads(line))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return ParseFailure(error_object(PARSE_ERROR, f"parse error: {error}"))
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def encode(payload: Any) -> bytes:
