@@ -578,6 +578,12 @@ async def test_recall_remembers_what_a_session_was_shown(
     assert {m["path"] for m in second["memories"]} == paths - shown_first
     other = await daemon.call("recall", cwd=str(project), query="zoo animal", session_id="s2")
     assert {m["path"] for m in other["memories"]} == paths  # another session starts fresh
+    # A client that says what it showed is believed: the hook gave up on s2's reply (over its
+    # budget), so nothing of it reached the agent, and all three are offered again.
+    again = await daemon.call(
+        "recall", cwd=str(project), query="zoo animal", session_id="s2", already_surfaced=[]
+    )
+    assert {m["path"] for m in again["memories"]} == paths
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,7 @@ def test_user_prompt_submit_recalls_each_memory_once(
     first = fake_daemon.calls("recall")[0]
     assert first["query"] == "format the file"
     assert first["session_id"] == "s2"
-    assert "already_surfaced" not in first
+    assert first["already_surfaced"] == []  # said even empty: the daemon believes the hook
 
     code, out, _ = hook("user-prompt-submit", payload, fake_daemon.socket_path)
     assert code == 0

@@ -198,8 +198,9 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
         params["selector"] = "local"
     if state_path is not None:
         params["session_id"] = session_id
-    if surfaced:
-        params["already_surfaced"] = surfaced[-500:]
+    # Always sent, empty too: what this hook showed is the whole list. A recall it gave up on
+    # (over budget) was never shown, though the daemon returned it.
+    params["already_surfaced"] = surfaced[-500:]
     with _connect(args, budget) as conn:
         result = _call(conn, budget, "recall", params)
     memories = [

@@ -1,8 +1,9 @@
 """Which memories each session has already been shown, so recall does not repeat them.
 
-Clients may pass `already_surfaced` themselves; with a `session_id` the daemon also
-remembers what it returned to that session. Bounded: the most recent sessions, and the most
-recent paths of each.
+With a `session_id` the daemon remembers what it returned to that session, and leaves it out
+of the next recall, unless the client passes `already_surfaced` itself: then that list is the
+whole of what was shown (a reply the Claude Code hook gave up on, over its budget, never
+reached the agent). Bounded: the most recent sessions, and the most recent paths of each.
 """
 
 from __future__ import annotations

@@ -316,7 +316,9 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
     project = daemon.services.projects.resolve(params.cwd)
     surfaced = list(params.already_surfaced)
     shown = daemon.services.surfaced
-    if params.session_id is not None:
+    if params.session_id is not None and "already_surfaced" not in params.model_fields_set:
+        # A client that says what it showed knows better than the daemon what was returned:
+        # a reply its hook gave up on (over budget) never reached the agent.
         surfaced += sorted(shown.seen(params.session_id) - set(surfaced))
     result = await recall(
         daemon.model,
