@@ -213,7 +213,8 @@ class _TeamMemoryAPI:
         max_bytes = self.settings.page_bytes
         raw = request.query_params.get("max_bytes")
         if raw is not None:
-            if not raw.isdigit() or int(raw) < 1:
+            # isascii: "²" is a digit to str.isdigit but no number to int()
+            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
                 raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
             max_bytes = min(max_bytes, int(raw))
         if_match = parse_if_match(request.headers.get("if-match"))
@@ -264,7 +265,12 @@ class _TeamMemoryAPI:
             413, "body_too_large", f"the body exceeds {cap} bytes", {"max_body_bytes": cap}
         )
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > cap
+        ):
             raise too_large
         chunks: list[bytes] = []
         size = 0

@@ -79,10 +79,12 @@ def test_a_page_can_start_anywhere_and_be_smaller(big_repo: Repo) -> None:
     past_the_end = page(big_repo, "\U0010ffff").json()
     assert past_the_end["entries"] == {}
     assert past_the_end["next"] is None
-    bad = big_repo.http.get(
-        TEAM_MEMORY_PATH, params={"repo": big_repo.name, "view": "page", "max_bytes": "-3"}
-    )
-    assert bad.status_code == 400
+    for size in ("-3", "²", "٣"):  # a superscript and an Arabic-Indic digit: isdigit, not int
+        bad = big_repo.http.get(
+            TEAM_MEMORY_PATH, params={"repo": big_repo.name, "view": "page", "max_bytes": size}
+        )
+        assert bad.status_code == 400, size
+        assert bad.json()["error"] == "invalid_page_size"
 
 
 def test_pages_answer_304_and_412_from_the_etag(big_repo: Repo) -> None:
