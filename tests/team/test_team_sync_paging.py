@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 
+from memoryd.team.protocol import TEAM_MEMORY_PATH
+from memoryd.team.sync.client import Retryable
 from memoryd_team.settings import ServerSettings
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
 from tests.team.conftest import REPO, SideFactory, seed_server
@@ -89,3 +92,26 @@ async def test_a_server_from_before_paging_is_read_unpaged(
     targets = page_requests(proxy)
     assert "view=page" in targets[0]
     assert "view=" not in targets[1]  # the one request an old server understands
+
+
+async def test_a_server_whose_page_cursor_does_not_move_is_an_error_not_a_loop(
+    small_pages: ThreadedServer, paged_proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: a server that ignores `from` answered the same page forever, and
+    # the client asked again forever (about 700 requests in 30 s), holding the folder's lock.
+    token = small_pages.token(REPO)
+    alice = make_side("alice", small_pages.url, token)
+    for key in KEYS:
+        alice.write(key, content_of(key))
+    await alice.engine.push()
+    first_page = httpx.get(
+        f"{small_pages.url}{TEAM_MEMORY_PATH}",
+        params={"repo": REPO, "view": "page"},
+        headers={"Authorization": f"Bearer {token}"},
+    ).content
+    bob = make_side("bob", paged_proxy.url, token)
+    paged_proxy.script(Fault.passthrough(), method="GET")
+    paged_proxy.script(Fault.status(200, first_page), method="GET", times=100)
+    with pytest.raises(Retryable, match="page cursor did not move"):  # the runner backs off
+        await bob.engine.pull()
+    assert len(page_requests(paged_proxy)) <= 3

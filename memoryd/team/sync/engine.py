@@ -252,6 +252,7 @@ class SyncEngine:
         refused: dict[str, str] = {}
         handled: set[str] = set()
         page: Page | NotModified | None = first
+        asked = ""  # the key the last page started at: each next one must start past it
         while isinstance(page, Page):
             wanted = {
                 key: content
@@ -269,7 +270,13 @@ class SyncEngine:
             index = bisect.bisect_left(needed, page.next)
             if index == len(needed):
                 break
-            page = await client.fetch_page(self.repo, start=needed[index])
+            if needed[index] <= asked:
+                # A server whose cursor does not move on would be asked forever.
+                raise Retryable(
+                    f"the server's page cursor did not move past {asked!r} (next: {page.next!r})"
+                )
+            asked = needed[index]
+            page = await client.fetch_page(self.repo, start=asked)
         await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
 
     async def _pull_unpaged(
