@@ -208,3 +208,30 @@ async def test_two_failures_at_once_leave_one_retry_that_close_cancels(
     await runner.close()
     await asyncio.sleep(0)
     assert second.cancelled()
+
+
+async def test_files_the_server_would_refuse_stop_neither_the_watcher_nor_other_pushes(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    # Found by a bug hunt: a Latin-1 file name made watchfiles raise an ExceptionGroup that
+    # ended the watcher for good (and team.push failed saving the state), and a note saved as
+    # UTF-16 (NULs) got a 400 that stopped every later push.
+    import os
+
+    side = make_side("me", proxy.url, server.token(REPO))
+    await runners.start(side)
+    side.write("a.md", "first\n")
+    await eventually(lambda: "a.md" in server_history(server))
+    (side.team_dir / os.fsdecode(b"caf\xe9.md")).write_text("latin-1 name\n")
+    (side.team_dir / "windows-note.md").write_bytes("a note\n".encode("utf-16-le"))
+    await asyncio.sleep(0.5)
+    side.write("a.md", "second\n")
+    side.write("deploy.md", "after both\n")
+    await eventually(lambda: server_history(server).get("a.md", [])[-1:] == ["second\n"])
+    await eventually(lambda: "deploy.md" in server_history(server))
+    assert "windows-note.md" not in server_history(server)
+    skipped = side.engine.state.skipped
+    assert skipped["windows-note.md"].reason == "invalid"
+    assert skipped["caf\ufffd.md"].detail == "file name is not UTF-8"
+    side.engine.store.save(side.engine.state)  # the state file takes the odd name too
+    assert side.engine.state.suppressed is None

@@ -221,6 +221,7 @@ class SyncRunner:
 
     # -- the watcher ----------------------------------------------------------------------
     async def _watch(self) -> None:
+        failures = 0
         while not self._stop.is_set():
             try:
                 async for changes in fswatch.watch(
@@ -233,11 +234,16 @@ class SyncRunner:
                     self._on_changes(changes)
                     if self._folder_gone(changes):
                         break  # the OS watch died with the folder: set up a new one
-            except (RuntimeError, OSError) as exc:
-                log.warning("team watcher restarting", repo=self.engine.repo, error=str(exc))
+                failures = 0
+            except Exception as exc:  # the watch must outlive any error of its own
+                # watchfiles raises more than OSError: an ExceptionGroup for a file name that
+                # is not UTF-8 ("Unable to decode path") ended this task, and sync with it.
+                failures += 1
+                log.warning("team watcher restarting", repo=self.engine.repo, error=repr(exc))
+                self.trigger(deletion=False)  # what changed while it was down is pushed
             if self._stop.is_set():
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(min(0.1 * 2**failures, 5.0) if failures else 0.1)
             with contextlib.suppress(OSError):
                 ensure_private_dir(self.team_dir)
 
