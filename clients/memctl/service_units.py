@@ -39,7 +39,11 @@ def _template(name: str) -> str:
 
 def _systemd_word(value: str) -> str:
     # `%` starts a specifier in unit files; whitespace would split the word.
-    value = value.replace("%", "%%")
+    return _systemd_quoted(value.replace("%", "%%"))
+
+
+def _systemd_quoted(value: str) -> str:
+    """One word of a command line in a unit file (its `%` specifiers already written)."""
     if any(c.isspace() or c in "\"'\\" for c in value):
         value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return value
@@ -61,6 +65,8 @@ def systemd_units(
     socket_spec = systemd_socket_spec(socket, runtime_dir)
     values = {
         "@MEMORYD@": " ".join(_systemd_word(w) for w in command),
+        # ExecStart splits at whitespace, ListenStream= does not: one spec, two spellings.
+        "@SOCKET_ARG@": _systemd_quoted(socket_spec),
         "@SOCKET@": socket_spec,
         "@LOG_FILE@": _systemd_word(str(log_file)),
     }

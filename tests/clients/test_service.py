@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import plistlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -140,6 +141,22 @@ def test_the_written_units_pass_systemd_analyze_verify(
     assert verified.stderr.strip() == ""  # not even an unknown-key warning
 
 
+def test_a_socket_path_with_spaces_is_one_word_of_exec_start(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: `--socket` was left unquoted, so systemd split it and memoryd
+    # exited 2 (`unrecognized arguments: Smith/...`), the service never starting.
+    socket = tmp_path / "John Smith" / "memoryd.sock"
+    done = memctl(home, fake_bin, "--socket", str(socket), "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stderr
+    service = (units(home) / "memoryd.service").read_text()
+    (exec_start,) = directives(service, "ExecStart")
+    assert f'--socket "{socket}"' in exec_start
+    assert shlex.split(exec_start.split("=", 1)[1])[2] == str(socket)
+    (listen,) = directives((units(home) / "memoryd.socket").read_text(), "ListenStream")
+    assert listen == f"ListenStream={socket}"
+
+
 def test_dry_run_prints_the_files_and_changes_nothing(
     home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
 ) -> None:
@@ -207,7 +224,7 @@ def test_the_shipped_templates_stay_templates() -> None:
         repo / "launchd" / "com.memoryd.daemon.plist",
     ):
         text = path.read_text()
-        assert "@SOCKET@" in text
+        assert "@SOCKET@" in text or "@SOCKET_ARG@" in text
         assert not directives(text, "PrivateTmp", "Documentation")
     with (repo / "launchd" / "com.memoryd.daemon.plist").open("rb") as handle:
         assert plistlib.load(handle)["ProgramArguments"][0] == "@MEMORYD@"
