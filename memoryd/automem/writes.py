@@ -21,7 +21,7 @@ from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks
-from memoryd.automem.memfile import file_name_for, render_memory
+from memoryd.automem.memfile import MAX_NAME_CHARS, file_name_for, render_memory
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
@@ -95,6 +95,28 @@ class MemoryWrites:
         await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
         return WriteResult(target, created, merged_into)
+
+    def name_of_its_own(
+        self, project: Project, *, type: str, name: str, description: str, body: str, team: bool
+    ) -> str:
+        """`name`, or `name (2)`, `name (3)` … when a memory called `name` holds a different
+        fact. For names memoryd derives (quick-add): a name the user gives updates its memory,
+        but two sentences that open alike ("Before merging a pull request, …") are two facts."""
+        state = self._states.state(self._dirs.memory_dir(project))
+        names = {k: e.header.name for k, e in state.entries.items()}
+        base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+        own = naming.own_file(base, name, names)
+        if own is None:
+            return name
+        text = memory_text(name, description, body)
+        if find_near_duplicate(type, text, [state.entries[own].candidate]) is not None:
+            return name  # the same fact again: its memory is updated
+        stem = name[: MAX_NAME_CHARS - 8]
+        for n in range(2, naming.MAX_SUFFIX):
+            candidate = f"{stem} ({n})"
+            if not any(naming.same_name(other, candidate) for other in names.values()):
+                return candidate
+        return name  # ten thousand alike: the write's own rules decide
 
     async def delete_memory(self, project: Project, path: str | Path) -> Path:
         memory_dir = self._dirs.memory_dir(project)

@@ -634,6 +634,24 @@ async def test_remember_without_model(daemon: DaemonHandle, project: Path, memdi
     assert err.value.code == -32602
 
 
+async def test_remember_never_replaces_a_different_fact_that_opens_alike(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Found by a bug hunt: both got the name "Before merging a pull request", and the second
+    # replaced the first ("updated"), which then survived only in history.
+    lint = "Before merging a pull request in this repo, run make lint"
+    approvals = "Before merging a pull request in this repo, get two approvals"
+    first = await daemon.call("memory.remember", cwd=str(project), text=lint)
+    second = await daemon.call("memory.remember", cwd=str(project), text=approvals)
+    assert second["created"] is True
+    assert second["name"] == f"{first['name']} (2)"
+    bodies = {p.read_text().split("---")[-1].strip() for p in memdir.glob("project_*.md")}
+    assert bodies == {lint, approvals}
+    again = await daemon.call("memory.remember", cwd=str(project), text=lint)  # the same fact
+    assert (again["created"], again["path"], again["name"]) == (False, first["path"], first["name"])
+    assert len(list(memdir.glob("project_*.md"))) == 2
+
+
 async def test_a_decomposed_file_name_is_addressed_as_listed(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:

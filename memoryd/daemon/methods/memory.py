@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
@@ -293,6 +294,17 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
+    if params.name is None:
+        await _am(daemon).loaded(project)
+        own = _am(daemon).name_of_its_own(
+            project,
+            type=quick.type,
+            name=quick.name,
+            description=quick.description,
+            body=quick.body,
+            team=params.team,
+        )
+        quick = replace(quick, name=own)
     result, unshared = await _save(daemon, project, quick, team=params.team)
     secrets["warnings"] += unshared
     return {
