@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -14,10 +15,26 @@ EXIT_DOWN = 3
 EXIT_TIMEOUT = 4
 
 
+# What a terminal would act on rather than show (an escape sequence in a teammate's memory can
+# set the clipboard or clear the screen), and what it cannot encode (half a surrogate pair).
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` as a terminal may show it: control characters as `\\x1b`, a lone surrogate as
+    U+FFFD; line breaks and tabs kept."""
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", text
+    )
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
     if getattr(args, "json", False) or text is None:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        dumped = json.dumps(data, indent=2, ensure_ascii=False)
+        # A lone surrogate (a file name not UTF-8) goes out as its JSON escape, `\\udce9`.
+        sys.stdout.write(dumped.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     else:
+        text = printable(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.output import EXIT_USAGE, client, emit, fail, printable
 from memoryd_client.paths import config_dir
 
 if TYPE_CHECKING:
@@ -57,11 +57,11 @@ class PlainUI:
 
     def _flush_status(self) -> None:
         for line in self.poll():
-            print(f"* {line}")
+            print(printable(f"* {line}"))
 
     def message(self, text: str) -> None:
         self._flush_status()
-        print(text)
+        print(printable(text))
 
     def choose(self, title: str, items: Sequence[Item]) -> Item | None:
         from memctl import memory_menu
@@ -71,8 +71,8 @@ class PlainUI:
             self._flush_status()
             shown = memory_menu.filter_items(items, query)
             text, choices = memory_menu.numbered(shown)
-            print(f"\n{title}" + (f"  [filter: {query}]" if query else ""))
-            print(text if choices else "  (nothing matches)")
+            print(printable(f"\n{title}" + (f"  [filter: {query}]" if query else "")))
+            print(printable(text) if choices else "  (nothing matches)")
             sys.stdout.write("Number to choose, text to filter, Enter to go back: ")
             sys.stdout.flush()
             line = sys.stdin.readline()

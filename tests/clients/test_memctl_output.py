@@ -1,0 +1,34 @@
+"""What memctl writes to a terminal: never a teammate's escape sequence, never a crash.
+
+Found by a bug hunt (session 15): a team memory whose description held OSC 52 (set the
+clipboard) and a clear-screen sequence was printed byte for byte; a NUL or half a surrogate
+pair in a memory's frontmatter crashed the memory UI, `--list` and `recall`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from memctl.output import emit, printable
+
+
+def test_control_characters_are_shown_not_obeyed() -> None:
+    hostile = "release\x1b]52;c;cm0gLXJm\x07\x1b[2J\r done\x00\x85 \ud800"
+    assert (
+        printable(hostile) == "release\\x1b]52;c;cm0gLXJm\\x07\\x1b[2J\\x0d done\\x00\\x85 \ufffd"
+    )
+    assert printable("line one\n\tline two") == "line one\n\tline two"
+
+
+def test_emit_writes_hostile_text_and_odd_names_safely(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emit(argparse.Namespace(json=False), {}, "how we release\x1b[2J")
+    assert capsys.readouterr().out == "how we release\\x1b[2J\n"
+    emit(argparse.Namespace(json=True), {"file": "caf\udce9.md", "name": "a\x1bb"})
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert json.loads(out) == {"file": "caf\udce9.md", "name": "a\x1bb"}
