@@ -55,7 +55,11 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
     if running is not None:
         return {"started": False, **running}
     log_file = sock.with_name("memoryd.log")
-    sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        open(log_file, "ab").close()  # only whether it can be opened
+    except OSError as exc:
+        raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
     command = [
         os.environ.get("MEMORYD_PYTHON", sys.executable),
         "-m",
@@ -79,9 +83,34 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
             return {"started": True, **status}
         code = process.poll()
         if code is not None:
-            raise RuntimeError(f"memoryd exited with code {code} during start-up; see {log_file}")
+            why = _last_logged_event(log_file)
+            raise RuntimeError(
+                f"memoryd exited with code {code} during start-up"
+                + (f": {why}" if why else "")
+                + f"; see {log_file}"
+            )
         time.sleep(0.05)
     raise TimeoutError(f"memoryd did not become healthy within {wait_s:.0f}s; see {log_file}")
+
+
+def _last_logged_event(log_file: Path) -> str | None:
+    """The daemon's one-line reason for stopping: the last JSON log line's event."""
+    import json
+
+    try:
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            event = json.loads(line).get("event")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(event, str):
+            return event
+    return None
 
 
 def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:

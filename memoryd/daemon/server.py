@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -97,6 +98,28 @@ def check_socket_folder(folder: Path) -> None:
 
 
 def bind_socket(path: Path) -> socket.socket:
+    """A listening socket at `path`; StartupError, one line saying what to do, when the
+    system will not give one (a path too long for AF_UNIX, a file where its folder goes)."""
+    limit = _AF_UNIX_PATH_MAX
+    if len(os.fsencode(path)) > limit:
+        raise StartupError(
+            f"the socket path {path} is {len(os.fsencode(path))} bytes, over the {limit} a Unix "
+            "socket's path may have: set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a "
+            "shorter one"
+        )
+    try:
+        return _bind(path)
+    except StartupError:
+        raise
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
+
+
+# sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL.
+_AF_UNIX_PATH_MAX = 103 if sys.platform == "darwin" else 107
+
+
+def _bind(path: Path) -> socket.socket:
     if not path.parent.exists():
         # Only a folder memoryd creates is made 0700; one the user named keeps its mode (the
         # socket itself is 0600 either way).

@@ -105,6 +105,26 @@ def test_a_file_that_is_not_a_socket_is_never_replaced(short_tmp: Path) -> None:
     assert notes.read_text() == "keep me\n"
 
 
+@pytest.mark.parametrize("where", ["too long", "under a file"])
+def test_a_socket_the_system_cannot_give_is_one_line_not_a_traceback(
+    short_tmp: Path, where: str
+) -> None:
+    # Found by a bug hunt: a long HOME or XDG_RUNTIME_DIR gave `OSError: AF_UNIX path too
+    # long` as a traceback in the log; a socket folder under a file, NotADirectoryError.
+    if where == "too long":
+        sock = short_tmp / ("x" * 120) / "memoryd.sock"
+        expected = "set --socket or MEMORYD_SOCKET"
+    else:
+        (short_tmp / "afile").write_text("")
+        sock = short_tmp / "afile" / "memoryd.sock"
+        expected = "cannot listen on"
+    proc = spawn_daemon(sock, capture=True)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2
+    assert expected in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_exits_zero_and_cleans_up(
     running: tuple[subprocess.Popen[str], Path], sig: signal.Signals

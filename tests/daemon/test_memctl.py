@@ -84,6 +84,18 @@ def test_start_replaces_a_stale_daemon(sock: Path) -> None:
     assert memctl(sock, "status").returncode == 0
 
 
+def test_start_says_in_one_line_why_the_daemon_could_not_start(short_tmp: Path) -> None:
+    (short_tmp / "afile").write_text("")
+    under_a_file = memctl(short_tmp / "afile" / "memoryd.sock", "start")
+    assert under_a_file.returncode != 0
+    assert "cannot start memoryd at" in under_a_file.stderr
+    assert "Traceback" not in under_a_file.stderr
+    too_long = memctl(short_tmp / ("x" * 120) / "memoryd.sock", "start")
+    assert too_long.returncode != 0
+    # The daemon's own reason, read from its log, not only "see the log".
+    assert "set --socket or MEMORYD_SOCKET" in too_long.stderr
+
+
 def test_every_command_is_found_by_the_module_table() -> None:
     import argparse
 
