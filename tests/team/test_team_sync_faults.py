@@ -250,3 +250,21 @@ async def test_body_too_large_error_carries_the_servers_cap(
     assert side.engine.state.max_body is not None
     assert side.engine.state.max_body <= 20_000
     assert issubclass(BodyTooLarge, TeamHTTPError)
+
+
+async def test_a_server_cap_under_the_halving_floor_is_taken_as_it_is(
+    server_factory: object, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: with a cap of 2,000 bytes the client kept a floor of 4,096, so every
+    # batch was a 413 and the push never settled, though each entry fit on its own.
+    from memoryd_team.settings import ServerSettings
+
+    assert callable(server_factory)
+    small = server_factory(ServerSettings(max_body_bytes=2_000))
+    side = make_side("me", small.url, small.token(REPO))
+    for i in range(8):
+        side.write(f"n{i}.md", "w" * 400)
+    report = await side.engine.push()
+    assert sorted(report.pushed) == [f"n{i}.md" for i in range(8)]
+    assert side.engine.state.max_body is not None
+    assert side.engine.state.max_body <= 2_000

@@ -512,8 +512,12 @@ class SyncEngine:
                 else:
                     size = len(encode_put_body({k: contents[k] for k in current}))
                     # The server's stated cap when it gave one, else half (a gateway's page).
-                    cap = min(exc.max_body, size - 1) if exc.max_body else size // 2
-                    state.max_body = max(MIN_BODY, cap)
+                    # The floor only bounds the halving: a cap the server states is its own,
+                    # however small (a floor over it made every push a 413, for good).
+                    if exc.max_body:
+                        state.max_body = min(exc.max_body, size - 1)
+                    else:
+                        state.max_body = max(MIN_BODY, size // 2)
             except SecretRejected as exc:
                 named = exc.key if exc.key in contents else None
                 for blocked in [named] if named is not None else list(current):
