@@ -33,8 +33,41 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)]
+        return [
+            _without_media(b)
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("type"), str)
+        ]
     return []
+
+
+# A pasted screenshot is megabytes of base64 that no memory is made of: what it was stays.
+_MEDIA = frozenset({"image", "document"})
+
+
+def _without_media(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") in _MEDIA:
+        return {"type": "text", "text": f"[{block['type']}]"}
+    inner = block.get("content")
+    if block.get("type") == "tool_result" and isinstance(inner, list):
+        return {
+            **block,
+            "content": [_without_media(b) if isinstance(b, dict) else b for b in inner],
+        }
+    return block
+
+
+def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
+    """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
+    cap is 8 MiB a line), starting with a user message; all of them when they fit."""
+    sizes = [
+        len(json.dumps(m, ensure_ascii=False).encode("utf-8", "surrogatepass")) for m in messages
+    ]
+    total, start = sum(sizes), 0
+    while start < len(messages) and (total > max_bytes or messages[start]["role"] != "user"):
+        total -= sizes[start]
+        start += 1
+    return messages[start:]
 
 
 def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:

@@ -192,3 +192,37 @@ def test_tool_call_paths() -> None:
     assert tool_call_paths("Read", {"file_path": "a\x00b"}, "/p") == ([], [])
     assert tool_call_paths("Read", {"file_path": "rel.md"}, "not-absolute") == ([], [])
     assert tool_call_paths("Read", "not a dict", "/p") == ([], [])
+
+
+def test_pasted_media_is_named_not_sent_and_a_long_session_is_cut_to_fit() -> None:
+    # Found by a bug hunt: two pasted screenshots made a 12.8 MB transcript, refused by the
+    # daemon's 8 MiB request cap; that session's memory then stopped, silently.
+    screenshot = {"type": "image", "source": {"type": "base64", "data": "A" * 5_000_000}}
+    lines = [
+        json.dumps({"type": "user", "message": {"role": "user", "content": [screenshot]}}),
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t", "content": [screenshot]},
+                        {"type": "text", "text": "what does it show?"},
+                    ],
+                },
+            }
+        ),
+    ]
+    (message,) = claude_code.parse_transcript_lines(lines)
+    assert len(json.dumps(message)) < 1_000
+    assert message["content"][0] == {"type": "text", "text": "[image]"}
+    assert message["content"][1]["content"] == [{"type": "text", "text": "[image]"}]
+
+    turns = [
+        {"role": role, "content": [{"type": "text", "text": f"{role} {i} " + "x" * 1_000}]}
+        for i in range(10)
+        for role in ("user", "assistant")
+    ]
+    kept = claude_code.newest_that_fit(turns, 5_000)
+    assert kept == turns[-4:]  # the newest whole turns, a user message first
+    assert claude_code.newest_that_fit(turns, 10**9) == turns

@@ -84,6 +84,9 @@ def main(argv: list[str]) -> int:
     return run(args)
 
 
+# What of a transcript is sent, at most (the daemon takes requests of up to 8 MiB a line; over
+# it, a session with two pasted screenshots was refused, and its memory stopped silently).
+TRANSCRIPT_SENT_BYTES = 6 * 1024 * 1024
 # Below this much time left, recall asks the local ranker rather than the model.
 MODEL_RECALL_MIN_S = 2.0
 
@@ -225,7 +228,9 @@ def _transcript_call(
         if _detach():
             return None  # the parent answers at once; the detached child does the work
         budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
-    messages = claude_code.read_transcript(transcript)
+    messages = claude_code.newest_that_fit(
+        claude_code.read_transcript(transcript), TRANSCRIPT_SENT_BYTES
+    )
     if not messages:
         return None
     params: dict[str, Any] = {"session_id": session_id, "cwd": _cwd(payload), "messages": messages}
