@@ -90,6 +90,31 @@ async def test_a_restart_neither_reuploads_nor_forgets_pending(
     assert report.pushed == ["m05.md"]
 
 
+async def test_the_same_edit_on_both_sides_is_in_step_not_a_later_conflict(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: Bob's push met a 412, found his edit already on the server, and
+    # uploaded nothing; his file kept its old synced checksum, so Alice's next edit made his
+    # untouched copy a "conflict" saved aside.
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("plan.md", "v0\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("plan.md", "v1\n")
+    bob.write("plan.md", "v1\n")  # the same edit
+    await alice.engine.push()
+    assert (await bob.engine.push()).pushed == []
+    alice.write("plan.md", "v2 by alice\n")
+    await alice.engine.push()
+    report = await bob.engine.pull()
+    assert report.pulled == ["plan.md"]
+    assert bob.read("plan.md") == "v2 by alice\n"
+    assert bob.conflict_copies() == {}
+    assert bob.events("team/conflict") == []
+
+
 async def test_pull_saves_a_conflicting_local_edit_aside(
     server: ThreadedServer, make_side: SideFactory
 ) -> None:

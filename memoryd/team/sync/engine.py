@@ -492,11 +492,13 @@ class SyncEngine:
                     ) from None
                 refreshes += 1
                 await self._refresh_hashes(client)
+                self._note_in_step(scan)
             except TooManyEntries as exc:
                 if state.max_entries is not None and state.max_entries <= exc.max_entries:
                     # Already under what we learned, yet refused: our view of the server's
                     # entries is stale; refresh it before trying again.
                     await self._refresh_hashes(client)
+                    self._note_in_step(scan)
                 state.max_entries = exc.max_entries
             except EntryTooLarge as exc:
                 key = exc.key if exc.key in contents else current[0]
@@ -733,6 +735,14 @@ class SyncEngine:
             return
         self.state.etag = snapshot.etag
         self.state.server_checksums = dict(snapshot.checksums)
+
+    def _note_in_step(self, scan: LocalScan) -> None:
+        """A file the server already holds as it is here (a teammate made the same edit) is
+        synced: left at its old checksum, the next server change took it for an edit of ours
+        and saved it aside as a conflict copy."""
+        for key, digest in self.state.server_checksums.items():
+            if scan.checksums.get(key) == digest:
+                self.state.synced[key] = digest
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What a push may change without a request (the checksums change only with one)."""
