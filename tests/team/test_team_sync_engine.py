@@ -635,3 +635,27 @@ async def test_a_binary_local_file_is_kept_byte_for_byte_on_conflict(
     assert bob.read("data.md") == "text from alice\n"
     (copy,) = bob.team_dir.glob("data.conflict-*.md")
     assert copy.read_bytes() == blob
+
+
+async def test_a_long_name_gets_a_visible_conflict_copy(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: a 231-byte name's copy would pass 255 bytes, and the edit was kept
+    # only as a hidden `.memoryd-aside-…` file that `ls` and memory.list do not show.
+    key = "部署手順" * 19 + ".md"
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write(key, "v1\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write(key, "v2 by alice\n")
+    await alice.engine.push()
+    bob.write(key, "v2 by bob\n")
+    await bob.engine.pull()
+    copies = bob.conflict_copies()
+    assert list(copies.values()) == ["v2 by bob\n"]
+    (name,) = copies
+    assert len(name.encode()) <= 255
+    assert name.endswith("Z.md")
+    assert not [p for p in bob.team_dir.iterdir() if p.name.startswith(".memoryd-aside")]

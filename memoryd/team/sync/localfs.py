@@ -324,7 +324,11 @@ class LocalFolder:
         stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
         for n in range(1, 1000):
             extra = "" if n == 1 else f"-{n}"
-            copy = target.with_name(f"{stem}.conflict-{stamp}{extra}{suffix}")
+            tail = f".conflict-{stamp}{extra}{suffix}"
+            # A long name's copy would pass 255 bytes: its stem is cut to make room.
+            room = 255 - len(tail.encode("utf-8"))
+            short = stem.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+            copy = target.with_name(f"{short}{tail}")
             try:
                 os.link(aside, copy, follow_symlinks=False)
             except FileExistsError:
