@@ -659,3 +659,29 @@ async def test_a_long_name_gets_a_visible_conflict_copy(
     assert len(name.encode()) <= 255
     assert name.endswith("Z.md")
     assert not [p for p in bob.team_dir.iterdir() if p.name.startswith(".memoryd-aside")]
+
+
+async def test_an_entry_over_what_this_client_syncs_is_refused_not_a_conflict_each_time(
+    server_factory: object, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: a server allowing 1 MB entries sent a 300 KB one; written, it could
+    # never be read back as a version (over the 250,000-byte cap), so every update of it made
+    # a conflict copy of a file nobody had edited.
+    assert callable(server_factory)
+    big_server = server_factory(ServerSettings(max_entry_bytes=1_000_000))
+    token = big_server.token(REPO)
+    bob = make_side("bob", big_server.url, token)
+    client = TeamClient(big_server.url, token)
+    try:
+        etag = None
+        for version in ("a", "b"):
+            body = {"big.md": version * 300_000, "small.md": version}
+            etag = await client.put(REPO, body, if_match=etag)
+            report = await bob.engine.pull()
+            assert bob.read("small.md") == version
+            assert "big.md" in report.refused
+            assert "over the 250000" in report.refused["big.md"]
+            assert not (bob.team_dir / "big.md").exists()
+            assert bob.conflict_copies() == {}
+    finally:
+        await client.close()

@@ -327,6 +327,15 @@ class SyncEngine:
             digest = checksum(content)  # ours, not the server's word for it
             if not self._writable(key, refused):
                 continue
+            size = len(content.encode("utf-8"))
+            if size > self.folder.entry_max:
+                # A server allowing more than this client keeps: written, the file could never
+                # be read back as a version of it, and each update made a false conflict copy.
+                refused[key] = (
+                    f"the server's version is {size} bytes, over the {self.folder.entry_max} "
+                    "this client syncs; not written"
+                )
+                continue
             if scan.checksums.get(key) == digest:
                 state.synced[key] = digest  # in step (an edit since the scan stays pending)
                 continue
