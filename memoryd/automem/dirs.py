@@ -91,8 +91,8 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
         Path(os.path.normpath(Path(raw) if os.path.isabs(raw) else folder / raw))
         for raw in (unicodedata.normalize("NFC", path), path)
     )
+    real_base = base.resolve()
     if base not in lexical.parents:
-        real_base = base.resolve()
         if real_base == base or real_base not in lexical.parents:
             raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
         # Given by its real path (`~/.claude` a link into a dotfiles repository, an editor
@@ -107,7 +107,6 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
         # A name on disk that is not NFC (written decomposed, as macOS does), given back as
         # `memory.list` returned it: that file, under the key the store gives it.
         lexical = as_given
-    real_base = base.resolve()
     real = lexical.resolve()
     if real_base not in real.parents:
         raise ForbiddenPath(f"{path} resolves to {real}, outside the memory directory {folder}")

@@ -228,13 +228,20 @@ def _check_target(memory_dir: Path, target: Path) -> None:
         raise InvalidParams(
             f"file: {key} is {len(folders)} folders deep; memories are read {MAX_DEPTH} deep"
         )
-    for place in [*reversed(target.parents[: len(folders)]), target]:
-        try:
-            mode = os.lstat(place).st_mode
-        except FileNotFoundError:
-            break
-        if place != target and not stat.S_ISDIR(mode):
-            raise InvalidParams(f"file: {place} is not a folder; {key} cannot be written")
-        if place == target and not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")
+    for folder in reversed(target.parents[: len(folders)]):
+        mode = _mode(folder)
+        if mode is None:
+            return  # the rest of the way is created
+        if not stat.S_ISDIR(mode):
+            raise InvalidParams(f"file: {folder} is not a folder; {key} cannot be written")
+    mode = _mode(target)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None

@@ -97,13 +97,17 @@ def check_socket_folder(folder: Path) -> None:
         )
 
 
+# sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL.
+_AF_UNIX_PATH_MAX = 103 if sys.platform == "darwin" else 107
+
+
 def bind_socket(path: Path) -> socket.socket:
     """A listening socket at `path`; StartupError, one line saying what to do, when the
     system will not give one (a path too long for AF_UNIX, a file where its folder goes)."""
-    limit = _AF_UNIX_PATH_MAX
-    if len(os.fsencode(path)) > limit:
+    size = len(os.fsencode(path))
+    if size > _AF_UNIX_PATH_MAX:
         raise StartupError(
-            f"the socket path {path} is {len(os.fsencode(path))} bytes, over the {limit} a Unix "
+            f"the socket path {path} is {size} bytes, over the {_AF_UNIX_PATH_MAX} a Unix "
             "socket's path may have: set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a "
             "shorter one"
         )
@@ -113,10 +117,6 @@ def bind_socket(path: Path) -> socket.socket:
         raise
     except OSError as exc:
         raise StartupError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
-
-
-# sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL.
-_AF_UNIX_PATH_MAX = 103 if sys.platform == "darwin" else 107
 
 
 def _bind(path: Path) -> socket.socket:

@@ -47,6 +47,15 @@ T = TypeVar("T")
 
 
 @dataclass
+class _RuleWalk:
+    """One rules tree's walk: the rule files found, the folders listed, whether a cap was met."""
+
+    found: list[Path] = field(default_factory=list)
+    folders: int = 0
+    capped: bool = False
+
+
+@dataclass
 class _Loader:
     fs: FileSystem
     request: ContextRequest
@@ -142,30 +151,24 @@ class _Loader:
         stat = self._or_skipped(self.fs.stat, folder, None)
         if stat is None or stat.kind != "dir":
             return []
-        found: list[Path] = []
-        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, found, [0, 0])
-        return found
+        walk = _RuleWalk()
+        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, walk)
+        return walk.found
 
-    def _walk_rules(
-        self,
-        folder: Path,
-        ancestors: set[Path],
-        depth: int,
-        found: list[Path],
-        listed: list[int],  # [folders listed, cap reported]
-    ) -> None:
-        if listed[0] >= MAX_RULE_FOLDERS or len(found) >= MAX_RULE_FILES:
-            if not listed[1]:  # once per tree: the rest of a disk is not news
-                listed[1] = 1
+    def _walk_rules(self, folder: Path, ancestors: set[Path], depth: int, walk: _RuleWalk) -> None:
+        found = walk.found
+        if walk.folders >= MAX_RULE_FOLDERS or len(found) >= MAX_RULE_FILES:
+            if not walk.capped:  # once per tree: the rest of a disk is not news
+                walk.capped = True
                 self._skip(
                     folder,
                     "too_many",
                     f"rule folders not read: over {MAX_RULE_FOLDERS} folders"
-                    if listed[0] >= MAX_RULE_FOLDERS
+                    if walk.folders >= MAX_RULE_FOLDERS
                     else f"more than {MAX_RULE_FILES} rule files",
                 )
             return
-        listed[0] += 1
+        walk.folders += 1
         names: list[str] = self._or_skipped(self.fs.list_dir, folder, [])
         for name in names:
             path = folder / name
@@ -187,7 +190,7 @@ class _Loader:
                         path, "too_many", f"rule folders nested deeper than {MAX_RULE_DEPTH}"
                     )
                 else:
-                    self._walk_rules(path, ancestors | {real}, depth + 1, found, listed)
+                    self._walk_rules(path, ancestors | {real}, depth + 1, walk)
             elif name.endswith(".md"):
                 if len(found) >= MAX_RULE_FILES:
                     self._skip(path, "too_many", f"more than {MAX_RULE_FILES} rule files")
@@ -321,8 +324,8 @@ class _Loader:
                 including,
             )
             return
+        real = self.fs.realpath(target)
         if ftype in GATED_TYPES and not req.external_approved:
-            real = self.fs.realpath(target)
             allowed = self._allowed_roots(ftype)
             if not includes.is_within(real, allowed):
                 self._skip(
@@ -335,7 +338,6 @@ class _Loader:
         if not includes.is_text_name(target):
             self._skip(target, "not_text", "not a known text file type", including)
             return
-        real = self.fs.realpath(target)
         if not includes.is_text_name(real):
             # `docs/notes.md` → `.env`: what is read is the link's target, so it is judged too.
             self._skip(

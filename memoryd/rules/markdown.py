@@ -44,7 +44,7 @@ def _inside_a_word(before: list[str], after: list[Token], marker: Token) -> bool
     """Whether an emphasis marker is glued to text on its outer side (`pkg/__init__.py`),
     not framing a run (`**@docs/x.md**`, `see _this_`)."""
     if marker.type.endswith("_open"):
-        outside = "".join(before)[-1:]
+        outside = next((part[-1] for part in reversed(before) if part), "")
     else:
         outside = after[0].content[:1] if after and after[0].type == "text" else ""
     return bool(outside) and not outside.isspace()

@@ -228,9 +228,9 @@ def _transcript_call(
         if _detach():
             return None  # the parent answers at once; the detached child does the work
         budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
-    messages = claude_code.newest_that_fit(
-        claude_code.read_transcript(transcript), TRANSCRIPT_SENT_BYTES
-    )
+    messages = claude_code.read_transcript(transcript)
+    if _size(transcript) > TRANSCRIPT_SENT_BYTES:  # smaller, its messages fit as they are
+        messages = claude_code.newest_that_fit(messages, TRANSCRIPT_SENT_BYTES)
     if not messages:
         return None
     params: dict[str, Any] = {"session_id": session_id, "cwd": _cwd(payload), "messages": messages}
@@ -244,10 +244,14 @@ def _transcript_call(
 
 
 def _large(transcript: str) -> bool:
+    return _size(transcript) > BACKGROUND_BYTES
+
+
+def _size(transcript: str) -> int:
     try:
-        return os.stat(transcript).st_size > BACKGROUND_BYTES
+        return os.stat(transcript).st_size
     except OSError:
-        return False
+        return 0
 
 
 def _detach() -> bool:
