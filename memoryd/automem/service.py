@@ -112,7 +112,6 @@ class AutoMemory:
         )
         # Writing is the `writes` part's; the service offers its methods as its own.
         self.write_memory = self.writes.write_memory
-        self.name_of_its_own = self.writes.name_of_its_own
         self.delete_memory = self.writes.delete_memory
         self.snapshot = self.writes.snapshot  # keeps a version before an outside overwrite
         self.versions = self.writes.versions

@@ -45,6 +45,7 @@ class WriteResult:
     path: Path
     created: bool
     merged_into: Path | None
+    name: str  # as written: a derived name may have become `<name> (2)`
 
 
 @dataclass(eq=False)  # a service: compared and hashed by identity
@@ -66,7 +67,10 @@ class MemoryWrites:
         body: str,
         team: bool = False,
         file: str | None = None,
+        name_given: bool = True,
     ) -> WriteResult:
+        """`name_given=False`: memoryd derived the name (quick-add), so the write never
+        replaces a different fact that has it (`_name_of_its_own`)."""
         text = render_memory(type, name, description, body)  # validates first, before any I/O
         memory_dir = self._dirs.memory_dir(project)
         folder = memory_dir / TEAM_DIR if team else memory_dir
@@ -78,6 +82,10 @@ class MemoryWrites:
                 target, key = resolve_inside(folder, file, must_exist=False)
                 key = f"{TEAM_DIR}/{key}" if team else key
             else:
+                if not name_given:
+                    own = _name_of_its_own(state, type, name, description, body, team)
+                    if own != name:
+                        name, text = own, render_memory(type, own, description, body)
                 key, merged = _key_for_name(state, type, name, description, body, team)
                 target = memory_dir / key
                 merged_into = target if merged else None
@@ -94,29 +102,7 @@ class MemoryWrites:
             self._index.queue(memory_dir, key, name, description)
         await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
-        return WriteResult(target, created, merged_into)
-
-    def name_of_its_own(
-        self, project: Project, *, type: str, name: str, description: str, body: str, team: bool
-    ) -> str:
-        """`name`, or `name (2)`, `name (3)` … when a memory called `name` holds a different
-        fact. For names memoryd derives (quick-add): a name the user gives updates its memory,
-        but two sentences that open alike ("Before merging a pull request, …") are two facts."""
-        state = self._states.state(self._dirs.memory_dir(project))
-        names = {k: e.header.name for k, e in state.entries.items()}
-        base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
-        own = naming.own_file(base, name, names)
-        if own is None:
-            return name
-        text = memory_text(name, description, body)
-        if find_near_duplicate(type, text, [state.entries[own].candidate]) is not None:
-            return name  # the same fact again: its memory is updated
-        stem = name[: MAX_NAME_CHARS - 8]
-        for n in range(2, naming.MAX_SUFFIX):
-            candidate = f"{stem} ({n})"
-            if not any(naming.same_name(other, candidate) for other in names.values()):
-                return candidate
-        return name  # ten thousand alike: the write's own rules decide
+        return WriteResult(target, created, merged_into, name)
 
     async def delete_memory(self, project: Project, path: str | Path) -> Path:
         memory_dir = self._dirs.memory_dir(project)
@@ -208,6 +194,28 @@ def _key_for_name(
         return duplicate, True
     taken = lambda key: key in names or os.path.lexists(state.memory_dir / key)  # noqa: E731
     return naming.free_file(base, taken), False
+
+
+def _name_of_its_own(
+    state: DirState, type: str, name: str, description: str, body: str, team: bool
+) -> str:
+    """`name`, or `name (2)`, `name (3)` … when a memory called `name` holds a different fact:
+    a name the user gives updates its memory, but two sentences that open alike ("Before
+    merging a pull request, …") are two facts."""
+    names = {k: e.header.name for k, e in state.entries.items()}
+    base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+    own = naming.own_file(base, name, names)
+    if own is None:
+        return name
+    text = memory_text(name, description, body)
+    if find_near_duplicate(type, text, [state.entries[own].candidate]) is not None:
+        return name  # the same fact again: its memory is updated
+    stem = name[: MAX_NAME_CHARS - 8]
+    for n in range(2, naming.MAX_SUFFIX):
+        candidate = f"{stem} ({n})"
+        if not any(naming.same_name(other, candidate) for other in names.values()):
+            return candidate
+    return name  # ten thousand alike: the write's own rules decide
 
 
 def _check_target(memory_dir: Path, target: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
@@ -224,7 +223,13 @@ class _MemoryText(Protocol):
 
 
 async def _save(
-    daemon: Daemon, project: Project, memory: _MemoryText, *, team: bool, file: str | None = None
+    daemon: Daemon,
+    project: Project,
+    memory: _MemoryText,
+    *,
+    team: bool,
+    file: str | None = None,
+    name_given: bool = True,
 ) -> tuple[WriteResult, list[str]]:
     """Write the memory, then start team sync if it landed in the team folder; with it the
     warnings for the reply (a team memory no server will get)."""
@@ -236,6 +241,7 @@ async def _save(
         body=memory.body,
         team=team,
         file=file,
+        name_given=name_given,
     )
     return result, _sync_if_team(daemon, project, result.path)
 
@@ -294,23 +300,14 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
-    if params.name is None:
-        await _am(daemon).loaded(project)
-        own = _am(daemon).name_of_its_own(
-            project,
-            type=quick.type,
-            name=quick.name,
-            description=quick.description,
-            body=quick.body,
-            team=params.team,
-        )
-        quick = replace(quick, name=own)
-    result, unshared = await _save(daemon, project, quick, team=params.team)
+    result, unshared = await _save(
+        daemon, project, quick, team=params.team, name_given=params.name is not None
+    )
     secrets["warnings"] += unshared
     return {
         **_written(result),
         "type": quick.type,
-        "name": quick.name,
+        "name": result.name,
         "description": quick.description,
         "derived_by": quick.derived_by,
         **secrets,
