@@ -30,6 +30,37 @@ STEP_MS = 20
 ARM_TIMEOUT_S = 5.0
 _PROBE_EVERY_S = 0.025
 _MAX_FAILURES = 3
+_PROBE_PREFIX = "memoryd-watch-"
+
+
+def make_probe_dir(parent: Path | None = None) -> Path:
+    """A private folder for the probe files, named by this process.
+
+    A daemon that was killed never removes its own, so the probe folders of this user's
+    processes that are gone are removed here first (a folder is in the system's temp folder,
+    which may be cleared only at boot).
+    """
+    base = Path(parent if parent is not None else tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            if entry.name.startswith(_PROBE_PREFIX) and _is_stale_probe_dir(entry):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{_PROBE_PREFIX}{os.getpid()}-", dir=base))
+
+
+def _is_stale_probe_dir(entry: os.DirEntry[str]) -> bool:
+    pid_text = entry.name[len(_PROBE_PREFIX) :].partition("-")[0]
+    if not pid_text.isdigit():
+        return False  # not one named by a process (an older version's): leave it
+    try:
+        if entry.is_symlink() or not entry.is_dir() or entry.stat().st_uid != os.getuid():
+            return False
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False  # alive under another user, or unreadable: not ours to judge
+    return False
 
 
 @dataclass(eq=False)  # identity: generations live in a set
@@ -49,6 +80,7 @@ class DirWatcher:
         *,
         debounce_ms: int = DEBOUNCE_MS,
         step_ms: int = STEP_MS,
+        probe_parent: Path | None = None,
     ) -> None:
         self._on_change = on_change
         self._on_error = on_error
@@ -63,7 +95,7 @@ class DirWatcher:
         self._current: _Generation | None = None
         self._live: set[_Generation] = set()  # every generation not finished yet
         self._supervisor: asyncio.Task[None] | None = None
-        self._probe_dir = Path(tempfile.mkdtemp(prefix="memoryd-watch-"))
+        self._probe_dir = make_probe_dir(probe_parent)
         self.restarts = 0
         self.failed: str | None = None
 
