@@ -17,15 +17,17 @@ class NotRegularFile(OSError):
     """What was opened is not a regular file (a FIFO, a device, a folder)."""
 
 
-def read_regular_file(path: Path | str, limit: int) -> bytes:
+def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes:
     """At most `limit + 1` bytes of the regular file at `path` (one byte over tells the caller
     the file is larger than `limit`, without reading the rest).
 
     For a file a scan or a check found earlier, which may have been swapped since:
-    O_NOFOLLOW — a symbolic link put in its place is refused (ELOOP), never followed out;
+    O_NOFOLLOW — a symbolic link put in its place is refused (ELOOP), never followed out
+    (unless `follow_links`: a user's own settings file may be a dotfile manager's link);
     O_NONBLOCK — a FIFO put in its place does not block the open, and the fstat refuses it
     (NotRegularFile), as it refuses a device or a folder."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags if follow_links else flags | os.O_NOFOLLOW)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):

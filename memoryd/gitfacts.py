@@ -107,7 +107,7 @@ def parse_repo_slug(url: str | None) -> str | None:
         match = pattern.match(url.strip())
         if match:
             parts = [p for p in match.group("path").split("/") if p]
-            if len(parts) >= 2 and all(_SEGMENT.match(p) for p in parts[-2:]):
+            if len(parts) >= 2 and all(_SEGMENT.fullmatch(p) for p in parts[-2:]):
                 return f"{parts[-2]}/{parts[-1]}"
             return None
     return None

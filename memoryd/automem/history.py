@@ -75,7 +75,7 @@ class History:
         out = []
         for entry in entries:
             stem = entry.name[:-3] if entry.name.endswith(".md") else ""
-            if not _VERSION.match(stem):
+            if not _VERSION.fullmatch(stem):
                 continue
             stamp, reason = stem.split("-", 1)
             out.append(Version(stem, int(stamp) / 1e9, entry.stat().st_size, reason))
@@ -83,7 +83,7 @@ class History:
         return out
 
     def read(self, memory_dir: Path, file: str, version: str) -> bytes:
-        if not _VERSION.match(version):
+        if not _VERSION.fullmatch(version):
             raise InvalidParams(f"version: not a version id: {version!r}")
         try:
             return (self.folder(memory_dir, file) / f"{version}.md").read_bytes()

@@ -50,7 +50,7 @@ def _absolute_existing_dir(value: str) -> str:
     return value
 
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 
 
 # Session folders sit beside the project's `memory/` folder; a session named like it would put
@@ -59,7 +59,7 @@ _RESERVED_SESSION_IDS = frozenset({"memory"})
 
 
 def _session_id(value: str) -> str:
-    if not _SESSION_ID.match(value) or ".." in value:
+    if not _SESSION_ID.fullmatch(value) or ".." in value:  # `$` would let a final "\n" in
         raise ValueError(
             "must be 1-200 characters of letters, digits, '.', '_', ':' or '-', "
             "start with a letter or digit, and contain no '/' or '..'"

@@ -230,7 +230,9 @@ def fingerprint(message: Mapping[str, Any]) -> tuple[Any, ...]:
             text = block.get("text")
             parts.append(len(text) if isinstance(text, str) else -1)
         elif kind == "tool_use":
-            parts.append(("u", block.get("id"), len(block.get("input") or ())))
+            tool_input = block.get("input")
+            size = len(tool_input) if isinstance(tool_input, Mapping | list | str) else -1
+            parts.append(("u", block.get("id"), size))
         elif kind == "tool_result":
             inner = block.get("content")
             size = len(inner) if isinstance(inner, str | list) else -1

@@ -36,20 +36,40 @@ class CutSummary:
     cut_sections: tuple[str, ...]  # headings of the sections that were shortened
 
 
+# A line that does not fit is cut inside when at least this much room is left for it.
+MIN_CUT_TOKENS = 50
+
+
 def _cut_lines(lines: list[str], budget: int) -> list[str]:
-    """The longest run of whole lines from the top within `budget` tokens (a line at worst)."""
+    """The lines from the top within `budget` tokens; the first one that does not fit is cut
+    inside to the room left (one long paragraph is most of a section's notes)."""
     kept: list[str] = []
     used = 0
     for line in lines:
         cost = estimate_text(line) + 1
         if used + cost > budget:
+            room = budget - used - 1
+            if room >= MIN_CUT_TOKENS or not kept:
+                kept.append(_head_within(line, max(room, 0)))
             break
         kept.append(line)
         used += cost
-    if not kept and lines:
-        # A single line over the budget: cut inside it rather than drop the section whole.
-        kept.append(lines[0][: budget * CHARS_PER_TOKEN])
     return kept
+
+
+def _head_within(line: str, budget: int) -> str:
+    """The longest head of `line` estimated at most `budget` tokens, ended at a space when
+    one is near the end."""
+    low, high = 0, min(len(line), budget * CHARS_PER_TOKEN)
+    while low < high:  # estimate_text grows with the head's length
+        middle = (low + high + 1) // 2
+        if estimate_text(line[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    head = line[:low]
+    space = head.rfind(" ")
+    return head[:space] if space > len(head) * 0.9 else head
 
 
 def cut_long_sections(summary: str, path: str, max_tokens: int = MAX_SECTION_TOKENS) -> CutSummary:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +54,9 @@ class Session:
     summary_path: Path
     running: asyncio.Task[Any] | None = None
     update_started: float | None = None  # monotonic start of the update in progress
-    pending: Turn | None = None  # the latest turn that asked for an update while one ran
+    # The latest turn that asked for an update while one ran, with the generation it was
+    # counted in (a compaction may come between its turn and its update).
+    pending: tuple[Turn, int] | None = None
     waiters: int = 0  # compact calls working on this session (it must not be evicted)
     # Bumped by each compaction: an update that started before one must not record its
     # message index, which counts messages of the transcript that was replaced.
@@ -147,19 +151,20 @@ class SessionMemory:
             self._persist(session)
         if not decision.update:
             return False
+        queued = (turn, session.generation)
         if session.busy:
-            session.pending = turn  # the running update picks up the latest turn next
+            session.pending = queued  # the running update picks up the latest turn next
         else:
-            session.running = self.host.spawn(self._run_updates(session, turn), worker=FEATURE)
+            session.running = self.host.spawn(self._run_updates(session, queued), worker=FEATURE)
         return True
 
-    async def _run_updates(self, session: Session, turn: Turn) -> None:
-        next_turn: Turn | None = turn
+    async def _run_updates(self, session: Session, queued: tuple[Turn, int]) -> None:
+        next_turn: tuple[Turn, int] | None = queued
         while next_turn is not None:
             session.pending = None
             session.update_started = time.monotonic()
             try:
-                await self.update_summary(session, next_turn)
+                await self.update_summary(session, *next_turn)
             finally:
                 session.update_started = None
             next_turn = session.pending
@@ -176,13 +181,20 @@ class SessionMemory:
             fsutil.create_exclusive(path, template.text)
         return template
 
-    async def update_summary(self, session: Session, turn: Turn) -> bool:
-        """Run one update; True when the summary changed."""
+    async def update_summary(
+        self, session: Session, turn: Turn, generation: int | None = None
+    ) -> bool:
+        """Run one update of the turn's transcript, counted in `generation` (by default the
+        session's now); True when the summary changed."""
         record = session.record
-        generation = session.generation
-        await asyncio.to_thread(self.ensure_summary, session)
+        if generation is None:
+            generation = session.generation
         path = session.summary_path
-        current = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        try:
+            current = await asyncio.to_thread(self._current_summary, session)
+        except OSError as exc:
+            await self._failed(session, f"cannot read the session notes {path}: {exc}")
+            return False
         draft = path.with_name(".summary.draft.md")
         await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
         try:
@@ -213,8 +225,13 @@ class SessionMemory:
                 self._persist(session)
                 await self.host.report_worker_error(FEATURE, record.last_error)
                 return False
-            if changed:
-                await asyncio.to_thread(fsutil.atomic_write_text, path, updated)
+            if changed and not await asyncio.to_thread(_replace_if_same, path, current, updated):
+                # Edited by hand while the agent worked on its copy: the edit wins; the
+                # transcript is summarised again at the next threshold.
+                await self._failed(
+                    session, "the notes were edited during the update; kept the edit"
+                )
+                return False
             if generation == session.generation:
                 record.summarized_messages = len(turn.messages)
             record.updates += 1
@@ -231,6 +248,30 @@ class SessionMemory:
                 {"session_id": record.session_id, "path": str(path)},
             )
         return changed
+
+    async def _failed(self, session: Session, reason: str) -> None:
+        session.record.last_error = reason
+        self._persist(session)
+        await self.host.report_worker_error(FEATURE, reason)
+
+    def _current_summary(self, session: Session) -> str:
+        """The summary's text, created from the template when missing. A file that is not
+        UTF-8 is moved aside (kept for the user, named in the log) and the notes start again
+        from the template: otherwise no update could ever run for this session again."""
+        self.ensure_summary(session)
+        path = session.summary_path
+        raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
+        if len(raw) > MAX_SUMMARY_READ_BYTES:
+            # An update would write back only the part it read.
+            raise OSError(errno.EFBIG, f"over {MAX_SUMMARY_READ_BYTES} bytes")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            aside = _unused_name(path.with_name("summary.unreadable.md"))
+            os.replace(path, aside)
+            log.warning("session notes not UTF-8: moved aside", path=str(path), to=str(aside))
+            self.ensure_summary(session)
+            return fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES).decode("utf-8")
 
     async def wait_idle(self, session: Session, wait_s: float = WAIT_FOR_UPDATE_S) -> str:
         """Wait for the update in flight: "idle", "waited", "timeout", or "dead" (too old)."""
@@ -276,7 +317,8 @@ class SessionMemory:
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("cannot read session summary", path=str(path), error=str(exc))
             return {**unchanged, "reason": "unreadable_summary", "waited": waited}
-        if is_empty_summary(summary, (load_template().text,)):
+        template = await asyncio.to_thread(load_template)
+        if is_empty_summary(summary, (template.text,)):
             return {**unchanged, "reason": "empty_summary", "waited": waited}
 
         record = session.record
@@ -332,6 +374,26 @@ def _read_summary(path: Path) -> str:
     if len(raw) > MAX_SUMMARY_READ_BYTES:
         raw = raw[: raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES) + 1]
     return raw.decode("utf-8")
+
+
+def _replace_if_same(path: Path, expected: str, text: str) -> bool:
+    """Replace the summary with `text` unless it no longer holds `expected` (False then)."""
+    try:
+        now = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
+    except FileNotFoundError:
+        now = None
+    if now is not None and now != expected.encode("utf-8"):
+        return False
+    fsutil.atomic_write_text(path, text)
+    return True
+
+
+def _unused_name(path: Path) -> Path:
+    candidate, number = path, 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = path.with_name(f"{path.stem} ({number}){path.suffix}")
+    return candidate
 
 
 def _agent_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:

@@ -16,6 +16,8 @@ from memoryd import fsutil, paths
 from memoryd.session.thresholds import ThresholdState
 
 FORMAT_VERSION = 1
+# A record is a few hundred bytes; anything far larger is not one of ours.
+MAX_RECORD_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -84,7 +86,13 @@ def load(project_key: str, session_id: str) -> tuple[SessionRecord, str | None]:
     """The stored record (or a fresh one) and, when the file was unusable, why."""
     path = record_path(project_key, session_id)
     try:
-        text = path.read_text(encoding="utf-8")
+        # Read on the event loop, so never from a FIFO or without end.
+        raw = fsutil.read_regular_file(path, MAX_RECORD_BYTES)
+        if len(raw) > MAX_RECORD_BYTES:
+            return SessionRecord(
+                session_id, project_key
+            ), f"ignoring {path}: over {MAX_RECORD_BYTES} bytes"
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return SessionRecord(session_id, project_key), None
     except (OSError, UnicodeDecodeError) as exc:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd import paths
+from memoryd import fsutil, paths
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("Session Title", "A short, specific title for this session (5-10 words)."),
@@ -51,7 +51,8 @@ def load_template() -> Template:
     """The user template when usable, else the built-in one (with the reason)."""
     path = user_template_path()
     try:
-        raw = path.read_bytes()
+        # Never blocks: a FIFO in its place is refused, not read on the event loop.
+        raw = fsutil.read_regular_file(path, MAX_TEMPLATE_BYTES, follow_links=True)
     except FileNotFoundError:
         return Template(builtin_template(), "builtin")
     except OSError as exc:

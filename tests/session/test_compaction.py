@@ -165,3 +165,30 @@ def test_a_summary_with_many_sections_is_cut_as_a_whole() -> None:
     assert cut.cut_sections == ("(whole summary)",)
     assert estimate_text(cut.text) <= 24_200
     assert cut.text.rstrip().endswith("...]")
+
+
+def test_a_long_paragraph_after_the_description_is_cut_inside_not_dropped() -> None:
+    # The template's shape: heading, italic description, then the notes as one paragraph.
+    paragraph = " ".join(f"note{i}" for i in range(4_000))
+    cut = cut_long_sections(f"# Current State\n_What is going on._\n{paragraph}\n", "/p")
+    assert cut.cut_sections == ("Current State",)
+    _, description, kept, note = cut.text.splitlines()
+    assert description == "_What is going on._"
+    assert paragraph.startswith(kept)
+    assert 1_800 < estimate_text(kept) <= 2_000
+    assert not kept.endswith(" ")
+    assert kept.split()[-1] in paragraph.split()  # ended at a word
+    assert "/p" in note
+
+
+def test_a_line_of_cjk_text_is_cut_to_the_budget_in_tokens() -> None:
+    cut = cut_long_sections("# Learnings\n" + "记忆" * 10_000 + "\n", "/p")
+    body = cut.text.split("# Learnings\n", 1)[1].splitlines()[0]
+    assert 1_900 < estimate_text(body) <= 2_000
+
+
+def test_a_line_that_does_not_fit_is_left_out_when_little_room_is_left() -> None:
+    lines = ["w" * 7_840, "v" * 4_000]  # 1,960 tokens, then 1,000: under 50 left for it
+    cut = cut_long_sections("# Worklog\n" + "\n".join(lines) + "\n", "/p")
+    assert cut.text.split("# Worklog\n", 1)[1].splitlines()[0] == lines[0]
+    assert "v" not in cut.text

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,7 @@ async def test_after_turn_rejects_malformed_messages(
     assert fragment in info.value.message
 
 
-@pytest.mark.parametrize("session_id", ["a/b", "..", "x..y", "", "../etc"])
+@pytest.mark.parametrize("session_id", ["a/b", "..", "x..y", "", "../etc", "abc\n", "memory\n"])
 @pytest.mark.parametrize("method", ["after_turn", "compact"])
 async def test_bad_session_ids_are_refused(
     daemon: DaemonHandle, project_dir: Path, session_id: str, method: str
@@ -690,3 +692,146 @@ async def test_evicted_sessions_keep_their_state(
         "after_turn", session_id="s-a", cwd=str(project_dir), messages=messages
     )
     assert again["tokens"] == first["tokens"] == 4_010
+
+
+async def test_a_turn_queued_before_a_compaction_does_not_record_a_stale_index(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Current State\nbefore\n")
+    session_model.enqueue(slow(1.0, text_reply("ok")), text_reply("ok"))
+    cwd = str(project_dir)
+    first = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=cwd, messages=first)
+    service = handle.daemon.services.session_memory
+    session = service.session(handle.daemon.services.projects.resolve(project_dir), SID)
+    while session.update_started is None:
+        await asyncio.sleep(0.01)
+    longer = [*first, *conversation(60_000), assistant("more")]
+    queued = await handle.call("after_turn", session_id=SID, cwd=cwd, messages=longer)
+    assert queued["scheduled"]["session_memory"] is True
+    assert session.pending is not None
+    session.update_started = time.monotonic() - 61  # make compact skip the wait
+    result = await handle.call("compact", session_id=SID, cwd=cwd, messages=longer)
+    assert result["used_session_memory"] is True
+    after_compact = session.record.summarized_messages
+    while session.running is not None and not session.running.done():
+        await idle(handle, project_dir)
+    assert session.record.updates == 2  # the queued turn ran ...
+    # ... but its index counts the transcript the compaction replaced: not recorded.
+    assert session.record.summarized_messages == after_compact
+
+
+def _release_readers_later(fifo: Path, after_s: float) -> threading.Thread:
+    """Give a reader blocked on `fifo` its end of file after `after_s` (so a regression fails
+    the test instead of hanging the in-process daemon, and the test, for good)."""
+
+    def release() -> None:
+        deadline = time.monotonic() + after_s + 30
+        time.sleep(after_s)
+        while time.monotonic() < deadline:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader (any more): nothing blocked
+                if not fifo.exists():
+                    return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    return thread
+
+
+async def test_fifos_in_place_of_the_template_or_state_do_not_block_the_daemon(
+    daemon_with_model: DaemonHandle, project_dir: Path
+) -> None:
+    from memoryd.session.template import user_template_path
+
+    handle = daemon_with_model
+    template = user_template_path()
+    template.parent.mkdir(parents=True)
+    os.mkfifo(template)
+    _release_readers_later(template, 5.0)
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Current State\nworking on the parser\n")
+    messages = conversation(20_000)
+    started = time.monotonic()
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    assert result["used_session_memory"] is True
+    assert time.monotonic() - started < 4.0  # not held until the FIFO was released
+    template.unlink()
+
+    key = handle.daemon.services.projects.resolve(project_dir).key
+    record = state.record_path(key, "s-fifo")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(record)
+    _release_readers_later(record, 5.0)
+    started = time.monotonic()
+    turn = await handle.call(
+        "after_turn", session_id="s-fifo", cwd=str(project_dir), messages=messages
+    )
+    assert turn["tokens"] > 0
+    assert time.monotonic() - started < 4.0
+    record.unlink(missing_ok=True)
+
+
+async def test_a_tool_call_whose_input_is_not_an_object_is_counted(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    messages = [
+        user("run it"),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "X", "input": 5}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
+    ]
+    for method in ("after_turn", "compact"):
+        result = await daemon.call(method, session_id=SID, cwd=str(project_dir), messages=messages)
+        assert result
+
+
+async def test_an_edit_of_the_notes_during_an_update_wins(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(slow(1.0, edit_title(summary, "the agent's title")), text_reply("ok"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    while not session_model.requests:
+        await asyncio.sleep(0.01)
+    mine = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nthe user's own title")
+    summary.write_text(mine)
+    await idle(handle, project_dir)
+    assert summary.read_text() == mine
+    record = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    ).record
+    assert record.last_error is not None
+    assert "edited during the update" in record.last_error
+    assert record.summarized_messages is None  # the transcript is summarised again later
+
+
+async def test_notes_that_are_not_utf8_are_moved_aside_and_updates_go_on(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    broken = b"# Session Title\ncaf\xe9 notes\n"
+    summary.write_bytes(broken)
+    session_model.enqueue(edit_title(summary, "Fresh start"), text_reply("ok"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    assert (summary.parent / "summary.unreadable.md").read_bytes() == broken
+    assert summary.read_text() == builtin_template().replace(
+        TITLE_LINE, f"{TITLE_LINE}\nFresh start"
+    )

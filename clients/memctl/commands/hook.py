@@ -126,7 +126,7 @@ def _read_input() -> dict[str, Any]:
 
 def _state_file(session_id: str) -> Path | None:
     """Per-session hook state (memories already surfaced, a kept summary) in memoryd's state dir."""
-    if not _SESSION_ID.match(session_id) or ".." in session_id:
+    if not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
         return None
     from memoryd_client.paths import state_dir
 
