@@ -309,3 +309,25 @@ async def test_half_a_surrogate_pair_is_read_as_a_replacement_character(
     by_id = {r["id"]: r for r in replies}
     assert "result" in by_id[1], by_id[1]
     assert by_id[None]["error"]["code"] == -32700  # still not JSON: a parse error, as before
+
+
+async def test_half_a_surrogate_pair_is_one_replacement_character_not_three(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # Each half is one U+FFFD (docs/protocol.md), in keys and nested values too; a whole pair
+    # escaped beside it stays the emoji. Encoding with surrogatepass and decoding with "replace"
+    # made three (one per byte of the half).
+    from memoryd.daemon.protocol.framing import parse_line
+
+    parsed = parse_line(b'{"k\\udc00":["a\\ud83db",{"x":"\\ud83d\\ude80 \\udfff"}],"n":1}')
+    assert parsed == {"k\ufffd": ["a\ufffdb", {"x": "\U0001f680 \ufffd"}], "n": 1}
+
+    (tmp_path / "proj").mkdir()
+    params = (
+        b'{"cwd":"' + str(tmp_path / "proj").encode() + b'","type":"project",'
+        b'"name":"Launch \\ud83d","description":"launch day","body":"launch"}'
+    )
+    line = b'{"jsonrpc":"2.0","id":1,"method":"memory.write","params":' + params + b"}\n"
+    (reply,) = await raw_exchange(daemon.socket_path, line)
+    text = Path(reply["result"]["path"]).read_text(encoding="utf-8")
+    assert "name: Launch \ufffd\n" in text

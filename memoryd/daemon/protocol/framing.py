@@ -4,6 +4,7 @@ keep a reply line under the reply cap."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -35,9 +36,16 @@ def parse_line(line: bytes) -> Any:
         return ParseFailure(error_object(PARSE_ERROR, f"parse error: {error}"))
 
 
+# After json.loads a surrogate left in a str is a lone half: an escaped pair (`"\ud83d\ude00"`)
+# is already one character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        # One U+FFFD per half, as docs/protocol.md says (encoding it with surrogatepass and
+        # decoding with "replace" gave three, one per byte). ASCII text is skipped unscanned.
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_without_lone_surrogates(v) for v in value]
     if isinstance(value, dict):
