@@ -21,7 +21,7 @@ def default_sqlite_path() -> Path:
 def open_storage(url: str | None) -> Storage:
     """A not-yet-opened Storage for `url`; raises ValueError for a URL it cannot use."""
     if url is None or not url.strip():
-        return _sqlite(default_sqlite_path())
+        return _sqlite(default_sqlite_path(), own_folder=True)
     url = url.strip()
     if url.startswith(("postgresql://", "postgres://")):
         # Imported only here: SQLite users never load the PostgreSQL driver.
@@ -43,7 +43,7 @@ def open_storage(url: str | None) -> Storage:
     return _sqlite(Path(path).expanduser())
 
 
-def _sqlite(path: Path) -> Storage:
+def _sqlite(path: Path, *, own_folder: bool = False) -> Storage:
     from memoryd_team.storage.sqlite import SqliteStorage
 
-    return SqliteStorage(path)
+    return SqliteStorage(path, own_folder=own_folder)

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memoryd.fsutil import ensure_private_dir
+from memoryd.fsutil import ensure_private_dir, make_private_dirs
 from memoryd_team.storage.base import (
     Page,
     PutResult,
@@ -97,8 +97,20 @@ _VERSION_COLUMNS = (
 
 
 class SqliteStorage(Storage):
-    def __init__(self, path: Path, *, threads: int = 4, busy_timeout_s: float = 30.0) -> None:
+    """`own_folder`: the file's folder is memoryd's own data folder, kept 0700 even if it was
+    made looser; any other folder is the admin's, and only the folders missing on the way to
+    the file are created (0700)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        threads: int = 4,
+        busy_timeout_s: float = 30.0,
+        own_folder: bool = False,
+    ) -> None:
         self.path = path
+        self._own_folder = own_folder
         self._threads = threads
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
@@ -110,7 +122,12 @@ class SqliteStorage(Storage):
     # lifecycle ----------------------------------------------------------------------------
 
     async def open(self) -> None:
-        ensure_private_dir(self.path.parent)
+        # An explicit path may sit in a shared folder (/srv/team, a sticky /tmp): not ours to
+        # tighten.
+        if self._own_folder:
+            ensure_private_dir(self.path.parent)
+        else:
+            make_private_dirs(self.path.parent)
         # The file holds token hashes and every entry ever written: owner-only from birth.
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         os.close(fd)
