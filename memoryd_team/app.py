@@ -210,13 +210,7 @@ class _TeamMemoryAPI:
         start = request.query_params.get("from")
         if start is not None and text_problem(start) is not None:
             raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
-        max_bytes = self.settings.page_bytes
-        raw = request.query_params.get("max_bytes")
-        if raw is not None:
-            # isascii: "²" is a digit to str.isdigit but no number to int()
-            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-                raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
-            max_bytes = min(max_bytes, int(raw))
+        max_bytes = _page_size(request.query_params.get("max_bytes"), self.settings.page_bytes)
         if_match = parse_if_match(request.headers.get("if-match"))
         # The first page (no `from`) carries every entry's checksum, as view=hashes does: a
         # client learns the whole state and the first entries in one request.
@@ -294,6 +288,23 @@ class _TeamMemoryAPI:
         if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
             raise Problem(400, "invalid_body", 'the body must be {"entries": {key: content}}')
         return _validated_entries(document["entries"], self.settings.max_entry_bytes)
+
+
+def _page_size(raw: str | None, page_bytes: int) -> int:
+    """`max_bytes` capped by the server's page size; any positive integer is one."""
+    if raw is None:
+        return page_bytes
+    # isascii: "²" is a digit to str.isdigit but no number to int()
+    if not (raw.isascii() and raw.isdigit()):
+        raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
+    digits = raw.lstrip("0")
+    if not digits:
+        raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
+    # More digits than the page size has is more than the page size; int() is never asked to
+    # read thousands of digits (it refuses past 4,300).
+    if len(digits) > len(str(page_bytes)):
+        return page_bytes
+    return min(page_bytes, int(digits))
 
 
 def _secret_problem(repo: str, hit: SecretHit) -> Problem:

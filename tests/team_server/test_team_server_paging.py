@@ -87,6 +87,26 @@ def test_a_page_can_start_anywhere_and_be_smaller(big_repo: Repo) -> None:
         assert bad.json()["error"] == "invalid_page_size"
 
 
+def test_a_page_size_of_any_length_is_read_as_a_number(big_repo: Repo) -> None:
+    """Past 4,300 digits int() refuses a string: a huge max_bytes is still just more than the
+    page size, and a long run of zeros still zero."""
+
+    def sized(size: str) -> httpx.Response:
+        return big_repo.http.get(
+            TEAM_MEMORY_PATH, params={"repo": big_repo.name, "view": "page", "max_bytes": size}
+        )
+
+    huge = sized("9" * 5000)
+    assert huge.status_code == 200
+    assert huge.json() == page(big_repo).json()  # the server's page size
+    one = sized("0" * 4999 + "1")
+    assert one.status_code == 200
+    assert list(one.json()["entries"]) == KEYS[:1]
+    zero = sized("0" * 5000)
+    assert zero.status_code == 400
+    assert zero.json()["error"] == "invalid_page_size"
+
+
 def test_pages_answer_304_and_412_from_the_etag(big_repo: Repo) -> None:
     etag = page(big_repo).headers["etag"]
     assert page(big_repo, If_None_Match=etag).status_code == 304
