@@ -2,6 +2,8 @@
 
     StorageError
     ├── StorageUnavailable   the database failed or is unreachable (the server answers 503)
+    ├── StorageRefused       retrying cannot help: a database URL or database the server cannot
+    │                        use, or data the database refuses (500)
     ├── PreconditionFailed   If-Match does not name the current state (412)
     ├── TooManyEntries       the upsert would exceed the entry limit (413)
     ├── TooLargeForOneReply  the unpaged listing would exceed its cap: page it (413)
@@ -26,6 +28,10 @@ class StorageError(Exception):
 
 class StorageUnavailable(StorageError):
     pass
+
+
+class StorageRefused(StorageError):
+    """A failure that stays: not "retry later" (503) but a setup or data problem (500)."""
 
 
 class PreconditionFailed(StorageError):

@@ -20,6 +20,7 @@ from memoryd_team.storage.base import (
     PutResult,
     RepoState,
     Storage,
+    StorageRefused,
     StorageUnavailable,
     TokenInfo,
     TooLargeForOneReply,
@@ -130,6 +131,11 @@ class PostgresStorage(Storage):
             self._pool = await asyncpg.create_pool(
                 self.dsn, min_size=self._min_size, max_size=self._max_size
             )
+        except (ValueError, OverflowError) as exc:
+            # asyncpg reads the URL only as it connects: a port that is no number (ValueError)
+            # or over 65535 (OverflowError), a broken [IPv6] host. The URL is not echoed: it
+            # may hold a password.
+            raise StorageRefused(f"postgresql: the database URL cannot be used: {exc}") from exc
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
         try:

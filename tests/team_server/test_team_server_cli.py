@@ -161,3 +161,19 @@ def test_unreachable_postgres_is_a_clear_error() -> None:
     assert result.returncode == 2
     assert "database" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://memoryd@127.0.0.1:notaport/db",  # asyncpg: ValueError
+        "postgresql://memoryd@127.0.0.1:99999/db",  # the socket: OverflowError
+        "postgresql://[::1/db",  # urllib: ValueError
+    ],
+)
+def test_a_malformed_postgres_url_is_one_line_and_exit_2(url: str) -> None:
+    result = team("token", "list", "--database", url, check=False)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "the database URL cannot be used" in result.stderr
