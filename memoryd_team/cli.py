@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd import __version__
 from memoryd_team import auth
@@ -36,6 +37,9 @@ from memoryd_team.settings import (
 from memoryd_team.storage import DATABASE_ENV, open_storage
 from memoryd_team.storage.base import Author, Storage, StorageError, VersionNotFound
 from memoryd_team.validation import canonical_repo, key_problem
+
+if TYPE_CHECKING:
+    import uvicorn
 
 T = TypeVar("T")
 
@@ -217,7 +221,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
-    storage = _storage(args)  # a bad URL is refused here, before any worker starts
+    # Open (and migrate) the database once before uvicorn: in its startup, an unusable one was
+    # a traceback and exit 3, or with --workers a clean exit 0 that a supervisor would not
+    # restart. Here it is one line and exit 2.
+    _with_storage(args, lambda storage: storage.schema_version())
     options: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
@@ -227,18 +234,46 @@ def _serve(args: argparse.Namespace) -> int:
         "server_header": False,
     }
     if args.workers == 1:
-        uvicorn.run(make_app(storage, settings), **options)
-        return EXIT_OK
-    # Each worker is a process of its own (uvicorn's supervisor restarts one that dies) and
-    # builds its app from the environment; the ETag check is in the database transaction,
-    # so two workers never both accept a push against one ETag.
-    os.environ[SERVE_ENV] = json.dumps(
-        {"database": args.database, "settings": dataclasses.asdict(settings)}
-    )
-    uvicorn.run(
-        "memoryd_team.app:app_from_environment", factory=True, workers=args.workers, **options
-    )
+        config = uvicorn.Config(make_app(_storage(args), settings), **options)
+    else:
+        # Each worker is a process of its own (uvicorn's supervisor restarts one that dies)
+        # and builds its app from the environment; the ETag check is in the database
+        # transaction, so two workers never both accept a push against one ETag.
+        os.environ[SERVE_ENV] = json.dumps(
+            {"database": args.database, "settings": dataclasses.asdict(settings)}
+        )
+        config = uvicorn.Config(
+            "memoryd_team.app:app_from_environment",
+            factory=True,
+            workers=args.workers,
+            **options,
+        )
+    if not _run_server(config):
+        # The database may still fail a worker after the check above (it went away, or
+        # refused one more connection), or the port is taken: uvicorn logged why.
+        raise CliError("the server did not start (the log above says why)", EXIT_USAGE)
     return EXIT_OK
+
+
+def _run_server(config: uvicorn.Config) -> bool:
+    """What `uvicorn.run` does, telling whether the server started: `uvicorn.run` exits 3
+    when one process fails to start, and returns as after a clean stop when a worker does."""
+    import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    try:
+        if config.workers == 1:
+            server = uvicorn.Server(config)
+            with contextlib.suppress(KeyboardInterrupt):
+                server.run()
+            return server.started
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+    except SystemExit:
+        # uvicorn's own way out of a failed start (a lifespan error, a port in use), logged.
+        return False
+    return all(process.exitcode != STARTUP_FAILURE for process in supervisor.processes)
 
 
 def _migrate(args: argparse.Namespace) -> int:

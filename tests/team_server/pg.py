@@ -88,8 +88,8 @@ class PgCluster:
     def data_dir(self) -> Path:
         return self.root / "data"
 
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str = "postgres", user: str = SUPERUSER) -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
 
     def _cmd(self, *args: str) -> list[str]:
         return ["runuser", "-u", self.user, "--", *args] if self.user else list(args)
@@ -172,16 +172,17 @@ class PgCluster:
         self._wait_ready()
 
     def create_database(self, name: str) -> str:
-        self._psql(f'CREATE DATABASE "{name}"')
+        self.psql(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
     def drop_database(self, name: str) -> None:
-        self._psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    def _psql(self, sql: str) -> None:
+    def psql(self, sql: str, database: str = "postgres") -> None:
+        """Run `sql` as the superuser, in `database`."""
         psql = self.bin_dir / "psql"
         subprocess.run(
-            [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url(), "-c", sql],
+            [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url(database), "-c", sql],
             check=True,
             capture_output=True,
         )

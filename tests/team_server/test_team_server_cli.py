@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -13,6 +15,7 @@ import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from tests.team_server.conftest import start_server_process
+from tests.team_server.pg import PgCluster, free_port
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("memoryd-team")
 
@@ -177,3 +180,60 @@ def test_a_malformed_postgres_url_is_one_line_and_exit_2(url: str) -> None:
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
     assert "the database URL cannot be used" in result.stderr
+
+
+def _serve(
+    database_url: str, *extra: str, port: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    return team(
+        "serve",
+        "--port",
+        str(port or free_port()),
+        "--database",
+        database_url,
+        "--log-level",
+        "warning",
+        *extra,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_against_an_unusable_database_is_one_line_and_exit_2(workers: str) -> None:
+    # uvicorn's startup used to open it: a traceback and exit 3, or exit 0 with workers (a
+    # supervisor's Restart=on-failure would not have restarted it).
+    result = _serve("postgresql://nobody@127.0.0.1:1/none", "--workers", workers)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("memoryd-team: database: ")
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_on_a_port_in_use_is_exit_2(workers: str, tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = _serve(
+            f"sqlite://{tmp_path / 't.sqlite3'}", "--workers", workers, port=taken.getsockname()[1]
+        )
+    assert result.returncode == 2
+    assert "the server did not start" in result.stderr
+
+
+@pytest.mark.postgres
+def test_serve_whose_worker_cannot_open_the_database_is_exit_2(pg_cluster: PgCluster) -> None:
+    """The check before uvicorn passes, then the second worker finds the role's one
+    connection taken by the first: that worker fails to start, and so does the server."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    role = f"one_{uuid.uuid4().hex[:8]}"
+    pg_cluster.psql(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 1")
+    pg_cluster.create_database(name)
+    pg_cluster.psql(f'ALTER DATABASE "{name}" OWNER TO {role}')
+    try:
+        result = _serve(pg_cluster.url(name, user=role), "--workers", "2")
+    finally:
+        pg_cluster.drop_database(name)
+        pg_cluster.psql(f"DROP ROLE {role}")
+    assert result.returncode == 2, result.stderr
+    assert "the server did not start" in result.stderr
