@@ -52,6 +52,10 @@ SERVER_EXTRA_MODULES = frozenset({"starlette", "uvicorn", "asyncpg"})
 
 ADMIN_AUTHOR = Author("admin", "memoryd-team restore")
 
+# uvicorn's levels (uvicorn.config.LOG_LEVELS), named here so that reading the command line
+# never imports uvicorn (a test keeps the two equal).
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
 
 class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_REFUSED) -> None:
@@ -97,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", parents=[common], help="run the team server")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8787)
+    serve.add_argument("--port", type=_port, default=8787, help="1-65535")
     serve.add_argument("--max-entries", type=_positive, default=DEFAULT_MAX_ENTRIES)
     serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--max-entry-bytes", type=_positive, default=DEFAULT_MAX_ENTRY_BYTES)
@@ -112,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="server processes sharing the port (use PostgreSQL for more than one)",
     )
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default="info")
     serve.set_defaults(run=_serve)
 
     migrate = commands.add_parser(
@@ -151,6 +155,14 @@ def _parser() -> argparse.ArgumentParser:
     restore.add_argument("version", type=_positive)
     restore.set_defaults(run=_restore)
     return parser
+
+
+def _port(text: str) -> int:
+    # The socket layer takes a port modulo 65536: 70000 would listen on 4464.
+    value = _positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535: {value}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -237,3 +237,38 @@ def test_serve_whose_worker_cannot_open_the_database_is_exit_2(pg_cluster: PgClu
         pg_cluster.psql(f"DROP ROLE {role}")
     assert result.returncode == 2, result.stderr
     assert "the server did not start" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "70000"], "a port is 1-65535"),  # was accepted, and listened on 4464
+        (["--port", "0"], "at least 1"),
+        (["--port", "http"], "not an integer"),
+        (["--log-level", "bogus"], "invalid choice"),  # was a KeyError traceback
+    ],
+)
+def test_serve_refuses_a_port_or_log_level_it_cannot_use(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    result = team("serve", "--database", f"sqlite://{tmp_path / 't.sqlite3'}", *args, check=False)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "t.sqlite3").exists()  # refused before anything was opened
+
+
+def test_the_log_levels_are_uvicorns() -> None:
+    from uvicorn.config import LOG_LEVELS as UVICORN_LOG_LEVELS
+
+    from memoryd_team.cli import LOG_LEVELS
+
+    assert set(LOG_LEVELS) == set(UVICORN_LOG_LEVELS)
+
+
+def test_serve_takes_a_log_level_in_any_case(database_url: str, tmp_path: Path) -> None:
+    server = start_server_process(database_url, tmp_path / "serve.log", "--log-level", "ERROR")
+    try:
+        assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+    finally:
+        server.stop()
