@@ -49,6 +49,9 @@ class Daemon:
         task = asyncio.create_task(self._supervise(coro, worker), name=f"worker:{worker}")
         self.workers.add(task)
         task.add_done_callback(self.workers.discard)
+        # A task cancelled before its first step (at shutdown) never started `coro`: closed
+        # here, it is not left to warn "never awaited" when collected.
+        task.add_done_callback(lambda _: coro.close())
         return task
 
     async def _supervise(self, coro: Coroutine[Any, Any, Any], worker: str) -> Any:

@@ -209,3 +209,16 @@ def test_no_secret_reaches_the_log_file(short_tmp: Path) -> None:
     assert any(line["event"] == "memoryd listening" for line in lines)
     assert SECRET not in text
     assert "q" * 30 not in text
+
+
+async def test_a_worker_cancelled_before_its_first_step_closes_its_coroutine(
+    daemon: DaemonHandle,
+) -> None:
+    async def work() -> None:
+        await asyncio.sleep(0)
+
+    coroutine = work()
+    task = daemon.daemon.spawn(coroutine, worker="test")
+    task.cancel()  # before the loop ran it: the coroutine never started
+    await asyncio.gather(task, return_exceptions=True)
+    assert coroutine.cr_frame is None  # closed, not left to warn "never awaited"
