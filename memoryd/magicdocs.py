@@ -24,6 +24,7 @@ import structlog
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.core.turn import Turn, natural_break
+from memoryd.fsutil import read_regular_file
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult
@@ -107,14 +108,19 @@ def update_prompt(path: Path, header: DocHeader, content: str, transcript: str) 
 
 
 def _read_doc(path: Path) -> tuple[str, DocHeader] | None:
-    """(text, header) when `path` is a readable magic doc, else None."""
+    """(text, header) when `path` (a real path) is a readable magic doc, else None.
+
+    A link put in its place since is not followed (the doc would be edited wherever it
+    points), a FIFO is not waited on, and a doc that is not UTF-8 is not one: its edits would
+    rewrite every byte of it they did not touch."""
+    if path.suffix.lower() not in SUFFIXES or real(path) != path:
+        return None
     try:
-        if path.suffix.lower() not in SUFFIXES or not path.is_file():
+        raw = read_regular_file(path, MAX_DOC_BYTES)
+        if len(raw) > MAX_DOC_BYTES:
             return None
-        if path.stat().st_size > MAX_DOC_BYTES:
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
     header = parse_header(text)
     return (text, header) if header is not None else None

@@ -11,6 +11,8 @@ No I/O here except reading the transcript file handed in.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,15 +114,23 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def read_transcript(path: str | Path, max_bytes: int = 64 * 1024 * 1024) -> list[dict[str, Any]]:
-    """`parse_transcript_lines` over a file; a missing or oversized file reads as empty."""
-    file = Path(path)
+    """`parse_transcript_lines` over a file; a missing or oversized file reads as empty, and
+    so does anything but a regular file: a FIFO would hold the hook (and the agent) forever,
+    /dev/zero would never end."""
     try:
-        if file.stat().st_size > max_bytes:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
             return []
-        with file.open(encoding="utf-8", errors="replace") as handle:
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as handle:
             return parse_transcript_lines(handle)
     except OSError:
         return []
+    finally:
+        os.close(fd)
 
 
 def _is_prompt(message: Mapping[str, Any]) -> bool:

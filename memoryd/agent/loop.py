@@ -26,6 +26,7 @@ from memoryd.agent import tools as agent_tools
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.client import ModelError, add_tokens, zero_tokens
+from memoryd.surrogates import without_lone_surrogates
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memoryd.agent")
 
 StopReason = Literal["end_turn", "max_turns", "cancelled", "error"]
+# Tool calls run from one reply; the rest are answered with an error, unrun and unreported (a
+# reply of 10,000 refused calls sent as many worker errors and held the event loop ~1 s).
+MAX_TOOL_CALLS_PER_REPLY = 50
 PathHook = Callable[[Path], Awaitable[None]]
 
 
@@ -123,16 +127,25 @@ async def run_agent(
                 break
             result.turns += 1
             add_tokens(result.usage, reply.usage)
-            convo.append({"role": "assistant", "content": [b.to_dict() for b in reply.content]})
-            uses = [b for b in reply.content if b.type == "tool_use"]
-            result.final_text = "\n".join(b.text for b in reply.content if b.type == "text")
+            blocks = _reply_blocks(feature, reply)
+            # Sent back with the next request: a lone surrogate in a tool input would make
+            # every later request of the run unencodable.
+            content = without_lone_surrogates([b.to_dict() for b in blocks])
+            convo.append({"role": "assistant", "content": content})
+            uses = [b for b in blocks if b.type == "tool_use"]
+            result.final_text = "\n".join(b.text for b in blocks if b.type == "text")
             if not uses:
                 result.stop_reason = "end_turn"
                 break
             outputs: list[dict[str, Any]] = []
-            for use in uses:
+            for index, use in enumerate(uses):
                 if cancel is not None and cancel.is_set():
                     outputs.append(_tool_result(use.id, "cancelled before it ran", error=True))
+                    continue
+                if index >= MAX_TOOL_CALLS_PER_REPLY:
+                    result.tool_calls += 1
+                    text = f"not run: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls per reply"
+                    outputs.append(_tool_result(use.id, text, error=True))
                     continue
                 tool_input = use.input if isinstance(use.input, dict) else {}
                 outputs.append(
@@ -157,6 +170,11 @@ async def run_agent(
     except FeatureUnavailable as exc:
         result.stop_reason = "error"
         result.error = exc.message
+    except Exception as exc:  # a bug or a reply no one foresaw: the caller still gets a result
+        log.exception("agent failed", feature=feature)
+        result.stop_reason = "error"
+        result.error = f"{type(exc).__name__}: {exc}"
+        await host.report_worker_error(feature, f"the agent stopped: {result.error}")
     result.duration_s = time.monotonic() - started
     host.counters[f"{feature}.runs"] += 1
     host.counters[f"{feature}.tool_calls"] += result.tool_calls
@@ -193,6 +211,16 @@ async def _create(
     if call.cancelled():
         return None
     return call.result()
+
+
+def _reply_blocks(feature: str, reply: Any) -> list[Any]:
+    """The reply's content blocks; a reply without a list of them is the provider's error."""
+    content = getattr(reply, "content", None)
+    if not isinstance(content, list) or not all(
+        isinstance(getattr(b, "type", None), str) and hasattr(b, "to_dict") for b in content
+    ):
+        raise ModelError(feature, "the model's reply has no list of content blocks")
+    return content
 
 
 def _tool_result(tool_use_id: str, text: str, *, error: bool = False) -> dict[str, Any]:
@@ -237,6 +265,10 @@ async def _run_tool(
         return _tool_result(tool_use_id, f"Error: {exc}", error=True)
     except OSError as exc:
         return _tool_result(tool_use_id, f"Error: {exc.strerror or exc}", error=True)
+    except (ValueError, TypeError) as exc:
+        # Input the checks let through and a tool could not take (a lone surrogate in a
+        # file's new text cannot be encoded): the model hears why, the run goes on.
+        return _tool_result(tool_use_id, f"Error: {exc}", error=True)
     return _tool_result(tool_use_id, text)
 
 
@@ -251,11 +283,12 @@ async def _write(
         # Planned under the lock, so an Edit sees the file as it is when it is replaced.
         op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
         if hooks.before_write is not None and not op.created:
-            await hooks.before_write(op.path)
+            await hooks.before_write(policy.as_given(op.path))
         agent_tools.perform(op)
-    if op.path not in result.written:
-        result.written.append(op.path)
+    path = policy.as_given(op.path)
+    if path not in result.written:
+        result.written.append(path)
     if hooks.on_write is not None:
-        await hooks.on_write(op.path)
+        await hooks.on_write(path)
     verb = "created" if op.created else "updated"
-    return f"{verb} {op.path}"
+    return f"{verb} {path}"

@@ -8,6 +8,7 @@ resolved the same way, so a root that is itself reached through a symlink still 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class AccessPolicy:
     write_roots: tuple[Path, ...] = ()
     write_files: tuple[Path, ...] = ()
     allow_shell: bool = True
+    # A further check of each write inside the roots (its real path): the reason to refuse
+    # it, or None (auto memory takes only memory files, as `memory.write` does).
+    write_check: Callable[[Path], str | None] | None = None
     # Resolved once: the roots as real paths.
     _read: tuple[Path, ...] = field(init=False, repr=False, compare=False)
     _write: tuple[Path, ...] = field(init=False, repr=False, compare=False)
@@ -85,6 +89,21 @@ class AccessPolicy:
         if not self.may_write(path):
             allowed = self._describe(self._files + self._write) or "nothing"
             raise Denied(f"writing {path} is not allowed for this agent (allowed: {allowed})")
+        if self.write_check is not None:
+            refusal = self.write_check(path)
+            if refusal is not None:
+                raise Denied(refusal)
+        return path
+
+    def as_given(self, path: Path) -> Path:
+        """A real path inside a write root, told under that root as the caller gave it (a
+        memory dir reached through a linked `~/.claude` is known to clients by that path)."""
+        for given, resolved in zip(self.write_roots, self._write, strict=True):
+            if _inside(path, resolved):
+                return given / path.relative_to(resolved)
+        for given, resolved in zip(self.write_files, self._files, strict=True):
+            if path == resolved:
+                return given
         return path
 
     @staticmethod

@@ -186,10 +186,19 @@ def _is_denied_option(arg: str, name: str, denied: tuple[str, ...]) -> bool:
 def _find_paths(args: list[str]) -> list[str]:
     paths: list[str] = []
     i = 0
-    # Leading options (-P is the safe default; -L/-H follow links) then the starting points.
-    while i < len(args) and args[i] in ("-P", "-L", "-H", "-O0", "-O1", "-O2", "-O3"):
-        if args[i] in _FIND_FOLLOW:
-            raise Denied(f"find {args[i]} follows symlinks and is not allowed")
+    # Leading options, as GNU find reads them (-P is the safe default; -L/-H follow links;
+    # -D takes a value; `--` ends them), then the starting points: each one is checked.
+    while i < len(args):
+        arg = args[i]
+        if arg in _FIND_FOLLOW:
+            raise Denied(f"find {arg} follows symlinks and is not allowed")
+        if arg == "-D":
+            raise Denied("find -D (debug output) is not allowed in the read-only shell")
+        if arg == "--":
+            i += 1
+            break
+        if arg != "-P" and not arg.startswith("-O"):
+            break
         i += 1
     while i < len(args) and not args[i].startswith("-") and args[i] not in ("!", "(", ")"):
         paths.append(args[i])

@@ -11,8 +11,10 @@ stall the daemon; the caller runs them off the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ READ_MAX_LINE = 2_000
 MAX_FILE_BYTES = 5_000_000
 MAX_WRITE_BYTES = 1_000_000
 MAX_OUTPUT_CHARS = 60_000
+MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS  # a shell command's output read: 60,000 characters
 GREP_MAX_FILES = 20_000
 GLOB_MAX_RESULTS = 1_000
 SHELL_TIMEOUT_S = 10.0
@@ -63,16 +66,19 @@ def _int(tool_input: dict[str, Any], key: str, default: int) -> int:
     return value
 
 
-def _clip(text: str) -> str:
-    if len(text) <= MAX_OUTPUT_CHARS:
+def _clip(text: str, *, cut: bool = False) -> str:
+    """At most MAX_OUTPUT_CHARS of `text`, with a note when it was cut (here or before)."""
+    if len(text) <= MAX_OUTPUT_CHARS and not cut:
         return text
     return text[:MAX_OUTPUT_CHARS] + f"\n[output cut at {MAX_OUTPUT_CHARS} characters]"
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, *, for_edit: bool = False) -> str:
     """The text of `path`, a real path the policy allowed: a symlink swapped in for it since
     is refused, not followed; a FIFO or device (which would block the worker, or never end,
-    like /dev/zero) is refused without waiting; the size is capped."""
+    like /dev/zero) is refused without waiting; the size is capped. Read to show, bytes that
+    are not UTF-8 become U+FFFD; read to edit, such a file is refused (writing the text back
+    would change every byte of it the edit never touched)."""
     try:
         data = read_regular_file(path, MAX_FILE_BYTES)
     except FileNotFoundError as exc:
@@ -90,7 +96,14 @@ def _read_text(path: Path) -> str:
         raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
     if b"\x00" in data[:8192]:
         raise ToolError(f"{path} is a binary file")
-    return data.decode("utf-8", errors="replace")
+    if not for_edit:
+        return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{path} is not UTF-8 text (byte {exc.start}); it cannot be edited safely"
+        ) from exc
 
 
 # -- read-only tools --------------------------------------------------------------------------
@@ -236,15 +249,29 @@ async def bash(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         stderr=asyncio.subprocess.PIPE,
         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
     )
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - PIPE was asked for
+        raise ToolError("the command's output could not be read")
+    errors = asyncio.ensure_future(_read_capped(proc.stderr, 8_192, drain=True))
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), SHELL_TIMEOUT_S)
+        async with asyncio.timeout(SHELL_TIMEOUT_S):
+            # Only what can be shown is read: `cat` of a 64 MB log held all of it in memory
+            # to return its first 60,000 characters. A command with more to say is stopped.
+            stdout = await _read_capped(proc.stdout, MAX_OUTPUT_BYTES)
+            if len(stdout) > MAX_OUTPUT_BYTES:
+                proc.kill()
+                await _read_capped(proc.stdout, 0, drain=True)  # to its end: the pipe closes
+            stderr = await errors
+            await proc.wait()
     except TimeoutError as exc:
+        errors.cancel()
         proc.kill()
         await proc.wait()
         raise ToolError(
             f"the command took longer than {SHELL_TIMEOUT_S:g}s and was stopped"
         ) from exc
-    text = stdout.decode("utf-8", errors="replace")
+    text = stdout[:MAX_OUTPUT_BYTES].decode("utf-8", errors="replace")
+    if len(stdout) > MAX_OUTPUT_BYTES:
+        return _clip(text, cut=True)
     if proc.returncode:
         err = stderr.decode("utf-8", errors="replace").strip()
         raise ToolError(_clip(f"exit status {proc.returncode}\n{err}\n{text}".strip()))
@@ -275,12 +302,16 @@ def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> st
             f"old_string occurs {count} times in {path}; add context to make it unique "
             "or set replace_all"
         )
+    if len(text) + (count if replace_all else 1) * (len(new) - len(old)) > MAX_WRITE_BYTES:
+        # Checked before replacing: 5 MB of one letter, each replaced by 1 MB, is 5 TB.
+        raise ToolError(f"the edited file would be over the {MAX_WRITE_BYTES} byte limit")
     return text.replace(old, new) if replace_all else text.replace(old, new, 1)
 
 
 def plan_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     path = policy.check_write(_str(tool_input, "file_path"))
-    return WriteOp(path, _apply_edit(_read_text(path), tool_input, path), created=False)
+    text = _apply_edit(_read_text(path, for_edit=True), tool_input, path)
+    return WriteOp(path, _capped(text), created=False)
 
 
 def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
@@ -288,12 +319,19 @@ def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp
     edits = tool_input.get("edits")
     if not isinstance(edits, list) or not edits:
         raise ToolError("'edits' must be a non-empty list")
-    text = _read_text(path)
+    text = _read_text(path, for_edit=True)
     for edit in edits:
         if not isinstance(edit, dict):
             raise ToolError("each edit must be an object")
-        text = _apply_edit(text, edit, path)
+        text = _capped(_apply_edit(text, edit, path))
     return WriteOp(path, text, created=False)
+
+
+def _capped(text: str) -> str:
+    """An edit's result holds to Write's limit (an index past it refuses every later save)."""
+    if len(text) > MAX_WRITE_BYTES or len(text.encode("utf-8")) > MAX_WRITE_BYTES:
+        raise ToolError(f"the edited file would be over the {MAX_WRITE_BYTES} byte limit")
+    return text
 
 
 def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
@@ -308,7 +346,28 @@ def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
 
 
 def perform(op: WriteOp) -> None:
-    atomic_write_text(op.path, op.text)
+    """Write `op` atomically; a file that is there keeps its permissions (a project's doc
+    stays readable by others), a new one is private."""
+    mode = 0o600
+    if not op.created:
+        with contextlib.suppress(OSError):
+            mode = stat.S_IMODE(os.stat(op.path, follow_symlinks=False).st_mode)
+    atomic_write_text(op.path, op.text, mode=mode)
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int, *, drain: bool = False) -> bytes:
+    """At most `limit + 1` bytes of `stream` (one over says there was more). With `drain`,
+    the rest is read to its end and dropped, so the writer is never blocked on a full pipe."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit or drain:
+        chunk = await stream.read(65_536 if size > limit else min(65_536, limit + 1 - size))
+        if not chunk:
+            break
+        if size <= limit:
+            chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[: limit + 1]
 
 
 WRITE_PLANNERS = {"Write": plan_write, "Edit": plan_edit, "MultiEdit": plan_multi_edit}
@@ -380,6 +439,26 @@ DEFINITIONS: dict[str, dict[str, Any]] = {
             ["file_path", "old_string", "new_string"],
         ),
     },
+    "MultiEdit": {
+        "name": "MultiEdit",
+        "description": (
+            "Make several Edit replacements in one file, in order; all or none are applied."
+        ),
+        "input_schema": _schema(
+            {
+                "file_path": _S,
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _schema(
+                        {"old_string": _S, "new_string": _S, "replace_all": {"type": "boolean"}},
+                        ["old_string", "new_string"],
+                    ),
+                },
+            },
+            ["file_path", "edits"],
+        ),
+    },
     "Write": {
         "name": "Write",
         "description": "Create or overwrite a file with the given content.",
@@ -394,5 +473,5 @@ def definitions(policy: AccessPolicy) -> list[dict[str, Any]]:
     if policy.allow_shell:
         names.append("Bash")
     if policy.write_roots or policy.write_files:
-        names += ["Edit", "Write"]
+        names += ["Edit", "MultiEdit", "Write"]
     return [DEFINITIONS[n] for n in names]

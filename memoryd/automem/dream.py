@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd import paths
-from memoryd.agent.policy import AccessPolicy, Denied
-from memoryd.automem.extraction import Extraction, keep_version
+from memoryd.agent.policy import Denied
+from memoryd.automem import index as index_mod
+from memoryd.automem import naming
+from memoryd.automem.extraction import Extraction, keep_version, memory_writer_policy
 from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, NotFound
 from memoryd.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
@@ -154,14 +156,18 @@ class Dream:
         timer = self._timers.pop(project.root, None)
         if timer is not None:
             timer.cancel()
-        if not self.host.model.configured or not self.enabled(project) or not self.due(project):
+        if not self.host.model.configured or not self._wanted(project):
             return
         self._timers[project.root] = self.host.spawn(self._when_idle(project), worker=WORKER)
+
+    def _wanted(self, project: Project) -> bool:
+        # With auto memory off there is nothing to consolidate: every idle run failed.
+        return self.automem.enabled(project) and self.enabled(project) and self.due(project)
 
     async def _when_idle(self, project: Project) -> None:
         await asyncio.sleep(self.idle_s)
         self._timers.pop(project.root, None)
-        if self.enabled(project) and self.due(project):
+        if self._wanted(project):
             await self.run(project, trigger="idle")
 
     def start(self, project: Project) -> None:
@@ -182,7 +188,9 @@ class Dream:
 
     async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
         am = self.automem
-        headers = am.manifest(project)
+        # Team memories are the team's: dream neither edits nor retires them (a retired one
+        # came back with the next pull, and an edit went to every teammate).
+        headers = [h for h in am.manifest(project) if not h.team]
         started = time.time()
         summary: dict[str, Any] = {
             "project": str(project.root),
@@ -200,14 +208,15 @@ class Dream:
             self._record_run(project, started)
             self.last = summary
             return summary
-        policy = AccessPolicy(read_roots=(memory_dir,), write_roots=(memory_dir,))
+        policy = memory_writer_policy(memory_dir, team=False)
         edited: list[str] = summary["edited"]
         retired: list[str] = summary["retired"]
         extraction = self.extraction
 
         async def on_write(path: Path) -> None:
             extraction.note_own_write(path)
-            if str(path) not in edited:
+            is_index = path.parent == memory_dir and naming.is_index_name(path.name)
+            if not is_index and str(path) not in edited:
                 edited.append(str(path))
 
         async def retire(tool_input: dict[str, Any]) -> str:
@@ -215,8 +224,12 @@ class Dream:
             if not isinstance(raw, str):
                 raise Denied("file_path must be a string")
             target = policy.check_write(raw)
+            from memoryd.agent.tools import ToolError  # loaded with the loop, when a dream runs
+
             try:
-                deleted = await am.delete_memory(project, str(target))
+                deleted = await am.delete_memory(project, str(policy.as_given(target)))
+            except NotFound as exc:
+                raise ToolError(exc.message) from exc
             except MemorydError as exc:
                 raise Denied(exc.message) from exc
             retired.append(str(deleted))
@@ -232,28 +245,33 @@ class Dream:
         )
         from memoryd.agent.loop import ExtraTool, run_agent  # loaded when a dream runs
 
-        result = await run_agent(
-            self.host,
-            feature=WORKER,
-            policy=policy,
-            system=SYSTEM_PROMPT,
-            messages=[{"role": "user", "content": text}],
-            max_turns=MAX_TURNS,
-            max_tokens=MAX_TOKENS,
-            before_write=keep_version(am),
-            on_write=on_write,
-            write_lock=am.writer_lock(memory_dir),
-            extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
-        )
-        await am.reconcile_index(project)
-        index = memory_dir / "MEMORY.md"
-        if index.exists():
-            extraction.note_own_write(index)
-        # Announced once the index is in step (as extraction does), and not for a file the
-        # run retired after editing it.
-        for raw in edited:
-            if raw not in retired:
-                await self.host.notify("memory/saved", {"path": raw, "project": str(project.root)})
+        try:
+            result = await run_agent(
+                self.host,
+                feature=WORKER,
+                policy=policy,
+                system=SYSTEM_PROMPT,
+                messages=[{"role": "user", "content": text}],
+                max_turns=MAX_TURNS,
+                max_tokens=MAX_TOKENS,
+                before_write=keep_version(am),
+                on_write=on_write,
+                write_lock=am.writer_lock(memory_dir),
+                extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
+            )
+        finally:
+            # Even when the run was stopped: the index is put in step with what it changed.
+            await am.reconcile_index(project)
+            index = memory_dir / index_mod.INDEX_NAME
+            if index.exists():
+                extraction.note_own_write(index)
+            # Announced once the index is in step (as extraction does), and not for a file
+            # the run retired after editing it.
+            for raw in edited:
+                if raw not in retired:
+                    await self.host.notify(
+                        "memory/saved", {"path": raw, "project": str(project.root)}
+                    )
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,

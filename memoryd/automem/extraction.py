@@ -24,14 +24,18 @@ import structlog
 
 from memoryd.agent.policy import AccessPolicy, Denied, real
 from memoryd.automem import extraction_prompts as prompts
+from memoryd.automem import index as index_mod
+from memoryd.automem import naming
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
+from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult, PathHook
     from memoryd.core.host import Host
+    from memoryd.core.project import Project
 
 log = structlog.get_logger("memoryd.extraction")
 
@@ -139,7 +143,9 @@ class Extraction:
             # Cheap tests first: this runs on every turn over every memory file. A stat
             # relative to the open dir skips building each path (only a hit needs one).
             for name in names:
-                if not name.endswith(".md"):
+                # The index is not a memory: memoryd itself rewrites it (a delete, a
+                # reconcile), and a main agent that saves a memory writes its file too.
+                if not name.endswith(".md") or naming.is_index_name(name):
                     continue
                 try:
                     mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns
@@ -330,35 +336,30 @@ class Extraction:
 
         async def on_write(path: Path) -> None:
             self.note_own_write(path)
-            written.append(path)
+            if not (path.parent == memory_dir and naming.is_index_name(path.name)):
+                written.append(path)  # a memory saved (the index is none)
 
         self.counts["runs"] += 1
         from memoryd.agent.loop import run_agent  # loaded when an extraction runs
 
-        result = await run_agent(
-            self.host,
-            feature=WORKER,
-            policy=AccessPolicy(read_roots=(project.root, memory_dir), write_roots=(memory_dir,)),
-            system=system,
-            messages=messages,
-            model=model,
-            max_turns=MAX_TURNS,
-            max_tokens=MAX_TOKENS,
-            tools=tools,
-            before_write=keep_version(am),
-            on_write=on_write,
-            write_lock=am.writer_lock(memory_dir),
-        )
-        if written:
-            await am.reconcile_index(project)
-            for path in (memory_dir / "MEMORY.md", *written):
-                self.note_own_write(path)
-            # Announced once the index has its lines: a client that reacts to `memory/saved`
-            # (get_context, the memory UI) must see the memory in MEMORY.md as well.
-            for path in dict.fromkeys(written):
-                await self.host.notify(
-                    "memory/saved", {"path": str(path), "project": str(project.root)}
-                )
+        try:
+            result = await run_agent(
+                self.host,
+                feature=WORKER,
+                policy=memory_writer_policy(memory_dir, read_roots=(project.root,), team=True),
+                system=system,
+                messages=messages,
+                model=model,
+                max_turns=MAX_TURNS,
+                max_tokens=MAX_TOKENS,
+                tools=tools,
+                before_write=keep_version(am),
+                on_write=on_write,
+                write_lock=am.writer_lock(memory_dir),
+            )
+        finally:
+            # Even when the run was stopped: what it wrote is indexed and announced.
+            await self._settle(project, memory_dir, written)
         self.counts["written"] += len(written)
         self.last_run = {
             "project": str(project.root),
@@ -372,6 +373,19 @@ class Extraction:
         }
         await self._report_silent_failure(result, written)
         return result
+
+    async def _settle(self, project: Project, memory_dir: Path, written: list[Path]) -> None:
+        if not written:
+            return
+        await self.automem.reconcile_index(project)
+        for path in (memory_dir / index_mod.INDEX_NAME, *written):
+            self.note_own_write(path)
+        # Announced once the index has its lines: a client that reacts to `memory/saved`
+        # (get_context, the memory UI) must see the memory in MEMORY.md as well.
+        for path in dict.fromkeys(written):
+            await self.host.notify(
+                "memory/saved", {"path": str(path), "project": str(project.root)}
+            )
 
     async def _report_silent_failure(self, result: AgentResult, written: list[Path]) -> None:
         """An extraction that wrote nothing although the model meant to is an error."""
@@ -414,6 +428,19 @@ class Extraction:
             run.pending = None
             if run.task is not None:
                 run.task.cancel()
+
+
+def memory_writer_policy(
+    memory_dir: Path, *, read_roots: tuple[Path, ...] = (), team: bool
+) -> AccessPolicy:
+    """What a background agent that writes memory may touch: it reads `read_roots` and the
+    memory dir, and writes the index and memory files there (`writes.agent_write_refusal`)."""
+    real_dir = real(memory_dir)
+    return AccessPolicy(
+        read_roots=(*read_roots, memory_dir),
+        write_roots=(memory_dir,),
+        write_check=lambda path: agent_write_refusal(real_dir, path, team=team),
+    )
 
 
 def keep_version(am: AutoMemory) -> PathHook:

@@ -22,7 +22,7 @@ from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.memfile import MAX_NAME_CHARS, file_name_for, render_memory
-from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState
+from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
 from memoryd.errors import ForbiddenPath, InvalidParams, TooLarge
@@ -246,6 +246,27 @@ def _check_target(memory_dir: Path, target: Path) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
         raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")
+
+
+def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | None:
+    """Why a background agent may not write `path` (real, inside the real `memory_dir`), or
+    None: the index, or a memory file `memory.write` would also take (`.md`, not hidden, at
+    most MAX_DEPTH folders deep); with `team=False`, nothing in `team/` either."""
+    parts = path.relative_to(memory_dir).parts
+    if not parts:
+        return f"{path} is the memory folder itself, not a file"
+    *folders, name = parts
+    if not folders and naming.is_index_name(name):
+        return None
+    if any(part.startswith(".") for part in parts):
+        return f"{path} is hidden (a name starting with '.'): it would never be read as a memory"
+    if not name.endswith(".md"):
+        return f"{path} is not a memory file: memories are .md files"
+    if len(folders) > MAX_DEPTH:
+        return f"{path} is {len(folders)} folders deep; memories are read {MAX_DEPTH} deep"
+    if not team and folders and is_team_folder(memory_dir, folders[0]):
+        return f"{path} is a team memory, shared with the team: leave it as it is"
+    return None
 
 
 def _mode(path: Path) -> int | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.agent.loop import ExtraTool, run_agent
+from memoryd.agent.loop import MAX_TOOL_CALLS_PER_REPLY, ExtraTool, run_agent
 from memoryd.agent.policy import AccessPolicy
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
@@ -82,7 +82,7 @@ async def test_reads_then_writes_and_calls_the_hooks(
     assert second[-1]["content"][0]["tool_use_id"] == second[-2]["content"][0]["id"]
     assert requests[0].json["system"] == "you are a test"
     assert [t["name"] for t in requests[0].json["tools"]] == [
-        "Read", "Grep", "Glob", "Bash", "Edit", "Write",
+        "Read", "Grep", "Glob", "Bash", "Edit", "MultiEdit", "Write",
     ]  # fmt: skip
     usage = daemon_with_model.daemon.model.status()["usage"]["test_agent"]
     assert usage["calls"] == 3
@@ -242,6 +242,33 @@ async def test_unknown_tools_are_refused_and_extra_tools_run(
     ]
     tools = fake_model.message_requests()[0].json["tools"]
     assert tools[-1]["name"] == "Retire"
+
+
+async def test_at_most_fifty_tool_calls_of_one_reply_run(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    project, _ = dirs
+    fake_model.enqueue(
+        tool_use_reply([("WebFetch", {"url": f"http://x/{i}"}) for i in range(2_000)]),
+        text_reply("ok"),
+    )
+    client = await _errors(daemon_with_model)
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,)),
+        system=None,
+        messages=USER,
+    )
+    assert result.tool_calls == 2_000
+    assert len(result.denied) == MAX_TOOL_CALLS_PER_REPLY  # run, and refused
+    results = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert len(results) == 2_000  # every call has its result
+    assert all(r["is_error"] for r in results)
+    assert "at most 50 tool calls per reply" in results[-1]["content"]
+    await asyncio.sleep(0.05)
+    assert len(_drain(client)) == MAX_TOOL_CALLS_PER_REPLY  # not 2,000 worker errors
+    await client.close()
 
 
 async def test_cancel_event_aborts_the_model_call(

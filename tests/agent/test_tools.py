@@ -147,5 +147,5 @@ def test_definitions_follow_the_policy(root: Path) -> None:
     assert [d["name"] for d in tools.definitions(read_only)] == ["Read", "Grep", "Glob"]
     writer = AccessPolicy(read_roots=(root,), write_roots=(root,))
     assert [d["name"] for d in tools.definitions(writer)] == [
-        "Read", "Grep", "Glob", "Bash", "Edit", "Write",
+        "Read", "Grep", "Glob", "Bash", "Edit", "MultiEdit", "Write",
     ]  # fmt: skip

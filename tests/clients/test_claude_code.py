@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 from memctl import claude_code
@@ -62,6 +66,23 @@ def test_read_transcript_missing_file_is_empty(tmp_path: Path) -> None:
     big.write_text(user("x") + "\n")
     assert claude_code.read_transcript(big, max_bytes=5) == []
     assert len(claude_code.read_transcript(big)) == 1
+
+
+def test_read_transcript_of_a_fifo_or_device_is_empty_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)
+
+    def release_a_blocked_reader() -> None:  # so a regression fails instead of hanging
+        time.sleep(3)
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=release_a_blocked_reader, daemon=True).start()
+    started = time.monotonic()
+    assert claude_code.read_transcript(fifo) == []  # no writer: a blocking open never returns
+    assert time.monotonic() - started < 2
+    assert claude_code.read_transcript("/dev/zero") == []
+    assert claude_code.read_transcript(tmp_path) == []
 
 
 def test_last_turn_and_tool_paths() -> None:

@@ -30,7 +30,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 _ids = itertools.count(1)
@@ -173,7 +173,14 @@ class FakeMessagesAPI:
         reply = self._next_reply(body)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
-        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+        # Escaped to ASCII, as a real provider may send it: a reply can then carry a lone
+        # surrogate ("\\ud800"), which the SDK decodes into the string as it is.
+        return Response(
+            json.dumps(reply.body),
+            status_code=reply.status,
+            headers=reply.headers,
+            media_type="application/json",
+        )
 
     def start(self) -> FakeMessagesAPI:
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])

@@ -242,7 +242,14 @@ async def test_update_edits_the_summary_through_the_agent(
     prompt = first["messages"][-1]["content"][-1]["text"]
     assert str(draft_of(summary)) in prompt
     assert TITLE_LINE in prompt
-    assert {t["name"] for t in first["tools"]} <= {"Read", "Grep", "Glob", "Edit", "Write"}
+    assert {t["name"] for t in first["tools"]} <= {
+        "Read",
+        "Grep",
+        "Glob",
+        "Edit",
+        "MultiEdit",
+        "Write",
+    }
 
     record, _ = state.load(summary.parent.parent.parent.name, SID)
     assert record.updates == 1

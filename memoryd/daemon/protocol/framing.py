@@ -4,12 +4,12 @@ keep a reply line under the reply cap."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
 from memoryd.daemon.protocol.envelope import PARSE_ERROR, TOO_LARGE, error_object, request_id
+from memoryd.surrogates import without_lone_surrogates
 
 
 class ParseFailure:
@@ -31,26 +31,9 @@ def parse_line(line: bytes) -> Any:
     # JSON may escape half of a surrogate pair (`"\ud83d"`: a string cut inside an emoji, as
     # agents' transcripts hold); orjson refuses it. Read by the stdlib, that half becomes U+FFFD.
     try:
-        return _without_lone_surrogates(json.loads(line))
+        return without_lone_surrogates(json.loads(line))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return ParseFailure(error_object(PARSE_ERROR, f"parse error: {error}"))
-
-
-# After json.loads a surrogate left in a str is a lone half: an escaped pair (`"\ud83d\ude00"`)
-# is already one character.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        # One U+FFFD per half, as docs/protocol.md says (encoding it with surrogatepass and
-        # decoding with "replace" gave three, one per byte). ASCII text is skipped unscanned.
-        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    return value
 
 
 def encode(payload: Any) -> bytes:

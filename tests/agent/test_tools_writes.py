@@ -1,0 +1,130 @@
+"""What the writing tools and the shell leave intact: bytes, modes, sizes, memory."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from memoryd.agent import shell, tools
+from memoryd.agent.policy import AccessPolicy, Denied
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / "root"
+    base.mkdir()
+    return base
+
+
+@pytest.fixture
+def policy(root: Path) -> AccessPolicy:
+    return AccessPolicy(read_roots=(root,), write_roots=(root,))
+
+
+def test_an_edit_of_a_file_that_is_not_utf8_is_refused_and_the_file_kept(
+    root: Path, policy: AccessPolicy
+) -> None:
+    doc = root / "doc.md"
+    doc.write_bytes(b"Status: draft\nRen\xe9e wrote this\n")
+    edit = {"file_path": str(doc), "old_string": "draft", "new_string": "final"}
+    with pytest.raises(tools.ToolError, match="not UTF-8"):
+        tools.plan_edit(policy, edit)
+    with pytest.raises(tools.ToolError, match="not UTF-8"):
+        tools.plan_multi_edit(policy, {"file_path": str(doc), "edits": [edit]})
+    assert doc.read_bytes() == b"Status: draft\nRen\xe9e wrote this\n"
+    # Reading it to show is still lossy and fine.
+    assert "Ren\ufffde" in tools.read(policy, {"file_path": str(doc)})
+
+
+def test_an_edited_file_keeps_its_mode_and_a_new_one_is_private(
+    root: Path, policy: AccessPolicy
+) -> None:
+    doc = root / "doc.md"
+    doc.write_text("Status: draft\n")
+    doc.chmod(0o644)
+    edit = {"file_path": str(doc), "old_string": "draft", "new_string": "final"}
+    tools.perform(tools.plan_edit(policy, edit))
+    assert doc.read_text() == "Status: final\n"
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o644
+    new = root / "new.md"
+    tools.perform(tools.plan_write(policy, {"file_path": str(new), "content": "x"}))
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600
+
+
+def test_an_edit_may_not_grow_a_file_past_the_write_limit(root: Path, policy: AccessPolicy) -> None:
+    index = root / "MEMORY.md"
+    index.write_text("- [a](a.md)\n" * 1_000)
+    blowup = {
+        "file_path": str(index),
+        "old_string": "- [",
+        "new_string": "- [" + "x" * 8_000,
+        "replace_all": True,
+    }
+    with pytest.raises(tools.ToolError, match="over the 1000000 byte limit"):
+        tools.plan_edit(policy, blowup)
+    with pytest.raises(tools.ToolError, match="over the 1000000 byte limit"):
+        tools.plan_multi_edit(policy, {"file_path": str(index), "edits": [blowup]})
+    # Multi-byte text is counted in bytes: 400,001 characters of three bytes each.
+    small = root / "small.md"
+    small.write_text("marker\n")
+    wide = {"file_path": str(small), "old_string": "marker", "new_string": "語" * 400_001}
+    with pytest.raises(tools.ToolError, match="over the 1000000 byte limit"):
+        tools.plan_edit(policy, wide)
+    assert index.read_text() == "- [a](a.md)\n" * 1_000
+
+
+async def test_the_shell_reads_no_more_output_than_it_can_show(
+    root: Path, policy: AccessPolicy
+) -> None:
+    log = root / "build.log"
+    with log.open("wb") as handle:
+        for _ in range(32):
+            handle.write(b"compiling module ...\n" * 50_000)  # 1 MB a round: 32 MB
+    tracemalloc.start()
+    try:
+        out = await tools.bash(policy, {"command": f"cat {log} {log}"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out.endswith(f"[output cut at {tools.MAX_OUTPUT_CHARS} characters]")
+    assert len(out) < tools.MAX_OUTPUT_CHARS + 100
+    assert peak < 8 * 1024 * 1024  # 64 MB went through the pipe; a few hundred KB kept
+
+
+async def test_a_command_that_writes_much_to_stderr_still_finishes(
+    root: Path, policy: AccessPolicy
+) -> None:
+    # 1,990 errors of 34 bytes: more than a pipe holds, so stderr must be read to its end.
+    with pytest.raises(tools.ToolError, match="exit status 1") as info:
+        await tools.bash(policy, {"command": "cat" + " m" * 1_990})
+    assert "No such file or directory" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["find -- /etc -name passwd", "find -D stat /etc", "find -O3 -- /etc", "find -P -- /etc"],
+)
+def test_find_checks_starting_points_after_its_leading_options(
+    command: str, policy: AccessPolicy
+) -> None:
+    def run_checks() -> None:
+        for raw in shell.parse(command).paths:
+            policy.check_read(raw)
+
+    with pytest.raises(Denied):
+        run_checks()
+
+
+def test_find_after_double_dash_still_runs_inside(root: Path, policy: AccessPolicy) -> None:
+    plan = shell.parse(f"find -- {root} -name '*.md'")
+    assert plan.paths == (str(root),)
+
+
+def test_multi_edit_is_offered_to_writers(root: Path) -> None:
+    writer = AccessPolicy(read_roots=(root,), write_roots=(root,), allow_shell=False)
+    assert "MultiEdit" in [d["name"] for d in tools.definitions(writer)]
+    assert os.path.isdir(root)

@@ -1,0 +1,294 @@
+"""What background agents may write in a memory dir, and what their writes are taken for."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.automem.extraction_prompts import NOTHING_MARKER
+from tests.background.conftest import Script, Workspace, memory_text, transcript, workspace_for
+from tests.conftest import (
+    DaemonHandle,
+    IsolatedEnv,
+    daemon_config,
+    fake_model_config,
+    start_daemon,
+    stop_daemon,
+)
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply, tool_use_reply
+
+CONVO = transcript(("I like tabs, not spaces.", "Noted."))
+
+
+async def _turn(ws: Workspace, messages: list[dict[str, Any]]) -> None:
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=messages)
+    await ws.handle.daemon.services.extraction.wait_idle()
+
+
+async def _subscribe(ws: Workspace) -> Any:
+    client = await ws.handle.client()
+    await client.call("subscribe", {"events": ["memory/saved", "worker/error"]})
+    return client
+
+
+def _saved(client: Any) -> list[str]:
+    paths = []
+    while not client.notifications.empty():
+        note = client.notifications.get_nowait()
+        if note["method"] == "memory/saved":
+            paths.append(note["params"]["path"])
+    return paths
+
+
+def _write(path: Path, content: str) -> tuple[str, dict[str, Any]]:
+    return ("Write", {"file_path": str(path), "content": content})
+
+
+async def test_extraction_writes_only_memory_files_and_announces_only_memories(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    memory = ws.memory_dir / "user_tabs.md"
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                _write(memory, memory_text("Tabs", "likes tabs", "user", "The user likes tabs.")),
+                _write(ws.memory_dir / "notes.txt", "scratch"),
+                _write(ws.memory_dir / ".draft.md", "scratch"),
+                _write(ws.memory_dir / ".hidden" / "x.md", "scratch"),
+            ]
+        ),
+        tool_use_reply([_write(ws.memory_dir / "MEMORY.md", "- [Tabs](user_tabs.md) — tabs\n")]),
+        text_reply("saved"),
+    )
+    client = await _subscribe(ws)
+    await _turn(ws, CONVO)
+    await asyncio.sleep(0.05)
+    assert memory.exists()
+    assert not (ws.memory_dir / "notes.txt").exists()
+    assert not (ws.memory_dir / ".draft.md").exists()
+    assert not (ws.memory_dir / ".hidden").exists()
+    assert _saved(client) == [str(memory)]
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["written"] == 1
+    assert status["last_run"]["written"] == [str(memory)]
+    assert status["last_run"]["denied"] == 3
+    await client.close()
+
+
+async def test_memoryds_own_index_rewrite_does_not_skip_the_next_extraction(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    first = await ws.am.write_memory(
+        ws.project, type="user", name="Wrong", description="a wrong fact", body="wrong"
+    )
+    await ws.am.write_memory(
+        ws.project, type="user", name="Right", description="a right fact", body="right"
+    )
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    await _turn(ws, CONVO)
+    await asyncio.sleep(0.01)
+    await ws.handle.call(
+        "memory.delete", cwd=str(ws.cwd), path=first.path.name
+    )  # rewrites the index
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    await _turn(ws, [*CONVO, *transcript(("and 4-space YAML", "ok"))])
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["skipped_main_agent"] == 0
+    assert status["runs"] == 2
+
+
+async def test_a_run_that_breaks_off_still_indexes_and_announces_what_it_wrote(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    memory = ws.memory_dir / "user_tabs.md"
+    broken = Reply(200, {**text_reply("x").body, "content": None})
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                _write(memory, memory_text("Tabs", "likes tabs", "user", "The user likes tabs.")),
+                _write(ws.memory_dir / "user_lone.md", "half a pair: \ud800"),
+            ]
+        ),
+        broken,
+    )
+    client = await _subscribe(ws)
+    await _turn(ws, CONVO)
+    await asyncio.sleep(0.05)
+    assert "(user_tabs.md)" in (ws.memory_dir / "MEMORY.md").read_text()
+    assert not (ws.memory_dir / "user_lone.md").exists()
+    assert _saved(client) == [str(memory)]
+    request = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert request[1]["is_error"] is True  # the surrogate went back to the model as an error
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["last_run"]["stop_reason"] == "error"
+    assert status["failed"] == 1
+    await client.close()
+
+
+@pytest.fixture
+async def linked_config(
+    isolated_env: IsolatedEnv, short_tmp: Path, fake_model: FakeMessagesAPI
+) -> AsyncIterator[DaemonHandle]:
+    """A daemon whose `~/.claude` is a link into a dotfiles repository."""
+    dotfiles = isolated_env.home / "dotfiles" / "claude"
+    dotfiles.mkdir(parents=True)
+    isolated_env.config_dir.symlink_to(dotfiles)
+    handle = await start_daemon(daemon_config(short_tmp, model=fake_model_config(fake_model)))
+    try:
+        yield handle
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_a_linked_config_dir_tells_its_writes_by_the_memory_dirs_path(
+    linked_config: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    ws = workspace_for(linked_config, tmp_path)
+    assert ws.memory_dir.resolve() != ws.memory_dir
+    memory = ws.memory_dir / "user_tabs.md"
+    fake_model.enqueue(
+        tool_use_reply(
+            [_write(memory, memory_text("Tabs", "likes tabs", "user", "The user likes tabs."))]
+        ),
+        text_reply("saved"),
+    )
+    client = await _subscribe(ws)
+    await _turn(ws, CONVO)
+    await asyncio.sleep(0.05)
+    assert _saved(client) == [str(memory)]
+    fake_model.enqueue(text_reply(NOTHING_MARKER))
+    await _turn(ws, [*CONVO, *transcript(("and 4-space YAML", "ok"))])
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["skipped_main_agent"] == 0  # its own write is not the main agent's
+    assert status["runs"] == 2
+    await client.close()
+
+
+# -- dream ---------------------------------------------------------------------------------
+async def _two_memories_and_a_team_one(ws: Workspace) -> tuple[Path, Path, Path]:
+    a = await ws.am.write_memory(ws.project, type="user", name="A", description="a", body="a")
+    b = await ws.am.write_memory(ws.project, type="user", name="B", description="b", body="b")
+    team = ws.memory_dir / "team"
+    team.mkdir()
+    shared = team / "project_deploys.md"
+    shared.write_text(memory_text("Deploys", "how we deploy", "project", "make deploy"))
+    return a.path, b.path, shared
+
+
+async def test_dream_leaves_team_memories_alone(ws: Workspace, script: Script) -> None:
+    _, b, shared = await _two_memories_and_a_team_one(ws)
+    script.add(
+        "dream",
+        tool_use_reply(
+            [
+                ("RetireMemory", {"file_path": str(shared), "reason": "stale"}),
+                (
+                    "Edit",
+                    {"file_path": str(shared), "old_string": "make", "new_string": "just"},
+                ),
+                ("RetireMemory", {"file_path": str(ws.memory_dir / "gone.md"), "reason": "x"}),
+            ]
+        ),
+        text_reply("done"),
+    )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert shared.read_text() == memory_text("Deploys", "how we deploy", "project", "make deploy")
+    assert result["retired"] == []
+    assert result["edited"] == []
+    assert len(result["denied"]) == 2  # the team memory, twice; a missing file is no denial
+    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    assert "project_deploys.md" not in prompt
+    assert b.name in prompt
+    results = script.seen["dream"][1]["messages"][-1]["content"]
+    assert results[2]["content"].startswith("Error: ")
+
+
+async def test_no_dream_is_armed_while_auto_memory_is_off(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    await _two_memories_and_a_team_one(ws)
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text(
+        '{"autoDreamEnabled": true, "autoMemoryEnabled": false}'
+    )
+    dream = ws.handle.daemon.services.dream
+    dream.idle_s = 0.05
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=CONVO)
+    assert dream.feature_status()["auto_dream"]["armed"] == 0
+    await asyncio.sleep(0.2)
+    assert script.seen["dream"] == []
+
+
+# -- MagicDocs -------------------------------------------------------------------------------
+def _magic_doc(ws: Workspace, name: str = "DEPLOY.md") -> Path:
+    doc = ws.cwd / name
+    doc.write_text("# MAGIC DOC: Deployment notes\n_Keep it current._\n\n- staging\n")
+    return doc
+
+
+MAGIC_TURN = transcript(("We added a prod environment.", "Noted."))
+READ_TURN = [
+    {"role": "user", "content": "deploy?"},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/x"}}],
+    },
+]
+
+
+async def _magic_turn(ws: Workspace, read: list[Path], messages: list[dict[str, Any]]) -> None:
+    await ws.handle.call(
+        "after_turn",
+        session_id="s1",
+        cwd=str(ws.cwd),
+        messages=messages,
+        read_paths=[str(p) for p in read],
+    )
+    await ws.handle.daemon.services.magic_docs.wait_idle()
+
+
+def _edit_doc(doc: Path) -> Reply:
+    return tool_use_reply(
+        [("Edit", {"file_path": str(doc), "old_string": "- staging\n", "new_string": "- prod\n"})]
+    )
+
+
+async def test_a_magic_doc_keeps_its_mode_when_updated(ws: Workspace, script: Script) -> None:
+    doc = _magic_doc(ws)
+    doc.chmod(0o644)
+    await _magic_turn(ws, [doc], READ_TURN)
+    script.add("magic", _edit_doc(doc), text_reply("updated"))
+    await _magic_turn(ws, [], MAGIC_TURN)
+    assert "- prod" in doc.read_text()
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o644
+
+
+async def test_a_magic_doc_swapped_for_a_link_is_unregistered_not_followed(
+    ws: Workspace, script: Script, tmp_path: Path
+) -> None:
+    doc = _magic_doc(ws)
+    await _magic_turn(ws, [doc], READ_TURN)
+    private = tmp_path / "other-project" / "PRIVATE.md"
+    private.parent.mkdir()
+    private.write_text("# MAGIC DOC: Private\n_mine_\n\n- staging\n")
+    doc.unlink()
+    doc.symlink_to(private)
+    script.add("magic", _edit_doc(private), text_reply("updated"))
+    await _magic_turn(ws, [], MAGIC_TURN)
+    assert private.read_text() == "# MAGIC DOC: Private\n_mine_\n\n- staging\n"
+    assert script.seen["magic"] == []
+    assert (await ws.handle.call("magicdocs.list"))["docs"] == []
+
+
+async def test_a_magic_doc_that_is_not_utf8_is_not_registered(
+    ws: Workspace, script: Script
+) -> None:
+    doc = ws.cwd / "LEGACY.md"
+    doc.write_bytes(b"# MAGIC DOC: Legacy\n_keep it_\n\nRen\xe9e wrote this\n")
+    await _magic_turn(ws, [doc], READ_TURN)
+    assert (await ws.handle.call("magicdocs.list"))["docs"] == []
