@@ -2,7 +2,8 @@
 
 What it does depends on the method called: `get_context` is never answered (a daemon that
 hangs), `recall` gets a line that is not JSON, `memory.list` gets a line over the client's
-cap, `memory.write` a result of the wrong shape, `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
+cap, `memory.write` a result of the wrong shape, `test.null_id` an error with `"id": null` (as
+the daemon answers a line it cannot read), `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
 and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -74,6 +75,10 @@ class MisbehavingDaemon:
             elif method == "test.storm":
                 self._reply(conn, request, {"storm": STORM_SIZE})
                 threading.Thread(target=self._storm, args=(conn,), daemon=True).start()
+            elif method == "test.null_id":
+                error = {"code": -32700, "message": "parse error: invalid UTF-8 in the line"}
+                message = {"jsonrpc": "2.0", "id": None, "error": error}
+                conn.sendall(json.dumps(message).encode() + b"\n")
             elif method == "memory.write":
                 self._reply(conn, request, "a string where an object belongs")
             elif method == "test.notify":

@@ -158,6 +158,82 @@ def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -
     assert history["versions"], "the deleted memory has no version in history"
 
 
+# A memory file name holding a line break and, on the next line, an Ex command: it must only
+# ever be a file name (pressing <CR> on it ran the command). The command runs the shell
+# command in $MEMORYD_TEST_INJECTED_CMD, which touches a marker file.
+# (No quote or space in it: fnameescape() escapes those, which would break the Lua.)
+INJECTED_CMD_VAR = "MEMORYD_TEST_INJECTED_CMD"
+INJECTED_NAME = "project_notes\nlua(os.execute)(os.getenv(string.char({})))--.md".format(
+    ",".join(str(b) for b in INJECTED_CMD_VAR.encode())
+)
+
+
+def hostile_repo(root: Path, sock: Path) -> tuple[Path, Path]:
+    """A repo and its memory folder holding what a teammate's sync or an agent may put there:
+    file names with a line break (one carrying an Ex command), %, # and spaces; a glob, a name
+    and a description holding a line break or a NUL."""
+    repo = make_repo(root)  # no remote: no team repository, though the daemon has team sync
+    rules = repo / ".claude" / "rules"
+    (rules / "odd\nname.md").write_text("Odd rule.\n")
+    (rules / "api.md").write_text('---\npaths:\n  - "src/api/**\\nlegacy/**"\n---\nAPI rules.\n')
+    memory_dir = memory_dir_of(sock, repo)
+    memory_dir.mkdir(parents=True, exist_ok=True)
+
+    def memory(file: str, front: str, body: str) -> None:
+        (memory_dir / file).write_text(f"---\n{front}type: project\n---\n{body}\n")
+
+    memory(
+        INJECTED_NAME,
+        "name: Injected notes\ndescription: where the notes live\n",
+        "notes",
+    )
+    memory("project_50%_#1 plan.md", "name: Percent plan\ndescription: the plan\n", "plan")
+    memory(
+        "project_deploys.md",
+        'name: "Deploys\\nThursdays"\ndescription: deploys go out on Thursdays\n',
+        "deploy thursday",
+    )
+    memory(
+        "project_release\nnotes.md",
+        "name: Release notes\ndescription: release notes on deploy day\n",
+        "deploy release notes",
+    )
+    memory(
+        "project_core_dump.md",
+        'name: Core dump notes\ndescription: "deploy dump header starts with \\0ELF"\n',
+        "deploy crash dump",
+    )
+    return repo, memory_dir
+
+
+def test_hostile_daemon_strings_selections_and_requests(short_tmp: Path, tmp_path: Path) -> None:
+    # Team sync configured (nothing listens there), the repository has no remote: team.status
+    # answers with no repo.
+    team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
+    marker = tmp_path / "INJECTED"
+    with running_daemon(short_tmp / "edge.sock", env=team) as sock:
+        repo, memory_dir = hostile_repo(tmp_path / "work" / "widgets", sock)
+        records = run_nvim(
+            "edges_spec.lua",
+            {
+                "MEMORYD_SOCKET": str(sock),
+                "MEMORYD_TEST_REPO": str(repo),
+                "MEMORYD_TEST_MEMORY_DIR": str(memory_dir),
+                "MEMORYD_TEST_MARKER": str(marker),
+                "MEMORYD_TEST_INJECTED": INJECTED_NAME,
+                INJECTED_CMD_VAR: f"touch '{marker}'",
+                **team,
+            },
+            cwd=repo,
+        )
+        assert_all_passed(records, expected=11)
+    assert not marker.exists(), "a memory's file name ran a command in the editor"
+    saved = {p.name: p.read_text() for p in memory_dir.glob("*.md")}
+    assert any("name: café\n" in text for text in saved.values()), sorted(saved)
+    assert not (memory_dir / "team").exists() or not any((memory_dir / "team").glob("*.md"))
+    assert not any(len(text) > 8 * 1024 * 1024 for text in saved.values())
+
+
 def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "work" / "widgets", remote="git@github.com:acme/widgets.git")
     # Nothing listens there: writes stay local and sync retries, which is all this needs.
@@ -211,7 +287,7 @@ def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: P
         )
     finally:
         fake.stop()
-    assert_all_passed(records, expected=8)
+    assert_all_passed(records, expected=9)
     assert fake.storms_sent == STORM_SIZE
     assert "get_context" in fake.methods
     assert "recall" in fake.methods

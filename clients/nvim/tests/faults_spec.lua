@@ -88,10 +88,31 @@ T.run({
     end,
   },
   {
+    'an error reply with "id": null fails the call in flight at once, with the daemon\'s words',
+    function()
+      local t0 = uv.hrtime()
+      local failed = nil
+      memoryd.request('test.null_id', nil, function() end, {
+        on_error = function(err)
+          failed = err
+          return true
+        end,
+      })
+      T.wait('the error', function()
+        return failed ~= nil
+      end, 3000)
+      T.truthy((uv.hrtime() - t0) / 1e6 < 400, 'failed before the 500 ms timeout')
+      T.eq(-32700, failed.code, 'the daemon\'s code')
+      T.eq('memoryd could not read a request: parse error: invalid UTF-8 in the line', failed.message, 'message')
+      T.eq(0, memoryd.client():pending_count(), 'requests left pending')
+      status_answers()
+    end,
+  },
+  {
     'a reply of the wrong shape: a clear message',
     function()
       edit_file()
-      T.answers = { 1, 'Shape', 1 } -- type, name, personal (team.status answers here)
+      T.answers = { 1, 'Shape' } -- type, name (team.status answers here, but names no repo)
       vim.cmd('MemorydRemember hello')
       T.wait('the message', function()
         return T.message_matching('could not use the reply to memory.write: ')

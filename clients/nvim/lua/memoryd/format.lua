@@ -67,9 +67,21 @@ function M.basename(path)
   return path:match('([^/]+)/*$') or path
 end
 
+-- Text as one line of a buffer: every run of control characters (line breaks, tabs, NUL,
+-- escape sequences' ESC, DEL) becomes one space. Done in Lua before any vim.fn call: a Lua
+-- string holding a NUL reaches Vimscript as a Blob (E976), and nvim_buf_set_lines refuses a
+-- line break. Text without control characters is returned as it is.
+function M.clean(text)
+  text = tostring(text or '')
+  if text:find('[%c\127]') then
+    text = text:gsub('[%c\127]+', ' ')
+  end
+  return text
+end
+
 -- Text that fits on one line (notifications and list entries never break the layout).
 function M.one_line(text, max)
-  text = tostring(text or ''):gsub('[\r\n\t]+', ' ')
+  text = M.clean(text)
   max = max or 200
   if vim.fn.strchars(text) > max then
     text = vim.fn.strcharpart(text, 0, max - 1) .. '…'

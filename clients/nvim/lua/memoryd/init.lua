@@ -48,6 +48,7 @@ end
 -- longer than the command line stops the editor at a hit-enter prompt: that is modal, so the
 -- line is cut to fit (the full text stays in M.recent, listed by :MemorydStatus).
 function M.notify(text, level)
+  text = tostring(text):gsub('%z', '^@') -- a NUL must not reach vim.fn (E976) nor the echo
   M.recent[#M.recent + 1] = os.date('%H:%M:%S ') .. text
   if #M.recent > RECENT_MAX then
     table.remove(M.recent, 1)
@@ -85,8 +86,46 @@ local function on_notifications(notes)
   if not M.config.notifications.enabled then
     return
   end
+  -- The connection also hears the events only a view listens to (memory/saved for the
+  -- memories view): messages are shown for the configured events alone.
+  local shown = {}
+  for _, event in ipairs(M.config.notifications.events) do
+    shown[event] = true
+  end
   for _, note in ipairs(notes) do
-    notifier:push_note(note)
+    if shown[note.method] then
+      notifier:push_note(note)
+    end
+  end
+end
+
+-- The events the connection subscribes to: the configured ones (when notifications are on)
+-- and every event a listener waits for, sorted, once each; nil when there are none.
+function M.wanted_events()
+  local set = {}
+  if M.config.notifications.enabled then
+    for _, event in ipairs(M.config.notifications.events) do
+      set[event] = true
+    end
+  end
+  for event, fns in pairs(M.listeners) do
+    if #fns > 0 then
+      set[event] = true
+    end
+  end
+  local events = vim.tbl_keys(set)
+  if #events == 0 then
+    return nil
+  end
+  table.sort(events)
+  return events
+end
+
+-- Subscribe, or widen the subscription, when the wanted events are not those subscribed.
+local function sync_subscription(c)
+  local wanted = M.wanted_events()
+  if wanted ~= nil and not vim.deep_equal(wanted, c.events) then
+    c:subscribe(wanted)
   end
 end
 
@@ -135,9 +174,7 @@ function M.client()
       on_state = on_state,
       on_notifications = on_notifications,
     })
-    if cfg.notifications.enabled or next(M.listeners) ~= nil then
-      client:subscribe(cfg.notifications.events)
-    end
+    sync_subscription(client)
   end
   return client
 end
@@ -159,10 +196,7 @@ end
 function M.on(event, fn)
   M.listeners[event] = M.listeners[event] or {}
   table.insert(M.listeners[event], fn)
-  local c = M.client()
-  if c.events == nil then
-    c:subscribe(M.config.notifications.events)
-  end
+  sync_subscription(M.client())
 end
 
 local function memctl_command()
@@ -279,16 +313,21 @@ function M.request(method, params, cb, opts)
 end
 
 -- The directory and file a buffer stands for: its file's folder (the nearest existing one)
--- and the file itself; a buffer without a file stands for the working directory.
+-- and the file itself; a buffer without a file stands for the working directory. So does a
+-- buffer named by a URL (netrw's scp://…, fugitive://…, zipfile://…, oil://…): it has no file
+-- on this disk, and walking the URL up ends at '.', which the daemon refuses as a cwd.
 function M.buffer_context(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local name = vim.api.nvim_buf_get_name(bufnr)
   local buftype = vim.api.nvim_buf_get_option(bufnr, 'buftype')
   local uv = vim.uv or vim.loop
-  if name == '' or buftype ~= '' then
+  if name == '' or buftype ~= '' or name:match('^%a[%w+.-]*://') then
     return { cwd = uv.cwd(), file = nil }
   end
   local file = vim.fn.fnamemodify(name, ':p')
+  if file:sub(1, 1) ~= '/' then
+    return { cwd = uv.cwd(), file = nil } -- not a path of this file system
+  end
   local dir = vim.fn.fnamemodify(file, ':h')
   while vim.fn.isdirectory(dir) == 0 and dir ~= '/' do
     dir = vim.fn.fnamemodify(dir, ':h')

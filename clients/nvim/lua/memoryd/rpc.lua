@@ -23,13 +23,54 @@ local function preview(text)
   return cut
 end
 
--- opts: path, timeout_ms, line_cap, backoff_min_ms, backoff_max_ms, connect_budget_ms,
---       on_state(state, err) ('up' | 'down'), on_notifications(list)
+-- The daemon's request line cap (memoryd --line-limit, docs/protocol.md): over it the daemon
+-- answers -32600 and closes the connection, so such a request is never sent.
+Client.REQUEST_CAP = 8 * 1024 * 1024
+
+-- The byte offset of the first byte that is not part of valid UTF-8 in text, or nil.
+-- ASCII runs are skipped by string.find; only the bytes over 127 are looked at one by one.
+local function invalid_utf8_at(text)
+  local i = 1
+  while true do
+    i = text:find('[\128-\255]', i)
+    if i == nil then
+      return nil
+    end
+    local c = text:byte(i)
+    local n, low, high = nil, 0x80, 0xBF
+    if c >= 0xC2 and c <= 0xDF then
+      n = 1
+    elseif c >= 0xE0 and c <= 0xEF then
+      n = 2
+      low = c == 0xE0 and 0xA0 or 0x80 -- no overlong forms
+      high = c == 0xED and 0x9F or 0xBF -- no surrogates
+    elseif c >= 0xF0 and c <= 0xF4 then
+      n = 3
+      low = c == 0xF0 and 0x90 or 0x80
+      high = c == 0xF4 and 0x8F or 0xBF
+    end
+    if n == nil then
+      return i
+    end
+    for k = 1, n do
+      local b = text:byte(i + k)
+      if b == nil or b < (k == 1 and low or 0x80) or b > (k == 1 and high or 0xBF) then
+        return i
+      end
+    end
+    i = i + n + 1
+  end
+end
+Client.invalid_utf8_at = invalid_utf8_at
+
+-- opts: path, timeout_ms, line_cap, request_cap, backoff_min_ms, backoff_max_ms,
+--       connect_budget_ms, on_state(state, err) ('up' | 'down'), on_notifications(list)
 function Client.new(opts)
   local self = setmetatable({}, Client)
   self.path = opts.path
   self.timeout_ms = opts.timeout_ms or 5000
   self.line_cap = opts.line_cap or 16 * 1024 * 1024
+  self.request_cap = opts.request_cap or Client.REQUEST_CAP
   self.backoff_min_ms = opts.backoff_min_ms or 500
   self.backoff_max_ms = opts.backoff_max_ms or 30000
   self.connect_budget_ms = opts.connect_budget_ms or 1000
@@ -38,7 +79,7 @@ function Client.new(opts)
   self.state = 'idle' -- idle | connecting | connected | down | closed
   self.next_id = 1
   self.pending = {} -- id -> entry (sent or queued)
-  self.queue = {} -- encoded lines waiting for the connection
+  self.queue = {} -- {line, entry} of the requests waiting for the connection
   self.partial = {}
   self.partial_len = 0
   self.notes = {}
@@ -90,7 +131,9 @@ function Client:_write(line)
 end
 
 -- Send method(params); cb(err, result) runs on the main loop. err is
--- {code = <JSON-RPC code> | 'down' | 'timeout' | 'closed' | 'protocol', message, data}.
+-- {code = <JSON-RPC code> | 'down' | 'timeout' | 'closed' | 'protocol' | 'invalid', message, data};
+-- 'invalid': refused before sending (over the daemon's request cap, or text that is not UTF-8),
+-- the connection kept.
 function Client:request(method, params, cb, timeout_ms)
   local id = self.next_id
   self.next_id = id + 1
@@ -99,9 +142,26 @@ function Client:request(method, params, cb, timeout_ms)
     message.params = params
   end
   local ok, line = pcall(vim.json.encode, message)
+  local refused = nil
   if not ok then
+    refused = 'could not encode the request: ' .. tostring(line)
+  elseif #line + 1 > self.request_cap then
+    -- Sent, it would cost the connection (and every call in flight on it) and read as the
+    -- daemon going away.
+    refused = ('the request is too large: %d bytes, over the daemon\'s %d-byte cap; nothing was sent'):format(
+      #line + 1,
+      self.request_cap
+    )
+  else
+    local bad = invalid_utf8_at(line)
+    if bad then
+      -- The daemon reads only UTF-8 (JSON text is UTF-8): say so now, not after a timeout.
+      refused = ('the request holds text that is not UTF-8 (byte %d of it); nothing was sent'):format(bad)
+    end
+  end
+  if refused then
     vim.schedule(function()
-      cb(new_error('protocol', 'could not encode the request: ' .. tostring(line)))
+      cb(new_error('invalid', refused))
     end)
     return id
   end
@@ -113,9 +173,10 @@ function Client:request(method, params, cb, timeout_ms)
     self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
   end)
   if self.state == 'connected' then
+    entry.sent = true
     self:_write(line .. '\n')
   else
-    self.queue[#self.queue + 1] = line .. '\n'
+    self.queue[#self.queue + 1] = { line = line .. '\n', entry = entry }
     if self.state ~= 'connecting' then
       self:connect()
     end
@@ -208,8 +269,9 @@ function Client:_attempt(left_ms, pause_ms)
     if self.events ~= nil then
       self:_send_subscribe()
     end
-    for _, line in ipairs(queued) do
-      self:_write(line)
+    for _, item in ipairs(queued) do
+      item.entry.sent = true
+      self:_write(item.line)
     end
     self:_emit_state('up')
   end)
@@ -346,6 +408,23 @@ function Client:_message(message)
         self.notes_scheduled = false
         self.on_notifications(notes)
       end)
+    end
+    return
+  end
+  if message.id == nil and message.error ~= nil then
+    -- An error the daemon could not tie to a request (JSON-RPC's "id": null: a line it could
+    -- not read, or not a request). Which of the calls in flight it was cannot be known: they
+    -- all fail now with the daemon's words, instead of each waiting for its timeout.
+    local e = type(message.error) == 'table' and message.error or { message = tostring(message.error) }
+    local err = new_error(
+      e.code or -32600,
+      'memoryd could not read a request: ' .. tostring(e.message or 'no reason given'),
+      e.data
+    )
+    for _, pending in pairs(self.pending) do
+      if pending.sent then
+        self:_finish(pending, err)
+      end
     end
     return
   end

@@ -1,5 +1,7 @@
 -- Scratch buffers for the views: one per view name, reused, read-only, with a target (a file,
 -- a memory, a version) remembered per line for the keys to act on.
+local format = require('memoryd.format')
+
 local M = {}
 
 local buffers = {} -- view name -> bufnr
@@ -72,10 +74,18 @@ function M.existing(name)
 end
 
 -- Replace a view's text; line_targets maps line numbers (1-based) to what the line stands for.
+-- Every view's text passes here, so this is where the daemon's strings are made safe: a line
+-- break, NUL or other control character inside a line (a file name, a glob, a memory's name)
+-- becomes a space, instead of making nvim_buf_set_lines refuse the whole view.
 function M.render(buf, lines, line_targets)
   if not vim.api.nvim_buf_is_valid(buf) then
     return
   end
+  local clean = {}
+  for i, line in ipairs(lines) do
+    clean[i] = format.clean(line)
+  end
+  lines = clean
   vim.api.nvim_buf_set_option(buf, 'modifiable', true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.api.nvim_buf_set_option(buf, 'modifiable', false)
@@ -99,13 +109,35 @@ function M.target(buf, line)
 end
 
 -- Open a file for editing in the window the view was opened from when there is one.
+-- The path comes from the daemon (a memory's or a rule's file name, which anyone who can put
+-- a file in those folders chooses): it is passed to :edit as one argument, never spliced into
+-- an Ex command line, with no wildcard, %, # or | meaning (nvim_cmd, Neovim 0.8+). Neovim 0.7
+-- has only the command-line form, where a line break would end the command and start another
+-- (fnameescape does not escape it): such a name is refused there with a message.
 function M.edit(path)
+  if type(path) ~= 'string' or path == '' then
+    return
+  end
+  local structured = vim.fn.has('nvim-0.8') == 1
+  if not structured and path:find('[\r\n]') then
+    require('memoryd').message(
+      ('not opened: the file name holds a line break (%s); open it from a shell or Neovim 0.8+'):format(
+        format.one_line(path, 200)
+      ),
+      vim.log.levels.WARN
+    )
+    return
+  end
   local view = vim.api.nvim_get_current_win()
   local prev = vim.fn.win_getid(vim.fn.winnr('#'))
   if prev ~= 0 and prev ~= view then
     vim.api.nvim_set_current_win(prev)
   end
-  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  if structured then
+    vim.cmd.edit({ args = { path }, magic = { file = false, bar = false } })
+  else
+    vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  end
 end
 
 -- A key's action: fn(target) when the line under the cursor stands for a target of this kind

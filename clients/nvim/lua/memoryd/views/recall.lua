@@ -79,19 +79,82 @@ function M.why_line(why)
   return format.one_line(table.concat(parts, ' · '), 240)
 end
 
--- The text of the last visual selection (charwise, linewise or blockwise), one line.
+-- The byte index of the last byte of the character that starts at byte col of line (UTF-8:
+-- its continuation bytes follow it); col itself past the end of the line.
+local function char_end(line, col)
+  if col > #line then
+    return col
+  end
+  return col + #line:match('^[\128-\191]*', col + 1)
+end
+
+-- Screen cells of text starting after screen column `before` (a tab's width depends on where
+-- it starts). A NUL is ^@ on screen; here it must not reach vim.fn (E976).
+local function width(text, before)
+  return vim.fn.strdisplaywidth((text:gsub('%z', '^@')), before)
+end
+
+-- First and last screen column (1-based) of the character at byte col of line.
+local function screen_span(line, col)
+  local before = width(line:sub(1, col - 1), 0)
+  local cells = col > #line and 1 or width(line:sub(col, char_end(line, col)), before)
+  return before + 1, before + math.max(cells, 1)
+end
+
+-- The characters of line that lie within screen columns left..right (a blockwise selection).
+local function block_part(line, left, right)
+  local pieces, cells, i = {}, 0, 1
+  while i <= #line do
+    local stop = char_end(line, i)
+    local char = line:sub(i, stop)
+    local first = cells + 1
+    cells = cells + math.max(width(char, cells), 1)
+    if first > right then
+      break
+    end
+    if first >= left and cells <= right then
+      pieces[#pieces + 1] = char
+    end
+    i = stop + 1
+  end
+  return table.concat(pieces)
+end
+
+-- The text of the last visual selection, as the user selected it: charwise (to the end of its
+-- last character, however many bytes that is), linewise, or blockwise (each line cut to the
+-- block's screen columns). getregion() (Neovim 0.10+) where there is one; the same by hand on
+-- older versions.
 function M.visual_text()
   local start = vim.fn.getpos("'<")
   local stop = vim.fn.getpos("'>")
-  if start[2] == 0 then
+  if start[2] == 0 or stop[2] == 0 then
     return nil
+  end
+  local mode = vim.fn.visualmode()
+  if mode == '' then
+    mode = 'v'
+  end
+  if vim.fn.exists('*getregion') == 1 then
+    local ok, region = pcall(vim.fn.getregion, start, stop, { type = mode })
+    if ok and type(region) == 'table' and #region > 0 then
+      return table.concat(region, '\n')
+    end
   end
   local lines = vim.api.nvim_buf_get_lines(0, start[2] - 1, stop[2], false)
   if #lines == 0 then
     return nil
   end
-  if vim.fn.visualmode() ~= 'V' then
-    lines[#lines] = lines[#lines]:sub(1, stop[3])
+  if mode == '\22' then
+    local first_start, last_start = screen_span(lines[1], start[3])
+    local first_stop, last_stop = screen_span(lines[#lines], stop[3])
+    local left, right = math.min(first_start, first_stop), math.max(last_start, last_stop)
+    for i, line in ipairs(lines) do
+      lines[i] = block_part(line, left, right)
+    end
+  elseif mode ~= 'V' then
+    local last = lines[#lines]
+    local stop_byte = vim.o.selection == 'exclusive' and stop[3] - 1 or char_end(last, stop[3])
+    lines[#lines] = last:sub(1, stop_byte)
     lines[1] = lines[1]:sub(start[3])
   end
   return table.concat(lines, '\n')

@@ -55,11 +55,14 @@ function M.save(ctx, text)
     memoryd.message('nothing to remember: the text is empty', vim.log.levels.WARN)
     return
   end
-  -- Whether the project has team sync, asked while the user picks a type.
+  -- Whether the project has team sync, asked while the user picks a type. The daemon answers
+  -- team.status for every project once team sync is configured; only one with a team
+  -- repository (`repo`, else null with `suppressed: no_repo`) syncs a team memory.
   local team_known, team_available = false, false
   local waiting = nil
-  memoryd.request('team.status', { cwd = ctx.cwd }, function()
-    team_known, team_available = true, true
+  memoryd.request('team.status', { cwd = ctx.cwd }, function(reply)
+    team_known = true
+    team_available = type(reply.repo) == 'string' and reply.repo ~= ''
     if waiting then
       waiting()
     end
