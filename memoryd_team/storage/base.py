@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+# Versions are PostgreSQL `integer`s (SQLite's are wider): none is ever above this.
+MAX_VERSION = 2**31 - 1
+
 
 class StorageError(Exception):
     pass
@@ -236,9 +239,17 @@ class Storage(abc.ABC):
     async def history(self, repo: str, key: str | None = None) -> list[VersionInfo]:
         """Every version, oldest first (by key, then version)."""
 
-    @abc.abstractmethod
     async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
         """A version's metadata and content; VersionNotFound when it does not exist."""
+        if not 1 <= version <= MAX_VERSION:
+            # Never written, and no database parameter holds it (SQLite: OverflowError;
+            # PostgreSQL: an int32 error that would read as an unusable database).
+            raise VersionNotFound(f"{repo}: no version {version} of {key!r}")
+        return await self._read_version(repo, key, version)
+
+    @abc.abstractmethod
+    async def _read_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+        """`get_version` for a version number the database can hold."""
 
     async def restore(
         self, repo: str, key: str, version: int, *, author: Author, at: datetime

@@ -384,7 +384,7 @@ class PostgresStorage(Storage):
                 )
         return [_version(row) for row in rows]
 
-    async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+    async def _read_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
         async with self._connection() as conn:
             row = await conn.fetchrow(
                 f"SELECT {_VERSION_COLUMNS}, content FROM team_entry_versions"  # noqa: S608 - constant column list

@@ -404,7 +404,7 @@ class SqliteStorage(Storage):
 
         return await self._run(select)
 
-    async def get_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
+    async def _read_version(self, repo: str, key: str, version: int) -> tuple[VersionInfo, str]:
         def select(conn: sqlite3.Connection) -> tuple[VersionInfo, str]:
             row = conn.execute(
                 f"SELECT {_VERSION_COLUMNS}, content FROM team_entry_versions"  # noqa: S608 - constant column list

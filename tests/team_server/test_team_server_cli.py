@@ -272,3 +272,17 @@ def test_serve_takes_a_log_level_in_any_case(database_url: str, tmp_path: Path) 
         assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("version", [str(2**31), "9" * 30])
+def test_a_version_no_database_can_hold_is_not_found(database_url: str, version: str) -> None:
+    # Was an OverflowError traceback (SQLite), or "database: … out of int32 range", exit 2
+    # as if the database were unusable (PostgreSQL).
+    for args in (
+        ["history", "--repo", "a/b", "a.md", "--version", version],
+        ["restore", "--repo", "a/b", "a.md", version],
+    ):
+        result = team(*args, "--database", database_url, check=False)
+        assert result.returncode == 1, result.stderr
+        assert f"no version {version} of 'a.md'" in result.stderr
+        assert "Traceback" not in result.stderr
