@@ -183,7 +183,7 @@ class _TeamMemoryAPI:
         view = request.query_params.get("view")
         if view not in (None, "hashes", "page"):
             raise Problem(400, "invalid_view", "view must be 'hashes', 'page' or absent")
-        if_none_match = request.headers.get("if-none-match")
+        if_none_match = _list_header(request, "if-none-match")
         if if_none_match is not None:
             # Cheap path: one row read decides a 304 without loading any entry.
             etag = await self.storage.get_etag(repo)
@@ -211,7 +211,7 @@ class _TeamMemoryAPI:
         if start is not None and text_problem(start) is not None:
             raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
         max_bytes = _page_size(request.query_params.get("max_bytes"), self.settings.page_bytes)
-        if_match = parse_if_match(request.headers.get("if-match"))
+        if_match = parse_if_match(_list_header(request, "if-match"))
         # The first page (no `from`) carries every entry's checksum, as view=hashes does: a
         # client learns the whole state and the first entries in one request.
         page = await self.storage.get_page(
@@ -237,7 +237,7 @@ class _TeamMemoryAPI:
         result = await self.storage.put_entries(
             repo,
             entries,
-            parse_if_match(request.headers.get("if-match")),
+            parse_if_match(_list_header(request, "if-match")),
             max_entries=self.settings.max_entries,
             author=Author(token.id, token.name),
             at=datetime.now(UTC),
@@ -288,6 +288,13 @@ class _TeamMemoryAPI:
         if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
             raise Problem(400, "invalid_body", 'the body must be {"entries": {key: content}}')
         return _validated_entries(document["entries"], self.settings.max_entry_bytes)
+
+
+def _list_header(request: Request, name: str) -> str | None:
+    """A list header sent as several lines, read as their comma-joined value (RFC 9110 §5.3):
+    `If-Match: "a"` + `If-Match: "b"` is `If-Match: "a", "b"`, not its first line alone."""
+    lines = [line for line in request.headers.getlist(name) if line.strip()]
+    return ", ".join(lines) if lines else None
 
 
 def _page_size(raw: str | None, page_bytes: int) -> int:

@@ -12,7 +12,8 @@ import re
 
 from memoryd_team.storage.base import IfMatch
 
-_TAG = re.compile(r'\s*(W/)?("[^"]*")\s*(?:,|$)')
+_TAG = re.compile(r'(W/)?("[^"]*")')
+_OWS = " \t"
 
 
 def parse_if_match(header: str | None) -> IfMatch | None:
@@ -39,15 +40,30 @@ def _parse(header: str | None) -> tuple[bool, list[tuple[bool, str]]] | None:
     value = header.strip()
     if value == "*":
         return True, []
-    tags: list[tuple[bool, str]] = []
-    position = 0
-    while position < len(value):
-        match = _TAG.match(value, position)
-        if match is None or match.end() == position:
-            break
-        tags.append((match.group(1) is not None, match.group(2)))
-        position = match.end()
-    if position < len(value) or not tags:
+    tags = _tag_list(value)
+    if not tags:
         # Not a list of quoted tags: take the whole value as one opaque, unquoted tag.
         tags = [(False, f'"{value.strip(chr(34))}"')]
     return False, tags
+
+
+def _tag_list(value: str) -> list[tuple[bool, str]] | None:
+    """(weak, tag) per element of a `#entity-tag` list; None when an element is something
+    else. Empty elements (`"a",, "b"`, a leading or trailing comma) are skipped: RFC 9110
+    §5.6.1.2 says a recipient must accept them."""
+    tags: list[tuple[bool, str]] = []
+    position = 0
+    while True:
+        while position < len(value) and value[position] in _OWS + ",":
+            position += 1
+        if position == len(value):
+            return tags
+        match = _TAG.match(value, position)
+        if match is None:
+            return None
+        tags.append((match.group(1) is not None, match.group(2)))
+        position = match.end()
+        while position < len(value) and value[position] in _OWS:
+            position += 1
+        if position < len(value) and value[position] != ",":
+            return None  # `"a" "b"`, `"a"x`: not a list

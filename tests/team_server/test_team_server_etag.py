@@ -34,3 +34,16 @@ def test_if_none_match_uses_weak_comparison() -> None:
     assert not if_none_match_hits('"b"', '"a"')
     assert not if_none_match_hits(None, '"a"')
     assert not if_none_match_hits("", '"a"')
+
+
+def test_empty_list_elements_are_skipped() -> None:
+    # RFC 9110 §5.6.1.2: a recipient accepts empty elements; they were read as one opaque tag.
+    both = IfMatch(frozenset({'"a"', '"b"'}))
+    assert parse_if_match('"a",, "b"') == both
+    assert parse_if_match(', "a", "b"') == both
+    assert parse_if_match('"a", "b",') == both
+    assert parse_if_match(' ,\t"a" ,  , "b"\t, ') == both
+    assert if_none_match_hits(', W/"a",', '"a"')
+    # Not a list of tags, however many commas: still one opaque tag that matches nothing.
+    assert parse_if_match('"a" "b"') == IfMatch(frozenset({'"a" "b"'}))
+    assert parse_if_match(",") == IfMatch(frozenset({'","'}))

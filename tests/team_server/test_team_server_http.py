@@ -201,6 +201,34 @@ def test_if_match_star_and_tag_lists(repo: Repo) -> None:
     assert repo.put({"a.md": "4"}, if_match=f"W/{repo.get().headers['etag']}").status_code == 412
 
 
+def test_if_match_in_every_list_form_rfc_9110_allows(repo: Repo) -> None:
+    """Empty elements, and one list split over several header lines (RFC 9110 §5.3): each
+    used to be 412 although it named the current ETag."""
+    etag = repo.put({"a.md": "0"}).headers["etag"]
+    for n, form in enumerate(['{},, "other"', ", {}", '"other",{},']):
+        reply = repo.put({"a.md": str(n + 1)}, if_match=form.format(etag))
+        assert reply.status_code == 200, form
+        etag = reply.headers["etag"]
+
+    def put_lines(content: str, *lines: str) -> httpx.Response:
+        return repo.http.put(
+            TEAM_MEMORY_PATH,
+            params={"repo": repo.name},
+            json={"entries": {"a.md": content}},
+            headers=[("If-Match", line) for line in lines],
+        )
+
+    reply = put_lines("4", '"other"', etag)  # the current tag on the second line
+    assert reply.status_code == 200
+    assert put_lines("5", '"other"', "", '"stale"').status_code == 412
+    page = repo.http.get(
+        TEAM_MEMORY_PATH,
+        params={"repo": repo.name, "view": "page"},
+        headers=[("If-None-Match", '"other"'), ("If-None-Match", reply.headers["etag"])],
+    )
+    assert page.status_code == 304
+
+
 def test_unquoted_if_match_is_accepted(repo: Repo) -> None:
     etag = repo.put({"a.md": "1"}).headers["etag"]
     assert repo.put({"a.md": "2"}, if_match=etag.strip('"')).status_code == 200
