@@ -9,11 +9,12 @@ import { errorText } from "./core/format";
 import {
   deleteMemory,
   historyPicks,
-  inMemoryDir,
   listMemories,
+  MemoryDirs,
   memoriesErrorTree,
   memoriesTree,
   memoryHistory,
+  reconcileSaved,
   restoreMemory,
 } from "./core/memories";
 import { EVENTS, NotificationPresenter, type Message } from "./core/notifications";
@@ -71,7 +72,7 @@ class MemorydExtension implements vscode.Disposable {
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
   private ruleFiles = new Set<string>();
-  private memoryDirs = new Set<string>();
+  private readonly memoryDirs = new MemoryDirs(); // each listed memory folder and its project
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor() {
@@ -186,7 +187,7 @@ class MemorydExtension implements vscode.Disposable {
     const target = editorTarget();
     try {
       const list = await listMemories(this.client, target);
-      this.memoryDirs.add(list.memory_dir);
+      this.memoryDirs.add(list, target);
       return memoriesTree(list, target, Date.now(), os.homedir());
     } catch (error) {
       return memoriesErrorTree(errorText(error));
@@ -198,10 +199,10 @@ class MemorydExtension implements vscode.Disposable {
       return;
     }
     const file = doc.uri.fsPath;
-    const memoryDir = inMemoryDir(file, this.memoryDirs);
-    if (memoryDir) {
-      // Edited by hand: bring MEMORY.md in step, as after any edit made outside memoryd.
-      await this.guard(() => this.client.call("memory.reconcile", { cwd: editorTarget().cwd }));
+    if (this.memoryDirs.projectOf(file) !== undefined) {
+      // Edited by hand: bring MEMORY.md in step, as after any edit made outside memoryd, in
+      // the project the folder was listed for (the memory file's own folder is none).
+      await this.guard(() => reconcileSaved(this.client, file, this.memoryDirs));
       this.memories.refresh();
     }
     if (this.ruleFiles.has(file) || /(CLAUDE|AGENTS)(\.local)?\.md$|\.claude\/rules\//.test(file)) {

@@ -14,8 +14,10 @@ import {
   inMemoryDir,
   listMemories,
   memoriesTree,
+  MemoryDirs,
   memoryHistory,
   readMemory,
+  reconcileSaved,
   restoreMemory,
 } from "../src/core/memories";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
@@ -218,6 +220,43 @@ describe("remember, recall, the memory list", () => {
     const after = memoriesTree(await listMemories(client, target), target);
     assert.equal(findNode(after, (n) => n.path === saved.path), undefined);
     assert.ok((await memoryHistory(client, target, saved.path)).versions.length >= 1, "a deleted memory keeps its history");
+  });
+
+  test("a memory file saved by hand is reconciled in the project its folder was listed for", async () => {
+    // The Memories view listed the memories of the file being edited (a file under src/api).
+    const editing = projectTarget({ filePath: repo.apiFile, workspaceFolder: repo.root });
+    const list = await listMemories(client, editing);
+    const dirs = new MemoryDirs();
+    dirs.add(list, editing);
+    // The user writes a memory file in that folder and saves it (the active editor is now the
+    // memory file, whose folder is no project: reconciling there left MEMORY.md as it was).
+    const file = path.join(list.memory_dir, "project_freeze.md");
+    fs.mkdirSync(list.memory_dir, { recursive: true });
+    fs.writeFileSync(file, "---\nname: Freeze\ndescription: no merges after March 5\ntype: project\n---\nNo merges after March 5.\n");
+    assert.equal(dirs.projectOf(file), editing.cwd);
+    assert.equal(dirs.projectOf(repo.claudeMd), undefined);
+    assert.equal(await reconcileSaved(client, repo.claudeMd, dirs), undefined, "not a memory file: nothing to do");
+    const result = await reconcileSaved(client, file, dirs);
+    assert.equal(result?.added, 1);
+    assert.match(fs.readFileSync(path.join(list.memory_dir, "MEMORY.md"), "utf8"), /project_freeze\.md/);
+  });
+
+  test("a suggested name, a description or a default query is never cut inside an emoji", async () => {
+    const text = "Release checklist for the mobile app: run the smoke tests 🚀 then tag and publish to both stores";
+    const name = suggestedName(text);
+    assert.equal(name, "Release checklist for the mobile app: run the smoke tests 🚀…");
+    const emojiAtCut = `${"x".repeat(58)}🚀 and more`;
+    assert.equal(suggestedName(emojiAtCut), `${"x".repeat(58)}🚀…`, "59 characters, the emoji whole");
+    assert.equal(suggestedName(`${"x".repeat(60)}🚀`), `${"x".repeat(59)}…`);
+    const params = writeParams(target, { type: "project", text: `${"d".repeat(148)}🚀🚀🚀` });
+    assert.equal(params.description, `${"d".repeat(148)}🚀…`);
+    assert.equal(defaultQuery(`${"q".repeat(499)}🚀🚀`, undefined), `${"q".repeat(499)}🚀`);
+    for (const value of [name, suggestedName(emojiAtCut), params.description as string, defaultQuery(`${"q".repeat(499)}🚀🚀`, undefined)]) {
+      assert.doesNotMatch(value, /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/, "no lone surrogate");
+    }
+    // As saved by the daemon: the name on disk holds no U+FFFD.
+    const saved = await remember(client, target, { type: "project", text, name: suggestedName(`${"n".repeat(58)}🚀 launch`) });
+    assert.match(fs.readFileSync(saved.path, "utf8"), /^name: n{58}🚀…$/m);
   });
 });
 

@@ -34,6 +34,28 @@ export function shortPath(file: string, base?: string, home?: string): string {
   return file;
 }
 
+/**
+ * The first `max` characters of `text`, counted in code points: never half of a surrogate pair
+ * (an emoji cut in two is sent as a lone surrogate, which the daemon stores as U+FFFD).
+ */
+export function firstChars(text: string, max: number): string {
+  let end = 0;
+  let count = 0;
+  for (const char of text) {
+    if (count === max) {
+      break;
+    }
+    end += char.length;
+    count += 1;
+  }
+  return text.slice(0, end);
+}
+
+/** How many characters (code points) `text` holds. */
+export function charCount(text: string): number {
+  return [...text].length;
+}
+
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -6,7 +6,7 @@ import type { ProjectTarget } from "./editorContext";
 import { age, shortPath } from "./format";
 import { rulesTree } from "./rules";
 import type { MemorydClient } from "./rpcClient";
-import type { HistoryResult, ListedMemory, MemoryListResult } from "./types";
+import type { HistoryResult, ListedMemory, MemoryListResult, ReconcileResult } from "./types";
 import type { ViewNode } from "./viewNode";
 
 const TYPE_ORDER = ["user", "feedback", "project", "reference"];
@@ -128,6 +128,41 @@ export function historyPicks(history: HistoryResult, nowMs: number = Date.now())
     description: `${v.time} · ${v.size} bytes · ${v.reason}`,
     version: v.version,
   }));
+}
+
+/**
+ * The memory folders the Memories view listed, each with the project (the `cwd`) it was listed
+ * for: a memory file's own folder is no project of its own (as a cwd it names another, empty
+ * project), so a save there is reconciled in the project its folder belongs to.
+ */
+export class MemoryDirs {
+  private readonly projects = new Map<string, string>();
+
+  /** Remember the folder of a `memory.list` reply and the project it was asked for. */
+  add(list: MemoryListResult, target: ProjectTarget): void {
+    if (list.memory_dir) {
+      this.projects.set(list.memory_dir, target.cwd);
+    }
+  }
+
+  /** The project whose memory folder holds `file`, if a listed folder does. */
+  projectOf(file: string): string | undefined {
+    const dir = inMemoryDir(file, this.projects.keys());
+    return dir === undefined ? undefined : this.projects.get(dir);
+  }
+}
+
+/**
+ * After a memory file was saved by hand, bring its project's MEMORY.md in step
+ * (`memory.reconcile`, as after any edit made outside memoryd); undefined when `file` is in no
+ * memory folder the list knows.
+ */
+export async function reconcileSaved(client: MemorydClient, file: string, dirs: MemoryDirs): Promise<ReconcileResult | undefined> {
+  const cwd = dirs.projectOf(file);
+  if (cwd === undefined) {
+    return undefined;
+  }
+  return client.call<ReconcileResult>("memory.reconcile", { cwd });
 }
 
 /** The memory dir a file is in, if it is one the list knows (a save there is reconciled). */

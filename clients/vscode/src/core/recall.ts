@@ -2,16 +2,17 @@
 // up to 5 memories from `recall`, each shown with its name, type, age, staleness note and what
 // the local ranker saw in it (`explain`).
 import type { ProjectTarget } from "./editorContext";
-import { age } from "./format";
+import { age, firstChars } from "./format";
 import type { MemorydClient } from "./rpcClient";
 import type { RecallResult, RecallWhy, RecalledMemory } from "./types";
 
 export const RECALL_LIMIT = 5;
 
-/** The default query: a non-blank selection wins over the word at the cursor. */
+/** The default query: a non-blank selection wins over the word at the cursor; at most 500
+ * characters (code points: an emoji at the cut is kept whole or left out, never halved). */
 export function defaultQuery(selection: string | undefined, wordAtCursor: string | undefined): string {
   const picked = (selection ?? "").trim() || (wordAtCursor ?? "").trim();
-  return picked.replace(/\s+/g, " ").slice(0, 500);
+  return firstChars(picked.replace(/\s+/g, " "), 500);
 }
 
 export function recallParams(target: ProjectTarget, query: string, selector?: "auto" | "local"): Record<string, unknown> {

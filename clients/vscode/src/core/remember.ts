@@ -1,6 +1,7 @@
 // Remember: save the selection or a typed line with `memory.write` (type picked by the user),
 // as a team memory (`team: true`) only when the project has team sync.
 import type { ProjectTarget } from "./editorContext";
+import { charCount, firstChars } from "./format";
 import type { MemorydClient } from "./rpcClient";
 import { RpcError } from "./rpcClient";
 import type { TeamStatusResult, WriteResult } from "./types";
@@ -21,8 +22,9 @@ function firstLine(text: string): string {
   return (text.split("\n").find((line) => line.trim()) ?? "").trim().replace(/^[#>*\-\s]+/, "");
 }
 
+/** At most `max` characters (code points, so an emoji is never cut in half), "…" when cut. */
 function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`;
+  return charCount(text) <= max ? text : `${firstChars(text, max - 1).trimEnd()}…`;
 }
 
 /** A name for the memory when the user gives none: its first line, short. */

@@ -94,6 +94,12 @@ export interface WriteResult {
   merged_into: string | null;
 }
 
+/** `memory.reconcile`: index lines added for files without one, and removed for files gone. */
+export interface ReconcileResult {
+  added: number;
+  removed: number;
+}
+
 export interface HistoryVersion {
   version: string;
   timestamp: number;
