@@ -145,15 +145,19 @@ class PostgresStorage(Storage):
             raise
 
     async def migrate(self) -> list[int]:
+        # Up to date (every open but the first after an upgrade): reads only, no lock, no
+        # DDL, so a role with only SELECT/INSERT/UPDATE on the tables runs every command once
+        # the schema's owner has migrated.
+        async with self._connection() as conn:
+            done = await _applied_steps(conn)
+        if done is not None and all(version in done for version, _ in _MIGRATIONS):
+            return []
         async with self._connection() as conn, conn.transaction():
             # Several processes may start at once; CREATE … IF NOT EXISTS alone can still
             # race, and two migrators must not both run a step.
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
             await conn.execute(_MIGRATIONS_TABLE)
-            done = {
-                row["version"]
-                for row in await conn.fetch("SELECT version FROM team_schema_migrations")
-            }
+            done = await _applied_steps(conn) or set()
             applied: list[int] = []
             for version, sql in _MIGRATIONS:
                 if version not in done:
@@ -396,6 +400,15 @@ class PostgresStorage(Storage):
         if row is None:
             raise VersionNotFound(f"{repo}: no version {version} of {key!r}")
         return _version(row), str(row["content"])
+
+
+async def _applied_steps(conn: asyncpg.pool.PoolConnectionProxy[Any]) -> set[int] | None:
+    """The schema steps recorded; None when there is no migrations table yet."""
+    if await conn.fetchval("SELECT to_regclass('team_schema_migrations')") is None:
+        return None
+    return {
+        row["version"] for row in await conn.fetch("SELECT version FROM team_schema_migrations")
+    }
 
 
 async def _current_etag(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) -> str | None:

@@ -124,13 +124,19 @@ class SqliteStorage(Storage):
     async def open(self) -> None:
         # An explicit path may sit in a shared folder (/srv/team, a sticky /tmp): not ours to
         # tighten.
-        if self._own_folder:
-            ensure_private_dir(self.path.parent)
-        else:
-            make_private_dirs(self.path.parent)
-        # The file holds token hashes and every entry ever written: owner-only from birth.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        try:
+            if self._own_folder:
+                ensure_private_dir(self.path.parent)
+            else:
+                make_private_dirs(self.path.parent)
+            # The file holds token hashes and every entry ever written: owner-only from birth.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.close(fd)
+        except OSError as exc:
+            # A folder where the file goes, a file where a folder goes, no permission.
+            raise StorageUnavailable(
+                f"sqlite: {exc.filename or self.path}: {exc.strerror}"
+            ) from exc
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="team-sqlite")
         try:
             self.migrations_applied = await self.migrate()
@@ -149,15 +155,18 @@ class SqliteStorage(Storage):
 
     async def migrate(self) -> list[int]:
         def run(conn: sqlite3.Connection) -> list[int]:
+            # Up to date (every open but the first after an upgrade): a read only, so a
+            # command does not queue behind the server's writers for SQLite's write lock.
+            done = _applied_steps(conn)
+            if done is not None and all(v in done for v, _ in _MIGRATIONS):
+                return []
             with self._write_lock:
                 conn.executescript(_MIGRATIONS_TABLE)
                 # executescript commits before it runs: the steps go in one script of their
                 # own, inside BEGIN IMMEDIATE … COMMIT (the write lock across processes).
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    done = {
-                        v for (v,) in conn.execute("SELECT version FROM team_schema_migrations")
-                    }
+                    done = _applied_steps(conn) or set()
                 finally:
                     conn.execute("COMMIT")
                 pending = [(v, sql) for v, sql in _MIGRATIONS if v not in done]
@@ -416,6 +425,16 @@ class SqliteStorage(Storage):
             return _version(row[:-1]), str(row[-1])
 
         return await self._run(select)
+
+
+def _applied_steps(conn: sqlite3.Connection) -> set[int] | None:
+    """The schema steps recorded; None when there is no migrations table yet."""
+    table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_schema_migrations'"
+    ).fetchone()
+    if table is None:
+        return None
+    return {int(v) for (v,) in conn.execute("SELECT version FROM team_schema_migrations")}
 
 
 def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
+import pytest
+
 from memoryd_team.storage import default_sqlite_path, open_storage
 from memoryd_team.storage.sqlite import SqliteStorage
+from tests.team_server.test_team_server_cli import team
 
 
 def _mode(path: Path) -> int:
@@ -53,3 +57,36 @@ async def test_the_default_data_folder_is_kept_private() -> None:
     await _open_and_close(storage)
     assert _mode(folder) == 0o700
     assert _mode(folder / "team.sqlite3") == 0o600
+
+
+async def test_opening_an_up_to_date_database_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    """Every command and every worker opens the database: once it is migrated, that is a read,
+    never SQLite's write lock (a `token list` queued behind the server's writers)."""
+    path = tmp_path / "team.sqlite3"
+    await _open_and_close(SqliteStorage(path))
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        storage = SqliteStorage(path, busy_timeout_s=0.2)
+        await storage.open()
+        try:
+            assert storage.migrations_applied == []
+            assert await storage.list_tokens() == []
+        finally:
+            await storage.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+@pytest.mark.parametrize("where", ["a folder", "under a file"])
+def test_a_path_that_cannot_be_the_database_is_one_line_and_exit_2(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "file").write_text("x")
+    path = tmp_path if where == "a folder" else tmp_path / "file" / "team.sqlite3"
+    result = team("token", "list", "--database", f"sqlite://{path}", check=False)
+    assert result.returncode == 2
+    culprit = tmp_path if where == "a folder" else tmp_path / "file"
+    assert result.stderr.startswith(f"memoryd-team: database: sqlite: {culprit}: ")
+    assert result.stderr.count("\n") == 1

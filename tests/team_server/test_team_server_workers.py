@@ -1,19 +1,23 @@
 """`serve --workers N`: several processes behind one port, one winner per ETag; `migrate`:
-safe to run twice, on a database from before migrations, and while servers run."""
+safe to run twice, on a database from before migrations, and while servers run; once it ran,
+a role that may only read and write rows runs everything."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import threading
+import uuid
 from pathlib import Path
 
 import asyncpg
 import httpx
+import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd_team.storage import postgres, sqlite
 from tests.team_server.conftest import create_token, history_checksums, start_server_process
+from tests.team_server.pg import PgCluster
 from tests.team_server.test_team_server_cli import team
 
 REPO = "acme/widgets"
@@ -141,3 +145,49 @@ def test_migrate_takes_a_database_from_before_migrations(database_url: str, tmp_
         assert reply.headers["etag"] == "e"  # the row written before the migration
     finally:
         server.stop()
+
+
+@pytest.mark.postgres
+def test_a_role_that_may_only_read_and_write_rows_runs_after_migrate(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Least privilege: the schema's owner migrates, the server runs as a role with SELECT,
+    INSERT and UPDATE only (every open used to CREATE the migrations table: permission denied
+    for schema public)."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    role = f"dml_{uuid.uuid4().hex[:8]}"
+    owner = pg_cluster.create_database(name)
+    pg_cluster.psql(f"CREATE ROLE {role} LOGIN")
+    try:
+        assert team("migrate", "--database", owner).stdout.startswith("applied schema steps")
+        pg_cluster.psql(
+            f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {role}", name
+        )
+        url = pg_cluster.url(name, user=role)
+        assert team("migrate", "--database", url).stdout.strip() == (
+            "schema up to date at version 2"
+        )
+        token = create_token(url, REPO)
+        server = start_server_process(url, tmp_path / "serve.log")
+        try:
+            headers = {"Authorization": f"Bearer {token}"}
+            endpoint = server.url + TEAM_MEMORY_PATH
+            put = httpx.put(
+                endpoint, params={"repo": REPO}, json={"entries": {"a.md": "1"}}, headers=headers
+            )
+            assert put.status_code == 200, put.text
+            again = httpx.put(
+                endpoint,
+                params={"repo": REPO},
+                json={"entries": {"a.md": "2"}},
+                headers={**headers, "If-Match": put.headers["etag"]},
+            )
+            assert again.status_code == 200, again.text
+            got = httpx.get(endpoint, params={"repo": REPO}, headers=headers)
+            assert got.json()["entries"] == {"a.md": "2"}
+        finally:
+            server.stop()
+        assert team("history", "--repo", REPO, "--database", url).returncode == 0
+    finally:
+        pg_cluster.drop_database(name)
+        pg_cluster.psql(f"DROP ROLE {role}")
