@@ -138,6 +138,7 @@ def _storage_problem(exc: Exception) -> Problem:
         log.error("storage unavailable: %s", exc)
         # 503: the client treats it as retryable and backs off.
         return Problem(503, "storage_unavailable", "the server's database is unavailable")
+    # StorageRefused among others: the same request would fail again, so no 503.
     log.error("storage error: %s", exc)
     return Problem(500, "storage_error", "the server could not complete the request")
 

@@ -139,10 +139,22 @@ class PostgresStorage(Storage):
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
         try:
+            await self._check_encoding()
             self.migrations_applied = await self.migrate()
         except BaseException:
             await self.close()  # the pool's connections are not left open behind the error
             raise
+
+    async def _check_encoding(self) -> None:
+        """Refuse a database that cannot hold every key and content a client may send: in
+        LATIN1, an emoji fails every time (it used to be a 503, "retry later", for ever)."""
+        async with self._connection() as conn:
+            encoding = await conn.fetchval("SELECT current_setting('server_encoding')")
+        if encoding != "UTF8":
+            raise StorageRefused(
+                f"postgresql: the database's encoding is {encoding}; memoryd-team needs a UTF8"
+                " database (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)"
+            )
 
     async def migrate(self) -> list[int]:
         # Up to date (every open but the first after an upgrade): reads only, no lock, no
@@ -185,6 +197,10 @@ class PostgresStorage(Storage):
         try:
             async with self._pool.acquire() as conn:
                 yield conn
+        except asyncpg.DataError as exc:
+            # SQLSTATE class 22 (and asyncpg's own refusal of an argument): this data fails
+            # the same way on every retry, so it is no outage (503) but a server error (500).
+            raise StorageRefused(f"postgresql: {exc}") from exc
         except _DRIVER_ERRORS as exc:
             raise StorageUnavailable(f"postgresql: {exc}") from exc
 

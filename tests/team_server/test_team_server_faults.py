@@ -1,7 +1,9 @@
-"""The server when its database goes away: a retryable 503 in JSON, never a hang or a crash."""
+"""The server when its database goes away: a retryable 503 in JSON, never a hang or a crash;
+and when it can never do what is asked: refused at open, or a 500 that says not to retry."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,8 @@ import pytest
 from memoryd_team.storage.base import StorageUnavailable
 from memoryd_team.storage.sqlite import SqliteStorage
 from tests.team_server.conftest import Repo
-from tests.team_server.pg import PgCluster
+from tests.team_server.pg import PgCluster, free_port
+from tests.team_server.test_team_server_cli import team
 
 
 @pytest.mark.postgres
@@ -38,3 +41,51 @@ async def test_a_sqlite_file_that_is_not_a_database_fails_open_and_leaves_nothin
         await storage.open()
     assert storage._executor is None  # the thread pool was shut down
     assert storage._connections == []
+
+
+@pytest.mark.postgres
+def test_a_database_that_is_not_utf8_is_refused_at_open(pg_cluster: PgCluster) -> None:
+    """LATIN1 used to be accepted, then every entry with an emoji was a 503 for ever."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    pg_cluster.psql(f"CREATE DATABASE \"{name}\" ENCODING 'LATIN1' TEMPLATE template0")
+    try:
+        for command in (["token", "list"], ["serve", "--port", str(free_port())]):
+            result = team(*command, "--database", pg_cluster.url(name), check=False)
+            assert result.returncode == 2
+            assert result.stderr == (
+                "memoryd-team: database: postgresql: the database's encoding is LATIN1;"
+                " memoryd-team needs a UTF8 database"
+                " (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)\n"
+            )
+    finally:
+        pg_cluster.drop_database(name)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_data_the_database_refuses_is_500_not_503(repo: Repo, pg_cluster: PgCluster) -> None:
+    """A data error (SQLSTATE class 22) fails the same way on every retry: 503 would make the
+    client retry it for ever."""
+    assert repo.put({"a.md": "1"}).status_code == 200
+    name = repo.server.database_url.rsplit("/", 1)[1]
+    pg_cluster.psql(
+        """
+        CREATE FUNCTION refuse_marked() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.content LIKE '%refuse me%' THEN
+                RAISE EXCEPTION 'no equivalent in the database encoding'
+                    USING ERRCODE = 'untranslatable_character';
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER refuse_marked BEFORE INSERT ON team_entry_versions
+            FOR EACH ROW EXECUTE FUNCTION refuse_marked();
+        """,
+        name,
+    )
+    etag = repo.hashes().headers["etag"]
+    refused = repo.put({"b.md": "refuse me"}, if_match=etag)
+    assert refused.status_code == 500
+    assert refused.json()["error"] == "storage_error"
+    assert repo.hashes().headers["etag"] == etag  # nothing of it stored
+    assert repo.put({"b.md": "fine"}, if_match=etag).status_code == 200
