@@ -8,6 +8,7 @@ first's commit and gets 412 instead of overwriting it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -108,6 +109,10 @@ _VERSION_COLUMNS = (
 
 _PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in flight
 
+# Each wait on the database (see PostgresStorage); a stalled request costs a few of them.
+DEFAULT_TIMEOUT_S = 5.0
+_MIGRATION_TIMEOUT_S = 3600.0
+
 # InternalClientError: a pooled connection the server cut (a restart) can surface as a
 # protocol-state error on its next use; it is unavailability too, not a bug (503, retried).
 _DRIVER_ERRORS = (
@@ -120,16 +125,33 @@ _DRIVER_ERRORS = (
 
 
 class PostgresStorage(Storage):
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    """`timeout_s` bounds every wait on the database: connecting, getting a pooled connection,
+    one statement. A stalled database (a frozen host, a partition) is then a 503 within a few
+    of them, well inside a client's 30 s, instead of requests that hang for as long as it
+    does while holding the pool's connections."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
         self.dsn = dsn
         self._min_size = min_size
         self._max_size = max_size
+        self._timeout_s = timeout_s
         self._pool: asyncpg.Pool | None = None
 
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(
-                self.dsn, min_size=self._min_size, max_size=self._max_size
+                self.dsn,
+                min_size=self._min_size,
+                max_size=self._max_size,
+                timeout=self._timeout_s,
+                command_timeout=self._timeout_s,
             )
         except (ValueError, OverflowError) as exc:
             # asyncpg reads the URL only as it connects: a port that is no number (ValueError)
@@ -166,14 +188,17 @@ class PostgresStorage(Storage):
             return []
         async with self._connection() as conn, conn.transaction():
             # Several processes may start at once; CREATE … IF NOT EXISTS alone can still
-            # race, and two migrators must not both run a step.
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+            # race, and two migrators must not both run a step. The lock waits for another
+            # migrator, and a step may build an index over every entry: longer than a request.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK, timeout=_MIGRATION_TIMEOUT_S
+            )
             await conn.execute(_MIGRATIONS_TABLE)
             done = await _applied_steps(conn) or set()
             applied: list[int] = []
             for version, sql in _MIGRATIONS:
                 if version not in done:
-                    await conn.execute(sql)
+                    await conn.execute(sql, timeout=_MIGRATION_TIMEOUT_S)
                     await conn.execute(
                         "INSERT INTO team_schema_migrations (version) VALUES ($1)", version
                     )
@@ -187,15 +212,20 @@ class PostgresStorage(Storage):
 
     async def close(self) -> None:
         if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            try:
+                # A graceful close waits for the database to answer: a stalled one never does.
+                await asyncio.wait_for(pool.close(), self._timeout_s)
+            except TimeoutError:
+                pool.terminate()
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any]]:
         if self._pool is None:
             raise StorageUnavailable("storage is not open")
         try:
-            async with self._pool.acquire() as conn:
+            # The acquire timeout is also the budget of the connection's reset on release.
+            async with self._pool.acquire(timeout=self._timeout_s) as conn:
                 yield conn
         except asyncpg.DataError as exc:
             # SQLSTATE class 22 (and asyncpg's own refusal of an argument): this data fails

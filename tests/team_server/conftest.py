@@ -64,9 +64,11 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 class ThreadedServer:
     """uvicorn serving `make_app(storage, settings)` on 127.0.0.1, its loop in a thread."""
 
-    def __init__(self, database_url: str, settings: ServerSettings) -> None:
+    def __init__(
+        self, database_url: str, settings: ServerSettings, storage: Storage | None = None
+    ) -> None:
         self.database_url = database_url
-        self.storage: Storage = open_storage(database_url)
+        self.storage: Storage = storage or open_storage(database_url)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.bind(("127.0.0.1", 0))
         self.port = int(self._sock.getsockname()[1])

@@ -3,15 +3,21 @@ and when it can never do what is asked: refused at open, or a 500 that says not 
 
 from __future__ import annotations
 
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
+from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import StorageUnavailable
+from memoryd_team.storage.postgres import PostgresStorage
 from memoryd_team.storage.sqlite import SqliteStorage
-from tests.team_server.conftest import Repo
+from tests.team_server.conftest import Repo, ThreadedServer
 from tests.team_server.pg import PgCluster, free_port
+from tests.team_server.stall import StallingProxy
 from tests.team_server.test_team_server_cli import team
 
 
@@ -89,3 +95,37 @@ def test_data_the_database_refuses_is_500_not_503(repo: Repo, pg_cluster: PgClus
     assert refused.json()["error"] == "storage_error"
     assert repo.hashes().headers["etag"] == etag  # nothing of it stored
     assert repo.put({"b.md": "fine"}, if_match=etag).status_code == 200
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_stalled_database_is_503_in_bounded_time_and_then_recovers(database_url: str) -> None:
+    """A frozen host or a partition: requests used to wait on it for ever, and once the pool's
+    10 connections were stuck, every repository did."""
+    proxy = StallingProxy(int(urlsplit(database_url).port or 0)).start()
+    url = database_url.replace(f":{urlsplit(database_url).port}/", f":{proxy.port}/")
+    server = ThreadedServer(url, ServerSettings(), PostgresStorage(url, timeout_s=1.0)).start()
+    try:
+        token = server.token("acme/widgets")
+        repo = Repo(server, "acme/widgets", token)
+        assert repo.put({"a.md": "1"}).status_code == 200
+        proxy.stall()
+        try:
+            started = time.monotonic()
+            # More requests than the pool has connections: none waits for one for ever.
+            with ThreadPoolExecutor(14) as pool:
+                replies = list(
+                    pool.map(lambda _: Repo(server, "acme/widgets", token).hashes(), range(14))
+                )
+            elapsed = time.monotonic() - started
+            assert [r.status_code for r in replies] == [503] * 14
+            assert {r.json()["error"] for r in replies} == {"storage_unavailable"}
+            assert elapsed < 10, elapsed  # each wait is bounded by a few timeouts of 1 s
+            # Liveness only (docs/team-server.md): the process answers without the database.
+            assert repo.http.get("/healthz").status_code == 200
+        finally:
+            proxy.resume()
+        assert repo.hashes().status_code == 200  # new connections replace the stuck ones
+    finally:
+        server.stop()
+        proxy.stop()
