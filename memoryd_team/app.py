@@ -33,6 +33,7 @@ from memoryd_team.scan import SecretHit, find_secret
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import (
     Author,
+    KeyCollision,
     PreconditionFailed,
     Storage,
     StorageError,
@@ -126,6 +127,16 @@ def _storage_problem(exc: Exception) -> Problem:
             "paging_required",
             f"the repository's entries exceed {exc.max_bytes} bytes: read them with view=page",
             {"max_bytes": exc.max_bytes},
+        )
+    if isinstance(exc, KeyCollision):
+        # 422 with the key, like a secret: clients skip and list that entry and push the rest
+        # (`rule` is what they show; a 400 would stop their pushes for good, a 409 be
+        # retried for ever).
+        return Problem(
+            422,
+            "key_collision",
+            f"{exc.key}: {exc.reason}",
+            {"key": exc.key, "with": exc.other, "rule": "key_collision"},
         )
     if isinstance(exc, TooManyEntries):
         return Problem(

@@ -5,6 +5,7 @@
     ├── StorageRefused       retrying cannot help: a database URL or database the server cannot
     │                        use, or data the database refuses (500)
     ├── PreconditionFailed   If-Match does not name the current state (412)
+    ├── KeyCollision         a new key cannot be a file beside the repo's others (422)
     ├── TooManyEntries       the upsert would exceed the entry limit (413)
     ├── TooLargeForOneReply  the unpaged listing would exceed its cap: page it (413)
     └── VersionNotFound      restore of a version that was never written
@@ -41,6 +42,17 @@ class PreconditionFailed(StorageError):
     def __init__(self, current_etag: str) -> None:
         super().__init__(f"If-Match does not match the current state {current_etag}")
         self.current_etag = current_etag
+
+
+class KeyCollision(StorageError):
+    """`key` and `other` (a stored key or folder, or another key of the same PUT) cannot both
+    be written in one team folder (`memoryd_team.storage.folders`)."""
+
+    def __init__(self, key: str, other: str, reason: str) -> None:
+        super().__init__(reason)
+        self.key = key
+        self.other = other
+        self.reason = reason
 
 
 class TooManyEntries(StorageError):

@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memoryd.team.protocol import checksum
-from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries, Upsert
+from memoryd_team.storage.base import (
+    IfMatch,
+    KeyCollision,
+    PreconditionFailed,
+    TooManyEntries,
+    Upsert,
+)
+from memoryd_team.storage.folders import find_clash
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +89,20 @@ def plan_put(
 ) -> Plan:
     """Upsert `incoming` over `current`; keys absent from `incoming` stay as they are.
 
-    Raises PreconditionFailed (stale If-Match) before TooManyEntries: a stale client must
-    refresh first, and its recomputed delta may fit.
+    Raises PreconditionFailed (stale If-Match) first: a stale client must refresh, and its
+    recomputed delta may differ. Then KeyCollision for a new key no client folder could hold
+    beside the others (a stored key is never refused: its updates go on), before
+    TooManyEntries: the client drops that key, and the rest may fit.
     """
     checksums = {key: entry.checksum for key, entry in current.items()}
     current_etag = etag_for(checksums)
     if check_precondition and not precondition_holds(current_etag, bool(current), if_match):
         raise PreconditionFailed(current_etag)
+    new_keys = sorted(key for key in incoming if key not in current)
+    if new_keys:
+        clash = find_clash(current, new_keys)
+        if clash is not None:
+            raise KeyCollision(clash.key, clash.other, clash.reason)
     writes: list[Write] = []
     unchanged: list[str] = []
     for key in sorted(incoming):

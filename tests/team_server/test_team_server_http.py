@@ -356,6 +356,27 @@ def test_hostile_keys_are_refused_without_writing(repo: Repo) -> None:
     assert repo.get().status_code == 404
 
 
+def test_a_key_no_client_folder_could_hold_beside_the_others_is_422(repo: Repo) -> None:
+    etag = repo.put({"Notes.md": "mine", "docs/a.md": "a"}).headers["etag"]
+    for key, other in [
+        ("notes.md", "Notes.md"),
+        ("Docs/b.md", "docs"),
+        ("docs/a.md/x", "docs/a.md"),
+    ]:
+        reply = repo.put({"fine.md": "x", key: "twin"}, if_match=etag)
+        assert reply.status_code == 422, key
+        body = reply.json()
+        assert (body["error"], body["key"], body["with"], body["rule"]) == (
+            "key_collision",
+            key,
+            other,
+            "key_collision",
+        )
+        assert body["message"].startswith(f"{key}: ")
+    assert repo.hashes().headers["etag"] == etag  # nothing of those PUTs stored
+    assert repo.put({"notes/b.md": "fits", "Notes.md": "edit"}, if_match=etag).status_code == 200
+
+
 def test_unicode_nfc_and_nested_keys_are_fine(repo: Repo) -> None:
     entries = {"é.md": "nfc", "api/v2/notes.md": "deep", "50%.md": "percent sign", "日本.md": "jp"}
     assert repo.put(entries).status_code == 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memoryd.team.protocol import checksum
-from memoryd_team.storage.base import IfMatch, PreconditionFailed, TooManyEntries
+from memoryd_team.storage.base import IfMatch, KeyCollision, PreconditionFailed, TooManyEntries
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, etag_for, plan_put, precondition_holds
 
 
@@ -81,3 +81,24 @@ def test_entry_limit_counts_the_result_and_allows_updates_at_or_over_it() -> Non
 def test_precondition_is_checked_before_the_limit() -> None:
     with pytest.raises(PreconditionFailed):
         plan_put(_current(a="1"), {"b": "2", "c": "3"}, None, max_entries=1)
+
+
+def test_a_new_key_no_folder_could_hold_beside_the_others_is_refused() -> None:
+    current = _current(**{"Notes.md": "1", "a.md": "2"})
+    etag = IfMatch(frozenset({etag_for({k: v.checksum for k, v in current.items()})}))
+    with pytest.raises(KeyCollision) as refused:
+        plan_put(current, {"b.md": "new", "notes.md": "twin"}, etag, max_entries=None)
+    assert (refused.value.key, refused.value.other) == ("notes.md", "Notes.md")
+    # A stale If-Match is told first; the collision before the entry limit.
+    with pytest.raises(PreconditionFailed):
+        plan_put(current, {"notes.md": "twin"}, IfMatch(frozenset({'"old"'})), max_entries=None)
+    with pytest.raises(KeyCollision):
+        plan_put(current, {"notes.md": "twin"}, etag, max_entries=2)
+
+
+def test_stored_keys_that_clash_are_still_updated() -> None:
+    """Stored before the check existed: never refused, their updates go on."""
+    current = _current(**{"Notes.md": "1", "notes.md": "2"})
+    etag = IfMatch(frozenset({etag_for({k: v.checksum for k, v in current.items()})}))
+    plan = plan_put(current, {"notes.md": "3", "Notes.md": "4"}, etag, max_entries=None)
+    assert [w.key for w in plan.writes] == ["Notes.md", "notes.md"]
