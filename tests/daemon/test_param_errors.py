@@ -87,6 +87,31 @@ async def test_an_unusable_path_is_invalid_params_naming_the_field(
     assert "data" not in error
 
 
+WRITE = {"type": "user", "name": "n", "description": "d", "body": "b"}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        *(("recall", {"query": "q", "explain": v}, "explain") for v in (1, 1.0, "1", "true")),
+        *(("recall", {"query": "q", "explain": v}, "explain") for v in ("yes", "on", "off", 0)),
+        *(("recall", {"query": "q", "limit": v}, "limit") for v in ("5", 5.0, True)),
+        ("memory.write", {**WRITE, "team": "yes"}, "team"),
+        ("memory.write", {**WRITE, "team": 1}, "team"),
+        ("memory.remember", {"text": "t", "team": "false"}, "team"),
+    ],
+)
+async def test_a_flag_or_number_of_another_json_type_is_invalid_params(
+    daemon: DaemonHandle, tmp_path: Path, method: str, params: dict[str, Any], field: str
+) -> None:
+    # Read laxly, "yes", "on", 1 and "1" were true and "off" false; "5", 5.0 and true a limit.
+    error = await _error(daemon, method, {"cwd": str(tmp_path), **params})
+    assert error["code"] == -32602, error
+    assert field in error["message"]
+    got = await daemon.call("recall", cwd=str(tmp_path), query="q", explain=True, limit=5)
+    assert got["memories"] == []  # real booleans and integers still do
+
+
 async def test_an_internal_error_keeps_its_details_in_the_log(
     daemon: DaemonHandle,
     tmp_path: Path,

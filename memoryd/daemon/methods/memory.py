@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import yaml
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
 from memoryd.automem.quickadd import choose
@@ -43,7 +43,7 @@ class WriteParams(Params):
     name: str = Field(max_length=_MAX_TEXT)
     description: str = Field(max_length=_MAX_TEXT)
     body: str = Field(max_length=_MAX_TEXT)
-    team: bool = False
+    team: StrictBool = False
     file: PathText | None = None
 
 
@@ -58,7 +58,7 @@ class RememberParams(Params):
     text: str = Field(min_length=1, max_length=_MAX_TEXT)
     type: MemoryType | None = None
     name: str | None = Field(default=None, min_length=1, max_length=_MAX_TEXT)
-    team: bool = False
+    team: StrictBool = False
 
 
 def _some_text(value: str) -> str:
@@ -81,11 +81,13 @@ class RecallParams(Params):
     session_id: SessionId | None = None
     recent_tools: list[str] = Field(default_factory=list, max_length=1_000)
     already_surfaced: PathList = Field(default_factory=list)
-    limit: int = Field(default=MAX_RECALL, ge=1, le=MAX_RECALL)
+    # Strict, as the flags: pydantic's lax mode read "5", 5.0 and true as a number, and "yes",
+    # "on", 1 as true ("off" as false), where docs/protocol.md promises -32602.
+    limit: StrictInt = Field(default=MAX_RECALL, ge=1, le=MAX_RECALL)
     # "local" skips the model even when one is configured (hooks on a tight time budget).
     selector: Literal["auto", "local"] = "auto"
     # Each memory then says what the local ranker saw in it (`why`).
-    explain: bool = False
+    explain: StrictBool = False
 
 
 def _am(daemon: Daemon) -> AutoMemory:
