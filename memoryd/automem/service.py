@@ -11,8 +11,9 @@ held by every writer of the dir — this service, the extraction and dream agent
 from __future__ import annotations
 
 import os
+import posixpath
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection, Container
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -88,6 +89,28 @@ class IndexView:
     dangling: tuple[str, ...]  # index lines pointing at files that do not exist
     orphans: tuple[str, ...] = ()  # memory files no index line points at
     problem: str | None = None  # why there is no index to read (a folder in its place)
+
+
+_UNTIDY_ENDS = ("/", "/.", "/..")
+
+
+def surfaced_keys(items: Collection[str], memory_dir: Path, entries: Container[str]) -> set[str]:
+    """The keys of `entries` that `items` (a recall's `already_surfaced`: absolute paths or
+    keys) name. Strings only, compared once each: the list may hold 100,000 paths and this runs
+    on the event loop, where a `Path.relative_to` each held every other request 0.7 s."""
+    prefix = str(memory_dir) + "/"
+    found: set[str] = set()
+    for item in items:
+        key = item
+        if item.startswith("/"):
+            if "//" in item or "/./" in item or "/../" in item or item.endswith(_UNTIDY_ENDS):
+                item = posixpath.normpath(item)  # read as a path: "a//b", "a/./b", "a/../b"
+            if not item.startswith(prefix):
+                continue
+            key = item[len(prefix) :]
+        if key in entries:
+            found.add(key)
+    return found
 
 
 class AutoMemory:
@@ -240,16 +263,7 @@ class AutoMemory:
         state = await self._loaded(memory_dir)
         if self.semantic.wanted:
             self.semantic.sync(memory_dir, state.generation, state.embed_texts)
-        excluded = set()
-        for item in exclude:
-            key = item
-            if os.path.isabs(item):
-                try:
-                    key = Path(item).relative_to(memory_dir).as_posix()
-                except ValueError:
-                    continue
-            if key in state.entries:
-                excluded.add(key)
+        excluded = surfaced_keys(exclude, memory_dir, state.entries)
         # the clock read here, at the edge: "yesterday" in a query counts from today
         lexical = state.index.lexical(query_excerpt(query), excluded, date.today())
         vector = await query_vector if query_vector is not None else None
