@@ -157,7 +157,10 @@ def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: 
 
     # The service and the Claude Code hooks name this installation, wherever it lives.
     service = _run(venv / "bin" / "memctl", "service", "install", "--dry-run", env=env, cwd=home)
-    assert service.returncode == 0, service.stderr
+    # The dry run asks systemd what the real run would find: exit 1 where no user manager
+    # answers (a container, CI), as the real run would; the units are shown either way.
+    assert service.returncode in (0, 1), service.stderr
+    assert "Traceback" not in service.stderr
     assert f"ExecStart={venv / 'bin' / 'memoryd'} --socket " in service.stdout
     wired = _run(venv / "bin" / "memctl", "claude-code", "install", env=env, cwd=home)
     assert wired.returncode == 0, wired.stderr

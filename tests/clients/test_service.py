@@ -19,16 +19,19 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
-from tests.clients.conftest import run_memctl
+from tests.clients.conftest import REPO, run_memctl
 
 FAKE_TOOL = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
+if [ -e "{log}.down" ]; then echo "Failed to connect to bus: No such file or directory" >&2; exit 1; fi
 case "$*" in
   *is-active*) exit 3 ;;
+  *show*) cat "{log}.show" 2>/dev/null; exit 0 ;;
   print*) exit 113 ;;
 esac
 exit 0
 """
+SHOW = "--user show --property=NeedDaemonReload --value -- memoryd.socket memoryd.service"
 
 
 @pytest.fixture
@@ -97,6 +100,7 @@ def test_install_writes_units_with_this_installation_and_starts_them(
         assert not directives(text, "PrivateTmp", "Documentation")
     user = "--user"
     assert calls(tmp_path) == [
+        SHOW,
         f"{user} daemon-reload",
         f"{user} is-active --quiet memoryd.socket",
         f"{user} enable --now memoryd.socket",
@@ -112,7 +116,8 @@ def test_install_writes_units_with_this_installation_and_starts_them(
     report = json.loads(again.stdout)
     assert [f["changed"] for f in report["files"]] == [False, False]
     assert {p.name: p.stat().st_mtime_ns for p in units(home).iterdir()} == before
-    assert calls(tmp_path)[4:] == [
+    assert calls(tmp_path)[5:] == [
+        SHOW,
         f"{user} is-active --quiet memoryd.socket",
         f"{user} enable --now memoryd.socket",
     ]
@@ -166,7 +171,8 @@ def test_dry_run_prints_the_files_and_changes_nothing(
     assert "ExecStart=/" in done.stdout
     assert "would run: " in done.stdout
     assert not units(home).exists()
-    assert calls(tmp_path) == []
+    # Only questions: the dry run asks systemd what the real run would find.
+    assert calls(tmp_path) == [SHOW, "--user is-active --quiet memoryd.socket"]
 
 
 def test_uninstall_removes_only_its_own_files(
@@ -182,7 +188,8 @@ def test_uninstall_removes_only_its_own_files(
     (units(home) / "memoryd.service").write_text("[Service]\nExecStart=/opt/mine\n")
     removed = memctl(home, fake_bin, "service", "uninstall", runtime=runtime)
     assert removed.returncode == 0, removed.stderr
-    assert "--user disable --now memoryd.socket memoryd.service" in calls(tmp_path)
+    # Only memctl's own unit is stopped and disabled; the user's is not touched at all.
+    assert "--user disable --now memoryd.socket" in calls(tmp_path)
     assert not (units(home) / "memoryd.socket").exists()
     assert (units(home) / "memoryd.service").read_text() == "[Service]\nExecStart=/opt/mine\n"
     assert "left alone" in removed.stdout
@@ -244,3 +251,167 @@ def test_install_hands_the_socket_over_from_a_memctl_started_daemon(
         assert memctl(home, fake_bin, "status", runtime=runtime).returncode == 3
     finally:
         memctl(home, fake_bin, "stop", runtime=runtime)
+
+
+@pytest.mark.slow  # a real daemon started and stopped: seconds on a loaded machine
+def test_a_background_daemon_keeps_running_when_systemd_cannot_be_reached(
+    home: Path, fake_bin: Path, short_tmp: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: over ssh without a user bus, the second install said "unchanged",
+    # stopped the `memctl start` daemon, then failed at enable: nothing served the socket.
+    runtime = short_tmp
+    assert memctl(home, fake_bin, "start", runtime=runtime).returncode == 0
+    try:
+        (tmp_path / "systemctl.log.down").touch()
+        for _ in range(2):
+            done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+            assert done.returncode == 1
+            assert "user manager cannot be reached; nothing was stopped" in done.stdout
+            assert "stopped the background daemon" not in done.stdout
+            assert memctl(home, fake_bin, "status", runtime=runtime).returncode == 0
+        assert not [c for c in calls(tmp_path) if "enable" in c or "daemon-reload" in c]
+        # With systemd back, the dry run says what the real run then does.
+        (tmp_path / "systemctl.log.down").unlink()
+        dry = memctl(home, fake_bin, "service", "install", "--dry-run", runtime=runtime)
+        assert "would stop the background daemon (pid " in dry.stdout
+        assert memctl(home, fake_bin, "status", runtime=runtime).returncode == 0
+    finally:
+        memctl(home, fake_bin, "stop", runtime=runtime)
+
+
+def test_a_retry_after_a_failed_reload_reloads_and_restarts(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: units written, daemon-reload failed (bus away a moment); the retry
+    # said "unchanged" and neither reloaded nor restarted: the old command line stayed.
+    (tmp_path / "systemctl.log.down").touch()
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 1
+    (tmp_path / "systemctl.log.down").unlink()
+    (tmp_path / "systemctl.log").unlink()
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout
+    assert "--user daemon-reload" in calls(tmp_path)
+    assert "--user try-restart memoryd.service" in calls(tmp_path)
+    # Done: the next run has nothing left to apply.
+    (tmp_path / "systemctl.log").unlink()
+    memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert calls(tmp_path) == [
+        SHOW,
+        "--user is-active --quiet memoryd.socket",
+        "--user enable --now memoryd.socket",
+    ]
+    # A unit changed behind memctl's back (systemd says NeedDaemonReload) is reloaded.
+    (tmp_path / "systemctl.log").unlink()
+    (tmp_path / "systemctl.log.show").write_text("no\n\nyes\n")
+    memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert "--user daemon-reload" in calls(tmp_path)
+
+
+def test_units_of_the_users_own_are_neither_replaced_nor_stopped(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: uninstall said "left alone" but had run `disable --now` on it;
+    # install replaced it without a word.
+    units(home).mkdir(parents=True)
+    mine = "[Service]\nExecStart=/opt/memoryd/bin/memoryd\n"
+    (units(home) / "memoryd.service").write_text(mine)
+    removed = memctl(home, fake_bin, "service", "uninstall", runtime=runtime)
+    assert removed.returncode == 0
+    assert "left alone" in removed.stdout
+    assert calls(tmp_path) == []
+    for dry in ([], ["--dry-run"]):
+        done = memctl(home, fake_bin, "service", "install", *dry, runtime=runtime)
+        assert done.returncode == 2
+        assert f"refused: {units(home) / 'memoryd.service'} was not written by memctl" in (
+            done.stdout
+        )
+        assert (units(home) / "memoryd.service").read_text() == mine
+        assert not (units(home) / "memoryd.socket").exists()
+        assert calls(tmp_path) == []
+
+
+def test_the_dry_run_runs_what_the_real_run_runs(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the dry run left out try-restart, listed a daemon-reload an
+    # unchanged install does not run, and said "would write" for a symlink the real run refused.
+    def commands(out: str, prefix: str) -> list[str]:
+        return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(prefix)]
+
+    for _ in range(2):  # a fresh install, then an unchanged one
+        dry = memctl(home, fake_bin, "service", "install", "--dry-run", runtime=runtime)
+        real = memctl(home, fake_bin, "service", "install", runtime=runtime)
+        assert commands(dry.stdout, "would run:") == commands(real.stdout, "ran:")
+    target = tmp_path / "dotfiles.service"
+    target.write_text("[Service]\nExecStart=/bin/true\n")
+    (units(home) / "memoryd.service").unlink()
+    (units(home) / "memoryd.service").symlink_to(target)
+    for dry in (["--dry-run"], []):
+        done = memctl(home, fake_bin, "service", "install", *dry, runtime=runtime)
+        assert done.returncode == 2
+        assert "is a symlink" in done.stdout
+        assert "would write" not in done.stdout
+
+
+def test_the_launch_agent_is_well_formed_with_dashes_in_its_paths(
+    fake_bin: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the template's XML comment named @SOCKET@ and the log files; with
+    # HOME=/Users/jean--luc the comment held `--`, which XML forbids: launchd refused it.
+    home = tmp_path / "jean--luc & <co>"
+    home.mkdir()
+    done = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
+    assert done.returncode == 0, done.stdout
+    plist_path = home / "Library" / "LaunchAgents" / "com.memoryd.daemon.plist"
+    with plist_path.open("rb") as handle:
+        plist = plistlib.load(handle)
+    assert plist["StandardErrorPath"] == str(home / "Library/Logs/memoryd/memoryd.err")
+    assert plist_path.read_text().count("<!--") == 1  # the marker alone
+
+
+def test_a_relative_memoryd_socket_is_refused_and_a_tilde_expanded(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: MEMORYD_SOCKET=run/memoryd.sock became ListenStream=run/memoryd.sock,
+    # which systemd rejects, and install said it worked; `~/…` was written as it was.
+    monkeypatch.setenv("MEMORYD_SOCKET", "run/memoryd.sock")
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 2
+    assert "MEMORYD_SOCKET=run/memoryd.sock is a relative path" in done.stderr
+    assert not units(home).exists()
+    monkeypatch.setenv("MEMORYD_SOCKET", "~/memoryd.sock")
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout
+    (listen,) = directives((units(home) / "memoryd.socket").read_text(), "ListenStream")
+    assert listen == f"ListenStream={home}/memoryd.sock"
+    monkeypatch.setenv("HOME", str(home))
+    assert default_socket_path() == home / "memoryd.sock"  # the clients agree
+
+
+def test_a_path_that_is_not_utf8_is_refused_by_the_dry_run_too(
+    fake_bin: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: a Latin-1 HOME made the dry run show the units as fine and the real
+    # run a UnicodeEncodeError traceback.
+    home = os.fsencode(tmp_path) + b"/jos\xe9"
+    os.mkdir(home)
+    env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    env.pop(b"XDG_STATE_HOME", None)
+    env.pop(b"XDG_CONFIG_HOME", None)
+    env[b"HOME"] = home
+    env[b"PATH"] = os.fsencode(fake_bin) + b":" + env.get(b"PATH", b"/usr/bin:/bin")
+    env[b"PYTHONPATH"] = os.fsencode(os.pathsep.join([str(REPO / "clients"), str(REPO)]))
+    for dry in (["--dry-run"], []):
+        done = subprocess.run(
+            [sys.executable, "-m", "memctl", "service", "install", *dry],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert b"Traceback" not in done.stderr
+        assert b"is not UTF-8" in done.stdout
+        assert b"unit files must be UTF-8" in done.stdout
+    assert not os.path.exists(home + b"/.config/systemd")
+    assert calls(tmp_path) == []

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl import files, lifecycle, service_units
-from memctl.output import EXIT_RPC, emit
+from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
 from memoryd_client import default_socket_path, paths
 
 
@@ -47,9 +47,29 @@ class Report:
         self.files: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.ok = True
+        self.exit_code = EXIT_RPC  # when not ok
 
     def say(self, text: str) -> None:
         self.lines.append(text)
+
+    def refuse(self, text: str) -> None:
+        """Something install will not do, found before anything was changed: exit 2."""
+        self.ok = False
+        self.exit_code = EXIT_USAGE
+        self.say(f"refused: {text}")
+
+    def query(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Ask the service manager something (read-only: run on a dry run too, so the dry run
+        says what the real one would do)."""
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+    def failed(self, done: subprocess.CompletedProcess[str], why: str = "") -> None:
+        self.ok = False
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        self.say(
+            f"failed: {' '.join(done.args)} (exit {done.returncode}): {' '.join(detail[-2:])}"
+            + (f"; {why}" if why else "")
+        )
 
     def run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run a service-manager command (or only show it, on a dry run)."""
@@ -63,13 +83,30 @@ class Report:
         if done.returncode == 0 or not check:
             self.say(f"ran: {shown}")
         else:
-            self.ok = False
-            detail = (done.stderr or done.stdout).strip().splitlines()
-            self.say(f"failed: {shown} (exit {done.returncode}): {' '.join(detail[-2:])}")
+            self.failed(done)
         return done
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "files": self.files, "commands": self.commands, "lines": self.lines}
+
+
+def _pending(manager: str) -> Path:
+    """Present while units install wrote are not yet in effect (a reload or restart failed, or
+    was never reached): the next install finishes the job although no file changes then."""
+    return paths.state_dir() / f"service-{manager}.pending"
+
+
+def _current(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""  # unreadable: not memctl's (no marker), so refused, never replaced
+
+
+def _ours(text: str | None) -> bool:
+    return text is not None and service_units.MARKER in text[:300]
 
 
 def _systemd_unit_dir() -> Path:
@@ -110,39 +147,66 @@ def _tool(manager: str) -> str | None:
     return shutil.which("launchctl" if manager == "launchd" else "systemctl")
 
 
-def _write_files(report: Report, units: list[service_units.UnitFile]) -> bool:
-    """Write the units that differ; True when any changed."""
-    changed = False
+def _refusals(report: Report, units: list[service_units.UnitFile]) -> None:
+    """What install will not do, decided the same way on a dry run as on a real one."""
     for unit in units:
-        current = files.read_text(unit.path)
-        same = current == unit.text
-        report.files.append({"path": str(unit.path), "changed": not same})
-        if report.dry_run:
-            verb = "unchanged" if same else "would write"
-            report.say(f"{verb}: {unit.path}")
-            if not same:
-                report.say(unit.text.rstrip("\n"))
+        try:
+            unit.text.encode("utf-8")
+        except UnicodeEncodeError:
+            line = next(x for x in unit.text.splitlines() if not _utf8(x))
+            report.refuse(
+                f"{unit.path} would name a path that is not UTF-8 ({line.strip()}); unit files "
+                "must be UTF-8: use a UTF-8 HOME / XDG_STATE_HOME, or --socket"
+            )
+        if unit.path.is_symlink():
+            report.refuse(f"{unit.path} is a symlink; remove it and run install again")
             continue
+        current = _current(unit.path)
+        if current is not None and current != unit.text and not _ours(current):
+            report.refuse(
+                f"{unit.path} was not written by memctl (a unit of your own?); move it aside "
+                "and run install again"
+            )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _write_files(report: Report, units: list[service_units.UnitFile], pending: Path) -> bool:
+    """Write the units that differ; True when any changed (would change, on a dry run)."""
+    changed = [u for u in units if _current(u.path) != u.text]
+    if changed and not report.dry_run:
+        pending.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        pending.touch()  # before the files: whatever stops this run, the next one applies them
+    for unit in units:
+        same = unit not in changed
+        report.files.append({"path": str(unit.path), "changed": not same})
         if same:
             report.say(f"unchanged: {unit.path}")
-            continue
-        if unit.path.is_symlink():
-            report.ok = False
-            report.say(f"refused: {unit.path} is a symlink; remove it and run install again")
-            continue
-        files.write_atomic(unit.path, unit.text, 0o644)
-        report.say(f"wrote: {unit.path}")
-        changed = True
-    return changed
+        elif report.dry_run:
+            report.say(f"would write: {unit.path}")
+            report.say(unit.text.rstrip("\n"))
+        else:
+            files.write_atomic(unit.path, unit.text, 0o644)
+            report.say(f"wrote: {unit.path}")
+    return bool(changed)
 
 
 def install(report: Report, manager: str, sock: Path) -> None:
     units = planned(manager, sock)
     command = service_units.daemon_command()
     report.say(f"daemon: {' '.join(command)}")
-    changed = _write_files(report, units)
+    _refusals(report, units)
     if not report.ok:
         return
+    pending = _pending(manager)
+    # A file written by an earlier run whose reload or restart failed still needs them.
+    apply = _write_files(report, units, pending) or pending.exists()
     if manager == "launchd":
         if not report.dry_run:
             _launchd_logs().mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -151,72 +215,95 @@ def install(report: Report, manager: str, sock: Path) -> None:
         if not report.dry_run:
             paths.state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
     tool = _tool(manager)
-    if tool is None and not report.dry_run:
+    if tool is None:
         report.ok = False
-        report.say(_no_tool_hint(manager))
+        report.say(_no_tool_hint(manager, report.dry_run))
         return
     if manager == "launchd":
-        _launchd_start(report, tool or "launchctl", units[0].path, changed)
+        done = _launchd_start(report, tool, units[0].path, apply)
     else:
-        _systemd_start(report, tool or "systemctl", sock, changed)
+        done = _systemd_start(report, tool, sock, apply)
+    if done and not report.dry_run:
+        pending.unlink(missing_ok=True)
 
 
-def _no_tool_hint(manager: str) -> str:
+def _no_tool_hint(manager: str, dry_run: bool) -> str:
+    written = "would be written" if dry_run else "are written"
     if manager == "launchd":
-        return "launchctl not found: the files are written; load them on macOS with launchctl"
+        return f"launchctl not found: the files {written}; load them on macOS with launchctl"
     return (
-        "systemctl not found: the units are written; with systemd, run "
+        f"systemctl not found: the units {written}; with systemd, run "
         "`systemctl --user daemon-reload && systemctl --user enable --now memoryd.socket`"
     )
 
 
-def _systemd_start(report: Report, systemctl: str, sock: Path, changed: bool) -> None:
+def _systemd_start(report: Report, systemctl: str, sock: Path, apply: bool) -> bool:
+    """Reload, hand the socket over, enable and (re)start; True when it is all in effect."""
     user = [systemctl, "--user"]
-    if (changed or report.dry_run) and report.run([*user, "daemon-reload"]).returncode != 0:
-        return
-    active = subprocess.CompletedProcess([], 1)
-    if not report.dry_run:
-        active = subprocess.run(
-            [*user, "is-active", "--quiet", "memoryd.socket"], check=False, timeout=30
-        )
-    if active.returncode != 0 and not report.dry_run:
+    # Asking first tells whether the user manager can be reached at all (not over ssh without
+    # a user bus, nor in most containers): nothing is stopped until it can.
+    shown = report.query([*user, "show", "--property=NeedDaemonReload", "--value", "--", *UNITS])
+    if shown.returncode != 0:
+        report.failed(shown, "systemd's user manager cannot be reached; nothing was stopped")
+        return False
+    if (apply or "yes" in shown.stdout.split()) and report.run(
+        [*user, "daemon-reload"]
+    ).returncode != 0:
+        return False
+    active = report.query([*user, "is-active", "--quiet", "memoryd.socket"])
+    if active.returncode not in (0, 3):  # 3: inactive; anything else: systemd did not say
+        report.failed(active, "nothing was stopped")
+        return False
+    stopped = None
+    if active.returncode == 3:
         # A daemon from `memctl start` holds the socket the unit must listen on: hand it over.
         running = lifecycle.query_status(sock, timeout=2.0)
         if running is not None:
-            lifecycle.stop(sock)
-            report.say(
-                f"stopped the background daemon (pid {running.get('pid')}) so the socket unit "
-                "can take over its socket"
-            )
+            what = f"the background daemon (pid {running.get('pid')})"
+            if report.dry_run:
+                report.say(f"would stop {what} so the socket unit can take over its socket")
+            else:
+                lifecycle.stop(sock)
+                stopped = running
+                report.say(f"stopped {what} so the socket unit can take over its socket")
     if report.run([*user, "enable", "--now", "memoryd.socket"]).returncode != 0:
-        return
-    if changed:
+        if stopped is not None:
+            _restart_background(report, sock)
+        return False
+    if apply and report.run([*user, "try-restart", "memoryd.service"]).returncode != 0:
         # A running service keeps its old command line until restarted.
-        report.run([*user, "try-restart", "memoryd.service"])
+        return False
     report.say(
         f"memoryd {'would start' if report.dry_run else 'starts'} on the first connection to "
         f"{sock}; model and team credentials go in "
         f"~/.config/memoryd/env (VAR=value lines, mode 0600), then "
         "`systemctl --user restart memoryd.service`"
     )
+    return True
 
 
-def _launchd_start(report: Report, launchctl: str, plist: Path, changed: bool) -> None:
-    target = _launchd_target()
-    loaded = False
-    if not report.dry_run:
-        loaded = (
-            subprocess.run(
-                [launchctl, "print", target], capture_output=True, check=False, timeout=30
-            ).returncode
-            == 0
-        )
-    if loaded and not changed:
-        report.say(f"{service_units.LAUNCHD_LABEL} is already loaded")
+UNITS = service_units.SYSTEMD_UNITS
+
+
+def _restart_background(report: Report, sock: Path) -> None:
+    """The socket unit did not take over: the daemon stopped for it comes back."""
+    try:
+        started = lifecycle.start(sock)
+    except (RuntimeError, TimeoutError) as exc:
+        report.say(f"could not start the background daemon again: {exc}; run `memctl start`")
         return
+    report.say(f"started the background daemon again (pid {started.get('pid')})")
+
+
+def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool) -> bool:
+    target = _launchd_target()
+    loaded = report.query([launchctl, "print", target]).returncode == 0
+    if loaded and not apply:
+        report.say(f"{service_units.LAUNCHD_LABEL} is already loaded")
+        return True
     if loaded:
         report.run([launchctl, "bootout", target], check=False)
-    report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)])
+    return report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)]).returncode == 0
 
 
 def uninstall(report: Report, manager: str, sock: Path) -> None:
@@ -225,16 +312,20 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
     if not present:
         report.say("not installed: no memoryd unit files in " + str(units[0].path.parent))
         return
+    # Only units memctl wrote are stopped, disabled and removed; a unit of the user's own,
+    # or a symlink, is left alone entirely.
+    mine = [u for u in present if not u.path.is_symlink() and _ours(_current(u.path))]
     tool = _tool(manager)
-    if tool is not None or report.dry_run:
+    if mine and (tool is not None or report.dry_run):
         if manager == "launchd":
             report.run([tool or "launchctl", "bootout", _launchd_target()], check=False)
         else:
-            names = [u.path.name for u in present]
+            names = [u.path.name for u in mine]
             report.run([tool or "systemctl", "--user", "disable", "--now", *names], check=False)
+    if not report.dry_run:
+        _pending(manager).unlink(missing_ok=True)
     for unit in present:
-        text = files.read_text(unit.path) if not unit.path.is_symlink() else None
-        if text is None or service_units.MARKER not in text[:300]:
+        if unit not in mine:
             report.say(f"left alone: {unit.path} (not written by memctl)")
             continue
         report.files.append({"path": str(unit.path), "removed": True})
@@ -243,18 +334,18 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
         else:
             unit.path.unlink()
             report.say(f"removed: {unit.path}")
-    if manager == "systemd" and (tool is not None or report.dry_run):
+    if mine and manager == "systemd" and (tool is not None or report.dry_run):
         report.run([tool or "systemctl", "--user", "daemon-reload"], check=False)
 
 
 def status(report: Report, manager: str, sock: Path) -> None:
     for unit in planned(manager, sock):
-        current = files.read_text(unit.path)
+        current = _current(unit.path)
         if current is None:
             state = "missing"
         elif current == unit.text:
             state = "installed, up to date"
-        elif service_units.MARKER in current[:300]:
+        elif _ours(current):
             state = "installed, differs from what install would write now"
         else:
             state = "present, not written by memctl"
@@ -294,9 +385,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         # The clients' one socket rule, for the system the service is for.
         sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
+        if not sock.is_absolute():
+            # Each client would look for it from its own directory, and systemd takes only an
+            # absolute ListenStream=.
+            return fail(
+                args,
+                f"MEMORYD_SOCKET={sock} is a relative path: a login service needs an absolute "
+                "one (set MEMORYD_SOCKET to one, or give --socket)",
+                EXIT_USAGE,
+            )
     report = Report(dry_run=args.dry_run and args.action != "status")
     {"install": install, "uninstall": uninstall, "status": status}[args.action](
         report, args.manager, sock
     )
     emit(args, {"manager": args.manager, **report.as_dict()}, "\n".join(report.lines))
-    return 0 if report.ok else EXIT_RPC
+    return 0 if report.ok else report.exit_code
