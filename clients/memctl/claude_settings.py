@@ -35,6 +35,19 @@ def hook_command(memctl: list[str], event: str) -> str:
     return shlex.join([*memctl, "hook", event])
 
 
+def _memctl_span(argv: list[str]) -> tuple[int, int] | None:
+    """Where memctl's own words are in a hook's argv: (start, end) of `…/memctl` or
+    `python -m memctl`, when `hook` follows them; None when the hook is not memoryd's."""
+    for index, word in enumerate(argv[:-1]):
+        if word.rsplit("/", 1)[-1] == "memctl":
+            return (index, index + 1) if argv[index + 1] == "hook" else None
+        if word == "-m" and argv[index + 1] == "memctl":
+            if index == 0 or argv[index + 2 : index + 3] != ["hook"]:
+                return None
+            return index - 1, index + 2
+    return None
+
+
 def is_memoryd_hook(hook: Any) -> bool:
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
         return False
@@ -42,12 +55,31 @@ def is_memoryd_hook(hook: Any) -> bool:
         argv = shlex.split(hook["command"])
     except ValueError:
         return False
-    for index, word in enumerate(argv[:-1]):
-        if word.rsplit("/", 1)[-1] == "memctl":
-            return argv[index + 1] == "hook"
-        if word == "-m" and argv[index + 1] == "memctl":
-            return argv[index + 2 : index + 3] == ["hook"]
-    return False
+    return _memctl_span(argv) is not None
+
+
+def retargeted(hook: dict[str, Any], memctl: list[str], event: str) -> dict[str, Any]:
+    """One of memoryd's hooks, pointed at this installation's memctl and at `event`.
+
+    memctl owns only that: the words that run memctl and the event after `hook`. What the user
+    tuned stays: words before memctl (`env VAR=…`), arguments after the event
+    (`--timeout-ms 3000`), the hook's `timeout` and any other key.
+    """
+    command = hook["command"]
+    argv = shlex.split(command)
+    span = _memctl_span(argv)
+    assert span is not None  # only memoryd's hooks come here
+    start, end = span
+    words = [*argv[:start], *memctl, "hook", event, *argv[end + 2 :]]
+    if shlex.join(argv) == command:
+        command = shlex.join(words)  # written as memctl writes it: rewrite it word by word
+    else:
+        # Shell syntax or quoting of the user's own (`… 2>/dev/null`): change only memctl's
+        # words where they stand, else leave the command as it is.
+        old = shlex.join(argv[start : end + 2])
+        if command.count(old) == 1:
+            command = command.replace(old, shlex.join([*memctl, "hook", event]))
+    return {**hook, "command": command}
 
 
 def _without_ours(groups: list[Any]) -> list[Any]:
@@ -63,25 +95,39 @@ def _without_ours(groups: list[Any]) -> list[Any]:
 
 
 def with_hooks(settings: dict[str, Any], memctl: list[str]) -> dict[str, Any]:
-    """`settings` with exactly one memoryd hook per event (older ones of ours replaced)."""
+    """`settings` with exactly one memoryd hook per event (older ones of ours replaced).
+
+    A memoryd hook already there keeps the user's tuning (`retargeted`) and its place when it
+    is the only one and its group has memoryd's matcher; otherwise the first one's tuning goes
+    into one new group at the end.
+    """
     result = copy.deepcopy(settings)
     hooks = result.get("hooks")
     if not isinstance(hooks, dict):
         hooks = {}
     for event, name in HOOK_EVENTS.items():
-        ours = {"type": "command", "command": hook_command(memctl, name), "timeout": HOOK_TIMEOUT_S}
         groups = hooks.get(event)
         groups = list(groups) if isinstance(groups, list) else []
-        current = [
-            g
-            for g in groups
-            if isinstance(g, dict)
-            and g.get("matcher") == MATCHERS.get(event)
-            and g.get("hooks") == [ours]
+        found = [
+            (g, h)
+            for g, group in enumerate(groups)
+            for h, hook in enumerate(_hooks_of(group))
+            if is_memoryd_hook(hook)
         ]
-        if current and sum(is_memoryd_hook(h) for g in groups for h in _hooks_of(g)) == 1:
-            continue  # already exactly ours: keep the file byte for byte
-        group: dict[str, Any] = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
+        if found:
+            g, h = found[0]
+            ours = retargeted(groups[g]["hooks"][h], memctl, name)
+            ours.setdefault("timeout", HOOK_TIMEOUT_S)  # a hand-made one without: ours
+        else:
+            ours = {"type": "command", "command": hook_command(memctl, name)}
+            ours["timeout"] = HOOK_TIMEOUT_S
+        if len(found) == 1 and groups[g].get("matcher") == MATCHERS.get(event):
+            group = dict(groups[g])
+            group["hooks"] = [*group["hooks"][:h], ours, *group["hooks"][h + 1 :]]
+            groups[g] = group
+            hooks[event] = groups
+            continue
+        group = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
         group["hooks"] = [ours]
         hooks[event] = [*_without_ours(groups), group]
     result["hooks"] = hooks
@@ -120,11 +166,26 @@ def mcp_entry(command: list[str]) -> dict[str, Any]:
     return {"type": "stdio", "command": command[0], "args": command[1:]}
 
 
+# The arguments of memoryd-mcp run as a module (no script next to the interpreter): memctl's.
+MODULE_ARGS = ["-m", "memoryd_client.mcp_server"]
+
+
 def with_server(config: dict[str, Any], command: list[str]) -> dict[str, Any]:
+    """`config` with the `memoryd` server running `command`. An entry already there keeps what
+    the user added (`env`, `timeout`, arguments after memctl's own): only the command is
+    memctl's."""
     result = copy.deepcopy(config)
     servers = result.get("mcpServers")
     servers = dict(servers) if isinstance(servers, dict) else {}
-    servers[SERVER_NAME] = mcp_entry(command)
+    entry = mcp_entry(command)
+    current = servers.get(SERVER_NAME)
+    if isinstance(current, dict):
+        args = current.get("args")
+        args = list(args) if isinstance(args, list) else []
+        if args[: len(MODULE_ARGS)] == MODULE_ARGS:
+            args = args[len(MODULE_ARGS) :]
+        entry = {**current, **entry, "args": [*entry["args"], *args]}
+    servers[SERVER_NAME] = entry
     result["mcpServers"] = servers
     return result
 

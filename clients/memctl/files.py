@@ -40,16 +40,33 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def backup(path: Path) -> Path:
-    """Copy `path` to `path.memctl-backup-<time>` (mode kept) and return the copy's path."""
-    import shutil
+def backup(path: Path, folder: Path | None = None) -> Path:
+    """Copy `path` to `<folder>/<name>.memctl-backup-<time>` (default: beside it) and return the
+    copy's path. The copy is created with the original's mode (O_EXCL, never through a link), so
+    a private file's backup is never readable by others, not even while it is being written."""
     import time
 
+    folder = path.parent if folder is None else folder
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.memctl-backup-{stamp}")
+    source = os.stat(path)
+    data = path.read_bytes()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     counter = 1
-    while target.exists():
-        counter += 1
-        target = path.with_name(f"{path.name}.memctl-backup-{stamp}-{counter}")
-    shutil.copy2(path, target)
+    while True:
+        suffix = "" if counter == 1 else f"-{counter}"
+        target = folder / f"{path.name}.memctl-backup-{stamp}{suffix}"
+        try:
+            fd = os.open(target, flags, source.st_mode & 0o777)
+        except FileExistsError:
+            counter += 1
+            continue
+        break
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), source.st_mode & 0o777)  # the umask took bits off
+            handle.write(data)
+        os.utime(target, ns=(source.st_atime_ns, source.st_mtime_ns))
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     return target

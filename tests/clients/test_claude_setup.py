@@ -156,7 +156,8 @@ def test_project_scope(home: Path, tmp_path: Path) -> None:
     assert set(ours(local)) == set(EVENTS)
     assert local["enabledMcpjsonServers"] == ["memoryd"]
     mcp = json.loads((project / ".mcp.json").read_text())
-    assert mcp["mcpServers"]["memoryd"]["command"] == str(BIN / "memoryd-mcp")
+    # .mcp.json is checked in and shared: the command by name, not this user's path.
+    assert mcp["mcpServers"]["memoryd"] == {"type": "stdio", "command": "memoryd-mcp", "args": []}
     assert not (home / ".claude" / "settings.json").exists()
     assert not (home / ".claude.json").exists()
     assert claude(home, "uninstall", "--project", str(project)).returncode == 0
@@ -205,3 +206,230 @@ def test_claude_config_dir_moves_both_files(home: Path, tmp_path: Path) -> None:
     assert set(ours(json.loads((config / "settings.json").read_text()))) == set(EVENTS)
     assert "memoryd" in json.loads((config / ".claude.json").read_text())["mcpServers"]
     assert not (home / ".claude").exists()
+
+
+def test_project_install_names_the_command_and_keeps_backups_out_of_the_work_tree(
+    home: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the team's checked-in .mcp.json got this user's absolute
+    # memoryd-mcp path (broken for everyone else), and .mcp.json.memctl-backup-* was left
+    # untracked in the work tree for `git add .` to commit.
+    project = tmp_path / "proj"
+    project.mkdir()
+    shared = {"mcpServers": {"docs": {"command": "npx", "args": ["docs-mcp"]}}}
+    (project / ".mcp.json").write_text(json.dumps(shared))
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.local.json").write_text("{}")
+    done = claude(home, "install", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    mcp = json.loads((project / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["docs"] == shared["mcpServers"]["docs"]
+    assert mcp["mcpServers"]["memoryd"]["command"] == "memoryd-mcp"
+    assert not [p for p in project.rglob("*") if ".memctl-backup-" in p.name]
+    state = Path(os.environ["XDG_STATE_HOME"]) if os.environ.get("XDG_STATE_HOME") else None
+    backups = sorted(
+        p.name.split(".memctl-backup-")[0]
+        for p in (state or home / ".local" / "state").rglob("*.memctl-backup-*")
+    )
+    assert backups == [".mcp.json", "settings.local.json"]
+    # The hooks in the personal settings.local.json still name this installation.
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert ours(local)["Stop"] == [f"{BIN / 'memctl'} hook stop"]
+
+
+def test_a_lone_surrogate_is_kept_as_its_escape_and_nothing_is_half_written(home: Path) -> None:
+    # Found by a bug hunt: "\\ud83d" (half an emoji, as JavaScript writes it) in ~/.claude.json
+    # was a UnicodeEncodeError after settings.json had been rewritten: hooks in, server not.
+    mcp = home / ".claude.json"
+    mcp.write_text('{"projects": {"/src": {"history": [{"display": "fix \\ud83d"}]}}}\n')
+    done = claude(home, "install")
+    assert done.returncode == 0, done.stderr
+    text = mcp.read_text()
+    assert "fix \\ud83d" in text
+    assert json.loads(text)["projects"]["/src"]["history"][0]["display"] == "fix \ud83d"
+    assert "memoryd" in json.loads(text)["mcpServers"]
+    assert set(ours(json.loads((home / ".claude" / "settings.json").read_text()))) == set(EVENTS)
+
+
+def test_numbers_are_written_as_they_were_read(home: Path) -> None:
+    # Found by a bug hunt: 1e400 was read as a float (inf) and written as `Infinity`, which
+    # is not JSON: Claude Code could no longer read its settings.
+    (home / ".claude").mkdir()
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(
+        '{"rate": 1e400, "ratio": 1.50, "tiny": -2.5E-400, "n": 12345678901234567890}'
+    )
+    done = claude(home, "install")
+    assert done.returncode == 0, done.stderr
+    text = settings.read_text()
+    assert '"rate": 1e400,' in text
+    assert '"ratio": 1.50,' in text
+    assert '"tiny": -2.5E-400,' in text
+    assert '"n": 12345678901234567890,' in text
+    json.loads(text, parse_constant=lambda token: pytest.fail(f"not JSON: {token}"))
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json_and_are_refused(home: Path, token: str) -> None:
+    (home / ".claude").mkdir()
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(f'{{"rate": {token}}}')
+    done = claude(home, "install")
+    assert done.returncode == 2
+    assert f"{token} is not JSON" in done.stderr
+    assert settings.read_text() == f'{{"rate": {token}}}'
+
+
+def test_a_settings_file_memctl_cannot_read_is_refused_not_a_traceback(home: Path) -> None:
+    # Found by a bug hunt: a Latin-1 file was a UnicodeDecodeError traceback, a directory an
+    # IsADirectoryError, both exit 1 without the entries to merge by hand.
+    (home / ".claude").mkdir()
+    settings = home / ".claude" / "settings.json"
+    settings.write_bytes(b'{"statusLine": {"command": "echo caf\xe9"}}')
+    done = claude(home, "install")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{settings} is not UTF-8" in done.stderr
+    assert "to merge by hand" in done.stderr
+    settings.unlink()
+    settings.mkdir()
+    done = claude(home, "install", "--dry-run")
+    assert done.returncode == 2, done.stderr
+    assert f"cannot read {settings}" in done.stderr
+    assert not (home / ".claude.json").exists()
+
+
+def test_reinstall_keeps_the_users_hook_and_server_tuning(home: Path) -> None:
+    # Found by a bug hunt: the docs say to give recall more time with --timeout-ms and the
+    # hook's timeout; installing again (after an upgrade) reset both, and replaced the env of
+    # the memoryd server entry.
+    settings_path = home / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    settings_path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "UserPromptSubmit": [
+                        {
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": "MEMORYD_X=1 /old/venv/bin/memctl hook "
+                                    "user-prompt-submit --timeout-ms 3000",
+                                    "timeout": 10,
+                                }
+                            ]
+                        }
+                    ],
+                    "Stop": [
+                        {"hooks": [{"type": "command", "command": "memctl hook stop 2>/dev/null"}]}
+                    ],
+                }
+            }
+        )
+    )
+    mcp_path = home / ".claude.json"
+    mcp_path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "memoryd": {
+                        "type": "stdio",
+                        "command": "/old/venv/bin/python",
+                        "args": ["-m", "memoryd_client.mcp_server", "--cwd", "/src"],
+                        "env": {"MEMORYD_SOCKET": "/run/m.sock"},
+                    }
+                }
+            }
+        )
+    )
+    done = claude(home, "install")
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(settings_path.read_text())["hooks"]
+    assert hooks["UserPromptSubmit"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": f"MEMORYD_X=1 {BIN / 'memctl'} hook user-prompt-submit "
+                    "--timeout-ms 3000",
+                    "timeout": 10,
+                }
+            ]
+        }
+    ]
+    (stop,) = hooks["Stop"][0]["hooks"]
+    assert stop["command"] == f"{BIN / 'memctl'} hook stop 2>/dev/null"
+    server = json.loads(mcp_path.read_text())["mcpServers"]["memoryd"]
+    assert server == {
+        "type": "stdio",
+        "command": str(BIN / "memoryd-mcp"),
+        "args": ["--cwd", "/src"],
+        "env": {"MEMORYD_SOCKET": "/run/m.sock"},
+    }
+    again = claude(home, "install")
+    assert again.stdout.count("unchanged: ") == 2
+
+
+def test_the_backup_is_never_readable_by_others(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: shutil.copy2 created the backup of ~/.claude.json (OAuth account,
+    # API key approvals) with the umask's 0644 and fixed the mode only once it was written.
+    from memctl import files
+
+    secret = home / ".claude.json"
+    secret.write_text('{"primaryApiKey": "sk-ant-x"}')
+    secret.chmod(0o600)
+    created: list[int] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, flags, mode, *args, **kwargs)
+        if ".memctl-backup-" in str(path):
+            assert flags & os.O_EXCL
+            created.append(os.fstat(fd).st_mode & 0o777)
+        return fd
+
+    monkeypatch.setattr(os, "open", spy)
+    old = os.umask(0o022)
+    try:
+        copy = files.backup(secret)
+    finally:
+        os.umask(old)
+    assert created == [0o600]  # private from the moment it exists
+    assert copy.stat().st_mode & 0o777 == 0o600
+    assert copy.read_text() == secret.read_text()
+
+
+def test_a_write_to_claude_json_during_install_is_kept(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by a bug hunt: ~/.claude.json was read, then replaced with a merge of what was
+    # read: a project Claude Code trusted meanwhile was lost.
+    from memctl import files
+    from memctl.__main__ import main
+
+    config = home / ".claude.json"
+    config.write_text(json.dumps({"projects": {}}))
+    real_backup = files.backup
+    raced: list[Path] = []
+
+    def racing_backup(path: Path) -> Path:
+        if path == config and not raced:  # Claude Code saves, once, in the worst moment
+            raced.append(path)
+            data = json.loads(config.read_text())
+            data["projects"]["/src/new"] = {"hasTrustDialogAccepted": True}
+            config.write_text(json.dumps(data))
+        return real_backup(path)
+
+    monkeypatch.setattr(files, "backup", racing_backup)
+    assert main(["claude-code", "install"]) == 0
+    assert raced
+    final = json.loads(config.read_text())
+    assert final["projects"] == {"/src/new": {"hasTrustDialogAccepted": True}}
+    assert "memoryd" in final["mcpServers"]
+    out = capsys.readouterr().out
+    assert f"updated: {home / '.claude' / 'settings.json'} (hooks)" in out
+    assert f"updated: {config} (MCP server)" in out
+    assert len(list(home.glob(".claude.json.memctl-backup-*"))) == 1

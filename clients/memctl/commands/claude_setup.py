@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
+PROJECT_SERVER_COMMAND = "memoryd-mcp"
 MCP_EXTRA_MISSING = (
     "memoryd-mcp needs the MCP SDK: install memoryd[mcp] (`pip install 'memoryd[mcp]'` or "
     "`pipx install 'memoryd[mcp]'`), then run this again"
@@ -60,6 +61,7 @@ class Change:
     before: dict[str, Any] | None  # None: the file does not exist
     after: dict[str, Any]
     what: str
+    raw: bytes | None = None  # the file as read
 
     @property
     def changed(self) -> bool:
@@ -74,25 +76,100 @@ def _user_mcp_config() -> Path:
     return paths.home() / ".claude.json"
 
 
-def load(path: Path) -> dict[str, Any] | None:
+class RawNumber:
+    """A JSON number with a fraction or exponent, kept as the token the file has: `1e400` is
+    valid JSON that a float would turn into `Infinity` (not JSON), and `1.50` stays `1.50`."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawNumber) and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RawNumber:
+        return self
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
+
+
+def parse(text: str) -> Any:
+    """JSON as Claude Code writes it; NaN and Infinity (Python's extensions) are refused."""
+    return json.loads(text, parse_float=RawNumber, parse_constant=_not_json)
+
+
+def dump(data: Any) -> str:
+    """`data` as the file's text: numbers as they were read; a lone surrogate (JavaScript
+    writes `"\\ud83d"` for half an emoji) as the same escape, not as bytes UTF-8 cannot hold."""
+    import secrets
+
+    raw: list[str] = []
+    tag = f"memctl-number-{secrets.token_hex(8)}-"
+
+    def placed(value: Any) -> Any:
+        if isinstance(value, RawNumber):
+            raw.append(value.token)
+            return f"{tag}{len(raw) - 1}"
+        if isinstance(value, dict):
+            return {k: placed(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [placed(v) for v in value]
+        return value
+
+    import re
+
+    text = json.dumps(placed(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = re.sub(f'"{tag}([0-9]+)"', lambda m: raw[int(m.group(1))], text)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@dataclass
+class Loaded:
+    data: dict[str, Any] | None  # None: the file does not exist
+    raw: bytes | None  # what was read, to see whether someone wrote it meanwhile
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def load(path: Path) -> Loaded:
     """The file's JSON object; None when it does not exist; Refused when it is not usable."""
     if path.is_symlink():
         raise Refused(
             f"{path} is a symlink (to {os.readlink(path)}); memctl does not replace symlinked "
             "settings: add the entries by hand (shown below) or replace the link with a file"
         )
-    text = files.read_text(path)
-    if text is None:
-        return None
-    if not text.strip():
-        return {}
     try:
-        data = json.loads(text)
+        raw = read_bytes(path)
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {exc.strerror or exc}") from None
+    if raw is None:
+        return Loaded(None, None)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(
+            f"{path} is not UTF-8 (byte {exc.start}); fix it, then run this again"
+        ) from None
+    if not text.strip():
+        return Loaded({}, raw)
+    try:
+        data = parse(text)
     except (ValueError, RecursionError) as exc:
         raise Refused(f"{path} is not valid JSON ({exc}); fix it, then run this again") from None
     if not isinstance(data, dict):
         raise Refused(f"{path} is not a JSON object; fix it, then run this again")
-    return data
+    return Loaded(data, raw)
 
 
 def has_mcp_sdk() -> bool:
@@ -110,7 +187,11 @@ def installed(
         # so it is neither added nor approved, and an earlier install's entry is taken out.
         return claude_settings.without_approval(hooked), claude_settings.without_server(config)
     if project is not None:
-        hooked = claude_settings.with_approval(hooked)
+        # A project's .mcp.json is checked in and shared: every teammate's memoryd-mcp is on
+        # their PATH somewhere else, so it names the command, not this installation's path.
+        return claude_settings.with_approval(hooked), claude_settings.with_server(
+            config, [PROJECT_SERVER_COMMAND]
+        )
     server = installation.command("memoryd-mcp", "memoryd_client.mcp_server")
     return hooked, claude_settings.with_server(config, server)
 
@@ -121,7 +202,8 @@ def plan(action: str, project: Path | None) -> list[Change]:
     else:
         settings_path = project / ".claude" / "settings.local.json"
         mcp_path = project / ".mcp.json"
-    settings, config = load(settings_path), load(mcp_path)  # both checked before any write
+    settings_file, mcp_file = load(settings_path), load(mcp_path)  # both before any write
+    settings, config = settings_file.data, mcp_file.data
     settings_in, config_in = settings or {}, config or {}
     if action == "install":
         new_settings, new_config = installed(settings_in, config_in, project)
@@ -131,8 +213,8 @@ def plan(action: str, project: Path | None) -> list[Change]:
         new_config = claude_settings.without_server(config_in)
         what = ("hooks removed", "MCP server removed")
     return [
-        Change(settings_path, settings, new_settings, what[0]),
-        Change(mcp_path, config, new_config, what[1]),
+        Change(settings_path, settings, new_settings, what[0], settings_file.raw),
+        Change(mcp_path, config, new_config, what[1], mcp_file.raw),
     ]
 
 
@@ -143,33 +225,83 @@ def by_hand(project: Path | None) -> str:
     return json.dumps(merged, indent=2)
 
 
-def apply(changes: list[Change], dry_run: bool) -> list[dict[str, Any]]:
+class Conflict(Exception):
+    """A file changed between reading and replacing it (Claude Code writes ~/.claude.json)."""
+
+
+def backup_folder(project: Path | None) -> Path | None:
+    """Where a file's backup goes: beside it, but for a project's files memoryd's state dir
+    (`backups/<project path, / as ->`), so no backup lands in the work tree to be committed."""
+    if project is None:
+        return None
+    folder = paths.state_dir() / "backups" / str(project).replace("/", "-")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def apply(
+    changes: list[Change], dry_run: bool, project: Path | None, written: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Write the changed files (not on a dry run); `written` collects what was, by path, so a
+    retry after a Conflict still reports a file an earlier attempt updated."""
+    # Every file is serialised before any is written: none can fail halfway.
+    texts = [dump(change.after) if change.changed else "" for change in changes]
     done = []
-    for change in changes:
+    for change, text in zip(changes, texts, strict=True):
         entry: dict[str, Any] = {"path": str(change.path), "changed": change.changed}
+        entry["what"] = change.what
         if change.changed and not dry_run:
             mode = 0o600
+            copy: Path | None = None
             if change.before is not None:
                 mode = change.path.stat().st_mode & 0o777
-                entry["backup"] = str(files.backup(change.path))
-            text = json.dumps(change.after, indent=2, ensure_ascii=False) + "\n"
+                folder = backup_folder(project)
+                copy = files.backup(change.path, folder) if folder else files.backup(change.path)
+                entry["backup"] = str(copy)
+            # Read again right before the replace: a write made since `plan` read it (Claude
+            # Code saves ~/.claude.json all the time) is merged again, not overwritten.
+            if read_bytes(change.path) != change.raw:
+                if copy is not None:
+                    copy.unlink(missing_ok=True)
+                raise Conflict(str(change.path))
             files.write_atomic(change.path, text, mode, dir_mode=0o700)
-        entry["what"] = change.what
-        done.append(entry)
+            written[entry["path"]] = entry
+        done.append(written.get(entry["path"], entry))
     return done
+
+
+# How often a file that keeps changing under us is read and merged again before giving up.
+ATTEMPTS = 5
 
 
 def run(args: argparse.Namespace) -> int:
     project = Path(args.project).expanduser().absolute() if args.project is not None else None
     if project is not None and not project.is_dir():
         return fail(args, f"--project {project} is not a directory", EXIT_USAGE)
-    try:
-        changes = plan(args.action, project)
-    except Refused as exc:
-        if args.action == "install" and not args.json:
-            sys.stderr.write(f"memoryd's entries, to merge by hand:\n{by_hand(project)}\n")
-        return fail(args, f"nothing changed: {exc}", EXIT_USAGE)
-    done = apply(changes, args.dry_run)
+    done: list[dict[str, Any]] = []
+    written: dict[str, Any] = {}
+    conflict = ""
+    for attempt in range(ATTEMPTS):
+        try:
+            changes = plan(args.action, project)
+            done = apply(changes, args.dry_run, project, written)
+            break
+        except Refused as exc:
+            if args.action == "install" and not args.json:
+                sys.stderr.write(f"memoryd's entries, to merge by hand:\n{by_hand(project)}\n")
+            # Only the first attempt can be refused before any write (a retry re-reads files
+            # that were usable a moment ago): say which.
+            said = "nothing changed" if attempt == 0 else "stopped"
+            return fail(args, f"{said}: {exc}", EXIT_USAGE)
+        except Conflict as exc:
+            conflict = str(exc)
+    else:
+        return fail(
+            args,
+            f"{conflict} kept changing while memctl merged it (Claude Code running?); "
+            "nothing more was written: run this again",
+            EXIT_USAGE,
+        )
     lines = []
     for entry in done:
         if not entry["changed"]:
@@ -186,6 +318,16 @@ def run(args: argparse.Namespace) -> int:
         verb = "removed (an earlier install's entry could not start)" if removed else "not added"
         result["mcp_server"] = f"{verb}: {MCP_EXTRA_MISSING}"
         lines.append(f"MCP server {result['mcp_server']}")
+    if args.action == "install" and project is not None and has_mcp_sdk():
+        import shutil
+
+        if shutil.which(PROJECT_SERVER_COMMAND) is None:
+            result["warning"] = (
+                f"{PROJECT_SERVER_COMMAND} is not on PATH: the project's .mcp.json names the "
+                "command (it is shared), so Claude Code finds it only on PATH "
+                "(`pipx ensurepath`, or ~/.local/bin in PATH)"
+            )
+            lines.append(f"note: {result['warning']}")
     if args.action == "install" and not args.dry_run:
         lines.append(
             "Claude Code picks this up in new sessions; the hooks need the daemon running "
