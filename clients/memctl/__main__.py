@@ -85,11 +85,14 @@ def _command_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["hook"]:
-        # Hooks run on every prompt: skip building every subcommand's parser.
+    if module_for(argv) == "hook":
+        # Hooks run on every prompt: skip building every subcommand's parser. Global flags may
+        # come first (`memctl --socket P hook stop`); the hook's own parser takes them too, and
+        # never exits 2 (Claude Code reads that as "block").
         from memctl.commands import hook
 
-        return hook.main(argv[1:])
+        index = argv.index("hook")
+        return hook.main([*argv[:index], *argv[index + 1 :]])
     parser = build_parser(module_for(argv))
     args = parser.parse_args(argv)
     try:

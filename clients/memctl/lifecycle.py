@@ -40,11 +40,22 @@ def pid_alive(pid: int) -> bool:
 
 
 def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
-    """The daemon's `status`, or None when nobody healthy answers."""
+    """The daemon's `status`, or None when nobody healthy answers (a hung daemon included)."""
+    try:
+        return ask_status(sock, timeout)
+    except TimeoutError:
+        return None
+
+
+def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
+    """The daemon's `status`; None when nobody listens or the reply is unusable; TimeoutError
+    when something accepts the connection but does not answer (a hung daemon is not absent)."""
     try:
         with Client(sock, timeout=timeout) as conn:
             result = conn.call("status")
-    except (DaemonUnavailable, RpcError, TimeoutError, OSError, ValueError):
+    except TimeoutError:
+        raise
+    except (DaemonUnavailable, RpcError, OSError, ValueError):
         return None
     return result if isinstance(result, dict) else None
 

@@ -28,11 +28,22 @@ def printable(text: str) -> str:
     )
 
 
+# What json.dumps leaves raw that a terminal acts on: DEL and the C1 controls (U+009B is CSI).
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(data: Any, indent: int | None = None) -> str:
+    """`data` as JSON that is safe to print: every control character escaped (json.dumps
+    escapes only C0), a lone surrogate (a file name not UTF-8) as its escape, `\\udce9`. The
+    characters are only ever inside strings, so the escapes keep it the same JSON."""
+    dumped = json.dumps(data, indent=indent, ensure_ascii=False)
+    dumped = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+    return dumped.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
     if getattr(args, "json", False) or text is None:
-        dumped = json.dumps(data, indent=2, ensure_ascii=False)
-        # A lone surrogate (a file name not UTF-8) goes out as its JSON escape, `\\udce9`.
-        sys.stdout.write(dumped.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+        sys.stdout.write(json_text(data, indent=2) + "\n")
     else:
         text = printable(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -40,9 +51,9 @@ def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
 
 def fail(args: argparse.Namespace, message: str, exit_code: int, **extra: Any) -> int:
     if getattr(args, "json", False):
-        sys.stdout.write(json.dumps({"error": message, "exit_code": exit_code, **extra}) + "\n")
+        sys.stdout.write(json_text({"error": message, "exit_code": exit_code, **extra}) + "\n")
     else:
-        sys.stderr.write(f"memctl: {message}\n")
+        sys.stderr.write(f"memctl: {printable(message)}\n")
     return exit_code
 
 

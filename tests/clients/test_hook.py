@@ -412,3 +412,13 @@ async def test_post_tool_use_activates_rules_and_registers_magic_docs(
     assert "Sub rules: use tabs here." in after["claude_md"]
     docs = await daemon.call("magicdocs.list", cwd=str(project))
     assert [(d["title"], d["sessions"]) for d in docs["docs"]] == [("Release notes", ["live-1"])]
+
+
+@pytest.mark.parametrize("flags", [["--socket", "/nonexistent/s.sock"], ["--json"]])
+def test_a_usage_error_exits_zero_with_a_global_flag_first(flags: list[str]) -> None:
+    # Found by a bug hunt: only `memctl hook …` took the hook's path; `memctl --socket P hook
+    # … --timeout-ms 3s` went through the full parser and exited 2 (Claude Code: block).
+    payload = json.dumps({"prompt": "hi"})
+    done = run_memctl(*flags, "hook", "user-prompt-submit", "--timeout-ms", "3s", stdin=payload)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "invalid int value" in done.stderr

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from memctl.output import emit, printable
+from memctl.output import emit, fail, printable
 
 
 def test_control_characters_are_shown_not_obeyed() -> None:
@@ -32,3 +32,22 @@ def test_emit_writes_hostile_text_and_odd_names_safely(
     out = capsys.readouterr().out
     assert "\x1b" not in out
     assert json.loads(out) == {"file": "caf\udce9.md", "name": "a\x1bb"}
+
+
+def test_c1_controls_are_escaped_in_json_and_errors_are_printable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found by a bug hunt: json.dumps escapes only C0, so U+009B (CSI) reached the terminal
+    # raw through --json; fail() printed the message as it came.
+    emit(argparse.Namespace(json=True), {"name": "a\x9b2Jb\x7f"})
+    out = capsys.readouterr().out
+    assert "\x9b" not in out
+    assert "\x7f" not in out
+    assert "\\u009b" in out
+    assert json.loads(out) == {"name": "a\x9b2Jb\x7f"}
+    assert fail(argparse.Namespace(json=False), "no such file x\x1b]0;t\x07", 2) == 2
+    assert capsys.readouterr().err == "memctl: no such file x\\x1b]0;t\\x07\n"
+    fail(argparse.Namespace(json=True), "x\x9b", 2)
+    out = capsys.readouterr().out
+    assert "\x9b" not in out
+    assert json.loads(out)["error"] == "x\x9b"

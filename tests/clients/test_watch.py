@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from memctl.notifications import describe
 from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
@@ -145,3 +147,41 @@ def test_watch_with_no_daemon_exits_3(short_tmp) -> None:  # type: ignore[no-unt
     )
     assert done.returncode == 3
     assert "not running" in done.stderr
+
+
+@pytest.mark.parametrize("flags", [[], ["--json"]])
+def test_watch_shows_escape_sequences_in_names_instead_of_sending_them(
+    fake_daemon: FakeDaemon, flags: list[str]
+) -> None:
+    # Found by a bug hunt: a memory file named `notes\x1b]0;PWNED\x07.md` (a teammate's, pulled
+    # from the team server) set the terminal's title; C1 controls went raw through --json.
+    name = "/m/notes\x1b]0;PWNED\x07\x9b2J.md"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "--socket",
+            str(fake_daemon.socket_path),
+            *flags,
+            "watch",
+            "--count",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber()
+        fake_daemon.notify("memory/saved", {"path": name})
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    for raw in (b"\x1b", b"\x07", "\x9b".encode()):
+        assert raw not in out
+    if flags:
+        assert json.loads(out)["params"]["path"] == name  # the same JSON, escaped
+    else:
+        assert out.decode() == "memory saved: notes\\x1b]0;PWNED\\x07\\x9b2J.md\n"

@@ -48,7 +48,8 @@ def run_restart(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
-    status = lifecycle.query_status(sock)
+    # A daemon that accepts but does not answer is hung, not absent: that is a timeout (exit 4).
+    status = lifecycle.ask_status(sock)
     if status is None:
         return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
     emit(args, status, "\n".join(status_lines(status)))

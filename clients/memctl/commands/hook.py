@@ -74,8 +74,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str]) -> int:
     """`memctl hook …` without building every other subcommand's parser (hooks run per prompt)."""
+    from memctl.global_flags import add_global_flags
+
     parser = argparse.ArgumentParser(prog="memctl hook")
     _add_arguments(parser)
+    add_global_flags(parser)  # `memctl --json hook stop` as the full parser would take it
     try:
         args = parser.parse_args(argv)
     except SystemExit:

@@ -93,7 +93,7 @@ class PlainUI:
             query = answer
 
     def confirm(self, question: str) -> bool:
-        sys.stdout.write(f"{question} [y/N] ")
+        sys.stdout.write(f"{printable(question)} [y/N] ")
         sys.stdout.flush()
         return sys.stdin.readline().strip().lower() in ("y", "yes")
 

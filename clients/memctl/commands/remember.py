@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.output import EXIT_USAGE, client, emit, fail, printable
 from memctl.project_dir import add_cwd_argument, project_cwd
 from memctl.text_input import required_text
 
@@ -56,5 +56,5 @@ def run(args: argparse.Namespace) -> int:
     emit(args, result, f"{verb} [{result['type']}] {result['name']}: {result['path']}")
     if not args.json:
         for warning in result.get("warnings") or []:
-            sys.stderr.write(f"memctl: warning: {warning}\n")
+            sys.stderr.write(f"memctl: warning: {printable(str(warning))}\n")
     return 0

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from memctl.notifications import describe
-from memctl.output import EXIT_DOWN, client, fail
+from memctl.output import EXIT_DOWN, client, fail, json_text, printable
 
 
 def register(sub: Any) -> None:
@@ -34,14 +33,14 @@ def run(args: argparse.Namespace) -> int:
         subscribed = conn.subscribe(args.events)
         if not args.json:
             events = ", ".join(subscribed.get("subscribed", []))
-            sys.stderr.write(f"watching {events} (Ctrl-C to stop)\n")
+            sys.stderr.write(f"watching {printable(events)} (Ctrl-C to stop)\n")
         seen = 0
         while args.count == 0 or seen < args.count:
             try:
                 message = conn.next_notification()
             except ConnectionError:
                 return fail(args, "memoryd closed the connection", EXIT_DOWN)
-            line = json.dumps(message, ensure_ascii=False) if args.json else describe(message)
+            line = json_text(message) if args.json else printable(describe(message))
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             seen += 1
