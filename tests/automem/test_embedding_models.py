@@ -136,3 +136,26 @@ async def test_daemon_ranks_with_mpnet(
     got = await recall_until_found(daemon, project, "paddling on the sea")
     # no word in common: only the model can tell
     assert Path(got["memories"][0]["path"]).name == "user_kayak.md"
+
+
+def test_a_text_with_no_token_the_model_knows_matches_nothing(bundled_model_dir: Path) -> None:
+    from memoryd.automem.embeddings.late_interaction import frequencies, pack, scores
+
+    encoder = SentenceEncoder(locate_model(str(bundled_model_dir)))
+    # Thai (deploys happen on Thursday; the office wifi password?), a letter MiniLM's vocabulary
+    # lacks, a word of 3,000 letters: each [CLS] [UNK] [SEP], once one vector at cosine 1.0.
+    unread = ["การปรับใช้ระบบทำในวันพฤหัสบดี", "รหัสผ่านไวไฟของออฟฟิศคืออะไร", "ǅ", "a" * 3_000, " "]
+    read = ["deploys happen on Thursday", "hello ǅ"]  # a known token: as before
+    vectors, tokens = encoder.encode_tokens(unread + read)
+    assert np.isfinite(vectors).all()
+    assert not vectors[: len(unread)].any()
+    assert [len(t.ids) for t in tokens[: len(unread)]] == [0] * len(unread)
+    assert np.allclose(np.linalg.norm(vectors[len(unread) :], axis=1), 1.0)
+    assert [len(t.ids) for t in tokens[len(unread) :]] == [5, 2]  # "hello ǅ" keeps its [UNK]
+    assert np.array_equal((vectors @ vectors.T)[: len(unread)], np.zeros((len(unread), 7)))
+    # late interaction: no tokens on either side scores 0, not NaN
+    ids, rows = (np.stack(part) for part in zip(*(pack(t) for t in tokens), strict=True))
+    late = np.stack([scores(query, ids, rows, frequencies(ids)) for query in tokens])
+    assert np.isfinite(late).all()
+    assert not late[: len(unread)].any()
+    assert not late[:, : len(unread)].any()

@@ -46,6 +46,8 @@ class SentenceEncoder:
             pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
+        unk = getattr(self._tokenizer.model, "unk_token", None)
+        self._unk_id: int | None = self._tokenizer.token_to_id(unk) if unk else None
         self.dim = int(self.encode(["dimension probe"]).shape[1])
 
     def encode(self, texts: list[str]) -> Vectors:
@@ -54,7 +56,12 @@ class SentenceEncoder:
 
     def encode_tokens(self, texts: list[str]) -> tuple[Vectors, list[TokenVectors]]:
         """Each text's unit vector (the mean of its token vectors), and its tokens' own unit
-        vectors (special tokens left out) for late interaction: one model run gives both."""
+        vectors (special tokens left out) for late interaction: one model run gives both.
+
+        A text with no token the model knows (Thai, "ǅ", a word of over 100 letters: all
+        [UNK]; or nothing but spaces) says nothing to it: its vector is zero, cosine 0 to
+        everything, and it has no token vectors. Averaged, every such text was one and the
+        same [UNK] vector, so any of them matched any other at cosine 1.0."""
         pooled_rows: list[Vectors] = []
         token_lists: list[TokenVectors] = []
         for start in range(0, len(texts), self.batch):
@@ -68,11 +75,15 @@ class SentenceEncoder:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            pooled_rows.append((pooled / norms).astype(np.float32))
+            pooled = (pooled / norms).astype(np.float32)
             for row, encoding in enumerate(batch):
                 real = np.array(encoding.attention_mask, dtype=bool) & ~np.array(
                     encoding.special_tokens_mask, dtype=bool
                 )
+                if not (real & (ids[row] != self._unk_id)).any():
+                    pooled[row] = 0.0
+                    real[:] = False
                 strings = [t for t, keep in zip(encoding.tokens, real, strict=True) if keep]
                 token_lists.append(token_vectors(ids[row][real], hidden[row][real], strings))
+            pooled_rows.append(pooled)
         return np.vstack(pooled_rows), token_lists
