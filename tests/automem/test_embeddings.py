@@ -201,3 +201,61 @@ def test_nothing_heavy_is_imported_without_embeddings() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_edited_memory_is_not_ranked_by_its_old_vector(
+    semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = {"a.md": "We indent Go code with tabs", "b.md": "Coffee with oat milk"}
+    semantic.sync(tmp_path, 1, texts)
+    assert semantic.wait_idle(60)
+    query = semantic.embed_query("what indentation style for golang source code?")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, [])
+    assert found is not None
+    assert "a.md" in found.scores[0]
+    # Edited: until its new text is embedded, its old vector is not used.
+    started = __import__("threading").Event()
+    release = __import__("threading").Event()
+    embed = semantic._embed
+
+    def held(memory_dir: Path, job: dict[str, str]) -> None:
+        started.set()
+        release.wait(30)
+        embed(memory_dir, job)
+
+    monkeypatch.setattr(semantic, "_embed", held)
+    semantic.sync(tmp_path, 2, {**texts, "a.md": "Deploys go out on Thursdays"})
+    assert started.wait(30)
+    found = semantic.similarities(tmp_path, query, ["a.md"])
+    assert found is not None
+    assert "a.md" not in found.scores[0]
+    assert found.cosines is not None
+    assert "a.md" not in found.cosines[0]
+    release.set()
+    assert semantic.wait_idle(60)
+    found = semantic.similarities(tmp_path, query, [])
+    assert found is not None
+    assert "a.md" in found.scores[0]  # its new vector
+
+
+def test_vectors_that_cannot_be_saved_are_kept_and_status_says_so(
+    semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(self: VectorStore) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(VectorStore, "save", full_disk)
+    texts = {"a.md": "We indent Go code with tabs", "b.md": "Coffee with oat milk"}
+    semantic.sync(tmp_path, 1, texts)
+    assert semantic.wait_idle(60)
+    assert "vectors not saved (No space left on device)" in semantic.status()
+    query = semantic.embed_query("golang indentation")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, [])
+    assert found is not None
+    assert sorted(found.scores[0]) == ["a.md", "b.md"]
+    before = semantic.memories_embedded
+    semantic.sync(tmp_path, 2, {**texts, "c.md": "Standup at nine"})
+    assert semantic.wait_idle(60)
+    assert semantic.memories_embedded == before + 1  # only the new one

@@ -435,3 +435,78 @@ def test_queries_in_another_thread_see_only_whole_vectors(
         reader.join(timeout=30)
     assert len(reads) > 10
     assert wrong == []
+
+
+# -- files that are not what they should be --------------------------------------------------
+@pytest.mark.parametrize("name", [META, LOG, "array"])
+def test_a_store_file_that_is_a_link_is_not_followed(tmp_path: Path, name: str) -> None:
+    store = written(tmp_path, 3)
+    store.put([("new", "h1")], unit(5))
+    store.save()  # a log with a record
+    target = base_file(tmp_path) if name == "array" else tmp_path / name
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.write_bytes(target.read_bytes())
+    target.unlink()
+    target.symlink_to(elsewhere)  # the same bytes: only the link is wrong (/dev/zero would be)
+    reopened = opened(tmp_path)
+    assert reopened.rebuilt_reason is not None
+    assert "new" not in reopened.hashes()
+
+
+def _release_readers_later(fifo: Path, after_s: float) -> None:
+    """End a read blocked on `fifo` after `after_s`: a regression fails, it does not hang."""
+    import os
+    import threading
+    import time
+
+    def release() -> None:
+        time.sleep(after_s)
+        for _ in range(600):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                if not fifo.exists():
+                    return
+            time.sleep(0.05)
+
+    threading.Thread(target=release, daemon=True).start()
+
+
+@pytest.mark.parametrize("name", [META, LOG])
+def test_a_fifo_in_place_of_a_store_file_never_blocks(tmp_path: Path, name: str) -> None:
+    import os
+    import time
+
+    store = written(tmp_path, 3)
+    (tmp_path / name).unlink()
+    os.mkfifo(tmp_path / name)  # no writer: a blocking open or read would wait for ever
+    _release_readers_later(tmp_path / name, 5.0)
+    started = time.monotonic()
+    reopened = opened(tmp_path)
+    assert time.monotonic() - started < 4.0
+    assert reopened.rebuilt_reason is not None
+    store.put([("new", "h1")], unit(5))
+    store.save()  # a log that cannot be appended to: a new base is written instead
+    assert time.monotonic() - started < 4.0
+    if name == LOG:
+        assert opened(tmp_path).hashes()["new"] == "h1"
+
+
+def test_a_base_cut_short_under_its_map_is_dropped_not_read(tmp_path: Path) -> None:
+    written(tmp_path, 2 * BLOCK_ROWS)
+    store = opened(tmp_path)
+    store.put([("tail", "h1")], unit(9))
+    assert store.intact()
+    path = base_file(tmp_path)
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    assert not store.intact()  # rows past the file's end would have killed the process
+    assert store.rebuilt_reason is not None
+    assert list(store.hashes()) == ["tail"]  # the tail's own rows are kept
+    keys, sims = store.similarities(unit(9)[0])
+    assert keys == ["tail"]
+    assert sims[0] == pytest.approx(1.0, abs=1e-5)
+    assert store.stale({"k0000": "h0", "tail": "h1"}) == (["k0000"], [])
+    store.put([("k0000", "h0")], unit(1, 1))
+    store.save()  # everything written afresh
+    assert sorted(opened(tmp_path).hashes()) == ["k0000", "tail"]

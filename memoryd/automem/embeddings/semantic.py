@@ -116,6 +116,13 @@ class SemanticRecall:
         self._stores: dict[Path, VectorStore] = {}
         self._token_stores: dict[Path, TokenStore] = {}
         self._synced: dict[Path, int] = {}
+        # Per dir: the texts last synced, and the memories whose stored vectors are not of
+        # their text now ({key: the text's hash}): until embedded again they are ranked
+        # lexically. A dir is `verified` once the thread compared its stores with its texts.
+        self._texts: dict[Path, dict[str, str]] = {}
+        self._changed: dict[Path, dict[str, str]] = {}
+        self._verified: set[Path] = set()
+        self.save_problem: str | None = None  # why the vectors could not be saved, if so
         self._jobs: queue.Queue[tuple[Path, dict[str, str]] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
@@ -144,9 +151,12 @@ class SemanticRecall:
     def status(self) -> str:
         """Which ranker recall uses and why, for `status`."""
         _ = self.wanted
+        reason = self.reason
+        if self.save_problem is not None:
+            reason += f"; vectors not saved ({self.save_problem}): kept in memory until a restart"
         if self.encoder is not None and not self._idle.is_set():
-            return f"{self.reason}; indexing: memories without a vector yet are ranked lexically"
-        return self.reason
+            return f"{reason}; indexing: memories without a vector yet are ranked lexically"
+        return reason
 
     def report(self) -> dict[str, str | int | dict[str, float] | None]:
         """The model in use (None while lexical), its cosine scale and the counts, for
@@ -188,10 +198,26 @@ class SemanticRecall:
         if self._synced.get(memory_dir) == generation:
             return
         self._synced[memory_dir] = generation
+        from memoryd.automem.embeddings.vectors import content_hash
+
+        previous = self._texts.get(memory_dir, {})
+        # Only what changed is hashed here, on the event loop (an unchanged text is the same
+        # object, so the comparison is quick).
+        changed = {k: content_hash(t) for k, t in texts.items() if previous.get(k) != t}
+        self._texts[memory_dir] = current = dict(texts)
         with self._lock:  # never between the thread's "queue empty" and its "idle"
+            pending = self._changed.setdefault(memory_dir, {})
+            pending.update(changed)
+            for key in [k for k in pending if k not in current]:
+                del pending[key]
             self._idle.clear()
-            self._jobs.put((memory_dir, dict(texts)))
+            self._jobs.put((memory_dir, current))
         self.start()
+
+    def resync(self, memory_dir: Path) -> None:
+        """Compare the dir's stores with its texts again at the next `sync` (a store that was
+        found damaged dropped rows)."""
+        self._synced.pop(memory_dir, None)
 
     def embed_query(self, query: str) -> QueryEmbedding | None:
         """The query's vectors (blocking: run it in a worker thread); None when lexical."""
@@ -220,17 +246,32 @@ class SemanticRecall:
         from memoryd.automem.embeddings.cosine_scale import REFERENCE
 
         store = self._stores.get(memory_dir)
-        if store is None or not len(store):
+        if store is None or not len(store) or memory_dir not in self._verified:
+            return None
+        tokens = self._token_stores.get(memory_dir)
+        if not all(
+            s.intact() for s in (store, *(() if tokens is None else (tokens.ids, tokens.vectors)))
+        ):
+            self.resync(memory_dir)
             return None
         keys, cosines = store.similarities(query.vector)
-        tokens = self._token_stores.get(memory_dir)
+        with self._lock:
+            stale = dict(self._changed.get(memory_dir, {}))
+        if stale:  # vectors of a text since edited: not the memory's now
+            import numpy as np
+
+            fresh = np.fromiter((k not in stale for k in keys), dtype=bool, count=len(keys))
+            cosines = cosines[fresh]
+            keys = [k for k, keep in zip(keys, fresh, strict=True) if keep]
         freq = tokens.frequencies if tokens is not None else None
         pooled = (keys, cosines)
         scale = self.scale
         floored = (keys, scale.to(REFERENCE, cosines)) if scale is not None else None
         if tokens is None or freq is None:
             return Similarities(pooled, floored)
-        wanted = late_interaction.candidates(lexical_best, keys, cosines)
+        wanted = late_interaction.candidates(
+            [k for k in lexical_best if k not in stale], keys, cosines
+        )
         found, ids, rows = tokens.rows(wanted)
         if len(found) < len(wanted):  # some still being indexed: one signal for all
             return Similarities(pooled, floored)
@@ -289,6 +330,20 @@ class SemanticRecall:
         self.reason = f"hybrid: model {encoder.name} loaded"
         log.info("embeddings on", model=encoder.name, cosine_scale=self.report()["cosine_scale"])
 
+    def _save(self, tokens: TokenStore, store: VectorStore, *, only_dirty: bool = False) -> None:
+        """Both stores to disk. One that cannot be written (a full disk) keeps its vectors in
+        memory, which recall goes on using, and `status` says so; the next save tries again."""
+        try:
+            for opened in (tokens, store):
+                if opened.dirty or not only_dirty:
+                    opened.save()
+        except OSError as exc:
+            if self.save_problem is None:
+                log.warning("vectors not saved", error=str(exc))
+            self.save_problem = exc.strerror or str(exc)
+            return
+        self.save_problem = None
+
     def _open_stores(self, memory_dir: Path) -> tuple[VectorStore, TokenStore]:
         """The directory's stores, loaded from disk the first time."""
         from memoryd.automem.embeddings.token_store import TokenStore
@@ -322,6 +377,14 @@ class SemanticRecall:
         missing = list(dict.fromkeys([*missing, *missing_tokens]))
         store.remove(gone)
         tokens.remove(gone_tokens)
+        with self._lock:
+            # What the loop marked changed, with what the stores lack for these texts.
+            pending = self._changed.setdefault(memory_dir, {})
+            lacking = set(missing)
+            for key in [k for k, h in pending.items() if k not in lacking and wanted.get(k) == h]:
+                del pending[key]
+            pending.update((k, wanted[k]) for k in missing if k not in pending)
+            self._verified.add(memory_dir)
         # Memories of the same text (copies, templates) share one model run.
         alike: dict[str, list[str]] = {}
         for key in missing:
@@ -339,16 +402,17 @@ class SemanticRecall:
                 keys = [(k, d) for d in chunk for k in alike[d]]
                 copies = [len(alike[d]) for d in chunk]
                 tokens.put(keys, token_lists, copies)
-                tokens.save()
                 # The pooled vector last: a memory with one has its token vectors too.
                 store.put(keys, np.repeat(vectors, copies, axis=0))
-                store.save()
+                with self._lock:
+                    for key, digest in keys:
+                        if pending.get(key) == digest:
+                            del pending[key]
+                self._save(tokens, store)
                 self.waiting -= len(keys)
         finally:
             self.waiting = 0
-        for opened in (tokens, store):
-            if opened.dirty:
-                opened.save()
+        self._save(tokens, store, only_dirty=True)
         if missing or gone_tokens or tokens.frequencies is None:
             tokens.refresh()
         if missing:

@@ -30,9 +30,11 @@ or the new base with a log naming the old one, which is ignored.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import stat
 import struct
 import threading
 import zlib
@@ -43,7 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.automem.embeddings.encoder import Vectors
-from memoryd.fsutil import atomic_write_bytes, ensure_private_dir, fsync_dir
+from memoryd.fsutil import (
+    NotRegularFile,
+    atomic_write_bytes,
+    ensure_private_dir,
+    fsync_dir,
+    read_regular_file,
+)
 
 FORMAT = 2
 META = "vectors.json"
@@ -52,6 +60,10 @@ BLOCK_ROWS = 1024  # rows per checksummed block of the base: what one flipped by
 COMPACT_SHARE = 0.25  # the log is folded into a new base past this share of the base's size
 COMPACT_MIN_BYTES = 1 << 20  # ... or past this, for a small base
 _LOG_MAGIC = b"memoryd-vectors-log\n"
+# What is read of a description or a log at most: far past any real one (10,000 memories'
+# description is ~1 MB), so a file that is not ours cannot fill the memory.
+MAX_META_BYTES = 64 << 20
+MAX_LOG_BYTES = 1 << 30
 _FRAME = struct.Struct("<II")  # payload length, CRC-32 of the payload
 _PUT, _REMOVE = b"P", b"R"
 
@@ -104,6 +116,9 @@ class VectorStore:
         self._pending: set[str] = set()  # keys changed since the last save
         self._changes = 0  # bumps on every change (a compaction checks none happened meanwhile)
         self._base_id: str | None = None  # the base on disk; None: none usable
+        # The file the base is mapped from: (path, inode, bytes the map reaches). A file cut
+        # shorter under a map kills the process (SIGBUS) when the rows past its end are read.
+        self._mapped: tuple[Path, int, int] | None = None
         self._log_end = 0  # where the log's next record goes; 0: no usable log
         self._compact_next = False  # damage was found: write everything afresh
         self.rebuilt_reason: str | None = None  # what on disk was not used, and why
@@ -161,7 +176,9 @@ class VectorStore:
 
     def _load_base(self) -> tuple[Rows, list[str | None], list[str], str, str]:
         """(base, row keys (None: damaged), row hashes, base id, what was damaged or "")."""
-        raw = (self.folder / META).read_bytes()
+        raw = read_regular_file(self.folder / META, MAX_META_BYTES)
+        if len(raw) > MAX_META_BYTES:
+            raise ValueError(f"description over {MAX_META_BYTES} bytes")
         checksum, _, body = raw.partition(b"\n")
         if checksum != b"%08x" % zlib.crc32(body):
             raise ValueError("description damaged or written by another version")
@@ -170,7 +187,9 @@ class VectorStore:
         if meta["format"] != FORMAT or meta["model"] != self.model or meta["dim"] != self.dim:
             raise ValueError("written for another format, model or dimension")
         path = self.folder / str(meta["array"])
-        with path.open("rb") as handle:
+        if path.parent != self.folder:
+            raise ValueError("the array is named outside the index's folder")
+        with _open_regular(path) as handle:
             if np.lib.format.read_magic(handle) != (1, 0):
                 raise ValueError("array header damaged")
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
@@ -178,12 +197,14 @@ class VectorStore:
             handle.seek(0)
             if zlib.crc32(handle.read(offset)) != meta["header_crc"]:
                 raise ValueError("array header damaged")
-            size = os.fstat(handle.fileno()).st_size
-        if dtype != self.dtype or fortran or shape != (len(rows), self.dim):
-            raise ValueError("array shape or type differs from its description")
-        # A truncated array keeps the whole rows it still has; checksums judge them.
-        whole = min(len(rows), (size - offset) // self._row_bytes)
-        base = _map(path, offset, whole, self.dim, self.dtype)
+            info = os.fstat(handle.fileno())
+            size = info.st_size
+            if dtype != self.dtype or fortran or shape != (len(rows), self.dim):
+                raise ValueError("array shape or type differs from its description")
+            # A truncated array keeps the whole rows it still has; checksums judge them.
+            whole = min(len(rows), (size - offset) // self._row_bytes)
+            base = _map(handle, offset, whole, self.dim, self.dtype)  # the file checked
+        self._mapped = (path, info.st_ino, offset + whole * self._row_bytes)
         keys: list[str | None] = [str(k) for k, _ in rows[:whole]]
         hashes = [str(h) for _, h in rows[:whole]]
         damaged = len(rows) - whole
@@ -202,9 +223,11 @@ class VectorStore:
         vectors, where the next record goes (0: start a new log), what was wrong or "")."""
         nothing = np.zeros((0, self.dim), dtype=self.dtype)
         try:
-            data = (self.folder / LOG).read_bytes()
+            data = read_regular_file(self.folder / LOG, MAX_LOG_BYTES)
         except FileNotFoundError:
             return {}, nothing, 0, ""
+        if len(data) > MAX_LOG_BYTES:
+            return {}, nothing, 0, f"vector log not used (over {MAX_LOG_BYTES} bytes)"
         view = memoryview(data)
         header = self._frame_at(view, len(_LOG_MAGIC))
         if not data.startswith(_LOG_MAGIC) or header is None:
@@ -299,8 +322,11 @@ class VectorStore:
                 raise
 
     def _append(self, records: bytes) -> None:
-        fd = os.open(self.folder / LOG, os.O_WRONLY)
+        # Not through a link, and never waiting on a FIFO put in its place.
+        fd = os.open(self.folder / LOG, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotRegularFile(errno.EINVAL, "not a regular file", str(self.folder / LOG))
             os.ftruncate(fd, self._log_end)  # a torn record from before goes first
             os.pwrite(fd, records, self._log_end)
             os.fsync(fd)
@@ -309,6 +335,7 @@ class VectorStore:
         self._log_end += len(records)
 
     def _compact(self) -> None:
+        self.intact()
         with self._lock:
             changes = self._changes
             order = sorted(self._rows)
@@ -352,17 +379,54 @@ class VectorStore:
             if old.name != array:
                 with contextlib.suppress(OSError):
                     old.unlink()
-        mapped = _map(self.folder / array, offset, len(matrix), self.dim, self.dtype)
+        with _open_regular(self.folder / array) as handle:
+            mapped = _map(handle, offset, len(matrix), self.dim, self.dtype)
+            inode = os.fstat(handle.fileno()).st_ino
         with self._lock:
             self._base_id, self._log_end, self._compact_next = base_id, len(log_header), False
             if self._changes == changes:  # nothing changed meanwhile: serve from the new base
                 self._base, self._tail_rows = mapped, 0
+                self._mapped = (self.folder / array, inode, offset + matrix.nbytes)
                 self._tail = np.zeros((0, self.dim), dtype=self.dtype)  # its memory freed
                 self._keys, self._hashes = list(order), hashes
                 self._rows = {k: i for i, k in enumerate(order)}
                 self._view = None
 
     # -- contents -----------------------------------------------------------------------------
+    def intact(self) -> bool:
+        """Whether the mapped base file still reaches as far as its map. When it was cut
+        shorter (by hand, by a full disk's repair), its rows are dropped before anything reads
+        them — reading past the file's end would kill the daemon — and are recomputed."""
+        mapped = self._mapped
+        if mapped is None:
+            return True
+        path, inode, end = mapped
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return True  # removed or replaced: the map keeps its own inode's pages
+        if info.st_ino != inode or info.st_size >= end:
+            return True
+        with self._lock:
+            if self._mapped is not mapped:
+                return True
+            dropped = len(self._base)
+            for row in range(dropped):
+                key = self._keys[row]
+                if key is not None:
+                    del self._rows[key]
+                    self._keys[row] = None
+            self._base = np.zeros((0, self.dim), dtype=self.dtype)
+            # Rows are numbered through the base: renumber the tail's as the only rows.
+            kept = {k: r - dropped for k, r in self._rows.items()}
+            self._keys = self._keys[dropped:]
+            self._hashes = self._hashes[dropped:]
+            self._rows = kept
+            self._mapped, self._compact_next, self._view = None, True, None
+            self._changes += 1
+        self.rebuilt_reason = f"{path.name} was cut short: its {dropped} vectors are recomputed"
+        return False
+
     def _row(self, row: int) -> Rows:
         base = self._base
         vector: Rows = base[row] if row < len(base) else self._tail[row - len(base)]
@@ -457,9 +521,23 @@ def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:
     return out
 
 
-def _map(path: Path, offset: int, rows: int, dim: int, dtype: np.dtype[Any]) -> Rows:
-    """`rows` rows of `dim` values at `offset` in `path`, memory-mapped read-only."""
+def _open_regular(path: Path) -> Any:
+    """`path` open for reading: not through a link, not a FIFO (which would block the open),
+    a device or a folder (`/dev/zero` in its place would be read without end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _map(handle: Any, offset: int, rows: int, dim: int, dtype: np.dtype[Any]) -> Rows:
+    """`rows` rows of `dim` values at `offset` in the open file `handle`, memory-mapped
+    read-only (the map holds the file on its own once made)."""
     if not rows:  # an empty map is refused
         return np.zeros((0, dim), dtype=dtype)
-    mapped: Rows = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(rows, dim))
+    mapped: Rows = np.memmap(handle, dtype=dtype, mode="r", offset=offset, shape=(rows, dim))
     return mapped
