@@ -299,7 +299,7 @@ sys.exit(main(sys.argv[1:]))
 @pytest.mark.parametrize(
     "argv",
     [
-        ["serve", "--port", "0"],
+        ["serve", "--port", "8765"],
         ["token", "list", "--database", "postgresql://127.0.0.1:1/none"],
     ],
 )
