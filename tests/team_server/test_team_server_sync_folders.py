@@ -13,8 +13,9 @@ async def test_a_key_that_differs_only_in_case_is_skipped_and_the_rest_goes_up(
     team_server: ThreadedServer, make_side: SideFactory
 ) -> None:
     """On Linux a folder may hold Notes.md and notes.md; on macOS or Windows one file would
-    stand for both. The server refuses the second with 422, and today's client takes that as
-    it takes a secret: that entry is skipped and listed, everything else syncs."""
+    stand for both. The server refuses the second with 422 key_collision: that entry is
+    skipped and listed under its own reason (not as a secret, and with no secret notice),
+    everything else syncs."""
     token = team_server.token(REPO)
     linux = make_side("linux", team_server.url, token)
     linux.write("Notes.md", "upper\n")
@@ -23,7 +24,12 @@ async def test_a_key_that_differs_only_in_case_is_skipped_and_the_rest_goes_up(
     report = await linux.engine.push()
     assert sorted(report.pushed) == ["Notes.md", "plan.md"]
     assert list(report.skipped) == ["notes.md"]
-    assert report.skipped["notes.md"].rule == "key_collision"
+    skipped = report.skipped["notes.md"]
+    assert skipped.reason == "key_collision"
+    assert skipped.rule is None
+    assert skipped.detail is not None
+    assert "'Notes.md'" in skipped.detail
+    assert not [n for n in linux.notes if n[0] == "team/secret_blocked"]
     assert linux.engine.state.suppressed is None  # pushing goes on
     assert sorted(server_history(team_server)) == ["Notes.md", "plan.md"]
     linux.write("plan.md", "plan, edited\n")

@@ -8,6 +8,8 @@
         ├── BodyTooLarge              413 otherwise — also the HTML page of a gateway
         ├── EntryTooLarge             413 {"error": "entry_too_large", "key": …}
         ├── SecretRejected            422: the server's scan found a secret (key and rule named)
+        ├── KeyCollision              422 key_collision: a new key clashes with one the server
+        │                             holds (`Notes.md` beside `notes.md`, `a` beside `a/b.md`)
         └── PagingUnsupported         400 invalid_view to view=page: a server from before paging
 
 412, 413 and 422 are Permanent for the request but handled by the engine (refresh, shrink,
@@ -68,6 +70,13 @@ class SecretRejected(Permanent):
         super().__init__(message, 422)
         self.key = key
         self.rule = rule
+
+
+class KeyCollision(Permanent):
+    def __init__(self, key: str | None, other: str | None, message: str) -> None:
+        super().__init__(message, 422)
+        self.key = key
+        self.other = other
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +293,13 @@ def _failure(response: httpx.Response) -> TeamHTTPError:
     if status == 422:
         key = problem.get("key")
         rule = problem.get("rule")
+        if problem.get("error") == "key_collision":
+            other = problem.get("with")
+            return KeyCollision(
+                key if isinstance(key, str) else None,
+                other if isinstance(other, str) else None,
+                text,
+            )
         return SecretRejected(
             key if isinstance(key, str) else None,
             rule if isinstance(rule, str) else "unknown",

@@ -43,6 +43,7 @@ from memoryd.team.sync import delta
 from memoryd.team.sync.client import (
     BodyTooLarge,
     EntryTooLarge,
+    KeyCollision,
     NotModified,
     Page,
     PagingUnsupported,
@@ -529,6 +530,21 @@ class SyncEngine:
                         state.max_body = min(exc.max_body, size - 1)
                     else:
                         state.max_body = max(MIN_BODY, size // 2)
+            except KeyCollision as exc:
+                # Pushed again, it would clash again: skipped like a secret, under its reason.
+                named = exc.key if exc.key in contents else None
+                for blocked in [named] if named is not None else list(current):
+                    clash = f" with {exc.other!r}" if exc.other else ""
+                    self._skip(
+                        report,
+                        blocked,
+                        Skipped(
+                            "key_collision",
+                            checksum(contents[blocked]),
+                            detail=f"its name clashes{clash} on the server: another client's"
+                            " folder could not hold both",
+                        ),
+                    )
             except SecretRejected as exc:
                 named = exc.key if exc.key in contents else None
                 for blocked in [named] if named is not None else list(current):
@@ -603,7 +619,7 @@ class SyncEngine:
         return (
             skipped is not None
             and skipped.checksum == digest
-            and skipped.reason in ("secret", "too_large")
+            and skipped.reason in ("secret", "too_large", "key_collision")
         )
 
     async def _clean_batches(

@@ -32,7 +32,8 @@ MAX_CONFLICTS_KEPT = 200
 class Skipped:
     """A local entry that was not uploaded, and why (`rule` only for a secret finding)."""
 
-    reason: str  # secret | too_large | max_entries | invalid_key | invalid_content | rejected
+    # secret | too_large | max_entries | invalid_key | invalid_content | key_collision | rejected
+    reason: str
     checksum: str | None = None
     rule: str | None = None
     detail: str | None = None
