@@ -127,7 +127,9 @@ def test_failed_fetch_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_odd_queries(semantic: SemanticRecall) -> None:
     assert semantic.embed_query("") is None
-    for query in ("x" * 1_000_000, "東京で寿司を食べた", "Где находится офис?"):
+    # One word of a million letters: no token the model knows, so no vector (lexical).
+    assert semantic.embed_query("x" * 1_000_000) is None
+    for query in ("deploy " * 150_000, "東京で寿司を食べた", "Где находится офис?"):
         embedded = semantic.embed_query(query)
         assert embedded is not None
         assert embedded.vector.shape == (384,)
@@ -259,3 +261,45 @@ def test_vectors_that_cannot_be_saved_are_kept_and_status_says_so(
     semantic.sync(tmp_path, 2, {**texts, "c.md": "Standup at nine"})
     assert semantic.wait_idle(60)
     assert semantic.memories_embedded == before + 1  # only the new one
+
+
+THAI = "ทีมเราปล่อยงานทุกวันพฤหัส"  # the model knows none of its tokens
+
+
+def test_a_text_the_model_cannot_read_keeps_its_lexical_chance(
+    semantic: SemanticRecall, tmp_path: Path
+) -> None:
+    assert semantic.embed_query(THAI) is None  # ranked lexically, not at cosine 1.0 to it
+    semantic.sync(tmp_path, 1, {"thai.md": THAI, "go.md": "We indent Go code with tabs"})
+    assert semantic.wait_idle(60)
+    query = semantic.embed_query("deploy day")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, ["thai.md"])
+    assert found is not None
+    # Its zero vector is no cosine: not fused, not floored, so its words may still find it.
+    assert "thai.md" not in found.scores[0]
+    assert found.cosines is not None
+    assert "thai.md" not in found.cosines[0]
+    assert "go.md" in found.cosines[0]
+
+
+def test_an_older_vector_of_a_text_the_model_cannot_read_is_made_again(
+    semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    semantic.sync(tmp_path, 1, {"thai.md": THAI, "go.md": "We indent Go code with tabs"})
+    assert semantic.wait_idle(60)
+    store = semantic._stores[tmp_path]
+    # As an earlier version stored it: the vector every all-[UNK] text shared.
+    old = np.full((1, store.dim), 1 / np.sqrt(store.dim), dtype=np.float32)
+    store.put([("thai.md", store.hashes()["thai.md"])], old)
+    store.save()
+    fresh = SemanticRecall()
+    fresh.start()
+    assert fresh.wait_idle(120)
+    embedded = fresh.memories_embedded
+    fresh.sync(tmp_path, 1, {"thai.md": THAI, "go.md": "We indent Go code with tabs"})
+    assert fresh.wait_idle(60)
+    assert fresh.memories_embedded == embedded + 1  # that one only
+    vector = fresh._stores[tmp_path].vector("thai.md")
+    assert vector is not None
+    assert not vector.any()

@@ -54,6 +54,25 @@ class SentenceEncoder:
         """One unit vector per text (float32, rows in order)."""
         return self.encode_tokens(texts)[0] if texts else np.zeros((0, 0), dtype=np.float32)
 
+    def knows_nothing_of(self, texts: list[str]) -> list[bool]:
+        """For each text, whether it has no token the model knows (`encode_tokens` gives it a
+        zero vector): tokenized only, no model run."""
+        out: list[bool] = []
+        for start in range(0, len(texts), 256):
+            for encoding in self._tokenizer.encode_batch(texts[start : start + 256]):
+                out.append(
+                    not any(
+                        kept and not special and token != self._unk_id
+                        for token, special, kept in zip(
+                            encoding.ids,
+                            encoding.special_tokens_mask,
+                            encoding.attention_mask,
+                            strict=True,
+                        )
+                    )
+                )
+        return out
+
     def encode_tokens(self, texts: list[str]) -> tuple[Vectors, list[TokenVectors]]:
         """Each text's unit vector (the mean of its token vectors), and its tokens' own unit
         vectors (special tokens left out) for late interaction: one model run gives both.

@@ -226,6 +226,8 @@ class SemanticRecall:
             return None
         vectors, tokens = encoder.encode_tokens([query[:MAX_QUERY_CHARS]])
         self.queries_embedded += 1
+        if not vectors[0].any():  # no token the model knows: it says nothing of the query
+            return None
         return QueryEmbedding(vectors[0], tokens[0])
 
     def start_query_embedding(self, query: str) -> asyncio.Future[QueryEmbedding | None] | None:
@@ -257,10 +259,16 @@ class SemanticRecall:
         keys, cosines = store.similarities(query.vector)
         with self._lock:
             stale = dict(self._changed.get(memory_dir, {}))
-        if stale:  # vectors of a text since edited: not the memory's now
+        # Left out, so they keep their lexical score: vectors of a text since edited (not the
+        # memory's now), and zero vectors (a text with no token the model knows: its cosine
+        # 0 would put it under every floor, however well its words match).
+        unread = cosines == 0.0
+        left_out: set[str] = set(stale)
+        if stale or unread.any():
             import numpy as np
 
-            fresh = np.fromiter((k not in stale for k in keys), dtype=bool, count=len(keys))
+            left_out.update(k for k, zero in zip(keys, unread, strict=True) if zero)
+            fresh = np.fromiter((k not in left_out for k in keys), dtype=bool, count=len(keys))
             cosines = cosines[fresh]
             keys = [k for k, keep in zip(keys, fresh, strict=True) if keep]
         freq = tokens.frequencies if tokens is not None else None
@@ -270,7 +278,7 @@ class SemanticRecall:
         if tokens is None or freq is None:
             return Similarities(pooled, floored)
         wanted = late_interaction.candidates(
-            [k for k in lexical_best if k not in stale], keys, cosines
+            [k for k in lexical_best if k not in left_out], keys, cosines
         )
         found, ids, rows = tokens.rows(wanted)
         if len(found) < len(wanted):  # some still being indexed: one signal for all
@@ -330,6 +338,28 @@ class SemanticRecall:
         self.reason = f"hybrid: model {encoder.name} loaded"
         log.info("embeddings on", model=encoder.name, cosine_scale=self.report()["cosine_scale"])
 
+    def _old_unknown_vectors(
+        self, memory_dir: Path, store: VectorStore, texts: dict[str, str], missing: set[str]
+    ) -> list[str]:
+        """Memories whose text has no token the model knows but whose stored vector is not
+        zero: made before such texts got none (the one [UNK] vector they all shared), made
+        again once. Checked when a dir is first opened; tokenizing costs no model run."""
+        assert self.encoder is not None
+        keys = [k for k in texts if k not in missing]
+        unknown = self.encoder.knows_nothing_of([texts[k] for k in keys])
+        again = []
+        for key, nothing in zip(keys, unknown, strict=True):
+            vector = store.vector(key) if nothing else None
+            if vector is not None and vector.any():
+                again.append(key)
+        if again:
+            from memoryd.automem.embeddings.vectors import content_hash
+
+            with self._lock:
+                pending = self._changed.setdefault(memory_dir, {})
+                pending.update((k, content_hash(texts[k])) for k in again)
+        return again
+
     def _save(self, tokens: TokenStore, store: VectorStore, *, only_dirty: bool = False) -> None:
         """Both stores to disk. One that cannot be written (a full disk) keeps its vectors in
         memory, which recall goes on using, and `status` says so; the next save tries again."""
@@ -384,6 +414,9 @@ class SemanticRecall:
             for key in [k for k, h in pending.items() if k not in lacking and wanted.get(k) == h]:
                 del pending[key]
             pending.update((k, wanted[k]) for k in missing if k not in pending)
+        if memory_dir not in self._verified:
+            missing += self._old_unknown_vectors(memory_dir, store, texts, set(missing))
+        with self._lock:
             self._verified.add(memory_dir)
         # Memories of the same text (copies, templates) share one model run.
         alike: dict[str, list[str]] = {}
