@@ -99,6 +99,8 @@ WRITE = {"type": "user", "name": "n", "description": "d", "body": "b"}
         ("memory.write", {**WRITE, "team": "yes"}, "team"),
         ("memory.write", {**WRITE, "team": 1}, "team"),
         ("memory.remember", {"text": "t", "team": "false"}, "team"),
+        ("memory.dream", {"cwd": "/", "wait": "yes"}, "wait"),
+        ("memory.dream", {"cwd": "/", "wait": 1}, "wait"),
     ],
 )
 async def test_a_flag_or_number_of_another_json_type_is_invalid_params(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import StrictBool
+
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 class DreamParams(Params):
     cwd: Cwd
-    wait: bool = True
+    wait: StrictBool = True  # "yes" or 1 is -32602, as docs/protocol.md says of flags
 
 
 async def memory_dream(daemon: Daemon, params: DreamParams) -> dict[str, Any]:
