@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
-from memoryd.automem.quickguess import SENTENCE_END, guess_title, guess_type
+from memoryd.automem.quickguess import GUESS_CHARS, SENTENCE_END, guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -58,8 +58,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory:
-    """Name, description and type from the text alone."""
-    flat = " ".join(text.split())
+    """Name, description and type from the text alone (its first `GUESS_CHARS` decide)."""
+    flat = " ".join(text[:GUESS_CHARS].split())
     first_sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
     title = _clip(name, MAX_NAME_CHARS) if name else ""
     title = title or _clip(guess_title(text), NAME_CHARS)
@@ -98,7 +98,7 @@ async def choose(
     timeout_s: float = 20.0,
 ) -> QuickMemory:
     if not model.configured or (type_ is not None and name):
-        return derive(text, type_, name)
+        return await _derive(text, type_, name)
     try:
         reply = await asyncio.wait_for(
             model.create(
@@ -112,6 +112,11 @@ async def choose(
         )
     except (ModelError, TimeoutError) as exc:
         log.info("quick-add fell back to derived fields", error=str(exc) or "timeout")
-        return derive(text, type_, name)
+        return await _derive(text, type_, name)
     answer = "".join(getattr(block, "text", "") for block in reply.content)
-    return parse_model_choice(answer, text, type_, name) or derive(text, type_, name)
+    return parse_model_choice(answer, text, type_, name) or await _derive(text, type_, name)
+
+
+async def _derive(text: str, type_: str | None, name: str | None) -> QuickMemory:
+    # In a thread: a note of up to 200 KB is split and scanned, off the event loop.
+    return await asyncio.to_thread(derive, text, type_, name)

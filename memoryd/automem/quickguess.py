@@ -23,11 +23,17 @@ TITLE_CHARS = 60
 
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\"')]+", re.IGNORECASE)
 # A bare host name with a suffix people use for services: grafana.example.com, db.internal.
-_HOST = re.compile(
-    r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\."
+# Found from its suffix backwards (`_has_host`): a pattern that starts at the host's first
+# label backtracked over a long run like "db-db-db…" from every start, quadratic in its length.
+_HOST_SUFFIX = re.compile(
+    r"(?<=[a-z0-9-])\."
     r"(?:com|org|net|io|dev|app|cloud|internal|local|lan|corp|intra|example)(?::\d+)?\b",
     re.IGNORECASE,
 )
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+_LABEL_START = re.compile(r"\b[a-z0-9]", re.IGNORECASE)
+# Only the start of a long note is read for its type and title: they are about its first words.
+GUESS_CHARS = 4096
 _LOCATION = re.compile(
     r"\b(?:lives?|living|is|are|sits?|can be found|(?:is |are )?(?:hosted|kept|tracked|filed))"
     r"\s+(?:at|in|on|under)\b(?![\s-]call\b)",  # "is on call" places no one
@@ -110,7 +116,8 @@ _WEAK_ENDINGS = frozenset(
 
 
 def guess_type(text: str) -> str:
-    if _URL.search(text) or _HOST.search(text) or _LOCATION.search(text):
+    text = text[:GUESS_CHARS]
+    if _URL.search(text) or _has_host(text) or _LOCATION.search(text):
         return "reference"
     if _PROJECT.search(text):
         return "project"
@@ -121,6 +128,7 @@ def guess_type(text: str) -> str:
 
 def guess_title(text: str) -> str:
     """A short title for the memory; "note" when the text has no words at all."""
+    text = text[:GUESS_CHARS]
     clause = _first_clause(_FILLER_START.sub("", _CONTROL.sub(" ", text).strip()))
     located = _location_title(clause)
     if located:
@@ -142,6 +150,18 @@ def guess_title(text: str) -> str:
         if 4 <= len(before_comma) <= TITLE_WORDS:
             words = before_comma
     return _fit(words) or "note"
+
+
+def _has_host(text: str) -> bool:
+    """A host name ending in a service suffix: the label before the suffix has a letter or
+    digit at a word start. Each label is walked once (labels end at a dot), so this is linear."""
+    for match in _HOST_SUFFIX.finditer(text):
+        start = end = match.start()
+        while start > 0 and text[start - 1] in _LABEL_CHARS:
+            start -= 1
+        if _LABEL_START.search(text, start, end):
+            return True
+    return False
 
 
 def _words(text: str) -> list[str]:

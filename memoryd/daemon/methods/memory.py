@@ -299,6 +299,11 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     """Quick-add: a model (or the text itself) picks type, name and description."""
     project = daemon.services.projects.resolve(params.cwd)
     _am(daemon).memory_dir(project)  # fail fast (auto memory off) before any model call
+    # The note becomes the body: one over the cap is refused before the model or the guess
+    # sees it (it was sent to the model in full, then refused).
+    size = len(params.text.strip().encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise TooLarge(f"text: a memory is at most {MAX_FILE_BYTES:,} bytes, got {size:,}")
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
