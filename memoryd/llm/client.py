@@ -9,7 +9,9 @@ Cancellation is the caller's: cancelling the awaiting task aborts the HTTP reque
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -149,7 +151,11 @@ class ModelClient:
         self.require()
         stats = self.usage.setdefault(feature, FeatureUsage())
         kwargs.setdefault("model", self.config.model)
-        import anthropic  # its error classes are caught below (loaded at the first call)
+        if "anthropic" not in sys.modules:
+            # The SDK is large: imported on the loop, its first call held every other
+            # request about a second. A thread imports it once.
+            await asyncio.to_thread(importlib.import_module, "anthropic")
+        import anthropic  # its error classes are caught below
 
         attempt = 0
         while True:
