@@ -9,13 +9,19 @@ written; a line written by hand or by another tool may say `./a.md`, `sub/../a.m
 `<a b.md>`, `a.md#why`, `a.md "title"` or `a%20b.md` for a file named so. Each line is
 therefore read as the files it may mean (`IndexEntry.forms`) and points at whichever of them
 exists.
+
+The rewriters are told what exists on disk (`exists`, a name relative to the index's folder):
+a line means the first of its forms that exists, so the line `a%20b.md` of the file `a b.md`
+is never taken for a file named `a%20b.md`; and a line is dropped only when none of its forms
+exists, whether or not it is a memory (`arch.png`, `notes.txt`). A link with a URI scheme
+(`https:`, `mailto:`), an absolute path, `~/…` or `#anchor` is never dropped.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
@@ -35,6 +41,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # Characters a link target cannot hold as they are (or that would read as another name).
 _LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f]")
 _LINK_TITLE = re.compile(r"""^(?P<target>.*?)\s+(?:"[^"]*"|'[^']*')$""")
+# `mailto:`, `https:`, `file:` …: a link to no file of the index's folder.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+# Whether a name (relative to the index's folder) exists on disk.
+Exists = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,8 @@ class IndexEntry:
     def file(self) -> str:
         return self.forms[0]
 
-    def names(self, file: str) -> bool:
-        return file in self.forms
+    def names(self, file: str, exists: Exists | None = None) -> bool:
+        return file in meaning(self.forms, exists)
 
     def file_among(self, files: Collection[str]) -> str | None:
         """The file of `files` this line points at, if any."""
@@ -75,6 +86,24 @@ def index_line(title: str, file: str, hook: str) -> str:
     safe_hook = _one_line(hook)
     line = f"- [{safe_title}]({safe_file})"
     return f"{line} — {safe_hook}" if safe_hook else line
+
+
+def meaning(forms: tuple[str, ...], exists: Exists | None) -> tuple[str, ...]:
+    """The forms a line means: the first one that exists on disk (the decoded name before the
+    name as written), or all of them when none does or nothing is known of the disk."""
+    if exists is not None:
+        for form in forms:
+            if _is_local(form) and exists(form):
+                return (form,)
+    return forms
+
+
+def _kept(forms: tuple[str, ...], exists: Exists | None) -> bool:
+    """Whether a line not pointing at a memory stays: a link to no local file, or to a file
+    that exists (an image, a text next to the memories)."""
+    if not _is_local(forms[0]):
+        return True
+    return exists is not None and any(_is_local(f) and exists(f) for f in forms)
 
 
 def link_forms(target: str) -> tuple[str, ...]:
@@ -118,10 +147,10 @@ def _with_newline(lines: list[str]) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def upsert(text: str, file: str, line: str) -> str:
+def upsert(text: str, file: str, line: str, exists: Exists | None = None) -> str:
     """Replace the line(s) for `file` with `line`, or append it."""
     lines = text.splitlines()
-    targets = {e.lineno for e in parse_index(text) if e.names(file)}
+    targets = {e.lineno for e in parse_index(text) if e.names(file, exists)}
     if not targets:
         return _with_newline([*lines, line])
     first = min(targets)
@@ -131,17 +160,20 @@ def upsert(text: str, file: str, line: str) -> str:
     return _with_newline(out)
 
 
-def remove(text: str, file: str) -> str:
-    targets = {e.lineno for e in parse_index(text) if e.names(file)}
+def remove(text: str, file: str, exists: Exists | None = None) -> str:
+    targets = {e.lineno for e in parse_index(text) if e.names(file, exists)}
     if not targets:
         return text
     return _with_newline([old for i, old in enumerate(text.splitlines()) if i not in targets])
 
 
-def dangling(text: str, existing: Iterable[str]) -> list[IndexEntry]:
-    """Index lines that point at files which do not exist (links to URLs are left alone)."""
+def dangling(text: str, existing: Iterable[str], exists: Exists | None = None) -> list[IndexEntry]:
+    """Index lines that point at files which do not exist: at no memory of `existing` and, with
+    `exists`, at nothing on disk (links to URLs and absolute paths are left alone)."""
     present = set(existing)
-    return [e for e in parse_index(text) if e.file_among(present) is None and _is_local(e.file)]
+    return [
+        e for e in parse_index(text) if e.file_among(present) is None and not _kept(e.forms, exists)
+    ]
 
 
 def unlisted(text: str, files: Iterable[str]) -> list[str]:
@@ -153,23 +185,32 @@ def unlisted(text: str, files: Iterable[str]) -> list[str]:
     return [f for f in wanted if f not in listed]
 
 
-def apply(text: str, upserts: Mapping[str, str], present: Collection[str] | None = None) -> str:
+def apply(
+    text: str,
+    upserts: Mapping[str, str],
+    present: Collection[str] | None = None,
+    exists: Exists | None = None,
+) -> str:
     """One pass over the index: each `upserts[file]` line replaces the first line for that
     file (later ones are dropped) or is appended; with `present`, lines pointing at files not
-    in it are dropped too (repair on write)."""
+    in it (nor, with `exists`, on disk) are dropped too (repair on write)."""
     out: list[str] = []
     done: set[str] = set()
     for line in text.splitlines():
         match = _LINE.match(line) if "](" in line else None
         if match is not None:
             forms = link_forms(match.group("file"))
-            file = next((f for f in forms if f in upserts), None)
+            file = next((f for f in meaning(forms, exists) if f in upserts), None)
             if file is not None:
                 if file not in done:
                     out.append(upserts[file])
                     done.add(file)
                 continue
-            if present is not None and _is_local(forms[0]) and not any(f in present for f in forms):
+            if (
+                present is not None
+                and not any(f in present for f in forms)
+                and not _kept(forms, exists)
+            ):
                 continue
         out.append(line)
     out.extend(line for file, line in upserts.items() if file not in done)
@@ -177,20 +218,22 @@ def apply(text: str, upserts: Mapping[str, str], present: Collection[str] | None
 
 
 def _is_local(file: str) -> bool:
-    return "://" not in file and not file.startswith("#")
+    """A name in the index's folder: not a URI (`mailto:`, `https://`), an absolute path,
+    `~/…` or an anchor."""
+    return not _SCHEME.match(file) and not file.startswith(("/", "#", "~"))
 
 
-def reconcile(text: str, files: Mapping[str, tuple[str, str]]) -> str:
+def reconcile(text: str, files: Mapping[str, tuple[str, str]], exists: Exists | None = None) -> str:
     """Bring the index in step with `files` ({file: (title, hook)}): drop lines to missing
     files, add a line for each file that has none, keep everything else as written."""
-    gone = {e.lineno for e in dangling(text, files)}
+    gone = {e.lineno for e in dangling(text, files, exists)}
     if gone:
         text = _with_newline([old for i, old in enumerate(text.splitlines()) if i not in gone])
     listed = {e.file_among(files) for e in parse_index(text)}
     for file in sorted(files):
         if file not in listed:
             title, hook = files[file]
-            text = upsert(text, file, index_line(title, file, hook))
+            text = upsert(text, file, index_line(title, file, hook), exists)
     return text
 
 

@@ -16,7 +16,13 @@ from pathlib import Path
 import structlog
 
 from memoryd.automem import index as index_mod
-from memoryd.automem.layout import index_file, index_path, is_team, read_index_for_rewrite
+from memoryd.automem.layout import (
+    index_file,
+    index_path,
+    is_team,
+    on_disk,
+    read_index_for_rewrite,
+)
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.stamps import Stat, stat_stamp
@@ -69,7 +75,8 @@ class IndexWriter:
                 path = index_path(memory_dir, team=team)
                 text = read_index_for_rewrite(path)
                 present = {index_file(k, team) for k in state.entries if is_team(k) == team}
-                new = index_mod.apply(text, lines, present | set(lines))
+                present |= set(lines)
+                new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
                 if new != text or not path.exists():
                     atomic_write_text(path, new)
                 state.note_written_dir(path.parent)
@@ -80,7 +87,8 @@ class IndexWriter:
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
         text = read_index_for_rewrite(path)
-        new = index_mod.remove(text, file)
+        # The file is gone already: a line means it only if it means no file still there.
+        new = index_mod.remove(text, file, on_disk(path.parent))
         if new != text:
             atomic_write_text(path, new)
 
@@ -101,7 +109,7 @@ class IndexWriter:
                 if not files and not text:
                     continue
                 before = {e.file for e in index_mod.parse_index(text)}
-                new = index_mod.reconcile(text, files)
+                new = index_mod.reconcile(text, files, on_disk(path.parent, files))
                 after = {e.file for e in index_mod.parse_index(new)}
                 added += len(after - before)
                 removed += len(before - after)
@@ -161,7 +169,9 @@ class IndexWriter:
                 }
                 if not lines:
                     continue
-                atomic_write_text(path, index_mod.apply(text, lines))
+                atomic_write_text(
+                    path, index_mod.apply(text, lines, exists=on_disk(path.parent, headers))
+                )
                 state.note_written_dir(path.parent)
                 added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
         if added:

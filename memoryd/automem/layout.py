@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from memoryd.automem import index as index_mod
@@ -24,6 +25,21 @@ def index_file(key: str, team: bool) -> str:
 def index_path(memory_dir: Path, *, team: bool) -> Path:
     """MEMORY.md, or team/MEMORY.md."""
     return (memory_dir / TEAM_DIR if team else memory_dir) / index_mod.INDEX_NAME
+
+
+def on_disk(folder: Path, known: Collection[str] = ()) -> index_mod.Exists:
+    """Whether a name an index line gives exists in the index's `folder` (a name of `known`,
+    the memories loaded, is taken to without a `stat`); a link to itself or a folder counts."""
+
+    def exists(name: str) -> bool:
+        if name in known:
+            return True
+        try:
+            return os.path.lexists(folder / name)
+        except (OSError, ValueError):  # a NUL in the name, a name too long
+            return False
+
+    return exists
 
 
 class IndexIsAFolder(ForbiddenPath):

@@ -27,7 +27,14 @@ from memoryd.automem.embeddings.semantic import SemanticRecall
 from memoryd.automem.history import History
 from memoryd.automem.index_cache import IndexText, IndexTexts
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import IndexIsAFolder, index_file, index_path, is_team, read_index
+from memoryd.automem.layout import (
+    IndexIsAFolder,
+    index_file,
+    index_path,
+    is_team,
+    on_disk,
+    read_index,
+)
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.recall.explain import Why, explain
@@ -234,7 +241,8 @@ class AutoMemory:
             # The memories are still listed; every file is an orphan until the folder moves.
             return IndexView(path, "", False, None, (), tuple(sorted(existing)), str(exc))
         cut = index_mod.truncate(text)
-        missing = tuple(e.file for e in index_mod.dangling(text, existing))
+        exists = on_disk(path.parent, set(existing))
+        missing = tuple(e.file for e in index_mod.dangling(text, existing, exists))
         orphans = tuple(index_mod.unlisted(text, sorted(existing)))
         return IndexView(path, cut.text, cut.truncated, cut.cap, missing, orphans)
 

@@ -57,3 +57,57 @@ async def test_remember_too_large_is_refused_before_the_model_sees_it(
     assert err.value.code == -32004
     assert "200,000 bytes" in err.value.message
     assert fake_model.message_requests() == []
+
+
+USER = {"type": "user", "description": "d", "body": "b"}
+
+
+async def test_index_lines_to_existing_targets_are_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path, tmp_path: Path
+) -> None:
+    await daemon.call("memory.write", cwd=str(project), name="A", **USER)
+    guide = tmp_path / "guide.md"
+    guide.write_text("# guide\n")
+    (memdir / "arch.png").write_bytes(b"\x89PNG")
+    (memdir / "notes.txt").write_text("notes\n")
+    hand = [
+        "- [Ask Dana](mailto:dana@example.com) — who owns billing",
+        "- [Architecture diagram](arch.png) — the service map",
+        "- [Old notes](notes.txt) — notes from before memoryd",
+        f"- [Team guide]({guide}) — the onboarding guide",
+        "- [Gone file](gone.txt) — deleted by hand",
+    ]
+    index = memdir / "MEMORY.md"
+    index.write_text(index.read_text() + "\n".join(hand) + "\n")
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["dangling"] == ["gone.txt"]
+    await daemon.call(
+        "memory.write", cwd=str(project), name="B", type="user", description="x", body="other"
+    )
+    after = index.read_text()
+    assert [h for h in hand if h not in after] == [hand[-1]]
+    await daemon.call("memory.reconcile", cwd=str(project))
+    assert index.read_text() == after
+
+
+async def test_a_percent_name_never_takes_the_line_of_its_decoded_name(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    async def write(name: str, description: str, body: str, file: str) -> None:
+        await daemon.call(
+            "memory.write", cwd=str(project), type="user", name=name,
+            description=description, body=body, file=file,
+        )  # fmt: skip
+
+    await write("Space", "the spaced one", "alpha beta gamma", "a b.md")
+    await write("Percent", "the percent one", "completely other words", "a%20b.md")
+    index = memdir / "MEMORY.md"
+    assert index.read_text() == (
+        "- [Space](a%20b.md) — the spaced one\n- [Percent](a%2520b.md) — the percent one\n"
+    )
+    await write("Space", "the spaced one, again", "alpha beta gamma", "a b.md")
+    await daemon.call("memory.delete", cwd=str(project), path="a%20b.md")
+    assert index.read_text() == "- [Space](a%20b.md) — the spaced one, again\n"
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["orphans"] == []
+    assert listed["index"]["dangling"] == []
