@@ -3,14 +3,22 @@
 The canonical root is the main worktree's root, so every linked worktree of a repository
 maps to the same project (and so the same memory directory). Outside git, the directory
 itself is the project root.
+
+Like git since CVE-2022-24765 (`safe.directory`), a `.git` another user owns is not trusted:
+the walk up from cwd stops there and cwd is taken as outside git. Every file is read through
+`read_regular_file` (no blocking open on a FIFO, a cap on the size): discovery runs on the
+daemon's event loop.
 """
 
 from __future__ import annotations
 
 import configparser
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from memoryd.fsutil import read_regular_file
 
 
 @dataclass(frozen=True)
@@ -22,12 +30,41 @@ class GitFacts:
     repo_slug: str | None  # "owner/repo" from the remote, when it parses
 
 
-def _read_gitdir_file(dot_git: Path) -> Path | None:
-    """A linked worktree (or submodule) has a `.git` file: `gitdir: <path>`."""
+# `.git` files and `commondir` hold one path; a config over 1 MiB is not a git config.
+_POINTER_CAP = 64 * 1024
+_CONFIG_CAP = 1024 * 1024
+
+
+def _read_small(path: Path, limit: int) -> str | None:
+    """The text of a regular file of at most `limit` bytes, else None. Links are followed,
+    as git follows them."""
     try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        data = read_regular_file(path, limit, follow_links=True)
     except OSError:
         return None
+    return None if len(data) > limit else data.decode("utf-8", errors="replace")
+
+
+def _owned_by_me(path: Path, *, follow: bool = True) -> bool:
+    """git's ownership rule: the owner must be the current (effective) user, root included."""
+    try:
+        info = path.stat() if follow else path.lstat()
+    except OSError:
+        return False
+    return info.st_uid == os.geteuid()
+
+
+def _trusted(directory: Path, dot_git: Path) -> bool:
+    """The folder, its `.git` (the link and what it points to) are the user's own."""
+    return _owned_by_me(directory) and _owned_by_me(dot_git, follow=False) and _owned_by_me(dot_git)
+
+
+def _read_gitdir_file(dot_git: Path) -> Path | None:
+    """A linked worktree (or submodule) has a `.git` file: `gitdir: <path>`."""
+    text = _read_small(dot_git, _POINTER_CAP)
+    if text is None:
+        return None
+    text = text.strip()
     if not text.startswith("gitdir:"):
         return None
     target = Path(text[len("gitdir:") :].strip())
@@ -38,24 +75,32 @@ def _read_gitdir_file(dot_git: Path) -> Path | None:
 
 def _common_dir(git_dir: Path) -> Path:
     """A worktree's private git dir names the shared one in `commondir`."""
-    commondir = git_dir / "commondir"
-    try:
-        rel = commondir.read_text(encoding="utf-8").strip()
-    except OSError:
+    rel = _read_small(git_dir / "commondir", _POINTER_CAP)
+    if rel is None or not rel.strip():
         return git_dir
-    target = Path(rel)
+    target = Path(rel.strip())
     return (target if target.is_absolute() else git_dir / target).resolve()
 
 
 def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
-    """(worktree root, the worktree's own git dir) for the nearest enclosing repository."""
+    """(worktree root, the worktree's own git dir) for the nearest enclosing repository.
+
+    The walk stops at a `.git` that is not the user's own (its folder, the `.git` itself or
+    the git dir a `.git` file names belongs to another user): None, as outside git. Another
+    user's `/tmp/.git` would otherwise be every scratch folder's repository."""
     for directory in (cwd, *cwd.parents):
         dot_git = directory / ".git"
         if dot_git.is_dir():
+            if not _trusted(directory, dot_git):
+                return None
             return directory, dot_git.resolve()
         if dot_git.is_file():
+            if not _trusted(directory, dot_git):
+                return None
             git_dir = _read_gitdir_file(dot_git)
             if git_dir is not None and git_dir.is_dir():
+                if not _owned_by_me(git_dir):
+                    return None
                 return directory, git_dir
     return None
 
@@ -75,10 +120,13 @@ def discover(cwd: Path) -> GitFacts:
 
 
 def read_remote_url(git_dir: Path, remote: str = "origin") -> str | None:
+    text = _read_small(git_dir / "config", _CONFIG_CAP)
+    if text is None:
+        return None
     parser = configparser.RawConfigParser(strict=False)
     try:
-        parser.read(git_dir / "config", encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
+        parser.read_string(text, source=str(git_dir / "config"))
+    except configparser.Error:
         return None
     preferred = f'remote "{remote}"'
     sections = [s for s in parser.sections() if s.startswith("remote ")]
