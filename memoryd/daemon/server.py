@@ -5,7 +5,8 @@ live daemon answers there, replace a stale socket file → listen (dir 0700, soc
 write the status file. Shutdown order mirrors mypy's dmypy: the status file is removed
 first (only if it still names us, so a dying daemon never deletes its successor's file),
 then listening stops, in-flight requests drain, services close (pending team pushes,
-summaries), and the socket file goes.
+summaries), and the socket file goes (only if it is still the file we bound, checked under
+the same lock as start-up's, so a daemon that replaced us while we drained keeps its socket).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import socket
 import stat
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
@@ -101,9 +103,10 @@ def check_socket_folder(folder: Path) -> None:
 _AF_UNIX_PATH_MAX = 103 if sys.platform == "darwin" else 107
 
 
-def bind_socket(path: Path) -> socket.socket:
-    """A listening socket at `path`; StartupError, one line saying what to do, when the
-    system will not give one (a path too long for AF_UNIX, a file where its folder goes)."""
+def bind_socket(path: Path) -> tuple[socket.socket, tuple[int, int]]:
+    """A listening socket at `path` and the (st_dev, st_ino) of its file; StartupError, one
+    line saying what to do, when the system will not give one (a path too long for AF_UNIX, a
+    file where its folder goes)."""
     size = len(os.fsencode(path))
     if size > _AF_UNIX_PATH_MAX:
         raise StartupError(
@@ -119,7 +122,18 @@ def bind_socket(path: Path) -> socket.socket:
         raise StartupError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
 
 
-def _bind(path: Path) -> socket.socket:
+@contextlib.contextmanager
+def _socket_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on PATH.lock: who may unlink, bind or remove the socket file."""
+    lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock_fd)  # closing releases the lock
+
+
+def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     if not path.parent.exists():
         # Only a folder memoryd creates is made 0700; one the user named keeps its mode (the
         # socket itself is 0600 either way).
@@ -128,12 +142,29 @@ def _bind(path: Path) -> socket.socket:
         check_socket_folder(path.parent)
     # Two daemons starting at once must not both see a stale socket, unlink and bind: the
     # check-unlink-bind sequence runs under an exclusive lock next to the socket.
-    lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    with _socket_lock(path):
+        sock = _bind_locked(path)
+        try:
+            info = path.lstat()
+        except OSError:
+            sock.close()
+            raise
+        return sock, (info.st_dev, info.st_ino)
+
+
+def remove_socket_file_if_ours(path: Path, identity: tuple[int, int]) -> None:
+    """Unlink the socket file only if it is still the one we bound: a daemon started while
+    we drained has replaced it with its own (it found ours no longer listening)."""
     try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        return _bind_locked(path)
-    finally:
-        os.close(lock_fd)  # closing releases the lock
+        with _socket_lock(path):
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                return
+            if (info.st_dev, info.st_ino) == identity:
+                path.unlink()
+    except OSError as exc:  # the folder went away, or the lock cannot be opened
+        log.warning("socket file not removed", socket=str(path), error=str(exc))
 
 
 def _bind_locked(path: Path) -> socket.socket:
@@ -187,15 +218,15 @@ class Server:
         self.daemon = daemon
         self.config = daemon.config
         self._server: asyncio.AbstractServer | None = None
-        self._owns_socket_file = False
+        # (st_dev, st_ino) of the socket file we bound; None for systemd's socket.
+        self._socket_file: tuple[int, int] | None = None
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
         sock = systemd_socket()
         activated = sock is not None
         if sock is None:
-            sock = bind_socket(self.config.socket_path)
-            self._owns_socket_file = True
+            sock, self._socket_file = bind_socket(self.config.socket_path)
         sock.setblocking(False)
         # One budget for the unfinished lines of every connection (limits.py).
         input_budget = InputBudget(self.config.input_buffer_cap)
@@ -269,9 +300,8 @@ class Server:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2)
-        if self._owns_socket_file:
-            with contextlib.suppress(FileNotFoundError):
-                self.config.socket_path.unlink()
+        if self._socket_file is not None:
+            remove_socket_file_if_ours(self.config.socket_path, self._socket_file)
         log.info("memoryd stopped")
 
 

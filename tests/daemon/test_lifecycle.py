@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.daemon.server import socket_is_live
 from memoryd_client import Client, DaemonUnavailable
-from tests.conftest import DaemonHandle
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.daemon.conftest import TEST_METHODS
 
 SECRET = "sk-ant-api03-" + "Z" * 40
 
@@ -222,3 +224,34 @@ async def test_a_worker_cancelled_before_its_first_step_closes_its_coroutine(
     task.cancel()  # before the loop ran it: the coroutine never started
     await asyncio.gather(task, return_exceptions=True)
     assert coroutine.cr_frame is None  # closed, not left to warn "never awaited"
+
+
+async def test_a_daemon_that_finishes_draining_leaves_its_successors_socket(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt: daemon A, draining after SIGTERM, unlinked the socket path when it
+    # was done, though daemon B had replaced A's (no longer listening) socket meanwhile: B
+    # ran on, unreachable. A now removes the file only if it is still the one it bound.
+    config = daemon_config(short_tmp)
+    first = await start_daemon(config, TEST_METHODS)
+    client = await first.client()
+    slow = asyncio.create_task(client.call("test.sleep", {"seconds": 1.0}))
+    await asyncio.sleep(0.1)
+    stopping = asyncio.create_task(first.server.stop())
+    # A stops listening at once and drains; its socket file is stale from then on.
+    async with asyncio.timeout(5):
+        while socket_is_live(config.socket_path):
+            await asyncio.sleep(0.02)
+    second = await start_daemon(config, TEST_METHODS)
+    try:
+        assert await asyncio.wait_for(slow, 5) == {"slept": 1.0}
+        await asyncio.wait_for(stopping, 15)
+        await first._client.close()
+        await client.close()
+        assert config.socket_path.exists()
+        fresh = await asyncio.wait_for(second.client(), 5)
+        assert (await asyncio.wait_for(fresh.call("status", {}), 5))["pid"] == os.getpid()
+        await fresh.close()
+    finally:
+        await stop_daemon(second)
+    assert not config.socket_path.exists()  # B removes its own

@@ -290,7 +290,7 @@ def test_a_socket_folder_others_can_write_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StartupError, match="writable by other users"):
         bind_socket(folder / "d.sock")
     folder.chmod(0o1777)  # sticky, like /tmp: others cannot replace our socket
-    bind_socket(folder / "d.sock").close()
+    bind_socket(folder / "d.sock")[0].close()
 
 
 async def test_half_a_surrogate_pair_is_read_as_a_replacement_character(
