@@ -23,8 +23,13 @@ DEFAULT_REPLY_LIMIT = 16 * MiB
 MAX_BATCH = 1_000
 # Notifications queued for a client that is not reading, before its connection is closed.
 NOTIFY_BUFFER_CAP = 16 * MiB
-# Bytes queued for a client before a reply waits for it to read some (a notification never waits).
+# Bytes queued for a client before a reply waits for it to read some (a notification never
+# waits), and before the daemon reads no more of that client's requests until it does.
 WRITE_DRAIN_THRESHOLD = 1 * MiB
+# Requests (lines) of one connection running at once; past it the daemon reads no more of
+# that connection until one finishes (a client that never reads its replies cannot make the
+# daemon start, and buffer, a reply for every line it sends).
+MAX_INFLIGHT_PER_CONNECTION = 128
 # How much one read takes from a connection.
 READ_CHUNK = 256 * 1024
 # After refusing input, how long the rest of it is read and dropped before the connection

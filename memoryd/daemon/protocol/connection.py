@@ -1,6 +1,11 @@
 """One client connection: reads lines (an unfinished one charged to a budget shared by every
 connection), runs each as a task, writes replies as they complete, and notifications that
-never wait on the client."""
+never wait on the client.
+
+Backpressure: at most MAX_INFLIGHT_PER_CONNECTION lines run at once, and nothing more is read
+while over WRITE_DRAIN_THRESHOLD bytes of replies wait for the client to read them; a reply
+is written only once the queue is back under that threshold (one writer at a time), so a
+connection holds at most the threshold plus one reply."""
 
 from __future__ import annotations
 
@@ -11,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.daemon.limits import LINGER_S, NOTIFY_BUFFER_CAP, READ_CHUNK, WRITE_DRAIN_THRESHOLD
+from memoryd.daemon.limits import (
+    LINGER_S,
+    MAX_INFLIGHT_PER_CONNECTION,
+    NOTIFY_BUFFER_CAP,
+    READ_CHUNK,
+    WRITE_DRAIN_THRESHOLD,
+)
 from memoryd.daemon.protocol.dispatch import dispatch_message
 from memoryd.daemon.protocol.envelope import (
     INTERNAL_ERROR,
@@ -71,6 +82,7 @@ class Connection:
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
+        self._write_lock = asyncio.Lock()
 
     def wants(self, event: str) -> bool:
         subs = self.subscriptions
@@ -115,6 +127,10 @@ class Connection:
                     await self._refuse(_line_over(limit))
                     return
                 if line.strip():
+                    try:
+                        await self._wait_for_room()
+                    except (ConnectionError, OSError):
+                        return
                     await self._start(parse_line(line))
             rest = len(chunk) - start
             if not rest:
@@ -137,6 +153,14 @@ class Connection:
                 return
             self._held += rest
             partial += chunk[start:]
+
+    async def _wait_for_room(self) -> None:
+        """Read no more while the connection's requests fill its share: too many running, or
+        replies queued that the client has not read."""
+        while len(self.tasks) >= MAX_INFLIGHT_PER_CONNECTION:
+            await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_COMPLETED)
+        if self.writer.transport.get_write_buffer_size() > WRITE_DRAIN_THRESHOLD:
+            await self.writer.drain()
 
     async def _refuse(self, error: dict[str, Any]) -> None:
         """Answer, then read and drop what the client is still sending (for at most
@@ -190,9 +214,13 @@ class Connection:
         if self.closed:
             return
         try:
-            self.writer.write(data)
-            if self.writer.transport.get_write_buffer_size() > WRITE_DRAIN_THRESHOLD:
-                await self.writer.drain()
+            # Wait for the client to read before queueing more, not after: every task that
+            # finishes writes, and checking afterwards let each add its reply first.
+            async with self._write_lock:
+                if self.writer.transport.get_write_buffer_size() > WRITE_DRAIN_THRESHOLD:
+                    await self.writer.drain()
+                if not self.closed:
+                    self.writer.write(data)
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True
 

@@ -1,0 +1,59 @@
+"""What one connection may hold in the daemon: requests running and replies not yet read."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import orjson
+
+from memoryd.daemon.limits import MAX_INFLIGHT_PER_CONNECTION, WRITE_DRAIN_THRESHOLD
+from tests.conftest import DaemonHandle
+
+REQUEST = b'{"jsonrpc":"2.0","method":"rpc.methods","id":1}\n'
+
+
+async def test_a_client_that_never_reads_its_replies_holds_a_bounded_share(
+    daemon: DaemonHandle,
+) -> None:
+    # Found by a bug hunt: 2 MB of pipelined requests whose replies were never read cost the
+    # daemon +230 MiB (a task and a buffered reply per line, 39,525 in flight).
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.setblocking(False)
+    raw.connect(str(daemon.socket_path))
+    _reader, writer = await asyncio.open_unix_connection(sock=raw)
+    writer.write(REQUEST * 20_000)  # queued on our side: never drained, never read
+    try:
+        await asyncio.sleep(1.5)
+        assert len(daemon.daemon.inflight) <= MAX_INFLIGHT_PER_CONNECTION
+        queued = max(c.writer.transport.get_write_buffer_size() for c in daemon.daemon.connections)
+        reply_size = len(orjson.dumps(await daemon.call("rpc.methods"))) + 64
+        assert queued <= WRITE_DRAIN_THRESHOLD + reply_size
+        # The daemon stays responsive to everyone else.
+        status = await asyncio.wait_for(daemon.call("status"), 5)
+        assert status["inflight"] <= MAX_INFLIGHT_PER_CONNECTION
+    finally:
+        writer.transport.abort()
+
+
+async def test_a_client_that_pipelines_and_reads_gets_every_reply(daemon: DaemonHandle) -> None:
+    count = 5_000
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    lines = b"".join(
+        b'{"jsonrpc":"2.0","method":"rpc.methods","id":%d}\n' % i for i in range(count)
+    )
+
+    async def send() -> None:
+        writer.write(lines)
+        await writer.drain()
+
+    async def receive() -> set[int]:
+        ids = set()
+        for _ in range(count):
+            ids.add(orjson.loads(await reader.readline())["id"])
+        return ids
+
+    _sent, ids = await asyncio.wait_for(asyncio.gather(send(), receive()), 60)
+    assert ids == set(range(count))
+    writer.close()
