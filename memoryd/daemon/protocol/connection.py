@@ -82,6 +82,7 @@ class Connection:
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
+        self._reading = True  # False once the daemon stops: input is read and dropped
         self._write_lock = asyncio.Lock()
 
     def wants(self, event: str) -> bool:
@@ -113,6 +114,9 @@ class Connection:
                 return
             if not chunk:
                 return  # EOF, possibly mid-line: nothing complete to answer
+            if not self._reading:
+                partial.clear()
+                continue
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 if partial:
@@ -131,9 +135,12 @@ class Connection:
                         await self._wait_for_room()
                     except (ConnectionError, OSError):
                         return
+                    if not self._reading:
+                        break
                     await self._start(parse_line(line))
             rest = len(chunk) - start
-            if not rest:
+            if not rest or not self._reading:
+                partial.clear()
                 continue
             if len(partial) + rest > limit:
                 await self._refuse(_line_over(limit))
@@ -225,8 +232,13 @@ class Connection:
             self.closed = True
 
     def stop_reading(self) -> None:
-        """End the read loop as if the client had hung up; replies in flight still go out."""
-        self.reader.feed_eof()
+        """Start no more requests; replies in flight still go out. What the client sends from
+        now on is read and dropped: not reading it would block the client's writes, and
+        feeding the reader EOF broke the connection at its next byte (asyncio asserts no data
+        comes after EOF), losing those replies."""
+        self._reading = False
+        self.input_budget.give_back(self._held)
+        self._held = 0
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Never waits on the client: one subscriber that stops reading must not hold up
