@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memoryd_client import Client, DaemonUnavailable, RpcError, default_socket_path
+from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -49,11 +49,12 @@ def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
 
 def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
     """The daemon's `status`; None when nobody listens or the reply is unusable; TimeoutError
-    when something accepts the connection but does not answer (a hung daemon is not absent)."""
+    when something accepts the connection but does not answer (a hung daemon is not absent);
+    UntrustedSocket when another user's program listens there (nothing to start next to it)."""
     try:
         with Client(sock, timeout=timeout) as conn:
             result = conn.call("status")
-    except TimeoutError:
+    except (TimeoutError, UntrustedSocket):
         raise
     except (DaemonUnavailable, RpcError, OSError, ValueError):
         return None
@@ -134,6 +135,8 @@ def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:
             reachable = True  # something listens: a daemon, if perhaps a hung one
             conn.call("shutdown")
             asked = True
+    except UntrustedSocket:
+        raise
     except (DaemonUnavailable, RpcError, TimeoutError, OSError):
         pass
     if pid is None or not reachable:

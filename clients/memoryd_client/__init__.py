@@ -1,6 +1,6 @@
 """A small client for the memoryd socket protocol. Standard library only.
 
-    from memoryd_client import Client, AsyncClient, RpcError, DaemonUnavailable
+    from memoryd_client import Client, AsyncClient, RpcError, DaemonUnavailable, UntrustedSocket
 
 `Client` is synchronous (one request at a time); `AsyncClient` multiplexes concurrent
 requests on one connection and queues server notifications. Both have one typed method per
@@ -14,13 +14,21 @@ from memoryd_client.client import (
     Client,
     DaemonUnavailable,
     RpcError,
+    UntrustedSocket,
     default_socket_path,
 )
 
 if TYPE_CHECKING:
     from memoryd_client.aio import AsyncClient
 
-__all__ = ["AsyncClient", "Client", "DaemonUnavailable", "RpcError", "default_socket_path"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "DaemonUnavailable",
+    "RpcError",
+    "UntrustedSocket",
+    "default_socket_path",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -17,10 +18,17 @@ from typing import Any
 
 from memoryd_client import paths
 from memoryd_client.methods import SyncMethods
+from memoryd_client.peercred import peer_uid
 
 
 class DaemonUnavailable(ConnectionError):
     """Nobody answers on the socket (not started, stopped, or stale)."""
+
+
+class UntrustedSocket(DaemonUnavailable):
+    """The socket, or its folder, belongs to another user: nothing is sent there. A
+    DaemonUnavailable (your daemon is not reachable there), which `memctl start` and `status`
+    report as it is instead of starting a daemon next to it."""
 
 
 class RpcError(Exception):
@@ -92,7 +100,53 @@ class Connector:
             self._left -= wait
             self._pause = min(self._pause * 2, 0.2)
             return wait
+        try:
+            check_server(sock, self.path)
+        except BaseException:
+            sock.close()
+            raise
         return sock
+
+
+def _yours(uid: int) -> bool:
+    return uid in (os.getuid(), 0)
+
+
+def check_server(sock: socket.socket, path: Path) -> None:
+    """Refuse a daemon that is not the user's own: another local user who made the socket's
+    folder first (`/tmp/memoryd-<uid>`, any sticky folder) and listens there would otherwise
+    get every prompt a hook sends and answer with text the agent takes as context.
+
+    The folder follows the daemon's own rule (`check_socket_folder`): yours or root's, and not
+    writable by others unless sticky. The peer's uid comes from the kernel (SO_PEERCRED,
+    LOCAL_PEERCRED), or where it cannot tell, from the socket file's owner."""
+    folder = path.parent
+    try:
+        info = folder.stat()
+    except OSError as exc:
+        raise DaemonUnavailable(f"cannot check the socket folder {folder}: {exc}") from exc
+    if not _yours(info.st_uid):
+        raise UntrustedSocket(
+            f"refusing to connect to {path}: its folder {folder} belongs to uid "
+            f"{info.st_uid}, not to you (uid {os.getuid()}); set MEMORYD_SOCKET or "
+            "XDG_RUNTIME_DIR to a folder of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        raise UntrustedSocket(
+            f"refusing to connect to {path}: its folder {folder} is writable by other users; "
+            "use a private folder"
+        )
+    try:
+        uid = peer_uid(sock)
+        if uid is None:
+            uid = os.stat(path).st_uid
+    except OSError as exc:
+        raise DaemonUnavailable(f"cannot tell who serves {path}: {exc}") from exc
+    if not _yours(uid):
+        raise UntrustedSocket(
+            f"refusing to connect to {path}: it is served by uid {uid}, not by you "
+            f"(uid {os.getuid()}); another user's program is listening there"
+        )
 
 
 def _unwrap(reply: dict[str, Any]) -> Any:

@@ -384,3 +384,31 @@ def test_help_file_has_a_tag_for_every_command(tmp_path: Path) -> None:
         assert f"command('{name}'" in source
         assert f":{name}" in tags
     assert {"memoryd.txt", "memoryd-setup", "memoryd-socket", "memoryd-health"} <= tags
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_socket_another_user_owns_is_refused(short_tmp: Path, tmp_path: Path) -> None:
+    """The socket file belongs to another user (uid 65534): the plugin never connects to it,
+    and says whose it is; a folder others may write in is refused too."""
+    other_uid = 65534
+    theirs = MisbehavingDaemon(short_tmp / "theirs.sock").start()
+    os.chown(theirs.socket_path, other_uid, other_uid)
+    open_folder = short_tmp / "open"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    own = short_tmp / "own.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(own))
+    env = {
+        "MEMORYD_SOCKET": str(theirs.socket_path),
+        "MEMORYD_TEST_OTHER_UID": str(other_uid),
+        "MEMORYD_TEST_OPEN_SOCKET": str(open_folder / "d.sock"),
+        "MEMORYD_TEST_OWN_SOCKET": str(own),
+    }
+    try:
+        records = run_nvim("untrusted_spec.lua", env, cwd=tmp_path)
+    finally:
+        theirs.stop()
+        listener.close()
+    assert_all_passed(records, expected=3)
+    assert theirs.methods == []

@@ -332,6 +332,55 @@ describe("misbehaving daemons", () => {
     }
   });
 
+  test("a socket another user owns is refused before connecting, naming the owner and the path", {
+    skip: process.getuid?.() !== 0 ? "chown to another user needs root" : false,
+  }, async () => {
+    const sock = path.join(tmp, "theirs.sock");
+    const server = await fakeServer(sock, () => undefined);
+    let accepted = 0;
+    server.server.on("connection", () => accepted++);
+    fs.chownSync(sock, 65534, 65534);
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    try {
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof DaemonUnavailable);
+        assert.equal(e.message, `refusing to connect to ${sock}: it belongs to uid 65534, not to you (uid 0)`);
+        return true;
+      });
+      assert.equal(accepted, 0, "nothing connected to it");
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a socket in a folder others may write in is refused; a sticky one is not", async () => {
+    const folder = path.join(tmp, "open");
+    fs.mkdirSync(folder);
+    fs.chmodSync(folder, 0o777);
+    const sock = path.join(folder, "d.sock");
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number };
+      s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+    });
+    let accepted = 0;
+    server.server.on("connection", () => accepted++);
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    try {
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof DaemonUnavailable);
+        assert.match(e.message, /^refusing to connect to .*d\.sock: its folder .*open is writable by other users$/);
+        return true;
+      });
+      assert.equal(accepted, 0, "nothing connected to it");
+      fs.chmodSync(folder, 0o1777); // sticky, as /tmp: the socket's owner decides, and it is ours
+      assert.deepEqual(await client.call("status"), { pid: 7 });
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
   test("a daemon that closes the connection mid-call: DaemonUnavailable, not a hang", async () => {
     const sock = path.join(tmp, "hangup.sock");
     const server = await fakeServer(sock, (_line, s) => s.destroy());

@@ -224,7 +224,53 @@ local function busy(err)
   return err:match('^EAGAIN') ~= nil or err:match('^EWOULDBLOCK') ~= nil or err:match('^ECONNREFUSED') ~= nil
 end
 
+-- Whether bit `value` (a power of two) is set in `mode`, without the bit library.
+local function has_bit(mode, value)
+  return math.floor(mode / value) % 2 == 1
+end
+
+-- Why the socket at `path` is not the user's own daemon, or nil. Another local user who made
+-- the socket's folder first (the /tmp/memoryd-<uid> fallback, any sticky folder) and listens
+-- there would otherwise get every request and answer in the daemon's place. libuv cannot ask
+-- the kernel who listens (SO_PEERCRED), so the socket file's owner stands for it, checked
+-- before connecting: the socket and its folder must be the user's (or root's), and the folder
+-- not writable by others unless sticky (the daemon's own rule for its folder). A path that is
+-- not there is left to the connect, which reports the daemon down.
+function Client.untrusted(path)
+  if uv.getuid == nil then
+    return nil
+  end
+  local uid = uv.getuid()
+  local function yours(owner)
+    return owner == uid or owner == 0
+  end
+  local folder = path:match('^(.*)/[^/]*$') or '.'
+  if folder == '' then
+    folder = '/'
+  end
+  local dir = uv.fs_stat(folder)
+  if dir ~= nil then
+    if not yours(dir.uid) then
+      return ('its folder %s belongs to uid %d, not to you (uid %d)'):format(folder, dir.uid, uid)
+    end
+    local others_write = has_bit(dir.mode, 16) or has_bit(dir.mode, 2) -- 0o020, 0o002
+    if others_write and not has_bit(dir.mode, 512) then -- 0o1000: sticky
+      return ('its folder %s is writable by other users'):format(folder)
+    end
+  end
+  local file = uv.fs_lstat(path)
+  if file ~= nil and not yours(file.uid) then
+    return ('it belongs to uid %d, not to you (uid %d)'):format(file.uid, uid)
+  end
+  return nil
+end
+
 function Client:_attempt(left_ms, pause_ms)
+  local why = Client.untrusted(self.path)
+  if why ~= nil then
+    self:_down(new_error('down', ('refusing to connect to %s: %s'):format(self.path, why)))
+    return
+  end
   local pipe = uv.new_pipe(false)
   self.pipe = pipe
   local ok, call_err = pcall(pipe.connect, pipe, self.path, function(err)

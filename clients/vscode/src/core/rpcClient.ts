@@ -1,7 +1,9 @@
 // One NDJSON JSON-RPC 2.0 connection to memoryd over its Unix socket: concurrent requests
 // matched by id, a timeout on every call, a cap on reply lines, notifications after `subscribe`,
 // and reconnection with backoff. No `vscode` import: tested with node's test runner.
+import * as fs from "node:fs";
 import * as net from "node:net";
+import * as path from "node:path";
 
 /** A JSON-RPC error the daemon answered with (its code and message kept). */
 export class RpcError extends Error {
@@ -23,6 +25,46 @@ export class DaemonUnavailable extends Error {
   ) {
     super(message);
     this.name = "DaemonUnavailable";
+  }
+}
+
+/**
+ * Why the socket at `socketPath` is not the user's own daemon, or undefined. Another local user
+ * who made the socket's folder first (the /tmp/memoryd-<uid> fallback, any sticky folder) and
+ * listens there would otherwise get every request and answer in the daemon's place. Node cannot
+ * ask the kernel who listens (SO_PEERCRED), so the socket file's owner stands for it, checked
+ * before connecting: the socket and its folder must be the user's (or root's), and the folder
+ * not writable by others unless sticky (the daemon's own rule for its folder). A path that is
+ * not there is left to the connect, which reports the daemon down.
+ */
+export function untrustedSocket(socketPath: string): string | undefined {
+  if (typeof process.getuid !== "function") {
+    return undefined; // Windows: no Unix owners
+  }
+  const uid = process.getuid();
+  const yours = (owner: number): boolean => owner === uid || owner === 0;
+  const folder = path.dirname(socketPath);
+  const dir = statOrUndefined(() => fs.statSync(folder));
+  if (dir !== undefined) {
+    if (!yours(dir.uid)) {
+      return `its folder ${folder} belongs to uid ${dir.uid}, not to you (uid ${uid})`;
+    }
+    if ((dir.mode & 0o022) !== 0 && (dir.mode & 0o1000) === 0) {
+      return `its folder ${folder} is writable by other users`;
+    }
+  }
+  const file = statOrUndefined(() => fs.lstatSync(socketPath));
+  if (file !== undefined && !yours(file.uid)) {
+    return `it belongs to uid ${file.uid}, not to you (uid ${uid})`;
+  }
+  return undefined;
+}
+
+function statOrUndefined(stat: () => fs.Stats): fs.Stats | undefined {
+  try {
+    return stat();
+  } catch {
+    return undefined;
   }
 }
 
@@ -256,6 +298,12 @@ export class MemorydClient {
     let left = CONNECT_RETRY_MS;
     let pause = 10;
     for (;;) {
+      const why = untrustedSocket(this.socketPath);
+      if (why !== undefined) {
+        const message = `refusing to connect to ${this.socketPath}: ${why}`;
+        this.markDown(message);
+        throw new DaemonUnavailable(message, this.socketPath);
+      }
       try {
         return await this.openOnce();
       } catch (error) {
