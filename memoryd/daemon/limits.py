@@ -35,3 +35,7 @@ READ_CHUNK = 256 * 1024
 # After refusing input, how long the rest of it is read and dropped before the connection
 # closes (so the client gets the error instead of a reset).
 LINGER_S = 2.0
+# At shutdown, how long a connection's queued replies may take to go out when the drain cap
+# (30 s, `DaemonConfig.drain_timeout_s`) is already spent; then a client that does not read
+# is aborted.
+CLOSE_GRACE_S = 1.0

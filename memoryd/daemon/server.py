@@ -29,7 +29,7 @@ import structlog
 from memoryd import PROTOCOL_VERSION, __version__
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
-from memoryd.daemon.limits import READ_CHUNK
+from memoryd.daemon.limits import CLOSE_GRACE_S, READ_CHUNK
 from memoryd.daemon.peercred import peer_uid
 from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
@@ -282,6 +282,7 @@ class Server:
         # services that are about to close.
         for connection in list(self.daemon.connections):
             connection.stop_reading()
+        deadline = time.monotonic() + self.config.drain_timeout_s
         current = asyncio.current_task()
         pending = [t for t in self.daemon.inflight if t is not current]
         if pending:
@@ -295,8 +296,11 @@ class Server:
             task.cancel()
         if workers:
             await asyncio.gather(*workers, return_exceptions=True)
-        for connection in list(self.daemon.connections):
-            await connection.close()
+        # Replies still queued go out while the drain cap lasts (at least CLOSE_GRACE_S); a
+        # client that does not read them is then aborted, not waited for.
+        grace = max(deadline - time.monotonic(), CLOSE_GRACE_S)
+        connections = list(self.daemon.connections)
+        await asyncio.gather(*(c.close(flush_within=grace) for c in connections))
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2)

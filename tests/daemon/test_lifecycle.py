@@ -276,3 +276,23 @@ async def test_a_client_that_writes_during_the_drain_still_gets_its_reply(
     await asyncio.wait_for(stopping, 15)
     assert await asyncio.wait_for(reader.read(), 5) == b""  # nothing started after the stop
     writer.close()
+
+
+async def test_a_client_that_does_not_read_cannot_hold_up_shutdown(short_tmp: Path) -> None:
+    # Found by a bug hunt: SIGTERM or `shutdown` waited for ever to close a connection whose
+    # client had stopped reading its replies. It waits out the drain cap, then aborts it.
+    handle = await start_daemon(daemon_config(short_tmp, drain_timeout_s=1.0))
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.setblocking(False)
+    raw.connect(str(handle.socket_path))
+    _reader, writer = await asyncio.open_unix_connection(sock=raw)
+    writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n' * 3000)  # never read
+    try:
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        await asyncio.wait_for(stop_daemon(handle), 10)
+        assert time.monotonic() - started < 5
+        assert not handle.socket_path.exists()
+    finally:
+        writer.transport.abort()

@@ -259,11 +259,22 @@ class Connection:
             self.daemon.connections.discard(self)
             self.writer.transport.abort()
 
-    async def close(self) -> None:
+    async def close(self, flush_within: float | None = None) -> None:
+        """Close once what is queued has been sent; past `flush_within` seconds (a client
+        that does not read) drop it and abort."""
         if self.closed and self.writer.is_closing():
             return
         self.closed = True
         self.daemon.connections.discard(self)
         self.writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.writer.wait_closed()
+        try:
+            async with asyncio.timeout(flush_within):
+                await self.writer.wait_closed()
+        except TimeoutError:
+            log.warning(
+                "aborting a connection that does not read its replies",
+                unsent=self.writer.transport.get_write_buffer_size(),
+            )
+            self.writer.transport.abort()
+        except (ConnectionError, OSError):
+            pass
