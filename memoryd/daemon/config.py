@@ -9,7 +9,12 @@ from pathlib import Path
 from memoryd import paths
 from memoryd.core.model_config import ModelConfig
 from memoryd.core.team_config import TeamConfig
-from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, DEFAULT_REPLY_LIMIT
+from memoryd.daemon.limits import (
+    DEFAULT_INPUT_BUFFER_CAP,
+    DEFAULT_LINE_LIMIT,
+    DEFAULT_REPLY_LIMIT,
+    STALLED_LINE_S,
+)
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,7 @@ class DaemonConfig:
     socket_path: Path = field(default_factory=paths.default_socket_path)
     line_limit: int = DEFAULT_LINE_LIMIT
     input_buffer_cap: int = DEFAULT_INPUT_BUFFER_CAP
+    stalled_line_s: float = STALLED_LINE_S
     reply_limit: int = DEFAULT_REPLY_LIMIT
     log_file: Path | None = None
     flag_settings: Path | None = None

@@ -16,6 +16,12 @@ DEFAULT_LINE_LIMIT = 8 * MiB
 # input would go past it gets -32600 and is closed (so many clients each sending almost a
 # line cannot grow the daemon without bound).
 DEFAULT_INPUT_BUFFER_CAP = 32 * MiB
+# An unfinished line that gets no byte for this long closes its connection and gives its bytes
+# back to the budget above (`DaemonConfig.stalled_line_s`) ...
+STALLED_LINE_S = 10.0
+# ... and when a connection's input would go past the budget, the connections whose
+# unfinished line has had no byte for this long are closed first, to make room.
+STALLED_UNDER_PRESSURE_S = 1.0
 # One reply line (a batch's whole reply); a reply, or batch member, that does not fit is
 # replaced by -32004 naming the method and the cap.
 DEFAULT_REPLY_LIMIT = 16 * MiB

@@ -218,6 +218,7 @@ class Server:
         self.daemon = daemon
         self.config = daemon.config
         self._server: asyncio.AbstractServer | None = None
+        self.input_budget: InputBudget | None = None
         # (st_dev, st_ino) of the socket file we bound; None for systemd's socket.
         self._socket_file: tuple[int, int] | None = None
         self.ready = asyncio.Event()
@@ -229,7 +230,7 @@ class Server:
             sock, self._socket_file = bind_socket(self.config.socket_path)
         sock.setblocking(False)
         # One budget for the unfinished lines of every connection (limits.py).
-        input_budget = InputBudget(self.config.input_buffer_cap)
+        self.input_budget = input_budget = InputBudget(self.config.input_buffer_cap)
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.daemon.last_activity = time.monotonic()

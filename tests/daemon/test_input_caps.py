@@ -138,3 +138,46 @@ async def test_a_reply_over_the_cap_is_a_clear_error(short_tmp: Path, tmp_path: 
         assert (await handle.call("status"))["counters"]["reply_over_cap"] >= 4
     finally:
         await stop_daemon(handle)
+
+
+async def test_a_stalled_unfinished_line_does_not_lock_out_clients_that_send(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt: connections that sent most of a line and went quiet held the shared
+    # budget for ever, and every client whose request took two reads was refused. When input
+    # would go past the budget, a line with no byte for a second is dropped first.
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=MiB, input_buffer_cap=2 * MiB))
+    try:
+        stalled = [await _hold(handle.socket_path, 900_000) for _ in range(2)]
+        await asyncio.sleep(1.2)
+        reader, writer = await _hold(handle.socket_path, 900_000)
+        assert (await _finish(reader, writer))["result"]["pid"] > 0
+        writer.close()
+        # Only as many as needed, the longest stalled first: the second one still counts.
+        assert handle.daemon.counters["stalled_line_closed"] == 1
+        with contextlib.suppress(ConnectionResetError):
+            await asyncio.wait_for(stalled[0][0].read(), 5)  # closed by the daemon
+        assert "result" in await _finish(*stalled[1])
+        for _reader, stalled_writer in stalled:
+            stalled_writer.close()
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_an_unfinished_line_that_stalls_closes_its_connection(short_tmp: Path) -> None:
+    handle = await start_daemon(daemon_config(short_tmp, stalled_line_s=0.5))
+    try:
+        reader, writer = await _hold(handle.socket_path, 100_000)
+        _idle_reader, idle_writer = await _connect(handle.socket_path)  # no line: may stay
+        with contextlib.suppress(ConnectionResetError):
+            await asyncio.wait_for(reader.read(), 5)  # closed by the daemon, not by us
+        assert handle.daemon.counters["stalled_line_closed"] == 1
+        assert handle.server.input_budget is not None
+        assert handle.server.input_budget.used == 0
+        await asyncio.sleep(0.1)
+        status = await asyncio.wait_for(handle.call("status"), 5)
+        assert status["connections"] == 2  # the idle one and the handle's own
+        writer.close()
+        idle_writer.close()
+    finally:
+        await stop_daemon(handle)

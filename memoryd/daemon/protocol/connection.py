@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import time
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -21,6 +22,7 @@ from memoryd.daemon.limits import (
     MAX_INFLIGHT_PER_CONNECTION,
     NOTIFY_BUFFER_CAP,
     READ_CHUNK,
+    STALLED_UNDER_PRESSURE_S,
     WRITE_DRAIN_THRESHOLD,
 )
 from memoryd.daemon.protocol.dispatch import dispatch_message
@@ -47,12 +49,32 @@ def _line_over(limit: int) -> dict[str, Any]:
     return error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
 
 
+def _stalled(seconds: float) -> dict[str, Any]:
+    return error_object(
+        INVALID_REQUEST,
+        f"input refused: an unfinished request line got no byte for {seconds:g} s; "
+        "send each line whole (this connection is closed)",
+    )
+
+
 class InputBudget:
-    """Bytes of unfinished request lines held for all connections together, capped."""
+    """Bytes of unfinished request lines held for all connections together, capped, and the
+    connections holding some."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.used = 0
+        self.holders: set[Connection] = set()
+
+    def reclaim(self, size: int, stalled_before: float, *, keep: Connection) -> None:
+        """Make room for `size` bytes by closing connections (never `keep`) whose unfinished
+        line has had no byte since `stalled_before` (a monotonic time), the longest stalled
+        first, giving their bytes back."""
+        stalled = [h for h in self.holders if h is not keep and h.last_progress <= stalled_before]
+        for holder in sorted(stalled, key=lambda h: h.last_progress):
+            if self.used + size <= self.cap:
+                return
+            holder.drop_stalled_line(time.monotonic() - holder.last_progress)
 
     def take(self, size: int) -> bool:
         if self.used + size > self.cap:
@@ -77,6 +99,7 @@ class Connection:
         self.daemon = daemon
         self.input_budget = input_budget or InputBudget(daemon.config.input_buffer_cap)
         self._held = 0  # bytes of an unfinished line charged to `input_budget`
+        self.last_progress = time.monotonic()  # when the last bytes were read
         self.reader = reader
         self.writer = writer
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
@@ -84,6 +107,28 @@ class Connection:
         self.closed = False
         self._reading = True  # False once the daemon stops: input is read and dropped
         self._write_lock = asyncio.Lock()
+
+    def _hold(self, size: int) -> None:
+        self._held += size
+        self.input_budget.holders.add(self)
+
+    def _release(self) -> None:
+        self.input_budget.give_back(self._held)
+        self._held = 0
+        self.input_budget.holders.discard(self)
+
+    def drop_stalled_line(self, idle: float) -> None:
+        """Close a connection whose unfinished line makes no progress: its bytes go back to
+        the budget now, the client gets a best-effort error."""
+        log.warning("closing a connection whose unfinished line stalled", idle_s=round(idle, 1))
+        self.daemon.counters["stalled_line_closed"] += 1
+        self._release()
+        self._reading = False
+        with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+            self.writer.write(encode(_stalled(round(idle, 1))))
+        self.closed = True
+        self.daemon.connections.discard(self)
+        self.writer.transport.abort()
 
     def wants(self, event: str) -> bool:
         subs = self.subscriptions
@@ -94,8 +139,7 @@ class Connection:
         try:
             await self._read_lines()
         finally:
-            self.input_budget.give_back(self._held)
-            self._held = 0
+            self._release()
             current_connection.reset(token)
             # A client may send its requests and half-close: answer them before closing.
             if self.tasks:
@@ -107,11 +151,18 @@ class Connection:
         the shared budget) until its newline comes. Returns on EOF or a refusal."""
         limit = self.daemon.config.line_limit
         partial = bytearray()
+        stall = self.daemon.config.stalled_line_s
         while not self.closed:
             try:
-                chunk = await self.reader.read(READ_CHUNK)
+                # Only an unfinished line has a deadline: an idle connection may stay open.
+                async with asyncio.timeout(stall if self._held else None):
+                    chunk = await self.reader.read(READ_CHUNK)
+            except TimeoutError:
+                self.drop_stalled_line(stall)
+                return
             except (ConnectionError, OSError):
                 return
+            self.last_progress = time.monotonic()
             if not chunk:
                 return  # EOF, possibly mid-line: nothing complete to answer
             if not self._reading:
@@ -122,8 +173,7 @@ class Connection:
                 if partial:
                     line = bytes(partial) + chunk[start : end + 1]
                     partial.clear()
-                    self.input_budget.give_back(self._held)
-                    self._held = 0
+                    self._release()
                 else:
                     line = chunk[start : end + 1]
                 start = end + 1
@@ -145,7 +195,13 @@ class Connection:
             if len(partial) + rest > limit:
                 await self._refuse(_line_over(limit))
                 return
-            if not self.input_budget.take(rest):
+            taken = self.input_budget.take(rest)
+            if not taken:
+                # Lines that stopped coming in must not lock out clients that are sending.
+                stalled_before = self.last_progress - STALLED_UNDER_PRESSURE_S
+                self.input_budget.reclaim(rest, stalled_before, keep=self)
+                taken = self.input_budget.take(rest)
+            if not taken:
                 cap = self.input_budget.cap
                 log.warning("closing a connection over the input buffer cap", cap=cap)
                 self.daemon.counters["input_cap_closed"] += 1
@@ -158,7 +214,7 @@ class Connection:
                     )
                 )
                 return
-            self._held += rest
+            self._hold(rest)
             partial += chunk[start:]
 
     async def _wait_for_room(self) -> None:
@@ -237,8 +293,7 @@ class Connection:
         feeding the reader EOF broke the connection at its next byte (asyncio asserts no data
         comes after EOF), losing those replies."""
         self._reading = False
-        self.input_budget.give_back(self._held)
-        self._held = 0
+        self._release()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Never waits on the client: one subscriber that stops reading must not hold up
