@@ -331,3 +331,26 @@ async def test_half_a_surrogate_pair_is_one_replacement_character_not_three(
     (reply,) = await raw_exchange(daemon.socket_path, line)
     text = Path(reply["result"]["path"]).read_text(encoding="utf-8")
     assert "name: Launch \ufffd\n" in text
+
+
+async def test_a_refused_line_does_not_drop_replies_to_the_lines_before_it(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt: the connection was half-closed as soon as the over-cap line was
+    # answered, so the reply to a request still running from before it was never sent.
+    from tests.daemon.conftest import TEST_METHODS
+
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=4096), TEST_METHODS)
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"test.sleep","params":{"seconds":0.3}}\n')
+        writer.write(b'{"jsonrpc":"2.0","id":2,"method":"status","params":{"x":"')
+        writer.write(b"a" * 10_000 + b'"}}\n')
+        await writer.drain()
+        rest = await asyncio.wait_for(reader.read(), 10)  # up to the daemon's close
+        replies = [json.loads(line) for line in rest.splitlines()]
+        assert replies[0]["error"]["code"] == -32600
+        assert replies[1:] == [{"jsonrpc": "2.0", "id": 1, "result": {"slept": 0.3}}]
+        writer.close()
+    finally:
+        await stop_daemon(handle)

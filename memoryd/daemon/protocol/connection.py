@@ -226,16 +226,29 @@ class Connection:
             await self.writer.drain()
 
     async def _refuse(self, error: dict[str, Any]) -> None:
-        """Answer, then read and drop what the client is still sending (for at most
-        LINGER_S) before the connection closes: closing with unread input resets the
-        connection, and the client would never see the answer."""
+        """Answer, let the replies to the lines before this one go out (for at most the
+        drain cap), then half-close and read and drop what the client is still sending (for
+        at most LINGER_S) before the connection closes: closing with unread input resets the
+        connection, and the client would never see the answers."""
+        self._reading = False
+        self._release()  # the refused line is dropped, not held
         await self.send(error)
-        with contextlib.suppress(ConnectionError, OSError, RuntimeError, TimeoutError):
-            if self.writer.can_write_eof():
-                self.writer.write_eof()
-            async with asyncio.timeout(LINGER_S):
-                while await self.reader.read(READ_CHUNK):
-                    pass
+        dropping = asyncio.create_task(self._drop_input())
+        try:
+            if self.tasks:
+                await asyncio.wait(set(self.tasks), timeout=self.daemon.config.drain_timeout_s)
+            with contextlib.suppress(ConnectionError, OSError, RuntimeError, TimeoutError):
+                if self.writer.can_write_eof():
+                    self.writer.write_eof()
+                await asyncio.wait_for(asyncio.shield(dropping), LINGER_S)
+        finally:
+            dropping.cancel()
+            await asyncio.gather(dropping, return_exceptions=True)
+
+    async def _drop_input(self) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while await self.reader.read(READ_CHUNK):
+                pass
 
     async def _start(self, message: Any) -> None:
         name = message.get("method") if isinstance(message, dict) else None
