@@ -270,8 +270,11 @@ class Server:
         while not self.daemon.shutdown_requested.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.daemon.shutdown_requested.wait(), timeout=1.0)
+            # Idle: no connection open and no request running for idle_timeout_s, counted
+            # from the last request, reply or closed connection (Connection sets it).
             idle = time.monotonic() - self.daemon.last_activity
-            if not self.daemon.connections and idle > self.config.idle_timeout_s:
+            busy = self.daemon.connections or self.daemon.inflight
+            if not busy and idle > self.config.idle_timeout_s:
                 log.info("idle timeout reached", idle_s=round(idle, 1))
                 self.daemon.shutdown_requested.set()
 

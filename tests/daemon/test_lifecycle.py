@@ -296,3 +296,23 @@ async def test_a_client_that_does_not_read_cannot_hold_up_shutdown(short_tmp: Pa
         assert not handle.socket_path.exists()
     finally:
         writer.transport.abort()
+
+
+async def test_the_idle_timeout_counts_from_the_last_connection_closed(short_tmp: Path) -> None:
+    # Found by a bug hunt: the idle clock started when a connection arrived, so a client that
+    # stayed (and called) longer than --idle-timeout made the daemon exit the moment it left.
+    handle = await start_daemon(daemon_config(short_tmp, idle_timeout_s=2.0))
+    await handle._client.close()
+    waiting = asyncio.create_task(handle.server.wait_for_shutdown())
+    try:
+        client = await handle.client()
+        for _ in range(8):  # 4 s of calls, twice the idle timeout
+            await asyncio.wait_for(client.call("status"), 5)
+            await asyncio.sleep(0.5)
+        await client.close()
+        await asyncio.sleep(1.5)
+        assert not handle.daemon.shutdown_requested.is_set()
+        await asyncio.wait_for(waiting, 5)  # idle 2 s after the close: it does go
+    finally:
+        waiting.cancel()
+        await handle.server.stop()

@@ -141,10 +141,12 @@ class Connection:
         finally:
             self._release()
             current_connection.reset(token)
+            self.daemon.last_activity = time.monotonic()
             # A client may send its requests and half-close: answer them before closing.
             if self.tasks:
                 await asyncio.gather(*list(self.tasks), return_exceptions=True)
             await self.close()
+            self.daemon.last_activity = time.monotonic()  # idle from when it closed
 
     async def _read_lines(self) -> None:
         """Split the input into lines and start each; an unfinished line is held (charged to
@@ -251,6 +253,7 @@ class Connection:
                 pass
 
     async def _start(self, message: Any) -> None:
+        self.daemon.last_activity = time.monotonic()
         name = message.get("method") if isinstance(message, dict) else None
         # Only a known method's name is looked up: any other JSON value there is for
         # dispatch to refuse (a list or object would not even hash).
@@ -264,6 +267,7 @@ class Connection:
         task.add_done_callback(self._forget)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
+        self.daemon.last_activity = time.monotonic()
         self.tasks.discard(task)
         self.daemon.inflight.discard(task)
 
