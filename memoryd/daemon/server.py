@@ -314,7 +314,7 @@ class Server:
 
 
 async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
-    """Run until SIGTERM/SIGINT or the `shutdown` method; 0 on a clean exit."""
+    """Run until SIGTERM, SIGINT, SIGHUP or the `shutdown` method; 0 on a clean exit."""
     daemon = daemon or Daemon(config)
     server = Server(daemon)
     try:
@@ -324,15 +324,26 @@ async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
         return 2
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
+
+    def on_signal(sig: signal.Signals) -> None:
+        if daemon.shutdown_requested.is_set():
+            log.info("already stopping; the drain goes on", signal=sig.name)
+        daemon.shutdown_requested.set()
+
+    # SIGHUP (the terminal of a foreground `memoryd` closed) stops it as gracefully as
+    # SIGTERM. The handlers stay while the daemon drains: a second signal must not kill it
+    # half-way (SIGINT's default raised KeyboardInterrupt and left the socket file behind).
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, daemon.shutdown_requested.set)
+            loop.add_signal_handler(sig, on_signal, sig)
             installed.append(sig)
     try:
         await daemon.on_start()
         await server.wait_for_shutdown()
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        await server.stop()
+        try:
+            await server.stop()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
     return 0

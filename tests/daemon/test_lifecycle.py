@@ -20,6 +20,7 @@ from memoryd.daemon.server import socket_is_live
 from memoryd_client import Client, DaemonUnavailable
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 from tests.daemon.conftest import TEST_METHODS
+from tests.fakes.messages_api import FakeMessagesAPI, slow, text_reply
 
 SECRET = "sk-ant-api03-" + "Z" * 40
 
@@ -127,7 +128,7 @@ def test_a_socket_the_system_cannot_give_is_one_line_not_a_traceback(
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_signal_exits_zero_and_cleans_up(
     running: tuple[subprocess.Popen[str], Path], sig: signal.Signals
 ) -> None:
@@ -316,3 +317,60 @@ async def test_the_idle_timeout_counts_from_the_last_connection_closed(short_tmp
     finally:
         waiting.cancel()
         await handle.server.stop()
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_signal_during_the_drain_does_not_cut_it_short(
+    short_tmp: Path, fake_model: FakeMessagesAPI, second: signal.Signals
+) -> None:
+    # Found by a bug hunt: the handlers were removed before the drain, so a second SIGTERM
+    # killed the daemon at once, a second SIGINT with a traceback, and the socket file stayed.
+    fake_model.handler = lambda _body: text_reply(
+        '{"type": "user", "name": "warm", "description": "d"}'
+    )
+    project = short_tmp / "proj"
+    project.mkdir()
+    sock = short_tmp / "d.sock"
+    env = {
+        "ANTHROPIC_BASE_URL": fake_model.base_url,
+        "ANTHROPIC_API_KEY": "sk-test",
+        "MEMORYD_MODEL_RETRIES": "0",
+    }
+    proc = spawn_daemon(sock, "--no-watch", env=env, capture=True)
+    try:
+        wait_healthy(sock)
+        with Client(sock, timeout=30) as conn:  # the first model call imports the SDK
+            conn.call("memory.remember", {"cwd": str(project), "text": "warm up"})
+        fake_model.handler = lambda _body: slow(
+            2.0, text_reply('{"type": "user", "name": "bazel", "description": "d"}')
+        )
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+            raw.settimeout(30)
+            raw.connect(str(sock))
+            raw.sendall(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 5,
+                        "method": "memory.remember",
+                        "params": {"cwd": str(project), "text": "the build uses bazel"},
+                    }
+                ).encode()
+                + b"\n"
+            )
+            time.sleep(0.6)
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            proc.send_signal(second)
+            reply = json.loads(raw.makefile("rb").readline())
+        assert reply["id"] == 5
+        assert "result" in reply
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert "already stopping" in err
+    assert not sock.exists()
