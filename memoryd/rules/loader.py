@@ -42,6 +42,8 @@ MAX_RULE_DEPTH = 32
 MAX_RULE_FOLDERS = 500
 # Folders below cwd that are never "nested projects": the config folder and git's own.
 _NOT_NESTED = frozenset({".claude", ".git"})
+# Files a repository ships: one that links out of the project is gated like an include.
+_REPO_TYPES: frozenset[FileType] = frozenset({"Project", "Local"})
 
 T = TypeVar("T")
 
@@ -231,6 +233,8 @@ class _Loader:
                     path, "excluded", f"matches claudeMdExcludes pattern {pattern!r}", parent
                 )
                 return
+        if parent is None and real != path and not self._link_allowed(path, real, ftype):
+            return
         if real in stack:
             self._skip(path, "cycle", f"includes itself through {stack[-1]}", parent)
             return
@@ -289,6 +293,23 @@ class _Loader:
         self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
         for ref in markdown.find_includes(body):
             self._include(ref, path, ftype, depth + 1, (*stack, real))
+
+    def _link_allowed(self, path: Path, real: Path, ftype: FileType) -> bool:
+        """A top-level or rule file that is a symlink passes the gates an include of its
+        target would: a repository's `CLAUDE.local.md -> ~/.ssh/id_rsa` is not pasted in."""
+        if ftype in _REPO_TYPES and not self.request.external_approved:
+            allowed = self._allowed_roots(ftype)
+            if includes.is_within(path, allowed) and not includes.is_within(real, allowed):
+                self._skip(
+                    path,
+                    "external",
+                    f"links to {real}, outside the project; approve with `memctl includes approve`",
+                )
+                return False
+        if not includes.is_text_name(real):
+            self._skip(path, "not_text", f"links to {real}, not a known text file type")
+            return False
+        return True
 
     def _read_text(self, path: Path, parent: Path | None, real: Path) -> str | None:
         try:

@@ -151,6 +151,51 @@ def test_local_and_rule_files_are_gated_too(tree: Tree, load: Loader) -> None:
     assert [s.reason for s in result.skipped] == ["external", "external"]
 
 
+def test_symlinked_instruction_files_pass_the_include_gates(
+    tree: Tree, load: Loader, isolated_env: IsolatedEnv
+) -> None:
+    home = isolated_env.home
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("SECRET-KEY\n")
+    (home / "notes.md").write_text("SECRET-NOTES\n")
+    (home / "shared-rules").mkdir()
+    (home / "shared-rules" / "team.md").write_text("SECRET-TEAM\n")
+    project = tree.git_repo("proj")
+    (project / "CLAUDE.md").write_text("project\n")
+    (project / "docs").mkdir()
+    (project / "docs" / "AGENTS.md").write_text("linked inside\n")
+    # A cloned repository's own files, linking out of it.
+    os.symlink(home / ".ssh" / "id_rsa", project / "CLAUDE.local.md")
+    (project / ".claude" / "rules").mkdir(parents=True)
+    os.symlink(home / "notes.md", project / ".claude" / "rules" / "notes.md")
+    os.symlink(home / "shared-rules", project / ".claude" / "rules" / "shared")
+    os.symlink(project / "docs" / "AGENTS.md", project / ".claude" / "CLAUDE.md")
+    # The user's own files may link anywhere (a dotfiles checkout).
+    dotfiles = tree.write("dotfiles/claude.md", "user from dotfiles\n")
+    isolated_env.config_dir.mkdir(parents=True)
+    os.symlink(dotfiles, isolated_env.config_dir / "CLAUDE.md")
+
+    result = load(project)
+    text = "".join(f.content for f in result.files)
+    assert "SECRET" not in text
+    assert [f.path for f in result.files] == [
+        isolated_env.config_dir / "CLAUDE.md",
+        project / "CLAUDE.md",
+        project / ".claude" / "CLAUDE.md",
+    ]
+    assert {s.path: s.reason for s in result.skipped} == {
+        project / ".claude" / "rules" / "notes.md": "external",
+        project / ".claude" / "rules" / "shared" / "team.md": "external",
+        project / "CLAUDE.local.md": "external",
+    }
+    assert "memctl includes approve" in result.skipped[0].detail
+    # Approval opens the border, never the text-only rule: the key stays out.
+    approved = load(project, external_approved=True)
+    assert "SECRET-KEY" not in "".join(f.content for f in approved.files)
+    assert {s.path: s.reason for s in approved.skipped} == {project / "CLAUDE.local.md": "not_text"}
+    assert {f.path.name for f in approved.files} >= {"notes.md", "team.md"}
+
+
 def test_managed_includes_may_stay_in_managed_dir(
     tree: Tree, load: Loader, isolated_env: IsolatedEnv
 ) -> None:
