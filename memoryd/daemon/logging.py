@@ -82,15 +82,16 @@ def configure(
         if as_json
         else structlog.dev.ConsoleRenderer(colors=True)
     )
+    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        stamp,
         redact_secrets,
     ]
-    if as_json:
-        processors.append(structlog.processors.dict_tracebacks)
-    processors += [renderer, _scrub_rendered]
+    rendering: list[Any] = [structlog.processors.dict_tracebacks] if as_json else []
+    rendering += [renderer, _scrub_rendered]
+    processors += rendering
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(
@@ -99,5 +100,19 @@ def configure(
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
-    # Libraries that use stdlib logging (uvicorn, asyncpg) go to the same place.
-    logging.basicConfig(stream=out, level=logging.WARNING, force=True)
+    # Libraries that use stdlib logging (asyncio, the anthropic SDK, httpx) go to the same
+    # place, as the same lines: rendered by the same processors and redacted the same way
+    # (a plain handler wrote them unformatted, secrets and all, into the JSON log).
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                stamp,
+                redact_secrets,
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *rendering],
+        )
+    )
+    logging.basicConfig(handlers=[handler], level=logging.WARNING, force=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from pathlib import Path
 
 import structlog
@@ -51,3 +52,31 @@ def test_token_counts_are_not_taken_for_credentials(tmp_path: Path) -> None:
     assert (first["input_tokens"], first["output_tokens"]) == (1200, 80)
     assert first["auth_token"] == REDACTED
     assert second["usage"] == {"cache_read_input_tokens": 7, "tokens": REDACTED}
+
+
+def test_stdlib_logging_is_rendered_and_redacted_like_our_own(tmp_path: Path) -> None:
+    # Found by a bug hunt: records of libraries that log through the standard library (asyncio,
+    # the anthropic SDK) went into the JSON log as plain text lines, secrets unredacted.
+    log_file = tmp_path / "log.jsonl"
+    configure(log_file=log_file)
+    try:
+        library = logging.getLogger("some.library")
+        library.warning("retrying with Authorization: Bearer %s", TOKEN)
+        try:
+            raise RuntimeError(f"refused key {KEY}")
+        except RuntimeError:
+            logging.getLogger("asyncio").exception("Task exception was never retrieved")
+        library.info("below the level: not written")
+    finally:
+        configure(stream=io.StringIO())
+    text = log_file.read_text()
+    assert KEY not in text
+    assert TOKEN not in text
+    first, second = (json.loads(line) for line in text.splitlines())
+    assert first["level"] == "warning"
+    assert first["logger"] == "some.library"
+    assert first["event"].startswith("retrying with Authorization:")
+    assert "timestamp" in first
+    assert second["level"] == "error"
+    assert second["event"] == "Task exception was never retrieved"
+    assert second["exception"][0]["exc_type"] == "RuntimeError"
