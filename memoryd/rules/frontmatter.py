@@ -72,6 +72,9 @@ def split(text: str) -> Parsed:
         raise
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # A scalar YAML reads but Python cannot build: `2024-02-30`, an integer over 4,300 digits.
+        raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     except RecursionError:
         raise FrontmatterError("invalid YAML frontmatter: nested too deeply") from None
     if data is None:

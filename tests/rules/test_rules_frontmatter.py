@@ -8,6 +8,8 @@ import pytest
 
 from memoryd.rules import frontmatter, globs
 from memoryd.rules.frontmatter import FrontmatterError
+from tests.rules.conftest import Loader, Tree
+from tests.rules.rules_helpers import loaded
 
 
 def test_no_frontmatter() -> None:
@@ -135,3 +137,29 @@ def test_a_list_entry_is_one_glob_even_with_spaces() -> None:
         '---\npaths:\n  - "my docs/**"\n  - " src/*.py "\n  - ""\n  - "a.py, b/{c,d}.py"\n---\nx\n'
     )
     assert frontmatter.path_globs(parsed.meta) == ("my docs/**", "src/*.py", "a.py", "b/{c,d}.py")
+
+
+@pytest.mark.parametrize(
+    "yaml_text",
+    ["updated: 2024-02-30", "when: 2024-01-01 00:00:00 +99:00", "n: 1" + "0" * 5000],
+)
+def test_scalar_python_cannot_build_is_a_frontmatter_error(yaml_text: str) -> None:
+    with pytest.raises(FrontmatterError, match="invalid YAML frontmatter"):
+        frontmatter.split(f"---\n{yaml_text}\n---\nbody\n")
+
+
+def test_impossible_date_or_huge_integer_costs_one_file_not_the_load(
+    tree: Tree, load: Loader
+) -> None:
+    tree.write("CLAUDE.md", "---\nupdated: 2024-02-30\n---\nProject rules. @inc.md\n")
+    tree.write("inc.md", "---\nn: 1" + "0" * 5000 + "\n---\nIncluded.\n")
+    tree.write(".claude/rules/r.md", "---\npaths: src/**\nreviewed: 2023-04-31\n---\nRule.\n")
+    result = load(tree.root, touched=(tree.root / "src" / "a.py",))
+    # Not YAML Python can build: the instruction files keep their whole text ...
+    assert loaded(result, tree.root) == ["CLAUDE.md", "inc.md"]
+    assert result.files[0].content.startswith("---\nupdated: 2024-02-30\n---\nProject rules.")
+    assert "Included." in result.files[1].content
+    # ... and a rule meant to be conditional is skipped, saying why.
+    [bad] = result.skipped
+    assert (bad.path, bad.reason) == (tree.root / ".claude/rules/r.md", "bad_frontmatter")
+    assert "day is out of range" in bad.detail
