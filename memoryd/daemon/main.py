@@ -54,7 +54,14 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = build_config(args)
-    configure(log_file=config.log_file, level=args.log_level)
+    try:
+        configure(log_file=config.log_file, level=args.log_level)
+    except OSError as exc:  # a folder there, no permission, a file where its folder goes
+        print(
+            f"memoryd: cannot write the log file {config.log_file}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
     from memoryd.daemon.server import serve
 
     try:

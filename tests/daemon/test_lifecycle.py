@@ -374,3 +374,18 @@ def test_a_second_signal_during_the_drain_does_not_cut_it_short(
     assert "Traceback" not in err
     assert "already stopping" in err
     assert not sock.exists()
+
+
+@pytest.mark.parametrize("where", ["a folder", "under a file"])
+def test_a_log_file_that_cannot_be_opened_is_one_line_not_a_traceback(
+    short_tmp: Path, where: str
+) -> None:
+    (short_tmp / "afile").write_text("")
+    log_file = short_tmp if where == "a folder" else short_tmp / "afile" / "memoryd.log"
+    proc = spawn_daemon(short_tmp / "d.sock", "--log-file", str(log_file), capture=True)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == [err.strip()]
+    assert f"cannot write the log file {log_file}" in err
+    assert not (short_tmp / "d.sock").exists()
