@@ -30,10 +30,10 @@ from memoryd import PROTOCOL_VERSION, __version__
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import CLOSE_GRACE_S, READ_CHUNK
-from memoryd.daemon.peercred import peer_uid
 from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
 from memoryd.paths import status_file_for
+from memoryd_client.peercred import peer_uid
 
 log = structlog.get_logger("memoryd.server")
 
