@@ -2,21 +2,29 @@
 
 `**` spans folders and `{a,b}` expands. A pattern without a `/` matches a file name at
 any depth (`*.ts` is `**/*.ts`), as in .gitignore, which is how rule authors write them.
+
+wcmatch compiles a pattern and matches one folder name at a time; the folders themselves are
+matched here, one path part after another against the set of pattern positions still open.
+wcmatch's whole-path regex backtracks exponentially: a repository's `**/a/**/a/…/zz` against
+a path with many `a/` parts held the GIL, and with it the whole daemon, for minutes.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import bracex
 from wcmatch import glob
 
 _FLAGS = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB
 # Brace expansion is bounded so `{a,b}{c,d}…` in a hostile rule cannot blow up.
 _EXPANSION_LIMIT = 1000
+# `**` parts per pattern: real ones have two or three; each adds a state to every path part.
+MAX_GLOBSTARS = 8
 
 
 class GlobError(ValueError):
@@ -36,11 +44,93 @@ def _normalize(pattern: str) -> str:
     return pattern
 
 
+_GLOBSTAR = "**"
+# One pattern part: "**", or a matcher of one folder or file name.
+_Part = Callable[[str], bool] | str
+
+
+def _split(text: str) -> list[str]:
+    """Path parts; a leading "" marks an absolute path, a trailing "" a trailing slash."""
+    parts = text.split("/")
+    return [p for i, p in enumerate(parts) if p or i in (0, len(parts) - 1)]
+
+
+@lru_cache(maxsize=4096)
+def _name_matcher(part: str) -> Callable[[str], bool]:
+    matcher = glob.compile(part, flags=glob.DOTGLOB)
+    return lambda name: bool(name) and bool(matcher.match(name))
+
+
+class _Matcher:
+    """Matches a path against patterns in time linear in (path parts x pattern parts)."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.compiled: list[list[_Part]] = []
+        for pattern in patterns:
+            for expanded in bracex.expand(pattern, limit=_EXPANSION_LIMIT):
+                parts: list[_Part] = []
+                for part in _split(expanded):
+                    if part == _GLOBSTAR:
+                        if parts and parts[-1] == _GLOBSTAR:
+                            continue  # `**/**` is `**`
+                        parts.append(_GLOBSTAR)
+                    elif part == "":
+                        parts.append("")
+                    else:
+                        parts.append(_name_matcher(part))
+                if parts.count(_GLOBSTAR) > MAX_GLOBSTARS:
+                    raise GlobError(f"more than {MAX_GLOBSTARS} `**` in {pattern!r}")
+                self.compiled.append(parts)
+
+    def match(self, path: str) -> bool:
+        names = _split(path)
+        if len(names) > 1 and names[-1] == "":
+            names.pop()  # `a/` is `a`
+        return any(_match_parts(parts, names) for parts in self.compiled)
+
+
+def _match_parts(parts: list[_Part], names: list[str]) -> bool:
+    """An NFA walk: the pattern positions still open after each name, never backtracking."""
+    count = len(parts)
+
+    def close(positions: set[int]) -> set[int]:
+        closed = set(positions)
+        for position in sorted(positions):
+            # `**` may match no folder at all; a trailing one (`docs/**`) at least one name.
+            while position < count - 1 and parts[position] == _GLOBSTAR:
+                position += 1
+                closed.add(position)
+        return closed
+
+    states = close({0})
+    for name in names:
+        after: set[int] = set()
+        for position in states:
+            if position >= count:
+                continue
+            part = parts[position]
+            if part == _GLOBSTAR:
+                after.add(position)  # and one more folder
+                if position == count - 1:
+                    after.add(count)
+            elif isinstance(part, str):  # "": the root of an absolute path
+                if name == "":
+                    after.add(position + 1)
+            elif part(name):
+                after.add(position + 1)
+        if not after:
+            return False
+        states = close(after)
+    return count in states
+
+
 @lru_cache(maxsize=1024)
 def _compile_relative(patterns: tuple[str, ...]) -> Any:
     normalized = [_normalize(p) for p in patterns if p.strip()]
     try:
-        return glob.compile(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        # Compiled by wcmatch too, which refuses what it cannot read, as it always has.
+        glob.compile(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        return _Matcher(normalized)
     except Exception as exc:  # wcmatch raises several types for bad or explosive patterns
         raise GlobError(f"invalid glob in {list(patterns)}: {exc}") from None
 
@@ -70,7 +160,8 @@ def matches_any(patterns: tuple[str, ...], base: Path, touched: Sequence[str]) -
 @lru_cache(maxsize=1024)
 def _compile_exclude(pattern: str) -> Any:
     try:
-        return glob.compile(pattern, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        glob.compile(pattern, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        return _Matcher([pattern])
     except Exception as exc:
         raise GlobError(f"invalid claudeMdExcludes pattern {pattern!r}: {exc}") from None
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from wcmatch import glob as wcglob
 
 from memoryd.rules import frontmatter, globs
 from memoryd.rules.frontmatter import FrontmatterError
@@ -130,6 +133,75 @@ def test_excludes() -> None:
     assert globs.excluded_by(("/real/**/CLAUDE.md",), forms) == "/real/**/CLAUDE.md"
     assert globs.excluded_by(("**/other/**",), forms) is None
     assert globs.invalid_excludes(("ok/**", "{a,b}" * 40)) != []
+
+
+# Run in a child with a timeout: on a regression the regex backtracks for minutes holding the
+# GIL, so no in-process timer could stop it.
+_BACKTRACKING = """
+import sys, time
+from pathlib import Path
+from memoryd.rules import globs
+hostile = "/".join(["**", "a"] * 8) + "/zz"
+deep = "/p/" + "a/" * 400 + "b.py"
+start = time.monotonic()
+assert not globs.matches_any((hostile,), Path("/p"), [deep])
+assert globs.excluded_by((hostile,), (Path(deep),)) is None
+assert globs.excluded_by(("/".join(["**", "a"] * 7) + "/**",), (Path(deep),))
+print(time.monotonic() - start)
+"""
+
+
+def test_repeated_globstars_match_in_linear_time() -> None:
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", _BACKTRACKING],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("8 `**/a` pairs against a path of 400 `a/` parts ran past 20 s")
+    assert float(child.stdout) < 2.0
+
+
+def test_more_globstars_than_the_cap_are_refused() -> None:
+    hostile = "/".join(["**", "a"] * (globs.MAX_GLOBSTARS + 1))
+    with pytest.raises(globs.GlobError, match="more than"):
+        globs.check_patterns((hostile,))
+    assert globs.excluded_by((hostile,), (Path("/a/a"),)) is None
+    assert len(globs.invalid_excludes((hostile,))) == 1
+    assert globs.check_patterns(("/".join(["**", "a"] * globs.MAX_GLOBSTARS),)) is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path"),
+    [
+        (p, t)
+        for p in (
+            "a/**",
+            "**",
+            "**/x",
+            "a/**/b",
+            "/x/**",
+            "**/y",
+            "*",
+            "*/**",
+            "a//b",
+            "a/**/",
+            "/*/**/{a,b}/**",
+            "**/*.md/x{,y}/**",
+            "[ab]/*/**",
+            "a**b",
+            ".*/**",
+            "x/**/?",
+        )
+        for t in ("a", "x", "a/b", "/x/y", "a/b/c", "x/.h", "/a", "b/xy", "a/x/b", "axxb")
+    ],
+)
+def test_matching_agrees_with_wcmatch(pattern: str, path: str) -> None:
+    expected = bool(wcglob.compile(pattern, flags=globs._FLAGS).match(path))
+    assert globs._Matcher([pattern]).match(path) is expected
 
 
 def test_a_list_entry_is_one_glob_even_with_spaces() -> None:
