@@ -111,3 +111,51 @@ async def test_a_percent_name_never_takes_the_line_of_its_decoded_name(
     listed = await daemon.call("memory.list", cwd=str(project))
     assert listed["index"]["orphans"] == []
     assert listed["index"]["dangling"] == []
+
+
+async def test_differently_named_facts_are_never_merged(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    def on_call(service: str) -> dict[str, str]:
+        return {
+            "type": "reference",
+            "name": f"{service.title()} service on-call",
+            "description": f"who to page for the {service} service",
+            "body": f"Page Dana via PagerDuty for the {service} service; escalate to "
+            f"#{service}-oncall after 15 minutes.",
+        }
+
+    for fields in (on_call("billing"), on_call("search"), on_call("billing")):
+        res = await daemon.call("memory.write", cwd=str(project), **fields)
+        assert res["merged_into"] is None
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert sorted(m["name"] for m in listed["memories"]) == [
+        "Billing service on-call",
+        "Search service on-call",
+    ]
+    # Quick-add: the same derived name, two facts that differ in a host name.
+    paths = []
+    for service in ("billing", "search", "billing"):
+        text = (
+            f"The staging database for the {service} service is "
+            f"db-{service}-staging.internal; ask Dana for access"
+        )
+        paths.append((await daemon.call("memory.remember", cwd=str(project), text=text))["path"])
+    assert paths[0] != paths[1]
+    assert paths[2] == paths[0]  # the same fact again updates its memory
+    assert "db-billing-staging" in Path(paths[0]).read_text()
+    assert "db-search-staging" in Path(paths[1]).read_text()
+
+
+def test_a_reworded_name_or_text_is_still_a_near_duplicate() -> None:
+    from memoryd.automem.dedupe import is_near_duplicate, memory_text
+
+    body = "Use pytest -x on port 5432.\nWhy: stops at the first failure."
+    assert is_near_duplicate(
+        memory_text("Run tests with pytest -x", "how tests run", body),
+        memory_text("Run the tests with pytest -x", "how tests run", body),
+    )
+    assert not is_near_duplicate(
+        memory_text("Run tests with pytest -x", "how tests run", body),
+        memory_text("Run tests with pytest -x", "how tests run", body.replace("5432", "5433")),
+    )
