@@ -55,7 +55,9 @@ _YAML = _NoAliasYAML()
 
 def load_frontmatter(text: str) -> frontmatter.Post:
     """`frontmatter.loads` with YAML aliases refused (FrontmatterError, a ValueError); a
-    YAML structure nested too deeply raises RecursionError."""
+    YAML structure nested too deeply raises RecursionError. A leading byte order mark (as
+    Windows editors save UTF-8) is no part of the text: the frontmatter after it counts."""
+    text = text.removeprefix("\ufeff")
     return frontmatter.loads(text, handler=_YAML if _YAML.detect(text) else None)
 
 

@@ -159,3 +159,26 @@ def test_a_reworded_name_or_text_is_still_a_near_duplicate() -> None:
         memory_text("Run tests with pytest -x", "how tests run", body),
         memory_text("Run tests with pytest -x", "how tests run", body.replace("5432", "5433")),
     )
+
+
+async def test_a_memory_file_with_a_byte_order_mark_keeps_its_frontmatter(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await daemon.call("memory.write", cwd=str(project), name="Seed", **USER)
+    path = memdir / "user_editor.md"
+    path.write_bytes(
+        "\ufeff---\nname: Editor\ndescription: which editor the user uses\ntype: user\n---\n\n"
+        "The user edits in Notepad++.\n".encode()
+    )
+    await daemon.call("memory.reconcile", cwd=str(project))
+    listed = await daemon.call("memory.list", cwd=str(project))
+    (editor,) = [m for m in listed["memories"] if m["file"] == "user_editor.md"]
+    assert (editor["name"], editor["problem"]) == ("Editor", None)
+    read = await daemon.call("memory.read", cwd=str(project), path="user_editor.md")
+    assert read["frontmatter"]["name"] == "Editor"
+    res = await daemon.call(
+        "memory.write", cwd=str(project), type="user", name="Editor",
+        description="which editor the user uses", body="The user edits in VS Code now.",
+    )  # fmt: skip
+    assert (res["path"], res["created"]) == (str(path), False)
+    assert path.read_bytes().startswith(b"---\nname: Editor\n")  # written without the mark
