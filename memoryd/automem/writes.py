@@ -30,7 +30,7 @@ from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
     atomic_write_text,
-    ensure_private_dir,
+    make_private_dirs,
     read_regular_file,
 )
 
@@ -93,10 +93,12 @@ class MemoryWrites:
             created = not target.exists()
             if not created:
                 self._snapshot_sync(memory_dir, key, target, "overwrite")
-            ensure_private_dir(memory_dir)
+            # Folders memoryd creates are 0700; one that is there already (a shared 2775
+            # memory folder, a sub/ of the user's) is theirs and keeps its mode.
+            make_private_dirs(memory_dir)
             if team:
-                ensure_private_dir(folder)
-            ensure_private_dir(target.parent)
+                make_private_dirs(folder)
+            make_private_dirs(target.parent)
             atomic_write_text(target, text)
             state.note_written(key, target)
             self._index.queue(memory_dir, key, name, description)
@@ -167,7 +169,7 @@ class MemoryWrites:
             content = self.history.read(memory_dir, key, version)
             state = self._states.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "restore")
-            ensure_private_dir(target.parent)
+            make_private_dirs(target.parent)
             atomic_write_bytes(target, content)
             state.note_written(key, target)
             entry = state.entries[key]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import stat
 import time
 from pathlib import Path
 
 import pytest
 
 from memoryd_client import RpcError
-from tests.conftest import DaemonHandle
+from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.fakes.messages_api import FakeMessagesAPI, json_reply
 
 
@@ -182,3 +184,22 @@ async def test_a_memory_file_with_a_byte_order_mark_keeps_its_frontmatter(
     )  # fmt: skip
     assert (res["path"], res["created"]) == (str(path), False)
     assert path.read_bytes().startswith(b"---\nname: Editor\n")  # written without the mark
+
+
+async def test_existing_memory_folders_keep_their_mode(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    shared = isolated_env.root / "shared-notes"
+    (shared / "sub").mkdir(parents=True)
+    for folder in (shared, shared / "sub"):
+        folder.chmod(0o2775)
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(shared)})
+    )
+    await daemon.call("memory.write", cwd=str(project), name="A", **USER)
+    await daemon.call("memory.write", cwd=str(project), name="B", file="sub/b.md", **USER)
+    await daemon.call("memory.write", cwd=str(project), name="C", file="new/c.md", **USER)
+    assert (shared / "sub" / "b.md").is_file()
+    modes = [stat.S_IMODE(p.stat().st_mode) for p in (shared, shared / "sub", shared / "new")]
+    assert modes == [0o2775, 0o2775, 0o700]  # only the folder memoryd made is its own
