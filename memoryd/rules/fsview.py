@@ -31,6 +31,9 @@ class FileSystem(Protocol):
     def stat(self, path: Path) -> Stat | None:
         """Follows symlinks. None when nothing is there (or a dangling link); FsError otherwise."""
 
+    def is_dir(self, path: Path) -> bool:
+        """Whether a folder is there (following symlinks); not a dependency of the load."""
+
     def realpath(self, path: Path) -> Path:
         """Symlinks resolved as far as they go; never raises."""
 

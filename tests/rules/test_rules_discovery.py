@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.rules.loader import load_context
+from memoryd.rules.model import ContextRequest
+from memoryd.rules.realfs import RealFS
 from tests.conftest import IsolatedEnv
 from tests.rules.conftest import Loader, Tree
 from tests.rules.rules_helpers import loaded, skips
@@ -223,6 +226,61 @@ def test_touched_directory_counts_as_folder(tree: Tree, load: Loader) -> None:
     tree.write("pkg/CLAUDE.md", "pkg")
     result = load(tree.root, touched=(tree.root / "pkg",))
     assert loaded(result, tree.root) == ["pkg/CLAUDE.md"]
+
+
+def test_deep_touched_path_of_nothing_probes_one_missing_folder(
+    tree: Tree, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree.write("CLAUDE.md", "root")
+    tree.write("real/CLAUDE.md", "real")
+    deep = tree.root / "real" / Path(*["a"] * 1000) / "f.py"
+    calls = 0
+    isdir = os.path.isdir
+
+    def counting_isdir(path: str | os.PathLike[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return isdir(path)
+
+    monkeypatch.setattr(os.path, "isdir", counting_isdir)
+    fs = RealFS()
+    request = ContextRequest(
+        cwd=tree.root,
+        project_root=tree.root,
+        config_dir=isolated_env.config_dir,
+        managed_dir=isolated_env.managed_dir,
+        home=isolated_env.home,
+        touched=frozenset({deep}),
+    )
+    result = load_context(request, fs)
+    assert loaded(result, tree.root) == ["CLAUDE.md", "real/CLAUDE.md"]
+    # `real/a` is probed (creating it is seen), nothing below it: not 1,000 nested projects.
+    assert not any(p.is_relative_to(tree.root / "real/a/a") for p in fs.stamps if p != deep)
+    assert tree.root / "real/a/CLAUDE.md" in fs.stamps
+    involvement = fs.involvement()
+    assert tree.root / "real/a" in involvement.involved
+    assert tree.root / "real" in involvement.watch_dirs
+    assert calls < 2 * 1000 + 100  # linear in the path's depth, not one walk per probe
+
+
+def test_involvement_walks_a_missing_path_once(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tree.root / Path(*["a"] * 500)
+    fs = RealFS()
+    for n in range(200):
+        fs.note(deep / f"{n}.md")
+    calls = 0
+    isdir = os.path.isdir
+
+    def counting_isdir(path: str | os.PathLike[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return isdir(path)
+
+    monkeypatch.setattr(os.path, "isdir", counting_isdir)
+    involvement = fs.involvement()
+    assert involvement.watch_dirs == {tree.root}
+    assert len(involvement.involved) == 200 + 500
+    assert calls < 1000  # 100,000 before: every probe walked all 500 missing folders
 
 
 def test_nested_ignores_claude_and_git_folders(tree: Tree, load: Loader) -> None:
