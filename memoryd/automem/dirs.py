@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from memoryd import paths
@@ -81,9 +82,12 @@ class MemoryDirs:
         return memory_dir
 
 
-def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, str]:
+def resolve_inside(
+    folder: Path, path: str, *, must_exist: bool, kept: Callable[[str], bool] | None = None
+) -> tuple[Path, str]:
     """A memory file path checked against `folder` on its real path (symlinks resolved):
-    (absolute path, key relative to `folder`)."""
+    (absolute path, key relative to `folder`). `kept(key)`: whether a deleted file of that key
+    has versions, so a name that is not NFC still finds them once its file is gone."""
     if not path or "\x00" in path:
         raise InvalidParams("path: must be a non-empty path without NUL bytes")
     base = Path(os.path.normpath(folder))
@@ -101,11 +105,15 @@ def resolve_inside(folder: Path, path: str, *, must_exist: bool) -> tuple[Path, 
     if (
         as_given != lexical
         and base in as_given.parents
-        and os.path.lexists(as_given)
         and not os.path.lexists(lexical)
+        and (
+            os.path.lexists(as_given)
+            or (kept is not None and kept("/".join(as_given.relative_to(base).parts)))
+        )
     ):
         # A name on disk that is not NFC (written decomposed, as macOS does), given back as
-        # `memory.list` returned it: that file, under the key the store gives it.
+        # `memory.list` returned it: that file, under the key the store gives it; or, once
+        # deleted, the key its versions were kept under.
         lexical = as_given
     real = lexical.resolve()
     if real_base not in real.parents:

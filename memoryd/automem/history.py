@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,10 @@ class History:
 
     def folder(self, memory_dir: Path, file: str) -> Path:
         return self.root / _key(str(memory_dir)) / _key(file)
+
+    def kept(self, memory_dir: Path) -> Callable[[str], bool]:
+        """Whether versions of a file (by its key in `memory_dir`) are kept."""
+        return lambda file: self.folder(memory_dir, file).is_dir()
 
     def save(self, memory_dir: Path, file: str, content: bytes, reason: str) -> Version | None:
         """Keep `content` as a version; None when it equals the newest kept version."""

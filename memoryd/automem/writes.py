@@ -157,13 +157,17 @@ class MemoryWrites:
 
     def versions(self, project: Project, path: str) -> tuple[Path, list[Version]]:
         memory_dir = self._dirs.memory_dir(project)
-        target, key = resolve_inside(memory_dir, path, must_exist=False)
+        target, key = resolve_inside(
+            memory_dir, path, must_exist=False, kept=self.history.kept(memory_dir)
+        )
         return target, self.history.versions(memory_dir, key)
 
     async def restore(self, project: Project, path: str, version: str) -> Path:
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
-            target, key = resolve_inside(memory_dir, path, must_exist=False)
+            target, key = resolve_inside(
+                memory_dir, path, must_exist=False, kept=self.history.kept(memory_dir)
+            )
             _check_target(memory_dir, target)  # not the index, not through a symlink
             check_index_size(index_path(memory_dir, team=is_team(key)))
             content = self.history.read(memory_dir, key, version)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import stat
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,22 @@ async def test_existing_memory_folders_keep_their_mode(
     assert (shared / "sub" / "b.md").is_file()
     modes = [stat.S_IMODE(p.stat().st_mode) for p in (shared, shared / "sub", shared / "new")]
     assert modes == [0o2775, 0o2775, 0o700]  # only the folder memoryd made is its own
+
+
+async def test_a_deleted_memory_with_a_decomposed_name_keeps_its_history(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await daemon.call("memory.write", cwd=str(project), name="Seed", **USER)
+    nfd = unicodedata.normalize("NFD", "café.md")
+    (memdir / nfd).write_text("---\nname: Café\ndescription: where\ntype: user\n---\n\nThe café.\n")
+    await daemon.call("memory.reconcile", cwd=str(project))
+    listed = await daemon.call("memory.list", cwd=str(project))
+    (path,) = [m["path"] for m in listed["memories"] if m["name"] == "Café"]
+    assert Path(path).name == nfd
+    await daemon.call("memory.delete", cwd=str(project), path=path)
+    history = await daemon.call("memory.history", cwd=str(project), path=path)
+    assert [v["reason"] for v in history["versions"]] == ["delete"]
+    assert Path(history["path"]).name == nfd
+    version = history["versions"][0]["version"]
+    await daemon.call("memory.restore", cwd=str(project), path=path, version=version)
+    assert "The café." in (memdir / nfd).read_text()
