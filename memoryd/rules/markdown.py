@@ -11,7 +11,8 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-_MD = MarkdownIt("commonmark")
+# `text_join` would merge backslash escapes back into the text: `\@x.md` must stay an escape.
+_MD = MarkdownIt("commonmark").disable("text_join")
 
 # `@` at the start of a text run or after whitespace; `\ ` escapes a space in a path.
 _INCLUDE = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
@@ -28,7 +29,9 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 def _prose(children: list[Token]) -> str:
     parts: list[str] = []
     for i, child in enumerate(children):
-        if child.type in ("text", "text_special"):
+        if child.type == "text_special" and child.info == "escape" and child.content == "@":
+            parts.append(child.markup)  # `\@x.md`: a literal `@`, never an include
+        elif child.type in ("text", "text_special"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak") or child.type in _OPAQUE:
             parts.append("\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memoryd.rules.markdown import find_includes, strip_html_comments
+from tests.rules.conftest import Loader, Tree
+from tests.rules.rules_helpers import loaded
 
 
 @pytest.mark.parametrize(
@@ -90,3 +92,14 @@ def test_comment_stripping_counts_lines_as_the_lexer_does(separator: str) -> Non
 def test_comment_stripping_with_crlf_and_cr_endings() -> None:
     assert strip_html_comments("a\r\n\r\n<!-- x -->\r\nb\r\n") == "a\r\n\r\nb\r\n"
     assert strip_html_comments("a\r\r<!-- x -->\rb") == "a\r\rb"
+
+
+def test_backslash_escaped_at_is_not_an_include() -> None:
+    text = "Mention it literally: \\@secrets-notes.md, but read @real.md and @docs/\\_x.md\n"
+    assert find_includes(text) == ["real.md", "docs/_x.md"]
+
+
+def test_escaped_at_file_is_not_loaded(tree: Tree, load: Loader) -> None:
+    tree.write("CLAUDE.md", "Say \\@notes.md, do not paste it.\n")
+    tree.write("notes.md", "NOT PASTED")
+    assert loaded(load(tree.root), tree.root) == ["CLAUDE.md"]
