@@ -22,6 +22,7 @@ from memoryd.automem.layout import (
     is_team,
     on_disk,
     read_index_for_rewrite,
+    write_index,
 )
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.manifest import MemoryHeader
@@ -29,7 +30,7 @@ from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState, Entry
 from memoryd.automem.warmup import DirStates
 from memoryd.errors import TooLarge
-from memoryd.fsutil import atomic_write_text, remove_stale_staged
+from memoryd.fsutil import remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
 
@@ -78,7 +79,7 @@ class IndexWriter:
                 present |= set(lines)
                 new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
                 if new != text or not path.exists():
-                    atomic_write_text(path, new)
+                    write_index(path, new)
                 state.note_written_dir(path.parent)
 
     def remove_line(self, memory_dir: Path, key: str) -> None:
@@ -90,7 +91,7 @@ class IndexWriter:
         # The file is gone already: a line means it only if it means no file still there.
         new = index_mod.remove(text, file, on_disk(path.parent))
         if new != text:
-            atomic_write_text(path, new)
+            write_index(path, new)
 
     async def reconcile(self, memory_dir: Path) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
@@ -114,7 +115,7 @@ class IndexWriter:
                 added += len(after - before)
                 removed += len(before - after)
                 if new != text:
-                    atomic_write_text(path, new)
+                    write_index(path, new)
             state.invalidate()
         return {"added": added, "removed": removed}
 
@@ -169,7 +170,7 @@ class IndexWriter:
                 }
                 if not lines:
                     continue
-                atomic_write_text(
+                write_index(
                     path, index_mod.apply(text, lines, exists=on_disk(path.parent, headers))
                 )
                 state.note_written_dir(path.parent)

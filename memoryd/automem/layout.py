@@ -10,7 +10,7 @@ from pathlib import Path
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
-from memoryd.fsutil import NotRegularFile, read_regular_file
+from memoryd.fsutil import NotRegularFile, atomic_write_bytes, read_regular_file
 
 
 def is_team(key: str) -> bool:
@@ -90,8 +90,15 @@ def check_index_size(path: Path) -> None:
 
 
 def read_index_for_rewrite(path: Path) -> str:
-    """The whole of MEMORY.md before a rewrite (TooLarge over the cap, never cut)."""
+    """The whole of MEMORY.md before a rewrite (TooLarge over the cap, never cut). Bytes that
+    are not UTF-8 (a line saved in cp1252) are kept as they are: decoded with surrogateescape,
+    written back by `write_index` (they became U+FFFD for good)."""
     raw = _index_bytes(path)
     if len(raw) > index_mod.MAX_INDEX_READ_BYTES:
         check_index_size(path)
-    return raw.decode("utf-8", errors="replace")
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def write_index(path: Path, text: str) -> None:
+    """Write an index read by `read_index_for_rewrite` back atomically, its bytes as read."""
+    atomic_write_bytes(path, text.encode("utf-8", errors="surrogateescape"))

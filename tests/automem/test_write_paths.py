@@ -223,3 +223,17 @@ async def test_a_deleted_memory_with_a_decomposed_name_keeps_its_history(
     version = history["versions"][0]["version"]
     await daemon.call("memory.restore", cwd=str(project), path=path, version=version)
     assert "The café." in (memdir / nfd).read_text()
+
+
+async def test_bytes_of_the_index_that_are_not_utf8_are_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await daemon.call("memory.write", cwd=str(project), name="Seed", **USER)
+    index = memdir / "MEMORY.md"
+    header = "# Mémoire du projet — notes à garder\n".encode("cp1252")
+    index.write_bytes(header + index.read_bytes())
+    await daemon.call("memory.write", cwd=str(project), name="Other", **USER)
+    assert index.read_bytes().startswith(header)
+    await daemon.call("memory.delete", cwd=str(project), path="user_other.md")
+    await daemon.call("memory.reconcile", cwd=str(project))
+    assert index.read_bytes() == header + b"- [Seed](user_seed.md) \xe2\x80\x94 d\n"
