@@ -350,11 +350,12 @@ class _Loader:
     ) -> None:
         req = self.request
         target = includes.resolve(ref, including.parent, req.home)
-        if depth > req.max_include_depth:
+        # The seed's `depth >= MAX_INCLUDE_DEPTH`, the top file at depth 0: 4 levels of includes.
+        if depth >= req.max_include_depth:
             self._skip(
                 target,
                 "depth",
-                f"include depth {depth} is over the limit of {req.max_include_depth}",
+                f"include depth {depth} reaches the limit of {req.max_include_depth}",
                 including,
             )
             return

@@ -262,7 +262,7 @@ async def test_settings_layers_merge_excludes_and_depth(
     tree.write("repo/y/CLAUDE.local.md", "y")
     isolated_env.config_dir.mkdir(parents=True)
     (isolated_env.config_dir / "settings.json").write_text(
-        json.dumps({"claudeMdExcludes": ["**/x/**"], "maxIncludeDepth": 1})
+        json.dumps({"claudeMdExcludes": ["**/x/**"], "maxIncludeDepth": 2})
     )
     tree.write("repo/.claude/settings.local.json", json.dumps({"claudeMdExcludes": ["**/y/**"]}))
     touched = [str(repo / "x/f.py"), str(repo / "y/f.py")]

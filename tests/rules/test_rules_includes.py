@@ -92,12 +92,13 @@ def test_depth_limit_default_and_setting(tree: Tree, load: Loader) -> None:
         tree.write(f"d{level}.md", f"level {level} @d{level + 1}.md")
     tree.write("d50.md", "bottom")
     result = load(tree.root)
-    assert loaded(result, tree.root) == ["CLAUDE.md", "d1.md", "d2.md", "d3.md", "d4.md", "d5.md"]
-    assert skips(result, tree.root) == {"d6.md": "depth"}
+    # The seed: `depth >= MAX_INCLUDE_DEPTH` (5) is refused, the top file at depth 0.
+    assert loaded(result, tree.root) == ["CLAUDE.md", "d1.md", "d2.md", "d3.md", "d4.md"]
+    assert skips(result, tree.root) == {"d5.md": "depth"}
     deeper = load(tree.root, max_include_depth=8)
-    assert loaded(deeper, tree.root)[-1] == "d8.md"
-    none = load(tree.root, max_include_depth=0)
-    assert loaded(none, tree.root) == ["CLAUDE.md"]
+    assert loaded(deeper, tree.root)[-1] == "d7.md"
+    for no_includes in (0, 1):
+        assert loaded(load(tree.root, max_include_depth=no_includes), tree.root) == ["CLAUDE.md"]
 
 
 def test_include_symlink_loop(tree: Tree, load: Loader) -> None:
