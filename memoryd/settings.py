@@ -11,6 +11,8 @@ anything that could point memoryd at files outside the project (`autoMemoryDirec
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -202,5 +204,22 @@ def set_user_setting(key: str, value: Any) -> Path:
         current.pop(key, None)
     else:
         current[key] = value
-    atomic_write_text(path, json.dumps(current, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(current, indent=2, ensure_ascii=False) + "\n"
+    if path.is_symlink():
+        # A link into a dotfiles repository stays a link: the file it points at is replaced
+        # (atomically, in its own folder, keeping its mode); renaming over the link replaced
+        # it with a copy, and the dotfiles file silently stopped being the user's settings.
+        target = Path(os.path.realpath(path))
+        if not target.parent.is_dir():
+            raise InvalidParams(
+                f"user settings file {path} is a link to {target}, whose folder does not exist; "
+                "fix the link before setting keys"
+            )
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o600
+        atomic_write_text(target, text, mode)
+        return path
+    atomic_write_text(path, text)
     return path

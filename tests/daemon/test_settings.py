@@ -141,3 +141,22 @@ def test_create_exclusive_leaves_no_half_file(tmp_path: Path) -> None:
     assert create_exclusive(target, "whole") is True
     assert create_exclusive(target, "again") is False
     assert target.read_text() == "whole"
+
+
+def test_set_writes_through_a_symlinked_settings_file(isolated_env: IsolatedEnv) -> None:
+    dotfiles = isolated_env.root / "dotfiles"
+    real = dotfiles / "claude-settings.json"
+    write_json(real, {"model": "opus"})
+    real.chmod(0o644)
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(real)
+    settings.set_user_setting("autoMemoryEnabled", False)
+    assert path.is_symlink()
+    assert json.loads(real.read_text()) == {"model": "opus", "autoMemoryEnabled": False}
+    assert real.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude-settings.json"]
+    path.unlink()
+    path.symlink_to(isolated_env.root / "gone" / "settings.json")
+    with pytest.raises(InvalidParams, match="whose folder does not exist"):
+        settings.set_user_setting("autoMemoryEnabled", True)
