@@ -65,6 +65,7 @@ class _Loader:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     processed: dict[Path, Path] = field(default_factory=dict)  # real path -> path as loaded
+    judged: set[Path] = field(default_factory=set)  # real paths of rules skipped on their merits
     touched_sorted: list[str] = field(default_factory=list)
     loaded_bytes: int = 0
     unreported: int = 0  # skips past MAX_SKIPPED
@@ -239,6 +240,8 @@ class _Loader:
                 self._skip(path, "missing", "no such file", parent)
             return
         real = self.fs.realpath(path)
+        if real in self.judged:  # a rule already judged and left out (`~/.claude/rules` again,
+            return  # as HOME's Project rules when cwd is under HOME): judged once, as itself
         if ftype != "Managed":  # policy files cannot be excluded
             pattern = globs.excluded_by(self.request.excludes, (path, real))
             if pattern is not None:
@@ -277,6 +280,7 @@ class _Loader:
         except (frontmatter.FrontmatterError, globs.GlobError) as exc:
             if rule_base is not None:  # a rule meant to be conditional is never loaded always
                 self._skip(path, "bad_frontmatter", str(exc), parent)
+                self.judged.add(real)
                 return
             # A CLAUDE.md opening with `---`, text and `---` that is no YAML: Markdown rules
             # around a paragraph, not metadata. All of it is instructions.
@@ -288,6 +292,7 @@ class _Loader:
                     "paths_not_matched",
                     f"conditional rule: no touched path matches {list(patterns)} under {rule_base}",
                 )
+                self.judged.add(real)
                 return
             reason = "path_glob"
         body = markdown.strip_html_comments(parsed.body)

@@ -328,6 +328,27 @@ def test_user_claude_dir_under_home_loaded_once(isolated_env: IsolatedEnv, load:
     assert [s.reason for s in result.skipped] == ["duplicate"]
 
 
+def test_user_conditional_rule_is_judged_once_when_cwd_is_under_home(
+    isolated_env: IsolatedEnv, load: Loader
+) -> None:
+    home = isolated_env.home
+    rule = isolated_env.config_dir / "rules" / "notes.md"
+    rule.parent.mkdir(parents=True)
+    rule.write_text("---\npaths: notes/**\n---\nuser rule for notes\n")
+    bad = isolated_env.config_dir / "rules" / "bad.md"
+    bad.write_text("---\npaths: [unclosed\n---\nbad\n")
+    project = home / "proj"
+    project.mkdir()
+    # Relative to the project (User rules) no match; relative to HOME (its Project rules) one.
+    result = load(project, touched=(home / "notes" / "todo.md",))
+    assert [f for f in result.files if f.path in (rule, bad)] == []
+    assert [(s.path, s.reason) for s in result.skipped] == [
+        (bad, "bad_frontmatter"),
+        (rule, "paths_not_matched"),
+    ]
+    assert str(project) in result.skipped[1].detail
+
+
 def test_paths_are_absolute(tree: Tree, load: Loader) -> None:
     tree.write("CLAUDE.md", "x")
     assert all(Path(f.path).is_absolute() for f in load(tree.root).files)
