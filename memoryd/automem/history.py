@@ -17,8 +17,15 @@ from pathlib import Path
 
 from memoryd.core.project import sanitize_key
 from memoryd.errors import InvalidParams, NotFound
-from memoryd.fsutil import atomic_write_bytes, ensure_private_dir
+from memoryd.fsutil import (
+    NotRegularFile,
+    atomic_write_bytes,
+    ensure_private_dir,
+    read_regular_file,
+)
 
+# Versions are copies of memory files, refused over 16 MiB before they are kept (writes.py).
+_MAX_VERSION_BYTES = 16 * 1024 * 1024
 _VERSION = re.compile(r"^\d{19,20}-[a-z]{1,20}$")
 
 
@@ -61,7 +68,7 @@ class History:
         """Keep `content` as a version; None when it equals the newest kept version."""
         folder = ensure_private_dir(self.folder(memory_dir, file))
         newest = self.versions(memory_dir, file)
-        if newest and (folder / f"{newest[0].version}.md").read_bytes() == content:
+        if newest and self._newest_is(folder / f"{newest[0].version}.md", content):
             return None
         stamp = time.time_ns()
         while any(p.name.startswith(f"{stamp:020d}-") for p in folder.iterdir()):
@@ -82,8 +89,16 @@ class History:
             stem = entry.name[:-3] if entry.name.endswith(".md") else ""
             if not _VERSION.fullmatch(stem):
                 continue
+            # Only regular files are versions: a link, a folder or a FIFO named like one (left
+            # by a restored backup) is skipped, not followed, read or waited on.
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                size = entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
             stamp, reason = stem.split("-", 1)
-            out.append(Version(stem, int(stamp) / 1e9, entry.stat().st_size, reason))
+            out.append(Version(stem, int(stamp) / 1e9, size, reason))
         out.sort(key=lambda v: v.version, reverse=True)
         return out
 
@@ -91,6 +106,19 @@ class History:
         if not _VERSION.fullmatch(version):
             raise InvalidParams(f"version: not a version id: {version!r}")
         try:
-            return (self.folder(memory_dir, file) / f"{version}.md").read_bytes()
-        except FileNotFoundError:
+            return self._read(self.folder(memory_dir, file) / f"{version}.md")
+        except (OSError, NotRegularFile):
             raise NotFound(f"no version {version} of {file}") from None
+
+    @classmethod
+    def _newest_is(cls, path: Path, content: bytes) -> bool:
+        try:
+            return cls._read(path) == content
+        except OSError:  # gone or swapped since it was listed: keep this version anyway
+            return False
+
+    @staticmethod
+    def _read(path: Path) -> bytes:
+        """A kept version, never through a link nor blocking on a FIFO (OSError,
+        NotRegularFile for either)."""
+        return read_regular_file(path, _MAX_VERSION_BYTES)

@@ -72,3 +72,24 @@ def test_files_that_sanitise_alike_keep_separate_histories(tmp_path: Path) -> No
     assert history.folder(tmp_path / "a" / "b-c", "x.md") != history.folder(
         tmp_path / "a" / "b" / "c", "x.md"
     )
+
+
+@pytest.mark.parametrize("junk", ["dangling link", "folder", "fifo"])
+def test_junk_named_like_a_version_is_skipped(tmp_path: Path, junk: str) -> None:
+    import os
+
+    h = History(tmp_path / "hist")
+    mem = tmp_path / "mem"
+    v1 = h.save(mem, "a.md", b"one", "overwrite")
+    assert v1 is not None
+    newest = h.folder(mem, "a.md") / "09999999999999999999-overwrite.md"
+    if junk == "dangling link":
+        newest.symlink_to(tmp_path / "gone" / "x.md")
+    elif junk == "folder":
+        newest.mkdir()
+    else:
+        os.mkfifo(newest)
+    assert [v.version for v in h.versions(mem, "a.md")] == [v1.version]
+    assert h.save(mem, "a.md", b"two", "overwrite") is not None  # neither read nor waited on
+    with pytest.raises(NotFound):
+        h.read(mem, "a.md", "09999999999999999999-overwrite")
