@@ -75,7 +75,6 @@ class MemoryWrites:
         memory_dir = self._dirs.memory_dir(project)
         folder = memory_dir / TEAM_DIR if team else memory_dir
         async with self._locks(memory_dir):
-            check_index_size(folder / index_mod.INDEX_NAME)  # before anything is written
             state = self._states.state(memory_dir)
             merged_into: Path | None = None
             if file is not None:
@@ -90,6 +89,9 @@ class MemoryWrites:
                 target = memory_dir / key
                 merged_into = target if merged else None
             _check_target(memory_dir, target)
+            # The index the line goes to, by the key (`file="team/x.md"` without `team` is a
+            # team memory): too large to rewrite, nothing is written.
+            check_index_size(index_path(memory_dir, team=is_team(key)))
             created = not target.exists()
             if not created:
                 self._snapshot_sync(memory_dir, key, target, "overwrite")

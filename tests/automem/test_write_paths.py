@@ -237,3 +237,16 @@ async def test_bytes_of_the_index_that_are_not_utf8_are_kept(
     await daemon.call("memory.delete", cwd=str(project), path="user_other.md")
     await daemon.call("memory.reconcile", cwd=str(project))
     assert index.read_bytes() == header + b"- [Seed](user_seed.md) \xe2\x80\x94 d\n"
+
+
+async def test_a_write_to_a_team_file_checks_the_team_index_size(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    await daemon.call("memory.write", cwd=str(project), name="Seed", **USER)
+    (memdir / "team").mkdir()
+    (memdir / "team" / "MEMORY.md").write_text("- [x](x.md) — padding\n" * 50_000)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.write", cwd=str(project), name="N", file="team/new.md", **USER)
+    assert err.value.code == -32004
+    assert "team/MEMORY.md" in err.value.message
+    assert not (memdir / "team" / "new.md").exists()
