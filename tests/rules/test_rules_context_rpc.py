@@ -314,6 +314,26 @@ async def test_symlinked_cwd_matches_touched_paths(daemon: DaemonHandle, tree: T
     assert _names(result, repo) == ["pkg/CLAUDE.md"]
 
 
+async def test_touched_path_spelled_through_a_link_activates_files(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    repo = tree.git_repo("real/repo")
+    tree.write("real/repo/CLAUDE.md", "root")
+    tree.write("real/repo/svc/CLAUDE.md", "svc")
+    tree.write("real/repo/.claude/rules/api.md", "---\npaths: svc/**\n---\napi")
+    link = tree.link("link", tree.root / "real") / "repo"
+    expected = ["CLAUDE.md", ".claude/rules/api.md", "svc/CLAUDE.md"]
+    for cwd, touched in ((repo, link), (link, repo), (link, link)):
+        result = await daemon.call(
+            "get_context", cwd=str(cwd), touched_paths=[str(touched / "svc/x.py")]
+        )
+        assert _names(result, repo) == expected, (cwd, touched)
+    # Through a session: reported with the link's spelling, asked for with the real cwd.
+    daemon.daemon.services.session_paths.add_touched("s-1", [str(link / "svc/y.py")])
+    result = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
+    assert _names(result, repo) == expected
+
+
 async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "x")

@@ -63,16 +63,33 @@ class GetContextResult(BaseModel):
     cached: bool
 
 
-def _touched(raw: list[str], given_cwd: str, real_cwd: Path) -> frozenset[Path]:
-    """Absolute, normalized paths; a path under the cwd as given is moved under the real cwd."""
+# Touched paths outside the project resolved through symlinks per call: a few lstats each.
+MAX_RESOLVED_TOUCHED = 1000
+
+
+def _touched(
+    raw: list[str], given_cwd: str, real_cwd: Path, roots: tuple[Path, ...] = ()
+) -> tuple[set[Path], list[str]]:
+    """Absolute, normalized paths, a path under the cwd as given moved under the real cwd;
+    and those outside the real cwd and `roots` (at most MAX_RESOLVED_TOUCHED), which may be
+    spelled through a symlink (`/link/proj/svc/x.py` for a project at `/real/proj`)."""
     prefix = os.path.normpath(given_cwd)
     real = str(real_cwd)
+    inside = tuple(str(root).rstrip(os.sep) + os.sep for root in (real_cwd, *roots))
     result: set[Path] = set()
+    outside: list[str] = []
     for path in raw:
         if prefix != real and (path == prefix or path.startswith(prefix + os.sep)):
             path = real + path[len(prefix) :]
         result.add(Path(path))
-    return frozenset(result)
+        if len(outside) < MAX_RESOLVED_TOUCHED and not (path + os.sep).startswith(inside):
+            outside.append(path)
+    return result, outside
+
+
+def _resolved(paths: list[str]) -> set[Path]:
+    """Each path's real form (its longest existing prefix resolved). Blocking: a few lstats."""
+    return {Path(os.path.realpath(path)) for path in paths}
 
 
 async def _contributions(
@@ -142,7 +159,11 @@ async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any
         store = daemon.services.session_paths
         store.add(params.session_id, cleaned)
         cleaned = list(store.get(params.session_id))
-    touched = _touched(cleaned, params.cwd, real_cwd)
+    roots = tuple(r for r in (project.root, project.facts.worktree_root) if r is not None)
+    spelled, outside = _touched(cleaned, params.cwd, real_cwd, roots)
+    if outside:  # also as their real paths, which the loader judges against the real cwd
+        spelled |= await asyncio.to_thread(_resolved, outside)
+    touched = frozenset(spelled)
     service = daemon.services.instructions
     await service.ensure_started()
     cached, hit = await service.get(real_cwd, project, touched)
