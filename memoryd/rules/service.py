@@ -64,11 +64,14 @@ def build(
 ) -> CachedContext:
     """Read settings and approvals, then load every file. Blocking: run it in a thread."""
     fs = realfs.RealFS()
+    # Project settings are checked into the branch: a linked worktree's own, not the main
+    # checkout's (another branch's working tree).
+    settings_root = project.facts.worktree_root or project.root
     # Stamp before reading, so an edit racing with this load is seen as a change later.
-    for path in _settings_paths(project.root, flag):
+    for path in _settings_paths(settings_root, flag):
         fs.note(path)
     fs.note(approvals.approvals_path())
-    effective = settings.load(project.root, flag)
+    effective = settings.load(settings_root, flag)
     warnings = [f"settings file {f.path}: {f.error}" for f in effective.files if f.error]
     depth = effective.get("maxIncludeDepth")
     if not 0 <= depth <= MAX_INCLUDE_DEPTH_CAP:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -270,6 +271,34 @@ async def test_settings_layers_merge_excludes_and_depth(
     assert _names(result, repo) == ["CLAUDE.md", "a.md"]
     reasons = {str(Path(s["path"]).relative_to(repo)): s["reason"] for s in result["skipped"]}
     assert reasons == {"b.md": "depth", "x/CLAUDE.md": "excluded", "y/CLAUDE.local.md": "excluded"}
+
+
+async def test_linked_worktree_reads_its_own_project_settings(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    main = tree.mkdir("main")
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
+            cwd=main,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "x")
+    worktree = tree.root / "wt"
+    git("worktree", "add", "-q", str(worktree), "-b", "feature")
+    # The feature branch excludes legacy instructions; the main checkout does not.
+    tree.write("wt/.claude/settings.json", json.dumps({"claudeMdExcludes": ["**/legacy/**"]}))
+    tree.write("wt/legacy/CLAUDE.md", "LEGACY RULES")
+    tree.write("main/.claude/settings.json", json.dumps({"agentsMdFallback": False}))
+    tree.write("wt/AGENTS.md", "agents of the worktree")
+    result = await unwatched.call("get_context", cwd=str(worktree / "legacy"))
+    assert "LEGACY RULES" not in result["claude_md"]
+    assert _names(result, worktree) == ["AGENTS.md"]
+    assert {s["reason"] for s in result["skipped"]} == {"excluded"}
 
 
 async def test_bad_settings_file_is_a_warning(unwatched: DaemonHandle, tree: Tree) -> None:
