@@ -237,20 +237,26 @@ def reconcile(text: str, files: Mapping[str, tuple[str, str]], exists: Exists | 
     return text
 
 
-def truncate(text: str) -> Truncation:
+def truncate(text: str, file_size: int | None = None) -> Truncation:
     """Cap at MAX_INDEX_LINES lines, then at MAX_INDEX_BYTES bytes (cut after the last whole
-    line that fits, never mid-line); when cut, append a warning naming the cap that was hit."""
+    line that fits, never mid-line); when cut, append a warning giving the index's own size
+    and line count and naming each cap that was hit (`cap` is the last one applied).
+    `file_size`: the file's size when `text` is only its first MAX_INDEX_READ_BYTES."""
     # Lines end at "\n" only: `splitlines` would also split at \r, \f, U+2028 and friends,
     # counting one index line as several and cutting it mid-line.
     lines = text.split("\n")
     lines = [f"{line}\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    total, size = len(lines), len(text.encode("utf-8", errors="surrogatepass"))
+    counted = f"{total:,} lines"
+    if file_size is not None and file_size > size:  # only its start was read
+        size, counted = file_size, f"at least {total:,} lines"
     cap: Literal["lines", "bytes"] | None = None
-    if len(lines) > MAX_INDEX_LINES:
-        total = len(lines)
+    over_lines = total > MAX_INDEX_LINES
+    if over_lines:
         lines = lines[:MAX_INDEX_LINES]
         cap = "lines"
         detail = (
-            f"{total} lines (limit {MAX_INDEX_LINES}); only the first {MAX_INDEX_LINES} were loaded"
+            f"{counted} (limit {MAX_INDEX_LINES}); only the first {MAX_INDEX_LINES} were loaded"
         )
     kept = "".join(lines)
     raw = kept.encode("utf-8")
@@ -259,7 +265,17 @@ def truncate(text: str) -> Truncation:
         cut = head.rfind(b"\n")
         kept = head[: cut + 1].decode("utf-8") if cut >= 0 else ""
         cap = "bytes"
-        detail = f"{len(raw):,} bytes (limit {MAX_INDEX_BYTES:,}); it was cut at the last whole line that fits"
+        if over_lines:
+            detail = (
+                f"{counted} (limit {MAX_INDEX_LINES}) and {size:,} bytes (limit "
+                f"{MAX_INDEX_BYTES:,}); its first {MAX_INDEX_LINES} lines were cut at the last "
+                "whole line that fits"
+            )
+        else:
+            detail = (
+                f"{size:,} bytes (limit {MAX_INDEX_BYTES:,}); it was cut at the last whole line "
+                "that fits"
+            )
     if cap is None:
         return Truncation(text, False, None, None)
     warning = (

@@ -42,7 +42,7 @@ class IndexTexts:
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        cut = index_mod.truncate(read_index(path))
+        cut = index_mod.truncate(read_index(path), st.st_size)
         view = IndexText(path, cut.text, cut.truncated)
         self._cache[path] = (stamp, view)
         return view

@@ -240,7 +240,11 @@ class AutoMemory:
         except IndexIsAFolder as exc:
             # The memories are still listed; every file is an orphan until the folder moves.
             return IndexView(path, "", False, None, (), tuple(sorted(existing)), str(exc))
-        cut = index_mod.truncate(text)
+        try:
+            file_size: int | None = os.stat(path, follow_symlinks=False).st_size
+        except OSError:
+            file_size = None
+        cut = index_mod.truncate(text, file_size)
         exists = on_disk(path.parent, set(existing))
         missing = tuple(e.file for e in index_mod.dangling(text, existing, exists))
         orphans = tuple(index_mod.unlisted(text, sorted(existing)))

@@ -199,3 +199,16 @@ def test_truncate_single_huge_line_keeps_nothing_but_the_warning() -> None:
 def test_truncate_boundaries_not_cut(count: int) -> None:
     text = "a\n" * count
     assert not ix.truncate(text).truncated
+
+
+def test_truncate_over_both_caps_gives_the_index_size_and_names_both_caps() -> None:
+    line = "- [" + "y" * 300 + "](f.md)\n"
+    text = line * 250
+    cut = ix.truncate(text)
+    assert cut.cap == "bytes"
+    assert f"250 lines (limit 200) and {len(text.encode()):,} bytes (limit 25,000)" in (
+        cut.warning or ""
+    )
+    # Only the start of a larger file was read: its size is the file's, its lines a floor.
+    cut = ix.truncate(text, file_size=2_000_000)
+    assert "at least 250 lines (limit 200) and 2,000,000 bytes" in (cut.warning or "")
