@@ -76,6 +76,11 @@ class MemoryDirs:
                 f"{location.ENV_DIR} to a folder for it"
             )
         location.check_safe(choice, home=home, config_dir=config_dir)
+        problem = location.not_a_folder(choice)
+        if problem is not None:
+            if problem not in self.warnings:  # for `status`, once
+                self.warnings.append(problem)
+            raise FeatureUnavailable(problem)
         memory_dir = Path(unicodedata.normalize("NFC", str(choice.path)))
         self.known.add(memory_dir)
         self._checked[project.root] = (seen, memory_dir)

@@ -116,5 +116,22 @@ def check_safe(choice: MemoryDirChoice, *, home: Path, config_dir: Path) -> Path
     return real
 
 
+def not_a_folder(choice: MemoryDirChoice) -> str | None:
+    """Why the chosen directory cannot be one (it, or a folder on its way, is a file), or
+    None: every write would fail with NotADirectoryError, so it is said up front."""
+    real = choice.path.resolve()
+    there = next((p for p in (real, *real.parents) if os.path.lexists(p)), None)
+    if there is None or there.is_dir():
+        return None
+    where = f"{choice.path} is a file" if there == real else f"{there} is a file"
+    if choice.source == "env":
+        setting = f"{ENV_DIR} (environment)"
+    elif choice.explicit:
+        setting = f"{SETTING_DIR} ({choice.source} settings)"
+    else:
+        setting = f"the default memory folder; set {SETTING_DIR} in user settings"
+    return f"auto memory directory: {where}, not a folder: {setting} must name a folder"
+
+
 def env_enabled(env: Mapping[str, str]) -> bool:
     return env.get(ENV_DISABLE, "").strip().lower() not in {"1", "true", "yes", "on"}

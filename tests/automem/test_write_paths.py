@@ -250,3 +250,24 @@ async def test_a_write_to_a_team_file_checks_the_team_index_size(
     assert err.value.code == -32004
     assert "team/MEMORY.md" in err.value.message
     assert not (memdir / "team" / "new.md").exists()
+
+
+async def test_a_memory_directory_that_is_a_file_is_said_to_be_one(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    notes = isolated_env.root / "notes.txt"
+    notes.write_text("x")
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(notes)})
+    )
+    for method, params in (("memory.list", {}), ("memory.write", {"name": "A", **USER})):
+        with pytest.raises(RpcError) as err:
+            await daemon.call(method, cwd=str(project), **params)
+        assert err.value.code == -32003
+        assert f"{notes} is a file, not a folder" in err.value.message
+        assert "autoMemoryDirectory (user settings)" in err.value.message
+    status = await daemon.call("status")
+    (warning,) = status["features"]["auto_memory"]["warnings"]
+    assert "is a file, not a folder" in warning
+    await daemon.call("get_context", cwd=str(project))  # the rest of the context still comes
