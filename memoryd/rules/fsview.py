@@ -34,6 +34,9 @@ class FileSystem(Protocol):
     def is_dir(self, path: Path) -> bool:
         """Whether a folder is there (following symlinks); not a dependency of the load."""
 
+    def touched_is_dir(self, path: Path) -> bool:
+        """Whether a touched path is a folder; only that much is a dependency of the load."""
+
     def realpath(self, path: Path) -> Path:
         """Symlinks resolved as far as they go; never raises."""
 

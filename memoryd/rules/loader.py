@@ -140,11 +140,7 @@ class _Loader:
                 continue
             if not parts:
                 continue
-            try:
-                is_dir = (stat := self.fs.stat(touched)) is not None and stat.kind == "dir"
-            except FsError:
-                is_dir = False
-            folder_parts = parts if is_dir else parts[:-1]
+            folder_parts = parts if self.fs.touched_is_dir(touched) else parts[:-1]
             folder = cwd
             for part in folder_parts:
                 if part in _NOT_NESTED:

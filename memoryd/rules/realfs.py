@@ -35,6 +35,16 @@ def stamp(path: Path) -> Stamp:
         return "invalid"
 
 
+# The stamp of a touched path: only whether it is a folder, so editing a source file the
+# session touched keeps the cached instructions (its full stat dropped them on every edit).
+KIND_DIR = "kind:dir"
+KIND_OTHER = "kind:other"
+
+
+def _kind(path: Path) -> str:
+    return KIND_DIR if os.path.isdir(path) else KIND_OTHER
+
+
 def _fs_error(path: Path, exc: OSError) -> FsError:
     if exc.errno == errno.ELOOP:
         return FsError("symlink_loop", "too many levels of symbolic links")
@@ -92,6 +102,11 @@ class RealFS:
     def is_dir(self, path: Path) -> bool:
         return os.path.isdir(path)
 
+    def touched_is_dir(self, path: Path) -> bool:
+        kind = _kind(path)
+        self.stamps.setdefault(path, kind)
+        return kind == KIND_DIR
+
     def realpath(self, path: Path) -> Path:
         real = Path(os.path.realpath(path))
         if real != path:
@@ -119,13 +134,15 @@ class RealFS:
             raise _fs_error(path, exc) from None
 
     def involvement(self) -> Involvement:
-        involved: set[Path] = set(self.stamps)
+        # A touched file is no dependency: its edits, and its folder, are nobody's business.
+        depends = [path for path, recorded in self.stamps.items() if recorded != KIND_OTHER]
+        involved: set[Path] = set(depends)
         watch: set[Path] = set()
         for folder in self.listed:
             if os.path.isdir(folder):
                 watch.add(folder)
         nearest: dict[Path, Path] = {}  # folder -> the nearest existing folder at or above it
-        for path in list(self.stamps):
+        for path in depends:
             # Watch the nearest existing folder; the missing ones between are involved
             # too, so creating `docs/` is seen before `docs/a.md` appears in it.
             watch.add(_nearest_dir(path.parent, nearest, involved))
@@ -158,4 +175,7 @@ def _nearest_dir(folder: Path, nearest: dict[Path, Path], involved: set[Path]) -
 
 def unchanged(stamps: dict[Path, Stamp]) -> bool:
     """True when every recorded path still stats the same."""
-    return all(stamp(path) == recorded for path, recorded in stamps.items())
+    return all(
+        (_kind(path) if recorded in (KIND_DIR, KIND_OTHER) else stamp(path)) == recorded
+        for path, recorded in stamps.items()
+    )

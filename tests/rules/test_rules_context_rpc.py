@@ -16,7 +16,10 @@ import pytest
 from memoryd.core.project import Project
 from memoryd.daemon.methods.context import GetContextResult
 from memoryd.daemon.wiring import Services, rpc_methods
-from memoryd.rules.model import ContextContribution, IndexEntry
+from memoryd.rules import realfs
+from memoryd.rules.loader import load_context
+from memoryd.rules.model import ContextContribution, ContextRequest, IndexEntry
+from memoryd.rules.realfs import RealFS
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.rules.conftest import Tree
@@ -361,6 +364,47 @@ async def test_touched_path_spelled_through_a_link_activates_files(
     daemon.daemon.services.session_paths.add_touched("s-1", [str(link / "svc/y.py")])
     result = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(result, repo) == expected
+
+
+async def test_editing_a_touched_source_file_keeps_the_cache(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    tree.write("repo/src/a.py", "x = 1\n")
+    tree.mkdir("repo/pkg")
+    touched = ["src/a.py", "pkg"]
+    call = {"cwd": str(repo), "touched_paths": touched}
+    await unwatched.call("get_context", **call)
+    assert (await unwatched.call("get_context", **call))["cached"] is True
+    tree.write("repo/src/a.py", "x = 2  # the agent edits the file it touched\n")
+    assert (await unwatched.call("get_context", **call))["cached"] is True
+    # Whether a touched path is a folder still counts: `pkg` is one no more.
+    (repo / "pkg").rmdir()
+    assert (await unwatched.call("get_context", **call))["cached"] is False
+
+
+def test_a_touched_file_is_no_dependency_of_the_load(tree: Tree, isolated_env: IsolatedEnv) -> None:
+    tree.write("CLAUDE.md", "root")
+    source = tree.write("deep/down/a.py", "x = 1")
+    fs = RealFS()
+    request = ContextRequest(
+        cwd=tree.root,
+        project_root=tree.root,
+        config_dir=isolated_env.config_dir,
+        managed_dir=isolated_env.managed_dir,
+        home=isolated_env.home,
+        touched=frozenset({source, tree.root / "deep"}),
+    )
+    load_context(request, fs)
+    involvement = fs.involvement()
+    assert source not in involvement.involved
+    assert tree.root / "deep" in involvement.involved  # a touched folder: its removal counts
+    source.write_text("x = 2, longer")
+    assert realfs.unchanged(involvement.stamps)
+    source.unlink()
+    source.mkdir()  # a folder now: nested files may start at it
+    assert not realfs.unchanged(involvement.stamps)
 
 
 async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
