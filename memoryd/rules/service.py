@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from memoryd.core.project import Project
 
 MAX_ENTRIES = 256
+# Folders one entry may have watched: more (a session that touched files in 4,000 folders)
+# and it is checked by `stat` on each call instead of holding the user's inotify watches.
+MAX_WATCHED_PER_ENTRY = 500
 MAX_INCLUDE_DEPTH_CAP = 20
 
 _Key = tuple[Path, Path, frozenset[Path]]
@@ -98,6 +101,10 @@ def build(
     )
 
 
+def _watchable(entry: CachedContext) -> bool:
+    return len(entry.involvement.watch_dirs) <= MAX_WATCHED_PER_ENTRY
+
+
 class InstructionFiles:
     def __init__(self, host: Host, *, flag_settings: Path | None, watch_files: bool) -> None:
         self.host = host
@@ -162,10 +169,27 @@ class InstructionFiles:
     def _store(self, key: _Key, entry: CachedContext) -> None:
         self._entries[key] = entry
         self._entries.move_to_end(key)
+        evicted = False
         while len(self._entries) > MAX_ENTRIES:
             self._entries.popitem(last=False)
+            evicted = True
         if self._watcher is not None:
-            self._watcher.ensure(entry.involvement.watch_dirs)
+            if _watchable(entry):
+                self._watcher.ensure(entry.involvement.watch_dirs)
+            if evicted:
+                self._release_watches()
+
+    def _release_watches(self) -> None:
+        """Let the watcher drop folders no cached entry needs any more."""
+        if self._watcher is not None:
+            self._watcher.retain(
+                {
+                    d
+                    for e in self._entries.values()
+                    if _watchable(e)
+                    for d in e.involvement.watch_dirs
+                }
+            )
 
     def _still_valid(self, key: _Key, entry: CachedContext) -> bool:
         if entry.trusted:
@@ -174,12 +198,17 @@ class InstructionFiles:
             self._entries.pop(key, None)
             return False
         # Stamps match now; from here on a live watcher over every folder sees any change.
-        if self._watcher is not None and self._watcher.covers(entry.involvement.watch_dirs):
+        if (
+            self._watcher is not None
+            and _watchable(entry)
+            and self._watcher.covers(entry.involvement.watch_dirs)
+        ):
             entry.trusted = True
         return True
 
     # -- invalidation ---------------------------------------------------------------------
     def _on_change(self, changed: set[Path]) -> None:
+        dropped = False
         for key, entry in list(self._entries.items()):
             involvement = entry.involvement
             if any(
@@ -187,6 +216,9 @@ class InstructionFiles:
                 for p in changed
             ):
                 del self._entries[key]
+                dropped = True
+        if dropped:
+            self._release_watches()
 
     def drop(self, project_root: Path | None = None) -> int:
         """Forget cached contexts (of one project, or all); the count dropped."""
@@ -198,6 +230,8 @@ class InstructionFiles:
         ]
         for key in doomed:
             del self._entries[key]
+        if doomed:
+            self._release_watches()
         return len(doomed)
 
     # -- status ---------------------------------------------------------------------------

@@ -31,6 +31,8 @@ ARM_TIMEOUT_S = 5.0
 _PROBE_EVERY_S = 0.025
 _MAX_FAILURES = 3
 _PROBE_PREFIX = "memoryd-watch-"
+# Folders watched beyond what the cached entries need before the set is cut back to them.
+_RETAIN_SLACK = 64
 
 
 def make_probe_dir(parent: Path | None = None) -> Path:
@@ -110,6 +112,15 @@ class DirWatcher:
         new = set(dirs) - self._wanted
         if new:
             self._wanted |= new
+            self._dirty.set()
+
+    def retain(self, dirs: Iterable[Path]) -> None:
+        """Watch only these folders (those of the entries still cached), once the watched set
+        is well over them: a restart per dropped entry would be churn, never dropping a leak
+        (every folder a client ever reported held an inotify watch for good)."""
+        keep = set(dirs)
+        if len(self._wanted) > 2 * len(keep) + _RETAIN_SLACK:
+            self._wanted = keep
             self._dirty.set()
 
     async def close(self) -> None:

@@ -17,6 +17,7 @@ from memoryd.core.project import Project
 from memoryd.daemon.methods.context import GetContextResult
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.rules import realfs
+from memoryd.rules import service as service_mod
 from memoryd.rules.loader import load_context
 from memoryd.rules.model import ContextContribution, ContextRequest, IndexEntry
 from memoryd.rules.realfs import RealFS
@@ -405,6 +406,42 @@ def test_a_touched_file_is_no_dependency_of_the_load(tree: Tree, isolated_env: I
     source.unlink()
     source.mkdir()  # a folder now: nested files may start at it
     assert not realfs.unchanged(involvement.stamps)
+
+
+async def test_touched_files_in_many_folders_take_no_watch_each(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_mod, "MAX_WATCHED_PER_ENTRY", 50)
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    touched = [f"src/m{i}/x.py" for i in range(80)]
+    for path in touched:
+        tree.write(f"repo/{path}", "")
+    await daemon.call("get_context", cwd=str(repo))
+    await _until(lambda: _status(daemon)["watched_dirs"] > 0, "the first watch")
+    plain = _status(daemon)["watched_dirs"]
+    call = {"cwd": str(repo), "touched_paths": touched}
+    await daemon.call("get_context", **call)
+    await asyncio.sleep(0.3)
+    assert _status(daemon)["watched_dirs"] == plain  # 80 folders: checked by stat instead
+    assert (await daemon.call("get_context", **call))["cached"] is True
+    tree.write("repo/src/m7/CLAUDE.md", "nested m7")
+    assert "nested m7" in (await daemon.call("get_context", **call))["claude_md"]
+
+
+async def test_evicted_entries_release_their_watches(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_mod, "MAX_ENTRIES", 2)
+    big = tree.git_repo("big")
+    touched = [f"src/m{i}/x.py" for i in range(150)]
+    for path in touched:
+        tree.write(f"big/{path}", "")
+    await daemon.call("get_context", cwd=str(big), touched_paths=touched)
+    await _until(lambda: _status(daemon)["watched_dirs"] > 150, "the touched folders watched")
+    for index in range(3):  # push the big entry out
+        await daemon.call("get_context", cwd=str(tree.git_repo(f"small{index}")))
+    await _until(lambda: _status(daemon)["watched_dirs"] < 100, "the watches released")
 
 
 async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
