@@ -39,6 +39,7 @@ def stamp(path: Path) -> Stamp:
 # session touched keeps the cached instructions (its full stat dropped them on every edit).
 KIND_DIR = "kind:dir"
 KIND_OTHER = "kind:other"
+_KINDS = (KIND_DIR, KIND_OTHER)
 
 
 def _kind(path: Path) -> str:
@@ -74,25 +75,31 @@ class RealFS:
 
     def note(self, path: Path) -> None:
         """Record a path the caller depends on (a settings file, the approvals file)."""
-        if path not in self.stamps:
+        if self.stamps.get(path, KIND_DIR) in _KINDS:
             self.stamps[path] = stamp(path)
+
+    def _record(self, path: Path, value: Stamp) -> None:
+        """The first stamp of a path, except that a full one replaces a touched path's kind
+        (a touched `svc/CLAUDE.md` is also a file the load read: its edits count)."""
+        if self.stamps.get(path, KIND_DIR) in _KINDS:
+            self.stamps[path] = value
 
     def stat(self, path: Path) -> Stat | None:
         try:
             result = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
-            self.stamps.setdefault(path, "missing")
+            self._record(path, "missing")
             return None
         except OSError as exc:
-            self.stamps.setdefault(path, f"error:{exc.errno}")
+            self._record(path, f"error:{exc.errno}")
             error = _fs_error(path, exc)
             if error.reason == "missing":
                 return None
             raise error from None
         except ValueError:
-            self.stamps.setdefault(path, "invalid")
+            self._record(path, "invalid")
             raise FsError("missing", "not a valid path") from None
-        self.stamps.setdefault(path, _stamp_of(result))
+        self._record(path, _stamp_of(result))
         if stat_mod.S_ISREG(result.st_mode):
             return Stat("file", result.st_size)
         if stat_mod.S_ISDIR(result.st_mode):
@@ -176,6 +183,6 @@ def _nearest_dir(folder: Path, nearest: dict[Path, Path], involved: set[Path]) -
 def unchanged(stamps: dict[Path, Stamp]) -> bool:
     """True when every recorded path still stats the same."""
     return all(
-        (_kind(path) if recorded in (KIND_DIR, KIND_OTHER) else stamp(path)) == recorded
+        (_kind(path) if recorded in _KINDS else stamp(path)) == recorded
         for path, recorded in stamps.items()
     )

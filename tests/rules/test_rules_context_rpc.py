@@ -408,6 +408,26 @@ def test_a_touched_file_is_no_dependency_of_the_load(tree: Tree, isolated_env: I
     assert not realfs.unchanged(involvement.stamps)
 
 
+def test_a_touched_instruction_file_is_still_a_dependency(
+    tree: Tree, isolated_env: IsolatedEnv
+) -> None:
+    nested = tree.write("svc/CLAUDE.md", "svc")
+    fs = RealFS()
+    request = ContextRequest(
+        cwd=tree.root,
+        project_root=tree.root,
+        config_dir=isolated_env.config_dir,
+        managed_dir=isolated_env.managed_dir,
+        home=isolated_env.home,
+        touched=frozenset({nested}),  # the agent opened the nested CLAUDE.md itself
+    )
+    assert [f.path for f in load_context(request, fs).files] == [nested]
+    involvement = fs.involvement()
+    assert nested in involvement.involved
+    nested.write_text("svc, edited")
+    assert not realfs.unchanged(involvement.stamps)
+
+
 async def test_touched_files_in_many_folders_take_no_watch_each(
     daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
