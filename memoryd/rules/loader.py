@@ -10,7 +10,7 @@ every file that was found but not loaded gets a `Skipped` entry saying why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -19,6 +19,7 @@ from memoryd.rules import frontmatter, globs, includes, markdown
 from memoryd.rules.fsview import FileSystem, FsError
 from memoryd.rules.model import (
     GATED_TYPES,
+    Condition,
     ContextRequest,
     ContextResult,
     FileType,
@@ -66,6 +67,7 @@ class _Loader:
     warnings: list[str] = field(default_factory=list)
     processed: dict[Path, Path] = field(default_factory=dict)  # real path -> path as loaded
     judged: set[Path] = field(default_factory=set)  # real paths of rules skipped on their merits
+    conditions: list[Condition] = field(default_factory=list)  # every `paths:` judged, in order
     touched_sorted: list[str] = field(default_factory=list)
     loaded_bytes: int = 0
     unreported: int = 0  # skips past MAX_SKIPPED
@@ -95,7 +97,9 @@ class _Loader:
                     None,
                 )
             )
-        return ContextResult(tuple(self.files), tuple(self.skipped), tuple(self.warnings))
+        return ContextResult(
+            tuple(self.files), tuple(self.skipped), tuple(self.warnings), tuple(self.conditions)
+        )
 
     def _project_dir(self, directory: Path, reason: LoadReason) -> None:
         claude_md = directory / "CLAUDE.md"
@@ -125,35 +129,7 @@ class _Loader:
             return True  # there is something; loading it reports why it is unusable
 
     def _nested_dirs(self) -> list[Path]:
-        """Folders strictly below cwd, down to each touched path's folder, shallowest first.
-
-        The walk down a touched path stops at its first folder that does not exist (that one is
-        still probed, so creating it is seen): a 1,000-folder path of nothing cost 30 s.
-        """
-        cwd = self.request.cwd
-        found: set[Path] = set()
-        missing: set[Path] = set()
-        for touched in self.request.touched:
-            try:
-                parts = touched.relative_to(cwd).parts
-            except ValueError:
-                continue
-            if not parts:
-                continue
-            folder_parts = parts if self.fs.touched_is_dir(touched) else parts[:-1]
-            folder = cwd
-            for part in folder_parts:
-                if part in _NOT_NESTED:
-                    break
-                folder = folder / part
-                if folder in missing:
-                    break
-                if folder not in found:
-                    found.add(folder)
-                    if not self.fs.is_dir(folder):
-                        missing.add(folder)
-                        break
-        return sorted(found, key=lambda p: (len(p.parts), p.parts))
+        return nested_dirs(self.request.cwd, self.request.touched, self.fs)
 
     def _rules(self, folder: Path, ftype: FileType, base: Path, reason: LoadReason) -> None:
         for path in self._rule_files(folder):
@@ -282,6 +258,7 @@ class _Loader:
             # around a paragraph, not metadata. All of it is instructions.
             parsed, patterns = frontmatter.Parsed(text, {}), None
         if patterns is not None and rule_base is not None:
+            self.conditions.append(Condition(patterns, rule_base))
             if not globs.matches_any(patterns, rule_base, self.touched_sorted):
                 self._skip(
                     path,
@@ -407,6 +384,37 @@ class _Loader:
         except FsError as exc:
             self._skip(folder, exc.reason, exc.detail)
             return refused
+
+
+def nested_dirs(cwd: Path, touched: Iterable[Path], fs: FileSystem) -> list[Path]:
+    """Folders strictly below cwd, down to each touched path's folder, shallowest first.
+
+    The walk down a touched path stops at its first folder that does not exist (that one is
+    still probed, so creating it is seen): a 1,000-folder path of nothing cost 30 s.
+    """
+    found: set[Path] = set()
+    missing: set[Path] = set()
+    for path in touched:
+        try:
+            parts = path.relative_to(cwd).parts
+        except ValueError:
+            continue
+        if not parts:
+            continue
+        folder_parts = parts if fs.touched_is_dir(path) else parts[:-1]
+        folder = cwd
+        for part in folder_parts:
+            if part in _NOT_NESTED:
+                break
+            folder = folder / part
+            if folder in missing:
+                break
+            if folder not in found:
+                found.add(folder)
+                if not fs.is_dir(folder):
+                    missing.add(folder)
+                    break
+    return sorted(found, key=lambda p: (len(p.parts), p.parts))
 
 
 def _ancestors(cwd: Path) -> list[Path]:

@@ -75,10 +75,21 @@ class ContextRequest:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A conditional rule's `paths:` as judged in a load, and what they are relative to."""
+
+    patterns: tuple[str, ...]
+    base: Path
+
+
+@dataclass(frozen=True)
 class ContextResult:
     files: tuple[LoadedFile, ...]
     skipped: tuple[Skipped, ...]
     warnings: tuple[str, ...] = ()
+    # What the touched paths were judged against, beyond the nested folders: a load with other
+    # touched paths is the same load when these come out the same (rules/service.py).
+    conditions: tuple[Condition, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The daemon's instruction-file cache: one loaded context per (cwd, touched-path set).
+"""The daemon's instruction-file cache: one loaded context per (cwd, what touched paths activate).
 
 An entry is dropped as soon as anything it was built from changes: the watcher reports
 a change to one of its paths, or — when it is not (yet) covered by a live watcher — a
@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd import paths, settings
-from memoryd.rules import approvals, assembly, realfs
-from memoryd.rules.loader import load_context
-from memoryd.rules.model import ContextRequest, ContextResult
+from memoryd.rules import approvals, assembly, globs, realfs
+from memoryd.rules.loader import load_context, nested_dirs
+from memoryd.rules.model import Condition, ContextRequest, ContextResult
 from memoryd.rules.watcher import DirWatcher
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host
     from memoryd.core.project import Project
+
+T = TypeVar("T")
 
 MAX_ENTRIES = 256
 # Folders one entry may have watched: more (a session that touched files in 4,000 folders)
@@ -30,7 +33,16 @@ MAX_ENTRIES = 256
 MAX_WATCHED_PER_ENTRY = 500
 MAX_INCLUDE_DEPTH_CAP = 20
 
-_Key = tuple[Path, Path, frozenset[Path]]
+# (cwd, project root, nested folders the touched paths open, which `paths:` rules they match):
+# what a load depends on of the touched paths. Keyed by the raw touched set, a session that
+# touched 20,000 files and one more per call missed on every call and kept a ~10 MB entry each.
+_Key = tuple[Path, Path, frozenset[Path], tuple[bool, ...]]
+_Prefix = tuple[Path, Path, frozenset[Path]]
+_BuildKey = tuple[Path, Path, frozenset[Path]]
+# Touched paths judged on the event loop; more go to a thread (a stat each, glob matches).
+INLINE_TOUCHED = 256
+# The last touched set seen per (cwd, root), so an unchanged or grown set is judged cheaply.
+MAX_SEEN = 8
 
 
 @dataclass
@@ -95,10 +107,28 @@ def build(
     )
     result = load_context(request, fs)
     if warnings:
-        result = ContextResult(result.files, result.skipped, (*warnings, *result.warnings))
+        result = ContextResult(
+            result.files, result.skipped, (*warnings, *result.warnings), result.conditions
+        )
     return CachedContext(
         project.root, result, assembly.render_files(result.files), fs.involvement()
     )
+
+
+@dataclass(frozen=True)
+class _Seen:
+    touched: frozenset[Path]
+    key: _Key
+
+
+def _nested(cwd: Path, touched: Iterable[Path]) -> frozenset[Path]:
+    """The nested folders touched paths open (stats only; nothing recorded)."""
+    return frozenset(nested_dirs(cwd, touched, realfs.RealFS()))
+
+
+def _matched(conditions: tuple[Condition, ...], touched: Iterable[Path]) -> tuple[bool, ...]:
+    ordered = sorted(p.as_posix() for p in touched)
+    return tuple(globs.matches_any(c.patterns, c.base, ordered) for c in conditions)
 
 
 def _watchable(entry: CachedContext) -> bool:
@@ -112,7 +142,10 @@ class InstructionFiles:
         self.watch_files = watch_files
         self._started = False
         self._entries: OrderedDict[_Key, CachedContext] = OrderedDict()
-        self._building: dict[_Key, asyncio.Future[CachedContext]] = {}
+        self._building: dict[_BuildKey, asyncio.Future[CachedContext]] = {}
+        # The `paths:` rules the last load of each prefix judged, in its order.
+        self._conditions: OrderedDict[_Prefix, tuple[Condition, ...]] = OrderedDict()
+        self._seen: OrderedDict[tuple[Path, Path], _Seen] = OrderedDict()
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
         self._watcher: DirWatcher | None = None
         self.hits = 0
@@ -139,32 +172,80 @@ class InstructionFiles:
         self, cwd: Path, project: Project, touched: frozenset[Path]
     ) -> tuple[CachedContext, bool]:
         """The context for cwd and touched paths, and whether it came from the cache."""
-        key: _Key = (cwd, project.root, touched)
-        entry = self._entries.get(key)
-        if entry is not None and self._still_valid(key, entry):
+        key = await self._key(cwd, project.root, touched)
+        entry = self._entries.get(key) if key is not None else None
+        if key is not None and entry is not None and self._still_valid(key, entry):
             self._entries.move_to_end(key)
+            self._remember(cwd, project.root, touched, key)
             self.hits += 1
             return entry, True
-        pending = self._building.get(key)
+        build_key: _BuildKey = (cwd, project.root, touched)
+        pending = self._building.get(build_key)
         if pending is not None:
             return await asyncio.shield(pending), False
         future: asyncio.Future[CachedContext] = asyncio.get_running_loop().create_future()
-        self._building[key] = future
+        self._building[build_key] = future
         epoch = self._epoch
         try:
             self.misses += 1
             flag = self.flag_settings
             entry = await asyncio.to_thread(build, cwd, project, touched, flag)
+            nested = await self._off_loop(len(touched), _nested, cwd, touched)
+            conditions = entry.result.conditions
+            flags = await self._off_loop(len(touched), _matched, conditions, touched)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved here, so a lone waiter-less failure is not logged
             raise
         finally:
-            self._building.pop(key, None)
+            self._building.pop(build_key, None)
+        key = (cwd, project.root, nested, flags)
+        self._conditions[key[:3]] = conditions
+        self._conditions.move_to_end(key[:3])
+        while len(self._conditions) > MAX_ENTRIES:
+            self._conditions.popitem(last=False)
+        self._remember(cwd, project.root, touched, key)
         if epoch == self._epoch:
             self._store(key, entry)
         future.set_result(entry)
         return entry, False
+
+    async def _key(self, cwd: Path, root: Path, touched: frozenset[Path]) -> _Key | None:
+        """The key of the load these touched paths make; None when not known without one."""
+        seen = self._seen.get((cwd, root))
+        if seen is not None and seen.key in self._entries:
+            if touched == seen.touched:
+                return seen.key
+            if seen.touched <= touched:  # a session's set grows: judge only what is new
+                added = touched - seen.touched
+                nested = seen.key[2] | await self._off_loop(len(added), _nested, cwd, added)
+                if nested == seen.key[2]:
+                    flags = await self._off_loop(
+                        len(added), _matched, self._conditions.get(seen.key[:3], ()), added
+                    )
+                    if len(flags) == len(seen.key[3]):
+                        return (
+                            *seen.key[:3],
+                            tuple(a or b for a, b in zip(seen.key[3], flags, strict=True)),
+                        )
+        nested = await self._off_loop(len(touched), _nested, cwd, touched)
+        conditions = self._conditions.get((cwd, root, nested))
+        if conditions is None:
+            return None
+        flags = await self._off_loop(len(touched), _matched, conditions, touched)
+        return (cwd, root, nested, flags)
+
+    @staticmethod
+    async def _off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
+        if size <= INLINE_TOUCHED:
+            return call(*args)
+        return await asyncio.to_thread(call, *args)
+
+    def _remember(self, cwd: Path, root: Path, touched: frozenset[Path], key: _Key) -> None:
+        self._seen[(cwd, root)] = _Seen(touched, key)
+        self._seen.move_to_end((cwd, root))
+        while len(self._seen) > MAX_SEEN:
+            self._seen.popitem(last=False)
 
     def _store(self, key: _Key, entry: CachedContext) -> None:
         self._entries[key] = entry

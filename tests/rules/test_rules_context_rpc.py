@@ -464,6 +464,52 @@ async def test_evicted_entries_release_their_watches(
     await _until(lambda: _status(daemon)["watched_dirs"] < 100, "the watches released")
 
 
+async def test_cache_is_keyed_by_what_touched_paths_activate(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    tree.write("repo/.claude/rules/sql.md", "---\npaths: '**/*.sql'\n---\nsql rule")
+    tree.write("repo/svc/CLAUDE.md", "svc rules")
+    tree.mkdir("repo/src")
+    first = await unwatched.call(
+        "get_context",
+        cwd=str(repo),
+        session_id="s",
+        touched_paths=[f"src/f{i}.py" for i in range(300)],
+    )
+    assert _names(first, repo) == ["CLAUDE.md"]
+    # One more path per call that activates nothing: the same load, from the cache.
+    for index in range(5):
+        again = await unwatched.call(
+            "get_context", cwd=str(repo), session_id="s", touched_paths=[f"src/new{index}.py"]
+        )
+        assert again["cached"] is True
+        assert again["claude_md"] == first["claude_md"]
+    other = await unwatched.call("get_context", cwd=str(repo), touched_paths=["src/other.py"])
+    assert other["cached"] is True  # another set, the same activations
+    status = _status(unwatched)
+    assert (status["misses"], status["cached"]) == (1, 1)
+    # A path that matches a rule, or opens a nested folder, is another load ...
+    sql = await unwatched.call(
+        "get_context", cwd=str(repo), session_id="s", touched_paths=["db/a.sql"]
+    )
+    assert (sql["cached"], _names(sql, repo)) == (False, ["CLAUDE.md", ".claude/rules/sql.md"])
+    more_sql = await unwatched.call(
+        "get_context", cwd=str(repo), session_id="s", touched_paths=["db/b.sql"]
+    )
+    assert more_sql["cached"] is True
+    nested = await unwatched.call(
+        "get_context", cwd=str(repo), session_id="s", touched_paths=["svc/x.py"]
+    )
+    assert nested["cached"] is False
+    assert _names(nested, repo) == ["CLAUDE.md", ".claude/rules/sql.md", "svc/CLAUDE.md"]
+    # ... and a rule edited to match what was touched is seen.
+    tree.write("repo/.claude/rules/py.md", "---\npaths: 'src/**'\n---\npy rule")
+    fresh = await unwatched.call("get_context", cwd=str(repo), touched_paths=["src/other.py"])
+    assert _names(fresh, repo) == ["CLAUDE.md", ".claude/rules/py.md"]
+
+
 async def test_drop_instruction_cache(daemon: DaemonHandle, tree: Tree) -> None:
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "x")
