@@ -201,6 +201,10 @@ class SyncMethods:
             self.call("memory.restore", _params(cwd=cwd, path=path, version=version)),
         )
 
+    def memory_snapshot(self, cwd: str, path: str) -> dict[str, Any]:
+        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit."""
+        return cast("dict[str, Any]", self.call("memory.snapshot", _params(cwd=cwd, path=path)))
+
     def memory_remember(
         self,
         cwd: str,
@@ -445,6 +449,12 @@ class AsyncMethods:
         return cast(
             "dict[str, Any]",
             await self.call("memory.restore", _params(cwd=cwd, path=path, version=version)),
+        )
+
+    async def memory_snapshot(self, cwd: str, path: str) -> dict[str, Any]:
+        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit."""
+        return cast(
+            "dict[str, Any]", await self.call("memory.snapshot", _params(cwd=cwd, path=path))
         )
 
     async def memory_remember(

@@ -123,7 +123,7 @@ class MemoryWrites:
             state.note_deleted(key, target)
         return target
 
-    async def snapshot(self, path: Path) -> Version | None:
+    async def snapshot(self, path: Path, reason: str = "overwrite") -> Version | None:
         """Keep the current content of a memory file before someone overwrites or deletes it."""
         for memory_dir in sorted(self._dirs.known, key=lambda p: len(str(p)), reverse=True):
             try:
@@ -132,7 +132,7 @@ class MemoryWrites:
                 continue
             if not target.is_file():
                 return None
-            return self._snapshot_sync(memory_dir, key, target, "overwrite")
+            return self._snapshot_sync(memory_dir, key, target, reason)
         raise ForbiddenPath(f"{path} is not in a known memory directory")
 
     def _snapshot_sync(

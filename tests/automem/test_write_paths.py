@@ -271,3 +271,18 @@ async def test_a_memory_directory_that_is_a_file_is_said_to_be_one(
     (warning,) = status["features"]["auto_memory"]["warnings"]
     assert "is a file, not a folder" in warning
     await daemon.call("get_context", cwd=str(project))  # the rest of the context still comes
+
+
+async def test_snapshot_keeps_a_version_before_an_outside_edit(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    res = await daemon.call("memory.write", cwd=str(project), name="Editor", **USER)
+    kept = await daemon.call("memory.snapshot", cwd=str(project), path="user_editor.md")
+    assert kept["path"] == res["path"]
+    again = await daemon.call("memory.snapshot", cwd=str(project), path="user_editor.md")
+    assert again == kept  # the same text is kept once
+    history = await daemon.call("memory.history", cwd=str(project), path="user_editor.md")
+    assert [(v["version"], v["reason"]) for v in history["versions"]] == [(kept["version"], "edit")]
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.snapshot", cwd=str(project), path="missing.md")
+    assert err.value.code == -32001

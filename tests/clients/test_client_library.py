@@ -84,6 +84,7 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any] | No
         {"cwd": "/p", "text": "we deploy on fridays", "type": "project"},
     ),
     ("memory_reconcile", ("/p",), {}, "memory.reconcile", {"cwd": "/p"}),
+    ("memory_snapshot", ("/p", "a.md"), {}, "memory.snapshot", {"cwd": "/p", "path": "a.md"}),
     ("memory_dream", ("/p",), {"wait": False}, "memory.dream", {"cwd": "/p", "wait": False}),
     ("magicdocs_list", (), {}, "magicdocs.list", {}),
     ("includes_approve", ("/p",), {}, "includes.approve", {"cwd": "/p"}),

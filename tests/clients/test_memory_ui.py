@@ -344,3 +344,43 @@ def test_unknown_terminal_falls_back_to_numbers(
             term.proc.kill()
             term.close()
     assert (project / "CLAUDE.md").exists()
+
+
+def test_a_memory_opened_in_the_editor_is_kept_as_a_version_first(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path], tmp_path: Path
+) -> None:
+    scripted.on("memory.snapshot", lambda p: {"path": p["path"], "version": "1-edit"})
+    env = memctl_env(VISUAL=editor[0])
+    args = ["--socket", str(scripted.socket_path), "memory", "--cwd", str(project)]
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", *args],
+        input="old note\n1\n1\n\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    note = str(tmp_path / "memdir" / "old_note.md")
+    assert scripted.calls("memory.snapshot") == [{"cwd": str(project), "path": note}]
+    assert note in editor[1].read_text()
+
+    # A version that cannot be kept is said, and the edit waits for a yes.
+    def refuse(_: dict[str, Any]) -> Any:
+        raise FakeError(-32005, "not readable")
+
+    scripted.on("memory.snapshot", refuse)
+    editor[1].unlink()
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", *args],
+        input="old note\n1\n1\nn\n\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no version of old_note.md kept before editing: not readable" in done.stdout
+    assert not editor[1].exists()

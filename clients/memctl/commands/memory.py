@@ -234,10 +234,19 @@ def memory_menu_for(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     choice = ui.choose(f"Memory {path.name}", actions)
     if choice is None:
         return
+    from memoryd_client import RpcError
+
     if choice.target == "edit":
+        # The editor overwrites the file outside memoryd: the daemon keeps the text as it is
+        # now first, so "History and restore" can bring it back.
+        try:
+            conn.call("memory.snapshot", {"cwd": cwd, "path": str(path)})
+        except RpcError as exc:
+            ui.message(f"no version of {path.name} kept before editing: {exc.message}")
+            if not ui.confirm(f"Edit {path.name} anyway?"):
+                return
         open_in_editor(path, ui)
         return
-    from memoryd_client import RpcError
 
     try:
         history = conn.memory_history(cwd, str(path))

@@ -287,6 +287,19 @@ async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     }
 
 
+async def memory_snapshot(daemon: Daemon, params: PathParams) -> dict[str, Any]:
+    """Keep a memory file's current content as a version (before an edit outside memoryd)."""
+    project = daemon.services.projects.resolve(params.cwd)
+    am = _am(daemon)
+    path, key = am.resolve_file(project, params.path, must_exist=True)
+    async with am.writer_lock(am.memory_dir(project)):
+        kept = await am.snapshot(path, "edit")
+    if kept is None:  # the same as the newest version: that one stands for it
+        newest = am.versions(project, key)[1]
+        return {"path": str(path), "version": newest[0].version if newest else None}
+    return {"path": str(path), "version": kept.version}
+
+
 async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any]:
     """Put an earlier version back (the current content is kept in history first)."""
     project = daemon.services.projects.resolve(params.cwd)
@@ -359,6 +372,7 @@ METHODS = (
     method("memory.delete", PathParams, memory_delete),
     method("memory.history", PathParams, memory_history),
     method("memory.restore", RestoreParams, memory_restore),
+    method("memory.snapshot", PathParams, memory_snapshot),
     method("memory.remember", RememberParams, memory_remember),
     method("memory.reconcile", CwdParams, memory_reconcile),
     method("recall", RecallParams, recall_method),
