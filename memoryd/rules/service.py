@@ -289,7 +289,7 @@ class InstructionFiles:
 
     # -- invalidation ---------------------------------------------------------------------
     def _on_change(self, changed: set[Path]) -> None:
-        dropped = False
+        # No watch is released here: the entry is loaded again at once, needing the same ones.
         for key, entry in list(self._entries.items()):
             involvement = entry.involvement
             if any(
@@ -297,9 +297,6 @@ class InstructionFiles:
                 for p in changed
             ):
                 del self._entries[key]
-                dropped = True
-        if dropped:
-            self._release_watches()
 
     def drop(self, project_root: Path | None = None) -> int:
         """Forget cached contexts (of one project, or all); the count dropped."""
@@ -311,8 +308,6 @@ class InstructionFiles:
         ]
         for key in doomed:
             del self._entries[key]
-        if doomed:
-            self._release_watches()
         return len(doomed)
 
     # -- status ---------------------------------------------------------------------------
