@@ -67,7 +67,8 @@ class _Matcher:
     def __init__(self, patterns: list[str]) -> None:
         self.compiled: list[list[_Part]] = []
         for pattern in patterns:
-            for expanded in bracex.expand(pattern, limit=_EXPANSION_LIMIT):
+            # Escapes kept for the per-name matcher: `\[id\]` is the folder `[id]`.
+            for expanded in bracex.expand(pattern, keep_escapes=True, limit=_EXPANSION_LIMIT):
                 parts: list[_Part] = []
                 for part in _split(expanded):
                     if part == _GLOBSTAR:
@@ -110,6 +111,8 @@ def _match_parts(parts: list[_Part], names: list[str]) -> bool:
                 continue
             part = parts[position]
             if part == _GLOBSTAR:
+                if name in (".", ".."):
+                    continue  # as wcmatch: `**` never stands for `.` or `..`
                 after.add(position)  # and one more folder
                 if position == count - 1:
                     after.add(count)

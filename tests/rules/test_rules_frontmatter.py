@@ -195,8 +195,32 @@ def test_more_globstars_than_the_cap_are_refused() -> None:
             "a**b",
             ".*/**",
             "x/**/?",
+            "app/\\[id\\]/**",  # an escaped Next.js-style folder: `[id]`, no class
+            "notes/\\*.md",
+            "**/\\[legacy\\]/**",
+            "**/b",
         )
-        for t in ("a", "x", "a/b", "/x/y", "a/b/c", "x/.h", "/a", "b/xy", "a/x/b", "axxb")
+        for t in (
+            "a",
+            "x",
+            "a/b",
+            "/x/y",
+            "a/b/c",
+            "x/.h",
+            "/a",
+            "b/xy",
+            "a/x/b",
+            "axxb",
+            "app/[id]/page.tsx",
+            "app/i/page.tsx",
+            "notes/*.md",
+            "notes/todo.md",
+            "w/[legacy]/CLAUDE.md",
+            "w/l/CLAUDE.md",
+            "a/../b",
+            "a/./b",
+            "..",
+        )
     ],
 )
 def test_matching_agrees_with_wcmatch(pattern: str, path: str) -> None:
