@@ -32,9 +32,10 @@ NOTIFY_BUFFER_CAP = 16 * MiB
 # Bytes queued for a client before a reply waits for it to read some (a notification never
 # waits), and before the daemon reads no more of that client's requests until it does.
 WRITE_DRAIN_THRESHOLD = 1 * MiB
-# Requests (lines) of one connection running at once; past it the daemon reads no more of
-# that connection until one finishes (a client that never reads its replies cannot make the
-# daemon start, and buffer, a reply for every line it sends).
+# Requests of one connection running at once, each member of a batch counted; past it the
+# daemon reads no more of that connection until some finish (a client that never reads its
+# replies cannot make the daemon start, and buffer, a reply for every request it sends). A
+# batch larger than this runs alone, this many of its members at a time.
 MAX_INFLIGHT_PER_CONNECTION = 128
 # How much one read takes from a connection.
 READ_CHUNK = 256 * 1024

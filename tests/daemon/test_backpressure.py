@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
+from typing import Any
 
 import orjson
 
 from memoryd.daemon.limits import MAX_INFLIGHT_PER_CONNECTION, WRITE_DRAIN_THRESHOLD
-from tests.conftest import DaemonHandle
+from memoryd.daemon.rpc import method
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.daemon.conftest import SleepParams
 
 REQUEST = b'{"jsonrpc":"2.0","method":"rpc.methods","id":1}\n'
 
@@ -57,3 +61,36 @@ async def test_a_client_that_pipelines_and_reads_gets_every_reply(daemon: Daemon
     _sent, ids = await asyncio.wait_for(asyncio.gather(send(), receive()), 60)
     assert ids == set(range(count))
     writer.close()
+
+
+async def test_the_members_of_batches_count_against_the_share(short_tmp: Path) -> None:
+    # Found in review: a batch line was one task whose 1,000 members all ran at once, so 200
+    # batches ran 51,000 requests on one connection, each reply held until written.
+    running = {"now": 0, "most": 0}
+
+    async def counted(_daemon: Any, params: SleepParams) -> dict[str, float]:
+        running["now"] += 1
+        running["most"] = max(running["most"], running["now"])
+        try:
+            await asyncio.sleep(params.seconds)
+        finally:
+            running["now"] -= 1
+        return {"slept": params.seconds}
+
+    handle = await start_daemon(
+        daemon_config(short_tmp), (method("test.counted", SleepParams, counted),)
+    )
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        batch = [
+            {"jsonrpc": "2.0", "method": "test.counted", "params": {"seconds": 0.05}, "id": i}
+            for i in range(300)
+        ]
+        writer.write((orjson.dumps(batch) + b"\n") * 4)
+        await writer.drain()
+        replies = [orjson.loads(await asyncio.wait_for(reader.readline(), 30)) for _ in range(4)]
+        assert [len(r) for r in replies] == [300] * 4
+        assert running["most"] <= MAX_INFLIGHT_PER_CONNECTION
+        writer.close()
+    finally:
+        await stop_daemon(handle)

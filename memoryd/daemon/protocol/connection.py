@@ -2,7 +2,8 @@
 connection), runs each as a task, writes replies as they complete, and notifications that
 never wait on the client.
 
-Backpressure: at most MAX_INFLIGHT_PER_CONNECTION lines run at once, and nothing more is read
+Backpressure: at most MAX_INFLIGHT_PER_CONNECTION requests run at once (each member of a batch
+counted; a larger batch runs alone), and nothing more is read
 while over WRITE_DRAIN_THRESHOLD bytes of replies wait for the client to read them; a reply
 is written only once the queue is back under that threshold (one writer at a time), so a
 connection holds at most the threshold plus one reply."""
@@ -104,6 +105,8 @@ class Connection:
         self.writer = writer
         self.subscriptions: frozenset[str] | None = None  # None: not subscribed
         self.tasks: set[asyncio.Task[None]] = set()
+        self._weights: dict[asyncio.Task[None], int] = {}  # requests each task runs
+        self.requests = 0  # requests running: a batch counts its members
         self.closed = False
         self._reading = True  # False once the daemon stops: input is read and dropped
         self._write_lock = asyncio.Lock()
@@ -222,8 +225,7 @@ class Connection:
     async def _wait_for_room(self) -> None:
         """Read no more while the connection's requests fill its share: too many running, or
         replies queued that the client has not read."""
-        while len(self.tasks) >= MAX_INFLIGHT_PER_CONNECTION:
-            await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_COMPLETED)
+        await self._wait_for_requests(1)
         if self.writer.transport.get_write_buffer_size() > WRITE_DRAIN_THRESHOLD:
             await self.writer.drain()
 
@@ -261,14 +263,24 @@ class Connection:
         if spec is not None and spec.inline:
             await self._handle(message)
             return
+        weight = len(message) if isinstance(message, list) and message else 1
+        await self._wait_for_requests(weight)
         task = asyncio.create_task(self._handle(message))
         self.tasks.add(task)
+        self._weights[task] = weight
+        self.requests += weight
         self.daemon.inflight.add(task)
         task.add_done_callback(self._forget)
+
+    async def _wait_for_requests(self, weight: int) -> None:
+        """Until `weight` more requests fit the connection's share (or nothing else runs)."""
+        while self.tasks and self.requests + weight > MAX_INFLIGHT_PER_CONNECTION:
+            await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_COMPLETED)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         self.daemon.last_activity = time.monotonic()
         self.tasks.discard(task)
+        self.requests -= self._weights.pop(task, 0)
         self.daemon.inflight.discard(task)
 
     async def _handle(self, message: Any) -> None:

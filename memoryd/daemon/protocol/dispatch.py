@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from memoryd.daemon.limits import MAX_BATCH
+from memoryd.daemon.limits import MAX_BATCH, MAX_INFLIGHT_PER_CONNECTION
 from memoryd.daemon.protocol.envelope import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -68,7 +68,14 @@ async def dispatch_message(message: Any, daemon: Daemon) -> Reply:
             return error_object(
                 INVALID_REQUEST, f"invalid request: batch of {len(message)} over {MAX_BATCH}"
             )
-        replies = await asyncio.gather(*(dispatch_one(m, daemon) for m in message))
+        # At most a connection's share at once: 1,000 members were 1,000 requests running.
+        share = asyncio.Semaphore(MAX_INFLIGHT_PER_CONNECTION)
+
+        async def one(member: Any) -> dict[str, Any] | None:
+            async with share:
+                return await dispatch_one(member, daemon)
+
+        replies = await asyncio.gather(*(one(m) for m in message))
         batch = [r for r in replies if r is not None]
         return batch or None
     return await dispatch_one(message, daemon)
