@@ -14,6 +14,7 @@ import pytest
 from memoryd.automem.embeddings import vectors as vectors_mod
 from memoryd.automem.embeddings.encoder import Vectors
 from memoryd.automem.embeddings.vectors import BLOCK_ROWS, LOG, META, VectorStore
+from tests.fakes.swapped_files import fifo_released_later
 
 DIM = 8
 
@@ -453,34 +454,14 @@ def test_a_store_file_that_is_a_link_is_not_followed(tmp_path: Path, name: str) 
     assert "new" not in reopened.hashes()
 
 
-def _release_readers_later(fifo: Path, after_s: float) -> None:
-    """End a read blocked on `fifo` after `after_s`: a regression fails, it does not hang."""
-    import os
-    import threading
-    import time
-
-    def release() -> None:
-        time.sleep(after_s)
-        for _ in range(600):
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                if not fifo.exists():
-                    return
-            time.sleep(0.05)
-
-    threading.Thread(target=release, daemon=True).start()
-
-
 @pytest.mark.parametrize("name", [META, LOG])
 def test_a_fifo_in_place_of_a_store_file_never_blocks(tmp_path: Path, name: str) -> None:
-    import os
     import time
 
     store = written(tmp_path, 3)
     (tmp_path / name).unlink()
-    os.mkfifo(tmp_path / name)  # no writer: a blocking open or read would wait for ever
-    _release_readers_later(tmp_path / name, 5.0)
+    # No writer until 5 s: a blocking open or read would wait until then.
+    fifo_released_later(tmp_path / name, 5.0)
     started = time.monotonic()
     reopened = opened(tmp_path)
     assert time.monotonic() - started < 4.0

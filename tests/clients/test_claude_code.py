@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 import time
 from pathlib import Path
 
 from memctl import claude_code
+from tests.fakes.swapped_files import fifo_released_later
 
 
 def line(**entry: object) -> str:
@@ -69,15 +67,7 @@ def test_read_transcript_missing_file_is_empty(tmp_path: Path) -> None:
 
 
 def test_read_transcript_of_a_fifo_or_device_is_empty_at_once(tmp_path: Path) -> None:
-    fifo = tmp_path / "transcript.jsonl"
-    os.mkfifo(fifo)
-
-    def release_a_blocked_reader() -> None:  # so a regression fails instead of hanging
-        time.sleep(3)
-        with contextlib.suppress(OSError):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    threading.Thread(target=release_a_blocked_reader, daemon=True).start()
+    fifo = fifo_released_later(tmp_path / "transcript.jsonl")  # a writer only after 3 s
     started = time.monotonic()
     assert claude_code.read_transcript(fifo) == []  # no writer: a blocking open never returns
     assert time.monotonic() - started < 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -16,13 +17,19 @@ FIFO_LINE = b"- [Read through a FIFO](fifo.md)\n"
 def fifo_released_later(path: Path, after_s: float = 3.0) -> Path:
     """A FIFO at `path`. A reader that opens it blocking would hang for good; so that a test
     of such a reader fails instead of hanging, a writer feeds every reader one line, from
-    `after_s` on, for 30 s."""
+    `after_s` on, for 30 s, or until the path is no FIFO any more (removed, or replaced by the
+    reader's own file: a write would land in it)."""
     os.mkfifo(path, 0o600)
 
     def release() -> None:
         time.sleep(after_s)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            try:
+                if not stat.S_ISFIFO(os.lstat(path).st_mode):
+                    return
+            except OSError:
+                return
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:  # ENXIO: nobody reading (the reader refused it), or it is gone

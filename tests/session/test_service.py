@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import stat
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from memoryd.session.template import builtin_template
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, fake_model_config, start_daemon, stop_daemon
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+from tests.fakes.swapped_files import fifo_released_later
 from tests.session.builders import assistant, conversation, tool_call, tool_result, user, words
 from tests.session.conftest import SessionModel
 from tests.session.test_compaction import assert_pairs_intact
@@ -731,26 +730,6 @@ async def test_a_turn_queued_before_a_compaction_does_not_record_a_stale_index(
     assert session.record.summarized_messages == after_compact
 
 
-def _release_readers_later(fifo: Path, after_s: float) -> threading.Thread:
-    """Give a reader blocked on `fifo` its end of file after `after_s` (so a regression fails
-    the test instead of hanging the in-process daemon, and the test, for good)."""
-
-    def release() -> None:
-        deadline = time.monotonic() + after_s + 30
-        time.sleep(after_s)
-        while time.monotonic() < deadline:
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:  # no reader (any more): nothing blocked
-                if not fifo.exists():
-                    return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=release, daemon=True)
-    thread.start()
-    return thread
-
-
 async def test_fifos_in_place_of_the_template_or_state_do_not_block_the_daemon(
     daemon_with_model: DaemonHandle, project_dir: Path
 ) -> None:
@@ -759,8 +738,7 @@ async def test_fifos_in_place_of_the_template_or_state_do_not_block_the_daemon(
     handle = daemon_with_model
     template = user_template_path()
     template.parent.mkdir(parents=True)
-    os.mkfifo(template)
-    _release_readers_later(template, 5.0)
+    fifo_released_later(template, 5.0)
     summary = summary_path(handle, project_dir)
     summary.parent.mkdir(parents=True)
     summary.write_text("# Current State\nworking on the parser\n")
@@ -774,8 +752,7 @@ async def test_fifos_in_place_of_the_template_or_state_do_not_block_the_daemon(
     key = handle.daemon.services.projects.resolve(project_dir).key
     record = state.record_path(key, "s-fifo")
     record.parent.mkdir(parents=True, exist_ok=True)
-    os.mkfifo(record)
-    _release_readers_later(record, 5.0)
+    fifo_released_later(record, 5.0)
     started = time.monotonic()
     turn = await handle.call(
         "after_turn", session_id="s-fifo", cwd=str(project_dir), messages=messages
