@@ -17,11 +17,9 @@ class NotRegularFile(OSError):
     """What was opened is not a regular file (a FIFO, a device, a folder)."""
 
 
-def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes:
-    """At most `limit + 1` bytes of the regular file at `path` (one byte over tells the caller
-    the file is larger than `limit`, without reading the rest).
-
-    For a file a scan or a check found earlier, which may have been swapped since:
+def open_regular_file(path: Path | str, *, follow_links: bool = False) -> int:
+    """A read-only descriptor of the regular file at `path`, for a file a scan or a check found
+    earlier, which may have been swapped since:
     O_NOFOLLOW — a symbolic link put in its place is refused (ELOOP), never followed out
     (unless `follow_links`: a user's own settings file may be a dotfile manager's link);
     O_NONBLOCK — a FIFO put in its place does not block the open, and the fstat refuses it
@@ -34,6 +32,18 @@ def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = Fals
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes:
+    """At most `limit + 1` bytes of the regular file at `path` (one byte over tells the caller
+    the file is larger than `limit`, without reading the rest), opened as `open_regular_file`
+    opens it."""
+    fd = open_regular_file(path, follow_links=follow_links)
+    try:
         chunks: list[bytes] = []
         remaining = limit + 1
         while remaining > 0:

@@ -50,6 +50,7 @@ from memoryd.fsutil import (
     atomic_write_bytes,
     ensure_private_dir,
     fsync_dir,
+    open_regular_file,
     read_regular_file,
 )
 
@@ -189,7 +190,7 @@ class VectorStore:
         path = self.folder / str(meta["array"])
         if path.parent != self.folder:
             raise ValueError("the array is named outside the index's folder")
-        with _open_regular(path) as handle:
+        with os.fdopen(open_regular_file(path), "rb") as handle:
             if np.lib.format.read_magic(handle) != (1, 0):
                 raise ValueError("array header damaged")
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
@@ -379,7 +380,7 @@ class VectorStore:
             if old.name != array:
                 with contextlib.suppress(OSError):
                     old.unlink()
-        with _open_regular(self.folder / array) as handle:
+        with os.fdopen(open_regular_file(self.folder / array), "rb") as handle:
             mapped = _map(handle, offset, len(matrix), self.dim, self.dtype)
             inode = os.fstat(handle.fileno()).st_ino
         with self._lock:
@@ -519,19 +520,6 @@ def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:
     out[in_base] = base[at[in_base]]
     out[~in_base] = tail[at[~in_base] - len(base)]
     return out
-
-
-def _open_regular(path: Path) -> Any:
-    """`path` open for reading: not through a link, not a FIFO (which would block the open),
-    a device or a folder (`/dev/zero` in its place would be read without end)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _map(handle: Any, offset: int, rows: int, dim: int, dtype: np.dtype[Any]) -> Rows:
