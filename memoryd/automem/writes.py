@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -234,16 +234,11 @@ def _check_target(memory_dir: Path, target: Path) -> None:
     if target.is_symlink():
         raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
     _, key = resolve_inside(memory_dir, str(target), must_exist=False)
-    *folders, name = key.split("/")
-    if any(part.startswith(".") for part in (*folders, name)):
-        raise InvalidParams(
-            f"file: {key} is hidden (a name starting with '.'): hidden files and folders are "
-            "never read as memories"
-        )
-    if len(folders) > MAX_DEPTH:
-        raise InvalidParams(
-            f"file: {key} is {len(folders)} folders deep; memories are read {MAX_DEPTH} deep"
-        )
+    parts = key.split("/")
+    problem = _never_read(parts)
+    if problem is not None:
+        raise InvalidParams(f"file: {key} {problem}")
+    folders = parts[:-1]
     for folder in reversed(target.parents[: len(folders)]):
         mode = _mode(folder)
         if mode is None:
@@ -266,14 +261,25 @@ def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | No
     *folders, name = parts
     if not folders and naming.is_index_name(name):
         return None
-    if any(part.startswith(".") for part in parts):
-        return f"{path} is hidden (a name starting with '.'): it would never be read as a memory"
+    problem = _never_read(parts)
+    if problem is not None:
+        return f"{path} {problem}"
     if not name.endswith(".md"):
         return f"{path} is not a memory file: memories are .md files"
-    if len(folders) > MAX_DEPTH:
-        return f"{path} is {len(folders)} folders deep; memories are read {MAX_DEPTH} deep"
     if not team and folders and is_team_folder(memory_dir, folders[0]):
         return f"{path} is a team memory, shared with the team: leave it as it is"
+    return None
+
+
+def _never_read(parts: Sequence[str]) -> str | None:
+    """Why a file at these parts of a memory dir would never be read as a memory, or None."""
+    if any(part.startswith(".") for part in parts):
+        return (
+            "is hidden (a name starting with '.'): hidden files and folders are never read as "
+            "memories"
+        )
+    if len(parts) - 1 > MAX_DEPTH:
+        return f"is {len(parts) - 1} folders deep; memories are read {MAX_DEPTH} deep"
     return None
 
 
