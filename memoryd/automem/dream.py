@@ -21,7 +21,6 @@ import structlog
 
 from memoryd import paths
 from memoryd.agent.policy import Denied
-from memoryd.automem import index as index_mod
 from memoryd.automem import naming
 from memoryd.automem.extraction import Extraction, keep_version, memory_writer_policy
 from memoryd.automem.manifest import format_manifest
@@ -260,18 +259,9 @@ class Dream:
                 extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
             )
         finally:
-            # Even when the run was stopped: the index is put in step with what it changed.
-            await am.reconcile_index(project)
-            index = memory_dir / index_mod.INDEX_NAME
-            if index.exists():
-                extraction.note_own_write(index)
-            # Announced once the index is in step (as extraction does), and not for a file
-            # the run retired after editing it.
-            for raw in edited:
-                if raw not in retired:
-                    await self.host.notify(
-                        "memory/saved", {"path": raw, "project": str(project.root)}
-                    )
+            # Even when the run was stopped; a file it retired after editing is not announced.
+            kept = [Path(raw) for raw in edited if raw not in retired]
+            await extraction.settle(project, memory_dir, kept, always=True)
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,

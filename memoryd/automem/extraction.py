@@ -359,7 +359,7 @@ class Extraction:
             )
         finally:
             # Even when the run was stopped: what it wrote is indexed and announced.
-            await self._settle(project, memory_dir, written)
+            await self.settle(project, memory_dir, written)
         self.counts["written"] += len(written)
         self.last_run = {
             "project": str(project.root),
@@ -374,8 +374,13 @@ class Extraction:
         await self._report_silent_failure(result, written)
         return result
 
-    async def _settle(self, project: Project, memory_dir: Path, written: list[Path]) -> None:
-        if not written:
+    async def settle(
+        self, project: Project, memory_dir: Path, written: list[Path], *, always: bool = False
+    ) -> None:
+        """After a background agent's run (extraction's, dream's): the index put in step with
+        what it wrote (`always`: even with nothing written), memoryd's own writes noted, and
+        each memory written announced."""
+        if not written and not always:
             return
         await self.automem.reconcile_index(project)
         for path in (memory_dir / index_mod.INDEX_NAME, *written):
