@@ -25,3 +25,10 @@ class Project:
     @property
     def key(self) -> str:
         return sanitize_key(self.root)
+
+    @property
+    def settings_root(self) -> Path:
+        """Where the project's `.claude/settings*.json` are: the worktree cwd is in. Project
+        settings are checked into the branch, so a linked worktree has its own; the main
+        checkout's are another branch's working tree."""
+        return self.facts.worktree_root or self.root

@@ -79,9 +79,7 @@ def build(
 ) -> CachedContext:
     """Read settings and approvals, then load every file. Blocking: run it in a thread."""
     fs = realfs.RealFS()
-    # Project settings are checked into the branch: a linked worktree's own, not the main
-    # checkout's (another branch's working tree).
-    settings_root = project.facts.worktree_root or project.root
+    settings_root = project.settings_root
     # Stamp before reading, so an edit racing with this load is seen as a change later.
     for path in _settings_paths(settings_root, flag):
         fs.note(path)

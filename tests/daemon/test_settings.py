@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,38 @@ def test_set_writes_through_a_symlinked_settings_file(isolated_env: IsolatedEnv)
     path.symlink_to(isolated_env.root / "gone" / "settings.json")
     with pytest.raises(InvalidParams, match="whose folder does not exist"):
         settings.set_user_setting("autoMemoryEnabled", True)
+
+
+async def test_settings_get_in_a_linked_worktree_reads_its_own_files(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
+            cwd=main,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "x")
+    worktree = tmp_path / "wt"
+    git("worktree", "add", "-q", str(worktree), "-b", "feature")
+    write_json(settings.project_settings_path(main), {"agentsMdFallback": False})
+    write_json(settings.local_settings_path(main), {"maxIncludeDepth": 1})
+    write_json(settings.project_settings_path(worktree), {"claudeMdExcludes": ["**/legacy/**"]})
+    (worktree / "src").mkdir()
+    got = await daemon.call("settings.get", cwd=str(worktree / "src"))
+    assert got["settings"]["claudeMdExcludes"] == ["**/legacy/**"]
+    assert got["sources"]["agentsMdFallback"] == "default"
+    assert got["sources"]["maxIncludeDepth"] == "default"
+    paths = {f["source"]: f["path"] for f in got["files"]}
+    assert paths["project"] == str(settings.project_settings_path(worktree))
+    assert paths["local"] == str(settings.local_settings_path(worktree))
+    # The main checkout still reads its own.
+    got = await daemon.call("settings.get", cwd=str(main))
+    assert got["sources"]["agentsMdFallback"] == "project"
+    assert got["settings"]["maxIncludeDepth"] == 1

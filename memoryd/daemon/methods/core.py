@@ -69,7 +69,10 @@ class SettingsGetParams(Params):
 
 async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, Any]:
     """Effective memory settings and where each came from."""
-    root = daemon.services.projects.root_of(params.cwd)
+    # The project and local files of the worktree cwd is in, as get_context reads them.
+    root = (
+        None if params.cwd is None else daemon.services.projects.resolve(params.cwd).settings_root
+    )
     effective = settings_mod.load(root, daemon.config.flag_settings)
     values = {k: effective.get(k) for k in settings_mod.KNOWN_KEYS}
     values.update({k: v for k, v in effective.values.items() if k not in values})
