@@ -159,6 +159,44 @@ T.run({
     end,
   },
   {
+    'a blockwise selection extended with $ takes each line to its own end',
+    function()
+      vim.cmd('enew')
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, {
+        'id    name   owner',
+        '17    alpha  ada, who wrote it',
+        '18    beta',
+        '19',
+        '20    日本語テキスト',
+      })
+      local recall = require('memoryd.views.recall')
+      vim.api.nvim_win_set_cursor(0, { 1, 6 })
+      select('\\<C-v>4j$')
+      local marks = { vim.fn.getpos("'<"), vim.fn.getpos("'>") }
+      vim.api.nvim_win_set_cursor(0, { 2, 3 })
+      T.eq('name   owner\nalpha  ada, who wrote it\nbeta\n\n日本語テキスト', recall.visual_text(), 'each line to its end')
+      T.eq({ 2, 3 }, vim.api.nvim_win_get_cursor(0), 'the cursor stays')
+      T.eq(marks, { vim.fn.getpos("'<"), vim.fn.getpos("'>") }, 'the marks stay')
+      T.eq('\22', vim.fn.visualmode(), 'still blockwise')
+      -- Upwards, with $ on the short line: the left edge is still the leftmost corner.
+      vim.api.nvim_win_set_cursor(0, { 3, 6 })
+      select('\\<C-v>kk$')
+      T.eq('name   owner\nalpha  ada, who wrote it\nbeta', recall.visual_text(), 'selected upwards')
+      -- A block that only reaches the end of its last line is still cut at its columns.
+      vim.api.nvim_win_set_cursor(0, { 1, 6 })
+      select('\\<C-v>2j3l')
+      T.eq('name\nalph\nbeta', recall.visual_text(), 'no $: cut at the columns')
+      vim.api.nvim_win_set_cursor(0, { 1, 6 })
+      select('\\<C-v>2j$')
+      vim.cmd('normal! gg0')
+      T.answers = { 3, true } -- project; the default name
+      vim.cmd("'<,'>MemorydRemember")
+      wait_saved()
+      T.eq('name   owner', T.prompts[#T.prompts].default, 'the name offered: the first line, whole')
+      vim.cmd('bwipeout!')
+    end,
+  },
+  {
     'a buffer named by a URL stands for the working directory',
     function()
       vim.cmd('cd ' .. vim.fn.fnameescape(repo))

@@ -120,10 +120,31 @@ local function block_part(line, left, right)
   return table.concat(pieces)
 end
 
+-- Vim's MAXCOL: the curswant of a selection extended with `$` (v:maxcol, where there is one).
+local MAXCOL = 2147483647
+
+-- Whether the last blockwise selection was extended with `$` (each line to its own end).
+-- Only the window's curswant says so, and only in Visual mode: by the time a command runs,
+-- `:` or <Esc> has reset it, and the marks keep a column. So reselect it (gv) for a moment,
+-- read curswant there, and put the view back; the marks and visualmode() come out the same.
+function M.block_reaches_line_ends()
+  local view = vim.fn.winsaveview()
+  M._curswant = nil
+  local ok = pcall(
+    vim.cmd,
+    [[execute "normal! gv\<Cmd>lua require('memoryd.views.recall')._curswant = vim.fn.getcurpos()[5]\<CR>\<Esc>"]]
+  )
+  vim.fn.winrestview(view)
+  local curswant = M._curswant
+  M._curswant = nil
+  return ok and curswant == MAXCOL
+end
+
 -- The text of the last visual selection, as the user selected it: charwise (to the end of its
 -- last character, however many bytes that is), linewise, or blockwise (each line cut to the
--- block's screen columns). getregion() (Neovim 0.10+) where there is one; the same by hand on
--- older versions.
+-- block's screen columns, or from its left column to each line's end when extended with `$`).
+-- getregion() (Neovim 0.10+) where there is one; the same by hand on older versions, and for a
+-- block extended with `$` (the marks getregion() is given hold a column, not the `$`).
 function M.visual_text()
   local start = vim.fn.getpos("'<")
   local stop = vim.fn.getpos("'>")
@@ -134,7 +155,8 @@ function M.visual_text()
   if mode == '' then
     mode = 'v'
   end
-  if vim.fn.exists('*getregion') == 1 then
+  local to_line_ends = mode == '\22' and M.block_reaches_line_ends()
+  if not to_line_ends and vim.fn.exists('*getregion') == 1 then
     local ok, region = pcall(vim.fn.getregion, start, stop, { type = mode })
     if ok and type(region) == 'table' and #region > 0 then
       return table.concat(region, '\n')
@@ -148,6 +170,9 @@ function M.visual_text()
     local first_start, last_start = screen_span(lines[1], start[3])
     local first_stop, last_stop = screen_span(lines[#lines], stop[3])
     local left, right = math.min(first_start, first_stop), math.max(last_start, last_stop)
+    if to_line_ends then
+      right = math.huge
+    end
     for i, line in ipairs(lines) do
       lines[i] = block_part(line, left, right)
     end
