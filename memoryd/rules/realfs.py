@@ -180,6 +180,17 @@ def _nearest_dir(folder: Path, nearest: dict[Path, Path], involved: set[Path]) -
     return found
 
 
+def became_folder(stamps: dict[Path, Stamp], path: Path, now: dict[Path, bool]) -> bool:
+    """Whether `path` is a touched path recorded as no folder that is one now (a file
+    replaced by a folder may open nested instruction files). `now` memoizes the checks of
+    one batch of changes across entries."""
+    if stamps.get(path) != KIND_OTHER:
+        return False
+    if path not in now:
+        now[path] = _kind(path) == KIND_DIR
+    return now[path]
+
+
 def unchanged(stamps: dict[Path, Stamp]) -> bool:
     """True when every recorded path still stats the same."""
     return all(

@@ -288,10 +288,17 @@ class InstructionFiles:
     # -- invalidation ---------------------------------------------------------------------
     def _on_change(self, changed: set[Path]) -> None:
         # No watch is released here: the entry is loaded again at once, needing the same ones.
+        # A touched file is no dependency, but its turning into a folder is: its folder is
+        # watched (cwd or a nested folder the load probed), and an entry trusted to the
+        # watcher is never re-stat'ed, so only this event can tell.
+        now_folders: dict[Path, bool] = {}
         for key, entry in list(self._entries.items()):
             involvement = entry.involvement
             if any(
-                p in involvement.involved or p.parent in involvement.listed or p in entry.folders
+                p in involvement.involved
+                or p.parent in involvement.listed
+                or p in entry.folders
+                or realfs.became_folder(involvement.stamps, p, now_folders)
                 for p in changed
             ):
                 del self._entries[key]

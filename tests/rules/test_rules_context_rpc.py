@@ -72,12 +72,12 @@ async def _until(predicate: Any, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def _trusted_call(handle: DaemonHandle, cwd: Path) -> dict[str, Any]:
+async def _trusted_call(handle: DaemonHandle, cwd: Path, **params: Any) -> dict[str, Any]:
     """Call until the entry is covered by the live watcher (then only events drop it)."""
-    await handle.call("get_context", cwd=str(cwd))
+    await handle.call("get_context", cwd=str(cwd), **params)
 
     async def trusted() -> bool:
-        await handle.call("get_context", cwd=str(cwd))
+        await handle.call("get_context", cwd=str(cwd), **params)
         return bool(_status(handle)["trusted"])
 
     deadline = asyncio.get_running_loop().time() + EVENTUALLY_S
@@ -85,7 +85,7 @@ async def _trusted_call(handle: DaemonHandle, cwd: Path) -> dict[str, Any]:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("the watcher never covered the entry")
         await asyncio.sleep(0.02)
-    result: dict[str, Any] = await handle.call("get_context", cwd=str(cwd))
+    result: dict[str, Any] = await handle.call("get_context", cwd=str(cwd), **params)
     return result
 
 
@@ -383,6 +383,38 @@ async def test_editing_a_touched_source_file_keeps_the_cache(
     # Whether a touched path is a folder still counts: `pkg` is one no more.
     (repo / "pkg").rmdir()
     assert (await unwatched.call("get_context", **call))["cached"] is False
+
+
+@pytest.mark.parametrize("touched", ["svc", "lib/svc"])
+async def test_a_touched_file_replaced_by_a_folder_is_seen(
+    daemon: DaemonHandle, tree: Tree, touched: str
+) -> None:
+    # Found by a bug hunt: a touched file is no dependency, so once the watcher was trusted
+    # the entry kept the load that took it for a file, and the folder's CLAUDE.md and rules
+    # never came in (until the touched set changed to one that was not a superset).
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    tree.write(f"repo/{touched}", "a file for now")
+    call = {"touched_paths": [touched]}
+    first = await _trusted_call(daemon, repo, **call)
+    assert _names(first, repo) == ["CLAUDE.md"]
+    (repo / touched).unlink()
+    tree.write(f"repo/{touched}/CLAUDE.md", "rules of the folder")
+    tree.write(f"repo/{touched}/.claude/rules/r.md", "its rule")
+    await _until(lambda: _status(daemon)["cached"] == 0, "the replacement to drop the entry")
+    result = await daemon.call("get_context", cwd=str(repo), **call)
+    assert _names(result, repo) == [
+        "CLAUDE.md",
+        f"{touched}/CLAUDE.md",
+        f"{touched}/.claude/rules/r.md",
+    ]
+    # And back to a file: the folder was a dependency already.
+    await _trusted_call(daemon, repo, **call)
+    shutil.rmtree(repo / touched)
+    tree.write(f"repo/{touched}", "a file again")
+    await _until(lambda: _status(daemon)["cached"] == 0, "the file to drop the entry")
+    result = await daemon.call("get_context", cwd=str(repo), **call)
+    assert _names(result, repo) == ["CLAUDE.md"]
 
 
 def test_a_touched_file_is_no_dependency_of_the_load(tree: Tree, isolated_env: IsolatedEnv) -> None:
