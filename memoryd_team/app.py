@@ -96,7 +96,8 @@ def app_from_environment() -> Starlette:
     from memoryd_team.storage import open_storage
 
     config = json.loads(os.environ[SERVE_ENV])
-    return make_app(open_storage(config["database"]), ServerSettings(**config["settings"]))
+    storage = open_storage(config["database"], timeout_s=config.get("database_timeout_s"))
+    return make_app(storage, ServerSettings(**config["settings"]))
 
 
 async def _internal_error(_: Request, exc: Exception) -> Response:

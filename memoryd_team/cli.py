@@ -1,13 +1,14 @@
 """`memoryd-team`: run the team server and administer its tokens and history.
 
-    memoryd-team serve [--host H] [--port P] [--database URL] [--workers N] [--max-entries N] …
+    memoryd-team serve [--host H] [--port P] [--database URL] [--database-timeout S] [--workers N] …
     memoryd-team migrate
     memoryd-team token create --repo owner/repo [--repo …] [--name NAME]
     memoryd-team token list | token revoke TOKEN_ID
     memoryd-team history --repo owner/repo [KEY] [--version N]
     memoryd-team restore --repo owner/repo KEY VERSION
 
-`--database` defaults to $MEMORYD_TEAM_DATABASE, else the SQLite file in the data dir.
+`--database` defaults to $MEMORYD_TEAM_DATABASE, else the SQLite file in the data dir;
+`--database-timeout` to $MEMORYD_TEAM_DATABASE_TIMEOUT, else 5 seconds.
 Exit codes: 0 done, 1 not found / refused, 2 bad usage or an unusable database.
 """
 
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memoryd import __version__
 from memoryd_team import auth
 from memoryd_team.settings import (
+    DEFAULT_DATABASE_TIMEOUT_S,
     DEFAULT_FULL_BYTES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTRIES,
@@ -34,7 +37,7 @@ from memoryd_team.settings import (
     DEFAULT_PAGE_BYTES,
     ServerSettings,
 )
-from memoryd_team.storage import DATABASE_ENV, open_storage
+from memoryd_team.storage import DATABASE_ENV, DATABASE_TIMEOUT_ENV, open_storage
 from memoryd_team.storage.base import Author, Storage, StorageError, VersionNotFound
 from memoryd_team.validation import canonical_repo, key_problem
 
@@ -117,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
         help="server processes sharing the port (use PostgreSQL for more than one)",
     )
     serve.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default="info")
+    serve.add_argument(
+        "--database-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long each wait on PostgreSQL may take: connecting, a pooled connection, "
+        f"one statement (default: ${DATABASE_TIMEOUT_ENV}, else {DEFAULT_DATABASE_TIMEOUT_S:g})",
+    )
     serve.set_defaults(run=_serve)
 
     migrate = commands.add_parser(
@@ -175,9 +185,33 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    # nan and inf would make every wait unbounded, 0 or less would refuse every request.
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds: {text}")
+    return value
+
+
+def _database_timeout(args: argparse.Namespace) -> float:
+    """`--database-timeout`, else $MEMORYD_TEAM_DATABASE_TIMEOUT, else the default."""
+    if args.database_timeout is not None:
+        return float(args.database_timeout)
+    raw = os.environ.get(DATABASE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_DATABASE_TIMEOUT_S
+    try:
+        return _seconds(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise CliError(f"${DATABASE_TIMEOUT_ENV}: {exc}", EXIT_USAGE) from None
+
+
 def _storage(args: argparse.Namespace) -> Storage:
     try:
-        return open_storage(args.database)
+        return open_storage(args.database, timeout_s=getattr(args, "database_timeout", None))
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
 
@@ -222,6 +256,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from memoryd_team.app import SERVE_ENV, make_app
 
+    args.database_timeout = _database_timeout(args)
     try:
         settings = ServerSettings(
             max_entries=args.max_entries,
@@ -252,7 +287,11 @@ def _serve(args: argparse.Namespace) -> int:
         # and builds its app from the environment; the ETag check is in the database
         # transaction, so two workers never both accept a push against one ETag.
         os.environ[SERVE_ENV] = json.dumps(
-            {"database": args.database, "settings": dataclasses.asdict(settings)}
+            {
+                "database": args.database,
+                "database_timeout_s": args.database_timeout,
+                "settings": dataclasses.asdict(settings),
+            }
         )
         config = uvicorn.Config(
             "memoryd_team.app:app_from_environment",

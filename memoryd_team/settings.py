@@ -14,6 +14,9 @@ DEFAULT_MAX_ENTRY_BYTES = 250_000
 # refused (413 paging_required) past FULL_BYTES, read row by row so it never holds more.
 DEFAULT_PAGE_BYTES = 2 * 1024 * 1024
 DEFAULT_FULL_BYTES = 8 * 1024 * 1024
+# Each wait on PostgreSQL (connect, a pooled connection, one statement); a stalled request costs
+# about two of them (the statement, then its cancellation), to stay inside a client's 30 s.
+DEFAULT_DATABASE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,17 @@ from memoryd import paths
 from memoryd_team.storage.base import Storage
 
 DATABASE_ENV = "MEMORYD_TEAM_DATABASE"
+# Seconds each wait on PostgreSQL may take (`serve --database-timeout`).
+DATABASE_TIMEOUT_ENV = "MEMORYD_TEAM_DATABASE_TIMEOUT"
 
 
 def default_sqlite_path() -> Path:
     return paths.data_dir() / "team.sqlite3"
 
 
-def open_storage(url: str | None) -> Storage:
-    """A not-yet-opened Storage for `url`; raises ValueError for a URL it cannot use."""
+def open_storage(url: str | None, *, timeout_s: float | None = None) -> Storage:
+    """A not-yet-opened Storage for `url`; raises ValueError for a URL it cannot use.
+    `timeout_s` bounds each wait on PostgreSQL (default: 5 s); SQLite has no such waits."""
     if url is None or not url.strip():
         return _sqlite(default_sqlite_path(), own_folder=True)
     url = url.strip()
@@ -27,7 +30,9 @@ def open_storage(url: str | None) -> Storage:
         # Imported only here: SQLite users never load the PostgreSQL driver.
         from memoryd_team.storage.postgres import PostgresStorage
 
-        return PostgresStorage(url)
+        if timeout_s is None:
+            return PostgresStorage(url)
+        return PostgresStorage(url, timeout_s=timeout_s)
     if url.startswith("sqlite://"):
         raw = url.removeprefix("sqlite://")
         if not raw.startswith("/"):

@@ -16,6 +16,7 @@ from typing import Any
 
 import asyncpg
 
+from memoryd_team.settings import DEFAULT_DATABASE_TIMEOUT_S
 from memoryd_team.storage.base import (
     Page,
     PutResult,
@@ -110,7 +111,7 @@ _VERSION_COLUMNS = (
 _PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in flight
 
 # Each wait on the database (see PostgresStorage); a stalled request costs a few of them.
-DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_TIMEOUT_S = DEFAULT_DATABASE_TIMEOUT_S
 _MIGRATION_TIMEOUT_S = 3600.0
 
 # InternalClientError: a pooled connection the server cut (a restart) can surface as a

@@ -7,8 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from tests.team_server.conftest import start_server_process
 from tests.team_server.pg import PgCluster, free_port
+from tests.team_server.stall import StallingProxy
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("memoryd-team")
 
@@ -246,6 +249,11 @@ def test_serve_whose_worker_cannot_open_the_database_is_exit_2(pg_cluster: PgClu
         (["--port", "0"], "at least 1"),
         (["--port", "http"], "not an integer"),
         (["--log-level", "bogus"], "invalid choice"),  # was a KeyError traceback
+        (["--database-timeout", "0"], "positive, finite number of seconds"),
+        (["--database-timeout", "-2"], "positive, finite number of seconds"),
+        (["--database-timeout", "nan"], "positive, finite number of seconds"),
+        (["--database-timeout", "1e400"], "positive, finite number of seconds"),  # inf
+        (["--database-timeout", "soon"], "not a number of seconds"),
     ],
 )
 def test_serve_refuses_a_port_or_log_level_it_cannot_use(
@@ -256,6 +264,62 @@ def test_serve_refuses_a_port_or_log_level_it_cannot_use(
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "t.sqlite3").exists()  # refused before anything was opened
+
+
+def test_a_bad_database_timeout_in_the_environment_is_a_usage_error(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORYD_TEAM_DATABASE_TIMEOUT": "inf"}
+    result = team("serve", "--database", f"sqlite://{tmp_path / 't.sqlite3'}", check=False, env=env)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "memoryd-team: $MEMORYD_TEAM_DATABASE_TIMEOUT: "
+        "must be a positive, finite number of seconds: inf\n"
+    )
+    assert not (tmp_path / "t.sqlite3").exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("how", ["flag", "environment, two workers"])
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_serve_database_timeout_bounds_a_stalled_database(
+    database_url: str, tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 5 s of every wait on PostgreSQL was fixed: a stalled request was a 503 after about
+    10 s whatever the deployment wanted. With 0.5 s it is one within about 1 s."""
+    port = urlsplit(database_url).port
+    proxy = StallingProxy(int(port or 0)).start()
+    url = database_url.replace(f":{port}/", f":{proxy.port}/")
+    token = team("token", "create", "--repo", "acme/widgets", "--database", url)
+    secret = token.stdout.strip().splitlines()[-1]
+    if how == "flag":
+        extra: tuple[str, ...] = ("--database-timeout", "0.5")
+    else:
+        monkeypatch.setenv("MEMORYD_TEAM_DATABASE_TIMEOUT", "0.5")
+        extra = ("--workers", "2")
+    server = start_server_process(url, tmp_path / "serve.log", *extra)
+
+    def hashes() -> httpx.Response:
+        return httpx.get(
+            f"{server.url}{TEAM_MEMORY_PATH}",
+            params={"repo": "acme/widgets", "view": "hashes"},
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=30,
+        )
+
+    try:
+        assert hashes().status_code in {200, 404}
+        proxy.stall()
+        try:
+            for _ in range(2):  # with two workers, whichever takes the request
+                started = time.monotonic()
+                reply = hashes()
+                elapsed = time.monotonic() - started
+                assert reply.status_code == 503, reply.text
+                assert elapsed < 3.5, elapsed  # the default 5 s made it about 10
+        finally:
+            proxy.resume()
+    finally:
+        server.stop()
+        proxy.stop()
 
 
 def test_the_log_levels_are_uvicorns() -> None:
