@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -331,6 +332,41 @@ async def test_half_a_surrogate_pair_is_one_replacement_character_not_three(
     (reply,) = await raw_exchange(daemon.socket_path, line)
     text = Path(reply["result"]["path"]).read_text(encoding="utf-8")
     assert "name: Launch \ufffd\n" in text
+
+
+async def test_nan_infinity_and_a_bom_are_refused_beside_half_a_surrogate_pair(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # The stdlib reading that takes half a surrogate pair took NaN, Infinity, 1e999 and a
+    # BOM too, which orjson refuses; settings.set then wrote `NaN` into settings.json.
+    half = b'"\\ud83d"'
+    bodies = [
+        b'{"key":"statusLine","value":{"v":NaN,"note":' + half + b"}}",
+        b'{"key":"statusLine","value":{"v":-Infinity,"note":' + half + b"}}",
+        b'{"key":"statusLine","value":{"v":1e999,"note":' + half + b"}}",
+    ]
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"settings.set","params":' + b + b"}\n" for b in bodies
+    ]
+    lines.append(
+        b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"status","params":{"x":' + half + b"}}\n"
+    )
+    for line in lines:
+        (reply,) = await raw_exchange(daemon.socket_path, line)
+        assert reply["error"]["code"] == -32700, (line, reply)
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    assert not settings.exists() or "NaN" not in settings.read_text()
+
+
+async def test_an_integer_id_beyond_64_bits_is_echoed_exactly(daemon: DaemonHandle) -> None:
+    # orjson reads such an integer as a float; the reply must carry the id as sent.
+    ids = [123456789012345678901234567890, -9223372036854775809, 2**64]
+    line = b"".join(
+        b'{"jsonrpc":"2.0","id":%d,"method":"status"}\n' % id_ for id_ in ids
+    ) + b'[{"jsonrpc":"2.0","id":%d,"method":"status"}]\n' % (2**70)
+    replies = await raw_exchange(daemon.socket_path, line, replies=4)
+    assert sorted(r["id"] for r in replies[:3]) == sorted(ids)
+    assert replies[3][0]["id"] == 2**70 and "result" in replies[3][0]
 
 
 async def test_a_refused_line_does_not_drop_replies_to_the_lines_before_it(

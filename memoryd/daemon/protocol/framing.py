@@ -4,6 +4,7 @@ keep a reply line under the reply cap."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -23,17 +24,46 @@ class ParseFailure:
 
 def parse_line(line: bytes) -> Any:
     try:
-        return orjson.loads(line)
+        message = orjson.loads(line)
     except (UnicodeDecodeError, ValueError) as exc:
         if b"\\ud" not in line.lower():
             return ParseFailure(error_object(PARSE_ERROR, f"parse error: {exc}"))
-        error = exc
-    # JSON may escape half of a surrogate pair (`"\ud83d"`: a string cut inside an emoji, as
-    # agents' transcripts hold); orjson refuses it. Read by the stdlib, that half becomes U+FFFD.
+        # JSON may escape half of a surrogate pair (`"\ud83d"`: a string cut inside an emoji,
+        # as agents' transcripts hold); orjson refuses it. Read by the stdlib, that half
+        # becomes U+FFFD.
+        return _strict_stdlib_parse(line, exc)
+    if _has_float_id(message):
+        # orjson reads an integer beyond 64 bits as a float, and the reply must echo the id
+        # exactly; the stdlib keeps integers whole.
+        return _strict_stdlib_parse(line, None)
+    return message
+
+
+def _strict_stdlib_parse(line: bytes, first_error: ValueError | None) -> Any:
+    """The stdlib's reading of a line, held to what orjson accepts: UTF-8 without a BOM, and
+    no NaN or Infinity (which are not JSON, and would be written on into settings files)."""
     try:
-        return without_lone_surrogates(json.loads(line))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return ParseFailure(error_object(PARSE_ERROR, f"parse error: {error}"))
+        return without_lone_surrogates(
+            json.loads(line.decode(), parse_constant=_not_json, parse_float=_finite_float)
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return ParseFailure(error_object(PARSE_ERROR, f"parse error: {first_error or exc}"))
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _has_float_id(message: Any) -> bool:
+    members = message if isinstance(message, list) else [message]
+    return any(isinstance(m, dict) and isinstance(m.get("id"), float) for m in members)
 
 
 def encode(payload: Any) -> bytes:
