@@ -4,8 +4,9 @@ The canonical root is the main worktree's root, so every linked worktree of a re
 maps to the same project (and so the same memory directory). Outside git, the directory
 itself is the project root.
 
-Like git since CVE-2022-24765 (`safe.directory`), a `.git` another user owns is not trusted:
-the walk up from cwd stops there and cwd is taken as outside git. Every file is read through
+Like git since CVE-2022-24765, a `.git` another user owns is not trusted unless the user's
+`safe.directory` names its repository (`gitsafe`): the walk up from cwd stops there and cwd is
+taken as outside git. Every file is read through
 `read_regular_file` (no blocking open on a FIFO, a cap on the size): discovery runs on the
 daemon's event loop.
 """
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd import gitsafe
 from memoryd.fsutil import read_regular_file
 
 
@@ -86,20 +88,27 @@ def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
     """(worktree root, the worktree's own git dir) for the nearest enclosing repository.
 
     The walk stops at a `.git` that is not the user's own (its folder, the `.git` itself or
-    the git dir a `.git` file names belongs to another user): None, as outside git. Another
-    user's `/tmp/.git` would otherwise be every scratch folder's repository."""
+    the git dir a `.git` file names belongs to another user) and that `safe.directory` does
+    not name: None, as outside git, as git refuses it. Another user's `/tmp/.git` would
+    otherwise be every scratch folder's repository."""
     for directory in (cwd, *cwd.parents):
         dot_git = directory / ".git"
         if dot_git.is_dir():
-            if not _trusted(directory, dot_git):
+            if not _trusted(directory, dot_git) and not gitsafe.is_safe_directory(directory):
                 return None
             return directory, dot_git.resolve()
         if dot_git.is_file():
+            # Whether git would trust it is asked once, only when an owner is another user.
+            safe: bool | None = None
             if not _trusted(directory, dot_git):
-                return None
+                safe = gitsafe.is_safe_directory(directory)
+                if not safe:
+                    return None
             git_dir = _read_gitdir_file(dot_git)
             if git_dir is not None and git_dir.is_dir():
-                if not _owned_by_me(git_dir):
+                if not _owned_by_me(git_dir) and not (
+                    safe if safe is not None else gitsafe.is_safe_directory(directory)
+                ):
                     return None
                 return directory, git_dir
     return None

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
 from memoryd import gitfacts
+from tests.conftest import IsolatedEnv
 
 OTHER_UID = 65534  # nobody
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
@@ -139,3 +141,160 @@ def test_the_walk_stops_at_another_users_git_and_never_reaches_the_users_own(
     for path in (inner / ".git", tmp_path / "their-gitdir"):
         os.chown(path, os.geteuid(), os.getegid())
     assert gitfacts.discover(inner / "deep").repo_slug == "mallory/trap"
+
+
+def _real_repo(root: Path) -> Path:
+    """A repository git itself recognises, with an origin remote; its real path."""
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".git" / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n"
+        '[remote "origin"]\n\turl = https://github.com/acme/widgets.git\n'
+    )
+    return root.resolve()
+
+
+def _chown_tree(root: Path) -> None:
+    for folder, dirs, files in os.walk(root):
+        os.chown(folder, OTHER_UID, OTHER_UID)
+        for name in [*dirs, *files]:
+            os.chown(os.path.join(folder, name), OTHER_UID, OTHER_UID)
+
+
+def _git_accepts(cwd: Path) -> bool:
+    """What git itself says of the repository above cwd, for this user and environment."""
+    result = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, check=False
+    )
+    refused = (b"dubious ownership", b"bad config line")  # a broken config: git runs nowhere
+    assert result.returncode == 0 or any(r in result.stderr for r in refused), result.stderr
+    return result.returncode == 0
+
+
+# (the user's ~/.gitconfig, whether every git since 2.36 trusts the repository); {repo} is its
+# real path. Found by a bug hunt: memoryd read no safe.directory at all, so a repository git
+# worked in was no project (memory under cwd, no remote, no team).
+SAFE_DIRECTORY_CASES = [
+    ("", False),
+    ("[safe]\n\tdirectory = {repo}\n", True),
+    ("[safe]\n\tdirectory = *\n", True),
+    ('[SAFE]\n\tDirectory = "*"  # every repository\n', True),
+    ("[safe]\n\tdirectory = /elsewhere\n\tdirectory = {repo}\n", True),
+    ("[safe]\n\tdirectory = *\n\tdirectory =\n", False),  # an empty value empties the list
+    ("[safe]\n\tdirectory = *\n\tdirectory\n", False),
+    ("[safe]\n\tdirectory = {repo}/sub\n", False),  # the repository, not a folder in it
+    ("[foo]\n\tbar = {repo}\n", False),
+    ('[safe "x"]\n\tdirectory = *\n', False),
+    ("[include]\n\tpath = more.inc\n", True),  # more.inc (below) says *
+    ("[safe]\n\tdirectory = *\n[include]\n\tpath = reset.inc\n", False),
+    ("[safe]\n\tdirectory = *\n[broken\n", False),  # git refuses to run at all
+]
+
+
+@needs_root
+@pytest.mark.parametrize(("config", "trusted"), SAFE_DIRECTORY_CASES)
+def test_safe_directory_trusts_what_git_trusts(
+    tmp_path: Path, isolated_env: IsolatedEnv, config: str, trusted: bool
+) -> None:
+    repo = _real_repo(tmp_path / "shared" / "repo")
+    (repo / "sub").mkdir()
+    _chown_tree(repo)
+    (isolated_env.home / "more.inc").write_text("[safe]\n\tdirectory = *\n")
+    (isolated_env.home / "reset.inc").write_text("[safe]\n\tdirectory =\n")
+    (isolated_env.home / ".gitconfig").write_text(config.format(repo=repo))
+    assert _git_accepts(repo / "sub") is trusted
+    facts = gitfacts.discover(repo / "sub")
+    assert (facts.worktree_root == repo) is trusted
+    assert (facts.repo_slug == "acme/widgets") is trusted
+
+
+@needs_root
+@pytest.mark.parametrize(
+    "config",
+    [
+        "[safe]\n\tdirectory = {repo}/\n",
+        "[safe]\n\tdirectory = {parent}/*\n",
+        "[safe]\n\tdirectory = {link}\n",
+        "[safe]\n\tdirectory = .\n",
+    ],
+)
+def test_safe_directory_forms_only_newer_git_takes_are_refused(
+    tmp_path: Path, isolated_env: IsolatedEnv, config: str
+) -> None:
+    # git 2.46 normalises the value and takes `/*` and `.`; git 2.39 compares the text. A
+    # repository some git refuses is not trusted.
+    repo = _repo(tmp_path / "shared" / "repo").resolve()
+    os.chown(repo, OTHER_UID, OTHER_UID)
+    (tmp_path / "link").symlink_to(repo)
+    text = config.format(repo=repo, parent=repo.parent, link=tmp_path / "link")
+    (isolated_env.home / ".gitconfig").write_text(text)
+    assert gitfacts.discover(repo).worktree_root is None
+
+
+@needs_root
+def test_safe_directory_files_git_reads(
+    tmp_path: Path, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _real_repo(tmp_path / "repo")
+    _chown_tree(repo / ".git")
+    star = "[safe]\n\tdirectory = *\n"
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+    xdg = tmp_path / "xdg"
+    (xdg / "git").mkdir(parents=True)
+    (xdg / "git" / "config").write_text(f"[safe]\n\tdirectory = ~/../../../{repo.name}\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    # ~ is expanded, the rest is compared as written: git refuses, and so does memoryd.
+    assert not _git_accepts(repo)
+    assert gitfacts.discover(repo).worktree_root is None
+    (xdg / "git" / "config").write_text(star)
+    assert _git_accepts(repo)
+    assert gitfacts.discover(repo).worktree_root == repo
+    # ~/.gitconfig is read after the XDG file: its empty value resets the list.
+    (isolated_env.home / ".gitconfig").write_text("[safe]\n\tdirectory =\n")
+    assert not _git_accepts(repo)
+    assert gitfacts.discover(repo).worktree_root is None
+    # The system file, unless GIT_CONFIG_NOSYSTEM; GIT_CONFIG_GLOBAL replaces both global files.
+    system = tmp_path / "system.gitconfig"
+    system.write_text(star)
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "none"))
+    assert not _git_accepts(repo)  # GIT_CONFIG_NOSYSTEM=1 (tests/conftest.py)
+    assert gitfacts.discover(repo).worktree_root is None
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+    assert _git_accepts(repo)
+    assert gitfacts.discover(repo).worktree_root == repo
+
+
+@needs_root
+def test_a_linked_worktree_another_user_owns_is_trusted_by_its_own_path(tmp_path: Path) -> None:
+    main = _repo(tmp_path / "main")
+    own = main / ".git" / "worktrees" / "feature"
+    own.mkdir(parents=True)
+    (own / "commondir").write_text("../..\n")
+    linked = (tmp_path / "feature").resolve()
+    linked.mkdir()
+    (linked / ".git").write_text(f"gitdir: {own}\n")
+    for path in (linked, linked / ".git", own):
+        os.chown(path, OTHER_UID, OTHER_UID)
+    assert gitfacts.discover(linked).worktree_root is None
+    gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    gitconfig.write_text(f"[safe]\n\tdirectory = {main.resolve()}\n")
+    assert gitfacts.discover(linked).worktree_root is None  # the main checkout's is no use
+    gitconfig.write_text(f"[safe]\n\tdirectory = {linked}\n")
+    facts = gitfacts.discover(linked)
+    assert (facts.worktree_root, facts.project_root) == (linked, main.resolve())
+
+
+@needs_root
+def test_a_cached_project_follows_safe_directory_edits(tmp_path: Path) -> None:
+    from memoryd.daemon.projects import Projects
+
+    repo = _real_repo(tmp_path / "repo")
+    _chown_tree(repo)
+    projects = Projects()
+    assert projects.resolve(repo).facts.worktree_root is None
+    gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    gitconfig.write_text(f"[safe]\n\tdirectory = {repo}\n")
+    assert projects.resolve(repo).facts.repo_slug == "acme/widgets"
+    gitconfig.write_text("[safe]\n\tdirectory = /elsewhere/entirely\n")
+    assert projects.resolve(repo).facts.worktree_root is None

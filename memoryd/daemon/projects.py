@@ -1,8 +1,9 @@
 """Projects: a cwd resolved to its canonical root and git facts, cached per directory.
 
 The cache entry for a cwd is re-validated by the mtimes of the git files it was read
-from (`.git/HEAD`, `.git/config`, the worktree's `.git` file), so moving a worktree or
-changing the remote is seen at the next call without a watcher.
+from (`.git/HEAD`, `.git/config`, the worktree's `.git` file) and of the user's and system's
+git config (where `safe.directory` is), so moving a worktree, changing the remote or trusting
+another user's repository is seen at the next call without a watcher.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import os
 from collections import OrderedDict
 from pathlib import Path
 
-from memoryd import gitfacts
+from memoryd import gitfacts, gitsafe
 from memoryd.core.project import Project
 
 MAX_CACHED_DIRS = 4_096
 
 
 def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[float, ...]:
-    probes = [cwd / ".git"]
+    probes = [cwd / ".git", *gitsafe.config_files()]
     if facts.worktree_root is not None:
         probes.append(facts.worktree_root / ".git")
     if facts.git_dir is not None:

@@ -1,0 +1,227 @@
+"""git's `safe.directory`: the repositories another user owns that the user trusts anyway.
+
+git (since CVE-2022-24765) refuses a repository whose folder, `.git` or git dir another user
+owns, unless `safe.directory` in the protected configuration names it: the system file
+(`$GIT_CONFIG_SYSTEM`, else `/etc/gitconfig`; none with `GIT_CONFIG_NOSYSTEM`) and the global
+ones (`$GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`), read in
+that order with their `include.path`s; never the repository's own config. A value of `*`
+trusts every repository, an empty one empties the list read so far, and any other value is
+the repository's path after `~` expansion, compared as written.
+
+Only what every git since 2.36 accepts is accepted here: git 2.46 also takes `/*` after a
+folder (every repository below it), `.`, and values that name the folder through a link or
+with a trailing slash; older ones (2.39 on Debian 12) do not, and a repository a git refuses
+must not be trusted. `includeIf` is not followed (its conditions need a repository), nor are
+`-c` / `GIT_CONFIG_PARAMETERS` / `GIT_CONFIG_COUNT` settings of one git command.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from memoryd.fsutil import read_regular_file
+
+_CONFIG_CAP = 1024 * 1024
+_MAX_INCLUDE_DEPTH = 10  # git's own limit
+
+
+class _BadConfig(Exception):
+    """A line git would refuse to read: it then refuses every command, so nothing is safe."""
+
+
+def config_files() -> tuple[Path, ...]:
+    """The system and global config files git reads `safe.directory` from, in order."""
+    files: list[Path] = []
+    if not _env_true("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    explicit = os.environ.get("GIT_CONFIG_GLOBAL")
+    if explicit:
+        files.append(Path(explicit))
+    else:
+        home = os.environ.get("HOME")
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        if xdg:
+            files.append(Path(xdg) / "git" / "config")
+        elif home:
+            files.append(Path(home) / ".config" / "git" / "config")
+        if home:
+            files.append(Path(home) / ".gitconfig")
+    return tuple(files)
+
+
+def is_safe_directory(path: Path) -> bool:
+    """Whether `safe.directory` trusts the repository whose worktree (or git dir) is `path`,
+    a real path."""
+    values: list[str | None] = []
+    try:
+        for file in config_files():
+            _read(file, values, depth=0)
+    except _BadConfig:
+        return False
+    safe = False
+    for value in values:
+        if not value:
+            safe = False
+        elif value == "*" or _expand(value) == str(path):
+            safe = True
+    return safe
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _expand(value: str) -> str | None:
+    """git's `~` and `~user` expansion of a path value; None when it cannot be expanded."""
+    if not value.startswith("~"):
+        return value
+    user = value[1:].partition("/")[0]
+    if user:
+        try:
+            home = pwd.getpwnam(user).pw_dir
+        except KeyError:
+            return None
+    else:
+        home = os.environ.get("HOME") or ""
+        if not home:
+            return None
+    return home + value[1 + len(user) :]
+
+
+def _read(file: Path, values: list[str | None], depth: int) -> None:
+    try:
+        data = read_regular_file(file, _CONFIG_CAP, follow_links=True)
+    except OSError:
+        return  # missing or unreadable: git skips it too
+    if len(data) > _CONFIG_CAP:
+        raise _BadConfig
+    for section, key, value in _entries(data.decode("utf-8", errors="replace")):
+        if section == "safe" and key == "directory":
+            values.append(value)
+        elif section == "include" and key == "path" and value:
+            if depth >= _MAX_INCLUDE_DEPTH:
+                raise _BadConfig
+            target = _expand(value)
+            if target is not None:
+                _read(file.parent / target, values, depth + 1)
+
+
+def _entries(text: str) -> list[tuple[str, str, str | None]]:
+    """(section, key, value) of every variable, in order; sections with a subsection are
+    named `name "sub"` so they never pass for `safe` or `include`. Follows git's config.c."""
+    text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    entries: list[tuple[str, str, str | None]] = []
+    section: str | None = None
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\n":
+            i += 1
+        elif c in "#;":
+            i = _line_end(text, i)
+        elif c == "[":
+            section, i = _section(text, i + 1)
+        elif c.isalpha():
+            start = i
+            while i < n and (text[i].isalnum() or text[i] == "-"):
+                i += 1
+            key = text[start:i].lower()
+            while i < n and text[i] in " \t":
+                i += 1
+            value: str | None = None
+            if i < n and text[i] == "=":
+                value, i = _value(text, i + 1)
+            elif i < n and text[i] != "\n":
+                raise _BadConfig
+            if section is None:
+                raise _BadConfig
+            entries.append((section, key, value))
+        else:
+            raise _BadConfig
+    return entries
+
+
+def _line_end(text: str, i: int) -> int:
+    end = text.find("\n", i)
+    return len(text) if end < 0 else end + 1
+
+
+def _section(text: str, i: int) -> tuple[str, int]:
+    start = i
+    while i < len(text) and (text[i].isalnum() or text[i] in "-."):
+        i += 1
+    name = text[start:i].lower()
+    if i < len(text) and text[i] == "]":
+        return name, i + 1
+    if i >= len(text) or text[i] not in " \t":
+        raise _BadConfig
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    if i >= len(text) or text[i] != '"':
+        raise _BadConfig
+    i += 1
+    sub: list[str] = []
+    while i < len(text) and text[i] != '"':
+        if text[i] == "\n":
+            raise _BadConfig
+        if text[i] == "\\":
+            i += 1
+            if i >= len(text) or text[i] == "\n":
+                raise _BadConfig
+        sub.append(text[i])
+        i += 1
+    if text[i + 1 : i + 2] != "]":
+        raise _BadConfig
+    return f'{name} "{"".join(sub)}"', i + 2
+
+
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "b": "\b"}
+
+
+def _value(text: str, i: int) -> tuple[str, int]:
+    """A value after `=`: quotes kept together, escapes, `\\` + newline continues the line,
+    a comment outside quotes ends it, whitespace around it dropped."""
+    out: list[str] = []
+    pending_space = 0
+    quoted = False
+    n = len(text)
+    while True:
+        if i >= n:
+            if quoted:
+                raise _BadConfig
+            break
+        c = text[i]
+        i += 1
+        if c == "\n":
+            if quoted:
+                raise _BadConfig
+            break
+        if not quoted and c in " \t":
+            if out:
+                pending_space += 1
+            continue
+        if not quoted and c in "#;":
+            i = _line_end(text, i)
+            break
+        if pending_space:
+            out.append(" " * pending_space)
+            pending_space = 0
+        if c == "\\":
+            if i >= n:
+                raise _BadConfig
+            escaped = text[i]
+            i += 1
+            if escaped == "\n":
+                continue
+            if escaped not in _ESCAPES:
+                raise _BadConfig
+            out.append(_ESCAPES[escaped])
+        elif c == '"':
+            quoted = not quoted
+        else:
+            out.append(c)
+    return "".join(out), i
