@@ -221,7 +221,7 @@ class MagicDocs:
         for path in mine:
             self._queue[path] = turn  # a doc already queued gets the newer transcript
         if mine and self._task is None:
-            self._task = self.host.spawn(self._drain(), worker=WORKER)
+            self._task = self.host.spawn(self._drain(), worker=WORKER, writes=True)
         return len(mine)
 
     async def _drain(self) -> None:

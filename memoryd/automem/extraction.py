@@ -220,7 +220,7 @@ class Extraction:
                 # longest step before the model request) starts now, in a thread, while the
                 # rest of `after_turn` and the prompt are built.
                 run.check = _in_thread(self._changed_since, memory_dir, since)
-            run.task = self.host.spawn(self._drain(memory_dir, run), worker=WORKER)
+            run.task = self.host.spawn(self._drain(memory_dir, run), worker=WORKER, writes=True)
 
     async def _drain(self, memory_dir: Path, run: _DirRun) -> None:
         try:

@@ -23,8 +23,12 @@ class Host(Protocol):
     @property
     def model(self) -> ModelClient: ...
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, worker: str) -> asyncio.Task[Any]:
-        """Run `coro` in the background, supervised: a failure is reported under `worker`."""
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], *, worker: str, writes: bool = False
+    ) -> asyncio.Task[Any]:
+        """Run `coro` in the background, supervised: a failure is reported under `worker`.
+        `writes`: it saves something a client was told would be saved (a memory, a summary),
+        so shutdown lets it finish within the drain cap before services close."""
         ...
 
     async def notify(self, event: str, params: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ class Daemon:
         self.connections: set[Connection] = set()
         self.inflight: set[asyncio.Task[Any]] = set()
         self.workers: set[asyncio.Task[Any]] = set()
+        self.writers: set[asyncio.Task[Any]] = set()  # workers shutdown lets finish
         self.worker_errors: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
         self.shutdown_requested = asyncio.Event()
@@ -45,10 +46,15 @@ class Daemon:
         self.services = Services(self)
 
     # -- background work ------------------------------------------------------------------
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, worker: str) -> asyncio.Task[Any]:
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], *, worker: str, writes: bool = False
+    ) -> asyncio.Task[Any]:
         task = asyncio.create_task(self._supervise(coro, worker), name=f"worker:{worker}")
         self.workers.add(task)
         task.add_done_callback(self.workers.discard)
+        if writes:
+            self.writers.add(task)
+            task.add_done_callback(self.writers.discard)
         # A task cancelled before its first step (at shutdown) never started `coro`: closed
         # here, it is not left to warn "never awaited" when collected.
         task.add_done_callback(lambda _: coro.close())

@@ -294,6 +294,12 @@ class Server:
             _done, still = await asyncio.wait(pending, timeout=self.config.drain_timeout_s)
             for task in still:
                 task.cancel()
+        # Background writes a client was told were scheduled (an extraction, a session
+        # summary) finish within what is left of the drain cap; a turn queued behind one
+        # runs too. Timers and pulls are not waited for.
+        while self.daemon.writers and (left := deadline - time.monotonic()) > 0:
+            log.info("finishing background writes", count=len(self.daemon.writers))
+            await asyncio.wait(set(self.daemon.writers), timeout=left)
         await self.daemon.close_services()
         workers = list(self.daemon.workers)
         for task in workers:

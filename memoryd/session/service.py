@@ -155,7 +155,9 @@ class SessionMemory:
         if session.busy:
             session.pending = queued  # the running update picks up the latest turn next
         else:
-            session.running = self.host.spawn(self._run_updates(session, queued), worker=FEATURE)
+            session.running = self.host.spawn(
+                self._run_updates(session, queued), worker=FEATURE, writes=True
+            )
         return True
 
     async def _run_updates(self, session: Session, queued: tuple[Turn, int]) -> None:

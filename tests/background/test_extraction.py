@@ -11,7 +11,13 @@ from typing import Any
 from memoryd.automem.extraction import main_agent_wrote_memory
 from memoryd.automem.extraction_prompts import NOTHING_MARKER
 from tests.background.conftest import Workspace, memory_text, transcript, workspace_for
-from tests.conftest import DaemonHandle
+from tests.conftest import (
+    DaemonHandle,
+    daemon_config,
+    fake_model_config,
+    start_daemon,
+    stop_daemon,
+)
 from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
 
 CONVO = transcript(
@@ -436,3 +442,26 @@ async def test_reuse_without_a_system_prompt_sends_none(
     assert request.json["tools"] == tools
     assert request.json["model"] == "claude-main-model"
     assert request.json["messages"][0] == CONVO[0]
+
+
+async def test_shutdown_lets_a_running_extraction_save_its_memory(
+    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    # after_turn said the extraction was scheduled; a shutdown (SIGTERM, `memctl restart`)
+    # while it waited on the model cancelled it, and the memory was never saved.
+    handle = await start_daemon(daemon_config(short_tmp, model=fake_model_config(fake_model)))
+    try:
+        ws = workspace_for(handle, tmp_path)
+        target = ws.memory_dir / "feedback_real_database.md"
+        text = memory_text("Real database in tests", "tests hit a real DB", "feedback", "No mocks.")
+        fake_model.enqueue(
+            slow(1.0, tool_use_reply([("Write", {"file_path": str(target), "content": text})])),
+            text_reply("Saved feedback_real_database.md"),
+        )
+        assert (await _after_turn(ws, CONVO))["scheduled"]["extraction"] is True
+        while not fake_model.message_requests():
+            await asyncio.sleep(0.01)
+    finally:
+        await stop_daemon(handle)
+    assert target.read_text() == text
+    assert "(feedback_real_database.md)" in (ws.memory_dir / "MEMORY.md").read_text()
