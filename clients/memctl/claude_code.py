@@ -61,7 +61,7 @@ def _without_media(block: dict[str, Any]) -> dict[str, Any]:
 
 def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
-    cap is 8 MiB a line), starting with a user message; all of them when they fit."""
+    cap is 64 MiB a line), starting with a user message; all of them when they fit."""
     sizes = [
         len(json.dumps(m, ensure_ascii=False).encode("utf-8", "surrogatepass")) for m in messages
     ]

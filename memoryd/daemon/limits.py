@@ -1,9 +1,9 @@
 """Every bound on what crosses the daemon's socket, in one place.
 
 Sized for what a client needs: the largest request a client sends is an `after_turn`
-transcript (a few MB for a long session), the largest reply a `get_context` or
-`memory.list` of a big project (a few MB). Anything beyond is refused with a clear error
-rather than buffered.
+transcript (a few MB for a long session; PROTOCOL.md promises lines of up to 64 MiB), the
+largest reply a `get_context` or `memory.list` of a big project (a few MB). Anything beyond is
+refused with a clear error rather than buffered.
 """
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from __future__ import annotations
 MiB = 1024 * 1024
 
 # One request line (`memoryd --line-limit`); over it: -32600 and the connection is closed.
-DEFAULT_LINE_LIMIT = 8 * MiB
+# The contract's default (PROTOCOL.md: "default 64 MiB, configurable").
+DEFAULT_LINE_LIMIT = 64 * MiB
 # Bytes of unfinished lines buffered across *all* connections at once; the connection whose
 # input would go past it gets -32600 and is closed (so many clients each sending almost a
-# line cannot grow the daemon without bound).
-DEFAULT_INPUT_BUFFER_CAP = 32 * MiB
+# line cannot grow the daemon without bound). Two lines' worth: one client at the line cap
+# never shuts out the others, and input never holds more than this (a finished line is
+# parsed, then dropped).
+DEFAULT_INPUT_BUFFER_CAP = 2 * DEFAULT_LINE_LIMIT
 # An unfinished line that gets no byte for this long closes its connection and gives its bytes
 # back to the budget above (`DaemonConfig.stalled_line_s`) ...
 STALLED_LINE_S = 10.0

@@ -10,7 +10,19 @@ from pathlib import Path
 
 from memoryd import __version__
 from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, MiB
 from memoryd.daemon.logging import configure
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a cap of 0 or less refuses everything)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, not {value}")
+    return value
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -23,7 +35,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.add_argument("--settings", type=Path, help="a settings file with flag precedence")
-    parser.add_argument("--line-limit", type=int, help="request line cap in bytes (8 MiB)")
+    parser.add_argument(
+        "--line-limit",
+        type=positive_int,
+        help=f"request line cap in bytes (default {DEFAULT_LINE_LIMIT // MiB} MiB)",
+    )
     parser.add_argument(
         "--idle-timeout",
         type=float,
@@ -44,8 +60,10 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
         changes["log_file"] = args.log_file.expanduser().absolute()
     if args.settings:
         changes["flag_settings"] = args.settings.expanduser().absolute()
-    if args.line_limit:
+    if args.line_limit is not None:
         changes["line_limit"] = args.line_limit
+        # The all-connections input budget stays two lines' worth of a larger cap.
+        changes["input_buffer_cap"] = max(DEFAULT_INPUT_BUFFER_CAP, 2 * args.line_limit)
     if args.no_watch:
         changes["watch_files"] = False
     return replace(config, **changes)  # type: ignore[arg-type]

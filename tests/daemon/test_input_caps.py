@@ -9,7 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memoryd.daemon.limits import DEFAULT_LINE_LIMIT, MAX_BATCH
+import pytest
+
+from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, MAX_BATCH
+from memoryd.daemon.main import build_config, parse_args
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 from tests.daemon.test_protocol import raw_exchange
 
@@ -87,13 +90,19 @@ async def test_a_connection_that_leaves_mid_line_gives_its_bytes_back(short_tmp:
 
 
 async def test_the_default_caps_are_what_a_client_needs(daemon: DaemonHandle) -> None:
-    assert DEFAULT_LINE_LIMIT // MiB == 8
+    # Found by a bug hunt: the cap was 8 MiB while PROTOCOL.md promises "default 64 MiB", so a
+    # 9 MiB after_turn transcript was refused and the connection closed.
+    assert 64 * MiB == DEFAULT_LINE_LIMIT
+    assert DEFAULT_INPUT_BUFFER_CAP >= 2 * DEFAULT_LINE_LIMIT  # one line never shuts out others
     assert MAX_BATCH == 1_000
     reader, writer = await _connect(daemon.socket_path)
     await _send(writer, OPEN + b" " * (9 * MiB) + b"}\n")
     reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+    assert reply["result"]["pid"] > 0
+    await _send(writer, OPEN + b" " * (64 * MiB) + b"}\n")
+    reply = json.loads(await asyncio.wait_for(reader.readline(), 30))
     assert reply["error"]["code"] == -32600
-    assert str(8 * MiB) in reply["error"]["message"]
+    assert str(64 * MiB) in reply["error"]["message"]
     writer.close()
 
     batch = [{"jsonrpc": "2.0", "id": i, "method": "status"} for i in range(1_001)]
@@ -101,6 +110,24 @@ async def test_the_default_caps_are_what_a_client_needs(daemon: DaemonHandle) ->
     assert reply["error"]["code"] == -32600
     assert "1001" in reply["error"]["message"]
     assert "1000" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "abc", "1.5"])
+def test_line_limit_takes_a_positive_whole_number_only(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by a bug hunt: -5 started a daemon refusing every request, 0 meant the default.
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--line-limit", value])
+    assert exited.value.code == 2
+    assert "--line-limit" in capsys.readouterr().err
+
+
+def test_a_larger_line_limit_keeps_two_lines_of_input_budget() -> None:
+    assert build_config(parse_args(["--line-limit", "100"])).line_limit == 100
+    assert build_config(parse_args([])).input_buffer_cap == DEFAULT_INPUT_BUFFER_CAP
+    big = build_config(parse_args(["--line-limit", str(200 * MiB)]))
+    assert (big.line_limit, big.input_buffer_cap) == (200 * MiB, 400 * MiB)
 
 
 async def test_a_reply_over_the_cap_is_a_clear_error(short_tmp: Path, tmp_path: Path) -> None:

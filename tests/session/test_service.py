@@ -487,8 +487,8 @@ async def test_waiting_is_bounded_and_a_stale_update_is_not_waited_for(
 
 
 async def test_compact_a_five_million_token_transcript(short_tmp: Path, project_dir: Path) -> None:
-    # 5M tokens is ~25 MB of JSON, over the default 8 MiB line cap: a daemon started with a
-    # raised `--line-limit`, as a user with such transcripts would run it.
+    # 5M tokens is ~25 MB of JSON, under the default 64 MiB line cap (set here as well, as a
+    # user with such transcripts would run it).
     daemon = await start_daemon(daemon_config(short_tmp, line_limit=64 * 1024 * 1024))
     try:
         summary = summary_path(daemon, project_dir)

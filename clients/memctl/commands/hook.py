@@ -87,8 +87,9 @@ def main(argv: list[str]) -> int:
     return run(args)
 
 
-# What of a transcript is sent, at most (the daemon takes requests of up to 8 MiB a line; over
-# it, a session with two pasted screenshots was refused, and its memory stopped silently).
+# What of a transcript is sent, at most: the newest messages, more than extraction and the
+# session summary read, and well under the daemon's 64 MiB line cap (a request over the cap is
+# refused, and that session's memory would stop silently).
 TRANSCRIPT_SENT_BYTES = 6 * 1024 * 1024
 # Below this much time left, recall asks the local ranker rather than the model.
 MODEL_RECALL_MIN_S = 2.0

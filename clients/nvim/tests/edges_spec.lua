@@ -239,12 +239,13 @@ T.run({
     end,
   },
   {
-    "a request over the daemon's 8 MiB cap is refused as too large; the connection stays",
+    "a request over the daemon's 64 MiB cap is refused as too large; the connection stays",
     function()
       vim.cmd('enew')
       local lines = { 'Deploy log' }
-      for i = 2, 90000 do
-        lines[i] = string.rep('x', 99)
+      local line = string.rep('x', 99)
+      for i = 2, 680000 do -- 68 MB: over 64 MiB
+        lines[i] = line
       end
       vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
       local inflight = nil
@@ -257,7 +258,7 @@ T.run({
         return T.message_matching('memory.write failed')
       end, 15000)
       T.has(T.message_matching('memory.write failed').text, "the request is too large: ")
-      T.has(T.message_matching('memory.write failed').text, "over the daemon's 8388608-byte cap; nothing was sent")
+      T.has(T.message_matching('memory.write failed').text, "over the daemon's 67108864-byte cap; nothing was sent")
       T.eq(nil, T.message_matching('went away'), 'not reported as the daemon going away')
       T.eq(nil, T.message_matching('closed the connection'), 'the connection was not lost')
       T.wait('the call in flight', function()

@@ -71,10 +71,10 @@ describe("against the real daemon", () => {
     const client = new MemorydClient({ socketPath });
     try {
       await client.call("status");
-      const body = "x".repeat(9 * 1024 * 1024);
+      const body = "x".repeat(65 * 1024 * 1024); // over the daemon's 64 MiB default
       await assert.rejects(
         client.call("memory.write", { cwd: repoA.root, type: "user", name: "big", description: "big", body }),
-        (e: unknown) => e instanceof ProtocolError && /over the cap of 8388608 bytes; nothing was sent/.test(e.message),
+        (e: unknown) => e instanceof ProtocolError && /over the cap of 67108864 bytes; nothing was sent/.test(e.message),
       );
       assert.ok(client.isUp);
       await assert.rejects(

@@ -25,7 +25,7 @@ end
 
 -- The daemon's request line cap (memoryd --line-limit, docs/protocol.md): over it the daemon
 -- answers -32600 and closes the connection, so such a request is never sent.
-Client.REQUEST_CAP = 8 * 1024 * 1024
+Client.REQUEST_CAP = 64 * 1024 * 1024
 
 -- The byte offset of the first byte that is not part of valid UTF-8 in text, or nil.
 -- ASCII runs are skipped by string.find; only the bytes over 127 are looked at one by one.

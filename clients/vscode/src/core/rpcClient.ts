@@ -108,7 +108,7 @@ export interface ClientOptions {
 export const DEFAULT_TIMEOUT_MS = 5_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024; // the daemon's reply cap
-export const DEFAULT_REQUEST_CAP_BYTES = 8 * 1024 * 1024; // the daemon's request line cap
+export const DEFAULT_REQUEST_CAP_BYTES = 64 * 1024 * 1024; // the daemon's request line cap (64 MiB default)
 export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
