@@ -4,14 +4,18 @@ Claude Code reads hooks from a settings file (`~/.claude/settings.json`, or a pr
 `.claude/settings.local.json`): `{"hooks": {Event: [{"matcher"?, "hooks": [{"type": "command",
 "command", "timeout"}]}]}}`, and MCP servers from `mcpServers` in `~/.claude.json` (user scope)
 or a project's `.mcp.json`. A hook is memoryd's when its command runs `memctl hook …` (any
-path to memctl, so an install from another place is replaced, not doubled); the MCP server is
-the `memoryd` entry. Everything else in the files is kept as it is, in its order.
+path to memctl, so an install from another place is replaced, not doubled; memctl's global
+flags may stand before `hook`: `memctl --socket S hook stop`); the MCP server is the `memoryd`
+entry. Everything else in the files is kept as it is, in its order.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import functools
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from memctl.claude_code import PATH_TOOL_MATCHER
@@ -35,16 +39,66 @@ def hook_command(memctl: list[str], event: str) -> str:
     return shlex.join([*memctl, "hook", event])
 
 
-def _memctl_span(argv: list[str]) -> tuple[int, int] | None:
-    """Where memctl's own words are in a hook's argv: (start, end) of `…/memctl` or
-    `python -m memctl`, when `hook` follows them; None when the hook is not memoryd's."""
-    for index, word in enumerate(argv[:-1]):
+@dataclass(frozen=True)
+class _Span:
+    """Where a memoryd hook's words are in its argv."""
+
+    start: int  # the first word that runs memctl (`…/memctl`, or the python of `-m memctl`)
+    end: int  # after them: memctl's global flags (`--socket S`), then `hook`
+    event: int  # the event after `hook` and the hook's own flags (len(argv): none given)
+
+
+@functools.cache
+def _takes_value() -> tuple[dict[str, bool], dict[str, bool]]:
+    """The options memctl takes before `hook` (its global flags) and after it (the hook's own
+    and the global ones again), each with whether a value follows it: read from memctl's own
+    parsers, so a new flag is known here too."""
+    from memctl.commands import hook
+    from memctl.global_flags import accept_after_command, add_global_flags
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_global_flags(parser)
+    sub = parser.add_subparsers()
+    hook.register(sub)
+    accept_after_command(parser)
+
+    def options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+        return {name: action.nargs != 0 for name, action in parser._option_string_actions.items()}
+
+    return options(parser), options(sub.choices["hook"])
+
+
+def _after_options(argv: list[str], index: int, takes_value: dict[str, bool]) -> int:
+    """The index of the first word from `index` on that is neither an option nor an option's
+    value (`--socket S`, `--socket=S`, an abbreviation as argparse takes it: `--sock S`)."""
+    while index < len(argv) and argv[index].startswith("-"):
+        name, has_value, _ = argv[index].partition("=")
+        known = [o for o in takes_value if o == name] or [
+            o for o in takes_value if o.startswith("--") and o.startswith(name)
+        ]
+        # An unknown option counts as a flag: the hook is still memoryd's, to replace or remove.
+        index += 2 if len(known) == 1 and takes_value[known[0]] and not has_value else 1
+    return index
+
+
+def _memctl_span(argv: list[str]) -> _Span | None:
+    """Where memctl's own words are in a hook's argv, when `hook` follows them (after any of
+    memctl's global flags: `memctl --socket S hook stop` is memoryd's hook too); None when the
+    hook is not memoryd's."""
+    for index, word in enumerate(argv):
         if word.rsplit("/", 1)[-1] == "memctl":
-            return (index, index + 1) if argv[index + 1] == "hook" else None
-        if word == "-m" and argv[index + 1] == "memctl":
-            if index == 0 or argv[index + 2 : index + 3] != ["hook"]:
+            start, end = index, index + 1
+        elif word == "-m" and argv[index + 1 : index + 2] == ["memctl"]:
+            if index == 0:
                 return None
-            return index - 1, index + 2
+            start, end = index - 1, index + 2
+        else:
+            continue
+        before, after = _takes_value()
+        hook = _after_options(argv, end, before)
+        if argv[hook : hook + 1] != ["hook"]:
+            return None
+        return _Span(start, end, _after_options(argv, hook + 1, after))
     return None
 
 
@@ -62,23 +116,25 @@ def retargeted(hook: dict[str, Any], memctl: list[str], event: str) -> dict[str,
     """One of memoryd's hooks, pointed at this installation's memctl and at `event`.
 
     memctl owns only that: the words that run memctl and the event after `hook`. What the user
-    tuned stays: words before memctl (`env VAR=…`), arguments after the event
-    (`--timeout-ms 3000`), the hook's `timeout` and any other key.
+    tuned stays: words before memctl (`env VAR=…`), flags between memctl and the event
+    (`--socket S`, `--json`), arguments after the event (`--timeout-ms 3000`), the hook's
+    `timeout` and any other key.
     """
     command = hook["command"]
     argv = shlex.split(command)
     span = _memctl_span(argv)
     assert span is not None  # only memoryd's hooks come here
-    start, end = span
-    words = [*argv[:start], *memctl, "hook", event, *argv[end + 2 :]]
+    # memctl's flags and the hook's around `hook` are the user's, kept where they stand.
+    flags_and_hook = argv[span.end : span.event]
+    words = [*argv[: span.start], *memctl, *flags_and_hook, event, *argv[span.event + 1 :]]
     if shlex.join(argv) == command:
         command = shlex.join(words)  # written as memctl writes it: rewrite it word by word
     else:
         # Shell syntax or quoting of the user's own (`… 2>/dev/null`): change only memctl's
         # words where they stand, else leave the command as it is.
-        old = shlex.join(argv[start : end + 2])
+        old = shlex.join(argv[span.start : span.event + 1])
         if command.count(old) == 1:
-            command = command.replace(old, shlex.join([*memctl, "hook", event]))
+            command = command.replace(old, shlex.join([*memctl, *flags_and_hook, event]))
     return {**hook, "command": command}
 
 

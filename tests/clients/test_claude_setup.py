@@ -433,3 +433,40 @@ def test_a_write_to_claude_json_during_install_is_kept(
     assert f"updated: {home / '.claude' / 'settings.json'} (hooks)" in out
     assert f"updated: {config} (MCP server)" in out
     assert len(list(home.glob(".claude.json.memctl-backup-*"))) == 1
+
+
+def test_a_hook_with_memctls_global_flags_before_hook_is_ours(home: Path) -> None:
+    # Found by a bug hunt: `memctl --socket S hook stop` (global flags before the command, as
+    # docs/clients.md allows) was not taken for memoryd's hook: install added a second one
+    # (every turn sent twice) and uninstall left it.
+    settings_path = home / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    written = {
+        "Stop": "memctl --socket /run/m.sock hook stop",
+        "UserPromptSubmit": "memctl --json hook user-prompt-submit --timeout-ms 3000",
+        "PreCompact": "/old/bin/memctl --socket=/run/m.sock hook pre-compact",
+        "SessionStart": "/old/bin/python -m memctl --sock /run/m.sock hook --json session-start",
+    }
+    settings_path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    event: [{"hooks": [{"type": "command", "command": command, "timeout": 5}]}]
+                    for event, command in written.items()
+                }
+            }
+        )
+    )
+    done = claude(home, "install")
+    assert done.returncode == 0, done.stderr
+    memctl = BIN / "memctl"
+    assert ours(json.loads(settings_path.read_text())) == {
+        "Stop": [f"{memctl} --socket /run/m.sock hook stop"],
+        "UserPromptSubmit": [f"{memctl} --json hook user-prompt-submit --timeout-ms 3000"],
+        "PreCompact": [f"{memctl} --socket=/run/m.sock hook pre-compact"],
+        "SessionStart": [f"{memctl} --sock /run/m.sock hook --json session-start"],
+        "PostToolUse": [f"{memctl} hook post-tool-use"],
+    }
+    assert claude(home, "install").stdout.count("unchanged: ") == 2
+    assert claude(home, "uninstall").returncode == 0
+    assert ours(json.loads(settings_path.read_text())) == {}
