@@ -15,6 +15,7 @@ from memoryd_client.client import (
     DaemonUnavailable,
     _unwrap,
     default_socket_path,
+    encode_line,
 )
 from memoryd_client.methods import AsyncMethods
 
@@ -119,7 +120,7 @@ class AsyncClient(AsyncMethods):
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            await self.send_raw(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+            await self.send_raw(encode_line(request))
             reply = await asyncio.wait_for(future, self.timeout)
         finally:
             # A timed-out or failed call must not leave its future behind for good.

@@ -149,6 +149,16 @@ def check_server(sock: socket.socket, path: Path) -> None:
         )
 
 
+def encode_line(payload: Any) -> bytes:
+    """One request line as sent: JSON and a newline. NaN and Infinity are not JSON:
+    ValueError here, rather than the daemon's -32700 about a line the caller never wrote."""
+    try:
+        text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        raise ValueError(f"cannot send it as JSON: {exc} (NaN and Infinity are not JSON)") from None
+    return text.encode() + b"\n"
+
+
 def _unwrap(reply: dict[str, Any]) -> Any:
     if "error" in reply and reply["error"] is not None:
         err = reply["error"]
@@ -200,10 +210,10 @@ class Client(SyncMethods):
             self._sock.settimeout(seconds)
 
     def send_line(self, payload: Any) -> None:
+        data = encode_line(payload)  # before connecting: what is not JSON is never sent
         if self._sock is None:
             self.connect()
         assert self._sock is not None
-        data = json.dumps(payload, separators=(",", ":")).encode() + b"\n"
         try:
             self._sock.sendall(data)
         except OSError as exc:

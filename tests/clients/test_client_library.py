@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoryd_client import AsyncClient, Client, RpcError
-from tests.clients.conftest import memctl_env
+from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 from tests.conftest import DaemonHandle
 
@@ -213,3 +213,33 @@ def test_clients_import_nothing_heavy() -> None:
         check=False,
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+async def test_nan_and_infinity_are_refused_before_sending(
+    fake_daemon: FakeDaemon, value: float
+) -> None:
+    # Found by a bug hunt: json.dumps wrote NaN / Infinity, which are not JSON, and the caller
+    # got the daemon's -32700 "parse error … column 77" about a line it never wrote.
+    with Client(fake_daemon.socket_path, timeout=10) as conn:
+        with pytest.raises(ValueError, match="not JSON"):
+            conn.settings_set("x", value)
+        assert conn.status()["version"] == "fake"  # the connection is still in step
+    async with AsyncClient(fake_daemon.socket_path, timeout=10) as aconn:
+        with pytest.raises(ValueError, match="not JSON"):
+            await aconn.settings_set("x", value)
+        assert aconn._pending == {}
+        assert (await aconn.status())["version"] == "fake"
+    assert fake_daemon.calls("settings.set") == []
+
+
+@pytest.mark.parametrize(
+    "params", ['{"key":"x","value":NaN}', '{"value":-Infinity}', '{"v":1e999}']
+)
+def test_memctl_call_refuses_params_that_are_not_json(fake_daemon: FakeDaemon, params: str) -> None:
+    # Python's json.loads takes NaN, Infinity and 1e999 (as inf); the daemon does not.
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "call", "settings.set", params)
+    assert done.returncode == 2, done.stderr
+    assert "params is not valid JSON" in done.stderr
+    assert "-32700" not in done.stderr
+    assert fake_daemon.requests == []

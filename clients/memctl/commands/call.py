@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
@@ -23,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
         if not is_utf8(args.params):  # never standard input: "-" is not JSON
             return fail(args, "params is not valid UTF-8", EXIT_USAGE)
         try:
-            params = json.loads(args.params)
-        except json.JSONDecodeError as exc:
+            params = json.loads(args.params, parse_constant=_not_json, parse_float=_finite)
+        except ValueError as exc:  # JSONDecodeError, and NaN, Infinity, 1e999
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
         if not isinstance(params, dict):
             return fail(args, "params must be a JSON object", EXIT_USAGE)
@@ -32,3 +33,16 @@ def run(args: argparse.Namespace) -> int:
         result = conn.call(args.method, params)
     emit(args, result)
     return 0
+
+
+# Python's json takes NaN, Infinity and 1e999 (read as inf); JSON has none of them, and the
+# daemon would answer -32700 about a line the user never wrote.
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text} is out of range")
+    return value
