@@ -153,9 +153,10 @@ def _without_ours(groups: list[Any]) -> list[Any]:
 def with_hooks(settings: dict[str, Any], memctl: list[str]) -> dict[str, Any]:
     """`settings` with exactly one memoryd hook per event (older ones of ours replaced).
 
-    A memoryd hook already there keeps the user's tuning (`retargeted`) and its place when it
-    is the only one and its group has memoryd's matcher; otherwise the first one's tuning goes
-    into one new group at the end.
+    A memoryd hook already there keeps the user's tuning (`retargeted`), its place and its
+    group with the group's matcher (`"startup|compact"` on SessionStart, a narrower
+    PostToolUse list: the user's choice); any other memoryd hook of the event goes. Without
+    one, memoryd's goes into a new group at the end, with memoryd's matcher.
     """
     result = copy.deepcopy(settings)
     hooks = result.get("hooks")
@@ -174,18 +175,15 @@ def with_hooks(settings: dict[str, Any], memctl: list[str]) -> dict[str, Any]:
             g, h = found[0]
             ours = retargeted(groups[g]["hooks"][h], memctl, name)
             ours.setdefault("timeout", HOOK_TIMEOUT_S)  # a hand-made one without: ours
-        else:
-            ours = {"type": "command", "command": hook_command(memctl, name)}
-            ours["timeout"] = HOOK_TIMEOUT_S
-        if len(found) == 1 and groups[g].get("matcher") == MATCHERS.get(event):
             group = dict(groups[g])
-            group["hooks"] = [*group["hooks"][:h], ours, *group["hooks"][h + 1 :]]
-            groups[g] = group
-            hooks[event] = groups
+            later = [hook for hook in group["hooks"][h + 1 :] if not is_memoryd_hook(hook)]
+            group["hooks"] = [*group["hooks"][:h], ours, *later]
+            hooks[event] = [*groups[:g], group, *_without_ours(groups[g + 1 :])]
             continue
         group = {"matcher": MATCHERS[event]} if event in MATCHERS else {}
-        group["hooks"] = [ours]
-        hooks[event] = [*_without_ours(groups), group]
+        group["hooks"] = [{"type": "command", "command": hook_command(memctl, name)}]
+        group["hooks"][0]["timeout"] = HOOK_TIMEOUT_S
+        hooks[event] = [*groups, group]
     result["hooks"] = hooks
     return result
 

@@ -24,6 +24,7 @@ EVENTS = {
     "PostToolUse": "post-tool-use",
 }
 FOREIGN_HOOK = {"type": "command", "command": "notify-send done"}
+FOREIGN_GROUP = {"matcher": "resume", "hooks": [{"type": "command", "command": "echo hi"}]}
 
 
 @pytest.fixture
@@ -470,3 +471,45 @@ def test_a_hook_with_memctls_global_flags_before_hook_is_ours(home: Path) -> Non
     assert claude(home, "install").stdout.count("unchanged: ") == 2
     assert claude(home, "uninstall").returncode == 0
     assert ours(json.loads(settings_path.read_text())) == {}
+
+
+def test_reinstall_keeps_the_matcher_of_memoryds_group(home: Path) -> None:
+    # Found by a bug hunt: installing again moved memoryd's hook to a new group without the
+    # user's matcher: SessionStart "startup|compact" ran on every source again, a narrowed
+    # PostToolUse was widened back.
+    assert claude(home, "install").returncode == 0
+    settings_path = home / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    hooks = settings["hooks"]
+    hooks["SessionStart"] = [FOREIGN_GROUP, {**hooks["SessionStart"][0], "matcher": "startup"}]
+    hooks["PostToolUse"][0]["matcher"] = "Edit|Write"
+    hooks["PostToolUse"][0]["hooks"].append(FOREIGN_HOOK)
+    # A doubled Stop hook (pasted by hand as well): the first stays where it is, the other goes.
+    stop = hooks["Stop"][0]["hooks"][0]
+    hooks["Stop"] = [
+        {"matcher": "", "hooks": [FOREIGN_HOOK, {**stop, "command": "memctl hook stop"}, stop]},
+        {"hooks": [stop]},
+    ]
+    settings_path.write_text(json.dumps(settings))
+    done = claude(home, "install")
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(settings_path.read_text())["hooks"]
+    command = f"{BIN / 'memctl'} hook"
+    assert hooks["SessionStart"] == [
+        FOREIGN_GROUP,
+        {
+            "hooks": [{"type": "command", "command": f"{command} session-start", "timeout": 5}],
+            "matcher": "startup",
+        },
+    ]
+    assert hooks["PostToolUse"] == [
+        {
+            "matcher": "Edit|Write",
+            "hooks": [
+                {"type": "command", "command": f"{command} post-tool-use", "timeout": 5},
+                FOREIGN_HOOK,
+            ],
+        }
+    ]
+    assert hooks["Stop"] == [{"matcher": "", "hooks": [FOREIGN_HOOK, stop]}]
+    assert claude(home, "install").stdout.count("unchanged: ") == 2
