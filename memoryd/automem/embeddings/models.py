@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memoryd.fsutil import make_private_dirs
 from memoryd.paths import state_dir
 
 
@@ -92,7 +93,7 @@ def _converting(folder: Path) -> Iterator[None]:
     sharing a HOME (a socket-activated service and one started by hand) that load a model at
     once convert it one after the other, the second finding it made. A lock file beside the
     folder, so removing the folder leaves the lock alone; released when the process dies."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(folder.parent)  # the state folder may not exist yet: 0700, as all ours
     fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -171,7 +172,7 @@ def _convert(model: KnownModel, parts: list[Path], target: Path, label: str) -> 
     ONNX graph into `target`."""
     from memoryd.automem.embeddings.onnx_export import export_encoder
 
-    target.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target)
     with tempfile.TemporaryDirectory(dir=target) as scratch:
         joined = Path(scratch) / "weights.zip"
         with joined.open("wb") as out:
@@ -208,7 +209,7 @@ def _quantize(model: KnownModel, files: ModelFiles) -> ModelFiles:
 
     target = _cache_folder(model.name) / "int8"
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target)
         shutil.copyfile(files.tokenizer, target / "tokenizer.json")
         quantize_int8(files.onnx, target / "model.onnx", model.float_layers)
     except ImportError as exc:

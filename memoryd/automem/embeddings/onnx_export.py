@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memoryd.fsutil import make_private_dirs
+
 # Each kind's names for one layer's attention weights: query, key, value, output, its LayerNorm.
 _ATTENTION_NAMES = {
     "bert": (
@@ -225,7 +227,7 @@ def export_encoder(model_dir: Path, out_path: Path) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(out_path.parent)
     # A name of its own beside the target: two daemons converting at once each wrote one
     # fixed `model.tmp`, and the second rename found it gone (ENOENT), or renamed the other's.
     fd, name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".tmp")

@@ -14,6 +14,8 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+from memoryd.fsutil import make_private_dirs
+
 # The feed-forward output projection of layer N: by its weight's name in graphs converted here
 # (`onnx_export`), or by the node's name in exports made with torch.
 _FFN_OUTPUT = re.compile(r"layer\.(\d+)[./]output[./]dense")
@@ -46,7 +48,7 @@ def quantize_int8(source: Path, target: Path, float_layers: Collection[int]) -> 
     if missing:
         raise ValueError(f"{source} has no feed-forward output projection in layers {missing}")
     tmp = target.with_name(f".{target.name}.tmp")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target.parent)
     quantize_dynamic(
         source,
         tmp,

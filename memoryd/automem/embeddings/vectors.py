@@ -351,7 +351,10 @@ class VectorStore:
         array = f"vectors.{base_id}.npy"
         ensure_private_dir(self.folder)
         array_tmp = self.folder / f".{array}.tmp"
-        with array_tmp.open("w+b") as handle:
+        # 0600: the vectors are of private memories (open() would give 0644 under umask 022).
+        array_tmp.unlink(missing_ok=True)  # a stale one keeps its mode through O_TRUNC
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(array_tmp, flags, 0o600), "w+b") as handle:
             np.save(handle, matrix, allow_pickle=False)
             offset = handle.tell() - matrix.nbytes
             handle.flush()
