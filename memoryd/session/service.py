@@ -309,9 +309,9 @@ class SessionMemory:
             "used_session_memory": False,
             "summary_path": str(path),
         }
+        waited = await self.wait_idle(session)  # every reply says it, an empty transcript's too
         if not messages:
-            return {**unchanged, "reason": "empty_transcript"}
-        waited = await self.wait_idle(session)
+            return {**unchanged, "reason": "empty_transcript", "waited": waited}
         try:
             summary = await asyncio.to_thread(_read_summary, path)
         except FileNotFoundError:

@@ -142,6 +142,7 @@ async def test_empty_transcript(daemon: DaemonHandle, project_dir: Path) -> None
         "used_session_memory": False,
         "reason": "empty_transcript",
         "summary_path": str(summary_path(daemon, project_dir)),
+        "waited": "idle",  # was left out: docs/protocol.md lists it in every reply
     }
 
 
