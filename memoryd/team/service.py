@@ -41,6 +41,15 @@ NOT_CONFIGURED = (
 )
 
 
+# Why a folder's sync is off from the start, for a reply to say in words.
+SUPPRESSED_BECAUSE = {
+    "no_repo": "the project has no git remote naming its owner/repo, which team memory is keyed by",
+    "no_oauth": "MEMORYD_TEAM_TOKEN is not set",
+    "bad_url": "MEMORYD_TEAM_URL is not an http(s) URL",
+    "bad_token": "MEMORYD_TEAM_TOKEN is not a usable token",
+}
+
+
 def find_secret(content: str) -> tuple[str, str] | None:
     """The first secret finding as (rule id, description); never the secret itself."""
     from memoryd.team.secrets import first_finding
@@ -163,6 +172,16 @@ class TeamSync:
         if folder.start_task is not None:
             await asyncio.shield(folder.start_task)
         return folder
+
+    def not_shared_because(self, project: Project) -> str | None:
+        """Why the project's team folder does not sync (after `ensure`), or None while it does:
+        set up without a repo or a token, or suppressed by the server's refusal."""
+        known = self._folders_by_root.get(project.root)
+        code = None if known is None else known.engine.state.suppressed
+        if code is None:
+            return None
+        because = SUPPRESSED_BECAUSE.get(code, "the server refused a push; `team.status` says how")
+        return f"team sync is off for this folder ({code}): {because}"
 
     def ensure(self, project: Project, *, refresh: bool = False) -> None:
         """Start syncing the project's folder if it is not yet (quick; never raises). With

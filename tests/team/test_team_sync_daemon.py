@@ -98,6 +98,25 @@ async def test_no_remote_is_no_repo_and_no_token_is_no_oauth(
     assert status["requests"] == 0
 
 
+async def test_a_team_memory_that_will_not_be_shared_is_saved_with_a_warning(
+    server: ThreadedServer, short_tmp: Path, tmp_path: Path, daemons: list[DaemonHandle]
+) -> None:
+    # With a server configured, a project with no remote (or no token) never syncs; the
+    # write's reply said nothing, so the writer believed the team would have it.
+    handle = await start(short_tmp, "a", url=server.url, token=None)
+    daemons.append(handle)
+    memory = {"type": "reference", "name": "Runbook", "description": "d", "body": "b", "team": True}
+    for root, code in (
+        (make_repo(tmp_path / "no-remote", remote=None), "no_repo"),
+        (make_repo(tmp_path / "remote"), "no_oauth"),
+    ):
+        written = await handle.call("memory.write", cwd=str(root), **memory)
+        (warning,) = written["warnings"]
+        assert warning.startswith("saved in the team folder but not shared: ")
+        assert f"({code})" in warning
+        assert Path(written["path"]).is_file()
+
+
 async def test_pull_watch_push_and_notifications(
     server: ThreadedServer,
     make_side: SideFactory,

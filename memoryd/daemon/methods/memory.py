@@ -98,8 +98,9 @@ def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> list[str]:
     """A change in the team folder must reach the server even in a project whose sync has not
     started yet (no `get_context` or turn so far): start it; its first push carries the change,
     and once it runs the watcher pushes every later one within the debounce. With no team
-    server configured the change stays on this machine: the warning returned says so, for a
-    reply to carry (lest the writer believe the team has it)."""
+    server configured, or a folder whose sync is off (no git remote, a server's refusal), the
+    change stays on this machine: the warning returned says so, for a reply to carry (lest the
+    writer believe the team has it)."""
     if not path.is_relative_to(_am(daemon).team_dir(project)):
         return []
     if not daemon.services.team.configured:
@@ -107,7 +108,8 @@ def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> list[str]:
 
         return [f"saved in the team folder but not shared: {NOT_CONFIGURED}"]
     daemon.services.team.ensure(project)
-    return []
+    because = daemon.services.team.not_shared_because(project)
+    return [] if because is None else [f"saved in the team folder but not shared: {because}"]
 
 
 async def _instruction_files(daemon: Daemon, cwd: str) -> list[dict[str, Any]]:
