@@ -150,6 +150,15 @@ def _valid_value(key: str, value: Any) -> bool:
     return isinstance(value, expected)
 
 
+def _why_invalid(key: str, value: Any) -> str:
+    expected = KNOWN_KEYS[key]
+    if expected is list and isinstance(value, list):
+        index, item = next((i, v) for i, v in enumerate(value) if not isinstance(v, str))
+        return f"{key} takes a list of strings; item {index} is {type(item).__name__}"
+    name = "list of strings" if expected is list else expected.__name__
+    return f"{key} takes a {name}, got {type(value).__name__}"
+
+
 def merge(files: list[SettingsFile]) -> EffectiveSettings:
     by_source = {f.source: f for f in files}
     values: dict[str, Any] = {}
@@ -186,8 +195,7 @@ def set_user_setting(key: str, value: Any) -> Path:
     if not isinstance(key, str) or not key or len(key) > 200:
         raise InvalidParams("key: must be a non-empty string of at most 200 characters")
     if value is not None and not _valid_value(key, value):
-        expected = KNOWN_KEYS[key].__name__
-        raise InvalidParams(f"value: {key} takes a {expected}, got {type(value).__name__}")
+        raise InvalidParams(f"value: {_why_invalid(key, value)}")
     path = user_settings_path()
     current: dict[str, Any] = {}
     if path.exists():

@@ -110,6 +110,11 @@ def test_set_keeps_unknown_keys_and_writes_atomically(isolated_env: IsolatedEnv)
 def test_set_refuses_a_wrong_type_and_a_broken_file(isolated_env: IsolatedEnv) -> None:
     with pytest.raises(InvalidParams, match="autoMemoryEnabled takes a bool"):
         settings.set_user_setting("autoMemoryEnabled", "yes")
+    # A list with one item of another type was "takes a list, got list".
+    with pytest.raises(InvalidParams, match="takes a list of strings; item 1 is int"):
+        settings.set_user_setting("claudeMdExcludes", ["a", 3])
+    with pytest.raises(InvalidParams, match="takes a list of strings, got str"):
+        settings.set_user_setting("claudeMdExcludes", "a")
     path = settings.user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{broken")
