@@ -2,7 +2,8 @@
 
 `memctl service` and `memctl claude-code` write into the user's config (unit files, Claude Code
 settings). A write goes to a temporary file in the same directory and is renamed over the
-target, so a crash leaves the old file or the new one, never half of either.
+target, so a crash leaves the old file or the new one, never half of either; a file is removed
+only when it still holds what was read (`remove_if_unchanged`).
 """
 
 from __future__ import annotations
@@ -70,3 +71,50 @@ def backup(path: Path, folder: Path | None = None) -> Path:
         target.unlink(missing_ok=True)
         raise
     return target
+
+
+def remove_if_unchanged(path: Path, expected: bytes) -> bool:
+    """Remove `path` when it still holds `expected`; False, and the file left, when it does not.
+
+    The file is first renamed aside in its folder, atomically, and compared there: a write
+    that lands before the rename is seen by the comparison, one after it makes a new file, so
+    nothing written to `path` is removed unseen. What was set aside is read without following
+    a link, and a link or changed file is put back without replacing one made meanwhile (in
+    that rare race it stays beside it as `<name>.memctl-removing-<random>`).
+    """
+    import secrets
+
+    aside = path.with_name(f"{path.name}.memctl-removing-{secrets.token_hex(6)}")
+    os.rename(path, aside)
+    try:
+        same = _holds(aside, expected)
+    except BaseException:
+        _put_back(aside, path)
+        raise
+    if same:
+        aside.unlink()
+        return True
+    _put_back(aside, path)
+    return False
+
+
+def _holds(path: Path, expected: bytes) -> bool:
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False  # a symlink (ELOOP) or unreadable: not the file that was read
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return handle.read(len(expected) + 1) == expected
+
+
+def _put_back(aside: Path, path: Path) -> None:
+    try:
+        os.link(aside, path, follow_symlinks=False)  # never over a file written there meanwhile
+    except FileExistsError:
+        return
+    aside.unlink()

@@ -165,7 +165,7 @@ def test_project_scope(home: Path, tmp_path: Path) -> None:
     assert json.loads((project / ".claude" / "settings.local.json").read_text()) == {
         "env": {"A": "1"}
     }
-    assert json.loads((project / ".mcp.json").read_text()) == {}
+    assert not (project / ".mcp.json").exists()  # install created it: nothing else was in it
 
 
 @pytest.mark.parametrize("bad", ["{not json", "[1, 2]", '{"hooks": '])
@@ -513,3 +513,69 @@ def test_reinstall_keeps_the_matcher_of_memoryds_group(home: Path) -> None:
     ]
     assert hooks["Stop"] == [{"matcher": "", "hooks": [FOREIGN_HOOK, stop]}]
     assert claude(home, "install").stdout.count("unchanged: ") == 2
+
+
+def test_uninstall_removes_the_files_install_created_and_only_those(
+    home: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: install --project then uninstall --project left an untracked
+    # .mcp.json and .claude/settings.local.json holding `{}` in the work tree (for
+    # `git add -A` to commit), and ~/.claude/settings.json, ~/.claude.json as `{}`.
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert claude(home, "install", "--project", str(project)).returncode == 0
+    assert (project / ".mcp.json").exists()
+    dry = claude(home, "uninstall", "--project", str(project), "--dry-run")
+    assert f"would remove: {project / '.mcp.json'} (MCP server removed)" in dry.stdout
+    assert (project / ".mcp.json").exists()
+    done = claude(home, "uninstall", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    assert f"removed: {project / '.mcp.json'} (MCP server removed)" in done.stdout
+    assert list(project.iterdir()) == []  # .claude/ too: install made it, nothing else is in it
+
+    # The user's own files stay, even one that held `{}`, and so does a created file that
+    # has more in it by now (Claude Code wrote a key of its own).
+    (project / ".mcp.json").write_text("{}")
+    assert claude(home, "install", "--project", str(project)).returncode == 0
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({**json.loads(local.read_text()), "outputStyle": "terse"}))
+    assert claude(home, "uninstall", "--project", str(project)).returncode == 0
+    assert json.loads((project / ".mcp.json").read_text()) == {}
+    assert json.loads(local.read_text()) == {"outputStyle": "terse"}
+
+    # User scope: both files were created by install, and go; ~/.claude keeps the backup.
+    assert claude(home, "install").returncode == 0
+    done = claude(home, "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert not (home / ".claude.json").exists()
+    assert not (home / ".claude" / "settings.json").exists()
+    assert [p.name.split(".memctl-backup-")[0] for p in (home / ".claude").iterdir()] == [
+        "settings.json"
+    ]
+    assert claude(home, "uninstall").stdout.count("unchanged: ") == 2
+
+
+def test_a_created_file_written_again_before_removal_is_kept(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The removal compares what it takes away with what was read: a write that lands meanwhile
+    # (Claude Code saving ~/.claude.json) is merged again, as for any change, never removed.
+    from memctl import files
+    from memctl.__main__ import main
+
+    assert main(["claude-code", "install"]) == 0
+    config = home / ".claude.json"
+    real_remove = files.remove_if_unchanged
+    raced: list[Path] = []
+
+    def racing_remove(path: Path, expected: bytes) -> bool:
+        if path == config and not raced:
+            raced.append(path)
+            config.write_text(json.dumps({**json.loads(config.read_text()), "numStartups": 1}))
+        return real_remove(path, expected)
+
+    monkeypatch.setattr(files, "remove_if_unchanged", racing_remove)
+    assert main(["claude-code", "uninstall"]) == 0
+    assert raced
+    assert json.loads(config.read_text()) == {"numStartups": 1}
+    assert not [p for p in home.iterdir() if ".memctl-removing-" in p.name]

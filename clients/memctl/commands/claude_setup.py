@@ -8,8 +8,10 @@ into Claude Code's user settings (`~/.claude/settings.json`) and its MCP server
 server to `.mcp.json`. Every other key is kept; a changed file is backed up first and replaced
 atomically; a file that already says the same is not touched, so running it twice changes
 nothing. Without the `[mcp]` extra (the MCP SDK) the server is left out and the output says how
-to add it. `uninstall` takes out only memoryd's entries. A file that is not a JSON object, or is
-a symlink, is refused before anything is written.
+to add it. `uninstall` takes out only memoryd's entries; a file install created (noted in
+memoryd's state dir) that holds nothing else then is removed, not left as `{}`, and so is a
+folder install created for it once empty. A file that is not a JSON object, or is a symlink, is
+refused before anything is written.
 """
 
 from __future__ import annotations
@@ -62,10 +64,52 @@ class Change:
     after: dict[str, Any]
     what: str
     raw: bytes | None = None  # the file as read
+    remove: bool = False  # uninstall: install created it and nothing else is left in it
 
     @property
     def changed(self) -> bool:
         return self.before != self.after and not (self.before is None and not self.after)
+
+
+def _created_record() -> Path:
+    return paths.state_dir() / "claude-code-created.json"
+
+
+def created_files() -> dict[str, list[str]]:
+    """The files install created, each with the folders it created for it (deepest last), so
+    uninstall can take away what it added and never a file or folder the user had."""
+    try:
+        data = json.loads(_created_record().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none noted (or unreadable): uninstall leaves every file in place
+    found = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {
+        path: [f for f in folders if isinstance(f, str)]
+        for path, folders in found.items()
+        if isinstance(folders, list)
+    }
+
+
+def _note_created(path: Path, folders: list[Path], created: bool) -> None:
+    record = created_files()
+    if created:
+        record[str(path)] = [str(folder) for folder in folders]
+    elif record.pop(str(path), None) is None:
+        return
+    text = json.dumps({"files": record}, indent=2) + "\n"
+    files.write_atomic(_created_record(), text, 0o600, dir_mode=0o700)
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """The folders above `path` that do not exist yet, outermost first."""
+    missing = []
+    folder = path.parent
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
 
 
 def _user_mcp_config() -> Path:
@@ -212,10 +256,16 @@ def plan(action: str, project: Path | None) -> list[Change]:
         new_settings = claude_settings.without_approval(claude_settings.without_hooks(settings_in))
         new_config = claude_settings.without_server(config_in)
         what = ("hooks removed", "MCP server removed")
-    return [
+    changes = [
         Change(settings_path, settings, new_settings, what[0], settings_file.raw),
         Change(mcp_path, config, new_config, what[1], mcp_file.raw),
     ]
+    if action == "uninstall":
+        created = created_files()
+        for change in changes:
+            # Only a file install created goes: one the user had, even as `{}`, stays.
+            change.remove = change.changed and not change.after and str(change.path) in created
+    return changes
 
 
 def by_hand(project: Path | None) -> str:
@@ -250,6 +300,8 @@ def apply(
     for change, text in zip(changes, texts, strict=True):
         entry: dict[str, Any] = {"path": str(change.path), "changed": change.changed}
         entry["what"] = change.what
+        if change.remove:
+            entry["removed"] = True
         if change.changed and not dry_run:
             mode = 0o600
             copy: Path | None = None
@@ -264,10 +316,33 @@ def apply(
                 if copy is not None:
                     copy.unlink(missing_ok=True)
                 raise Conflict(str(change.path))
-            files.write_atomic(change.path, text, mode, dir_mode=0o700)
+            if change.remove:
+                _remove(change, copy)
+            else:
+                missing = _missing_folders(change.path) if change.before is None else []
+                files.write_atomic(change.path, text, mode, dir_mode=0o700)
+                if change.before is None:
+                    _note_created(change.path, missing, created=True)
             written[entry["path"]] = entry
         done.append(written.get(entry["path"], entry))
     return done
+
+
+def _remove(change: Change, copy: Path | None) -> None:
+    """Remove a file install created that uninstall has emptied, then the folders install made
+    for it while they are empty."""
+    assert change.raw is not None  # it exists: it was read
+    if not files.remove_if_unchanged(change.path, change.raw):
+        if copy is not None:
+            copy.unlink(missing_ok=True)
+        raise Conflict(str(change.path))
+    folders = created_files().get(str(change.path), [])
+    _note_created(change.path, [], created=False)
+    for folder in reversed(folders):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break  # not empty (the user's files, a backup): kept, and the folders above it
 
 
 # How often a file that keeps changing under us is read and merged again before giving up.
@@ -308,6 +383,8 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"unchanged: {entry['path']}")
             continue
         verb = "would update" if args.dry_run else "updated"
+        if entry.get("removed"):
+            verb = "would remove" if args.dry_run else "removed"
         line = f"{verb}: {entry['path']} ({entry['what']})"
         if entry.get("backup"):
             line += f"; backup {entry['backup']}"
