@@ -28,8 +28,24 @@ class MemoryHeader:
             "type": self.type,
             "mtime": self.mtime,
             "team": self.team,
-            "problem": self.problem,
+            "problem": _with_name_problem(self.problem, self.file),
         }
+
+
+NAME_NOT_UTF8 = (
+    "its file name is not UTF-8, so no request can name it (each undecodable byte arrives "
+    "as U+FFFD); rename the file"
+)
+
+
+def _with_name_problem(problem: str | None, file: str) -> str | None:
+    """A file whose name Python decoded with surrogate escapes is listed, but its path cannot
+    come back in a request: say so rather than hand out a path that names nothing."""
+    try:
+        file.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{problem}; {NAME_NOT_UTF8}" if problem else NAME_NOT_UTF8
+    return problem
 
 
 def format_manifest(headers: Iterable[MemoryHeader]) -> str:

@@ -708,6 +708,22 @@ async def test_a_decomposed_file_name_is_addressed_as_listed(
     assert (await daemon.call("memory.list", cwd=str(project)))["memories"] == []
 
 
+async def test_a_file_name_that_is_not_utf8_is_listed_with_a_problem(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Its path went out with a surrogate escape and came back as U+FFFD, naming no file:
+    # every request for the memory it had just listed answered "no memory file".
+    memdir.mkdir(parents=True)
+    with open(os.path.join(os.fsencode(memdir), b"project_caf\xe9.md"), "wb") as out:
+        out.write(memory_text("Cafe", "opening hours", "project", "x").encode())
+    (memdir / "fine.md").write_text(memory_text("Fine", "a memory", "user", "x"))
+    listed = await daemon.call("memory.list", cwd=str(project))
+    problems = {m["name"]: m["problem"] for m in listed["memories"]}
+    assert problems["Fine"] is None
+    assert "file name is not UTF-8" in problems["Cafe"]
+    assert "rename" in problems["Cafe"]
+
+
 async def test_a_memory_is_reached_by_its_real_path_when_claude_dir_is_a_link(
     daemon: DaemonHandle, project: Path, memdir: Path, isolated_env: IsolatedEnv
 ) -> None:
