@@ -80,8 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A base install (`pipx install memoryd`) has the command but not the server's packages.
         print(
             f"memoryd-team: this needs the team server's packages ({exc.name} is missing): "
-            "install memoryd[server], e.g. `pipx install 'memoryd[server]'` or "
-            "`pip install 'memoryd[server]'`",
+            "install memoryd[server]: from the memoryd checkout, "
+            "`pipx install --force '.[server]'` (extras combine: '.[mcp,server]'), or "
+            "`pip install '.[server]'` into memoryd's environment",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -20,6 +20,7 @@ import pytest
 
 from memoryd.automem.embeddings import semantic
 from memoryd.automem.embeddings.cosine_scale import REFERENCE
+from memoryd.automem.embeddings.semantic import EXTRA_MISSING
 from tests.automem.conftest import memory_text, settled_auto_memory, write_memory
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
@@ -88,7 +89,7 @@ def _replace(path: Path, text: str) -> None:
     ("setting", "why"),
     [
         ("off", "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"),
-        ("no extra", "lexical: embeddings extra not installed (pip install memoryd[embeddings])"),
+        ("no extra", EXTRA_MISSING),
     ],
 )
 async def test_without_embeddings_status_says_lexical_and_why(

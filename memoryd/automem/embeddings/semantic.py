@@ -63,6 +63,15 @@ def _one_blas_thread() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+# memoryd is installed from its checkout (README): the hint names the extra there, not a
+# package index, where no `memoryd` of ours is published.
+EXTRA_MISSING = (
+    "lexical: embeddings extra not installed (from the memoryd checkout: "
+    "`pipx install --force '.[embeddings]'`, or `pip install '.[embeddings]'` into memoryd's "
+    "environment)"
+)
+
+
 @dataclass(frozen=True)
 class QueryEmbedding:
     vector: Vectors  # the query's unit vector
@@ -144,7 +153,7 @@ class SemanticRecall:
                 self.reason = (
                     "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
                     if not embeddings_wanted()
-                    else "lexical: embeddings extra not installed (pip install memoryd[embeddings])"
+                    else EXTRA_MISSING
                 )
         return self._wanted
 
