@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.core.project import sanitize_key
+from memoryd.core.project import project_key, sanitize_key
 from memoryd.daemon import projects as projects_mod
 from memoryd.daemon.projects import Projects
+from tests.conftest import DaemonHandle, IsolatedEnv
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -51,3 +52,46 @@ def test_the_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         dirs.append(d)
         projects.resolve(d)
     assert list(projects._cache) == dirs[2:]
+
+
+async def test_the_project_folder_is_the_one_claude_code_names(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: Claude Code's `path.replace(/[^a-zA-Z0-9]/g, '-')` replaces UTF-16
+    # code units, so an emoji (a surrogate pair) is two dashes; memoryd made one, and read and
+    # wrote another memory folder than Claude Code's for the same project.
+    assert project_key("/src/app🚀") == "-src-app--"
+    assert project_key("/src/日本/é.x") == "-src------x"  # in the BMP: one each
+    assert sanitize_key("/src/app🚀") == "-src-app-"  # memoryd's own file names: unchanged
+    projects = isolated_env.config_dir / "projects"
+
+    fresh = (tmp_path / "app🚀").resolve()
+    fresh.mkdir()
+    ctx = await daemon.call("get_context", cwd=str(fresh))
+    assert ctx["memory_dir"] == str(
+        projects / f"{sanitize_key(tmp_path.resolve())}-app--" / "memory"
+    )
+
+    # Memories written under the earlier name stay in use while the new name has no memory/
+    # folder, even when Claude Code has made its folder there for transcripts.
+    older = (tmp_path / "old🚀").resolve()
+    older.mkdir()
+    earlier = projects / sanitize_key(older) / "memory"
+    earlier.mkdir(parents=True)
+    (earlier / "user_role.md").write_text(
+        "---\nname: role\ndescription: the user's role\ntype: user\n---\nA data scientist.\n"
+    )
+    (projects / project_key(older)).mkdir()
+    (projects / project_key(older) / "s1.jsonl").write_text("{}\n")
+    ctx = await daemon.call("get_context", cwd=str(older))
+    assert ctx["memory_dir"] == str(earlier)
+    listed = await daemon.call("memory.list", cwd=str(older))
+    assert [m["name"] for m in listed["memories"]] == ["role"]
+
+    # Once the new name has its memory/ folder, that one is used.
+    both = (tmp_path / "both🚀").resolve()
+    both.mkdir()
+    (projects / sanitize_key(both) / "memory").mkdir(parents=True)
+    (projects / project_key(both) / "memory").mkdir(parents=True)
+    ctx = await daemon.call("get_context", cwd=str(both))
+    assert ctx["memory_dir"] == str(projects / project_key(both) / "memory")
