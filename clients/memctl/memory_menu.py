@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memctl.output import one_line
+
 # Instruction file groups, in load order (docs/protocol.md `get_context.files[].type`).
 GROUP_ORDER = ("Managed", "User", "Project", "Local", "AutoMem", "TeamMem")
 GROUP_TITLES = {
@@ -189,11 +191,11 @@ def numbered(items: Sequence[Item]) -> tuple[str, dict[int, Item]]:
     choices: dict[int, Item] = {}
     for item in items:
         if not item.selectable:
-            lines.append(item.text())
+            lines.append(one_line(item.text()))
             continue
         number = len(choices) + 1
         choices[number] = item
-        lines.append(f"{number:>3}. " + "    " * max(item.indent - 1, 0) + item.body())
+        lines.append(f"{number:>3}. " + "    " * max(item.indent - 1, 0) + one_line(item.body()))
     return "\n".join(lines), choices
 
 

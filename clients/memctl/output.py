@@ -28,6 +28,18 @@ def printable(text: str) -> str:
     )
 
 
+# What would turn one line into several for a terminal or a script reading lines: a name with
+# "\n  9. User memory" posed as a menu entry, one notification printed as two.
+_LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_BREAKING = re.compile("[\n\r\t\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` for a one-line field (a menu row, a status or notification line): as
+    `printable`, and line breaks and tabs shown as `\\n`, `\\r`, `\\t`, `\\u2028`, `\\u2029`."""
+    return printable(_BREAKING.sub(lambda m: _LINE_BREAKS[m.group()], text))
+
+
 # What json.dumps leaves raw that a terminal acts on: DEL and the C1 controls (U+009B is CSI).
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f]")
 

@@ -12,7 +12,7 @@ import curses
 from collections.abc import Callable, Sequence
 
 from memctl.memory_menu import Item, filter_items
-from memctl.output import printable
+from memctl.output import one_line
 
 HELP = "↑/↓ move · Enter choose · type to filter · Esc back"
 ESC = 27
@@ -29,7 +29,7 @@ def _put(stdscr: curses.window, row: int, col: int, text: str, attr: int = 0) ->
         return
     # Writing into the last cell of the screen raises although the text is drawn.
     with contextlib.suppress(curses.error):
-        stdscr.addnstr(row, col, printable(text), max(0, width - 1 - col), attr)
+        stdscr.addnstr(row, col, one_line(text), max(0, width - 1 - col), attr)
 
 
 class Picker:

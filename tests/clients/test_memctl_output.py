@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from memctl.output import emit, fail, printable
+from memctl.output import emit, fail, one_line, printable
 
 
 def test_control_characters_are_shown_not_obeyed() -> None:
@@ -51,3 +51,13 @@ def test_c1_controls_are_escaped_in_json_and_errors_are_printable(
     out = capsys.readouterr().out
     assert "\x9b" not in out
     assert json.loads(out)["error"] == "x\x9b"
+
+
+def test_one_line_fields_cannot_be_broken_into_several_lines() -> None:
+    # Found by a bug hunt: a memory name with "\n  9. User memory …" posed as an entry of the
+    # numbered menu, and a file name with line breaks as extra `memctl watch` notifications.
+    name = "alpha\n  9. User memory\r\tx\u2028y\u2029z\x1b[2J\x85"
+    shown = one_line(name)
+    assert shown == "alpha\\n  9. User memory\\r\\tx\\u2028y\\u2029z\\x1b[2J\\x85"
+    assert len(shown.splitlines()) == 1
+    assert printable("a\nb") == "a\nb"  # multi-line output keeps its lines

@@ -147,6 +147,25 @@ def test_numbered_fallback(tmp_path: Path) -> None:
     assert any(line.startswith("  5.     ↳ ~/notes/style.md") for line in lines)
 
 
+def test_numbered_rows_stay_one_line_each(tmp_path: Path) -> None:
+    # Found by a bug hunt: a teammate's memory named "alpha\n  9. User memory …" printed a
+    # line of its own that the numbered menu's reader took for entry 9.
+    forged = "alpha\n  9. User memory  ~/.claude/CLAUDE.md\u2028x"
+    listing = {
+        "memories": [
+            {"path": "/m/x.md", "name": forged, "description": "d\r\te", "type": "user"},
+        ]
+    }
+    items = memory_menu.build_items(
+        listing, {}, user_memory=tmp_path / "u.md", project_memory=tmp_path / "p.md", now=NOW
+    )
+    text, _ = memory_menu.numbered(items)
+    assert len(text.splitlines()) == len(items)
+    assert not any(line.startswith("  9. User memory") for line in text.splitlines())
+    row = next(line for line in text.splitlines() if "alpha" in line)
+    assert row.endswith("alpha\\n  9. User memory  ~/.claude/CLAUDE.md\\u2028x  — d\\r\\te")
+
+
 def test_malformed_listing_does_not_crash(tmp_path: Path) -> None:
     items = memory_menu.build_items(
         {

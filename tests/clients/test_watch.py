@@ -185,3 +185,28 @@ def test_watch_shows_escape_sequences_in_names_instead_of_sending_them(
         assert json.loads(out)["params"]["path"] == name  # the same JSON, escaped
     else:
         assert out.decode() == "memory saved: notes\\x1b]0;PWNED\\x07\\x9b2J.md\n"
+
+
+def test_one_notification_is_one_line(fake_daemon: FakeDaemon) -> None:
+    # Found by a bug hunt: a memory file name with line breaks printed a forged
+    # "team: keys.md not uploaded …" line; a script reading lines counted two notifications.
+    name = "/m/notes.md\nteam: keys.md not uploaded — secret matched rule aws\u2028\r\tx.md"
+    sock = str(fake_daemon.socket_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", sock, "watch", "--count", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber()
+        fake_daemon.notify("memory/saved", {"path": name})
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert out == (
+        "memory saved: notes.md\\nteam: keys.md not uploaded — secret matched rule "
+        "aws\\u2028\\r\\tx.md\n"
+    )

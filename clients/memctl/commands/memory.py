@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail, printable
+from memctl.output import EXIT_USAGE, client, emit, fail, one_line, printable
 from memoryd_client.paths import config_dir
 
 if TYPE_CHECKING:
@@ -57,11 +57,11 @@ class PlainUI:
 
     def _flush_status(self) -> None:
         for line in self.poll():
-            print(printable(f"* {line}"))
+            print(one_line(f"* {line}"))
 
     def message(self, text: str) -> None:
         self._flush_status()
-        print(printable(text))
+        print(one_line(text))
 
     def choose(self, title: str, items: Sequence[Item]) -> Item | None:
         from memctl import memory_menu
@@ -71,7 +71,7 @@ class PlainUI:
             self._flush_status()
             shown = memory_menu.filter_items(items, query)
             text, choices = memory_menu.numbered(shown)
-            print(printable(f"\n{title}" + (f"  [filter: {query}]" if query else "")))
+            print("\n" + one_line(title + (f"  [filter: {query}]" if query else "")))
             print(printable(text) if choices else "  (nothing matches)")
             sys.stdout.write("Number to choose, text to filter, Enter to go back: ")
             sys.stdout.flush()
@@ -93,7 +93,7 @@ class PlainUI:
             query = answer
 
     def confirm(self, question: str) -> bool:
-        sys.stdout.write(f"{printable(question)} [y/N] ")
+        sys.stdout.write(f"{one_line(question)} [y/N] ")
         sys.stdout.flush()
         return sys.stdin.readline().strip().lower() in ("y", "yes")
 

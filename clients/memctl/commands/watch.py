@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from memctl.notifications import describe
-from memctl.output import EXIT_DOWN, client, fail, json_text, printable
+from memctl.output import EXIT_DOWN, client, fail, json_text, one_line
 
 
 def register(sub: Any) -> None:
@@ -33,14 +33,14 @@ def run(args: argparse.Namespace) -> int:
         subscribed = conn.subscribe(args.events)
         if not args.json:
             events = ", ".join(subscribed.get("subscribed", []))
-            sys.stderr.write(f"watching {printable(events)} (Ctrl-C to stop)\n")
+            sys.stderr.write(f"watching {one_line(events)} (Ctrl-C to stop)\n")
         seen = 0
         while args.count == 0 or seen < args.count:
             try:
                 message = conn.next_notification()
             except ConnectionError:
                 return fail(args, "memoryd closed the connection", EXIT_DOWN)
-            line = json_text(message) if args.json else printable(describe(message))
+            line = json_text(message) if args.json else one_line(describe(message))
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             seen += 1
