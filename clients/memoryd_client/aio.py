@@ -13,6 +13,7 @@ from memoryd_client.client import (
     CONNECT_RETRY_S,
     Connector,
     DaemonUnavailable,
+    _rpc_error,
     _unwrap,
     default_socket_path,
     encode_line,
@@ -37,6 +38,12 @@ class AsyncClient(AsyncMethods):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._reader_task: asyncio.Task[None] | None = None
+        # The daemon's last error with `"id": null` (a line it could not read, or one over its
+        # cap, after which it closes the connection), until a call made after it is answered;
+        # and the last id used when it came.
+        self._unmatched_error: dict[str, Any] | None = None
+        self._unmatched_after = 0
+        self._last_id = 0
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def connect(self) -> AsyncClient:
@@ -92,7 +99,10 @@ class AsyncClient(AsyncMethods):
         finally:
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(error)
+                    # The daemon closes a connection whose line it refused: the calls still
+                    # waiting get its reason, not "memoryd closed the connection".
+                    refused = self._unmatched_error
+                    future.set_exception(error if refused is None else _rpc_error(refused))
             self._pending.clear()
 
     def _deliver(self, message: Any) -> None:
@@ -101,7 +111,21 @@ class AsyncClient(AsyncMethods):
         if "id" not in message and "method" in message:
             self.notifications.put_nowait(message)
             return
-        future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if message.get("id") is None and isinstance(message.get("error"), dict):
+            # An error the daemon could not tie to a request (-32700 for a line it could not
+            # read, -32600 for one over its cap): any call in flight may be the one that sent
+            # it, and each would otherwise wait out its timeout. Every one gets the error, as
+            # the sync Client raises it.
+            self._unmatched_error = message["error"]
+            self._unmatched_after = self._last_id
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(_rpc_error(message["error"]))
+            return
+        answered = message.get("id")
+        if isinstance(answered, int) and answered > self._unmatched_after:
+            self._unmatched_error = None  # the connection went on: that error was not a refusal
+        future = self._pending.pop(answered, None)  # type: ignore[arg-type]
         if future is not None and not future.done():
             future.set_result(message)
 
@@ -113,15 +137,24 @@ class AsyncClient(AsyncMethods):
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         if self._writer is None:
             await self.connect()
-        request_id = next(self._ids)
+        request_id = self._last_id = next(self._ids)
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             request["params"] = params
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            await self.send_raw(encode_line(request))
-            reply = await asyncio.wait_for(future, self.timeout)
+            try:
+                await self.send_raw(encode_line(request))
+            except (ConnectionError, OSError) as exc:
+                # The daemon may have refused the line and closed: its reason, which the
+                # read loop delivers as the connection ends, says more than a broken pipe.
+                try:
+                    reply = await asyncio.wait_for(future, 1.0)
+                except TimeoutError:
+                    raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
+            else:
+                reply = await asyncio.wait_for(future, self.timeout)
         finally:
             # A timed-out or failed call must not leave its future behind for good.
             self._pending.pop(request_id, None)

@@ -159,10 +159,13 @@ def encode_line(payload: Any) -> bytes:
     return text.encode() + b"\n"
 
 
+def _rpc_error(err: dict[str, Any]) -> RpcError:
+    return RpcError(int(err.get("code", -32603)), str(err.get("message", "")), err.get("data"))
+
+
 def _unwrap(reply: dict[str, Any]) -> Any:
     if "error" in reply and reply["error"] is not None:
-        err = reply["error"]
-        raise RpcError(int(err.get("code", -32603)), str(err.get("message", "")), err.get("data"))
+        raise _rpc_error(reply["error"])
     return reply.get("result")
 
 

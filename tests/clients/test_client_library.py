@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +16,7 @@ import pytest
 from memoryd_client import AsyncClient, Client, RpcError
 from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
-from tests.conftest import DaemonHandle
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 
 # (method, args, kwargs, rpc name, params the daemon must receive)
 CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str, dict[str, Any] | None]] = [
@@ -243,3 +247,88 @@ def test_memctl_call_refuses_params_that_are_not_json(fake_daemon: FakeDaemon, p
     assert "params is not valid JSON" in done.stderr
     assert "-32700" not in done.stderr
     assert fake_daemon.requests == []
+
+
+async def test_async_call_over_the_line_cap_gets_the_daemons_error(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the daemon answers a line over its cap with -32600 and "id": null,
+    # then closes; AsyncClient dropped it, and the call failed with DaemonUnavailable("memoryd
+    # closed the connection") (memoryd-mcp then told the model memoryd was not running).
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=4096))
+    try:
+        async with AsyncClient(handle.socket_path, timeout=30) as conn:
+            started = time.monotonic()
+            with pytest.raises(RpcError) as info:
+                await conn.memory_write(
+                    str(tmp_path), type="user", name="big", description="d", body="x" * 10_000
+                )
+            assert info.value.code == -32600
+            assert "4096-byte cap" in info.value.message
+            assert time.monotonic() - started < 10
+
+        def sync_write() -> None:  # the sync client says the same
+            with Client(handle.socket_path, timeout=30) as sync:
+                sync.memory_write(
+                    str(tmp_path), type="user", name="big", description="d", body="x" * 10_000
+                )
+
+        with pytest.raises(RpcError, match="4096-byte cap"):
+            await asyncio.to_thread(sync_write)
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_async_error_without_an_id_fails_the_calls_in_flight(short_tmp: Path) -> None:
+    """A scripted daemon: a line holding "slow" is never answered, "refuse" gets an id-null
+    -32600 and the connection closes after a moment, anything else its reply."""
+    path = short_tmp / "scripted.sock"
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        while line := await reader.readline():
+            request = json.loads(line)
+            if request["method"] == "slow":
+                continue
+            if request["method"] == "refuse":
+                error = {"code": -32600, "message": "request line over the 9-byte cap"}
+                writer.write(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode())
+                writer.write(b"\n")
+                await asyncio.sleep(0.3)
+                break
+            writer.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": 1}).encode())
+            writer.write(b"\n")
+        writer.close()
+
+    server = await asyncio.start_unix_server(serve, str(path))
+    try:
+        async with AsyncClient(path, timeout=20) as conn:
+            slow = asyncio.create_task(conn.call("slow"))
+            await asyncio.sleep(0.1)
+            refused = asyncio.create_task(conn.call("refuse"))
+            await asyncio.sleep(0.1)
+            late = asyncio.create_task(conn.call("slow"))  # sent after the error, before the close
+            results = await asyncio.wait_for(
+                asyncio.gather(slow, refused, late, return_exceptions=True), 5
+            )
+            for result in results:  # each the daemon's reason, none waiting out its timeout
+                assert isinstance(result, RpcError), result
+                assert result.code == -32600
+        async with AsyncClient(path, timeout=20) as conn:
+            with pytest.raises(RpcError):
+                await conn.call("refuse")
+        # An id-null error on a connection that goes on is forgotten once a later call is
+        # answered: the connection closing later is DaemonUnavailable, not that old error.
+        async with AsyncClient(path, timeout=20) as conn:
+            conn._unmatched_error = {"code": -32700, "message": "parse error"}
+            assert await conn.call("status") == 1
+            assert conn._unmatched_error is None
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+        await server.wait_closed()
+
