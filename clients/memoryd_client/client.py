@@ -43,14 +43,16 @@ def default_socket_path(platform: str | None = None) -> Path:
     """The one socket rule, used by the daemon, every client and `memctl service install`.
 
     $MEMORYD_SOCKET (a leading `~` expanded: the variable is often set where no shell expands
-    it, a unit's Environment= or an editor's settings); else on macOS ~/Library/Caches/memoryd/memoryd.sock (a LaunchAgent, GUI
+    it, a unit's Environment= or an editor's settings; a relative one taken from the working
+    directory and made absolute, as PROTOCOL.md has every path in results: the daemon reports
+    it in `status.socket` and its status file); else on macOS ~/Library/Caches/memoryd/memoryd.sock (a LaunchAgent, GUI
     apps and shells all agree on it without setting anything); else $XDG_RUNTIME_DIR, else
     $XDG_CACHE_HOME, else a per-user directory in /tmp. `platform` is `sys.platform` unless
     given (to compute another system's path).
     """
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
-        return Path(configured).expanduser()
+        return Path(configured).expanduser().absolute()
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")

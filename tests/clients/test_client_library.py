@@ -8,12 +8,16 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memoryd_client import AsyncClient, Client, RpcError
+from memoryd.core.model_config import ModelConfig
+from memoryd.core.team_config import TeamConfig
+from memoryd.daemon.main import build_config, parse_args
+from memoryd_client import AsyncClient, Client, RpcError, default_socket_path
 from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
@@ -332,3 +336,26 @@ async def test_async_error_without_an_id_fails_the_calls_in_flight(short_tmp: Pa
                 await writer.wait_closed()
         await server.wait_closed()
 
+
+async def test_a_relative_memoryd_socket_is_made_absolute(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: MEMORYD_SOCKET=run/d.sock was reported as it was in status.socket
+    # and the status file (PROTOCOL.md: every path in results is absolute), so a client in
+    # another folder could not find the daemon from what they said.
+    monkeypatch.chdir(short_tmp)
+    monkeypatch.setenv("MEMORYD_SOCKET", "run/d.sock")
+    assert default_socket_path() == short_tmp / "run" / "d.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", "~/d.sock")
+    assert default_socket_path() == Path.home() / "d.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", "run/d.sock")
+    config = build_config(parse_args([]))  # what `memoryd` with no --socket runs with
+    handle = await start_daemon(replace(config, model=ModelConfig(), team=TeamConfig()))
+    try:
+        monkeypatch.chdir("/")
+        expected = str(short_tmp / "run" / "d.sock")
+        assert (await handle.call("status"))["socket"] == expected
+        status_file = short_tmp / "run" / "d.sock.status.json"
+        assert json.loads(status_file.read_text())["socket"] == expected
+    finally:
+        await stop_daemon(handle)

@@ -384,16 +384,17 @@ def run(args: argparse.Namespace) -> int:
         sock = lifecycle.socket_path(args.socket)
     else:
         # The clients' one socket rule, for the system the service is for.
-        sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
-        if not sock.is_absolute():
-            # Each client would look for it from its own directory, and systemd takes only an
-            # absolute ListenStream=.
+        configured = os.environ.get("MEMORYD_SOCKET")
+        if configured and not Path(configured).expanduser().is_absolute():
+            # Each client would look for it from its own directory (the rule below makes it
+            # absolute from memctl's), and systemd takes only an absolute ListenStream=.
             return fail(
                 args,
-                f"MEMORYD_SOCKET={sock} is a relative path: a login service needs an absolute "
-                "one (set MEMORYD_SOCKET to one, or give --socket)",
+                f"MEMORYD_SOCKET={configured} is a relative path: a login service needs an "
+                "absolute one (set MEMORYD_SOCKET to one, or give --socket)",
                 EXIT_USAGE,
             )
+        sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
     report = Report(dry_run=args.dry_run and args.action != "status")
     {"install": install, "uninstall": uninstall, "status": status}[args.action](
         report, args.manager, sock
