@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import curses
+import unicodedata
 from collections.abc import Callable, Sequence
 
 from memctl.memory_menu import Item, filter_items
@@ -29,7 +30,28 @@ def _put(stdscr: curses.window, row: int, col: int, text: str, attr: int = 0) ->
         return
     # Writing into the last cell of the screen raises although the text is drawn.
     with contextlib.suppress(curses.error):
-        stdscr.addnstr(row, col, one_line(text), max(0, width - 1 - col), attr)
+        stdscr.addstr(row, col, fit(one_line(text), width - 1 - col), attr)
+
+
+def cells(char: str) -> int:
+    """Terminal cells one character takes: 2 for wide (CJK, most emoji), 0 for combining marks
+    and format characters (a zero-width joiner, a variation selector), else 1."""
+    if unicodedata.category(char) in ("Mn", "Me") or (
+        unicodedata.category(char) == "Cf" and char != "\xad"
+    ):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def fit(text: str, width: int) -> str:
+    """The longest start of `text` that takes at most `width` cells. Cutting by characters
+    (addnstr) let a CJK description run twice the screen width, into the next row."""
+    used = 0
+    for index, char in enumerate(text):
+        used += cells(char)
+        if used > width:
+            return text[:index]
+    return text
 
 
 class Picker:

@@ -1,0 +1,65 @@
+"""What the full-screen picker draws, on a window that records each row (no terminal needed)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from memctl import tui
+from memctl.memory_menu import Item
+from memctl.tui import Picker
+
+
+class Window:
+    """The part of a curses window `tui._draw` uses: each row's text as it was written."""
+
+    def __init__(self, height: int, width: int) -> None:
+        self.height, self.width = height, width
+        self.rows: dict[int, str] = {}
+
+    def getmaxyx(self) -> tuple[int, int]:
+        return self.height, self.width
+
+    def erase(self) -> None:
+        self.rows.clear()
+
+    def addstr(self, row: int, col: int, text: str, attr: int = 0) -> None:
+        self.rows[row] = " " * col + text
+
+    def addnstr(self, row: int, col: int, text: str, n: int, attr: int = 0) -> None:
+        self.addstr(row, col, text[:n], attr)
+
+    def refresh(self) -> None:
+        pass
+
+
+def width_of(text: str) -> int:
+    # Only the text of these tests: CJK is 2 cells, everything else 1.
+    return sum(2 if unicodedata.east_asian_width(c) == "W" else 1 for c in text)
+
+
+def draw(items: list[Item], height: int = 12, width: int = 40) -> Window:
+    window = Window(height, width)
+    tui._draw(window, "title", Picker(items), [])  # type: ignore[arg-type]
+    return window
+
+
+def test_cells() -> None:
+    assert [tui.cells(c) for c in "a部😀é\u0301\u200d\ufe0f"] == [1, 2, 2, 1, 0, 0, 0]
+    assert tui.fit("部署日程", 5) == "部署"
+    assert tui.fit("abc", 5) == "abc"
+    assert tui.fit("e\u0301x", 1) == "e\u0301"
+
+
+def test_wide_text_is_cut_by_cells_not_characters() -> None:
+    # Found by a bug hunt: rows were cut to `width - 1` characters, so a CJK description took
+    # up to twice the screen width, wrapped, and its end stayed on the next memory's row.
+    description = "部署在每周四进行，质量保证签字之后才能合并，冻结期间不允许任何合并请求"
+    items = [
+        Item("Memories", "header"),
+        Item("project  now  部署日程", "memory", "/m/a.md", f"— {description}", indent=1),
+        Item("user  now  bravo", "memory", "/m/b.md", "— plain one", indent=1),
+    ]
+    window = draw(items)
+    for text in window.rows.values():
+        assert width_of(text) <= window.width - 1, text
+    assert any(text.endswith("bravo  — plain one") for text in window.rows.values())
