@@ -221,5 +221,6 @@ def version_items(history: Mapping[str, Any], now: float) -> list[Item]:
         preview = str(version.get("reason") or version.get("preview") or "")
         if preview:
             detail = (detail + "  " if detail else "") + preview[:60]
-        items.append(Item(f"{when_text:<10} {ident}", "version", str(ident), detail, value=version))
+        row = Item(f"{when_text:<10} {ident}", "version", str(ident), detail, 1, version)
+        items.append(row)
     return items

@@ -179,7 +179,10 @@ def _draw(stdscr: curses.window, title: str, picker: Picker, status: list[str]) 
         if not item.selectable:
             _put(stdscr, list_top + row, 0, item.text(), curses.A_BOLD | curses.A_UNDERLINE)
         elif index == picker.cursor:
-            _put(stdscr, list_top + row, 0, "> " + item.text()[2:], curses.A_REVERSE)
+            # The marker takes the place of indentation, never of text (a row of indent 0).
+            text = item.text()
+            text = text[2:] if text.startswith("  ") else text
+            _put(stdscr, list_top + row, 0, "> " + text, curses.A_REVERSE)
         else:
             _put(stdscr, list_top + row, 0, item.text())
     for offset, line in enumerate(shown_status):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from memctl import tui
+from memctl import memory_menu, tui
 from memctl.memory_menu import Item
 from memctl.tui import Picker
 
@@ -63,3 +63,18 @@ def test_wide_text_is_cut_by_cells_not_characters() -> None:
     for text in window.rows.values():
         assert width_of(text) <= window.width - 1, text
     assert any(text.endswith("bravo  — plain one") for text in window.rows.values())
+
+
+def test_the_highlighted_row_keeps_its_text() -> None:
+    # Found by a bug hunt: the highlighted row was "> " + text[2:], which ate the first two
+    # characters of a row of indent 0: a version kept "now ago" showed as "w ago".
+    versions = memory_menu.version_items(
+        {"versions": [{"version": "v2", "mtime": 100.0}, {"version": "v1", "mtime": 0.0}]},
+        100.0,
+    )
+    bare = Item("now ago    v0", "version", "v0")  # indent 0, as history rows had
+    window = draw([Item("Versions", "header"), bare, *versions])
+    assert window.rows[4] == "> now ago    v0"
+    window = draw([Item("Versions", "header"), *versions])
+    assert window.rows[4] == ">   now ago    v2"
+    assert window.rows[5] == "    1m ago     v1"
