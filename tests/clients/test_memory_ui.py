@@ -384,3 +384,29 @@ def test_a_memory_opened_in_the_editor_is_kept_as_a_version_first(
     assert done.returncode == 0, done.stderr
     assert "no version of old_note.md kept before editing: not readable" in done.stdout
     assert not editor[1].exists()
+
+
+def run_plain(daemon: FakeDaemon, project: Path, answers: str, **env: str) -> Any:
+    """`memctl memory` on the numbered menu, fed `answers`."""
+    sock = str(daemon.socket_path)
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", "--socket", sock, "memory", "--cwd", str(project)],
+        input=answers,
+        capture_output=True,
+        text=True,
+        env=memctl_env(**env),
+        timeout=30,
+        check=False,
+    )
+
+
+def test_an_answer_that_is_no_number_on_the_list_is_said(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: "²" and a number of 5000 digits pass str.isdigit() and made int()
+    # raise: a traceback instead of "… is not on the list".
+    done = run_plain(scripted, project, "²\n" + "9" * 5000 + "\n0\n\n")
+    assert done.returncode == 0, done.stderr
+    assert "² is not on the list" in done.stdout
+    assert "99999999999999999999… is not on the list" in done.stdout
+    assert "0 is not on the list" in done.stdout

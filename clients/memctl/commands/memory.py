@@ -86,9 +86,12 @@ class PlainUI:
                     continue
                 return None
             if answer.isdigit():
-                if int(answer) in choices:
-                    return choices[int(answer)]
-                print(f"{answer} is not on the list")
+                # isdigit() is true for "²" and for 5000 digits, which int() refuses.
+                number = int(answer) if answer.isdecimal() and len(answer) < 10 else None
+                if number is not None and number in choices:
+                    return choices[number]
+                shown = answer if len(answer) <= 20 else answer[:20] + "…"
+                print(f"{one_line(shown)} is not on the list")
                 continue
             query = answer
 
