@@ -61,10 +61,13 @@ def _without_media(block: dict[str, Any]) -> dict[str, Any]:
 
 def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
-    cap is 64 MiB a line), starting with a user message; all of them when they fit."""
-    sizes = [
-        len(json.dumps(m, ensure_ascii=False).encode("utf-8", "surrogatepass")) for m in messages
-    ]
+    cap is 64 MiB a line), starting with a user message; all of them when they fit.
+
+    Each is measured as the client sends it (`json_bytes`: UTF-8, a lone surrogate escaped),
+    so what fits here fits on the wire."""
+    from memoryd_client.client import json_bytes  # stdlib only, as this module
+
+    sizes = [len(json_bytes(m)) + 1 for m in messages]  # + the comma between two
     total, start = sum(sizes), 0
     while start < len(messages) and (total > max_bytes or messages[start]["role"] != "user"):
         total -= sizes[start]

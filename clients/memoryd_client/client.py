@@ -9,6 +9,7 @@ import errno
 import itertools
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -151,14 +152,32 @@ def check_server(sock: socket.socket, path: Path) -> None:
         )
 
 
-def encode_line(payload: Any) -> bytes:
-    """One request line as sent: JSON and a newline. NaN and Infinity are not JSON:
-    ValueError here, rather than the daemon's -32700 about a line the caller never wrote."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_bytes(value: Any) -> bytes:
+    """`value` as it goes on the wire: compact JSON in UTF-8.
+
+    Characters go out as UTF-8, not as `\\uXXXX` escapes: escaped, a CJK or emoji transcript
+    was two to three times the UTF-8 size its sender measured, and went over the daemon's line
+    cap. Half a surrogate pair (a string cut inside an emoji, a file name that is not UTF-8)
+    has no UTF-8: it goes out as its escape, `\\ud83d`, which is JSON. NaN and Infinity are
+    not JSON: ValueError here, rather than the daemon's -32700 about a line the caller never
+    wrote.
+    """
     try:
-        text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError as exc:
         raise ValueError(f"cannot send it as JSON: {exc} (NaN and Infinity are not JSON)") from None
-    return text.encode() + b"\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # only strings hold surrogates, so each escape is inside one
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def encode_line(payload: Any) -> bytes:
+    """One request line as sent: `json_bytes` and a newline."""
+    return json_bytes(payload) + b"\n"
 
 
 def _rpc_error(err: dict[str, Any]) -> RpcError:

@@ -237,3 +237,19 @@ def test_pasted_media_is_named_not_sent_and_a_long_session_is_cut_to_fit() -> No
     kept = claude_code.newest_that_fit(turns, 5_000)
     assert kept == turns[-4:]  # the newest whole turns, a user message first
     assert claude_code.newest_that_fit(turns, 10**9) == turns
+
+
+def test_newest_that_fit_measures_what_the_client_sends() -> None:
+    from memoryd_client.client import encode_line
+
+    turns = [
+        {"role": role, "content": [{"type": "text", "text": "漢🙂" * 1_000 + "\ud83d"}]}
+        for _ in range(10)
+        for role in ("user", "assistant")
+    ]
+    kept = claude_code.newest_that_fit(turns, 30_000)
+    assert 2 <= len(kept) < len(turns)
+    assert len(encode_line(kept)) <= 30_000
+    line = encode_line(turns[0])  # UTF-8, not \u escapes; half a pair stays an escape
+    assert len(line) == len(("漢🙂" * 1_000).encode()) + len(b"\\ud83d") + 54
+    assert json.loads(line.decode("utf-8")) == turns[0]

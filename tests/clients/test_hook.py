@@ -11,7 +11,7 @@ import pytest
 
 from tests.clients.conftest import run_memctl, run_memctl_async
 from tests.clients.fake_daemon import FakeDaemon, FakeError
-from tests.conftest import DaemonHandle
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 
 
 def hook(
@@ -422,3 +422,44 @@ def test_a_usage_error_exits_zero_with_a_global_flag_first(flags: list[str]) -> 
     done = run_memctl(*flags, "hook", "user-prompt-submit", "--timeout-ms", "3s", stdin=payload)
     assert (done.returncode, done.stdout) == (0, "")
     assert "invalid int value" in done.stderr
+
+
+async def test_a_non_ascii_transcript_goes_out_at_its_utf8_size(
+    short_tmp: Path, project: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the client escaped every non-ASCII character (`\u6f22`), so a 4.5 MB
+    # CJK transcript, under what the hook sends, was a 9 MB request: over a daemon's 8 MiB cap
+    # it was refused, and the turn lost. Sent as UTF-8 it is the size the hook measured.
+    from memoryd.core.turn import Turn
+
+    seen: list[Turn] = []
+
+    async def record(turn: Turn) -> dict[str, Any]:
+        seen.append(turn)
+        return {}
+
+    text = "漢字🙂" * 450_000  # 4.95 MB of UTF-8; escaped it was 11.7 MB
+    transcript = tmp_path / "cjk.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": text + "\ud83d"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": "好"}},
+    ]
+    # A lone surrogate escape, as a string cut inside an emoji leaves in a transcript.
+    dumped = "\n".join(json.dumps(e, ensure_ascii=False) for e in lines) + "\n"
+    transcript.write_bytes(dumped.encode("utf-8", "backslashreplace"))  # it: `\ud83d`
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=8 * 1024 * 1024))
+    handle.daemon.services.after_turn_hooks.append(record)
+    try:
+        payload = {"session_id": "cjk-1", "cwd": str(project), "transcript_path": str(transcript)}
+        code, _out, err = await hook_async("stop", payload, handle.socket_path)
+        assert code == 0, err
+        for _ in range(600):
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await stop_daemon(handle)
+    assert len(seen) == 1
+    user, assistant = seen[0].messages
+    assert user["content"] == [{"type": "text", "text": text + "\ufffd"}]
+    assert assistant["content"] == [{"type": "text", "text": "好"}]

@@ -232,9 +232,11 @@ def _transcript_call(
         if _detach():
             return None  # the parent answers at once; the detached child does the work
         budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
-    messages = claude_code.read_transcript(transcript)
-    if _size(transcript) > TRANSCRIPT_SENT_BYTES:  # smaller, its messages fit as they are
-        messages = claude_code.newest_that_fit(messages, TRANSCRIPT_SENT_BYTES)
+    # Measured as sent, not by the file's size: escapes and what the file holds besides the
+    # messages make the two differ either way.
+    messages = claude_code.newest_that_fit(
+        claude_code.read_transcript(transcript), TRANSCRIPT_SENT_BYTES
+    )
     if not messages:
         return None
     params: dict[str, Any] = {"session_id": session_id, "cwd": _cwd(payload), "messages": messages}
