@@ -6,6 +6,7 @@ filtering are tested without a pseudo-terminal. `memctl/commands/memory.py` draw
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,9 @@ def build_items(
     items: list[Item] = [Item("Memory files", "header")]
     for label, path in (("User memory", user_memory), ("Project memory", project_memory)):
         state = "" if path.exists() else "(missing: choosing it creates it empty)"
+        if path.is_symlink() and not path.exists():
+            # Never "creates it empty": the editor would create the link's target instead.
+            state = f"(a symbolic link to {_link_target(path)}, which does not exist)"
         shown = short_path(str(path), home, cwd)
         items.append(Item(label, "edit", str(path), f"{shown} {state}".rstrip(), indent=1))
     items.extend(instruction_items(listing.get("instruction_files") or [], home=home, cwd=cwd))
@@ -162,6 +166,13 @@ def build_items(
         description = str(memory.get("description") or "")
         items.append(Item(label, "memory", str(memory.get("path")), f"— {description}", indent=1))
     return items
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def filter_items(items: Sequence[Item], query: str) -> list[Item]:

@@ -410,3 +410,63 @@ def test_an_answer_that_is_no_number_on_the_list_is_said(
     assert "² is not on the list" in done.stdout
     assert "99999999999999999999… is not on the list" in done.stdout
     assert "0 is not on the list" in done.stdout
+
+
+def test_an_editor_variable_that_cannot_be_split_is_said(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: shlex.split raised on an unclosed quote, a traceback that ended the
+    # UI after "Project memory" had been created empty.
+    done = run_plain(scripted, project, "2\n\n", VISUAL="", EDITOR='code --wait "')
+    assert done.returncode == 0, done.stderr
+    assert (
+        "cannot start the editor: $EDITOR is 'code --wait \"': no closing quotation; "
+        "set $VISUAL or $EDITOR" in done.stdout
+    )
+    assert not (project / "CLAUDE.md").exists()
+    # An editor that is not there: the file created for it is taken back.
+    done = run_plain(scripted, project, "2\n\n", VISUAL=str(project / "no-such-editor"))
+    assert done.returncode == 0, done.stderr
+    assert "cannot start editor" in done.stdout
+    assert not (project / "CLAUDE.md").exists()
+
+
+def test_a_dangling_symlink_is_never_edited_through(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path], tmp_path: Path
+) -> None:
+    # Found by a bug hunt: a cloned repository's CLAUDE.md, a link to a missing
+    # ~/.ssh/authorized_keys, was listed as missing, the O_NOFOLLOW create failed silently and
+    # the editor saved what the user typed through the link.
+    target = tmp_path / "ssh" / "authorized_keys"
+    (project / "CLAUDE.md").symlink_to(target)
+    done = run_plain(scripted, project, "2\n3\n\n", VISUAL=editor[0])
+    assert done.returncode == 0, done.stderr
+    assert f"Project memory  ./CLAUDE.md (a symbolic link to {target}, which does not exist)" in (
+        done.stdout
+    )
+    refusal = f"not opening {project / 'CLAUDE.md'}: it is a symbolic link to {target}"
+    assert done.stdout.count(refusal) == 2  # "Project memory" and the instruction file's row
+    assert not editor[1].exists()
+    assert not target.exists()
+    assert (project / "CLAUDE.md").is_symlink()
+
+
+def test_a_folder_or_file_that_cannot_be_created_is_said(
+    scripted: FakeDaemon, project: Path, editor: tuple[str, Path], tmp_path: Path
+) -> None:
+    # Found by a bug hunt: mkdir of the team folder (a file in its place) and of the user
+    # memory's folder raised outside any try: a traceback that ended the UI.
+    (tmp_path / "memdir" / "team").write_text("a file where the team folder goes\n")
+    (tmp_path / "afile").write_text("")
+    config = tmp_path / "afile" / "claude"
+    done = run_plain(
+        scripted,
+        project,
+        "team folder\n1\n1\n\n",
+        VISUAL=editor[0],
+        CLAUDE_CONFIG_DIR=str(config),
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"cannot open {tmp_path / 'memdir' / 'team'}: File exists" in done.stdout
+    assert f"cannot create {config / 'CLAUDE.md'}: File exists" in done.stdout
+    assert not editor[1].exists()

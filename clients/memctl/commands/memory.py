@@ -13,6 +13,7 @@ numbered list read from stdin, where a number chooses and any other text filters
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -90,8 +91,8 @@ class PlainUI:
                 number = int(answer) if answer.isdecimal() and len(answer) < 10 else None
                 if number is not None and number in choices:
                     return choices[number]
-                shown = answer if len(answer) <= 20 else answer[:20] + "…"
-                print(f"{one_line(shown)} is not on the list")
+                echo = answer if len(answer) <= 20 else answer[:20] + "…"
+                print(f"{one_line(echo)} is not on the list")
                 continue
             query = answer
 
@@ -172,8 +173,12 @@ def project_root(cwd: Path, listing: dict[str, Any]) -> Path:
 
 
 def create_empty(path: Path) -> bool:
-    """Create `path` empty with O_EXCL (never truncating a file that appeared meanwhile)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` empty with O_EXCL (never truncating a file that appeared meanwhile) and
+    O_NOFOLLOW (never through a link planted meanwhile); its missing folders 0700. False when
+    something is there already; OSError when it cannot be created."""
+    from memctl.private_dirs import make_private_dirs
+
+    make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except FileExistsError:
@@ -182,32 +187,104 @@ def create_empty(path: Path) -> bool:
     return True
 
 
+def dangling_link(path: Path) -> str | None:
+    """Where `path` points when it is a symbolic link to nothing: an editor saving it would
+    create that file, wherever it is (a cloned repository's CLAUDE.md -> ~/.ssh/...)."""
+    if not path.is_symlink() or path.exists():
+        return None
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def editor_command() -> list[str]:
+    """$VISUAL, else $EDITOR, split as a shell would (`code --wait`), else vi. ValueError,
+    naming the variable, when it cannot be split (an unclosed quote)."""
     import shlex
 
     for var in ("VISUAL", "EDITOR"):
         value = os.environ.get(var, "").strip()
         if value:
-            return shlex.split(value)
+            try:
+                words = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"${var} is {value!r}: {str(exc).lower()}") from exc
+            if words:
+                return words
     return ["vi"]
 
 
-def open_in_editor(path: Path, ui: UI) -> None:
-    command = [*editor_command(), str(path)]
+def run_editor(path: Path, ui: UI, editor: list[str] | None = None) -> int | None:
+    """The editor's exit code, or None when it could not start (and the UI was told why)."""
     try:
-        code = subprocess.run(command, check=False).returncode
+        command = [*(editor or editor_command()), str(path)]
+    except ValueError as exc:
+        ui.message(f"cannot start the editor: {exc}; set $VISUAL or $EDITOR")
+        return None
+    try:
+        return subprocess.run(command, check=False).returncode
     except OSError as exc:
         ui.message(
             f"cannot start editor {command[0]!r}: {exc.strerror or exc}; set $VISUAL or $EDITOR"
         )
+        return None
+
+
+def open_in_editor(path: Path, ui: UI) -> None:
+    code = run_editor(path, ui)
+    if code is not None:
+        ui.message(f"edited {path}" if code == 0 else f"editor exited with code {code}")
+
+
+def edit_file(path: Path, ui: UI) -> None:
+    """Open an instruction file in the editor; a missing one is created empty first, never
+    through a symbolic link, and only when the editor can be started."""
+    try:
+        editor = editor_command()
+    except ValueError as exc:
+        ui.message(f"cannot start the editor: {exc}; set $VISUAL or $EDITOR")
         return
+    created = False
+    target = dangling_link(path)
+    if target is None and not os.path.lexists(path):
+        try:
+            created = create_empty(path)
+        except OSError as exc:
+            ui.message(f"cannot create {path}: {exc.strerror or exc}")
+            return
+        target = dangling_link(path)  # a link planted between the check and the create
+    if target is not None:
+        ui.message(
+            f"not opening {path}: it is a symbolic link to {target}, which does not exist, "
+            "and saving would create that file; remove the link or create its target yourself"
+        )
+        return
+    if path.is_symlink():
+        ui.message(f"{path} is a symbolic link: editing {path.resolve()}")
+    code = run_editor(path, ui, editor)
+    if code is None:
+        if created:
+            # The file exists only because of this choice and nothing was written to it.
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:
+                    path.unlink()
+        return
+    if created:
+        ui.message(f"{path} (new, created empty)")
     ui.message(f"edited {path}" if code == 0 else f"editor exited with code {code}")
 
 
 def open_folder(path: Path, ui: UI) -> None:
     import shutil
 
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from memctl.private_dirs import make_private_dirs
+
+    try:
+        make_private_dirs(path)
+    except OSError as exc:
+        ui.message(f"cannot open {path}: {exc.strerror or exc}")
+        return
     if sys.platform == "darwin":
         command = ["open", str(path)]
     elif shutil.which("xdg-open") and (
@@ -215,7 +292,10 @@ def open_folder(path: Path, ui: UI) -> None:
     ):
         command = ["xdg-open", str(path)]
     else:
-        command = [*editor_command(), str(path)]  # no desktop: the editor's directory view
+        # No desktop: the editor's directory view.
+        if run_editor(path, ui) is not None:
+            ui.message(f"opened {path}")
+        return
     try:
         subprocess.run(command, check=False)
     except OSError as exc:
@@ -275,10 +355,7 @@ def memory_menu_for(conn: Any, ui: UI, cwd: str, item: Item) -> None:
 
 def act(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     if item.action == "edit":
-        path = Path(item.target)
-        if not path.exists() and create_empty(path):
-            ui.message(f"{path} (new, created empty)")
-        open_in_editor(path, ui)
+        edit_file(Path(item.target), ui)
     elif item.action == "open_dir":
         open_folder(Path(item.target), ui)
     elif item.action == "toggle":

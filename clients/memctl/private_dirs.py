@@ -1,0 +1,31 @@
+"""Folders memctl creates are 0700, parents included (docs/security.md).
+
+`Path.mkdir(parents=True, mode=0o700)` gives the mode to the last folder only: the parents it
+creates get the umask's default (0755 under 022), so `~/.config` of a fresh account was readable
+by every user.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make_private_dirs(path: Path) -> list[Path]:
+    """Create `path` and each missing folder above it, 0700; folders that exist keep their
+    mode. The folders created, outermost first. OSError when one cannot be created (a file
+    in the way: FileExistsError)."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    created: list[Path] = []
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue  # made meanwhile by someone else: theirs, left as it is
+        created.append(folder)
+    return created
