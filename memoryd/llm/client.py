@@ -110,6 +110,11 @@ def _record(
     )
 
 
+# A model reply is a few hundred KB at most (max_tokens bounds it); past this the endpoint is
+# broken or hostile, and the reply is dropped as a failed call.
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+
+
 @dataclass
 class ModelClient:
     config: ModelConfig
@@ -132,6 +137,9 @@ class ModelClient:
     def _sdk(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
             import anthropic  # the SDK is large: loaded at the first model call, not at start
+            import httpx2
+
+            from memoryd.llm.http_cap import CappedTransport
 
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.config.api_key,
@@ -139,6 +147,9 @@ class ModelClient:
                 base_url=self.config.base_url,
                 timeout=self.config.timeout_s,
                 max_retries=0,  # retries are ours, so they are counted and logged
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    transport=CappedTransport(httpx2.AsyncHTTPTransport(), MAX_REPLY_BYTES)
+                ),
             )
         return self._client
 
@@ -162,7 +173,14 @@ class ModelClient:
             stats.calls += 1
             started = time.monotonic()
             try:
-                message: Message = await self._sdk().messages.create(**kwargs)
+                # The SDK's timeout is per read: a reply sent a byte at a time would hold the
+                # feature (and its lock) for as long as the endpoint liked.
+                async with asyncio.timeout(self.config.timeout_s * 2):
+                    message: Message = await self._sdk().messages.create(**kwargs)
+            except TimeoutError:
+                error = ModelError(
+                    feature, f"no whole reply within {self.config.timeout_s * 2:g} s", None, True
+                )
             except anthropic.APIStatusError as exc:
                 retryable = exc.status_code in RETRYABLE_STATUS
                 error = ModelError(
@@ -173,7 +191,9 @@ class ModelClient:
                     _retry_after_s(exc.response.headers.get("retry-after")),
                 )
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as exc:
-                error = ModelError(feature, f"{type(exc).__name__}: {exc}", None, True)
+                cause = exc.__cause__  # the transport's own words (a reply over the cap)
+                detail = f"{exc}: {cause}" if cause is not None and str(cause) else str(exc)
+                error = ModelError(feature, f"{type(exc).__name__}: {detail}", None, True)
             else:
                 add_tokens(stats.tokens, message.usage)
                 self.recent.append(_record(feature, kwargs["model"], started, usage=message.usage))

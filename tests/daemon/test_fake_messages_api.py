@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+
 import anthropic
 import pytest
 
@@ -9,11 +12,13 @@ from memoryd.llm.client import ModelClient, ModelError
 from tests.conftest import fake_model_config
 from tests.fakes.messages_api import (
     FakeMessagesAPI,
+    endless_reply,
     error_reply,
     json_reply,
     slow,
     text_reply,
     tool_use_reply,
+    trickled,
 )
 
 
@@ -127,3 +132,44 @@ async def test_model_client_waits_as_long_as_retry_after_asks(fake_model: FakeMe
     first, second = fake_model.message_requests()
     assert second.received_at - first.received_at >= 0.39  # base delay alone is ~0.01 s
     assert time.monotonic() - started < 5
+
+
+async def test_a_reply_that_never_ends_is_cut_at_the_cap(fake_model: FakeMessagesAPI) -> None:
+    # The SDK reads a reply whole: an endpoint sending without end grew the daemon until
+    # the OOM killer came.
+    from memoryd.llm.client import MAX_REPLY_BYTES
+
+    fake_model.enqueue(endless_reply())
+    fake_model.handler = lambda _body: text_reply("back to normal")
+    client = ModelClient(replace(fake_model_config(fake_model), max_retries=0))
+    with pytest.raises(ModelError) as info:
+        await asyncio.wait_for(
+            client.create(
+                feature="recall", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            ),
+            30,
+        )
+    assert f"over {MAX_REPLY_BYTES:,} bytes" in info.value.message
+    reply = await client.create(
+        feature="recall", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+    )
+    assert reply.content[0].text == "back to normal"  # type: ignore[union-attr]
+    await client.close()
+
+
+async def test_a_reply_sent_a_byte_at_a_time_is_given_up_at_the_deadline(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # The SDK's timeout is per read: a byte every 50 ms kept the call going for ever.
+    fake_model.enqueue(trickled(text_reply("x" * 2000), chunk=1, gap_s=0.05))
+    config = replace(fake_model_config(fake_model), timeout_s=0.5, max_retries=0)
+    client = ModelClient(config)
+    with pytest.raises(ModelError, match=r"no whole reply within 1 s") as info:
+        await asyncio.wait_for(
+            client.create(
+                feature="recall", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            ),
+            30,
+        )
+    assert info.value.retryable
+    await client.close()

@@ -10,6 +10,7 @@ an ASGI app cannot: reset a connection, stall past the client's timeout, trickle
     proxy.script(Fault.status(412), method="PUT", times=10)  # a 412 storm
     proxy.script(Fault.slow_body(chunk=16, gap_s=0.01))      # forwarded, body trickled
     proxy.script(Fault.stall(5.0))                           # no answer for 5 s (a timeout)
+    proxy.script(Fault.endless())                            # a 200 whose body never ends
     proxy.default = Fault.status(401)                        # every request, once the script is empty
 
 Every request is recorded (`proxy.log`: method, target, what was done), so tests count
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # pass | status | reset | stall | gateway_413 | slow_body
+    kind: str  # pass | status | reset | stall | gateway_413 | slow_body | endless
     code: int = 0
     body: bytes = b""
     content_type: str = "application/json"
@@ -66,6 +67,11 @@ class Fault:
     @staticmethod
     def slow_body(chunk: int = 64, gap_s: float = 0.01) -> Fault:
         return Fault("slow_body", seconds=gap_s, chunk=chunk)
+
+    @staticmethod
+    def endless() -> Fault:
+        """A 200 whose JSON body never ends (until the client hangs up)."""
+        return Fault("endless")
 
 
 @dataclass
@@ -213,6 +219,15 @@ class FaultyProxy:
             await asyncio.sleep(fault.seconds)
             writer.transport.abort()
             return False
+        if fault.kind == "endless":
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+                b'{"entries": {"a.md": "'
+            )
+            block = b"x" * 65536
+            while True:  # until the client goes: drain raises ConnectionError
+                writer.write(block)
+                await writer.drain()
         if fault.kind == "status":
             writer.write(_response(fault.code, fault.body, fault.content_type))
             await writer.drain()

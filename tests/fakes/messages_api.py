@@ -23,14 +23,14 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 _ids = itertools.count(1)
@@ -42,6 +42,9 @@ class Reply:
     body: dict[str, Any]
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    # The body sent `chunk` bytes every `gap_s` seconds, or (`endless`) a body without end.
+    trickle: tuple[int, float] | None = None
+    endless: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,31 @@ def slow(delay_s: float, reply: Reply) -> Reply:
     return Reply(reply.status, reply.body, delay_s, reply.headers)
 
 
+def trickled(reply: Reply, chunk: int = 1, gap_s: float = 0.05) -> Reply:
+    """`reply`, its body sent `chunk` bytes at a time with `gap_s` between."""
+    return Reply(reply.status, reply.body, reply.delay_s, reply.headers, trickle=(chunk, gap_s))
+
+
+def endless_reply() -> Reply:
+    """A 200 whose JSON body never ends (until the client hangs up)."""
+    return Reply(200, {}, endless=True)
+
+
+async def _body_chunks(reply: Reply) -> AsyncIterator[bytes]:
+    if reply.endless:
+        yield b'{"id": "msg_endless", "type": "message", "content": [{"type": "text", "text": "'
+        block = b"x" * 65536
+        while True:
+            yield block
+            await asyncio.sleep(0)
+    assert reply.trickle is not None
+    chunk, gap_s = reply.trickle
+    data = json.dumps(reply.body).encode()
+    for start in range(0, len(data), chunk):
+        yield data[start : start + chunk]
+        await asyncio.sleep(gap_s)
+
+
 class FakeMessagesAPI:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
@@ -173,6 +201,10 @@ class FakeMessagesAPI:
         reply = self._next_reply(body)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
+        if reply.endless or reply.trickle is not None:
+            return StreamingResponse(
+                _body_chunks(reply), status_code=reply.status, media_type="application/json"
+            )
         # Escaped to ASCII, as a real provider may send it: a reply can then carry a lone
         # surrogate ("\\ud800"), which the SDK decodes into the string as it is.
         return Response(

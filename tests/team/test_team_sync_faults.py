@@ -171,6 +171,37 @@ async def test_a_stalled_pull_times_out_and_writes_nothing(
     assert (await side.engine.pull()).pulled == ["a.md"]
 
 
+async def test_a_trickled_reply_is_given_up_at_the_deadline(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # httpx's timeout is per read: a byte every 50 ms kept a pull (and the folder's sync
+    # lock) going for as long as the server liked.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"long.md": "x" * 20_000})
+    side = make_side("me", proxy.url, token, timeout_s=0.3)
+    proxy.script(Fault.slow_body(chunk=1, gap_s=0.05), method="GET")
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(Retryable, match="did not answer within 0.6 s"):
+        await asyncio.wait_for(side.engine.pull(), 20)
+    assert asyncio.get_running_loop().time() - started < 5
+    assert list(side.team_dir.iterdir()) == []
+    assert (await side.engine.pull()).pulled == ["long.md"]
+
+
+async def test_a_reply_without_end_is_cut_at_the_cap(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Read whole into memory, an endless body grew the daemon until the OOM killer came.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "x"})
+    side = make_side("me", proxy.url, token, timeout_s=10)
+    proxy.script(Fault.endless(), method="GET")
+    with pytest.raises(Retryable, match="over 67,108,864 bytes"):
+        await asyncio.wait_for(side.engine.pull(), 30)
+    assert list(side.team_dir.iterdir()) == []
+    assert (await side.engine.pull()).pulled == ["a.md"]
+
+
 async def test_oversized_single_entry_behind_a_gateway_is_reported_not_retried(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
 ) -> None:

@@ -18,6 +18,7 @@ skip); only the others suppress pushing. Foreign errors are mapped here with `ra
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,21 @@ class NotModified:
     etag: str | None
 
 
+# A reply's body is read up to this much (after any content decoding): a server that sends
+# without end would otherwise grow the daemon until the OOM killer came. The server's
+# unpaged reads stop at 8 MiB (`--full-bytes`), its pages at 2 MiB.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole HTTP reply, its body read within the size cap and the request's deadline."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+
+
 class TeamClient:
     def __init__(
         self,
@@ -133,6 +149,10 @@ class TeamClient:
             transport=transport,
             follow_redirects=False,
         )
+        # httpx's timeouts are per read: a server sending a byte every few seconds would
+        # hold a request (and the folder's sync lock) for ever. This bounds the whole of it.
+        self.deadline_s = 2 * timeout_s
+        self.max_reply_bytes = MAX_REPLY_BYTES
         self.requests = 0  # every request sent, for status and the fault tests
 
     async def close(self) -> None:
@@ -192,7 +212,7 @@ class TeamClient:
 
     async def _get(
         self, params: dict[str, str], if_none_match: str | None
-    ) -> httpx.Response | NotModified | None:
+    ) -> Reply | NotModified | None:
         """A GET's reply, or NotModified on 304, None on 404 (the repo has no entries)."""
         headers = {"If-None-Match": if_none_match} if if_none_match else {}
         response = await self._send("GET", params, headers, None)
@@ -221,23 +241,46 @@ class TeamClient:
 
     async def _send(
         self, method: str, params: dict[str, str], headers: dict[str, str], body: bytes | None
-    ) -> httpx.Response:
+    ) -> Reply:
         import httpx
 
         self.requests += 1
+        request = self._http.build_request(
+            method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
+        )
         try:
-            return await self._http.request(
-                method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
-            )
+            async with asyncio.timeout(self.deadline_s):
+                response = await self._http.send(request, stream=True)
+                try:
+                    content = await self._read_capped(response)
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            raise Retryable(f"the team server did not answer within {self.deadline_s:g} s") from exc
         except httpx.TimeoutException as exc:
             raise Retryable(f"timed out talking to the team server: {exc!r}") from exc
         except httpx.TransportError as exc:
             raise Retryable(f"cannot reach the team server: {exc!r}") from exc
         except httpx.HTTPError as exc:
             raise Retryable(f"team server request failed: {exc!r}") from exc
+        return Reply(response.status_code, response.headers, content)
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_reply_bytes:
+                raise Retryable(
+                    f"the team server's reply is over {self.max_reply_bytes:,} bytes; "
+                    "not read further",
+                    response.status_code,
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 
-def _json_object(response: httpx.Response) -> dict[str, Any]:
+def _json_object(response: Reply) -> dict[str, Any]:
     try:
         body = json.loads(response.content)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -258,7 +301,7 @@ def _str_map(value: Any, name: str) -> dict[str, str]:
     return dict(value)
 
 
-def _problem(response: httpx.Response) -> dict[str, Any]:
+def _problem(response: Reply) -> dict[str, Any]:
     """The JSON error body, or {} for anything else (a gateway's HTML page, say)."""
     if "json" not in response.headers.get("content-type", ""):
         return {}
@@ -268,7 +311,7 @@ def _problem(response: httpx.Response) -> dict[str, Any]:
         return {}
 
 
-def _failure(response: httpx.Response) -> TeamHTTPError:
+def _failure(response: Reply) -> TeamHTTPError:
     status = response.status_code
     problem = _problem(response)
     message = problem.get("message") if isinstance(problem.get("message"), str) else None
