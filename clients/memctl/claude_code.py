@@ -10,6 +10,7 @@ No I/O here except reading the transcript file handed in.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -116,20 +117,37 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     return messages
 
 
-def read_transcript(path: str | Path, max_bytes: int = 64 * 1024 * 1024) -> list[dict[str, Any]]:
-    """`parse_transcript_lines` over a file; a missing or oversized file reads as empty, and
-    so does anything but a regular file: a FIFO would hold the hook (and the agent) forever,
-    /dev/zero would never end."""
+# A transcript is read from at most its last this many bytes: pasted screenshots make a long
+# session's file hundreds of MB, and only its newest messages are sent.
+TRANSCRIPT_TAIL_BYTES = 64 * 1024 * 1024
+
+
+def read_transcript(
+    path: str | Path, max_bytes: int = TRANSCRIPT_TAIL_BYTES
+) -> list[dict[str, Any]]:
+    """`parse_transcript_lines` over a file; a missing file reads as empty, and so does
+    anything but a regular file: a FIFO would hold the hook (and the agent) forever, /dev/zero
+    would never end.
+
+    A file over `max_bytes` is read from the first line that starts in its last `max_bytes`
+    (it was dropped whole, and that session's memory stopped for good). When its last
+    compaction is before that tail, the tail is what there is: the newest messages, which are
+    what is sent anyway."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return []
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        if not stat.S_ISREG(info.st_mode):
             return []
-        with open(fd, encoding="utf-8", errors="replace", closefd=False) as handle:
-            return parse_transcript_lines(handle)
+        with open(fd, "rb", closefd=False) as raw:
+            if info.st_size > max_bytes:
+                raw.seek(info.st_size - max_bytes - 1)
+                if raw.read(1) != b"\n":
+                    raw.readline()  # the rest of a line that starts before the tail
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
+                return parse_transcript_lines(handle)
     except OSError:
         return []
     finally:

@@ -62,6 +62,7 @@ def test_read_transcript_missing_file_is_empty(tmp_path: Path) -> None:
     assert claude_code.read_transcript(tmp_path / "nope.jsonl") == []
     big = tmp_path / "big.jsonl"
     big.write_text(user("x") + "\n")
+    # Over the cap only the tail is read: a line that starts before it is not.
     assert claude_code.read_transcript(big, max_bytes=5) == []
     assert len(claude_code.read_transcript(big)) == 1
 
@@ -253,3 +254,42 @@ def test_newest_that_fit_measures_what_the_client_sends() -> None:
     line = encode_line(turns[0])  # UTF-8, not \u escapes; half a pair stays an escape
     assert len(line) == len(("漢🙂" * 1_000).encode()) + len(b"\\ud83d") + 54
     assert json.loads(line.decode("utf-8")) == turns[0]
+
+
+def _line(role: str, text: str) -> str:
+    return json.dumps({"type": role, "message": {"role": role, "content": text}})
+
+
+def test_a_transcript_over_the_cap_is_read_from_its_tail(tmp_path: Path) -> None:
+    # Found by a bug hunt: a transcript over 64 MiB (46 pasted screenshots) read as empty, so
+    # after_turn was never sent again and that session's memory stopped for good.
+    path = tmp_path / "long.jsonl"
+    lines = [
+        _line(role, f"{role} {i} " + "x" * 100)
+        for i in range(100)
+        for role in ("user", "assistant")
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    messages = claude_code.read_transcript(path, max_bytes=2_000)
+    assert 0 < len(messages) < 40
+    assert messages[0]["role"] == "user"
+    assert messages[-1]["content"] == [{"type": "text", "text": "assistant 99 " + "x" * 100}]
+    first = int(messages[0]["content"][0]["text"].split()[1])
+    # Every whole line of the tail is kept: the cut one before it is not read as a message.
+    assert first >= 100 - 2_000 // len(lines[0]) - 1
+    assert claude_code.read_transcript(path) == claude_code.parse_transcript_lines(lines)
+    # A tail that starts exactly at a line keeps that line.
+    tail = "\n".join(lines[-4:]) + "\n"
+    assert claude_code.read_transcript(path, max_bytes=len(tail.encode()))[0]["content"][0][
+        "text"
+    ].startswith("user 98 ")
+
+
+def test_a_tail_keeps_what_follows_a_compaction_inside_it(tmp_path: Path) -> None:
+    boundary = json.dumps({"type": "system", "subtype": "compact_boundary"})
+    lines = [_line(r, f"old {r} " + "x" * 500) for r in ("user", "assistant") * 10]
+    lines += [boundary, _line("user", "after"), _line("assistant", "compaction")]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    texts = [m["content"][0]["text"] for m in claude_code.read_transcript(path, max_bytes=3_000)]
+    assert texts == ["after", "compaction"]
