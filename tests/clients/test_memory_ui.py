@@ -470,3 +470,45 @@ def test_a_folder_or_file_that_cannot_be_created_is_said(
     assert f"cannot open {tmp_path / 'memdir' / 'team'}: File exists" in done.stdout
     assert f"cannot create {config / 'CLAUDE.md'}: File exists" in done.stdout
     assert not editor[1].exists()
+
+
+def test_a_toggle_says_what_is_in_effect_and_which_file_decides(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: with the project's .claude/settings.json saying false, the toggle
+    # wrote true to the user settings and said "Auto memory: on (user settings)"; it stayed off.
+    project_file = str(project / ".claude" / "settings.json")
+    user: dict[str, Any] = {"autoDreamEnabled": False}
+
+    def get(_: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "settings": {**user, "autoMemoryEnabled": False},
+            "sources": {"autoMemoryEnabled": "project", "autoDreamEnabled": "user"},
+            "files": [
+                {"source": "user", "path": "/h/.claude/settings.json", "error": None},
+                {"source": "project", "path": project_file, "error": None},
+            ],
+        }
+
+    def set_setting(params: dict[str, Any]) -> dict[str, Any]:
+        user[params["key"]] = params["value"]
+        return {"path": "/h/.claude/settings.json", **params}
+
+    scripted.on("settings.get", get)
+    scripted.on("settings.set", set_setting)
+    done = run_plain(scripted, project, "auto memory\n1\ndream\n1\n\n")
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"Auto memory: still off: the project settings ({project_file}) decide it over the "
+        "user settings (/h/.claude/settings.json), which now say on" in done.stdout
+    )
+    assert "Auto memory: on" not in done.stdout
+    # A toggle the user settings decide says so, and where.
+    assert (
+        "Auto dream (background consolidation): on, from the user settings "
+        "(/h/.claude/settings.json)" in done.stdout
+    )
+    assert scripted.calls("settings.set") == [
+        {"key": "autoMemoryEnabled", "value": True},
+        {"key": "autoDreamEnabled", "value": True},
+    ]

@@ -353,14 +353,48 @@ def memory_menu_for(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     ui.message(f"restored {path.name} to version {picked.target}")
 
 
+def toggle(conn: Any, ui: UI, cwd: str, item: Item) -> None:
+    """Flip a setting in the user settings, then say what is in effect: a project, local or
+    policy file that sets the key wins over the user's, and the switch may not move."""
+    from memctl.memory_menu import TOGGLES
+    from memoryd_client import RpcError
+
+    wanted = not item.value
+    word = {True: "on", False: "off"}
+    try:
+        written = conn.settings_set(item.target, wanted)
+        current = conn.settings_get(cwd)
+    except RpcError as exc:
+        ui.message(f"{item.label}: not changed: {exc.message}")
+        return
+    user_file = written.get("path") if isinstance(written, dict) else None
+    default = next((d for key, _, d in TOGGLES if key == item.target), False)
+    values = current.get("settings") if isinstance(current.get("settings"), dict) else {}
+    sources = current.get("sources") if isinstance(current.get("sources"), dict) else {}
+    effective = bool(values.get(item.target, default))
+    source = str(sources.get(item.target, "default"))
+    files = current.get("files") if isinstance(current.get("files"), list) else []
+    deciding = next(
+        (f.get("path") for f in files if isinstance(f, dict) and f.get("source") == source), None
+    )
+    where = f"{source} settings" + (f" ({deciding})" if deciding else "")
+    if effective == wanted:
+        ui.message(f"{item.label}: {word[wanted]}, from the {where}")
+    else:
+        mine = "user settings" + (f" ({user_file})" if user_file else "")
+        ui.message(
+            f"{item.label}: still {word[effective]}: the {where} decide it over the {mine}, "
+            f"which now say {word[wanted]}"
+        )
+
+
 def act(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     if item.action == "edit":
         edit_file(Path(item.target), ui)
     elif item.action == "open_dir":
         open_folder(Path(item.target), ui)
     elif item.action == "toggle":
-        conn.settings_set(item.target, not item.value)
-        ui.message(f"{item.label}: {'off' if item.value else 'on'} (user settings)")
+        toggle(conn, ui, cwd, item)
     elif item.action == "memory":
         memory_menu_for(conn, ui, cwd, item)
 
