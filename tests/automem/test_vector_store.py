@@ -499,4 +499,5 @@ def test_every_file_of_the_store_is_private(tmp_path: Path) -> None:
     store.put([("k9", "h1")], unit(3))
     store.save()
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "store").iterdir()}
-    assert modes and set(modes.values()) == {0o600}, modes
+    assert modes
+    assert set(modes.values()) == {0o600}, modes

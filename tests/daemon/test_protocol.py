@@ -366,7 +366,8 @@ async def test_an_integer_id_beyond_64_bits_is_echoed_exactly(daemon: DaemonHand
     ) + b'[{"jsonrpc":"2.0","id":%d,"method":"status"}]\n' % (2**70)
     replies = await raw_exchange(daemon.socket_path, line, replies=4)
     assert sorted(r["id"] for r in replies[:3]) == sorted(ids)
-    assert replies[3][0]["id"] == 2**70 and "result" in replies[3][0]
+    assert replies[3][0]["id"] == 2**70
+    assert "result" in replies[3][0]
 
 
 async def test_a_refused_line_does_not_drop_replies_to_the_lines_before_it(
