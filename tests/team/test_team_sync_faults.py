@@ -8,7 +8,12 @@ request per attempt (bounded), permanent ones one request in all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -181,7 +186,7 @@ async def test_a_trickled_reply_is_given_up_at_the_deadline(
     side = make_side("me", proxy.url, token, timeout_s=0.3)
     proxy.script(Fault.slow_body(chunk=1, gap_s=0.05), method="GET")
     started = asyncio.get_running_loop().time()
-    with pytest.raises(Retryable, match="did not answer within 0.6 s"):
+    with pytest.raises(Retryable, match=r"did not answer within 0\.6 s"):
         await asyncio.wait_for(side.engine.pull(), 20)
     assert asyncio.get_running_loop().time() - started < 5
     assert list(side.team_dir.iterdir()) == []
@@ -299,3 +304,53 @@ async def test_a_server_cap_under_the_halving_floor_is_taken_as_it_is(
     assert sorted(report.pushed) == [f"n{i}.md" for i in range(8)]
     assert side.engine.state.max_body is not None
     assert side.engine.state.max_body <= 2_000
+
+
+@pytest.fixture
+def full_team_dir() -> Iterator[Callable[[Path], Callable[[], None]]]:
+    """Mount a 16 KiB tmpfs over a team folder and fill it (ENOSPC for real); the returned
+    call frees the space. Needs root (CI runs as root); skipped elsewhere."""
+    mounted: list[Path] = []
+
+    def fill(team_dir: Path) -> Callable[[], None]:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(team_dir)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        mounted.append(team_dir)
+        filler = team_dir / ".filler"
+        with contextlib.suppress(OSError), filler.open("wb") as out:
+            while True:
+                out.write(b"x" * 4096)
+                out.flush()
+        return lambda: filler.unlink()
+
+    yield fill
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+async def test_a_pull_that_met_a_full_disk_writes_once_there_is_room(
+    server: ThreadedServer,
+    make_side: SideFactory,
+    full_team_dir: Callable[[Path], Callable[[], None]],
+) -> None:
+    # The keys a full disk kept from being written were refused like keys no path may hold:
+    # every later pull sent If-None-Match, got a 304, and they never came, restart or not.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"runbook.md": "the ops wiki page\n"})
+    side = make_side("me", server.url, token)
+    free = full_team_dir(side.team_dir)
+    first = await side.engine.pull()
+    assert "runbook.md" in first.refused
+    assert not (side.team_dir / "runbook.md").exists()
+    free()
+    again = await side.engine.pull()
+    assert again.pulled == ["runbook.md"]
+    assert side.read("runbook.md") == "the ops wiki page\n"
+    assert side.engine.state.refused_keys == {}

@@ -94,6 +94,17 @@ def scan_entries(
     return in_keys, in_contents
 
 
+# A refused key whose reason starts so failed for a passing cause (the disk full, a folder
+# unreadable): it is not "in step", so the next pull asks for everything again (no
+# If-None-Match) instead of being told 304 for ever. Others (a key no path may hold, an entry
+# over the size this client syncs) stay refused until the server changes them.
+RETRIED = "will retry: "
+
+
+def _refused_for_good(reason: str | None) -> bool:
+    return reason is not None and not reason.startswith(RETRIED)
+
+
 class SyncSuppressed(Exception):
     """Pushing is suppressed after a permanent failure (the reason is in the message)."""
 
@@ -193,7 +204,7 @@ class SyncEngine:
                 for key in delta.stale_keys(
                     scan.checksums, self.state.server_checksums, self.state.synced
                 )
-                if key not in self.state.refused_keys
+                if not _refused_for_good(self.state.refused_keys.get(key))
             ]
             if_none_match = self.state.etag if self.state.etag and not behind else None
             report = PullReport()
@@ -357,8 +368,11 @@ class SyncEngine:
                 disposable = {digest} if synced is None else {digest, synced}
                 try:
                     done = self.folder.replace(key, content, disposable=disposable, now=now)
-                except (ValueError, OSError) as exc:
+                except ValueError as exc:
                     refused[key] = f"local file kept, server version not written: {exc}"
+                    continue
+                except OSError as exc:  # a full disk, say: the next pull tries again
+                    refused[key] = f"{RETRIED}local file kept, server version not written: {exc}"
                     continue
                 if done.saved_as is not None:
                     conflict = Conflict(key, str(done.saved_as), _now_iso(now))
@@ -380,7 +394,7 @@ class SyncEngine:
             refused[key] = str(exc)
             return False
         except OSError as exc:
-            refused[key] = f"cannot check the path: {exc.strerror}"
+            refused[key] = f"{RETRIED}cannot check the path: {exc.strerror}"
             return False
         return True
 
