@@ -21,7 +21,7 @@ from typing import Any
 
 from memoryd import paths
 from memoryd.errors import InvalidParams
-from memoryd.fsutil import atomic_write_text
+from memoryd.fsutil import NotRegularFile, atomic_write_text, read_regular_file
 
 
 class Source(StrEnum):
@@ -64,6 +64,9 @@ MERGED_KEYS = frozenset({"claudeMdExcludes"})
 # Keys a repository-controlled file may not set (a repository must not be able to turn off
 # the user's refusal to save secrets either).
 NOT_FROM_PROJECT = frozenset({"autoMemoryDirectory", "memorydRefuseSecrets"})
+# A settings file larger than this is refused unread: a repository can ship a link to
+# /dev/zero or a huge file as `.claude/settings.json`, and a read without a cap took GiBs.
+MAX_SETTINGS_BYTES = 1 << 20
 
 
 def user_settings_path() -> Path:
@@ -116,11 +119,13 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     if path is None:
         return SettingsFile(source, None, {})
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = _read_settings_text(path)
     except FileNotFoundError:
         return SettingsFile(source, path, {})
     except (OSError, UnicodeDecodeError) as exc:
         return SettingsFile(source, path, {}, error=f"unreadable: {exc}")
+    except _TooLarge as exc:
+        return SettingsFile(source, path, {}, error=str(exc))
     if not raw.strip():
         return SettingsFile(source, path, {})
     try:
@@ -137,6 +142,21 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     if source is Source.PROJECT:
         values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
     return SettingsFile(source, path, values)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _read_settings_text(path: Path) -> str:
+    """The text of a settings file, read as Claude Code reads it (through a symbolic link: a
+    dotfile manager's link is normal) but only from a regular file and at most
+    MAX_SETTINGS_BYTES: a FIFO blocked the read (and the event loop) forever, /dev/zero
+    filled memory."""
+    data = read_regular_file(path, MAX_SETTINGS_BYTES, follow_links=True)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise _TooLarge(f"larger than {MAX_SETTINGS_BYTES} bytes, not read")
+    return data.decode("utf-8")
 
 
 def _valid_value(key: str, value: Any) -> bool:
@@ -200,10 +220,15 @@ def set_user_setting(key: str, value: Any) -> Path:
     current: dict[str, Any] = {}
     if path.exists():
         try:
-            loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+            loaded = json.loads(_read_settings_text(path) or "{}")
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise InvalidParams(
                 f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"
+            ) from exc
+        except (NotRegularFile, IsADirectoryError, _TooLarge) as exc:
+            # Replacing it would lose whatever the user meant it to be.
+            raise InvalidParams(
+                f"user settings file {path}: {exc}; fix it before setting keys"
             ) from exc
         if not isinstance(loaded, dict):
             raise InvalidParams(f"user settings file {path} is not a JSON object")

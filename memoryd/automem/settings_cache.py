@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import structlog
+
 from memoryd import settings as settings_mod
 from memoryd.automem.stamps import Stat, stat_stamp
+
+log = structlog.get_logger("memoryd.automem")
 
 
 class SettingsCache:
@@ -29,5 +33,8 @@ class SettingsCache:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         settings = settings_mod.load(root, flag)
+        for file in settings.files:
+            if file.error:  # once per change of the files, not per call
+                log.warning("settings file skipped", path=str(file.path), error=file.error)
         self._cache[root] = (stamp, settings)
         return settings

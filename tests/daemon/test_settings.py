@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import stat
 import subprocess
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -201,3 +207,75 @@ async def test_settings_get_in_a_linked_worktree_reads_its_own_files(
     got = await daemon.call("settings.get", cwd=str(main))
     assert got["sources"]["agentsMdFallback"] == "project"
     assert got["settings"]["maxIncludeDepth"] == 1
+
+
+@contextlib.contextmanager
+def unblocked_after(fifo: Path, seconds: float) -> Iterator[None]:
+    """Opens and closes `fifo`'s write end every `seconds`, so a reader blocked on it (the
+    bug) gets end of file and the test fails on its timing instead of hanging."""
+    done = threading.Event()
+
+    def open_write_end() -> None:
+        while not done.wait(seconds):
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    thread = threading.Thread(target=open_write_end, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devzero", "huge"])
+def test_a_settings_file_that_is_no_regular_file_is_skipped_not_read(
+    isolated_env: IsolatedEnv, tmp_path: Path, kind: str
+) -> None:
+    # A repository can ship `.claude/settings.json` as a link to /dev/zero (git stores links);
+    # a FIFO blocked the read forever, /dev/zero filled memory: both froze the daemon.
+    root = tmp_path / "proj"
+    path = settings.project_settings_path(root)
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "devzero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text('{"x": "' + "a" * settings.MAX_SETTINGS_BYTES + '"}')
+    write_json(settings.local_settings_path(root), {"maxIncludeDepth": 2})
+    started = time.monotonic()
+    with unblocked_after(path, 5):
+        effective = settings.load(root)
+    assert time.monotonic() - started < 4
+    errors = {f.source: f.error for f in effective.files}
+    expected = "larger than" if kind == "huge" else "not a regular file"
+    assert expected in (errors[settings.Source.PROJECT] or "")
+    assert effective.get("maxIncludeDepth") == 2  # the other files still count
+
+
+def test_set_refuses_a_user_settings_file_that_is_a_fifo(isolated_env: IsolatedEnv) -> None:
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    with unblocked_after(path, 5), pytest.raises(InvalidParams, match="not a regular file"):
+        settings.set_user_setting("autoDreamEnabled", True)
+    assert stat.S_ISFIFO(path.lstat().st_mode)  # left as it was
+
+
+async def test_a_fifo_settings_file_does_not_block_the_daemon(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    project = tmp_path / "p"
+    path = settings.project_settings_path(project)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    started = time.monotonic()
+    with unblocked_after(path, 5):
+        got = await daemon.call("settings.get", cwd=str(project))
+        listed = await daemon.call("memory.list", cwd=str(project))
+    assert time.monotonic() - started < 4
+    files = {f["source"]: f["error"] for f in got["files"]}
+    assert "not a regular file" in files["project"]
+    assert listed["memories"] == []

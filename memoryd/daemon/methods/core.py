@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -73,7 +74,8 @@ async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, A
     root = (
         None if params.cwd is None else daemon.services.projects.resolve(params.cwd).settings_root
     )
-    effective = settings_mod.load(root, daemon.config.flag_settings)
+    # Off the loop: reading files is blocking work, however small a settings file should be.
+    effective = await asyncio.to_thread(settings_mod.load, root, daemon.config.flag_settings)
     values = {k: effective.get(k) for k in settings_mod.KNOWN_KEYS}
     values.update({k: v for k, v in effective.values.items() if k not in values})
     sources = {k: effective.sources.get(k, "default") for k in values}
@@ -94,7 +96,7 @@ class SettingsSetParams(Params):
 
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
     """Write one key to the user settings file (atomically, other keys kept)."""
-    path = settings_mod.set_user_setting(params.key, params.value)
+    path = await asyncio.to_thread(settings_mod.set_user_setting, params.key, params.value)
     return {"path": str(path), "key": params.key, "value": params.value}
 
 
