@@ -228,24 +228,47 @@ class Client(SyncMethods):
             self._sock = None
 
     def set_timeout(self, seconds: float | None) -> None:
-        """Change the per-operation socket timeout (e.g. what is left of a caller's budget)."""
+        """Change how long each later call may take in all (e.g. what is left of a caller's
+        budget)."""
         self.timeout = seconds
         if self._sock is not None:
             self._sock.settimeout(seconds)
 
-    def send_line(self, payload: Any) -> None:
+    def _deadline(self, seconds: float | None) -> float | None:
+        return None if seconds is None else time.monotonic() + seconds
+
+    def _arm(self, deadline: float | None) -> None:
+        """The socket's timeout set to what is left until `deadline`: a deadline, not a
+        timeout per send or recv (a reply dribbling in one byte at a time held a hook with a
+        100 ms budget for seconds)."""
+        if deadline is None:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"memoryd did not answer within {self.timeout}s")
+        assert self._sock is not None
+        self._sock.settimeout(left)
+
+    def send_line(self, payload: Any, deadline: float | None = None) -> None:
         data = encode_line(payload)  # before connecting: what is not JSON is never sent
         if self._sock is None:
             self.connect()
         assert self._sock is not None
+        self._arm(deadline)
         try:
             self._sock.sendall(data)
+        except TimeoutError as exc:
+            self.close()  # half a line went out: the connection is of no more use
+            raise TimeoutError(f"memoryd did not take the request within {self.timeout}s") from exc
         except OSError as exc:
             raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
 
-    def read_message(self) -> Any:
+    def read_message(self, deadline: float | None = None) -> Any:
+        """The next message; with a `deadline` (a `time.monotonic()` value), TimeoutError once
+        it passes, however the bytes arrive."""
         assert self._sock is not None
         while b"\n" not in self._buffer:
+            self._arm(deadline)
             try:
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError as exc:
@@ -259,19 +282,25 @@ class Client(SyncMethods):
         return json.loads(line)
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One request and its reply, within `timeout` seconds in all."""
+        deadline = self._deadline(self.timeout)
         request_id = next(self._ids)
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             request["params"] = params
-        self.send_line(request)
-        while True:
-            message = self.read_message()
-            if isinstance(message, dict) and "id" not in message and "method" in message:
-                self.notifications.append(message)
-                continue
-            if isinstance(message, dict) and message.get("id") not in (request_id, None):
-                continue
-            return _unwrap(message)
+        try:
+            self.send_line(request, deadline)
+            while True:
+                message = self.read_message(deadline)
+                if isinstance(message, dict) and "id" not in message and "method" in message:
+                    self.notifications.append(message)
+                    continue
+                if isinstance(message, dict) and message.get("id") not in (request_id, None):
+                    continue
+                return _unwrap(message)
+        finally:
+            if self._sock is not None and deadline is not None:
+                self._sock.settimeout(self.timeout)
 
     def next_notification(self) -> dict[str, Any]:
         if self.notifications:
@@ -287,11 +316,11 @@ class Client(SyncMethods):
             return self.notifications.pop(0)
         if self._sock is None:
             return None
-        self._sock.settimeout(max(wait_s, 0.001))
+        deadline = self._deadline(max(wait_s, 0.001))
         try:
             while True:
                 try:
-                    message = self.read_message()
+                    message = self.read_message(deadline)
                 except TimeoutError:
                     return None
                 if isinstance(message, dict) and "id" not in message and "method" in message:

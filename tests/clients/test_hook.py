@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -463,3 +467,56 @@ async def test_a_non_ascii_transcript_goes_out_at_its_utf8_size(
     user, assistant = seen[0].messages
     assert user["content"] == [{"type": "text", "text": text + "\ufffd"}]
     assert assistant["content"] == [{"type": "text", "text": "好"}]
+
+
+class DripDaemon:
+    """A daemon that answers every request, one byte every `delay` seconds (each within the
+    hook's budget, the whole reply far beyond it)."""
+
+    def __init__(self, path: Path, delay: float) -> None:
+        self.delay = delay
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.server.accept()
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            request = json.loads(conn.makefile("rb").readline())
+            result = {"memories": [{"path": "/m/x.md", "content": "likes tabs " * 20}]}
+            reply = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+            for byte in reply.encode() + b"\n":
+                conn.sendall(bytes([byte]))
+                time.sleep(self.delay)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_a_reply_that_dribbles_in_is_cut_off_at_the_budget(short_tmp: Path, project: Path) -> None:
+    # Found by a bug hunt: each recv() had the whole budget, so a reply arriving one byte per
+    # 40 ms held user-prompt-submit 6.5 s, past Claude Code's 5 s hook timeout.
+    drip = DripDaemon(short_tmp / "drip.sock", 0.04)
+    try:
+        started = time.monotonic()
+        done = run_memctl(
+            "--socket",
+            str(short_tmp / "drip.sock"),
+            "hook",
+            "user-prompt-submit",
+            "--timeout-ms",
+            "300",
+            stdin=json.dumps({"cwd": str(project), "prompt": "how do I indent go code?"}),
+        )
+        took = time.monotonic() - started
+    finally:
+        drip.close()
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "did not answer" in done.stderr
+    assert took < 2.5  # interpreter start + 0.3 s; the dripped reply takes 8 s

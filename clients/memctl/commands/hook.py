@@ -15,9 +15,9 @@ For `stop` and `pre-compact` a transcript over 256 KiB is read and sent by a det
 process with a 60 s budget, so the hook itself still answers at once.
 
 A hook must never get in the agent's way: whatever happens (daemon down, slow, bad input) it
-exits 0 and prints either valid hook output or nothing. The time budget is enforced with socket
-timeouts (`--timeout-ms`, `$MEMORYD_HOOK_TIMEOUT_MS`, default 100 ms), and the daemon is never
-started from here.
+exits 0 and prints either valid hook output or nothing. The time budget (`--timeout-ms`,
+`$MEMORYD_HOOK_TIMEOUT_MS`, default 100 ms) is a deadline: every send and receive gets what is
+left of it, however the daemon's bytes arrive. The daemon is never started from here.
 """
 
 from __future__ import annotations
