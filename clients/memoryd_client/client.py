@@ -245,7 +245,7 @@ class Client(SyncMethods):
             return
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError(f"memoryd did not answer within {self.timeout}s")
+            raise TimeoutError(f"memoryd did not answer within {self.timeout:.3g} s")
         assert self._sock is not None
         self._sock.settimeout(left)
 
@@ -259,7 +259,9 @@ class Client(SyncMethods):
             self._sock.sendall(data)
         except TimeoutError as exc:
             self.close()  # half a line went out: the connection is of no more use
-            raise TimeoutError(f"memoryd did not take the request within {self.timeout}s") from exc
+            raise TimeoutError(
+                f"memoryd did not take the request within {self.timeout:.3g} s"
+            ) from exc
         except OSError as exc:
             raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
 
@@ -272,7 +274,7 @@ class Client(SyncMethods):
             try:
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError as exc:
-                raise TimeoutError(f"memoryd did not answer within {self.timeout}s") from exc
+                raise TimeoutError(f"memoryd did not answer within {self.timeout:.3g} s") from exc
             except OSError as exc:
                 raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
             if not chunk:
