@@ -36,7 +36,18 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Has it exited, only not been reaped yet by its parent (Linux; elsewhere: no)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    # The state follows the command name in parentheses, which may itself hold ") ".
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
 
 
 def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
@@ -125,7 +136,10 @@ def _last_logged_event(log_file: Path) -> str | None:
     return None
 
 
-def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:
+def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str, Any]:
+    """Ask the daemon to shut down; one still running after `wait_s` gets SIGTERM and
+    `term_wait_s` more. `stopped` is whether its process is gone (a hung daemon is not)."""
+    started = time.monotonic()
     info = read_status_file(sock)
     pid = int(info["pid"]) if info and isinstance(info.get("pid"), int) else None
     asked = False
@@ -148,5 +162,9 @@ def stop(sock: Path, wait_s: float = 30.0) -> dict[str, Any]:
         time.sleep(0.05)
     if pid_alive(pid):
         os.kill(pid, signal.SIGTERM)
-        time.sleep(1.0)
-    return {"stopped": asked or not pid_alive(pid), "pid": pid}
+        deadline = time.monotonic() + term_wait_s
+        while time.monotonic() < deadline and pid_alive(pid):
+            time.sleep(0.05)
+    # Not `asked`: a daemon that answered "shutting down" and then hung is still running.
+    waited = round(time.monotonic() - started, 1)
+    return {"stopped": not pid_alive(pid), "pid": pid, "waited_s": waited}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from memctl import lifecycle
-from memctl.output import EXIT_DOWN, emit, fail
+from memctl.output import EXIT_DOWN, EXIT_TIMEOUT, emit, fail
 
 
 def register(sub: Any) -> None:
@@ -34,15 +35,31 @@ def run_start(args: argparse.Namespace) -> int:
 def run_stop(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
     result = lifecycle.stop(sock)
-    if not result["stopped"] and result["pid"] is None:
-        return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
+    if not result["stopped"]:
+        return _not_stopped(args, sock, result)
     emit(args, result, f"memoryd stopped (pid {result['pid']})")
     return 0
 
 
+def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -> int:
+    pid = result["pid"]
+    if pid is None:
+        return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
+    # Still running after the shutdown request and SIGTERM: hung, or stuck finishing its work.
+    return fail(
+        args,
+        f"memoryd (pid {pid}) on {sock} did not stop within {result.get('waited_s', 0):.0f}s, "
+        f"not even after SIGTERM; it may be hung: `kill -KILL {pid}` ends it",
+        EXIT_TIMEOUT,
+        pid=pid,
+    )
+
+
 def run_restart(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
-    lifecycle.stop(sock)
+    result = lifecycle.stop(sock)
+    if not result["stopped"] and result["pid"] is not None:
+        return _not_stopped(args, sock, result)  # a second daemon cannot take its socket
     return run_start(args)
 
 
