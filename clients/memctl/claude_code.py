@@ -209,30 +209,44 @@ def hook_output(event: str, context: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
+def _heading_at(text: str, path: str, start: int) -> int:
+    """Where the line introducing `path`'s section begins, at or after `start`; -1 if none.
+
+    The daemon introduces each file with a line of its own, `## <path> (<origin>)`
+    (`memoryd/rules/assembly.py`; `Contents of <path> (…)` before), so a file that only
+    mentions the path (a CLAUDE.md naming MEMORY.md) is not taken for its section."""
+    for prefix in (f"## {path} (", f"Contents of {path} ("):
+        at = start
+        while (at := text.find(prefix, at)) >= 0:
+            if at == 0 or text[at - 1] == "\n":
+                return at
+            at += 1
+    return -1
+
+
 def memory_sections(context: Mapping[str, Any]) -> str:
     """The AutoMem and TeamMem parts of a `get_context` result.
 
     Claude Code loads the other instruction files itself, so repeating them would spend the
     user's context twice. Each section is cut out of the daemon's assembled text (so its
-    truncation applies) from the line naming the file to the line naming the next file.
+    truncation applies), from its heading line to the next file's, the files' headings found
+    in the order of `files` (the order of the text).
     """
     text = str(context.get("claude_md") or "")
     files = [f for f in context.get("files") or [] if isinstance(f, dict)]
-    sections: list[str] = []
-    for index, info in enumerate(files):
-        if info.get("type") not in ("AutoMem", "TeamMem"):
-            continue
+    headings: list[tuple[int, Mapping[str, Any]]] = []
+    cursor = 0
+    for info in files:
         path = str(info.get("path") or "")
-        start = text.find(path) if path else -1
-        if start < 0:
+        at = _heading_at(text, path, cursor) if path else -1
+        if at >= 0:  # a file with no content has no section
+            headings.append((at, info))
+            cursor = at + 1
+    sections: list[str] = []
+    for index, (start, file) in enumerate(headings):
+        if file.get("type") not in ("AutoMem", "TeamMem"):
             continue
-        start = text.rfind("\n", 0, start) + 1
-        end = len(text)
-        for later in files[index + 1 :]:
-            position = text.find(str(later.get("path") or "\x00"), start + len(path))
-            if position >= 0:
-                end = text.rfind("\n", 0, position) + 1
-                break
+        end = headings[index + 1][0] if index + 1 < len(headings) else len(text)
         section = text[start:end].strip()
         if section:
             sections.append(section)

@@ -293,3 +293,31 @@ def test_a_tail_keeps_what_follows_a_compaction_inside_it(tmp_path: Path) -> Non
     path.write_text("\n".join(lines) + "\n")
     texts = [m["content"][0]["text"] for m in claude_code.read_transcript(path, max_bytes=3_000)]
     assert texts == ["after", "compaction"]
+
+
+def test_a_memory_section_starts_at_its_heading_not_at_a_mention() -> None:
+    # Found by a bug hunt: the section was cut from the first mention of MEMORY.md's path, so
+    # a CLAUDE.md naming it had its tail injected, which Claude Code already loads itself.
+    context = {
+        "claude_md": (
+            "Preamble.\n\n"
+            "## /p/CLAUDE.md (project instructions, checked into the repository)\n\n"
+            "Our notes index: /m/MEMORY.md\nPROJECT-RULE: never push on friday\n"
+            "## /m/MEMORY.md is also named here\n\n"
+            "## /m/MEMORY.md (auto memory index: what earlier sessions chose to remember)\n\n"
+            "- [A](a.md) — a hook\n\n"
+            "## /m/team/MEMORY.md (team memory index, shared with the repository's team)\n\n"
+            "- [T](t.md) — team hook\n"
+        ),
+        "files": [
+            {"path": "/p/CLAUDE.md", "type": "Project"},
+            {"path": "/m/MEMORY.md", "type": "AutoMem"},
+            {"path": "/m/team/MEMORY.md", "type": "TeamMem"},
+        ],
+    }
+    assert claude_code.memory_sections(context) == (
+        "## /m/MEMORY.md (auto memory index: what earlier sessions chose to remember)\n\n"
+        "- [A](a.md) — a hook\n\n"
+        "## /m/team/MEMORY.md (team memory index, shared with the repository's team)\n\n"
+        "- [T](t.md) — team hook"
+    )

@@ -520,3 +520,26 @@ def test_a_reply_that_dribbles_in_is_cut_off_at_the_budget(short_tmp: Path, proj
     assert (done.returncode, done.stdout) == (0, "")
     assert "did not answer" in done.stderr
     assert took < 2.5  # interpreter start + 0.3 s; the dripped reply takes 8 s
+
+
+async def test_session_start_leaves_out_a_claude_md_that_names_memory_md(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name="tabs",
+        description="likes tabs",
+        body="I like tabs",
+    )
+    memory_dir = (await daemon.call("get_context", cwd=str(project)))["memory_dir"]
+    (project / "CLAUDE.md").write_text(
+        f"# Project rules\nOur notes index: {memory_dir}/MEMORY.md\nPROJECT-RULE-XYZ: no friday push\n"
+    )
+    payload = {"session_id": "s-mention", "cwd": str(project), "source": "startup"}
+    code, out, err = await hook_async("session-start", payload, daemon.socket_path)
+    assert code == 0, err
+    context = context_of(out, "SessionStart")
+    assert "likes tabs" in context
+    assert "PROJECT-RULE-XYZ" not in context
