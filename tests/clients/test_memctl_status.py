@@ -20,3 +20,12 @@ def test_status_of_no_daemon_is_not_running(fake_daemon: FakeDaemon) -> None:
     done = run_memctl("--socket", str(fake_daemon.socket_path.with_name("none.sock")), "status")
     assert done.returncode == 3
     assert "not running" in done.stderr
+
+
+def test_status_text_names_the_protocol_version(fake_daemon: FakeDaemon) -> None:
+    # Found by a bug hunt: docs/operations.md's upgrade check reads the protocol version from
+    # `memctl status`, which printed only the package version.
+    fake_daemon.on("status", {"version": "1.2.3", "protocol_version": 1, "pid": 7, "socket": "/s"})
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "status")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "memoryd 1.2.3, protocol 1 (pid 7) on /s"

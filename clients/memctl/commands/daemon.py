@@ -94,10 +94,15 @@ def status_lines(status: dict[str, Any]) -> list[str]:
     once, on the model line; those features then only say that they need one.
     """
     features = {k: v for k, v in (status.get("features") or {}).items() if isinstance(v, dict)}
-    model = status.get("model") if isinstance(status.get("model"), dict) else {}
+    given = status.get("model")
+    model: dict[str, Any] = given if isinstance(given, dict) else {}
     model_reason = model.get("reason") or features.get("model", {}).get("reason")
+    # The protocol version is what an upgrade is checked by (docs/operations.md, Upgrade).
+    protocol = status.get("protocol_version")
     lines = [
-        f"memoryd {status.get('version')} (pid {status.get('pid')}) on {status.get('socket')}",
+        f"memoryd {status.get('version')}"
+        + (f", protocol {protocol}" if protocol is not None else "")
+        + f" (pid {status.get('pid')}) on {status.get('socket')}",
         f"uptime {status.get('uptime_s')}s, {status.get('projects')} project(s), "
         f"{status.get('sessions')} session(s)",
     ]
