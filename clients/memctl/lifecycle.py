@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memctl.private_dirs import make_private_dirs
 from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
 
 
@@ -79,7 +80,7 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
         return {"started": False, **running}
     log_file = sock.with_name("memoryd.log")
     try:
-        sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(sock.parent)
         open(log_file, "ab").close()  # only whether it can be opened
     except OSError as exc:
         raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc

@@ -92,7 +92,7 @@ def systemd_units(
 def launchd_plist(
     agents_dir: Path, command: list[str], socket: Path, log_file: Path, err_file: Path
 ) -> UnitFile:
-    lines = []
+    lines: list[str] = []
     template = _XML_COMMENT.sub("", _template(f"{LAUNCHD_LABEL}.plist"))
     for line in template.splitlines(keepends=True):
         if line.strip() == "<string>@MEMORYD@</string>":

@@ -415,3 +415,32 @@ def test_a_path_that_is_not_utf8_is_refused_by_the_dry_run_too(
         assert b"unit files must be UTF-8" in done.stdout
     assert not os.path.exists(home + b"/.config/systemd")
     assert calls(tmp_path) == []
+
+
+def test_install_creates_the_env_folder_and_only_private_folders(
+    home: Path, fake_bin: Path, runtime: Path
+) -> None:
+    # Found by a bug hunt: the documented next step, `install -m 600 /dev/null
+    # ~/.config/memoryd/env`, failed on a fresh account (nothing made ~/.config/memoryd), and
+    # ~/.config, ~/.config/systemd, ~/.local, ~/.local/state were made 0755 (mkdir's mode goes
+    # to the last folder only).
+    old = os.umask(0o022)
+    try:
+        dry = memctl(home, fake_bin, "service", "install", "--dry-run", runtime=runtime)
+        assert f"would create: {home / '.config' / 'memoryd'} (0700" in dry.stdout
+        assert not (home / ".config").exists()
+        done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"created: {home / '.config' / 'memoryd'} (0700" in done.stdout
+    state = Path(os.environ["XDG_STATE_HOME"])
+    made = [p for p in [*home.rglob("*"), state, *state.rglob("*")] if p.is_dir()]
+    assert home / ".config" / "memoryd" in made
+    assert state / "memoryd" in made
+    assert {p: oct(p.stat().st_mode & 0o777) for p in made} == {p: "0o700" for p in made}
+    env_file = home / ".config" / "memoryd" / "env"
+    written = subprocess.run(["install", "-m", "600", "/dev/null", str(env_file)], check=False)
+    assert written.returncode == 0
+    again = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert "created:" not in again.stdout

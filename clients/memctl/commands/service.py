@@ -20,6 +20,7 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
+from memctl.private_dirs import make_private_dirs
 from memoryd_client import default_socket_path, paths
 
 
@@ -181,8 +182,11 @@ def _write_files(report: Report, units: list[service_units.UnitFile], pending: P
     """Write the units that differ; True when any changed (would change, on a dry run)."""
     changed = [u for u in units if _current(u.path) != u.text]
     if changed and not report.dry_run:
-        pending.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(pending.parent)
         pending.touch()  # before the files: whatever stops this run, the next one applies them
+        # The unit folder's missing parents (~/.config of a fresh account) are private too:
+        # write_atomic's mkdir gives the mode to the last folder only.
+        make_private_dirs(units[0].path.parent)
     for unit in units:
         same = unit not in changed
         report.files.append({"path": str(unit.path), "changed": not same})
@@ -209,11 +213,12 @@ def install(report: Report, manager: str, sock: Path) -> None:
     apply = _write_files(report, units, pending) or pending.exists()
     if manager == "launchd":
         if not report.dry_run:
-            _launchd_logs().mkdir(parents=True, exist_ok=True, mode=0o700)
-            sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(_launchd_logs())
+            make_private_dirs(sock.parent)
     else:
         if not report.dry_run:
-            paths.state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(paths.state_dir())
+        _env_folder(report)
     tool = _tool(manager)
     if tool is None:
         report.ok = False
@@ -225,6 +230,25 @@ def install(report: Report, manager: str, sock: Path) -> None:
         done = _systemd_start(report, tool, sock, apply)
     if done and not report.dry_run:
         pending.unlink(missing_ok=True)
+
+
+def env_folder() -> Path:
+    """Where the service unit reads credentials from (`EnvironmentFile=-%h/.config/memoryd/env`:
+    %h is HOME, whatever XDG_CONFIG_HOME says)."""
+    return paths.home() / ".config" / "memoryd"
+
+
+def _env_folder(report: Report) -> None:
+    """Create the env file's folder, 0700, so the documented `install -m 600 /dev/null
+    ~/.config/memoryd/env` works on a fresh account (install(1) makes no folders)."""
+    folder = env_folder()
+    if folder.is_dir():
+        return
+    if report.dry_run:
+        report.say(f"would create: {folder} (0700, for the env file)")
+        return
+    make_private_dirs(folder)
+    report.say(f"created: {folder} (0700, for the env file)")
 
 
 def _no_tool_hint(manager: str, dry_run: bool) -> str:
