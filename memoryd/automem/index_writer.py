@@ -9,6 +9,7 @@ line to each memory file that has none (a writer killed between its file and its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -58,40 +59,83 @@ class IndexWriter:
         """Forget a queued line of `key` (its file was deleted)."""
         self._pending.get(memory_dir, {}).pop(key, None)
 
-    async def flush(self, memory_dir: Path) -> None:
-        """Write every pending index line of `memory_dir` (one rewrite per index file)."""
+    async def flush(self, memory_dir: Path) -> str | None:
+        """Write every pending index line of `memory_dir` (one rewrite per index file).
+        Returns None, or why an index could not be rewritten (a full disk, a read-only
+        MEMORY.md): the memory files are written already and stay the truth, so their lines
+        stay queued for the next flush (the next write's, or the periodic sweep's)."""
         async with self._locks(memory_dir):
-            pending = self._pending.pop(memory_dir, None)
-            if not pending:
-                return  # an earlier writer's flush already wrote ours
-            state = self._states.state(memory_dir)
-            for team in (False, True):
-                lines = {
-                    index_file(k, team): index_mod.index_line(title, index_file(k, team), hook)
-                    for k, (title, hook) in pending.items()
-                    if is_team(k) == team
-                }
-                if not lines:
-                    continue
-                path = index_path(memory_dir, team=team)
+            return self._flush_locked(memory_dir, retry=False)
+
+    def _flush_locked(self, memory_dir: Path, *, retry: bool) -> str | None:
+        pending = self._pending.pop(memory_dir, None)
+        if not pending:
+            return None  # an earlier writer's flush already wrote ours
+        state = self._states.state(memory_dir)
+        unwritten: dict[str, tuple[str, str]] = {}
+        problem: str | None = None
+        for team in (False, True):
+            mine = {k: v for k, v in pending.items() if is_team(k) == team}
+            if not mine:
+                continue
+            lines = {
+                index_file(k, team): index_mod.index_line(title, index_file(k, team), hook)
+                for k, (title, hook) in mine.items()
+            }
+            path = index_path(memory_dir, team=team)
+            try:
                 text = read_index_for_rewrite(path)
                 present = {index_file(k, team) for k in state.entries if is_team(k) == team}
                 present |= set(lines)
                 new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
                 if new != text or not path.exists():
                     write_index(path, new)
-                state.note_written_dir(path.parent)
+            except OSError as exc:
+                # Every line of this batch is kept, other writers' too (they were popped and
+                # lost: a write told "saved" had no line until the orphan sweep made one).
+                unwritten.update(mine)
+                problem = (
+                    f"{path} could not be rewritten ({exc.strerror or exc}): the memory is "
+                    "saved, its index line is added when the index can be written again"
+                )
+                continue
+            state.note_written_dir(path.parent)
+        if unwritten:
+            queued = self._pending.setdefault(memory_dir, {})
+            for key, line in unwritten.items():
+                queued.setdefault(key, line)
+            if not retry:  # the sweep's retries are not logged: one line per write, not per sweep
+                log.warning(
+                    "index lines kept queued",
+                    memory_dir=str(memory_dir),
+                    count=len(unwritten),
+                    why=problem,
+                )
+        return problem
 
-    def remove_line(self, memory_dir: Path, key: str) -> None:
-        """Take the index line of `key` out of its index (call with the writer lock held)."""
+    def remove_line(self, memory_dir: Path, key: str) -> str | None:
+        """Take the index line of `key` out of its index, before its file is deleted (call
+        with the writer lock held); returns the index's text as it was, for `put_back`
+        should the delete fail, or None when the index did not change."""
         team = is_team(key)
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
         text = read_index_for_rewrite(path)
-        # The file is gone already: a line means it only if it means no file still there.
-        new = index_mod.remove(text, file, on_disk(path.parent))
-        if new != text:
-            write_index(path, new)
+        # The file is about to go: a line means it only if it means no other file there
+        # (the line `a%20b.md` of `a b.md` stays when `a%20b.md` is deleted).
+        there = on_disk(path.parent)
+        new = index_mod.remove(text, file, lambda name: name != file and there(name))
+        if new == text:
+            return None
+        write_index(path, new)
+        return text
+
+    @staticmethod
+    def put_back(memory_dir: Path, key: str, text: str) -> None:
+        """Write back the index `remove_line` changed (its file could not be deleted after
+        all); if that fails too, the sweep gives the file a line again (an orphan)."""
+        with contextlib.suppress(OSError):
+            write_index(index_path(memory_dir, team=is_team(key)), text)
 
     async def reconcile(self, memory_dir: Path) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
@@ -128,6 +172,8 @@ class IndexWriter:
             state = self._states.state(memory_dir)
             if grace_s == 0:  # the first look: what a killed writer left, files and temp files
                 self._remove_stale_staged(memory_dir, state)
+            # Lines a flush could not write (a full disk): tried again on each sweep.
+            self._flush_locked(memory_dir, retry=True)
             pending = set(self._pending.get(memory_dir, {}))
             now = time.time()
             checks = []

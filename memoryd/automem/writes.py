@@ -46,6 +46,8 @@ class WriteResult:
     created: bool
     merged_into: Path | None
     name: str  # as written: a derived name may have become `<name> (2)`
+    # Saved, but its index line is not written yet (a full disk): why, for the reply.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)  # a service: compared and hashed by identity
@@ -104,9 +106,11 @@ class MemoryWrites:
             atomic_write_text(target, text)
             state.note_written(key, target)
             self._index.queue(memory_dir, key, name, description)
-        await self._index.flush(memory_dir)
+        # The file is the memory and it is saved: an index that cannot be rewritten now is a
+        # warning (the line stays queued), not a failure of a write that happened.
+        problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
-        return WriteResult(target, created, merged_into, name)
+        return WriteResult(target, created, merged_into, name, (problem,) if problem else ())
 
     async def delete_memory(self, project: Project, path: str | Path) -> Path:
         memory_dir = self._dirs.memory_dir(project)
@@ -117,8 +121,19 @@ class MemoryWrites:
             check_index_size(index_path(memory_dir, team=is_team(key)))
             state = self._states.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "delete")
-            target.unlink()
-            self._index.remove_line(memory_dir, key)
+            # The index line goes first: an index that cannot be rewritten (a read-only
+            # MEMORY.md, a full disk) fails the delete with the memory still there. Unlinked
+            # first, the file was gone, the delete reported failed, and its line stayed in
+            # every prompt for good (dangling lines are not swept).
+            before = self._index.remove_line(memory_dir, key)
+            try:
+                target.unlink()
+            except FileNotFoundError:
+                pass  # gone meanwhile (removed by hand): deleted all the same
+            except OSError:
+                if before is not None:
+                    self._index.put_back(memory_dir, key, before)
+                raise
             self._index.drop(memory_dir, key)
             state.note_deleted(key, target)
         return target
@@ -164,7 +179,8 @@ class MemoryWrites:
         )
         return target, self.history.versions(memory_dir, key)
 
-    async def restore(self, project: Project, path: str, version: str) -> Path:
+    async def restore(self, project: Project, path: str, version: str) -> tuple[Path, list[str]]:
+        """The restored file, and warnings (its index line not written yet, as for a write)."""
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
             target, key = resolve_inside(
@@ -180,9 +196,9 @@ class MemoryWrites:
             state.note_written(key, target)
             entry = state.entries[key]
             self._index.queue(memory_dir, key, entry.header.name, entry.header.description)
-        await self._index.flush(memory_dir)
+        problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
-        return target
+        return target, [problem] if problem else []
 
 
 def _key_for_name(

@@ -247,7 +247,7 @@ async def _save(
         file=file,
         name_given=name_given,
     )
-    return result, _sync_if_team(daemon, project, result.path)
+    return result, [*result.warnings, *_sync_if_team(daemon, project, result.path)]
 
 
 def _written(result: WriteResult) -> dict[str, Any]:
@@ -305,9 +305,9 @@ async def memory_snapshot(daemon: Daemon, params: PathParams) -> dict[str, Any]:
 async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any]:
     """Put an earlier version back (the current content is kept in history first)."""
     project = daemon.services.projects.resolve(params.cwd)
-    path = await _am(daemon).restore(project, params.path, params.version)
+    path, warnings = await _am(daemon).restore(project, params.path, params.version)
     _sync_if_team(daemon, project, path)
-    return {"path": str(path), "restored": params.version}
+    return {"path": str(path), "restored": params.version, "warnings": warnings}
 
 
 async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, Any]:

@@ -1,0 +1,187 @@
+"""A MEMORY.md that cannot be rewritten (a full disk, an immutable file): the memory files stay
+the truth, no write is reported failed once its file is saved, no queued line is lost, and a
+delete never leaves its line behind for a file that is gone.
+
+The faults are real: a tmpfs filled up (ENOSPC) and `chattr +i` (EPERM) need root, which CI
+has; elsewhere those tests skip. A MEMORY.md that is a folder needs nothing special."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryd.automem.warmup import ORPHAN_GRACE_S
+from memoryd_client import RpcError
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle
+
+# Mounts a tmpfs over a folder; returns a call that fills it up to `room` free pages and
+# returns a call that frees it all again.
+Mount = Callable[[Path], Callable[[int], Callable[[], None]]]
+
+
+@pytest.fixture
+def tmpfs() -> Iterator[Mount]:
+    mounted: list[Path] = []
+
+    def mount(folder: Path) -> Callable[[int], Callable[[], None]]:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(folder)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        mounted.append(folder)
+
+        def fill(room: int) -> Callable[[], None]:
+            fillers: list[Path] = []
+            for i in itertools.count():
+                filler = folder / f".fill{i}"
+                try:
+                    filler.write_bytes(b"x" * 4096)
+                except OSError:
+                    filler.unlink(missing_ok=True)
+                    break
+                fillers.append(filler)
+            for _ in range(room):
+                fillers.pop().unlink()
+
+            def free() -> None:
+                for filler in fillers:
+                    filler.unlink()
+
+            return free
+
+        return fill
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    if os.geteuid() != 0:
+        pytest.skip("chattr +i needs root")
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"chattr +i is not supported here: {done.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+async def _write(daemon: DaemonHandle, project: Path, name: str) -> dict[str, object]:
+    result: dict[str, object] = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name=name,
+        description=f"about {name}",
+        body=f"{name}.",
+    )
+    return result
+
+
+async def test_a_write_whose_index_line_meets_a_full_disk_is_saved_with_a_warning(
+    daemon: DaemonHandle, project: Path, memdir: Path, tmpfs: Mount
+) -> None:
+    # The memory file was saved, then MEMORY.md's rewrite hit ENOSPC: the write answered
+    # -32603, though its file stayed (and no memory/saved was sent).
+    fill = tmpfs(memdir)
+    await _write(daemon, project, "Likes tea")
+    free = fill(1)  # room for the memory file, none for the index's rewrite
+    result = await _write(daemon, project, "Likes coffee")
+    saved = Path(str(result["path"]))
+    assert saved.is_file()
+    (warning,) = result["warnings"]  # type: ignore[misc]
+    assert "No space left on device" in warning
+    assert saved.name not in (memdir / "MEMORY.md").read_text()
+    free()
+    # The line stayed queued: the next sweep writes it once there is room.
+    am = daemon.daemon.services.automem
+    await am.index_writer.index_orphans(memdir, ORPHAN_GRACE_S)
+    index = (memdir / "MEMORY.md").read_text()
+    assert index.count("(user_likes_coffee.md)") == 1
+    assert "(user_likes_tea.md)" in index
+
+
+async def test_a_failed_flush_keeps_every_writers_queued_line(
+    daemon: DaemonHandle, project: Path, memdir: Path, tmpfs: Mount
+) -> None:
+    # A flush writes the lines of every writer queued behind the lock; one that failed
+    # dropped them all, and the other writers had been told their memory was indexed.
+    fill = tmpfs(memdir)
+    await _write(daemon, project, "Likes tea")
+    for name in ("a", "b"):
+        (memdir / f"{name}.md").write_text(memory_text(name.upper(), name, "user", "x"))
+    free = fill(0)
+    writer = daemon.daemon.services.automem.index_writer
+    async with daemon.daemon.services.automem.writer_lock(memdir):
+        writer.queue(memdir, "a.md", "A", "a")
+        writer.queue(memdir, "b.md", "B", "b")
+    problem = await writer.flush(memdir)
+    assert problem is not None
+    assert "could not be rewritten" in problem
+    free()
+    assert await writer.flush(memdir) is None
+    index = (memdir / "MEMORY.md").read_text()
+    assert "- [A](a.md) — a" in index
+    assert "- [B](b.md) — b" in index
+
+
+async def test_a_delete_the_index_refuses_leaves_the_memory_and_its_line(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # The file was unlinked first, then the index rewrite failed: -32603, the file gone (a
+    # retry was -32001) and its line in every prompt for good.
+    tea = Path(str((await _write(daemon, project, "Likes tea"))["path"]))
+    await _write(daemon, project, "Likes coffee")
+    with immutable(memdir / "MEMORY.md"), pytest.raises(RpcError) as failed:
+        await daemon.call("memory.delete", cwd=str(project), path=str(tea))
+    assert failed.value.code == -32603
+    assert tea.is_file()
+    assert "(user_likes_tea.md)" in (memdir / "MEMORY.md").read_text()
+    # Once the index can be written, the delete goes through, its line with it.
+    await daemon.call("memory.delete", cwd=str(project), path=str(tea))
+    assert not tea.exists()
+    index = (memdir / "MEMORY.md").read_text()
+    assert "(user_likes_tea.md)" not in index
+    assert "(user_likes_coffee.md)" in index
+    context = await daemon.call("get_context", cwd=str(project))
+    assert "user_likes_tea.md" not in context["claude_md"]
+
+
+async def test_a_delete_with_a_folder_for_an_index_deletes_nothing(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    tea = Path(str((await _write(daemon, project, "Likes tea"))["path"]))
+    (memdir / "MEMORY.md").unlink()
+    (memdir / "MEMORY.md").mkdir()
+    with pytest.raises(RpcError) as failed:
+        await asyncio.wait_for(daemon.call("memory.delete", cwd=str(project), path=str(tea)), 10)
+    assert failed.value.code == -32002
+    assert tea.is_file()  # it was unlinked before the index was found to be a folder
+
+
+async def test_a_delete_whose_file_cannot_go_puts_its_line_back(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    tea = Path(str((await _write(daemon, project, "Likes tea"))["path"]))
+    before = (memdir / "MEMORY.md").read_text()
+    with immutable(tea), pytest.raises(RpcError):
+        await daemon.call("memory.delete", cwd=str(project), path=str(tea))
+    assert tea.is_file()
+    assert (memdir / "MEMORY.md").read_text() == before
