@@ -39,7 +39,7 @@ class Item:
     target: str = ""  # a path, a setting key, a version id or a command name
     detail: str = ""
     indent: int = 0
-    value: Any = None  # a toggle's current value, a version's metadata
+    value: Any = None  # a toggle's current value, a version's metadata, a memory's team flag
 
     @property
     def selectable(self) -> bool:
@@ -164,7 +164,16 @@ def build_items(
         when = age(memory.get("mtime"), now)
         label = f"{kind:<16} {when:>4}  {name}"
         description = str(memory.get("description") or "")
-        items.append(Item(label, "memory", str(memory.get("path")), f"— {description}", indent=1))
+        items.append(
+            Item(
+                label,
+                "memory",
+                str(memory.get("path")),
+                f"— {description}",
+                indent=1,
+                value=memory.get("team") is True,  # saved back with `team` (memory.write)
+            )
+        )
     return items
 
 

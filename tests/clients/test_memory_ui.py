@@ -346,44 +346,146 @@ def test_unknown_terminal_falls_back_to_numbers(
     assert (project / "CLAUDE.md").exists()
 
 
-def test_a_memory_opened_in_the_editor_is_kept_as_a_version_first(
-    scripted: FakeDaemon, project: Path, editor: tuple[str, Path], tmp_path: Path
-) -> None:
+NOTE_TEXT = "---\nname: Old note\ndescription: kept for history\ntype: project\n---\n\nV0\n"
+EDITED = "---\nname: Old note\ndescription: kept, edited\ntype: project\nextra: 1\n---\n\nV2\n"
+
+
+@pytest.fixture
+def writing_editor(tmp_path: Path) -> tuple[str, Path]:
+    """An $EDITOR that logs the file it got, with its mode and its folder's, then saves
+    EDITED over it (or leaves it alone when `unchanged` exists next to the log)."""
+    log = tmp_path / "editor.log"
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import os, stat, sys\n"
+        "path = sys.argv[1]\n"
+        "mode = lambda p: oct(stat.S_IMODE(os.stat(p).st_mode))\n"
+        f"with open({str(log)!r}, 'a') as log:\n"
+        "    log.write(f'{path} {mode(path)} {mode(os.path.dirname(path))}\\n')\n"
+        f"if not os.path.exists({str(tmp_path / 'unchanged')!r}):\n"
+        f"    open(path, 'w').write({EDITED!r})\n"
+    )
+    return f"{sys.executable} {script}", log
+
+
+@pytest.fixture
+def note(scripted: FakeDaemon, tmp_path: Path) -> dict[str, Any]:
+    """The fake's memory file: `content` is what memory.read answers (a test may change it)."""
+    state: dict[str, Any] = {"content": NOTE_TEXT, "reads": 0}
+
+    def read(params: dict[str, Any]) -> dict[str, Any]:
+        state["reads"] += 1
+        content = state["content"]
+        if state.get("changed_after_read") == state["reads"]:
+            state["content"] = state["changed_to"]  # another client writes meanwhile
+        return {"path": params["path"], "content": content}
+
+    scripted.on("memory.read", read)
     scripted.on("memory.snapshot", lambda p: {"path": p["path"], "version": "1-edit"})
-    env = memctl_env(VISUAL=editor[0])
-    args = ["--socket", str(scripted.socket_path), "memory", "--cwd", str(project)]
-    done = subprocess.run(
-        [sys.executable, "-m", "memctl", *args],
-        input="old note\n1\n1\n\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    note = str(tmp_path / "memdir" / "old_note.md")
-    assert scripted.calls("memory.snapshot") == [{"cwd": str(project), "path": note}]
-    assert note in editor[1].read_text()
+    scripted.on("memory.write", lambda p: {"path": p["file"], "created": False, "warnings": []})
+    state["path"] = str(tmp_path / "memdir" / "old_note.md")
+    return state
 
-    # A version that cannot be kept is said, and the edit waits for a yes.
+
+def test_a_memory_is_edited_as_a_private_copy_and_saved_through_the_daemon(
+    scripted: FakeDaemon, project: Path, writing_editor: tuple[str, Path], note: dict[str, Any]
+) -> None:
+    # Found by a bug hunt: the version was kept before the editor started and the editor
+    # saved over the file itself, so a write made while it was open was kept nowhere.
+    done = run_plain(scripted, project, "old note\n1\n1\n\n", VISUAL=writing_editor[0])
+    assert done.returncode == 0, done.stderr
+    edited, file_mode, folder_mode = writing_editor[1].read_text().split()
+    assert edited != note["path"]
+    assert Path(edited).name == "old_note.md"
+    assert (file_mode, folder_mode) == ("0o600", "0o700")
+    assert not Path(edited).parent.exists()  # the copy is removed once saved
+    assert scripted.calls("memory.snapshot") == [{"cwd": str(project), "path": note["path"]}]
+    assert scripted.calls("memory.write") == [
+        {
+            "cwd": str(project),
+            "type": "project",
+            "name": "Old note",
+            "description": "kept, edited",
+            "body": "\nV2\n",
+            "file": note["path"],
+            "team": False,
+        }
+    ]
+    assert "saved old_note.md" in done.stdout
+    assert "frontmatter keys a memory file does not keep were left out: extra" in done.stdout
+
+
+def test_an_unchanged_copy_writes_nothing(
+    scripted: FakeDaemon,
+    project: Path,
+    writing_editor: tuple[str, Path],
+    note: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "unchanged").write_text("")
+    done = run_plain(scripted, project, "old note\n1\n1\n\n", VISUAL=writing_editor[0])
+    assert done.returncode == 0, done.stderr
+    assert "old_note.md: no changes, nothing saved" in done.stdout
+    assert scripted.calls("memory.snapshot") == []
+    assert scripted.calls("memory.write") == []
+
+
+def test_a_write_made_while_the_editor_was_open_is_not_overwritten_unasked(
+    scripted: FakeDaemon, project: Path, writing_editor: tuple[str, Path], note: dict[str, Any]
+) -> None:
+    concurrent = NOTE_TEXT.replace("V0", "V1: written by an agent meanwhile")
+    note.update(changed_after_read=1, changed_to=concurrent)
+    done = run_plain(scripted, project, "old note\n1\n1\nn\n\n", VISUAL=writing_editor[0])
+    assert done.returncode == 0, done.stderr
+    assert (
+        "old_note.md was changed by someone else while it was being edited; that version is "
+        "kept in history (1-edit)" in done.stdout
+    )
+    assert scripted.calls("memory.snapshot") != []  # the other version is in history
+    assert scripted.calls("memory.write") == []
+    edited = Path(writing_editor[1].read_text().split()[0])
+    assert f"old_note.md not saved; your text is in {edited}" in done.stdout
+    assert edited.read_text() == EDITED  # the user's text is kept too
+    # Yes: saved over it (the other version stays in history).
+    note.update(content=NOTE_TEXT, reads=0)
+    done = run_plain(scripted, project, "old note\n1\n1\ny\n\n", VISUAL=writing_editor[0])
+    assert done.returncode == 0, done.stderr
+    assert len(scripted.calls("memory.write")) == 1
+    assert "saved old_note.md" in done.stdout
+
+
+def test_a_copy_that_cannot_be_saved_is_kept(
+    scripted: FakeDaemon, project: Path, writing_editor: tuple[str, Path], note: dict[str, Any]
+) -> None:
     def refuse(_: dict[str, Any]) -> Any:
-        raise FakeError(-32005, "not readable")
+        raise FakeError(-32602, "invalid params: type: must be one of user, feedback")
 
-    scripted.on("memory.snapshot", refuse)
-    editor[1].unlink()
-    done = subprocess.run(
-        [sys.executable, "-m", "memctl", *args],
-        input="old note\n1\n1\nn\n\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    scripted.on("memory.write", refuse)
+    done = run_plain(scripted, project, "old note\n1\n1\n\n", VISUAL=writing_editor[0])
     assert done.returncode == 0, done.stderr
-    assert "no version of old_note.md kept before editing: not readable" in done.stdout
-    assert not editor[1].exists()
+    edited = Path(writing_editor[1].read_text().split()[0])
+    assert (
+        f"old_note.md not saved: invalid params: type: must be one of user, feedback; your "
+        f"text is in {edited}" in done.stdout
+    )
+    assert edited.read_text() == EDITED
+
+
+def test_memory_fields() -> None:
+    from memctl.memory_edit import memory_fields
+
+    assert memory_fields(EDITED) == (
+        {"type": "project", "name": "Old note", "description": "kept, edited", "body": "\nV2\n"},
+        ["extra"],
+    )
+    assert memory_fields("\ufeff---\r\nname: a\r\ndescription: b\r\ntype: user\r\n---\r\nx") == (
+        {"type": "user", "name": "a", "description": "b", "body": "x"},
+        [],
+    )
+    assert "no frontmatter" in str(memory_fields("just text"))
+    assert "no type" in str(memory_fields("---\nname: a\ndescription: b\n---\nx"))
+    assert "not valid YAML" in str(memory_fields("---\nname: [a\n---\nx"))
+    assert "not a list of keys" in str(memory_fields("---\n- a\n---\nx"))
 
 
 def run_plain(daemon: FakeDaemon, project: Path, answers: str, **env: str) -> Any:

@@ -2,7 +2,8 @@
 
 Lists every instruction file in effect (grouped by type, @-imports under their parent), always
 offers "User memory" and "Project memory" (created empty, exclusively, when missing), opens the
-choice in `$VISUAL`/`$EDITOR`, opens the auto memory and team folders, toggles auto memory and
+choice in `$VISUAL`/`$EDITOR` (a memory: a private copy, saved through the daemon by
+`memory_edit.py`), opens the auto memory and team folders, toggles auto memory and
 auto dream in user settings, lists auto memories with type, age and description, and shows a
 memory's history with restore. Saved-memory notifications appear as they arrive.
 
@@ -231,12 +232,6 @@ def run_editor(path: Path, ui: UI, editor: list[str] | None = None) -> int | Non
         return None
 
 
-def open_in_editor(path: Path, ui: UI) -> None:
-    code = run_editor(path, ui)
-    if code is not None:
-        ui.message(f"edited {path}" if code == 0 else f"editor exited with code {code}")
-
-
 def edit_file(path: Path, ui: UI) -> None:
     """Open an instruction file in the editor; a missing one is created empty first, never
     through a symbolic link, and only when the editor can be started."""
@@ -320,15 +315,9 @@ def memory_menu_for(conn: Any, ui: UI, cwd: str, item: Item) -> None:
     from memoryd_client import RpcError
 
     if choice.target == "edit":
-        # The editor overwrites the file outside memoryd: the daemon keeps the text as it is
-        # now first, so "History and restore" can bring it back.
-        try:
-            conn.call("memory.snapshot", {"cwd": cwd, "path": str(path)})
-        except RpcError as exc:
-            ui.message(f"no version of {path.name} kept before editing: {exc.message}")
-            if not ui.confirm(f"Edit {path.name} anyway?"):
-                return
-        open_in_editor(path, ui)
+        from memctl.memory_edit import edit_memory
+
+        edit_memory(conn, ui, cwd, path, team=item.value is True)
         return
 
     try:
