@@ -9,7 +9,8 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 
@@ -123,8 +124,12 @@ def stage_file(directory: Path, data: bytes, *, prefix: str, mode: int = 0o600) 
     return Path(tmp)
 
 
-# What `stage_file` names a temp file for `atomic_write_*` of `<name>`: `.<name>.<8 chars>.tmp`.
-_STAGED = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+# What `stage_file` names a temp file for `atomic_write_*` of `<name>`: `.<name>.<8 chars>.tmp`;
+# and team sync's staged entries, `.memoryd-<8 chars>.tmp`.
+_STAGED = re.compile(r"^(?:\..+\.|\.memoryd-)[A-Za-z0-9_]{8}\.tmp$")
+# When this process started: a temp file last modified before it was left by a process that
+# is gone (every writer memoryd runs now started its file later).
+STARTED_AT = time.time()
 
 
 def _staged_prefix(name: str) -> str:
@@ -136,17 +141,24 @@ def _staged_prefix(name: str) -> str:
     return f".{cut}."
 
 
-def remove_stale_staged(folder: Path, older_than: float) -> list[Path]:
+def remove_stale_staged(
+    folder: Path, older_than: float = STARTED_AT, *, names: Collection[str] | None = None
+) -> list[Path]:
     """Remove temp files that `atomic_write_*` left in `folder` (not below it) when its
     process was killed mid-write, if last modified before `older_than` (a time.time()): a
-    writer alive now started its file later. Returns what was removed."""
+    writer alive now started its file later. With `names`, only the temp files of those
+    file names (in a folder that others write too, `~/.claude`, a project's). Returns what
+    was removed."""
     removed: list[Path] = []
+    prefixes = None if names is None else tuple(_staged_prefix(n) for n in names)
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
         if not _STAGED.match(entry.name):
+            continue
+        if prefixes is not None and not entry.name.startswith(prefixes):
             continue
         try:
             if (
@@ -157,6 +169,15 @@ def remove_stale_staged(folder: Path, older_than: float) -> list[Path]:
                 removed.append(Path(entry.path))
         except OSError:
             continue
+    return removed
+
+
+def remove_stale_staged_tree(root: Path, older_than: float = STARTED_AT) -> list[Path]:
+    """`remove_stale_staged` in `root` and every folder below it (links not followed): for a
+    tree only memoryd writes, its state folder."""
+    removed: list[Path] = []
+    for folder, _, _ in os.walk(root):
+        removed += remove_stale_staged(Path(folder), older_than)
     return removed
 
 

@@ -21,7 +21,12 @@ from typing import Any
 
 from memoryd import paths
 from memoryd.errors import InvalidParams
-from memoryd.fsutil import NotRegularFile, atomic_write_text, read_regular_file
+from memoryd.fsutil import (
+    NotRegularFile,
+    atomic_write_text,
+    read_regular_file,
+    remove_stale_staged,
+)
 
 
 class Source(StrEnum):
@@ -252,7 +257,14 @@ def set_user_setting(key: str, value: Any) -> Path:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             mode = 0o600
-        atomic_write_text(target, text, mode)
+        _write(target, text, mode)
         return path
-    atomic_write_text(path, text)
+    _write(path, text)
     return path
+
+
+def _write(path: Path, text: str, mode: int = 0o600) -> None:
+    # What a write killed mid-way (kill -9) left beside this file: only its own temp files,
+    # the folder (~/.claude, a dotfiles repository) is not memoryd's.
+    remove_stale_staged(path.parent, names=(path.name,))
+    atomic_write_text(path, text, mode)

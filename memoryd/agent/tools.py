@@ -21,7 +21,12 @@ from typing import Any
 
 from memoryd.agent import shell
 from memoryd.agent.policy import AccessPolicy, Denied
-from memoryd.fsutil import NotRegularFile, atomic_write_text, read_regular_file
+from memoryd.fsutil import (
+    NotRegularFile,
+    atomic_write_text,
+    read_regular_file,
+    remove_stale_staged,
+)
 
 READ_DEFAULT_LIMIT = 2_000
 READ_MAX_LINE = 2_000
@@ -352,6 +357,9 @@ def perform(op: WriteOp) -> None:
     if not op.created:
         with contextlib.suppress(OSError):
             mode = stat.S_IMODE(os.stat(op.path, follow_symlinks=False).st_mode)
+    # What a write of this file killed mid-way left (a MagicDoc's folder is the user's: only
+    # this file's own temp files go).
+    remove_stale_staged(op.path.parent, names=(op.path.name,))
     atomic_write_text(op.path, op.text, mode=mode)
 
 

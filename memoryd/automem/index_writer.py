@@ -31,13 +31,11 @@ from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState, Entry
 from memoryd.automem.warmup import DirStates
 from memoryd.errors import TooLarge
-from memoryd.fsutil import remove_stale_staged
+from memoryd.fsutil import STARTED_AT, remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
 
 ORPHAN_HOOK = "indexed by memoryd: this file had no line in the index"
-# Temp files of atomic writes older than this were left by a process that is gone.
-STARTED_AT = time.time()
 
 
 class IndexWriter:

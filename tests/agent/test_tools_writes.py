@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from memoryd.agent import shell, tools
 from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.fsutil import _staged_prefix, stage_file
 
 
 @pytest.fixture
@@ -53,6 +55,23 @@ def test_an_edited_file_keeps_its_mode_and_a_new_one_is_private(
     new = root / "new.md"
     tools.perform(tools.plan_write(policy, {"file_path": str(new), "content": "x"}))
     assert stat.S_IMODE(new.stat().st_mode) == 0o600
+
+
+def test_a_write_removes_what_a_killed_write_of_that_file_left(
+    root: Path, policy: AccessPolicy
+) -> None:
+    # A MagicDoc's folder is the user's project: its own stale temp file goes, nothing else.
+    doc = root / "ops.md"
+    doc.write_text("Port 80.\n")
+    an_hour_ago = time.time() - 3600
+    stale = stage_file(root, b"Port 80", prefix=_staged_prefix(doc.name))
+    theirs = stage_file(root, b"x", prefix=_staged_prefix("notes.md"))
+    for path in (stale, theirs):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    edit = {"file_path": str(doc), "old_string": "80", "new_string": "8080"}
+    tools.perform(tools.plan_edit(policy, edit))
+    assert not stale.exists()
+    assert theirs.exists()
 
 
 def test_an_edit_may_not_grow_a_file_past_the_write_limit(root: Path, policy: AccessPolicy) -> None:
