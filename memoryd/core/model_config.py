@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from memoryd.core.env_numbers import env_count, env_seconds
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -26,6 +28,7 @@ class ModelConfig:
 
     @classmethod
     def from_env(cls) -> ModelConfig:
+        """Raises EnvNumberError (a ValueError) naming a variable that is not a number."""
         env = os.environ
         defaults = cls()
         return cls(
@@ -34,9 +37,9 @@ class ModelConfig:
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
             model=env.get("MEMORYD_MODEL", defaults.model),
             small_model=env.get("MEMORYD_SMALL_MODEL", defaults.small_model),
-            timeout_s=float(env.get("MEMORYD_MODEL_TIMEOUT", defaults.timeout_s)),
-            max_retries=int(env.get("MEMORYD_MODEL_RETRIES", defaults.max_retries)),
-            retry_base_delay_s=float(
-                env.get("MEMORYD_MODEL_RETRY_DELAY", defaults.retry_base_delay_s)
+            timeout_s=env_seconds("MEMORYD_MODEL_TIMEOUT", defaults.timeout_s, positive=True),
+            max_retries=env_count("MEMORYD_MODEL_RETRIES", defaults.max_retries),
+            retry_base_delay_s=env_seconds(
+                "MEMORYD_MODEL_RETRY_DELAY", defaults.retry_base_delay_s
             ),
         )

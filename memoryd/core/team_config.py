@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from memoryd.core.env_numbers import env_seconds
+
 
 @dataclass(frozen=True)
 class TeamConfig:
@@ -17,5 +19,5 @@ class TeamConfig:
         return cls(
             url=os.environ.get("MEMORYD_TEAM_URL") or None,
             token=os.environ.get("MEMORYD_TEAM_TOKEN") or None,
-            debounce_s=float(os.environ.get("MEMORYD_TEAM_DEBOUNCE", "2.0")),
+            debounce_s=env_seconds("MEMORYD_TEAM_DEBOUNCE", 2.0),
         )

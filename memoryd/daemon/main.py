@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from memoryd import __version__
+from memoryd.core.env_numbers import EnvNumberError
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, MiB
 from memoryd.daemon.logging import configure
@@ -22,6 +24,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive number of bytes, not {value}")
+    return value
+
+
+def idle_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, 0 or more (0: never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more: {text}")
     return value
 
 
@@ -42,7 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=idle_seconds,
         default=0.0,
         help="exit after this many idle seconds (0: never)",
     )
@@ -71,7 +84,11 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = build_config(args)
+    try:
+        config = build_config(args)
+    except EnvNumberError as exc:
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return 2
     try:
         configure(log_file=config.log_file, level=args.log_level)
     except OSError as exc:  # a folder there, no permission, a file where its folder goes

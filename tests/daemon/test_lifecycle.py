@@ -389,3 +389,39 @@ def test_a_log_file_that_cannot_be_opened_is_one_line_not_a_traceback(
     assert err.strip().splitlines() == [err.strip()]
     assert f"cannot write the log file {log_file}" in err
     assert not (short_tmp / "d.sock").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("MEMORYD_MODEL_RETRIES", "three", "MEMORYD_MODEL_RETRIES='three' is not a whole number"),
+        ("MEMORYD_MODEL_RETRIES", "-1", "MEMORYD_MODEL_RETRIES='-1' must be 0 or more"),
+        ("MEMORYD_TEAM_DEBOUNCE", "2s", "MEMORYD_TEAM_DEBOUNCE='2s' is not a number of seconds"),
+        ("MEMORYD_MODEL_TIMEOUT", "0", "MEMORYD_MODEL_TIMEOUT='0' must be a finite number"),
+        ("MEMORYD_MODEL_RETRY_DELAY", "nan", "MEMORYD_MODEL_RETRY_DELAY='nan' must be a finite"),
+    ],
+)
+def test_a_mistyped_number_in_the_environment_is_one_line_not_a_traceback(
+    short_tmp: Path, name: str, value: str, expected: str
+) -> None:
+    # Found by a bug hunt: int()/float() of the variable raised at start-up, a traceback
+    # and exit 1, team sync on or off; a service restarted it in a loop.
+    proc = spawn_daemon(short_tmp / "d.sock", env={name: value}, capture=True)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 2
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"memoryd: {expected}")
+    assert not (short_tmp / "d.sock").exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_idle_timeout_takes_a_finite_number_of_seconds(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memoryd.daemon.main import parse_args
+
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--idle-timeout", value])
+    assert exited.value.code == 2
+    assert "--idle-timeout" in capsys.readouterr().err

@@ -1,0 +1,42 @@
+"""Numbers the daemon reads from its environment, checked: a mistyped value is a one-line
+refusal at start-up (`memoryd: MEMORYD_MODEL_RETRIES='three' is not a whole number`), not a
+traceback, and a service manager restarting it sees the same line each time."""
+
+from __future__ import annotations
+
+import math
+import os
+
+
+class EnvNumberError(ValueError):
+    """An environment variable that should hold a number does not; the message names it."""
+
+
+def env_seconds(name: str, default: float, *, positive: bool = False) -> float:
+    """A finite number of seconds from `name`, else `default`; at least 0 (above 0 when
+    `positive`)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EnvNumberError(f"{name}={raw!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        least = "above 0" if positive else "0 or more"
+        raise EnvNumberError(f"{name}={raw!r} must be a finite number of seconds, {least}")
+    return value
+
+
+def env_count(name: str, default: int) -> int:
+    """A whole number of at least 0 from `name`, else `default`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EnvNumberError(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise EnvNumberError(f"{name}={raw!r} must be 0 or more")
+    return value
