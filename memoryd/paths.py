@@ -11,6 +11,7 @@ from memoryd_client.client import default_socket_path as client_default_socket_p
 from memoryd_client.paths import config_dir as config_dir
 from memoryd_client.paths import home as home
 from memoryd_client.paths import state_dir as state_dir
+from memoryd_client.paths import xdg_dir as xdg_dir
 
 
 def managed_dir() -> Path:
@@ -18,8 +19,7 @@ def managed_dir() -> Path:
 
 
 def data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME")
-    return (Path(base) if base else home() / ".local" / "share") / "memoryd"
+    return (xdg_dir("XDG_DATA_HOME") or home() / ".local" / "share") / "memoryd"
 
 
 def default_socket_path() -> Path:

@@ -48,7 +48,7 @@ def default_socket_path(platform: str | None = None) -> Path:
     directory and made absolute, as PROTOCOL.md has every path in results: the daemon reports
     it in `status.socket` and its status file); else on macOS ~/Library/Caches/memoryd/memoryd.sock (a LaunchAgent, GUI
     apps and shells all agree on it without setting anything); else $XDG_RUNTIME_DIR, else
-    $XDG_CACHE_HOME, else a per-user directory in /tmp. `platform` is `sys.platform` unless
+    $XDG_CACHE_HOME (each only when absolute), else a per-user directory in /tmp. `platform` is `sys.platform` unless
     given (to compute another system's path).
     """
     configured = os.environ.get("MEMORYD_SOCKET")
@@ -56,12 +56,9 @@ def default_socket_path(platform: str | None = None) -> Path:
         return Path(configured).expanduser().absolute()
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "memoryd" / "memoryd.sock"
-    cache = os.environ.get("XDG_CACHE_HOME")
-    if cache:
-        return Path(cache) / "memoryd" / "memoryd.sock"
+    base = paths.xdg_dir("XDG_RUNTIME_DIR") or paths.xdg_dir("XDG_CACHE_HOME")
+    if base is not None:
+        return base / "memoryd" / "memoryd.sock"
     import tempfile  # only on this fallback path: it is slow to import
 
     return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"

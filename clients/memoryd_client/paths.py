@@ -10,10 +10,16 @@ def home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
+def xdg_dir(name: str) -> Path | None:
+    """`$name` (an XDG base directory) when set to an absolute path; the XDG spec has a
+    relative one ignored, as it would name a different folder from every working directory."""
+    value = os.environ.get(name)
+    return Path(value) if value and os.path.isabs(value) else None
+
+
 def state_dir() -> Path:
     """memoryd's own per-user state (approvals, sync state, history, hook state, logs)."""
-    base = os.environ.get("XDG_STATE_HOME")
-    return (Path(base) if base else home() / ".local" / "state") / "memoryd"
+    return (xdg_dir("XDG_STATE_HOME") or home() / ".local" / "state") / "memoryd"
 
 
 def config_dir() -> Path:

@@ -359,3 +359,20 @@ async def test_a_relative_memoryd_socket_is_made_absolute(
         assert json.loads(status_file.read_text())["socket"] == expected
     finally:
         await stop_daemon(handle)
+
+
+def test_a_relative_xdg_base_directory_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: XDG_RUNTIME_DIR=run put the socket under whatever folder the daemon
+    # started in, so `memctl status` from anywhere else said "not running". The XDG spec has
+    # a relative base directory ignored.
+    from memoryd_client import paths
+
+    monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "run")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_socket_path("linux") == tmp_path / "cache" / "memoryd" / "memoryd.sock"
+    monkeypatch.setenv("XDG_STATE_HOME", "state")
+    assert paths.state_dir() == tmp_path / ".local" / "state" / "memoryd"

@@ -323,7 +323,10 @@ SOCKET_ENVS: list[tuple[dict[str, str], str]] = [
     ({"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"}, "$MEMORYD_SOCKET"),
     ({"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "/run/user/4242/"}, "$XDG_RUNTIME_DIR"),
     ({"XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": "/home/ada/.cache"}, "$XDG_CACHE_HOME"),
-    ({"XDG_CACHE_HOME": "relative/cache"}, "$XDG_CACHE_HOME"),
+    # A relative XDG base directory is ignored (the XDG spec): it named another folder from
+    # each working directory, so `memctl status` elsewhere said "not running".
+    ({"XDG_CACHE_HOME": "relative/cache"}, "the per-user fallback"),
+    ({"XDG_RUNTIME_DIR": "run", "XDG_CACHE_HOME": "/home/ada/.cache"}, "$XDG_CACHE_HOME"),
     ({}, "the per-user fallback"),  # in the temp dir
     ({"TMPDIR": "{tmp}/tmp with space/../tmp with space"}, "the per-user fallback"),
     ({"TMPDIR": "{tmp}/does-not-exist"}, "the per-user fallback"),

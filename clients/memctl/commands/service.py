@@ -111,8 +111,7 @@ def _ours(text: str | None) -> bool:
 
 
 def _systemd_unit_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(base) if base else paths.home() / ".config") / "systemd" / "user"
+    return (paths.xdg_dir("XDG_CONFIG_HOME") or paths.home() / ".config") / "systemd" / "user"
 
 
 def _agents_dir() -> Path:
@@ -140,7 +139,7 @@ def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
         command,
         sock,
         paths.state_dir() / "memoryd.log",
-        os.environ.get("XDG_RUNTIME_DIR"),
+        None if paths.xdg_dir("XDG_RUNTIME_DIR") is None else os.environ["XDG_RUNTIME_DIR"],
     )
 
 

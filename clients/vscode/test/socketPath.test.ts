@@ -30,6 +30,8 @@ const cases: Array<[string, Env]> = [
   ["XDG_RUNTIME_DIR next", { XDG_RUNTIME_DIR: "/run/user/1000", XDG_CACHE_HOME: "/c" }],
   ["XDG_CACHE_HOME next", { XDG_CACHE_HOME: "/home/ada/.cache" }],
   ["empty values are unset", { MEMORYD_SOCKET: "", XDG_RUNTIME_DIR: "", XDG_CACHE_HOME: "/cache" }],
+  ["a relative XDG_RUNTIME_DIR is passed over", { XDG_RUNTIME_DIR: "run", XDG_CACHE_HOME: "/cache" }],
+  ["a relative XDG_CACHE_HOME is passed over", { XDG_CACHE_HOME: "relative/cache", TMPDIR: tmp }],
   ["per-user fallback under TMPDIR", { TMPDIR: tmp }],
   ["TMPDIR that does not exist is passed over", { TMPDIR: path.join(tmp, "missing"), TEMP: tmp }],
   ["per-user fallback under /tmp", {}],

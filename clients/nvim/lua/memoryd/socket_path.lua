@@ -1,7 +1,7 @@
 -- Where the daemon listens: the same rule as memctl and memoryd_client.default_socket_path():
 -- $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock; else
--- $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock, else
--- <tempdir>/memoryd-<uid>/memoryd.sock.
+-- $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock (each only
+-- when absolute), else <tempdir>/memoryd-<uid>/memoryd.sock.
 local uv = vim.uv or vim.loop
 
 local M = {}
@@ -77,12 +77,13 @@ function M.resolve(getenv, sysname)
     end
     return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock'), "macOS's ~/Library/Caches"
   end
+  -- An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   local runtime = getenv('XDG_RUNTIME_DIR')
-  if runtime and runtime ~= '' then
+  if runtime and runtime:sub(1, 1) == '/' then
     return M.normalize(runtime .. '/memoryd/memoryd.sock'), '$XDG_RUNTIME_DIR'
   end
   local cache = getenv('XDG_CACHE_HOME')
-  if cache and cache ~= '' then
+  if cache and cache:sub(1, 1) == '/' then
     return M.normalize(cache .. '/memoryd/memoryd.sock'), '$XDG_CACHE_HOME'
   end
   return M.normalize(('%s/memoryd-%d/memoryd.sock'):format(M.tempdir(getenv), uv.getuid())), 'the per-user fallback'

@@ -40,12 +40,13 @@ export function defaultSocketPath(env: Env = process.env, uid: number = currentU
   if (platform === "darwin") {
     return path.join(env.HOME || os.homedir(), "Library", "Caches", "memoryd", "memoryd.sock");
   }
+  // An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   const runtime = env.XDG_RUNTIME_DIR;
-  if (runtime) {
+  if (runtime && path.isAbsolute(runtime)) {
     return path.join(runtime, "memoryd", "memoryd.sock");
   }
   const cache = env.XDG_CACHE_HOME;
-  if (cache) {
+  if (cache && path.isAbsolute(cache)) {
     return path.join(cache, "memoryd", "memoryd.sock");
   }
   return path.join(pythonTempDir(env), `memoryd-${uid}`, "memoryd.sock");
