@@ -31,7 +31,7 @@ from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import CLOSE_GRACE_S, READ_CHUNK
 from memoryd.daemon.protocol.connection import Connection, InputBudget
-from memoryd.fsutil import atomic_write_text, ensure_private_dir
+from memoryd.fsutil import atomic_write_text, ensure_private_dir, remove_stale_staged
 from memoryd.paths import status_file_for
 from memoryd_client.peercred import peer_uid
 
@@ -198,6 +198,8 @@ def write_status_file(config: DaemonConfig, activated: bool) -> Path:
         "socket_activated": activated,
         "log_file": str(config.log_file) if config.log_file else None,
     }
+    # What a daemon killed while writing it left (kill -9): only this file's temp files.
+    remove_stale_staged(path.parent, names=(path.name,))
     atomic_write_text(path, json.dumps(payload) + "\n")
     return path
 
@@ -252,7 +254,16 @@ class Server:
         self._server = await asyncio.start_unix_server(
             on_connect, sock=sock, limit=READ_CHUNK, backlog=listen_backlog()
         )
-        write_status_file(self.config, activated)
+        try:
+            write_status_file(self.config, activated)
+        except OSError as exc:
+            # Advisory (clients reach the daemon by its socket): a full socket folder, which
+            # binding the socket did not need room in, must not keep memoryd from starting.
+            # A status file a dead daemon left would name its pid: it goes (no room needed).
+            status = status_file_for(self.config.socket_path)
+            with contextlib.suppress(OSError):
+                status.unlink()
+            log.warning("status file not written", path=str(status), error=exc.strerror or str(exc))
         log.info(
             "memoryd listening",
             socket=str(self.config.socket_path),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -425,3 +426,49 @@ def test_idle_timeout_takes_a_finite_number_of_seconds(
         parse_args(["--idle-timeout", value])
     assert exited.value.code == 2
     assert "--idle-timeout" in capsys.readouterr().err
+
+
+def test_a_status_file_that_cannot_be_written_does_not_stop_the_start(short_tmp: Path) -> None:
+    # Found by a bug hunt: the advisory status file's write failure was fatal, a traceback at
+    # start-up (under socket activation a crash loop), though the socket was bound.
+    sock = short_tmp / "d.sock"
+    status_file = sock.with_name(sock.name + ".status.json")
+    status_file.mkdir()  # what no rename can replace: a real OSError, no root needed
+    proc = spawn_daemon(sock, capture=True)
+    try:
+        assert wait_healthy(sock)["pid"] == proc.pid
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err
+    assert "status file not written" in err
+
+
+def test_a_full_socket_folder_does_not_stop_the_start(short_tmp: Path) -> None:
+    # Binding a socket needs no room on the disk; the status file's write hit ENOSPC.
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = short_tmp / "run"
+    folder.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8k,mode=0700", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        with (folder / ".filler").open("wb", buffering=0) as out, contextlib.suppress(OSError):
+            while True:
+                out.write(b"x" * 4096)
+        sock = folder / "d.sock"
+        proc = spawn_daemon(sock, capture=True)
+        try:
+            assert wait_healthy(sock)["pid"] == proc.pid
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=10)
+        assert "No space left on device" in err
+        assert "Traceback" not in err
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
