@@ -45,6 +45,9 @@ MAX_TOKENS = 4096
 MAX_SESSIONS = 10_000  # sessions whose last turn time and cursor are remembered
 MANIFEST_LIMIT = 200  # newest memories listed in the extraction prompt
 MEMORY_WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# How far in the future a memory file's mtime may be and still count as written just now (a
+# file system whose clock is a little ahead, NFS).
+FUTURE_SLACK_NS = 5_000_000_000
 
 
 # -- pure: did the main agent write memory this turn? ------------------------------------------
@@ -130,8 +133,12 @@ class Extraction:
             self._own.pop(str(path), None)
 
     def _changed_since(self, memory_dir: Path, since: float) -> Path | None:
-        """A memory file (top level; team/ is the sync's) modified after `since`, not by us."""
+        """A memory file (top level; team/ is the sync's) modified after `since` and not
+        after now (give or take FUTURE_SLACK_NS), not by us."""
         cutoff = int(since * 1e9)
+        # A file dated in the future (a clock that ran ahead, a restored backup, `touch -d`)
+        # was not written this turn: counted, it skipped extraction on every turn until then.
+        latest = time.time_ns() + FUTURE_SLACK_NS
         own = self._own
         base = os.fspath(memory_dir)
         try:
@@ -151,7 +158,7 @@ class Extraction:
                     mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns
                 except OSError:
                     continue
-                if mtime > cutoff:
+                if cutoff < mtime <= latest:
                     path = os.path.join(base, name)
                     if own.get(path) != mtime:
                         return Path(path)

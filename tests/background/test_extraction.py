@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -267,6 +269,28 @@ async def test_memory_files_changed_since_the_last_turn_skip_extraction(
     await _after_turn(ws, [*later, *transcript(("again", "ok"), ("more", "ok"))])
     await _idle(ws)
     assert len(fake_model.message_requests()) == 4
+
+
+async def test_a_memory_file_dated_in_the_future_does_not_skip_every_turn(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # Found by a bug hunt: a file whose mtime is a year ahead (a clock that ran ahead, a
+    # restored backup) was "changed since the last turn" on every turn for a year, and each
+    # turn's extraction was skipped as the main agent's.
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    ahead = ws.memory_dir / "user_x.md"
+    ahead.write_text(memory_text("x", "y", "user", "z"))
+    next_year = time.time() + 365 * 86400
+    os.utime(ahead, (next_year, next_year))
+    messages = list(CONVO)
+    for turn in range(3):
+        fake_model.enqueue(text_reply(NOTHING_MARKER))
+        messages += transcript((f"I use vim for everything ({turn})", "Noted."))
+        await _after_turn(ws, messages)
+        await _idle(ws)
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["skipped_main_agent"] == 0
+    assert status["runs"] == 3
 
 
 def test_main_agent_wrote_memory_looks_only_at_this_turn(tmp_path: Path) -> None:
