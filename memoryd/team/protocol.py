@@ -29,6 +29,20 @@ KEY_MAX_LENGTH = 1024  # UTF-8 bytes
 SEGMENT_MAX_BYTES = 255  # a longer path component cannot be a file name on common filesystems
 
 
+# RFC 9110 §8.8.3 entity-tag, in printable ASCII only (obs-text left out): a value is sent back
+# in If-Match / If-None-Match, and a header must encode as ASCII (a non-ASCII ETag, kept and
+# saved, made every later request fail before it was sent, restart or not).
+_ENTITY_TAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e]*"')
+ETAG_MAX_LENGTH = 1024
+
+
+def usable_etag(value: object) -> str | None:
+    """`value` when it is an entity-tag the client may send back, else None (no tag)."""
+    if isinstance(value, str) and len(value) <= ETAG_MAX_LENGTH and _ENTITY_TAG.fullmatch(value):
+        return value
+    return None
+
+
 def checksum(content: str) -> str:
     """The per-entry checksum both sides compare: `sha256:<hex of the UTF-8 bytes>`."""
     return CHECKSUM_PREFIX + hashlib.sha256(content.encode("utf-8")).hexdigest()

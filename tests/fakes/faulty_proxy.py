@@ -11,6 +11,8 @@ an ASGI app cannot: reset a connection, stall past the client's timeout, trickle
     proxy.script(Fault.slow_body(chunk=16, gap_s=0.01))      # forwarded, body trickled
     proxy.script(Fault.stall(5.0))                           # no answer for 5 s (a timeout)
     proxy.script(Fault.endless())                            # a 200 whose body never ends
+    proxy.script(Fault.header(b'ETag: "\xc3\xa9"'))          # forwarded, that header a lie
+    proxy.script(Fault.reply(200, b"<html>", "text/html"))   # any reply at all, e.g. a portal's
     proxy.default = Fault.status(401)                        # every request, once the script is empty
 
 Every request is recorded (`proxy.log`: method, target, what was done), so tests count
@@ -31,12 +33,13 @@ from urllib.parse import urlsplit
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # pass | status | reset | stall | gateway_413 | slow_body | endless
+    kind: str  # pass | status | reset | stall | gateway_413 | slow_body | endless | header
     code: int = 0
     body: bytes = b""
     content_type: str = "application/json"
     seconds: float = 0.0
     chunk: int = 64
+    extra_headers: tuple[bytes, ...] = ()
 
     @staticmethod
     def passthrough() -> Fault:
@@ -67,6 +70,23 @@ class Fault:
     @staticmethod
     def slow_body(chunk: int = 64, gap_s: float = 0.01) -> Fault:
         return Fault("slow_body", seconds=gap_s, chunk=chunk)
+
+    @staticmethod
+    def header(line: bytes) -> Fault:
+        """Forwarded, with the raw header `line` in place of the reply's header of its name
+        (a proxy's lie the client must survive: a non-ASCII ETag, a Retry-After)."""
+        return Fault("header", body=line)
+
+    @staticmethod
+    def reply(code: int, body: bytes, content_type: str, *extra_headers: bytes) -> Fault:
+        """This reply, whatever was asked (a captive portal's page, a 429 with Retry-After)."""
+        return Fault(
+            "status",
+            code=code,
+            body=body,
+            content_type=content_type,
+            extra_headers=extra_headers,
+        )
 
     @staticmethod
     def endless() -> Fault:
@@ -229,10 +249,12 @@ class FaultyProxy:
                 writer.write(block)
                 await writer.drain()
         if fault.kind == "status":
-            writer.write(_response(fault.code, fault.body, fault.content_type))
+            writer.write(_response(fault.code, fault.body, fault.content_type, fault.extra_headers))
             await writer.drain()
             return True
         status_line, headers, payload = await self._forward(head, body)
+        if fault.kind == "header":
+            headers = _with_header(headers, fault.body)
         if fault.kind == "slow_body":
             writer.write(status_line + headers)
             for start in range(0, len(payload), fault.chunk):
@@ -300,12 +322,22 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes, 
     return method, target, head, body
 
 
-def _response(status: int, body: bytes, content_type: str) -> bytes:
+def _response(
+    status: int, body: bytes, content_type: str, extra_headers: tuple[bytes, ...] = ()
+) -> bytes:
     reason = {412: "Precondition Failed", 413: "Request Entity Too Large"}.get(status, "Injected")
-    return (
+    head = (
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
+        f"Content-Length: {len(body)}\r\n"
+    ).encode()
+    return head + b"".join(line + b"\r\n" for line in extra_headers) + b"\r\n" + body
+
+
+def _with_header(block: bytes, line: bytes) -> bytes:
+    """A header block (ending in a blank line) with `line` replacing the header of its name."""
+    name = line.split(b":", 1)[0].strip().lower() + b":"
+    kept = [h for h in block.split(b"\r\n") if h and not h.lower().startswith(name)]
+    return b"\r\n".join([*kept, line]) + b"\r\n\r\n"
 
 
 def _dechunk(data: bytes) -> bytes:

@@ -591,6 +591,17 @@ async def test_client_sends_bearer_token_and_if_match(make_side: SideFactory) ->
     assert request.url.path == "/api/claude_code/team_memory"
 
 
+async def test_a_request_that_cannot_be_encoded_is_retryable_not_a_crash() -> None:
+    from memoryd.team.sync.client import Retryable
+
+    seen: list[httpx.Request] = []
+    client = TeamClient("http://team.invalid/", "tok-1", transport=httpx.MockTransport(seen.append))
+    with pytest.raises(Retryable, match="cannot build the request"):
+        await client.fetch(REPO, if_none_match='"v1-été"')
+    await client.close()
+    assert seen == []
+
+
 async def test_large_pushes_scan_for_secrets_in_a_worker_process(
     server: ThreadedServer, make_side: SideFactory
 ) -> None:

@@ -354,3 +354,38 @@ async def test_a_pull_that_met_a_full_disk_writes_once_there_is_room(
     assert again.pulled == ["runbook.md"]
     assert side.read("runbook.md") == "the ops wiki page\n"
     assert side.engine.state.refused_keys == {}
+
+
+async def test_an_etag_no_header_can_carry_is_dropped_not_kept(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: a non-ASCII ETag (a proxy's) was kept and saved; every later
+    # request then failed before it was sent (UnicodeEncodeError), restart or not.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "from the team\n"})
+    side = make_side("me", proxy.url, token)
+    proxy.script(Fault.header('ETag: "v1-été"'.encode()), method="GET")
+    assert (await side.engine.pull()).pulled == ["a.md"]
+    assert side.engine.state.etag is None  # not a tag: no conditional request with it
+    side.write("b.md", "mine\n")
+    assert (await side.engine.push()).pushed == ["b.md"]
+    assert side.engine.state.etag is not None
+    assert side.engine.state.etag.isascii()
+    assert (await side.engine.pull()).not_modified
+
+
+async def test_a_state_file_holding_an_unsendable_etag_recovers(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "from the team\n"})
+    side = make_side("me", server.url, token)
+    await side.engine.pull()
+    side.engine.state.etag = '"v1-été"'  # what a client before the check saved
+    side.engine.store.save(side.engine.state)
+    again = make_side("me", server.url, token)  # the same folder after a restart
+    assert again.engine.state.etag is None
+    assert again.engine.state.synced  # the rest of the state is kept
+    again.write("b.md", "mine\n")
+    assert (await again.engine.push()).pushed == ["b.md"]
+    assert (await again.engine.pull()).not_modified

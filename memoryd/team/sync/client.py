@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__
-from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body
+from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body, usable_etag
 
 if TYPE_CHECKING:
     import httpx
@@ -173,7 +173,7 @@ class TeamClient:
         body = _json_object(response)
         checksums = _str_map(body.get("entryChecksums", {}), "entryChecksums")
         entries = None if hashes_only else _str_map(body.get("entries", {}), "entries")
-        return Snapshot(response.headers.get("etag"), checksums, entries)
+        return Snapshot(_etag(response), checksums, entries)
 
     async def fetch_page(
         self,
@@ -204,7 +204,7 @@ class TeamClient:
         if following is not None and not isinstance(following, str):
             raise Retryable("the team server sent a malformed 'next'")
         return Page(
-            response.headers.get("etag"),
+            _etag(response),
             _str_map(body.get("entries", {}), "entries"),
             _str_map(body.get("entryChecksums", {}), "entryChecksums"),
             following,
@@ -217,7 +217,7 @@ class TeamClient:
         headers = {"If-None-Match": if_none_match} if if_none_match else {}
         response = await self._send("GET", params, headers, None)
         if response.status_code == 304:
-            return NotModified(response.headers.get("etag"))
+            return NotModified(_etag(response))
         if response.status_code == 404:
             return None
         return response
@@ -230,13 +230,12 @@ class TeamClient:
         response = await self._send("PUT", {"repo": repo}, headers, encode_put_body(entries))
         if response.status_code != 200:
             raise _failure(response)
-        etag: str | None = response.headers.get("etag")
+        etag = _etag(response)
         if etag is None:
             try:
-                value = _json_object(response).get("etag")
+                etag = usable_etag(_json_object(response).get("etag"))
             except Retryable:
-                value = None
-            etag = value if isinstance(value, str) else None
+                etag = None
         return etag
 
     async def _send(
@@ -245,9 +244,13 @@ class TeamClient:
         import httpx
 
         self.requests += 1
-        request = self._http.build_request(
-            method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
-        )
+        try:
+            request = self._http.build_request(
+                method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
+            )
+        except UnicodeError as exc:
+            # A header that cannot be sent (usable_etag keeps tags ASCII; this is the net).
+            raise Retryable(f"cannot build the request to the team server: {exc}") from exc
         try:
             async with asyncio.timeout(self.deadline_s):
                 response = await self._http.send(request, stream=True)
@@ -278,6 +281,11 @@ class TeamClient:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _etag(response: Reply) -> str | None:
+    """The reply's ETag when it is one the client can send back (`usable_etag`), else None."""
+    return usable_etag(response.headers.get("etag"))
 
 
 def _json_object(response: Reply) -> dict[str, Any]:

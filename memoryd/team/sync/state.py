@@ -21,6 +21,7 @@ import structlog
 from memoryd import paths
 from memoryd.core.project import sanitize_key
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
+from memoryd.team.protocol import usable_etag
 
 log = structlog.get_logger("memoryd.team")
 
@@ -86,7 +87,9 @@ class SyncState:
                 server=_str(data["server"]),
                 team_dir=_str(data["team_dir"]),
                 project_root=_opt_str(data.get("project_root")),
-                etag=_opt_str(data.get("etag")),
+                # A tag no header can carry (saved before the client checked them) is dropped:
+                # kept, every request failed before it was sent.
+                etag=usable_etag(_opt_str(data.get("etag"))),
                 server_checksums=_str_map(data.get("server_checksums", {})),
                 synced=_str_map(data.get("synced", {})),
                 max_entries=_opt_int(data.get("max_entries")),
