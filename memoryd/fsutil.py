@@ -13,6 +13,8 @@ import time
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from memoryd_client.private_dirs import make_private_dirs as create_private_dirs
+
 
 class NotRegularFile(OSError):
     """What was opened is not a regular file (a FIFO, a device, a folder)."""
@@ -59,27 +61,9 @@ def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = Fals
 
 
 def make_private_dirs(path: Path, mode: int = 0o700) -> Path:
-    """Create `path` and its missing parents, each with exactly `mode` (0700).
-
-    `mkdir(parents=True, mode=...)` gives the parents the umask's default (0755) and the leaf
-    `mode` minus the umask; here every folder this call creates gets `mode`, and folders that
-    were already there are left as they are (they are not ours to change)."""
-    missing: list[Path] = []
-    current = path
-    while not current.is_dir():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=mode)
-        except FileExistsError:
-            if not folder.is_dir():
-                raise
-            continue  # created meanwhile by someone else: theirs
-        with contextlib.suppress(PermissionError):
-            folder.chmod(mode)  # the umask may have taken bits off
+    """Create `path` and its missing parents, each with exactly `mode` (0700); existing ones
+    are left as they are. The one rule, shared with memctl (`memoryd_client.private_dirs`)."""
+    create_private_dirs(path, mode)
     return path
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from memoryd_client.private_dirs import make_private_dirs
+
 
 def write_atomic(
     path: Path, text: str, mode: int = 0o644, dir_mode: int = 0o755, *, durable: bool = True
@@ -18,7 +20,9 @@ def write_atomic(
     """Replace `path` with `text`; `durable` also syncs it to disk first (skip for caches)."""
     import tempfile  # only when something is written: slow to import
 
-    path.parent.mkdir(parents=True, exist_ok=True, mode=dir_mode)
+    make_private_dirs(
+        path.parent, dir_mode
+    )  # each folder it creates gets dir_mode, not the umask's
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memctl.private_dirs import make_private_dirs
 from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
+from memoryd_client.private_dirs import make_private_dirs
 
 
 def socket_path(arg: Path | None) -> Path:

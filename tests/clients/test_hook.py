@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -543,3 +544,21 @@ async def test_session_start_leaves_out_a_claude_md_that_names_memory_md(
     context = context_of(out, "SessionStart")
     assert "likes tabs" in context
     assert "PROJECT-RULE-XYZ" not in context
+
+
+def test_the_folders_a_hook_creates_for_its_state_are_private(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: on a fresh account the hook's state folders were made by
+    # mkdir(parents=True, mode=0o700), which gives the mode to the last folder only:
+    # ~/.local/state/memoryd was 0755, and `status` then listed it among open folders.
+    state = Path(os.environ["XDG_STATE_HOME"])
+    assert not state.exists()
+    memory = {"path": "/m/tabs.md", "type": "feedback", "content": "Use tabs.", "note": None}
+    fake_daemon.on("recall", {"memories": [memory], "selector": "local"})  # state is written
+    payload = {"session_id": "s9", "cwd": str(project), "prompt": "format the file"}
+    code, _out, _err = hook("user-prompt-submit", payload, fake_daemon.socket_path)
+    assert code == 0
+    made = [state, *(p for p in state.rglob("*") if p.is_dir())]
+    assert len(made) >= 3  # state/, memoryd/, hooks/
+    assert {str(p): oct(p.stat().st_mode & 0o777) for p in made} == {str(p): "0o700" for p in made}

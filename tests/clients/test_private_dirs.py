@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.private_dirs import make_private_dirs
+from memoryd_client.private_dirs import make_private_dirs
 
 
 def mode(path: Path) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 from memctl import claude_settings, files, installation
 from memctl.output import EXIT_USAGE, emit, fail
 from memoryd_client import paths
+from memoryd_client.private_dirs import make_private_dirs
 
 
 def register(sub: Any) -> None:
@@ -285,7 +286,7 @@ def backup_folder(project: Path | None) -> Path | None:
     if project is None:
         return None
     folder = paths.state_dir() / "backups" / str(project).replace("/", "-")
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(folder)
     return folder
 
 

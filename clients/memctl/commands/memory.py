@@ -177,7 +177,7 @@ def create_empty(path: Path) -> bool:
     """Create `path` empty with O_EXCL (never truncating a file that appeared meanwhile) and
     O_NOFOLLOW (never through a link planted meanwhile); its missing folders 0700. False when
     something is there already; OSError when it cannot be created."""
-    from memctl.private_dirs import make_private_dirs
+    from memoryd_client.private_dirs import make_private_dirs
 
     make_private_dirs(path.parent)
     try:
@@ -273,7 +273,7 @@ def edit_file(path: Path, ui: UI) -> None:
 def open_folder(path: Path, ui: UI) -> None:
     import shutil
 
-    from memctl.private_dirs import make_private_dirs
+    from memoryd_client.private_dirs import make_private_dirs
 
     try:
         make_private_dirs(path)

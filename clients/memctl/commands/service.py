@@ -20,8 +20,8 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
-from memctl.private_dirs import make_private_dirs
 from memoryd_client import default_socket_path, paths
+from memoryd_client.private_dirs import make_private_dirs
 
 
 def register(sub: Any) -> None:
