@@ -253,6 +253,22 @@ def test_memctl_call_refuses_params_that_are_not_json(fake_daemon: FakeDaemon, p
     assert fake_daemon.requests == []
 
 
+def test_memctl_call_reads_params_from_standard_input_for_a_dash(fake_daemon: FakeDaemon) -> None:
+    # docs/clients.md: text given to `call` may come from standard input for `-`; "-" was
+    # parsed as JSON ("params is not valid JSON"), so params over an argument's 128 KiB
+    # could not be given at all.
+    fake_daemon.on("memory.write", {"path": "/m/x.md", "created": True, "warnings": []})
+    body = "x" * 200_000
+    params = json.dumps(
+        {"cwd": "/p", "name": "n", "description": "d", "type": "user", "body": body}
+    )
+    done = run_memctl(
+        "--socket", str(fake_daemon.socket_path), "call", "memory.write", "-", stdin=params
+    )
+    assert done.returncode == 0, done.stderr
+    assert fake_daemon.calls("memory.write")[0]["body"] == body
+
+
 async def test_async_call_over_the_line_cap_gets_the_daemons_error(
     short_tmp: Path, tmp_path: Path
 ) -> None:

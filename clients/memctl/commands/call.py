@@ -8,23 +8,27 @@ import math
 from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail
-from memctl.text_input import is_utf8
+from memctl.text_input import read_text
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("call", help="call any RPC method with JSON params")
     parser.add_argument("method")
-    parser.add_argument("params", nargs="?", help="a JSON object (default: none)")
+    parser.add_argument(
+        "params", nargs="?", help="a JSON object, or - to read it from standard input"
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     params = None
     if args.params:
-        if not is_utf8(args.params):  # never standard input: "-" is not JSON
+        # "-": standard input (params over the 128 KiB an argument may hold fit there)
+        text = read_text(args.params)
+        if text is None:
             return fail(args, "params is not valid UTF-8", EXIT_USAGE)
         try:
-            params = json.loads(args.params, parse_constant=_not_json, parse_float=_finite)
+            params = json.loads(text, parse_constant=_not_json, parse_float=_finite)
         except ValueError as exc:  # JSONDecodeError, and NaN, Infinity, 1e999
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
         if not isinstance(params, dict):
