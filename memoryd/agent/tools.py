@@ -352,15 +352,38 @@ def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
 
 def perform(op: WriteOp) -> None:
     """Write `op` atomically; a file that is there keeps its permissions (a project's doc
-    stays readable by others), a new one is private."""
+    stays readable by others), a new one is private. A file that is there is replaced only
+    if its owner left it writable and it has no other name (`_check_replaceable`)."""
     mode = 0o600
-    if not op.created:
-        with contextlib.suppress(OSError):
-            mode = stat.S_IMODE(os.stat(op.path, follow_symlinks=False).st_mode)
+    with contextlib.suppress(FileNotFoundError):
+        mode = _check_replaceable(op.path)
     # What a write of this file killed mid-way left (a MagicDoc's folder is the user's: only
     # this file's own temp files go).
     remove_stale_staged(op.path.parent, names=(op.path.name,))
     atomic_write_text(op.path, op.text, mode=mode)
+
+
+def _check_replaceable(path: Path) -> int:
+    """The permission bits of the file at `path`, once it is clear that replacing it does
+    what writing it in place would: ToolError (the agent hears why, the file is left as it
+    is) for a file its owner made read-only — a rename needs only the folder writable, so
+    it replaced a `chmod 444` doc, and as root no write bit counts, hence the mode check —
+    and for a file with other hard links, which the new file would not be."""
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode):
+        return 0o600  # not a file: the write itself says what is in the way
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK, follow_symlinks=False):
+        raise ToolError(
+            f"{path} is read-only (mode {mode:04o}): its owner protected it from writes, so it "
+            "is left as it is"
+        )
+    if st.st_nlink > 1:
+        raise ToolError(
+            f"{path} has {st.st_nlink} hard links: replacing it would cut it off from its other "
+            "names, so it is left as it is"
+        )
+    return mode
 
 
 async def _read_capped(stream: asyncio.StreamReader, limit: int, *, drain: bool = False) -> bytes:

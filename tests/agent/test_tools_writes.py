@@ -57,6 +57,38 @@ def test_an_edited_file_keeps_its_mode_and_a_new_one_is_private(
     assert stat.S_IMODE(new.stat().st_mode) == 0o600
 
 
+def test_a_read_only_file_is_not_replaced(root: Path, policy: AccessPolicy) -> None:
+    # Found by a bug hunt: the rename needs only the folder writable, so a doc the user made
+    # read-only (chmod 444) was rewritten anyway, as a new inode. As root no write bit is
+    # checked by the kernel, so the mode itself says "read-only".
+    doc = root / "ops.md"
+    doc.write_text("Port 80.\n")
+    doc.chmod(0o444)
+    inode = doc.stat().st_ino
+    edit = {"file_path": str(doc), "old_string": "80", "new_string": "8080"}
+    with pytest.raises(tools.ToolError, match="is read-only"):
+        tools.perform(tools.plan_edit(policy, edit))
+    with pytest.raises(tools.ToolError, match="is read-only"):
+        tools.perform(tools.plan_write(policy, {"file_path": str(doc), "content": "x"}))
+    assert doc.read_text() == "Port 80.\n"
+    assert doc.stat().st_ino == inode
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o444
+
+
+def test_a_file_with_other_hard_links_is_not_cut_off_from_them(
+    root: Path, policy: AccessPolicy
+) -> None:
+    doc = root / "ops.md"
+    doc.write_text("Port 80.\n")
+    other = root / "shared-ops.md"
+    os.link(doc, other)
+    edit = {"file_path": str(doc), "old_string": "80", "new_string": "8080"}
+    with pytest.raises(tools.ToolError, match="2 hard links"):
+        tools.perform(tools.plan_edit(policy, edit))
+    assert doc.read_text() == other.read_text() == "Port 80.\n"
+    assert doc.stat().st_ino == other.stat().st_ino
+
+
 def test_a_write_removes_what_a_killed_write_of_that_file_left(
     root: Path, policy: AccessPolicy
 ) -> None:

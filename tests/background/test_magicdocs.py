@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,26 @@ async def test_the_agent_may_edit_only_its_own_doc(ws: Workspace, script: Script
     assert doc.read_text() == DOC
     counters = (await ws.handle.call("status"))["counters"]
     assert counters["magic_docs.denied"] == 4
+
+
+async def test_a_doc_the_user_made_read_only_is_left_and_the_agent_told(
+    ws: Workspace, script: Script
+) -> None:
+    doc = _doc(ws)
+    doc.chmod(0o444)
+    edit = {"file_path": str(doc), "old_string": "## Environments\n", "new_string": "## Envs\n"}
+    script.add("magic", tool_use_reply([("Edit", edit)]), text_reply("could not update"))
+    await _turn(ws, [doc], BREAK_TURN)
+    await _idle(ws)
+    assert doc.read_text() == DOC
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o444
+    (result,) = [
+        block
+        for block in script.seen["magic"][1]["messages"][-1]["content"]
+        if block["type"] == "tool_result"
+    ]
+    assert result["is_error"] is True
+    assert "is read-only" in result["content"]
 
 
 async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
