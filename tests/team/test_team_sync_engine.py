@@ -552,6 +552,39 @@ async def test_hostile_server_keys_are_refused_without_writing(
     assert side.engine.state.refused_keys.keys() == report.refused.keys()
 
 
+@pytest.mark.parametrize("view", ["page", "unpaged"])
+async def test_entries_that_are_not_utf8_text_are_refused_and_the_rest_written(
+    make_side: SideFactory, view: str
+) -> None:
+    # Found by a bug hunt: a lone surrogate escape in one entry's content or key made every
+    # pull an internal error (UnicodeEncodeError), the state never saved.
+    good = checksum("ok\n")
+    body = (
+        '{"entries":{"a.md":"ok\\n","b.md":"x\\ud800y","c\\udc00.md":"z"},'
+        f'"entryChecksums":{{"a.md":"{good}","b.md":"sha256:00","c\\udc00.md":"sha256:01"}},'
+        '"next":null}'
+    ).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if view == "unpaged" and request.url.params.get("view") == "page":
+            return httpx.Response(400, json={"error": "invalid_view"})
+        return httpx.Response(200, content=body, headers={"ETag": '"e1"'})
+
+    side = make_side("me", "http://team.invalid", "tok", transport=httpx.MockTransport(handler))
+    for _ in range(2):
+        report = await side.engine.pull()
+        assert side.read("a.md") == "ok\n"
+        assert sorted(report.refused) == ["b.md", "c\\udc00.md"]
+        assert "not UTF-8 text" in report.refused["b.md"]
+    assert sorted(p.name for p in side.team_dir.iterdir()) == ["a.md"]
+    saved = StateStore(side.engine.store.path).load(
+        repo=REPO, server="http://team.invalid", team_dir=side.team_dir
+    )
+    assert saved.etag == '"e1"'
+    assert sorted(saved.refused_keys) == ["b.md", "c\\udc00.md"]
+    assert saved.synced == {"a.md": good}
+
+
 async def test_malformed_server_replies_are_retryable_not_crashes(
     make_side: SideFactory,
 ) -> None:

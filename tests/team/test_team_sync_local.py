@@ -43,6 +43,17 @@ def test_state_round_trips_and_suppression_is_not_persisted(tmp_path: Path) -> N
     assert [s.repo for s in saved_states()] == ["acme/widgets"]
 
 
+def test_a_state_holding_a_lone_surrogate_still_saves(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    store = StateStore(tmp_path / "s.json")
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    state.refused_keys = {"b\ud800.md": "key is not valid UTF-8 text (a lone surrogate)"}
+    store.save(state)
+    assert store.path.read_bytes().isascii()
+    loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    assert loaded.refused_keys == state.refused_keys
+
+
 def test_state_files_are_per_server_repo_and_folder(tmp_path: Path) -> None:
     paths = {
         state_path("http://a", "acme/widgets", tmp_path / "one"),

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import hashlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -38,7 +39,14 @@ from typing import Any
 
 import structlog
 
-from memoryd.team.protocol import BATCH_MAX_BYTES, checksum, encode_put_body, plan_batches
+from memoryd.team.protocol import (
+    BATCH_MAX_BYTES,
+    CHECKSUM_PREFIX,
+    checksum,
+    encode_put_body,
+    key_problem,
+    plan_batches,
+)
 from memoryd.team.sync import delta
 from memoryd.team.sync.client import (
     BodyTooLarge,
@@ -103,6 +111,38 @@ RETRIED = "will retry: "
 
 def _refused_for_good(reason: str | None) -> bool:
     return reason is not None and not reason.startswith(RETRIED)
+
+
+def _is_text(value: str) -> bool:
+    """Whether `value` is valid UTF-8 text (JSON lets a lone surrogate through, `"\\ud800"`)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(key: str) -> str:
+    """`key` itself, or with its lone surrogates as `\\udXXX` escapes (for the state file)."""
+    return key if _is_text(key) else key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _digest(content: str) -> str:
+    """`checksum`, also of content that is not UTF-8 text (its surrogates' own bytes)."""
+    if _is_text(content):
+        return checksum(content)
+    return CHECKSUM_PREFIX + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _texts(entries: Mapping[str, str], refused: dict[str, str]) -> dict[str, str]:
+    """The entries whose content is text a file can hold; the others go to `refused`."""
+    texts: dict[str, str] = {}
+    for key, content in entries.items():
+        if _is_text(content):
+            texts[key] = content
+        else:
+            refused[key] = "the server's version is not UTF-8 text (a lone surrogate); not written"
+    return texts
 
 
 class SyncSuppressed(Exception):
@@ -260,7 +300,11 @@ class SyncEngine:
             self._nothing_to_write(first, report, asked=if_none_match is not None)
             return
         server = first.checksums
-        needed = sorted(k for k, d in server.items() if scan.checksums.get(k) != d)
+        # A key no path may hold is refused by `_settle` without being fetched (asked for as
+        # a page's start, a lone surrogate could not even be sent).
+        needed = sorted(
+            k for k, d in server.items() if scan.checksums.get(k) != d and key_problem(k) is None
+        )
         refused: dict[str, str] = {}
         handled: set[str] = set()
         page: Page | NotModified | None = first
@@ -268,7 +312,7 @@ class SyncEngine:
         while isinstance(page, Page):
             wanted = {
                 key: content
-                for key, content in page.entries.items()
+                for key, content in _texts(page.entries, refused).items()
                 if key in server
                 and scan.checksums.get(key) != server[key]
                 and checksum(content) == server[key]
@@ -301,9 +345,10 @@ class SyncEngine:
             return
         assert snapshot.entries is not None
         refused: dict[str, str] = {}
+        texts = _texts(snapshot.entries, refused)
         async with self._write_lock:
-            await asyncio.to_thread(self._apply_entries, snapshot.entries, scan, report, refused)
-        server = {key: checksum(content) for key, content in snapshot.entries.items()}
+            await asyncio.to_thread(self._apply_entries, texts, scan, report, refused)
+        server = {key: _digest(content) for key, content in snapshot.entries.items()}
         await asyncio.to_thread(
             self._settle, server, snapshot.etag, scan, report, refused, set(server)
         )
@@ -415,10 +460,13 @@ class SyncEngine:
                 continue
             if scan.checksums.get(key) == digest:
                 state.synced[key] = digest
-        state.server_checksums = dict(server)
+        # A key that is not UTF-8 text (a lone surrogate) is listed under a printable form
+        # and not kept among the server's checksums: saved as it is, it made the state file
+        # unwritable, this pull's and every later one's.
+        state.server_checksums = {k: d for k, d in server.items() if _is_text(k)}
         state.etag = etag
-        state.refused_keys = refused
-        report.refused = refused
+        state.refused_keys = {_printable(k): why for k, why in refused.items()}
+        report.refused = state.refused_keys
 
     # -- push -----------------------------------------------------------------------------
     async def push(self) -> PushReport:

@@ -73,7 +73,13 @@ class SyncState:
         data = asdict(self)
         data.pop("suppressed")
         data["version"] = STATE_VERSION
-        return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate got in (the engine keeps them out): escaped, it still saves.
+            text = json.dumps(data, ensure_ascii=True, indent=1, sort_keys=True)
+        return text
 
     @classmethod
     def from_json(cls, text: str) -> SyncState:
