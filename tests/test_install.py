@@ -242,13 +242,13 @@ def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install
     assert refused.stdout == ""
     (message,) = refused.stderr.splitlines()
     assert message.startswith("memoryd-mcp: this needs the MCP SDK (mcp is missing)")
-    assert "pip install 'memoryd[mcp]'" in message
+    assert "pipx install --force '.[mcp]'" in message  # from the checkout: no index has it
 
     # Claude Code gets the hooks; no MCP server that would fail in every session.
     wired = _run(bin_dir / "memctl", "claude-code", "install", env=env, cwd=home)
     assert wired.returncode == 0, wired.stderr
     assert "MCP server not added" in wired.stdout
-    assert "pip install 'memoryd[mcp]'" in wired.stdout
+    assert "pip install '.[mcp]'" in wired.stdout
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     commands = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
     assert commands == [f"{bin_dir / 'memctl'} hook stop"]

@@ -18,8 +18,9 @@ from memoryd_client.version import installed_version
 
 EXIT_MISSING_EXTRA = 2
 MISSING_EXTRA = (
-    "memoryd-mcp: this needs the MCP SDK ({name} is missing): install memoryd[mcp], "
-    "e.g. `pip install 'memoryd[mcp]'` or `pipx install 'memoryd[mcp]'`"
+    "memoryd-mcp: this needs the MCP SDK ({name} is missing): install memoryd[mcp]: from the "
+    "memoryd checkout, `pipx install --force '.[mcp]'`, or `pip install '.[mcp]'` into "
+    "memoryd's environment"
 )
 
 

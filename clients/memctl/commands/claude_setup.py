@@ -49,8 +49,9 @@ def register(sub: Any) -> None:
 
 PROJECT_SERVER_COMMAND = "memoryd-mcp"
 MCP_EXTRA_MISSING = (
-    "memoryd-mcp needs the MCP SDK: install memoryd[mcp] (`pip install 'memoryd[mcp]'` or "
-    "`pipx install 'memoryd[mcp]'`), then run this again"
+    "memoryd-mcp needs the MCP SDK: install memoryd[mcp] (from the memoryd checkout: "
+    "`pipx install --force '.[mcp]'`, or `pip install '.[mcp]'` into memoryd's environment), "
+    "then run this again"
 )
 
 
