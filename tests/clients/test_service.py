@@ -98,6 +98,8 @@ def test_install_writes_units_with_this_installation_and_starts_them(
     for text in (service, socket_unit):
         assert "@" not in text.replace("`", "")  # every placeholder filled
         assert not directives(text, "PrivateTmp", "Documentation")
+    # A start-up refusal (exit 2, one line) is not restarted in a loop.
+    assert directives(service, "RestartPreventExitStatus") == ["RestartPreventExitStatus=2"]
     user = "--user"
     assert calls(tmp_path) == [
         SHOW,
