@@ -612,7 +612,8 @@ async def test_client_sends_bearer_token_and_if_match(make_side: SideFactory) ->
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"etag": '"e2"'}, headers={"ETag": '"e2"'})
+        reply = {"etag": '"e2"', "written": ["a.md"], "unchanged": 0}
+        return httpx.Response(200, json=reply, headers={"ETag": '"e2"'})
 
     client = TeamClient("http://team.invalid/", "tok-1", transport=httpx.MockTransport(handler))
     assert await client.put(REPO, {"a.md": "x"}, if_match='"e1"') == '"e2"'

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.team.protocol import checksum
 from memoryd.team.sync.client import BodyTooLarge, Permanent, Retryable, TeamHTTPError
 from memoryd.team.sync.engine import SyncSuppressed
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
@@ -389,3 +390,37 @@ async def test_a_state_file_holding_an_unsendable_etag_recovers(
     again.write("b.md", "mine\n")
     assert (await again.engine.push()).pushed == ["b.md"]
     assert (await again.engine.pull()).not_modified
+
+
+@pytest.mark.parametrize(
+    "portal",
+    [
+        Fault.reply(
+            200, b"<html><body>Please log in to the guest Wi-Fi</body></html>", "text/html"
+        ),
+        Fault.reply(200, b'{"ok": true}', "application/json"),
+        Fault.reply(
+            200, b'{"etag": "\\"e9\\"", "written": [], "unchanged": 0}', "application/json"
+        ),
+    ],
+    ids=["html", "other-json", "not-these-keys"],
+)
+async def test_a_put_answered_200_by_something_else_is_not_a_push(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, portal: Fault
+) -> None:
+    # Found by a bug hunt: a captive portal's 200 page counted as a push; the key was marked
+    # synced, and the next pull put the server's old version over the edit, no copy kept.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"plan.md": "v1: original plan\n"})
+    side = make_side("me", proxy.url, token)
+    await side.engine.pull()
+    side.write("plan.md", "v2: my edit\n")
+    proxy.script(portal, method="PUT")
+    with pytest.raises(Retryable, match="nothing counted as pushed"):
+        await side.engine.push()
+    assert side.engine.state.synced["plan.md"] == checksum("v1: original plan\n")
+    assert await side.engine.refresh_pending() == ["plan.md"]
+    await side.engine.pull()
+    assert side.read("plan.md") == "v2: my edit\n"
+    assert (await side.engine.push()).pushed == ["plan.md"]
+    assert server_history(server)["plan.md"] == ["v1: original plan\n", "v2: my edit\n"]

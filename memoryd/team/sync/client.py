@@ -223,20 +223,29 @@ class TeamClient:
         return response
 
     async def put(self, repo: str, entries: dict[str, str], *, if_match: str | None) -> str | None:
-        """PUT an upsert; the new ETag (None when the server sent none)."""
+        """PUT an upsert; the new ETag (None when the server sent none). Retryable unless the
+        reply is the server's own account of this PUT: `{"etag", "written": [keys],
+        "unchanged": n}` covering every entry sent."""
         headers = {"Content-Type": "application/json"}
         if if_match:
             headers["If-Match"] = if_match
         response = await self._send("PUT", {"repo": repo}, headers, encode_put_body(entries))
         if response.status_code != 200:
             raise _failure(response)
-        etag = _etag(response)
-        if etag is None:
-            try:
-                etag = usable_etag(_json_object(response).get("etag"))
-            except Retryable:
-                etag = None
-        return etag
+        # A 200 from anything else (a captive portal's page, a misrouted proxy) stored
+        # nothing: counted as pushed, the keys were marked synced and the next pull
+        # reverted the edit, with no conflict copy.
+        try:
+            body = _json_object(response)
+        except Retryable as exc:
+            raise Retryable(f"{exc}, in reply to a PUT: nothing counted as pushed", 200) from exc
+        if not _accounts_for(body, entries):
+            raise Retryable(
+                "the team server's reply to a PUT does not account for the entries sent "
+                "(written, unchanged): nothing counted as pushed",
+                200,
+            )
+        return _etag(response) or usable_etag(body.get("etag"))
 
     async def _send(
         self, method: str, params: dict[str, str], headers: dict[str, str], body: bytes | None
@@ -299,6 +308,22 @@ def _json_object(response: Reply) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Retryable("the team server sent JSON that is not an object", response.status_code)
     return body
+
+
+def _accounts_for(body: dict[str, Any], entries: dict[str, str]) -> bool:
+    """Whether a PUT reply names each entry sent as written or counts it unchanged."""
+    written = body.get("written")
+    unchanged = body.get("unchanged")
+    if not isinstance(written, list) or not all(isinstance(key, str) for key in written):
+        return False
+    if not isinstance(unchanged, int) or isinstance(unchanged, bool):
+        return False
+    keys = set(written)
+    return (
+        len(keys) == len(written)
+        and keys <= entries.keys()
+        and len(keys) + unchanged == len(entries)
+    )
 
 
 def _str_map(value: Any, name: str) -> dict[str, str]:
