@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from memoryd.team.protocol import TEAM_MEMORY_PATH
+from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd.team.sync.client import Retryable
+from memoryd.team.sync.engine import RETRIED
 from memoryd_team.settings import ServerSettings
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
 from tests.team.conftest import REPO, SideFactory, seed_server
@@ -115,3 +116,38 @@ async def test_a_server_whose_page_cursor_does_not_move_is_an_error_not_a_loop(
     with pytest.raises(Retryable, match="page cursor did not move"):  # the runner backs off
         await bob.engine.pull()
     assert len(page_requests(paged_proxy)) <= 3
+
+
+async def test_entries_listed_but_not_delivered_intact_are_refused_not_dropped(
+    make_side: SideFactory,
+) -> None:
+    # Found by a bug hunt: an entry whose content did not match its checksum, or one the
+    # page cursor skipped, was dropped without a word: ok, nothing refused, nothing pending.
+    served = {"a.md": "a\n", "b.md": "b\n", "d.md": "d\n"}
+    listed = {key: checksum(text) for key, text in served.items()}
+    listed["b.md"] = checksum("b, as the server says it is\n")
+    honest = {"on": False}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if honest["on"]:
+            entries = {**served, "b.md": "b, as the server says it is\n"}
+            body = {"entries": entries, "entryChecksums": listed, "next": None}
+        elif "from" in request.url.params:
+            body = {"entries": {}, "entryChecksums": {}, "next": None}
+        else:  # skips past d.md
+            body = {"entries": {"a.md": "a\n", "b.md": "b\n"}, "entryChecksums": listed}
+            body["next"] = "zzz"
+        return httpx.Response(200, json=body, headers={"ETag": '"e1"'})
+
+    side = make_side("me", "http://team.invalid", "tok", transport=httpx.MockTransport(handler))
+    report = await side.engine.pull()
+    assert report.pulled == ["a.md"]
+    assert sorted(report.refused) == ["b.md", "d.md"]
+    assert "does not match its checksum" in report.refused["b.md"]
+    assert "its page cursor skipped it" in report.refused["d.md"]
+    assert all(why.startswith(RETRIED) for why in report.refused.values())
+    # Not "in step": the next pull asks for everything again (no If-None-Match) and gets them.
+    honest["on"] = True
+    report = await side.engine.pull()
+    assert sorted(report.pulled) == ["b.md", "d.md"]
+    assert side.engine.state.refused_keys == {}

@@ -109,6 +109,17 @@ def scan_entries(
 RETRIED = "will retry: "
 
 
+# Entries the server lists but did not deliver intact: dropped without a word, the pull said
+# ok, nothing was refused or pending, and the file never came.
+UNMATCHED = (
+    f"{RETRIED}the server sent content that does not match its checksum (changed during the "
+    "pull?); not written"
+)
+UNDELIVERED = (
+    f"{RETRIED}the server listed it but no page held it (its page cursor skipped it); not written"
+)
+
+
 def _refused_for_good(reason: str | None) -> bool:
     return reason is not None and not reason.startswith(RETRIED)
 
@@ -307,16 +318,19 @@ class SyncEngine:
         )
         refused: dict[str, str] = {}
         handled: set[str] = set()
+        mismatched: set[str] = set()
         page: Page | NotModified | None = first
         asked = ""  # the key the last page started at: each next one must start past it
         while isinstance(page, Page):
-            wanted = {
-                key: content
-                for key, content in _texts(page.entries, refused).items()
-                if key in server
-                and scan.checksums.get(key) != server[key]
-                and checksum(content) == server[key]
-            }
+            wanted: dict[str, str] = {}
+            for key, content in _texts(page.entries, refused).items():
+                if key not in server or scan.checksums.get(key) == server[key]:
+                    continue
+                if checksum(content) == server[key]:
+                    wanted[key] = content
+                else:
+                    # Changed since the first page (or a server that lies): `_settle` lists it.
+                    mismatched.add(key)
             if wanted:
                 async with self._write_lock:
                     await asyncio.to_thread(self._apply_entries, wanted, scan, report, refused)
@@ -333,6 +347,8 @@ class SyncEngine:
                 )
             asked = needed[index]
             page = await client.fetch_page(self.repo, start=asked)
+        for key in mismatched - handled:
+            refused.setdefault(key, UNMATCHED)
         await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
 
     async def _pull_unpaged(
@@ -452,14 +468,18 @@ class SyncEngine:
         refused: dict[str, str],
         handled: set[str],
     ) -> None:
-        """After the pages: the keys not fetched (already in step, or changed meanwhile) are
-        checked as paths and marked synced when in step; then the server state is recorded."""
+        """After the pages: the keys not fetched are checked as paths and marked synced when
+        in step; one the folder needed that no page delivered is refused (`UNDELIVERED`), so
+        status says so and the next pull asks for everything again; then the server state
+        is recorded."""
         state = self.state
         for key, digest in server.items():
-            if key in handled or not self._writable(key, refused):
+            if key in handled or key in refused or not self._writable(key, refused):
                 continue
             if scan.checksums.get(key) == digest:
                 state.synced[key] = digest
+            else:
+                refused[key] = UNDELIVERED
         # A key that is not UTF-8 text (a lone surrogate) is listed under a printable form
         # and not kept among the server's checksums: saved as it is, it made the state file
         # unwritable, this pull's and every later one's.
