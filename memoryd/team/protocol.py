@@ -56,6 +56,23 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
+# `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
+_CONFLICT_COPY = re.compile(r"\.conflict-\d{8}T\d{6}Z(?:-\d+)?(?:\.[^./]+)?$")
+
+
+def ignored_name(name: str) -> bool:
+    """A file or folder name a team folder never syncs: hidden (the client's temp files among
+    them), editor backups and temp files, conflict copies. The client's scan and watcher skip
+    such names, and `key_problem` refuses a key holding one, so the server never stores what
+    no client's scan could see (a pull wrote it, the scan never found it, and the folder
+    looked behind for good: no 304 ever again)."""
+    return (
+        name.startswith(".")
+        or name.endswith(("~", ".swp", ".swx", ".tmp"))
+        or (".conflict-" in name and bool(_CONFLICT_COPY.search(name)))
+    )
+
+
 def key_problem(key: object) -> str | None:
     """Why `key` is not a safe entry key (a phrase starting with "key"), or None when it is.
 
@@ -65,7 +82,8 @@ def key_problem(key: object) -> str | None:
     path relative to the team folder, in Unicode NFC form: valid UTF-8, at most
     `KEY_MAX_CHARS` characters / `KEY_MAX_LENGTH` bytes, `KEY_MAX_DEPTH` segments of at most
     `SEGMENT_MAX_BYTES` bytes; no control character or NUL, no backslash, not absolute (`/…`,
-    `C:…`), no empty/`.`/`..` segment — also after NFKC folding (fullwidth `．．`, the two-dot
+    `C:…`), no empty/`.`/`..` segment, no segment a team folder never syncs (`ignored_name`:
+    `.hidden`, `x.md~`, `x.tmp`, a conflict copy) — the path rules also after NFKC folding (fullwidth `．．`, the two-dot
     leader `‥`, fullwidth `／` become `..` and `/`) and after percent-decoding up to three
     times (`%2e%2e`, `..%2f`, `%252e`): a client or proxy that unquotes it must not end up
     with a traversal.
@@ -82,7 +100,7 @@ def key_problem(key: object) -> str | None:
         return f"key is longer than {KEY_MAX_CHARS} characters / {KEY_MAX_LENGTH} bytes"
     if unicodedata.normalize("NFC", key) != key:
         return "key is not in Unicode NFC form"
-    problem = _path_problem(key)
+    problem = _path_problem(key) or _ignored_problem(key)
     decoded = key
     for _ in range(3):
         if problem is not None or not _PERCENT_ESCAPE.search(decoded):
@@ -122,6 +140,16 @@ def _path_problem(key: str) -> str | None:
             return "key has a '.' or '..' segment"
         if "/" in folded or "\\" in folded or "\x00" in folded:
             return "key has a character that normalises to a path separator"
+    return None
+
+
+def _ignored_problem(key: str) -> str | None:
+    # Only the key as it is: a file's name on disk is never percent-decoded.
+    if any(ignored_name(segment) for segment in key.split("/")):
+        return (
+            "key names a file a team folder never syncs (hidden, an editor backup or temp "
+            "file, a conflict copy)"
+        )
     return None
 
 

@@ -585,6 +585,38 @@ async def test_entries_that_are_not_utf8_text_are_refused_and_the_rest_written(
     assert saved.synced == {"a.md": good}
 
 
+async def test_server_keys_the_scan_never_sees_are_refused_and_304s_still_come(
+    make_side: SideFactory,
+) -> None:
+    # Found by a bug hunt: such keys were written, never scanned, so the folder always
+    # looked behind: no pull ever sent If-None-Match again, each one a full download.
+    entries = {
+        "a.md": "a\n",
+        "x.md~": "backup\n",
+        ".hidden.md": "hidden\n",
+        "n.tmp": "temp\n",
+        "plan.conflict-20200101T000000Z.md": "a copy\n",
+        "utf16.md": "h\x00i\x00",
+    }
+    conditional: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        conditional.append(request.headers.get("if-none-match"))
+        if request.headers.get("if-none-match") == '"e1"':
+            return httpx.Response(304, headers={"ETag": '"e1"'})
+        body = {"entries": entries, "entryChecksums": {k: checksum(v) for k, v in entries.items()}}
+        return httpx.Response(200, json=body, headers={"ETag": '"e1"'})
+
+    side = make_side("me", "http://team.invalid", "tok", transport=httpx.MockTransport(handler))
+    report = await side.engine.pull()
+    assert report.pulled == ["a.md"]
+    assert sorted(report.refused) == sorted(set(entries) - {"a.md"})
+    assert "NUL" in report.refused["utf16.md"]
+    assert sorted(p.name for p in side.team_dir.iterdir()) == ["a.md"]
+    assert (await side.engine.pull()).not_modified
+    assert conditional == [None, '"e1"']
+
+
 async def test_malformed_server_replies_are_retryable_not_crashes(
     make_side: SideFactory,
 ) -> None:

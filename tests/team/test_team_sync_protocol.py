@@ -17,6 +17,7 @@ from memoryd.team.protocol import (
     plan_batches,
     validate_key,
 )
+from memoryd.team.sync.localfs import is_ignored
 
 
 def test_checksum_is_sha256_of_utf8() -> None:
@@ -47,6 +48,16 @@ HOSTILE_KEYS = [
     "line\nbreak.md",
     "cafe\u0301.md",  # NFD: not the NFC form
     "a/" * 20 + "x.md",  # deeper than 16
+    # Names the folder's scan never sees (protocol.ignored_name): written by a pull, the
+    # folder looked behind for good and never got a 304.
+    ".hidden.md",
+    "notes/.draft.md",
+    "x.md~",
+    "x.md.swp",
+    "x.tmp",
+    ".memoryd-0123abcd.tmp",
+    "plan.conflict-20200101T000000Z.md",
+    "plan.conflict-20200101T000000Z-2.md",
 ]
 
 
@@ -57,10 +68,37 @@ def test_hostile_keys_are_refused_with_a_reason(key: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["MEMORY.md", "feedback_testing.md", "api/notes.md", "café.md", "100%.md", "a..b.md"]
+    "key",
+    [
+        "MEMORY.md",
+        "feedback_testing.md",
+        "api/notes.md",
+        "café.md",
+        "100%.md",
+        "a..b.md",
+        "plan.conflict.md",
+        "x.tmp.md",
+    ],
 )
 def test_ordinary_keys_pass_unchanged(key: str) -> None:
     assert validate_key(key) == key
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "MEMORY.md",
+        ".hidden.md",
+        "x.md~",
+        "x.swp",
+        "x.swx",
+        "x.tmp",
+        "p.conflict-20200101T000000Z.md",
+    ],
+)
+def test_the_key_rule_refuses_exactly_the_names_the_scan_skips(name: str) -> None:
+    assert (key_problem(name) is not None) == is_ignored(name)
+    assert (key_problem(f"dir/{name}") is not None) == is_ignored(name)
 
 
 def test_client_and_server_share_one_key_validator() -> None:

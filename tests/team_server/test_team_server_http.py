@@ -344,6 +344,12 @@ HOSTILE_KEYS = [
     "",
     "line\nbreak.md",
     "x" * 600,
+    # Names no client's scan sees (protocol.ignored_name): stored, they were pulled again
+    # and again, and the client's folder never got a 304.
+    ".hidden.md",
+    "notes.md~",
+    "dir/.git/config",
+    "plan.conflict-20260101T000000Z.md",
 ]
 
 

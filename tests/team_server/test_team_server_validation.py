@@ -39,6 +39,8 @@ HOSTILE = [
     "é" * 300,  # 600 bytes in one segment
     "/".join(["d"] * 17),
     "lone\ud800",
+    "..x.md",  # hidden: no client's scan would see it
+    "x.tmp",
 ]
 
 
@@ -56,8 +58,10 @@ def test_hostile_keys_are_refused(key: str) -> None:
         "é.md",
         "50%.md",
         "a..b.md",
-        "..x.md",
         "x..",
+        "x.md.orig",
+        "plan.conflict.md",
+        "%2ehidden.md",
         "日本/メモ.md",
         "100%25done.md",
     ],

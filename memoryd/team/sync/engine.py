@@ -146,13 +146,17 @@ def _digest(content: str) -> str:
 
 
 def _texts(entries: Mapping[str, str], refused: dict[str, str]) -> dict[str, str]:
-    """The entries whose content is text a file can hold; the others go to `refused`."""
+    """The entries whose content is text the folder can hold and its scan read back; the
+    others go to `refused` (one with a NUL was written, then skipped by every scan: the
+    folder looked behind for good and never got a 304)."""
     texts: dict[str, str] = {}
     for key, content in entries.items():
-        if _is_text(content):
-            texts[key] = content
-        else:
+        if not _is_text(content):
             refused[key] = "the server's version is not UTF-8 text (a lone surrogate); not written"
+        elif "\x00" in content:
+            refused[key] = "the server's version holds a NUL character: not text to share"
+        else:
+            texts[key] = content
     return texts
 
 
@@ -250,13 +254,7 @@ class SyncEngine:
             # A 304 is only asked for while the folder reflects every checksum we know of:
             # a file deleted locally must come back (SPEC.md), and after a hashes-only refresh
             # (412) the ETag is newer than the files — a 304 would then hide those changes.
-            behind = [
-                key
-                for key in delta.stale_keys(
-                    scan.checksums, self.state.server_checksums, self.state.synced
-                )
-                if not _refused_for_good(self.state.refused_keys.get(key))
-            ]
+            behind = self._behind(scan.checksums)
             if_none_match = self.state.etag if self.state.etag and not behind else None
             report = PullReport()
             try:
@@ -645,9 +643,17 @@ class SyncEngine:
         state.pending = self._pending(scan.checksums)
         if report.withheld:
             log.warning("team push withheld conflicted keys", repo=self.repo, keys=report.withheld)
-        report.pull_needed = bool(
-            delta.stale_keys(scan.checksums, state.server_checksums, state.synced)
-        )
+        report.pull_needed = bool(self._behind(scan.checksums))
+
+    def _behind(self, local: Mapping[str, str]) -> list[str]:
+        """Keys a pull would update, minus those refused for good (no pull can write them:
+        counted, a folder holding one looked behind for ever)."""
+        state = self.state
+        return [
+            key
+            for key in delta.stale_keys(local, state.server_checksums, state.synced)
+            if not _refused_for_good(state.refused_keys.get(key))
+        ]
 
     async def _uploadable(
         self, scan: LocalScan, report: PushReport, *, withhold: set[str]

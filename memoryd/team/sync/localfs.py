@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import stat as stat_mod
 import time
@@ -30,10 +29,13 @@ from memoryd.fsutil import (
     read_regular_file,
     stage_file,
 )
-from memoryd.team.protocol import ENTRY_MAX_BYTES, KEY_MAX_DEPTH, checksum, validate_key
-
-# `<stem>.conflict-20261202T153012Z.md` (and `-2`, `-3` … when one second saw several).
-_CONFLICT_COPY = re.compile(r"\.conflict-\d{8}T\d{6}Z(?:-\d+)?(?:\.[^./]+)?$")
+from memoryd.team.protocol import (
+    ENTRY_MAX_BYTES,
+    KEY_MAX_DEPTH,
+    checksum,
+    ignored_name,
+    validate_key,
+)
 
 _Stamp = tuple[int, int, int, int]
 
@@ -43,12 +45,10 @@ _RACY_NS = 2_000_000_000
 
 
 def is_ignored(name: str) -> bool:
-    """Hidden files (our atomic-write temp files among them), editor backups, conflict copies."""
-    return (
-        name.startswith(".")
-        or name.endswith(("~", ".swp", ".swx", ".tmp"))
-        or (".conflict-" in name and bool(_CONFLICT_COPY.search(name)))
-    )
+    """Hidden files (our atomic-write temp files among them), editor backups, conflict copies:
+    `protocol.ignored_name`, the rule `key_problem` refuses too, so the scan and the keys a
+    pull may write agree."""
+    return ignored_name(name)
 
 
 def _not_utf8(name: str) -> bool:
