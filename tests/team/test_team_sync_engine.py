@@ -13,7 +13,7 @@ from memoryd.team.sync.client import Permanent, TeamClient
 from memoryd.team.sync.engine import SyncSuppressed
 from memoryd.team.sync.state import StateStore
 from memoryd_team.settings import ServerSettings
-from tests.team.conftest import REPO, SideFactory, server_history
+from tests.team.conftest import REPO, SideFactory, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
 # Assembled at run time so this file does not itself look like it holds a credential.
@@ -506,6 +506,34 @@ async def test_no_token_is_permanent_no_oauth(
     with pytest.raises(SyncSuppressed, match="no_oauth"):
         await side.engine.push()
     assert not side.engine.lift_suppression()  # a deletion cannot fix a missing token
+
+
+async def test_a_folder_link_inside_the_team_folder_never_carries_one_key_onto_another(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: with `alias -> sub` in team/, the pull wrote the server's
+    # alias/x.md into sub/x.md, and the next push sent it as sub/x.md: a teammate's note
+    # replaced by another key's content.
+    token = server.token(REPO)
+    checklist = "B: the deploy checklist\n"
+    await seed_server(
+        make_side, server, token, {"sub/x.md": checklist, "alias/x.md": "A: other notes\n"}
+    )
+    side = make_side("me", server.url, token)
+    (side.team_dir / "sub").mkdir()
+    os.symlink("sub", side.team_dir / "alias")
+    report = await side.engine.pull()
+    assert report.pulled == ["sub/x.md"]
+    assert "symbolic link" in report.refused["alias/x.md"]
+    teammate = make_side("teammate", server.url, token)
+    await teammate.engine.pull()
+    teammate.write("alias/x.md", "A2: other notes, edited\n")
+    await teammate.engine.push()
+    assert (await side.engine.pull()).pulled == []
+    assert side.read("sub/x.md") == checklist
+    assert (await side.engine.push()).pushed == []
+    assert server_history(server)["sub/x.md"] == [checklist]
+    assert (await side.engine.pull()).not_modified  # refused for good: 304s still come
 
 
 HOSTILE = {

@@ -200,20 +200,30 @@ class LocalFolder:
 
     # -- writing server keys --------------------------------------------------------------
     def target(self, key: str) -> Path:
-        """Where `key` lives, or ValueError: the key must be valid and its real path — the
-        deepest existing ancestor with symlinks resolved — must be inside the team folder."""
+        """Where `key` lives, or ValueError: the key must be valid and nothing on its path
+        below the team folder may be a symbolic link. One pointing out would carry the write
+        outside; one pointing inside (`alias -> sub`) wrote `alias/x.md` as `sub/x.md`, which
+        the next push sent as `sub/x.md`, over a teammate's note of that name."""
         validate_key(key)
-        root = self.team_dir.resolve()
         target = self.path_of(key)
-        probe = target
-        while not os.path.lexists(probe) and probe != self.team_dir:
-            probe = probe.parent
-        real = probe.resolve()
-        if real != root and root not in real.parents:
-            raise ValueError("resolves outside the team folder (through a symbolic link)")
-        if probe == target and (target.is_symlink() or not target.is_file()):
+        self._refuse_links(target)
+        if os.path.lexists(target) and not target.is_file():
             raise ValueError("exists and is not a regular file")
         return target
+
+    def _refuse_links(self, path: Path) -> None:
+        """ValueError when `path` or a folder on its way below the team folder is a symbolic
+        link (each level lstat'ed, never followed); the team folder itself may be one."""
+        probe = self.team_dir
+        for part in path.relative_to(self.team_dir).parts:
+            probe = probe / part
+            try:
+                st = os.lstat(probe)
+            except (FileNotFoundError, NotADirectoryError):
+                return  # nothing exists deeper: no link to pass through
+            if stat_mod.S_ISLNK(st.st_mode):
+                shown = probe.relative_to(self.team_dir).as_posix()
+                raise ValueError(f"goes through a symbolic link in the team folder ({shown!r})")
 
     def write(self, key: str, content: str) -> Path:
         """Write `content` as `key` (atomic), whatever the file held: for a file known to be
@@ -224,14 +234,11 @@ class LocalFolder:
         return target
 
     def _make_parents(self, target: Path) -> None:
-        # Parents are created one by one and re-checked: a link planted between the check and
-        # the write cannot carry the write outside the folder.
+        # Parents are created, then checked again: a link planted between the check and the
+        # write cannot carry the write elsewhere.
         make_private_dirs(self.team_dir)
-        root = self.team_dir.resolve()
         make_private_dirs(target.parent)
-        real_parent = target.parent.resolve()
-        if real_parent != root and root not in real_parent.parents:
-            raise ValueError("resolves outside the team folder (through a symbolic link)")
+        self._refuse_links(target.parent)
 
     def replace(
         self, key: str, content: str, *, disposable: Collection[str], now: datetime
