@@ -172,16 +172,14 @@ async def test_text_that_is_not_utf8_is_refused_before_it_is_sent(
     assert out.startswith("saved [project] Café hours")
 
 
-async def test_call_never_reads_standard_input(daemon: DaemonHandle) -> None:
-    """`-` is not JSON to `call`: it says so at once, though standard input stays open."""
-    proc = await _start_memctl(daemon, "call", "status", "-")  # stdin open, never written to
-    try:
-        code = await asyncio.wait_for(proc.wait(), timeout=20)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.stderr is not None
-    err = (await proc.stderr.read()).decode()
+async def test_call_reads_its_params_from_standard_input_for_a_dash(daemon: DaemonHandle) -> None:
+    """`-` is standard input, as for `remember` and `recall` (docs/clients.md); it used to be
+    parsed as JSON, so params over an argument's 128 KiB could not be given at all."""
+    code, out, err = await _memctl(daemon, "call", "status", "-", stdin=b"{}")
+    assert code == 0, err
+    assert '"protocol_version"' in out
+    code, _, err = await _memctl(daemon, "call", "status", "-", stdin=b"not json")
     assert code == 2
     assert err.startswith("memctl: params is not valid JSON")
+    code, _, err = await _memctl(daemon, "call", "status", "-", stdin=b'{"x": "\xff"}')
+    assert (code, err.strip()) == (2, "memctl: params is not valid UTF-8")
