@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ from memoryd.team.sync.client import Permanent, TeamClient
 from memoryd.team.sync.engine import SyncSuppressed
 from memoryd.team.sync.state import StateStore
 from memoryd_team.settings import ServerSettings
+from tests.fakes.faulty_proxy import Fault, FaultyProxy
 from tests.team.conftest import REPO, SideFactory, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
@@ -336,6 +338,60 @@ async def test_413_teaches_the_entry_limit(server_factory: ..., make_side: SideF
     report = await side.engine.push()
     assert report.pushed == ["a.md"]
     assert report.requests == 1
+
+
+async def test_a_learned_entry_limit_is_asked_for_again(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: a learned max_entries was saved and never expired, so after an
+    # admin raised the limit every new key stayed withheld, restart or not.
+    token = server.token(REPO)
+    side = make_side("a", proxy.url, token)
+    for i in range(8):
+        side.write(f"n{i}.md", f"note {i}\n")
+    too_many = b'{"error": "too_many_entries", "max_entries": 5}'
+    proxy.script(Fault.status(413, too_many), method="PUT")
+    report = await side.engine.push()
+    assert report.pushed == [f"n{i}.md" for i in range(5)]
+    assert side.engine.state.max_entries == 5
+    assert (await side.engine.push()).requests == 0  # within the hour: kept, not asked
+    # A restart forgets it: the server (whose limit is now higher) takes the rest.
+    again = make_side("a", proxy.url, token)
+    assert again.engine.state.max_entries is None
+    assert (await again.engine.push()).pushed == ["n5.md", "n6.md", "n7.md"]
+
+    # An hour after learning it, the same.
+    for i in range(8, 10):
+        again.write(f"n{i}.md", f"note {i}\n")
+    proxy.script(Fault.status(413, too_many), method="PUT")
+    await again.engine.push()
+    assert again.engine.state.max_entries == 5
+    learned = again.engine.state.limits_learned_at
+    assert learned is not None
+    again.engine.state.limits_learned_at = learned - timedelta(minutes=61)
+    assert (await again.engine.push()).pushed == ["n8.md", "n9.md"]
+    assert again.engine.state.max_entries is None
+    assert again.engine.state.skipped == {}
+
+
+async def test_a_pull_showing_more_entries_than_the_learned_limit_forgets_it(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    side = make_side("a", proxy.url, token)
+    for i in range(4):
+        side.write(f"n{i}.md", f"note {i}\n")
+    proxy.script(Fault.status(413, b'{"error": "too_many_entries", "max_entries": 2}'))
+    await side.engine.push()
+    assert side.engine.state.max_entries == 2
+    assert set(side.engine.state.skipped) == {"n2.md", "n3.md"}
+    await seed_server(make_side, server, token, {"t1.md": "1", "t2.md": "2"})
+    report = await side.engine.pull()  # the server holds 4 now: its limit is not 2
+    assert report.limits_forgotten
+    assert side.engine.state.max_entries is None
+    assert side.engine.state.skipped == {}
+    assert side.engine.state.pending == ["n2.md", "n3.md"]
+    assert (await side.engine.push()).pushed == ["n2.md", "n3.md"]
 
 
 async def test_an_entry_with_a_secret_is_not_uploaded(

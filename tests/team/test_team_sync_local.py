@@ -40,6 +40,7 @@ def test_state_round_trips_and_suppression_is_not_persisted(tmp_path: Path) -> N
     loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
     assert loaded == state
     assert loaded.suppressed is None  # a restart lifts a permanent-failure suppression
+    assert loaded.max_entries is None  # and asks the server for its limits again
     assert [s.repo for s in saved_states()] == ["acme/widgets"]
 
 

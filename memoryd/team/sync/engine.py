@@ -34,7 +34,7 @@ import hashlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -75,6 +75,7 @@ UNASKED_304 = "the team server answered 304 to an unconditional GET"
 PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
 MAX_ROUNDS = 16  # every other recovery (413, 422) shrinks the push; this bounds them all
 MIN_BODY = 4096
+LEARNED_LIMITS_TTL = timedelta(hours=1)  # then a 413's limits are asked for again
 PROCESS_SCAN_MIN_BYTES = 2_000_000  # below this a worker process costs more than it saves
 SECRET_CACHE_MAX = 50_000  # scan results kept, by content checksum
 
@@ -171,6 +172,7 @@ class PullReport:
     refused: dict[str, str] = field(default_factory=dict)
     not_modified: bool = False
     empty: bool = False  # the server has nothing for this repo (404)
+    limits_forgotten: bool = False  # learned limits dropped: what they withheld may go now
 
 
 @dataclass
@@ -262,6 +264,7 @@ class SyncEngine:
             except TeamHTTPError as exc:
                 self._fail("pull", exc)
                 raise
+            report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
             self.state.pending = self._pending(scan.checksums)
             self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
             self._save()
@@ -536,6 +539,7 @@ class SyncEngine:
 
     async def _push(self, client: TeamClient, report: PushReport) -> None:
         state = self.state
+        self._expire_limits()
         scan = await asyncio.to_thread(self.folder.scan)
         self._note_local_skips(scan, report)
         refreshes = 0
@@ -590,6 +594,7 @@ class SyncEngine:
                     await self._refresh_hashes(client)
                     self._note_in_step(scan)
                 state.max_entries = exc.max_entries
+                state.limits_learned_at = self._clock()
             except EntryTooLarge as exc:
                 key = exc.key if exc.key in contents else current[0]
                 self._skip(
@@ -610,6 +615,7 @@ class SyncEngine:
                         state.max_body = min(exc.max_body, size - 1)
                     else:
                         state.max_body = max(MIN_BODY, size // 2)
+                    state.limits_learned_at = self._clock()
             except KeyCollision as exc:
                 # Pushed again, it would clash again: skipped like a secret, under its reason.
                 named = exc.key if exc.key in contents else None
@@ -856,6 +862,30 @@ class SyncEngine:
         for key, digest in self.state.server_checksums.items():
             if scan.checksums.get(key) == digest:
                 self.state.synced[key] = digest
+
+    def _expire_limits(self, server_entries: int | None = None) -> bool:
+        """Forget the limits learned from 413s an hour after learning them, and the entry
+        limit as soon as the server holds more entries than it (`server_entries`, after a
+        pull): an admin may have raised them, and a kept limit withheld every new key for
+        good. The next push that is still over a limit learns it again (one 413). True when
+        something was forgotten; keys skipped as `max_entries` are pending again then."""
+        state = self.state
+        if state.max_entries is None and state.max_body is None:
+            return False
+        learned = state.limits_learned_at
+        if learned is None or self._clock() - learned >= LEARNED_LIMITS_TTL:
+            state.max_entries = state.max_body = None
+        elif server_entries is not None and state.max_entries is not None:
+            if server_entries <= state.max_entries:
+                return False
+            state.max_entries = None
+        else:
+            return False
+        log.info("team sync forgets the server limits it learned", repo=self.repo)
+        if state.max_entries is None:
+            for key in [k for k, s in state.skipped.items() if s.reason == "max_entries"]:
+                del state.skipped[key]
+        return True
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What a push may change without a request (the checksums change only with one)."""

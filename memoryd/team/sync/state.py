@@ -4,7 +4,7 @@ One object per (server, repository, team folder); no module globals. It is persi
 memoryd's state dir (never in the repository), atomically after every pull and push, so a
 restart neither re-uploads everything (the server checksums are known) nor forgets pending
 keys. A permanent-failure suppression is deliberately *not* persisted: SPEC.md lifts it on
-restart.
+restart; nor are the limits learned from the server's 413s (an admin may have raised them).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,6 @@ class SyncState:
     # The content checksum of each local file at its last sync (pull wrote it / push sent it):
     # what tells "changed locally since the last sync" apart from "changed on the server".
     synced: dict[str, str] = field(default_factory=dict)
-    max_entries: int | None = None
-    max_body: int | None = None  # learned from a 413 body-too-large
     pending: list[str] = field(default_factory=list)
     skipped: dict[str, Skipped] = field(default_factory=dict)
     refused_keys: dict[str, str] = field(default_factory=dict)  # server key -> why refused
@@ -68,10 +67,17 @@ class SyncState:
     last_result: dict[str, Any] | None = None
     # In memory only (see module docstring).
     suppressed: str | None = field(default=None, compare=False)
+    # Learned from the server's 413s, in memory only too: an admin may raise the limit, so a
+    # restart asks the server again, and so does the engine an hour after learning them
+    # (saved, a learned entry limit withheld every new key for good).
+    max_entries: int | None = field(default=None, compare=False)
+    max_body: int | None = field(default=None, compare=False)  # a 413 body-too-large
+    limits_learned_at: datetime | None = field(default=None, compare=False)
 
     def to_json(self) -> str:
         data = asdict(self)
-        data.pop("suppressed")
+        for name in _IN_MEMORY:
+            data.pop(name)
         data["version"] = STATE_VERSION
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
         try:
@@ -98,8 +104,6 @@ class SyncState:
                 etag=usable_etag(_opt_str(data.get("etag"))),
                 server_checksums=_str_map(data.get("server_checksums", {})),
                 synced=_str_map(data.get("synced", {})),
-                max_entries=_opt_int(data.get("max_entries")),
-                max_body=_opt_int(data.get("max_body")),
                 pending=[_str(k) for k in data.get("pending", [])],
                 skipped={_str(k): Skipped(**v) for k, v in data.get("skipped", {}).items()},
                 refused_keys=_str_map(data.get("refused_keys", {})),
@@ -112,6 +116,9 @@ class SyncState:
     def add_conflict(self, conflict: Conflict) -> None:
         self.conflicts.append(conflict)
         del self.conflicts[:-MAX_CONFLICTS_KEPT]
+
+
+_IN_MEMORY = ("suppressed", "max_entries", "max_body", "limits_learned_at")
 
 
 def _str(value: Any) -> str:

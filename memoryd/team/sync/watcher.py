@@ -208,7 +208,7 @@ class SyncRunner:
         """One pull; failures handled (backoff or suppression). True when it succeeded."""
         self._last_pull = time.monotonic()
         try:
-            await self.engine.pull()
+            report = await self.engine.pull()
         except SyncSuppressed:
             return False
         except TeamHTTPError as exc:
@@ -217,6 +217,8 @@ class SyncRunner:
         except Exception as exc:
             await self._report_error("team.pull", f"{type(exc).__name__}: {exc}")
             return False
+        if report.limits_forgotten and self.started.is_set():
+            self._push_now()  # what a learned limit withheld may fit now (start pushes anyway)
         return True
 
     # -- the watcher ----------------------------------------------------------------------
