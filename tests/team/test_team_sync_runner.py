@@ -235,3 +235,85 @@ async def test_files_the_server_would_refuse_stop_neither_the_watcher_nor_other_
     assert skipped["caf\ufffd.md"].detail == "file name is not UTF-8"
     side.engine.store.save(side.engine.state)  # the state file takes the odd name too
     assert side.engine.state.suppressed is None
+
+
+def _busy(seconds: str) -> Fault:
+    body = b'{"error": "busy", "message": "slow down"}'
+    return Fault.reply(429, body, "application/json", f"Retry-After: {seconds}".encode())
+
+
+async def test_a_retry_after_is_waited_for_not_just_the_backoff(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    # Found by a bug hunt: 429/503 with Retry-After: 120 got retries at 1, 2, 4, 8 s.
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=5.0)
+    tuning = Tuning(debounce_s=0.05, backoff_base_s=0.05, backoff_cap_s=5.0)
+    await runners.start(side, tuning)
+    proxy.script(_busy("1"), method="PUT")
+    side.write("a.md", "after the wait\n")
+    await eventually(lambda: _puts(proxy) == 1)
+    started = asyncio.get_running_loop().time()
+    await eventually(lambda: "a.md" in server_history(server))
+    assert asyncio.get_running_loop().time() - started >= 0.8  # not the 0.05 s backoff
+    assert _puts(proxy) == 2
+
+
+async def test_a_retry_after_is_capped_by_the_backoff_cap(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=5.0)
+    await runners.start(side)  # FAST: backoff capped at 0.4 s
+    proxy.script(_busy("86400"), method="PUT")
+    side.write("a.md", "not tomorrow\n")
+    await eventually(lambda: "a.md" in server_history(server), timeout=5)
+
+
+async def test_shutdown_skips_its_push_while_the_server_asked_to_wait(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=5.0)
+    tuning = Tuning(debounce_s=0.05, backoff_base_s=0.05, backoff_cap_s=300.0)
+
+    async def report(_worker: str, _message: str) -> None:
+        return None
+
+    runner = SyncRunner(side.engine, tuning=tuning, report_error=report)
+    await runner.start()
+    proxy.script(_busy("120"), method="PUT")
+    side.write("a.md", "pending over the restart\n")
+    await eventually(lambda: _puts(proxy) == 1)
+    await eventually(lambda: runner.failures == 1)
+    await runner.close()
+    assert _puts(proxy) == 1  # no final push into a "come back in 2 minutes"
+    assert await side.engine.refresh_pending() == ["a.md"]  # kept for the next start
+
+
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [("120", 120, 120), ("in a while", None, None), ("date+30", 25, 30), ("date-30", 0, 0)],
+)
+async def test_retry_after_is_read_as_seconds_or_an_http_date(
+    header: str, low: float | None, high: float | None
+) -> None:
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    import httpx
+
+    from memoryd.team.sync.client import Retryable, TeamClient
+
+    if header.startswith("date"):
+        when = datetime.now(UTC) + timedelta(seconds=int(header[4:]))
+        header = format_datetime(when, usegmt=True)
+    reply = httpx.Response(503, json={"error": "busy"}, headers={"Retry-After": header})
+    client = TeamClient(
+        "http://team.invalid", "tok", transport=httpx.MockTransport(lambda _: reply)
+    )
+    with pytest.raises(Retryable) as failed:
+        await client.fetch(REPO)
+    await client.close()
+    if low is None:
+        assert failed.value.retry_after is None
+    else:
+        assert failed.value.retry_after is not None
+        assert low <= failed.value.retry_after <= high

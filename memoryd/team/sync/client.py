@@ -2,6 +2,7 @@
 
     TeamHTTPError                     any failure talking to the server
     ├── Retryable                     network error, timeout, 5xx, 409, 429, a malformed reply
+    │                                 (`retry_after`: the seconds a Retry-After asked for)
     └── Permanent                     any other 4xx (401, 403, 400 …): stop until told otherwise
         ├── PreconditionFailed        412: the If-Match ETag is stale
         ├── TooManyEntries            413 {"error": "too_many_entries", "max_entries": N}
@@ -21,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__
@@ -37,7 +40,12 @@ class TeamHTTPError(Exception):
 
 
 class Retryable(TeamHTTPError):
-    pass
+    def __init__(
+        self, message: str, status: int | None = None, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status)
+        # Seconds the server asked us to wait (Retry-After on a 429/503), None when it did not.
+        self.retry_after = retry_after
 
 
 class Permanent(TeamHTTPError):
@@ -382,5 +390,24 @@ def _failure(response: Reply) -> TeamHTTPError:
             text,
         )
     if status in (409, 429) or status >= 500 or status < 400:
-        return Retryable(text, status)
+        return Retryable(
+            text, status, retry_after=_retry_after(response.headers.get("retry-after"))
+        )
     return Permanent(text, status)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP-date (RFC 9110 §10.2.3);
+    None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value[:12])  # a longer number is as good as for ever; the runner caps it
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

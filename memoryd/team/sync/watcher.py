@@ -3,7 +3,8 @@
     start():  pull (before the watcher, so its writes trigger nothing) → watch → push pending
     change in team/  → (re)arm the debounce timer → push when it fires
     deletion in team/ → also lifts a permanent-failure suppression (SPEC.md)
-    retryable failure → one retry after exponential backoff with jitter; triggers meanwhile
+    retryable failure → one retry after exponential backoff with jitter, or after the server's
+                        Retry-After when longer (capped like the backoff); triggers meanwhile
                         only mark the folder dirty (no request until the retry)
     permanent failure → suppressed: no request at all until a deletion or a restart
     close():  cancel the timers, close the watcher, await the push in flight, push what is pending
@@ -26,7 +27,7 @@ import structlog
 from memoryd import fswatch
 from memoryd.fsutil import ensure_private_dir
 from memoryd.team.sync import delta
-from memoryd.team.sync.client import Permanent, TeamHTTPError
+from memoryd.team.sync.client import Permanent, Retryable, TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 from memoryd.team.sync.localfs import is_ignored
 
@@ -68,6 +69,7 @@ class SyncRunner:
         self.started = asyncio.Event()
         self.triggers = 0
         self._last_pull = float("-inf")
+        self._server_wait_until = float("-inf")  # a Retry-After's end (monotonic)
         self._refresh_task: asyncio.Task[bool] | None = None
 
     @property
@@ -102,6 +104,13 @@ class SyncRunner:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._push_task
         if self.engine.client is None or self.engine.state.suppressed is not None:
+            return
+        if self._retry is not None and time.monotonic() < self._server_wait_until:
+            # The server said "not before then": a push now would be one more 429. What is
+            # pending stays in the folder, pushed by the next start.
+            log.info(
+                "team push at shutdown skipped: the server asked to wait", repo=self.engine.repo
+            )
             return
         try:
             await asyncio.wait_for(self.engine.push(), self.tuning.shutdown_push_timeout_s)
@@ -173,6 +182,11 @@ class SyncRunner:
             cap=self.tuning.backoff_cap_s,
             jitter=self._rng.uniform(0.5, 1.5),
         )
+        if isinstance(exc, Retryable) and exc.retry_after is not None:
+            # The server said when (429/503 Retry-After): not before, within the backoff cap.
+            asked = min(exc.retry_after, self.tuning.backoff_cap_s)
+            wait = max(wait, asked)
+            self._server_wait_until = time.monotonic() + asked
         log.info("team sync will retry", op=op, repo=self.engine.repo, in_s=round(wait, 3))
         if not self._closing:
             if self._retry is not None:  # a push and a refresh pull both failed: one retry
