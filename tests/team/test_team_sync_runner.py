@@ -317,3 +317,29 @@ async def test_retry_after_is_read_as_seconds_or_an_http_date(
     else:
         assert failed.value.retry_after is not None
         assert low <= failed.value.retry_after <= high
+
+
+async def test_shutdown_is_bounded_by_one_budget_whatever_the_push_in_flight(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: close() awaited the push in flight with no bound; against a server
+    # dripping its reply a SIGTERM took 80-110 s, past systemd's 90 s.
+    token = server.token(REPO)
+    side = make_side("me", proxy.url, token, timeout_s=30.0)  # a 60 s request deadline
+    tuning = Tuning(debounce_s=0.05, shutdown_push_timeout_s=1.0)
+
+    async def report(_worker: str, _message: str) -> None:
+        return None
+
+    runner = SyncRunner(side.engine, tuning=tuning, report_error=report)
+    await runner.start()
+    proxy.script(Fault.stall(30.0), method="PUT")  # no answer, the request never forwarded
+    side.write("a.md", "written before the stop\n")
+    await eventually(lambda: _puts(proxy) == 1)
+    started = asyncio.get_running_loop().time()
+    await runner.close()
+    assert asyncio.get_running_loop().time() - started < 3
+    assert _puts(proxy) == 1  # no final push after a cancelled one
+    assert "a.md" not in server_history(server)
+    again = make_side("me", proxy.url, token)  # the next start: still pending, pushed
+    assert (await again.engine.push()).pushed == ["a.md"]

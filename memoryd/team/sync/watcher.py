@@ -8,6 +8,8 @@
                         only mark the folder dirty (no request until the retry)
     permanent failure → suppressed: no request at all until a deletion or a restart
     close():  cancel the timers, close the watcher, await the push in flight, push what is pending
+              — all within one budget (Tuning.shutdown_push_timeout_s); a push still in flight
+              then is cancelled, what it did not send stays pending for the next start
 
 So a failing server sees at most one request per trigger, never a loop.
 """
@@ -41,8 +43,26 @@ class Tuning:
     debounce_s: float = 2.0
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 300.0
-    shutdown_push_timeout_s: float = 20.0
+    # The whole of a folder's shutdown: the push in flight, then the push of what is pending.
+    # The daemon drains for up to 30 s first and systemd allows 45 s (TimeoutStopSec).
+    shutdown_push_timeout_s: float = 10.0
     watch_step_ms: int = 50
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+async def _finished(task: asyncio.Task[None], deadline: float) -> bool:
+    """Wait for `task` until `deadline`; cancel it then. True when it finished by itself."""
+    if not task.done():
+        await asyncio.wait({task}, timeout=_left(deadline))
+    if task.done():
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return False
 
 
 class SyncRunner:
@@ -92,17 +112,27 @@ class SyncRunner:
             self._push_now()
 
     async def close(self) -> None:
+        """Stop, and push what is pending — all of it within `shutdown_push_timeout_s`, the
+        one budget of the folder's shutdown. A push still in flight at the budget (a server
+        dripping its reply) is cancelled: what it had not sent stays pending in the folder
+        and the state, pushed by the next start. Unbounded, it held the daemon's exit past
+        systemd's stop timeout."""
         self._closing = True
+        deadline = time.monotonic() + self.tuning.shutdown_push_timeout_s
         for task in (self._timer, self._retry, self._refresh_task):
             if task is not None:
                 task.cancel()
         self._stop.set()
         if self._watch_task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self._watch_task, timeout=5)
-        if self._push_task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._push_task
+                await asyncio.wait_for(self._watch_task, timeout=min(5.0, _left(deadline)))
+        if self._push_task is not None and not await _finished(self._push_task, deadline):
+            log.warning(
+                "team push in flight cancelled at shutdown; what it did not send stays pending",
+                repo=self.engine.repo,
+                budget_s=self.tuning.shutdown_push_timeout_s,
+            )
+            return
         if self.engine.client is None or self.engine.state.suppressed is not None:
             return
         if self._retry is not None and time.monotonic() < self._server_wait_until:
@@ -113,7 +143,7 @@ class SyncRunner:
             )
             return
         try:
-            await asyncio.wait_for(self.engine.push(), self.tuning.shutdown_push_timeout_s)
+            await asyncio.wait_for(self.engine.push(), _left(deadline))
         except (TeamHTTPError, SyncSuppressed, TimeoutError) as exc:
             log.warning("team push at shutdown failed", repo=self.engine.repo, error=str(exc))
 
