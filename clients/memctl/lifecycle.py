@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
+import stat
 import sys
 import time
 from pathlib import Path
@@ -81,7 +83,10 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
     log_file = sock.with_name("memoryd.log")
     try:
         make_private_dirs(sock.parent)
-        open(log_file, "ab").close()  # only whether it can be opened
+        check_folder(sock)  # before anything is written there
+        log_fd = open_log(log_file)
+    except UntrustedSocket:
+        raise
     except OSError as exc:
         raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
     command = [
@@ -96,7 +101,7 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
     ]
     import subprocess  # only `start` spawns; the other commands stay quick to import
 
-    with open(os.devnull, "rb") as devnull_in, open(log_file, "ab") as err:
+    with open(os.devnull, "rb") as devnull_in, open(log_fd, "ab") as err:
         process = subprocess.Popen(
             command, stdin=devnull_in, stdout=err, stderr=err, start_new_session=True
         )
@@ -115,6 +120,56 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
             )
         time.sleep(0.05)
     raise TimeoutError(f"memoryd did not become healthy within {wait_s:.0f}s; see {log_file}")
+
+
+def check_folder(sock: Path) -> None:
+    """The socket folder by the daemon's rule (`check_socket_folder`): yours or root's, and not
+    writable by others unless sticky. Checked before the log is opened there: another user who
+    made the /tmp/memoryd-<uid> fallback first could have put `memoryd.log` there as a link to
+    a file of yours, which the daemon's output would be appended to."""
+    folder = sock.parent
+    info = folder.stat()
+    if info.st_uid not in (os.getuid(), 0):
+        raise UntrustedSocket(
+            f"refusing to start memoryd at {sock}: its folder {folder} belongs to uid "
+            f"{info.st_uid}, not to you (uid {os.getuid()}); set MEMORYD_SOCKET or "
+            "XDG_RUNTIME_DIR to a folder of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        raise UntrustedSocket(
+            f"refusing to start memoryd at {sock}: its folder {folder} is writable by other "
+            "users; use a private folder"
+        )
+
+
+def open_log(path: Path) -> int:
+    """A descriptor appending to `path`, a plain file of the user's: created 0600 (a wider one
+    of ours is made 0600), never through a link, never a FIFO (whose open would hang the
+    start) or a device. OSError, its strerror saying why."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, f"{path} is a symbolic link; it is not followed") from exc
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise OSError(exc.errno, f"{path} is not a regular file") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        if info.st_uid != os.getuid():
+            raise OSError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not to you")
+        if info.st_nlink > 1:
+            raise OSError(errno.EPERM, f"{path} has {info.st_nlink} hard links")
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # the daemon's log: paths, model errors, tracebacks
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _last_logged_event(log_file: Path) -> str | None:

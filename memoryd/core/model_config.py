@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memoryd.core.env_numbers import env_count, env_seconds
 
@@ -12,8 +12,9 @@ from memoryd.core.env_numbers import env_count, env_seconds
 class ModelConfig:
     """Model access. The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL itself."""
 
-    api_key: str | None = None
-    auth_token: str | None = None
+    # Out of repr: a config shown in a log line or a traceback must not carry the credential.
+    api_key: str | None = field(default=None, repr=False)
+    auth_token: str | None = field(default=None, repr=False)
     base_url: str | None = None
     model: str = "claude-sonnet-4-5"
     small_model: str = "claude-haiku-4-5"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memoryd.core.env_numbers import env_seconds
 
@@ -11,7 +11,7 @@ from memoryd.core.env_numbers import env_seconds
 @dataclass(frozen=True)
 class TeamConfig:
     url: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # never in a log line or traceback
     debounce_s: float = 2.0
 
     @classmethod

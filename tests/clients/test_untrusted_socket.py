@@ -150,6 +150,26 @@ def test_memctl_start_and_the_hooks_refuse_a_squatted_tmp_folder(shared_tmp: Pat
         assert squatter.received() == ""
 
 
+@needs_another_user
+def test_memctl_start_writes_nothing_through_a_link_in_a_squatted_folder(shared_tmp: Path) -> None:
+    # Nobody listens yet: the other user made the fallback folder and put `memoryd.log` there
+    # as a link to a file of ours. The log was opened (the link followed) before any check.
+    victim = shared_tmp / "bashrc"
+    victim.write_text("# the user's own file\n")
+    folder = shared_tmp / f"memoryd-{os.getuid()}"
+    folder.mkdir()
+    folder.chmod(0o777)
+    (folder / "memoryd.log").symlink_to(victim)
+    os.lchown(folder / "memoryd.log", OTHER_UID, OTHER_UID)
+    os.chown(folder, OTHER_UID, OTHER_UID)
+    env = memctl_env(MEMORYD_SOCKET=str(folder / "memoryd.sock"))
+    start = run_memctl("start", env=env, timeout=30)
+    assert start.returncode == 3, start.stdout + start.stderr
+    assert f"its folder {folder} belongs to uid {OTHER_UID}" in start.stderr
+    assert victim.read_text() == "# the user's own file\n"
+    assert not (folder / "memoryd.sock").exists()
+
+
 def test_a_socket_folder_others_may_write_in_is_refused(short_tmp: Path) -> None:
     # Runs as any user: without the sticky bit anyone could swap the socket for their own.
     folder = short_tmp / "open"

@@ -80,3 +80,42 @@ def test_stdlib_logging_is_rendered_and_redacted_like_our_own(tmp_path: Path) ->
     assert second["level"] == "error"
     assert second["event"] == "Task exception was never retrieved"
     assert second["exception"][0]["exc_type"] == "RuntimeError"
+
+
+def test_tracebacks_carry_no_frame_locals(tmp_path: Path) -> None:
+    # Found by a bug hunt: tracebacks were rendered with every frame's locals (structlog's
+    # dict_tracebacks shows them), after the key-name redaction ran: a compatible provider's
+    # key not shaped like one, in `self.config`, and the transcript reached the log.
+    from memoryd.core.model_config import ModelConfig
+
+    provider_key = "prov-" + "Zk9q" * 12
+    log_file = tmp_path / "log.jsonl"
+    configure(log_file=log_file)
+
+    def failing_call(config: ModelConfig, messages: list[str]) -> None:
+        raise ValueError("the reply is not JSON")
+
+    try:
+        try:
+            failing_call(ModelConfig(api_key=provider_key), ["my diary: PRIVATE-NOTE-1234"])
+        except ValueError:
+            structlog.get_logger("t").exception("agent failed")
+    finally:
+        configure(stream=io.StringIO())
+    text = log_file.read_text()
+    assert provider_key[:12] not in text
+    assert "PRIVATE-NOTE" not in text
+    (record,) = (json.loads(line) for line in text.splitlines())
+    frames = record["exception"][0]["frames"]
+    assert [f["name"] for f in frames][-1] == "failing_call"  # the traceback is still there
+    assert all("locals" not in f for f in frames)
+
+
+def test_credentials_are_left_out_of_config_reprs() -> None:
+    from memoryd.core.model_config import ModelConfig
+    from memoryd.core.team_config import TeamConfig
+
+    model = repr(ModelConfig(api_key="prov-secret-1", auth_token="prov-secret-2"))
+    team = repr(TeamConfig(url="https://team.example", token="mdt_secret-3"))
+    assert "secret" not in model + team
+    assert "https://team.example" in team
