@@ -308,6 +308,9 @@ def describe_state(folder: Folder) -> dict[str, Any]:
             vars(c) | {"path": str(Path(state.team_dir).joinpath(*c.key.split("/")))}
             for c in state.conflicts
         ],
+        # `conflicts` holds the newest MAX_CONFLICTS_KEPT; this counts every one, so a cut
+        # list is seen to be cut (the copies themselves stay in the folder).
+        "conflicts_total": state.conflicts_total,
         "retrying": runner.failures > 0,
         "requests": engine.client.requests if engine.client is not None else 0,
     }

@@ -220,6 +220,7 @@ async def test_a_push_that_loses_the_race_reports_the_conflict(
         assert status["conflicts"][-1]["key"] == "plan.md"
         assert status["conflicts"][-1]["saved_as"] == str(saved_as)
         assert status["conflicts"][-1]["path"] == str(team / "plan.md")
+        assert status["conflicts_total"] == len(status["conflicts"]) == 1
         assert status["last_result"]["op"] == "push"
         assert status["last_result"]["conflicts"] == 1
         assert status["pending"] == []

@@ -12,6 +12,7 @@ from memoryd.team.protocol import checksum
 from memoryd.team.sync import localfs
 from memoryd.team.sync.localfs import LocalFolder, is_ignored
 from memoryd.team.sync.state import (
+    MAX_CONFLICTS_KEPT,
     Conflict,
     Skipped,
     StateStore,
@@ -53,6 +54,24 @@ def test_a_state_holding_a_lone_surrogate_still_saves(tmp_path: Path) -> None:
     assert store.path.read_bytes().isascii()
     loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
     assert loaded.refused_keys == state.refused_keys
+
+
+def test_conflicts_past_the_kept_ones_are_still_counted(tmp_path: Path) -> None:
+    # Found by a bug hunt: status kept the last 200 and said nothing of the rest.
+    team = tmp_path / "team"
+    store = StateStore(tmp_path / "s.json")
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    for i in range(MAX_CONFLICTS_KEPT + 50):
+        state.add_conflict(Conflict(f"n{i}.md", str(team / f"n{i}.conflict-x.md"), "t"))
+    assert len(state.conflicts) == MAX_CONFLICTS_KEPT
+    assert state.conflicts[0].key == "n50.md"
+    assert state.conflicts_total == MAX_CONFLICTS_KEPT + 50
+    store.save(state)
+    loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    assert loaded.conflicts_total == MAX_CONFLICTS_KEPT + 50
+    # A state saved before the count: at least what it lists.
+    old = SyncState.from_json(state.to_json().replace('"conflicts_total"', '"unknown"'))
+    assert old.conflicts_total == MAX_CONFLICTS_KEPT
 
 
 def test_state_files_are_per_server_repo_and_folder(tmp_path: Path) -> None:

@@ -63,7 +63,8 @@ class SyncState:
     pending: list[str] = field(default_factory=list)
     skipped: dict[str, Skipped] = field(default_factory=dict)
     refused_keys: dict[str, str] = field(default_factory=dict)  # server key -> why refused
-    conflicts: list[Conflict] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)  # the last MAX_CONFLICTS_KEPT
+    conflicts_total: int = 0  # every conflict ever recorded, kept or not
     last_result: dict[str, Any] | None = None
     # In memory only (see module docstring).
     suppressed: str | None = field(default=None, compare=False)
@@ -108,13 +109,21 @@ class SyncState:
                 skipped={_str(k): Skipped(**v) for k, v in data.get("skipped", {}).items()},
                 refused_keys=_str_map(data.get("refused_keys", {})),
                 conflicts=[Conflict(**c) for c in data.get("conflicts", [])],
+                conflicts_total=_opt_int(data.get("conflicts_total")) or 0,
                 last_result=data.get("last_result"),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed sync state: {exc}") from exc
 
+    def __post_init__(self) -> None:
+        # A state saved before the count was kept: it had at least the conflicts it lists.
+        self.conflicts_total = max(self.conflicts_total, len(self.conflicts))
+
     def add_conflict(self, conflict: Conflict) -> None:
+        """Record a conflict; only the newest MAX_CONFLICTS_KEPT are kept (the state is saved
+        after every sync), `conflicts_total` counts them all so status says what it left out."""
         self.conflicts.append(conflict)
+        self.conflicts_total += 1
         del self.conflicts[:-MAX_CONFLICTS_KEPT]
 
 
