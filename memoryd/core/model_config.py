@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memoryd.core.env_numbers import env_count, env_seconds
+
+REDACTED = "[redacted]"
+# Shorter values are not scrubbed out of messages: they would cut ordinary words.
+_MIN_SCRUBBED = 8
+
+
+def usable_credential(value: str) -> bool:
+    """A bearer credential goes into an HTTP header: printable ASCII, no whitespace (the
+    team token's rule). A key pasted with its newline failed every call in the transport,
+    whose error quoted the header, key and all."""
+    return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
+
+
+def scrub_credentials(text: str, credentials: Iterable[str | None]) -> str:
+    """`text` with each known credential replaced by "[redacted]": as given, stripped, and
+    as a repr shows it (`b'Bearer sk-...\\n'`). For text a client sees (a `worker/error`, a
+    model error), where the log's shape-based redaction does not run."""
+    for credential in credentials:
+        if not credential:
+            continue
+        forms = {credential, credential.strip(), repr(credential)[1:-1]}
+        for form in sorted(forms, key=len, reverse=True):  # the longest first: no half left
+            if len(form) >= _MIN_SCRUBBED and form in text:
+                text = text.replace(form, REDACTED)
+    return text
 
 
 @dataclass(frozen=True)
@@ -26,6 +52,25 @@ class ModelConfig:
     @property
     def configured(self) -> bool:
         return bool(self.api_key or self.auth_token)
+
+    @property
+    def credentials(self) -> tuple[str | None, ...]:
+        return (self.api_key, self.auth_token)
+
+    @property
+    def credential_problem(self) -> str | None:
+        """Why the configured key cannot work (no call is made), or None."""
+        for name, value in (
+            ("ANTHROPIC_API_KEY", self.api_key),
+            ("ANTHROPIC_AUTH_TOKEN", self.auth_token),
+        ):
+            if value is not None and not usable_credential(value):
+                return (
+                    f"{name} is not a usable key: it holds whitespace or a character that is "
+                    "not printable ASCII (a newline or space pasted with it?); fix it in the "
+                    "daemon's environment, then `memctl restart`"
+                )
+        return None
 
     @classmethod
     def from_env(cls) -> ModelConfig:

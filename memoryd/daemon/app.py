@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd import PROTOCOL_VERSION, __version__
+from memoryd.core.model_config import scrub_credentials
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.llm.client import ModelClient
 
@@ -72,13 +73,21 @@ class Daemon:
     async def report_worker_error(
         self, worker: str, message: str, *, exc: BaseException | None = None, **fields: Any
     ) -> None:
-        """Failure is loud: a log line, a counter in `status`, a `worker/error` notification."""
+        """Failure is loud: a log line, a counter in `status`, a `worker/error` notification.
+        The configured credentials are scrubbed from the message and fields first: an error's
+        text may quote a request header, and subscribers get it as is."""
         self.worker_errors[worker] += 1
+        message = self.scrub(message)
+        fields = {k: self.scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         if exc is not None:
             log.error("worker failed", worker=worker, error=message, exc_info=exc, **fields)
         else:
             log.warning("worker error", worker=worker, error=message, **fields)
         await self.notify("worker/error", {"worker": worker, "message": message, **fields})
+
+    def scrub(self, text: str) -> str:
+        """`text` without the model key or token or the team token in it."""
+        return scrub_credentials(text, (*self.config.model.credentials, self.config.team.token))
 
     # -- notifications --------------------------------------------------------------------
     async def notify(self, event: str, params: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from memoryd.core.model_config import scrub_credentials
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.tokens import USAGE_FIELDS
 
@@ -128,8 +129,11 @@ class ModelClient:
     reason: str | None = field(init=False)
 
     def __post_init__(self) -> None:
-        self.configured = self.config.configured
-        self.reason = None if self.configured else NO_MODEL_HINT
+        # A key that cannot go into a header leaves the model off, with the reason: taken as
+        # is, every call failed and each error quoted it.
+        problem = self.config.credential_problem if self.config.configured else None
+        self.configured = self.config.configured and problem is None
+        self.reason = None if self.configured else (problem or NO_MODEL_HINT)
 
     def model_for(self, size: str) -> str:
         return self.config.small_model if size == "small" else self.config.model
@@ -155,7 +159,7 @@ class ModelClient:
 
     def require(self) -> None:
         if not self.configured:
-            raise FeatureUnavailable(NO_MODEL_HINT)
+            raise FeatureUnavailable(self.reason or NO_MODEL_HINT)
 
     async def create(self, *, feature: str, **kwargs: Any) -> Message:
         """`messages.create` with accounting and retries. Raises ModelError on failure."""
@@ -198,6 +202,9 @@ class ModelClient:
                 add_tokens(stats.tokens, message.usage)
                 self.recent.append(_record(feature, kwargs["model"], started, usage=message.usage))
                 return message
+            # The transport's words may quote the request (a header, the key in it); the
+            # message reaches every subscriber as a `worker/error`.
+            error.message = scrub_credentials(error.message, self.config.credentials)
             stats.errors += 1
             self.recent.append(_record(feature, kwargs["model"], started, status=error.status))
             if not error.retryable or attempt >= self.config.max_retries:
