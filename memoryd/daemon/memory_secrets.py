@@ -5,13 +5,15 @@ context and, for team memory, shared. The team secret scanner already keeps secr
 team server; this check tells the writer (`memory.write`, `memory.remember`, the MCP
 `remember` tool) at write time. With the setting `memorydRefuseSecrets: true` (user, local,
 flag or policy settings — never a repository's) the write is refused with -32005 and nothing is
-written. Findings name the field, line and rule, never the secret itself.
+written. Findings name the field (`file` too: its name goes into MEMORY.md), line and rule,
+never the secret itself.
 
 It lives in `daemon/` because it joins two layers: auto memory writes and the team scanner.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,7 +24,7 @@ REFUSE_SETTING = "memorydRefuseSecrets"
 
 @dataclass(frozen=True)
 class SecretInMemory:
-    field: str  # "name", "description" or "body"
+    field: str  # "name", "description", "body" or "file"
     line: int
     rule: str
     description: str
@@ -31,26 +33,55 @@ class SecretInMemory:
         return asdict(self)
 
     def text(self) -> str:
-        return f"{self.field} line {self.line} matches secret rule {self.rule} ({self.description})"
+        where = self.field if self.field == "file" else f"{self.field} line {self.line}"
+        return f"{where} matches secret rule {self.rule} ({self.description})"
 
 
-def find_secrets(name: str, description: str, body: str) -> list[SecretInMemory]:
+def find_secrets(
+    name: str, description: str, body: str, file: str | None = None
+) -> list[SecretInMemory]:
     # Imported here: the scanner builds its keyword automaton on import, and a daemon that
     # never saves a memory should not pay for it at start-up.
     from memoryd.team.secrets import scan
 
-    return [
+    found = [
         SecretInMemory(field, finding.line, finding.rule_id, finding.description)
         for field, text in (("name", name), ("description", description), ("body", body))
         for finding in scan(text)
     ]
+    if file:
+        # The file name goes into MEMORY.md's index line, so into every session's context.
+        rules = {f.rule_id: f.description for f in scan(_file_text(file))}
+        found += [SecretInMemory("file", 1, rule, text) for rule, text in rules.items()]
+    return found
+
+
+def _file_text(file: str) -> str:
+    """What is scanned of a `file` path: the team key's form (the path, each segment and its
+    stem, one per line, so a token named as a file stands alone as the rules' word boundaries
+    want), and each stem's parts split at `_` and `-` (`ci_<token>.md`)."""
+    from memoryd.team.secrets import key_text
+
+    parts = [
+        part
+        for segment in file.split("/")
+        for part in re.split(r"[_-]", segment.rpartition(".")[0] or segment)
+        if part
+    ]
+    return key_text(file) + "\n".join(parts) + "\n"
 
 
 def check_write(
-    name: str, description: str, body: str, *, team: bool, refuse: bool
+    name: str,
+    description: str,
+    body: str,
+    *,
+    team: bool,
+    refuse: bool,
+    file: str | None = None,
 ) -> dict[str, Any]:
     """The reply fields `warnings` and `secrets` for a write; SecretRefused when refusing."""
-    found = find_secrets(name, description, body)
+    found = find_secrets(name, description, body, file)
     if not found:
         return {"warnings": [], "secrets": []}
     what = "; ".join(s.text() for s in found)

@@ -98,3 +98,39 @@ async def test_a_repository_cannot_turn_the_refusal_off(
             body=f"key {AWS_KEY}",
         )
     assert err.value.code == -32005
+
+
+async def test_a_secret_in_the_file_name_is_found_like_one_in_the_text(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    # Found by a bug hunt: `file` was not scanned, and the token went into MEMORY.md's index
+    # line, so into every session's context, with no warning and past the refusal.
+    fields = {"type": "reference", "name": "ci token", "description": "the CI token"}
+    warned = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        body="see the file name",
+        file=f"ci_{GITHUB_TOKEN}.md",
+        **fields,
+    )
+    assert [(s["field"], s["rule"]) for s in warned["secrets"]] == [("file", "github-pat")]
+    (warning,) = warned["warnings"]
+    assert "file matches secret rule github-pat" in warning
+    assert GITHUB_TOKEN not in warning
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    with pytest.raises(RpcError) as err:
+        await daemon.call(
+            "memory.write",
+            cwd=str(project),
+            body="see the file name",
+            file=f"keys/{AWS_KEY}.md",
+            **fields,
+        )
+    assert err.value.code == -32005
+    assert AWS_KEY not in err.value.message
+    assert err.value.data["secrets"] == [
+        {"field": "file", "line": 1, "rule": "aws-access-token", "description": "AWS access key ID"}
+    ]
+    listing = await daemon.call("memory.list", cwd=str(project))
+    assert len(listing["memories"]) == 1  # only the first, warned about

@@ -206,7 +206,7 @@ async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     """Write a memory atomically and keep its index line; a near duplicate updates the old one."""
     project = daemon.services.projects.resolve(params.cwd)
     secrets = _check_secrets(
-        daemon, project, params.name, params.description, params.body, params.team
+        daemon, project, params.name, params.description, params.body, params.team, params.file
     )
     result, unshared = await _save(daemon, project, params, team=params.team, file=params.file)
     secrets["warnings"] += unshared
@@ -260,14 +260,20 @@ def _written(result: WriteResult) -> dict[str, Any]:
 
 
 def _check_secrets(
-    daemon: Daemon, project: Project, name: str, description: str, body: str, team: bool
+    daemon: Daemon,
+    project: Project,
+    name: str,
+    description: str,
+    body: str,
+    team: bool,
+    file: str | None = None,
 ) -> dict[str, Any]:
     """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them."""
     if len(body) > MAX_FILE_BYTES:
         # The write refuses it as too large (-32004) before anything is saved: no need to scan.
         return {"warnings": [], "secrets": []}
     refuse = bool(_am(daemon).settings.get(project.root).get(REFUSE_SETTING))
-    return check_write(name, description, body, team=team, refuse=refuse)
+    return check_write(name, description, body, team=team, refuse=refuse, file=file)
 
 
 async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
