@@ -1,19 +1,156 @@
-"""One writer lock per memory dir.
+"""One writer lock per memory dir, held across processes.
 
-Every writer of a memory directory (the service, the extraction and dream agents) holds it
-while it writes files there or `MEMORY.md`, so writes are serialised per directory and the
-index never loses a line.
+Every writer of a memory directory (the service, the extraction and dream agents, a team pull)
+holds it while it writes files there or `MEMORY.md`, so writes are serialised per directory and
+the index never loses a line.
+
+Two daemons of one user can run at once (started with different sockets: a login service
+with XDG_RUNTIME_DIR and one started by hand without it), and both write the same memory
+dirs. An asyncio lock alone serialised the writers of one process only: overwrites that
+returned success were lost without a history version, and MEMORY.md lost lines. So the lock
+also takes an exclusive `flock` on a lock file per memory dir under the state dir
+(`<state>/locks/`), taken without blocking the event loop (polled) and released with the
+asyncio lock. Each holder leaves a token of its own in the file: a holder that finds another
+process's token knows that process may have written, and the dir's warm view is checked again
+(a directory's mtime can stay the same across two writes in one clock tick).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import hashlib
+import itertools
+import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
+
+import structlog
+
+from memoryd.core.project import sanitize_key
+from memoryd.fsutil import ensure_private_dir
+
+log = structlog.get_logger("memoryd.automem")
+
+_POLL_FIRST_S = 0.001
+_POLL_MAX_S = 0.01  # holders hold it for milliseconds; a waiter looks again this often at most
+_TOKEN_BYTES = 32
+
+
+def lock_file_name(memory_dir: Path) -> str:
+    """The lock file's name for a memory dir: readable, and unique by a hash of the dir's real
+    path, so every process that means the same dir takes the same file."""
+    real = os.path.realpath(memory_dir)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{sanitize_key(real)[-100:]}-{digest}.lock"
+
+
+class DirLock(asyncio.Lock):
+    """An asyncio lock that, once held, also holds the dir's file lock. An asyncio.Lock to
+    everyone who takes it (`async with`), so no caller changes."""
+
+    def __init__(self, locks: WriterLocks, memory_dir: Path) -> None:
+        super().__init__()
+        self._locks = locks
+        self._memory_dir = memory_dir
+        self._path = locks.folder / lock_file_name(memory_dir)
+        self._fd: int | None = None
+
+    async def acquire(self) -> Literal[True]:
+        await super().acquire()
+        try:
+            await self._lock_file()
+        except BaseException:  # cancelled while waiting for the other process: not held
+            super().release()
+            raise
+        return True
+
+    def release(self) -> None:
+        try:
+            self._unlock_file()
+        finally:
+            super().release()
+
+    async def _lock_file(self) -> None:
+        fd = self._locks.open_lock_file(self._path)
+        if fd is None:
+            return  # cannot be opened: this process's writers are still serialised
+        try:
+            delay = _POLL_FIRST_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _POLL_MAX_S)
+            token = os.pread(fd, _TOKEN_BYTES, 0)
+        except BaseException:
+            os.close(fd)  # closing releases the lock
+            raise
+        self._fd = fd
+        if token != self._locks.last_token.get(self._memory_dir):
+            # Another process held the lock since we did (or we never did): what it wrote may
+            # hide behind directory stamps we took ourselves.
+            self._locks.on_foreign_change(self._memory_dir)
+
+    def _unlock_file(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            token = self._locks.next_token()
+            with contextlib.suppress(OSError):  # a full disk: the next holder looks again
+                if os.pwrite(fd, token, 0) == len(token):
+                    self._locks.last_token[self._memory_dir] = token
+        finally:
+            os.close(fd)
 
 
 class WriterLocks:
-    def __init__(self) -> None:
-        self._locks: dict[Path, asyncio.Lock] = {}
+    """`locks(memory_dir)`: the dir's writer lock (one object per dir). `on_foreign_change`
+    is called, under the lock, when another process may have written the dir."""
+
+    def __init__(
+        self, folder: Path, on_foreign_change: Callable[[Path], None] = lambda _dir: None
+    ) -> None:
+        self.folder = folder
+        self.on_foreign_change = on_foreign_change
+        self.last_token: dict[Path, bytes] = {}  # what we left in each dir's lock file
+        self._locks: dict[Path, DirLock] = {}
+        self._nonce = secrets.token_hex(8)
+        self._count = itertools.count()
+        self._warned = False
 
     def __call__(self, memory_dir: Path) -> asyncio.Lock:
-        return self._locks.setdefault(memory_dir, asyncio.Lock())
+        lock = self._locks.get(memory_dir)
+        if lock is None:
+            lock = self._locks[memory_dir] = DirLock(self, memory_dir)
+        return lock
+
+    def next_token(self) -> bytes:
+        return f"{self._nonce}-{next(self._count):015d}".encode().ljust(_TOKEN_BYTES)
+
+    def open_lock_file(self, path: Path) -> int | None:
+        """The lock file, opened (folder made 0700, file 0600); None when it cannot be, said
+        once in the log."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            try:
+                return os.open(path, flags, 0o600)
+            except FileNotFoundError:  # the first lock of this state dir
+                ensure_private_dir(path.parent)
+                return os.open(path, flags, 0o600)
+        except OSError as exc:
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "memory writer lock file cannot be opened: writers of another memoryd "
+                    "process on these memory folders are not kept apart",
+                    path=str(path),
+                    error=exc.strerror or str(exc),
+                )
+            return None

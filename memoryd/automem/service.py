@@ -5,7 +5,8 @@ when a settings file's stat changes), `dirs` (which dir, is it on, is it safe), 
 (first load and periodic sweep of a dir in the background), `index_cache` (the index text
 for `get_context` per MEMORY.md stat), `writes` (write, delete, history, restore),
 `index_writer` (flush queued index lines, reconcile) and `locks` (one writer lock per dir,
-held by every writer of the dir — this service, the extraction and dream agents).
+held by every writer of the dir — this service, the extraction and dream agents — in
+every memoryd process of the user).
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ class AutoMemory:
         self.dirs = MemoryDirs(self.settings)
         self._spawn: Spawn = lambda coro: host.spawn(coro, worker=WORKER)
         self.states = DirStates(self._spawn)
-        self.writer_lock = WriterLocks()
+        # Held across processes (a second daemon of this user on another socket); what another
+        # process wrote meanwhile is looked for again.
+        self.writer_lock = WriterLocks(paths.state_dir() / "locks", self.states.invalidate)
         self.index_writer = IndexWriter(self.states, self.writer_lock)
         self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
