@@ -30,6 +30,7 @@ from memoryd.automem.naming import is_index_name
 from memoryd.automem.recall.dates import first_date
 from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 from memoryd.fsutil import read_regular_file
+from memoryd.team.protocol import ignored_name
 
 TEAM_DIR = "team"
 # Subfolders are read as deep as this (Claude Code scans the memory dir recursively).
@@ -52,6 +53,21 @@ def is_team_folder(memory_dir: Path, name: str) -> bool:
         return not variant.is_symlink() and os.path.samefile(variant, memory_dir / TEAM_DIR)
     except OSError:
         return False
+
+
+def never_read(name: str, *, team: bool, folder: bool) -> bool:
+    """Whether a file or folder of this name in a memory dir is never read as a memory.
+
+    The names team sync skips (`team.protocol.ignored_name`, a pure name rule): for a `.md`
+    file, hidden (temp files of atomic writes among them) or a conflict copy a team pull set
+    aside (`x.conflict-<time>.md`, anywhere: it only exists on this machine); in `team/` also
+    its folders' (editor backups, temp files), so what is read there is what the team shares.
+    A folder outside `team/` is skipped only when hidden. Read, a conflict copy was listed,
+    recalled beside the memory it copies and given a line in team/MEMORY.md, pushed to the
+    team."""
+    if folder and not team:
+        return name.startswith(".")
+    return ignored_name(name)
 
 
 # Before this, a file's time is a tool's (the epoch, zip's first day), not when anyone wrote it.
@@ -355,6 +371,7 @@ def _scan(
     except OSError:
         return
     with iterator:
+        in_team = prefix.startswith(f"{TEAM_DIR}/")
         for item in iterator:
             name = item.name
             if name.startswith("."):
@@ -372,6 +389,8 @@ def _scan(
                     if depth == 0 and is_team_folder(directory, name):
                         # Keys and paths say team/ whatever case the folder has on disk.
                         name = TEAM_DIR
+                    elif never_read(name, team=in_team, folder=True):
+                        continue
                     if depth < MAX_DEPTH:
                         _scan(
                             directory / name,
@@ -385,6 +404,7 @@ def _scan(
                 if (
                     not name.endswith(".md")
                     or is_index_name(name)
+                    or never_read(name, team=in_team, folder=False)
                     or not item.is_file(follow_symlinks=False)
                 ):
                     continue

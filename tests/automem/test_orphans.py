@@ -172,3 +172,31 @@ async def test_an_index_edited_while_the_orphan_check_reads_it_keeps_the_edit(
     text = (memdir / "MEMORY.md").read_text()
     assert all(line in text for line in theirs)
     assert "(project_lost.md)" in text
+
+
+async def test_a_conflict_copy_is_never_a_memory(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Found by a bug hunt: a team pull keeps a local edit aside as `x.conflict-<time>.md` in
+    # team/, where it was read as one more memory: listed, recalled beside the real one, and
+    # given a line in team/MEMORY.md by reconcile or the orphan sweep, which was pushed to
+    # every teammate (a line for a file that only exists on this machine).
+    copy = "project_plan.conflict-20261202T153012Z.md"
+    _orphan(memdir, "team/project_plan.md", "Release plan")
+    _orphan(memdir, f"team/{copy}", "Release plan")
+    _orphan(memdir, "project_notes.md", "Notes")
+    _orphan(memdir, "project_notes.conflict-20261202T153012Z-2.md", "Notes")
+    _orphan(memdir, "team/drafts~/project_draft.md", "Draft")  # a folder team sync skips
+    _orphan(memdir, "sub.tmp/project_kept.md", "Kept")  # outside team/: still read
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert sorted(m["file"] for m in listed["memories"]) == [
+        "project_notes.md",
+        "sub.tmp/project_kept.md",
+        "team/project_plan.md",
+    ]
+    recalled = await daemon.call("recall", cwd=str(project), query="release plan", selector="local")
+    assert [Path(m["path"]).name for m in recalled["memories"]] == ["project_plan.md"]
+    await daemon.call("memory.reconcile", cwd=str(project))
+    assert _index(memdir / "team") == ["project_plan.md"]
+    assert _index(memdir) == ["project_notes.md", "sub.tmp/project_kept.md"]
+    assert (memdir / "team" / copy).exists()  # kept for the user to compare, never deleted
