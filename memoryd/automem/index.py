@@ -217,6 +217,29 @@ def apply(
     return _with_newline(out)
 
 
+def merge_added_entries(server_text: str, local_text: str) -> tuple[str, bool]:
+    """Two writers each added lines to one index (two teammates saving a team memory at once):
+    the server's text, then each local entry line for a file the server's text does not list.
+    With it, whether nothing of the local text is left out (every other local line is one of
+    the server's); when something is (a line edited on both sides, prose), the caller keeps the
+    local text aside as well."""
+    server_lines = server_text.splitlines()
+    listed = {form for entry in parse_index(server_text) for form in entry.forms}
+    known = set(server_lines)
+    added: list[str] = []
+    lossless = True
+    for line in local_text.splitlines():
+        if line in known or not line.strip():
+            continue
+        match = _LINE.match(line) if "](" in line else None
+        if match is not None and not listed.intersection(link_forms(match.group("file"))):
+            added.append(line)
+            known.add(line)
+        else:
+            lossless = False
+    return _with_newline(server_lines + added), lossless
+
+
 def _is_local(file: str) -> bool:
     """A name in the index's folder: not a URI (`mailto:`, `https://`), an absolute path,
     `~/…` or an anchor."""

@@ -146,6 +146,59 @@ async def test_pull_saves_a_conflicting_local_edit_aside(
     assert (await bob.engine.push()).pushed == []
 
 
+async def test_two_teammates_adding_memories_at_once_keep_both_index_lines(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: the team index was merged like a note, server wins, so the second
+    # teammate's line was lost from the shared MEMORY.md and a MEMORY.conflict-… copy left
+    # behind (which the sweep then indexed, and that bogus line was pushed to everyone).
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("MEMORY.md", "# Team\n- [Runbook](runbook.md) — where it is\n")
+    alice.write("runbook.md", "the runbook\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("deploys.md", "deploy on fridays\n")
+    alice.write("MEMORY.md", alice.read("MEMORY.md") + "- [Deploys](deploys.md) — when\n")
+    await alice.engine.push()
+    bob.write("oncall.md", "who is on call\n")
+    bob.write("MEMORY.md", bob.read("MEMORY.md") + "- [On call](oncall.md) — who\n")
+
+    report = await bob.engine.push()
+    assert report.conflicts == []
+    assert bob.conflict_copies() == {}
+    merged = bob.read("MEMORY.md")
+    assert merged == (
+        "# Team\n- [Runbook](runbook.md) — where it is\n- [Deploys](deploys.md) — when\n"
+        "- [On call](oncall.md) — who\n"
+    )
+    await bob.engine.push()  # the merged index goes up
+    await alice.engine.pull()
+    assert alice.read("MEMORY.md") == merged
+    assert alice.conflict_copies() == {}
+    assert bob.engine.state.pending == []
+
+
+async def test_an_index_line_edited_on_both_sides_is_still_kept_aside(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # The merge adds lines; a line both sides changed would be lost by it: copied aside.
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    bob = make_side("bob", server.url, token)
+    alice.write("MEMORY.md", "- [Runbook](runbook.md) — where it is\n")
+    await alice.engine.push()
+    await bob.engine.pull()
+    alice.write("MEMORY.md", "- [Runbook](runbook.md) — the wiki page\n")
+    await alice.engine.push()
+    bob.write("MEMORY.md", "- [Runbook](runbook.md) — ops/runbook.md\n")
+    report = await bob.engine.pull()
+    assert bob.read("MEMORY.md") == "- [Runbook](runbook.md) — the wiki page\n"
+    assert list(bob.conflict_copies().values()) == ["- [Runbook](runbook.md) — ops/runbook.md\n"]
+    assert [c.key for c in report.conflicts] == ["MEMORY.md"]
+
+
 async def test_pull_keeps_a_local_edit_the_server_has_not_superseded(
     server: ThreadedServer, make_side: SideFactory
 ) -> None:

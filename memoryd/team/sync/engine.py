@@ -39,6 +39,7 @@ from typing import Any
 
 import structlog
 
+from memoryd.automem.index import INDEX_NAME, merge_added_entries
 from memoryd.team.protocol import (
     BATCH_MAX_BYTES,
     CHECKSUM_PREFIX,
@@ -428,8 +429,15 @@ class SyncEngine:
                 # conflict copy unless it is the synced (or the server's) version — decided on
                 # the bytes that moved, so an edit saved since the read above is kept too.
                 disposable = {digest} if synced is None else {digest, synced}
+                written = content
+                if action is delta.PullAction.CONFLICT and mine is not None and key == INDEX_NAME:
+                    # The index is derived from the files: both sides' added lines are kept
+                    # (the merge is pushed next); a copy aside only if a local line would go.
+                    written, lossless = merge_added_entries(content, mine)
+                    if lossless and local is not None:
+                        disposable.add(local)
                 try:
-                    done = self.folder.replace(key, content, disposable=disposable, now=now)
+                    done = self.folder.replace(key, written, disposable=disposable, now=now)
                 except ValueError as exc:
                     refused[key] = f"local file kept, server version not written: {exc}"
                     continue
@@ -445,7 +453,8 @@ class SyncEngine:
                     # sees it as an edit against the server's version.
                     continue
                 report.pulled.append(key)
-                scan.checksums[key] = digest  # the file now holds it: not pending
+                # The file now holds it: not pending (a merged index is: it holds more).
+                scan.checksums[key] = checksum(written)
             state.synced[key] = digest
 
     def _writable(self, key: str, refused: dict[str, str]) -> bool:
