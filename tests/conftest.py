@@ -19,6 +19,7 @@ from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.rpc import MethodSpec
 from memoryd.daemon.server import Server
 from memoryd_client import AsyncClient
+from tests.fakes.full_disk import SmallDisks
 from tests.fakes.messages_api import FakeMessagesAPI
 
 _CLEARED_PREFIXES = ("ANTHROPIC_", "MEMORYD_", "CLAUDE_", "XDG_", "GIT_", "LISTEN_")
@@ -119,6 +120,16 @@ async def daemon(short_tmp: Path) -> AsyncIterator[DaemonHandle]:
         yield handle
     finally:
         await stop_daemon(handle)
+
+
+@pytest.fixture
+def small_disks() -> Iterator[SmallDisks]:
+    """Tiny tmpfs mounts for a real full disk (tests/fakes/full_disk.py), unmounted after."""
+    disks = SmallDisks()
+    try:
+        yield disks
+    finally:
+        disks.unmount_all()
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,53 +20,7 @@ from memoryd.automem.warmup import ORPHAN_GRACE_S
 from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
-
-# Mounts a tmpfs over a folder; returns a call that fills it up to `room` free pages and
-# returns a call that frees it all again.
-Mount = Callable[[Path], Callable[[int], Callable[[], None]]]
-
-
-@pytest.fixture
-def tmpfs() -> Iterator[Mount]:
-    mounted: list[Path] = []
-
-    def mount(folder: Path) -> Callable[[int], Callable[[], None]]:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a tmpfs needs root")
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(folder)],
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-        mounted.append(folder)
-
-        def fill(room: int) -> Callable[[], None]:
-            fillers: list[Path] = []
-            for i in itertools.count():
-                filler = folder / f".fill{i}"
-                try:
-                    filler.write_bytes(b"x" * 4096)
-                except OSError:
-                    filler.unlink(missing_ok=True)
-                    break
-                fillers.append(filler)
-            for _ in range(room):
-                fillers.pop().unlink()
-
-            def free() -> None:
-                for filler in fillers:
-                    filler.unlink()
-
-            return free
-
-        return fill
-
-    yield mount
-    for folder in mounted:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
+from tests.fakes.full_disk import SmallDisks
 
 
 @contextlib.contextmanager
@@ -96,13 +49,15 @@ async def _write(daemon: DaemonHandle, project: Path, name: str) -> dict[str, ob
 
 
 async def test_a_write_whose_index_line_meets_a_full_disk_is_saved_with_a_warning(
-    daemon: DaemonHandle, project: Path, memdir: Path, tmpfs: Mount
+    daemon: DaemonHandle, project: Path, memdir: Path, small_disks: SmallDisks
 ) -> None:
     # The memory file was saved, then MEMORY.md's rewrite hit ENOSPC: the write answered
     # -32603, though its file stayed (and no memory/saved was sent).
-    fill = tmpfs(memdir)
+    small_disks.mount(memdir)
     await _write(daemon, project, "Likes tea")
-    free = fill(1)  # room for the memory file, none for the index's rewrite
+    free = small_disks.fill(
+        memdir, room=1
+    )  # room for the memory file, none for the index's rewrite
     result = await _write(daemon, project, "Likes coffee")
     saved = Path(str(result["path"]))
     assert saved.is_file()
@@ -119,15 +74,15 @@ async def test_a_write_whose_index_line_meets_a_full_disk_is_saved_with_a_warnin
 
 
 async def test_a_failed_flush_keeps_every_writers_queued_line(
-    daemon: DaemonHandle, project: Path, memdir: Path, tmpfs: Mount
+    daemon: DaemonHandle, project: Path, memdir: Path, small_disks: SmallDisks
 ) -> None:
     # A flush writes the lines of every writer queued behind the lock; one that failed
     # dropped them all, and the other writers had been told their memory was indexed.
-    fill = tmpfs(memdir)
+    small_disks.mount(memdir)
     await _write(daemon, project, "Likes tea")
     for name in ("a", "b"):
         (memdir / f"{name}.md").write_text(memory_text(name.upper(), name, "user", "x"))
-    free = fill(0)
+    free = small_disks.fill(memdir)
     writer = daemon.daemon.services.automem.index_writer
     async with daemon.daemon.services.automem.writer_lock(memdir):
         writer.queue(memdir, "a.md", "A", "a")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -21,6 +20,7 @@ from memoryd.daemon.server import socket_is_live
 from memoryd_client import Client, DaemonUnavailable
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 from tests.daemon.conftest import TEST_METHODS
+from tests.fakes.full_disk import SmallDisks
 from tests.fakes.messages_api import FakeMessagesAPI, slow, text_reply
 
 SECRET = "sk-ant-api03-" + "Z" * 40
@@ -444,31 +444,18 @@ def test_a_status_file_that_cannot_be_written_does_not_stop_the_start(short_tmp:
     assert "status file not written" in err
 
 
-def test_a_full_socket_folder_does_not_stop_the_start(short_tmp: Path) -> None:
+def test_a_full_socket_folder_does_not_stop_the_start(
+    short_tmp: Path, small_disks: SmallDisks
+) -> None:
     # Binding a socket needs no room on the disk; the status file's write hit ENOSPC.
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    folder = short_tmp / "run"
-    folder.mkdir(mode=0o700)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8k,mode=0700", "tmpfs", str(folder)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    folder = small_disks.mount(short_tmp / "run", kib=8)
+    small_disks.fill(folder)
+    sock = folder / "d.sock"
+    proc = spawn_daemon(sock, capture=True)
     try:
-        with (folder / ".filler").open("wb", buffering=0) as out, contextlib.suppress(OSError):
-            while True:
-                out.write(b"x" * 4096)
-        sock = folder / "d.sock"
-        proc = spawn_daemon(sock, capture=True)
-        try:
-            assert wait_healthy(sock)["pid"] == proc.pid
-        finally:
-            proc.terminate()
-            _out, err = proc.communicate(timeout=10)
-        assert "No space left on device" in err
-        assert "Traceback" not in err
+        assert wait_healthy(sock)["pid"] == proc.pid
     finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
+        proc.terminate()
+        _out, err = proc.communicate(timeout=10)
+    assert "No space left on device" in err
+    assert "Traceback" not in err

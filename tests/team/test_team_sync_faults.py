@@ -8,12 +8,7 @@ request per attempt (bounded), permanent ones one request in all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import random
-import subprocess
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,6 +16,7 @@ from memoryd.team.protocol import checksum
 from memoryd.team.sync.client import BodyTooLarge, Permanent, Retryable, TeamHTTPError
 from memoryd.team.sync.engine import SyncSuppressed
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
+from tests.fakes.full_disk import SmallDisks
 from tests.team.conftest import REPO, Side, SideFactory, seed_server, server_history
 from tests.team_server.conftest import ThreadedServer
 
@@ -307,46 +303,18 @@ async def test_a_server_cap_under_the_halving_floor_is_taken_as_it_is(
     assert side.engine.state.max_body <= 2_000
 
 
-@pytest.fixture
-def full_team_dir() -> Iterator[Callable[[Path], Callable[[], None]]]:
-    """Mount a 16 KiB tmpfs over a team folder and fill it (ENOSPC for real); the returned
-    call frees the space. Needs root (CI runs as root); skipped elsewhere."""
-    mounted: list[Path] = []
-
-    def fill(team_dir: Path) -> Callable[[], None]:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a tmpfs needs root")
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(team_dir)],
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-        mounted.append(team_dir)
-        filler = team_dir / ".filler"
-        with contextlib.suppress(OSError), filler.open("wb") as out:
-            while True:
-                out.write(b"x" * 4096)
-                out.flush()
-        return lambda: filler.unlink()
-
-    yield fill
-    for path in mounted:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 async def test_a_pull_that_met_a_full_disk_writes_once_there_is_room(
     server: ThreadedServer,
     make_side: SideFactory,
-    full_team_dir: Callable[[Path], Callable[[], None]],
+    small_disks: SmallDisks,
 ) -> None:
     # The keys a full disk kept from being written were refused like keys no path may hold:
     # every later pull sent If-None-Match, got a 304, and they never came, restart or not.
     token = server.token(REPO)
     await seed_server(make_side, server, token, {"runbook.md": "the ops wiki page\n"})
     side = make_side("me", server.url, token)
-    free = full_team_dir(side.team_dir)
+    small_disks.mount(side.team_dir, kib=16)
+    free = small_disks.fill(side.team_dir)
     first = await side.engine.pull()
     assert "runbook.md" in first.refused
     assert not (side.team_dir / "runbook.md").exists()
