@@ -6,7 +6,10 @@ registered when a client reports reading it (`after_turn.read_paths`). After a t
 without tool calls (a natural break), each doc that session registered is queued; the queue
 is worked one doc at a time. Before each update the header is re-checked — gone means the doc
 is unregistered and left untouched — and the agent that updates it may read and edit that one
-file only. A successful update is announced with `magicdoc/updated {path}`.
+file only. A successful update is announced with `magicdoc/updated {path}`. The doc is a file
+of the repository, committed and pushed with it: the text an edit adds is scanned for secrets
+first (`agent/secret_screen.py`), refused with the user's `memorydRefuseSecrets` on, else
+written with a `worker/error` warning naming the rule.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import structlog
 
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.automem.extraction_prompts import render_transcript
+from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fsutil import read_regular_file
 
@@ -45,6 +49,7 @@ MAX_DOCS = 1_000
 MAX_SESSIONS_PER_DOC = 100
 MAX_TURNS = 5
 MAX_TOKENS = 4096
+IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
 
 
 # -- pure ------------------------------------------------------------------------------------
@@ -151,8 +156,10 @@ class Doc:
 
 
 class MagicDocs:
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, settings: SettingsCache | None = None) -> None:
         self.host = host
+        # The user's settings (`memorydRefuseSecrets`); the daemon passes auto memory's cache.
+        self.settings = settings if settings is not None else SettingsCache(None)
         self.docs: OrderedDict[Path, Doc] = OrderedDict()  # least recently read first
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
@@ -264,6 +271,10 @@ class MagicDocs:
         policy = AccessPolicy(read_roots=(path,), write_files=(path,), allow_shell=False)
         from memoryd.agent import tools as agent_tools  # loaded when a doc is updated
         from memoryd.agent.loop import run_agent
+        from memoryd.agent.secret_screen import REFUSE_SETTING, secret_screen
+
+        refuse = bool(self.settings.get(doc.project_root).get(REFUSE_SETTING))
+        screen = secret_screen(refuse=refuse, where=IN_THE_REPOSITORY)
 
         result = await run_agent(
             self.host,
@@ -282,6 +293,7 @@ class MagicDocs:
             max_tokens=MAX_TOKENS,
             tools=[agent_tools.DEFINITIONS["Read"], agent_tools.DEFINITIONS["Edit"]],
             on_write=on_write,
+            screen_write=screen,
         )
         if written:
             doc.updates += 1

@@ -4,7 +4,9 @@ Each model turn goes through `host.model.create` (retries, backoff and accountin
 there). Every tool call is first put to the agent's `AccessPolicy`: a refusal is returned to
 the model as an error tool result and never executed. Writes are planned, then performed
 between the caller's `before_write` (e.g. keep the old version in history) and `on_write`
-(e.g. announce `memory/saved`) hooks, under the caller's lock. The loop ends on a reply
+(e.g. announce `memory/saved`) hooks, under the caller's lock, once the caller's
+`screen_write` passed the new text (`secret_screen`: refused, or written with a warning that
+is reported). The loop ends on a reply
 without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
 model error. Failures are loud: each denial, a reached turn limit and a failed model call
 are reported through `host.report_worker_error` under the run's feature name.
@@ -29,6 +31,7 @@ from memoryd.llm.client import ModelError, add_tokens, zero_tokens
 from memoryd.surrogates import without_lone_surrogates
 
 if TYPE_CHECKING:
+    from memoryd.agent.secret_screen import WriteScreen
     from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.agent")
@@ -55,6 +58,7 @@ class _WriteHooks:
     before_write: PathHook | None
     on_write: PathHook | None
     lock: asyncio.Lock | None
+    screen: WriteScreen | None = None
 
 
 @dataclass
@@ -87,6 +91,7 @@ async def run_agent(
     write_lock: asyncio.Lock | None = None,
     extra_tools: dict[str, ExtraTool] | None = None,
     cancel: asyncio.Event | None = None,
+    screen_write: WriteScreen | None = None,
 ) -> AgentResult:
     """Drive the model through at most `max_turns` turns under `policy`.
 
@@ -97,7 +102,7 @@ async def run_agent(
     started = time.monotonic()
     result = AgentResult()
     extras = extra_tools or {}
-    hooks = _WriteHooks(before_write, on_write, write_lock)
+    hooks = _WriteHooks(before_write, on_write, write_lock, screen_write)
     tool_defs = tools if tools is not None else agent_tools.definitions(policy)
     if tools is None:
         tool_defs = tool_defs + [t.definition for t in extras.values()]
@@ -251,7 +256,10 @@ async def _run_tool(
         elif name == "Bash":
             text = await agent_tools.bash(policy, tool_input)
         elif name in agent_tools.WRITE_PLANNERS:
-            text = await _write(policy, name, tool_input, result, hooks)
+            text, warning = await _write(policy, name, tool_input, result, hooks)
+            if warning is not None:
+                await host.report_worker_error(feature, warning, tool=name)
+                text = f"{text}\nWarning: {warning}"
         elif name in extras:
             text = await extras[name].run(tool_input)
         else:
@@ -278,10 +286,14 @@ async def _write(
     tool_input: dict[str, Any],
     result: AgentResult,
     hooks: _WriteHooks,
-) -> str:
+) -> tuple[str, str | None]:
+    """What the tool result says, and the screen's warning about the text written, if any."""
+    warning = None
     async with hooks.lock if hooks.lock is not None else contextlib.nullcontext():
         # Planned under the lock, so an Edit sees the file as it is when it is replaced.
         op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
+        if hooks.screen is not None:  # a scan and a read: off the event loop
+            warning = await asyncio.to_thread(hooks.screen, policy.as_given(op.path), op)
         if hooks.before_write is not None and not op.created:
             await hooks.before_write(policy.as_given(op.path))
         agent_tools.perform(op)
@@ -291,4 +303,4 @@ async def _write(
     if hooks.on_write is not None:
         await hooks.on_write(path)
     verb = "created" if op.created else "updated"
-    return f"{verb} {path}"
+    return f"{verb} {path}", warning

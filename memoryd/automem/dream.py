@@ -22,7 +22,12 @@ import structlog
 from memoryd import paths
 from memoryd.agent.policy import Denied
 from memoryd.automem import naming
-from memoryd.automem.extraction import Extraction, keep_version, memory_writer_policy
+from memoryd.automem.extraction import (
+    Extraction,
+    keep_version,
+    memory_writer_policy,
+    secret_screen_for,
+)
 from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
@@ -257,6 +262,7 @@ class Dream:
                 on_write=on_write,
                 write_lock=am.writer_lock(memory_dir),
                 extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
+                screen_write=secret_screen_for(am, project),
             )
         finally:
             # Even when the run was stopped; a file it retired after editing is not announced.

@@ -34,6 +34,7 @@ from memoryd.errors import MemorydError
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult, PathHook
+    from memoryd.agent.secret_screen import WriteScreen
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
@@ -354,6 +355,7 @@ class Extraction:
                 self.host,
                 feature=WORKER,
                 policy=memory_writer_policy(memory_dir, read_roots=(project.root,), team=True),
+                screen_write=secret_screen_for(am, project),
                 system=system,
                 messages=messages,
                 model=model,
@@ -453,6 +455,15 @@ def memory_writer_policy(
         write_roots=(memory_dir,),
         write_check=lambda path: agent_write_refusal(real_dir, path, team=team),
     )
+
+
+def secret_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
+    """The secret check of an agent writing `project`'s memory, as `memory.write` checks a
+    write: refused with the user's `memorydRefuseSecrets` on, else written with a warning."""
+    from memoryd.agent.secret_screen import MEMORY_FILES, REFUSE_SETTING, secret_screen
+
+    refuse = bool(am.settings.get(project.root).get(REFUSE_SETTING))
+    return secret_screen(refuse=refuse, where=f"{MEMORY_FILES}; remove it with `memctl memory`")
 
 
 def keep_version(am: AutoMemory) -> PathHook:

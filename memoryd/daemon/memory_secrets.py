@@ -17,9 +17,10 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from memoryd.agent.secret_screen import REFUSE_SETTING
 from memoryd.errors import SecretRefused
 
-REFUSE_SETTING = "memorydRefuseSecrets"
+__all__ = ["REFUSE_SETTING", "SecretInMemory", "check_write", "find_secrets"]
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ class Services:
     def magic_docs(self) -> MagicDocs:
         from memoryd.magicdocs import MagicDocs
 
-        return self._closing(MagicDocs(self._host))
+        return self._closing(MagicDocs(self._host, self.automem.settings))
 
     @cached_property
     def session_memory(self) -> SessionMemory:
