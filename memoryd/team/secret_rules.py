@@ -102,7 +102,11 @@ class Rule:
 _ID_SUFFIX = r"""(?:[ \t\w.-]{0,20})[\s'"]{0,3}"""
 _OPERATOR = r"(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)"
 _VALUE_PREFIX = r"""[\x60'"\s=]{0,5}"""
-_VALUE_SUFFIX = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+# gitleaks ends a secret at a quote, a space, `;`, an escaped newline or the end; prose ends it
+# with punctuation too ("the key is AKIA….", "ghp_…, then"), where gitleaks misses it: one or
+# more of `.,!?` then a space or the end count as well. (A `)` does not: gitleaks' own cases
+# have code such as `init(token: <key>)` as no finding.)
+_VALUE_SUFFIX = r"""(?:[\x60'"\s;]|\\[nr]|[.,!?]+(?=\s|$)|$)"""
 
 
 def semi_pattern(identifiers: str, secret: str, *, ci: bool = True) -> tuple[str, str]:

@@ -114,6 +114,20 @@ def test_each_family_finds_its_token(family: str, rule_id: str, token: str) -> N
     assert hits[0].description
 
 
+@pytest.mark.parametrize(("family", "rule_id", "token"), SYNTHETIC, ids=[s[1] for s in SYNTHETIC])
+def test_a_token_that_ends_a_sentence_is_found(family: str, rule_id: str, token: str) -> None:
+    # Found by a bug hunt: gitleaks' rules end a token at a space, a quote or `;`, so a key
+    # that ended a sentence in prose ("… is AKIA….") was missed everywhere.
+    for text in (f"The key is {token}.", f"use {token}, then rotate", f"It was {token}!\n"):
+        assert rule_id in [f.rule_id for f in scan(text)], text
+
+
+def test_a_token_running_on_into_a_name_is_not_ended_by_its_dot() -> None:
+    key = "AK" + "IAQYLPMN5HHHFPZAM2"
+    assert scan(f"see {key}.example.com for it") == []
+    assert scan(f"The key is {key}.")[0].rule_id == "aws-access-token"
+
+
 def test_assignment_forms_are_found_by_the_generic_rule() -> None:
     value = rand(ALNUM, 32)
     for line in (f'api_key = "{value}"', f"DB_PASSWORD: {value}", f'"auth_token": "{value}",'):
