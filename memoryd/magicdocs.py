@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd.agent.policy import AccessPolicy, real
+from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
 from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
@@ -129,6 +130,14 @@ def _read_doc(path: Path) -> tuple[str, DocHeader] | None:
         return None
     header = parse_header(text)
     return (text, header) if header is not None else None
+
+
+def _stamped_doc(path: Path) -> tuple[Stamp | None, tuple[str, DocHeader] | None]:
+    """`_read_doc`, and the doc's stamp taken before it was read: the agent's Edit of a doc
+    changed since (by the user, while the model was thinking) is refused until it reads the
+    doc again (`agent.seen`)."""
+    stamp = stamp_of(path)
+    return stamp, _read_doc(path)
 
 
 # -- the service ---------------------------------------------------------------------------
@@ -254,7 +263,7 @@ class MagicDocs:
         doc = self.docs.get(path)
         if doc is None:
             return None
-        found = await asyncio.to_thread(_read_doc, path)
+        stamp, found = await asyncio.to_thread(_stamped_doc, path)
         if found is None:
             # The header is gone (or the file): the doc stops being magic, and is not edited.
             self.docs.pop(path, None)
@@ -264,6 +273,8 @@ class MagicDocs:
         content, header = found
         doc.title, doc.instruction = header.title, header.instruction
         written: list[Path] = []
+        seen = SeenFiles()
+        seen.note(path, stamp)  # its text is in the prompt: read, as far as the agent knows
 
         async def on_write(written_path: Path) -> None:
             written.append(written_path)
@@ -294,6 +305,7 @@ class MagicDocs:
             tools=[agent_tools.DEFINITIONS["Read"], agent_tools.DEFINITIONS["Edit"]],
             on_write=on_write,
             screen_write=screen,
+            seen=seen,
         )
         if written:
             doc.updates += 1

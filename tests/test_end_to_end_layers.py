@@ -400,6 +400,7 @@ async def _scenario(
     router.queues["dream"] += [
         tool_use_reply(
             [
+                ("Read", {"file_path": str(feedback)}),  # a write needs a fresh read first
                 (
                     "Edit",
                     {
@@ -407,7 +408,7 @@ async def _scenario(
                         "old_string": "Indent Go with tabs.",
                         "new_string": "Indent Go with tabs, always.",
                     },
-                )
+                ),
             ]
         ),
         text_reply("Tightened one memory."),

@@ -6,7 +6,9 @@ the model as an error tool result and never executed. Writes are planned, then p
 between the caller's `before_write` (e.g. keep the old version in history) and `on_write`
 (e.g. announce `memory/saved`) hooks, under the caller's lock, once the caller's
 `screen_write` passed the new text (`secret_screen`: refused, or written with a warning that
-is reported). The loop ends on a reply
+is reported). Given `seen` (`agent.seen.SeenFiles`), a write of a file that exists needs a
+Read of it in this run with the file unchanged since, checked under the caller's lock right
+before the write (else an error result tells the model to read it again). The loop ends on a reply
 without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
 model error. Failures are loud: each denial, a reached turn limit and a failed model call
 are reported through `host.report_worker_error` under the run's feature name.
@@ -26,6 +28,7 @@ import structlog
 
 from memoryd.agent import tools as agent_tools
 from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.agent.seen import SeenFiles
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.client import ModelError, add_tokens, zero_tokens
 from memoryd.surrogates import without_lone_surrogates
@@ -59,6 +62,7 @@ class _WriteHooks:
     on_write: PathHook | None
     lock: asyncio.Lock | None
     screen: WriteScreen | None = None
+    seen: SeenFiles | None = None
 
 
 @dataclass
@@ -92,17 +96,21 @@ async def run_agent(
     extra_tools: dict[str, ExtraTool] | None = None,
     cancel: asyncio.Event | None = None,
     screen_write: WriteScreen | None = None,
+    seen: SeenFiles | None = None,
 ) -> AgentResult:
     """Drive the model through at most `max_turns` turns under `policy`.
 
     `tools=None` sends the daemon's own tool definitions; pass the main conversation's tools to
     reuse its prompt cache (calls to tools the daemon does not implement are refused).
     `system` is sent as given (a string or a list of blocks); None sends no system prompt.
+    `seen`: the writers of shared files pass one (noted beforehand with any file whose text the
+    prompt carries): each Read and each write of the run is noted in it, and a write of a file
+    not read, or changed since, is refused.
     """
     started = time.monotonic()
     result = AgentResult()
     extras = extra_tools or {}
-    hooks = _WriteHooks(before_write, on_write, write_lock, screen_write)
+    hooks = _WriteHooks(before_write, on_write, write_lock, screen_write, seen)
     tool_defs = tools if tools is not None else agent_tools.definitions(policy)
     if tools is None:
         tool_defs = tool_defs + [t.definition for t in extras.values()]
@@ -250,7 +258,12 @@ async def _run_tool(
     if name in agent_tools.WRITE_TOOLS:
         result.attempted_writes += 1
     try:
-        if name in agent_tools.SYNC_READERS:
+        if name == "Read" and hooks.seen is not None:
+            text, read_path, stamp = await asyncio.to_thread(
+                agent_tools.read_stamped, policy, tool_input
+            )
+            hooks.seen.note(read_path, stamp)
+        elif name in agent_tools.SYNC_READERS:
             reader = agent_tools.SYNC_READERS[name]
             text = await asyncio.to_thread(reader, policy, tool_input)
         elif name == "Bash":
@@ -290,6 +303,13 @@ async def _write(
     """What the tool result says, and the screen's warning about the text written, if any."""
     warning = None
     async with hooks.lock if hooks.lock is not None else contextlib.nullcontext():
+        if hooks.seen is not None:
+            # First, under the lock every writer of the dir takes: nothing written after this
+            # check and before the write is lost. Stale, an Edit would fail on text that moved
+            # and a Write would revert what another writer saved while the model was thinking.
+            problem = hooks.seen.problem(agent_tools.write_target(policy, tool_input))
+            if problem is not None:
+                raise agent_tools.ToolError(problem)
         # Planned under the lock, so an Edit sees the file as it is when it is replaced.
         op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
         if hooks.screen is not None:  # a scan and a read: off the event loop
@@ -297,6 +317,8 @@ async def _write(
         if hooks.before_write is not None and not op.created:
             await hooks.before_write(policy.as_given(op.path))
         agent_tools.perform(op)
+        if hooks.seen is not None:
+            hooks.seen.note_now(op.path)  # the agent knows what it wrote: no Read needed
     path = policy.as_given(op.path)
     if path not in result.written:
         result.written.append(path)

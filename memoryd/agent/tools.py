@@ -21,6 +21,7 @@ from typing import Any
 
 from memoryd.agent import shell
 from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.agent.seen import Stamp, stamp_of
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_text,
@@ -113,7 +114,20 @@ def _read_text(path: Path, *, for_edit: bool = False) -> str:
 
 # -- read-only tools --------------------------------------------------------------------------
 def read(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
+    return read_stamped(policy, tool_input)[0]
+
+
+def read_stamped(
+    policy: AccessPolicy, tool_input: dict[str, Any]
+) -> tuple[str, Path, Stamp | None]:
+    """`read`, with the file's real path and its stamp taken just before it was read: a change
+    made while it is read counts as one made after it (a stale read never passes for fresh)."""
     path = policy.check_read(_str(tool_input, "file_path"))
+    stamp = stamp_of(path)
+    return _read_lines(path, tool_input), path, stamp
+
+
+def _read_lines(path: Path, tool_input: dict[str, Any]) -> str:
     offset = max(_int(tool_input, "offset", 1), 1)
     limit = _int(tool_input, "limit", READ_DEFAULT_LIMIT) or READ_DEFAULT_LIMIT
     lines = _read_text(path).splitlines()
@@ -284,6 +298,11 @@ async def bash(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
 
 
 # -- writing tools: they only plan the write; the loop performs it -----------------------------
+def write_target(policy: AccessPolicy, tool_input: dict[str, Any]) -> Path:
+    """The real path a Write, Edit or MultiEdit would write (checked as its planner checks it)."""
+    return policy.check_write(_str(tool_input, "file_path"))
+
+
 def plan_write(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     path = policy.check_write(_str(tool_input, "file_path"))
     content = _str(tool_input, "content")

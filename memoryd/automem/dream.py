@@ -21,6 +21,7 @@ import structlog
 
 from memoryd import paths
 from memoryd.agent.policy import Denied
+from memoryd.agent.seen import SeenFiles
 from memoryd.automem import naming
 from memoryd.automem.extraction import (
     Extraction,
@@ -61,6 +62,8 @@ Consolidate the auto memory directory `{memory_dir}`.
 
 ## What to do
 1. Read the memories that look related (several Read calls in one turn).
+   Read a file before you Edit, Write or retire it; one that changed since you read it must
+   be read again (the user may save memories while you work).
 2. Merge duplicates: keep the better file, fold the other's facts into it with Edit, then
    retire the other with RetireMemory.
 3. Contradictions: when a newer memory contradicts an older one, the newer one wins; correct
@@ -213,6 +216,7 @@ class Dream:
             self.last = summary
             return summary
         policy = memory_writer_policy(memory_dir, team=False)
+        seen = SeenFiles()  # a write or retirement needs a fresh Read (`agent.seen`)
         edited: list[str] = summary["edited"]
         retired: list[str] = summary["retired"]
         extraction = self.extraction
@@ -230,12 +234,22 @@ class Dream:
             target = policy.check_write(raw)
             from memoryd.agent.tools import ToolError  # loaded with the loop, when a dream runs
 
+            def unchanged() -> None:
+                # Under the writer lock: a memory updated since the agent read it is not
+                # retired on what it said before (the update would be gone).
+                problem = seen.problem(target)
+                if problem is not None:
+                    raise ToolError(problem)
+
             try:
-                deleted = await am.delete_memory(project, str(policy.as_given(target)))
+                deleted = await am.delete_memory(
+                    project, str(policy.as_given(target)), check=unchanged
+                )
             except NotFound as exc:
                 raise ToolError(exc.message) from exc
             except MemorydError as exc:
                 raise Denied(exc.message) from exc
+            seen.note(target, None)
             retired.append(str(deleted))
             log.info("memory retired", path=str(deleted), reason=tool_input.get("reason"))
             return f"retired {deleted} (kept in history)"
@@ -263,6 +277,7 @@ class Dream:
                 write_lock=am.writer_lock(memory_dir),
                 extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
                 screen_write=secret_screen_for(am, project),
+                seen=seen,
             )
         finally:
             # Even when the run was stopped; a file it retired after editing is not announced.

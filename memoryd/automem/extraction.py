@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import structlog
 
 from memoryd.agent.policy import AccessPolicy, Denied, real
+from memoryd.agent.seen import SeenFiles
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
@@ -365,6 +366,7 @@ class Extraction:
                 before_write=keep_version(am),
                 on_write=on_write,
                 write_lock=am.writer_lock(memory_dir),
+                seen=SeenFiles(),  # a write of a file there needs a fresh Read (`agent.seen`)
             )
         finally:
             # Even when the run was stopped: what it wrote is indexed and announced.

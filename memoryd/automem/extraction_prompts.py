@@ -67,6 +67,8 @@ anything worth keeping for future sessions, and if so save it in the auto memory
 ## Rules for this run
 - You have at most {max_turns} turns. Work efficiently: read what you need in one turn (several
   tool calls at once), then write everything in the next.
+- Read a file that exists (a memory, the index) before you Edit or Write it: a write of one not
+  read in this run, or changed since you read it, is refused (read it again, then write).
 - Tools: Read, Grep, Glob, Bash (only `ls find cat stat wc head tail`, one command, no pipes or
   redirection), Edit, MultiEdit, Write. Any other tool is refused. You may read the project, but
   write only inside `{memory_dir}`; every other write is refused.

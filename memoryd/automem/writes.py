@@ -112,12 +112,18 @@ class MemoryWrites:
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
         return WriteResult(target, created, merged_into, name, (problem,) if problem else ())
 
-    async def delete_memory(self, project: Project, path: str | Path) -> Path:
+    async def delete_memory(
+        self, project: Project, path: str | Path, *, check: Callable[[], None] | None = None
+    ) -> Path:
+        """`check`: called under the writer lock before anything is touched; what it raises
+        stops the delete (dream's: the file is unchanged since its agent read it)."""
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
             target, key = resolve_inside(memory_dir, str(path), must_exist=True)
             if naming.is_index_name(target.name):
                 raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
+            if check is not None:
+                check()
             check_index_size(index_path(memory_dir, team=is_team(key)))
             state = self._states.state(memory_dir)
             self._snapshot_sync(memory_dir, key, target, "delete")

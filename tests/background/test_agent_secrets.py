@@ -117,7 +117,10 @@ async def test_an_edit_beside_a_secret_already_there_is_not_refused(
     )
     _refuse(isolated_env)
     edit = {"file_path": str(existing.path), "old_string": "deploys", "new_string": "how we deploy"}
-    script.add("extraction", tool_use_reply([("Edit", edit)]), text_reply("updated"))
+    read = {"file_path": str(existing.path)}  # a write of a file there needs a Read first
+    script.add(
+        "extraction", tool_use_reply([("Read", read), ("Edit", edit)]), text_reply("updated")
+    )
     client = await _subscribe(ws)
     await _extract(ws)
     assert "how we deploy" in existing.path.read_text()
@@ -140,7 +143,8 @@ async def test_dream_is_refused_a_secret_too(
         "old_string": "likes tabs.",
         "new_string": f"likes tabs.\ntoken {GITHUB_TOKEN}",
     }
-    script.add("dream", tool_use_reply([("Edit", edit)]), text_reply("done"))
+    read = {"file_path": str(first.path)}
+    script.add("dream", tool_use_reply([("Read", read), ("Edit", edit)]), text_reply("done"))
     result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
     assert GITHUB_TOKEN not in first.path.read_text()
     assert result["edited"] == []

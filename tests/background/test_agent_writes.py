@@ -80,6 +80,22 @@ async def test_extraction_writes_only_memory_files_and_announces_only_memories(
     await client.close()
 
 
+async def test_extraction_overwrites_no_memory_it_did_not_read(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    existing = await ws.am.write_memory(
+        ws.project, type="user", name="Tabs", description="likes tabs", body="Tabs, width 8."
+    )
+    blind = memory_text("Tabs", "likes tabs", "user", "The user likes tabs.")
+    fake_model.enqueue(tool_use_reply([_write(existing.path, blind)]), text_reply("saved"))
+    await _turn(ws, CONVO)
+    assert "Tabs, width 8." in existing.path.read_text()
+    result = fake_model.message_requests()[1].json["messages"][-1]["content"][0]
+    assert "you have not read it in this run" in result["content"]
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["last_run"]["written"] == []
+
+
 async def test_memoryds_own_index_rewrite_does_not_skip_the_next_extraction(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:

@@ -13,7 +13,7 @@ from memoryd.automem.dream import dream_state_path, idle_seconds
 from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace, transcript, workspace_for
 from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.fakes.messages_api import text_reply, tool_use_reply
+from tests.fakes.messages_api import slow, text_reply, tool_use_reply
 
 
 async def _three_memories(ws: Workspace) -> tuple[Path, Path, Path]:
@@ -85,6 +85,45 @@ async def test_on_demand_dream_merges_retires_and_keeps_history(
     assert "RetireMemory" in [t["name"] for t in script.seen["dream"][0]["tools"]]
     state = json.loads(dream_state_path().read_text())
     assert str(ws.project.root) in state["last_run"]
+
+
+async def test_a_memory_saved_while_the_dream_thinks_is_not_reverted_or_retired(
+    ws: Workspace, script: Script
+) -> None:
+    keep, duplicate, _ = await _three_memories(ws)
+    stale = keep.read_text()
+    script.add(
+        "dream",
+        tool_use_reply(
+            [("Read", {"file_path": str(keep)}), ("Read", {"file_path": str(duplicate)})]
+        ),
+        slow(
+            1.0,
+            tool_use_reply(
+                [
+                    ("Write", {"file_path": str(keep), "content": stale.replace(".", "!", 1)}),
+                    ("RetireMemory", {"file_path": str(duplicate), "reason": "duplicate"}),
+                ]
+            ),
+        ),
+        text_reply("done"),
+    )
+    dream = asyncio.create_task(ws.handle.call("memory.dream", cwd=str(ws.cwd)))
+    while len(script.seen["dream"]) < 2:  # it has read both; its model is thinking
+        await asyncio.sleep(0.01)
+    for name, body in (("Use pnpm", "Use pnpm 9."), ("Package manager pnpm", "pnpm 9, not 8.")):
+        written = await ws.handle.call(
+            "memory.write", cwd=str(ws.cwd), type="feedback", name=name, description="d", body=body
+        )
+        assert written["created"] is False
+    result = await dream
+    assert "Use pnpm 9." in keep.read_text()
+    assert duplicate.exists()
+    assert "pnpm 9, not 8." in duplicate.read_text()
+    assert (result["edited"], result["retired"]) == ([], [])
+    results = script.seen["dream"][2]["messages"][-1]["content"]
+    assert [r.get("is_error") for r in results] == [True, True]
+    assert all("changed since you read it" in r["content"] for r in results)
 
 
 async def test_dream_with_one_memory_has_nothing_to_do(ws: Workspace, script: Script) -> None:

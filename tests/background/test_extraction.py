@@ -110,6 +110,7 @@ async def test_updates_an_existing_memory_and_keeps_history(
     fake_model.enqueue(
         tool_use_reply(
             [
+                ("Read", {"file_path": str(existing.path)}),
                 (
                     "Edit",
                     {
@@ -117,7 +118,7 @@ async def test_updates_an_existing_memory_and_keeps_history(
                         "old_string": "a backend engineer.",
                         "new_string": "a backend engineer who now leads the data team.",
                     },
-                )
+                ),
             ]
         ),
         text_reply(f"Updated {existing.path.name}"),

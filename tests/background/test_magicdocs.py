@@ -11,7 +11,7 @@ import pytest
 
 from memoryd.magicdocs import parse_header
 from tests.background.conftest import Script, Workspace, transcript
-from tests.fakes.messages_api import text_reply, tool_use_reply
+from tests.fakes.messages_api import slow, text_reply, tool_use_reply
 
 DOC = """# MAGIC DOC: Deployment notes
 _Keep the list of environments and how to deploy to each._
@@ -179,6 +179,27 @@ async def test_a_doc_the_user_made_read_only_is_left_and_the_agent_told(
     ]
     assert result["is_error"] is True
     assert "is read-only" in result["content"]
+
+
+async def test_a_doc_the_user_changed_while_the_agent_thought_is_read_again_first(
+    ws: Workspace, script: Script
+) -> None:
+    doc = _doc(ws)
+    await _turn(ws, [doc], TOOLS_TURN)
+    await _idle(ws)
+    edit = {"file_path": str(doc), "old_string": "## Environments\n", "new_string": "## Envs\n"}
+    # Its text was in the prompt: the agent edits it without a Read, unless it changed since.
+    script.add("magic", slow(1.0, tool_use_reply([("Edit", edit)])), text_reply("stopped"))
+    await _turn(ws, [], BREAK_TURN)
+    while not script.seen["magic"]:  # the doc was read for the prompt; the model thinks
+        await asyncio.sleep(0.01)
+    users = DOC + "- qa: `make deploy-qa`\n"  # the agent's old_string is still there
+    doc.write_text(users)
+    await _idle(ws)
+    assert doc.read_text() == users
+    (result,) = script.seen["magic"][1]["messages"][-1]["content"]
+    assert result["is_error"] is True
+    assert "changed since you read it" in result["content"]
 
 
 async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
