@@ -223,8 +223,8 @@ class Dream:
 
         async def on_write(path: Path) -> None:
             extraction.note_own_write(path)
-            is_index = path.parent == memory_dir and naming.is_index_name(path.name)
-            if not is_index and str(path) not in edited:
+            # An index (in any folder: never read as a memory) is no memory edited.
+            if not naming.is_index_name(path.name) and str(path) not in edited:
                 edited.append(str(path))
 
         async def retire(tool_input: dict[str, Any]) -> str:

@@ -345,8 +345,10 @@ class Extraction:
 
         async def on_write(path: Path) -> None:
             self.note_own_write(path)
-            if not (path.parent == memory_dir and naming.is_index_name(path.name)):
-                written.append(path)  # a memory saved (the index is none)
+            if not naming.is_index_name(path.name):
+                # A memory saved. An index (MEMORY.md, team/MEMORY.md: no folder's file of
+                # that name is read as a memory) is none: team/MEMORY.md was announced.
+                written.append(path)
 
         self.counts["runs"] += 1
         from memoryd.agent.loop import run_agent  # loaded when an extraction runs

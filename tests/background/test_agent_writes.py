@@ -80,6 +80,31 @@ async def test_extraction_writes_only_memory_files_and_announces_only_memories(
     await client.close()
 
 
+async def test_the_team_index_an_extraction_writes_is_not_announced_as_a_memory(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    team = ws.memory_dir / "team"
+    note = team / "reference_ci.md"
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                _write(note, memory_text("CI", "where CI results are", "reference", "ci.example")),
+                _write(team / "MEMORY.md", "- [CI](reference_ci.md) — where CI results are\n"),
+            ]
+        ),
+        text_reply("saved"),
+    )
+    client = await _subscribe(ws)
+    await _turn(ws, CONVO)
+    await asyncio.sleep(0.05)
+    assert "(reference_ci.md)" in (team / "MEMORY.md").read_text()
+    assert _saved(client) == [str(note)]
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["written"] == 1
+    assert status["last_run"]["written"] == [str(note)]
+    await client.close()
+
+
 async def test_extraction_overwrites_no_memory_it_did_not_read(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:
