@@ -22,7 +22,7 @@ from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks
 from memoryd.automem.memfile import MAX_NAME_CHARS, file_name_for, render_memory
-from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder
+from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
 from memoryd.errors import ForbiddenPath, InvalidParams, TooLarge
@@ -257,7 +257,7 @@ def _check_target(memory_dir: Path, target: Path) -> None:
         raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
     _, key = resolve_inside(memory_dir, str(target), must_exist=False)
     parts = key.split("/")
-    problem = _never_read(parts)
+    problem = _never_read(parts, team=is_team(key))
     if problem is not None:
         raise InvalidParams(f"file: {key} {problem}")
     folders = parts[:-1]
@@ -275,34 +275,65 @@ def _check_target(memory_dir: Path, target: Path) -> None:
 
 def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | None:
     """Why a background agent may not write `path` (real, inside the real `memory_dir`), or
-    None: the index, or a memory file `memory.write` would also take (`.md`, not hidden, at
-    most MAX_DEPTH folders deep); with `team=False`, nothing in `team/` either."""
+    None: an index (`MEMORY.md`, and `team/MEMORY.md` with `team`), or a memory file
+    `memory.write` would also take (`.md`, a name the store reads: `_never_read`); with
+    `team=False`, nothing in `team/` either."""
     parts = path.relative_to(memory_dir).parts
     if not parts:
         return f"{path} is the memory folder itself, not a file"
     *folders, name = parts
-    if not folders and naming.is_index_name(name):
-        return None
-    problem = _never_read(parts)
+    in_team = bool(folders) and is_team_folder(memory_dir, folders[0])
+    if not team and in_team:
+        return f"{path} is a team memory, shared with the team: leave it as it is"
+    if naming.is_index_name(name):
+        if len(folders) == (1 if in_team else 0):
+            return None
+        # Read neither as an index nor as a memory.
+        return (
+            f"{path} names the index ({index_mod.INDEX_NAME}), not a memory; the index is "
+            f"{index_mod.INDEX_NAME} at the top of the memory folder (or of team/)"
+        )
+    problem = _never_read(parts, team=in_team)
     if problem is not None:
         return f"{path} {problem}"
     if not name.endswith(".md"):
         return f"{path} is not a memory file: memories are .md files"
-    if not team and folders and is_team_folder(memory_dir, folders[0]):
-        return f"{path} is a team memory, shared with the team: leave it as it is"
     return None
 
 
-def _never_read(parts: Sequence[str]) -> str | None:
-    """Why a file at these parts of a memory dir would never be read as a memory, or None."""
-    if any(part.startswith(".") for part in parts):
-        return (
-            "is hidden (a name starting with '.'): hidden files and folders are never read as "
-            "memories"
-        )
+def _never_read(parts: Sequence[str], *, team: bool) -> str | None:
+    """Why a file at these parts of a memory dir would never be read as a memory, or None:
+    the store's own rule (`store.never_read`: hidden names, conflict copies anywhere, and in
+    `team/` also what team sync skips), and its depth. `team`: `parts[0]` is the team folder.
+    A name the store skips was written, answered as saved, and never read back."""
+    *folders, name = parts
+    skipped = [f for i, f in enumerate(folders) if not (team and i == 0)]
+    skipped = [f for f in skipped if never_read(f, team=team, folder=True)]
+    if skipped:
+        return f"is in the folder {skipped[0]!r}, {_why(skipped[0])}"
+    if never_read(name, team=team, folder=False):
+        return f"is named {name!r}, {_why(name)}"
     if len(parts) - 1 > MAX_DEPTH:
         return f"is {len(parts) - 1} folders deep; memories are read {MAX_DEPTH} deep"
     return None
+
+
+def _why(name: str) -> str:
+    """Why a name the store skips is skipped (one of `store.never_read`'s reasons)."""
+    if name.startswith("."):
+        return (
+            "which is hidden (a name starting with '.'): hidden files and folders are never "
+            "read as memories"
+        )
+    if name.endswith(("~", ".swp", ".swx", ".tmp")):
+        return (
+            "which is an editor backup's or temp file's name (ending in ~, .swp, .swx or .tmp): "
+            "such names are never read as memories (team sync skips them)"
+        )
+    return (
+        "which is a conflict copy's name (<name>.conflict-<time>.md, set aside by a team pull): "
+        "such files are never read as memories"
+    )
 
 
 def _mode(path: Path) -> int | None:

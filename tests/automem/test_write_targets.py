@@ -100,12 +100,38 @@ async def test_links_inside_the_memory_dir_are_not_followed(
     assert "sub/real.md" in (memdir / "MEMORY.md").read_text()
 
 
-@pytest.mark.parametrize("file", [".hidden.md", ".notes/x.md", "1/2/3/4/5/6/7/8/9/x.md"])
+@pytest.mark.parametrize(
+    "file",
+    [
+        ".hidden.md",
+        ".notes/x.md",
+        "1/2/3/4/5/6/7/8/9/x.md",
+        # The names store.never_read skips (team sync's rule): written, answered as saved and
+        # never read back before.
+        "x.conflict-20261204T101010Z.md",
+        "sub/x.conflict-20261204T101010Z-2.md",
+        "team/x.conflict-20261204T101010Z.md",
+        "team/drafts~/x.md",
+        "team/a/b.swp/x.md",
+    ],
+)
 async def test_files_the_store_never_reads_are_not_written(
     daemon: DaemonHandle, project: Path, memdir: Path, file: str
 ) -> None:
-    assert await _code(_write(daemon, project, file)) == -32602
+    with pytest.raises(RpcError) as info:
+        await _write(daemon, project, file)
+    assert info.value.code == -32602
+    assert "never read as memories" in info.value.message or "deep" in info.value.message
     assert not (memdir / file).exists()
+
+
+async def test_a_backup_named_folder_outside_team_is_read_so_written(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    # Outside team/ only hidden folders are skipped (store.never_read).
+    await _write(daemon, project, "drafts~/x.md")
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert [m["file"] for m in listed["memories"]] == ["drafts~/x.md"]
 
 
 async def test_eight_folders_deep_is_written_and_read(

@@ -80,6 +80,26 @@ async def test_extraction_writes_only_memory_files_and_announces_only_memories(
     await client.close()
 
 
+async def test_extraction_writes_no_name_the_store_never_reads(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    text = memory_text("Tabs", "likes tabs", "user", "The user likes tabs.")
+    never = [
+        ws.memory_dir / "user_tabs.conflict-20261204T101010Z.md",
+        ws.memory_dir / "team" / "drafts~" / "x.md",
+        ws.memory_dir / "notes" / "MEMORY.md",  # neither an index nor a memory
+    ]
+    fake_model.enqueue(tool_use_reply([_write(p, text) for p in never]), text_reply("saved"))
+    await _turn(ws, CONVO)
+    assert not any(p.exists() for p in never)
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["last_run"]["denied"] == 3
+    results = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert "conflict copy" in results[0]["content"]
+    assert "editor backup" in results[1]["content"]
+    assert "names the index" in results[2]["content"]
+
+
 async def test_the_team_index_an_extraction_writes_is_not_announced_as_a_memory(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:
