@@ -25,7 +25,7 @@ from memoryd.automem.layout import (
     read_index_for_rewrite,
     write_index,
 )
-from memoryd.automem.locks import WriterLocks
+from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState, Entry
@@ -63,15 +63,14 @@ class IndexWriter:
         MEMORY.md): the memory files are written already and stay the truth, so their lines
         stay queued for the next flush (the next write's, or the periodic sweep's)."""
         async with self._locks(memory_dir):
-            return self._flush_locked(memory_dir, retry=False)
+            return await self._flush_locked(memory_dir, retry=False)
 
-    def _flush_locked(self, memory_dir: Path, *, retry: bool) -> str | None:
+    async def _flush_locked(self, memory_dir: Path, *, retry: bool) -> str | None:
         pending = self._pending.pop(memory_dir, None)
         if not pending:
             return None  # an earlier writer's flush already wrote ours
         state = self._states.state(memory_dir)
-        unwritten: dict[str, tuple[str, str]] = {}
-        problem: str | None = None
+        jobs = []
         for team in (False, True):
             mine = {k: v for k, v in pending.items() if is_team(k) == team}
             if not mine:
@@ -80,24 +79,24 @@ class IndexWriter:
                 index_file(k, team): index_mod.index_line(title, index_file(k, team), hook)
                 for k, (title, hook) in mine.items()
             }
-            path = index_path(memory_dir, team=team)
-            try:
-                text = read_index_for_rewrite(path)
-                present = {index_file(k, team) for k in state.entries if is_team(k) == team}
-                present |= set(lines)
-                new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
-                if new != text or not path.exists():
-                    write_index(path, new)
-            except OSError as exc:
-                # Every line of this batch is kept, other writers' too (they were popped and
-                # lost: a write told "saved" had no line until the orphan sweep made one).
-                unwritten.update(mine)
-                problem = (
-                    f"{path} could not be rewritten ({exc.strerror or exc}): the memory is "
-                    "saved, its index line is added when the index can be written again"
-                )
+            present = {index_file(k, team) for k in state.entries if is_team(k) == team}
+            present |= set(lines)
+            jobs.append((mine, index_path(memory_dir, team=team), lines, present))
+        # Reading, applying and writing (fsync) each index in a thread (`held_work`).
+        failures = await held_work(lambda: [_rewrite(p, lines, on) for _, p, lines, on in jobs])
+        unwritten: dict[str, tuple[str, str]] = {}
+        problem: str | None = None
+        for (mine, path, _, _), exc in zip(jobs, failures, strict=True):
+            if exc is None:
+                state.note_written_dir(path.parent)
                 continue
-            state.note_written_dir(path.parent)
+            # Every line of this batch is kept, other writers' too (they were popped and
+            # lost: a write told "saved" had no line until the orphan sweep made one).
+            unwritten.update(mine)
+            problem = (
+                f"{path} could not be rewritten ({exc.strerror or exc}): the memory is "
+                "saved, its index line is added when the index can be written again"
+            )
         if unwritten:
             queued = self._pending.setdefault(memory_dir, {})
             for key, line in unwritten.items():
@@ -171,7 +170,7 @@ class IndexWriter:
             if grace_s == 0:  # the first look: what a killed writer left, files and temp files
                 self._remove_stale_staged(memory_dir, state)
             # Lines a flush could not write (a full disk): tried again on each sweep.
-            self._flush_locked(memory_dir, retry=True)
+            await self._flush_locked(memory_dir, retry=True)
             pending = set(self._pending.get(memory_dir, {}))
             now = time.time()
             checks = []
@@ -242,6 +241,19 @@ class IndexWriter:
                 count=len(removed),
                 files=[str(p) for p in removed[:20]],
             )
+
+
+def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> OSError | None:
+    """Put `lines` into the index at `path` (a flush's, in a thread); the OSError that kept it
+    from being rewritten, if one did."""
+    try:
+        text = read_index_for_rewrite(path)
+        new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
+        if new != text or not path.exists():
+            write_index(path, new)
+    except OSError as exc:
+        return exc
+    return None
 
 
 def unlisted_files(

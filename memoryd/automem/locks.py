@@ -26,7 +26,7 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import structlog
 
@@ -38,6 +38,8 @@ log = structlog.get_logger("memoryd.automem")
 _POLL_FIRST_S = 0.001
 _POLL_MAX_S = 0.01  # holders hold it for milliseconds; a waiter looks again this often at most
 _TOKEN_BYTES = 32
+
+T = TypeVar("T")
 
 
 def lock_file_name(memory_dir: Path) -> str:
@@ -108,6 +110,24 @@ class DirLock(asyncio.Lock):
                     self._locks.last_token[self._memory_dir] = token
         finally:
             os.close(fd)
+
+
+async def held_work(work: Callable[[], T]) -> T:
+    """Run a lock holder's file work (fsyncs, a MEMORY.md rewrite) in a thread: the event loop
+    stays free, and the other writers wait on the lock, so their index lines are batched into
+    the next flush. Run on the loop, a free lock never yielded: a burst of writes ran back to
+    back in one loop iteration, each rewriting MEMORY.md alone. The holder waits for the work
+    even when cancelled: the lock is never released while its work still runs."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller sees
+        raise
 
 
 class WriterLocks:

@@ -20,7 +20,7 @@ from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
-from memoryd.automem.locks import WriterLocks
+from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.memfile import MAX_NAME_CHARS, file_name_for, render_memory
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
@@ -94,16 +94,12 @@ class MemoryWrites:
             # The index the line goes to, by the key (`file="team/x.md"` without `team` is a
             # team memory): too large to rewrite, nothing is written.
             check_index_size(index_path(memory_dir, team=is_team(key)))
-            created = not target.exists()
-            if not created:
-                self._snapshot_sync(memory_dir, key, target, "overwrite")
-            # Folders memoryd creates are 0700; one that is there already (a shared 2775
-            # memory folder, a sub/ of the user's) is theirs and keeps its mode.
-            make_private_dirs(memory_dir)
-            if team:
-                make_private_dirs(folder)
-            make_private_dirs(target.parent)
-            atomic_write_text(target, text)
+            # The copy, the folders and the file (fsyncs) in a thread: the loop stays free and
+            # writers behind us queue on the lock (`held_work`).
+            folders = (memory_dir, folder) if team else (memory_dir,)
+            created = await held_work(
+                lambda: self._write_file(memory_dir, key, target, text, folders)
+            )
             state.note_written(key, target)
             self._index.queue(memory_dir, key, name, description)
         # The file is the memory and it is saved: an index that cannot be rewritten now is a
@@ -111,6 +107,20 @@ class MemoryWrites:
         problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
         return WriteResult(target, created, merged_into, name, (problem,) if problem else ())
+
+    def _write_file(
+        self, memory_dir: Path, key: str, target: Path, text: str, folders: Sequence[Path]
+    ) -> bool:
+        """Keep a version of what `target` holds, then write it; whether it was created."""
+        created = not target.exists()
+        if not created:
+            self._snapshot_sync(memory_dir, key, target, "overwrite")
+        # Folders memoryd creates are 0700; one that is there already (a shared 2775 memory
+        # folder, a sub/ of the user's) is theirs and keeps its mode.
+        for path in (*folders, target.parent):
+            make_private_dirs(path)
+        atomic_write_text(target, text)
+        return created
 
     async def delete_memory(
         self, project: Project, path: str | Path, *, check: Callable[[], None] | None = None
@@ -196,9 +206,13 @@ class MemoryWrites:
             check_index_size(index_path(memory_dir, team=is_team(key)))
             content = self.history.read(memory_dir, key, version)
             state = self._states.state(memory_dir)
-            self._snapshot_sync(memory_dir, key, target, "restore")
-            make_private_dirs(target.parent)
-            atomic_write_bytes(target, content)
+
+            def write() -> None:
+                self._snapshot_sync(memory_dir, key, target, "restore")
+                make_private_dirs(target.parent)
+                atomic_write_bytes(target, content)
+
+            await held_work(write)
             state.note_written(key, target)
             entry = state.entries[key]
             self._index.queue(memory_dir, key, entry.header.name, entry.header.description)

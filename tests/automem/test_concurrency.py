@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,82 @@ async def test_ten_clients_hundred_writes_each(
     assert len(entries) == 1000
     assert {e.file for e in entries} == {p.name for p in files}
     assert not list(memdir.glob(".*.tmp"))
+
+
+async def test_a_burst_of_writes_leaves_the_loop_free_and_batches_the_index(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer lock was free whenever a write reached it, so a burst of writes ran back to
+    back on the event loop, each with its fsyncs and its own MEMORY.md rewrite. Now a write's
+    file work and the index rewrite run in a thread, the writes behind it wait on the lock,
+    and their lines go into one rewrite."""
+    from memoryd.automem import index_writer, writes
+
+    loop_thread = threading.get_ident()
+    files_on_loop: list[str] = []
+    rewrites: list[Path] = []
+    write_file, write_index = writes.atomic_write_text, index_writer.write_index
+
+    def spy_file(path: Path, text: str) -> None:
+        if threading.get_ident() == loop_thread:
+            files_on_loop.append(path.name)
+        write_file(path, text)
+
+    def spy_index(path: Path, text: str) -> None:
+        if threading.get_ident() == loop_thread:
+            files_on_loop.append(path.name)
+        rewrites.append(path)
+        write_index(path, text)
+
+    monkeypatch.setattr(writes, "atomic_write_text", spy_file)
+    monkeypatch.setattr(index_writer, "write_index", spy_index)
+    rng = random.Random(3)
+    results = await asyncio.gather(
+        *(
+            daemon.call(
+                "memory.write",
+                cwd=str(project),
+                type="user",
+                name=f"burst memory {i}",
+                description=f"b{i}",
+                body=" ".join(rng.sample(WORDS, 12)),
+            )
+            for i in range(20)
+        )
+    )
+    assert all(r["created"] and not r.get("warnings") for r in results)
+    assert files_on_loop == []
+    assert len(rewrites) < 5  # one per write before
+    entries = parse_index((memdir / "MEMORY.md").read_text())
+    assert len(entries) == 20
+
+
+async def test_a_cancelled_write_keeps_the_lock_until_its_file_work_ends() -> None:
+    """The lock is never released while the work it guards still runs in its thread."""
+    from memoryd.automem.locks import held_work
+
+    lock = asyncio.Lock()
+    started, go = threading.Event(), threading.Event()
+    done: list[bool] = []
+
+    def work() -> None:
+        started.set()
+        go.wait(10)
+        done.append(True)
+
+    async def holder() -> None:
+        async with lock:
+            await held_work(work)
+
+    task = asyncio.create_task(holder())
+    while not started.is_set():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    await asyncio.sleep(0.01)
+    assert lock.locked()
+    assert not task.done()
+    go.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert done == [True]
+    assert not lock.locked()
