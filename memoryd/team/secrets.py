@@ -18,6 +18,7 @@ is safe to log, to show, and to send in a `team/secret_blocked` notification.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,7 +28,6 @@ import ahocorasick_rs
 from memoryd.team.secret_rules import GLOBAL_ALLOW, GLOBAL_STOPWORDS, RULES, Rule
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Iterable, Iterator
 
 __all__ = ["RULES", "RULE_COUNT", "Finding", "first_finding", "key_text", "redact", "scan"]
@@ -93,6 +93,12 @@ def _owned(rules: Iterable[Rule]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _OWNED_IN_SECRET, _OWNED_IN_MATCH = _owned(RULES)
+# One automaton and one regex for what every candidate is tested against: testing each of the
+# 235 owned keywords and 14 allow patterns in turn took most of a keyword-dense scan.
+_OWNED_IN_SECRET_AC = ahocorasick_rs.AhoCorasick(_OWNED_IN_SECRET) if _OWNED_IN_SECRET else None
+_GLOBAL_ALLOW = (
+    re.compile("|".join(f"(?:{p.pattern})" for p in GLOBAL_ALLOW)) if GLOBAL_ALLOW else None
+)
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -153,6 +159,22 @@ def _is_identifier_char(char: str) -> bool:
     return char.isalnum() or char in "_.-"
 
 
+_STOPWORDS: dict[str, ahocorasick_rs.AhoCorasick | None] = {}
+
+
+def _has_stopword(rule: Rule, lowered: str) -> bool:
+    """Whether a global or the rule's stopword occurs in the (lowercased) secret: one automaton
+    pass, where testing each of generic-api-key's ~1,400 stopwords in turn took most of a scan
+    of a text full of `api_key: …` lines."""
+    try:
+        automaton = _STOPWORDS[rule.id]
+    except KeyError:
+        # Built at first use (a race builds it twice, harmlessly): most rules never need it.
+        words = sorted({*GLOBAL_STOPWORDS, *rule.stopwords})
+        automaton = _STOPWORDS[rule.id] = ahocorasick_rs.AhoCorasick(words) if words else None
+    return automaton is not None and bool(automaton.find_matches_as_indexes(lowered))
+
+
 def _accepted(rule: Rule, text: str, match_start: int, match_text: str, secret: str) -> bool:
     """The checks after the regex: entropy, digits, validators and allowlists."""
     if rule.entropy and shannon_entropy(secret) <= rule.entropy:
@@ -163,14 +185,14 @@ def _accepted(rule: Rule, text: str, match_start: int, match_text: str, secret: 
         return False
     lowered = secret.lower()
     if rule.defers and (
-        any(owned in lowered for owned in _OWNED_IN_SECRET)
+        (_OWNED_IN_SECRET_AC is not None and _OWNED_IN_SECRET_AC.find_matches_as_indexes(lowered))
         or any(owned in match_text.lower() for owned in _OWNED_IN_MATCH)
     ):
         # A vendor rule knows this token's exact shape; if it did not report it, nor do we.
         return False
-    if any(p.search(secret) for p in GLOBAL_ALLOW):
+    if _GLOBAL_ALLOW is not None and _GLOBAL_ALLOW.search(secret):
         return False
-    if any(w in lowered for w in GLOBAL_STOPWORDS) or any(w in lowered for w in rule.stopwords):
+    if _has_stopword(rule, lowered):
         return False
     for target, pattern in rule.allow:
         subject = (
@@ -230,12 +252,14 @@ def scan(text: str) -> list[Finding]:
     """Every finding in `text`, ordered by position then rule id; one per rule and span."""
     seen: set[tuple[int, int, str]] = set()
     findings: list[Finding] = []
+    line, counted = 1, 0  # findings come in text order: count each newline once, not per finding
     for start, end, rule in sorted(_raw_findings(text), key=lambda f: (f[0], f[1], f[2].id)):
         key = (start, end, rule.id)
         if key in seen:
             continue
         seen.add(key)
-        line = text.count("\n", 0, start) + 1
+        line += text.count("\n", counted, start)
+        counted = start
         findings.append(Finding(rule.id, rule.description, line, start, end))
     return findings
 

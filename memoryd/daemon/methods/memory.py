@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import yaml
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
-from memoryd.automem.memfile import MAX_FILE_BYTES, load_frontmatter
+from memoryd.automem.memfile import MAX_FILE_BYTES, check_fields, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall.pick import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
@@ -205,7 +206,10 @@ def _jsonable(value: Any) -> Any:
 async def memory_write(daemon: Daemon, params: WriteParams) -> dict[str, Any]:
     """Write a memory atomically and keep its index line; a near duplicate updates the old one."""
     project = daemon.services.projects.resolve(params.cwd)
-    secrets = _check_secrets(
+    # The limits first: a field over its limit is refused anyway, and scanning 40 MiB of it for
+    # secrets took seconds before the refusal.
+    check_fields(params.type, params.name, params.description, params.body)
+    secrets = await _check_secrets(
         daemon, project, params.name, params.description, params.body, params.team, params.file
     )
     result, unshared = await _save(daemon, project, params, team=params.team, file=params.file)
@@ -259,7 +263,7 @@ def _written(result: WriteResult) -> dict[str, Any]:
     }
 
 
-def _check_secrets(
+async def _check_secrets(
     daemon: Daemon,
     project: Project,
     name: str,
@@ -273,7 +277,10 @@ def _check_secrets(
         # The write refuses it as too large (-32004) before anything is saved: no need to scan.
         return {"warnings": [], "secrets": []}
     refuse = bool(_am(daemon).settings.get(project.root).get(REFUSE_SETTING))
-    return check_write(name, description, body, team=team, refuse=refuse, file=file)
+    # A thread: the scan of a 200 KB body full of keywords takes a second or more.
+    return await asyncio.to_thread(
+        check_write, name, description, body, team=team, refuse=refuse, file=file
+    )
 
 
 async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
@@ -326,7 +333,7 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     if size > MAX_FILE_BYTES:
         raise TooLarge(f"text: a memory is at most {MAX_FILE_BYTES:,} bytes, got {size:,}")
     # Checked before the model sees the text: a refused secret never leaves the machine.
-    secrets = _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
+    secrets = await _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
     result, unshared = await _save(
         daemon, project, quick, team=params.team, name_given=params.name is not None
