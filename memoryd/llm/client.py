@@ -9,9 +9,10 @@ Cancellation is the caller's: cancelling the awaiting task aborts the HTTP reque
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import random
-import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,6 +37,44 @@ NO_MODEL_HINT = (
     "no model configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a compatible "
     "provider) in the daemon's environment, then `memctl restart`"
 )
+
+
+_sdk_import: concurrent.futures.Future[None] | None = None
+_sdk_import_lock = threading.Lock()
+
+
+def _import_in_thread(done: concurrent.futures.Future[None]) -> None:
+    try:
+        importlib.import_module("anthropic")
+    except BaseException as exc:  # handed to every waiter, as the import's own error
+        done.set_exception(exc)
+    else:
+        done.set_result(None)
+
+
+async def import_sdk() -> None:
+    """Import the anthropic SDK in a thread, once, every caller awaiting that one import.
+
+    The SDK is large: imported on the loop, its first call held every other request about a
+    second. A check of `sys.modules` is no guard: the name is there as soon as the thread starts
+    importing, and a second caller then ran `import anthropic` on the loop, which waited there
+    for the thread's import lock (1 s with nobody answered)."""
+    global _sdk_import
+    with _sdk_import_lock:
+        if _sdk_import is None or (_sdk_import.done() and _sdk_import.exception() is not None):
+            _sdk_import = concurrent.futures.Future()
+            # Running: a waiter's cancellation cannot cancel the import the others wait for.
+            _sdk_import.set_running_or_notify_cancel()
+            threading.Thread(
+                target=_import_in_thread,
+                args=(_sdk_import,),
+                name="memoryd-sdk-import",
+                daemon=True,
+            ).start()
+        pending = _sdk_import
+    if not pending.done():
+        await asyncio.wrap_future(pending)
+    pending.result()  # a failed import raises here, as `import anthropic` would
 
 
 def zero_tokens() -> dict[str, int]:
@@ -166,10 +205,7 @@ class ModelClient:
         self.require()
         stats = self.usage.setdefault(feature, FeatureUsage())
         kwargs.setdefault("model", self.config.model)
-        if "anthropic" not in sys.modules:
-            # The SDK is large: imported on the loop, its first call held every other
-            # request about a second. A thread imports it once.
-            await asyncio.to_thread(importlib.import_module, "anthropic")
+        await import_sdk()
         import anthropic  # its error classes are caught below
 
         attempt = 0
