@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Callable
 
 
@@ -25,14 +24,6 @@ class StallingProxy:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self.accepted = 0  # connections taken, for a test to wait on a server's pools
-
-    def wait_for_connections(self, count: int, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.accepted < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.accepted} of {count} connections came")
-            time.sleep(0.02)
 
     def start(self) -> StallingProxy:
         self._spawn(self._accept)
@@ -70,7 +61,6 @@ class StallingProxy:
                 return
             with self._lock:
                 self._sockets += [client, upstream]
-                self.accepted += 1
             self._spawn(self._pump, client, upstream)
             self._spawn(self._pump, upstream, client)
 

@@ -295,11 +295,15 @@ def test_serve_database_timeout_bounds_a_stalled_database(
     else:
         monkeypatch.setenv("MEMORYD_TEAM_DATABASE_TIMEOUT", "0.5")
         extra = ("--workers", "2")
-    before = proxy.accepted
-    server = start_server_process(url, tmp_path / "serve.log", *extra)
-    # Every worker's pool is open before the stall: a worker still starting when it came
+    log = tmp_path / "serve.log"
+    server = start_server_process(url, log, *extra, "--log-level", "info")
+    # Every worker has started before the stall: one still opening its pool when it came
     # failed its start-up, and uvicorn then stopped the whole server (a reset, not a 503).
-    proxy.wait_for_connections(before + (2 if how != "flag" else 1))
+    workers = 1 if how == "flag" else 2
+    deadline = time.monotonic() + 30
+    while log.read_text(errors="replace").count("Application startup complete") < workers:
+        assert time.monotonic() < deadline, log.read_text(errors="replace")
+        time.sleep(0.05)
 
     def hashes() -> httpx.Response:
         return httpx.get(
