@@ -38,7 +38,7 @@ async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
         # Conditional and nested instruction files follow what the session has touched.
         daemon.services.session_paths.add_touched(params.session_id, params.read_paths, project.cwd)
     usage = params.usage.model_dump(exclude_none=True) if params.usage is not None else None
-    tokens = daemon.services.session_memory.count_tokens(
+    tokens = await daemon.services.session_memory.count_tokens(
         project, params.session_id, params.messages, usage
     )
     turn = Turn(
