@@ -38,6 +38,8 @@ MAX_DEPTH = 8
 
 Stamp = tuple[int, int, int]  # (mtime_ns, size, inode)
 Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, stamp)}
+# Files a sweep found and left to read: {key: (absolute path, stamp, the entry's stamp then)}.
+Pending = dict[str, tuple[str, Stamp, Stamp | None]]
 
 
 def is_team_folder(memory_dir: Path, name: str) -> bool:
@@ -124,7 +126,9 @@ class DirState:
     def sweep_due(self) -> bool:
         return time.monotonic() - self._last_sweep >= self.sweep_interval_s
 
-    def refresh(self, *, force: bool = False) -> None:
+    def refresh(self, *, force: bool = False, defer_over: int | None = None) -> Pending | None:
+        """`defer_over`: when a readdir-only sweep finds more files than this to read (a team
+        pull's thousands), they are not read here but returned, for `load_pending_steps`."""
         now = time.monotonic()
         if force or now - self._last_sweep >= self.sweep_interval_s:
             self._sweep(full=True)
@@ -132,7 +136,8 @@ class DirState:
         elif self._dirs_changed():
             # Names and inodes come from readdir without a stat per file: a created, deleted
             # or atomically replaced file (new inode) is found; only those files are read.
-            self._sweep(full=False)
+            return self._sweep(full=False, defer_over=defer_over)
+        return None
 
     def mark_sweep_started(self) -> None:
         """A periodic sweep is on its way elsewhere: not due again for `sweep_interval_s`."""
@@ -141,7 +146,7 @@ class DirState:
     def invalidate(self) -> None:
         self._dir_stamps.clear()
 
-    def _sweep(self, *, full: bool) -> None:
+    def _sweep(self, *, full: bool, defer_over: int | None = None) -> Pending | None:
         seen: Seen = {}
         stamps: dict[Path, int] = {}
         known = None if full else self.entries
@@ -151,14 +156,36 @@ class DirState:
         for key in [k for k in self.entries if k not in seen]:
             self._drop(key)
             changed = True
-        for key, (path, stamp) in seen.items():
-            entry = self.entries.get(key)
-            if entry is None or entry.stamp != stamp:
-                self._load(key, Path(path), stamp)
-                changed = True
+        todo = {
+            key: (path, stamp)
+            for key, (path, stamp) in seen.items()
+            if (entry := self.entries.get(key)) is None or entry.stamp != stamp
+        }
+        pending: Pending | None = None
+        if defer_over is not None and len(todo) > defer_over:
+            pending = {
+                key: (path, stamp, entry.stamp if (entry := self.entries.get(key)) else None)
+                for key, (path, stamp) in todo.items()
+            }
+            todo = {}
+        for key, (path, stamp) in todo.items():
+            self._load(key, Path(path), stamp)
+            changed = True
         if changed:
             self.generation += 1
         self.swept = True
+        return pending
+
+    def load_pending_steps(self, pending: Pending) -> Iterator[None]:
+        """Read the files a deferring sweep left (`refresh(defer_over=…)`), one per step, so the
+        caller can spread them over event-loop slices. A file the loop re-read or dropped
+        meanwhile is left as the loop has it."""
+        for key, (path, stamp, before) in pending.items():
+            entry = self.entries.get(key)
+            if (entry.stamp if entry is not None else None) == before:
+                self._load(key, Path(path), stamp)
+                self.generation += 1
+            yield
 
     # -- sweeps whose I/O ran elsewhere -------------------------------------------------------
     def snapshot(self) -> dict[str, Entry]:
@@ -167,19 +194,27 @@ class DirState:
         return dict(self.entries)
 
     def apply_changes(self, changes: ScanChanges) -> None:
-        """Fold in what a full stat scan found different from its snapshot.
+        """`apply_steps`, all at once."""
+        for _ in self.apply_steps(changes):
+            pass
+
+    def apply_steps(self, changes: ScanChanges) -> Iterator[None]:
+        """Fold in what a full stat scan found different from its snapshot, one file read per
+        step (a team pull can bring thousands), so the caller can spread it over slices.
 
         A file the event loop re-read or dropped since the snapshot is left as the loop has it
         (its view is at least as new as the scan's); every other difference is applied as a
         full sweep would. Only the differences are visited here: the comparison of every file
         ran in the scan's thread. Directory stamps stay with the per-access directory check.
         """
-        changed = False
+        dropped = False
         for key in changes.vanished:
             entry = self.entries.get(key)
             if entry is not None and entry.stamp == changes.before[key].stamp:
                 self._drop(key)
-                changed = True
+                dropped = True
+        if dropped:
+            self.generation += 1
         # Also every file seen that the loop does not hold: dropped by the loop meanwhile,
         # `_load` reads what is there now.
         keys = changes.changed | (changes.seen.keys() - self.entries.keys())
@@ -191,9 +226,8 @@ class DirState:
                 entry.stamp != stamp and old is not None and entry.stamp == old.stamp
             ):
                 self._load(key, Path(path), stamp)
-                changed = True
-        if changed:
-            self.generation += 1
+                self.generation += 1
+                yield
 
     def load_steps(self, seen: Mapping[str, tuple[str, Stamp]], started: float) -> Iterator[None]:
         """The directory's first load from a scan (`scan_tree`) started at monotonic time

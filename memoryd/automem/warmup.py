@@ -1,27 +1,32 @@
 """The warm view of each memory dir (`DirState`): first load and periodic sweep in the background.
 
 On the event loop, a periodic full sweep that is due runs in the background (every file
-stat'ed and compared in a thread, only the differences applied on the loop) instead of on the
-request; the cheap directory check (created, deleted, replaced files) always runs on the
-request, and so does the first load unless `warm` got there first.
+stat'ed and compared in a thread, only the differences applied on the loop, in slices) instead
+of on the request; the cheap directory check (created, deleted, replaced files) always runs on
+the request, and so does the first load unless `warm` got there first. When that check finds
+more than CATCH_UP_OVER files to read (a team pull), they are read in slices in the background
+(`ready` waits for them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 from memoryd.automem.recall.ranker import RankerParams
-from memoryd.automem.store import DirState, scan_changes, scan_tree
+from memoryd.automem.store import DirState, Pending, scan_changes, scan_tree
 
 WORKER = "automem"
 WARM_SLICE_S = 0.004  # the first load of a memory dir yields to the event loop this often
 # A file younger than this with no index line may be a writer's between its file and its
 # index line (Claude Code writes both itself); the periodic sweep leaves it alone until then.
 ORPHAN_GRACE_S = 10.0
+# A readdir-only sweep (on any access) that finds more files than this to read leaves them to
+# a background load in slices: a team pull's 10,000 new files held the loop 7.7 s.
+CATCH_UP_OVER = 64
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
@@ -54,7 +59,11 @@ class DirStates:
         if state.swept and state.sweep_interval_s > 0 and state.sweep_due() and on_loop():
             state.mark_sweep_started()
             self._spawn(self._sweep_in_background(state))
-        state.refresh()
+        # Many files to read (a team pull, a copy by hand): read in slices in the background,
+        # which `ready` waits for; this call sees the dir as it was, less what is gone.
+        pending = state.refresh(defer_over=CATCH_UP_OVER if state.swept and on_loop() else None)
+        if pending:
+            self._catch_up(state, pending)
         if self.index_orphans is not None and memory_dir not in self._orphans_checked and on_loop():
             # First access in this daemon's life (e.g. after a kill -9): files that a killed
             # writer left without an index line get one now, however young.
@@ -62,9 +71,24 @@ class DirStates:
             self._spawn(self.index_orphans(memory_dir, 0.0))
         return state
 
+    def _catch_up(self, state: DirState, pending: Pending) -> None:
+        memory_dir = state.memory_dir
+        before = self.warming.get(memory_dir)
+
+        async def load() -> None:
+            try:
+                if before is not None:
+                    await asyncio.wait({before})
+                await _in_slices(state.load_pending_steps(pending))
+            finally:
+                if self.warming.get(memory_dir) is task:
+                    del self.warming[memory_dir]
+
+        task = self.warming[memory_dir] = self._spawn(load())
+
     async def _sweep_in_background(self, state: DirState) -> None:
         changes = await asyncio.to_thread(scan_changes, state.memory_dir, state.snapshot())
-        state.apply_changes(changes)
+        await _in_slices(state.apply_steps(changes))
         if self.index_orphans is not None:
             await self.index_orphans(state.memory_dir, ORPHAN_GRACE_S)
 
@@ -81,11 +105,7 @@ class DirStates:
         try:
             started = time.monotonic()
             seen = await asyncio.to_thread(scan_tree, state.memory_dir)
-            deadline = time.perf_counter() + WARM_SLICE_S
-            for _ in state.load_steps(seen, started):
-                if time.perf_counter() >= deadline:
-                    await asyncio.sleep(0)
-                    deadline = time.perf_counter() + WARM_SLICE_S
+            await _in_slices(state.load_steps(seen, started))
         finally:
             self.warming.pop(state.memory_dir, None)
 
@@ -93,6 +113,9 @@ class DirStates:
         """`state`, after waiting for a background first load of the dir to finish (rather
         than doing the rest of it at once on this call)."""
         task = self.warming.get(memory_dir)
+        if task is None and memory_dir in self.states and self.states[memory_dir].swept:
+            self.state(memory_dir)  # files to read in slices (`state`): waited for too
+            task = self.warming.get(memory_dir)
         if task is not None:
             await asyncio.wait({task})
         return self.state(memory_dir)
@@ -104,6 +127,15 @@ class DirStates:
                 state.invalidate()
         elif memory_dir in self.states:
             self.states[memory_dir].invalidate()
+
+
+async def _in_slices(steps: Iterator[None]) -> None:
+    """Run `steps`, yielding to the event loop every WARM_SLICE_S."""
+    deadline = time.perf_counter() + WARM_SLICE_S
+    for _ in steps:
+        if time.perf_counter() >= deadline:
+            await asyncio.sleep(0)
+            deadline = time.perf_counter() + WARM_SLICE_S
 
 
 def on_loop() -> bool:

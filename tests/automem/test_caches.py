@@ -12,7 +12,8 @@ import pytest
 
 from memoryd.automem.context import automem_index
 from memoryd.automem.service import AutoMemory
-from memoryd.automem.store import DirState, scan_changes, scan_tree
+from memoryd.automem.store import TEAM_DIR, DirState, scan_changes, scan_tree
+from memoryd.automem.warmup import CATCH_UP_OVER, DirStates
 from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -121,6 +122,39 @@ def test_headers_list_is_kept_until_something_changes(tmp_path: Path) -> None:
     state.refresh()
     assert [h.file for h in state.headers()] == ["a.md", "b.md"]
     assert state.headers() is not first
+
+
+async def test_many_files_found_after_the_load_are_read_in_slices(tmp_path: Path) -> None:
+    """A team pull of 10,000 files into a loaded dir: the next access read every new file on
+    the event loop (7.7 s). Now more than CATCH_UP_OVER are left to a background load in
+    slices that `ready` waits for; a few are still read at once."""
+    states = DirStates(asyncio.create_task)
+    states.sweep_interval_s = 3600
+    _write(tmp_path / "a.md", "a", "one")
+    state = states.state(tmp_path)
+    assert len(state.entries) == 1
+    updates = state.updates
+    for i in range(CATCH_UP_OVER * 3):
+        _write(tmp_path / TEAM_DIR / f"t{i:03d}.md", f"t{i}", f"pulled {i}")
+    states.state(tmp_path)
+    assert state.updates == updates  # nothing read on the request
+    assert tmp_path in states.warming
+    state = await states.ready(tmp_path)
+    assert len(state.entries) == 1 + CATCH_UP_OVER * 3
+    assert not states.warming
+    _write(tmp_path / "b.md", "b", "okapi")
+    assert "b.md" in states.state(tmp_path).entries  # a few: at once, as before
+
+
+async def test_ready_waits_for_files_found_after_the_load(tmp_path: Path) -> None:
+    states = DirStates(asyncio.create_task)
+    states.sweep_interval_s = 3600
+    _write(tmp_path / "a.md", "a", "one")
+    states.state(tmp_path)
+    for i in range(CATCH_UP_OVER * 2):
+        _write(tmp_path / f"n{i:03d}.md", f"n{i}", "okapi" if i == 7 else "zebra")
+    state = await states.ready(tmp_path)
+    assert [k for k, _ in state.index.search("okapi")] == ["n007.md"]
 
 
 # -- through the daemon -------------------------------------------------------------------------
