@@ -76,7 +76,8 @@ class AfterTurnResult(TypedDict, total=False):
 
 
 class CompactResult(TypedDict, total=False):
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, Any]]  # absent when messages_omitted: the caller's list stands
+    messages_omitted: bool
     used_session_memory: bool
     reason: str | None
 

@@ -48,6 +48,21 @@ AGENT_MAX_TOKENS = 4_096
 COUNT_IN_THREAD = 5_000
 
 
+# A transcript compact hands back unchanged (session memory not used) is echoed in `messages`
+# up to this many bytes of JSON; over it `messages` is left out and `messages_omitted` says so.
+# Half the daemon's default 16 MiB reply cap, so the rest of the reply always fits.
+ECHO_LIMIT = 8 * 1024 * 1024
+
+
+def _json_size(messages: list[dict[str, Any]]) -> int:
+    import orjson
+
+    try:
+        return len(orjson.dumps(messages))
+    except TypeError:  # what orjson refuses (a lone surrogate) the reply's encoder takes
+        return 0
+
+
 @dataclass
 class Session:
     project: Project
@@ -322,11 +337,13 @@ class SessionMemory:
         self, session: Session, project: Project, messages: list[dict[str, Any]]
     ) -> dict[str, Any]:
         path = session.summary_path
-        unchanged: dict[str, Any] = {
-            "messages": messages,
-            "used_session_memory": False,
-            "summary_path": str(path),
-        }
+        unchanged: dict[str, Any] = {"used_session_memory": False, "summary_path": str(path)}
+        if await asyncio.to_thread(_json_size, messages) > ECHO_LIMIT:
+            # The client's own list stands: echoed, a transcript this long made the reply
+            # go over the reply cap (-32004) and the reason never came back.
+            unchanged["messages_omitted"] = True
+        else:
+            unchanged["messages"] = messages
         waited = await self.wait_idle(session)  # every reply says it, an empty transcript's too
         if not messages:
             return {**unchanged, "reason": "empty_transcript", "waited": waited}

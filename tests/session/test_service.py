@@ -510,6 +510,36 @@ async def test_compact_a_five_million_token_transcript(short_tmp: Path, project_
         await stop_daemon(daemon)
 
 
+async def test_compact_of_a_transcript_too_long_to_echo_answers_its_reason(
+    short_tmp: Path, project_dir: Path
+) -> None:
+    # Found by a bug hunt: with no summary, compact echoed the whole transcript; over the
+    # 16 MiB reply cap that was -32004 "ask for less", and the reason never came back.
+    daemon = await start_daemon(daemon_config(short_tmp, line_limit=64 * 1024 * 1024))
+    try:
+        call = tool_call(file_path="/huge")
+        messages = [
+            user("start"),
+            call,
+            tool_result(call, words(4_500_000)),
+            assistant("ok"),
+        ]  # ~17 MiB
+        result = await daemon.call(
+            "compact", session_id="long", cwd=str(project_dir), messages=messages
+        )
+        assert result["used_session_memory"] is False
+        assert result["reason"] == "no_summary"
+        assert result["messages_omitted"] is True  # the client's own list stands
+        assert "messages" not in result
+        short = await daemon.call(
+            "compact", session_id="s", cwd=str(project_dir), messages=[user("hi")]
+        )
+        assert short["messages"] == [user("hi")]
+        assert "messages_omitted" not in short
+    finally:
+        await stop_daemon(daemon)
+
+
 # -- restart safety ------------------------------------------------------------------------
 async def test_thresholds_and_summary_survive_a_restart(
     short_tmp: Path, fake_model: FakeMessagesAPI, session_model: SessionModel, project_dir: Path
