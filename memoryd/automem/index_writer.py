@@ -110,17 +110,19 @@ class IndexWriter:
                 )
         return problem
 
-    def remove_line(self, memory_dir: Path, key: str) -> str | None:
+    @staticmethod
+    def remove_line(memory_dir: Path, key: str, known: Collection[str] = ()) -> str | None:
         """Take the index line of `key` out of its index, before its file is deleted (call
-        with the writer lock held); returns the index's text as it was, for `put_back`
-        should the delete fail, or None when the index did not change."""
+        with the writer lock held; touches no state, so from a thread too); returns the
+        index's text as it was, for `put_back` should the delete fail, or None when the index
+        did not change. `known`: names in the index's folder known to exist (no `lstat`)."""
         team = is_team(key)
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
         text = read_index_for_rewrite(path)
         # The file is about to go: a line means it only if it means no other file there
         # (the line `a%20b.md` of `a b.md` stays when `a%20b.md` is deleted).
-        there = on_disk(path.parent)
+        there = on_disk(path.parent, known)
         new = index_mod.remove(text, file, lambda name: name != file and there(name))
         if new == text:
             return None

@@ -42,6 +42,7 @@ from memoryd.automem.recall.explain import Why, explain
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.ranker import LexicalScores, RankerParams, RecallIndex, Semantic
 from memoryd.automem.settings_cache import SettingsCache
+from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState
 from memoryd.automem.warmup import WORKER, DirStates, Spawn, on_loop
 from memoryd.automem.writes import MemoryWrites, WriteResult
@@ -133,6 +134,8 @@ class AutoMemory:
         self.index_writer = IndexWriter(self.states, self.writer_lock)
         self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
+        # (memory dir, team) → ((generation, index stamp, its folder's stamp), view)
+        self._index_views: dict[tuple[Path, bool], tuple[tuple[int, Stat, Stat], IndexView]] = {}
         self.semantic = SemanticRecall()  # loads nothing until a memory dir is used
         self._embedding: set[Path] = set()  # dirs whose memories `warm` sent to the model
         self.writes = MemoryWrites(
@@ -237,6 +240,19 @@ class AutoMemory:
         memory_dir = self.memory_dir(project)
         path = index_path(memory_dir, team=team)
         state = self.state(memory_dir)
+        # Kept while the memories, the index and its folder (a file a line links to) stay as
+        # they are: each warm `memory.list` parsed the whole index twice on the event loop
+        # (180-510 ms at 10,000 memories).
+        seen = (state.generation, stat_stamp(path), stat_stamp(path.parent))
+        cached = self._index_views.get((memory_dir, team))
+        if cached is not None and cached[0] == seen:
+            return cached[1]
+        view = self._index_view(path, state, team)
+        self._index_views[(memory_dir, team)] = (seen, view)
+        return view
+
+    @staticmethod
+    def _index_view(path: Path, state: DirState, team: bool) -> IndexView:
         existing = [index_file(k, team) for k in state.entries if is_team(k) == team]
         try:
             text = read_index(path)
@@ -249,8 +265,8 @@ class AutoMemory:
             file_size = None
         cut = index_mod.truncate(text, file_size)
         exists = on_disk(path.parent, set(existing))
-        missing = tuple(e.file for e in index_mod.dangling(text, existing, exists))
-        orphans = tuple(index_mod.unlisted(text, sorted(existing)))
+        dangling, unlisted = index_mod.dangling_and_unlisted(text, sorted(existing), exists)
+        missing, orphans = tuple(e.file for e in dangling), tuple(unlisted)
         return IndexView(path, cut.text, cut.truncated, cut.cap, missing, orphans)
 
     def index_text(self, memory_dir: Path, *, team: bool = False) -> IndexText | None:

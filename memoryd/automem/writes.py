@@ -136,20 +136,27 @@ class MemoryWrites:
                 check()
             check_index_size(index_path(memory_dir, team=is_team(key)))
             state = self._states.state(memory_dir)
-            self._snapshot_sync(memory_dir, key, target, "delete")
-            # The index line goes first: an index that cannot be rewritten (a read-only
-            # MEMORY.md, a full disk) fails the delete with the memory still there. Unlinked
-            # first, the file was gone, the delete reported failed, and its line stayed in
-            # every prompt for good (dangling lines are not swept).
-            before = self._index.remove_line(memory_dir, key)
-            try:
-                target.unlink()
-            except FileNotFoundError:
-                pass  # gone meanwhile (removed by hand): deleted all the same
-            except OSError:
-                if before is not None:
-                    self._index.put_back(memory_dir, key, before)
-                raise
+            # The loaded memories of the index's folder exist: no lstat for them.
+            known = state.entries.keys() if not is_team(key) else ()
+
+            def remove() -> None:
+                self._snapshot_sync(memory_dir, key, target, "delete")
+                # The index line goes first: an index that cannot be rewritten (a read-only
+                # MEMORY.md, a full disk) fails the delete with the memory still there.
+                # Unlinked first, the file was gone, the delete reported failed, and its line
+                # stayed in every prompt for good (dangling lines are not swept).
+                before = self._index.remove_line(memory_dir, key, known)
+                try:
+                    target.unlink()
+                except FileNotFoundError:
+                    pass  # gone meanwhile (removed by hand): deleted all the same
+                except OSError:
+                    if before is not None:
+                        self._index.put_back(memory_dir, key, before)
+                    raise
+
+            # The copy, the index rewrite (fsync) and the unlink in a thread (`held_work`).
+            await held_work(remove)
             self._index.drop(memory_dir, key)
             state.note_deleted(key, target)
         return target

@@ -275,3 +275,31 @@ async def test_requests_during_the_background_load_see_every_memory(
     listed = await daemon.call("memory.list", cwd=str(project))
     assert len(listed["memories"]) == 201
     assert res["path"] in {m["path"] for m in listed["memories"]}
+
+
+async def test_warm_memory_list_does_not_parse_the_index_again(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each warm memory.list parsed MEMORY.md twice on the loop (180-510 ms at 10,000): its
+    dangling lines and orphans are kept while the memories, the index and its folder stay."""
+    from memoryd.automem import index as index_mod
+
+    for i in range(3):
+        _write(memdir / f"user_fact_{i}.md", f"fact {i}", f"giraffe {i}")
+    (memdir / "MEMORY.md").write_text(
+        "- [fact 0](user_fact_0.md) — a\n- [arch](arch.png) — a picture\n"
+    )
+    await daemon.call("memory.list", cwd=str(project))
+    await _idle(daemon.daemon.services.automem)  # the first look indexes the orphans
+    first = await daemon.call("memory.list", cwd=str(project))
+    assert first["index"]["dangling"] == ["arch.png"]
+    parses: list[str] = []
+    parse = index_mod.parse_index
+    monkeypatch.setattr(index_mod, "parse_index", lambda text: parses.append(text) or parse(text))
+    again = await daemon.call("memory.list", cwd=str(project))
+    assert parses == []
+    assert again["index"] == first["index"]
+    (memdir / "arch.png").write_bytes(b"png")  # the folder changed: looked at again
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["index"]["dangling"] == []
+    assert parses

@@ -139,3 +139,38 @@ async def test_a_cancelled_write_keeps_the_lock_until_its_file_work_ends() -> No
         await task
     assert done == [True]
     assert not lock.locked()
+
+
+async def test_a_delete_rewrites_the_index_off_the_loop(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.automem import index_writer
+
+    paths = [
+        (
+            await daemon.call(
+                "memory.write",
+                cwd=str(project),
+                type="user",
+                name=f"kept fact {i}",
+                description=f"k{i}",
+                body=" ".join(WORDS[i * 12 : i * 12 + 12]),
+            )
+        )["path"]
+        for i in range(3)
+    ]
+    loop_thread = threading.get_ident()
+    threads: list[bool] = []
+    write_index = index_writer.write_index
+
+    def spy(path: Path, text: str) -> None:
+        threads.append(threading.get_ident() == loop_thread)
+        write_index(path, text)
+
+    monkeypatch.setattr(index_writer, "write_index", spy)
+    await daemon.call("memory.delete", cwd=str(project), path=paths[1])
+    assert threads == [False]
+    assert {e.file for e in parse_index((memdir / "MEMORY.md").read_text())} == {
+        Path(paths[0]).name,
+        Path(paths[2]).name,
+    }
