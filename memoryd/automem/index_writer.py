@@ -28,8 +28,8 @@ from memoryd.automem.layout import (
 from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.stamps import Stat, stat_stamp
-from memoryd.automem.store import TEAM_DIR, DirState, Entry
-from memoryd.automem.warmup import DirStates
+from memoryd.automem.store import TEAM_DIR, DirState, Entry, scan_changes
+from memoryd.automem.warmup import DirStates, in_slices
 from memoryd.errors import TooLarge
 from memoryd.fsutil import STARTED_AT, remove_stale_staged
 
@@ -138,29 +138,28 @@ class IndexWriter:
 
     async def reconcile(self, memory_dir: Path) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
-        added = removed = 0
+        self._states.warm(memory_dir)  # a dir never loaded: in slices, not on this call
+        await self._states.ready(memory_dir)
         async with self._locks(memory_dir):
             state = self._states.state(memory_dir)
-            state.refresh(force=True)
+            # A full stat sweep, as the periodic one runs it: every file stat'ed and compared in
+            # a thread, the differences read on the loop in slices (on the loop, 0.3-0.6 s at
+            # 10,000 files).
+            state.mark_sweep_started()
+            changes = await asyncio.to_thread(scan_changes, memory_dir, state.snapshot())
+            await in_slices(state.apply_steps(changes))
+            jobs = []
             for team in (False, True):
-                path = index_path(memory_dir, team=team)
                 files = {
                     index_file(k, team): (e.header.name, e.header.description)
                     for k, e in state.entries.items()
                     if is_team(k) == team
                 }
-                text = read_index_for_rewrite(path)
-                if not files and not text:
-                    continue
-                before = {e.file for e in index_mod.parse_index(text)}
-                new = index_mod.reconcile(text, files, on_disk(path.parent, files))
-                after = {e.file for e in index_mod.parse_index(new)}
-                added += len(after - before)
-                removed += len(before - after)
-                if new != text:
-                    write_index(path, new)
+                jobs.append((index_path(memory_dir, team=team), files))
+            # Reading, comparing and rewriting each index in a thread (`held_work`).
+            counts = await held_work(lambda: [_reconcile(path, files) for path, files in jobs])
             state.invalidate()
-        return {"added": added, "removed": removed}
+        return {"added": sum(a for a, _ in counts), "removed": sum(r for _, r in counts)}
 
     async def index_orphans(self, memory_dir: Path, grace_s: float) -> list[str]:
         """Give every memory file with no index line (older than `grace_s`) a generated line;
@@ -243,6 +242,20 @@ class IndexWriter:
                 count=len(removed),
                 files=[str(p) for p in removed[:20]],
             )
+
+
+def _reconcile(path: Path, files: Mapping[str, tuple[str, str]]) -> tuple[int, int]:
+    """Bring the index at `path` in step with `files` ({file: (title, hook)}): (added, removed)
+    lines. Touches no state (`reconcile`'s, in a thread)."""
+    text = read_index_for_rewrite(path)
+    if not files and not text:
+        return 0, 0
+    before = {e.file for e in index_mod.parse_index(text)}
+    new = index_mod.reconcile(text, files, on_disk(path.parent, files))
+    after = {e.file for e in index_mod.parse_index(new)}
+    if new != text:
+        write_index(path, new)
+    return len(after - before), len(before - after)
 
 
 def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> OSError | None:

@@ -79,7 +79,7 @@ class DirStates:
             try:
                 if before is not None:
                     await asyncio.wait({before})
-                await _in_slices(state.load_pending_steps(pending))
+                await in_slices(state.load_pending_steps(pending))
             finally:
                 if self.warming.get(memory_dir) is task:
                     del self.warming[memory_dir]
@@ -88,7 +88,7 @@ class DirStates:
 
     async def _sweep_in_background(self, state: DirState) -> None:
         changes = await asyncio.to_thread(scan_changes, state.memory_dir, state.snapshot())
-        await _in_slices(state.apply_steps(changes))
+        await in_slices(state.apply_steps(changes))
         if self.index_orphans is not None:
             await self.index_orphans(state.memory_dir, ORPHAN_GRACE_S)
 
@@ -105,7 +105,7 @@ class DirStates:
         try:
             started = time.monotonic()
             seen = await asyncio.to_thread(scan_tree, state.memory_dir)
-            await _in_slices(state.load_steps(seen, started))
+            await in_slices(state.load_steps(seen, started))
         finally:
             self.warming.pop(state.memory_dir, None)
 
@@ -129,7 +129,7 @@ class DirStates:
             self.states[memory_dir].invalidate()
 
 
-async def _in_slices(steps: Iterator[None]) -> None:
+async def in_slices(steps: Iterator[None]) -> None:
     """Run `steps`, yielding to the event loop every WARM_SLICE_S."""
     deadline = time.perf_counter() + WARM_SLICE_S
     for _ in steps:
