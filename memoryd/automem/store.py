@@ -16,11 +16,14 @@ over event-loop slices with `load_steps`.
 from __future__ import annotations
 
 import os
+import re
 import time
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from memoryd.automem.dedupe import Candidate, memory_text
 from memoryd.automem.embeddings.semantic import embedding_text
@@ -108,6 +111,11 @@ class DirState:
         self.generation = 0  # bumps on every change, for callers that cache derived views
         self.updates = 0  # files (re)analysed, for status and the benchmark
         self._headers: list[MemoryHeader] | None = None  # sorted; None once entries change
+        # Kept with the entries, so a write by name looks at a few of them, not all 10,000:
+        # keys by family stem (`x` → x.md, x_2.md …), by name, and by dedupe token.
+        self._families: dict[str, set[str]] = {}
+        self._by_name: dict[str, set[str]] = {}
+        self._postings: dict[tuple[str | None, str], set[str]] = {}
 
     # -- freshness --------------------------------------------------------------------------
     def _dirs_changed(self) -> bool:
@@ -283,7 +291,11 @@ class DirState:
         candidate = Candidate.of(
             key, parsed.type, memory_text(parsed.name, parsed.description, parsed.body)
         )
-        self.entries[key] = Entry(header, stamp, candidate)
+        old = self.entries.get(key)
+        if old is not None:
+            self._unlink(key, old)
+        entry = self.entries[key] = Entry(header, stamp, candidate)
+        self._link(key, entry)
         self._headers = None
         if unreadable:
             self.index.remove(key)
@@ -304,7 +316,9 @@ class DirState:
         self.updates += 1
 
     def _drop(self, key: str) -> None:
-        if self.entries.pop(key, None) is not None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self._unlink(key, old)
             self._headers = None
         self.index.remove(key)
         self.embed_texts.pop(key, None)
@@ -340,6 +354,45 @@ class DirState:
         except OSError:
             self.invalidate()
 
+    # -- lookups for writes by name -------------------------------------------------------------
+    def _link(self, key: str, entry: Entry) -> None:
+        for root in _family_roots(key):
+            self._families.setdefault(root, set()).add(key)
+        self._by_name.setdefault(_name_key(entry.header.name), set()).add(key)
+        kind = entry.candidate.type
+        for token in entry.candidate.tokens:
+            self._postings.setdefault((kind, token), set()).add(key)
+
+    def _unlink(self, key: str, entry: Entry) -> None:
+        kind = entry.candidate.type
+        _unlist(self._by_name, _name_key(entry.header.name), key)
+        for root in _family_roots(key):
+            _unlist(self._families, root, key)
+        for token in entry.candidate.tokens:
+            _unlist(self._postings, (kind, token), key)
+
+    def family(self, base: str) -> list[str]:
+        """`base` and its suffixed siblings among the keys (`naming.family`), sorted."""
+        return sorted(self._families.get(base.removesuffix(".md"), ()))
+
+    def has_name(self, name: str) -> bool:
+        """Whether a memory is called `name` (`naming.same_name`)."""
+        return _name_key(name) in self._by_name
+
+    def near_duplicate_keys(self, type_: str | None, tokens: frozenset[str]) -> list[str]:
+        """The keys of every memory of `type_` whose dedupe tokens may overlap `tokens` enough
+        to be a near duplicate (Jaccard ≥ dedupe's 0.5 prefilter), sorted; no other is. Such
+        a memory holds at least half of `tokens`, so it holds one of any
+        len - ceil(len / 2) + 1 of them: the rarest are looked up."""
+        if not tokens:
+            return sorted(k for k, e in self.entries.items() if e.candidate.type == type_)
+        need = len(tokens) - (len(tokens) + 1) // 2 + 1
+        postings = [self._postings.get((type_, t), set()) for t in tokens]
+        found: set[str] = set()
+        for keys in sorted(postings, key=len)[:need]:
+            found |= keys
+        return sorted(found)
+
     def headers(self) -> list[MemoryHeader]:
         """Every header, own files first then team/, each by file. The same list object comes
         back while nothing changed (callers use that to skip work): do not mutate it."""
@@ -348,6 +401,28 @@ class DirState:
                 (e.header for e in self.entries.values()), key=lambda h: (h.team, h.file)
             )
         return self._headers
+
+
+_SUFFIXED = re.compile(r"(.*)_\d+", re.DOTALL)
+
+
+def _family_roots(key: str) -> tuple[str, ...]:
+    """The stems whose family (`naming.family`: `x.md`, `x_<n>.md`) holds `key`."""
+    stem = key.removesuffix(".md")
+    suffixed = _SUFFIXED.fullmatch(stem)
+    return (stem, suffixed.group(1)) if suffixed else (stem,)
+
+
+def _unlist(table: dict[Any, set[str]], at: Any, key: str) -> None:
+    keys = table.get(at)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del table[at]
+
+
+def _name_key(name: str) -> str:
+    return unicodedata.normalize("NFC", name.strip())  # as `naming.same_name` compares
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
-from memoryd.automem.dedupe import find_near_duplicate, memory_text
+from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
@@ -235,15 +235,19 @@ def _key_for_name(
     near duplicate's (a reported merge), else a free file name (suffixed when another
     memory already has the name's file), so a different memory is never replaced."""
     base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
-    names = {k: e.header.name for k, e in state.entries.items()}
+    # Only the memories that can matter, from the lookups the store keeps (the name's file
+    # family, those sharing enough words): each write looked at every one, 65-84 ms at 10,000.
+    names = {k: state.entries[k].header.name for k in state.family(base)}
     own = naming.own_file(base, name, names)
     if own is not None:
         return own, False
-    same_place = [e.candidate for k, e in state.entries.items() if is_team(k) == team]
-    duplicate = find_near_duplicate(type, memory_text(name, description, body), same_place)
+    text = memory_text(name, description, body)
+    near = state.near_duplicate_keys(type, frozenset(normalise(text).split()))
+    same_place = [state.entries[k].candidate for k in near if is_team(k) == team]
+    duplicate = find_near_duplicate(type, text, same_place)
     if duplicate is not None:
         return duplicate, True
-    taken = lambda key: key in names or os.path.lexists(state.memory_dir / key)  # noqa: E731
+    taken = lambda key: key in state.entries or os.path.lexists(state.memory_dir / key)  # noqa: E731
     return naming.free_file(base, taken), False
 
 
@@ -253,8 +257,8 @@ def _name_of_its_own(
     """`name`, or `name (2)`, `name (3)` … when a memory called `name` holds a different fact:
     a name the user gives updates its memory, but two sentences that open alike ("Before
     merging a pull request, …") are two facts."""
-    names = {k: e.header.name for k, e in state.entries.items()}
     base = (f"{TEAM_DIR}/" if team else "") + file_name_for(type, name)
+    names = {k: state.entries[k].header.name for k in state.family(base)}
     own = naming.own_file(base, name, names)
     if own is None:
         return name
@@ -264,7 +268,7 @@ def _name_of_its_own(
     stem = name[: MAX_NAME_CHARS - 8]
     for n in range(2, naming.MAX_SUFFIX):
         candidate = f"{stem} ({n})"
-        if not any(naming.same_name(other, candidate) for other in names.values()):
+        if not state.has_name(candidate):
             return candidate
     return name  # ten thousand alike: the write's own rules decide
 

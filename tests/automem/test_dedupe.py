@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
+import pytest
+
 from memoryd.automem import dedupe
 from memoryd.automem.dedupe import Candidate
 
@@ -62,3 +67,61 @@ def test_best_match_wins() -> None:
 
 def test_normalise_ignores_case_and_punctuation() -> None:
     assert dedupe.normalise("Hello,  WORLD!") == "hello world"
+
+
+def _memory(path: Path, name: str, body: str, type_: str = "feedback") -> None:
+    path.write_text(f"---\nname: {name}\ndescription: d\ntype: {type_}\n---\n\n{body}\n")
+
+
+def test_a_write_by_name_looks_only_at_memories_that_can_be_its_duplicate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write by name compared itself with every memory (and built a dict of every name): its
+    event-loop cost grew with the dir, 65-84 ms at 10,000. The store keeps lookups by file
+    family, name and word; what they leave out could never be a near duplicate."""
+    from memoryd.automem import writes
+    from memoryd.automem.store import DirState
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(20_000)]
+    texts = {f"feedback_m{i}.md": " ".join(rng.sample(vocab, 40)) for i in range(400)}
+    for key, body in texts.items():
+        _memory(tmp_path / key, key[len("feedback_") : -3], body)
+    state = DirState(tmp_path)
+    state.refresh()
+    everyone = [e.candidate for e in state.entries.values()]
+    looked_at: list[int] = []
+    find = writes.find_near_duplicate
+
+    def spy(type_: str, text: str, existing: list[Candidate]) -> str | None:
+        looked_at.append(len(existing))
+        return find(type_, text, existing)
+
+    monkeypatch.setattr(writes, "find_near_duplicate", spy)
+    reworded = texts["feedback_m7.md"].split()
+    reworded[3] = "other"
+    for name, body in [
+        ("a new fact", " ".join(rng.sample(vocab, 40))),
+        ("m7", " ".join(reworded)),  # a rewording of m7 under its own name: m7's file
+        ("m7 again", " ".join(reworded)),  # under another name: merged into m7
+    ]:
+        text = dedupe.memory_text(name, "d", body)
+        tokens = frozenset(dedupe.normalise(text).split())
+        assert find("feedback", text, everyone) == find(
+            "feedback",
+            text,
+            [state.entries[k].candidate for k in state.near_duplicate_keys("feedback", tokens)],
+        )
+        writes._key_for_name(state, "feedback", name, "d", body, False)
+    assert writes._key_for_name(state, "feedback", "m7", "d", "x", False) == (
+        "feedback_m7.md",
+        False,
+    )
+    assert writes._key_for_name(state, "feedback", "m7 again", "d", " ".join(reworded), False) == (
+        "feedback_m7.md",
+        True,
+    )
+    assert looked_at
+    assert max(looked_at) < 40  # of 400
+    assert state.has_name("m7")
+    assert state.family("feedback_m7.md") == ["feedback_m7.md"]
