@@ -391,3 +391,19 @@ async def test_a_refused_line_does_not_drop_replies_to_the_lines_before_it(
         writer.close()
     finally:
         await stop_daemon(handle)
+
+
+async def test_an_error_without_data_has_no_data_member(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: handler errors went out with "data": null, where docs/protocol.md's
+    # examples (and JSON-RPC, which lets it be left out) have none.
+    (tmp_path / "proj").mkdir()
+    line = (
+        b'{"jsonrpc":"2.0","id":7,"method":"memory.read","params":{"cwd":"'
+        + str(tmp_path / "proj").encode()
+        + b'","path":"nothing_here.md"}}\n'
+    )
+    (reply,) = await raw_exchange(daemon.socket_path, line)
+    assert reply["error"]["code"] in (-32001, -32002), reply
+    assert "data" not in reply["error"], reply

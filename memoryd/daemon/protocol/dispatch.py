@@ -116,7 +116,8 @@ async def _call(daemon: Daemon, spec: MethodSpec, raw: Any) -> Any:
     except MemorydError as exc:
         if exc.code == INTERNAL_ERROR:
             raise _internal(spec.name, exc) from None
-        raise _Failed(exc.code, exc.message, exc.data) from None
+        # No data is no `data` member (JSON-RPC: it may be omitted), not `"data": null`.
+        raise _Failed(exc.code, exc.message, NO_DATA if exc.data is None else exc.data) from None
     except asyncio.CancelledError:
         raise
     except Exception as exc:
