@@ -407,3 +407,18 @@ async def test_an_error_without_data_has_no_data_member(
     (reply,) = await raw_exchange(daemon.socket_path, line)
     assert reply["error"]["code"] in (-32001, -32002), reply
     assert "data" not in reply["error"], reply
+
+
+async def test_an_empty_event_list_subscribes_to_none_and_unsubscribes(
+    daemon: DaemonHandle,
+) -> None:
+    # Found by a bug hunt: `events: []` subscribed to every event, and nothing unsubscribed.
+    client = await daemon.client()
+    try:
+        assert len((await client.call("subscribe", {}))["subscribed"]) == 7  # no list: all
+        assert (await client.call("subscribe", {"events": []}))["subscribed"] == []
+        await daemon.daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
+        await client.call("status")  # anything sent before this reply would be queued by now
+        assert client.notifications.empty()
+    finally:
+        await client.close()

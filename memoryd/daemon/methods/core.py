@@ -48,14 +48,16 @@ async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
     connection = current_connection.get()
     if connection is None:
         raise InvalidParams("subscribe needs a connection")
-    wanted = frozenset(params.events or ())
+    # No `events`: every event. A list names them; an empty one is none (it unsubscribes: it
+    # used to mean every event, the opposite of what it says).
+    wanted = EVENTS if params.events is None else frozenset(params.events)
     unknown = wanted - EVENTS
     if unknown:
         raise InvalidParams(
             f"events: unknown event(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(EVENTS))}"
         )
     connection.subscriptions = wanted
-    return {"subscribed": sorted(wanted or EVENTS)}
+    return {"subscribed": sorted(wanted)}
 
 
 async def shutdown(daemon: Daemon, _: NoParams) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class Connection:
 
     def wants(self, event: str) -> bool:
         subs = self.subscriptions
-        return subs is not None and (not subs or event in subs)
+        return subs is not None and event in subs
 
     async def serve(self) -> None:
         token = current_connection.set(self)
