@@ -264,7 +264,13 @@ def set_user_setting(key: str, value: Any) -> Path:
 
 
 def _write(path: Path, text: str, mode: int = 0o600) -> None:
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        # A file where ~/.claude goes: said as such, not an internal FileExistsError.
+        raise InvalidParams(
+            f"cannot write the user settings file {path}: {folder} is not a folder; move it aside"
+        )
     # What a write killed mid-way (kill -9) left beside this file: only its own temp files,
     # the folder (~/.claude, a dotfiles repository) is not memoryd's.
-    remove_stale_staged(path.parent, names=(path.name,))
+    remove_stale_staged(folder, names=(path.name,))
     atomic_write_text(path, text, mode)

@@ -279,3 +279,13 @@ async def test_a_fifo_settings_file_does_not_block_the_daemon(
     files = {f["source"]: f["error"] for f in got["files"]}
     assert "not a regular file" in files["project"]
     assert listed["memories"] == []
+
+
+def test_set_when_the_config_home_is_a_file_says_so(isolated_env: IsolatedEnv) -> None:
+    # Found by a bug hunt: a file where ~/.claude goes was a bare -32603 FileExistsError.
+    folder = settings.user_settings_path().parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("not a folder")
+    with pytest.raises(InvalidParams, match="is not a folder; move it aside"):
+        settings.set_user_setting("autoDreamEnabled", True)
+    assert folder.read_text() == "not a folder"  # nothing lost
