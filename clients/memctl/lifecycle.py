@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import signal
-import stat
 import sys
 import time
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 
 from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
 from memoryd_client.private_dirs import make_private_dirs
+from memoryd_client.private_files import folder_problem, open_private_log
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -84,7 +83,7 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
     try:
         make_private_dirs(sock.parent)
         check_folder(sock)  # before anything is written there
-        log_fd = open_log(log_file)
+        log_fd = open_private_log(log_file)
     except UntrustedSocket:
         raise
     except OSError as exc:
@@ -123,53 +122,15 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
 
 
 def check_folder(sock: Path) -> None:
-    """The socket folder by the daemon's rule (`check_socket_folder`): yours or root's, and not
-    writable by others unless sticky. Checked before the log is opened there: another user who
-    made the /tmp/memoryd-<uid> fallback first could have put `memoryd.log` there as a link to
-    a file of yours, which the daemon's output would be appended to."""
-    folder = sock.parent
-    info = folder.stat()
-    if info.st_uid not in (os.getuid(), 0):
+    """The socket folder by the daemon's rule (`private_files.folder_problem`), checked before
+    the log is opened there: another user who made the /tmp/memoryd-<uid> fallback first could
+    have put `memoryd.log` there as a link to a file of yours."""
+    problem = folder_problem(sock.parent)
+    if problem is not None:
         raise UntrustedSocket(
-            f"refusing to start memoryd at {sock}: its folder {folder} belongs to uid "
-            f"{info.st_uid}, not to you (uid {os.getuid()}); set MEMORYD_SOCKET or "
+            f"refusing to start memoryd at {sock}: {problem}; set MEMORYD_SOCKET or "
             "XDG_RUNTIME_DIR to a folder of your own"
         )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
-        raise UntrustedSocket(
-            f"refusing to start memoryd at {sock}: its folder {folder} is writable by other "
-            "users; use a private folder"
-        )
-
-
-def open_log(path: Path) -> int:
-    """A descriptor appending to `path`, a plain file of the user's: created 0600 (a wider one
-    of ours is made 0600), never through a link, never a FIFO (whose open would hang the
-    start) or a device. OSError, its strerror saying why."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(exc.errno, f"{path} is a symbolic link; it is not followed") from exc
-        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
-            raise OSError(exc.errno, f"{path} is not a regular file") from exc
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        if info.st_uid != os.getuid():
-            raise OSError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not to you")
-        if info.st_nlink > 1:
-            raise OSError(errno.EPERM, f"{path} has {info.st_nlink} hard links")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)  # the daemon's log: paths, model errors, tracebacks
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def _last_logged_event(log_file: Path) -> str | None:

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import socket
-import stat
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from memoryd_client import paths
 from memoryd_client.methods import SyncMethods
 from memoryd_client.peercred import peer_uid
+from memoryd_client.private_files import folder_problem
 
 
 class DaemonUnavailable(ConnectionError):
@@ -122,19 +122,13 @@ def check_server(sock: socket.socket, path: Path) -> None:
     LOCAL_PEERCRED), or where it cannot tell, from the socket file's owner."""
     folder = path.parent
     try:
-        info = folder.stat()
+        problem = folder_problem(folder)
     except OSError as exc:
         raise DaemonUnavailable(f"cannot check the socket folder {folder}: {exc}") from exc
-    if not _yours(info.st_uid):
+    if problem is not None:
         raise UntrustedSocket(
-            f"refusing to connect to {path}: its folder {folder} belongs to uid "
-            f"{info.st_uid}, not to you (uid {os.getuid()}); set MEMORYD_SOCKET or "
+            f"refusing to connect to {path}: {problem}; set MEMORYD_SOCKET or "
             "XDG_RUNTIME_DIR to a folder of your own"
-        )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
-        raise UntrustedSocket(
-            f"refusing to connect to {path}: its folder {folder} is writable by other users; "
-            "use a private folder"
         )
     try:
         uid = peer_uid(sock)

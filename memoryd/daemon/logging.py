@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import re
-import stat
 import sys
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any, TextIO
 import structlog
 
 from memoryd.fsutil import make_private_dirs
+from memoryd_client.private_files import folder_problem, open_private_log
 
 # Key names whose values are credentials, whatever they contain.
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
@@ -66,56 +65,15 @@ def _scrub_rendered(_logger: Any, _method: str, rendered: Any) -> Any:
     return rendered
 
 
-# Appended to, never truncated or followed: a link, FIFO or device put where the log goes is
-# refused (O_NONBLOCK: opening a FIFO nobody reads fails at once instead of hanging).
-_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-
-
-def _check_log_folder(folder: Path) -> None:
-    """The socket folder's rule (`server.check_socket_folder`), for the log's folder: yours (or
-    root's), and not writable by others unless sticky. Another user who made the folder (the
-    /tmp/memoryd-<uid> fallback) could otherwise put a link there to a file of yours."""
-    info = folder.stat()
-    if info.st_uid not in (os.getuid(), 0):
-        raise PermissionError(
-            errno.EPERM, f"its folder {folder} belongs to uid {info.st_uid}, not to you"
-        )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
-        raise PermissionError(
-            errno.EPERM, f"its folder {folder} is writable by other users; use a private folder"
-        )
-
-
 def open_log_file(path: Path) -> TextIO:
-    """`path` opened to append JSON lines: created 0600, a wider one of ours made 0600.
-    OSError, its strerror saying why, for a folder that is not safe to write in, or a path
-    that is not a plain file of the user's (a link, FIFO, device, another user's file, a file
-    with other hard links: each writes somewhere else than the log)."""
+    """`path` opened to append JSON lines (`private_files.open_private_log`: 0600, a plain file
+    of the user's). OSError, its strerror saying why, for a folder that is not safe to write in
+    (the socket folder's rule) or a path that is not such a file."""
     make_private_dirs(path.parent)
-    _check_log_folder(path.parent)
-    try:
-        fd = os.open(path, _LOG_FLAGS, 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(exc.errno, f"{path} is a symbolic link; it is not followed") from exc
-        if exc.errno == errno.ENXIO:  # a FIFO with no reader
-            raise OSError(exc.errno, f"{path} is not a regular file") from exc
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        if info.st_uid != os.getuid():
-            raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not to you")
-        if info.st_nlink > 1:
-            raise PermissionError(errno.EPERM, f"{path} has {info.st_nlink} hard links")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)  # it holds paths, model errors and tracebacks
-        os.set_blocking(fd, True)
-        return open(fd, "a", encoding="utf-8", buffering=1, closefd=True)
-    except BaseException:
-        os.close(fd)
-        raise
+    problem = folder_problem(path.parent)
+    if problem is not None:
+        raise PermissionError(errno.EPERM, f"{problem}; use a folder of your own")
+    return open(open_private_log(path), "a", encoding="utf-8", buffering=1, closefd=True)
 
 
 def configure(

@@ -34,6 +34,7 @@ from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import atomic_write_text, ensure_private_dir, remove_stale_staged
 from memoryd.paths import status_file_for
 from memoryd_client.peercred import peer_uid
+from memoryd_client.private_files import folder_problem
 
 log = structlog.get_logger("memoryd.server")
 
@@ -89,14 +90,9 @@ def listen_backlog() -> int:
 
 def check_socket_folder(folder: Path) -> None:
     """Refuse a folder where someone else could swap the socket for their own."""
-    info = folder.stat()
-    if info.st_uid not in (os.getuid(), 0):
-        raise StartupError(f"socket folder {folder} belongs to uid {info.st_uid}, not to you")
-    writable_by_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if writable_by_others and not info.st_mode & stat.S_ISVTX:
-        raise StartupError(
-            f"socket folder {folder} is writable by other users; use a private folder"
-        )
+    problem = folder_problem(folder)
+    if problem is not None:
+        raise StartupError(f"refusing the socket folder: {problem}; use a folder of your own")
 
 
 # sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL.

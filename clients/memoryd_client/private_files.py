@@ -1,0 +1,57 @@
+"""Whether a folder is safe to keep the user's socket and log in, and opening the log there:
+one rule for the daemon (socket folder, `--log-file`), `memctl start` (the log beside the
+socket) and every client (the socket it connects to). Standard library only.
+
+Another local user who made the folder first (the /tmp/memoryd-<uid> fallback, any sticky
+folder) could swap the socket for their own, or put `memoryd.log` there as a link to a file of
+the user's, which the daemon's output would then be appended to.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why `folder` is no place for the user's socket or log (it belongs to another user, or
+    others may write in it and it is not sticky), or None. OSError when it cannot be read."""
+    info = folder.stat()
+    if info.st_uid not in (os.getuid(), 0):
+        return f"its folder {folder} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        return f"its folder {folder} is writable by other users"
+    return None
+
+
+def open_private_log(path: Path) -> int:
+    """A descriptor appending to `path`, a plain file of the user's: created 0600 (a wider one
+    of ours is made 0600), never through a link, never a FIFO (whose open would hang) or a
+    device, never another user's file or one with other hard links (each writes somewhere else
+    than the log). OSError, its strerror saying why."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, f"{path} is a symbolic link; it is not followed") from exc
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise OSError(exc.errno, f"{path} is not a regular file") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        if info.st_uid != os.getuid():
+            raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not to you")
+        if info.st_nlink > 1:
+            raise PermissionError(errno.EPERM, f"{path} has {info.st_nlink} hard links")
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # the daemon's log: paths, model errors, tracebacks
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
