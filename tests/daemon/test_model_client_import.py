@@ -29,16 +29,20 @@ print(reply.content[0].text, importers)
 """
 
 
-def test_the_sdk_is_imported_in_a_thread_not_on_the_event_loop(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=root,
+def run_fresh(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` in a new interpreter from the repository root: nothing of the SDK imported."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def test_the_sdk_is_imported_in_a_thread_not_on_the_event_loop(tmp_path: Path) -> None:
+    result = run_fresh(SCRIPT)
     assert result.returncode == 0, result.stderr
     # Found once, by a thread that is not the event loop's (the main thread here).
     assert result.stdout.strip() == "hello [False]"
@@ -84,15 +88,7 @@ def test_a_second_caller_waits_for_the_same_import_off_the_loop(tmp_path: Path) 
     # Found by a bug hunt: the guard was `"anthropic" not in sys.modules`, false as soon as the
     # thread started importing: a second caller imported on the loop, held there by the
     # import lock for a second.
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", RACE_SCRIPT],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_fresh(RACE_SCRIPT)
     assert result.returncode == 0, result.stderr
     # Released by the loop, not by the hold's timeout: the loop ran while the import was held.
     assert result.stdout.strip() == "['one', 'two'] [True]"
