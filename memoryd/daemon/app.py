@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd import PROTOCOL_VERSION, __version__
+from memoryd import PROTOCOL_VERSION, __version__, paths
 from memoryd.core.model_config import scrub_credentials
+from memoryd.daemon.home_lock import HomeLock
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.llm.client import ModelClient
 
@@ -45,6 +46,7 @@ class Daemon:
         self.last_activity = time.monotonic()
         self.methods = rpc_methods()
         self.services = Services(self)
+        self.home_lock = HomeLock(paths.state_dir() / "daemon.lock", config.socket_path)
 
     # -- background work ------------------------------------------------------------------
     def spawn(
@@ -116,13 +118,30 @@ class Daemon:
             "counters": dict(self.counters),
             "model": self.model.status(),
             "features": features,
+            "other_daemon": self._other_daemon(),
         }
+
+    def _other_daemon(self) -> dict[str, Any] | None:
+        """The daemon that shares this user's state dir and started first, if one runs."""
+        other = self.home_lock.claim()
+        return None if other is None else {"pid": other.pid, "socket": other.socket}
 
     # -- lifecycle ------------------------------------------------------------------------
     async def on_start(self) -> None:
+        other = self.home_lock.claim()
+        if other is not None:
+            log.warning(
+                "another memoryd of this user is running: hooks and editors talk to the daemon "
+                "their environment's socket names, so they may not see each other's sessions; "
+                "keep one (`memctl --socket SOCKET stop` the other)",
+                other_pid=other.pid,
+                other_socket=other.socket,
+                state_dir=str(self.home_lock.path.parent),
+            )
         self.services.on_start()
 
     async def close_services(self) -> None:
         for name, exc in await self.services.close():
             log.error("service close failed", service=name, exc_info=exc)
         await self.model.close()
+        self.home_lock.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,13 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         f"uptime {status.get('uptime_s')}s, {status.get('projects')} project(s), "
         f"{status.get('sessions')} session(s)",
     ]
+    other = status.get("other_daemon")
+    if isinstance(other, dict):  # two daemons of one user: clients split between them
+        line = f"warning: another memoryd of this user (pid {other.get('pid')}) is running"
+        if isinstance(other.get("socket"), str):
+            socket = other["socket"]
+            line += f" on {socket}; keep one: memctl --socket {shlex.quote(socket)} stop"
+        lines.append(line)
     names = [n for n in FEATURE_ORDER if n in features or n == "model"]
     names += sorted(set(features) - set(FEATURE_ORDER))
     rows: list[tuple[str, str]] = []

@@ -1,0 +1,114 @@
+"""A second daemon of one user (on another socket, same state dir) is told of and reported:
+`status.other_daemon`, a warning in its log and in `memctl status`; once the first stops, the
+second takes over and the warning goes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memoryd.daemon.home_lock import HomeLock
+from memoryd_client import Client, DaemonUnavailable
+
+
+def _start(sock: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the daemon exited"
+        try:
+            with Client(sock, timeout=2) as conn:
+                conn.call("status")
+                return proc
+        except (DaemonUnavailable, OSError):
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"daemon on {sock} never became healthy")
+
+
+def _status(sock: Path) -> dict[str, object]:
+    with Client(sock, timeout=5) as conn:
+        result: dict[str, object] = conn.call("status")
+        return result
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> str:
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err.decode(errors="replace")
+
+
+def test_a_second_daemon_says_who_came_first_and_takes_over_when_it_stops(
+    short_tmp: Path,
+) -> None:
+    first_sock, second_sock = short_tmp / "service.sock", short_tmp / "byhand.sock"
+    first = _start(first_sock)
+    second = None
+    try:
+        second = _start(second_sock)
+        assert _status(first_sock)["other_daemon"] is None
+        assert _status(second_sock)["other_daemon"] == {
+            "pid": first.pid,
+            "socket": str(first_sock),
+        }
+        shown = subprocess.run(
+            [sys.executable, "-m", "memctl", "--socket", str(second_sock), "status"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert (
+            f"warning: another memoryd of this user (pid {first.pid}) is running on "
+            f"{first_sock}; keep one: memctl --socket {first_sock} stop"
+        ) in shown.stdout
+        _stop(first)
+        assert _status(second_sock)["other_daemon"] is None  # the second holds it now
+    finally:
+        if first.poll() is None:
+            _stop(first)
+        log = _stop(second) if second is not None else ""
+    assert "another memoryd of this user is running" in log
+    assert str(first_sock) in log
+
+
+def test_a_lone_daemon_reports_no_other(short_tmp: Path) -> None:
+    proc = _start(short_tmp / "only.sock")
+    try:
+        assert _status(short_tmp / "only.sock")["other_daemon"] is None
+    finally:
+        log = _stop(proc)
+    assert "another memoryd" not in log
+
+
+def test_a_note_that_is_not_ours_names_no_one(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "daemon.lock"
+    holder = HomeLock(path, tmp_path / "a.sock")
+    assert holder.claim() is None
+    assert holder.held
+    path.write_bytes(b'{"pid": true, "socket": 7}')  # rewritten by something else
+    other = HomeLock(path, tmp_path / "b.sock").claim()
+    assert other is not None
+    assert (other.pid, other.socket) == (None, None)
+    path.write_bytes(b"\xff\xfe not json")
+    other = HomeLock(path, tmp_path / "b.sock").claim()
+    assert other is not None
+    assert (other.pid, other.socket) == (None, None)
+    holder.release()
+    after = HomeLock(path, tmp_path / "b.sock")
+    assert after.claim() is None
+    assert after.held
+    after.release()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
