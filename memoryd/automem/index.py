@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
@@ -33,9 +33,19 @@ MAX_INDEX_BYTES = 25_000
 # cut for the prompt like any long one, and never rewritten (writers refuse with TooLarge).
 MAX_INDEX_READ_BYTES = 1_000_000
 
+# An entry: a list item (`-`, `*`, `+` or `1.`) that opens with a link, bold or not, then
+# nothing or a hook after `—`, `–`, `-` or `:`. A target may hold balanced parentheses
+# (`a(1).md`, as CommonMark reads it). Read only as `- [T](f) — h`, the other forms people and
+# agents write were no entry: their files were orphans, and each got a second line.
 _LINE = re.compile(
-    r"^\ufeff?\s*[-*]\s+\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<file>[^)]+)\)(?:\s*[—–-]+\s*(?P<hook>.*))?\s*$"
+    r"^\ufeff?\s*(?:[-*+]|\d{1,9}[.)])\s+(?P<em>\*\*|__|\*|_)?"
+    r"\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<file>(?:[^()]|\([^()]*\))+)\)(?P=em)?"
+    r"(?:\s*(?:[—–-]+|:)\s*(?P<hook>.*))?\s*$"
 )
+# Any inline link: a file linked anywhere in the index (`see [notes](notes.md)`) is listed.
+_LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\((?P<file>(?:[^()]|\([^()]*\))+)\)")
+# A fenced code block's opening or closing line: what it holds is text, not entries.
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # Characters a link target cannot hold as they are (or that would read as another name).
@@ -130,10 +140,50 @@ def link_forms(target: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
+def _in_code(lines: Iterable[str]) -> Iterator[bool]:
+    """Per line, whether it is part of a fenced code block (its fences included): an example
+    of the format there is no line of the index."""
+    fence = ""
+    for line in lines:
+        opened = _FENCE.match(line) if "`" in line or "~" in line else None
+        run, rest = (opened.group(1), line[opened.end() :]) if opened is not None else ("", "")
+        if fence:
+            # Closed by a run of the same character, at least as long, with nothing after it.
+            if run[:1] == fence[:1] and len(run) >= len(fence) and not rest.strip():
+                fence = ""
+            yield True
+        elif run and not (run[0] == "`" and "`" in rest):  # "```x```" is a code span
+            fence = run
+            yield True
+        else:
+            yield False
+
+
+def _matches(lines: list[str]) -> Iterator[re.Match[str] | None]:
+    """Per line, its entry match, or None (not an entry, or in a fenced code block)."""
+    for line, code in zip(lines, _in_code(lines), strict=True):
+        yield None if code or "](" not in line else _LINE.match(line)
+
+
+def _listed(text: str, given: Collection[str]) -> set[str]:
+    """The files of `given` the index links to, by an entry or by a link anywhere outside
+    code (`see [notes](notes.md) for details`, as older indexes say): no orphan, no second
+    line for it."""
+    listed: set[str] = set()
+    lines = text.splitlines()
+    for line, code in zip(lines, _in_code(lines), strict=True):
+        if code or "](" not in line:
+            continue
+        for link in _LINK.finditer(line):
+            found = next((f for f in link_forms(link.group("file")) if f in given), None)
+            if found is not None:
+                listed.add(found)
+    return listed
+
+
 def parse_index(text: str) -> list[IndexEntry]:
     entries = []
-    for lineno, line in enumerate(text.splitlines()):
-        match = _LINE.match(line)
+    for lineno, match in enumerate(_matches(text.splitlines())):
         if match is None:
             continue
         title = re.sub(r"\\(.)", r"\1", match.group("title"))
@@ -193,7 +243,7 @@ def dangling_and_unlisted(
     gone = [
         e for e, f in zip(entries, found, strict=True) if f is None and not _kept(e.forms, exists)
     ]
-    listed = set(found)
+    listed = _listed(text, given)
     return gone, [f for f in wanted if f not in listed]
 
 
@@ -202,7 +252,7 @@ def unlisted(text: str, files: Iterable[str]) -> list[str]:
     written by a writer that was killed before it wrote the index."""
     wanted = list(files)
     given = set(wanted)
-    listed = {e.file_among(given) for e in parse_index(text)}
+    listed = _listed(text, given)
     return [f for f in wanted if f not in listed]
 
 
@@ -217,8 +267,8 @@ def apply(
     in it (nor, with `exists`, on disk) are dropped too (repair on write)."""
     out: list[str] = []
     done: set[str] = set()
-    for line in text.splitlines():
-        match = _LINE.match(line) if "](" in line else None
+    lines = text.splitlines()
+    for line, match in zip(lines, _matches(lines), strict=True):
         if match is not None:
             forms = link_forms(match.group("file"))
             file = next((f for f in meaning(forms, exists) if f in upserts), None)
@@ -273,7 +323,7 @@ def reconcile(text: str, files: Mapping[str, tuple[str, str]], exists: Exists | 
     gone = {e.lineno for e in dangling(text, files, exists)}
     if gone:
         text = _with_newline([old for i, old in enumerate(text.splitlines()) if i not in gone])
-    listed = {e.file_among(files) for e in parse_index(text)}
+    listed = _listed(text, files)
     for file in sorted(files):
         if file not in listed:
             title, hook = files[file]
