@@ -132,6 +132,84 @@ def render_memory(type_: str, name: str, description: str, body: str) -> str:
     return text
 
 
+# The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
+_OWN_KEYS = ("name", "description", "type")
+# A top-level key's line: at column 0, not a comment or a list item; the key before its `:`.
+_TOP_KEY = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?)\s*:(?:\s|$)""")
+
+
+def keep_unknown_keys(old: str, new: str) -> str:
+    """`new` (a `render_memory` text replacing the file that held `old`) with every
+    frontmatter key of `old` that memoryd does not write kept, as it was written (its lines,
+    comments and order; CRLF becomes LF): a memory's `tags:`, `created:` or a tool's own key
+    survive an update. `new` as it is when `old` has no such key or no frontmatter that
+    parses; when its lines cannot be spliced, the keys are kept with their values re-dumped."""
+    try:
+        old_meta = load_frontmatter(old).metadata
+        old_fm = _YAML.split(old.removeprefix("\ufeff"))[0] if old_meta else ""
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return new
+    extra = {k: v for k, v in old_meta.items() if k not in _OWN_KEYS}
+    if not extra:
+        return new
+    header, _, body = new.removeprefix("---\n").partition("\n---\n")
+    own = {_key_of(line): line for line in header.splitlines()}
+    lines: list[str] = []
+    written: set[str] = set()
+    dropping = False
+    for line in (raw.rstrip("\r") for raw in old_fm.splitlines()):
+        key = _key_of(line)
+        if key is not None:
+            dropping = key in own
+            if dropping and key not in written:
+                lines.append(own[key])
+                written.add(key)
+        if not dropping:
+            lines.append(line)
+    lines = [own[k] for k in _OWN_KEYS if k in own and k not in written] + lines
+    merged = "\n".join(lines).strip("\n") + "\n"
+    if not _same_header(merged, own, header, extra):
+        try:
+            merged = (
+                header
+                + "\n"
+                + yaml.safe_dump(extra, sort_keys=False, allow_unicode=True, width=10_000)
+            )
+        except yaml.YAMLError:
+            return new
+        if not _same_header(merged, own, header, extra):
+            return new
+    text = f"---\n{merged}---\n{body}"
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise TooLarge(
+            f"memory file would be over {MAX_FILE_BYTES:,} bytes with the frontmatter keys it "
+            "already has"
+        )
+    return text
+
+
+def _key_of(line: str) -> str | None:
+    match = _TOP_KEY.match(line)
+    return match.group("key").strip("\"'") if match is not None else None
+
+
+def _same_header(
+    merged: str, own: dict[str | None, str], header: str, extra: dict[str, Any]
+) -> bool:
+    """Whether `merged` reads as memoryd's own keys (from `header`) plus `extra`, unchanged."""
+    try:
+        got = yaml.load(merged, Loader=NoAliasLoader)  # noqa: S506 - aliases refused
+        want = yaml.safe_load(header)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return False
+    return (
+        isinstance(got, dict)
+        and isinstance(want, dict)
+        and all(got.get(k) == want.get(k) for k in own if k is not None)
+        and {k: v for k, v in got.items() if k not in _OWN_KEYS} == extra
+    )
+
+
 def slug(text: str, max_len: int = 60) -> str:
     """A file-name-safe slug: ASCII letters, digits and `_` only, so `../x`, `/` or NUL in a
     name can never become a path."""

@@ -6,6 +6,7 @@ index line, then flushes the index and announces `memory/saved` after the lock i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,7 +22,12 @@ from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import check_index_size, index_path, is_team
 from memoryd.automem.locks import WriterLocks, held_work
-from memoryd.automem.memfile import MAX_NAME_CHARS, file_name_for, render_memory
+from memoryd.automem.memfile import (
+    MAX_NAME_CHARS,
+    file_name_for,
+    keep_unknown_keys,
+    render_memory,
+)
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
@@ -115,6 +121,10 @@ class MemoryWrites:
         created = not target.exists()
         if not created:
             self._snapshot_sync(memory_dir, key, target, "overwrite")
+            # The keys memoryd does not write (`tags:`, `created:`, a tool's) stay as written.
+            with contextlib.suppress(OSError):
+                old = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
+                text = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
         # Folders memoryd creates are 0700; one that is there already (a shared 2775 memory
         # folder, a sub/ of the user's) is theirs and keeps its mode.
         for path in (*folders, target.parent):
