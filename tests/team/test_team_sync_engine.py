@@ -645,6 +645,27 @@ async def test_a_folder_link_inside_the_team_folder_never_carries_one_key_onto_a
     assert (await side.engine.pull()).not_modified  # refused for good: 304s still come
 
 
+async def test_a_key_refused_for_a_link_comes_once_the_link_is_gone(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: refused for good, the key waited for the server's ETag to change;
+    # with the link removed, every pull was still a 304 and the file never came.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"alias/x.md": "A: other notes\n"})
+    side = make_side("me", server.url, token)
+    (side.team_dir / "sub").mkdir()
+    os.symlink("sub", side.team_dir / "alias")
+    assert "symbolic link" in (await side.engine.pull()).refused["alias/x.md"]
+    assert (await side.engine.pull()).not_modified  # the link stands: nothing new to ask
+    (side.team_dir / "alias").unlink()
+    report = await side.engine.pull()
+    assert report.pulled == ["alias/x.md"]
+    assert report.refused == {}
+    assert side.read("alias/x.md") == "A: other notes\n"
+    assert not (side.team_dir / "sub" / "x.md").exists()
+    assert (await side.engine.pull()).not_modified
+
+
 HOSTILE = {
     "../x.md": "escape",
     "..%2fx.md": "escape",

@@ -109,6 +109,11 @@ def scan_entries(
 # If-None-Match) instead of being told 304 for ever. Others (a key no path may hold, an entry
 # over the size this client syncs) stay refused until the server changes them.
 RETRIED = "will retry: "
+# A refused key whose reason starts so was a valid key that the local folder could not take (a
+# symbolic link or a folder on its path): refused while that stands, but once the user clears
+# the path the next pull asks for everything again. Kept as refused for good before, the key
+# waited for the server's ETag to change, however long that took.
+LOCAL_PATH = "the local path "
 
 
 # Entries the server lists but did not deliver intact: dropped without a word, the pull said
@@ -459,13 +464,27 @@ class SyncEngine:
 
     def _writable(self, key: str, refused: dict[str, str]) -> bool:
         """Whether the server's `key` is a path this folder may hold; why not goes to `refused`."""
+        problem = key_problem(key)
+        if problem is not None:
+            refused[key] = problem
+            return False
         try:
             self.folder.target(key)
         except ValueError as exc:
-            refused[key] = str(exc)
+            refused[key] = f"{LOCAL_PATH}{exc}"
             return False
         except OSError as exc:
             refused[key] = f"{RETRIED}cannot check the path: {exc.strerror}"
+            return False
+        return True
+
+    def _path_cleared(self, key: str, reason: str | None) -> bool:
+        """Whether a key refused for its local path could now be written there."""
+        if reason is None or not reason.startswith(LOCAL_PATH):
+            return False
+        try:
+            self.folder.target(key)
+        except (ValueError, OSError):
             return False
         return True
 
@@ -662,12 +681,14 @@ class SyncEngine:
 
     def _behind(self, local: Mapping[str, str]) -> list[str]:
         """Keys a pull would update, minus those refused for good (no pull can write them:
-        counted, a folder holding one looked behind for ever)."""
+        counted, a folder holding one looked behind for ever) unless their local path has
+        been cleared since."""
         state = self.state
         return [
             key
             for key in delta.stale_keys(local, state.server_checksums, state.synced)
-            if not _refused_for_good(state.refused_keys.get(key))
+            if not _refused_for_good(reason := state.refused_keys.get(key))
+            or self._path_cleared(key, reason)
         ]
 
     async def _uploadable(
