@@ -28,6 +28,8 @@ MAX_FILE_BYTES = 200_000
 # back as another name, and a second write of it would go to a new file.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
+# The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
+_OWN_KEYS = ("name", "description", "type")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,32 @@ class _NoAliasYAML(YAMLHandler):
 
     def load(self, fm: str, **kwargs: object) -> Any:
         kwargs.setdefault("Loader", NoAliasLoader)
-        return super().load(fm, **kwargs)
+        meta = super().load(fm, **kwargs)
+        if isinstance(meta, dict) and any(_typed(meta.get(k)) for k in _OWN_KEYS):
+            meta.update(_as_written(fm))
+        return meta
+
+
+def _typed(value: object) -> bool:
+    """A scalar YAML 1.1 typed that a memory's text field holds as written."""
+    return value is not None and not isinstance(value, str | list | dict)
+
+
+def _as_written(fm: str) -> dict[str, str]:
+    """The text of each of memoryd's own keys whose plain value YAML 1.1 turned into a number,
+    date or boolean: `name: 2024`, `description: 3.10` (not 3.1), `description: no` (not
+    False). Claude Code reads YAML 1.2, where `no` and dates are text; a name is a name."""
+    node = yaml.compose(fm, Loader=NoAliasLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        key.value: value.value
+        for key, value in node.value
+        if isinstance(key, yaml.ScalarNode)
+        and key.value in _OWN_KEYS
+        and isinstance(value, yaml.ScalarNode)
+        and value.tag not in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null")
+    }
 
 
 _YAML = _NoAliasYAML()
@@ -132,8 +159,6 @@ def render_memory(type_: str, name: str, description: str, body: str) -> str:
     return text
 
 
-# The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
-_OWN_KEYS = ("name", "description", "type")
 # A top-level key's line: at column 0, not a comment or a list item; the key before its `:`.
 _TOP_KEY = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?)\s*:(?:\s|$)""")
 

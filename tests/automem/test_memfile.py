@@ -76,7 +76,7 @@ def test_unknown_type_is_listed_as_invalid() -> None:
 
 
 def test_non_string_fields_reported() -> None:
-    parsed = memfile.parse_memory("---\nname: 3\ntype: user\n---\nb", "f")
+    parsed = memfile.parse_memory("---\nname: [3]\ntype: user\n---\nb", "f")
     assert parsed.name == "f"
     assert parsed.problem == "missing name; missing description"
 
