@@ -64,13 +64,27 @@ def _clean_ref(raw: str) -> str | None:
     return ref
 
 
+def _lexable(text: str) -> str:
+    """`text` as the lexer should read it: a `<!--` that no `-->` follows is literal text.
+
+    Such a `<!--` starts an HTML block that runs to the end of the file, so a typo (or a
+    comment the author never closed) hid every instruction after it, includes too. Escaping
+    keeps the line count, so `token.map` still numbers the lines of `text`.
+    """
+    close = text.rfind("-->")
+    tail = close + 3 if close >= 0 else 0
+    if "<!--" not in text[tail:]:
+        return text
+    return text[:tail] + text[tail:].replace("<!--", "\\<!--")
+
+
 def find_includes(text: str) -> list[str]:
     """The `@path` references in `text`, in document order, duplicates kept once."""
     if "@" not in text:
         return []
     found: list[str] = []
     seen: set[str] = set()
-    for token in _MD.parse(text):
+    for token in _MD.parse(_lexable(text)):
         if token.type != "inline" or not token.children:
             continue
         for match in _INCLUDE.finditer(_prose(token.children)):
@@ -82,12 +96,13 @@ def find_includes(text: str) -> list[str]:
 
 
 def strip_html_comments(text: str) -> str:
-    """Remove `<!-- … -->` HTML blocks; comments inside code or inline in prose stay."""
+    """Remove `<!-- … -->` HTML blocks; comments inside code or inline in prose stay, and so
+    does a `<!--` never closed (it is no comment: cutting it lost the rest of the file)."""
     if "<!--" not in text:
         return text
     lines = _LINES.findall(text)
     cuts: list[tuple[int, int]] = []
-    for token in _MD.parse(text):
+    for token in _MD.parse(_lexable(text)):
         if token.type == "html_block" and token.map and token.content.lstrip().startswith("<!--"):
             cuts.append((token.map[0], token.map[1]))
     if not cuts:

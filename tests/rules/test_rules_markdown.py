@@ -75,8 +75,26 @@ def test_inline_comment_is_kept() -> None:
     assert strip_html_comments(text) == text
 
 
-def test_unterminated_comment_runs_to_end() -> None:
-    assert strip_html_comments("keep\n\n<!-- never closed\nhidden\n") == "keep\n\n"
+def test_unterminated_comment_is_no_comment() -> None:
+    # A `<!--` never closed is a typo, not a comment: cutting to the end of the file lost
+    # every instruction after it, and its includes were never followed.
+    text = "keep\n\n<!-- TODO tidy\n\n- run the tests @docs/test.md\n\n## Deploy\n\nnever push\n"
+    assert strip_html_comments(text) == text
+    assert find_includes(text) == ["docs/test.md"]
+
+
+def test_closed_comments_go_and_a_later_unclosed_one_stays() -> None:
+    text = "<!-- gone @a.md -->\n\nkeep @b.md\n\n<!-- open\n\ntail @c.md\n"
+    assert strip_html_comments(text) == "\nkeep @b.md\n\n<!-- open\n\ntail @c.md\n"
+    assert find_includes(text) == ["b.md", "c.md"]
+
+
+def test_unclosed_comment_keeps_the_file_through_a_load(tree: Tree, load: Loader) -> None:
+    tree.write("CLAUDE.md", "# Rules\n\n<!-- TODO: tidy\n\nAlways run tests @docs/style.md\n")
+    tree.write("docs/style.md", "four spaces\n")
+    result = load(tree.root)
+    assert loaded(result, tree.root) == ["CLAUDE.md", "docs/style.md"]
+    assert "Always run tests" in result.files[0].content
 
 
 def test_text_after_comment_on_same_line_stays() -> None:
