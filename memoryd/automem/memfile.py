@@ -48,11 +48,28 @@ class _NoAliasYAML(YAMLHandler):
     anything that walks or prints the result."""
 
     def load(self, fm: str, **kwargs: object) -> Any:
-        kwargs.setdefault("Loader", NoAliasLoader)
-        meta = super().load(fm, **kwargs)
+        meta, fm = _load_yaml(fm)
         if isinstance(meta, dict) and any(_typed(meta.get(k)) for k in _OWN_KEYS):
             meta.update(_as_written(fm))
         return meta
+
+
+def _load_yaml(fm: str) -> tuple[Any, str]:
+    """The frontmatter's YAML (aliases refused), and the text it was read from. A tab after a
+    line's indent (`name:<TAB>value`, `-<TAB>item`, `Use<TAB>pytest`) is a separator in YAML
+    1.2, Claude Code's reader; PyYAML's scanner refuses it, and the memory lost its whole
+    header: read again with such tabs as spaces."""
+    try:
+        return yaml.load(fm, Loader=NoAliasLoader), fm  # noqa: S506 - the safe loader
+    except yaml.scanner.ScannerError:
+        spaced = "\n".join(
+            line[: len(line) - len(rest)] + rest.replace("\t", " ")
+            for line in fm.split("\n")
+            for rest in (line.lstrip(" \t"),)
+        )
+        if spaced == fm:
+            raise
+        return yaml.load(spaced, Loader=NoAliasLoader), spaced  # noqa: S506
 
 
 def _typed(value: object) -> bool:
@@ -223,7 +240,7 @@ def _same_header(
 ) -> bool:
     """Whether `merged` reads as memoryd's own keys (from `header`) plus `extra`, unchanged."""
     try:
-        got = yaml.load(merged, Loader=NoAliasLoader)  # noqa: S506 - aliases refused
+        got, _ = _load_yaml(merged)
         want = yaml.safe_load(header)
     except (yaml.YAMLError, ValueError, RecursionError):
         return False

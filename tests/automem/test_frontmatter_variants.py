@@ -62,3 +62,43 @@ async def test_a_memory_named_by_a_number_is_listed_and_updated_by_its_name(
     )
     assert res["path"] == str(path)  # before: a second file, project_2024_2.md
     assert sorted(p.name for p in memdir.glob("*.md")) == ["MEMORY.md", "project_2024.md"]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "name:\tTabbed\ndescription:\ttab separated\ntype:\tproject\n",
+        "name:  \tTabbed\ndescription: tab\tseparated\ntype: project\ntags:\n  -\ta\n",
+    ],
+)
+def test_a_tab_after_the_colon_is_a_separator(header: str) -> None:
+    parsed = memfile.parse_memory(f"---\n{header}---\nbody\n", "fallback")
+    # Before: "broken frontmatter: ScannerError", the file's stem as its name, no type.
+    assert (parsed.name, parsed.description, parsed.type, parsed.problem) == (
+        "Tabbed",
+        "tab separated",
+        "project",
+        None,
+    )
+
+
+def test_a_tab_in_a_quoted_or_block_value_is_kept() -> None:
+    meta = memfile.load_frontmatter(
+        '---\nname: "a\tb"\ndescription: |\n  c\td\ntype: user\n---\n'
+    ).metadata
+    assert (meta["name"], meta["description"]) == ("a\tb", "c\td\n")
+
+
+async def test_a_tabbed_memory_is_listed_whole_and_updated_in_place(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    path = memdir / "project_tabbed.md"
+    path.write_text("---\nname:\tTabbed\ndescription:\tx\ntype:\tproject\nowner:\tdana\n---\nb\n")
+    (memory,) = (await daemon.call("memory.list", cwd=str(project)))["memories"]
+    assert (memory["name"], memory["type"], memory["problem"]) == ("Tabbed", "project", None)
+    res = await daemon.call(
+        "memory.write", cwd=str(project), type="project", name="Tabbed", description="y", body="c"
+    )
+    assert res["path"] == str(path)
+    assert "owner:\tdana\n" in path.read_text()  # the user's line, as written
