@@ -4,34 +4,19 @@ second takes over and the warning goes."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from memoryd.daemon.home_lock import HomeLock
-from memoryd_client import Client, DaemonUnavailable
+from memoryd_client import Client
+from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
 
 
-def _start(sock: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the daemon exited"
-        try:
-            with Client(sock, timeout=2) as conn:
-                conn.call("status")
-                return proc
-        except (DaemonUnavailable, OSError):
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"daemon on {sock} never became healthy")
+def _start(sock: Path) -> subprocess.Popen[str]:
+    proc = spawn_daemon(sock, "--log-level", "warning", capture=True)
+    wait_healthy(sock)
+    return proc
 
 
 def _status(sock: Path) -> dict[str, object]:
@@ -40,14 +25,14 @@ def _status(sock: Path) -> dict[str, object]:
         return result
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> str:
+def _stop(proc: subprocess.Popen[str]) -> str:
     proc.terminate()
     try:
         _, err = proc.communicate(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-    return err.decode(errors="replace")
+    return err
 
 
 def test_a_second_daemon_says_who_came_first_and_takes_over_when_it_stops(

@@ -13,6 +13,23 @@ from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
 from tests.team_server.conftest import ThreadedServer
 
 
+async def two_daemons_on_one_clone(
+    server: ThreadedServer,
+    short_tmp: Path,
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+    daemons: list[DaemonHandle],
+) -> tuple[Path, Path, list[DaemonHandle]]:
+    """One clone, two daemons of one HOME, both pulled: (the clone, its team folder, them)."""
+    token = server.token(REPO)
+    root = make_repo(tmp_path / "clone")
+    handles = [await start(short_tmp, f"d{i}", url=server.url, token=token) for i in range(2)]
+    daemons.extend(handles)
+    for handle in handles:
+        await handle.call("team.pull", cwd=str(root))
+    return root, team_dir_of(isolated_env, root), handles
+
+
 async def test_two_daemons_on_one_home_share_one_folder_without_conflicts(
     server: ThreadedServer,
     short_tmp: Path,
@@ -20,13 +37,9 @@ async def test_two_daemons_on_one_home_share_one_folder_without_conflicts(
     isolated_env: IsolatedEnv,
     daemons: list[DaemonHandle],
 ) -> None:
-    token = server.token(REPO)
-    root = make_repo(tmp_path / "clone")
-    handles = [await start(short_tmp, f"d{i}", url=server.url, token=token) for i in range(2)]
-    daemons.extend(handles)
-    team = team_dir_of(isolated_env, root)
-    for handle in handles:
-        await handle.call("team.pull", cwd=str(root))
+    root, team, handles = await two_daemons_on_one_clone(
+        server, short_tmp, tmp_path, isolated_env, daemons
+    )
     texts = []
     for version in range(6):
         text = f"the deploy rule, version {version}\n"
@@ -54,12 +67,9 @@ async def test_an_edit_made_on_what_one_daemon_pulled_is_no_conflict_for_the_oth
 ) -> None:
     token = server.token(REPO)
     await seed_server(make_side, server, token, {"deploy.md": "v1\n"})
-    root = make_repo(tmp_path / "clone")
-    handles = [await start(short_tmp, f"d{i}", url=server.url, token=token) for i in range(2)]
-    daemons.extend(handles)
-    team = team_dir_of(isolated_env, root)
-    for handle in handles:
-        await handle.call("team.pull", cwd=str(root))
+    root, team, handles = await two_daemons_on_one_clone(
+        server, short_tmp, tmp_path, isolated_env, daemons
+    )
     mate = make_side("mate", server.url, token)
     for round_ in range(4):
         await mate.engine.pull()
