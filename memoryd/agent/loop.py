@@ -43,6 +43,9 @@ StopReason = Literal["end_turn", "max_turns", "cancelled", "error"]
 # Tool calls run from one reply; the rest are answered with an error, unrun and unreported (a
 # reply of 10,000 refused calls sent as many worker errors and held the event loop ~1 s).
 MAX_TOOL_CALLS_PER_REPLY = 50
+# Stop reasons of a reply cut off before the model finished it: a tool call it was writing
+# last has an incomplete input (a Write's content cut mid-way), so that call is not run.
+CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
 PathHook = Callable[[Path], Awaitable[None]]
 
 
@@ -150,10 +153,18 @@ async def run_agent(
             if not uses:
                 result.stop_reason = "end_turn"
                 break
+            cut = _cut_off_call(reply, blocks)
             outputs: list[dict[str, Any]] = []
             for index, use in enumerate(uses):
                 if cancel is not None and cancel.is_set():
                     outputs.append(_tool_result(use.id, "cancelled before it ran", error=True))
+                    continue
+                if use is cut:
+                    result.tool_calls += 1
+                    if use.name in agent_tools.WRITE_TOOLS:
+                        result.attempted_writes += 1
+                    log.info("cut-off tool call not run", feature=feature, tool=use.name)
+                    outputs.append(_tool_result(use.id, _CUT_OFF_TEXT, error=True))
                     continue
                 if index >= MAX_TOOL_CALLS_PER_REPLY:
                     result.tool_calls += 1
@@ -234,6 +245,21 @@ def _reply_blocks(feature: str, reply: Any) -> list[Any]:
     ):
         raise ModelError(feature, "the model's reply has no list of content blocks")
     return content
+
+
+_CUT_OFF_TEXT = (
+    "not run: your reply was cut off (max_tokens) while you were writing this call, so its "
+    "input is incomplete; make the call again, smaller (e.g. several Edits instead of one Write)"
+)
+
+
+def _cut_off_call(reply: Any, blocks: list[Any]) -> Any:
+    """The tool call a cut-off reply ended in (its input is incomplete), or None. Only the
+    last block can be cut: the calls before it were complete when the next block began."""
+    if getattr(reply, "stop_reason", None) not in CUT_OFF or not blocks:
+        return None
+    last = blocks[-1]
+    return last if last.type == "tool_use" else None
 
 
 def _tool_result(tool_use_id: str, text: str, *, error: bool = False) -> dict[str, Any]:

@@ -11,7 +11,14 @@ import pytest
 from memoryd.agent.loop import MAX_TOOL_CALLS_PER_REPLY, ExtraTool, run_agent
 from memoryd.agent.policy import AccessPolicy
 from tests.conftest import DaemonHandle
-from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    error_reply,
+    message,
+    slow,
+    text_reply,
+    tool_use_reply,
+)
 
 USER = [{"role": "user", "content": "remember things"}]
 
@@ -186,6 +193,59 @@ async def test_a_model_that_never_stops_is_stopped_at_the_turn_limit(
     assert len(fake_model.message_requests()) == 5
     assert any("turn limit" in n["message"] for n in _drain(client))
     await client.close()
+
+
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "model_context_window_exceeded"])
+async def test_a_tool_call_cut_off_by_max_tokens_is_not_run(
+    daemon_with_model: DaemonHandle,
+    fake_model: FakeMessagesAPI,
+    dirs: tuple[Path, Path],
+    stop_reason: str,
+) -> None:
+    project, memory = dirs
+    target = memory / "deploy.md"
+    target.write_text("1. build\n2. test\n3. tag\n")
+    done = memory / "done.md"
+    fake_model.enqueue(
+        # The reply ran out of tokens while the model wrote the second Write: its content is
+        # cut mid-way. Before, it replaced the memory with "1. bu".
+        message(
+            [
+                {"type": "text", "text": "Saving."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_done",
+                    "name": "Write",
+                    "input": {"file_path": str(done), "content": "complete\n"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_cut",
+                    "name": "Write",
+                    "input": {"file_path": str(target), "content": "1. bu"},
+                },
+            ],
+            stop_reason=stop_reason,
+        ),
+        text_reply("gave up"),
+    )
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,), write_roots=(memory,)),
+        system=None,
+        messages=USER,
+    )
+    assert target.read_text() == "1. build\n2. test\n3. tag\n"
+    assert done.read_text() == "complete\n"  # the call before it was whole: it ran
+    assert result.written == [done]
+    assert result.tool_calls == 2
+    assert result.attempted_writes == 2
+    results = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_done", "toolu_cut"]
+    assert "is_error" not in results[0]
+    assert results[1]["is_error"] is True
+    assert "cut off" in results[1]["content"]
 
 
 async def test_an_overloaded_storm_backs_off_then_reports(
