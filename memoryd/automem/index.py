@@ -340,7 +340,14 @@ def truncate(text: str, file_size: int | None = None) -> Truncation:
     # counting one index line as several and cutting it mid-line.
     lines = text.split("\n")
     lines = [f"{line}\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
-    total, size = len(lines), len(text.encode("utf-8", errors="surrogatepass"))
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    # Blank lines before the first line of text and after the last are none of the index's
+    # (Claude Code trims it before counting): 200 entries and a blank line were "cut".
+    while lines and not lines[-1].strip():
+        lines.pop()
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    lines = lines[first:]
+    total = len(lines)
     counted = f"{total:,} lines"
     if file_size is not None and file_size > size:  # only its start was read
         size, counted = file_size, f"at least {total:,} lines"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memoryd.automem import index as ix
+from tests.conftest import DaemonHandle
 
 
 def test_index_line_format() -> None:
@@ -229,3 +232,33 @@ def test_remove_and_upsert_ask_the_disk_only_about_lines_that_may_mean_the_file(
     asked.clear()
     assert ix.upsert(text, "m5.md", "- [M5](m5.md) — new", exists).count("— new") == 1
     assert asked == ["m5.md"]
+
+
+@pytest.mark.parametrize("padding", [("", "\n"), ("", "\n\n  \n"), ("\n\n", ""), ("\n", "\t\n")])
+def test_truncate_blank_lines_around_the_index_are_not_counted(
+    padding: tuple[str, str],
+) -> None:
+    # 200 entries and a blank line after them (or before) were "cut" at the line cap, with a
+    # warning that only 200 lines were loaded; Claude Code trims the index before counting.
+    before, after = padding
+    text = before + "".join(f"- [M{i}](m{i}.md) — h\n" for i in range(200)) + after
+    cut = ix.truncate(text)
+    assert (cut.text, cut.truncated, cut.warning) == (text, False, None)
+    cut = ix.truncate(text.replace("- [M0]", "- [X](x.md)\n- [M0]"))
+    assert cut.truncated
+    assert "201 lines (limit 200)" in (cut.warning or "")
+    assert cut.text.startswith("- [X](x.md)\n")  # blank lines before it are no line either
+    assert cut.text.count("\n- [") == 199
+
+
+async def test_get_context_does_not_call_a_padded_index_cut(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "MEMORY.md").write_text(
+        "".join(f"- [M{i}](m{i}.md) — hook {i}\n" for i in range(200)) + "\n\n"
+    )
+    ctx = await daemon.call("get_context", cwd=str(project))
+    assert ctx["index_truncated"] is False
+    assert "WARNING" not in ctx["claude_md"]
+    assert "- [M199](m199.md) — hook 199" in ctx["claude_md"]
