@@ -45,6 +45,8 @@ class AsyncClient(AsyncMethods):
         self._unmatched_after = 0
         self._last_id = 0
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # Calls that find no connection open one: the lock keeps concurrent ones to one.
+        self._connecting = asyncio.Lock()
 
     async def connect(self) -> AsyncClient:
         # Our own attempts, not open_unix_connection(path): asyncio takes a full backlog's
@@ -55,10 +57,10 @@ class AsyncClient(AsyncMethods):
             if not isinstance(step, float):
                 break
             await asyncio.sleep(step)  # the daemon is busy or restarting
-        self._reader, self._writer = await asyncio.open_unix_connection(
-            sock=step, limit=256 * 1024 * 1024
-        )
-        self._reader_task = asyncio.create_task(self._read_loop())
+        reader, writer = await asyncio.open_unix_connection(sock=step, limit=256 * 1024 * 1024)
+        self._reader, self._writer = reader, writer
+        self._unmatched_error = None
+        self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
         return self
 
     async def __aenter__(self) -> AsyncClient:
@@ -80,12 +82,11 @@ class AsyncClient(AsyncMethods):
                 await self._reader_task
             self._reader_task = None
 
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         error: BaseException = DaemonUnavailable("memoryd closed the connection")
         try:
             while True:
-                line = await self._reader.readline()
+                line = await reader.readline()
                 if not line:
                     break
                 message = json.loads(line)
@@ -97,6 +98,11 @@ class AsyncClient(AsyncMethods):
         except (ConnectionError, OSError) as exc:
             error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
         finally:
+            if self._writer is writer:
+                # The connection is over: the next call connects again (a restarted daemon is
+                # reached) instead of writing into a dead socket and failing for ever.
+                writer.close()
+                self._reader = self._writer = None
             for future in self._pending.values():
                 if not future.done():
                     # The daemon closes a connection whose line it refused: the calls still
@@ -136,7 +142,9 @@ class AsyncClient(AsyncMethods):
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         if self._writer is None:
-            await self.connect()
+            async with self._connecting:
+                if self._writer is None:
+                    await self.connect()
         request_id = self._last_id = next(self._ids)
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:

@@ -214,9 +214,17 @@ class Client(SyncMethods):
         self.close()
 
     def close(self) -> None:
+        """Close the connection; the next call connects again."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        self._buffer = b""  # a partial line of the old connection is not the new one's
+
+    def _lost(self, reason: str) -> DaemonUnavailable:
+        # A dead connection is closed, so the next call connects again (a restarted daemon is
+        # reached) instead of failing on the old socket for ever.
+        self.close()
+        return DaemonUnavailable(reason)
 
     def set_timeout(self, seconds: float | None) -> None:
         """Change how long each later call may take in all (e.g. what is left of a caller's
@@ -254,12 +262,13 @@ class Client(SyncMethods):
                 f"memoryd did not take the request within {self.timeout:.3g} s"
             ) from exc
         except OSError as exc:
-            raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
+            raise self._lost(f"connection to memoryd lost: {exc}") from exc
 
     def read_message(self, deadline: float | None = None) -> Any:
         """The next message; with a `deadline` (a `time.monotonic()` value), TimeoutError once
         it passes, however the bytes arrive."""
-        assert self._sock is not None
+        if self._sock is None:
+            raise DaemonUnavailable("not connected to memoryd (the connection was lost or closed)")
         while b"\n" not in self._buffer:
             self._arm(deadline)
             try:
@@ -267,9 +276,9 @@ class Client(SyncMethods):
             except TimeoutError as exc:
                 raise TimeoutError(f"memoryd did not answer within {self.timeout:.3g} s") from exc
             except OSError as exc:
-                raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
+                raise self._lost(f"connection to memoryd lost: {exc}") from exc
             if not chunk:
-                raise DaemonUnavailable("memoryd closed the connection")
+                raise self._lost("memoryd closed the connection")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)

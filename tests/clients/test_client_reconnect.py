@@ -1,0 +1,53 @@
+"""A client kept across a daemon restart: the call that finds the connection dead fails, the
+next one connects again."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import AsyncClient, Client, DaemonUnavailable
+from tests.conftest import daemon_config, start_daemon, stop_daemon
+
+
+async def test_both_clients_reach_a_restarted_daemon(short_tmp: Path) -> None:
+    config = daemon_config(short_tmp)
+    handle = await start_daemon(config)
+    sync = Client(config.socket_path, timeout=10)
+    conn = AsyncClient(config.socket_path, timeout=10)
+    try:
+        first_pid = (await conn.status())["pid"]
+        await asyncio.to_thread(sync.status)
+        await stop_daemon(handle)
+        handle = await start_daemon(config)
+
+        # The async client's read loop sees the old connection end: no call is lost to it.
+        await asyncio.sleep(0.2)
+        assert (await asyncio.wait_for(conn.status(), 5))["pid"] == first_pid
+        # The sync one learns it on its next call, which fails; the one after connects again
+        # (before: "connection to memoryd lost: Broken pipe" on every call, for ever).
+        with pytest.raises(DaemonUnavailable):
+            await asyncio.to_thread(sync.status)
+        assert (await asyncio.to_thread(sync.status))["pid"] == first_pid
+    finally:
+        sync.close()
+        await conn.close()
+        await stop_daemon(handle)
+
+
+async def test_a_sync_client_whose_connection_was_lost_says_so(short_tmp: Path) -> None:
+    config = daemon_config(short_tmp)
+    handle = await start_daemon(config)
+    sync = Client(config.socket_path, timeout=10)
+    try:
+        await asyncio.to_thread(sync.subscribe)
+        await stop_daemon(handle)
+        with pytest.raises(DaemonUnavailable):
+            await asyncio.to_thread(sync.next_notification)
+        # Not an AssertionError: the notification stream is gone until the caller reconnects.
+        with pytest.raises(DaemonUnavailable, match="not connected"):
+            await asyncio.to_thread(sync.next_notification)
+    finally:
+        sync.close()
