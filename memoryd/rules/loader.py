@@ -3,7 +3,8 @@
 Order (lowest priority first, SPEC.md "Layer 1"): Managed, User, then for every folder
 from the filesystem root down to cwd its Project files (`CLAUDE.md` — or `AGENTS.md` in
 its place —, `.claude/CLAUDE.md`, `.claude/rules/**/*.md`) and its Local file
-(`CLAUDE.local.md`), then nested folders below cwd that touched paths lie in. Each file
+(`CLAUDE.local.md`), then nested folders below cwd that touched paths lie in. In a worktree
+inside its main checkout, the main checkout's folders above it give their Local file only. Each file
 is followed by its `@include`s, depth first. A real path is loaded at most once, and
 every file that was found but not loaded gets a `Skipped` entry saying why.
 """
@@ -69,6 +70,7 @@ class _Loader:
     judged: set[Path] = field(default_factory=set)  # real paths of rules skipped on their merits
     conditions: list[Condition] = field(default_factory=list)  # every `paths:` judged, in order
     touched_sorted: list[str] = field(default_factory=list)
+    main_copies: set[Path] = field(default_factory=set)  # main-checkout files skipped
     loaded_bytes: int = 0
     unreported: int = 0  # skips past MAX_SKIPPED
 
@@ -85,7 +87,10 @@ class _Loader:
             self._top(req.config_dir / "CLAUDE.md", "User", "session_start")
             self._rules(req.config_dir / "rules", "User", req.rules_base, "session_start")
         for directory in _ancestors(req.cwd):
-            self._project_dir(directory, "session_start")
+            if self._main_checkout_above_worktree(directory):
+                self._local_only(directory)
+            else:
+                self._project_dir(directory, "session_start")
         for directory in self._nested_dirs():
             self._project_dir(directory, "nested")
         if self.unreported:
@@ -110,6 +115,34 @@ class _Loader:
         self._top(directory / ".claude" / "CLAUDE.md", "Project", reason)
         self._rules(directory / ".claude" / "rules", "Project", directory, reason)
         self._top(directory / "CLAUDE.local.md", "Local", reason)
+
+    def _main_checkout_above_worktree(self, directory: Path) -> bool:
+        """Whether `directory` is a folder of the main checkout above a linked worktree that
+        lives inside it (`claude -w` makes `.claude/worktrees/<name>`): its checked-in files are
+        another branch's copy of the worktree's own, and both were loaded, every rule twice."""
+        req = self.request
+        worktree = req.worktree_root
+        if worktree is None or worktree == req.project_root:
+            return False
+        if not worktree.is_relative_to(req.project_root):
+            return False
+        return directory.is_relative_to(req.project_root) and not directory.is_relative_to(worktree)
+
+    def _local_only(self, directory: Path) -> None:
+        """A main-checkout folder above the worktree: its `CLAUDE.local.md` (never checked in,
+        so the worktree has none of its own) is loaded; its checked-in files are skipped."""
+        detail = "the main checkout's copy (another branch); this worktree has its own"
+        for path in (
+            directory / "CLAUDE.md",
+            directory / "AGENTS.md",
+            directory / ".claude" / "CLAUDE.md",
+            directory / ".claude" / "rules",
+        ):
+            # `<main>/.claude/CLAUDE.md` is also `CLAUDE.md` of `<main>/.claude`: listed once.
+            if path not in self.main_copies and self._exists(path):
+                self.main_copies.add(path)
+                self._skip(path, "duplicate", detail)
+        self._top(directory / "CLAUDE.local.md", "Local", "session_start")
 
     def _agents_md(self, directory: Path, reason: LoadReason) -> None:
         agents_md = directory / "AGENTS.md"

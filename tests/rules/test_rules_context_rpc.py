@@ -305,6 +305,60 @@ async def test_linked_worktree_reads_its_own_project_settings(
     assert {s["reason"] for s in result["skipped"]} == {"excluded"}
 
 
+async def test_worktree_inside_its_main_checkout_loads_its_own_files_once(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    main = tree.mkdir("main")
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
+            cwd=main,
+            check=True,
+            capture_output=True,
+        )
+
+    tree.write("main/CLAUDE.md", "committed rules")
+    tree.write("main/.claude/CLAUDE.md", "committed dot-claude rules")
+    tree.write("main/.claude/rules/style.md", "style rule")
+    tree.write("main/CLAUDE.local.md", "my private notes")
+    git("init", "-q", "-b", "main")
+    git("add", "CLAUDE.md", ".claude")
+    git("commit", "-q", "-m", "x")
+    # Where `claude -w feat` puts it: a folder of the main checkout.
+    git("worktree", "add", "-q", ".claude/worktrees/feat", "-b", "feat")
+    worktree = main / ".claude/worktrees/feat"
+    # Each checkout has moved on: the main branch's copies differ from the feature branch's.
+    tree.write("main/CLAUDE.md", "MAIN BRANCH RULES")
+    tree.write("main/.claude/CLAUDE.md", "MAIN DOT-CLAUDE RULES")
+    tree.write("main/.claude/worktrees/feat/CLAUDE.md", "FEATURE BRANCH RULES")
+    result = await unwatched.call("get_context", cwd=str(worktree))
+    text = result["claude_md"]
+    assert "MAIN BRANCH RULES" not in text
+    assert "MAIN DOT-CLAUDE RULES" not in text
+    assert text.count("style rule") == 1
+    assert _names(result, main) == [
+        "CLAUDE.local.md",  # gitignored: the worktree has none of its own
+        ".claude/worktrees/feat/CLAUDE.md",
+        ".claude/worktrees/feat/.claude/CLAUDE.md",
+        ".claude/worktrees/feat/.claude/rules/style.md",
+    ]
+    skipped = {str(Path(s["path"]).relative_to(main)): s["reason"] for s in result["skipped"]}
+    assert skipped == {
+        "CLAUDE.md": "duplicate",
+        ".claude/CLAUDE.md": "duplicate",
+        ".claude/rules": "duplicate",
+    }
+    # From the main checkout itself nothing changes.
+    from_main = await unwatched.call("get_context", cwd=str(main))
+    assert _names(from_main, main) == [
+        "CLAUDE.md",
+        ".claude/CLAUDE.md",
+        ".claude/rules/style.md",
+        "CLAUDE.local.md",
+    ]
+
+
 async def test_bad_settings_file_is_a_warning(unwatched: DaemonHandle, tree: Tree) -> None:
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "ok")
@@ -648,7 +702,7 @@ async def test_corrupt_approvals_file_fails_closed(
     repo = tree.git_repo("repo")
     tree.write("outside.md", "o")
     tree.write("repo/CLAUDE.md", "@../outside.md")
-    isolated_env.state_dir.mkdir(parents=True)
+    isolated_env.state_dir.mkdir(parents=True, exist_ok=True)  # the daemon keeps its lock there
     (isolated_env.state_dir / "include-approvals.json").write_text("{broken")
     result = await daemon.call("get_context", cwd=str(repo))
     assert [s["reason"] for s in result["skipped"]] == ["external"]
