@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
+import json
 import random
 import threading
 import time
@@ -132,22 +133,54 @@ RECENT_CALLS = 50
 
 
 def _record(
-    feature: str, model: object, started: float, *, usage: Any = None, status: int | None = None
+    feature: str,
+    model: object,
+    started: float,
+    *,
+    usage: Any = None,
+    status: int | None = None,
+    ok: bool = False,
 ) -> CallRecord:
     """The record of a call begun at `started` (monotonic): with the reply's `usage` when it
-    succeeded, else with the HTTP `status` of its failure (None without a response)."""
+    succeeded (`ok`; a provider may leave usage out: zeros), else with the HTTP `status` of its
+    failure (None without a response)."""
     duration_ms = round((time.monotonic() - started) * 1000, 1)
-    if usage is None:
+    if not ok:
         return CallRecord(feature, str(model), False, duration_ms, status=status)
     return CallRecord(
         feature,
         str(model),
         True,
         duration_ms,
-        int(usage.input_tokens or 0),
-        int(usage.output_tokens or 0),
+        int(getattr(usage, "input_tokens", 0) or 0),
+        int(getattr(usage, "output_tokens", 0) or 0),
         int(getattr(usage, "cache_read_input_tokens", 0) or 0),
     )
+
+
+# Error types a provider may send in a 200 body that say "try again later".
+_RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+def _malformed(feature: str, reply: Any) -> ModelError | None:
+    """Why a 200 reply is no message, or None. The SDK hands back whatever came: a proxy's or
+    captive portal's HTML page as a str, an error object as a message without content. Taken
+    as a message, each crashed its caller (recall and remember failed with -32603)."""
+    if isinstance(getattr(reply, "content", None), list):
+        return None
+    if isinstance(reply, str):
+        text = " ".join(reply.split())[:120]
+        return ModelError(feature, f"the reply is not a message but text: {text!r}", None, False)
+    error = getattr(reply, "error", None)
+    if isinstance(error, dict):
+        kind, detail = str(error.get("type") or ""), str(error.get("message") or "")[:300]
+        return ModelError(
+            feature,
+            f"the reply is an error: {kind} {detail}".strip(),
+            None,
+            kind in _RETRYABLE_ERROR_TYPES,
+        )
+    return ModelError(feature, "the reply is not a message (it has no content)", None, False)
 
 
 # A model reply is a few hundred KB at most (max_tokens bounds it); past this the endpoint is
@@ -234,10 +267,21 @@ class ModelClient:
                 cause = exc.__cause__  # the transport's own words (a reply over the cap)
                 detail = f"{exc}: {cause}" if cause is not None and str(cause) else str(exc)
                 error = ModelError(feature, f"{type(exc).__name__}: {detail}", None, True)
+            except json.JSONDecodeError as exc:
+                # A 200 whose JSON body was cut short or garbled: the SDK's parse error escaped,
+                # and every caller (recall, remember) failed with an internal error.
+                error = ModelError(feature, f"the reply is not valid JSON ({exc})", None, True)
+            except anthropic.APIResponseValidationError as exc:
+                error = ModelError(feature, f"the reply is not a message: {exc}", None, False)
             else:
-                add_tokens(stats.tokens, message.usage)
-                self.recent.append(_record(feature, kwargs["model"], started, usage=message.usage))
-                return message
+                malformed = _malformed(feature, message)
+                if malformed is None:
+                    add_tokens(stats.tokens, message.usage)
+                    self.recent.append(
+                        _record(feature, kwargs["model"], started, usage=message.usage, ok=True)
+                    )
+                    return message
+                error = malformed
             # The transport's words may quote the request (a header, the key in it); the
             # message reaches every subscriber as a `worker/error`.
             error.message = scrub_credentials(error.message, self.config.credentials)
