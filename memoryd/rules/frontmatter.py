@@ -8,6 +8,7 @@ into a conditional one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +68,26 @@ def split(text: str) -> Parsed:
     if len(raw.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
         raise FrontmatterError(f"frontmatter is over {MAX_FRONTMATTER_BYTES // 1024} KiB")
     try:
-        data = yaml.load(raw, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        data = _load_yaml(raw)
+    except FrontmatterError:
+        quoted = _quote_glob_values(raw)
+        if quoted == raw:
+            raise
+        try:
+            data = _load_yaml(quoted)
+        except FrontmatterError:
+            raise _load_error(raw) from None
+    if data is None:
+        return Parsed(body, {})
+    if not isinstance(data, dict):
+        # `---` / text / `---` at the top of a Markdown file is a heading, not metadata.
+        return Parsed(text, {})
+    return Parsed(body, {str(k): v for k, v in data.items()})
+
+
+def _load_yaml(raw: str) -> Any:
+    try:
+        return yaml.load(raw, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
     except FrontmatterError:
         raise
     except yaml.YAMLError as exc:
@@ -77,12 +97,34 @@ def split(text: str) -> Parsed:
         raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     except RecursionError:
         raise FrontmatterError("invalid YAML frontmatter: nested too deeply") from None
-    if data is None:
-        return Parsed(body, {})
-    if not isinstance(data, dict):
-        # `---` / text / `---` at the top of a Markdown file is a heading, not metadata.
-        return Parsed(text, {})
-    return Parsed(body, {str(k): v for k, v in data.items()})
+
+
+def _load_error(raw: str) -> FrontmatterError:
+    """The error of the frontmatter as written (not of its quoted retry)."""
+    try:
+        _load_yaml(raw)
+    except FrontmatterError as exc:
+        return exc
+    return FrontmatterError("invalid YAML frontmatter")
+
+
+# `key: value` or `- value` whose plain value opens with a character YAML reserves: an
+# unquoted glob (`paths: **/*.ts`, `- {src,lib}/**`, Cursor's `globs: *.ts,*.tsx`), as
+# Claude Code's own docs write them. YAML reads `*` as an alias, `{` as a mapping.
+_RESERVED_VALUE = re.compile(r"^(\s*(?:-\s+|[^\s#'\"][^:#]*?:\s+))([*&!{%@`][^\n]*?)(\s+#.*)?$")
+
+
+def _quote_glob_values(raw: str) -> str:
+    """`raw` with every plain value that opens with a reserved character single-quoted,
+    as text (Claude Code retries its parse the same way). Still loaded with no anchors or
+    aliases: quoted, `*x` and `&x` are text, never references."""
+    lines = raw.split("\n")
+    for index, line in enumerate(lines):
+        match = _RESERVED_VALUE.match(line.rstrip("\r"))
+        if match is not None:
+            value = match.group(2).replace("'", "''")
+            lines[index] = f"{match.group(1)}'{value}'"
+    return "\n".join(lines)
 
 
 def _split_patterns(value: str, *, on_spaces: bool) -> list[str]:

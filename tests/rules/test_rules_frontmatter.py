@@ -12,7 +12,7 @@ from wcmatch import glob as wcglob
 from memoryd.rules import frontmatter, globs
 from memoryd.rules.frontmatter import FrontmatterError
 from tests.rules.conftest import Loader, Tree
-from tests.rules.rules_helpers import loaded
+from tests.rules.rules_helpers import loaded, skips
 
 
 def test_no_frontmatter() -> None:
@@ -60,13 +60,42 @@ def test_alias_bomb_is_refused_quickly() -> None:
         prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
         lines.append(f"{cur}: &{cur} [{', '.join(['*' + prev] * 9)}]")
     bomb = "---\n" + "\n".join(lines) + "\npaths: *l\n---\nbody\n"
+    # Read again with those values quoted (unquoted globs, below): text, never expanded.
+    parsed = frontmatter.split(bomb)
+    assert parsed.meta["paths"] == "*l"
+    assert parsed.meta["l"].startswith("&l [*k, ")
+
+
+def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
     with pytest.raises(FrontmatterError, match="anchors are not allowed"):
-        frontmatter.split(bomb)
+        frontmatter.split("---\nx: [&a lol, *a]\npaths: [*a]\n---\nbody\n")
 
 
-def test_plain_alias_is_refused() -> None:
-    with pytest.raises(FrontmatterError, match="aliases are not allowed"):
-        frontmatter.split("---\npaths: *nothing\n---\nbody\n")
+@pytest.mark.parametrize(
+    ("front", "patterns"),
+    [
+        # As Claude Code's docs write them: YAML reads `*` as an alias and `{` as a mapping,
+        # and the rule was skipped as bad_frontmatter.
+        ("paths: **/*.ts", ("**/*.ts",)),
+        ("paths: {src,lib}/**/*.ts", ("{src,lib}/**/*.ts",)),
+        ('paths:\n  - **/*.test.ts  # tests\n  - "docs/**"', ("**/*.test.ts", "docs/**")),
+        ("globs: *.ts,*.tsx", ("*.ts", "*.tsx")),
+        ("paths: *nothing", ("*nothing",)),
+        ("description: it's fine\npaths: *.py", ("*.py",)),
+    ],
+)
+def test_unquoted_globs_are_read_as_written(front: str, patterns: tuple[str, ...]) -> None:
+    parsed = frontmatter.split(f"---\n{front}\n---\nbody\n")
+    assert frontmatter.path_globs(parsed.meta) == patterns
+    assert parsed.body == "body\n"
+
+
+def test_unquoted_glob_rule_loads_when_touched(tree: Tree, load: Loader) -> None:
+    tree.write(".claude/rules/ts.md", "---\npaths: **/*.ts\n---\nstrict TypeScript")
+    tree.write(".claude/rules/src.md", "---\npaths: {src,lib}/**/*.ts\n---\nsrc rules")
+    result = load(tree.root, touched=(tree.root / "src/app.ts",))
+    assert loaded(result, tree.root) == [".claude/rules/src.md", ".claude/rules/ts.md"]
+    assert skips(result, tree.root) == {}
 
 
 def test_deep_nesting_is_bounded() -> None:
