@@ -81,7 +81,11 @@ class MemoryDirs:
             if problem not in self.warnings:  # for `status`, once
                 self.warnings.append(problem)
             raise FeatureUnavailable(problem)
-        memory_dir = Path(unicodedata.normalize("NFC", str(choice.path)))
+        # As chosen: a configured path is NFC already (`validate_configured`, as SPEC says);
+        # the default is the config dir's path as it is on disk. NFC'd, a config dir under a
+        # folder whose name is decomposed (`jose\u0301`, as Linux keeps it) became a second
+        # folder tree beside it, where Claude Code never looks.
+        memory_dir = choice.path
         self.known.add(memory_dir)
         self._checked[project.root] = (seen, memory_dir)
         return memory_dir
@@ -96,17 +100,13 @@ def resolve_inside(
     if not path or "\x00" in path:
         raise InvalidParams("path: must be a non-empty path without NUL bytes")
     base = Path(os.path.normpath(folder))
-    lexical, as_given = (
-        Path(os.path.normpath(Path(raw) if os.path.isabs(raw) else folder / raw))
-        for raw in (unicodedata.normalize("NFC", path), path)
-    )
     real_base = base.resolve()
-    if base not in lexical.parents:
-        if real_base == base or real_base not in lexical.parents:
-            raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
-        # Given by its real path (`~/.claude` a link into a dotfiles repository, an editor
-        # that resolves links): the same file, named as memoryd names the folder.
-        lexical = as_given = base / lexical.relative_to(real_base)
+    given = Path(os.path.normpath(Path(path) if os.path.isabs(path) else folder / path))
+    rel = _under((base, real_base), given)
+    if rel is None:
+        raise ForbiddenPath(f"{path} is outside the memory directory {folder}")
+    as_given = base / rel
+    lexical = base / unicodedata.normalize("NFC", str(rel))
     if (
         as_given != lexical
         and base in as_given.parents
@@ -139,3 +139,17 @@ def resolve_inside(
         first = TEAM_DIR  # `Team/x.md` on a case-insensitive filesystem: the store's key
         lexical = base.joinpath(first, *rest)
     return lexical, "/".join((first, *rest))
+
+
+def _under(folders: tuple[Path, ...], given: Path) -> Path | None:
+    """`given` relative to the first of `folders` it lies in: the folder as memoryd names it or
+    its real path (`~/.claude` a link into a dotfiles repository, an editor that resolves
+    links), each compared as it is and in NFC (a folder's name need not be NFC on disk, and a
+    client may send the whole path NFC'd)."""
+    nfc = Path(unicodedata.normalize("NFC", str(given)))
+    for folder in folders:
+        for top in (folder, Path(unicodedata.normalize("NFC", str(folder)))):
+            for under in (given, nfc):
+                if top in under.parents:
+                    return under.relative_to(top)
+    return None
