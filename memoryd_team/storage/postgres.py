@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -113,6 +114,12 @@ _PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in fligh
 # Each wait on the database (see PostgresStorage); a stalled request costs a few of them.
 DEFAULT_TIMEOUT_S = DEFAULT_DATABASE_TIMEOUT_S
 _MIGRATION_TIMEOUT_S = 3600.0
+# A session of ours idle inside a transaction this many timeouts is abandoned: between two
+# statements the server only computes (milliseconds). Its process lost the database (a
+# partition, a frozen host), so the database ends the session and frees the repository row it
+# locked; else every other server's PUT to that repository waits on the dead session's lock
+# and is a 503 until TCP keepalive notices, about two hours later.
+_IDLE_IN_TRANSACTION_TIMEOUTS = 3
 
 # InternalClientError: a pooled connection the server cut (a restart) can surface as a
 # protocol-state error on its next use; it is unavailability too, not a bug (503, retried).
@@ -153,6 +160,11 @@ class PostgresStorage(Storage):
                 max_size=self._max_size,
                 timeout=self._timeout_s,
                 command_timeout=self._timeout_s,
+                server_settings={
+                    "idle_in_transaction_session_timeout": str(
+                        math.ceil(self._timeout_s * _IDLE_IN_TRANSACTION_TIMEOUTS * 1000)
+                    )
+                },
             )
         except (ValueError, OverflowError) as exc:
             # asyncpg reads the URL only as it connects: a port that is no number (ValueError)

@@ -20,6 +20,7 @@ class StallingProxy:
         self.port = int(self._listener.getsockname()[1])
         self._flowing = threading.Event()
         self._flowing.set()
+        self._trigger: bytes | None = None
         self._stopped = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -31,6 +32,11 @@ class StallingProxy:
 
     def stall(self) -> None:
         self._flowing.clear()
+
+    def stall_on(self, trigger: bytes) -> None:
+        """Stall once a client sends data holding `trigger` (that data is held too): a
+        partition at an exact point of a transaction, e.g. after a row lock was taken."""
+        self._trigger = trigger
 
     def resume(self) -> None:
         self._flowing.set()
@@ -61,12 +67,15 @@ class StallingProxy:
                 return
             with self._lock:
                 self._sockets += [client, upstream]
-            self._spawn(self._pump, client, upstream)
+            self._spawn(self._pump, client, upstream, True)
             self._spawn(self._pump, upstream, client)
 
-    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+    def _pump(self, source: socket.socket, target: socket.socket, to_db: bool = False) -> None:
         try:
             while data := source.recv(65536):
+                if to_db and self._trigger is not None and self._trigger in data:
+                    self._trigger = None
+                    self._flowing.clear()
                 while not self._flowing.wait(0.1):
                     if self._stopped:
                         return

@@ -129,3 +129,37 @@ def test_a_stalled_database_is_503_in_bounded_time_and_then_recovers(database_ur
     finally:
         server.stop()
         proxy.stop()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_server_cut_off_mid_write_does_not_lock_its_repository_for_the_others(
+    database_url: str,
+) -> None:
+    """Server A loses the database (a partition: not even its close gets through) after it
+    locked the repository's row. The database ended that session only when TCP keepalive
+    noticed, about two hours later; meanwhile every other server's PUT there was a 503."""
+    port = urlsplit(database_url).port
+    proxy = StallingProxy(int(port or 0)).start()
+    url_a = database_url.replace(f":{port}/", f":{proxy.port}/")
+    a = ThreadedServer(url_a, ServerSettings(), PostgresStorage(url_a, timeout_s=1.0)).start()
+    b = ThreadedServer(
+        database_url, ServerSettings(), PostgresStorage(database_url, timeout_s=1.0)
+    ).start()
+    try:
+        token = b.token("acme/widgets")
+        via_a, via_b = Repo(a, "acme/widgets", token), Repo(b, "acme/widgets", token)
+        etag = via_b.put({"a.md": "1"}).headers["etag"]
+        # Cut A off as it sends the first write after `SELECT … FOR UPDATE`.
+        proxy.stall_on(b"INSERT INTO team_entry_versions")
+        assert via_a.put({"a.md": "from A"}, if_match=etag).status_code == 503
+        started = time.monotonic()
+        while (reply := via_b.put({"a.md": "from B"}, if_match=etag)).status_code == 503:
+            assert time.monotonic() - started < 15, "the dead session still holds the lock"
+            time.sleep(0.5)
+        assert reply.status_code == 200
+        assert via_b.get().json()["entries"] == {"a.md": "from B"}
+    finally:
+        a.stop()
+        b.stop()
+        proxy.stop()
