@@ -3,6 +3,9 @@
 `**` spans folders and `{a,b}` expands. A pattern without a `/` matches a file name at
 any depth (`*.ts` is `**/*.ts`), as in .gitignore, which is how rule authors write them.
 
+A `paths:` pattern that matches a folder matches everything below it, as in .gitignore (and
+Claude Code, which matches them with the `ignore` package): `src/api` is `src/api/**`.
+
 wcmatch compiles a pattern and matches one folder name at a time; the folders themselves are
 matched here, one path part after another against the set of pattern positions still open.
 wcmatch's whole-path regex backtracks exponentially: a repository's `**/a/**/a/…/zz` against
@@ -62,9 +65,14 @@ def _name_matcher(part: str) -> Callable[[str], bool]:
 
 
 class _Matcher:
-    """Matches a path against patterns in time linear in (path parts x pattern parts)."""
+    """Matches a path against patterns in time linear in (path parts x pattern parts).
 
-    def __init__(self, patterns: list[str]) -> None:
+    With `folders`, as in .gitignore, a pattern that matches a folder on the path matches
+    everything below it (`src/api`, `packages/*`, `migrations`).
+    """
+
+    def __init__(self, patterns: list[str], *, folders: bool = False) -> None:
+        self.folders = folders
         self.compiled: list[list[_Part]] = []
         for pattern in patterns:
             # Escapes kept for the per-name matcher: `\[id\]` is the folder `[id]`.
@@ -87,11 +95,12 @@ class _Matcher:
         names = _split(path)
         if len(names) > 1 and names[-1] == "":
             names.pop()  # `a/` is `a`
-        return any(_match_parts(parts, names) for parts in self.compiled)
+        return any(_match_parts(parts, names, self.folders) for parts in self.compiled)
 
 
-def _match_parts(parts: list[_Part], names: list[str]) -> bool:
-    """An NFA walk: the pattern positions still open after each name, never backtracking."""
+def _match_parts(parts: list[_Part], names: list[str], folders: bool = False) -> bool:
+    """An NFA walk: the pattern positions still open after each name, never backtracking.
+    With `folders`, a match of the names so far (a folder of the path) is a match."""
     count = len(parts)
 
     def close(positions: set[int]) -> set[int]:
@@ -124,6 +133,8 @@ def _match_parts(parts: list[_Part], names: list[str]) -> bool:
         if not after:
             return False
         states = close(after)
+        if folders and count in states:
+            return True
     return count in states
 
 
@@ -133,7 +144,7 @@ def _compile_relative(patterns: tuple[str, ...]) -> Any:
     try:
         # Compiled by wcmatch too, which refuses what it cannot read, as it always has.
         glob.compile(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)
-        return _Matcher(normalized)
+        return _Matcher(normalized, folders=True)
     except Exception as exc:  # wcmatch raises several types for bad or explosive patterns
         raise GlobError(f"invalid glob in {list(patterns)}: {exc}") from None
 

@@ -140,6 +140,13 @@ def test_bom_is_not_frontmatter_breaker() -> None:
         (("docs/",), "docs/guide/intro.md", True),
         (("./src/*.rs",), "src/main.rs", True),
         (("**/.github/**",), ".github/workflows/ci.yml", True),
+        # A pattern that matches a folder matches what is below it, as in .gitignore.
+        (("src/api",), "src/api/users/views.py", True),
+        (("packages/*",), "packages/ui/button.tsx", True),
+        (("migrations",), "db/migrations/001.sql", True),
+        (("src/web",), "src/website.py", False),
+        (("src/api",), "lib/src/api/x.py", False),  # a slash in it: relative to the base
+        (("/setup.py",), "sub/setup.py/x", False),
     ],
 )
 def test_glob_matching(patterns: tuple[str, ...], touched: str, expected: bool) -> None:
@@ -154,6 +161,19 @@ def test_touched_outside_base_never_matches() -> None:
 def test_brace_bomb_is_an_error() -> None:
     with pytest.raises(globs.GlobError):
         globs.check_patterns(("{a,b}" * 40,))
+
+
+def test_folder_pattern_rule_loads_for_a_file_inside(tree: Tree, load: Loader) -> None:
+    tree.write(".claude/rules/api.md", "---\npaths: src/api\n---\napi rules")
+    tree.write(".claude/rules/web.md", "---\npaths: src/web\n---\nweb rules")
+    result = load(tree.root, touched=(tree.root / "src/api/users.py", tree.root / "src/webapp.py"))
+    assert loaded(result, tree.root) == [".claude/rules/api.md"]
+    assert skips(result, tree.root) == {".claude/rules/web.md": "paths_not_matched"}
+
+
+def test_an_exclude_naming_a_folder_is_not_everything_below_it() -> None:
+    # claudeMdExcludes are matched against a file's path as globs, not as .gitignore.
+    assert globs.excluded_by(("**/legacy",), (Path("/w/legacy/CLAUDE.md"),)) is None
 
 
 def test_excludes() -> None:
