@@ -15,7 +15,9 @@ import contextlib
 import errno
 import os
 import stat
+import time
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,10 @@ MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS  # a shell command's output read: 60,000
 GREP_MAX_FILES = 20_000
 GLOB_MAX_RESULTS = 1_000
 SHELL_TIMEOUT_S = 10.0
+# Grep and Glob stop after this long: they run in a thread, which nothing can stop, and the
+# daemon cannot exit before it ends (a Glob of `*/*/…` over a folder linked to itself ran for
+# hours, holding the memory dir's run lock, and `shutdown` waited for it).
+SEARCH_TIMEOUT_S = 10.0
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 
 
@@ -140,12 +146,27 @@ def _read_lines(path: Path, tool_input: dict[str, Any]) -> str:
     return _clip("\n".join(out))
 
 
-def _walk_files(policy: AccessPolicy, base: Path) -> list[Path]:
+class _Deadline:
+    """When a search must stop (SEARCH_TIMEOUT_S from now)."""
+
+    def __init__(self) -> None:
+        self._at = time.monotonic() + SEARCH_TIMEOUT_S
+
+    def check(self) -> None:
+        if time.monotonic() > self._at:
+            raise ToolError(
+                f"the search took longer than {SEARCH_TIMEOUT_S:g}s and was stopped; search a "
+                "narrower path or pattern"
+            )
+
+
+def _walk_files(policy: AccessPolicy, base: Path, deadline: _Deadline) -> list[Path]:
     """Files under `base` whose real path the policy allows to read (links out are skipped)."""
     if base.is_file():
         return [base]
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(base):
+        deadline.check()
         dirnames[:] = sorted(
             d for d in dirnames if d not in (".git", "node_modules", "__pycache__")
         )
@@ -192,7 +213,9 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     file_glob = tool_input.get("glob")
     head_limit = _int(tool_input, "head_limit", 0)
     out: list[str] = []
-    for path in _walk_files(policy, base):
+    deadline = _Deadline()
+    for path in _walk_files(policy, base, deadline):
+        deadline.check()
         if isinstance(file_glob, str) and file_glob and not path.match(file_glob):
             continue
         try:
@@ -230,27 +253,72 @@ def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     base = policy.check_read(raw_path) if raw_path else policy.default_dir
     if not base.is_dir():
         raise ToolError(f"not a directory: {base}")
-    try:
-        matches = _glob_matches(policy, base, pattern)
-    except (ValueError, IndexError) as exc:
-        # pathlib refuses '', 'a**b' (ValueError) and '.' (IndexError on Python 3.11).
-        raise ToolError(f"invalid glob pattern {pattern!r}") from exc
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    if not parts or any("**" in p and p != "**" for p in parts):
+        raise ToolError(f"invalid glob pattern {pattern!r}")  # as pathlib refuses them
+    matches = _glob_matches(policy, base, parts)
     if not matches:
         return "No files found"
     matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
     return "\n".join(str(p) for _, p in matches)
 
 
-def _glob_matches(policy: AccessPolicy, base: Path, pattern: str) -> list[tuple[float, Path]]:
+def _glob_matches(policy: AccessPolicy, base: Path, pattern: list[str]) -> list[tuple[float, Path]]:
+    """The files under `base` that `pattern` (its components) matches, as pathlib's glob
+    matches them (`*` takes hidden names, `**` any number of folders), walked without following
+    links to folders and within SEARCH_TIMEOUT_S: pathlib's glob follows them and cannot be
+    stopped, so `*/*/*/…` over a folder linked to itself never ended."""
+    deadline = _Deadline()
+    # Leading components without wildcards are folders to go to, not to search.
+    start, rest = base, pattern
+    while len(rest) > 1 and not _has_magic(rest[0]):
+        start, rest = start / rest[0], rest[1:]
+    deep = "**" in rest
     matches: list[tuple[float, Path]] = []
-    for candidate in base.glob(pattern):
-        resolved = Path(os.path.realpath(candidate))
-        if not policy.may_read(resolved) or not candidate.is_file():
-            continue
-        matches.append((candidate.stat().st_mtime, candidate))
-        if len(matches) >= GLOB_MAX_RESULTS:
-            break
+    for dirpath, dirnames, filenames in os.walk(start):
+        deadline.check()
+        rel = tuple(Path(dirpath).relative_to(start).parts)
+        if deep:
+            dirnames.sort()
+        elif len(rel) + 1 < len(rest):  # only folders the next component matches
+            dirnames[:] = sorted(d for d in dirnames if fnmatchcase(d, rest[len(rel)]))
+        else:
+            dirnames[:] = []
+        for name in sorted(filenames):
+            if not _glob_match((*rel, name), rest):
+                continue
+            candidate = Path(dirpath) / name
+            resolved = Path(os.path.realpath(candidate))
+            if not policy.may_read(resolved) or not candidate.is_file():
+                continue
+            matches.append((candidate.stat().st_mtime, candidate))
+            if len(matches) >= GLOB_MAX_RESULTS:
+                return matches
     return matches
+
+
+def _has_magic(part: str) -> bool:
+    return any(c in part for c in "*?[")
+
+
+def _glob_match(parts: tuple[str, ...], pattern: list[str]) -> bool:
+    """Does the file at `parts` (relative, the last one its name) match `pattern`? `**` takes
+    zero or more folders (never the file's own name, as pathlib's `**` yields folders only)."""
+    # ok[j]: the first i parts are matched by the first j components (i grows row by row).
+    ok = [True] + [False] * len(pattern)
+    for j, component in enumerate(pattern):
+        ok[j + 1] = ok[j] and component == "**"
+    for i, part in enumerate(parts):
+        is_name = i == len(parts) - 1
+        row = [False] * (len(pattern) + 1)
+        for j, component in enumerate(pattern):
+            if component == "**":
+                # It takes this folder too (ok[j + 1]), or none at all (row[j]).
+                row[j + 1] = row[j] or (ok[j + 1] and not is_name)
+            else:
+                row[j + 1] = ok[j] and fnmatchcase(part, component)
+        ok = row
+    return ok[-1]
 
 
 async def bash(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:

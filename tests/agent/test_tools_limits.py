@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,40 @@ def test_read_refuses_a_link_swapped_in_for_the_checked_path(
     with pytest.raises(tools.ToolError, match="symbolic link"):
         tools._read_text(checked)
     assert os.path.islink(checked)
+
+
+def test_glob_over_a_folder_linked_to_itself_ends(root: Path, policy: AccessPolicy) -> None:
+    # pathlib's glob follows links to folders: `*/*/…/nomatch` over three links to `.` walked
+    # 3^24 paths in a thread nothing could stop (the daemon could not exit meanwhile).
+    for name in "xyz":
+        (root / name).symlink_to(".")
+    assert tools.glob(policy, {"pattern": "*/a.md"}) == "No files found"  # links not followed
+    started = time.monotonic()
+    assert tools.glob(policy, {"pattern": "*/" * 24 + "nomatch"}) == "No files found"
+    assert tools.glob(policy, {"pattern": "*.md"}) == str(root / "a.md")
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["*.md", "**/*.md", "d1/*", "d1/**/*.md", "*/*/*.md", "**", "e/**/h.md", "?1/*.md", "d[12]*/*"],
+)
+def test_glob_matches_as_pathlib_does(root: Path, policy: AccessPolicy, pattern: str) -> None:
+    for rel in ("b.txt", ".h.md", "d1/x.md", "d1/d2/z.md", "d1/d2/.q.md", "e/f/g/h.md", "e/f.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    found = set(tools.glob(policy, {"pattern": pattern}).splitlines()) - {"No files found"}
+    assert found == {str(p) for p in root.glob(pattern) if p.is_file()}
+
+
+def test_grep_and_glob_stop_at_their_time_limit(
+    root: Path, policy: AccessPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(3):
+        (root / f"d{n}").mkdir()
+        (root / f"d{n}" / "f.md").write_text("beta\n")
+    monkeypatch.setattr(tools, "SEARCH_TIMEOUT_S", -1.0)  # already past
+    with pytest.raises(tools.ToolError, match="took longer than"):
+        tools.glob(policy, {"pattern": "**/*.md"})
+    with pytest.raises(tools.ToolError, match="took longer than"):
+        tools.grep(policy, {"pattern": "beta"})
