@@ -1,11 +1,12 @@
 // The VS Code layer, kept thin: settings, commands, the two tree views, the status bar item and
 // messages. The socket client and every command's logic are in ./core (no vscode import there).
 import * as os from "node:os";
+import * as path from "node:path";
 import * as vscode from "vscode";
 
 import { DownNotice, startDaemon } from "./core/daemon";
-import { NoProjectError, projectTarget, type ProjectTarget } from "./core/editorContext";
-import { errorText } from "./core/format";
+import { documentFile, projectTarget, type ProjectTarget } from "./core/editorContext";
+import { errorText, messageText, oneLine } from "./core/format";
 import {
   deleteMemory,
   historyPicks,
@@ -19,9 +20,9 @@ import {
 } from "./core/memories";
 import { EVENTS, NotificationPresenter, type Message } from "./core/notifications";
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
-import { MEMORY_TYPES, remember, savedMessage, suggestedName, teamSync, type MemoryType } from "./core/remember";
+import { MEMORY_TYPES, remember, savedNotice, suggestedName, teamSync, type MemoryType } from "./core/remember";
 import { getContext, rulesTree, watchedFiles } from "./core/rules";
-import { MemorydClient } from "./core/rpcClient";
+import { DaemonUnavailable, MemorydClient } from "./core/rpcClient";
 import { resolveSocketPath } from "./core/socketPath";
 import { fetchStatus } from "./core/status";
 import type { ViewNode } from "./core/viewNode";
@@ -48,19 +49,31 @@ function readSettings(): Settings {
   };
 }
 
-function editorTarget(): ProjectTarget {
+/** The project the active editor is about; `projectOf` knows the memory folders listed. */
+function editorTarget(projectOf?: (file: string) => string | undefined): ProjectTarget {
   const editor = vscode.window.activeTextEditor;
   const uri = editor?.document.uri;
-  const filePath = uri && uri.scheme === "file" && !editor.document.isUntitled ? uri.fsPath : undefined;
-  const folder = (uri && vscode.workspace.getWorkspaceFolder(uri)) ?? vscode.workspace.workspaceFolders?.[0];
-  return projectTarget({ filePath, workspaceFolder: folder?.uri.scheme === "file" ? folder.uri.fsPath : undefined });
+  // a notebook cell or a git: view is about a file on disk too, in its own workspace folder
+  const filePath = uri ? documentFile(uri, editor.document.isUntitled) : undefined;
+  const folder = (filePath !== undefined ? vscode.workspace.getWorkspaceFolder(vscode.Uri.file(filePath)) : undefined) ?? vscode.workspace.workspaceFolders?.[0];
+  return projectTarget({ filePath, workspaceFolder: folder?.uri.scheme === "file" ? folder.uri.fsPath : undefined, projectOf });
+}
+
+/**
+ * Every message goes out through here: VS Code makes `[label](command:…)` in a message a link
+ * that runs the command, and memory names, paths and daemon messages are put in messages.
+ */
+function say(level: Message["level"], text: string, ...items: string[]): Thenable<string | undefined> {
+  const fn = level === "error" ? vscode.window.showErrorMessage : level === "warning" ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+  return fn(messageText(text), ...items);
 }
 
 function show(message: Message): void {
-  const fn =
-    message.level === "error" ? vscode.window.showErrorMessage : message.level === "warning" ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-  void fn(message.text);
+  void say(message.level, message.text);
 }
+
+/** The settings a change of which needs a new connection; the others are read when used. */
+const CONNECTION_SETTINGS = ["socketPath", "requestTimeoutMs", "connectTimeoutMs"] as const;
 
 class MemorydExtension implements vscode.Disposable {
   private settings = readSettings();
@@ -95,11 +108,18 @@ class MemorydExtension implements vscode.Disposable {
       cmd("memoryd.deleteMemory", (node: ViewNode) => this.deleteMemory(node)),
       cmd("memoryd.memoryHistory", (node: ViewNode) => this.history(node)),
       vscode.window.onDidChangeActiveTextEditor(() => this.scheduleRefresh(150)),
+      // with no editor open the views are about the first folder, which this may change
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.scheduleRefresh(150)),
       vscode.workspace.onDidSaveTextDocument((doc) => this.saved(doc)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration("memoryd")) {
+          const before = this.settings;
           this.settings = readSettings();
-          this.connect();
+          // A new connection fails every call in flight (a recall waiting on a model), so
+          // only a change to the connection itself makes one.
+          if (CONNECTION_SETTINGS.some((key) => before[key] !== this.settings[key])) {
+            this.connect();
+          }
         }
       }),
     );
@@ -128,8 +148,13 @@ class MemorydExtension implements vscode.Disposable {
     this.refreshAll();
   }
 
+  /** The project the active editor is about (a memory file: the project it was listed for). */
+  private target(): ProjectTarget {
+    return editorTarget((file) => this.memoryDirs.projectOf(file));
+  }
+
   private async offerStart(reason: string): Promise<void> {
-    const choice = await vscode.window.showWarningMessage(reason, "Start memoryd", "Settings");
+    const choice = await say("warning", reason, "Start memoryd", "Settings");
     if (choice === "Start memoryd") {
       await this.start();
     } else if (choice === "Settings") {
@@ -144,9 +169,9 @@ class MemorydExtension implements vscode.Disposable {
     );
     if (result.ok) {
       await this.client.connect().catch(() => undefined);
-      void vscode.window.showInformationMessage(result.output || "memoryd started");
+      void say("info", result.output || "memoryd started");
     } else {
-      void vscode.window.showErrorMessage(`memctl start failed: ${result.output}`);
+      void say("error", `memctl start failed: ${result.output}`);
     }
   }
 
@@ -166,7 +191,7 @@ class MemorydExtension implements vscode.Disposable {
   private async updateStatus(): Promise<void> {
     let cwd: string | undefined;
     try {
-      cwd = editorTarget().cwd;
+      cwd = this.target().cwd;
     } catch {
       cwd = undefined;
     }
@@ -177,14 +202,15 @@ class MemorydExtension implements vscode.Disposable {
   }
 
   private async loadRules(): Promise<ViewNode[]> {
-    const target = editorTarget();
+    const target = this.target();
     const ctx = await getContext(this.client, target);
     this.ruleFiles = watchedFiles(ctx);
+    this.memoryDirs.addDir(ctx.memory_dir, target.cwd); // MEMORY.md opened from here
     return rulesTree(ctx, target, os.homedir());
   }
 
   private async loadMemories(): Promise<ViewNode[]> {
-    const target = editorTarget();
+    const target = this.target();
     try {
       const list = await listMemories(this.client, target);
       this.memoryDirs.add(list, target);
@@ -202,7 +228,7 @@ class MemorydExtension implements vscode.Disposable {
     if (this.memoryDirs.projectOf(file) !== undefined) {
       // Edited by hand: bring MEMORY.md in step, as after any edit made outside memoryd, in
       // the project the folder was listed for (the memory file's own folder is none).
-      await this.guard(() => reconcileSaved(this.client, file, this.memoryDirs));
+      await this.guard(() => reconcileSaved(this.client, file, this.memoryDirs), "MEMORY.md not brought in step", true);
       this.memories.refresh();
     }
     if (this.ruleFiles.has(file) || /(CLAUDE|AGENTS)(\.local)?\.md$|\.claude\/rules\//.test(file)) {
@@ -210,14 +236,24 @@ class MemorydExtension implements vscode.Disposable {
     }
   }
 
-  private async guard<T>(what: () => Promise<T>): Promise<T | undefined> {
+  /**
+   * Run a command's work; a failure is said (`failed` says what did not happen). A command the
+   * user ran says so even while the daemon is down (the outage warning came once, maybe long
+   * ago: Remember asked for a type and a name and then dropped the text without a word);
+   * `quietWhenDown` is for work the user did not ask for (the reconcile after a save).
+   */
+  private async guard<T>(what: () => Promise<T>, failed: string, quietWhenDown = false): Promise<T | undefined> {
     try {
       return await what();
     } catch (error) {
-      if (!(error instanceof NoProjectError) && !this.client.isUp) {
-        return undefined; // the down notice already said so, once
+      const down = error instanceof DaemonUnavailable;
+      if (down && quietWhenDown) {
+        return undefined; // the down notice says so, once per outage
       }
-      void vscode.window.showErrorMessage(`memoryd: ${errorText(error)}`);
+      const choice = await say("error", `memoryd: ${failed}: ${errorText(error)}`, ...(down ? ["Start memoryd"] : []));
+      if (choice === "Start memoryd") {
+        await this.start();
+      }
       return undefined;
     }
   }
@@ -232,15 +268,19 @@ class MemorydExtension implements vscode.Disposable {
     await vscode.commands.executeCommand("memoryd.memoriesView.focus");
   }
 
-  private async open(file: string | undefined): Promise<void> {
+  private async open(file: string | undefined, project?: string): Promise<void> {
     if (file) {
+      if (project) {
+        // a memory: its folder is not a project, the views stay on `project`
+        this.memoryDirs.addDir(path.dirname(file), project);
+      }
       await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
     }
   }
 
   private async recall(): Promise<void> {
     await this.guard(async () => {
-      const target = editorTarget();
+      const target = this.target();
       const editor = vscode.window.activeTextEditor;
       const selection = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : undefined;
       const wordRange = editor?.document.getWordRangeAtPosition(editor.selection.active);
@@ -251,22 +291,22 @@ class MemorydExtension implements vscode.Disposable {
       }
       const result = await recall(this.client, target, query, { timeoutMs: this.settings.recallTimeoutMs });
       if (!result.memories.length) {
-        void vscode.window.showInformationMessage(emptyRecallMessage(result, query));
+        void say("info", emptyRecallMessage(result, query));
         return;
       }
-      const pick = await vscode.window.showQuickPick(recallPicks(result), { title: `Memories about "${query}" (${result.selector})`, matchOnDetail: true });
+      const pick = await vscode.window.showQuickPick(recallPicks(result), { title: oneLine(`Memories about "${query}" (${result.selector})`), matchOnDetail: true });
       if (pick) {
-        await this.open(pick.path);
+        await this.open(pick.path, target.cwd);
         if (pick.memory.stale && pick.memory.note) {
-          void vscode.window.showWarningMessage(pick.memory.note);
+          void say("warning", pick.memory.note);
         }
       }
-    });
+    }, "recall failed");
   }
 
   private async remember(): Promise<void> {
     await this.guard(async () => {
-      const target = editorTarget();
+      const target = this.target();
       const editor = vscode.window.activeTextEditor;
       let text = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : "";
       if (!text.trim()) {
@@ -296,51 +336,62 @@ class MemorydExtension implements vscode.Disposable {
         team = scope !== "Personal";
       }
       const result = await remember(this.client, target, { type: typePick.label as MemoryType, text, name, team });
-      const choice = await vscode.window.showInformationMessage(savedMessage(result, team), "Open");
-      if (choice === "Open") {
-        await this.open(result.path);
-      }
       this.memories.refresh();
-    });
+      const notice = savedNotice(result, team);
+      const choice = await say(notice.level, notice.text, "Open");
+      if (choice === "Open") {
+        await this.open(result.path, target.cwd);
+      }
+    }, "not saved");
   }
 
   private async deleteMemory(node: ViewNode): Promise<void> {
     if (!node.path) {
       return;
     }
-    const ok = await vscode.window.showWarningMessage(`Delete the memory "${node.label}"? Its content stays in history.`, { modal: true }, "Delete");
+    const ok = await vscode.window.showWarningMessage(messageText(`Delete the memory "${node.label}"? Its content stays in history.`), { modal: true }, "Delete");
     if (ok === "Delete") {
-      await this.guard(() => deleteMemory(this.client, editorTarget(), node.path!));
+      await this.guard(() => deleteMemory(this.client, this.nodeTarget(node), node.path!), "not deleted");
       this.memories.refresh();
     }
   }
 
+  /** The project a memory row was listed for (the active editor may be elsewhere by now). */
+  private nodeTarget(node: ViewNode): ProjectTarget {
+    const cwd = node.data?.cwd;
+    return cwd ? { cwd, touchedPaths: [] } : this.target();
+  }
+
   private async history(node: ViewNode): Promise<void> {
     await this.guard(async () => {
-      const target = editorTarget();
+      const target = this.nodeTarget(node);
       const history = await memoryHistory(this.client, target, node.path!);
       const picks = historyPicks(history);
       if (!picks.length) {
-        void vscode.window.showInformationMessage(`memoryd: no earlier versions of ${node.label}`);
+        void say("info", `memoryd: no earlier versions of ${node.label}`);
         return;
       }
-      const pick = await vscode.window.showQuickPick(picks, { title: `History of ${node.label} (newest first): choose one to restore` });
+      const pick = await vscode.window.showQuickPick(picks, { title: oneLine(`History of ${node.label} (newest first): choose one to restore`) });
       if (!pick) {
         return;
       }
-      const ok = await vscode.window.showWarningMessage(`Restore ${node.label} to ${pick.description}? The current content goes to history first.`, { modal: true }, "Restore");
+      const ok = await vscode.window.showWarningMessage(messageText(`Restore ${node.label} to ${pick.description}? The current content goes to history first.`), { modal: true }, "Restore");
       if (ok === "Restore") {
-        await restoreMemory(this.client, target, node.path!, pick.version);
+        const restored = await restoreMemory(this.client, target, node.path!, pick.version);
         this.memories.refresh();
-        await this.open(node.path);
+        if (restored.warnings?.length) {
+          void say("warning", `memoryd: ${node.label} restored; ${restored.warnings.join("; ")}`);
+        }
+        await this.open(node.path, target.cwd);
       }
-    });
+    }, "history failed");
   }
 
   private async showStatus(): Promise<void> {
     await this.updateStatus();
     const actions = this.client.isUp ? ["Refresh"] : ["Start memoryd", "Refresh"];
-    const choice = await vscode.window.showInformationMessage(String(this.status.tooltip ?? ""), ...actions);
+    // a message is one line: the tooltip's lines side by side
+    const choice = await say("info", String(this.status.tooltip ?? "").split("\n").join(" · "), ...actions);
     if (choice === "Start memoryd") {
       await this.start();
     } else if (choice === "Refresh") {

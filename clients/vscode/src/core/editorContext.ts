@@ -4,10 +4,34 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 
 export interface EditorState {
-  /** The active editor's file on disk, if it has one (not untitled, `file:` scheme). */
+  /** The active editor's file on disk, if it has one (not untitled; see `documentFile`). */
   filePath?: string;
   /** The workspace folder holding it, else the first folder. */
   workspaceFolder?: string;
+  /**
+   * The project a file belongs to when its own folder is not one: a memory file opened from
+   * the Memories view or a recall is in the memory folder, which as a `cwd` names another,
+   * empty project (the views went blank and Delete was refused as outside the memory folder).
+   */
+  projectOf?: (file: string) => string | undefined;
+}
+
+/** Schemes whose URI path is the path of a file on disk: a notebook's cells, a file at a git ref. */
+const FILE_BACKED_SCHEMES = new Set(["vscode-notebook-cell", "vscode-notebook", "git"]);
+
+/**
+ * The file on disk a document is about: a `file:` document's path; a notebook cell's notebook
+ * and a `git:` view's working-tree file (their URI path is that file's path); else undefined
+ * (untitled buffers, output panels, settings, diffs of other kinds).
+ */
+export function documentFile(uri: { scheme: string; path: string; fsPath: string }, isUntitled = false): string | undefined {
+  if (isUntitled) {
+    return undefined;
+  }
+  if (uri.scheme === "file") {
+    return uri.fsPath;
+  }
+  return FILE_BACKED_SCHEMES.has(uri.scheme) && path.isAbsolute(uri.path) ? uri.path : undefined;
 }
 
 export interface ProjectTarget {
@@ -51,6 +75,11 @@ function displayRoot(cwd: string, workspaceFolder: string | undefined): string {
 
 /** The `cwd` and `touched_paths` for get_context, memory.list, recall and the rest. */
 export function projectTarget(state: EditorState): ProjectTarget {
+  const project = state.filePath && state.projectOf ? state.projectOf(state.filePath) : undefined;
+  if (project && path.isAbsolute(project) && isDir(project)) {
+    // the file is not part of the project it is about: no touched_paths
+    return { cwd: project, touchedPaths: [], root: displayRoot(project, state.workspaceFolder) };
+  }
   if (state.filePath && path.isAbsolute(state.filePath)) {
     const dir = path.dirname(state.filePath);
     if (isDir(dir)) {

@@ -59,3 +59,31 @@ export function charCount(text: string): number {
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+// What would make one line several (a name posing as more rows), what a terminal or a tooltip
+// would act on rather than show (C0, DEL, C1), and the bidi embeddings, overrides and isolates
+// that show text in another order than it is stored (a U+202E in a teammate's memory name).
+const LINE_BREAKS: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+const UNSHOWN = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` for a one-line place (a tree row, a quick-pick row, a message): line breaks and tabs
+ * as `\n`, `\r`, `\t`; other control characters as `\x1b`; U+2028/U+2029 and the bidi
+ * controls as `\u202e` (as `memctl` shows them).
+ */
+export function oneLine(text: string): string {
+  return text.replace(UNSHOWN, (c) => {
+    const code = c.charCodeAt(0);
+    return LINE_BREAKS[c] ?? (code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`);
+  });
+}
+
+/**
+ * `text` for a VS Code notification: one line, and no markdown link. VS Code turns
+ * `[label](command:…)` in a message into a link that runs the command with its arguments, so a
+ * memory name, a path or a daemon message holding one would be a button that runs what its
+ * author chose; a space between `]` and `(` leaves the words as they are and makes no link.
+ */
+export function messageText(text: string): string {
+  return oneLine(text).replace(/\]\(/g, "] (");
+}

@@ -3,7 +3,7 @@
 import * as path from "node:path";
 
 import type { ProjectTarget } from "./editorContext";
-import { age, shortPath } from "./format";
+import { age, oneLine, shortPath } from "./format";
 import { rulesTree } from "./rules";
 import type { MemorydClient } from "./rpcClient";
 import type { HistoryResult, ListedMemory, MemoryListResult, ReconcileResult } from "./types";
@@ -26,19 +26,21 @@ function groupRank(key: string): number {
   return (team ? 10 : 0) + (index === -1 ? 5 : index);
 }
 
-export function memoryNode(memory: ListedMemory, nowMs: number): ViewNode {
-  const name = memory.name || path.basename(memory.path, ".md");
-  const problem = memory.problem ? ` · ⚠ ${memory.problem}` : "";
+/** One memory's row; `cwd` is the project it was listed for, which its menu actions use. */
+export function memoryNode(memory: ListedMemory, nowMs: number, cwd?: string): ViewNode {
+  const name = oneLine(memory.name || path.basename(memory.path, ".md"));
+  const problem = memory.problem ? ` · ⚠ ${oneLine(memory.problem)}` : "";
   return {
     id: `memory:${memory.path}`,
     label: name,
-    description: `${age(memory.mtime, nowMs)} · ${memory.description ?? ""}${problem}`,
-    tooltip: [memory.path, memory.description ?? "", memory.problem ? `problem: ${memory.problem}` : ""]
+    description: `${age(memory.mtime, nowMs)} · ${oneLine(memory.description ?? "")}${problem}`,
+    tooltip: [oneLine(memory.path), oneLine(memory.description ?? ""), memory.problem ? `problem: ${oneLine(memory.problem)}` : ""]
       .filter(Boolean)
       .join("\n"),
     path: memory.path,
     icon: memory.problem ? "warning" : memory.team ? "organization" : "note",
     contextValue: "memory",
+    ...(cwd ? { data: { cwd } } : {}),
   };
 }
 
@@ -79,7 +81,7 @@ export function memoriesTree(list: MemoryListResult, target: ProjectTarget, nowM
         label: key,
         description: `${members.length}`,
         icon: key.startsWith("team/") ? "organization" : "symbol-folder",
-        children: members.map((m) => memoryNode(m, nowMs)),
+        children: members.map((m) => memoryNode(m, nowMs, target.cwd)),
       };
     }),
   });
@@ -111,7 +113,7 @@ export function restoreMemory(
   target: ProjectTarget,
   memoryPath: string,
   version: string,
-): Promise<{ path: string; restored: string }> {
+): Promise<{ path: string; restored: string; warnings?: string[] }> {
   return client.call("memory.restore", { cwd: target.cwd, path: memoryPath, version });
 }
 
@@ -141,7 +143,14 @@ export class MemoryDirs {
   /** Remember the folder of a `memory.list` reply and the project it was asked for. */
   add(list: MemoryListResult, target: ProjectTarget): void {
     if (list.memory_dir) {
-      this.projects.set(list.memory_dir, target.cwd);
+      this.addDir(list.memory_dir, target.cwd);
+    }
+  }
+
+  /** Remember one memory folder (get_context's `memory_dir`, a recalled or written memory's). */
+  addDir(dir: string | null | undefined, cwd: string): void {
+    if (dir && path.isAbsolute(dir)) {
+      this.projects.set(dir, cwd);
     }
   }
 

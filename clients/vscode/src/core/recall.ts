@@ -2,7 +2,7 @@
 // up to 5 memories from `recall`, each shown with its name, type, age, staleness note and what
 // the local ranker saw in it (`explain`).
 import type { ProjectTarget } from "./editorContext";
-import { age, firstChars } from "./format";
+import { age, firstChars, oneLine } from "./format";
 import type { MemorydClient } from "./rpcClient";
 import type { RecallResult, RecallWhy, RecalledMemory } from "./types";
 
@@ -91,9 +91,9 @@ export function recallPicks(result: RecallResult, nowMs: number = Date.now()): R
     const note = memory.stale && memory.note ? `⚠ ${memory.note}` : memory.description;
     const why = memory.why ? ` · ${whyText(memory.why)}` : "";
     return {
-      label: memory.name,
-      description: `${kind} · ${age(memory.mtime, nowMs)}${memory.stale ? " · stale" : ""}${why}`,
-      detail: note,
+      label: oneLine(memory.name ?? ""),
+      description: oneLine(`${kind} · ${age(memory.mtime, nowMs)}${memory.stale ? " · stale" : ""}${why}`),
+      detail: oneLine(note ?? ""),
       path: memory.path,
       memory,
     };

@@ -2,8 +2,9 @@
 // as a team memory (`team: true`) only when the project has team sync.
 import type { ProjectTarget } from "./editorContext";
 import { charCount, firstChars } from "./format";
+import type { Message } from "./notifications";
 import type { MemorydClient } from "./rpcClient";
-import { RpcError } from "./rpcClient";
+import { ProtocolError, RpcError } from "./rpcClient";
 import type { TeamStatusResult, WriteResult } from "./types";
 
 export const MEMORY_TYPES = [
@@ -57,8 +58,13 @@ export function writeParams(target: ProjectTarget, input: RememberInput): Record
   return params;
 }
 
-export function remember(client: MemorydClient, target: ProjectTarget, input: RememberInput): Promise<WriteResult> {
-  return client.call<WriteResult>("memory.write", writeParams(target, input));
+export async function remember(client: MemorydClient, target: ProjectTarget, input: RememberInput): Promise<WriteResult> {
+  const result = await client.call<WriteResult>("memory.write", writeParams(target, input));
+  if (typeof result !== "object" || result === null || typeof result.path !== "string") {
+    // said, not shown as "Updated memory undefined"
+    throw new ProtocolError(`memoryd answered memory.write with ${JSON.stringify(result)?.slice(0, 80)}, not the saved memory's path`);
+  }
+  return result;
 }
 
 /** The project's team sync, or null when it has none (not configured, or no repository). */
@@ -81,4 +87,15 @@ export function savedMessage(result: WriteResult, team: boolean): string {
     return `Updated the existing ${where} ${result.merged_into} (a near duplicate)`;
   }
   return `${result.created ? "Saved" : "Updated"} ${where} ${result.path}`;
+}
+
+/**
+ * What to tell the user after a write: where it was saved and, as a warning, what the daemon
+ * warned about (the text looks like it holds a secret, `MEMORY.md` could not be rewritten, a
+ * team memory whose folder does not sync); before, only "Saved memory …" was said.
+ */
+export function savedNotice(result: WriteResult, team: boolean): Message {
+  const warnings = (result.warnings ?? []).filter((w) => typeof w === "string" && w);
+  const saved = savedMessage(result, team);
+  return warnings.length ? { level: "warning", text: `${saved}; ${warnings.join("; ")}` } : { level: "info", text: saved };
 }

@@ -92,6 +92,8 @@ export interface WriteResult {
   path: string;
   created: boolean;
   merged_into: string | null;
+  /** What the user should know about the write (a secret in it, MEMORY.md not rewritten yet). */
+  warnings?: string[];
 }
 
 /** `memory.reconcile`: index lines added for files without one, and removed for files gone. */

@@ -1,0 +1,232 @@
+// src/extension.ts itself, loaded over a stand-in `vscode` module (test/fakeVscode.ts), against
+// the real daemon: what the user sees after choosing a memory, running a command while the
+// daemon is down, saving text that holds a secret, a notebook cell or a git: view in a second
+// folder, a folder removed, a setting changed mid-call, and names that hold a command link.
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, afterEach, before, describe, test } from "node:test";
+
+import { MemorydClient } from "../src/core/rpcClient";
+import * as F from "./fakeVscode";
+import { Daemon, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+
+F.install();
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const extension = require("../src/extension") as { activate(ctx: { subscriptions: Array<{ dispose(): void }> }): void; deactivate(): void };
+
+/** VS Code's LINK_REGEX (workbench/common/notifications.ts): what a message turns into a link. */
+const LINK = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/i;
+const SECRET = "ghp_8f2KxQ7mZ1pR4tV9wY3bN6cD0eF5gH2jL8kM"; // a GitHub PAT's shape, not a real one
+
+const tmp = tempDir("mdx-");
+const env = isolatedEnv(tmp);
+const socketPath = path.join(tmp, "x.sock");
+const one = makeRepo(path.join(tmp, "one"));
+const two = makeRepo(path.join(tmp, "two"));
+fs.writeFileSync(two.claudeMd, "# Two\n"); // no @include: tells the two apart
+let daemon: Daemon;
+let active: { subscriptions: Array<{ dispose(): void }> } | undefined;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function activate(sock: string, folders: string[], settings: Record<string, unknown> = {}): void {
+  F.reset();
+  F.fake.config = { "memoryd.socketPath": sock, ...settings };
+  F.fake.workspaceFolders = folders.map((f, index) => ({ uri: F.Uri.file(f), name: path.basename(f), index }));
+  active = { subscriptions: [] };
+  extension.activate(active);
+}
+
+async function up(): Promise<void> {
+  await waitFor(() => (F.fake.statusItems[0]?.text ?? "").includes("memoryd ·"), 20_000, "the status bar to show the daemon up");
+}
+
+/** Run a command as the palette does, with the user's answers to its questions. */
+async function run(command: string, answers: unknown[], ...args: unknown[]): Promise<F.Shown[]> {
+  const before = F.fake.shown.length;
+  F.fake.answers.push(...answers);
+  const fn = F.fake.commands.get(command);
+  assert.ok(fn, `${command} is registered`);
+  await fn(...args);
+  return F.fake.shown.slice(before);
+}
+
+async function memoryNodes(): Promise<Array<{ label: string; path: string; data?: Record<string, string> }>> {
+  const provider = F.fake.trees.get("memoryd.memoriesView")!;
+  const roots = (await provider.getChildren()) as Array<{ id: string; children?: Array<{ children?: unknown[] }> }>;
+  const memories = roots.find((n) => n.id === "memories");
+  return (memories?.children ?? []).flatMap((group) => (group.children ?? []) as Array<{ label: string; path: string }>);
+}
+
+before(async () => {
+  daemon = await Daemon.start(socketPath, env);
+});
+afterEach(() => {
+  for (const d of active?.subscriptions ?? []) {
+    d.dispose();
+  }
+  extension.deactivate();
+  active = undefined;
+});
+after(async () => {
+  await daemon.stop();
+  cleanup(tmp);
+});
+
+describe("the extension in a stand-in VS Code", () => {
+  test("choosing a memory keeps both views on its project; Delete from the view then works", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    F.openEditor(F.Uri.file(one.apiFile), "The API freezes after March 5");
+    await run("memoryd.remember", [2, "API freeze"]);
+    const node = (await memoryNodes()).find((n) => n.label === "API freeze");
+    assert.ok(node, "listed");
+    await F.fake.commands.get("memoryd.openPath")!(node); // the row's click
+    assert.deepEqual(F.fake.opened, [node.path]);
+    await sleep(300);
+    const memories = (await F.viewText("memoryd.memoriesView")).join("\n");
+    assert.match(memories, /API freeze/, `the Memories view still lists the project's memories:\n${memories}`);
+    const rules = (await F.viewText("memoryd.rulesView")).join("\n");
+    assert.match(rules, /docs\/style\.md/, `the Rules view is still the project's:\n${rules}`);
+    const said = await run("memoryd.deleteMemory", ["Delete"], node);
+    assert.deepEqual(said.filter((m) => m.level === "error"), []);
+    assert.equal(fs.existsSync(node.path), false, "deleted");
+  });
+
+  test("a memory's menu acts in the project it was listed for, whatever editor is active", async () => {
+    activate(socketPath, [one.root, two.root]);
+    await up();
+    F.openEditor(F.Uri.file(one.apiFile), "Releases leave on Tuesdays");
+    await run("memoryd.remember", [2, "Release train"]);
+    const node = (await memoryNodes()).find((n) => n.label === "Release train");
+    assert.ok(node);
+    F.openEditor(F.Uri.file(two.apiFile)); // the other folder's file, before the view catches up
+    const said = await run("memoryd.deleteMemory", ["Delete"], node);
+    assert.deepEqual(said.filter((m) => m.level === "error"), []);
+    assert.equal(fs.existsSync(node.path), false);
+  });
+
+  test("a command run while the daemon is down says what was not done", async () => {
+    const sock = path.join(tmp, "down", "d.sock");
+    activate(sock, [one.root]);
+    await waitFor(() => F.fake.shown.length > 0, 5_000, "the outage warning");
+    assert.equal(F.fake.shown.length, 1, "one warning for the outage");
+    F.openEditor(F.Uri.file(one.apiFile), "The API freezes after March 5");
+    const said = await run("memoryd.remember", [2, "API freeze"]);
+    assert.equal(said.length, 1, JSON.stringify(said));
+    assert.equal(said[0]!.level, "error");
+    assert.match(said[0]!.text, /^memoryd: not saved: memoryd is not running on .*d\.sock/);
+    assert.deepEqual(said[0]!.items, ["Start memoryd"]);
+    const recalled = await run("memoryd.recall", ["deploys"]);
+    assert.match(recalled[0]?.text ?? "", /^memoryd: recall failed: memoryd is not running/);
+  });
+
+  test("a write the daemon warns about (it holds a secret) is a warning that says so", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    F.openEditor(F.Uri.file(one.apiFile), `the CI token is ${SECRET}`);
+    const said = await run("memoryd.remember", [3, "CI token"]);
+    const saved = said.find((m) => /Saved memory/.test(m.text));
+    assert.ok(saved, JSON.stringify(said));
+    assert.equal(saved.level, "warning");
+    assert.match(saved.text, /looks like it holds a secret .*github-pat/);
+    assert.ok(!saved.text.includes(SECRET), "the secret itself is not shown");
+  });
+
+  test("a notebook cell or a git: view of a file in the second folder shows that folder's rules", async () => {
+    activate(socketPath, [one.root, two.root]);
+    await up();
+    for (const scheme of ["vscode-notebook-cell", "git"]) {
+      F.openEditor(F.Uri.from({ scheme, path: path.join(two.root, "src", "api", "model.ipynb"), query: scheme === "git" ? "ref=HEAD" : "" }));
+      const rules = (await F.viewText("memoryd.rulesView")).join("\n");
+      assert.ok(!rules.includes("docs/style.md"), `${scheme}: not folder one's CLAUDE.md:\n${rules}`);
+      assert.match(rules, /api\.md {2}— Project · paths: src\/api\/\*\* matched src\/api\/model\.ipynb/, `${scheme}:\n${rules}`);
+    }
+    F.openEditor(F.Uri.from({ scheme: "output", path: "extension-output-memoryd" }));
+    assert.match((await F.viewText("memoryd.rulesView")).join("\n"), /docs\/style\.md/, "a panel that is no file: the first folder");
+  });
+
+  test("a workspace folder removed at run time refreshes both views", async () => {
+    activate(socketPath, [one.root, two.root]);
+    await up();
+    let refreshed = 0;
+    for (const id of ["memoryd.rulesView", "memoryd.memoriesView"]) {
+      (F.fake.trees.get(id)!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
+    }
+    F.setFolders([two.root]);
+    await waitFor(() => refreshed >= 2, 2_000, "both views to refresh");
+    assert.ok(!(await F.viewText("memoryd.rulesView")).join("\n").includes("docs/style.md"));
+  });
+
+  test("a setting that is not the connection's leaves the connection and its calls alone", async () => {
+    const sock = path.join(tmp, "slow.sock");
+    let connections = 0;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      if (request.method === "recall") {
+        setTimeout(() => reply({ memories: [], selector: "model" }), 600); // a model takes its time
+      } else if (request.method === "subscribe") {
+        reply({ subscribed: [] });
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32003, message: "not here" } }) + "\n");
+      }
+    });
+    server.server.on("connection", () => connections++);
+    try {
+      activate(sock, [one.root]);
+      await waitFor(() => connections === 1, 5_000, "the connection");
+      F.openEditor(F.Uri.file(one.apiFile));
+      F.fake.answers.push("deploys");
+      const recall = F.fake.commands.get("memoryd.recall")!();
+      await sleep(150);
+      F.setConfig({ "memoryd.showNotifications": false });
+      await recall;
+      assert.deepEqual(F.fake.shown.map((m) => m.text).filter((t) => /deploys/.test(t)), ['memoryd: no memory about "deploys"']);
+      assert.equal(connections, 1);
+      F.setConfig({ "memoryd.requestTimeoutMs": 4000 });
+      await waitFor(() => connections === 2, 5_000, "a new connection for a new timeout");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a name holding a command link or control characters is shown as text, never as a link", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    const name = "[Show history](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22id%5Cn%22%7D)";
+    F.openEditor(F.Uri.file(one.apiFile), "Deploys go through the canary first");
+    await run("memoryd.remember", [2, name]);
+    const node = (await memoryNodes()).find((n) => n.label.startsWith("[Show history]"));
+    assert.ok(node);
+    const said = await run("memoryd.memoryHistory", [], node);
+    assert.match(said[0]?.text ?? "", /^memoryd: no earlier versions of \[Show history\] \(command:/);
+    await run("memoryd.remember", [2, "evil\u202egnp.exe"]);
+    const spoof = (await memoryNodes()).find((n) => n.label.startsWith("evil"));
+    assert.equal(spoof?.label, "evil\\u202egnp.exe", "shown in the order it is stored");
+    for (const m of F.fake.shown) {
+      assert.doesNotMatch(m.text, LINK, m.text);
+      assert.doesNotMatch(m.text, /[\n\u202e]/, m.text);
+    }
+  });
+
+  test("deactivating closes its connection and unregisters everything", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    for (const d of active!.subscriptions) {
+      d.dispose();
+    }
+    extension.deactivate();
+    active = undefined;
+    assert.ok(F.fake.statusItems[0]!.disposed);
+    assert.equal(F.fake.commands.size, 0, "commands unregistered");
+    assert.equal(F.fake.trees.size, 0, "views unregistered");
+    const probe = new MemorydClient({ socketPath, reconnect: false });
+    try {
+      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, 5_000, "only the probe connected");
+    } finally {
+      probe.close();
+    }
+  });
+});
