@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from memoryd_client.client import (
     Client,
     DaemonUnavailable,
+    ProtocolError,
     RpcError,
     UntrustedSocket,
     default_socket_path,
@@ -25,6 +26,7 @@ __all__ = [
     "AsyncClient",
     "Client",
     "DaemonUnavailable",
+    "ProtocolError",
     "RpcError",
     "UntrustedSocket",
     "default_socket_path",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,13 @@ from memoryd_client.client import (
     CONNECT_RETRY_S,
     Connector,
     DaemonUnavailable,
+    ProtocolError,
     _rpc_error,
     _unwrap,
+    bad_reply,
     default_socket_path,
     encode_line,
+    parse_reply,
 )
 from memoryd_client.methods import AsyncMethods
 
@@ -86,15 +88,21 @@ class AsyncClient(AsyncMethods):
         error: BaseException = DaemonUnavailable("memoryd closed the connection")
         try:
             while True:
-                line = await reader.readline()
+                try:
+                    line = await reader.readline()
+                except ValueError:  # over the reader's limit
+                    raise bad_reply(self.socket_path, "is a line over 256 MiB", b"") from None
                 if not line:
                     break
-                message = json.loads(line)
-                if isinstance(message, list):
-                    for item in message:
-                        self._deliver(item)
-                else:
-                    self._deliver(message)
+                message = parse_reply(self.socket_path, line)
+                for item in message if isinstance(message, list) else [message]:
+                    if not isinstance(item, dict):
+                        raise bad_reply(self.socket_path, "is not a JSON-RPC object", item)
+                    self._deliver(item)
+        except ProtocolError as exc:
+            # Every call in flight gets it at once (the one it answered is unknown), rather
+            # than a misleading "memoryd closed the connection" or each waiting out its timeout.
+            error = exc
         except (ConnectionError, OSError) as exc:
             error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
         finally:
@@ -108,7 +116,9 @@ class AsyncClient(AsyncMethods):
                     # The daemon closes a connection whose line it refused: the calls still
                     # waiting get its reason, not "memoryd closed the connection".
                     refused = self._unmatched_error
-                    future.set_exception(error if refused is None else _rpc_error(refused))
+                    future.set_exception(
+                        error if refused is None else _rpc_error(refused, self.socket_path)
+                    )
             self._pending.clear()
 
     def _deliver(self, message: Any) -> None:
@@ -126,7 +136,7 @@ class AsyncClient(AsyncMethods):
             self._unmatched_after = self._last_id
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(_rpc_error(message["error"]))
+                    future.set_exception(_rpc_error(message["error"], self.socket_path))
             return
         answered = message.get("id")
         if isinstance(answered, int) and answered > self._unmatched_after:
@@ -162,11 +172,17 @@ class AsyncClient(AsyncMethods):
                 except TimeoutError:
                     raise DaemonUnavailable(f"connection to memoryd lost: {exc}") from exc
             else:
-                reply = await asyncio.wait_for(future, self.timeout)
+                try:
+                    reply = await asyncio.wait_for(future, self.timeout)
+                except TimeoutError:
+                    # asyncio's own has no message at all.
+                    raise TimeoutError(
+                        f"memoryd did not answer {method} within {self.timeout:.3g} s"
+                    ) from None
         finally:
             # A timed-out or failed call must not leave its future behind for good.
             self._pending.pop(request_id, None)
-        return _unwrap(reply)
+        return _unwrap(reply, self.socket_path)
 
     async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:
         return await asyncio.wait_for(self.notifications.get(), wait_s)

@@ -32,6 +32,29 @@ class UntrustedSocket(DaemonUnavailable):
     report as it is instead of starting a daemon next to it."""
 
 
+class ProtocolError(DaemonUnavailable):
+    """What answers on the socket does not speak memoryd's JSON-RPC: a reply line that is not
+    JSON, a message that is not an object, an error without an integer code. The connection is
+    dropped (the next call connects again); memctl reports it like a daemon that is down, with
+    this message, not a traceback."""
+
+
+def bad_reply(socket_path: Path, why: str, text: object) -> ProtocolError:
+    shown = text if isinstance(text, bytes) else json.dumps(text, ensure_ascii=False, default=str)
+    excerpt = repr(shown[:120]) + (" …" if len(shown) > 120 else "")
+    return ProtocolError(
+        f"what answers on {socket_path} is not memoryd (its reply {why}): {excerpt}"
+    )
+
+
+def parse_reply(socket_path: Path, line: bytes) -> Any:
+    """One reply line as JSON; ProtocolError for one that is not (or is not UTF-8)."""
+    try:
+        return json.loads(line)
+    except ValueError:  # UnicodeDecodeError is one
+        raise bad_reply(socket_path, "is not JSON", line.rstrip(b"\r\n")) from None
+
+
 class RpcError(Exception):
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(f"[{code}] {message}")
@@ -171,13 +194,19 @@ def encode_line(payload: Any) -> bytes:
     return json_bytes(payload) + b"\n"
 
 
-def _rpc_error(err: dict[str, Any]) -> RpcError:
-    return RpcError(int(err.get("code", -32603)), str(err.get("message", "")), err.get("data"))
+def _rpc_error(err: Any, socket_path: Path) -> RpcError | ProtocolError:
+    """The exception for a JSON-RPC error member (returned, for raising or for a future)."""
+    code = err.get("code") if isinstance(err, dict) else None
+    if not isinstance(code, int) or isinstance(code, bool):
+        return bad_reply(socket_path, "has an error without an integer code", err)
+    return RpcError(code, str(err.get("message", "")), err.get("data"))
 
 
-def _unwrap(reply: dict[str, Any]) -> Any:
+def _unwrap(reply: Any, socket_path: Path) -> Any:
+    if not isinstance(reply, dict):
+        raise bad_reply(socket_path, "is not a JSON-RPC object", reply)
     if "error" in reply and reply["error"] is not None:
-        raise _rpc_error(reply["error"])
+        raise _rpc_error(reply["error"], socket_path)
     return reply.get("result")
 
 
@@ -281,7 +310,11 @@ class Client(SyncMethods):
                 raise self._lost("memoryd closed the connection")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        try:
+            return parse_reply(self.socket_path, line)
+        except ProtocolError:
+            self.close()  # whatever sent it, the rest of that stream is not to be trusted
+            raise
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """One request and its reply, within `timeout` seconds in all."""
@@ -299,7 +332,11 @@ class Client(SyncMethods):
                     continue
                 if isinstance(message, dict) and message.get("id") not in (request_id, None):
                     continue
-                return _unwrap(message)
+                try:
+                    return _unwrap(message, self.socket_path)
+                except ProtocolError:
+                    self.close()
+                    raise
         finally:
             if self._sock is not None and deadline is not None:
                 self._sock.settimeout(self.timeout)

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
-from memoryd_client.client import DaemonUnavailable, RpcError
+from memoryd_client.client import DaemonUnavailable, ProtocolError, RpcError, UntrustedSocket
 from memoryd_client.version import installed_version
 
 INSTRUCTIONS = (
@@ -63,6 +63,8 @@ class Tools:
         try:
             async with AsyncClient(self.socket_path, timeout=self.timeout) as conn:
                 return await conn.call(method, params)
+        except (ProtocolError, UntrustedSocket) as exc:
+            raise ToolError(str(exc)) from exc  # something answers there: not "not running"
         except DaemonUnavailable as exc:
             raise ToolError(f"memoryd is not running: {exc}") from exc
         except RpcError as exc:

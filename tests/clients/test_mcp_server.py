@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -211,3 +212,29 @@ async def test_remember_passes_the_daemons_warning_on(
             )
         )
     assert saved == {"path": "/m/user_x.md", "created": True, "warnings": [warning]}
+
+
+async def test_a_socket_that_is_not_memoryd_is_named_not_called_down(
+    project: Path, short_tmp: Path
+) -> None:
+    path = short_tmp / "web.sock"
+
+    async def web(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        writer.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        await writer.drain()
+        await reader.read()  # and keep the connection open
+        writer.close()
+
+    server = await asyncio.start_unix_server(web, str(path))
+    try:
+        async with mcp_session(path, project) as session:
+            result = await session.call_tool("list", {})
+    finally:
+        server.close()
+    assert result.is_error
+    text = result.content[0].text
+    # Before: "memoryd is not running: memoryd closed the connection" (it did neither).
+    assert f"what answers on {path} is not memoryd" in text
+    assert "HTTP/1.1 400" in text
+    assert "not running" not in text
