@@ -316,7 +316,7 @@ class _Loader:
         self.processed[real] = path
         self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
         for ref in markdown.find_includes(body):
-            self._include(ref, path, ftype, depth + 1, (*stack, real))
+            self._include(ref, path, real.parent, ftype, depth + 1, (*stack, real))
 
     def _link_allowed(self, path: Path, real: Path, ftype: FileType) -> bool:
         """A top-level or rule file that is a symlink passes the gates an include of its
@@ -357,10 +357,18 @@ class _Loader:
         return text
 
     def _include(
-        self, ref: str, including: Path, ftype: FileType, depth: int, stack: tuple[Path, ...]
+        self,
+        ref: str,
+        including: Path,
+        base: Path,
+        ftype: FileType,
+        depth: int,
+        stack: tuple[Path, ...],
     ) -> None:
         req = self.request
-        target = includes.resolve(ref, including.parent, req.home)
+        # Relative to the real file's folder: `~/.claude/CLAUDE.md` linked into a dotfiles
+        # checkout includes `@prefs.md` beside it there (the link's folder lost every one).
+        target = includes.resolve(ref, base, req.home)
         # The seed's `depth >= MAX_INCLUDE_DEPTH`, the top file at depth 0: 4 levels of includes.
         if depth >= req.max_include_depth:
             self._skip(

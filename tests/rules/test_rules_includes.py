@@ -293,3 +293,27 @@ def test_realfs_maps_permission_error(tree: Tree) -> None:
         assert caught.value.reason == "unreadable"
     finally:
         path.chmod(0o644)
+
+
+def test_a_linked_file_includes_relative_to_its_real_folder(
+    tree: Tree, load: Loader, isolated_env: IsolatedEnv
+) -> None:
+    # The dotfiles setup: ~/.claude/CLAUDE.md links into a checkout that holds its includes.
+    dotfiles = isolated_env.home / "dotfiles" / "claude"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "CLAUDE.md").write_text("global rules @prefs.md")
+    (dotfiles / "prefs.md").write_text("British spelling")
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "CLAUDE.md").symlink_to(dotfiles / "CLAUDE.md")
+    # A rules folder linked to a shared one inside the project: its rule's include beside it.
+    tree.write("shared/rules/style.md", "style @tabs.md")
+    tree.write("shared/rules/tabs.md", "tabs, not spaces")
+    tree.mkdir(".claude")
+    tree.link(".claude/rules", tree.root / "shared/rules")
+    result = load(tree.root)
+    contents = [f.content for f in result.files]
+    assert "British spelling" in contents
+    assert "tabs, not spaces" in contents
+    assert result.files[1].path == dotfiles / "prefs.md"
+    assert result.files[1].parent == isolated_env.config_dir / "CLAUDE.md"  # as it was found
+    assert [s for s in result.skipped if s.reason == "missing"] == []
