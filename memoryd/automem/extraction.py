@@ -340,6 +340,7 @@ class Extraction:
         if changed is not None:
             self._skip_main_agent(turn, f"{changed} changed on disk since the last turn")
             return None
+        offered_before = self._cursor.get(turn.session_id)
         self._cursor[turn.session_id] = len(turn.messages)
         written: list[Path] = []
 
@@ -373,6 +374,8 @@ class Extraction:
         finally:
             # Even when the run was stopped: what it wrote is indexed and announced.
             await self.settle(project, memory_dir, written)
+        if result.stop_reason == "error":
+            self._offer_again(turn, offered_before)
         self.counts["written"] += len(written)
         self.last_run = {
             "project": str(project.root),
@@ -386,6 +389,18 @@ class Extraction:
         }
         await self._report_silent_failure(result, written)
         return result
+
+    def _offer_again(self, turn: Turn, offered_before: int | None) -> None:
+        """A run that failed (the model unreachable, overloaded past every retry) looked at
+        nothing: the next extraction of the session is offered this turn's messages again.
+        Before, they were passed over for good. Not when a compaction moved the cursor since."""
+        session = turn.session_id
+        if self._cursor.get(session) != len(turn.messages):
+            return
+        if offered_before is None:
+            self._cursor.pop(session, None)
+        else:
+            self._cursor[session] = offered_before
 
     async def settle(
         self, project: Project, memory_dir: Path, written: list[Path], *, always: bool = False

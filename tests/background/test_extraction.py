@@ -455,6 +455,29 @@ async def test_an_overloaded_storm_backs_off_then_is_reported(
     await client.close()
 
 
+async def test_a_turn_whose_extraction_failed_is_offered_again(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    fake_model.handler = lambda _req: error_reply(529, "overloaded_error", "Overloaded")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    assert len(fake_model.message_requests()) == 4  # failed through every retry
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    later = CONVO + transcript(("Now fix the typo in the README.", "Fixed."))
+    await _after_turn(ws, later)
+    await _idle(ws)
+    # The next extraction is shown the failed turn too (before: only the messages after it,
+    # so what the user said in the failed turn was never looked at).
+    body = json.dumps(fake_model.message_requests()[-1].json)
+    assert "stop mocking the database" in body
+    assert "last 4 messages" in body
+    # A run that worked moves the cursor on as before.
+    await _after_turn(ws, [*later, *transcript(("Thanks.", "You are welcome."))])
+    await _idle(ws)
+    body = json.dumps(fake_model.message_requests()[-1].json)
+    assert "stop mocking the database" not in body
+
+
 async def test_reuse_without_a_system_prompt_sends_none(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:
