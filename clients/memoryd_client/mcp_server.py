@@ -1,8 +1,8 @@
 """`memoryd-mcp`: memoryd as a stdio MCP server (official `mcp` SDK), for any MCP-capable client.
 
 Tools: `recall`, `remember`, `list` and `read` (`mcp_tools`). The project is the tool's `cwd`
-argument, else `--cwd`, else `$MEMORYD_MCP_CWD`, else the directory the client started the
-server in.
+argument, else `--cwd`, else `$MEMORYD_MCP_CWD` (either relative to the directory the server
+starts in), else that directory.
 
 The SDK (with the web stack it brings) is the `[mcp]` extra, not the base install: this module
 parses the command line without it and says how to install it when it is missing.
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> None:
         print(MISSING_EXTRA.format(name=exc.name), file=sys.stderr)
         sys.exit(EXIT_MISSING_EXTRA)
     default_cwd = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or os.getcwd()
+    # A relative one (`"args": ["--cwd", "."]` in a host's config) is the start directory's:
+    # left relative, every tool call failed as if the model had passed a bad `cwd`.
+    default_cwd = os.path.abspath(os.path.expanduser(default_cwd))
     build_server(Tools(args.socket, default_cwd)).run("stdio")
 
 

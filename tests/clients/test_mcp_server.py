@@ -238,3 +238,23 @@ async def test_a_socket_that_is_not_memoryd_is_named_not_called_down(
     assert f"what answers on {path} is not memoryd" in text
     assert "HTTP/1.1 400" in text
     assert "not running" not in text
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+async def test_a_relative_default_project_is_taken_from_the_start_directory(
+    fake_daemon: FakeDaemon, tmp_path: Path, project: Path, how: str
+) -> None:
+    fake_daemon.on("memory.list", {"memory_dir": "/m", "memories": [], "instruction_files": []})
+    args = ["-m", "memoryd_client.mcp_server", "--socket", str(fake_daemon.socket_path)]
+    env = memctl_env()
+    if how == "flag":
+        args += ["--cwd", "proj"]
+    else:
+        env["MEMORYD_MCP_CWD"] = "proj"
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.call_tool("list", {})
+    # Before: "cwd must be an existing absolute directory, got 'proj'" on every call.
+    assert not listed.is_error, listed.content
+    assert fake_daemon.calls("memory.list") == [{"cwd": str(project)}]
