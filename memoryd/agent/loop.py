@@ -10,7 +10,7 @@ is reported). Given `seen` (`agent.seen.SeenFiles`), a write of a file that exis
 Read of it in this run with the file unchanged since, checked under the caller's lock right
 before the write (else an error result tells the model to read it again). The loop ends on a reply
 without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
-model error. Failures are loud: each denial, a reached turn limit and a failed model call
+model error or refusal. Failures are loud: each denial, a reached turn limit and a failed model call
 are reported through `host.report_worker_error` under the run's feature name.
 """
 
@@ -143,6 +143,13 @@ async def run_agent(
                 break
             result.turns += 1
             add_tokens(result.usage, reply.usage)
+            if getattr(reply, "stop_reason", None) == "refusal":
+                # The model declined: nothing it began is run, and the run failed (a session
+                # update counted it as done, and the notes as covering the transcript).
+                result.stop_reason = "error"
+                result.error = "the model declined to do it (stop_reason: refusal)"
+                await host.report_worker_error(feature, result.error)
+                break
             blocks = _reply_blocks(feature, reply)
             # Sent back with the next request: a lone surrogate in a tool input would make
             # every later request of the run unencodable.

@@ -16,7 +16,14 @@ from memoryd.session.compaction import BOUNDARY_TAG
 from memoryd.session.template import builtin_template
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, fake_model_config, start_daemon, stop_daemon
-from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    error_reply,
+    message,
+    slow,
+    text_reply,
+    tool_use_reply,
+)
 from tests.fakes.swapped_files import fifo_released_later
 from tests.session.builders import assistant, conversation, tool_call, tool_result, user, words
 from tests.session.conftest import SessionModel
@@ -317,6 +324,48 @@ async def test_a_failed_update_keeps_the_previous_summary(
     ).record
     assert record.last_error is not None
     assert record.updates == 0
+
+
+async def test_a_refused_update_is_a_failed_one(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    previous = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nEarlier title")
+    summary.write_text(previous)
+    # Half an edit, then the model declines (stop_reason "refusal"): before, the update counted
+    # as done — the notes "covered" every message, so `compact` dropped what they never held.
+    refusal = message(
+        [
+            {
+                "type": "tool_use",
+                "id": "toolu_r",
+                "name": "Edit",
+                "input": {"file_path": str(draft_of(summary)), "old_string": TITLE_LINE},
+            }
+        ],
+        stop_reason="refusal",
+    )
+    session_model.enqueue(edit_title(summary, "half-done"), refusal)
+    client = await subscribed(handle, "worker/error")
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    assert summary.read_text() == previous
+    record = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    ).record
+    assert record.last_error is not None
+    assert "refusal" in record.last_error
+    assert record.updates == 0
+    assert record.summarized_messages is None
+    note = await wait_for_event(client, "worker/error")
+    while note["worker"] != "session_memory":  # extraction's own complaint comes too
+        note = await wait_for_event(client, "worker/error")
+    assert "declined" in note["message"]
+    assert len(session_model.requests) == 2  # nothing more asked after the refusal
+    await client.close()
 
 
 async def test_an_update_killed_midway_keeps_the_previous_summary(
