@@ -78,6 +78,17 @@ def _int(tool_input: dict[str, Any], key: str, default: int) -> int:
     return value
 
 
+def _bool(tool_input: dict[str, Any], key: str) -> bool:
+    """A flag: true, false, or left out (false). Models and compatible providers send booleans
+    as strings too: "false" is false (read as truthy, an ambiguous Edit replaced every match)."""
+    value = tool_input.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ToolError(f"{key!r} must be true or false")
+
+
 def _clip(text: str, *, cut: bool = False) -> str:
     """At most MAX_OUTPUT_CHARS of `text`, with a note when it was cut (here or before)."""
     if len(text) <= MAX_OUTPUT_CHARS and not cut:
@@ -206,7 +217,7 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     pattern = _str(tool_input, "pattern")
     raw_path = _str(tool_input, "path", required=False)
     base = policy.check_read(raw_path) if raw_path else policy.default_dir
-    regex = _compile_linear(pattern, ignore_case=bool(tool_input.get("-i")))
+    regex = _compile_linear(pattern, ignore_case=_bool(tool_input, "-i"))
     mode = tool_input.get("output_mode") or "files_with_matches"
     if mode not in ("files_with_matches", "content", "count"):
         raise ToolError("output_mode must be files_with_matches, content or count")
@@ -432,7 +443,7 @@ def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
         text,
         _str(edit, "old_string"),
         _str(edit, "new_string"),
-        bool(edit.get("replace_all")),
+        _bool(edit, "replace_all"),
         path,
     )
 

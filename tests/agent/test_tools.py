@@ -122,6 +122,35 @@ def test_write_and_edit_plans(root: Path, policy: AccessPolicy) -> None:
         tools.plan_write(policy, {"file_path": str(root / "a.md"), "content": "no"})
 
 
+@pytest.mark.parametrize(
+    ("flag", "outcome"),
+    [("false", "2 times"), ("False", "2 times"), (" true ", "b b"), (True, "b b"), (1, "true or")],
+)
+def test_replace_all_given_as_a_string_means_what_it_says(
+    root: Path, policy: AccessPolicy, flag: object, outcome: str
+) -> None:
+    # "false" was read as truthy: an ambiguous Edit replaced every match instead of failing.
+    (root / "sub" / "dup.md").write_text("a a")
+    edit = {"file_path": str(root / "sub" / "dup.md"), "old_string": "a", "new_string": "b"}
+    for plan, tool_input in (
+        (tools.plan_edit, {**edit, "replace_all": flag}),
+        (
+            tools.plan_multi_edit,
+            {"file_path": edit["file_path"], "edits": [{**edit, "replace_all": flag}]},
+        ),
+    ):
+        if outcome == "b b":
+            assert plan(policy, tool_input).text == "b b"
+        else:
+            with pytest.raises(tools.ToolError, match=outcome):
+                plan(policy, tool_input)
+
+
+def test_grep_case_flag_given_as_a_string(root: Path, policy: AccessPolicy) -> None:
+    assert tools.grep(policy, {"pattern": "Beta", "-i": "false"}) == str(root / "sub" / "b.md")
+    assert len(tools.grep(policy, {"pattern": "Beta", "-i": "true"}).splitlines()) == 2
+
+
 async def test_bash_runs_allowed_commands_without_a_shell(root: Path, policy: AccessPolicy) -> None:
     assert "a.md" in await tools.bash(policy, {"command": "ls"})
     assert (await tools.bash(policy, {"command": f"wc -l {root / 'a.md'}"})).startswith("3 ")
