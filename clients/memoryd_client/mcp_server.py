@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from memoryd_client.version import installed_version
 
 EXIT_MISSING_EXTRA = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 MISSING_EXTRA = (
     "memoryd-mcp: this needs the MCP SDK ({name} is missing): install memoryd[mcp]: from the "
     "memoryd checkout, `pipx install --force '.[mcp]'`, or `pip install '.[mcp]'` into "
@@ -41,7 +43,17 @@ def main(argv: list[str] | None = None) -> None:
     # A relative one (`"args": ["--cwd", "."]` in a host's config) is the start directory's:
     # left relative, every tool call failed as if the model had passed a bad `cwd`.
     default_cwd = os.path.abspath(os.path.expanduser(default_cwd))
-    build_server(Tools(args.socket, default_cwd)).run("stdio")
+    server = build_server(Tools(args.socket, default_cwd))
+    # Ctrl-C in a host's terminal reaches its MCP servers too. asyncio's own handling cancels
+    # the server, which then waits for the SDK's stdin reader, a thread blocked in read(): the
+    # process stopped answering yet lived on until the host closed stdin, then printed a
+    # KeyboardInterrupt traceback. Exit at once and quietly instead, as on SIGTERM.
+    signal.signal(signal.SIGINT, _exit_on_interrupt)
+    server.run("stdio")
+
+
+def _exit_on_interrupt(_signum: int, _frame: object) -> None:
+    os._exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

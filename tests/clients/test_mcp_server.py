@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -258,3 +260,46 @@ async def test_a_relative_default_project_is_taken_from_the_start_directory(
     # Before: "cwd must be an existing absolute directory, got 'proj'" on every call.
     assert not listed.is_error, listed.content
     assert fake_daemon.calls("memory.list") == [{"cwd": str(project)}]
+
+
+def test_sigint_ends_the_server_at_once_and_quietly(fake_daemon: FakeDaemon, project: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memoryd_client.mcp_server",
+            "--socket",
+            str(fake_daemon.socket_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(),
+        cwd=str(project),
+    )
+    try:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdin.write(json.dumps(init).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(signal.SIGINT)
+        # Before: it stopped answering but lived on until stdin closed, then printed a
+        # KeyboardInterrupt traceback.
+        assert proc.wait(timeout=10) == 130
+        assert proc.communicate()[1] == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()  # waits, and closes the three pipes
