@@ -11,6 +11,7 @@ Every refusal is a JSON object `{"error": <code>, "message": …, …}` built in
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -281,17 +282,28 @@ class _TeamMemoryAPI:
             raise too_large
         chunks: list[bytes] = []
         size = 0
-        # Read at most cap + 1 bytes, whatever Content-Length said (or did not say).
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > cap:
-                    raise too_large
-                chunks.append(chunk)
-        except ClientDisconnect:
-            # The client gave up (its timeout) mid-body: nothing is stored, nobody to answer.
-            raise Problem(400, "client_disconnected", "the request body was cut off") from None
-        return b"".join(chunks)
+        # Read at most cap + 1 bytes, whatever Content-Length said (or did not say); each wait
+        # for more is bounded, or a client that stalled mid-body held its connection for ever.
+        while True:
+            try:
+                message = await asyncio.wait_for(request.receive(), self.settings.body_timeout_s)
+            except TimeoutError:
+                raise Problem(
+                    408,
+                    "body_timeout",
+                    f"no part of the body arrived for {self.settings.body_timeout_s:g} s",
+                    headers={"Connection": "close"},
+                ) from None
+            if message["type"] == "http.disconnect":
+                # The client gave up (its timeout) mid-body: nothing is stored, nobody to answer.
+                raise Problem(400, "client_disconnected", "the request body was cut off")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     def _parse_entries(self, body: bytes) -> dict[str, str]:
         try:

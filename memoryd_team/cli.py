@@ -35,6 +35,7 @@ from memoryd_team.settings import (
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_ENTRY_BYTES,
     DEFAULT_PAGE_BYTES,
+    SHUTDOWN_GRACE_S,
     ServerSettings,
 )
 from memoryd_team.storage import DATABASE_ENV, DATABASE_TIMEOUT_ENV, open_storage
@@ -280,6 +281,7 @@ def _serve(args: argparse.Namespace) -> int:
         "ws": "none",
         "lifespan": "on",
         "server_header": False,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
     }
     if args.workers == 1:
         config = uvicorn.Config(make_app(_storage(args), settings), **options)

@@ -17,6 +17,12 @@ DEFAULT_FULL_BYTES = 8 * 1024 * 1024
 # Each wait on PostgreSQL (connect, a pooled connection, one statement); a stalled request costs
 # about two of them (the statement, then its cancellation), to stay inside a client's 30 s.
 DEFAULT_DATABASE_TIMEOUT_S = 5.0
+# A client that sends no byte of its body for this long has stalled (a laptop asleep, a dropped
+# VPN; its own write timeout is 30 s): 408 and the connection closed, not held for ever.
+DEFAULT_BODY_TIMEOUT_S = 30.0
+# On SIGTERM, requests still in flight after this long are cancelled: a stalled client must
+# not keep a restart waiting for ever (uvicorn's default) or until the supervisor's SIGKILL.
+SHUTDOWN_GRACE_S = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,7 @@ class ServerSettings:
     secret_scan: bool = True
     page_bytes: int = DEFAULT_PAGE_BYTES
     full_bytes: int = DEFAULT_FULL_BYTES
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.max_entries is not None and self.max_entries < 1:
@@ -37,3 +44,5 @@ class ServerSettings:
             raise ValueError("max_entry_bytes must be at least 1")
         if self.page_bytes < 1 or self.full_bytes < 1:
             raise ValueError("page_bytes and full_bytes must be at least 1")
+        if not self.body_timeout_s > 0:
+            raise ValueError("body_timeout_s must be positive")

@@ -358,3 +358,28 @@ def test_a_version_no_database_can_hold_is_not_found(database_url: str, version:
         assert result.returncode == 1, result.stderr
         assert f"no version {version} of 'a.md'" in result.stderr
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_serve_stops_on_sigterm_while_a_client_has_stalled_mid_upload(
+    database_url: str, tmp_path: Path
+) -> None:
+    """uvicorn waited for every request in flight without limit: a client asleep mid-upload
+    kept `systemctl restart` waiting for ever (until the supervisor's SIGKILL)."""
+    token = team("token", "create", "--repo", "acme/widgets", "--database", database_url)
+    secret = token.stdout.strip().splitlines()[-1]
+    server = start_server_process(database_url, tmp_path / "serve.log", "--log-level", "info")
+    try:
+        port = int(urlsplit(server.url).port or 0)
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(
+                f"PUT {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+                f"Authorization: Bearer {secret}\r\nContent-Length: 100000\r\n\r\n".encode()
+                + b'{"entries": {"a.md": "'
+            )
+            time.sleep(0.5)  # the request is in flight, waiting for the rest of its body
+            server.process.terminate()
+            server.process.wait(25)  # SHUTDOWN_GRACE_S (10 s) and some room
+    finally:
+        server.stop()
+    assert "timeout graceful shutdown exceeded" in server.log.read_text()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import time
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -291,6 +293,39 @@ def test_body_cap_holds_without_content_length(
     with server.client(token) as http:
         reply = http.put(TEAM_MEMORY_PATH, params={"repo": "acme/widgets"}, content=chunks())
     assert reply.status_code == 413
+
+
+def _stalled_upload(server: ThreadedServer, token: str) -> socket.socket:
+    """A PUT whose client sends its headers and part of the body, then nothing more."""
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(
+        f"PUT {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Length: 100000\r\n\r\n".encode()
+        + b'{"entries": {"a.md": "'
+        + b"x" * 1000
+    )
+    return sock
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_body_that_stops_arriving_is_408_and_the_connection_closed(
+    team_server_factory: Callable[..., ThreadedServer],
+) -> None:
+    """A client asleep mid-upload held its connection (and the body so far) for ever."""
+    server = team_server_factory(ServerSettings(body_timeout_s=1.0))
+    token = server.token("acme/widgets")
+    with _stalled_upload(server, token) as sock:
+        sock.settimeout(15)
+        started = time.monotonic()
+        reply = b""
+        while chunk := sock.recv(65536):  # until the server closes the connection
+            reply += chunk
+        assert time.monotonic() - started < 10
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(body)["error"] == "body_timeout"
+    with server.client(token) as http:  # nothing of it was stored
+        assert http.get(TEAM_MEMORY_PATH, params={"repo": "acme/widgets"}).status_code == 404
 
 
 def test_entry_over_the_per_entry_limit_is_413(repo: Repo) -> None:
