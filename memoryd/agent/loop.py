@@ -117,6 +117,9 @@ async def run_agent(
     tool_defs = tools if tools is not None else agent_tools.definitions(policy)
     if tools is None:
         tool_defs = tool_defs + [t.definition for t in extras.values()]
+    # Only what the request offered runs: MagicDocs offers Read and Edit, and a model that
+    # called Write anyway replaced the whole doc.
+    offered = frozenset(d.get("name") for d in tool_defs if isinstance(d, dict))
     convo: list[dict[str, Any]] = list(messages)
     request: dict[str, Any] = {
         "model": model or host.model.model_for("large"),
@@ -182,7 +185,7 @@ async def run_agent(
                 outputs.append(
                     await _run_tool(
                         host, feature, policy, use.name, use.id, tool_input, result,
-                        hooks, extras,
+                        hooks, extras, offered,
                     )
                 )  # fmt: skip
             convo.append({"role": "user", "content": outputs})
@@ -286,11 +289,14 @@ async def _run_tool(
     result: AgentResult,
     hooks: _WriteHooks,
     extras: dict[str, ExtraTool],
+    offered: frozenset[Any],
 ) -> dict[str, Any]:
     result.tool_calls += 1
     if name in agent_tools.WRITE_TOOLS:
         result.attempted_writes += 1
     try:
+        if name not in offered and _implemented(name, extras):
+            raise Denied(f"the tool {name!r} was not offered to this background agent")
         if name == "Read" and hooks.seen is not None:
             text, read_path, stamp = await asyncio.to_thread(
                 agent_tools.read_stamped, policy, tool_input
@@ -324,6 +330,15 @@ async def _run_tool(
         # file's new text cannot be encoded): the model hears why, the run goes on.
         return _tool_result(tool_use_id, f"Error: {exc}", error=True)
     return _tool_result(tool_use_id, text)
+
+
+def _implemented(name: Any, extras: dict[str, ExtraTool]) -> bool:
+    return (
+        name in agent_tools.SYNC_READERS
+        or name == "Bash"
+        or name in agent_tools.WRITE_PLANNERS
+        or name in extras
+    )
 
 
 async def _write(

@@ -248,3 +248,34 @@ async def test_a_failing_update_does_not_strand_the_other_docs(
     assert done == [d.resolve() for d in docs[1:]]
     assert service.counts["skipped"] == 2
     assert ws.handle.daemon.worker_errors["magic_docs"] == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("Write", {"content": "# gone\n"}),
+        ("MultiEdit", {"edits": [{"old_string": "# MAGIC DOC", "new_string": "# DOC"}]}),
+        ("Grep", {"pattern": "staging"}),
+    ],
+)
+async def test_tools_it_was_not_offered_are_refused(
+    ws: Workspace, script: Script, tool: str, tool_input: dict[str, Any]
+) -> None:
+    # The doc's agent is offered Read and Edit; before, a Write it called anyway replaced the
+    # whole doc (the loop ran any tool it implements).
+    doc = _doc(ws)
+    await _turn(ws, [doc], TOOLS_TURN)
+    client = await ws.handle.client()
+    await client.call("subscribe", {"events": ["worker/error"]})
+    script.add("magic", tool_use_reply([(tool, {"file_path": str(doc), **tool_input})]))
+    await _turn(ws, [], BREAK_TURN)
+    await _idle(ws)
+    assert doc.read_text() == DOC
+    result = script.seen["magic"][1]["messages"][-1]["content"][0]
+    assert result["is_error"] is True
+    assert f"the tool '{tool}' was not offered" in result["content"]
+    note = await client.next_notification(5)
+    while note["params"]["worker"] != "magic_docs":
+        note = await client.next_notification(5)
+    assert "not offered" in note["params"]["message"]
+    await client.close()
