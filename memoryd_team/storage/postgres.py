@@ -172,7 +172,7 @@ class PostgresStorage(Storage):
             # may hold a password.
             raise StorageRefused(f"postgresql: the database URL cannot be used: {exc}") from exc
         except _DRIVER_ERRORS as exc:
-            raise StorageUnavailable(f"postgresql: {exc}") from exc
+            raise StorageUnavailable(f"postgresql: {self._reason(exc)}") from exc
         try:
             await self._check_encoding()
             self.migrations_applied = await self.migrate()
@@ -243,9 +243,16 @@ class PostgresStorage(Storage):
         except asyncpg.DataError as exc:
             # SQLSTATE class 22 (and asyncpg's own refusal of an argument): this data fails
             # the same way on every retry, so it is no outage (503) but a server error (500).
-            raise StorageRefused(f"postgresql: {exc}") from exc
+            raise StorageRefused(f"postgresql: {self._reason(exc)}") from exc
         except _DRIVER_ERRORS as exc:
-            raise StorageUnavailable(f"postgresql: {exc}") from exc
+            raise StorageUnavailable(f"postgresql: {self._reason(exc)}") from exc
+
+    def _reason(self, exc: BaseException) -> str:
+        """What went wrong, never blank: a timeout's text is empty, and "postgresql: " alone
+        in the log or on a command's stderr told the admin nothing."""
+        if isinstance(exc, TimeoutError):
+            return f"no answer within {self._timeout_s:g} s (database timeout)"
+        return str(exc) or type(exc).__name__
 
     @contextlib.asynccontextmanager
     async def _snapshot(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any]]:

@@ -323,6 +323,8 @@ def test_serve_database_timeout_bounds_a_stalled_database(
                 elapsed = time.monotonic() - started
                 assert reply.status_code == 503, reply.text
                 assert elapsed < 3.5, elapsed  # the default 5 s made it about 10
+            # The log says why (a timeout's own text is empty: it said "postgresql: ").
+            assert "postgresql: no answer within 0.5 s" in log.read_text(errors="replace")
         finally:
             proxy.resume()
     finally:
@@ -383,3 +385,23 @@ def test_serve_stops_on_sigterm_while_a_client_has_stalled_mid_upload(
     finally:
         server.stop()
     assert "timeout graceful shutdown exceeded" in server.log.read_text()
+
+
+def test_a_database_that_never_answers_is_named_a_timeout(tmp_path: Path) -> None:
+    """It was "memoryd-team: database: postgresql:" and nothing more: a TimeoutError's text."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never says a word
+        url = f"postgresql://memoryd@127.0.0.1:{silent.getsockname()[1]}/memoryd"
+        result = team(
+            "serve",
+            "--port",
+            str(free_port()),
+            "--database",
+            url,
+            "--database-timeout",
+            "0.5",
+            check=False,
+        )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "memoryd-team: database: postgresql: no answer within 0.5 s (database timeout)\n"
+    )
