@@ -284,7 +284,7 @@ class ModelClient:
                 error = malformed
             # The transport's words may quote the request (a header, the key in it); the
             # message reaches every subscriber as a `worker/error`.
-            error.message = scrub_credentials(error.message, self.config.credentials)
+            error.message = _short(scrub_credentials(error.message, self.config.credentials))
             stats.errors += 1
             self.recent.append(_record(feature, kwargs["model"], started, status=error.status))
             if not error.retryable or attempt >= self.config.max_retries:
@@ -323,6 +323,18 @@ class ModelClient:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+# What of an error's text is kept: a proxy's HTML error page went whole (up to the 16 MiB
+# reply cap) into a log line per attempt and a `worker/error` to every subscriber.
+MAX_ERROR_CHARS = 500
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text):,} characters in all)"
 
 
 def _describe(exc: anthropic.APIStatusError) -> str:

@@ -130,3 +130,21 @@ async def test_a_reply_without_usage_is_a_successful_call(
     record = daemon_with_model.daemon.model.recent[-1]
     assert record.ok is True
     assert (record.input_tokens, record.output_tokens) == (0, 0)
+
+
+async def test_an_error_page_is_cut_short_in_the_error(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI
+) -> None:
+    # A proxy's 403 page went whole into the error: a log line per attempt and a worker/error
+    # of 600 KB here (up to the 16 MiB reply cap).
+    page = "<html><body>" + "Access denied.\n" * 40_000 + "</body></html>"
+    fake_model.enqueue(Reply(403, page, headers={"content-type": "text/html"}))  # type: ignore[arg-type]
+    with pytest.raises(ModelError) as info:
+        await daemon_with_model.daemon.model.create(
+            feature="probe", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
+    message = info.value.message
+    assert message.startswith("HTTP 403")
+    assert "Access denied. Access denied." in message
+    assert len(message) < 700
+    assert "characters in all" in message
