@@ -37,6 +37,11 @@ MemoryType = Literal["user", "feedback", "project", "reference"]
 # recall's `limit`: the daemon returns at most this many; a model asking for more (or fewer than
 # one) gets the nearest allowed value rather than an error it would have to recover from.
 RECALL_LIMIT_MIN, RECALL_LIMIT_MAX = 1, 5
+# Hosts cap what one tool result may put in the model's context (Claude Code: 25,000 tokens by
+# default) and refuse or cut a bigger one, while a memory may hold 200,000 bytes and recall
+# returns five: recall shares this many characters of content among its memories, and read
+# returns at most this many per call (`offset` pages on). About 10,000 tokens of text.
+RESULT_CHARS = 40_000
 # Module level, not inside build_server: the SDK resolves the tools' string annotations
 # (`from __future__ import annotations`) in this module's globals.
 CwdArg = Annotated[
@@ -78,13 +83,20 @@ class Tools:
         limit = max(RECALL_LIMIT_MIN, min(limit, RECALL_LIMIT_MAX))
         params = {"cwd": self._cwd(cwd), "query": query, "limit": limit}
         result = await self._call("recall", params)
-        return {
-            "selector": result.get("selector"),
-            "memories": [
-                {k: m.get(k) for k in ("path", "name", "type", "description", "note", "content")}
-                for m in result.get("memories", [])
-            ],
-        }
+        memories = [
+            {k: m.get(k) for k in ("path", "name", "type", "description", "note", "content")}
+            for m in result.get("memories", [])
+        ]
+        contents = [str(m["content"] or "") for m in memories]
+        for memory, content, share in zip(memories, contents, _shares(contents), strict=True):
+            if len(content) > share:
+                shown = _cut(content, share)
+                memory["content"] = shown
+                memory["truncated"] = (
+                    f"showing {len(shown):,} of {len(content):,} characters: `read` this path "
+                    f"with offset={len(shown)} for the rest"
+                )
+        return {"selector": result.get("selector"), "memories": memories}
 
     async def remember(
         self,
@@ -126,14 +138,45 @@ class Tools:
             ],
         }
 
-    async def read(self, path: str, cwd: str | None = None) -> str:
+    async def read(self, path: str, cwd: str | None = None, offset: int = 0) -> str:
         project = self._cwd(cwd)
         if not path.startswith("/"):
             # A bare name as shown by `list`: relative to the project's memory directory.
             listing = await self._call("memory.list", {"cwd": project})
             path = str(Path(str(listing.get("memory_dir") or "")) / path)
         result = await self._call("memory.read", {"cwd": project, "path": path})
-        return str(result.get("content", ""))
+        content = str(result.get("content", ""))
+        if offset == 0 and len(content) <= RESULT_CHARS:
+            return content
+        if not 0 <= offset < max(len(content), 1):
+            raise ToolError(f"offset {offset} is outside the file ({len(content):,} characters)")
+        part = _cut(content[offset:], RESULT_CHARS)
+        end = offset + len(part)
+        if end < len(content):
+            part += (
+                f"\n\n[memoryd-mcp: characters {offset:,}–{end:,} of {len(content):,}; "
+                f"call read with offset={end} for the rest]"
+            )
+        return part
+
+
+def _shares(texts: list[str]) -> list[int]:
+    """Each text's share of RESULT_CHARS: what a short one leaves goes to the longer ones."""
+    shares = [0] * len(texts)
+    left = RESULT_CHARS
+    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for done, i in enumerate(by_length):
+        shares[i] = min(len(texts[i]), left // (len(texts) - done))
+        left -= shares[i]
+    return shares
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, after a line where one ends in the last half."""
+    if len(text) <= limit:
+        return text
+    newline = text.rfind("\n", limit // 2, limit)
+    return text[: newline + 1] if newline >= 0 else text[:limit]
 
 
 def build_server(tools: Tools) -> MCPServer[Any]:
@@ -188,7 +231,15 @@ def build_server(tools: Tools) -> MCPServer[Any]:
     async def read(
         path: Annotated[str, Field(min_length=1, description="absolute path or file name")],
         cwd: CwdArg = None,
+        offset: Annotated[
+            int,
+            Field(
+                ge=0,
+                description=f"start at this character; a file over {RESULT_CHARS:,} characters "
+                "comes in parts, each ending with the offset of the next",
+            ),
+        ] = 0,
     ) -> str:
-        return await tools.read(path, cwd)
+        return await tools.read(path, cwd, offset)
 
     return server

@@ -303,3 +303,52 @@ def test_sigint_ends_the_server_at_once_and_quietly(fake_daemon: FakeDaemon, pro
         if proc.poll() is None:
             proc.kill()
         proc.communicate()  # waits, and closes the three pipes
+
+
+async def test_big_memories_are_cut_to_fit_and_read_pages_through_them(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    from memoryd_client.mcp_tools import RESULT_CHARS
+
+    # Five memories of the daemon's 200,000-byte cap: 1.85 MB of tool result before, which a
+    # host refuses (Claude Code: over 25,000 tokens), and read had no way to page.
+    big = "".join(f"line {i}: the user likes green tea with honey\n" for i in range(4000))
+    small = "---\nname: S\n---\n\nshort\n"
+    fake_daemon.on(
+        "recall",
+        {
+            "selector": "local",
+            "memories": [
+                {"path": f"/m/{n}.md", "name": n, "type": "user", "description": "d", "content": c}
+                for n, c in [("b1", big), ("s", small), ("b2", big)]
+            ],
+        },
+    )
+    fake_daemon.on("memory.read", lambda p: {"path": p["path"], "content": big})
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        recall = await session.call_tool("recall", {"query": "tea"})
+        pages: list[str] = []
+        offset = 0
+        while True:
+            page = payload(await session.call_tool("read", {"path": "/m/b1.md", "offset": offset}))
+            text, _, marker = page.partition("\n\n[memoryd-mcp: characters ")
+            pages.append(text)
+            assert len(text) <= RESULT_CHARS
+            if not marker:
+                break
+            offset = int(marker.rsplit("offset=", 1)[1].split()[0])
+        past = await session.call_tool("read", {"path": "/m/b1.md", "offset": len(big) + 5})
+    memories = payload(recall)["memories"]
+    assert len(recall.content[0].text) < 2 * RESULT_CHARS
+    assert memories[1]["content"] == small  # a short one is whole; the long ones share the rest
+    assert "truncated" not in memories[1]
+    for memory in (memories[0], memories[2]):
+        assert big.startswith(memory["content"])
+        assert memory["content"].endswith("\n")  # cut after a line
+        assert f"of {len(big):,} characters" in memory["truncated"]
+        assert f"offset={len(memory['content'])}" in memory["truncated"]
+    assert sum(len(m["content"]) for m in memories) <= RESULT_CHARS
+    assert "".join(pages) == big
+    assert len(pages) > 1
+    assert past.is_error
+    assert "outside the file" in past.content[0].text
