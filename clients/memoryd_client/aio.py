@@ -49,6 +49,8 @@ class AsyncClient(AsyncMethods):
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # Calls that find no connection open one: the lock keeps concurrent ones to one.
         self._connecting = asyncio.Lock()
+        # Set when the current connection's read loop ends: wakes next_notification.
+        self._over: asyncio.Event | None = None
 
     async def connect(self) -> AsyncClient:
         # Our own attempts, not open_unix_connection(path): asyncio takes a full backlog's
@@ -62,7 +64,8 @@ class AsyncClient(AsyncMethods):
         reader, writer = await asyncio.open_unix_connection(sock=step, limit=256 * 1024 * 1024)
         self._reader, self._writer = reader, writer
         self._unmatched_error = None
-        self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
+        self._over = asyncio.Event()
+        self._reader_task = asyncio.create_task(self._read_loop(reader, writer, self._over))
         return self
 
     async def __aenter__(self) -> AsyncClient:
@@ -84,7 +87,9 @@ class AsyncClient(AsyncMethods):
                 await self._reader_task
             self._reader_task = None
 
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _read_loop(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, over: asyncio.Event
+    ) -> None:
         error: BaseException = DaemonUnavailable("memoryd closed the connection")
         try:
             while True:
@@ -106,6 +111,7 @@ class AsyncClient(AsyncMethods):
         except (ConnectionError, OSError) as exc:
             error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
         finally:
+            over.set()
             if self._writer is writer:
                 # The connection is over: the next call connects again (a restarted daemon is
                 # reached) instead of writing into a dead socket and failing for ever.
@@ -185,4 +191,25 @@ class AsyncClient(AsyncMethods):
         return _unwrap(reply, self.socket_path)
 
     async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:
-        return await asyncio.wait_for(self.notifications.get(), wait_s)
+        """The next notification, waiting at most `wait_s` seconds (None: no limit);
+        DaemonUnavailable once the connection is over and every notification it brought has
+        been taken (a waiter with no limit waited for ever when the daemon stopped)."""
+        return await asyncio.wait_for(self._notification_or_end(), wait_s)
+
+    async def _notification_or_end(self) -> dict[str, Any]:
+        if not self.notifications.empty():
+            return self.notifications.get_nowait()
+        over = self._over
+        if over is None or over.is_set():
+            raise DaemonUnavailable("not connected to memoryd (the connection was lost or closed)")
+        got = asyncio.ensure_future(self.notifications.get())
+        ended = asyncio.ensure_future(over.wait())
+        try:
+            await asyncio.wait({got, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not got.done():
+                got.cancel()
+        if got.done() and not got.cancelled():
+            return got.result()
+        raise DaemonUnavailable("memoryd closed the connection")

@@ -51,3 +51,28 @@ async def test_a_sync_client_whose_connection_was_lost_says_so(short_tmp: Path) 
             await asyncio.to_thread(sync.next_notification)
     finally:
         sync.close()
+
+
+async def test_an_async_notification_waiter_is_told_when_the_daemon_stops(
+    short_tmp: Path,
+) -> None:
+    config = daemon_config(short_tmp)
+    handle = await start_daemon(config)
+    conn = AsyncClient(config.socket_path, timeout=10)
+    try:
+        await conn.subscribe(["memory/saved"])
+        await handle.daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
+        waiter = asyncio.create_task(conn.next_notification(wait_s=None))
+        assert (await asyncio.wait_for(waiter, 5))["params"]["path"] == "/m/a.md"
+        await handle.daemon.notify("memory/saved", {"path": "/m/b.md", "project": "/p"})
+        await asyncio.sleep(0.2)
+        waiter = asyncio.create_task(conn.next_notification(wait_s=None))
+        await stop_daemon(handle)
+        # What arrived before the end is still delivered, then the end is said.
+        assert (await asyncio.wait_for(waiter, 5))["params"]["path"] == "/m/b.md"
+        # Before: the docs' `next_notification(wait_s=None)` waited for ever.
+        with pytest.raises(DaemonUnavailable):
+            await asyncio.wait_for(conn.next_notification(wait_s=None), 5)
+    finally:
+        await conn.close()
+        await stop_daemon(handle)
