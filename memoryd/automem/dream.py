@@ -26,8 +26,8 @@ from memoryd.automem import naming
 from memoryd.automem.extraction import (
     Extraction,
     keep_version,
+    memory_screen_for,
     memory_writer_policy,
-    secret_screen_for,
 )
 from memoryd.automem.manifest import format_manifest
 from memoryd.automem.service import AutoMemory
@@ -276,7 +276,7 @@ class Dream:
                 on_write=on_write,
                 write_lock=am.writer_lock(memory_dir),
                 extra_tools={"RetireMemory": ExtraTool(RETIRE_TOOL, retire)},
-                screen_write=secret_screen_for(am, project),
+                screen_write=memory_screen_for(am, project),
                 seen=seen,
             )
         finally:

@@ -26,16 +26,19 @@ from memoryd.agent.policy import AccessPolicy, Denied, real
 from memoryd.agent.seen import SeenFiles
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem import index as index_mod
-from memoryd.automem import naming
+from memoryd.automem import memfile, naming
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
+from memoryd.automem.taxonomy import MEMORY_TYPES
 from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError
+from memoryd.fsutil import read_regular_file
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult, PathHook
     from memoryd.agent.secret_screen import WriteScreen
+    from memoryd.agent.tools import WriteOp
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
@@ -359,7 +362,7 @@ class Extraction:
                 self.host,
                 feature=WORKER,
                 policy=memory_writer_policy(memory_dir, read_roots=(project.root,), team=True),
-                screen_write=secret_screen_for(am, project),
+                screen_write=memory_screen_for(am, project),
                 system=system,
                 messages=messages,
                 model=model,
@@ -483,6 +486,66 @@ def secret_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
 
     refuse = bool(am.settings.get(project.root).get(REFUSE_SETTING))
     return secret_screen(refuse=refuse, where=f"{MEMORY_FILES}; remove it with `memctl memory`")
+
+
+def memory_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
+    """The check of each planned write of an agent writing `project`'s memory: the memory as
+    `memory.write` would take it (`check_memory_text`), then its secrets (`secret_screen_for`)."""
+    secrets = secret_screen_for(am, project)
+
+    def screen(path: Path, op: WriteOp) -> str | None:
+        check_memory_text(path, op)
+        return secrets(path, op)
+
+    return screen
+
+
+def check_memory_text(path: Path, op: WriteOp) -> None:
+    """ToolError (the agent hears why; nothing is written) for a write that would leave a
+    memory file as `memory.write` never writes one: frontmatter without a name, a one-line
+    description or a type of the closed set, a name or description over its limit, a file over
+    MAX_FILE_BYTES. A file that already was so may keep that fault: a write must not add one.
+    Unchecked, an agent saved a 100 KB description, which became a 100 KB line of MEMORY.md
+    (the index the prompt loads is cut at 25,000 bytes) and went into every later prompt."""
+    if naming.is_index_name(path.name):
+        return
+    from memoryd.agent.tools import ToolError  # loaded with the loop
+
+    new = _memory_faults(op.text, path.stem)
+    if not new:
+        return
+    old: dict[str, str] = {}
+    if not op.created:
+        try:
+            raw = read_regular_file(op.path, memfile.MAX_FILE_BYTES * 8)
+            old = _memory_faults(raw.decode("utf-8", errors="replace"), path.stem)
+        except OSError:
+            pass
+    added = [text for kind, text in new.items() if kind not in old]
+    if added:
+        types = ", ".join(MEMORY_TYPES)
+        raise ToolError(
+            f"not written: {path} would not be a valid memory ({'; '.join(added)}). A memory "
+            f"file is frontmatter between --- lines (name: at most {memfile.MAX_NAME_CHARS} "
+            f"characters; description: one line of at most {memfile.MAX_DESCRIPTION_CHARS}; "
+            f"type: one of {types}), then the body; at most {memfile.MAX_FILE_BYTES:,} bytes"
+        )
+
+
+def _memory_faults(text: str, fallback_name: str) -> dict[str, str]:
+    """What is wrong with `text` as a memory file, by kind."""
+    faults: dict[str, str] = {}
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > memfile.MAX_FILE_BYTES:
+        faults["size"] = f"{size:,} bytes, over {memfile.MAX_FILE_BYTES:,}"
+    parsed = memfile.parse_memory(text, fallback_name)
+    if parsed.problem is not None:
+        faults["frontmatter"] = parsed.problem
+    if len(parsed.name) > memfile.MAX_NAME_CHARS:
+        faults["name"] = f"a name of {len(parsed.name):,} characters"
+    if len(parsed.description) > memfile.MAX_DESCRIPTION_CHARS:
+        faults["description"] = f"a description of {len(parsed.description):,} characters"
+    return faults
 
 
 def keep_version(am: AutoMemory) -> PathHook:

@@ -353,3 +353,58 @@ async def test_a_magic_doc_that_is_not_utf8_is_not_registered(
     doc.write_bytes(b"# MAGIC DOC: Legacy\n_keep it_\n\nRen\xe9e wrote this\n")
     await _magic_turn(ws, [doc], READ_TURN)
     assert (await ws.handle.call("magicdocs.list"))["docs"] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "fault"),
+    [
+        (memory_text("Big", "word " * 20_000, "project", "body"), "a description of"),
+        (memory_text("N" * 300, "short", "project", "body"), "a name of"),
+        (memory_text("Big", "short", "project", "line\n" * 50_000), "bytes, over 200,000"),
+        (memory_text("Tabs", "likes tabs", "mood", "The user likes tabs."), "invalid type"),
+        ("The user likes tabs.\n", "no frontmatter"),
+    ],
+)
+async def test_extraction_writes_memories_as_memory_write_would(
+    ws: Workspace, fake_model: FakeMessagesAPI, content: str, fault: str
+) -> None:
+    # Unchecked, an agent saved a memory with a 100 KB description: a 100 KB line of
+    # MEMORY.md (the index the prompt loads is cut at 25,000 bytes) and of every later prompt.
+    target = ws.memory_dir / "big.md"
+    fake_model.enqueue(tool_use_reply([_write(target, content)]), text_reply("saved"))
+    await _turn(ws, CONVO)
+    assert not target.exists()
+    result = fake_model.message_requests()[1].json["messages"][-1]["content"][0]
+    assert result["is_error"] is True
+    assert "would not be a valid memory" in result["content"]
+    assert fault in result["content"]
+    index = ws.memory_dir / "MEMORY.md"
+    assert not index.exists() or index.stat().st_size < 1_000
+
+
+async def test_a_memory_that_was_already_faulty_may_still_be_edited(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # A hand-written memory without frontmatter: the agent may correct its facts (the fault
+    # was there before), but may not make a valid memory invalid.
+    legacy = ws.memory_dir / "legacy.md"
+    valid = ws.memory_dir / "valid.md"
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    legacy.write_text("We deploy on Fridays.\n")
+    valid.write_text(memory_text("Deploys", "when we deploy", "project", "On Fridays."))
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(legacy)}), ("Read", {"file_path": str(valid)})]),
+        tool_use_reply(
+            [
+                ("Edit", {"file_path": str(legacy), "old_string": "Fridays", "new_string": "Mondays"}),
+                ("Edit", {"file_path": str(valid), "old_string": "type: project", "new_string": "type: x"}),
+            ]
+        ),
+        text_reply("done"),
+    )  # fmt: skip
+    await _turn(ws, CONVO)
+    assert legacy.read_text() == "We deploy on Mondays.\n"
+    assert "type: project" in valid.read_text()
+    results = fake_model.message_requests()[2].json["messages"][-1]["content"]
+    assert "is_error" not in results[0]
+    assert "invalid type 'x'" in results[1]["content"]
