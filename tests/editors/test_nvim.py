@@ -415,3 +415,9 @@ def test_a_socket_another_user_owns_is_refused(short_tmp: Path, tmp_path: Path) 
         listener.close()
     assert_all_passed(records, expected=3)
     assert theirs.methods == []
+
+
+def test_connection_against_sockets_served_in_nvim(tmp_path: Path) -> None:
+    """A call that timed out while the socket refused is never sent later."""
+    records = run_nvim("connection_spec.lua", {}, cwd=tmp_path)
+    assert_all_passed(records, expected=1)

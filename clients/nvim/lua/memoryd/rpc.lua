@@ -316,8 +316,12 @@ function Client:_attempt(left_ms, pause_ms)
       self:_send_subscribe()
     end
     for _, item in ipairs(queued) do
-      item.entry.sent = true
-      self:_write(item.line)
+      -- A call that timed out while the connection was being made was reported failed:
+      -- sent now, it would still happen (a memory written after "did not answer").
+      if self.pending[item.entry.id] == item.entry then
+        item.entry.sent = true
+        self:_write(item.line)
+      end
     end
     self:_emit_state('up')
   end)

@@ -1,0 +1,104 @@
+-- The connection and the status line against sockets served from this Neovim (libuv pipes):
+-- a socket that refuses for a moment, one that answers every call, and none at all. No
+-- daemon is needed; the servers count what reaches them.
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
+local memoryd = require('memoryd')
+local Client = require('memoryd.rpc')
+local uv = vim.uv or vim.loop
+
+local folder = vim.fn.tempname()
+vim.fn.mkdir(folder, 'p')
+
+-- A server on path answering every request with a status-like object; calls[] lists the
+-- methods that reached it.
+local function serve(path)
+  local s = { calls = {}, conns = {} }
+  s.pipe = uv.new_pipe(false)
+  assert(s.pipe:bind(path))
+  s.pipe:listen(16, function()
+    local conn = uv.new_pipe(false)
+    s.pipe:accept(conn)
+    s.conns[#s.conns + 1] = conn
+    local pending = ''
+    conn:read_start(function(_, chunk)
+      if chunk == nil then
+        if not conn:is_closing() then
+          conn:close()
+        end
+        return
+      end
+      pending = pending .. chunk
+      while true do
+        local newline = pending:find('\n', 1, true)
+        if not newline then
+          break
+        end
+        local line = pending:sub(1, newline - 1)
+        pending = pending:sub(newline + 1)
+        s.calls[#s.calls + 1] = line:match('"method":"([^"]+)"')
+        local id = line:match('"id":(%d+)')
+        conn:write(('{"jsonrpc":"2.0","id":%s,"result":{"version":"served","pid":0,"protocol_version":1}}\n'):format(id))
+      end
+    end)
+  end)
+  s.close = function()
+    for _, conn in ipairs(s.conns) do
+      if not conn:is_closing() then
+        conn:close()
+      end
+    end
+    s.pipe:close()
+    os.remove(path)
+  end
+  return s
+end
+
+local function count(list, value)
+  local n = 0
+  for _, item in ipairs(list) do
+    if item == value then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- The status line drawn from the plugin, as a user's 'statusline' would have it.
+local function show_status_line()
+  vim.o.laststatus = 2
+  vim.o.statusline = [[%{luaeval('require("memoryd").statusline()')}]]
+  vim.cmd('redrawstatus!')
+end
+
+T.run({
+  {
+    'a call that timed out while the socket refused is never sent once it connects',
+    function()
+      local path = folder .. '/refusing.sock'
+      local refusing = uv.new_pipe(false)
+      assert(refusing:bind(path)) -- bound, not listening: ECONNREFUSED, retried for ~1 s
+      local client = Client.new({ path = path, timeout_ms = 3000 })
+      local failed = nil
+      client:request('memory.write', { cwd = folder, type = 'project', name = 'n', description = 'd', body = 'b' }, function(err)
+        failed = err
+      end, 100)
+      T.wait('the timeout', function()
+        return failed ~= nil
+      end, 3000)
+      T.eq('timeout', failed.code, 'the write failed')
+      refusing:close()
+      os.remove(path)
+      local server = serve(path)
+      local answered = false
+      client:request('status', nil, function(err)
+        answered = err == nil
+      end)
+      T.wait('the connection and the status answer', function()
+        return answered
+      end, 5000)
+      client:close()
+      server.close()
+      T.eq({ 'status' }, server.calls, 'calls that reached the server')
+    end,
+  },
+})
