@@ -417,7 +417,8 @@ def test_a_socket_another_user_owns_is_refused(short_tmp: Path, tmp_path: Path) 
     assert theirs.methods == []
 
 
-def test_connection_against_sockets_served_in_nvim(tmp_path: Path) -> None:
-    """A call that timed out while the socket refused is never sent later."""
+def test_connection_and_status_line_against_sockets_served_in_nvim(tmp_path: Path) -> None:
+    """A call that timed out while the socket refused is never sent later; with
+    status_interval_ms = 0 the status line loops neither on status nor on reconnecting."""
     records = run_nvim("connection_spec.lua", {}, cwd=tmp_path)
-    assert_all_passed(records, expected=1)
+    assert_all_passed(records, expected=3)

@@ -101,4 +101,43 @@ T.run({
       T.eq({ 'status' }, server.calls, 'calls that reached the server')
     end,
   },
+  {
+    'status_interval_ms = 0: an idle status line asks a few times, not in a loop',
+    function()
+      local path = folder .. '/answering.sock'
+      local server = serve(path)
+      memoryd.setup({ socket = path, status_interval_ms = 0, notifications = false })
+      show_status_line()
+      vim.wait(1000, function()
+        return false
+      end, 50)
+      local asked = count(server.calls, 'status')
+      vim.o.statusline = ''
+      memoryd.client():close()
+      server.close()
+      T.truthy(asked >= 1 and asked < 10, 'status calls in an idle second: ' .. asked)
+      T.eq('memoryd up · no model', memoryd.status_text(), 'status line')
+    end,
+  },
+  {
+    'status_interval_ms = 0 and no daemon: the status line does not retry in a loop',
+    function()
+      memoryd.setup({ socket = folder .. '/nobody.sock', status_interval_ms = 0, notifications = false })
+      local client = memoryd.client()
+      local attempts = 0
+      local attempt = client._attempt
+      client._attempt = function(...)
+        attempts = attempts + 1
+        return attempt(...)
+      end
+      show_status_line()
+      vim.wait(1000, function()
+        return false
+      end, 50)
+      vim.o.statusline = ''
+      T.eq('memoryd down', memoryd.statusline(), 'status line')
+      T.truthy(attempts >= 1 and attempts < 10, 'connection attempts in an idle second: ' .. attempts)
+      T.eq(0, #T.messages, 'messages')
+    end,
+  },
 })

@@ -129,9 +129,19 @@ local function sync_subscription(c)
   end
 end
 
+-- Redraw the status lines only when their text changes: a redraw runs statusline(), which
+-- may ask for status again, so redrawing on every answer made status_interval_ms = 0 a busy
+-- loop of requests between the editor and the daemon.
+local function redraw_if_changed(shown)
+  if M.status_text() ~= shown then
+    vim.cmd('redrawstatus!')
+  end
+end
+
 local function on_state(state, err)
   if state == 'up' then
     local was_down = M.state.up == false
+    local shown = M.status_text()
     M.state.up = true
     M.state.start_offered = false
     if was_down and M.state.outage_reported then
@@ -139,10 +149,12 @@ local function on_state(state, err)
     end
     M.state.outage_reported = false
     M.refresh_status(true)
+    redraw_if_changed(shown)
   elseif state == 'down' then
     local was_up = M.state.up == true
+    local shown = M.status_text()
     M.state.up = false
-    vim.cmd('redrawstatus!')
+    redraw_if_changed(shown)
     M.state.last_error = err
     -- One message when a running daemon goes away; the retries after it stay quiet.
     if was_up and not M.state.outage_reported then
@@ -347,10 +359,11 @@ function M.refresh_status(force, cb)
   M.state.status_at = now_ms()
   M.client():request('status', nil, function(err, result)
     M.state.status_inflight = false
+    local shown = M.status_text()
     if err == nil then
       M.state.status = result
     end
-    vim.cmd('redrawstatus!')
+    redraw_if_changed(shown)
     if cb then
       cb(err, result)
     end
@@ -360,6 +373,11 @@ end
 -- For 'statusline': never blocks, shows what is known and asks for news in the background.
 function M.statusline()
   M.refresh_status(false)
+  return M.status_text()
+end
+
+-- What statusline() shows, from what is known (asks nothing).
+function M.status_text()
   local st = M.state
   if st.up == nil then
     return 'memoryd …'
