@@ -23,6 +23,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -84,6 +85,9 @@ def make_app(storage: Storage, settings: ServerSettings | None = None) -> Starle
         ],
         lifespan=lifespan,
         exception_handlers={
+            # A wrong path or method: JSON too, so a client can tell it from "no entries yet".
+            404: _no_such_route,
+            405: _no_such_route,
             Problem: _problem_response,
             StorageError: _problem_response,
             # A bug still answers in JSON; starlette re-raises it afterwards, so it is logged.
@@ -99,6 +103,20 @@ def app_from_environment() -> Starlette:
     config = json.loads(os.environ[SERVE_ENV])
     storage = open_storage(config["database"], timeout_s=config.get("database_timeout_s"))
     return make_app(storage, ServerSettings(**config["settings"]))
+
+
+async def _no_such_route(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 404
+    served = f"GET/PUT {TEAM_MEMORY_PATH} and GET /healthz"
+    if status == 405:
+        body = {
+            "error": "method_not_allowed",
+            "message": f"{request.method} is not served here; this server serves {served}",
+        }
+    else:
+        body = {"error": "no_such_path", "message": f"this server serves {served} only"}
+    headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    return JSONResponse(body, status_code=status, headers={**_NO_STORE, **headers})
 
 
 async def _internal_error(_: Request, exc: Exception) -> Response:

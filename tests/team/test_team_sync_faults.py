@@ -392,3 +392,32 @@ async def test_a_put_answered_200_by_something_else_is_not_a_push(
     assert side.read("plan.md") == "v2: my edit\n"
     assert (await side.engine.push()).pushed == ["plan.md"]
     assert server_history(server)["plan.md"] == ["v1: original plan\n", "v2: my edit\n"]
+
+
+async def test_a_wrong_team_url_is_said_not_pulled_as_an_empty_repository(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    # Found by a bug hunt: any 404 read as "the repo has no entries", so a URL with a path
+    # prefix too many, or another web server, pulled as empty and said nothing.
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "the rule\n"})
+    wrong = make_side("wrong", server.url + "/team", token)
+    with pytest.raises(Permanent, match="check the team server URL"):
+        await wrong.engine.pull()
+    assert wrong.engine.state.suppressed == "http_404"
+    page = Fault.reply(404, b"<html><body>Not Found</body></html>", "text/html")
+    proxy.script(page, method="GET")
+    behind_proxy = make_side("proxied", proxy.url, token)
+    with pytest.raises(Retryable, match="is the team server URL"):
+        await behind_proxy.engine.pull()
+    assert behind_proxy.engine.state.suppressed is None
+    assert (await behind_proxy.engine.pull()).pulled == ["a.md"]  # the page has gone
+
+
+async def test_a_repository_with_no_entries_is_still_an_empty_pull(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    side = make_side("me", server.url, server.token(REPO))
+    report = await side.engine.pull()
+    assert report.empty
+    assert report.pulled == []

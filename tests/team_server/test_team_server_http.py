@@ -596,3 +596,16 @@ def test_secret_scan_can_be_turned_off(team_server_factory: Callable[..., Thread
     server = team_server_factory(ServerSettings(secret_scan=False))
     repo = Repo(server, "acme/widgets", server.token("acme/widgets"))
     assert repo.put({"a.md": _github_pat()}).status_code == 200
+
+
+def test_a_wrong_path_or_method_is_a_json_refusal(team_server: ThreadedServer) -> None:
+    # Plain-text 404/405 before: against "every refusal is JSON", and a client could not tell
+    # a wrong URL from a repository with no entries yet.
+    path = httpx.get(f"{team_server.url}/team{TEAM_MEMORY_PATH}?repo=acme/widgets", timeout=5)
+    assert path.status_code == 404
+    assert path.json()["error"] == "no_such_path"
+    assert TEAM_MEMORY_PATH in path.json()["message"]
+    method = httpx.delete(f"{team_server.url}{TEAM_MEMORY_PATH}?repo=acme/widgets", timeout=5)
+    assert method.status_code == 405
+    assert method.json()["error"] == "method_not_allowed"
+    assert "PUT" in method.headers["allow"]

@@ -227,6 +227,7 @@ class TeamClient:
         if response.status_code == 304:
             return NotModified(_etag(response))
         if response.status_code == 404:
+            _raise_if_no_such_path(response)
             return None
         return response
 
@@ -350,6 +351,25 @@ def _problem(response: Reply) -> dict[str, Any]:
         return _json_object(response)
     except Retryable:
         return {}
+
+
+def _raise_if_no_such_path(response: Reply) -> None:
+    """A 404 means "no entries yet" only from the team memory API itself. Taken from any
+    server, a wrong URL (a path prefix too many, another web server) pulled as an empty
+    repository, and nothing said why no teammate's memory ever came."""
+    if _problem(response).get("error") == "no_such_path":  # memoryd-team: not this path
+        raise Permanent(
+            "HTTP 404: the team server serves no team memory at this URL; check the team "
+            "server URL (MEMORYD_TEAM_URL)",
+            404,
+        )
+    if "html" in response.headers.get("content-type", ""):
+        # A web page, not an API's answer: a wrong URL, or a proxy between deploys.
+        raise Retryable(
+            "HTTP 404 with a web page, not the team server's answer: is the team server URL "
+            "(MEMORYD_TEAM_URL) right?",
+            404,
+        )
 
 
 def _failure(response: Reply) -> TeamHTTPError:
