@@ -2,13 +2,16 @@
 
 The templates (`memctl/units/`, also at the repository's `systemd/` and `launchd/`) carry
 placeholders: `@MEMORYD@` the absolute command of the installed daemon, `@SOCKET@` the socket
-the clients' rule computes, `@LOG_FILE@` (and for launchd `@ERR_FILE@`). Lines starting `#@`
-describe the template and are dropped, and so is the plist's XML comment. Pure: paths in, file texts out.
+the clients' rule computes, `@LOG_FILE@` (and for launchd `@ERR_FILE@`), `@ENVIRONMENT@` the
+variables carried from install's environment. Lines starting `#@` describe the template and are
+dropped, and so is the plist's XML comment. Pure: paths in, file texts out.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,45 @@ SYSTEMD_UNITS = ("memoryd.socket", "memoryd.service")
 LAUNCHD_LABEL = "com.memoryd.daemon"
 # The first line of every file memctl writes: how `uninstall` knows a file is its own.
 MARKER = "written by `memctl service install`"
+
+
+# What decides which files memoryd reads and writes (and whether it writes auto memory at all),
+# read by the daemon and the clients alike. A service manager starts the daemon without the login
+# shell's environment, so a daemon run by it would use other files than the hooks and memctl the
+# user runs (memories, history and include approvals seemingly gone): install carries them over.
+CARRIED_VARIABLES = (
+    "CLAUDE_CONFIG_DIR",
+    "MEMORYD_AUTO_MEMORY_DIR",
+    "MEMORYD_MANAGED_DIR",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+)
+# Of those, the ones that name a folder: a relative one is ignored (XDG) or depends on the
+# working directory, so it is not carried.
+_FOLDER_VARIABLES = frozenset(CARRIED_VARIABLES) - {"CLAUDE_CODE_DISABLE_AUTO_MEMORY"}
+
+
+def carried_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(what the unit sets, in CARRIED_VARIABLES order; what is set but not carried, and why)."""
+    carried: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    for name in CARRIED_VARIABLES:
+        value = environ.get(name)
+        if not value:
+            continue
+        if name in _FOLDER_VARIABLES:
+            value = os.path.expanduser(value)
+            if not os.path.isabs(value):
+                left_out[name] = "not an absolute path"
+                continue
+        if "\n" in value or "\r" in value:  # a unit file or plist line cannot hold it
+            left_out[name] = "holds a line break"
+            continue
+        carried[name] = value
+    return carried, left_out
 
 
 @dataclass(frozen=True)
@@ -70,15 +112,22 @@ def systemd_socket_spec(socket: Path, runtime_dir: str | None) -> str:
 
 
 def systemd_units(
-    unit_dir: Path, command: list[str], socket: Path, log_file: Path, runtime_dir: str | None
+    unit_dir: Path,
+    command: list[str],
+    socket: Path,
+    log_file: Path,
+    runtime_dir: str | None,
+    environment: Mapping[str, str] | None = None,
 ) -> list[UnitFile]:
     socket_spec = systemd_socket_spec(socket, runtime_dir)
+    lines = [f"Environment={_systemd_word(f'{k}={v}')}\n" for k, v in (environment or {}).items()]
     values = {
         "@MEMORYD@": " ".join(_systemd_word(w) for w in command),
         # ExecStart splits at whitespace, ListenStream= does not: one spec, two spellings.
         "@SOCKET_ARG@": _systemd_quoted(socket_spec),
         "@SOCKET@": socket_spec,
         "@LOG_FILE@": _systemd_word(str(log_file)),
+        "@ENVIRONMENT@\n": "".join(lines),  # last: no placeholder is looked for in its values
     }
     files = []
     for name in SYSTEMD_UNITS:
@@ -89,11 +138,30 @@ def systemd_units(
     return files
 
 
+def _plist_environment(environment: Mapping[str, str], indent: str) -> str:
+    if not environment:
+        return ""
+    inner = indent * 2
+    entries = "".join(
+        f"{inner}<key>{_xml_text(k)}</key>\n{inner}<string>{_xml_text(v)}</string>\n"
+        for k, v in environment.items()
+    )
+    return f"{indent}<key>EnvironmentVariables</key>\n{indent}<dict>\n{entries}{indent}</dict>\n"
+
+
 def launchd_plist(
-    agents_dir: Path, command: list[str], socket: Path, log_file: Path, err_file: Path
+    agents_dir: Path,
+    command: list[str],
+    socket: Path,
+    log_file: Path,
+    err_file: Path,
+    environment: Mapping[str, str] | None = None,
 ) -> UnitFile:
     lines: list[str] = []
-    template = _XML_COMMENT.sub("", _template(f"{LAUNCHD_LABEL}.plist"))
+    template = _template(f"{LAUNCHD_LABEL}.plist").replace(
+        "    <!-- @ENVIRONMENT@ -->\n", _plist_environment(environment or {}, "    ")
+    )
+    template = _XML_COMMENT.sub("", template)
     for line in template.splitlines(keepends=True):
         if line.strip() == "<string>@MEMORYD@</string>":
             indent = line[: len(line) - len(line.lstrip())]

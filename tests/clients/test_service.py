@@ -214,7 +214,8 @@ def test_launch_agent_uses_the_clients_socket_rule(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
     assert socket_arg == str(default_socket_path(platform="darwin"))
-    assert "EnvironmentVariables" not in plist  # no MEMORYD_SOCKET needed anywhere
+    # No MEMORYD_SOCKET needed anywhere (the roots the test's environment sets are carried).
+    assert "MEMORYD_SOCKET" not in plist.get("EnvironmentVariables", {})
     assert (home / "Library" / "Logs" / "memoryd").is_dir()
     uid = os.getuid()
     assert calls(tmp_path, "launchctl") == [

@@ -128,10 +128,11 @@ def _launchd_target() -> str:
 
 def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
     command = service_units.daemon_command()
+    environment, _ = service_units.carried_environment(os.environ)
     if manager == "launchd":
         logs = _launchd_logs()
         plist = service_units.launchd_plist(
-            _agents_dir(), command, sock, logs / "memoryd.log", logs / "memoryd.err"
+            _agents_dir(), command, sock, logs / "memoryd.log", logs / "memoryd.err", environment
         )
         return [plist]
     return service_units.systemd_units(
@@ -140,7 +141,17 @@ def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
         sock,
         paths.state_dir() / "memoryd.log",
         None if paths.xdg_dir("XDG_RUNTIME_DIR") is None else os.environ["XDG_RUNTIME_DIR"],
+        environment,
     )
+
+
+def _say_environment(report: Report) -> None:
+    """Which of the user's roots the service gets, and which it does not."""
+    carried, left_out = service_units.carried_environment(os.environ)
+    if carried:
+        report.say("environment: " + " ".join(f"{k}={v}" for k, v in carried.items()))
+    for name, why in left_out.items():
+        report.say(f"not carried: {name} ({why}); the service uses its default")
 
 
 def _tool(manager: str) -> str | None:
@@ -204,6 +215,7 @@ def install(report: Report, manager: str, sock: Path) -> None:
     units = planned(manager, sock)
     command = service_units.daemon_command()
     report.say(f"daemon: {' '.join(command)}")
+    _say_environment(report)
     _refusals(report, units)
     if not report.ok:
         return
