@@ -29,7 +29,7 @@ from memoryd.automem.extraction import (
     memory_screen_for,
     memory_writer_policy,
 )
-from memoryd.automem.manifest import format_manifest
+from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
@@ -47,6 +47,10 @@ DAY_S = 24 * 3600
 DEFAULT_IDLE_S = 600.0
 MAX_TURNS = 8
 MAX_TOKENS = 8192
+# Memories listed in the prompt (the newest): 10,000 one-line entries are ~400,000 tokens, past
+# any model's context, and every dream of such a dir failed with HTTP 400. The agent can Grep
+# and Glob the dir for the rest.
+MANIFEST_LIMIT = 1_000
 
 SYSTEM_PROMPT = """\
 You are the memory consolidation agent of a coding assistant. While the user is away you tidy
@@ -106,6 +110,18 @@ def idle_seconds() -> float:
 
 def dream_state_path() -> Path:
     return paths.state_dir() / "dream.json"
+
+
+def _manifest(memory_dir: Path, headers: list[MemoryHeader]) -> str:
+    """The newest MANIFEST_LIMIT memories, one line each, and a note about the rest."""
+    newest = sorted(headers, key=lambda h: h.mtime, reverse=True)[:MANIFEST_LIMIT]
+    text = format_manifest(sorted(newest, key=lambda h: h.file))
+    if len(headers) > MANIFEST_LIMIT:
+        text += (
+            f"\n({len(headers) - MANIFEST_LIMIT} older memories are not listed; Grep or Glob "
+            f"`{memory_dir}` to find those related to the ones above.)"
+        )
+    return text
 
 
 class Dream:
@@ -256,7 +272,7 @@ class Dream:
 
         text = _INSTRUCTION.format(
             memory_dir=memory_dir,
-            manifest=format_manifest(headers),
+            manifest=_manifest(memory_dir, headers),
             never="\n".join(f"   - {item}" for item in NEVER_SAVE),
             types="\n".join(f"   {line}" for line in describe_types().splitlines()),
             max_turns=MAX_TURNS,

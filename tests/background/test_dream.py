@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -124,6 +125,27 @@ async def test_a_memory_saved_while_the_dream_thinks_is_not_reverted_or_retired(
     results = script.seen["dream"][2]["messages"][-1]["content"]
     assert [r.get("is_error") for r in results] == [True, True]
     assert all("changed since you read it" in r["content"] for r in results)
+
+
+async def test_the_dream_prompt_lists_the_newest_memories_only(
+    ws: Workspace, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every memory was listed: 10,000 are ~400,000 tokens, and each dream of such a dir
+    # failed with HTTP 400 (prompt too long).
+    from memoryd.automem import dream
+
+    monkeypatch.setattr(dream, "MANIFEST_LIMIT", 2, raising=False)
+    keep, duplicate, deadline = await _three_memories(ws)
+    for age, path in enumerate((deadline, duplicate, keep)):
+        os.utime(path, (1_700_000_000 - age * 86_400,) * 2)
+    await ws.handle.call("memory.reconcile", cwd=str(ws.cwd))
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["memories"] == 3
+    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    assert deadline.name in prompt
+    assert duplicate.name in prompt
+    assert keep.name not in prompt  # the oldest
+    assert f"1 older memories are not listed; Grep or Glob `{ws.memory_dir}`" in prompt
 
 
 async def test_dream_with_one_memory_has_nothing_to_do(ws: Workspace, script: Script) -> None:
