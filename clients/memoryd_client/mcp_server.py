@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 
+from memoryd_client.mcp_stdin import repair_stdin
 from memoryd_client.version import installed_version
 
 EXIT_MISSING_EXTRA = 2
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     # process stopped answering yet lived on until the host closed stdin, then printed a
     # KeyboardInterrupt traceback. Exit at once and quietly instead, as on SIGTERM.
     signal.signal(signal.SIGINT, _exit_on_interrupt)
+    repair_stdin()  # half a surrogate pair in a request: answered, not left unanswered for ever
     server.run("stdio")
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -30,6 +33,21 @@ async def mcp_session(socket_path: Path, cwd: Path) -> AsyncIterator[ClientSessi
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
+
+
+def read_line(stream: IO[bytes], timeout: float) -> Any:
+    """The next JSON line on a subprocess's pipe, or a failure after `timeout`."""
+    buffered = b""
+    deadline = time.monotonic() + timeout
+    while not buffered.endswith(b"\n"):
+        ready, _, _ = select.select([stream], [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            pytest.fail(f"no reply within {timeout} s (got {buffered!r})")
+        byte = os.read(stream.fileno(), 1)  # not stream.read: its buffer hides bytes from select
+        if not byte:
+            pytest.fail(f"the server closed its stdout (got {buffered!r})")
+        buffered += byte
+    return json.loads(buffered)
 
 
 def payload(result: Any) -> Any:
@@ -352,3 +370,49 @@ async def test_big_memories_are_cut_to_fit_and_read_pages_through_them(
     assert len(pages) > 1
     assert past.is_error
     assert "outside the file" in past.content[0].text
+
+
+def test_half_a_surrogate_pair_in_a_request_is_answered(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    fake_daemon.on("recall", {"selector": "local", "memories": []})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memoryd_client.mcp_server",
+            "--socket",
+            str(fake_daemon.socket_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(),
+        cwd=str(project),
+    )
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    # Written as a JSON client writes them: \ud83d alone (a string cut inside an emoji), a
+    # whole pair, and an escaped backslash before "ud83d", which is no escape at all.
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall",'
+        '"arguments":{"query":"tea \\ud83d and \\ud83d\\ude00 and \\\\ud83d"}}}',
+    ]
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(("\n".join(lines) + "\n").encode())
+        proc.stdin.flush()
+        replies = [read_line(proc.stdout, timeout=15) for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.communicate()
+    # Before: no reply at all to id 2 (the SDK's parser refused the line), the client waited.
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[1]["result"]["isError"] is False
+    assert fake_daemon.calls("recall")[0]["query"] == "tea \ufffd and \U0001f600 and \\ud83d"
