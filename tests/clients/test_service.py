@@ -25,7 +25,8 @@ FAKE_TOOL = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
 if [ -e "{log}.down" ]; then echo "Failed to connect to bus: No such file or directory" >&2; exit 1; fi
 case "$*" in
-  *is-active*) exit 3 ;;
+  *" restart "*) if [ -e "{log}.restart-fails" ]; then exit 1; fi ;;
+  *is-active*) if [ -e "{log}.active" ]; then exit 0; fi; exit 3 ;;
   *show*) cat "{log}.show" 2>/dev/null; exit 0 ;;
   print*) exit 113 ;;
 esac
@@ -238,6 +239,44 @@ def test_the_shipped_templates_stay_templates() -> None:
         assert not directives(text, "PrivateTmp", "Documentation")
     with (repo / "launchd" / "com.memoryd.daemon.plist").open("rb") as handle:
         assert plistlib.load(handle)["ProgramArguments"][0] == "@MEMORYD@"
+
+
+def test_a_changed_socket_unit_that_listens_is_restarted(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the socket unit was rewritten (another socket) while it listened,
+    # and only the service was restarted: systemd kept the old listener and handed the old
+    # socket to the new service, while every client looked on the new path.
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    (tmp_path / "systemctl.log").unlink()
+    (tmp_path / "systemctl.log.active").touch()
+    other = tmp_path / "other" / "memoryd.sock"
+    (tmp_path / "systemctl.log.restart-fails").touch()
+    failed = memctl(home, fake_bin, "--socket", str(other), "service", "install", runtime=runtime)
+    assert failed.returncode == 1
+    assert f"ListenStream={other}" in (units(home) / "memoryd.socket").read_text()
+    # The next run, with nothing left to write, still restarts the socket unit.
+    (tmp_path / "systemctl.log.restart-fails").unlink()
+    (tmp_path / "systemctl.log").unlink()
+    done = memctl(home, fake_bin, "--socket", str(other), "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout
+    assert f"unchanged: {units(home) / 'memoryd.socket'}" in done.stdout
+    assert calls(tmp_path) == [
+        SHOW,
+        "--user daemon-reload",
+        "--user is-active --quiet memoryd.socket",
+        "--user enable --now memoryd.socket",
+        "--user restart memoryd.socket",
+    ]
+    # A change to the service alone restarts the service, not the socket.
+    (tmp_path / "systemctl.log").unlink()
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    (tmp_path / "systemctl.log").unlink()
+    service = units(home) / "memoryd.service"
+    service.write_text(service.read_text().replace("RestartSec=2", "RestartSec=3"))
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    assert calls(tmp_path)[-1] == "--user try-restart memoryd.service"
+    assert "--user restart memoryd.socket" not in calls(tmp_path)
 
 
 @pytest.mark.slow  # a real daemon started and stopped: seconds on a loaded machine

@@ -188,12 +188,26 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _write_files(report: Report, units: list[service_units.UnitFile], pending: Path) -> bool:
-    """Write the units that differ; True when any changed (would change, on a dry run)."""
+def _pending_units(pending: Path, units: list[service_units.UnitFile]) -> set[str]:
+    """The unit files an earlier run wrote but did not get into effect (its pending file names
+    them; an empty one, from before it did, stands for all)."""
+    text = _current(pending)
+    if text is None:
+        return set()
+    names = {u.path.name for u in units}
+    listed = set(text.split()) & names
+    return listed or names
+
+
+def _write_files(report: Report, units: list[service_units.UnitFile], pending: Path) -> set[str]:
+    """Write the units that differ; the names of those that changed (would change, on a dry
+    run), with those an earlier run left pending."""
     changed = [u for u in units if _current(u.path) != u.text]
+    waiting = _pending_units(pending, units)
     if changed and not report.dry_run:
-        make_private_dirs(pending.parent)
-        pending.touch()  # before the files: whatever stops this run, the next one applies them
+        # Before the files: whatever stops this run, the next one applies them.
+        names = "".join(f"{n}\n" for n in sorted(waiting | {u.path.name for u in changed}))
+        files.write_atomic(pending, names, 0o600, 0o700)
         # The unit folder's missing parents (~/.config of a fresh account) are private too:
         # write_atomic's mkdir gives the mode to the last folder only.
         make_private_dirs(units[0].path.parent)
@@ -208,7 +222,7 @@ def _write_files(report: Report, units: list[service_units.UnitFile], pending: P
         else:
             files.write_atomic(unit.path, unit.text, 0o644)
             report.say(f"wrote: {unit.path}")
-    return bool(changed)
+    return waiting | {u.path.name for u in changed}
 
 
 def install(report: Report, manager: str, sock: Path) -> None:
@@ -221,7 +235,8 @@ def install(report: Report, manager: str, sock: Path) -> None:
         return
     pending = _pending(manager)
     # A file written by an earlier run whose reload or restart failed still needs them.
-    apply = _write_files(report, units, pending) or pending.exists()
+    changed = _write_files(report, units, pending)
+    apply = bool(changed)
     if manager == "launchd":
         if not report.dry_run:
             make_private_dirs(_launchd_logs())
@@ -238,7 +253,7 @@ def install(report: Report, manager: str, sock: Path) -> None:
     if manager == "launchd":
         done = _launchd_start(report, tool, units[0].path, apply)
     else:
-        done = _systemd_start(report, tool, sock, apply)
+        done = _systemd_start(report, tool, sock, changed)
     if done and not report.dry_run:
         pending.unlink(missing_ok=True)
 
@@ -272,8 +287,9 @@ def _no_tool_hint(manager: str, dry_run: bool) -> str:
     )
 
 
-def _systemd_start(report: Report, systemctl: str, sock: Path, apply: bool) -> bool:
+def _systemd_start(report: Report, systemctl: str, sock: Path, changed: set[str]) -> bool:
     """Reload, hand the socket over, enable and (re)start; True when it is all in effect."""
+    apply = bool(changed)
     user = [systemctl, "--user"]
     # Asking first tells whether the user manager can be reached at all (not over ssh without
     # a user bus, nor in most containers): nothing is stopped until it can.
@@ -305,9 +321,20 @@ def _systemd_start(report: Report, systemctl: str, sock: Path, apply: bool) -> b
         if stopped is not None:
             _restart_background(report, sock)
         return False
+    if active.returncode == 0 and "memoryd.socket" in changed:
+        # A listening socket unit keeps its old settings (its path) until restarted, and hands
+        # that socket to every service it starts; the restart takes the service down with it
+        # (Requires=), to start again, as changed, on the next connection.
+        return report.run([*user, "restart", "memoryd.socket"]).returncode == 0 and _started(
+            report, sock
+        )
     if apply and report.run([*user, "try-restart", "memoryd.service"]).returncode != 0:
         # A running service keeps its old command line until restarted.
         return False
+    return _started(report, sock)
+
+
+def _started(report: Report, sock: Path) -> bool:
     report.say(
         f"memoryd {'would start' if report.dry_run else 'starts'} on the first connection to "
         f"{sock}; model and team credentials go in "
