@@ -346,6 +346,7 @@ class Extraction:
         offered_before = self._cursor.get(turn.session_id)
         self._cursor[turn.session_id] = len(turn.messages)
         written: list[Path] = []
+        index_written: list[Path] = []
 
         async def on_write(path: Path) -> None:
             self.note_own_write(path)
@@ -353,6 +354,8 @@ class Extraction:
                 # A memory saved. An index (MEMORY.md, team/MEMORY.md: no folder's file of
                 # that name is read as a memory) is none: team/MEMORY.md was announced.
                 written.append(path)
+            else:
+                index_written.append(path)
 
         self.counts["runs"] += 1
         from memoryd.agent.loop import run_agent  # loaded when an extraction runs
@@ -376,7 +379,9 @@ class Extraction:
             )
         finally:
             # Even when the run was stopped: what it wrote is indexed and announced.
-            await self.settle(project, memory_dir, written)
+            # An index the agent rewrote is reconciled too, when it wrote no memory: one that
+            # dropped lines or listed files that do not exist stayed so.
+            await self.settle(project, memory_dir, written, always=bool(index_written))
         if result.stop_reason == "error":
             self._offer_again(turn, offered_before)
         self.counts["written"] += len(written)

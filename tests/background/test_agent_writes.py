@@ -408,3 +408,25 @@ async def test_a_memory_that_was_already_faulty_may_still_be_edited(
     results = fake_model.message_requests()[2].json["messages"][-1]["content"]
     assert "is_error" not in results[0]
     assert "invalid type 'x'" in results[1]["content"]
+
+
+async def test_an_index_rewritten_alone_is_reconciled(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # A run that wrote only MEMORY.md skipped the reconcile (only memories count as written):
+    # an index that dropped a memory's line and listed 300 files that do not exist stayed so,
+    # and the prompt's index (its first 200 lines) held none of the real memories.
+    saved = await ws.am.write_memory(
+        ws.project, type="user", name="Tabs", description="likes tabs", body="Tabs."
+    )
+    index = ws.memory_dir / "MEMORY.md"
+    junk = "".join(f"- [Idea {i}](idea_{i}.md) — brainstorm {i}\n" for i in range(300))
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(index)})]),
+        tool_use_reply([_write(index, junk)]),
+        text_reply(NOTHING_MARKER),
+    )
+    await _turn(ws, CONVO)
+    lines = index.read_text().splitlines()
+    assert len(lines) == 1
+    assert saved.path.name in lines[0]
