@@ -22,6 +22,7 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -76,6 +77,34 @@ def systemd_socket() -> socket.socket | None:
     for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(name, None)  # not inherited by anything we spawn
     return socket.socket(fileno=SD_LISTEN_FDS_START)
+
+
+def activated_config(config: DaemonConfig, sock: socket.socket) -> DaemonConfig:
+    """`config` with the path of the socket systemd handed over when it is not `--socket`'s:
+    a socket unit rewritten (another path) but not restarted still listens, and hands over, the
+    old one. The daemon serves what it was given, so its status, status file and log name that
+    (they named a path where nobody listened, and nothing said so)."""
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return config
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not isinstance(name, str) or not name or name.startswith("\0"):
+        return config  # unnamed or abstract: no file to name
+    served = Path(name)
+    if served == config.socket_path:
+        return config
+    with contextlib.suppress(OSError):
+        if os.path.samefile(served, config.socket_path):
+            return config
+    log.warning(
+        "systemd handed over a socket on another path than --socket; serving it (the socket "
+        "unit changed since it started listening: `systemctl --user restart memoryd.socket`)",
+        socket=str(served),
+        configured_socket=str(config.socket_path),
+    )
+    return replace(config, socket_path=served)
 
 
 def listen_backlog() -> int:
@@ -212,8 +241,9 @@ def remove_status_file_if_ours(config: DaemonConfig) -> None:
 
 
 class Server:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, activated: socket.socket | None = None) -> None:
         self.daemon = daemon
+        self._activated = activated  # systemd's socket, when `serve` took it already
         self.config = daemon.config
         self._server: asyncio.AbstractServer | None = None
         self.input_budget: InputBudget | None = None
@@ -222,7 +252,7 @@ class Server:
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
-        sock = systemd_socket()
+        sock = self._activated if self._activated is not None else systemd_socket()
         activated = sock is not None
         if sock is None:
             sock, self._socket_file = bind_socket(self.config.socket_path)
@@ -328,8 +358,11 @@ class Server:
 
 async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
     """Run until SIGTERM, SIGINT, SIGHUP or the `shutdown` method; 0 on a clean exit."""
+    activated = systemd_socket()
+    if activated is not None and daemon is None:
+        config = activated_config(config, activated)
     daemon = daemon or Daemon(config)
-    server = Server(daemon)
+    server = Server(daemon, activated)
     try:
         await server.start()
     except StartupError as exc:
