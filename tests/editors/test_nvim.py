@@ -422,3 +422,33 @@ def test_connection_and_status_line_against_sockets_served_in_nvim(tmp_path: Pat
     status_interval_ms = 0 the status line loops neither on status nor on reconnecting."""
     records = run_nvim("connection_spec.lua", {}, cwd=tmp_path)
     assert_all_passed(records, expected=3)
+
+
+def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> None:
+    """A restored session's view buffers, a memory named with a NUL and a line break, a file
+    name with a line break in a message, a line range for recall, the status view of a project
+    without a team repository, `|` after the commands, and the daemon gone under the rules
+    view (daily_spec.lua; its last test stops the daemon)."""
+    team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
+    with running_daemon(short_tmp / "daily.sock", env=team) as sock:
+        repo = make_repo(tmp_path / "work" / "widgets")  # no remote: no team repository
+        memory_dir = memory_dir_of(sock, repo)
+        memory_dir.mkdir(parents=True, exist_ok=True)
+        (memory_dir / "project_core.md").write_text(
+            '---\nname: "Core\\0dump\\nnotes"\ndescription: core dumps\ntype: project\n---\nx\n'
+        )
+        (memory_dir / "project_release\nnotes.md").write_text(
+            "---\nname: Release notes\ndescription: on deploy day\ntype: project\n---\ny\n"
+        )
+        records = run_nvim(
+            "daily_spec.lua",
+            {
+                "MEMORYD_SOCKET": str(sock),
+                "MEMORYD_TEST_REPO": str(repo),
+                "MEMORYD_TEST_MEMORY_DIR": str(memory_dir),
+                "MEMORYD_TEST_DAEMON_PID": str(wait_healthy(sock)["pid"]),
+                **team,
+            },
+            cwd=repo,
+        )
+    assert_all_passed(records, expected=1)

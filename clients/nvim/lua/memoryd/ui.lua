@@ -30,14 +30,38 @@ local function open_window(buf, how)
   vim.wo.relativenumber = false
 end
 
+-- A buffer already named like a view: what :mksession and :source (or a session plugin)
+-- bring back from an earlier Neovim. Taken over when it holds nothing of the user's (a
+-- scratch buffer, or an unmodified one); nil otherwise.
+local function leftover(bufname)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == bufname then
+      local scratch = vim.api.nvim_buf_get_option(b, 'buftype') == 'nofile'
+      if scratch or not vim.api.nvim_buf_get_option(b, 'modified') then
+        return b
+      end
+      return nil
+    end
+  end
+  return nil
+end
+
 -- The buffer of a view (created on first use); shown in a window when show is true.
 -- setup(buf), when given, runs once, when the buffer is made: it maps the view's keys.
 function M.buffer(name, show, setup)
   local buf = buffers[name]
   if not buf or not vim.api.nvim_buf_is_valid(buf) then
-    buf = vim.api.nvim_create_buf(false, true)
+    local bufname = 'memoryd://' .. name
+    buf = leftover(bufname)
+    if buf then
+      vim.fn.bufload(buf) -- a session's :badd leaves it unloaded, and then it takes no text
+      vim.api.nvim_buf_set_option(buf, 'buflisted', false)
+    else
+      buf = vim.api.nvim_create_buf(false, true)
+      -- A name taken by a buffer with the user's edits in it stays theirs (E95 otherwise).
+      pcall(vim.api.nvim_buf_set_name, buf, bufname)
+    end
     buffers[name] = buf
-    vim.api.nvim_buf_set_name(buf, 'memoryd://' .. name)
     vim.api.nvim_buf_set_option(buf, 'buftype', 'nofile')
     vim.api.nvim_buf_set_option(buf, 'bufhidden', 'hide')
     vim.api.nvim_buf_set_option(buf, 'swapfile', false)

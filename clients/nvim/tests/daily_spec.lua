@@ -1,0 +1,84 @@
+-- What a daily user runs into, against the real daemon ($MEMORYD_SOCKET, team sync configured,
+-- the repo without a team repository; its memory folder holds a memory named with a NUL and
+-- a line break, and one whose file name holds a line break): a restored session's buffers,
+-- the daemon's strings in questions and messages, a line range, chained commands, and the
+-- daemon going away under an open view. The last test stops the daemon.
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
+local memoryd = require('memoryd')
+local ui = require('memoryd.ui')
+
+-- memctl = 'true': :MemorydStart runs and succeeds without starting anything.
+memoryd.setup({ memctl = 'true', notifications = false })
+
+local repo = T.env('MEMORYD_TEST_REPO')
+local memory_dir = T.env('MEMORYD_TEST_MEMORY_DIR')
+
+local function edit(path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+end
+
+-- Neovim's own vim.ui.select (an inputlist), answered from typeahead.
+local function builtin_select()
+  package.loaded['vim.ui'] = nil
+  local select = require('vim.ui').select
+  package.loaded['vim.ui'] = vim.ui
+  return select
+end
+
+-- Run fn with Neovim's own vim.notify and vim.ui.select, then put the test's back.
+local function with_builtins(fn)
+  while vim.fn.getchar(0) ~= 0 do -- typeahead an earlier test left (an answer never read)
+  end
+  local notify, select = vim.notify, vim.ui.select
+  vim.notify = T.builtin_notify
+  local asked = {}
+  local own = builtin_select()
+  vim.ui.select = function(items, opts, cb)
+    asked[#asked + 1] = opts.prompt
+    vim.api.nvim_feedkeys('1\r', 't', false) -- "1: Yes"
+    own(items, opts, cb)
+  end
+  local ok, err = pcall(fn, asked)
+  vim.notify, vim.ui.select = notify, select
+  assert(ok, err)
+end
+
+local function on_line(view, text)
+  T.wait_view(view, text)
+  local buf = ui.existing(view)
+  local win = vim.fn.bufwinid(buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { T.find(view, text), 0 })
+end
+
+local function last_messages(n)
+  local lines = vim.split(vim.fn.execute('messages'), '\n')
+  return table.concat(lines, '\n', math.max(1, #lines - n + 1))
+end
+
+T.run({
+  {
+    "views open in the buffers a restored session left with their names (it was E95)",
+    function()
+      -- What :mksession + :source brings back: a hidden view buffer (:badd, unloaded) and a
+      -- scratch buffer shown in a window, both named like the views.
+      vim.cmd('badd memoryd://status')
+      vim.cmd('enew')
+      vim.cmd('setlocal buftype=nofile')
+      vim.cmd('file memoryd://memories')
+      local restored = vim.api.nvim_get_current_buf()
+      vim.v.errmsg = ''
+      edit(repo .. '/CLAUDE.md')
+      vim.cmd('MemorydStatus')
+      T.wait_view('status', '(pid ')
+      vim.cmd('MemorydMemories')
+      T.wait_view('memories', 'Memories (')
+      T.eq(restored, ui.existing('memories'), 'the restored buffer became the view')
+      T.eq('', vim.v.errmsg, 'errors')
+      T.eq(1, #vim.tbl_filter(function(b)
+        return vim.api.nvim_buf_get_name(b) == 'memoryd://status'
+      end, vim.api.nvim_list_bufs()), 'buffers named memoryd://status')
+      T.truthy(vim.fn.maparg('q', 'n', false, true).buffer == 1, 'q is mapped in the view')
+    end,
+  },
+})
