@@ -81,4 +81,35 @@ T.run({
       T.truthy(vim.fn.maparg('q', 'n', false, true).buffer == 1, 'q is mapped in the view')
     end,
   },
+  {
+    'a memory named with a NUL and a line break: the delete question is one line and works',
+    function()
+      local file = memory_dir .. '/project_core.md'
+      vim.cmd('MemorydMemories')
+      with_builtins(function(asked)
+        on_line('memories', 'Core dump notes')
+        vim.api.nvim_feedkeys('d', 'x', false)
+        T.wait('the delete', function()
+          return T.file(file) == nil
+        end)
+        T.eq({ 'Delete the memory "Core dump notes"? (its content is kept in history)' }, asked, 'question')
+      end)
+    end,
+  },
+  {
+    "a line break in a message from the daemon's strings: one line on the command line",
+    function()
+      vim.o.columns = 200
+      vim.cmd('MemorydMemories')
+      with_builtins(function()
+        on_line('memories', 'Release notes')
+        vim.api.nvim_feedkeys('d', 'x', false)
+        T.wait('the delete', function()
+          return T.file(memory_dir .. '/project_release\nnotes.md') == nil
+        end)
+        vim.wait(200) -- the reply's message
+        T.eq('memoryd: deleted project_release notes.md', last_messages(1), 'the last message')
+      end)
+    end,
+  },
 })

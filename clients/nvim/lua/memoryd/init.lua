@@ -54,6 +54,9 @@ function M.notify(text, level)
     table.remove(M.recent, 1)
   end
   if builtin_notify() then
+    -- An echo over two lines stops at the hit-enter prompt as surely as a long one: a line
+    -- break from the daemon (a file name holding one) becomes a space.
+    text = format.clean(text)
     local room = vim.v.echospace
     if type(room) == 'number' and room > 10 and vim.fn.strdisplaywidth(text) > room then
       text = vim.fn.strcharpart(text, 0, room - 1) .. '…'

@@ -187,8 +187,10 @@ function M.map(buf, lhs, fn, desc)
 end
 
 -- Yes/no through vim.ui.select (non-modal with any UI plugin); cb runs only on yes.
+-- The question holds the daemon's strings (a memory's name): made one line here, as a NUL
+-- makes Neovim's own select fail (E976) and a line break splits or breaks a picker's prompt.
 function M.confirm(prompt, cb)
-  vim.ui.select({ 'Yes', 'No' }, { prompt = prompt }, function(_, index)
+  vim.ui.select({ 'Yes', 'No' }, { prompt = format.one_line(prompt, 300) }, function(_, index)
     if index == 1 then
       cb()
     end
