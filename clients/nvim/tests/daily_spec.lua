@@ -112,4 +112,33 @@ T.run({
       end)
     end,
   },
+  {
+    'the daemon gone: saving a rule file neither reports it again nor offers to start it',
+    function()
+      edit(repo .. '/CLAUDE.md')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for CLAUDE.md')
+      vim.loop.kill(tonumber(T.env('MEMORYD_TEST_DAEMON_PID')), 'sigterm')
+      T.wait('the outage', function()
+        return memoryd.state.up == false
+      end)
+      vim.wait(200)
+      T.messages, T.prompts = {}, {}
+      vim.cmd('wincmd p')
+      vim.cmd('write')
+      vim.wait(1400) -- both background refreshes (150 ms and 1 s) have failed meanwhile
+      vim.cmd('write')
+      vim.wait(1400)
+      T.eq({}, T.prompts, 'questions')
+      T.eq({}, T.messages, 'messages')
+      vim.cmd('MemorydRules') -- asked for: said, and offered
+      T.answers = { 2 }
+      T.wait('the message', function()
+        return T.message_matching('memoryd is not running on') ~= nil
+      end)
+      T.wait('the offer', function()
+        return #T.prompts == 1
+      end)
+    end,
+  },
 })

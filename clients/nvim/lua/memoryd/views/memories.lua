@@ -99,22 +99,27 @@ function M.render_history(reply, name, now)
   return b.lines, b.targets
 end
 
-function M.refresh(ctx, show)
+-- background: nobody asked (a notification refreshes the view): a daemon gone meanwhile is
+-- not reported again nor offered to be started; the outage was reported once.
+function M.refresh(ctx, show, background)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
     local buf = ui.buffer('memories', show, M.setup_keys)
     local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last_ctx = ctx
   end, {
+    on_error = background and function(err)
+      return err.code == 'down' or err.code == 'closed'
+    end or nil,
     retry = function()
       M.refresh(ctx, show)
     end,
   })
 end
 
-local function reload()
+local function reload(background)
   if M.last_ctx and ui.existing('memories') then
-    M.refresh(M.last_ctx, false)
+    M.refresh(M.last_ctx, false, background == true)
   end
 end
 
@@ -178,7 +183,9 @@ function M.watch()
     reload_timer:start(200, 0, function()
       reload_timer:close()
       reload_timer = nil
-      vim.schedule(reload)
+      vim.schedule(function()
+        reload(true)
+      end)
     end)
   end)
 end

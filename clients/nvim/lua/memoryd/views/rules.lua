@@ -95,8 +95,10 @@ local function setup_keys(buf)
   end, 'refresh')
 end
 
--- Fetch and draw; show: bring the view to a window.
-function M.refresh(ctx, show)
+-- Fetch and draw; show: bring the view to a window. background: nobody asked (a save
+-- refreshes the view), so a daemon that is down is not reported again, nor offered to be
+-- started, on every :w; the outage was reported once and the status line says so.
+function M.refresh(ctx, show, background)
   local params = { cwd = ctx.cwd }
   if ctx.file then
     params.touched_paths = { ctx.file }
@@ -107,6 +109,9 @@ function M.refresh(ctx, show)
     ui.render(buf, lines, targets)
     M.last = { ctx = ctx, paths = paths_of(reply) }
   end, {
+    on_error = background and function(err)
+      return err.code == 'down' or err.code == 'closed'
+    end or nil,
     retry = function()
       M.refresh(ctx, show)
     end,
@@ -151,7 +156,7 @@ function M.on_write(path)
       timer:close()
       vim.schedule(function()
         if M.last and ui.existing('rules') then
-          M.refresh(M.last.ctx, false)
+          M.refresh(M.last.ctx, false, true)
         end
       end)
     end)
