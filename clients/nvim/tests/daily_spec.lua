@@ -113,6 +113,18 @@ T.run({
     end,
   },
   {
+    ':2,3MemorydRecall recalls the lines of the range, not the word under the cursor',
+    function()
+      local path = repo .. '/notes/range.txt'
+      T.write(path, 'alpha line one\nbeta line two\ngamma three\n')
+      edit(path)
+      vim.api.nvim_win_set_cursor(0, { 1, 0 })
+      vim.cmd('2,3MemorydRecall')
+      T.wait_view('recall', 'Recall: "')
+      T.has(T.lines('recall')[1], 'Recall: "beta line two gamma three"', 'the query')
+    end,
+  },
+  {
     'the daemon gone: saving a rule file neither reports it again nor offers to start it',
     function()
       edit(repo .. '/CLAUDE.md')

@@ -185,16 +185,27 @@ function M.visual_text()
   return table.concat(lines, '\n')
 end
 
--- opts: the command's args, range (0: none).
+-- The text a command's range stands for: the visual selection when the range is its '<,'>,
+-- else the whole lines of the range (`:2,3MemorydRecall`, a count); nil without a range.
+function M.range_text(opts)
+  if not opts.range or opts.range == 0 then
+    return nil
+  end
+  local start, stop = vim.fn.line("'<"), vim.fn.line("'>")
+  if start == opts.line1 and stop == opts.line2 then
+    return M.visual_text()
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(0, opts.line1 - 1, opts.line2, false), '\n')
+end
+
+-- opts: the command's args, range (0: none), line1, line2.
 function M.query_from(opts)
   if opts.args and opts.args ~= '' then
     return opts.args
   end
-  if opts.range and opts.range > 0 then
-    local text = M.visual_text()
-    if text and text:match('%S') then
-      return text
-    end
+  local text = M.range_text(opts)
+  if text and text:match('%S') then
+    return text
   end
   local word = vim.fn.expand('<cword>')
   if word ~= '' then

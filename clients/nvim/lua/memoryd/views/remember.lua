@@ -39,14 +39,7 @@ local function text_from(opts)
   if opts.args and opts.args ~= '' then
     return opts.args
   end
-  if opts.range and opts.range > 0 then
-    local start, stop = vim.fn.line("'<"), vim.fn.line("'>")
-    if start == opts.line1 and stop == opts.line2 then
-      return recall.visual_text()
-    end
-    return table.concat(vim.api.nvim_buf_get_lines(0, opts.line1 - 1, opts.line2, false), '\n')
-  end
-  return nil
+  return recall.range_text(opts)
 end
 
 -- Ask the remaining questions, then write.
