@@ -280,6 +280,32 @@ def test_a_changed_socket_unit_that_listens_is_restarted(
 
 
 @pytest.mark.slow  # a real daemon started and stopped: seconds on a loaded machine
+def test_the_launch_agent_takes_the_socket_over_from_a_memctl_started_daemon(
+    fake_bin: Path, short_tmp: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: bootstrapped while a `memctl start` daemon held the socket, the
+    # agent's daemon exited 2 ("already serving") and KeepAlive started it every 10 s.
+    home = short_tmp / "h"
+    home.mkdir()
+    sock = str(home / "Library" / "Caches" / "memoryd" / "memoryd.sock")
+    assert memctl(home, fake_bin, "--socket", sock, "start").returncode == 0
+    try:
+        (tmp_path / "launchctl.log.down").touch()  # bootstrap fails: the daemon comes back
+        failed = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
+        assert failed.returncode == 1, failed.stdout
+        assert "started the background daemon again" in failed.stdout
+        assert memctl(home, fake_bin, "--socket", sock, "status").returncode == 0
+        (tmp_path / "launchctl.log.down").unlink()
+        done = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
+        assert done.returncode == 0, done.stdout
+        assert "so the LaunchAgent can take over its socket" in done.stdout
+        assert memctl(home, fake_bin, "--socket", sock, "status").returncode == 3
+        assert calls(tmp_path, "launchctl")[-1].startswith(f"bootstrap gui/{os.getuid()} ")
+    finally:
+        memctl(home, fake_bin, "--socket", sock, "stop")
+
+
+@pytest.mark.slow  # a real daemon started and stopped: seconds on a loaded machine
 def test_install_hands_the_socket_over_from_a_memctl_started_daemon(
     home: Path, fake_bin: Path, short_tmp: Path
 ) -> None:

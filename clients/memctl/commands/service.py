@@ -251,7 +251,7 @@ def install(report: Report, manager: str, sock: Path) -> None:
         report.say(_no_tool_hint(manager, report.dry_run))
         return
     if manager == "launchd":
-        done = _launchd_start(report, tool, units[0].path, apply)
+        done = _launchd_start(report, tool, units[0].path, apply, sock)
     else:
         done = _systemd_start(report, tool, sock, changed)
     if done and not report.dry_run:
@@ -305,18 +305,7 @@ def _systemd_start(report: Report, systemctl: str, sock: Path, changed: set[str]
     if active.returncode not in (0, 3):  # 3: inactive; anything else: systemd did not say
         report.failed(active, "nothing was stopped")
         return False
-    stopped = None
-    if active.returncode == 3:
-        # A daemon from `memctl start` holds the socket the unit must listen on: hand it over.
-        running = lifecycle.query_status(sock, timeout=2.0)
-        if running is not None:
-            what = f"the background daemon (pid {running.get('pid')})"
-            if report.dry_run:
-                report.say(f"would stop {what} so the socket unit can take over its socket")
-            else:
-                lifecycle.stop(sock)
-                stopped = running
-                report.say(f"stopped {what} so the socket unit can take over its socket")
+    stopped = _hand_over(report, sock, "the socket unit") if active.returncode == 3 else None
     if report.run([*user, "enable", "--now", "memoryd.socket"]).returncode != 0:
         if stopped is not None:
             _restart_background(report, sock)
@@ -347,6 +336,22 @@ def _started(report: Report, sock: Path) -> bool:
 UNITS = service_units.SYSTEMD_UNITS
 
 
+def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
+    """A daemon from `memctl start` holds the socket the service must serve: stop it (what it
+    answered, for `_restart_background` when the service does not start), or say so on a dry
+    run. Left running, the service's daemon could not take the socket."""
+    running = lifecycle.query_status(sock, timeout=2.0)
+    if running is None:
+        return None
+    what = f"the background daemon (pid {running.get('pid')})"
+    if report.dry_run:
+        report.say(f"would stop {what} so {taker} can take over its socket")
+        return None
+    lifecycle.stop(sock)
+    report.say(f"stopped {what} so {taker} can take over its socket")
+    return running
+
+
 def _restart_background(report: Report, sock: Path) -> None:
     """The socket unit did not take over: the daemon stopped for it comes back."""
     try:
@@ -357,7 +362,7 @@ def _restart_background(report: Report, sock: Path) -> None:
     report.say(f"started the background daemon again (pid {started.get('pid')})")
 
 
-def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool) -> bool:
+def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool, sock: Path) -> bool:
     target = _launchd_target()
     loaded = report.query([launchctl, "print", target]).returncode == 0
     if loaded and not apply:
@@ -365,7 +370,16 @@ def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool) -> 
         return True
     if loaded:
         report.run([launchctl, "bootout", target], check=False)
-    return report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)]).returncode == 0
+        stopped = None
+    else:
+        # The agent's daemon would exit 2 ("already serving") and KeepAlive would start it
+        # again every 10 s for as long as a `memctl start` daemon held the socket.
+        stopped = _hand_over(report, sock, "the LaunchAgent")
+    if report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)]).returncode != 0:
+        if stopped is not None:
+            _restart_background(report, sock)
+        return False
+    return True
 
 
 def uninstall(report: Report, manager: str, sock: Path) -> None:
