@@ -125,6 +125,17 @@ T.run({
     end,
   },
   {
+    'status view: a project without a team repository says sync is off and why',
+    function()
+      edit(repo .. '/CLAUDE.md')
+      vim.cmd('MemorydStatus')
+      T.wait_view('status', 'Team sync for this project')
+      local text = T.text('status')
+      T.has(text, 'off — the project has no git remote naming its owner/repo', 'team sync')
+      T.has_not(text, 'repo nil', 'team sync')
+    end,
+  },
+  {
     'the daemon gone: saving a rule file neither reports it again nor offers to start it',
     function()
       edit(repo .. '/CLAUDE.md')

@@ -20,6 +20,24 @@ local function state_of(feature)
   return 'off — ' .. format.one_line(feature.reason or '?', 160)
 end
 
+-- team.status's `suppressed` in words (the daemon's memoryd.team.service.SUPPRESSED_BECAUSE;
+-- http_<status> and permanent: the server refused for good, so sync stopped).
+local SUPPRESSED = {
+  no_repo = 'the project has no git remote naming its owner/repo, which team memory is keyed by',
+  no_oauth = 'MEMORYD_TEAM_TOKEN is not set',
+  bad_url = 'MEMORYD_TEAM_URL is not an http(s) URL',
+  bad_token = 'MEMORYD_TEAM_TOKEN is not a usable token',
+  permanent = 'the team server refused for good',
+}
+
+function M.why_suppressed(code)
+  local status = code:match('^http_(%d+)$')
+  if status then
+    return ('the team server answered HTTP %s, so sync stopped (%s)'):format(status, code)
+  end
+  return ('%s (%s)'):format(SUPPRESSED[code] or 'sync is off', format.one_line(code, 60))
+end
+
 -- Pure: status (the reply), team (team.status's reply or nil), team_error (its error or nil),
 -- recent: the plugin's last messages in full.
 function M.render(status, team, team_error, socket, recent)
@@ -59,8 +77,15 @@ function M.render(status, team, team_error, socket, recent)
   end
   add('')
   add('Team sync for this project')
-  if team then
+  local suppressed = team and type(team.suppressed) == 'string' and team.suppressed or nil
+  if team and (type(team.repo) ~= 'string' or team.repo == '') then
+    -- Team sync is configured, but this project has nothing to sync with (repo null).
+    add('  off — ' .. M.why_suppressed(suppressed or 'no_repo'))
+  elseif team then
     add(('  repo %s on %s'):format(tostring(team.repo), tostring(team.server)))
+    if suppressed then
+      add('  stopped — ' .. M.why_suppressed(suppressed))
+    end
     add(('  %s entries, %d pending, retrying: %s'):format(
       tostring(team.entries),
       type(team.pending) == 'table' and #team.pending or 0,
@@ -68,7 +93,11 @@ function M.render(status, team, team_error, socket, recent)
     ))
     local last = type(team.last_result) == 'table' and team.last_result or nil
     if last then
-      add(('  last %s %s at %s'):format(tostring(last.op), last.ok and 'ok' or 'failed', tostring(last.at)))
+      local line = ('  last %s %s at %s'):format(tostring(last.op), last.ok and 'ok' or 'failed', tostring(last.at))
+      if not last.ok and last.error ~= nil then
+        line = line .. ': ' .. format.one_line(tostring(last.error), 200)
+      end
+      add(line)
     end
   else
     add('  off — ' .. format.one_line(team_error and team_error.message or '?', 200))
