@@ -11,10 +11,12 @@ if vim.fn.has('nvim-0.7') == 0 then
 end
 
 local command = vim.api.nvim_create_user_command
+-- The commands without arguments take `|` and a next command (`:MemorydStatus | wincmd p`);
+-- the ones with text keep `|` as part of it, as Vim's own commands that take text do.
 
 command('MemorydRules', function()
   require('memoryd.views.rules').open()
-end, { desc = 'memoryd: the instruction files in effect for this buffer' })
+end, { bar = true, desc = 'memoryd: the instruction files in effect for this buffer' })
 
 command('MemorydRecall', function(opts)
   require('memoryd.views.recall').command(opts)
@@ -26,15 +28,15 @@ end, { nargs = '*', range = true, desc = 'memoryd: save the selection or a line 
 
 command('MemorydMemories', function()
   require('memoryd.views.memories').open()
-end, { desc = 'memoryd: memories and instruction files; edit, delete, history, restore' })
+end, { bar = true, desc = 'memoryd: memories and instruction files; edit, delete, history, restore' })
 
 command('MemorydStatus', function()
   require('memoryd.views.status').open()
-end, { desc = 'memoryd: daemon status, model, team sync' })
+end, { bar = true, desc = 'memoryd: daemon status, model, team sync' })
 
 command('MemorydStart', function()
   require('memoryd').start_daemon()
-end, { desc = 'memoryd: start the daemon (memctl start)' })
+end, { bar = true, desc = 'memoryd: start the daemon (memctl start)' })
 
 local group = vim.api.nvim_create_augroup('memoryd', { clear = true })
 vim.api.nvim_create_autocmd('BufWritePost', {

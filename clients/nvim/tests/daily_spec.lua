@@ -136,6 +136,20 @@ T.run({
     end,
   },
   {
+    'the commands without arguments take | and a next command',
+    function()
+      for _, name in ipairs({ 'MemorydRules', 'MemorydMemories', 'MemorydStatus', 'MemorydStart' }) do
+        vim.g.chained = nil
+        vim.cmd(name .. ' | let g:chained = 1')
+        T.eq(1, vim.g.chained, name .. ' | …')
+      end
+      T.wait('memctl (true) to finish', function()
+        return T.message_matching('memoryd started') ~= nil
+      end)
+      vim.wait(300) -- the views' replies arrive
+    end,
+  },
+  {
     'the daemon gone: saving a rule file neither reports it again nor offers to start it',
     function()
       edit(repo .. '/CLAUDE.md')
