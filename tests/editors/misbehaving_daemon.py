@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 STORM_SIZE = 1000
+RESTORE_WARNING = "restored, but MEMORY.md could not be rewritten yet: the next write retries"
 NOTIFICATIONS: list[tuple[str, dict[str, Any]]] = [
     ("session/summary_updated", {"session_id": "s-42"}),
     ("team/synced", {"repo": "acme/widgets", "pushed": 2, "pulled": 1}),
@@ -81,6 +82,9 @@ class MisbehavingDaemon:
                 conn.sendall(json.dumps(message).encode() + b"\n")
             elif method == "memory.write":
                 self._reply(conn, request, "a string where an object belongs")
+            elif method == "memory.restore":  # restored, with a warning as memory.write's
+                result = {"path": request["params"]["path"], "restored": "v1"}
+                self._reply(conn, request, {**result, "warnings": [RESTORE_WARNING]})
             elif method == "test.notify":
                 self._reply(conn, request, {"sent": len(NOTIFICATIONS)})
                 for event, params in NOTIFICATIONS:

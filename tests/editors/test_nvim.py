@@ -26,7 +26,7 @@ import pytest
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
 from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
 from tests.editors.headless_nvim import NVIM, PLUGIN, headless, run_script
-from tests.editors.misbehaving_daemon import STORM_SIZE, MisbehavingDaemon
+from tests.editors.misbehaving_daemon import RESTORE_WARNING, STORM_SIZE, MisbehavingDaemon
 
 pytestmark = pytest.mark.skipif(
     NVIM is None,
@@ -282,12 +282,13 @@ def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: P
                 "MEMORYD_SOCKET": str(sock),
                 "MEMORYD_TEST_REPO": str(repo),
                 "MEMORYD_TEST_STORM": str(STORM_SIZE),
+                "MEMORYD_TEST_RESTORE_WARNING": RESTORE_WARNING,
             },
             cwd=repo,
         )
     finally:
         fake.stop()
-    assert_all_passed(records, expected=9)
+    assert_all_passed(records, expected=10)
     assert fake.storms_sent == STORM_SIZE
     assert "get_context" in fake.methods
     assert "recall" in fake.methods

@@ -121,6 +121,21 @@ T.run({
     end,
   },
   {
+    "a restore: the daemon's warnings are shown, as a write's are",
+    function()
+      local memories = require('memoryd.views.memories')
+      memories.last_ctx = { cwd = repo }
+      T.answers = { 1 } -- restore it? yes
+      memories.restore({ path = '/m/project_x.md', version = 'v1', name = 'X' })
+      T.wait('the warning', function()
+        return T.message_matching(T.env('MEMORYD_TEST_RESTORE_WARNING')) ~= nil
+      end, 3000)
+      T.truthy(T.message_matching('memoryd: restored project_x.md (v1)'), 'the restore message')
+      T.eq(vim.log.levels.WARN, T.message_matching(T.env('MEMORYD_TEST_RESTORE_WARNING')).level, 'level')
+      status_answers()
+    end,
+  },
+  {
     'notifications appear as vim.notify messages, worded like memctl watch',
     function()
       local heard = 0

@@ -146,8 +146,12 @@ end
 function M.restore(version)
   local ctx = M.last_ctx
   ui.confirm(('Restore %s to the version of %s? (the current text goes to history)'):format(version.name, version.version), function()
-    memoryd.request('memory.restore', { cwd = ctx.cwd, path = version.path, version = version.version }, function()
+    memoryd.request('memory.restore', { cwd = ctx.cwd, path = version.path, version = version.version }, function(reply)
       memoryd.message(('restored %s (%s)'):format(format.basename(version.path), version.version))
+      -- As memory.write's: e.g. MEMORY.md could not be rewritten yet.
+      for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
+        memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
+      end
       reload()
       M.history({ path = version.path, name = version.name })
     end)
