@@ -353,7 +353,8 @@ class Extraction:
             if not naming.is_index_name(path.name):
                 # A memory saved. An index (MEMORY.md, team/MEMORY.md: no folder's file of
                 # that name is read as a memory) is none: team/MEMORY.md was announced.
-                written.append(path)
+                if path not in written:  # written, then edited: one memory, counted once
+                    written.append(path)
             else:
                 index_written.append(path)
 

@@ -430,3 +430,24 @@ async def test_an_index_rewritten_alone_is_reconciled(
     lines = index.read_text().splitlines()
     assert len(lines) == 1
     assert saved.path.name in lines[0]
+
+
+async def test_a_memory_written_then_edited_counts_once(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # Each write of a run was counted: a memory written, then corrected with an Edit, was two
+    # in status.features.extraction.written and listed twice in last_run.written.
+    memory = ws.memory_dir / "user_tabs.md"
+    fake_model.enqueue(
+        tool_use_reply([_write(memory, memory_text("Tabs", "likes tabs", "user", "Tabs."))]),
+        tool_use_reply([("Edit", {"file_path": str(memory), "old_string": "Tabs.", "new_string": "Tabs, width 4."})]),
+        text_reply("saved"),
+    )  # fmt: skip
+    client = await _subscribe(ws)
+    await _turn(ws, CONVO)
+    await ws.handle.call("status")  # after every notification already sent
+    assert _saved(client) == [str(memory)]
+    extraction = (await ws.handle.call("status"))["features"]["extraction"]
+    assert extraction["written"] == 1
+    assert extraction["last_run"]["written"] == [str(memory)]
+    await client.close()
