@@ -16,7 +16,7 @@ from typing import Any
 
 from memctl import commands
 from memctl.global_flags import accept_after_command, add_global_flags
-from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail
+from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail, older_daemon_hint
 from memoryd_client import DaemonUnavailable, RpcError
 
 # Commands registered by a module of another name; every other command's module is its name.
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     except DaemonUnavailable as exc:
         return fail(args, str(exc), EXIT_DOWN)
     except RpcError as exc:
-        return fail(args, f"error {exc.code}: {exc.message}", EXIT_RPC, code=exc.code)
+        hint = older_daemon_hint(exc.code, exc.message)
+        return fail(args, f"error {exc.code}: {exc.message}{hint}", EXIT_RPC, code=exc.code)
     except TimeoutError as exc:
         return fail(args, str(exc), EXIT_TIMEOUT)
     except KeyboardInterrupt:

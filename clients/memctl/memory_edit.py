@@ -117,7 +117,9 @@ def _save(
         )
         why = ""
     except RpcError as exc:
-        kept, why = None, exc.message
+        from memctl.output import older_daemon_hint
+
+        kept, why = None, exc.message + older_daemon_hint(exc.code, exc.message)
     try:
         now: str | None = str(conn.call("memory.read", {"cwd": cwd, "path": str(path)})["content"])
     except RpcError:

@@ -61,6 +61,18 @@ def emit(args: argparse.Namespace, data: Any, text: str | None = None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+def older_daemon_hint(code: int, message: str) -> str:
+    """What to add to an error a daemon older than memctl gives for what it does not know yet
+    (memctl upgraded, the daemon running since before): a method added since (-32601), or a
+    parameter added since (-32602, which reads as if the user had typed something wrong)."""
+    if code == -32601 or (code == -32602 and "Extra inputs are not permitted" in message):
+        return (
+            " (the running memoryd may be older than this memctl, started before an upgrade: "
+            "`memctl restart` runs the installed one)"
+        )
+    return ""
+
+
 def fail(args: argparse.Namespace, message: str, exit_code: int, **extra: Any) -> int:
     if getattr(args, "json", False):
         sys.stdout.write(json_text({"error": message, "exit_code": exit_code, **extra}) + "\n")
