@@ -128,6 +128,7 @@ async def run_agent(
     }
     if system is not None:
         request["system"] = system
+    used_ids: set[str] = set()  # the tool call ids sent back so far
     try:
         while True:
             if cancel is not None and cancel.is_set():
@@ -156,7 +157,10 @@ async def run_agent(
             blocks = _reply_blocks(feature, reply)
             # Sent back with the next request: a lone surrogate in a tool input would make
             # every later request of the run unencodable.
-            content = without_lone_surrogates([b.to_dict() for b in blocks])
+            # `warnings=False`: a field of the wrong type (an input that is no object) is
+            # fixed below, not a serializer warning on the daemon's stderr.
+            content = without_lone_surrogates([b.to_dict(warnings=False) for b in blocks])
+            call_ids = _sendable_calls(content, used_ids)
             convo.append({"role": "assistant", "content": content})
             uses = [b for b in blocks if b.type == "tool_use"]
             result.final_text = "\n".join(b.text for b in blocks if b.type == "text")
@@ -165,26 +169,26 @@ async def run_agent(
                 break
             cut = _cut_off_call(reply, blocks)
             outputs: list[dict[str, Any]] = []
-            for index, use in enumerate(uses):
+            for index, (use, call_id) in enumerate(zip(uses, call_ids, strict=True)):
                 if cancel is not None and cancel.is_set():
-                    outputs.append(_tool_result(use.id, "cancelled before it ran", error=True))
+                    outputs.append(_tool_result(call_id, "cancelled before it ran", error=True))
                     continue
                 if use is cut:
                     result.tool_calls += 1
                     if use.name in agent_tools.WRITE_TOOLS:
                         result.attempted_writes += 1
                     log.info("cut-off tool call not run", feature=feature, tool=use.name)
-                    outputs.append(_tool_result(use.id, _CUT_OFF_TEXT, error=True))
+                    outputs.append(_tool_result(call_id, _CUT_OFF_TEXT, error=True))
                     continue
                 if index >= MAX_TOOL_CALLS_PER_REPLY:
                     result.tool_calls += 1
                     text = f"not run: at most {MAX_TOOL_CALLS_PER_REPLY} tool calls per reply"
-                    outputs.append(_tool_result(use.id, text, error=True))
+                    outputs.append(_tool_result(call_id, text, error=True))
                     continue
                 tool_input = use.input if isinstance(use.input, dict) else {}
                 outputs.append(
                     await _run_tool(
-                        host, feature, policy, use.name, use.id, tool_input, result,
+                        host, feature, policy, use.name, call_id, tool_input, result,
                         hooks, extras, offered,
                     )
                 )  # fmt: skip
@@ -255,6 +259,28 @@ def _reply_blocks(feature: str, reply: Any) -> list[Any]:
     ):
         raise ModelError(feature, "the model's reply has no list of content blocks")
     return content
+
+
+def _sendable_calls(content: list[dict[str, Any]], used: set[str]) -> list[str]:
+    """The id of each tool call in `content` (the reply as it is sent back), each call made
+    one the API takes back: an input that is no object becomes {} (it is run as {}), a missing
+    id or one already used in the run gets a new one, which its result then carries. Sent
+    back as they came, the next request was refused (HTTP 400) and the run failed with it."""
+    ids: list[str] = []
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        if not isinstance(block.get("input"), dict):
+            block["input"] = {}
+        call_id = block.get("id")
+        if not isinstance(call_id, str) or not call_id or call_id in used:
+            number = len(used) + 1
+            while f"toolu_memoryd_{number}" in used:
+                number += 1
+            call_id = block["id"] = f"toolu_memoryd_{number}"
+        used.add(call_id)
+        ids.append(call_id)
+    return ids
 
 
 _CUT_OFF_TEXT = (

@@ -248,6 +248,55 @@ async def test_a_tool_call_cut_off_by_max_tokens_is_not_run(
     assert "cut off" in results[1]["content"]
 
 
+async def test_calls_the_api_would_not_take_back_are_sent_back_fixed(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    # A broken provider's reply: an input that is no object, one id twice, a call without an
+    # id. Sent back as they came, the API refuses the next request (HTTP 400) and the run
+    # failed; the duplicate id also left two results for one call.
+    project, _ = dirs
+    readme = str(project / "README.md")
+
+    def call(call_id: str | None, tool_input: Any) -> dict[str, Any]:
+        block = {"type": "tool_use", "name": "Read", "input": tool_input}
+        if call_id is not None:
+            block["id"] = call_id
+        return block
+
+    fake_model.enqueue(
+        message(
+            [
+                call("toolu_a", "not an object"),
+                call("toolu_same", {"file_path": readme}),
+                call("toolu_same", {"file_path": readme}),
+                call(None, {"file_path": readme}),
+            ],
+            stop_reason="tool_use",
+        ),
+        message([call("toolu_same", {"file_path": readme})], stop_reason="tool_use"),
+        text_reply("done"),
+    )
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(project,)),
+        system=None,
+        messages=USER,
+    )
+    assert result.stop_reason == "end_turn"
+    assert result.tool_calls == 5
+    sent = fake_model.message_requests()[2].json["messages"]
+    calls = [b for m in sent if m["role"] == "assistant" for b in m["content"]]
+    results = [b for m in sent[1:] if m["role"] == "user" for b in m["content"]]
+    ids = [b["id"] for b in calls]
+    assert len(set(ids)) == 5
+    assert ids[:2] == ["toolu_a", "toolu_same"]
+    assert all(isinstance(b["input"], dict) for b in calls)
+    assert calls[0]["input"] == {}
+    assert [r["tool_use_id"] for r in results] == ids
+    assert [r.get("is_error", False) for r in results] == [True, False, False, False, False]
+
+
 async def test_an_overloaded_storm_backs_off_then_reports(
     daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
 ) -> None:
