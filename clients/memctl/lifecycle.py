@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -151,6 +152,62 @@ def _last_logged_event(log_file: Path) -> str | None:
         if isinstance(event, str):
             return event
     return None
+
+
+_LAUNCHD_PID = re.compile(r"^\s*pid = (\d+)\s*$", re.MULTILINE)
+
+
+def launchd_job(sock: Path) -> list[str] | None:
+    """`[launchctl, gui/<uid>/<label>]` when the daemon answering on `sock` is the process of
+    memoryd's LaunchAgent (launchd says so, by its pid), else None."""
+    import shutil
+
+    launchctl = shutil.which("launchctl")
+    if launchctl is None:
+        return None
+    running = query_status(sock, timeout=2.0)
+    if running is None:
+        return None
+    import subprocess
+
+    from memctl.service_units import LAUNCHD_LABEL  # `memctl service install`'s agent
+
+    target = f"gui/{os.getuid()}/{LAUNCHD_LABEL}"
+    try:
+        shown = subprocess.run(
+            [launchctl, "print", target], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = _LAUNCHD_PID.search(shown.stdout) if shown.returncode == 0 else None
+    if found is None or int(found.group(1)) != running.get("pid"):
+        return None
+    return [launchctl, target]
+
+
+def kickstart(
+    job: list[str], sock: Path, old_pid: int | None, wait_s: float = 15.0
+) -> dict[str, Any]:
+    """Have launchd start the job again (it does not restart a clean exit) and wait for it."""
+    import subprocess
+
+    launchctl, target = job
+    done = subprocess.run(
+        [launchctl, "kickstart", target], capture_output=True, text=True, timeout=30, check=False
+    )
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip()
+        raise RuntimeError(
+            f"memoryd stopped, but `launchctl kickstart {target}` failed"
+            + (f": {why}" if why else "")
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        status = query_status(sock, timeout=2.0)
+        if status is not None and status.get("pid") != old_pid:
+            return status
+        time.sleep(0.05)
+    raise RuntimeError(f"launchd did not start memoryd again within {wait_s:.0f}s on {sock}")
 
 
 def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str, Any]:

@@ -58,9 +58,23 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
 
 def run_restart(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
+    agent = lifecycle.launchd_job(sock)
     result = lifecycle.stop(sock)
     if not result["stopped"] and result["pid"] is not None:
         return _not_stopped(args, sock, result)  # a second daemon cannot take its socket
+    if agent is not None:
+        # The LaunchAgent's daemon: launchd starts it again, with the plist's environment (a
+        # daemon of memctl's own would lack the credentials set there, and go unmanaged).
+        try:
+            status = lifecycle.kickstart(agent, sock, old_pid=result["pid"])
+        except RuntimeError as exc:
+            return fail(args, str(exc), EXIT_DOWN)
+        emit(
+            args,
+            {"started": True, **status},
+            f"memoryd restarted by launchd (pid {status.get('pid')}) on {sock}",
+        )
+        return 0
     return run_start(args)
 
 
