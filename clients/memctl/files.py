@@ -17,7 +17,9 @@ from memoryd_client.private_dirs import make_private_dirs
 def write_atomic(
     path: Path, text: str, mode: int = 0o644, dir_mode: int = 0o755, *, durable: bool = True
 ) -> None:
-    """Replace `path` with `text`; `durable` also syncs it to disk first (skip for caches)."""
+    """Replace `path` with `text`; `durable` also syncs it to disk first and the rename after
+    (skip for caches): a unit file or Claude Code's settings that a power cut right after
+    install takes back leaves no service at the next boot, or no hooks."""
     import tempfile  # only when something is written: slow to import
 
     make_private_dirs(
@@ -35,6 +37,22 @@ def write_atomic(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (best effort: some filesystems refuse)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def read_text(path: Path) -> str | None:
