@@ -172,7 +172,7 @@ class MagicDocs:
         self.docs: OrderedDict[Path, Doc] = OrderedDict()  # least recently read first
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
-        self.counts = {"updated": 0, "unregistered": 0, "skipped": 0}
+        self.counts = {"updated": 0, "unregistered": 0, "skipped": 0, "failed": 0}
 
     # -- registration ------------------------------------------------------------------------
     def _register(
@@ -312,6 +312,9 @@ class MagicDocs:
             doc.last_updated = time.time()
             self.counts["updated"] += 1
             await self.host.notify("magicdoc/updated", {"path": str(path)})
+        elif result.error is not None:
+            # The model failed (the run reported it): not a run that chose to change nothing.
+            self.counts["failed"] += 1
         else:
             self.counts["skipped"] += 1
         return result

@@ -11,7 +11,7 @@ import pytest
 
 from memoryd.magicdocs import parse_header
 from tests.background.conftest import Script, Workspace, transcript
-from tests.fakes.messages_api import slow, text_reply, tool_use_reply
+from tests.fakes.messages_api import error_reply, slow, text_reply, tool_use_reply
 
 DOC = """# MAGIC DOC: Deployment notes
 _Keep the list of environments and how to deploy to each._
@@ -225,6 +225,26 @@ async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
     await _idle(ws)
     assert peak == 1
     assert service.counts["skipped"] == 3
+
+
+async def test_an_update_the_model_failed_is_counted_failed_not_skipped(
+    ws: Workspace, script: Script
+) -> None:
+    # Counted "skipped" before: status said the doc needed no change when the model had
+    # refused or failed (the run reported it to worker_errors all the same).
+    doc = _doc(ws)
+    await _turn(ws, [doc], TOOLS_TURN)
+    script.add("magic", error_reply(400, "invalid_request_error", "prompt is too long"))
+    await _turn(ws, [], BREAK_TURN)
+    await _idle(ws)
+    status = (await ws.handle.call("status"))["features"]["magic_docs"]
+    assert (status["failed"], status["skipped"], status["updated"]) == (1, 0, 0)
+    assert ws.handle.daemon.worker_errors["magic_docs"] == 1
+    await _turn(ws, [], BREAK_TURN)  # the default reply: no change wanted
+    await _idle(ws)
+    status = (await ws.handle.call("status"))["features"]["magic_docs"]
+    assert (status["failed"], status["skipped"]) == (1, 1)
+    assert doc.read_text() == DOC
 
 
 async def test_a_failing_update_does_not_strand_the_other_docs(
