@@ -166,7 +166,10 @@ class Dream:
 
     def due(self, project: Project, now: float | None = None) -> bool:
         last = self.last_runs().get(str(project.root))
-        return last is None or (now or time.time()) - last >= self.interval_s
+        now = now or time.time()
+        # A time ahead of now was recorded by a clock that ran ahead (a restored VM, a dead
+        # RTC battery): waited for, it held the project's dream off until the clock caught up.
+        return last is None or last > now or now - last >= self.interval_s
 
     def enabled(self, project: Project) -> bool:
         # Asked on every turn: the settings are read again only when a settings file changed.

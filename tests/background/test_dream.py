@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,21 @@ async def test_missing_dream_state_is_not_a_warning(daemon: DaemonHandle) -> Non
     with capture_logs() as logs:
         assert daemon.daemon.services.dream.last_runs() == {}
     assert logs == []
+
+
+async def test_a_last_run_recorded_ahead_of_the_clock_does_not_hold_the_dream_off(
+    ws: Workspace,
+) -> None:
+    # Found by a bug hunt: a clock that once ran a year ahead (a restored VM) left a last run
+    # in the future, and the project's idle dream was not due until the clock passed it.
+    dream = ws.handle.daemon.services.dream
+    now = time.time()
+    dream_state_path().parent.mkdir(parents=True, exist_ok=True)
+    dream_state_path().write_text(
+        json.dumps({"last_run": {str(ws.project.root): now + 365 * 86400}})
+    )
+    dream._last_runs = None  # read the file again
+    assert dream.due(ws.project, now)
+    dream_state_path().write_text(json.dumps({"last_run": {str(ws.project.root): now - 60}}))
+    dream._last_runs = None
+    assert not dream.due(ws.project, now)  # a run a minute ago: not due for a day
