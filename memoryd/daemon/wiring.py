@@ -21,12 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import structlog
 
-from memoryd import paths, settings
 from memoryd.automem.context import automem_index
 from memoryd.automem.recall.surfaced import SurfacedMemories
 from memoryd.automem.service import AutoMemory
@@ -36,7 +34,7 @@ from memoryd.core.turn import Turn
 from memoryd.daemon.methods import background, compact, context, core, memory, team, turns
 from memoryd.daemon.projects import Projects
 from memoryd.daemon.rpc import MethodSpec
-from memoryd.fsutil import remove_stale_staged, remove_stale_staged_tree
+from memoryd.daemon.state_upkeep import tidy_state
 from memoryd.rules.model import ContextContribution
 from memoryd.rules.service import InstructionFiles
 from memoryd.rules.sessions import SessionPaths
@@ -60,30 +58,6 @@ C = TypeVar("C", bound=Closable)
 
 class FeatureStatus(Protocol):
     def feature_status(self) -> dict[str, Any]: ...
-
-
-def remove_stale_temp_files() -> list[Path]:
-    """The temp files of atomic writes that a process killed mid-write (kill -9, power loss)
-    left in the folders memoryd writes outside memory folders (those are cleaned at their
-    first use, `IndexWriter.index_orphans`): all of memoryd's state folder (include
-    approvals, history, hook sessions, team sync state, dream, models, vectors), and in
-    Claude Code's folders only the temp files of the files memoryd writes there (user
-    settings, session summaries). Only files older than this process: no writer alive owns
-    them. Nothing renamed them into place, so nothing is lost."""
-    removed = remove_stale_staged_tree(paths.state_dir())
-    user_settings = settings.user_settings_path()
-    removed += remove_stale_staged(user_settings.parent, names=(user_settings.name,))
-    # <config>/projects/<key>/<session id>/session-memory/: the summary and its draft
-    # (`session/service.py`).
-    for folder in paths.config_dir().glob("projects/*/*/session-memory"):
-        removed += remove_stale_staged(folder, names=("summary.md", ".summary.draft.md"))
-    if removed:
-        log.warning(
-            "removed temp files a killed writer left",
-            count=len(removed),
-            files=[str(p) for p in removed[:20]],
-        )
-    return removed
 
 
 def rpc_methods() -> dict[str, MethodSpec]:
@@ -194,11 +168,9 @@ class Services:
 
     # -- the daemon's life -------------------------------------------------------------------
     def on_start(self) -> None:
-        """Once the socket listens: remove what writers killed mid-write left, resume the
-        team folders that synced before."""
-        self._host.spawn(
-            asyncio.to_thread(remove_stale_temp_files), worker="startup:remove_stale_temp_files"
-        )
+        """Once the socket listens: remove what writers killed mid-write left and hook
+        sessions long over, resume the team folders that synced before."""
+        self._host.spawn(asyncio.to_thread(tidy_state), worker="startup:tidy_state")
         if self._config.team.url is not None:
             self._host.spawn(self.team.resume_saved(), worker="startup:resume_team_sync")
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from memoryd import settings
+from memoryd.daemon.state_upkeep import HOOK_SESSION_MAX_AGE_S
 from memoryd.fsutil import _staged_prefix, stage_file
 from tests.conftest import IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
@@ -93,3 +94,39 @@ def test_settings_set_removes_its_own_stale_temp_files_where_it_writes(
     settings.set_user_setting("autoDreamEnabled", True)
     assert not stale.exists()
     assert someone_elses.exists()
+
+
+async def test_start_up_removes_the_hook_state_of_sessions_long_over(
+    isolated_env: IsolatedEnv, short_tmp: Path
+) -> None:
+    # Found by the upgrades/reboots hunt: one file per Claude Code session, never removed.
+    hooks = isolated_env.state_dir / "hooks"
+    hooks.mkdir(parents=True)
+    long_ago = time.time() - HOOK_SESSION_MAX_AGE_S - 86_400
+    old = [hooks / f"old-{i}.json" for i in range(3)]
+    for path in old:
+        path.write_text('{"surfaced": []}')
+        os.utime(path, (long_ago, long_ago))
+    recent = hooks / "this-week.json"
+    recent.write_text('{"surfaced": ["/m/a.md"]}')
+    os.utime(recent, (time.time() - 7 * 86_400,) * 2)
+    not_ours = hooks / "notes.txt"
+    not_ours.write_text("mine")
+    os.utime(not_ours, (long_ago, long_ago))
+    target = isolated_env.root / "elsewhere.json"
+    target.write_text("{}")
+    os.utime(target, (long_ago, long_ago))
+    link = hooks / "link.json"
+    link.symlink_to(target)
+    handle = await start_daemon(daemon_config(short_tmp))
+    try:
+        deadline = time.monotonic() + 10
+        while any(p.exists() for p in old):
+            assert time.monotonic() < deadline, [str(p) for p in old if p.exists()]
+            await asyncio.sleep(0.02)
+        assert recent.exists()
+        assert not_ours.exists()
+        assert link.is_symlink()
+        assert target.exists()
+    finally:
+        await stop_daemon(handle)

@@ -1,0 +1,76 @@
+"""What memoryd's own folders shed at start-up: temp files of writers killed mid-write, and
+the hook state of sessions long over. Run in a thread once the socket listens."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import structlog
+
+from memoryd import paths, settings
+from memoryd.fsutil import remove_stale_staged, remove_stale_staged_tree
+
+log = structlog.get_logger("memoryd.daemon")
+
+# `memctl hook` keeps one small file per Claude Code session (memories already shown, a
+# compact summary to hand over). A session resumed after this long starts its list afresh;
+# kept for ever, a year of sessions left thousands of files behind.
+HOOK_SESSION_MAX_AGE_S = 90 * 86_400
+
+
+def tidy_state() -> None:
+    remove_stale_temp_files()
+    prune_hook_sessions()
+
+
+def remove_stale_temp_files() -> list[Path]:
+    """The temp files of atomic writes that a process killed mid-write (kill -9, power loss)
+    left in the folders memoryd writes outside memory folders (those are cleaned at their
+    first use, `IndexWriter.index_orphans`): all of memoryd's state folder (include
+    approvals, history, hook sessions, team sync state, dream, models, vectors), and in
+    Claude Code's folders only the temp files of the files memoryd writes there (user
+    settings, session summaries). Only files older than this process: no writer alive owns
+    them. Nothing renamed them into place, so nothing is lost."""
+    removed = remove_stale_staged_tree(paths.state_dir())
+    user_settings = settings.user_settings_path()
+    removed += remove_stale_staged(user_settings.parent, names=(user_settings.name,))
+    # <config>/projects/<key>/<session id>/session-memory/: the summary and its draft
+    # (`session/service.py`).
+    for folder in paths.config_dir().glob("projects/*/*/session-memory"):
+        removed += remove_stale_staged(folder, names=("summary.md", ".summary.draft.md"))
+    if removed:
+        log.warning(
+            "removed temp files a killed writer left",
+            count=len(removed),
+            files=[str(p) for p in removed[:20]],
+        )
+    return removed
+
+
+def prune_hook_sessions(now: float | None = None) -> list[Path]:
+    """Remove the hook state files (`<state>/hooks/<session id>.json`) not written for
+    `HOOK_SESSION_MAX_AGE_S`. Only regular files of that name form: a link or a folder there
+    is not memctl's and stays."""
+    folder = paths.state_dir() / "hooks"
+    cutoff = (now or time.time()) - HOOK_SESSION_MAX_AGE_S
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed  # no hook has run, or the folder is unreadable: nothing to do
+    for entry in entries:
+        try:
+            if (
+                entry.name.endswith(".json")
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < cutoff
+            ):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    if removed:
+        log.info("removed the hook state of sessions long over", count=len(removed))
+    return removed
