@@ -45,14 +45,24 @@ class SyncMethods:
         def call(self, method: str, params: dict[str, Any] | None = None) -> Any: ...
 
     def get_context(
-        self, cwd: str, *, session_id: str | None = None, touched_paths: Sequence[str] | None = None
+        self,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        touched_paths: Sequence[str] | None = None,
+        setting_sources: Sequence[str] | None = None,
     ) -> ContextResult:
         """`get_context`: Instruction files, index and memory instructions for `cwd`."""
         return cast(
             "ContextResult",
             self.call(
                 "get_context",
-                _params(cwd=cwd, session_id=session_id, touched_paths=_list(touched_paths)),
+                _params(
+                    cwd=cwd,
+                    session_id=session_id,
+                    touched_paths=_list(touched_paths),
+                    setting_sources=_list(setting_sources),
+                ),
             ),
         )
 
@@ -291,14 +301,24 @@ class AsyncMethods:
         async def call(self, method: str, params: dict[str, Any] | None = None) -> Any: ...
 
     async def get_context(
-        self, cwd: str, *, session_id: str | None = None, touched_paths: Sequence[str] | None = None
+        self,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        touched_paths: Sequence[str] | None = None,
+        setting_sources: Sequence[str] | None = None,
     ) -> ContextResult:
         """`get_context`: Instruction files, index and memory instructions for `cwd`."""
         return cast(
             "ContextResult",
             await self.call(
                 "get_context",
-                _params(cwd=cwd, session_id=session_id, touched_paths=_list(touched_paths)),
+                _params(
+                    cwd=cwd,
+                    session_id=session_id,
+                    touched_paths=_list(touched_paths),
+                    setting_sources=_list(setting_sources),
+                ),
             ),
         )
 

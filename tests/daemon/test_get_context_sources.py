@@ -64,6 +64,12 @@ async def test_each_source_gates_its_own_files(
     none = await daemon.call("get_context", cwd=str(repo), setting_sources=[])
     assert none["files"] == []
     assert none["claude_md"] == ""
+    client = await daemon.client()  # the library passes it as given
+    try:
+        local = await client.get_context(str(repo), setting_sources=("local",))
+    finally:
+        await client.close()
+    assert _types(dict(local)) == ["Local"]
 
 
 @pytest.mark.parametrize("sources", [["policy"], "user", ["user", 3], ["user"] * 4])
