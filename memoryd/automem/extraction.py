@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -101,12 +101,20 @@ def main_agent_wrote_memory(messages: list[dict[str, Any]], memory_dir: Path) ->
 
 # -- the service ---------------------------------------------------------------------------
 @dataclass
+class _Pending:
+    turn: Turn
+    since: float | None  # the session's after_turn before the first of the coalesced turns
+    # The turn's disk check, started when it was scheduled (see `_schedule`).
+    check: asyncio.Future[Path | None] | None = None
+
+
+@dataclass
 class _DirRun:
     task: asyncio.Task[Any] | None = None
-    pending: Turn | None = None
-    since: float | None = None  # the pending turn's session's previous after_turn
-    # The pending turn's disk check, started when it was scheduled (see `_schedule`).
-    check: asyncio.Future[Path | None] | None = None
+    # One pending turn per session, oldest first. Sessions of one memory dir (two in one
+    # project, two worktrees of one repo) each keep theirs: with one slot for the dir, another
+    # session's turn replaced it and that turn was never offered (a session's last one, lost).
+    pending: OrderedDict[str, _Pending] = field(default_factory=OrderedDict)
 
 
 # What `status` counts, in the order it shows them.
@@ -219,34 +227,38 @@ class Extraction:
     def _schedule(self, memory_dir: Path, turn: Turn, since: float | None) -> None:
         self.counts["scheduled"] += 1
         run = self._runs.setdefault(memory_dir, _DirRun())
-        if run.pending is not None:
+        earlier = run.pending.pop(turn.session_id, None)
+        if earlier is not None:
             self.counts["coalesced"] += 1
             # Coalesced triggers: look for main-agent writes since the earliest of them.
-            if since is not None and run.since is not None:
-                since = min(since, run.since)
-            _drop_check(run)  # made for the earlier trigger's `since`
-        run.pending, run.since = turn, since
+            if since is not None and earlier.since is not None:
+                since = min(since, earlier.since)
+            _cancel(earlier.check)  # made for the earlier trigger's `since`
+        entry = _Pending(turn, since)
+        run.pending[turn.session_id] = entry
         if run.task is None:
             if since is not None and not self.run_lock(memory_dir).locked():
                 # The run starts at once: its disk check (a stat of every memory file, the
                 # longest step before the model request) starts now, in a thread, while the
                 # rest of `after_turn` and the prompt are built.
-                run.check = _in_thread(self._changed_since, memory_dir, since)
+                entry.check = _in_thread(self._changed_since, memory_dir, since)
             run.task = self.host.spawn(self._drain(memory_dir, run), worker=WORKER, writes=True)
 
     async def _drain(self, memory_dir: Path, run: _DirRun) -> None:
         try:
-            while run.pending is not None:
-                turn, since, check = run.pending, run.since, run.check
-                run.pending = run.since = run.check = None
+            while run.pending:
+                _, entry = run.pending.popitem(last=False)
+                check = entry.check
                 lock = self.run_lock(memory_dir)
                 if check is not None and lock.locked():
                     check.cancel()  # we wait for another agent: check when it is our turn
                     check = None
                 async with lock:
-                    await self.extract(turn, since=since, disk_check=check)
+                    await self.extract(entry.turn, since=entry.since, disk_check=check)
         finally:
-            _drop_check(run)
+            for entry in run.pending.values():
+                _cancel(entry.check)
+                entry.check = None
             run.task = None
 
     async def _cannot_extract(
@@ -467,7 +479,9 @@ class Extraction:
 
     async def close(self) -> None:
         for run in self._runs.values():
-            run.pending = None
+            for entry in run.pending.values():
+                _cancel(entry.check)
+            run.pending.clear()
             if run.task is not None:
                 run.task.cancel()
 
@@ -574,7 +588,6 @@ def _in_thread(
     return asyncio.get_running_loop().run_in_executor(None, check, memory_dir, since)
 
 
-def _drop_check(run: _DirRun) -> None:
-    if run.check is not None:
-        run.check.cancel()
-        run.check = None
+def _cancel(check: asyncio.Future[Path | None] | None) -> None:
+    if check is not None:
+        check.cancel()
