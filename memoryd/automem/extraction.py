@@ -12,6 +12,8 @@ that arrive while one runs are coalesced into a single follow-up run on the late
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import time
 from collections import Counter, OrderedDict
@@ -34,6 +36,7 @@ from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError
 from memoryd.fsutil import read_regular_file
+from memoryd.session.compaction import BOUNDARY_TAG
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult, PathHook
@@ -99,6 +102,63 @@ def main_agent_wrote_memory(messages: list[dict[str, Any]], memory_dir: Path) ->
     return False
 
 
+# -- pure: where in a transcript extraction left off --------------------------------------------
+@dataclass(frozen=True)
+class Cursor:
+    """How many of a session's messages were offered to extraction, and the last of them.
+
+    The count alone is not enough: a client that compacts on its own (Claude Code) or sends
+    only its newest messages (the hook's 6 MiB cap) hands in a different list, in which the
+    same count points elsewhere. `mark` (`message_mark` of the last message offered) says
+    where the offered part ends in it; None after a `compact` that dropped every message
+    offered: then the count holds only for memoryd's own compacted list."""
+
+    count: int
+    mark: str | None
+
+
+def message_mark(message: dict[str, Any]) -> str:
+    """A message's fingerprint: its role and first block, which a later line of the same
+    reply (merged into the message) does not change."""
+    content = message.get("content")
+    first = content[0] if isinstance(content, list) and content else content
+    text = json.dumps([message.get("role"), first], sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def cursor_after(messages: list[dict[str, Any]]) -> Cursor:
+    return Cursor(len(messages), message_mark(messages[-1]) if messages else None)
+
+
+def _starts_compacted(messages: list[dict[str, Any]]) -> bool:
+    """Does the transcript start with memoryd's compaction boundary marker?"""
+    content = messages[0].get("content") if messages else None
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return isinstance(content, str) and content.startswith(BOUNDARY_TAG)
+
+
+def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) -> int:
+    """The index of the first message extraction has not been offered yet.
+
+    Found by the last offered message's mark, newest first, where the count does not hold:
+    before, after Claude Code's own compaction (memoryd's `compact` had moved the count to its
+    compacted list), a long first turn was offered from the old count on, and its prompt,
+    the message that most often holds what to remember, never was. A transcript without the
+    offered messages (compacted by the client, cut to its newest) is new from its start."""
+    if cursor is None or not messages:
+        return 0
+    count = cursor.count
+    if cursor.mark is None:
+        return count if 0 < count <= len(messages) and _starts_compacted(messages) else 0
+    if 0 < count <= len(messages) and message_mark(messages[count - 1]) == cursor.mark:
+        return count
+    for index in range(len(messages) - 1, -1, -1):
+        if message_mark(messages[index]) == cursor.mark:
+            return index + 1
+    return 0
+
+
 # -- the service ---------------------------------------------------------------------------
 @dataclass
 class _Pending:
@@ -130,7 +190,7 @@ class Extraction:
         self._runs: dict[Path, _DirRun] = {}
         self._run_locks: dict[Path, asyncio.Lock] = {}
         self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
-        self._cursor: dict[str, int] = {}  # session -> messages already offered to extraction
+        self._cursor: dict[str, Cursor] = {}  # session -> where its offered messages end
         # Files our own background writers wrote, with the mtime they left: not the main agent.
         self._own: dict[str, int] = {}
         self.skip_reason: str | None = None
@@ -215,11 +275,16 @@ class Extraction:
         turn offers exactly the messages that came after the compaction."""
         offered = self._cursor.get(session_id)
         if offered is not None:
-            self._cursor[session_id] = added + max(0, offered - dropped)
+            # The last message offered is still there when it was kept; when it was dropped,
+            # the count holds for memoryd's compacted list only (the mark says which).
+            kept = offered.count > dropped
+            self._cursor[session_id] = Cursor(
+                added + max(0, offered.count - dropped), offered.mark if kept else None
+            )
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
         self.counts["skipped_main_agent"] += 1
-        self._cursor[turn.session_id] = len(turn.messages)
+        self._cursor[turn.session_id] = cursor_after(turn.messages)
         log.info(
             "extraction skipped: the main agent wrote memory", session=turn.session_id, seen=seen
         )
@@ -303,7 +368,7 @@ class Extraction:
         self, turn: Turn, memory_dir: Path, manifest: str
     ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None, str | None]:
         """(system, messages, tools, model) for one extraction of `turn`."""
-        start = self._cursor.get(turn.session_id, 0)
+        start = new_messages_start(turn.messages, self._cursor.get(turn.session_id))
         if start >= len(turn.messages):
             start = 0
         new = len(turn.messages) - start
@@ -356,7 +421,7 @@ class Extraction:
             self._skip_main_agent(turn, f"{changed} changed on disk since the last turn")
             return None
         offered_before = self._cursor.get(turn.session_id)
-        self._cursor[turn.session_id] = len(turn.messages)
+        self._cursor[turn.session_id] = cursor_after(turn.messages)
         written: list[Path] = []
         index_written: list[Path] = []
 
@@ -411,12 +476,12 @@ class Extraction:
         await self._report_silent_failure(result, written)
         return result
 
-    def _offer_again(self, turn: Turn, offered_before: int | None) -> None:
+    def _offer_again(self, turn: Turn, offered_before: Cursor | None) -> None:
         """A run that failed (the model unreachable, overloaded past every retry) looked at
         nothing: the next extraction of the session is offered this turn's messages again.
         Before, they were passed over for good. Not when a compaction moved the cursor since."""
         session = turn.session_id
-        if self._cursor.get(session) != len(turn.messages):
+        if self._cursor.get(session) != cursor_after(turn.messages):
             return
         if offered_before is None:
             self._cursor.pop(session, None)

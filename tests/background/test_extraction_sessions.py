@@ -42,3 +42,82 @@ async def test_a_turn_waiting_behind_a_run_is_not_replaced_by_another_sessions_t
     status = (await ws.handle.call("status"))["features"]["extraction"]
     assert status["runs"] == 3
     assert status["coalesced"] == 0
+
+
+def _filler(i: int) -> str:
+    return f"step {i}: " + "lorem ipsum dolor sit amet " * 150
+
+
+def _long_session(turns: int) -> list[dict[str, Any]]:
+    return transcript(*((f"please do step {i}", _filler(i)) for i in range(turns)))
+
+
+async def test_after_the_clients_own_compaction_its_first_turn_is_offered_whole(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """Claude Code's PreCompact hook calls `compact`, then Claude Code compacts on its own:
+    its next transcript is not memoryd's compacted list."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    session = "cc-1"
+    before = _long_session(12)  # ~12k tokens
+    await _after_turn(ws, session, before)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    sm = ws.handle.daemon.services.session_memory
+    summary = sm.summary_path(ws.project, session)
+    await sm.wait_idle(sm.session(ws.project, session))
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text("# Session Title\nSteps of the migration\n")
+    result = await ws.handle.call("compact", session_id=session, cwd=str(ws.cwd), messages=before)
+    assert result["used_session_memory"] is True
+    # Claude Code's list: its own summary with the next prompt (one user message), then a
+    # long turn: more messages than memoryd's compacted list had.
+    after: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "This session is being continued. Summary: steps."},
+                {"type": "text", "text": "From now on never mock the database: ZEBRA-RULE"},
+            ],
+        }
+    ]
+    for k in range(len(result["messages"]) + 5):
+        after.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{k}", "name": "Read", "input": {}}],
+            }
+        )
+        after.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}"}]})
+    after.append({"role": "assistant", "content": [{"type": "text", "text": "Understood."}]})
+    await _after_turn(ws, session, after)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    last = fake_model.message_requests()[-1].json
+    # Before, the run started at the count memoryd's compaction left: the prompt was skipped.
+    assert "ZEBRA-RULE" in json.dumps(last)
+
+
+def test_new_messages_start_finds_where_the_offered_part_ends() -> None:
+    from memoryd.automem.extraction import Cursor, cursor_after, new_messages_start
+
+    convo = _long_session(6)
+    offered = cursor_after(convo[:8])
+    assert new_messages_start(convo, offered) == 8
+    # Only the newest messages sent (the hook's size cap): the same messages, other indexes.
+    assert new_messages_start(convo[4:], offered) == 4
+    # A list without the offered messages (compacted by the client) is new from its start.
+    assert new_messages_start(transcript(("other", "list"), ("and", "more")), offered) == 0
+    # After `compact` dropped every offered message, the count holds for memoryd's list only.
+    dropped = Cursor(2, None)
+    boundary = {
+        "role": "user",
+        "content": [{"type": "text", "text": "[memoryd:compact_boundary] x"}],
+    }
+    ours = [boundary, {"role": "user", "content": "summary"}, *convo[-2:]]
+    assert new_messages_start(ours, dropped) == 2
+    assert new_messages_start(convo, dropped) == 0
+    # A reply whose later lines were merged into its message keeps its mark.
+    grown = [
+        *convo[:7],
+        {**convo[7], "content": [*convo[7]["content"], {"type": "text", "text": "more"}]},
+    ]
+    assert new_messages_start([*grown, *convo[8:]], offered) == 8
