@@ -10,11 +10,16 @@ file only. A successful update is announced with `magicdoc/updated {path}`. The 
 of the repository, committed and pushed with it: the text an edit adds is scanned for secrets
 first (`agent/secret_screen.py`), refused with the user's `memorydRefuseSecrets` on, else
 written with a `worker/error` warning naming the rule.
+
+Registrations (which docs, read by which sessions) are kept in `<state>/magicdocs.json`, so a
+daemon restart mid-session (`memctl restart`, a crash) does not forget the docs the session
+read: its next natural break still updates them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections import OrderedDict
@@ -24,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from memoryd import paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
 from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
-from memoryd.fsutil import read_regular_file
+from memoryd.fsutil import atomic_write_text, read_regular_file
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult
@@ -50,6 +56,8 @@ MAX_DOCS = 1_000
 MAX_SESSIONS_PER_DOC = 100
 MAX_TURNS = 5
 MAX_TOKENS = 4096
+STATE_FILE = "magicdocs.json"
+MAX_STATE_BYTES = 8 * 1024 * 1024
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
 
 
@@ -173,6 +181,46 @@ class MagicDocs:
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
         self.counts = {"updated": 0, "unregistered": 0, "skipped": 0, "failed": 0}
+        self._state_path = paths.state_dir() / STATE_FILE
+        self._save_lock = asyncio.Lock()
+        self._changed = False  # by the last `_register`: the registrations to save
+        self._load()
+
+    # -- registrations that survive a restart ------------------------------------------------
+    def _load(self) -> None:
+        """The registrations the last daemon kept; a missing or broken file is none (logged)."""
+        try:
+            raw = read_regular_file(self._state_path, MAX_STATE_BYTES)
+            if len(raw) > MAX_STATE_BYTES:
+                raise ValueError(f"over {MAX_STATE_BYTES} bytes")
+            data = json.loads(raw.decode("utf-8"))
+            entries = data["docs"] if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                raise ValueError("no list of docs")
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+            log.warning(
+                "magic docs registrations not read", path=str(self._state_path), error=str(exc)
+            )
+            return
+        for entry in entries[-MAX_DOCS:]:
+            doc = _doc_from(entry)
+            if doc is not None:
+                self.docs[doc.path] = doc
+
+    def _snapshot(self) -> str:
+        return json.dumps({"version": 1, "docs": [_doc_to(d) for d in self.docs.values()]})
+
+    async def _save(self) -> None:
+        # One save at a time, each of the registrations as they are when it starts: an older
+        # snapshot never lands after a newer one.
+        async with self._save_lock:
+            text = self._snapshot()
+            try:
+                await asyncio.to_thread(atomic_write_text, self._state_path, text)
+            except OSError as exc:
+                log.warning("magic docs registrations not saved", error=str(exc))
 
     # -- registration ------------------------------------------------------------------------
     def _register(
@@ -183,22 +231,26 @@ class MagicDocs:
     ) -> int:
         """Register the docs found among `checked` (unregister those no longer magic)."""
         registered = 0
+        self._changed = False
         for path, found in checked:
             if found is None:
                 if self.docs.pop(path, None) is not None:
                     self.counts["unregistered"] += 1
+                    self._changed = True
                 continue
             _, header = found
             doc = self.docs.get(path)
             if doc is None:
                 doc = Doc(path, header.title, header.instruction, project_root)
                 self.docs[path] = doc
+                self._changed = True
                 log.info("magic doc registered", path=str(path), title=header.title)
                 while len(self.docs) > MAX_DOCS:
                     self.docs.popitem(last=False)
             self.docs.move_to_end(path)
             doc.title, doc.instruction = header.title, header.instruction
-            doc.sessions.pop(session_id, None)
+            if doc.sessions.pop(session_id, 0) is not None:
+                self._changed = True  # a session new to the doc
             doc.sessions[session_id] = None
             while len(doc.sessions) > MAX_SESSIONS_PER_DOC:
                 del doc.sessions[next(iter(doc.sessions))]
@@ -227,7 +279,10 @@ class MagicDocs:
         if not paths:
             return 0
         checked = await asyncio.to_thread(self._check, paths)
-        return self._register(session_id, project_root, checked)
+        registered = self._register(session_id, project_root, checked)
+        if self._changed:
+            await self._save()
+        return registered
 
     async def on_turn(self, turn: Turn) -> int:
         await self.on_read(turn.session_id, turn.project.root, turn.read_paths)
@@ -269,6 +324,7 @@ class MagicDocs:
             self.docs.pop(path, None)
             self.counts["unregistered"] += 1
             log.info("magic doc unregistered: header gone", path=str(path))
+            await self._save()
             return None
         content, header = found
         doc.title, doc.instruction = header.title, header.instruction
@@ -342,3 +398,37 @@ class MagicDocs:
         self._queue.clear()
         if self._task is not None:
             self._task.cancel()
+
+
+def _doc_to(doc: Doc) -> dict[str, Any]:
+    return {
+        "path": str(doc.path),
+        "title": doc.title,
+        "instruction": doc.instruction,
+        "project": str(doc.project_root),
+        "sessions": list(doc.sessions),
+        "registered_at": doc.registered_at,
+    }
+
+
+def _doc_from(entry: Any) -> Doc | None:
+    """A kept registration, or None when it is not one (a hand-edited or damaged file)."""
+    if not isinstance(entry, dict):
+        return None
+    path, project, title = entry.get("path"), entry.get("project"), entry.get("title")
+    sessions, instruction = entry.get("sessions"), entry.get("instruction")
+    if not (isinstance(path, str) and path.startswith("/") and "\x00" not in path):
+        return None
+    if not (isinstance(project, str) and project.startswith("/") and "\x00" not in project):
+        return None
+    if not isinstance(title, str) or not isinstance(sessions, list):
+        return None
+    registered_at = entry.get("registered_at")
+    return Doc(
+        Path(path),
+        title,
+        instruction if isinstance(instruction, str) else None,
+        Path(project),
+        dict.fromkeys(s for s in sessions[-MAX_SESSIONS_PER_DOC:] if isinstance(s, str)),
+        registered_at if isinstance(registered_at, float) else time.time(),
+    )

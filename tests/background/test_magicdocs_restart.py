@@ -1,0 +1,75 @@
+"""MagicDocs registrations survive a daemon restart (the session goes on after `memctl
+restart`), against the scripted fake Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.background.conftest import Script, workspace_for
+from tests.conftest import daemon_config, fake_model_config, start_daemon, stop_daemon
+from tests.fakes.messages_api import FakeMessagesAPI
+
+DOC = "# MAGIC DOC: Deployment notes\n_Keep the list of environments._\n\n- staging\n"
+BREAK = [
+    {"role": "user", "content": "we deploy to prod too now"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+]
+
+
+async def test_a_doc_read_before_a_restart_is_updated_after_it(
+    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    script = Script(fake_model)
+    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
+    handle = await start_daemon(config)
+    try:
+        ws = workspace_for(handle, tmp_path)
+        doc = ws.cwd / "docs" / "deploy.md"
+        doc.parent.mkdir()
+        doc.write_text(DOC)
+        reply = await handle.call(
+            "after_tool", session_id="s1", cwd=str(ws.cwd), tool="Read", read_paths=[str(doc)]
+        )
+        assert reply["magic_docs"] == 1
+    finally:
+        await stop_daemon(handle)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    assert stat_mode(state) == 0o600
+    assert [d["path"] for d in json.loads(state.read_text())["docs"]] == [str(doc.resolve())]
+
+    handle = await start_daemon(config)  # the session goes on with a new daemon
+    try:
+        reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+        # Before, the new daemon knew no doc: the session's docs were never updated again.
+        assert reply["scheduled"]["magic_docs"] == 1
+        await handle.daemon.services.magic_docs.wait_idle()
+        assert len(script.seen["magic"]) == 1
+        # Another session did not read it: nothing to update for that one.
+        other = await handle.call("after_turn", session_id="s2", cwd=str(ws.cwd), messages=BREAK)
+        assert other["scheduled"]["magic_docs"] == 0
+    finally:
+        await stop_daemon(handle)
+
+
+async def test_a_broken_registrations_file_is_no_registration(
+    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(
+        '{"docs": [{"path": "relative.md", "project": "/p", "title": "x", '
+        '"sessions": ["s1"]}, 7, "x"]}'
+    )
+    handle = await start_daemon(daemon_config(short_tmp, model=fake_model_config(fake_model)))
+    try:
+        ws = workspace_for(handle, tmp_path)
+        reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+        assert reply["scheduled"]["magic_docs"] == 0
+    finally:
+        await stop_daemon(handle)
+
+
+def stat_mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
