@@ -100,6 +100,28 @@ def test_user_prompt_submit_recalls_each_memory_once(
     assert fake_daemon.calls("recall")[1]["already_surfaced"] == ["/m/tabs.md"]
 
 
+def test_after_a_compaction_a_memory_shown_before_may_be_recalled_again(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: the surfaced list outlived the compaction that took the recalled
+    # text out of the context, so that memory never came again in the session.
+    memory = {"path": "/m/tabs.md", "type": "feedback", "content": "Use tabs.", "note": None}
+    fake_daemon.on("recall", {"memories": [memory], "selector": "local"})
+    fake_daemon.on("get_context", {"claude_md": "", "files": [], "memory_instructions": ""})
+    prompt = {"session_id": "s7", "cwd": str(project), "prompt": "format the file"}
+    assert "Use tabs." in context_of(
+        hook("user-prompt-submit", prompt, fake_daemon.socket_path)[1], "UserPromptSubmit"
+    )
+    resumed = {"session_id": "s7", "cwd": str(project), "source": "resume"}
+    hook("session-start", resumed, fake_daemon.socket_path)  # not a compaction: still shown
+    assert hook("user-prompt-submit", prompt, fake_daemon.socket_path)[1] == ""
+    compacted = {"session_id": "s7", "cwd": str(project), "source": "compact"}
+    hook("session-start", compacted, fake_daemon.socket_path)
+    _, out, _ = hook("user-prompt-submit", prompt, fake_daemon.socket_path)
+    assert "Use tabs." in context_of(out, "UserPromptSubmit")
+    assert fake_daemon.calls("recall")[-1]["already_surfaced"] == []
+
+
 def test_empty_prompt_asks_nothing(fake_daemon: FakeDaemon, project: Path) -> None:
     code, out, _ = hook(
         "user-prompt-submit", {"cwd": str(project), "prompt": "  "}, fake_daemon.socket_path

@@ -184,9 +184,12 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
     with _connect(args, budget) as conn:
         context = _call(conn, budget, "get_context", params)
     text = claude_code.session_start_context(context, full=args.full)
-    summary = state.pop("compact_summary", None)
-    if payload.get("source") == "compact" and isinstance(summary, str) and summary.strip():
-        text = (text + "\n\n" if text else "") + summary.strip()
+    if payload.get("source") == "compact":
+        summary = state.pop("compact_summary", None)
+        if isinstance(summary, str) and summary.strip():
+            text = (text + "\n\n" if text else "") + summary.strip()
+        # The compaction took the recalled memories out of the context: they may come again.
+        state.pop("surfaced", None)
         _save_state(state_path, state)
     return text
 

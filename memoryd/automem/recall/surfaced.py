@@ -4,6 +4,8 @@ With a `session_id` the daemon remembers what it returned to that session, and l
 of the next recall, unless the client passes `already_surfaced` itself: then that list is the
 whole of what was shown (a reply the Claude Code hook gave up on, over its budget, never
 reached the agent). Bounded: the most recent sessions, and the most recent paths of each.
+A compaction takes what recall showed out of the agent's context, so it forgets the session's
+list: what was shown before may be shown again (as the seed's set, read from the messages).
 """
 
 from __future__ import annotations
@@ -35,3 +37,6 @@ class SurfacedMemories:
             known.popitem(last=False)
         while len(self._sessions) > MAX_SESSIONS:
             self._sessions.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)

@@ -33,6 +33,8 @@ async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
             dropped=len(params.messages) - kept,
             added=len(result["messages"]) - kept,
         )
+    # The recalled memories went with the compacted messages: they may be recalled again.
+    daemon.services.surfaced.forget(params.session_id)
     return result
 
 
