@@ -114,6 +114,49 @@ def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
     return None
 
 
+def _claims(worktree_root: Path, own_git_dir: Path, common: Path) -> bool:
+    """Whether the git dir a `.git` file names is this worktree's own, as git made it.
+
+    A `.git` file (or a `.git` link) is repository content only in a download (an archive, a
+    folder copied whole), but there it may name any of the user's repositories (`gitdir:
+    ../victim/.git`, one of its worktrees' git dirs, `.git -> ../victim/.git`): that
+    repository's root, memory folder and team were taken as this folder's. git links a worktree both ways, so the pointer counts only when
+    the git dir points back: a linked worktree's (`<common>/worktrees/<name>`) `gitdir` file
+    names this `.git` (a missing one, as git 2.5's, is taken on the folder's layout alone);
+    any other git dir must not be the `.git` folder of another work tree, unless its
+    `core.worktree` names this one (a submodule's `<super>/.git/modules/<name>`)."""
+    dot_git = (worktree_root / ".git").resolve()
+    if common != own_git_dir:  # a linked worktree's private git dir
+        if own_git_dir.parent != common / "worktrees":
+            return False
+        back = _read_small(own_git_dir / "gitdir", _POINTER_CAP)
+        if back is None or not back.strip():
+            return True
+        target = Path(back.strip())
+        return (target if target.is_absolute() else own_git_dir / target).resolve() == dot_git
+    if own_git_dir.name != ".git" or own_git_dir.parent == worktree_root:
+        return True
+    named = _core_worktree(own_git_dir)
+    return named is not None and named == worktree_root
+
+
+def _core_worktree(git_dir: Path) -> Path | None:
+    """`core.worktree` of a git dir's config, resolved as git does (relative to the git dir)."""
+    text = _read_small(git_dir / "config", _CONFIG_CAP)
+    if text is None:
+        return None
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    value = parser.get("core", "worktree", fallback=None)
+    if not value or not value.strip():
+        return None
+    target = Path(value.strip())
+    return (target if target.is_absolute() else git_dir / target).resolve()
+
+
 def discover(cwd: Path) -> GitFacts:
     cwd = cwd.resolve()
     found = find_worktree(cwd)
@@ -121,6 +164,12 @@ def discover(cwd: Path) -> GitFacts:
         return GitFacts(cwd, None, None, None, None)
     worktree_root, own_git_dir = found
     common = _common_dir(own_git_dir)
+    dot_git = worktree_root / ".git"
+    if (dot_git.is_symlink() or dot_git.is_file()) and not _claims(
+        worktree_root, own_git_dir, common
+    ):
+        # Another repository's git dir: this folder is a project of its own, with no remote.
+        return GitFacts(worktree_root, worktree_root, None, None, None)
     # The main worktree's root is the directory that holds the common `.git` dir, unless
     # the repository is bare-like (common dir not named .git): then the worktree is the root.
     project_root = common.parent if common.name == ".git" else worktree_root

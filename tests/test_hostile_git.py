@@ -1,0 +1,116 @@
+"""A downloaded folder's `.git` (a file, or a link) naming another of the user's repositories
+does not make that repository this folder's project: not its root, memory folder or team."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from memoryd import gitfacts
+from tests.conftest import DaemonHandle
+
+VICTIM_REMOTE = "git@github.com:acme/private.git"
+
+
+def _victim(root: Path) -> Path:
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {VICTIM_REMOTE}\n')
+    return root.resolve()
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _assert_own_project(facts: gitfacts.GitFacts, folder: Path) -> None:
+    assert facts.project_root == folder.resolve()
+    assert facts.remote_url is None
+    assert facts.repo_slug is None
+
+
+def test_a_git_file_naming_another_repositorys_git_dir_is_not_that_repository(
+    tmp_path: Path,
+) -> None:
+    _victim(tmp_path / "victim")
+    hostile = tmp_path / "download"
+    (hostile / "src").mkdir(parents=True)
+    (hostile / ".git").write_text("gitdir: ../victim/.git\n")
+    _assert_own_project(gitfacts.discover(hostile / "src"), hostile)
+
+
+def test_a_git_link_to_another_repositorys_git_dir_is_not_that_repository(
+    tmp_path: Path,
+) -> None:
+    _victim(tmp_path / "victim")
+    hostile = tmp_path / "download"
+    hostile.mkdir()
+    (hostile / ".git").symlink_to("../victim/.git")
+    _assert_own_project(gitfacts.discover(hostile), hostile)
+
+
+def test_a_git_file_naming_another_worktrees_git_dir_is_not_that_repository(
+    tmp_path: Path,
+) -> None:
+    victim = _victim(tmp_path / "victim")
+    _git("init", "-q", "-b", "main", cwd=victim)
+    _git(
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+        cwd=victim,
+    )
+    _git("worktree", "add", "-q", str(tmp_path / "feature"), "-b", "feature", cwd=victim)
+    own = victim / ".git" / "worktrees" / "feature"
+    assert (own / "gitdir").is_file()
+    hostile = tmp_path / "download"
+    hostile.mkdir()
+    (hostile / ".git").write_text(f"gitdir: {own}\n")
+    _assert_own_project(gitfacts.discover(hostile), hostile)
+    # The real worktree still maps to its main checkout, with its remote.
+    facts = gitfacts.discover(tmp_path / "feature")
+    assert (facts.project_root, facts.repo_slug) == (victim, "acme/private")
+
+
+def test_a_submodules_git_file_is_still_its_own_repository(tmp_path: Path) -> None:
+    outer = _victim(tmp_path / "outer")
+    modules = outer / ".git" / "modules" / "lib"
+    modules.mkdir(parents=True)
+    (modules / "HEAD").write_text("ref: refs/heads/main\n")
+    (modules / "config").write_text(
+        "[core]\n\tworktree = ../../../lib\n"
+        '[remote "origin"]\n\turl = https://github.com/acme/lib.git\n'
+    )
+    (outer / "lib").mkdir()
+    (outer / "lib" / ".git").write_text("gitdir: ../.git/modules/lib\n")
+    facts = gitfacts.discover(outer / "lib")
+    assert (facts.project_root, facts.repo_slug) == (outer / "lib", "acme/lib")
+
+
+async def test_a_downloaded_git_file_gets_its_own_memory_folder(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    victim = _victim(tmp_path / "victim")
+    await daemon.call(
+        "memory.write",
+        cwd=str(victim),
+        file="plan.md",
+        name="plan",
+        description="the plan",
+        body="VICTIM CONFIDENTIAL",
+        type="project",
+    )
+    hostile = tmp_path / "download"
+    hostile.mkdir()
+    (hostile / ".git").write_text("gitdir: ../victim/.git\n")
+    got = await daemon.call("get_context", cwd=str(hostile))
+    assert "victim" not in got["memory_dir"]
+    assert "plan" not in got["claude_md"]
+    listed = await daemon.call("memory.list", cwd=str(hostile))
+    assert listed["memories"] == []
