@@ -220,3 +220,100 @@ def parse_repo_slug(url: str | None) -> str | None:
 
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+# The index of a repository of a million files is ~100 MB; past this it is not read.
+_INDEX_CAP = 512 * 1024 * 1024
+_ENTRY_STAT = 40  # ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size
+
+
+def own_git_dir(worktree_root: Path) -> Path | None:
+    """The git dir of the worktree at `worktree_root` (its `.git` folder, or the one its
+    `.git` file names), where its index is; None when there is none."""
+    dot_git = worktree_root / ".git"
+    if dot_git.is_dir():
+        return dot_git.resolve()
+    if dot_git.is_file():
+        git_dir = _read_gitdir_file(dot_git)
+        return git_dir if git_dir is not None and git_dir.is_dir() else None
+    return None
+
+
+def is_tracked(worktree_root: Path, relpath: str) -> bool:
+    """Whether git's index of the worktree at `worktree_root` lists `relpath` (`a/b.json`):
+    the file is checked into the repository, whoever's name it bears. False when there is
+    no index or it cannot be read."""
+    git_dir = own_git_dir(worktree_root)
+    if git_dir is None:
+        return False
+    try:
+        data = read_regular_file(git_dir / "index", _INDEX_CAP, follow_links=True)
+    except OSError:
+        return False
+    if len(data) > _INDEX_CAP:
+        return False
+    wanted = relpath.encode("utf-8")
+    for hash_size in (20, 32):  # SHA-1 repositories, then SHA-256 ones
+        paths = _index_paths(data, hash_size)
+        if paths is not None:
+            return wanted in paths
+    return False
+
+
+def _index_paths(data: bytes, hash_size: int) -> set[bytes] | None:
+    """The paths of an index (versions 2-4) read with `hash_size`-byte object names, or None
+    when it does not parse that way (each entry's name length must match its flags)."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version = int.from_bytes(data[4:8], "big")
+    count = int.from_bytes(data[8:12], "big")
+    if version not in (2, 3, 4):
+        return None
+    paths: set[bytes] = set()
+    offset, previous = 12, b""
+    for _ in range(count):
+        start = offset
+        offset += _ENTRY_STAT + hash_size
+        if offset + 2 > len(data):
+            return None
+        flags = int.from_bytes(data[offset : offset + 2], "big")
+        offset += 2
+        if version >= 3 and flags & 0x4000:
+            offset += 2
+        if version == 4:
+            strip, offset = _varint(data, offset)
+            if strip is None or strip > len(previous):
+                return None
+            end = data.find(b"\x00", offset)
+            if end < 0:
+                return None
+            path = previous[: len(previous) - strip] + data[offset:end]
+            offset = end + 1
+        else:
+            end = data.find(b"\x00", offset)
+            if end < 0:
+                return None
+            path = data[offset:end]
+            offset = start + ((end - start + 8) & ~7)  # 1-8 NULs pad the entry to 8 bytes
+        name_length = flags & 0x0FFF
+        if name_length != min(len(path), 0x0FFF):
+            return None
+        paths.add(path)
+        previous = path
+    return paths
+
+
+def _varint(data: bytes, offset: int) -> tuple[int | None, int]:
+    """git's offset varint (index v4's prefix length): the value and the offset after it."""
+    if offset >= len(data):
+        return None, offset
+    byte = data[offset]
+    offset += 1
+    value = byte & 0x7F
+    while byte & 0x80:
+        if offset >= len(data):
+            return None, offset
+        byte = data[offset]
+        offset += 1
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, offset

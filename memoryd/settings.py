@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memoryd import paths
+from memoryd import gitfacts, paths
 from memoryd.errors import InvalidParams
 from memoryd.fsutil import (
     NotRegularFile,
@@ -146,7 +146,26 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     values = {k: v for k, v in data.items() if _valid_value(k, v)}
     if source is Source.PROJECT:
         values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
+    elif source is Source.LOCAL and NOT_FROM_PROJECT & values.keys() and _checked_in(path):
+        # A `settings.local.json` git tracks came with the clone: the repository wrote it, so
+        # it may not point auto memory at `~/.claude/rules` nor turn the refusal off either.
+        refused = sorted(NOT_FROM_PROJECT & values.keys())
+        values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
+        return SettingsFile(
+            source,
+            path,
+            values,
+            error=f"checked into the repository (git tracks it): {', '.join(refused)} not "
+            "taken from it, as from .claude/settings.json; set them in user settings",
+        )
     return SettingsFile(source, path, values)
+
+
+def _checked_in(path: Path) -> bool:
+    """Whether the local settings file at `<root>/.claude/settings.local.json` is in git's
+    index of `<root>`: committed (by mistake or on purpose), so the repository's content."""
+    root = path.parent.parent
+    return gitfacts.is_tracked(root, path.relative_to(root).as_posix())
 
 
 class _TooLarge(Exception):

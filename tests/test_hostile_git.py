@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from memoryd import gitfacts
 from tests.conftest import DaemonHandle
 
@@ -114,3 +116,26 @@ async def test_a_downloaded_git_file_gets_its_own_memory_folder(
     assert "plan" not in got["claude_md"]
     listed = await daemon.call("memory.list", cwd=str(hostile))
     assert listed["memories"] == []
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_is_tracked_reads_every_index_version(
+    tmp_path: Path, version: str, object_format: str
+) -> None:
+    repo = tmp_path / "repo"
+    _git("init", "-q", f"--object-format={object_format}", str(repo), cwd=tmp_path)
+    _git("config", "index.version", version, cwd=repo)
+    (repo / ".claude").mkdir()
+    for name in ("settings.json", "settings.local.json"):
+        (repo / ".claude" / name).write_text("{}")
+    for i in range(40):  # v4 keeps only what differs from the previous path
+        (repo / f"file-{i:02}.txt").write_text("x")
+    _git("add", "-f", ".", cwd=repo)
+    assert gitfacts.is_tracked(repo, ".claude/settings.local.json")
+    assert gitfacts.is_tracked(repo, "file-39.txt")
+    assert not gitfacts.is_tracked(repo, ".claude/settings.other.json")
+    _git("rm", "-q", "--cached", ".claude/settings.local.json", cwd=repo)
+    assert not gitfacts.is_tracked(repo, ".claude/settings.local.json")
+    assert gitfacts.is_tracked(repo, ".claude/settings.json")
+    assert not gitfacts.is_tracked(tmp_path, "repo/file-00.txt")  # no repository there
