@@ -10,6 +10,7 @@ that synced before (its SyncState is on disk). Without a git remote the folder i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,7 @@ class TeamSync:
         self._closed = False
         self._scan_pool: ProcessPoolExecutor | None = None
         self._folders_by_root: dict[Path, Folder] = {}
+        self._retiring: set[asyncio.Task[None]] = set()  # folders replaced, still closing
         self.refresh_interval_s = 60.0
 
     @property
@@ -102,16 +104,49 @@ class TeamSync:
 
     # -- folders --------------------------------------------------------------------------
     def folder(self, project: Project) -> Folder:
-        """The project's folder, created (and its first pull started) on first use."""
+        """The project's folder, created (and its first pull started) on first use — and
+        made anew when the project's git remote now names another repository than the one
+        it was set up with (a remote added after `git init`, a repository moved to another
+        owner): kept, a project first seen without a remote stayed `no_repo`, and a moved
+        one synced with the old repository, until the daemon restarted."""
         team_dir = self.team_dir(project)
         existing = self._folders.get(team_dir)
-        if existing is not None:
+        if existing is not None and not _remote_changed(existing, project):
             return existing
         folder = self._make_folder(project, team_dir)
         self._folders[team_dir] = folder
+        retiring: asyncio.Task[None] | None = None
+        if existing is not None:
+            for root, known in list(self._folders_by_root.items()):
+                if known is existing:
+                    self._folders_by_root[root] = folder
+            log.info(
+                "team sync follows the project's new remote",
+                project=str(project.root),
+                old=existing.engine.repo or None,
+                new=folder.engine.repo,
+            )
+            retiring = asyncio.create_task(self._retire(existing))
+            self._retiring.add(retiring)
+            retiring.add_done_callback(self._retiring.discard)
         if not self._closed:
-            folder.start_task = asyncio.create_task(self._start(folder))
+            folder.start_task = asyncio.create_task(self._start(folder, after=retiring))
         return folder
+
+    async def _retire(self, folder: Folder) -> None:
+        """Stop a folder's runner and close its client; the folder that replaces it starts
+        once this is done, and pushes what is pending to the repository the remote names
+        now (a final push here would send an edit made just after the change to the old)."""
+        if folder.start_task is not None and not folder.start_task.done():
+            folder.start_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await folder.start_task
+        try:
+            await folder.runner.close(final_push=False)
+        except Exception as exc:
+            log.warning("team sync did not close cleanly", repo=folder.engine.repo, error=str(exc))
+        if folder.engine.client is not None:
+            await folder.engine.client.close()
 
     def _make_folder(self, project: Project, team_dir: Path) -> Folder:
         config = self.config
@@ -146,8 +181,10 @@ class TeamSync:
         runner = SyncRunner(engine, tuning=self.tuning, report_error=self._report_error)
         return Folder(project.root, runner)
 
-    async def _start(self, folder: Folder) -> None:
+    async def _start(self, folder: Folder, *, after: asyncio.Task[None] | None = None) -> None:
         try:
+            if after is not None:  # the folder this one replaces, stopped first
+                await asyncio.shield(after)
             await folder.runner.start()
         except Exception as exc:
             await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
@@ -190,7 +227,8 @@ class TeamSync:
         if not self.configured or self._closed:
             return
         known = self._folders_by_root.get(project.root)
-        if known is not None:  # the fast path of every turn and get_context
+        if known is not None and not _remote_changed(known, project):
+            # the fast path of every turn and get_context
             if refresh:
                 known.runner.refresh(self.refresh_interval_s)
             return
@@ -251,6 +289,8 @@ class TeamSync:
 
     async def close(self) -> None:
         self._closed = True
+        if self._retiring:
+            await asyncio.gather(*self._retiring, return_exceptions=True)
         folders = list(self._folders.values())
         for folder in folders:
             if folder.start_task is not None and not folder.start_task.done():
@@ -269,6 +309,15 @@ class TeamSync:
                 await folder.engine.client.close()
         if self._scan_pool is not None:
             await asyncio.to_thread(self._scan_pool.shutdown, True, cancel_futures=True)
+
+
+def _remote_changed(folder: Folder, project: Project) -> bool:
+    """Whether the project's git remote now names another repository than the folder syncs
+    with. Only for the folder's own project: with one memory dir for every project
+    (MEMORYD_AUTO_MEMORY_DIR), another project's remote must not make the folder flip."""
+    return folder.project_root == project.root and folder.engine.repo != (
+        project.facts.repo_slug or ""
+    )
 
 
 def _usable_url(url: str) -> bool:

@@ -111,12 +111,13 @@ class SyncRunner:
         if self._retry is None:
             self._push_now()
 
-    async def close(self) -> None:
+    async def close(self, *, final_push: bool = True) -> None:
         """Stop, and push what is pending — all of it within `shutdown_push_timeout_s`, the
         one budget of the folder's shutdown. A push still in flight at the budget (a server
         dripping its reply) is cancelled: what it had not sent stays pending in the folder
         and the state, pushed by the next start. Unbounded, it held the daemon's exit past
-        systemd's stop timeout."""
+        systemd's stop timeout. Without `final_push` (the folder now syncs with another
+        repository) what is pending is left to the runner that replaces this one."""
         self._closing = True
         deadline = time.monotonic() + self.tuning.shutdown_push_timeout_s
         for task in (self._timer, self._retry, self._refresh_task):
@@ -133,7 +134,7 @@ class SyncRunner:
                 budget_s=self.tuning.shutdown_push_timeout_s,
             )
             return
-        if self.engine.client is None or self.engine.state.suppressed is not None:
+        if not final_push or self.engine.client is None or self.engine.state.suppressed is not None:
             return
         if self._retry is not None and time.monotonic() < self._server_wait_until:
             # The server said "not before then": a push now would be one more 429. What is
