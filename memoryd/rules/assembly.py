@@ -6,6 +6,7 @@ between sessions and the system prompt is what the provider's prompt cache keys 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import date
 
@@ -32,18 +33,57 @@ def current_date_line(today: date) -> str:
     return f"Today's date is {today.isoformat()}."
 
 
+# What ends a line for a reader (the model): more than `\n`.
+_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# A Markdown heading line of a file's text (up to 3 spaces before it, as CommonMark allows).
+_HEADING_LINE = re.compile(rf"(?:^|(?<=[{_BREAKS}]))([ \t]{{0,3}})(#{{1,6}}[ \t]+[^{_BREAKS}]*)")
+# The title of a section heading of ours opens with a path (absolute, `~`, a drive) and
+# has a `(` (checked apart: one regex for both backtracked on a long line).
+_PATH_TITLE = re.compile(r"#+[ \t]+(?:/|~|[A-Za-z]:[\\/]|\\\\)")
+_ORIGIN_WORDS = re.compile(
+    "|".join(re.escape(f"({origin.split(',')[0]}") for origin in _ORIGIN.values()), re.I
+)
+
+
+def _one_line(text: object) -> str:
+    """A path (or glob) as one line of text: a file name may hold newlines, and its heading
+    line would otherwise go on into lines of its own (a forged section, see `_defused`)."""
+    return _CONTROL.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"
+        ),
+        str(text),
+    )
+
+
+def _defused(content: str) -> str:
+    """`content` with every heading line that could pass for one of this block's section
+    headings (`## /home/me/.claude/CLAUDE.md (the user's own instructions, …)`) escaped with
+    a backslash: a repository's file or a teammate's team index could otherwise open a
+    section the model takes for the user's own instructions or the organisation's policy."""
+
+    def escape(match: re.Match[str]) -> str:
+        indent, line = match.groups()
+        if (_PATH_TITLE.match(line) and "(" in line) or _ORIGIN_WORDS.search(line):
+            return f"{indent}\\{line}"
+        return match.group(0)
+
+    return _HEADING_LINE.sub(escape, content) if "#" in content else content
+
+
 def _heading(file: LoadedFile) -> str:
     origin = _ORIGIN[file.type]
     if file.parent is not None:
-        origin += f", included from {file.parent}"
+        origin += f", included from {_one_line(file.parent)}"
     if file.globs:
-        origin += f"; applies to files matching {', '.join(file.globs)}"
-    return f"## {file.path} ({origin})"
+        origin += f"; applies to files matching {_one_line(', '.join(file.globs))}"
+    return f"## {_one_line(file.path)} ({origin})"
 
 
 def render_files(files: Sequence[LoadedFile]) -> list[str]:
     """One section per file with content; an empty file adds nothing to the prompt."""
-    return [f"{_heading(f)}\n\n{f.content.strip()}" for f in files if f.content.strip()]
+    return [f"{_heading(f)}\n\n{_defused(f.content.strip())}" for f in files if f.content.strip()]
 
 
 def render_entries(entries: Sequence[IndexEntry]) -> list[str]:
@@ -52,7 +92,8 @@ def render_entries(entries: Sequence[IndexEntry]) -> list[str]:
         if not entry.content.strip():
             continue
         note = ", truncated" if entry.truncated else ""
-        sections.append(f"## {entry.path} ({_ORIGIN[entry.type]}{note})\n\n{entry.content.strip()}")
+        heading = f"## {_one_line(entry.path)} ({_ORIGIN[entry.type]}{note})"
+        sections.append(f"{heading}\n\n{_defused(entry.content.strip())}")
     return sections
 
 
