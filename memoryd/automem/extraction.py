@@ -264,6 +264,11 @@ class Extraction:
         am.warm(memory_dir)  # a project's first turn: load its store in the background
         self.skip_reason = None
         if main_agent_wrote_memory(turn.messages, memory_dir):
+            # An earlier turn of the session still waiting behind a run is folded into this
+            # one, as a coalesced trigger is: left queued, it ran after the cursor had moved
+            # past this turn, was offered the whole conversation from its first message,
+            # and moved the cursor back before this turn (whose memory the main agent saved).
+            self._drop_pending(memory_dir, turn.session_id)
             self._skip_main_agent(turn, "a Write/Edit into the memory dir this turn")
             return False
         self._schedule(memory_dir, turn, previous)
@@ -281,6 +286,13 @@ class Extraction:
             self._cursor[session_id] = Cursor(
                 added + max(0, offered.count - dropped), offered.mark if kept else None
             )
+
+    def _drop_pending(self, memory_dir: Path, session_id: str) -> None:
+        run = self._runs.get(memory_dir)
+        earlier = run.pending.pop(session_id, None) if run is not None else None
+        if earlier is not None:
+            _cancel(earlier.check)
+            self.counts["coalesced"] += 1
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
         self.counts["skipped_main_agent"] += 1
@@ -369,8 +381,9 @@ class Extraction:
     ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None, str | None]:
         """(system, messages, tools, model) for one extraction of `turn`."""
         start = new_messages_start(turn.messages, self._cursor.get(turn.session_id))
-        if start >= len(turn.messages):
-            start = 0
+        # `extract` runs none without a new message; should the cursor move meanwhile (a
+        # compact), the last message, never the whole conversation again.
+        start = min(start, max(len(turn.messages) - 1, 0))
         new = len(turn.messages) - start
         scope = "most recent turn" if new <= 2 else f"last {new} messages"
         text = prompts.instruction(
@@ -402,6 +415,15 @@ class Extraction:
             memory_dir = am.memory_dir(project)
         except MemorydError as exc:
             await self._cannot_extract(exc, disk_check)
+            return None
+        start = new_messages_start(turn.messages, self._cursor.get(turn.session_id))
+        if start >= len(turn.messages):
+            # Nothing since the last offer (the same transcript again: a client's retry, a
+            # Stop hook that fired twice). It was offered as "the last N messages" from the
+            # first message on: every turn already looked at was extracted again.
+            if disk_check is not None:
+                disk_check.cancel()
+            log.info("extraction skipped: no new messages", session=turn.session_id)
             return None
         # A project's first extraction waits for the store's background first load, if one
         # runs, instead of parsing every memory file at once on the event loop.

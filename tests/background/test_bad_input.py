@@ -49,10 +49,11 @@ async def test_odd_transcripts_and_read_paths_are_survived(
         },
         {"role": "user", "content": ""},
     ]
-    for extra in ({}, {"system": "s", "tools": [], "model": "m"}):
+    # One session per request shape: the same transcript again has nothing new to extract.
+    for number, extra in enumerate(({}, {"system": "s", "tools": [], "model": "m"})):
         reply = await ws.handle.call(
             "after_turn",
-            session_id="odd",
+            session_id=f"odd-{number}",
             cwd=str(ws.cwd),
             messages=weird,
             read_paths=["relative.md", "/no/such.md", "/bad\x00.md", str(binary), str(tmp_path)],

@@ -121,3 +121,80 @@ def test_new_messages_start_finds_where_the_offered_part_ends() -> None:
         {**convo[7], "content": [*convo[7]["content"], {"type": "text", "text": "more"}]},
     ]
     assert new_messages_start([*grown, *convo[8:]], offered) == 8
+
+
+async def test_a_turn_the_main_agent_saved_folds_in_the_sessions_waiting_turn(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """The session's earlier turn, queued behind a run, is folded into the skipped turn:
+    left queued, it ran after the cursor had moved past the skipped turn, was offered the
+    whole conversation again, and moved the cursor back before the skipped turn."""
+    fake_model.enqueue(slow(0.5, text_reply(NOTHING_MARKER)))
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    first = transcript(("FIRST-PROMPT hello", "hi"))
+    await _after_turn(ws, "A", first)
+    while not fake_model.message_requests():
+        await asyncio.sleep(0.01)
+    second = [*first, *transcript(("SECOND-PROMPT what now", "let us see"))]
+    assert (await _after_turn(ws, "A", second))["scheduled"]["extraction"] is True
+    target = str(ws.memory_dir / "user_tabs.md")
+    third = [
+        *second,
+        {"role": "user", "content": "THIRD-PROMPT remember that I like tabs"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "tu1",
+                    "name": "Write",
+                    "input": {"file_path": target, "content": "tabs"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "ok"}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Saved."}]},
+    ]
+    assert (await _after_turn(ws, "A", third))["scheduled"]["extraction"] is False
+    await ws.handle.daemon.services.extraction.wait_idle()
+    assert len(fake_model.message_requests()) == 1  # the waiting turn did not run
+    fourth = [*third, *transcript(("FOURTH-PROMPT next thing", "done"))]
+    await _after_turn(ws, "A", fourth)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    requests = fake_model.message_requests()
+    assert len(requests) == 2
+    last = json.dumps(requests[-1].json)
+    assert "FOURTH-PROMPT" in last
+    assert "THIRD-PROMPT" not in last  # the main agent's own save is not extracted again
+    assert "FIRST-PROMPT" not in last
+    status = (await ws.handle.call("status"))["features"]["extraction"]
+    assert status["skipped_main_agent"] == 1
+    assert status["coalesced"] == 1
+
+
+async def test_a_turn_with_no_new_message_is_not_extracted_again(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """The same transcript again (a client's retry, a Stop hook fired twice) has nothing to
+    offer: before, it was offered whole, every turn already looked at extracted again."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    convo = transcript(("FIRST-PROMPT I am a data engineer", "ok"))
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    convo = [*convo, *transcript(("SECOND-PROMPT use polars", "sure"))]
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    assert len(fake_model.message_requests()) == 2
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    assert len(fake_model.message_requests()) == 2
+    convo = [*convo, *transcript(("THIRD-PROMPT and now", "fine"))]
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    requests = fake_model.message_requests()
+    assert len(requests) == 3
+    assert "THIRD-PROMPT" in json.dumps(requests[-1].json)
+    assert "FIRST-PROMPT" not in json.dumps(requests[-1].json)
