@@ -141,6 +141,11 @@ async def select_with_model(
         header = by_file.get(name) or by_name.get(name)
         if header is not None and header not in out:
             out.append(header)
+    if chosen and not out:
+        # Every file it named is unknown (made up, or not among those it was shown): no
+        # choice to keep, and "none are relevant" is `[]`, which it did not say.
+        log.info("recall selector named no listed file; local ranker used", reply=text[:200])
+        return None
     return out[:limit]
 
 
