@@ -36,6 +36,10 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_CONTEXT_BYTES = 6 * 1024 * 1024
 # Skips reported per context: 400,000 missing includes in one file are news once, not each.
 MAX_SKIPPED = 1000
+# @includes followed, per file and per context: each is a realpath and a stat, and a
+# repository's 4 MB CLAUDE.md of 240,000 distinct `@x/y.md` held its first load ~10 s.
+MAX_INCLUDES_PER_FILE = 2000
+MAX_INCLUDES = 10_000
 # Bounds on walking `.claude/rules/`: a rule tree is a handful of files, not a disk.
 MAX_RULE_FILES = 2000
 MAX_RULE_DEPTH = 32
@@ -72,6 +76,7 @@ class _Loader:
     touched_sorted: list[str] = field(default_factory=list)
     main_copies: set[Path] = field(default_factory=set)  # main-checkout files skipped
     loaded_bytes: int = 0
+    includes: int = 0  # @include references followed so far
     unreported: int = 0  # skips past MAX_SKIPPED
 
     # -- discovery ------------------------------------------------------------------------
@@ -315,8 +320,18 @@ class _Loader:
         self.loaded_bytes += size
         self.processed[real] = path
         self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
-        for ref in markdown.find_includes(body):
+        refs = markdown.find_includes(body)
+        room = min(MAX_INCLUDES_PER_FILE, MAX_INCLUDES - self.includes)
+        for ref in refs[: max(room, 0)]:
+            self.includes += 1
             self._include(ref, path, real.parent, ftype, depth + 1, (*stack, real))
+        if len(refs) > room:
+            self._skip(
+                path,
+                "too_many",
+                f"{len(refs) - max(room, 0):,} of its @includes not followed: at most "
+                f"{MAX_INCLUDES_PER_FILE:,} per file and {MAX_INCLUDES:,} per context",
+            )
 
     def _link_allowed(self, path: Path, real: Path, ftype: FileType) -> bool:
         """A top-level or rule file that is a symlink passes the gates an include of its

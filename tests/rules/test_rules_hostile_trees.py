@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from memoryd.daemon.protocol.framing import encode_one
+from memoryd.rules import loader
 from memoryd.rules.loader import (
     MAX_CONTEXT_BYTES,
     MAX_FILE_BYTES,
+    MAX_INCLUDES_PER_FILE,
     MAX_RULE_FOLDERS,
     MAX_SKIPPED,
 )
@@ -140,3 +144,36 @@ def test_skips_past_the_cap_are_counted_once(tree: Tree, load: Loader) -> None:
     assert len(result.skipped) == MAX_SKIPPED + 1
     assert result.skipped[-1].reason == "too_many"
     assert "500 more files skipped" in result.skipped[-1].detail
+
+
+def test_a_flood_of_include_references_is_followed_only_so_far(tree: Tree, load: Loader) -> None:
+    # A repository's 3.7 MB CLAUDE.md of 240,000 distinct `@d/m<N>.md` held its load ~10 s.
+    refs = " ".join(f"@d/m{i}.md" for i in range(MAX_INCLUDES_PER_FILE + 500))
+    for i in range(MAX_INCLUDES_PER_FILE + 500):
+        tree.write(f"d/m{i}.md", f"doc {i}")
+    tree.write("CLAUDE.md", refs)
+    result = load(tree.root)
+    assert len(result.files) == 1 + MAX_INCLUDES_PER_FILE
+    assert result.files[-1].path == tree.root / f"d/m{MAX_INCLUDES_PER_FILE - 1}.md"
+    (flood,) = [s for s in result.skipped if s.reason == "too_many"]
+    assert flood.path == tree.root / "CLAUDE.md"
+    assert flood.detail.startswith("500 of its @includes not followed")
+
+
+def test_include_references_are_capped_per_context(
+    tree: Tree, load: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    per_file, per_context = 50, 120
+    monkeypatch.setattr(loader, "MAX_INCLUDES_PER_FILE", per_file)
+    monkeypatch.setattr(loader, "MAX_INCLUDES", per_context)
+    for n in range(3):
+        for i in range(per_file):
+            tree.write(f"d{n}/m{i}.md", "x")
+        tree.write(
+            f".claude/rules/r{n}.md", " ".join(f"@../../d{n}/m{i}.md" for i in range(per_file))
+        )
+    result = load(tree.root)
+    assert len(result.files) == 3 + per_context
+    (flood,) = [s for s in result.skipped if s.reason == "too_many"]
+    assert flood.path == tree.root / ".claude/rules/r2.md"
+    assert flood.detail.startswith("30 of its @includes not followed")
