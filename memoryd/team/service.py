@@ -51,6 +51,20 @@ SUPPRESSED_BECAUSE = {
 }
 
 
+def why_off(code: str) -> str:
+    """What a folder's suppression code means to the user, and what lifts it: a setting fixed
+    and a restart, a git remote added (picked up live), or, after the server's refusal, a
+    file in team/ deleted or a restart. A deleted file never lifts the first kinds."""
+    because = SUPPRESSED_BECAUSE.get(code)
+    if because is None:
+        return (
+            f"pushing is suppressed ({code}): the server refused a push (`team.status` says "
+            "how); delete a file in team/ or restart memoryd to try again once the cause is fixed"
+        )
+    fix = "add one" if code == "no_repo" else "fix it and restart memoryd"
+    return f"team sync is off for this folder ({code}): {because}; {fix}"
+
+
 def find_secret(content: str) -> tuple[str, str] | None:
     """The first secret finding as (rule id, description); never the secret itself."""
     from memoryd.team.secrets import first_finding
@@ -215,10 +229,7 @@ class TeamSync:
         set up without a repo or a token, or suppressed by the server's refusal."""
         known = self._folders_by_root.get(project.root)
         code = None if known is None else known.engine.state.suppressed
-        if code is None:
-            return None
-        because = SUPPRESSED_BECAUSE.get(code, "the server refused a push; `team.status` says how")
-        return f"team sync is off for this folder ({code}): {because}"
+        return None if code is None else why_off(code)
 
     def ensure(self, project: Project, *, refresh: bool = False) -> None:
         """Start syncing the project's folder if it is not yet (quick; never raises). With

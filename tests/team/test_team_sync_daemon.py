@@ -94,7 +94,16 @@ async def test_no_remote_is_no_repo_and_no_token_is_no_oauth(
     assert status["repo"] == REPO
     pushed = await handle.call("team.push", cwd=str(with_remote))
     assert pushed["ok"] is False
-    assert "no_oauth" in pushed["error"]
+    # What lifts it, not "delete a file in team/", which never lifts a missing token.
+    assert pushed["error"] == (
+        "team sync is off for this folder (no_oauth): MEMORYD_TEAM_TOKEN is not set; "
+        "fix it and restart memoryd"
+    )
+    pulled = await handle.call("team.pull", cwd=str(bare))
+    assert pulled["error"].endswith(
+        "(no_repo): the project has no git remote naming its "
+        "owner/repo, which team memory is keyed by; add one"
+    )
     assert status["requests"] == 0
 
 

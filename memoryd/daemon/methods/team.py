@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
-from memoryd.team.service import describe_state
+from memoryd.team.service import describe_state, why_off
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 
@@ -33,9 +33,7 @@ async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
 
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Pull now (server wins per key; local edits that would be lost are saved aside)."""
-    return await _sync_now(
-        daemon, params, _pull, suppressed=lambda exc: f"team sync is off for this folder: {exc}"
-    )
+    return await _sync_now(daemon, params, _pull, suppressed=lambda exc: why_off(str(exc)))
 
 
 async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
@@ -44,10 +42,7 @@ async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
         daemon,
         params,
         _push,
-        suppressed=lambda exc: (
-            f"pushing is suppressed ({exc}); delete a file in team/ or "
-            "restart memoryd to try again once the cause is fixed"
-        ),
+        suppressed=lambda exc: why_off(str(exc)),
     )
 
 
