@@ -48,17 +48,34 @@ def _with_name_problem(problem: str | None, file: str) -> str | None:
     return problem
 
 
+# A name and a description as long as `memory.write` takes them: a file written by hand or
+# by an agent may hold 200 KB in either, and every prompt with the manifest carried it whole.
+LINE_NAME_CHARS = 200
+LINE_DESCRIPTION_CHARS = 1_000
+
+
 def format_manifest(headers: Iterable[MemoryHeader]) -> str:
     """One line per memory, for prompts: `- file [type] (date) name: description`."""
     lines = []
     for h in headers:
         date = _day(h.mtime)
         kind = h.type or "invalid"
-        text = f"- {h.file} [{kind}] ({date}) {h.name}"
+        text = f"- {h.file} [{kind}] ({date}) {one_line(h.name, LINE_NAME_CHARS)}"
         if h.description:
-            text += f": {h.description}"
+            text += f": {one_line(h.description, LINE_DESCRIPTION_CHARS)}"
         lines.append(text)
     return "\n".join(lines)
+
+
+def one_line(text: str, cap: int) -> str:
+    """`text` on one line (a YAML name may hold line breaks, which would start a line of
+    its own in the prompt) and at most `cap` characters, cut at a word with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= cap:
+        return text
+    cut = text[: cap - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > cap // 2 else cut) + "…"
 
 
 def _day(mtime: float) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from memoryd.automem.manifest import MemoryHeader, format_manifest
+from memoryd.automem.manifest import MemoryHeader, format_manifest, one_line
 from memoryd.automem.memfile import MAX_FILE_BYTES
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.replies import names_no_topic
@@ -41,6 +41,9 @@ STALE_AFTER_S = 86_400.0
 # picks among the local ranker's best MODEL_CANDIDATES, so the prompt stays small.
 MODEL_CANDIDATES_FROM = 200
 MODEL_CANDIDATES = 30
+# What of `recent_tools` the model is shown (tool names are short: `mcp__server__tool`).
+MAX_TOOLS = 50
+MAX_TOOL_NAME_CHARS = 100
 
 SELECTOR_SYSTEM = """\
 You choose which saved memories will help an AI coding agent with the user's current request.
@@ -95,10 +98,19 @@ def parse_selection(text: str) -> list[str] | None:
     return selected
 
 
+def tool_names(recent_tools: list[str]) -> list[str]:
+    """The names the selector's prompt lists: each once, on one line, at most
+    `MAX_TOOL_NAME_CHARS` each and `MAX_TOOLS` in all (the request takes 1,000 of any length:
+    a client sending tool inputs for names put megabytes into every recall's prompt)."""
+    names = dict.fromkeys(one_line(t, MAX_TOOL_NAME_CHARS) for t in recent_tools)
+    return [n for n in names if n][:MAX_TOOLS]
+
+
 def selector_prompt(
     query: str, manifest: str, recent_tools: list[str], limit: int
 ) -> tuple[str, str]:
-    tools = ", ".join(recent_tools) if recent_tools else "(none)"
+    names = tool_names(recent_tools)
+    tools = ", ".join(names) if names else "(none)"
     user = f"Request:\n{query}\n\nRecently used tools: {tools}\n\nMemories:\n{manifest}"
     return SELECTOR_SYSTEM.format(limit=limit), user
 
