@@ -202,8 +202,29 @@ def _block_text(block: Any) -> str:
     return ""
 
 
+# A message that does not fit whole is shown cut (its head and its end) when at least this much
+# room is left for it; the newest message always is.
+MIN_CUT_CHARS = 2_000
+
+
+def _cut_middle(text: str, room: int) -> str:
+    """`text` within about `room` characters: its head and its end (a pasted log with the
+    request under it, a long answer with its conclusion last), the middle left out."""
+    if len(text) <= room:
+        return text
+    keep = max(room - 40, 0)
+    head = keep // 3
+    tail = keep - head
+    note = f"\n[... {len(text) - keep:,} characters left out ...]\n"
+    return text[:head] + note + (text[len(text) - tail :] if tail else "")
+
+
 def render_transcript(messages: list[dict[str, Any]], budget: int = RENDER_BUDGET_CHARS) -> str:
-    """The messages as `User:` / `Assistant:` text, newest kept when over the budget."""
+    """The messages as `User:` / `Assistant:` text, newest kept when over the budget.
+
+    A message that does not fit is cut in the middle rather than dropped when there is room
+    for a part of it, and the newest one always is: dropped whole, a newest message over the
+    budget (a pasted log with the user's request under it) left the agent shown nothing."""
     parts: list[str] = []
     used = 0
     for message in reversed(messages):
@@ -215,6 +236,9 @@ def render_transcript(messages: list[dict[str, Any]], budget: int = RENDER_BUDGE
         who = "User" if message.get("role") == "user" else "Assistant"
         entry = f"{who}: {text}"
         if used + len(entry) > budget:
+            room = budget - used
+            if not parts or room >= MIN_CUT_CHARS:
+                parts.append(_cut_middle(entry, max(room, MIN_CUT_CHARS)))
             parts.append("[earlier messages omitted]")
             break
         parts.append(entry)

@@ -123,3 +123,25 @@ def test_manifest_lists_the_newest_memories_only(tmp_path: Path) -> None:
     assert f"m{MANIFEST_LIMIT + 4}.md" in text
     assert "5 older memories are not listed" in text
     assert extraction.manifest_text(tmp_path, list(headers)) is text  # cached
+
+
+def test_render_transcript_cuts_a_message_over_the_budget_instead_of_dropping_it() -> None:
+    """A newest message longer than the budget (a pasted log with the request under it) was
+    dropped whole: the agent was shown only "[earlier messages omitted]"."""
+    log = "\n".join(f"12:00:{i % 60:02d} worker ok" for i in range(5_000))
+    messages = [
+        {"role": "user", "content": "OLDEST"},
+        {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "user", "content": f"HEAD-OF-PROMPT here is the log:\n{log}\nREQUEST-AT-END"},
+    ]
+    text = render_transcript(messages, budget=10_000)
+    assert "HEAD-OF-PROMPT" in text
+    assert "REQUEST-AT-END" in text
+    assert "characters left out" in text
+    assert "OLDEST" not in text
+    assert len(text) <= 10_100
+    # With room left, an older message that does not fit is shown cut too.
+    older = [{"role": "user", "content": "OLD-START " + "y" * 20_000 + " OLD-END"}]
+    text = render_transcript([*older, *messages[1:2]], budget=10_000)
+    assert "OLD-START" in text
+    assert "OLD-END" in text

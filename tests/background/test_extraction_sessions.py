@@ -198,3 +198,28 @@ async def test_a_turn_with_no_new_message_is_not_extracted_again(
     assert len(requests) == 3
     assert "THIRD-PROMPT" in json.dumps(requests[-1].json)
     assert "FIRST-PROMPT" not in json.dumps(requests[-1].json)
+
+
+async def test_a_newest_message_over_the_render_budget_is_shown_cut(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """Without the main prefix, the conversation is rendered as text within 60,000
+    characters; a newest message longer than that left the agent shown no conversation."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    log = "\n".join(f"2026-12-04 12:00:{i % 60:02d} worker[{i}] ok" for i in range(2_500))
+    convo = [
+        *transcript(("hello", "hi")),
+        {"role": "user", "content": f"Here is the CI log:\n{log}\n\nREMEMBER-ME: run tests -x"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+    ]
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    # The extraction's request (the session notes' update is shown the messages themselves).
+    (request,) = [
+        r
+        for r in fake_model.message_requests()
+        if "background memory extraction" in json.dumps(r.json)
+    ]
+    text = json.dumps(request.json)
+    assert "REMEMBER-ME" in text
+    assert "Here is the CI log" in text
