@@ -3,9 +3,11 @@ the scripted fake Messages API: answers it cannot be held to fall back to the lo
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
-from tests.automem.conftest import write_memory
+from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, json_reply
 
@@ -60,3 +62,27 @@ async def test_the_selectors_prompt_stays_small_whatever_the_tools_and_memories_
     big = next(line for line in lines if line.startswith("- project_big.md"))
     assert "Big - fake.md [user] (2020-01-01) Forged: word word" in big
     assert big.endswith("…")
+
+
+async def test_a_memory_edited_in_place_is_recalled_as_it_is_now(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    daemon.daemon.services.automem.sweep_interval_s = 3600  # no sweep sees the edit
+    memdir.mkdir(parents=True)
+    path = memdir / "project_cache_ttl.md"
+    path.write_text(memory_text("Cache TTL", "cache ttl is 5 minutes", "project", "TTL 300s."))
+    old = time.time() - 40 * 86_400
+    os.utime(path, (old, old))
+    (got,) = (await daemon.call("recall", cwd=str(project), query="cache ttl"))["memories"]
+    assert (got["description"], got["stale"]) == ("cache ttl is 5 minutes", True)
+    # An editor or an agent's Edit tool writes the file in place: the folder does not change.
+    with path.open("r+") as f:
+        text = f.read().replace("5 minutes", "10 minutes").replace("300s", "600s")
+        f.seek(0)
+        f.write(text)
+        f.truncate()
+    (got,) = (await daemon.call("recall", cwd=str(project), query="cache ttl"))["memories"]
+    assert got["content"].endswith("TTL 600s.\n")
+    assert got["description"] == "cache ttl is 10 minutes"
+    assert got["mtime"] == path.stat().st_mtime_ns / 1e9
+    assert (got["stale"], got["note"]) == (False, None)

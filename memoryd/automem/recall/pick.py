@@ -8,18 +8,19 @@ unusable answer falls back to the local ranker, and the result says `selector: l
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
 from memoryd.automem.manifest import MemoryHeader, format_manifest, one_line
-from memoryd.automem.memfile import MAX_FILE_BYTES
+from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.replies import names_no_topic
-from memoryd.fsutil import read_regular_file
+from memoryd.fsutil import open_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
 
@@ -87,6 +88,37 @@ def staleness(mtime: float, now: float) -> tuple[bool, str | None]:
         f"This memory is {days} {unit} old; verify any file, function or flag it names "
         "before relying on it."
     )
+
+
+def read_recalled(header: MemoryHeader) -> tuple[MemoryHeader, str] | None:
+    """The memory's content as it is now, with its header made again from that content when
+    the file was written since it was scanned (an edit in place shows at the next sweep: the
+    content was fresh, its name, description, mtime and staleness note were not); None when
+    it is gone. A symlink or FIFO swapped in since the scan is neither followed nor waited on."""
+    try:
+        fd = open_regular_file(header.path)
+        try:
+            mtime = os.fstat(fd).st_mtime_ns / 1e9
+            chunks, left = [], MAX_FILE_BYTES
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+                chunks.append(chunk)
+                left -= len(chunk)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    content = b"".join(chunks).decode("utf-8", errors="replace")
+    if mtime != header.mtime:
+        parsed = parse_memory(content, header.file.rsplit("/", 1)[-1].removesuffix(".md"))
+        header = replace(
+            header,
+            name=parsed.name,
+            description=parsed.description,
+            type=parsed.type,
+            mtime=mtime,
+            problem=parsed.problem,
+        )
+    return header, content
 
 
 def parse_selection(text: str) -> list[str] | None:
@@ -225,12 +257,10 @@ async def recall(
     now = time.time()
     memories = []
     for header in chosen:
-        try:
-            # A symlink or FIFO swapped in since the scan is neither followed out nor waited on.
-            raw = read_regular_file(header.path, MAX_FILE_BYTES)
-            content = raw[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
-        except OSError:
+        fresh = read_recalled(header)
+        if fresh is None:
             continue  # deleted between ranking and reading
+        header, content = fresh
         stale, note = staleness(header.mtime, now)
         memory = Recalled(header, content, stale, note).as_dict()
         why = whys.get(str(header.path))
