@@ -138,6 +138,7 @@ class AutoMemory:
         self._index_views: dict[tuple[Path, bool], tuple[tuple[int, Stat, Stat], IndexView]] = {}
         self.semantic = SemanticRecall()  # loads nothing until a memory dir is used
         self._embedding: set[Path] = set()  # dirs whose memories `warm` sent to the model
+        self.states.on_evict.append(self._forget_dir)
         self.writes = MemoryWrites(
             self.dirs,
             self.states,
@@ -210,6 +211,14 @@ class AutoMemory:
             return
         self._embedding.add(memory_dir)
         self._spawn(self._embed_when_loaded(memory_dir))
+
+    def _forget_dir(self, memory_dir: Path) -> None:
+        """A dir let go of (`warmup.MAX_WARM_DIRS`): what was derived from it goes too, and
+        its memories are sent to the model again when it is loaded again."""
+        for team in (False, True):
+            self._index_views.pop((memory_dir, team), None)
+        self.index_texts.forget(memory_dir)
+        self._embedding.discard(memory_dir)
 
     async def _embed_when_loaded(self, memory_dir: Path) -> None:
         state = await self.states.ready(memory_dir)

@@ -15,6 +15,7 @@ over event-loop slices with `load_steps`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -75,6 +76,8 @@ def never_read(name: str, *, team: bool, folder: bool) -> bool:
     return ignored_name(name)
 
 
+_GENERATIONS = itertools.count(1)
+
 # Before this, a file's time is a tool's (the epoch, zip's first day), not when anyone wrote it.
 _FIRST_WRITE_DAY = date(1980, 1, 2)
 
@@ -108,7 +111,10 @@ class DirState:
         self._dir_stamps: dict[Path, int] = {}
         self._last_sweep = float("-inf")
         self.swept = False  # a full sweep has loaded the whole directory at least once
-        self.generation = 0  # bumps on every change, for callers that cache derived views
+        # Changes on every change, for callers that cache derived views. Drawn from one counter
+        # for all states: a dir let go and loaded again (`warmup.MAX_WARM_DIRS`) never repeats
+        # a generation its earlier state had, so no view cached by it is taken as current.
+        self.generation = next(_GENERATIONS)
         self.updates = 0  # files (re)analysed, for status and the benchmark
         self._headers: list[MemoryHeader] | None = None  # sorted; None once entries change
         # Kept with the entries, so a write by name looks at a few of them, not all 10,000:
@@ -116,6 +122,9 @@ class DirState:
         self._families: dict[str, set[str]] = {}
         self._by_name: dict[str, set[str]] = {}
         self._postings: dict[tuple[str | None, str], set[str]] = {}
+
+    def _changed(self) -> None:
+        self.generation = next(_GENERATIONS)
 
     # -- freshness --------------------------------------------------------------------------
     def _dirs_changed(self) -> bool:
@@ -180,7 +189,7 @@ class DirState:
             self._load(key, Path(path), stamp)
             changed = True
         if changed:
-            self.generation += 1
+            self._changed()
         self.swept = True
         return pending
 
@@ -192,7 +201,7 @@ class DirState:
             entry = self.entries.get(key)
             if (entry.stamp if entry is not None else None) == before:
                 self._load(key, Path(path), stamp)
-                self.generation += 1
+                self._changed()
             yield
 
     # -- sweeps whose I/O ran elsewhere -------------------------------------------------------
@@ -222,7 +231,7 @@ class DirState:
                 self._drop(key)
                 dropped = True
         if dropped:
-            self.generation += 1
+            self._changed()
         # Also every file seen that the loop does not hold: dropped by the loop meanwhile,
         # `_load` reads what is there now.
         keys = changes.changed | (changes.seen.keys() - self.entries.keys())
@@ -234,7 +243,7 @@ class DirState:
                 entry.stamp != stamp and old is not None and entry.stamp == old.stamp
             ):
                 self._load(key, Path(path), stamp)
-                self.generation += 1
+                self._changed()
                 yield
 
     def load_steps(self, seen: Mapping[str, tuple[str, Stamp]], started: float) -> Iterator[None]:
@@ -257,7 +266,7 @@ class DirState:
             return
         self._sweep(full=False)
         self._last_sweep = started
-        self.generation += 1
+        self._changed()
 
     # -- one file ---------------------------------------------------------------------------
     def _load(self, key: str, path: Path, stamp: Stamp) -> None:
@@ -331,12 +340,12 @@ class DirState:
             self._drop(key)
         else:
             self._load(key, path, (st.st_mtime_ns, st.st_size, st.st_ino))
-        self.generation += 1
+        self._changed()
         self._restamp(path.parent)
 
     def note_deleted(self, key: str, path: Path) -> None:
         self._drop(key)
-        self.generation += 1
+        self._changed()
         self._restamp(path.parent)
 
     def note_written_dir(self, directory: Path) -> None:

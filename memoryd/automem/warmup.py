@@ -6,12 +6,18 @@ of on the request; the cheap directory check (created, deleted, replaced files) 
 the request, and so does the first load unless `warm` got there first. When that check finds
 more than CATCH_UP_OVER files to read (a team pull), they are read in slices in the background
 (`ready` waits for them).
+
+At most MAX_WARM_DIRS dirs are kept loaded, the least recently used let go first (one not
+loading): a dir's parsed memories and recall index take ~90 KB per memory, and a daemon that
+runs for months sees hundreds of projects, most of them never again (deleted ones too). A
+dir let go is loaded again, in the background as at first, when its project comes back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,8 @@ ORPHAN_GRACE_S = 10.0
 # A readdir-only sweep (on any access) that finds more files than this to read leaves them to
 # a background load in slices: a team pull's 10,000 new files held the loop 7.7 s.
 CATCH_UP_OVER = 64
+# Memory dirs kept loaded at once: a user's projects in use, with room to spare.
+MAX_WARM_DIRS = 32
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
@@ -36,8 +44,10 @@ class DirStates:
         self._spawn = spawn  # supervised background work (the host's, under WORKER)
         self.sweep_interval_s = 2.0
         self.ranker_params = RankerParams()
-        self.states: dict[Path, DirState] = {}
+        self.states: OrderedDict[Path, DirState] = OrderedDict()  # least recently used first
         self.warming: dict[Path, asyncio.Task[Any]] = {}
+        # Called with a dir let go (`MAX_WARM_DIRS`): views derived from it are dropped too.
+        self.on_evict: list[Callable[[Path], None]] = []
         # Run on a dir's first access in this daemon's life (grace 0) and after each
         # background sweep (grace ORPHAN_GRACE_S): indexes files that have no index line.
         self.index_orphans: Callable[[Path, float], Coroutine[Any, Any, Any]] | None = None
@@ -50,8 +60,23 @@ class DirStates:
                 memory_dir, sweep_interval_s=self.sweep_interval_s, params=self.ranker_params
             )
             self.states[memory_dir] = state
+            self._evict(keep=memory_dir)
+        else:
+            self.states.move_to_end(memory_dir)
         state.sweep_interval_s = self.sweep_interval_s
         return state
+
+    def _evict(self, *, keep: Path) -> None:
+        """Let go of the least recently used dirs over MAX_WARM_DIRS (never `keep`, nor one
+        loading: `ready` waits for that one's state)."""
+        over = len(self.states) - MAX_WARM_DIRS
+        for memory_dir in [d for d in self.states if d != keep and d not in self.warming]:
+            if over <= 0:
+                break
+            del self.states[memory_dir]
+            over -= 1
+            for callback in self.on_evict:
+                callback(memory_dir)
 
     def state(self, memory_dir: Path) -> DirState:
         """The dir's store, up to date (see the module's docstring for what runs where)."""
