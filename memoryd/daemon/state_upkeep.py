@@ -1,8 +1,10 @@
 """What memoryd's own folders shed at start-up: temp files of writers killed mid-write, and
-the hook state of sessions long over. Run in a thread once the socket listens."""
+the hook state and session memory records of sessions long over. Run in a thread once the
+socket listens."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -20,9 +22,15 @@ log = structlog.get_logger("memoryd.daemon")
 HOOK_SESSION_MAX_AGE_S = 90 * 86_400
 
 
+# Session memory keeps one record per session (`<state>/sessions/<project key>/<session id>.json`,
+# `session/state.py`): kept for ever, a year of sessions left thousands behind as well.
+SESSION_RECORD_MAX_AGE_S = HOOK_SESSION_MAX_AGE_S
+
+
 def tidy_state() -> None:
     remove_stale_temp_files()
     prune_hook_sessions()
+    prune_session_records()
 
 
 def remove_stale_temp_files() -> list[Path]:
@@ -73,4 +81,42 @@ def prune_hook_sessions(now: float | None = None) -> list[Path]:
             continue  # gone meanwhile, or not ours to remove
     if removed:
         log.info("removed the hook state of sessions long over", count=len(removed))
+    return removed
+
+
+def prune_session_records(now: float | None = None) -> list[Path]:
+    """Remove session memory's records (`<state>/sessions/<project key>/<session id>.json`)
+    not written for SESSION_RECORD_MAX_AGE_S, and a project's folder left empty. A session
+    resumed after that starts its thresholds afresh, as a missing record always meant. Only
+    regular files of that name form in real folders: a link or anything else stays."""
+    root = paths.state_dir() / "sessions"
+    cutoff = (now or time.time()) - SESSION_RECORD_MAX_AGE_S
+    removed: list[Path] = []
+    try:
+        folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed  # no session was ever recorded, or the folder is unreadable
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder.path))
+        except OSError:
+            continue
+        left = len(entries)
+        for entry in entries:
+            try:
+                if (
+                    entry.name.endswith(".json")
+                    and entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff
+                ):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+                    left -= 1
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove
+        if not left:
+            with contextlib.suppress(OSError):  # a record written meanwhile: the folder stays
+                os.rmdir(folder.path)
+    if removed:
+        log.info("removed the session memory records of sessions long over", count=len(removed))
     return removed
