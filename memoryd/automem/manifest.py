@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 
@@ -79,9 +79,10 @@ def one_line(text: str, cap: int) -> str:
 
 
 def _day(mtime: float) -> str:
-    """A file time as a day; "unknown date" for one no date can hold (a file system may keep
-    times past the year 9999)."""
+    """A file time as a local day, as the local ranker, `explain` and the extraction prompt's
+    "Today is" read days (the UTC day put a memory written at 20:00 in Los Angeles on the next
+    day); "unknown date" for one no date can hold (a file system may keep times past 9999)."""
     try:
-        return datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%d")
+        return datetime.fromtimestamp(mtime).strftime("%Y-%m-%d")
     except (ValueError, OverflowError, OSError):
         return "unknown date"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
+
+import pytest
 
 from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
@@ -86,3 +90,36 @@ async def test_a_memory_edited_in_place_is_recalled_as_it_is_now(
     assert got["description"] == "cache ttl is 10 minutes"
     assert got["mtime"] == path.stat().st_mtime_ns / 1e9
     assert (got["stale"], got["note"]) == (False, None)
+
+
+@pytest.fixture
+def los_angeles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time is Los Angeles' (UTC-8 or -7) for the test."""
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("los_angeles")
+async def test_the_model_is_told_today_and_each_memorys_local_day(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    path = memdir / "project_cache_ttl.md"
+    path.write_text(memory_text("Cache TTL", "cache ttl is 5 minutes", "project", "TTL 300s."))
+    yesterday = date.today() - timedelta(days=1)
+    # 20:00 in Los Angeles is the next day in UTC: the day the manifest said before.
+    evening = time.mktime((yesterday.year, yesterday.month, yesterday.day, 20, 0, 0, 0, 0, -1))
+    os.utime(path, (evening, evening))
+    fake_model.enqueue(json_reply({"selected": [path.name]}))
+    got = await daemon_with_model.call(
+        "recall", cwd=str(project), query="what did we decide yesterday about the cache?"
+    )
+    assert got["selector"] == "model"
+    (request,) = fake_model.message_requests()
+    prompt: str = request.json["messages"][0]["content"]
+    assert prompt.startswith(f"Today: {date.today().isoformat()}\n")
+    assert f"- project_cache_ttl.md [project] ({yesterday.isoformat()}) Cache TTL" in prompt
+    assert "today's date" in request.json["system"]

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
@@ -48,8 +49,9 @@ MAX_TOOL_NAME_CHARS = 100
 
 SELECTOR_SYSTEM = """\
 You choose which saved memories will help an AI coding agent with the user's current request.
-You get the request, the tools the agent used recently, and a manifest: one line per memory
-with its file name, type, date, name and description (not its body).
+You get today's date, the request, the tools the agent used recently, and a manifest: one
+line per memory with its file name, type, date (the day its file was last written), name and
+description (not its body).
 Pick at most {limit} memories that are clearly relevant; pick none if none are. Skip memories
 that only document how to use a tool the agent is already using — it knows that — but keep
 warnings and known problems about those tools.
@@ -139,11 +141,17 @@ def tool_names(recent_tools: list[str]) -> list[str]:
 
 
 def selector_prompt(
-    query: str, manifest: str, recent_tools: list[str], limit: int
+    query: str, manifest: str, recent_tools: list[str], limit: int, today: date | None = None
 ) -> tuple[str, str]:
+    """The system and user text; `today` (default: the local date, as the local ranker and
+    the manifest's days read it) lets the model place "yesterday" or "last week"."""
     names = tool_names(recent_tools)
     tools = ", ".join(names) if names else "(none)"
-    user = f"Request:\n{query}\n\nRecently used tools: {tools}\n\nMemories:\n{manifest}"
+    day = (today or date.today()).isoformat()
+    user = (
+        f"Today: {day}\n\nRequest:\n{query}\n\nRecently used tools: {tools}\n\n"
+        f"Memories:\n{manifest}"
+    )
     return SELECTOR_SYSTEM.format(limit=limit), user
 
 
