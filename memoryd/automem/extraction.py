@@ -256,6 +256,11 @@ class Extraction:
         try:
             if not am.enabled(turn.project):
                 self.skip_reason = "auto memory is off"
+                # What is said while it is off is never offered, also not once it is on again
+                # (the user turned it off not to have it remembered): the next extraction
+                # was offered every message since the last one made while it was on.
+                self._drop_pending(turn.session_id)
+                self._cursor[turn.session_id] = cursor_after(turn.messages)
                 return False
             memory_dir = am.memory_dir(turn.project)
         except MemorydError as exc:
@@ -268,7 +273,7 @@ class Extraction:
             # one, as a coalesced trigger is: left queued, it ran after the cursor had moved
             # past this turn, was offered the whole conversation from its first message,
             # and moved the cursor back before this turn (whose memory the main agent saved).
-            self._drop_pending(memory_dir, turn.session_id)
+            self._drop_pending(turn.session_id)
             self._skip_main_agent(turn, "a Write/Edit into the memory dir this turn")
             return False
         self._schedule(memory_dir, turn, previous)
@@ -287,12 +292,15 @@ class Extraction:
                 added + max(0, offered.count - dropped), offered.mark if kept else None
             )
 
-    def _drop_pending(self, memory_dir: Path, session_id: str) -> None:
-        run = self._runs.get(memory_dir)
-        earlier = run.pending.pop(session_id, None) if run is not None else None
-        if earlier is not None:
-            _cancel(earlier.check)
-            self.counts["coalesced"] += 1
+    def _drop_pending(self, session_id: str) -> None:
+        """Fold the session's turn waiting behind a run into the turn at hand, which is
+        not extracted: run after it, it was offered from the first message on (the cursor
+        past the newer turn, which it does not hold) and moved the cursor back."""
+        for run in self._runs.values():
+            earlier = run.pending.pop(session_id, None)
+            if earlier is not None:
+                _cancel(earlier.check)
+                self.counts["coalesced"] += 1
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
         self.counts["skipped_main_agent"] += 1

@@ -9,6 +9,7 @@ from typing import Any
 
 from memoryd.automem.extraction_prompts import NOTHING_MARKER
 from tests.background.conftest import Workspace, transcript
+from tests.conftest import IsolatedEnv
 from tests.fakes.messages_api import FakeMessagesAPI, slow, text_reply
 
 
@@ -223,3 +224,30 @@ async def test_a_newest_message_over_the_render_budget_is_shown_cut(
     text = json.dumps(request.json)
     assert "REMEMBER-ME" in text
     assert "Here is the CI log" in text
+
+
+async def test_turns_had_while_auto_memory_was_off_are_never_offered(
+    ws: Workspace, fake_model: FakeMessagesAPI, isolated_env: IsolatedEnv
+) -> None:
+    """The user turns auto memory off not to have a part of the session remembered: before,
+    the first extraction once it was on again was offered every message since the last one
+    made while it was on, that part included."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    settings = isolated_env.config_dir / "settings.json"
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{"autoMemoryEnabled": true}')
+    convo = transcript(("ON-BEFORE I use vim", "ok"))
+    await _after_turn(ws, "A", convo)
+    await ws.handle.daemon.services.extraction.wait_idle()
+    settings.write_text('{"autoMemoryEnabled": false}')
+    convo = [*convo, *transcript(("WHILE-OFF my health issue, do not keep it", "understood"))]
+    assert (await _after_turn(ws, "A", convo))["scheduled"]["extraction"] is False
+    settings.write_text('{"autoMemoryEnabled": true }')
+    convo = [*convo, *transcript(("ON-AGAIN use pytest -x", "sure"))]
+    assert (await _after_turn(ws, "A", convo))["scheduled"]["extraction"] is True
+    await ws.handle.daemon.services.extraction.wait_idle()
+    requests = fake_model.message_requests()
+    assert len(requests) == 2
+    last = json.dumps(requests[-1].json)
+    assert "ON-AGAIN" in last
+    assert "WHILE-OFF" not in last
