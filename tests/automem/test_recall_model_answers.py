@@ -123,3 +123,24 @@ async def test_the_model_is_told_today_and_each_memorys_local_day(
     assert prompt.startswith(f"Today: {date.today().isoformat()}\n")
     assert f"- project_cache_ttl.md [project] ({yesterday.isoformat()}) Cache TTL" in prompt
     assert "today's date" in request.json["system"]
+
+
+@pytest.mark.parametrize("form", ["{dir}//{file}", "{dir}/./{file}", "{dir}/team/../{file}"])
+async def test_a_surfaced_path_in_another_spelling_is_not_shown_to_the_model(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, form: str
+) -> None:
+    path = await _deploy(daemon_with_model, project)
+    other = await write_memory(
+        daemon_with_model, project, "project", "Release train", "release on tuesday", "Tue."
+    )
+    surfaced = form.format(dir=path.parent, file=path.name)
+    fake_model.enqueue(json_reply({"selected": [path.name]}))
+    got = await daemon_with_model.call(
+        "recall", cwd=str(project), query="deploy on friday?", already_surfaced=[surfaced]
+    )
+    (request,) = fake_model.message_requests()
+    assert path.name not in request.json["messages"][0]["content"]
+    assert other.name in request.json["messages"][0]["content"]
+    # The model named the surfaced file, which it was not shown: the local ranker answers,
+    # and leaves it out as well.
+    assert got == {"memories": [], "selector": "local"}

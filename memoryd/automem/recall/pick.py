@@ -21,6 +21,7 @@ from memoryd.automem.manifest import MemoryHeader, format_manifest, one_line
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.replies import names_no_topic
+from memoryd.automem.service import surfaced_keys
 from memoryd.fsutil import open_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
@@ -237,11 +238,11 @@ async def recall(
 
     if use_model and model.configured:
         await am.loaded(project)  # the manifest needs the dir loaded; `ranking` waits by itself
-        headers = [
-            h
-            for h in am.manifest(project)
-            if str(h.path) not in surfaced and h.file not in surfaced
-        ]
+        manifest = am.manifest(project)
+        # Read as the local ranker reads them ("dir//a.md", "dir/./a.md" name a.md): compared
+        # as strings, such a path was left out locally and shown to the model, which chose it.
+        shown = surfaced_keys(surfaced, am.memory_dir(project), {h.file for h in manifest})
+        headers = [h for h in manifest if h.file not in shown]
         if len(headers) >= MODEL_CANDIDATES_FROM:
             ranking = await am.ranking(
                 project, query, MODEL_CANDIDATES, surfaced, query_vector(), floors=False
