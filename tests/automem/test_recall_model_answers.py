@@ -13,7 +13,7 @@ import pytest
 
 from tests.automem.conftest import memory_text, write_memory
 from tests.conftest import DaemonHandle
-from tests.fakes.messages_api import FakeMessagesAPI, json_reply
+from tests.fakes.messages_api import FakeMessagesAPI, json_reply, text_reply
 
 
 async def _deploy(handle: DaemonHandle, project: Path) -> Path:
@@ -144,3 +144,23 @@ async def test_a_surfaced_path_in_another_spelling_is_not_shown_to_the_model(
     # The model named the surfaced file, which it was not shown: the local ranker answers,
     # and leaves it out as well.
     assert got == {"memories": [], "selector": "local"}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{{"selected": ["{release}"]}}\n\nI skipped {{{deploy}}}: it is about deploys.',
+        'Chosen: {{"selected": ["{release}"]}} (not {{"x": 1}}, nor the other)',
+        '```json\n{{"selected": ["{release}"]}}\n```\nNote: {{none of the others apply}}',
+    ],
+)
+async def test_the_models_json_is_read_whatever_braces_its_prose_holds(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path, answer: str
+) -> None:
+    deploy = await _deploy(daemon_with_model, project)
+    release = await write_memory(
+        daemon_with_model, project, "project", "Release train", "release on tuesday", "Tue."
+    )
+    fake_model.enqueue(text_reply(answer.format(release=release.name, deploy=deploy.name)))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="deploy on friday?")
+    assert (got["selector"], [m["path"] for m in got["memories"]]) == ("model", [str(release)])

@@ -8,6 +8,7 @@ unusable answer falls back to the local ranker, and the result says `selector: l
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Awaitable
@@ -126,7 +127,26 @@ def read_recalled(header: MemoryHeader) -> tuple[MemoryHeader, str] | None:
 
 def parse_selection(text: str) -> list[str] | None:
     """The file names of `{"selected": [...]}` in a model reply; None when unusable."""
-    data = json_object(text)
+    found = _selected(json_object(text))
+    if found is not None:
+        return found
+    # The outermost braces fail when prose after the JSON holds one ("I skipped {x.md}"):
+    # read an object from each brace on instead (the reply is at most 256 tokens).
+    decoder = json.JSONDecoder()
+    at = text.find("{")
+    while at != -1:
+        try:
+            data, _ = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            data = None
+        found = _selected(data if isinstance(data, dict) else None)
+        if found is not None:
+            return found
+        at = text.find("{", at + 1)
+    return None
+
+
+def _selected(data: dict[str, Any] | None) -> list[str] | None:
     selected = data.get("selected") if data is not None else None
     if not isinstance(selected, list) or not all(isinstance(s, str) for s in selected):
         return None
