@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import re
 import sys
+import threading
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -25,7 +27,10 @@ _SECRET_VALUES = re.compile(
     r"gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
 )
 REDACTED = "[redacted]"
-_OPENED: list[TextIO] = []
+# The log file is moved to `<name>.1` (the one before dropped) once over this: a daemon that
+# runs for months, or an error repeated every turn, fills it without end otherwise.
+MAX_LOG_BYTES = 32 * 1024 * 1024
+_OPENED: list[LogFile] = []
 
 
 def _secret_key(key: str, value: Any) -> bool:
@@ -76,15 +81,72 @@ def open_log_file(path: Path) -> TextIO:
     return open(open_private_log(path), "a", encoding="utf-8", buffering=1, closefd=True)
 
 
+class LogFile:
+    """The log file, opened again when its path no longer names it — moved away by logrotate
+    (its default `create` mode) or removed to give its room back: the daemon wrote on into
+    the old or deleted file for the rest of its life, and nothing appeared at the path. Over
+    MAX_LOG_BYTES it is moved to `<name>.1` and a new one started. Both only between lines,
+    and always through `open_log_file`'s checks; when the path cannot be opened again, the
+    lines go on to the file already open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = open_log_file(path)
+        self._at_line_start = True
+        self._lock = threading.Lock()  # lines come from worker threads too (stdlib logging)
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if self._at_line_start:
+                self._follow_path()
+            self._at_line_start = text.endswith("\n")
+            return self._file.write(text)
+
+    def _follow_path(self) -> None:
+        try:
+            opened = os.fstat(self._file.fileno())
+            if opened.st_size >= MAX_LOG_BYTES and self._names(opened):
+                os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+            elif self._names(opened):
+                return
+            reopened = open_log_file(self.path)
+        except OSError:
+            return
+        self._file.close()
+        self._file = reopened
+
+    def _names(self, opened: os.stat_result) -> bool:
+        """Whether the path still names the open file."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) == (opened.st_dev, opened.st_ino)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
 def configure(
     *, log_file: Path | None = None, level: str = "info", stream: TextIO | None = None
 ) -> None:
     """Terminal: coloured key=value lines; file (or non-tty stream): JSON lines."""
-    out: TextIO
+    out: TextIO | LogFile
     while _OPENED:  # a re-configuration closes the file the previous one opened
         _OPENED.pop().close()
     if log_file is not None:
-        out = open_log_file(log_file)  # closed on reconfigure
+        out = LogFile(log_file)  # closed on reconfigure
         _OPENED.append(out)
     else:
         out = stream or sys.stderr
@@ -118,13 +180,13 @@ def configure(
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, out)),
         cache_logger_on_first_use=True,
     )
     # Libraries that use stdlib logging (asyncio, the anthropic SDK, httpx) go to the same
     # place, as the same lines: rendered by the same processors and redacted the same way
     # (a plain handler wrote them unformatted, secrets and all, into the JSON log).
-    handler = logging.StreamHandler(out)
+    handler = logging.StreamHandler(cast(TextIO, out))
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[
