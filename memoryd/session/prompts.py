@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memoryd.automem.extraction_prompts import EPHEMERAL, MAX_BREAKPOINTS, count_breakpoints
 from memoryd.session.compaction import plan_window
 
 # Past this size only the most recent part of the transcript is shown to the updating agent,
@@ -125,13 +126,37 @@ def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `message` with a cache breakpoint on its last block (none on a thinking
+    block, which cannot carry one). The caller's blocks are never changed: they are the
+    transcript extraction and MagicDocs are given too."""
+    blocks = _as_list(message.get("content"))
+    last = blocks[-1] if blocks else None
+    if (
+        not isinstance(last, Mapping)
+        or "cache_control" in last
+        or last.get("type") in ("thinking", "redacted_thinking")
+    ):
+        return message
+    blocks[-1] = {**last, "cache_control": EPHEMERAL}
+    return {**message, "content": blocks}
+
+
 def agent_messages(
-    messages: Sequence[Mapping[str, Any]], per_message: Sequence[int], prompt: str
+    messages: Sequence[Mapping[str, Any]],
+    per_message: Sequence[int],
+    prompt: str,
+    *,
+    breakpoints_used: int = 0,
 ) -> list[dict[str, Any]]:
     """The transcript (or its recent part) plus the update request, valid for the API.
 
     Block types the API would reject are replaced by a short note, tool calls and results
-    are paired up (`repair_tool_pairs`), and the request goes last, as a user message.
+    are paired up (`repair_tool_pairs`), and the request goes last, as a user message. The
+    transcript's last block carries a cache breakpoint (unless the request would then have
+    more than the API's four; `breakpoints_used`: those the system prompt and tools carry):
+    the API reads and writes its cache only at breakpoints, and without one the transcript
+    was billed uncached on every update and on every further turn of it.
     """
     start = 0
     if sum(per_message) > UPDATE_INPUT_TOKENS:
@@ -149,6 +174,8 @@ def agent_messages(
             0, {"role": "user", "content": "[earlier parts of this conversation are omitted]"}
         )
     convo = repair_tool_pairs(convo)
+    if convo and breakpoints_used + count_breakpoints(convo) < MAX_BREAKPOINTS:
+        convo[-1] = _with_breakpoint(convo[-1])
     request = {"type": "text", "text": prompt}
     if convo and convo[-1].get("role") == "user":
         # Same role twice in a row is merged into one message rather than sent as two.

@@ -24,6 +24,7 @@ import structlog
 
 from memoryd import fsutil, paths
 from memoryd.agent.policy import AccessPolicy
+from memoryd.automem.extraction_prompts import count_breakpoints
 from memoryd.core.turn import Turn
 from memoryd.llm.tokens import TokenCounter
 from memoryd.session import compaction, prompts, state, thresholds
@@ -236,18 +237,22 @@ class SessionMemory:
             per = await session.per_message(turn.messages)
             from memoryd.agent.loop import run_agent  # loaded when a summary is written
 
+            tools = _agent_tools(turn.tools)
             result = await run_agent(
                 self.host,
                 feature=FEATURE,
                 policy=AccessPolicy(read_roots=(), write_files=(draft,), allow_shell=False),
                 system=turn.system,
                 messages=prompts.agent_messages(
-                    turn.messages, per, prompts.update_prompt(str(draft), current)
+                    turn.messages,
+                    per,
+                    prompts.update_prompt(str(draft), current),
+                    breakpoints_used=count_breakpoints(turn.system) + count_breakpoints(tools),
                 ),
                 model=turn.model,
                 max_turns=AGENT_MAX_TURNS,
                 max_tokens=AGENT_MAX_TOKENS,
-                tools=_agent_tools(turn.tools),
+                tools=tools,
             )
             if result.stop_reason in ("error", "cancelled"):
                 record.last_error = result.error or result.stop_reason

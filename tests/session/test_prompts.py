@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 from memoryd.llm.tokens import estimate_message
@@ -43,12 +45,53 @@ def test_prompt_names_the_file_and_carries_the_notes() -> None:
     assert "Edit" in prompt
 
 
+def _without_breakpoints(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]
+            if isinstance(m["content"], list)
+            else m["content"],
+        }
+        for m in convo
+    ]
+
+
 def test_a_clean_transcript_is_sent_as_is_then_the_request() -> None:
     messages = [*conversation(6_000), assistant("done")]
+    before = copy.deepcopy(messages)
     convo = agent_messages(messages, per(messages), "UPDATE")
-    assert convo[: len(messages)] == messages
+    assert convo[: len(messages) - 1] == messages[:-1]
+    assert _without_breakpoints(convo[: len(messages)]) == messages
     assert convo[-1] == {"role": "user", "content": [{"type": "text", "text": "UPDATE"}]}
+    assert messages == before  # the caller's transcript (extraction's too) is not changed
     check_api_shape(convo)
+
+
+def test_the_transcripts_last_block_carries_a_cache_breakpoint() -> None:
+    """The API reads and writes its cache only at breakpoints: without one the transcript
+    was billed uncached on every update and every further turn of it."""
+    messages = [*conversation(6_000), assistant("done")]
+    convo = agent_messages(messages, per(messages), "UPDATE")
+    assert json.dumps(convo).count("cache_control") == 1
+    assert convo[len(messages) - 1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    # After a user message (a tool result), on its last block, before the request.
+    call = tool_call(file_path="/a")
+    ending = [user("go"), call, tool_result(call, "content")]
+    convo = agent_messages(ending, per(ending), "UPDATE")
+    assert convo[-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in convo[-1]["content"][-1]
+    # A string content becomes a text block that can carry it.
+    convo = agent_messages([user("hello there")], [10], "UPDATE")
+    assert convo[0]["content"][0] == {
+        "type": "text",
+        "text": "hello there",
+        "cache_control": {"type": "ephemeral"},
+    }
+    # Never more than the API's four in a request.
+    assert "cache_control" not in json.dumps(
+        agent_messages(messages, per(messages), "UPDATE", breakpoints_used=4)
+    )
 
 
 def test_a_transcript_ending_in_a_tool_result_gets_the_request_in_the_same_message() -> None:
@@ -108,5 +151,5 @@ def test_a_huge_transcript_is_cut_to_its_recent_part() -> None:
     convo = agent_messages(messages, per(messages), "UPDATE")
     assert convo[0]["content"] == "[earlier parts of this conversation are omitted]"
     assert sum(per(convo[1:-1])) <= UPDATE_INPUT_TOKENS
-    assert convo[-2] == messages[-1]
+    assert _without_breakpoints([convo[-2]]) == [messages[-1]]
     check_api_shape(convo)

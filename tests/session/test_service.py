@@ -245,7 +245,11 @@ async def test_update_edits_the_summary_through_the_agent(
     first = session_model.requests[0].json
     assert first["system"] == system  # the main conversation's prefix, for the prompt cache
     assert first["model"] == "claude-main"
-    assert first["messages"][: len(messages)] == messages
+    # The transcript as sent, its last block with the cache breakpoint.
+    assert first["messages"][: len(messages) - 1] == messages[:-1]
+    assert first["messages"][len(messages) - 1]["content"] == [
+        {"type": "text", "text": "all done", "cache_control": {"type": "ephemeral"}}
+    ]
     prompt = first["messages"][-1]["content"][-1]["text"]
     assert str(draft_of(summary)) in prompt
     assert TITLE_LINE in prompt
@@ -899,3 +903,39 @@ async def test_notes_that_are_not_utf8_are_moved_aside_and_updates_go_on(
     assert summary.read_text() == builtin_template().replace(
         TITLE_LINE, f"{TITLE_LINE}\nFresh start"
     )
+
+
+async def test_an_update_puts_a_cache_breakpoint_on_the_transcripts_end(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    """The main conversation's prefix is reused for its prompt cache, but the API reads and
+    writes its cache only at breakpoints: the update's requests carried none, and the
+    transcript was billed uncached on each of them (an Edit, then the reply to its result)."""
+    summary = summary_path(daemon_with_model, project_dir)
+    session_model.enqueue(edit_title(summary, "Cached"), text_reply("done"))
+    schema = {"type": "object", "properties": {}}
+    tools = [
+        {"name": "Read", "description": "read", "input_schema": schema},
+        {"name": "Edit", "description": "edit", "input_schema": schema},
+    ]
+    messages = [*conversation(12_000), assistant("done")]
+    await daemon_with_model.call(
+        "after_turn",
+        session_id=SID,
+        cwd=str(project_dir),
+        messages=messages,
+        system="You are a coding agent.",
+        tools=tools,
+        model="claude-fake-large",
+    )
+    await idle(daemon_with_model, project_dir)
+    assert "Cached" in summary.read_text()
+    assert len(session_model.requests) == 2
+    for request in session_model.requests:
+        sent = request.json["messages"]
+        assert sent[: len(messages) - 1] == messages[:-1]  # the prefix, byte for byte
+        last = sent[len(messages) - 1]["content"][-1]
+        assert last == {**messages[-1]["content"][-1], "cache_control": {"type": "ephemeral"}}
+        assert request.raw.count(b"cache_control") == 1
+        assert request.json["system"] == "You are a coding agent."
+        assert request.json["tools"] == tools
