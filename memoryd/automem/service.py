@@ -158,6 +158,9 @@ class AutoMemory:
         # (when, how many dirs were known, the report): `status` is polled by status lines
         # many times a second, and a stat per folder per poll was a fifth of its cost.
         self._open_dirs: tuple[float, int, list[dict[str, str]]] = (-OPEN_DIRS_TTL, -1, [])
+        # (config dir, history root) they were found under, memory dirs looked at, the folders
+        self._private: tuple[tuple[Path, Path] | None, set[Path], set[Path]] = (None, set(), set())
+        self._private_sorted: list[Path] | None = None
 
     # -- where, and whether -----------------------------------------------------------------
     @property
@@ -357,12 +360,26 @@ class AutoMemory:
 
     def _private_dirs(self) -> list[Path]:
         """The folders memoryd writes in and keeps 0700: each memory dir with its parents up
-        to the config dir, and the history under the state dir."""
-        config_dir = paths.config_dir()
-        found = {self.history.root, self.history.root.parent}
-        for memory_dir in self.dirs.known:
+        to the config dir, and the history under the state dir. Each dir is looked at once:
+        `known` holds every project the daemon ever saw, and asking each dir's `parents` of
+        each other's took 150 ms of the event loop per `status` at 4,000."""
+        config_dir, history = paths.config_dir(), self.history.root
+        roots, done, found = self._private
+        if roots != (config_dir, history):
+            done, found = set(), {history, history.parent}
+            self._private = ((config_dir, history), done, found)
+            self._private_sorted = None
+        new = self.dirs.known - done
+        if not new and self._private_sorted is not None:
+            return self._private_sorted
+        for memory_dir in new:
+            done.add(memory_dir)
             found.add(memory_dir)
-            if config_dir in memory_dir.parents:
-                found.update(p for p in memory_dir.parents if config_dir in p.parents)
+            if memory_dir != config_dir and memory_dir.is_relative_to(config_dir):
                 found.add(config_dir)
-        return sorted(found)
+                parent = memory_dir.parent
+                while parent != config_dir:
+                    found.add(parent)
+                    parent = parent.parent
+        self._private_sorted = sorted(found, key=str)
+        return self._private_sorted
