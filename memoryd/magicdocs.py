@@ -32,7 +32,7 @@ import structlog
 from memoryd import paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
-from memoryd.automem.extraction_prompts import render_transcript
+from memoryd.automem.extraction_prompts import cached_prompt, render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fsutil import atomic_write_text, read_regular_file
@@ -351,8 +351,8 @@ class MagicDocs:
             messages=[
                 {
                     "role": "user",
-                    "content": update_prompt(
-                        path, header, content, render_transcript(turn.messages)
+                    "content": cached_prompt(
+                        update_prompt(path, header, content, render_transcript(turn.messages))
                     ),
                 }
             ],

@@ -29,6 +29,7 @@ from memoryd.automem.extraction import (
     memory_screen_for,
     memory_writer_policy,
 )
+from memoryd.automem.extraction_prompts import cached_prompt
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
@@ -288,7 +289,7 @@ class Dream:
                 feature=WORKER,
                 policy=policy,
                 system=SYSTEM_PROMPT,
-                messages=[{"role": "user", "content": text}],
+                messages=[{"role": "user", "content": cached_prompt(text)}],
                 max_turns=MAX_TURNS,
                 max_tokens=MAX_TOKENS,
                 before_write=keep_version(am),

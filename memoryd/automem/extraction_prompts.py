@@ -101,6 +101,13 @@ def instruction(
     )
 
 
+def cached_prompt(text: str) -> list[dict[str, Any]]:
+    """A background agent's one prompt as content blocks with a cache breakpoint: the run
+    sends it again with each of its turns, and the API caches only at breakpoints (MagicDocs
+    and dream paid the whole prompt on every turn)."""
+    return [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
+
+
 # -- reuse: the main conversation's exact prefix ----------------------------------------------
 def count_breakpoints(value: Any) -> int:
     """How many `cache_control` markers a request part already carries."""

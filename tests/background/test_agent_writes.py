@@ -262,7 +262,7 @@ async def test_dream_leaves_team_memories_alone(ws: Workspace, script: Script) -
     assert result["retired"] == []
     assert result["edited"] == []
     assert len(result["denied"]) == 2  # the team memory, twice; a missing file is no denial
-    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    prompt = script.seen["dream"][0]["messages"][0]["content"][0]["text"]
     assert "project_deploys.md" not in prompt
     assert b.name in prompt
     results = script.seen["dream"][1]["messages"][-1]["content"]

@@ -82,7 +82,11 @@ async def test_on_demand_dream_merges_retires_and_keeps_history(
     _, retired_versions = ws.am.versions(ws.project, str(duplicate))
     assert kept_versions
     assert retired_versions
-    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    (block,) = script.seen["dream"][0]["messages"][0]["content"]
+    # Sent again with each of up to 8 turns: a cache breakpoint on it.
+    assert block["cache_control"] == {"type": "ephemeral"}
+    assert script.seen["dream"][1]["messages"][0]["content"] == [block]
+    prompt = block["text"]
     assert duplicate.name in prompt  # the manifest
     assert "RetireMemory" in [t["name"] for t in script.seen["dream"][0]["tools"]]
     state = json.loads(dream_state_path().read_text())
@@ -142,7 +146,7 @@ async def test_the_dream_prompt_lists_the_newest_memories_only(
     await ws.handle.call("memory.reconcile", cwd=str(ws.cwd))
     result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
     assert result["memories"] == 3
-    prompt = script.seen["dream"][0]["messages"][0]["content"]
+    prompt = script.seen["dream"][0]["messages"][0]["content"][0]["text"]
     assert deadline.name in prompt
     assert duplicate.name in prompt
     assert keep.name not in prompt  # the oldest
