@@ -255,4 +255,5 @@ def render_transcript(messages: list[dict[str, Any]], budget: int = RENDER_BUDGE
 
 def standalone_messages(transcript: str, text: str) -> list[dict[str, Any]]:
     body = f"<conversation>\n{transcript}\n</conversation>\n\n{text}"
-    return [{"role": "user", "content": [{"type": "text", "text": body}]}]
+    # Sent again with each turn of the run (a Read, then the writes): cached from the second.
+    return [{"role": "user", "content": cached_prompt(body)}]

@@ -224,6 +224,9 @@ async def test_a_newest_message_over_the_render_budget_is_shown_cut(
     text = json.dumps(request.json)
     assert "REMEMBER-ME" in text
     assert "Here is the CI log" in text
+    # The one prompt is sent again with each turn of the run: it carries a cache breakpoint.
+    (block,) = request.json["messages"][0]["content"]
+    assert block["cache_control"] == {"type": "ephemeral"}
 
 
 async def test_turns_had_while_auto_memory_was_off_are_never_offered(
