@@ -661,15 +661,19 @@ class RecallIndex:
     def _fuse(self, scores: FloatArray, semantic: Semantic) -> FloatArray:
         keys, cosines = semantic
         slots, rows = self._semantic_slots(keys, "fuse")
-        if len(slots) < 2:
+        if not len(slots):
             return scores
         values = np.asarray(cosines, dtype=np.float64)[rows]
         spread = float(values.std())
-        if not spread > 0:
-            return scores
         best = float(scores.max())
         fused = scores / best if best > 0 else scores.copy()
-        z = np.clip((values - float(values.mean())) / spread, 0.0, None) / 3.0
+        if spread > 0:
+            z = np.clip((values - float(values.mean())) / spread, 0.0, None) / 3.0
+        else:
+            # One candidate, or all alike (copies of one text): no spread to place them by.
+            # Each stands as the better of two memories does (z = 1) and the floors judge it;
+            # unfused, a paraphrase recalled nothing in a directory of one memory (cosine 0.6).
+            z = np.full(len(slots), 1.0 / 3.0)
         fused[slots] += self.params.semantic_weight * z
         return fused
 
