@@ -73,6 +73,14 @@ def find_secret(content: str) -> tuple[str, str] | None:
     return None if finding is None else (finding.rule_id, finding.description)
 
 
+# Team folders syncing at once. Each watches its folder (an inotify instance and two threads:
+# Linux allows 128 instances per user, shared with every program), so one kept for every
+# project ever opened ran out of both. The least recently used idle one stops first; its
+# project's next turn, `get_context` or team write starts it again (pull, then a push of
+# what changed meanwhile).
+MAX_SYNCING_FOLDERS = 16
+
+
 @dataclass
 class Folder:
     project_root: Path
@@ -126,6 +134,7 @@ class TeamSync:
         team_dir = self.team_dir(project)
         existing = self._folders.get(team_dir)
         if existing is not None and not _remote_changed(existing, project):
+            self._used(existing)
             return existing
         folder = self._make_folder(project, team_dir)
         self._folders[team_dir] = folder
@@ -145,7 +154,32 @@ class TeamSync:
             retiring.add_done_callback(self._retiring.discard)
         if not self._closed:
             folder.start_task = asyncio.create_task(self._start(folder, after=retiring))
+        self._shed_idle()
         return folder
+
+    def _shed_idle(self) -> None:
+        """Stop the least recently used idle folders beyond MAX_SYNCING_FOLDERS (one with
+        something to push, or started not long enough to be idle, is kept)."""
+        for team_dir, folder in list(self._folders.items()):
+            if len(self._folders) <= MAX_SYNCING_FOLDERS:
+                return
+            started = folder.start_task is None or folder.start_task.done()
+            if not started or not folder.runner.idle:
+                continue
+            del self._folders[team_dir]
+            for root, known in list(self._folders_by_root.items()):
+                if known is folder:
+                    del self._folders_by_root[root]
+            log.info("team folder idle: stopped watching", team_dir=str(team_dir))
+            retiring = asyncio.create_task(self._retire(folder))
+            self._retiring.add(retiring)
+            retiring.add_done_callback(self._retiring.discard)
+
+    def _used(self, folder: Folder) -> None:
+        """`folder` was just used: the last to stop when folders are shed."""
+        team_dir = folder.engine.folder.team_dir
+        if self._folders.get(team_dir) is folder:
+            self._folders[team_dir] = self._folders.pop(team_dir)
 
     async def _retire(self, folder: Folder) -> None:
         """Stop a folder's runner and close its client; the folder that replaces it starts
@@ -240,6 +274,7 @@ class TeamSync:
         known = self._folders_by_root.get(project.root)
         if known is not None and not _remote_changed(known, project):
             # the fast path of every turn and get_context
+            self._used(known)
             if refresh:
                 known.runner.refresh(self.refresh_interval_s)
             return

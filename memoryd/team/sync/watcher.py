@@ -96,6 +96,19 @@ class SyncRunner:
     def team_dir(self) -> Path:
         return self.engine.folder.team_dir
 
+    @property
+    def idle(self) -> bool:
+        """Nothing waits to be sent or is being sent: no debounce, retry, push or pull."""
+        return (
+            self._timer is None
+            and self._retry is None
+            and (self._push_task is None or self._push_task.done())
+            and (self._refresh_task is None or self._refresh_task.done())
+            and not self._dirty
+            and not self.engine.busy
+            and not self.engine.state.pending
+        )
+
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         """The first pull, then the watcher, then a push of what changed while we were away."""
