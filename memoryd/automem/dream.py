@@ -179,7 +179,12 @@ class Dream:
     # -- the idle trigger --------------------------------------------------------------------
     def on_turn(self, turn: Turn) -> None:
         """Every turn re-arms the project's idle timer (when auto dream is on and due)."""
-        project = turn.project
+        self.rearm(turn.project)
+
+    def rearm(self, project: Project) -> None:
+        """Activity in the project (a turn, or one tool call of a long turn: `after_tool`)
+        starts its idle wait again. Re-armed by turns alone, a turn working longer than the
+        idle wait got a consolidation while the agent was busy."""
         timer = self._timers.pop(project.root, None)
         if timer is not None:
             timer.cancel()

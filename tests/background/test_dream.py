@@ -193,6 +193,32 @@ async def test_idle_dream_runs_once_a_day_when_enabled(
     assert dream.feature_status()["auto_dream"]["armed"] == 0
 
 
+async def test_tool_calls_of_a_long_turn_keep_the_idle_dream_off(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    # Found by the SPEC audit: only after_turn re-armed the idle timer, so a turn working
+    # longer than the idle wait got a consolidation while the agent was busy.
+    await _three_memories(ws)
+    dream = ws.handle.daemon.services.dream
+    dream.idle_s = 0.3
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"autoDreamEnabled": true}')
+    convo = transcript(("refactor the parser", "on it"))
+    await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=convo)
+    for _ in range(10):  # 1 s of tool calls, 0.1 s apart: never 0.3 s idle
+        await ws.handle.call(
+            "after_tool", session_id="s1", cwd=str(ws.cwd), read_paths=[str(ws.cwd / "a.py")]
+        )
+        await asyncio.sleep(0.1)
+    assert dream.counts["idle_runs"] == 0
+    assert script.seen["dream"] == []
+    for _ in range(100):  # then idle: it runs
+        if dream.counts["idle_runs"]:
+            break
+        await asyncio.sleep(0.02)
+    assert dream.counts["idle_runs"] == 1
+
+
 def test_idle_seconds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert idle_seconds() == 600.0
     monkeypatch.setenv("MEMORYD_DREAM_IDLE_S", "30")

@@ -75,6 +75,7 @@ async def after_tool(daemon: Daemon, params: AfterToolParams) -> dict[str, Any]:
     magic_docs = await daemon.services.magic_docs.on_read(
         params.session_id, project.root, tuple(params.read_paths)
     )
+    daemon.services.dream.rearm(project)  # the session is busy, not idle
     return {"touched": len(paths), "magic_docs": magic_docs}
 
 
