@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from memoryd_client import RpcError
 from tests.automem.test_memctl import _memctl
 from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.team.conftest import REPO, server_history
+from tests.team.conftest import REPO, eventually, server_history
 from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
 from tests.team_server.conftest import ThreadedServer
 
@@ -68,3 +69,51 @@ async def test_memctl_remember_team_starts_sync_and_pushes(
     assert code == 0, err
     assert json.loads(out)["warnings"] == []
     await assert_pushed_soon(server, team_dir_of(isolated_env, root), Path(json.loads(out)["path"]))
+
+
+async def test_a_synced_team_memory_is_not_deleted_behind_the_teams_back(
+    server: ThreadedServer, short_tmp: Path, tmp_path: Path, daemons: list[DaemonHandle]
+) -> None:
+    # Found by the team-memory SPEC audit: memory.delete answered {deleted: true}, the next pull
+    # put the file back (deletions do not propagate), and the index line the delete removed was
+    # pushed: every teammate's MEMORY.md lost it while the file stayed.
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "clone")
+    written = await handle.call(
+        "memory.write",
+        cwd=str(root),
+        type="project",
+        name="deploy freeze",
+        description="no deploys on fridays",
+        body="No deploys on Fridays.",
+        team=True,
+    )
+    await eventually(lambda: "project_deploy_freeze.md" in server_history(server))
+    with pytest.raises(RpcError) as refused:
+        await handle.call("memory.delete", cwd=str(root), path=written["path"])
+    assert refused.value.code == -32002
+    assert "deletions do not reach the team server" in refused.value.message
+    team = Path(written["path"]).parent
+    assert Path(written["path"]).exists()
+    assert "project_deploy_freeze.md" in (team / "MEMORY.md").read_text()
+
+
+async def test_a_team_memory_of_a_folder_that_does_not_sync_is_deleted(
+    server: ThreadedServer, short_tmp: Path, tmp_path: Path, daemons: list[DaemonHandle]
+) -> None:
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "no-remote", remote=None)  # no_repo: nothing shared
+    written = await handle.call(
+        "memory.write",
+        cwd=str(root),
+        type="project",
+        name="scratch",
+        description="a local team note",
+        body="Local only.",
+        team=True,
+    )
+    deleted = await handle.call("memory.delete", cwd=str(root), path=written["path"])
+    assert deleted["deleted"] is True
+    assert not Path(written["path"]).exists()

@@ -17,7 +17,7 @@ from memoryd.automem.taxonomy import MemoryType
 from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
 from memoryd.daemon.params import Cwd, PathList, PathText, SessionId
 from memoryd.daemon.rpc import Params, method
-from memoryd.errors import MemorydError, NotFound, TooLarge
+from memoryd.errors import ForbiddenPath, MemorydError, NotFound, TooLarge
 from memoryd.fsutil import read_regular_file
 
 if TYPE_CHECKING:
@@ -286,9 +286,30 @@ async def _check_secrets(
 async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     """Delete a memory and its index line; the content is kept in history."""
     project = daemon.services.projects.resolve(params.cwd)
+    target, _ = _am(daemon).resolve_file(project, params.path, must_exist=False)
+    if _team_folder_syncs(daemon, project, target):
+        # Answered {deleted: true} before: the next pull put the file back, and the index
+        # line the delete removed was pushed, so every teammate's MEMORY.md lost it.
+        raise ForbiddenPath(
+            f"{target} is a team memory, and deletions do not reach the team server: the next "
+            "pull would bring it back, and its index line would go from every teammate's "
+            "MEMORY.md. Edit it instead (say it no longer applies), or restore an older "
+            "version on the server (`memoryd-team restore`)"
+        )
     path = await _am(daemon).delete_memory(project, params.path)
     _sync_if_team(daemon, project, path)
     return {"deleted": True, "path": str(path)}
+
+
+def _team_folder_syncs(daemon: Daemon, project: Project, path: Path) -> bool:
+    """Whether `path` is in the project's team folder and that folder syncs with a server."""
+    am = _am(daemon)
+    if not daemon.services.team.configured or not am.enabled(project):
+        return False
+    if not path.is_relative_to(am.team_dir(project)):
+        return False
+    daemon.services.team.ensure(project)
+    return daemon.services.team.not_shared_because(project) is None
 
 
 async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
