@@ -244,8 +244,10 @@ def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: P
             {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_REPO": str(repo), **team},
             cwd=repo,
         )
-        assert_all_passed(records, expected=4)
+        assert_all_passed(records, expected=5)
         memory_dir = memory_dir_of(sock, repo)
+    # Deleting it from the list was refused (a synced team memory): still there, still indexed.
+    assert "reference_incident_runbook.md" in (memory_dir / "team" / "MEMORY.md").read_text()
     runbook = (memory_dir / "team" / "reference_incident_runbook.md").read_text()
     assert "The runbook is the wiki page Ops/On-call" in runbook
     assert (
@@ -253,6 +255,24 @@ def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: P
         in (memory_dir / "user_personal_note.md").read_text()
     )
     assert not (memory_dir / "team" / "user_personal_note.md").exists()
+
+
+def test_a_second_daemon_of_the_user_is_warned_of(short_tmp: Path, tmp_path: Path) -> None:
+    """Two daemons on one HOME: the plugin talks to the second, whose status names the first
+    (status.other_daemon); :MemorydStatus and :checkhealth say so, as `memctl status` does."""
+    with running_daemon(short_tmp / "first.sock") as first:
+        pid = wait_healthy(first)["pid"]
+        with running_daemon(short_tmp / "second.sock") as second:
+            records = run_nvim(
+                "other_daemon_spec.lua",
+                {
+                    "MEMORYD_SOCKET": str(second),
+                    "MEMORYD_TEST_OTHER_SOCKET": str(first),
+                    "MEMORYD_TEST_OTHER_PID": str(pid),
+                },
+                cwd=tmp_path,
+            )
+    assert_all_passed(records, expected=3)
 
 
 def test_daemon_killed_mid_session_reconnects(daemon_socket: Path, tmp_path: Path) -> None:

@@ -51,6 +51,43 @@ T.run({
     end,
   },
   {
+    "deleting a synced team memory: the daemon's refusal, as it says it, on one line and in the view",
+    function()
+      edit_file()
+      vim.cmd('MemorydMemories')
+      T.wait_view('memories', 'Incident runbook')
+      T.answers = { 1 } -- yes, delete
+      T.press_on('memories', 'Incident runbook', 'd')
+      T.wait('the refusal', function()
+        return T.message_matching('not deleted: ')
+      end)
+      local m = T.message_matching('not deleted: ')
+      T.truthy(
+        m.text:match('^memoryd: not deleted: /.+/team/reference_incident_runbook%.md is a team memory, and deletions do not reach the team server: the next pull would bring it back'),
+        'the daemon\'s words: ' .. m.text
+      )
+      T.has(m.text, 'restore an older version on the server (`memoryd-team restore`)')
+      T.eq(nil, m.text:find('[\r\n]'), 'one line')
+      T.eq(nil, m.text:find('failed', 1, true), 'no generic failure')
+      T.eq(vim.log.levels.WARN, m.level, 'a warning: nothing broke')
+      -- The command line cuts a long message: the view says it whole, wrapped.
+      T.wait_view('memories', 'Not deleted: Incident runbook')
+      local view = T.text('memories')
+      T.has((view:gsub('\n  ', ' ')), 'deletions do not reach the team server: the next pull would bring it back')
+      T.has(view, 'team/reference', 'still listed')
+      for _, line in ipairs(T.lines('memories')) do
+        if line:find('team server', 1, true) then
+          T.truthy(vim.fn.strchars(line) <= vim.api.nvim_win_get_width(vim.fn.bufwinid(require('memoryd.ui').existing('memories'))), 'fits: ' .. line)
+        end
+      end
+      -- r (a refresh the user asks for) lets it go.
+      T.press_on('memories', 'Incident runbook', 'r')
+      T.wait('the notice to go', function()
+        return not T.text('memories'):find('Not deleted', 1, true)
+      end)
+    end,
+  },
+  {
     'status view and status line show team sync',
     function()
       edit_file()

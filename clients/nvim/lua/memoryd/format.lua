@@ -89,6 +89,36 @@ function M.one_line(text, max)
   return text
 end
 
+-- A word for a POSIX shell, as memctl quotes it (Python's shlex.quote): as it is when it holds
+-- only safe characters, else in single quotes.
+function M.shell_quote(word)
+  word = tostring(word)
+  if word == '' then
+    return "''"
+  end
+  if not word:find("[^%w@%%+=:,./_-]") then
+    return word
+  end
+  return "'" .. word:gsub("'", [['"'"']]) .. "'"
+end
+
+-- status.other_daemon in words, as `memctl status` says it: another daemon of this user
+-- (same state dir, started first) runs, and clients whose socket names it talk to it. nil
+-- when there is none. Its pid and socket are each null when its note could not be read.
+function M.other_daemon(status)
+  local other = type(status) == 'table' and status.other_daemon or nil
+  if type(other) ~= 'table' then
+    return nil
+  end
+  local pid = type(other.pid) == 'number' and ('pid %d'):format(other.pid) or 'pid unknown'
+  local line = ('another memoryd of this user (%s) is running'):format(pid)
+  if type(other.socket) == 'string' then
+    line = line
+      .. (' on %s; keep one: memctl --socket %s stop'):format(other.socket, M.shell_quote(other.socket))
+  end
+  return M.one_line(line, 600)
+end
+
 local function count(value)
   if type(value) == 'table' then
     return #value

@@ -74,6 +74,12 @@ function M.check()
   else
     report.warn(('protocol version %s: this plugin speaks version 1'):format(tostring(status.protocol_version)))
   end
+  local other = require('memoryd.format').other_daemon(status)
+  if other then
+    report.warn(other, {
+      "hooks and editors talk to the daemon their socket names, so the two do not see each other's sessions (docs/daemon.md)",
+    })
+  end
   local model = type(status.model) == 'table' and status.model or {}
   if model.configured then
     report.ok('model configured: ' .. tostring(model.model))

@@ -9,13 +9,38 @@ local text = require('memoryd.views.text')
 local M = {}
 
 M.last_ctx = nil
+-- The daemon's answer to the last delete it refused ({title, text}), shown whole at the top of
+-- the view until the user's next d, r or :MemorydMemories. The same message on the command
+-- line is cut to fit (an echo that does not fit stops at a hit-enter prompt), and a refusal's
+-- reason ("deletions do not reach the team server…") comes after the memory's full path.
+M.notice = nil
+
+-- text in lines of at most width characters, broken at spaces (a longer word stands alone).
+function M.wrap(text, width)
+  local lines, line = {}, ''
+  for word in format.clean(text):gmatch('%S+') do
+    if line == '' then
+      line = word
+    elseif vim.fn.strchars(line) + 1 + vim.fn.strchars(word) <= width then
+      line = line .. ' ' .. word
+    else
+      lines[#lines + 1] = line
+      line = word
+    end
+  end
+  if line ~= '' then
+    lines[#lines + 1] = line
+  end
+  return lines
+end
 
 local function by_newest(a, b)
   return (a.mtime or 0) > (b.mtime or 0)
 end
 
--- Pure: the lines of the view and what each line stands for.
-function M.render(reply, ctx, now, home)
+-- Pure: the lines of the view and what each line stands for. notice: M.notice; width: the
+-- window's, for the notice's lines.
+function M.render(reply, ctx, now, home, notice, width)
   local b = text.builder()
   local add = b.add
   local root = format.display_root(ctx.cwd)
@@ -24,6 +49,13 @@ function M.render(reply, ctx, now, home)
     add('memory folder: ' .. format.short_path(reply.memory_dir, nil, home))
   end
   add('')
+  if notice then
+    add(format.one_line(notice.title, 200))
+    for _, line in ipairs(M.wrap(notice.text, math.max(40, (width or 100) - 3))) do
+      add('  ' .. line)
+    end
+    add('')
+  end
 
   add('Instruction files')
   local files = reply.instruction_files or {}
@@ -104,7 +136,9 @@ end
 function M.refresh(ctx, show, background)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
     local buf = ui.buffer('memories', show, M.setup_keys)
-    local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME)
+    local win = vim.fn.bufwinid(buf)
+    local width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns
+    local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME, M.notice, width)
     ui.render(buf, lines, targets)
     M.last_ctx = ctx
   end, {
@@ -125,10 +159,24 @@ end
 
 function M.delete(target)
   ui.confirm(('Delete the memory "%s"? (its content is kept in history)'):format(target.name), function()
+    M.notice = nil
     memoryd.request('memory.delete', { cwd = M.last_ctx.cwd, path = target.path }, function()
       memoryd.message('deleted ' .. format.basename(target.path))
       reload()
-    end)
+    end, {
+      on_error = function(err)
+        if type(err.code) ~= 'number' then
+          return false -- down, timed out: reported as for any request
+        end
+        -- The daemon refused and says why (a synced team memory: deletions do not reach the
+        -- team server), in its own words: that is the message, not "memory.delete failed".
+        local why = format.clean(err.message)
+        memoryd.message('not deleted: ' .. why, vim.log.levels.WARN)
+        M.notice = { title = ('Not deleted: %s'):format(target.name), text = why }
+        reload()
+        return true
+      end,
+    })
   end)
 end
 
@@ -163,7 +211,10 @@ function M.setup_keys(buf)
   ui.map(buf, 'e', ui.open_target, 'edit')
   ui.map(buf, 'd', ui.on_target('memory', M.delete), 'delete the memory')
   ui.map(buf, 'h', ui.on_target('memory', M.history), 'history and restore')
-  ui.map(buf, 'r', reload, 'refresh')
+  ui.map(buf, 'r', function()
+    M.notice = nil
+    reload()
+  end, 'refresh')
 end
 
 local watching = false
@@ -172,6 +223,7 @@ function M.open()
     watching = true
     M.watch()
   end
+  M.notice = nil
   M.refresh(memoryd.buffer_context(), true)
 end
 

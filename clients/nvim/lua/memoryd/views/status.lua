@@ -45,6 +45,11 @@ function M.render(status, team, team_error, socket, recent)
   local add = b.add
   add(('memoryd %s (pid %s), protocol %s'):format(tostring(status.version), tostring(status.pid), tostring(status.protocol_version)))
   add('socket: ' .. tostring(status.socket or socket))
+  local other = format.other_daemon(status)
+  if other then
+    add('warning: ' .. other)
+    add('  hooks and editors whose socket names it talk to it, not to this one')
+  end
   add(('uptime %ss, %s project(s), %s session(s), %s connection(s), %s in flight'):format(
     tostring(status.uptime_s),
     tostring(status.projects),
