@@ -87,6 +87,7 @@ class MemorydExtension implements vscode.Disposable {
   private ruleFiles = new Set<string>();
   private readonly memoryDirs = new MemoryDirs(); // each listed memory folder and its project
   private refreshTimer: NodeJS.Timeout | undefined;
+  private statusWarning: string | undefined; // another daemon of the user's, from `status`
 
   constructor() {
     this.status.command = "memoryd.status";
@@ -198,7 +199,8 @@ class MemorydExtension implements vscode.Disposable {
     const view = await fetchStatus(this.client, cwd);
     this.status.text = view.text;
     this.status.tooltip = view.tooltip;
-    this.status.backgroundColor = view.up ? undefined : new vscode.ThemeColor("statusBarItem.warningBackground");
+    this.statusWarning = view.warning;
+    this.status.backgroundColor = view.up && !view.warning ? undefined : new vscode.ThemeColor("statusBarItem.warningBackground");
   }
 
   private async loadRules(): Promise<ViewNode[]> {
@@ -391,7 +393,7 @@ class MemorydExtension implements vscode.Disposable {
     await this.updateStatus();
     const actions = this.client.isUp ? ["Refresh"] : ["Start memoryd", "Refresh"];
     // a message is one line: the tooltip's lines side by side
-    const choice = await say("info", String(this.status.tooltip ?? "").split("\n").join(" · "), ...actions);
+    const choice = await say(this.statusWarning ? "warning" : "info", String(this.status.tooltip ?? "").split("\n").join(" · "), ...actions);
     if (choice === "Start memoryd") {
       await this.start();
     } else if (choice === "Refresh") {

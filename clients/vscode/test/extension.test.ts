@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { MemorydClient } from "../src/core/rpcClient";
+import { otherDaemonWarning, shellQuote } from "../src/core/status";
 import * as F from "./fakeVscode";
 import { Daemon, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
@@ -209,6 +210,68 @@ describe("the extension in a stand-in VS Code", () => {
       assert.doesNotMatch(m.text, LINK, m.text);
       assert.doesNotMatch(m.text, /[\n\u202e]/, m.text);
     }
+  });
+
+  test("deleting a synced team memory shows the daemon's refusal as it says it, on one line", async () => {
+    // A second daemon (team sync configured, nothing listens there: the folder syncs, retrying).
+    const sock = path.join(tmp, "team.sock");
+    const teamRepo = makeRepo(path.join(tmp, "team-widgets"), { remote: "git@github.com:acme/widgets.git" });
+    const teamDaemon = await Daemon.start(sock, { ...env, MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "t-vscode-test" });
+    try {
+      activate(sock, [teamRepo.root]);
+      await up();
+      F.openEditor(F.Uri.file(teamRepo.apiFile), "No deploys on Fridays");
+      await run("memoryd.remember", [2, "Deploy freeze", 1]); // project; the name; the team
+      const node = (await memoryNodes()).find((n) => n.label === "Deploy freeze");
+      assert.ok(node && /\/team\//.test(node.path), JSON.stringify(node));
+      const said = await run("memoryd.deleteMemory", ["Delete"], node);
+      const refusal = said.find((m) => m.level === "error");
+      assert.ok(refusal, JSON.stringify(said));
+      assert.equal(
+        refusal.text,
+        `memoryd: not deleted: ${node.path} is a team memory, and deletions do not reach the team server: the next pull would bring it back, and its index line would go from every teammate's MEMORY.md. Edit it instead (say it no longer applies), or restore an older version on the server (\`memoryd-team restore\`)`,
+      );
+      assert.ok(fs.existsSync(node.path), "still there");
+    } finally {
+      await teamDaemon.stop();
+    }
+  });
+
+  test("a second daemon of the user: the status tooltip and Show Status warn, with the other socket and how to keep one", async () => {
+    // Same HOME as the suite's daemon, which started first.
+    const sock = path.join(tmp, "second.sock");
+    const second = await Daemon.start(sock, env);
+    try {
+      activate(sock, [one.root]);
+      await up();
+      const warning = `another memoryd of this user (pid ${daemon.proc.pid}) is running on ${socketPath}; keep one: memctl --socket ${socketPath} stop`;
+      await waitFor(() => (F.fake.statusItems[0]?.tooltip ?? "").includes(warning), 5_000, "the warning in the tooltip");
+      const tooltip = F.fake.statusItems[0]!.tooltip!.split("\n");
+      assert.equal(tooltip[1], `Socket: ${sock}`);
+      assert.equal(tooltip[2], `Warning: ${warning} (hooks and editors whose socket names it talk to it, not to this one)`);
+      assert.equal(F.fake.statusItems[0]!.backgroundColor?.id, "statusBarItem.warningBackground");
+      const said = await run("memoryd.status", [undefined]);
+      assert.equal(said[0]?.level, "warning");
+      assert.ok(said[0]!.text.includes(`Warning: ${warning}`), said[0]!.text);
+    } finally {
+      await second.stop();
+    }
+    activate(socketPath, [one.root]); // the first: no other daemon, no warning
+    await up();
+    await run("memoryd.status", [undefined]);
+    assert.doesNotMatch(F.fake.statusItems[0]!.tooltip ?? "", /another memoryd/);
+    assert.equal(F.fake.statusItems[0]!.backgroundColor, undefined);
+  });
+
+  test("the other daemon's socket is quoted for a shell as memctl quotes it", () => {
+    assert.equal(shellQuote("/run/user/1000/memoryd/memoryd.sock"), "/run/user/1000/memoryd/memoryd.sock");
+    assert.equal(shellQuote("/tmp/a b/it's.sock"), `'/tmp/a b/it'"'"'s.sock'`);
+    assert.equal(shellQuote(""), "''");
+    assert.equal(otherDaemonWarning({ other_daemon: { pid: null, socket: null } }), "another memoryd of this user (pid unknown) is running");
+    // a control character in the path: escaped, the line stays one line
+    assert.equal(otherDaemonWarning({ other_daemon: { pid: 7, socket: "/s\nx" } }), "another memoryd of this user (pid 7) is running on /s\\nx; keep one: memctl --socket '/s\\nx' stop");
+    assert.equal(otherDaemonWarning({ other_daemon: null }), undefined);
+    assert.equal(otherDaemonWarning({}), undefined);
   });
 
   test("deactivating closes its connection and unregisters everything", async () => {

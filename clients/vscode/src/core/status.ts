@@ -1,6 +1,6 @@
 // The status bar: daemon up/down, model configured or not, team sync state (`status`, and
 // `team.status` for the active project).
-import { errorText } from "./format";
+import { errorText, oneLine } from "./format";
 import type { MemorydClient } from "./rpcClient";
 import { RpcError } from "./rpcClient";
 import type { StatusResult, TeamStatusResult } from "./types";
@@ -9,6 +9,33 @@ export interface StatusView {
   up: boolean;
   text: string;
   tooltip: string;
+  /** What needs the user's attention while the daemon is up (another daemon of theirs runs). */
+  warning?: string;
+}
+
+/** A word for a POSIX shell as `memctl` quotes it (Python's shlex.quote). */
+export function shellQuote(word: string): string {
+  if (word === "") {
+    return "''";
+  }
+  return /[^A-Za-z0-9_@%+=:,./-]/.test(word) ? `'${word.replace(/'/g, `'"'"'`)}'` : word;
+}
+
+/**
+ * `status.other_daemon` in words, as `memctl status` prints it: another daemon of this user runs
+ * on another socket, with how to keep one; undefined when there is none.
+ */
+export function otherDaemonWarning(status: Pick<StatusResult, "other_daemon">): string | undefined {
+  const other = status.other_daemon;
+  if (!other || typeof other !== "object") {
+    return undefined;
+  }
+  const pid = typeof other.pid === "number" ? `pid ${other.pid}` : "pid unknown";
+  let text = `another memoryd of this user (${pid}) is running`;
+  if (typeof other.socket === "string") {
+    text += ` on ${other.socket}; keep one: memctl --socket ${shellQuote(other.socket)} stop`;
+  }
+  return oneLine(text);
 }
 
 export type TeamState = { kind: "off"; reason: string } | { kind: "on"; status: TeamStatusResult } | { kind: "unknown" };
@@ -52,13 +79,15 @@ export function statusView(status: StatusResult, team: TeamState): StatusView {
   const [teamShort, teamLong] = teamText(team);
   const errors = Object.keys(status.worker_errors ?? {}).length;
   const parts = ["memoryd", model, teamShort, errors ? `${errors} worker error${errors === 1 ? "" : "s"}` : ""].filter(Boolean);
+  const other = otherDaemonWarning(status);
   const tooltip = [
     `memoryd ${status.version} (protocol ${status.protocol_version}), pid ${status.pid}, up ${Math.round(status.uptime_s)} s`,
     `Socket: ${status.socket}`,
+    ...(other ? [`Warning: ${other} (hooks and editors whose socket names it talk to it, not to this one)`] : []),
     status.model?.configured ? `Model: ${status.model.model ?? "configured"}` : `Model: not configured — ${status.model?.reason ?? ""}`,
     teamLong,
   ];
-  return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n") };
+  return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n"), ...(other ? { warning: other } : {}) };
 }
 
 export function downView(socketPath: string, reason: string | undefined): StatusView {

@@ -128,6 +128,12 @@ export interface StatusResult {
     team_sync?: { enabled: boolean; reason: string | null; folders?: number };
     auto_memory?: { enabled: boolean; memories?: number };
   };
+  /**
+   * Another daemon of this user (same state dir, another socket) that started first: clients
+   * whose socket names it talk to it. Null when this one is the first or the only one; its
+   * `pid` and `socket` are each null when its note cannot be read. Absent before session 18.
+   */
+  other_daemon?: { pid: number | null; socket: string | null } | null;
 }
 
 export interface TeamStatusResult {
