@@ -216,12 +216,14 @@ class AutoMemory:
         self._spawn(self._embed_when_loaded(memory_dir))
 
     def _forget_dir(self, memory_dir: Path) -> None:
-        """A dir let go of (`warmup.MAX_WARM_DIRS`): what was derived from it goes too, and
-        its memories are sent to the model again when it is loaded again."""
+        """A dir let go of (`warmup.MAX_WARM_DIRS`): what was derived from it goes too, its
+        vector stores included, and its memories are sent to the model again when it is
+        loaded again (only those without a stored vector are embedded)."""
         for team in (False, True):
             self._index_views.pop((memory_dir, team), None)
         self.index_texts.forget(memory_dir)
         self._embedding.discard(memory_dir)
+        self.semantic.forget(memory_dir)
 
     async def _embed_when_loaded(self, memory_dir: Path) -> None:
         state = await self.states.ready(memory_dir)

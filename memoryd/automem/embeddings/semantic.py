@@ -10,6 +10,7 @@ Until the model is loaded, or when it cannot be, recall is lexical and `status` 
 scored by late interaction, and how many memories still wait for a vector.
 Recall's semantic signal is late interaction over a short list of candidates, when every
 candidate has its token vectors; else the pooled cosines of every memory.
+A dir the service lets go of (`warmup.MAX_WARM_DIRS`) lets go of its stores too (`forget`).
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ def _return_freed_memory() -> None:
     trim(0)
 
 
+@dataclass(frozen=True)
+class _Forget:
+    """A job for the embedding thread: drop a dir's stores (`SemanticRecall.forget`)."""
+
+    memory_dir: Path
+
+
 def embedding_text(description: str, body: str) -> str:
     """What a memory's vector is made of: its description — the one-line summary the model
     selector also judges by — or, for a memory without one, the start of its body."""
@@ -132,12 +140,13 @@ class SemanticRecall:
         self._changed: dict[Path, dict[str, str]] = {}
         self._verified: set[Path] = set()
         self.save_problem: str | None = None  # why the vectors could not be saved, if so
-        self._jobs: queue.Queue[tuple[Path, dict[str, str]] | None] = queue.Queue()
+        self._jobs: queue.Queue[tuple[Path, dict[str, str]] | _Forget | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._wanted: bool | None = None
+        self._closed = False  # no job is taken after `close`
 
     # -- state --------------------------------------------------------------------------------
     @property
@@ -198,8 +207,10 @@ class SemanticRecall:
         return self._idle.wait(timeout)
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._jobs.put(None)
+        with self._lock:
+            self._closed = True
+            if self._thread is not None:
+                self._jobs.put(None)
 
     # -- memory directories -------------------------------------------------------------------
     def sync(self, memory_dir: Path, generation: int, texts: dict[str, str]) -> None:
@@ -222,6 +233,23 @@ class SemanticRecall:
             self._idle.clear()
             self._jobs.put((memory_dir, current))
         self.start()
+
+    def forget(self, memory_dir: Path) -> None:
+        """Drop what is kept of a dir the service let go of (`warmup.MAX_WARM_DIRS`): its
+        stores (memory-mapped vectors, a key → row map), its texts and marks. The stores go
+        on the embedding thread, which uses them without the lock, in the order of its jobs
+        (a `sync` queued later opens them again, from disk: nothing stored is embedded
+        again). Until then recall goes on as before; after, the dir is ranked lexically
+        until that `sync` has compared its stores with its texts again."""
+        self._synced.pop(memory_dir, None)
+        self._texts.pop(memory_dir, None)
+        with self._lock:
+            if self._thread is None or self._closed:  # no thread to hand it to: nothing opened
+                self._changed.pop(memory_dir, None)
+                self._verified.discard(memory_dir)
+                return
+            self._idle.clear()
+            self._jobs.put(_Forget(memory_dir))
 
     def resync(self, memory_dir: Path) -> None:
         """Compare the dir's stores with its texts again at the next `sync` (a store that was
@@ -257,7 +285,7 @@ class SemanticRecall:
         from memoryd.automem.embeddings.cosine_scale import REFERENCE
 
         store = self._stores.get(memory_dir)
-        if store is None or not len(store) or memory_dir not in self._verified:
+        if store is None or not len(store):
             return None
         tokens = self._token_stores.get(memory_dir)
         if not all(
@@ -267,6 +295,11 @@ class SemanticRecall:
             return None
         keys, cosines = store.similarities(query.vector)
         with self._lock:
+            # Verified and its stale marks read together: a `forget` between the two (its
+            # marks dropped, the stores not yet compared again) would let edited memories be
+            # ranked by their old vectors.
+            if memory_dir not in self._verified:
+                return None
             stale = dict(self._changed.get(memory_dir, {}))
         # Left out, so they keep their lexical score: vectors of a text since edited (not the
         # memory's now), and zero vectors (a text with no token the model knows: its cosine
@@ -310,6 +343,9 @@ class SemanticRecall:
             job = self._jobs.get()
             if job is None:
                 return
+            if isinstance(job, _Forget):  # before the skip: a failed model leaves marks too
+                self._drop(job.memory_dir)
+                continue
             if self.encoder is None:
                 continue
             try:
@@ -382,6 +418,17 @@ class SemanticRecall:
             self.save_problem = exc.strerror or str(exc)
             return
         self.save_problem = None
+
+    def _drop(self, memory_dir: Path) -> None:
+        """`forget`, on the thread: the dir's stores saved if changed, then let go."""
+        with self._lock:
+            self._verified.discard(memory_dir)  # first: recall stops using them
+            self._changed.pop(memory_dir, None)
+        store = self._stores.pop(memory_dir, None)
+        tokens = self._token_stores.pop(memory_dir, None)
+        if store is not None and tokens is not None:
+            self._save(tokens, store, only_dirty=True)  # not saved: embedded again next time
+            _return_freed_memory()
 
     def _open_stores(self, memory_dir: Path) -> tuple[VectorStore, TokenStore]:
         """The directory's stores, loaded from disk the first time."""
