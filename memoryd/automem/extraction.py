@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,8 +188,13 @@ class Extraction:
         self.automem = automem
         self.counts: Counter[_Count] = Counter(dict.fromkeys(get_args(_Count), 0))
         self.last_run: dict[str, Any] | None = None
-        self._runs: dict[Path, _DirRun] = {}
-        self._run_locks: dict[Path, asyncio.Lock] = {}
+        # Per memory dir, while it has work: a daemon that runs for months sees hundreds.
+        self._runs: dict[Path, _DirRun] = {}  # dropped when its run ends with none pending
+        # Kept while someone holds it (`async with`), waits for it or is about to take it:
+        # one left behind by then is no one's.
+        self._run_locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
         self._cursor: dict[str, Cursor] = {}  # session -> where its offered messages end
         # Files our own background writers wrote, with the mtime they left: not the main agent.
@@ -197,6 +203,8 @@ class Extraction:
         # The formatted manifest per memory dir, keyed by the header list it was made from
         # (the store hands back the same list while nothing changed, so the check is O(1)).
         self._manifests: dict[Path, tuple[list[MemoryHeader], str]] = {}
+        # A dir the store lets go of: its manifest (which holds the dir's headers) goes too.
+        automem.states.on_evict.append(self._let_go)
 
     # -- bookkeeping (called from the after_turn hook; must be quick) ------------------------
     def note_own_write(self, path: Path) -> None:
@@ -345,6 +353,18 @@ class Extraction:
                 _cancel(entry.check)
                 entry.check = None
             run.task = None
+            self._let_go(memory_dir)
+
+    def _let_go(self, memory_dir: Path) -> None:
+        """Forget a dir with no run and nothing pending; its manifest too once the store let
+        go of the dir (evicted while a run was on, it is dropped at the run's end)."""
+        run = self._runs.get(memory_dir)
+        if run is not None:
+            if run.task is not None or run.pending:
+                return
+            del self._runs[memory_dir]
+        if memory_dir not in self.automem.states.states:
+            self._manifests.pop(memory_dir, None)
 
     async def _cannot_extract(
         self, exc: MemorydError, disk_check: asyncio.Future[Path | None] | None
@@ -356,7 +376,10 @@ class Extraction:
 
     def run_lock(self, memory_dir: Path) -> asyncio.Lock:
         """Held by whichever writing agent (extraction, dream) works on `memory_dir`."""
-        return self._run_locks.setdefault(memory_dir, asyncio.Lock())
+        lock = self._run_locks.get(memory_dir)
+        if lock is None:
+            lock = self._run_locks[memory_dir] = asyncio.Lock()
+        return lock
 
     async def wait_idle(self) -> None:
         """Until no extraction runs or is pending (tests, shutdown)."""
