@@ -1,8 +1,11 @@
 """Which memory directory a project uses, whether auto memory is on, and whether the dir is safe.
 
-The path is chosen once per project root for the daemon's life (SPEC: cached, never dropped);
-the safety check is redone whenever the dir's real path, the home or the config dir moves, so
-a symlink swapped in later is seen. `resolve_inside` is the one check that a memory file named
+The path is chosen once per project root and kept (SPEC: cached) for the MAX_ROOTS most
+recently used roots: a daemon that runs for months sees thousands of project roots (each
+folder outside git is one), most of them never again. A root that comes back after is given
+its dir again (the same one, unless its settings changed meanwhile). The safety check is
+redone whenever the dir's real path, the home or the config dir moves, so a symlink swapped in
+later is seen. `resolve_inside` is the one check that a memory file named
 by a client stays inside its folder.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,13 +24,16 @@ from memoryd.automem.store import TEAM_DIR, is_team_folder
 from memoryd.core.project import Project
 from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
 
+MAX_ROOTS = 1024  # project roots whose memory dir choice and check are kept (~1 KB each)
+
 
 class MemoryDirs:
     def __init__(self, settings: SettingsCache) -> None:
         self.settings = settings
         self.warnings: list[str] = []
-        self.known: set[Path] = set()  # every memory dir handed out, for `snapshot`
-        self._choices: dict[Path, location.MemoryDirChoice] = {}
+        # The memory dirs of the roots kept, for `snapshot` (a dir goes with its last root).
+        self.known: set[Path] = set()
+        self._choices: OrderedDict[Path, location.MemoryDirChoice] = OrderedDict()  # LRU first
         # Per project root: the memory dir checked by `check_safe`, with what the check saw
         # (the dir's real path, home, config dir); re-checked when any of those moves.
         self._checked: dict[Path, tuple[tuple[str, Path, Path], Path]] = {}
@@ -36,7 +43,9 @@ class MemoryDirs:
 
     def _choice(self, project: Project) -> location.MemoryDirChoice:
         choice = self._choices.get(project.root)
-        if choice is None:
+        if choice is not None:
+            self._choices.move_to_end(project.root)
+        else:
             default = paths.config_dir() / "projects" / project.key / "memory"
             choice = location.choose_memory_dir(
                 env=os.environ,
@@ -44,9 +53,20 @@ class MemoryDirs:
                 default=default,
                 home=paths.home(),
             )
-            self.warnings.extend(choice.warnings)
+            # Once each: a root let go and chosen again would say them again.
+            self.warnings.extend(w for w in choice.warnings if w not in self.warnings)
             self._choices[project.root] = choice
+            self._let_go()
         return choice
+
+    def _let_go(self) -> None:
+        """Forget the least recently used roots over MAX_ROOTS, and each one's memory dir in
+        `known` when no root kept uses it (worktrees of one repository share one)."""
+        while len(self._choices) > MAX_ROOTS:
+            root, choice = self._choices.popitem(last=False)
+            self._checked.pop(root, None)
+            if all(kept.path != choice.path for kept in self._choices.values()):
+                self.known.discard(choice.path)
 
     def chosen(self, root: Path) -> Path | None:
         """The memory dir chosen for a project root, when one was."""

@@ -13,6 +13,11 @@ also takes an exclusive `flock` on a lock file per memory dir under the state di
 asyncio lock. Each holder leaves a token of its own in the file: a holder that finds another
 process's token knows that process may have written, and the dir's warm view is checked again
 (a directory's mtime can stay the same across two writes in one clock tick).
+
+A dir's lock object lives while someone holds it, waits for it or keeps it to take later (an
+agent's run): a daemon that runs for months writes in hundreds of dirs. The token left in a
+dir's file is remembered for the MAX_TOKENS dirs locked last; a dir locked again after is
+checked again once (on a dir not loaded, `on_foreign_change` costs nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import hashlib
 import itertools
 import os
 import secrets
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -38,6 +45,7 @@ log = structlog.get_logger("memoryd.automem")
 _POLL_FIRST_S = 0.001
 _POLL_MAX_S = 0.01  # holders hold it for milliseconds; a waiter looks again this often at most
 _TOKEN_BYTES = 32
+MAX_TOKENS = 256  # dirs whose last token is kept: many more than are loaded at once (32)
 
 T = TypeVar("T")
 
@@ -63,9 +71,12 @@ class DirLock(asyncio.Lock):
 
     async def acquire(self) -> Literal[True]:
         await super().acquire()
+        # Held: kept for its release, also by a holder that does not keep the object.
+        self._locks.held[self._memory_dir] = self
         try:
             await self._lock_file()
         except BaseException:  # cancelled while waiting for the other process: not held
+            self._locks.held.pop(self._memory_dir, None)
             super().release()
             raise
         return True
@@ -74,6 +85,7 @@ class DirLock(asyncio.Lock):
         try:
             self._unlock_file()
         finally:
+            self._locks.held.pop(self._memory_dir, None)
             super().release()
 
     async def _lock_file(self) -> None:
@@ -107,7 +119,7 @@ class DirLock(asyncio.Lock):
             token = self._locks.next_token()
             with contextlib.suppress(OSError):  # a full disk: the next holder looks again
                 if os.pwrite(fd, token, 0) == len(token):
-                    self._locks.last_token[self._memory_dir] = token
+                    self._locks.note_token(self._memory_dir, token)
         finally:
             os.close(fd)
 
@@ -139,8 +151,12 @@ class WriterLocks:
     ) -> None:
         self.folder = folder
         self.on_foreign_change = on_foreign_change
-        self.last_token: dict[Path, bytes] = {}  # what we left in each dir's lock file
-        self._locks: dict[Path, DirLock] = {}
+        # What we left in each dir's lock file, the least recently left first.
+        self.last_token: OrderedDict[Path, bytes] = OrderedDict()
+        # Weak: an entry goes with its last waiter or keeper (never two for one dir); one
+        # held stays in `held` until released.
+        self._locks: weakref.WeakValueDictionary[Path, DirLock] = weakref.WeakValueDictionary()
+        self.held: dict[Path, DirLock] = {}
         self._nonce = secrets.token_hex(8)
         self._count = itertools.count()
         self._warned = False
@@ -150,6 +166,12 @@ class WriterLocks:
         if lock is None:
             lock = self._locks[memory_dir] = DirLock(self, memory_dir)
         return lock
+
+    def note_token(self, memory_dir: Path, token: bytes) -> None:
+        self.last_token[memory_dir] = token
+        self.last_token.move_to_end(memory_dir)
+        while len(self.last_token) > MAX_TOKENS:
+            self.last_token.popitem(last=False)
 
     def next_token(self) -> bytes:
         return f"{self._nonce}-{next(self._count):015d}".encode().ljust(_TOKEN_BYTES)
