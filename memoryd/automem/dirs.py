@@ -24,7 +24,10 @@ from memoryd.automem.store import TEAM_DIR, is_team_folder
 from memoryd.core.project import Project
 from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, NotFound
 
-MAX_ROOTS = 1024  # project roots whose memory dir choice and check are kept (~1 KB each)
+# Project roots whose memory dir choice and check are kept (~1 KB each). SPEC keeps the choice
+# for the daemon's run; this many distinct roots (each folder outside git is one) is beyond any
+# day's work, and past it a root that comes back gets the same dir unless its settings changed.
+MAX_ROOTS = 16_384
 
 
 class MemoryDirs:
