@@ -37,7 +37,7 @@ async def automem_index(am: AutoMemory, project: Project) -> ContextContribution
     except FeatureUnavailable:
         return ContextContribution()
     except ForbiddenPath as exc:
-        am.warnings.append(exc.message)
+        am.dirs.warn(exc.message)
         return ContextContribution()
     am.warm(memory_dir)
     entries: list[IndexEntry] = []

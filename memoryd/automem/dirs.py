@@ -28,6 +28,7 @@ from memoryd.errors import FeatureUnavailable, ForbiddenPath, InvalidParams, Not
 # for the daemon's run; this many distinct roots (each folder outside git is one) is beyond any
 # day's work, and past it a root that comes back gets the same dir unless its settings changed.
 MAX_ROOTS = 16_384
+MAX_WARNINGS = 50
 
 
 class MemoryDirs:
@@ -57,10 +58,20 @@ class MemoryDirs:
                 home=paths.home(),
             )
             # Once each: a root let go and chosen again would say them again.
-            self.warnings.extend(w for w in choice.warnings if w not in self.warnings)
+            for warning in choice.warnings:
+                self.warn(warning)
             self._choices[project.root] = choice
             self._let_go()
         return choice
+
+    def warn(self, message: str) -> None:
+        """A problem for `status` to show: each once, the newest MAX_WARNINGS kept (a bad
+        memory dir is met again on every `get_context`; appended each time, the list grew
+        for the daemon's life)."""
+        if message in self.warnings:
+            return
+        self.warnings.append(message)
+        del self.warnings[:-MAX_WARNINGS]
 
     def _let_go(self) -> None:
         """Forget the least recently used roots over MAX_ROOTS, and each one's memory dir in
@@ -101,8 +112,7 @@ class MemoryDirs:
         location.check_safe(choice, home=home, config_dir=config_dir)
         problem = location.not_a_folder(choice)
         if problem is not None:
-            if problem not in self.warnings:  # for `status`, once
-                self.warnings.append(problem)
+            self.warn(problem)
             raise FeatureUnavailable(problem)
         # As chosen: a configured path is NFC already (`validate_configured`, as SPEC says);
         # the default is the config dir's path as it is on disk. NFC'd, a config dir under a

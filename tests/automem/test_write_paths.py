@@ -286,3 +286,24 @@ async def test_snapshot_keeps_a_version_before_an_outside_edit(
     with pytest.raises(RpcError) as err:
         await daemon.call("memory.snapshot", cwd=str(project), path="missing.md")
     assert err.value.code == -32001
+
+
+async def test_a_refused_memory_directory_is_warned_of_once_however_often_it_is_met(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    # Found by the long-running hunt: every get_context meeting a refused memory dir appended
+    # its message again, so the list grew for the daemon's life.
+    (isolated_env.home / ".ssh").mkdir(parents=True, exist_ok=True)
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(isolated_env.home / ".ssh")})
+    )
+    for _ in range(20):
+        await daemon.call("get_context", cwd=str(project))
+    automem = daemon.daemon.services.automem
+    assert len(automem.warnings) == 1
+    assert ".ssh" in automem.warnings[0]
+    for i in range(80):
+        automem.dirs.warn(f"problem {i}")
+    assert len(automem.warnings) == 50
+    assert automem.warnings[-1] == "problem 79"
