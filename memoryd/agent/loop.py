@@ -77,6 +77,7 @@ class AgentResult:
     written: list[Path] = field(default_factory=list)
     final_text: str = ""
     error: str | None = None
+    refused: bool = False  # the model declined (stop_reason refusal): asking again is no cure
     usage: dict[str, int] = field(default_factory=zero_tokens)
     attempted_writes: int = 0  # Write/Edit calls the model made, allowed or not
     duration_s: float = 0.0
@@ -151,6 +152,7 @@ async def run_agent(
                 # The model declined: nothing it began is run, and the run failed (a session
                 # update counted it as done, and the notes as covering the transcript).
                 result.stop_reason = "error"
+                result.refused = True
                 result.error = "the model declined to do it (stop_reason: refusal)"
                 await host.report_worker_error(feature, result.error)
                 break

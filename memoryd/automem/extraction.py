@@ -118,6 +118,13 @@ class Cursor:
     mark: str | None
 
 
+# How many of the last offered messages the mark covers. One alone collided: short replies
+# ("Done.", "OK") and repeated prompts ("continue") have equal fingerprints, and after the
+# client's own compaction the offered part was found at a later "Done.", so the messages
+# between were never offered.
+MARK_SPAN = 3
+
+
 def message_mark(message: dict[str, Any]) -> str:
     """A message's fingerprint: its role and first block, which a later line of the same
     reply (merged into the message) does not change."""
@@ -127,8 +134,15 @@ def message_mark(message: dict[str, Any]) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def _span_mark(marks: list[str], end: int) -> str:
+    """The mark of the MARK_SPAN messages ending at `end` (fewer at the list's start)."""
+    joined = "/".join(marks[max(0, end - MARK_SPAN) : end])
+    return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
+
+
 def cursor_after(messages: list[dict[str, Any]]) -> Cursor:
-    return Cursor(len(messages), message_mark(messages[-1]) if messages else None)
+    marks = [message_mark(m) for m in messages[-MARK_SPAN:]]
+    return Cursor(len(messages), _span_mark(marks, len(marks)) if messages else None)
 
 
 def _starts_compacted(messages: list[dict[str, Any]]) -> bool:
@@ -152,11 +166,14 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
     count = cursor.count
     if cursor.mark is None:
         return count if 0 < count <= len(messages) and _starts_compacted(messages) else 0
-    if 0 < count <= len(messages) and message_mark(messages[count - 1]) == cursor.mark:
+    marks = [message_mark(m) for m in messages]
+    if 0 < count <= len(messages) and _span_mark(marks, count) == cursor.mark:
         return count
-    for index in range(len(messages) - 1, -1, -1):
-        if message_mark(messages[index]) == cursor.mark:
-            return index + 1
+    # Where the count does not hold: the earliest place the offered part's last messages
+    # stand, so that when unsure more is offered again rather than something never.
+    for end in range(1, len(messages) + 1):
+        if _span_mark(marks, end) == cursor.mark:
+            return end
     return 0
 
 
@@ -513,7 +530,7 @@ class Extraction:
             # An index the agent rewrote is reconciled too, when it wrote no memory: one that
             # dropped lines or listed files that do not exist stayed so.
             await self.settle(project, memory_dir, written, always=bool(index_written))
-        if result.stop_reason == "error":
+        if result.stop_reason == "error" and not result.refused and not written:
             self._offer_again(turn, offered_before)
         self.counts["written"] += len(written)
         self.last_run = {
@@ -530,9 +547,11 @@ class Extraction:
         return result
 
     def _offer_again(self, turn: Turn, offered_before: Cursor | None) -> None:
-        """A run that failed (the model unreachable, overloaded past every retry) looked at
+        """A run that failed (the model unreachable, overloaded past every retry) and wrote
         nothing: the next extraction of the session is offered this turn's messages again.
-        Before, they were passed over for good. Not when a compaction moved the cursor since."""
+        Before, they were passed over for good. Not when a compaction moved the cursor since,
+        not after a refusal (offered again, the same messages were refused on every later
+        turn), and not after a memory was written (it would be saved twice)."""
         session = turn.session_id
         if self._cursor.get(session) != cursor_after(turn.messages):
             return

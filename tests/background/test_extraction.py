@@ -10,6 +10,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memoryd.automem.extraction import main_agent_wrote_memory
 from memoryd.automem.extraction_prompts import NOTHING_MARKER
 from tests.background.conftest import Workspace, memory_text, transcript, workspace_for
@@ -20,7 +22,14 @@ from tests.conftest import (
     start_daemon,
     stop_daemon,
 )
-from tests.fakes.messages_api import FakeMessagesAPI, error_reply, slow, text_reply, tool_use_reply
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    error_reply,
+    message,
+    slow,
+    text_reply,
+    tool_use_reply,
+)
 
 CONVO = transcript(
     ("Please stop mocking the database in tests, we got burned last quarter.", "Understood.")
@@ -473,6 +482,34 @@ async def test_a_turn_whose_extraction_failed_is_offered_again(
     assert "last 4 messages" in body
     # A run that worked moves the cursor on as before.
     await _after_turn(ws, [*later, *transcript(("Thanks.", "You are welcome."))])
+    await _idle(ws)
+    body = json.dumps(fake_model.message_requests()[-1].json)
+    assert "stop mocking the database" not in body
+
+
+@pytest.mark.parametrize("writes_first", [True, False])
+async def test_a_refused_run_or_one_that_wrote_is_not_offered_again(
+    ws: Workspace, fake_model: FakeMessagesAPI, writes_first: bool
+) -> None:
+    # Found by a review: every failed run was offered again, also one that had saved a memory
+    # (saved twice next time) and a refusal (refused again on every later turn, for ever).
+    target = ws.memory_dir / "feedback_real_database.md"
+    refusal = message([{"type": "text", "text": "I won't continue."}], stop_reason="refusal")
+    if writes_first:
+        text = memory_text(
+            "Real database in tests", "tests must hit a real DB", "feedback", "No DB mocks."
+        )
+        fake_model.enqueue(
+            tool_use_reply([("Write", {"file_path": str(target), "content": text})]), refusal
+        )
+    else:
+        fake_model.enqueue(refusal)
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    assert target.exists() is writes_first
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    later = CONVO + transcript(("Now fix the typo in the README.", "Fixed."))
+    await _after_turn(ws, later)
     await _idle(ws)
     body = json.dumps(fake_model.message_requests()[-1].json)
     assert "stop mocking the database" not in body

@@ -124,6 +124,34 @@ def test_new_messages_start_finds_where_the_offered_part_ends() -> None:
     assert new_messages_start([*grown, *convo[8:]], offered) == 8
 
 
+def test_a_short_reply_seen_again_after_a_compaction_skips_nothing() -> None:
+    # Found by a review: the mark was the last offered message alone, and "Done." is in
+    # every other reply; after the client's own compaction the offered part was found at a
+    # later "Done.", and the prompt between ("deploys need the VPN") was never offered.
+    from memoryd.automem.extraction import cursor_after, new_messages_start
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    def done() -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
+
+    offered = cursor_after([user("fix the build"), done(), user("x"), done()])
+    compacted = [
+        user("<summary>"),
+        done(),
+        user("Remember: deploys need the VPN"),
+        done(),
+        user("and never push on Fridays"),
+        done(),
+    ]
+    start = new_messages_start(compacted, offered)
+    assert start <= 2  # the VPN prompt is offered
+    # The same list again: the count and the last messages agree.
+    whole = [user("fix the build"), done(), user("x"), done(), user("next"), done()]
+    assert new_messages_start(whole, offered) == 4
+
+
 async def test_a_turn_the_main_agent_saved_folds_in_the_sessions_waiting_turn(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:
