@@ -32,10 +32,11 @@ import structlog
 from memoryd import paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
-from memoryd.automem.extraction_prompts import cached_prompt, render_transcript
+from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fsutil import atomic_write_text, read_regular_file
+from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult

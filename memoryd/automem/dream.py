@@ -29,13 +29,13 @@ from memoryd.automem.extraction import (
     memory_screen_for,
     memory_writer_policy,
 )
-from memoryd.automem.extraction_prompts import cached_prompt
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError, NotFound
 from memoryd.fsutil import atomic_write_text
+from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host

@@ -18,10 +18,14 @@ from typing import Any
 
 from memoryd.automem.index import INDEX_NAME
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
+from memoryd.llm.prompt_cache import (
+    MAX_BREAKPOINTS,
+    cached_prompt,
+    count_breakpoints,
+    with_breakpoint,
+)
 
 NOTHING_MARKER = "NOTHING_TO_SAVE"
-MAX_BREAKPOINTS = 4  # the Messages API accepts at most four cache_control blocks per request
-EPHEMERAL = {"type": "ephemeral"}
 RENDER_BUDGET_CHARS = 60_000
 RENDER_BLOCK_CHARS = 2_000
 
@@ -101,43 +105,16 @@ def instruction(
     )
 
 
-def cached_prompt(text: str) -> list[dict[str, Any]]:
-    """A background agent's one prompt as content blocks with a cache breakpoint: the run
-    sends it again with each of its turns, and the API caches only at breakpoints (MagicDocs
-    and dream paid the whole prompt on every turn)."""
-    return [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
-
-
 # -- reuse: the main conversation's exact prefix ----------------------------------------------
-def count_breakpoints(value: Any) -> int:
-    """How many `cache_control` markers a request part already carries."""
-    if isinstance(value, dict):
-        own = 1 if "cache_control" in value else 0
-        return own + sum(count_breakpoints(v) for k, v in value.items() if k != "cache_control")
-    if isinstance(value, list):
-        return sum(count_breakpoints(v) for v in value)
-    return 0
-
-
 def _marked(message: dict[str, Any], room: bool) -> dict[str, Any]:
-    """A copy of the prefix's last message with a cache breakpoint on its last block."""
+    """A copy of the prefix's last message with its content as blocks (the instruction may be
+    appended as one more), a cache breakpoint on the last when there is `room`."""
     content = message.get("content")
     if isinstance(content, str):
-        blocks: list[Any] = [{"type": "text", "text": content}]
+        message = {**message, "content": [{"type": "text", "text": content}]}
     elif isinstance(content, list):
-        blocks = list(content)
-    else:
-        return message
-    last = blocks[-1] if blocks else None
-    # Thinking blocks cannot carry cache_control; such a message is left without a breakpoint.
-    if (
-        room
-        and isinstance(last, dict)
-        and "cache_control" not in last
-        and last.get("type") not in ("thinking", "redacted_thinking")
-    ):
-        blocks[-1] = {**last, "cache_control": EPHEMERAL}
-    return {**message, "content": blocks}
+        message = {**message, "content": list(content)}
+    return with_breakpoint(message) if room else message
 
 
 def _dangling_tool_uses(message: dict[str, Any]) -> list[str]:

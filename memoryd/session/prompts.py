@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memoryd.automem.extraction_prompts import EPHEMERAL, MAX_BREAKPOINTS, count_breakpoints
+from memoryd.llm.prompt_cache import MAX_BREAKPOINTS, count_breakpoints, with_breakpoint
 from memoryd.session.compaction import plan_window
 
 # Past this size only the most recent part of the transcript is shown to the updating agent,
@@ -126,22 +126,6 @@ def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `message` with a cache breakpoint on its last block (none on a thinking
-    block, which cannot carry one). The caller's blocks are never changed: they are the
-    transcript extraction and MagicDocs are given too."""
-    blocks = _as_list(message.get("content"))
-    last = blocks[-1] if blocks else None
-    if (
-        not isinstance(last, Mapping)
-        or "cache_control" in last
-        or last.get("type") in ("thinking", "redacted_thinking")
-    ):
-        return message
-    blocks[-1] = {**last, "cache_control": EPHEMERAL}
-    return {**message, "content": blocks}
-
-
 def agent_messages(
     messages: Sequence[Mapping[str, Any]],
     per_message: Sequence[int],
@@ -175,7 +159,7 @@ def agent_messages(
         )
     convo = repair_tool_pairs(convo)
     if convo and breakpoints_used + count_breakpoints(convo) < MAX_BREAKPOINTS:
-        convo[-1] = _with_breakpoint(convo[-1])
+        convo[-1] = with_breakpoint(convo[-1])
     request = {"type": "text", "text": prompt}
     if convo and convo[-1].get("role") == "user":
         # Same role twice in a row is merged into one message rather than sent as two.

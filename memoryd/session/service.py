@@ -24,8 +24,8 @@ import structlog
 
 from memoryd import fsutil, paths
 from memoryd.agent.policy import AccessPolicy
-from memoryd.automem.extraction_prompts import count_breakpoints
 from memoryd.core.turn import Turn
+from memoryd.llm.prompt_cache import count_breakpoints
 from memoryd.llm.tokens import TokenCounter
 from memoryd.session import compaction, prompts, state, thresholds
 from memoryd.session.template import Template, is_empty_summary, load_template
