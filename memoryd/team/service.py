@@ -265,6 +265,21 @@ class TeamSync:
         code = None if known is None else known.engine.state.suppressed
         return None if code is None else why_off(code)
 
+    def on_server(self, project: Project, path: Path) -> bool:
+        """Whether the team memory at `path` is on the team server as far as the project's
+        syncing folder knows (after `ensure`): one a pull would bring back if deleted here.
+        Not one never pushed (new, waiting in the debounce) nor one the secret scan kept back."""
+        folder = self._folders_by_root.get(project.root)
+        if folder is None or folder.engine.state.suppressed is not None:
+            return False
+        try:
+            key = path.relative_to(folder.engine.folder.team_dir).as_posix()
+        except ValueError:
+            return False
+        state = folder.engine.state
+        known = key in state.server_checksums or key in state.synced  # pulled, or pushed
+        return known and key not in state.skipped
+
     def ensure(self, project: Project, *, refresh: bool = False) -> None:
         """Start syncing the project's folder if it is not yet (quick; never raises). With
         `refresh` (a session starting) an already-syncing folder pulls again, at most once

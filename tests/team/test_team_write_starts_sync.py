@@ -90,6 +90,8 @@ async def test_a_synced_team_memory_is_not_deleted_behind_the_teams_back(
         team=True,
     )
     await eventually(lambda: "project_deploy_freeze.md" in server_history(server))
+    engine = handle.daemon.services.team._folders_by_root[root.resolve()].engine
+    await eventually(lambda: "project_deploy_freeze.md" in engine.state.synced)  # push settled
     with pytest.raises(RpcError) as refused:
         await handle.call("memory.delete", cwd=str(root), path=written["path"])
     assert refused.value.code == -32002
@@ -117,3 +119,41 @@ async def test_a_team_memory_of_a_folder_that_does_not_sync_is_deleted(
     deleted = await handle.call("memory.delete", cwd=str(root), path=written["path"])
     assert deleted["deleted"] is True
     assert not Path(written["path"]).exists()
+
+
+async def test_a_team_memory_never_pushed_is_deleted(
+    server: ThreadedServer, short_tmp: Path, tmp_path: Path, daemons: list[DaemonHandle]
+) -> None:
+    # Found by a review: the refusal above also met memories that never reached the server —
+    # one the secret scan kept back (its warning says to remove it) and one still waiting in
+    # the debounce — and said a pull would bring them back, which it would not.
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO), debounce_s=30)
+    daemons.append(handle)
+    root = make_repo(tmp_path / "clone")
+    await handle.call("team.pull", cwd=str(root))
+    secret = await handle.call(
+        "memory.write",
+        cwd=str(root),
+        type="reference",
+        name="ci key",
+        description="the CI key",
+        body="AKIAIOSFODNN7EXAMPLQ is the ci key\n",
+        team=True,
+    )
+    waiting = await handle.call(
+        "memory.write",
+        cwd=str(root),
+        type="project",
+        name="oops",
+        description="wrong scope",
+        body="meant to be private\n",
+        team=True,
+    )
+    await handle.call("team.push", cwd=str(root))  # the clean one goes, the secret stays
+    assert Path(secret["path"]).name not in server_history(server)
+    deleted = await handle.call("memory.delete", cwd=str(root), path=secret["path"])
+    assert deleted["deleted"] is True
+    assert not Path(secret["path"]).exists()
+    with pytest.raises(RpcError) as refused:  # this one reached the server
+        await handle.call("memory.delete", cwd=str(root), path=waiting["path"])
+    assert refused.value.code == -32002

@@ -302,14 +302,16 @@ async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
 
 
 def _team_folder_syncs(daemon: Daemon, project: Project, path: Path) -> bool:
-    """Whether `path` is in the project's team folder and that folder syncs with a server."""
+    """Whether `path` is a team memory on the team server, in a folder that syncs: a pull would
+    bring it back. One never pushed (new, or kept back by the secret scan, which tells the
+    user to remove it) is deleted as any other."""
     am = _am(daemon)
     if not daemon.services.team.configured or not am.enabled(project):
         return False
     if not path.is_relative_to(am.team_dir(project)):
         return False
     daemon.services.team.ensure(project)
-    return daemon.services.team.not_shared_because(project) is None
+    return daemon.services.team.on_server(project, path)
 
 
 async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
