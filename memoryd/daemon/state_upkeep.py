@@ -59,15 +59,46 @@ def remove_stale_temp_files() -> list[Path]:
 
 def prune_hook_sessions(now: float | None = None) -> list[Path]:
     """Remove the hook state files (`<state>/hooks/<session id>.json`) not written for
-    `HOOK_SESSION_MAX_AGE_S`. Only regular files of that name form: a link or a folder there
-    is not memctl's and stays."""
-    folder = paths.state_dir() / "hooks"
+    `HOOK_SESSION_MAX_AGE_S`."""
     cutoff = (now or time.time()) - HOOK_SESSION_MAX_AGE_S
+    removed, _ = _prune_old_json(paths.state_dir() / "hooks", cutoff)
+    if removed:
+        log.info("removed the hook state of sessions long over", count=len(removed))
+    return removed
+
+
+def prune_session_records(now: float | None = None) -> list[Path]:
+    """Remove session memory's records (`<state>/sessions/<project key>/<session id>.json`)
+    not written for SESSION_RECORD_MAX_AGE_S, and a project's folder left empty. A session
+    resumed after that starts its thresholds afresh, as a missing record always meant."""
+    root = paths.state_dir() / "sessions"
+    cutoff = (now or time.time()) - SESSION_RECORD_MAX_AGE_S
+    removed: list[Path] = []
+    try:
+        folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed  # no session was ever recorded, or the folder is unreadable
+    for folder in folders:
+        gone, left = _prune_old_json(Path(folder.path), cutoff)
+        removed += gone
+        if not left:
+            with contextlib.suppress(OSError):  # a record written meanwhile: the folder stays
+                os.rmdir(folder.path)
+    if removed:
+        log.info("removed the session memory records of sessions long over", count=len(removed))
+    return removed
+
+
+def _prune_old_json(folder: Path, cutoff: float) -> tuple[list[Path], int]:
+    """Remove the `*.json` regular files in `folder` last written before `cutoff`: (those
+    removed, how many entries are left). A link or anything else there is not ours and
+    stays; a folder that cannot be read is left as it is."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed  # no hook has run, or the folder is unreadable: nothing to do
+        return removed, 1  # none yet, or unreadable: nothing to do, and not empty
+    left = len(entries)
     for entry in entries:
         try:
             if (
@@ -77,46 +108,7 @@ def prune_hook_sessions(now: float | None = None) -> list[Path]:
             ):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
+                left -= 1
         except OSError:
             continue  # gone meanwhile, or not ours to remove
-    if removed:
-        log.info("removed the hook state of sessions long over", count=len(removed))
-    return removed
-
-
-def prune_session_records(now: float | None = None) -> list[Path]:
-    """Remove session memory's records (`<state>/sessions/<project key>/<session id>.json`)
-    not written for SESSION_RECORD_MAX_AGE_S, and a project's folder left empty. A session
-    resumed after that starts its thresholds afresh, as a missing record always meant. Only
-    regular files of that name form in real folders: a link or anything else stays."""
-    root = paths.state_dir() / "sessions"
-    cutoff = (now or time.time()) - SESSION_RECORD_MAX_AGE_S
-    removed: list[Path] = []
-    try:
-        folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return removed  # no session was ever recorded, or the folder is unreadable
-    for folder in folders:
-        try:
-            entries = list(os.scandir(folder.path))
-        except OSError:
-            continue
-        left = len(entries)
-        for entry in entries:
-            try:
-                if (
-                    entry.name.endswith(".json")
-                    and entry.is_file(follow_symlinks=False)
-                    and entry.stat(follow_symlinks=False).st_mtime < cutoff
-                ):
-                    os.unlink(entry.path)
-                    removed.append(Path(entry.path))
-                    left -= 1
-            except OSError:
-                continue  # gone meanwhile, or not ours to remove
-        if not left:
-            with contextlib.suppress(OSError):  # a record written meanwhile: the folder stays
-                os.rmdir(folder.path)
-    if removed:
-        log.info("removed the session memory records of sessions long over", count=len(removed))
-    return removed
+    return removed, left

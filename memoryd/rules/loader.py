@@ -321,15 +321,20 @@ class _Loader:
         self.processed[real] = path
         self.files.append(LoadedFile(path, ftype, reason, body, parent, patterns))
         refs = markdown.find_includes(body)
-        room = min(MAX_INCLUDES_PER_FILE, MAX_INCLUDES - self.includes)
-        for ref in refs[: max(room, 0)]:
+        followed = 0
+        for ref in refs:
+            # Counted as it goes: the included files' own includes use up the context's room
+            # too (judged once per file, a deep tree overshot the cap by 2,000 a level).
+            if followed >= MAX_INCLUDES_PER_FILE or self.includes >= MAX_INCLUDES:
+                break
+            followed += 1
             self.includes += 1
             self._include(ref, path, real.parent, ftype, depth + 1, (*stack, real))
-        if len(refs) > room:
+        if followed < len(refs):
             self._skip(
                 path,
                 "too_many",
-                f"{len(refs) - max(room, 0):,} of its @includes not followed: at most "
+                f"{len(refs) - followed:,} of its @includes not followed: at most "
                 f"{MAX_INCLUDES_PER_FILE:,} per file and {MAX_INCLUDES:,} per context",
             )
 

@@ -236,6 +236,10 @@ class TeamSync:
             await folder.runner.start()
         except Exception as exc:
             await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
+        # Folders busy when the last one was made may be idle now: at start-up every saved
+        # folder resumes at once, and they all kept watching.
+        if not self._closed:
+            self._shed_idle()
 
     def scan_pool(self) -> ProcessPoolExecutor:
         """One worker process for the secret scan of large pushes, started on first need

@@ -177,3 +177,21 @@ def test_include_references_are_capped_per_context(
     (flood,) = [s for s in result.skipped if s.reason == "too_many"]
     assert flood.path == tree.root / ".claude/rules/r2.md"
     assert flood.detail.startswith("30 of its @includes not followed")
+
+
+def test_nested_includes_use_up_the_contexts_room_as_they_go(
+    tree: Tree, load: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a review: the context's room was judged once per file, before its includes
+    # were followed, so the includes of the files it included overshot the cap (11,995
+    # followed against 10,000; up to the per-file cap more at each level).
+    monkeypatch.setattr(loader, "MAX_INCLUDES_PER_FILE", 10)
+    monkeypatch.setattr(loader, "MAX_INCLUDES", 25)
+    for i in range(10):
+        tree.write(f"d/c{i}.md", " ".join(f"@m{i}_{j}.md" for j in range(10)))
+        for j in range(10):
+            tree.write(f"d/m{i}_{j}.md", "x")
+    tree.write("CLAUDE.md", " ".join(f"@d/c{i}.md" for i in range(10)))
+    result = load(tree.root)
+    included = [f for f in result.files if f.reason == "include"]
+    assert len(included) == 25

@@ -4,12 +4,13 @@ recently used idle one stops; its project's next use starts it again, losing not
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from memoryd.team import service as team_service
-from tests.conftest import DaemonHandle, IsolatedEnv
+from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
 from tests.team.conftest import REPO, eventually, server_history
 from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
 from tests.team_server.conftest import ThreadedServer
@@ -69,3 +70,32 @@ async def test_a_folder_with_something_to_push_is_never_stopped(
     await eventually(lambda: not team._retiring)
     kept = {f.engine.folder.team_dir for f in team._folders.values()}
     assert team_dir_of(isolated_env, busy) in kept  # its edit waits in the debounce
+
+
+async def test_folders_resumed_at_start_are_held_to_the_cap_too(
+    server: ThreadedServer,
+    short_tmp: Path,
+    tmp_path: Path,
+    daemons: list[DaemonHandle],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by a review: the cap was applied only when a folder was made, and a daemon's start
+    # resumes every saved folder at once, each watching, beyond it.
+    token = server.token(REPO)
+    first = await start(short_tmp, "a", url=server.url, token=token)
+    for i in range(6):
+        await first.call("team.pull", cwd=str(make_repo(tmp_path / f"clone{i}")))
+    await stop_daemon(first)
+    monkeypatch.setattr(team_service, "MAX_SYNCING_FOLDERS", 3)
+    second = await start(short_tmp, "b", url=server.url, token=token)
+    daemons.append(second)
+    team = second.daemon.services.team
+
+    def settled() -> bool:
+        started = [f.start_task for f in team._folders.values()]
+        return bool(started) and all(t is None or t.done() for t in started)
+
+    await eventually(lambda: settled() and not team._retiring)
+    await asyncio.sleep(0.3)  # the last resumed folder's start has shed the others
+    await eventually(lambda: settled() and not team._retiring)
+    assert len(team._folders) == 3
