@@ -4,7 +4,6 @@ recently used idle one stops; its project's next use starts it again, losing not
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -91,11 +90,14 @@ async def test_folders_resumed_at_start_are_held_to_the_cap_too(
     daemons.append(second)
     team = second.daemon.services.team
 
+    def resuming() -> bool:
+        return any(t.get_name() == "worker:startup:resume_team_sync" for t in second.daemon.workers)
+
+    await eventually(lambda: not resuming())  # every saved folder made and started
+
     def settled() -> bool:
         started = [f.start_task for f in team._folders.values()]
         return bool(started) and all(t is None or t.done() for t in started)
 
-    await eventually(lambda: settled() and not team._retiring)
-    await asyncio.sleep(0.3)  # the last resumed folder's start has shed the others
     await eventually(lambda: settled() and not team._retiring)
     assert len(team._folders) == 3
