@@ -123,8 +123,9 @@ def _claims(worktree_root: Path, own_git_dir: Path, common: Path) -> bool:
     repository's root, memory folder and team were taken as this folder's. git links a worktree both ways, so the pointer counts only when
     the git dir points back: a linked worktree's (`<common>/worktrees/<name>`) `gitdir` file
     names this `.git` (a missing one, as git 2.5's, is taken on the folder's layout alone);
-    any other git dir must not be the `.git` folder of another work tree, unless its
-    `core.worktree` names this one (a submodule's `<super>/.git/modules/<name>`)."""
+    any other git dir whose `core.worktree` is set must name this folder (a submodule's
+    `<super>/.git/modules/<name>`), and one without must be no other work tree's `.git`, no
+    submodule's git dir and no bare repository (`--separate-git-dir` made one for us)."""
     dot_git = (worktree_root / ".git").resolve()
     if common != own_git_dir:  # a linked worktree's private git dir
         if own_git_dir.parent != common / "worktrees":
@@ -134,14 +135,23 @@ def _claims(worktree_root: Path, own_git_dir: Path, common: Path) -> bool:
             return True
         target = Path(back.strip())
         return (target if target.is_absolute() else own_git_dir / target).resolve() == dot_git
-    if own_git_dir.name != ".git" or own_git_dir.parent == worktree_root:
+    if own_git_dir.parent == worktree_root:
         return True
-    named = _core_worktree(own_git_dir)
-    return named is not None and named == worktree_root
+    named = _core_value(own_git_dir, "worktree")
+    if named:
+        target = Path(named)  # relative to the git dir, as git reads it
+        return (target if target.is_absolute() else own_git_dir / target).resolve() == worktree_root
+    # No core.worktree: a git dir made for this folder alone (`git init --separate-git-dir`)
+    # passes, but not another work tree's `.git`, a submodule's git dir (git gives those a
+    # core.worktree: without one it is no submodule of ours), nor a bare repository (a
+    # download naming the user's `secret.git` took its remote and team).
+    if own_git_dir.name == ".git" or "/.git/modules/" in f"{own_git_dir.as_posix()}/":
+        return False
+    return (_core_value(own_git_dir, "bare") or "").lower() not in ("true", "yes", "on", "1")
 
 
-def _core_worktree(git_dir: Path) -> Path | None:
-    """`core.worktree` of a git dir's config, resolved as git does (relative to the git dir)."""
+def _core_value(git_dir: Path, key: str) -> str | None:
+    """`core.<key>` of a git dir's config, stripped; None when unset or unreadable."""
     text = _read_small(git_dir / "config", _CONFIG_CAP)
     if text is None:
         return None
@@ -150,11 +160,8 @@ def _core_worktree(git_dir: Path) -> Path | None:
         parser.read_string(text)
     except configparser.Error:
         return None
-    value = parser.get("core", "worktree", fallback=None)
-    if not value or not value.strip():
-        return None
-    target = Path(value.strip())
-    return (target if target.is_absolute() else git_dir / target).resolve()
+    value = parser.get("core", key, fallback=None)
+    return value.strip() if value and value.strip() else None
 
 
 def discover(cwd: Path) -> GitFacts:

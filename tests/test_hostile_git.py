@@ -95,6 +95,39 @@ def test_a_submodules_git_file_is_still_its_own_repository(tmp_path: Path) -> No
     assert (facts.project_root, facts.repo_slug) == (outer / "lib", "acme/lib")
 
 
+def test_a_git_file_naming_another_submodules_git_dir_or_a_bare_repository_is_not_it(
+    tmp_path: Path,
+) -> None:
+    # Found by a review: only git dirs named `.git` were checked, so `gitdir:
+    # ../victim/.git/modules/lib` (another repository's submodule) or `gitdir: ../secret.git`
+    # (a bare repository) still lent this folder that repository's remote and team.
+    victim = _victim(tmp_path / "victim")
+    modules = victim / ".git" / "modules" / "lib"
+    modules.mkdir(parents=True)
+    (modules / "HEAD").write_text("ref: refs/heads/main\n")
+    (modules / "config").write_text(
+        "[core]\n\tworktree = ../../../lib\n"
+        '[remote "origin"]\n\turl = https://github.com/acme/secret-lib.git\n'
+    )
+    bare = tmp_path / "secret.git"
+    bare.mkdir()
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    (bare / "config").write_text(
+        '[core]\n\tbare = true\n[remote "origin"]\n\turl = https://github.com/acme/secret.git\n'
+    )
+    for name, target in (("a1", "../victim/.git/modules/lib"), ("a2", "../secret.git")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / ".git").write_text(f"gitdir: {target}\n")
+        _assert_own_project(gitfacts.discover(folder), folder)
+    # A git dir made for this folder alone (`git init --separate-git-dir`) still counts.
+    own = tmp_path / "own"
+    own.mkdir()
+    _git("init", "-q", "--separate-git-dir", str(tmp_path / "own-git"), str(own), cwd=tmp_path)
+    _git("remote", "add", "origin", "https://github.com/acme/own.git", cwd=own)
+    assert gitfacts.discover(own).repo_slug == "acme/own"
+
+
 async def test_a_downloaded_git_file_gets_its_own_memory_folder(
     daemon: DaemonHandle, tmp_path: Path
 ) -> None:
