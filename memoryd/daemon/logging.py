@@ -112,6 +112,7 @@ class LogFile:
             reopened = open_log_file(self.path)
         except OSError:
             return
+        _follow_with_std_streams(opened, reopened.fileno())
         self._file.close()
         self._file = reopened
 
@@ -136,6 +137,19 @@ class LogFile:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _follow_with_std_streams(old: os.stat_result, new_fd: int) -> None:
+    """Point stdout and stderr at the new file where they wrote to the old one: `memctl start`
+    hands the daemon its log as both, and a traceback or a library's warning went on into the
+    moved or deleted file (whose room was then never given back)."""
+    for fd in (1, 2):
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == (old.st_dev, old.st_ino):
+                os.dup2(new_fd, fd)
+        except OSError:
+            continue  # closed, or not ours to change
 
 
 def configure(

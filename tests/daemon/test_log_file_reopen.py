@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,3 +93,26 @@ def test_a_link_put_at_the_path_is_not_followed(tmp_path: Path) -> None:
     finally:
         log.close()
     assert target.read_text() == ""  # refused as at start-up: the line went to the open file
+
+
+def test_stdout_and_stderr_follow_the_log_when_they_wrote_to_it(tmp_path: Path) -> None:
+    # Found by a review: `memctl start` hands the daemon its log file as stdout and stderr;
+    # the daemon reopened its own handle, but fds 1 and 2 stayed on the deleted file.
+    path = tmp_path / "logs" / "memoryd.log"
+    script = f"""
+import os, sys
+from pathlib import Path
+from memoryd.daemon.logging import LogFile, open_log_file
+path = Path({str(path)!r})
+std = open_log_file(path)
+os.dup2(std.fileno(), 1); os.dup2(std.fileno(), 2)
+log = LogFile(path)
+log.write("first\\n")
+path.unlink()
+log.write("second\\n")
+sys.stderr.write("a traceback, say\\n"); sys.stderr.flush()
+print(os.readlink("/proc/self/fd/2"), file=open({str(tmp_path / "fd2")!r}, "w"))
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert path.read_text() == "second\na traceback, say\n"
+    assert not (tmp_path / "fd2").read_text().strip().endswith("(deleted)")
