@@ -55,6 +55,10 @@ _NO_STORE = {"Cache-Control": "no-store"}
 SERVE_ENV = "MEMORYD_TEAM_SERVE"
 
 
+# The whole body's time, in body timeouts: 120 s at the default 30 s, a 2 MiB body at 17 KB/s.
+BODY_TOTAL_WAITS = 4
+
+
 @dataclass(eq=False)
 class Problem(Exception):
     """An HTTP refusal; turned into a JSON response by `_problem_response` only."""
@@ -300,18 +304,23 @@ class _TeamMemoryAPI:
             raise too_large
         chunks: list[bytes] = []
         size = 0
-        # Read at most cap + 1 bytes, whatever Content-Length said (or did not say); each wait
-        # for more is bounded, or a client that stalled mid-body held its connection for ever.
+        # Read at most cap + 1 bytes, whatever Content-Length said (or did not say). Each wait
+        # for more is bounded, or a client that stalled mid-body held its connection for ever;
+        # so is the whole body, or one that sent a byte every 29 s did.
+        wait = self.settings.body_timeout_s
+        whole = BODY_TOTAL_WAITS * wait
+        deadline = asyncio.get_running_loop().time() + whole
         while True:
+            left = deadline - asyncio.get_running_loop().time()
             try:
-                message = await asyncio.wait_for(request.receive(), self.settings.body_timeout_s)
+                message = await asyncio.wait_for(request.receive(), max(min(wait, left), 0))
             except TimeoutError:
-                raise Problem(
-                    408,
-                    "body_timeout",
-                    f"no part of the body arrived for {self.settings.body_timeout_s:g} s",
-                    headers={"Connection": "close"},
-                ) from None
+                why = (
+                    f"no part of the body arrived for {wait:g} s"
+                    if left > wait
+                    else f"the body did not arrive within {whole:g} s"
+                )
+                raise Problem(408, "body_timeout", why, headers={"Connection": "close"}) from None
             if message["type"] == "http.disconnect":
                 # The client gave up (its timeout) mid-body: nothing is stored, nobody to answer.
                 raise Problem(400, "client_disconnected", "the request body was cut off")

@@ -328,6 +328,35 @@ def test_a_body_that_stops_arriving_is_408_and_the_connection_closed(
         assert http.get(TEAM_MEMORY_PATH, params={"repo": "acme/widgets"}).status_code == 404
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_body_that_trickles_in_is_408_within_the_whole_bodys_time(
+    team_server_factory: Callable[..., ThreadedServer],
+) -> None:
+    # Found by a review: the timeout bounded each wait, not the body: a byte every 0.8 s with
+    # a 1 s timeout held the connection for ever.
+    server = team_server_factory(ServerSettings(body_timeout_s=1.0))
+    token = server.token("acme/widgets")
+    with _stalled_upload(server, token) as sock:
+        sock.settimeout(0.8)
+        started = time.monotonic()
+        reply = b""
+        while time.monotonic() - started < 15:
+            try:
+                sock.sendall(b"x")
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break  # the server closed the connection
+            if not chunk:
+                break
+            reply += chunk
+        assert time.monotonic() - started < 10
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert "did not arrive within 4 s" in json.loads(body)["message"]
+
+
 def test_entry_over_the_per_entry_limit_is_413(repo: Repo) -> None:
     reply = repo.put({"big.md": "z" * 250_001})
     assert reply.status_code == 413
