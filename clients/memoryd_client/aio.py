@@ -49,8 +49,11 @@ class AsyncClient(AsyncMethods):
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # Calls that find no connection open one: the lock keeps concurrent ones to one.
         self._connecting = asyncio.Lock()
-        # Set when the current connection's read loop ends: wakes next_notification.
+        # Set when the current connection's read loop ends.
         self._over: asyncio.Event | None = None
+        # next_notification's waiters, woken (not handed anything) when a notification is
+        # queued or the connection ends: a waiter cancelled then has taken nothing off the queue.
+        self._wakeups: set[asyncio.Future[None]] = set()
 
     async def connect(self) -> AsyncClient:
         # Our own attempts, not open_unix_connection(path): asyncio takes a full backlog's
@@ -112,6 +115,7 @@ class AsyncClient(AsyncMethods):
             error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
         finally:
             over.set()
+            self._wake_waiters()
             if self._writer is writer:
                 # The connection is over: the next call connects again (a restarted daemon is
                 # reached) instead of writing into a dead socket and failing for ever.
@@ -132,6 +136,7 @@ class AsyncClient(AsyncMethods):
             return
         if "id" not in message and "method" in message:
             self.notifications.put_nowait(message)
+            self._wake_waiters()
             return
         if message.get("id") is None and isinstance(message.get("error"), dict):
             # An error the daemon could not tie to a request (-32700 for a line it could not
@@ -193,23 +198,36 @@ class AsyncClient(AsyncMethods):
     async def next_notification(self, wait_s: float | None = 10.0) -> dict[str, Any]:
         """The next notification, waiting at most `wait_s` seconds (None: no limit);
         DaemonUnavailable once the connection is over and every notification it brought has
-        been taken (a waiter with no limit waited for ever when the daemon stopped)."""
+        been taken (a waiter with no limit waited for ever when the daemon stopped). A wait
+        that is cancelled or times out takes nothing off the queue."""
         return await asyncio.wait_for(self._notification_or_end(), wait_s)
 
+    def _wake_waiters(self) -> None:
+        for wakeup in self._wakeups:
+            if not wakeup.done():
+                wakeup.set_result(None)
+        self._wakeups.clear()
+
     async def _notification_or_end(self) -> dict[str, Any]:
-        if not self.notifications.empty():
-            return self.notifications.get_nowait()
-        over = self._over
-        if over is None or over.is_set():
-            raise DaemonUnavailable("not connected to memoryd (the connection was lost or closed)")
-        got = asyncio.ensure_future(self.notifications.get())
-        ended = asyncio.ensure_future(over.wait())
-        try:
-            await asyncio.wait({got, ended}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ended.cancel()
-            if not got.done():
-                got.cancel()
-        if got.done() and not got.cancelled():
-            return got.result()
-        raise DaemonUnavailable("memoryd closed the connection")
+        woken_by_end = False
+        while True:
+            # Items are taken here only, with no await between the check and the return: a
+            # cancel (the caller's, or wait_s running out) lands in the wait below, which holds
+            # nothing (before, a task of its own took the item off the queue and a cancel in
+            # that tick lost it).
+            if not self.notifications.empty():
+                return self.notifications.get_nowait()
+            over = self._over
+            if over is None or over.is_set():
+                if woken_by_end:
+                    raise DaemonUnavailable("memoryd closed the connection")
+                raise DaemonUnavailable(
+                    "not connected to memoryd (the connection was lost or closed)"
+                )
+            wakeup: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._wakeups.add(wakeup)
+            try:
+                await wakeup
+            finally:
+                self._wakeups.discard(wakeup)
+            woken_by_end = over.is_set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,6 +74,43 @@ async def test_an_async_notification_waiter_is_told_when_the_daemon_stops(
         # Before: the docs' `next_notification(wait_s=None)` waited for ever.
         with pytest.raises(DaemonUnavailable):
             await asyncio.wait_for(conn.next_notification(wait_s=None), 5)
+    finally:
+        await conn.close()
+        await stop_daemon(handle)
+
+
+async def test_a_cancelled_async_notification_wait_leaves_the_notification_queued(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = daemon_config(short_tmp)
+    handle = await start_daemon(config)
+    conn = AsyncClient(config.socket_path, timeout=10)
+    try:
+        await conn.subscribe(["memory/saved"])
+        waiter = asyncio.create_task(conn.next_notification(wait_s=None))
+        await asyncio.sleep(0.05)
+        queue_it = conn.notifications.put_nowait
+
+        def arrive_then_cancel(note: dict[str, Any]) -> None:
+            # The caller cancels its wait (or its wait_s runs out) in the tick the read loop
+            # queues the notification.
+            queue_it(note)
+            waiter.cancel()
+
+        monkeypatch.setattr(conn.notifications, "put_nowait", arrive_then_cancel)
+        await handle.daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiter, 5)
+        monkeypatch.undo()
+        # Before: the waiter's own task had already taken it off the queue, and it was lost.
+        note = await conn.next_notification(wait_s=5)
+        assert note["params"]["path"] == "/m/a.md"
+        # The waits go on as before: nothing queued is a timeout, the connection's end is said.
+        with pytest.raises(TimeoutError):
+            await conn.next_notification(wait_s=0.05)
+        await stop_daemon(handle)
+        with pytest.raises(DaemonUnavailable):
+            await conn.next_notification(wait_s=5)
     finally:
         await conn.close()
         await stop_daemon(handle)
