@@ -138,6 +138,13 @@ class AsyncClient(AsyncMethods):
             self.notifications.put_nowait(message)
             self._wake_waiters()
             return
+        if message.get("error") is not None:
+            failure = _rpc_error(message["error"], self.socket_path)
+            if isinstance(failure, ProtocolError):
+                # An error without an integer code is not memoryd's: like any other garbage it
+                # ends the connection (the read loop's end drops it and gives every call in
+                # flight this error), as the sync Client drops it.
+                raise failure
         if message.get("id") is None and isinstance(message.get("error"), dict):
             # An error the daemon could not tie to a request (-32700 for a line it could not
             # read, -32600 for one over its cap): any call in flight may be the one that sent

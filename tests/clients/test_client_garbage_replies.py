@@ -40,10 +40,17 @@ async def garbage_server(path: Path) -> AsyncIterator[None]:
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
+        connection = len(writers)  # status says which connection it came on
         while line := await reader.readline():
             request = json.loads(line)
+            if request["method"] == "hang":
+                continue  # never answered: a call in flight when the garbage comes
             if request["method"] == "status":
-                reply: Any = {"jsonrpc": "2.0", "id": request["id"], "result": {"pid": 1}}
+                reply: Any = {
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "result": {"pid": 1, "connection": connection},
+                }
             else:
                 reply = REPLIES[request["method"]]
             if callable(reply):
@@ -71,18 +78,26 @@ async def test_a_reply_that_is_not_json_rpc_is_a_protocol_error(
     async with garbage_server(path):
         started = time.monotonic()
         async with AsyncClient(path, timeout=10) as conn:
+            first = (await conn.call("status"))["connection"]
+            in_flight = asyncio.create_task(conn.call("hang"))
+            await asyncio.sleep(0.05)
             with pytest.raises(ProtocolError, match="is not memoryd") as info:
                 await conn.call(method)
             assert str(path) in str(info.value)
-            # The connection it came on is dropped; the next call connects afresh.
-            assert await conn.call("status") == {"pid": 1}
+            # Every call in flight gets it at once, not its timeout.
+            with pytest.raises(ProtocolError, match="is not memoryd"):
+                await in_flight
+            # The connection it came on is dropped; the next call connects afresh (before, an
+            # error without an integer code left the async client on that connection).
+            assert (await conn.call("status"))["connection"] != first
         assert time.monotonic() - started < 5  # not the 10 s timeout
 
         def sync_calls() -> None:
             with Client(path, timeout=10) as conn:
+                first = conn.call("status")["connection"]
                 with pytest.raises(ProtocolError, match="is not memoryd"):
                     conn.call(method)
-                assert conn.call("status") == {"pid": 1}
+                assert conn.call("status")["connection"] != first
 
         await asyncio.to_thread(sync_calls)
 
