@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
+from memoryd.rules import markdown
 from memoryd.rules.model import FileType, IndexEntry, LoadedFile
 
 PREAMBLE = (
@@ -36,11 +37,15 @@ def current_date_line(today: date) -> str:
 # What ends a line for a reader (the model): more than `\n`.
 _BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# A Markdown heading line of a file's text (up to 3 spaces before it, as CommonMark allows).
-_HEADING_LINE = re.compile(rf"(?:^|(?<=[{_BREAKS}]))([ \t]{{0,3}})(#{{1,6}}[ \t]+[^{_BREAKS}]*)")
-# The title of a section heading of ours opens with a path (absolute, `~`, a drive) and
-# has a `(` (checked apart: one regex for both backtracked on a long line).
-_PATH_TITLE = re.compile(r"#+[ \t]+(?:/|~|[A-Za-z]:[\\/]|\\\\)")
+# A heading line begun by a break Markdown does not count (U+2028, a form feed…) but a reader
+# might: no heading to the parser, a line of its own to the model.
+_EXOTIC_HEADING = re.compile(rf"(?<=[{_BREAKS[2:]}])([ \t]{{0,3}})(#{{1,6}}[ \t]+[^{_BREAKS}]*)")
+# Our section titles open with a path (absolute, `~`, a drive) and hold a `(`.
+_PATH_TITLE = re.compile(r"(?:/|~|[A-Za-z]:[\\/]|\\\\)")
+# A line that could be such a title, as a pre-check before the Markdown parse.
+_MAYBE_TITLE = re.compile(
+    rf"(?:^|(?<=[{_BREAKS}]))[ \t]{{0,3}}(?:#{{1,6}}[ \t]+)?(?:/|~|[A-Za-z]:[\\/]|\\\\)[^{_BREAKS}]*\("
+)
 _ORIGIN_WORDS = re.compile(
     "|".join(re.escape(f"({origin.split(',')[0]}") for origin in _ORIGIN.values()), re.I
 )
@@ -58,18 +63,36 @@ def _one_line(text: object) -> str:
 
 
 def _defused(content: str) -> str:
-    """`content` with every heading line that could pass for one of this block's section
-    headings (`## /home/me/.claude/CLAUDE.md (the user's own instructions, …)`) escaped with
-    a backslash: a repository's file or a teammate's team index could otherwise open a
-    section the model takes for the user's own instructions or the organisation's policy."""
+    """`content` with every heading that could pass for one of this block's section headings
+    (`## /home/me/.claude/CLAUDE.md (the user's own instructions, …)`, or the same title
+    underlined with `---`) escaped with a backslash: a repository's file or a teammate's
+    team index could otherwise open a section the model takes for the user's own
+    instructions or the organisation's policy. Headings only, as the Markdown parser finds
+    them: a `# ~/.bashrc (append this)` comment in a code block stays as written."""
+    if not (_MAYBE_TITLE.search(content) or _ORIGIN_WORDS.search(content)):
+        return content
+    lines: list[str] | None = None
+    for first, after, title, setext in markdown.headings(content):
+        title = title.strip()
+        if not ((_PATH_TITLE.match(title) and "(" in title) or _ORIGIN_WORDS.search(title)):
+            continue
+        lines = lines if lines is not None else markdown.split_lines(content)
+        # ATX: `\#` is a literal `#`; setext: `\---` is no underline.
+        at = after - 1 if setext else first
+        if at < len(lines):
+            line = lines[at]
+            stripped = line.lstrip(" \t")
+            lines[at] = line[: len(line) - len(stripped)] + "\\" + stripped
+    content = content if lines is None else "".join(lines)
 
     def escape(match: re.Match[str]) -> str:
         indent, line = match.groups()
-        if (_PATH_TITLE.match(line) and "(" in line) or _ORIGIN_WORDS.search(line):
+        title = line.lstrip("#").strip()
+        if (_PATH_TITLE.match(title) and "(" in title) or _ORIGIN_WORDS.search(title):
             return f"{indent}\\{line}"
         return match.group(0)
 
-    return _HEADING_LINE.sub(escape, content) if "#" in content else content
+    return _EXOTIC_HEADING.sub(escape, content)
 
 
 def _heading(file: LoadedFile) -> str:

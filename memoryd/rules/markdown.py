@@ -117,3 +117,21 @@ def strip_html_comments(text: str) -> str:
         position = end
     out.extend(lines[position:])
     return "".join(out)
+
+
+def headings(text: str) -> list[tuple[int, int, str, bool]]:
+    """Every heading of `text` (none inside code or HTML): its first line and the line after
+    it (as `_LINES` numbers them), its title, and whether it is a setext one (a title line
+    underlined with `===` or `---`, the underline its last line)."""
+    found: list[tuple[int, int, str, bool]] = []
+    tokens = _MD.parse(_lexable(text))
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map:
+            title = tokens[i + 1].content if i + 1 < len(tokens) else ""
+            found.append((token.map[0], token.map[1], title, not token.markup.startswith("#")))
+    return found
+
+
+def split_lines(text: str) -> list[str]:
+    """`text`'s lines, each with its ending, numbered as `token.map` numbers them."""
+    return _LINES.findall(text)
