@@ -261,15 +261,46 @@ def is_tracked(worktree_root: Path, relpath: str) -> bool:
         return False
     wanted = relpath.encode("utf-8")
     for hash_size in (20, 32):  # SHA-1 repositories, then SHA-256 ones
-        paths = _index_paths(data, hash_size)
-        if paths is not None:
-            return wanted in paths
+        parsed = _index_paths(data, hash_size)
+        if parsed is None:
+            continue
+        paths, end = parsed
+        if wanted in paths:
+            return True
+        # A split index (`core.splitIndex`) keeps most entries in a shared index it links to:
+        # read alone, a tracked file there was not seen. Its own deletions are not applied,
+        # so a file it removed may still count as tracked: the side that guards.
+        shared = _linked_shared_index(data, end, hash_size)
+        if shared is None:
+            return False
+        try:
+            shared_data = read_regular_file(git_dir / shared, _INDEX_CAP, follow_links=True)
+        except OSError:
+            return False
+        shared_parsed = _index_paths(shared_data, hash_size)
+        return shared_parsed is not None and wanted in shared_parsed[0]
     return False
 
 
-def _index_paths(data: bytes, hash_size: int) -> set[bytes] | None:
-    """The paths of an index (versions 2-4) read with `hash_size`-byte object names, or None
-    when it does not parse that way (each entry's name length must match its flags)."""
+def _linked_shared_index(data: bytes, offset: int, hash_size: int) -> str | None:
+    """The file name of the shared index a split index links to (its `link` extension),
+    None when it links to none."""
+    limit = len(data) - hash_size  # the index's own checksum ends it
+    while offset + 8 <= limit:
+        signature = data[offset : offset + 4]
+        size = int.from_bytes(data[offset + 4 : offset + 8], "big")
+        body = data[offset + 8 : offset + 8 + size]
+        if signature == b"link" and len(body) >= hash_size:
+            name = body[:hash_size].hex()
+            return None if not name.strip("0") else f"sharedindex.{name}"
+        offset += 8 + size
+    return None
+
+
+def _index_paths(data: bytes, hash_size: int) -> tuple[set[bytes], int] | None:
+    """The paths of an index (versions 2-4) read with `hash_size`-byte object names, and the
+    offset after its entries; None when it does not parse that way (each entry's name length
+    must match its flags)."""
     if len(data) < 12 or data[:4] != b"DIRC":
         return None
     version = int.from_bytes(data[4:8], "big")
@@ -307,7 +338,7 @@ def _index_paths(data: bytes, hash_size: int) -> set[bytes] | None:
             return None
         paths.add(path)
         previous = path
-    return paths
+    return paths, offset
 
 
 def _varint(data: bytes, offset: int) -> tuple[int | None, int]:

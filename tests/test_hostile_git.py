@@ -172,3 +172,23 @@ def test_is_tracked_reads_every_index_version(
     assert not gitfacts.is_tracked(repo, ".claude/settings.local.json")
     assert gitfacts.is_tracked(repo, ".claude/settings.json")
     assert not gitfacts.is_tracked(tmp_path, "repo/file-00.txt")  # no repository there
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_is_tracked_reads_a_split_index_and_its_shared_index(
+    tmp_path: Path, object_format: str
+) -> None:
+    # Found by a review: with core.splitIndex the tracked entries live in the shared index the
+    # split one links to; read alone, a committed settings.local.json was not seen.
+    repo = tmp_path / "repo"
+    _git("init", "-q", f"--object-format={object_format}", str(repo), cwd=tmp_path)
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").write_text("{}")
+    _git("add", "-f", ".", cwd=repo)
+    _git("update-index", "--split-index", cwd=repo)
+    (repo / "other.txt").write_text("x")
+    _git("add", "other.txt", cwd=repo)
+    assert list((repo / ".git").glob("sharedindex.*"))
+    assert gitfacts.is_tracked(repo, ".claude/settings.local.json")
+    assert gitfacts.is_tracked(repo, "other.txt")
+    assert not gitfacts.is_tracked(repo, ".claude/settings.json")
