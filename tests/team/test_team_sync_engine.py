@@ -666,6 +666,23 @@ async def test_a_key_refused_for_a_link_comes_once_the_link_is_gone(
     assert (await side.engine.pull()).not_modified
 
 
+async def test_a_link_refusal_saved_in_the_old_words_is_looked_at_again_too(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"alias/x.md": "A: other notes\n"})
+    side = make_side("me", server.url, token)
+    (side.team_dir / "sub").mkdir()
+    os.symlink("sub", side.team_dir / "alias")
+    await side.engine.pull()
+    # As a state saved before the refusal said "the local path ...".
+    side.engine.state.refused_keys["alias/x.md"] = (
+        "goes through a symbolic link in the team folder ('alias')"
+    )
+    (side.team_dir / "alias").unlink()
+    assert (await side.engine.pull()).pulled == ["alias/x.md"]
+
+
 HOSTILE = {
     "../x.md": "escape",
     "..%2fx.md": "escape",

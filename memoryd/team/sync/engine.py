@@ -114,6 +114,8 @@ RETRIED = "will retry: "
 # the path the next pull asks for everything again. Kept as refused for good before, the key
 # waited for the server's ETag to change, however long that took.
 LOCAL_PATH = "the local path "
+# The same refusals as a state saved before LOCAL_PATH words them.
+_OLD_LOCAL_PATH = ("goes through a symbolic link in the team folder", "exists and is not a regular")
 
 
 # Entries the server lists but did not deliver intact: dropped without a word, the pull said
@@ -480,7 +482,7 @@ class SyncEngine:
 
     def _path_cleared(self, key: str, reason: str | None) -> bool:
         """Whether a key refused for its local path could now be written there."""
-        if reason is None or not reason.startswith(LOCAL_PATH):
+        if reason is None or not reason.startswith((LOCAL_PATH, *_OLD_LOCAL_PATH)):
             return False
         try:
             self.folder.target(key)
