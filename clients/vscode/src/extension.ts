@@ -68,6 +68,17 @@ function say(level: Message["level"], text: string, ...items: string[]): Thenabl
   return fn(messageText(text), ...items);
 }
 
+/**
+ * Say `text` with `items` and act on the item chosen, without waiting for the choice: VS Code
+ * settles a message's promise only when the user closes it (a toast hidden into the notification
+ * centre is not closed), so whatever follows a message must never wait on it.
+ */
+function offer(level: Message["level"], text: string, items: string[], act: (choice: string) => unknown): void {
+  void say(level, text, ...items)
+    .then((choice) => (choice !== undefined && items.includes(choice) ? act(choice) : undefined))
+    .then(undefined, (error: unknown) => void say("error", `memoryd: ${errorText(error)}`));
+}
+
 function show(message: Message): void {
   void say(message.level, message.text);
 }
@@ -143,7 +154,7 @@ class MemorydExtension implements vscode.Disposable {
       void this.updateStatus();
       this.refreshAll();
     });
-    this.downNotice = new DownNotice(this.client, (reason) => void this.offerStart(reason));
+    this.downNotice = new DownNotice(this.client, (reason) => this.offerStart(reason));
     this.client.subscribe(EVENTS).catch(() => undefined); // resubscribes when the daemon comes up
     void this.updateStatus();
     this.refreshAll();
@@ -154,13 +165,10 @@ class MemorydExtension implements vscode.Disposable {
     return editorTarget((file) => this.memoryDirs.projectOf(file));
   }
 
-  private async offerStart(reason: string): Promise<void> {
-    const choice = await say("warning", reason, "Start memoryd", "Settings");
-    if (choice === "Start memoryd") {
-      await this.start();
-    } else if (choice === "Settings") {
-      await vscode.commands.executeCommand("workbench.action.openSettings", "memoryd");
-    }
+  private offerStart(reason: string): void {
+    offer("warning", reason, ["Start memoryd", "Settings"], (choice) =>
+      choice === "Start memoryd" ? this.start() : vscode.commands.executeCommand("workbench.action.openSettings", "memoryd"),
+    );
   }
 
   private async start(): Promise<void> {
@@ -239,7 +247,8 @@ class MemorydExtension implements vscode.Disposable {
   }
 
   /**
-   * Run a command's work; a failure is said (`failed` says what did not happen). A command the
+   * Run a command's work; a failure is said (`failed` says what did not happen), and not waited
+   * on: what follows the guard (a view's refresh) runs while the message is open. A command the
    * user ran says so even while the daemon is down (the outage warning came once, maybe long
    * ago: Remember asked for a type and a name and then dropped the text without a word);
    * `quietWhenDown` is for work the user did not ask for (the reconcile after a save).
@@ -252,10 +261,9 @@ class MemorydExtension implements vscode.Disposable {
       if (down && quietWhenDown) {
         return undefined; // the down notice says so, once per outage
       }
-      const choice = await say("error", `memoryd: ${failed}: ${errorText(error)}`, ...(down ? ["Start memoryd"] : []));
-      if (choice === "Start memoryd") {
-        await this.start();
-      }
+      // not awaited: the work after a guarded failure (a view's refresh) would wait until the
+      // user closed the message
+      offer("error", `memoryd: ${failed}: ${errorText(error)}`, down ? ["Start memoryd"] : [], () => this.start());
       return undefined;
     }
   }
@@ -340,10 +348,7 @@ class MemorydExtension implements vscode.Disposable {
       const result = await remember(this.client, target, { type: typePick.label as MemoryType, text, name, team });
       this.memories.refresh();
       const notice = savedNotice(result, team);
-      const choice = await say(notice.level, notice.text, "Open");
-      if (choice === "Open") {
-        await this.open(result.path, target.cwd);
-      }
+      offer(notice.level, notice.text, ["Open"], () => this.open(result.path, target.cwd));
     }, "not saved");
   }
 
@@ -393,12 +398,9 @@ class MemorydExtension implements vscode.Disposable {
     await this.updateStatus();
     const actions = this.client.isUp ? ["Refresh"] : ["Start memoryd", "Refresh"];
     // a message is one line: the tooltip's lines side by side
-    const choice = await say(this.statusWarning ? "warning" : "info", String(this.status.tooltip ?? "").split("\n").join(" · "), ...actions);
-    if (choice === "Start memoryd") {
-      await this.start();
-    } else if (choice === "Refresh") {
-      this.refreshAll();
-    }
+    offer(this.statusWarning ? "warning" : "info", String(this.status.tooltip ?? "").split("\n").join(" · "), actions, (choice) =>
+      choice === "Start memoryd" ? this.start() : this.refreshAll(),
+    );
   }
 
   dispose(): void {

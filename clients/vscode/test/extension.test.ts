@@ -10,7 +10,7 @@ import { after, afterEach, before, describe, test } from "node:test";
 import { MemorydClient } from "../src/core/rpcClient";
 import { otherDaemonWarning, shellQuote } from "../src/core/status";
 import * as F from "./fakeVscode";
-import { Daemon, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -148,6 +148,64 @@ describe("the extension in a stand-in VS Code", () => {
     assert.match((await F.viewText("memoryd.rulesView")).join("\n"), /docs\/style\.md/, "a panel that is no file: the first folder");
   });
 
+  test("a failed delete refreshes the Memories view while its error is still open", async () => {
+    // VS Code settles a message's promise only when the user closes it; the stand-in's stay
+    // pending too. The refresh after a failed delete waited for that.
+    activate(socketPath, [one.root]);
+    await up();
+    let refreshed = 0;
+    (F.fake.trees.get("memoryd.memoriesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
+    // a row whose file the daemon refuses to delete (outside the memory folder): -32002
+    const node = { label: "stray", path: path.join(one.root, "not-a-memory.md"), data: { cwd: one.root } };
+    F.fake.answers.push("Delete");
+    const deleting = Promise.resolve(F.fake.commands.get("memoryd.deleteMemory")!(node));
+    const finished = await Promise.race([deleting.then(() => true), sleep(3_000).then(() => false)]);
+    const error = F.fake.shown.find((m) => m.level === "error");
+    assert.ok(error, JSON.stringify(F.fake.shown));
+    assert.match(error.text, /^memoryd: not deleted: .*not-a-memory\.md is outside the memory directory/);
+    assert.equal(error.closed, false, "the error is still open");
+    assert.ok(finished, "Delete finished without waiting for its error to be closed");
+    assert.ok(refreshed >= 1, "the Memories view refreshed");
+    error.close();
+  });
+
+  test("a failed reconcile after saving a memory refreshes the Memories view while its error is open", async () => {
+    const sock = path.join(tmp, "reconcile.sock");
+    const memoryDir = path.join(tmp, "reconcile-memory");
+    let reconciles = 0;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      const fail = (code: number, message: string) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code, message } }) + "\n");
+      if (request.method === "subscribe") {
+        reply({ subscribed: [] });
+      } else if (request.method === "memory.list") {
+        reply({ instruction_files: [], memories: [], memory_dir: memoryDir, team_dir: null, warnings: [] });
+      } else if (request.method === "memory.reconcile") {
+        reconciles++;
+        fail(-32603, "disk full");
+      } else {
+        fail(-32003, "not here");
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await F.viewText("memoryd.memoriesView"); // lists the memory folder
+      let refreshed = 0;
+      (F.fake.trees.get("memoryd.memoriesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
+      F.fake.onDidSaveTextDocument.fire(new F.TextDocument(F.Uri.file(path.join(memoryDir, "api_freeze.md")), "edited by hand"));
+      await waitFor(() => F.fake.shown.some((m) => m.level === "error"), 5_000, "the reconcile's error");
+      const error = F.fake.shown.find((m) => m.level === "error")!;
+      assert.equal(error.text, "memoryd: MEMORY.md not brought in step: disk full");
+      assert.equal(reconciles, 1);
+      await waitFor(() => refreshed >= 1, 2_000, "the Memories view to refresh while the error is open");
+      assert.equal(error.closed, false);
+      error.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a workspace folder removed at run time refreshes both views", async () => {
     activate(socketPath, [one.root, two.root]);
     await up();
@@ -213,10 +271,13 @@ describe("the extension in a stand-in VS Code", () => {
   });
 
   test("deleting a synced team memory shows the daemon's refusal as it says it, on one line", async () => {
-    // A second daemon (team sync configured, nothing listens there: the folder syncs, retrying).
+    // A second daemon syncing with a real team server: only a team memory on the server is
+    // refused (a pull would bring it back); one never pushed is deleted as any other.
     const sock = path.join(tmp, "team.sock");
     const teamRepo = makeRepo(path.join(tmp, "team-widgets"), { remote: "git@github.com:acme/widgets.git" });
-    const teamDaemon = await Daemon.start(sock, { ...env, MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "t-vscode-test" });
+    const server = await TeamServer.start(path.join(tmp, "team-server"), ["acme/widgets"]);
+    const teamDaemon = await Daemon.start(sock, { ...env, MEMORYD_TEAM_URL: server.url, MEMORYD_TEAM_TOKEN: server.token, MEMORYD_TEAM_DEBOUNCE: "0.1" });
+    const probe = new MemorydClient({ socketPath: sock, reconnect: false });
     try {
       activate(sock, [teamRepo.root]);
       await up();
@@ -224,6 +285,14 @@ describe("the extension in a stand-in VS Code", () => {
       await run("memoryd.remember", [2, "Deploy freeze", 1]); // project; the name; the team
       const node = (await memoryNodes()).find((n) => n.label === "Deploy freeze");
       assert.ok(node && /\/team\//.test(node.path), JSON.stringify(node));
+      await waitFor(
+        async () => {
+          const team = await probe.call<{ pending: string[]; last_result: { op: string; ok: boolean } | null }>("team.status", { cwd: teamRepo.root });
+          return team.pending.length === 0 && team.last_result?.op === "push" && team.last_result.ok;
+        },
+        15_000,
+        "the team memory to be pushed",
+      );
       const said = await run("memoryd.deleteMemory", ["Delete"], node);
       const refusal = said.find((m) => m.level === "error");
       assert.ok(refusal, JSON.stringify(said));
@@ -233,7 +302,9 @@ describe("the extension in a stand-in VS Code", () => {
       );
       assert.ok(fs.existsSync(node.path), "still there");
     } finally {
+      probe.close();
       await teamDaemon.stop();
+      await server.stop();
     }
   });
 

@@ -146,6 +146,10 @@ export interface Shown {
   text: string;
   items: string[];
   modal: boolean;
+  /** Close the message as the user does (with the item chosen, or undefined: dismissed). */
+  close(choice?: string): void;
+  /** Whether it was answered or closed: until then its promise is pending, as in VS Code. */
+  closed: boolean;
 }
 
 export interface StatusBarItem {
@@ -163,7 +167,12 @@ export interface StatusBarItem {
 /** Everything the extension did and what the tests drive, reset by `reset()`. */
 export const fake = {
   shown: [] as Shown[],
-  /** Answers to showInputBox, showQuickPick and messages with items, in order (undefined: dismissed). */
+  /**
+   * Answers to showInputBox, showQuickPick and messages with items, in order (undefined:
+   * dismissed). A message with no answer queued stays open, its promise pending, as VS Code's
+   * does until the user closes it (a toast that hides into the notification centre is not
+   * closed); `Shown.close` closes it.
+   */
   answers: [] as unknown[],
   quickPicks: [] as Array<{ items: unknown[]; title: string | undefined }>,
   commands: new Map<string, (...args: unknown[]) => unknown>(),
@@ -223,8 +232,26 @@ function message(level: Shown["level"]) {
   return (text: string, ...rest: unknown[]): Promise<string | undefined> => {
     const modal = typeof rest[0] === "object" && rest[0] !== null && (rest[0] as { modal?: boolean }).modal === true;
     const items = rest.filter((r): r is string => typeof r === "string");
-    fake.shown.push({ level, text, items, modal });
-    return Promise.resolve(items.length ? answer<string>() : undefined);
+    let settle!: (choice: string | undefined) => void;
+    const settled = new Promise<string | undefined>((resolve) => (settle = resolve));
+    const shown: Shown = {
+      level,
+      text,
+      items,
+      modal,
+      closed: false,
+      close(choice?: string) {
+        if (!shown.closed) {
+          shown.closed = true;
+          settle(choice);
+        }
+      },
+    };
+    fake.shown.push(shown);
+    if (items.length && fake.answers.length) {
+      shown.close(answer<string>());
+    }
+    return settled;
   };
 }
 

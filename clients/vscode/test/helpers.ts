@@ -137,6 +137,66 @@ export class Daemon {
   }
 }
 
+/** A real memoryd-team server (SQLite in `dir`) on a free port, with one token for `repos`. */
+export class TeamServer {
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly url: string,
+    readonly token: string,
+    private stderr: string[],
+  ) {}
+
+  static async start(dir: string, repos: string[]): Promise<TeamServer> {
+    fs.mkdirSync(dir, { recursive: true });
+    const database = ["--database", `sqlite:///${path.join(dir, "team.sqlite3")}`];
+    const created = spawnSync(PYTHON, ["-m", "memoryd_team.cli", "token", "create", ...database, ...repos.flatMap((r) => ["--repo", r])], { cwd: REPO_ROOT, encoding: "utf8" });
+    const token = created.stdout.trim().split("\n").pop() ?? "";
+    if (created.status !== 0 || !token.startsWith("mdt_")) {
+      throw new Error(`memoryd-team token create failed: ${created.stdout}${created.stderr}`);
+    }
+    const port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    const proc = spawn(PYTHON, ["-m", "memoryd_team.cli", "serve", ...database, "--port", String(port), "--log-level", "warning"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    const stderr: string[] = [];
+    proc.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+    const server = new TeamServer(proc, `http://127.0.0.1:${port}`, token, stderr);
+    try {
+      await waitFor(async () => {
+        if (proc.exitCode !== null) {
+          throw new Error(`memoryd-team exited with ${proc.exitCode}: ${stderr.join("")}`);
+        }
+        return fetch(`${server.url}/healthz`).then((r) => r.ok, () => false);
+      }, 30_000, "memoryd-team to listen");
+    } catch (error) {
+      proc.kill("SIGKILL");
+      throw error;
+    }
+    return server;
+  }
+
+  get log(): string {
+    return this.stderr.join("");
+  }
+
+  async stop(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+      return;
+    }
+    const exited = new Promise((resolve) => this.proc.once("exit", resolve));
+    this.proc.kill("SIGTERM");
+    const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
 function git(cwd: string, ...args: string[]): void {
   const result = spawnSync("git", args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" } });
   if (result.status !== 0) {
