@@ -4,11 +4,13 @@
 // folder, a folder removed, a setting changed mid-call, and names that hold a command link.
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { MemorydClient } from "../src/core/rpcClient";
-import { otherDaemonWarning, shellQuote } from "../src/core/status";
+import { otherDaemonWarning, shellQuote, whySuppressed } from "../src/core/status";
 import * as F from "./fakeVscode";
 import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
@@ -332,6 +334,57 @@ describe("the extension in a stand-in VS Code", () => {
     await run("memoryd.status", [undefined]);
     assert.doesNotMatch(F.fake.statusItems[0]!.tooltip ?? "", /another memoryd/);
     assert.equal(F.fake.statusItems[0]!.backgroundColor, undefined);
+  });
+
+  test("a team sync the daemon stopped reads stopped, with why, in the status bar and its tooltip", async () => {
+    // bad_token: a token that is no usable token, so the folder never syncs; http_401: the
+    // server refused the pull, so sync stopped. Both have a repo: they read "team synced".
+    const refusing = http.createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "unauthorized", message: "bad token" }));
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", resolve));
+    const port = (refusing.address() as AddressInfo).port;
+    const cases = [
+      { code: "bad_token", team: { MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "not a token" }, why: "MEMORYD_TEAM_TOKEN is not a usable token (bad_token); fix it and restart memoryd" },
+      { code: "http_401", team: { MEMORYD_TEAM_URL: `http://127.0.0.1:${port}`, MEMORYD_TEAM_TOKEN: "t-vscode-test" }, why: "the team server answered HTTP 401, so sync stopped (http_401); delete a file in team/ or restart memoryd to try again once the cause is fixed" },
+    ];
+    try {
+      for (const { code, team, why } of cases) {
+        const sock = path.join(tmp, `${code}.sock`);
+        const repo = makeRepo(path.join(tmp, `stopped-${code}`), { remote: "git@github.com:acme/widgets.git" });
+        const teamDaemon = await Daemon.start(sock, { ...env, ...team });
+        try {
+          activate(sock, [repo.root]);
+          await up();
+          const item = F.fake.statusItems[0]!;
+          // Show Status asks again: the daemon stops a sync after its first answer (a 401)
+          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped")), 10_000, `${code}: the status bar to say stopped`);
+          // (the refused pull is a worker error too)
+          assert.match(item.text, new RegExp(`^\\$\\(database\\) memoryd · no model · team stopped \\(${code}\\)( · 1 worker error)?$`));
+          const line = item.tooltip!.split("\n").find((l) => l.startsWith("Team sync:")) ?? "";
+          assert.ok(line.startsWith(`Team sync: acme/widgets via ${team.MEMORYD_TEAM_URL} — stopped: ${why}; `), item.tooltip);
+          assert.equal(item.backgroundColor?.id, "statusBarItem.warningBackground");
+          const said = await run("memoryd.status", [undefined]);
+          assert.equal(said[0]?.level, "warning");
+          assert.ok(said[0]!.text.includes(`stopped: ${why}`), said[0]!.text);
+        } finally {
+          await teamDaemon.stop();
+        }
+      }
+    } finally {
+      await new Promise((resolve) => refusing.close(resolve));
+    }
+  });
+
+  test("each team.status suppressed code in words, as Neovim and the daemon say it", () => {
+    assert.equal(whySuppressed("no_repo"), "the project has no git remote naming its owner/repo, which team memory is keyed by (no_repo); add one");
+    assert.equal(whySuppressed("no_oauth"), "MEMORYD_TEAM_TOKEN is not set (no_oauth); fix it and restart memoryd");
+    assert.equal(whySuppressed("bad_url"), "MEMORYD_TEAM_URL is not an http(s) URL (bad_url); fix it and restart memoryd");
+    assert.match(whySuppressed("http_403"), /^the team server answered HTTP 403, so sync stopped \(http_403\); delete a file in team\//);
+    assert.match(whySuppressed("permanent"), /^the team server refused for good, so sync stopped \(permanent\)/);
+    assert.match(whySuppressed("toString"), /^the team server refused for good, so sync stopped \(toString\)/);
+    assert.match(whySuppressed("odd\ncode"), /\(odd\\ncode\)/, "one line");
   });
 
   test("the other daemon's socket is quoted for a shell as memctl quotes it", () => {

@@ -9,7 +9,10 @@ export interface StatusView {
   up: boolean;
   text: string;
   tooltip: string;
-  /** What needs the user's attention while the daemon is up (another daemon of theirs runs). */
+  /**
+   * What needs the user's attention while the daemon is up: another daemon of theirs runs, or
+   * the daemon stopped the project's team sync (`team.status.suppressed` with a repo).
+   */
   warning?: string;
 }
 
@@ -38,6 +41,31 @@ export function otherDaemonWarning(status: Pick<StatusResult, "other_daemon">): 
   return oneLine(text);
 }
 
+/** `team.status.suppressed` in words (the daemon's memoryd.team.service.SUPPRESSED_BECAUSE). */
+const SUPPRESSED_BECAUSE: Record<string, string> = {
+  no_repo: "the project has no git remote naming its owner/repo, which team memory is keyed by",
+  no_oauth: "MEMORYD_TEAM_TOKEN is not set",
+  bad_url: "MEMORYD_TEAM_URL is not an http(s) URL",
+  bad_token: "MEMORYD_TEAM_TOKEN is not a usable token",
+};
+
+/**
+ * Why a folder's team sync is off or stopped, with its code and what lifts it, as the daemon's
+ * `why_off` and Neovim's :MemorydStatus say it: a setting fixed and a restart, a git remote
+ * added, or, after the server refused (`http_401`, `permanent`), a file in team/ deleted or a
+ * restart once the cause is fixed.
+ */
+export function whySuppressed(code: string): string {
+  const shown = oneLine(code);
+  if (Object.prototype.hasOwnProperty.call(SUPPRESSED_BECAUSE, code)) {
+    const fix = code === "no_repo" ? "add one" : "fix it and restart memoryd";
+    return `${SUPPRESSED_BECAUSE[code]} (${shown}); ${fix}`;
+  }
+  const http = /^http_(\d+)$/.exec(code);
+  const refused = http ? `the team server answered HTTP ${http[1]}` : "the team server refused for good";
+  return `${refused}, so sync stopped (${shown}); delete a file in team/ or restart memoryd to try again once the cause is fixed`;
+}
+
 export type TeamState = { kind: "off"; reason: string } | { kind: "on"; status: TeamStatusResult } | { kind: "unknown" };
 
 export async function teamState(client: MemorydClient, cwd: string | undefined): Promise<TeamState> {
@@ -46,7 +74,10 @@ export async function teamState(client: MemorydClient, cwd: string | undefined):
   }
   try {
     const status = await client.call<TeamStatusResult>("team.status", { cwd });
-    return status.repo ? { kind: "on", status } : { kind: "off", reason: "this project has no team repository" };
+    if (!status.repo) {
+      return { kind: "off", reason: whySuppressed(status.suppressed || "no_repo") };
+    }
+    return { kind: "on", status };
   } catch (error) {
     if (error instanceof RpcError && error.code === -32003) {
       return { kind: "off", reason: error.message };
@@ -66,9 +97,20 @@ function teamText(team: TeamState): [string, string] {
       const last = s.last_result;
       const failed = last && !last.ok;
       const pending = s.pending?.length ?? 0;
-      const short = failed ? "team error" : s.retrying ? "team retrying" : pending ? `team ${pending} pending` : "team synced";
-      const detail = last ? `last ${last.op} ${last.ok ? "ok" : "failed"} at ${last.at}${last.error ? `: ${last.error}` : ""}` : "not synced yet";
-      return [short, `Team sync: ${s.repo} via ${s.server} — ${detail}; ${s.entries} entries, ${pending} pending`];
+      const stopped = typeof s.suppressed === "string" && s.suppressed ? s.suppressed : undefined;
+      // a stopped sync first: its folder has a repo, nothing syncs however the rest reads
+      const short = stopped
+        ? `team stopped (${oneLine(stopped)})`
+        : failed
+          ? "team error"
+          : s.retrying
+            ? "team retrying"
+            : pending
+              ? `team ${pending} pending`
+              : "team synced";
+      const detail = last ? `last ${last.op} ${last.ok ? "ok" : "failed"} at ${last.at}${last.error ? `: ${oneLine(last.error)}` : ""}` : "not synced yet";
+      const state = stopped ? `stopped: ${whySuppressed(stopped)}; ${detail}` : detail;
+      return [short, `Team sync: ${s.repo} via ${s.server} — ${state}; ${s.entries} entries, ${pending} pending`];
     }
   }
 }
@@ -80,6 +122,8 @@ export function statusView(status: StatusResult, team: TeamState): StatusView {
   const errors = Object.keys(status.worker_errors ?? {}).length;
   const parts = ["memoryd", model, teamShort, errors ? `${errors} worker error${errors === 1 ? "" : "s"}` : ""].filter(Boolean);
   const other = otherDaemonWarning(status);
+  // a team sync the daemon stopped needs the user too (a token or the server to fix)
+  const warning = other ?? (team.kind === "on" && team.status.suppressed ? teamLong : undefined);
   const tooltip = [
     `memoryd ${status.version} (protocol ${status.protocol_version}), pid ${status.pid}, up ${Math.round(status.uptime_s)} s`,
     `Socket: ${status.socket}`,
@@ -87,7 +131,7 @@ export function statusView(status: StatusResult, team: TeamState): StatusView {
     status.model?.configured ? `Model: ${status.model.model ?? "configured"}` : `Model: not configured — ${status.model?.reason ?? ""}`,
     teamLong,
   ];
-  return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n"), ...(other ? { warning: other } : {}) };
+  return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n"), ...(warning ? { warning } : {}) };
 }
 
 export function downView(socketPath: string, reason: string | undefined): StatusView {

@@ -141,6 +141,11 @@ export interface TeamStatusResult {
   server: string | null;
   team_dir: string;
   last_result: { op: string; ok: boolean; at: string; error?: string } | null;
+  /**
+   * Why the folder does not sync (null while it does): `no_repo`, `no_oauth`, `bad_url`,
+   * `bad_token` (never started), `http_<status>` or `permanent` (the server refused for good).
+   */
+  suppressed?: string | null;
   pending: string[];
   entries: number;
   retrying: boolean;
