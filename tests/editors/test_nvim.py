@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
+from memoryd_team.settings import ServerSettings
 from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
 from tests.editors.headless_nvim import NVIM, PLUGIN, headless, run_script
 from tests.editors.misbehaving_daemon import RESTORE_WARNING, STORM_SIZE, MisbehavingDaemon
+from tests.team_server.conftest import ThreadedServer
 
 pytestmark = pytest.mark.skipif(
     NVIM is None,
@@ -236,16 +238,24 @@ def test_hostile_daemon_strings_selections_and_requests(short_tmp: Path, tmp_pat
 
 def test_team_memory_when_the_project_has_team_sync(short_tmp: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "work" / "widgets", remote="git@github.com:acme/widgets.git")
-    # Nothing listens there: writes stay local and sync retries, which is all this needs.
-    team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
-    with running_daemon(short_tmp / "team.sock", env=team) as sock:
-        records = run_nvim(
-            "team_spec.lua",
-            {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_REPO": str(repo), **team},
-            cwd=repo,
-        )
-        assert_all_passed(records, expected=5)
-        memory_dir = memory_dir_of(sock, repo)
+    # A real team server: the delete the spec tries is refused only for a memory pushed there.
+    server = ThreadedServer(f"sqlite://{tmp_path / 'team.sqlite3'}", ServerSettings()).start()
+    team = {
+        "MEMORYD_TEAM_URL": server.url,
+        "MEMORYD_TEAM_TOKEN": server.token("acme/widgets"),
+        "MEMORYD_TEAM_DEBOUNCE": "0.1",
+    }
+    try:
+        with running_daemon(short_tmp / "team.sock", env=team) as sock:
+            records = run_nvim(
+                "team_spec.lua",
+                {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_REPO": str(repo), **team},
+                cwd=repo,
+            )
+            assert_all_passed(records, expected=5)
+            memory_dir = memory_dir_of(sock, repo)
+    finally:
+        server.stop()
     # Deleting it from the list was refused (a synced team memory): still there, still indexed.
     assert "reference_incident_runbook.md" in (memory_dir / "team" / "MEMORY.md").read_text()
     runbook = (memory_dir / "team" / "reference_incident_runbook.md").read_text()

@@ -54,6 +54,11 @@ T.run({
     "deleting a synced team memory: the daemon's refusal, as it says it, on one line and in the view",
     function()
       edit_file()
+      -- Refused only once the memory is on the team server: wait for its push.
+      T.wait('the runbook pushed', function()
+        local status = T.call('team.status', { cwd = repo })
+        return status and status.last_result and status.last_result.ok and #status.pending == 0
+      end, 15000)
       vim.cmd('MemorydMemories')
       T.wait_view('memories', 'Incident runbook')
       T.answers = { 1 } -- yes, delete
