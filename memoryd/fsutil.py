@@ -67,6 +67,17 @@ def make_private_dirs(path: Path, mode: int = 0o700) -> Path:
     return path
 
 
+def open_lock_file(path: Path) -> int:
+    """A lock file (for `flock`) opened read-write, made 0600 in a 0700 folder when missing;
+    a symbolic link in its place is refused (ELOOP), never followed. OSError otherwise."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        return os.open(path, flags, 0o600)
+    except FileNotFoundError:  # the folder's first lock
+        ensure_private_dir(path.parent)
+        return os.open(path, flags, 0o600)
+
+
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:
     """Create `path` (and missing parents, each `mode`); an existing `path` is tightened to
     `mode`, its existing parents are left alone."""

@@ -38,7 +38,7 @@ from typing import Literal, TypeVar
 import structlog
 
 from memoryd.core.project import sanitize_key
-from memoryd.fsutil import ensure_private_dir
+from memoryd.fsutil import open_lock_file
 
 log = structlog.get_logger("memoryd.automem")
 
@@ -179,13 +179,8 @@ class WriterLocks:
     def open_lock_file(self, path: Path) -> int | None:
         """The lock file, opened (folder made 0700, file 0600); None when it cannot be, said
         once in the log."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
-            try:
-                return os.open(path, flags, 0o600)
-            except FileNotFoundError:  # the first lock of this state dir
-                ensure_private_dir(path.parent)
-                return os.open(path, flags, 0o600)
+            return open_lock_file(path)
         except OSError as exc:
             if not self._warned:
                 self._warned = True

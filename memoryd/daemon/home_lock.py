@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.fsutil import ensure_private_dir
+from memoryd.fsutil import open_lock_file
 
 _MAX_BYTES = 4096  # a pid and a socket path; more is not a holder's note
 
@@ -44,10 +44,8 @@ class HomeLock:
         the daemon that holds it, as far as its note tells."""
         if self._fd is not None:
             return None
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
-            ensure_private_dir(self.path.parent)
-            fd = os.open(self.path, flags, 0o600)
+            fd = open_lock_file(self.path)
         except OSError:
             return None  # a read-only state dir: no daemon could leave a note there either
         try:
