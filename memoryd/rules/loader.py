@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
 from memoryd.rules import frontmatter, globs, includes, markdown
 from memoryd.rules.fsview import FileSystem, FsError
 from memoryd.rules.model import (
+    ALL_SOURCES,
     GATED_TYPES,
+    SOURCE_TYPES,
     Condition,
     ContextRequest,
     ContextResult,
@@ -79,6 +82,11 @@ class _Loader:
     includes: int = 0  # @include references followed so far
     unreported: int = 0  # skips past MAX_SKIPPED
 
+    @cached_property
+    def off_types(self) -> frozenset[FileType]:
+        """The file types whose setting source the request leaves out."""
+        return frozenset(SOURCE_TYPES[s] for s in ALL_SOURCES - self.request.sources)
+
     # -- discovery ------------------------------------------------------------------------
     def run(self) -> ContextResult:
         req = self.request
@@ -88,9 +96,8 @@ class _Loader:
         self._rules(
             req.managed_dir / ".claude" / "rules", "Managed", req.rules_base, "session_start"
         )
-        if req.user_source_enabled:
-            self._top(req.config_dir / "CLAUDE.md", "User", "session_start")
-            self._rules(req.config_dir / "rules", "User", req.rules_base, "session_start")
+        self._top(req.config_dir / "CLAUDE.md", "User", "session_start")
+        self._rules(req.config_dir / "rules", "User", req.rules_base, "session_start")
         for directory in _ancestors(req.cwd):
             if self._main_checkout_above_worktree(directory):
                 self._local_only(directory)
@@ -170,6 +177,8 @@ class _Loader:
         return nested_dirs(self.request.cwd, self.request.touched, self.fs)
 
     def _rules(self, folder: Path, ftype: FileType, base: Path, reason: LoadReason) -> None:
+        if ftype in self.off_types:
+            return
         for path in self._rule_files(folder):
             self._top(path, ftype, reason, rule_base=base)
 
@@ -227,6 +236,8 @@ class _Loader:
     def _top(
         self, path: Path, ftype: FileType, reason: LoadReason, rule_base: Path | None = None
     ) -> None:
+        if ftype in self.off_types:
+            return  # its setting source is off: not loaded, its includes not followed
         self._load(path, ftype, reason, depth=0, stack=(), rule_base=rule_base)
 
     def _load(

@@ -8,6 +8,15 @@ from typing import Literal
 
 FileType = Literal["Managed", "User", "Project", "Local", "AutoMem", "TeamMem"]
 LoadReason = Literal["session_start", "nested", "path_glob", "include"]
+# The setting sources an agent runs with (Claude Code's `--setting-sources`) and the instruction
+# files each brings: User files only when the user source is on (SPEC.md, Layer 1).
+SettingSource = Literal["user", "project", "local"]
+ALL_SOURCES: frozenset[SettingSource] = frozenset({"user", "project", "local"})
+SOURCE_TYPES: dict[SettingSource, FileType] = {
+    "user": "User",
+    "project": "Project",
+    "local": "Local",
+}
 SkipReason = Literal[
     "missing",
     "not_a_file",
@@ -66,7 +75,7 @@ class ContextRequest:
     agents_md_fallback: bool = True
     max_include_depth: int = 5
     external_approved: bool = False
-    user_source_enabled: bool = True
+    sources: frozenset[SettingSource] = ALL_SOURCES
 
     @property
     def rules_base(self) -> Path:

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memoryd import paths, settings
 from memoryd.rules import approvals, assembly, globs, realfs
 from memoryd.rules.loader import load_context, nested_dirs
-from memoryd.rules.model import Condition, ContextRequest, ContextResult
+from memoryd.rules.model import (
+    ALL_SOURCES,
+    Condition,
+    ContextRequest,
+    ContextResult,
+    SettingSource,
+)
 from memoryd.rules.watcher import DirWatcher
 
 if TYPE_CHECKING:
@@ -36,9 +42,10 @@ MAX_INCLUDE_DEPTH_CAP = 20
 # (cwd, project root, nested folders the touched paths open, which `paths:` rules they match):
 # what a load depends on of the touched paths. Keyed by the raw touched set, a session that
 # touched 20,000 files and one more per call missed on every call and kept a ~10 MB entry each.
-_Key = tuple[Path, Path, frozenset[Path], tuple[bool, ...]]
-_Prefix = tuple[Path, Path, frozenset[Path]]
-_BuildKey = tuple[Path, Path, frozenset[Path]]
+# (cwd, project root, setting sources, nested folders, which `paths:` rules matched)
+_Key = tuple[Path, Path, frozenset[SettingSource], frozenset[Path], tuple[bool, ...]]
+_Prefix = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
+_BuildKey = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
 # Touched paths judged on the event loop; more go to a thread (a stat each, glob matches).
 INLINE_TOUCHED = 256
 # The last touched set seen per (cwd, root), so an unchanged or grown set is judged cheaply.
@@ -75,7 +82,11 @@ def _settings_paths(project_root: Path, flag: Path | None) -> list[Path]:
 
 
 def build(
-    cwd: Path, project: Project, touched: frozenset[Path], flag: Path | None
+    cwd: Path,
+    project: Project,
+    touched: frozenset[Path],
+    flag: Path | None,
+    sources: frozenset[SettingSource] = ALL_SOURCES,
 ) -> CachedContext:
     """Read settings and approvals, then load every file. Blocking: run it in a thread."""
     fs = realfs.RealFS()
@@ -98,6 +109,7 @@ def build(
         managed_dir=paths.managed_dir(),
         home=paths.home(),
         touched=touched,
+        sources=sources,
         excludes=tuple(effective.get("claudeMdExcludes") or ()),
         agents_md_fallback=bool(effective.get("agentsMdFallback")),
         max_include_depth=depth,
@@ -143,7 +155,8 @@ class InstructionFiles:
         self._building: dict[_BuildKey, asyncio.Future[CachedContext]] = {}
         # The `paths:` rules the last load of each prefix judged, in its order.
         self._conditions: OrderedDict[_Prefix, tuple[Condition, ...]] = OrderedDict()
-        self._seen: OrderedDict[tuple[Path, Path], _Seen] = OrderedDict()
+        # Per (cwd, root, sources): the last touched set and its key.
+        self._seen: OrderedDict[tuple[Path, Path, frozenset[SettingSource]], _Seen] = OrderedDict()
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
         self._watcher: DirWatcher | None = None
         self.hits = 0
@@ -167,17 +180,22 @@ class InstructionFiles:
 
     # -- lookups --------------------------------------------------------------------------
     async def get(
-        self, cwd: Path, project: Project, touched: frozenset[Path]
+        self,
+        cwd: Path,
+        project: Project,
+        touched: frozenset[Path],
+        sources: frozenset[SettingSource] = ALL_SOURCES,
     ) -> tuple[CachedContext, bool]:
-        """The context for cwd and touched paths, and whether it came from the cache."""
-        key = await self._key(cwd, project.root, touched)
+        """The context for cwd and touched paths (with these setting sources' files), and
+        whether it came from the cache."""
+        key = await self._key(cwd, project.root, sources, touched)
         entry = self._entries.get(key) if key is not None else None
         if key is not None and entry is not None and self._still_valid(key, entry):
             self._entries.move_to_end(key)
-            self._remember(cwd, project.root, touched, key)
+            self._remember(touched, key)
             self.hits += 1
             return entry, True
-        build_key: _BuildKey = (cwd, project.root, touched)
+        build_key: _BuildKey = (cwd, project.root, sources, touched)
         pending = self._building.get(build_key)
         if pending is not None:
             return await asyncio.shield(pending), False
@@ -187,7 +205,7 @@ class InstructionFiles:
         try:
             self.misses += 1
             flag = self.flag_settings
-            entry = await asyncio.to_thread(build, cwd, project, touched, flag)
+            entry = await asyncio.to_thread(build, cwd, project, touched, flag, sources)
             nested = await self._off_loop(len(touched), _nested, cwd, touched)
             conditions = entry.result.conditions
             flags = await self._off_loop(len(touched), _matched, conditions, touched)
@@ -197,41 +215,43 @@ class InstructionFiles:
             raise
         finally:
             self._building.pop(build_key, None)
-        key = (cwd, project.root, nested, flags)
-        self._conditions[key[:3]] = conditions
-        self._conditions.move_to_end(key[:3])
+        key = (cwd, project.root, sources, nested, flags)
+        self._conditions[key[:4]] = conditions
+        self._conditions.move_to_end(key[:4])
         while len(self._conditions) > MAX_ENTRIES:
             self._conditions.popitem(last=False)
-        self._remember(cwd, project.root, touched, key)
+        self._remember(touched, key)
         if epoch == self._epoch:
             self._store(key, entry)
         future.set_result(entry)
         return entry, False
 
-    async def _key(self, cwd: Path, root: Path, touched: frozenset[Path]) -> _Key | None:
+    async def _key(
+        self, cwd: Path, root: Path, sources: frozenset[SettingSource], touched: frozenset[Path]
+    ) -> _Key | None:
         """The key of the load these touched paths make; None when not known without one."""
-        seen = self._seen.get((cwd, root))
+        seen = self._seen.get((cwd, root, sources))
         if seen is not None and seen.key in self._entries:
             if touched == seen.touched:
                 return seen.key
             if seen.touched <= touched:  # a session's set grows: judge only what is new
                 added = touched - seen.touched
-                nested = seen.key[2] | await self._off_loop(len(added), _nested, cwd, added)
-                if nested == seen.key[2]:
+                nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
+                if nested == seen.key[3]:
                     flags = await self._off_loop(
-                        len(added), _matched, self._conditions.get(seen.key[:3], ()), added
+                        len(added), _matched, self._conditions.get(seen.key[:4], ()), added
                     )
-                    if len(flags) == len(seen.key[3]):
+                    if len(flags) == len(seen.key[4]):
                         return (
-                            *seen.key[:3],
-                            tuple(a or b for a, b in zip(seen.key[3], flags, strict=True)),
+                            *seen.key[:4],
+                            tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
                         )
         nested = await self._off_loop(len(touched), _nested, cwd, touched)
-        conditions = self._conditions.get((cwd, root, nested))
+        conditions = self._conditions.get((cwd, root, sources, nested))
         if conditions is None:
             return None
         flags = await self._off_loop(len(touched), _matched, conditions, touched)
-        return (cwd, root, nested, flags)
+        return (cwd, root, sources, nested, flags)
 
     @staticmethod
     async def _off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
@@ -239,9 +259,9 @@ class InstructionFiles:
             return call(*args)
         return await asyncio.to_thread(call, *args)
 
-    def _remember(self, cwd: Path, root: Path, touched: frozenset[Path], key: _Key) -> None:
-        self._seen[(cwd, root)] = _Seen(touched, key)
-        self._seen.move_to_end((cwd, root))
+    def _remember(self, touched: frozenset[Path], key: _Key) -> None:
+        self._seen[key[:3]] = _Seen(touched, key)
+        self._seen.move_to_end(key[:3])
         while len(self._seen) > MAX_SEEN:
             self._seen.popitem(last=False)
 

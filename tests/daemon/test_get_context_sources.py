@@ -79,3 +79,19 @@ async def test_an_unknown_source_is_invalid_params(
     with pytest.raises(RpcError) as caught:
         await daemon.call("get_context", cwd=str(tmp_path), setting_sources=sources)
     assert caught.value.code == -32602
+
+
+async def test_a_file_both_a_user_and_a_project_file_include_stays_with_the_project(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by a review: the sources were cut from the cached whole load, where the shared
+    # file had been loaded (once) as the User file's include, so it went with it.
+    repo = _tree(isolated_env, tmp_path)
+    shared = tmp_path / "shared-style.md"
+    shared.write_text("Never use tabs.\n")
+    (isolated_env.config_dir / "CLAUDE.md").write_text(f"User rule. @{shared}\n")
+    (repo / "CLAUDE.md").write_text(f"Project rule. @{shared}\n")
+    await daemon.call("includes.approve", cwd=str(repo))
+    project = await daemon.call("get_context", cwd=str(repo), setting_sources=["project"])
+    assert "Never use tabs." in project["claude_md"]
+    assert "User rule" not in project["claude_md"]

@@ -59,7 +59,7 @@ def test_order_managed_user_project_local(
 def test_user_source_can_be_disabled(tree: Tree, load: Loader, isolated_env: IsolatedEnv) -> None:
     isolated_env.config_dir.mkdir(parents=True)
     (isolated_env.config_dir / "CLAUDE.md").write_text("user")
-    result = load(tree.root, user_source_enabled=False)
+    result = load(tree.root, sources=frozenset({"project", "local"}))
     assert [f for f in result.files if f.type == "User"] == []
 
 

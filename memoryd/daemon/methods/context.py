@@ -6,7 +6,7 @@ import asyncio
 import os.path
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, Field
@@ -16,29 +16,20 @@ from memoryd.daemon.params import Cwd, PathText, SessionId
 from memoryd.daemon.rpc import Params, method
 from memoryd.rules import approvals, assembly, sessions
 from memoryd.rules.model import (
+    ALL_SOURCES,
     ContextContribution,
     ContextResult,
     FileType,
     IndexEntry,
     LoadReason,
+    SettingSource,
 )
-from memoryd.rules.service import CachedContext, build
+from memoryd.rules.service import build
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
 
 log = structlog.get_logger("memoryd.rules")
-
-
-SettingSource = Literal["user", "project", "local"]
-ALL_SOURCES: frozenset[SettingSource] = frozenset({"user", "project", "local"})
-# The instruction files each setting source brings (SPEC.md, Layer 1: User files only when
-# the user source is on; Claude Code's `--setting-sources` gates Project and Local the same way).
-_SOURCE_TYPES: dict[SettingSource, FileType] = {
-    "user": "User",
-    "project": "Project",
-    "local": "Local",
-}
 
 
 class GetContextParams(Params):
@@ -153,24 +144,6 @@ def _wire(result: ContextResult) -> tuple[list[dict[str, Any]], list[dict[str, A
     return files, skipped
 
 
-def _from_sources(
-    cached: CachedContext,
-    files: list[dict[str, Any]],
-    skipped: list[dict[str, Any]],
-    sources: frozenset[SettingSource],
-) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The sections, files and skips of a load without the files of the sources left out (an
-    include goes with the file that included it: it has that file's type)."""
-    off = {_SOURCE_TYPES[s] for s in ALL_SOURCES - sources}
-    loaded = cached.result.files
-    gone = {str(f.path) for f in loaded if f.type in off}
-    return (
-        assembly.render_files([f for f in loaded if f.type not in off]),
-        [w for w, f in zip(files, loaded, strict=True) if f.type not in off],
-        [s for s in skipped if s["parent"] not in gone],
-    )
-
-
 def _entry_info(entry: IndexEntry) -> FileInfo:
     return FileInfo(
         path=str(entry.path), type=entry.type, parent=None, reason="session_start", globs=None
@@ -197,19 +170,16 @@ async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any
     touched = frozenset(spelled)
     service = daemon.services.instructions
     await service.ensure_started()
-    cached, hit = await service.get(real_cwd, project, touched)
+    sources = ALL_SOURCES if params.setting_sources is None else frozenset(params.setting_sources)
+    cached, hit = await service.get(real_cwd, project, touched, sources)
     contributions, provider_failures = await _contributions(daemon, project)
     entries = [entry for c in contributions for entry in c.entries]
     if cached.wire is None:
         cached.wire = _wire(cached.result)
     files, skipped = cached.wire
-    sections = cached.sections
-    sources = ALL_SOURCES if params.setting_sources is None else frozenset(params.setting_sources)
-    if sources != ALL_SOURCES:
-        sections, files, skipped = _from_sources(cached, files, skipped, sources)
     # A plain dict: the typed parts were validated once when the entry was made.
     result: dict[str, Any] = {
-        "claude_md": assembly.assemble(sections, assembly.render_entries(entries)),
+        "claude_md": assembly.assemble(cached.sections, assembly.render_entries(entries)),
         "current_date": assembly.current_date_line(date.today()),
         "files": [*files, *(_entry_info(e).model_dump() for e in entries)],
         "skipped": [*skipped, *(f.model_dump() for f in provider_failures)],
