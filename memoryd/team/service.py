@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from memoryd.automem.service import AutoMemory
+from memoryd.core.model_config import usable_credential
 from memoryd.errors import FeatureUnavailable
 from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
@@ -210,7 +211,7 @@ class TeamSync:
             state.suppressed = "no_oauth"
         elif not _usable_url(config.url):
             state.suppressed = "bad_url"  # e.g. no http(s) scheme: no request could succeed
-        elif not _usable_token(config.token):
+        elif not usable_credential(config.token):
             state.suppressed = "bad_token"
         else:
             client = TeamClient(config.url, config.token, timeout_s=self.timeout_s)
@@ -388,11 +389,6 @@ def _remote_changed(folder: Folder, project: Project) -> bool:
 def _usable_url(url: str) -> bool:
     parts = urlsplit(url)
     return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
-def _usable_token(token: str) -> bool:
-    """A bearer credential must be printable ASCII without spaces to fit in a header."""
-    return token.isascii() and token.isprintable() and " " not in token
 
 
 def describe_state(folder: Folder) -> dict[str, Any]:

@@ -33,17 +33,12 @@ async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
 
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Pull now (server wins per key; local edits that would be lost are saved aside)."""
-    return await _sync_now(daemon, params, _pull, suppressed=lambda exc: why_off(str(exc)))
+    return await _sync_now(daemon, params, _pull)
 
 
 async def team_push(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Push the local changes now (delta by checksum, secrets never uploaded)."""
-    return await _sync_now(
-        daemon,
-        params,
-        _push,
-        suppressed=lambda exc: why_off(str(exc)),
-    )
+    return await _sync_now(daemon, params, _push)
 
 
 async def _pull(engine: SyncEngine) -> dict[str, Any]:
@@ -72,18 +67,16 @@ async def _sync_now(
     daemon: Daemon,
     params: TeamParams,
     step: Callable[[SyncEngine], Awaitable[dict[str, Any]]],
-    *,
-    suppressed: Callable[[SyncSuppressed], str],
 ) -> dict[str, Any]:
-    """Run `step` on the project's started folder; its failures are results (`ok: false`), with
-    `suppressed` saying why sync is off, or the server's HTTP status."""
+    """Run `step` on the project's started folder; its failures are results (`ok: false`),
+    saying why sync is off and what lifts it, or the server's HTTP status."""
     project = daemon.services.projects.resolve(params.cwd)
     folder = await daemon.services.team.started(project)
     result: dict[str, Any]
     try:
         result = {"ok": True, **await step(folder.engine)}
     except SyncSuppressed as exc:
-        result = {"ok": False, "error": suppressed(exc)}
+        result = {"ok": False, "error": why_off(str(exc))}
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
     return {**describe_state(folder), **result}
