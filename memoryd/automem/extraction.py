@@ -166,9 +166,13 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
     count = cursor.count
     if cursor.mark is None:
         return count if 0 < count <= len(messages) and _starts_compacted(messages) else 0
+    if 0 < count <= len(messages):
+        # The usual case, on the event loop each turn: the same list, grown. Only the last
+        # offered messages are fingerprinted, not the whole transcript.
+        tail = [message_mark(m) for m in messages[max(0, count - MARK_SPAN) : count]]
+        if _span_mark(tail, len(tail)) == cursor.mark:
+            return count
     marks = [message_mark(m) for m in messages]
-    if 0 < count <= len(messages) and _span_mark(marks, count) == cursor.mark:
-        return count
     # Where the count does not hold: the earliest place the offered part's last messages
     # stand, so that when unsure more is offered again rather than something never.
     for end in range(1, len(messages) + 1):
