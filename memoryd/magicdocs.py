@@ -249,9 +249,12 @@ class MagicDocs:
                 while len(self.docs) > MAX_DOCS:
                     self.docs.popitem(last=False)
             self.docs.move_to_end(path)
-            doc.title, doc.instruction = header.title, header.instruction
-            if doc.sessions.pop(session_id, 0) is not None:
-                self._changed = True  # a session new to the doc
+            if (doc.title, doc.instruction) != (header.title, header.instruction):
+                doc.title, doc.instruction = header.title, header.instruction
+                self._changed = True  # a retitled doc is saved so, not as it was
+            if session_id not in doc.sessions:
+                self._changed = True
+            doc.sessions.pop(session_id, None)  # to the end: the most recent session
             doc.sessions[session_id] = None
             while len(doc.sessions) > MAX_SESSIONS_PER_DOC:
                 del doc.sessions[next(iter(doc.sessions))]

@@ -73,3 +73,25 @@ async def test_a_broken_registrations_file_is_no_registration(
 
 def stat_mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+async def test_a_doc_retitled_and_read_again_is_saved_with_its_new_title(
+    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    # Found by a review: a new title read again by a known session was taken in memory but
+    # the registrations file kept the old one.
+    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
+    handle = await start_daemon(config)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    try:
+        ws = workspace_for(handle, tmp_path)
+        doc = ws.cwd / "docs" / "deploy.md"
+        doc.parent.mkdir()
+        doc.write_text(DOC)
+        read = {"session_id": "s1", "cwd": str(ws.cwd), "tool": "Read", "read_paths": [str(doc)]}
+        await handle.call("after_tool", **read)
+        doc.write_text(DOC.replace("Deployment notes", "Release notes"))
+        await handle.call("after_tool", **read)
+    finally:
+        await stop_daemon(handle)
+    assert [d["title"] for d in json.loads(state.read_text())["docs"]] == ["Release notes"]
