@@ -170,9 +170,9 @@ def launchd_job(sock: Path) -> list[str] | None:
         return None
     import subprocess
 
-    from memctl.service_units import LAUNCHD_LABEL  # `memctl service install`'s agent
+    from memctl.service_units import launchd_target  # `memctl service install`'s agent
 
-    target = f"gui/{os.getuid()}/{LAUNCHD_LABEL}"
+    target = launchd_target()
     try:
         shown = subprocess.run(
             [launchctl, "print", target], capture_output=True, text=True, timeout=10, check=False

@@ -20,6 +20,13 @@ from memctl import installation
 TEMPLATES = Path(__file__).parent / "units"
 SYSTEMD_UNITS = ("memoryd.socket", "memoryd.service")
 LAUNCHD_LABEL = "com.memoryd.daemon"
+
+
+def launchd_target() -> str:
+    """The LaunchAgent as `launchctl print|kickstart|bootout` name it."""
+    return f"gui/{os.getuid()}/{LAUNCHD_LABEL}"
+
+
 # The first line of every file memctl writes: how `uninstall` knows a file is its own.
 MARKER = "written by `memctl service install`"
 

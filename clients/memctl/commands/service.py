@@ -122,10 +122,6 @@ def _launchd_logs() -> Path:
     return paths.home() / "Library" / "Logs" / "memoryd"
 
 
-def _launchd_target() -> str:
-    return f"gui/{os.getuid()}/{service_units.LAUNCHD_LABEL}"
-
-
 def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
     command = service_units.daemon_command()
     environment, _ = service_units.carried_environment(os.environ)
@@ -363,7 +359,7 @@ def _restart_background(report: Report, sock: Path) -> None:
 
 
 def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool, sock: Path) -> bool:
-    target = _launchd_target()
+    target = service_units.launchd_target()
     loaded = report.query([launchctl, "print", target]).returncode == 0
     if loaded and not apply:
         report.say(f"{service_units.LAUNCHD_LABEL} is already loaded")
@@ -394,7 +390,9 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
     tool = _tool(manager)
     if mine and (tool is not None or report.dry_run):
         if manager == "launchd":
-            report.run([tool or "launchctl", "bootout", _launchd_target()], check=False)
+            report.run(
+                [tool or "launchctl", "bootout", service_units.launchd_target()], check=False
+            )
         else:
             names = [u.path.name for u in mine]
             report.run([tool or "systemctl", "--user", "disable", "--now", *names], check=False)
@@ -430,7 +428,10 @@ def status(report: Report, manager: str, sock: Path) -> None:
     tool = _tool(manager)
     if tool is not None:
         if manager == "launchd":
-            loaded = report.run([tool, "print", _launchd_target()], check=False).returncode == 0
+            loaded = (
+                report.run([tool, "print", service_units.launchd_target()], check=False).returncode
+                == 0
+            )
             report.say(f"{service_units.LAUNCHD_LABEL}: {'loaded' if loaded else 'not loaded'}")
         else:
             for name in service_units.SYSTEMD_UNITS:
