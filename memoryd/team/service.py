@@ -113,6 +113,7 @@ class TeamSync:
         self._scan_pool: ProcessPoolExecutor | None = None
         self._folders_by_root: dict[Path, Folder] = {}
         self._retiring: set[asyncio.Task[None]] = set()  # folders replaced, still closing
+        self._shedding: set[asyncio.Task[None]] = set()  # waiting for a folder to go idle
         self.refresh_interval_s = 60.0
 
     @property
@@ -238,7 +239,17 @@ class TeamSync:
         except Exception as exc:
             await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
         # Folders busy when the last one was made may be idle now: at start-up every saved
-        # folder resumes at once, and they all kept watching.
+        # folder resumes at once, and they all kept watching. One still pushing what changed
+        # meanwhile is looked at again once that is done.
+        if not self._closed:
+            self._shed_idle()
+        if not self._closed and len(self._folders) > MAX_SYNCING_FOLDERS:
+            task = asyncio.create_task(self._shed_when_idle(folder))
+            self._shedding.add(task)
+            task.add_done_callback(self._shedding.discard)
+
+    async def _shed_when_idle(self, folder: Folder) -> None:
+        await folder.runner.wait_idle()
         if not self._closed:
             self._shed_idle()
 
@@ -355,6 +366,8 @@ class TeamSync:
 
     async def close(self) -> None:
         self._closed = True
+        for task in self._shedding:
+            task.cancel()
         if self._retiring:
             await asyncio.gather(*self._retiring, return_exceptions=True)
         folders = list(self._folders.values())

@@ -99,5 +99,5 @@ async def test_folders_resumed_at_start_are_held_to_the_cap_too(
         started = [f.start_task for f in team._folders.values()]
         return bool(started) and all(t is None or t.done() for t in started)
 
-    await eventually(lambda: settled() and not team._retiring)
+    await eventually(lambda: settled() and not team._shedding and not team._retiring)
     assert len(team._folders) == 3
