@@ -13,6 +13,7 @@ import time
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from memoryd_client.durable import fsync_dir as fsync_dir
 from memoryd_client.private_dirs import make_private_dirs as create_private_dirs
 
 
@@ -211,13 +212,3 @@ def create_exclusive(path: Path, text: str = "", mode: int = 0o600) -> bool:
             os.unlink(path)
         raise
     return True
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or unlink in `path` durable (best effort: some filesystems refuse)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from memoryd_client.durable import fsync_dir
 from memoryd_client.private_dirs import make_private_dirs
 
 
@@ -38,21 +39,7 @@ def write_atomic(
         Path(tmp).unlink(missing_ok=True)
         raise
     if durable:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in `folder` durable (best effort: some filesystems refuse)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        fsync_dir(path.parent)
 
 
 def read_text(path: Path) -> str | None:
