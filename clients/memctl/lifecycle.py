@@ -13,7 +13,7 @@ from typing import Any
 
 from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
 from memoryd_client.private_dirs import make_private_dirs
-from memoryd_client.private_files import folder_problem, open_private_log
+from memoryd_client.private_files import UnsafeFolder, open_private_log
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -83,10 +83,14 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
     log_file = sock.with_name("memoryd.log")
     try:
         make_private_dirs(sock.parent)
-        check_folder(sock)  # before anything is written there
-        log_fd = open_private_log(log_file)
-    except UntrustedSocket:
-        raise
+        log_fd = open_private_log(log_file)  # checks the folder before anything is written
+    except UnsafeFolder as exc:
+        # Another user who made the /tmp/memoryd-<uid> fallback first could have put
+        # `memoryd.log` there as a link to a file of yours: that is no socket folder either.
+        raise UntrustedSocket(
+            f"refusing to start memoryd at {sock}: {exc.problem}; set MEMORYD_SOCKET or "
+            "XDG_RUNTIME_DIR to a folder of your own"
+        ) from exc
     except OSError as exc:
         raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
     command = [
@@ -120,18 +124,6 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
             )
         time.sleep(0.05)
     raise TimeoutError(f"memoryd did not become healthy within {wait_s:.0f}s; see {log_file}")
-
-
-def check_folder(sock: Path) -> None:
-    """The socket folder by the daemon's rule (`private_files.folder_problem`), checked before
-    the log is opened there: another user who made the /tmp/memoryd-<uid> fallback first could
-    have put `memoryd.log` there as a link to a file of yours."""
-    problem = folder_problem(sock.parent)
-    if problem is not None:
-        raise UntrustedSocket(
-            f"refusing to start memoryd at {sock}: {problem}; set MEMORYD_SOCKET or "
-            "XDG_RUNTIME_DIR to a folder of your own"
-        )
 
 
 def _last_logged_event(log_file: Path) -> str | None:

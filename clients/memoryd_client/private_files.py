@@ -26,11 +26,23 @@ def folder_problem(folder: Path) -> str | None:
     return None
 
 
+class UnsafeFolder(PermissionError):
+    """The log's folder is no place for it (`folder_problem`); `problem` says why."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(errno.EPERM, f"{problem}; use a folder of your own")
+        self.problem = problem
+
+
 def open_private_log(path: Path) -> int:
-    """A descriptor appending to `path`, a plain file of the user's: created 0600 (a wider one
-    of ours is made 0600), never through a link, never a FIFO (whose open would hang) or a
-    device, never another user's file or one with other hard links (each writes somewhere else
-    than the log). OSError, its strerror saying why."""
+    """A descriptor appending to `path`, a plain file of the user's in a folder of the user's
+    (`folder_problem`, checked first: UnsafeFolder), created 0600 (a wider one of ours is made
+    0600), never through a link, never a FIFO (whose open would hang) or a device, never
+    another user's file or one with other hard links (each writes somewhere else than the
+    log). OSError, its strerror saying why."""
+    problem = folder_problem(path.parent)
+    if problem is not None:
+        raise UnsafeFolder(problem)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags | os.O_NONBLOCK, 0o600)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import re
@@ -15,7 +14,7 @@ from typing import Any, TextIO, cast
 import structlog
 
 from memoryd.fsutil import make_private_dirs
-from memoryd_client.private_files import folder_problem, open_private_log
+from memoryd_client.private_files import open_private_log
 
 # Key names whose values are credentials, whatever they contain.
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
@@ -75,9 +74,6 @@ def open_log_file(path: Path) -> TextIO:
     of the user's). OSError, its strerror saying why, for a folder that is not safe to write in
     (the socket folder's rule) or a path that is not such a file."""
     make_private_dirs(path.parent)
-    problem = folder_problem(path.parent)
-    if problem is not None:
-        raise PermissionError(errno.EPERM, f"{problem}; use a folder of your own")
     return open(open_private_log(path), "a", encoding="utf-8", buffering=1, closefd=True)
 
 
