@@ -342,10 +342,9 @@ class MagicDocs:
         policy = AccessPolicy(read_roots=(path,), write_files=(path,), allow_shell=False)
         from memoryd.agent import tools as agent_tools  # loaded when a doc is updated
         from memoryd.agent.loop import run_agent
-        from memoryd.agent.secret_screen import REFUSE_SETTING, secret_screen
+        from memoryd.agent.secret_screen import secret_screen
 
-        refuse = bool(self.settings.get(doc.project_root).get(REFUSE_SETTING))
-        screen = secret_screen(refuse=refuse, where=IN_THE_REPOSITORY)
+        screen = secret_screen(self.settings.get(doc.project_root), where=IN_THE_REPOSITORY)
 
         result = await run_agent(
             self.host,

@@ -23,6 +23,7 @@ from memoryd.fsutil import read_regular_file
 
 if TYPE_CHECKING:  # the tools load with the agent loop, not with the daemon
     from memoryd.agent.tools import WriteOp
+    from memoryd.settings import EffectiveSettings
 
 REFUSE_SETTING = "memorydRefuseSecrets"
 MEMORY_FILES = "memory files are plain text and are read back into every session"
@@ -72,9 +73,16 @@ def _old_text(op: WriteOp) -> str | None:
         return None  # gone or unreadable since it was planned: judge the whole text
 
 
-def secret_screen(*, refuse: bool, where: str) -> WriteScreen:
-    """The `screen_write` of a background agent: `refuse` is the user's `memorydRefuseSecrets`
-    (never a repository's); `where` says in the warning why a secret there matters."""
+def refuses_secrets(settings: EffectiveSettings) -> bool:
+    """The user's `memorydRefuseSecrets` (a repository's settings cannot set it)."""
+    return bool(settings.get(REFUSE_SETTING))
+
+
+def secret_screen(settings: EffectiveSettings, *, where: str) -> WriteScreen:
+    """The `screen_write` of a background agent writing under `settings` (the project's): it
+    refuses with `refuses_secrets`, else warns; `where` says in the warning why a secret there
+    matters. The one constructor of extraction's, dream's and MagicDocs' screens."""
+    refuse = refuses_secrets(settings)
 
     def screen(path: Path, op: WriteOp) -> str | None:
         found = added_secrets(_old_text(op), op.text)

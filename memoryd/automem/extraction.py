@@ -640,19 +640,15 @@ def memory_writer_policy(
     )
 
 
-def secret_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
-    """The secret check of an agent writing `project`'s memory, as `memory.write` checks a
-    write: refused with the user's `memorydRefuseSecrets` on, else written with a warning."""
-    from memoryd.agent.secret_screen import MEMORY_FILES, REFUSE_SETTING, secret_screen
-
-    refuse = bool(am.settings.get(project.root).get(REFUSE_SETTING))
-    return secret_screen(refuse=refuse, where=f"{MEMORY_FILES}; remove it with `memctl memory`")
-
-
 def memory_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
     """The check of each planned write of an agent writing `project`'s memory: the memory as
-    `memory.write` would take it (`check_memory_text`), then its secrets (`secret_screen_for`)."""
-    secrets = secret_screen_for(am, project)
+    `memory.write` would take it (`check_memory_text`), then its secrets as `memory.write`
+    checks them (`secret_screen`: refused with the user's `memorydRefuseSecrets` on, else
+    written with a warning)."""
+    from memoryd.agent.secret_screen import MEMORY_FILES, secret_screen
+
+    where = f"{MEMORY_FILES}; remove it with `memctl memory`"
+    secrets = secret_screen(am.settings.get(project.root), where=where)
 
     def screen(path: Path, op: WriteOp) -> str | None:
         check_memory_text(path, op)

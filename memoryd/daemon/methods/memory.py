@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 import yaml
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
+from memoryd.agent.secret_screen import refuses_secrets
 from memoryd.automem.memfile import MAX_FILE_BYTES, check_fields, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall.pick import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import MemoryType
-from memoryd.daemon.memory_secrets import REFUSE_SETTING, check_write
+from memoryd.daemon.memory_secrets import check_write
 from memoryd.daemon.params import Cwd, PathList, PathText, SessionId
 from memoryd.daemon.rpc import Params, method
 from memoryd.errors import ForbiddenPath, MemorydError, NotFound, TooLarge
@@ -276,7 +277,7 @@ async def _check_secrets(
     if len(body) > MAX_FILE_BYTES:
         # The write refuses it as too large (-32004) before anything is saved: no need to scan.
         return {"warnings": [], "secrets": []}
-    refuse = bool(_am(daemon).settings.get(project.root).get(REFUSE_SETTING))
+    refuse = refuses_secrets(_am(daemon).settings.get(project.root))
     # A thread: the scan of a 200 KB body full of keywords takes a second or more.
     return await asyncio.to_thread(
         check_write, name, description, body, team=team, refuse=refuse, file=file
