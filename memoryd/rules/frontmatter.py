@@ -69,14 +69,15 @@ def split(text: str) -> Parsed:
         raise FrontmatterError(f"frontmatter is over {MAX_FRONTMATTER_BYTES // 1024} KiB")
     try:
         data = _load_yaml(raw)
-    except FrontmatterError:
+    except FrontmatterError as as_written:
         quoted = _quote_glob_values(raw)
         if quoted == raw:
             raise
         try:
             data = _load_yaml(quoted)
         except FrontmatterError:
-            raise _load_error(raw) from None
+            # The error of the frontmatter as written, not of its quoted retry.
+            raise as_written from None
     if data is None:
         return Parsed(body, {})
     if not isinstance(data, dict):
@@ -97,15 +98,6 @@ def _load_yaml(raw: str) -> Any:
         raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     except RecursionError:
         raise FrontmatterError("invalid YAML frontmatter: nested too deeply") from None
-
-
-def _load_error(raw: str) -> FrontmatterError:
-    """The error of the frontmatter as written (not of its quoted retry)."""
-    try:
-        _load_yaml(raw)
-    except FrontmatterError as exc:
-        return exc
-    return FrontmatterError("invalid YAML frontmatter")
 
 
 # `key: value` or `- value` whose plain value opens with a character YAML reserves: an

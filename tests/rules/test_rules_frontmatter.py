@@ -308,3 +308,10 @@ def test_impossible_date_or_huge_integer_costs_one_file_not_the_load(
     [bad] = result.skipped
     assert (bad.path, bad.reason) == (tree.root / ".claude/rules/r.md", "bad_frontmatter")
     assert "day is out of range" in bad.detail
+
+
+def test_when_the_quoted_retry_fails_too_the_error_is_that_of_the_text_as_written() -> None:
+    # Guard for keeping the first parse's error (it was found by parsing the text again).
+    with pytest.raises(FrontmatterError, match=r"scanning an alias[\s\S]*line 1") as err:
+        frontmatter.split("---\npaths: **/*.ts\nbad: [unclosed\n---\nbody\n")
+    assert "flow sequence" not in str(err.value)  # the retry's own error, on line 2
