@@ -84,6 +84,18 @@ def _common_dir(git_dir: Path) -> Path:
     return (target if target.is_absolute() else git_dir / target).resolve()
 
 
+def own_git_dir(worktree_root: Path) -> Path | None:
+    """The git dir of the worktree at `worktree_root` (its `.git` folder, or the one its
+    `.git` file names), where its index is; None when there is none."""
+    dot_git = worktree_root / ".git"
+    if dot_git.is_dir():
+        return dot_git.resolve()
+    if dot_git.is_file():
+        git_dir = _read_gitdir_file(dot_git)
+        return git_dir if git_dir is not None and git_dir.is_dir() else None
+    return None
+
+
 def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
     """(worktree root, the worktree's own git dir) for the nearest enclosing repository.
 
@@ -93,24 +105,16 @@ def find_worktree(cwd: Path) -> tuple[Path, Path] | None:
     otherwise be every scratch folder's repository."""
     for directory in (cwd, *cwd.parents):
         dot_git = directory / ".git"
-        if dot_git.is_dir():
-            if not _trusted(directory, dot_git) and not gitsafe.is_safe_directory(directory):
-                return None
-            return directory, dot_git.resolve()
-        if dot_git.is_file():
-            # Whether git would trust it is asked once, only when an owner is another user.
-            safe: bool | None = None
-            if not _trusted(directory, dot_git):
-                safe = gitsafe.is_safe_directory(directory)
-                if not safe:
-                    return None
-            git_dir = _read_gitdir_file(dot_git)
-            if git_dir is not None and git_dir.is_dir():
-                if not _owned_by_me(git_dir) and not (
-                    safe if safe is not None else gitsafe.is_safe_directory(directory)
-                ):
-                    return None
-                return directory, git_dir
+        git_dir = own_git_dir(directory)
+        if git_dir is None and not dot_git.is_file():
+            continue
+        # An unusable `.git` file ends the walk too when it is not trusted. Whether git would
+        # trust it is asked once, only when an owner is another user.
+        mine = _trusted(directory, dot_git) and (git_dir is None or _owned_by_me(git_dir))
+        if not mine and not gitsafe.is_safe_directory(directory):
+            return None
+        if git_dir is not None:
+            return directory, git_dir
     return None
 
 
@@ -232,18 +236,6 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
 # The index of a repository of a million files is ~100 MB; past this it is not read.
 _INDEX_CAP = 512 * 1024 * 1024
 _ENTRY_STAT = 40  # ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size
-
-
-def own_git_dir(worktree_root: Path) -> Path | None:
-    """The git dir of the worktree at `worktree_root` (its `.git` folder, or the one its
-    `.git` file names), where its index is; None when there is none."""
-    dot_git = worktree_root / ".git"
-    if dot_git.is_dir():
-        return dot_git.resolve()
-    if dot_git.is_file():
-        git_dir = _read_gitdir_file(dot_git)
-        return git_dir if git_dir is not None and git_dir.is_dir() else None
-    return None
 
 
 def is_tracked(worktree_root: Path, relpath: str) -> bool:
