@@ -104,3 +104,24 @@ def test_stopwords_match_as_substrings(secret: str) -> None:
     for rule in RULES:
         words = (*GLOBAL_STOPWORDS, *rule.stopwords)
         assert secrets._has_stopword(rule, secret) == any(w in secret for w in words)
+
+
+async def test_a_remembered_note_padded_past_the_cap_is_still_scanned(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    # Found by a bug hunt: `memory.remember` checks the size of the stripped note, the scan
+    # skipped any text over 200,000 characters, so blanks after a key saved it unrefused.
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    with pytest.raises(RpcError) as err:
+        await daemon.call(
+            "memory.remember",
+            cwd=str(project),
+            text=f"the deploy key is {AWS_KEY}" + " " * 250_000,
+            type="reference",
+            name="deploy key",
+        )
+    assert err.value.code == -32005
+    assert "aws-access-token" in err.value.message
+    memory_dirs = list((isolated_env.config_dir / "projects").glob("*/memory"))
+    assert not any(p.name != "MEMORY.md" for d in memory_dirs for p in d.iterdir())

@@ -273,10 +273,9 @@ async def _check_secrets(
     team: bool,
     file: str | None = None,
 ) -> dict[str, Any]:
-    """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them."""
-    if len(body) > MAX_FILE_BYTES:
-        # The write refuses it as too large (-32004) before anything is saved: no need to scan.
-        return {"warnings": [], "secrets": []}
+    """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them.
+    Its callers have checked the sizes (a body is at most MAX_FILE_BYTES once stripped), so
+    all of `body` is scanned: a note padded with blanks past the cap skipped the scan."""
     refuse = refuses_secrets(_am(daemon).settings.get(project.root))
     # A thread: the scan of a 200 KB body full of keywords takes a second or more.
     return await asyncio.to_thread(
