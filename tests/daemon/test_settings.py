@@ -17,6 +17,8 @@ import pytest
 from memoryd import settings
 from memoryd.errors import InvalidParams
 from tests.conftest import DaemonHandle, IsolatedEnv
+from tests.daemon.test_param_errors import _error
+from tests.daemon.test_protocol import raw_exchange
 
 
 def write_json(path: Path, data: object) -> None:
@@ -141,6 +143,33 @@ async def test_settings_methods_over_the_socket(daemon: DaemonHandle, tmp_path: 
     assert got["settings"]["agentsMdFallback"] is False
     assert got["sources"]["agentsMdFallback"] == "project"
     assert got["sources"]["autoMemoryEnabled"] == "default"
+
+
+async def test_settings_set_refuses_a_value_the_file_could_not_be_read_back_with(
+    daemon: DaemonHandle,
+) -> None:
+    """A 2 MB value was written: the file went over the 1 MiB it is read up to, so every user
+    setting was ignored from then on and settings.set refused every later key. A value
+    nested 1,000 deep was -32603 (RecursionError writing it)."""
+    await daemon.call("settings.set", key="autoDreamEnabled", value=True)
+    before = settings.user_settings_path().read_bytes()
+    deep = "[" * 1_000 + '"x"' + "]" * 1_000
+    request = '{"jsonrpc": "2.0", "id": 1, "method": "settings.set", "params": '
+    (reply,) = await raw_exchange(
+        daemon.socket_path, (request + '{"key": "k", "value": ' + deep + "}}\n").encode()
+    )
+    assert reply["error"]["code"] == -32602, reply
+    assert "value" in reply["error"]["message"]
+    error = await _error(daemon, "settings.set", {"key": "notes", "value": "x" * 2_000_000})
+    assert error["code"] == -32004, error
+    assert "notes" in error["message"]
+    assert settings.user_settings_path().read_bytes() == before  # nothing written
+    got = await daemon.call("settings.get")
+    assert got["settings"]["autoDreamEnabled"] is True
+    # What fits still goes in, nesting included.
+    nested = {"a": [{"b": ["c"]}]}
+    await daemon.call("settings.set", key="notes", value=nested)
+    assert json.loads(settings.user_settings_path().read_text())["notes"] == nested
 
 
 def test_create_exclusive_leaves_no_half_file(tmp_path: Path) -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import json
+import os
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memoryd import settings as settings_mod
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
 from memoryd.daemon.rpc import NoParams, Params, method
-from memoryd.errors import InvalidParams
+from memoryd.errors import InvalidParams, TooLarge
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -91,15 +93,61 @@ async def settings_get(daemon: Daemon, params: SettingsGetParams) -> dict[str, A
     }
 
 
+# Deeper than any setting nests (Claude Code's hooks: a few levels). A value nested ~1,000 deep
+# failed writing the file (RecursionError, -32603).
+MAX_SETTING_DEPTH = 32
+
+
+def _shallow(value: Any) -> Any:
+    level = [value]
+    for _ in range(MAX_SETTING_DEPTH + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return value
+    raise ValueError(f"nested more than {MAX_SETTING_DEPTH} levels deep")
+
+
 class SettingsSetParams(Params):
     key: str = Field(min_length=1, max_length=200)
-    value: Any
+    value: Annotated[Any, AfterValidator(_shallow)]
+
+
+def _check_room(key: str, value: Any) -> None:
+    """TooLarge when the user settings file could go over the size it is read up to: written,
+    it was skipped as too large from then on (every user setting ignored) and settings.set
+    refused every later key. Bounded from above: the file as it is plus the key as written."""
+    if value is None:
+        return  # a removal only shrinks it
+    # One level into the file's object, as set_user_setting writes it; the braces stand for
+    # the comma and newline before it.
+    added = len(json.dumps({key: value}, indent=2, ensure_ascii=False).encode(errors="replace"))
+    try:
+        present = os.stat(settings_mod.user_settings_path()).st_size
+    except OSError:
+        present = 0  # none yet; anything odd is set_user_setting's to say
+    cap = settings_mod.MAX_SETTINGS_BYTES
+    if present + added > cap:
+        raise TooLarge(
+            f"value: {key} takes {added:,} bytes, and the user settings file would go over "
+            f"the {cap:,} bytes a settings file is read up to (it has {present:,}); "
+            "keep large data out of settings"
+        )
+
+
+def _set(key: str, value: Any) -> str:
+    _check_room(key, value)
+    return str(settings_mod.set_user_setting(key, value))
 
 
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
     """Write one key to the user settings file (atomically, other keys kept)."""
-    path = await asyncio.to_thread(settings_mod.set_user_setting, params.key, params.value)
-    return {"path": str(path), "key": params.key, "value": params.value}
+    path = await asyncio.to_thread(_set, params.key, params.value)
+    return {"path": path, "key": params.key, "value": params.value}
 
 
 METHODS = (
