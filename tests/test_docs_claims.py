@@ -1,0 +1,35 @@
+"""What README.md and docs/*.md state about paths, names and commands is what the code does."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import default_socket_path
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_the_last_resort_socket_is_stated_as_the_clients_compute_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pages said /tmp/memoryd-<uid>/memoryd.sock; the rule takes $TMPDIR first.
+    for name in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "MEMORYD_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
+    actual = default_socket_path(platform="linux")
+    stated = {
+        (page.name, rule)
+        for page in PAGES
+        for rule in re.findall(r"`([^`\s]*memoryd-<uid>/memoryd\.sock)`", page.read_text())
+    }
+    assert stated, "no page states the socket rule's last resort"
+    for page, rule in sorted(stated):
+        path = rule.replace("$TMPDIR", str(tmp_path)).replace("<uid>", str(os.getuid()))
+        assert Path(path) == actual, f"{page} states {rule}"
