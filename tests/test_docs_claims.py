@@ -33,3 +33,15 @@ def test_the_last_resort_socket_is_stated_as_the_clients_compute_it(
     for page, rule in sorted(stated):
         path = rule.replace("$TMPDIR", str(tmp_path)).replace("<uid>", str(os.getuid()))
         assert Path(path) == actual, f"{page} states {rule}"
+
+
+def test_the_client_library_methods_listed_are_the_library_s() -> None:
+    from memoryd_client.methods import AsyncMethods, SyncMethods
+
+    text = (REPO / "docs" / "clients.md").read_text()
+    found = re.search(r"One method per RPC: (.*?) — on both clients", text, re.S)
+    assert found, "docs/clients.md lists memoryd_client's methods"
+    listed = re.findall(r"`(\w+)`", found.group(1))
+    for mixin in (SyncMethods, AsyncMethods):
+        methods = {name for name in vars(mixin) if not name.startswith("_") and name != "call"}
+        assert sorted(listed) == sorted(methods), mixin.__name__
