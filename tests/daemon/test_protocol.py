@@ -334,6 +334,25 @@ async def test_half_a_surrogate_pair_is_one_replacement_character_not_three(
     assert "name: Launch \ufffd\n" in text
 
 
+async def test_an_id_with_half_a_surrogate_pair_is_echoed_as_sent(daemon: DaemonHandle) -> None:
+    # JSON-RPC 2.0: the reply's id is the request's. The U+FFFD that stands for a lone half
+    # in params went into the id too ("\ufffd" back for "\ud83d"): no reply matched.
+    line = (
+        b'{"jsonrpc":"2.0","id":"r\\ud83d","method":"rpc.methods"}\n'
+        b'{"jsonrpc":"2.0","id":"\\udc00","method":"no.such","params":{"q":"\\ud800"}}\n'
+        b'[{"jsonrpc":"2.0","id":"b\\ud800","method":"status"},{"jsonrpc":"2.0","id":"c",'
+        b'"method":"status","params":{"x":"\\ud800"}}]\n'
+    )
+    replies = await raw_exchange(daemon.socket_path, line, replies=3)
+    singles = {r["id"]: r for r in replies if isinstance(r, dict)}
+    assert "methods" in singles["r\ud83d"]["result"]
+    assert singles["\udc00"]["error"]["code"] == -32601
+    (batch,) = [r for r in replies if isinstance(r, list)]
+    by_id = {r["id"]: r for r in batch}
+    assert "pid" in by_id["b\ud800"]["result"]
+    assert "x" in by_id["c"]["error"]["message"]  # the batch's other member, answered as ever
+
+
 async def test_nan_infinity_and_a_bom_are_refused_beside_half_a_surrogate_pair(
     daemon: DaemonHandle, tmp_path: Path
 ) -> None:

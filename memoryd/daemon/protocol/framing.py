@@ -43,11 +43,22 @@ def _strict_stdlib_parse(line: bytes, first_error: ValueError | None) -> Any:
     """The stdlib's reading of a line, held to what orjson accepts: UTF-8 without a BOM, and
     no NaN or Infinity (which are not JSON, and would be written on into settings files)."""
     try:
-        return without_lone_surrogates(
-            json.loads(line.decode(), parse_constant=_not_json, parse_float=_finite_float)
-        )
+        message = json.loads(line.decode(), parse_constant=_not_json, parse_float=_finite_float)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return ParseFailure(error_object(PARSE_ERROR, f"parse error: {first_error or exc}"))
+    return _with_ids_kept(message, without_lone_surrogates(message))
+
+
+def _with_ids_kept(message: Any, cleaned: Any) -> Any:
+    """`cleaned` with each request's id as sent: a reply echoes its id exactly (JSON-RPC 2.0),
+    and `encode_one` escapes half a surrogate pair back as it came (`"\\ud83d"`)."""
+    pairs = (
+        zip(message, cleaned, strict=True) if isinstance(message, list) else [(message, cleaned)]
+    )
+    for sent, kept in pairs:
+        if isinstance(sent, dict) and isinstance(kept, dict) and "id" in sent:
+            kept["id"] = sent["id"]
+    return cleaned
 
 
 def _not_json(constant: str) -> Any:
