@@ -201,6 +201,11 @@ def main() -> int:
                         "type": "project",
                     },
                 ),
+                # What `memctl memory` sends before it saves an edited copy of that memory.
+                (
+                    "memory.snapshot",
+                    {"cwd": cwd, "path": "project_deploys_happen_on_thursdays.md"},
+                ),
                 ("memory.reconcile", {"cwd": cwd}),
                 (
                     "recall",

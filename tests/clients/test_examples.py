@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import shlex
@@ -74,3 +75,23 @@ async def test_agent_loop_example_without_a_key(daemon: DaemonHandle, tmp_path: 
     assert "1 recalled memory(ies)" in text
     assert "Thursdays." in text
     assert text.rstrip().endswith("when do releases leave?")
+
+
+def test_protocol_tour_calls_every_method() -> None:
+    # docs/protocol.md's examples are the tour's output: a method it never calls has a
+    # hand-written example there (memory.snapshot had one, out of step with its ids).
+    from memoryd.daemon.wiring import rpc_methods
+
+    tree = ast.parse((EXAMPLES / "protocol_tour.py").read_text())
+    called = {
+        node.elts[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Tuple)
+        and node.elts
+        and isinstance(node.elts[0], ast.Constant)
+        and isinstance(node.elts[0].value, str)
+    }
+    served = {
+        n for n, spec in rpc_methods().items() if spec.handler.__module__.startswith("memoryd.")
+    }
+    assert sorted(served - called) == []
