@@ -45,3 +45,11 @@ def test_the_client_library_methods_listed_are_the_library_s() -> None:
     for mixin in (SyncMethods, AsyncMethods):
         methods = {name for name in vars(mixin) if not name.startswith("_") and name != "call"}
         assert sorted(listed) == sorted(methods), mixin.__name__
+
+
+def test_every_unit_template_placeholder_is_documented() -> None:
+    templates = [*(REPO / "systemd").iterdir(), *(REPO / "launchd").iterdir()]
+    used = {p for t in templates for p in re.findall(r"@[A-Z_]+@", t.read_text())}
+    assert used, "the templates have placeholders"
+    documented = set(re.findall(r"`(@[A-Z_]+@)`", (REPO / "docs" / "operations.md").read_text()))
+    assert sorted(used - documented) == []
