@@ -193,15 +193,13 @@ class _Loader:
     def _walk_rules(self, folder: Path, ancestors: set[Path], depth: int, walk: _RuleWalk) -> None:
         found = walk.found
         if walk.folders >= MAX_RULE_FOLDERS or len(found) >= MAX_RULE_FILES:
-            if not walk.capped:  # once per tree: the rest of a disk is not news
-                walk.capped = True
-                self._skip(
-                    folder,
-                    "too_many",
-                    f"rule folders not read: over {MAX_RULE_FOLDERS} folders"
-                    if walk.folders >= MAX_RULE_FOLDERS
-                    else f"more than {MAX_RULE_FILES} rule files",
-                )
+            self._cap_rules(
+                walk,
+                folder,
+                f"rule folders not read: over {MAX_RULE_FOLDERS} folders"
+                if walk.folders >= MAX_RULE_FOLDERS
+                else f"more than {MAX_RULE_FILES} rule files",
+            )
             return
         walk.folders += 1
         names: list[str] = self._or_skipped(self.fs.list_dir, folder, [])
@@ -228,9 +226,18 @@ class _Loader:
                     self._walk_rules(path, ancestors | {real}, depth + 1, walk)
             elif name.endswith(".md"):
                 if len(found) >= MAX_RULE_FILES:
-                    self._skip(path, "too_many", f"more than {MAX_RULE_FILES} rule files")
-                    continue
+                    # The rest of the folder is not read: 10,000 rules in one folder were
+                    # each stat'ed and skipped, filling the skips listed with them.
+                    self._cap_rules(walk, path, f"more than {MAX_RULE_FILES} rule files")
+                    return
                 found.append(path)
+
+    def _cap_rules(self, walk: _RuleWalk, path: Path, detail: str) -> None:
+        """The walk met a cap at `path`: skipped as `too_many` once per tree (the rest of a
+        disk is not news)."""
+        if not walk.capped:
+            walk.capped = True
+            self._skip(path, "too_many", detail)
 
     # -- loading --------------------------------------------------------------------------
     def _top(

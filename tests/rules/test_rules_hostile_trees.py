@@ -195,3 +195,22 @@ def test_nested_includes_use_up_the_contexts_room_as_they_go(
     result = load(tree.root)
     included = [f for f in result.files if f.reason == "include"]
     assert len(included) == 25
+
+
+def test_rule_files_past_the_cap_in_one_folder_are_skipped_once(
+    tree: Tree, load: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: 10,000 rules in one folder gave 8,000 `too_many` skips, one per file
+    # past the cap, which filled the listed skips and hid the rules judged after them (a
+    # conditional rule's `paths_not_matched`), and each of them was stat'ed for nothing.
+    monkeypatch.setattr(loader, "MAX_RULE_FILES", 20)
+    tree.write(".claude/rules/a-conditional.md", "---\npaths: src/**\n---\nonly for src")
+    for i in range(100):
+        tree.write(f".claude/rules/r{i:03}.md", f"rule {i}")
+    result = load(tree.root)
+    rules = [p for p in loaded(result, tree.root) if p.startswith(".claude/rules/")]
+    assert rules == [f".claude/rules/r{i:03}.md" for i in range(19)]
+    too_many = [s for s in result.skipped if s.reason == "too_many"]
+    assert len(too_many) == 1
+    assert too_many[0].detail == "more than 20 rule files"
+    assert skips(result, tree.root)[".claude/rules/a-conditional.md"] == "paths_not_matched"
