@@ -10,7 +10,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from memoryd_client.durable import fsync_dir as fsync_dir
@@ -177,11 +177,22 @@ def remove_stale_staged_tree(root: Path, older_than: float = STARTED_AT) -> list
     return removed
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` atomically; readers see the old or the new file, never half."""
+class ChangedMeanwhile(OSError):
+    """`atomic_write_bytes(still=…)`: the file changed since it was read; nothing written."""
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, mode: int = 0o600, *, still: Callable[[], bool] | None = None
+) -> None:
+    """Replace `path` with `data` atomically; readers see the old or the new file, never half.
+    `still`: asked once the new file is staged, right before the rename; False raises
+    ChangedMeanwhile and leaves `path` as it is (another writer changed what `data` was made
+    from: staging and its fsync take milliseconds, a window another writer falls into)."""
     make_private_dirs(path.parent)
     tmp = stage_file(path.parent, data, prefix=_staged_prefix(path.name), mode=mode)
     try:
+        if still is not None and not still():
+            raise ChangedMeanwhile(errno.EAGAIN, "changed while it was rewritten", str(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from memoryd.automem.layout import (
     is_team,
     on_disk,
     read_index_for_rewrite,
+    update_index,
     write_index,
 )
 from memoryd.automem.locks import WriterLocks, held_work
@@ -129,15 +131,13 @@ class IndexWriter:
         team = is_team(key)
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
-        text = read_index_for_rewrite(path)
         # The file is about to go: a line means it only if it means no other file there
         # (the line `a%20b.md` of `a b.md` stays when `a%20b.md` is deleted).
         there = on_disk(path.parent, known)
-        new = index_mod.remove(text, file, lambda name: name != file and there(name))
-        if new == text:
-            return None
-        write_index(path, new)
-        return text
+        text, new = update_index(
+            path, lambda text: index_mod.remove(text, file, lambda n: n != file and there(n))
+        )
+        return None if new == text else text
 
     @staticmethod
     def put_back(memory_dir: Path, key: str, text: str) -> None:
@@ -211,7 +211,7 @@ class IndexWriter:
                     self._note_in_step(memory_dir, team, seen)
                     log.warning("orphan check skipped", memory_dir=str(memory_dir), why=str(result))
                     continue
-                text, headers, unlisted = result
+                _, headers, unlisted = result
                 if not unlisted:
                     self._note_in_step(memory_dir, team, seen)
                     continue
@@ -224,9 +224,10 @@ class IndexWriter:
                 }
                 if not lines:
                     continue
-                write_index(
-                    path, index_mod.apply(text, lines, exists=on_disk(path.parent, headers))
-                )
+                exists = on_disk(path.parent, headers)
+                # Read again just before the write: a line added meanwhile (by the agent whose
+                # file this is) is kept, not replaced by a generated one.
+                update_index(path, functools.partial(_add_unlisted, lines=lines, exists=exists))
                 state.note_written_dir(path.parent)
                 added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
         if added:
@@ -254,17 +255,22 @@ class IndexWriter:
             )
 
 
+def _add_unlisted(text: str, lines: Mapping[str, str], exists: index_mod.Exists) -> str:
+    """`text` with the generated line of each file of `lines` that it still does not list."""
+    still = set(index_mod.unlisted(text, sorted(lines)))
+    return index_mod.apply(
+        text, {f: line for f, line in lines.items() if f in still}, exists=exists
+    )
+
+
 def _reconcile(path: Path, files: Mapping[str, tuple[str, str]]) -> tuple[int, int]:
     """Bring the index at `path` in step with `files` ({file: (title, hook)}): (added, removed)
     lines. Touches no state (`reconcile`'s, in a thread)."""
-    text = read_index_for_rewrite(path)
-    if not files and not text:
-        return 0, 0
+    text, new = update_index(
+        path, lambda text: index_mod.reconcile(text, files, on_disk(path.parent, files))
+    )
     before = {e.file for e in index_mod.parse_index(text)}
-    new = index_mod.reconcile(text, files, on_disk(path.parent, files))
     after = {e.file for e in index_mod.parse_index(new)}
-    if new != text:
-        write_index(path, new)
     return len(after - before), len(before - after)
 
 
@@ -272,10 +278,11 @@ def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> 
     """Put `lines` into the index at `path` (a flush's, in a thread); the OSError that kept it
     from being rewritten, if one did."""
     try:
-        text = read_index_for_rewrite(path)
-        new = index_mod.apply(text, lines, present, on_disk(path.parent, present))
-        if new != text or not path.exists():
-            write_index(path, new)
+        update_index(
+            path,
+            lambda text: index_mod.apply(text, lines, present, on_disk(path.parent, present)),
+            create=True,
+        )
     except OSError as exc:
         return exc
     return None

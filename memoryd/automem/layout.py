@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
-from memoryd.fsutil import NotRegularFile, atomic_write_bytes, read_regular_file
+from memoryd.fsutil import ChangedMeanwhile, NotRegularFile, atomic_write_bytes, read_regular_file
 
 
 def is_team(key: str) -> bool:
@@ -102,3 +103,51 @@ def read_index_for_rewrite(path: Path) -> str:
 def write_index(path: Path, text: str) -> None:
     """Write an index read by `read_index_for_rewrite` back atomically, its bytes as read."""
     atomic_write_bytes(path, text.encode("utf-8", errors="surrogateescape"))
+
+
+# Rewrites of an index that keeps changing under us before the last one goes ahead regardless.
+_UPDATE_TRIES = 5
+
+
+def _index_stamp(path: Path) -> tuple[int, ...] | None:
+    """What changes when anyone writes MEMORY.md: in place (a size, a time) or by a rename
+    (an inode). None when there is none."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def _unchanged(path: Path, stamp: tuple[int, ...] | None) -> bool:
+    return _index_stamp(path) == stamp
+
+
+def update_index(
+    path: Path, change: Callable[[str], str], *, create: bool = False
+) -> tuple[str, str]:
+    """Read MEMORY.md, `change` its text and write the result back (with `create`, also an
+    unchanged text when there is no file); (the text read, the text written). Writers outside
+    memoryd (Claude Code, an editor) take no lock: when the file changed after it was read
+    (an agent's line added, an editor's save half done: it truncates, then writes), it is
+    read and changed again, so their edit is kept; a rewrite of what was read dropped it, or
+    kept only the lines of our own batch when the read fell between the truncate and the
+    write."""
+    tries = 1
+    while True:
+        before = _index_stamp(path)
+        text = read_index_for_rewrite(path)
+        new = change(text)
+        if new == text and not (create and before is None):
+            return text, new
+        guarded = tries < _UPDATE_TRIES
+        try:
+            atomic_write_bytes(
+                path,
+                new.encode("utf-8", errors="surrogateescape"),
+                still=functools.partial(_unchanged, path, before) if guarded else None,
+            )
+        except ChangedMeanwhile:
+            tries += 1
+            continue
+        return text, new

@@ -6,6 +6,7 @@ import asyncio
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,21 +75,21 @@ async def test_a_burst_of_writes_leaves_the_loop_free_and_batches_the_index(
     loop_thread = threading.get_ident()
     files_on_loop: list[str] = []
     rewrites: list[Path] = []
-    write_file, write_index = writes.atomic_write_text, index_writer.write_index
+    write_file, update_index = writes.atomic_write_text, index_writer.update_index
 
     def spy_file(path: Path, text: str) -> None:
         if threading.get_ident() == loop_thread:
             files_on_loop.append(path.name)
         write_file(path, text)
 
-    def spy_index(path: Path, text: str) -> None:
+    def spy_index(path: Path, change: Any, **kw: Any) -> tuple[str, str]:
         if threading.get_ident() == loop_thread:
             files_on_loop.append(path.name)
         rewrites.append(path)
-        write_index(path, text)
+        return update_index(path, change, **kw)
 
     monkeypatch.setattr(writes, "atomic_write_text", spy_file)
-    monkeypatch.setattr(index_writer, "write_index", spy_index)
+    monkeypatch.setattr(index_writer, "update_index", spy_index)
     rng = random.Random(3)
     results = await asyncio.gather(
         *(
@@ -161,13 +162,13 @@ async def test_a_delete_rewrites_the_index_off_the_loop(
     ]
     loop_thread = threading.get_ident()
     threads: list[bool] = []
-    write_index = index_writer.write_index
+    update_index = index_writer.update_index
 
-    def spy(path: Path, text: str) -> None:
+    def spy(path: Path, change: Any, **kw: Any) -> tuple[str, str]:
         threads.append(threading.get_ident() == loop_thread)
-        write_index(path, text)
+        return update_index(path, change, **kw)
 
-    monkeypatch.setattr(index_writer, "write_index", spy)
+    monkeypatch.setattr(index_writer, "update_index", spy)
     await daemon.call("memory.delete", cwd=str(project), path=paths[1])
     assert threads == [False]
     assert {e.file for e in parse_index((memdir / "MEMORY.md").read_text())} == {

@@ -346,7 +346,7 @@ async def test_reconcile_stats_the_files_in_a_thread(
     await daemon.call("memory.list", cwd=str(project))
     loop_thread = threading.get_ident()
     on_loop: list[str] = []
-    scan, write_index = store._scan, index_writer.write_index
+    scan, update_index = store._scan, index_writer.update_index
 
     def spy_scan(
         directory: Path, prefix: str, seen: Any, stamps: Any, known: Any, **kw: Any
@@ -355,13 +355,13 @@ async def test_reconcile_stats_the_files_in_a_thread(
             on_loop.append(f"stat scan of {directory}")
         scan(directory, prefix, seen, stamps, known, **kw)
 
-    def spy_index(target: Path, text: str) -> None:
+    def spy_index(target: Path, change: Any, **kw: Any) -> tuple[str, str]:
         if threading.get_ident() == loop_thread:
             on_loop.append(f"rewrite of {target}")
-        write_index(target, text)
+        return update_index(target, change, **kw)
 
     monkeypatch.setattr(store, "_scan", spy_scan)
-    monkeypatch.setattr(index_writer, "write_index", spy_index)
+    monkeypatch.setattr(index_writer, "update_index", spy_index)
     text = path.read_text().replace("description:", "description: edited in place,", 1)
     with open(path, "r+") as handle:  # in place: only a full stat sweep sees it
         handle.write(text)

@@ -1,0 +1,106 @@
+"""MEMORY.md written by someone who takes no lock (Claude Code's agent, an editor) while the
+daemon rewrites it: their save is kept, not overwritten by a rewrite of what was read before.
+
+The outside save is made to land in the daemon's window by the index function each rewrite
+calls between its read and its write (`index.apply` for a write, `index.remove` for a
+delete): the first call saves the file the way the outside writer does."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.automem import index as index_mod
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle
+
+EXT_LINE = "- [Written by hand](ext.md) — the agent's own hook"
+
+
+async def _write(daemon: DaemonHandle, project: Path, name: str) -> Path:
+    res = await daemon.call(
+        "memory.write", cwd=str(project), type="user", name=name, description="d", body="b."
+    )
+    return Path(res["path"])
+
+
+def _once_before(
+    monkeypatch: pytest.MonkeyPatch, name: str, outside_save: Callable[[], None]
+) -> None:
+    """Run `outside_save` the first time the daemon computes a new index (after its read)."""
+    real = getattr(index_mod, name)
+    calls = []
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            calls.append(1)
+            outside_save()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_mod, name, hooked)
+
+
+def _add_ext(memdir: Path) -> Callable[[], None]:
+    (memdir / "ext.md").write_text(memory_text("Written by hand", "h", "user", "x"))
+
+    def save() -> None:  # Claude Code's Write: the whole file, through a temp file and a rename
+        index = memdir / "MEMORY.md"
+        tmp = memdir / "MEMORY.md.claude-tmp"
+        tmp.write_text(index.read_text() + EXT_LINE + "\n")
+        os.replace(tmp, index)
+
+    return save
+
+
+async def test_a_line_saved_while_a_write_rewrites_the_index_is_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _write(daemon, project, "Likes tea")
+    _once_before(monkeypatch, "apply", _add_ext(memdir))
+    await _write(daemon, project, "Likes coffee")
+    index = (memdir / "MEMORY.md").read_text()
+    # The rewrite was of the text read before the save: the agent's line was gone.
+    assert EXT_LINE in index
+    assert "[Likes tea]" in index
+    assert "[Likes coffee]" in index
+
+
+async def test_a_line_saved_while_a_delete_rewrites_the_index_is_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tea = await _write(daemon, project, "Likes tea")
+    await _write(daemon, project, "Likes coffee")
+    _once_before(monkeypatch, "remove", _add_ext(memdir))
+    await daemon.call("memory.delete", cwd=str(project), path=str(tea))
+    index = (memdir / "MEMORY.md").read_text()
+    assert EXT_LINE in index
+    assert "[Likes coffee]" in index
+    assert "[Likes tea]" not in index
+
+
+async def test_an_index_read_in_the_middle_of_an_editors_save_is_read_again(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editor (Node's writeFile, vim without backupcopy) truncates the file, then writes it:
+    # a rewrite that read between the two kept only its own line and every other was lost.
+    await _write(daemon, project, "Likes tea")
+    await _write(daemon, project, "Likes coffee")
+    index = memdir / "MEMORY.md"
+    saved = index.read_text()
+    (memdir / "ext.md").write_text(memory_text("Written by hand", "h", "user", "x"))
+    with index.open("r+") as handle:
+        handle.truncate(0)  # the editor's save has begun
+
+        def finish() -> None:
+            handle.write(saved + EXT_LINE + "\n")
+            handle.flush()
+
+        _once_before(monkeypatch, "apply", finish)
+        await _write(daemon, project, "Likes juice")
+    text = index.read_text()
+    for title in ("Likes tea", "Likes coffee", "Likes juice", "Written by hand"):
+        assert f"[{title}]" in text, text
