@@ -103,6 +103,31 @@ def _save(
     conn: Any, ui: UI, cwd: str, path: Path, team: bool, before: str, after: str, copy: Path
 ) -> bool:
     """Write the edited text through the daemon; True when saved (False: the copy stays)."""
+    from memoryd_client import DaemonUnavailable
+
+    try:
+        return _save_through(conn, ui, cwd, path, team, before, after, copy)
+    except DaemonUnavailable as exc:
+        ui.message(f"{path.name} not saved: {exc}; your text is in {copy}")
+        return False
+
+
+def _snapshot(conn: Any, cwd: str, path: Path) -> dict[str, Any]:
+    from memoryd_client import DaemonUnavailable
+
+    params = {"cwd": cwd, "path": str(path)}
+    try:
+        return dict(conn.call("memory.snapshot", params))
+    except DaemonUnavailable:
+        # memoryd restarted while the editor was open: the call that finds the old connection
+        # dead fails and the next connects again (a second snapshot at worst keeps one more
+        # version).
+        return dict(conn.call("memory.snapshot", params))
+
+
+def _save_through(
+    conn: Any, ui: UI, cwd: str, path: Path, team: bool, before: str, after: str, copy: Path
+) -> bool:
     from memoryd_client import RpcError
 
     parsed = memory_fields(after)
@@ -112,9 +137,7 @@ def _save(
     fields, dropped = parsed
     # What the file holds now goes to history before anything replaces it.
     try:
-        kept: str | None = conn.call("memory.snapshot", {"cwd": cwd, "path": str(path)}).get(
-            "version"
-        )
+        kept: str | None = _snapshot(conn, cwd, path).get("version")
         why = ""
     except RpcError as exc:
         from memctl.output import older_daemon_hint

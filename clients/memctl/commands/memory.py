@@ -430,6 +430,8 @@ def load_items(conn: Any, cwd: Path) -> tuple[list[Item], dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memoryd_client import DaemonUnavailable
+
     cwd = (args.cwd or Path.cwd()).expanduser().absolute()
     if not cwd.is_dir():
         return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
@@ -443,22 +445,18 @@ def run(args: argparse.Namespace) -> int:
                 text += f"\n({listing['unavailable']})"
             emit(args, listing, text)
             return 0
-        conn.subscribe(EVENTS)
-        from memctl.notifications import describe
-
-        def poll() -> list[str]:
-            return [describe(m) for m in _drain(conn)]
-
+        notes = Notifications(conn)
         interactive = (
             sys.stdout.isatty()
             and sys.stdin.isatty()
             and not args.plain
             and os.environ.get("TERM", "dumb") != "dumb"
         )
-        ui: UI = CursesUI(poll) if interactive else PlainUI(poll)
+        ui: UI = CursesUI(notes.poll) if interactive else PlainUI(notes.poll)
         title = f"memoryd — memory for {cwd}"
         shown_unavailable = None
         while True:
+            notes.subscribe()
             items, listing = load_items(conn, cwd)
             unavailable = listing.get("unavailable")
             if unavailable and unavailable != shown_unavailable:
@@ -467,14 +465,59 @@ def run(args: argparse.Namespace) -> int:
             choice = ui.choose(title, items)
             if choice is None:
                 return 0
-            act(conn, ui, str(cwd), choice)
+            # A connection a restart ended is found here, so the choice's call connects again.
+            for line in notes.poll():
+                ui.message(line)
+            try:
+                act(conn, ui, str(cwd), choice)
+            except DaemonUnavailable as exc:
+                ui.message(f"{choice.label.strip()}: not finished: {notes.lost(exc)}")
 
 
-def _drain(conn: Any) -> list[dict[str, Any]]:
-    """Notifications already received or waiting on the socket, without blocking."""
-    messages: list[dict[str, Any]] = []
-    while True:
-        message = conn.poll_notification(0.01)
-        if message is None:
-            return messages
-        messages.append(message)
+class Notifications:
+    """The UI's subscription, kept across a daemon restart. A restart ends the connection: the
+    call that finds it fails (DaemonUnavailable) and the next connects again, without the
+    subscription; the menu subscribes each time it lists, and `poll` once memoryd is back
+    (a restart ended the UI with exit 3, and an edit being saved was lost)."""
+
+    RETRY_S = 1.0  # between attempts to reach a daemon that went away (the picker polls 5/s)
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.subscribed = False
+        self.retry_at = 0.0
+
+    def subscribe(self) -> None:
+        # Every time, not once: a call may have connected again meanwhile (an edit's save
+        # after a restart), and a connection of its own has no subscription. A later
+        # subscribe replaces the set, so it never doubles a notification.
+        self.conn.subscribe(EVENTS)
+        self.subscribed = True
+
+    def lost(self, exc: Exception) -> str:
+        self.subscribed = False
+        return f"memoryd went away ({exc}); the menu connects again when it is back"
+
+    def poll(self) -> list[str]:
+        """Lines for the notifications already received or waiting, without blocking (but
+        for connecting again, at most once a second, after memoryd went away)."""
+        from memctl.notifications import describe
+        from memoryd_client import DaemonUnavailable
+
+        lines: list[str] = []
+        if not self.subscribed and time.monotonic() >= self.retry_at:
+            try:
+                self.subscribe()
+                lines.append("connected to memoryd again")
+            except DaemonUnavailable:
+                self.retry_at = time.monotonic() + self.RETRY_S
+        while self.subscribed:
+            try:
+                message = self.conn.poll_notification(0.01)
+            except DaemonUnavailable as exc:
+                lines.append(self.lost(exc))
+                break
+            if message is None:
+                break
+            lines.append(describe(message))
+        return lines
