@@ -206,20 +206,40 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
 
 
 def create_exclusive(path: Path, text: str = "", mode: int = 0o600) -> bool:
-    """Create `path` only if it does not exist. True when this call created it."""
+    """Create `path` with `text` only if it does not exist, never seen half written: the text
+    is staged and fsynced first, then linked into place (a link fails on an existing name, as
+    O_EXCL does). True when this call created it. Created in place and then written, a
+    process killed in between left an empty or half file that passed for the real one."""
     make_private_dirs(path.parent)
+    tmp = stage_file(path.parent, text.encode("utf-8"), prefix=_staged_prefix(path.name), mode=mode)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        if not _link_into_place(tmp, path, mode):
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+    return True
+
+
+# What `link` fails with on a filesystem without hard links (exFAT, some FUSE mounts).
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
+
+
+def _link_into_place(staged: Path, path: Path, mode: int) -> bool:
+    """`staged` linked as `path` unless `path` exists (False then)."""
+    try:
+        os.link(staged, path)
+        return True
     except FileExistsError:
         return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    # No hard links here: the name is claimed empty, then the whole file renamed over it.
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        # Half a file would pass for the real one next time: take it away.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        raise
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    except FileExistsError:
+        return False
+    os.replace(staged, path)
     return True
