@@ -16,7 +16,14 @@ from typing import Any
 
 from memctl import commands
 from memctl.global_flags import accept_after_command, add_global_flags
-from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, fail, older_daemon_hint
+from memctl.output import (
+    EXIT_DOWN,
+    EXIT_RPC,
+    EXIT_TIMEOUT,
+    fail,
+    older_daemon_hint,
+    tolerate_the_locale,
+)
 from memoryd_client import DaemonUnavailable, RpcError
 
 # Commands registered by a module of another name; every other command's module is its name.
@@ -85,6 +92,7 @@ def _command_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    tolerate_the_locale()
     if module_for(argv) == "hook":
         # Hooks run on every prompt: skip building every subcommand's parser. Global flags may
         # come first (`memctl --socket P hook stop`); the hook's own parser takes them too, and

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import re
 import sys
@@ -40,15 +42,32 @@ def one_line(text: str) -> str:
     return printable(_BREAKING.sub(lambda m: _LINE_BREAKS[m.group()], text))
 
 
+def tolerate_the_locale() -> None:
+    """Characters the locale's encoding lacks (a CJK name under ISO-8859-1) are printed as
+    escapes (`\\u65e5`) instead of ending memctl with a UnicodeEncodeError traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _stdout_is_utf8() -> bool:
+    try:
+        return codecs.lookup(getattr(sys.stdout, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
+
+
 # What json.dumps leaves raw that a terminal acts on: DEL and the C1 controls (U+009B is CSI).
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f]")
 
 
 def json_text(data: Any, indent: int | None = None) -> str:
     """`data` as JSON that is safe to print: every control character escaped (json.dumps
-    escapes only C0), a lone surrogate (a file name not UTF-8) as its escape, `\\udce9`. The
-    characters are only ever inside strings, so the escapes keep it the same JSON."""
-    dumped = json.dumps(data, indent=indent, ensure_ascii=False)
+    escapes only C0), a lone surrogate (a file name not UTF-8) as its escape, `\\udce9`; all
+    but ASCII escaped when stdout is not UTF-8 (a backslash escape `tolerate_the_locale` makes
+    of an emoji is no JSON). The characters are only ever inside strings, so the escapes keep
+    it the same JSON."""
+    dumped = json.dumps(data, indent=indent, ensure_ascii=not _stdout_is_utf8())
     dumped = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
     return dumped.encode("utf-8", "backslashreplace").decode("utf-8")
 
