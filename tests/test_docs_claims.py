@@ -53,3 +53,117 @@ def test_every_unit_template_placeholder_is_documented() -> None:
     assert used, "the templates have placeholders"
     documented = set(re.findall(r"`(@[A-Z_]+@)`", (REPO / "docs" / "operations.md").read_text()))
     assert sorted(used - documented) == []
+
+
+def _headings(page: Path) -> tuple[list[str], list[str]]:
+    """A page's headings, and the bold lead-ins of its paragraphs (`**One writer.**`), which
+    the pages cite as sections too."""
+    text = page.read_text()
+    heads = [
+        re.sub(r"^#+\s*", "", line).strip()
+        for line in text.splitlines()
+        if re.match(r"#{1,6} ", line)
+    ]
+    bold = re.findall(r"(?:^|\n)\s*(?:- )?\*\*([^*]+?)\.?\*\*", text)
+    return heads, bold
+
+
+def _plain(title: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[`*]", "", title)).strip().lower().rstrip(".")
+
+
+def _has_section(page: Path, title: str) -> bool:
+    heads, bold = _headings(page)
+    want = _plain(title)
+    return any(
+        h == want or h.startswith((want + " (", want + ":")) for h in map(_plain, heads + bold)
+    )
+
+
+def _github_anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _without_code(text: str) -> str:
+    text = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), text)
+
+
+def test_cross_references_and_links_resolve() -> None:
+    wrong = []
+    for page in [*PAGES, REPO / "clients" / "vscode" / "README.md"]:
+        text = page.read_text()
+        # `docs/auto-memory.md`, "Hybrid recall" — a page and a section of it.
+        for m in re.finditer(r"`?(?:docs/)?([a-z0-9-]+\.md)`?,?\s+\"([^\"]+)\"", text):
+            target = REPO / "docs" / m.group(1)
+            if m.group(1) in ("MEMORY.md", "CLAUDE.md") or not re.match(r"[A-Z]", m.group(2)):
+                continue  # an example of a memory index line, not a reference
+            if not target.exists() or not _has_section(target, m.group(2)):
+                wrong.append(f"{page.name}: {m.group(0)!r}")
+        # "Pasted code and output" above — a section of the same page.
+        for m in re.finditer(r"\"([A-Z][^\"]{2,60})\"\)?\s+(?:above|below)\b", text):
+            if not _has_section(page, m.group(1)):
+                wrong.append(f"{page.name}: {m.group(0)!r}")
+        for m in re.finditer(r"\]\(([^)\s]+)\)", _without_code(text)):
+            link = m.group(1)
+            if re.match(r"[a-z]+:", link):
+                continue
+            path, _, anchor = link.partition("#")
+            target = page.parent / path if path else page
+            if not target.exists():
+                wrong.append(f"{page.name}: link {link}")
+            elif anchor and anchor not in {_github_anchor(h) for h in _headings(target)[0]}:
+                wrong.append(f"{page.name}: anchor {link}")
+    assert wrong == []
+
+
+def test_environment_variables_named_in_docs_are_read_somewhere() -> None:
+    pages = [
+        *PAGES,
+        REPO / "clients" / "vscode" / "README.md",
+        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
+    ]
+    named = {
+        v
+        for p in pages
+        for v in re.findall(r"\b(?:MEMORYD|ANTHROPIC|CLAUDE_CODE)_[A-Z0-9_]+\b", p.read_text())
+    }
+    assert named
+    code = "\n".join(
+        f.read_text(errors="replace")
+        for folder in (
+            "memoryd",
+            "memoryd_team",
+            "clients",
+            "scripts",
+            "bench",
+            "tests",
+            "systemd",
+            "launchd",
+        )
+        for f in (REPO / folder).rglob("*")
+        if f.is_file()
+        and f.suffix in (".py", ".lua", ".ts", "", ".service", ".plist", ".sh")
+        and "node_modules" not in f.parts
+        and f.name != Path(__file__).name
+    )
+    assert sorted(v for v in named if v not in code) == []
+
+
+def test_repository_paths_named_in_docs_exist() -> None:
+    pages = [
+        *PAGES,
+        REPO / "clients" / "vscode" / "README.md",
+        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
+    ]
+    missing = []
+    for page in pages:
+        for path in re.findall(
+            r"`((?:memoryd|memoryd_team|tests|bench|clients|scripts|systemd|launchd|examples)/[^`*\s]*)`",
+            page.read_text(),
+        ):
+            name = path.split("::")[0]
+            # A build output (clients/vscode/out/) exists only after `npm run build`.
+            if "/out/" not in name and not (REPO / name).exists():
+                missing.append(f"{page.name}: {path}")
+    assert missing == []
