@@ -167,3 +167,46 @@ def test_repository_paths_named_in_docs_exist() -> None:
             if "/out/" not in name and not (REPO / name).exists():
                 missing.append(f"{page.name}: {path}")
     assert missing == []
+
+
+def _memctl_commands(text: str) -> set[str]:
+    spans = set(re.findall(r"`memctl ([^`]+)`", text))
+    for block in re.findall(r"```.*?```", text, re.S):  # command lines in code blocks
+        line = r"^\s*(?:\$ )?(?:\.venv/bin/)?memctl (.+?)(?:\s+#.*)?$"
+        spans |= set(re.findall(line, block, re.M))
+    return {s.strip() for s in spans}
+
+
+def test_memctl_commands_in_docs_are_accepted_by_memctl(capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from memctl.__main__ import build_parser
+
+    placeholders = {"N": "1", "T": "project"}
+    refused = []
+    pages = [
+        *PAGES,
+        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
+        REPO / "clients" / "vscode" / "README.md",
+    ]
+    for page in pages:
+        for command in sorted(_memctl_commands(page.read_text())):
+            if re.search(r"[…<>|=:]|&&| / ", command):
+                continue  # elided, piped or prose around it: not a command line to type
+            try:
+                words = shlex.split(
+                    command.replace("$PWD", "/tmp").replace("[", " ").replace("]", " ")
+                )
+            except ValueError:
+                continue
+            argv = [placeholders.get(w, w) for w in words]
+            if argv[0] == "hook":
+                continue  # the hook's own parser never exits 2 (Claude Code reads it as "block")
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit as exc:
+                err = capsys.readouterr().err.strip()
+                # A command named in prose without its arguments (`memctl recall`) is no error.
+                if exc.code not in (0, None) and "arguments are required" not in err:
+                    refused.append(f"{page.name}: memctl {command}: {err.splitlines()[-1]}")
+    assert refused == []
