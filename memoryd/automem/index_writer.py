@@ -220,7 +220,10 @@ class IndexWriter:
                         headers[file].name, file, headers[file].description or ORPHAN_HOOK
                     )
                     for file in unlisted
-                    if now - headers[file].mtime >= grace_s
+                    # A time ahead of the clock (set back since, or a copy from a machine
+                    # ahead) is no writer's of a moment ago: waited for, it was not indexed
+                    # until the clock caught up.
+                    if abs(now - headers[file].mtime) >= grace_s
                 }
                 if not lines:
                     continue

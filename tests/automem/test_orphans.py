@@ -98,6 +98,26 @@ async def test_the_background_sweep_indexes_orphans_once_they_are_old_enough(
     assert "project_fresh.md" not in _index(memdir)
 
 
+async def test_an_orphan_dated_in_the_future_is_indexed_by_the_sweep(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    """A file whose time is ahead of the clock (written before the clock was set back, copied
+    from a machine whose clock ran ahead) is no writer's between its file and its line: its
+    age was negative, below the grace period for as long as the clock took to catch up, and
+    the sweep passed over it until the daemon restarted."""
+    am = daemon.daemon.services.automem
+    am.sweep_interval_s = 0.05
+    await daemon.call("memory.write", cwd=str(project), **USER)
+    _orphan(memdir, "project_ahead.md", "Ahead", age_s=-86400)
+    _orphan(memdir, "project_old.md", "Old", age_s=120)
+
+    def indexed() -> bool:
+        am.state(memdir)  # an access: lets a due sweep start
+        return {"project_old.md", "project_ahead.md"} <= set(_index(memdir))
+
+    await _until(indexed)
+
+
 async def test_a_line_lost_from_an_index_in_step_comes_back(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:
