@@ -13,6 +13,11 @@ from memoryd_client import default_socket_path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# The editor plugins' own pages too.
+EDITOR_PAGES = [
+    REPO / "clients" / "vscode" / "README.md",
+    REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
+]
 
 
 def test_the_last_resort_socket_is_stated_as_the_clients_compute_it(
@@ -91,7 +96,7 @@ def _without_code(text: str) -> str:
 
 def test_cross_references_and_links_resolve() -> None:
     wrong = []
-    for page in [*PAGES, REPO / "clients" / "vscode" / "README.md"]:
+    for page in [*PAGES, *EDITOR_PAGES]:
         text = page.read_text()
         # `docs/auto-memory.md`, "Hybrid recall" — a page and a section of it.
         for m in re.finditer(r"`?(?:docs/)?([a-z0-9-]+\.md)`?,?\s+\"([^\"]+)\"", text):
@@ -118,14 +123,9 @@ def test_cross_references_and_links_resolve() -> None:
 
 
 def test_environment_variables_named_in_docs_are_read_somewhere() -> None:
-    pages = [
-        *PAGES,
-        REPO / "clients" / "vscode" / "README.md",
-        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
-    ]
     named = {
         v
-        for p in pages
+        for p in [*PAGES, *EDITOR_PAGES]
         for v in re.findall(r"\b(?:MEMORYD|ANTHROPIC|CLAUDE_CODE)_[A-Z0-9_]+\b", p.read_text())
     }
     assert named
@@ -151,13 +151,8 @@ def test_environment_variables_named_in_docs_are_read_somewhere() -> None:
 
 
 def test_repository_paths_named_in_docs_exist() -> None:
-    pages = [
-        *PAGES,
-        REPO / "clients" / "vscode" / "README.md",
-        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
-    ]
     missing = []
-    for page in pages:
+    for page in [*PAGES, *EDITOR_PAGES]:
         for path in re.findall(
             r"`((?:memoryd|memoryd_team|tests|bench|clients|scripts|systemd|launchd|examples)/[^`*\s]*)`",
             page.read_text(),
@@ -184,12 +179,7 @@ def test_memctl_commands_in_docs_are_accepted_by_memctl(capsys: pytest.CaptureFi
 
     placeholders = {"N": "1", "T": "project"}
     refused = []
-    pages = [
-        *PAGES,
-        REPO / "clients" / "nvim" / "doc" / "memoryd.txt",
-        REPO / "clients" / "vscode" / "README.md",
-    ]
-    for page in pages:
+    for page in [*PAGES, *EDITOR_PAGES]:
         for command in sorted(_memctl_commands(page.read_text())):
             if re.search(r"[…<>|=:]|&&| / ", command):
                 continue  # elided, piped or prose around it: not a command line to type
