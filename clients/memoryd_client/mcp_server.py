@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-from memoryd_client.mcp_stdin import repair_stdin
+from memoryd_client.mcp_stdin import StdioWire
 from memoryd_client.version import installed_version
 
 EXIT_MISSING_EXTRA = 2
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
     try:
-        from memoryd_client.mcp_tools import Tools, build_server
+        from memoryd_client.mcp_tools import Tools, build_server, is_jsonrpc_message
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "mcp":
             raise
@@ -50,8 +50,11 @@ def main(argv: list[str] | None = None) -> None:
     # process stopped answering yet lived on until the host closed stdin, then printed a
     # KeyboardInterrupt traceback. Exit at once and quietly instead, as on SIGTERM.
     signal.signal(signal.SIGINT, _exit_on_interrupt)
-    repair_stdin()  # half a surrogate pair in a request: answered, not left unanswered for ever
+    # A line the SDK would leave unanswered (not JSON, a batch, half a surrogate pair) is
+    # answered, not waited on for ever by the client.
+    wire = StdioWire(is_jsonrpc_message)
     server.run("stdio")
+    wire.finish()
 
 
 def _exit_on_interrupt(_signum: int, _frame: object) -> None:

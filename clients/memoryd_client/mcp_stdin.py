@@ -1,20 +1,32 @@
-"""What `memoryd-mcp` reads on stdin, with half surrogate pairs made U+FFFD before the MCP SDK
-parses it.
+"""The stdio wire of `memoryd-mcp`: each line the client sends is looked at before the MCP SDK
+parses it, and a line the SDK would drop unanswered is answered here.
 
-`"\\ud83d"` alone (a string cut inside an emoji by the client or the model) is valid JSON text,
-but the SDK's parser (pydantic) refuses the whole message, and the SDK answers nothing for a
-message it cannot parse: the client waited for ever for that request. Here every line goes
-through a pipe: a thread reads the client's stdin and writes each line on, each escape of half a
-pair replaced by `\\ufffd`, so the request is answered (its text with U+FFFD where the half was,
-as Python's own UTF-8 decoding does for bytes it cannot read).
+The SDK answers nothing for a message it cannot parse, so the client waited for ever on it:
+- half a surrogate pair escaped (`"\\ud83d"` alone, a string cut inside an emoji by the client or
+  the model) is valid JSON text, but the SDK's parser (pydantic) refuses the whole message: each
+  such escape becomes `\\ufffd`, so the request is answered (its text with U+FFFD where the half
+  was, as Python's own UTF-8 decoding does for bytes it cannot read);
+- a line that is not JSON is answered with a JSON-RPC parse error (-32700), and a JSON-RPC batch
+  (which MCP no longer has, since 2025-06-18) or a message that is not a valid JSON-RPC request,
+  notification or response with invalid request (-32600): a batch with one error per request in
+  it, a message with its `id` when it has one, `null` otherwise (JSON-RPC 2.0, section 5.1). A
+  response nothing can be said about, or a blank line, is dropped, as JSON-RPC wants.
+Each verdict is the SDK's own (`is_message`, its JSON-RPC message type), so what it takes passes.
+
+Both ends are pipes: a thread reads the client's stdin and writes on what the SDK should see,
+another carries the SDK's replies to the client's stdout a whole line at a time, so an error
+written here never lands inside one of the SDK's replies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 # An escaped backslash first (so `\\\\ud83d` stays the six characters it is), then a whole pair,
 # then half of one.
@@ -23,6 +35,12 @@ _ESCAPES = re.compile(
     rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 )
 _LONE_LENGTH = 6  # `\uXXXX`
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+# A line longer than this is not read into memory: the daemon refuses a request line over
+# 64 MiB anyway, and a client that never ends its line would otherwise fill the memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+# Written on the replies' pipe once the SDK is done: its JSON output never holds a NUL byte.
+_END = b"\x00memoryd-mcp: end\n"
 
 
 def repair_line(line: bytes) -> bytes:
@@ -32,22 +50,122 @@ def repair_line(line: bytes) -> bytes:
     return _ESCAPES.sub(lambda m: b"\\ufffd" if len(m.group()) == _LONE_LENGTH else m.group(), line)
 
 
-def repair_stdin() -> None:
-    """Put a pipe on fd 0 that carries the real stdin through `repair_line`; the end of the
-    real stdin closes the pipe, so the server still ends when the client closes it."""
-    source = os.dup(0)
-    read_end, write_end = os.pipe()
-    os.dup2(read_end, 0)
-    os.close(read_end)
-    threading.Thread(target=_pump, args=(source, write_end), daemon=True).start()
+def error_reply(line: bytes, is_message: Callable[[bytes], bool]) -> bytes | None:
+    """What to answer for `line` instead of handing it to the SDK: None to hand it on, else the
+    error reply to write (empty: nothing to answer, and nothing to hand on)."""
+    if not line.strip():
+        return b""
+    if is_message(line):
+        return None
+    try:
+        message = json.loads(line.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        return _encode(_error(None, PARSE_ERROR, f"Parse error: {exc}"))
+    except RecursionError:  # valid JSON nested deeper than Python reads: the SDK cannot either
+        return _encode(_error(None, PARSE_ERROR, "Parse error: nested too deep"))
+    if isinstance(message, list):
+        if not message:
+            return _encode(_error(None, INVALID_REQUEST, "Invalid Request: an empty batch"))
+        why = "Invalid Request: batches are not supported; send each message on a line of its own"
+        errors = [_error(_id(m), INVALID_REQUEST, why) for m in message if _wants_reply(m)]
+        return _encode(errors) if errors else b""
+    if not _wants_reply(message):
+        return b""
+    why = "Invalid Request: not a JSON-RPC 2.0 request, notification or response MCP accepts"
+    return _encode(_error(_id(message), INVALID_REQUEST, why))
 
 
-def _pump(source: int, sink: int) -> None:
-    # BrokenPipeError: the server ended first.
-    with (
-        open(source, "rb") as lines,
-        open(sink, "wb", buffering=0) as out,
-        contextlib.suppress(BrokenPipeError),
-    ):
-        for line in lines:
-            out.write(repair_line(line))
+def _wants_reply(message: Any) -> bool:
+    """False for a notification (no `id`) and for a response (no `method`): JSON-RPC answers
+    neither. Anything else that is wrong is answered, with `id` null when it has none."""
+    if not isinstance(message, dict):
+        return True
+    if "method" in message:
+        return "id" in message or not isinstance(message["method"], str)
+    return not ("result" in message or "error" in message)
+
+
+def _id(message: Any) -> str | int | None:
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def _error(request_id: str | int | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _encode(reply: Any) -> bytes:
+    return json.dumps(reply, separators=(",", ":")).encode() + b"\n"
+
+
+class StdioWire:
+    """Pipes on fd 0 and fd 1 between the client and the SDK (see the module's docstring)."""
+
+    def __init__(self, is_message: Callable[[bytes], bool]) -> None:
+        self._is_message = is_message
+        self._lock = threading.Lock()  # one writer of the client's stdout at a time
+        self._done = threading.Event()
+        client_in, self._client_out = os.dup(0), os.dup(1)
+        sdk_in, to_sdk = os.pipe()
+        from_sdk, self._sdk_out = os.pipe()
+        os.dup2(sdk_in, 0)
+        os.dup2(self._sdk_out, 1)
+        os.close(sdk_in)
+        # The end of the client's stdin closes `to_sdk`, so the server still ends when the
+        # client closes it.
+        threading.Thread(target=self._requests, args=(client_in, to_sdk), daemon=True).start()
+        threading.Thread(target=self._replies, args=(from_sdk,), daemon=True).start()
+
+    def finish(self, timeout: float = 5.0) -> None:
+        """Wait (at most `timeout`) until every reply the SDK wrote has reached the client."""
+        # Not blocking: with a client that stopped reading, the pipe may be full for good.
+        os.set_blocking(self._sdk_out, False)
+        with contextlib.suppress(OSError):
+            os.write(self._sdk_out, _END)
+            self._done.wait(timeout)
+
+    def _requests(self, source: int, sink: int) -> None:
+        # BrokenPipeError: the server ended first.
+        with (
+            open(source, "rb") as lines,
+            open(sink, "wb", buffering=0) as out,
+            contextlib.suppress(BrokenPipeError),
+        ):
+            for line in read_lines(lines):
+                if line is None:
+                    why = f"Invalid Request: a message over {MAX_LINE_BYTES:,} bytes"
+                    self._send(_encode(_error(None, INVALID_REQUEST, why)))
+                    continue
+                line = repair_line(line)
+                reply = error_reply(line, self._is_message)
+                if reply is None:
+                    out.write(line)
+                elif reply:
+                    self._send(reply)
+
+    def _replies(self, source: int) -> None:
+        with open(source, "rb") as replies:
+            for line in replies:
+                if line == _END:
+                    break
+                self._send(line)
+        self._done.set()
+
+    def _send(self, data: bytes) -> None:
+        with self._lock:
+            try:
+                while data:
+                    data = data[os.write(self._client_out, data) :]
+            except OSError:  # the client closed its stdout: what it would read is dropped
+                pass
+
+
+def read_lines(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
+    """Each line of `stream`; None for a line over `max_bytes`, which is read past, never kept."""
+    while line := stream.readline(max_bytes):
+        if len(line) < max_bytes or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := stream.readline(max_bytes)) and not rest.endswith(b"\n"):
+            pass
+        yield None

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import jsonrpc_message_adapter
 from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
@@ -177,6 +178,16 @@ def _cut(text: str, limit: int) -> str:
         return text
     newline = text.rfind("\n", limit // 2, limit)
     return text[: newline + 1] if newline >= 0 else text[:limit]
+
+
+def is_jsonrpc_message(line: bytes) -> bool:
+    """Whether the SDK's stdio transport takes `line` (decoded as it decodes it), for
+    `mcp_stdin`, which answers the others."""
+    try:
+        jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
+    except ValueError:  # pydantic's ValidationError
+        return False
+    return True
 
 
 def build_server(tools: Tools) -> MCPServer[Any]:

@@ -50,6 +50,41 @@ def read_line(stream: IO[bytes], timeout: float) -> Any:
     return json.loads(buffered)
 
 
+def start_server(socket_path: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """`memoryd-mcp` as a process with pipes, for tests that write the wire themselves."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "memoryd_client.mcp_server", "--socket", str(socket_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(),
+        cwd=str(cwd),
+    )
+
+
+def exchange(socket_path: Path, cwd: Path, lines: list[str], count: int) -> list[Any]:
+    """The first `count` replies of a server sent `initialize` (id 1), then `lines` as written."""
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    handshake = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    proc = start_server(socket_path, cwd)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(("\n".join(handshake + lines) + "\n").encode())
+        proc.stdin.flush()
+        return [read_line(proc.stdout, timeout=15) for _ in range(count)]
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
 def payload(result: Any) -> Any:
     assert not result.is_error, result.content
     text = result.content[0].text
@@ -281,20 +316,7 @@ async def test_a_relative_default_project_is_taken_from_the_start_directory(
 
 
 def test_sigint_ends_the_server_at_once_and_quietly(fake_daemon: FakeDaemon, project: Path) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoryd_client.mcp_server",
-            "--socket",
-            str(fake_daemon.socket_path),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=memctl_env(),
-        cwd=str(project),
-    )
+    proc = start_server(fake_daemon.socket_path, project)
     try:
         init = {
             "jsonrpc": "2.0",
@@ -376,42 +398,13 @@ def test_half_a_surrogate_pair_in_a_request_is_answered(
     fake_daemon: FakeDaemon, project: Path
 ) -> None:
     fake_daemon.on("recall", {"selector": "local", "memories": []})
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoryd_client.mcp_server",
-            "--socket",
-            str(fake_daemon.socket_path),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=memctl_env(),
-        cwd=str(project),
-    )
-    init = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    }
     # Written as a JSON client writes them: \ud83d alone (a string cut inside an emoji), a
     # whole pair, and an escaped backslash before "ud83d", which is no escape at all.
-    lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    line = (
         '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall",'
-        '"arguments":{"query":"tea \\ud83d and \\ud83d\\ude00 and \\\\ud83d"}}}',
-    ]
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    try:
-        proc.stdin.write(("\n".join(lines) + "\n").encode())
-        proc.stdin.flush()
-        replies = [read_line(proc.stdout, timeout=15) for _ in range(2)]
-    finally:
-        proc.kill()
-        proc.communicate()
+        '"arguments":{"query":"tea \\ud83d and \\ud83d\\ude00 and \\\\ud83d"}}}'
+    )
+    replies = exchange(fake_daemon.socket_path, project, [line], count=2)
     # Before: no reply at all to id 2 (the SDK's parser refused the line), the client waited.
     assert [reply["id"] for reply in replies] == [1, 2]
     assert replies[1]["result"]["isError"] is False

@@ -1,0 +1,96 @@
+"""`memoryd-mcp` answers what the MCP SDK would leave unanswered: a line that is not JSON
+(-32700), a batch and an invalid request (-32600); `memoryd_client.mcp_stdin`."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd_client.mcp_stdin import error_reply, read_lines
+from memoryd_client.mcp_tools import is_jsonrpc_message
+from tests.clients.fake_daemon import FakeDaemon
+from tests.clients.test_mcp_server import exchange
+
+
+def test_lines_the_sdk_cannot_take_are_answered_and_replies_stay_whole(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # A reply far over a pipe's atomic write, so an error written between its parts would tear it.
+    memory = {"path": "/m/a.md", "name": "a", "type": "user", "content": "x" * 30_000}
+    fake_daemon.on("recall", {"selector": "local", "memories": [memory]})
+    recall = {"name": "recall", "arguments": {"query": "tea"}}
+    lines = [
+        *[
+            json.dumps({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call", "params": recall})
+            for n in range(3)
+        ],
+        "not json",
+        '[{"jsonrpc":"2.0","id":9,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]',
+        "[]",
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":5}',
+        '{"jsonrpc":"2.0","id":"b","method":4}',
+        "",  # a blank line and a response that is no response: nothing to answer
+        '{"jsonrpc":"2.0","id":3,"result":5}',
+        '{"jsonrpc":"2.0","id":10,"method":"ping"}',
+    ]
+    replies = exchange(fake_daemon.socket_path, tmp_path, lines, count=10)
+    # Before: only 1, 100–102 and 10 were answered; the client waited for ever on 7, "b" and 9.
+    by_id: dict[Any, Any] = {}
+    for reply in replies:
+        if isinstance(reply, list):
+            by_id["batch"] = reply
+        else:
+            by_id.setdefault(reply["id"], []).append(reply)
+    assert sorted(by_id, key=str) == sorted([1, 100, 101, 102, None, "batch", 7, "b", 10], key=str)
+    assert [r["error"]["code"] for r in by_id[None]] == [-32700, -32600]
+    assert [(r["id"], r["error"]["code"]) for r in by_id["batch"]] == [(9, -32600)]
+    assert by_id[7][0]["error"]["code"] == by_id["b"][0]["error"]["code"] == -32600
+    assert by_id[10][0]["result"] == {}
+    for n in range(3):
+        assert "x" * 30_000 in by_id[100 + n][0]["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', None),
+        (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
+        (b'{"jsonrpc":"2.0","id":1,"result":{}}', None),
+        (b"  \r\n", b""),
+        (b"{nope", {"jsonrpc": "2.0", "id": None, "error": {"code": -32700}}),
+        (b"[" * 100_000, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700}}),
+        (b'"ping"', {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}}),
+        (
+            b'{"jsonrpc":"1.0","id":4,"method":"ping"}',
+            {"jsonrpc": "2.0", "id": 4, "error": {"code": -32600}},
+        ),
+        (
+            b'{"jsonrpc":"2.0","method":5}',
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
+        ),
+        # A notification or a response is never answered, however wrong.
+        (b'{"jsonrpc":"2.0","method":"notifications/x","params":5}', b""),
+        (b'{"jsonrpc":"2.0","id":3,"error":5}', b""),
+        (b'[{"jsonrpc":"2.0","method":"notifications/x"}]', b""),
+    ],
+)
+def test_error_reply(line: bytes, expected: Any) -> None:
+    reply = error_reply(line, is_jsonrpc_message)
+    if expected is None or expected == b"":
+        assert reply == expected
+        return
+    assert reply is not None
+    assert reply.endswith(b"\n")
+    got = json.loads(reply)
+    assert got["error"]["message"]
+    got["error"] = {"code": got["error"]["code"]}
+    assert got == expected
+
+
+def test_a_line_over_the_cap_is_read_past_not_kept() -> None:
+    stream = io.BytesIO(b"ab\n" + b"x" * 25 + b"\n" + b"y" * 10 + b"cd\n" + b"last")
+    assert list(read_lines(stream, max_bytes=10)) == [b"ab\n", None, None, b"last"]
