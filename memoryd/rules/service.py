@@ -25,7 +25,7 @@ from memoryd.rules.model import (
     ContextResult,
     SettingSource,
 )
-from memoryd.rules.watcher import DirWatcher
+from memoryd.rules.watcher import DirWatcher, with_parents
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host
@@ -67,8 +67,7 @@ class CachedContext:
     folders: frozenset[Path] = field(init=False)
 
     def __post_init__(self) -> None:
-        dirs = self.involvement.watch_dirs
-        self.folders = frozenset({*dirs, *(p for d in dirs for p in d.parents)})
+        self.folders = with_parents(self.involvement.watch_dirs)
 
 
 def _settings_paths(project_root: Path, flag: Path | None) -> list[Path]:
