@@ -200,3 +200,22 @@ def test_memctl_commands_in_docs_are_accepted_by_memctl(capsys: pytest.CaptureFi
                 if exc.code not in (0, None) and "arguments are required" not in err:
                     refused.append(f"{page.name}: memctl {command}: {err.splitlines()[-1]}")
     assert refused == []
+
+
+def test_the_agent_loop_sketch_names_every_parameter_and_result_field() -> None:
+    import dataclasses
+    import inspect
+
+    from memoryd.agent.loop import AgentResult, run_agent
+
+    text = (REPO / "docs" / "background-writers.md").read_text()
+    block = re.search(r"result = await run_agent\((.*?)\n\)\n(# AgentResult:.*?)\n```", text, re.S)
+    assert block, "docs/background-writers.md sketches run_agent"
+    keywords = set(re.findall(r"^\s{4}(\w+)=", block.group(1), re.M))
+    parameters = set(inspect.signature(run_agent).parameters) - {
+        "host"
+    }  # passed first, by position
+    assert sorted(keywords ^ parameters) == []
+    comment = block.group(2)
+    fields = [f.name for f in dataclasses.fields(AgentResult)]
+    assert [f for f in fields if not re.search(rf"\b{f}\b", comment)] == []
