@@ -30,7 +30,8 @@ STALLED_UNDER_PRESSURE_S = 1.0
 DEFAULT_REPLY_LIMIT = 16 * MiB
 # Calls in one batch; more: -32600.
 MAX_BATCH = 1_000
-# Notifications queued for a client that is not reading, before its connection is closed.
+# Notifications queued for a client that is not reading, before its connection is closed:
+# beyond what its replies may hold (the drain threshold below plus one reply).
 NOTIFY_BUFFER_CAP = 16 * MiB
 # Bytes queued for a client before a reply waits for it to read some (a notification never
 # waits), and before the daemon reads no more of that client's requests until it does.

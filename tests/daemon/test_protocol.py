@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.daemon.rpc import Params, method
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 
@@ -280,6 +281,46 @@ async def test_a_subscriber_that_stops_reading_does_not_hold_up_the_others(
     assert daemon.daemon.counters["slow_subscriber_closed"] == 1
     writer.close()
     await listener.close()
+
+
+class BigParams(Params):
+    size: int
+
+
+async def _big(_daemon: Any, params: BigParams) -> dict[str, str]:
+    return {"text": "x" * params.size}
+
+
+async def test_a_subscriber_reading_a_large_reply_keeps_it_through_a_notification(
+    short_tmp: Path,
+) -> None:
+    # The subscriber cap counted reply bytes: a reply larger than it, queued while the client
+    # read it, plus one notification, and the connection was aborted, the reply lost.
+    reply_limit = 24 << 20
+    config = daemon_config(short_tmp, reply_limit=reply_limit)
+    handle = await start_daemon(config, (method("test.big", BigParams, _big),))
+    try:
+        reader, writer = await asyncio.open_unix_connection(
+            str(short_tmp / "d.sock"), limit=1 << 26
+        )
+        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n')
+        await reader.readline()
+        size = 20 << 20
+        writer.write(b'{"jsonrpc":"2.0","id":2,"method":"test.big","params":{"size":%d}}\n' % size)
+        (connection,) = [c for c in handle.daemon.connections if c.subscriptions]
+        # The client reads nothing until the reply waits in the daemon's buffer.
+        async with asyncio.timeout(30):
+            while connection.writer.transport.get_write_buffer_size() < size // 2:
+                await asyncio.sleep(0.01)
+        await handle.daemon.notify("worker/error", {"worker": "w", "message": "m"})
+        got = [json.loads(await reader.readline()) for _ in range(2)]
+        assert got[0]["id"] == 2
+        assert len(got[0]["result"]["text"]) == size
+        assert got[1]["method"] == "worker/error"
+        assert handle.daemon.counters["slow_subscriber_closed"] == 0
+        writer.close()
+    finally:
+        await stop_daemon(handle)
 
 
 def test_a_socket_folder_others_can_write_is_refused(tmp_path: Path) -> None:

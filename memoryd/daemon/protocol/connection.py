@@ -335,8 +335,12 @@ class Connection:
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True
             return
-        if self.writer.transport.get_write_buffer_size() > NOTIFY_BUFFER_CAP:
-            log.warning("closing a subscriber that stopped reading", buffered=NOTIFY_BUFFER_CAP)
+        # Replies hold up to the drain threshold plus one reply (each waits for the buffer to
+        # be under the threshold): only what is queued beyond is notifications not read.
+        # Counting the replies aborted a client that was reading a large one (all lost).
+        cap = NOTIFY_BUFFER_CAP + WRITE_DRAIN_THRESHOLD + self.daemon.config.reply_limit
+        if self.writer.transport.get_write_buffer_size() > cap:
+            log.warning("closing a subscriber that stopped reading", buffered=cap)
             self.daemon.counters["slow_subscriber_closed"] += 1
             # Abort, not close: a graceful close would wait for the client to read it all.
             self.closed = True
