@@ -70,7 +70,10 @@ class History:
         newest = self.versions(memory_dir, file)
         if newest and self._newest_is(folder / f"{newest[0].version}.md", content):
             return None
-        stamp = time.time_ns()
+        # Named after the newest even when the clock was set back since (NTP after a VM
+        # resume, a dead RTC battery): named by the clock alone it sorted below it, and
+        # "newest first" put an older text first.
+        stamp = max(time.time_ns(), int(newest[0].version.split("-", 1)[0]) + 1 if newest else 0)
         while any(p.name.startswith(f"{stamp:020d}-") for p in folder.iterdir()):
             stamp += 1
         version = f"{stamp:020d}-{reason}"

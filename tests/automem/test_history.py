@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,3 +94,24 @@ def test_junk_named_like_a_version_is_skipped(tmp_path: Path, junk: str) -> None
     assert h.save(mem, "a.md", b"two", "overwrite") is not None  # neither read nor waited on
     with pytest.raises(NotFound):
         h.read(mem, "a.md", "09999999999999999999-overwrite")
+
+
+def test_a_clock_set_back_keeps_the_newest_version_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Versions are named by the time they were kept; a clock set back (NTP after a VM
+    resume, a dead RTC battery) named the next one older than the last: it was listed below
+    it, `memory.restore` of "the newest" put back an older text, and the same text kept
+    twice in a row was not seen as such."""
+    from memoryd.automem import history
+
+    h = History(tmp_path / "hist")
+    mem = tmp_path / "mem"
+    clock = iter([2_000_000_000_000_000_000, 1_000_000_000_000_000_000, 999_000_000_000_000_000])
+    monkeypatch.setattr(history, "time", SimpleNamespace(time_ns=lambda: next(clock)))
+    h.save(mem, "a.md", b"before the jump", "overwrite")
+    later = h.save(mem, "a.md", b"after the jump", "overwrite")
+    assert later is not None
+    assert h.versions(mem, "a.md")[0].version == later.version
+    assert h.save(mem, "a.md", b"after the jump", "overwrite") is None  # the newest, again
+    assert len(h.versions(mem, "a.md")) == 2
