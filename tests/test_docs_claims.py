@@ -219,3 +219,23 @@ def test_the_agent_loop_sketch_names_every_parameter_and_result_field() -> None:
     comment = block.group(2)
     fields = [f.name for f in dataclasses.fields(AgentResult)]
     assert [f for f in fields if not re.search(rf"\b{f}\b", comment)] == []
+
+
+def test_auto_memory_methods_table_names_every_parameter() -> None:
+    from memoryd.daemon.wiring import rpc_methods
+
+    specs = rpc_methods()
+    text = (REPO / "docs" / "auto-memory.md").read_text()
+    section = text.split("\n## Methods\n", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        (method, cell)
+        for method, cell in re.findall(r"^\| `([a-z_.]+)` \| `([^`]*)`", section, re.M)
+        if method in specs
+    ]
+    assert len(rows) >= 10
+    for method, cell in rows:
+        model = specs[method].params
+        assert model is not None, method
+        documented = {re.sub(r"\?.*", "", word.strip()).split(" ")[0] for word in cell.split(",")}
+        fields = {field.alias or name for name, field in model.model_fields.items()}
+        assert sorted(documented ^ fields) == [], method
