@@ -22,7 +22,7 @@ from memctl.output import (
     EXIT_TIMEOUT,
     fail,
     older_daemon_hint,
-    tolerate_the_locale,
+    ready_streams,
 )
 from memoryd_client import DaemonUnavailable, RpcError
 
@@ -92,7 +92,7 @@ def _command_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    tolerate_the_locale()
+    ready_streams()
     if module_for(argv) == "hook":
         # Hooks run on every prompt: skip building every subcommand's parser. Global flags may
         # come first (`memctl --socket P hook stop`); the hook's own parser takes them too, and

@@ -42,9 +42,19 @@ def one_line(text: str) -> str:
     return printable(_BREAKING.sub(lambda m: _LINE_BREAKS[m.group()], text))
 
 
-def tolerate_the_locale() -> None:
-    """Characters the locale's encoding lacks (a CJK name under ISO-8859-1) are printed as
+def ready_streams() -> None:
+    """Standard streams memctl can always use, set up before anything else. One closed when
+    memctl started (`<&-`, `>&-`: Python makes it None) is /dev/null, which reads as empty
+    and takes what is written (it was an AttributeError traceback, and a hook exited 1), and
+    its descriptor is taken before a socket could get it and a child write into that.
+    Characters the locale's encoding lacks (a CJK name under ISO-8859-1) are printed as
     escapes (`\\u65e5`) instead of ending memctl with a UnicodeEncodeError traceback."""
+    import os
+
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            # Open for the whole run, in fd order: each takes the descriptor that was closed.
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -64,7 +74,7 @@ _JSON_UNSAFE = re.compile(r"[\x7f-\x9f]")
 def json_text(data: Any, indent: int | None = None) -> str:
     """`data` as JSON that is safe to print: every control character escaped (json.dumps
     escapes only C0), a lone surrogate (a file name not UTF-8) as its escape, `\\udce9`; all
-    but ASCII escaped when stdout is not UTF-8 (a backslash escape `tolerate_the_locale` makes
+    but ASCII escaped when stdout is not UTF-8 (a backslash escape `ready_streams` makes
     of an emoji is no JSON). The characters are only ever inside strings, so the escapes keep
     it the same JSON."""
     dumped = json.dumps(data, indent=indent, ensure_ascii=not _stdout_is_utf8())
