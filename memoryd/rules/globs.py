@@ -14,6 +14,7 @@ a path with many `a/` parts held the GIL, and with it the whole daemon, for minu
 
 from __future__ import annotations
 
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -64,6 +65,12 @@ def _name_matcher(part: str) -> Callable[[str], bool]:
     return lambda name: bool(name) and bool(matcher.match(name))
 
 
+def _nfc(text: str) -> str:
+    """Names compared in one Unicode form: a rule written with a decomposed `é` (pasted from
+    macOS's Finder) never matched the composed one a path holds, nor the other way round."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 class _Matcher:
     """Matches a path against patterns in time linear in (path parts x pattern parts).
 
@@ -86,13 +93,13 @@ class _Matcher:
                     elif part == "":
                         parts.append("")
                     else:
-                        parts.append(_name_matcher(part))
+                        parts.append(_name_matcher(_nfc(part)))
                 if parts.count(_GLOBSTAR) > MAX_GLOBSTARS:
                     raise GlobError(f"more than {MAX_GLOBSTARS} `**` in {pattern!r}")
                 self.compiled.append(parts)
 
     def match(self, path: str) -> bool:
-        names = _split(path)
+        names = _split(_nfc(path))
         if len(names) > 1 and names[-1] == "":
             names.pop()  # `a/` is `a`
         return any(_match_parts(parts, names, self.folders) for parts in self.compiled)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from wcmatch import glob as wcglob
@@ -315,3 +317,17 @@ def test_when_the_quoted_retry_fails_too_the_error_is_that_of_the_text_as_writte
     with pytest.raises(FrontmatterError, match=r"scanning an alias[\s\S]*line 1") as err:
         frontmatter.split("---\npaths: **/*.ts\nbad: [unclosed\n---\nbody\n")
     assert "flow sequence" not in str(err.value)  # the retry's own error, on line 2
+
+
+_Form = Literal["NFC", "NFD"]
+
+
+@pytest.mark.parametrize(("form_of_rule", "form_of_path"), [("NFD", "NFC"), ("NFC", "NFD")])
+def test_a_name_matches_in_either_unicode_form(form_of_rule: _Form, form_of_path: _Form) -> None:
+    # Found by a bug hunt: `paths: café/**` with a decomposed `é` (pasted from macOS's
+    # Finder) never matched `café/x.py` as the editor reported it, composed.
+    rule = unicodedata.normalize(form_of_rule, "docs/café/**")
+    path = unicodedata.normalize(form_of_path, "/w/docs/café/x.py")
+    assert globs.matches_any((rule,), Path("/w"), [path])
+    excluded = unicodedata.normalize(form_of_rule, "**/café/**")
+    assert globs.excluded_by((excluded,), (Path(path),)) == excluded
