@@ -177,6 +177,16 @@ def remove_stale_staged_tree(root: Path, older_than: float = STARTED_AT) -> list
     return removed
 
 
+def save_stamp(path: Path, *, follow_links: bool = True) -> tuple[int, ...] | None:
+    """What changes whenever anyone saves `path`, in place (a time, a size) or by a rename (an
+    inode): compared before and after, for `atomic_write_bytes(still=…)`. None: no file."""
+    try:
+        st = os.stat(path, follow_symlinks=follow_links)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
 class ChangedMeanwhile(OSError):
     """`atomic_write_bytes(still=…)`: the file changed since it was read; nothing written."""
 

@@ -11,7 +11,13 @@ from pathlib import Path
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
-from memoryd.fsutil import ChangedMeanwhile, NotRegularFile, atomic_write_bytes, read_regular_file
+from memoryd.fsutil import (
+    ChangedMeanwhile,
+    NotRegularFile,
+    atomic_write_bytes,
+    read_regular_file,
+    save_stamp,
+)
 
 
 def is_team(key: str) -> bool:
@@ -109,18 +115,8 @@ def write_index(path: Path, text: str) -> None:
 _UPDATE_TRIES = 5
 
 
-def _index_stamp(path: Path) -> tuple[int, ...] | None:
-    """What changes when anyone writes MEMORY.md: in place (a size, a time) or by a rename
-    (an inode). None when there is none."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
-
-
 def _unchanged(path: Path, stamp: tuple[int, ...] | None) -> bool:
-    return _index_stamp(path) == stamp
+    return save_stamp(path, follow_links=False) == stamp
 
 
 def update_index(
@@ -135,7 +131,7 @@ def update_index(
     write."""
     tries = 1
     while True:
-        before = _index_stamp(path)
+        before = save_stamp(path, follow_links=False)
         text = read_index_for_rewrite(path)
         new = change(text)
         if new == text and not (create and before is None):

@@ -419,14 +419,22 @@ def _read_summary(path: Path) -> str:
 
 
 def _replace_if_same(path: Path, expected: str, text: str) -> bool:
-    """Replace the summary with `text` unless it no longer holds `expected` (False then)."""
+    """Replace the summary with `text` unless it no longer holds `expected` (False then),
+    also when it is saved while the new text is staged: the rename goes ahead only if the
+    file is still the one compared (an editor's save in that window was overwritten)."""
+    before = fsutil.save_stamp(path)
     try:
         now = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
     except FileNotFoundError:
         now = None
     if now is not None and now != expected.encode("utf-8"):
         return False
-    fsutil.atomic_write_text(path, text)
+    try:
+        fsutil.atomic_write_bytes(
+            path, text.encode("utf-8"), still=lambda: fsutil.save_stamp(path) == before
+        )
+    except fsutil.ChangedMeanwhile:
+        return False
     return True
 
 

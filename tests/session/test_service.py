@@ -939,3 +939,29 @@ async def test_an_update_puts_a_cache_breakpoint_on_the_transcripts_end(
         assert request.raw.count(b"cache_control") == 1
         assert request.json["system"] == "You are a coding agent."
         assert request.json["tools"] == tools
+
+
+def test_an_edit_saved_while_the_update_is_written_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The update compares the notes with what its agent started from, then writes its own
+    (a temp file, its fsync, the rename: milliseconds). A save by the user in that window was
+    overwritten with nothing said; now the rename sees it and the edit wins, as it does when
+    saved earlier (`test_an_edit_of_the_notes_during_an_update_wins`)."""
+    from memoryd import fsutil
+    from memoryd.session import service
+
+    summary = tmp_path / "notes" / "summary.md"
+    summary.parent.mkdir()
+    summary.write_text("# Session Title\nstart\n")
+    stage = fsutil.stage_file
+
+    def staged_while_the_user_saves(*args: Any, **kwargs: Any) -> Path:
+        staged = stage(*args, **kwargs)
+        summary.write_text("# Session Title\nthe user's own edit\n")  # in place, as vim does
+        return staged
+
+    monkeypatch.setattr(fsutil, "stage_file", staged_while_the_user_saves)
+    assert not service._replace_if_same(summary, "# Session Title\nstart\n", "# agent's\n")
+    assert summary.read_text() == "# Session Title\nthe user's own edit\n"
+    assert [p.name for p in summary.parent.iterdir()] == ["summary.md"]  # no temp file left
