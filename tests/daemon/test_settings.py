@@ -172,6 +172,24 @@ async def test_settings_set_refuses_a_value_the_file_could_not_be_read_back_with
     assert json.loads(settings.user_settings_path().read_text())["notes"] == nested
 
 
+async def test_settings_set_calls_at_once_keep_every_key(daemon: DaemonHandle) -> None:
+    # Each call read the file, set its key and wrote it whole: fifty at once were all told
+    # they were saved, and most keys were lost.
+    batch = [
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "settings.set",
+            "params": {"key": f"k{i}", "value": i},
+        }
+        for i in range(50)
+    ]
+    (replies,) = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
+    assert all("result" in r for r in replies), replies
+    kept = json.loads(settings.user_settings_path().read_text())
+    assert kept == {f"k{i}": i for i in range(50)}
+
+
 def test_create_exclusive_leaves_no_half_file(tmp_path: Path) -> None:
     from memoryd.fsutil import create_exclusive
 

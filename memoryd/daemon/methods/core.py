@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
@@ -139,9 +140,16 @@ def _check_room(key: str, value: Any) -> None:
         )
 
 
+# settings.set reads the file, changes one key and writes it whole: two at once (a batch, two
+# clients) each wrote what it had read, and every key but the last writer's was lost, though
+# each call was told it was saved. Held in the worker thread, around the read and the write.
+_SETTINGS_WRITE = threading.Lock()
+
+
 def _set(key: str, value: Any) -> str:
-    _check_room(key, value)
-    return str(settings_mod.set_user_setting(key, value))
+    with _SETTINGS_WRITE:
+        _check_room(key, value)
+        return str(settings_mod.set_user_setting(key, value))
 
 
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
