@@ -217,17 +217,23 @@ _SLUG_PATTERNS = (
 
 
 def parse_repo_slug(url: str | None) -> str | None:
-    """`owner/repo` from a remote URL (https, ssh and scp-like forms); None if it has none."""
-    if not url:
+    """`owner/repo` from a remote URL (https, ssh and scp-like forms); None if it has none:
+    a local repository (`file://`, which the scp-like form read as host `file`), or a path
+    whose last two parts are no names (`.`, `..`: the team server refuses those)."""
+    if not url or url.strip().lower().startswith("file:"):
         return None
     for pattern in _SLUG_PATTERNS:
         match = pattern.match(url.strip())
         if match:
             parts = [p for p in match.group("path").split("/") if p]
-            if len(parts) >= 2 and all(_SEGMENT.fullmatch(p) for p in parts[-2:]):
+            if len(parts) >= 2 and all(_is_name(p) for p in parts[-2:]):
                 return f"{parts[-2]}/{parts[-1]}"
             return None
     return None
+
+
+def _is_name(part: str) -> bool:
+    return bool(_SEGMENT.fullmatch(part)) and part not in (".", "..")
 
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")

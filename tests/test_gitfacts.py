@@ -298,3 +298,19 @@ def test_a_cached_project_follows_safe_directory_edits(tmp_path: Path) -> None:
     assert projects.resolve(repo).facts.repo_slug == "acme/widgets"
     gitconfig.write_text("[safe]\n\tdirectory = /elsewhere/entirely\n")
     assert projects.resolve(repo).facts.worktree_root is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///srv/git/widgets.git",  # read as scp-like `file:` + path: slug "git/widgets"
+        "FILE://host/srv/git/widgets.git",
+        "https://github.com/acme/../widgets",  # slug "../widgets"
+        "https://github.com/./..",
+        "git@github.com:acme/..",
+    ],
+)
+def test_a_remote_that_names_no_owner_and_repo_has_no_slug(url: str) -> None:
+    # Found by a bug hunt: these gave slugs, which the team server refuses (`.`, `..`) or
+    # which two unrelated local repositories share (`file:///a/git/widgets`, `/b/git/…`).
+    assert gitfacts.parse_repo_slug(url) is None
