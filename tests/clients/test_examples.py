@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from memctl.claude_code import (
     PATH_TOOL_MATCHER,
@@ -95,3 +98,54 @@ def test_protocol_tour_calls_every_method() -> None:
         n for n, spec in rpc_methods().items() if spec.handler.__module__.startswith("memoryd.")
     }
     assert sorted(served - called) == []
+
+
+def _examples(markdown: str) -> dict[tuple[int, str], Any]:
+    """Each `→ request` / `← reply` example of a page, by request id and method (the first:
+    a later one of the same id and method is an illustration written after it)."""
+    found: dict[tuple[int, str], Any] = {}
+    for request, reply in re.findall(r"^→ (.*?)\n← (.*?)\n```", markdown, re.S | re.M):
+        sent = json.loads(request)
+        try:
+            found.setdefault((sent["id"], sent["method"]), json.loads(reply))
+        except json.JSONDecodeError:
+            continue  # shortened by hand
+    return found
+
+
+def _fields(value: Any, prefix: str = "", depth: int = 0) -> set[str]:
+    """The object keys of a reply, nested (a list by its first item); "…" marks a cut."""
+    if isinstance(value, list):
+        return _fields(value[0], prefix + "[]", depth) if value else set()
+    if not isinstance(value, dict) or depth > 3:
+        return set()
+    keys = set()
+    for key, item in value.items():
+        if key != "…":
+            keys.add(prefix + "." + key)
+            keys |= _fields(item, prefix + "." + key, depth + 1)
+    return keys
+
+
+def test_protocol_page_examples_have_the_fields_the_tour_prints(tmp_path: Path) -> None:
+    # The page's examples are a tour's output from an earlier session: a field the daemon has
+    # sent since (status.sessions_with_touched_paths, features.instruction_files,
+    # rpc.methods' after_tool, memory.list's index.orphans, team.push's pulled…) was missing.
+    tour = subprocess.run(
+        [sys.executable, str(EXAMPLES / "protocol_tour.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=memctl_env(),
+        timeout=120,
+    )
+    assert tour.returncode == 0, tour.stderr
+    printed = _examples(tour.stdout)
+    page = _examples((REPO / "docs" / "protocol.md").read_text())
+    assert len(page) >= len(printed) - 1
+    differ = {
+        key: sorted(_fields(page[key]) ^ _fields(reply))
+        for key, reply in printed.items()
+        if key in page and _fields(page[key]) != _fields(reply)
+    }
+    assert differ == {}
