@@ -100,6 +100,13 @@ def test_protocol_tour_calls_every_method() -> None:
     assert sorted(served - called) == []
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (an edit of the page doubled one)."""
+    keys = [key for key, _ in pairs]
+    assert len(set(keys)) == len(keys), f"a key twice in {keys}"
+    return dict(pairs)
+
+
 def _examples(markdown: str) -> dict[tuple[int, str], Any]:
     """Each `→ request` / `← reply` example of a page, by request id and method (the first:
     a later one of the same id and method is an illustration written after it)."""
@@ -107,7 +114,9 @@ def _examples(markdown: str) -> dict[tuple[int, str], Any]:
     for request, reply in re.findall(r"^→ (.*?)\n← (.*?)\n```", markdown, re.S | re.M):
         sent = json.loads(request)
         try:
-            found.setdefault((sent["id"], sent["method"]), json.loads(reply))
+            found.setdefault(
+                (sent["id"], sent["method"]), json.loads(reply, object_pairs_hook=_once)
+            )
         except json.JSONDecodeError:
             continue  # shortened by hand
     return found
