@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memctl.output import client, emit
+from memctl.output import client, emit, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
 
 # A dream runs several model turns; give it room before the client gives up.
@@ -29,8 +29,8 @@ def describe(result: dict[str, Any]) -> str:
     if result["stop_reason"] == "nothing_to_do":
         return f"nothing to consolidate in {result.get('memory_dir')} ({result.get('memories')} memories)"
     lines = [f"dream of {result.get('memory_dir')}: {result['stop_reason']}"]
-    lines += [f"  edited  {path}" for path in result.get("edited", [])]
-    lines += [f"  retired {path} (kept in history)" for path in result.get("retired", [])]
+    lines += [f"  edited  {one_line(path)}" for path in result.get("edited", [])]
+    lines += [f"  retired {one_line(path)} (kept in history)" for path in result.get("retired", [])]
     if result.get("summary"):
         lines.append(f"  {result['summary']}")
     if result.get("error"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memctl.output import client, emit
+from memctl.output import client, emit, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
 
 
@@ -53,7 +53,8 @@ def _list_text(result: dict[str, Any]) -> str:
         state = "approved" if result.get("approved") else "not approved"
         lines.append(f"{result['project_root']}: external includes {state}")
         for item in result.get("external", []):
-            lines.append(f"  refused {item['path']} (from {item['parent']})")
+            # Paths a cloned repository chose: one line each.
+            lines.append(f"  refused {one_line(item['path'])} (from {one_line(item['parent'])})")
     approvals = result.get("approvals", [])
     if approvals:
         lines.append("approved projects:")

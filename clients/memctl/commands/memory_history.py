@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from memctl.output import client, emit
+from memctl.output import client, emit, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
 
 
@@ -25,18 +25,20 @@ def register(sub: Any) -> None:
 def _path(args: argparse.Namespace) -> str:
     # A path the user typed relative to where they stand, if it exists there; else the
     # daemon reads it as relative to the memory dir.
-    return os.path.abspath(args.path) if os.path.exists(args.path) else args.path
+    path = str(args.path)
+    return os.path.abspath(path) if os.path.exists(path) else path
 
 
 def run_history(args: argparse.Namespace) -> int:
     with client(args) as conn:
         result = conn.call("memory.history", {"cwd": project_cwd(args), "path": _path(args)})
     versions = result["versions"]
-    lines = [f"{result['path']}{'' if result['exists'] else ' (deleted)'}"]
+    lines = [f"{one_line(result['path'])}{'' if result['exists'] else ' (deleted)'}"]
     if not versions:
         lines.append("  no earlier versions")
     for v in versions:
-        lines.append(f"  {v['version']}  {v['time']}  {v['size']:>8} bytes  {v['reason']}")
+        reason = one_line(str(v["reason"]))
+        lines.append(f"  {v['version']}  {v['time']}  {v['size']:>8} bytes  {reason}")
     emit(args, result, "\n".join(lines))
     return 0
 
@@ -47,5 +49,5 @@ def run_restore(args: argparse.Namespace) -> int:
             "memory.restore",
             {"cwd": project_cwd(args), "path": _path(args), "version": args.version},
         )
-    emit(args, result, f"restored {result['path']} to {result['restored']}")
+    emit(args, result, f"restored {one_line(result['path'])} to {result['restored']}")
     return 0

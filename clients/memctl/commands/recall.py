@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.output import EXIT_USAGE, client, emit, fail, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
 from memctl.text_input import required_text
 
@@ -74,12 +74,16 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'} ({how}):"]
     for number, memory in enumerate(memories, 1):
         team = " team" if memory.get("team") else ""
-        lines.append(f"{number}. [{memory['type']}{team}] {memory['name']}")
+        # Names, descriptions and paths come from files anyone with the folder (a teammate, a
+        # cloned repository) may have written: each stays on its line, so none poses as
+        # another recalled memory.
+        kind = memory.get("type") or "?"  # a file whose frontmatter has no valid type
+        lines.append(f"{number}. [{kind}{team}] {one_line(str(memory['name']))}")
         if memory.get("description") and memory["description"] != memory["name"]:
-            lines.append(f"   {memory['description']}")
-        lines.append(f"   {memory['path']}")
+            lines.append(f"   {one_line(str(memory['description']))}")
+        lines.append(f"   {one_line(str(memory['path']))}")
         if memory.get("note"):
-            lines.append(f"   note: {memory['note']}")
+            lines.append(f"   note: {one_line(str(memory['note']))}")
         if isinstance(memory.get("why"), dict):
             lines.append(f"   why: {why_line(memory['why'])}")
     return "\n".join(lines)
