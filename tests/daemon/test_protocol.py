@@ -394,6 +394,19 @@ async def test_an_id_with_half_a_surrogate_pair_is_echoed_as_sent(daemon: Daemon
     assert "x" in by_id["c"]["error"]["message"]  # the batch's other member, answered as ever
 
 
+async def test_a_deep_line_with_half_a_surrogate_pair_is_a_parse_error(
+    daemon: DaemonHandle,
+) -> None:
+    # Replacing the halves recurses as deep as the line nests: past Python's limit that is a
+    # parse error, not a RecursionError out of the connection's reading loop.
+    deep = b"[" * 600 + b'"\\ud83d"' + b"]" * 600
+    line = b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"a":' + deep + b"}}\n"
+    line += b'{"jsonrpc":"2.0","id":2,"method":"status"}\n'
+    by_id = {r["id"]: r for r in await raw_exchange(daemon.socket_path, line, replies=2)}
+    assert by_id[None]["error"]["code"] == -32700
+    assert "pid" in by_id[2]["result"]
+
+
 async def test_nan_infinity_and_a_bom_are_refused_beside_half_a_surrogate_pair(
     daemon: DaemonHandle, tmp_path: Path
 ) -> None:

@@ -44,9 +44,10 @@ def _strict_stdlib_parse(line: bytes, first_error: ValueError | None) -> Any:
     no NaN or Infinity (which are not JSON, and would be written on into settings files)."""
     try:
         message = json.loads(line.decode(), parse_constant=_not_json, parse_float=_finite_float)
+        cleaned = without_lone_surrogates(message)  # recursive: as deep as the line nests
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return ParseFailure(error_object(PARSE_ERROR, f"parse error: {first_error or exc}"))
-    return _with_ids_kept(message, without_lone_surrogates(message))
+    return _with_ids_kept(message, cleaned)
 
 
 def _with_ids_kept(message: Any, cleaned: Any) -> Any:
