@@ -16,16 +16,18 @@ process with a 60 s budget, so the hook itself still answers at once.
 
 A hook must never get in the agent's way: whatever happens (daemon down, slow, bad input) it
 exits 0 and prints either valid hook output or nothing. The time budget (`--timeout-ms`,
-`$MEMORYD_HOOK_TIMEOUT_MS`, default 100 ms) is a deadline: every send and receive gets what is
-left of it, however the daemon's bytes arrive. The daemon is never started from here.
+`$MEMORYD_HOOK_TIMEOUT_MS`, default 100 ms) is a deadline: reading stdin and every send and
+receive get what is left of it, however the bytes arrive. The daemon is never started from here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import select
 import sys
 import time
 from collections.abc import Callable
@@ -118,11 +120,32 @@ def _timeout_s(args: argparse.Namespace) -> float:
     return max(1, min(int(value), 600_000)) / 1000
 
 
-def _read_input() -> dict[str, Any]:
-    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    if len(data) > MAX_STDIN_BYTES:
-        raise ValueError("hook input over 16 MiB")
-    payload = json.loads(data.decode("utf-8", errors="replace") or "{}")
+def _read_input(budget: Budget) -> dict[str, Any]:
+    """The hook's JSON object: stdin to its end, within the budget. A peer that writes the
+    object and keeps stdin open held the hook (and the agent) until it closed it: once the
+    writer pauses with a whole object written, that object is the input."""
+    fd = sys.stdin.fileno()
+    data = bytearray()
+    while True:
+        if not select.select([fd], [], [], 0)[0]:
+            if data.rstrip().endswith(b"}"):
+                with contextlib.suppress(ValueError):
+                    return _payload(data)
+            if not select.select([fd], [], [], budget.remaining())[0]:
+                raise TimeoutError("the hook input did not end within the time budget")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return _payload(data)
+        data += chunk
+        if len(data) > MAX_STDIN_BYTES:
+            raise ValueError("hook input over 16 MiB")
+
+
+def _payload(data: bytes | bytearray) -> dict[str, Any]:
+    try:
+        payload = json.loads(data.decode("utf-8", errors="replace") or "{}")
+    except RecursionError as exc:  # nested deeper than Python reads: no hook input is
+        raise ValueError("hook input nested too deep") from exc
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     return payload
@@ -330,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     budget = Budget(_timeout_s(args))
     event = EVENTS[args.event]
     try:
-        payload = _read_input()
+        payload = _read_input(budget)
         context = HANDLERS[args.event](args, payload, budget)
     except Exception as exc:  # a hook never blocks the agent: report on stderr, exit 0
         sys.stderr.write(f"memctl hook {args.event}: no memoryd context ({exc})\n")

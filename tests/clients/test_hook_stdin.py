@@ -1,0 +1,66 @@
+"""How `memctl hook` reads Claude Code's JSON on stdin: to its end, within the hook's budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.clients.conftest import memctl_env
+from tests.clients.fake_daemon import FakeDaemon
+from tests.clients.test_hook import context_of
+
+
+def start_hook(event: str, sock: Path, timeout_ms: int) -> subprocess.Popen[bytes]:
+    budget = ["--timeout-ms", str(timeout_ms)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "memctl", "hook", event, "--socket", str(sock), *budget],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(),
+    )
+
+
+def test_a_peer_that_keeps_stdin_open_does_not_hold_the_hook(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    fake_daemon.on(
+        "get_context",
+        {
+            "claude_md": "## /m/MEMORY.md (auto memory)\n\n- [A](a.md) — remember me\n",
+            "files": [{"path": "/m/MEMORY.md", "type": "AutoMem"}],
+            "memory_instructions": "",
+            "memory_dir": "/m",
+        },
+    )
+    proc = start_hook("session-start", fake_daemon.socket_path, 5000)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"session_id": "s1", "cwd": str(tmp_path)}).encode() + b"\n")
+        proc.stdin.flush()
+        # Before: the hook read on to the end of stdin, which this peer never closes.
+        code = proc.wait(timeout=60)
+        out = proc.stdout.read().decode()
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert code == 0
+    assert "remember me" in context_of(out, "SessionStart")
+
+
+def test_input_that_never_ends_is_given_up_at_the_budget(fake_daemon: FakeDaemon) -> None:
+    proc = start_hook("session-start", fake_daemon.socket_path, 200)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b'{"session_id": "s1", "cwd": "/')  # half an object, then nothing
+        proc.stdin.flush()
+        code = proc.wait(timeout=60)
+        out, err = proc.communicate()
+    finally:
+        proc.kill()
+    assert (code, out) == (0, b"")
+    assert b"did not end within the time budget" in err
+    assert fake_daemon.calls("get_context") == []
