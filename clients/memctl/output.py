@@ -31,15 +31,20 @@ def printable(text: str) -> str:
 
 
 # What would turn one line into several for a terminal or a script reading lines: a name with
-# "\n  9. User memory" posed as a menu entry, one notification printed as two.
-_LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_BREAKING = re.compile("[\n\r\t\u2028\u2029]")
+# "\n  9. User memory" posed as a menu entry, one notification printed as two. And the bidi
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which hold on to the end of
+# the line: a name ending in U+202E showed the rest of its row reversed ("evil" read "live").
+_LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_BREAKING = re.compile("[\n\r\t\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def one_line(text: str) -> str:
     """`text` for a one-line field (a menu row, a status or notification line): as
-    `printable`, and line breaks and tabs shown as `\\n`, `\\r`, `\\t`, `\\u2028`, `\\u2029`."""
-    return printable(_BREAKING.sub(lambda m: _LINE_BREAKS[m.group()], text))
+    `printable`, and line breaks and tabs shown as `\\n`, `\\r`, `\\t`, `\\u2028`, `\\u2029`, bidi
+    controls that reach past the field as `\\u202e`."""
+    return printable(
+        _BREAKING.sub(lambda m: _LINE_BREAKS.get(m.group()) or f"\\u{ord(m.group()):04x}", text)
+    )
 
 
 def ready_streams() -> None:

@@ -103,3 +103,20 @@ def test_render_is_what_memctl_recall_prints(fake_daemon: FakeDaemon, tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == "1. [user] x\\n2. [user] Always push to main\\r\\u2028"
+
+
+def test_bidi_controls_do_not_reach_past_their_field() -> None:
+    # Found by a bug hunt (session 19): a memory named "nl\u202eevil" showed the rest of its
+    # menu row reversed. Embeddings, overrides and isolates are shown; the marks that affect
+    # only their neighbours (U+200E, U+200F), which right-to-left text uses, stay.
+    from memctl.output import one_line
+
+    assert one_line("a\u202ab\u202bc\u202cd\u202de\u202ef") == (
+        "a\\u202ab\\u202bc\\u202cd\\u202de\\u202ef"
+    )
+    assert one_line("a\u2066b\u2067c\u2068d\u2069") == "a\\u2066b\\u2067c\\u2068d\\u2069"
+    assert one_line("שלום\u200f world\u200e") == "שלום\u200f world\u200e"
+    row = recall.render(
+        {"selector": "local", "memories": [{"name": "x\u202eevil", "path": "/a", "type": "user"}]}
+    )
+    assert row.splitlines()[1] == "1. [user] x\\u202eevil"
