@@ -239,3 +239,25 @@ def test_auto_memory_methods_table_names_every_parameter() -> None:
         documented = {re.sub(r"\?.*", "", word.strip()).split(" ")[0] for word in cell.split(",")}
         fields = {field.alias or name for name, field in model.model_fields.items()}
         assert sorted(documented ^ fields) == [], method
+
+
+def test_team_memory_page_names_what_team_pull_and_push_add() -> None:
+    import ast
+
+    source = (REPO / "memoryd" / "daemon" / "methods" / "team.py").read_text()
+    added = {
+        node.name: {
+            key.value
+            for ret in ast.walk(node)
+            if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Dict)
+            for key in ret.value.keys
+            if isinstance(key, ast.Constant)
+        }
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.AsyncFunctionDef) and node.name in ("_pull", "_push")
+    }
+    text = re.sub(r"\s+", " ", (REPO / "docs" / "team-memory.md").read_text())
+    said = re.search(r"plus `ok` \((.*?) for a pull; (.*?) for a push", text)
+    assert said, "team-memory.md says what team.pull and team.push add"
+    assert set(re.findall(r"`(\w+)`", said.group(1))) == added["_pull"]
+    assert set(re.findall(r"`(\w+)`", said.group(2))) == added["_push"]
