@@ -261,3 +261,25 @@ def test_team_memory_page_names_what_team_pull_and_push_add() -> None:
     assert said, "team-memory.md says what team.pull and team.push add"
     assert set(re.findall(r"`(\w+)`", said.group(1))) == added["_pull"]
     assert set(re.findall(r"`(\w+)`", said.group(2))) == added["_push"]
+
+
+def test_closed_lists_on_the_pages_are_the_code_s() -> None:
+    import typing
+
+    from memoryd import errors
+    from memoryd.daemon.methods.core import EVENTS
+    from memoryd.rules.model import SkipReason
+
+    protocol = (REPO / "docs" / "protocol.md").read_text()
+    notifications = protocol.split("\n## Notifications\n", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `([a-z_]+/[a-z_]+)` \|", notifications, re.M)) == EVENTS
+    codes = {
+        cls.code for cls in vars(errors).values() if isinstance(cls, type) and hasattr(cls, "code")
+    }
+    table = protocol.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    listed = {int(code) for code in re.findall(r"^\| (-32\d\d\d) \|", table, re.M)}
+    assert codes and codes <= listed
+    rules = re.sub(r"\s+", " ", (REPO / "docs" / "instruction-files.md").read_text())
+    reasons = re.search(r"`skipped\[\]\.reason` is one of (.*?); `detail`", rules)
+    assert reasons, "instruction-files.md lists the skip reasons"
+    assert set(re.findall(r"`(\w+)`", reasons.group(1))) == set(typing.get_args(SkipReason))
