@@ -94,3 +94,40 @@ async def test_the_members_of_batches_count_against_the_share(short_tmp: Path) -
         writer.close()
     finally:
         await stop_daemon(handle)
+
+
+async def test_a_batch_waiting_for_room_is_not_started_once_the_daemon_stops(
+    short_tmp: Path,
+) -> None:
+    # A batch waiting for its connection's share was started when the requests before it
+    # finished, even after shutdown had begun: the drain did not wait for it, and it ran
+    # against services that were being closed.
+    started: list[bool] = []
+    stopping = asyncio.Event()
+
+    async def marked(_daemon: Any, params: SleepParams) -> dict[str, float]:
+        started.append(stopping.is_set())
+        await asyncio.sleep(params.seconds)
+        return {"slept": params.seconds}
+
+    handle = await start_daemon(
+        daemon_config(short_tmp), (method("test.marked", SleepParams, marked),)
+    )
+    try:
+        _reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        share = MAX_INFLIGHT_PER_CONNECTION - 1  # room for one more request, not two
+        single = b'{"jsonrpc":"2.0","method":"test.marked","params":{"seconds":0.3},"id":"s"}\n'
+        batch = [
+            {"jsonrpc": "2.0", "method": "test.marked", "params": {"seconds": 0}, "id": i}
+            for i in range(2)
+        ]
+        writer.write(single * share + orjson.dumps(batch) + b"\n")
+        await writer.drain()
+        async with asyncio.timeout(10):
+            while len(started) < share:  # the batch now waits for room
+                await asyncio.sleep(0.01)
+        stopping.set()
+    finally:
+        await stop_daemon(handle)
+    assert started.count(True) == 0, "a request started after the daemon began to stop"
+    writer.close()

@@ -265,6 +265,10 @@ class Connection:
             return
         weight = len(message) if isinstance(message, list) and message else 1
         await self._wait_for_requests(weight)
+        if not self._reading:
+            # The daemon began to stop while this batch waited for room: its drain does not
+            # wait for work started now, which would run against services being closed.
+            return
         task = asyncio.create_task(self._handle(message))
         self.tasks.add(task)
         self._weights[task] = weight
