@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memctl.output import one_line
 
 if TYPE_CHECKING:
     from memctl.commands.memory import UI
@@ -94,9 +97,29 @@ def edit_memory(conn: Any, ui: UI, cwd: str, path: Path, *, team: bool) -> None:
             )
             return
         keep = not _save(conn, ui, cwd, path, team, before, after, copy)
+    except KeyboardInterrupt:
+        # Ctrl-C at a question ("Save your edit over …?") or at an editor that leaves the
+        # terminal's signals on (`code --wait`) ends memctl: the text stays, as for a no (it
+        # was deleted with its folder).
+        keep = _edited(copy, before)
+        if keep:
+            where = one_line(str(copy))
+            sys.stderr.write(f"memctl: {one_line(path.name)} not saved; your text is in {where}\n")
+        raise
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _edited(copy: Path, before: str) -> bool:
+    """Does the copy hold anything but what the editor started from (unreadable: maybe)?"""
+    try:
+        with open(copy, encoding="utf-8", newline="") as handle:  # as it was read to save
+            return handle.read() != before
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeError):
+        return True
 
 
 def _save(

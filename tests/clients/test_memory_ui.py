@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -469,6 +470,38 @@ def test_a_copy_that_cannot_be_saved_is_kept(
         f"text is in {edited}" in done.stdout
     )
     assert edited.read_text() == EDITED
+
+
+def test_ctrl_c_at_the_save_question_keeps_the_edited_copy(
+    scripted: FakeDaemon, project: Path, writing_editor: tuple[str, Path], note: dict[str, Any]
+) -> None:
+    # Found by a bug hunt (session 19): Ctrl-C at "Save your edit over …?" ended memctl and
+    # deleted the private copy with the user's text; "no" keeps it and says where.
+    note.update(changed_after_read=1, changed_to=NOTE_TEXT.replace("V0", "V1: an agent's"))
+    sock = str(scripted.socket_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", sock, "memory", "--cwd", str(project)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=memctl_env(VISUAL=writing_editor[0]),
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(b"old note\n1\n1\n")
+    proc.stdin.flush()
+    shown = b""
+    while b"[y/N] " not in shown:
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        assert chunk, shown.decode()
+        shown += chunk
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    edited = Path(writing_editor[1].read_text().split()[0])
+    assert edited.read_text() == EDITED
+    assert f"memctl: old_note.md not saved; your text is in {edited}" in err.decode()
+    assert scripted.calls("memory.write") == []
 
 
 def test_memory_fields() -> None:
