@@ -257,6 +257,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from memoryd_team.app import SERVE_ENV, make_app
+    from memoryd_team.connection import DeadlineH11Protocol
 
     args.database_timeout = _database_timeout(args)
     try:
@@ -278,6 +279,8 @@ def _serve(args: argparse.Namespace) -> int:
         "host": args.host,
         "port": args.port,
         "log_level": args.log_level,
+        # h11 with a deadline for the headers and for a reply nobody reads (connection.py)
+        "http": DeadlineH11Protocol,
         "ws": "none",
         "lifespan": "on",
         "server_header": False,

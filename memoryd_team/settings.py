@@ -20,6 +20,14 @@ DEFAULT_DATABASE_TIMEOUT_S = 5.0
 # A client that sends no byte of its body for this long has stalled (a laptop asleep, a dropped
 # VPN; its own write timeout is 30 s): 408 and the connection closed, not held for ever.
 DEFAULT_BODY_TIMEOUT_S = 30.0
+# A connection's request line and headers must arrive within this long of it opening, or of
+# the previous reply (a client sends them at once; its connect timeout is 10 s): one that
+# says nothing, or drips a header line every few seconds, no longer holds a connection.
+HEADER_TIMEOUT_S = 10.0
+# A reply the client stopped reading: no progress for this long, or not drained within
+# REPLY_TOTAL_WAITS times it, and the connection is aborted (its own read timeout is 30 s).
+WRITE_TIMEOUT_S = 30.0
+REPLY_TOTAL_WAITS = 4
 # On SIGTERM, requests still in flight after this long are cancelled: a stalled client must
 # not keep a restart waiting for ever (uvicorn's default) or until the supervisor's SIGKILL.
 SHUTDOWN_GRACE_S = 10

@@ -23,6 +23,7 @@ import uvicorn
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team import auth
 from memoryd_team.app import make_app
+from memoryd_team.connection import DeadlineH11Protocol
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage import open_storage
 from memoryd_team.storage.base import Storage
@@ -65,7 +66,11 @@ class ThreadedServer:
     """uvicorn serving `make_app(storage, settings)` on 127.0.0.1, its loop in a thread."""
 
     def __init__(
-        self, database_url: str, settings: ServerSettings, storage: Storage | None = None
+        self,
+        database_url: str,
+        settings: ServerSettings,
+        storage: Storage | None = None,
+        protocol: type[asyncio.Protocol] = DeadlineH11Protocol,
     ) -> None:
         self.database_url = database_url
         self.storage: Storage = storage or open_storage(database_url)
@@ -77,6 +82,7 @@ class ThreadedServer:
             make_app(self.storage, settings),
             log_config=None,
             log_level="warning",
+            http=protocol,  # as `memoryd-team serve` runs
             ws="none",
             lifespan="on",
         )
@@ -107,6 +113,11 @@ class ThreadedServer:
         self._server.should_exit = True
         self._thread.join(30)
         self._sock.close()
+
+    @property
+    def open_connections(self) -> int:
+        """HTTP connections the server holds now."""
+        return len(self._server.server_state.connections)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the server's loop (its storage is bound to that loop)."""

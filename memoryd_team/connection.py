@@ -1,0 +1,148 @@
+"""uvicorn's HTTP/1.1 protocol with the two deadlines a server open to many clients needs.
+
+uvicorn (0.55, h11) gives a connection no deadline before its first request and none while
+headers arrive (its 5 s keep-alive timer starts only after a reply, and any byte stops it), and
+none for a reply the client does not read: the reply waits in the transport's buffer, and even
+`close()` waits for it to drain. So a client that connected and said nothing, or sent a header
+line every few seconds, or asked for a page and never read it, held a connection (and its
+file descriptor and the reply's memory) for as long as it liked; a few thousand of them, and
+the server had no descriptor left for anyone. Here:
+
+- the request line and headers must arrive within `header_timeout_s` of the connection opening,
+  or of the previous reply being sent (a keep-alive connection waiting for its next request):
+  the connection is closed then, with a 408 when part of a request had come;
+- once a reply stops fitting in the socket buffers, the client must take it: a write that
+  stalls for `write_timeout_s`, or a reply that has not drained `REPLY_TOTAL_WAITS` times that
+  after it first stalled, aborts the connection.
+
+The request body has its own deadlines in the app (`app._read_body`, 408 `body_timeout`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from memoryd_team.settings import HEADER_TIMEOUT_S, REPLY_TOTAL_WAITS, WRITE_TIMEOUT_S
+
+log = logging.getLogger(__name__)
+
+
+def _header_timeout_reply(seconds: float) -> bytes:
+    body = json.dumps(
+        {
+            "error": "header_timeout",
+            "message": f"the request's headers did not arrive within {seconds:g} s",
+        }
+    ).encode()
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\n"
+        b"content-type: application/json\r\n"
+        b"cache-control: no-store\r\n"
+        b"connection: close\r\n"
+        b"content-length: %d\r\n\r\n" % len(body)
+    ) + body
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """`H11Protocol` plus the header and reply deadlines (the module docstring says why)."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    write_timeout_s: float = WRITE_TIMEOUT_S
+
+    _header_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
+    # When the current reply first stopped fitting in the buffers (loop time), until the
+    # next request: the whole reply's deadline counts from there.
+    _stalled_since: float | None = None
+    _cycle_seen: object | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._follow_request_state()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        self._cancel_write_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._follow_request_state()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._follow_request_state()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        now = self.loop.time()
+        if self._stalled_since is None:
+            self._stalled_since = now
+        whole = self._stalled_since + REPLY_TOTAL_WAITS * self.write_timeout_s
+        self._cancel_write_timer()
+        self._write_timer = self.loop.call_at(
+            min(now + self.write_timeout_s, whole), self._write_timed_out
+        )
+
+    def resume_writing(self) -> None:
+        self._cancel_write_timer()
+        super().resume_writing()
+
+    # -- the header deadline ---------------------------------------------------------------
+    def _between_requests(self) -> bool:
+        """No request is being served: the connection waits for the next one's headers (or,
+        after a reply sent before the body was read, a 401 say, for the rest of that body)."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def _follow_request_state(self) -> None:
+        """Arm the deadline when the connection starts waiting for a request, drop it when
+        one is being served. Bytes arriving do not re-arm it: a drip must not extend it."""
+        if self.cycle is not self._cycle_seen:
+            # A new request: its reply has not stalled yet.
+            self._cycle_seen = self.cycle
+            self._stalled_since = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        if not self._between_requests():
+            self._cancel_header_timer()
+        elif self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
+
+    def _header_timed_out(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing() or not self._between_requests():
+            return
+        started, _ = self.conn.trailing_data
+        if started and self.conn.their_state is h11.IDLE:
+            # Part of a request came: say why it ends (an idle keep-alive connection is just
+            # closed, as uvicorn's own keep-alive timeout does).
+            log.info(
+                "closed a connection: request headers unfinished after %gs", self.header_timeout_s
+            )
+            self.transport.write(_header_timeout_reply(self.header_timeout_s))
+        self.transport.close()
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    # -- the reply deadline ----------------------------------------------------------------
+    def _write_timed_out(self) -> None:
+        self._write_timer = None
+        log.info(
+            "aborted a connection: the client did not read its reply (stalled %gs)",
+            self.write_timeout_s,
+        )
+        # close() would wait for the buffer to drain, which is what never happens.
+        self.transport.abort()
+
+    def _cancel_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None

@@ -1,0 +1,184 @@
+"""The connection deadlines (`memoryd_team/connection.py`), over real TCP: a client that never
+finishes its headers or never reads its reply no longer holds a connection for good, and
+clients that behave (keep-alive, a body that comes after a pause) are served as before."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from memoryd.team.protocol import TEAM_MEMORY_PATH
+from memoryd_team.connection import DeadlineH11Protocol
+from memoryd_team.etag import parse_if_match
+from memoryd_team.settings import HEADER_TIMEOUT_S, ServerSettings
+from memoryd_team.storage.base import Author
+from tests.team_server.conftest import ThreadedServer, create_token, start_server_process
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+class QuickDeadlines(DeadlineH11Protocol):
+    header_timeout_s = 0.5
+    write_timeout_s = 1.0
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[ThreadedServer]:
+    started = ThreadedServer(
+        database_url, ServerSettings(full_bytes=64 * 1024 * 1024), protocol=QuickDeadlines
+    ).start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def connect(server: ThreadedServer) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.settimeout(15)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def read_reply(sock: socket.socket) -> bytes:
+    """One whole reply (head and Content-Length body) off a kept-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def test_a_connection_that_sends_nothing_is_closed(server: ThreadedServer) -> None:
+    with connect(server) as sock:
+        wait_for(lambda: server.open_connections == 1)
+        assert read_until_closed(sock) == b""  # closed by the server, no reply to nothing
+    wait_for(lambda: server.open_connections == 0)
+
+
+def test_headers_dripped_a_line_at_a_time_get_a_408_and_the_connection_closed(
+    server: ThreadedServer,
+) -> None:
+    with connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: team\r\n")
+        sock.settimeout(0.1)
+        reply = b""
+        # A line every 0.1 s, well inside the deadline: the bytes arriving must not extend
+        # it. Reading first, so the 408 is read whole before anything more is sent.
+        for _ in range(200):
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                if not reply:
+                    sock.sendall(b"X-Drip: 1\r\n")
+                continue
+            if not chunk:
+                break
+            reply += chunk
+        else:
+            pytest.fail("the dripping client was still connected after 20 s")
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert b"connection: close" in head.lower()
+    assert json.loads(body)["error"] == "header_timeout"
+    wait_for(lambda: server.open_connections == 0)
+
+
+def test_a_kept_alive_connection_serves_its_requests_then_closes_when_idle(
+    server: ThreadedServer,
+) -> None:
+    token = server.token("acme/widgets")
+    body = json.dumps({"entries": {"a.md": "slow body\n"}}).encode()
+    with connect(server) as sock:
+        # A PUT whose body comes after a pause longer than the header deadline: the headers
+        # were in, so the body's own (longer) deadline applies.
+        sock.sendall(
+            f"PUT {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        time.sleep(2 * QuickDeadlines.header_timeout_s)
+        sock.sendall(body)
+        first = read_reply(sock)
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        # The next request on the same connection, in time.
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: team\r\n\r\n")
+        second = read_reply(sock)
+        assert second.startswith(b"HTTP/1.1 200 "), second
+        assert read_until_closed(sock) == b""  # then idle: closed
+    assert [v.key for v in server.run(server.storage.history("acme/widgets"))] == ["a.md"]
+
+
+def test_a_client_that_never_reads_its_reply_is_dropped(server: ThreadedServer) -> None:
+    token = server.token("acme/widgets")
+    # 40 x 240 KB: a reply far larger than the socket buffers on both sides can hold.
+    for batch in range(5):
+        server.run(
+            server.storage.put_entries(
+                "acme/widgets",
+                {f"k{batch}-{i}.md": f"{batch}{i}" * 120_000 for i in range(8)},
+                None if batch == 0 else parse_if_match("*"),
+                max_entries=None,
+                author=Author("t", "t"),
+                at=datetime.now(UTC),
+            )
+        )
+    deaf = socket.socket()
+    deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    deaf.connect(("127.0.0.1", server.port))
+    try:
+        deaf.sendall(
+            f"GET {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+            f"Authorization: Bearer {token}\r\n\r\n".encode()
+        )
+        wait_for(lambda: server.open_connections == 1)
+        # Never read: the server gives up on it instead of holding the reply for ever.
+        wait_for(lambda: server.open_connections == 0)
+    finally:
+        deaf.close()
+    with server.client(token) as http:  # and it still serves everyone else
+        assert http.get("/healthz").status_code == 200
+
+
+def test_serve_closes_a_connection_that_never_sends_a_request(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`memoryd-team serve` itself runs with the deadlines (uvicorn alone had none)."""
+    create_token(database_url, "acme/widgets")
+    served = start_server_process(database_url, tmp_path / "serve.log")
+    try:
+        port = int(urlsplit(served.url).port or 0)
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.settimeout(3 * HEADER_TIMEOUT_S)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+            assert read_until_closed(sock).startswith(b"HTTP/1.1 408 ")
+    finally:
+        served.stop()
