@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wcmatch import glob
+
 from memoryd import gitsafe
 from memoryd.fsutil import read_regular_file
 
@@ -30,6 +32,9 @@ class GitFacts:
     git_dir: Path | None  # the common git dir (holds config, refs)
     remote_url: str | None
     repo_slug: str | None  # "owner/repo" from the remote, when it parses
+    # The config files the remote was read from beyond `git_dir/config` and the user's and
+    # system's (those `include`d), present or not: a change to one may change the remote.
+    included: tuple[Path, ...] = ()
 
 
 # `.git` files and `commondir` hold one path; a config over 1 MiB is not a git config.
@@ -184,28 +189,102 @@ def discover(cwd: Path) -> GitFacts:
     # The main worktree's root is the directory that holds the common `.git` dir, unless
     # the repository is bare-like (common dir not named .git): then the worktree is the root.
     project_root = common.parent if common.name == ".git" else worktree_root
-    remote = read_remote_url(common)
-    return GitFacts(project_root, worktree_root, common, remote, parse_repo_slug(remote))
+    read: list[Path] = []
+    remote = _remote_url(common, own_git_dir, "origin", read)
+    known = {*gitsafe.config_files(), common / "config"}
+    included = tuple(dict.fromkeys(f for f in read if f not in known))
+    return GitFacts(project_root, worktree_root, common, remote, parse_repo_slug(remote), included)
 
 
-def read_remote_url(git_dir: Path, remote: str = "origin") -> str | None:
-    text = _read_small(git_dir / "config", _CONFIG_CAP)
-    if text is None:
-        return None
-    parser = configparser.RawConfigParser(strict=False)
-    try:
-        parser.read_string(text, source=str(git_dir / "config"))
-    except configparser.Error:
-        return None
-    preferred = f'remote "{remote}"'
-    sections = [s for s in parser.sections() if s.startswith("remote ")]
-    ordered = [preferred] if preferred in sections else []
-    ordered += [s for s in sections if s != preferred]
-    for section in ordered:
-        url = parser.get(section, "url", fallback=None)
-        if url:
-            return url.strip()
+def read_remote_url(
+    git_dir: Path, remote: str = "origin", own_dir: Path | None = None
+) -> str | None:
+    """The URL git fetches `remote` from (else the first other remote's), as git reads it:
+    the system, global and repository configs in that order with what they include
+    (`includeIf` on `gitdir:`, `gitdir/i:` and `onbranch:` judged for this repository; `own_dir`
+    is the worktree's own git dir, `git_dir` by default), the first `url` of the remote,
+    rewritten by the longest `url.<base>.insteadOf` that prefixes it. A config file git could
+    not read adds nothing (git would refuse to run: the repository's remote still counts)."""
+    return _remote_url(git_dir, own_dir or git_dir, remote, [])
+
+
+def _remote_url(git_dir: Path, own_dir: Path, remote: str, read: list[Path]) -> str | None:
+    """`read_remote_url`, naming in `read` every config file it read or looked for."""
+
+    def condition(cond: str, file: Path) -> bool:
+        return _include_if(cond, file, own_dir)
+
+    entries: list[gitsafe.Entry] = []
+    for file in (*gitsafe.config_files(), git_dir / "config"):
+        try:
+            entries += gitsafe.read_config(file, condition, read)
+        except gitsafe.BadConfig:
+            continue
+    urls: dict[str, list[str]] = {}  # remote -> its urls, remotes in the order first named
+    rewrites: list[tuple[str, str]] = []  # (insteadOf prefix, base)
+    for section, key, value in entries:
+        if value is None or not section.endswith('"'):
+            continue
+        name, _, sub = section[:-1].partition(' "')
+        if name == "remote" and key == "url":
+            # git 2.46 takes an empty url as clearing those before it, 2.39 does not: skipped.
+            found = urls.setdefault(sub, [])
+            if value:
+                found.append(value)
+        elif name == "url" and key == "insteadof" and value:
+            rewrites.append((value, sub))
+    ordered = [remote] if remote in urls else []
+    ordered += [r for r in urls if r != remote]
+    for name in ordered:
+        if urls[name]:
+            return _rewrite(urls[name][0], rewrites).strip()
     return None
+
+
+def _rewrite(url: str, rewrites: list[tuple[str, str]]) -> str:
+    """git's `insteadOf`: the longest prefix wins, the first of equal ones."""
+    best: tuple[str, str] | None = None
+    for prefix, base in rewrites:
+        if url.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, base)
+    return url if best is None else best[1] + url[len(best[0]) :]
+
+
+_WILDMATCH = glob.GLOBSTAR | glob.DOTGLOB | glob.FORCEUNIX
+_MAX_CONDITION = 4096  # a pattern past this (or with many `**`) is taken as not matching
+_MAX_GLOBSTARS = 8
+
+
+def _include_if(condition: str, file: Path, own_dir: Path) -> bool:
+    """Whether git includes an `includeIf "<condition>"` of `file` for the repository whose
+    own git dir is `own_dir` (git's config.c: `include_by_gitdir`, `include_by_branch`).
+    `hasconfig:` is taken as false: it needs the whole configuration first."""
+    kind, _, pattern = condition.partition(":")
+    if not pattern or len(pattern) > _MAX_CONDITION or pattern.count("**") > _MAX_GLOBSTARS:
+        return False
+    flags = _WILDMATCH | (glob.IGNORECASE if kind == "gitdir/i" else 0)
+    if kind in ("gitdir", "gitdir/i"):
+        if pattern.startswith("./"):
+            pattern = f"{file.parent.resolve()}/{pattern[2:]}"
+        elif pattern.startswith("~"):
+            pattern = gitsafe.expand_home(pattern) or ""
+            if not pattern:
+                return False
+        elif not pattern.startswith("/"):
+            pattern = "**/" + pattern
+        if pattern.endswith("/"):
+            pattern += "**"
+        texts = {os.path.abspath(own_dir), os.path.realpath(own_dir)}
+        return any(glob.globmatch(text, pattern, flags=flags) for text in texts)
+    if kind == "onbranch":
+        head = _read_small(own_dir / "HEAD", _POINTER_CAP) or ""
+        ref = head.strip().removeprefix("ref:").strip()
+        if not head.startswith("ref:") or not ref.startswith("refs/heads/"):
+            return False  # detached: on no branch
+        if pattern.endswith("/"):
+            pattern += "**"
+        return glob.globmatch(ref[len("refs/heads/") :], pattern, flags=flags)
+    return False
 
 
 _SLUG_PATTERNS = (

@@ -8,6 +8,9 @@ that order with their `include.path`s; never the repository's own config. A valu
 trusts every repository, an empty one empties the list read so far, and any other value is
 the repository's path after `~` expansion, compared as written.
 
+`read_config` is the config reader (git's grammar, `include.path` followed) that gitfacts
+reads a repository's remote with too.
+
 Only what every git since 2.36 accepts is accepted here: git 2.46 also takes `/*` after a
 folder (every repository below it), `.`, and values that name the folder through a link or
 with a trailing slash; older ones (2.39 on Debian 12) do not, and a repository a git refuses
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Callable
 from pathlib import Path
 
 from memoryd.fsutil import read_regular_file
@@ -27,8 +31,14 @@ _CONFIG_CAP = 1024 * 1024
 _MAX_INCLUDE_DEPTH = 10  # git's own limit
 
 
-class _BadConfig(Exception):
-    """A line git would refuse to read: it then refuses every command, so nothing is safe."""
+class BadConfig(Exception):
+    """A line git would refuse to read (or includes nested too deep): git then refuses every
+    command, so nothing in it counts."""
+
+
+Entry = tuple[str, str, str | None]  # (section, key, value); a key alone has the value None
+# Whether an `includeIf "<condition>"` of the file at the path holds.
+Condition = Callable[[str, Path], bool]
 
 
 def config_files() -> tuple[Path, ...]:
@@ -57,14 +67,14 @@ def is_safe_directory(path: Path) -> bool:
     values: list[str | None] = []
     try:
         for file in config_files():
-            _read(file, values, depth=0)
-    except _BadConfig:
+            values += [v for s, k, v in read_config(file) if (s, k) == ("safe", "directory")]
+    except BadConfig:
         return False
     safe = False
     for value in values:
         if not value:
             safe = False
-        elif value == "*" or _expand(value) == str(path):
+        elif value == "*" or expand_home(value) == str(path):
             safe = True
     return safe
 
@@ -73,7 +83,7 @@ def _env_true(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _expand(value: str) -> str | None:
+def expand_home(value: str) -> str | None:
     """git's `~` and `~user` expansion of a path value; None when it cannot be expanded."""
     if not value.startswith("~"):
         return value
@@ -90,31 +100,53 @@ def _expand(value: str) -> str | None:
     return home + value[1 + len(user) :]
 
 
-def _read(file: Path, values: list[str | None], depth: int) -> None:
+def read_config(
+    file: Path, include_if: Condition | None = None, read: list[Path] | None = None
+) -> list[Entry]:
+    """Every variable of `file` and of the files it includes (`include.path`, and the
+    `includeIf` ones whose condition `include_if` holds), in the order git reads them. A
+    missing or unreadable file has none, as git skips it; raises BadConfig where git fails.
+    Each file looked for is added to `read`."""
+    entries: list[Entry] = []
+    _read(file, entries, 0, include_if, read if read is not None else [])
+    return entries
+
+
+def _read(
+    file: Path, out: list[Entry], depth: int, include_if: Condition | None, read: list[Path]
+) -> None:
+    read.append(file)
     try:
         data = read_regular_file(file, _CONFIG_CAP, follow_links=True)
     except OSError:
         return  # missing or unreadable: git skips it too
     if len(data) > _CONFIG_CAP:
-        raise _BadConfig
-    for section, key, value in _entries(data.decode("utf-8", errors="replace")):
-        if section == "safe" and key == "directory":
-            values.append(value)
-        elif section == "include" and key == "path" and value:
+        raise BadConfig
+    for entry in _entries(data.decode("utf-8", errors="replace")):
+        out.append(entry)
+        section, key, value = entry
+        if key != "path" or not value:
+            continue
+        if section == "include" or (
+            section.startswith('includeif "')
+            and include_if is not None
+            and include_if(section[len('includeif "') : -1], file)
+        ):
             if depth >= _MAX_INCLUDE_DEPTH:
-                raise _BadConfig
-            target = _expand(value)
-            if target is not None:
-                _read(file.parent / target, values, depth + 1)
+                raise BadConfig
+            target = expand_home(value)
+            if target is not None:  # relative to the including file, as git reads it
+                _read(file.parent / target, out, depth + 1, include_if, read)
 
 
-def _entries(text: str) -> list[tuple[str, str, str | None]]:
+def _entries(text: str) -> list[Entry]:
     """(section, key, value) of every variable, in order; sections with a subsection are
-    named `name "sub"` so they never pass for `safe` or `include`. Follows git's config.c."""
+    named `name "sub"` (`[name.sub]`, git's older spelling, too, its subsection in lower case
+    as git reads it) so they never pass for `safe` or `include`. Follows git's config.c."""
     text = text.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
-    entries: list[tuple[str, str, str | None]] = []
+    entries: list[Entry] = []
     section: str | None = None
     i, n = 0, len(text)
     while i < n:
@@ -136,12 +168,12 @@ def _entries(text: str) -> list[tuple[str, str, str | None]]:
             if i < n and text[i] == "=":
                 value, i = _value(text, i + 1)
             elif i < n and text[i] != "\n":
-                raise _BadConfig
+                raise BadConfig
             if section is None:
-                raise _BadConfig
+                raise BadConfig
             entries.append((section, key, value))
         else:
-            raise _BadConfig
+            raise BadConfig
     return entries
 
 
@@ -156,26 +188,27 @@ def _section(text: str, i: int) -> tuple[str, int]:
         i += 1
     name = text[start:i].lower()
     if i < len(text) and text[i] == "]":
-        return name, i + 1
+        base, dot, lowered = name.partition(".")
+        return (f'{base} "{lowered}"' if dot else name), i + 1
     if i >= len(text) or text[i] not in " \t":
-        raise _BadConfig
+        raise BadConfig
     while i < len(text) and text[i] in " \t":
         i += 1
     if i >= len(text) or text[i] != '"':
-        raise _BadConfig
+        raise BadConfig
     i += 1
     sub: list[str] = []
     while i < len(text) and text[i] != '"':
         if text[i] == "\n":
-            raise _BadConfig
+            raise BadConfig
         if text[i] == "\\":
             i += 1
             if i >= len(text) or text[i] == "\n":
-                raise _BadConfig
+                raise BadConfig
         sub.append(text[i])
         i += 1
     if text[i + 1 : i + 2] != "]":
-        raise _BadConfig
+        raise BadConfig
     return f'{name} "{"".join(sub)}"', i + 2
 
 
@@ -192,13 +225,13 @@ def _value(text: str, i: int) -> tuple[str, int]:
     while True:
         if i >= n:
             if quoted:
-                raise _BadConfig
+                raise BadConfig
             break
         c = text[i]
         i += 1
         if c == "\n":
             if quoted:
-                raise _BadConfig
+                raise BadConfig
             break
         if not quoted and c in " \t":
             if out:
@@ -212,13 +245,13 @@ def _value(text: str, i: int) -> tuple[str, int]:
             pending_space = 0
         if c == "\\":
             if i >= n:
-                raise _BadConfig
+                raise BadConfig
             escaped = text[i]
             i += 1
             if escaped == "\n":
                 continue
             if escaped not in _ESCAPES:
-                raise _BadConfig
+                raise BadConfig
             out.append(_ESCAPES[escaped])
         elif c == '"':
             quoted = not quoted

@@ -314,3 +314,89 @@ def test_a_remote_that_names_no_owner_and_repo_has_no_slug(url: str) -> None:
     # Found by a bug hunt: these gave slugs, which the team server refuses (`.`, `..`) or
     # which two unrelated local repositories share (`file:///a/git/widgets`, `/b/git/…`).
     assert gitfacts.parse_repo_slug(url) is None
+
+
+def _git_url(repo: Path) -> str:
+    result = subprocess.run(
+        ["git", "ls-remote", "--get-url", "origin"], cwd=repo, capture_output=True, check=True
+    )
+    return result.stdout.decode().strip()
+
+
+# (the repository's config, ~/.gitconfig, the URL git fetches origin from); `{home}` and
+# `{work}` (the folder the repository is in) are filled in.
+REMOTE_CASES = [
+    ('[Remote "origin"]\n\turl = https://h/acme/a\n', "", "https://h/acme/a"),
+    ("[remote.origin]\n\turl = https://h/acme/b\n", "", "https://h/acme/b"),
+    (
+        '[remote "origin"]\n\turl = https://h/acme/c\n\turl = https://h/acme/d\n',
+        "",
+        "https://h/acme/c",
+    ),
+    ('[core]\n\tbare\n[remote "origin"]\n\turl = https://h/acme/f\n', "", "https://h/acme/f"),
+    ('[remote "origin"]\n\turl = "https://h/acme/g" ; mine\n', "", "https://h/acme/g"),
+    ("[include]\n\tpath = more.cfg\n", "", "https://h/acme/included"),
+    (
+        '[remote "origin"]\n\turl = gh:h\n',
+        '[url "git@github.com:acme/"]\n\tinsteadOf = gh:\n',
+        "git@github.com:acme/h",
+    ),
+    (
+        '[url "https://a/"]\n\tinsteadOf = w:\n[remote "origin"]\n\turl = w:sub/i\n',
+        '[url "https://b/acme/"]\n\tinsteadOf = w:sub/\n',
+        "https://b/acme/i",
+    ),
+    (
+        '[remote "origin"]\n\turl = w:j\n',
+        '[includeIf "gitdir:{work}/"]\n\tpath = {home}/work.cfg\n',
+        "git@github.com:acme/j",
+    ),
+    (
+        '[remote "origin"]\n\turl = w:k\n',
+        '[includeIf "gitdir:/elsewhere/"]\n\tpath = ~/work.cfg\n',
+        "w:k",
+    ),
+    (
+        '[remote "origin"]\n\turl = w:l\n',
+        '[includeIf "onbranch:ma*"]\n\tpath = ~/work.cfg\n',
+        "git@github.com:acme/l",
+    ),
+]
+
+
+@pytest.mark.parametrize(("local", "user", "expected"), REMOTE_CASES)
+def test_the_remote_url_is_the_one_git_fetches_from(
+    tmp_path: Path, isolated_env: IsolatedEnv, local: str, user: str, expected: str
+) -> None:
+    work = tmp_path / "work"
+    repo = work / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / ".git" / "config").write_text(local)
+    (repo / ".git" / "more.cfg").write_text('[remote "origin"]\n\turl = https://h/acme/included\n')
+    home = isolated_env.home
+    (home / "work.cfg").write_text('[url "git@github.com:acme/"]\n\tinsteadOf = w:\n')
+    (home / ".gitconfig").write_text(user.format(home=home, work=work.resolve()))
+    assert _git_url(repo) == expected
+    assert gitfacts.discover(repo).remote_url == expected
+
+
+def test_an_include_cycle_or_a_broken_user_config_leaves_the_repositorys_remote(
+    tmp_path: Path, isolated_env: IsolatedEnv
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    (isolated_env.home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig\n")
+    assert gitfacts.discover(repo).repo_slug == "acme/widgets"
+    (isolated_env.home / ".gitconfig").write_text("[url\n")
+    assert gitfacts.discover(repo).repo_slug == "acme/widgets"
+
+
+def test_the_files_a_remote_was_read_from_are_named(
+    tmp_path: Path, isolated_env: IsolatedEnv
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    (repo / ".git" / "config").write_text("[include]\n\tpath = ../remote.cfg\n")
+    assert gitfacts.discover(repo).remote_url is None
+    assert gitfacts.discover(repo).included == (repo / ".git" / ".." / "remote.cfg",)
+    (repo / "remote.cfg").write_text('[remote "origin"]\n\turl = https://h/acme/m\n')
+    assert gitfacts.discover(repo).repo_slug == "acme/m"
