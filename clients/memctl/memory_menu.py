@@ -164,12 +164,15 @@ def build_items(
         when = age(memory.get("mtime"), now)
         label = f"{kind:<16} {when:>4}  {name}"
         description = str(memory.get("description") or "")
+        # What the daemon found wrong (no frontmatter, an unknown type, a name not UTF-8), as
+        # Neovim and VS Code show it: a row of "?" alone did not say why or what to fix.
+        problem = f"  ! {memory['problem']}" if memory.get("problem") else ""
         items.append(
             Item(
                 label,
                 "memory",
                 str(memory.get("path")),
-                f"— {description}",
+                f"— {description}{problem}",
                 indent=1,
                 value=memory.get("team") is True,  # saved back with `team` (memory.write)
             )

@@ -166,6 +166,25 @@ def test_numbered_rows_stay_one_line_each(tmp_path: Path) -> None:
     assert row.endswith("alpha\\n  9. User memory  ~/.claude/CLAUDE.md\\u2028x  — d\\r\\te")
 
 
+def test_a_memory_with_a_problem_says_it(tmp_path: Path) -> None:
+    # Found by a bug hunt (session 19): a file without frontmatter or with an unknown type
+    # was a row of "?" that did not say why; Neovim and VS Code show the daemon's problem.
+    listing = {
+        "memories": [
+            {"path": "/m/nofm.md", "name": "nofm", "type": None, "problem": "no frontmatter"},
+            {"path": "/m/ok.md", "name": "ok", "description": "fine", "type": "user"},
+        ]
+    }
+    items = memory_menu.build_items(
+        listing, {}, user_memory=tmp_path / "u.md", project_memory=tmp_path / "p.md", now=NOW
+    )
+    rows = {i.target: i for i in items if i.action == "memory"}
+    assert rows["/m/nofm.md"].label.split()[0] == "?"
+    assert rows["/m/nofm.md"].detail == "—   ! no frontmatter"
+    assert rows["/m/ok.md"].detail == "— fine"
+    assert memory_menu.filter_items(items, "frontmatter")[1:] == [rows["/m/nofm.md"]]
+
+
 def test_malformed_listing_does_not_crash(tmp_path: Path) -> None:
     items = memory_menu.build_items(
         {
