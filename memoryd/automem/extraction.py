@@ -30,6 +30,7 @@ from memoryd.agent.seen import SeenFiles
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem import index as index_mod
 from memoryd.automem import memfile, naming
+from memoryd.automem.cursors import Cursor, Cursors
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import MEMORY_TYPES
@@ -103,21 +104,7 @@ def main_agent_wrote_memory(messages: list[dict[str, Any]], memory_dir: Path) ->
     return False
 
 
-# -- pure: where in a transcript extraction left off --------------------------------------------
-@dataclass(frozen=True)
-class Cursor:
-    """How many of a session's messages were offered to extraction, and the last of them.
-
-    The count alone is not enough: a client that compacts on its own (Claude Code) or sends
-    only its newest messages (the hook's 6 MiB cap) hands in a different list, in which the
-    same count points elsewhere. `mark` (`message_mark` of the last message offered) says
-    where the offered part ends in it; None after a `compact` that dropped every message
-    offered: then the count holds only for memoryd's own compacted list."""
-
-    count: int
-    mark: str | None
-
-
+# -- pure: where in a transcript extraction left off (`cursors.Cursor`) -------------------------
 # How many of the last offered messages the mark covers. One alone collided: short replies
 # ("Done.", "OK") and repeated prompts ("continue") have equal fingerprints, and after the
 # client's own compaction the offered part was found at a later "Done.", so the messages
@@ -217,7 +204,9 @@ class Extraction:
             weakref.WeakValueDictionary()
         )
         self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
-        self._cursor: dict[str, Cursor] = {}  # session -> where its offered messages end
+        # session -> where its offered messages end; kept across restarts (`cursors`)
+        self._cursor = Cursors()
+        self._saving_cursors = asyncio.Lock()  # one write at a time, the newest last
         # Files our own background writers wrote, with the mtime they left: not the main agent.
         self._own: dict[str, int] = {}
         self.skip_reason: str | None = None
@@ -277,7 +266,7 @@ class Extraction:
         if len(self._last_turn_at) > MAX_SESSIONS:  # forget the longest-idle sessions
             oldest = next(iter(self._last_turn_at))
             self._last_turn_at.pop(oldest, None)
-            self._cursor.pop(oldest, None)
+            self._cursor.pop(oldest)
         if not self.host.model.configured:
             self.skip_reason = "no model configured"
             return False
@@ -536,6 +525,7 @@ class Extraction:
             await self.settle(project, memory_dir, written, always=bool(index_written))
         if result.stop_reason == "error" and not result.refused and not written:
             self._offer_again(turn, offered_before)
+        await self._save_cursors()
         self.counts["written"] += len(written)
         self.last_run = {
             "project": str(project.root),
@@ -550,6 +540,15 @@ class Extraction:
         await self._report_silent_failure(result, written)
         return result
 
+    async def _save_cursors(self) -> None:
+        """Write the sessions' places once a run is over (not before: a run cut short by a
+        crash is offered again). The text is made under the lock, so the newest is written
+        last."""
+        async with self._saving_cursors:
+            text = self._cursor.unsaved()
+            if text is not None:
+                await asyncio.to_thread(self._cursor.write, text)
+
     def _offer_again(self, turn: Turn, offered_before: Cursor | None) -> None:
         """A run that failed (the model unreachable, overloaded past every retry) and wrote
         nothing: the next extraction of the session is offered this turn's messages again.
@@ -560,7 +559,7 @@ class Extraction:
         if self._cursor.get(session) != cursor_after(turn.messages):
             return
         if offered_before is None:
-            self._cursor.pop(session, None)
+            self._cursor.pop(session)
         else:
             self._cursor[session] = offered_before
 
