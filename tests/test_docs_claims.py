@@ -278,8 +278,24 @@ def test_closed_lists_on_the_pages_are_the_code_s() -> None:
     }
     table = protocol.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
     listed = {int(code) for code in re.findall(r"^\| (-32\d\d\d) \|", table, re.M)}
-    assert codes and codes <= listed
+    assert codes
+    assert codes <= listed
     rules = re.sub(r"\s+", " ", (REPO / "docs" / "instruction-files.md").read_text())
     reasons = re.search(r"`skipped\[\]\.reason` is one of (.*?); `detail`", rules)
     assert reasons, "instruction-files.md lists the skip reasons"
     assert set(re.findall(r"`(\w+)`", reasons.group(1))) == set(typing.get_args(SkipReason))
+
+
+def test_the_memory_size_cap_is_stated_as_the_file_s() -> None:
+    # A body under the cap is refused when its frontmatter takes the file over it: the page
+    # gave the cap as the body's alone.
+    from memoryd.automem.memfile import MAX_FILE_BYTES, render_memory
+    from memoryd.errors import TooLarge
+
+    with pytest.raises(TooLarge):
+        render_memory("project", "n", "d", "x" * (MAX_FILE_BYTES - 10))
+    text = re.sub(r"\s+", " ", (REPO / "docs" / "auto-memory.md").read_text())
+    errors = re.search(r"Errors: unknown `type`.*?auto memory off → -32003\.", text)
+    assert errors, "auto-memory.md lists memory.write's errors"
+    assert f"{MAX_FILE_BYTES:,}" in errors.group(0)
+    assert "memory file (frontmatter and body)" in errors.group(0)
