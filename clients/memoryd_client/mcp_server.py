@@ -53,8 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     # A line the SDK would leave unanswered (not JSON, a batch, half a surrogate pair) is
     # answered, not waited on for ever by the client.
     wire = StdioWire(is_jsonrpc_message)
-    server.run("stdio")
-    wire.finish()
+    try:
+        server.run("stdio")
+    finally:
+        wire.finish()
 
 
 def _exit_on_interrupt(_signum: int, _frame: object) -> None:

@@ -35,6 +35,7 @@ _ESCAPES = re.compile(
     rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 )
 _LONE_LENGTH = 6  # `\uXXXX`
+_SDK_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 # A line longer than this is not read into memory: the daemon refuses a request line over
 # 64 MiB anyway, and a client that never ends its line would otherwise fill the memory.
@@ -136,12 +137,13 @@ class StdioWire:
                     why = f"Invalid Request: a message over {MAX_LINE_BYTES:,} bytes"
                     self._send(_encode(_error(None, INVALID_REQUEST, why)))
                     continue
-                line = repair_line(line)
-                reply = error_reply(line, self._is_message)
-                if reply is None:
-                    out.write(line)
-                elif reply:
-                    self._send(reply)
+                for part in sdk_lines(line):
+                    part = repair_line(part)
+                    reply = error_reply(part, self._is_message)
+                    if reply is None:
+                        out.write(part)
+                    elif reply:
+                        self._send(reply)
 
     def _replies(self, source: int) -> None:
         with open(source, "rb") as replies:
@@ -158,6 +160,12 @@ class StdioWire:
                     data = data[os.write(self._client_out, data) :]
             except OSError:  # the client closed its stdout: what it would read is dropped
                 pass
+
+
+def sdk_lines(line: bytes) -> list[bytes]:
+    """`line` cut where the SDK cuts it: it reads in universal newlines mode, so a lone `\r`
+    ends a line too (a verdict on the whole would not be the SDK's on its parts)."""
+    return _SDK_LINES.findall(line) if b"\r" in line else [line]
 
 
 def read_lines(stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memoryd_client.mcp_stdin import error_reply, read_lines
+from memoryd_client.mcp_stdin import error_reply, read_lines, sdk_lines
 from memoryd_client.mcp_tools import is_jsonrpc_message
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_mcp_server import exchange
@@ -36,8 +36,10 @@ def test_lines_the_sdk_cannot_take_are_answered_and_replies_stay_whole(
         "",  # a blank line and a response that is no response: nothing to answer
         '{"jsonrpc":"2.0","id":3,"result":5}',
         '{"jsonrpc":"2.0","id":10,"method":"ping"}',
+        # A lone CR ends a line for the SDK (universal newlines): two requests, as it reads them.
+        '{"jsonrpc":"2.0","id":11,"method":"ping"}\r{"jsonrpc":"2.0","id":12,"method":"ping"}',
     ]
-    replies = exchange(fake_daemon.socket_path, tmp_path, lines, count=10)
+    replies = exchange(fake_daemon.socket_path, tmp_path, lines, count=12)
     # Before: only 1, 100–102 and 10 were answered; the client waited for ever on 7, "b" and 9.
     by_id: dict[Any, Any] = {}
     for reply in replies:
@@ -45,11 +47,13 @@ def test_lines_the_sdk_cannot_take_are_answered_and_replies_stay_whole(
             by_id["batch"] = reply
         else:
             by_id.setdefault(reply["id"], []).append(reply)
-    assert sorted(by_id, key=str) == sorted([1, 100, 101, 102, None, "batch", 7, "b", 10], key=str)
+    assert sorted(by_id, key=str) == sorted(
+        [1, 100, 101, 102, None, "batch", 7, "b", 10, 11, 12], key=str
+    )
     assert [r["error"]["code"] for r in by_id[None]] == [-32700, -32600]
     assert [(r["id"], r["error"]["code"]) for r in by_id["batch"]] == [(9, -32600)]
     assert by_id[7][0]["error"]["code"] == by_id["b"][0]["error"]["code"] == -32600
-    assert by_id[10][0]["result"] == {}
+    assert by_id[10][0]["result"] == by_id[11][0]["result"] == by_id[12][0]["result"] == {}
     for n in range(3):
         assert "x" * 30_000 in by_id[100 + n][0]["result"]["content"][0]["text"]
 
@@ -94,3 +98,9 @@ def test_error_reply(line: bytes, expected: Any) -> None:
 def test_a_line_over_the_cap_is_read_past_not_kept() -> None:
     stream = io.BytesIO(b"ab\n" + b"x" * 25 + b"\n" + b"y" * 10 + b"cd\n" + b"last")
     assert list(read_lines(stream, max_bytes=10)) == [b"ab\n", None, None, b"last"]
+
+
+def test_lines_are_cut_where_the_sdk_cuts_them() -> None:
+    assert sdk_lines(b"a\r\n") == [b"a\r\n"]
+    assert sdk_lines(b"a\rb\n") == [b"a\r", b"b\n"]
+    assert sdk_lines(b"a\r\r\nb") == [b"a\r", b"\r\n", b"b"]
