@@ -115,6 +115,8 @@ class TeamSync:
         self._retiring: set[asyncio.Task[None]] = set()  # folders replaced, still closing
         self._shedding: set[asyncio.Task[None]] = set()  # waiting for a folder to go idle
         self.refresh_interval_s = 60.0
+        self._stopping = False
+        self._shutdown_watch: asyncio.Task[None] | None = None
 
     @property
     def configured(self) -> bool:
@@ -229,7 +231,35 @@ class TeamSync:
             scan_pool=self.scan_pool,
         )
         runner = SyncRunner(engine, tuning=self.tuning, report_error=self._report_error)
+        self._follow_host_shutdown()
+        if self._stopping:  # made while the daemon drains (a saved folder resuming)
+            runner.stopping()
         return Folder(project.root, runner)
+
+    def stopping(self) -> None:
+        """The daemon was asked to stop: it drains its requests, then closes this service.
+        Every folder's requests end within the shutdown budget from now (SyncRunner.stopping):
+        a `team.push` waiting on a stalled server held the drain for 30 s, and close then
+        waited for the watcher's push another 10 s."""
+        self._stopping = True
+        for folder in self._folders.values():
+            folder.runner.stopping()
+
+    def _follow_host_shutdown(self) -> None:
+        """Call `stopping` when the daemon is asked to stop, before it drains. The daemon's
+        `shutdown_requested` event is not part of `Host` (memoryd/core/host.py), so it is
+        looked up; a host without one leaves the shutdown to `close`'s budget alone."""
+        if self._shutdown_watch is not None:
+            return
+        requested = getattr(self.host, "shutdown_requested", None)
+        if not isinstance(requested, asyncio.Event):
+            return
+
+        async def follow(requested: asyncio.Event) -> None:
+            await requested.wait()
+            self.stopping()
+
+        self._shutdown_watch = asyncio.create_task(follow(requested), name="team-sync:stopping")
 
     async def _start(self, folder: Folder, *, after: asyncio.Task[None] | None = None) -> None:
         try:
@@ -366,6 +396,8 @@ class TeamSync:
 
     async def close(self) -> None:
         self._closed = True
+        if self._shutdown_watch is not None:
+            self._shutdown_watch.cancel()
         for task in self._shedding:
             task.cancel()
         if self._retiring:

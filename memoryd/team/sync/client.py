@@ -2,7 +2,8 @@
 
     TeamHTTPError                     any failure talking to the server
     ├── Retryable                     network error, timeout, 5xx, 409, 429, a malformed reply
-    │                                 (`retry_after`: the seconds a Retry-After asked for)
+    │   │                             (`retry_after`: the seconds a Retry-After asked for)
+    │   └── Stopping                  cut short at the daemon's shutdown (`TeamClient.stop_by`)
     └── Permanent                     any other 4xx (401, 403, 400 …): stop until told otherwise
         ├── PreconditionFailed        412: the If-Match ETag is stale
         ├── TooManyEntries            413 {"error": "too_many_entries", "max_entries": N}
@@ -46,6 +47,11 @@ class Retryable(TeamHTTPError):
         super().__init__(message, status)
         # Seconds the server asked us to wait (Retry-After on a 429/503), None when it did not.
         self.retry_after = retry_after
+
+
+class Stopping(Retryable):
+    """The daemon is stopping and the request did not finish by its shutdown deadline: what
+    it did not send stays pending, pushed by the next start."""
 
 
 class Permanent(TeamHTTPError):
@@ -162,6 +168,18 @@ class TeamClient:
         self.deadline_s = 2 * timeout_s
         self.max_reply_bytes = MAX_REPLY_BYTES
         self.requests = 0  # every request sent, for status and the fault tests
+        # At shutdown (`stop_by`): the loop time by which every request ends, and each
+        # request in flight's own deadline (its timer is moved to the earlier of the two).
+        self._stop_at: float | None = None
+        self._in_flight: dict[asyncio.Timeout, float] = {}
+        self.cut_short = False  # a request was ended by the shutdown deadline
+
+    def stop_by(self, when: float) -> None:
+        """The daemon is stopping: every request, in flight or to come, ends by `when` (the
+        running loop's time) with `Stopping`. Called again, it sets a new deadline."""
+        self._stop_at = when
+        for timer, own in self._in_flight.items():
+            timer.reschedule(min(own, when))
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -261,6 +279,9 @@ class TeamClient:
     ) -> Reply:
         import httpx
 
+        loop = asyncio.get_running_loop()
+        if self._stop_at is not None and loop.time() >= self._stop_at:
+            raise Stopping("the daemon is stopping: no request to the team server now")
         self.requests += 1
         try:
             request = self._http.build_request(
@@ -269,14 +290,27 @@ class TeamClient:
         except UnicodeError as exc:
             # A header that cannot be sent (usable_etag keeps tags ASCII; this is the net).
             raise Retryable(f"cannot build the request to the team server: {exc}") from exc
+        own = loop.time() + self.deadline_s
         try:
-            async with asyncio.timeout(self.deadline_s):
-                response = await self._http.send(request, stream=True)
+            async with asyncio.timeout_at(own) as timer:
+                self._in_flight[timer] = own
+                if self._stop_at is not None:
+                    timer.reschedule(min(own, self._stop_at))
                 try:
-                    content = await self._read_capped(response)
+                    response = await self._http.send(request, stream=True)
+                    try:
+                        content = await self._read_capped(response)
+                    finally:
+                        await response.aclose()
                 finally:
-                    await response.aclose()
+                    del self._in_flight[timer]
         except TimeoutError as exc:
+            if self._stop_at is not None and self._stop_at < own and loop.time() >= self._stop_at:
+                self.cut_short = True
+                raise Stopping(
+                    "the daemon is stopping: the team server did not answer by its shutdown "
+                    "deadline"
+                ) from exc
             raise Retryable(f"the team server did not answer within {self.deadline_s:g} s") from exc
         except httpx.TimeoutException as exc:
             raise Retryable(f"timed out talking to the team server: {exc!r}") from exc

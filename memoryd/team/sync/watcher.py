@@ -7,9 +7,12 @@
                         Retry-After when longer (capped like the backoff); triggers meanwhile
                         only mark the folder dirty (no request until the retry)
     permanent failure → suppressed: no request at all until a deletion or a restart
+    stopping(): the daemon was asked to stop: requests in flight or to come end within the
+              budget (Tuning.shutdown_push_timeout_s), while the daemon still drains its own
     close():  cancel the timers, close the watcher, await the push in flight, push what is pending
-              — all within one budget (Tuning.shutdown_push_timeout_s); a push still in flight
-              then is cancelled, what it did not send stays pending for the next start
+              — all within one budget; a push still in flight then is cancelled, what it did
+              not send stays pending for the next start, and so it does when a request was
+              cut short: the server stalled, and a final push would only wait out the budget
 
 So a failing server sees at most one request per trigger, never a loop.
 """
@@ -29,7 +32,7 @@ import structlog
 from memoryd import fswatch
 from memoryd.fsutil import ensure_private_dir
 from memoryd.team.sync import delta
-from memoryd.team.sync.client import Permanent, Retryable, TeamHTTPError
+from memoryd.team.sync.client import Permanent, Retryable, Stopping, TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 from memoryd.team.sync.localfs import is_ignored
 
@@ -44,8 +47,9 @@ class Tuning:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 300.0
     # The whole of a folder's shutdown: the push in flight, then the push of what is pending.
-    # The daemon drains for up to 30 s first and systemd allows 45 s (TimeoutStopSec).
-    shutdown_push_timeout_s: float = 10.0
+    # Counted from the stop request too: the daemon drains its requests (up to 30 s) before
+    # it closes services, and one waiting on a stalled server held that drain.
+    shutdown_push_timeout_s: float = 5.0
     watch_step_ms: int = 50
 
 
@@ -124,6 +128,15 @@ class SyncRunner:
         if self._retry is None:
             self._push_now()
 
+    def stopping(self) -> None:
+        """The daemon was asked to stop and drains its requests before it closes services:
+        every request of this folder, in flight (the watcher's push, a `team.push` a client
+        awaits) or to come, ends within the shutdown budget. Unbounded, one stuck on a stalled
+        server held the drain for its 30 s, then `close` waited its budget again."""
+        if self.engine.client is not None:
+            when = asyncio.get_running_loop().time() + self.tuning.shutdown_push_timeout_s
+            self.engine.client.stop_by(when)
+
     async def close(self, *, final_push: bool = True) -> None:
         """Stop, and push what is pending — all of it within `shutdown_push_timeout_s`, the
         one budget of the folder's shutdown. A push still in flight at the budget (a server
@@ -147,7 +160,17 @@ class SyncRunner:
                 budget_s=self.tuning.shutdown_push_timeout_s,
             )
             return
-        if not final_push or self.engine.client is None or self.engine.state.suppressed is not None:
+        client = self.engine.client
+        if not final_push or client is None or self.engine.state.suppressed is not None:
+            return
+        if client.cut_short:
+            # A request was ended by the shutdown deadline: the server stalled, and one more
+            # push would wait out the budget again. The next start pushes what is pending.
+            log.warning(
+                "team push at shutdown skipped: the server did not answer in time; what is "
+                "pending stays pending",
+                repo=self.engine.repo,
+            )
             return
         if self._retry is not None and time.monotonic() < self._server_wait_until:
             # The server said "not before then": a push now would be one more 429. What is
@@ -156,6 +179,8 @@ class SyncRunner:
                 "team push at shutdown skipped: the server asked to wait", repo=self.engine.repo
             )
             return
+        # The final push has this close's budget, whatever the drain before it took.
+        client.stop_by(asyncio.get_running_loop().time() + _left(deadline))
         try:
             await asyncio.wait_for(self.engine.push(), _left(deadline))
         except (TeamHTTPError, SyncSuppressed, TimeoutError) as exc:
@@ -214,6 +239,10 @@ class SyncRunner:
             self._push_task = asyncio.create_task(self._push())
 
     async def _failed(self, op: str, exc: TeamHTTPError) -> None:
+        if isinstance(exc, Stopping):
+            # The daemon is stopping: no retry, no worker/error; close() says what stays.
+            log.info("team request ended by the shutdown", op=op, repo=self.engine.repo)
+            return
         if isinstance(exc, Permanent):
             await self._report_error(f"team.{op}", f"{exc}; pushing is suppressed")
             return
