@@ -175,8 +175,13 @@ def _save_state(path: Path | None, state: dict[str, Any]) -> None:
         return
     from memctl.files import write_atomic  # only when there is state to save
 
-    # Hook state is a cache of what was shown: no fsync on a hook's time budget.
-    write_atomic(path, json.dumps(state), mode=0o600, dir_mode=0o700, durable=False)
+    try:
+        # Hook state is a cache of what was shown: no fsync on a hook's time budget.
+        write_atomic(path, json.dumps(state), mode=0o600, dir_mode=0o700, durable=False)
+    except OSError as exc:
+        # The context is given all the same (it was dropped with the error): a memory shown
+        # again on a later prompt beats memories never shown while the state dir is unusable.
+        sys.stderr.write(f"memctl hook: session state not saved ({exc})\n")
 
 
 def _connect(args: argparse.Namespace, budget: Budget) -> Any:
