@@ -8,6 +8,7 @@ import pytest
 
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_hook import context_of, hook
+from tests.clients.test_hook_stdin import INDEX_CONTEXT
 
 
 def test_context_is_given_when_the_state_cannot_be_saved(
@@ -19,15 +20,7 @@ def test_context_is_given_when_the_state_cannot_be_saved(
     monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
     memory = {"path": "/m/tabs.md", "type": "feedback", "content": "Use tabs.", "note": None}
     fake_daemon.on("recall", {"memories": [memory], "selector": "local"})
-    fake_daemon.on(
-        "get_context",
-        {
-            "claude_md": "## /m/MEMORY.md (auto memory)\n\n- [A](a.md) — remember me\n",
-            "files": [{"path": "/m/MEMORY.md", "type": "AutoMem"}],
-            "memory_instructions": "",
-            "memory_dir": "/m",
-        },
-    )
+    fake_daemon.on("get_context", INDEX_CONTEXT)
     prompt = {"session_id": "s1", "cwd": str(tmp_path), "prompt": "format the file"}
     code, out, err = hook("user-prompt-submit", prompt, fake_daemon.socket_path)
     # Before: the failed save dropped the memories recall had returned.

@@ -12,6 +12,15 @@ from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_hook import context_of
 
 
+# A `get_context` reply whose auto memory index says "remember me".
+INDEX_CONTEXT = {
+    "claude_md": "## /m/MEMORY.md (auto memory)\n\n- [A](a.md) — remember me\n",
+    "files": [{"path": "/m/MEMORY.md", "type": "AutoMem"}],
+    "memory_instructions": "",
+    "memory_dir": "/m",
+}
+
+
 def start_hook(event: str, sock: Path, timeout_ms: int) -> subprocess.Popen[bytes]:
     budget = ["--timeout-ms", str(timeout_ms)]
     return subprocess.Popen(
@@ -26,15 +35,7 @@ def start_hook(event: str, sock: Path, timeout_ms: int) -> subprocess.Popen[byte
 def test_a_peer_that_keeps_stdin_open_does_not_hold_the_hook(
     fake_daemon: FakeDaemon, tmp_path: Path
 ) -> None:
-    fake_daemon.on(
-        "get_context",
-        {
-            "claude_md": "## /m/MEMORY.md (auto memory)\n\n- [A](a.md) — remember me\n",
-            "files": [{"path": "/m/MEMORY.md", "type": "AutoMem"}],
-            "memory_instructions": "",
-            "memory_dir": "/m",
-        },
-    )
+    fake_daemon.on("get_context", INDEX_CONTEXT)
     proc = start_hook("session-start", fake_daemon.socket_path, 5000)
     assert proc.stdin is not None
     assert proc.stdout is not None
