@@ -11,7 +11,6 @@ from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_hook import context_of
 
-
 # A `get_context` reply whose auto memory index says "remember me".
 INDEX_CONTEXT = {
     "claude_md": "## /m/MEMORY.md (auto memory)\n\n- [A](a.md) — remember me\n",
