@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
+from tests.conftest import DaemonHandle
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -299,3 +300,51 @@ def test_the_memory_size_cap_is_stated_as_the_file_s() -> None:
     assert errors, "auto-memory.md lists memory.write's errors"
     assert f"{MAX_FILE_BYTES:,}" in errors.group(0)
     assert "memory file (frontmatter and body)" in errors.group(0)
+
+
+def _result_fields(cell: str) -> set[str]:
+    """The top-level result fields a table cell names: `a, b` or `a`, `b` (…), not what its
+    parentheses say of a field's items; a trailing `?` marks one sent only sometimes."""
+    top = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", cell)
+    return {
+        word.strip().rstrip("?")
+        for span in re.findall(r"`([^`]+)`", top)
+        for word in span.split(",")
+        if re.fullmatch(r"\s*\w+\??\s*", word)
+    }
+
+
+async def test_auto_memory_methods_table_names_every_result_field(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    cwd = str(project)
+    text = (REPO / "docs" / "auto-memory.md").read_text()
+    section = text.split("\n## Methods\n", 1)[1].split("\n## ", 1)[0]
+    table = dict(re.findall(r"^\| `([a-z_.]+)` \| `[^`]*`[^|]*\| (.*) \|$", section, re.M))
+    written = await daemon.call(
+        "memory.write", cwd=cwd, type="project", name="Deploys", description="d", body="Thursdays."
+    )
+    path = written["path"]
+    snapshot = await daemon.call("memory.snapshot", cwd=cwd, path=path)
+    replies = {
+        "memory.write": written,
+        "memory.list": await daemon.call("memory.list", cwd=cwd),
+        "memory.read": await daemon.call("memory.read", cwd=cwd, path=path),
+        "memory.snapshot": snapshot,
+        "memory.history": await daemon.call("memory.history", cwd=cwd, path=path),
+        "memory.restore": await daemon.call(
+            "memory.restore", cwd=cwd, path=path, version=snapshot["version"]
+        ),
+        "memory.remember": await daemon.call("memory.remember", cwd=cwd, text="Dana owns billing"),
+        "memory.reconcile": await daemon.call("memory.reconcile", cwd=cwd),
+        "recall": await daemon.call("recall", cwd=cwd, query="when do deploys go out?"),
+        "memory.delete": await daemon.call("memory.delete", cwd=cwd, path=path),
+    }
+    differ = {
+        method: sorted(set(reply) ^ _result_fields(table[method]))
+        for method, reply in replies.items()
+        if not set(reply) <= _result_fields(table[method])
+    }
+    assert differ == {}
