@@ -7,6 +7,7 @@ index line, then flushes the index and announces `memory/saved` after the lock i
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Awaitable, Callable, Sequence
@@ -198,6 +199,15 @@ class MemoryWrites:
             ) from exc
         except (NotRegularFile, IsADirectoryError) as exc:
             raise InvalidParams(f"{target} is not a regular file; it is not a memory") from exc
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            # Checked as a file, then swapped for a link before the copy (O_NOFOLLOW): the same
+            # refusal as a link found up front, never a link followed out of the folder.
+            raise ForbiddenPath(
+                f"{target} became a symlink while memoryd was writing it; refusing to write "
+                f"through it: not {'deleted' if reason == 'delete' else 'replaced'}"
+            ) from exc
         if len(content) > _SNAPSHOT_MAX_BYTES:
             raise TooLarge(
                 f"{target} is over {_SNAPSHOT_MAX_BYTES:,} bytes; memoryd keeps a copy of what it "
