@@ -1,8 +1,9 @@
-"""How `memctl hook` reads Claude Code's JSON on stdin: to its end, within the hook's budget."""
+"""`memctl hook` and its stdio: stdin read to its end within the budget, stdout that may be gone."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,28 @@ def test_input_that_never_ends_is_given_up_at_the_budget(fake_daemon: FakeDaemon
     assert (code, out) == (0, b"")
     assert b"did not end within the time budget" in err
     assert fake_daemon.calls("get_context") == []
+
+
+def test_a_stdout_nobody_reads_any_more_is_no_error(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the agent gave up on the hook and closed its end
+    socket_and_budget = ["--socket", str(fake_daemon.socket_path), "--timeout-ms", "5000"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memctl", "hook", "session-start", *socket_and_budget],
+            input=json.dumps({"session_id": "s1", "cwd": str(tmp_path)}).encode(),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=memctl_env(),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    # Before: a BrokenPipeError traceback and status 1, which Claude Code shows as an error.
+    assert done.returncode == 0
+    assert b"Traceback" not in done.stderr
+    assert b"context not delivered" in done.stderr

@@ -364,5 +364,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"memctl hook {args.event}: no memoryd context ({exc})\n")
         return 0
     if context and event in ("SessionStart", "UserPromptSubmit"):
-        sys.stdout.write(json.dumps(claude_code.hook_output(event, context)) + "\n")
+        try:
+            sys.stdout.write(json.dumps(claude_code.hook_output(event, context)) + "\n")
+            sys.stdout.flush()
+        except OSError as exc:  # nothing reads stdout any more: the agent gave up on the hook
+            # Left as it was, the interpreter's own flush at exit failed again: status 120.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.stderr.write(f"memctl hook {args.event}: context not delivered ({exc})\n")
     return 0
