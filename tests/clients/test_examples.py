@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memctl.claude_code import (
     PATH_TOOL_MATCHER,
     PATH_TOOLS,
@@ -136,20 +138,26 @@ def _fields(value: Any, prefix: str = "", depth: int = 0) -> set[str]:
     return keys
 
 
-def test_protocol_page_examples_have_the_fields_the_tour_prints(tmp_path: Path) -> None:
-    # The page's examples are a tour's output from an earlier session: a field the daemon has
-    # sent since (status.sessions_with_touched_paths, features.instruction_files,
-    # rpc.methods' after_tool, memory.list's index.orphans, team.push's pulled…) was missing.
-    tour = subprocess.run(
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What examples/protocol_tour.py prints: every method's request and reply, today."""
+    run = subprocess.run(
         [sys.executable, str(EXAMPLES / "protocol_tour.py")],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=tmp_path_factory.mktemp("tour"),
         env=memctl_env(),
         timeout=120,
     )
-    assert tour.returncode == 0, tour.stderr
-    printed = _examples(tour.stdout)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_protocol_page_examples_have_the_fields_the_tour_prints(tour: str) -> None:
+    # The page's examples are a tour's output from an earlier session: a field the daemon has
+    # sent since (status.sessions_with_touched_paths, features.instruction_files,
+    # rpc.methods' after_tool, memory.list's index.orphans, team.push's pulled…) was missing.
+    printed = _examples(tour)
     page = _examples((REPO / "docs" / "protocol.md").read_text())
     assert len(page) >= len(printed) - 1
     differ = {
@@ -158,3 +166,39 @@ def test_protocol_page_examples_have_the_fields_the_tour_prints(tmp_path: Path) 
         if key in page and _fields(page[key]) != _fields(reply)
     }
     assert differ == {}
+
+
+def _glance_fields(cell: str, rows: dict[str, str]) -> set[str]:
+    """The result fields a "Methods at a glance" cell names: each backticked name outside
+    parentheses (`files[{…}]` is `files`); "as `memory.write`, plus …" adds that row's."""
+    top = re.sub(r"\((?:[^()]|\([^()]*\))*\)", "", cell)
+    names = {
+        found.group(0)
+        for span in re.findall(r"`([^`]+)`", top)
+        if (found := re.match(r"\w+", span))
+    }
+    if top.lstrip().startswith("as `memory.write`"):
+        names |= _glance_fields(rows["memory.write"], rows)
+    return names
+
+
+def test_protocol_methods_at_a_glance_names_every_result_field(tour: str) -> None:
+    # The table left out status.sessions_with_touched_paths and session_updates_running, and
+    # the `ok` of team.pull and team.push.
+    text = (REPO / "docs" / "protocol.md").read_text()
+    glance = text.split("\n## Methods at a glance\n", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        name: cell
+        for methods, cell in re.findall(
+            r"^\| ((?:`[a-z_.]+`(?: / )?)+) \| .*? \| (.*) \|$", glance, re.M
+        )
+        for name in re.findall(r"`([a-z_.]+)`", methods)
+    }
+    undocumented = {}
+    for (_, method), reply in _examples(tour).items():
+        cell = rows[method]
+        if "result" in reply and "…" not in cell:  # "…": the row names only some
+            missing = set(reply["result"]) - _glance_fields(cell, rows)
+            if missing:
+                undocumented[method] = sorted(missing)
+    assert undocumented == {}
