@@ -53,7 +53,9 @@ def ready_streams() -> None:
     and takes what is written (it was an AttributeError traceback, and a hook exited 1), and
     its descriptor is taken before a socket could get it and a child write into that.
     Characters the locale's encoding lacks (a CJK name under ISO-8859-1) are printed as
-    escapes (`\\u65e5`) instead of ending memctl with a UnicodeEncodeError traceback."""
+    escapes (`\\u65e5`) instead of ending memctl with a UnicodeEncodeError traceback; typed
+    bytes it cannot decode are read as U+FFFD. (Text for the daemon is read as bytes and
+    checked by `text_input`, never through this.)"""
     import os
 
     for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
@@ -63,6 +65,10 @@ def ready_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # A byte typed at the numbered menu that is not UTF-8 (a Latin-1 terminal's é) was a
+        # UnicodeDecodeError traceback under a UTF-8 locale; as U+FFFD it just filters.
+        sys.stdin.reconfigure(errors="replace")
 
 
 def _stdout_is_utf8() -> bool:

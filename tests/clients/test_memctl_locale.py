@@ -59,3 +59,26 @@ def test_what_a_latin1_terminal_cannot_show_is_escaped(
     called = _memctl(fake_daemon, project, "call", "memory.read", '{"path": "x"}')
     assert called.returncode == 0, called.stderr.decode()
     assert json.loads(called.stdout.decode("ascii")) == {"content": NAME}
+
+
+def test_a_byte_typed_at_the_menu_that_is_not_utf8_filters(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 19): under a UTF-8 locale (en_US.UTF-8; PYTHONIOENCODING
+    # gives stdin the same strict decoding) a Latin-1 terminal's "é" typed at the numbered
+    # menu was a UnicodeDecodeError traceback.
+    fake_daemon.on("memory.list", {"instruction_files": [], "memories": []})
+    fake_daemon.on("settings.get", {"settings": {}, "sources": {}})
+    project = tmp_path / "proj"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "--socket", str(fake_daemon.socket_path), "memory"],
+        cwd=project,
+        input=b"caf\xe9\n\n\n",
+        capture_output=True,
+        env=memctl_env(PYTHONIOENCODING="utf-8"),
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert "[filter: caf\ufffd]" in done.stdout.decode()
