@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -502,6 +503,7 @@ def test_ctrl_c_at_the_save_question_keeps_the_edited_copy(
     assert edited.read_text() == EDITED
     assert f"memctl: old_note.md not saved; your text is in {edited}" in err.decode()
     assert scripted.calls("memory.write") == []
+    shutil.rmtree(edited.parent)  # the kept copy is the user's to remove
 
 
 def test_memory_fields() -> None:
