@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -348,3 +349,27 @@ async def test_auto_memory_methods_table_names_every_result_field(
         if not set(reply) <= _result_fields(table[method])
     }
     assert differ == {}
+
+
+async def test_the_error_messages_daemon_md_quotes_are_the_daemon_s(daemon: DaemonHandle) -> None:
+    # It quoted `invalid params: cwd: must be an absolute path`: pydantic's "Value error, "
+    # and the value given are in the message.
+    import asyncio
+
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    replies = []
+    for request in (
+        {"jsonrpc": "1.0", "id": 1, "method": "status"},
+        {"jsonrpc": "2.0", "id": 2, "method": "get_context", "params": {"cwd": "rel"}},
+    ):
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        replies.append(json.loads(await reader.readline())["error"]["message"])
+    writer.close()
+    text = re.sub(r"\s+", " ", (REPO / "docs" / "daemon.md").read_text())
+    quoted = re.search(
+        r"messages that name the field \(`(.*?)`\).*?pydantic model \(`(.*?)`\)", text
+    )
+    assert quoted, "daemon.md quotes an envelope error and a params error"
+    assert quoted.group(1) in replies[0]
+    assert quoted.group(2) in replies[1]
