@@ -64,6 +64,14 @@ def _json_size(messages: list[dict[str, Any]]) -> int:
         return 0
 
 
+class NotesNotCreated(Exception):
+    """The session notes could not be created from the template (a folder that cannot be
+    made, a full disk): not a notes file that cannot be read, so the reason says so."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(f"cannot create the session notes {path} from the template: {error}")
+
+
 @dataclass
 class Session:
     project: Project
@@ -213,8 +221,11 @@ class SessionMemory:
             log.warning("session template not used", reason=template.warning)
         path = session.summary_path
         if not path.exists():
-            _private_dirs(paths.config_dir() / "projects", path.parent)
-            fsutil.create_exclusive(path, template.text)
+            try:
+                _private_dirs(paths.config_dir() / "projects", path.parent)
+                fsutil.create_exclusive(path, template.text)
+            except OSError as exc:
+                raise NotesNotCreated(path, exc) from exc
         return template
 
     async def update_summary(
@@ -228,11 +239,20 @@ class SessionMemory:
         path = session.summary_path
         try:
             current = await asyncio.to_thread(self._current_summary, session)
+        except NotesNotCreated as exc:
+            await self._failed(session, str(exc))
+            return False
         except OSError as exc:
             await self._failed(session, f"cannot read the session notes {path}: {exc}")
             return False
         draft = path.with_name(".summary.draft.md")
-        await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
+        try:
+            await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
+        except OSError as exc:
+            await self._failed(
+                session, f"cannot write the agent's copy {draft} of the notes: {exc}"
+            )
+            return False
         try:
             per = await session.per_message(turn.messages)
             from memoryd.agent.loop import run_agent  # loaded when a summary is written

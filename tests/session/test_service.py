@@ -965,3 +965,22 @@ def test_an_edit_saved_while_the_update_is_written_wins(
     assert not service._replace_if_same(summary, "# Session Title\nstart\n", "# agent's\n")
     assert summary.read_text() == "# Session Title\nthe user's own edit\n"
     assert [p.name for p in summary.parent.iterdir()] == ["summary.md"]  # no temp file left
+
+
+async def test_notes_that_cannot_be_created_say_so_not_that_they_cannot_be_read(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.parent.mkdir(parents=True)
+    summary.parent.write_text("a file where the session-memory folder goes\n")
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    record = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    ).record
+    assert record.last_error is not None
+    assert record.last_error.startswith(f"cannot create the session notes {summary}")
+    assert "from the template" in record.last_error
+    assert not session_model.requests  # no agent ran on notes that do not exist
