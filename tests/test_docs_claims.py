@@ -373,3 +373,16 @@ async def test_the_error_messages_daemon_md_quotes_are_the_daemon_s(daemon: Daem
     assert quoted, "daemon.md quotes an envelope error and a params error"
     assert quoted.group(1) in replies[0]
     assert quoted.group(2) in replies[1]
+
+
+async def test_memctl_watch_example_starts_with_the_line_it_prints(daemon: DaemonHandle) -> None:
+    # The page showed "watching memory/saved, session/summary_updated, team/synced, …": the
+    # daemon's subscribe reply, which `memctl watch` prints, names them in name order.
+    client = await daemon.client()
+    try:
+        subscribed = (await client.subscribe())["subscribed"]
+    finally:
+        await client.close()
+    line = f"watching {', '.join(subscribed)} (Ctrl-C to stop)"
+    example = (REPO / "docs" / "clients.md").read_text().split("$ memctl watch\n", 1)[1]
+    assert example.splitlines()[0] == line
