@@ -386,3 +386,15 @@ async def test_memctl_watch_example_starts_with_the_line_it_prints(daemon: Daemo
     line = f"watching {', '.join(subscribed)} (Ctrl-C to stop)"
     example = (REPO / "docs" / "clients.md").read_text().split("$ memctl watch\n", 1)[1]
     assert example.splitlines()[0] == line
+
+
+def test_readme_says_what_scripts_check_sets_up() -> None:
+    # The quick start said `./scripts/check` "sets up .venv (and PostgreSQL)"; it also installs
+    # Neovim, Node.js and all-mpnet-base-v2's ~400 MB of weights.
+    asked = re.findall(r"MEMORYD_SETUP_(\w+)=1", (REPO / "scripts" / "check").read_text())
+    named = {"POSTGRES": "PostgreSQL", "NEOVIM": "Neovim", "NODE": "Node.js", "MPNET": "model"}
+    assert sorted(asked) == sorted(named)
+    readme = (REPO / "README.md").read_text()
+    said = re.search(r"^\./scripts/check +#(.*(?:\n +#.*)*)", readme, re.M)
+    assert said, "README's quick start runs ./scripts/check"
+    assert [word for word in named.values() if word not in said.group(1)] == []
