@@ -139,7 +139,13 @@ class StdioWire:
                     continue
                 for part in sdk_lines(line):
                     part = repair_line(part)
-                    reply = error_reply(part, self._is_message)
+                    try:
+                        reply = error_reply(part, self._is_message)
+                    except Exception as exc:
+                        # A verdict that fails (an SDK unlike the one tested) must not end this
+                        # thread, or every later request went unread: the SDK decides, as before.
+                        os.write(2, f"memoryd-mcp: line passed on unchecked ({exc!r})\n".encode())
+                        reply = None
                     if reply is None:
                         out.write(part)
                     elif reply:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 from memoryd_client.mcp_stdin import error_reply, read_lines, sdk_lines
 from memoryd_client.mcp_tools import is_jsonrpc_message
+from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_mcp_server import exchange
 
@@ -104,3 +107,32 @@ def test_lines_are_cut_where_the_sdk_cuts_them() -> None:
     assert sdk_lines(b"a\r\n") == [b"a\r\n"]
     assert sdk_lines(b"a\rb\n") == [b"a\r", b"b\n"]
     assert sdk_lines(b"a\r\r\nb") == [b"a\r", b"\r\n", b"b"]
+
+
+# The SDK's side of the wire stood in for by an echo: what it is handed comes back on stdout.
+ECHO_SERVER = """
+import os, sys
+from memoryd_client.mcp_stdin import StdioWire
+
+def is_message(line):
+    raise TypeError("a verdict that fails")
+
+wire = StdioWire(is_message)
+for line in sys.stdin.buffer:
+    os.write(1, line)
+wire.finish()
+"""
+
+
+def test_a_verdict_that_fails_hands_the_line_on() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", ECHO_SERVER],
+        input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n',
+        capture_output=True,
+        env=memctl_env(),
+        timeout=60,
+        check=False,
+    )
+    # Before: the reading thread ended at the first line, and nothing reached the server.
+    assert done.stdout == b'{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n'
+    assert b"passed on unchecked" in done.stderr
