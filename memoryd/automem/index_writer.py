@@ -25,7 +25,6 @@ from memoryd.automem.layout import (
     on_disk,
     read_index_for_rewrite,
     update_index,
-    write_index,
 )
 from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.manifest import MemoryHeader
@@ -123,11 +122,14 @@ class IndexWriter:
         return problem
 
     @staticmethod
-    def remove_line(memory_dir: Path, key: str, known: Collection[str] = ()) -> str | None:
+    def remove_line(
+        memory_dir: Path, key: str, known: Collection[str] = ()
+    ) -> tuple[str, str] | None:
         """Take the index line of `key` out of its index, before its file is deleted (call
         with the writer lock held; touches no state, so from a thread too); returns the
-        index's text as it was, for `put_back` should the delete fail, or None when the index
-        did not change. `known`: names in the index's folder known to exist (no `lstat`)."""
+        index's text as it was and as written, for `put_back` should the delete fail, or None
+        when the index did not change. `known`: names in the index's folder known to exist
+        (no `lstat`)."""
         team = is_team(key)
         path = index_path(memory_dir, team=team)
         file = index_file(key, team)
@@ -137,14 +139,35 @@ class IndexWriter:
         text, new = update_index(
             path, lambda text: index_mod.remove(text, file, lambda n: n != file and there(n))
         )
-        return None if new == text else text
+        return None if new == text else (text, new)
 
     @staticmethod
-    def put_back(memory_dir: Path, key: str, text: str) -> None:
-        """Write back the index `remove_line` changed (its file could not be deleted after
-        all); if that fails too, the sweep gives the file a line again (an orphan)."""
-        with contextlib.suppress(OSError):
-            write_index(index_path(memory_dir, team=is_team(key)), text)
+    def put_back(memory_dir: Path, key: str, texts: tuple[str, str]) -> None:
+        """Undo what `remove_line` changed (`texts`: the index before and after it), its file
+        could not be deleted after all; if that fails too, the sweep gives the file a line
+        again (an orphan). Through `update_index`, as every rewrite: an edit made since (an
+        agent's line, an editor's save) is kept and the removed lines are added back to it;
+        a plain write of the old text dropped that edit."""
+        before, after = texts
+        kept = set(after.splitlines())
+        removed = [line for line in before.splitlines() if line not in kept]
+
+        def restore(text: str) -> str:
+            if text == after:
+                return before  # nothing changed since: the lines go back where they were
+            present = set(text.splitlines())
+            missing = [line for line in removed if line not in present]
+            if not missing:
+                return text
+            return (
+                text
+                + ("\n" if text and not text.endswith("\n") else "")
+                + "\n".join(missing)
+                + "\n"
+            )
+
+        with contextlib.suppress(OSError, TooLarge):
+            update_index(index_path(memory_dir, team=is_team(key)), restore)
 
     async def reconcile(self, memory_dir: Path) -> dict[str, int]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""

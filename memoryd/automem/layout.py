@@ -99,16 +99,11 @@ def check_index_size(path: Path) -> None:
 def read_index_for_rewrite(path: Path) -> str:
     """The whole of MEMORY.md before a rewrite (TooLarge over the cap, never cut). Bytes that
     are not UTF-8 (a line saved in cp1252) are kept as they are: decoded with surrogateescape,
-    written back by `write_index` (they became U+FFFD for good)."""
+    written back by `update_index` (they became U+FFFD for good)."""
     raw = _index_bytes(path)
     if len(raw) > index_mod.MAX_INDEX_READ_BYTES:
         check_index_size(path)
     return raw.decode("utf-8", errors="surrogateescape")
-
-
-def write_index(path: Path, text: str) -> None:
-    """Write an index read by `read_index_for_rewrite` back atomically, its bytes as read."""
-    atomic_write_bytes(path, text.encode("utf-8", errors="surrogateescape"))
 
 
 # Rewrites of an index that keeps changing under us before the last one goes ahead regardless.

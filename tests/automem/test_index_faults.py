@@ -140,3 +140,36 @@ async def test_a_delete_whose_file_cannot_go_puts_its_line_back(
         await daemon.call("memory.delete", cwd=str(project), path=str(tea))
     assert tea.is_file()
     assert (memdir / "MEMORY.md").read_text() == before
+
+
+async def test_a_line_put_back_after_a_failed_delete_keeps_an_edit_made_meanwhile(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.automem.index_writer import IndexWriter
+
+    tea = Path(str((await _write(daemon, project, "Likes tea"))["path"]))
+    index = memdir / "MEMORY.md"
+    theirs = "- [Added by the agent](agent_note.md) — written while the delete ran\n"
+    remove_line = IndexWriter.remove_line
+
+    def remove_then_edit(memory_dir: Path, key: str, known: object = ()) -> object:
+        removed = remove_line(memory_dir, key, known)  # type: ignore[arg-type]
+        with index.open("a", encoding="utf-8") as handle:  # an outside writer takes no lock
+            handle.write(theirs)
+        return removed
+
+    real_unlink = Path.unlink
+
+    def unlink(path: Path, missing_ok: bool = False) -> None:
+        if path == tea:
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real_unlink(path, missing_ok)
+
+    monkeypatch.setattr(IndexWriter, "remove_line", staticmethod(remove_then_edit))
+    monkeypatch.setattr(Path, "unlink", unlink)
+    with pytest.raises(RpcError):
+        await daemon.call("memory.delete", cwd=str(project), path=str(tea))
+    text = index.read_text(encoding="utf-8")
+    assert tea.is_file()
+    assert tea.name in text  # its line is back
+    assert theirs in text  # and the line written meanwhile was not dropped by the put back
