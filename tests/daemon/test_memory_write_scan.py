@@ -125,3 +125,28 @@ async def test_a_remembered_note_padded_past_the_cap_is_still_scanned(
     assert "aws-access-token" in err.value.message
     memory_dirs = list((isolated_env.config_dir / "projects").glob("*/memory"))
     assert not any(p.name != "MEMORY.md" for d in memory_dirs for p in d.iterdir())
+
+
+async def test_a_remembered_note_led_by_blank_lines_names_the_saved_line(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    # Found by a bug hunt: the note was scanned as sent but saved stripped, so a key on the
+    # first line of the saved body was reported on "body line 5".
+    saved = await daemon.call(
+        "memory.remember", cwd=str(project), text=f"\n\n\n\nthe deploy key is {AWS_KEY}\n"
+    )
+    assert [(s["field"], s["line"]) for s in saved["secrets"]] == [("body", 1)]
+    assert "body line 1 matches" in saved["warnings"][0]
+    body = Path(saved["path"]).read_text().rsplit("---\n", 1)[1]
+    assert body.strip().splitlines()[0] == f"the deploy key is {AWS_KEY}"
+
+
+async def test_a_blank_note_is_refused_not_saved(daemon: DaemonHandle, project: Path) -> None:
+    # Found by a bug hunt: a note of blanks passed `min_length` and was saved as an empty
+    # memory called "note".
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.remember", cwd=str(project), text=" \n\t ")
+    assert err.value.code == -32602
+    assert "text: Value error, must contain some text" in err.value.message
+    listed = await daemon.call("memory.list", cwd=str(project))
+    assert listed["memories"] == []

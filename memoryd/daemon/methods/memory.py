@@ -30,6 +30,18 @@ if TYPE_CHECKING:
 _MAX_TEXT = 50 * 1024 * 1024
 
 
+def _some_text(value: str) -> str:
+    # Clients drop a blank prompt rather than ask (memctl's hook, the MCP tool, the editors);
+    # one that asks anyway is told, as for an empty query, instead of getting arbitrary memories.
+    if not value.strip():
+        raise ValueError("must contain some text, not only whitespace")
+    return value
+
+
+def _stripped_note(value: str) -> str:
+    return _some_text(value).strip()
+
+
 class CwdParams(Params):
     cwd: Cwd
 
@@ -57,18 +69,17 @@ class RestoreParams(Params):
 
 class RememberParams(Params):
     cwd: Cwd
-    text: str = Field(min_length=1, max_length=_MAX_TEXT)
+    # Stripped here, once: the saved body is the stripped note, so the secret scan's line
+    # numbers and the derived title are the saved text's (a note led by blank lines was
+    # scanned unstripped and its warning named the wrong line); a blank note is refused.
+    text: Annotated[
+        str,
+        Field(min_length=1, max_length=_MAX_TEXT),
+        AfterValidator(_stripped_note),
+    ]
     type: MemoryType | None = None
     name: str | None = Field(default=None, min_length=1, max_length=_MAX_TEXT)
     team: StrictBool = False
-
-
-def _some_text(value: str) -> str:
-    # Clients drop a blank prompt rather than ask (memctl's hook, the MCP tool, the editors);
-    # one that asks anyway is told, as for an empty query, instead of getting arbitrary memories.
-    if not value.strip():
-        raise ValueError("must contain some text, not only whitespace")
-    return value
 
 
 # Far more than a prompt needs (memctl's hook sends at most 20,000 characters).
@@ -352,7 +363,7 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     _am(daemon).memory_dir(project)  # fail fast (auto memory off) before any model call
     # The note becomes the body: one over the cap is refused before the model or the guess
     # sees it (it was sent to the model in full, then refused).
-    size = len(params.text.strip().encode("utf-8", errors="surrogatepass"))
+    size = len(params.text.encode("utf-8", errors="surrogatepass"))
     if size > MAX_FILE_BYTES:
         raise TooLarge(f"text: a memory is at most {MAX_FILE_BYTES:,} bytes, got {size:,}")
     # Checked before the model sees the text: a refused secret never leaves the machine.
