@@ -203,7 +203,8 @@ class Extraction:
         self._run_locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        self._last_turn_at: dict[str, float] = {}  # session -> wall time of its last after_turn
+        # session -> (wall, monotonic) time of its last after_turn (`_previous_turn_at`)
+        self._last_turn_at: dict[str, tuple[float, float]] = {}
         # session -> where its offered messages end; kept across restarts (`cursors`)
         self._cursor = Cursors()
         self._saving_cursors = asyncio.Lock()  # one write at a time, the newest last
@@ -259,10 +260,22 @@ class Extraction:
             os.close(fd)
         return None
 
+    def _previous_turn_at(self, session_id: str) -> float | None:
+        """The wall time of the session's previous after_turn, for comparing with mtimes, and
+        note this one. The clock set back since (by hand, NTP): a file the main agent writes
+        now is dated before that time, looked like no write, and its memory was extracted a
+        second time. So the time is also taken as the monotonic clock measured it, in the
+        wall clock's present setting, and the earlier of the two counts."""
+        wall, mono = time.time(), time.monotonic()
+        previous = self._last_turn_at.pop(session_id, None)  # re-inserted as newest
+        self._last_turn_at[session_id] = (wall, mono)
+        if previous is None:
+            return None
+        then_wall, then_mono = previous
+        return min(then_wall, wall - (mono - then_mono))
+
     def on_turn(self, turn: Turn) -> bool:
-        now = time.time()
-        previous = self._last_turn_at.pop(turn.session_id, None)  # re-inserted as newest
-        self._last_turn_at[turn.session_id] = now
+        previous = self._previous_turn_at(turn.session_id)
         if len(self._last_turn_at) > MAX_SESSIONS:  # forget the longest-idle sessions
             oldest = next(iter(self._last_turn_at))
             self._last_turn_at.pop(oldest, None)
