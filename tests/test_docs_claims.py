@@ -412,3 +412,16 @@ def test_operations_md_says_whether_the_model_settings_are_read() -> None:
     page = re.sub(r"\s+", " ", (REPO / "docs" / "operations.md").read_text())
     says_unread = "`memorydModel` and `memorydSmallModel` too, but nothing reads them yet" in page
     assert says_unread == (read == []), read
+
+
+def test_the_project_backup_folder_is_named_as_memctl_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The page said `backups/<project path>/`, which reads as the path's folders under it.
+    from memctl.commands.claude_setup import backup_folder
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    folder = backup_folder(Path("/home/ada/src/widgets"))
+    assert folder is not None
+    assert folder.parent == tmp_path / "memoryd" / "backups"
+    assert f"(`backups/{folder.name}/`)" in (REPO / "docs" / "clients.md").read_text()
