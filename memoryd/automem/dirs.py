@@ -125,13 +125,20 @@ class MemoryDirs:
 
 
 def resolve_inside(
-    folder: Path, path: str, *, must_exist: bool, kept: Callable[[str], bool] | None = None
+    folder: Path,
+    path: str,
+    *,
+    must_exist: bool,
+    kept: Callable[[str], bool] | None = None,
+    field: str = "path",
 ) -> tuple[Path, str]:
     """A memory file path checked against `folder` on its real path (symlinks resolved):
     (absolute path, key relative to `folder`). `kept(key)`: whether a deleted file of that key
-    has versions, so a name that is not NFC still finds them once its file is gone."""
+    has versions, so a name that is not NFC still finds them once its file is gone. `field`:
+    the params field `path` came from, which an invalid-params message names (`file` of
+    `memory.write`)."""
     if not path or "\x00" in path:
-        raise InvalidParams("path: must be a non-empty path without NUL bytes")
+        raise InvalidParams(f"{field}: must be a non-empty path without NUL bytes")
     base = Path(os.path.normpath(folder))
     real_base = base.resolve()
     given = Path(os.path.normpath(Path(path) if os.path.isabs(path) else folder / path))
@@ -164,7 +171,7 @@ def resolve_inside(
                 "inside the memory directory"
             )
     if lexical.suffix != ".md":
-        raise InvalidParams(f"path: memory files end in .md, got {lexical.name!r}")
+        raise InvalidParams(f"{field}: memory files end in .md, got {lexical.name!r}")
     if must_exist and not lexical.is_file():
         raise NotFound(f"no memory file {lexical}")
     first, *rest = lexical.relative_to(base).parts
