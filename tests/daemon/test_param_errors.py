@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import structlog.testing
 
+from memoryd.automem.dirs import resolve_inside
 from memoryd.automem.service import AutoMemory
 from memoryd.daemon.wiring import rpc_methods
+from memoryd.errors import InvalidParams
 from tests.conftest import DaemonHandle
 from tests.daemon.test_protocol import raw_exchange
 
@@ -132,3 +134,20 @@ async def test_an_internal_error_keeps_its_details_in_the_log(
     assert "memory.list" in error["message"]
     (failure,) = [e for e in logged if e["event"] == "method failed"]
     assert "disk on fire" in str(failure["exc_info"])
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [("notes.txt", "file: memory files end in .md, got 'notes.txt'"), ("", "file: must be")],
+)
+def test_a_bad_memory_file_name_names_the_field_it_came_from(
+    tmp_path: Path, given: str, message: str
+) -> None:
+    # Found by a bug hunt: `memory.write {file: "x.txt"}` was told `path: …`, a field it
+    # never sent. The check names the field its caller passes.
+    with pytest.raises(InvalidParams) as err:
+        resolve_inside(tmp_path, given, must_exist=False, field="file")
+    assert err.value.message.startswith(message)
+    with pytest.raises(InvalidParams) as err:
+        resolve_inside(tmp_path, given, must_exist=False)
+    assert err.value.message.startswith(message.replace("file:", "path:", 1))
