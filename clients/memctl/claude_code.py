@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -267,6 +268,15 @@ def session_start_context(context: Mapping[str, Any], *, full: bool = False) -> 
     return "\n\n".join(parts)
 
 
+# The wrapper's own tags in a memory's text: left as written, a closing one put what followed
+# outside the wrapper, where the agent reads it as context of its own (a forged reminder).
+_WRAPPER_TAG = re.compile(r"<(?=/?relevant-memories)", re.IGNORECASE)
+
+
+def _inert(text: str) -> str:
+    return _WRAPPER_TAG.sub("&lt;", text)
+
+
 def recall_context(memories: Sequence[Mapping[str, Any]]) -> str:
     """What the UserPromptSubmit hook adds: the recalled memories with their staleness notes."""
     chunks: list[str] = []
@@ -278,7 +288,7 @@ def recall_context(memories: Sequence[Mapping[str, Any]]) -> str:
         if memory.get("note"):
             chunk.append(str(memory["note"]))
         chunk.append(str(memory.get("content") or "").strip())
-        chunks.append("\n".join(c for c in chunk if c))
+        chunks.append(_inert("\n".join(c for c in chunk if c)))
     if not chunks:
         return ""
     return (
