@@ -434,3 +434,20 @@ def test_the_project_backup_folder_is_named_as_memctl_names_it(
     assert folder is not None
     assert folder.parent == tmp_path / "memoryd" / "backups"
     assert f"(`backups/{folder.name}/`)" in (REPO / "docs" / "clients.md").read_text()
+
+
+def test_the_model_retry_statuses_and_find_refusals_are_the_code_s() -> None:
+    # The pages said the model client retries "5xx" (it retries 500, 502, 503 and 504 of them)
+    # and listed find's refused primaries without -files0-from.
+    from memoryd.agent.shell import _FIND_FORBIDDEN
+    from memoryd.llm.client import RETRYABLE_STATUS
+
+    for page in ("daemon.md", "background-writers.md"):
+        text = re.sub(r"\s+", " ", (REPO / "docs" / page).read_text())
+        said = re.search(r"retries (?:with backoff on )?((?:\d{3}/)+\d{3})", text)
+        assert said, page
+        assert {int(code) for code in said.group(1).split("/")} == RETRYABLE_STATUS
+    text = re.sub(r"\s+", " ", (REPO / "docs" / "background-writers.md").read_text())
+    listed = re.search(r"`find` may not use `([^`]+)`", text)
+    assert listed
+    assert set(listed.group(1).split()) == _FIND_FORBIDDEN
