@@ -439,7 +439,7 @@ def test_the_project_backup_folder_is_named_as_memctl_names_it(
 def test_the_model_retry_statuses_and_find_refusals_are_the_code_s() -> None:
     # The pages said the model client retries "5xx" (it retries 500, 502, 503 and 504 of them)
     # and listed find's refused primaries without -files0-from.
-    from memoryd.agent.shell import _FIND_FORBIDDEN
+    from memoryd.agent.shell import _FIND_FORBIDDEN, PROGRAMS
     from memoryd.llm.client import RETRYABLE_STATUS
 
     for page in ("daemon.md", "background-writers.md"):
@@ -451,3 +451,6 @@ def test_the_model_retry_statuses_and_find_refusals_are_the_code_s() -> None:
     listed = re.search(r"`find` may not use `([^`]+)`", text)
     assert listed
     assert set(listed.group(1).split()) == _FIND_FORBIDDEN
+    programs = re.search(r"`Bash` runs only `([^`]+)`", text)
+    assert programs
+    assert set(programs.group(1).split()) == PROGRAMS
