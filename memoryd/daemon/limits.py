@@ -28,6 +28,12 @@ STALLED_UNDER_PRESSURE_S = 1.0
 # One reply line (a batch's whole reply); a reply, or batch member, that does not fit is
 # replaced by -32004 naming the method and the cap.
 DEFAULT_REPLY_LIMIT = 16 * MiB
+# A string id longer than this is -32600 answered with id null: a reply echoes its id whole,
+# so a 20 MB id made every reply to it go over the reply cap.
+MAX_ID_CHARS = 1_024
+# What an error repeats of a request (a method name, unknown member or field names) is cut
+# to this many characters.
+MAX_ECHOED_CHARS = 200
 # Calls in one batch; more: -32600.
 MAX_BATCH = 1_000
 # Notifications queued for a client that is not reading, before its connection is closed:

@@ -495,3 +495,47 @@ async def test_an_empty_event_list_subscribes_to_none_and_unsubscribes(
         assert client.notifications.empty()
     finally:
         await client.close()
+
+
+async def test_a_huge_method_name_or_id_gets_a_small_reply(daemon: DaemonHandle) -> None:
+    # Found by a bug hunt: a 17 MiB method name came back whole in -32601 (message and data),
+    # so the reply went over the 16 MiB cap and became a -32004 that echoed it yet again; a
+    # 17 MiB id, which a reply must echo whole, made every reply to it -32004.
+    huge = 17 * 1024 * 1024
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "m" * huge},
+        [{"jsonrpc": "2.0", "id": 2, "method": "m" * huge}],
+        {"jsonrpc": "2.0", "id": "i" * huge, "method": "status"},
+        {"jsonrpc": "2.0", "id": 3, "method": "status", "x" * huge: 1},
+        {"jsonrpc": "2.0", "id": 4, "method": "status", "params": {"p" * huge: 1}},
+    ]
+    replies = []
+    for line in lines:
+        (reply,) = await raw_exchange(daemon.socket_path, json.dumps(line).encode() + b"\n")
+        assert len(json.dumps(reply)) < 1_000
+        replies.append(reply)
+    single, (in_batch,) = replies[0], replies[1]
+    for reply, id_ in ((single, 1), (in_batch, 2)):
+        assert (reply["error"]["code"], reply["id"]) == (-32601, id_)
+        cut = "m" * 200 + f"… ({huge:,} characters)"
+        assert reply["error"]["message"] == f"method not found: {cut}"
+        assert reply["error"]["data"] == cut
+    long_id, member, field = replies[2:]
+    assert long_id == {
+        "jsonrpc": "2.0",
+        "error": {
+            "code": -32600,
+            "message": f"invalid request: id: at most 1,024 characters, got {huge:,}",
+        },
+        "id": None,
+    }
+    assert (member["error"]["code"], member["id"]) == (-32600, 3)
+    assert (field["error"]["code"], field["id"]) == (-32602, 4)
+    # An id at the cap is echoed as sent.
+    at_cap = "i" * 1_024
+    (reply,) = await raw_exchange(
+        daemon.socket_path,
+        json.dumps({"jsonrpc": "2.0", "id": at_cap, "method": "status"}).encode() + b"\n",
+    )
+    assert reply["id"] == at_cap
+    assert "result" in reply

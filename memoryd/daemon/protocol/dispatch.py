@@ -27,6 +27,7 @@ from memoryd.daemon.protocol.envelope import (
     METHOD_NOT_FOUND,
     NO_DATA,
     check_request,
+    echoed,
     error_object,
     request_id,
 )
@@ -53,7 +54,7 @@ def format_validation_error(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in err["loc"]) or "params"
-        parts.append(f"{loc}: {err['msg']}")
+        parts.append(f"{echoed(loc)}: {err['msg']}")
     return "invalid params: " + "; ".join(parts)
 
 
@@ -89,7 +90,7 @@ async def dispatch_one(message: Any, daemon: Daemon) -> dict[str, Any] | None:
     try:
         spec = daemon.methods.get(name)
         if spec is None:
-            raise _Failed(METHOD_NOT_FOUND, f"method not found: {name}", name)
+            raise _Failed(METHOD_NOT_FOUND, f"method not found: {echoed(name)}", echoed(name))
         result = await _call(daemon, spec, message.get("params"))
     except _Failed as failed:
         if "id" not in message:

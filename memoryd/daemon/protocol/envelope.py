@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.daemon.limits import MAX_ECHOED_CHARS, MAX_ID_CHARS
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -38,16 +40,29 @@ def check_request(obj: Any) -> str | None:
         id_ = obj["id"]
         if not (id_ is None or isinstance(id_, str) or type(id_) in (int, float)):
             return "id: must be a string, a number or null"
+        if isinstance(id_, str) and len(id_) > MAX_ID_CHARS:
+            return f"id: at most {MAX_ID_CHARS:,} characters, got {len(id_):,}"
     extra = set(obj) - {"jsonrpc", "method", "params", "id"}
     if extra:
-        return f"unexpected member(s): {', '.join(sorted(extra))}"
+        return echoed(f"unexpected member(s): {', '.join(sorted(extra))}")
     return None
 
 
 def request_id(obj: Any) -> Any:
-    """The id to answer with: the message's own when it is a valid one, else null."""
+    """The id to answer with: the message's own when it is a valid one, else null (an id
+    over MAX_ID_CHARS too: a reply must echo its id whole, and 20 MB of it would not fit)."""
     if isinstance(obj, dict):
         id_ = obj.get("id")
-        if id_ is None or isinstance(id_, str) or type(id_) in (int, float):
+        if isinstance(id_, str):
+            return id_ if len(id_) <= MAX_ID_CHARS else None
+        if id_ is None or type(id_) in (int, float):
             return id_
     return None
+
+
+def echoed(text: str) -> str:
+    """`text` from a request as an error repeats it: cut past MAX_ECHOED_CHARS (a 20 MB
+    method name made a -32601 over the reply cap)."""
+    if len(text) <= MAX_ECHOED_CHARS:
+        return text
+    return f"{text[:MAX_ECHOED_CHARS]}… ({len(text):,} characters)"

@@ -9,7 +9,13 @@ from typing import Any
 
 import orjson
 
-from memoryd.daemon.protocol.envelope import PARSE_ERROR, TOO_LARGE, error_object, request_id
+from memoryd.daemon.protocol.envelope import (
+    PARSE_ERROR,
+    TOO_LARGE,
+    echoed,
+    error_object,
+    request_id,
+)
 from memoryd.surrogates import without_lone_surrogates
 
 
@@ -120,7 +126,7 @@ def encode_reply(reply: Any, message: Any, limit: int) -> tuple[bytes, int]:
 
 
 def _too_large(reply: Any, method: Any, size: int, limit: int) -> dict[str, Any]:
-    name = method if isinstance(method, str) else "this request"
+    name = echoed(method) if isinstance(method, str) else "this request"
     return error_object(
         TOO_LARGE,
         f"reply to {name} is {size:,} bytes, over the {limit:,}-byte reply cap; "
