@@ -202,3 +202,12 @@ def test_protocol_methods_at_a_glance_names_every_result_field(tour: str) -> Non
             if missing:
                 undocumented[method] = sorted(missing)
     assert undocumented == {}
+
+
+def test_clients_page_shows_the_settings_example_as_it_is() -> None:
+    text = (REPO / "docs" / "clients.md").read_text()
+    shown = re.search(r'```json\n(\{\n  "hooks".*?)\n```', text, re.S)
+    assert shown, "docs/clients.md shows the hooks' settings"
+    assert json.loads(shown.group(1)) == json.loads(
+        (EXAMPLES / "claude-code-settings.json").read_text()
+    )
