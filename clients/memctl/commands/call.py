@@ -7,8 +7,9 @@ import json
 import math
 from typing import Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail
+from memctl.output import EXIT_RPC, EXIT_USAGE, client, emit, fail, older_daemon_hint
 from memctl.text_input import read_text
+from memoryd_client import RpcError
 
 
 def register(sub: Any) -> None:
@@ -33,10 +34,37 @@ def run(args: argparse.Namespace) -> int:
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
         if not isinstance(params, dict):
             return fail(args, "params must be a JSON object", EXIT_USAGE)
-    with client(args) as conn:
-        result = conn.call(args.method, params)
+    try:
+        with client(args) as conn:
+            result = conn.call(args.method, params)
+    except RpcError as exc:
+        # A method or parameter name is the user's own here, so "the daemon may be older" is
+        # only added when this memctl's protocol has what the daemon said it has not.
+        hint = older_daemon_hint(exc.code, exc.message)
+        if hint and not _known_here(args.method, params or {}):
+            hint = ""
+        return fail(args, f"error {exc.code}: {exc.message}{hint}", EXIT_RPC, code=exc.code)
     emit(args, result)
     return 0
+
+
+def _known_here(method: str, params: dict[str, Any]) -> bool:
+    """Whether the daemon this memctl came with serves `method` and takes every field of
+    `params` (only looked up on an error: the table imports the daemon's method modules)."""
+    from pydantic import ValidationError
+
+    from memoryd.daemon.wiring import rpc_methods
+
+    spec = rpc_methods().get(method)
+    if spec is None:
+        return False
+    try:
+        spec.params.model_validate(params)
+    except ValidationError as exc:
+        return not any(error["type"] == "extra_forbidden" for error in exc.errors())
+    except Exception:  # a validator failing its own way: unknown, so no guess about versions
+        return False
+    return True
 
 
 # Python's json takes NaN, Infinity and 1e999 (read as inf); JSON has none of them, and the
