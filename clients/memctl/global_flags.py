@@ -13,12 +13,22 @@ from pathlib import Path
 from typing import Any
 
 
+def socket_path(text: str) -> Path:
+    """`--socket`'s value. An empty one is refused: as a Path it is ".", the current folder,
+    and memctl said memoryd was not running there."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "an empty path: give the daemon's socket, or leave --socket out"
+        )
+    return Path(text)
+
+
 def add_global_flags(parser: argparse.ArgumentParser, default: Any = None) -> None:
     known = parser._option_string_actions  # a command may define one itself (hook: --socket)
     if "--socket" not in known:
         parser.add_argument(
             "--socket",
-            type=Path,
+            type=socket_path,
             default=default,
             help="daemon socket (default: $MEMORYD_SOCKET, …)",
         )
