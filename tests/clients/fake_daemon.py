@@ -2,7 +2,9 @@
 
 Client-side tests (memctl subprocesses, the memory UI in a pty, the MCP server) use it where
 they need exact, controllable replies: each method is a plain function of its params, every
-request is recorded, and `notify()` pushes a notification to subscribed connections.
+request is recorded, and `notify()` pushes a notification to subscribed connections. As the
+real daemon, a connection's later `subscribe` replaces its set of events (it never doubles a
+notification), and `{"events": []}` unsubscribes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class FakeDaemon:
         self.handlers: dict[str, Handler] = {"status": lambda _: {"version": "fake", "pid": 0}}
         self.delays: dict[str, float] = {}
         self.requests: list[tuple[str, dict[str, Any]]] = []
-        self._subscribers: list[socket.socket] = []
+        # Each subscribed connection and the events it asked for (None: every event).
+        self._subscribers: dict[socket.socket, frozenset[str] | None] = {}
         self._lock = threading.Lock()
         fake = self
 
@@ -67,11 +70,13 @@ class FakeDaemon:
     def notify(self, event: str, params: dict[str, Any]) -> None:
         data = json.dumps({"jsonrpc": "2.0", "method": event, "params": params}).encode() + b"\n"
         with self._lock:
-            for conn in list(self._subscribers):
+            for conn, events in list(self._subscribers.items()):
+                if events is not None and event not in events:
+                    continue
                 try:
                     conn.sendall(data)
                 except OSError:
-                    self._subscribers.remove(conn)
+                    del self._subscribers[conn]
 
     def wait_for_subscriber(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -87,9 +92,13 @@ class FakeDaemon:
         if method in self.delays:
             time.sleep(self.delays[method])
         if method == "subscribe":
+            events = params.get("events")
             with self._lock:
-                self._subscribers.append(conn)
-            result: Any = {"subscribed": params.get("events") or ["memory/saved"]}
+                if events == []:
+                    self._subscribers.pop(conn, None)
+                else:
+                    self._subscribers[conn] = None if events is None else frozenset(events)
+            result: Any = {"subscribed": ["memory/saved"] if events is None else sorted(events)}
         elif method not in self.handlers:
             return _error(request, -32601, f"method not found: {method}")
         else:
