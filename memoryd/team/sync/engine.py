@@ -35,6 +35,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -402,6 +403,21 @@ class SyncEngine:
     ) -> None:
         """Write what the server sent (in a thread, under the memory dir's writer lock);
         `scan` is updated with what was written, `refused` with the keys not written."""
+        dirs_to_sync: set[Path] = set()
+        try:
+            self._write_entries(entries, scan, report, refused, dirs_to_sync)
+        finally:
+            # Before the state can record them as synced (the caller saves it after).
+            self.folder.sync_dirs(dirs_to_sync)
+
+    def _write_entries(
+        self,
+        entries: Mapping[str, str],
+        scan: LocalScan,
+        report: PullReport,
+        refused: dict[str, str],
+        dirs_to_sync: set[Path],
+    ) -> None:
         state = self.state
         now = self._clock()
         for key in sorted(entries):
@@ -444,7 +460,9 @@ class SyncEngine:
                     if lossless and local is not None:
                         disposable.add(local)
                 try:
-                    done = self.folder.replace(key, written, disposable=disposable, now=now)
+                    done = self.folder.replace(
+                        key, written, disposable=disposable, now=now, dirs_to_sync=dirs_to_sync
+                    )
                 except ValueError as exc:
                     refused[key] = f"local file kept, server version not written: {exc}"
                     continue

@@ -241,7 +241,13 @@ class LocalFolder:
         self._refuse_links(target.parent)
 
     def replace(
-        self, key: str, content: str, *, disposable: Collection[str], now: datetime
+        self,
+        key: str,
+        content: str,
+        *,
+        disposable: Collection[str],
+        now: datetime,
+        dirs_to_sync: set[Path] | None = None,
     ) -> Replaced:
         """Put `content` in place of the local file `key` without ever losing a local edit.
 
@@ -253,6 +259,9 @@ class LocalFolder:
         anything else — an edit, bytes that are not text — is kept byte for byte as
         `<stem>.conflict-<UTC time><suffix>` (`saved_as`). ValueError for a key that may not
         be written, OSError when the filesystem refuses; the local file is then put back.
+        With `dirs_to_sync`, the folder is added to it for the caller to fsync once for a
+        whole batch (`sync_dirs`), before it records the files as synced; else it is fsynced
+        here.
         """
         target = self.target(key)
         self._make_parents(target)
@@ -278,8 +287,18 @@ class LocalFolder:
                     saved_as = self._keep_as_conflict_copy(aside, target, now)
                 except OSError:
                     saved_as = aside  # no name to give it: kept where it is, and reported
-        fsync_dir(target.parent)
+        if dirs_to_sync is None:
+            fsync_dir(target.parent)
+        else:
+            dirs_to_sync.add(target.parent)
         return Replaced(written, saved_as)
+
+    @staticmethod
+    def sync_dirs(dirs: Collection[Path]) -> None:
+        """Make the renames and links of a batch of `replace` calls durable: one fsync per
+        folder, not one per file (20,000 files in 50 folders: 50, not 20,000)."""
+        for directory in dirs:
+            fsync_dir(directory)
 
     @staticmethod
     def _move_aside(target: Path) -> Path | None:
