@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import resource
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,33 @@ def idle_seconds(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more: {text}")
     return value
+
+
+# The soft open-files limit is raised to the hard one, up to this: each client is a descriptor
+# (so are the watcher, the log and the files being read), and 1,024 — a common soft default,
+# or less under `ulimit -n` — ran out with a few hundred hooks and editors at once.
+_MAX_OPEN_FILES = 65_536
+# macOS refuses a soft limit over OPEN_MAX with EINVAL, whatever the hard limit says.
+_DARWIN_OPEN_MAX = 10_240
+# Below this many, a burst of clients exhausts the descriptors: said at start-up.
+LOW_OPEN_FILES = 256
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (at most _MAX_OPEN_FILES); the soft
+    limit in effect afterwards. The daemon polls with epoll/kqueue, never select, so a
+    descriptor above 1,024 is no problem."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = _MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, _MAX_OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft >= want:
+        return soft
+    for target in (want, min(want, _DARWIN_OPEN_MAX)):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (OSError, ValueError):
+            continue
+        return target
+    return soft
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -97,6 +125,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    open_files = raise_open_files_limit()
+    if open_files < LOW_OPEN_FILES:
+        import structlog
+
+        structlog.get_logger("memoryd").warning(
+            "the open files limit is low: a burst of clients can use up the descriptors the "
+            "daemon needs to read files; raise it (`ulimit -n`, LimitNOFILE=) to 1024 or more",
+            open_files=open_files,
+        )
     from memoryd.daemon.server import serve
 
     try:
