@@ -172,6 +172,13 @@ def resolve_inside(
             )
     if lexical.suffix != ".md":
         raise InvalidParams(f"{field}: memory files end in .md, got {lexical.name!r}")
+    if not must_exist and _new_name_with_control_characters(base, lexical, kept):
+        # A newline in a name forged lines wherever a path is shown (the hook's recall context,
+        # memctl's lists); a file already so named (by hand) is still read, written and deleted.
+        raise InvalidParams(
+            f"{field}: a new memory file's folders and name hold no control characters, "
+            f"got {path!r}"
+        )
     if must_exist and not lexical.is_file():
         raise NotFound(f"no memory file {lexical}")
     first, *rest = lexical.relative_to(base).parts
@@ -179,6 +186,15 @@ def resolve_inside(
         first = TEAM_DIR  # `Team/x.md` on a case-insensitive filesystem: the store's key
         lexical = base.joinpath(first, *rest)
     return lexical, "/".join((first, *rest))
+
+
+def _new_name_with_control_characters(
+    base: Path, lexical: Path, kept: Callable[[str], bool] | None
+) -> bool:
+    key = "/".join(lexical.relative_to(base).parts)
+    if not any(unicodedata.category(c) == "Cc" for c in key):
+        return False
+    return not os.path.lexists(lexical) and not (kept is not None and kept(key))
 
 
 def _under(folders: tuple[Path, ...], given: Path) -> Path | None:
