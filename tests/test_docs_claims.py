@@ -454,3 +454,33 @@ def test_the_model_retry_statuses_and_find_refusals_are_the_code_s() -> None:
     programs = re.search(r"`Bash` runs only `([^`]+)`", text)
     assert programs
     assert set(programs.group(1).split()) == PROGRAMS
+
+
+def test_notification_params_on_the_protocol_page_are_what_the_daemon_sends() -> None:
+    # session/summary_updated was listed with `session_id` alone; it carries `path` too.
+    import ast
+
+    from memoryd.daemon.methods.core import EVENTS
+
+    sent: dict[str, set[str]] = {}
+    for source in (REPO / "memoryd").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in EVENTS
+                and isinstance(node.args[1], ast.Dict)
+            ):
+                keys = {k.value for k in node.args[1].keys if isinstance(k, ast.Constant)}
+                sent.setdefault(node.args[0].value, set()).update(keys)
+    assert set(sent) == EVENTS
+    protocol = (REPO / "docs" / "protocol.md").read_text()
+    table = protocol.split("\n## Notifications\n", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        event: set(re.findall(r"`(\w+)`", params))
+        for event, params in re.findall(r"^\| `([a-z_]+/[a-z_]+)` \| (.*?) \|", table, re.M)
+    }
+    assert {
+        e: sorted(keys - documented[e]) for e, keys in sent.items() if keys - documented[e]
+    } == {}
