@@ -22,19 +22,22 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _late_interaction import Arrays, LateScores, token_arrays
-from bench_recall_locomo import DEV, Memory, Query, eval_dir, hits, load
+from bench_recall_locomo import ABOUT_NONE, DEV, Memory, Query, eval_dir, hits, load
 
 from memoryd.automem.recall.dates import first_date
-from memoryd.automem.recall.ranker import RankerParams, RecallIndex
+from memoryd.automem.recall.ranker import LexicalScores, RankerParams, RecallIndex, Semantic
 
+T = TypeVar("T")  # a setting of an experiment (held_out_picks)
 GRID: dict[str, list[float]] = {
     "k1": [0.6, 0.9, 1.2],
     "prf_weight": [0.0, 0.15, 0.3],
@@ -50,13 +53,20 @@ GRID: dict[str, list[float]] = {
 HYBRID_GRID: dict[str, list[float]] = {"semantic_weight": [1.0, 1.5, 2.0, 2.5], **GRID}
 
 
-def conversation_score(
+class SemanticSide(Protocol):
+    """What gives a question's semantic scores (`LateScores`, or an experiment's variant)."""
+
+    def semantic(self, index: RecallIndex, lexical: LexicalScores, question: int) -> Semantic: ...
+
+
+def questions_hit(
+    index: RecallIndex,
     memories: list[Memory],
     queries: list[Query],
-    params: RankerParams,
-    late: LateScores | None = None,
+    late: SemanticSide | None = None,
 ) -> int:
-    index = RecallIndex(params)
+    """How many of `queries` have evidence in the five `index` ranks first; `index` is filled
+    with `memories` here."""
     for m in memories:
         index.upsert(m.file, m.name, m.fact, m.body, first_date(m.body))
     by_file = {m.file: set(m.dia_id.split(",")) for m in memories}
@@ -66,6 +76,36 @@ def conversation_score(
         semantic = late.semantic(index, lexical, i) if late is not None else None
         got += hits([by_file[k] for k, _ in index.rank(lexical, 5, semantic)], q.evidence)
     return got
+
+
+def hits_and_none(
+    index: RecallIndex,
+    memories: list[Memory],
+    queries: list[Query],
+    late: SemanticSide | None = None,
+) -> tuple[int, int]:
+    """`questions_hit`, and (without `late`) how many memories the 80 coding prompts about
+    none of them recall (`ABOUT_NONE`, five at most each)."""
+    got = questions_hit(index, memories, queries, late)
+    return got, 0 if late is not None else sum(len(index.search(p, 5)) for p in ABOUT_NONE)
+
+
+def held_out_picks(results: Mapping[T, Mapping[str, int]], candidates: Sequence[T]) -> dict[str, T]:
+    """Leave-one-conversation-out choice: for each development conversation, the candidate
+    (a setting of an experiment) with the most hits on the other four (the first of equals)."""
+    return {
+        out: max(candidates, key=lambda c: sum(results[c][n] for n in DEV if n != out))
+        for out in DEV
+    }
+
+
+def conversation_score(
+    memories: list[Memory],
+    queries: list[Query],
+    params: RankerParams,
+    late: LateScores | None = None,
+) -> int:
+    return questions_hit(RecallIndex(params), memories, queries, late)
 
 
 def embed(convs: dict[str, tuple[list[Memory], list[Query]]]) -> dict[str, LateScores]:
