@@ -8,6 +8,7 @@ resolved the same way, so a root that is itself reached through a symlink still 
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,11 +90,20 @@ class AccessPolicy:
         if not self.may_write(path):
             allowed = self._describe(self._files + self._write) or "nothing"
             raise Denied(f"writing {path} is not allowed for this agent (allowed: {allowed})")
+        if self._new_name_with_control_characters(path):
+            # A newline in a memory file's name forged lines wherever its path is shown.
+            raise Denied(f"a new file's folders and name hold no control characters: {raw!r}")
         if self.write_check is not None:
             refusal = self.write_check(path)
             if refusal is not None:
                 raise Denied(refusal)
         return path
+
+    def _new_name_with_control_characters(self, path: Path) -> bool:
+        if path in self._files or os.path.lexists(path):
+            return False
+        below = [path.relative_to(root) for root in self._write if _inside(path, root)]
+        return any(unicodedata.category(c) == "Cc" for c in str(below[0] if below else path))
 
     def as_given(self, path: Path) -> Path:
         """A real path inside a write root, told under that root as the caller gave it (a
