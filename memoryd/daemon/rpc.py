@@ -41,6 +41,10 @@ class MethodSpec:
     # True for handlers that never wait on I/O: they run in the connection's reading loop
     # instead of a task of their own, which saves a loop iteration per request.
     inline: bool = False
+    # True for handlers that write several files, one after another (a pull, a dream): a
+    # full disk halfway leaves what they wrote before it, so its error must not say "nothing
+    # was changed" as it does for every other method.
+    writes_several: bool = False
 
 
 def method(
@@ -49,7 +53,8 @@ def method(
     handler: Callable[[Daemon, P], Awaitable[Any]],
     *,
     inline: bool = False,
+    writes_several: bool = False,
 ) -> MethodSpec:
     """The spec of one method; its summary is the first line of the handler's docstring."""
     summary = (handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else ""
-    return MethodSpec(name, params, handler, summary, inline)
+    return MethodSpec(name, params, handler, summary, inline, writes_several)

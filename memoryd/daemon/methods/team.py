@@ -84,6 +84,6 @@ async def _sync_now(
 
 METHODS = (
     method("team.status", TeamParams, team_status),
-    method("team.pull", TeamParams, team_pull),
-    method("team.push", TeamParams, team_push),
+    method("team.pull", TeamParams, team_pull, writes_several=True),
+    method("team.push", TeamParams, team_push, writes_several=True),
 )

@@ -14,6 +14,7 @@ naming the method, with the details in the log only (docs/protocol.md).
 from __future__ import annotations
 
 import asyncio
+import errno
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -116,21 +117,66 @@ async def _call(daemon: Daemon, spec: MethodSpec, raw: Any) -> Any:
         result = await spec.handler(daemon, params)
     except MemorydError as exc:
         if exc.code == INTERNAL_ERROR:
-            raise _internal(spec.name, exc) from None
+            raise _internal(spec, exc) from None
         # No data is no `data` member (JSON-RPC: it may be omitted), not `"data": null`.
         raise _Failed(exc.code, exc.message, NO_DATA if exc.data is None else exc.data) from None
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise _internal(spec.name, exc) from None
+        raise _internal(spec, exc) from None
     return result.model_dump(mode="json") if isinstance(result, BaseModel) else result
 
 
-def _internal(method: str, exc: BaseException) -> _Failed:
+# The OS errors a user can mend (room, quota, a limit, a mount), each with its cause and the
+# fix; any other OSError is a bug or a race, and stays a plain internal error.
+_NO_ROOM = {
+    errno.ENOSPC: ("the disk is full (ENOSPC)", "free some space"),
+    errno.EDQUOT: ("the disk quota is used up (EDQUOT)", "free some space or raise the quota"),
+    errno.EFBIG: (
+        "a file would pass the daemon's file-size limit (EFBIG: `ulimit -f` where it started)",
+        "raise that limit and `memctl restart`",
+    ),
+    errno.EROFS: (
+        "the file system is read-only (EROFS)",
+        "remount it read-write, or move the memory folder",
+    ),
+}
+
+
+def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     """-32603 names the method and the kind of failure; the details (an errno text, a path,
-    the traceback) go to the log only (docs/protocol.md)."""
-    log.error("method failed", method=method, exc_info=exc)
+    the traceback) go to the log only (docs/protocol.md). A full disk, a quota, a file-size
+    limit or a read-only file system is named, with what was left and how to mend it."""
+    log.error("method failed", method=spec.name, exc_info=exc)
+    cause = _no_room(exc)
+    if cause is None:
+        return _Failed(
+            INTERNAL_ERROR,
+            f"internal error in {spec.name}: {type(exc).__name__} "
+            "(details are in the daemon's log)",
+        )
+    what, fix = cause
+    # Every method but these writes one file atomically (or stages all before the first
+    # rename), so a failure leaves everything as it was.
+    left = (
+        "what it wrote before that stands, the rest was not changed"
+        if spec.writes_several
+        else "nothing was changed"
+    )
     return _Failed(
         INTERNAL_ERROR,
-        f"internal error in {method}: {type(exc).__name__} (details are in the daemon's log)",
+        f"{spec.name} failed: {what}; {left}. To mend it: {fix}, then try again "
+        "(the file is named in the daemon's log)",
     )
+
+
+def _no_room(exc: BaseException) -> tuple[str, str] | None:
+    """The cause and fix of the first OSError in `exc`'s chain that `_NO_ROOM` knows."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _NO_ROOM:
+            return _NO_ROOM[current.errno]
+        current = current.__cause__ or current.__context__
+    return None

@@ -1,0 +1,96 @@
+"""A full disk, a quota, a file-size limit or a read-only file system under a write: -32603
+naming the cause, what was left and how to mend it (docs/protocol.md, Errors), not
+`internal error … OSError`."""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memoryd.daemon.rpc import NoParams, method
+from memoryd_client import RpcError
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.fakes.full_disk import SmallDisks
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith(".fill")
+    }
+
+
+async def test_a_full_or_read_only_memory_folder_says_so_and_changes_nothing(
+    daemon: DaemonHandle,
+    small_disks: SmallDisks,
+    short_tmp: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by a bug hunt: each was `internal error in memory.write: OSError (details are in
+    # the daemon's log)`, which left the user to guess, and to wonder what was half written.
+    memory_dir = small_disks.mount(short_tmp / "mem", kib=64)
+    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
+    project = tmp_path / "proj"
+    project.mkdir()
+    cwd = str(project)
+    await daemon.call("memory.write", cwd=cwd, type="user", name="role", description="d", body="a")
+    before = _files(memory_dir)
+    assert set(before) == {"MEMORY.md", "user_role.md"}
+    small_disks.fill(memory_dir)
+    for params in (
+        {"name": "other", "body": "b" * 5_000},
+        {"name": "role", "body": "c" * 5_000, "file": "user_role.md"},
+    ):
+        with pytest.raises(RpcError) as err:
+            await daemon.call("memory.write", cwd=cwd, type="user", description="d", **params)
+        assert (err.value.code, err.value.message) == (
+            -32603,
+            "memory.write failed: the disk is full (ENOSPC); nothing was changed. To mend it: "
+            "free some space, then try again (the file is named in the daemon's log)",
+        )
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.remember", cwd=cwd, text="x " * 3_000)
+    assert err.value.message.startswith("memory.remember failed: the disk is full (ENOSPC)")
+    assert _files(memory_dir) == before
+    subprocess.run(["mount", "-o", "remount,ro", str(memory_dir)], check=True)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.delete", cwd=cwd, path="user_role.md")
+    assert err.value.message.startswith(
+        "memory.delete failed: the file system is read-only (EROFS); nothing was changed. "
+        "To mend it: remount it read-write, or move the memory folder, then try again"
+    )
+    assert _files(memory_dir) == before
+
+
+async def _over_quota(_daemon: object, _params: NoParams) -> None:
+    raise OSError(errno.EDQUOT, "Disk quota exceeded", "/home/ada/x")
+
+
+async def test_a_method_that_writes_several_files_does_not_claim_nothing_changed(
+    short_tmp: Path,
+) -> None:
+    specs = (
+        method("test.quota", NoParams, _over_quota),
+        method("test.quota_several", NoParams, _over_quota, writes_several=True),
+    )
+    handle = await start_daemon(daemon_config(short_tmp), specs)
+    try:
+        with pytest.raises(RpcError) as one:
+            await handle.call("test.quota")
+        with pytest.raises(RpcError) as several:
+            await handle.call("test.quota_several")
+    finally:
+        await stop_daemon(handle)
+    assert one.value.message.startswith(
+        "test.quota failed: the disk quota is used up (EDQUOT); nothing was changed."
+    )
+    assert several.value.message.startswith(
+        "test.quota_several failed: the disk quota is used up (EDQUOT); what it wrote before "
+        "that stands, the rest was not changed. To mend it: free some space or raise the quota"
+    )
+    assert "/home/ada" not in one.value.message
