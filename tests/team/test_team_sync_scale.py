@@ -54,3 +54,32 @@ def test_saving_the_state_copies_no_checksum(monkeypatch: pytest.MonkeyPatch) ->
     # The skipped entry's and the conflict's fields at most; it was every checksum too
     # (4,000 copies here, 40,000 for a folder of 20,000 files, at every save).
     assert copies < 20
+
+
+async def test_a_pull_of_one_change_looks_at_that_path_alone(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = server.token(REPO)
+    files = {f"area{i % 3}/note{i:02d}.md": f"note {i}\n" for i in range(50)}
+    await seed_server(make_side, server, token, files)
+    me = make_side("me", server.url, token)
+    await me.engine.pull()
+    teammate = make_side("teammate", server.url, token)
+    await teammate.engine.pull()
+    teammate.write("area1/note01.md", "changed by a teammate\n")
+    await teammate.engine.push()
+    folder = me.engine.folder
+    looked_at: list[str] = []
+    target = folder.target
+
+    def counting(key: str) -> Path:
+        looked_at.append(key)
+        return target(key)
+
+    monkeypatch.setattr(folder, "target", counting)
+    report = await me.engine.pull()
+    assert report.pulled == ["area1/note01.md"]
+    assert me.read("area1/note01.md") == "changed by a teammate\n"
+    assert me.engine.state.synced == {**me.engine.state.server_checksums}
+    # Each in-step file was checked as a path again (three stats each) at every such pull.
+    assert set(looked_at) == {"area1/note01.md"}

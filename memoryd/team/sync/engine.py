@@ -523,11 +523,15 @@ class SyncEngine:
         is recorded."""
         state = self.state
         for key, digest in server.items():
-            if key in handled or key in refused or not self._writable(key, refused):
+            if key in handled or key in refused:
                 continue
             if scan.checksums.get(key) == digest:
+                # In step: the scan found it a regular file under real folders (links are
+                # never walked) and checked its name, so it is a path the folder may hold.
+                # Checked again here, every key cost three stats at each pull that changed
+                # anything (60,000 for a folder of 20,000 files).
                 state.synced[key] = digest
-            else:
+            elif self._writable(key, refused):
                 refused[key] = UNDELIVERED
         # A key that is not UTF-8 text (a lone surrogate) is listed under a printable form
         # and not kept among the server's checksums: saved as it is, it made the state file
