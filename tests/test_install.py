@@ -313,3 +313,30 @@ def test_memoryd_team_without_the_server_extra_says_what_to_install(
     assert "install memoryd[server]" in result.stderr
     # From the checkout: no `memoryd` of ours is on a package index for pipx to fetch.
     assert "pipx install --force '.[server]'" in result.stderr
+
+
+def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
+    """scripts/serve (setup without MEMORYD_SETUP_NODE) installs no Node packages: it ran
+    `npm ci` (204 packages) for the VS Code tests whenever npm was on PATH."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup", root / "scripts" / "setup")
+    (root / "pyproject.toml").write_text("")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    os.utime(root / "pyproject.toml", (1, 1))
+    (root / ".venv" / ".memoryd-setup").write_text("")
+    (root / "clients" / "vscode").mkdir(parents=True)
+    (root / "clients" / "vscode" / "package-lock.json").write_text("{}")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    calls = tmp_path / "npm-calls"
+    (tools / "npm").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (tools / "npm").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
+    env["PATH"] = f"{tools}:{env['PATH']}"
+    subprocess.run(["bash", str(root / "scripts" / "setup")], env=env, check=True, timeout=120)
+    assert not calls.exists()
+    env["MEMORYD_SETUP_NODE"] = "1"
+    subprocess.run(["bash", str(root / "scripts" / "setup")], env=env, check=True, timeout=120)
+    assert calls.read_text().split()[0] == "ci"
