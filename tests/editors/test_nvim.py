@@ -485,3 +485,32 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
     assert_all_passed(records, expected=7)
     assert not (memory_dir / "project_core.md").exists()
     assert not (memory_dir / "project_release\nnotes.md").exists()
+
+
+def test_a_memory_saved_in_place_keeps_the_text_it_replaced(
+    daemon_socket: Path, tmp_path: Path
+) -> None:
+    """A memory opened from :MemorydMemories and saved: the text before the save is a version
+    in history (it was kept nowhere), MEMORY.md is reconciled, and with the daemon gone the
+    save still happens and says so (memory_edit_spec.lua)."""
+    repo = make_repo(tmp_path / "work" / "widgets")
+    memory_dir = memory_dir_of(daemon_socket, repo)
+    memory_dir.mkdir(parents=True, exist_ok=True)
+    memory = memory_dir / "project_deploys.md"
+    before = "---\nname: Deploys\ndescription: deploys go out on Thursdays\ntype: project\n---\nOn Thursdays.\n"
+    memory.write_text(before)
+    records = run_nvim(
+        "memory_edit_spec.lua",
+        {
+            "MEMORYD_SOCKET": str(daemon_socket),
+            "MEMORYD_TEST_REPO": str(repo),
+            "MEMORYD_TEST_MEMORY_DIR": str(memory_dir),
+        },
+        cwd=repo,
+    )
+    assert_all_passed(records, expected=4)
+    assert memory.read_text().endswith("Written while memoryd was down.\n")
+    with Client(daemon_socket, timeout=10) as conn:
+        history = conn.call("memory.history", {"cwd": str(repo), "path": str(memory)})
+        [kept] = history["versions"]
+        assert kept["size"] == len(before.encode())

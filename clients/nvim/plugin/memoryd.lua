@@ -39,11 +39,25 @@ command('MemorydStart', function()
 end, { bar = true, desc = 'memoryd: start the daemon (memctl start)' })
 
 local group = vim.api.nvim_create_augroup('memoryd', { clear = true })
+-- A memory file saved in place: its text before the save is kept in history, MEMORY.md is
+-- brought in step after it (lua/memoryd/memory_files.lua; loaded once a view listed memories).
+vim.api.nvim_create_autocmd('BufWritePre', {
+  group = group,
+  callback = function(args)
+    if package.loaded['memoryd.memory_files'] then
+      local file = vim.fn.fnamemodify(args.file, ':p')
+      require('memoryd.memory_files').before_write(file, vim.bo[args.buf].modified)
+    end
+  end,
+})
 vim.api.nvim_create_autocmd('BufWritePost', {
   group = group,
   callback = function(args)
     if package.loaded['memoryd.views.rules'] then
       require('memoryd.views.rules').on_write(vim.fn.fnamemodify(args.file, ':p'))
+    end
+    if package.loaded['memoryd.memory_files'] then
+      require('memoryd.memory_files').after_write(vim.fn.fnamemodify(args.file, ':p'))
     end
   end,
 })

@@ -141,6 +141,8 @@ function M.refresh(ctx, show, background)
     local lines, targets = M.render(reply, ctx, os.time(), vim.env.HOME, M.notice, width)
     ui.render(buf, lines, targets)
     M.last_ctx = ctx
+    -- A memory opened from here and saved is snapshotted and reconciled in this project.
+    require('memoryd.memory_files').add_dir(reply.memory_dir, ctx.cwd)
   end, {
     on_error = background and function(err)
       return err.code == 'down' or err.code == 'closed'
@@ -155,6 +157,11 @@ local function reload(background)
   if M.last_ctx and ui.existing('memories') then
     M.refresh(M.last_ctx, false, background == true)
   end
+end
+
+-- After a memory file was saved in the editor (memory_files): the view shows it, if it is open.
+function M.reload_in_background()
+  reload(true)
 end
 
 function M.delete(target)

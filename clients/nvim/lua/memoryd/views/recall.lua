@@ -228,6 +228,13 @@ function M.run(query, ctx)
     end)
     local lines, targets = M.render(reply, query, os.time())
     ui.render(buf, lines, targets)
+    -- A recalled memory opened and saved is snapshotted and reconciled in this project.
+    local files = require('memoryd.memory_files')
+    for _, memory in ipairs(type(reply.memories) == 'table' and reply.memories or {}) do
+      if type(memory) == 'table' and type(memory.path) == 'string' then
+        files.add_dir(vim.fn.fnamemodify(memory.path, ':h'), ctx.cwd)
+      end
+    end
   end, {
     timeout_ms = memoryd.config.recall_timeout_ms,
     retry = function()

@@ -1,0 +1,94 @@
+-- Memory files edited in place (opened from :MemorydMemories or a recall): before a save the
+-- file's current text is kept in history (memory.snapshot), so `h` can restore it as after
+-- any other change; after the save the project's MEMORY.md is brought in step
+-- (memory.reconcile). Without the snapshot the text a save replaced was kept nowhere.
+local memoryd = require('memoryd')
+local format = require('memoryd.format')
+
+local M = {}
+
+-- Memory folder -> the project (cwd) it was listed for: a memory file's own folder is no
+-- project of its own (as a cwd it names another, empty one).
+M.dirs = {}
+
+function M.add_dir(dir, cwd)
+  if type(dir) == 'string' and dir:sub(1, 1) == '/' and type(cwd) == 'string' then
+    M.dirs[(dir:gsub('/+$', ''))] = cwd
+  end
+end
+
+-- The project whose listed memory folder holds file (a .md below it), or nil.
+function M.project_of(file)
+  if type(file) ~= 'string' or not file:match('%.md$') then
+    return nil
+  end
+  local best, cwd = nil, nil
+  for dir, project in pairs(M.dirs) do
+    if file:sub(1, #dir + 1) == dir .. '/' and (best == nil or #dir > #best) then
+      best, cwd = dir, project
+    end
+  end
+  return cwd
+end
+
+local function warn(file, why)
+  memoryd.message(
+    ('%s: the text this save replaced was not kept in history: %s'):format(format.basename(file), why),
+    vim.log.levels.WARN
+  )
+end
+
+-- Why a snapshot failed, in words; nil when there was nothing to keep.
+function M.snapshot_problem(err)
+  if err.code == -32001 then
+    return nil -- no such file yet: a new memory, nothing to keep
+  elseif err.code == -32601 then
+    return 'the running memoryd is older than this plugin (no memory.snapshot); `memctl restart` runs the installed one'
+  end
+  return format.one_line(err.message, 300)
+end
+
+-- BufWritePre: wait (at most the call timeout) for the snapshot; the write goes on whatever
+-- the answer, and a snapshot that was not taken is said.
+function M.before_write(file, modified)
+  local cwd = M.project_of(file)
+  if cwd == nil or not modified or (vim.uv or vim.loop).fs_stat(file) == nil then
+    return
+  end
+  local done, failure = false, nil
+  local timeout = memoryd.config.timeout_ms
+  memoryd.client():request('memory.snapshot', { cwd = cwd, path = file }, function(err)
+    done = true
+    failure = err
+  end, timeout)
+  if not vim.wait(timeout + 1000, function()
+    return done
+  end, 5) then
+    warn(file, ('memoryd did not answer memory.snapshot within %d ms'):format(timeout))
+    return
+  end
+  local why = failure and M.snapshot_problem(failure)
+  if why then
+    warn(file, why)
+  end
+end
+
+-- BufWritePost: MEMORY.md in step, and the memories view showing the saved file.
+function M.after_write(file)
+  local cwd = M.project_of(file)
+  if cwd == nil then
+    return
+  end
+  memoryd.client():request('memory.reconcile', { cwd = cwd }, function(err)
+    if err == nil then
+      if package.loaded['memoryd.views.memories'] then
+        require('memoryd.views.memories').reload_in_background()
+      end
+    elseif err.code ~= 'down' and err.code ~= 'closed' then
+      -- a daemon that went away was reported once; the next save reconciles everything
+      memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(err.message, 300), vim.log.levels.WARN)
+    end
+  end)
+end
+
+return M
