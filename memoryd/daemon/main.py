@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import resource
 import sys
 from dataclasses import replace
@@ -66,6 +67,26 @@ def raise_open_files_limit() -> int:
     return soft
 
 
+def keep_standard_streams() -> None:
+    """Open /dev/null on each of fds 0-2 that is closed (a daemon started with `<&- >&- 2>&-`,
+    or by a launcher that closes them), and give Python a stream for it. Left closed, the next
+    descriptor opened took its number: a client's socket as fd 0, whose close made libuv abort
+    the daemon (`uv__close: Assertion fd > STDERR_FILENO`), at the latest at shutdown; and with
+    no sys.stderr, logging to it failed at start."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)  # inheritable, as a standard stream is
+                os.close(null)
+            else:
+                os.set_inheritable(fd, True)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="memoryd", description="memoryd: memory for LLM agents, over a Unix socket."
@@ -111,6 +132,7 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_standard_streams()  # first: before anything opens a descriptor
     args = parse_args(argv)
     try:
         config = build_config(args)
