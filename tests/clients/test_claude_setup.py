@@ -431,7 +431,7 @@ def test_a_write_to_claude_json_during_install_is_kept(
     assert final["projects"] == {"/src/new": {"hasTrustDialogAccepted": True}}
     assert "memoryd" in final["mcpServers"]
     out = capsys.readouterr().out
-    assert f"updated: {home / '.claude' / 'settings.json'} (hooks)" in out
+    assert f"created: {home / '.claude' / 'settings.json'} (hooks)" in out
     assert f"updated: {config} (MCP server)" in out
     assert len(list(home.glob(".claude.json.memctl-backup-*"))) == 1
 
@@ -579,3 +579,23 @@ def test_a_created_file_written_again_before_removal_is_kept(
     assert raced
     assert json.loads(config.read_text()) == {"numStartups": 1}
     assert not [p for p in home.iterdir() if ".memctl-removing-" in p.name]
+
+
+def test_install_says_created_for_a_file_it_creates(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "updated:" ("would update" on a dry run) for files that did not exist.
+    from memctl.__main__ import main
+    from memctl.commands.claude_setup import has_mcp_sdk
+
+    settings = home / ".claude" / "settings.json"
+    assert main(["claude-code", "install", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"would create: {settings} (hooks)" in out
+    assert f"would create: {home / '.claude.json'} (MCP server)" in out or not has_mcp_sdk()
+    assert main(["--json", "claude-code", "install"]) == 0
+    files = {f["path"]: f for f in json.loads(capsys.readouterr().out)["files"]}
+    assert files[str(settings)]["created"] is True
+    settings.write_text(json.dumps({"hooks": {}, "theme": "dark"}))
+    assert main(["claude-code", "install"]) == 0
+    assert f"updated: {settings} (hooks)" in capsys.readouterr().out

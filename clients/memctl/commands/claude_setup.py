@@ -304,6 +304,8 @@ def apply(
         entry["what"] = change.what
         if change.remove:
             entry["removed"] = True
+        elif change.changed and change.before is None:
+            entry["created"] = True
         if change.changed and not dry_run:
             mode = 0o600
             copy: Path | None = None
@@ -385,6 +387,8 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"unchanged: {entry['path']}")
             continue
         verb = "would update" if args.dry_run else "updated"
+        if entry.get("created"):
+            verb = "would create" if args.dry_run else "created"
         if entry.get("removed"):
             verb = "would remove" if args.dry_run else "removed"
         line = f"{verb}: {entry['path']} ({entry['what']})"
