@@ -129,3 +129,29 @@ async def test_the_menu_goes_on_and_shows_the_restarted_daemons_notifications(
         assert "memory saved: project_after.md" in out.decode()
     finally:
         await stop_daemon(daemon)
+
+
+async def test_a_choice_made_while_memoryd_is_down_keeps_the_menu(
+    short_tmp: Path, tmp_path: Path, project: Path
+) -> None:
+    """memoryd still down after a choice (a restart under way, a stop): the loop's subscribe
+    raised DaemonUnavailable out of the UI, which ended with exit 3."""
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        proc = await _ui(daemon.socket_path, project, VISUAL="true")
+        assert proc.stdout is not None
+        await proc.stdout.readuntil(b"Enter to go back: ")
+        await stop_daemon(daemon)
+        await _type(proc, "1\n")  # the user's CLAUDE.md, opened in `true`: memoryd is down
+        shown = await proc.stdout.readuntil(b"Enter to go back: ")
+        assert b"memoryd went away" in shown
+        daemon = await start_daemon(daemon_config(short_tmp))
+        await asyncio.sleep(1.2)  # the menu tries again at most once a second
+        await _type(proc, "nothing like it\n")
+        shown = await proc.stdout.readuntil(b"Enter to go back: ")
+        assert b"connected to memoryd again" in shown
+        await _type(proc, "\n\n")
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+    finally:
+        await stop_daemon(daemon)

@@ -455,9 +455,18 @@ def run(args: argparse.Namespace) -> int:
         ui: UI = CursesUI(notes.poll) if interactive else PlainUI(notes.poll)
         title = f"memoryd — memory for {cwd}"
         shown_unavailable = None
+        items: list[Item] = []
         while True:
-            notes.subscribe()
-            items, listing = load_items(conn, cwd)
+            try:
+                notes.subscribe()
+                items, listing = load_items(conn, cwd)
+            except DaemonUnavailable as exc:
+                if not items:  # never listed: nothing to show
+                    raise
+                # Still down after a choice (a restart under way, a stop): the last list is
+                # shown again, and the menu connects again once memoryd is back.
+                ui.message(notes.lost(exc))
+                listing = {"unavailable": shown_unavailable}
             unavailable = listing.get("unavailable")
             if unavailable and unavailable != shown_unavailable:
                 ui.message(str(unavailable))
