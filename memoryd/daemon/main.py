@@ -7,6 +7,7 @@ import asyncio
 import math
 import os
 import resource
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -87,6 +88,21 @@ def keep_standard_streams() -> None:
             setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
 
 
+def survive_user_signals() -> None:
+    """SIGUSR1 and SIGUSR2 do nothing. Their default action ended the daemon at once: no
+    drain, a background write lost half-way, the socket and status files left behind (a
+    logrotate script or a habit of `kill -USR1` to reopen logs; memoryd reopens a moved log
+    file by itself). A handler, not SIG_IGN: an ignored signal stays ignored in every program
+    the daemon starts."""
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, _no_op)
+
+
+def _no_op(signum: int, frame: object) -> None:
+    """Nothing to do (and nothing safe to do here: a log line could wait on the lock of a
+    write the signal interrupted)."""
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="memoryd", description="memoryd: memory for LLM agents, over a Unix socket."
@@ -133,6 +149,7 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
 
 def main(argv: list[str] | None = None) -> int:
     keep_standard_streams()  # first: before anything opens a descriptor
+    survive_user_signals()
     args = parse_args(argv)
     try:
         config = build_config(args)
