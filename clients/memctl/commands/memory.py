@@ -455,7 +455,7 @@ def run(args: argparse.Namespace) -> int:
         ui: UI = CursesUI(notes.poll) if interactive else PlainUI(notes.poll)
         title = f"memoryd — memory for {cwd}"
         shown_unavailable = None
-        items: list[Item] = []
+        items = []
         while True:
             try:
                 notes.subscribe()
