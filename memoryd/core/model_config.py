@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from memoryd.core.env_numbers import env_count, env_seconds
 
@@ -56,6 +57,31 @@ class ModelConfig:
     @property
     def credentials(self) -> tuple[str | None, ...]:
         return (self.api_key, self.auth_token)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the configured key or endpoint cannot work (no call is made), or None."""
+        return self.credential_problem or self.base_url_problem
+
+    @property
+    def base_url_problem(self) -> str | None:
+        """Why ANTHROPIC_BASE_URL cannot be an endpoint, or None. `notaurl` went to the SDK,
+        and every call failed in the transport and was retried, for seconds each."""
+        if self.base_url is None:
+            return None
+        try:
+            parts = urlsplit(self.base_url)
+            good = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # a port that is not a number, a bad IPv6 literal
+            good = False
+        if good:
+            return None
+        shown = self.base_url if len(self.base_url) <= 200 else self.base_url[:200] + "…"
+        return (
+            f"ANTHROPIC_BASE_URL is not an http(s) URL with a host: {shown!r}; set it to the "
+            "provider's endpoint (https://api.anthropic.com, or a compatible one) or unset it, "
+            "in the daemon's environment, then `memctl restart`"
+        )
 
     @property
     def credential_problem(self) -> str | None:

@@ -100,7 +100,11 @@ class Daemon:
     # -- status ---------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         features: dict[str, Any] = {
-            "model": {"enabled": self.model.configured, "reason": self.model.reason},
+            "model": {
+                "enabled": self.model.configured,
+                "reason": self.model.reason,
+                "problem": self.model.problem,
+            },
             **self.services.feature_status(),
         }
         extra: dict[str, Any] = {"projects": 0, "sessions": 0, **self.services.status_counts()}

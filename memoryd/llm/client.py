@@ -199,11 +199,15 @@ class ModelClient:
     # feature's status asks on every `status` call.
     configured: bool = field(init=False)
     reason: str | None = field(init=False)
+    # The latest failed call's advice while calls keep failing (a refused key, an unknown
+    # model, an endpoint that is not the Messages API, a long rate limit); a success clears
+    # it. Configured said only "configured" while every call failed.
+    _failing: _Failing | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # A key that cannot go into a header leaves the model off, with the reason: taken as
         # is, every call failed and each error quoted it.
-        problem = self.config.credential_problem if self.config.configured else None
+        problem = self.config.problem if self.config.configured else None
         self.configured = self.config.configured and problem is None
         self.reason = None if self.configured else (problem or NO_MODEL_HINT)
 
@@ -276,6 +280,7 @@ class ModelClient:
             else:
                 malformed = _malformed(feature, message)
                 if malformed is None:
+                    self._failing = None
                     add_tokens(stats.tokens, message.usage)
                     self.recent.append(
                         _record(feature, kwargs["model"], started, usage=message.usage, ok=True)
@@ -288,6 +293,7 @@ class ModelClient:
             stats.errors += 1
             self.recent.append(_record(feature, kwargs["model"], started, status=error.status))
             if not error.retryable or attempt >= self.config.max_retries:
+                self._note_failure(error, str(kwargs["model"]))
                 log.warning(
                     "model call failed",
                     feature=feature,
@@ -308,10 +314,28 @@ class ModelClient:
             log.info("model call retry", feature=feature, status=error.status, delay_s=delay)
             await asyncio.sleep(delay)
 
+    def _note_failure(self, error: ModelError, model: str) -> None:
+        advice = _advice(error, model, self.config.base_url or "https://api.anthropic.com")
+        since = self._failing.since if self._failing else time.time()
+        failures = self._failing.failures + 1 if self._failing else 1
+        self._failing = _Failing(advice, failures, since)
+
+    @property
+    def problem(self) -> str | None:
+        """What is wrong while a configured model's calls fail, and how to mend it."""
+        if self._failing is None:
+            return None
+        failing = self._failing
+        since = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(failing.since))
+        if failing.failures == 1:
+            return f"{failing.advice} (the last call, at {since}, failed)"
+        return f"{failing.advice} ({failing.failures} calls in a row failed, since {since})"
+
     def status(self) -> dict[str, Any]:
         return {
             "configured": self.configured,
             "reason": self.reason,
+            "problem": self.problem,
             "base_url": self.config.base_url,
             "model": self.config.model,
             "small_model": self.config.small_model,
@@ -323,6 +347,64 @@ class ModelClient:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+@dataclass(frozen=True)
+class _Failing:
+    advice: str
+    failures: int  # failed calls in a row (each after its retries)
+    since: float  # time.time() of the first of them
+
+
+_RESTART = "in the daemon's environment, then `memctl restart`"
+
+
+def _advice(error: ModelError, model: str, endpoint: str) -> str:
+    """The failure in the user's terms: what is wrong, which setting mends it. Statuses
+    that pass by themselves (5xx, overloaded) say so; those that never will name the setting."""
+    said = f"{endpoint} answered {error.message}"
+    page = error.message.lower()
+    if "<html" in page or "<!doctype" in page:
+        # A web server, proxy or captive portal, whatever its status: not a provider's error.
+        return (
+            f"{endpoint} answered a web page, not the Anthropic Messages API: {error.message}; "
+            f"check ANTHROPIC_BASE_URL {_RESTART}"
+        )
+    if error.status == 401:
+        return f"the model key was refused: {said}; check ANTHROPIC_API_KEY {_RESTART}"
+    if error.status == 403:
+        return (
+            f"the model key may not do this: {said}; check ANTHROPIC_API_KEY's permissions "
+            f"and that model {model} is allowed for it, {_RESTART}"
+        )
+    if error.status == 404:
+        return (
+            f"model {model} or the endpoint was not found: {said}; set MEMORYD_MODEL and "
+            f"MEMORYD_SMALL_MODEL to models this provider serves, or check ANTHROPIC_BASE_URL, "
+            f"{_RESTART}"
+        )
+    if error.status == 429:
+        return (
+            f"rate limited by the provider: {said}; model features wait or fall back (recall "
+            "ranks locally) until it takes requests again: raise the account's limits, or "
+            "lower the load"
+        )
+    if error.status is not None and error.status >= 500:
+        return f"the provider failed: {said}; this usually passes by itself"
+    if error.status is not None:
+        return (
+            f"the endpoint refused the request: {said}; check ANTHROPIC_BASE_URL (it must "
+            f"serve the Anthropic Messages API) {_RESTART}"
+        )
+    if error.message.startswith(("APIConnectionError", "APITimeoutError", "no whole reply")):
+        return (
+            f"cannot reach {endpoint}: {error.message}; check ANTHROPIC_BASE_URL and the "
+            "network (a proxy, a firewall)"
+        )
+    return (
+        f"{endpoint} does not answer as the Anthropic Messages API: {error.message}; check "
+        f"ANTHROPIC_BASE_URL {_RESTART}"
+    )
 
 
 # What of an error's text is kept: a proxy's HTML error page went whole (up to the 16 MiB

@@ -1,0 +1,121 @@
+"""`status` says what is wrong with a configured model whose calls fail, and how to mend it.
+
+Found by a bug hunt: with a key the provider refused (401), a model it does not serve (404),
+a long rate limit (429), an endpoint that is a web page or that nothing listens on, `status`
+said `model: configured` with `reason: null`; only `recent_calls` held a status code. And
+ANTHROPIC_BASE_URL=notaurl was taken as an endpoint: every call failed in the transport,
+retried for seconds each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from memoryd.core.model_config import ModelConfig
+from memoryd.llm.client import ModelClient, ModelError
+from tests.conftest import (
+    DaemonHandle,
+    daemon_config,
+    fake_model_config,
+    start_daemon,
+    stop_daemon,
+)
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply
+
+
+async def _recall(handle: DaemonHandle, project: Path) -> str:
+    reply = await handle.call("recall", cwd=str(project), query="tabs or spaces")
+    return str(reply["selector"])
+
+
+async def test_a_refused_key_is_named_in_status_until_a_call_succeeds(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    await daemon_with_model.call(
+        "memory.write", cwd=str(project), type="user", name="tabs", description="tabs", body="t"
+    )
+    fake_model.handler = lambda _request: error_reply(
+        401, "authentication_error", "invalid x-api-key"
+    )
+    assert await _recall(daemon_with_model, project) == "local"
+    assert await _recall(daemon_with_model, project) == "local"
+    status = await daemon_with_model.call("status")
+    problem = status["model"]["problem"]
+    assert problem.startswith(
+        f"the model key was refused: {fake_model.base_url} answered HTTP 401 "
+        "authentication_error invalid x-api-key; check ANTHROPIC_API_KEY in the daemon's "
+        "environment, then `memctl restart` (2 calls in a row failed, since "
+    )
+    assert status["model"]["configured"] is True
+    assert status["features"]["model"] == {"enabled": True, "reason": None, "problem": problem}
+    fake_model.handler = lambda _request: json_reply({"selected": []})
+    await _recall(daemon_with_model, project)
+    status = await daemon_with_model.call("status")
+    assert status["model"]["problem"] is None
+    assert status["features"]["model"]["problem"] is None
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "needle"),
+    [
+        (403, "permission_error", "check ANTHROPIC_API_KEY's permissions"),
+        (404, "not_found_error", "model claude-fake-small or the endpoint was not found"),
+        (429, "rate_limit_error", "rate limited by the provider"),
+        (400, "invalid_request_error", "check ANTHROPIC_BASE_URL (it must serve"),
+    ],
+)
+async def test_each_refusal_names_what_mends_it(
+    short_tmp: Path,
+    fake_model: FakeMessagesAPI,
+    tmp_path: Path,
+    status: int,
+    kind: str,
+    needle: str,
+) -> None:
+    config = replace(fake_model_config(fake_model), max_retries=0)
+    handle = await start_daemon(daemon_config(short_tmp, model=config))
+    try:
+        project = tmp_path / "proj"
+        project.mkdir()
+        fake_model.handler = lambda _request: error_reply(status, kind, "no")
+        await handle.call(
+            "memory.write", cwd=str(project), type="user", name="tabs", description="t", body="t"
+        )
+        assert await _recall(handle, project) == "local"
+        problem = (await handle.call("status"))["model"]["problem"]
+    finally:
+        await stop_daemon(handle)
+    assert needle in problem
+    assert "(the last call, at " in problem
+
+
+async def test_an_endpoint_that_serves_a_web_page_or_nothing_is_named() -> None:
+    client = ModelClient(ModelConfig(api_key="k" * 20, base_url="http://127.0.0.1:1"))
+    page = ModelError("recall", "HTTP 501 <!DOCTYPE HTML><html><body>Error</body></html>", 501)
+    client._note_failure(page, "m")
+    assert client.problem is not None
+    assert client.problem.startswith(
+        "http://127.0.0.1:1 answered a web page, not the Anthropic Messages API: HTTP 501"
+    )
+    refused = ModelError("recall", "APIConnectionError: Connection refused", None, True)
+    client._note_failure(refused, "m")
+    assert client.problem.startswith(
+        "cannot reach http://127.0.0.1:1: APIConnectionError: Connection refused; check "
+        "ANTHROPIC_BASE_URL and the network"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["notaurl", "ftp://host", "http://:8080", "http://h:port", "http://"]
+)
+def test_a_base_url_that_is_no_endpoint_leaves_the_model_off(url: str) -> None:
+    client = ModelClient(ModelConfig(api_key="k" * 20, base_url=url))
+    assert not client.configured
+    assert client.reason is not None
+    assert client.reason.startswith("ANTHROPIC_BASE_URL is not an http(s) URL with a host")
+    assert ModelClient(ModelConfig(api_key="k" * 20, base_url="https://x.example/v1")).configured
