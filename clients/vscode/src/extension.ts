@@ -17,6 +17,7 @@ import {
   memoryHistory,
   reconcileSaved,
   restoreMemory,
+  snapshotBeforeSave,
 } from "./core/memories";
 import { EVENTS, NotificationPresenter, type Message } from "./core/notifications";
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
@@ -122,6 +123,7 @@ class MemorydExtension implements vscode.Disposable {
       vscode.window.onDidChangeActiveTextEditor(() => this.scheduleRefresh(150)),
       // with no editor open the views are about the first folder, which this may change
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.scheduleRefresh(150)),
+      vscode.workspace.onWillSaveTextDocument((e) => this.willSave(e)),
       vscode.workspace.onDidSaveTextDocument((doc) => this.saved(doc)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration("memoryd")) {
@@ -228,6 +230,22 @@ class MemorydExtension implements vscode.Disposable {
     } catch (error) {
       return memoriesErrorTree(errorText(error));
     }
+  }
+
+  /** A memory file about to be saved by hand: its text on disk is kept in history first. */
+  private willSave(e: vscode.TextDocumentWillSaveEvent): void {
+    if (e.document.uri.scheme !== "file" || this.memoryDirs.projectOf(e.document.uri.fsPath) === undefined) {
+      return;
+    }
+    const file = e.document.uri.fsPath;
+    e.waitUntil(
+      snapshotBeforeSave(this.client, file, this.memoryDirs).then((why) => {
+        if (why !== undefined) {
+          // not awaited: the save waits for this promise, not for the user to close a message
+          show({ level: "warning", text: `memoryd: ${oneLine(path.basename(file))}: the text this save replaced was not kept in history: ${oneLine(why)}` });
+        }
+      }),
+    );
   }
 
   private async saved(doc: vscode.TextDocument): Promise<void> {

@@ -171,6 +171,63 @@ describe("the extension in a stand-in VS Code", () => {
     error.close();
   });
 
+  test("a memory saved by hand keeps the text it replaced in history (it was kept nowhere)", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    F.openEditor(F.Uri.file(one.apiFile), "Deploys happen on Thursdays");
+    await run("memoryd.remember", [2, "Deploy day"]);
+    const node = (await memoryNodes()).find((n) => n.label === "Deploy day");
+    assert.ok(node, "listed");
+    await F.fake.commands.get("memoryd.openPath")!(node);
+    const before = fs.readFileSync(node.path, "utf8");
+    const doc = new F.TextDocument(F.Uri.file(node.path), `${before}Not on public holidays.\n`);
+    await F.save(doc, () => fs.writeFileSync(node.path, doc.getText()));
+    const client = new MemorydClient({ socketPath });
+    try {
+      const history = await client.call<{ versions: Array<{ version: string; size: number; reason: string }> }>("memory.history", { cwd: one.root, path: node.path });
+      assert.equal(history.versions.length, 1, JSON.stringify(history));
+      assert.equal(history.versions[0]!.reason, "edit");
+      assert.equal(history.versions[0]!.size, Buffer.byteLength(before));
+    } finally {
+      client.close();
+    }
+    assert.deepEqual(F.fake.shown.filter((m) => m.level !== "info"), [], "no warning");
+  });
+
+  test("a save the daemon cannot snapshot goes on and says the replaced text was not kept", async () => {
+    const sock = path.join(tmp, "older.sock");
+    const memoryDir = path.join(tmp, "older-memory");
+    fs.mkdirSync(memoryDir, { recursive: true });
+    const file = path.join(memoryDir, "project_api_freeze.md");
+    fs.writeFileSync(file, "---\nname: API freeze\ndescription: after March 5\ntype: project\n---\nx\n");
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      if (request.method === "subscribe") {
+        reply({ subscribed: [] });
+      } else if (request.method === "memory.list") {
+        reply({ instruction_files: [], memories: [], memory_dir: memoryDir, team_dir: null, warnings: [] });
+      } else if (request.method === "memory.reconcile") {
+        reply({ added: 0, removed: 0 });
+      } else {
+        // a daemon started before memory.snapshot existed
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32601, message: `method not found: ${request.method}` } }) + "\n");
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await F.viewText("memoryd.memoriesView"); // lists the memory folder
+      const doc = new F.TextDocument(F.Uri.file(file), "edited by hand");
+      await F.save(doc, () => fs.writeFileSync(file, doc.getText()));
+      assert.equal(fs.readFileSync(file, "utf8"), "edited by hand", "the save went on");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), 5_000, "the warning");
+      const warning = F.fake.shown.find((m) => m.level === "warning")!;
+      assert.match(warning.text, /^memoryd: project_api_freeze\.md: the text this save replaced was not kept in history: the running memoryd is older than this extension/);
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a failed reconcile after saving a memory refreshes the Memories view while its error is open", async () => {
     const sock = path.join(tmp, "reconcile.sock");
     const memoryDir = path.join(tmp, "reconcile-memory");

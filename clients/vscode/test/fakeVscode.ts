@@ -185,6 +185,7 @@ export const fake = {
   activeTextEditor: undefined as TextEditor | undefined,
   onDidChangeActiveTextEditor: new EventEmitter<TextEditor | undefined>(),
   onDidSaveTextDocument: new EventEmitter<TextDocument>(),
+  onWillSaveTextDocument: new EventEmitter<WillSave>(),
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   onDidChangeWorkspaceFolders: new EventEmitter<{ added: WorkspaceFolder[]; removed: WorkspaceFolder[] }>(),
 };
@@ -201,10 +202,26 @@ export function reset(): void {
   fake.config = {};
   fake.workspaceFolders = undefined;
   fake.activeTextEditor = undefined;
-  for (const emitter of [fake.onDidChangeActiveTextEditor, fake.onDidSaveTextDocument, fake.onDidChangeConfiguration, fake.onDidChangeWorkspaceFolders]) {
+  for (const emitter of [fake.onDidChangeActiveTextEditor, fake.onDidSaveTextDocument, fake.onWillSaveTextDocument, fake.onDidChangeConfiguration, fake.onDidChangeWorkspaceFolders]) {
     emitter.dispose();
     emitter.disposed = false;
   }
+}
+
+/** What a will-save listener gets: the document, and `waitUntil` to hold the save back. */
+export interface WillSave {
+  document: TextDocument;
+  reason: number;
+  waitUntil(thenable: Thenable<unknown>): void;
+}
+
+/** Save `doc` as VS Code does: the will-save listeners first, the save once what they gave `waitUntil` settled. */
+export async function save(doc: TextDocument, write: () => void): Promise<void> {
+  const waits: Array<Thenable<unknown>> = [];
+  fake.onWillSaveTextDocument.fire({ document: doc, reason: 1, waitUntil: (thenable) => waits.push(thenable) });
+  await Promise.allSettled(waits);
+  write();
+  fake.onDidSaveTextDocument.fire(doc);
 }
 
 /** Set the workspace folders and tell the extension, as VS Code does when one is added or removed. */
@@ -321,6 +338,7 @@ export const workspace = {
     },
   }),
   onDidSaveTextDocument: (l: Listener<TextDocument>) => fake.onDidSaveTextDocument.event(l),
+  onWillSaveTextDocument: (l: Listener<WillSave>) => fake.onWillSaveTextDocument.event(l),
   onDidChangeConfiguration: (l: Listener<{ affectsConfiguration(section: string): boolean }>) => fake.onDidChangeConfiguration.event(l),
   onDidChangeWorkspaceFolders: (l: Listener<{ added: WorkspaceFolder[]; removed: WorkspaceFolder[] }>) => fake.onDidChangeWorkspaceFolders.event(l),
 };

@@ -1,11 +1,12 @@
 // The memory list (`memory.list`) grouped as the memory UI shows it, and the actions on one
 // memory: read, delete, history, restore.
+import * as fs from "node:fs";
 import * as path from "node:path";
 
 import type { ProjectTarget } from "./editorContext";
-import { age, oneLine, shortPath } from "./format";
+import { age, errorText, oneLine, shortPath } from "./format";
 import { rulesTree } from "./rules";
-import type { MemorydClient } from "./rpcClient";
+import { RpcError, type MemorydClient } from "./rpcClient";
 import type { HistoryResult, ListedMemory, MemoryListResult, ReconcileResult } from "./types";
 import type { ViewNode } from "./viewNode";
 
@@ -172,6 +173,55 @@ export async function reconcileSaved(client: MemorydClient, file: string, dirs: 
     return undefined;
   }
   return client.call<ReconcileResult>("memory.reconcile", { cwd });
+}
+
+/**
+ * What VS Code gives a will-save listener: past 1,500 ms its save goes on without it, and a
+ * listener late three times is never asked again. The snapshot is waited for a little less.
+ */
+export const SNAPSHOT_WAIT_MS = 1200;
+
+/**
+ * Before a memory file is saved by hand, keep the text on disk in history (`memory.snapshot`),
+ * so the save can be undone as any other change: such a save kept the text it replaced nowhere.
+ * Resolves, never rejects, once the snapshot is taken, or with why not (the save goes on either
+ * way); undefined also when there was nothing to keep (no listed memory folder holds `file`, or
+ * it is not on disk yet).
+ */
+export async function snapshotBeforeSave(
+  client: MemorydClient,
+  file: string,
+  dirs: MemoryDirs,
+  waitMs: number = SNAPSHOT_WAIT_MS,
+): Promise<string | undefined> {
+  const cwd = dirs.projectOf(file);
+  if (cwd === undefined || !fs.existsSync(file)) {
+    return undefined;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`memoryd did not answer memory.snapshot within ${waitMs} ms`), waitMs);
+  });
+  const snapshot = client.call("memory.snapshot", { cwd, path: file }).then(
+    () => undefined,
+    (error: unknown) => snapshotProblem(error),
+  );
+  try {
+    return await Promise.race([snapshot, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Why a snapshot failed, in words; undefined when there was nothing to keep. */
+export function snapshotProblem(error: unknown): string | undefined {
+  if (error instanceof RpcError && error.code === -32001) {
+    return undefined; // no such file any more: nothing to keep
+  }
+  if (error instanceof RpcError && error.code === -32601) {
+    return "the running memoryd is older than this extension (no memory.snapshot); `memctl restart` runs the installed one";
+  }
+  return errorText(error);
 }
 
 /** The memory dir a file is in, if it is one the list knows (a save there is reconciled). */
