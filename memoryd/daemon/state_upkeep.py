@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
@@ -59,9 +61,13 @@ def remove_stale_temp_files() -> list[Path]:
 
 def prune_hook_sessions(now: float | None = None) -> list[Path]:
     """Remove the hook state files (`<state>/hooks/<session id>.json`) not written for
-    `HOOK_SESSION_MAX_AGE_S`."""
+    `HOOK_SESSION_MAX_AGE_S` (`_clock_believed`: never every one of them)."""
     cutoff = (now or time.time()) - HOOK_SESSION_MAX_AGE_S
-    removed, _ = _prune_old_json(paths.state_dir() / "hooks", cutoff)
+    folder = paths.state_dir() / "hooks"
+    found = _json_files(folder)
+    if found is None or not _clock_believed(found, cutoff, "hook state"):
+        return []
+    removed, _ = _remove_old(found, cutoff)
     if removed:
         log.info("removed the hook state of sessions long over", count=len(removed))
     return removed
@@ -69,17 +75,24 @@ def prune_hook_sessions(now: float | None = None) -> list[Path]:
 
 def prune_session_records(now: float | None = None) -> list[Path]:
     """Remove session memory's records (`<state>/sessions/<project key>/<session id>.json`)
-    not written for SESSION_RECORD_MAX_AGE_S, and a project's folder left empty. A session
-    resumed after that starts its thresholds afresh, as a missing record always meant."""
+    not written for SESSION_RECORD_MAX_AGE_S, and a project's folder left empty
+    (`_clock_believed`: never every record of every project). A session resumed after that
+    starts its thresholds afresh, as a missing record always meant."""
     root = paths.state_dir() / "sessions"
     cutoff = (now or time.time()) - SESSION_RECORD_MAX_AGE_S
-    removed: list[Path] = []
     try:
         folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
     except OSError:
-        return removed  # no session was ever recorded, or the folder is unreadable
-    for folder in folders:
-        gone, left = _prune_old_json(Path(folder.path), cutoff)
+        return []  # no session was ever recorded, or the folder is unreadable
+    listed = [(folder, _json_files(Path(folder.path))) for folder in folders]
+    every = [f for _, found in listed if found is not None for f in found.files]
+    if not _clock_believed(_Found(every, len(every)), cutoff, "session memory records"):
+        return []
+    removed: list[Path] = []
+    for folder, found in listed:
+        if found is None:
+            continue  # unreadable: left as it is
+        gone, left = _remove_old(found, cutoff)
         removed += gone
         if not left:
             with contextlib.suppress(OSError):  # a record written meanwhile: the folder stays
@@ -89,26 +102,59 @@ def prune_session_records(now: float | None = None) -> list[Path]:
     return removed
 
 
-def _prune_old_json(folder: Path, cutoff: float) -> tuple[list[Path], int]:
-    """Remove the `*.json` regular files in `folder` last written before `cutoff`: (those
-    removed, how many entries are left). A link or anything else there is not ours and
-    stays; a folder that cannot be read is left as it is."""
-    removed: list[Path] = []
+@dataclass(frozen=True)
+class _Found:
+    files: list[tuple[Path, float]]  # the `*.json` regular files and their mtimes
+    entries: int  # everything in the folder, those files included
+
+
+def _json_files(folder: Path) -> _Found | None:
+    """The `*.json` regular files in `folder` with their mtimes (a link or anything else
+    there is not ours), or None when the folder cannot be read (none yet, unreadable)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed, 1  # none yet, or unreadable: nothing to do, and not empty
-    left = len(entries)
+        return None
+    files: list[tuple[Path, float]] = []
     for entry in entries:
         try:
-            if (
-                entry.name.endswith(".json")
-                and entry.is_file(follow_symlinks=False)
-                and entry.stat(follow_symlinks=False).st_mtime < cutoff
-            ):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-                left -= 1
+            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+                files.append((Path(entry.path), entry.stat(follow_symlinks=False).st_mtime))
+        except OSError:
+            continue  # gone meanwhile
+    return _Found(files, len(entries))
+
+
+def _clock_believed(found: _Found, cutoff: float, what: str) -> bool:
+    """Whether the clock may say which files are old: not when every file is past the
+    cutoff. A clock set far ahead (a dead RTC battery, a VM restored with the wrong time,
+    2100) made every session's files look long over, and start-up removed them all; so did
+    a return after months away, when the sessions most recently used count the most. Then
+    nothing is removed until a session writes its file again."""
+    if not found.files or any(mtime >= cutoff for _, mtime in found.files):
+        return True
+    newest = max(mtime for _, mtime in found.files)
+    log.warning(
+        f"no {what} removed: every file is older than the age limit, so the clock (or a long "
+        "absence) cannot tell which sessions are over",
+        files=len(found.files),
+        newest=datetime.fromtimestamp(newest, UTC).isoformat(timespec="seconds"),
+    )
+    return False
+
+
+def _remove_old(found: _Found, cutoff: float) -> tuple[list[Path], int]:
+    """Remove the files of `found` last written before `cutoff`: (those removed, how many
+    entries of the folder are left)."""
+    removed: list[Path] = []
+    left = found.entries
+    for path, mtime in found.files:
+        if mtime >= cutoff:
+            continue
+        try:
+            os.unlink(path)
         except OSError:
             continue  # gone meanwhile, or not ours to remove
+        removed.append(path)
+        left -= 1
     return removed, left
