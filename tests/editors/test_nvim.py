@@ -514,3 +514,48 @@ def test_a_memory_saved_in_place_keeps_the_text_it_replaced(
         history = conn.call("memory.history", {"cwd": str(repo), "path": str(memory)})
         [kept] = history["versions"]
         assert kept["size"] == len(before.encode())
+
+
+def _health(sock: Path, tmp_path: Path, expect: str) -> None:
+    records = run_nvim(
+        "health_spec.lua",
+        {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_HEALTH": expect},
+        cwd=tmp_path,
+    )
+    assert_all_passed(records, expected=1)
+
+
+def test_checkhealth_says_whether_the_daemon_serves_what_the_plugin_calls(
+    daemon_socket: Path, short_tmp: Path, tmp_path: Path
+) -> None:
+    """A daemon older than the plugin (no memory.snapshot; none of rpc.methods) is a warning
+    in :checkhealth memoryd, with how to restart it; it was 'OK' (health_spec.lua)."""
+    from tests.clients.fake_daemon import FakeDaemon
+
+    _health(daemon_socket, tmp_path, "all")
+    with Client(daemon_socket, timeout=10) as conn:
+        served = conn.call("rpc.methods")["methods"]
+    older = {name: summary for name, summary in served.items() if name != "memory.snapshot"}
+    for expect, handler in (("older", lambda _p: {"methods": older}), ("no_list", None)):
+        fake = FakeDaemon(short_tmp / f"{expect}.sock").start()
+        try:
+            fake.on("status", {"version": "0.0.9", "pid": 1, "protocol_version": 1})
+            if handler is not None:
+                fake.on("rpc.methods", handler)
+            _health(fake.socket_path, tmp_path, expect)
+        finally:
+            fake.stop()
+
+
+def test_checkhealth_lists_every_method_the_plugin_calls() -> None:
+    """health.lua's METHODS is what lua/ requests, so the check above stays true."""
+    import re
+
+    calls = set()
+    for lua in (PLUGIN / "lua").rglob("*.lua"):
+        calls |= set(re.findall(r"request\('([a-z_.]+)'", lua.read_text()))
+    health = (PLUGIN / "lua" / "memoryd" / "health.lua").read_text()
+    listed = re.search(r"M\.METHODS = \{(.*?)\}", health, re.S)
+    assert listed is not None
+    methods = set(re.findall(r"'([a-z_.]+)'", listed.group(1)))
+    assert calls - {"rpc.methods"} == methods

@@ -1,4 +1,5 @@
--- :checkhealth memoryd — Neovim version, socket path, daemon reachable and what it serves.
+-- :checkhealth memoryd — Neovim version, socket path, daemon reachable and whether it serves
+-- every method the plugin calls.
 -- Neovim 0.7/0.8 have require('health').report_*; 0.9+ have vim.health.ok/warn/…
 local M = {}
 
@@ -16,23 +17,54 @@ local function reporter()
   }
 end
 
--- Ask the daemon for `status` on a connection of our own, waiting at most timeout_ms.
-local function query_status(path, timeout_ms)
-  local Client = require('memoryd.rpc')
-  local client = Client.new({ path = path, timeout_ms = timeout_ms, backoff_min_ms = 60000 })
+-- Every method the plugin calls: a daemon started before one of them was added (running since
+-- before an upgrade) answers it "method not found", which the check says up front.
+M.METHODS = {
+  'get_context',
+  'memory.delete',
+  'memory.history',
+  'memory.list',
+  'memory.reconcile',
+  'memory.restore',
+  'memory.snapshot',
+  'memory.write',
+  'recall',
+  'status',
+  'subscribe',
+  'team.status',
+}
+
+-- Ask the daemon for `method` on a connection of our own, waiting at most timeout_ms.
+local function query(client, method, timeout_ms)
   local done, err, result = false, nil, nil
-  client:request('status', nil, function(e, r)
+  client:request(method, nil, function(e, r)
     done, err, result = true, e, r
   end)
   vim.wait(timeout_ms + 500, function()
     return done
   end, 20)
-  client:close()
   if not done then
     return nil, { message = 'no answer within ' .. timeout_ms .. ' ms' }
   end
   return result, err
 end
+
+-- The methods of M.METHODS the daemon does not serve (rpc.methods), or nil and why not known.
+function M.missing_methods(served)
+  if type(served) ~= 'table' or type(served.methods) ~= 'table' then
+    return nil
+  end
+  local missing = {}
+  for _, name in ipairs(M.METHODS) do
+    if served.methods[name] == nil then
+      missing[#missing + 1] = name
+    end
+  end
+  return missing
+end
+
+local OLDER = 'the running memoryd is older than this plugin (started before an upgrade?)'
+local RESTART = '`memctl restart` (or :MemorydStart after `memctl stop`) runs the installed one'
 
 function M.check()
   local report = reporter()
@@ -60,7 +92,15 @@ function M.check()
     })
   end
 
-  local status, err = query_status(path, memoryd.config.timeout_ms)
+  local Client = require('memoryd.rpc')
+  local timeout = memoryd.config.timeout_ms
+  local client = Client.new({ path = path, timeout_ms = timeout, backoff_min_ms = 60000 })
+  local status, err = query(client, 'status', timeout)
+  local served, served_err = nil, nil
+  if status then
+    served, served_err = query(client, 'rpc.methods', timeout)
+  end
+  client:close()
   if not status then
     report.error(('memoryd is not answering: %s'):format(err and err.message or '?'), {
       'start it with :MemorydStart or `memctl start`',
@@ -69,6 +109,16 @@ function M.check()
     return
   end
   report.ok(('memoryd %s (pid %s) answers on %s'):format(tostring(status.version), tostring(status.pid), path))
+  local missing = M.missing_methods(served)
+  if served_err and served_err.code == -32601 then
+    report.warn(OLDER .. ': it does not list its methods (rpc.methods)', { RESTART })
+  elseif missing == nil then
+    report.warn('could not ask which methods memoryd serves: ' .. tostring(served_err and served_err.message or '?'))
+  elseif #missing > 0 then
+    report.warn(('%s: it does not serve %s, which this plugin calls'):format(OLDER, table.concat(missing, ', ')), { RESTART })
+  else
+    report.ok('serves every method this plugin calls')
+  end
   if status.protocol_version == 1 then
     report.ok('protocol version 1')
   else
