@@ -6,7 +6,7 @@ registered when a client reports reading it (`after_turn.read_paths`). After a t
 without tool calls (a natural break), each doc that session registered is queued; the queue
 is worked one doc at a time. Before each update the header is re-checked — gone means the doc
 is unregistered and left untouched — and the agent that updates it may read and edit that one
-file only. A successful update is announced with `magicdoc/updated {path}`. The doc is a file
+file only, and no edit of it that changes its header or lands after the header went. A successful update is announced with `magicdoc/updated {path}`. The doc is a file
 of the repository, committed and pushed with it: the text an edit adds is scanned for secrets
 first (`agent/secret_screen.py`), refused with the user's `memorydRefuseSecrets` on, else
 written with a `worker/error` warning naming the rule.
@@ -40,6 +40,8 @@ from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult
+    from memoryd.agent.secret_screen import WriteScreen
+    from memoryd.agent.tools import WriteOp
     from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.magicdocs")
@@ -71,11 +73,13 @@ class DocHeader:
 
 def parse_header(text: str) -> DocHeader | None:
     """The doc's title and italic instruction, or None when it is not a magic doc."""
-    match = HEADER.search(text)
+    # A byte order mark (Windows editors save one) stood before a first-line header's `#`,
+    # and `^` did not match there: such a doc was never registered.
+    match = HEADER.search(text.removeprefix("\ufeff"))
     if match is None:
         return None
     title = match.group(1).strip()
-    rest = text[match.end() :].lstrip("\r\n").splitlines()
+    rest = match.string[match.end() :].lstrip("\r\n").splitlines()
     instruction = None
     if rest:
         italic = _ITALIC.match(rest[0])
@@ -147,6 +151,37 @@ def _stamped_doc(path: Path) -> tuple[Stamp | None, tuple[str, DocHeader] | None
     doc again (`agent.seen`)."""
     stamp = stamp_of(path)
     return stamp, _read_doc(path)
+
+
+def header_screen(secrets: WriteScreen) -> WriteScreen:
+    """`secrets`, run once the write is known to leave the doc the magic doc it is now.
+
+    Unchecked, the agent could Edit the header line (or the italic line under it) away: the
+    doc, edited as a magic doc, was one no longer and its next update unregistered it. And a
+    doc whose header the user removed while the model was thinking (the agent read it again,
+    as told) was edited although it had stopped being magic."""
+    from memoryd.agent import tools as agent_tools  # loaded with the loop
+
+    def screen(path: Path, op: WriteOp) -> str | None:
+        try:
+            raw = read_regular_file(op.path, agent_tools.MAX_FILE_BYTES)
+            now = parse_header(raw.decode("utf-8", errors="replace"))
+        except OSError:
+            now = None
+        if now is None:
+            raise agent_tools.ToolError(
+                f"not written: {path} is no longer a magic doc (its `# MAGIC DOC:` header "
+                "line is gone); leave it as it is"
+            )
+        if parse_header(op.text) != now:
+            raise agent_tools.ToolError(
+                f"not written: this edit changes the `# MAGIC DOC: {now.title}` header line of "
+                f"{path} or the italic line under it; keep both exactly as they are and "
+                "change only the text below them"
+            )
+        return secrets(path, op)
+
+    return screen
 
 
 # -- the service ---------------------------------------------------------------------------
@@ -344,7 +379,7 @@ class MagicDocs:
         from memoryd.agent.loop import run_agent
         from memoryd.agent.secret_screen import secret_screen
 
-        screen = secret_screen(self.settings.get(doc.project_root), where=IN_THE_REPOSITORY)
+        secrets = secret_screen(self.settings.get(doc.project_root), where=IN_THE_REPOSITORY)
 
         result = await run_agent(
             self.host,
@@ -363,7 +398,7 @@ class MagicDocs:
             max_tokens=MAX_TOKENS,
             tools=[agent_tools.DEFINITIONS["Read"], agent_tools.DEFINITIONS["Edit"]],
             on_write=on_write,
-            screen_write=screen,
+            screen_write=header_screen(secrets),
             seen=seen,
         )
         if written:
