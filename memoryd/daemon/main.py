@@ -103,6 +103,52 @@ def _no_op(signum: int, frame: object) -> None:
     write the signal interrupted)."""
 
 
+def unwritable_folders() -> list[tuple[Path, str, str]]:
+    """(folder, why, what is not kept) for memoryd's state folder when it cannot be created
+    or written (a read-only HOME, a file where it goes), and the config home (`~/.claude`)
+    when it exists and cannot be written. Checked once at start, so the user reads why in the
+    first lines of the log, not in the failures that follow."""
+    from memoryd import paths
+    from memoryd.fsutil import make_private_dirs
+
+    found: list[tuple[Path, str, str]] = []
+    state = paths.state_dir()
+    try:
+        make_private_dirs(state)
+        _probe_write(state)
+    except OSError as exc:
+        found.append(
+            (
+                state,
+                _why(exc),
+                "the copies kept before a memory is replaced or deleted (so replacing one "
+                "fails), extraction's places, session records, team sync state and approvals; "
+                "set XDG_STATE_HOME to a folder you can write",
+            )
+        )
+    config = paths.config_dir()
+    if config.is_dir():
+        try:
+            _probe_write(config)
+        except OSError as exc:
+            found.append((config, exc.strerror or str(exc), "memories, settings and session notes"))
+    return found
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename:
+        return f"{exc.filename} is not a folder"
+    return exc.strerror or str(exc)
+
+
+def _probe_write(folder: Path) -> None:
+    """Create and remove a file in `folder` (a mode check says nothing on a read-only mount,
+    nor for root); OSError when it cannot be done."""
+    probe = folder / f".memoryd-write-check-{os.getpid()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    os.unlink(probe)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="memoryd", description="memoryd: memory for LLM agents, over a Unix socket."
@@ -164,11 +210,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    import structlog
+
+    log = structlog.get_logger("memoryd")
+    for folder, why, lost in unwritable_folders():
+        log.error(f"{folder} cannot be written ({why}): memoryd serves, but does not keep {lost}")
     open_files = raise_open_files_limit()
     if open_files < LOW_OPEN_FILES:
-        import structlog
-
-        structlog.get_logger("memoryd").warning(
+        log.warning(
             "the open files limit is low: a burst of clients can use up the descriptors the "
             "daemon needs to read files; raise it (`ulimit -n`, LimitNOFILE=) to 1024 or more",
             open_files=open_files,
