@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -52,6 +53,9 @@ MAX_TOKENS = 8192
 # any model's context, and every dream of such a dir failed with HTTP 400. The agent can Grep
 # and Glob the dir for the rest.
 MANIFEST_LIMIT = 1_000
+# And at most this many characters of them (~50,000 tokens): a line may hold a 1,000-character
+# description, and 1,000 such lines were ~1,000,000 characters, again past the context.
+MANIFEST_BUDGET_CHARS = 200_000
 
 SYSTEM_PROMPT = """\
 You are the memory consolidation agent of a coding assistant. While the user is away you tidy
@@ -104,6 +108,9 @@ def idle_seconds() -> float:
     try:
         value = float(raw) if raw else DEFAULT_IDLE_S
     except ValueError:
+        value = math.nan
+    # "nan" parsed as a number: the idle timer slept forever and status showed idle_s null.
+    if not math.isfinite(value):
         log.warning("ignoring MEMORYD_DREAM_IDLE_S: not a number", value=raw)
         return DEFAULT_IDLE_S
     return max(value, 0.0)
@@ -114,12 +121,19 @@ def dream_state_path() -> Path:
 
 
 def _manifest(memory_dir: Path, headers: list[MemoryHeader]) -> str:
-    """The newest MANIFEST_LIMIT memories, one line each, and a note about the rest."""
-    newest = sorted(headers, key=lambda h: h.mtime, reverse=True)[:MANIFEST_LIMIT]
+    """The newest memories, one line each, as many as MANIFEST_LIMIT and
+    MANIFEST_BUDGET_CHARS allow, and a note about the rest."""
+    newest: list[MemoryHeader] = []
+    used = 0
+    for header in sorted(headers, key=lambda h: h.mtime, reverse=True)[:MANIFEST_LIMIT]:
+        used += len(format_manifest([header])) + 1
+        if used > MANIFEST_BUDGET_CHARS:
+            break
+        newest.append(header)
     text = format_manifest(sorted(newest, key=lambda h: h.file))
-    if len(headers) > MANIFEST_LIMIT:
+    if len(headers) > len(newest):
         text += (
-            f"\n({len(headers) - MANIFEST_LIMIT} older memories are not listed; Grep or Glob "
+            f"\n({len(headers) - len(newest)} older memories are not listed; Grep or Glob "
             f"`{memory_dir}` to find those related to the ones above.)"
         )
     return text
@@ -199,8 +213,14 @@ class Dream:
     async def _when_idle(self, project: Project) -> None:
         await asyncio.sleep(self.idle_s)
         self._timers.pop(project.root, None)
-        if self._wanted(project):
-            await self.run(project, trigger="idle")
+        if not self._wanted(project):
+            return
+        memory_dir = self.automem.memory_dir(project)
+        async with self.extraction.run_lock(memory_dir):
+            # Asked again once the lock is ours: a dream run on demand while this waited for
+            # it has made the day's, and the dir was consolidated twice in a row.
+            if self._wanted(project):
+                await self._run_locked(project, memory_dir, "idle")
 
     def start(self, project: Project) -> None:
         """`run` in the background (supervised, under the dream worker's name)."""

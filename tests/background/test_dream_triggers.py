@@ -1,0 +1,90 @@
+"""Auto dream: when it runs (the idle trigger against an on-demand run), and its prompt bound."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memoryd.automem.dream import Dream, idle_seconds
+from tests.background.conftest import Script, Workspace, transcript
+from tests.conftest import IsolatedEnv
+from tests.fakes.messages_api import slow, text_reply
+
+
+async def _memories(ws: Workspace, count: int) -> None:
+    for i in range(count):
+        await ws.am.write_memory(
+            ws.project, type="user", name=f"Memory {i}", description=f"memory {i}", body="b"
+        )
+
+
+async def _armed(ws: Workspace, isolated_env: IsolatedEnv, idle_s: float) -> Dream:
+    """Auto dream on in user settings, its idle wait `idle_s`, armed by a turn."""
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"autoDreamEnabled": true}')
+    dream = ws.handle.daemon.services.dream
+    dream.idle_s = idle_s
+    await ws.handle.call(
+        "after_turn", session_id="s1", cwd=str(ws.cwd), messages=transcript(("hi", "hello"))
+    )
+    assert dream.feature_status()["auto_dream"]["armed"] == 1
+    return dream
+
+
+async def test_an_idle_dream_due_during_an_on_demand_one_does_not_run_again(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    # Found by the third hunt: the idle timer found the dream due while `memctl dream` ran,
+    # waited for the run lock, and consolidated the dir a second time right after it.
+    await _memories(ws, 3)
+    dream = await _armed(ws, isolated_env, 0.2)
+    script.add("dream", slow(0.8, text_reply("merged nothing")))
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["trigger"] == "on_demand"
+    await asyncio.sleep(0.6)  # the idle timer fired during the run
+    assert len(script.seen["dream"]) == 1
+    assert (dream.counts["on_demand_runs"], dream.counts["idle_runs"]) == (1, 0)
+
+
+async def test_an_idle_dream_still_runs_when_due(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    await _memories(ws, 2)
+    dream = await _armed(ws, isolated_env, 0.05)
+    for _ in range(200):
+        if dream.counts["idle_runs"]:
+            break
+        await asyncio.sleep(0.02)
+    assert dream.counts["idle_runs"] == 1
+    assert dream.last is not None
+    assert dream.last["trigger"] == "idle"
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e400"])
+def test_an_idle_wait_that_is_no_finite_number_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # "nan" parsed as a float: the idle timer slept forever (no idle dream, silently) and
+    # status.features.auto_dream.idle_s came out null.
+    monkeypatch.setenv("MEMORYD_DREAM_IDLE_S", value)
+    assert idle_seconds() == 600.0
+
+
+async def test_the_dream_prompt_is_bounded_in_characters_too(ws: Workspace, script: Script) -> None:
+    # Found by the third hunt: 1,000 memories were listed whatever their length, and with
+    # 1,000-character descriptions (memory.write takes them) the prompt was ~1,000,000
+    # characters, past the model's context: every dream of the dir failed with HTTP 400.
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    words = ("deploy staging cluster kubernetes namespace " * 30)[:990]
+    for i in range(400):
+        (ws.memory_dir / f"m{i:03}.md").write_text(
+            f"---\nname: memory {i}\ndescription: {i} {words}\ntype: project\n---\n\nbody\n"
+        )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["memories"] == 400
+    prompt = script.seen["dream"][0]["messages"][0]["content"][0]["text"]
+    assert 200_000 < len(prompt) < 205_000  # the manifest's 200,000 and the instructions
+    listed = prompt.count("[project] ")
+    assert 150 < listed < 400
+    assert f"{400 - listed} older memories are not listed; Grep or Glob" in prompt
