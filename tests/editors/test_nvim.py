@@ -522,7 +522,7 @@ def _health(sock: Path, tmp_path: Path, expect: str) -> None:
         {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_HEALTH": expect},
         cwd=tmp_path,
     )
-    assert_all_passed(records, expected=1)
+    assert_all_passed(records, expected=2)
 
 
 def test_checkhealth_says_whether_the_daemon_serves_what_the_plugin_calls(

@@ -25,4 +25,20 @@ T.run({
       end
     end,
   },
+  {
+    "a method or field the daemon lacks is said to be its age, not the user's mistake",
+    function()
+      local format = require('memoryd.format')
+      T.eq('', format.older_daemon_hint({ code = -32602, message = 'invalid params: cwd: must be an absolute path' }))
+      T.has(format.older_daemon_hint({ code = -32602, message = 'invalid params: explain: Extra inputs are not permitted' }), 'memctl restart')
+      if expect ~= 'all' then
+        -- this daemon serves no recall: the view's call is answered "method not found"
+        vim.cmd('MemorydRecall deploys')
+        T.wait('the error', function()
+          return T.message_matching('recall failed: method not found') ~= nil
+        end)
+        T.has(T.message_matching('recall failed').text, 'may be older than this plugin, started before an upgrade: `memctl restart`')
+      end
+    end,
+  },
 })

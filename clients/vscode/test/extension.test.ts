@@ -9,7 +9,8 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
-import { MemorydClient } from "../src/core/rpcClient";
+import { errorText } from "../src/core/format";
+import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { otherDaemonWarning, shellQuote, whySuppressed } from "../src/core/status";
 import * as F from "./fakeVscode";
 import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
@@ -223,6 +224,11 @@ describe("the extension in a stand-in VS Code", () => {
       await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), 5_000, "the warning");
       const warning = F.fake.shown.find((m) => m.level === "warning")!;
       assert.match(warning.text, /^memoryd: project_api_freeze\.md: the text this save replaced was not kept in history: the running memoryd is older than this extension/);
+      // Any call it lacks says the daemon's age, not only "method not found" (which reads as a bug).
+      const recalled = await run("memoryd.recall", ["deploys"]);
+      assert.match(recalled[0]?.text ?? "", /^memoryd: recall failed: method not found: recall \(the running memoryd may be older than this extension, started before an upgrade: `memctl restart` runs the installed one\)$/);
+      assert.equal(errorText(new RpcError(-32602, "invalid params: cwd: must be an absolute path")), "invalid params: cwd: must be an absolute path", "the user's own mistake: no hint");
+      assert.match(errorText(new RpcError(-32602, "invalid params: explain: Extra inputs are not permitted")), /may be older than this extension/);
     } finally {
       await server.close();
     }

@@ -79,6 +79,17 @@ function M.clean(text)
   return text
 end
 
+-- What to add to the daemon's error when it may be older than the plugin (running since
+-- before an upgrade): the plugin only calls methods and sends fields the protocol has, so "method
+-- not found" or an unknown field means the daemon lacks them; alone, either reads as a bug.
+function M.older_daemon_hint(err)
+  local code, message = type(err) == 'table' and err.code, type(err) == 'table' and tostring(err.message) or ''
+  if code == -32601 or (code == -32602 and message:find('Extra inputs are not permitted', 1, true)) then
+    return ' (the running memoryd may be older than this plugin, started before an upgrade: `memctl restart` runs the installed one)'
+  end
+  return ''
+end
+
 -- Text that fits on one line (notifications and list entries never break the layout).
 function M.one_line(text, max)
   text = M.clean(text)

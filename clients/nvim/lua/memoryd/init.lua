@@ -322,7 +322,7 @@ function M.request(method, params, cb, opts)
     if err.code == 'down' then
       report_down(err, opts.retry)
     else
-      message(('%s failed: %s'):format(method, err.message), vim.log.levels.ERROR)
+      message(('%s failed: %s%s'):format(method, err.message, format.older_daemon_hint(err)), vim.log.levels.ERROR)
     end
   end, opts.timeout_ms)
 end

@@ -1,6 +1,8 @@
 // Small text helpers shared by the views (same wording as `memctl memory`).
 import * as path from "node:path";
 
+import { RpcError } from "./rpcClient";
+
 /** 'now', '5m', '3h', '2d', '6w': how long ago `mtime` (seconds since the epoch) was. */
 export function age(mtimeS: number | null | undefined, nowMs: number = Date.now()): string {
   if (mtimeS === null || mtimeS === undefined || !Number.isFinite(mtimeS)) {
@@ -57,7 +59,20 @@ export function charCount(text: string): number {
 }
 
 export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return error instanceof Error ? error.message + olderDaemonHint(error) : String(error);
+}
+
+/**
+ * What to add to the daemon's error when it may be older than the extension (running since
+ * before an upgrade): the extension only calls methods and sends fields the protocol has, so
+ * "method not found" or an unknown field means the daemon lacks them; alone, either reads as a bug.
+ */
+export function olderDaemonHint(error: Error): string {
+  const code = error instanceof RpcError ? error.code : undefined;
+  if (code === -32601 || (code === -32602 && error.message.includes("Extra inputs are not permitted"))) {
+    return " (the running memoryd may be older than this extension, started before an upgrade: `memctl restart` runs the installed one)";
+  }
+  return "";
 }
 
 // What would make one line several (a name posing as more rows), what a terminal or a tooltip
