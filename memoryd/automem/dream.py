@@ -223,7 +223,13 @@ class Dream:
                 await self._run_locked(project, memory_dir, "idle")
 
     def start(self, project: Project) -> None:
-        """`run` in the background (supervised, under the dream worker's name)."""
+        """`run` in the background (supervised, under the dream worker's name).
+
+        What `run` would refuse at once (no model, auto memory off, a memory dir where memory
+        must never be) is raised here, to the caller: `memory.dream wait=false` answered
+        "started" and the dream failed in the background, seen only in `worker_errors`."""
+        self.host.model.require()
+        self.automem.memory_dir(project)
         self.host.spawn(self.run(project), worker=WORKER)
 
     # -- one run -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from memoryd.automem.dream import Dream, idle_seconds
+from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace, transcript
 from tests.conftest import IsolatedEnv
 from tests.fakes.messages_api import slow, text_reply
@@ -88,3 +89,20 @@ async def test_the_dream_prompt_is_bounded_in_characters_too(ws: Workspace, scri
     listed = prompt.count("[project] ")
     assert 150 < listed < 400
     assert f"{400 - listed} older memories are not listed; Grep or Glob" in prompt
+
+
+@pytest.mark.parametrize("wait", [True, False])
+async def test_a_dream_with_auto_memory_off_is_refused_up_front(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv, wait: bool
+) -> None:
+    # Found by the third hunt: `memctl dream --no-wait` answered "dream started" and the dream
+    # failed in the background (only worker_errors told), where waiting gave a clear -32003.
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"autoMemoryEnabled": false}')
+    with pytest.raises(RpcError) as info:
+        await ws.handle.call("memory.dream", cwd=str(ws.cwd), wait=wait)
+    assert info.value.code == -32003
+    assert "auto memory is off" in info.value.message
+    await asyncio.sleep(0.1)  # a background run would have failed by now
+    assert ws.handle.daemon.worker_errors.get("dream", 0) == 0
+    assert script.seen["dream"] == []
