@@ -133,6 +133,11 @@ def _save(
     except DaemonUnavailable as exc:
         ui.message(f"{path.name} not saved: {exc}; your text is in {copy}")
         return False
+    except TimeoutError as exc:
+        # memoryd stuck or stopped (SIGSTOP): the copy stays, as when it is gone (it was
+        # deleted with the edit as the error left the UI). It may yet have been saved.
+        ui.message(f"{path.name} may not be saved ({exc}); your text is in {copy}")
+        return False
 
 
 def _snapshot(conn: Any, cwd: str, path: Path) -> dict[str, Any]:

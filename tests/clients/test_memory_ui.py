@@ -506,6 +506,44 @@ def test_ctrl_c_at_the_save_question_keeps_the_edited_copy(
     shutil.rmtree(edited.parent)  # the kept copy is the user's to remove
 
 
+class _Told:
+    """A UI that records what it is told and answers no."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.said.append(text)
+
+    def confirm(self, question: str) -> bool:
+        return False
+
+
+def test_a_save_memoryd_does_not_answer_in_time_keeps_the_edited_copy(
+    writing_editor: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A daemon that does not answer the save within the client's timeout (stopped, stuck on
+    # a lock): the TimeoutError left edit_memory, whose cleanup deleted the copy with the
+    # user's edit, and ended the UI.
+    from memctl.memory_edit import edit_memory
+
+    class Conn:
+        def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            if method == "memory.read":
+                return {"path": params["path"], "content": NOTE_TEXT}
+            if method == "memory.snapshot":
+                return {"path": params["path"], "version": "1-edit"}
+            raise TimeoutError("memoryd did not answer within 30 s")
+
+    monkeypatch.setenv("VISUAL", writing_editor[0])
+    ui = _Told()
+    edit_memory(Conn(), ui, str(tmp_path), tmp_path / "memdir" / "old_note.md", team=False)
+    edited = Path(writing_editor[1].read_text().split()[0])
+    assert edited.read_text() == EDITED
+    assert any(f"your text is in {edited}" in line for line in ui.said), ui.said
+    shutil.rmtree(edited.parent)
+
+
 def test_memory_fields() -> None:
     from memctl.memory_edit import memory_fields
 
