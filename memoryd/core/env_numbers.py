@@ -12,9 +12,9 @@ class EnvNumberError(ValueError):
     """An environment variable that should hold a number does not; the message names it."""
 
 
-def env_seconds(name: str, default: float, *, positive: bool = False) -> float:
+def env_seconds(name: str, default: float, *, most: float, positive: bool = False) -> float:
     """A finite number of seconds from `name`, else `default`; at least 0 (above 0 when
-    `positive`)."""
+    `positive`), at most `most`: 1e300 was taken, and a team debounce that long never pushed."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -25,11 +25,14 @@ def env_seconds(name: str, default: float, *, positive: bool = False) -> float:
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         least = "above 0" if positive else "0 or more"
         raise EnvNumberError(f"{name}={raw!r} must be a finite number of seconds, {least}")
+    if value > most:
+        raise EnvNumberError(f"{name}={raw!r} must be at most {most:g} seconds")
     return value
 
 
-def env_count(name: str, default: int) -> int:
-    """A whole number of at least 0 from `name`, else `default`."""
+def env_count(name: str, default: int, *, most: int) -> int:
+    """A whole number from `name`, else `default`; 0 to `most` (MEMORYD_MODEL_RETRIES of
+    99999999999 retried a rate limit without end, until the backoff's 2**attempt overflowed)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -39,4 +42,6 @@ def env_count(name: str, default: int) -> int:
         raise EnvNumberError(f"{name}={raw!r} is not a whole number") from None
     if value < 0:
         raise EnvNumberError(f"{name}={raw!r} must be 0 or more")
+    if value > most:
+        raise EnvNumberError(f"{name}={raw!r} must be at most {most:,}")
     return value

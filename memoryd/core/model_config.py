@@ -10,6 +10,11 @@ from urllib.parse import urlsplit
 from memoryd.core.env_numbers import env_count, env_seconds
 
 REDACTED = "[redacted]"
+# The most the environment may set: a model call waits at most an hour for a reply, is tried
+# at most 100 times, and its backoff starts at most 10 minutes out (it is capped at 20 s).
+MAX_TIMEOUT_S = 3_600.0
+MAX_RETRIES = 100
+MAX_RETRY_DELAY_S = 600.0
 # Shorter values are not scrubbed out of messages: they would cut ordinary words.
 _MIN_SCRUBBED = 8
 
@@ -109,9 +114,11 @@ class ModelConfig:
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
             model=env.get("MEMORYD_MODEL", defaults.model),
             small_model=env.get("MEMORYD_SMALL_MODEL", defaults.small_model),
-            timeout_s=env_seconds("MEMORYD_MODEL_TIMEOUT", defaults.timeout_s, positive=True),
-            max_retries=env_count("MEMORYD_MODEL_RETRIES", defaults.max_retries),
+            timeout_s=env_seconds(
+                "MEMORYD_MODEL_TIMEOUT", defaults.timeout_s, most=MAX_TIMEOUT_S, positive=True
+            ),
+            max_retries=env_count("MEMORYD_MODEL_RETRIES", defaults.max_retries, most=MAX_RETRIES),
             retry_base_delay_s=env_seconds(
-                "MEMORYD_MODEL_RETRY_DELAY", defaults.retry_base_delay_s
+                "MEMORYD_MODEL_RETRY_DELAY", defaults.retry_base_delay_s, most=MAX_RETRY_DELAY_S
             ),
         )

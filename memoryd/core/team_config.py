@@ -19,5 +19,6 @@ class TeamConfig:
         return cls(
             url=os.environ.get("MEMORYD_TEAM_URL") or None,
             token=os.environ.get("MEMORYD_TEAM_TOKEN") or None,
-            debounce_s=env_seconds("MEMORYD_TEAM_DEBOUNCE", 2.0),
+            # An hour at most: a longer debounce (1e300 was taken) never pushed at all.
+            debounce_s=env_seconds("MEMORYD_TEAM_DEBOUNCE", 2.0, most=3_600.0),
         )

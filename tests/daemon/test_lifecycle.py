@@ -400,6 +400,12 @@ def test_a_log_file_that_cannot_be_opened_is_one_line_not_a_traceback(
         ("MEMORYD_TEAM_DEBOUNCE", "2s", "MEMORYD_TEAM_DEBOUNCE='2s' is not a number of seconds"),
         ("MEMORYD_MODEL_TIMEOUT", "0", "MEMORYD_MODEL_TIMEOUT='0' must be a finite number"),
         ("MEMORYD_MODEL_RETRY_DELAY", "nan", "MEMORYD_MODEL_RETRY_DELAY='nan' must be a finite"),
+        # Out of range, found by a bug hunt: taken, a debounce of 1e300 s never pushed, and
+        # a rate limit was retried without end.
+        ("MEMORYD_TEAM_DEBOUNCE", "1e300", "MEMORYD_TEAM_DEBOUNCE='1e300' must be at most 3600"),
+        ("MEMORYD_MODEL_RETRIES", "99999999999", "MEMORYD_MODEL_RETRIES='99999999999' must be at"),
+        ("MEMORYD_MODEL_TIMEOUT", "86400", "MEMORYD_MODEL_TIMEOUT='86400' must be at most 3600"),
+        ("MEMORYD_MODEL_RETRY_DELAY", "601", "MEMORYD_MODEL_RETRY_DELAY='601' must be at most 600"),
     ],
 )
 def test_a_mistyped_number_in_the_environment_is_one_line_not_a_traceback(
@@ -408,7 +414,12 @@ def test_a_mistyped_number_in_the_environment_is_one_line_not_a_traceback(
     # Found by a bug hunt: int()/float() of the variable raised at start-up, a traceback
     # and exit 1, team sync on or off; a service restarted it in a loop.
     proc = spawn_daemon(short_tmp / "d.sock", env={name: value}, capture=True)
-    _out, err = proc.communicate(timeout=20)
+    try:
+        _out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # it started, taking the value: not left running after the test
+        proc.communicate()
+        raise
     assert proc.returncode == 2
     assert "Traceback" not in err
     (line,) = err.strip().splitlines()
