@@ -126,35 +126,48 @@ def update_prompt(path: Path, header: DocHeader, content: str, transcript: str) 
     return f"<conversation>\n{transcript}\n</conversation>\n\n{body}"
 
 
-def _read_doc(path: Path) -> tuple[str, DocHeader] | None:
-    """(text, header) when `path` (a real path) is a readable magic doc, else None.
+def _doc_or_why_not(path: Path) -> tuple[str, DocHeader] | str:
+    """(text, header) when `path` (a real path) is a readable magic doc, else why it is not.
 
     A link put in its place since is not followed (the doc would be edited wherever it
     points), a FIFO is not waited on, and a doc that is not UTF-8 is not one: its edits would
     rewrite every byte of it they did not touch."""
-    if path.suffix.lower() not in SUFFIXES or real(path) != path:
-        return None
+    if path.suffix.lower() not in SUFFIXES:
+        return "not a Markdown file"
+    if real(path) != path:
+        return "a link now"
     try:
         raw = read_regular_file(path, MAX_DOC_BYTES)
-        if len(raw) > MAX_DOC_BYTES:
-            return None
+    except FileNotFoundError:
+        return "file gone"
+    except OSError as exc:
+        return f"not readable: {exc.strerror or exc}"
+    if len(raw) > MAX_DOC_BYTES:
+        return f"over {MAX_DOC_BYTES:,} bytes"
+    try:
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    except UnicodeDecodeError:
+        return "not UTF-8"
     header = parse_header(text)
-    return (text, header) if header is not None else None
+    return (text, header) if header is not None else "header gone"
 
 
-def _stamped_doc(path: Path) -> tuple[Stamp | None, tuple[str, DocHeader] | None]:
-    """`_read_doc`, and the doc's stamp taken before it was read: the agent's Edit of a doc
-    changed since (by the user, while the model was thinking) is refused until it reads the
-    doc again (`agent.seen`)."""
+def _read_doc(path: Path) -> tuple[str, DocHeader] | None:
+    found = _doc_or_why_not(path)
+    return None if isinstance(found, str) else found
+
+
+def _stamped_doc(path: Path) -> tuple[Stamp | None, tuple[str, DocHeader] | str]:
+    """`_doc_or_why_not`, and the doc's stamp taken before it was read: the agent's Edit of
+    a doc changed since (by the user, while the model was thinking) is refused until it
+    reads the doc again (`agent.seen`)."""
     stamp = stamp_of(path)
-    return stamp, _read_doc(path)
+    return stamp, _doc_or_why_not(path)
 
 
 def header_screen(secrets: WriteScreen) -> WriteScreen:
-    """`secrets`, run once the write is known to leave the doc the magic doc it is now.
+    """`secrets`, run once the write is known to leave the doc the magic doc it is now (its
+    header as it is, at most MAX_DOC_BYTES).
 
     Unchecked, the agent could Edit the header line (or the italic line under it) away: the
     doc, edited as a magic doc, was one no longer and its next update unregistered it. And a
@@ -163,6 +176,13 @@ def header_screen(secrets: WriteScreen) -> WriteScreen:
     from memoryd.agent import tools as agent_tools  # loaded with the loop
 
     def screen(path: Path, op: WriteOp) -> str | None:
+        size = len(op.text.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_DOC_BYTES:
+            # Written, the doc was no magic doc at its next update (unregistered for good).
+            raise agent_tools.ToolError(
+                f"not written: {path} would be {size:,} bytes, over the {MAX_DOC_BYTES:,} a "
+                "magic doc may be; make it shorter (drop what is obsolete, condense)"
+            )
         try:
             raw = read_regular_file(op.path, agent_tools.MAX_FILE_BYTES)
             now = parse_header(raw.decode("utf-8", errors="replace"))
@@ -358,11 +378,11 @@ class MagicDocs:
         if doc is None:
             return None
         stamp, found = await asyncio.to_thread(_stamped_doc, path)
-        if found is None:
-            # The header is gone (or the file): the doc stops being magic, and is not edited.
+        if isinstance(found, str):
+            # The header is gone (or the file, ...): the doc stops being magic, is not edited.
             self.docs.pop(path, None)
             self.counts["unregistered"] += 1
-            log.info("magic doc unregistered: header gone", path=str(path))
+            log.info("magic doc unregistered", path=str(path), reason=found)
             await self._save()
             return None
         content, header = found

@@ -112,3 +112,37 @@ async def test_an_update_below_the_header_is_written(ws: Workspace, script: Scri
     await _update(ws, doc)
     assert doc.read_text() == DOC + "- prod\n"
     assert (await ws.handle.call("status"))["features"]["magic_docs"]["updated"] == 1
+
+
+async def test_an_update_may_not_grow_the_doc_past_what_a_magic_doc_may_be(
+    ws: Workspace, script: Script
+) -> None:
+    # Found by the third hunt: the agent's Edit grew a 492 KB doc past 512,000 bytes (its
+    # writes hold to 1,000,000); the next update dropped the doc as if its header were gone.
+    doc = ws.cwd / "DECISIONS.md"
+    text = DOC + "- decided x\n" * 41_000
+    doc.write_text(text)
+    grow = {"file_path": str(doc), "old_string": "- staging\n", "new_string": "z" * 20_001}
+    script.add("magic", tool_use_reply([("Edit", grow)]), text_reply("done"))
+    await _update(ws, doc)
+    assert doc.read_text() == text
+    (result,) = _results(script, 1)
+    assert "over the 512,000 a magic doc may be; make it shorter" in result["content"]
+    await _update(ws, doc)
+    listed = await ws.handle.call("magicdocs.list")
+    assert [d["title"] for d in listed["docs"]] == ["Deployment notes"]
+
+
+async def test_the_log_says_why_a_doc_was_unregistered(ws: Workspace, script: Script) -> None:
+    from structlog.testing import capture_logs
+
+    doc = ws.cwd / "DEPLOY.md"
+    doc.write_text(DOC)
+    await _update(ws, doc)
+    doc.write_text(DOC + "x" * 512_000)  # the user's text: no longer a magic doc
+    with capture_logs() as logs:
+        await ws.handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK_TURN)
+        await ws.handle.daemon.services.magic_docs.wait_idle()
+    (entry,) = [e for e in logs if e["event"] == "magic doc unregistered"]
+    assert entry["reason"] == "over 512,000 bytes"  # it said "header gone"
+    assert (await ws.handle.call("magicdocs.list"))["docs"] == []
