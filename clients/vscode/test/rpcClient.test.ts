@@ -103,6 +103,18 @@ describe("against the real daemon", () => {
       });
       await waitFor(() => seen.some((n) => n.params.path === written.path), 10_000, "memory/saved");
       assert.equal(seen[0]?.method, "memory/saved");
+      // An empty list is none: it unsubscribes (it was taken for every event).
+      assert.deepEqual(await client.subscribe([]), []);
+      const before = seen.length;
+      const quiet = await client.call<{ path: string }>("memory.write", {
+        cwd: repoA.root,
+        type: "project",
+        name: "Quiet train",
+        description: "written after unsubscribing",
+        body: "Nobody hears this one.",
+      });
+      await client.call("status"); // the notification, if sent, came before this reply
+      assert.equal(seen.length, before, `notified after unsubscribing: ${quiet.path}`);
     } finally {
       client.close();
     }

@@ -226,11 +226,14 @@ export class MemorydClient {
   }
 
   /**
-   * Receive notifications on this connection (all events, or those named), and again on every
-   * later connection. While the daemon is down this rejects, and subscribes when it comes back.
+   * Receive notifications on this connection (all events, or those named; `[]` none, which
+   * unsubscribes, as the daemon reads it), and again on every later connection. While the
+   * daemon is down this rejects, and subscribes when it comes back.
    */
   async subscribe(events?: string[]): Promise<string[]> {
-    this.subscription = events && events.length ? [...events] : null;
+    // `[]` was taken for every event, the opposite of what it says (the daemon's own reading
+    // before session 17).
+    this.subscription = events === undefined ? null : [...events];
     return this.subscribeOn(await this.ensureSocket());
   }
 
