@@ -270,7 +270,7 @@ def session_start_context(context: Mapping[str, Any], *, full: bool = False) -> 
 
 # The wrapper's own tags in a memory's text: left as written, a closing one put what followed
 # outside the wrapper, where the agent reads it as context of its own (a forged reminder).
-_WRAPPER_TAG = re.compile(r"<(?=/?relevant-memories)", re.IGNORECASE)
+_WRAPPER_TAG = re.compile(r"<(?=\s*/?\s*relevant-memories)", re.IGNORECASE)
 
 
 def _inert(text: str) -> str:
