@@ -25,7 +25,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from memoryd.core.host import Host
 
 log = structlog.get_logger("memoryd.magicdocs")
+_K = TypeVar("_K")
 
 WORKER = "magic_docs"
 HEADER = re.compile(r"^#\s*MAGIC\s+DOC:\s*(.+)$", re.MULTILINE | re.IGNORECASE)
@@ -210,11 +211,14 @@ class Doc:
     path: Path
     title: str
     instruction: str | None
-    project_root: Path
+    project_root: Path  # of the session that read it first
     sessions: dict[str, None] = field(default_factory=dict)  # an ordered set, oldest first
     registered_at: float = field(default_factory=time.time)
     updates: int = 0
     last_updated: float | None = None
+    # Every project whose sessions read it (one doc shared by two projects through a link):
+    # an ordered set, oldest first, as `sessions`.
+    projects: dict[Path, None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -222,6 +226,7 @@ class Doc:
             "title": self.title,
             "instruction": self.instruction,
             "project": str(self.project_root),
+            "projects": sorted({str(p) for p in (self.project_root, *self.projects)}),
             "sessions": sorted(self.sessions),
             "updates": self.updates,
             "last_updated": self.last_updated,
@@ -307,12 +312,10 @@ class MagicDocs:
             if (doc.title, doc.instruction) != (header.title, header.instruction):
                 doc.title, doc.instruction = header.title, header.instruction
                 self._changed = True  # a retitled doc is saved so, not as it was
-            if session_id not in doc.sessions:
+            if session_id not in doc.sessions or project_root not in doc.projects:
                 self._changed = True
-            doc.sessions.pop(session_id, None)  # to the end: the most recent session
-            doc.sessions[session_id] = None
-            while len(doc.sessions) > MAX_SESSIONS_PER_DOC:
-                del doc.sessions[next(iter(doc.sessions))]
+            _most_recent(doc.sessions, session_id)
+            _most_recent(doc.projects, project_root)
             registered += 1
         return registered
 
@@ -438,7 +441,9 @@ class MagicDocs:
         return [
             d.as_dict()
             for d in sorted(self.docs.values(), key=lambda d: str(d.path))
-            if project_root is None or d.project_root == project_root
+            # Listed for each project that read it: a doc reached through a link from a
+            # second project was listed for the first only.
+            if project_root is None or project_root in (d.project_root, *d.projects)
         ]
 
     def feature_status(self) -> dict[str, Any]:
@@ -458,12 +463,22 @@ class MagicDocs:
             self._task.cancel()
 
 
+def _most_recent(recent: dict[_K, None], key: _K) -> None:
+    """`key` to the end of the ordered set `recent`, which keeps the newest
+    MAX_SESSIONS_PER_DOC."""
+    recent.pop(key, None)
+    recent[key] = None
+    while len(recent) > MAX_SESSIONS_PER_DOC:
+        del recent[next(iter(recent))]
+
+
 def _doc_to(doc: Doc) -> dict[str, Any]:
     return {
         "path": str(doc.path),
         "title": doc.title,
         "instruction": doc.instruction,
         "project": str(doc.project_root),
+        "projects": [str(p) for p in doc.projects],
         "sessions": list(doc.sessions),
         "registered_at": doc.registered_at,
     }
@@ -482,6 +497,7 @@ def _doc_from(entry: Any) -> Doc | None:
     if not isinstance(title, str) or not isinstance(sessions, list):
         return None
     registered_at = entry.get("registered_at")
+    projects = entry.get("projects")  # kept since session 19
     return Doc(
         Path(path),
         title,
@@ -489,4 +505,9 @@ def _doc_from(entry: Any) -> Doc | None:
         Path(project),
         dict.fromkeys(s for s in sessions[-MAX_SESSIONS_PER_DOC:] if isinstance(s, str)),
         registered_at if isinstance(registered_at, float) else time.time(),
+        projects=dict.fromkeys(
+            Path(p)
+            for p in (projects if isinstance(projects, list) else [project])[-MAX_SESSIONS_PER_DOC:]
+            if isinstance(p, str) and p.startswith("/") and "\x00" not in p
+        ),
     )
