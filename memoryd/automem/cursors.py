@@ -114,8 +114,10 @@ class Cursors:
                     items[sid] = Cursor(count, mark)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            # Every session's next turn is offered whole, as before a first start: say why.
+        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            # Nested too deep for the parser (a damaged file) is unreadable too, not an error
+            # of every turn's extraction. Every session's next turn is offered whole, as
+            # before a first start: say why.
             log.warning(
                 "extraction places unreadable; starting afresh", path=str(path), error=str(exc)
             )

@@ -99,7 +99,7 @@ def load(project_key: str, session_id: str) -> tuple[SessionRecord, str | None]:
         return SessionRecord(session_id, project_key), f"cannot read {path}: {exc}"
     try:
         return from_json(text, session_id, project_key), None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # nested too deep: a damaged file too
         return SessionRecord(session_id, project_key), f"ignoring corrupt {path}: {exc}"
 
 
