@@ -155,6 +155,9 @@ class Dream:
         self._last_runs: dict[str, float] | None = None
         self.counts = {"runs": 0, "idle_runs": 0, "on_demand_runs": 0, "retired": 0, "edited": 0}
         self.last: dict[str, Any] | None = None
+        # Projects whose dream runs now: `armed` dropped to 0 when an idle dream started, and
+        # status had no word for a dream in progress (nor for one `memctl dream` ran).
+        self._running: set[Path] = set()
 
     # -- persisted last-run times ------------------------------------------------------------
     def last_runs(self) -> dict[str, float]:
@@ -165,7 +168,15 @@ class Dream:
                 self._last_runs = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
             except FileNotFoundError:
                 self._last_runs = {}
-            except (OSError, ValueError, AttributeError, TypeError) as exc:
+            # A damaged file too: nested too deep for the parser, a number too big for a float.
+            except (
+                OSError,
+                ValueError,
+                AttributeError,
+                TypeError,
+                RecursionError,
+                OverflowError,
+            ) as exc:
                 # Every project's dream becomes due again: say why, once.
                 log.warning(
                     "dream state unreadable; starting afresh", path=str(path), error=str(exc)
@@ -245,6 +256,15 @@ class Dream:
             return await self._run_locked(project, memory_dir, trigger)
 
     async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
+        self._running.add(project.root)
+        try:
+            return await self._consolidate(project, memory_dir, trigger)
+        finally:
+            self._running.discard(project.root)
+
+    async def _consolidate(
+        self, project: Project, memory_dir: Path, trigger: str
+    ) -> dict[str, Any]:
         am = self.automem
         # Team memories are the team's: dream neither edits nor retires them (a retired one
         # came back with the next pull, and an edit went to every teammate).
@@ -359,6 +379,7 @@ class Dream:
                 "reason": self.host.model.reason,
                 "idle_s": self.idle_s,
                 "armed": len(self._timers),
+                "running": len(self._running),
                 **self.counts,
                 "last_run": self.last,
             }

@@ -106,3 +106,19 @@ async def test_a_dream_with_auto_memory_off_is_refused_up_front(
     await asyncio.sleep(0.1)  # a background run would have failed by now
     assert ws.handle.daemon.worker_errors.get("dream", 0) == 0
     assert script.seen["dream"] == []
+
+
+async def test_status_tells_a_dream_in_progress(ws: Workspace, script: Script) -> None:
+    # Found by the third hunt: during a dream status said armed 0 and the last run before it;
+    # nothing told that one was running.
+    await _memories(ws, 2)
+    script.add("dream", slow(0.5, text_reply("tidy")))
+    run = asyncio.create_task(ws.handle.call("memory.dream", cwd=str(ws.cwd)))
+    while not script.seen["dream"]:
+        await asyncio.sleep(0.01)
+    status = (await ws.handle.call("status"))["features"]["auto_dream"]
+    assert (status["running"], status["armed"], status["last_run"]) == (1, 0, None)
+    await run
+    status = (await ws.handle.call("status"))["features"]["auto_dream"]
+    assert status["running"] == 0
+    assert status["last_run"]["summary"] == "tidy"
