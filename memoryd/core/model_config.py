@@ -26,6 +26,16 @@ def usable_credential(value: str) -> bool:
     return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
 
 
+def usable_http_url(url: str) -> bool:
+    """An http(s) URL with a host (and a port that is a number, not 0): one a request can go
+    to. `notaurl` and `api.example.com` (no scheme) are not."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number, a bad IPv6 literal
+        return False
+
+
 def scrub_credentials(text: str, credentials: Iterable[str | None]) -> str:
     """`text` with each known credential replaced by "[redacted]": as given, stripped, and
     as a repr shows it (`b'Bearer sk-...\\n'`). For text a client sees (a `worker/error`, a
@@ -72,14 +82,7 @@ class ModelConfig:
     def base_url_problem(self) -> str | None:
         """Why ANTHROPIC_BASE_URL cannot be an endpoint, or None. `notaurl` went to the SDK,
         and every call failed in the transport and was retried, for seconds each."""
-        if self.base_url is None:
-            return None
-        try:
-            parts = urlsplit(self.base_url)
-            good = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-        except ValueError:  # a port that is not a number, a bad IPv6 literal
-            good = False
-        if good:
+        if self.base_url is None or usable_http_url(self.base_url):
             return None
         shown = self.base_url if len(self.base_url) <= 200 else self.base_url[:200] + "…"
         return (

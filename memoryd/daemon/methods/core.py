@@ -6,11 +6,13 @@ import asyncio
 import json
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from memoryd import settings as settings_mod
+from memoryd.core import diagnose
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
 from memoryd.daemon.rpc import NoParams, Params, method
@@ -34,7 +36,43 @@ EVENTS = frozenset(
 
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
-    return daemon.status()
+    report = daemon.status()
+    # Off the loop: the files' checks read a few small files.
+    found = await asyncio.to_thread(_file_problems, daemon.config.flag_settings)
+    report["problems"] = [*_setup_problems(daemon, report), *found]
+    return report
+
+
+def _setup_problems(daemon: Daemon, report: dict[str, Any]) -> list[str]:
+    """What is wrong in the daemon's configuration as it runs, each with its fix. A feature
+    left unconfigured (no key, no team server) is a choice, not a problem."""
+    problems: list[str] = []
+    if daemon.config.model.configured and daemon.model.reason:
+        problems.append(daemon.model.reason)  # a key or endpoint that cannot work
+    if daemon.model.problem:
+        problems.append(daemon.model.problem)
+    if daemon.config.team.problem:
+        problems.append(daemon.config.team.problem)
+    team = report["features"].get("team_sync", {})
+    refused: dict[str, str] = team.get("suppressed", {})
+    if refused:
+        from memoryd.team.service import SUPPRESSED_BECAUSE, why_off  # only once it syncs
+
+        # The configuration's own codes are said above; a folder without a remote is normal.
+        problems += [
+            f"team sync of {repo}: {why_off(code)}"
+            for repo, code in sorted(refused.items())
+            if code not in SUPPRESSED_BECAUSE
+        ]
+    problems += report["features"].get("auto_memory", {}).get("warnings", [])
+    return problems
+
+
+def _file_problems(flag_settings: Path | None) -> list[str]:
+    return [
+        *diagnose.settings_problems(flag_settings),
+        *diagnose.env_file_problems(diagnose.env_file(), os.environ),
+    ]
 
 
 async def rpc_methods(daemon: Daemon, _: NoParams) -> dict[str, Any]:
@@ -159,7 +197,7 @@ async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, A
 
 
 METHODS = (
-    method("status", NoParams, status, inline=True),
+    method("status", NoParams, status),
     method("rpc.methods", NoParams, rpc_methods),
     method("subscribe", SubscribeParams, subscribe),
     method("shutdown", NoParams, shutdown),

@@ -1,0 +1,91 @@
+"""What is wrong with the user's setup, each in words that say what to change: the files
+behind `status.problems` (the variables' own problems are their configs': `ModelConfig.problem`,
+`TeamConfig.problem`).
+
+Run off the event loop (each reads a few small files); a check never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from memoryd import paths
+from memoryd import settings as settings_mod
+from memoryd.fsutil import read_regular_file
+
+# Far more than a handful of VAR=value lines; a larger file is not read.
+MAX_ENV_FILE_BYTES = 64 * 1024
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_OURS = ("ANTHROPIC_", "MEMORYD_", "CLAUDE_")
+
+
+def env_file() -> Path:
+    """The file memoryd's login service reads its variables from (`memctl service install`:
+    `EnvironmentFile=-%h/.config/memoryd/env`, %h being HOME whatever XDG says)."""
+    return paths.home() / ".config" / "memoryd" / "env"
+
+
+def env_file_problems(path: Path, environ: Mapping[str, str]) -> list[str]:
+    """Lines of the service's env file that set nothing (not NAME=value, an open quote), and
+    names of ours whose value there is not the daemon's (edited since the daemon started, or
+    the daemon was not started by the service). Never a value: the file holds keys."""
+    try:
+        data = read_regular_file(path, MAX_ENV_FILE_BYTES, follow_links=True)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [
+            f"{path} cannot be read ({exc.strerror or exc}): the service starts without the "
+            "variables in it; make it a readable file (mode 0600)"
+        ]
+    if len(data) > MAX_ENV_FILE_BYTES:
+        return [
+            f"{path} is over {MAX_ENV_FILE_BYTES:,} bytes, not checked: it should hold a few VAR=value lines"
+        ]
+    problems: list[str] = []
+    differ: list[str] = []
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        text = line.strip()
+        if not text or text[0] in "#;":
+            continue
+        name, equals, value = text.partition("=")
+        name = name.strip()
+        if not equals or not _NAME.match(name):
+            problems.append(
+                f"{path} line {number} is not a NAME=value line, so it sets nothing: write it "
+                "as NAME=value (no `export`, no space in the name)"
+            )
+            continue
+        value = value.strip()
+        if value[:1] in ("'", '"'):
+            if len(value) < 2 or value[-1] != value[0]:
+                problems.append(
+                    f"{path} line {number}: the value of {name} opens a quote it does not "
+                    "close on that line; close it, or drop the quotes"
+                )
+                continue
+            value = value[1:-1]
+        if name.startswith(_OURS) and environ.get(name) != value:
+            differ.append(f"{name} (line {number})")
+    if differ:
+        verb = "differs" if len(differ) == 1 else "differ"
+        problems.append(
+            f"{', '.join(differ)} in {path} {verb} from the daemon's environment: it was "
+            "started before the file was edited, or not by the service; restart it "
+            "(`memctl restart`, or `systemctl --user restart memoryd.service`)"
+        )
+    return problems
+
+
+def settings_problems(flag_settings: Path | None) -> list[str]:
+    """The settings files every project shares (policy, flag, user) that memoryd skips or
+    takes only in part, and why; a project's own files are in its `get_context` warnings."""
+    loaded = settings_mod.load(None, flag_settings)
+    return [
+        f"{file.source} settings file {file.path}: {file.error}; memoryd reads it again once "
+        "it is fixed"
+        for file in loaded.files
+        if file.error and file.path is not None
+    ]
