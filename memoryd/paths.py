@@ -13,9 +13,17 @@ from memoryd_client.paths import home as home
 from memoryd_client.paths import state_dir as state_dir
 from memoryd_client.paths import xdg_dir as xdg_dir
 
+DEFAULT_MANAGED_DIR = Path("/etc/claude-code")
+
 
 def managed_dir() -> Path:
-    return Path(os.environ.get("MEMORYD_MANAGED_DIR", "/etc/claude-code"))
+    """$MEMORYD_MANAGED_DIR (`~` expanded) when it names an absolute path, else
+    /etc/claude-code. An empty or relative value named a folder under the daemon's working
+    directory: `MEMORYD_MANAGED_DIR=` (a unit's Environment= line, a shell profile) and a
+    daemon started inside a cloned repository made that repository's CLAUDE.md and
+    managed-settings.json the user's *policy*, above every other source."""
+    value = os.path.expanduser(os.environ.get("MEMORYD_MANAGED_DIR", ""))
+    return Path(value) if os.path.isabs(value) else DEFAULT_MANAGED_DIR
 
 
 def data_dir() -> Path:
