@@ -7,8 +7,9 @@ Run off the event loop (each reads a few small files); a check never raises.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memoryd import paths
@@ -89,3 +90,25 @@ def settings_problems(flag_settings: Path | None) -> list[str]:
         for file in loaded.files
         if file.error and file.path is not None
     ]
+
+
+def unwritable_folders(folders: Iterable[Path]) -> list[str]:
+    """Memory folders memoryd cannot write in (a read-only mount, no permission): each write
+    there fails, and extraction saves nothing. A folder not made yet is judged by the nearest
+    one above it that exists."""
+    problems = []
+    for folder in folders:
+        there = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if there is None or os.access(there, os.W_OK | os.X_OK):
+            continue
+        try:
+            read_only = bool(os.statvfs(there).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        why = "its file system is read-only" if read_only else "no write permission"
+        problems.append(
+            f"memory folder {folder} cannot be written ({why}{'' if there == folder else f' on {there}'}): "
+            "memories are not saved there; make it writable, or point autoMemoryDirectory "
+            "(user settings) or MEMORYD_AUTO_MEMORY_DIR at a folder that is"
+        )
+    return problems

@@ -8,6 +8,7 @@ broken JSON, and lines of the service's env file that set nothing, were in no re
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ import pytest
 from memoryd.core.diagnose import env_file_problems
 from memoryd.core.model_config import ModelConfig
 from memoryd.core.team_config import TeamConfig
-from tests.conftest import IsolatedEnv, daemon_config, start_daemon, stop_daemon
+from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
+from tests.fakes.full_disk import SmallDisks
 
 
 @pytest.mark.parametrize(
@@ -99,3 +101,26 @@ async def test_status_lists_each_problem_and_none_on_a_good_setup(
     ]
     assert "invalid JSON" in problems[2]
     assert "sk-pasted" not in " ".join(problems)
+
+
+async def test_a_memory_folder_that_cannot_be_written_is_a_problem(
+    daemon: DaemonHandle,
+    small_disks: SmallDisks,
+    short_tmp: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by a bug hunt: a memory folder on a read-only mount showed auto memory `on` and
+    # no warning; every write failed and extraction saved nothing.
+    mount = small_disks.mount(short_tmp / "ro", kib=16)
+    (mount / "mem").mkdir()
+    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(mount / "mem" / "sub"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    await daemon.call("memory.list", cwd=str(project))
+    assert (await daemon.call("status"))["problems"] == [
+        f"memory folder {mount / 'mem' / 'sub'} cannot be written (its file system is "
+        f"read-only on {mount / 'mem'}): memories are not saved there; make it writable, or "
+        "point autoMemoryDirectory (user settings) or MEMORYD_AUTO_MEMORY_DIR at a folder that is"
+    ]

@@ -37,8 +37,10 @@ EVENTS = frozenset(
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     """Version, pid, uptime, socket, counts, model and feature availability."""
     report = daemon.status()
-    # Off the loop: the files' checks read a few small files.
-    found = await asyncio.to_thread(_file_problems, daemon.config.flag_settings)
+    # Off the loop: the files' checks read a few small files. The memory folders loaded now
+    # (at most 32) are checked, not every one the daemon has seen.
+    folders = list(daemon.services.automem.states.states)
+    found = await asyncio.to_thread(_file_problems, daemon.config.flag_settings, folders)
     report["problems"] = [*_setup_problems(daemon, report), *found]
     return report
 
@@ -68,10 +70,11 @@ def _setup_problems(daemon: Daemon, report: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _file_problems(flag_settings: Path | None) -> list[str]:
+def _file_problems(flag_settings: Path | None, memory_folders: list[Path]) -> list[str]:
     return [
         *diagnose.settings_problems(flag_settings),
         *diagnose.env_file_problems(diagnose.env_file(), os.environ),
+        *diagnose.unwritable_folders(memory_folders),
     ]
 
 
