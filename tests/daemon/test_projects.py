@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -95,3 +96,20 @@ async def test_the_project_folder_is_the_one_claude_code_names(
     (projects / project_key(both) / "memory").mkdir(parents=True)
     ctx = await daemon.call("get_context", cwd=str(both))
     assert ctx["memory_dir"] == str(projects / project_key(both) / "memory")
+
+
+def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:
+    # A file system with a coarse clock (1-2 s), or a clock set back: the new .git/config
+    # has the mtime the old one had. The cache compared mtimes only and kept the old remote.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=repo)
+    touched = (repo / ".git", repo / ".git" / "config")  # git renames config.lock into place
+    projects = Projects()
+    assert projects.resolve(repo).facts.repo_slug == "acme/widgets"
+    before = [path.stat() for path in touched]
+    git("remote", "set-url", "origin", "git@github.com:acme/gadgets.git", cwd=repo)
+    for path, info in zip(touched, before, strict=True):
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert projects.resolve(repo).facts.repo_slug == "acme/gadgets"
