@@ -8,39 +8,32 @@ another user's repository is seen at the next call without a watcher.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 
 from memoryd import gitfacts, gitsafe
+from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.core.project import Project
 
 MAX_CACHED_DIRS = 4_096
 
 
-def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[int, ...]:
-    """What the git files the facts came from look like: inode, size, mtime and ctime of each
-    (the mtime alone missed a change within one tick of a coarse clock, 1-2 s on some file
-    systems, and after the clock was set back: git replaces HEAD and config by a rename)."""
+def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Stat, ...]:
+    """What the git files the facts came from look like (`stat_stamp`: mtime, ctime, size,
+    inode): the mtime alone missed a change within one tick of a coarse clock, 1-2 s on some
+    file systems, and after the clock was set back (git replaces HEAD and config by a
+    rename)."""
     probes = [cwd / ".git", *gitsafe.config_files()]
     if facts.worktree_root is not None:
         probes.append(facts.worktree_root / ".git")
     if facts.git_dir is not None:
         probes += [facts.git_dir / "HEAD", facts.git_dir / "config"]
-    stamp: list[int] = []
-    for probe in probes:
-        try:
-            info = os.stat(probe)
-        except OSError:
-            stamp += (-1, -1, -1, -1)
-            continue
-        stamp += (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    return tuple(stamp)
+    return tuple(stat_stamp(probe) for probe in probes)
 
 
 class Projects:
     def __init__(self) -> None:
-        self._cache: OrderedDict[Path, tuple[tuple[int, ...], Project]] = OrderedDict()
+        self._cache: OrderedDict[Path, tuple[tuple[Stat, ...], Project]] = OrderedDict()
 
     def resolve(self, cwd: str | Path) -> Project:
         path = Path(cwd)
