@@ -92,23 +92,37 @@ def settings_problems(flag_settings: Path | None) -> list[str]:
     ]
 
 
+# Less room than this left on a memory folder's file system is a full disk: a memory file
+# (up to 200,000 bytes) and its index rewrite need that much.
+MIN_FREE_BYTES = 256 * 1024
+
+
 def unwritable_folders(folders: Iterable[Path]) -> list[str]:
-    """Memory folders memoryd cannot write in (a read-only mount, no permission): each write
-    there fails, and extraction saves nothing. A folder not made yet is judged by the nearest
-    one above it that exists."""
+    """Memory folders memoryd cannot write in (a read-only mount, no permission, a full disk):
+    each write there fails, and extraction saves nothing. A folder not made yet is judged by
+    the nearest one above it that exists."""
     problems = []
     for folder in folders:
         there = next((p for p in (folder, *folder.parents) if p.exists()), None)
-        if there is None or os.access(there, os.W_OK | os.X_OK):
+        if there is None:
             continue
         try:
-            read_only = bool(os.statvfs(there).f_flag & os.ST_RDONLY)
+            disk = os.statvfs(there)
         except OSError:
-            read_only = False
-        why = "its file system is read-only" if read_only else "no write permission"
+            continue
+        free = disk.f_bavail * disk.f_frsize
+        if disk.f_flag & os.ST_RDONLY:
+            why, fix = "its file system is read-only", "remount it read-write"
+        elif not os.access(there, os.W_OK | os.X_OK):
+            why, fix = "no write permission", "give your user write permission on it"
+        elif free < MIN_FREE_BYTES:
+            why, fix = f"its file system is full: {free:,} bytes free", "free some space"
+        else:
+            continue
+        where = "" if there == folder else f" on {there}"
         problems.append(
-            f"memory folder {folder} cannot be written ({why}{'' if there == folder else f' on {there}'}): "
-            "memories are not saved there; make it writable, or point autoMemoryDirectory "
-            "(user settings) or MEMORYD_AUTO_MEMORY_DIR at a folder that is"
+            f"memory folder {folder} cannot be written ({why}{where}): memories are not "
+            f"saved there; {fix}, or point autoMemoryDirectory (user settings) or "
+            "MEMORYD_AUTO_MEMORY_DIR at another folder"
         )
     return problems

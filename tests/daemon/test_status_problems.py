@@ -112,7 +112,7 @@ async def test_a_memory_folder_that_cannot_be_written_is_a_problem(
 ) -> None:
     # Found by a bug hunt: a memory folder on a read-only mount showed auto memory `on` and
     # no warning; every write failed and extraction saved nothing.
-    mount = small_disks.mount(short_tmp / "ro", kib=16)
+    mount = small_disks.mount(short_tmp / "ro", kib=1024)
     (mount / "mem").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
     monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(mount / "mem" / "sub"))
@@ -121,6 +121,18 @@ async def test_a_memory_folder_that_cannot_be_written_is_a_problem(
     await daemon.call("memory.list", cwd=str(project))
     assert (await daemon.call("status"))["problems"] == [
         f"memory folder {mount / 'mem' / 'sub'} cannot be written (its file system is "
-        f"read-only on {mount / 'mem'}): memories are not saved there; make it writable, or "
-        "point autoMemoryDirectory (user settings) or MEMORYD_AUTO_MEMORY_DIR at a folder that is"
+        f"read-only on {mount / 'mem'}): memories are not saved there; remount it read-write, "
+        "or point autoMemoryDirectory (user settings) or MEMORYD_AUTO_MEMORY_DIR at another "
+        "folder"
     ]
+    subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
+    assert (await daemon.call("status"))["problems"] == []
+    small_disks.fill(mount)
+    (problem,) = (await daemon.call("status"))["problems"]
+    assert problem.startswith(
+        f"memory folder {mount / 'mem' / 'sub'} cannot be written (its file system is full: "
+    )
+    assert problem.endswith(
+        "free some space, or point autoMemoryDirectory (user settings) "
+        "or MEMORYD_AUTO_MEMORY_DIR at another folder"
+    )
