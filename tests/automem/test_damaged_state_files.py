@@ -1,12 +1,17 @@
 """memoryd's own state files, damaged (a disk error, a bad restore, an edit): JSON nested too
-deep for the parser (RecursionError) is read as unreadable, as other damage is, with a
-warning; it raised out of the reader and failed every extraction (extraction places) or
-every turn of the session (session records)."""
+deep for the parser (RecursionError) or a number too large for a float (OverflowError) is
+read as unreadable, as other damage is, with a warning; it raised out of the reader and
+failed every extraction (extraction places), every turn of the session (session records) or
+every check whether a dream is due (dream.json)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from memoryd.automem import dream as dream_mod
 from memoryd.automem.cursors import Cursors
 from memoryd.session import state
 from tests.conftest import IsolatedEnv
@@ -28,3 +33,17 @@ def test_a_session_record_nested_too_deep_is_a_fresh_record(isolated_env: Isolat
     assert record.updates == 0
     assert problem is not None
     assert "ignoring corrupt" in problem
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"last_run": ' + DEEP + "}", '{"last_run": {"/p": ' + "9" * 400 + "}}"],
+    ids=["nested too deep", "a number too big for a float"],
+)
+def test_dream_state_damaged_starts_afresh(isolated_env: IsolatedEnv, text: str) -> None:
+    path = dream_mod.dream_state_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    dream: Any = object.__new__(dream_mod.Dream)  # only its last-run bookkeeping is used
+    dream._last_runs = None
+    assert dream_mod.Dream.last_runs(dream) == {}
