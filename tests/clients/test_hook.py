@@ -584,3 +584,18 @@ def test_the_folders_a_hook_creates_for_its_state_are_private(
     made = [state, *(p for p in state.rglob("*") if p.is_dir())]
     assert len(made) >= 3  # state/, memoryd/, hooks/
     assert {str(p): oct(p.stat().st_mode & 0o777) for p in made} == {str(p): "0o700" for p in made}
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_an_empty_socket_path_is_a_usage_error_not_the_current_folder(
+    fake_daemon: FakeDaemon, project: Path, where: str
+) -> None:
+    # As a Path "" is ".": the hook quietly asked the current folder for a daemon. Now it is
+    # said on stderr, and the hook still exits 0 (exit 2 would block the prompt).
+    payload = json.dumps({"cwd": str(project), "prompt": "x"})
+    args = ["--socket", "", "hook", "user-prompt-submit"]
+    if where == "after":
+        args = ["hook", "user-prompt-submit", "--socket", ""]
+    done = run_memctl(*args, stdin=payload)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "an empty path" in done.stderr

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl import claude_code  # json and pathlib only
+from memctl.global_flags import socket_path
 
 EVENTS = {
     "session-start": "SessionStart",
@@ -59,7 +60,10 @@ def register(sub: Any) -> None:
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", choices=sorted(EVENTS))
     # SUPPRESS: when absent, keep the global `memctl --socket` instead of overwriting it.
-    parser.add_argument("--socket", type=Path, default=argparse.SUPPRESS, help="daemon socket")
+    # socket_path: an empty value is a usage error (exit 0, said on stderr), not "." (the cwd).
+    parser.add_argument(
+        "--socket", type=socket_path, default=argparse.SUPPRESS, help="daemon socket"
+    )
     parser.add_argument(
         "--timeout-ms",
         type=int,
