@@ -47,6 +47,10 @@ log = structlog.get_logger("memoryd.dream")
 WORKER = "dream"
 DAY_S = 24 * 3600
 DEFAULT_IDLE_S = 600.0
+# A run that failed (the model refused, an API error) is not the day's, and the idle dream
+# tries again, but no sooner than this after it: it ran again at every idle wait, a full
+# prompt each time for as long as the model refused.
+RETRY_AFTER_S = 3600.0
 MAX_TURNS = 8
 MAX_TOKENS = 8192
 # Memories listed in the prompt (the newest): 10,000 one-line entries are ~400,000 tokens, past
@@ -158,6 +162,7 @@ class Dream:
         # Projects whose dream runs now: `armed` dropped to 0 when an idle dream started, and
         # status had no word for a dream in progress (nor for one `memctl dream` ran).
         self._running: set[Path] = set()
+        self._failed_at: dict[Path, float] = {}  # per project, its last failed run's start
 
     # -- persisted last-run times ------------------------------------------------------------
     def last_runs(self) -> dict[str, float]:
@@ -193,6 +198,9 @@ class Dream:
     def due(self, project: Project, now: float | None = None) -> bool:
         last = self.last_runs().get(str(project.root))
         now = now or time.time()
+        failed = self._failed_at.get(project.root)
+        if failed is not None and 0 <= now - failed < RETRY_AFTER_S:
+            return False
         # A time ahead of now was recorded by a clock that ran ahead (a restored VM, a dead
         # RTC battery): waited for, it held the project's dream off until the clock caught up.
         return last is None or last > now or now - last >= self.interval_s
@@ -257,10 +265,19 @@ class Dream:
 
     async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
         self._running.add(project.root)
+        started = time.time()
         try:
-            return await self._consolidate(project, memory_dir, trigger)
+            summary = await self._consolidate(project, memory_dir, trigger)
+        except Exception:
+            self._failed_at[project.root] = started
+            raise
         finally:
             self._running.discard(project.root)
+        if summary["stop_reason"] == "error":
+            self._failed_at[project.root] = started
+        else:
+            self._failed_at.pop(project.root, None)
+        return summary
 
     async def _consolidate(
         self, project: Project, memory_dir: Path, trigger: str

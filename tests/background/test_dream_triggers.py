@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
-from memoryd.automem.dream import Dream, idle_seconds
+from memoryd.automem.dream import RETRY_AFTER_S, Dream, idle_seconds
 from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace, transcript
 from tests.conftest import IsolatedEnv
-from tests.fakes.messages_api import slow, text_reply
+from tests.fakes.messages_api import message, slow, text_reply
 
 
 async def _memories(ws: Workspace, count: int) -> None:
@@ -122,3 +123,40 @@ async def test_status_tells_a_dream_in_progress(ws: Workspace, script: Script) -
     status = (await ws.handle.call("status"))["features"]["auto_dream"]
     assert status["running"] == 0
     assert status["last_run"]["summary"] == "tidy"
+
+
+async def _settled(dream: Dream) -> None:
+    """Until a dream ran and none is armed, waiting for the run lock or running."""
+    for _ in range(500):
+        await dream.extraction.wait_idle()  # the run lock an idle dream may wait for
+        if dream.counts["runs"] and not dream._timers and not dream._running:
+            await asyncio.sleep(0.1)  # an idle run that waits for the lock: not in either
+            if not dream._timers and not dream._running:
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the dream did not settle")
+
+
+async def test_a_refused_idle_dream_is_not_tried_again_at_every_idle_wait(
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+) -> None:
+    # Found by the third hunt: a refused (or failed) dream is not the day's run, and the
+    # next idle wait ran it again, and the next: a full prompt after every burst of work.
+    await _memories(ws, 2)
+    refusal = message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
+    script.add("dream", refusal, refusal)
+    dream = await _armed(ws, isolated_env, 0.05)
+    await _settled(dream)
+    assert len(script.seen["dream"]) == 1
+    for _ in range(2):  # two more bursts of work, each followed by an idle wait
+        await ws.handle.call(
+            "after_turn", session_id="s1", cwd=str(ws.cwd), messages=transcript(("hi", "hey"))
+        )
+        await asyncio.sleep(0.2)
+        await _settled(dream)
+    assert len(script.seen["dream"]) == 1
+    assert dream.last is not None
+    assert dream.last["stop_reason"] == "error"
+    now = time.time()
+    assert not dream.due(ws.project, now + RETRY_AFTER_S - 60)
+    assert dream.due(ws.project, now + RETRY_AFTER_S + 60)  # then tried again
