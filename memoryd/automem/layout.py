@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import stat
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -106,6 +107,18 @@ def read_index_for_rewrite(path: Path) -> str:
     return raw.decode("utf-8", errors="surrogateescape")
 
 
+def kept_mode(path: Path) -> int:
+    """The permission bits a rewrite of `path` gives the new file: the file's own, as an
+    editor keeps them (a 0664 memory of a group-shared memory folder stays readable by the
+    group, a 0644 one the user opened up stays so), 0600 for a new file. A rewrite made
+    every file it replaced 0600, and the user's teammates lost the memories they wrote."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return 0o600
+    return stat.S_IMODE(info.st_mode) & 0o777 if stat.S_ISREG(info.st_mode) else 0o600
+
+
 # Rewrites of an index that keeps changing under us before the last one goes ahead regardless.
 _UPDATE_TRIES = 5
 
@@ -136,6 +149,7 @@ def update_index(
             atomic_write_bytes(
                 path,
                 new.encode("utf-8", errors="surrogateescape"),
+                kept_mode(path),
                 still=functools.partial(_unchanged, path, before) if guarded else None,
             )
         except ChangedMeanwhile:

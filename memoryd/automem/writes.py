@@ -21,7 +21,7 @@ from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import check_index_size, index_path, is_team
+from memoryd.automem.layout import check_index_size, index_path, is_team, kept_mode
 from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.memfile import (
     MAX_NAME_CHARS,
@@ -130,7 +130,7 @@ class MemoryWrites:
         # folder, a sub/ of the user's) is theirs and keeps its mode.
         for path in (*folders, target.parent):
             make_private_dirs(path)
-        atomic_write_text(target, text)
+        atomic_write_text(target, text, kept_mode(target))
         return created
 
     async def delete_memory(
@@ -237,7 +237,7 @@ class MemoryWrites:
             def write() -> None:
                 self._snapshot_sync(memory_dir, key, target, "restore")
                 make_private_dirs(target.parent)
-                atomic_write_bytes(target, content)
+                atomic_write_bytes(target, content, kept_mode(target))
 
             await held_work(write)
             state.note_written(key, target)

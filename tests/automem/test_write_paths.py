@@ -307,3 +307,32 @@ async def test_a_refused_memory_directory_is_warned_of_once_however_often_it_is_
         automem.dirs.warn(f"problem {i}")
     assert len(automem.warnings) == 50
     assert automem.warnings[-1] == "problem 79"
+
+
+async def test_a_rewritten_memory_and_index_keep_their_mode(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # A group-shared memory folder: a teammate's 0664 memory and index. Rewritten (a write, a
+    # restore, an index line), each became 0600 and the teammate could no longer read them.
+    first = await daemon.call(
+        "memory.write", cwd=str(project), name="Shared", file="shared.md", **USER
+    )
+    path = Path(first["path"])
+    for shared in (path, memdir / "MEMORY.md"):
+        shared.chmod(0o664)
+    await daemon.call(
+        "memory.write", cwd=str(project), name="Shared", file="shared.md", **{**USER, "body": "B."}
+    )
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    versions = await daemon.call("memory.history", cwd=str(project), path=str(path))
+    await daemon.call(
+        "memory.restore",
+        cwd=str(project),
+        path=str(path),
+        version=versions["versions"][0]["version"],
+    )
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    new = await daemon.call("memory.write", cwd=str(project), name="Mine", file="mine.md", **USER)
+    assert stat.S_IMODE(Path(new["path"]).stat().st_mode) == 0o600  # a new file is private
+    assert "mine.md" in (memdir / "MEMORY.md").read_text(encoding="utf-8")  # index rewritten
+    assert stat.S_IMODE((memdir / "MEMORY.md").stat().st_mode) == 0o664
