@@ -78,7 +78,10 @@ def keep_standard_streams() -> None:
         try:
             os.fstat(fd)
         except OSError:
-            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:  # no /dev/null (a bare chroot): nothing better to put there
+                continue
             if null != fd:
                 os.dup2(null, fd)  # inheritable, as a standard stream is
                 os.close(null)
