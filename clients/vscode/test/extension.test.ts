@@ -352,8 +352,11 @@ describe("the extension in a stand-in VS Code", () => {
       assert.ok(node && /\/team\//.test(node.path), JSON.stringify(node));
       await waitFor(
         async () => {
-          const team = await probe.call<{ pending: string[]; last_result: { op: string; ok: boolean } | null }>("team.status", { cwd: teamRepo.root });
-          return team.pending.length === 0 && team.last_result?.op === "push" && team.last_result.ok;
+          // `entries`: the server holds something, so the push seen is the memory's, not the
+          // empty one the folder's first sync ends with (the watcher's debounce may not have
+          // noticed the new file yet, and `pending` is empty until it has).
+          const team = await probe.call<{ pending: string[]; entries: number; last_result: { op: string; ok: boolean } | null }>("team.status", { cwd: teamRepo.root });
+          return team.entries > 0 && team.pending.length === 0 && team.last_result?.op === "push" && team.last_result.ok;
         },
         15_000,
         "the team memory to be pushed",
