@@ -1,38 +1,66 @@
-"""File-change events, read through watchfiles with the options every memoryd watcher uses.
+"""File-change events, with the options every memoryd watcher uses.
 
 Both watchers in the daemon (the rules' folder watcher, each team folder's) read changes
 through `watch`: no filter (each decides what it ignores), folders it may not read skipped,
-debounce and step in milliseconds, stopped by an event. watchfiles is imported on first use,
-so a daemon that watches nothing never loads it.
+debounce and step in milliseconds, stopped by an event.
+
+A recursive watch, or any watch off Linux, goes through watchfiles (imported on first use, so a
+daemon that watches nothing never loads it). A folder watch on Linux (the rules watcher's)
+reads inotify itself: watchfiles drops what it cannot name, so the kernel's queue overflow
+(events lost: a daemon stopped or starved while a checkout rewrote thousands of files) and the
+folders it skipped for want of permission went unseen, and an edit after either was never
+reported. Here the first is a `Change.lost` entry in the batch and the second is put in
+`unwatched`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import enum
-from collections.abc import AsyncIterator
+import errno
+import os
+import struct
+import sys
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 
 class Change(enum.IntEnum):
-    """The kind of a change; the same values as `watchfiles.Change`."""
+    """The kind of a change; the first three are `watchfiles.Change`'s values."""
 
     added = 1
     modified = 2
     deleted = 3
+    lost = 4  # the OS dropped events (its queue overflowed): anything may have changed
 
 
-Changes = set[tuple[Change, str]]  # (kind, path as the OS reported it)
+Changes = set[tuple[Change, str]]  # (kind, path as the OS reported it; "" for `lost`)
+LOST: tuple[Change, str] = (Change.lost, "")
 
 
 async def watch(
-    *paths: Path, stop: asyncio.Event, recursive: bool, debounce_ms: int, step_ms: int
+    *paths: Path,
+    stop: asyncio.Event,
+    recursive: bool,
+    debounce_ms: int,
+    step_ms: int,
+    unwatched: set[Path] | None = None,
 ) -> AsyncIterator[Changes]:
-    """Batches of changes under `paths` until `stop` is set. Raises what watchfiles raises
-    (RuntimeError, OSError) when the OS watch cannot be set up or dies."""
+    """Batches of changes under `paths` until `stop` is set. The folders among `paths` that
+    could not be watched (no permission, gone) are added to `unwatched` before the first
+    batch (on the watchfiles path: those not readable when it starts). Raises RuntimeError
+    or OSError when the OS watch cannot be set up (the watch limit reached) or dies."""
+    if not recursive and sys.platform.startswith("linux"):
+        async for batch in _inotify(paths, stop, debounce_ms, step_ms, unwatched):
+            yield batch
+        return
     import watchfiles
 
-    async for batch in watchfiles.awatch(
+    if unwatched is not None:
+        unwatched.update(p for p in paths if not os.access(p, os.R_OK))
+    async for raw in watchfiles.awatch(
         *paths,
         stop_event=stop,
         watch_filter=None,
@@ -41,4 +69,150 @@ async def watch(
         recursive=recursive,
         ignore_permission_denied=True,
     ):
-        yield {(Change(int(kind)), path) for kind, path in batch}
+        yield {(Change(int(kind)), path) for kind, path in raw}
+
+
+# <sys/inotify.h>
+_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
+_IN_DELETE_SELF, _IN_MOVE_SELF, _IN_UNMOUNT = 0x400, 0x800, 0x2000
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x4000, 0x8000, 0x1000000
+_IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
+_MASK = (
+    _IN_MODIFY
+    | _IN_ATTRIB
+    | _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+)
+_ADDED, _DELETED = _IN_CREATE | _IN_MOVED_TO, _IN_DELETE | _IN_MOVED_FROM
+_SELF_GONE = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_IGNORED
+_HEADER = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
+# A folder that cannot be watched for a reason of its own; any other error (ENOSPC: the
+# user's watch limit; EMFILE, ENOMEM) is the watcher's and is raised.
+_SKIPPED = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.ELOOP}
+
+
+class _Libc:
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.init1 = libc.inotify_init1
+        self.init1.argtypes = [ctypes.c_int]
+        self.init1.restype = ctypes.c_int
+        self.add_watch = libc.inotify_add_watch
+        self.add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self.add_watch.restype = ctypes.c_int
+
+
+_libc: _Libc | None = None
+
+
+def _inotify_fd(paths: Iterable[Path], unwatched: set[Path] | None) -> tuple[int, dict[int, str]]:
+    """A new inotify instance watching the folders it can; (its fd, folder of each watch)."""
+    global _libc
+    if _libc is None:
+        _libc = _Libc()
+    fd = _libc.init1(_IN_NONBLOCK | _IN_CLOEXEC)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"inotify_init1: {os.strerror(code)}")
+    folders: dict[int, str] = {}
+    try:
+        for path in paths:
+            wd = _libc.add_watch(fd, os.fsencode(path), _MASK)
+            if wd >= 0:
+                folders[wd] = str(path)
+                continue
+            code = ctypes.get_errno()
+            if code not in _SKIPPED:
+                raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", str(path))
+            if unwatched is not None:
+                unwatched.add(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, folders
+
+
+def _drain(fd: int, folders: dict[int, str], changes: Changes) -> None:
+    """Every event queued on `fd`, as changes."""
+    while True:
+        try:
+            data = os.read(fd, 64 * 1024)
+        except BlockingIOError:
+            return
+        offset = 0
+        while offset + _HEADER.size <= len(data):
+            wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
+            name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
+            offset += _HEADER.size + length
+            if mask & _IN_Q_OVERFLOW:
+                changes.add(LOST)
+                continue
+            folder = folders.get(wd)
+            if folder is None:
+                continue
+            path = os.path.join(folder, os.fsdecode(name)) if name else folder
+            if name and mask & _ADDED:
+                changes.add((Change.added, path))
+            elif name and mask & _DELETED:
+                changes.add((Change.deleted, path))
+            elif not name and mask & _SELF_GONE:
+                changes.add((Change.deleted, path))  # the folder itself: its watch is gone
+            else:
+                changes.add((Change.modified, path))
+
+
+async def _inotify(
+    paths: Iterable[Path],
+    stop: asyncio.Event,
+    debounce_ms: int,
+    step_ms: int,
+    unwatched: set[Path] | None,
+) -> AsyncIterator[Changes]:
+    """watchfiles' batching over a plain inotify instance: a batch closes once a step brings
+    nothing new, or `debounce_ms` after its first change."""
+    fd, folders = _inotify_fd(paths, unwatched)
+    loop = asyncio.get_running_loop()
+    readable = asyncio.Event()
+    try:
+        loop.add_reader(fd, readable.set)
+        changes: Changes = set()
+        first: float | None = None
+        while True:
+            if changes:
+                await asyncio.sleep(step_ms / 1000)
+            else:
+                await _either(readable, stop)
+            if stop.is_set():
+                return
+            readable.clear()
+            count = len(changes)
+            _drain(fd, folders, changes)
+            if not changes:
+                continue
+            now = loop.time()
+            if first is None:
+                first = now
+            elif len(changes) == count or now - first >= debounce_ms / 1000:
+                batch, changes, first = changes, set(), None
+                yield batch
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

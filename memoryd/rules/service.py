@@ -167,7 +167,7 @@ class InstructionFiles:
             return
         self._started = True
         if self.watch_files:
-            self._watcher = DirWatcher(self._on_change, self._watch_error)
+            self._watcher = DirWatcher(self._on_change, self._watch_error, on_lost=self._on_lost)
             await self._watcher.start()
 
     async def close(self) -> None:
@@ -321,6 +321,11 @@ class InstructionFiles:
                 for p in changed
             ):
                 del self._entries[key]
+
+    def _on_lost(self) -> None:
+        """Changes went unreported: every entry is re-stat'ed before it is served again."""
+        for entry in self._entries.values():
+            entry.trusted = False
 
     def drop(self, project_root: Path | None = None) -> int:
         """Forget cached contexts (of one project, or all); the count dropped."""

@@ -3,8 +3,10 @@
 watchfiles takes its paths once, at the start, so a new folder means a new watcher: the
 new generation starts, proves it is live — it must see a probe file this process writes
 into a private folder it also watches — and only then replaces the old one. `armed` is
-the set of folders a live watcher is known to cover; a cache entry is trusted without
-re-statting only when all of its folders are in it.
+the set of folders a live watcher is known to cover (not those it could not watch: no
+permission); a cache entry is trusted without re-statting only when all of its folders are
+in it. When events may have been lost — the OS queue overflowed, or the live generation died —
+`on_lost` is told: what was trusted must be checked again.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class _Generation:
     dirs: frozenset[Path]
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     armed: asyncio.Event = field(default_factory=asyncio.Event)
+    unwatched: set[Path] = field(default_factory=set)  # folders the OS would not watch
     task: asyncio.Task[None] | None = None
 
 
@@ -80,12 +83,14 @@ class DirWatcher:
         on_change: Callable[[set[Path]], None],
         on_error: Callable[[str], Awaitable[None]],
         *,
+        on_lost: Callable[[], None],
         debounce_ms: int = DEBOUNCE_MS,
         step_ms: int = STEP_MS,
         probe_parent: Path | None = None,
     ) -> None:
         self._on_change = on_change
         self._on_error = on_error
+        self._on_lost = on_lost
         self._debounce_ms = debounce_ms
         self._step_ms = step_ms
         self._wanted: set[Path] = set()
@@ -189,7 +194,7 @@ class DirWatcher:
                 await generation.task
             return None
         previous, self._current = self._current, generation
-        self._set_armed(dirs)
+        self._set_armed(dirs - generation.unwatched)
         self.restarts += 1
         if previous is not None:
             previous.stop.set()
@@ -205,10 +210,16 @@ class DirWatcher:
                 recursive=False,
                 debounce_ms=self._debounce_ms,
                 step_ms=self._step_ms,
+                unwatched=generation.unwatched,
             ):
+                if fswatch.LOST in changes and generation is self._current:
+                    log.warning("file events lost (the OS queue overflowed)")
+                    self._on_lost()
                 changed: set[Path] = set()
                 moved: set[Path] = set()
                 for change, raw in changes:
+                    if change == fswatch.Change.lost:
+                        continue
                     path = Path(raw)
                     if path.parent == self._probe_dir:
                         if path.name == probe_name:
@@ -219,12 +230,15 @@ class DirWatcher:
                         moved.add(path)
                 if moved:
                     self._forget_moved(moved)
+                if changed & generation.unwatched and generation is self._current:
+                    self._dirty.set()  # a folder it could not watch changed: maybe it can now
                 if changed:
                     self._on_change(changed)
         except Exception as exc:
             log.warning("watcher generation failed", generation=generation.number, error=str(exc))
             if generation is self._current:
                 self._set_armed(frozenset())
+                self._on_lost()  # what changed until the next generation arms goes unseen
                 self._dirty.set()
 
     def _set_armed(self, dirs: frozenset[Path]) -> None:

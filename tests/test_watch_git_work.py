@@ -1,0 +1,205 @@
+"""The rules watcher under what real git work and a busy machine do to it, with the real daemon.
+
+An inotify queue that overflowed (the daemon stopped or starved while a checkout rewrote
+thousands of files) and a folder the watcher could not watch (unreadable when it started)
+lost events without a word: a cached context was trusted and served stale until the next
+change the watcher did see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd import fswatch
+from memoryd.rules import watcher as rules_watcher
+from memoryd_client import Client
+from tests.daemon.test_lifecycle import wait_healthy
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="inotify's queue and its overflow"
+)
+# Root reads every folder: the daemon is run without the capabilities that let it.
+_DROP_DAC = (
+    "setpriv",
+    "--inh-caps=-dac_override,-dac_read_search",
+    "--bounding-set=-dac_override,-dac_read_search",
+)
+
+
+def _queue_size() -> int:
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    except (OSError, ValueError):
+        return 16384
+
+
+@contextlib.contextmanager
+def _spawn(sock: Path, prefix: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "memoryd", "--socket", str(sock)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        wait_healthy(sock)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.terminate()
+            proc.wait(15)
+
+
+def _context(sock: Path, cwd: Path) -> dict[str, Any]:
+    with Client(sock, timeout=10) as conn:
+        result: dict[str, Any] = conn.call("get_context", {"cwd": str(cwd)})
+        return result
+
+
+def _until(
+    sock: Path, cwd: Path, ready: Callable[[dict[str, Any]], bool], limit: float = 15
+) -> dict[str, Any]:
+    """get_context until `ready` says it is right (the stale one once `limit` s are over)."""
+    deadline = time.monotonic() + limit
+    while True:
+        result = _context(sock, cwd)
+        if ready(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.05)
+
+
+def _watched(sock: Path, cwd: Path, *, trust: bool = True) -> None:
+    """Until a live watcher covers folders, and (`trust`) cwd's cached context is trusted to
+    it (served without a re-stat)."""
+
+    def trusted(_: dict[str, Any]) -> bool:
+        with Client(sock, timeout=10) as conn:
+            files = conn.call("status")["features"]["instruction_files"]
+        return bool((files["trusted"] >= 1 or not trust) and files["watched_dirs"] > 0)
+
+    assert trusted(_until(sock, cwd, trusted)), "the watcher never covered the project"
+
+
+def _project(root: Path) -> Path:
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("root v1\n")
+    (root / ".claude" / "rules" / "a.md").write_text("rule a v1\n")
+    return root
+
+
+@linux_only
+def test_an_edit_after_the_event_queue_overflowed_is_seen(short_tmp: Path) -> None:
+    repo = _project(short_tmp / "repo")
+    with _spawn(short_tmp / "d.sock") as proc:
+        _watched(short_tmp / "d.sock", repo)
+        os.kill(proc.pid, signal.SIGSTOP)  # as a daemon starved of CPU: nobody reads events
+        try:
+            flip = repo / "flip"
+            flip.write_text("x")
+            for _ in range(_queue_size() // 2 + 100):  # two events a rename: the queue fills
+                os.rename(flip, repo / "flop")
+                os.rename(repo / "flop", flip)
+            (repo / "CLAUDE.md").write_text("root v2, after the queue overflowed\n")
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        result = _until(short_tmp / "d.sock", repo, lambda r: "root v2" in r["claude_md"])
+        assert "root v2" in result["claude_md"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="running as root without setpriv: file permissions do not bind",
+)
+def test_a_folder_unreadable_when_the_watcher_started_is_watched_once_readable(
+    short_tmp: Path,
+) -> None:
+    repo = _project(short_tmp / "repo")
+    rules = repo / ".claude" / "rules"
+    sock = short_tmp / "d.sock"
+    with _spawn(sock, _DROP_DAC if os.geteuid() == 0 else ()):
+        rules.chmod(0)
+        try:
+            _watched(sock, repo, trust=False)  # the watcher starts while rules/ is unreadable
+        finally:
+            rules.chmod(0o755)
+        assert (
+            "rule a v1" in _until(sock, repo, lambda r: "rule a v1" in r["claude_md"])["claude_md"]
+        )
+        _watched(sock, repo)
+        (rules / "a.md").write_text("rule a v2\n")
+        (rules / "b.md").write_text("rule b, new\n")
+        result = _until(sock, repo, lambda r: "rule b" in r["claude_md"])
+        assert "rule a v2" in result["claude_md"]
+        assert "rule b, new" in result["claude_md"]
+
+
+@linux_only
+async def test_a_folder_watch_reports_the_overflow_and_the_folders_it_could_not_watch(
+    tmp_path: Path,
+) -> None:
+    stop = asyncio.Event()
+    gone = tmp_path / "gone"
+    unwatched: set[Path] = set()
+    batches = fswatch.watch(
+        tmp_path, gone, stop=stop, recursive=False, debounce_ms=50, step_ms=20, unwatched=unwatched
+    )
+    first = asyncio.ensure_future(anext(batches))  # the watch is set up on the first read
+    while not first.done():
+        (tmp_path / "first").write_text("x")
+        await asyncio.wait([first], timeout=0.05)
+    assert str(tmp_path / "first") in {path for _, path in first.result()}
+    assert unwatched == {gone}
+    # The loop is this one: held here, nothing reads the queue until the next await.
+    for _ in range(_queue_size() // 2 + 100):
+        os.rename(tmp_path / "first", tmp_path / "second")
+        os.rename(tmp_path / "second", tmp_path / "first")
+    assert fswatch.LOST in await anext(batches)
+    stop.set()
+    assert await anext(batches, None) is None  # stopped
+
+
+async def test_a_watcher_generation_that_dies_reports_events_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    died = asyncio.Event()
+    lost: list[bool] = []
+
+    async def dying_watch(*paths: Path, **_: object) -> AsyncIterator[fswatch.Changes]:
+        probe = next(p for p in paths if p.name.startswith("memoryd-watch-"))
+        yield {(fswatch.Change.added, str(probe / "gen-1"))}
+        while not watcher.armed:  # the generation is the live one
+            await asyncio.sleep(0.01)
+        died.set()
+        raise RuntimeError("error in underlying watcher")
+
+    async def on_error(_: str) -> None:
+        return None
+
+    monkeypatch.setattr(fswatch, "watch", dying_watch)
+    watcher = rules_watcher.DirWatcher(
+        lambda _: None, on_error, on_lost=lambda: lost.append(True), probe_parent=tmp_path
+    )
+    await watcher.start()
+    try:
+        watcher.ensure([tmp_path])
+        await asyncio.wait_for(died.wait(), 10)
+        for _ in range(100):
+            if lost:
+                break
+            await asyncio.sleep(0.01)
+        assert lost, "the dead generation's gap was not reported"
+    finally:
+        await watcher.close()
