@@ -111,7 +111,13 @@ Current content of `{path}`:
 """
 
 
-def update_prompt(path: Path, header: DocHeader, content: str, transcript: str) -> str:
+def update_prompt(
+    path: Path, header: DocHeader, content: str, transcript: str
+) -> list[dict[str, Any]]:
+    """The update request's content: the conversation, then the doc and what to do with it,
+    each a block with a cache breakpoint. Every doc a session read is updated after one
+    natural break, each sending the same conversation (up to 60,000 characters): as one block
+    with the doc, no two docs' requests shared a cached prefix and each paid all of it."""
     line = (
         f"Its own instruction for updates: {header.instruction}"
         if header.instruction
@@ -124,7 +130,7 @@ def update_prompt(path: Path, header: DocHeader, content: str, transcript: str) 
         max_turns=MAX_TURNS,
         content=content,
     )
-    return f"<conversation>\n{transcript}\n</conversation>\n\n{body}"
+    return cached_prompt(f"<conversation>\n{transcript}\n</conversation>\n\n") + cached_prompt(body)
 
 
 def _doc_or_why_not(path: Path) -> tuple[str, DocHeader] | str:
@@ -412,8 +418,8 @@ class MagicDocs:
             messages=[
                 {
                     "role": "user",
-                    "content": cached_prompt(
-                        update_prompt(path, header, content, render_transcript(turn.messages))
+                    "content": update_prompt(
+                        path, header, content, render_transcript(turn.messages)
                     ),
                 }
             ],

@@ -111,12 +111,15 @@ async def test_registered_then_updated_after_a_natural_break(ws: Workspace, scri
     assert note["params"] == {"path": str(doc)}
     first = script.seen["magic"][0]
     assert [t["name"] for t in first["tools"]] == ["Read", "Edit"]
-    # One prompt, sent again with each turn: a cache breakpoint on it (the API caches only
-    # at breakpoints; every turn paid the conversation and the doc again).
-    (block,) = first["messages"][0]["content"]
-    assert block["cache_control"] == {"type": "ephemeral"}
+    # One prompt, sent again with each turn: cache breakpoints on it (the API caches only
+    # at breakpoints; every turn paid the conversation and the doc again), one after the
+    # conversation, which every doc's update after this turn shares, one after the doc.
+    talk, body = first["messages"][0]["content"]
+    assert talk["cache_control"] == body["cache_control"] == {"type": "ephemeral"}
+    assert talk["text"].startswith("<conversation>")
+    assert "make deploy-prod" in talk["text"]
     assert script.seen["magic"][1]["messages"][0] == first["messages"][0]
-    prompt = block["text"]
+    prompt = talk["text"] + body["text"]
     assert "Keep the list of environments" in prompt
     assert "make deploy-prod" in prompt
     listed = await ws.handle.call("magicdocs.list")

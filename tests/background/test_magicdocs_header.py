@@ -146,3 +146,32 @@ async def test_the_log_says_why_a_doc_was_unregistered(ws: Workspace, script: Sc
     (entry,) = [e for e in logs if e["event"] == "magic doc unregistered"]
     assert entry["reason"] == "over 512,000 bytes"  # it said "header gone"
     assert (await ws.handle.call("magicdocs.list"))["docs"] == []
+
+
+async def test_the_docs_updated_after_one_turn_share_the_cached_conversation(
+    ws: Workspace, script: Script
+) -> None:
+    # Found by the third hunt: the conversation and the doc were one block, so the N docs a
+    # session read, each updated after the same natural break, shared no cached prefix and
+    # each paid the whole conversation (up to 60,000 characters) again.
+    docs = []
+    for i in range(3):
+        doc = ws.cwd / f"doc{i}.md"
+        doc.write_text(DOC.replace("Deployment notes", f"Doc {i}"))
+        docs.append(str(doc))
+    await ws.handle.call(
+        "after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK_TURN, read_paths=docs
+    )
+    await ws.handle.daemon.services.magic_docs.wait_idle()
+    requests = script.seen["magic"]
+    assert len(requests) == 3
+    talks = [r["messages"][0]["content"][0] for r in requests]
+    assert all(t == talks[0] for t in talks)  # the same block, breakpoint and all
+    assert talks[0]["cache_control"] == {"type": "ephemeral"}
+    assert "We added a prod environment." in talks[0]["text"]
+    assert "MAGIC DOC" not in talks[0]["text"]  # each doc's own part comes after it
+    assert {
+        (r["system"] == requests[0]["system"], r["tools"] == requests[0]["tools"]) for r in requests
+    } == {(True, True)}
+    for request, path in zip(requests, docs, strict=True):
+        assert path in request["messages"][0]["content"][1]["text"]
