@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.automem import writes
+from memoryd.automem import layout, writes
 from memoryd_client import RpcError
 from tests.automem.conftest import USER
 from tests.conftest import DaemonHandle
@@ -20,7 +20,7 @@ def _swap_after_checks(monkeypatch: pytest.MonkeyPatch, target: Path, outside: P
     """Run the real checks (the target's, then the index size's), then put a link to
     `outside` in the target's place: what a hostile process racing the write does between the
     checks and the copy."""
-    check: Callable[[Path], None] = writes.check_index_size
+    check: Callable[[Path], None] = layout.check_index_size
 
     def check_then_swap(index: Path) -> None:
         check(index)
