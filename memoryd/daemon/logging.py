@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import re
 import sys
 import threading
 from collections.abc import MutableMapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -88,15 +91,43 @@ class LogFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = open_log_file(path)
-        self._at_line_start = True
+        self._pending: list[str] = []  # the start of a line (print writes its end apart)
         self._lock = threading.Lock()  # lines come from worker threads too (stdlib logging)
+        self._failed: str | None = None  # why a line could not be written, until one is
+        self._torn = False  # part of a failed line reached the file: the next starts afresh
 
     def write(self, text: str) -> int:
+        """Never raises: a log file that cannot be written (a full disk, a quota) raised out
+        of every log call, so a request that logged failed, and the start-up line stopped
+        the daemon. Each whole line goes out in one write (a failed one is dropped whole,
+        never half a line and a stray end); the first line that goes in again is preceded
+        by one saying lines are missing there."""
         with self._lock:
-            if self._at_line_start:
+            self._pending.append(text)
+            if text.endswith("\n"):
+                line = "".join(self._pending)
+                self._pending.clear()
                 self._follow_path()
-            self._at_line_start = text.endswith("\n")
-            return self._file.write(text)
+                self._emit(line)
+            return len(text)
+
+    def _emit(self, line: str) -> None:
+        data = line
+        if self._failed is not None:
+            data = _lines_lost(self._failed) + data
+        if self._torn:
+            data = "\n" + data
+        encoded = data.encode("utf-8", errors="backslashreplace")
+        fd = self._file.fileno()
+        done = 0
+        try:
+            while done < len(encoded):
+                done += os.write(fd, encoded[done:])
+        except OSError as exc:
+            self._failed = exc.strerror or str(exc)
+            self._torn = self._torn or done > 0
+            return
+        self._failed, self._torn = None, False
 
     def _follow_path(self) -> None:
         try:
@@ -121,8 +152,7 @@ class LogFile:
         return (st.st_dev, st.st_ino) == (opened.st_dev, opened.st_ino)
 
     def flush(self) -> None:
-        with self._lock:
-            self._file.flush()
+        """Nothing to do: every whole line is written as it ends."""
 
     def isatty(self) -> bool:
         return False
@@ -133,6 +163,39 @@ class LogFile:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _lines_lost(why: str) -> str:
+    """The JSON line that says lines are missing before it."""
+    stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    event = "log lines are missing here: the log file could not be written"
+    note = {"event": event, "error": why, "level": "warning", "timestamp": stamp}
+    return json.dumps(note) + "\n"
+
+
+class _Unfailing:
+    """A log stream (stderr, a pipe) whose write and flush never raise: a terminal closed
+    under a foreground daemon or a pipe whose reader left (EPIPE) raised out of every log
+    call, and the request that logged failed with it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream.isatty()
+        except (OSError, ValueError):
+            return False
 
 
 def _follow_with_std_streams(old: os.stat_result, new_fd: int) -> None:
@@ -152,14 +215,14 @@ def configure(
     *, log_file: Path | None = None, level: str = "info", stream: TextIO | None = None
 ) -> None:
     """Terminal: coloured key=value lines; file (or non-tty stream): JSON lines."""
-    out: TextIO | LogFile
+    out: LogFile | _Unfailing
     while _OPENED:  # a re-configuration closes the file the previous one opened
         _OPENED.pop().close()
     if log_file is not None:
         out = LogFile(log_file)  # closed on reconfigure
         _OPENED.append(out)
     else:
-        out = stream or sys.stderr
+        out = _Unfailing(stream or sys.stderr)
     as_json = log_file is not None or not out.isatty()
     renderer: Any = (
         structlog.processors.JSONRenderer()
