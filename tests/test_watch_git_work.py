@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -201,5 +202,40 @@ async def test_a_watcher_generation_that_dies_reports_events_lost(
                 break
             await asyncio.sleep(0.01)
         assert lost, "the dead generation's gap was not reported"
+    finally:
+        await watcher.close()
+
+
+async def test_a_watcher_that_cannot_start_says_so_once_while_it_lasts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's inotify watch limit reached: every attempt fails, for hours. Subscribers got
+    # a worker/error for each round of retries (every 5 s).
+    attempts = 0
+    enough = asyncio.Event()
+    errors: list[str] = []
+
+    async def limit_reached(*_: Path, **__: object) -> AsyncIterator[fswatch.Changes]:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 3 * 3:  # three rounds of three attempts
+            enough.set()
+        raise OSError(errno.ENOSPC, "inotify_add_watch: No space left on device")
+        yield set()  # an async generator, as fswatch.watch is
+
+    async def on_error(message: str) -> None:
+        errors.append(message)
+
+    monkeypatch.setattr(fswatch, "watch", limit_reached)
+    monkeypatch.setattr(rules_watcher, "FALLBACK_RETRY_S", 0.01, raising=False)
+    watcher = rules_watcher.DirWatcher(
+        lambda _: None, on_error, on_lost=lambda: None, probe_parent=tmp_path
+    )
+    await watcher.start()
+    try:
+        watcher.ensure([tmp_path])
+        await asyncio.wait_for(enough.wait(), 60)
+        assert errors == ["the file watcher could not start; falling back to stat checks"]
+        assert watcher.failed == errors[0]
     finally:
         await watcher.close()

@@ -32,6 +32,9 @@ STEP_MS = 20
 ARM_TIMEOUT_S = 5.0
 _PROBE_EVERY_S = 0.025
 _MAX_FAILURES = 3
+# After that many failures in a row, the next attempt waits this long, doubling to the cap.
+FALLBACK_RETRY_S = 5.0
+FALLBACK_RETRY_CAP_S = 300.0
 _PROBE_PREFIX = "memoryd-watch-"
 # Folders watched beyond what the cached entries need before the set is cut back to them.
 _RETAIN_SLACK = 64
@@ -144,6 +147,7 @@ class DirWatcher:
     # -- generations ----------------------------------------------------------------------
     async def _supervise(self) -> None:
         failures = 0
+        retry = FALLBACK_RETRY_S
         while not self._closed:
             await self._dirty.wait()
             self._dirty.clear()
@@ -154,15 +158,22 @@ class DirWatcher:
             self._wanted = set(dirs)
             generation = await self._start_generation(dirs)
             if generation is not None:
+                if self.failed is not None:
+                    log.info("the file watcher started again")
                 failures = 0
+                retry = FALLBACK_RETRY_S
                 self.failed = None
                 continue
             failures += 1
             if failures >= _MAX_FAILURES:
-                self.failed = "the file watcher could not start; falling back to stat checks"
-                await self._on_error(self.failed)
+                # Told once while it lasts: the watch limit reached stays reached for hours,
+                # and each retry told every subscriber again (a worker/error every 5 s).
+                if self.failed is None:
+                    self.failed = "the file watcher could not start; falling back to stat checks"
+                    await self._on_error(self.failed)
                 failures = 0
-                await asyncio.sleep(5.0)
+                await asyncio.sleep(retry)
+                retry = min(retry * 2, FALLBACK_RETRY_CAP_S)
             else:
                 await asyncio.sleep(0.1 * failures)
             self._dirty.set()
@@ -235,7 +246,10 @@ class DirWatcher:
                 if changed:
                     self._on_change(changed)
         except Exception as exc:
-            log.warning("watcher generation failed", generation=generation.number, error=str(exc))
+            if self.failed is None:  # once the fallback is reported, retries fail quietly
+                log.warning(
+                    "watcher generation failed", generation=generation.number, error=str(exc)
+                )
             if generation is self._current:
                 self._set_armed(frozenset())
                 self._on_lost()  # what changed until the next generation arms goes unseen
