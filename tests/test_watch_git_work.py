@@ -239,3 +239,19 @@ async def test_a_watcher_that_cannot_start_says_so_once_while_it_lasts(
         assert watcher.failed == errors[0]
     finally:
         await watcher.close()
+
+
+@linux_only
+async def test_a_file_name_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path) -> None:
+    # watchfiles raised "Unable to decode path" and the rules watcher's generation died.
+    stop = asyncio.Event()
+    batches = fswatch.watch(tmp_path, stop=stop, recursive=False, debounce_ms=50, step_ms=20)
+    name = os.fsencode(tmp_path) + b"/\xff\xfe.md"
+    first = asyncio.ensure_future(anext(batches))  # the watch is set up on the first read
+    while not first.done():
+        with open(name, "wb") as file:
+            file.write(b"x")
+        await asyncio.wait([first], timeout=0.05)
+    assert os.fsdecode(name) in {path for _, path in first.result()}
+    stop.set()
+    assert await anext(batches, None) is None
