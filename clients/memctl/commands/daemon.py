@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl import lifecycle
-from memctl.output import EXIT_DOWN, EXIT_TIMEOUT, emit, fail
+from memctl.output import EXIT_DOWN, EXIT_TIMEOUT, emit, fail, one_line
 
 
 def register(sub: Any) -> None:
@@ -85,6 +85,8 @@ def run_status(args: argparse.Namespace) -> int:
     if status is None:
         return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
     emit(args, status, "\n".join(status_lines(status)))
+    # 0 with problems listed too: `memctl start && memctl status` and scripts that ask whether
+    # memoryd runs must not fail over a setup warning; `--json`'s `problems` is for scripts.
     return 0
 
 
@@ -111,7 +113,9 @@ def status_lines(status: dict[str, Any]) -> list[str]:
     features = {k: v for k, v in (status.get("features") or {}).items() if isinstance(v, dict)}
     given = status.get("model")
     model: dict[str, Any] = given if isinstance(given, dict) else {}
-    model_reason = model.get("reason") or features.get("model", {}).get("reason")
+    model_reason = _text(model.get("reason")) or _text(features.get("model", {}).get("reason"))
+    # Why a configured model's calls fail (a refused key, an unknown model); older daemons lack it.
+    model_problem = _text(model.get("problem")) or _text(features.get("model", {}).get("problem"))
     # The protocol version is what an upgrade is checked by (docs/operations.md, Upgrade).
     protocol = status.get("protocol_version")
     lines = [
@@ -134,7 +138,12 @@ def status_lines(status: dict[str, Any]) -> list[str]:
     for name in names:
         if name == "model":
             on = bool(model.get("configured", features.get("model", {}).get("enabled")))
-            rows.append(("model", "configured" if on else f"off — {model_reason}"))
+            if not on:
+                rows.append(("model", f"off — {one_line(model_reason)}" if model_reason else "off"))
+            elif model_problem:
+                rows.append(("model", f"configured — but {one_line(model_problem)}"))
+            else:
+                rows.append(("model", "configured"))
             continue
         feature = features[name]
         # A feature that is `available` (auto dream) is switched on per project in settings.
@@ -148,7 +157,23 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         elif reason and reason == model_reason:
             state = "off (needs a model)"
         else:
-            state = f"off — {reason}" if reason else "off"
+            state = f"off — {one_line(str(reason))}" if reason else "off"
         rows.append((name.replace("_", " "), state))
     lines.extend(f"{label}: {state}" for label, state in rows)
+    # What the model line said already is not said twice (`problems` holds it too).
+    said = {model_reason, model_problem}
+    lines.extend(f"problem: {one_line(p)}" for p in problems(status) if p not in said)
     return lines
+
+
+def problems(status: dict[str, Any]) -> list[str]:
+    """`status.problems`, the setup's faults with their fixes; [] from a daemon older than
+    the field (or a malformed one): nothing known is nothing said."""
+    given = status.get("problems")
+    if not isinstance(given, list):
+        return []
+    return [p for p in given if isinstance(p, str) and p]
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
