@@ -193,7 +193,12 @@ class Dream:
         runs = self.last_runs()
         runs[str(project.root)] = at
         path = dream_state_path()
-        atomic_write_text(path, json.dumps({"last_run": runs}, indent=2, sort_keys=True))
+        try:
+            atomic_write_text(path, json.dumps({"last_run": runs}, indent=2, sort_keys=True))
+        except OSError as exc:
+            # The run is done and counts in this daemon (`runs` holds it); with a full disk
+            # the finished dream's answer was -32603, and what it edited and retired untold.
+            log.warning("dream last run not saved", path=str(path), error=str(exc))
 
     def due(self, project: Project, now: float | None = None) -> bool:
         last = self.last_runs().get(str(project.root))

@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from memoryd.automem.dream import RETRY_AFTER_S, Dream, idle_seconds
+from memoryd.automem.dream import RETRY_AFTER_S, Dream, dream_state_path, idle_seconds
 from memoryd_client import RpcError
 from tests.background.conftest import Script, Workspace, transcript
 from tests.conftest import IsolatedEnv
+from tests.fakes.full_disk import SmallDisks
 from tests.fakes.messages_api import message, slow, text_reply
 
 
@@ -160,3 +161,17 @@ async def test_a_refused_idle_dream_is_not_tried_again_at_every_idle_wait(
     now = time.time()
     assert not dream.due(ws.project, now + RETRY_AFTER_S - 60)
     assert dream.due(ws.project, now + RETRY_AFTER_S + 60)  # then tried again
+
+
+async def test_a_dream_whose_last_run_cannot_be_saved_still_answers(
+    ws: Workspace, script: Script, small_disks: SmallDisks
+) -> None:
+    # Found by the third hunt: with the state dir's disk full, a dream that had run answered
+    # -32603 (ENOSPC saving its last-run time), what it did untold.
+    await _memories(ws, 2)
+    small_disks.mount(dream_state_path().parent, kib=64)
+    small_disks.fill(dream_state_path().parent)
+    script.add("dream", text_reply("merged nothing, all tidy"))
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert (result["stop_reason"], result["summary"]) == ("end_turn", "merged nothing, all tidy")
+    assert not ws.handle.daemon.services.dream.due(ws.project)  # the day's, in this daemon
