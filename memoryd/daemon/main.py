@@ -205,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     except EnvNumberError as exc:
         print(f"memoryd: {exc}", file=sys.stderr)
         return 2
+    except FileNotFoundError:  # os.getcwd(), for a relative path: a traceback before
+        print(
+            "memoryd: the working directory no longer exists, so a relative --socket, "
+            "--log-file, --settings or MEMORYD_SOCKET cannot be resolved: give absolute "
+            "paths, or start memoryd from a folder that exists",
+            file=sys.stderr,
+        )
+        return 2
     try:
         configure(log_file=config.log_file, level=args.log_level)
     except OSError as exc:  # a folder there, no permission, a file where its folder goes
