@@ -1,6 +1,6 @@
 """Watching a growing set of folders (non-recursively) through `memoryd.fswatch`.
 
-watchfiles takes its paths once, at the start, so a new folder means a new watcher: the
+An OS watch takes its paths once, at the start, so a new folder means a new watcher: the
 new generation starts, proves it is live — it must see a probe file this process writes
 into a private folder it also watches — and only then replaces the old one. `armed` is
 the set of folders a live watcher is known to cover (not those it could not watch: no
