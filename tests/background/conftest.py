@@ -11,7 +11,8 @@ import pytest
 
 from memoryd.automem.service import AutoMemory
 from memoryd.core.project import Project
-from tests.conftest import DaemonHandle
+from memoryd.daemon.config import DaemonConfig
+from tests.conftest import DaemonHandle, daemon_config, fake_model_config
 from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply
 
 
@@ -98,3 +99,9 @@ class Script:
 @pytest.fixture
 def script(fake_model: FakeMessagesAPI) -> Script:
     return Script(fake_model)
+
+
+@pytest.fixture
+def model_config(short_tmp: Path, fake_model: FakeMessagesAPI) -> DaemonConfig:
+    """A daemon's config with the fake model: for tests that start (and restart) their own."""
+    return daemon_config(short_tmp, model=fake_model_config(fake_model))

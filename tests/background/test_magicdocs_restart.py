@@ -7,8 +7,9 @@ import json
 import os
 from pathlib import Path
 
+from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, workspace_for
-from tests.conftest import daemon_config, fake_model_config, start_daemon, stop_daemon
+from tests.conftest import start_daemon, stop_daemon
 from tests.fakes.messages_api import FakeMessagesAPI
 
 DOC = "# MAGIC DOC: Deployment notes\n_Keep the list of environments._\n\n- staging\n"
@@ -19,11 +20,10 @@ BREAK = [
 
 
 async def test_a_doc_read_before_a_restart_is_updated_after_it(
-    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI
 ) -> None:
     script = Script(fake_model)
-    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
-    handle = await start_daemon(config)
+    handle = await start_daemon(model_config)
     try:
         ws = workspace_for(handle, tmp_path)
         doc = ws.cwd / "docs" / "deploy.md"
@@ -39,7 +39,7 @@ async def test_a_doc_read_before_a_restart_is_updated_after_it(
     assert stat_mode(state) == 0o600
     assert [d["path"] for d in json.loads(state.read_text())["docs"]] == [str(doc.resolve())]
 
-    handle = await start_daemon(config)  # the session goes on with a new daemon
+    handle = await start_daemon(model_config)  # the session goes on with a new daemon
     try:
         reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
         # Before, the new daemon knew no doc: the session's docs were never updated again.
@@ -54,7 +54,7 @@ async def test_a_doc_read_before_a_restart_is_updated_after_it(
 
 
 async def test_a_broken_registrations_file_is_no_registration(
-    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+    model_config: DaemonConfig, tmp_path: Path
 ) -> None:
     state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
     state.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ async def test_a_broken_registrations_file_is_no_registration(
         '{"docs": [{"path": "relative.md", "project": "/p", "title": "x", '
         '"sessions": ["s1"]}, 7, "x"]}'
     )
-    handle = await start_daemon(daemon_config(short_tmp, model=fake_model_config(fake_model)))
+    handle = await start_daemon(model_config)
     try:
         ws = workspace_for(handle, tmp_path)
         reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
@@ -76,12 +76,11 @@ def stat_mode(path: Path) -> int:
 
 
 async def test_a_doc_retitled_and_read_again_is_saved_with_its_new_title(
-    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+    model_config: DaemonConfig, tmp_path: Path
 ) -> None:
     # Found by a review: a new title read again by a known session was taken in memory but
     # the registrations file kept the old one.
-    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
-    handle = await start_daemon(config)
+    handle = await start_daemon(model_config)
     state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
     try:
         ws = workspace_for(handle, tmp_path)

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, transcript, workspace_for
-from tests.conftest import daemon_config, fake_model_config, start_daemon, stop_daemon
+from tests.conftest import start_daemon, stop_daemon
 from tests.fakes.messages_api import FakeMessagesAPI
 
 DOC = "# MAGIC DOC: Architecture\n\n- parser\n"
 
 
 async def test_a_doc_two_projects_share_is_listed_for_both_also_after_a_restart(
-    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI
 ) -> None:
     # Found by the third hunt: read first by a session of A, then by one of B through B's
     # link to it, the doc was updated at B's natural breaks but `magicdocs.list {cwd: B}`
     # did not list it (a doc had one project, the first to read it).
     script = Script(fake_model)
-    config = daemon_config(short_tmp, model=fake_model_config(fake_model))
-    handle = await start_daemon(config)
+    handle = await start_daemon(model_config)
     a = workspace_for(handle, tmp_path / "a").cwd
     b = workspace_for(handle, tmp_path / "b").cwd
     doc = a / "ARCH.md"
@@ -46,7 +46,7 @@ async def test_a_doc_two_projects_share_is_listed_for_both_also_after_a_restart(
             assert listed["projects"] == sorted([str(a), str(b)])
     finally:
         await stop_daemon(handle)
-    handle = await start_daemon(config)
+    handle = await start_daemon(model_config)
     try:
         (listed,) = (await handle.call("magicdocs.list", cwd=str(b)))["docs"]
         assert listed["projects"] == sorted([str(a), str(b)])
