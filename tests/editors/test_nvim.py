@@ -25,9 +25,11 @@ import pytest
 
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
 from memoryd_team.settings import ServerSettings
+from tests.conftest import IsolatedEnv
 from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
 from tests.editors.headless_nvim import NVIM, PLUGIN, headless, run_script
 from tests.editors.misbehaving_daemon import RESTORE_WARNING, STORM_SIZE, MisbehavingDaemon
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply
 from tests.team_server.conftest import ThreadedServer
 
 pytestmark = pytest.mark.skipif(
@@ -559,3 +561,45 @@ def test_checkhealth_lists_every_method_the_plugin_calls() -> None:
     assert listed is not None
     methods = set(re.findall(r"'([a-z_.]+)'", listed.group(1)))
     assert calls - {"rpc.methods"} == methods
+
+
+def test_status_and_checkhealth_show_the_daemons_problems(
+    short_tmp: Path, tmp_path: Path, isolated_env: IsolatedEnv, fake_model: FakeMessagesAPI
+) -> None:
+    """A team URL without a token, a user settings file of broken JSON and a model key the
+    provider refuses: :MemorydStatus, :checkhealth memoryd and the status line say each, with
+    what to change (problems_spec.lua); they showed none of it."""
+    isolated_env.config_dir.mkdir(parents=True)
+    settings = isolated_env.config_dir / "settings.json"
+    settings.write_text('{"autoMemoryEnabled": tru')
+    fake_model.handler = lambda _request: error_reply(
+        401, "authentication_error", "invalid x-api-key"
+    )
+    env = {
+        "MEMORYD_TEAM_URL": "http://127.0.0.1:9",
+        "ANTHROPIC_API_KEY": "sk-ant-nvim-test-key",
+        "ANTHROPIC_BASE_URL": fake_model.base_url,
+        "MEMORYD_MODEL_RETRIES": "0",
+    }
+    project = tmp_path / "proj"
+    project.mkdir()
+    with running_daemon(short_tmp / "d.sock", env) as sock:
+        with Client(sock, timeout=30) as conn:
+            conn.call(
+                "memory.write",
+                {
+                    "cwd": str(project),
+                    "type": "user",
+                    "name": "tabs",
+                    "description": "t",
+                    "body": "t",
+                },
+            )
+            conn.call("recall", {"cwd": str(project), "query": "tabs or spaces"})
+            assert conn.call("status")["model"]["problem"] is not None
+        records = run_nvim(
+            "problems_spec.lua",
+            {"MEMORYD_SOCKET": str(sock), "MEMORYD_TEST_SETTINGS": str(settings)},
+            cwd=project,
+        )
+    assert_all_passed(records, expected=4)

@@ -130,6 +130,52 @@ function M.other_daemon(status)
   return M.one_line(line, 600)
 end
 
+-- How long a problem may be on screen: each ends with its fix, which a cut would lose.
+local PROBLEM_CHARS = 1000
+
+local function text_or_nil(value)
+  if type(value) == 'string' and value ~= '' then
+    return value
+  end
+  return nil
+end
+
+-- Why a configured model's calls fail and what mends it (status.model.problem, or
+-- features.model's), one line; nil when they do not, or from a daemon older than the field.
+function M.model_problem(status)
+  if type(status) ~= 'table' then
+    return nil
+  end
+  local model = type(status.model) == 'table' and status.model or {}
+  local feature = type(status.features) == 'table' and type(status.features.model) == 'table' and status.features.model or {}
+  local problem = text_or_nil(model.problem) or text_or_nil(feature.problem)
+  return problem and M.one_line(problem, PROBLEM_CHARS)
+end
+
+-- status.problems (what is wrong with the setup, each with what to change), one line each,
+-- without the model's problem or reason, which the model line says already; {} from a daemon
+-- older than the field.
+function M.problems(status)
+  local list = type(status) == 'table' and status.problems or nil
+  if type(list) ~= 'table' then
+    return {}
+  end
+  local model = type(status.model) == 'table' and status.model or {}
+  local said = {}
+  for _, key in ipairs({ 'problem', 'reason' }) do
+    if type(model[key]) == 'string' then
+      said[model[key]] = true
+    end
+  end
+  local out = {}
+  for _, problem in ipairs(list) do
+    if text_or_nil(problem) and not said[problem] then
+      out[#out + 1] = M.one_line(problem, PROBLEM_CHARS)
+    end
+  end
+  return out
+end
+
 local function count(value)
   if type(value) == 'table' then
     return #value

@@ -130,8 +130,12 @@ function M.check()
       "hooks and editors talk to the daemon their socket names, so the two do not see each other's sessions (docs/daemon.md)",
     })
   end
+  local format = require('memoryd.format')
   local model = type(status.model) == 'table' and status.model or {}
-  if model.configured then
+  local model_problem = format.model_problem(status)
+  if model.configured and model_problem then
+    report.warn(('model %s is configured, but its calls fail: %s'):format(tostring(model.model), model_problem))
+  elseif model.configured then
     report.ok('model configured: ' .. tostring(model.model))
   else
     report.info('no model: ' .. tostring(model.reason or '?') .. ' (recall uses the local ranker)')
@@ -141,6 +145,14 @@ function M.check()
     report.ok('team sync available')
   elseif type(team) == 'table' then
     report.info('team sync off: ' .. tostring(team.reason or '?'))
+  end
+  -- Each says what to change; memoryd checks again at every status, so a fix shows at once.
+  local problems = format.problems(status)
+  for _, problem in ipairs(problems) do
+    report.warn(problem)
+  end
+  if #problems == 0 and status.problems ~= nil then
+    report.ok('memoryd finds nothing wrong with the setup')
   end
 end
 

@@ -396,6 +396,11 @@ function M.status_text()
     if type(team) == 'table' then
       parts[#parts + 1] = team.enabled and 'team on' or 'team off'
     end
+    -- A setup fault (status.problems) is said here too: :MemorydStatus lists them.
+    local problems = type(status.problems) == 'table' and #status.problems or 0
+    if problems > 0 then
+      parts[#parts + 1] = problems == 1 and '1 problem' or (problems .. ' problems')
+    end
   end
   return table.concat(parts, ' · ')
 end

@@ -58,10 +58,21 @@ function M.render(status, team, team_error, socket, recent)
     tostring(status.inflight)
   ))
   local model = type(status.model) == 'table' and status.model or {}
-  if model.configured then
+  local model_problem = format.model_problem(status)
+  if model.configured and model_problem then
+    add(('model: %s (small: %s) — but %s'):format(tostring(model.model), tostring(model.small_model), model_problem))
+  elseif model.configured then
     add(('model: %s (small: %s)'):format(tostring(model.model), tostring(model.small_model)))
   else
     add('model: not configured — ' .. format.one_line(model.reason or '?', 200))
+  end
+  local problems = format.problems(status)
+  if #problems > 0 then
+    add('')
+    add('Problems (what is wrong with the setup, and what to change)')
+    for _, problem in ipairs(problems) do
+      add('  ! ' .. problem)
+    end
   end
   add('')
   add('Features')
