@@ -77,10 +77,10 @@ async def test_a_burst_of_writes_leaves_the_loop_free_and_batches_the_index(
     rewrites: list[Path] = []
     write_file, update_index = writes.atomic_write_text, index_writer.update_index
 
-    def spy_file(path: Path, text: str) -> None:
+    def spy_file(path: Path, text: str, mode: int = 0o600) -> None:
         if threading.get_ident() == loop_thread:
             files_on_loop.append(path.name)
-        write_file(path, text)
+        write_file(path, text, mode)
 
     def spy_index(path: Path, change: Any, **kw: Any) -> tuple[str, str]:
         if threading.get_ident() == loop_thread:
