@@ -439,13 +439,12 @@ def _capped(text: str) -> str:
 
 def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
     """One Edit (`old_string`, `new_string`, `replace_all`): the tool's input or one of `edits`."""
-    return _replace(
-        text,
-        _str(edit, "old_string"),
-        _str(edit, "new_string"),
-        _bool(edit, "replace_all"),
-        path,
-    )
+    old, new = _str(edit, "old_string"), _str(edit, "new_string")
+    if "\r\n" in text and "\r" not in old and "\n" in old and old not in text:
+        # A CRLF file (Windows, git autocrlf): the model writes its lines with \n, and no Edit
+        # of more than one line ever matched. Match and write them with the file's \r\n.
+        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return _replace(text, old, new, _bool(edit, "replace_all"), path)
 
 
 def perform(op: WriteOp) -> None:

@@ -82,6 +82,28 @@ def test_glob_lists_allowed_files(root: Path, policy: AccessPolicy) -> None:
         tools.glob(policy, {"pattern": "../*"})
 
 
+def test_an_edit_of_a_crlf_file_matches_lines_written_with_newlines(
+    root: Path, policy: AccessPolicy
+) -> None:
+    # A doc saved on Windows: the model's old_string spans lines with \n and never matched.
+    doc = root / "sub" / "crlf.md"
+    doc.write_bytes(b"# Notes\r\n- staging\r\n- dev\r\n")
+    edit = tools.plan_edit(
+        policy,
+        {
+            "file_path": str(doc),
+            "old_string": "- staging\n- dev\n",
+            "new_string": "- dev\n- prod\n",
+        },
+    )
+    tools.perform(edit)
+    assert doc.read_bytes() == b"# Notes\r\n- dev\r\n- prod\r\n"  # the file's line ends kept
+    one_line = tools.plan_edit(
+        policy, {"file_path": str(doc), "old_string": "prod", "new_string": "production"}
+    )
+    assert one_line.text.endswith("- production\r\n")
+
+
 @pytest.mark.parametrize("pattern", ["", "a**b", "."])
 def test_glob_rejects_patterns_pathlib_cannot_take(policy: AccessPolicy, pattern: str) -> None:
     # Before: pathlib's ValueError/IndexError escaped the loop's handlers and ended the run.
