@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memctl.output import client, emit, one_line
+from memctl.output import EXIT_OK, EXIT_RPC, client, emit, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
 
 # A dream runs several model turns; give it room before the client gives up.
@@ -43,4 +43,6 @@ def run(args: argparse.Namespace) -> int:
     with client(args, timeout=DREAM_TIMEOUT_S) as conn:
         result = conn.call("memory.dream", {"cwd": cwd, "wait": not args.no_wait})
     emit(args, result, describe(result))
-    return 0
+    # A run that failed or that the model refused is an error the daemon answered with: a
+    # script (cron, CI) must not read it as done.
+    return EXIT_RPC if result.get("stop_reason") == "error" else EXIT_OK
