@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,6 +326,21 @@ class TeamSync:
         state = folder.engine.state
         known = key in state.server_checksums or key in state.synced  # pulled, or pushed
         return known and key not in state.skipped
+
+    def written(self, project: Project, path: Path) -> None:
+        """The daemon just wrote `path` in the project's team folder (after `ensure`): pending
+        at once in `team.status`, and pushed within the debounce even if the watcher missed it.
+        A folder whose sync is off has nothing pending (nothing would be sent)."""
+        folder = self._folders_by_root.get(project.root)
+        if folder is None or folder.engine.client is None or folder.engine.state.suppressed:
+            return
+        try:
+            relative = path.relative_to(folder.engine.folder.team_dir).as_posix()
+        except ValueError:
+            return
+        folder.engine.mark_pending(unicodedata.normalize("NFC", relative))  # as a scan keys it
+        if folder.runner.started.is_set():  # else its start pushes what is there
+            folder.runner.trigger()
 
     def ensure(self, project: Project, *, refresh: bool = False) -> None:
         """Start syncing the project's folder if it is not yet (quick; never raises). With

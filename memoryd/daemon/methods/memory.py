@@ -107,10 +107,11 @@ def _am(daemon: Daemon) -> AutoMemory:
     return daemon.services.automem
 
 
-def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> list[str]:
+def _sync_if_team(daemon: Daemon, project: Project, path: Path, *, wrote: bool = True) -> list[str]:
     """A change in the team folder must reach the server even in a project whose sync has not
     started yet (no `get_context` or turn so far): start it; its first push carries the change,
-    and once it runs the watcher pushes every later one within the debounce. With no team
+    and once it runs a push follows every later one within the debounce. A file `wrote` is
+    pending in `team.status` at once, not once the watcher noticed it. With no team
     server configured, or a folder whose sync is off (no git remote, a server's refusal), the
     change stays on this machine: the warning returned says so, for a reply to carry (lest the
     writer believe the team has it)."""
@@ -121,6 +122,8 @@ def _sync_if_team(daemon: Daemon, project: Project, path: Path) -> list[str]:
 
         return [f"saved in the team folder but not shared: {NOT_CONFIGURED}"]
     daemon.services.team.ensure(project)
+    if wrote:
+        daemon.services.team.written(project, path)
     because = daemon.services.team.not_shared_because(project)
     return [] if because is None else [f"saved in the team folder but not shared: {because}"]
 
@@ -308,7 +311,7 @@ async def memory_delete(daemon: Daemon, params: PathParams) -> dict[str, Any]:
             "version on the server (`memoryd-team restore`)"
         )
     path = await _am(daemon).delete_memory(project, params.path)
-    _sync_if_team(daemon, project, path)
+    _sync_if_team(daemon, project, path, wrote=False)
     return {"deleted": True, "path": str(path)}
 
 

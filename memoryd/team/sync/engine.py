@@ -228,6 +228,10 @@ class SyncEngine:
         self._secret_cache: dict[str, tuple[str, str] | None] = {}
         self._scan_pool = scan_pool
         self.process_scan_min_bytes = PROCESS_SCAN_MIN_BYTES
+        # Keys the daemon wrote itself (mark_pending), each with the count of marks when it
+        # was marked: a scan started before a mark did not see that write.
+        self._marks = 0
+        self._marked: dict[str, int] = {}
 
     @property
     def repo(self) -> str:
@@ -251,6 +255,32 @@ class SyncEngine:
         self.state.suppressed = None
         return True
 
+    def mark_pending(self, key: str) -> None:
+        """The daemon itself just wrote `key` in the folder: pending now. Left to the watcher,
+        `team.status` (and a push in flight, whose scan came before the write) said nothing was
+        pending until its debounce had passed, and a client could not tell "pushed" from "not
+        seen yet". The next scan started after this mark decides for good."""
+        self._marks += 1
+        self._marked[key] = self._marks
+        if key not in self.state.pending:
+            self.state.pending.append(key)
+
+    async def _scan(self) -> tuple[LocalScan, int]:
+        """The folder scanned (in a thread), and the marks made before the scan started."""
+        marks = self._marks
+        return await asyncio.to_thread(self.folder.scan), marks
+
+    def _pending_after(self, local: Mapping[str, str], marks: int) -> list[str]:
+        """`_pending` of a scan that started after `marks` marks, plus the keys marked since:
+        a write the scan may not have seen stays pending."""
+        pending = self._pending(local)
+        for key, mark in list(self._marked.items()):
+            if mark <= marks:
+                del self._marked[key]  # the scan saw that write
+            elif key not in pending:
+                pending.append(key)
+        return pending
+
     def _result(self, op: str, ok: bool, **fields: Any) -> None:
         self.state.last_result = {"op": op, "ok": ok, "at": _now_iso(self._clock()), **fields}
 
@@ -261,7 +291,7 @@ class SyncEngine:
     async def pull(self) -> PullReport:
         async with self._lock:
             client = self._client()
-            scan = await asyncio.to_thread(self.folder.scan)
+            scan, marks = await self._scan()
             # A 304 is only asked for while the folder reflects every checksum we know of:
             # a file deleted locally must come back (SPEC.md), and after a hashes-only refresh
             # (412) the ETag is newer than the files — a 304 would then hide those changes.
@@ -274,7 +304,7 @@ class SyncEngine:
                 self._fail("pull", exc)
                 raise
             report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
-            self.state.pending = self._pending(scan.checksums)
+            self.state.pending = self._pending_after(scan.checksums, marks)
             self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
             self._save()
         await self._announce_conflicts(report.conflicts)
@@ -592,7 +622,7 @@ class SyncEngine:
     async def _push(self, client: TeamClient, report: PushReport) -> None:
         state = self.state
         self._expire_limits()
-        scan = await asyncio.to_thread(self.folder.scan)
+        scan, marks = await self._scan()
         self._note_local_skips(scan, report)
         refreshes = 0
         attempted: set[str] = set()  # conflicted keys a pull was already run for
@@ -698,7 +728,7 @@ class SyncEngine:
                     )
         else:
             raise Retryable(f"the push did not settle within {MAX_ROUNDS} rounds")
-        state.pending = self._pending(scan.checksums)
+        state.pending = self._pending_after(scan.checksums, marks)
         if report.withheld:
             log.warning("team push withheld conflicted keys", repo=self.repo, keys=report.withheld)
         report.pull_needed = bool(self._behind(scan.checksums))
@@ -963,8 +993,8 @@ class SyncEngine:
     async def refresh_pending(self) -> list[str]:
         """Recompute the pending keys from the folder (cheap: the scan has a stat cache)."""
         async with self._lock:
-            scan = await asyncio.to_thread(self.folder.scan)
-            self.state.pending = self._pending(scan.checksums)
+            scan, marks = await self._scan()
+            self.state.pending = self._pending_after(scan.checksums, marks)
             return list(self.state.pending)
 
     def _pending(self, local: Mapping[str, str]) -> list[str]:
