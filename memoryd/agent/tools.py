@@ -440,11 +440,20 @@ def _capped(text: str) -> str:
 def _apply_edit(text: str, edit: dict[str, Any], path: Path) -> str:
     """One Edit (`old_string`, `new_string`, `replace_all`): the tool's input or one of `edits`."""
     old, new = _str(edit, "old_string"), _str(edit, "new_string")
-    if "\r\n" in text and "\r" not in old and "\n" in old and old not in text:
-        # A CRLF file (Windows, git autocrlf): the model writes its lines with \n, and no Edit
-        # of more than one line ever matched. Match and write them with the file's \r\n.
-        old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    if "\r\n" in text and "\r" not in old:
+        if "\n" in old and old not in text:
+            # A CRLF file (Windows, git autocrlf): the model writes its lines with \n, and no
+            # Edit of more than one line ever matched. Match and write them with the file's \r\n.
+            old, new = _crlf(old), _crlf(new)
+        elif "\n" not in old and text.count("\n") == text.count("\r\n"):
+            # One line replaced by several ("- staging" by "- staging\n- prod", the usual way
+            # to add a line): they end as the file's lines do, not with a bare \n among \r\n.
+            new = _crlf(new)
     return _replace(text, old, new, _bool(edit, "replace_all"), path)
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def perform(op: WriteOp) -> None:

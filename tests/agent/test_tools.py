@@ -104,6 +104,20 @@ def test_an_edit_of_a_crlf_file_matches_lines_written_with_newlines(
     assert one_line.text.endswith("- production\r\n")
 
 
+def test_lines_an_edit_adds_to_a_crlf_file_end_with_crlf(root: Path, policy: AccessPolicy) -> None:
+    # The usual way to add a line, one line replaced by several, wrote a bare \n among the
+    # file's \r\n ("- staging\n- prod\r\n"): a Windows doc got mixed line ends.
+    doc = root / "sub" / "crlf.md"
+    doc.write_bytes(b"# Notes\r\n- staging\r\n")
+    edit = {"file_path": str(doc), "old_string": "- staging", "new_string": "- staging\n- prod"}
+    tools.perform(tools.plan_edit(policy, edit))
+    assert doc.read_bytes() == b"# Notes\r\n- staging\r\n- prod\r\n"
+    # A file of mixed line ends is left to what the model wrote: no one way is the file's.
+    doc.write_bytes(b"# Notes\r\n- staging\n")
+    tools.perform(tools.plan_edit(policy, edit))
+    assert doc.read_bytes() == b"# Notes\r\n- staging\n- prod\n"
+
+
 @pytest.mark.parametrize("pattern", ["", "a**b", "."])
 def test_glob_rejects_patterns_pathlib_cannot_take(policy: AccessPolicy, pattern: str) -> None:
     # Before: pathlib's ValueError/IndexError escaped the loop's handlers and ended the run.
