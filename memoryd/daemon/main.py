@@ -146,9 +146,12 @@ def _why(exc: OSError) -> str:
 
 def _probe_write(folder: Path) -> None:
     """Create and remove a file in `folder` (a mode check says nothing on a read-only mount,
-    nor for root); OSError when it cannot be done."""
-    probe = folder / f".memoryd-write-check-{os.getpid()}"
-    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    nor for root); OSError when it cannot be done. Named as a staged temp file, so one a
+    kill left behind is swept with those (`state_upkeep`)."""
+    import tempfile
+
+    fd, probe = tempfile.mkstemp(prefix=".memoryd-", suffix=".tmp", dir=folder)
+    os.close(fd)
     os.unlink(probe)
 
 

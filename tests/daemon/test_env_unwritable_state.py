@@ -51,4 +51,4 @@ def test_a_writable_state_folder_is_not_reported(
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "cannot be written" not in err
-    assert not [p for p in os.listdir(isolated_env.state_dir) if "write-check" in p]
+    assert not [p for p in os.listdir(isolated_env.state_dir) if p.endswith(".tmp")]
