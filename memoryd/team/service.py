@@ -16,17 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import structlog
 
 from memoryd.automem.service import AutoMemory
-from memoryd.core.model_config import usable_credential
+from memoryd.core.model_config import usable_credential, usable_http_url
 from memoryd.errors import FeatureUnavailable
 from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
-from memoryd.team.sync.state import StateStore, saved_states, state_path
+from memoryd.team.sync.state import StateStore, SyncState, saved_states, state_path
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 
 if TYPE_CHECKING:
@@ -53,18 +52,46 @@ SUPPRESSED_BECAUSE = {
 }
 
 
-def why_off(code: str) -> str:
+# What the server's refusal of the token means, and what fixes it: 401 is a token the server
+# does not know (revoked, mistyped, another server's), 403 one not bound to the repository.
+REFUSED_BECAUSE = {
+    "http_401": "MEMORYD_TEAM_TOKEN was not accepted (revoked, mistyped, or another server's); "
+    "set a valid one (`memoryd-team token create --repo owner/repo`) and restart memoryd",
+    "http_403": "MEMORYD_TEAM_TOKEN is not bound to this repository; bind it on the server "
+    "(`memoryd-team token create --repo owner/repo` for this repo) and restart memoryd",
+}
+
+
+def why_off(code: str, op: str | None = None) -> str:
     """What a folder's suppression code means to the user, and what lifts it: a setting fixed
     and a restart, a git remote added (picked up live), or, after the server's refusal, a
-    file in team/ deleted or a restart. A deleted file never lifts the first kinds."""
+    file in team/ deleted or a restart. A deleted file never lifts the first kinds. `op`: the
+    request the server refused ("pull" or "push"), when known (`refused_op`)."""
     because = SUPPRESSED_BECAUSE.get(code)
     if because is None:
+        what = f"a {op}" if op in ("pull", "push") else "a request"
+        refused = REFUSED_BECAUSE.get(code)
+        if refused is not None:
+            return (
+                f"team sync is stopped ({code}): the server refused {what}: {refused} (or "
+                "delete a file in team/ to try again)"
+            )
         return (
-            f"pushing is suppressed ({code}): the server refused a push (`team.status` says "
+            f"team sync is stopped ({code}): the server refused {what} (`team.status` says "
             "how); delete a file in team/ or restart memoryd to try again once the cause is fixed"
         )
     fix = "add one" if code == "no_repo" else "fix it and restart memoryd"
     return f"team sync is off for this folder ({code}): {because}; {fix}"
+
+
+def refused_op(state: SyncState) -> str | None:
+    """The request ("pull" or "push") whose failure suppressed the folder, when the state's last
+    result is that failure."""
+    last = state.last_result
+    if state.suppressed is None or not last or last.get("ok") is not False:
+        return None
+    op = last.get("op")
+    return op if isinstance(op, str) else None
 
 
 def find_secret(content: str) -> tuple[str, str] | None:
@@ -213,7 +240,7 @@ class TeamSync:
             state.suppressed = "no_repo"
         elif not config.token:
             state.suppressed = "no_oauth"
-        elif not _usable_url(config.url):
+        elif not usable_http_url(config.url):
             state.suppressed = "bad_url"  # e.g. no http(s) scheme: no request could succeed
         elif not usable_credential(config.token):
             state.suppressed = "bad_token"
@@ -310,7 +337,9 @@ class TeamSync:
         set up without a repo or a token, or suppressed by the server's refusal."""
         known = self._folders_by_root.get(project.root)
         code = None if known is None else known.engine.state.suppressed
-        return None if code is None else why_off(code)
+        if known is None or code is None:
+            return None
+        return why_off(code, refused_op(known.engine.state))
 
     def on_server(self, project: Project, path: Path) -> bool:
         """Whether the team memory at `path` is on the team server as far as the project's
@@ -397,6 +426,8 @@ class TeamSync:
     def feature_status(self) -> dict[str, Any]:
         if not self.configured:
             return {"team_sync": {"enabled": False, "reason": NOT_CONFIGURED}}
+        if self.config.problem:  # a URL without a token, `notaurl`: no folder can sync
+            return {"team_sync": {"enabled": False, "reason": self.config.problem}}
         reasons = {
             str(f.engine.state.repo or f.project_root): f.engine.state.suppressed
             for f in self._folders.values()
@@ -445,11 +476,6 @@ def _remote_changed(folder: Folder, project: Project) -> bool:
     return folder.project_root == project.root and folder.engine.repo != (
         project.facts.repo_slug or ""
     )
-
-
-def _usable_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def describe_state(folder: Folder) -> dict[str, Any]:

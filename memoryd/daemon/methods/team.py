@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
-from memoryd.team.service import describe_state, why_off
+from memoryd.team.service import describe_state, refused_op, why_off
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 
@@ -76,7 +76,7 @@ async def _sync_now(
     try:
         result = {"ok": True, **await step(folder.engine)}
     except SyncSuppressed as exc:
-        result = {"ok": False, "error": why_off(str(exc))}
+        result = {"ok": False, "error": why_off(str(exc), refused_op(folder.engine.state))}
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
     return {**describe_state(folder), **result}
