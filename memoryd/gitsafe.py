@@ -9,7 +9,9 @@ trusts every repository, an empty one empties the list read so far, and any othe
 the repository's path after `~` expansion, compared as written.
 
 `read_config` is the config reader (git's grammar, `include.path` followed) that gitfacts
-reads a repository's remote with too.
+reads a repository's remote with too. A config and its includes may read 64 files and 2 MiB in
+all, else nothing in them counts (a downloaded folder's `.git/config` is read on the daemon's
+loop; git has no such bound).
 
 Only what every git since 2.36 accepts is accepted here: git 2.46 also takes `/*` after a
 folder (every repository below it), `.`, and values that name the folder through a link or
@@ -29,6 +31,11 @@ from memoryd.fsutil import read_regular_file
 
 _CONFIG_CAP = 1024 * 1024
 _MAX_INCLUDE_DEPTH = 10  # git's own limit
+# What one config file and its includes may read in all. git has no such limit, but git is not
+# the daemon's event loop: includes that fan out (200 `path` lines in each of 4 levels) were
+# 200**4 reads, and a file including itself read 10 MiB.
+_MAX_FILES = 64
+_TOTAL_CAP = 2 * _CONFIG_CAP
 
 
 class BadConfig(Exception):
@@ -106,21 +113,37 @@ def read_config(
     """Every variable of `file` and of the files it includes (`include.path`, and the
     `includeIf` ones whose condition `include_if` holds), in the order git reads them. A
     missing or unreadable file has none, as git skips it; raises BadConfig where git fails.
-    Each file looked for is added to `read`."""
+    Each file looked for is added to `read`. More than `_MAX_FILES` files or `_TOTAL_CAP`
+    bytes in all is BadConfig too."""
     entries: list[Entry] = []
-    _read(file, entries, 0, include_if, read if read is not None else [])
+    _read(file, entries, 0, include_if, read if read is not None else [], _Budget())
     return entries
 
 
+class _Budget:
+    def __init__(self) -> None:
+        self.files = _MAX_FILES
+        self.bytes = _TOTAL_CAP
+
+
 def _read(
-    file: Path, out: list[Entry], depth: int, include_if: Condition | None, read: list[Path]
+    file: Path,
+    out: list[Entry],
+    depth: int,
+    include_if: Condition | None,
+    read: list[Path],
+    budget: _Budget,
 ) -> None:
+    budget.files -= 1
+    if budget.files < 0:
+        raise BadConfig
     read.append(file)
     try:
-        data = read_regular_file(file, _CONFIG_CAP, follow_links=True)
+        data = read_regular_file(file, min(_CONFIG_CAP, budget.bytes), follow_links=True)
     except OSError:
         return  # missing or unreadable: git skips it too
-    if len(data) > _CONFIG_CAP:
+    budget.bytes -= len(data)
+    if len(data) > _CONFIG_CAP or budget.bytes < 0:
         raise BadConfig
     for entry in _entries(data.decode("utf-8", errors="replace")):
         out.append(entry)
@@ -136,7 +159,7 @@ def _read(
                 raise BadConfig
             target = expand_home(value)
             if target is not None:  # relative to the including file, as git reads it
-                _read(file.parent / target, out, depth + 1, include_if, read)
+                _read(file.parent / target, out, depth + 1, include_if, read, budget)
 
 
 def _entries(text: str) -> list[Entry]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd import gitfacts
+from memoryd import gitfacts, gitsafe
 from tests.conftest import IsolatedEnv
 
 OTHER_UID = 65534  # nobody
@@ -400,3 +400,24 @@ def test_the_files_a_remote_was_read_from_are_named(
     assert gitfacts.discover(repo).included == (repo / ".git" / ".." / "remote.cfg",)
     (repo / "remote.cfg").write_text('[remote "origin"]\n\turl = https://h/acme/m\n')
     assert gitfacts.discover(repo).repo_slug == "acme/m"
+
+
+def test_includes_that_fan_out_or_repeat_a_big_file_are_read_a_bounded_number_of_times(
+    tmp_path: Path,
+) -> None:
+    # A downloaded folder's .git/config is read on the daemon's loop: 200 `path` lines in each
+    # of 4 levels were 200**4 reads (discovery never returned); here 20 in 3 levels, 8,421.
+    for level in range(3):
+        (tmp_path / f"l{level}").write_text("[include]\n" + f"\tpath = l{level + 1}\n" * 20)
+    (tmp_path / "l3").write_text("[core]\n\tx = 1\n")
+    read: list[Path] = []
+    with pytest.raises(gitsafe.BadConfig):
+        gitsafe.read_config(tmp_path / "l0", read=read)
+    assert len(read) <= 64
+    # A file just under the cap that includes itself was read (and parsed) ten times.
+    big = tmp_path / "big"
+    big.write_text("[include]\n\tpath = big\n[core]\n" + "\tx = 1\n" * 100_000)
+    read = []
+    with pytest.raises(gitsafe.BadConfig):
+        gitsafe.read_config(big, read=read)
+    assert len(read) <= 3
