@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.core.model_config import scrub_credentials
+from memoryd.core.model_config import REDACTED, scrub_credentials
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.tokens import USAGE_FIELDS
 
@@ -200,9 +200,10 @@ class ModelClient:
     configured: bool = field(init=False)
     reason: str | None = field(init=False)
     # The latest failed call's advice while calls keep failing (a refused key, an unknown
-    # model, an endpoint that is not the Messages API, a long rate limit); a success clears
-    # it. Configured said only "configured" while every call failed.
-    _failing: _Failing | None = field(default=None, init=False, repr=False)
+    # model, an endpoint that is not the Messages API, a long rate limit), by model: the
+    # small model's success (recall, each turn) says nothing of a model the provider does
+    # not serve. Configured said only "configured" while every call failed.
+    _failing: dict[str, _Failing] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # A key that cannot go into a header leaves the model off, with the reason: taken as
@@ -280,7 +281,7 @@ class ModelClient:
             else:
                 malformed = _malformed(feature, message)
                 if malformed is None:
-                    self._failing = None
+                    self._note_success(str(kwargs["model"]))
                     add_tokens(stats.tokens, message.usage)
                     self.recent.append(
                         _record(feature, kwargs["model"], started, usage=message.usage, ok=True)
@@ -315,28 +316,48 @@ class ModelClient:
             await asyncio.sleep(delay)
 
     def _note_failure(self, error: ModelError, model: str) -> None:
-        advice = _advice(error, model, self.config.base_url or "https://api.anthropic.com")
-        since = self._failing.since if self._failing else time.time()
-        failures = self._failing.failures + 1 if self._failing else 1
-        self._failing = _Failing(advice, failures, since)
+        if _passes_by_itself(error):
+            # An overloaded or failing provider (5xx, 529) is no setup problem: nothing to
+            # mend, and the editors showed it as one. It says nothing of a problem noted
+            # before it either, which stays.
+            return
+        endpoint = shown_url(self.config.base_url or "https://api.anthropic.com")
+        advice = _advice(error, model, endpoint)
+        before = self._failing.get(model)
+        since = before.since if before else time.time()
+        failures = before.failures + 1 if before else 1
+        self._failing[model] = _Failing(advice, failures, since, error.status in _MODEL_OWN)
+
+    def _note_success(self, model: str) -> None:
+        """A success clears its model's problem, and what any call's success disproves
+        (the key, the endpoint); another model's 403/404/429 stays."""
+        if self._failing:
+            self._failing = {
+                other: failing
+                for other, failing in self._failing.items()
+                if other != model and failing.model_own
+            }
 
     @property
     def problem(self) -> str | None:
         """What is wrong while a configured model's calls fail, and how to mend it."""
-        if self._failing is None:
-            return None
-        failing = self._failing
-        since = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(failing.since))
-        if failing.failures == 1:
-            return f"{failing.advice} (the last call, at {since}, failed)"
-        return f"{failing.advice} ({failing.failures} calls in a row failed, since {since})"
+        said = []
+        for failing in sorted(self._failing.values(), key=lambda f: f.since):
+            since = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(failing.since))
+            if failing.failures == 1:
+                said.append(f"{failing.advice} (the last call, at {since}, failed)")
+            else:
+                said.append(
+                    f"{failing.advice} ({failing.failures} calls in a row failed, since {since})"
+                )
+        return "; and ".join(said) or None
 
     def status(self) -> dict[str, Any]:
         return {
             "configured": self.configured,
             "reason": self.reason,
             "problem": self.problem,
-            "base_url": self.config.base_url,
+            "base_url": None if self.config.base_url is None else shown_url(self.config.base_url),
             "model": self.config.model,
             "small_model": self.config.small_model,
             "usage": {name: u.as_dict() for name, u in sorted(self.usage.items())},
@@ -354,6 +375,35 @@ class _Failing:
     advice: str
     failures: int  # failed calls in a row (each after its retries)
     since: float  # time.time() of the first of them
+    model_own: bool  # a refusal of this model (403, 404, 429), not of the key or endpoint
+
+
+# Refusals that can hold for one model and not another: a model the key may not use, one
+# the provider does not serve, a per-model rate limit.
+_MODEL_OWN = frozenset({403, 404, 429})
+
+
+def _passes_by_itself(error: ModelError) -> bool:
+    """A provider's own failure (5xx, 529 overloaded) that is no web page in its place."""
+    page = error.message.lower()
+    return (
+        error.status is not None
+        and error.status >= 500
+        and "<html" not in page
+        and "<!doctype" not in page
+    )
+
+
+def shown_url(url: str) -> str:
+    """`url` as status and problems show it: a password in it (`https://ada:pw@proxy/`,
+    HTTP basic auth for a proxy) replaced by [redacted]."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:{REDACTED}@{host}{slash}{path}"
 
 
 _RESTART = "in the daemon's environment, then `memctl restart`"
@@ -389,8 +439,6 @@ def _advice(error: ModelError, model: str, endpoint: str) -> str:
             "ranks locally) until it takes requests again: raise the account's limits, or "
             "lower the load"
         )
-    if error.status is not None and error.status >= 500:
-        return f"the provider failed: {said}; this usually passes by itself"
     if error.status is not None:
         return (
             f"the endpoint refused the request: {said}; check ANTHROPIC_BASE_URL (it must "

@@ -9,6 +9,7 @@ retried for seconds each.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tests.conftest import (
     start_daemon,
     stop_daemon,
 )
-from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, json_reply, text_reply
 
 
 async def _recall(handle: DaemonHandle, project: Path) -> str:
@@ -119,3 +120,82 @@ def test_a_base_url_that_is_no_endpoint_leaves_the_model_off(url: str) -> None:
     assert client.reason is not None
     assert client.reason.startswith("ANTHROPIC_BASE_URL is not an http(s) URL with a host")
     assert ModelClient(ModelConfig(api_key="k" * 20, base_url="https://x.example/v1")).configured
+
+
+_HI = {"max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[list[ModelClient]]:
+    made: list[ModelClient] = []
+    yield made
+    for client in made:
+        await client.close()
+
+
+async def _fails(client: ModelClient, model: str) -> None:
+    with pytest.raises(ModelError):
+        await client.create(feature="test", model=model, **_HI)
+
+
+async def test_a_model_s_refusal_stays_while_the_other_model_works(
+    fake_model: FakeMessagesAPI, clients: list[ModelClient]
+) -> None:
+    # Found in review: MEMORYD_MODEL naming a model the provider does not serve (404) was
+    # cleared by the next recall's success with the small model, every turn, while every
+    # extraction and dream failed.
+    client = ModelClient(replace(fake_model_config(fake_model), max_retries=0))
+    clients.append(client)
+    fake_model.handler = lambda request: (
+        error_reply(404, "not_found_error", "model: claude-fake-large")
+        if request["model"] == "claude-fake-large"
+        else text_reply("ok")
+    )
+    await _fails(client, "claude-fake-large")
+    await client.create(feature="test", model="claude-fake-small", **_HI)
+    assert client.problem is not None
+    assert client.problem.startswith("model claude-fake-large or the endpoint was not found")
+    fake_model.handler = lambda _request: text_reply("ok")
+    await client.create(feature="test", model="claude-fake-large", **_HI)
+    assert client.problem is None
+    # A refused key is the key's, whichever model's call then succeeds.
+    fake_model.handler = lambda _request: error_reply(401, "authentication_error", "no")
+    await _fails(client, "claude-fake-large")
+    fake_model.handler = lambda _request: text_reply("ok")
+    await client.create(feature="test", model="claude-fake-small", **_HI)
+    assert client.problem is None
+
+
+async def test_an_overloaded_provider_is_no_problem_and_clears_none(
+    fake_model: FakeMessagesAPI, clients: list[ModelClient]
+) -> None:
+    # Found in review: a 529 (or 5xx) after its retries was a setup problem in status, so
+    # `memctl status` and the editors' status line showed one, with nothing to mend.
+    client = ModelClient(replace(fake_model_config(fake_model), max_retries=1))
+    clients.append(client)
+    fake_model.handler = lambda _request: error_reply(529, "overloaded_error", "Overloaded")
+    await _fails(client, "claude-fake-small")
+    assert client.problem is None
+    fake_model.handler = lambda _request: error_reply(401, "authentication_error", "no")
+    await _fails(client, "claude-fake-small")
+    fake_model.handler = lambda _request: error_reply(500, "api_error", "oops")
+    await _fails(client, "claude-fake-small")
+    assert client.problem is not None
+    assert client.problem.startswith("the model key was refused")
+
+
+async def test_a_password_in_the_base_url_is_not_shown(
+    fake_model: FakeMessagesAPI, clients: list[ModelClient]
+) -> None:
+    # Found in review: a proxy's basic-auth password in ANTHROPIC_BASE_URL was quoted in
+    # model.problem (memctl status, the editors) and in status.model.base_url.
+    url = fake_model.base_url.replace("http://", "http://ada:hunter2-secret@")
+    client = ModelClient(replace(fake_model_config(fake_model), base_url=url, max_retries=0))
+    clients.append(client)
+    fake_model.handler = lambda _request: error_reply(401, "authentication_error", "no")
+    await _fails(client, "claude-fake-small")
+    shown = fake_model.base_url.replace("http://", "http://ada:[redacted]@")
+    assert client.problem is not None
+    assert f"refused: {shown} answered HTTP 401" in client.problem
+    assert client.status()["base_url"] == shown
+    assert "hunter2" not in repr(client.status())
