@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 class Host(Protocol):
     counters: Counter[str]  # shown in `status`
+    # Set when the daemon is asked to stop (a signal, the `shutdown` method), before it drains
+    # its requests: a service whose requests could hold the drain ends them by then.
+    shutdown_requested: asyncio.Event
 
     @property
     def model(self) -> ModelClient: ...

@@ -274,20 +274,17 @@ class TeamSync:
             folder.runner.stopping()
 
     def _follow_host_shutdown(self) -> None:
-        """Call `stopping` when the daemon is asked to stop, before it drains. The daemon's
-        `shutdown_requested` event is not part of `Host` (memoryd/core/host.py), so it is
-        looked up; a host without one leaves the shutdown to `close`'s budget alone."""
+        """Call `stopping` when the daemon is asked to stop, before it drains."""
         if self._shutdown_watch is not None:
-            return
-        requested = getattr(self.host, "shutdown_requested", None)
-        if not isinstance(requested, asyncio.Event):
             return
 
         async def follow(requested: asyncio.Event) -> None:
             await requested.wait()
             self.stopping()
 
-        self._shutdown_watch = asyncio.create_task(follow(requested), name="team-sync:stopping")
+        self._shutdown_watch = asyncio.create_task(
+            follow(self.host.shutdown_requested), name="team-sync:stopping"
+        )
 
     async def _start(self, folder: Folder, *, after: asyncio.Task[None] | None = None) -> None:
         try:
