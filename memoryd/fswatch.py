@@ -181,17 +181,23 @@ async def _inotify(
     loop = asyncio.get_running_loop()
     readable = asyncio.Event()
     try:
-        loop.add_reader(fd, readable.set)
         changes: Changes = set()
         first: float | None = None
         while True:
             if changes:
                 await asyncio.sleep(step_ms / 1000)
             else:
-                await _either(readable, stop)
+                # Watched only while waiting: the reader is level-triggered, so left on while a
+                # step sleeps (events unread) or a batch is handled, the loop spun (select()
+                # returned at once, again and again: a third of a core under a busy folder).
+                readable.clear()
+                loop.add_reader(fd, readable.set)
+                try:
+                    await _either(readable, stop)
+                finally:
+                    loop.remove_reader(fd)
             if stop.is_set():
                 return
-            readable.clear()
             count = len(changes)
             _drain(fd, folders, changes)
             if not changes:
@@ -203,7 +209,6 @@ async def _inotify(
                 batch, changes, first = changes, set(), None
                 yield batch
     finally:
-        loop.remove_reader(fd)
         os.close(fd)
 
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -255,3 +256,54 @@ async def test_a_file_name_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path
     assert os.fsdecode(name) in {path for _, path in first.result()}
     stop.set()
     assert await anext(batches, None) is None
+
+
+@linux_only
+def test_a_busy_folder_does_not_spin_the_loop(tmp_path: Path) -> None:
+    # The inotify reader stayed registered while a batch's step slept with events unread:
+    # level-triggered, the loop's select() returned at once, again and again (a build writing
+    # in a watched folder held the daemon's loop at 80% of a core). Counted, not timed: the
+    # loop's waits while another process writes a file every 5 ms.
+    class Counting(selectors.DefaultSelector):
+        calls = 0
+
+        def select(self, timeout: float | None = None) -> Any:
+            Counting.calls += 1
+            return super().select(timeout)
+
+    writes = 200
+    script = (
+        f"import time\nfor i in range({writes}):\n"
+        f"    open({str(tmp_path)!r} + '/f%d' % (i % 20), 'w').write('x')\n"
+        "    time.sleep(0.005)\n"
+    )
+
+    async def busy_folder() -> tuple[int, int]:
+        stop = asyncio.Event()
+        seen: set[str] = set()
+
+        async def consume() -> None:
+            async for batch in fswatch.watch(
+                tmp_path, stop=stop, recursive=False, debounce_ms=50, step_ms=20
+            ):
+                seen.update(path for _, path in batch)
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.2)  # the watch is set up
+        before = Counting.calls
+        writer = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
+        await writer.wait()
+        while len(seen) < 20:
+            await asyncio.sleep(0.05)
+        selects = Counting.calls - before
+        stop.set()
+        await task
+        return selects, len(seen)
+
+    loop = asyncio.SelectorEventLoop(Counting())
+    try:
+        selects, seen = loop.run_until_complete(asyncio.wait_for(busy_folder(), 60))
+    finally:
+        loop.close()
+    assert seen == 20
+    assert selects < 10 * writes, f"{selects} waits of the loop for {writes} writes"
