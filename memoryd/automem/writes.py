@@ -229,7 +229,8 @@ class MemoryWrites:
             target, key = resolve_inside(
                 memory_dir, path, must_exist=False, kept=self.history.kept(memory_dir)
             )
-            _check_target(memory_dir, target)  # not the index, not through a symlink
+            # not the index, not through a symlink; a name the history keeps may be restored
+            _check_target(memory_dir, target, kept=self.history.kept(memory_dir))
             check_index_size(index_path(memory_dir, team=is_team(key)))
             content = self.history.read(memory_dir, key, version)
             state = self._states.state(memory_dir)
@@ -293,14 +294,16 @@ def _name_of_its_own(
     return name  # ten thousand alike: the write's own rules decide
 
 
-def _check_target(memory_dir: Path, target: Path) -> None:
+def _check_target(
+    memory_dir: Path, target: Path, kept: Callable[[str], bool] | None = None
+) -> None:
     if naming.is_index_name(target.name):
         raise InvalidParams(
             f"file: {target.name} names the index ({index_mod.INDEX_NAME}), not a memory"
         )
     if target.is_symlink():
         raise ForbiddenPath(f"{target} is a symlink; refusing to write through it")
-    _, key = resolve_inside(memory_dir, str(target), must_exist=False)
+    _, key = resolve_inside(memory_dir, str(target), must_exist=False, kept=kept)
     parts = key.split("/")
     problem = _never_read(parts, team=is_team(key))
     if problem is not None:
