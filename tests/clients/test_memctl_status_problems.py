@@ -47,7 +47,11 @@ async def test_status_names_a_refused_key_and_each_setup_problem(
         await handle.call(
             "memory.write", cwd=str(project), type="user", name="tabs", description="t", body="t"
         )
-        await handle.call("recall", cwd=str(project), query="tabs or spaces")
+        # A selector call that outlives recall's deadline (a loaded machine) notes nothing.
+        for _ in range(5):
+            await handle.call("recall", cwd=str(project), query="tabs or spaces")
+            if (await handle.call("status"))["model"]["problem"]:
+                break
         code, out, err = await run_memctl_async("--socket", str(handle.socket_path), "status")
         json_code, json_out, _ = await run_memctl_async(
             "--socket", str(handle.socket_path), "status", "--json"
@@ -63,11 +67,12 @@ async def test_status_names_a_refused_key_and_each_setup_problem(
         "HTTP 401 authentication_error invalid x-api-key; check ANTHROPIC_API_KEY"
     )
     problems = [line for line in lines if line.startswith("problem: ")]
-    assert [p.split(":")[1].strip() for p in problems] == [
-        "MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not",
-        f"user settings file {settings}",
-    ]
+    assert problems[-1].startswith(f"problem: user settings file {settings}: invalid JSON")
     assert lines[-len(problems) :] == problems  # after the features, as a list to work through
+    # Each said once: on the model line, the team sync line (off, with this reason), or a
+    # `problem:` line; what a line above says in full is not repeated.
+    assert out.count("the model key was refused") == 1
+    assert out.count("MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not") == 1
     # --json is the daemon's reply, the model's problem among `problems` as the daemon sends it.
     assert json_code == 0
     reply = json.loads(json_out)
@@ -101,6 +106,28 @@ def test_problems_are_one_line_each_and_the_models_is_said_once(
     assert f"model: off — {reason}" in lines
     assert [line for line in lines if "problem" in line] == [
         "problem: memory folder /m\\n  problem: forged\\x1b[2J cannot be written"
+    ]
+
+
+def test_a_problem_a_feature_line_says_in_full_is_not_repeated(fake_daemon: FakeDaemon) -> None:
+    why = "MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not: create one"
+    fake_daemon.on(
+        "status",
+        {
+            "version": "9",
+            "pid": 1,
+            "socket": "/s",
+            "model": {"configured": True, "reason": None, "problem": None},
+            "features": {"team_sync": {"enabled": False, "reason": why}, "odd": {"reason": ["x"]}},
+            "problems": [why, "another"],
+        },
+    )
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "status")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3:] == [
+        f"team sync: off — {why}",
+        "odd: off — ['x']",
+        "problem: another",
     ]
 
 

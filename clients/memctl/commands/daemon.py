@@ -135,6 +135,7 @@ def status_lines(status: dict[str, Any]) -> list[str]:
     names = [n for n in FEATURE_ORDER if n in features or n == "model"]
     names += sorted(set(features) - set(FEATURE_ORDER))
     rows: list[tuple[str, str]] = []
+    said = {model_reason, model_problem}  # what a line above says in full is not said twice
     for name in names:
         if name == "model":
             on = bool(model.get("configured", features.get("model", {}).get("enabled")))
@@ -158,10 +159,9 @@ def status_lines(status: dict[str, Any]) -> list[str]:
             state = "off (needs a model)"
         else:
             state = f"off — {one_line(str(reason))}" if reason else "off"
+            said.add(_text(reason))
         rows.append((name.replace("_", " "), state))
     lines.extend(f"{label}: {state}" for label, state in rows)
-    # What the model line said already is not said twice (`problems` holds it too).
-    said = {model_reason, model_problem}
     lines.extend(f"problem: {one_line(p)}" for p in problems(status) if p not in said)
     return lines
 
