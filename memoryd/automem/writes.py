@@ -87,7 +87,8 @@ class MemoryWrites:
             state = self._states.state(memory_dir)
             merged_into: Path | None = None
             if file is not None:
-                target, key = resolve_inside(folder, file, must_exist=False)
+                # Its errors name `file`, the field the caller got wrong (not `path`).
+                target, key = resolve_inside(folder, file, must_exist=False, field="file")
                 key = f"{TEAM_DIR}/{key}" if team else key
             else:
                 if not name_given:

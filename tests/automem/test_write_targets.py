@@ -220,3 +220,12 @@ async def test_a_deleted_file_whose_name_holds_a_control_character_is_restored(
         "memory.restore", cwd=str(project), path=str(hand), version=version["version"]
     )
     assert "name: By hand" in hand.read_text()
+
+
+async def test_a_file_not_ending_in_md_is_named_as_the_file_field(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    # memory.write has no `path`: the error named it ("path: memory files end in .md").
+    with pytest.raises(RpcError) as info:
+        await _write(daemon, project, "x.txt")
+    assert info.value.message.startswith("file: memory files end in .md")
