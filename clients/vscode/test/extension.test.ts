@@ -9,9 +9,10 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
-import { errorText } from "../src/core/format";
+import { errorText, messageText } from "../src/core/format";
 import { MemorydClient, RpcError } from "../src/core/rpcClient";
-import { otherDaemonWarning, shellQuote, whySuppressed } from "../src/core/status";
+import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, whySuppressed } from "../src/core/status";
+import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
 import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
@@ -425,9 +426,9 @@ describe("the extension in a stand-in VS Code", () => {
           await up();
           const item = F.fake.statusItems[0]!;
           // Show Status asks again: the daemon stops a sync after its first answer (a 401)
-          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped")), 10_000, `${code}: the status bar to say stopped`);
-          // (the refused pull is a worker error too)
-          assert.match(item.text, new RegExp(`^\\$\\(database\\) memoryd · no model · team stopped \\(${code}\\)( · 1 worker error)?$`));
+          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped") && item.text.includes("problem")), 10_000, `${code}: the status bar to say stopped`);
+          // (the refused pull is a worker error too, and the daemon lists the stop as a problem)
+          assert.match(item.text, new RegExp(`^\\$\\(database\\) memoryd · no model · team stopped \\(${code}\\)( · 1 worker error)? · 1 problem$`));
           const line = item.tooltip!.split("\n").find((l) => l.startsWith("Team sync:")) ?? "";
           assert.ok(line.startsWith(`Team sync: acme/widgets via ${team.MEMORYD_TEAM_URL} — stopped: ${why}; `), item.tooltip);
           assert.equal(item.backgroundColor?.id, "statusBarItem.warningBackground");
@@ -441,6 +442,80 @@ describe("the extension in a stand-in VS Code", () => {
     } finally {
       await new Promise((resolve) => refusing.close(resolve));
     }
+  });
+
+  test("the daemon's problems: a refused model key, a team URL without a token, broken user settings, in the status bar, its tooltip and Show Status", async () => {
+    // Found by a bug hunt: the item read `memoryd · model claude-… · team off`, no warning.
+    const refusing = http.createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }));
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", resolve));
+    const api = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`;
+    const root = path.join(tmp, "problems");
+    const badEnv = isolatedEnv(root, {
+      MEMORYD_TEAM_URL: "http://127.0.0.1:9",
+      ANTHROPIC_API_KEY: "sk-ant-vscode-test-key",
+      ANTHROPIC_BASE_URL: api,
+      MEMORYD_MODEL_RETRIES: "0",
+    });
+    const settings = path.join(badEnv.HOME!, ".claude", "settings.json");
+    fs.mkdirSync(path.dirname(settings), { recursive: true });
+    fs.writeFileSync(settings, '{"autoMemoryEnabled": tru');
+    const sock = path.join(tmp, "problems.sock");
+    const bad = await Daemon.start(sock, badEnv);
+    // the first recall imports the model's SDK: seconds on a busy machine
+    const probe = new MemorydClient({ socketPath: sock, reconnect: false, timeoutMs: 60_000 });
+    try {
+      await probe.call("memory.write", { cwd: one.root, type: "user", name: "tabs", description: "t", body: "t" });
+      // a recall whose model call outlives recall's deadline (a loaded machine) notes nothing
+      await waitFor(
+        async () => (await probe.call("recall", { cwd: one.root, query: "tabs or spaces" }), Boolean((await probe.call<StatusResult>("status")).model.problem)),
+        30_000,
+        "a model call to be refused",
+      );
+      activate(sock, [one.root]);
+      await up();
+      const item = F.fake.statusItems[0]!;
+      await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("problems")), 20_000, "the status bar to count the problems");
+      assert.equal(item.text, "$(database) memoryd · model claude-sonnet-4-5 failing · team off · 3 problems");
+      assert.equal(item.backgroundColor?.id, "statusBarItem.warningBackground");
+      const tooltip = item.tooltip!.split("\n");
+      const model = tooltip.find((l) => l.startsWith("Model: ")) ?? "";
+      assert.ok(model.startsWith(`Model: claude-sonnet-4-5 — but the model key was refused: ${api} answered HTTP 401`), item.tooltip);
+      const problems = tooltip.filter((l) => l.startsWith("Problem: "));
+      assert.equal(problems.length, 2, item.tooltip);
+      assert.ok(problems[0]!.startsWith("Problem: MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not: create one with"), problems[0]);
+      assert.ok(problems[1]!.startsWith(`Problem: user settings file ${settings}: invalid JSON`), problems[1]);
+      const said = await run("memoryd.status", [undefined]);
+      assert.equal(said[0]?.level, "warning");
+      assert.ok(said[0]!.text.includes("the model key was refused") && said[0]!.text.includes("MEMORYD_TEAM_URL is set but"), said[0]!.text);
+    } finally {
+      probe.close();
+      await bad.stop();
+      await new Promise((resolve) => refusing.close(resolve));
+    }
+  });
+
+  test("problems are text on one line, never a link; a daemon older than them shows as before", async () => {
+    const base = { version: "0.0.9", protocol_version: 1, pid: 1, uptime_s: 1, socket: "/s", worker_errors: {}, features: {} };
+    const older = statusView({ ...base, model: { configured: true, reason: null, model: "m" } }, { kind: "unknown" });
+    assert.equal(older.text, "$(database) memoryd · model m");
+    assert.equal(older.warning, undefined);
+    assert.doesNotMatch(older.tooltip, /Problem/);
+    const reason = "ANTHROPIC_BASE_URL is not an http(s) URL with a host: 'x'";
+    const view = statusView(
+      { ...base, model: { configured: false, reason, problem: null }, problems: [reason, "see [fix](command:workbench.action.terminal.new)\nProblem: forged\u001b[2J", 7 as unknown as string] },
+      { kind: "unknown" },
+    );
+    assert.equal(view.text, "$(database) memoryd · no model · 2 problems");
+    assert.ok(view.warning);
+    const lines = view.tooltip.split("\n");
+    assert.deepEqual(lines.filter((l) => l.startsWith("Problem")), ["Problem: see [fix](command:workbench.action.terminal.new)\\nProblem: forged\\x1b[2J"]);
+    assert.deepEqual(setupProblems({ model: base as never, problems: undefined }), []);
+    assert.equal(modelProblem({ model: { configured: true, reason: null, problem: "p\tq" }, features: {} }), "p\\tq");
+    // Show Status says the tooltip as a message, which VS Code would make links of
+    assert.doesNotMatch(messageText(lines.join(" · ")), LINK);
   });
 
   test("each team.status suppressed code in words, as Neovim and the daemon say it", () => {

@@ -41,6 +41,27 @@ export function otherDaemonWarning(status: Pick<StatusResult, "other_daemon">): 
   return oneLine(text);
 }
 
+const text = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);
+
+/** Why a configured model's calls fail and what mends it (`status.model.problem`), one line. */
+export function modelProblem(status: Pick<StatusResult, "model" | "features">): string | undefined {
+  const problem = text(status.model?.problem) ?? text(status.features?.model?.problem);
+  return problem === undefined ? undefined : oneLine(problem);
+}
+
+/**
+ * `status.problems`, one line each, without the model's problem or reason, which the model line
+ * says already; [] from a daemon older than the field.
+ */
+export function setupProblems(status: Pick<StatusResult, "model" | "problems">): string[] {
+  const list: unknown = status.problems;
+  if (!Array.isArray(list)) {
+    return [];
+  }
+  const said = new Set([status.model?.problem, status.model?.reason]);
+  return list.filter((p): p is string => text(p) !== undefined && !said.has(p)).map(oneLine);
+}
+
 /** `team.status.suppressed` in words (the daemon's memoryd.team.service.SUPPRESSED_BECAUSE). */
 const SUPPRESSED_BECAUSE: Record<string, string> = {
   no_repo: "the project has no git remote naming its owner/repo, which team memory is keyed by",
@@ -117,19 +138,37 @@ function teamText(team: TeamState): [string, string] {
 
 /** Status bar text and tooltip for a daemon that answered `status`. */
 export function statusView(status: StatusResult, team: TeamState): StatusView {
-  const model = status.model?.configured ? `model ${status.model.model ?? "on"}` : "no model";
+  const configured = status.model?.configured;
+  const failing = configured ? modelProblem(status) : undefined;
+  const model = configured ? `model ${status.model.model ?? "on"}${failing ? " failing" : ""}` : "no model";
   const [teamShort, teamLong] = teamText(team);
   const errors = Object.keys(status.worker_errors ?? {}).length;
-  const parts = ["memoryd", model, teamShort, errors ? `${errors} worker error${errors === 1 ? "" : "s"}` : ""].filter(Boolean);
+  const problems = setupProblems(status);
+  // every entry of `status.problems`, the model's among them (said on the model line only)
+  const listed = Array.isArray(status.problems) ? status.problems.filter((p) => text(p) !== undefined).length : 0;
+  const count = listed || (failing ? 1 : 0);
+  const parts = [
+    "memoryd",
+    model,
+    teamShort,
+    errors ? `${errors} worker error${errors === 1 ? "" : "s"}` : "",
+    count ? `${count} problem${count === 1 ? "" : "s"}` : "",
+  ].filter(Boolean);
   const other = otherDaemonWarning(status);
-  // a team sync the daemon stopped needs the user too (a token or the server to fix)
-  const warning = other ?? (team.kind === "on" && team.status.suppressed ? teamLong : undefined);
+  // a team sync the daemon stopped, a failing model or a setup problem needs the user too
+  const warning =
+    other ??
+    (team.kind === "on" && team.status.suppressed ? teamLong : undefined) ??
+    (count ? (failing ?? problems[0] ?? oneLine(status.model?.reason ?? "a problem")) : undefined);
   const tooltip = [
     `memoryd ${status.version} (protocol ${status.protocol_version}), pid ${status.pid}, up ${Math.round(status.uptime_s)} s`,
     `Socket: ${status.socket}`,
     ...(other ? [`Warning: ${other} (hooks and editors whose socket names it talk to it, not to this one)`] : []),
-    status.model?.configured ? `Model: ${status.model.model ?? "configured"}` : `Model: not configured — ${status.model?.reason ?? ""}`,
+    configured
+      ? `Model: ${status.model.model ?? "configured"}${failing ? ` — but ${failing}` : ""}`
+      : `Model: not configured — ${oneLine(status.model?.reason ?? "")}`,
     teamLong,
+    ...problems.map((p) => `Problem: ${p}`),
   ];
   return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n"), ...(warning ? { warning } : {}) };
 }

@@ -123,8 +123,10 @@ export interface StatusResult {
   uptime_s: number;
   socket: string;
   worker_errors: Record<string, unknown>;
-  model: { configured: boolean; reason: string | null; model?: string | null };
+  /** `problem`: why a configured model's calls fail, with what mends it (absent before session 19). */
+  model: { configured: boolean; reason: string | null; model?: string | null; problem?: string | null };
   features: {
+    model?: { enabled: boolean; reason: string | null; problem?: string | null };
     team_sync?: { enabled: boolean; reason: string | null; folders?: number };
     auto_memory?: { enabled: boolean; memories?: number };
   };
@@ -134,6 +136,8 @@ export interface StatusResult {
    * `pid` and `socket` are each null when its note cannot be read. Absent before session 18.
    */
   other_daemon?: { pid: number | null; socket: string | null } | null;
+  /** What is wrong with the setup, each saying what to change; absent before session 19. */
+  problems?: string[];
 }
 
 export interface TeamStatusResult {
