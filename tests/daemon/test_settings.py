@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -383,3 +385,73 @@ async def test_a_committed_settings_local_json_cannot_set_what_project_settings_
     write_json(local, {"memorydRefuseSecrets": False})
     got = await daemon.call("settings.get", cwd=str(repo))
     assert got["sources"]["memorydRefuseSecrets"] == "local"
+
+
+async def test_settings_set_calls_waiting_their_turn_hold_no_worker_thread(
+    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a review: the calls of a batch waited for their turn inside `to_thread` workers
+    # (a threading.Lock), so 5 of the default executor's 6 threads sat parked on it while one
+    # wrote, and unrelated thread work (a file read, a scan) queued behind them.
+    entered, go_on = threading.Event(), threading.Event()
+    real_set = settings.set_user_setting
+
+    def slow_set(key: str, value: Any) -> Path:
+        if key == "k0":
+            entered.set()
+            go_on.wait(30)
+        return real_set(key, value)
+
+    monkeypatch.setattr(settings, "set_user_setting", slow_set)
+    calls = [
+        asyncio.ensure_future(daemon.call("settings.set", key=f"k{i}", value=i)) for i in range(20)
+    ]
+    try:
+        assert await asyncio.to_thread(entered.wait, 10)
+        while len(daemon.daemon.inflight) < len(calls):  # every call has reached its handler
+            await asyncio.sleep(0.01)
+        for _ in range(20):
+            await asyncio.sleep(0)  # ...and gone as far as it can
+        unrelated = asyncio.ensure_future(asyncio.to_thread(lambda: "done"))
+        finished, _ = await asyncio.wait({unrelated}, timeout=10)
+        assert unrelated in finished, "thread work waited behind settings.set calls"
+    finally:
+        go_on.set()
+        await asyncio.gather(*calls)
+    kept = json.loads(settings.user_settings_path().read_text())
+    assert kept == {f"k{i}": i for i in range(20)}
+
+
+async def test_a_cancelled_settings_set_keeps_the_turn_until_its_write_is_done(
+    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.daemon.methods.core import SettingsSetParams, settings_set
+
+    entered, go_on = threading.Event(), threading.Event()
+    started: list[str] = []
+    real_set = settings.set_user_setting
+
+    def slow_set(key: str, value: Any) -> Path:
+        started.append(key)
+        if key == "first":
+            entered.set()
+            go_on.wait(30)
+        return real_set(key, value)
+
+    monkeypatch.setattr(settings, "set_user_setting", slow_set)
+    first = asyncio.ensure_future(
+        settings_set(daemon.daemon, SettingsSetParams(key="first", value=1))
+    )
+    assert await asyncio.to_thread(entered.wait, 10)
+    first.cancel()  # the caller went away; its write still runs in the thread
+    second = asyncio.ensure_future(
+        settings_set(daemon.daemon, SettingsSetParams(key="second", value=2))
+    )
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert started == ["first"]  # the second waits: it would write what the first read
+    go_on.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    await second
+    assert json.loads(settings.user_settings_path().read_text()) == {"first": 1, "second": 2}

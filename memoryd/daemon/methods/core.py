@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from memoryd import settings as settings_mod
+from memoryd.automem.locks import held_work
 from memoryd.core import diagnose
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
@@ -183,19 +184,30 @@ def _check_room(key: str, value: Any) -> None:
 
 # settings.set reads the file, changes one key and writes it whole: two at once (a batch, two
 # clients) each wrote what it had read, and every key but the last writer's was lost, though
-# each call was told it was saved. Held in the worker thread, around the read and the write.
-_SETTINGS_WRITE = threading.Lock()
+# each call was told it was saved. So one at a time per daemon, waited for on the event loop:
+# a lock taken inside the worker threads parked 5 of the default executor's 6 threads on it
+# during a batch of 50, and unrelated thread work queued behind them. Per daemon, not one
+# module-level lock: an asyncio lock belongs to the loop it is used on.
+_SETTINGS_WRITES: weakref.WeakKeyDictionary[Daemon, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _settings_write(daemon: Daemon) -> asyncio.Lock:
+    lock = _SETTINGS_WRITES.get(daemon)
+    if lock is None:
+        lock = _SETTINGS_WRITES[daemon] = asyncio.Lock()
+    return lock
 
 
 def _set(key: str, value: Any) -> str:
-    with _SETTINGS_WRITE:
-        _check_room(key, value)
-        return str(settings_mod.set_user_setting(key, value))
+    _check_room(key, value)
+    return str(settings_mod.set_user_setting(key, value))
 
 
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
     """Write one key to the user settings file (atomically, other keys kept)."""
-    path = await asyncio.to_thread(_set, params.key, params.value)
+    async with _settings_write(daemon):
+        # held_work: a caller cancelled mid-write keeps the lock until its write is done.
+        path = await held_work(lambda: _set(params.key, params.value))
     return {"path": path, "key": params.key, "value": params.value}
 
 
