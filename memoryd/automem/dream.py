@@ -124,6 +124,17 @@ def dream_state_path() -> Path:
     return paths.state_dir() / "dream.json"
 
 
+def _failed_times(value: Any) -> dict[str, float]:
+    """dream.json's `failed_at` (since session 19): an entry that is not one is dropped."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in value.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
 def _manifest(memory_dir: Path, headers: list[MemoryHeader]) -> str:
     """The newest memories, one line each, as many as MANIFEST_LIMIT and
     MANIFEST_BUDGET_CHARS allow, and a note about the rest."""
@@ -162,15 +173,20 @@ class Dream:
         # Projects whose dream runs now: `armed` dropped to 0 when an idle dream started, and
         # status had no word for a dream in progress (nor for one `memctl dream` ran).
         self._running: set[Path] = set()
-        self._failed_at: dict[Path, float] = {}  # per project, its last failed run's start
+        # Per project root, its last failed run's start; kept in dream.json with the last runs:
+        # in memory only, every daemon (`memctl restart`, a crash, an --idle-timeout exit and
+        # the next start) ran the refused dream again at its first idle wait.
+        self._failed_at: dict[str, float] = {}
 
     # -- persisted last-run times ------------------------------------------------------------
     def last_runs(self) -> dict[str, float]:
         if self._last_runs is None:
             path = dream_state_path()
+            self._failed_at = {}
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 self._last_runs = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
+                self._failed_at = _failed_times(data.get("failed_at"))
             except FileNotFoundError:
                 self._last_runs = {}
             # A damaged file too: nested too deep for the parser, a number too big for a float.
@@ -190,11 +206,21 @@ class Dream:
         return self._last_runs
 
     def _record_run(self, project: Project, at: float) -> None:
-        runs = self.last_runs()
-        runs[str(project.root)] = at
+        self.last_runs()[str(project.root)] = at
+        self._failed_at.pop(str(project.root), None)
+        self._save_state()
+
+    def _record_failure(self, project: Project, at: float) -> None:
+        self.last_runs()  # read first: the file's failures are not lost to this one
+        self._failed_at[str(project.root)] = at
+        self._save_state()
+
+    def _save_state(self) -> None:
+        # An older daemon reads `last_run` only (and drops `failed_at` when it saves).
+        state = {"last_run": self.last_runs(), "failed_at": self._failed_at}
         path = dream_state_path()
         try:
-            atomic_write_text(path, json.dumps({"last_run": runs}, indent=2, sort_keys=True))
+            atomic_write_text(path, json.dumps(state, indent=2, sort_keys=True))
         except OSError as exc:
             # The run is done and counts in this daemon (`runs` holds it); with a full disk
             # the finished dream's answer was -32603, and what it edited and retired untold.
@@ -203,7 +229,7 @@ class Dream:
     def due(self, project: Project, now: float | None = None) -> bool:
         last = self.last_runs().get(str(project.root))
         now = now or time.time()
-        failed = self._failed_at.get(project.root)
+        failed = self._failed_at.get(str(project.root))
         if failed is not None and 0 <= now - failed < RETRY_AFTER_S:
             return False
         # A time ahead of now was recorded by a clock that ran ahead (a restored VM, a dead
@@ -274,14 +300,12 @@ class Dream:
         try:
             summary = await self._consolidate(project, memory_dir, trigger)
         except Exception:
-            self._failed_at[project.root] = started
+            self._record_failure(project, started)
             raise
         finally:
             self._running.discard(project.root)
         if summary["stop_reason"] == "error":
-            self._failed_at[project.root] = started
-        else:
-            self._failed_at.pop(project.root, None)
+            self._record_failure(project, started)
         return summary
 
     async def _consolidate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -175,3 +176,26 @@ async def test_a_dream_whose_last_run_cannot_be_saved_still_answers(
     result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
     assert (result["stop_reason"], result["summary"]) == ("end_turn", "merged nothing, all tidy")
     assert not ws.handle.daemon.services.dream.due(ws.project)  # the day's, in this daemon
+
+
+async def test_a_refused_dream_is_not_tried_again_by_the_next_daemon_either(
+    ws: Workspace, script: Script
+) -> None:
+    # Kept in memory only, the back-off went with the daemon: a restart (`memctl restart`, a
+    # crash, an --idle-timeout exit and the next start) ran the refused dream again at its
+    # first idle wait.
+    await _memories(ws, 2)
+    refusal = message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
+    script.add("dream", refusal)
+    assert (await ws.handle.call("memory.dream", cwd=str(ws.cwd)))["stop_reason"] == "error"
+    dream = ws.handle.daemon.services.dream
+    after_restart = Dream(dream.host, dream.automem, dream.extraction)  # reads dream.json
+    now = time.time()
+    assert not after_restart.due(ws.project, now)
+    assert after_restart.due(ws.project, now + RETRY_AFTER_S + 60)
+    # What an older daemon reads: a failed run is no last run.
+    assert json.loads(dream_state_path().read_text())["last_run"] == {}
+    script.add("dream", text_reply("tidy"))
+    assert (await ws.handle.call("memory.dream", cwd=str(ws.cwd)))["stop_reason"] == "end_turn"
+    assert not Dream(dream.host, dream.automem, dream.extraction).due(ws.project)
+    assert json.loads(dream_state_path().read_text())["failed_at"] == {}
