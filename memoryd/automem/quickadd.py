@@ -3,7 +3,9 @@
 With a model, a small model picks them (JSON); without one, or when its answer is unusable,
 they are derived from the text (`quickguess`): the type from cue words, the name a short title
 of its meaningful words, the description its first sentence. A type or name the caller gives
-always wins.
+always wins. A secret never reaches the name (so neither the file name) nor the description:
+they go into MEMORY.md, which every session reads, so each secret the scanner finds in them, or
+in the text they are derived from, is `[redacted]` (the body keeps the note as written).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
 _SENTENCE_END = re.compile(SENTENCE_END)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+REDACTED = "[redacted]"
+_SECRET_READ_ON = 16 * 1024
 
 QUICKADD_SYSTEM = f"""\
 You file a note the user asked an AI coding agent to remember as one memory.
@@ -57,12 +61,35 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:-") + "…"
 
 
+def without_secrets(text: str, limit: int | None = None) -> str:
+    """`text` (its first `limit` characters) with each secret the scanner finds `[redacted]`.
+    A secret that starts before `limit` is found and redacted whole: the scan reads on past it."""
+    # Imported here: the scanner builds its keyword automaton on import (see memory_secrets).
+    from memoryd.team.secrets import scan
+
+    end = len(text) if limit is None else min(limit, len(text))
+    # A rule's match is at most a few KiB (every open-ended quantifier is bounded).
+    seen = text if limit is None else text[: end + _SECRET_READ_ON]
+    out: list[str] = []
+    at = 0
+    for finding in scan(seen):  # ordered by start
+        if finding.start >= end:
+            break
+        if finding.start < at:  # overlaps the one redacted last: one placeholder for both
+            at = max(at, finding.end)
+            continue
+        out += [text[at : finding.start], REDACTED]
+        at = finding.end
+    return "".join(out) + text[at:end]
+
+
 def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory:
     """Name, description and type from the text alone (its first `GUESS_CHARS` decide)."""
-    flat = " ".join(text[:GUESS_CHARS].split())
+    head = without_secrets(text, GUESS_CHARS)
+    flat = " ".join(head.split())
     first_sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    title = _clip(name, MAX_NAME_CHARS) if name else ""
-    title = title or _clip(guess_title(text), NAME_CHARS)
+    title = _clip(without_secrets(name), MAX_NAME_CHARS) if name else ""
+    title = title or _clip(guess_title(head), NAME_CHARS)
     description = _clip(first_sentence, DESCRIPTION_CHARS)
     return QuickMemory(
         type_ or guess_type(text), title, description or title, text.strip(), "local"
@@ -83,8 +110,11 @@ def parse_model_choice(
     title = name or title
     if not isinstance(kind, str) or not is_memory_type(kind):
         return None
-    title = _clip(title, min(NAME_CHARS * 2, MAX_NAME_CHARS))
-    description = _clip(description, min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS))
+    # The model copies what it read: a key in the note comes back in its title.
+    title = _clip(without_secrets(title), min(NAME_CHARS * 2, MAX_NAME_CHARS))
+    description = _clip(
+        without_secrets(description), min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS)
+    )
     if not title or not description:
         return None
     return QuickMemory(kind, title, description, text.strip(), "model")

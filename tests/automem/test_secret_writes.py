@@ -134,3 +134,49 @@ async def test_a_secret_in_the_file_name_is_found_like_one_in_the_text(
     ]
     listing = await daemon.call("memory.list", cwd=str(project))
     assert len(listing["memories"]) == 1  # only the first, warned about
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{GITHUB_TOKEN} is the CI token for deploys",
+        f"The deploy key is {AWS_KEY}. Rotate it monthly.",
+    ],
+)
+async def test_remember_keeps_a_secret_out_of_the_name_file_and_index(
+    daemon: DaemonHandle, project: Path, text: str
+) -> None:
+    # Found by a bug hunt: only the note was scanned, and the name derived from it, its file
+    # name and its MEMORY.md line carried the key into every session's context.
+    result = await daemon.call("memory.remember", cwd=str(project), text=text)
+    path = Path(result["path"])
+    index = (path.parent / "MEMORY.md").read_text()
+    shown = [result["name"], result["description"], path.name, index]
+    for key in (GITHUB_TOKEN, AWS_KEY):
+        assert not [where for where in shown if key.lower() in where.lower()]
+    assert "[redacted]" in result["description"]
+    assert text in path.read_text()  # the body is the note, as warned
+    assert result["secrets"]
+
+
+def test_a_secret_in_a_given_or_model_chosen_name_is_redacted() -> None:
+    from memoryd.automem.quickadd import derive, parse_model_choice
+
+    given = derive("the CI token", "reference", f"token {GITHUB_TOKEN}")
+    assert given.name == "token [redacted]"
+    reply = json.dumps(
+        {"type": "reference", "name": f"CI key {AWS_KEY}", "description": f"use {AWS_KEY}"}
+    )
+    chosen = parse_model_choice(reply, f"ci key {AWS_KEY}", None)
+    assert chosen is not None
+    assert (chosen.name, chosen.description) == ("CI key [redacted]", "use [redacted]")
+
+
+def test_a_secret_across_the_guessed_head_is_redacted_whole() -> None:
+    from memoryd.automem.quickadd import without_secrets
+    from memoryd.automem.quickguess import GUESS_CHARS
+
+    text = "x" * (GUESS_CHARS - 30) + f" token {GITHUB_TOKEN} and more"
+    head = without_secrets(text, GUESS_CHARS)
+    assert head.endswith(" token [redacted]")
+    assert "N3r8" not in head
