@@ -11,6 +11,10 @@ the server had no descriptor left for anyone. Here:
 - the request line and headers must arrive within `header_timeout_s` of the connection opening,
   or of the previous reply being sent (a keep-alive connection waiting for its next request):
   the connection is closed then, with a 408 when part of a request had come;
+- a reply sent before its request's body was read (401, 403, a 413 on Content-Length) leaves
+  the client uploading the rest: that may go on while bytes come (`write_timeout_s` at most
+  between two, `REPLY_TOTAL_WAITS` times that in all), as a body the app reads may; closed
+  at the header deadline instead, a slow client's upload was reset and it never read its 401;
 - once a reply stops fitting in the socket buffers, the client must take it: a write that
   stalls for `write_timeout_s`, or a reply that has not drained `REPLY_TOTAL_WAITS` times that
   after it first stalled, aborts the connection.
@@ -60,6 +64,10 @@ class DeadlineH11Protocol(H11Protocol):
     # next request: the whole reply's deadline counts from there.
     _stalled_since: float | None = None
     _cycle_seen: object | None = None
+    # When a reply was sent while its request's body was still coming (loop time), until
+    # that body has all come; and when the last bytes arrived.
+    _answered_since: float | None = None
+    _last_data: float = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -71,6 +79,7 @@ class DeadlineH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        self._last_data = self.loop.time()
         super().data_received(data)
         self._follow_request_state()
 
@@ -110,12 +119,37 @@ class DeadlineH11Protocol(H11Protocol):
             return
         if not self._between_requests():
             self._cancel_header_timer()
+            self._answered_since = None
+        elif self.conn.their_state is h11.SEND_BODY:
+            # Answered before its body was read: the rest of the body may still come.
+            if self._answered_since is None:
+                self._cancel_header_timer()
+                self._answered_since = self._last_data = self.loop.time()
+                self._header_timer = self.loop.call_later(
+                    self.write_timeout_s, self._header_timed_out
+                )
+        elif self._answered_since is not None:
+            # That body has all come: from now on, the next request's headers.
+            self._answered_since = None
+            self._cancel_header_timer()
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
         elif self._header_timer is None:
             self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
 
     def _header_timed_out(self) -> None:
         self._header_timer = None
         if self.transport.is_closing() or not self._between_requests():
+            return
+        if self._answered_since is not None and self.conn.their_state is h11.SEND_BODY:
+            now = self.loop.time()
+            whole = self._answered_since + REPLY_TOTAL_WAITS * self.write_timeout_s
+            if now < whole and now - self._last_data < self.write_timeout_s:
+                self._header_timer = self.loop.call_at(
+                    min(self._last_data + self.write_timeout_s, whole), self._header_timed_out
+                )
+                return
+            log.info("closed a connection: the rest of an answered request's body stalled")
+            self.transport.close()
             return
         started, _ = self.conn.trailing_data
         if started and self.conn.their_state is h11.IDLE:

@@ -182,3 +182,40 @@ def test_serve_closes_a_connection_that_never_sends_a_request(
             assert read_until_closed(sock).startswith(b"HTTP/1.1 408 ")
     finally:
         served.stop()
+
+
+def _put_head(length: int) -> bytes:
+    """A PUT's head with a token the server does not know: refused before the body is read."""
+    return (
+        f"PUT {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+        "Authorization: Bearer mdt_unknown\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def test_an_upload_answered_before_its_body_was_read_may_finish_while_bytes_come(
+    server: ThreadedServer,
+) -> None:
+    # A bad token is refused (401) before the body is read; a slow client is still sending
+    # it. The header deadline counted from that reply closed the connection under the upload
+    # (a reset: the client saw a network error, retried for ever, and never read its 401).
+    body = b'{"entries": {"a.md": "' + b"x" * 99_950 + b'"}}'
+    with connect(server) as sock:
+        sock.sendall(_put_head(len(body)))
+        step = 2500  # 40 chunks, 50 ms apart: 4 header deadlines, never a 1 s stall
+        for i in range(0, len(body), step):
+            sock.sendall(body[i : i + step])
+            time.sleep(0.05)
+        assert read_reply(sock).startswith(b"HTTP/1.1 401 ")
+        # The body all came: the connection serves the next request.
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: team\r\n\r\n")
+        assert read_reply(sock).startswith(b"HTTP/1.1 200 ")
+
+
+def test_the_rest_of_an_answered_body_that_stalls_is_closed(server: ThreadedServer) -> None:
+    with connect(server) as sock:
+        sock.sendall(_put_head(100_000) + b'{"entries": ')
+        assert read_reply(sock).startswith(b"HTTP/1.1 401 ")
+        # Nothing more of the body: not held for good.
+        assert read_until_closed(sock) == b""
+    wait_for(lambda: server.open_connections == 0)
