@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from memoryd_client.client import (
     default_socket_path,
     encode_line,
     parse_reply,
+    refusal_in,
 )
 from memoryd_client.methods import AsyncMethods
 
@@ -40,6 +42,10 @@ class AsyncClient(AsyncMethods):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._reader_task: asyncio.Task[None] | None = None
+        # A second descriptor of the connection's socket until the daemon's first reply: when
+        # a send breaks, asyncio closes its own at once, with the line the daemon sent before
+        # closing (past its connection cap: -32004, why) still unread in the socket.
+        self._spare: socket.socket | None = None
         # The daemon's last error with `"id": null` (a line it could not read, or one over its
         # cap, after which it closes the connection), until a call made after it is answered;
         # and the last id used when it came.
@@ -64,6 +70,8 @@ class AsyncClient(AsyncMethods):
             if not isinstance(step, float):
                 break
             await asyncio.sleep(step)  # the daemon is busy or restarting
+        self._close_spare()
+        self._spare = step.dup()
         reader, writer = await asyncio.open_unix_connection(sock=step, limit=256 * 1024 * 1024)
         self._reader, self._writer = reader, writer
         self._unmatched_error = None
@@ -77,7 +85,16 @@ class AsyncClient(AsyncMethods):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _close_spare(self, spare: socket.socket | None = None) -> None:
+        """Close `spare` (the current connection's when not given); idempotent."""
+        spare = spare if spare is not None else self._spare
+        if spare is not None:
+            spare.close()
+            if self._spare is spare:
+                self._spare = None
+
     async def close(self) -> None:
+        self._close_spare()
         if self._writer is not None:
             self._writer.close()
             with contextlib.suppress(ConnectionError, OSError):
@@ -94,6 +111,7 @@ class AsyncClient(AsyncMethods):
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, over: asyncio.Event
     ) -> None:
         error: BaseException = DaemonUnavailable("memoryd closed the connection")
+        spare = self._spare  # this connection's, whatever a later connect sets
         try:
             while True:
                 try:
@@ -107,13 +125,18 @@ class AsyncClient(AsyncMethods):
                     if not isinstance(item, dict):
                         raise bad_reply(self.socket_path, "is not a JSON-RPC object", item)
                     self._deliver(item)
+                    if item.get("id") is not None:
+                        self._close_spare(spare)  # answered: the daemon took this connection
         except ProtocolError as exc:
             # Every call in flight gets it at once (the one it answered is unknown), rather
             # than a misleading "memoryd closed the connection" or each waiting out its timeout.
             error = exc
         except (ConnectionError, OSError) as exc:
             error = DaemonUnavailable(f"connection to memoryd lost: {exc}")
+            if spare is not None and spare.fileno() >= 0 and self._unmatched_error is None:
+                error = refusal_in(spare, b"", self.socket_path) or error
         finally:
+            self._close_spare(spare)
             over.set()
             self._wake_waiters()
             if self._writer is writer:

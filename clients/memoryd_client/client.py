@@ -5,6 +5,7 @@ The asyncio client is in `memoryd_client.aio`, imported only when asked for.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import json
@@ -210,6 +211,26 @@ def _unwrap(reply: Any, socket_path: Path) -> Any:
     return reply.get("result")
 
 
+def refusal_in(sock: socket.socket, buffered: bytes, socket_path: Path) -> RpcError | None:
+    """The error the daemon sent before it closed a connection that our send then found broken
+    (EPIPE, ECONNRESET): a client past its connection cap is told -32004 why, which "connection
+    to memoryd lost: Broken pipe" hid. Reads only what already arrived (`buffered`, then the
+    socket without blocking); None when that is no error line with `id: null`."""
+    data = buffered
+    with contextlib.suppress(OSError):
+        sock.setblocking(False)
+        while b"\n" not in data and (chunk := sock.recv(1 << 16)):
+            data += chunk
+    try:
+        message = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("id") is not None:
+        return None
+    error = _rpc_error(message.get("error"), socket_path)
+    return error if isinstance(error, RpcError) else None
+
+
 class Client(SyncMethods):
     """Blocking client: `with Client() as c: c.call("status")`."""
 
@@ -291,7 +312,15 @@ class Client(SyncMethods):
                 f"memoryd did not take the request within {self.timeout:.3g} s"
             ) from exc
         except OSError as exc:
+            refusal = self._refusal()  # the daemon may have said why it closed
+            if refusal is not None:
+                self.close()
+                raise refusal from exc
             raise self._lost(f"connection to memoryd lost: {exc}") from exc
+
+    def _refusal(self) -> RpcError | None:
+        assert self._sock is not None
+        return refusal_in(self._sock, self._buffer, self.socket_path)
 
     def read_message(self, deadline: float | None = None) -> Any:
         """The next message; with a `deadline` (a `time.monotonic()` value), TimeoutError once

@@ -117,6 +117,36 @@ def listen_backlog() -> int:
         return socket.SOMAXCONN
 
 
+# Descriptors kept for the daemon's own use (memory files, the watcher, the log, git and
+# the worker threads' reads) when the open-files limit caps how many clients may be connected.
+FD_RESERVE = 32
+_MIN_CONNECTIONS = 8
+BUSY_CODE = -32004  # "over a limit" (docs/protocol.md)
+
+
+def connection_cap() -> int:
+    """How many clients may be connected at once: the soft open-files limit (main.py raised it
+    to the hard one) less FD_RESERVE, at least _MIN_CONNECTIONS. Past it, accept() would hit
+    EMFILE (libuv then closes the client with no word) or the daemon could not open its own
+    files (-32603 for the clients it did accept)."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return sys.maxsize
+    return max(_MIN_CONNECTIONS, soft - FD_RESERVE)
+
+
+def busy_reply(cap: int) -> bytes:
+    """The one line a client past the connection cap gets before it is closed."""
+    message = (
+        f"memoryd is serving {cap} clients, all its open-files limit leaves room for; "
+        "try again, or raise the limit (ulimit -n, LimitNOFILE=) and restart memoryd"
+    )
+    error = {"code": BUSY_CODE, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "error": error, "id": None}).encode() + b"\n"
+
+
 def check_socket_folder(folder: Path) -> None:
     """Refuse a folder where someone else could swap the socket for their own."""
     problem = folder_problem(folder)
@@ -259,6 +289,7 @@ class Server:
         sock.setblocking(False)
         # One budget for the unfinished lines of every connection (limits.py).
         self.input_budget = input_budget = InputBudget(self.config.input_buffer_cap)
+        max_connections = connection_cap()
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.daemon.last_activity = time.monotonic()
@@ -269,6 +300,15 @@ class Server:
                 self.daemon.counters["refused_peer"] += 1
                 writer.close()
                 with contextlib.suppress(ConnectionError, OSError):
+                    await writer.wait_closed()
+                return
+            if len(self.daemon.connections) >= max_connections:
+                # The descriptors left are the daemon's own: this client is told so and
+                # closed, those connected are still answered.
+                self.daemon.counters["refused_busy"] += 1
+                with contextlib.suppress(ConnectionError, OSError):
+                    writer.write(busy_reply(max_connections))
+                    writer.close()
                     await writer.wait_closed()
                 return
             connection = Connection(self.daemon, reader, writer, input_budget)
