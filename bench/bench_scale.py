@@ -9,7 +9,9 @@ client, its team sync engine and team server, imported from that tree), on the s
 generated data, and the table prints each measure for both and their ratio:
 
 - `status`: one call to a daemon that has served everything below (median of 20);
-- `memory.list` of a project with `--memories` auto memories (median of `--repeat`);
+- `memory.list` of a project with `--memories` auto memories and the `--rules` rule files
+  below in effect: the first call, then warm (median of `--repeat`; each lists the instruction
+  files in effect, so a warm call that reads every rule file again shows here);
 - `get_context` of a deep folder in a repository with `--rules` rule files in `.claude/rules/`
   (a third of them conditional on `paths:`) and `--nested` CLAUDE.md files in nested
   folders, with 200 touched paths: the first call, then warm (median);
@@ -93,11 +95,11 @@ def main() -> int:
         )
         shutil.rmtree(old_tree, ignore_errors=True)
     print(f"\nold = {args.old}, new = the working tree; seconds, lower is better\n")
-    print(f"{'measure':<44} {'old':>9} {'new':>9} {'old/new':>8}")
+    print(f"{'measure':<52} {'old':>9} {'new':>9} {'old/new':>8}")
     for name, before in old.items():
         after = new.get(name, float("nan"))
         ratio = before / after if after else float("nan")
-        print(f"{name:<44} {before:>9.4f} {after:>9.4f} {ratio:>8.2f}")
+        print(f"{name:<52} {before:>9.4f} {after:>9.4f} {ratio:>8.2f}")
     return 0
 
 
@@ -250,10 +252,9 @@ def daemon_measures(
             out["get_context: warm (median)"] = median_of(
                 args.repeat, lambda: conn.call("get_context", params)
             )
-            out[f"memory.list, {args.memories} memories (first)"] = timed(
-                lambda: conn.call("memory.list", {"cwd": cwd})
-            )
-            out[f"memory.list, {args.memories} memories (median)"] = median_of(
+            listed = f"memory.list, {args.memories} memories, {args.rules} rules"
+            out[f"{listed} (first)"] = timed(lambda: conn.call("memory.list", {"cwd": cwd}))
+            out[f"{listed} (median)"] = median_of(
                 args.repeat, lambda: conn.call("memory.list", {"cwd": cwd})
             )
             path = str(memory_dir / history_file)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from memoryd.core.project import Project
 from memoryd.daemon.params import Cwd, PathText, SessionId
 from memoryd.daemon.rpc import Params, method
-from memoryd.rules import approvals, assembly, sessions
+from memoryd.rules import approvals, assembly, realfs, sessions
 from memoryd.rules.model import (
     ALL_SOURCES,
     ContextContribution,
@@ -152,6 +152,15 @@ def _entry_info(entry: IndexEntry) -> FileInfo:
 
 async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any]:
     """The assembled instruction files and memory index for a session in `cwd`."""
+    return await context_now(daemon, params, recheck=False)
+
+
+async def context_now(
+    daemon: Daemon, params: GetContextParams, *, recheck: bool = True
+) -> dict[str, Any]:
+    """`get_context`'s reply; with `recheck` a cached load the watcher vouches for is also
+    re-stat'ed, so an edit saved a moment ago, not reported yet, is read (the memory UI lists
+    what is in effect now)."""
     project = daemon.services.projects.resolve(params.cwd)
     real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
     cleaned = [
@@ -172,6 +181,14 @@ async def get_context(daemon: Daemon, params: GetContextParams) -> dict[str, Any
     await service.ensure_started()
     sources = ALL_SOURCES if params.setting_sources is None else frozenset(params.setting_sources)
     cached, hit = await service.get(real_cwd, project, touched, sources)
+    if (
+        recheck
+        and hit
+        and cached.trusted  # one not trusted was re-stat'ed by `get` just now
+        and not await asyncio.to_thread(realfs.unchanged, cached.involvement.stamps)
+    ):
+        service.drop(project.root)
+        cached, hit = await service.get(real_cwd, project, touched, sources)
     contributions, provider_failures = await _contributions(daemon, project)
     entries = [entry for c in contributions for entry in c.entries]
     if cached.wire is None:
