@@ -49,7 +49,9 @@ _K = TypeVar("_K")
 
 WORKER = "magic_docs"
 HEADER = re.compile(r"^#\s*MAGIC\s+DOC:\s*(.+)$", re.MULTILINE | re.IGNORECASE)
-_ITALIC = re.compile(r"^\s*(?:_(.+)_|\*(.+)\*)\s*$")
+# Italic, not bold: `**Current release: 1.2**` under the header was read as an instruction, and
+# the header screen refused every update of that line.
+_ITALIC = re.compile(r"^\s*(?:_(?!_)(.+?)(?<!_)_|\*(?!\*)(.+?)(?<!\*)\*)\s*$")
 SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 MAX_DOC_BYTES = 512_000
 MAX_CHECKED_PER_TURN = 500
@@ -200,7 +202,21 @@ def header_screen(secrets: WriteScreen) -> WriteScreen:
                 f"not written: {path} is no longer a magic doc (its `# MAGIC DOC:` header "
                 "line is gone); leave it as it is"
             )
-        if parse_header(op.text) != now:
+        after = parse_header(op.text)
+        adds_instruction = (
+            after is not None
+            and after.title == now.title
+            and now.instruction is None
+            and after.instruction is not None
+        )
+        if adds_instruction:
+            # Told of "the italic line under it", when the doc had none, the agent was lost.
+            raise agent_tools.ToolError(
+                f"not written: this edit puts an italic line right under the `# MAGIC DOC: "
+                f"{now.title}` header line of {path}, which would make it the doc's update "
+                "instruction; start the text under the header with something else"
+            )
+        if after != now:
             raise agent_tools.ToolError(
                 f"not written: this edit changes the `# MAGIC DOC: {now.title}` header line of "
                 f"{path} or the italic line under it; keep both exactly as they are and "

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.magicdocs import parse_header
+from memoryd.magicdocs import DocHeader, parse_header
 from tests.background.conftest import Script, Workspace, transcript
 from tests.fakes.messages_api import slow, text_reply, tool_use_reply
 
@@ -175,3 +175,39 @@ async def test_the_docs_updated_after_one_turn_share_the_cached_conversation(
     } == {(True, True)}
     for request, path in zip(requests, docs, strict=True):
         assert path in request["messages"][0]["content"][1]["text"]
+
+
+async def test_a_bold_line_under_the_header_is_no_instruction_and_may_be_updated(
+    ws: Workspace, script: Script
+) -> None:
+    # `*…*` matched `**Current release: 1.2**`: the bold line was read as the doc's italic
+    # instruction, and the header screen refused every update of it.
+    status = "# MAGIC DOC: Release status\n**Current release: 1.2**\n\n- notes\n"
+    header = parse_header(status)
+    assert header is not None
+    assert header.instruction is None
+    assert parse_header("# MAGIC DOC: T\n_snake_case is the rule_\n") == DocHeader(
+        "T", "snake_case is the rule"
+    )
+    doc = ws.cwd / "STATUS.md"
+    doc.write_text(status)
+    edit = {"file_path": str(doc), "old_string": "1.2**", "new_string": "1.3**"}
+    script.add("magic", tool_use_reply([("Edit", edit)]), text_reply("updated"))
+    await _update(ws, doc)
+    assert doc.read_text() == status.replace("1.2", "1.3")
+
+
+async def test_an_edit_that_adds_an_italic_line_under_the_header_is_told_so(
+    ws: Workspace, script: Script
+) -> None:
+    # The doc has no instruction; told that its edit changed "the italic line under it",
+    # the agent looked for a line that was not there.
+    text = "# MAGIC DOC: Release status\n\n- notes\n"
+    doc = ws.cwd / "STATUS.md"
+    doc.write_text(text)
+    edit = {"file_path": str(doc), "old_string": "- notes\n", "new_string": "_Updated._\n- notes\n"}
+    script.add("magic", tool_use_reply([("Edit", edit)]), text_reply("done"))
+    await _update(ws, doc)
+    assert doc.read_text() == text
+    (result,) = _results(script, 1)
+    assert "puts an italic line right under the `# MAGIC DOC: Release status`" in result["content"]
