@@ -265,7 +265,9 @@ def _include_if(condition: str, file: Path, own_dir: Path) -> bool:
     flags = _WILDMATCH | (glob.IGNORECASE if kind == "gitdir/i" else 0)
     if kind in ("gitdir", "gitdir/i"):
         if pattern.startswith("./"):
-            pattern = f"{file.parent.resolve()}/{pattern[2:]}"
+            # The folder of the file's real path (a ~/.gitconfig linked into a dotfiles
+            # folder: that folder), taken literally, as git does.
+            pattern = f"{glob.escape(str(file.resolve().parent))}/{pattern[2:]}"
         elif pattern.startswith("~"):
             pattern = gitsafe.expand_home(pattern) or ""
             if not pattern:

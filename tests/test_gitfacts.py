@@ -421,3 +421,23 @@ def test_includes_that_fan_out_or_repeat_a_big_file_are_read_a_bounded_number_of
     with pytest.raises(gitsafe.BadConfig):
         gitsafe.read_config(big, read=read)
     assert len(read) <= 3
+
+
+@pytest.mark.parametrize("inside", ["dotfiles/work", "work"])
+def test_a_relative_includeif_of_a_linked_user_config_is_judged_from_its_real_folder(
+    isolated_env: IsolatedEnv, inside: str
+) -> None:
+    # ~/.gitconfig a link into a dotfiles folder (stow, yadm): git reads `gitdir:./work/` from
+    # the folder of the file's real path, memoryd read it from ~ and took the other remote.
+    home = isolated_env.home
+    (home / "dotfiles").mkdir()
+    (home / "w.cfg").write_text('[url "https://h/acme/"]\n\tinsteadOf = w:\n')
+    (home / "dotfiles" / "gitconfig").write_text(
+        f'[includeIf "gitdir:./work/"]\n\tpath = {home}/w.cfg\n'
+    )
+    (home / ".gitconfig").symlink_to(home / "dotfiles" / "gitconfig")
+    repo = home / inside / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "w:x"], check=True)
+    assert gitfacts.discover(repo).remote_url == _git_url(repo)
