@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import gitfacts, paths
-from memoryd.errors import InvalidParams
+from memoryd.errors import InvalidParams, TooLarge
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_text,
@@ -144,6 +144,10 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     if not isinstance(data, dict):
         return SettingsFile(source, path, {}, error="not a JSON object")
     values = {k: v for k, v in data.items() if _valid_value(k, v)}
+    # A value of the wrong type is skipped, and said: dropped silently, `"autoMemoryEnabled":
+    # "no"` left auto memory on with no word anywhere.
+    mistyped = [_why_invalid(k, v) for k, v in data.items() if k not in values]
+    errors = [f"ignored: {'; '.join(mistyped)}"] if mistyped else []
     if source is Source.PROJECT:
         values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
     elif source is Source.LOCAL and NOT_FROM_PROJECT & values.keys() and _checked_in(path):
@@ -151,14 +155,11 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
         # it may not point auto memory at `~/.claude/rules` nor turn the refusal off either.
         refused = sorted(NOT_FROM_PROJECT & values.keys())
         values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
-        return SettingsFile(
-            source,
-            path,
-            values,
-            error=f"checked into the repository (git tracks it): {', '.join(refused)} not "
-            "taken from it, as from .claude/settings.json; set them in user settings",
+        errors.append(
+            f"checked into the repository (git tracks it): {', '.join(refused)} not "
+            "taken from it, as from .claude/settings.json; set them in user settings"
         )
-    return SettingsFile(source, path, values)
+    return SettingsFile(source, path, values, error="; ".join(errors) or None)
 
 
 def _checked_in(path: Path) -> bool:
@@ -194,13 +195,29 @@ def _valid_value(key: str, value: Any) -> bool:
     return isinstance(value, expected)
 
 
+_EXPECTED = {
+    bool: "true or false",
+    int: "a whole number",
+    str: "a string",
+    list: "a list of strings",
+}
+
+
 def _why_invalid(key: str, value: Any) -> str:
-    expected = KNOWN_KEYS[key]
-    if expected is list and isinstance(value, list):
+    """`autoMemoryEnabled must be true or false, got "no"`: the value as JSON, clipped."""
+    must = f"{key} must be {_EXPECTED[KNOWN_KEYS[key]]}"
+    if KNOWN_KEYS[key] is list and isinstance(value, list):
         index, item = next((i, v) for i, v in enumerate(value) if not isinstance(v, str))
-        return f"{key} takes a list of strings; item {index} is {type(item).__name__}"
-    name = "list of strings" if expected is list else expected.__name__
-    return f"{key} takes a {name}, got {type(value).__name__}"
+        return f"{must}; item {index} is {_shown(item)}"
+    return f"{must}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value)  # ASCII, so no control character or bidi override gets through
+    except RecursionError:
+        return type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def merge(files: list[SettingsFile]) -> EffectiveSettings:
@@ -262,6 +279,15 @@ def set_user_setting(key: str, value: Any) -> Path:
     else:
         current[key] = value
     text = json.dumps(current, indent=2, ensure_ascii=False) + "\n"
+    # The file as written, not as it was: a compact file grows when re-indented, and one over
+    # the cap would be skipped unread from then on (every user setting ignored).
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_SETTINGS_BYTES:
+        raise TooLarge(
+            f"value: the user settings file {path} would be {size:,} bytes once written, over "
+            f"the {MAX_SETTINGS_BYTES:,} bytes a settings file is read up to; nothing written, "
+            "keep large data out of settings"
+        )
     if path.is_symlink():
         # A link into a dotfiles repository stays a link: the file it points at is replaced
         # (atomically, in its own folder, keeping its mode); renaming over the link replaced

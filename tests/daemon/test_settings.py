@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memoryd import settings
-from memoryd.errors import InvalidParams
+from memoryd.errors import InvalidParams, TooLarge
 from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.daemon.test_param_errors import _error
 from tests.daemon.test_protocol import raw_exchange
@@ -95,11 +95,47 @@ def test_a_deeply_nested_project_file_is_reported_not_fatal(
     assert effective.get("autoMemoryEnabled") is True
 
 
-def test_mistyped_known_values_are_ignored(isolated_env: IsolatedEnv) -> None:
+def test_mistyped_known_values_are_ignored_and_said(isolated_env: IsolatedEnv) -> None:
     write_json(settings.user_settings_path(), {"autoMemoryEnabled": "no", "maxIncludeDepth": True})
     effective = settings.load(None)
     assert effective.get("autoMemoryEnabled") is True
     assert effective.get("maxIncludeDepth") == 5
+    # Dropped silently before: in no status field, settings.get or get_context warning.
+    (user,) = [f for f in effective.files if f.source is settings.Source.USER]
+    assert user.error == (
+        'ignored: autoMemoryEnabled must be true or false, got "no"; '
+        "maxIncludeDepth must be a whole number, got true"
+    )
+
+
+def test_a_mistyped_value_is_joined_with_the_checked_in_error(
+    isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    write_json(
+        settings.local_settings_path(root),
+        {"memorydRefuseSecrets": False, "agentsMdFallback": "x" * 100},
+    )
+    subprocess.run(["git", "-C", str(root), "add", ".claude/settings.local.json"], check=True)
+    file = settings.read_settings_file(settings.Source.LOCAL, settings.local_settings_path(root))
+    assert file.error is not None
+    ignored, checked_in = file.error.split("; checked into the repository")
+    assert ignored == 'ignored: agentsMdFallback must be true or false, got "' + "x" * 38 + "…"
+    assert "memorydRefuseSecrets not taken from it" in checked_in
+
+
+def test_set_refuses_a_file_that_re_indenting_takes_over_the_cap(isolated_env: IsolatedEnv) -> None:
+    # Compact, it is under the cap with room for the key; written back with indent=2 it was
+    # over it, and every user setting was skipped as too large from then on.
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    compact = json.dumps({"numbers": [1] * 300_000}, separators=(",", ":"))
+    path.write_text(compact)
+    assert len(compact) < settings.MAX_SETTINGS_BYTES // 1.5
+    with pytest.raises(TooLarge, match="over the 1,048,576 bytes"):
+        settings.set_user_setting("autoDreamEnabled", True)
+    assert path.read_text() == compact  # nothing written
 
 
 def test_set_keeps_unknown_keys_and_writes_atomically(isolated_env: IsolatedEnv) -> None:
@@ -118,12 +154,12 @@ def test_set_keeps_unknown_keys_and_writes_atomically(isolated_env: IsolatedEnv)
 
 
 def test_set_refuses_a_wrong_type_and_a_broken_file(isolated_env: IsolatedEnv) -> None:
-    with pytest.raises(InvalidParams, match="autoMemoryEnabled takes a bool"):
+    with pytest.raises(InvalidParams, match='autoMemoryEnabled must be true or false, got "yes"'):
         settings.set_user_setting("autoMemoryEnabled", "yes")
     # A list with one item of another type was "takes a list, got list".
-    with pytest.raises(InvalidParams, match="takes a list of strings; item 1 is int"):
+    with pytest.raises(InvalidParams, match="must be a list of strings; item 1 is 3"):
         settings.set_user_setting("claudeMdExcludes", ["a", 3])
-    with pytest.raises(InvalidParams, match="takes a list of strings, got str"):
+    with pytest.raises(InvalidParams, match='must be a list of strings, got "a"'):
         settings.set_user_setting("claudeMdExcludes", "a")
     path = settings.user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
