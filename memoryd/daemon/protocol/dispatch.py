@@ -51,11 +51,19 @@ class _Failed(Exception):
         self.code, self.message, self.data = code, message, data
 
 
+# Field errors one -32602 lists; past them it says how many more. Each name was cut, not their
+# number: 600,000 unknown fields made a 27 MB message, and the reply a -32004.
+MAX_FIELD_ERRORS = 20
+
+
 def format_validation_error(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
     parts = []
-    for err in exc.errors(include_url=False):
+    for err in errors[:MAX_FIELD_ERRORS]:
         loc = ".".join(str(p) for p in err["loc"]) or "params"
         parts.append(f"{echoed(loc)}: {err['msg']}")
+    if len(errors) > MAX_FIELD_ERRORS:
+        parts.append(f"and {len(errors) - MAX_FIELD_ERRORS:,} more")
     return "invalid params: " + "; ".join(parts)
 
 
