@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memoryd_client.durable import fsync_dir as fsync_dir
 from memoryd_client.private_dirs import make_private_dirs as create_private_dirs
+from memoryd_client.private_files import open_owner_rw
 
 
 class NotRegularFile(OSError):
@@ -69,14 +70,15 @@ def make_private_dirs(path: Path, mode: int = 0o700) -> Path:
 
 
 def open_lock_file(path: Path) -> int:
-    """A lock file (for `flock`) opened read-write, made 0600 in a 0700 folder when missing;
-    a symbolic link in its place is refused (ELOOP), never followed. OSError otherwise."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    """A lock file (for `flock`) opened read-write, made 0600 in a 0700 folder when missing
+    (made 0600 too when a umask, or an older memoryd under one, left it unopenable); a
+    symbolic link in its place is refused (ELOOP), never followed. OSError otherwise."""
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        return os.open(path, flags, 0o600)
+        return open_owner_rw(path, flags)
     except FileNotFoundError:  # the folder's first lock
         ensure_private_dir(path.parent)
-        return os.open(path, flags, 0o600)
+        return open_owner_rw(path, flags)
 
 
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:

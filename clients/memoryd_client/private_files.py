@@ -34,18 +34,43 @@ class UnsafeFolder(PermissionError):
         self.problem = problem
 
 
+def open_owner_rw(path: Path, flags: int) -> int:
+    """`os.open(path, flags | O_CREAT, 0o600)` for a file the user must be able to open again
+    (a log, a lock): the mode of one created, or found, narrower or wider (a umask of 0277 or
+    0777 gave 0400 or 000, and the next open by the user was EACCES) is made 0600 when the file
+    is the user's. Another user's file is left as it is (the caller judges it)."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT, 0o600)
+    except PermissionError:
+        info = os.lstat(path)  # OSError, say FileNotFoundError, when there is no such file
+        if not (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()):
+            raise
+        if stat.S_IMODE(info.st_mode) & 0o600 == 0o600:
+            raise  # not its mode (the folder, a read-only mount): chmod would not help
+        os.chmod(path, 0o600)  # a regular file, seen by lstat: no link is followed
+        fd = os.open(path, flags | os.O_CREAT, 0o600)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_private_log(path: Path) -> int:
     """A descriptor appending to `path`, a plain file of the user's in a folder of the user's
-    (`folder_problem`, checked first: UnsafeFolder), created 0600 (a wider one of ours is made
-    0600), never through a link, never a FIFO (whose open would hang) or a device, never
+    (`folder_problem`, checked first: UnsafeFolder), created 0600 (the daemon's log holds
+    paths, model errors, tracebacks: a wider or narrower one is made 0600), never through a link, never a FIFO (whose open would hang) or a device, never
     another user's file or one with other hard links (each writes somewhere else than the
     log). OSError, its strerror saying why."""
     problem = folder_problem(path.parent)
     if problem is not None:
         raise UnsafeFolder(problem)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
+        fd = open_owner_rw(path, flags | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OSError(exc.errno, f"{path} is a symbolic link; it is not followed") from exc
@@ -60,8 +85,6 @@ def open_private_log(path: Path) -> int:
             raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not to you")
         if info.st_nlink > 1:
             raise PermissionError(errno.EPERM, f"{path} has {info.st_nlink} hard links")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)  # the daemon's log: paths, model errors, tracebacks
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

@@ -35,7 +35,7 @@ from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import atomic_write_text, ensure_private_dir, remove_stale_staged
 from memoryd.paths import status_file_for
 from memoryd_client.peercred import peer_uid
-from memoryd_client.private_files import folder_problem
+from memoryd_client.private_files import folder_problem, open_owner_rw
 
 log = structlog.get_logger("memoryd.server")
 
@@ -180,7 +180,7 @@ def bind_socket(path: Path) -> tuple[socket.socket, tuple[int, int]]:
 @contextlib.contextmanager
 def _socket_lock(path: Path) -> Iterator[None]:
     """An exclusive flock on PATH.lock: who may unlink, bind or remove the socket file."""
-    lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = open_owner_rw(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CLOEXEC)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         yield
