@@ -54,9 +54,14 @@ KNOWN_KEYS: dict[str, type] = {
     "claudeMdExcludes": list,
     "agentsMdFallback": bool,
     "maxIncludeDepth": int,
-    "memorydModel": str,
-    "memorydSmallModel": str,
     "memorydRefuseSecrets": bool,
+}
+# Keys `settings.get` once listed that nothing read: the models are named by the daemon's
+# environment, read at start. Set in a file, they are ignored and said (as a mistyped value),
+# so no one believes a model was chosen; `settings.set` refuses them (removal is taken).
+UNREAD_KEYS: dict[str, str] = {
+    "memorydModel": "MEMORYD_MODEL",
+    "memorydSmallModel": "MEMORYD_SMALL_MODEL",
 }
 DEFAULTS: dict[str, Any] = {
     "autoMemoryEnabled": True,
@@ -143,11 +148,11 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
         return SettingsFile(source, path, {}, error="invalid JSON: nested too deeply")
     if not isinstance(data, dict):
         return SettingsFile(source, path, {}, error="not a JSON object")
-    values = {k: v for k, v in data.items() if _valid_value(k, v)}
+    values = {k: v for k, v in data.items() if _valid_value(k, v) and k not in UNREAD_KEYS}
     # A value of the wrong type is skipped, and said: dropped silently, `"autoMemoryEnabled":
     # "no"` left auto memory on with no word anywhere.
-    mistyped = [_why_invalid(k, v) for k, v in data.items() if k not in values]
-    errors = [f"ignored: {'; '.join(mistyped)}"] if mistyped else []
+    ignored = [_why_invalid(k, v) for k, v in data.items() if k not in values]
+    errors = [f"ignored: {'; '.join(ignored)}"] if ignored else []
     if source is Source.PROJECT:
         values = {k: v for k, v in values.items() if k not in NOT_FROM_PROJECT}
     elif source is Source.LOCAL and NOT_FROM_PROJECT & values.keys() and _checked_in(path):
@@ -205,6 +210,11 @@ _EXPECTED = {
 
 def _why_invalid(key: str, value: Any) -> str:
     """`autoMemoryEnabled must be true or false, got "no"`: the value as JSON, clipped."""
+    if key in UNREAD_KEYS:
+        return (
+            f"{key} is not a setting memoryd reads: the model is named by {UNREAD_KEYS[key]} "
+            "in the daemon's environment (then `memctl restart`)"
+        )
     must = f"{key} must be {_EXPECTED[KNOWN_KEYS[key]]}"
     if KNOWN_KEYS[key] is list and isinstance(value, list):
         index, item = next((i, v) for i, v in enumerate(value) if not isinstance(v, str))
@@ -255,6 +265,8 @@ def set_user_setting(key: str, value: Any) -> Path:
     """Write one key to the user settings file atomically, keeping every other key."""
     if not isinstance(key, str) or not key or len(key) > 200:
         raise InvalidParams("key: must be a non-empty string of at most 200 characters")
+    if key in UNREAD_KEYS and value is not None:
+        raise InvalidParams(f"key: {_why_invalid(key, value)}")
     if value is not None and not _valid_value(key, value):
         raise InvalidParams(f"value: {_why_invalid(key, value)}")
     path = user_settings_path()

@@ -411,15 +411,21 @@ def test_readme_says_what_scripts_check_sets_up() -> None:
 
 def test_operations_md_says_whether_the_model_settings_are_read() -> None:
     # The page listed memorydModel and memorydSmallModel among the settings memoryd reads, but
-    # only settings.KNOWN_KEYS names them: the models come from MEMORYD_MODEL and
-    # MEMORYD_SMALL_MODEL alone. Wire them up, and this asks for the page to say so.
+    # only settings.KNOWN_KEYS named them: the models come from MEMORYD_MODEL and
+    # MEMORYD_SMALL_MODEL alone. They are no settings now (settings.UNREAD_KEYS); wire them up,
+    # and this asks for them to be known keys again and for the page to say so.
+    from memoryd import settings
+
     read = [
         f.relative_to(REPO).as_posix()
         for f in (REPO / "memoryd").rglob("*.py")
         if f.name != "settings.py" and re.search(r"memoryd(Small)?Model", f.read_text())
     ]
+    models = {"memorydModel", "memorydSmallModel"}
+    assert bool(models & settings.KNOWN_KEYS.keys()) == bool(read), read
+    assert (models <= settings.UNREAD_KEYS.keys()) == (read == [])
     page = re.sub(r"\s+", " ", (REPO / "docs" / "operations.md").read_text())
-    says_unread = "`memorydModel` and `memorydSmallModel` too, but nothing reads them yet" in page
+    says_unread = "`memorydModel` and `memorydSmallModel` are not settings" in page
     assert says_unread == (read == []), read
 
 

@@ -491,3 +491,20 @@ async def test_a_cancelled_settings_set_keeps_the_turn_until_its_write_is_done(
         await first
     await second
     assert json.loads(settings.user_settings_path().read_text()) == {"first": 1, "second": 2}
+
+
+def test_the_model_keys_are_no_settings_and_say_so(isolated_env: IsolatedEnv) -> None:
+    # settings.get listed memorydModel and memorydSmallModel, and settings.set took them, but
+    # nothing read them: the models are named by MEMORYD_MODEL and MEMORYD_SMALL_MODEL.
+    assert "memorydModel" not in settings.KNOWN_KEYS
+    write_json(settings.user_settings_path(), {"memorydModel": "claude-opus-4-1", "theme": "dark"})
+    effective = settings.load(None)
+    assert "memorydModel" not in effective.values
+    (user,) = [f for f in effective.files if f.source is settings.Source.USER]
+    assert user.error is not None
+    assert user.error.startswith("ignored: memorydModel is not a setting memoryd reads")
+    assert "MEMORYD_MODEL in the daemon's environment" in user.error
+    with pytest.raises(InvalidParams, match="key: memorydSmallModel is not a setting"):
+        settings.set_user_setting("memorydSmallModel", "claude-haiku-4-5")
+    settings.set_user_setting("memorydModel", None)  # taking it out is fine
+    assert json.loads(settings.user_settings_path().read_text()) == {"theme": "dark"}
