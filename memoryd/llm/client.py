@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.core.model_config import REDACTED, scrub_credentials
+from memoryd.core.model_config import REDACTED, scrub_credentials, usable_http_url
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.tokens import USAGE_FIELDS
 
@@ -357,7 +357,7 @@ class ModelClient:
             "configured": self.configured,
             "reason": self.reason,
             "problem": self.problem,
-            "base_url": None if self.config.base_url is None else shown_url(self.config.base_url),
+            "base_url": _shown_base_url(self.config.base_url),
             "model": self.config.model,
             "small_model": self.config.small_model,
             "usage": {name: u.as_dict() for name, u in sorted(self.usage.items())},
@@ -392,6 +392,14 @@ def _passes_by_itself(error: ModelError) -> bool:
         and "<html" not in page
         and "<!doctype" not in page
     )
+
+
+def _shown_base_url(url: str | None) -> str | None:
+    """ANTHROPIC_BASE_URL as status shows it: one that is no URL is not shown at all (a key
+    pasted into the wrong variable would be), a password in one is [redacted]."""
+    if url is None:
+        return None
+    return shown_url(url) if usable_http_url(url) else REDACTED
 
 
 def shown_url(url: str) -> str:

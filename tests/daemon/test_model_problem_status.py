@@ -199,3 +199,14 @@ async def test_a_password_in_the_base_url_is_not_shown(
     assert f"refused: {shown} answered HTTP 401" in client.problem
     assert client.status()["base_url"] == shown
     assert "hunter2" not in repr(client.status())
+
+
+def test_a_base_url_that_is_no_url_is_not_shown_in_status() -> None:
+    # Found in review: a key pasted into ANTHROPIC_BASE_URL was shown whole in
+    # status.model.base_url (memctl status, the editors' status views).
+    key = "sk-ant-api03-" + "s" * 40
+    client = ModelClient(ModelConfig(api_key="k" * 20, base_url=key))
+    assert client.status()["base_url"] == "[redacted]"
+    assert ModelClient(ModelConfig(api_key="k" * 20)).status()["base_url"] is None
+    shown = ModelClient(ModelConfig(api_key="k" * 20, base_url="https://x.example/v1"))
+    assert shown.status()["base_url"] == "https://x.example/v1"
