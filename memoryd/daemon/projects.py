@@ -1,8 +1,8 @@
 """Projects: a cwd resolved to its canonical root and git facts, cached per directory.
 
 The cache entry for a cwd is re-validated by the mtimes of the git files it was read
-from (`.git/HEAD`, `.git/config`, the worktree's `.git` file) and of the user's and system's
-git config (where `safe.directory` is), so moving a worktree, changing the remote or trusting
+from (`.git/HEAD`, `.git/config` and the files it includes, the worktree's `.git` file) and of
+the user's and system's git config (where `safe.directory` is), so moving a worktree, changing the remote or trusting
 another user's repository is seen at the next call without a watcher.
 """
 
@@ -28,6 +28,9 @@ def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Stat, ...]:
         probes.append(facts.worktree_root / ".git")
     if facts.git_dir is not None:
         probes += [facts.git_dir / "HEAD", facts.git_dir / "config"]
+    # The files `.git/config` includes (a remote kept in one): an edit there changes the
+    # remote without touching .git/config, and was never seen while the entry lasted.
+    probes += facts.included
     return tuple(stat_stamp(probe) for probe in probes)
 
 

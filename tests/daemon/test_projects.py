@@ -113,3 +113,19 @@ def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:
     for path, info in zip(touched, before, strict=True):
         os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert projects.resolve(repo).facts.repo_slug == "acme/gadgets"
+
+
+def test_an_edit_to_a_config_file_that_git_config_includes_is_seen(tmp_path: Path) -> None:
+    # The cache stamped .git/config but not what it includes: the remote kept in an included
+    # file was the old one until the entry fell out of the cache.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("[include]\n\tpath = ../remote.cfg\n")
+    remote = repo / "remote.cfg"
+    remote.write_text('[remote "origin"]\n\turl = https://github.com/acme/one.git\n')
+    projects = Projects()
+    assert projects.resolve(repo).facts.repo_slug == "acme/one"
+    remote.write_text('[remote "origin"]\n\turl = https://github.com/acme/two.git\n')
+    assert projects.resolve(repo).facts.repo_slug == "acme/two"
