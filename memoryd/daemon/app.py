@@ -43,6 +43,11 @@ class Daemon:
         self.worker_errors: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
         self.shutdown_requested = asyncio.Event()
+        # settings.set reads the file, changes one key and writes it whole: two at once (a
+        # batch, two clients) each wrote what it had read, and every key but the last writer's
+        # was lost. One at a time, waited for on the loop: a lock taken inside worker threads
+        # parked the executor's threads during a batch, and unrelated thread work queued.
+        self.settings_write = asyncio.Lock()
         self.last_activity = time.monotonic()
         self.methods = rpc_methods()
         self.services = Services(self)

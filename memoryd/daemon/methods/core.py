@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -182,22 +181,6 @@ def _check_room(key: str, value: Any) -> None:
         )
 
 
-# settings.set reads the file, changes one key and writes it whole: two at once (a batch, two
-# clients) each wrote what it had read, and every key but the last writer's was lost, though
-# each call was told it was saved. So one at a time per daemon, waited for on the event loop:
-# a lock taken inside the worker threads parked 5 of the default executor's 6 threads on it
-# during a batch of 50, and unrelated thread work queued behind them. Per daemon, not one
-# module-level lock: an asyncio lock belongs to the loop it is used on.
-_SETTINGS_WRITES: weakref.WeakKeyDictionary[Daemon, asyncio.Lock] = weakref.WeakKeyDictionary()
-
-
-def _settings_write(daemon: Daemon) -> asyncio.Lock:
-    lock = _SETTINGS_WRITES.get(daemon)
-    if lock is None:
-        lock = _SETTINGS_WRITES[daemon] = asyncio.Lock()
-    return lock
-
-
 def _set(key: str, value: Any) -> str:
     _check_room(key, value)
     return str(settings_mod.set_user_setting(key, value))
@@ -205,7 +188,7 @@ def _set(key: str, value: Any) -> str:
 
 async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, Any]:
     """Write one key to the user settings file (atomically, other keys kept)."""
-    async with _settings_write(daemon):
+    async with daemon.settings_write:
         # held_work: a caller cancelled mid-write keeps the lock until its write is done.
         path = await held_work(lambda: _set(params.key, params.value))
     return {"path": path, "key": params.key, "value": params.value}
