@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -79,6 +80,13 @@ class History:
         version = f"{stamp:020d}-{reason}"
         atomic_write_bytes(folder / f"{version}.md", content)
         return Version(version, stamp / 1e9, len(content), reason)
+
+    def drop(self, memory_dir: Path, file: str, version: Version) -> None:
+        """Take back a version just kept for a change that then failed: it equals the file
+        still there, and listed it stood for a change that never happened. Best effort: one
+        left behind is a duplicate of the file, nothing lost."""
+        with contextlib.suppress(OSError):
+            (self.folder(memory_dir, file) / f"{version.version}.md").unlink()
 
     def versions(self, memory_dir: Path, file: str) -> list[Version]:
         """Newest first."""

@@ -10,7 +10,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from memoryd.automem.memfile import (
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
-from memoryd.errors import ForbiddenPath, InvalidParams, TooLarge
+from memoryd.errors import ForbiddenPath, InvalidParams, NotFound, TooLarge
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
@@ -121,18 +121,41 @@ class MemoryWrites:
     ) -> bool:
         """Keep a version of what `target` holds, then write it; whether it was created."""
         created = not target.exists()
-        if not created:
-            self._snapshot_sync(memory_dir, key, target, "overwrite")
-            # The keys memoryd does not write (`tags:`, `created:`, a tool's) stay as written.
-            with contextlib.suppress(OSError):
-                old = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
-                text = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
-        # Folders memoryd creates are 0700; one that is there already (a shared 2775 memory
-        # folder, a sub/ of the user's) is theirs and keeps its mode.
-        for path in (*folders, target.parent):
-            make_private_dirs(path)
-        atomic_write_text(target, text, kept_mode(target))
+        kept = None if created else self._snapshot_sync(memory_dir, key, target, "overwrite")
+        with self._dropped_if_failed(memory_dir, key, target, kept):
+            if not created:
+                # The keys memoryd does not write (`tags:`, `created:`, a tool's) stay as written.
+                with contextlib.suppress(OSError):
+                    old = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
+                    text = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
+            # Folders memoryd creates are 0700; one that is there already (a shared 2775 memory
+            # folder, a sub/ of the user's) is theirs and keeps its mode.
+            for path in (*folders, target.parent):
+                make_private_dirs(path)
+            atomic_write_text(target, text, kept_mode(target))
         return created
+
+    @contextlib.contextmanager
+    def _dropped_if_failed(
+        self, memory_dir: Path, key: str, target: Path, kept: Version | None
+    ) -> Iterator[None]:
+        """The version kept before a change is dropped when the change fails (a full disk)
+        and the file is still what the version holds: the history listed an overwrite that
+        never happened. A change that failed after it landed (the folder's fsync after the
+        rename) keeps its version, the only copy of what was there."""
+        try:
+            yield
+        except BaseException:
+            if kept is not None and self._still_holds(memory_dir, key, target, kept):
+                self.history.drop(memory_dir, key, kept)
+            raise
+
+    def _still_holds(self, memory_dir: Path, key: str, target: Path, kept: Version) -> bool:
+        try:
+            now = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
+            return now == self.history.read(memory_dir, key, kept.version)
+        except (OSError, NotRegularFile, NotFound):
+            return False
 
     async def delete_memory(
         self, project: Project, path: str | Path, *, check: Callable[[], None] | None = None
@@ -152,20 +175,21 @@ class MemoryWrites:
             known = state.entries.keys() if not is_team(key) else ()
 
             def remove() -> None:
-                self._snapshot_sync(memory_dir, key, target, "delete")
-                # The index line goes first: an index that cannot be rewritten (a read-only
-                # MEMORY.md, a full disk) fails the delete with the memory still there.
-                # Unlinked first, the file was gone, the delete reported failed, and its line
-                # stayed in every prompt for good (dangling lines are not swept).
-                before = self._index.remove_line(memory_dir, key, known)
-                try:
-                    target.unlink()
-                except FileNotFoundError:
-                    pass  # gone meanwhile (removed by hand): deleted all the same
-                except OSError:
-                    if before is not None:
-                        self._index.put_back(memory_dir, key, before)
-                    raise
+                kept = self._snapshot_sync(memory_dir, key, target, "delete")
+                with self._dropped_if_failed(memory_dir, key, target, kept):
+                    # The index line goes first: an index that cannot be rewritten (a read-only
+                    # MEMORY.md, a full disk) fails the delete with the memory still there.
+                    # Unlinked first, the file was gone, the delete reported failed, and its
+                    # line stayed in every prompt for good (dangling lines are not swept).
+                    before = self._index.remove_line(memory_dir, key, known)
+                    try:
+                        target.unlink()
+                    except FileNotFoundError:
+                        pass  # gone meanwhile (removed by hand): deleted all the same
+                    except OSError:
+                        if before is not None:
+                            self._index.put_back(memory_dir, key, before)
+                        raise
 
             # The copy, the index rewrite (fsync) and the unlink in a thread (`held_work`).
             await held_work(remove)
@@ -237,9 +261,10 @@ class MemoryWrites:
             state = self._states.state(memory_dir)
 
             def write() -> None:
-                self._snapshot_sync(memory_dir, key, target, "restore")
-                make_private_dirs(target.parent)
-                atomic_write_bytes(target, content, kept_mode(target))
+                kept = self._snapshot_sync(memory_dir, key, target, "restore")
+                with self._dropped_if_failed(memory_dir, key, target, kept):
+                    make_private_dirs(target.parent)
+                    atomic_write_bytes(target, content, kept_mode(target))
 
             await held_work(write)
             state.note_written(key, target)
