@@ -12,6 +12,17 @@ class EnvNumberError(ValueError):
     """An environment variable that should hold a number does not; the message names it."""
 
 
+# A number is never longer; a longer value (a key pasted into the wrong variable) is not
+# quoted in the start-up error, which goes to the journal and the log.
+_MAX_QUOTED = 24
+
+
+def _named(name: str, raw: str) -> str:
+    if len(raw) <= _MAX_QUOTED:
+        return f"{name}={raw!r}"
+    return f"{name} (a value of {len(raw):,} characters, not shown)"
+
+
 def env_seconds(name: str, default: float, *, most: float, positive: bool = False) -> float:
     """A finite number of seconds from `name`, else `default`; at least 0 (above 0 when
     `positive`), at most `most`: 1e300 was taken, and a team debounce that long never pushed."""
@@ -21,12 +32,12 @@ def env_seconds(name: str, default: float, *, most: float, positive: bool = Fals
     try:
         value = float(raw)
     except ValueError:
-        raise EnvNumberError(f"{name}={raw!r} is not a number of seconds") from None
+        raise EnvNumberError(f"{_named(name, raw)} is not a number of seconds") from None
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         least = "above 0" if positive else "0 or more"
-        raise EnvNumberError(f"{name}={raw!r} must be a finite number of seconds, {least}")
+        raise EnvNumberError(f"{_named(name, raw)} must be a finite number of seconds, {least}")
     if value > most:
-        raise EnvNumberError(f"{name}={raw!r} must be at most {most:g} seconds")
+        raise EnvNumberError(f"{_named(name, raw)} must be at most {most:g} seconds")
     return value
 
 
@@ -39,9 +50,9 @@ def env_count(name: str, default: int, *, most: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise EnvNumberError(f"{name}={raw!r} is not a whole number") from None
+        raise EnvNumberError(f"{_named(name, raw)} is not a whole number") from None
     if value < 0:
-        raise EnvNumberError(f"{name}={raw!r} must be 0 or more")
+        raise EnvNumberError(f"{_named(name, raw)} must be 0 or more")
     if value > most:
-        raise EnvNumberError(f"{name}={raw!r} must be at most {most:,}")
+        raise EnvNumberError(f"{_named(name, raw)} must be at most {most:,}")
     return value

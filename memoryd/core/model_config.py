@@ -26,14 +26,49 @@ def usable_credential(value: str) -> bool:
     return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
 
 
-def usable_http_url(url: str) -> bool:
-    """An http(s) URL with a host (and a port that is a number, not 0): one a request can go
-    to. `notaurl` and `api.example.com` (no scheme) are not."""
+def url_fault(url: str) -> str | None:
+    """What keeps `url` from being an http(s) URL a request can go to (`notaurl`,
+    `api.example.com` with no scheme, a port of 0 or `x`), or None. Never the URL itself: a
+    key or token pasted into the variable (MEMORYD_TEAM_URL and MEMORYD_TEAM_TOKEN swapped)
+    would be shown in status, `memctl status` and the editors."""
     try:
         parts = urlsplit(url)
-        return parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a port that is not a number, a bad IPv6 literal
-        return False
+    except ValueError:  # a bracket of an IPv6 host left open
+        return f"is not a URL that parses ({len(url)} characters; an IPv6 host's [ not closed?)"
+    if parts.scheme not in ("http", "https") or not url[len(parts.scheme) :].startswith("://"):
+        return f"does not start with http:// or https:// ({len(url)} characters)"
+    try:
+        port = parts.port
+        host = parts.hostname
+    except ValueError:  # `:x`, `:99999`
+        return "its port is not a number from 1 to 65535"
+    if not host:
+        return "has no host"
+    if port == 0:
+        return "its port is not a number from 1 to 65535"
+    return None
+
+
+def usable_http_url(url: str) -> bool:
+    """An http(s) URL with a host (and a port from 1 to 65535): one a request can go to."""
+    return url_fault(url) is None
+
+
+def shown_url(url: str | None) -> str | None:
+    """A configured URL as status shows it (ANTHROPIC_BASE_URL, MEMORYD_TEAM_URL): one that
+    is no usable URL is not shown at all (a key or token pasted into the wrong variable would
+    be), a password in one (`https://ada:pw@proxy/`, basic auth for a proxy) is [redacted]."""
+    if url is None:
+        return None
+    if url_fault(url) is not None:
+        return REDACTED
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:{REDACTED}@{host}{slash}{path}"
 
 
 def scrub_credentials(text: str, credentials: Iterable[str | None]) -> str:
@@ -82,13 +117,15 @@ class ModelConfig:
     def base_url_problem(self) -> str | None:
         """Why ANTHROPIC_BASE_URL cannot be an endpoint, or None. `notaurl` went to the SDK,
         and every call failed in the transport and was retried, for seconds each."""
-        if self.base_url is None or usable_http_url(self.base_url):
+        if self.base_url is None:
             return None
-        shown = self.base_url if len(self.base_url) <= 200 else self.base_url[:200] + "…"
+        fault = url_fault(self.base_url)
+        if fault is None:
+            return None
         return (
-            f"ANTHROPIC_BASE_URL is not an http(s) URL with a host: {shown!r}; set it to the "
-            "provider's endpoint (https://api.anthropic.com, or a compatible one) or unset it, "
-            "in the daemon's environment, then `memctl restart`"
+            f"ANTHROPIC_BASE_URL {fault}; set it to the provider's endpoint "
+            "(https://api.anthropic.com, or a compatible one) or unset it, in the daemon's "
+            "environment, then `memctl restart`"
         )
 
     @property

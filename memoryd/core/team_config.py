@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from memoryd.core.env_numbers import env_seconds
-from memoryd.core.model_config import usable_credential, usable_http_url
+from memoryd.core.model_config import url_fault, usable_credential
 
 _RESTART = "in the daemon's environment, then restart memoryd"
 
@@ -25,12 +25,9 @@ class TeamConfig:
             return None
         if self.url is None:
             return f"MEMORYD_TEAM_TOKEN is set but MEMORYD_TEAM_URL is not: set the memoryd-team server's URL {_RESTART}"
-        if not usable_http_url(self.url):
-            shown = self.url if len(self.url) <= 200 else self.url[:200] + "…"
-            return (
-                f"MEMORYD_TEAM_URL is not an http(s) URL with a host: {shown!r}; set it to the "
-                f"memoryd-team server (http://host:8787) {_RESTART}"
-            )
+        fault = url_fault(self.url)
+        if fault is not None:
+            return f"MEMORYD_TEAM_URL {fault}; set it to the memoryd-team server (http://host:8787) {_RESTART}"
         if self.token is None:
             return (
                 "MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not: create one with "

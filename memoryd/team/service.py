@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd.automem.service import AutoMemory
-from memoryd.core.model_config import usable_credential, usable_http_url
+from memoryd.core.model_config import shown_url, usable_credential, usable_http_url
 from memoryd.errors import FeatureUnavailable
 from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
@@ -481,7 +481,8 @@ def describe_state(folder: Folder) -> dict[str, Any]:
     runner = folder.runner
     return {
         "repo": state.repo or None,
-        "server": state.server,
+        # Never a token swapped into MEMORYD_TEAM_URL, nor a password in it.
+        "server": shown_url(state.server),
         "team_dir": state.team_dir,
         "etag": state.etag,
         "last_result": state.last_result,

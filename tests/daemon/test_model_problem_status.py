@@ -112,13 +112,20 @@ async def test_an_endpoint_that_serves_a_web_page_or_nothing_is_named() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["notaurl", "ftp://host", "http://:8080", "http://h:port", "http://"]
+    ("url", "fault"),
+    [
+        ("notaurl", "does not start with http:// or https:// (7 characters)"),
+        ("ftp://host", "does not start with http:// or https:// (10 characters)"),
+        ("http://:8080", "has no host"),
+        ("http://h:port", "its port is not a number from 1 to 65535"),
+        ("http://", "has no host"),
+    ],
 )
-def test_a_base_url_that_is_no_endpoint_leaves_the_model_off(url: str) -> None:
+def test_a_base_url_that_is_no_endpoint_leaves_the_model_off(url: str, fault: str) -> None:
     client = ModelClient(ModelConfig(api_key="k" * 20, base_url=url))
     assert not client.configured
     assert client.reason is not None
-    assert client.reason.startswith("ANTHROPIC_BASE_URL is not an http(s) URL with a host")
+    assert client.reason.startswith(f"ANTHROPIC_BASE_URL {fault}; set it")
     assert ModelClient(ModelConfig(api_key="k" * 20, base_url="https://x.example/v1")).configured
 
 

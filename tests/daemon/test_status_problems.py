@@ -8,13 +8,15 @@ broken JSON, and lines of the service's env file that set nothing, were in no re
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from memoryd.core.diagnose import env_file_problems
-from memoryd.core.model_config import ModelConfig
+from memoryd.core.env_numbers import EnvNumberError, env_count, env_seconds
+from memoryd.core.model_config import ModelConfig, shown_url, url_fault, usable_http_url
 from memoryd.core.team_config import TeamConfig
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
@@ -25,8 +27,8 @@ from tests.fakes.full_disk import SmallDisks
     [
         ("http://127.0.0.1:8787", None, "MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not"),
         (None, "mdt_" + "x" * 20, "MEMORYD_TEAM_TOKEN is set but MEMORYD_TEAM_URL is not"),
-        ("notaurl", "mdt_" + "x" * 20, "MEMORYD_TEAM_URL is not an http(s) URL with a host"),
-        ("http://[::1", "mdt_" + "x" * 20, "MEMORYD_TEAM_URL is not an http(s) URL with a host"),
+        ("notaurl", "mdt_" + "x" * 20, "MEMORYD_TEAM_URL does not start with http:// or https://"),
+        ("http://[::1", "mdt_" + "x" * 20, "MEMORYD_TEAM_URL is not a URL that parses"),
         ("http://h:8787", "mdt_x x", "MEMORYD_TEAM_TOKEN is not a usable token"),
         (None, None, None),
         ("https://team.example", "mdt_" + "x" * 20, None),
@@ -42,6 +44,85 @@ def test_a_team_configuration_that_cannot_sync_says_why(
         assert problem is not None
         assert problem.startswith(start)
         assert token is None or token not in problem
+
+
+@pytest.mark.parametrize(
+    ("url", "fault"),
+    [
+        ("notaurl", "does not start with http:// or https:// (7 characters)"),
+        ("http:host", "does not start with http:// or https:// (9 characters)"),
+        ("api.example.com", "does not start with http:// or https:// (15 characters)"),
+        ("https://", "has no host"),
+        ("http://h:0", "its port is not a number from 1 to 65535"),
+        ("http://h:99999", "its port is not a number from 1 to 65535"),
+        ("http://h:x", "its port is not a number from 1 to 65535"),
+        ("http://[::1", "is not a URL that parses (11 characters; an IPv6 host's [ not closed?)"),
+        ("https://team.example:8787/x", None),
+        ("HTTP://[::1]:80", None),
+    ],
+)
+def test_a_url_fault_says_what_is_wrong(url: str, fault: str | None) -> None:
+    assert url_fault(url) == fault
+    assert usable_http_url(url) is (fault is None)
+
+
+_TOKEN = "mdt_s3cr3tT0kenValue0123456789abcdef"
+_KEY = "sk-ant-api03-SECRETkeyVALUE0123456789abcdefgh"
+
+
+def test_a_secret_in_a_url_variable_is_never_quoted() -> None:
+    # Found by a review: `… is not an http(s) URL with a host: '<value>'` quoted the value,
+    # so MEMORYD_TEAM_URL and MEMORYD_TEAM_TOKEN swapped, or a key pasted into
+    # ANTHROPIC_BASE_URL, put the secret in status, `memctl status` and the editors.
+    team = TeamConfig(url=_TOKEN, token="http://127.0.0.1:8787").problem
+    model = ModelConfig(api_key="k" * 20, base_url=_KEY).problem
+    assert team is not None
+    assert model is not None
+    assert team.startswith("MEMORYD_TEAM_URL does not start with http:// or https:// (36 ")
+    assert model.startswith("ANTHROPIC_BASE_URL does not start with http:// or https:// (45 ")
+    for secret in (_TOKEN[4:12], _KEY[13:21]):  # not even a piece of it
+        assert secret not in team + model
+    assert shown_url(_TOKEN) == "[redacted]"
+    assert shown_url("https://ada:pw@proxy.example/v1") == "https://ada:[redacted]@proxy.example/v1"
+    assert shown_url("http://127.0.0.1:8787") == "http://127.0.0.1:8787"
+    assert shown_url(None) is None
+
+
+async def test_status_and_team_status_never_show_a_swapped_token(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    config = daemon_config(
+        short_tmp,
+        team=TeamConfig(url=_TOKEN, token="http://127.0.0.1:8787"),
+        model=ModelConfig(api_key="k" * 20, base_url=_KEY),
+    )
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    remote = ["git", "-C", str(project), "remote", "add", "origin", "https://github.com/o/r"]
+    subprocess.run(remote, check=True)
+    handle = await start_daemon(config)
+    try:
+        status = json.dumps(await handle.call("status"))
+        team = await handle.call("team.status", cwd=str(project))
+    finally:
+        await stop_daemon(handle)
+    assert team["suppressed"] == "bad_url"
+    assert team["server"] == "[redacted]"
+    assert _TOKEN not in status
+    assert _KEY not in status
+
+
+def test_a_long_value_of_a_number_variable_is_not_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYD_MODEL_RETRIES", _KEY)
+    with pytest.raises(EnvNumberError) as raised:
+        env_count("MEMORYD_MODEL_RETRIES", 4, most=100)
+    assert str(raised.value) == (
+        "MEMORYD_MODEL_RETRIES (a value of 45 characters, not shown) is not a whole number"
+    )
+    monkeypatch.setenv("MEMORYD_MODEL_TIMEOUT", " 2s ")
+    with pytest.raises(EnvNumberError, match=r"^MEMORYD_MODEL_TIMEOUT='2s' is not a number"):
+        env_seconds("MEMORYD_MODEL_TIMEOUT", 60.0, most=3600.0)
 
 
 def test_env_file_lines_that_set_nothing_are_named_never_their_values(tmp_path: Path) -> None:
@@ -93,9 +174,9 @@ async def test_status_lists_each_problem_and_none_on_a_good_setup(
         problems = (await handle.call("status"))["problems"]
     finally:
         await stop_daemon(handle)
-    assert [p.split(":")[0] for p in problems] == [
-        "ANTHROPIC_BASE_URL is not an http(s) URL with a host",
-        "MEMORYD_TEAM_URL is not an http(s) URL with a host",
+    assert [p.split(";")[0].split(": ")[0] for p in problems] == [
+        "ANTHROPIC_BASE_URL does not start with http:// or https:// (17 characters)",
+        "MEMORYD_TEAM_URL does not start with http:// or https:// (7 characters)",
         f"user settings file {settings}",
         f"{env} line 1 is not a NAME=value line, so it sets nothing",
     ]
