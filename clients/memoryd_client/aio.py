@@ -71,7 +71,10 @@ class AsyncClient(AsyncMethods):
                 break
             await asyncio.sleep(step)  # the daemon is busy or restarting
         self._close_spare()
-        self._spare = step.dup()
+        try:
+            self._spare = step.dup()
+        except OSError:  # out of descriptors: only a refusal's reason would be lost
+            self._spare = None
         reader, writer = await asyncio.open_unix_connection(sock=step, limit=256 * 1024 * 1024)
         self._reader, self._writer = reader, writer
         self._unmatched_error = None

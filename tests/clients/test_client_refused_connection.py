@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
+import os
 import socket
 import threading
 import time
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import AsyncClient, Client, RpcError
+from tests.conftest import DaemonHandle
 
 BUSY = {
     "jsonrpc": "2.0",
@@ -87,3 +90,18 @@ async def test_async_client_raises_the_reason_sent_before_the_close(
         assert "open-files" in caught.value.message
     finally:
         await client.close()
+
+
+async def test_async_client_connects_when_no_spare_descriptor_is_left(
+    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second descriptor is a nicety: out of descriptors (EMFILE), the client still connects
+    (and only a refusal's reason would be lost)."""
+
+    def no_descriptor(self: socket.socket) -> socket.socket:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(socket.socket, "dup", no_descriptor)
+    async with AsyncClient(daemon.socket_path, timeout=10) as client:
+        status = await client.call("status")
+    assert status["pid"] == os.getpid()
