@@ -17,7 +17,9 @@ the server had no descriptor left for anyone. Here:
   at the header deadline instead, a slow client's upload was reset and it never read its 401;
 - once a reply stops fitting in the socket buffers, the client must take it: a write that
   stalls for `write_timeout_s`, or a reply that has not drained `REPLY_TOTAL_WAITS` times that
-  after it first stalled, aborts the connection.
+  after it first stalled — or, for a bigger one, at `min_reply_rate` bytes a second — aborts
+  the connection. (A flat 120 s cut a client reading an 8 MiB listing steadily at 30 KB/s on
+  every pull, for ever.)
 
 The request body has its own deadlines in the app (`app._read_body`, 408 `body_timeout`).
 """
@@ -57,12 +59,17 @@ class DeadlineH11Protocol(H11Protocol):
 
     header_timeout_s: float = HEADER_TIMEOUT_S
     write_timeout_s: float = WRITE_TIMEOUT_S
+    # The slowest average a stalled reply may drain at (past the flat deadline): 8 KiB/s.
+    min_reply_rate: float = 8 * 1024
 
     _header_timer: asyncio.TimerHandle | None = None
     _write_timer: asyncio.TimerHandle | None = None
     # When the current reply first stopped fitting in the buffers (loop time), until the
     # next request: the whole reply's deadline counts from there.
     _stalled_since: float | None = None
+    _reply_s: float = 0.0  # the whole reply's time from its first stall
+    _write_whole: float = 0.0  # and the loop time it ends at
+    _buffered: int = 0  # the reply's bytes still buffered here when the write timer was set
     _cycle_seen: object | None = None
     # When a reply was sent while its request's body was still coming (loop time), until
     # that body has all come; and when the last bytes arrived.
@@ -92,11 +99,12 @@ class DeadlineH11Protocol(H11Protocol):
         now = self.loop.time()
         if self._stalled_since is None:
             self._stalled_since = now
-        whole = self._stalled_since + REPLY_TOTAL_WAITS * self.write_timeout_s
-        self._cancel_write_timer()
-        self._write_timer = self.loop.call_at(
-            min(now + self.write_timeout_s, whole), self._write_timed_out
-        )
+            self._reply_s = REPLY_TOTAL_WAITS * self.write_timeout_s
+        # What is buffered here now must drain at `min_reply_rate` at least.
+        buffered = self.transport.get_write_buffer_size()
+        self._reply_s = max(self._reply_s, buffered / self.min_reply_rate)
+        self._write_whole = self._stalled_since + self._reply_s
+        self._arm_write_timer(now, buffered)
 
     def resume_writing(self) -> None:
         self._cancel_write_timer()
@@ -167,8 +175,22 @@ class DeadlineH11Protocol(H11Protocol):
             self._header_timer = None
 
     # -- the reply deadline ----------------------------------------------------------------
+    def _arm_write_timer(self, now: float, buffered: int) -> None:
+        self._cancel_write_timer()
+        self._buffered = buffered
+        self._write_timer = self.loop.call_at(
+            min(now + self.write_timeout_s, self._write_whole), self._write_timed_out
+        )
+
     def _write_timed_out(self) -> None:
         self._write_timer = None
+        now = self.loop.time()
+        buffered = self.transport.get_write_buffer_size()
+        if buffered < self._buffered and now < self._write_whole:
+            # Progress (the transport resumes the writer only once the buffer is nearly
+            # empty: a stall is no byte taken, not a reply bigger than write_timeout_s's worth).
+            self._arm_write_timer(now, buffered)
+            return
         log.info(
             "aborted a connection: the client did not read its reply (stalled %gs)",
             self.write_timeout_s,

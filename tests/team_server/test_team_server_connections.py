@@ -4,6 +4,7 @@ clients that behave (keep-alive, a body that comes after a pause) are served as 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -139,18 +140,7 @@ def test_a_kept_alive_connection_serves_its_requests_then_closes_when_idle(
 
 def test_a_client_that_never_reads_its_reply_is_dropped(server: ThreadedServer) -> None:
     token = server.token("acme/widgets")
-    # 40 x 240 KB: a reply far larger than the socket buffers on both sides can hold.
-    for batch in range(5):
-        server.run(
-            server.storage.put_entries(
-                "acme/widgets",
-                {f"k{batch}-{i}.md": f"{batch}{i}" * 120_000 for i in range(8)},
-                None if batch == 0 else parse_if_match("*"),
-                max_entries=None,
-                author=Author("t", "t"),
-                at=datetime.now(UTC),
-            )
-        )
+    _big_repo(server)
     deaf = socket.socket()
     deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     deaf.connect(("127.0.0.1", server.port))
@@ -219,3 +209,68 @@ def test_the_rest_of_an_answered_body_that_stalls_is_closed(server: ThreadedServ
         # Nothing more of the body: not held for good.
         assert read_until_closed(sock) == b""
     wait_for(lambda: server.open_connections == 0)
+
+
+def _big_repo(server: ThreadedServer) -> None:
+    """40 x 240 KB: a reply far larger than the socket buffers on both sides can hold."""
+    for batch in range(5):
+        server.run(
+            server.storage.put_entries(
+                "acme/widgets",
+                {f"k{batch}-{i}.md": f"{batch}{i}" * 120_000 for i in range(8)},
+                None if batch == 0 else parse_if_match("*"),
+                max_entries=None,
+                author=Author("t", "t"),
+                at=datetime.now(UTC),
+            )
+        )
+
+
+def test_a_big_reply_read_steadily_is_not_cut(database_url: str) -> None:
+    # A stalled write was timed from the first stall to the transport resuming the writer,
+    # which it does only once the buffer is nearly empty: a reply over a slow link (small
+    # socket buffers) had to drain whole within write_timeout_s, a 2 MiB page under 70 KB/s
+    # was aborted on every pull. Then the whole reply had a flat REPLY_TOTAL_WAITS x that.
+    # Scaled: 1 s without progress, 4 s in all or 128 KB/s; a 1.9 MB reply read at ~0.4 MB/s
+    # (5 s: the flat 4 s cut it too).
+    class SlowLink(QuickDeadlines):
+        min_reply_rate = 128 * 1024
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            transport.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDBUF, 16384
+            )
+            super().connection_made(transport)
+
+    server = ThreadedServer(
+        database_url, ServerSettings(full_bytes=64 * 1024 * 1024), protocol=SlowLink
+    ).start()
+    try:
+        server.run(
+            server.storage.put_entries(
+                "acme/widgets",
+                {f"k{i}.md": f"{i}" * 240_000 for i in range(8)},
+                None,
+                max_entries=None,
+                author=Author("t", "t"),
+                at=datetime.now(UTC),
+            )
+        )
+        token = server.token("acme/widgets")
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            sock.connect(("127.0.0.1", server.port))
+            sock.settimeout(15)
+            sock.sendall(
+                f"GET {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+                f"Authorization: Bearer {token}\r\n\r\n".encode()
+            )
+            got = b""
+            while len(got) < 1_920_000:
+                chunk = sock.recv(16384)
+                assert chunk, f"cut after {len(got)} bytes"
+                got += chunk
+                time.sleep(0.04)  # never near the 1 s stall
+        assert got.startswith(b"HTTP/1.1 200 ")
+    finally:
+        server.stop()
