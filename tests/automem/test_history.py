@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -115,3 +117,70 @@ def test_a_clock_set_back_keeps_the_newest_version_first(
     assert h.versions(mem, "a.md")[0].version == later.version
     assert h.save(mem, "a.md", b"after the jump", "overwrite") is None  # the newest, again
     assert len(h.versions(mem, "a.md")) == 2
+
+
+class _Entry:
+    """A directory entry that counts its stat calls."""
+
+    def __init__(self, entry: os.DirEntry[str], stats: list[str]) -> None:
+        self._entry, self._stats = entry, stats
+        self.name, self.path = entry.name, entry.path
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self._entry.is_file(follow_symlinks=follow_symlinks)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        self._stats.append(self.name)
+        return self._entry.stat(follow_symlinks=follow_symlinks)
+
+
+def test_a_save_lists_the_versions_once_and_stats_only_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save listed and stat'ed every version, sorted them, then listed them all again for the
+    # name check: 47 ms at 5,000 versions against 3 ms at 100 (bench/bench_history.py).
+    h = History(tmp_path / "hist")
+    mem = tmp_path / "mem"
+    for n in range(30):
+        h.save(mem, "a.md", f"text {n}".encode(), "overwrite")
+    newest = h.versions(mem, "a.md")[0]
+    listings: list[str] = []
+    stats: list[str] = []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    class _Listing:
+        def __init__(self, path: str | Path) -> None:
+            listings.append(str(path))
+            self._it = real_scandir(path)
+
+        def __enter__(self) -> Iterator[_Entry]:
+            return (_Entry(e, stats) for e in self._it)
+
+        def __exit__(self, *exc: object) -> None:
+            self._it.close()
+
+        def __iter__(self) -> Iterator[_Entry]:
+            return (_Entry(e, stats) for e in self._it)
+
+    def listdir(path: str | Path = ".") -> list[str]:
+        listings.append(str(path))
+        return real_listdir(path)
+
+    real_lstat = os.lstat
+
+    def lstat(path: str | Path) -> os.stat_result:
+        if str(path).endswith("-overwrite.md"):
+            stats.append(str(path))
+        return real_lstat(path)
+
+    monkeypatch.setattr(os, "scandir", _Listing)
+    monkeypatch.setattr(os, "listdir", listdir)
+    monkeypatch.setattr(os, "lstat", lstat)
+    kept = h.save(mem, "a.md", b"one more", "overwrite")
+    monkeypatch.undo()
+    # One listing; of the 30 versions, only the newest is looked at.
+    assert (len(listings), len(stats)) == (1, 1)
+    assert kept is not None
+    assert kept.version > newest.version
+    assert h.versions(mem, "a.md")[0] == kept
+    assert h.save(mem, "a.md", b"one more", "overwrite") is None  # the newest, found by name
