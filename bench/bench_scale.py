@@ -8,7 +8,9 @@ scale fixes) under /tmp; each tree runs in a child process of its own (its daemo
 client, its team sync engine and team server, imported from that tree), on the same
 generated data, and the table prints each measure for both and their ratio:
 
-- `status`: one call to a daemon that has served everything below (median of 20);
+- `status`: one call to a daemon that has served everything below (median of 20), then with
+  32 memory folders loaded (31 more projects listed), the most whose folders status checks
+  (statvfs and access of each, the settings and env files read: cached 10 s since session 19);
 - `memory.list` of a project with `--memories` auto memories and the `--rules` rule files
   below in effect: the first call, then warm (median of `--repeat`; each lists the instruction
   files in effect, so a warm call that reads every rule file again shows here);
@@ -274,6 +276,13 @@ def daemon_measures(
                 lambda: conn.call("memory.write", write)
             )
             out["status (median of 20)"] = median_of(20, lambda: conn.call("status"))
+            for i in range(31):  # each project's own memory folder, loaded by its listing
+                other = project.parent / "others" / f"p{i:02d}"
+                other.mkdir(parents=True, exist_ok=True)
+                conn.call("memory.list", {"cwd": str(other)})
+            out["status, 32 memory folders loaded (median of 20)"] = median_of(
+                20, lambda: conn.call("status")
+            )
     finally:
         proc.terminate()
         proc.wait(60)

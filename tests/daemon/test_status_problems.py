@@ -8,8 +8,10 @@ broken JSON, and lines of the service's env file that set nothing, were in no re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from memoryd.core.diagnose import env_file_problems
 from memoryd.core.env_numbers import EnvNumberError, env_count, env_seconds
 from memoryd.core.model_config import ModelConfig, shown_url, url_fault, usable_http_url
 from memoryd.core.team_config import TeamConfig
+from memoryd.daemon.methods import core as core_methods
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
 
@@ -193,6 +196,7 @@ async def test_a_memory_folder_that_cannot_be_written_is_a_problem(
 ) -> None:
     # Found by a bug hunt: a memory folder on a read-only mount showed auto memory `on` and
     # no warning; every write failed and extraction saved nothing.
+    monkeypatch.setattr(core_methods, "FILE_CHECKS_TTL_S", 0.0)  # each status checks again
     mount = small_disks.mount(short_tmp / "ro", kib=1024)
     (mount / "mem").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
@@ -217,3 +221,65 @@ async def test_a_memory_folder_that_cannot_be_written_is_a_problem(
         "free some space, or point autoMemoryDirectory (user settings) "
         "or MEMORYD_AUTO_MEMORY_DIR at another folder"
     )
+
+
+async def test_status_checks_the_files_once_for_many_calls_and_again_after_settings_set(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a review: each status (editors poll it every few seconds) read the settings
+    # and env files and statvfs'ed every loaded memory folder: 0.6 ms became 5-11 ms.
+    checks: list[int] = []
+    check = core_methods._file_problems
+
+    def counted(flag_settings: Path | None, folders: tuple[Path, ...]) -> list[str]:
+        checks.append(1)
+        return check(flag_settings, folders)
+
+    monkeypatch.setattr(core_methods, "_file_problems", counted)
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    settings = isolated_env.config_dir / "settings.json"
+    settings.write_text('{"autoMemoryEnabled": "no"}')
+    for _ in range(20):
+        (problem,) = (await daemon.call("status"))["problems"]
+    assert problem.startswith(f"user settings file {settings}: ignored: autoMemoryEnabled")
+    assert len(checks) == 1
+    # A settings file written through the daemon is checked again at the next status.
+    await daemon.call("settings.set", key="autoMemoryEnabled", value=True)
+    assert (await daemon.call("status"))["problems"] == []
+    assert len(checks) == 2
+
+
+async def test_a_hung_check_holds_one_thread_and_status_answers_without_it(
+    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a review: a memory folder on a hung mount held one executor thread per status
+    # call (the editors poll it), each call waiting for ever, until the default pool was full.
+    release = threading.Event()
+    entered: list[int] = []
+
+    def hung(_folders: object) -> list[str]:
+        entered.append(1)
+        release.wait(60)
+        return ["memory folder /hung cannot be written"]
+
+    monkeypatch.setattr(core_methods, "FILE_CHECKS_WAIT_S", 0.2)
+    monkeypatch.setattr(core_methods.diagnose, "unwritable_folders", hung)
+    try:
+        calls = [daemon.call("status") for _ in range(6)]
+        replies = await asyncio.wait_for(asyncio.gather(*calls), 30)
+        later = await asyncio.wait_for(daemon.call("status"), 30)
+        for reply in [*replies, later]:
+            (slow,) = reply["problems"]
+            assert slow.startswith(
+                "the check of the settings files and memory folders has not finished after "
+            )
+        assert len(entered) == 1
+    finally:
+        release.set()
+    for _ in range(100):  # the check ends once released; its result is the next answer
+        problems = (await daemon.call("status"))["problems"]
+        if problems == ["memory folder /hung cannot be written"]:
+            break
+        await asyncio.sleep(0.05)
+    assert problems == ["memory folder /hung cannot be written"]
+    assert len(entered) == 1
