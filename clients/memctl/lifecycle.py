@@ -15,6 +15,9 @@ from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket,
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import UnsafeFolder, open_private_log
 
+# The daemon's answer to a client past its connection cap (docs/protocol.md, -32004).
+BUSY = -32004
+
 
 def socket_path(arg: Path | None) -> Path:
     return Path(arg).expanduser().absolute() if arg else default_socket_path()
@@ -70,7 +73,12 @@ def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
             result = conn.call("status")
     except (TimeoutError, UntrustedSocket):
         raise
-    except (DaemonUnavailable, RpcError, OSError, ValueError):
+    except RpcError as exc:
+        if exc.code == BUSY:
+            # A daemon at its connection cap is running: say its reason, start no second one.
+            raise
+        return None
+    except (DaemonUnavailable, OSError, ValueError):
         return None
     return result if isinstance(result, dict) else None
 
@@ -217,7 +225,10 @@ def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str
             asked = True
     except UntrustedSocket:
         raise
-    except (DaemonUnavailable, RpcError, TimeoutError, OSError):
+    except RpcError as exc:
+        if exc.code == BUSY:
+            wait_s = 0.0  # at its connection cap it cannot take the request: SIGTERM at once
+    except (DaemonUnavailable, TimeoutError, OSError):
         pass
     if pid is None or not reachable:
         # Nobody listens, so the status file is stale (the daemon died without removing it)
