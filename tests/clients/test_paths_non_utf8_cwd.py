@@ -21,7 +21,9 @@ def latin1_dir(isolated_env: IsolatedEnv) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command", [["recall", "tabs"], ["remember", "use tabs"]])
+@pytest.mark.parametrize(
+    "command", [["recall", "tabs"], ["remember", "use tabs"], ["memory", "--list"]]
+)
 async def test_a_cwd_that_is_not_utf8_is_said_with_the_way_round(
     daemon: DaemonHandle, latin1_dir: Path, command: list[str]
 ) -> None:
