@@ -2,8 +2,9 @@
 
 An entry is dropped as soon as anything it was built from changes: the watcher reports
 a change to one of its paths, or — when it is not (yet) covered by a live watcher — a
-re-stat of every path it recorded finds a difference. `compact`, the memory UI and
-include approvals drop entries explicitly with `drop`.
+re-stat of every path it recorded finds a difference. `compact` and include approvals drop
+entries explicitly with `drop`; `memory.list` re-stats a trusted entry first
+(`methods/context.context_now`), so an edit the watcher has not reported yet is shown.
 """
 
 from __future__ import annotations
