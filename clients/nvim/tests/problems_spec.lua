@@ -35,6 +35,8 @@ T.run({
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
       T.has(text, 'is configured, but its calls fail: ' .. REFUSED)
       T.has(text, TEAM)
+      local _, times = text:gsub(vim.pesc(TEAM), '')
+      T.eq(1, times, 'the team problem said once (on the team line when the daemon says team sync is off)')
       T.has(text, 'user settings file ' .. settings)
       T.has_not(text, 'finds nothing wrong')
     end,

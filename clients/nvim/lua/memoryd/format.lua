@@ -153,9 +153,9 @@ function M.model_problem(status)
 end
 
 -- status.problems (what is wrong with the setup, each with what to change), one line each,
--- without the model's problem or reason, which the model line says already; {} from a daemon
--- older than the field.
-function M.problems(status)
+-- without the model's problem or reason, which the model line says already, nor the texts of
+-- `also` (said elsewhere in full); {} from a daemon older than the field.
+function M.problems(status, also)
   local list = type(status) == 'table' and status.problems or nil
   if type(list) ~= 'table' then
     return {}
@@ -166,6 +166,9 @@ function M.problems(status)
     if type(model[key]) == 'string' then
       said[model[key]] = true
     end
+  end
+  for _, text in pairs(also or {}) do
+    said[text] = true
   end
   local out = {}
   for _, problem in ipairs(list) do

@@ -63,6 +63,11 @@ function M.missing_methods(served)
   return missing
 end
 
+-- Whether `text` is one of status.problems (a daemon older than the list has none).
+local function listed(status, text)
+  return type(status.problems) == 'table' and type(text) == 'string' and vim.tbl_contains(status.problems, text)
+end
+
 local OLDER = 'the running memoryd is older than this plugin (started before an upgrade?)'
 local RESTART = '`memctl restart` (or :MemorydStart after `memctl stop`) runs the installed one'
 
@@ -138,20 +143,24 @@ function M.check()
   elseif model.configured then
     report.ok('model configured: ' .. tostring(model.model))
   else
-    report.info('no model: ' .. tostring(model.reason or '?') .. ' (recall uses the local ranker)')
+    -- a key or endpoint that cannot work is a problem (status.problems); no key is a choice
+    local say = listed(status, model.reason) and report.warn or report.info
+    say('no model: ' .. tostring(model.reason or '?') .. ' (recall uses the local ranker)')
   end
   local team = type(status.features) == 'table' and status.features.team_sync or nil
   if type(team) == 'table' and team.enabled then
     report.ok('team sync available')
   elseif type(team) == 'table' then
-    report.info('team sync off: ' .. tostring(team.reason or '?'))
+    -- a URL without a token is a problem: warned of here, once, not again below
+    local say = listed(status, team.reason) and report.warn or report.info
+    say('team sync off: ' .. tostring(team.reason or '?'))
   end
   -- Each says what to change; memoryd checks again at every status, so a fix shows at once.
-  local problems = format.problems(status)
+  local problems = format.problems(status, { type(team) == 'table' and team.reason or nil })
   for _, problem in ipairs(problems) do
     report.warn(problem)
   end
-  if #problems == 0 and status.problems ~= nil then
+  if type(status.problems) == 'table' and #status.problems == 0 then
     report.ok('memoryd finds nothing wrong with the setup')
   end
 end
