@@ -15,7 +15,9 @@ from pathlib import Path
 def fsync_dir(path: Path) -> None:
     """Make a rename or unlink in `path` durable (best effort: some filesystems refuse)."""
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
+        # O_DIRECTORY | O_NONBLOCK: a FIFO swapped in for the folder (a pull fsyncs its folders
+        # at the end of a page) would hold a plain open for ever; now it is refused at once.
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK)
         try:
             os.fsync(fd)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,15 @@ def test_fsync_dir_is_best_effort(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(os, "fsync", refuse)
     durable.fsync_dir(tmp_path)
+
+
+def test_a_fifo_in_place_of_the_folder_returns_at_once(tmp_path: Path) -> None:
+    # A plain open of a FIFO waits for a writer: a FIFO swapped in for a folder held the
+    # fsync (and the team pull that asked for it) for ever. Run in a thread so the test ends.
+
+    fifo = tmp_path / "folder"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (durable.fsync_dir(fifo), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(10), "fsync_dir blocked on a FIFO"
