@@ -12,7 +12,7 @@ import pytest
 
 from memoryd.daemon.rpc import NoParams, method
 from memoryd_client import RpcError
-from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
+from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
 
 
@@ -62,9 +62,58 @@ async def test_a_full_or_read_only_memory_folder_says_so_and_changes_nothing(
         await daemon.call("memory.delete", cwd=cwd, path="user_role.md")
     assert err.value.message.startswith(
         "memory.delete failed: the file system is read-only (EROFS); nothing was changed. "
-        "To mend it: remount it read-write, or move the memory folder, then try again"
+        "To mend it: remount it read-write, or move the memory folder (autoMemoryDirectory or "
+        "MEMORYD_AUTO_MEMORY_DIR), then try again"
     )
     assert _files(memory_dir) == before
+
+
+async def test_a_read_only_settings_file_is_not_mended_by_moving_the_memory_folder(
+    daemon: DaemonHandle, small_disks: SmallDisks, isolated_env: IsolatedEnv
+) -> None:
+    # Found by a review: settings.set on a read-only file system was told to "move the memory
+    # folder", which does not hold the user settings file.
+    config = small_disks.mount(isolated_env.config_dir, kib=64)
+    subprocess.run(["mount", "-o", "remount,ro", str(config)], check=True)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("settings.set", key="autoMemoryEnabled", value=False)
+    assert err.value.message == (
+        "settings.set failed: the file system is read-only (EROFS); nothing was changed. To "
+        "mend it: remount it read-write, then try again (the file is named in the daemon's log)"
+    )
+
+
+async def test_reconcile_on_a_full_team_disk_says_what_stands(
+    daemon: DaemonHandle,
+    small_disks: SmallDisks,
+    short_tmp: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by a review: memory.reconcile rewrites MEMORY.md, then team/MEMORY.md; with the
+    # team folder's disk full the first rewrite stood, and the error said "nothing was changed".
+    memory_dir = short_tmp / "mem"
+    team = small_disks.mount(memory_dir / "team", kib=64)
+    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
+    project = tmp_path / "proj"
+    project.mkdir()
+    cwd = str(project)
+    await daemon.call("memory.write", cwd=cwd, type="user", name="a", description="d", body="b")
+    await daemon.call(
+        "memory.write", cwd=cwd, type="user", name="t", description="d", body="b", team=True
+    )
+    # Files made outside memoryd: each index needs a line.
+    memory = "---\nname: {0}\ndescription: by hand\ntype: user\n---\nx\n"
+    (memory_dir / "user_hand.md").write_text(memory.format("hand"))
+    (team / "user_hand2.md").write_text(memory.format("hand2"))
+    small_disks.fill(team)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.reconcile", cwd=cwd)
+    assert "user_hand.md" in (memory_dir / "MEMORY.md").read_text()
+    assert err.value.message.startswith(
+        "memory.reconcile failed: the disk is full (ENOSPC); what it wrote before that stands, "
+        "the rest was not changed. To mend it: free some space, then try again"
+    )
 
 
 async def _over_quota(_daemon: object, _params: NoParams) -> None:

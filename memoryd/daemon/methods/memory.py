@@ -423,6 +423,7 @@ METHODS = (
     method("memory.restore", RestoreParams, memory_restore),
     method("memory.snapshot", PathParams, memory_snapshot),
     method("memory.remember", RememberParams, memory_remember),
-    method("memory.reconcile", CwdParams, memory_reconcile),
+    # MEMORY.md, then team/MEMORY.md: a full disk under the second leaves the first rewritten.
+    method("memory.reconcile", CwdParams, memory_reconcile, writes_several=True),
     method("recall", RecallParams, recall_method),
 )

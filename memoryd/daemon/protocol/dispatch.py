@@ -144,11 +144,13 @@ _NO_ROOM = {
         "a file would pass the daemon's file-size limit (EFBIG: `ulimit -f` where it started)",
         "raise that limit and `memctl restart`",
     ),
-    errno.EROFS: (
-        "the file system is read-only (EROFS)",
-        "remount it read-write, or move the memory folder",
-    ),
+    errno.EROFS: ("the file system is read-only (EROFS)", "remount it read-write"),
 }
+# A read-only memory folder may also be moved; for settings.set (the user settings file) or a
+# history snapshot (the state folder) that is no fix.
+_WRITE_THE_MEMORY_FOLDER = ("memory.", "team.")
+_NOT_THE_MEMORY_FOLDER = frozenset({"memory.snapshot"})
+_MOVE_IT = "or move the memory folder (autoMemoryDirectory or MEMORYD_AUTO_MEMORY_DIR)"
 
 
 def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
@@ -156,14 +158,20 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     the traceback) go to the log only (docs/protocol.md). A full disk, a quota, a file-size
     limit or a read-only file system is named, with what was left and how to mend it."""
     log.error("method failed", method=spec.name, exc_info=exc)
-    cause = _no_room(exc)
-    if cause is None:
+    code = _no_room(exc)
+    if code is None:
         return _Failed(
             INTERNAL_ERROR,
             f"internal error in {spec.name}: {type(exc).__name__} "
             "(details are in the daemon's log)",
         )
-    what, fix = cause
+    what, fix = _NO_ROOM[code]
+    if (
+        code == errno.EROFS
+        and spec.name.startswith(_WRITE_THE_MEMORY_FOLDER)
+        and spec.name not in _NOT_THE_MEMORY_FOLDER
+    ):
+        fix = f"{fix}, {_MOVE_IT}"
     # Every method but these writes one file atomically (or stages all before the first
     # rename), so a failure leaves everything as it was.
     left = (
@@ -178,13 +186,13 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     )
 
 
-def _no_room(exc: BaseException) -> tuple[str, str] | None:
-    """The cause and fix of the first OSError in `exc`'s chain that `_NO_ROOM` knows."""
+def _no_room(exc: BaseException) -> int | None:
+    """The errno of the first OSError in `exc`'s chain that `_NO_ROOM` knows."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno in _NO_ROOM:
-            return _NO_ROOM[current.errno]
+            return current.errno
         current = current.__cause__ or current.__context__
     return None
