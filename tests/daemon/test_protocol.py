@@ -201,6 +201,24 @@ async def test_replies_are_matched_by_id_when_out_of_order(daemon: DaemonHandle)
     writer.close()
 
 
+async def test_unknown_events_are_named_cut_and_at_most_ten(daemon: DaemonHandle) -> None:
+    # Found by a review: each unknown event was named whole, so a 17 MiB name made a reply
+    # over the cap and the client got -32004 'ask for less' instead of -32602.
+    long = "e" * (2 * 1024 * 1024)
+    with pytest.raises(RpcError) as err:
+        await daemon.call("subscribe", events=[long, "memory/saved"])
+    assert err.value.code == -32602
+    assert err.value.message.startswith(
+        f"events: unknown event(s) {'e' * 200}… (2,097,152 characters); known: "
+    )
+    many = [f"x/{i:02d}" for i in range(30)]
+    with pytest.raises(RpcError) as err:
+        await daemon.call("subscribe", events=many)
+    named = ", ".join(many[:10])
+    assert f"unknown event(s) {named} and 20 more; known: " in err.value.message
+    assert "x/10" not in err.value.message
+
+
 async def test_notifications_reach_subscribers_only(daemon: DaemonHandle) -> None:
     subscriber = await daemon.client()
     bystander = await daemon.client()

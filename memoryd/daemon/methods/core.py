@@ -20,6 +20,7 @@ from memoryd.automem.locks import held_work
 from memoryd.core import diagnose
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
+from memoryd.daemon.protocol.envelope import echoed
 from memoryd.daemon.rpc import NoParams, Params, method
 from memoryd.errors import InvalidParams, TooLarge
 
@@ -155,6 +156,9 @@ async def rpc_methods(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     return {"methods": {name: spec.summary for name, spec in sorted(daemon.methods.items())}}
 
 
+MAX_UNKNOWN_NAMED = 10
+
+
 class SubscribeParams(Params):
     events: list[str] | None = Field(default=None, max_length=100)
 
@@ -167,11 +171,14 @@ async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
     # No `events`: every event. A list names them; an empty one is none (it unsubscribes: it
     # used to mean every event, the opposite of what it says).
     wanted = EVENTS if params.events is None else frozenset(params.events)
-    unknown = wanted - EVENTS
+    unknown = sorted(wanted - EVENTS)
     if unknown:
-        raise InvalidParams(
-            f"events: unknown event(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(EVENTS))}"
-        )
+        # Each cut as errors repeat a request, 10 at most: a 17 MiB name made a reply over the
+        # cap, which the client got as -32004 'ask for less'.
+        named = ", ".join(echoed(name) for name in unknown[:MAX_UNKNOWN_NAMED])
+        if len(unknown) > MAX_UNKNOWN_NAMED:
+            named += f" and {len(unknown) - MAX_UNKNOWN_NAMED} more"
+        raise InvalidParams(f"events: unknown event(s) {named}; known: {', '.join(sorted(EVENTS))}")
     connection.subscriptions = wanted
     return {"subscribed": sorted(wanted)}
 
