@@ -80,6 +80,32 @@ def open_log_file(path: Path) -> TextIO:
     return open(open_private_log(path), "a", encoding="utf-8", buffering=1, closefd=True)
 
 
+class _ThreadLines:
+    """Lines put together per thread from the pieces written. structlog's print writes a
+    line's text and its end apart, under its own lock only; stdlib logging (asyncio, httpx,
+    the SDK, from worker threads) writes its whole line under another. One buffer for all
+    threads put such a line between another's text and its end: `{…}{…}` and an empty line,
+    neither of them JSON."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def add(self, text: str) -> str | None:
+        """The whole line `text` ends, or None while it does not end one."""
+        pending: list[str] | None = getattr(self._local, "pending", None)
+        if not text.endswith("\n"):
+            if pending is None:
+                self._local.pending = pending = []
+            pending.append(text)
+            return None
+        if not pending:
+            return text
+        pending.append(text)
+        line = "".join(pending)
+        pending.clear()
+        return line
+
+
 class LogFile:
     """The log file, opened again when its path no longer names it — moved away by logrotate
     (its default `create` mode) or removed to give its room back: the daemon wrote on into
@@ -91,7 +117,7 @@ class LogFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = open_log_file(path)
-        self._pending: list[str] = []  # the start of a line (print writes its end apart)
+        self._pending = _ThreadLines()  # the start of a line (print writes its end apart)
         self._lock = threading.Lock()  # lines come from worker threads too (stdlib logging)
         self._failed: str | None = None  # why a line could not be written, until one is
         self._torn = False  # part of a failed line reached the file: the next starts afresh
@@ -102,14 +128,12 @@ class LogFile:
         the daemon. Each whole line goes out in one write (a failed one is dropped whole,
         never half a line and a stray end); the first line that goes in again is preceded
         by one saying lines are missing there."""
-        with self._lock:
-            self._pending.append(text)
-            if text.endswith("\n"):
-                line = "".join(self._pending)
-                self._pending.clear()
+        line = self._pending.add(text)
+        if line is not None:
+            with self._lock:
                 self._follow_path()
                 self._emit(line)
-            return len(text)
+        return len(text)
 
     def _emit(self, line: str) -> None:
         data = line
@@ -180,12 +204,15 @@ class _Unfailing:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._pending = _ThreadLines()
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except (OSError, ValueError):
-            return len(text)
+        line = self._pending.add(text)
+        if line is not None:
+            with self._lock, contextlib.suppress(OSError, ValueError):
+                self._stream.write(line)
+        return len(text)
 
     def flush(self) -> None:
         with contextlib.suppress(OSError, ValueError):
