@@ -191,6 +191,21 @@ async def test_an_overloaded_provider_is_no_problem_and_clears_none(
     assert client.problem.startswith("the model key was refused")
 
 
+def test_the_protocol_page_says_what_model_problem_keeps() -> None:
+    # Found by a review: after 7af0dee the page still listed "a provider failure (5xx: this
+    # usually passes)" among the problems and said any success cleared it.
+    page = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    start = page.index("`model.problem` (str or null")
+    paragraph = " ".join(page[start : page.index("\n\n", start)].split())
+    assert "5xx: this usually passes" not in paragraph
+    assert "the next successful call clears it" not in paragraph
+    assert "A 5xx or 529 is not a problem (it passes by itself)." in paragraph
+    assert (
+        "Kept per model: a 403/404/429 until that model's next success, a key or endpoint "
+        "problem until any success" in paragraph
+    )
+
+
 async def test_a_password_in_the_base_url_is_not_shown(
     fake_model: FakeMessagesAPI, clients: list[ModelClient]
 ) -> None:
