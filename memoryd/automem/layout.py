@@ -111,12 +111,14 @@ def kept_mode(path: Path) -> int:
     """The permission bits a rewrite of `path` gives the new file: the file's own, as an
     editor keeps them (a 0664 memory of a group-shared memory folder stays readable by the
     group, a 0644 one the user opened up stays so), 0600 for a new file. A rewrite made
-    every file it replaced 0600, and the user's teammates lost the memories they wrote."""
+    every file it replaced 0600, and the user's teammates lost the memories they wrote.
+    Never writable by others: a memory is put into the model's prompt, and a 0666 one let
+    any local user write instructions into it (kept whole, the rewrite left it so)."""
     try:
         info = os.lstat(path)
     except OSError:
         return 0o600
-    return stat.S_IMODE(info.st_mode) & 0o777 if stat.S_ISREG(info.st_mode) else 0o600
+    return stat.S_IMODE(info.st_mode) & 0o775 if stat.S_ISREG(info.st_mode) else 0o600
 
 
 # Rewrites of an index that keeps changing under us before the last one goes ahead regardless.

@@ -336,3 +336,20 @@ async def test_a_rewritten_memory_and_index_keep_their_mode(
     assert stat.S_IMODE(Path(new["path"]).stat().st_mode) == 0o600  # a new file is private
     assert "mine.md" in (memdir / "MEMORY.md").read_text(encoding="utf-8")  # index rewritten
     assert stat.S_IMODE((memdir / "MEMORY.md").stat().st_mode) == 0o664
+
+
+async def test_a_rewrite_drops_the_write_bit_of_others(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # A 0666 memory and index: whatever a local user wrote there went into the prompt, and a
+    # rewrite that kept the mode whole left them so. Group bits stay (a shared folder).
+    first = await daemon.call("memory.write", cwd=str(project), name="Open", file="open.md", **USER)
+    path = Path(first["path"])
+    for opened in (path, memdir / "MEMORY.md"):
+        opened.chmod(0o666)
+    await daemon.call(
+        "memory.write", cwd=str(project), name="Open", file="open.md", **{**USER, "body": "B."}
+    )
+    await daemon.call("memory.write", cwd=str(project), name="New", file="new.md", **USER)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    assert stat.S_IMODE((memdir / "MEMORY.md").stat().st_mode) == 0o664
