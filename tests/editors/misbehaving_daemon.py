@@ -1,10 +1,11 @@
 """A socket server that misbehaves on purpose, for the editor clients' fault tests.
 
-What it does depends on the method called: `get_context` is never answered (a daemon that
-hangs), `recall` gets a line that is not JSON, `memory.list` gets a line over the client's
-cap, `memory.write` a result of the wrong shape, `test.null_id` an error with `"id": null` (as
-the daemon answers a line it cannot read), `test.notify` sends one notification of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second; `status`
-and `subscribe` answer normally so the client can tell it is connected.
+What it does depends on the method called: `get_context` and `memory.snapshot` are never
+answered (a daemon that hangs), `recall` gets a line that is not JSON, `memory.list` gets a line
+over the client's cap, `memory.write` a result of the wrong shape, `test.null_id` an error with
+`"id": null` (as the daemon answers a line it cannot read), `test.notify` sends one notification
+of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second;
+`status` and `subscribe` answer normally so the client can tell it is connected.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class MisbehavingDaemon:
         method = str(request.get("method"))
         self.methods.append(method)
         try:
-            if method == "get_context":
+            if method in ("get_context", "memory.snapshot"):
                 return True  # never answered
             if method == "recall":
                 conn.sendall(b"this is not json <html>\n")

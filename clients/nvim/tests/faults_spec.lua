@@ -211,6 +211,29 @@ T.run({
     end,
   },
   {
+    'a save of a memory whose snapshot is never answered waits SNAPSHOT_WAIT_MS, not the call timeout',
+    function()
+      local files = require('memoryd.memory_files')
+      local dir = vim.fn.tempname()
+      vim.fn.mkdir(dir, 'p')
+      local file = dir .. '/user_a.md'
+      T.write(file, '---\nname: a\ndescription: d\ntype: user\n---\nold\n')
+      files.add_dir(dir, repo)
+      local timeout = memoryd.config.timeout_ms
+      memoryd.config.timeout_ms = 5000 -- the default: a stuck daemon held every :w this long
+      vim.cmd('edit ' .. vim.fn.fnameescape(file))
+      vim.api.nvim_buf_set_lines(0, -1, -1, false, { 'new' })
+      vim.cmd('write')
+      memoryd.config.timeout_ms = timeout
+      T.has(T.file(file), 'new', 'the file')
+      T.truthy(
+        T.message_matching('did not answer memory.snapshot within ' .. files.SNAPSHOT_WAIT_MS .. ' ms'),
+        'the wait is said, at its bound'
+      )
+      vim.cmd('bwipeout!')
+    end,
+  },
+  {
     'no daemon at all: one message per command, the offer once, status line down',
     function()
       memoryd.setup(vim.tbl_extend('force', OPTS, { socket = socket .. '.absent' }))

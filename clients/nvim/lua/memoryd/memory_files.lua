@@ -48,20 +48,23 @@ function M.snapshot_problem(err)
   return format.one_line(err.message, 300)
 end
 
--- BufWritePre: wait (at most the call timeout) for the snapshot; the write goes on whatever
--- the answer, and a snapshot that was not taken is said.
+-- BufWritePre: wait for the snapshot, at most SNAPSHOT_WAIT_MS (or the call timeout if it is
+-- shorter): the wait blocks the editor, and a daemon that is stopped or stuck held every :w of
+-- a memory for the whole timeout (5 s). The write goes on whatever the answer, and a snapshot
+-- that was not taken is said.
+M.SNAPSHOT_WAIT_MS = 1200
 function M.before_write(file, modified)
   local cwd = M.project_of(file)
   if cwd == nil or not modified or (vim.uv or vim.loop).fs_stat(file) == nil then
     return
   end
   local done, failure = false, nil
-  local timeout = memoryd.config.timeout_ms
+  local timeout = math.min(memoryd.config.timeout_ms, M.SNAPSHOT_WAIT_MS)
   memoryd.client():request('memory.snapshot', { cwd = cwd, path = file }, function(err)
     done = true
     failure = err
   end, timeout)
-  if not vim.wait(timeout + 1000, function()
+  if not vim.wait(timeout + 100, function()
     return done
   end, 5) then
     warn(file, ('memoryd did not answer memory.snapshot within %d ms'):format(timeout))
