@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd.core.model_config import REDACTED, scrub_credentials, usable_http_url
+from memoryd.core.model_config import REDACTED, scrub_credentials, shown_url
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.tokens import USAGE_FIELDS
 
@@ -321,7 +321,7 @@ class ModelClient:
             # mend, and the editors showed it as one. It says nothing of a problem noted
             # before it either, which stays.
             return
-        endpoint = shown_url(self.config.base_url or "https://api.anthropic.com")
+        endpoint = shown_url(self.config.base_url or "https://api.anthropic.com") or REDACTED
         advice = _advice(error, model, endpoint)
         before = self._failing.get(model)
         since = before.since if before else time.time()
@@ -357,7 +357,7 @@ class ModelClient:
             "configured": self.configured,
             "reason": self.reason,
             "problem": self.problem,
-            "base_url": _shown_base_url(self.config.base_url),
+            "base_url": shown_url(self.config.base_url),
             "model": self.config.model,
             "small_model": self.config.small_model,
             "usage": {name: u.as_dict() for name, u in sorted(self.usage.items())},
@@ -392,26 +392,6 @@ def _passes_by_itself(error: ModelError) -> bool:
         and "<html" not in page
         and "<!doctype" not in page
     )
-
-
-def _shown_base_url(url: str | None) -> str | None:
-    """ANTHROPIC_BASE_URL as status shows it: one that is no URL is not shown at all (a key
-    pasted into the wrong variable would be), a password in one is [redacted]."""
-    if url is None:
-        return None
-    return shown_url(url) if usable_http_url(url) else REDACTED
-
-
-def shown_url(url: str) -> str:
-    """`url` as status and problems show it: a password in it (`https://ada:pw@proxy/`,
-    HTTP basic auth for a proxy) replaced by [redacted]."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    userinfo, at, host = authority.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:{REDACTED}@{host}{slash}{path}"
 
 
 _RESTART = "in the daemon's environment, then `memctl restart`"
