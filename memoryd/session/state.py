@@ -8,6 +8,7 @@ atomically. A missing or unreadable file means a fresh session; it never stops t
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,18 @@ def _int(value: Any, default: int = 0) -> int:
     )
 
 
+def _time(value: Any) -> float | None:
+    """A finite time in seconds, else None: an integer too big for a float (a damaged file)
+    raised OverflowError, no ValueError, out of the reader and failed every turn."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
 def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
     """Parse a record; fields that are missing or malformed fall back to their defaults."""
     data = json.loads(text)
@@ -76,7 +89,7 @@ def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
         summarized_messages=_int(summarized) if summarized is not None else None,
         token_offset=offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
         updates=_int(data.get("updates")),
-        last_update_at=float(last_update) if isinstance(last_update, int | float) else None,
+        last_update_at=_time(last_update),
         last_error=last_error if isinstance(last_error, str) else None,
         compactions=_int(data.get("compactions")),
     )

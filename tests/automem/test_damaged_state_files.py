@@ -47,3 +47,15 @@ def test_dream_state_damaged_starts_afresh(isolated_env: IsolatedEnv, text: str)
     dream: Any = object.__new__(dream_mod.Dream)  # only its last-run bookkeeping is used
     dream._last_runs = None
     assert dream_mod.Dream.last_runs(dream) == {}
+
+
+def test_a_session_record_with_a_time_too_big_for_a_float_is_read(
+    isolated_env: IsolatedEnv,
+) -> None:
+    path = state.record_path("-project", "s1")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"updates": 3, "last_update_at": ' + "9" * 400 + "}\n")
+    record, problem = state.load("-project", "s1")
+    assert problem is None
+    assert record.updates == 3  # the rest of the record is kept
+    assert record.last_update_at is None
