@@ -78,10 +78,19 @@ def choose_memory_dir(
             continue
         path, problem = validate_configured(raw, home)
         if path is None:
-            warnings.append(f"auto memory directory {raw!r} from {source} {problem}; ignored")
+            warnings.append(f"auto memory directory {_shown(raw)} from {source} {problem}; ignored")
             continue
         return MemoryDirChoice(path, source, True, tuple(warnings))
     return MemoryDirChoice(default, "default", False, tuple(warnings))
+
+
+def _shown(raw: str) -> str:
+    """A rejected value as warnings (and so `status`, the editors) show it: one that looks like
+    a path, cut at 200 characters; anything else by its length only. A key pasted into the
+    variable was shown whole, and a 100 KB value made each status reply 200 KB."""
+    if raw.startswith(("/", "~")):
+        return repr(raw if len(raw) <= 200 else raw[:200] + "…")
+    return f"({len(raw):,} characters, not a path)"
 
 
 def enabled(env: Mapping[str, str], settings: EffectiveSettings) -> bool:

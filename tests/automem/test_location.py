@@ -98,6 +98,19 @@ def test_invalid_setting_falls_back_with_warning(tmp_path: Path) -> None:
     assert "from user is not an absolute path" in choice.warnings[1]
 
 
+def test_a_rejected_value_that_is_no_path_is_not_quoted(tmp_path: Path) -> None:
+    # A key pasted into MEMORYD_AUTO_MEMORY_DIR was quoted whole in the warning, and so in
+    # status and the editors; a 100 KB value made every status reply 200 KB.
+    key = "sk-ant-api03-" + "x" * 90
+    eff = _settings(tmp_path, user={"autoMemoryDirectory": "rel" * 30_000})
+    choice = location.choose_memory_dir(
+        env={location.ENV_DIR: key}, settings=eff, default=Path("/d"), home=HOME
+    )
+    assert key not in choice.warnings[0]
+    assert "(103 characters, not a path) from env" in choice.warnings[0]
+    assert "(90,000 characters, not a path) from user" in choice.warnings[1]
+
+
 def test_enabled_switches(tmp_path: Path) -> None:
     on = _settings(tmp_path, user={})
     off = _settings(tmp_path, user={"autoMemoryEnabled": False})
