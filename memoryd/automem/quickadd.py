@@ -34,6 +34,9 @@ _SENTENCE_END = re.compile(SENTENCE_END)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 REDACTED = "[redacted]"
 _SECRET_READ_ON = 16 * 1024
+# A run of key characters in the model's answer that long, found inside a secret of the note,
+# is part of that secret: a model shortens or recases what it copies ("ghp_N3r8wq5Vb2…").
+_FRAGMENT = re.compile(r"[A-Za-z0-9_+/=.\-]{8,}")
 
 QUICKADD_SYSTEM = f"""\
 You file a note the user asked an AI coding agent to remember as one memory.
@@ -83,6 +86,29 @@ def without_secrets(text: str, limit: int | None = None) -> str:
     return "".join(out) + text[at:end]
 
 
+def without_fragments(answer: str, note: str) -> str:
+    """`answer` (a model's title or description of `note`) `without_secrets`, and with each run
+    of key characters that is part of a secret in `note` (any case) `[redacted]`: the scanner
+    knows a whole key, not "ghp_N3r8wq5Vb2…" or the key in capitals, which went into MEMORY.md.
+    The note is scanned only when a run of the answer is in it."""
+    folded = note.casefold()
+    runs = {m.group().casefold() for m in _FRAGMENT.finditer(answer)}
+    if not any(run in folded for run in runs):
+        return without_secrets(answer)
+    from memoryd.team.secrets import scan
+
+    secrets = [note[f.start : f.end].casefold() for f in scan(note)]
+
+    def part_of_a_secret(run: str) -> bool:
+        return any(run.casefold() in secret for secret in secrets)
+
+    # The runs first: a whole key is one too, and "[redacted]" is no run of a secret.
+    runs_out = _FRAGMENT.sub(
+        lambda m: REDACTED if part_of_a_secret(m.group()) else m.group(), answer
+    )
+    return without_secrets(runs_out)
+
+
 def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory:
     """Name, description and type from the text alone (its first `GUESS_CHARS` decide)."""
     head = without_secrets(text, GUESS_CHARS)
@@ -110,10 +136,12 @@ def parse_model_choice(
     title = name or title
     if not isinstance(kind, str) or not is_memory_type(kind):
         return None
-    # The model copies what it read: a key in the note comes back in its title.
-    title = _clip(without_secrets(title), min(NAME_CHARS * 2, MAX_NAME_CHARS))
+    # The model copies what it read: a key in the note comes back in its title, whole or in
+    # part. (A name the user gave is the user's, scanned as written.)
+    title = without_secrets(title) if name else without_fragments(title, text)
+    title = _clip(title, min(NAME_CHARS * 2, MAX_NAME_CHARS))
     description = _clip(
-        without_secrets(description), min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS)
+        without_fragments(description, text), min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS)
     )
     if not title or not description:
         return None
@@ -144,7 +172,9 @@ async def choose(
         log.info("quick-add fell back to derived fields", error=str(exc) or "timeout")
         return await _derive(text, type_, name)
     answer = "".join(getattr(block, "text", "") for block in reply.content)
-    return parse_model_choice(answer, text, type_, name) or await _derive(text, type_, name)
+    # In a thread: the note is scanned around what the answer copied from it.
+    chosen = await asyncio.to_thread(parse_model_choice, answer, text, type_, name)
+    return chosen or await _derive(text, type_, name)
 
 
 async def _derive(text: str, type_: str | None, name: str | None) -> QuickMemory:

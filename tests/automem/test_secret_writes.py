@@ -180,3 +180,21 @@ def test_a_secret_across_the_guessed_head_is_redacted_whole() -> None:
     head = without_secrets(text, GUESS_CHARS)
     assert head.endswith(" token [redacted]")
     assert "N3r8" not in head
+
+
+def test_a_model_answer_with_part_of_a_key_or_the_key_recased_is_redacted() -> None:
+    # The scanner knows a whole key: "ghp_N3r8wq5Vb2…" (a model shortening what it copies) or
+    # the key in capitals went into the name, the file name and the MEMORY.md line.
+    from memoryd.automem.quickadd import parse_model_choice
+
+    note = f"{GITHUB_TOKEN} is the CI token for deployments"
+    short, upper = GITHUB_TOKEN[:14], GITHUB_TOKEN.upper()
+    reply = json.dumps(
+        {"type": "reference", "name": f"CI token {short}…", "description": f"deployments: {upper}"}
+    )
+    chosen = parse_model_choice(reply, note, None)
+    assert chosen is not None
+    assert (chosen.name, chosen.description) == (
+        "CI token [redacted]…",
+        "deployments: [redacted]",  # a word of the note outside the key stays
+    )
