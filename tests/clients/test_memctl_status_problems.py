@@ -145,3 +145,29 @@ def test_a_daemon_older_than_the_fields_shows_as_before(fake_daemon: FakeDaemon)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[2:] == ["model: configured", "team sync: on"]
     assert status_lines({**status, "problems": None})[2:] == done.stdout.splitlines()[2:]
+
+
+def test_thousands_of_problems_do_not_flood_the_terminal(fake_daemon: FakeDaemon) -> None:
+    # An env file of 30,000 pasted shell lines is 30,000 problems (one a line): each printed,
+    # they buried the report. The first 20 are shown, then how many more; --json has them all.
+    many = [f"~/.config/memoryd/env line {n} is not a NAME=value line" for n in range(30_000)]
+    fake_daemon.on(
+        "status",
+        {
+            "version": "9",
+            "pid": 1,
+            "socket": "/s",
+            "model": {"configured": True, "reason": None, "problem": None},
+            "features": {},
+            "problems": many,
+        },
+    )
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "status")
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stdout.splitlines() if line.startswith("problem: ")]
+    assert shown == [
+        *(f"problem: {p}" for p in many[:20]),
+        "problem: … and 29,980 more (`memctl status --json` lists them all)",
+    ]
+    as_json = run_memctl("--socket", str(fake_daemon.socket_path), "status", "--json")
+    assert json.loads(as_json.stdout)["problems"] == many

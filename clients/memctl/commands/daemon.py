@@ -162,8 +162,18 @@ def status_lines(status: dict[str, Any]) -> list[str]:
             said.add(_text(reason))
         rows.append((name.replace("_", " "), state))
     lines.extend(f"{label}: {state}" for label, state in rows)
-    lines.extend(f"problem: {one_line(p)}" for p in problems(status) if p not in said)
+    left = [p for p in problems(status) if p not in said]
+    lines.extend(f"problem: {one_line(p)}" for p in left[:MAX_PROBLEMS_SHOWN])
+    if len(left) > MAX_PROBLEMS_SHOWN:
+        # An env file of pasted shell lines is one problem a line: 30,000 of them flooded the
+        # terminal and hid the rest of the report; --json keeps every one.
+        more = len(left) - MAX_PROBLEMS_SHOWN
+        lines.append(f"problem: … and {more:,} more (`memctl status --json` lists them all)")
     return lines
+
+
+# The most `problem:` lines `memctl status` prints (the editors show as many).
+MAX_PROBLEMS_SHOWN = 20
 
 
 def problems(status: dict[str, Any]) -> list[str]:
