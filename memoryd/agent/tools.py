@@ -458,7 +458,7 @@ def _crlf(text: str) -> str:
 
 def perform(op: WriteOp) -> None:
     """Write `op` atomically; a file that is there keeps its permissions (a project's doc
-    stays readable by others), a new one is private. A file that is there is replaced only
+    stays readable by others) but others' write bit, a new one is private. A file that is there is replaced only
     if its owner left it writable and it has no other name (`_check_replaceable`)."""
     mode = 0o600
     with contextlib.suppress(FileNotFoundError):
@@ -489,7 +489,9 @@ def _check_replaceable(path: Path) -> int:
             f"{path} has {st.st_nlink} hard links: replacing it would cut it off from its other "
             "names, so it is left as it is"
         )
-    return mode
+    # Less the others' write bit: what a memory or doc says goes into a model's prompt, so a
+    # world-writable one let any local user write instructions into it (group bits stay).
+    return mode & 0o775
 
 
 async def _read_capped(stream: asyncio.StreamReader, limit: int, *, drain: bool = False) -> bytes:

@@ -57,6 +57,17 @@ def test_an_edited_file_keeps_its_mode_and_a_new_one_is_private(
     assert stat.S_IMODE(new.stat().st_mode) == 0o600
 
 
+def test_an_edit_drops_the_write_bit_of_others(root: Path, policy: AccessPolicy) -> None:
+    # A world-writable memory or doc kept 0666 through an agent's rewrite: any local user
+    # could write instructions into what the next prompt carries.
+    doc = root / "doc.md"
+    doc.write_text("Status: draft\n")
+    doc.chmod(0o666)
+    edit = {"file_path": str(doc), "old_string": "draft", "new_string": "final"}
+    tools.perform(tools.plan_edit(policy, edit))
+    assert stat.S_IMODE(doc.stat().st_mode) == 0o664
+
+
 def test_a_read_only_file_is_not_replaced(root: Path, policy: AccessPolicy) -> None:
     # Found by a bug hunt: the rename needs only the folder writable, so a doc the user made
     # read-only (chmod 444) was rewritten anyway, as a new inode. As root no write bit is
