@@ -66,6 +66,15 @@ T.run({
       T.eq(nil, format.model_problem({ model = { problem = vim.NIL } }))
       T.eq({ 'a b c' }, format.problems({ problems = { 'a\nb\27c', 7, '' } }))
       T.eq({}, format.problems({ model = { reason = 'r' }, problems = { 'r' } }), 'the model line says it')
+      -- an env file of 30,000 pasted shell lines is 30,000 problems: the first 20, then how many more
+      local many = {}
+      for n = 1, 30000 do
+        many[n] = 'env line ' .. n .. ' is not a NAME=value line'
+      end
+      local shown = format.problems({ problems = many })
+      T.eq(21, #shown)
+      T.eq('env line 20 is not a NAME=value line', shown[20])
+      T.eq('… and 29980 more (`memctl status --json` lists them all)', shown[21])
     end,
   },
 })

@@ -152,6 +152,9 @@ function M.model_problem(status)
   return problem and M.one_line(problem, PROBLEM_CHARS)
 end
 
+-- The most problems shown, then how many more (as `memctl status` prints them).
+M.MAX_PROBLEMS_SHOWN = 20
+
 -- status.problems (what is wrong with the setup, each with what to change), one line each,
 -- without the model's problem or reason, which the model line says already, nor the texts of
 -- `also` (said elsewhere in full); {} from a daemon older than the field.
@@ -170,11 +173,20 @@ function M.problems(status, also)
   for _, text in pairs(also or {}) do
     said[text] = true
   end
-  local out = {}
+  local out, more = {}, 0
   for _, problem in ipairs(list) do
     if text_or_nil(problem) and not said[problem] then
-      out[#out + 1] = M.one_line(problem, PROBLEM_CHARS)
+      if #out < M.MAX_PROBLEMS_SHOWN then
+        out[#out + 1] = M.one_line(problem, PROBLEM_CHARS)
+      else
+        more = more + 1
+      end
     end
+  end
+  if more > 0 then
+    -- An env file of pasted shell lines is one problem a line: 30,000 of them were 30,000
+    -- warnings in :checkhealth and lines in :MemorydStatus.
+    out[#out + 1] = ('… and %d more (`memctl status --json` lists them all)'):format(more)
   end
   return out
 end
