@@ -518,6 +518,16 @@ describe("the extension in a stand-in VS Code", () => {
     assert.doesNotMatch(messageText(lines.join(" · ")), LINK);
   });
 
+  test("thousands of problems: the tooltip and Show Status list the first 20 and how many more", () => {
+    // An env file of 30,000 pasted shell lines is 30,000 problems: the tooltip had 30,000 lines.
+    const many = Array.from({ length: 30_000 }, (_, n) => `~/.config/memoryd/env line ${n} is not a NAME=value line`);
+    const base = { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: "/s", worker_errors: {}, features: {} };
+    const view = statusView({ ...base, model: { configured: true, reason: null, model: "m" }, problems: many }, { kind: "unknown" });
+    assert.equal(view.text, "$(database) memoryd · model m · 30000 problems");
+    const shown = view.tooltip.split("\n").filter((l) => l.startsWith("Problem: "));
+    assert.deepEqual(shown, [...many.slice(0, 20).map((p) => `Problem: ${p}`), "Problem: … and 29980 more (`memctl status --json` lists them all)"]);
+  });
+
   test("each team.status suppressed code in words, as Neovim and the daemon say it", () => {
     assert.equal(whySuppressed("no_repo"), "the project has no git remote naming its owner/repo, which team memory is keyed by (no_repo); add one");
     assert.equal(whySuppressed("no_oauth"), "MEMORYD_TEAM_TOKEN is not set (no_oauth); fix it and restart memoryd");

@@ -136,6 +136,9 @@ function teamText(team: TeamState): [string, string] {
   }
 }
 
+/** The most `Problem:` lines the tooltip (and Show Status) has, as `memctl status` prints. */
+export const MAX_PROBLEMS_SHOWN = 20;
+
 /** Status bar text and tooltip for a daemon that answered `status`. */
 export function statusView(status: StatusResult, team: TeamState): StatusView {
   const configured = status.model?.configured;
@@ -168,7 +171,10 @@ export function statusView(status: StatusResult, team: TeamState): StatusView {
       ? `Model: ${status.model.model ?? "configured"}${failing ? ` — but ${failing}` : ""}`
       : `Model: not configured — ${oneLine(status.model?.reason ?? "")}`,
     teamLong,
-    ...problems.map((p) => `Problem: ${p}`),
+    ...problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => `Problem: ${p}`),
+    // an env file of pasted shell lines is one problem a line: 30,000 made a tooltip, and a
+    // Show Status message, of 30,000 lines
+    ...(problems.length > MAX_PROBLEMS_SHOWN ? [`Problem: … and ${problems.length - MAX_PROBLEMS_SHOWN} more (\`memctl status --json\` lists them all)`] : []),
   ];
   return { up: true, text: `$(database) ${parts.join(" · ")}`, tooltip: tooltip.join("\n"), ...(warning ? { warning } : {}) };
 }
