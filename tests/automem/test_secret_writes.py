@@ -159,6 +159,23 @@ async def test_remember_keeps_a_secret_out_of_the_name_file_and_index(
     assert result["secrets"]
 
 
+async def test_two_remembers_named_by_different_keys_do_not_replace_each_other(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    # Both names are redacted to one "[redacted]"; taken as the user's name, the second note
+    # updated the first memory in place and the first note was left only in history.
+    notes = ("the staging deploy bot uses this", "the release signing bot uses that one")
+    paths = set()
+    for name, text in zip((GITHUB_TOKEN, GITHUB_TOKEN[:-4] + "WXYZ"), notes, strict=True):
+        result = await daemon.call(
+            "memory.remember", cwd=str(project), type="reference", name=name, text=text
+        )
+        paths.add(result["path"])
+    assert len(paths) == 2
+    saved = "".join(Path(p).read_text() for p in paths)
+    assert all(note in saved for note in notes)
+
+
 def test_a_secret_in_a_given_or_model_chosen_name_is_redacted() -> None:
     from memoryd.automem.quickadd import derive, parse_model_choice
 

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from memoryd.agent.secret_screen import refuses_secrets
 from memoryd.automem.memfile import MAX_FILE_BYTES, check_fields, load_frontmatter
-from memoryd.automem.quickadd import choose
+from memoryd.automem.quickadd import choose, without_secrets
 from memoryd.automem.recall.pick import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import MemoryType
@@ -369,9 +369,10 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     # Checked before the model sees the text: a refused secret never leaves the machine.
     secrets = await _check_secrets(daemon, project, params.name or "", "", params.text, params.team)
     quick = await choose(daemon.model, params.text, params.type, params.name)
-    result, unshared = await _save(
-        daemon, project, quick, team=params.team, name_given=params.name is not None
-    )
+    # A given name with a secret in it is redacted (quickadd), no longer the user's name: two
+    # such ("ghp_…" and "ghp_…", both "[redacted]") updated one memory, the first note lost.
+    given = params.name is not None and without_secrets(params.name) == params.name
+    result, unshared = await _save(daemon, project, quick, team=params.team, name_given=given)
     secrets["warnings"] += unshared
     return {
         **_written(result),
