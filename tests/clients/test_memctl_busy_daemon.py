@@ -4,6 +4,7 @@ serving"); `memctl stop` waited 30 s for a shutdown it could not have asked for.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.clients.conftest import memctl_env, run_memctl
@@ -24,3 +25,26 @@ def test_status_and_start_say_the_daemons_reason(fake_daemon: FakeDaemon) -> Non
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert WHY in done.stderr
         assert "not running" not in done.stdout + done.stderr
+
+
+def test_service_status_reports_the_units_and_a_busy_daemon(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # It printed only the -32004 error, the units' report lost (before a10867a: "not running").
+    fake_daemon.on("status", _busy)
+    no_tools = tmp_path / "bin"  # no systemctl to ask: the test never talks to a user manager
+    no_tools.mkdir()
+    env = memctl_env(PATH=str(no_tools), HOME=str(tmp_path))
+    done = run_memctl(
+        "--socket",
+        str(fake_daemon.socket_path),
+        "service",
+        "--manager",
+        "systemd",
+        "status",
+        env=env,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "/memoryd.socket: missing" in done.stdout
+    assert f"daemon: running on {fake_daemon.socket_path}, but it refused memctl: " in done.stdout
+    assert WHY in done.stdout

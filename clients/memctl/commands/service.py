@@ -20,7 +20,7 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
-from memoryd_client import default_socket_path, paths
+from memoryd_client import RpcError, default_socket_path, paths
 from memoryd_client.private_dirs import make_private_dirs
 
 
@@ -448,7 +448,12 @@ def status(report: Report, manager: str, sock: Path) -> None:
                     )
                     answer = (done.stdout or done.stderr).strip().splitlines()
                     report.say(f"{name} {verb}: {answer[0] if answer else done.returncode}")
-    running = lifecycle.query_status(sock, timeout=2.0)
+    try:
+        running = lifecycle.query_status(sock, timeout=2.0)
+    except RpcError as exc:
+        # At its connection cap: the units' report above still stands (it ended in the error).
+        report.say(f"daemon: running on {sock}, but it refused memctl: {exc.message}")
+        return
     report.say(
         f"daemon: memoryd {running.get('version')} (pid {running.get('pid')}) on {sock}"
         if running
