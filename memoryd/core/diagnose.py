@@ -45,7 +45,8 @@ def env_file_problems(path: Path, environ: Mapping[str, str]) -> list[str]:
         return [
             f"{path} is over {MAX_ENV_FILE_BYTES:,} bytes, not checked: it should hold a few VAR=value lines"
         ]
-    problems: list[str] = []
+    not_set: list[int] = []
+    open_quote: list[tuple[int, str]] = []
     differ: list[str] = []
     for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         text = line.strip()
@@ -54,30 +55,56 @@ def env_file_problems(path: Path, environ: Mapping[str, str]) -> list[str]:
         name, equals, value = text.partition("=")
         name = name.strip()
         if not equals or not _NAME.match(name):
-            problems.append(
-                f"{path} line {number} is not a NAME=value line, so it sets nothing: write it "
-                "as NAME=value (no `export`, no space in the name)"
-            )
+            not_set.append(number)
             continue
         value = value.strip()
         if value[:1] in ("'", '"'):
             if len(value) < 2 or value[-1] != value[0]:
-                problems.append(
-                    f"{path} line {number}: the value of {name} opens a quote it does not "
-                    "close on that line; close it, or drop the quotes"
-                )
+                open_quote.append((number, name))
                 continue
             value = value[1:-1]
         if name.startswith(_OURS) and environ.get(name) != value:
             differ.append(f"{name} (line {number})")
+    # One entry a kind, however many lines: a file of 30,000 junk lines made a 4.7 MB status,
+    # sent on every editor's poll.
+    problems: list[str] = []
+    if len(not_set) == 1:
+        problems.append(
+            f"{path} line {not_set[0]} is not a NAME=value line, so it sets nothing: write it "
+            "as NAME=value (no `export`, no space in the name)"
+        )
+    elif not_set:
+        problems.append(
+            f"{path} lines {_some(map(str, not_set))} are not NAME=value lines, so they set "
+            "nothing: write each as NAME=value (no `export`, no space in the name)"
+        )
+    if len(open_quote) == 1:
+        number, name = open_quote[0]
+        problems.append(
+            f"{path} line {number}: the value of {name} opens a quote it does not close on "
+            "that line; close it, or drop the quotes"
+        )
+    elif open_quote:
+        problems.append(
+            f"{path} lines {_some(str(n) for n, _ in open_quote)}: each value opens a quote it "
+            "does not close on its line; close them, or drop the quotes"
+        )
     if differ:
         verb = "differs" if len(differ) == 1 else "differ"
         problems.append(
-            f"{', '.join(differ)} in {path} {verb} from the daemon's environment: it was "
+            f"{_some(differ)} in {path} {verb} from the daemon's environment: it was "
             "started before the file was edited, or not by the service; restart it "
             "(`memctl restart`, or `systemctl --user restart memoryd.service`)"
         )
     return problems
+
+
+def _some(items: Iterable[str], most: int = 10) -> str:
+    """The first `most` of `items` joined, then how many there are in all."""
+    listed = list(items)
+    if len(listed) <= most:
+        return ", ".join(listed)
+    return f"{', '.join(listed[:most])} … ({len(listed):,} in all)"
 
 
 def settings_problems(flag_settings: Path | None) -> list[str]:

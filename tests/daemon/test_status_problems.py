@@ -153,6 +153,23 @@ def test_env_file_lines_that_set_nothing_are_named_never_their_values(tmp_path: 
     assert env_file_problems(tmp_path / "none", {}) == []
 
 
+def test_many_bad_env_lines_are_one_problem_of_each_kind(tmp_path: Path) -> None:
+    # One problem a line: a file of 30,000 junk lines made a 4.7 MB status, sent on every
+    # editor's poll; each client printed 30,000 lines.
+    env = tmp_path / "service.env"
+    env.write_text(
+        "x\n" * 30_000 + "A='open\n" * 3 + "".join(f"MEMORYD_X{n}=1\n" for n in range(50))
+    )
+    problems = env_file_problems(env, {})
+    assert len(problems) == 3
+    assert problems[0].startswith(
+        f"{env} lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 … (30,000 in all) are not NAME=value lines"
+    )
+    assert problems[1].startswith(f"{env} lines 30001, 30002, 30003: each value opens a quote")
+    assert "… (50 in all) in" in problems[2]
+    assert sum(map(len, problems)) < 2_000
+
+
 async def test_status_lists_each_problem_and_none_on_a_good_setup(
     short_tmp: Path, isolated_env: IsolatedEnv
 ) -> None:
