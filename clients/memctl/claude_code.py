@@ -3,8 +3,10 @@
 Claude Code writes each session as a JSONL transcript: one JSON object per line, `type` `user`
 or `assistant` carrying an Anthropic `message`, plus bookkeeping lines (`summary`, `system`,
 …). A streamed assistant reply is split over several lines with the same `message.id`, and a
-compaction writes a `system` line with `subtype: compact_boundary`. This module turns that into
-the Anthropic Messages list memoryd's methods take, and builds the JSON the hooks print.
+compaction writes a `system` line with `subtype: compact_boundary`. Each line names its
+parent (`parentUuid`): after a rewind the file holds branches the conversation left. This
+module turns that into the Anthropic Messages list memoryd's methods take, and builds the JSON
+the hooks print.
 No I/O here except reading the transcript file handed in.
 """
 
@@ -77,13 +79,21 @@ def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict
     return messages[start:]
 
 
+# A message line of a transcript: its uuid, its parent's (`parentUuid`), its message's id
+# (the lines of one streamed reply share it), role and blocks.
+_Record = tuple[str | None, str | None, str | None, str, list[dict[str, Any]]]
+
+
 def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """Messages since the last compaction, in Anthropic format (roles alternate).
 
-    Malformed lines, sidechains (sub-agent turns) and meta lines are skipped; a streamed reply
-    split over several lines is put back together (consecutive same-role lines merge).
+    Malformed lines, sidechains (sub-agent turns), meta lines and local commands' output are
+    skipped; a streamed reply split over several lines is put back together (consecutive
+    same-role lines merge); a branch left by a rewind or an edited prompt is dropped
+    (`_abandoned`): only the branch leading to the newest message is the conversation.
     """
-    messages: list[dict[str, Any]] = []
+    records: list[_Record] = []
+    parents: dict[str, str | None] = {}
     for raw in lines:
         raw = raw.strip()
         if not raw:
@@ -92,10 +102,17 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             entry = json.loads(raw)
         except ValueError:
             continue
-        if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
+        if not isinstance(entry, dict):
+            continue
+        uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
+        parent = entry.get("parentUuid") if isinstance(entry.get("parentUuid"), str) else None
+        if uuid is not None:
+            # The first line of a uuid stands: a record that reuses one must not rewire it.
+            parents.setdefault(uuid, parent)
+        if entry.get("isSidechain") or entry.get("isMeta"):
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
-            messages = []
+            records = []
             continue
         message = entry.get("message")
         if entry.get("type") not in ("user", "assistant") or not isinstance(message, dict):
@@ -104,8 +121,16 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
         if role not in ("user", "assistant"):
             continue
         blocks = _blocks(message.get("content"))
-        if not blocks:
+        if not blocks or (role == "user" and _local_command_output(blocks)):
             continue
+        reply = message.get("id") if isinstance(message.get("id"), str) else None
+        records.append((uuid, parent, reply, role, blocks))
+    dead = _abandoned(records, parents)
+    messages: list[dict[str, Any]] = []
+    for index, record in enumerate(records):
+        if index in dead:
+            continue
+        role, blocks = record[3], record[4]
         if messages and messages[-1]["role"] == role:
             # Consecutive same-role lines (a split reply, or tool results after a prompt) merge,
             # because the Messages format needs alternating roles.
@@ -116,6 +141,52 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     while messages and messages[0]["role"] != "user":
         messages.pop(0)
     return messages
+
+
+# What a local command (/model, /cost, /context …) printed: Claude Code records it as a user
+# line, yet the user did not say it, and no memory is made of a cost table.
+_LOCAL_OUTPUT = re.compile(r"\s*<local-command-(stdout|stderr)>.*</local-command-\1>\s*", re.DOTALL)
+
+
+def _local_command_output(blocks: list[dict[str, Any]]) -> bool:
+    return all(
+        b.get("type") == "text" and _LOCAL_OUTPUT.fullmatch(str(b.get("text", ""))) for b in blocks
+    )
+
+
+def _abandoned(records: Sequence[_Record], parents: Mapping[str, str | None]) -> set[int]:
+    """The indexes of the message lines on a branch the conversation left.
+
+    Each line names its parent (`parentUuid`). A rewind or an edited prompt appends a line
+    whose parent is an older one, so the file holds both branches; the conversation is the
+    chain from the newest message back through its parents. Not every live line is on that
+    chain: parallel tool results all name the line that called the tools (only one of them
+    is its next line), and a streamed reply's lines may fork around them. So a line of a
+    reply on the chain (same message id) is kept, and so is a tool result whose parent is
+    kept. Lines before the chain's oldest one are kept: a parent that is not in the file
+    (the tail of a long one, a record pointing into a sub-agent's file) ends the chain
+    early, and what it cannot judge it keeps. Lines with no uuid are kept."""
+    leaf = next((r[0] for r in reversed(records) if r[0] is not None), None)
+    chain: set[str] = set()
+    node = leaf
+    while node is not None and node not in chain:
+        chain.add(node)
+        node = parents.get(node)
+    replies = {r[2] for r in records if r[0] in chain and r[2] is not None}
+    kept = set(chain)
+    dead: set[int] = set()
+    on_chain = False
+    for index, (uuid, parent, reply, role, blocks) in enumerate(records):
+        if uuid is None or uuid in chain:
+            on_chain = on_chain or uuid is not None
+            continue
+        same_reply = role == "assistant" and reply in replies
+        result = role == "user" and all(b["type"] == "tool_result" for b in blocks)
+        if not on_chain or same_reply or (result and parent in kept):
+            kept.add(uuid)
+        else:
+            dead.add(index)
+    return dead
 
 
 # A transcript is read from at most its last this many bytes: pasted screenshots make a long

@@ -339,3 +339,125 @@ def test_a_memory_section_starts_at_its_heading_not_at_a_mention() -> None:
         "## /m/team/MEMORY.md (team memory index, shared with the repository's team)\n\n"
         "- [T](t.md) — team hook"
     )
+
+
+def _entry(kind: str, uuid: str, parent: str | None, content: object, **extra: object) -> str:
+    """A transcript line as Claude Code 2.x writes it: each line names its parent."""
+    message: dict[str, object] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["id"] = extra.pop("mid")
+    entry = {"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False}
+    return json.dumps({**entry, "message": message, **extra})
+
+
+def _use(tool_id: str) -> list[dict[str, object]]:
+    return [{"type": "tool_use", "id": tool_id, "name": "Grep", "input": {"pattern": "x"}}]
+
+
+def _result(tool_id: str) -> list[dict[str, object]]:
+    return [{"type": "tool_result", "tool_use_id": tool_id, "content": f"out {tool_id}"}]
+
+
+def _texts(messages: list[dict[str, object]]) -> list[str]:
+    return [
+        str(b.get("text") or b.get("id") or b.get("tool_use_id"))
+        for m in messages
+        for b in m["content"]  # type: ignore[attr-defined]
+    ]
+
+
+def test_a_rewound_branch_is_left_out_and_every_live_line_kept() -> None:
+    # Found by a bug hunt: after a rewind (Esc Esc) or an edited prompt, the abandoned branch
+    # stays in the file, and it was sent as part of the conversation: extraction made
+    # memories of what the user took back ("drop the users table").
+    lines = [
+        _entry("user", "u1", None, "fix the login bug"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "looking"}], mid="m1"),
+        _entry("assistant", "a2", "a1", _use("t1"), mid="m1"),
+        # Streamed tool calls: the first result is written before the reply's next line.
+        _entry("user", "r1", "a2", _result("t1")),
+        _entry("assistant", "a3", "a2", _use("t2"), mid="m1"),
+        _entry("assistant", "a4", "a3", _use("t3"), mid="m1"),
+        # Parallel results both name the line that called them; the reply follows the last.
+        _entry("user", "r2", "a4", _result("t2")),
+        _entry("user", "r3", "a4", _result("t3")),
+        _entry("assistant", "a5", "r3", [{"type": "text", "text": "fixed"}], mid="m2"),
+        json.dumps(
+            {"type": "system", "subtype": "turn_duration", "uuid": "s1", "parentUuid": "a5"}
+        ),
+        _entry("user", "u2", "s1", "now drop the users table"),
+        _entry("assistant", "a6", "u2", _use("t4"), mid="m3"),
+        _entry("user", "r4", "a6", _result("t4")),
+        _entry("assistant", "a7", "r4", [{"type": "text", "text": "dropped"}], mid="m4"),
+        json.dumps({"type": "file-history-snapshot", "messageId": "u3", "snapshot": {}}),
+        _entry("user", "u3", "s1", "add a regression test instead"),
+        _entry("assistant", "a8", "u3", [{"type": "text", "text": "added"}], mid="m5"),
+        json.dumps({"type": "summary", "summary": "Login fix", "leafUuid": "a8"}),
+    ]
+    messages = claude_code.parse_transcript_lines(lines)
+    assert _texts(messages) == [
+        "fix the login bug",
+        "looking",
+        "t1",
+        "t1",
+        "t2",
+        "t3",
+        "t2",
+        "t3",
+        "fixed",
+        "add a regression test instead",
+        "added",
+    ]
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 4
+
+
+def test_a_chain_whose_parent_is_not_in_the_file_keeps_what_precedes_it() -> None:
+    # A long file is read from its tail, and Claude Code has written records whose parent is
+    # in a sub-agent's file: what the chain cannot reach is kept, not taken for a rewind.
+    lines = [
+        _entry("user", "u1", "cut-off", "first"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "one"}], mid="m1"),
+        json.dumps({"type": "system", "uuid": "s1", "parentUuid": "in-agent-file"}),
+        _entry("user", "u2", "s1", "second"),
+        _entry("assistant", "a2", "u2", [{"type": "text", "text": "two"}], mid="m2"),
+    ]
+    assert _texts(claude_code.parse_transcript_lines(lines)) == ["first", "one", "second", "two"]
+    # A uuid used again (a record that reuses it) does not rewire the chain into a loop.
+    lines.append(json.dumps({"type": "system", "uuid": "u2", "parentUuid": "a2"}))
+    lines.append(_entry("user", "u3", "a2", "third"))
+    assert _texts(claude_code.parse_transcript_lines(lines))[-1] == "third"
+
+
+def test_a_local_commands_output_is_left_out() -> None:
+    # Found by a bug hunt: `/model`, `/cost`, `/context` print into the transcript as user
+    # lines; extraction read their output as something the user said.
+    lines = [
+        _entry("user", "c0", None, "Caveat: local commands below.", isMeta=True),
+        _entry("user", "c1", "c0", "<command-name>/cost</command-name>"),
+        _entry(
+            "user", "c2", "c1", "<local-command-stdout>Total cost: $4.20</local-command-stdout>"
+        ),
+        _entry(
+            "user",
+            "c3",
+            "c2",
+            [
+                {
+                    "type": "text",
+                    "text": "\n<local-command-stderr>no such model</local-command-stderr>",
+                }
+            ],
+        ),
+        _entry("user", "u1", "c3", "my name is Ana"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "hello Ana"}], mid="m1"),
+        _entry("user", "u2", "a1", "<local-command-stdout> is how it prints, see?"),
+    ]
+    texts = _texts(claude_code.parse_transcript_lines(lines))
+    # What the user typed is kept: the command's name, a prompt that only starts with a tag.
+    assert texts == [
+        "<command-name>/cost</command-name>",
+        "my name is Ana",
+        "hello Ana",
+        "<local-command-stdout> is how it prints, see?",
+    ]
+    assert "Total cost" not in json.dumps(claude_code.parse_transcript_lines(lines))
