@@ -34,7 +34,7 @@ from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
-from memoryd.errors import MemorydError, NotFound
+from memoryd.errors import MemorydError, NotFound, TooLarge
 from memoryd.fsutil import atomic_write_text
 from memoryd.llm.prompt_cache import cached_prompt
 
@@ -399,7 +399,7 @@ class Dream:
         finally:
             # Even when the run was stopped; a file it retired after editing is not announced.
             kept = [Path(raw) for raw in edited if raw not in retired]
-            await extraction.settle(project, memory_dir, kept, always=True)
+            index_error = await self._settle(project, memory_dir, kept)
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,
@@ -408,14 +408,28 @@ class Dream:
             error=result.error,
             usage=result.usage,
         )
+        if index_error is not None:
+            # A failed run (retried after RETRY_AFTER_S), told with what it edited and retired.
+            summary.update(stop_reason="error", error=index_error)
         self.counts["runs"] += 1
         self.counts["idle_runs" if trigger == "idle" else "on_demand_runs"] += 1
         self.counts["retired"] += len(retired)
         self.counts["edited"] += len(edited)
-        if result.stop_reason != "error":
+        if summary["stop_reason"] != "error":
             self._record_run(project, started)
         self.last = summary
         return summary
+
+    async def _settle(self, project: Project, memory_dir: Path, kept: list[Path]) -> str | None:
+        """The index rebuilt after a run; why it could not be, when its lines would take it
+        over its cap. That raised out of the run: the answer lost what the run had edited and
+        retired."""
+        try:
+            await self.extraction.settle(project, memory_dir, kept, always=True)
+        except TooLarge as exc:
+            log.warning("dream: index not rebuilt", memory_dir=str(memory_dir), why=exc.message)
+            return f"the index was not rebuilt: {exc.message}"
+        return None
 
     # -- status ------------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:

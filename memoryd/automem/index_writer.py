@@ -37,6 +37,27 @@ from memoryd.fsutil import STARTED_AT, remove_stale_staged
 log = structlog.get_logger("memoryd.automem")
 
 ORPHAN_HOOK = "indexed by memoryd: this file had no line in the index"
+# A line's hook (the memory's description, up to 1,000 characters) is cut to this many: the
+# index is one short line per memory, of which a prompt keeps 25,000 bytes; whole, 2,000
+# memories made a 2 MB index, past what memoryd reads (`MAX_INDEX_READ_BYTES`). The memory
+# file keeps its whole description.
+INDEX_HOOK_CHARS = 150
+
+
+def index_hook(description: str) -> str:
+    """`description` on one line, cut at a word within INDEX_HOOK_CHARS, with "…" when cut."""
+    text = " ".join(description.split())
+    if len(text) <= INDEX_HOOK_CHARS:
+        return text
+    head = text[: INDEX_HOOK_CHARS - 1]
+    space = head.rfind(" ")
+    if space > INDEX_HOOK_CHARS // 2:  # a word cut only when it is very long
+        head = head[:space]
+    return head.rstrip() + "…"
+
+
+def generated_line(title: str, file: str, hook: str) -> str:
+    return index_mod.index_line(title, file, index_hook(hook))
 
 
 class IndexWriter:
@@ -87,7 +108,7 @@ class IndexWriter:
             if not mine:
                 continue
             lines = {
-                index_file(k, team): index_mod.index_line(title, index_file(k, team), hook)
+                index_file(k, team): generated_line(title, index_file(k, team), hook)
                 for k, (title, hook) in mine.items()
             }
             present = {index_file(k, team) for k in state.entries if is_team(k) == team}
@@ -97,15 +118,15 @@ class IndexWriter:
         failures = await held_work(lambda: [_rewrite(p, lines, on) for _, p, lines, on in jobs])
         unwritten: dict[str, tuple[str, str]] = {}
         problem: str | None = None
-        for (mine, path, _, _), exc in zip(jobs, failures, strict=True):
-            if exc is None:
+        for (mine, path, _, _), why in zip(jobs, failures, strict=True):
+            if why is None:
                 state.note_written_dir(path.parent)
                 continue
             # Every line of this batch is kept, other writers' too (they were popped and
             # lost: a write told "saved" had no line until the orphan sweep made one).
             unwritten.update(mine)
             problem = (
-                f"{path} could not be rewritten ({exc.strerror or exc}): the memory is "
+                f"{path} could not be rewritten ({why}): the memory is "
                 "saved, its index line is added when the index can be written again"
             )
         if unwritten:
@@ -184,7 +205,7 @@ class IndexWriter:
             jobs = []
             for team in (False, True):
                 files = {
-                    index_file(k, team): (e.header.name, e.header.description)
+                    index_file(k, team): (e.header.name, index_hook(e.header.description))
                     for k, e in state.entries.items()
                     if is_team(k) == team
                 }
@@ -239,7 +260,7 @@ class IndexWriter:
                     self._note_in_step(memory_dir, team, seen)
                     continue
                 lines = {
-                    file: index_mod.index_line(
+                    file: generated_line(
                         headers[file].name, file, headers[file].description or ORPHAN_HOOK
                     )
                     for file in unlisted
@@ -253,7 +274,12 @@ class IndexWriter:
                 exists = on_disk(path.parent, headers)
                 # Read again just before the write: a line added meanwhile (by the agent whose
                 # file this is) is kept, not replaced by a generated one.
-                update_index(path, functools.partial(_add_unlisted, lines=lines, exists=exists))
+                try:
+                    update_index(path, functools.partial(_add_unlisted, lines=lines, exists=exists))
+                except TooLarge as exc:  # their lines would take it over the cap: said once
+                    self._note_in_step(memory_dir, team, seen)
+                    log.warning("orphans not indexed", memory_dir=str(memory_dir), why=exc.message)
+                    continue
                 state.note_written_dir(path.parent)
                 added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
         if added:
@@ -300,9 +326,9 @@ def _reconcile(path: Path, files: Mapping[str, tuple[str, str]]) -> tuple[int, i
     return len(after - before), len(before - after)
 
 
-def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> OSError | None:
-    """Put `lines` into the index at `path` (a flush's, in a thread); the OSError that kept it
-    from being rewritten, if one did."""
+def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> str | None:
+    """Put `lines` into the index at `path` (a flush's, in a thread); what kept it from being
+    rewritten, if anything did (an OSError; an index that would be over its cap)."""
     try:
         update_index(
             path,
@@ -310,7 +336,9 @@ def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> 
             create=True,
         )
     except OSError as exc:
-        return exc
+        return str(exc.strerror or exc)
+    except TooLarge as exc:
+        return exc.message
     return None
 
 

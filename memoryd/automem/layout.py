@@ -107,6 +107,20 @@ def read_index_for_rewrite(path: Path) -> str:
     return raw.decode("utf-8", errors="surrogateescape")
 
 
+def _check_rewrite_size(path: Path, new: str) -> None:
+    """TooLarge, before anything is written, for a rewrite that would take the index past
+    MAX_INDEX_READ_BYTES: written, it was refused by every later rewrite (`check_index_size`),
+    and the 2,000 generated lines of a dream's or the orphan check's rebuild left a 2 MB index
+    that failed each write of its folder."""
+    size = len(new.encode("utf-8", errors="surrogateescape"))
+    if size > index_mod.MAX_INDEX_READ_BYTES:
+        raise TooLarge(
+            f"{path} would be {size:,} bytes; memoryd keeps an index of at most "
+            f"{index_mod.MAX_INDEX_READ_BYTES:,} bytes up to date: retire memories or trim it "
+            "(one short line per memory), then write again"
+        )
+
+
 def kept_mode(path: Path) -> int:
     """The permission bits a rewrite of `path` gives the new file: the file's own, as an
     editor keeps them (a 0664 memory of a group-shared memory folder stays readable by the
@@ -146,6 +160,7 @@ def update_index(
         new = change(text)
         if new == text and not (create and before is None):
             return text, new
+        _check_rewrite_size(path, new)
         guarded = tries < _UPDATE_TRIES
         try:
             atomic_write_bytes(
