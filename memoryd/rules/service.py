@@ -10,6 +10,7 @@ entries explicitly with `drop`; `memory.list` re-stats a trusted entry first
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ _BuildKey = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
 INLINE_TOUCHED = 256
 # The last touched set seen per (cwd, root), so an unchanged or grown set is judged cheaply.
 MAX_SEEN = 8
+# `context/changed`: at most one per project per interval (a checkout of 10,000 files
+# rewritten sends a handful), naming at most this many of the changed paths.
+CHANGED_INTERVAL_S = 0.25
+MAX_CHANGED_PATHS = 20
 
 
 @dataclass
@@ -126,6 +131,16 @@ def build(
 
 
 @dataclass(frozen=True)
+class _Loaded:
+    """What a client loaded, kept past its cache entry's drop: a later edit of the same files
+    is still told (`context/changed`), even before a client loads the project again."""
+
+    project_root: Path
+    involvement: realfs.Involvement
+    folders: frozenset[Path]
+
+
+@dataclass(frozen=True)
 class _Seen:
     touched: frozenset[Path]
     key: _Key
@@ -141,8 +156,8 @@ def _matched(conditions: tuple[Condition, ...], touched: Iterable[Path]) -> tupl
     return tuple(globs.matches_any(c.patterns, c.base, ordered) for c in conditions)
 
 
-def _watchable(entry: CachedContext) -> bool:
-    return len(entry.involvement.watch_dirs) <= MAX_WATCHED_PER_ENTRY
+def _watchable(involvement: realfs.Involvement) -> bool:
+    return len(involvement.watch_dirs) <= MAX_WATCHED_PER_ENTRY
 
 
 class InstructionFiles:
@@ -158,6 +173,11 @@ class InstructionFiles:
         # Per (cwd, root, sources): the last touched set and its key.
         self._seen: OrderedDict[tuple[Path, Path, frozenset[SettingSource]], _Seen] = OrderedDict()
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
+        # The dependencies of each load stored, cached or not (as many as cache entries).
+        self._loaded: OrderedDict[_Key, _Loaded] = OrderedDict()
+        # `context/changed` per project root: when last sent, and the paths held back since.
+        self._changed_at: dict[Path, float] = {}
+        self._changed_held: dict[Path, set[Path]] = {}
         self._watcher: DirWatcher | None = None
         self.hits = 0
         self.misses = 0
@@ -268,24 +288,29 @@ class InstructionFiles:
     def _store(self, key: _Key, entry: CachedContext) -> None:
         self._entries[key] = entry
         self._entries.move_to_end(key)
+        self._loaded[key] = _Loaded(entry.project_root, entry.involvement, entry.folders)
+        self._loaded.move_to_end(key)
         evicted = False
         while len(self._entries) > MAX_ENTRIES:
             self._entries.popitem(last=False)
             evicted = True
+        while len(self._loaded) > MAX_ENTRIES:
+            self._loaded.popitem(last=False)
+            evicted = True
         if self._watcher is not None:
-            if _watchable(entry):
+            if _watchable(entry.involvement):
                 self._watcher.ensure(entry.involvement.watch_dirs)
             if evicted:
                 self._release_watches()
 
     def _release_watches(self) -> None:
-        """Let the watcher drop folders no cached entry needs any more."""
+        """Let the watcher drop folders no loaded context needs any more."""
         if self._watcher is not None:
             self._watcher.retain(
                 {
                     d
-                    for e in self._entries.values()
-                    if _watchable(e)
+                    for e in self._loaded.values()
+                    if _watchable(e.involvement)
                     for d in e.involvement.watch_dirs
                 }
             )
@@ -299,7 +324,7 @@ class InstructionFiles:
         # Stamps match now; from here on a live watcher over every folder sees any change.
         if (
             self._watcher is not None
-            and _watchable(entry)
+            and _watchable(entry.involvement)
             and self._watcher.covers(entry.involvement.watch_dirs)
         ):
             entry.trusted = True
@@ -312,21 +337,62 @@ class InstructionFiles:
         # watched (cwd or a nested folder the load probed), and an entry trusted to the
         # watcher is never re-stat'ed, so only this event can tell.
         now_folders: dict[Path, bool] = {}
-        for key, entry in list(self._entries.items()):
-            involvement = entry.involvement
-            if any(
-                p in involvement.involved
-                or p.parent in involvement.listed
-                or p in entry.folders
-                or realfs.became_folder(involvement.stamps, p, now_folders)
+        hits: dict[Path, set[Path]] = {}
+        for key, loaded in list(self._loaded.items()):
+            involvement = loaded.involvement
+            hit = {
+                p
                 for p in changed
-            ):
-                del self._entries[key]
+                if p in involvement.involved
+                or p.parent in involvement.listed
+                or p in loaded.folders
+                or realfs.became_folder(involvement.stamps, p, now_folders)
+            }
+            if hit:
+                self._entries.pop(key, None)
+                hits.setdefault(loaded.project_root, set()).update(hit)
+        for root, paths_hit in hits.items():
+            self._context_changed(root, paths_hit)
 
     def _on_lost(self) -> None:
-        """Changes went unreported: every entry is re-stat'ed before it is served again."""
+        """Changes went unreported: every entry is re-stat'ed before it is served again, and
+        every loaded project is told its context may have changed (no paths: not known)."""
         for entry in self._entries.values():
             entry.trusted = False
+        for root in {loaded.project_root for loaded in self._loaded.values()}:
+            self._context_changed(root, set())
+
+    def _context_changed(self, root: Path, changed: set[Path]) -> None:
+        """Tell subscribers at once, or hold the paths until CHANGED_INTERVAL_S after the last
+        one for this project (then one notification carries all that came meanwhile)."""
+        held = self._changed_held.get(root)
+        if held is not None:
+            held |= changed
+            return
+        wait = self._changed_at.get(root, -CHANGED_INTERVAL_S) + CHANGED_INTERVAL_S
+        wait -= time.monotonic()
+        if wait <= 0:
+            self._send_changed(root, changed)
+            return
+        self._changed_held[root] = set(changed)
+        asyncio.get_running_loop().call_later(wait, self._send_held, root)
+
+    def _send_held(self, root: Path) -> None:
+        held = self._changed_held.pop(root, None)
+        if held is not None:
+            self._send_changed(root, held)
+
+    def _send_changed(self, root: Path, changed: set[Path]) -> None:
+        self._changed_at[root] = time.monotonic()
+        if len(self._changed_at) > MAX_ENTRIES:  # projects unheard of for long go first
+            oldest = min(self._changed_at, key=self._changed_at.__getitem__)
+            del self._changed_at[oldest]
+        shown = sorted(str(p) for p in changed)[:MAX_CHANGED_PATHS]
+        more = len(changed) - len(shown)
+        told = self.host.notify(
+            "context/changed", {"project": str(root), "paths": shown, "more": more}
+        )
+        self.host.spawn(told, worker="rules-watcher")
 
     def drop(self, project_root: Path | None = None) -> int:
         """Forget cached contexts (of one project, or all); the count dropped."""

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,59 @@ def test_one_notification_is_one_line(fake_daemon: FakeDaemon) -> None:
         "memory saved: notes.md\\nteam: keys.md not uploaded — secret matched rule "
         "aws\\u2028\\r\\tx.md\n"
     )
+
+
+async def test_watch_prints_context_changed_of_a_real_edit(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    root = (tmp_path / "proj").resolve()
+    (root / ".git").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("# Project\n")
+    service = daemon.daemon.services.instructions
+    for _ in range(200):  # until the file watcher covers the load
+        await daemon.call("get_context", cwd=str(root))
+        if service.feature_status()["instruction_files"]["trusted"]:
+            break
+        await asyncio.sleep(0.05)
+    proc = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "memctl", "--socket", str(daemon.socket_path), "watch"],
+        *["--event", "context/changed", "--count", "1"],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=memctl_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        first = await asyncio.wait_for(proc.stderr.readline(), 30)
+        assert first == b"watching context/changed (Ctrl-C to stop)\n"
+        (root / "CLAUDE.md").write_text("# Project\nUse tabs.\n")
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert out.decode().splitlines() == [f"context changed: {root} (CLAUDE.md)"]
+
+
+def test_watch_says_context_changed_with_more_and_lost_events(fake_daemon: FakeDaemon) -> None:
+    sock = str(fake_daemon.socket_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", sock, "watch", "--count", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber()
+        paths = ["/p/.claude/rules/a.md", "/home/u/.claude/CLAUDE.md"]
+        fake_daemon.notify("context/changed", {"project": "/p", "paths": paths, "more": 3})
+        fake_daemon.notify("context/changed", {"project": "/p", "paths": [], "more": 0})
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert out.splitlines() == [
+        "context changed: /p (.claude/rules/a.md, /home/u/.claude/CLAUDE.md and 3 more)",
+        "context changed: /p (events were lost: which files is not known)",
+    ]

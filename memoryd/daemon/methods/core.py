@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EVENTS = frozenset(
+# What `subscribe` without `events` gets: the events there were before `context/changed`.
+DEFAULT_EVENTS = frozenset(
     {
         "memory/saved",
         "session/summary_updated",
@@ -40,6 +41,11 @@ EVENTS = frozenset(
         "worker/error",
     }
 )
+# Sent only to a connection that names them: `context/changed` comes with every edit of a
+# loaded instruction file, and a client that asked for "everything" before it existed
+# would be woken for what it cannot use.
+NAMED_ONLY_EVENTS = frozenset({"context/changed"})
+EVENTS = DEFAULT_EVENTS | NAMED_ONLY_EVENTS
 
 
 async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
@@ -164,13 +170,13 @@ class SubscribeParams(Params):
 
 
 async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
-    """From now on this connection receives notifications (all, or the events named)."""
+    """From now on this connection receives notifications (the default set, or those named)."""
     connection = current_connection.get()
     if connection is None:
         raise InvalidParams("subscribe needs a connection")
-    # No `events`: every event. A list names them; an empty one is none (it unsubscribes: it
-    # used to mean every event, the opposite of what it says).
-    wanted = EVENTS if params.events is None else frozenset(params.events)
+    # No `events`: the default set. A list names them; an empty one is none (it unsubscribes:
+    # it used to mean every event, the opposite of what it says).
+    wanted = DEFAULT_EVENTS if params.events is None else frozenset(params.events)
     unknown = sorted(wanted - EVENTS)
     if unknown:
         # Each cut as errors repeat a request, 10 at most: a 17 MiB name made a reply over the

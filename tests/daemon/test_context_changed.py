@@ -1,0 +1,178 @@
+"""`context/changed`: a client that named it is told when a project's loaded instruction files
+change, with a real daemon, its real file watcher and real edits. Before it, a client had no
+event for this and showed stale rules until it polled."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryd.rules.service import CHANGED_INTERVAL_S, MAX_CHANGED_PATHS
+from memoryd_client.aio import AsyncClient
+from tests.conftest import DaemonHandle
+
+EVENT = "context/changed"
+
+
+def _project(root: Path) -> Path:
+    (root / ".git").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("# Project\n")
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / ".claude" / "rules" / "style.md").write_text("# Style\n")
+    return root.resolve()
+
+
+async def _load_watched(daemon: DaemonHandle, root: Path) -> None:
+    """get_context until the watcher covers the load (so an edit is reported by it)."""
+    service = daemon.daemon.services.instructions
+    for _ in range(200):
+        await daemon.call("get_context", cwd=str(root))
+        if service.feature_status()["instruction_files"]["trusted"]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the watcher never covered the load")
+
+
+async def _subscriber(daemon: DaemonHandle, events: list[str] | None) -> AsyncClient:
+    client = await daemon.client()
+    await client.call("subscribe", {} if events is None else {"events": events})
+    return client
+
+
+async def _quiet(client: AsyncClient, after_s: float = 1.5) -> list[dict[str, Any]]:
+    """Every notification until none came for `after_s`."""
+    got: list[dict[str, Any]] = []
+    while True:
+        try:
+            got.append(await client.next_notification(after_s))
+        except TimeoutError:
+            return got
+
+
+async def test_an_edit_of_a_loaded_file_is_told_each_time_to_who_named_the_event(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    root = _project(tmp_path / "proj")
+    named = await _subscriber(daemon, [EVENT])
+    default = await _subscriber(daemon, None)
+    try:
+        await _load_watched(daemon, root)
+        (root / "CLAUDE.md").write_text("# Project\nUse tabs.\n")
+        note = await named.next_notification(10)
+        assert note["method"] == EVENT
+        assert note["params"] == {
+            "project": str(root),
+            "paths": [str(root / "CLAUDE.md")],
+            "more": 0,
+        }
+        # A second edit, before anyone loaded the project again, is told too.
+        (root / ".claude" / "rules" / "new.md").write_text("# New\n")
+        again = await named.next_notification(10)
+        assert again["params"]["paths"] == [str(root / ".claude" / "rules" / "new.md")]
+        # The default subscription (an older client's "every event") does not get it.
+        await daemon.daemon.notify("magicdoc/updated", {"path": "/x.md"})
+        first = await default.next_notification(10)
+        assert first["method"] == "magicdoc/updated"
+    finally:
+        await named.close()
+        await default.close()
+
+
+async def test_only_projects_a_client_loaded_are_told(daemon: DaemonHandle, tmp_path: Path) -> None:
+    loaded = _project(tmp_path / "loaded")
+    other = _project(tmp_path / "other")
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        await _load_watched(daemon, loaded)
+        (other / "CLAUDE.md").write_text("# Other, edited\n")
+        (tmp_path / "loaded" / "src.py").write_text("print()\n")  # no instruction file
+        (loaded / "CLAUDE.md").write_text("# Loaded, edited\n")
+        note = await named.next_notification(10)
+        assert note["params"]["project"] == str(loaded)
+        assert note["params"]["paths"] == [str(loaded / "CLAUDE.md")]
+    finally:
+        await named.close()
+
+
+async def test_a_burst_of_edits_is_a_handful_of_notifications_naming_the_first_paths(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    root = _project(tmp_path / "proj")
+    rules = root / ".claude" / "rules"
+    for i in range(2000):
+        (rules / f"r{i:04d}.md").write_text(f"# Rule {i}\n")
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        await _load_watched(daemon, root)
+        started = time.monotonic()
+        for i in range(2000):  # a branch switch rewrites every rule
+            (rules / f"r{i:04d}.md").write_text(f"# Rule {i}, other branch\n")
+        elapsed = time.monotonic() - started
+        got = await _quiet(named)
+    finally:
+        await named.close()
+    assert got
+    # One at once, then at most one per interval while the edits last, and the held paths.
+    assert len(got) <= 2 + elapsed / CHANGED_INTERVAL_S
+    assert len(got) < 100  # was none at all; one per file would be 2,000
+    told = 0
+    for note in got:
+        params = note["params"]
+        assert params["project"] == str(root)
+        assert len(params["paths"]) <= MAX_CHANGED_PATHS
+        assert params["paths"] == sorted(params["paths"])
+        told += len(params["paths"]) + params["more"]
+    lost = any(not n["params"]["paths"] for n in got)  # an overflow is told without paths
+    assert lost or told >= 2000
+
+
+async def test_many_reports_of_the_watcher_are_one_notification_per_interval(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # The watcher's debounce gathers one burst; a long `git checkout` is many reports.
+    root = _project(tmp_path / "proj")
+    rule = root / ".claude" / "rules" / "style.md"
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        await _load_watched(daemon, root)
+        service = daemon.daemon.services.instructions
+        started = time.monotonic()
+        for i in range(1000):
+            service._on_change({root / "CLAUDE.md" if i % 2 else rule})
+            if i % 100 == 0:
+                await asyncio.sleep(0)  # the notifications go out as the loop turns
+        elapsed = time.monotonic() - started
+        got = await _quiet(named)
+    finally:
+        await named.close()
+    assert 2 <= len(got) <= 2 + elapsed / CHANGED_INTERVAL_S  # was 1,000
+    assert got[0]["params"]["paths"] == [str(rule)]
+    assert got[-1]["params"]["paths"] == sorted([str(root / "CLAUDE.md"), str(rule)])
+
+
+async def test_lost_events_tell_every_loaded_project_without_paths(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    root = _project(tmp_path / "proj")
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        await _load_watched(daemon, root)
+        watcher = daemon.daemon.services.instructions._watcher
+        assert watcher is not None
+        watcher._on_lost()  # what the watcher calls when the OS queue overflowed
+        note = await named.next_notification(10)
+        assert note["params"] == {"project": str(root), "paths": [], "more": 0}
+    finally:
+        await named.close()
+
+
+async def test_subscribe_without_events_leaves_context_changed_out(
+    daemon: DaemonHandle,
+) -> None:
+    default = (await daemon.call("subscribe"))["subscribed"]
+    assert EVENT not in default
+    assert "memory/saved" in default
+    named = await daemon.call("subscribe", events=[EVENT, "worker/error"])
+    assert named["subscribed"] == [EVENT, "worker/error"]
