@@ -88,7 +88,7 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """Messages since the last compaction, in Anthropic format (roles alternate).
 
     Malformed lines, sidechains (sub-agent turns), meta lines and local commands' output are
-    skipped; a streamed reply split over several lines is put back together (consecutive
+    skipped; a prompt typed while the agent worked is a user message; a streamed reply split over several lines is put back together (consecutive
     same-role lines merge); a branch left by a rewind or an edited prompt is dropped
     (`_abandoned`): only the branch leading to the newest message is the conversation.
     """
@@ -113,6 +113,10 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
             records = []
+            continue
+        queued = _queued_prompt(entry)
+        if queued:
+            records.append((uuid, parent, None, "user", queued))
             continue
         message = entry.get("message")
         if entry.get("type") not in ("user", "assistant") or not isinstance(message, dict):
@@ -141,6 +145,29 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     while messages and messages[0]["role"] != "user":
         messages.pop(0)
     return messages
+
+
+def _queued_prompt(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the user typed while the agent worked, as blocks; [] for any other line.
+
+    Claude Code hands such a prompt to the model mid-turn and records it as an `attachment`
+    line (`queued_command`), with no `user` line at all, so corrections made mid-turn ("no,
+    use pytest") were missing from what extraction read. One from elsewhere (another
+    session's message, a task's notification) is not the user's: only `origin.kind: human`
+    and `commandMode: prompt` count."""
+    attachment = entry.get("attachment")
+    if entry.get("type") != "attachment" or not isinstance(attachment, dict):
+        return []
+    origin = attachment.get("origin")
+    if (
+        attachment.get("type") != "queued_command"
+        or attachment.get("commandMode") != "prompt"
+        or not isinstance(origin, dict)
+        or origin.get("kind") != "human"
+        or attachment.get("isMeta")
+    ):
+        return []
+    return _blocks(attachment.get("prompt"))
 
 
 # What a local command (/model, /cost, /context …) printed: Claude Code records it as a user

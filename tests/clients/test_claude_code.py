@@ -461,3 +461,55 @@ def test_a_local_commands_output_is_left_out() -> None:
         "<local-command-stdout> is how it prints, see?",
     ]
     assert "Total cost" not in json.dumps(claude_code.parse_transcript_lines(lines))
+
+
+def _queued(uuid: str, parent: str, prompt: object, **attachment: object) -> str:
+    fields = {"type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"}}
+    return json.dumps(
+        {
+            "type": "attachment",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "attachment": {**fields, "prompt": prompt, **attachment},
+        }
+    )
+
+
+def test_a_prompt_typed_while_the_agent_worked_is_read() -> None:
+    # Found by a bug hunt: Claude Code records a prompt typed mid-turn as an `attachment` line
+    # (`queued_command`), with no `user` line; it was skipped, so the correction the user made
+    # while the agent worked ("no, use pytest") never reached extraction.
+    lines = [
+        _entry("user", "u1", None, "write the tests"),
+        _entry("assistant", "a1", "u1", _use("t1"), mid="m1"),
+        _entry("user", "r1", "a1", _result("t1")),
+        _queued("q1", "r1", "no, use pytest, never unittest"),
+        _queued("q2", "q1", [{"type": "text", "text": "and keep them fast"}]),
+        _queued("q3", "q2", "<agent-message>from a peer</agent-message>", origin={"kind": "peer"}),
+        _queued(
+            "q4",
+            "q3",
+            "<task-notification>done</task-notification>",
+            commandMode="task-notification",
+        ),
+        _queued("q5", "q4", "meta", isMeta=True),
+        json.dumps(
+            {
+                "type": "attachment",
+                "uuid": "h1",
+                "parentUuid": "q5",
+                "attachment": {"type": "hook_additional_context", "content": ["ctx"]},
+            }
+        ),
+        _entry("assistant", "a2", "h1", [{"type": "text", "text": "switched to pytest"}], mid="m2"),
+    ]
+    messages = claude_code.parse_transcript_lines(lines)
+    assert _texts(messages) == [
+        "write the tests",
+        "t1",
+        "t1",
+        "no, use pytest, never unittest",
+        "and keep them fast",
+        "switched to pytest",
+    ]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
