@@ -31,7 +31,8 @@ def data_dir() -> Path:
 
 
 def default_socket_path() -> Path:
-    """$MEMORYD_SOCKET; on macOS ~/Library/Caches/memoryd; else $XDG_RUNTIME_DIR, $XDG_CACHE_HOME, /tmp.
+    """$MEMORYD_SOCKET; on macOS ~/Library/Caches/memoryd; else $XDG_RUNTIME_DIR (when a runtime
+    folder of the user's, else passed over with a warning), $XDG_CACHE_HOME, /tmp.
 
     Defined once, in the stdlib-only client package, so clients and daemon always agree.
     """

@@ -71,8 +71,10 @@ def default_socket_path(platform: str | None = None) -> Path:
     it, a unit's Environment= or an editor's settings; a relative one taken from the working
     directory and made absolute, as PROTOCOL.md has every path in results: the daemon reports
     it in `status.socket` and its status file); else on macOS ~/Library/Caches/memoryd/memoryd.sock (a LaunchAgent, GUI
-    apps and shells all agree on it without setting anything); else $XDG_RUNTIME_DIR, else
-    $XDG_CACHE_HOME (each only when absolute), else a per-user directory in /tmp. `platform` is `sys.platform` unless
+    apps and shells all agree on it without setting anything); else $XDG_RUNTIME_DIR when it
+    is a runtime folder of the user's (`paths.runtime_dir_problem`; one that is not is passed
+    over with a warning on stderr, once a process, as the XDG spec asks), else $XDG_CACHE_HOME
+    (when absolute), else a per-user directory in /tmp. `platform` is `sys.platform` unless
     given (to compute another system's path).
     """
     configured = os.environ.get("MEMORYD_SOCKET")
@@ -80,12 +82,30 @@ def default_socket_path(platform: str | None = None) -> Path:
         return Path(configured).expanduser().absolute()
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
-    base = paths.xdg_dir("XDG_RUNTIME_DIR") or paths.xdg_dir("XDG_CACHE_HOME")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    problem = paths.runtime_dir_problem(runtime) if runtime else None
+    if runtime and problem is None:
+        return Path(runtime) / "memoryd" / "memoryd.sock"
+    base = paths.xdg_dir("XDG_CACHE_HOME")
     if base is not None:
-        return base / "memoryd" / "memoryd.sock"
-    import tempfile  # only on this fallback path: it is slow to import
+        sock = base / "memoryd" / "memoryd.sock"
+    else:
+        import tempfile  # only on this fallback path: it is slow to import
 
-    return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+        sock = Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+    if problem is not None:
+        _warn_once(f"XDG_RUNTIME_DIR={runtime} is passed over: {problem}; the socket is {sock}")
+    return sock
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning on stderr, once a process: the rule runs for every client a process makes."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"memoryd: warning: {message}", file=sys.stderr)
 
 
 # A daemon whose accept backlog is full (a burst of clients: EAGAIN on Linux, ECONNREFUSED on

@@ -8,6 +8,7 @@ memory under wherever it was started and its replies carried relative paths.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -40,6 +41,29 @@ def xdg_dir(name: str) -> Path | None:
     relative one ignored, as it would name a different folder from every working directory."""
     value = os.environ.get(name)
     return Path(value) if value and os.path.isabs(value) else None
+
+
+def runtime_dir_problem(value: str) -> str | None:
+    """Why `value` ($XDG_RUNTIME_DIR) is no runtime folder of the user's, None when it is one.
+    The XDG spec has it absolute, owned by the user and open to nobody else (0700); what a
+    login session made and `su` without a login left behind, or another user's, is none.
+    The socket rule passes such a folder over (the editors apply the same checks)."""
+    if not os.path.isabs(value):
+        return "it is not an absolute path"
+    try:
+        info = os.stat(value)
+    except FileNotFoundError:
+        return "it does not exist (the login session that made it ended, or `su` without a login)"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a folder"
+    if info.st_uid != os.getuid():
+        return f"it belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o077:
+        return f"its mode is {mode:04o}, open to others (a runtime folder is 0700)"
+    return None
 
 
 def state_dir() -> Path:

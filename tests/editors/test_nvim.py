@@ -351,10 +351,19 @@ def test_a_restarting_daemon_is_waited_for(short_tmp: Path, tmp_path: Path) -> N
 
 
 MACOS_RULE = "macOS's ~/Library/Caches"
-# The environment, and the rule that picks the path on Linux (:checkhealth names it).
+# The environment, and the rule that picks the path on Linux (:checkhealth names it). The
+# folders {tmp}/run (0700), {tmp}/open (0755), {tmp}/afile (a file) and, as root, {tmp}/theirs
+# (uid 65534's) are made by the test.
 SOCKET_ENVS: list[tuple[dict[str, str], str]] = [
     ({"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"}, "$MEMORYD_SOCKET"),
-    ({"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "/run/user/4242/"}, "$XDG_RUNTIME_DIR"),
+    ({"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "{tmp}/run/"}, "$XDG_RUNTIME_DIR"),
+    # An XDG_RUNTIME_DIR that is no runtime folder of the user's (the XDG spec: absolute, the
+    # user's, 0700) is passed over with a warning: missing (a login session that ended, `su`
+    # without a login), open to others, another user's, a file.
+    ({"XDG_RUNTIME_DIR": "/run/user/4242/"}, "the per-user fallback"),
+    ({"XDG_RUNTIME_DIR": "{tmp}/open", "XDG_CACHE_HOME": "/home/ada/.cache"}, "$XDG_CACHE_HOME"),
+    ({"XDG_RUNTIME_DIR": "{tmp}/theirs", "XDG_CACHE_HOME": "/c"}, "$XDG_CACHE_HOME"),
+    ({"XDG_RUNTIME_DIR": "{tmp}/afile"}, "the per-user fallback"),
     ({"XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": "/home/ada/.cache"}, "$XDG_CACHE_HOME"),
     # A relative XDG base directory is ignored (the XDG spec): it named another folder from
     # each working directory, so `memctl status` elsewhere said "not running".
@@ -374,22 +383,41 @@ def test_socket_path_rule_agrees_with_the_python_client(
     platform: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "tmp with space").mkdir()
+    (tmp_path / "run").mkdir(mode=0o700)
+    (tmp_path / "open").mkdir(mode=0o755)
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "theirs").mkdir(mode=0o700)
+    if "theirs" in extra.get("XDG_RUNTIME_DIR", ""):
+        if os.geteuid() != 0:
+            pytest.skip("only root can give a folder to another user")
+        os.chown(tmp_path / "theirs", 65534, -1)
     for key in ("MEMORYD_SOCKET", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "TMPDIR", "TEMP", "TMP"):
         monkeypatch.delenv(key, raising=False)
     for key, value in extra.items():
         monkeypatch.setenv(key, value.replace("{tmp}", str(tmp_path)))
     import tempfile
 
+    from memoryd_client import client
+
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
+    monkeypatch.setattr(client, "_warned", set(), raising=False)  # each case warns afresh
     rule = linux_rule
     if platform == "darwin" and linux_rule != "$MEMORYD_SOCKET":
         rule = MACOS_RULE  # macOS ignores the XDG variables
+    capsys.readouterr()
     env = {
         "MEMORYD_TEST_EXPECTED": str(default_socket_path(platform)),
         "MEMORYD_TEST_EXPECTED_RULE": rule,
     }
+    warned = "XDG_RUNTIME_DIR=" in capsys.readouterr().err
+    # The Python client passes a folder over exactly where the rule above says so.
+    assert warned == (
+        platform == "linux" and bool(extra.get("XDG_RUNTIME_DIR")) and rule != "$XDG_RUNTIME_DIR"
+    )
+    env["MEMORYD_TEST_EXPECTED_WARNED"] = "1" if warned else "0"
     if platform == "darwin":  # this machine is Linux: compute macOS's rule on both sides
         env["MEMORYD_TEST_SYSNAME"] = "Darwin"
     records = run_nvim("socket_path_spec.lua", env, cwd=tmp_path)

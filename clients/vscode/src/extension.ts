@@ -41,7 +41,8 @@ interface Settings {
 function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration("memoryd");
   return {
-    socketPath: resolveSocketPath(c.get<string>("socketPath")),
+    // An XDG_RUNTIME_DIR that is no runtime folder of the user's is passed over: say so, once.
+    socketPath: resolveSocketPath(c.get<string>("socketPath"), process.env, (m) => void vscode.window.showWarningMessage(`memoryd: ${m}`)),
     requestTimeoutMs: c.get<number>("requestTimeoutMs", 5000),
     recallTimeoutMs: c.get<number>("recallTimeoutMs", 30000),
     connectTimeoutMs: c.get<number>("connectTimeoutMs", 2000),

@@ -84,8 +84,11 @@ function M.check()
   end
   report.info('event loop: ' .. (vim.uv and 'vim.uv' or 'vim.loop'))
 
-  local path, source = memoryd.socket_path()
+  local path, source, passed_over = memoryd.socket_path()
   report.info(('socket: %s (from %s)'):format(path, source))
+  if passed_over then
+    report.warn(passed_over, { 'set XDG_RUNTIME_DIR to a folder of your own, mode 0700, or MEMORYD_SOCKET' })
+  end
 
   local memctl = memoryd.config.memctl
   local exe = type(memctl) == 'table' and memctl[1] or memctl

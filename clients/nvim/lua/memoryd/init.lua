@@ -27,12 +27,26 @@ local function now_ms()
   return (vim.uv or vim.loop).now()
 end
 
--- The socket path in use, and the rule that chose it.
+local warned = {} -- the socket rule's warnings already shown: each once a session
+
+-- The socket path in use, the rule that chose it, and why $XDG_RUNTIME_DIR was passed over
+-- (shown once as a warning, as memctl and the daemon print it once on stderr).
 function M.socket_path()
   if M.config.socket and M.config.socket ~= '' then
     return socket_path.normalize(vim.fn.expand(M.config.socket)), 'setup({socket = …})'
   end
-  return socket_path.resolve()
+  local path, rule, warning = socket_path.resolve()
+  if warning and not warned[warning] then
+    warned[warning] = true
+    if vim.in_fast_event() then -- a luv callback cannot echo
+      vim.schedule(function()
+        M.message(warning, vim.log.levels.WARN)
+      end)
+    else
+      M.message(warning, vim.log.levels.WARN)
+    end
+  end
+  return path, rule, warning
 end
 
 M.recent = {} -- the last messages in full, newest last (shown by :MemorydStatus)

@@ -1,7 +1,8 @@
 -- Where the daemon listens: the same rule as memctl and memoryd_client.default_socket_path():
 -- $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock; else
--- $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock (each only
--- when absolute), else <tempdir>/memoryd-<uid>/memoryd.sock.
+-- $XDG_RUNTIME_DIR/memoryd/memoryd.sock when it is a runtime folder of the user's (absolute,
+-- existing, the user's own, no group/other bits; else passed over with a warning), else
+-- $XDG_CACHE_HOME/memoryd/memoryd.sock (when absolute), else <tempdir>/memoryd-<uid>/memoryd.sock.
 local uv = vim.uv or vim.loop
 
 local M = {}
@@ -61,8 +62,37 @@ function M.tempdir(getenv)
   return M.normalize(cwd, true)
 end
 
--- The path and the rule that chose it (for :checkhealth). getenv defaults to os.getenv and
--- sysname to this system's (uname); tests pass their own.
+-- Why $XDG_RUNTIME_DIR (value) is no runtime folder of the user's, nil when it is one: the XDG
+-- spec has it absolute, the user's own and open to nobody else. memoryd_client.paths has the
+-- same checks, so every client passes the same folders over.
+function M.runtime_dir_problem(value)
+  if value:sub(1, 1) ~= '/' then
+    return 'it is not an absolute path'
+  end
+  local stat, err, code = uv.fs_stat(value)
+  if not stat then
+    if code == 'ENOENT' then
+      return 'it does not exist (the login session that made it ended, or `su` without a login)'
+    end
+    return ('it cannot be read (%s)'):format(tostring(err or code))
+  end
+  if stat.type ~= 'directory' then
+    return 'it is not a folder'
+  end
+  local uid = uv.getuid()
+  if stat.uid ~= uid then
+    return ('it belongs to uid %d, not to you (uid %d)'):format(stat.uid, uid)
+  end
+  local mode = stat.mode % 4096 -- the permission bits (S_IMODE)
+  if mode % 64 ~= 0 then -- any of 0077
+    return ('its mode is %04o, open to others (a runtime folder is 0700)'):format(mode)
+  end
+  return nil
+end
+
+-- The path, the rule that chose it (for :checkhealth), and a warning when $XDG_RUNTIME_DIR was
+-- passed over (the caller shows it). getenv defaults to os.getenv and sysname to this
+-- system's (uname); tests pass their own.
 function M.resolve(getenv, sysname)
   getenv = getenv or os.getenv
   sysname = sysname or uv.os_uname().sysname
@@ -77,16 +107,28 @@ function M.resolve(getenv, sysname)
     end
     return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock'), "macOS's ~/Library/Caches"
   end
-  -- An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   local runtime = getenv('XDG_RUNTIME_DIR')
-  if runtime and runtime:sub(1, 1) == '/' then
-    return M.normalize(runtime .. '/memoryd/memoryd.sock'), '$XDG_RUNTIME_DIR'
+  local problem = nil
+  if runtime and runtime ~= '' then
+    problem = M.runtime_dir_problem(runtime)
+    if not problem then
+      return M.normalize(runtime .. '/memoryd/memoryd.sock'), '$XDG_RUNTIME_DIR'
+    end
   end
+  -- An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
+  local path, rule
   local cache = getenv('XDG_CACHE_HOME')
   if cache and cache:sub(1, 1) == '/' then
-    return M.normalize(cache .. '/memoryd/memoryd.sock'), '$XDG_CACHE_HOME'
+    path, rule = M.normalize(cache .. '/memoryd/memoryd.sock'), '$XDG_CACHE_HOME'
+  else
+    path = M.normalize(('%s/memoryd-%d/memoryd.sock'):format(M.tempdir(getenv), uv.getuid()))
+    rule = 'the per-user fallback'
   end
-  return M.normalize(('%s/memoryd-%d/memoryd.sock'):format(M.tempdir(getenv), uv.getuid())), 'the per-user fallback'
+  local warning = nil
+  if problem then
+    warning = ('XDG_RUNTIME_DIR=%s is passed over: %s; the socket is %s'):format(runtime, problem, path)
+  end
+  return path, rule, warning
 end
 
 return M

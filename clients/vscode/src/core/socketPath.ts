@@ -1,7 +1,8 @@
 // The socket path rule every memoryd client shares (clients/memoryd_client/client.py,
 // default_socket_path): $MEMORYD_SOCKET; else on macOS ~/Library/Caches/memoryd/memoryd.sock;
-// else $XDG_RUNTIME_DIR/memoryd/memoryd.sock, else $XDG_CACHE_HOME/memoryd/memoryd.sock, else
-// <tempdir>/memoryd-<uid>/memoryd.sock.
+// else $XDG_RUNTIME_DIR/memoryd/memoryd.sock when it is a runtime folder of the user's (absolute,
+// existing, the user's own, no group/other bits; else passed over with a warning), else
+// $XDG_CACHE_HOME/memoryd/memoryd.sock (when absolute), else <tempdir>/memoryd-<uid>/memoryd.sock.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -32,7 +33,48 @@ function isWritableDir(dir: string): boolean {
   }
 }
 
-export function defaultSocketPath(env: Env = process.env, uid: number = currentUid(), platform: string = process.platform): string {
+/**
+ * Why $XDG_RUNTIME_DIR (`value`) is no runtime folder of the user's, undefined when it is one: the
+ * XDG spec has it absolute, the user's own and open to nobody else. memoryd_client.paths has the
+ * same checks, so every client passes the same folders over.
+ */
+export function runtimeDirProblem(value: string, uid: number = currentUid()): string | undefined {
+  if (!path.isAbsolute(value)) {
+    return "it is not an absolute path";
+  }
+  let info: fs.Stats;
+  try {
+    info = fs.statSync(value);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      return "it does not exist (the login session that made it ended, or `su` without a login)";
+    }
+    return `it cannot be read (${code ?? String(err)})`;
+  }
+  if (!info.isDirectory()) {
+    return "it is not a folder";
+  }
+  if (info.uid !== uid) {
+    return `it belongs to uid ${info.uid}, not to you (uid ${uid})`;
+  }
+  const mode = info.mode & 0o7777;
+  if (mode & 0o077) {
+    return `its mode is ${mode.toString(8).padStart(4, "0")}, open to others (a runtime folder is 0700)`;
+  }
+  return undefined;
+}
+
+/** Called with the warning when $XDG_RUNTIME_DIR is passed over; each text once a session. */
+export type Warn = (message: string) => void;
+const warned = new Set<string>();
+
+export function defaultSocketPath(
+  env: Env = process.env,
+  uid: number = currentUid(),
+  platform: string = process.platform,
+  warn?: Warn,
+): string {
   const configured = env.MEMORYD_SOCKET;
   if (configured) {
     return configured;
@@ -40,25 +82,34 @@ export function defaultSocketPath(env: Env = process.env, uid: number = currentU
   if (platform === "darwin") {
     return path.join(env.HOME || os.homedir(), "Library", "Caches", "memoryd", "memoryd.sock");
   }
-  // An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   const runtime = env.XDG_RUNTIME_DIR;
-  if (runtime && path.isAbsolute(runtime)) {
+  const problem = runtime ? runtimeDirProblem(runtime, uid) : undefined;
+  if (runtime && problem === undefined) {
     return path.join(runtime, "memoryd", "memoryd.sock");
   }
+  // An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   const cache = env.XDG_CACHE_HOME;
-  if (cache && path.isAbsolute(cache)) {
-    return path.join(cache, "memoryd", "memoryd.sock");
+  const sock =
+    cache && path.isAbsolute(cache)
+      ? path.join(cache, "memoryd", "memoryd.sock")
+      : path.join(pythonTempDir(env), `memoryd-${uid}`, "memoryd.sock");
+  if (problem !== undefined && warn) {
+    const message = `XDG_RUNTIME_DIR=${runtime} is passed over: ${problem}; the socket is ${sock}`;
+    if (!warned.has(message)) {
+      warned.add(message);
+      warn(message);
+    }
   }
-  return path.join(pythonTempDir(env), `memoryd-${uid}`, "memoryd.sock");
+  return sock;
 }
 
 /** The socket to use: the `memoryd.socketPath` setting when set, else the shared rule. */
-export function resolveSocketPath(setting: string | undefined, env: Env = process.env): string {
+export function resolveSocketPath(setting: string | undefined, env: Env = process.env, warn?: Warn): string {
   const trimmed = (setting ?? "").trim();
   if (trimmed) {
     return trimmed.startsWith("~/") && env.HOME ? path.join(env.HOME, trimmed.slice(2)) : trimmed;
   }
-  return defaultSocketPath(env);
+  return defaultSocketPath(env, undefined, undefined, warn);
 }
 
 function currentUid(): number {
