@@ -73,6 +73,29 @@ T.run({
     end,
   },
   {
+    'a rule written by another program refreshes the rules view (context/changed)',
+    function()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', '  .claude/rules/new.md')
+      for _ = 1, 200 do -- until the daemon's file watcher covers what the view loaded
+        if T.call('status').features.instruction_files.trusted > 0 then
+          break
+        end
+        vim.wait(50)
+      end
+      -- Not through a buffer: no BufWritePost, only the daemon can tell.
+      local file = assert(io.open(repo .. '/.claude/rules/from_outside.md', 'w'))
+      file:write('Written by another program.\n')
+      file:close()
+      T.wait_view('rules', '  .claude/rules/from_outside.md', 8000)
+      os.remove(repo .. '/.claude/rules/from_outside.md')
+      T.wait('the removed rule to leave the view', function()
+        return not T.text('rules'):find('from_outside.md', 1, true)
+      end, 8000)
+    end,
+  },
+  {
     'a file path with spaces and unicode',
     function()
       edit(repo .. '/notes/my ünïcödé notes.md')
@@ -293,6 +316,32 @@ T.run({
       T.has(text, 'memctl found')
       T.has(text, 'protocol version 1')
       T.has_not(text, 'ERROR')
+    end,
+  },
+  {
+    'an event the daemon does not know (an older one) leaves the others subscribed',
+    function()
+      local saved = 0
+      memoryd.on('memory/saved', function()
+        saved = saved + 1
+      end)
+      memoryd.on('x/newer', function() end) -- as context/changed is to a daemon before it
+      T.wait('a subscription without x/newer', function()
+        local events = memoryd.client().events
+        return type(events) == 'table' and vim.tbl_contains(events, 'memory/saved')
+          and not vim.tbl_contains(events, 'x/newer')
+      end)
+      T.call('memory.write', {
+        cwd = repo,
+        type = 'project',
+        name = 'Told after an unknown event',
+        description = 'the subscription kept the known events',
+        body = 'kept',
+      })
+      T.wait('memory/saved', function()
+        return saved > 0
+      end)
+      T.eq(nil, T.message_matching('could not subscribe'), 'a warning')
     end,
   },
 })

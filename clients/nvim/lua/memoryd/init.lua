@@ -182,6 +182,23 @@ local function on_state(state, err)
       )
     end
   elseif state == 'subscribe_failed' then
+    -- A daemon older than an event a view listens to (context/changed) refuses the whole set:
+    -- the events it knows are asked for instead, so the others still come.
+    local refused = err and err.code == -32602 and type(err.message) == 'string'
+    local known = refused and err.message:match('; known: (.+)$')
+    if known and client and type(client.events) == 'table' then
+      local names = {}
+      for name in known:gmatch('[^,%s]+') do
+        names[name] = true
+      end
+      local kept = vim.tbl_filter(function(event)
+        return names[event] == true
+      end, client.events)
+      if #kept < #client.events then
+        client:subscribe(kept)
+        return
+      end
+    end
     message('could not subscribe to notifications: ' .. tostring(err and err.message), vim.log.levels.WARN)
   end
 end

@@ -1,7 +1,8 @@
 -- :MemorydRules — the instruction files in effect for the current buffer (get_context with the
 -- buffer's folder as cwd and its file as touched_paths): type, path, the @include tree, which
--- conditional rules matched and why, and what was skipped and why. <CR> opens a file; saving
--- an instruction file refreshes the view (the daemon reloads it on change).
+-- conditional rules matched and why, and what was skipped and why. <CR> opens a file; an
+-- instruction file changed (saved here, or edited elsewhere: the daemon's context/changed)
+-- refreshes the view.
 local memoryd = require('memoryd')
 local format = require('memoryd.format')
 local ui = require('memoryd.ui')
@@ -118,7 +119,37 @@ function M.refresh(ctx, show, background)
   })
 end
 
+-- Is dir the project root or a folder below it?
+local function within(dir, root)
+  return dir == root or root == '/' or dir:sub(1, #root + 1) == root .. '/'
+end
+
+-- The daemon's context/changed: the instruction files of a project a client loaded changed
+-- (edited in another program, a git checkout). The view on screen is asked for again when
+-- its folder is in that project; the daemon sends at most one per project per 250 ms.
+function M.on_context_changed(note)
+  local project = type(note.params) == 'table' and note.params.project or nil
+  if type(project) ~= 'string' or not M.last then
+    return
+  end
+  local cwd = M.last.ctx.cwd
+  -- The daemon names the real path; the buffer's folder may be reached through a link.
+  if not within(cwd, project) and not within(uv.fs_realpath(cwd) or cwd, project) then
+    return
+  end
+  vim.schedule(function()
+    if M.last and ui.existing('rules') then
+      M.refresh(M.last.ctx, false, true)
+    end
+  end)
+end
+
+local listening = false
 function M.open(bufnr)
+  if not listening then
+    listening = true
+    memoryd.on('context/changed', M.on_context_changed)
+  end
   M.refresh(memoryd.buffer_context(bufnr), true)
 end
 
