@@ -4,13 +4,18 @@ Both watchers in the daemon (the rules' folder watcher, each team folder's) read
 through `watch`: no filter (each decides what it ignores), folders it may not read skipped,
 debounce and step in milliseconds, stopped by an event.
 
-A recursive watch, or any watch off Linux, goes through watchfiles (imported on first use, so a
-daemon that watches nothing never loads it). A folder watch on Linux (the rules watcher's)
-reads inotify itself: watchfiles drops what it cannot name, so the kernel's queue overflow
-(events lost: a daemon stopped or starved while a checkout rewrote thousands of files) and the
-folders it skipped for want of permission went unseen, and an edit after either was never
-reported. Here the first is a `Change.lost` entry in the batch and the second is put in
-`unwatched`.
+On Linux every watch reads inotify itself; off Linux it goes through watchfiles (imported on
+first use, so a daemon that watches nothing never loads it). watchfiles drops what it cannot
+name, so the kernel's queue overflow (events lost: a daemon stopped or starved while a checkout
+rewrote thousands of files) and the folders it skipped for want of permission went unseen, and
+an edit after either was never reported. Here the first is a `Change.lost` entry in the batch
+and the second is put in `unwatched`.
+
+A recursive watch (the team folder's) puts one watch on each folder of the tree, as watchfiles
+does; a folder made or moved in later is watched when its event is read, and what it already
+holds is reported as added (it was filled before its watch existed). After an overflow the tree
+is walked again, so a folder made while events were being lost is watched too: watchfiles never
+learned of it, and edits in it went unseen until the daemon restarted.
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ async def watch(
     could not be watched (no permission, gone) are added to `unwatched` before the first
     batch (on the watchfiles path: those not readable when it starts). Raises RuntimeError
     or OSError when the OS watch cannot be set up (the watch limit reached) or dies."""
-    if not recursive and sys.platform.startswith("linux"):
-        async for batch in _inotify(paths, stop, debounce_ms, step_ms, unwatched):
+    if sys.platform.startswith("linux"):
+        async for batch in _inotify(paths, stop, recursive, debounce_ms, step_ms, unwatched):
             yield batch
         return
     import watchfiles
@@ -77,6 +82,7 @@ _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF, _IN_UNMOUNT = 0x400, 0x800, 0x2000
 _IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x4000, 0x8000, 0x1000000
+_IN_DONT_FOLLOW, _IN_ISDIR = 0x2000000, 0x40000000
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 _MASK = (
     _IN_MODIFY
@@ -107,77 +113,139 @@ class _Libc:
         self.add_watch = libc.inotify_add_watch
         self.add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self.add_watch.restype = ctypes.c_int
+        self.rm_watch = libc.inotify_rm_watch
+        self.rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+        self.rm_watch.restype = ctypes.c_int
 
 
 _libc: _Libc | None = None
 
 
-def _inotify_fd(paths: Iterable[Path], unwatched: set[Path] | None) -> tuple[int, dict[int, str]]:
-    """A new inotify instance watching the folders it can; (its fd, folder of each watch)."""
-    global _libc
-    if _libc is None:
-        _libc = _Libc()
-    fd = _libc.init1(_IN_NONBLOCK | _IN_CLOEXEC)
-    if fd < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"inotify_init1: {os.strerror(code)}")
-    folders: dict[int, str] = {}
-    try:
-        for path in paths:
-            wd = _libc.add_watch(fd, os.fsencode(path), _MASK)
-            if wd >= 0:
-                folders[wd] = str(path)
-                continue
+class _Inotify:
+    """One inotify instance: its fd and the folder of each watch; with `recursive`, every
+    folder under the roots (symlinks not followed below a root, as the team scan does)."""
+
+    def __init__(self, roots: Iterable[Path], recursive: bool, unwatched: set[Path] | None):
+        global _libc
+        if _libc is None:
+            _libc = _Libc()
+        self._libc = _libc
+        roots = list(roots)
+        self.roots = [str(root) for root in roots]
+        self.recursive = recursive
+        self.folders: dict[int, str] = {}
+        self.fd = self._libc.init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self.fd < 0:
             code = ctypes.get_errno()
-            if code not in _SKIPPED:
-                raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", str(path))
-            if unwatched is not None:
-                unwatched.add(path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, folders
-
-
-def _drain(fd: int, folders: dict[int, str], changes: Changes) -> None:
-    """Every event queued on `fd`, as changes."""
-    while True:
+            raise OSError(code, f"inotify_init1: {os.strerror(code)}")
         try:
-            data = os.read(fd, 64 * 1024)
-        except BlockingIOError:
+            for root in roots:
+                if not self._add(str(root), follow=True):
+                    if unwatched is not None:
+                        unwatched.add(root)
+                elif recursive:
+                    self._add_below(str(root), None)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def _add(self, folder: str, *, follow: bool) -> bool:
+        """Watch `folder`; False when it cannot be (gone, unreadable, not a folder)."""
+        mask = _MASK if follow else _MASK | _IN_DONT_FOLLOW
+        wd = self._libc.add_watch(self.fd, os.fsencode(folder), mask)
+        if wd >= 0:
+            self.folders[wd] = folder  # the same wd again for a folder already watched
+            return True
+        code = ctypes.get_errno()
+        if code not in _SKIPPED:
+            raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", folder)
+        return False
+
+    def _add_below(self, top: str, found: Changes | None) -> None:
+        """Watch every folder under `top` (watched already); what is there goes in `found`."""
+        pending = [top]
+        while pending:
+            folder = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue  # gone or unreadable meanwhile: as watchfiles, skipped
+            for entry in entries:
+                if found is not None:
+                    found.add((Change.added, entry.path))
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                # _add raises what is the watcher's (ENOSPC: the watch limit), not the folder's.
+                if is_dir and self._add(entry.path, follow=False):
+                    pending.append(entry.path)
+
+    def _forget_below(self, top: str) -> None:
+        """Stop watching `top` and the folders under it (moved out, or away to be re-added)."""
+        below = top + os.sep
+        for wd, folder in list(self.folders.items()):
+            if folder == top or folder.startswith(below):
+                del self.folders[wd]
+                self._libc.rm_watch(self.fd, wd)  # its IN_IGNORED then finds no folder
+
+    def drain(self, changes: Changes) -> None:
+        """Every event queued, as changes."""
+        while True:
+            try:
+                data = os.read(self.fd, 64 * 1024)
+            except BlockingIOError:
+                return
+            offset = 0
+            while offset + _HEADER.size <= len(data):
+                wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
+                name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
+                offset += _HEADER.size + length
+                self._event(wd, mask, name, changes)
+
+    def _event(self, wd: int, mask: int, name: bytes, changes: Changes) -> None:
+        if mask & _IN_Q_OVERFLOW:
+            changes.add(LOST)
+            if self.recursive:  # folders made while events were lost: watch them now
+                for root in self.roots:
+                    if root in self.folders.values():
+                        self._add_below(root, None)
             return
-        offset = 0
-        while offset + _HEADER.size <= len(data):
-            wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
-            name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
-            offset += _HEADER.size + length
-            if mask & _IN_Q_OVERFLOW:
-                changes.add(LOST)
-                continue
-            folder = folders.get(wd)
-            if folder is None:
-                continue
-            path = os.path.join(folder, os.fsdecode(name)) if name else folder
-            if name and mask & _ADDED:
-                changes.add((Change.added, path))
-            elif name and mask & _DELETED:
-                changes.add((Change.deleted, path))
-            elif not name and mask & _SELF_GONE:
-                changes.add((Change.deleted, path))  # the folder itself: its watch is gone
-            else:
-                changes.add((Change.modified, path))
+        folder = self.folders.get(wd)
+        if folder is None:
+            return
+        if mask & _IN_IGNORED:
+            del self.folders[wd]  # the kernel ended this watch (its folder is gone)
+        path = os.path.join(folder, os.fsdecode(name)) if name else folder
+        if name and mask & _ADDED:
+            changes.add((Change.added, path))
+            if self.recursive and mask & _IN_ISDIR and self._add(path, follow=False):
+                self._add_below(path, changes)
+        elif name and mask & _DELETED:
+            changes.add((Change.deleted, path))
+            if self.recursive and mask & _IN_MOVED_FROM and mask & _IN_ISDIR:
+                self._forget_below(path)  # its watches would report it under this old name
+        elif not name and mask & _SELF_GONE:
+            changes.add((Change.deleted, path))  # the folder itself: its watch is gone
+        else:
+            changes.add((Change.modified, path))
 
 
 async def _inotify(
     paths: Iterable[Path],
     stop: asyncio.Event,
+    recursive: bool,
     debounce_ms: int,
     step_ms: int,
     unwatched: set[Path] | None,
 ) -> AsyncIterator[Changes]:
     """watchfiles' batching over a plain inotify instance: a batch closes once a step brings
     nothing new, or `debounce_ms` after its first change."""
-    fd, folders = _inotify_fd(paths, unwatched)
+    watches = _Inotify(paths, recursive, unwatched)
+    fd = watches.fd
     loop = asyncio.get_running_loop()
     readable = asyncio.Event()
     try:
@@ -199,7 +267,7 @@ async def _inotify(
             if stop.is_set():
                 return
             count = len(changes)
-            _drain(fd, folders, changes)
+            watches.drain(changes)
             if not changes:
                 continue
             now = loop.time()
@@ -209,7 +277,7 @@ async def _inotify(
                 batch, changes, first = changes, set(), None
                 yield batch
     finally:
-        os.close(fd)
+        watches.close()
 
 
 async def _either(first: asyncio.Event, second: asyncio.Event) -> None:

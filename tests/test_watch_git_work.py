@@ -40,7 +40,8 @@ _DROP_DAC = (
 )
 
 
-def _queue_size() -> int:
+def inotify_queue_size() -> int:
+    """The kernel's inotify queue length: this many events more, and it overflows."""
     try:
         return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
     except (OSError, ValueError):
@@ -111,7 +112,7 @@ def test_an_edit_after_the_event_queue_overflowed_is_seen(short_tmp: Path) -> No
         try:
             flip = repo / "flip"
             flip.write_text("x")
-            for _ in range(_queue_size() // 2 + 100):  # two events a rename: the queue fills
+            for _ in range(inotify_queue_size() // 2 + 100):  # two events a rename: the queue fills
                 os.rename(flip, repo / "flop")
                 os.rename(repo / "flop", flip)
             (repo / "CLAUDE.md").write_text("root v2, after the queue overflowed\n")
@@ -165,7 +166,7 @@ async def test_a_folder_watch_reports_the_overflow_and_the_folders_it_could_not_
     assert str(tmp_path / "first") in {path for _, path in first.result()}
     assert unwatched == {gone}
     # The loop is this one: held here, nothing reads the queue until the next await.
-    for _ in range(_queue_size() // 2 + 100):
+    for _ in range(inotify_queue_size() // 2 + 100):
         os.rename(tmp_path / "first", tmp_path / "second")
         os.rename(tmp_path / "second", tmp_path / "first")
     assert fswatch.LOST in await anext(batches)

@@ -343,3 +343,22 @@ async def test_shutdown_is_bounded_by_one_budget_whatever_the_push_in_flight(
     assert "a.md" not in server_history(server)
     again = make_side("me", proxy.url, token)  # the next start: still pending, pushed
     assert (await again.engine.push()).pushed == ["a.md"]
+
+
+async def test_events_the_os_lost_push_and_lift_a_suppression_as_a_deletion_would(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    # The inotify queue overflowed: the deletion that should lift the suppression may be
+    # among what was lost. Read as a path (""), it triggered a plain push that stayed
+    # suppressed, and the user's fix was not sent until the daemon restarted.
+    from memoryd import fswatch
+
+    side = make_side("me", proxy.url, server.token(REPO))
+    proxy.default = Fault.status(403)
+    runner = await runners.start(side)
+    assert side.engine.state.suppressed == "http_403"
+    proxy.clear()  # the cause is fixed, the file deleted while the daemon was starved …
+    side.write("kept.md", "what was sent after the fix\n")
+    runner._on_changes({fswatch.LOST})  # … and its event lost with thousands of others
+    assert side.engine.state.suppressed is None
+    await eventually(lambda: "kept.md" in server_history(server))

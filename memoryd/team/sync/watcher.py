@@ -2,6 +2,7 @@
 
     start():  pull (before the watcher, so its writes trigger nothing) → watch → push pending
     change in team/  → (re)arm the debounce timer → push when it fires
+    events lost      → (the OS queue overflowed) as a deletion: anything may have changed
     deletion in team/ → also lifts a permanent-failure suppression (SPEC.md)
     retryable failure → one retry after exponential backoff with jitter, or after the server's
                         Retry-After when longer (capped like the backoff); triggers meanwhile
@@ -344,6 +345,12 @@ class SyncRunner:
         )
 
     def _on_changes(self, changes: fswatch.Changes) -> None:
+        if fswatch.LOST in changes:
+            # The OS dropped events (its queue overflowed): anything may have changed, a
+            # deletion among them (which lifts a suppression), and a push compares it all.
+            log.info("team watcher lost events; pushing what changed", repo=self.engine.repo)
+            self.trigger(deletion=True)
+            return
         relevant = [(change, path) for change, path in changes if not self._ignored(path)]
         if not relevant:
             return

@@ -1,0 +1,154 @@
+"""A recursive watch (the team folder's) on Linux: `fswatch` reads inotify itself.
+
+Through watchfiles, the kernel's queue overflow was dropped without a word, and a folder made
+while events were being lost was never watched: a change after the overflow, and every later
+edit in that folder, went unseen until the daemon restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from memoryd import fswatch
+from tests.test_watch_git_work import inotify_queue_size
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="inotify: off Linux watchfiles watches"
+)
+
+
+class _Watch:
+    """A recursive watch of `root`, read batch by batch."""
+
+    def __init__(self, root: Path) -> None:
+        self.stop = asyncio.Event()
+        self.batches: AsyncIterator[fswatch.Changes] = fswatch.watch(
+            root, stop=self.stop, recursive=True, debounce_ms=50, step_ms=20
+        )
+        self.seen: fswatch.Changes = set()
+        self._batch: asyncio.Future[fswatch.Changes] | None = None
+
+    async def until(
+        self, ready: Callable[[fswatch.Changes], bool], touch: Callable[[], object] = lambda: None
+    ) -> fswatch.Changes:
+        """Batches until `ready` holds for all seen so far; `touch` is done while it waits
+        (the watch is set up on the first read, so a change before it may be missed)."""
+        while not ready(self.seen):
+            if self._batch is None:
+                self._batch = asyncio.ensure_future(anext(self.batches))
+            while not self._batch.done():
+                touch()
+                await asyncio.wait([self._batch], timeout=0.05)
+            self.seen |= self._batch.result()
+            self._batch = None
+        return self.seen
+
+    async def close(self) -> None:
+        self.stop.set()
+        if self._batch is not None:  # a read a failed wait left running: it ends too
+            with contextlib.suppress(StopAsyncIteration):
+                self.seen |= await asyncio.wait_for(self._batch, 10)
+        assert await anext(self.batches, None) is None
+
+
+def _paths(changes: fswatch.Changes) -> set[str]:
+    return {path for _, path in changes}
+
+
+async def _armed(watch: _Watch, root: Path) -> None:
+    probe = root / "probe"
+    await asyncio.wait_for(
+        watch.until(lambda c: str(probe) in _paths(c), lambda: probe.write_text("p")), 10
+    )
+    watch.seen.clear()
+
+
+async def test_a_folder_made_while_events_were_lost_is_watched(tmp_path: Path) -> None:
+    watch = _Watch(tmp_path)
+    await _armed(watch, tmp_path)
+    try:
+        # The loop is this one: held here, nothing reads the queue until the next await.
+        flip = tmp_path / ".flip"
+        flip.write_text("x")
+        for _ in range(inotify_queue_size() // 2 + 100):  # two events a rename: the queue overflows
+            os.rename(flip, tmp_path / ".flop")
+            os.rename(tmp_path / ".flop", flip)
+        (tmp_path / "made" / "deeper").mkdir(parents=True)
+        seen = await asyncio.wait_for(watch.until(lambda c: fswatch.LOST in c), 10)
+        assert fswatch.LOST in seen
+        watch.seen.clear()
+        edited = tmp_path / "made" / "deeper" / "note.md"
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: str(edited) in _paths(c), lambda: edited.write_text("n")), 10
+        )
+        assert str(edited) in _paths(seen)
+    finally:
+        await watch.close()
+
+
+async def test_a_tree_moved_in_is_reported_and_watched_and_one_moved_out_is_not(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "team"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    (outside / "api" / "v2").mkdir(parents=True)
+    (outside / "api" / "v2" / "old.md").write_text("filled before its watch existed")
+    watch = _Watch(root)
+    await _armed(watch, root)
+    try:
+        os.rename(outside / "api", root / "api")
+        moved = root / "api" / "v2" / "old.md"
+        assert str(moved) in _paths(
+            await asyncio.wait_for(watch.until(lambda c: str(moved) in _paths(c)), 10)
+        )
+        watch.seen.clear()
+        new = root / "api" / "v2" / "new.md"
+        await asyncio.wait_for(
+            watch.until(lambda c: str(new) in _paths(c), lambda: new.write_text("n")), 10
+        )
+
+        os.rename(root / "api", root / "renamed")  # within the tree: under its new name
+        watch.seen.clear()
+        renamed = root / "renamed" / "v2" / "new.md"
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: str(renamed) in _paths(c), lambda: renamed.write_text("r")), 10
+        )
+        assert not any(p.startswith(str(root / "api") + os.sep) for p in _paths(seen))
+
+        os.rename(root / "renamed", tmp_path / "gone")  # out of the tree: no longer reported
+        (tmp_path / "gone" / "v2" / "new.md").write_text("edited outside")
+        watch.seen.clear()
+        probe = root / "probe"
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: str(probe) in _paths(c), lambda: probe.write_text("q")), 10
+        )
+        assert all(p.startswith(str(root)) for p in _paths(seen)), seen
+    finally:
+        await watch.close()
+
+
+async def test_a_symlinked_folder_inside_is_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "team"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "link").symlink_to(elsewhere, target_is_directory=True)
+    watch = _Watch(root)
+    await _armed(watch, root)
+    try:
+        (elsewhere / "secret.md").write_text("not the team's")
+        probe = root / "probe"
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: str(probe) in _paths(c), lambda: probe.write_text("q")), 10
+        )
+        assert not any("secret" in p for p in _paths(seen)), seen
+    finally:
+        await watch.close()
