@@ -3,8 +3,9 @@
 A file whose text has a line `# MAGIC DOC: <title>` (case-insensitive) is a magic doc; an
 italic line right under that header (`_..._` or `*...*`) is its update instruction. A doc is
 registered when a client reports reading it (`after_turn.read_paths`). After a turn that ended
-without tool calls (a natural break), each doc that session registered is queued; the queue
-is worked one doc at a time. Before each update the header is re-checked — gone means the doc
+without tool calls (a natural break), the docs that session registered are queued, at most
+MAX_UPDATES_PER_BREAK of them (those that waited longest); the queue is worked one doc at a
+time. Before each update the header is re-checked — gone means the doc
 is unregistered and left untouched — and the agent that updates it may read and edit that one
 file only, and no edit of it that changes its header or lands after the header went. A successful update is announced with `magicdoc/updated {path}`. The doc is a file
 of the repository, committed and pushed with it: the text an edit adds is scanned for secrets
@@ -62,6 +63,11 @@ MAX_DOCS = 1_000
 MAX_SESSIONS_PER_DOC = 100
 MAX_TURNS = 5
 MAX_TOKENS = 4096
+# Docs queued at one natural break of a session: every doc it read was updated after each one,
+# and a session that had read 50 docs paid 50 model runs per break. The docs that waited
+# longest go first (never queued before, then queued longest ago; read most recently among
+# equals), so each doc still gets its turn within ceil(docs / this) breaks.
+MAX_UPDATES_PER_BREAK = 5
 STATE_FILE = "magicdocs.json"
 MAX_STATE_BYTES = 8 * 1024 * 1024
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
@@ -241,6 +247,9 @@ class Doc:
     # Every project whose sessions read it (one doc shared by two projects through a link):
     # an ordered set, oldest first, as `sessions`.
     projects: dict[Path, None] = field(default_factory=dict)
+    # The natural break (daemon-wide count) that last queued it, 0 for none; and when.
+    queued_at_break: int = 0
+    last_queued: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -252,6 +261,7 @@ class Doc:
             "sessions": sorted(self.sessions),
             "updates": self.updates,
             "last_updated": self.last_updated,
+            "last_queued": self.last_queued,
         }
 
 
@@ -264,6 +274,8 @@ class MagicDocs:
         self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
         self._task: asyncio.Task[Any] | None = None
         self.counts = {"updated": 0, "unregistered": 0, "skipped": 0, "failed": 0}
+        self._breaks = 0  # natural breaks that queued docs, for the order of `_pick`
+        self.deferred = 0  # docs of the last such break left for a later one
         self._state_path = paths.state_dir() / STATE_FILE
         self._save_lock = asyncio.Lock()
         self._changed = False  # by the last `_register`: the registrations to save
@@ -372,12 +384,19 @@ class MagicDocs:
         await self.on_read(turn.session_id, turn.project.root, turn.read_paths)
         if not natural_break(turn.messages) or not self.host.model.configured:
             return 0
-        mine = [d.path for d in self.docs.values() if turn.session_id in d.sessions]
-        for path in mine:
-            self._queue[path] = turn  # a doc already queued gets the newer transcript
-        if mine and self._task is None:
+        mine = [d for d in self.docs.values() if turn.session_id in d.sessions]
+        if not mine:
+            return 0
+        picked = {d.path for d in _pick(mine, MAX_UPDATES_PER_BREAK)}
+        self._breaks += 1
+        now = time.time()
+        for doc in (d for d in mine if d.path in picked):  # queued in the order they were read
+            doc.queued_at_break, doc.last_queued = self._breaks, now
+            self._queue[doc.path] = turn  # a doc already queued gets the newer transcript
+        self.deferred = len(mine) - len(picked)
+        if self._task is None:
             self._task = self.host.spawn(self._drain(), worker=WORKER, writes=True)
-        return len(mine)
+        return len(picked)
 
     async def _drain(self) -> None:
         try:
@@ -475,6 +494,8 @@ class MagicDocs:
                 "reason": self.host.model.reason,
                 "registered": len(self.docs),
                 "queued": len(self._queue),
+                "per_break": MAX_UPDATES_PER_BREAK,
+                "deferred": self.deferred,
                 **self.counts,
             }
         }
@@ -483,6 +504,12 @@ class MagicDocs:
         self._queue.clear()
         if self._task is not None:
             self._task.cancel()
+
+
+def _pick(docs: list[Doc], limit: int) -> list[Doc]:
+    """Of `docs` (read least recently first), the `limit` that waited longest: never queued
+    first, then queued at the oldest break; read most recently first among equals."""
+    return sorted(reversed(docs), key=lambda d: d.queued_at_break)[:limit]
 
 
 def _most_recent(recent: dict[_K, None], key: _K) -> None:
