@@ -212,12 +212,14 @@ def kickstart(
 
 def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str, Any]:
     """Ask the daemon to shut down; one still running after `wait_s` gets SIGTERM and
-    `term_wait_s` more. `stopped` is whether its process is gone (a hung daemon is not)."""
+    `term_wait_s` more. `stopped` is whether its process is gone (a hung daemon is not).
+    `refused` (its reason) when it is at its connection cap and no status file names its pid."""
     started = time.monotonic()
     info = read_status_file(sock)
     pid = int(info["pid"]) if info and isinstance(info.get("pid"), int) else None
     asked = False
     reachable = False
+    refused: str | None = None
     try:
         with Client(sock, timeout=5.0) as conn:
             reachable = True  # something listens: a daemon, if perhaps a hung one
@@ -228,8 +230,12 @@ def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str
     except RpcError as exc:
         if exc.code == BUSY:
             wait_s = 0.0  # at its connection cap it cannot take the request: SIGTERM at once
+            refused = exc.message
     except (DaemonUnavailable, TimeoutError, OSError):
         pass
+    if pid is None and refused is not None:
+        # Running (it said why it refused), but with no status file there is no pid to signal.
+        return {"stopped": False, "pid": None, "refused": refused}
     if pid is None or not reachable:
         # Nobody listens, so the status file is stale (the daemon died without removing it)
         # and its pid may belong to an unrelated process by now: never signal it.

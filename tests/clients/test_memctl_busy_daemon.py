@@ -4,11 +4,16 @@ serving"); `memctl stop` waited 30 s for a shutdown it could not have asked for.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon, FakeError
+from tests.clients.test_service import calls, fake_bin  # noqa: F401 (a fixture)
 
 WHY = "memoryd is serving 32 clients, all its open-files limit leaves room for; try again"
 
@@ -48,3 +53,55 @@ def test_service_status_reports_the_units_and_a_busy_daemon(
     assert "/memoryd.socket: missing" in done.stdout
     assert f"daemon: running on {fake_daemon.socket_path}, but it refused memctl: " in done.stdout
     assert WHY in done.stdout
+
+
+def test_stop_with_no_status_file_says_the_daemon_runs_but_refused(
+    fake_daemon: FakeDaemon,
+) -> None:
+    # It said "memoryd is not running" (exit 3) of a daemon that had just answered why it refused.
+    fake_daemon.on("status", _busy)
+    fake_daemon.on("shutdown", _busy)
+    env = memctl_env()
+    for command in ("stop", "restart"):
+        done = run_memctl("--socket", str(fake_daemon.socket_path), command, env=env)
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert (
+            f"memoryd is running on {fake_daemon.socket_path} but refused memctl: {WHY}; "
+            "no pid known to stop it"
+        ) in done.stderr
+        assert "not running" not in done.stdout + done.stderr
+    assert not fake_daemon.calls("rpc.methods")  # restart started nothing next to it
+
+
+def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    # It wrote the units, then stopped with the -32004 error, the daemon left on the socket the
+    # socket unit must take. The status file's pid gets SIGTERM, as `memctl stop` sends it.
+    fake_daemon.on("status", _busy)
+    fake_daemon.on("shutdown", _busy)
+    held = subprocess.Popen(["sleep", "120"])  # stands for the daemon's process
+    try:
+        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
+        status_file.write_text(
+            json.dumps({"pid": held.pid, "socket": str(fake_daemon.socket_path)})
+        )
+        home = tmp_path / "home"
+        home.mkdir()
+        env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+        env.pop("XDG_CONFIG_HOME", None)
+        args = ("--socket", str(fake_daemon.socket_path), "service", "install")
+        dry = run_memctl(*args, "--manager", "systemd", "--dry-run", env=env)
+        assert f"would stop the background daemon (pid {held.pid})" in dry.stdout, dry.stderr
+        assert held.poll() is None
+        done = run_memctl(*args, "--manager", "systemd", env=env)
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert f"stopped the background daemon (pid {held.pid})" in done.stdout
+        assert held.wait(10) == -signal.SIGTERM
+        assert "--user enable --now memoryd.socket" in calls(tmp_path)
+    finally:
+        if held.poll() is None:
+            held.kill()
+            held.wait()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl import lifecycle
-from memctl.output import EXIT_DOWN, EXIT_TIMEOUT, emit, fail, one_line
+from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, emit, fail, one_line
 
 
 def register(sub: Any) -> None:
@@ -44,6 +44,13 @@ def run_stop(args: argparse.Namespace) -> int:
 
 def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -> int:
     pid = result["pid"]
+    if result.get("refused") is not None:
+        return fail(
+            args,
+            f"memoryd is running on {sock} but refused memctl: {result['refused']}; "
+            "no pid known to stop it (no status file next to the socket)",
+            EXIT_RPC,
+        )
     if pid is None:
         return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
     # Still running after the shutdown request and SIGTERM: hung, or stuck finishing its work.
@@ -60,7 +67,7 @@ def run_restart(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
     agent = lifecycle.launchd_job(sock)
     result = lifecycle.stop(sock)
-    if not result["stopped"] and result["pid"] is not None:
+    if not result["stopped"] and (result["pid"] is not None or "refused" in result):
         return _not_stopped(args, sock, result)  # a second daemon cannot take its socket
     if agent is not None:
         # The LaunchAgent's daemon: launchd starts it again, with the plist's environment (a

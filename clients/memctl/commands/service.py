@@ -336,7 +336,20 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
     """A daemon from `memctl start` holds the socket the service must serve: stop it (what it
     answered, for `_restart_background` when the service does not start), or say so on a dry
     run. Left running, the service's daemon could not take the socket."""
-    running = lifecycle.query_status(sock, timeout=2.0)
+    try:
+        running = lifecycle.query_status(sock, timeout=2.0)
+    except RpcError as exc:
+        if exc.code != lifecycle.BUSY:
+            raise
+        # At its connection cap it answers nothing but why: its pid is in its status file,
+        # and `lifecycle.stop` sends SIGTERM at once to a daemon that refuses so.
+        running = lifecycle.read_status_file(sock)
+        if running is None or not isinstance(running.get("pid"), int):
+            report.say(
+                f"the daemon on {sock} refused memctl ({exc.message}) and no status file "
+                f"names its pid: stop it yourself so {taker} can take over its socket"
+            )
+            return None
     if running is None:
         return None
     what = f"the background daemon (pid {running.get('pid')})"
