@@ -88,12 +88,18 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """Messages since the last compaction, in Anthropic format (roles alternate).
 
     Malformed lines, sidechains (sub-agent turns), meta lines and local commands' output are
-    skipped; a prompt typed while the agent worked is a user message; a streamed reply split over several lines is put back together (consecutive
-    same-role lines merge); a branch left by a rewind or an edited prompt is dropped
-    (`_abandoned`): only the branch leading to the newest message is the conversation.
+    skipped; a prompt typed while the agent worked is a user message; a streamed reply split
+    over several lines is put back together (consecutive same-role lines merge), each block
+    once; a branch left by a rewind or an edited prompt is dropped (`_abandoned`): only the
+    branch leading to the newest message is the conversation.
     """
     records: list[_Record] = []
     parents: dict[str, str | None] = {}
+    recorded: set[str] = set()
+    # Each reply's blocks so far: Claude Code has written a reply's lines again (a line per
+    # streamed snapshot, a history written twice), and a tool_use id sent twice is a request
+    # the API refuses.
+    taken: dict[str, list[dict[str, Any]]] = {}
     for raw in lines:
         raw = raw.strip()
         if not raw:
@@ -112,8 +118,12 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
         if entry.get("isSidechain") or entry.get("isMeta"):
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
-            records = []
+            records, taken = [], {}
             continue
+        if uuid is not None:
+            if uuid in recorded:
+                continue  # a line written twice
+            recorded.add(uuid)
         queued = _queued_prompt(entry)
         if queued:
             records.append((uuid, parent, None, "user", queued))
@@ -128,13 +138,18 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
         if not blocks or (role == "user" and _local_command_output(blocks)):
             continue
         reply = message.get("id") if isinstance(message.get("id"), str) else None
+        if reply is not None and role == "assistant":
+            seen = taken.setdefault(reply, [])
+            blocks = [b for b in blocks if b not in seen]
+            seen.extend(blocks)
+        # Kept when all its blocks came before: its uuid may be the one on the chain.
         records.append((uuid, parent, reply, role, blocks))
     dead = _abandoned(records, parents)
     messages: list[dict[str, Any]] = []
     for index, record in enumerate(records):
-        if index in dead:
-            continue
         role, blocks = record[3], record[4]
+        if index in dead or not blocks:
+            continue
         if messages and messages[-1]["role"] == role:
             # Consecutive same-role lines (a split reply, or tool results after a prompt) merge,
             # because the Messages format needs alternating roles.
@@ -189,8 +204,8 @@ def _abandoned(records: Sequence[_Record], parents: Mapping[str, str | None]) ->
     chain from the newest message back through its parents. Not every live line is on that
     chain: parallel tool results all name the line that called the tools (only one of them
     is its next line), and a streamed reply's lines may fork around them. So a line of a
-    reply on the chain (same message id) is kept, and so is a tool result whose parent is
-    kept. Lines before the chain's oldest one are kept: a parent that is not in the file
+    reply on the chain (same message id) is kept, and so is a tool result, when its parent
+    is kept. Lines before the chain's oldest one are kept: a parent that is not in the file
     (the tail of a long one, a record pointing into a sub-agent's file) ends the chain
     early, and what it cannot judge it keeps. Lines with no uuid are kept."""
     leaf = next((r[0] for r in reversed(records) if r[0] is not None), None)
@@ -207,7 +222,7 @@ def _abandoned(records: Sequence[_Record], parents: Mapping[str, str | None]) ->
         if uuid is None or uuid in chain:
             on_chain = on_chain or uuid is not None
             continue
-        same_reply = role == "assistant" and reply in replies
+        same_reply = role == "assistant" and reply in replies and parent in kept
         result = role == "user" and all(b["type"] == "tool_result" for b in blocks)
         if not on_chain or same_reply or (result and parent in kept):
             kept.add(uuid)

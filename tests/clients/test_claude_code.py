@@ -513,3 +513,25 @@ def test_a_prompt_typed_while_the_agent_worked_is_read() -> None:
         "switched to pytest",
     ]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_line_or_a_reply_written_twice_is_read_once() -> None:
+    # Claude Code has written lines twice: a session's history again under the same uuids,
+    # and a streamed reply as snapshots (each later line repeating the earlier blocks). The
+    # copies were merged in, and a tool_use id sent twice is a request the API refuses.
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "s"}
+    text = {"type": "text", "text": "checking"}
+    lines = [
+        _entry("user", "u1", None, "run the tests"),
+        _entry("assistant", "a1", "u1", [thinking], mid="m1"),
+        _entry("assistant", "a2", "a1", [thinking, text, *_use("t1")], mid="m1"),
+        _entry("user", "r1", "a2", _result("t1")),
+        _entry("assistant", "a3", "r1", [{"type": "text", "text": "green"}], mid="m2"),
+    ]
+    once = claude_code.parse_transcript_lines(lines)
+    assert _texts(once) == ["run the tests", "None", "checking", "t1", "t1", "green"]
+    assert claude_code.parse_transcript_lines(lines + lines) == once
+    # A snapshot's line that repeats every block still carries the chain.
+    lines.insert(3, _entry("assistant", "a2b", "a1", [thinking, text, *_use("t1")], mid="m1"))
+    lines[4] = _entry("user", "r1", "a2b", _result("t1"))
+    assert claude_code.parse_transcript_lines(lines) == once
