@@ -9,6 +9,7 @@ from memoryd_client.client import default_socket_path as client_default_socket_p
 
 # Defined once, in the stdlib-only client package, so memctl and the daemon always agree.
 from memoryd_client.paths import config_dir as config_dir
+from memoryd_client.paths import expand_home as expand_home
 from memoryd_client.paths import home as home
 from memoryd_client.paths import state_dir as state_dir
 from memoryd_client.paths import xdg_dir as xdg_dir
@@ -22,7 +23,9 @@ def managed_dir() -> Path:
     directory: `MEMORYD_MANAGED_DIR=` (a unit's Environment= line, a shell profile) and a
     daemon started inside a cloned repository made that repository's CLAUDE.md and
     managed-settings.json the user's *policy*, above every other source."""
-    value = os.path.expanduser(os.environ.get("MEMORYD_MANAGED_DIR", ""))
+    # expand_home, not os.path.expanduser: `~` is `home()`, which passes a relative HOME over
+    # (expanduser took it, so `~/policy` under HOME=rel became relative and was dropped).
+    value = expand_home(os.environ.get("MEMORYD_MANAGED_DIR", ""))
     return Path(value) if os.path.isabs(value) else DEFAULT_MANAGED_DIR
 
 

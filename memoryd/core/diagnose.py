@@ -109,14 +109,50 @@ def _some(items: Iterable[str], most: int = 10) -> str:
 
 def settings_problems(flag_settings: Path | None) -> list[str]:
     """The settings files every project shares (policy, flag, user) that memoryd skips or
-    takes only in part, and why; a project's own files are in its `get_context` warnings."""
+    takes only in part, and why; a project's own files are in its `get_context` warnings. A
+    relative CLAUDE_CONFIG_DIR or HOME, passed over (c21989e), is one: the user's settings and
+    instruction files are read from another folder than the one it names."""
     loaded = settings_mod.load(None, flag_settings)
     return [
-        f"{file.source} settings file {file.path}: {file.error}; memoryd reads it again once "
-        "it is fixed"
-        for file in loaded.files
-        if file.error and file.path is not None
+        *config_home_problems(os.environ),
+        *(
+            f"{file.source} settings file {file.path}: {file.error}; memoryd reads it again "
+            "once it is fixed"
+            for file in loaded.files
+            if file.error and file.path is not None
+        ),
     ]
+
+
+def _shown(value: str, most: int = 200) -> str:
+    """A variable's value in a problem, cut: a key pasted there must not travel whole."""
+    return repr(value if len(value) <= most else value[:most] + "…")
+
+
+def config_home_problems(environ: Mapping[str, str]) -> list[str]:
+    """A CLAUDE_CONFIG_DIR or HOME that is set but not an absolute path (`~` expanded): it
+    would name a folder under each process's working directory, so memoryd passes it over
+    (`memoryd_client.paths`) and reads the defaults; say so, and where it reads."""
+    problems = []
+    try:
+        home = environ.get("HOME", "")
+        if home and not os.path.isabs(home):
+            problems.append(
+                f"HOME={_shown(home)} is not an absolute path, so memoryd uses your home "
+                f"folder from the password database, {paths.home()}; set HOME to an absolute "
+                "path"
+            )
+        configured = environ.get("CLAUDE_CONFIG_DIR", "")
+        if configured and not os.path.isabs(paths.expand_home(configured)):
+            problems.append(
+                f"CLAUDE_CONFIG_DIR={_shown(configured)} is not an absolute path, so it is "
+                f"passed over: your settings, CLAUDE.md and memory are read from "
+                f"{paths.config_dir()}; set it to an absolute path (a leading ~ counts), or "
+                "unset it"
+            )
+    except RuntimeError:  # no home at all: the daemon could not have started
+        pass
+    return problems
 
 
 # Less room than this left on a memory folder's file system is a full disk: a memory file

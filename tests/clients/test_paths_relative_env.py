@@ -59,3 +59,49 @@ async def test_the_daemon_keeps_memory_where_a_relative_config_dir_does_not_lead
         await stop_daemon(handle)
     assert Path(listed["memory_dir"]).is_relative_to(isolated_env.home / ".claude")
     assert not (workdir / "cfg").exists()
+
+
+@pytest.mark.parametrize("value", ["home", "./"])
+def test_a_managed_dir_under_home_takes_the_same_home(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # `~` was expanded with os.path.expanduser, which took the relative HOME: `~/policy` became
+    # `home/policy`, relative, and the policy folder silently /etc/claude-code.
+    from memoryd import paths as daemon_paths
+
+    monkeypatch.setenv("HOME", value)
+    monkeypatch.setenv("MEMORYD_MANAGED_DIR", "~/policy")
+    assert daemon_paths.managed_dir() == PASSWD_HOME / "policy"
+
+
+async def test_a_relative_config_dir_is_in_status_problems(
+    monkeypatch: pytest.MonkeyPatch, isolated_env: IsolatedEnv, short_tmp: Path
+) -> None:
+    # Passed over in silence (c21989e): the user's settings and memory were read from
+    # ~/.claude, and nothing said why the folder named was not.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", "cfg")
+    handle = await start_daemon(daemon_config(short_tmp))
+    try:
+        problems = (await handle.call("status"))["problems"]
+    finally:
+        await stop_daemon(handle)
+    said = [p for p in problems if p.startswith("CLAUDE_CONFIG_DIR='cfg' is not an absolute")]
+    assert len(said) == 1, problems
+    assert f"read from {isolated_env.home / '.claude'}; set it to an absolute path" in said[0]
+
+
+def test_what_a_relative_home_or_config_dir_says(
+    monkeypatch: pytest.MonkeyPatch, isolated_env: IsolatedEnv
+) -> None:
+    from memoryd.core.diagnose import config_home_problems
+
+    absolute = {"HOME": str(isolated_env.home), "CLAUDE_CONFIG_DIR": "~/cfg"}
+    assert config_home_problems(absolute) == []
+    assert config_home_problems({"HOME": str(isolated_env.home), "CLAUDE_CONFIG_DIR": ""}) == []
+    monkeypatch.setenv("HOME", "rel-home")  # read only: nothing is written there
+    (home_said,) = config_home_problems({"HOME": "rel-home"})
+    assert home_said.startswith("HOME='rel-home' is not an absolute path")
+    assert f"the password database, {PASSWD_HOME};" in home_said
+    (cut,) = config_home_problems({"CLAUDE_CONFIG_DIR": "k" * 5000})  # a key pasted there
+    assert "k" * 200 + "…'" in cut
+    assert "k" * 201 not in cut
