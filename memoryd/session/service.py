@@ -26,7 +26,7 @@ from memoryd import fsutil, paths
 from memoryd.agent.policy import AccessPolicy
 from memoryd.core.turn import Turn
 from memoryd.llm.prompt_cache import count_breakpoints
-from memoryd.llm.tokens import TokenCounter
+from memoryd.llm.tokens import TokenCounter, estimate_text
 from memoryd.session import compaction, prompts, state, thresholds
 from memoryd.session.template import Template, is_empty_summary, load_template
 
@@ -39,7 +39,12 @@ log = structlog.get_logger("memoryd.session")
 FEATURE = "session_memory"
 WAIT_FOR_UPDATE_S = 15.0
 DEAD_UPDATE_S = 60.0
-MAX_SUMMARY_CHARS = 400_000
+# The notes an update may leave (estimated tokens): each update sends them next to up to
+# UPDATE_INPUT_TOKENS (120,000) of transcript and the main conversation's system prompt and
+# tools, which must fit a 200,000-token context; ten sections at SPEC's ~2,000 tokens are
+# 20,000. At 400,000 characters (~100,000 tokens) a draft the agent filled with the pasted
+# conversation was kept, and every later update of the session was over the context.
+MAX_NOTES_TOKENS = 40_000
 # compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
 MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
 MAX_SESSIONS_IN_MEMORY = 256
@@ -245,6 +250,17 @@ class SessionMemory:
         except OSError as exc:
             await self._failed(session, f"cannot read the session notes {path}: {exc}")
             return False
+        size = estimate_text(current)
+        if size > MAX_NOTES_TOKENS:
+            # Sent, the request is over the context (HTTP 400) at every threshold; the agent
+            # could not condense them anyway, as an Edit repeats the text it replaces.
+            await self._failed(
+                session,
+                f"the session notes {path} are ~{size:,} tokens, over the {MAX_NOTES_TOKENS:,} "
+                "an update sends with the transcript: trim them (compact still uses them, each "
+                "section cut to ~2,000 tokens)",
+            )
+            return False
         draft = path.with_name(".summary.draft.md")
         try:
             await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
@@ -280,8 +296,11 @@ class SessionMemory:
                 return False
             updated = await asyncio.to_thread(draft.read_text, encoding="utf-8")
             changed = updated != current
-            if changed and (not updated.strip() or len(updated) > MAX_SUMMARY_CHARS):
-                record.last_error = "the agent left the notes empty or oversized; kept the old ones"
+            if changed and (not updated.strip() or estimate_text(updated) > MAX_NOTES_TOKENS):
+                record.last_error = (
+                    f"the agent left the notes empty or over {MAX_NOTES_TOKENS:,} tokens; "
+                    "kept the old ones"
+                )
                 self._persist(session)
                 await self.host.report_worker_error(FEATURE, record.last_error)
                 return False
