@@ -112,9 +112,12 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
         parent = entry.get("parentUuid") if isinstance(entry.get("parentUuid"), str) else None
-        if uuid is not None:
-            # The first line of a uuid stands: a record that reuses one must not rewire it.
-            parents.setdefault(uuid, parent)
+        if uuid is not None and uuid not in parents:
+            parents[uuid] = parent
+        elif uuid is not None and parents[uuid] != parent:
+            # A uuid used again under another parent (Claude Code's saved hook context is
+            # rewritten each turn): which parent holds is not known, so the chain ends there.
+            parents[uuid] = None
         if entry.get("isSidechain") or entry.get("isMeta"):
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
@@ -206,8 +209,9 @@ def _abandoned(records: Sequence[_Record], parents: Mapping[str, str | None]) ->
     is its next line), and a streamed reply's lines may fork around them. So a line of a
     reply on the chain (same message id) is kept, and so is a tool result, when its parent
     is kept. Lines before the chain's oldest one are kept: a parent that is not in the file
-    (the tail of a long one, a record pointing into a sub-agent's file) ends the chain
-    early, and what it cannot judge it keeps. Lines with no uuid are kept."""
+    (the tail of a long one, a record pointing into a sub-agent's file) or not known (a uuid
+    used under two parents) ends the chain early, and what it cannot judge it keeps. Lines
+    with no uuid are kept."""
     leaf = next((r[0] for r in reversed(records) if r[0] is not None), None)
     chain: set[str] = set()
     node = leaf

@@ -535,3 +535,32 @@ def test_a_line_or_a_reply_written_twice_is_read_once() -> None:
     lines.insert(3, _entry("assistant", "a2b", "a1", [thinking, text, *_use("t1")], mid="m1"))
     lines[4] = _entry("user", "r1", "a2b", _result("t1"))
     assert claude_code.parse_transcript_lines(lines) == once
+
+
+def test_a_uuid_reused_under_another_parent_ends_the_chain() -> None:
+    # Claude Code rewrites a saved hook context each turn under one uuid with a new parent,
+    # and later lines name it as theirs: taking its first parent skipped every turn between,
+    # and they were dropped as a rewound branch.
+    def hook_context(parent: str) -> str:
+        return json.dumps(
+            {"type": "saved_hook_context", "uuid": "h", "parentUuid": parent, "content": ["x"]}
+        )
+
+    lines = [
+        _entry("user", "u1", None, "one"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "1"}], mid="m1"),
+        hook_context("a1"),
+        _entry("user", "u2", "h", "two"),
+        _entry("assistant", "a2", "u2", [{"type": "text", "text": "2"}], mid="m2"),
+        hook_context("a2"),
+        _entry("user", "u3", "h", "three"),
+        _entry("assistant", "a3", "u3", [{"type": "text", "text": "3"}], mid="m3"),
+    ]
+    assert _texts(claude_code.parse_transcript_lines(lines)) == [
+        "one",
+        "1",
+        "two",
+        "2",
+        "three",
+        "3",
+    ]
