@@ -1,5 +1,6 @@
 // The VS Code layer, kept thin: settings, commands, the two tree views, the status bar item and
 // messages. The socket client and every command's logic are in ./core (no vscode import there).
+import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -19,10 +20,10 @@ import {
   restoreMemory,
   snapshotBeforeSave,
 } from "./core/memories";
-import { EVENTS, NotificationPresenter, type Message } from "./core/notifications";
+import { EVENTS, NotificationPresenter, knownEvents, type Message } from "./core/notifications";
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
 import { MEMORY_TYPES, remember, savedNotice, suggestedName, teamSync, type MemoryType } from "./core/remember";
-import { getContext, rulesTree, watchedFiles } from "./core/rules";
+import { concernsTarget, getContext, rulesTree, watchedFiles } from "./core/rules";
 import { DaemonUnavailable, MemorydClient } from "./core/rpcClient";
 import { resolveSocketPath } from "./core/socketPath";
 import { fetchStatus } from "./core/status";
@@ -152,13 +153,46 @@ class MemorydExtension implements vscode.Disposable {
       if (n.method === "memory/saved" || n.method === "team/synced") {
         this.scheduleRefresh(300);
       }
+      if (n.method === "context/changed" && this.concernsViews(n.params.project)) {
+        // The daemon sends one per project per 250 ms at most: no timer of our own, which a
+        // steady stream would push back for as long as it lasts.
+        this.rules.refresh();
+        this.memories.refresh(); // it lists the instruction files too
+      }
     });
-    this.client.onStateChange(() => {
+    this.client.onStateChange((state) => {
       void this.updateStatus();
       this.refreshAll();
+      if (state === "up") {
+        this.subscribe(); // the daemon may be another version now
+      }
     });
     this.downNotice = new DownNotice(this.client, (reason) => this.offerStart(reason));
-    this.client.subscribe(EVENTS).catch(() => undefined); // resubscribes when the daemon comes up
+    this.subscribe();
+  }
+
+  /**
+   * Every event the editor uses; a daemon older than one of them refuses the whole set, so the
+   * events it knows are asked for then (it sends context/changed never, the others as before).
+   * While the daemon is down this waits: the client subscribes when it comes up.
+   */
+  private subscribe(): void {
+    const client = this.client;
+    client.subscribe(EVENTS).catch((error: unknown) => {
+      const kept = knownEvents(error, EVENTS);
+      if (kept && client === this.client) {
+        client.subscribe(kept).catch(() => undefined);
+      }
+    });
+  }
+
+  /** Whether a context/changed of this project is about what the views show. */
+  private concernsViews(project: unknown): boolean {
+    try {
+      return concernsTarget(project, this.target(), (p) => fs.realpathSync.native(p));
+    } catch {
+      return false; // no project open: the views show no project's rules
+    }
     void this.updateStatus();
     this.refreshAll();
   }

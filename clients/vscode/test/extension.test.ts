@@ -10,6 +10,8 @@ import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { errorText, messageText } from "../src/core/format";
+import { EVENTS } from "../src/core/notifications";
+import { concernsTarget } from "../src/core/rules";
 import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
@@ -565,6 +567,74 @@ describe("the extension in a stand-in VS Code", () => {
       await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, 5_000, "only the probe connected");
     } finally {
       probe.close();
+    }
+  });
+
+  test("a rule written by another program refreshes the Rules view (context/changed)", async () => {
+    activate(socketPath, [one.root]);
+    await up();
+    let refreshed = 0;
+    (F.fake.trees.get("memoryd.rulesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
+    F.openEditor(F.Uri.file(one.apiFile));
+    await waitFor(() => refreshed > 0, 10_000, "the refresh for the editor opened"); // not counted below
+    await F.viewText("memoryd.rulesView"); // loads the project in the daemon
+    const probe = new MemorydClient({ socketPath });
+    const outside = path.join(one.root, ".claude", "rules", "from_outside.md");
+    try {
+      // Until the daemon's file watcher covers what the view loaded (then it sees edits).
+      await waitFor(async () => {
+        const status = await probe.call<{ features: { instruction_files: { trusted: number } } }>("status");
+        return status.features.instruction_files.trusted > 0;
+      }, 10_000, "the watcher to cover the load");
+      refreshed = 0;
+      fs.writeFileSync(outside, "Written by another program.\n"); // no save in the editor
+      await waitFor(() => refreshed > 0, 10_000, "the Rules view to refresh");
+      assert.match((await F.viewText("memoryd.rulesView")).join("\n"), /from_outside\.md/);
+    } finally {
+      probe.close();
+      fs.rmSync(outside, { force: true });
+    }
+  });
+
+  test("a context/changed of another project leaves the views alone", () => {
+    const target = { cwd: path.join(one.root, "src", "api"), touchedPaths: [], root: one.root };
+    assert.equal(concernsTarget(one.root, target), true);
+    assert.equal(concernsTarget(two.root, target), false);
+    assert.equal(concernsTarget(`${one.root}-other`, target), false, "a sibling with the same start");
+    assert.equal(concernsTarget("/", target), true);
+    assert.equal(concernsTarget(undefined, target), false);
+    const linked = { cwd: "/link/to/one/src", touchedPaths: [] };
+    assert.equal(concernsTarget(one.root, linked, () => path.join(one.root, "src")), true, "a folder reached through a link");
+    assert.equal(concernsTarget(one.root, linked, () => { throw new Error("ENOENT"); }), false);
+  });
+
+  test("a daemon older than context/changed is asked for the events it knows", async () => {
+    const sock = path.join(tmp, "before-context.sock");
+    const asked: string[][] = [];
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string; params?: { events?: string[] } };
+      const reply = (body: Record<string, unknown>) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...body }) + "\n");
+      if (request.method !== "subscribe") {
+        reply({ error: { code: -32601, message: `method not found: ${request.method}` } });
+        return;
+      }
+      const events = request.params?.events ?? [];
+      asked.push(events);
+      if (events.includes("context/changed")) {
+        const known = "magicdoc/updated, memory/saved, session/summary_updated, team/conflict, team/secret_blocked, team/synced, worker/error";
+        reply({ error: { code: -32602, message: `events: unknown event(s) context/changed; known: ${known}` } });
+      } else {
+        reply({ result: { subscribed: [...events].sort() } });
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await waitFor(() => asked.some((events) => !events.includes("context/changed")), 10_000, "a subscription it accepts");
+      const accepted = asked.find((events) => !events.includes("context/changed"))!;
+      assert.deepEqual(accepted, EVENTS.filter((e) => e !== "context/changed"));
+      assert.ok(!F.fake.shown.some((m) => m.level !== "info"), JSON.stringify(F.fake.shown));
+    } finally {
+      await server.close();
     }
   });
 });

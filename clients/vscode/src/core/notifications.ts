@@ -12,7 +12,7 @@ export interface Message {
   text: string;
 }
 
-/** The events the editor subscribes to. */
+/** The events the editor subscribes to (context/changed refreshes the views, shown as nothing). */
 export const EVENTS = [
   "memory/saved",
   "session/summary_updated",
@@ -20,7 +20,28 @@ export const EVENTS = [
   "team/secret_blocked",
   "team/conflict",
   "worker/error",
+  "context/changed",
 ];
+
+/**
+ * The events of `wanted` a daemon that refused them knows, when it refused some as unknown
+ * (one older than context/changed refuses the whole set: -32602 "…; known: a, b"); undefined
+ * when the refusal is no such answer or leaves nothing out.
+ */
+export function knownEvents(error: unknown, wanted: readonly string[]): string[] | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = (error as { message?: unknown } | null)?.message;
+  if (code !== -32602 || typeof message !== "string") {
+    return undefined;
+  }
+  const known = /; known: (.+)$/.exec(message);
+  if (!known) {
+    return undefined;
+  }
+  const names = new Set(known[1]!.split(/[,\s]+/).filter(Boolean));
+  const kept = wanted.filter((event) => names.has(event));
+  return kept.length < wanted.length ? kept : undefined;
+}
 
 function str(value: unknown): string {
   return typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value);

@@ -163,6 +163,26 @@ export function rulesTree(ctx: ContextResult, target: ProjectTarget, home?: stri
   return nodes;
 }
 
+/**
+ * Whether a context/changed of `project` (the daemon's real path of a project root) is about
+ * the view of `target`: its folder is the project or below it. `realpath` (the target's folder
+ * reached through a link) is tried when the folder as opened is not.
+ */
+export function concernsTarget(project: unknown, target: ProjectTarget, realpath?: (p: string) => string): boolean {
+  if (typeof project !== "string" || !project) {
+    return false;
+  }
+  const within = (dir: string) => dir === project || project === "/" || dir.startsWith(project.endsWith("/") ? project : `${project}/`);
+  if (within(target.cwd)) {
+    return true;
+  }
+  try {
+    return realpath !== undefined && within(realpath(target.cwd));
+  } catch {
+    return false; // the folder is gone
+  }
+}
+
 /** Every file the view shows, so a save of one of them refreshes the view. */
 export function watchedFiles(ctx: ContextResult): Set<string> {
   return new Set([...(ctx.files ?? []).map((f) => f.path), ...(ctx.skipped ?? []).map((s) => s.path)]);
