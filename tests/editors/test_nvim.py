@@ -482,7 +482,7 @@ def test_connection_and_status_line_against_sockets_served_in_nvim(tmp_path: Pat
     """A call that timed out while the socket refused is never sent later; with
     status_interval_ms = 0 the status line loops neither on status nor on reconnecting."""
     records = run_nvim("connection_spec.lua", {}, cwd=tmp_path)
-    assert_all_passed(records, expected=3)
+    assert_all_passed(records, expected=4)
 
 
 def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> None:

@@ -140,4 +140,57 @@ T.run({
       T.eq(0, #T.messages, 'messages')
     end,
   },
+  {
+    'a daemon that refused an event (older than it) is asked for it again at the next connection',
+    function()
+      local path = folder .. '/upgraded.sock'
+      local state = { refuse = true, accepted = {}, conns = {} }
+      local pipe = uv.new_pipe(false)
+      assert(pipe:bind(path))
+      pipe:listen(16, function()
+        local conn = uv.new_pipe(false)
+        pipe:accept(conn)
+        state.conns[#state.conns + 1] = conn
+        local pending = ''
+        conn:read_start(function(_, chunk)
+          if chunk == nil then
+            return conn:is_closing() or conn:close()
+          end
+          pending = pending .. chunk
+          for line in pending:gmatch('([^\n]*)\n') do
+            local request = vim.json.decode(line)
+            local events = type(request.params) == 'table' and request.params.events or {}
+            local reply = { jsonrpc = '2.0', id = request.id, result = { subscribed = events } }
+            if request.method ~= 'subscribe' then
+              reply.result = { version = 'served', pid = 0, protocol_version = 1 }
+            elseif state.refuse and vim.tbl_contains(events, 'x/newer') then
+              reply.result = nil
+              reply.error = { code = -32602, message = 'events: unknown event(s) x/newer; known: memory/saved, worker/error' }
+            else
+              state.accepted[#state.accepted + 1] = table.concat(events, ' ')
+            end
+            conn:write(vim.json.encode(reply) .. '\n')
+          end
+          pending = pending:match('[^\n]*$')
+        end)
+      end)
+      memoryd.setup({ socket = path, notifications = false, backoff_min_ms = 50, backoff_max_ms = 100 })
+      memoryd.on('memory/saved', function() end)
+      memoryd.on('x/newer', function() end)
+      T.wait('the known events subscribed', function()
+        return vim.tbl_contains(state.accepted, 'memory/saved')
+      end)
+      state.refuse = false -- the daemon is restarted, upgraded: it knows x/newer now
+      for _, conn in ipairs(state.conns) do
+        conn:close()
+      end
+      T.wait('every event subscribed again', function()
+        return vim.tbl_contains(state.accepted, 'memory/saved x/newer')
+      end)
+      memoryd.client():close()
+      pipe:close()
+      os.remove(path)
+      T.eq(nil, T.message_matching('could not subscribe'), 'a warning')
+    end,
+  },
 })

@@ -167,6 +167,9 @@ local function on_state(state, err)
     M.state.outage_reported = false
     M.refresh_status(true)
     redraw_if_changed(shown)
+    if client then
+      sync_subscription(client) -- all the events again, if an older daemon had some refused
+    end
   elseif state == 'down' then
     local was_up = M.state.up == true
     local shown = M.status_text()
