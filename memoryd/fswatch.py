@@ -15,7 +15,11 @@ A recursive watch (the team folder's) puts one watch on each folder of the tree,
 does; a folder made or moved in later is watched when its event is read, and what it already
 holds is reported as added (it was filled before its watch existed). After an overflow the tree
 is walked again, so a folder made while events were being lost is watched too: watchfiles never
-learned of it, and edits in it went unseen until the daemon restarted.
+learned of it, and edits in it went unseen until the daemon restarted. Each root's parent is
+watched for the root's own name: a root's watch follows the folder, not the name, so a symlink
+retargeted (`ln -sfn`), removed then made a folder again, or made while dangling went unseen
+and the old folder stayed watched. Such a root is reported `deleted` or `added`: the caller
+sets up a new watch.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF, _IN_UNMOUNT = 0x400, 0x800, 0x2000
 _IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR = 0x4000, 0x8000, 0x1000000
-_IN_DONT_FOLLOW, _IN_ISDIR = 0x2000000, 0x40000000
+_IN_DONT_FOLLOW, _IN_MASK_ADD, _IN_ISDIR = 0x2000000, 0x20000000, 0x40000000
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 _MASK = (
     _IN_MODIFY
@@ -134,12 +138,15 @@ class _Inotify:
         self.roots = [str(root) for root in roots]
         self.recursive = recursive
         self.folders: dict[int, str] = {}
+        self.parents: dict[int, dict[str, str]] = {}  # recursive: parent wd -> {name: root}
         self.fd = self._libc.init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if self.fd < 0:
             code = ctypes.get_errno()
             raise OSError(code, f"inotify_init1: {os.strerror(code)}")
         try:
             for root in roots:
+                if recursive:
+                    self._watch_name(str(root))
                 if not self._add(str(root), follow=True):
                     if unwatched is not None:
                         unwatched.add(root)
@@ -163,6 +170,21 @@ class _Inotify:
         if code not in _SKIPPED:
             raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", folder)
         return False
+
+    def _watch_name(self, root: str) -> None:
+        """Watch `root`'s parent for entries named as `root` (made, removed, renamed)."""
+        parent, name = os.path.split(root.rstrip(os.sep))
+        if not name:
+            return  # "/": no parent
+        # IN_MASK_ADD: a parent that is also a watched folder keeps its whole mask.
+        mask = _ADDED | _DELETED | _IN_MASK_ADD
+        wd = self._libc.add_watch(self.fd, os.fsencode(parent or "."), mask)
+        if wd >= 0:
+            self.parents.setdefault(wd, {})[name] = root
+            return
+        code = ctypes.get_errno()
+        if code not in _SKIPPED:
+            raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", parent)
 
     def _add_below(self, top: str, found: Changes | None) -> None:
         """Watch every folder under `top` (watched already); what is there goes in `found`."""
@@ -214,6 +236,11 @@ class _Inotify:
                     if root in self.folders.values():
                         self._add_below(root, None)
             return
+        named = self.parents.get(wd)
+        if named is not None and name:
+            replaced = named.get(os.fsdecode(name))
+            if replaced is not None and mask & (_ADDED | _DELETED):
+                changes.add((Change.added if mask & _ADDED else Change.deleted, replaced))
         folder = self.folders.get(wd)
         if folder is None:
             return

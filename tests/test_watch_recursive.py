@@ -152,3 +152,35 @@ async def test_a_symlinked_folder_inside_is_not_followed(tmp_path: Path) -> None
         assert not any("secret" in p for p in _paths(seen)), seen
     finally:
         await watch.close()
+
+
+async def test_a_root_whose_name_now_holds_another_folder_is_reported(tmp_path: Path) -> None:
+    # A root's watch follows the folder, not its name: the symlink retargeted, or removed and
+    # a folder made in its place, went unseen and the old folder stayed watched.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    root = tmp_path / "team"
+    root.symlink_to(first, target_is_directory=True)
+    watch = _Watch(root)
+    await _armed(watch, root)
+    try:
+        (tmp_path / "link").symlink_to(second, target_is_directory=True)
+        os.replace(tmp_path / "link", root)  # ln -sfn second team
+        seen = await asyncio.wait_for(watch.until(lambda c: str(root) in _paths(c)), 10)
+        assert (fswatch.Change.added, str(root)) in seen
+        await watch.close()
+
+        watch = _Watch(root)  # as the team watcher does: a new watch, on the new folder
+        await _armed(watch, root)
+        root.unlink()
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: (fswatch.Change.deleted, str(root)) in c), 10
+        )
+        watch.seen.clear()
+        root.mkdir()
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: (fswatch.Change.added, str(root)) in c), 10
+        )
+    finally:
+        await watch.close()

@@ -362,3 +362,27 @@ async def test_events_the_os_lost_push_and_lift_a_suppression_as_a_deletion_woul
     runner._on_changes({fswatch.LOST})  # … and its event lost with thousands of others
     assert side.engine.state.suppressed is None
     await eventually(lambda: "kept.md" in server_history(server))
+
+
+async def test_a_team_folder_symlink_pointed_elsewhere_is_watched_there(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    # The watch followed the folder the link named when it started: after `ln -sfn`, edits in
+    # the folder the name now holds were pushed only at the next restart.
+    import os
+
+    side = make_side("me", proxy.url, server.token(REPO))
+    first = side.team_dir.parent / "first"
+    second = side.team_dir.parent / "second"
+    side.team_dir.rename(first)
+    second.mkdir()
+    side.team_dir.symlink_to(first, target_is_directory=True)
+    await runners.start(side)
+    side.write("a.md", "in the first folder\n")
+    await eventually(lambda: "a.md" in server_history(server))
+    link = side.team_dir.parent / "link"
+    link.symlink_to(second, target_is_directory=True)
+    os.replace(link, side.team_dir)
+    await asyncio.sleep(0.5)  # the watcher moves to the new folder
+    (second / "b.md").write_text("in the second folder\n")
+    await eventually(lambda: "b.md" in server_history(server))

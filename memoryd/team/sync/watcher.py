@@ -338,10 +338,12 @@ class SyncRunner:
                 ensure_private_dir(self.team_dir)
 
     def _folder_gone(self, changes: fswatch.Changes) -> bool:
+        """The watch no longer covers the folder: it was deleted or renamed, or its name now
+        holds another one (a symlink retargeted, a folder made where a link was)."""
         root = str(self.team_dir)
-        return (
-            any(change == fswatch.Change.deleted and path == root for change, path in changes)
-            or not self.team_dir.is_dir()
+        ends = (fswatch.Change.deleted, fswatch.Change.added)
+        return any(change in ends and path == root for change, path in changes) or (
+            not self.team_dir.is_dir()
         )
 
     def _on_changes(self, changes: fswatch.Changes) -> None:
