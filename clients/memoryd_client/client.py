@@ -79,7 +79,8 @@ def default_socket_path(platform: str | None = None) -> Path:
     """
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
-        return Path(configured).expanduser().absolute()
+        # expand_home: `~` is home(), which passes a relative HOME over (expanduser took it).
+        return Path(paths.expand_home(configured)).absolute()
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")

@@ -134,3 +134,18 @@ def test_the_daemon_memctl_and_the_hook_agree_on_the_fallback(short_tmp: Path) -
         daemon.wait(30)
     assert stopped.returncode == 0, stopped.stderr
     assert "is passed over: it does not exist" in log.read_text()
+
+
+def test_memoryd_socket_under_a_relative_home_is_under_the_passwd_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `~` was expanded with os.path.expanduser, which took HOME=rel: the socket was
+    # <cwd>/rel/m.sock, where the daemon's state and config follow the password database's home.
+    import pwd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "rel")
+    monkeypatch.setenv("MEMORYD_SOCKET", "~/m.sock")
+    assert default_socket_path("linux") == Path(pwd.getpwuid(os.getuid()).pw_dir) / "m.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", "rel/./m.sock")
+    assert default_socket_path("linux") == tmp_path / "rel" / "m.sock"

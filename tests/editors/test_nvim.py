@@ -356,6 +356,13 @@ MACOS_RULE = "macOS's ~/Library/Caches"
 # (uid 65534's) are made by the test.
 SOCKET_ENVS: list[tuple[dict[str, str], str]] = [
     ({"MEMORYD_SOCKET": "/srv/x//memoryd/./d.sock/"}, "$MEMORYD_SOCKET"),
+    # A leading ~ is the home folder and a relative path is taken from the working directory,
+    # as the Python client has it (the plugin looked for "~/m.sock" literally).
+    ({"MEMORYD_SOCKET": "~/m.sock"}, "$MEMORYD_SOCKET"),
+    ({"MEMORYD_SOCKET": "~/m.sock", "HOME": "rel"}, "$MEMORYD_SOCKET"),  # the passwd home
+    ({"MEMORYD_SOCKET": "rel/./m.sock"}, "$MEMORYD_SOCKET"),
+    ({"HOME": "rel"}, "the per-user fallback"),  # macOS: the password database's home
+    ({"XDG_CACHE_HOME": "/c/../d/"}, "$XDG_CACHE_HOME"),  # ".." kept, as pathlib keeps it
     ({"MEMORYD_SOCKET": "", "XDG_RUNTIME_DIR": "{tmp}/run/"}, "$XDG_RUNTIME_DIR"),
     # An XDG_RUNTIME_DIR that is no runtime folder of the user's (the XDG spec: absolute, the
     # user's, 0700) is passed over with a warning: missing (a login session that ended, `su`
@@ -404,6 +411,7 @@ def test_socket_path_rule_agrees_with_the_python_client(
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
     monkeypatch.setattr(client, "_warned", set(), raising=False)  # each case warns afresh
+    monkeypatch.chdir(tmp_path)  # where Neovim runs: a relative MEMORYD_SOCKET starts there
     rule = linux_rule
     if platform == "darwin" and linux_rule != "$MEMORYD_SOCKET":
         rule = MACOS_RULE  # macOS ignores the XDG variables

@@ -22,14 +22,16 @@ fs.writeFileSync(afile, "");
 /** The Python client's socket path, and whether it warned that XDG_RUNTIME_DIR was passed over. */
 function pythonRule(env: Env, platform?: string): { path: string; warned: boolean } {
   const arg = platform ? JSON.stringify(platform) : "";
-  const script = `import sys; sys.path.insert(0, 'clients'); from memoryd_client.client import default_socket_path; print(default_socket_path(${arg}))`;
+  const clients = JSON.stringify(path.join(REPO_ROOT, "clients"));
+  const script = `import sys; sys.path.insert(0, ${clients}); from memoryd_client.client import default_socket_path; print(default_socket_path(${arg}))`;
   const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent-home" };
   for (const [k, v] of Object.entries(env)) {
     if (v !== undefined) {
       clean[k] = v;
     }
   }
-  const result = spawnSync(PYTHON, ["-c", script], { cwd: REPO_ROOT, env: clean, encoding: "utf8" });
+  // This process's working directory: a relative MEMORYD_SOCKET is taken from it on both sides.
+  const result = spawnSync(PYTHON, ["-c", script], { cwd: process.cwd(), env: clean, encoding: "utf8" });
   assert.equal(result.status, 0, result.stderr);
   return { path: result.stdout.trim(), warned: result.stderr.includes("is passed over") };
 }
@@ -41,6 +43,13 @@ function pythonSocketPath(env: Env, platform?: string): string {
 const cases: Array<[string, Env]> = [
   ["MEMORYD_SOCKET wins", { MEMORYD_SOCKET: "/srv/md/custom.sock", XDG_RUNTIME_DIR: run }],
   ["MEMORYD_SOCKET with spaces and unicode", { MEMORYD_SOCKET: path.join(tmp, "my sökets ✓", "m.sock") }],
+  // MEMORYD_SOCKET was used as given: "~/m.sock" looked for literally, a relative one from the
+  // extension host's folder, "/a//b/./c/" kept as typed.
+  ["a leading ~ in MEMORYD_SOCKET is the home folder", { MEMORYD_SOCKET: "~/m.sock", HOME: "/home/ada" }],
+  ["a relative HOME gives way to the password database's", { MEMORYD_SOCKET: "~/m.sock", HOME: "rel" }],
+  ["a relative MEMORYD_SOCKET is taken from the working directory", { MEMORYD_SOCKET: "rel/./m.sock" }],
+  ["MEMORYD_SOCKET spelled as pathlib spells it", { MEMORYD_SOCKET: "/srv/x//md/../d.sock/" }],
+  ["an XDG_CACHE_HOME with .. keeps it, as pathlib does", { XDG_CACHE_HOME: "/c/../d/" }],
   ["XDG_RUNTIME_DIR next: the user's own 0700 folder", { XDG_RUNTIME_DIR: run, XDG_CACHE_HOME: "/c" }],
   ["XDG_RUNTIME_DIR with a trailing slash", { XDG_RUNTIME_DIR: run + "/" }],
   ["a missing XDG_RUNTIME_DIR is passed over", { XDG_RUNTIME_DIR: "/run/user/4242", XDG_CACHE_HOME: "/c" }],
@@ -79,7 +88,7 @@ test("what is wrong with a runtime folder is said", () => {
 });
 
 test("socket path agrees with memoryd_client on macOS: ~/Library/Caches unless MEMORYD_SOCKET", () => {
-  for (const env of [{ HOME: "/Users/ada", XDG_RUNTIME_DIR: "/run/user/5" }, { HOME: "/Users/ada", MEMORYD_SOCKET: "/s.sock" }]) {
+  for (const env of [{ HOME: "/Users/ada", XDG_RUNTIME_DIR: "/run/user/5" }, { HOME: "/Users/ada", MEMORYD_SOCKET: "/s.sock" }, { HOME: "rel" }]) {
     assert.equal(defaultSocketPath(env, 501, "darwin"), pythonSocketPath(env, "darwin"));
   }
   assert.equal(defaultSocketPath({ HOME: "/Users/ada" }, 501, "darwin"), "/Users/ada/Library/Caches/memoryd/memoryd.sock");

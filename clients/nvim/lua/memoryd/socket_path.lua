@@ -90,6 +90,17 @@ function M.runtime_dir_problem(value)
   return nil
 end
 
+-- memoryd_client.paths.home(): $HOME when absolute, else the password database's home
+-- (uv.os_homedir() would take a relative $HOME).
+function M.home(getenv)
+  local value = getenv('HOME')
+  if value and value:sub(1, 1) == '/' then
+    return value
+  end
+  local passwd = uv.os_get_passwd and uv.os_get_passwd()
+  return passwd and passwd.homedir or uv.os_homedir()
+end
+
 -- The path, the rule that chose it (for :checkhealth), and a warning when $XDG_RUNTIME_DIR was
 -- passed over (the caller shows it). getenv defaults to os.getenv and sysname to this
 -- system's (uname); tests pass their own.
@@ -98,14 +109,18 @@ function M.resolve(getenv, sysname)
   sysname = sysname or uv.os_uname().sysname
   local configured = getenv('MEMORYD_SOCKET')
   if configured and configured ~= '' then
+    -- As the Python client: a leading ~ is the home folder (the variable is often set where no
+    -- shell expands it), a relative path is taken from the working directory.
+    if configured == '~' or configured:sub(1, 2) == '~/' then
+      configured = M.home(getenv) .. configured:sub(2)
+    end
+    if configured:sub(1, 1) ~= '/' then
+      configured = uv.cwd() .. '/' .. configured
+    end
     return M.normalize(configured), '$MEMORYD_SOCKET'
   end
   if sysname == 'Darwin' then
-    local home = getenv('HOME')
-    if not home or home == '' then
-      home = uv.os_homedir()
-    end
-    return M.normalize(home .. '/Library/Caches/memoryd/memoryd.sock'), "macOS's ~/Library/Caches"
+    return M.normalize(M.home(getenv) .. '/Library/Caches/memoryd/memoryd.sock'), "macOS's ~/Library/Caches"
   end
   local runtime = getenv('XDG_RUNTIME_DIR')
   local problem = nil

@@ -77,21 +77,25 @@ export function defaultSocketPath(
 ): string {
   const configured = env.MEMORYD_SOCKET;
   if (configured) {
-    return configured;
+    // As the Python client: a leading ~ is the home folder (the variable is often set where no
+    // shell expands it), a relative path is taken from the working directory, and the path is
+    // spelled as pathlib spells it (it was used as given: "~/m.sock" was looked for literally).
+    const expanded = configured === "~" || configured.startsWith("~/") ? homeDir(env) + configured.slice(1) : configured;
+    return pathlibNormalize(path.isAbsolute(expanded) ? expanded : `${process.cwd()}/${expanded}`);
   }
   if (platform === "darwin") {
-    return path.join(env.HOME || os.homedir(), "Library", "Caches", "memoryd", "memoryd.sock");
+    return pathlibNormalize(`${homeDir(env)}/Library/Caches/memoryd/memoryd.sock`);
   }
   const runtime = env.XDG_RUNTIME_DIR;
   const problem = runtime ? runtimeDirProblem(runtime, uid) : undefined;
   if (runtime && problem === undefined) {
-    return path.join(runtime, "memoryd", "memoryd.sock");
+    return pathlibNormalize(`${runtime}/memoryd/memoryd.sock`);
   }
   // An XDG base directory counts only when absolute (the XDG spec ignores a relative one).
   const cache = env.XDG_CACHE_HOME;
   const sock =
     cache && path.isAbsolute(cache)
-      ? path.join(cache, "memoryd", "memoryd.sock")
+      ? pathlibNormalize(`${cache}/memoryd/memoryd.sock`)
       : path.join(pythonTempDir(env), `memoryd-${uid}`, "memoryd.sock");
   if (problem !== undefined && warn) {
     const message = `XDG_RUNTIME_DIR=${runtime} is passed over: ${problem}; the socket is ${sock}`;
@@ -101,6 +105,36 @@ export function defaultSocketPath(
     }
   }
   return sock;
+}
+
+/** memoryd_client.paths.home(): $HOME when absolute, else the password database's home (os.homedir() takes a relative $HOME). */
+function homeDir(env: Env): string {
+  const value = env.HOME;
+  if (value && path.isAbsolute(value)) {
+    return value;
+  }
+  try {
+    return os.userInfo().homedir;
+  } catch {
+    return os.homedir();
+  }
+}
+
+/**
+ * Python's pathlib spelling of a POSIX path: repeated slashes and "." parts collapse, no trailing
+ * slash, ".." kept (pathlib never resolves it, path.normalize does); exactly two leading slashes stay.
+ */
+export function pathlibNormalize(p: string): string {
+  const double = p.startsWith("//") && !p.startsWith("///");
+  const parts = p.split("/").filter((part) => part !== "" && part !== ".");
+  const body = parts.join("/");
+  if (double) {
+    return `//${body}`;
+  }
+  if (p.startsWith("/")) {
+    return `/${body}`;
+  }
+  return body === "" ? "." : body;
 }
 
 /** The socket to use: the `memoryd.socketPath` setting when set, else the shared rule. */
