@@ -184,3 +184,34 @@ async def test_a_root_whose_name_now_holds_another_folder_is_reported(tmp_path: 
         )
     finally:
         await watch.close()
+
+
+async def test_the_watch_limit_reached_for_a_new_folder_ends_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's inotify watch limit (ENOSPC) is the watcher's problem, not the folder's: it
+    # must end the watch (the team watcher restarts and pushes), not leave the folder unseen.
+    import ctypes
+    import errno
+
+    real = fswatch._Libc()
+    original = real.add_watch
+
+    def add_watch(fd: int, path: bytes, mask: int) -> int:
+        if path.endswith(b"/full"):
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
+        return int(original(fd, path, mask))
+
+    monkeypatch.setattr(fswatch, "_libc", real)
+    monkeypatch.setattr(real, "add_watch", add_watch)
+    root = tmp_path / "team"
+    root.mkdir()
+    (tmp_path / "tree" / "full").mkdir(parents=True)
+    watch = _Watch(root)
+    await _armed(watch, root)
+    os.rename(tmp_path / "tree", root / "tree")  # `full` is met walking the tree moved in
+    with pytest.raises(OSError, match="inotify_add_watch") as info:
+        await asyncio.wait_for(watch.until(lambda _: False), 10)
+    assert info.value.errno == errno.ENOSPC
+    watch._batch = None  # the generator ended with the error
