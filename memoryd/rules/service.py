@@ -212,6 +212,7 @@ class InstructionFiles:
         entry = self._entries.get(key) if key is not None else None
         if key is not None and entry is not None and self._still_valid(key, entry):
             self._entries.move_to_end(key)
+            self._loaded.move_to_end(key)  # in step: a cached load is a watched one
             self._remember(touched, key)
             self.hits += 1
             return entry, True
@@ -295,7 +296,8 @@ class InstructionFiles:
             self._entries.popitem(last=False)
             evicted = True
         while len(self._loaded) > MAX_ENTRIES:
-            self._loaded.popitem(last=False)
+            # What is no longer watched for is not cached either: nothing would drop it.
+            self._entries.pop(self._loaded.popitem(last=False)[0], None)
             evicted = True
         if self._watcher is not None:
             if _watchable(entry.involvement):

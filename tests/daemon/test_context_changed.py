@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from memoryd.rules import service as service_module
 from memoryd.rules.service import CHANGED_INTERVAL_S, MAX_CHANGED_PATHS
 from memoryd_client.aio import AsyncClient
 from tests.conftest import DaemonHandle
@@ -24,12 +27,13 @@ def _project(root: Path) -> Path:
     return root.resolve()
 
 
-async def _load_watched(daemon: DaemonHandle, root: Path) -> None:
-    """get_context until the watcher covers the load (so an edit is reported by it)."""
+async def _load_watched(daemon: DaemonHandle, root: Path, loads: int = 1) -> None:
+    """get_context until the watcher covers the load (so an edit is reported by it), when it
+    is one of `loads` cached loads."""
     service = daemon.daemon.services.instructions
     for _ in range(200):
         await daemon.call("get_context", cwd=str(root))
-        if service.feature_status()["instruction_files"]["trusted"]:
+        if service.feature_status()["instruction_files"]["trusted"] >= loads:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the watcher never covered the load")
@@ -150,6 +154,28 @@ async def test_many_reports_of_the_watcher_are_one_notification_per_interval(
     assert 2 <= len(got) <= 2 + elapsed / CHANGED_INTERVAL_S  # was 1,000
     assert got[0]["params"]["paths"] == [str(rule)]
     assert got[-1]["params"]["paths"] == sorted([str(root / "CLAUDE.md"), str(rule)])
+
+
+async def test_a_load_served_from_the_cache_stays_watched_past_newer_loads(
+    daemon: DaemonHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loads kept for context/changed were ordered by when they were stored, the cache by
+    # use: a load used again (a) outlived, in the cache, two newer ones yet was forgotten
+    # first; an edit of it was then neither told nor noticed, and the cache served it stale.
+    monkeypatch.setattr(service_module, "MAX_ENTRIES", 2)
+    a, b, c = (_project(tmp_path / name) for name in ("a", "b", "c"))
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        for root in (a, b):
+            await _load_watched(daemon, root, loads=1 + (root == b))
+        await daemon.call("get_context", cwd=str(a))  # from the cache: now the newest used
+        await _load_watched(daemon, c, loads=2)
+        (a / "CLAUDE.md").write_text("# A, edited\n")
+        note = await named.next_notification(10)
+        assert note["params"]["project"] == str(a)
+        assert "# A, edited" in (await daemon.call("get_context", cwd=str(a)))["claude_md"]
+    finally:
+        await named.close()
 
 
 async def test_lost_events_tell_every_loaded_project_without_paths(
