@@ -59,8 +59,10 @@ async def watch(
 ) -> AsyncIterator[Changes]:
     """Batches of changes under `paths` until `stop` is set. The folders among `paths` that
     could not be watched (no permission, gone) are added to `unwatched` before the first
-    batch (on the watchfiles path: those not readable when it starts). Raises RuntimeError
-    or OSError when the OS watch cannot be set up (the watch limit reached) or dies."""
+    batch (on the watchfiles path: those not readable when it starts); without `unwatched`,
+    on Linux, such a folder raises OSError (a watch of nothing waited for ever). Raises
+    RuntimeError or OSError when the OS watch cannot be set up (the watch limit reached) or
+    dies."""
     if sys.platform.startswith("linux"):
         async for batch in _inotify(paths, stop, recursive, debounce_ms, step_ms, unwatched):
             yield batch
@@ -148,8 +150,10 @@ class _Inotify:
                 if recursive:
                     self._watch_name(str(root))
                 if not self._add(str(root), follow=True):
-                    if unwatched is not None:
-                        unwatched.add(root)
+                    if unwatched is None:
+                        code = ctypes.get_errno()
+                        raise OSError(code, f"cannot watch: {os.strerror(code)}", str(root))
+                    unwatched.add(root)
                 elif recursive:
                     self._add_below(str(root), None)
         except BaseException:

@@ -386,3 +386,24 @@ async def test_a_team_folder_symlink_pointed_elsewhere_is_watched_there(
     await asyncio.sleep(0.5)  # the watcher moves to the new folder
     (second / "b.md").write_text("in the second folder\n")
     await eventually(lambda: "b.md" in server_history(server))
+
+
+async def test_a_team_folder_symlink_whose_folder_is_made_again_is_watched_again(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    # The link's folder removed: the link dangles, no watch can be set up on it, and the
+    # watcher waited on a watch of nothing: the folder made again was never seen.
+    import shutil
+
+    side = make_side("me", proxy.url, server.token(REPO))
+    target = side.team_dir.parent / "shared"
+    side.team_dir.rename(target)
+    side.team_dir.symlink_to(target, target_is_directory=True)
+    await runners.start(side)
+    side.write("a.md", "before\n")
+    await eventually(lambda: "a.md" in server_history(server))
+    shutil.rmtree(target)
+    await asyncio.sleep(0.5)  # the watcher finds no folder
+    target.mkdir()
+    (target / "b.md").write_text("in the folder made again\n")
+    await eventually(lambda: "b.md" in server_history(server))

@@ -312,7 +312,11 @@ class SyncRunner:
     # -- the watcher ----------------------------------------------------------------------
     async def _watch(self) -> None:
         failures = 0
+        missing = False  # no folder to watch: a symlink whose folder was removed
         while not self._stop.is_set():
+            if missing and self.team_dir.is_dir():
+                missing = False
+                self.trigger(deletion=False)  # what was written before its watch was set up
             try:
                 async for changes in fswatch.watch(
                     self.team_dir,
@@ -329,8 +333,16 @@ class SyncRunner:
                 # watchfiles raises more than OSError: an ExceptionGroup for a file name that
                 # is not UTF-8 ("Unable to decode path") ended this task, and sync with it.
                 failures += 1
-                log.warning("team watcher restarting", repo=self.engine.repo, error=repr(exc))
-                self.trigger(deletion=False)  # what changed while it was down is pushed
+                if not self.team_dir.is_dir():
+                    # ensure_private_dir cannot make a folder where a dangling symlink is: look
+                    # again, backing off, and push once it is back (left waiting on a watch of
+                    # nothing, the watcher never saw it come back).
+                    if not missing:
+                        log.info("team folder missing; waiting for it", repo=self.engine.repo)
+                    missing = True
+                else:
+                    log.warning("team watcher restarting", repo=self.engine.repo, error=repr(exc))
+                    self.trigger(deletion=False)  # what changed while it was down is pushed
             if self._stop.is_set():
                 return
             await asyncio.sleep(min(0.1 * 2**failures, 5.0) if failures else 0.1)
