@@ -17,7 +17,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +94,18 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     branch leading to the newest message is the conversation.
     """
     records: list[_Record] = []
-    parents: dict[str, str | None] = {}
+    # Each uuid's parent, and its line number: its first line's, then (in `reparented`, with
+    # the first) each later one naming another parent, in order. Claude Code writes some lines
+    # again under one uuid with a new parent (its saved hook context, each turn).
+    parents: dict[str, tuple[int, str | None]] = {}
+    reparented: dict[str, list[tuple[int, str | None]]] = {}
+    positions: dict[str, int] = {}  # a message line's uuid → its line number
     recorded: set[str] = set()
     # Each reply's blocks so far: Claude Code has written a reply's lines again (a line per
     # streamed snapshot, a history written twice), and a tool_use id sent twice is a request
     # the API refuses.
     taken: dict[str, list[dict[str, Any]]] = {}
-    for raw in lines:
+    for number, raw in enumerate(lines):
         raw = raw.strip()
         if not raw:
             continue
@@ -112,12 +117,11 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
         parent = entry.get("parentUuid") if isinstance(entry.get("parentUuid"), str) else None
-        if uuid is not None and uuid not in parents:
-            parents[uuid] = parent
-        elif uuid is not None and parents[uuid] != parent:
-            # A uuid used again under another parent (Claude Code's saved hook context is
-            # rewritten each turn): which parent holds is not known, so the chain ends there.
-            parents[uuid] = None
+        if uuid is not None:
+            first = parents.setdefault(uuid, (number, parent))
+            versions = reparented.get(uuid)
+            if (versions[-1] if versions else first)[1] != parent:
+                reparented.setdefault(uuid, [first]).append((number, parent))
         if entry.get("isSidechain") or entry.get("isMeta"):
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
@@ -127,6 +131,7 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             if uuid in recorded:
                 continue  # a line written twice
             recorded.add(uuid)
+            positions[uuid] = number
         queued = _queued_prompt(entry)
         if queued:
             records.append((uuid, parent, None, "user", queued))
@@ -147,7 +152,7 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             seen.extend(blocks)
         # Kept when all its blocks came before: its uuid may be the one on the chain.
         records.append((uuid, parent, reply, role, blocks))
-    dead = _abandoned(records, parents)
+    dead = _abandoned(records, parents, reparented, positions)
     messages: list[dict[str, Any]] = []
     for index, record in enumerate(records):
         role, blocks = record[3], record[4]
@@ -199,40 +204,99 @@ def _local_command_output(blocks: list[dict[str, Any]]) -> bool:
     )
 
 
-def _abandoned(records: Sequence[_Record], parents: Mapping[str, str | None]) -> set[int]:
+_Parents = Mapping[str, tuple[int, str | None]]
+_Reparented = Mapping[str, Sequence[tuple[int, str | None]]]
+
+
+def _parent_at(
+    parents: _Parents, reparented: _Reparented, uuid: str, before: int
+) -> tuple[str | None, int] | None:
+    """The parent `uuid` had on its newest line before line `before`, and that line's number
+    (its first line when none is before): a line names the version of its parent written
+    when it was. None when `uuid` is not in the file."""
+    versions = reparented.get(uuid)
+    if versions is None:
+        first = parents.get(uuid)
+        return None if first is None else (first[1], first[0])
+    older = [v for v in versions if v[0] < before]
+    number, parent = older[-1] if older else versions[0]
+    return parent, number
+
+
+def _abandoned(
+    records: Sequence[_Record],
+    parents: _Parents,
+    reparented: _Reparented,
+    positions: Mapping[str, int],
+) -> set[int]:
     """The indexes of the message lines on a branch the conversation left.
 
     Each line names its parent (`parentUuid`). A rewind or an edited prompt appends a line
     whose parent is an older one, so the file holds both branches; the conversation is the
-    chain from the newest message back through its parents. Not every live line is on that
-    chain: parallel tool results all name the line that called the tools (only one of them
-    is its next line), and a streamed reply's lines may fork around them. So a line of a
-    reply on the chain (same message id) is kept, and so is a tool result, when its parent
-    is kept. Lines before the chain's oldest one are kept: a parent that is not in the file
-    (the tail of a long one, a record pointing into a sub-agent's file) or not known (a uuid
-    used under two parents) ends the chain early, and what it cannot judge it keeps. Lines
-    with no uuid are kept."""
+    chain from the newest message back through its parents. A uuid written again under a
+    new parent (Claude Code's saved hook context, each turn) is read as it was when the line
+    naming it was written. Not every live line is on that chain: parallel tool results all
+    name the line that called the tools (only one of them is its next line), a streamed
+    reply's lines may fork around them, and lines that are no message (a hook's progress)
+    come between. So a line of a reply on the chain (same message id) is kept when its
+    nearest message ancestor is, and so is a tool result whose calls are all kept: one left
+    out makes a tool_use with no result, a request the API refuses. Lines before the chain's
+    oldest one are kept: a parent that is not in the file (the tail of a long one, a record
+    pointing into a sub-agent's file) ends the chain early, and what it cannot judge it
+    keeps. Lines with no uuid are kept."""
     leaf = next((r[0] for r in reversed(records) if r[0] is not None), None)
     chain: set[str] = set()
+    walked: set[int] = set()
+    at = positions.get(leaf, 0) + 1 if leaf is not None else 0
     node = leaf
-    while node is not None and node not in chain:
+    while node is not None:
+        found = _parent_at(parents, reparented, node, at)
+        if found is None or found[1] in walked:
+            if found is None:
+                chain.add(node)
+            break
         chain.add(node)
-        node = parents.get(node)
+        node, at = found
+        walked.add(at)
     replies = {r[2] for r in records if r[0] in chain and r[2] is not None}
     kept = set(chain)
+    calls: set[str] = set()  # the tool_use ids of the lines kept
     dead: set[int] = set()
     on_chain = False
     for index, (uuid, parent, reply, role, blocks) in enumerate(records):
         if uuid is None or uuid in chain:
             on_chain = on_chain or uuid is not None
-            continue
-        same_reply = role == "assistant" and reply in replies and parent in kept
-        result = role == "user" and all(b["type"] == "tool_result" for b in blocks)
-        if not on_chain or same_reply or (result and parent in kept):
-            kept.add(uuid)
         else:
-            dead.add(index)
+            owner = _message_ancestor(parents, positions, parent, kept)
+            same_reply = role == "assistant" and reply in replies and owner in kept
+            results = [b.get("tool_use_id") for b in blocks if b["type"] == "tool_result"]
+            result = role == "user" and len(results) == len(blocks)
+            answers = result and all(r in calls for r in results)
+            if not on_chain or same_reply or answers or (result and owner in kept):
+                kept.add(uuid)
+            else:
+                dead.add(index)
+                continue
+        if role == "assistant":
+            calls.update(str(b.get("id")) for b in blocks if b["type"] == "tool_use")
     return dead
+
+
+def _message_ancestor(
+    parents: _Parents,
+    positions: Mapping[str, int],
+    parent: str | None,
+    kept: Collection[str],
+) -> str | None:
+    """`parent`, or when it is no message line (a hook's progress, a system line) the
+    nearest message line above it."""
+    seen: set[str] = set()
+    while parent is not None and parent not in kept and parent not in positions:
+        if parent in seen or parent not in parents:
+            return parent
+        seen.add(parent)
+        parent = parents[parent][1]
+    return parent
 
 
 # A transcript is read from at most its last this many bytes: pasted screenshots make a long

@@ -564,3 +564,69 @@ def test_a_uuid_reused_under_another_parent_ends_the_chain() -> None:
         "three",
         "3",
     ]
+
+
+def test_parallel_results_under_progress_lines_each_answer_their_call() -> None:
+    # Found in review (21d5abb): Claude Code 2.x writes a hook's progress lines into the
+    # chain, so a parallel tool result can name a progress line, not the reply that called
+    # it; it was taken for a rewound branch and dropped, and the request then held a
+    # tool_use with no result (one the API refuses).
+    def progress(uuid: str, parent: str, tool_id: str) -> str:
+        return json.dumps(
+            {
+                "type": "progress",
+                "uuid": uuid,
+                "parentUuid": parent,
+                "toolUseID": tool_id,
+                "data": {"type": "hook_progress", "hookEvent": "PostToolUse"},
+            }
+        )
+
+    lines = [
+        _entry("user", "u1", None, "read both"),
+        _entry("assistant", "a1", "u1", _use("t1"), mid="m1"),
+        _entry("assistant", "a2", "a1", _use("t2"), mid="m1"),
+        progress("p1", "a2", "t1"),
+        _entry("user", "r1", "p1", _result("t1")),
+        progress("p2", "a2", "t2"),
+        _entry("user", "r2", "p2", _result("t2")),
+        _entry("assistant", "a3", "r2", [{"type": "text", "text": "both read"}], mid="m2"),
+    ]
+    assert _texts(claude_code.parse_transcript_lines(lines)) == [
+        "read both",
+        "t1",
+        "t2",
+        "t1",
+        "t2",
+        "both read",
+    ]
+
+
+def test_a_rewind_past_a_reused_uuid_still_drops_the_branch_left() -> None:
+    # Found in review (644dcd0): a uuid written again under a new parent ended the chain,
+    # and what preceded it was all kept, so the commonest rewind (the last prompt edited,
+    # its new line naming the hook context the old one named) sent the prompt taken back.
+    # A line names its parent as that parent's newest line before it.
+    def hook_context(parent: str) -> str:
+        return json.dumps(
+            {"type": "saved_hook_context", "uuid": "h", "parentUuid": parent, "content": ["x"]}
+        )
+
+    lines = [
+        _entry("user", "u1", None, "one"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "1"}], mid="m1"),
+        hook_context("a1"),
+        _entry("user", "u2", "h", "drop the users table"),
+        _entry("assistant", "a2", "u2", [{"type": "text", "text": "dropped"}], mid="m2"),
+        hook_context("a2"),
+        # The rewind to before u2: the context is written again as it was then.
+        hook_context("a1"),
+        _entry("user", "u2b", "h", "no: add a regression test"),
+        _entry("assistant", "a2b", "u2b", [{"type": "text", "text": "added"}], mid="m3"),
+    ]
+    assert _texts(claude_code.parse_transcript_lines(lines)) == [
+        "one",
+        "1",
+        "no: add a regression test",
+        "added",
+    ]
