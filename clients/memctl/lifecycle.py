@@ -165,7 +165,14 @@ def launchd_job(sock: Path) -> list[str] | None:
     launchctl = shutil.which("launchctl")
     if launchctl is None:
         return None
-    running = query_status(sock, timeout=2.0)
+    try:
+        running = query_status(sock, timeout=2.0)
+    except RpcError as exc:
+        if exc.code != BUSY:
+            raise
+        # At its connection cap it answers only why: its pid is in its status file (`restart`
+        # ended in the -32004 here, before stopping anything).
+        running = read_status_file(sock)
     if running is None:
         return None
     import subprocess

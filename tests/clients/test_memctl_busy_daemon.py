@@ -105,3 +105,41 @@ def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
         if held.poll() is None:
             held.kill()
             held.wait()
+
+
+def test_restart_of_a_busy_launch_agent_daemon_stops_it_and_has_launchd_start_it(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Where launchctl is (macOS; a fake one here), restart asked `status` to learn whether the
+    # daemon is the LaunchAgent's, and ended in the -32004 before stopping anything.
+    held = subprocess.Popen(["sleep", "120"])  # stands for the agent's daemon
+
+    def status(_params: dict[str, Any]) -> Any:
+        if held.poll() is None:
+            raise FakeError(-32004, WHY)
+        return {"pid": held.pid + 1, "version": "fake"}  # the one launchd started again
+
+    fake_daemon.on("status", status)
+    fake_daemon.on("shutdown", _busy)
+    log = tmp_path / "launchctl.log"
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    launchctl = tools / "launchctl"
+    launchctl.write_text(
+        f'#!/bin/sh\necho "$*" >> "{log}"\n'
+        f'case "$1" in print) printf "\\tpid = {held.pid}\\n";; esac\nexit 0\n'
+    )
+    launchctl.chmod(0o755)
+    try:
+        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
+        status_file.write_text(json.dumps({"pid": held.pid}))
+        env = memctl_env(HOME=str(tmp_path), PATH=f"{tools}:{os.environ.get('PATH', '/usr/bin')}")
+        done = run_memctl("--socket", str(fake_daemon.socket_path), "restart", env=env)
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert f"memoryd restarted by launchd (pid {held.pid + 1})" in done.stdout
+        assert held.wait(10) == -signal.SIGTERM
+        assert [line.split()[0] for line in log.read_text().splitlines()] == ["print", "kickstart"]
+    finally:
+        if held.poll() is None:
+            held.kill()
+            held.wait()
