@@ -107,6 +107,26 @@ def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
             held.wait()
 
 
+def test_service_install_says_a_busy_daemon_with_no_status_file_is_left_running(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    fake_daemon.on("status", _busy)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+    env.pop("XDG_CONFIG_HOME", None)
+    args = ("--socket", str(fake_daemon.socket_path), "service", "install", "--manager", "systemd")
+    done = run_memctl(*args, env=env)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert (
+        f"the daemon on {fake_daemon.socket_path} refused memctl ({WHY}) and no status file "
+        "names its pid: stop it yourself so the socket unit can take over its socket"
+    ) in done.stdout
+    assert not fake_daemon.calls("shutdown")
+
+
 def test_restart_of_a_busy_launch_agent_daemon_stops_it_and_has_launchd_start_it(
     fake_daemon: FakeDaemon, tmp_path: Path
 ) -> None:
