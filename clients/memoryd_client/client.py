@@ -80,7 +80,10 @@ def default_socket_path(platform: str | None = None) -> Path:
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
         # expand_home: `~` is home(), which passes a relative HOME over (expanduser took it).
-        return Path(paths.expand_home(configured)).absolute()
+        try:
+            return Path(paths.expand_home(configured)).absolute()
+        except FileNotFoundError:  # os.getcwd() of a deleted folder: it was a traceback
+            raise _cwd_gone(f"a relative MEMORYD_SOCKET ({configured})") from None
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -93,10 +96,22 @@ def default_socket_path(platform: str | None = None) -> Path:
     else:
         import tempfile  # only on this fallback path: it is slow to import
 
-        sock = Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+        try:
+            temp = tempfile.gettempdir()
+        except FileNotFoundError:  # os.getcwd(), for a relative TMPDIR
+            raise _cwd_gone("a relative TMPDIR, TEMP or TMP") from None
+        sock = Path(temp) / f"memoryd-{os.getuid()}" / "memoryd.sock"
     if problem is not None:
         _warn_once(f"XDG_RUNTIME_DIR={runtime} is passed over: {problem}; the socket is {sock}")
     return sock
+
+
+def _cwd_gone(what: str) -> DaemonUnavailable:
+    """Started from a folder that was deleted (a shell left in a removed checkout)."""
+    return DaemonUnavailable(
+        f"the working directory no longer exists, so {what} cannot be resolved: make it "
+        "absolute, or run from a folder that exists"
+    )
 
 
 _warned: set[str] = set()

@@ -17,6 +17,7 @@ from memoryd.core.env_numbers import EnvNumberError
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, MiB
 from memoryd.daemon.logging import configure
+from memoryd_client import DaemonUnavailable
 
 
 def positive_int(text: str) -> int:
@@ -206,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = build_config(args)
     except EnvNumberError as exc:
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return 2
+    except DaemonUnavailable as exc:  # the socket rule's own words, of MEMORYD_SOCKET or TMPDIR
         print(f"memoryd: {exc}", file=sys.stderr)
         return 2
     except FileNotFoundError:  # os.getcwd(), for a relative path: a traceback before

@@ -149,3 +149,43 @@ def test_memoryd_socket_under_a_relative_home_is_under_the_passwd_home(
     assert default_socket_path("linux") == Path(pwd.getpwuid(os.getuid()).pw_dir) / "m.sock"
     monkeypatch.setenv("MEMORYD_SOCKET", "rel/./m.sock")
     assert default_socket_path("linux") == tmp_path / "rel" / "m.sock"
+
+
+def _leave_a_deleted_cwd() -> None:
+    os.rmdir(os.getcwd())
+
+
+@pytest.mark.parametrize(
+    ("command", "env", "said"),
+    [
+        ("memctl", {"MEMORYD_SOCKET": "rel.sock"}, "a relative MEMORYD_SOCKET (rel.sock)"),
+        ("memctl", {"TMPDIR": "rel"}, "a relative TMPDIR, TEMP or TMP"),
+        ("memoryd", {"TMPDIR": "rel"}, "a relative TMPDIR, TEMP or TMP"),
+    ],
+)
+def test_a_socket_rule_that_needs_a_deleted_working_directory_is_one_line(
+    tmp_path: Path, command: str, env: dict[str, str], said: str
+) -> None:
+    # memctl gave a FileNotFoundError traceback from os.getcwd(); the daemon one too for TMPDIR.
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    full = memctl_env(**env)
+    for name in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "MEMORYD_SOCKET"):
+        full.pop(name, None)
+    full.update(env)
+    args = ["-m", "memctl", "status"] if command == "memctl" else ["-m", "memoryd"]
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=gone,
+        env=full,
+        preexec_fn=_leave_a_deleted_cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == (3 if command == "memctl" else 2), done.stderr
+    assert done.stderr == (
+        f"{command}: the working directory no longer exists, so {said} cannot be resolved: "
+        "make it absolute, or run from a folder that exists\n"
+    )
