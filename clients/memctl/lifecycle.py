@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memoryd_client import Client, DaemonUnavailable, RpcError, UntrustedSocket, default_socket_path
+from memoryd_client import (
+    Client,
+    DaemonUnavailable,
+    RpcError,
+    UntrustedSocket,
+    default_socket_path,
+    paths,
+)
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import UnsafeFolder, open_private_log
 
@@ -20,7 +27,15 @@ BUSY = -32004
 
 
 def socket_path(arg: Path | None) -> Path:
-    return Path(arg).expanduser().absolute() if arg else default_socket_path()
+    if not arg:
+        return default_socket_path()
+    try:
+        return Path(paths.expand_home(str(arg))).absolute()
+    except FileNotFoundError:  # os.getcwd() of a deleted folder: it was a traceback
+        raise DaemonUnavailable(
+            f"the working directory no longer exists, so a relative --socket ({arg}) cannot "
+            "be resolved: make it absolute, or run from a folder that exists"
+        ) from None
 
 
 def status_file(sock: Path) -> Path:

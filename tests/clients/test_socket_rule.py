@@ -160,6 +160,7 @@ def _leave_a_deleted_cwd() -> None:
     [
         ("memctl", {"MEMORYD_SOCKET": "rel.sock"}, "a relative MEMORYD_SOCKET (rel.sock)"),
         ("memctl", {"TMPDIR": "rel"}, "a relative TMPDIR, TEMP or TMP"),
+        ("memctl --socket", {}, "a relative --socket (rel.sock)"),
         ("memoryd", {"TMPDIR": "rel"}, "a relative TMPDIR, TEMP or TMP"),
     ],
 )
@@ -173,7 +174,11 @@ def test_a_socket_rule_that_needs_a_deleted_working_directory_is_one_line(
     for name in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "MEMORYD_SOCKET"):
         full.pop(name, None)
     full.update(env)
-    args = ["-m", "memctl", "status"] if command == "memctl" else ["-m", "memoryd"]
+    args = {
+        "memctl": ["-m", "memctl", "status"],
+        "memctl --socket": ["-m", "memctl", "--socket", "rel.sock", "status"],
+        "memoryd": ["-m", "memoryd"],
+    }[command]
     done = subprocess.run(
         [sys.executable, *args],
         cwd=gone,
@@ -184,8 +189,8 @@ def test_a_socket_rule_that_needs_a_deleted_working_directory_is_one_line(
         timeout=60,
     )
     assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == (3 if command == "memctl" else 2), done.stderr
+    assert done.returncode == (2 if command == "memoryd" else 3), done.stderr
     assert done.stderr == (
-        f"{command}: the working directory no longer exists, so {said} cannot be resolved: "
+        f"{command.split()[0]}: the working directory no longer exists, so {said} cannot be resolved: "
         "make it absolute, or run from a folder that exists\n"
     )
