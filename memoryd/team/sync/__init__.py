@@ -5,5 +5,5 @@ delta.py    pure decisions: what a pull writes, what a push sends
 localfs.py  the team folder on disk: scanning with a stat cache, safe key paths, conflicts
 client.py   httpx client for the server's endpoint; HTTP outcomes mapped to exceptions
 engine.py   pull and push for one folder ↔ one repository
-watcher.py  watchfiles on team/, the debounce, retry backoff, clean shutdown
+watcher.py  the watch of team/ (fswatch), the debounce, retry backoff, clean shutdown
 """
