@@ -118,16 +118,26 @@ class IndexWriter:
         failures = await held_work(lambda: [_rewrite(p, lines, on) for _, p, lines, on in jobs])
         unwritten: dict[str, tuple[str, str]] = {}
         problem: str | None = None
-        for (mine, path, _, _), why in zip(jobs, failures, strict=True):
-            if why is None:
+        for (mine, path, lines, _), (why, refused) in zip(jobs, failures, strict=True):
+            if len(refused) < len(lines):
                 state.note_written_dir(path.parent)
+            if why is None:
                 continue
-            # Every line of this batch is kept, other writers' too (they were popped and
+            # Every line not written is kept, other writers' too (they were popped and
             # lost: a write told "saved" had no line until the orphan sweep made one).
-            unwritten.update(mine)
+            unwritten.update(
+                (k, v) for k, v in mine.items() if index_file(k, is_team(k)) in refused
+            )
+            # Named: a write whose own line went in is told whose line waits, not its own.
+            waiting = sorted(
+                index_file(k, is_team(k)) for k in mine if index_file(k, is_team(k)) in refused
+            )
+            shown = ", ".join(waiting[:5]) + (
+                f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+            )
             problem = (
-                f"{path} could not be rewritten ({why}): the memory is "
-                "saved, its index line is added when the index can be written again"
+                f"{path} could not be rewritten ({why}): the memory is saved, and the index "
+                f"line of {shown} is added when the index can be written again"
             )
         if unwritten:
             queued = self._pending.setdefault(memory_dir, {})
@@ -326,20 +336,47 @@ def _reconcile(path: Path, files: Mapping[str, tuple[str, str]]) -> tuple[int, i
     return len(after - before), len(before - after)
 
 
-def _rewrite(path: Path, lines: Mapping[str, str], present: Collection[str]) -> str | None:
+def _rewrite(
+    path: Path, lines: Mapping[str, str], present: Collection[str]
+) -> tuple[str | None, set[str]]:
     """Put `lines` into the index at `path` (a flush's, in a thread); what kept it from being
-    rewritten, if anything did (an OSError; an index that would be over its cap)."""
+    rewritten, if anything did (an OSError; an index that would be over its cap), and the
+    files whose lines were not written. Lines that together would take the index over its
+    cap are put in one by one, so that one line refused (a memory written when the index was
+    near the cap, its line queued) leaves no other writer's line unwritten: it held every
+    later write's line of the folder back, a short one too, and an updated memory's line
+    stayed as it was."""
+    exists = on_disk(path.parent, present)
     try:
-        update_index(
-            path,
-            lambda text: index_mod.apply(text, lines, present, on_disk(path.parent, present)),
-            create=True,
-        )
+        update_index(path, lambda text: index_mod.apply(text, lines, present, exists), create=True)
     except OSError as exc:
-        return str(exc.strerror or exc)
+        return str(exc.strerror or exc), set(lines)
     except TooLarge as exc:
-        return exc.message
-    return None
+        if len(lines) == 1:
+            return exc.message, set(lines)
+    else:
+        return None, set()
+    why: str | None = None
+    refused: set[str] = set()
+    for file, line in sorted(lines.items(), key=lambda item: len(item[1])):
+        try:
+            one = {file: line}
+            update_index(
+                path,
+                functools.partial(_apply, upserts=one, present=present, exists=exists),
+                create=True,
+            )
+        except OSError as exc:
+            why, refused = str(exc.strerror or exc), refused | {file}
+        except TooLarge as exc:
+            why, refused = exc.message, refused | {file}
+    return why, refused
+
+
+def _apply(
+    text: str, upserts: Mapping[str, str], present: Collection[str], exists: index_mod.Exists
+) -> str:
+    return index_mod.apply(text, upserts, present, exists)
 
 
 def unlisted_files(

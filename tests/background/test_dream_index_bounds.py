@@ -114,3 +114,36 @@ async def test_a_write_whose_line_would_take_the_index_past_the_cap_is_saved_wit
     assert second.exists()  # the memory is saved, its line stays queued
     assert results[0]["warnings"] == []
     assert "would be 346 bytes" in " ".join(results[1]["warnings"])
+
+
+async def test_a_line_refused_at_the_cap_holds_no_other_writers_line_back(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in review (8aeb2e4): a refused line stayed queued and was written with the next
+    # write's line in one rewrite, refused as a whole: from then on no write of the folder
+    # got its line (a short one too, and an updated memory's line stayed as it was).
+    monkeypatch.setattr(index_mod, "MAX_INDEX_READ_BYTES", 150)
+
+    async def write(name: str, description: str) -> dict[str, object]:
+        return await ws.handle.call(
+            "memory.write",
+            cwd=str(ws.cwd),
+            type="user",
+            name=name,
+            description=description,
+            body="b",
+        )
+
+    await write("b", "short")
+    big = await write("big", WORDS)
+    assert "user_big.md" in " ".join(big["warnings"])  # type: ignore[arg-type]
+    later = await write("c", "tiny")
+    await write("b", "shorter")
+    index = (ws.memory_dir / "MEMORY.md").read_text()
+    assert "(user_c.md) — tiny" in index
+    assert "(user_b.md) — shorter" in index
+    assert "user_big.md" not in index
+    # The write is told whose line waits: not its own.
+    assert "user_c.md" not in " ".join(later["warnings"])  # type: ignore[arg-type]
+    listed = await ws.handle.call("memory.list", cwd=str(ws.cwd))
+    assert {m["name"] for m in listed["memories"]} == {"b", "big", "c"}
