@@ -149,7 +149,7 @@ class _Inotify:
             for root in roots:
                 if recursive:
                     self._watch_name(str(root))
-                if not self._add(str(root), follow=True):
+                if self._add(str(root), follow=True) is None:
                     if unwatched is None:
                         code = ctypes.get_errno()
                         raise OSError(code, f"cannot watch: {os.strerror(code)}", str(root))
@@ -163,17 +163,17 @@ class _Inotify:
     def close(self) -> None:
         os.close(self.fd)
 
-    def _add(self, folder: str, *, follow: bool) -> bool:
-        """Watch `folder`; False when it cannot be (gone, unreadable, not a folder)."""
+    def _add(self, folder: str, *, follow: bool) -> int | None:
+        """Watch `folder`: its watch; None when it cannot be (gone, unreadable, not a folder)."""
         mask = _MASK if follow else _MASK | _IN_DONT_FOLLOW
         wd = self._libc.add_watch(self.fd, os.fsencode(folder), mask)
         if wd >= 0:
             self.folders[wd] = folder  # the same wd again for a folder already watched
-            return True
+            return int(wd)
         code = ctypes.get_errno()
         if code not in _SKIPPED:
             raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", folder)
-        return False
+        return None
 
     def _watch_name(self, root: str) -> None:
         """Watch `root`'s parent for entries named as `root` (made, removed, renamed)."""
@@ -190,8 +190,9 @@ class _Inotify:
         if code not in _SKIPPED:
             raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", parent)
 
-    def _add_below(self, top: str, found: Changes | None) -> None:
-        """Watch every folder under `top` (watched already); what is there goes in `found`."""
+    def _add_below(self, top: str, found: Changes | None, kept: set[int] | None = None) -> None:
+        """Watch every folder under `top` (watched already); what is there goes in `found`,
+        their watches in `kept`."""
         pending = [top]
         while pending:
             folder = pending.pop()
@@ -207,8 +208,21 @@ class _Inotify:
                 except OSError:
                     continue
                 # _add raises what is the watcher's (ENOSPC: the watch limit), not the folder's.
-                if is_dir and self._add(entry.path, follow=False):
+                wd = self._add(entry.path, follow=False) if is_dir else None
+                if wd is not None:
                     pending.append(entry.path)
+                    if kept is not None:
+                        kept.add(wd)
+
+    def _rewalk(self) -> None:
+        """After events were lost: watch the folders made meanwhile, and forget those moved
+        out (still reported under their old names) or gone."""
+        kept = {wd for wd, folder in self.folders.items() if folder in self.roots}
+        for wd in list(kept):
+            self._add_below(self.folders[wd], None, kept)
+        for wd in set(self.folders) - kept:
+            del self.folders[wd]
+            self._libc.rm_watch(self.fd, wd)
 
     def _forget_below(self, top: str) -> None:
         """Stop watching `top` and the folders under it (moved out, or away to be re-added)."""
@@ -235,10 +249,8 @@ class _Inotify:
     def _event(self, wd: int, mask: int, name: bytes, changes: Changes) -> None:
         if mask & _IN_Q_OVERFLOW:
             changes.add(LOST)
-            if self.recursive:  # folders made while events were lost: watch them now
-                for root in self.roots:
-                    if root in self.folders.values():
-                        self._add_below(root, None)
+            if self.recursive:
+                self._rewalk()
             return
         named = self.parents.get(wd)
         if named is not None and name:
@@ -253,7 +265,7 @@ class _Inotify:
         path = os.path.join(folder, os.fsdecode(name)) if name else folder
         if name and mask & _ADDED:
             changes.add((Change.added, path))
-            if self.recursive and mask & _IN_ISDIR and self._add(path, follow=False):
+            if self.recursive and mask & _IN_ISDIR and self._add(path, follow=False) is not None:
                 self._add_below(path, changes)
         elif name and mask & _DELETED:
             changes.add((Change.deleted, path))

@@ -70,16 +70,21 @@ async def _armed(watch: _Watch, root: Path) -> None:
     watch.seen.clear()
 
 
+def _overflow(folder: Path) -> None:
+    """Events enough to overflow the queue. The loop is the caller's: held here, nothing
+    reads the queue until its next await."""
+    flip = folder / ".flip"
+    flip.write_text("x")
+    for _ in range(inotify_queue_size() // 2 + 100):  # two events a rename
+        os.rename(flip, folder / ".flop")
+        os.rename(folder / ".flop", flip)
+
+
 async def test_a_folder_made_while_events_were_lost_is_watched(tmp_path: Path) -> None:
     watch = _Watch(tmp_path)
     await _armed(watch, tmp_path)
     try:
-        # The loop is this one: held here, nothing reads the queue until the next await.
-        flip = tmp_path / ".flip"
-        flip.write_text("x")
-        for _ in range(inotify_queue_size() // 2 + 100):  # two events a rename: the queue overflows
-            os.rename(flip, tmp_path / ".flop")
-            os.rename(tmp_path / ".flop", flip)
+        _overflow(tmp_path)
         (tmp_path / "made" / "deeper").mkdir(parents=True)
         seen = await asyncio.wait_for(watch.until(lambda c: fswatch.LOST in c), 10)
         assert fswatch.LOST in seen
@@ -215,3 +220,27 @@ async def test_the_watch_limit_reached_for_a_new_folder_ends_the_watch(
         await asyncio.wait_for(watch.until(lambda _: False), 10)
     assert info.value.errno == errno.ENOSPC
     watch._batch = None  # the generator ended with the error
+
+
+async def test_a_folder_moved_out_while_events_were_lost_is_no_longer_reported(
+    tmp_path: Path,
+) -> None:
+    # Its move unseen, its watch went on reporting its edits under the old name, inside the
+    # tree: each one a push of a folder where nothing had changed.
+    root = tmp_path / "team"
+    (root / "old").mkdir(parents=True)
+    watch = _Watch(root)
+    await _armed(watch, root)
+    try:
+        _overflow(root)
+        os.rename(root / "old", tmp_path / "archived")
+        await asyncio.wait_for(watch.until(lambda c: fswatch.LOST in c), 10)
+        watch.seen.clear()
+        (tmp_path / "archived" / "note.md").write_text("edited outside the tree")
+        probe = root / "probe"
+        seen = await asyncio.wait_for(
+            watch.until(lambda c: str(probe) in _paths(c), lambda: probe.write_text("q")), 10
+        )
+        assert not any(p.startswith(str(root / "old")) for p in _paths(seen)), seen
+    finally:
+        await watch.close()
