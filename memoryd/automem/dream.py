@@ -34,7 +34,7 @@ from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
-from memoryd.errors import MemorydError, NotFound, TooLarge
+from memoryd.errors import MemorydError, NotFound
 from memoryd.fsutil import atomic_write_text
 from memoryd.llm.prompt_cache import cached_prompt
 
@@ -424,12 +424,7 @@ class Dream:
         """The index rebuilt after a run; why it could not be, when its lines would take it
         over its cap. That raised out of the run: the answer lost what the run had edited and
         retired."""
-        try:
-            await self.extraction.settle(project, memory_dir, kept, always=True)
-        except TooLarge as exc:
-            log.warning("dream: index not rebuilt", memory_dir=str(memory_dir), why=exc.message)
-            return f"the index was not rebuilt: {exc.message}"
-        return None
+        return await self.extraction.settle(project, memory_dir, kept, always=True)
 
     # -- status ------------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:

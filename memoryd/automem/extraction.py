@@ -36,7 +36,7 @@ from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import MEMORY_TYPES
 from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, TooLarge
 from memoryd.fsutil import read_regular_file
 from memoryd.session.compaction import BOUNDARY_TAG
 
@@ -535,7 +535,9 @@ class Extraction:
             # Even when the run was stopped: what it wrote is indexed and announced.
             # An index the agent rewrote is reconciled too, when it wrote no memory: one that
             # dropped lines or listed files that do not exist stayed so.
-            await self.settle(project, memory_dir, written, always=bool(index_written))
+            problem = await self.settle(project, memory_dir, written, always=bool(index_written))
+        if problem is not None:
+            await self.host.report_worker_error(WORKER, problem)
         if result.stop_reason == "error" and not result.refused and not written:
             self._offer_again(turn, offered_before)
         await self._save_cursors()
@@ -578,13 +580,20 @@ class Extraction:
 
     async def settle(
         self, project: Project, memory_dir: Path, written: list[Path], *, always: bool = False
-    ) -> None:
+    ) -> str | None:
         """After a background agent's run (extraction's, dream's): the index put in step with
         what it wrote (`always`: even with nothing written), memoryd's own writes noted, and
-        each memory written announced."""
+        each memory written announced. Returns why the index was not rebuilt (its lines would
+        take it over its cap), or None: that raised out of the run before, and an extraction
+        then neither noted its own writes nor saved its place."""
         if not written and not always:
-            return
-        await self.automem.reconcile_index(project)
+            return None
+        problem = None
+        try:
+            await self.automem.reconcile_index(project)
+        except TooLarge as exc:
+            log.warning("index not rebuilt", memory_dir=str(memory_dir), why=exc.message)
+            problem = f"the index was not rebuilt: {exc.message}"
         for path in (memory_dir / index_mod.INDEX_NAME, *written):
             self.note_own_write(path)
         # Announced once the index has its lines: a client that reacts to `memory/saved`
@@ -593,6 +602,7 @@ class Extraction:
             await self.host.notify(
                 "memory/saved", {"path": str(path), "project": str(project.root)}
             )
+        return problem
 
     async def _report_silent_failure(self, result: AgentResult, written: list[Path]) -> None:
         """An extraction that wrote nothing although the model meant to is an error."""

@@ -550,3 +550,38 @@ async def test_shutdown_lets_a_running_extraction_save_its_memory(
         await stop_daemon(handle)
     assert target.read_text() == text
     assert "(feedback_real_database.md)" in (ws.memory_dir / "MEMORY.md").read_text()
+
+
+async def test_an_index_that_cannot_take_the_new_line_still_ends_the_run_well(
+    ws: Workspace, fake_model: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A MEMORY.md near its cap: the rebuild after the run raised TooLarge out of it, so the
+    # memory written was never announced nor noted as memoryd's own, and the session's place
+    # was not saved. Now the memory is announced and the index problem is a worker error.
+    from memoryd.automem import index as index_mod
+
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    for i in range(9):
+        (ws.memory_dir / f"project_{i}.md").write_text(
+            memory_text(f"fact {i}", f"{i} " + "word " * 40, "project", "b")
+        )
+    await ws.handle.call("memory.reconcile", cwd=str(ws.cwd))
+    size = len((ws.memory_dir / "MEMORY.md").read_bytes())
+    monkeypatch.setattr(index_mod, "MAX_INDEX_READ_BYTES", size + 10)  # room for no new line
+    target = ws.memory_dir / "feedback_real_database.md"
+    content = memory_text("Real database in tests", "tests must hit a real DB", "feedback", "b")
+    fake_model.enqueue(
+        tool_use_reply([("Write", {"file_path": str(target), "content": content})]),
+        text_reply("Saved feedback_real_database.md"),
+    )
+    client = await _subscribe(ws, "memory/saved", "worker/error")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert target.exists()
+    notes = _drain(client)
+    assert {"event": "memory/saved", "path": str(target), "project": str(ws.project.root)} in notes
+    errors = [n for n in notes if n["event"] == "worker/error"]
+    assert errors
+    assert "the index was not rebuilt" in json.dumps(errors)
+    await client.close()
