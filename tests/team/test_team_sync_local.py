@@ -363,3 +363,20 @@ def test_scan_stops_at_the_key_depth_limit_and_survives_very_deep_folders(
     assert too_deep not in scan.checksums
     assert scan.invalid["/".join(f"d{i}" for i in range(1, 17))].startswith("folder nested")
     assert not any(key.startswith("x/") for key in scan.checksums)
+
+
+def test_a_team_folder_link_to_a_missing_folder_says_so_and_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    # A pull into it failed with "File exists: …/team" (listed in team.status), which named
+    # neither the link nor what to do.
+    team = tmp_path / "memory" / "team"
+    team.parent.mkdir()
+    gone = tmp_path / "shared" / "team"
+    team.symlink_to(gone, target_is_directory=True)
+    folder = LocalFolder(team)
+    with pytest.raises(FileNotFoundError) as info:
+        folder.write("a.md", "from the server\n")
+    assert f"symbolic link to {str(gone)!r}, which does not exist" in str(info.value)
+    assert "make that folder or remove the link" in str(info.value)
+    assert not (tmp_path / "shared").exists()  # a drive not mounted: nothing made in its place

@@ -12,6 +12,7 @@ both spellings exist (possible on Linux), the NFC one is the key's file and the 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat as stat_mod
@@ -236,6 +237,15 @@ class LocalFolder:
     def _make_parents(self, target: Path) -> None:
         # Parents are created, then checked again: a link planted between the check and the
         # write cannot carry the write elsewhere.
+        if self.team_dir.is_symlink() and not self.team_dir.exists():
+            # Its folder removed (or on a drive not mounted): never made here. The bare
+            # FileExistsError ("File exists: …/team") told the user nothing.
+            raise FileNotFoundError(
+                errno.ENOENT,
+                f"the team folder is a symbolic link to {os.readlink(self.team_dir)!r}, which "
+                "does not exist: make that folder or remove the link",
+                str(self.team_dir),
+            )
         make_private_dirs(self.team_dir)
         make_private_dirs(target.parent)
         self._refuse_links(target.parent)
