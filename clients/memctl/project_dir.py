@@ -35,7 +35,14 @@ def not_utf8(path: str, given: bool) -> str | None:
 def project_cwd(args: argparse.Namespace) -> str:
     """The absolute `--cwd`, else the current directory's: what the daemon resolves. A path
     that is not UTF-8 ends memctl (exit 2) with `not_utf8`'s message."""
-    cwd = os.path.abspath(args.cwd or os.getcwd())
+    try:
+        cwd = os.path.abspath(args.cwd or os.getcwd())
+    except FileNotFoundError:  # getcwd (or abspath of a relative --cwd) in a deleted folder
+        message = (
+            "the working directory no longer exists: run memctl from a folder that exists, "
+            "or pass --cwd with an absolute path"
+        )
+        raise SystemExit(fail(args, message, EXIT_USAGE)) from None
     problem = not_utf8(cwd, given=args.cwd is not None)
     if problem is not None:
         raise SystemExit(fail(args, problem, EXIT_USAGE))

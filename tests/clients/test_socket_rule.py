@@ -194,3 +194,25 @@ def test_a_socket_rule_that_needs_a_deleted_working_directory_is_one_line(
         f"{command.split()[0]}: the working directory no longer exists, so {said} cannot be resolved: "
         "make it absolute, or run from a folder that exists\n"
     )
+
+
+def test_a_command_about_the_working_directory_says_it_is_gone(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    # `memctl recall` (and each command that sends the cwd) gave a FileNotFoundError traceback
+    # from os.getcwd() in a deleted folder.
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "memctl", "--socket", str(short_tmp / "m.sock"), "recall", "x"],
+        cwd=gone,
+        env=memctl_env(),
+        preexec_fn=_leave_a_deleted_cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2
+    assert "the working directory no longer exists" in done.stderr
+    assert "pass --cwd" in done.stderr
