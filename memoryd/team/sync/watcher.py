@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,10 @@ from memoryd.team.sync.localfs import is_ignored
 log = structlog.get_logger("memoryd.team")
 
 ReportError = Callable[[str, str], Awaitable[None]]
+
+# The watch limit met (ENOSPC): the first new try after 5 s, then doubling up to a minute.
+WATCH_LIMIT_RETRY_S = 5.0
+WATCH_LIMIT_RETRY_CAP_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -313,6 +318,7 @@ class SyncRunner:
     async def _watch(self) -> None:
         failures = 0
         missing = False  # no folder to watch: a symlink whose folder was removed
+        limited = False  # the user's inotify watch limit met: more folders than it allows
         while not self._stop.is_set():
             if missing and self.team_dir.is_dir():
                 missing = False
@@ -340,12 +346,36 @@ class SyncRunner:
                     if not missing:
                         log.info("team folder missing; waiting for it", repo=self.engine.repo)
                     missing = True
+                elif isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                    # The user's inotify watch limit (a tree with more folders than it allows):
+                    # retried at 0.2..5 s, each try took every watch the user had left (the
+                    # rules watcher's and editors' failed meanwhile), warned, and pushed, for
+                    # ever. Said once; tried again less often; each try still pushes (a poll).
+                    if not limited:
+                        log.warning(
+                            "team folder not watched: the inotify watch limit is reached "
+                            "(raise fs.inotify.max_user_watches); what changed is pushed at each "
+                            "new try meanwhile (at least once a minute)",
+                            repo=self.engine.repo,
+                            error=repr(exc),
+                        )
+                    limited = True
+                    self.trigger(deletion=False)
                 else:
                     log.warning("team watcher restarting", repo=self.engine.repo, error=repr(exc))
                     self.trigger(deletion=False)  # what changed while it was down is pushed
+            else:
+                limited = False
             if self._stop.is_set():
                 return
-            await asyncio.sleep(min(0.1 * 2**failures, 5.0) if failures else 0.1)
+            if limited:
+                wait = min(WATCH_LIMIT_RETRY_S * 2 ** (failures - 1), WATCH_LIMIT_RETRY_CAP_S)
+            else:
+                wait = min(0.1 * 2**failures, 5.0) if failures else 0.1
+            with contextlib.suppress(TimeoutError):  # a stop ends the wait (close waits 5 s)
+                await asyncio.wait_for(self._stop.wait(), wait)
+            if self._stop.is_set():
+                return
             with contextlib.suppress(OSError):
                 ensure_private_dir(self.team_dir)
 
