@@ -214,12 +214,24 @@ class _Inotify:
                     if kept is not None:
                         kept.add(wd)
 
-    def _rewalk(self) -> None:
+    def _rewalk(self, changes: Changes) -> None:
         """After events were lost: watch the folders made meanwhile, and forget those moved
-        out (still reported under their old names) or gone."""
-        kept = {wd for wd, folder in self.folders.items() if folder in self.roots}
-        for wd in list(kept):
-            self._add_below(self.folders[wd], None, kept)
+        out (still reported under their old names) or gone. A root whose name now holds
+        another folder, or none (the parent's events for its name were lost too), is reported
+        `added` or `deleted`: its watch stayed on the old folder, and the new one's top level
+        went unseen."""
+        kept: set[int] = set()
+        for root in self.roots:
+            before = {wd for wd, folder in self.folders.items() if folder == root}
+            wd = self._add(root, follow=True)  # by name: the wd of what the name holds now
+            if wd is None:
+                if before:
+                    changes.add((Change.deleted, root))
+                continue
+            if wd not in before:
+                changes.add((Change.added, root))
+            kept.add(wd)
+            self._add_below(root, None, kept)
         for wd in set(self.folders) - kept:
             del self.folders[wd]
             self._libc.rm_watch(self.fd, wd)
@@ -250,7 +262,7 @@ class _Inotify:
         if mask & _IN_Q_OVERFLOW:
             changes.add(LOST)
             if self.recursive:
-                self._rewalk()
+                self._rewalk(changes)
             return
         named = self.parents.get(wd)
         if named is not None and name:

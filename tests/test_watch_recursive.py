@@ -191,6 +191,29 @@ async def test_a_root_whose_name_now_holds_another_folder_is_reported(tmp_path: 
         await watch.close()
 
 
+async def test_a_root_pointed_elsewhere_while_events_were_lost_is_reported(
+    tmp_path: Path,
+) -> None:
+    # The parent's event for the root's name was lost with the rest: the walk after the
+    # overflow went through the name into the new folder but kept the root's watch on the old
+    # one, so the new folder's top level was never watched and no new watch was set up.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    root = tmp_path / "team"
+    root.symlink_to(first, target_is_directory=True)
+    watch = _Watch(root)
+    await _armed(watch, root)
+    try:
+        _overflow(first)
+        (tmp_path / "link").symlink_to(second, target_is_directory=True)
+        os.replace(tmp_path / "link", root)  # ln -sfn second team, unseen
+        seen = await asyncio.wait_for(watch.until(lambda c: fswatch.LOST in c), 10)
+        assert (fswatch.Change.added, str(root)) in seen  # the team watcher sets up a new watch
+    finally:
+        await watch.close()
+
+
 async def test_the_watch_limit_reached_for_a_new_folder_ends_the_watch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
