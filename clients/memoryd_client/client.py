@@ -79,9 +79,13 @@ def default_socket_path(platform: str | None = None) -> Path:
     """
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
-        # expand_home: `~` is home(), which passes a relative HOME over (expanduser took it).
+        # `~` is home(), which passes a relative HOME over (expanduser took it). Only `~` and
+        # `~/`, as both editors: they cannot look up another user's home, so `~name/m.sock`
+        # (expanded here by expanduser) was theirs relative, another socket than the daemon's.
+        if configured == "~" or configured.startswith("~/"):
+            configured = str(paths.home()) + configured[1:]
         try:
-            return Path(paths.expand_home(configured)).absolute()
+            return Path(configured).absolute()
         except FileNotFoundError:  # os.getcwd() of a deleted folder: it was a traceback
             raise _cwd_gone(f"a relative MEMORYD_SOCKET ({configured})") from None
     if (platform or sys.platform) == "darwin":

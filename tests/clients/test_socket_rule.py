@@ -151,6 +151,17 @@ def test_memoryd_socket_under_a_relative_home_is_under_the_passwd_home(
     assert default_socket_path("linux") == tmp_path / "rel" / "m.sock"
 
 
+def test_memoryd_socket_with_another_users_tilde_is_relative_as_in_the_editors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # os.path.expanduser made ~root/m.sock /root/m.sock; VS Code and Neovim expand only `~`
+    # and `~/` (they cannot look up another user's home) and took it from the working
+    # directory: the editors looked for another socket than the daemon's and memctl's.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORYD_SOCKET", "~root/m.sock")
+    assert default_socket_path("linux") == tmp_path / "~root" / "m.sock"
+
+
 def _leave_a_deleted_cwd() -> None:
     os.rmdir(os.getcwd())
 
