@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,49 @@ def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
         if held.poll() is None:
             held.kill()
             held.wait()
+
+
+def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after_sigterm(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    # SIGTERM at once and 5 s: a daemon still draining its requests (or hung) was said to be
+    # "stopped", and the socket unit was enabled beside it, its socket still held.
+    fake_daemon.on("status", _busy)
+    fake_daemon.on("shutdown", _busy)
+    held = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert held.stdout is not None
+        assert held.stdout.readline() == "ready\n"
+        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
+        status_file.write_text(
+            json.dumps({"pid": held.pid, "socket": str(fake_daemon.socket_path)})
+        )
+        home = tmp_path / "home"
+        home.mkdir()
+        env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+        env.pop("XDG_CONFIG_HOME", None)
+        args = ("--socket", str(fake_daemon.socket_path), "service", "install")
+        done = run_memctl(*args, "--manager", "systemd", env=env)
+        assert done.returncode != 0, (done.stdout, done.stderr)
+        assert f"the background daemon (pid {held.pid}) is still running" in done.stdout
+        assert "stopped the background daemon" not in done.stdout
+        assert "enable --now memoryd.socket" not in calls(tmp_path)
+    finally:
+        held.kill()
+        held.wait()
+        if held.stdout is not None:
+            held.stdout.close()
 
 
 def test_service_install_says_a_busy_daemon_with_no_status_file_is_left_running(

@@ -301,7 +301,10 @@ def _systemd_start(report: Report, systemctl: str, sock: Path, changed: set[str]
     if active.returncode not in (0, 3):  # 3: inactive; anything else: systemd did not say
         report.failed(active, "nothing was stopped")
         return False
-    stopped = _hand_over(report, sock, "the socket unit") if active.returncode == 3 else None
+    try:
+        stopped = _hand_over(report, sock, "the socket unit") if active.returncode == 3 else None
+    except _NotStopped:
+        return False
     if report.run([*user, "enable", "--now", "memoryd.socket"]).returncode != 0:
         if stopped is not None:
             _restart_background(report, sock)
@@ -332,6 +335,10 @@ def _started(report: Report, sock: Path) -> bool:
 UNITS = service_units.SYSTEMD_UNITS
 
 
+class _NotStopped(Exception):
+    """The daemon holding the socket was stopped and is still running."""
+
+
 def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
     """A daemon from `memctl start` holds the socket the service must serve: stop it (what it
     answered, for `_restart_background` when the service does not start), or say so on a dry
@@ -356,7 +363,17 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
     if report.dry_run:
         report.say(f"would stop {what} so {taker} can take over its socket")
         return None
-    lifecycle.stop(sock)
+    result = lifecycle.stop(sock)
+    if not result["stopped"] and (result["pid"] is not None or "refused" in result):
+        # SIGTERM at once and 5 s (a busy daemon) or 30 s and 5 s: one draining its requests
+        # or hung is still there. Said "stopped", and the service was started beside it.
+        report.ok = False
+        report.say(
+            f"{what} is still running after SIGTERM (finishing its requests, or hung), so "
+            f"{taker} cannot take over its socket: nothing was started; stop it "
+            "(`memctl stop`) and run install again"
+        )
+        raise _NotStopped
     report.say(f"stopped {what} so {taker} can take over its socket")
     return running
 
@@ -383,7 +400,10 @@ def _launchd_start(report: Report, launchctl: str, plist: Path, apply: bool, soc
     else:
         # The agent's daemon would exit 2 ("already serving") and KeepAlive would start it
         # again every 10 s for as long as a `memctl start` daemon held the socket.
-        stopped = _hand_over(report, sock, "the LaunchAgent")
+        try:
+            stopped = _hand_over(report, sock, "the LaunchAgent")
+        except _NotStopped:
+            return False
     if report.run([launchctl, "bootstrap", f"gui/{os.getuid()}", str(plist)]).returncode != 0:
         if stopped is not None:
             _restart_background(report, sock)
