@@ -235,14 +235,17 @@ class InstructionFiles:
             future.exception()  # retrieved here, so a lone waiter-less failure is not logged
             raise
         finally:
-            self._building.pop(build_key, None)
+            # Not this load's any more: a change to the project while it ran (`_on_change`).
+            superseded = self._building.get(build_key) is not future
+            if not superseded:
+                del self._building[build_key]
         key = (cwd, project.root, sources, nested, flags)
         self._conditions[key[:4]] = conditions
         self._conditions.move_to_end(key[:4])
         while len(self._conditions) > MAX_ENTRIES:
             self._conditions.popitem(last=False)
         self._remember(touched, key)
-        if epoch == self._epoch:
+        if epoch == self._epoch and not superseded:
             self._store(key, entry)
         future.set_result(entry)
         return entry, False
@@ -354,6 +357,10 @@ class InstructionFiles:
                 self._entries.pop(key, None)
                 hits.setdefault(loaded.project_root, set()).update(hit)
         for root, paths_hit in hits.items():
+            # A load of the project running now may have read the old text: a client asking
+            # again on the notice starts a new one rather than joining it, and it is not cached.
+            for build_key in [k for k in self._building if k[1] == root]:
+                del self._building[build_key]
             self._context_changed(root, paths_hit)
 
     def _on_lost(self) -> None:

@@ -5,6 +5,7 @@ event for this and showed stale rules until it polled."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,47 @@ async def test_a_load_served_from_the_cache_stays_watched_past_newer_loads(
         assert note["params"]["project"] == str(a)
         assert "# A, edited" in (await daemon.call("get_context", cwd=str(a)))["claude_md"]
     finally:
+        await named.close()
+
+
+async def test_asking_again_on_the_notice_never_gets_a_load_that_read_the_old_text(
+    daemon: DaemonHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A load in flight when the file changed had read the old text; a client that asked again
+    # on the notice joined that load and got the old text, and no other notice came.
+    root = _project(tmp_path / "proj")
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        await _load_watched(daemon, root)
+        (root / "CLAUDE.md").write_text("# Version 2\n")
+        await named.next_notification(10)
+        gate = threading.Event()
+        real_build = service_module.build
+        calls: list[int] = []
+
+        def held_build(*args: Any) -> Any:
+            built = real_build(*args)  # reads the files now...
+            calls.append(1)
+            if len(calls) == 1:
+                gate.wait(10)  # ...and is done only after the edit below
+            return built
+
+        monkeypatch.setattr(service_module, "build", held_build)
+        first = asyncio.create_task(daemon.call("get_context", cwd=str(root)))
+        while not calls:
+            await asyncio.sleep(0.01)
+        (root / "CLAUDE.md").write_text("# Version 3\n")
+        await named.next_notification(10)
+        again = asyncio.create_task(daemon.call("get_context", cwd=str(root)))
+        # Both in the daemon before the first load ends (unless the second is answered already).
+        while len(daemon.daemon.inflight) < 2 and not again.done():
+            await asyncio.sleep(0.01)
+        gate.set()
+        assert "# Version 2" in (await first)["claude_md"]  # asked before the edit
+        assert "# Version 3" in (await again)["claude_md"]
+        assert "# Version 3" in (await daemon.call("get_context", cwd=str(root)))["claude_md"]
+    finally:
+        gate.set()
         await named.close()
 
 
