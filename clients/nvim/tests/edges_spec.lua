@@ -315,6 +315,21 @@ T.run({
     end,
   },
   {
+    'context/changed, when a user names it in notifications.events, is worded as memctl watch words it',
+    function()
+      local format = require('memoryd.format')
+      local text = format.describe({
+        method = 'context/changed',
+        params = { project = '/src/app', paths = { '/src/app/CLAUDE.md', '/home/u/.claude/CLAUDE.md' }, more = 3 },
+      })
+      T.eq('context changed: /src/app (CLAUDE.md, /home/u/.claude/CLAUDE.md and 3 more)', text)
+      T.eq(
+        'context changed: /src/app (events were lost: which files is not known)',
+        (format.describe({ method = 'context/changed', params = { project = '/src/app', paths = {} } }))
+      )
+    end,
+  },
+  {
     'setup() checks its options: false turns notifications off, a wrong type names the option',
     function()
       memoryd.setup(vim.tbl_extend('force', BASE, { notifications = false }))

@@ -223,6 +223,22 @@ function M.describe(note)
     return 'magic doc updated: ' .. M.basename(p.path), levels.INFO
   elseif event == 'worker/error' then
     return ('worker error (%s): %s'):format(tostring(p.worker or '?'), tostring(p.message or '')), levels.ERROR
+  elseif event == 'context/changed' then
+    -- Worded as `memctl watch` words it (a user may name it in notifications.events).
+    local project = tostring(p.project or '?')
+    local shown = {}
+    for _, path in ipairs(type(p.paths) == 'table' and p.paths or {}) do
+      path = tostring(path)
+      if vim.startswith(path, project .. '/') then
+        path = path:sub(#project + 2)
+      end
+      shown[#shown + 1] = path
+    end
+    if #shown == 0 then
+      return ('context changed: %s (events were lost: which files is not known)'):format(project), levels.INFO
+    end
+    local more = type(p.more) == 'number' and p.more > 0 and (' and %d more'):format(p.more) or ''
+    return ('context changed: %s (%s%s)'):format(project, table.concat(shown, ', '), more), levels.INFO
   end
   return event .. ': ' .. vim.inspect(p, { newline = ' ', indent = '' }), levels.INFO
 end
