@@ -21,6 +21,7 @@ import structlog
 from memoryd import PROTOCOL_VERSION, __version__, paths
 from memoryd.core.model_config import scrub_credentials
 from memoryd.daemon.home_lock import HomeLock
+from memoryd.daemon.methods.core import FileChecks
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.llm.client import ModelClient
 
@@ -48,6 +49,7 @@ class Daemon:
         # was lost. One at a time, waited for on the loop: a lock taken inside worker threads
         # parked the executor's threads during a batch, and unrelated thread work queued.
         self.settings_write = asyncio.Lock()
+        self.file_checks = FileChecks()  # status's checks of the files, cached (methods/core)
         self.last_activity = time.monotonic()
         self.methods = rpc_methods()
         self.services = Services(self)

@@ -8,7 +8,6 @@ import json
 import math
 import os
 import time
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -53,8 +52,7 @@ async def status(daemon: Daemon, _: NoParams) -> dict[str, Any]:
     report = daemon.status()
     # The memory folders loaded now (at most 32) are checked, not every one the daemon has seen.
     folders = tuple(sorted(daemon.services.automem.states.states))
-    checks = _file_checks.setdefault(daemon, FileChecks())
-    found = await checks.problems(daemon.config.flag_settings, folders)
+    found = await daemon.file_checks.problems(daemon.config.flag_settings, folders)
     report["problems"] = [*_setup_problems(daemon, report), *found]
     return report
 
@@ -119,9 +117,6 @@ class FileChecks:
             log.warning("status file checks failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self._running = None
-
-
-_file_checks: weakref.WeakKeyDictionary[Daemon, FileChecks] = weakref.WeakKeyDictionary()
 
 
 def _setup_problems(daemon: Daemon, report: dict[str, Any]) -> list[str]:
@@ -276,8 +271,7 @@ async def settings_set(daemon: Daemon, params: SettingsSetParams) -> dict[str, A
     async with daemon.settings_write:
         # held_work: a caller cancelled mid-write keeps the lock until its write is done.
         path = await held_work(lambda: _set(params.key, params.value))
-    if daemon in _file_checks:  # status says what the file now holds, not the cached check
-        _file_checks[daemon].forget()
+    daemon.file_checks.forget()  # status says what the file now holds, not the cached check
     return {"path": path, "key": params.key, "value": params.value}
 
 
