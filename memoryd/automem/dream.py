@@ -399,7 +399,9 @@ class Dream:
         finally:
             # Even when the run was stopped; a file it retired after editing is not announced.
             kept = [Path(raw) for raw in edited if raw not in retired]
-            index_error = await self._settle(project, memory_dir, kept)
+            # Why the index could not be rebuilt (its lines over its cap), or None: it raised
+            # out of the run once, and the answer lost what the run had edited and retired.
+            index_error = await self.extraction.settle(project, memory_dir, kept, always=True)
         summary.update(
             stop_reason=result.stop_reason,
             turns=result.turns,
@@ -419,12 +421,6 @@ class Dream:
             self._record_run(project, started)
         self.last = summary
         return summary
-
-    async def _settle(self, project: Project, memory_dir: Path, kept: list[Path]) -> str | None:
-        """The index rebuilt after a run; why it could not be, when its lines would take it
-        over its cap. That raised out of the run: the answer lost what the run had edited and
-        retired."""
-        return await self.extraction.settle(project, memory_dir, kept, always=True)
 
     # -- status ------------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:

@@ -363,7 +363,7 @@ def _rewrite(
             one = {file: line}
             update_index(
                 path,
-                functools.partial(_apply, upserts=one, present=present, exists=exists),
+                functools.partial(index_mod.apply, upserts=one, present=present, exists=exists),
                 create=True,
             )
         except OSError as exc:
@@ -371,12 +371,6 @@ def _rewrite(
         except TooLarge as exc:
             why, refused = exc.message, refused | {file}
     return why, refused
-
-
-def _apply(
-    text: str, upserts: Mapping[str, str], present: Collection[str], exists: index_mod.Exists
-) -> str:
-    return index_mod.apply(text, upserts, present, exists)
 
 
 def unlisted_files(
