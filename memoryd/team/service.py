@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,9 +344,8 @@ class TeamSync:
         folder = self._folders_by_root.get(project.root)
         if folder is None or folder.engine.state.suppressed is not None:
             return False
-        try:
-            key = path.relative_to(folder.engine.folder.team_dir).as_posix()
-        except ValueError:
+        key = folder.engine.folder.key_of(path)  # NFC, as a scan keys it
+        if key is None:
             return False
         state = folder.engine.state
         known = key in state.server_checksums or key in state.synced  # pulled, or pushed
@@ -360,11 +358,10 @@ class TeamSync:
         folder = self._folders_by_root.get(project.root)
         if folder is None or folder.engine.client is None or folder.engine.state.suppressed:
             return
-        try:
-            relative = path.relative_to(folder.engine.folder.team_dir).as_posix()
-        except ValueError:
+        key = folder.engine.folder.key_of(path)
+        if key is None:
             return
-        folder.engine.mark_pending(unicodedata.normalize("NFC", relative))  # as a scan keys it
+        folder.engine.mark_pending(key)
         if folder.runner.started.is_set():  # else its start pushes what is there
             folder.runner.trigger()
 

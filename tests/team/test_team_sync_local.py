@@ -380,3 +380,12 @@ def test_a_team_folder_link_to_a_missing_folder_says_so_and_makes_nothing(
     assert f"symbolic link to {str(gone)!r}, which does not exist" in str(info.value)
     assert "make that folder or remove the link" in str(info.value)
     assert not (tmp_path / "shared").exists()  # a drive not mounted: nothing made in its place
+
+
+def test_a_path_is_keyed_as_a_scan_keys_it(tmp_path: Path) -> None:
+    # on_server (memory.delete's guard) keyed a decomposed name as it was written and found
+    # nothing: a synced team memory named "café" (decomposed, as macOS writes it) was deleted
+    # and the next pull brought it back.
+    folder = LocalFolder(tmp_path)
+    assert folder.key_of(tmp_path / "notes" / "cafe\u0301.md") == "notes/caf\u00e9.md"
+    assert folder.key_of(tmp_path.parent / "elsewhere.md") is None

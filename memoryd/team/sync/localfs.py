@@ -79,6 +79,15 @@ class LocalFolder:
         self._disk_names: dict[str, str] = {}  # key -> its file's name on disk, when not NFC
         self._racy_after = 0
 
+    def key_of(self, path: Path) -> str | None:
+        """The key a scan gives the file at `path` (relative, `/`-separated, NFC), or None
+        when `path` is not in this folder."""
+        try:
+            relative = path.relative_to(self.team_dir).as_posix()
+        except ValueError:
+            return None
+        return unicodedata.normalize("NFC", relative)
+
     # -- reading --------------------------------------------------------------------------
     def scan(self) -> LocalScan:
         result = LocalScan()
