@@ -169,6 +169,8 @@ class MemorydExtension implements vscode.Disposable {
     });
     this.downNotice = new DownNotice(this.client, (reason) => this.offerStart(reason));
     this.subscribe();
+    void this.updateStatus();
+    this.refreshAll();
   }
 
   /**
@@ -193,8 +195,6 @@ class MemorydExtension implements vscode.Disposable {
     } catch {
       return false; // no project open: the views show no project's rules
     }
-    void this.updateStatus();
-    this.refreshAll();
   }
 
   /** The project the active editor is about (a memory file: the project it was listed for). */
