@@ -296,7 +296,8 @@ def set_user_setting(key: str, value: Any) -> Path:
     size = len(text.encode("utf-8", errors="replace"))
     if size > MAX_SETTINGS_BYTES:
         raise TooLarge(
-            f"value: the user settings file {path} would be {size:,} bytes once written, over "
+            f"value: with {key}, the user settings file {path} would be {size:,} bytes once "
+            "written, over "
             f"the {MAX_SETTINGS_BYTES:,} bytes a settings file is read up to; nothing written, "
             "keep large data out of settings"
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import os
 import time
@@ -21,7 +20,7 @@ from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
 from memoryd.daemon.protocol.envelope import echoed
 from memoryd.daemon.rpc import NoParams, Params, method
-from memoryd.errors import InvalidParams, TooLarge
+from memoryd.errors import InvalidParams
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -239,30 +238,8 @@ class SettingsSetParams(Params):
     value: Annotated[Any, AfterValidator(_shallow)]
 
 
-def _check_room(key: str, value: Any) -> None:
-    """TooLarge when the user settings file could go over the size it is read up to: written,
-    it was skipped as too large from then on (every user setting ignored) and settings.set
-    refused every later key. Bounded from above: the file as it is plus the key as written."""
-    if value is None:
-        return  # a removal only shrinks it
-    # One level into the file's object, as set_user_setting writes it; the braces stand for
-    # the comma and newline before it.
-    added = len(json.dumps({key: value}, indent=2, ensure_ascii=False).encode(errors="replace"))
-    try:
-        present = os.stat(settings_mod.user_settings_path()).st_size
-    except OSError:
-        present = 0  # none yet; anything odd is set_user_setting's to say
-    cap = settings_mod.MAX_SETTINGS_BYTES
-    if present + added > cap:
-        raise TooLarge(
-            f"value: {key} takes {added:,} bytes, and the user settings file would go over "
-            f"the {cap:,} bytes a settings file is read up to (it has {present:,}); "
-            "keep large data out of settings"
-        )
-
-
 def _set(key: str, value: Any) -> str:
-    _check_room(key, value)
+    # set_user_setting measures the text it writes against the cap (TooLarge, nothing written).
     return str(settings_mod.set_user_setting(key, value))
 
 
