@@ -32,10 +32,15 @@ from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import CLOSE_GRACE_S, READ_CHUNK
 from memoryd.daemon.protocol.connection import Connection, InputBudget
-from memoryd.fsutil import atomic_write_text, ensure_private_dir, remove_stale_staged
+from memoryd.fsutil import (
+    atomic_write_text,
+    ensure_private_dir,
+    open_lock_file,
+    remove_stale_staged,
+)
 from memoryd.paths import status_file_for
 from memoryd_client.peercred import peer_uid
-from memoryd_client.private_files import folder_problem, open_owner_rw
+from memoryd_client.private_files import folder_problem
 
 log = structlog.get_logger("memoryd.server")
 
@@ -213,7 +218,7 @@ def runtime_dir_problem(path: Path) -> str | None:
 @contextlib.contextmanager
 def _socket_lock(path: Path) -> Iterator[None]:
     """An exclusive flock on PATH.lock: who may unlink, bind or remove the socket file."""
-    lock_fd = open_owner_rw(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CLOEXEC)
+    lock_fd = open_lock_file(path.with_name(path.name + ".lock"))
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         yield
