@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail, one_line, printable
-from memctl.project_dir import not_utf8
+from memctl.project_dir import project_cwd
 from memoryd_client.paths import config_dir
 
 if TYPE_CHECKING:
@@ -433,10 +433,10 @@ def load_items(conn: Any, cwd: Path) -> tuple[list[Item], dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from memoryd_client import DaemonUnavailable
 
-    cwd = (args.cwd or Path.cwd()).expanduser().absolute()
-    unsendable = not_utf8(str(cwd), given=args.cwd is not None)
-    if unsendable is not None:
-        return fail(args, unsendable, EXIT_USAGE)
+    if args.cwd is not None:
+        args.cwd = str(args.cwd.expanduser())
+    # project_cwd: absolute, sendable as UTF-8, the working folder not deleted (exit 2 else).
+    cwd = Path(project_cwd(args))
     if not cwd.is_dir():
         return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
     with client(args, timeout=30.0) as conn:
