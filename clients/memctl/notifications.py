@@ -31,4 +31,25 @@ def describe(message: dict[str, Any]) -> str:
         return f"magic doc updated: {_name(p.get('path'))}"
     if event == "worker/error":
         return f"worker error ({p.get('worker', '?')}): {p.get('message', '')}"
+    if event == "context/changed":
+        return _context_changed(p)
     return f"{event}: {p}"
+
+
+def _context_changed(params: dict[str, Any]) -> str:
+    """'context changed: /src/app (CLAUDE.md, .claude/rules/go.md and 3 more)'."""
+    project = str(params.get("project", "?"))
+    paths = params.get("paths")
+    shown = [_within(project, str(p)) for p in paths] if isinstance(paths, list) else []
+    if not shown:
+        return f"context changed: {project} (events were lost: which files is not known)"
+    more = params.get("more")
+    tail = f" and {more} more" if isinstance(more, int) and more > 0 else ""
+    return f"context changed: {project} ({', '.join(shown)}{tail})"
+
+
+def _within(project: str, path: str) -> str:
+    """The path relative to the project when it is in it (a user or managed file is not)."""
+    if path.startswith(project.rstrip(os.sep) + os.sep):
+        return path[len(project.rstrip(os.sep)) + 1 :]
+    return path

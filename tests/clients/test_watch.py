@@ -46,6 +46,18 @@ def test_describe_each_event() -> None:
     assert describe({"method": "x/y", "params": None}) == "x/y: {}"
 
 
+def test_describe_words_context_changed_as_watch_prints_it() -> None:
+    """One place words every event: `memctl watch` worded context/changed itself, and the
+    memory UI, through `describe`, showed its raw params."""
+    paths = ["/p/.claude/rules/a.md", "/home/u/.claude/CLAUDE.md"]
+    message = {"method": "context/changed", "params": {"project": "/p", "paths": paths, "more": 3}}
+    assert describe(message) == (
+        "context changed: /p (.claude/rules/a.md, /home/u/.claude/CLAUDE.md and 3 more)"
+    )
+    lost = {"method": "context/changed", "params": {"project": "/p/", "paths": [], "more": 0}}
+    assert describe(lost) == "context changed: /p/ (events were lost: which files is not known)"
+
+
 def test_watch_prints_notifications_from_a_fake(fake_daemon: FakeDaemon) -> None:
     proc = subprocess.Popen(
         [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -44,33 +43,8 @@ def run(args: argparse.Namespace) -> int:
                 message = conn.next_notification()
             except ConnectionError:
                 return fail(args, "memoryd closed the connection", EXIT_DOWN)
-            line = json_text(message) if args.json else one_line(_describe(message))
+            line = json_text(message) if args.json else one_line(describe(message))
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             seen += 1
     return 0
-
-
-def _describe(message: dict[str, Any]) -> str:
-    if message.get("method") == "context/changed" and isinstance(message.get("params"), dict):
-        return _context_changed(message["params"])
-    return describe(message)
-
-
-def _context_changed(params: dict[str, Any]) -> str:
-    """'context changed: /src/app (CLAUDE.md, .claude/rules/go.md and 3 more)'."""
-    project = str(params.get("project", "?"))
-    paths = params.get("paths")
-    shown = [_within(project, str(p)) for p in paths] if isinstance(paths, list) else []
-    if not shown:
-        return f"context changed: {project} (events were lost: which files is not known)"
-    more = params.get("more")
-    tail = f" and {more} more" if isinstance(more, int) and more > 0 else ""
-    return f"context changed: {project} ({', '.join(shown)}{tail})"
-
-
-def _within(project: str, path: str) -> str:
-    """The path relative to the project when it is in it (a user or managed file is not)."""
-    if path.startswith(project.rstrip(os.sep) + os.sep):
-        return path[len(project.rstrip(os.sep)) + 1 :]
-    return path
