@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -60,13 +61,31 @@ COUNT_IN_THREAD = 5_000
 ECHO_LIMIT = 8 * 1024 * 1024
 
 
-def _json_size(messages: list[dict[str, Any]]) -> int:
+def _json_size_and_digest(messages: list[dict[str, Any]]) -> tuple[int, bytes | None]:
+    """The transcript's size as JSON and a digest of it (None: orjson refuses it, a lone
+    surrogate the reply's encoder takes; such a transcript is never taken for a repeat)."""
     import orjson
 
     try:
-        return len(orjson.dumps(messages))
-    except TypeError:  # what orjson refuses (a lone surrogate) the reply's encoder takes
-        return 0
+        encoded = orjson.dumps(messages)
+    except TypeError:
+        return 0, None
+    return len(encoded), hashlib.blake2b(encoded, digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class DoneCompaction:
+    """The session's last compaction, what a second `compact` of the same transcript gets:
+    run again, it read the first one's index of summarised messages (which counts the
+    compacted transcript) against the old transcript, kept another window, and counted a
+    second compaction (extraction's cursor moved twice)."""
+
+    digest: bytes  # of the transcript compacted
+    summary: str  # the notes as read
+    generation: int  # the session's, after it
+    summarized: int | None  # the record's, after it
+    start: int  # messages[start:] were kept
+    reply: dict[str, Any]  # its reply, `messages` holding the two head messages only
 
 
 class NotesNotCreated(Exception):
@@ -95,6 +114,9 @@ class Session:
     # One count at a time: a count in a thread and one on the loop would interleave their
     # updates of the counter's cache.
     counting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # One compaction at a time; the last one, for a call that repeats it.
+    compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    compacted: DoneCompaction | None = None
 
     async def per_message(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         return (await self.count(messages, None))[1]
@@ -182,7 +204,9 @@ class SessionMemory:
         usage: Mapping[str, Any] | None,
     ) -> int:
         """The conversation's corrected size; per-message estimates are cached per session."""
-        tokens, _ = await self.session(project, session_id).count(messages, usage)
+        session = self.session(project, session_id)
+        session.compacted = None  # a turn came: a later compact is a new one
+        tokens, _ = await session.count(messages, usage)
         return tokens
 
     async def on_turn(self, turn: Turn) -> bool:
@@ -365,12 +389,21 @@ class SessionMemory:
 
     # -- compact --------------------------------------------------------------------------
     async def compact(
-        self, project: Project, session_id: str, messages: list[dict[str, Any]]
+        self,
+        project: Project,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        on_compacted: Callable[[dict[str, Any]], object] | None = None,
     ) -> dict[str, Any]:
+        """Compact `messages`; `on_compacted` is told the reply of a compaction done (not of
+        a call that repeats the last one) before another compaction of the session starts."""
         session = self.session(project, session_id)
         session.waiters += 1  # pinned: not evicted while compact works on it
         try:
-            return await self._compact(session, project, messages)
+            # Two calls at once (a retry, two clients) get the same as one call: the second
+            # waits for the first and, given the same transcript, gets its compaction.
+            async with session.compacting:
+                return await self._compact(session, messages, on_compacted)
         finally:
             session.waiters -= 1
             # Every compaction, with the summary or not, reloads edited instruction files; the
@@ -378,11 +411,15 @@ class SessionMemory:
             self._on_compacted(project.root)
 
     async def _compact(
-        self, session: Session, project: Project, messages: list[dict[str, Any]]
+        self,
+        session: Session,
+        messages: list[dict[str, Any]],
+        on_compacted: Callable[[dict[str, Any]], object] | None,
     ) -> dict[str, Any]:
         path = session.summary_path
         unchanged: dict[str, Any] = {"used_session_memory": False, "summary_path": str(path)}
-        if await asyncio.to_thread(_json_size, messages) > ECHO_LIMIT:
+        size, digest = await asyncio.to_thread(_json_size_and_digest, messages)
+        if size > ECHO_LIMIT:
             # The client's own list stands: echoed, a transcript this long made the reply
             # go over the reply cap (-32004) and the reason never came back.
             unchanged["messages_omitted"] = True
@@ -403,6 +440,15 @@ class SessionMemory:
             return {**unchanged, "reason": "empty_summary", "waited": waited}
 
         record = session.record
+        done = session.compacted
+        if (
+            done is not None
+            and done.digest == digest
+            and done.summary == summary
+            and done.generation == session.generation
+            and done.summarized == record.summarized_messages
+        ):
+            return {**done.reply, "messages": [*done.reply["messages"], *messages[done.start :]]}
         per = await session.per_message(messages)
         plan = compaction.plan_compaction(
             messages, per, summary, str(path), record.summarized_messages
@@ -418,7 +464,7 @@ class SessionMemory:
         session.generation += 1
         self._persist(session)
         self.host.counters[f"{FEATURE}.compactions"] += 1
-        return {
+        reply = {
             "messages": plan.messages,
             "used_session_memory": True,
             "reason": None,
@@ -430,6 +476,18 @@ class SessionMemory:
             "summary": plan.summary,
             "cut_sections": list(plan.cut_sections),
         }
+        if digest is not None:
+            session.compacted = DoneCompaction(
+                digest,
+                summary,
+                session.generation,
+                summarized,
+                plan.window.start,
+                {**reply, "messages": plan.messages[:2]},
+            )
+        if on_compacted is not None:
+            on_compacted(reply)
+        return reply
 
     # -- status ---------------------------------------------------------------------------
     def feature_status(self) -> dict[str, Any]:

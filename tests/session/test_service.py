@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.automem.extraction import cursor_after
 from memoryd.llm.tokens import estimate_messages
 from memoryd.session import state
 from memoryd.session.compaction import BOUNDARY_TAG
@@ -483,6 +484,42 @@ async def test_compact_with_a_summary(daemon: DaemonHandle, project_dir: Path) -
     assert record.thresholds.initialized
     assert record.thresholds.messages_at_last_update == 2
     assert record.thresholds.tokens_at_last_update == result["tokens_after"]
+
+
+async def test_compact_calls_of_one_transcript_at_once_are_one_compaction(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Session Title\nFix the parser\n")
+    messages = conversation(150_000, per_exchange=3_000, tools=2)
+    extraction = daemon.daemon.services.extraction
+    extraction._cursor[SID] = cursor_after(messages)  # all of it offered to extraction
+    other = await daemon.client()
+    params = {"session_id": SID, "cwd": str(project_dir), "messages": messages}
+    first, second = await asyncio.gather(
+        daemon.call("compact", **params), other.call("compact", params)
+    )
+    await other.close()
+    # The second ran after the first: it read the first's count of summarised messages
+    # (2, of the compacted list) against this one and kept 78 messages, not 21.
+    assert first["used_session_memory"] is True
+    assert second == first
+    session = daemon.daemon.services.session_memory.session(
+        daemon.daemon.services.projects.resolve(project_dir), SID
+    )
+    assert session.record.compactions == 1
+    # Extraction's cursor moved once: it is at the end of the compacted list.
+    cursor = extraction._cursor.get(SID)
+    assert cursor is not None
+    assert cursor.count == len(first["messages"])
+    # Sent again later, the same; after a turn, a new compaction.
+    again = await daemon.call("compact", **params)
+    assert again == first
+    assert session.record.compactions == 1
+    await daemon.call("after_turn", **{**params, "messages": first["messages"]})
+    await daemon.call("compact", **params)
+    assert session.record.compactions == 2
 
 
 async def test_touched_paths_survive_compaction(daemon: DaemonHandle, project_dir: Path) -> None:

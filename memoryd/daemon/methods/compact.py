@@ -21,18 +21,21 @@ class CompactParams(Params):
 async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
     """Compact a transcript with the session summary (or say why it cannot)."""
     project = daemon.services.projects.resolve(params.cwd)
-    result = await daemon.services.session_memory.compact(
-        project, params.session_id, params.messages
-    )
-    if result["used_session_memory"]:
+
+    def compacted(reply: dict[str, Any]) -> None:
         # The client goes on with the compacted list: extraction's place in the transcript
         # (how many messages it has already seen) must follow, or it skips new messages.
-        kept = int(result["kept_messages"])
+        # Once a compaction: a call that repeats it moves nothing.
+        kept = int(reply["kept_messages"])
         daemon.services.extraction.on_compaction(
             params.session_id,
             dropped=len(params.messages) - kept,
-            added=len(result["messages"]) - kept,
+            added=len(reply["messages"]) - kept,
         )
+
+    result = await daemon.services.session_memory.compact(
+        project, params.session_id, params.messages, compacted
+    )
     # The recalled memories went with the compacted messages: they may be recalled again.
     daemon.services.surfaced.forget(params.session_id)
     return result
