@@ -87,8 +87,8 @@ _Record = tuple[str | None, str | None, str | None, str, list[dict[str, Any]]]
 def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """Messages since the last compaction, in Anthropic format (roles alternate).
 
-    Malformed lines, sidechains (sub-agent turns), meta lines and local commands' output are
-    skipped; a prompt typed while the agent worked is a user message; a streamed reply split
+    Malformed lines, sidechains (sub-agent turns), meta lines, Claude Code's compaction
+    summary (`isCompactSummary`) and local commands' output are skipped; a prompt typed while the agent worked is a user message; a streamed reply split
     over several lines is put back together (consecutive same-role lines merge), each block
     once; a branch left by a rewind or an edited prompt is dropped (`_abandoned`): only the
     branch leading to the newest message is the conversation.
@@ -122,7 +122,10 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             versions = reparented.get(uuid)
             if (versions[-1] if versions else first)[1] != parent:
                 reparented.setdefault(uuid, [first]).append((number, parent))
-        if entry.get("isSidechain") or entry.get("isMeta"):
+        if entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary"):
+            # A compaction's summary (the user line Claude Code writes after its boundary) is
+            # no one's words: extraction read it as the user's, and what it retells was sent
+            # before the compaction (extraction saw it, the session notes hold it).
             continue
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
             records, taken = [], {}

@@ -630,3 +630,34 @@ def test_a_rewind_past_a_reused_uuid_still_drops_the_branch_left() -> None:
         "no: add a regression test",
         "added",
     ]
+
+
+def test_claude_codes_compaction_summary_is_not_read_as_the_users_words() -> None:
+    # Found by a bug hunt: after Claude Code compacts by itself it writes its boundary, then
+    # its summary of the earlier turns as a user line (`isCompactSummary`); that line reached
+    # extraction as something the user said (and counted as the turn's prompt).
+    summary = (
+        "This session is being continued from a previous conversation that ran out of "
+        "context. The conversation is summarized below:\nThe user said they prefer tabs."
+    )
+    lines = [
+        _entry("user", "u0", None, "use tabs"),
+        _entry("assistant", "a0", "u0", [{"type": "text", "text": "ok"}], mid="m0"),
+        json.dumps(
+            {
+                "type": "system",
+                "subtype": "compact_boundary",
+                "uuid": "b1",
+                "parentUuid": None,
+                "logicalParentUuid": "a0",
+                "compactMetadata": {"trigger": "auto", "preTokens": 160_000},
+            }
+        ),
+        _entry("user", "s1", "b1", summary, isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        _entry("user", "u1", "s1", "now the parser"),
+        _entry("assistant", "a1", "u1", [{"type": "text", "text": "on it"}], mid="m1"),
+    ]
+    messages = claude_code.parse_transcript_lines(lines)
+    assert _texts(messages) == ["now the parser", "on it"]
+    # Its summary the only user line since the boundary: nothing is left to send.
+    assert claude_code.parse_transcript_lines(lines[:4]) == []
