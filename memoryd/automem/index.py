@@ -15,12 +15,18 @@ a line means the first of its forms that exists, so the line `a%20b.md` of the f
 is never taken for a file named `a%20b.md`; and a line is dropped only when none of its forms
 exists, whether or not it is a memory (`arch.png`, `notes.txt`). A link with a URI scheme
 (`https:`, `mailto:`), an absolute path, `~/…` or `#anchor` is never dropped.
+
+A rewrite keeps each line's own ending and gives a line it adds the ending most of the file's
+lines have: a MEMORY.md saved with CRLF (on Windows) stays CRLF, where it was rewritten with LF
+and git showed every line changed. Lines end at `\r\n`, `\n` or `\r` only, never at a form
+feed or U+2028 inside a line (`str.splitlines` breaks there, and the rewrite split the line).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -53,6 +59,7 @@ _LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f]")
 _LINK_TITLE = re.compile(r"""^(?P<target>.*?)\s+(?:"[^"]*"|'[^']*')$""")
 # `mailto:`, `https:`, `file:` …: a link to no file of the index's folder.
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_LINE_END = re.compile(r"(\r\n|\n|\r)")
 
 # Whether a name (relative to the index's folder) exists on disk.
 Exists = Callable[[str], bool]
@@ -87,6 +94,37 @@ class Truncation:
 
 def _one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
+    """The index's lines, and each one's ending (`\r\n`, `\n`, `\r`; "" for a last line
+    with none)."""
+    parts = _LINE_END.split(text)
+    lines, ends = parts[0::2], [*parts[1::2], ""]
+    if not lines[-1]:  # the text ends with a line ending, or is empty
+        lines.pop()
+        ends.pop()
+    return lines, ends
+
+
+def split_lines(text: str) -> list[str]:
+    """The index's lines, without their endings."""
+    return _split(text)[0]
+
+
+def appended(text: str, added: Iterable[str]) -> str:
+    """`text` with the lines `added` after its last, each ending as the file's lines do."""
+    lines, ends = _split(text)
+    return _joined([*zip(lines, ends, strict=True), *((line, "") for line in added)], ends)
+
+
+def _joined(lines: Iterable[tuple[str, str]], ends: list[str]) -> str:
+    """`(line, ending)` pairs as text: a line with no ending of its own (one added, or the
+    last line of a file that had no final newline) gets the one most of `ends` are, `\n` in
+    a file of none."""
+    common = Counter(e for e in ends if e).most_common(1)
+    newline = common[0][0] if common else "\n"
+    return "".join(line + (end or newline) for line, end in lines)
 
 
 def index_line(title: str, file: str, hook: str) -> str:
@@ -170,7 +208,7 @@ def _listed(text: str, given: Collection[str]) -> set[str]:
     code (`see [notes](notes.md) for details`, as older indexes say): no orphan, no second
     line for it."""
     listed: set[str] = set()
-    lines = text.splitlines()
+    lines = split_lines(text)
     for line, code in zip(lines, _in_code(lines), strict=True):
         if code or "](" not in line:
             continue
@@ -183,7 +221,7 @@ def _listed(text: str, given: Collection[str]) -> set[str]:
 
 def parse_index(text: str) -> list[IndexEntry]:
     entries = []
-    for lineno, match in enumerate(_matches(text.splitlines())):
+    for lineno, match in enumerate(_matches(split_lines(text))):
         if match is None:
             continue
         title = re.sub(r"\\(.)", r"\1", match.group("title"))
@@ -193,28 +231,33 @@ def parse_index(text: str) -> list[IndexEntry]:
     return entries
 
 
-def _with_newline(lines: list[str]) -> str:
-    return "\n".join(lines) + "\n" if lines else ""
-
-
 def upsert(text: str, file: str, line: str, exists: Exists | None = None) -> str:
     """Replace the line(s) for `file` with `line`, or append it."""
-    lines = text.splitlines()
+    lines, ends = _split(text)
     targets = _lines_naming(text, file, exists)
     if not targets:
-        return _with_newline([*lines, line])
+        return _joined([*zip(lines, ends, strict=True), (line, "")], ends)
     first = min(targets)
     out = [
-        line if i == first else old for i, old in enumerate(lines) if i == first or i not in targets
+        (line if i == first else old, end)
+        for i, (old, end) in enumerate(zip(lines, ends, strict=True))
+        if i == first or i not in targets
     ]
-    return _with_newline(out)
+    return _joined(out, ends)
 
 
 def remove(text: str, file: str, exists: Exists | None = None) -> str:
     targets = _lines_naming(text, file, exists)
     if not targets:
         return text
-    return _with_newline([old for i, old in enumerate(text.splitlines()) if i not in targets])
+    return _without(text, targets)
+
+
+def _without(text: str, drop: Collection[int]) -> str:
+    """`text` without the lines numbered in `drop`, the rest as they were."""
+    lines, ends = _split(text)
+    kept = [pair for i, pair in enumerate(zip(lines, ends, strict=True)) if i not in drop]
+    return _joined(kept, ends)
 
 
 def _lines_naming(text: str, file: str, exists: Exists | None) -> set[int]:
@@ -265,16 +308,16 @@ def apply(
     """One pass over the index: each `upserts[file]` line replaces the first line for that
     file (later ones are dropped) or is appended; with `present`, lines pointing at files not
     in it (nor, with `exists`, on disk) are dropped too (repair on write)."""
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     done: set[str] = set()
-    lines = text.splitlines()
-    for line, match in zip(lines, _matches(lines), strict=True):
+    lines, ends = _split(text)
+    for line, end, match in zip(lines, ends, _matches(lines), strict=True):
         if match is not None:
             forms = link_forms(match.group("file"))
             file = next((f for f in meaning(forms, exists) if f in upserts), None)
             if file is not None:
                 if file not in done:
-                    out.append(upserts[file])
+                    out.append((upserts[file], end))
                     done.add(file)
                 continue
             if (
@@ -283,9 +326,9 @@ def apply(
                 and not _kept(forms, exists)
             ):
                 continue
-        out.append(line)
-    out.extend(line for file, line in upserts.items() if file not in done)
-    return _with_newline(out)
+        out.append((line, end))
+    out.extend((line, "") for file, line in upserts.items() if file not in done)
+    return _joined(out, ends)
 
 
 def merge_added_entries(server_text: str, local_text: str) -> tuple[str, bool]:
@@ -294,12 +337,12 @@ def merge_added_entries(server_text: str, local_text: str) -> tuple[str, bool]:
     With it, whether nothing of the local text is left out (every other local line is one of
     the server's); when something is (a line edited on both sides, prose), the caller keeps the
     local text aside as well."""
-    server_lines = server_text.splitlines()
+    server_lines = split_lines(server_text)
     listed = {form for entry in parse_index(server_text) for form in entry.forms}
     known = set(server_lines)
     added: list[str] = []
     lossless = True
-    for line in local_text.splitlines():
+    for line in split_lines(local_text):
         if line in known or not line.strip():
             continue
         match = _LINE.match(line) if "](" in line else None
@@ -308,7 +351,7 @@ def merge_added_entries(server_text: str, local_text: str) -> tuple[str, bool]:
             known.add(line)
         else:
             lossless = False
-    return _with_newline(server_lines + added), lossless
+    return appended(server_text, added), lossless
 
 
 def _is_local(file: str) -> bool:
@@ -322,7 +365,7 @@ def reconcile(text: str, files: Mapping[str, tuple[str, str]], exists: Exists | 
     files, add a line for each file that has none, keep everything else as written."""
     gone = {e.lineno for e in dangling(text, files, exists)}
     if gone:
-        text = _with_newline([old for i, old in enumerate(text.splitlines()) if i not in gone])
+        text = _without(text, gone)
     listed = _listed(text, files)
     for file in sorted(files):
         if file not in listed:

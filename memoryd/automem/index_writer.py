@@ -180,22 +180,15 @@ class IndexWriter:
         agent's line, an editor's save) is kept and the removed lines are added back to it;
         a plain write of the old text dropped that edit."""
         before, after = texts
-        kept = set(after.splitlines())
-        removed = [line for line in before.splitlines() if line not in kept]
+        kept = set(index_mod.split_lines(after))
+        removed = [line for line in index_mod.split_lines(before) if line not in kept]
 
         def restore(text: str) -> str:
             if text == after:
                 return before  # nothing changed since: the lines go back where they were
-            present = set(text.splitlines())
+            present = set(index_mod.split_lines(text))
             missing = [line for line in removed if line not in present]
-            if not missing:
-                return text
-            return (
-                text
-                + ("\n" if text and not text.endswith("\n") else "")
-                + "\n".join(missing)
-                + "\n"
-            )
+            return index_mod.appended(text, missing) if missing else text
 
         with contextlib.suppress(OSError, TooLarge):
             update_index(index_path(memory_dir, team=is_team(key)), restore)

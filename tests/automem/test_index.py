@@ -262,3 +262,62 @@ async def test_get_context_does_not_call_a_padded_index_cut(
     assert ctx["index_truncated"] is False
     assert "WARNING" not in ctx["claude_md"]
     assert "- [M199](m199.md) — hook 199" in ctx["claude_md"]
+
+
+CRLF_INDEX = "# Memory\r\n\r\n- [A](a.md) — first\r\n- [B](b.md) — second\r\n"
+
+
+def test_every_rewrite_keeps_crlf_line_endings() -> None:
+    # A MEMORY.md saved on Windows: rewritten with LF, git showed every line changed.
+    assert ix.upsert(CRLF_INDEX, "c.md", "- [C](c.md) — third") == (
+        CRLF_INDEX + "- [C](c.md) — third\r\n"
+    )
+    assert ix.upsert(CRLF_INDEX, "a.md", "- [A](a.md) — new") == CRLF_INDEX.replace("first", "new")
+    assert ix.remove(CRLF_INDEX, "a.md") == "# Memory\r\n\r\n- [B](b.md) — second\r\n"
+    assert ix.apply(CRLF_INDEX, {"c.md": "- [C](c.md)"}, present={"b.md", "c.md"}) == (
+        "# Memory\r\n\r\n- [B](b.md) — second\r\n- [C](c.md)\r\n"
+    )
+    assert ix.reconcile(CRLF_INDEX, {"a.md": ("A", "first"), "c.md": ("C", "x")}) == (
+        "# Memory\r\n\r\n- [A](a.md) — first\r\n- [C](c.md) — x\r\n"
+    )
+    merged, lossless = ix.merge_added_entries(CRLF_INDEX, "- [D](d.md) — mine\n")
+    assert (merged, lossless) == (CRLF_INDEX + "- [D](d.md) — mine\r\n", True)
+    assert ix.appended("- [A](a.md)\r\n- [B](b.md)", ["- [C](c.md)"]) == (
+        "- [A](a.md)\r\n- [B](b.md)\r\n- [C](c.md)\r\n"
+    )
+
+
+def test_a_rewrite_keeps_each_lines_own_ending_and_adds_the_files_most_common() -> None:
+    mixed = "# Memory\n- [A](a.md) — first\r\n- [B](b.md) — second\r\n"
+    assert ix.upsert(mixed, "c.md", "- [C](c.md)") == mixed + "- [C](c.md)\r\n"
+    assert ix.upsert("", "a.md", "- [A](a.md)") == "- [A](a.md)\n"
+
+
+@pytest.mark.parametrize("inside", ["\x0c", "\x1c", "\x85", "\u2028", "\u2029", "\x0b"])
+def test_a_character_that_splitlines_breaks_at_stays_inside_its_line(inside: str) -> None:
+    # str.splitlines breaks a line there: the rewrite wrote it back as two lines.
+    text = f"- [A](a.md) — one{inside}two\n- [B](b.md) — second\n"
+    assert ix.upsert(text, "c.md", "- [C](c.md)") == text + "- [C](c.md)\n"
+    assert ix.remove(text, "b.md") == f"- [A](a.md) — one{inside}two\n"
+    assert [e.lineno for e in ix.parse_index(text)] == [0, 1]
+
+
+async def test_a_crlf_index_stays_crlf_through_writes_deletes_and_reconcile(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    memdir.mkdir(parents=True)
+    (memdir / "user_a.md").write_text("---\nname: A\ndescription: a\ntype: user\n---\n\nA.\n")
+    index = memdir / "MEMORY.md"
+    index.write_bytes("# Memory\r\n\r\n- [A](user_a.md) — a\r\n".encode())
+    written = await daemon.call(
+        "memory.write", cwd=str(project), type="user", name="B", description="b", body="B."
+    )
+    assert index.read_bytes() == (
+        "# Memory\r\n\r\n- [A](user_a.md) — a\r\n- [B](user_b.md) — b\r\n".encode()
+    )
+    await daemon.call("memory.delete", cwd=str(project), path=written["path"])
+    (memdir / "user_c.md").write_text("---\nname: C\ndescription: c\ntype: user\n---\n\nC.\n")
+    await daemon.call("memory.reconcile", cwd=str(project))
+    assert index.read_bytes() == (
+        "# Memory\r\n\r\n- [A](user_a.md) — a\r\n- [C](user_c.md) — c\r\n".encode()
+    )
