@@ -210,7 +210,11 @@ class _TeamMemoryAPI:
             raise Problem(400, "invalid_repo", "the repo query parameter is required")
         repo = canonical_repo(raw)
         if repo is None:
-            raise Problem(400, "invalid_repo", "repo must be owner/repo ([A-Za-z0-9_.-] parts)")
+            raise Problem(
+                400,
+                "invalid_repo",
+                "repo must be owner/repo or group/…/repo (2 to 20 [A-Za-z0-9_.-] parts)",
+            )
         if repo not in token.repos:
             raise Problem(403, "forbidden", "this token is not bound to that repository")
         return repo

@@ -142,7 +142,9 @@ def _parser() -> argparse.ArgumentParser:
         dest="token_command", required=True
     )
     create = token.add_parser("create", parents=[common], help="create a token")
-    create.add_argument("--repo", action="append", required=True, help="owner/repo (repeatable)")
+    create.add_argument(
+        "--repo", action="append", required=True, help="owner/repo or group/…/repo (repeatable)"
+    )
     create.add_argument("--name", default="", help="who or what uses it (shown in history)")
     create.set_defaults(run=_token_create)
     listing = token.add_parser("list", parents=[common], help="list tokens")
@@ -239,7 +241,7 @@ def _with_storage(args: argparse.Namespace, work: Callable[[Storage], Awaitable[
 def _repo(raw: str) -> str:
     repo = canonical_repo(raw)
     if repo is None:
-        raise CliError(f"not an owner/repo name: {raw!r}", EXIT_USAGE)
+        raise CliError(f"not an owner/repo (or group/…/repo) name: {raw!r}", EXIT_USAGE)
     return repo
 
 

@@ -123,6 +123,21 @@ def test_token_create_list_revoke_history_restore(database_url: str, tmp_path: P
     assert [(h["version"], h["restored_from"]) for h in history] == [(1, None), (2, None), (3, 1)]
 
 
+def test_token_create_takes_a_gitlab_subgroup_path(tmp_path: Path) -> None:
+    """A project's full path `group/sub/repo` (it was "not an owner/repo name", so teams
+    keyed it `sub/repo`, which another group's project of that name shared)."""
+    database = f"sqlite://{tmp_path / 't.sqlite3'}"
+    team("token", "create", "--repo", "Alpha/Sub/Repo", "--repo", "a/b", "--database", database)
+    listed = json.loads(team("token", "list", "--json", "--database", database).stdout)
+    assert [sorted(t["repos"]) for t in listed] == [["a/b", "alpha/sub/repo"]]
+    empty = team("history", "--repo", "alpha/sub/repo", "--database", database, check=False)
+    assert (empty.returncode, "no history" in empty.stderr) == (1, True)
+    too_deep = "/".join(["g"] * 21)
+    refused = team("token", "create", "--repo", too_deep, "--database", database, check=False)
+    assert refused.returncode == 2
+    assert "group/…/repo" in refused.stderr
+
+
 def test_database_defaults_to_the_environment_then_the_data_dir(tmp_path: Path) -> None:
     db = tmp_path / "env.sqlite3"
     env = {**os.environ, "MEMORYD_TEAM_DATABASE": f"sqlite://{db}"}

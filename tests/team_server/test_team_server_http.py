@@ -73,6 +73,39 @@ def test_token_bound_to_two_repos_reaches_both(team_server: ThreadedServer) -> N
             assert reply.status_code == 200, reply.text
 
 
+def test_gitlab_subgroup_paths_are_repositories_of_their_own(team_server: ThreadedServer) -> None:
+    """`group/sub/repo` is its own repository (it was refused, so a client keyed it `sub/repo`,
+    which another group's `sub/repo` shared): a token bound to one full path reaches neither
+    another group's project of the same name nor the two-part name they had in common."""
+    alpha = team_server.token("alpha/sub/repo")
+    beta = team_server.token("beta/sub/repo")
+    with team_server.client(alpha) as http:
+        put = http.put(
+            TEAM_MEMORY_PATH, params={"repo": "alpha/sub/repo"}, json={"entries": {"a.md": "A"}}
+        )
+        assert put.status_code == 200, put.text
+        for other in ("beta/sub/repo", "sub/repo", "alpha/sub", "alpha/sub/repo/x"):
+            assert http.get(TEAM_MEMORY_PATH, params={"repo": other}).status_code == 403, other
+            refused = http.put(
+                TEAM_MEMORY_PATH, params={"repo": other}, json={"entries": {"a.md": "X"}}
+            )
+            assert refused.status_code == 403, other
+    with team_server.client(beta) as http:
+        assert http.get(TEAM_MEMORY_PATH, params={"repo": "beta/sub/repo"}).status_code == 404
+        put = http.put(
+            TEAM_MEMORY_PATH, params={"repo": "beta/sub/repo"}, json={"entries": {"a.md": "B"}}
+        )
+        assert put.status_code == 200, put.text
+        assert http.get(TEAM_MEMORY_PATH, params={"repo": "alpha/sub/repo"}).status_code == 403
+    with team_server.client(alpha) as http:
+        got = http.get(TEAM_MEMORY_PATH, params={"repo": "ALPHA/sub/repo"})
+    assert got.json()["entries"] == {"a.md": "A"}
+    deepest = "/".join(f"g{i}" for i in range(20))
+    with team_server.client(team_server.token(deepest)) as http:
+        put = http.put(TEAM_MEMORY_PATH, params={"repo": deepest}, json={"entries": {"a.md": "d"}})
+    assert put.status_code == 200, put.text
+
+
 def test_repo_names_compare_case_insensitively(repo: Repo) -> None:
     reply = repo.http.put(
         TEAM_MEMORY_PATH, params={"repo": "ACME/Widgets"}, json={"entries": {"a.md": "x"}}
@@ -150,7 +183,21 @@ def test_unknown_view_is_400(repo: Repo) -> None:
 def test_bad_repo_name_is_400(team_server: ThreadedServer) -> None:
     token = team_server.token("acme/widgets")
     with team_server.client(token) as http:
-        for name in ["", "acme", "a/b/c", "../x", "acme/..", "ac me/x", "a/b%2f"]:
+        for name in [
+            "",
+            "acme",
+            "../x",
+            "acme/..",
+            "a/../b",
+            "a//b",
+            "/a/b",
+            "a/b/",
+            "ac me/x",
+            "a/b%2f",
+            "a/b\x00",
+            "/".join(["g"] * 21),
+            "a/" + "x" * 511,
+        ]:
             reply = http.get(TEAM_MEMORY_PATH, params={"repo": name})
             assert reply.status_code == 400, name
             assert reply.json()["error"] == "invalid_repo"

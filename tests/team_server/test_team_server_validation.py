@@ -88,7 +88,25 @@ def test_the_storage_check_is_on_top_of_the_shared_rules(
 def test_repo_names() -> None:
     assert canonical_repo("Acme/Widgets") == "acme/widgets"
     assert canonical_repo("a-b_c.d/e.f-g") == "a-b_c.d/e.f-g"
-    for bad in ["", "acme", "a/b/c", "../x", "a/..", "a b/c", "a/b\n", "é/x", "a/" + "x" * 200]:
+    # GitLab subgroups: the project's full path, 2 to 20 parts, at most 512 characters.
+    assert canonical_repo("Group/Sub/Repo") == "group/sub/repo"
+    deepest = "/".join(f"g{i}" for i in range(20))
+    assert canonical_repo(deepest) == deepest
+    assert canonical_repo("a/" + "x" * 510) is not None
+    for bad in [
+        "",
+        "acme",
+        "../x",
+        "a/..",
+        "a/./b",
+        "a//b",
+        "a/b/",
+        "a b/c",
+        "a/b\n",
+        "é/x",
+        "a/" + "x" * 511,
+        deepest + "/g20",
+    ]:
         assert canonical_repo(bad) is None, bad
 
 
