@@ -1,9 +1,14 @@
-"""One line of human text per daemon notification (`memctl watch`, the memory UI)."""
+"""One line of human text per daemon notification (`memctl watch`, the memory UI), and what a
+client subscribing needs to read of the daemon's answers."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def _name(path: Any) -> str:
@@ -53,3 +58,32 @@ def _within(project: str, path: str) -> str:
     if path.startswith(project.rstrip(os.sep) + os.sep):
         return path[len(project.rstrip(os.sep)) + 1 :]
     return path
+
+
+def known_events(message: str, wanted: Sequence[str]) -> list[str] | None:
+    """The events of `wanted` a daemon knows, read from its refusal of a `subscribe` naming
+    some it does not (-32602 `…; known: a, b`: one older than context/changed refuses the whole
+    set); None when the message is no such refusal or leaves nothing out. The editors read it
+    the same way (Neovim's init.lua, VS Code's knownEvents)."""
+    known = re.search(r"; known: (.+)$", message)
+    if known is None:
+        return None
+    names = set(re.split(r"[,\s]+", known.group(1)))
+    kept = [event for event in wanted if event in names]
+    return kept if len(kept) < len(wanted) else None
+
+
+def concerns(project: Any, cwd: str) -> bool:
+    """Whether a notification's `project` (the daemon's real path of a project root) is the
+    project of `cwd`: the folder is the project or below it, as opened or through its links."""
+    if not isinstance(project, str) or not project:
+        return False
+    prefix = project if project.endswith(os.sep) else project + os.sep
+
+    def within(folder: str) -> bool:
+        return folder == project or folder.startswith(prefix)
+
+    try:
+        return within(cwd) or within(os.path.realpath(cwd))
+    except (OSError, ValueError):
+        return False

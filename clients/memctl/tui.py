@@ -79,6 +79,19 @@ class Picker:
             return self.cursor
         return next((i for i, item in enumerate(self.visible) if item.selectable), -1)
 
+    def replace(self, items: Sequence[Item]) -> None:
+        """Show `items` instead (the list loaded again), the filter kept and the cursor on the
+        item it was on when that is still listed, else near where it was."""
+        was = self.current()
+        self.items = list(items)
+        self.visible = filter_items(self.items, self.query)
+        key = None if was is None else (was.action, was.target)
+        for index, item in enumerate(self.visible):
+            if item.selectable and (item.action, item.target) == key:
+                self.cursor = index
+                return
+        self.cursor = self._next_selectable(max(min(self.cursor, len(self.visible) - 1), 0), 1)
+
     def current(self) -> Item | None:
         return self.visible[self.cursor] if 0 <= self.cursor < len(self.visible) else None
 
@@ -136,8 +149,12 @@ def pick(
     *,
     status: list[str],
     poll: Callable[[], list[str]] | None = None,
+    reload: Callable[[], Sequence[Item] | None] | None = None,
 ) -> Item | None:
-    """Run the picker until a choice or Esc. `status` lines show at the bottom (newest last)."""
+    """Run the picker until a choice or Esc. `status` lines show at the bottom (newest last).
+    Between keys `poll` adds status lines and `reload` may give the items loaded again, shown
+    at once (a choice always picks what the screen showed: the screen is redrawn before the
+    next key is read)."""
     curses.curs_set(0)
     stdscr.keypad(True)
     stdscr.timeout(200)
@@ -153,6 +170,10 @@ def pick(
         if key == -1 or key == curses.KEY_RESIZE:
             if poll is not None:
                 status.extend(poll())
+                keep_last(status)
+            fresh = reload() if reload is not None else None
+            if fresh is not None:
+                picker.replace(fresh)
             continue
         done, choice = picker.handle(key)
         if done:
@@ -189,3 +210,13 @@ def _draw(stdscr: curses.window, title: str, picker: Picker, status: list[str]) 
         _put(stdscr, height - 1 - len(shown_status) + offset, 0, line, curses.A_DIM)
     _put(stdscr, height - 1, 0, HELP if width > len(HELP) else "Esc back", curses.A_DIM)
     stdscr.refresh()
+
+
+# Status lines kept: the screen shows the last 3; a long session's notifications (or a flood
+# of them) grew the list for as long as the menu was open.
+STATUS_KEPT = 100
+
+
+def keep_last(status: list[str]) -> None:
+    """Drop all but the newest STATUS_KEPT lines of `status`, in place."""
+    del status[:-STATUS_KEPT]

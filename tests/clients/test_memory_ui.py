@@ -687,3 +687,145 @@ def test_a_toggle_says_what_is_in_effect_and_which_file_decides(
         {"key": "autoMemoryEnabled", "value": True},
         {"key": "autoDreamEnabled", "value": True},
     ]
+
+
+# -- the open menu follows the project (context/changed), an older daemon, a flood ----------------
+
+
+def _with_rule(handler: Any, rule: Path, gate: threading.Event) -> Any:
+    """`memory.list` that waits for `gate` (a daemon slow to answer), then lists `rule` too."""
+
+    def listing(params: dict[str, Any]) -> Any:
+        assert gate.wait(30)
+        result = handler(params)
+        result["instruction_files"].append(
+            {"path": str(rule), "type": "Project", "parent": None, "globs": ["**/*.go"]}
+        )
+        return result
+
+    return listing
+
+
+def test_the_open_menu_lists_again_when_the_projects_files_change(
+    pty_memctl: Pty, scripted: FakeDaemon, project: Path
+) -> None:
+    """The memory UI did not subscribe to context/changed: a rule file added while it was
+    open (another program, a `git checkout`) showed only after a choice. It is listed again
+    in the background: the keys work while the daemon takes its time to answer."""
+    term = pty_memctl
+    term.wait_for(term.screen_has("Type to filter"), "the first screen")
+    scripted.wait_for_subscriber()
+    rule = project / ".claude" / "rules" / "go.md"
+    gate = threading.Event()
+    scripted.on("memory.list", _with_rule(scripted.handlers["memory.list"], rule, gate))
+    listed = len(scripted.calls("memory.list"))
+    scripted.notify("context/changed", {"project": "/elsewhere", "paths": ["/elsewhere/x.md"]})
+    scripted.notify("context/changed", {"project": str(project), "paths": [str(rule)], "more": 0})
+    term.wait_for(lambda: len(scripted.calls("memory.list")) > listed, "the list loaded again")
+    term.send("zz")  # memory.list has not answered: the picker still takes keys
+    term.wait_for(term.screen_has("Filter: zz"), "the filter, while the list loads")
+    term.send("\x15")  # Ctrl-U
+    term.wait_for(term.screen_has("Type to filter"), "the filter cleared")
+    gate.set()
+    term.wait_for(term.screen_has("./.claude/rules/go.md  paths: **/*.go"), "the new rule")
+    assert f"context changed: {project} (.claude/rules/go.md)" in term.text()
+    assert "/elsewhere" not in term.text()  # another project's change is not this menu's
+    term.send("\x1b")
+    assert term.close() == 0
+
+
+OLD_EVENTS = ["memory/saved", "team/synced", "team/secret_blocked", "team/conflict", "worker/error"]
+
+
+def _refusing_subscribe(daemon: FakeDaemon, refuse: Callable[[list[str]], str | None]) -> None:
+    """Make `daemon` answer a `subscribe` whose events `refuse` objects to with -32602."""
+    dispatch = daemon._dispatch
+
+    def dispatching(request: dict[str, Any], conn: Any) -> dict[str, Any] | None:
+        events = (request.get("params") or {}).get("events")
+        message = refuse(events) if request.get("method") == "subscribe" else None
+        if message is None:
+            return dispatch(request, conn)
+        daemon.requests.append(("subscribe", request.get("params") or {}))
+        error = {"code": -32602, "message": message}
+        return {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+
+    daemon._dispatch = dispatching  # type: ignore[method-assign]
+
+
+def test_a_daemon_older_than_context_changed_is_asked_for_the_events_it_knows(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    def older(events: list[str]) -> str | None:
+        unknown = sorted(set(events) - set(OLD_EVENTS))
+        if not unknown:
+            return None
+        return (
+            f"invalid params: events: unknown event(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(OLD_EVENTS))}"
+        )
+
+    _refusing_subscribe(scripted, older)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", str(scripted.socket_path), "memory"],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        scripted.wait_for_subscriber()
+        scripted.notify("memory/saved", {"path": "/m/feedback_tabs.md", "project": str(project)})
+        out, err = proc.communicate("nothing like it\n\n\n", timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    subscribes = [p["events"] for p in scripted.calls("subscribe")]
+    assert subscribes[:2] == [[*OLD_EVENTS, "context/changed"], OLD_EVENTS]
+    assert "* memory saved: feedback_tabs.md" in out
+    assert "could not subscribe" not in out
+
+
+def test_a_refused_subscription_is_said_once_and_the_menu_works(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    """A refusal that names no known events (before: an RpcError out of the UI, exit 1)."""
+    _refusing_subscribe(scripted, lambda _events: "invalid params: events: too many")
+    done = run_plain(scripted, project, "auto memory\n1\n\n")  # a toggle, the menu again
+    assert done.returncode == 0, done.stderr
+    assert len(scripted.calls("subscribe")) >= 2  # the menu listed twice, subscribing each time
+    said = "could not subscribe to notifications: invalid params: events: too many"
+    assert done.stdout.count(said) == 1
+    assert "  2. Project memory" in done.stdout
+
+
+class _Flood:
+    """A connection a notification is always waiting on."""
+
+    def __init__(self) -> None:
+        self.read = 0
+
+    def poll_notification(self, wait_s: float) -> dict[str, Any]:
+        self.read += 1
+        if self.read > 100_000:
+            raise AssertionError("poll read on for as long as notifications came")
+        return {"method": "memory/saved", "params": {"path": f"/m/n{self.read}.md", "project": "/"}}
+
+
+def test_a_flood_of_notifications_leaves_the_menu_its_keys() -> None:
+    """The picker polls between keys; a poll read until nothing was waiting, so a daemon
+    sending faster than it read held the menu for as long as the flood lasted."""
+    from memctl.commands.memory import Notifications
+
+    conn = _Flood()
+    notes = Notifications(conn, "/proj")
+    notes.subscribed = True
+    lines = notes.poll()
+    assert conn.read == Notifications.READ_PER_POLL
+    assert lines == [
+        *(f"memory saved: n{i}.md" for i in range(1, Notifications.LINES_PER_POLL + 1)),
+        f"… and {Notifications.READ_PER_POLL - Notifications.LINES_PER_POLL} more notifications",
+    ]
+    assert notes.changed  # a memory of this project ("/" holds it) was saved: list again

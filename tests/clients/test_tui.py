@@ -78,3 +78,26 @@ def test_the_highlighted_row_keeps_its_text() -> None:
     window = draw([Item("Versions", "header"), *versions])
     assert window.rows[4] == ">   now ago    v2"
     assert window.rows[5] == "    1m ago     v1"
+
+
+def test_a_list_loaded_again_keeps_the_filter_and_the_cursors_item() -> None:
+    a = Item("a.md", "edit", "/p/a.md", indent=1)
+    b = Item("b.md", "edit", "/p/b.md", indent=1)
+    c = Item("c.md", "edit", "/p/c.md", indent=1)
+    picker = Picker([Item("Files", "header"), a, b, c], query=".md")
+    picker.move(1)
+    assert picker.current() == b
+    new = Item("new.md", "edit", "/p/new.md", indent=1)
+    picker.replace([Item("Files", "header"), new, a, b, c])
+    assert picker.query == ".md"
+    assert picker.current() == b  # not whatever moved into its row
+    picker.replace([Item("Files", "header"), a, c])  # b is gone: a row near where it was
+    assert picker.current() == c
+    picker.replace([Item("Files", "header")])
+    assert picker.current() is None
+
+
+def test_status_lines_are_kept_bounded() -> None:
+    status = [f"line {i}" for i in range(tui.STATUS_KEPT + 50)]
+    tui.keep_last(status)
+    assert status == [f"line {i}" for i in range(50, tui.STATUS_KEPT + 50)]

@@ -5,7 +5,8 @@ offers "User memory" and "Project memory" (created empty, exclusively, when miss
 choice in `$VISUAL`/`$EDITOR` (a memory: a private copy, saved through the daemon by
 `memory_edit.py`), opens the auto memory and team folders, toggles auto memory and
 auto dream in user settings, lists auto memories with type, age and description, and shows a
-memory's history with restore. Saved-memory notifications appear as they arrive.
+memory's history with restore. Saved-memory notifications appear as they arrive, and the list
+is loaded again (in the background) when the project's instruction files or memories change.
 
 On a terminal it is a full-screen picker (curses: arrows, type-to-filter); otherwise a plain
 numbered list read from stdin, where a number chooses and any other text filters.
@@ -18,6 +19,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,10 +33,23 @@ if TYPE_CHECKING:
 
     from memctl.memory_menu import Item
 
+    # The main list loaded again, or None: its argument is how long to wait for a load under way.
+    Reload = Callable[[float], Sequence[Item] | None]
+
 # The menu, curses and shell helpers are imported inside the functions that use them:
 # every memctl command imports this module to build its parser, and must start fast.
 
-EVENTS = ["memory/saved", "team/synced", "team/secret_blocked", "team/conflict", "worker/error"]
+EVENTS = [
+    "memory/saved",
+    "team/synced",
+    "team/secret_blocked",
+    "team/conflict",
+    "worker/error",
+    "context/changed",  # the project's instruction files changed: the list is loaded again
+]
+# Events after which the main list is loaded again, when they are about this project.
+LIST_CHANGED = ("context/changed", "memory/saved")
+INVALID_PARAMS = -32602
 
 
 def register(sub: Any) -> None:
@@ -52,6 +67,11 @@ def register(sub: Any) -> None:
 # -- the two front ends ------------------------------------------------------------------------
 
 
+# A list being loaded again is waited for this long before a numbered prompt (the plain menu
+# cannot redraw while it waits for a line); a slower one is shown at the prompt after.
+PLAIN_RELOAD_WAIT_S = 5.0
+
+
 class PlainUI:
     """Numbered lists on stdout, answers from stdin. A non-number filters the list."""
 
@@ -66,12 +86,22 @@ class PlainUI:
         self._flush_status()
         print(one_line(text))
 
-    def choose(self, title: str, items: Sequence[Item]) -> Item | None:
+    def choose(
+        self,
+        title: str,
+        items: Sequence[Item],
+        reload: Reload | None = None,
+    ) -> Item | None:
+        """A choice from `items`; `reload` may give them loaded again, shown at the next
+        prompt (a number always chooses from the list printed before it)."""
         from memctl import memory_menu
 
         query = ""
         while True:
             self._flush_status()
+            fresh = reload(PLAIN_RELOAD_WAIT_S) if reload is not None else None
+            if fresh is not None:
+                items = fresh
             shown = memory_menu.filter_items(items, query)
             text, choices = memory_menu.numbered(shown)
             print("\n" + one_line(title + (f"  [filter: {query}]" if query else "")))
@@ -117,19 +147,38 @@ class CursesUI:
         if self.plain is not None:
             self.plain.message(text)
         else:
-            self.status.append(text)
+            self._keep([text])
 
-    def choose(self, title: str, items: Sequence[Item]) -> Item | None:
+    def _keep(self, lines: list[str]) -> None:
+        from memctl import tui
+
+        self.status.extend(lines)
+        tui.keep_last(self.status)
+
+    def choose(
+        self,
+        title: str,
+        items: Sequence[Item],
+        reload: Reload | None = None,
+    ) -> Item | None:
         import curses
 
         from memctl import tui
 
         if self.plain is not None:
-            return self.plain.choose(title, items)
-        self.status.extend(self.poll())
+            return self.plain.choose(title, items, reload)
+        self._keep(self.poll())
         try:
             result: Item | None = curses.wrapper(
-                lambda stdscr: tui.pick(stdscr, title, items, status=self.status, poll=self.poll)
+                lambda stdscr: tui.pick(
+                    stdscr,
+                    title,
+                    items,
+                    status=self.status,
+                    poll=self.poll,
+                    # between keys: never waiting for a load under way
+                    reload=None if reload is None else lambda: reload(0.0),
+                )
             )
         except curses.error as exc:
             # An unknown $TERM or a terminal too small to start: the numbered menu still works.
@@ -137,7 +186,7 @@ class CursesUI:
             self.plain.message(f"(full-screen menu unavailable: {exc}; numbered menu instead)")
             for line in self.status:
                 self.plain.message(line)
-            return self.plain.choose(title, items)
+            return self.plain.choose(title, items, reload)
         return result
 
     def confirm(self, question: str) -> bool:
@@ -449,7 +498,19 @@ def run(args: argparse.Namespace) -> int:
                 text += f"\n({listing['unavailable']})"
             emit(args, listing, text)
             return 0
-        notes = Notifications(conn)
+        notes = Notifications(conn, str(cwd))
+        reloader = Reloader(conn.socket_path, cwd)
+
+        def fresh(wait_s: float) -> list[Item] | None:
+            """The main list loaded again once the project changed (None until it is)."""
+            if notes.changed:
+                notes.changed = False
+                reloader.request()
+            loaded, failed = reloader.take(wait_s)
+            if failed is not None:
+                ui.message(f"could not list again: {failed}")
+            return loaded
+
         interactive = (
             sys.stdout.isatty()
             and sys.stdin.isatty()
@@ -462,7 +523,13 @@ def run(args: argparse.Namespace) -> int:
         items = []
         while True:
             try:
-                notes.subscribe()
+                refused = notes.subscribe()
+                if refused is not None:
+                    ui.message(refused)
+                # What changed until now is in this list; a load in the background started
+                # before it is older.
+                notes.changed = False
+                reloader.settled()
                 items, listing = load_items(conn, cwd)
             except DaemonUnavailable as exc:
                 if not items:  # never listed: nothing to show
@@ -475,7 +542,7 @@ def run(args: argparse.Namespace) -> int:
             if unavailable and unavailable != shown_unavailable:
                 ui.message(str(unavailable))
             shown_unavailable = unavailable
-            choice = ui.choose(title, items)
+            choice = ui.choose(title, items, fresh)
             if choice is None:
                 return 0
             # A connection a restart ended is found here, so the choice's call connects again.
@@ -491,21 +558,54 @@ class Notifications:
     """The UI's subscription, kept across a daemon restart. A restart ends the connection: the
     call that finds it fails (DaemonUnavailable) and the next connects again, without the
     subscription; the menu subscribes each time it lists, and `poll` once memoryd is back
-    (a restart ended the UI with exit 3, and an edit being saved was lost)."""
+    (a restart ended the UI with exit 3, and an edit being saved was lost).
+
+    `changed` is set when the project's instruction files or memories changed (context/changed,
+    memory/saved of this project), or memoryd came back (they may have changed meanwhile)."""
 
     RETRY_S = 1.0  # between attempts to reach a daemon that went away (the picker polls 5/s)
+    # A flood of notifications (a daemon sending thousands a second) is read at most this many
+    # a poll, and shown as this many lines and a count: a poll reading until none was waiting
+    # never returned while the flood lasted, and the menu took no key.
+    READ_PER_POLL = 500
+    LINES_PER_POLL = 5
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, cwd: str) -> None:
         self.conn = conn
+        self.cwd = cwd
         self.subscribed = False
         self.retry_at = 0.0
+        self.changed = False
+        self.refused: str | None = None  # the daemon's refusal of the subscription, once said
 
-    def subscribe(self) -> None:
+    def subscribe(self) -> str | None:
+        """Subscribe on the current connection; a line to show when the daemon refused (said
+        once, not at every listing), else None. A daemon older than one of EVENTS refuses the
+        whole set (-32602 naming the events it knows): those it knows are asked for then, as
+        the editors do."""
+        from memctl.notifications import known_events
+        from memoryd_client import RpcError
+
         # Every time, not once: a call may have connected again meanwhile (an edit's save
         # after a restart), and a connection of its own has no subscription. A later
         # subscribe replaces the set, so it never doubles a notification.
-        self.conn.subscribe(EVENTS)
+        try:
+            try:
+                self.conn.subscribe(EVENTS)
+            except RpcError as exc:
+                kept = known_events(exc.message, EVENTS) if exc.code == INVALID_PARAMS else None
+                if kept is None:
+                    raise
+                self.conn.subscribe(kept)
+        except RpcError as exc:
+            # No notifications, but the menu works: said once, as Neovim and VS Code say it.
+            self.subscribed = True  # polled all the same, so a lost connection is seen
+            line = f"could not subscribe to notifications: {exc.message}"
+            said, self.refused = self.refused, line
+            return None if said == line else line
         self.subscribed = True
+        self.refused = None
+        return None
 
     def lost(self, exc: Exception) -> str:
         self.subscribed = False
@@ -514,23 +614,108 @@ class Notifications:
     def poll(self) -> list[str]:
         """Lines for the notifications already received or waiting, without blocking (but
         for connecting again, at most once a second, after memoryd went away)."""
-        from memctl.notifications import describe
+        from memctl.notifications import concerns, describe
         from memoryd_client import DaemonUnavailable
 
         lines: list[str] = []
         if not self.subscribed and time.monotonic() >= self.retry_at:
             try:
-                self.subscribe()
+                refused = self.subscribe()
                 lines.append("connected to memoryd again")
+                lines.extend([refused] if refused is not None else [])
+                self.changed = True
             except DaemonUnavailable:
                 self.retry_at = time.monotonic() + self.RETRY_S
-        while self.subscribed:
+        shown: list[str] = []
+        more = 0
+        gone: list[str] = []
+        for _ in range(self.READ_PER_POLL):
+            if not self.subscribed:
+                break
             try:
                 message = self.conn.poll_notification(0.01)
             except DaemonUnavailable as exc:
-                lines.append(self.lost(exc))
+                gone.append(self.lost(exc))
                 break
             if message is None:
                 break
-            lines.append(describe(message))
-        return lines
+            event = message.get("method")
+            params = message.get("params")
+            about_this = isinstance(params, dict) and concerns(params.get("project"), self.cwd)
+            if event in LIST_CHANGED and about_this:
+                self.changed = True
+            if event == "context/changed" and not about_this:
+                continue  # another project's instruction files: nothing this menu shows
+            if len(shown) < self.LINES_PER_POLL:
+                shown.append(describe(message))
+            else:
+                more += 1
+        if more:
+            shown.append(f"… and {more} more notification{'s' if more != 1 else ''}")
+        return lines + shown + gone
+
+
+class Reloader:
+    """The main list loaded again in a thread, on a connection of its own, after the project
+    changed while the menu is open: a daemon slow to answer (a memory.list of 10 s) never holds
+    the keys, and the menu's own connection stays the UI thread's. Loads asked for while one
+    runs make one more load after it, not one each."""
+
+    def __init__(self, socket_path: Path, cwd: Path) -> None:
+        self.socket_path = socket_path
+        self.cwd = cwd
+        self._lock = threading.Condition()
+        self._running = False
+        self._again = False
+        self._generation = 0  # bumped when the menu lists itself: older loads are dropped
+        self._items: list[Item] | None = None
+        self._failed: str | None = None
+
+    def request(self) -> None:
+        with self._lock:
+            if self._running:
+                self._again = True
+                return
+            self._running = True
+        threading.Thread(target=self._load, name="memctl-memory-reload", daemon=True).start()
+
+    def settled(self) -> None:
+        """The menu is listing itself now: what a load started before would give is older."""
+        with self._lock:
+            self._generation += 1
+            self._items = self._failed = None
+
+    def take(self, wait_s: float = 0.0) -> tuple[list[Item] | None, str | None]:
+        """The items loaded since the last take (or None), and why a load failed (or None);
+        a load under way is waited for up to `wait_s` seconds."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._running, timeout=wait_s)
+            taken = self._items, self._failed
+            self._items = self._failed = None
+            return taken
+
+    def _load(self) -> None:
+        from memoryd_client import Client, RpcError
+
+        while True:
+            with self._lock:
+                generation = self._generation
+                self._again = False
+            items: list[Item] | None = None
+            failed: str | None = None
+            try:
+                with Client(self.socket_path, timeout=30.0) as conn:
+                    items, _ = load_items(conn, self.cwd)
+            except RpcError as exc:
+                failed = exc.message
+            except OSError as exc:
+                # down (the menu says so through its own connection) or too slow: the list
+                # shown stays, and the menu lists again after the next choice
+                failed = None if isinstance(exc, ConnectionError) else str(exc)
+            with self._lock:
+                if generation == self._generation:
+                    self._items, self._failed = items, failed
+                if not self._again:
+                    self._running = False
+                    self._lock.notify_all()
+                    return
