@@ -131,8 +131,25 @@ T.run({
       vim.cmd('MemorydStatus')
       T.wait_view('status', 'Team sync for this project')
       local text = T.text('status')
-      T.has(text, 'off — the project has no git remote naming its owner/repo', 'team sync')
+      -- the daemon's words (team.status's `why`), not a copy of them kept here
+      T.has(text, 'off — team sync is off for this folder (no_repo): the project has no git remote naming its owner/repo', 'team sync')
       T.has_not(text, 'repo nil', 'team sync')
+    end,
+  },
+  {
+    "status view: a daemon older than team.status's why is worded by the plugin, a newer one's why shown as sent",
+    function()
+      local status = require('memoryd.views.status')
+      local base = { version = '1', socket = '/s' }
+      local older = table.concat(status.render(base, { repo = vim.NIL, suppressed = 'no_repo' }, nil, '/s', {}), '\n')
+      T.has(older, 'off — the project has no git remote naming its owner/repo, which team memory is keyed by (no_repo)', 'older: no repo')
+      local stopped = { repo = 'acme/widgets', server = 'http://t', suppressed = 'http_401', entries = 0, pending = {} }
+      older = table.concat(status.render(base, stopped, nil, '/s', {}), '\n')
+      T.has(older, 'stopped — the team server answered HTTP 401, so sync stopped (http_401)', 'older: stopped')
+      stopped.why = 'team sync is stopped (http_401): the server refused a pull: MEMORYD_TEAM_TOKEN was not accepted\n(revoked)'
+      local newer = table.concat(status.render(base, stopped, nil, '/s', {}), '\n')
+      T.has(newer, 'stopped — team sync is stopped (http_401): the server refused a pull: MEMORYD_TEAM_TOKEN was not accepted (revoked)', 'newer: stopped, one line')
+      T.has_not(newer, 'answered HTTP 401', 'newer: no copy of its own')
     end,
   },
   {

@@ -13,7 +13,7 @@ import { errorText, messageText } from "../src/core/format";
 import { EVENTS } from "../src/core/notifications";
 import { concernsTarget } from "../src/core/rules";
 import { MemorydClient, RpcError } from "../src/core/rpcClient";
-import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, whySuppressed } from "../src/core/status";
+import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
 import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
@@ -415,8 +415,9 @@ describe("the extension in a stand-in VS Code", () => {
     await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", resolve));
     const port = (refusing.address() as AddressInfo).port;
     const cases = [
-      { code: "bad_token", team: { MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "not a token" }, why: "MEMORYD_TEAM_TOKEN is not a usable token (bad_token); fix it and restart memoryd" },
-      { code: "http_401", team: { MEMORYD_TEAM_URL: `http://127.0.0.1:${port}`, MEMORYD_TEAM_TOKEN: "t-vscode-test" }, why: "the team server answered HTTP 401, so sync stopped (http_401); delete a file in team/ or restart memoryd to try again once the cause is fixed" },
+      // the daemon's words (team.status.why), not a copy of them kept in the extension
+      { code: "bad_token", team: { MEMORYD_TEAM_URL: "http://127.0.0.1:9", MEMORYD_TEAM_TOKEN: "not a token" }, why: "team sync is off for this folder (bad_token): MEMORYD_TEAM_TOKEN is not a usable token; fix it and restart memoryd" },
+      { code: "http_401", team: { MEMORYD_TEAM_URL: `http://127.0.0.1:${port}`, MEMORYD_TEAM_TOKEN: "t-vscode-test" }, why: "team sync is stopped (http_401): the server refused a pull: MEMORYD_TEAM_TOKEN was not accepted (revoked, mistyped, or another server's); set a valid one (`memoryd-team token create --repo owner/repo`) and restart memoryd (or delete a file in team/ to try again)" },
     ];
     try {
       for (const { code, team, why } of cases) {
@@ -528,6 +529,17 @@ describe("the extension in a stand-in VS Code", () => {
     assert.equal(view.text, "$(database) memoryd · model m · 30000 problems");
     const shown = view.tooltip.split("\n").filter((l) => l.startsWith("Problem: "));
     assert.deepEqual(shown, [...many.slice(0, 20).map((p) => `Problem: ${p}`), "Problem: … and 29980 more (`memctl status --json` lists them all)"]);
+  });
+
+  test("the daemon's why is shown as sent; a daemon older than it gets the extension's words", () => {
+    assert.equal(whyOff({ why: "team sync is off for this folder (no_repo): no remote\nhere; add one" }, "no_repo"), "team sync is off for this folder (no_repo): no remote\\nhere; add one");
+    assert.equal(whyOff({}, "no_repo"), whySuppressed("no_repo"));
+    assert.equal(whyOff({ why: "" }, "http_401"), whySuppressed("http_401"));
+    const base = { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: "/s", worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } };
+    const stopped = { repo: "acme/widgets", server: "http://t", team_dir: "/t", last_result: null, suppressed: "http_403", pending: [], entries: 0, retrying: false };
+    const said = (why?: string) => statusView(base, { kind: "on", status: { ...stopped, ...(why === undefined ? {} : { why }) } }).tooltip;
+    assert.match(said("team sync is stopped (http_403): the server refused a push: bind it"), /— stopped: team sync is stopped \(http_403\): the server refused a push: bind it; not synced yet;/);
+    assert.match(said(), /— stopped: the team server answered HTTP 403, so sync stopped \(http_403\)/);
   });
 
   test("each team.status suppressed code in words, as Neovim and the daemon say it", () => {

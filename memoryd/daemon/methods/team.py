@@ -4,6 +4,8 @@ A project's team folder starts syncing when a session asks for its context (`get
 after a turn, on any `team.*` call, when a team memory is written through the daemon
 (`methods/memory.py`), and at daemon start when it synced before. Failures talking to the server
 are results (`ok: false` with the error), not RPC errors: the sync state is the answer either way.
+A folder whose sync is off or stopped (`suppressed`) is answered with `why`, what that means and
+what lifts it in words, for a client to show as it is (the editors kept copies of these texts).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
-from memoryd.team.service import describe_state, refused_op, why_off
+from memoryd.team.service import Folder, describe_state, refused_op, why_off
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 
@@ -28,7 +30,9 @@ class TeamParams(Params):
 async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Sync state of the project's team folder: repo, server, ETag, last result, pending, skipped."""
     project = daemon.services.projects.resolve(params.cwd)
-    return await daemon.services.team.describe(project)
+    team = daemon.services.team
+    described = await team.describe(project)
+    return {**described, **_why(team.folder(project))}  # the folder describe just answered for
 
 
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
@@ -79,7 +83,16 @@ async def _sync_now(
         result = {"ok": False, "error": why_off(str(exc), refused_op(folder.engine.state))}
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
-    return {**describe_state(folder), **result}
+    return {**describe_state(folder), **_why(folder), **result}
+
+
+def _why(folder: Folder) -> dict[str, str]:
+    """`{"why": …}` while the folder's sync is off (no repo, no or an unusable token or URL)
+    or stopped (the server refused for good), else nothing."""
+    state = folder.engine.state
+    if state.suppressed is None:
+        return {}
+    return {"why": why_off(state.suppressed, refused_op(state))}
 
 
 METHODS = (

@@ -62,7 +62,10 @@ export function setupProblems(status: Pick<StatusResult, "model" | "problems">):
   return list.filter((p): p is string => text(p) !== undefined && !said.has(p)).map(oneLine);
 }
 
-/** `team.status.suppressed` in words (the daemon's memoryd.team.service.SUPPRESSED_BECAUSE). */
+/**
+ * `team.status.suppressed` in words, for a daemon older than `team.status.why` (session 20),
+ * which says it itself (memoryd.team.service.SUPPRESSED_BECAUSE).
+ */
 const SUPPRESSED_BECAUSE: Record<string, string> = {
   no_repo: "the project has no git remote naming its owner/repo, which team memory is keyed by",
   no_oauth: "MEMORYD_TEAM_TOKEN is not set",
@@ -71,10 +74,10 @@ const SUPPRESSED_BECAUSE: Record<string, string> = {
 };
 
 /**
- * Why a folder's team sync is off or stopped, with its code and what lifts it, as the daemon's
- * `why_off` and Neovim's :MemorydStatus say it: a setting fixed and a restart, a git remote
- * added, or, after the server refused (`http_401`, `permanent`), a file in team/ deleted or a
- * restart once the cause is fixed.
+ * Why a folder's team sync is off or stopped, with its code and what lifts it: a setting fixed
+ * and a restart, a git remote added, or, after the server refused (`http_401`, `permanent`), a
+ * file in team/ deleted or a restart once the cause is fixed. Only for a daemon older than
+ * `team.status.why`: `whyOff` shows the daemon's own words when it sends them.
  */
 export function whySuppressed(code: string): string {
   const shown = oneLine(code);
@@ -87,6 +90,12 @@ export function whySuppressed(code: string): string {
   return `${refused}, so sync stopped (${shown}); delete a file in team/ or restart memoryd to try again once the cause is fixed`;
 }
 
+/** Why the folder's team sync is off or stopped: the daemon's `why`, else `whySuppressed(code)`. */
+export function whyOff(status: Pick<TeamStatusResult, "why">, code: string): string {
+  const why = text(status.why);
+  return why === undefined ? whySuppressed(code) : oneLine(why);
+}
+
 export type TeamState = { kind: "off"; reason: string } | { kind: "on"; status: TeamStatusResult } | { kind: "unknown" };
 
 export async function teamState(client: MemorydClient, cwd: string | undefined): Promise<TeamState> {
@@ -96,7 +105,7 @@ export async function teamState(client: MemorydClient, cwd: string | undefined):
   try {
     const status = await client.call<TeamStatusResult>("team.status", { cwd });
     if (!status.repo) {
-      return { kind: "off", reason: whySuppressed(status.suppressed || "no_repo") };
+      return { kind: "off", reason: whyOff(status, status.suppressed || "no_repo") };
     }
     return { kind: "on", status };
   } catch (error) {
@@ -130,7 +139,7 @@ function teamText(team: TeamState): [string, string] {
               ? `team ${pending} pending`
               : "team synced";
       const detail = last ? `last ${last.op} ${last.ok ? "ok" : "failed"} at ${last.at}${last.error ? `: ${oneLine(last.error)}` : ""}` : "not synced yet";
-      const state = stopped ? `stopped: ${whySuppressed(stopped)}; ${detail}` : detail;
+      const state = stopped ? `stopped: ${whyOff(s, stopped)}; ${detail}` : detail;
       return [short, `Team sync: ${s.repo} via ${s.server} — ${state}; ${s.entries} entries, ${pending} pending`];
     }
   }

@@ -150,6 +150,11 @@ export interface TeamStatusResult {
    * `bad_token` (never started), `http_<status>` or `permanent` (the server refused for good).
    */
   suppressed?: string | null;
+  /**
+   * With `suppressed`: what it means and what lifts it, in the daemon's words (its `why_off`);
+   * absent before session 20, when `whySuppressed` words the code instead.
+   */
+  why?: string;
   pending: string[];
   entries: number;
   retrying: boolean;

@@ -20,8 +20,9 @@ local function state_of(feature)
   return 'off — ' .. format.one_line(feature.reason or '?', 160)
 end
 
--- team.status's `suppressed` in words (the daemon's memoryd.team.service.SUPPRESSED_BECAUSE;
--- http_<status> and permanent: the server refused for good, so sync stopped).
+-- team.status's `suppressed` in words, for a daemon older than team.status's `why` (session 20),
+-- which says it itself (memoryd.team.service.why_off); http_<status> and permanent: the server
+-- refused for good, so sync stopped.
 local SUPPRESSED = {
   no_repo = 'the project has no git remote naming its owner/repo, which team memory is keyed by',
   no_oauth = 'MEMORYD_TEAM_TOKEN is not set',
@@ -29,6 +30,14 @@ local SUPPRESSED = {
   bad_token = 'MEMORYD_TEAM_TOKEN is not a usable token',
   permanent = 'the team server refused for good',
 }
+
+-- Why the folder's team sync is off or stopped: the daemon's `why`, else our words for the code.
+function M.why_off(team, code)
+  if type(team.why) == 'string' and team.why ~= '' then
+    return format.one_line(team.why, 400)
+  end
+  return M.why_suppressed(code)
+end
 
 function M.why_suppressed(code)
   local status = code:match('^http_(%d+)$')
@@ -96,11 +105,11 @@ function M.render(status, team, team_error, socket, recent)
   local suppressed = team and type(team.suppressed) == 'string' and team.suppressed or nil
   if team and (type(team.repo) ~= 'string' or team.repo == '') then
     -- Team sync is configured, but this project has nothing to sync with (repo null).
-    add('  off — ' .. M.why_suppressed(suppressed or 'no_repo'))
+    add('  off — ' .. M.why_off(team, suppressed or 'no_repo'))
   elseif team then
     add(('  repo %s on %s'):format(tostring(team.repo), tostring(team.server)))
     if suppressed then
-      add('  stopped — ' .. M.why_suppressed(suppressed))
+      add('  stopped — ' .. M.why_off(team, suppressed))
     end
     add(('  %s entries, %d pending, retrying: %s'):format(
       tostring(team.entries),
