@@ -176,14 +176,23 @@ class MemorydExtension implements vscode.Disposable {
   /**
    * Every event the editor uses; a daemon older than one of them refuses the whole set, so the
    * events it knows are asked for then (it sends context/changed never, the others as before).
-   * While the daemon is down this waits: the client subscribes when it comes up.
+   * While the daemon is down this waits: the client subscribes when it comes up. Any other
+   * refusal is said, as Neovim says it (it was swallowed: no notification came, and nothing
+   * said why).
    */
   private subscribe(): void {
     const client = this.client;
+    const refused = (error: unknown): void => {
+      if (client === this.client && !(error instanceof DaemonUnavailable)) {
+        show({ level: "warning", text: `memoryd: could not subscribe to notifications: ${errorText(error)}` });
+      }
+    };
     client.subscribe(EVENTS).catch((error: unknown) => {
       const kept = knownEvents(error, EVENTS);
       if (kept && client === this.client) {
-        client.subscribe(kept).catch(() => undefined);
+        client.subscribe(kept).catch(refused);
+      } else {
+        refused(error);
       }
     });
   }

@@ -649,4 +649,21 @@ describe("the extension in a stand-in VS Code", () => {
       await server.close();
     }
   });
+
+  test("a subscribe the daemon refuses otherwise is said, as Neovim says it", async () => {
+    // Found by a bug hunt: the refusal was swallowed; no notification came and nothing said why.
+    const sock = path.join(tmp, "refusing-subscribe.sock");
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const error = request.method === "subscribe" ? { code: -32602, message: "invalid params: events: List should have at most 100 items" } : { code: -32601, message: `method not found: ${request.method}` };
+      s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error }) + "\n");
+    });
+    try {
+      activate(sock, [one.root]);
+      const said = "memoryd: could not subscribe to notifications: invalid params: events: List should have at most 100 items";
+      await waitFor(() => F.fake.shown.some((m) => m.level === "warning" && m.text.startsWith(said)), 10_000, "the refusal said");
+    } finally {
+      await server.close();
+    }
+  });
 });
