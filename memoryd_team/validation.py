@@ -8,32 +8,11 @@ check returns a reason string, or None when the value is fine.
 
 from __future__ import annotations
 
-import re
-
 from memoryd.team import protocol
+from memoryd.team.protocol import canonical_repo
 
-# A repository is `owner/repo`, or a GitLab project's full path `group/sub/…/repo`: keyed by
-# its last two parts alone, two groups' `sub/repo` shared one team memory. 20 parts and 512
-# characters hold GitLab's deepest nesting with room to spare.
-MIN_REPO_PARTS = 2
-MAX_REPO_PARTS = 20
-MAX_REPO_LENGTH = 512
-
-_REPO_PART = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-def canonical_repo(raw: str) -> str | None:
-    """`owner/repo` (or `group/…/repo`, 2 to 20 parts) in lower case (hosts compare them
-    case-insensitively), None if invalid."""
-    if not raw or len(raw) > MAX_REPO_LENGTH:
-        return None
-    parts = raw.split("/")
-    if not MIN_REPO_PARTS <= len(parts) <= MAX_REPO_PARTS:
-        return None
-    for part in parts:
-        if not _REPO_PART.fullmatch(part) or part in {".", ".."}:
-            return None
-    return raw.lower()
+# canonical_repo: the client keys a folder only by a name the server takes, so one rule.
+__all__ = ["canonical_repo", "key_problem", "text_problem"]
 
 
 def key_problem(key: str) -> str | None:

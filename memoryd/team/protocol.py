@@ -48,6 +48,31 @@ def checksum(content: str) -> str:
     return CHECKSUM_PREFIX + hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+# A repository is `owner/repo`, or a GitLab project's full path `group/sub/…/repo`: keyed by
+# its last two parts alone, two groups' `sub/repo` shared one team memory. 20 parts and 512
+# characters hold GitLab's deepest nesting with room to spare. The server takes these names
+# (memoryd_team/validation.py), and the client keys a folder by nothing else.
+REPO_MIN_PARTS = 2
+REPO_MAX_PARTS = 20
+REPO_MAX_LENGTH = 512
+
+_REPO_PART = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def canonical_repo(raw: str) -> str | None:
+    """`owner/repo` (or `group/…/repo`, 2 to 20 parts) in lower case (hosts compare them
+    case-insensitively), None if invalid."""
+    if not raw or len(raw) > REPO_MAX_LENGTH:
+        return None
+    parts = raw.split("/")
+    if not REPO_MIN_PARTS <= len(parts) <= REPO_MAX_PARTS:
+        return None
+    for part in parts:
+        if not _REPO_PART.fullmatch(part) or part in {".", ".."}:
+            return None
+    return raw.lower()
+
+
 KEY_MAX_CHARS = 512
 KEY_MAX_DEPTH = 16
 

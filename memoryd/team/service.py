@@ -21,7 +21,11 @@ import structlog
 from memoryd.automem.service import AutoMemory
 from memoryd.core.model_config import shown_url, usable_credential, usable_http_url
 from memoryd.errors import FeatureUnavailable
-from memoryd.team.sync.client import TeamClient
+
+# The remote URL forms gitfacts reads the slug with: the full path is read the same way.
+from memoryd.gitfacts import _SLUG_PATTERNS, parse_repo_slug
+from memoryd.team.protocol import canonical_repo
+from memoryd.team.sync.client import TeamClient, TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, SyncState, saved_states, state_path
@@ -114,6 +118,9 @@ class Folder:
     project_root: Path
     runner: SyncRunner
     start_task: asyncio.Task[None] | None = None
+    # The remote's full path (`group/sub/repo`) while the folder is keyed by its last two
+    # parts and it is not yet known whether the server takes it: asked before the first pull.
+    full_path: str | None = None
 
     @property
     def engine(self) -> SyncEngine:
@@ -144,6 +151,8 @@ class TeamSync:
         self.refresh_interval_s = 60.0
         self._stopping = False
         self._shutdown_watch: asyncio.Task[None] | None = None
+        # Per full path (`group/sub/repo`): whether the server serves it to our token.
+        self._takes_full_path: dict[str, bool] = {}
 
     @property
     def configured(self) -> bool:
@@ -164,10 +173,11 @@ class TeamSync:
         one synced with the old repository, until the daemon restarted."""
         team_dir = self.team_dir(project)
         existing = self._folders.get(team_dir)
-        if existing is not None and not _remote_changed(existing, project):
+        repo = self._repo_for(project, team_dir)
+        if existing is not None and not _remote_changed(existing, project, repo):
             self._used(existing)
             return existing
-        folder = self._make_folder(project, team_dir)
+        folder = self._make_folder(project, team_dir, repo)
         self._folders[team_dir] = folder
         retiring: asyncio.Task[None] | None = None
         if existing is not None:
@@ -227,10 +237,26 @@ class TeamSync:
         if folder.engine.client is not None:
             await folder.engine.client.close()
 
-    def _make_folder(self, project: Project, team_dir: Path) -> Folder:
+    def _repo_for(self, project: Project, team_dir: Path) -> str | None:
+        """The repository the project's folder syncs with: `owner/repo` from its remote, or,
+        for a GitLab subgroup's project, its full path `group/sub/repo` once the server is
+        known to serve it to our token (asked before the folder's first pull, or the folder
+        synced with it before: its state is saved). Keyed by the last two parts alone, two
+        groups' `sub/repo` shared one team memory; a server or a token from before session
+        20 knows only those, and the folder keeps them."""
+        slug = project.facts.repo_slug
+        full = full_repo_path(project.facts.remote_url)
+        if slug is None or full is None:
+            return slug
+        takes = self._takes_full_path.get(full)
+        url = self.config.url
+        if takes is None and url is not None and state_path(url, full, team_dir).exists():
+            takes = self._takes_full_path[full] = True
+        return full if takes else slug
+
+    def _make_folder(self, project: Project, team_dir: Path, repo: str | None) -> Folder:
         config = self.config
         assert config.url is not None
-        repo = project.facts.repo_slug
         store = StateStore(state_path(config.url, repo or "-", team_dir))
         state = store.load(repo=repo or "", server=config.url, team_dir=team_dir)
         state.project_root = str(project.root)
@@ -261,7 +287,11 @@ class TeamSync:
         self._follow_host_shutdown()
         if self._stopping:  # made while the daemon drains (a saved folder resuming)
             runner.stopping()
-        return Folder(project.root, runner)
+        full = full_repo_path(project.facts.remote_url)
+        unknown = (
+            client is not None and full not in (None, repo) and full not in self._takes_full_path
+        )
+        return Folder(project.root, runner, full_path=full if unknown else None)
 
     def stopping(self) -> None:
         """The daemon was asked to stop: it drains its requests, then closes this service.
@@ -289,6 +319,8 @@ class TeamSync:
         try:
             if after is not None:  # the folder this one replaces, stopped first
                 await asyncio.shield(after)
+            if await self._moved_to_full_path(folder):
+                return  # the folder keyed by the full path starts instead
             await folder.runner.start()
         except Exception as exc:
             await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
@@ -301,6 +333,31 @@ class TeamSync:
             task = asyncio.create_task(self._shed_when_idle(folder))
             self._shedding.add(task)
             task.add_done_callback(self._shedding.discard)
+
+    async def _moved_to_full_path(self, folder: Folder) -> bool:
+        """Before a folder keyed `sub/repo` first pulls: ask the server whether it serves the
+        remote's full path `group/sub/repo` to our token, and if so replace the folder by one
+        keyed by it (as for a remote that changed: nothing is pulled from or pushed to the
+        two-part name). No answer, an old server, or a token bound to `sub/repo` only: the
+        folder stays as it is for this run; the next daemon start asks again."""
+        full, client = folder.full_path, folder.engine.client
+        if full is None or client is None:
+            return False
+        folder.full_path = None
+        try:
+            takes = await client.takes_repo(full)
+        except TeamHTTPError as exc:
+            log.info("team server not asked about the full path", repo=full, error=str(exc))
+            takes = False
+        self._takes_full_path[full] = takes
+        if not takes or self._closed:
+            return False
+        log.info("team sync keys the folder by its full path", old=folder.engine.repo, new=full)
+        try:
+            # The remote's repository is now the full path: made anew, as for a moved remote.
+            return self.folder(self.resolve_project(folder.project_root)) is not folder
+        except FeatureUnavailable:
+            return False
 
     async def _shed_when_idle(self, folder: Folder) -> None:
         await folder.runner.wait_idle()
@@ -324,8 +381,13 @@ class TeamSync:
 
     async def started(self, project: Project) -> Folder:
         folder = self.folder(project)
-        if folder.start_task is not None:
+        while folder.start_task is not None:
             await asyncio.shield(folder.start_task)
+            # Its start may have handed over to a folder keyed by the remote's full path.
+            now = self.folder(project)
+            if now is folder:
+                break
+            folder = now
         return folder
 
     def not_shared_because(self, project: Project) -> str | None:
@@ -372,7 +434,9 @@ class TeamSync:
         if not self.configured or self._closed:
             return
         known = self._folders_by_root.get(project.root)
-        if known is not None and not _remote_changed(known, project):
+        if known is not None and not _remote_changed(
+            known, project, self._repo_for(project, known.engine.folder.team_dir)
+        ):
             # the fast path of every turn and get_context
             self._used(known)
             if refresh:
@@ -463,13 +527,27 @@ class TeamSync:
             await asyncio.to_thread(self._scan_pool.shutdown, True, cancel_futures=True)
 
 
-def _remote_changed(folder: Folder, project: Project) -> bool:
-    """Whether the project's git remote now names another repository than the folder syncs
-    with. Only for the folder's own project: with one memory dir for every project
-    (MEMORYD_AUTO_MEMORY_DIR), another project's remote must not make the folder flip."""
-    return folder.project_root == project.root and folder.engine.repo != (
-        project.facts.repo_slug or ""
-    )
+def _remote_changed(folder: Folder, project: Project, repo: str | None) -> bool:
+    """Whether the project's git remote now names another repository (`repo`, chosen by
+    `TeamSync._repo_for`) than the folder syncs with. Only for the folder's own project: with
+    one memory dir for every project (MEMORYD_AUTO_MEMORY_DIR), another project's remote must
+    not make the folder flip."""
+    return folder.project_root == project.root and folder.engine.repo != (repo or "")
+
+
+def full_repo_path(remote_url: str | None) -> str | None:
+    """A GitLab subgroup project's full path (`group/sub/repo`, lower case) from its remote
+    URL; None for a two-part `owner/repo` (the slug says it all), a path the team server would
+    refuse, or no remote."""
+    slug = parse_repo_slug(remote_url)
+    if slug is None or remote_url is None:
+        return None
+    for pattern in _SLUG_PATTERNS:
+        match = pattern.match(remote_url.strip())
+        if match:
+            full = canonical_repo("/".join(p for p in match.group("path").split("/") if p))
+            return full if full is not None and full.count("/") > 1 else None
+    return None
 
 
 def describe_state(folder: Folder) -> dict[str, Any]:

@@ -236,6 +236,21 @@ class TeamClient:
             following,
         )
 
+    async def takes_repo(self, repo: str) -> bool:
+        """Whether the server serves `repo` to this token: a GitLab subgroup's full path
+        (`group/sub/repo`), which a server from before session 20 refuses (400
+        `invalid_repo`), as does one whose tokens are bound to `sub/repo` only (403). One
+        cheap GET: `If-None-Match: *` is a 304 on one row read (404 while empty), and the
+        token and the name are checked before that. TeamHTTPError for any other answer."""
+        response = await self._get({"repo": repo, "view": "hashes"}, "*")
+        if response is None or isinstance(response, NotModified) or response.status_code == 200:
+            return True
+        if response.status_code == 403 or (
+            response.status_code == 400 and _problem(response).get("error") == "invalid_repo"
+        ):
+            return False
+        raise _failure(response)
+
     async def _get(
         self, params: dict[str, str], if_none_match: str | None
     ) -> Reply | NotModified | None:

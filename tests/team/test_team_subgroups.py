@@ -1,0 +1,113 @@
+"""A GitLab subgroup's project (`git@gitlab.com:alpha/sub/widgets.git`): its team memory is
+keyed by the full path `alpha/sub/widgets` when the server serves it to the token, else by
+the last two parts `sub/widgets` as before session 20 (a server from before then refuses
+three parts, 400 `invalid_repo`; a token bound to `sub/widgets` only gets a 403).
+
+Keyed `sub/widgets` alone, `alpha/sub/widgets` and `beta/sub/widgets` shared one team memory:
+each group read and overwrote the other's."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from memoryd_team import app as server_app
+from memoryd_team import validation
+from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
+from tests.team.conftest import server_history
+from tests.team.test_team_sync_daemon import make_repo, start
+from tests.team_server.conftest import ThreadedServer
+
+FULL = "alpha/sub/widgets"
+SHORT = "sub/widgets"
+REMOTE = "git@gitlab.com:Alpha/Sub/Widgets.git"
+
+
+async def push_note(handle: DaemonHandle, root: Path, name: str) -> dict[str, object]:
+    first = await handle.call("team.push", cwd=str(root))
+    (Path(first["team_dir"]) / name).write_text(f"{name} for the team\n")
+    result: dict[str, object] = await handle.call("team.push", cwd=str(root))
+    return result
+
+
+async def test_a_subgroup_project_syncs_under_its_full_path(
+    server: ThreadedServer,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+) -> None:
+    # Re-issued for the move: the full path and, for teammates not yet upgraded, the old name.
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(FULL, SHORT))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    pushed = await push_note(handle, root, "alpha.md")
+    assert pushed["pushed"] == ["alpha.md"]
+    assert "alpha.md" in await asyncio.to_thread(server_history, server, FULL)
+    assert await asyncio.to_thread(server_history, server, SHORT) == {}
+    status = await handle.call("team.status", cwd=str(root))
+    assert (status["repo"], status["suppressed"]) == (FULL, None)
+
+
+async def test_a_daemon_restarted_keeps_the_full_path(
+    server: ThreadedServer,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = server.token(FULL, SHORT)
+    handle = await start(short_tmp, "a", url=server.url, token=token)
+    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    await push_note(handle, root, "one.md")
+    await stop_daemon(handle)
+
+    # The folder synced under the full path: it is not asked again, and a server that no
+    # longer answers the question does not send it back to the two-part name.
+    asked: list[str] = []
+    from memoryd.team.sync.client import TeamClient
+
+    real = TeamClient.takes_repo
+
+    async def counted(self: TeamClient, repo: str) -> bool:
+        asked.append(repo)
+        return await real(self, repo)
+
+    monkeypatch.setattr(TeamClient, "takes_repo", counted)
+    again = await start(short_tmp, "a2", url=server.url, token=token)
+    daemons.append(again)
+    await push_note(again, root, "two.md")
+    assert set(await asyncio.to_thread(server_history, server, FULL)) == {"one.md", "two.md"}
+    assert await asyncio.to_thread(server_history, server, SHORT) == {}
+    assert asked == []
+
+
+@pytest.mark.parametrize("old_server", [False, True], ids=["token-bound-to-sub-repo", "old-server"])
+async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
+    old_server: bool,
+    server: ThreadedServer,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A token bound to `sub/widgets` only (403 for the full path), or a server from before
+    session 20 (400 `invalid_repo` for three parts, so its tokens name two): as before."""
+    if old_server:
+
+        def two_parts_only(raw: str) -> str | None:
+            repo = validation.canonical_repo(raw)
+            return repo if repo is not None and repo.count("/") == 1 else None
+
+        monkeypatch.setattr(server_app, "canonical_repo", two_parts_only)
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(SHORT))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    assert (await push_note(handle, root, "note.md"))["pushed"] == ["note.md"]
+    assert "note.md" in await asyncio.to_thread(server_history, server, SHORT)
+    status = await handle.call("team.status", cwd=str(root))
+    assert (status["repo"].lower(), status["suppressed"]) == (SHORT, None)
