@@ -16,8 +16,10 @@ import json
 import os
 import random
 import statistics
+import string
 import subprocess
 import sys
+import textwrap
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -226,6 +228,33 @@ def throughput(megabytes: float) -> None:
     print(f"one 250 KB entry: {(time.perf_counter() - t0) / 10 * 1000:.1f} ms per scan")
 
 
+def one_megabyte() -> None:
+    """One scan of 1 MB texts: random characters, random words (80-column lines and one line),
+    base64 (one line, 76-column lines), and the shapes the rewritten views undo everywhere
+    (quoted literals side by side, percent escapes, a zero-width space every second character)."""
+    rng = random.Random(5)
+    size = 1_000_000
+    b64 = string.ascii_letters + string.digits + "+/"
+    words = " ".join(rng.choice(WORDS) for _ in range(size // 5))[:size]
+    texts = {
+        "random printable characters": "".join(rng.choice(string.printable) for _ in range(size)),
+        "random words, 80-column lines": textwrap.fill(words, 80),
+        "random words, one line": words,
+        "random base64, one line": "".join(rng.choice(b64) for _ in range(size)),
+        "random base64, 76-column lines": textwrap.fill(
+            "".join(rng.choice(b64) for _ in range(size)), 76
+        ),
+        'quoted literals "ab" "ab" …': '"ab" ' * (size // 5),
+        "%41%41…": "%41" * (size // 3),
+        "a zero-width space every 2nd character": "a\u200b" * (size // 2),
+    }
+    print("\none scan of 1 MB:")
+    for name, text in texts.items():
+        t0 = time.perf_counter()
+        found = len(secrets.scan(text))
+        print(f"  {name:<40} {(time.perf_counter() - t0) * 1000:7.0f} ms ({found} findings)")
+
+
 _LOAD = "import time; t = time.perf_counter(); import memoryd.team.secret_rules as r; "
 _EAGER = "[rule.compile_all() for rule in r.RULES]; "
 
@@ -269,6 +298,7 @@ def main() -> None:
             lambda row: PLUGIN_FAMILY.get(str(row["plugin"]), "other"),
         )
     throughput(args.mb)
+    one_megabyte()
     load_time()
 
 

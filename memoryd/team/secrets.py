@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import ahocorasick_rs
 
 from memoryd.team.secret_rules import GLOBAL_ALLOW, GLOBAL_STOPWORDS, RULES, Rule
+from memoryd.team.secret_views import Rewrite, rewrite
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -248,19 +249,83 @@ def _raw_findings(text: str) -> list[tuple[int, int, Rule]]:
     return found
 
 
+def _rewritten_findings(text: str) -> list[tuple[int, int, Rule, str]]:
+    """Findings of a secret written in pieces or encoded (`secret_views`), in `text`'s offsets
+    (the whole encoded or split span), with how it was written. The rules run on the lines
+    around each change, and a finding counts only when it crosses a change. The catch-all
+    rules are left out: a token with a shape of its own, whole only when rewritten, is one."""
+    view = rewrite(text)
+    if view is None:
+        return []
+    found: list[tuple[int, int, Rule, str]] = []
+    for chunk_start, chunk_end in _changed_lines(view):
+        chunk = view.text[chunk_start:chunk_end]
+        for start, end, rule in _raw_findings(chunk):
+            if rule.defers or rule.family == "network":
+                continue
+            kinds = view.kinds_within(chunk_start + start, chunk_start + end)
+            if kinds:
+                found.append(
+                    (
+                        view.back_start(chunk_start + start),
+                        view.back_end(chunk_start + end),
+                        rule,
+                        f"{rule.description} ({', '.join(sorted(kinds))})",
+                    )
+                )
+    return found
+
+
+# Changed lines closer than this are scanned as one chunk: a text changed on every line (URLs
+# full of `%20`) is scanned once, not once a line.
+_CHUNK_GAP = 4096
+
+
+def _changed_lines(view: Rewrite) -> list[tuple[int, int]]:
+    """Merged spans of the view's lines holding a change, each with the line before it (an
+    identifier a rule wants may stand there, as in YAML's `key: >-`)."""
+    text = view.text
+    spans: list[tuple[int, int]] = []
+    for v_start, v_end in zip(view.view_starts, view.view_ends, strict=True):
+        if spans and v_end < spans[-1][1]:
+            continue  # on lines taken already (looking for them again was quadratic)
+        start = text.rfind("\n", 0, max(0, text.rfind("\n", 0, v_start))) + 1
+        newline = text.find("\n", v_end)
+        end = len(text) if newline < 0 else newline + 1
+        if spans and start <= spans[-1][1] + _CHUNK_GAP:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
 def scan(text: str) -> list[Finding]:
-    """Every finding in `text`, ordered by position then rule id; one per rule and span."""
+    """Every finding in `text`, ordered by position then rule id; one per rule and span.
+
+    A secret also found rewritten (joined across lines, decoded) where the text itself has one
+    of the same rule (the first line of a wrapped key) is one finding, spanning both."""
+    found = [(start, end, rule, rule.description) for start, end, rule in _raw_findings(text)]
+    for start, end, rule, description in _rewritten_findings(text):
+        same = next(
+            (i for i, f in enumerate(found) if f[2] is rule and f[0] < end and start < f[1]),
+            None,
+        )
+        if same is None:
+            found.append((start, end, rule, description))
+        else:
+            old = found[same]
+            found[same] = (min(start, old[0]), max(end, old[1]), rule, description)
     seen: set[tuple[int, int, str]] = set()
     findings: list[Finding] = []
     line, counted = 1, 0  # findings come in text order: count each newline once, not per finding
-    for start, end, rule in sorted(_raw_findings(text), key=lambda f: (f[0], f[1], f[2].id)):
+    for start, end, rule, description in sorted(found, key=lambda f: (f[0], f[1], f[2].id)):
         key = (start, end, rule.id)
         if key in seen:
             continue
         seen.add(key)
         line += text.count("\n", counted, start)
         counted = start
-        findings.append(Finding(rule.id, rule.description, line, start, end))
+        findings.append(Finding(rule.id, description, line, start, end))
     return findings
 
 
@@ -284,14 +349,17 @@ def key_text(key: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def redact(text: str) -> str:
-    """`text` with every finding replaced by `[REDACTED:<rule_id>]`.
+def redact(
+    text: str, *, findings: Iterable[Finding] | None = None, placeholder: str | None = None
+) -> str:
+    """`text` with every finding replaced by `[REDACTED:<rule_id>]`, or by `placeholder`.
 
-    Overlapping findings are merged into one replacement named after the first of them, so no
-    part of any secret survives.
+    `findings` (in text order) are some of `scan(text)`'s, when not all are to go. Overlapping
+    findings are merged into one replacement named after the first of them, so no part of any
+    secret survives.
     """
     merged: list[tuple[int, int, str]] = []
-    for finding in scan(text):
+    for finding in scan(text) if findings is None else findings:
         if merged and finding.start < merged[-1][1]:
             start, end, rule_id = merged[-1]
             merged[-1] = (start, max(end, finding.end), rule_id)
@@ -301,7 +369,7 @@ def redact(text: str) -> str:
     cursor = 0
     for start, end, rule_id in merged:
         parts.append(text[cursor:start])
-        parts.append(f"[REDACTED:{rule_id}]")
+        parts.append(placeholder if placeholder is not None else f"[REDACTED:{rule_id}]")
         cursor = end
     parts.append(text[cursor:])
     return "".join(parts)
