@@ -68,22 +68,15 @@ def without_secrets(text: str, limit: int | None = None) -> str:
     """`text` (its first `limit` characters) with each secret the scanner finds `[redacted]`.
     A secret that starts before `limit` is found and redacted whole: the scan reads on past it."""
     # Imported here: the scanner builds its keyword automaton on import (see memory_secrets).
-    from memoryd.team.secrets import scan
+    from memoryd.team.secrets import redact, scan
 
     end = len(text) if limit is None else min(limit, len(text))
     # A rule's match is at most a few KiB (every open-ended quantifier is bounded).
     seen = text if limit is None else text[: end + _SECRET_READ_ON]
-    out: list[str] = []
-    at = 0
-    for finding in scan(seen):  # ordered by start
-        if finding.start >= end:
-            break
-        if finding.start < at:  # overlaps the one redacted last: one placeholder for both
-            at = max(at, finding.end)
-            continue
-        out += [text[at : finding.start], REDACTED]
-        at = finding.end
-    return "".join(out) + text[at:end]
+    findings = [f for f in scan(seen) if f.start < end]
+    # Up to `end`, or to the end of a secret that starts before it and runs on past it.
+    cut = max([end, *(f.end for f in findings)])
+    return redact(seen[:cut], findings=findings, placeholder=REDACTED)
 
 
 def without_fragments(answer: str, note: str) -> str:
