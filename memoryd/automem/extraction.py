@@ -18,7 +18,7 @@ import os
 import time
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -31,8 +31,10 @@ from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem import index as index_mod
 from memoryd.automem import memfile, naming
 from memoryd.automem.cursors import Cursor, Cursors
+from memoryd.automem.dedupe import Candidate, find_near_duplicate, memory_text
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
+from memoryd.automem.store import Entry, is_team_folder
 from memoryd.automem.taxonomy import MEMORY_TYPES
 from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
@@ -519,7 +521,9 @@ class Extraction:
                 self.host,
                 feature=WORKER,
                 policy=memory_writer_policy(memory_dir, read_roots=(project.root,), team=True),
-                screen_write=memory_screen_for(am, project),
+                screen_write=refusing_duplicates(
+                    memory_screen_for(am, project), memory_dir, am.state(memory_dir).snapshot()
+                ),
                 system=system,
                 messages=messages,
                 model=model,
@@ -677,6 +681,65 @@ def memory_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
         return secrets(path, op)
 
     return screen
+
+
+def refusing_duplicates(
+    screen: WriteScreen, memory_dir: Path, entries: Mapping[str, Entry]
+) -> WriteScreen:
+    """`screen`, and before it a check that a new memory file does not hold a memory saved
+    already (`entries`, the dir's memories when the run began, or a file this run created):
+    one of the same type and place (personal or team) with the same name, or a near
+    duplicate (`dedupe`), as `memory.write` would have updated that memory. The model hears
+    which file holds it, to edit that one: two Writes of one fact in a reply, or a fact
+    written again under another file name, made two memories of it, each with its line in
+    the index and each recalled."""
+    from memoryd.agent.tools import ToolError  # loaded with the loop
+
+    root = real(memory_dir)
+    # The files this run created that were let through: {key: (team, name, candidate)}.
+    created: dict[str, tuple[bool, str, Candidate]] = {}
+
+    def known() -> list[tuple[str, bool, str, Candidate]]:
+        found = [
+            (key, entry.header.team, entry.header.name, entry.candidate)
+            for key, entry in entries.items()
+        ]
+        # A file created earlier in the run that no longer exists (its write failed) is none.
+        found += [
+            (key, team, name, candidate)
+            for key, (team, name, candidate) in created.items()
+            if key not in entries and os.path.lexists(root / key)
+        ]
+        return found
+
+    def check(path: Path, op: WriteOp) -> str | None:
+        parsed = memfile.parse_memory(op.text, path.stem) if op.created else None
+        if parsed is None or parsed.problem is not None or parsed.type is None:
+            return screen(path, op)  # an update, or no memory: `screen` says what is wrong
+        parts = op.path.relative_to(root).parts
+        team = len(parts) > 1 and is_team_folder(root, parts[0])
+        key = "/".join(parts)
+        text = memory_text(parsed.name, parsed.description, parsed.body)
+        same_place = [m for m in known() if m[1] == team and m[0] != key]
+        repeated = next(
+            (
+                k
+                for k, _, name, c in same_place
+                if c.type == parsed.type and naming.same_name(name, parsed.name)
+            ),
+            None,
+        ) or find_near_duplicate(parsed.type, text, [c for *_, c in same_place])
+        if repeated is not None and os.path.lexists(root / repeated):  # not deleted meanwhile
+            raise ToolError(
+                f"not written: {root / repeated} holds this memory already (a {parsed.type} "
+                f"memory named {parsed.name!r} or nearly the same text); a memory is saved "
+                "once: to change it, Read that file and Edit it"
+            )
+        warning = screen(path, op)
+        created[key] = (team, parsed.name, Candidate.of(key, parsed.type, text))
+        return warning
+
+    return check
 
 
 def check_memory_text(path: Path, op: WriteOp) -> None:

@@ -585,3 +585,66 @@ async def test_an_index_that_cannot_take_the_new_line_still_ends_the_run_well(
     assert errors
     assert "the index was not rebuilt" in json.dumps(errors)
     await client.close()
+
+
+def _tool_results(request: Any) -> list[str]:
+    """The text of each tool result the request sends back to the model."""
+    blocks = request.json["messages"][-1]["content"]
+    return [str(b["content"]) for b in blocks if b.get("type") == "tool_result"]
+
+
+async def test_a_memory_the_model_writes_twice_is_saved_once(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # Before, each Write made a file: two memories of one fact, two index lines, both recalled.
+    await ws.handle.call(
+        "memory.write",
+        cwd=str(ws.cwd),
+        type="project",
+        name="Deploys go through make ship",
+        description="how the project is deployed",
+        body="Deploy with `make ship`, never by hand.",
+    )
+    db = memory_text("Real database in tests", "tests hit a real DB", "feedback", "No mocks.")
+    again = memory_text(
+        "Deploys go through make ship",
+        "how the project is deployed",
+        "project",
+        "Deploy with `make ship`, never by hand!",
+    )
+    other = memory_text("Staging is on Fridays", "when staging deploys", "project", "Fridays.")
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                ("Write", {"file_path": str(ws.memory_dir / "feedback_db.md"), "content": db}),
+                ("Write", {"file_path": str(ws.memory_dir / "feedback_db_2.md"), "content": db}),
+                ("Write", {"file_path": str(ws.memory_dir / "project_ship.md"), "content": again}),
+                ("Write", {"file_path": str(ws.memory_dir / "project_fri.md"), "content": other}),
+                # the same name in team/ is another place: the team's own memory
+                (
+                    "Write",
+                    {"file_path": str(ws.memory_dir / "team" / "feedback_db.md"), "content": db},
+                ),
+            ]
+        ),
+        text_reply("Saved."),
+    )
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    names = sorted(p.name for p in ws.memory_dir.iterdir())
+    assert names == [
+        "MEMORY.md",
+        "feedback_db.md",
+        "project_deploys_go_through_make_ship.md",
+        "project_fri.md",
+        "team",
+    ]
+    assert (ws.memory_dir / "team" / "feedback_db.md").is_file()
+    index = (ws.memory_dir / "MEMORY.md").read_text()
+    assert index.count("(feedback_db") == 1
+    results = _tool_results(fake_model.message_requests()[1])
+    assert len(results) == 5
+    assert f"{ws.memory_dir / 'feedback_db.md'} holds this memory already" in results[1]
+    shipped = ws.memory_dir / "project_deploys_go_through_make_ship.md"
+    assert f"{shipped} holds this memory already" in results[2]
+    assert "holds this memory already" not in results[0] + results[3] + results[4]
