@@ -650,6 +650,33 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("connect() refreshes the status bar and the views itself, not only on the connection's state change", async () => {
+    // 5a6bba3: since 3bb4a7e these two calls sat after a return in concernsViews and never ran.
+    // The first connection's state change refreshes too (status twice: its own call and its
+    // refreshAll's), so connect()'s own refresh is the third and fourth `status`.
+    const sock = path.join(tmp, "connect-refresh.sock");
+    const asked: string[] = [];
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      asked.push(request.method);
+      const reply = (body: Record<string, unknown>) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...body }) + "\n");
+      if (request.method === "subscribe") {
+        reply({ result: { subscribed: [] } });
+      } else if (request.method === "status") {
+        reply({ result: { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: sock, worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } } });
+      } else {
+        reply({ error: { code: -32601, message: `method not found: ${request.method}` } });
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await up();
+      await waitFor(() => asked.filter((m) => m === "status").length >= 4, 10_000, "connect()'s own refresh of the status bar");
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a subscribe the daemon refuses otherwise is said, as Neovim says it", async () => {
     // Found by a bug hunt: the refusal was swallowed; no notification came and nothing said why.
     const sock = path.join(tmp, "refusing-subscribe.sock");
