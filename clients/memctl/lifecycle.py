@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -9,7 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from memoryd_client import (
     Client,
@@ -19,11 +20,17 @@ from memoryd_client import (
     default_socket_path,
     paths,
 )
+from memoryd_client.peercred import peer_pid
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import UnsafeFolder, open_private_log
 
 # The daemon's answer to a client past its connection cap (docs/protocol.md, -32004).
 BUSY = -32004
+
+# How long `stop` gives the daemon to finish its work (its own drain is capped at 30 s), and
+# then after SIGTERM.
+STOP_WAIT_S = 30.0
+TERM_WAIT_S = 5.0
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -96,6 +103,17 @@ def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
     except (DaemonUnavailable, OSError, ValueError):
         return None
     return result if isinstance(result, dict) else None
+
+
+def status_or_file(sock: Path, timeout: float = 2.0) -> tuple[dict[str, Any] | None, str | None]:
+    """(the daemon's `status` or None, None); from a daemon at its connection cap, which answers
+    nothing but why, (its status file, where its pid is, or None; that why)."""
+    try:
+        return query_status(sock, timeout), None
+    except RpcError as exc:
+        if exc.code != BUSY:
+            raise
+        return read_status_file(sock), exc.message
 
 
 def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None) -> dict[str, Any]:
@@ -180,14 +198,9 @@ def launchd_job(sock: Path) -> list[str] | None:
     launchctl = shutil.which("launchctl")
     if launchctl is None:
         return None
-    try:
-        running = query_status(sock, timeout=2.0)
-    except RpcError as exc:
-        if exc.code != BUSY:
-            raise
-        # At its connection cap it answers only why: its pid is in its status file (`restart`
-        # ended in the -32004 here, before stopping anything).
-        running = read_status_file(sock)
+    # At its connection cap its pid is in its status file (`restart` ended in the -32004 here,
+    # before stopping anything).
+    running, _refused = status_or_file(sock)
     if running is None:
         return None
     import subprocess
@@ -232,44 +245,120 @@ def kickstart(
     raise RuntimeError(f"launchd did not start memoryd again within {wait_s:.0f}s on {sock}")
 
 
-def stop(sock: Path, wait_s: float = 30.0, term_wait_s: float = 5.0) -> dict[str, Any]:
-    """Ask the daemon to shut down; one still running after `wait_s` gets SIGTERM and
-    `term_wait_s` more. `stopped` is whether its process is gone (a hung daemon is not).
-    `refused` (its reason) when it is at its connection cap and no status file names its pid."""
+def stop(
+    sock: Path, wait_s: float = STOP_WAIT_S, term_wait_s: float = TERM_WAIT_S
+) -> dict[str, Any]:
+    """Ask the daemon to shut down and wait for its process to go: `wait_s` to finish its work,
+    then SIGTERM and `term_wait_s` more. A daemon that could not take the request (at its
+    connection cap, or not answering) gets SIGTERM, the same request, at once and the whole
+    wait. `stopped` is whether its process is gone (a hung daemon is not). Only a pid that
+    serves the socket (`serving_pid`) is waited for or signalled: a status file left by a
+    daemon that died may name anyone's process by now. `refused` (its reason) when the daemon
+    is at its connection cap and no such pid is known (`status_pid`: the file's, not trusted)."""
     started = time.monotonic()
     info = read_status_file(sock)
-    pid = int(info["pid"]) if info and isinstance(info.get("pid"), int) else None
+    named = info.get("pid") if info else None
+    # Checked before the request: a daemon told to stop closes its listening socket at once.
+    pid = named if _is_pid(named) and serving_pid(sock, named) else None
     asked = False
-    reachable = False
     refused: str | None = None
     try:
         with Client(sock, timeout=5.0) as conn:
-            reachable = True  # something listens: a daemon, if perhaps a hung one
             conn.call("shutdown")
             asked = True
     except UntrustedSocket:
         raise
     except RpcError as exc:
         if exc.code == BUSY:
-            wait_s = 0.0  # at its connection cap it cannot take the request: SIGTERM at once
             refused = exc.message
     except (DaemonUnavailable, TimeoutError, OSError):
         pass
-    if pid is None and refused is not None:
-        # Running (it said why it refused), but with no status file there is no pid to signal.
-        return {"stopped": False, "pid": None, "refused": refused}
-    if pid is None or not reachable:
-        # Nobody listens, so the status file is stale (the daemon died without removing it)
-        # and its pid may belong to an unrelated process by now: never signal it.
-        return {"stopped": asked, "pid": None}
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and pid_alive(pid):
-        time.sleep(0.05)
-    if pid_alive(pid):
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + term_wait_s
-        while time.monotonic() < deadline and pid_alive(pid):
-            time.sleep(0.05)
+    if pid is None:
+        if refused is None:
+            return {"stopped": asked, "pid": None}
+        # Running (it said why it refused), but no pid known to signal.
+        return {"stopped": False, "pid": None, "refused": refused, "status_pid": named}
+    if asked:
+        _wait_gone(pid, wait_s)
+        if pid_alive(pid):
+            _terminate(pid)
+            _wait_gone(pid, term_wait_s)
+    else:
+        _terminate(pid)
+        _wait_gone(pid, wait_s + term_wait_s)
     # Not `asked`: a daemon that answered "shutting down" and then hung is still running.
     waited = round(time.monotonic() - started, 1)
     return {"stopped": not pid_alive(pid), "pid": pid, "waited_s": waited}
+
+
+def _is_pid(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _wait_gone(pid: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.05)
+
+
+def _terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it has just exited
+        os.kill(pid, signal.SIGTERM)
+
+
+def serving_pid(sock: Path, pid: int) -> bool:
+    """Is `pid` the process serving `sock`? It is the socket's listening peer (SO_PEERCRED,
+    LOCAL_PEERPID), or, under socket activation, where that peer is systemd, it holds the
+    listening socket (Linux). Where neither can be told, no pid is the daemon's."""
+    return pid == listener_pid(sock) or _holds_listener(pid, sock)
+
+
+def listener_pid(sock: Path) -> int | None:
+    """The pid of the process that listens on `sock` (nothing is sent), or None."""
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)  # a full backlog fails at once (EAGAIN) rather than blocking
+    try:
+        probe.connect(str(sock))
+        return peer_pid(probe)
+    except OSError:
+        return None
+    finally:
+        probe.close()
+
+
+# /proc/net/unix's flag of a listening socket (__SO_ACCEPTCON).
+_ACCEPTING = 0x10000
+
+
+def _holds_listener(pid: int, sock: Path) -> bool:
+    """Linux: has `pid` a descriptor of a socket listening at `sock`'s path?"""
+    try:
+        with open("/proc/net/unix", "rb") as handle:
+            table = handle.read().splitlines()[1:]
+    except OSError:
+        return False
+    wanted = os.path.realpath(sock)
+    listening = set()
+    for line in table:
+        # Num RefCount Protocol Flags Type St Inode Path (the path may hold spaces)
+        fields = line.split(maxsplit=7)
+        if len(fields) < 8 or not int(fields[3], 16) & _ACCEPTING:
+            continue
+        path = os.fsdecode(fields[7])
+        if path.startswith("/") and os.path.realpath(path) == wanted:
+            listening.add(f"socket:[{int(fields[6])}]")
+    if not listening:
+        return False
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in descriptors:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in listening:
+                return True
+        except OSError:
+            continue  # closed meanwhile
+    return False

@@ -9,6 +9,11 @@ import socket
 import struct
 import sys
 
+# <sys/un.h>: options at level SOL_LOCAL (0) of a macOS Unix socket.
+_SOL_LOCAL = 0
+_LOCAL_PEERCRED = 0x001
+_LOCAL_PEERPID = 0x002
+
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The connected peer's uid, or None when the platform cannot tell."""
@@ -18,9 +23,22 @@ def peer_uid(sock: socket.socket) -> int | None:
         return int(uid)
     if sys.platform == "darwin" or sys.platform.startswith("freebsd"):
         # struct xucred { u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16]; }
-        local_peercred = 0x001
-        sol_local = 0
         fmt = "IIh16I"
-        raw = sock.getsockopt(sol_local, local_peercred, struct.calcsize(fmt))
+        raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED, struct.calcsize(fmt))
         return int(struct.unpack(fmt, raw)[1])
+    return None
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """The connected peer's pid, or None when the platform cannot tell. Seen from a client,
+    that is the process that called listen(): the daemon, or under socket activation the
+    service manager that made the socket."""
+    if hasattr(socket, "SO_PEERCRED"):
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = int(struct.unpack("3i", raw)[0])
+        return pid if pid > 0 else None  # 0: a peer in a pid namespace we cannot see
+    if sys.platform == "darwin":
+        raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, struct.calcsize("i"))
+        pid = int(struct.unpack("i", raw)[0])
+        return pid if pid > 0 else None
     return None

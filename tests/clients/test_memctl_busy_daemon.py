@@ -4,16 +4,21 @@ serving"); `memctl stop` waited 30 s for a shutdown it could not have asked for.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from memctl import lifecycle
+from memctl.__main__ import main
 from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon, FakeError
+from tests.clients.held_daemon import held_daemon
 from tests.clients.test_service import calls, fake_bin  # noqa: F401 (a fixture)
 
 WHY = "memoryd is serving 32 clients, all its open-files limit leaves room for; try again"
@@ -21,6 +26,14 @@ WHY = "memoryd is serving 32 clients, all its open-files limit leaves room for; 
 
 def _busy(_params: dict[str, Any]) -> Any:
     raise FakeError(-32004, WHY)
+
+
+@pytest.fixture
+def busy_daemon(fake_daemon: FakeDaemon) -> FakeDaemon:
+    """The fake daemon, at its connection cap: it answers `status` and `shutdown` -32004."""
+    fake_daemon.on("status", _busy)
+    fake_daemon.on("shutdown", _busy)
+    return fake_daemon
 
 
 def test_status_and_start_say_the_daemons_reason(fake_daemon: FakeDaemon) -> None:
@@ -31,6 +44,21 @@ def test_status_and_start_say_the_daemons_reason(fake_daemon: FakeDaemon) -> Non
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert WHY in done.stderr
         assert "not running" not in done.stdout + done.stderr
+
+
+def _install(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture's folder)
+    tmp_path: Path,
+    *flags: str,
+) -> subprocess.CompletedProcess[str]:
+    """`memctl service install --manager systemd`, its systemctl the fake one."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+    env.pop("XDG_CONFIG_HOME", None)
+    args = ("--socket", str(fake_daemon.socket_path), "service", "install", "--manager", "systemd")
+    return run_memctl(*args, *flags, env=env)
 
 
 def test_service_status_reports_the_units_and_a_busy_daemon(
@@ -57,98 +85,83 @@ def test_service_status_reports_the_units_and_a_busy_daemon(
 
 
 def test_stop_with_no_status_file_says_the_daemon_runs_but_refused(
-    fake_daemon: FakeDaemon,
+    busy_daemon: FakeDaemon,
 ) -> None:
     # It said "memoryd is not running" (exit 3) of a daemon that had just answered why it refused.
-    fake_daemon.on("status", _busy)
-    fake_daemon.on("shutdown", _busy)
     env = memctl_env()
     for command in ("stop", "restart"):
-        done = run_memctl("--socket", str(fake_daemon.socket_path), command, env=env)
+        done = run_memctl("--socket", str(busy_daemon.socket_path), command, env=env)
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert (
-            f"memoryd is running on {fake_daemon.socket_path} but refused memctl: {WHY}; "
+            f"memoryd is running on {busy_daemon.socket_path} but refused memctl: {WHY}; "
             "no pid known to stop it"
         ) in done.stderr
         assert "not running" not in done.stdout + done.stderr
-    assert not fake_daemon.calls("rpc.methods")  # restart started nothing next to it
+    assert not busy_daemon.calls("rpc.methods")  # restart started nothing next to it
 
 
 def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
-    fake_daemon: FakeDaemon,
+    busy_daemon: FakeDaemon,
     fake_bin: Path,  # noqa: F811 (the fixture)
     tmp_path: Path,
 ) -> None:
     # It wrote the units, then stopped with the -32004 error, the daemon left on the socket the
     # socket unit must take. The status file's pid gets SIGTERM, as `memctl stop` sends it.
-    fake_daemon.on("status", _busy)
-    fake_daemon.on("shutdown", _busy)
-    held = subprocess.Popen(["sleep", "120"])  # stands for the daemon's process
-    try:
-        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
-        status_file.write_text(
-            json.dumps({"pid": held.pid, "socket": str(fake_daemon.socket_path)})
-        )
-        home = tmp_path / "home"
-        home.mkdir()
-        env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
-        env.pop("XDG_CONFIG_HOME", None)
-        args = ("--socket", str(fake_daemon.socket_path), "service", "install")
-        dry = run_memctl(*args, "--manager", "systemd", "--dry-run", env=env)
+    with held_daemon(busy_daemon) as held:
+        dry = _install(busy_daemon, fake_bin, tmp_path, "--dry-run")
         assert f"would stop the background daemon (pid {held.pid})" in dry.stdout, dry.stderr
         assert held.poll() is None
-        done = run_memctl(*args, "--manager", "systemd", env=env)
+        done = _install(busy_daemon, fake_bin, tmp_path)
         assert done.returncode == 0, (done.stdout, done.stderr)
         assert f"stopped the background daemon (pid {held.pid})" in done.stdout
         assert held.wait(10) == -signal.SIGTERM
         assert "--user enable --now memoryd.socket" in calls(tmp_path)
-    finally:
-        if held.poll() is None:
-            held.kill()
-            held.wait()
 
 
 def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after_sigterm(
-    fake_daemon: FakeDaemon,
+    busy_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SIGTERM at once and 5 s: a daemon still draining its requests (or hung) was said to be
+    # "stopped", and the socket unit was enabled beside it, its socket still held. In this
+    # process, so that stop's wait (35 s) can be made short.
+    monkeypatch.setattr(lifecycle, "stop", functools.partial(lifecycle.stop, wait_s=0.3))
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    with held_daemon(busy_daemon, on_term="ignore") as held:
+        args = ["--socket", str(busy_daemon.socket_path), "service", "install"]
+        assert main([*args, "--manager", "systemd"]) != 0
+        out = capsys.readouterr().out
+        assert f"the background daemon (pid {held.pid}) is still running" in out
+        assert "stopped the background daemon" not in out
+        assert "enable --now memoryd.socket" not in calls(tmp_path)
+
+
+def test_service_install_signals_no_stale_status_files_pid(
+    busy_daemon: FakeDaemon,
     fake_bin: Path,  # noqa: F811 (the fixture)
     tmp_path: Path,
 ) -> None:
-    # SIGTERM at once and 5 s: a daemon still draining its requests (or hung) was said to be
-    # "stopped", and the socket unit was enabled beside it, its socket still held.
-    fake_daemon.on("status", _busy)
-    fake_daemon.on("shutdown", _busy)
-    held = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "print('ready', flush=True); time.sleep(120)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    # The status file names a process that does not serve the socket: it was sent SIGTERM.
+    bystander = subprocess.Popen(["sleep", "120"])
     try:
-        assert held.stdout is not None
-        assert held.stdout.readline() == "ready\n"
-        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
-        status_file.write_text(
-            json.dumps({"pid": held.pid, "socket": str(fake_daemon.socket_path)})
-        )
-        home = tmp_path / "home"
-        home.mkdir()
-        env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
-        env.pop("XDG_CONFIG_HOME", None)
-        args = ("--socket", str(fake_daemon.socket_path), "service", "install")
-        done = run_memctl(*args, "--manager", "systemd", env=env)
-        assert done.returncode != 0, (done.stdout, done.stderr)
-        assert f"the background daemon (pid {held.pid}) is still running" in done.stdout
-        assert "stopped the background daemon" not in done.stdout
-        assert "enable --now memoryd.socket" not in calls(tmp_path)
+        status_file = busy_daemon.socket_path.with_name("fake.sock.status.json")
+        status_file.write_text(json.dumps({"pid": bystander.pid}))
+        done = _install(busy_daemon, fake_bin, tmp_path)
+        assert (
+            f"the daemon on {busy_daemon.socket_path} refused memctl ({WHY}) and its status "
+            f"file's pid {bystander.pid} is not the daemon's: stop it yourself"
+        ) in done.stdout, (done.stdout, done.stderr)
+        assert bystander.poll() is None
     finally:
-        held.kill()
-        held.wait()
-        if held.stdout is not None:
-            held.stdout.close()
+        bystander.kill()
+        bystander.wait()
 
 
 def test_service_install_says_a_busy_daemon_with_no_status_file_is_left_running(
@@ -157,12 +170,7 @@ def test_service_install_says_a_busy_daemon_with_no_status_file_is_left_running(
     tmp_path: Path,
 ) -> None:
     fake_daemon.on("status", _busy)
-    home = tmp_path / "home"
-    home.mkdir()
-    env = memctl_env(HOME=str(home), PATH=f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
-    env.pop("XDG_CONFIG_HOME", None)
-    args = ("--socket", str(fake_daemon.socket_path), "service", "install", "--manager", "systemd")
-    done = run_memctl(*args, env=env)
+    done = _install(fake_daemon, fake_bin, tmp_path)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert (
         f"the daemon on {fake_daemon.socket_path} refused memctl ({WHY}) and no status file "
@@ -176,34 +184,27 @@ def test_restart_of_a_busy_launch_agent_daemon_stops_it_and_has_launchd_start_it
 ) -> None:
     # Where launchctl is (macOS; a fake one here), restart asked `status` to learn whether the
     # daemon is the LaunchAgent's, and ended in the -32004 before stopping anything.
-    held = subprocess.Popen(["sleep", "120"])  # stands for the agent's daemon
+    with held_daemon(fake_daemon) as held:  # stands for the agent's daemon
 
-    def status(_params: dict[str, Any]) -> Any:
-        if held.poll() is None:
-            raise FakeError(-32004, WHY)
-        return {"pid": held.pid + 1, "version": "fake"}  # the one launchd started again
+        def status(_params: dict[str, Any]) -> Any:
+            if held.poll() is None:
+                raise FakeError(-32004, WHY)
+            return {"pid": held.pid + 1, "version": "fake"}  # the one launchd started again
 
-    fake_daemon.on("status", status)
-    fake_daemon.on("shutdown", _busy)
-    log = tmp_path / "launchctl.log"
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    launchctl = tools / "launchctl"
-    launchctl.write_text(
-        f'#!/bin/sh\necho "$*" >> "{log}"\n'
-        f'case "$1" in print) printf "\\tpid = {held.pid}\\n";; esac\nexit 0\n'
-    )
-    launchctl.chmod(0o755)
-    try:
-        status_file = fake_daemon.socket_path.with_name("fake.sock.status.json")
-        status_file.write_text(json.dumps({"pid": held.pid}))
+        fake_daemon.on("status", status)
+        fake_daemon.on("shutdown", _busy)
+        log = tmp_path / "launchctl.log"
+        tools = tmp_path / "tools"
+        tools.mkdir()
+        launchctl = tools / "launchctl"
+        launchctl.write_text(
+            f'#!/bin/sh\necho "$*" >> "{log}"\n'
+            f'case "$1" in print) printf "\\tpid = {held.pid}\\n";; esac\nexit 0\n'
+        )
+        launchctl.chmod(0o755)
         env = memctl_env(HOME=str(tmp_path), PATH=f"{tools}:{os.environ.get('PATH', '/usr/bin')}")
         done = run_memctl("--socket", str(fake_daemon.socket_path), "restart", env=env)
         assert done.returncode == 0, (done.stdout, done.stderr)
         assert f"memoryd restarted by launchd (pid {held.pid + 1})" in done.stdout
         assert held.wait(10) == -signal.SIGTERM
         assert [line.split()[0] for line in log.read_text().splitlines()] == ["print", "kickstart"]
-    finally:
-        if held.poll() is None:
-            held.kill()
-            held.wait()

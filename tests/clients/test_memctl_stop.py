@@ -1,45 +1,119 @@
-"""`memctl stop` says "stopped" only when the daemon's process is gone."""
+"""`memctl stop` says "stopped" only when the daemon's process is gone, and signals no other."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memctl import lifecycle
 from memctl.commands import daemon
+from tests.clients.conftest import run_memctl
 from tests.clients.fake_daemon import FakeDaemon
-
-IGNORES_SIGTERM = (
-    "import signal, sys, time\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "print('ready', flush=True)\n"
-    "time.sleep(60)\n"
-)
+from tests.clients.held_daemon import held_daemon
+from tests.clients.test_memctl_busy_daemon import WHY, _busy
 
 
 def test_a_daemon_that_outlives_sigterm_is_not_stopped(fake_daemon: FakeDaemon) -> None:
     # Found by a bug hunt: a hung daemon was sent SIGTERM, kept running, and `memctl stop`
     # printed "memoryd stopped (pid N)" and exited 0.
-    hung = subprocess.Popen([sys.executable, "-c", IGNORES_SIGTERM], stdout=subprocess.PIPE)
-    try:
-        assert hung.stdout is not None
-        assert hung.stdout.readline() == b"ready\n"
-        sock = fake_daemon.socket_path
-        lifecycle.status_file(sock).write_text(json.dumps({"pid": hung.pid}))
-        fake_daemon.on("shutdown", {"shutting_down": True})  # answers, then does not go
-        result = lifecycle.stop(sock, wait_s=0.2, term_wait_s=0.3)
+    fake_daemon.on("shutdown", {"shutting_down": True})  # answers, then does not go
+    with held_daemon(fake_daemon, on_term="ignore") as hung:
+        result = lifecycle.stop(fake_daemon.socket_path, wait_s=0.2, term_wait_s=0.3)
         assert result["stopped"] is False
         assert result["pid"] == hung.pid
         assert hung.poll() is None
+
+
+def test_a_busy_daemon_gets_the_whole_wait_after_its_sigterm(fake_daemon: FakeDaemon) -> None:
+    # At its connection cap it cannot take the shutdown request, so it got SIGTERM at once and
+    # only the 5 s meant for after a SIGTERM that follows the request: one draining for longer
+    # (memoryd may take 30 s) was said not to stop, exit 4.
+    fake_daemon.on("shutdown", _busy)
+    with held_daemon(fake_daemon, on_term="drain", drain_s=1.0) as draining:
+        result = lifecycle.stop(fake_daemon.socket_path, wait_s=10.0, term_wait_s=0.2)
+        assert result["stopped"] is True
+        assert result["pid"] == draining.pid
+        assert draining.wait(5) == 0  # it drained and exited of itself
+
+
+def test_stop_takes_its_wait_from_the_command_line(fake_daemon: FakeDaemon) -> None:
+    fake_daemon.on("shutdown", _busy)
+    with held_daemon(fake_daemon, on_term="drain", drain_s=1.0) as draining:
+        done = run_memctl(
+            "--json", "--socket", str(fake_daemon.socket_path), "stop", "--wait", "20"
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        result = json.loads(done.stdout)
+        assert (result["stopped"], result["pid"]) == (True, draining.pid)
+
+
+@pytest.mark.parametrize("wait", ["-1", "nan", "inf", "soon"])
+def test_wait_must_be_a_number_of_seconds(wait: str) -> None:
+    done = run_memctl("--socket", "/nonexistent/m.sock", "stop", "--wait", wait)
+    assert done.returncode == 2
+    assert "is not a number of seconds" in done.stderr
+
+
+@pytest.mark.parametrize("answer", ["shutting down", "busy"])
+def test_a_stale_status_files_pid_is_never_signalled(fake_daemon: FakeDaemon, answer: str) -> None:
+    # A daemon answers on the socket (after a reboot, one the socket unit just started), but the
+    # status file next to it is from before and names a process of the user that is not the
+    # daemon: `stop` waited 30 s for it and sent it SIGTERM (a busy daemon: SIGTERM at once).
+    fake_daemon.on("shutdown", {"shutting_down": True} if answer != "busy" else _busy)
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        lifecycle.status_file(fake_daemon.socket_path).write_text(
+            json.dumps({"pid": bystander.pid})
+        )
+        result = lifecycle.stop(fake_daemon.socket_path, wait_s=0.3, term_wait_s=0.3)
+        assert bystander.poll() is None  # not signalled
+        assert result["pid"] is None
+        if answer == "busy":
+            assert result == {
+                "stopped": False,
+                "pid": None,
+                "refused": WHY,
+                "status_pid": bystander.pid,
+            }
+            done = run_memctl("--socket", str(fake_daemon.socket_path), "stop")
+            assert done.returncode == 1
+            assert (
+                f"no pid known to stop it (the status file's pid {bystander.pid} is not the "
+                "process serving the socket)"
+            ) in done.stderr
+        else:
+            assert result == {"stopped": True, "pid": None}
+            done = run_memctl("--socket", str(fake_daemon.socket_path), "stop")
+            assert done.returncode == 0, done.stderr
+            assert "is stopping (its pid is unknown: not waited for)" in done.stdout
+        assert bystander.poll() is None
     finally:
-        hung.kill()
-        hung.communicate()
+        bystander.kill()
+        bystander.wait()
+
+
+def test_stop_waits_for_the_real_daemon_it_verified(short_tmp: Path) -> None:
+    # The daemon listens itself (no socket activation): SO_PEERCRED names it.
+    sock = short_tmp / "run" / "m.sock"
+    done = run_memctl("--json", "--socket", str(sock), "start")
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stdout)
+    try:
+        result = lifecycle.stop(sock)
+        assert result["stopped"] is True
+        assert result["pid"] == started["pid"]
+    finally:
+        if lifecycle.pid_alive(started["pid"]):
+            os.kill(started["pid"], signal.SIGKILL)
 
 
 def test_stop_that_did_not_stop_is_a_timeout(
@@ -47,13 +121,20 @@ def test_stop_that_did_not_stop_is_a_timeout(
 ) -> None:
     sock = tmp_path / "memoryd.sock"
     result = {"stopped": False, "pid": 4242, "waited_s": 35.0}
-    monkeypatch.setattr(lifecycle, "stop", lambda _sock: result)
-    args = argparse.Namespace(socket=sock, json=False)
+    waits: list[float] = []
+
+    def stop(_sock: Path, wait_s: float) -> dict[str, Any]:
+        waits.append(wait_s)
+        return result
+
+    monkeypatch.setattr(lifecycle, "stop", stop)
+    args = argparse.Namespace(socket=sock, json=False, wait=12.0)
     assert daemon.run_stop(args) == 4
     err = capsys.readouterr().err
     assert f"memoryd (pid 4242) on {sock} did not stop within 35s, not even after SIGTERM" in err
     assert daemon.run_restart(args) == 4  # no second daemon next to a hung one
-    monkeypatch.setattr(lifecycle, "stop", lambda _sock: {"stopped": False, "pid": None})
+    assert waits == [12.0, 12.0]
+    monkeypatch.setattr(lifecycle, "stop", lambda _sock, wait_s: {"stopped": False, "pid": None})
     assert daemon.run_stop(args) == 3
     assert "not running" in capsys.readouterr().err
 

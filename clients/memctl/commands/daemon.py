@@ -19,7 +19,26 @@ def register(sub: Any) -> None:
         ("status", run_status, "is the daemon running, and what does it serve"),
     ):
         parser = sub.add_parser(name, help=text)
+        if name in ("stop", "restart"):
+            parser.add_argument(
+                "--wait",
+                type=_seconds,
+                default=lifecycle.STOP_WAIT_S,
+                metavar="SECONDS",
+                help="how long the daemon gets to finish its work and exit before SIGTERM "
+                f"(and {lifecycle.TERM_WAIT_S:.0f}s more); default {lifecycle.STOP_WAIT_S:.0f}",
+            )
         parser.set_defaults(func=func)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def run_start(args: argparse.Namespace) -> int:
@@ -35,20 +54,30 @@ def run_start(args: argparse.Namespace) -> int:
 
 def run_stop(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
-    result = lifecycle.stop(sock)
+    result = lifecycle.stop(sock, wait_s=args.wait)
     if not result["stopped"]:
         return _not_stopped(args, sock, result)
-    emit(args, result, f"memoryd stopped (pid {result['pid']})")
+    if result["pid"] is None:
+        # Asked, but with no pid known to serve the socket there is no process to wait for.
+        emit(args, result, f"memoryd on {sock} is stopping (its pid is unknown: not waited for)")
+    else:
+        emit(args, result, f"memoryd stopped (pid {result['pid']})")
     return 0
 
 
 def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -> int:
     pid = result["pid"]
     if result.get("refused") is not None:
+        named = result.get("status_pid")
+        why = (
+            "no status file next to the socket"
+            if named is None
+            else f"the status file's pid {named} is not the process serving the socket"
+        )
         return fail(
             args,
             f"memoryd is running on {sock} but refused memctl: {result['refused']}; "
-            "no pid known to stop it (no status file next to the socket)",
+            f"no pid known to stop it ({why})",
             EXIT_RPC,
         )
     if pid is None:
@@ -66,7 +95,7 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
 def run_restart(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
     agent = lifecycle.launchd_job(sock)
-    result = lifecycle.stop(sock)
+    result = lifecycle.stop(sock, wait_s=args.wait)
     if not result["stopped"] and (result["pid"] is not None or "refused" in result):
         return _not_stopped(args, sock, result)  # a second daemon cannot take its socket
     if agent is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from memctl import files, lifecycle, service_units
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
-from memoryd_client import RpcError, default_socket_path, paths
+from memoryd_client import default_socket_path, paths
 from memoryd_client.private_dirs import make_private_dirs
 
 
@@ -343,20 +343,12 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
     """A daemon from `memctl start` holds the socket the service must serve: stop it (what it
     answered, for `_restart_background` when the service does not start), or say so on a dry
     run. Left running, the service's daemon could not take the socket."""
-    try:
-        running = lifecycle.query_status(sock, timeout=2.0)
-    except RpcError as exc:
-        if exc.code != lifecycle.BUSY:
-            raise
-        # At its connection cap it answers nothing but why: its pid is in its status file,
-        # and `lifecycle.stop` sends SIGTERM at once to a daemon that refuses so.
-        running = lifecycle.read_status_file(sock)
-        if running is None or not isinstance(running.get("pid"), int):
-            report.say(
-                f"the daemon on {sock} refused memctl ({exc.message}) and no status file "
-                f"names its pid: stop it yourself so {taker} can take over its socket"
-            )
-            return None
+    # At its connection cap its pid is in its status file, and `lifecycle.stop` sends it
+    # SIGTERM at once.
+    running, refused = lifecycle.status_or_file(sock)
+    if refused is not None and (running is None or not isinstance(running.get("pid"), int)):
+        _say_unknown_pid(report, sock, taker, refused, "no status file names its pid")
+        return None
     if running is None:
         return None
     what = f"the background daemon (pid {running.get('pid')})"
@@ -364,9 +356,14 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
         report.say(f"would stop {what} so {taker} can take over its socket")
         return None
     result = lifecycle.stop(sock)
-    if not result["stopped"] and (result["pid"] is not None or "refused" in result):
-        # SIGTERM at once and 5 s (a busy daemon) or 30 s and 5 s: one draining its requests
-        # or hung is still there. Said "stopped", and the service was started beside it.
+    if result.get("refused") is not None:
+        # Its status file's pid is another process's (a stale file): nothing was signalled.
+        why = f"its status file's pid {result.get('status_pid')} is not the daemon's"
+        _say_unknown_pid(report, sock, taker, result["refused"], why)
+        return None
+    if not result["stopped"] and result["pid"] is not None:
+        # The whole wait, SIGTERM included: one draining its requests or hung is still there.
+        # Said "stopped", and the service was started beside it.
         report.ok = False
         report.say(
             f"{what} is still running after SIGTERM (finishing its requests, or hung), so "
@@ -376,6 +373,13 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
         raise _NotStopped
     report.say(f"stopped {what} so {taker} can take over its socket")
     return running
+
+
+def _say_unknown_pid(report: Report, sock: Path, taker: str, refused: str, why: str) -> None:
+    report.say(
+        f"the daemon on {sock} refused memctl ({refused}) and {why}: stop it yourself so "
+        f"{taker} can take over its socket"
+    )
 
 
 def _restart_background(report: Report, sock: Path) -> None:
@@ -481,11 +485,10 @@ def status(report: Report, manager: str, sock: Path) -> None:
                     )
                     answer = (done.stdout or done.stderr).strip().splitlines()
                     report.say(f"{name} {verb}: {answer[0] if answer else done.returncode}")
-    try:
-        running = lifecycle.query_status(sock, timeout=2.0)
-    except RpcError as exc:
+    running, refused = lifecycle.status_or_file(sock)
+    if refused is not None:
         # At its connection cap: the units' report above still stands (it ended in the error).
-        report.say(f"daemon: running on {sock}, but it refused memctl: {exc.message}")
+        report.say(f"daemon: running on {sock}, but it refused memctl: {refused}")
         return
     report.say(
         f"daemon: memoryd {running.get('version')} (pid {running.get('pid')}) on {sock}"
