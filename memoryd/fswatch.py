@@ -165,15 +165,10 @@ class _Inotify:
 
     def _add(self, folder: str, *, follow: bool) -> int | None:
         """Watch `folder`: its watch; None when it cannot be (gone, unreadable, not a folder)."""
-        mask = _MASK if follow else _MASK | _IN_DONT_FOLLOW
-        wd = self._libc.add_watch(self.fd, os.fsencode(folder), mask)
-        if wd >= 0:
+        wd = self._add_watch(folder, _MASK if follow else _MASK | _IN_DONT_FOLLOW)
+        if wd is not None:
             self.folders[wd] = folder  # the same wd again for a folder already watched
-            return int(wd)
-        code = ctypes.get_errno()
-        if code not in _SKIPPED:
-            raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", folder)
-        return None
+        return wd
 
     def _watch_name(self, root: str) -> None:
         """Watch `root`'s parent for entries named as `root` (made, removed, renamed)."""
@@ -181,14 +176,20 @@ class _Inotify:
         if not name:
             return  # "/": no parent
         # IN_MASK_ADD: a parent that is also a watched folder keeps its whole mask.
-        mask = _ADDED | _DELETED | _IN_MASK_ADD
-        wd = self._libc.add_watch(self.fd, os.fsencode(parent or "."), mask)
-        if wd >= 0:
+        wd = self._add_watch(parent or ".", _ADDED | _DELETED | _IN_MASK_ADD)
+        if wd is not None:
             self.parents.setdefault(wd, {})[name] = root
-            return
+
+    def _add_watch(self, path: str, mask: int) -> int | None:
+        """inotify_add_watch: the watch, or None (errno left set) for a path that cannot be
+        watched for a reason of its own; the watcher's own errors (the watch limit) raised."""
+        wd = self._libc.add_watch(self.fd, os.fsencode(path), mask)
+        if wd >= 0:
+            return int(wd)
         code = ctypes.get_errno()
         if code not in _SKIPPED:
-            raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", parent)
+            raise OSError(code, f"inotify_add_watch: {os.strerror(code)}", path)
+        return None
 
     def _add_below(self, top: str, found: Changes | None, kept: set[int] | None = None) -> None:
         """Watch every folder under `top` (watched already); what is there goes in `found`,
