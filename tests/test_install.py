@@ -340,3 +340,50 @@ def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
     env["MEMORYD_SETUP_NODE"] = "1"
     subprocess.run(["bash", str(root / "scripts" / "setup")], env=env, check=True, timeout=120)
     assert calls.read_text().split()[0] == "ci"
+
+
+FAKE_PYTHON = """#!/bin/sh
+echo "$*" >> {calls}
+if [ "$1 $2" = "-m venv" ]; then
+  mkdir -p "$3/bin" && rm -f "$3/bin/python" && cp "$0" "$3/bin/python"
+fi
+exit 0
+"""
+
+
+def test_setup_makes_the_venv_afresh_when_its_python_is_gone(tmp_path: Path) -> None:
+    """A system upgrade removed the venv's Python (python3.11 gone, 3.13 in its place): setup
+    made a venv over the old one with the new Python, kept the stamp, installed nothing, and
+    scripts/serve failed (`.venv/bin/memoryd: cannot execute`) until .venv was deleted."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup", root / "scripts" / "setup")
+    (root / "pyproject.toml").write_text("")
+    os.utime(root / "pyproject.toml", (1, 1))
+    venv = root / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(tmp_path / "gone" / "python3.11")
+    (venv / ".memoryd-setup").write_text("")
+    old_packages = venv / "lib" / "python3.11" / "site-packages"
+    old_packages.mkdir(parents=True)
+    calls = tmp_path / "python-calls"
+    python = tmp_path / "python3.13"
+    python.write_text(FAKE_PYTHON.format(calls=calls))
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
+    env["PYTHON"] = str(python)
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "setup")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    ran = calls.read_text().splitlines()
+    assert "-m venv .venv" in ran
+    assert any(line.startswith("-m pip install") and "-e .[dev]" in line for line in ran), ran
+    assert not old_packages.exists()  # the old version's packages went with it
+    assert "no longer runs" in done.stderr
+    assert (venv / ".memoryd-setup").exists()
