@@ -315,17 +315,24 @@ def test_memoryd_team_without_the_server_extra_says_what_to_install(
     assert "pipx install --force '.[server]'" in result.stderr
 
 
-def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
-    """scripts/serve (setup without MEMORYD_SETUP_NODE) installs no Node packages: it ran
-    `npm ci` (204 packages) for the VS Code tests whenever npm was on PATH."""
+def _set_up_checkout(tmp_path: Path, python: Path) -> Path:
+    """A checkout holding scripts/setup whose .venv was set up (its stamp newer than
+    pyproject.toml), its `bin/python` a link to `python`."""
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
     shutil.copy(REPO / "scripts" / "setup", root / "scripts" / "setup")
     (root / "pyproject.toml").write_text("")
-    (root / ".venv" / "bin").mkdir(parents=True)
-    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
     os.utime(root / "pyproject.toml", (1, 1))
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(python)
     (root / ".venv" / ".memoryd-setup").write_text("")
+    return root
+
+
+def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
+    """scripts/serve (setup without MEMORYD_SETUP_NODE) installs no Node packages: it ran
+    `npm ci` (204 packages) for the VS Code tests whenever npm was on PATH."""
+    root = _set_up_checkout(tmp_path, python=Path(sys.executable))
     (root / "clients" / "vscode").mkdir(parents=True)
     (root / "clients" / "vscode" / "package-lock.json").write_text("{}")
     tools = tmp_path / "bin"
@@ -355,15 +362,8 @@ def test_setup_makes_the_venv_afresh_when_its_python_is_gone(tmp_path: Path) -> 
     """A system upgrade removed the venv's Python (python3.11 gone, 3.13 in its place): setup
     made a venv over the old one with the new Python, kept the stamp, installed nothing, and
     scripts/serve failed (`.venv/bin/memoryd: cannot execute`) until .venv was deleted."""
-    root = tmp_path / "checkout"
-    (root / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "setup", root / "scripts" / "setup")
-    (root / "pyproject.toml").write_text("")
-    os.utime(root / "pyproject.toml", (1, 1))
+    root = _set_up_checkout(tmp_path, python=tmp_path / "gone" / "python3.11")
     venv = root / ".venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(tmp_path / "gone" / "python3.11")
-    (venv / ".memoryd-setup").write_text("")
     old_packages = venv / "lib" / "python3.11" / "site-packages"
     old_packages.mkdir(parents=True)
     calls = tmp_path / "python-calls"
