@@ -339,15 +339,58 @@ def read_transcript(
         os.close(fd)
 
 
+# Text Claude Code writes into user lines itself: a slash command's name and arguments, a
+# local or `!` shell command's input and output, a background task's notification, reminders.
+_CLAUDE_CODE_TAG = re.compile(
+    r"\s*<(command-name|command-message|command-args|local-command-stdout"
+    r"|local-command-stderr|local-command-caveat|bash-input|bash-stdout|bash-stderr"
+    r"|task-notification|system-reminder)>"
+)
+
+
+def _tags_only(text: str) -> bool:
+    """Is `text` blank or nothing but those tags, each closed? Found by hand, each tag's end with
+    `find`: a regular expression for it backtracked for minutes on a prompt of many tags."""
+    at = 0
+    while at < len(text):
+        opening = _CLAUDE_CODE_TAG.match(text, at)
+        if opening is None:
+            return not text[at:].strip()
+        end = text.find(f"</{opening.group(1)}>", opening.end())
+        if end < 0:
+            return False
+        at = end + len(opening.group(1)) + 3
+    return True
+
+
+# Written when the user stops the agent (`… for tool use]` mid-call); no Stop hook runs then.
+_INTERRUPTED = "[Request interrupted by user"
+
+
 def _is_prompt(message: Mapping[str, Any]) -> bool:
-    """A user message the human typed (text), not one that only carries tool results."""
-    return message.get("role") == "user" and any(
-        b.get("type") == "text" for b in message.get("content", [])
-    )
+    """A user message that starts a turn: text the human typed, with no tool results (text
+    merged with results was typed while the agent worked, in the same turn) and no mark of
+    an interrupted turn (that turn ended with no Stop hook: its reads go with this one)."""
+    if message.get("role") != "user":
+        return False
+    typed = False
+    for block in message.get("content", []):
+        kind = block.get("type")
+        if kind == "tool_result":
+            return False
+        if kind != "text":
+            continue
+        text = str(block.get("text", ""))
+        if text.lstrip().startswith(_INTERRUPTED):
+            return False
+        typed = typed or not _tags_only(text)
+    return typed
 
 
 def last_turn(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """The messages since the last human prompt (inclusive)."""
+    """The messages since the prompt that started the last turn (inclusive). When unsure, the
+    turn is taken to start earlier: a read sent twice costs nothing, one missed keeps its
+    rules out of the session."""
     for index in range(len(messages) - 1, -1, -1):
         if _is_prompt(messages[index]):
             return messages[index:]

@@ -7,6 +7,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from memctl import claude_code
 from tests.fakes.swapped_files import fifo_released_later
 
@@ -661,3 +663,89 @@ def test_claude_codes_compaction_summary_is_not_read_as_the_users_words() -> Non
     assert _texts(messages) == ["now the parser", "on it"]
     # Its summary the only user line since the boundary: nothing is left to send.
     assert claude_code.parse_transcript_lines(lines[:4]) == []
+
+
+def _read(tool_id: str, path: str) -> list[dict[str, object]]:
+    return [{"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": path}}]
+
+
+_STOPPED = "[Request interrupted by user]"
+_STOPPED_IN_TOOL = "[Request interrupted by user for tool use]"
+_NOTIFICATION = (
+    "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
+    "<summary>Background command finished</summary>\n</task-notification>"
+)
+_SLASH = (
+    "<command-message>review is running…</command-message>\n"
+    "<command-name>/review</command-name>\n<command-args>src</command-args>"
+)
+
+
+@pytest.mark.parametrize(
+    ("between", "role"),
+    [
+        # Stopped while it wrote: no Stop hook ran for that turn, then the next prompt.
+        (_STOPPED, "user"),
+        # Stopped at a tool call: the call's refused result, the mark, then the next prompt.
+        (_STOPPED_IN_TOOL, "tool"),
+        # A background task's notification, and a prompt typed while the agent worked.
+        (_NOTIFICATION, "tool"),
+        ("<bash-input>ls</bash-input>", "tool"),
+        ("and use pytest", "tool"),
+    ],
+)
+def test_the_last_turn_starts_at_the_prompt_that_started_it(between: str, role: str) -> None:
+    # Found by a bug hunt: any user text counted as the turn's prompt, so the Stop hook's
+    # read_paths left out what the turn read before a task notification, a prompt typed
+    # mid-turn, or (no Stop hook runs for it) a turn the user stopped.
+    lines = [
+        _entry("user", "u1", None, "fix the parser"),
+        _entry("assistant", "a1", "u1", _read("t1", "/src/parser.py"), mid="m1"),
+        _entry("user", "r1", "a1", _result("t1")),
+    ]
+    if role == "tool":
+        lines += [
+            _entry("assistant", "a2", "r1", _read("t2", "/src/lexer.py"), mid="m2"),
+            _entry("user", "r2", "a2", _result("t2")),
+            _entry("user", "x1", "r2", [{"type": "text", "text": between}]),
+        ]
+    else:
+        lines += [
+            _entry("assistant", "a2", "r1", [{"type": "text", "text": "The pars"}], mid="m2"),
+            _entry("user", "x1", "a2", [{"type": "text", "text": between}]),
+        ]
+    lines += [
+        _entry("user", "u2", "x1", "and the lexer too"),
+        _entry("assistant", "a3", "u2", _read("t3", "/src/token.py"), mid="m3"),
+        _entry("user", "r3", "a3", _result("t3")),
+        _entry("assistant", "a4", "r3", [{"type": "text", "text": "done"}], mid="m4"),
+    ]
+    if between == "and use pytest":  # typed mid-turn: the turn goes on to its end
+        lines = lines[:6] + lines[7:]
+    turn = claude_code.last_turn(claude_code.parse_transcript_lines(lines))
+    read = claude_code.tool_paths(turn, claude_code.READ_TOOLS)
+    assert read[0] == "/src/parser.py"
+    assert read[-1] == "/src/token.py"
+
+
+def test_claude_codes_own_lines_start_no_turn() -> None:
+    # A slash command's line and a task's notification after a finished turn: not typed,
+    # so the turn is taken to start at the prompt before (its reads are sent again, which
+    # costs nothing); a prompt that only mentions a tag, or is blank around one, is typed.
+    def start(text: str) -> str:
+        lines = [
+            _entry("user", "u1", None, "first"),
+            _entry("assistant", "a1", "u1", [{"type": "text", "text": "ok"}], mid="m1"),
+            _entry("user", "u2", "a1", text),
+            _entry("assistant", "a2", "u2", [{"type": "text", "text": "ok"}], mid="m2"),
+        ]
+        turn = claude_code.last_turn(claude_code.parse_transcript_lines(lines))
+        return str(turn[0]["content"][0]["text"])  # type: ignore[index]
+
+    assert start(_SLASH) == "first"
+    assert start(_NOTIFICATION) == "first"
+    assert start("<command-name>/x</command-name> then explain") != "first"
+    assert start("why does <task-notification> show up?") != "first"
+    # An unclosed tag, many tags: read as typed, fast (a regular expression backtracked).
+    assert start("<command-name>" * 20_000) != "first"
+    assert start("<command-name>x</command-name>" * 20_000) == "first"
