@@ -84,6 +84,24 @@ def test_state_files_are_per_server_repo_and_folder(tmp_path: Path) -> None:
     assert len(paths) == 4
 
 
+def test_a_long_repository_name_still_names_a_state_file_that_saves(tmp_path: Path) -> None:
+    """A GitLab full path of up to 512 characters (the server takes them since session 20):
+    its state file's name passed 255 bytes, and no pull or push could save the state."""
+    team = tmp_path / "team"
+    long_one = "group/" + "s" * 250 + "/repo"
+    store = StateStore(state_path("http://srv", long_one, team))
+    state = store.load(repo=long_one, server="http://srv", team_dir=team)
+    state.etag = '"e1"'
+    store.save(state)
+    assert store.load(repo=long_one, server="http://srv", team_dir=team).etag == '"e1"'
+    assert len(store.path.name.encode()) <= 255
+    # Cut alike, told apart by the hash.
+    other = "group/" + "s" * 250 + "/other"
+    assert state_path("http://srv", other, team) != store.path
+    # A name within the cut keeps the file it always had.
+    assert state_path("http://srv", "acme/widgets", team).name.startswith("acme-widgets-")
+
+
 @pytest.mark.parametrize(
     "content",
     ["{not json", "[]", '{"version": 99}', '{"version": 1, "repo": 5}', "\xff"],

@@ -158,10 +158,17 @@ def _str_map(value: Any) -> dict[str, str]:
     return {_str(k): _str(v) for k, v in value.items()}
 
 
+# The repository's part of a state file's name: a GitLab full path may have 512 characters,
+# and a file name over 255 bytes could not be saved. The hash tells names cut alike apart.
+_NAMED_REPO_CHARS = 200
+
+
 def state_path(server: str, repo: str, team_dir: Path) -> Path:
-    """`<state>/team/<repo>-<hash of server and folder>.json`: one file per synced folder."""
+    """`<state>/team/<repo>-<hash of server, repo and folder>.json`: one file per synced
+    folder, the repository's name cut to 200 characters."""
     digest = hashlib.sha256(f"{server}\0{repo}\0{team_dir}".encode()).hexdigest()[:12]
-    return paths.state_dir() / "team" / f"{sanitize_key(repo)}-{digest}.json"
+    named = sanitize_key(repo)[:_NAMED_REPO_CHARS]
+    return paths.state_dir() / "team" / f"{named}-{digest}.json"
 
 
 class StateStore:
