@@ -13,7 +13,6 @@ daemon's event loop.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from dataclasses import dataclass
@@ -37,9 +36,8 @@ class GitFacts:
     included: tuple[Path, ...] = ()
 
 
-# `.git` files and `commondir` hold one path; a config over 1 MiB is not a git config.
+# `.git` files and `commondir` hold one path (configs are read by gitsafe, with its cap).
 _POINTER_CAP = 64 * 1024
-_CONFIG_CAP = 1024 * 1024
 
 
 def _read_small(path: Path, limit: int) -> str | None:
@@ -146,7 +144,8 @@ def _claims(worktree_root: Path, own_git_dir: Path, common: Path) -> bool:
         return (target if target.is_absolute() else own_git_dir / target).resolve() == dot_git
     if own_git_dir.parent == worktree_root:
         return True
-    named = _core_value(own_git_dir, "worktree")
+    core = _core(own_git_dir)
+    named = (core.get("worktree") or "").strip()
     if named:
         target = Path(named)  # relative to the git dir, as git reads it
         return (target if target.is_absolute() else own_git_dir / target).resolve() == worktree_root
@@ -156,21 +155,32 @@ def _claims(worktree_root: Path, own_git_dir: Path, common: Path) -> bool:
     # download naming the user's `secret.git` took its remote and team).
     if own_git_dir.name == ".git" or "/.git/modules/" in f"{own_git_dir.as_posix()}/":
         return False
-    return (_core_value(own_git_dir, "bare") or "").lower() not in ("true", "yes", "on", "1")
+    return not ("bare" in core and _git_true(core["bare"]))
 
 
-def _core_value(git_dir: Path, key: str) -> str | None:
-    """`core.<key>` of a git dir's config, stripped; None when unset or unreadable."""
-    text = _read_small(git_dir / "config", _CONFIG_CAP)
-    if text is None:
-        return None
-    parser = configparser.RawConfigParser(strict=False)
+def _core(git_dir: Path) -> dict[str, str | None]:
+    """The `core.*` variables of a git dir's config, read once and as git reads them (its
+    grammar: `[Core]`, a key alone, quoted values; configparser missed a bare repository so
+    spelt); the last of a key wins, a key alone is None; {} when git would refuse the file."""
     try:
-        parser.read_string(text)
-    except configparser.Error:
-        return None
-    value = parser.get("core", key, fallback=None)
-    return value.strip() if value and value.strip() else None
+        entries = gitsafe.read_config(git_dir / "config")
+    except gitsafe.BadConfig:
+        return {}
+    return {key: value for section, key, value in entries if section == "core"}
+
+
+def _git_true(value: str | None) -> bool:
+    """A boolean as git reads one: a key alone, true/yes/on, or a non-zero number (which may
+    end in git's k, m or g)."""
+    if value is None:
+        return True
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    try:
+        return int(word[:-1] if word.endswith(("k", "m", "g")) else word, 0) != 0
+    except ValueError:
+        return False
 
 
 def discover(cwd: Path) -> GitFacts:

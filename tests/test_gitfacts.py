@@ -441,3 +441,53 @@ def test_a_relative_includeif_of_a_linked_user_config_is_judged_from_its_real_fo
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "w:x"], check=True)
     assert gitfacts.discover(repo).remote_url == _git_url(repo)
+
+
+@pytest.mark.parametrize(
+    "core",
+    [
+        "[Core]\n\tbare = true\n",  # section names are case-insensitive
+        "[core]\n\tbare\n",  # a key alone is true
+        '[core]\n\tbare = "yes"\n',  # quoted
+        "[core]\n\tbare = 1k\n",  # a number, with git's unit
+        "[core] bare = on ; a comment\n",
+    ],
+)
+def test_a_bare_repository_is_known_however_git_lets_its_config_say_so(
+    tmp_path: Path, core: str
+) -> None:
+    # Found by a bug hunt: core.bare was read with configparser, which knows no git spelling
+    # but `[core]` and `key = value`: a downloaded `.git` file naming such a bare repository
+    # still lent this folder its remote (and team).
+    bare = tmp_path / "secret.git"
+    bare.mkdir()
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    (bare / "config").write_text(f'{core}[remote "origin"]\n\turl = https://h/acme/secret\n')
+    said = subprocess.run(
+        ["git", "config", "--file", str(bare / "config"), "--bool", "core.bare"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert said.stdout.strip() == "true"  # git's own reading
+    download = tmp_path / "download"
+    download.mkdir()
+    (download / ".git").write_text("gitdir: ../secret.git\n")
+    facts = gitfacts.discover(download)
+    assert (facts.project_root, facts.remote_url) == (download, None)
+
+
+def test_a_quoted_core_worktree_names_the_submodule_it_is(tmp_path: Path) -> None:
+    # configparser kept the quotes: a submodule whose core.worktree git wrote quoted (a path
+    # with a `;` or `#` in it) was taken for a stranger's git dir and lost its remote.
+    modules = tmp_path / "super" / ".git" / "modules" / "my lib"
+    modules.mkdir(parents=True)
+    (modules / "HEAD").write_text("ref: refs/heads/main\n")
+    (modules / "config").write_text(
+        '[core]\n\tworktree = "../../../my lib"\n'
+        '[remote "origin"]\n\turl = https://github.com/acme/lib.git\n'
+    )
+    lib = tmp_path / "super" / "my lib"
+    lib.mkdir()
+    (lib / ".git").write_text("gitdir: ../.git/modules/my lib\n")
+    assert gitfacts.discover(lib).repo_slug == "acme/lib"
