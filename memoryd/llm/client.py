@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import datetime
+import email.utils
 import importlib
 import json
+import math
 import random
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +208,10 @@ class ModelClient:
     # small model's success (recall, each turn) says nothing of a model the provider does
     # not serve. Configured said only "configured" while every call failed.
     _failing: dict[str, _Failing] = field(default_factory=dict, init=False, repr=False)
+    # By model: until when (monotonic) the provider asked not to be called (its Retry-After),
+    # and the error that said so. Every call in that time was sent and refused again, and a
+    # recall waited out its whole timeout on each prompt.
+    _held: dict[str, tuple[float, ModelError]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # A key that cannot go into a header leaves the model off, with the reason: taken as
@@ -238,16 +246,27 @@ class ModelClient:
         if not self.configured:
             raise FeatureUnavailable(self.reason or NO_MODEL_HINT)
 
-    async def create(self, *, feature: str, **kwargs: Any) -> Message:
-        """`messages.create` with accounting and retries. Raises ModelError on failure."""
+    async def create(
+        self, *, feature: str, patience_s: float | None = None, **kwargs: Any
+    ) -> Message:
+        """`messages.create` with accounting and retries. Raises ModelError on failure.
+
+        A wait the call would not outlive is not waited for: the error is raised at once when
+        the next try would start after `patience_s` (how long the caller waits in all: recall
+        answers a prompt) or the provider asks for longer than `retry_max_delay_s` (tried
+        before its time, the call is refused again). While a model is held so, its calls are
+        not sent until the hold ends, or fail at once when they cannot wait that long."""
         self.require()
         stats = self.usage.setdefault(feature, FeatureUsage())
         kwargs.setdefault("model", self.config.model)
+        model = str(kwargs["model"])
+        deadline = None if patience_s is None else time.monotonic() + patience_s
         await import_sdk()
         import anthropic  # its error classes are caught below
 
         attempt = 0
         while True:
+            await self._wait_for_hold(feature, model, deadline, stats)
             stats.calls += 1
             started = time.monotonic()
             try:
@@ -266,7 +285,7 @@ class ModelClient:
                     _describe(exc),
                     exc.status_code,
                     retryable,
-                    _retry_after_s(exc.response.headers.get("retry-after")),
+                    _retry_after_s(exc.response.headers),
                 )
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as exc:
                 cause = exc.__cause__  # the transport's own words (a reply over the cap)
@@ -293,8 +312,20 @@ class ModelClient:
             error.message = _short(scrub_credentials(error.message, self.config.credentials))
             stats.errors += 1
             self.recent.append(_record(feature, kwargs["model"], started, status=error.status))
-            if not error.retryable or attempt >= self.config.max_retries:
-                self._note_failure(error, str(kwargs["model"]))
+            delay = min(
+                self.config.retry_max_delay_s, self.config.retry_base_delay_s * (2**attempt)
+            )
+            delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not cryptography
+            if error.retry_after_s is not None:
+                # The provider knows when it will take us back: not before, by any call.
+                delay = max(delay, error.retry_after_s)
+                self._held[model] = (time.monotonic() + error.retry_after_s, error)
+            if (
+                not error.retryable
+                or attempt >= self.config.max_retries
+                or delay > _wait_allowed(self.config.retry_max_delay_s, deadline)
+            ):
+                self._note_failure(error, model)
                 log.warning(
                     "model call failed",
                     feature=feature,
@@ -303,17 +334,37 @@ class ModelClient:
                     error=error.message,
                 )
                 raise error
-            delay = min(
-                self.config.retry_max_delay_s, self.config.retry_base_delay_s * (2**attempt)
-            )
-            delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not cryptography
-            if error.retry_after_s is not None:
-                # The provider knows when it will take us back; never wait past our own cap.
-                delay = min(self.config.retry_max_delay_s, max(delay, error.retry_after_s))
             attempt += 1
             stats.retries += 1
             log.info("model call retry", feature=feature, status=error.status, delay_s=delay)
             await asyncio.sleep(delay)
+
+    async def _wait_for_hold(
+        self, feature: str, model: str, deadline: float | None, stats: FeatureUsage
+    ) -> None:
+        """Wait until the provider's hold on `model` ends; a ModelError at once (nothing sent)
+        when the call would not outlive that wait."""
+        held = self._held.get(model)
+        if held is None:
+            return
+        until, cause = held
+        wait = until - time.monotonic()
+        if wait <= 0:
+            del self._held[model]
+            return
+        if wait > _wait_allowed(self.config.retry_max_delay_s, deadline):
+            stats.errors += 1
+            log.info(
+                "model call not sent: the provider asked to wait", feature=feature, wait_s=wait
+            )
+            raise ModelError(
+                feature,
+                f"not sent: the provider asked to wait {wait:.1f} s more ({cause.message})",
+                cause.status,
+                True,
+                wait,
+            )
+        await asyncio.sleep(wait)
 
     def _note_failure(self, error: ModelError, model: str) -> None:
         if _passes_by_itself(error):
@@ -463,12 +514,36 @@ def _describe(exc: anthropic.APIStatusError) -> str:
     return f"HTTP {exc.status_code} {kind or ''} {detail or exc.message}".replace("  ", " ")
 
 
-def _retry_after_s(value: str | None) -> float | None:
-    """Seconds from a `Retry-After` header (delta-seconds form); None when absent or a date."""
-    if value is None:
-        return None
+def _wait_allowed(cap_s: float, deadline: float | None) -> float:
+    """The longest wait before a next try: our cap, and no later than the caller's deadline."""
+    if deadline is None:
+        return cap_s
+    return min(cap_s, deadline - time.monotonic())
+
+
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The seconds a reply asks us to wait: `retry-after-ms` (the Anthropic API's), else
+    `Retry-After` as delta-seconds or an HTTP date; None when absent or unreadable."""
+    millis = _seconds(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    seconds = _seconds(value)
+    if seconds is not None or value is None:
+        return seconds
     try:
-        seconds = float(value.strip())
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
+
+
+def _seconds(value: str | None) -> float | None:
+    """A header's non-negative finite number, or None."""
+    try:
+        number = float(value.strip()) if value is not None else math.nan
     except ValueError:
         return None
-    return seconds if seconds >= 0 else None
+    return number if 0 <= number < math.inf else None

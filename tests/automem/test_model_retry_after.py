@@ -1,0 +1,109 @@
+"""A provider's Retry-After: no call is sent before it, and none waits past what its caller
+or our cap allows (a recall answers a prompt)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from dataclasses import replace
+from email.utils import format_datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memoryd.llm.client import ModelClient, ModelError, _retry_after_s
+from tests.automem.conftest import write_memory
+from tests.conftest import DaemonHandle, fake_model_config
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, error_reply, text_reply
+
+ASK = {"feature": "t", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+
+
+def _limited(retry_after: str) -> Reply:
+    limited = error_reply(429, "rate_limit_error", "slow down")
+    return Reply(limited.status, limited.body, headers={"retry-after": retry_after})
+
+
+async def test_a_wait_past_the_cap_fails_at_once_and_holds_later_calls(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # Before, the call waited the cap (0.05 s) and asked again, refused each time until its
+    # retries ran out, and every later call did the same within the provider's minute.
+    fake_model.enqueue(_limited("0.6"))
+    fake_model.handler = lambda _request: text_reply("ok")
+    client = ModelClient(fake_model_config(fake_model))
+    with pytest.raises(ModelError) as first:
+        await client.create(**ASK)
+    assert first.value.status == 429
+    assert len(fake_model.message_requests()) == 1
+    assert client.problem is not None
+    assert "rate limited" in client.problem
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="not sent: the provider asked to wait"):
+        await client.create(**ASK)
+    assert time.monotonic() - started < 0.3
+    assert len(fake_model.message_requests()) == 1  # nothing was sent during the hold
+    await asyncio.sleep(0.6)
+    reply = await client.create(**ASK)
+    assert reply.content[0].text == "ok"  # type: ignore[union-attr]
+    await client.close()
+
+
+async def test_a_call_that_can_wait_for_the_hold_waits_then_sends(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    fake_model.enqueue(_limited("0.4"), text_reply("first"), text_reply("second"))
+    client = ModelClient(replace(fake_model_config(fake_model), retry_max_delay_s=5.0))
+
+    async def later() -> object:
+        await asyncio.sleep(0.05)  # sent while the first call waits out the hold
+        return await client.create(**ASK)
+
+    await asyncio.gather(client.create(**ASK), later())
+    refused, *sent = fake_model.message_requests()
+    assert len(sent) == 2
+    assert all(r.received_at - refused.received_at >= 0.39 for r in sent)
+    await client.close()
+
+
+async def test_a_wait_past_the_callers_patience_fails_at_once(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    fake_model.enqueue(_limited("0.5"), text_reply("late"))
+    client = ModelClient(replace(fake_model_config(fake_model), retry_max_delay_s=5.0))
+    started = time.monotonic()
+    with pytest.raises(ModelError):
+        await client.create(patience_s=0.2, **ASK)
+    assert time.monotonic() - started < 0.4
+    assert len(fake_model.message_requests()) == 1
+    await client.close()
+
+
+def test_retry_after_is_read_in_each_form_a_provider_sends() -> None:
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    soon = format_datetime(now + datetime.timedelta(seconds=30), usegmt=True)
+    read = lambda headers: _retry_after_s(httpx.Headers(headers))  # noqa: E731
+    assert read({"retry-after": "7"}) == 7.0
+    assert read({"retry-after-ms": "1500", "retry-after": "7"}) == 1.5
+    assert 25 <= (read({"retry-after": soon}) or 0) <= 30
+    assert read({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # past: no wait
+    for unreadable in ("soon", "-1", "inf", "nan", ""):
+        assert read({"retry-after": unreadable}) is None
+    assert read({}) is None
+
+
+async def test_recall_during_a_rate_limit_falls_back_without_asking_again(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    # The provider asks for a minute; the daemon's cap is 0.05 s. Before, each recall sent
+    # four requests (a try and three retries, each refused) before ranking locally: against
+    # a real provider (a 20 s cap, a 10 s recall timeout) each prompt waited 10 s.
+    await write_memory(daemon_with_model, project, "user", "Prefers tabs", "indentation", "Tabs.")
+    fake_model.handler = lambda _request: _limited("60")
+    for _ in range(2):
+        got = await daemon_with_model.call("recall", cwd=str(project), query="tabs or spaces?")
+        assert got["selector"] == "local"
+        assert [m["name"] for m in got["memories"]] == ["Prefers tabs"]
+    assert len(fake_model.message_requests()) == 1
