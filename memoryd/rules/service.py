@@ -295,9 +295,9 @@ class InstructionFiles:
         self._loaded[key] = _Loaded(entry.project_root, entry.involvement, entry.folders)
         self._loaded.move_to_end(key)
         evicted = False
-        while len(self._entries) > MAX_ENTRIES:
-            self._entries.popitem(last=False)
-            evicted = True
+        # One bound for both: every cached key is a loaded one (both are stored here, and a
+        # load leaves `_loaded` only below, with its entry), and both are touched together,
+        # so the cache is never the longer and its oldest is the list's oldest.
         while len(self._loaded) > MAX_ENTRIES:
             # What is no longer watched for is not cached either: nothing would drop it.
             self._entries.pop(self._loaded.popitem(last=False)[0], None)

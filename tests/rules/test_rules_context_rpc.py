@@ -764,3 +764,22 @@ async def test_a_folder_moved_away_drops_the_entry(
     await _until(lambda: _status(daemon)["cached"] == 0, f"{move} to drop the entry")
     result = await daemon.call("get_context", cwd=str(repo))
     assert gone not in result["claude_md"]
+
+
+async def test_a_full_cache_of_valid_entries_evicts_its_oldest(
+    unwatched: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache and its list of loads share one bound (`_store`): every cached key is a loaded
+    # one, so the cache stays within it and loses its least recently used entry.
+    monkeypatch.setattr(service_mod, "MAX_ENTRIES", 2)
+    repos = [tree.git_repo(f"p{index}") for index in range(3)]
+    for repo in repos:
+        assert (await unwatched.call("get_context", cwd=str(repo)))["cached"] is False
+    assert _status(unwatched)["cached"] == 2
+    assert (await unwatched.call("get_context", cwd=str(repos[2])))["cached"] is True
+    assert (await unwatched.call("get_context", cwd=str(repos[1])))["cached"] is True
+    assert (await unwatched.call("get_context", cwd=str(repos[0])))["cached"] is False
+    # p2, now the least recently used, made room for p0.
+    assert (await unwatched.call("get_context", cwd=str(repos[1])))["cached"] is True
+    assert (await unwatched.call("get_context", cwd=str(repos[2])))["cached"] is False
+    assert _status(unwatched)["cached"] == 2
