@@ -343,6 +343,12 @@ class _TeamMemoryAPI:
             raise Problem(400, "invalid_json", "the body is not valid JSON") from exc
         if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
             raise Problem(400, "invalid_body", 'the body must be {"entries": {key: content}}')
+        limit = self.settings.max_entries
+        if limit is not None and len(document["entries"]) > limit:
+            # More keys than the repository may hold can never be stored: refused before each
+            # is validated (on the event loop) and scanned for secrets (a 2 MiB body of
+            # 150,000 empty entries held the loop 0.4 s and a core 5 s, only to get this 413).
+            raise TooManyEntries(limit, len(document["entries"]))
         return _validated_entries(document["entries"], self.settings.max_entry_bytes)
 
 
