@@ -72,8 +72,14 @@ def _head_within(line: str, budget: int) -> str:
     return head[:space] if space > len(head) * 0.9 else head
 
 
-def cut_long_sections(summary: str, path: str, max_tokens: int = MAX_SECTION_TOKENS) -> CutSummary:
-    """Shorten every `#` section whose body is over ~`max_tokens`, at a line boundary."""
+def cut_long_sections(
+    summary: str,
+    path: str,
+    max_tokens: int = MAX_SECTION_TOKENS,
+    max_total: int = MAX_SUMMARY_TOKENS,
+) -> CutSummary:
+    """Shorten every `#` section whose body is over ~`max_tokens`, at a line boundary, then
+    the whole when over ~`max_total`."""
     out: list[str] = []
     cut: list[str] = []
     heading: str | None = None
@@ -96,9 +102,9 @@ def cut_long_sections(summary: str, path: str, max_tokens: int = MAX_SECTION_TOK
         else:
             body.append(line)
     flush()
-    if estimate_text("\n".join(out)) > MAX_SUMMARY_TOKENS:
+    if estimate_text("\n".join(out)) > max_total:
         # Many sections (a user template may have dozens): cut the whole at a line boundary.
-        out = [*_cut_lines(out, MAX_SUMMARY_TOKENS), SECTION_CUT_NOTE.format(path=path)]
+        out = [*_cut_lines(out, max_total), SECTION_CUT_NOTE.format(path=path)]
         cut.append("(whole summary)")
     return CutSummary("\n".join(out).strip("\n") + "\n", tuple(cut))
 

@@ -46,6 +46,9 @@ DEAD_UPDATE_S = 60.0
 # 20,000. At 400,000 characters (~100,000 tokens) a draft the agent filled with the pasted
 # conversation was kept, and every later update of the session was over the context.
 MAX_NOTES_TOKENS = 40_000
+# Notes over it an older daemon kept are cut this far under compact's bounds (a cut's note,
+# naming the file that holds them whole, is ~40 tokens).
+NOTE_ROOM_TOKENS = 100
 # compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
 MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
 MAX_SESSIONS_IN_MEMORY = 256
@@ -276,15 +279,26 @@ class SessionMemory:
             return False
         size = estimate_text(current)
         if size > MAX_NOTES_TOKENS:
-            # Sent, the request is over the context (HTTP 400) at every threshold; the agent
-            # could not condense them anyway, as an Edit repeats the text it replaces.
-            await self._failed(
-                session,
-                f"the session notes {path} are ~{size:,} tokens, over the {MAX_NOTES_TOKENS:,} "
-                "an update sends with the transcript: trim them (compact still uses them, each "
-                "section cut to ~2,000 tokens)",
-            )
-            return False
+            # Sent, the request is over the context (HTTP 400) at every threshold, and the
+            # agent could not condense them (an Edit repeats the text it replaces): notes an
+            # older daemon let grow stopped every update of the session. Cut as compact cuts
+            # them, the whole notes kept beside.
+            try:
+                trimmed = await asyncio.to_thread(_trim_notes, path, current)
+            except OSError as exc:
+                await self._failed(
+                    session,
+                    f"the session notes {path} are ~{size:,} tokens, over the "
+                    f"{MAX_NOTES_TOKENS:,} an update sends with the transcript, and cannot "
+                    f"be cut: {exc}",
+                )
+                return False
+            if trimmed is None:
+                await self._failed(
+                    session, "the notes were edited during the update; kept the edit"
+                )
+                return False
+            current = trimmed
         draft = path.with_name(".summary.draft.md")
         try:
             await asyncio.to_thread(fsutil.atomic_write_text, draft, current)
@@ -533,6 +547,31 @@ def _replace_if_same(path: Path, expected: str, text: str) -> bool:
     except fsutil.ChangedMeanwhile:
         return False
     return True
+
+
+def _trim_notes(path: Path, text: str) -> str | None:
+    """Cut each section of the notes at `path` (which hold `text`) as compact cuts them, after
+    copying them whole to `summary.full.md` (or `summary.full (2).md` …), which the cut notes
+    name; the cut text, or None when the notes were edited meanwhile (nothing cut then)."""
+    aside = _unused_name(path.with_name("summary.full.md"))
+    # Cut with room for the note each cut adds, so that compact does not cut them again.
+    trimmed = compaction.cut_long_sections(
+        text,
+        str(aside),
+        compaction.MAX_SECTION_TOKENS - NOTE_ROOM_TOKENS,
+        compaction.MAX_SUMMARY_TOKENS - NOTE_ROOM_TOKENS,
+    ).text
+    if not fsutil.create_exclusive(aside, text):
+        raise FileExistsError(errno.EEXIST, "a file appeared in its place", str(aside))
+    if not _replace_if_same(path, text, trimmed):
+        aside.unlink()  # the edit stands, whole: no second copy of it
+        return None
+    log.warning(
+        "session notes over the bound: each section cut, the whole notes kept",
+        path=str(path),
+        whole=str(aside),
+    )
+    return trimmed
 
 
 def _unused_name(path: Path) -> Path:
