@@ -4,9 +4,9 @@ No rule matches a key as written when it is split across lines (a PEM-like block
 scalar broken at 76 columns), split into string literals (`"sk-ant-" + "api03-…"`), has
 invisible characters inside (zero-width spaces, the NULs of UTF-16 read as 8-bit text), or is
 encoded (base64, hex, URL percent-encoding: the three gitleaks' decoder undoes, nested up to
-its default depth). `rewrite(text)` makes one rewritten text with all of those undone and
-says where each change is, in both texts; the scanner runs its rules on the lines around the
-changes and keeps a finding only when it crosses one (the others it found in the text itself).
+its default depth). `rewrites(text)` makes the text with those undone and says where each
+change is, in both texts; the scanner runs its rules on the lines around the changes and keeps
+a finding only when it crosses one (the others it found in the text itself).
 """
 
 from __future__ import annotations
@@ -18,20 +18,25 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate, chain
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["Rewrite", "rewrite"]
+__all__ = ["Rewrite", "rewrites"]
 
 # Format characters that show as nothing, and NUL (UTF-16 text read one byte a character).
-_INVISIBLE = re.compile("[\x00\u00ad\u200b-\u200f\u2060-\u2064\ufeff]+")
+_INVISIBLE_CHARS = "\x00\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]+")
 # `"sk-ant-" + "api03-…"`, `'…' . '…'`, `"…" .. "…"`, `"…" || "…"`, `"…" & "…"`, and
 # adjacent literals: touching (`"…""…"`) or on the next line (C's and Python's implicit
 # concatenation). Not two on one line apart: in a shell they are two arguments (`curl --user
-# "name:password" "https://…"`). The quote comes first: the regex engine skips to quotes.
+# "name:password" "https://…"`). One regex a quote, each starting with it: the regex engine
+# then skips from quote to quote (one regex for the three tried at every character).
 _OPERATOR = r"(?:\+|\.\.?|\|\||&)[ \t]{0,8}"
 _NEXT_LINE = r"[ \t]{0,8}\\?\r?\n[ \t]{0,40}"
-_CONCAT = re.compile(
-    rf"""(["'`])(?<=[A-Za-z0-9_\-]["'`])"""
-    rf"""(?:[ \t]{{0,8}}{_OPERATOR}(?:{_NEXT_LINE}(?:{_OPERATOR})?)?|{_NEXT_LINE}(?:{_OPERATOR})?|)"""
-    rf"""\1(?=[A-Za-z0-9_\-])"""
+_CONCATS = tuple(
+    re.compile(
+        rf"""{q}(?<=[A-Za-z0-9_\-]{q})"""
+        rf"""(?:[ \t]{{0,8}}{_OPERATOR}(?:{_NEXT_LINE}(?:{_OPERATOR})?)?|{_NEXT_LINE}(?:{_OPERATOR})?|)"""
+        rf"""{q}(?=[A-Za-z0-9_\-])"""
+    )
+    for q in ('"', "'", "`")
 )
 # A line ending in a long run of key characters and going on with more on the next line: a key
 # wrapped at a fixed width. Twenty characters, so words of wrapped prose are never joined; a
@@ -46,7 +51,7 @@ _BEFORE_NEWLINE = frozenset(" \t\\\r")
 # 16 or more base64 characters (hex is one of them), which are found by a byte search over a
 # copy of the text where each such character is `x` (a regex tried at every position of the
 # text took half as long as the whole rule scan).
-_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2})*")  # `%` first: skipped to
 _BASE64_RUN = re.compile(r"[A-Za-z0-9_/+\-]{16,16384}={0,3}")
 _RUN_START = b"x" * 16
 _AS_RUN = bytes(
@@ -54,9 +59,12 @@ _AS_RUN = bytes(
     for c in range(256)
 )
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){16,}")
-# gitleaks tries to decode only runs with one of these: most long words in code have none.
-_LIKELY_BASE64 = frozenset("0123456789+/-_")
 _PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+# The first character of each group of four base64 characters holds the top six bits of a
+# byte: for a printable one (0x20-0x7E, tab, newline, carriage return) one of these. A run
+# with another there decodes to something else, so it is not decoded (most runs in code are
+# identifiers: `a_long_function_name` has `l`, `g`, `n`).
+_B64_LEADS = frozenset("CDIJKLMNOPQRSTUVWXYZabcdef")
 _MAX_DEPTH = 5  # gitleaks' default --max-decode-depth
 
 
@@ -115,33 +123,53 @@ class Rewrite:
         return kinds
 
 
-def rewrite(text: str) -> Rewrite | None:
-    """`text` with invisible characters removed, split keys joined and encoded segments
-    decoded, or None when nothing in it is written so."""
+def rewrites(text: str) -> list[Rewrite]:
+    """`text` rewritten: invisible characters removed and encoded segments decoded; and, when
+    something in it is split, the same with the pieces joined too. Two views, as a join can
+    glue two encoded values into one run that decodes to neither (base64 values on
+    consecutive lines). None when nothing in `text` is written so."""
     edits: list[_Edit] = []
-    if not text.isascii() or "\x00" in text:
+    # A string search for each first: the regex runs only when one is there.
+    ascii_only = text.isascii()
+    if "\x00" in text if ascii_only else any(char in text for char in _INVISIBLE_CHARS):
         invisible = "with invisible characters"
         edits = [(m.start(), m.end(), "", invisible) for m in _INVISIBLE.finditer(text)]
-    view = Rewrite(text, edits)
+    cleaned = Rewrite(text, edits)
+    views = []
+    plain = _with_decoded(text, cleaned, edits)
+    if plain:
+        views.append(Rewrite(text, plain) if plain is not edits else cleaned)
     joins = [
-        (m.start(), m.end(), "", "split into string literals") for m in _CONCAT.finditer(view.text)
+        (m.start(), m.end(), "", "split into string literals")
+        for concat in _CONCATS
+        for m in concat.finditer(cleaned.text)
     ]
     joins += [
-        (_wrap_start(view.text, m.start()), m.end(), "", "split across lines")
-        for m in _WRAP.finditer(view.text)
+        (_wrap_start(cleaned.text, m.start()), m.end(), "", "split across lines")
+        for m in _WRAP.finditer(cleaned.text)
+        if _key_like(cleaned.text[m.start() - 20 : m.start()])
     ]
     if joins:
-        edits = _merged(view, edits, joins)
-        view = Rewrite(text, edits)
+        joined = _merged(cleaned, edits, joins)
+        views.append(Rewrite(text, _with_decoded(text, Rewrite(text, joined), joined)))
+    return views
+
+
+def _with_decoded(text: str, view: Rewrite, edits: list[_Edit]) -> list[_Edit]:
+    """`edits` (`view` is `text` with them made) and the decoding of each encoded segment."""
     decoded = [
         (m.start(), m.end(), *found)
         for m in _encoded_segments(view.text)
         if (found := _decoded(m.group(), _MAX_DEPTH)) is not None
     ]
-    if decoded:
-        edits = _merged(view, edits, decoded)
-        view = Rewrite(text, edits)
-    return view if edits else None
+    return _merged(view, edits, decoded) if decoded else edits
+
+
+def _key_like(tail: str) -> bool:
+    """Whether the 20 characters a wrapped line ends with can be a key's: a letter or a digit,
+    more than two characters (not a `-----` or `=====` rule, not `xxxxxxxx`), and no base64
+    padding at the end (a padded value is whole)."""
+    return any(c.isalnum() for c in tail) and len(set(tail)) > 2 and not tail.endswith("=")
 
 
 def _wrap_start(text: str, newline: int) -> int:
@@ -194,7 +222,7 @@ def _decoded(segment: str, depth: int) -> tuple[str, str] | None:
         kind = "URL-encoded"
     elif _HEX.fullmatch(segment):
         raw, kind = bytes.fromhex(segment), "hex-encoded"
-    elif _LIKELY_BASE64.isdisjoint(segment):
+    elif not _B64_LEADS.issuperset(segment[::4]):
         return None
     else:
         raw, kind = _base64(segment), "base64-encoded"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import ahocorasick_rs
 
 from memoryd.team.secret_rules import GLOBAL_ALLOW, GLOBAL_STOPWORDS, RULES, Rule
-from memoryd.team.secret_views import Rewrite, rewrite
+from memoryd.team.secret_views import Rewrite, rewrites
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -235,7 +235,8 @@ def _run_rule(rule: Rule, text: str, hits: list[int]) -> Iterator[tuple[int, int
             yield start, end
 
 
-def _raw_findings(text: str) -> list[tuple[int, int, Rule]]:
+def _raw_findings(text: str, skip: frozenset[str] = frozenset()) -> list[tuple[int, int, Rule]]:
+    """(start, end, rule) of every rule's finding in `text` as written, but the rules `skip`."""
     lowered = _lowered(text)
     hits: dict[str, list[int]] = defaultdict(list)
     for keyword_index, start, _end in _INDEX.automaton.find_matches_as_indexes(
@@ -245,8 +246,15 @@ def _raw_findings(text: str) -> list[tuple[int, int, Rule]]:
             hits[rule.id].append(start)
     found: list[tuple[int, int, Rule]] = []
     for rule in (*_INDEX.always, *(r for r in _INDEX.rules if r.id in hits)):
+        if rule.id in skip:
+            continue
         found.extend((start, end, rule) for start, end in _run_rule(rule, text, hits[rule.id]))
     return found
+
+
+# The catch-all rules, not run on rewritten text (see `_rewritten_findings`); they are also
+# the costliest to run (`generic-api-key` wakes at every "key", "api" or "auth").
+_NOT_ON_REWRITTEN = frozenset(r.id for r in RULES if r.defers or r.family == "network")
 
 
 def _rewritten_findings(text: str) -> list[tuple[int, int, Rule, str]]:
@@ -254,25 +262,21 @@ def _rewritten_findings(text: str) -> list[tuple[int, int, Rule, str]]:
     (the whole encoded or split span), with how it was written. The rules run on the lines
     around each change, and a finding counts only when it crosses a change. The catch-all
     rules are left out: a token with a shape of its own, whole only when rewritten, is one."""
-    view = rewrite(text)
-    if view is None:
-        return []
     found: list[tuple[int, int, Rule, str]] = []
-    for chunk_start, chunk_end in _changed_lines(view):
-        chunk = view.text[chunk_start:chunk_end]
-        for start, end, rule in _raw_findings(chunk):
-            if rule.defers or rule.family == "network":
-                continue
-            kinds = view.kinds_within(chunk_start + start, chunk_start + end)
-            if kinds:
-                found.append(
-                    (
-                        view.back_start(chunk_start + start),
-                        view.back_end(chunk_start + end),
-                        rule,
-                        f"{rule.description} ({', '.join(sorted(kinds))})",
+    for view in rewrites(text):
+        for chunk_start, chunk_end in _changed_lines(view):
+            chunk = view.text[chunk_start:chunk_end]
+            for start, end, rule in _raw_findings(chunk, _NOT_ON_REWRITTEN):
+                kinds = view.kinds_within(chunk_start + start, chunk_start + end)
+                if kinds:
+                    found.append(
+                        (
+                            view.back_start(chunk_start + start),
+                            view.back_end(chunk_start + end),
+                            rule,
+                            f"{rule.description} ({', '.join(sorted(kinds))})",
+                        )
                     )
-                )
     return found
 
 

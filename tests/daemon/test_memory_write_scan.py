@@ -150,3 +150,49 @@ async def test_a_blank_note_is_refused_not_saved(daemon: DaemonHandle, project: 
     assert "text: Value error, must contain some text" in err.value.message
     listed = await daemon.call("memory.list", cwd=str(project))
     assert listed["memories"] == []
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+_HALF = len(AWS_KEY) // 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        # Found by a bug hunt: a key split, with a zero-width space inside, or encoded was
+        # saved (or refused nowhere) in every field; each is found now, in each field.
+        ("name", "key " + "".join(f"%{b:02X}" for b in AWS_KEY.encode())),
+        ("description", f"the key {AWS_KEY[:_HALF]}\u200b{AWS_KEY[_HALF:]} for deploys"),
+        ("body", f"AWS_KEY_B64={_b64(AWS_KEY)}\n"),
+        ("body", f'key = "{AWS_KEY[:_HALF]}" + "{AWS_KEY[_HALF:]}"\n'),
+        ("file", f"{_b64(AWS_KEY)}.md"),
+    ],
+)
+async def test_a_key_split_or_encoded_is_refused_in_every_field(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv, field: str, value: str
+) -> None:
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    fields = {"name": "deploy", "description": "how we deploy", "body": "steps", "file": None}
+    fields[field] = value
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.write", cwd=str(project), type="reference", **fields)
+    assert err.value.code == -32005
+    assert [s["field"] for s in err.value.data["secrets"]] == [field]
+    assert err.value.data["secrets"][0]["rule"] == "aws-access-token"
+
+
+async def test_a_remembered_base64_key_stays_out_of_the_name_and_index(
+    daemon: DaemonHandle, project: Path
+) -> None:
+    encoded = _b64(AWS_KEY)
+    reply = await daemon.call("memory.remember", cwd=str(project), text=f"{encoded} deploys")
+    saved = Path(reply["path"])
+    assert encoded not in saved.name
+    assert encoded not in (saved.parent / "MEMORY.md").read_text()
+    assert reply["secrets"]

@@ -12,7 +12,7 @@ import string
 
 import pytest
 
-from memoryd.team.secret_views import Rewrite, rewrite
+from memoryd.team.secret_views import Rewrite, rewrites
 from memoryd.team.secrets import redact, scan
 
 ALNUM = string.ascii_letters + string.digits
@@ -114,6 +114,14 @@ def test_ordinary_text_rewritten_has_no_findings(text: str) -> None:
     assert scan(text) == []
 
 
+def test_base64_values_on_consecutive_lines_are_each_decoded() -> None:
+    # Joined as a wrapped line, they are one run decoding to both keys glued together.
+    other = rand(ALNUM, 36, 6)
+    # Unpadded (base64url's way), so the join is not ruled out by a padded end.
+    text = f"{_b64(GITHUB).rstrip('=')}\n{_b64(_GH + other).rstrip('=')}\n"
+    assert [f.line for f in scan(text) if f.rule_id == "github-pat"] == [1, 2]
+
+
 def test_a_pem_private_key_is_one_finding() -> None:
     body = "\n".join(rand(ALNUM + "+/", 64, seed=i) for i in range(8))
     kind = "RSA " + "PRIVATE KEY"
@@ -123,8 +131,8 @@ def test_a_pem_private_key_is_one_finding() -> None:
 
 def test_rewrite_maps_every_offset_back() -> None:
     text = "ab\u200bcd" + '"' + "ef" + '" + "' + "gh" + '"' + " %41%42 z"
-    view = rewrite(text)
-    assert view is not None
+    plain, view = rewrites(text)  # without joins, and with them
+    assert plain.text == 'abcd"ef" + "gh" AB z'
     assert view.text == 'abcd"efgh" AB z'
     at = view.text.index("efgh")
     assert text[view.back_start(at) : view.back_end(at + 4)] == 'ef" + "gh'
@@ -133,7 +141,7 @@ def test_rewrite_maps_every_offset_back() -> None:
     assert view.kinds_within(at, at + 2) == {"URL-encoded"}
     assert view.kinds_within(0, 2) == set()
     assert view.kinds_within(0, 4) == {"with invisible characters"}
-    assert rewrite("nothing to undo here") is None
+    assert rewrites("nothing to undo here") == []
 
 
 def test_rewrite_back_mapping_matches_a_character_map() -> None:
