@@ -24,7 +24,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from memoryd.automem.dedupe import Candidate, memory_text
 from memoryd.automem.embeddings.semantic import embedding_text
@@ -32,6 +31,7 @@ from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.naming import is_index_name
 from memoryd.automem.recall.dates import first_date
+from memoryd.automem.recall.keysets import KeySets
 from memoryd.automem.recall.ranker import RankerParams, RecallIndex
 from memoryd.fsutil import read_regular_file
 from memoryd.team.protocol import ignored_name
@@ -119,9 +119,9 @@ class DirState:
         self._headers: list[MemoryHeader] | None = None  # sorted; None once entries change
         # Kept with the entries, so a write by name looks at a few of them, not all 10,000:
         # keys by family stem (`x` → x.md, x_2.md …), by name, and by dedupe token.
-        self._families: dict[str, set[str]] = {}
-        self._by_name: dict[str, set[str]] = {}
-        self._postings: dict[tuple[str | None, str], set[str]] = {}
+        self._families: KeySets[str, str] = KeySets()
+        self._by_name: KeySets[str, str] = KeySets()
+        self._postings: KeySets[tuple[str | None, str], str] = KeySets()
 
     def _changed(self) -> None:
         self.generation = next(_GENERATIONS)
@@ -366,23 +366,23 @@ class DirState:
     # -- lookups for writes by name -------------------------------------------------------------
     def _link(self, key: str, entry: Entry) -> None:
         for root in _family_roots(key):
-            self._families.setdefault(root, set()).add(key)
-        self._by_name.setdefault(_name_key(entry.header.name), set()).add(key)
+            self._families.add(root, key)
+        self._by_name.add(_name_key(entry.header.name), key)
         kind = entry.candidate.type
         for token in entry.candidate.tokens:
-            self._postings.setdefault((kind, token), set()).add(key)
+            self._postings.add((kind, token), key)
 
     def _unlink(self, key: str, entry: Entry) -> None:
         kind = entry.candidate.type
-        _unlist(self._by_name, _name_key(entry.header.name), key)
+        self._by_name.discard(_name_key(entry.header.name), key)
         for root in _family_roots(key):
-            _unlist(self._families, root, key)
+            self._families.discard(root, key)
         for token in entry.candidate.tokens:
-            _unlist(self._postings, (kind, token), key)
+            self._postings.discard((kind, token), key)
 
     def family(self, base: str) -> list[str]:
         """`base` and its suffixed siblings among the keys (`naming.family`), sorted."""
-        return sorted(self._families.get(base.removesuffix(".md"), ()))
+        return sorted(self._families.get(base.removesuffix(".md")))
 
     def has_name(self, name: str) -> bool:
         """Whether a memory is called `name` (`naming.same_name`)."""
@@ -396,10 +396,10 @@ class DirState:
         if not tokens:
             return sorted(k for k, e in self.entries.items() if e.candidate.type == type_)
         need = len(tokens) - (len(tokens) + 1) // 2 + 1
-        postings = [self._postings.get((type_, t), set()) for t in tokens]
+        postings = [self._postings.get((type_, t)) for t in tokens]
         found: set[str] = set()
         for keys in sorted(postings, key=len)[:need]:
-            found |= keys
+            found.update(keys)
         return sorted(found)
 
     def headers(self) -> list[MemoryHeader]:
@@ -420,14 +420,6 @@ def _family_roots(key: str) -> tuple[str, ...]:
     stem = key.removesuffix(".md")
     suffixed = _SUFFIXED.fullmatch(stem)
     return (stem, suffixed.group(1)) if suffixed else (stem,)
-
-
-def _unlist(table: dict[Any, set[str]], at: Any, key: str) -> None:
-    keys = table.get(at)
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
-            del table[at]
 
 
 def _name_key(name: str) -> str:

@@ -8,6 +8,7 @@ and is not ranked; its misspellings' forms from `typos`, the real words they mak
 `reply_lookalikes`). The local ranker: `ranker` (BM25F and its signals), over `analysis`
 (tokens, stems, stop words) and `dates` (dates in memories and in queries). `explain` says what
 the ranker saw in a memory it returned; `surfaced` remembers what each session was shown.
+`keysets` holds the indexes' key → values maps (most keys have one value).
 All of it is pure domain logic but `pick`, which reads the memories it returns and asks the
 model; the sentence-embedding side is `../embeddings/`.
 """

@@ -35,6 +35,7 @@ from memoryd.automem.recall.dates import (
     relative_event,
     without_date_label,
 )
+from memoryd.automem.recall.keysets import KeySets
 from memoryd.automem.recall.pasted import Prompt, split_prompt
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class _Doc:
     lengths: tuple[int, int, int]
     tfs: dict[str, tuple[int, int, int]]
     when: date | None
-    bigrams: frozenset[str]
+    bigrams: tuple[str, ...]  # a tuple, not a frozenset: the collector skips it once it has seen it
 
 
 # Average field lengths are frozen until they drift this much (relative), so cached
@@ -162,7 +163,7 @@ class RecallIndex:
         self._postings: dict[str, dict[int, tuple[int, int, int]]] = {}  # term → slot → tf
         self._name_df: Counter[str] = Counter()  # docs whose name holds the term
         self._vocab: list[str] = []  # sorted, for prefix expansion
-        self._bigrams: dict[str, set[str]] = {}
+        self._bigrams: KeySets[str, str] = KeySets()  # pair → holders' keys
         self._bigram_arrays: dict[str, IntArray] = {}  # pair → holders' slots, cached
         self._days: dict[int, set[int]] = {}  # date ordinal → slots dated then
         self._day_arrays: dict[int, IntArray] = {}  # the same as arrays, cached
@@ -260,7 +261,7 @@ class RecallIndex:
         # sorted: every later walk over a memory's terms (sums included) is in one order,
         # whatever the interpreter's hash seed
         tfs = {t: (counts[0][t], counts[1][t], counts[2][t]) for t in sorted(vocabulary)}
-        bigrams = frozenset(f"{a} {b}" for ft in field_terms for a, b in itertools.pairwise(ft))
+        bigrams = tuple({f"{a} {b}": None for ft in field_terms for a, b in itertools.pairwise(ft)})
         slot = self._free.pop() if self._free else len(self._keys)
         self._make_room(slot)
         if slot == len(self._keys):
@@ -287,7 +288,7 @@ class RecallIndex:
             if tf[0]:
                 self._name_df[term] += 1
         for pair in bigrams:
-            self._bigrams.setdefault(pair, set()).add(key)
+            self._bigrams.add(pair, key)
             self._bigram_arrays.pop(pair, None)
         for i in range(3):
             self._length_sums[i] += lengths[i]
@@ -320,11 +321,7 @@ class RecallIndex:
                     del self._vocab[at]
         for pair in doc.bigrams:
             self._bigram_arrays.pop(pair, None)
-            holders = self._bigrams.get(pair)
-            if holders is not None:
-                holders.discard(key)
-                if not holders:
-                    del self._bigrams[pair]
+            self._bigrams.discard(pair, key)
         for i in range(3):
             self._length_sums[i] -= doc.lengths[i]
         self._keys[doc.slot] = None
