@@ -52,6 +52,10 @@ _BEFORE_NEWLINE = frozenset(" \t\\\r")
 # copy of the text where each such character is `x` (a regex tried at every position of the
 # text took half as long as the whole rule scan).
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2})*")  # `%` first: skipped to
+# `\u005f` and `\x5f` runs (JSON, JavaScript, Python, C strings; gitleaks decodes `\uXXXX`).
+_ESCAPE = r"\\{1,2}(?:[uU][0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2})"
+_ESCAPES = re.compile(rf"{_ESCAPE}(?:{_ESCAPE})*")
+_ESCAPED_CODE = re.compile(r"[uUx]([0-9A-Fa-f]+)")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9_/+\-]{16,16384}={0,3}")
 _RUN_START = b"x" * 16
 _AS_RUN = bytes(
@@ -180,8 +184,10 @@ def _wrap_start(text: str, newline: int) -> int:
 
 
 def _encoded_segments(text: str) -> list[re.Match[str]]:
-    """Percent-encoded runs and base64 runs, in text order."""
+    """Percent-encoded runs, escape runs and base64 runs, in text order."""
     found = list(_PERCENT.finditer(text)) if "%" in text else []
+    if "\\" in text:
+        found += _ESCAPES.finditer(text)
     # One byte a character ("?" for any other), each base64 character an "x".
     runs = text.encode("ascii", "replace").translate(_AS_RUN)
     pos = runs.find(_RUN_START)
@@ -220,6 +226,9 @@ def _decoded(segment: str, depth: int) -> tuple[str, str] | None:
     if segment.startswith("%"):
         raw: bytes | None = unquote_to_bytes(segment)
         kind = "URL-encoded"
+    elif segment.startswith("\\"):
+        codes = [int(code, 16) for code in _ESCAPED_CODE.findall(segment)]
+        raw, kind = bytes(codes) if max(codes) < 0x80 else None, "escaped"
     elif _HEX.fullmatch(segment):
         raw, kind = bytes.fromhex(segment), "hex-encoded"
     elif not _B64_LEADS.issuperset(segment[::4]):

@@ -61,6 +61,8 @@ WRITTEN = [
         "k=" + GITHUB[:3] + "%5F" + GITHUB[4:],
         "URL-encoded",
     ),
+    ("json escapes", '{"token": "' + GITHUB[:3] + "\\u005f" + GITHUB[4:] + '"}', "escaped"),
+    ("python escapes", "t = '" + "".join(f"\\x{b:02x}" for b in GITHUB.encode()) + "'", "escaped"),
     ("zero-width", f"the key {GITHUB[:9]}\u200b{GITHUB[9:]} works", "invisible"),
     ("utf-16 read as bytes", "key: " + "\x00".join(GITHUB), "invisible"),
     ("base64 of base64", _b64(_b64(GITHUB)), "base64-encoded"),
