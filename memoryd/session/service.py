@@ -216,6 +216,13 @@ class SessionMemory:
         """Bookkeeping for one finished turn; starts an update when the thresholds say so
         (True when it did)."""
         session = self.session(turn.project, turn.session_id)
+        covered = session.record.summarized_messages
+        if covered is not None and len(turn.messages) < covered:
+            # Shorter than what the notes cover: the client compacted on its own, and the
+            # count is of the old transcript. Read against this one (grown back past it),
+            # compact kept as covered messages the notes never saw.
+            session.record.summarized_messages = 0
+            self._persist(session)
         if not self.host.model.configured:
             return False
         before = session.record.thresholds
@@ -464,11 +471,13 @@ class SessionMemory:
         ):
             return {**done.reply, "messages": [*done.reply["messages"], *messages[done.start :]]}
         per = await session.per_message(messages)
-        plan = compaction.plan_compaction(
-            messages, per, summary, str(path), record.summarized_messages
-        )
-        # The summary covers the head; kept messages it already covered count as covered.
         covered = record.summarized_messages
+        if covered is not None and covered > len(messages):
+            # It counts a transcript the client has since compacted on its own (no turn came
+            # in between): none of this one is known to be in the notes.
+            covered = 0
+        plan = compaction.plan_compaction(messages, per, summary, str(path), covered)
+        # The summary covers the head; kept messages it already covered count as covered.
         summarized = 2 + (max(0, covered - plan.window.start) if covered is not None else 0)
         record.thresholds = thresholds.after_compaction(
             session.counter.corrected(plan.tokens_after), summarized

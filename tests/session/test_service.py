@@ -774,6 +774,38 @@ async def test_an_update_overtaken_by_compaction_does_not_record_a_stale_index(
     assert session.record.summarized_messages == after_compact
 
 
+async def test_messages_after_the_clients_own_compaction_are_not_taken_as_summarised(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Found by a bug hunt: the count of messages the notes cover is of the transcript as it
+    # was; after the client compacted on its own (Claude Code does), compact read it against
+    # the new one and dropped messages the notes never saw (21 of 74 kept, ~11k tokens).
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(edit_title(summary, "Old work on the lexer"), text_reply("done"))
+    old = [*conversation(150_000, per_exchange=3_000, tools=2), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=old)
+    await idle(handle, project_dir)
+    session = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    )
+    assert session.record.summarized_messages == len(old)
+    head = [user("The client's summary of the earlier conversation."), assistant("ok")]
+    # Compacted by the client, no turn since: ~36k tokens the notes never saw, all kept.
+    new = [*head, *conversation(36_000, per_exchange=3_000, tools=2)]
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=new)
+    assert result["used_session_memory"] is True
+    assert result["kept_messages"] == len(new)
+    # Compacted by the client, then turns, grown past the old count: all kept as well.
+    session.record.summarized_messages = len(old)
+    small = [m for _ in range(170) for m in (user(words(50)), assistant(words(50)))]
+    grown = [*head, *small]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=grown[:40])
+    assert len(grown) > len(old)
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=grown)
+    assert result["kept_messages"] == len(grown)
+
+
 async def test_an_oversized_summary_file_is_read_in_part(
     daemon: DaemonHandle, project_dir: Path
 ) -> None:
