@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,11 +61,33 @@ def format_manifest(headers: Iterable[MemoryHeader]) -> str:
     for h in headers:
         date = _day(h.mtime)
         kind = h.type or "invalid"
-        text = f"- {h.file} [{kind}] ({date}) {one_line(h.name, LINE_NAME_CHARS)}"
+        text = f"- {shown_file(h.file)} [{kind}] ({date}) {one_line(h.name, LINE_NAME_CHARS)}"
         if h.description:
             text += f": {one_line(h.description, LINE_DESCRIPTION_CHARS)}"
         lines.append(text)
     return "\n".join(lines)
+
+
+# What in a file name would end or bend its manifest line: control characters (a newline
+# among them) and Unicode's line and paragraph separators; and a byte of a name that is not
+# UTF-8 (a surrogate escape), which no request body may carry.
+_UNSAFE_IN_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def shown_file(file: str) -> str:
+    """`file` as a manifest line shows it: each control character or line separator as its
+    UTF-8 bytes percent-encoded (`a%0Ab.md`), a byte that is not UTF-8 as that byte (`%FF`).
+    Linux lets a name hold a newline: a memory file so named wrote lines of its own choosing
+    into the manifest every recall and extraction prompt carries."""
+    return _UNSAFE_IN_LINE.sub(lambda m: _percent(m.group()), file)
+
+
+def _percent(char: str) -> str:
+    try:
+        raw = char.encode("utf-8", "surrogateescape")  # a surrogate escape: its own byte
+    except UnicodeEncodeError:
+        raw = char.encode("utf-8", "surrogatepass")
+    return "".join(f"%{byte:02X}" for byte in raw)
 
 
 def one_line(text: str, cap: int) -> str:
