@@ -9,6 +9,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -22,7 +23,12 @@ from memoryd_client import (
 )
 from memoryd_client.peercred import peer_pid
 from memoryd_client.private_dirs import make_private_dirs
-from memoryd_client.private_files import UnsafeFolder, open_private_log
+from memoryd_client.private_files import (
+    UnsafeFolder,
+    folder_problem,
+    open_owner_rw,
+    open_private_log,
+)
 
 # The daemon's answer to a client past its connection cap (docs/protocol.md, -32004).
 BUSY = -32004
@@ -31,6 +37,8 @@ BUSY = -32004
 # then after SIGTERM.
 STOP_WAIT_S = 30.0
 TERM_WAIT_S = 5.0
+# How long `start` waits for the daemon to answer.
+START_WAIT_S = 15.0
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -116,7 +124,9 @@ def status_or_file(sock: Path, timeout: float = 2.0) -> tuple[dict[str, Any] | N
         return read_status_file(sock), exc.message
 
 
-def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None) -> dict[str, Any]:
+def start(
+    sock: Path, wait_s: float = START_WAIT_S, extra_args: list[str] | None = None
+) -> dict[str, Any]:
     """Start a background daemon unless a healthy one answers. Returns its status."""
     running = query_status(sock)
     if running is not None:
@@ -134,6 +144,18 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
         ) from exc
     except OSError as exc:
         raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
+    with _one_at_a_time(sock, wait_s, create=True):
+        # Another `memctl start` may have started it while this one waited for its turn.
+        running = query_status(sock)
+        if running is not None:
+            os.close(log_fd)
+            return {"started": False, **running}
+        return _spawn(sock, log_file, log_fd, wait_s, extra_args)
+
+
+def _spawn(
+    sock: Path, log_file: Path, log_fd: int, wait_s: float, extra_args: list[str] | None
+) -> dict[str, Any]:
     command = [
         os.environ.get("MEMORYD_PYTHON", sys.executable),
         "-m",
@@ -165,6 +187,44 @@ def start(sock: Path, wait_s: float = 15.0, extra_args: list[str] | None = None)
             )
         time.sleep(0.05)
     raise TimeoutError(f"memoryd did not become healthy within {wait_s:.0f}s; see {log_file}")
+
+
+def start_lock(sock: Path) -> Path:
+    return sock.with_name(sock.name + ".start.lock")
+
+
+@contextlib.contextmanager
+def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]:
+    """Hold the socket's start lock (`flock`), waiting up to `wait_s` for a `start` that holds
+    it: two `memctl start` at once each spawned a daemon, and both said "started"; the one
+    that lost the socket could still be starting when the other was stopped, and took its
+    place. `stop` waits too, so it stops a daemon still starting, rather than saying "not
+    running" of it. Without the lock by then (a start hung elsewhere), it goes on unlocked.
+    `create`: make the lock file (start); else only an existing one is taken (stop makes
+    nothing)."""
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        if folder_problem(sock.parent) is not None:
+            raise PermissionError  # another user's lock there could hold memctl up
+        fd = open_owner_rw(start_lock(sock), flags) if create else os.open(start_lock(sock), flags)
+    except OSError:
+        yield  # no lock file (nothing ever started here) or none to be had: as before
+        return
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _last_logged_event(log_file: Path) -> str | None:
@@ -255,6 +315,12 @@ def stop(
     serves the socket (`serving_pid`) is waited for or signalled: a status file left by a
     daemon that died may name anyone's process by now. `refused` (its reason) when the daemon
     is at its connection cap and no such pid is known (`status_pid`: the file's, not trusted)."""
+    # A `memctl start` under way ends first: its daemon is then stopped, not said absent.
+    with _one_at_a_time(sock, START_WAIT_S, create=False):
+        return _stop(sock, wait_s, term_wait_s)
+
+
+def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     started = time.monotonic()
     info = read_status_file(sock)
     named = info.get("pid") if info else None

@@ -16,7 +16,7 @@ import pytest
 
 from memctl import lifecycle
 from memctl.commands import daemon
-from tests.clients.conftest import run_memctl
+from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.held_daemon import held_daemon
 from tests.clients.test_memctl_busy_daemon import WHY, _busy
@@ -149,3 +149,42 @@ def test_a_zombie_is_not_alive() -> None:
         assert not lifecycle.pid_alive(child.pid)
     finally:
         child.wait()
+
+
+def _start_in_background(sock: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--json", "--socket", str(sock), "start"],
+        env=memctl_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_starts_at_once_start_one_daemon_and_say_so(short_tmp: Path) -> None:
+    # Each spawned a daemon and both said "started" (the same pid): the one that lost the
+    # socket could still be starting when the other was stopped, and then took its place.
+    sock = short_tmp / "run" / "m.sock"
+    starts = [_start_in_background(sock) for _ in range(2)]
+    results = [json.loads(start.communicate(timeout=60)[0]) for start in starts]
+    try:
+        assert sorted(r["started"] for r in results) == [False, True]
+        assert results[0]["pid"] == results[1]["pid"]
+    finally:
+        assert lifecycle.stop(sock)["stopped"] is True
+    assert lifecycle.query_status(sock) is None
+
+
+def test_stop_while_start_brings_the_daemon_up_stops_it(short_tmp: Path) -> None:
+    # `stop` said "not running" (exit 3) of a daemon `start` was still bringing up, which then
+    # came up and stayed; it waits for the start, then stops what it started.
+    sock = short_tmp / "run" / "m.sock"
+    starting = _start_in_background(sock)
+    log = sock.with_name("memoryd.log")
+    deadline = time.monotonic() + 30
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # start has made the folder and the log: it is spawning the daemon
+    stopped = run_memctl("--socket", str(sock), "stop")
+    started = json.loads(starting.communicate(timeout=60)[0])
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"memoryd stopped (pid {started['pid']})\n"
+    assert lifecycle.query_status(sock) is None
