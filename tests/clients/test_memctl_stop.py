@@ -188,3 +188,21 @@ def test_stop_while_start_brings_the_daemon_up_stops_it(short_tmp: Path) -> None
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout == f"memoryd stopped (pid {started['pid']})\n"
     assert lifecycle.query_status(sock) is None
+
+
+def test_stop_ends_a_daemon_whose_socket_file_was_deleted(short_tmp: Path) -> None:
+    # A tmp cleaner (or a user) removed the socket: the daemon still ran, unreachable, and
+    # `stop` said "not running" of it. It holds the listening socket bound at that path.
+    sock = short_tmp / "run" / "m.sock"
+    done = run_memctl("--json", "--socket", str(sock), "start")
+    assert done.returncode == 0, done.stderr
+    pid = json.loads(done.stdout)["pid"]
+    try:
+        sock.unlink()
+        stopped = run_memctl("--json", "--socket", str(sock), "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert json.loads(stopped.stdout)["pid"] == pid
+        assert not lifecycle.pid_alive(pid)
+    finally:
+        if lifecycle.pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
