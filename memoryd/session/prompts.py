@@ -48,10 +48,25 @@ def update_prompt(path: str, notes: str) -> str:
     return UPDATE_INSTRUCTIONS.format(path=path, notes=notes.rstrip())
 
 
+# In place of a message with no content: the API refuses empty messages and text blocks
+# that are empty or only white space ("text content blocks must be non-empty"), so one such
+# message in the transcript failed every update of the session with HTTP 400.
+EMPTY_MESSAGE = "[empty message]"
+
+
+def _blank_text(block: Any) -> bool:
+    return (
+        isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and not (isinstance(block.get("text"), str) and block["text"].strip())
+    )
+
+
 def _clean_block(block: Any) -> Any:
     if isinstance(block, Mapping) and block.get("type") in KNOWN_BLOCKS:
         if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
-            return {**block, "content": [_clean_block(b) for b in block["content"]]}
+            inner = [_clean_block(b) for b in block["content"] if not _blank_text(b)]
+            return {**block, "content": inner}
         return block
     kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
     return {"type": "text", "text": f"[a content block of type {kind!r} was left out]"}
@@ -60,8 +75,11 @@ def _clean_block(block: Any) -> Any:
 def _clean(message: Mapping[str, Any]) -> dict[str, Any]:
     content = message.get("content")
     if isinstance(content, list):
-        return {"role": message.get("role"), "content": [_clean_block(b) for b in content]}
-    return {"role": message.get("role"), "content": content if content is not None else ""}
+        blocks = [_clean_block(b) for b in content if not _blank_text(b)]
+        return {"role": message.get("role"), "content": blocks or EMPTY_MESSAGE}
+    if isinstance(content, str) and content.strip():
+        return {"role": message.get("role"), "content": content}
+    return {"role": message.get("role"), "content": EMPTY_MESSAGE}
 
 
 def _uses(message: Mapping[str, Any]) -> list[str]:

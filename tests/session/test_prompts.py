@@ -153,3 +153,47 @@ def test_a_huge_transcript_is_cut_to_its_recent_part() -> None:
     assert sum(per(convo[1:-1])) <= UPDATE_INPUT_TOKENS
     assert _without_breakpoints([convo[-2]]) == [messages[-1]]
     check_api_shape(convo)
+
+
+def test_empty_messages_and_blank_text_blocks_are_not_sent() -> None:
+    # Found by a bug hunt: the API refuses a message with no content and a text block that is
+    # empty or only white space; one in the transcript failed every update of the session.
+    call = tool_call(file_path="/a.py")
+    transcript: list[dict[str, Any]] = [
+        user("fix it"),
+        {"role": "assistant", "content": []},
+        user("   "),
+        {"role": "assistant", "content": [{"type": "text", "text": ""}, *call["content"]]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call["content"][-1]["id"],
+                    "content": [{"type": "text", "text": "\n"}, {"type": "text", "text": "ok"}],
+                },
+                {"type": "text"},
+            ],
+        },
+        assistant("done"),
+    ]
+    convo = agent_messages(transcript, per(transcript), update_prompt("/n.md", "# Notes"))
+    check_api_shape(convo)
+
+    def blank(content: Any) -> bool:
+        """Empty, or holding an empty text block (also inside a tool result)."""
+        if isinstance(content, str):
+            return not content.strip()
+        for block in content:
+            if block["type"] == "text" and not str(block.get("text", "")).strip():
+                return True
+            inner = block.get("content") if block["type"] == "tool_result" else None
+            if isinstance(inner, list) and inner and blank(inner):
+                return True
+        return not content
+
+    assert not any(blank(m["content"]) for m in convo)
+    texts = json.dumps(convo)
+    assert "fix it" in texts
+    assert '"ok"' in texts
+    assert texts.count("[empty message]") == 2
