@@ -28,6 +28,7 @@ import structlog
 from memoryd.core.model_config import REDACTED, scrub_credentials, shown_url
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.tokens import USAGE_FIELDS
+from memoryd.surrogates import without_lone_surrogates
 
 if TYPE_CHECKING:
     import anthropic
@@ -273,7 +274,7 @@ class ModelClient:
                 # The SDK's timeout is per read: a reply sent a byte at a time would hold the
                 # feature (and its lock) for as long as the endpoint liked.
                 async with asyncio.timeout(self.config.timeout_s * 2):
-                    message: Message = await self._sdk().messages.create(**kwargs)
+                    message: Message = await self._send(kwargs)
             except TimeoutError:
                 error = ModelError(
                     feature, f"no whole reply within {self.config.timeout_s * 2:g} s", None, True
@@ -338,6 +339,21 @@ class ModelClient:
             stats.retries += 1
             log.info("model call retry", feature=feature, status=error.status, delay_s=delay)
             await asyncio.sleep(delay)
+
+    async def _send(self, kwargs: dict[str, Any]) -> Message:
+        """`messages.create`; a request with a lone surrogate in its text (a file name that is
+        not UTF-8 in a tool's result, a transcript cut inside an emoji) is sent with each one
+        as U+FFFD: no UTF-8 encoder takes one, and the SDK's UnicodeEncodeError ended the call
+        (an extraction whose agent listed such a file failed on every turn)."""
+        try:
+            message: Message = await self._sdk().messages.create(**kwargs)
+        except UnicodeEncodeError:
+            sendable = {
+                key: without_lone_surrogates(value) if key in _TEXT_PARAMS else value
+                for key, value in kwargs.items()
+            }
+            message = await self._sdk().messages.create(**sendable)
+        return message
 
     async def _wait_for_hold(
         self, feature: str, model: str, deadline: float | None, stats: FeatureUsage
@@ -428,6 +444,9 @@ class _Failing:
     since: float  # time.time() of the first of them
     model_own: bool  # a refusal of this model (403, 404, 429), not of the key or endpoint
 
+
+# The request parameters that carry text (the rest are numbers, names and flags).
+_TEXT_PARAMS = frozenset({"system", "messages", "tools", "metadata", "stop_sequences"})
 
 # Refusals that can hold for one model and not another: a model the key may not use, one
 # the provider does not serve, a per-model rate limit.

@@ -648,3 +648,28 @@ async def test_a_memory_the_model_writes_twice_is_saved_once(
     shipped = ws.memory_dir / "project_deploys_go_through_make_ship.md"
     assert f"{shipped} holds this memory already" in results[2]
     assert "holds this memory already" not in results[0] + results[3] + results[4]
+
+
+async def test_a_file_name_that_is_not_utf8_in_a_tool_result_does_not_end_the_run(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # A memory saved on a Latin-1 system: its name's byte went into the Glob result as a lone
+    # surrogate, the next request could not be encoded, and the run failed on every turn.
+    ws.memory_dir.mkdir(parents=True, exist_ok=True)
+    latin1 = os.path.join(os.fsencode(ws.memory_dir), b"user_caf\xe9.md")
+    with open(latin1, "w", encoding="utf-8") as handle:
+        handle.write(memory_text("Cafe", "the cafe", "user", "Coffee."))
+    fake_model.enqueue(
+        tool_use_reply([("Glob", {"pattern": "*.md", "path": str(ws.memory_dir)})]),
+        text_reply(NOTHING_MARKER),
+    )
+    client = await _subscribe(ws, "worker/error")
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    await asyncio.sleep(0.05)
+    assert _drain(client) == []
+    status = await ws.handle.call("status")
+    assert status["features"]["extraction"]["last_run"]["stop_reason"] == "end_turn"
+    (result,) = _tool_results(fake_model.message_requests()[1])
+    assert "user_caf\ufffd.md" in result
+    await client.close()
