@@ -8,7 +8,8 @@ write is scanned here before it is performed (`run_agent(screen_write=...)`), on
 write adds (lines the file did not have), so a secret already in a file does not block every
 later edit of it. With `memorydRefuseSecrets` on, the write is refused: the agent hears which
 rule matched (never the secret) and the refusal is reported like any denial. Otherwise the
-write goes through and a `worker/error` warning names the file and the rule.
+write goes through and a `worker/error` warning names the file and the rule. The name of a
+file a write creates is scanned too, as `memory.write` scans its `file`.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ WriteScreen = Callable[[Path, "WriteOp"], str | None]
 
 @dataclass(frozen=True)
 class AddedSecret:
-    line: int  # 1-based, in the new text
+    line: int  # 1-based, in the new text; 0: in the name of the file the write creates
     rule: str
     description: str
 
     def text(self) -> str:
-        return f"line {self.line} matches secret rule {self.rule} ({self.description})"
+        where = "the file name" if self.line == 0 else f"line {self.line}"
+        return f"{where} matches secret rule {self.rule} ({self.description})"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +66,15 @@ def added_secrets(old: str | None, new: str) -> list[AddedSecret]:
     return found
 
 
+def name_secrets(name: str) -> list[AddedSecret]:
+    """The findings in a file's name, scanned as `memory.write` scans its `file` (a memory's
+    name goes into MEMORY.md's index line, a document's into the repository)."""
+    from memoryd.team.secrets import key_text, scan
+
+    rules = {f.rule_id: f.description for f in scan(key_text(name))}
+    return [AddedSecret(0, rule, description) for rule, description in rules.items()]
+
+
 def _old_text(op: WriteOp) -> str | None:
     if op.created:
         return None
@@ -85,10 +96,14 @@ def secret_screen(settings: EffectiveSettings, *, where: str) -> WriteScreen:
     refuse = refuses_secrets(settings)
 
     def screen(path: Path, op: WriteOp) -> str | None:
-        found = added_secrets(_old_text(op), op.text)
+        # The name only of a file this write creates: a file named so already is the user's.
+        named = name_secrets(path.name) if op.created else []
+        found = named + added_secrets(_old_text(op), op.text)
         if not found:
             return None
         what = "; ".join(s.text() for s in found)
+        if named:  # the messages name the file, never the secret
+            path = path.with_name("[redacted]")
         if refuse:
             raise Denied(
                 f"not written: the new text of {path} looks like it holds a secret ({what}) and "

@@ -13,7 +13,6 @@ It lives in `daemon/` because it joins two layers: auto memory writes and the te
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,7 +42,7 @@ def find_secrets(
 ) -> list[SecretInMemory]:
     # Imported here: the scanner builds its keyword automaton on import, and a daemon that
     # never saves a memory should not pay for it at start-up.
-    from memoryd.team.secrets import scan
+    from memoryd.team.secrets import key_text, scan
 
     found = [
         SecretInMemory(field, finding.line, finding.rule_id, finding.description)
@@ -52,24 +51,9 @@ def find_secrets(
     ]
     if file:
         # The file name goes into MEMORY.md's index line, so into every session's context.
-        rules = {f.rule_id: f.description for f in scan(_file_text(file))}
+        rules = {f.rule_id: f.description for f in scan(key_text(file))}
         found += [SecretInMemory("file", 1, rule, text) for rule, text in rules.items()]
     return found
-
-
-def _file_text(file: str) -> str:
-    """What is scanned of a `file` path: the team key's form (the path, each segment and its
-    stem, one per line, so a token named as a file stands alone as the rules' word boundaries
-    want), and each stem's parts split at `_` and `-` (`ci_<token>.md`)."""
-    from memoryd.team.secrets import key_text
-
-    parts = [
-        part
-        for segment in file.split("/")
-        for part in re.split(r"[_-]", segment.rpartition(".")[0] or segment)
-        if part
-    ]
-    return key_text(file) + "\n".join(parts) + "\n"
 
 
 def check_write(

@@ -340,17 +340,20 @@ def first_finding(text: str) -> Finding | None:
 
 
 def key_text(key: str) -> str:
-    """What is scanned of an entry key (a `/`-separated path), so a key is scanned like
-    content: the key, then each segment and each segment without its extension, one per line.
-    A token used as a file name (`<token>.md`) then stands alone as a word, as the rules'
-    word boundaries want. Offsets of a finding in it mean nothing; its rule does."""
+    """What is scanned of an entry key or a file's name (a `/`-separated path), so a name is
+    scanned like content: the key, then each segment and each segment without its extension,
+    one per line, and each stem's parts split at `_` and `-`. A token used as a file name
+    (`<token>.md`, `ci_<token>.md`) then stands alone as a word, as the rules' word boundaries
+    want. Offsets of a finding in it mean nothing; its rule does."""
     lines = [key]
+    parts: list[str] = []
     for segment in key.split("/"):
         lines.append(segment)
         stem, dot, _ = segment.rpartition(".")
         if dot and stem:
             lines.append(stem)
-    return "\n".join(lines) + "\n"
+        parts += [part for part in re.split(r"[_-]", stem if dot and stem else segment) if part]
+    return "\n".join(lines + parts) + "\n"
 
 
 def redact(

@@ -54,12 +54,22 @@ async def _extract(ws: Workspace) -> None:
     await asyncio.sleep(0.05)
 
 
+@pytest.mark.parametrize(
+    ("name", "body", "where"),
+    [
+        ("reference_aws.md", f"deploy key {AWS_KEY}", "line 7"),
+        # Found by a bug hunt: only the text a write adds was scanned, so a memory file named
+        # by a key (its name goes into MEMORY.md's index line) was saved with the refusal on,
+        # where memory.write refuses such a `file`.
+        (f"reference_{AWS_KEY}.md", "ask the ops team", "the file name"),
+    ],
+)
 async def test_extraction_is_refused_a_secret_when_the_user_says_so(
-    ws: Workspace, script: Script, isolated_env: IsolatedEnv
+    ws: Workspace, script: Script, isolated_env: IsolatedEnv, name: str, body: str, where: str
 ) -> None:
     _refuse(isolated_env)
-    target = ws.memory_dir / "reference_aws.md"
-    content = memory_text("AWS keys", "the deploy keys", "reference", f"deploy key {AWS_KEY}")
+    target = ws.memory_dir / name
+    content = memory_text("AWS keys", "the deploy keys", "reference", body)
     script.add(
         "extraction",
         tool_use_reply([("Write", {"file_path": str(target), "content": content})]),
@@ -70,7 +80,7 @@ async def test_extraction_is_refused_a_secret_when_the_user_says_so(
     assert not target.exists()
     (result,) = _tool_results(script.seen["extraction"][1])
     assert result["is_error"] is True
-    assert "secret rule aws-access-token" in result["content"]
+    assert f"{where} matches secret rule aws-access-token" in result["content"]
     assert "memorydRefuseSecrets is on" in result["content"]
     assert AWS_KEY not in result["content"]
     notes = _notes(client)

@@ -175,6 +175,15 @@ def test_redact_replaces_every_secret_and_keeps_the_rest() -> None:
     )
 
 
+def test_a_token_in_a_file_name_is_found_after_a_prefix() -> None:
+    # Found by a bug hunt: `ci_<key>.md` was pushed to the team server (no word boundary
+    # between `_` and the key), where memory.write refused such a `file`.
+    aws = next(t for _, r, t in SYNTHETIC if r == "aws-access-token")
+    finding = first_finding(secrets_module.key_text(f"notes/ci_{aws}.md"))
+    assert finding is not None
+    assert finding.rule_id == "aws-access-token"
+
+
 def test_redact_takes_the_findings_and_placeholder_given() -> None:
     github = next(t for _, r, t in SYNTHETIC if r == "github-pat")
     npm = next(t for _, r, t in SYNTHETIC if r == "npm-access-token")
