@@ -398,7 +398,8 @@ def last_turn(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, An
 
 
 def tool_paths(messages: Iterable[Mapping[str, Any]], tools: frozenset[str]) -> list[str]:
-    """`file_path` inputs of the named tools, in order, without repeats, absolute only."""
+    """`file_path` (a notebook tool's `notebook_path`) inputs of the named tools, in order,
+    without repeats, absolute only."""
     seen: dict[str, None] = {}
     for message in messages:
         if message.get("role") != "assistant":
@@ -407,7 +408,9 @@ def tool_paths(messages: Iterable[Mapping[str, Any]], tools: frozenset[str]) -> 
             if block.get("type") != "tool_use" or block.get("name") not in tools:
                 continue
             tool_input = block.get("input")
-            path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+            if not isinstance(tool_input, dict):
+                continue
+            path = tool_input.get("file_path") or tool_input.get("notebook_path")
             if isinstance(path, str) and path.startswith("/") and "\x00" not in path:
                 seen.setdefault(path, None)
     return list(seen)

@@ -749,3 +749,28 @@ def test_claude_codes_own_lines_start_no_turn() -> None:
     # An unclosed tag, many tags: read as typed, fast (a regular expression backtracked).
     assert start("<command-name>" * 20_000) != "first"
     assert start("<command-name>x</command-name>" * 20_000) == "first"
+
+
+def test_a_notebook_read_is_one_of_the_turns_reads() -> None:
+    # Found by a bug hunt: NotebookRead names its file `notebook_path`, and the Stop hook's
+    # read_paths looked only at `file_path` (the PostToolUse hook read both).
+    turn = [
+        {"role": "user", "content": [{"type": "text", "text": "look at the notebook"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "n1",
+                    "name": "NotebookRead",
+                    "input": {"notebook_path": "/work/analysis.ipynb"},
+                },
+                {"type": "tool_use", "id": "n2", "name": "Read", "input": "not an object"},
+            ],
+        },
+    ]
+    assert claude_code.tool_paths(turn, claude_code.READ_TOOLS) == ["/work/analysis.ipynb"]
+    assert claude_code.tool_call_paths("NotebookRead", turn[1]["content"][0]["input"], "/work") == (
+        ["/work/analysis.ipynb"],
+        [],
+    )
