@@ -6,6 +6,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -740,7 +741,7 @@ def test_claude_codes_own_lines_start_no_turn() -> None:
             _entry("assistant", "a2", "u2", [{"type": "text", "text": "ok"}], mid="m2"),
         ]
         turn = claude_code.last_turn(claude_code.parse_transcript_lines(lines))
-        return str(turn[0]["content"][0]["text"])  # type: ignore[index]
+        return str(turn[0]["content"][0]["text"])
 
     assert start(_SLASH) == "first"
     assert start(_NOTIFICATION) == "first"
@@ -754,7 +755,7 @@ def test_claude_codes_own_lines_start_no_turn() -> None:
 def test_a_notebook_read_is_one_of_the_turns_reads() -> None:
     # Found by a bug hunt: NotebookRead names its file `notebook_path`, and the Stop hook's
     # read_paths looked only at `file_path` (the PostToolUse hook read both).
-    turn = [
+    turn: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "look at the notebook"}]},
         {
             "role": "assistant",

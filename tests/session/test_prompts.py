@@ -32,10 +32,10 @@ def check_api_shape(convo: list[dict[str, Any]]) -> None:
                 assert sorted(results) == sorted(calls)
         if message["role"] == "user" and isinstance(content, list):
             previous = convo[index - 1]["content"] if index else []
-            calls = {b["id"] for b in previous if isinstance(b, dict) and b["type"] == "tool_use"}
+            made = {b["id"] for b in previous if isinstance(b, dict) and b["type"] == "tool_use"}
             for block in content:
                 if block["type"] == "tool_result":
-                    assert block["tool_use_id"] in calls
+                    assert block["tool_use_id"] in made
 
 
 def test_prompt_names_the_file_and_carries_the_notes() -> None:

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
+from memoryd.core.turn import natural_break
 from memoryd.session.thresholds import (
     INIT_TOKENS,
     ThresholdState,
     after_compaction,
     count_tool_calls,
     decide,
-    natural_break,
 )
 from tests.session.builders import assistant, tool_call, tool_result, user
 
