@@ -73,7 +73,8 @@ def _json_size_and_digest(messages: list[dict[str, Any]]) -> tuple[int, bytes | 
         encoded = orjson.dumps(messages)
     except TypeError:
         return 0, None
-    return len(encoded), hashlib.blake2b(encoded, digest_size=16).digest()
+    # sha256: the fastest of hashlib here (CPU instructions), ~20 ms for 20 MB, in a thread.
+    return len(encoded), hashlib.sha256(encoded).digest()
 
 
 @dataclass(frozen=True)
