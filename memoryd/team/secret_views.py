@@ -3,10 +3,11 @@
 No rule matches a key as written when it is split across lines (a PEM-like block, a YAML
 scalar broken at 76 columns), split into string literals (`"sk-ant-" + "api03-…"`), has
 invisible characters inside (zero-width spaces, the NULs of UTF-16 read as 8-bit text), or is
-encoded (base64, hex, URL percent-encoding: the three gitleaks' decoder undoes, nested up to
-its default depth). `rewrites(text)` makes the text with those undone and says where each
-change is, in both texts; the scanner runs its rules on the lines around the changes and keeps
-a finding only when it crosses one (the others it found in the text itself).
+encoded (base64, hex, URL percent-encoding, `\\u005f` escapes: what gitleaks' decoder
+undoes, nested up to its default depth). `rewrites(text)` makes the text with those undone
+and says where each change is, in both texts; the scanner runs its rules on the lines around
+the changes and keeps a finding only when it crosses one (the others it found in the text
+itself).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ _NEXT_LINE = r"[ \t]{0,8}\\?\r?\n[ \t]{0,40}"
 _CONCATS = tuple(
     re.compile(
         rf"""{q}(?<=[A-Za-z0-9_\-]{q})"""
-        rf"""(?:[ \t]{{0,8}}{_OPERATOR}(?:{_NEXT_LINE}(?:{_OPERATOR})?)?|{_NEXT_LINE}(?:{_OPERATOR})?|)"""
+        rf"""(?:[ \t]{{0,8}}{_OPERATOR}(?:{_NEXT_LINE}(?:{_OPERATOR})?)?"""
+        rf"""|{_NEXT_LINE}(?:{_OPERATOR})?|)"""
         rf"""{q}(?=[A-Za-z0-9_\-])"""
     )
     for q in ('"', "'", "`")
