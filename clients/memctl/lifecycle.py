@@ -128,7 +128,7 @@ def start(
     sock: Path, wait_s: float = START_WAIT_S, extra_args: list[str] | None = None
 ) -> dict[str, Any]:
     """Start a background daemon unless a healthy one answers. Returns its status."""
-    running = query_status(sock)
+    running = _running(sock)
     if running is not None:
         return {"started": False, **running}
     log_file = sock.with_name("memoryd.log")
@@ -146,11 +146,27 @@ def start(
         raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
     with _one_at_a_time(sock, wait_s, create=True):
         # Another `memctl start` may have started it while this one waited for its turn.
-        running = query_status(sock)
+        try:
+            running = _running(sock)
+        except BaseException:
+            os.close(log_fd)
+            raise
         if running is not None:
             os.close(log_fd)
             return {"started": False, **running}
         return _spawn(sock, log_file, log_fd, wait_s, extra_args)
+
+
+def _running(sock: Path) -> dict[str, Any] | None:
+    """The status of the daemon on `sock`, or None. One that accepts and does not answer is
+    there all the same: a second one would only exit, "already serving" (after 12 s)."""
+    try:
+        return ask_status(sock)
+    except TimeoutError:
+        raise TimeoutError(
+            f"memoryd on {sock} accepts connections but did not answer within 5 s (hung, or "
+            "stopped by SIGSTOP): no second one was started; `memctl stop` ends it"
+        ) from None
 
 
 def _spawn(
@@ -370,6 +386,9 @@ def _wait_gone(pid: int, seconds: float) -> None:
 def _terminate(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # it has just exited
         os.kill(pid, signal.SIGTERM)
+        # A daemon stopped by SIGSTOP (Ctrl-Z on a foreground one) gets its SIGTERM only once
+        # it runs again, as systemd does it.
+        os.kill(pid, signal.SIGCONT)
 
 
 def serving_pid(sock: Path, pid: int) -> bool:

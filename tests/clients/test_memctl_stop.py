@@ -206,3 +206,34 @@ def test_stop_ends_a_daemon_whose_socket_file_was_deleted(short_tmp: Path) -> No
     finally:
         if lifecycle.pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_stop_ends_a_daemon_stopped_by_sigstop(short_tmp: Path) -> None:
+    # Ctrl-Z on a foreground daemon: its SIGTERM stayed pending, `stop` waited 35 s and said it
+    # did not stop. SIGCONT follows the SIGTERM, as systemd sends it.
+    sock = short_tmp / "run" / "m.sock"
+    done = run_memctl("--json", "--socket", str(sock), "start")
+    assert done.returncode == 0, done.stderr
+    pid = json.loads(done.stdout)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result = lifecycle.stop(sock, wait_s=5.0, term_wait_s=5.0)
+        assert (result["stopped"], result["pid"]) == (True, pid)
+    finally:
+        if lifecycle.pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_start_next_to_a_daemon_that_does_not_answer_starts_nothing(
+    fake_daemon: FakeDaemon,
+) -> None:
+    # A hung or SIGSTOPped daemon: `start` took it for absent, spawned a second one, which
+    # exited "already serving" 12 s later (exit 3). It says why at once, exit 4 (a timeout).
+    fake_daemon.delays["status"] = 8.0
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "start")
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert (
+        f"memoryd on {fake_daemon.socket_path} accepts connections but did not answer within "
+        "5 s (hung, or stopped by SIGSTOP): no second one was started"
+    ) in done.stderr
+    assert not fake_daemon.socket_path.with_name("memoryd.log").exists()  # nothing spawned
