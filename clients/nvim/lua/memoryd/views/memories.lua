@@ -133,8 +133,12 @@ end
 
 -- background: nobody asked (a notification refreshes the view): a daemon gone meanwhile is
 -- not reported again nor offered to be started; the outage was reported once.
-function M.refresh(ctx, show, background)
+-- done (optional): called once the request has finished, answered or not.
+function M.refresh(ctx, show, background, done)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
+    if done then
+      done()
+    end
     local buf = ui.buffer('memories', show, M.setup_keys)
     local win = vim.fn.bufwinid(buf)
     local width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns
@@ -145,6 +149,9 @@ function M.refresh(ctx, show, background)
     require('memoryd.memory_files').add_dir(reply.memory_dir, ctx.cwd)
   end, {
     on_error = background and function(err)
+      if done then
+        done()
+      end
       return err.code == 'down' or err.code == 'closed'
     end or nil,
     retry = function()
@@ -153,15 +160,25 @@ function M.refresh(ctx, show, background)
   })
 end
 
-local function reload(background)
+local function reload()
   if M.last_ctx and ui.existing('memories') then
-    M.refresh(M.last_ctx, false, background == true)
+    M.refresh(M.last_ctx, false, false)
   end
 end
 
+-- The view on screen listed again in the background, one memory.list at a time (a storm of
+-- saves from a daemon slow to answer queued one every 200 ms).
+local background = require('memoryd.coalesce').new(function(done)
+  if M.last_ctx and ui.existing('memories') then
+    M.refresh(M.last_ctx, false, true, done)
+  else
+    done()
+  end
+end)
+
 -- After a memory file was saved in the editor (memory_files): the view shows it, if it is open.
 function M.reload_in_background()
-  reload(true)
+  background.ask()
 end
 
 function M.delete(target)
@@ -246,9 +263,7 @@ function M.watch()
     reload_timer:start(200, 0, function()
       reload_timer:close()
       reload_timer = nil
-      vim.schedule(function()
-        reload(true)
-      end)
+      vim.schedule(background.ask)
     end)
   end)
 end

@@ -99,18 +99,25 @@ end
 -- Fetch and draw; show: bring the view to a window. background: nobody asked (a save
 -- refreshes the view), so a daemon that is down is not reported again, nor offered to be
 -- started, on every :w; the outage was reported once and the status line says so.
-function M.refresh(ctx, show, background)
+-- done (optional): called once the request has finished, answered or not.
+function M.refresh(ctx, show, background, done)
   local params = { cwd = ctx.cwd }
   if ctx.file then
     params.touched_paths = { ctx.file }
   end
   memoryd.request('get_context', params, function(reply)
+    if done then
+      done()
+    end
     local buf = ui.buffer('rules', show, setup_keys)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last = { ctx = ctx, paths = paths_of(reply) }
   end, {
     on_error = background and function(err)
+      if done then
+        done()
+      end
       return err.code == 'down' or err.code == 'closed'
     end or nil,
     retry = function()
@@ -119,6 +126,15 @@ function M.refresh(ctx, show, background)
   })
 end
 
+-- The view on screen asked for again in the background, one request at a time.
+local again = require('memoryd.coalesce').new(function(done)
+  if M.last and ui.existing('rules') then
+    M.refresh(M.last.ctx, false, true, done)
+  else
+    done()
+  end
+end)
+
 -- Is dir the project root or a folder below it?
 local function within(dir, root)
   return dir == root or root == '/' or dir:sub(1, #root + 1) == root .. '/'
@@ -126,7 +142,8 @@ end
 
 -- The daemon's context/changed: the instruction files of a project a client loaded changed
 -- (edited in another program, a git checkout). The view on screen is asked for again when
--- its folder is in that project; the daemon sends at most one per project per 250 ms.
+-- its folder is in that project; the daemon sends at most one per project per 250 ms, and
+-- changes that come while the view is being asked for make one request more after it.
 function M.on_context_changed(note)
   local project = type(note.params) == 'table' and note.params.project or nil
   if type(project) ~= 'string' or not M.last then
@@ -137,11 +154,7 @@ function M.on_context_changed(note)
   if not within(cwd, project) and not within(uv.fs_realpath(cwd) or cwd, project) then
     return
   end
-  vim.schedule(function()
-    if M.last and ui.existing('rules') then
-      M.refresh(M.last.ctx, false, true)
-    end
-  end)
+  vim.schedule(again.ask)
 end
 
 local listening = false
