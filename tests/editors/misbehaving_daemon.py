@@ -4,7 +4,9 @@ What it does depends on the method called: `get_context` and `memory.snapshot` a
 answered (a daemon that hangs), `recall` gets a line that is not JSON, `memory.list` gets a line
 over the client's cap, `memory.write` a result of the wrong shape, `test.null_id` an error with
 `"id": null` (as the daemon answers a line it cannot read), `test.notify` sends one notification
-of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second;
+of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second,
+`test.stop_reading` is answered and then nothing more is read on that connection (a daemon that
+hangs with the client's requests piling up in the socket);
 `status` and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -33,6 +35,7 @@ class MisbehavingDaemon:
         self.huge_line_bytes = huge_line_bytes
         self.methods: list[str] = []
         self.storms_sent = 0
+        self._stopped = threading.Event()
         fake = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -54,6 +57,7 @@ class MisbehavingDaemon:
         return self
 
     def stop(self) -> None:
+        self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -91,6 +95,10 @@ class MisbehavingDaemon:
                 for event, params in NOTIFICATIONS:
                     note = {"jsonrpc": "2.0", "method": event, "params": params}
                     conn.sendall(json.dumps(note).encode() + b"\n")
+            elif method == "test.stop_reading":
+                self._reply(conn, request, {"reading": False})
+                self._stopped.wait()
+                return False
             elif method == "subscribe":
                 self._reply(conn, request, {"subscribed": ["memory/saved"]})
             else:

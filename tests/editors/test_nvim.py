@@ -643,3 +643,83 @@ def test_status_and_checkhealth_show_the_daemons_problems(
             cwd=project,
         )
     assert_all_passed(records, expected=4)
+
+
+def test_a_flood_of_context_changed_from_a_slow_daemon_asks_once_at_a_time(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """:MemorydRules asked get_context again for each context/changed: under a flood (1,000
+    in a second) from a daemon slow to answer, 1,000 requests were queued, and each that timed
+    out was an error message (flood_spec.lua)."""
+    from tests.clients.fake_daemon import FakeDaemon
+
+    repo = make_repo(tmp_path / "work" / "widgets")
+    flooded, release = tmp_path / "flooded", tmp_path / "release"
+    fake = FakeDaemon(short_tmp / "flood.sock")
+    answered = 0
+
+    def get_context(_params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal answered
+        answered += 1
+        name = "before.md" if answered == 1 else "after.md"
+        if answered > 1:  # slow: until the editor has seen the whole flood
+            deadline = time.monotonic() + 60
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        path = str(repo / ".claude" / "rules" / name)
+        return {
+            "claude_md": "",
+            "current_date": "Today's date is 2026-12-05.",
+            "files": [{"path": path, "type": "Project", "parent": None, "reason": "session_start"}],
+            "skipped": [],
+            "memory_dir": str(tmp_path / "memory"),
+            "index_truncated": False,
+        }
+
+    def flood(params: dict[str, Any]) -> dict[str, Any]:
+        def send() -> None:
+            for n in range(1000):
+                fake.notify(
+                    "context/changed",
+                    {"project": params["project"], "paths": [f"{params['project']}/{n}.md"]},
+                )
+                time.sleep(0.001)
+            flooded.write_text("")
+
+        threading.Thread(target=send, daemon=True).start()
+        return {"started": True}
+
+    fake.on("get_context", get_context)
+    fake.on("test.flood", flood)
+    fake.start()
+    try:
+        records = run_nvim(
+            "flood_spec.lua",
+            {
+                "MEMORYD_SOCKET": str(fake.socket_path),
+                "MEMORYD_TEST_REPO": str(repo),
+                "MEMORYD_TEST_FLOODED": str(flooded),
+                "MEMORYD_TEST_RELEASE": str(release),
+            },
+            cwd=repo,
+        )
+    finally:
+        release.write_text("")
+        fake.stop()
+    assert_all_passed(records, expected=1)
+
+
+def test_the_editor_quits_while_a_hung_daemon_reads_nothing(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """:qa waited for the plugin's unsent requests while the daemon read nothing more: Neovim
+    hung at exit for as long as the daemon did (exit_spec.lua). The plugin closes its
+    connection when Neovim leaves."""
+    fake = MisbehavingDaemon(short_tmp / "hung.sock").start()
+    try:
+        # A generous bound: the spec itself takes a second; a hang is for ever.
+        records = run_nvim("exit_spec.lua", {"MEMORYD_SOCKET": str(fake.socket_path)}, tmp_path, 60)
+    finally:
+        fake.stop()
+    assert_all_passed(records, expected=1)
+    assert "test.stop_reading" in fake.methods

@@ -50,6 +50,17 @@ vim.api.nvim_create_autocmd('BufWritePre', {
     end
   end,
 })
+-- Neovim's exit waited for the connection's unsent requests while the daemon read nothing
+-- (hung, stopped with SIGSTOP, stuck on a disk): :qa hung for as long as the daemon did, once
+-- the requests were more than the socket holds. Closed first, they are dropped.
+vim.api.nvim_create_autocmd('VimLeavePre', {
+  group = group,
+  callback = function()
+    if package.loaded['memoryd'] then
+      require('memoryd').close()
+    end
+  end,
+})
 vim.api.nvim_create_autocmd('BufWritePost', {
   group = group,
   callback = function(args)

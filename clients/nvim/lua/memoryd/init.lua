@@ -228,12 +228,17 @@ function M.client()
   return client
 end
 
-function M.setup(opts)
-  M.config = config.merge(opts)
+-- Close the connection (the next request opens another); what was not sent yet is dropped.
+function M.close()
   if client then
     client:close()
     client = nil
   end
+end
+
+function M.setup(opts)
+  M.config = config.merge(opts)
+  M.close()
   M.state.up, M.state.status, M.state.status_at = nil, nil, 0
   M.state.outage_reported, M.state.start_offered = false, false
   if M.config.notifications.enabled then
