@@ -101,6 +101,13 @@ def _systemd_word(value: str) -> str:
     return _systemd_quoted(value.replace("%", "%%"))
 
 
+def _exec_word(value: str) -> str:
+    """A word of ExecStart= after the program: systemd replaces `${NAME}` in those (and a
+    word `$NAME`) when it starts the service, and `$$` is one `$` (a HOME holding `$$` or
+    `${…}` named another log file). The program's path and Environment= take `$` as it is."""
+    return _systemd_word(value.replace("$", "$$"))
+
+
 def _systemd_quoted(value: str) -> str:
     """One word of a command line in a unit file (its `%` specifiers already written)."""
     if any(c.isspace() or c in "\"'\\" for c in value):
@@ -128,12 +135,14 @@ def systemd_units(
 ) -> list[UnitFile]:
     socket_spec = systemd_socket_spec(socket, runtime_dir)
     lines = [f"Environment={_systemd_word(f'{k}={v}')}\n" for k, v in (environment or {}).items()]
+    program, *arguments = command
     values = {
-        "@MEMORYD@": " ".join(_systemd_word(w) for w in command),
-        # ExecStart splits at whitespace, ListenStream= does not: one spec, two spellings.
-        "@SOCKET_ARG@": _systemd_quoted(socket_spec),
+        "@MEMORYD@": " ".join([_systemd_word(program), *map(_exec_word, arguments)]),
+        # ExecStart splits at whitespace and replaces variables, ListenStream= does neither:
+        # one spec, two spellings.
+        "@SOCKET_ARG@": _systemd_quoted(socket_spec.replace("$", "$$")),
         "@SOCKET@": socket_spec,
-        "@LOG_FILE@": _systemd_word(str(log_file)),
+        "@LOG_FILE@": _exec_word(str(log_file)),
         "@ENVIRONMENT@\n": "".join(lines),  # last: no placeholder is looked for in its values
     }
     files = []
