@@ -24,6 +24,7 @@ MAX_SECTION_TOKENS = 2_000
 MAX_SUMMARY_TOKENS = 24_000
 
 BOUNDARY_TAG = "[memoryd:compact_boundary]"
+SUMMARY_INTRO = "This session continues a conversation that ran out of context."
 SECTION_CUT_NOTE = "[... section cut for length; the full notes are in {path} ...]"
 
 Message = Mapping[str, Any]
@@ -109,6 +110,25 @@ def cut_long_sections(
     return CutSummary("\n".join(out).strip("\n") + "\n", tuple(cut))
 
 
+def _first_text(message: Message) -> str:
+    if message.get("role") != "user":
+        return ""
+    content = message.get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    text = first.get("text") if isinstance(first, Mapping) else content
+    return text if isinstance(text, str) else ""
+
+
+def compacted_head(messages: Sequence[Message]) -> int:
+    """How many leading messages are the head `plan_compaction` made: the boundary marker,
+    then (when the client kept it) the notes."""
+    if not messages or not _first_text(messages[0]).startswith(BOUNDARY_TAG):
+        return 0
+    if len(messages) > 1 and _first_text(messages[1]).startswith(SUMMARY_INTRO):
+        return 2
+    return 1
+
+
 def boundary_message(tokens_before: int, dropped: int, kept: int) -> dict[str, Any]:
     text = (
         f"{BOUNDARY_TAG} The {dropped} earlier messages of this conversation "
@@ -120,9 +140,9 @@ def boundary_message(tokens_before: int, dropped: int, kept: int) -> dict[str, A
 
 def summary_message(summary: str, path: str) -> dict[str, Any]:
     text = (
-        "This session continues a conversation that ran out of context. Below are the "
-        "session notes kept while it ran; they describe the work so far and what comes next. "
-        "Carry on from them without asking the user to repeat anything.\n\n"
+        f"{SUMMARY_INTRO} Below are the session notes kept while it ran; they describe the "
+        "work so far and what comes next. Carry on from them without asking the user to "
+        "repeat anything.\n\n"
         f"<session-notes>\n{summary.rstrip()}\n</session-notes>\n\n"
         f"The full, uncut notes are in {path}; read that file if you need a detail "
         "(an exact command, error text, or value) the notes above leave out."
@@ -208,12 +228,14 @@ def plan_window(
     min_tokens: int = MIN_KEEP_TOKENS,
     min_text: int = MIN_KEEP_TEXT_MESSAGES,
     max_tokens: int = MAX_KEEP_TOKENS,
+    floor: int = 0,
 ) -> Window:
-    """Which recent messages to keep. `summarized`: how many leading messages the summary covers."""
+    """Which recent messages to keep, none before `floor`. `summarized`: how many leading
+    messages the summary covers."""
     n = len(messages)
     must_reach = n if summarized is None or not 0 <= summarized <= n else summarized
     start, tokens, texts = n, 0, 0
-    while start > 0:
+    while start > floor:
         if tokens >= min_tokens and texts >= min_text and start <= must_reach:
             break
         if tokens + per_message[start - 1] > max_tokens:
@@ -268,8 +290,12 @@ def plan_compaction(
     summary_path: str,
     summarized: int | None = None,
 ) -> Plan:
-    """The compacted transcript: boundary marker, summary message, recent messages."""
-    window = plan_window(messages, per_message, summarized)
+    """The compacted transcript: boundary marker, summary message, recent messages.
+
+    The head of an earlier compaction (its marker and its notes) is never kept: the new
+    notes replace it. Kept, a short compacted transcript compacted again carried two markers
+    and two versions of the notes, the older one stale."""
+    window = plan_window(messages, per_message, summarized, floor=compacted_head(messages))
     cut = cut_long_sections(summary, summary_path)
     tokens_before = sum(per_message)
     head = [

@@ -8,6 +8,7 @@ from memoryd.session.compaction import (
     MAX_KEEP_TOKENS,
     MIN_KEEP_TEXT_MESSAGES,
     MIN_KEEP_TOKENS,
+    compacted_head,
     cut_long_sections,
     has_text,
     plan_compaction,
@@ -192,3 +193,25 @@ def test_a_line_that_does_not_fit_is_left_out_when_little_room_is_left() -> None
     cut = cut_long_sections("# Worklog\n" + "\n".join(lines) + "\n", "/p")
     assert cut.text.split("# Worklog\n", 1)[1].splitlines()[0] == lines[0]
     assert "v" not in cut.text
+
+
+def test_an_earlier_compactions_head_is_not_kept() -> None:
+    # Found by a bug hunt: a short compacted transcript compacted again (a /compact soon
+    # after) kept the old marker and the old notes after the new ones: two markers, and two
+    # versions of the notes, the older one stale.
+    first = plan_compaction(conversation(6_000), per(conversation(6_000)), "# Old notes\n", "/s")
+    again = [*first.messages, user("and now?"), assistant("ok")]
+    second = plan_compaction(again, per(again), "# New notes\n", "/s", 2)
+    texts = [str(m["content"]) for m in second.messages]
+    assert sum(BOUNDARY_TAG in t for t in texts) == 1
+    assert sum("<session-notes>" in t for t in texts) == 1
+    assert "New notes" in texts[1]
+    assert "Old notes" not in " ".join(texts)
+    assert second.messages[2:] == again[2:]
+    assert compacted_head(again) == 2
+    # A client that kept the marker alone: only the marker goes.
+    without_notes = [again[0], *again[2:]]
+    assert compacted_head(without_notes) == 1
+    assert compacted_head(again[2:]) == 0
+    third = plan_compaction(without_notes, per(without_notes), "# New notes\n", "/s")
+    assert third.messages[2:] == without_notes[1:]
