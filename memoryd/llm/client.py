@@ -188,6 +188,9 @@ def _malformed(feature: str, reply: Any) -> ModelError | None:
     return ModelError(feature, "the reply is not a message (it has no content)", None, False)
 
 
+# How long after a call failed past every retry later calls to that model are tried once.
+STRUGGLING_S = 30.0
+
 # A model reply is a few hundred KB at most (max_tokens bounds it); past this the endpoint is
 # broken or hostile, and the reply is dropped as a failed call.
 MAX_REPLY_BYTES = 16 * 1024 * 1024
@@ -213,6 +216,11 @@ class ModelClient:
     # and the error that said so. Every call in that time was sent and refused again, and a
     # recall waited out its whole timeout on each prompt.
     _held: dict[str, tuple[float, ModelError]] = field(default_factory=dict, init=False, repr=False)
+    # By model: until when (monotonic) a call is tried once, not retried. A call to it failed
+    # after every retry a moment ago (the provider overloaded, down or unreachable): during an
+    # overload each recall waited 4-10 s of retries on every prompt before ranking locally,
+    # and each call added five requests to the provider's load.
+    _struggling: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # A key that cannot go into a header leaves the model off, with the reason: taken as
@@ -266,6 +274,9 @@ class ModelClient:
         import anthropic  # its error classes are caught below
 
         attempt = 0
+        retries = self.config.max_retries
+        if self._struggling.get(model, -math.inf) > time.monotonic():
+            retries = 0
         while True:
             await self._wait_for_hold(feature, model, deadline, stats)
             stats.calls += 1
@@ -323,9 +334,11 @@ class ModelClient:
                 self._held[model] = (time.monotonic() + error.retry_after_s, error)
             if (
                 not error.retryable
-                or attempt >= self.config.max_retries
+                or attempt >= retries
                 or delay > _wait_allowed(self.config.retry_max_delay_s, deadline)
             ):
+                if error.retryable and attempt >= retries:
+                    self._struggling[model] = time.monotonic() + STRUGGLING_S
                 self._note_failure(error, model)
                 log.warning(
                     "model call failed",
@@ -398,6 +411,7 @@ class ModelClient:
     def _note_success(self, model: str) -> None:
         """A success clears its model's problem, and what any call's success disproves
         (the key, the endpoint); another model's 403/404/429 stays."""
+        self._struggling.pop(model, None)
         if self._failing:
             self._failing = {
                 other: failing

@@ -107,3 +107,37 @@ async def test_recall_during_a_rate_limit_falls_back_without_asking_again(
         assert got["selector"] == "local"
         assert [m["name"] for m in got["memories"]] == ["Prefers tabs"]
     assert len(fake_model.message_requests()) == 1
+
+
+async def test_after_a_call_failed_past_its_retries_the_next_is_tried_once(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # Before, every call during an overload made its four retries: each recall waited 4-10 s
+    # before ranking locally, and each added five requests to the provider's load.
+    overloaded = error_reply(529, "overloaded_error", "Overloaded")
+    fake_model.handler = lambda _request: overloaded
+    client = ModelClient(fake_model_config(fake_model))  # three retries
+    with pytest.raises(ModelError):
+        await client.create(**ASK)
+    assert len(fake_model.message_requests()) == 4
+    with pytest.raises(ModelError):
+        await client.create(**ASK)
+    assert len(fake_model.message_requests()) == 5  # one try
+    fake_model.handler = None
+    fake_model.enqueue(text_reply("back"), overloaded, text_reply("retried"))
+    await client.create(**ASK)  # the provider is back: its success ends the single tries
+    reply = await client.create(**ASK)
+    assert reply.content[0].text == "retried"  # type: ignore[union-attr]
+    assert len(fake_model.message_requests()) == 8
+    await client.close()
+
+
+async def test_recall_during_an_overload_asks_the_model_once_a_prompt(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    await write_memory(daemon_with_model, project, "user", "Prefers tabs", "indentation", "Tabs.")
+    fake_model.handler = lambda _request: error_reply(529, "overloaded_error", "Overloaded")
+    for _ in range(3):
+        got = await daemon_with_model.call("recall", cwd=str(project), query="tabs or spaces?")
+        assert got["selector"] == "local"
+    assert len(fake_model.message_requests()) == 4 + 1 + 1
