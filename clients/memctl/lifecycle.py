@@ -346,6 +346,11 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     refused: str | None = None
     try:
         with Client(sock, timeout=5.0) as conn:
+            if pid is None:
+                # No status file, or a stale one: the daemon says its pid itself.
+                answered = conn.call("status")
+                own = answered.get("pid") if isinstance(answered, dict) else None
+                pid = own if _is_pid(own) and serving_pid(sock, own) else None
             conn.call("shutdown")
             asked = True
     except UntrustedSocket:

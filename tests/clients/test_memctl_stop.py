@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,19 @@ from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.held_daemon import held_daemon
 from tests.clients.test_memctl_busy_daemon import WHY, _busy
+
+
+@contextmanager
+def _real_daemon(sock: Path) -> Iterator[int]:
+    """A daemon `memctl start` started on `sock`: its pid; killed after, if a test left it."""
+    done = run_memctl("--json", "--socket", str(sock), "start")
+    assert done.returncode == 0, done.stderr
+    pid = json.loads(done.stdout)["pid"]
+    try:
+        yield pid
+    finally:
+        if lifecycle.pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_daemon_that_outlives_sigterm_is_not_stopped(fake_daemon: FakeDaemon) -> None:
@@ -104,16 +119,10 @@ def test_a_stale_status_files_pid_is_never_signalled(fake_daemon: FakeDaemon, an
 def test_stop_waits_for_the_real_daemon_it_verified(short_tmp: Path) -> None:
     # The daemon listens itself (no socket activation): SO_PEERCRED names it.
     sock = short_tmp / "run" / "m.sock"
-    done = run_memctl("--json", "--socket", str(sock), "start")
-    assert done.returncode == 0, done.stderr
-    started = json.loads(done.stdout)
-    try:
+    with _real_daemon(sock) as pid:
         result = lifecycle.stop(sock)
         assert result["stopped"] is True
-        assert result["pid"] == started["pid"]
-    finally:
-        if lifecycle.pid_alive(started["pid"]):
-            os.kill(started["pid"], signal.SIGKILL)
+        assert result["pid"] == pid
 
 
 def test_stop_that_did_not_stop_is_a_timeout(
@@ -194,34 +203,22 @@ def test_stop_ends_a_daemon_whose_socket_file_was_deleted(short_tmp: Path) -> No
     # A tmp cleaner (or a user) removed the socket: the daemon still ran, unreachable, and
     # `stop` said "not running" of it. It holds the listening socket bound at that path.
     sock = short_tmp / "run" / "m.sock"
-    done = run_memctl("--json", "--socket", str(sock), "start")
-    assert done.returncode == 0, done.stderr
-    pid = json.loads(done.stdout)["pid"]
-    try:
+    with _real_daemon(sock) as pid:
         sock.unlink()
         stopped = run_memctl("--json", "--socket", str(sock), "stop")
         assert stopped.returncode == 0, stopped.stderr
         assert json.loads(stopped.stdout)["pid"] == pid
         assert not lifecycle.pid_alive(pid)
-    finally:
-        if lifecycle.pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_stop_ends_a_daemon_stopped_by_sigstop(short_tmp: Path) -> None:
     # Ctrl-Z on a foreground daemon: its SIGTERM stayed pending, `stop` waited 35 s and said it
     # did not stop. SIGCONT follows the SIGTERM, as systemd sends it.
     sock = short_tmp / "run" / "m.sock"
-    done = run_memctl("--json", "--socket", str(sock), "start")
-    assert done.returncode == 0, done.stderr
-    pid = json.loads(done.stdout)["pid"]
-    os.kill(pid, signal.SIGSTOP)
-    try:
+    with _real_daemon(sock) as pid:
+        os.kill(pid, signal.SIGSTOP)
         result = lifecycle.stop(sock, wait_s=5.0, term_wait_s=5.0)
         assert (result["stopped"], result["pid"]) == (True, pid)
-    finally:
-        if lifecycle.pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_start_next_to_a_daemon_that_does_not_answer_starts_nothing(
@@ -237,3 +234,22 @@ def test_start_next_to_a_daemon_that_does_not_answer_starts_nothing(
         "5 s (hung, or stopped by SIGSTOP): no second one was started"
     ) in done.stderr
     assert not fake_daemon.socket_path.with_name("memoryd.log").exists()  # nothing spawned
+
+
+def test_a_daemon_behind_a_stale_status_file_is_waited_for_by_its_own_pid(
+    short_tmp: Path,
+) -> None:
+    # The status file names another process (it was not the daemon's to trust): `stop` asked
+    # for the shutdown and returned at once, "its pid unknown", the daemon still draining (a
+    # `restart` then started the next one beside it). The daemon says its own pid.
+    sock = short_tmp / "run" / "m.sock"
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        with _real_daemon(sock) as pid:
+            lifecycle.status_file(sock).write_text(json.dumps({"pid": bystander.pid}))
+            result = lifecycle.stop(sock)
+            assert (result["stopped"], result["pid"]) == (True, pid)
+            assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
