@@ -302,9 +302,7 @@ class SessionMemory:
                 )
                 return False
             if trimmed is None:
-                await self._failed(
-                    session, "the notes were edited during the update; kept the edit"
-                )
+                await self._failed(session, _kept_their_change(path))
                 return False
             current = trimmed
         draft = path.with_name(".summary.draft.md")
@@ -340,7 +338,17 @@ class SessionMemory:
                 record.last_error = result.error or result.stop_reason
                 self._persist(session)
                 return False
-            updated = await asyncio.to_thread(draft.read_text, encoding="utf-8")
+            try:
+                updated = await asyncio.to_thread(draft.read_text, encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                # The notes' folder removed meanwhile took the copy with it: no crash.
+                await self._failed(
+                    session,
+                    _kept_their_change(path)
+                    if not path.exists()
+                    else f"cannot read the agent's copy {draft} of the notes: {exc}",
+                )
+                return False
             changed = updated != current
             if changed and (not updated.strip() or estimate_text(updated) > MAX_NOTES_TOKENS):
                 record.last_error = (
@@ -350,12 +358,17 @@ class SessionMemory:
                 self._persist(session)
                 await self.host.report_worker_error(FEATURE, record.last_error)
                 return False
-            if changed and not await asyncio.to_thread(_replace_if_same, path, current, updated):
-                # Edited by hand while the agent worked on its copy: the edit wins; the
-                # transcript is summarised again at the next threshold.
-                await self._failed(
-                    session, "the notes were edited during the update; kept the edit"
+            try:
+                replaced = not changed or await asyncio.to_thread(
+                    _replace_if_same, path, current, updated
                 )
+            except OSError as exc:
+                await self._failed(session, f"cannot write the session notes {path}: {exc}")
+                return False
+            if not replaced:
+                # Edited (or removed) by hand while the agent worked on its copy: the edit
+                # wins; the transcript is summarised again at the next threshold.
+                await self._failed(session, _kept_their_change(path))
                 return False
             if generation == session.generation:
                 record.summarized_messages = len(turn.messages)
@@ -547,8 +560,10 @@ def _replace_if_same(path: Path, expected: str, text: str) -> bool:
     try:
         now = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
     except FileNotFoundError:
-        now = None
-    if now is not None and now != expected.encode("utf-8"):
+        # Removed meanwhile: the removal stands as an edit would (written back, notes the
+        # user deleted, a secret in them perhaps, came back with the agent's changes).
+        return False
+    if now != expected.encode("utf-8"):
         return False
     try:
         fsutil.atomic_write_bytes(
@@ -557,6 +572,13 @@ def _replace_if_same(path: Path, expected: str, text: str) -> bool:
     except fsutil.ChangedMeanwhile:
         return False
     return True
+
+
+def _kept_their_change(path: Path) -> str:
+    """`last_error` for notes changed by hand during an update, which keeps the change."""
+    if not path.exists():
+        return "the notes were removed during the update; left removed"
+    return "the notes were edited during the update; kept the edit"
 
 
 def _trim_notes(path: Path, text: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -934,16 +935,24 @@ async def test_a_tool_call_whose_input_is_not_an_object_is_counted(
         assert result
 
 
-async def test_an_edit_of_the_notes_during_an_update_wins(
-    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
-) -> None:
-    handle = daemon_with_model
+async def _an_update_under_way(
+    handle: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> Path:
+    """Start an update whose agent answers after a second; its notes' path once it asked."""
     summary = summary_path(handle, project_dir)
     session_model.enqueue(slow(1.0, edit_title(summary, "the agent's title")), text_reply("ok"))
     messages = [*conversation(12_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
     while not session_model.requests:
         await asyncio.sleep(0.01)
+    return summary
+
+
+async def test_an_edit_of_the_notes_during_an_update_wins(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    handle = daemon_with_model
+    summary = await _an_update_under_way(handle, session_model, project_dir)
     mine = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nthe user's own title")
     summary.write_text(mine)
     await idle(handle, project_dir)
@@ -954,6 +963,30 @@ async def test_an_edit_of_the_notes_during_an_update_wins(
     assert record.last_error is not None
     assert "edited during the update" in record.last_error
     assert record.summarized_messages is None  # the transcript is summarised again later
+
+
+@pytest.mark.parametrize("removed", ["notes", "folder"])
+async def test_notes_removed_during_an_update_stay_removed(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path, removed: str
+) -> None:
+    # Found by a bug hunt: notes the user deleted while the agent worked were written back
+    # with its changes (a secret deleted from them came back), and with their folder removed
+    # the update crashed on the agent's copy (a traceback, `last_error` saying nothing).
+    handle = daemon_with_model
+    summary = await _an_update_under_way(handle, session_model, project_dir)
+    if removed == "notes":
+        summary.unlink()
+    else:
+        shutil.rmtree(summary.parent)
+    await idle(handle, project_dir)
+    assert not summary.exists()
+    session = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    )
+    assert session.record.last_error == "the notes were removed during the update; left removed"
+    assert session.record.updates == 0
+    assert session.running is not None
+    assert session.running.exception() is None
 
 
 async def test_notes_that_are_not_utf8_are_moved_aside_and_updates_go_on(
