@@ -247,8 +247,16 @@ class MemoryWrites:
         )
         return target, self.history.versions(memory_dir, key)
 
-    async def restore(self, project: Project, path: str, version: str) -> tuple[Path, list[str]]:
-        """The restored file, and warnings (its index line not written yet, as for a write)."""
+    async def restore(
+        self,
+        project: Project,
+        path: str,
+        version: str,
+        screen: Callable[[str, bytes], Awaitable[None]] | None = None,
+    ) -> tuple[Path, list[str]]:
+        """The restored file, and warnings (its index line not written yet, as for a write).
+        `screen(key, content)` sees the version before it is written back, and may refuse it
+        by raising (the secret scan: a version saved before the refusal was on)."""
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
             target, key = resolve_inside(
@@ -258,6 +266,8 @@ class MemoryWrites:
             _check_target(memory_dir, target, kept=self.history.kept(memory_dir))
             check_index_size(index_path(memory_dir, team=is_team(key)))
             content = self.history.read(memory_dir, key, version)
+            if screen is not None:
+                await screen(key, content)
             state = self._states.state(memory_dir)
 
             def write() -> None:

@@ -196,3 +196,30 @@ async def test_a_remembered_base64_key_stays_out_of_the_name_and_index(
     assert encoded not in saved.name
     assert encoded not in (saved.parent / "MEMORY.md").read_text()
     assert reply["secrets"]
+
+
+async def test_restoring_a_version_with_a_secret_is_scanned_as_a_write(
+    daemon: DaemonHandle, project: Path, isolated_env: IsolatedEnv
+) -> None:
+    # Found by a bug hunt: a version saved before the refusal was turned on came back with its
+    # key, refused by nothing and told by nothing, where memory.write of its text is refused.
+    fields = {"cwd": str(project), "type": "reference", "name": "deploy", "description": "deploys"}
+    first = await daemon.call("memory.write", body=f"key {AWS_KEY}", **fields)
+    path = Path(first["path"])
+    await daemon.call("memory.write", body="ask ops for the key", **fields)
+    history = await daemon.call("memory.history", cwd=str(project), path=path.name)
+    # Newest first: the text the second write replaced, the one with the key.
+    keyed = history["versions"][0]["version"]
+
+    warned = await daemon.call("memory.restore", cwd=str(project), path=path.name, version=keyed)
+    assert [s["rule"] for s in warned["secrets"]] == ["aws-access-token"]
+    assert any("looks like it holds a secret" in w for w in warned["warnings"])
+    assert AWS_KEY in path.read_text()
+
+    await daemon.call("memory.write", body="ask ops for the key", **fields)
+    isolated_env.config_dir.mkdir(parents=True, exist_ok=True)
+    (isolated_env.config_dir / "settings.json").write_text('{"memorydRefuseSecrets": true}')
+    with pytest.raises(RpcError) as err:
+        await daemon.call("memory.restore", cwd=str(project), path=path.name, version=keyed)
+    assert err.value.code == -32005
+    assert AWS_KEY not in path.read_text()

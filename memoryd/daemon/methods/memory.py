@@ -10,6 +10,7 @@ import yaml
 from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from memoryd.agent.secret_screen import refuses_secrets
+from memoryd.automem.layout import is_team
 from memoryd.automem.memfile import MAX_FILE_BYTES, check_fields, load_frontmatter
 from memoryd.automem.quickadd import choose, without_secrets
 from memoryd.automem.recall.pick import MAX_RECALL, recall
@@ -352,9 +353,21 @@ async def memory_snapshot(daemon: Daemon, params: PathParams) -> dict[str, Any]:
 async def memory_restore(daemon: Daemon, params: RestoreParams) -> dict[str, Any]:
     """Put an earlier version back (the current content is kept in history first)."""
     project = daemon.services.projects.resolve(params.cwd)
-    path, warnings = await _am(daemon).restore(project, params.path, params.version)
+    secrets: dict[str, Any] = {"warnings": [], "secrets": []}
+
+    async def screen(key: str, content: bytes) -> None:
+        # A version saved before the refusal was on came back with its secret and no word.
+        text = content.decode("utf-8", errors="replace")
+        secrets.update(await _check_secrets(daemon, project, "", "", text, is_team(key)))
+
+    path, warnings = await _am(daemon).restore(project, params.path, params.version, screen)
     _sync_if_team(daemon, project, path)
-    return {"path": str(path), "restored": params.version, "warnings": warnings}
+    return {
+        "path": str(path),
+        "restored": params.version,
+        "warnings": secrets["warnings"] + warnings,
+        "secrets": secrets["secrets"],
+    }
 
 
 async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, Any]:
