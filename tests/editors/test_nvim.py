@@ -645,28 +645,33 @@ def test_status_and_checkhealth_show_the_daemons_problems(
     assert_all_passed(records, expected=4)
 
 
-def test_a_flood_of_context_changed_from_a_slow_daemon_asks_once_at_a_time(
+def test_a_flood_from_a_slow_daemon_asks_the_views_again_once_at_a_time(
     short_tmp: Path, tmp_path: Path
 ) -> None:
     """:MemorydRules asked get_context again for each context/changed: under a flood (1,000
     in a second) from a daemon slow to answer, 1,000 requests were queued, and each that timed
-    out was an error message (flood_spec.lua)."""
+    out was an error message; :MemorydMemories asked memory.list every 200 ms of a storm of
+    memory/saved (flood_spec.lua). The daemon answers each method's first call at once, the
+    later ones when the spec has seen the flood (release-<method> exists)."""
     from tests.clients.fake_daemon import FakeDaemon
 
     repo = make_repo(tmp_path / "work" / "widgets")
-    flooded, release = tmp_path / "flooded", tmp_path / "release"
     fake = FakeDaemon(short_tmp / "flood.sock")
-    answered = 0
+    calls: dict[str, int] = {}
+
+    def slow(method: str) -> str:
+        """'before' for the method's first call, else 'after', once released."""
+        calls[method] = calls.get(method, 0) + 1
+        if calls[method] == 1:
+            return "before"
+        release = tmp_path / f"release-{method}"
+        deadline = time.monotonic() + 60
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return "after"
 
     def get_context(_params: dict[str, Any]) -> dict[str, Any]:
-        nonlocal answered
-        answered += 1
-        name = "before.md" if answered == 1 else "after.md"
-        if answered > 1:  # slow: until the editor has seen the whole flood
-            deadline = time.monotonic() + 60
-            while not release.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-        path = str(repo / ".claude" / "rules" / name)
+        path = str(repo / ".claude" / "rules" / f"{slow('get_context')}.md")
         return {
             "claude_md": "",
             "current_date": "Today's date is 2026-12-05.",
@@ -676,37 +681,51 @@ def test_a_flood_of_context_changed_from_a_slow_daemon_asks_once_at_a_time(
             "index_truncated": False,
         }
 
+    def memory_list(_params: dict[str, Any]) -> dict[str, Any]:
+        name = slow("memory.list")
+        memory = {
+            "path": str(tmp_path / "memory" / f"project_{name}.md"),
+            "name": name.title(),
+            "description": f"listed {name} the storm",
+            "type": "project",
+            "mtime": time.time(),
+            "team": False,
+        }
+        return {
+            "instruction_files": [],
+            "memories": [memory],
+            "memory_dir": str(tmp_path / "memory"),
+            "team_dir": str(tmp_path / "memory" / "team"),
+        }
+
     def flood(params: dict[str, Any]) -> dict[str, Any]:
+        project = params["project"]
+
         def send() -> None:
             for n in range(1000):
-                fake.notify(
-                    "context/changed",
-                    {"project": params["project"], "paths": [f"{params['project']}/{n}.md"]},
-                )
+                path = f"{project}/{n}.md"
+                fake.notify(params["event"], {"project": project, "paths": [path], "path": path})
                 time.sleep(0.001)
-            flooded.write_text("")
+            Path(params["done"]).write_text("")
 
         threading.Thread(target=send, daemon=True).start()
         return {"started": True}
 
     fake.on("get_context", get_context)
+    fake.on("memory.list", memory_list)
     fake.on("test.flood", flood)
     fake.start()
     try:
         records = run_nvim(
             "flood_spec.lua",
-            {
-                "MEMORYD_SOCKET": str(fake.socket_path),
-                "MEMORYD_TEST_REPO": str(repo),
-                "MEMORYD_TEST_FLOODED": str(flooded),
-                "MEMORYD_TEST_RELEASE": str(release),
-            },
-            cwd=repo,
+            {"MEMORYD_SOCKET": str(fake.socket_path), "MEMORYD_TEST_REPO": str(repo)},
+            cwd=tmp_path,
         )
     finally:
-        release.write_text("")
+        for method in ("get_context", "memory.list"):
+            (tmp_path / f"release-{method}").write_text("")
         fake.stop()
-    assert_all_passed(records, expected=1)
+    assert_all_passed(records, expected=2)
 
 
 def test_the_editor_quits_while_a_hung_daemon_reads_nothing(
