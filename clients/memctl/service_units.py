@@ -109,10 +109,31 @@ def _exec_word(value: str) -> str:
 
 
 def _systemd_quoted(value: str) -> str:
-    """One word of a command line in a unit file (its `%` specifiers already written)."""
-    if any(c.isspace() or c in "\"'\\" for c in value):
-        value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """One word of a command line in a unit file (its `%` specifiers already written). A
+    control character is written as its C escape, which systemd reads back: a raw line break
+    ended the line, and what followed was a directive of its own (`ExecStartPre=…`)."""
+    if any(c.isspace() or c in "\"'\\" or _control(c) for c in value):
+        value = value.replace("\\", "\\\\").replace('"', '\\"')
+        value = (
+            '"'
+            + "".join(_C_ESCAPES.get(c, f"\\x{ord(c):02x}") if _control(c) else c for c in value)
+            + '"'
+        )
     return value
+
+
+_C_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _control(c: str) -> bool:
+    return c < " " or c == "\x7f"
+
+
+def stray_control(text: str) -> str | None:
+    """The first control character of a rendered file but its tabs and line ends, or None:
+    one XML 1.0 cannot write (a plist naming a path that holds it), or a carriage return
+    (which a plist's reader takes for a line end)."""
+    return next((c for c in text if c < " " and c not in "\t\n"), None)
 
 
 def systemd_socket_spec(socket: Path, runtime_dir: str | None) -> str:

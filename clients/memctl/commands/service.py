@@ -154,9 +154,22 @@ def _tool(manager: str) -> str | None:
     return shutil.which("launchctl" if manager == "launchd" else "systemctl")
 
 
-def _refusals(report: Report, units: list[service_units.UnitFile]) -> None:
+def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -> None:
     """What install will not do, decided the same way on a dry run as on a real one."""
+    if any(c < " " or c == "\x7f" for c in str(sock)):
+        # ListenStream= takes the path as it is: a line break there ends the line.
+        report.refuse(
+            f"the socket path {str(sock)!r} holds a control character, which a unit file "
+            "cannot name: use --socket, MEMORYD_SOCKET or XDG_RUNTIME_DIR without one"
+        )
     for unit in units:
+        stray = service_units.stray_control(unit.text)
+        if stray is not None:
+            line = next(x for x in unit.text.split("\n") if stray in x)
+            report.refuse(
+                f"{unit.path} would name a path holding the control character {stray!r} "
+                f"({line.strip()!r}): use a HOME / XDG_STATE_HOME without one"
+            )
         try:
             unit.text.encode("utf-8")
         except UnicodeEncodeError:
@@ -226,7 +239,7 @@ def install(report: Report, manager: str, sock: Path) -> None:
     command = service_units.daemon_command()
     report.say(f"daemon: {' '.join(command)}")
     _say_environment(report)
-    _refusals(report, units)
+    _refusals(report, units, sock)
     if not report.ok:
         return
     pending = _pending(manager)
