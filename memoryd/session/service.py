@@ -217,12 +217,12 @@ class SessionMemory:
         """Bookkeeping for one finished turn; starts an update when the thresholds say so
         (True when it did)."""
         session = self.session(turn.project, turn.session_id)
-        covered = session.record.summarized_messages
-        if covered is not None and len(turn.messages) < covered:
-            # Shorter than what the notes cover: the client compacted on its own, and the
-            # count is of the old transcript. Read against this one (grown back past it),
-            # compact kept as covered messages the notes never saw.
-            session.record.summarized_messages = 0
+        covered = covered_messages(session.record, turn.messages)
+        if covered != session.record.summarized_messages:
+            # Read against this transcript later (grown back past it), the old count made
+            # compact keep as covered messages the notes never saw.
+            session.record.summarized_messages = covered
+            session.record.summarized_in_compacted = False
             self._persist(session)
         if not self.host.model.configured:
             return False
@@ -372,6 +372,7 @@ class SessionMemory:
                 return False
             if generation == session.generation:
                 record.summarized_messages = len(turn.messages)
+                record.summarized_in_compacted = False
             record.updates += 1
             record.last_update_at = time.time()
             record.last_error = None
@@ -485,11 +486,7 @@ class SessionMemory:
         ):
             return {**done.reply, "messages": [*done.reply["messages"], *messages[done.start :]]}
         per = await session.per_message(messages)
-        covered = record.summarized_messages
-        if covered is not None and covered > len(messages):
-            # It counts a transcript the client has since compacted on its own (no turn came
-            # in between): none of this one is known to be in the notes.
-            covered = 0
+        covered = covered_messages(record, messages)
         plan = compaction.plan_compaction(messages, per, summary, str(path), covered)
         # The summary covers the head; kept messages it already covered count as covered.
         summarized = 2 + (max(0, covered - plan.window.start) if covered is not None else 0)
@@ -497,6 +494,7 @@ class SessionMemory:
             session.counter.corrected(plan.tokens_after), summarized
         )
         record.summarized_messages = summarized
+        record.summarized_in_compacted = True
         record.compactions += 1
         session.generation += 1
         self._persist(session)
@@ -572,6 +570,22 @@ def _replace_if_same(path: Path, expected: str, text: str) -> bool:
     except fsutil.ChangedMeanwhile:
         return False
     return True
+
+
+def covered_messages(record: state.SessionRecord, messages: Sequence[Any]) -> int | None:
+    """How many leading `messages` the notes cover, as far as is known (None: no count).
+
+    The record's count is of the transcript it was taken in. Shorter than it, or without
+    memoryd's compaction head when the count was taken in the compacted list, the transcript
+    is another one (the client compacted on its own): none of it is known to be covered."""
+    covered = record.summarized_messages
+    if covered is None:
+        return None
+    if len(messages) < covered or (
+        record.summarized_in_compacted and compaction.compacted_head(messages) == 0
+    ):
+        return 0
+    return covered
 
 
 def _kept_their_change(path: Path) -> str:

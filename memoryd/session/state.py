@@ -28,6 +28,9 @@ class SessionRecord:
     thresholds: ThresholdState = field(default_factory=ThresholdState)
     # How many leading transcript messages the summary covers (None: no summary written yet).
     summarized_messages: int | None = None
+    # Counted by a compaction, in the compacted list (memoryd's head first): a client that
+    # went on with a list of its own (Claude Code compacts by itself) does not have it.
+    summarized_in_compacted: bool = False
     token_offset: int = 0  # the usage correction (see memoryd.llm.tokens.TokenCounter)
     updates: int = 0
     last_update_at: float | None = None  # wall clock, seconds
@@ -87,6 +90,7 @@ def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
             messages_at_last_update=_int(thresholds.get("messages_at_last_update")),
         ),
         summarized_messages=_int(summarized) if summarized is not None else None,
+        summarized_in_compacted=data.get("summarized_in_compacted") is True,
         token_offset=offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
         updates=_int(data.get("updates")),
         last_update_at=_time(last_update),

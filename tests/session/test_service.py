@@ -805,6 +805,18 @@ async def test_messages_after_the_clients_own_compaction_are_not_taken_as_summar
     assert len(grown) > len(old)
     result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=grown)
     assert result["kept_messages"] == len(grown)
+    # memoryd compacted (Claude Code's PreCompact hook) but the client went on with a list
+    # of its own, longer than the count taken in memoryd's: all kept as well.
+    session.record.summarized_messages = len(old)  # as an update of `old` leaves it
+    session.record.summarized_in_compacted = False
+    await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=old)
+    assert session.record.summarized_in_compacted is True
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=new)
+    await idle(handle, project_dir)  # the update fails: no reply scripted
+    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=new)
+    assert result["kept_messages"] == len(new)
+    record, _ = state.load(session.record.project_key, SID)
+    assert record.summarized_in_compacted is True  # the count of that last compaction
 
 
 async def test_an_oversized_summary_file_is_read_in_part(
