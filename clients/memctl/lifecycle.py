@@ -72,18 +72,25 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return not _zombie(pid)
+    # A zombie has exited, only not been reaped yet by its parent.
+    return _state(pid) != "Z"
 
 
-def _zombie(pid: int) -> bool:
-    """Has it exited, only not been reaped yet by its parent (Linux; elsewhere: no)?"""
+def suspended(pid: int) -> bool:
+    """Is it stopped by a signal (SIGSTOP, Ctrl-Z in its terminal; Linux; elsewhere: no)?"""
+    return _state(pid) == "T"
+
+
+def _state(pid: int) -> str | None:
+    """Its state letter in /proc (R, S, T, Z, …), None where there is none to read."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
     except OSError:
-        return False
+        return None
     # The state follows the command name in parentheses, which may itself hold ") ".
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
+    end = stat.rfind(b")")
+    return stat[end + 2 : end + 3].decode("ascii", "replace") or None
 
 
 def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:

@@ -253,3 +253,20 @@ def test_a_daemon_behind_a_stale_status_file_is_waited_for_by_its_own_pid(
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_status_of_a_sigstopped_daemon_says_it_is_stopped(short_tmp: Path) -> None:
+    # It said only "memoryd did not answer within 5 s", as of a hung one.
+    sock = short_tmp / "run" / "m.sock"
+    with _real_daemon(sock) as pid:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            done = run_memctl("--socket", str(sock), "status")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert done.returncode == 4
+        assert (
+            f"memoryd did not answer within 5 s: its process (pid {pid}) is stopped (SIGSTOP, "
+            f"or Ctrl-Z in its terminal); `kill -CONT {pid}` resumes it, `memctl stop` ends it"
+        ) in done.stderr
+        assert lifecycle.stop(sock)["stopped"] is True

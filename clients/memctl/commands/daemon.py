@@ -117,13 +117,28 @@ def run_restart(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
     # A daemon that accepts but does not answer is hung, not absent: that is a timeout (exit 4).
-    status = lifecycle.ask_status(sock)
+    try:
+        status = lifecycle.ask_status(sock)
+    except TimeoutError as exc:
+        return fail(args, str(exc) + _why_silent(sock), EXIT_TIMEOUT)
     if status is None:
         return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
     emit(args, status, "\n".join(status_lines(status)))
     # 0 with problems listed too: `memctl start && memctl status` and scripts that ask whether
     # memoryd runs must not fail over a setup warning; `--json`'s `problems` is for scripts.
     return 0
+
+
+def _why_silent(sock: Path) -> str:
+    """Why the daemon on `sock` did not answer, when its process says: stopped by a signal."""
+    info = lifecycle.read_status_file(sock)
+    pid = info.get("pid") if info else None
+    if not (isinstance(pid, int) and lifecycle.suspended(pid) and lifecycle.serving_pid(sock, pid)):
+        return ""
+    return (
+        f": its process (pid {pid}) is stopped (SIGSTOP, or Ctrl-Z in its terminal); "
+        f"`kill -CONT {pid}` resumes it, `memctl stop` ends it"
+    )
 
 
 # The order `memctl status` prints features in, whatever order the daemon sends them; features
