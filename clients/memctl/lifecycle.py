@@ -354,10 +354,7 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     try:
         with Client(sock, timeout=5.0) as conn:
             if pid is None:
-                # No status file, or a stale one: the daemon says its pid itself.
-                answered = conn.call("status")
-                own = answered.get("pid") if isinstance(answered, dict) else None
-                pid = own if _is_pid(own) and serving_pid(sock, own) else None
+                pid = _own_pid(conn, sock)
             conn.call("shutdown")
             asked = True
     except UntrustedSocket:
@@ -383,6 +380,19 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     # Not `asked`: a daemon that answered "shutting down" and then hung is still running.
     waited = round(time.monotonic() - started, 1)
     return {"stopped": not pid_alive(pid), "pid": pid, "waited_s": waited}
+
+
+def _own_pid(conn: Client, sock: Path) -> int | None:
+    """No status file, or a stale one: the pid the daemon says is its own, if it serves the
+    socket. A daemon at its connection cap refuses (RpcError); any other error is no pid."""
+    try:
+        answered = conn.call("status")
+    except RpcError as exc:
+        if exc.code == BUSY:
+            raise
+        return None
+    own = answered.get("pid") if isinstance(answered, dict) else None
+    return own if _is_pid(own) and serving_pid(sock, own) else None
 
 
 def _is_pid(value: Any) -> TypeGuard[int]:

@@ -19,7 +19,7 @@ import pytest
 from memctl import lifecycle
 from memctl.commands import daemon
 from tests.clients.conftest import memctl_env, run_memctl
-from tests.clients.fake_daemon import FakeDaemon
+from tests.clients.fake_daemon import FakeDaemon, FakeError
 from tests.clients.held_daemon import held_daemon
 from tests.clients.test_memctl_busy_daemon import WHY, _busy
 
@@ -270,3 +270,17 @@ def test_status_of_a_sigstopped_daemon_says_it_is_stopped(short_tmp: Path) -> No
             f"or Ctrl-Z in its terminal); `kill -CONT {pid}` resumes it, `memctl stop` ends it"
         ) in done.stderr
         assert lifecycle.stop(sock)["stopped"] is True
+
+
+def test_a_status_error_does_not_keep_the_shutdown_from_being_asked(
+    fake_daemon: FakeDaemon,
+) -> None:
+    # With no status file, `stop` asks the daemon's pid first; an error there (not the busy
+    # one) is no pid, and the shutdown is still asked for.
+    def broken(_params: dict[str, Any]) -> Any:
+        raise FakeError(-32603, "internal error")
+
+    fake_daemon.on("status", broken)
+    fake_daemon.on("shutdown", {"shutting_down": True})
+    assert lifecycle.stop(fake_daemon.socket_path) == {"stopped": True, "pid": None}
+    assert fake_daemon.calls("shutdown") == [{}]
