@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import httpx
 import pytest
 
+from memoryd.team.sync.client import TeamClient, TeamHTTPError
 from memoryd_team import app as server_app
 from memoryd_team import validation
 from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
@@ -111,3 +113,40 @@ async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
     assert "note.md" in await asyncio.to_thread(server_history, server, SHORT)
     status = await handle.call("team.status", cwd=str(root))
     assert (status["repo"].lower(), status["suppressed"]) == (SHORT, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body", "takes"),
+    [
+        (304, {"ETag": '"e"'}, b"", True),
+        (404, {"Content-Type": "application/json"}, b'{"error": "not_found"}', True),
+        (200, {"Content-Type": "application/json"}, b'{"entryChecksums": {}}', True),
+        (403, {"Content-Type": "application/json"}, b'{"error": "forbidden"}', False),
+        (400, {"Content-Type": "application/json"}, b'{"error": "invalid_repo"}', False),
+        # A captive portal's page, another 400, a server error: no answer, not a yes.
+        (200, {"Content-Type": "text/html"}, b"<html>sign in</html>", None),
+        (400, {"Content-Type": "application/json"}, b'{"error": "invalid_view"}', None),
+        (503, {"Content-Type": "application/json"}, b'{"error": "storage_unavailable"}', None),
+    ],
+)
+async def test_what_answers_whether_the_server_serves_a_full_path(
+    status: int, headers: dict[str, str], body: bytes, takes: bool | None
+) -> None:
+    asked: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        return httpx.Response(status, headers=headers, content=body)
+
+    client = TeamClient("http://team", "mdt_x", transport=httpx.MockTransport(answer))
+    try:
+        if takes is None:
+            with pytest.raises(TeamHTTPError):
+                await client.takes_repo(FULL)
+        else:
+            assert await client.takes_repo(FULL) is takes
+    finally:
+        await client.close()
+    assert asked[0].url.params["repo"] == FULL
+    assert asked[0].headers["If-None-Match"] == "*"
+    assert asked[0].url.params["view"] == "hashes"

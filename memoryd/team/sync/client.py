@@ -243,7 +243,12 @@ class TeamClient:
         cheap GET: `If-None-Match: *` is a 304 on one row read (404 while empty), and the
         token and the name are checked before that. TeamHTTPError for any other answer."""
         response = await self._get({"repo": repo, "view": "hashes"}, "*")
-        if response is None or isinstance(response, NotModified) or response.status_code == 200:
+        if response is None or isinstance(response, NotModified):
+            return True
+        if response.status_code == 200:
+            # The API's own listing only: a captive portal's page is no yes (the folder would
+            # take a name the server may refuse, and keep it once its state is saved).
+            _str_map(_json_object(response).get("entryChecksums"), "entryChecksums")
             return True
         if response.status_code == 403 or (
             response.status_code == 400 and _problem(response).get("error") == "invalid_repo"
