@@ -227,17 +227,10 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
     nothing)."""
     import fcntl
 
-    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
-    try:
-        if folder_problem(sock.parent) is not None:
-            raise PermissionError  # another user's lock there could hold memctl up
-        fd = open_owner_rw(start_lock(sock), flags) if create else os.open(start_lock(sock), flags)
-    except OSError:
-        yield  # no lock file (nothing ever started here) or none to be had: as before
-        return
+    fd = _open_start_lock(sock, create)
     try:
         deadline = time.monotonic() + wait_s
-        while True:
+        while fd is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
@@ -247,7 +240,22 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
                 time.sleep(0.05)
         yield
     finally:
-        os.close(fd)  # and with it the lock
+        if fd is not None:
+            os.close(fd)  # and with it the lock
+
+
+def _open_start_lock(sock: Path, create: bool) -> int | None:
+    """The start lock's descriptor; None with no lock file (nothing ever started here) or
+    none to be had (then memctl goes on as before there was one)."""
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        if folder_problem(sock.parent) is not None:
+            return None  # another user's lock there could hold memctl up
+        return (
+            open_owner_rw(start_lock(sock), flags) if create else os.open(start_lock(sock), flags)
+        )
+    except OSError:
+        return None
 
 
 def _last_logged_event(log_file: Path) -> str | None:
