@@ -347,7 +347,7 @@ class TeamSync:
         try:
             takes = await client.takes_repo(full)
         except TeamHTTPError as exc:
-            log.info("team server not asked about the full path", repo=full, error=str(exc))
+            log.info("no answer whether the server serves the full path", repo=full, error=str(exc))
             takes = False
         self._takes_full_path[full] = takes
         if not takes or self._closed:
