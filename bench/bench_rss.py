@@ -5,6 +5,9 @@ team sync — beside a bare `python3 -c 'import asyncio'`, all measured in the s
 
 "Idle" is as a new user sees it: start the daemon, one `get_context` in a git project, read
 `VmRSS` from /proc/PID/status. Goal: idle < 60 MB (issue 14). Linux only (reads /proc).
+Embeddings are off (`MEMORYD_EMBEDDINGS=off`) unless `--embeddings on`: with the
+`[embeddings]` extra installed the first `get_context` loads the model (~150 MB), and the
+figures said whether this machine had the extra, not what the daemon holds.
 """
 
 from __future__ import annotations
@@ -63,35 +66,43 @@ def token_for(database: str) -> str:
     return out.strip().splitlines()[-1]
 
 
-def measure_local(memories: int) -> tuple[float, float]:
-    with temp_home() as env, daemon_process(env) as sock, Client(sock, timeout=60) as conn:
-        project = make_project(Path(env["HOME"]) / "work" / "repo")
-        pid = int(conn.call("status")["pid"])
-        conn.call("get_context", {"cwd": str(project)})
-        idle = settle(pid)
-        for i in range(memories):
-            conn.call(
-                "memory.write",
-                {
-                    "cwd": str(project),
-                    "type": "project",
-                    "name": f"Decision {i}",
-                    "description": f"why we chose option {i} for the widget pipeline",
-                    "body": f"We chose option {i}. Why: it was cheaper. How to apply: reuse it.",
-                },
-            )
-        conn.call("recall", {"cwd": str(project), "query": "widget pipeline option 7"})
-        return idle, settle(pid)
+def measure_local(memories: int, embeddings: str) -> tuple[float, float]:
+    with temp_home() as env:
+        env["MEMORYD_EMBEDDINGS"] = embeddings
+        with daemon_process(env) as sock, Client(sock, timeout=60) as conn:
+            return _local(conn, env, memories)
 
 
-def measure_team() -> tuple[float, float]:
+def _local(conn: Client, env: dict[str, str], memories: int) -> tuple[float, float]:
+    project = make_project(Path(env["HOME"]) / "work" / "repo")
+    pid = int(conn.call("status")["pid"])
+    conn.call("get_context", {"cwd": str(project)})
+    idle = settle(pid)
+    for i in range(memories):
+        conn.call(
+            "memory.write",
+            {
+                "cwd": str(project),
+                "type": "project",
+                "name": f"Decision {i}",
+                "description": f"why we chose option {i} for the widget pipeline",
+                "body": f"We chose option {i}. Why: it was cheaper. How to apply: reuse it.",
+            },
+        )
+    conn.call("recall", {"cwd": str(project), "query": "widget pipeline option 7"})
+    return idle, settle(pid)
+
+
+def measure_team(embeddings: str) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="mdrss-") as tmp:
         database = f"sqlite://{tmp}/team.sqlite3"
         server, url = start_team_server(database, Path(tmp) / "server.log")
         try:
             token = token_for(database)
             with temp_home() as env:
-                env.update(MEMORYD_TEAM_URL=url, MEMORYD_TEAM_TOKEN=token)
+                env.update(
+                    MEMORYD_TEAM_URL=url, MEMORYD_TEAM_TOKEN=token, MEMORYD_EMBEDDINGS=embeddings
+                )
                 with daemon_process(env) as sock, Client(sock, timeout=60) as conn:
                     project = make_project(Path(env["HOME"]) / "work" / "repo")
                     pid = int(conn.call("status")["pid"])
@@ -120,10 +131,12 @@ def measure_team() -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--embeddings", choices=("off", "on"), default="off")
     args = parser.parse_args()
     bare = bare_asyncio_mb()
-    idle, loaded = measure_local(args.memories)
-    team_idle, team_synced = measure_team()
+    idle, loaded = measure_local(args.memories, args.embeddings)
+    team_idle, team_synced = measure_team(args.embeddings)
+    print(f"embeddings {args.embeddings}")
     print(f"python3 -c 'import asyncio'        : {bare:7.1f} MB")
     print(f"daemon idle, one get_context       : {idle:7.1f} MB   (goal < 60)")
     print(f"daemon after {args.memories:,} memories + recall : {loaded:7.1f} MB")
