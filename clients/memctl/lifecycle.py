@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -57,9 +58,20 @@ def status_file(sock: Path) -> Path:
     return sock.with_name(sock.name + ".status.json")
 
 
+# The daemon's status file holds a few short fields; more than this is not its.
+_STATUS_FILE_CAP = 64 * 1024
+
+
 def read_status_file(sock: Path) -> dict[str, Any] | None:
+    """The status file's fields, or None. Only a regular file is read, and only so much: a
+    FIFO in its place (opened without O_NONBLOCK) hung `memctl stop` for ever."""
     try:
-        data = json.loads(status_file(sock).read_text(encoding="utf-8"))
+        fd = os.open(status_file(sock), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = handle.read(_STATUS_FILE_CAP + 1)
+        data = json.loads(raw.decode("utf-8")) if len(raw) <= _STATUS_FILE_CAP else None
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -284,3 +284,17 @@ def test_a_status_error_does_not_keep_the_shutdown_from_being_asked(
     fake_daemon.on("shutdown", {"shutting_down": True})
     assert lifecycle.stop(fake_daemon.socket_path) == {"stopped": True, "pid": None}
     assert fake_daemon.calls("shutdown") == [{}]
+
+
+def test_a_fifo_or_a_huge_file_as_the_status_file_is_no_status(fake_daemon: FakeDaemon) -> None:
+    # A FIFO in its place hung `stop` for ever (its open waited for a writer).
+    fake_daemon.on("shutdown", {"shutting_down": True})
+    status_file = lifecycle.status_file(fake_daemon.socket_path)
+    os.mkfifo(status_file)
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "stop", timeout=20)
+    assert done.returncode == 0, done.stderr
+    status_file.unlink()
+    status_file.write_text(json.dumps({"pid": 1, "pad": "x" * 100_000}))
+    assert lifecycle.read_status_file(fake_daemon.socket_path) is None
+    status_file.write_text(json.dumps({"pid": 1}))
+    assert lifecycle.read_status_file(fake_daemon.socket_path) == {"pid": 1}
