@@ -126,7 +126,9 @@ class Services:
     def session_memory(self) -> SessionMemory:
         from memoryd.session.service import SessionMemory
 
-        return SessionMemory(self._host, on_compacted=self.instructions.drop)
+        return SessionMemory(
+            self._host, on_compacted=self.instructions.drop, settings=self.automem.settings
+        )
 
     @cached_property
     def team(self) -> TeamSync:

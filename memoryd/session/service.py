@@ -25,6 +25,7 @@ import structlog
 
 from memoryd import fsutil, paths
 from memoryd.agent.policy import AccessPolicy
+from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn
 from memoryd.llm.prompt_cache import count_breakpoints
 from memoryd.llm.tokens import TokenCounter, estimate_text
@@ -52,6 +53,10 @@ NOTE_ROOM_TOKENS = 100
 # compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
 MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
 MAX_SESSIONS_IN_MEMORY = 256
+# Why a secret in the notes matters, in the warning when the refusal is off.
+IN_THE_NOTES = (
+    "the session notes are plain text, sent back to the model when the session is compacted"
+)
 AGENT_MAX_TURNS = 5
 AGENT_MAX_TOKENS = 4_096
 # Transcripts this long are counted in a thread (about 5 ms of counting per 5,000 messages).
@@ -141,8 +146,16 @@ class Session:
 
 
 class SessionMemory:
-    def __init__(self, host: Host, *, on_compacted: Callable[[Path], object]) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        on_compacted: Callable[[Path], object],
+        settings: SettingsCache | None = None,
+    ) -> None:
         self.host = host
+        # The user's settings (`memorydRefuseSecrets`); the daemon passes auto memory's cache.
+        self.settings = settings if settings is not None else SettingsCache(None)
         # Told a project's root after a compaction (the daemon drops its cached
         # instruction files, so the compacted session reloads them).
         self._on_compacted = on_compacted
@@ -316,8 +329,10 @@ class SessionMemory:
         try:
             per = await session.per_message(turn.messages)
             from memoryd.agent.loop import run_agent  # loaded when a summary is written
+            from memoryd.agent.secret_screen import secret_screen
 
             tools = _agent_tools(turn.tools)
+            secrets = secret_screen(self.settings.get(session.project.root), where=IN_THE_NOTES)
             result = await run_agent(
                 self.host,
                 feature=FEATURE,
@@ -333,6 +348,7 @@ class SessionMemory:
                 max_turns=AGENT_MAX_TURNS,
                 max_tokens=AGENT_MAX_TOKENS,
                 tools=tools,
+                screen_write=secrets,
             )
             if result.stop_reason in ("error", "cancelled"):
                 record.last_error = result.error or result.stop_reason
