@@ -13,7 +13,7 @@ import { errorText, messageText } from "../src/core/format";
 import { EVENTS } from "../src/core/notifications";
 import { concernsTarget } from "../src/core/rules";
 import { MemorydClient, RpcError } from "../src/core/rpcClient";
-import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, whyOff, whySuppressed } from "../src/core/status";
+import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
 import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
@@ -540,6 +540,15 @@ describe("the extension in a stand-in VS Code", () => {
     const said = (why?: string) => statusView(base, { kind: "on", status: { ...stopped, ...(why === undefined ? {} : { why }) } }).tooltip;
     assert.match(said("team sync is stopped (http_403): the server refused a push: bind it"), /— stopped: team sync is stopped \(http_403\): the server refused a push: bind it; not synced yet;/);
     assert.match(said(), /— stopped: the team server answered HTTP 403, so sync stopped \(http_403\)/);
+  });
+
+  test("a team.status the daemon refuses or fails is said in the tooltip, not taken for no project", async () => {
+    // Found by a bug hunt: a daemon older than team.status (or failing it) read "unknown (no project open)".
+    const refusing = { call: () => Promise.reject(new RpcError(-32601, "method not found: team.status")) } as unknown as MemorydClient;
+    const base = { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: "/s", worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } };
+    const line = async (cwd: string | undefined) => statusView(base, await teamState(refusing, cwd)).tooltip.split("\n").find((l) => l.startsWith("Team sync:"));
+    assert.equal(await line("/p"), "Team sync: unknown — method not found: team.status (the running memoryd may be older than this extension, started before an upgrade: `memctl restart` runs the installed one)");
+    assert.equal(await line(undefined), "Team sync: unknown (no project open)");
   });
 
   test("each team.status suppressed code in words, as Neovim and the daemon say it", () => {

@@ -96,7 +96,8 @@ export function whyOff(status: Pick<TeamStatusResult, "why">, code: string): str
   return why === undefined ? whySuppressed(code) : oneLine(why);
 }
 
-export type TeamState = { kind: "off"; reason: string } | { kind: "on"; status: TeamStatusResult } | { kind: "unknown" };
+/** `unknown`: no project open, or (with `reason`) the daemon did not answer team.status. */
+export type TeamState = { kind: "off"; reason: string } | { kind: "on"; status: TeamStatusResult } | { kind: "unknown"; reason?: string };
 
 export async function teamState(client: MemorydClient, cwd: string | undefined): Promise<TeamState> {
   if (!cwd) {
@@ -112,7 +113,8 @@ export async function teamState(client: MemorydClient, cwd: string | undefined):
     if (error instanceof RpcError && error.code === -32003) {
       return { kind: "off", reason: error.message };
     }
-    return { kind: "unknown" };
+    // a daemon older than team.status, one failing or slow: said (it read "no project open")
+    return { kind: "unknown", reason: errorText(error) };
   }
 }
 
@@ -121,7 +123,7 @@ function teamText(team: TeamState): [string, string] {
     case "off":
       return ["team off", `Team sync: off — ${team.reason}`];
     case "unknown":
-      return ["", "Team sync: unknown (no project open)"];
+      return ["", team.reason === undefined ? "Team sync: unknown (no project open)" : `Team sync: unknown — ${oneLine(team.reason)}`];
     case "on": {
       const s = team.status;
       const last = s.last_result;
