@@ -176,9 +176,14 @@ async def bench_in_process(sizes: list[int], turns: int) -> None:
             start = time.perf_counter()
             await service.compact(project, sid, messages)
             cold.append(time.perf_counter() - start)
-            service.count_tokens(project, sid, messages, None)  # what after_turn leaves behind
+            # A session of its own: compact again of `sid`'s transcript answers from the last
+            # compaction. after_turn leaves its counts behind, which warm compact's.
+            warm_sid = f"{sid}-warm"
+            service.summary_path(project, warm_sid).parent.mkdir(parents=True, exist_ok=True)
+            service.summary_path(project, warm_sid).write_text(SUMMARY)
+            await service.count_tokens(project, warm_sid, messages, None)
             start = time.perf_counter()
-            result = await service.compact(project, sid, messages)
+            result = await service.compact(project, warm_sid, messages)
             warm.append(time.perf_counter() - start)
             per = service.session(project, sid).counter.per_message(messages)
             start = time.perf_counter()
