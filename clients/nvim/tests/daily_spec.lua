@@ -150,6 +150,10 @@ T.run({
       local newer = table.concat(status.render(base, stopped, nil, '/s', {}), '\n')
       T.has(newer, 'stopped — team sync is stopped (http_401): the server refused a pull: MEMORYD_TEAM_TOKEN was not accepted (revoked)', 'newer: stopped, one line')
       T.has_not(newer, 'answered HTTP 401', 'newer: no copy of its own')
+      local refused = table.concat(status.render(base, nil, { code = -32601, message = 'method not found: team.status' }, '/s', {}), '\n')
+      T.has(refused, '  unknown — method not found: team.status (the running memoryd may be older than this plugin', 'a daemon older than team.status')
+      local off = table.concat(status.render(base, nil, { code = -32003, message = 'team sync is not configured: set MEMORYD_TEAM_URL' }, '/s', {}), '\n')
+      T.has(off, '  off — team sync is not configured: set MEMORYD_TEAM_URL', 'not configured')
     end,
   },
   {

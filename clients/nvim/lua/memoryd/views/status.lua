@@ -124,7 +124,11 @@ function M.render(status, team, team_error, socket, recent)
       end
       add(line)
     end
+  elseif team_error and team_error.code ~= -32003 then
+    -- A daemon older than team.status, or one failing it: not "off" (it read so).
+    add('  unknown — ' .. format.one_line(tostring(team_error.message) .. format.older_daemon_hint(team_error), 400))
   else
+    -- -32003: team sync is not configured, and the daemon says how to enable it
     add('  off — ' .. format.one_line(team_error and team_error.message or '?', 200))
   end
   if recent and #recent > 0 then
