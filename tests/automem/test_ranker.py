@@ -317,3 +317,23 @@ def test_the_session_date_label_names_no_memory() -> None:
     assert [k for k, _ in index.search("plan the date", 5)] == ["night.md"]
     # the date itself is still read: a question naming the day finds the memory of that day
     assert [k for k, _ in index.search("billing on 7 November 2026", 1)] == ["m07.md"]
+
+
+def test_a_huge_memory_is_indexed_by_its_start_only() -> None:
+    # A memory's analysis runs on the event loop in one step, ~80 µs for each word never
+    # stemmed before: a 200 KB file of distinct words (a pasted log of ids) took seconds.
+    import random
+
+    from memoryd.automem.recall.ranker import MAX_INDEXED_CHARS
+
+    rng = random.Random(5)
+    syllables = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+    words = ["".join(rng.choices(syllables, k=3)) for _ in range(30_000)]  # 210,000 characters
+    body = " ".join(words)
+    index = RecallIndex()
+    index.upsert("user_log.md", "pasted log", "a long pasted log", body)
+    index.upsert("user_other.md", "other", "something else", "nothing alike here")
+    assert len(index.terms_of("user_log.md")) <= len(terms(body[:MAX_INDEXED_CHARS])) + 5
+    assert index.search(words[3])[0][0] == "user_log.md"  # its start is recalled
+    late = next(w for w in reversed(words) if w not in body[:MAX_INDEXED_CHARS])
+    assert index.search(late) == []

@@ -52,6 +52,14 @@ else:
     np = LazyModule("numpy", globals(), "np")
 
 
+# Of each of a memory's fields (name, description, body), the characters indexed. A memory's
+# analysis runs on the event loop in one step, and stemming a new word costs ~80 µs (pure
+# Python Snowball): a 200 KB file of distinct words (a pasted log of ids) held the loop 2.3 s
+# on each load and edit. Memories are a few hundred characters (memoryd writes at most
+# 200,000 bytes); past this a body's words are not recalled by the local ranker.
+MAX_INDEXED_CHARS = 10_000
+
+
 @dataclass(frozen=True)
 class RankerParams:
     """Tuned on the LoCoMo development split only (bench/bench_recall_locomo.py)."""
@@ -250,6 +258,11 @@ class RecallIndex:
         `dated_by_file`, the day its file was last written."""
         self._remove(key)
         self._mutations += 1
+        name, description, body = (
+            name[:MAX_INDEXED_CHARS],
+            description[:MAX_INDEXED_CHARS],
+            body[:MAX_INDEXED_CHARS],
+        )
         field_terms = [
             terms(name),
             terms(without_date_label(description)),
