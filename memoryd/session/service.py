@@ -53,6 +53,10 @@ NOTE_ROOM_TOKENS = 100
 # compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
 MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
 MAX_SESSIONS_IN_MEMORY = 256
+LINKED = (
+    "memoryd reads and replaces only a file there (the update would replace the link, and its "
+    "target would stop getting the notes); put the file itself in its place"
+)
 # Why a secret in the notes matters, in the warning when the refusal is off.
 IN_THE_NOTES = (
     "the session notes are plain text, sent back to the model when the session is compacted"
@@ -296,7 +300,14 @@ class SessionMemory:
             await self._failed(session, str(exc))
             return False
         except OSError as exc:
-            await self._failed(session, f"cannot read the session notes {path}: {exc}")
+            if exc.errno == errno.ELOOP:
+                # Read through and then replaced by a file, the link's target silently stopped
+                # getting the notes; compact refuses the link too.
+                await self._failed(
+                    session, f"the session notes {path} are a symbolic link: " + LINKED
+                )
+            else:
+                await self._failed(session, f"cannot read the session notes {path}: {exc}")
             return False
         size = estimate_text(current)
         if size > MAX_NOTES_TOKENS:
@@ -415,7 +426,7 @@ class SessionMemory:
         from the template: otherwise no update could ever run for this session again."""
         self.ensure_summary(session)
         path = session.summary_path
-        raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
+        raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
         if len(raw) > MAX_SUMMARY_READ_BYTES:
             # An update would write back only the part it read.
             raise OSError(errno.EFBIG, f"over {MAX_SUMMARY_READ_BYTES} bytes")
@@ -572,11 +583,15 @@ def _replace_if_same(path: Path, expected: str, text: str) -> bool:
     file is still the one compared (an editor's save in that window was overwritten)."""
     before = fsutil.save_stamp(path)
     try:
-        now = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES, follow_links=True)
+        now = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
     except FileNotFoundError:
         # Removed meanwhile: the removal stands as an edit would (written back, notes the
         # user deleted, a secret in them perhaps, came back with the agent's changes).
         return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # a link put in its place meanwhile: the user's change, it stands
+        raise
     if now != expected.encode("utf-8"):
         return False
     try:

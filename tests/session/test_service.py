@@ -1098,3 +1098,28 @@ async def test_notes_that_cannot_be_created_say_so_not_that_they_cannot_be_read(
     assert record.last_error.startswith(f"cannot create the session notes {summary}")
     assert "from the template" in record.last_error
     assert not session_model.requests  # no agent ran on notes that do not exist
+
+
+async def test_notes_that_are_a_symbolic_link_are_refused_not_replaced(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: compact refused the link, but an update read through it and then
+    # replaced it with a file, so its target silently stopped getting the notes.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    target = tmp_path / "notes-elsewhere.md"
+    target.write_text(builtin_template())
+    summary.symlink_to(target)
+    session_model.enqueue(edit_title(summary, "through the link"), text_reply("done"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    assert summary.is_symlink()
+    assert target.read_text() == builtin_template()
+    record = handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(project_dir), SID
+    ).record
+    assert record.last_error is not None
+    assert "symbolic link" in record.last_error
+    assert record.updates == 0
