@@ -36,6 +36,7 @@ from memoryd.fsutil import (
     atomic_write_text,
     ensure_private_dir,
     open_lock_file,
+    read_regular_file,
     remove_stale_staged,
 )
 from memoryd.paths import status_file_for
@@ -280,6 +281,9 @@ def _bind_locked(path: Path) -> socket.socket:
     return sock
 
 
+STATUS_FILE_MAX_BYTES = 64 * 1024  # ours is a few hundred bytes
+
+
 def write_status_file(config: DaemonConfig, activated: bool) -> Path:
     path = status_file_for(config.socket_path)
     payload = {
@@ -300,7 +304,8 @@ def write_status_file(config: DaemonConfig, activated: bool) -> Path:
 def remove_status_file_if_ours(config: DaemonConfig) -> None:
     path = status_file_for(config.socket_path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # Not a plain read: a FIFO put in its place would block the shutdown for ever.
+        data = json.loads(read_regular_file(path, STATUS_FILE_MAX_BYTES))
     except (OSError, ValueError):
         return
     if isinstance(data, dict) and data.get("pid") == os.getpid():

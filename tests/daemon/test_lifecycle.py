@@ -140,6 +140,25 @@ def test_signal_exits_zero_and_cleans_up(
     assert not sock.with_name(sock.name + ".status.json").exists()
 
 
+def test_a_fifo_in_place_of_the_status_file_does_not_hold_the_exit(
+    running: tuple[subprocess.Popen[str], Path],
+) -> None:
+    # Found by a bug hunt: the exit read the status file to see whether it was its own, and a
+    # FIFO put there blocked that read (and the daemon) for ever.
+    proc, sock = running
+    status_file = sock.with_name(sock.name + ".status.json")
+    status_file.unlink()
+    os.mkfifo(status_file)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert stat.S_ISFIFO(status_file.lstat().st_mode)  # not its own: left for the user
+
+
 def test_shutdown_method_exits_zero(running: tuple[subprocess.Popen[str], Path]) -> None:
     proc, sock = running
     with Client(sock) as conn:
