@@ -267,3 +267,40 @@ async def test_a_folder_moved_out_while_events_were_lost_is_no_longer_reported(
         assert not any(p.startswith(str(root / "old")) for p in _paths(seen)), seen
     finally:
         await watch.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fswatch's own inotify reader")
+async def test_the_watches_are_set_up_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recursive watch walks the whole tree (a scandir and an inotify_add_watch per folder):
+    250 ms at 20,000 folders, every other request of the daemon waiting (bench_team_watch.py).
+    It runs in a thread; `ready` says when the watches are in place."""
+    import threading
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    threads: list[threading.Thread] = []
+    real = fswatch._Inotify.__init__
+
+    def recording(self: fswatch._Inotify, *args: object, **kwargs: object) -> None:
+        threads.append(threading.current_thread())
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fswatch._Inotify, "__init__", recording)
+    stop, ready = asyncio.Event(), asyncio.Event()
+    seen: list[fswatch.Changes] = []
+
+    async def consume() -> None:
+        async for batch in fswatch.watch(
+            tmp_path, stop=stop, recursive=True, debounce_ms=20, step_ms=20, ready=ready
+        ):
+            seen.append(batch)
+            stop.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(ready.wait(), 10)
+    (tmp_path / "a" / "b" / "x.md").write_text("x\n")
+    await asyncio.wait_for(task, 10)
+    assert threads
+    assert threads[0] is not threading.main_thread()
+    assert (fswatch.Change.added, str(tmp_path / "a" / "b" / "x.md")) in seen[0]

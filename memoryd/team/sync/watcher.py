@@ -129,7 +129,16 @@ class SyncRunner:
         if self._closing:
             return
         ensure_private_dir(self.team_dir)
-        self._watch_task = asyncio.create_task(self._watch(), name=f"team-watch:{self.engine.repo}")
+        ready = asyncio.Event()
+        watching = asyncio.create_task(self._watch(ready), name=f"team-watch:{self.engine.repo}")
+        self._watch_task = watching
+        # The push below compares every file: only once the watch is in place (set up in a
+        # thread), or an edit between the push's scan and the watch went unseen.
+        waiting = asyncio.ensure_future(ready.wait())
+        try:
+            await asyncio.wait({watching, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
         self.started.set()
         if self._retry is None:
             self._push_now()
@@ -315,7 +324,10 @@ class SyncRunner:
         return True
 
     # -- the watcher ----------------------------------------------------------------------
-    async def _watch(self) -> None:
+    async def _watch(self, ready: asyncio.Event | None = None) -> None:
+        """Watch the folder for good; `ready` is set once the first watch is in place, or
+        has failed (start() then pushes)."""
+        ready = ready or asyncio.Event()
         failures = 0
         missing = False  # no folder to watch: a symlink whose folder was removed
         limited = False  # the user's inotify watch limit met: more folders than it allows
@@ -330,12 +342,14 @@ class SyncRunner:
                     recursive=True,
                     debounce_ms=self.tuning.watch_step_ms,
                     step_ms=self.tuning.watch_step_ms,
+                    ready=ready,
                 ):
                     self._on_changes(changes)
                     if self._folder_gone(changes):
                         break  # the OS watch died with the folder: set up a new one
                 failures = 0
             except Exception as exc:  # the watch must outlive any error of its own
+                ready.set()  # start() pushes now: this watcher pushes again once it is up
                 # watchfiles raises more than OSError: an ExceptionGroup for a file name that
                 # is not UTF-8 ("Unable to decode path") ended this task, and sync with it.
                 failures += 1
