@@ -307,19 +307,25 @@ _SLUG_PATTERNS = (
 )
 
 
-def parse_repo_slug(url: str | None) -> str | None:
-    """`owner/repo` from a remote URL (https, ssh and scp-like forms); None if it has none:
-    a local repository (`file://`, which the scp-like form read as host `file`), or a path
-    whose last two parts are no names (`.`, `..`: the team server refuses those)."""
+def repo_path_parts(url: str | None) -> list[str] | None:
+    """The parts of a remote URL's repository path (https, ssh and scp-like forms; `.git`
+    dropped): `group/sub/repo` for a GitLab subgroup's project. None for no URL or a local
+    repository (`file://`, which the scp-like form read as host `file`)."""
     if not url or url.strip().lower().startswith("file:"):
         return None
     for pattern in _SLUG_PATTERNS:
         match = pattern.match(url.strip())
         if match:
-            parts = [p for p in match.group("path").split("/") if p]
-            if len(parts) >= 2 and all(_is_name(p) for p in parts[-2:]):
-                return f"{parts[-2]}/{parts[-1]}"
-            return None
+            return [p for p in match.group("path").split("/") if p]
+    return None
+
+
+def parse_repo_slug(url: str | None) -> str | None:
+    """`owner/repo` from a remote URL (the last two parts of `repo_path_parts`); None if it
+    has none, or if those are no names (`.`, `..`: the team server refuses those)."""
+    parts = repo_path_parts(url)
+    if parts is not None and len(parts) >= 2 and all(_is_name(p) for p in parts[-2:]):
+        return f"{parts[-2]}/{parts[-1]}"
     return None
 
 

@@ -23,7 +23,7 @@ from memoryd.core.model_config import shown_url, usable_credential, usable_http_
 from memoryd.errors import FeatureUnavailable
 
 # The remote URL forms gitfacts reads the slug with: the full path is read the same way.
-from memoryd.gitfacts import _SLUG_PATTERNS, parse_repo_slug
+from memoryd.gitfacts import parse_repo_slug, repo_path_parts
 from memoryd.team.protocol import canonical_repo
 from memoryd.team.sync.client import TeamClient, TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine
@@ -539,15 +539,11 @@ def full_repo_path(remote_url: str | None) -> str | None:
     """A GitLab subgroup project's full path (`group/sub/repo`, lower case) from its remote
     URL; None for a two-part `owner/repo` (the slug says it all), a path the team server would
     refuse, or no remote."""
-    slug = parse_repo_slug(remote_url)
-    if slug is None or remote_url is None:
+    parts = repo_path_parts(remote_url)
+    if parse_repo_slug(remote_url) is None or parts is None:
         return None
-    for pattern in _SLUG_PATTERNS:
-        match = pattern.match(remote_url.strip())
-        if match:
-            full = canonical_repo("/".join(p for p in match.group("path").split("/") if p))
-            return full if full is not None and full.count("/") > 1 else None
-    return None
+    full = canonical_repo("/".join(parts))
+    return full if full is not None and full.count("/") > 1 else None
 
 
 def describe_state(folder: Folder) -> dict[str, Any]:
