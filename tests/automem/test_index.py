@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,40 @@ async def test_a_crlf_index_stays_crlf_through_writes_deletes_and_reconcile(
     assert index.read_bytes() == (
         "# Memory\r\n\r\n- [A](user_a.md) — a\r\n- [C](user_c.md) — c\r\n".encode()
     )
+
+
+@pytest.mark.parametrize(
+    ("target", "forms"),
+    [
+        ('c.md "C title"', ("c.md",)),
+        ("c.md 'C title'", ("c.md",)),
+        ('c.md\t \t"T"', ("c.md",)),
+        ('c d.md "T"', ("c d.md",)),
+        ('c.md"T"', ('c.md"T"',)),  # no whitespace before it: no title
+        ('c.md "T" "U"', ('c.md "T"',)),
+        ('"T"', ('"T"',)),
+        ('c.md "', ('c.md "',)),
+    ],
+)
+def test_a_link_title_is_read_as_it_was(target: str, forms: tuple[str, ...]) -> None:
+    assert ix.link_forms(target) == forms
+
+
+def test_a_long_run_of_spaces_in_a_link_is_read_once() -> None:
+    # The title regex went over the spaces again from each character: 60,000 held
+    # memory.list 29 s, and a synced team/MEMORY.md may hold far more. Run apart, so that
+    # it cannot hold the test run: done in a moment, or never.
+    code = (
+        "from memoryd.automem import index as ix; "
+        "line = '- [a](x' + ' ' * 400_000 + 'y \"T\")\\n'; "
+        "print(ix.parse_index(line)[0].file)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.strip() == "x" + " " * 400_000 + "y"
