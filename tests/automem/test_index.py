@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memoryd.automem import index as ix
+from tests.automem.run_apart import output_of
 from tests.conftest import DaemonHandle
 
 
@@ -344,19 +343,10 @@ def test_a_link_title_is_read_as_it_was(target: str, forms: tuple[str, ...]) -> 
 
 def test_a_long_run_of_spaces_in_a_link_is_read_once() -> None:
     # The title regex went over the spaces again from each character: 60,000 held
-    # memory.list 29 s, and a synced team/MEMORY.md may hold far more. Run apart, so that
-    # it cannot hold the test run: done in a moment, or never.
+    # memory.list 29 s, and a synced team/MEMORY.md may hold far more.
     code = (
         "from memoryd.automem import index as ix; "
         "line = '- [a](x' + ' ' * 400_000 + 'y \"T\")\\n'; "
         "print(ix.parse_index(line)[0].file)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert done.stdout.strip() == "x" + " " * 400_000 + "y"
+    assert output_of(code) == "x" + " " * 400_000 + "y"

@@ -3,13 +3,12 @@ a reply asked for is a few hundred tokens, a broken or hostile endpoint sends me
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memoryd.llm.replies import json_object
+from tests.automem.run_apart import output_of
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import FakeMessagesAPI, text_reply
 
@@ -42,18 +41,9 @@ def test_an_object_nested_within_reach_is_read() -> None:
 
 def test_a_megabyte_of_braces_is_read_once_not_from_each_brace() -> None:
     # The regex `\{.*\}` went back from the end for each `{` of a reply with no `}` after it:
-    # 40,000 braces took 0.44 s, a 5 MB reply hours, on the event loop for recall. Run apart,
-    # so that it cannot hold the test run: done in a moment, or never.
+    # 40,000 braces took 0.44 s, a 5 MB reply hours, on the event loop for recall.
     code = "from memoryd.llm.replies import json_object; print(json_object('{' * 5_000_000))"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert done.stdout.strip() == "None"
+    assert output_of(code) == "None"
 
 
 async def test_remember_with_a_reply_nested_too_deep_falls_back(
