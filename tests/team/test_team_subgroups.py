@@ -127,6 +127,9 @@ async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
         (200, {"Content-Type": "text/html"}, b"<html>sign in</html>", None),
         (400, {"Content-Type": "application/json"}, b'{"error": "invalid_view"}', None),
         (503, {"Content-Type": "application/json"}, b'{"error": "storage_unavailable"}', None),
+        # Another server's 404 (a wrong URL, a proxy between deploys): not the API's not_found.
+        (404, {"Content-Type": "text/plain"}, b"404 page not found", None),
+        (404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}', None),
     ],
 )
 async def test_what_answers_whether_the_server_serves_a_full_path(

@@ -242,9 +242,17 @@ class TeamClient:
         `invalid_repo`), as does one whose tokens are bound to `sub/repo` only (403). One
         cheap GET: `If-None-Match: *` is a 304 on one row read (404 while empty), and the
         token and the name are checked before that. TeamHTTPError for any other answer."""
-        response = await self._get({"repo": repo, "view": "hashes"}, "*")
-        if response is None or isinstance(response, NotModified):
+        params, headers = {"repo": repo, "view": "hashes"}, {"If-None-Match": "*"}
+        response = await self._send("GET", params, headers, None)
+        if response.status_code == 304:
             return True
+        if response.status_code == 404:
+            # The API's own "no team memory yet" only: any server's 404 (a wrong URL, a proxy
+            # between deploys) was a yes, and the folder kept a name an old server refuses.
+            if _problem(response).get("error") == "not_found":
+                return True
+            _raise_if_no_such_path(response)
+            raise Retryable("HTTP 404 that is not the team server's answer", 404)
         if response.status_code == 200:
             # The API's own listing only: a captive portal's page is no yes (the folder would
             # take a name the server may refuse, and keep it once its state is saved).
