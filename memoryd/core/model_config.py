@@ -57,7 +57,9 @@ def usable_http_url(url: str) -> bool:
 def shown_url(url: str | None) -> str | None:
     """A configured URL as status shows it (ANTHROPIC_BASE_URL, MEMORYD_TEAM_URL): one that
     is no usable URL is not shown at all (a key or token pasted into the wrong variable would
-    be), a password in one (`https://ada:pw@proxy/`, basic auth for a proxy) is [redacted]."""
+    be); a password in one (`https://ada:pw@proxy/`, basic auth for a proxy), a user name
+    alone (`https://<token>@proxy/`, how some gateways take a token) and each query value
+    (`?token=…`) are [redacted]."""
     if url is None:
         return None
     if url_fault(url) is not None:
@@ -65,10 +67,16 @@ def shown_url(url: str | None) -> str | None:
     scheme, _, rest = url.partition("://")
     authority, slash, path = rest.partition("/")
     userinfo, at, host = authority.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:{REDACTED}@{host}{slash}{path}"
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        authority = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
+    path, question, query = path.partition("?")
+    if question:
+        query, hash_, fragment = query.partition("#")
+        pairs = (pair.partition("=") for pair in query.split("&"))
+        query = "&".join(f"{key}={REDACTED}" if eq else key for key, eq, _ in pairs)
+        path = f"{path}?{query}{hash_}{fragment}"
+    return f"{scheme}://{authority}{slash}{path}"
 
 
 def scrub_credentials(text: str, credentials: Iterable[str | None]) -> str:

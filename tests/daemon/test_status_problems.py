@@ -89,6 +89,13 @@ def test_a_secret_in_a_url_variable_is_never_quoted() -> None:
     assert shown_url("https://ada:pw@proxy.example/v1") == "https://ada:[redacted]@proxy.example/v1"
     assert shown_url("http://127.0.0.1:8787") == "http://127.0.0.1:8787"
     assert shown_url(None) is None
+    # Found by a bug hunt: a token in the query, or as the user name alone, was shown whole.
+    assert shown_url("http://proxy.local:8080/v1?token=q0123456789&x") == (
+        "http://proxy.local:8080/v1?token=[redacted]&x"
+    )
+    assert shown_url("https://sk-gateway-0123456789@proxy.local/") == (
+        "https://[redacted]@proxy.local/"
+    )
 
 
 async def test_status_and_team_status_never_show_a_swapped_token(
