@@ -558,6 +558,13 @@ def describe_state(folder: Folder) -> dict[str, Any]:
         "etag": state.etag,
         "last_result": state.last_result,
         "suppressed": state.suppressed,
+        # What `suppressed` means and what lifts it, in words: every client shows this text
+        # rather than keeping its own copy of why_off's (the editors' had drifted).
+        **(
+            {}
+            if state.suppressed is None
+            else {"why": why_off(state.suppressed, refused_op(state))}
+        ),
         "pending": list(state.pending),
         "entries": len(state.server_checksums),
         "max_entries": state.max_entries,

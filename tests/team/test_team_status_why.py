@@ -57,3 +57,16 @@ async def test_a_folder_the_server_stopped_says_what_its_refusal_means(
         "team sync is stopped (http_401): the server refused a pull: MEMORYD_TEAM_TOKEN was "
         "not accepted (revoked, mistyped, or another server's)"
     )
+
+
+async def test_the_service_describes_why_for_every_caller(
+    server: ThreadedServer, short_tmp: Path, tmp_path: Path, daemons: list[DaemonHandle]
+) -> None:
+    """`why` comes with the state itself (TeamSync.describe, describe_state), not only with
+    the team.* methods' replies: a caller of the service (another method, a status) gets it."""
+    handle = await start(short_tmp, "a", url=server.url, token=None)
+    daemons.append(handle)
+    project = handle.daemon.services.projects.resolve(make_repo(tmp_path / "proj"))
+    described = await handle.daemon.services.team.describe(project)
+    assert described["suppressed"] == "no_oauth"
+    assert described["why"] == why_off("no_oauth")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.rpc import Params, method
-from memoryd.team.service import Folder, describe_state, refused_op, why_off
+from memoryd.team.service import describe_state, refused_op, why_off
 from memoryd.team.sync.client import TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 
@@ -30,9 +30,7 @@ class TeamParams(Params):
 async def team_status(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
     """Sync state of the project's team folder: repo, server, ETag, last result, pending, skipped."""
     project = daemon.services.projects.resolve(params.cwd)
-    team = daemon.services.team
-    described = await team.describe(project)
-    return {**described, **_why(team.folder(project))}  # the folder describe just answered for
+    return await daemon.services.team.describe(project)
 
 
 async def team_pull(daemon: Daemon, params: TeamParams) -> dict[str, Any]:
@@ -83,16 +81,7 @@ async def _sync_now(
         result = {"ok": False, "error": why_off(str(exc), refused_op(folder.engine.state))}
     except TeamHTTPError as exc:
         result = {"ok": False, "error": str(exc), "http_status": exc.status}
-    return {**describe_state(folder), **_why(folder), **result}
-
-
-def _why(folder: Folder) -> dict[str, str]:
-    """`{"why": …}` while the folder's sync is off (no repo, no or an unusable token or URL)
-    or stopped (the server refused for good), else nothing."""
-    state = folder.engine.state
-    if state.suppressed is None:
-        return {}
-    return {"why": why_off(state.suppressed, refused_op(state))}
+    return {**describe_state(folder), **result}
 
 
 METHODS = (
