@@ -223,3 +223,38 @@ async def test_restoring_a_version_with_a_secret_is_scanned_as_a_write(
         await daemon.call("memory.restore", cwd=str(project), path=path.name, version=keyed)
     assert err.value.code == -32005
     assert AWS_KEY not in path.read_text()
+
+
+def _on_an_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def test_a_remembered_name_is_scanned_off_the_event_loop(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in review: whether the given name held a secret was asked by a second scan of it
+    # on the loop; a 2 MB name (a zero-width space every 2nd character) held every client ~1 s.
+    on_loop: list[int] = []
+    real_scan = secrets.scan
+
+    def where_scan(text: str) -> list[secrets.Finding]:
+        if _on_an_event_loop():
+            on_loop.append(len(text))
+        return real_scan(text)
+
+    monkeypatch.setattr(secrets, "scan", where_scan)
+    plain = await daemon.call(
+        "memory.remember", cwd=str(project), text="deploys go out on Fridays", name="deploys"
+    )
+    keyed = await daemon.call(
+        "memory.remember", cwd=str(project), text="the CI key", name=f"ci {AWS_KEY}"
+    )
+    assert on_loop == []
+    # The name is the user's when clean, redacted (a name of its own) when it holds a key.
+    assert plain["name"] == "deploys"
+    assert AWS_KEY not in keyed["name"]
+    assert [s["field"] for s in keyed["secrets"]] == ["name"]
