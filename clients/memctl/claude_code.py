@@ -88,10 +88,11 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """Messages since the last compaction, in Anthropic format (roles alternate).
 
     Malformed lines, sidechains (sub-agent turns), meta lines, Claude Code's compaction
-    summary (`isCompactSummary`) and local commands' output are skipped; a prompt typed while the agent worked is a user message; a streamed reply split
-    over several lines is put back together (consecutive same-role lines merge), each block
-    once; a branch left by a rewind or an edited prompt is dropped (`_abandoned`): only the
-    branch leading to the newest message is the conversation.
+    summary (`isCompactSummary`) and local commands' output are skipped; a prompt typed while
+    the agent worked is a user message; a streamed reply split over several lines is put back
+    together (consecutive same-role lines merge), each block once; a branch left by a rewind
+    or an edited prompt is dropped (`_abandoned`): only the branch leading to the newest
+    message is the conversation.
     """
     records: list[_Record] = []
     # Each uuid's parent, and its line number: its first line's, then (in `reparented`, with
