@@ -40,7 +40,7 @@ from memoryd.automem.writes import agent_write_refusal
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError, TooLarge
 from memoryd.fsutil import read_regular_file
-from memoryd.session.compaction import BOUNDARY_TAG
+from memoryd.session.compaction import compacted_head
 
 if TYPE_CHECKING:
     from memoryd.agent.loop import AgentResult, PathHook
@@ -134,14 +134,6 @@ def cursor_after(messages: list[dict[str, Any]]) -> Cursor:
     return Cursor(len(messages), _span_mark(marks, len(marks)) if messages else None)
 
 
-def _starts_compacted(messages: list[dict[str, Any]]) -> bool:
-    """Does the transcript start with memoryd's compaction boundary marker?"""
-    content = messages[0].get("content") if messages else None
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        content = content[0].get("text")
-    return isinstance(content, str) and content.startswith(BOUNDARY_TAG)
-
-
 def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) -> int:
     """The index of the first message extraction has not been offered yet.
 
@@ -154,7 +146,7 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
         return 0
     count = cursor.count
     if cursor.mark is None:
-        return count if 0 < count <= len(messages) and _starts_compacted(messages) else 0
+        return count if 0 < count <= len(messages) and compacted_head(messages) > 0 else 0
     if 0 < count <= len(messages):
         # The usual case, on the event loop each turn: the same list, grown. Only the last
         # offered messages are fingerprinted, not the whole transcript.
