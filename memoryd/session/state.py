@@ -70,6 +70,17 @@ def _time(value: Any) -> float | None:
     return seconds if math.isfinite(seconds) else None
 
 
+def _in_compacted(data: dict[str, Any], counted: bool) -> bool:
+    """`summarized_in_compacted`; a record of an older daemon (no such field) with a count
+    does not say where it was taken, maybe in the list of a compaction the client did not go
+    on with (Claude Code's PreCompact hook): read as if so, a list without memoryd's head is
+    not covered and compact keeps more of it, where trusted it dropped messages the notes
+    never saw."""
+    if "summarized_in_compacted" not in data:
+        return counted
+    return data["summarized_in_compacted"] is True
+
+
 def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
     """Parse a record; fields that are missing or malformed fall back to their defaults."""
     data = json.loads(text)
@@ -90,7 +101,7 @@ def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
             messages_at_last_update=_int(thresholds.get("messages_at_last_update")),
         ),
         summarized_messages=_int(summarized) if summarized is not None else None,
-        summarized_in_compacted=data.get("summarized_in_compacted") is True,
+        summarized_in_compacted=_in_compacted(data, summarized is not None),
         token_offset=offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
         updates=_int(data.get("updates")),
         last_update_at=_time(last_update),

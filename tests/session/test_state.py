@@ -3,6 +3,7 @@ from __future__ import annotations
 import stat
 
 from memoryd.session import state
+from memoryd.session.service import covered_messages
 from memoryd.session.thresholds import ThresholdState
 from tests.conftest import IsolatedEnv
 
@@ -67,3 +68,23 @@ def test_a_json_array_is_corrupt() -> None:
     path.write_text("[]")
     _, problem = state.load("k", "s")
     assert problem is not None
+
+
+def test_an_older_daemons_count_is_read_as_taken_in_a_compacted_list() -> None:
+    # Before 03ce914 a record did not say where its count was taken. One saved after a
+    # compaction the client did not go on with (Claude Code's PreCompact hook) counts
+    # memoryd's compacted list: trusted against Claude Code's own, compact dropped
+    # messages the notes never saw.
+    path = state.record_path("k", "s")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "summarized_messages": 23, "compactions": 1}')
+    record, problem = state.load("k", "s")
+    assert problem is None
+    assert record.summarized_in_compacted is True
+    own_list = [{"role": "user", "content": f"message {i}"} for i in range(74)]
+    assert covered_messages(record, own_list) == 0
+    # No count: nothing to read; a record that says where its count was taken is believed.
+    path.write_text('{"version": 1, "summarized_messages": null}')
+    assert state.load("k", "s")[0].summarized_in_compacted is False
+    path.write_text('{"version": 1, "summarized_messages": 23, "summarized_in_compacted": false}')
+    assert state.load("k", "s")[0].summarized_in_compacted is False
