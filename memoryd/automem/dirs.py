@@ -101,13 +101,15 @@ class MemoryDirs:
         checked = self._checked.get(project.root)
         if checked is not None and checked[0] == seen:
             return checked[1]
+        # A project's own folder name is cut as Claude Code cuts it (`project_keys`); a
+        # configured path or config dir can still hold a name no filesystem takes.
         long_part = next((n for n in choice.path.parts if len(os.fsencode(n)) > 255), None)
         if long_part is not None:
             raise FeatureUnavailable(
-                f"auto memory has no folder for {project.root}: its memory folder's name would "
-                f"be {len(os.fsencode(long_part))} bytes, over the filesystem's 255 "
-                f"({long_part[:40]}…); set {location.SETTING_DIR} in user settings or "
-                f"{location.ENV_DIR} to a folder for it"
+                f"auto memory has no folder for {project.root}: a folder name in {choice.source} "
+                f"memory directory is {len(os.fsencode(long_part))} bytes, over the "
+                f"filesystem's 255 ({long_part[:40]}…); set {location.SETTING_DIR} in user "
+                f"settings or {location.ENV_DIR} to a folder for it"
             )
         location.check_safe(choice, home=home, config_dir=config_dir)
         problem = location.not_a_folder(choice)

@@ -156,15 +156,20 @@ async def test_names_up_to_255_bytes_are_written_deleted_and_restored(
     assert [p.name for p in memdir.iterdir() if p.name.endswith(".tmp")] == []
 
 
-async def test_a_project_too_long_for_a_folder_name_says_what_to_set(
+async def test_a_memory_dir_with_a_name_too_long_for_a_folder_says_what_to_set(
     daemon: DaemonHandle, isolated_env: IsolatedEnv
 ) -> None:
-    # Outside git a project's root is its folder: sanitized, this one's name is > 255 bytes.
-    root = isolated_env.root / "plain" / ("p" * 120) / ("q" * 120)
+    # A long project is given Claude Code's cut folder name (tests/daemon/test_projects.py);
+    # a configured directory can still name a folder no filesystem takes.
+    root = isolated_env.root / "plain"
     root.mkdir(parents=True)
+    settings = isolated_env.config_dir / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"autoMemoryDirectory": str(root / ("m" * 300))}))
     with pytest.raises(RpcError) as info:
         await daemon.call("memory.list", cwd=str(root))
     assert info.value.code == -32003
+    assert "300 bytes" in info.value.message
     assert "autoMemoryDirectory" in info.value.message
 
 

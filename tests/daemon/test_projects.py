@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.core.project import project_key, sanitize_key
+from memoryd.core.project import project_key, project_keys, sanitize_key
 from memoryd.daemon import projects as projects_mod
 from memoryd.daemon.projects import Projects
 from tests.conftest import DaemonHandle, IsolatedEnv
@@ -96,6 +96,71 @@ async def test_the_project_folder_is_the_one_claude_code_names(
     (projects / project_key(both) / "memory").mkdir(parents=True)
     ctx = await daemon.call("get_context", cwd=str(both))
     assert ctx["memory_dir"] == str(projects / project_key(both) / "memory")
+
+
+# Claude Code's sanitizePath for these paths, computed by Bun 1.4.5 (the CLI: Bun.hash) and
+# Node (its SDK: djb2): over 200 characters, the cut name, `-` and the hash in base 36.
+_CLAUDE_CODE_NAMES = {
+    "/home/ana/src/" + "deep/" * 40 + "app": ("31yhb8lde6vev", "rcf4je"),
+    "/Users/jos\u00e9/" + "Projekte/" * 25 + "app\U0001f680": ("313lqfkii5fsi", "r60lvr"),
+    "/srv/" + "a" * 196: ("3oby0trszfr53", "c8xgnb"),
+}
+
+
+def test_a_long_project_folder_is_named_as_claude_code_cuts_it() -> None:
+    # Found by a bug hunt: a key over 200 characters was used whole (or, over 255 bytes,
+    # refused), where Claude Code cuts it and adds a hash: its memories were never seen.
+    for root, hashes in _CLAUDE_CODE_NAMES.items():
+        cut = project_key(root)[:200]
+        assert cut == "".join(c if c.isascii() and c.isalnum() else "-" for c in root)[:200]
+        assert project_keys(root) == tuple(f"{cut}-{h}" for h in hashes)
+    assert project_keys("/srv/" + "a" * 195) == ("-srv-" + "a" * 195,)  # 200: not cut
+
+
+def _claude_code_memory(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "user_role.md").write_text(
+        "---\nname: role\ndescription: the user's role\ntype: user\n---\n\nA data scientist.\n"
+    )
+    (folder / "MEMORY.md").write_text("- [role](user_role.md) — the user's role\n")
+
+
+async def test_a_long_projects_memories_are_claude_codes(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    projects = isolated_env.config_dir / "projects"
+
+    def long_root(name: str, depth: int) -> Path:
+        root = (tmp_path / name / ("p" * depth) / ("q" * 100)).resolve()
+        root.mkdir(parents=True)
+        return root
+
+    # The CLI's folder (Bun.hash), for a key of 201-255 characters and one over 255 bytes.
+    for name, depth in (("cli", 60), ("cli-longer", 200)):
+        root = long_root(name, depth)
+        _claude_code_memory(projects / project_keys(root)[0] / "memory")
+        listed = await daemon.call("memory.list", cwd=str(root))
+        assert listed["memory_dir"] == str(projects / project_keys(root)[0] / "memory")
+        assert [m["name"] for m in listed["memories"]] == ["role"]
+
+    # The SDK's (djb2), and a folder of another hash, as Claude Code's findProjectDir finds it.
+    sdk, other = long_root("sdk", 60), long_root("other", 60)
+    _claude_code_memory(projects / project_keys(sdk)[1] / "memory")
+    _claude_code_memory(projects / f"{project_key(other)[:200]}-zz9" / "memory")
+    for root, folder in ((sdk, project_keys(sdk)[1]), (other, f"{project_key(other)[:200]}-zz9")):
+        listed = await daemon.call("memory.list", cwd=str(root))
+        assert listed["memory_dir"] == str(projects / folder / "memory")
+
+    # Memories memoryd kept under the whole name stay in use; a new project gets the CLI's.
+    kept, new = long_root("kept", 60), long_root("new", 60)
+    assert 200 < len(sanitize_key(kept)) <= 255
+    _claude_code_memory(projects / sanitize_key(kept) / "memory")
+    listed = await daemon.call("memory.list", cwd=str(kept))
+    assert listed["memory_dir"] == str(projects / sanitize_key(kept) / "memory")
+    await daemon.call(
+        "memory.write", cwd=str(new), type="user", name="role", description="d", body="b"
+    )
+    assert (projects / project_keys(new)[0] / "memory" / "MEMORY.md").is_file()
 
 
 def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:
