@@ -434,10 +434,14 @@ def _terminate(pid: int) -> None:
 
 
 def serving_pid(sock: Path, pid: int) -> bool:
-    """Is `pid` the process serving `sock`? It is the socket's listening peer (SO_PEERCRED,
-    LOCAL_PEERPID), or, under socket activation, where that peer is systemd, it holds the
-    listening socket (Linux). Where neither can be told, no pid is the daemon's."""
-    return pid == listener_pid(sock) or _holds_listener(pid, sock)
+    """Is `pid` the process serving `sock`? On Linux, it holds a socket listening at `sock`'s
+    path (its own, or under socket activation the one systemd made). Only where that cannot
+    be told (no /proc, no such socket in it) is it the socket's listening peer (SO_PEERCRED,
+    LOCAL_PEERPID): that peer is whoever called listen() last, and on systemd's socket a
+    socket-activated daemon that died stays it, its pid another process's by now. Where
+    neither can be told, no pid is the daemon's."""
+    held = _holds_listener(pid, sock)
+    return held if held is not None else pid == listener_pid(sock)
 
 
 def listener_pid(sock: Path) -> int | None:
@@ -459,13 +463,14 @@ def listener_pid(sock: Path) -> int | None:
 _ACCEPTING = 0x10000
 
 
-def _holds_listener(pid: int, sock: Path) -> bool:
-    """Linux: has `pid` a descriptor of a socket listening at `sock`'s path?"""
+def _holds_listener(pid: int, sock: Path) -> bool | None:
+    """Linux: has `pid` a descriptor of a socket listening at `sock`'s path? None when that
+    cannot be told: no /proc/net/unix, or no listening socket at that path in it."""
     try:
         with open("/proc/net/unix", "rb") as handle:
             table = handle.read().splitlines()[1:]
     except OSError:
-        return False
+        return None
     wanted = os.path.realpath(sock)
     listening = set()
     for line in table:
@@ -477,7 +482,7 @@ def _holds_listener(pid: int, sock: Path) -> bool:
         if path.startswith("/") and os.path.realpath(path) == wanted:
             listening.add(f"socket:[{int(fields[6])}]")
     if not listening:
-        return False
+        return None
     try:
         descriptors = os.listdir(f"/proc/{pid}/fd")
     except OSError:

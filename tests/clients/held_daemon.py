@@ -1,9 +1,9 @@
 """A process that stands for the daemon's own in `memctl stop` tests.
 
-`stop` signals only a pid that serves the socket (`lifecycle.serving_pid`): the socket's
-listening peer, or a process holding the listening socket, as a socket-activated daemon holds
-the one systemd made. The fake daemon listens in the test's process, so this child is handed
-its listening socket and is, to `stop`, the daemon; the status file next to the socket names it.
+`stop` signals only a pid that serves the socket (`lifecycle.serving_pid`): on Linux a process
+holding the listening socket, as a socket-activated daemon holds the one systemd made. The fake
+daemon listens in the test's process, so this child is handed its listening socket and is, to
+`stop`, the daemon; the status file next to the socket names it.
 """
 
 from __future__ import annotations

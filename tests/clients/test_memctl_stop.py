@@ -116,6 +116,39 @@ def test_a_stale_status_files_pid_is_never_signalled(fake_daemon: FakeDaemon, an
         bystander.wait()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells who holds a socket")
+def test_the_last_to_call_listen_is_not_taken_for_the_daemon(fake_daemon: FakeDaemon) -> None:
+    # SO_PEERCRED names whoever called listen() last: a socket-activated daemon does so on
+    # systemd's socket, and when it died (a crash, its status file left) its pid stayed the
+    # socket's peer, another process of the user's by now. `stop` waited for that process and
+    # sent it SIGTERM. Here the bystander calls listen() on the fake's socket and lets it go.
+    fake_daemon.on("shutdown", {"shutting_down": True})
+    listening = fake_daemon._server.fileno()
+    script = (
+        f"import socket, time\nheld = socket.socket(fileno={listening})\nheld.listen(8)\n"
+        "held.close()\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    )
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, pass_fds=(listening,)
+    )
+    try:
+        assert bystander.stdout is not None
+        assert bystander.stdout.readline() == "ready\n"
+        assert lifecycle.listener_pid(fake_daemon.socket_path) == bystander.pid
+        lifecycle.status_file(fake_daemon.socket_path).write_text(
+            json.dumps({"pid": bystander.pid})
+        )
+        result = lifecycle.stop(fake_daemon.socket_path, wait_s=0.3, term_wait_s=0.3)
+        assert bystander.poll() is None  # neither waited for nor signalled
+        assert result == {"stopped": True, "pid": None}
+        assert fake_daemon.calls("shutdown") == [{}]
+    finally:
+        bystander.kill()
+        bystander.wait()
+        if bystander.stdout is not None:
+            bystander.stdout.close()
+
+
 def test_stop_waits_for_the_real_daemon_it_verified(short_tmp: Path) -> None:
     # The daemon listens itself (no socket activation): SO_PEERCRED names it.
     sock = short_tmp / "run" / "m.sock"
