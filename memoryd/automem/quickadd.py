@@ -158,6 +158,7 @@ async def choose(
                 max_tokens=256,
                 system=QUICKADD_SYSTEM,
                 messages=[{"role": "user", "content": f"Note to remember:\n{text}"}],
+                patience_s=timeout_s,  # a Retry-After it would not outlive fails at once
             ),
             timeout=timeout_s,
         )

@@ -12,6 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memoryd.automem.manifest import MemoryHeader
+from memoryd.automem.quickadd import choose
+from memoryd.automem.recall.pick import SELECTOR_TIMEOUT_S, select_with_model
 from memoryd.llm.client import ModelClient, ModelError, _retry_after_s
 from tests.automem.conftest import write_memory
 from tests.conftest import DaemonHandle, fake_model_config
@@ -136,3 +139,42 @@ async def test_recall_during_an_overload_asks_the_model_once_a_prompt(
         got = await daemon_with_model.call("recall", cwd=str(project), query="tabs or spaces?")
         assert got["selector"] == "local"
     assert len(fake_model.message_requests()) == 4 + 1 + 1
+
+
+async def test_the_selector_gives_up_at_once_on_a_wait_past_its_timeout(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # Found by a bug hunt: a Retry-After between the selector's 10 s and the client's cap
+    # was waited until the selector's timeout cut it, so that prompt's recall took 10 s.
+    fake_model.enqueue(_limited(str(SELECTOR_TIMEOUT_S + 5)))
+    client = ModelClient(replace(fake_model_config(fake_model), retry_max_delay_s=60.0))
+    header = MemoryHeader(Path("/m/a.md"), "Tabs", "indentation", "user", 0.0, False, file="a.md")
+    chosen = await asyncio.wait_for(
+        select_with_model(client, "tabs?", [header], [], 5), timeout=SELECTOR_TIMEOUT_S / 2
+    )
+    assert chosen is None  # the local ranker's turn
+    assert len(fake_model.message_requests()) == 1
+    await client.close()
+
+
+async def test_the_selector_may_answer_with_a_file_name_as_the_manifest_showed_it(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # A name with a control character is shown percent-encoded; the model answers with that.
+    file = "a\nb.md"
+    fake_model.enqueue(text_reply('{"selected": ["a%0Ab.md"]}'))
+    client = ModelClient(fake_model_config(fake_model))
+    header = MemoryHeader(Path("/m") / file, "Tabs", "indentation", "user", 0.0, False, file=file)
+    assert await select_with_model(client, "tabs?", [header], [], 5) == [header]
+    await client.close()
+
+
+async def test_quick_add_derives_at_once_on_a_wait_past_its_timeout(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    fake_model.enqueue(_limited("25"))  # past quick add's 20 s
+    client = ModelClient(replace(fake_model_config(fake_model), retry_max_delay_s=60.0))
+    quick = await asyncio.wait_for(choose(client, "Dana owns billing", None, None), timeout=10)
+    assert quick.derived_by == "local"
+    assert len(fake_model.message_requests()) == 1
+    await client.close()

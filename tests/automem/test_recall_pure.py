@@ -37,6 +37,15 @@ def test_parse_selection(text: str, expected: list[str] | None) -> None:
     assert recall.parse_selection(text) == expected
 
 
+def test_a_reply_nested_past_the_parsers_depth_or_all_braces_is_no_selection() -> None:
+    # Found by a bug hunt: nesting deeper than the parser recurses failed recall with
+    # -32603 (a RecursionError), and a megabyte of braces was parsed from each one.
+    assert recall.parse_selection('{"a":' * 5000 + "1" + "}" * 5000) is None
+    braces = '{"a": ' * (recall.MAX_SELECTION_BRACES + 1) + '{"selected": ["a.md"]}'
+    assert recall.parse_selection(braces) is None  # read no further than its bound
+    assert recall.parse_selection('{"a": ' * 3 + '{"selected": ["a.md"]}') == ["a.md"]
+
+
 def test_manifest_lines_have_no_body() -> None:
     h = MemoryHeader(Path("/m/a.md"), "Name", "Desc", "user", 0.0, False, None, "a.md")
     bad = MemoryHeader(Path("/m/b.md"), "b", "", None, 86_400.0, False, "no frontmatter", "b.md")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from memoryd.automem.manifest import MemoryHeader, format_manifest, one_line
+from memoryd.automem.manifest import MemoryHeader, format_manifest, one_line, shown_file
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.replies import names_no_topic
@@ -125,6 +125,11 @@ def read_recalled(header: MemoryHeader) -> tuple[MemoryHeader, str] | None:
     return header, content
 
 
+# The selector's reply is at most 256 tokens: far less than either bound.
+MAX_SELECTION_READ_CHARS = 100_000
+MAX_SELECTION_BRACES = 64
+
+
 def parse_selection(text: str) -> list[str] | None:
     """The file names of `{"selected": [...]}` in a model reply; None when unusable."""
     found = _selected(json_object(text))
@@ -132,12 +137,17 @@ def parse_selection(text: str) -> list[str] | None:
         return found
     # The outermost braces fail when prose after the JSON holds one ("I skipped {x.md}"):
     # read an object from each brace on instead (the reply is at most 256 tokens).
+    # Bounded: a server that lies may send megabytes of braces, each a parse from there on
+    # (on the event loop), or nesting deeper than the parser recurses (a RecursionError).
+    text = text[:MAX_SELECTION_READ_CHARS]
     decoder = json.JSONDecoder()
     at = text.find("{")
-    while at != -1:
+    for _ in range(MAX_SELECTION_BRACES):
+        if at == -1:
+            break
         try:
             data, _ = decoder.raw_decode(text, at)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             data = None
         found = _selected(data if isinstance(data, dict) else None)
         if found is not None:
@@ -196,6 +206,8 @@ async def select_with_model(
                 max_tokens=SELECTOR_MAX_TOKENS,
                 system=system,
                 messages=[{"role": "user", "content": user}],
+                # A Retry-After it would not outlive fails at once, not after the timeout.
+                patience_s=SELECTOR_TIMEOUT_S,
             ),
             timeout=SELECTOR_TIMEOUT_S,
         )
@@ -207,7 +219,9 @@ async def select_with_model(
     if chosen is None:
         log.info("recall selector answer unusable; local ranker used", reply=text[:200])
         return None
-    by_file = {h.file: h for h in candidates}
+    # By the name the manifest showed too: a file named with a control character is shown
+    # percent-encoded, and the model answers with what it was shown.
+    by_file = {h.file: h for h in candidates} | {shown_file(h.file): h for h in candidates}
     by_name = {h.path.name: h for h in candidates}
     out: list[MemoryHeader] = []
     for name in chosen:
