@@ -228,10 +228,24 @@ def throughput(megabytes: float) -> None:
     print(f"one 250 KB entry: {(time.perf_counter() - t0) / 10 * 1000:.1f} ms per scan")
 
 
+def keys_as_written_and_split(rng: random.Random, size: int) -> str:
+    """Lines of an AWS key ID as written, each followed by one split into two string literals
+    (a finding on the rewritten text, matched against those as written)."""
+    lines: list[str] = []
+    while sum(map(len, lines)) < size:
+        # Built at run time: no literal in this file looks like a key.
+        key = (
+            "AK" + "IA" + "".join(rng.choice(string.ascii_uppercase + "234567") for _ in range(16))
+        )
+        lines += [f"aws_key = {key}\n", f'k = "{key[:10]}" + "{key[10:]}"\n']
+    return "".join(lines)[:size]
+
+
 def one_megabyte() -> None:
     """One scan of 1 MB texts: random characters, random words (80-column lines and one line),
-    base64 (one line, 76-column lines), and the shapes the rewritten views undo everywhere
-    (quoted literals side by side, percent escapes, a zero-width space every second character)."""
+    base64 (one line, 76-column lines), the shapes the rewritten views undo everywhere
+    (quoted literals side by side, percent escapes, a zero-width space every second character),
+    and thousands of findings as written beside thousands on the rewritten text."""
     rng = random.Random(5)
     size = 1_000_000
     b64 = string.ascii_letters + string.digits + "+/"
@@ -247,6 +261,7 @@ def one_megabyte() -> None:
         'quoted literals "ab" "ab" …': '"ab" ' * (size // 5),
         "%41%41…": "%41" * (size // 3),
         "a zero-width space every 2nd character": "a\u200b" * (size // 2),
+        "AWS keys as written and split, by pairs": keys_as_written_and_split(rng, size),
     }
     print("\none scan of 1 MB:")
     for name, text in texts.items():

@@ -303,22 +303,61 @@ def _changed_lines(view: Rewrite) -> list[tuple[int, int]]:
     return spans
 
 
+# A rewritten finding is matched to the findings it overlaps through buckets of this many
+# characters, each listing the findings touching it: searching every finding for each one
+# was quadratic (12,000 keys as written beside 12,000 split ones, 756 KB: 22 s).
+_BUCKET_CHARS = 256
+
+_Found = tuple[int, int, Rule, str]  # start, end, rule, description
+
+
+def _buckets(start: int, end: int) -> range:
+    return range(start // _BUCKET_CHARS, max(start, end - 1) // _BUCKET_CHARS + 1)
+
+
+def _merge_rewritten(found: list[_Found], rewritten: Iterable[_Found]) -> None:
+    """Each rewritten finding into `found`: merged into the first (in `found`'s order) of its
+    rule it overlaps, taking its description, else added."""
+    index: dict[tuple[str, int], list[int]] = defaultdict(list)
+
+    def enter(i: int, buckets: Iterable[int]) -> None:
+        for bucket in buckets:
+            index[(found[i][2].id, bucket)].append(i)
+
+    for i, (start, end, _rule, _description) in enumerate(found):
+        enter(i, _buckets(start, end))
+    last: tuple[int, int, str, int] | None = None  # the previous one and where it went
+    for start, end, rule, description in rewritten:
+        if last is not None and last[:3] == (start, end, rule.id):
+            # Again (each key of one decoded blob spans the whole blob): the same place.
+            found[last[3]] = (*found[last[3]][:3], description)
+            continue
+        overlapping = [
+            i
+            for bucket in _buckets(start, end)
+            for i in index.get((rule.id, bucket), ())
+            if found[i][0] < end and start < found[i][1]
+        ]
+        if not overlapping:
+            found.append((start, end, rule, description))
+            same = len(found) - 1
+            enter(same, _buckets(start, end))
+        else:
+            same = min(overlapping)
+            old = found[same]
+            found[same] = (min(start, old[0]), max(end, old[1]), rule, description)
+            grown = _buckets(found[same][0], found[same][1])
+            enter(same, (b for b in grown if b not in _buckets(old[0], old[1])))
+        last = (start, end, rule.id, same)
+
+
 def scan(text: str) -> list[Finding]:
     """Every finding in `text`, ordered by position then rule id; one per rule and span.
 
     A secret also found rewritten (joined across lines, decoded) where the text itself has one
     of the same rule (the first line of a wrapped key) is one finding, spanning both."""
     found = [(start, end, rule, rule.description) for start, end, rule in _raw_findings(text)]
-    for start, end, rule, description in _rewritten_findings(text):
-        same = next(
-            (i for i, f in enumerate(found) if f[2] is rule and f[0] < end and start < f[1]),
-            None,
-        )
-        if same is None:
-            found.append((start, end, rule, description))
-        else:
-            old = found[same]
-            found[same] = (min(start, old[0]), max(end, old[1]), rule, description)
+    _merge_rewritten(found, _rewritten_findings(text))
     seen: set[tuple[int, int, str]] = set()
     findings: list[Finding] = []
     line, counted = 1, 0  # findings come in text order: count each newline once, not per finding
