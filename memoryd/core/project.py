@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +30,11 @@ def sanitize_key(path: Path | str) -> str:
 
 
 def _as_javascript(root: Path | str) -> str:
-    """The root as Claude Code holds it: a name that is not UTF-8 (a surrogate escape here) is
-    U+FFFD there, as Node and Bun decode a path."""
-    return os.fsencode(str(root)).decode("utf-8", errors="replace")
+    """The root as Claude Code names its folder from it: in NFC (its cwd is
+    `realpath(cwd).normalize('NFC')`, its git root is NFC'd too), so a folder whose name is
+    decomposed on disk (`jose\u0301`, as macOS tools leave it) is keyed as `josé`; a name
+    that is not UTF-8 (a surrogate escape here) is U+FFFD there, as Node and Bun decode it."""
+    return unicodedata.normalize("NFC", os.fsencode(str(root)).decode("utf-8", errors="replace"))
 
 
 def _whole_key(text: str) -> str:
@@ -135,8 +138,8 @@ class Project:
 
         The first of these with a `memory/` folder, else the CLI's name: Claude Code's names
         (`project_keys`); the names memoryd gave before: one dash for a character outside
-        the BMP (`sanitize_key`), and a long root's whole sanitized path (under 256 bytes),
-        so memories written under them are not left behind; for a long root, any folder of
+        the BMP (`sanitize_key`), a long root's whole sanitized path (under 256 bytes), a
+        decomposed name as it is on disk, so memories written under them are not left behind; for a long root, any folder of
         its cut name and a hash suffix (made by a Claude Code whose hash differs, as Claude
         Code's own `findProjectDir` finds it). Claude Code's folder under its
         name may exist for transcripts alone.
@@ -144,7 +147,7 @@ class Project:
         names = project_keys(self.root)
         earlier = [
             name
-            for name in (_whole_key(_as_javascript(self.root)), sanitize_key(self.root))
+            for name in (_whole_key(str(self.root)), sanitize_key(self.root))
             if name not in names
         ]
         if len(names) == 1 and not earlier:

@@ -163,6 +163,30 @@ async def test_a_long_projects_memories_are_claude_codes(
     assert (projects / project_keys(new)[0] / "memory" / "MEMORY.md").is_file()
 
 
+async def test_a_decomposed_project_name_is_keyed_in_nfc_as_claude_code_keys_it(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: Claude Code keys a project by realpath(cwd).normalize('NFC'); a
+    # folder named `jose\u0301` on disk (macOS tools, rsync from a Mac) was keyed as it is
+    # on disk, `jose-` where Claude Code's folder is `jos-`: its memories were never seen.
+    projects = isolated_env.config_dir / "projects"
+    assert project_key("/home/jose\u0301/app") == project_key("/home/jos\u00e9/app")
+    assert project_key("/home/jose\u0301/app") == "-home-jos--app"
+    root = (tmp_path / "jose\u0301" / "app").resolve()
+    root.mkdir(parents=True)
+    _claude_code_memory(projects / project_key(root) / "memory")
+    listed = await daemon.call("memory.list", cwd=str(root))
+    assert listed["memory_dir"] == str(projects / project_key(root) / "memory")
+    assert [m["name"] for m in listed["memories"]] == ["role"]
+
+    # Memories memoryd kept under the name as on disk stay in use.
+    kept = (tmp_path / "rene\u0301" / "app").resolve()
+    kept.mkdir(parents=True)
+    _claude_code_memory(projects / sanitize_key(kept) / "memory")
+    listed = await daemon.call("memory.list", cwd=str(kept))
+    assert listed["memory_dir"] == str(projects / sanitize_key(kept) / "memory")
+
+
 def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:
     # A file system with a coarse clock (1-2 s), or a clock set back: the new .git/config
     # has the mtime the old one had. The cache compared mtimes only and kept the old remote.
