@@ -126,8 +126,14 @@ def stage_file(directory: Path, data: bytes, *, prefix: str, mode: int = 0o600) 
 # and team sync's staged entries, `.memoryd-<8 chars>.tmp`.
 _STAGED = re.compile(r"^(?:\..+\.|\.memoryd-)[A-Za-z0-9_]{8}\.tmp$")
 # When this process started: a temp file last modified before it was left by a process that
-# is gone (every writer memoryd runs now started its file later).
+# is gone (every writer memoryd runs now started its file later)…
 STARTED_AT = time.time()
+# … by more than this: another process may be writing in these folders as this one starts (a
+# daemon still draining when `memctl start` ran, a second daemon of the user, a `memctl`
+# hook), its temp file older than this process by as long as its write has taken, a slow
+# fsync's seconds.
+LIVE_WRITE_MARGIN_S = 60.0
+STALE_BEFORE = STARTED_AT - LIVE_WRITE_MARGIN_S
 
 
 def _staged_prefix(name: str) -> str:
@@ -140,7 +146,7 @@ def _staged_prefix(name: str) -> str:
 
 
 def remove_stale_staged(
-    folder: Path, older_than: float = STARTED_AT, *, names: Collection[str] | None = None
+    folder: Path, older_than: float = STALE_BEFORE, *, names: Collection[str] | None = None
 ) -> list[Path]:
     """Remove temp files that `atomic_write_*` left in `folder` (not below it) when its
     process was killed mid-write, if last modified before `older_than` (a time.time()): a
@@ -170,7 +176,7 @@ def remove_stale_staged(
     return removed
 
 
-def remove_stale_staged_tree(root: Path, older_than: float = STARTED_AT) -> list[Path]:
+def remove_stale_staged_tree(root: Path, older_than: float = STALE_BEFORE) -> list[Path]:
     """`remove_stale_staged` in `root` and every folder below it (links not followed): for a
     tree only memoryd writes, its state folder."""
     removed: list[Path] = []

@@ -32,7 +32,7 @@ from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, DirState, Entry, scan_changes
 from memoryd.automem.warmup import DirStates, in_slices
 from memoryd.errors import TooLarge
-from memoryd.fsutil import STARTED_AT, remove_stale_staged
+from memoryd.fsutil import remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
 
@@ -300,7 +300,7 @@ class IndexWriter:
         """Temp files of atomic writes older than this process: left by a killed writer."""
         folders = {memory_dir, memory_dir / TEAM_DIR}
         folders.update(e.header.path.parent for e in state.entries.values())
-        removed = [p for f in sorted(folders) for p in remove_stale_staged(f, STARTED_AT)]
+        removed = [p for f in sorted(folders) for p in remove_stale_staged(f)]
         if removed:
             log.warning(
                 "removed temp files a killed writer left",

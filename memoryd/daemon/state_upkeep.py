@@ -14,7 +14,12 @@ from pathlib import Path
 import structlog
 
 from memoryd import paths, settings
-from memoryd.fsutil import STARTED_AT, remove_stale_staged, remove_stale_staged_tree
+from memoryd.fsutil import (
+    LIVE_WRITE_MARGIN_S,
+    STARTED_AT,
+    remove_stale_staged,
+    remove_stale_staged_tree,
+)
 
 log = structlog.get_logger("memoryd.daemon")
 
@@ -27,13 +32,6 @@ HOOK_SESSION_MAX_AGE_S = 90 * 86_400
 # Session memory keeps one record per session (`<state>/sessions/<project key>/<session id>.json`,
 # `session/state.py`): kept for ever, a year of sessions left thousands behind as well.
 SESSION_RECORD_MAX_AGE_S = HOOK_SESSION_MAX_AGE_S
-
-
-# Another process may be writing in these folders as this daemon starts (a daemon still
-# draining when `memctl start` ran, a second daemon of the user, a `memctl` hook): its temp file
-# is older than this process by as long as its write has taken, a slow fsync's seconds. One
-# older than this process by more was left by a writer that is gone.
-LIVE_WRITE_MARGIN_S = 60.0
 
 
 def tidy_state() -> None:

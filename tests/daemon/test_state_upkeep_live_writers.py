@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from memoryd.daemon.state_upkeep import LIVE_WRITE_MARGIN_S
-from memoryd.fsutil import _staged_prefix, stage_file
+from memoryd.fsutil import LIVE_WRITE_MARGIN_S, _staged_prefix, stage_file
+from memoryd_client import Client
 from tests.conftest import IsolatedEnv
 from tests.daemon.test_lifecycle import wait_healthy
 
@@ -51,6 +51,34 @@ def test_a_write_under_way_in_another_process_is_left_alone(
         while killed.exists():  # the sweep has run once this one is gone
             assert time.monotonic() < deadline, "start-up never removed the killed writer's file"
             time.sleep(0.02)
+        assert under_way.read_bytes() == b"whole"
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_a_write_under_way_in_a_memory_folder_is_left_alone(
+    isolated_env: IsolatedEnv, short_tmp: Path
+) -> None:
+    # The same sweep at a memory folder's first use (`IndexWriter`) removed every temp file
+    # older than the daemon, a live writer's too.
+    memory_dir = short_tmp / "memory"
+    under_way = _staged(memory_dir / "user_tabs.md", b"whole", 3)
+    killed = _staged(memory_dir / "user_spaces.md", b"half", 3600)
+    project = short_tmp / "project"
+    project.mkdir()
+    sock = short_tmp / "d.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "--socket", str(sock)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "MEMORYD_AUTO_MEMORY_DIR": str(memory_dir)},
+    )
+    try:
+        wait_healthy(sock)
+        with Client(sock) as client:
+            client.call("memory.list", {"cwd": str(project)})
+        assert not killed.exists()
         assert under_way.read_bytes() == b"whole"
     finally:
         proc.terminate()
