@@ -169,18 +169,20 @@ def _core(git_dir: Path) -> dict[str, str | None]:
     return {key: value for section, key, value in entries if section == "core"}
 
 
+# A number as git reads one (strtoimax, base 0, then a unit): `0x` hex, a leading 0 octal.
+# Python's int(…, 0) refused `010` (git: 8, so true) and took `0b1` and `1_0` (git: fatal).
+_GIT_NUMBER = re.compile(r"[+-]?(?:0x(?P<hex>[0-9a-f]+)|(?P<digits>0[0-7]*|[1-9][0-9]*))[kmg]?")
+
+
 def _git_true(value: str | None) -> bool:
-    """A boolean as git reads one: a key alone, true/yes/on, or a non-zero number (which may
-    end in git's k, m or g)."""
+    """A boolean as git reads one: a key alone, true/yes/on, or a non-zero number."""
     if value is None:
         return True
     word = value.strip().lower()
     if word in ("true", "yes", "on"):
         return True
-    try:
-        return int(word[:-1] if word.endswith(("k", "m", "g")) else word, 0) != 0
-    except ValueError:
-        return False
+    number = _GIT_NUMBER.fullmatch(word)
+    return number is not None and (number["hex"] or number["digits"]).strip("0") != ""
 
 
 def discover(cwd: Path) -> GitFacts:

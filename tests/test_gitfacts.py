@@ -450,6 +450,8 @@ def test_a_relative_includeif_of_a_linked_user_config_is_judged_from_its_real_fo
         "[core]\n\tbare\n",  # a key alone is true
         '[core]\n\tbare = "yes"\n',  # quoted
         "[core]\n\tbare = 1k\n",  # a number, with git's unit
+        "[core]\n\tbare = 010\n",  # octal, as C's strtoimax reads it (Python's int refused it)
+        "[core]\n\tbare = 0x10\n",
         "[core] bare = on ; a comment\n",
     ],
 )
