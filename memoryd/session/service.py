@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import time
 from collections import OrderedDict
@@ -73,15 +74,18 @@ COUNT_IN_THREAD = 5_000
 ECHO_LIMIT = 8 * 1024 * 1024
 
 
-def _json_size_and_digest(messages: list[dict[str, Any]]) -> tuple[int, bytes | None]:
-    """The transcript's size as JSON and a digest of it (None: orjson refuses it, a lone
-    surrogate the reply's encoder takes; such a transcript is never taken for a repeat)."""
+def _json_size_and_digest(messages: list[dict[str, Any]]) -> tuple[int, bytes]:
+    """The transcript's size as JSON, as the reply echoes it, and a digest of it."""
     import orjson
 
     try:
         encoded = orjson.dumps(messages)
     except TypeError:
-        return 0, None
+        # What orjson refuses (an integer beyond 64 bits, read by the stdlib next to half a
+        # surrogate pair) the reply's encoder takes so: measured as 0 bytes, such a transcript
+        # was echoed over the reply cap (-32004, the reason lost), and compacted again when
+        # repeated.
+        encoded = json.dumps(messages, separators=(",", ":"), default=str).encode()
     # sha256: the fastest of hashlib here (CPU instructions), ~20 ms for 20 MB, in a thread.
     return len(encoded), hashlib.sha256(encoded).digest()
 
@@ -538,15 +542,14 @@ class SessionMemory:
             "summary": plan.summary,
             "cut_sections": list(plan.cut_sections),
         }
-        if digest is not None:
-            session.compacted = DoneCompaction(
-                digest,
-                summary,
-                session.generation,
-                summarized,
-                plan.window.start,
-                {**reply, "messages": plan.messages[:2]},
-            )
+        session.compacted = DoneCompaction(
+            digest,
+            summary,
+            session.generation,
+            summarized,
+            plan.window.start,
+            {**reply, "messages": plan.messages[:2]},
+        )
         if on_compacted is not None:
             on_compacted(reply)
         return reply

@@ -627,6 +627,16 @@ async def test_compact_of_a_transcript_too_long_to_echo_answers_its_reason(
         )
         assert short["messages"] == [user("hi")]
         assert "messages_omitted" not in short
+        # Half a surrogate pair (a string cut inside an emoji) has the request read by the
+        # stdlib, which keeps an integer beyond 64 bits; orjson refuses the two, and compact
+        # measured such a transcript as 0 bytes and echoed it: -32004, the reason lost.
+        call = tool_call(file_path="/huge", offset=10**30)
+        messages = [user("cut \ud83d"), call, tool_result(call, words(4_500_000)), assistant("ok")]
+        result = await daemon.call(
+            "compact", session_id="long", cwd=str(project_dir), messages=messages
+        )
+        assert result["reason"] == "no_summary"
+        assert result["messages_omitted"] is True
     finally:
         await stop_daemon(daemon)
 
