@@ -162,4 +162,9 @@ def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
         raise FrontmatterError(f"paths: {len(patterns)} patterns, over the limit of {MAX_PATTERNS}")
     if any(len(p) > MAX_PATTERN_CHARS for p in patterns):
         raise FrontmatterError(f"paths: a pattern is longer than {MAX_PATTERN_CHARS} characters")
-    return tuple(patterns) or None
+    # Patterns that match everything (`**`, `**/**`, `/**`: each `**` once a trailing `/**`
+    # is cut, or nothing) make the rule unconditional, loaded at session start, as Claude
+    # Code's parseFrontmatterPaths takes them; kept, the rule waited for a touched path.
+    if all(p.removesuffix("/**") in ("", "**") for p in patterns):
+        return None
+    return tuple(patterns)

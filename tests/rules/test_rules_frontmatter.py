@@ -41,6 +41,12 @@ def test_cursor_globs_key() -> None:
 
 def test_empty_paths_is_unconditional() -> None:
     assert frontmatter.path_globs({"paths": []}) is None
+    # Found by a bug hunt: Claude Code's parseFrontmatterPaths takes match-all patterns as
+    # no `paths:` at all (loaded at session start); memoryd waited for a touched path.
+    for match_all in ("**", "**/**", "/**", "** /**", ["**"], ["**", "**/**"]):
+        assert frontmatter.path_globs({"paths": match_all}) is None, match_all
+    assert frontmatter.path_globs({"paths": ["**", "src/**"]}) == ("**", "src/**")
+    assert frontmatter.path_globs({"paths": "**/*"}) == ("**/*",)
     assert frontmatter.path_globs({"description": "x"}) is None
 
 
