@@ -304,3 +304,48 @@ async def test_the_watches_are_set_up_off_the_event_loop(
     assert threads
     assert threads[0] is not threading.main_thread()
     assert (fswatch.Change.added, str(tmp_path / "a" / "b" / "x.md")) in seen[0]
+
+
+async def test_a_watch_cancelled_while_set_up_closes_what_its_thread_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon closing, or the rules watcher dropping a generation, cancels a watch whose
+    set-up thread cannot be stopped: its inotify instance, made after, must not stay open."""
+    import threading
+
+    held = threading.Event()
+    made: list[fswatch._Inotify] = []
+    closed: list[fswatch._Inotify] = []
+    real_init, real_close = fswatch._Inotify.__init__, fswatch._Inotify.close
+
+    def slow(self: fswatch._Inotify, *args: object, **kwargs: object) -> None:
+        held.wait(10)  # the walk of a big tree, still under way at the cancel
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(self)
+
+    def close(self: fswatch._Inotify) -> None:
+        closed.append(self)
+        real_close(self)
+
+    monkeypatch.setattr(fswatch._Inotify, "__init__", slow)
+    monkeypatch.setattr(fswatch._Inotify, "close", close)
+    stop = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in fswatch.watch(
+            tmp_path, stop=stop, recursive=True, debounce_ms=20, step_ms=20
+        ):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    held.set()
+    for _ in range(500):  # the thread ends, its result reaches the loop, the callback runs
+        if closed:
+            break
+        await asyncio.sleep(0.01)
+    assert made
+    assert closed == made
