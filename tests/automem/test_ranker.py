@@ -6,6 +6,7 @@ import pytest
 
 from memoryd.automem.recall.analysis import terms
 from memoryd.automem.recall.ranker import RankerParams, RecallIndex
+from tests.automem.run_apart import output_of
 
 
 def test_terms_stem_and_drop_stop_words() -> None:
@@ -19,6 +20,43 @@ def test_terms_stem_and_drop_stop_words() -> None:
 
 def test_terms_fold_accents_and_apostrophes() -> None:
     assert terms("Café don’t") == ["cafe"]
+
+
+# A Snowball stemmer that, as the pure-Python one does, keeps the word in itself while it works;
+# the first word waits (up to 5 s) inside it until the second thread has stemmed its own.
+_TWO_THREADS_STEMMING = """
+import threading
+import snowballstemmer
+
+first_inside, second_done = threading.Event(), threading.Event()
+
+class Stateful:
+    def stemWord(self, word):
+        self.current = word
+        if word == "alpha":
+            first_inside.set()
+            second_done.wait(5)
+        return self.current
+
+snowballstemmer.stemmer = lambda language: Stateful()
+from memoryd.automem.recall import analysis
+
+got = {}
+def run(word):
+    got[word] = analysis.stem(word)
+first = threading.Thread(target=run, args=("alpha",))
+first.start()
+first_inside.wait(5)
+run("omega")
+second_done.set()
+first.join()
+print(got["alpha"], got["omega"])
+"""
+
+
+def test_two_threads_stemming_at_once_each_get_their_own_words_stem() -> None:
+    # An agent's write check stems in a thread while the loop stems a query or a load.
+    assert output_of(_TWO_THREADS_STEMMING) == "alpha omega"
 
 
 def _index(**params: object) -> RecallIndex:

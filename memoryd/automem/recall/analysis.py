@@ -8,8 +8,10 @@ with a Korean particle attached); words of other scripts are kept whole."""
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from functools import cache, lru_cache
+from typing import Any
 
 import snowballstemmer  # type: ignore[import-untyped]
 
@@ -38,16 +40,28 @@ STOP_WORDS = frozenset(
     you're you've your yours yourself yourselves also just s t""".split()  # noqa: SIM905 - a word list reads best as text
 )
 
-_stemmer = snowballstemmer.stemmer("english")
-_russian = snowballstemmer.stemmer("russian")
+_per_thread = threading.local()
+
+
+def _stemmers() -> tuple[Any, Any]:
+    """This thread's English and Russian stemmers. A Snowball stemmer keeps the word it works
+    on in itself, so one shared by two threads (an agent's write check in a thread, a query on
+    the loop) gave a word the other's stem or raised IndexError."""
+    pair: tuple[Any, Any] | None = getattr(_per_thread, "pair", None)
+    if pair is None:
+        pair = _per_thread.pair = (
+            snowballstemmer.stemmer("english"),
+            snowballstemmer.stemmer("russian"),
+        )
+    return pair
 
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     if word.isascii():
-        return str(_stemmer.stemWord(word))
+        return str(_stemmers()[0].stemWord(word))
     if _CYRILLIC.search(word):
-        return str(_russian.stemWord(word))
+        return str(_stemmers()[1].stemWord(word))
     return word
 
 
