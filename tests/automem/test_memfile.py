@@ -36,11 +36,39 @@ def test_no_frontmatter_is_a_memory_with_a_problem() -> None:
 
 
 def test_broken_frontmatter_keeps_text_as_body() -> None:
-    text = "---\nname: [unclosed\ntype: user\n---\nthe body about kubernetes\n"
+    # Broken for Claude Code too: `[unclosed` is no `key: value` line its retry quotes.
+    text = "---\nname: n\n- [unclosed\ntype: user\n---\nthe body about kubernetes\n"
     parsed = memfile.parse_memory(text, "f")
     assert parsed.problem is not None
     assert parsed.problem.startswith("broken frontmatter")
     assert "kubernetes" in parsed.body
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ("name: Fix: use uv", "Fix: use uv"),
+        ("name: [draft] release notes", "[draft] release notes"),
+        ("name: @alice owns deploys", "@alice owns deploys"),
+        ("name: `uv run` not pip", "`uv run` not pip"),
+        ("name: *Important* rule", "*Important* rule"),
+        ('name: Say "uv": always \\o/', 'Say "uv": always \\o/'),
+        ("name:\tFix: tabbed", "Fix: tabbed"),
+    ],
+)
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_header_claude_code_reads_by_quoting_is_read(line: str, name: str, eol: str) -> None:
+    # Found by a bug hunt: YAML refuses these plain values, and Claude Code's frontmatter
+    # parser reads them again with each such value double-quoted; memoryd lost the whole
+    # header (the file name as its name, no description, no type, `broken frontmatter`).
+    text = eol.join(["---", line, "description: Ops: who deploys", "type: project", "---", "b"])
+    parsed = memfile.parse_memory(text, "fallback")
+    assert (parsed.name, parsed.description, parsed.type, parsed.problem) == (
+        name,
+        "Ops: who deploys",
+        "project",
+        None,
+    )
 
 
 def _alias_bomb(depth: int) -> str:
