@@ -129,6 +129,11 @@ def _control(c: str) -> bool:
     return c < " " or c == "\x7f"
 
 
+def has_control(text: str) -> bool:
+    """Does `text` hold a control character (which a unit file's raw value cannot name)?"""
+    return any(_control(c) for c in text)
+
+
 def stray_control(text: str) -> str | None:
     """The first control character of a rendered file but its tabs and line ends, or None:
     one XML 1.0 cannot write (a plist naming a path that holds it), or a carriage return

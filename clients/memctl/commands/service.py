@@ -156,7 +156,7 @@ def _tool(manager: str) -> str | None:
 
 def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -> None:
     """What install will not do, decided the same way on a dry run as on a real one."""
-    if any(c < " " or c == "\x7f" for c in str(sock)):
+    if service_units.has_control(str(sock)):
         # ListenStream= takes the path as it is: a line break there ends the line.
         report.refuse(
             f"the socket path {str(sock)!r} holds a control character, which a unit file "
