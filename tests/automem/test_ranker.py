@@ -375,3 +375,20 @@ def test_a_huge_memory_is_indexed_by_its_start_only() -> None:
     assert index.search(words[3])[0][0] == "user_log.md"  # its start is recalled
     late = next(w for w in reversed(words) if w not in body[:MAX_INDEXED_CHARS])
     assert index.search(late) == []
+
+
+def test_the_c_stemmers_in_use_stem_as_snowballs_pure_python_does() -> None:
+    # PyStemmer (a dependency) bundles its own Snowball build; a version apart would move
+    # stems and so every ranking measured on the pure-Python ones.
+    from snowballstemmer.english_stemmer import EnglishStemmer
+    from snowballstemmer.russian_stemmer import RussianStemmer
+
+    from memoryd.automem.recall import analysis
+
+    english, russian = analysis._stemmers()
+    assert type(english).__module__ == "Stemmer"
+    words = "generously relational conditional hopefulness sensibilities running skies dying"
+    for word in words.split():
+        assert english.stemWord(word) == EnglishStemmer().stemWord(word)
+    for word in ["красивый", "читающий", "городами", "сделали", "новейших"]:
+        assert russian.stemWord(word) == RussianStemmer().stemWord(word)
