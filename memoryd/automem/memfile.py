@@ -17,7 +17,7 @@ from frontmatter.default_handlers import YAMLHandler
 
 from memoryd.automem.taxonomy import MEMORY_TYPES, is_memory_type
 from memoryd.errors import InvalidParams, TooLarge
-from memoryd.rules.frontmatter import NoAliasLoader
+from memoryd.rules.frontmatter import NoAliasLoader, quote_as_claude_code
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1_000
@@ -59,7 +59,7 @@ def _load_yaml(fm: str) -> tuple[Any, str]:
     does not parse is read again as Claude Code reads it: a tab after a line's indent
     (`name:<TAB>value`, `-<TAB>item`) taken as a space, as its YAML 1.2 reader does (PyYAML's
     scanner refuses it); then each `key: value` whose value holds a character YAML reserves
-    double-quoted (`_quote_as_claude_code`). Either way the memory kept its whole header."""
+    double-quoted (`quote_as_claude_code`). Either way the memory kept its whole header."""
     try:
         return yaml.load(fm, Loader=NoAliasLoader), fm  # noqa: S506 - the safe loader
     except yaml.YAMLError:
@@ -68,37 +68,13 @@ def _load_yaml(fm: str) -> tuple[Any, str]:
             for line in fm.split("\n")
             for rest in (line.lstrip(" \t"),)
         )
-        retries = dict.fromkeys((spaced, _quote_as_claude_code(fm), _quote_as_claude_code(spaced)))
-        for retry in (text for text in retries if text != fm):
+        retries = dict.fromkeys((spaced, quote_as_claude_code(fm), quote_as_claude_code(spaced)))
+        for retry in (candidate for candidate in retries if candidate != fm):
             try:
                 return yaml.load(retry, Loader=NoAliasLoader), retry  # noqa: S506
             except yaml.YAMLError:
                 continue
         raise
-
-
-# Claude Code's frontmatterParser: a `key: value` line whose unquoted value holds one of
-# these is double-quoted when the frontmatter does not parse, so a model's
-# `description: Fix: use uv` or `name: [draft] notes` is read as written.
-_SIMPLE_KEY_LINE = re.compile(r"([a-zA-Z_-]+):\s+([^\n\u2028\u2029]+)\Z")
-_YAML_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
-
-
-def _quote_as_claude_code(fm: str) -> str:
-    """Claude Code's `quoteProblematicValues`, line for line; a CRLF line too (its
-    JavaScript `.` stops at the CR, and such a file's header was lost there)."""
-    lines = []
-    for line in fm.split("\n"):
-        text, cr = (line[:-1], "\r") if line.endswith("\r") else (line, "")
-        match = _SIMPLE_KEY_LINE.match(text)
-        if match is not None:
-            key, value = match.groups()
-            quoted = any(value.startswith(q) and value.endswith(q) for q in "\"'")
-            if not quoted and _YAML_SPECIAL.search(value):
-                escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-                line = f'{key}: "{escaped}"{cr}'
-        lines.append(line)
-    return "\n".join(lines)
 
 
 def _typed(value: object) -> bool:

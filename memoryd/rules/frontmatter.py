@@ -53,8 +53,11 @@ def _closing_fence(lines: list[str]) -> int | None:
     return None
 
 
-def split(text: str) -> Parsed:
-    """Body and metadata. No opening `---` line, or no closing one: all body, no metadata."""
+def split(text: str, *, as_claude_code: bool = True) -> Parsed:
+    """Body and metadata. No opening `---` line, or no closing one: all body, no metadata.
+    `as_claude_code`: YAML that does not parse is read again as Claude Code's parser reads
+    it (`quote_as_claude_code`); a rule's `paths:` depend on it. Without, a block that is no
+    YAML as written stays a FrontmatterError (a CLAUDE.md keeps it as instructions)."""
     if not text.startswith("---"):
         return Parsed(text, {})
     lines = text.splitlines(keepends=True)
@@ -70,13 +73,20 @@ def split(text: str) -> Parsed:
     try:
         data = _load_yaml(raw)
     except FrontmatterError as as_written:
-        quoted = _quote_glob_values(raw)
-        if quoted == raw:
-            raise
-        try:
-            data = _load_yaml(quoted)
-        except FrontmatterError:
-            # The error of the frontmatter as written, not of its quoted retry.
+        # Unquoted globs first; then, as Claude Code retries, every value holding a reserved
+        # character (`description: API rules: read first` made the rule bad_frontmatter,
+        # never loaded, where Claude Code loads it).
+        retries = [_quote_glob_values(raw)]
+        if as_claude_code:
+            retries.append(quote_as_claude_code(retries[0]))
+        for retry in (candidate for candidate in dict.fromkeys(retries) if candidate != raw):
+            try:
+                data = _load_yaml(retry)
+                break
+            except FrontmatterError:
+                continue
+        else:
+            # The error of the frontmatter as written, not of its quoted retries.
             raise as_written from None
     if data is None:
         return Parsed(body, {})
@@ -116,6 +126,30 @@ def _quote_glob_values(raw: str) -> str:
         if match is not None:
             value = match.group(2).replace("'", "''")
             lines[index] = f"{match.group(1)}'{value}'"
+    return "\n".join(lines)
+
+
+# Claude Code's frontmatterParser: a `key: value` line whose unquoted value holds one of
+# these is double-quoted when the frontmatter does not parse, so a model's
+# `description: Fix: use uv` or `name: [draft] notes` is read as written.
+_SIMPLE_KEY_LINE = re.compile(r"([a-zA-Z_-]+):\s+([^\n\u2028\u2029]+)\Z")
+_YAML_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+
+
+def quote_as_claude_code(fm: str) -> str:
+    """Claude Code's `quoteProblematicValues`, line for line; a CRLF line too (its
+    JavaScript `.` stops at the CR, and such a file's header was lost there)."""
+    lines = []
+    for line in fm.split("\n"):
+        text, cr = (line[:-1], "\r") if line.endswith("\r") else (line, "")
+        match = _SIMPLE_KEY_LINE.match(text)
+        if match is not None:
+            key, value = match.groups()
+            quoted = any(value.startswith(q) and value.endswith(q) for q in "\"'")
+            if not quoted and _YAML_SPECIAL.search(value):
+                escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+                line = f'{key}: "{escaped}"{cr}'
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -301,7 +301,7 @@ class _Loader:
         if text is None:
             return
         try:
-            parsed = frontmatter.split(text)
+            parsed = frontmatter.split(text, as_claude_code=rule_base is not None)
             patterns = frontmatter.path_globs(parsed.meta) if rule_base is not None else None
             if patterns is not None:
                 globs.check_patterns(patterns)

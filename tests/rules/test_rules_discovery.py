@@ -189,8 +189,10 @@ def test_conditional_rule_globs_relative_to_folder_holding_claude(tree: Tree, lo
 
 
 def test_broken_frontmatter_rule_is_skipped(tree: Tree, load: Loader) -> None:
-    tree.write(".claude/rules/bad.md", "---\npaths: [oops\n---\nbody")
-    tree.write(".claude/rules/bomb.md", "---\na: &a [1]\nb: [*a, *a]\n---\nbody")
+    # Broken for Claude Code too (its retry quotes `key: value` lines only), and aliases that
+    # no retry makes text.
+    tree.write(".claude/rules/bad.md", "---\npaths:\n  - [oops\n---\nbody")
+    tree.write(".claude/rules/bomb.md", "---\na:\n  - &a [1]\nb:\n  - [*a, *a]\n---\nbody")
     tree.write(".claude/rules/good.md", "fine")
     result = load(tree.root)
     assert loaded(result, tree.root) == [".claude/rules/good.md"]
@@ -336,7 +338,7 @@ def test_user_conditional_rule_is_judged_once_when_cwd_is_under_home(
     rule.parent.mkdir(parents=True)
     rule.write_text("---\npaths: notes/**\n---\nuser rule for notes\n")
     bad = isolated_env.config_dir / "rules" / "bad.md"
-    bad.write_text("---\npaths: [unclosed\n---\nbad\n")
+    bad.write_text("---\npaths:\n  - [unclosed\n---\nbad\n")
     project = home / "proj"
     project.mkdir()
     # Relative to the project (User rules) no match; relative to HOME (its Project rules) one.

@@ -58,8 +58,27 @@ def test_paths_of_wrong_type() -> None:
 
 
 def test_broken_yaml() -> None:
+    # A list item: Claude Code's retry quotes `key: value` lines only, so broken for it too.
     with pytest.raises(FrontmatterError, match="invalid YAML"):
-        frontmatter.split("---\npaths: [unclosed\n---\nbody\n")
+        frontmatter.split("---\npaths:\n  - [unclosed\n---\nbody\n")
+
+
+@pytest.mark.parametrize(
+    ("front", "meta"),
+    [
+        ("description: API rules: read first\npaths: src/api/**", "API rules: read first"),
+        ("description: `pnpm` only, [strict]\npaths: src/api/**", "`pnpm` only, [strict]"),
+        ('description: Say "no": always\r\npaths: src/api/**', 'Say "no": always'),
+        ("description: see: [docs\npaths: src/api/**", "see: [docs"),
+    ],
+)
+def test_a_rule_claude_code_reads_by_quoting_is_read(front: str, meta: str) -> None:
+    # Found by a bug hunt: YAML refuses these plain values and Claude Code reads the
+    # frontmatter again with each such value double-quoted; memoryd skipped the rule as
+    # bad_frontmatter, never loaded.
+    parsed = frontmatter.split(f"---\n{front}\n---\nbody\n")
+    assert parsed.meta["description"] == meta
+    assert frontmatter.path_globs(parsed.meta) == ("src/api/**",)
 
 
 def test_alias_bomb_is_refused_quickly() -> None:
@@ -75,8 +94,11 @@ def test_alias_bomb_is_refused_quickly() -> None:
 
 
 def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
+    # Refused as anchors; read again as Claude Code's retry reads them, they are text.
+    parsed = frontmatter.split("---\nx: [&a lol, *a]\npaths: [*a]\n---\nbody\n")
+    assert parsed.meta == {"x": "[&a lol, *a]", "paths": "[*a]"}
     with pytest.raises(FrontmatterError, match="anchors are not allowed"):
-        frontmatter.split("---\nx: [&a lol, *a]\npaths: [*a]\n---\nbody\n")
+        frontmatter.split("---\nx:\n  - [&a lol, *a]\n---\nbody\n")
 
 
 @pytest.mark.parametrize(
@@ -108,7 +130,9 @@ def test_unquoted_glob_rule_loads_when_touched(tree: Tree, load: Loader) -> None
 
 def test_deep_nesting_is_bounded() -> None:
     with pytest.raises(FrontmatterError):
-        frontmatter.split("---\nx: " + "[" * 5000 + "\n---\nbody\n")
+        frontmatter.split("---\nx:\n  - " + "[" * 5000 + "\n---\nbody\n")
+    # As a `key: value`, Claude Code's retry reads it as text.
+    assert frontmatter.split("---\nx: " + "[" * 5000 + "\n---\nbody\n").meta == {"x": "[" * 5000}
 
 
 def test_oversized_frontmatter() -> None:
@@ -321,7 +345,7 @@ def test_impossible_date_or_huge_integer_costs_one_file_not_the_load(
 def test_when_the_quoted_retry_fails_too_the_error_is_that_of_the_text_as_written() -> None:
     # Guard for keeping the first parse's error (it was found by parsing the text again).
     with pytest.raises(FrontmatterError, match=r"scanning an alias[\s\S]*line 1") as err:
-        frontmatter.split("---\npaths: **/*.ts\nbad: [unclosed\n---\nbody\n")
+        frontmatter.split("---\npaths: **/*.ts\nbad:\n  - [unclosed\n---\nbody\n")
     assert "flow sequence" not in str(err.value)  # the retry's own error, on line 2
 
 

@@ -80,7 +80,7 @@ def test_a_claude_md_opening_with_a_block_that_is_no_yaml_is_all_instructions(
 ) -> None:
     text = "---\nBuild: run `make`. Test: run `make test`: always.\n---\n\nNever push to main.\n"
     tree.write("CLAUDE.md", text)
-    tree.write(".claude/rules/bad.md", "---\npaths: [oops\n---\nonly for some files")
+    tree.write(".claude/rules/bad.md", "---\npaths:\n  - [oops\n---\nonly for some files")
     result = load(tree.root)
     assert loaded(result, tree.root) == ["CLAUDE.md"]
     assert "Never push to main." in _text(result)
