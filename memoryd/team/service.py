@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from memoryd.errors import FeatureUnavailable
 # The remote URL forms gitfacts reads the slug with: the full path is read the same way.
 from memoryd.gitfacts import parse_repo_slug, repo_path_parts
 from memoryd.team.protocol import canonical_repo
-from memoryd.team.sync.client import TeamClient, TeamHTTPError
+from memoryd.team.sync.client import Retryable, TeamClient, TeamHTTPError
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, SyncState, saved_states, state_path
@@ -119,8 +119,12 @@ class Folder:
     runner: SyncRunner
     start_task: asyncio.Task[None] | None = None
     # The remote's full path (`group/sub/repo`) while the folder is keyed by its last two
-    # parts and it is not yet known whether the server takes it: asked before the first pull.
+    # parts and it is not yet known whether the server takes it: asked before each pull
+    # until the server answers; meanwhile the folder sends nothing (`engine.unsettled`).
     full_path: str | None = None
+    # One question at a time (the runner's pull and a `team.*` call may both ask).
+    asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    handed_over: bool = False  # replaced by the folder keyed by the full path
 
     @property
     def engine(self) -> SyncEngine:
@@ -153,6 +157,9 @@ class TeamSync:
         self._shutdown_watch: asyncio.Task[None] | None = None
         # Per full path (`group/sub/repo`): whether the server serves it to our token.
         self._takes_full_path: dict[str, bool] = {}
+        # Per (team folder, full path): whether a state saved under the full path exists
+        # (the folder synced with it before). Looked up once: `_repo_for` runs on every turn.
+        self._saved_full_path: dict[tuple[Path, str], bool] = {}
 
     @property
     def configured(self) -> bool:
@@ -240,8 +247,8 @@ class TeamSync:
     def _repo_for(self, project: Project, team_dir: Path) -> str | None:
         """The repository the project's folder syncs with: `owner/repo` from its remote, or,
         for a GitLab subgroup's project, its full path `group/sub/repo` once the server is
-        known to serve it to our token (asked before the folder's first pull, or the folder
-        synced with it before: its state is saved). Keyed by the last two parts alone, two
+        known to serve it to our token (asked before the folder's pulls until the server
+        answers, or the folder synced with it before: its state is saved). Keyed by the last two parts alone, two
         groups' `sub/repo` shared one team memory; a server or a token from before session
         20 knows only those, and the folder keeps them."""
         slug = project.facts.repo_slug
@@ -250,8 +257,13 @@ class TeamSync:
             return slug
         takes = self._takes_full_path.get(full)
         url = self.config.url
-        if takes is None and url is not None and state_path(url, full, team_dir).exists():
-            takes = self._takes_full_path[full] = True
+        if takes is None and url is not None:
+            saved = self._saved_full_path.get((team_dir, full))
+            if saved is None:
+                saved = state_path(url, full, team_dir).exists()
+                self._saved_full_path[(team_dir, full)] = saved
+            if saved:
+                takes = self._takes_full_path[full] = True
         return full if takes else slug
 
     def _make_folder(self, project: Project, team_dir: Path, repo: str | None) -> Folder:
@@ -291,7 +303,11 @@ class TeamSync:
         unknown = (
             client is not None and full not in (None, repo) and full not in self._takes_full_path
         )
-        return Folder(project.root, runner, full_path=full if unknown else None)
+        folder = Folder(project.root, runner, full_path=full if unknown else None)
+        if full is not None and unknown:
+            engine.unsettled = Retryable(f"not yet asked whether the server serves {full}")
+            runner.before_pull = lambda: self._moved_to_full_path(folder)
+        return folder
 
     def stopping(self) -> None:
         """The daemon was asked to stop: it drains its requests, then closes this service.
@@ -319,8 +335,8 @@ class TeamSync:
         try:
             if after is not None:  # the folder this one replaces, stopped first
                 await asyncio.shield(after)
-            if await self._moved_to_full_path(folder):
-                return  # the folder keyed by the full path starts instead
+            # Its first pull may hand over to the folder keyed by the full path, which starts
+            # instead (`runner.before_pull`).
             await folder.runner.start()
         except Exception as exc:
             await self._report_error("team.start", f"{type(exc).__name__}: {exc}")
@@ -335,29 +351,48 @@ class TeamSync:
             task.add_done_callback(self._shedding.discard)
 
     async def _moved_to_full_path(self, folder: Folder) -> bool:
-        """Before a folder keyed `sub/repo` first pulls: ask the server whether it serves the
-        remote's full path `group/sub/repo` to our token, and if so replace the folder by one
-        keyed by it (as for a remote that changed: nothing is pulled from or pushed to the
-        two-part name). No answer, an old server, or a token bound to `sub/repo` only: the
-        folder stays as it is for this run; the next daemon start asks again."""
-        full, client = folder.full_path, folder.engine.client
-        if full is None or client is None:
-            return False
-        folder.full_path = None
-        try:
-            takes = await client.takes_repo(full)
-        except TeamHTTPError as exc:
-            log.info("no answer whether the server serves the full path", repo=full, error=str(exc))
-            takes = False
-        self._takes_full_path[full] = takes
-        if not takes or self._closed:
-            return False
-        log.info("team sync keys the folder by its full path", old=folder.engine.repo, new=full)
-        try:
-            # The remote's repository is now the full path: made anew, as for a moved remote.
-            return self.folder(self.resolve_project(folder.project_root)) is not folder
-        except FeatureUnavailable:
-            return False
+        """Before a folder keyed `sub/repo` pulls while it is not known whether the server
+        serves the remote's full path `group/sub/repo` to our token: ask, and on a yes hand
+        the folder over to one keyed by the full path (as for a remote that changed: nothing
+        is pulled from or pushed to the two-part name). An old server or a token bound to
+        `sub/repo` only: the folder keeps it for this run. No answer (the server down, a 5xx):
+        the Retryable is raised, the folder sends nothing, and the next pull asks again —
+        taken as a no, the folder synced with `sub/repo` until the daemon restarted, though
+        its team had moved. True when the folder was handed over (or the service closed)."""
+        async with folder.asking:
+            if folder.handed_over:
+                return True
+            full, client = folder.full_path, folder.engine.client
+            if full is None or client is None:
+                return False
+            takes = self._takes_full_path.get(full)  # another folder of this remote asked
+            if takes is None:
+                try:
+                    takes = await client.takes_repo(full)
+                except Retryable as exc:
+                    log.info("no answer whether the server serves the full path", repo=full)
+                    folder.engine.unsettled = Retryable(
+                        f"not yet known whether the server serves {full} (asked: {exc}); "
+                        f"nothing is sent to {folder.engine.repo} meanwhile",
+                        exc.status,
+                    )
+                    raise
+                except TeamHTTPError as exc:  # refused outright (401 …): the pull says why
+                    log.info("the server refused the full path", repo=full, error=str(exc))
+                    takes = False
+                self._takes_full_path[full] = takes
+            folder.full_path = None
+            if not takes:
+                folder.engine.unsettled = None
+                return False
+            folder.handed_over = True
+            if self._closed:
+                return True
+            log.info("team sync keys the folder by its full path", old=folder.engine.repo, new=full)
+            with contextlib.suppress(FeatureUnavailable):  # auto memory off now: no folder
+                # The remote's repository is now the full path: made anew, as for a moved remote.
+                self.folder(self.resolve_project(folder.project_root))
+            return True
 
     async def _shed_when_idle(self, folder: Folder) -> None:
         await folder.runner.wait_idle()
@@ -380,15 +415,21 @@ class TeamSync:
         await self.host.report_worker_error(worker, message)
 
     async def started(self, project: Project) -> Folder:
+        """The project's folder once started; asked again first whether the server serves
+        the remote's full path when its start got no answer (still none: the folder sends
+        nothing, and a pull or push on it fails saying so)."""
         folder = self.folder(project)
-        while folder.start_task is not None:
-            await asyncio.shield(folder.start_task)
+        while True:
+            if folder.start_task is not None:
+                await asyncio.shield(folder.start_task)
+            if folder.full_path is not None and not self._closed:
+                with contextlib.suppress(TeamHTTPError):
+                    await self._moved_to_full_path(folder)
             # Its start may have handed over to a folder keyed by the remote's full path.
             now = self.folder(project)
             if now is folder:
-                break
+                return folder
             folder = now
-        return folder
 
     def not_shared_because(self, project: Project) -> str | None:
         """Why the project's team folder does not sync (after `ensure`), or None while it does:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
+from memoryd.team import service
 from memoryd.team.sync.client import TeamClient, TeamHTTPError
 from memoryd_team import app as server_app
 from memoryd_team import validation
 from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
-from tests.team.conftest import server_history
+from tests.fakes.faulty_proxy import Fault, FaultyProxy
+from tests.team.conftest import eventually, server_history
 from tests.team.test_team_sync_daemon import make_repo, start
 from tests.team_server.conftest import ThreadedServer
 
@@ -153,3 +156,85 @@ async def test_what_answers_whether_the_server_serves_a_full_path(
     assert asked[0].url.params["repo"] == FULL
     assert asked[0].headers["If-None-Match"] == "*"
     assert asked[0].url.params["view"] == "hashes"
+
+
+def repos_asked(proxy: FaultyProxy) -> list[str]:
+    """The `repo` of every request the proxy saw, in order."""
+    return [
+        parse_qs(urlsplit(entry.target).query).get("repo", ["?"])[0] for entry in list(proxy.log)
+    ]
+
+
+async def start_behind(
+    proxy: FaultyProxy,
+    fault: Fault,
+    server: ThreadedServer,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+) -> tuple[DaemonHandle, Path]:
+    """A daemon syncing through `proxy`, which answers every request with `fault` for now,
+    with a token bound to both names; and the subgroup project."""
+    proxy.default = fault
+    handle = await start(short_tmp, "a", url=proxy.url, token=server.token(FULL, SHORT))
+    daemons.append(handle)
+    return handle, make_repo(tmp_path / "proj", remote=REMOTE)
+
+
+@pytest.mark.parametrize("outage", ["down", "503"])
+async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
+    outage: str,
+    server: ThreadedServer,
+    proxy: FaultyProxy,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+) -> None:
+    """The server unreachable (or failing) when the folder first syncs: taken as a no, the
+    folder synced with `sub/widgets` for the whole daemon run once the server was back, though
+    the team had moved to the full path. Now it sends nothing until the server answers, then
+    moves, with what was written meanwhile."""
+    fault = Fault.reset() if outage == "down" else Fault.status(503)
+    handle, root = await start_behind(proxy, fault, server, short_tmp, daemons, tmp_path)
+    first = await handle.call("team.push", cwd=str(root))
+    assert first["ok"] is False
+    assert FULL in first["error"]
+    (Path(first["team_dir"]) / "meanwhile.md").write_text("written while the server was away\n")
+    again = await handle.call("team.push", cwd=str(root))
+    assert again["ok"] is False
+    assert set(repos_asked(proxy)) == {FULL}  # only the question, never the two-part name
+
+    proxy.default = Fault.passthrough()
+    await eventually(lambda: "meanwhile.md" in server_history(server, FULL), timeout=30)
+    status = await handle.call("team.status", cwd=str(root))
+    assert (status["repo"], status["suppressed"], status["pending"]) == (FULL, None, [])
+    assert await asyncio.to_thread(server_history, server, SHORT) == {}
+    assert SHORT not in repos_asked(proxy)
+
+
+async def test_an_unanswered_question_looks_for_a_saved_state_once(
+    server: ThreadedServer,
+    proxy: FaultyProxy,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the server has not answered, each turn's `_repo_for` looked on disk for a state
+    saved under the full path (a file-system call on the event loop per turn)."""
+    looked: list[str] = []
+    real = service.state_path
+
+    def counted(url: str, repo: str, team_dir: Path) -> Path:
+        looked.append(repo)
+        return real(url, repo, team_dir)
+
+    monkeypatch.setattr(service, "state_path", counted)
+    handle, root = await start_behind(
+        proxy, Fault.status(503), server, short_tmp, daemons, tmp_path
+    )
+    for _ in range(5):
+        await handle.call("team.status", cwd=str(root))
+    assert looked.count(FULL) == 1

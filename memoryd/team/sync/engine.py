@@ -232,6 +232,10 @@ class SyncEngine:
         # was marked: a scan started before a mark did not see that write.
         self._marks = 0
         self._marked: dict[str, int] = {}
+        # Why the repository this folder syncs with is not known yet (a subgroup's full path
+        # the server has not answered for, TeamSync): every pull and push fails with it,
+        # sending nothing, rather than going to a name the team may have moved from.
+        self.unsettled: Retryable | None = None
 
     @property
     def repo(self) -> str:
@@ -245,6 +249,8 @@ class SyncEngine:
     def _client(self) -> TeamClient:
         if self.client is None:
             raise SyncSuppressed(self.state.suppressed or "no_oauth")
+        if self.unsettled is not None:
+            raise Retryable(str(self.unsettled), self.unsettled.status)
         return self.client
 
     def lift_suppression(self) -> bool:

@@ -101,6 +101,10 @@ class SyncRunner:
         self._last_pull = float("-inf")
         self._server_wait_until = float("-inf")  # a Retry-After's end (monotonic)
         self._refresh_task: asyncio.Task[bool] | None = None
+        # Awaited before each pull (TeamSync: is the folder's repository known yet?). True:
+        # the folder is handed to another runner, and this one sends nothing more. A
+        # TeamHTTPError from it fails the pull (a Retryable is retried, and asked again).
+        self.before_pull: Callable[[], Awaitable[bool]] | None = None
 
     @property
     def team_dir(self) -> Path:
@@ -310,6 +314,9 @@ class SyncRunner:
         """One pull; failures handled (backoff or suppression). True when it succeeded."""
         self._last_pull = time.monotonic()
         try:
+            if self.before_pull is not None and await self.before_pull():
+                self._closing = True  # handed over: its retirement closes it
+                return False
             report = await self.engine.pull()
         except SyncSuppressed:
             return False
