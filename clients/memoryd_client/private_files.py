@@ -41,8 +41,13 @@ def open_owner_rw(path: Path, flags: int) -> int:
     is the user's. Another user's file is left as it is (the caller judges it)."""
     try:
         fd = os.open(path, flags | os.O_CREAT, 0o600)
-    except PermissionError:
-        info = os.lstat(path)  # OSError, say FileNotFoundError, when there is no such file
+    except PermissionError as denied:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            # No file: the folder refused to make one. Said as lstat's "no such file", it read
+            # as a missing folder (and a lock's caller made the user's 0500 folder 0700).
+            raise denied from None
         if not (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()):
             raise
         if stat.S_IMODE(info.st_mode) & 0o600 == 0o600:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,37 @@ def test_a_sticky_shared_folder_and_a_private_one_are_fine(tmp_path: Path) -> No
             assert (folder / "memoryd.log").is_file()
         finally:
             os.close(fd)
+
+
+_OPEN_IN_READ_ONLY_FOLDER = """
+import os, sys
+from pathlib import Path
+from memoryd.fsutil import open_lock_file
+folder = Path(sys.argv[1])
+try:
+    open_lock_file(folder / "memoryd.sock.lock")
+except OSError as exc:
+    print(type(exc).__name__, exc.strerror)
+print(oct(folder.stat().st_mode & 0o777))
+"""
+
+
+def test_a_file_a_read_only_folder_refuses_to_make_is_a_permission_error(
+    tmp_path: Path,
+) -> None:
+    # Found by a review: lstat's "No such file" replaced the PermissionError, so `memctl
+    # start` said a file was missing, and the lock's caller, taking that for a missing
+    # folder, made the user's 0500 folder 0700.
+    folder = tmp_path / "readonly"
+    folder.mkdir(mode=0o500)
+    folder.chmod(0o500)
+    # Root writes anywhere; without the capabilities that let it, it is refused as any user.
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    command = [
+        *(drop if os.geteuid() == 0 else []),
+        sys.executable,
+        "-c",
+        _OPEN_IN_READ_ONLY_FOLDER,
+    ]
+    done = subprocess.run([*command, str(folder)], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["PermissionError Permission denied", "0o500"]
