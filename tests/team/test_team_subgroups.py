@@ -238,3 +238,28 @@ async def test_an_unanswered_question_looks_for_a_saved_state_once(
     for _ in range(5):
         await handle.call("team.status", cwd=str(root))
     assert looked.count(FULL) == 1
+
+
+async def test_a_folder_on_the_full_path_is_not_sent_back_by_a_token_bound_to_sub_repo(
+    server: ThreadedServer,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+) -> None:
+    """A folder that synced under the full path, then a token bound to `sub/widgets` only (re-
+    issued, rolled back): the folder stays on the full path, stopped with http_403 and saying
+    why. Followed back, it would push the group's own memories into the name every group's
+    `sub/widgets` shares, and pull theirs in."""
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(FULL, SHORT))
+    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    await push_note(handle, root, "ours.md")
+    await stop_daemon(handle)
+
+    again = await start(short_tmp, "a2", url=server.url, token=server.token(SHORT))
+    daemons.append(again)
+    pushed = await push_note(again, root, "later.md")
+    assert (pushed["ok"], pushed["repo"], pushed["suppressed"]) == (False, FULL, "http_403")
+    assert "not bound to this repository" in pushed["why"]
+    assert await asyncio.to_thread(server_history, server, SHORT) == {}
+    assert set(await asyncio.to_thread(server_history, server, FULL)) == {"ours.md"}
