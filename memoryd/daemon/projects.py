@@ -1,13 +1,17 @@
 """Projects: a cwd resolved to its canonical root and git facts, cached per directory.
 
 The cache entry for a cwd is re-validated by the mtimes of the git files it was read
-from (`.git/HEAD`, `.git/config` and the files it includes, the worktree's `.git` file) and of
-the user's and system's git config (where `safe.directory` is), so moving a worktree, changing the remote or trusting
-another user's repository is seen at the next call without a watcher.
+from (`.git/HEAD`, `.git/config` and the files it includes, the worktree's `.git` file), of
+the user's and system's git config (where `safe.directory` is), of the `.git` of every folder
+between the cwd and its worktree root (every folder above it outside git), and by the
+identity of the folder the cwd names, so moving a worktree, changing the remote, trusting
+another user's repository, a `git init` above the cwd or a symbolic link in the cwd pointed
+elsewhere is seen at the next call without a watcher.
 """
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from pathlib import Path
 
@@ -16,14 +20,27 @@ from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.core.project import Project
 
 MAX_CACHED_DIRS = 4_096
+# Folders above the cwd whose `.git` is stat'ed on each call: a `git init` further up than
+# this (under a cwd hundreds of folders deep) is seen once the entry leaves the cache.
+MAX_PARENT_PROBES = 64
+
+_Identity = tuple[int, int] | None
 
 
-def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Stat, ...]:
-    """What the git files the facts came from look like (`stat_stamp`: mtime, ctime, size,
-    inode): the mtime alone missed a change within one tick of a coarse clock, 1-2 s on some
-    file systems, and after the clock was set back (git replaces HEAD and config by a
-    rename)."""
+def _probes(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Path, ...]:
+    """The paths whose stat tells whether `facts` still hold for `cwd`."""
     probes = [cwd / ".git", *gitsafe.config_files()]
+    # A `.git` made (or removed) in a folder between the cwd and its worktree root, or above
+    # a cwd outside git, moves the root: the walk up would stop there now. Without these a
+    # daemon kept the root it first found (and its memory dir) for the rest of its run.
+    try:
+        real = cwd.resolve()
+    except (OSError, RuntimeError):
+        real = cwd
+    for folder in (real, *real.parents)[1 : MAX_PARENT_PROBES + 1]:
+        if folder == facts.worktree_root:
+            break
+        probes.append(folder / ".git")
     if facts.worktree_root is not None:
         probes.append(facts.worktree_root / ".git")
     if facts.git_dir is not None:
@@ -31,22 +48,45 @@ def _stamp(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Stat, ...]:
     # The files `.git/config` includes (a remote kept in one): an edit there changes the
     # remote without touching .git/config, and was never seen while the entry lasted.
     probes += facts.included
+    return tuple(probes)
+
+
+def _stamp(probes: tuple[Path, ...]) -> tuple[Stat, ...]:
+    """What the git files the facts came from look like (`stat_stamp`: mtime, ctime, size,
+    inode): the mtime alone missed a change within one tick of a coarse clock, 1-2 s on some
+    file systems, and after the clock was set back (git replaces HEAD and config by a
+    rename)."""
     return tuple(stat_stamp(probe) for probe in probes)
+
+
+def _identity(cwd: Path) -> _Identity:
+    """Which folder `cwd` names (not its mtime: a file made in it changes nothing here). A
+    symbolic link on the way pointed at another folder changes it: outside git the root is
+    the real cwd, and the first target's was kept."""
+    try:
+        info = os.stat(cwd)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 class Projects:
     def __init__(self) -> None:
-        self._cache: OrderedDict[Path, tuple[tuple[Stat, ...], Project]] = OrderedDict()
+        self._cache: OrderedDict[
+            Path, tuple[tuple[Path, ...], tuple[Stat, ...], _Identity, Project]
+        ] = OrderedDict()
 
     def resolve(self, cwd: str | Path) -> Project:
         path = Path(cwd)
         cached = self._cache.get(path)
-        if cached is not None and _stamp(cached[1].facts, path) == cached[0]:
+        if cached is not None and _stamp(cached[0]) == cached[1] and _identity(path) == cached[2]:
             self._cache.move_to_end(path)
-            return cached[1]
+            return cached[3]
+        identity = _identity(path)
         facts = gitfacts.discover(path)
         project = Project(path, facts.project_root, facts)
-        self._cache[path] = (_stamp(facts, path), project)
+        probes = _probes(facts, path)
+        self._cache[path] = (probes, _stamp(probes), identity, project)
         self._cache.move_to_end(path)
         while len(self._cache) > MAX_CACHED_DIRS:  # a long-lived daemon sees many cwds
             self._cache.popitem(last=False)
@@ -58,7 +98,7 @@ class Projects:
         return None if cwd is None else self.resolve(cwd).root
 
     def known_roots(self) -> set[Path]:
-        return {p.root for _, p in self._cache.values()}
+        return {entry[3].root for entry in self._cache.values()}
 
     def status_extra(self) -> dict[str, int]:
         return {"projects": len(self.known_roots())}

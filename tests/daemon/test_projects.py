@@ -218,3 +218,38 @@ def test_an_edit_to_a_config_file_that_git_config_includes_is_seen(tmp_path: Pat
     assert projects.resolve(repo).facts.repo_slug == "acme/one"
     remote.write_text('[remote "origin"]\n\turl = https://github.com/acme/two.git\n')
     assert projects.resolve(repo).facts.repo_slug == "acme/two"
+
+
+def test_a_git_init_above_the_cwd_is_seen(tmp_path: Path) -> None:
+    # Found by a bug hunt: the cache stat'ed cwd/.git and the found repository's files only,
+    # so a `git init` in a folder above a cwd outside git, or a nested repository made
+    # between the cwd and its root, left the old root (and memory dir) for the daemon's run.
+    base = tmp_path.resolve()
+    cwd = base / "newproj" / "src"
+    cwd.mkdir(parents=True)
+    projects = Projects()
+    assert projects.resolve(cwd).root == cwd
+    git("init", "-q", cwd=base / "newproj")
+    assert projects.resolve(cwd).root == base / "newproj"
+
+    deep = base / "outer" / "sub" / "deep"
+    deep.mkdir(parents=True)
+    git("init", "-q", cwd=base / "outer")
+    assert projects.resolve(deep).root == base / "outer"
+    git("init", "-q", cwd=base / "outer" / "sub")
+    assert projects.resolve(deep).root == base / "outer" / "sub"
+
+
+def test_a_cwd_link_pointed_elsewhere_is_resolved_again(tmp_path: Path) -> None:
+    # Found by a bug hunt: outside git the root is the real cwd; with `current -> v1`
+    # relinked to v2 the cache kept v1 as the root.
+    base = tmp_path.resolve()
+    (base / "v1").mkdir()
+    (base / "v2").mkdir()
+    link = base / "current"
+    link.symlink_to(base / "v1")
+    projects = Projects()
+    assert projects.resolve(link).root == base / "v1"
+    link.unlink()
+    link.symlink_to(base / "v2")
+    assert projects.resolve(link).root == base / "v2"
