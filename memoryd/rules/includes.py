@@ -5,21 +5,26 @@ from __future__ import annotations
 import os.path
 from pathlib import Path
 
-# Only text: an include is pasted into the prompt. `.env`-style files are left out on
-# purpose (they hold secrets), and so is anything without an extension.
+# Only text: an include is pasted into the prompt. Every extension Claude Code's own list
+# has (its TEXT_FILE_EXTENSIONS) and more, except `.env` (secrets), left out on purpose.
 TEXT_EXTENSIONS = frozenset(
     # A word list reads better than a hundred quoted strings (hence the SIM905 noqa).
     """
-    md markdown mdx mdown txt text rst adoc asciidoc org tex
-    json jsonc json5 yaml yml toml ini cfg conf xml csv tsv
-    html htm css scss sass less svg
+    md markdown mdx mdown txt text rst adoc asciidoc org tex latex
+    json jsonc json5 yaml yml toml ini cfg conf config xml csv tsv edn lock
+    html htm css scss sass less svg ejs erb hbs pug jade
     js jsx mjs cjs ts tsx mts cts vue svelte astro
-    py pyi rb go rs java kt kts scala groovy gradle swift m mm c h cc cpp cxx hpp hh cs fs
-    php pl pm lua r jl dart ex exs erl hrl hs ml mli clj cljs elm nim zig v sol
-    sh bash zsh fish ps1 bat cmd sql graphql gql proto thrift tf hcl nix cmake mk
-    properties editorconfig gitignore dockerignore dockerfile patch diff log
+    py pyi pyw rb rake go rs java kt kts scala sbt groovy gradle swift m mm c h cc cpp cxx
+    hpp hh hxx cs fs php pl pm lua r jl dart ex exs erl hrl hs lhs ml mli clj cljs cljc elm
+    nim zig v sol f f90 f95 for
+    sh bash zsh fish ps1 bat cmd sql graphql gql proto thrift tf hcl nix cmake mk make
+    makefile properties editorconfig gitignore dockerignore dockerfile patch diff log
     """.split()  # noqa: SIM905
 )
+# A name without an extension is text only when it is one of these (Claude Code takes any
+# such file): an extension is no name, since `~/.kube/config` or `.git/config` may hold
+# credentials.
+TEXT_NAMES = frozenset({"editorconfig", "gitignore", "dockerignore", "dockerfile", "makefile"})
 
 
 def resolve(ref: str, including_dir: Path, home: Path) -> Path:
@@ -34,10 +39,11 @@ def resolve(ref: str, including_dir: Path, home: Path) -> Path:
 
 
 def is_text_name(path: Path) -> bool:
-    """A known text extension; or, for a name with none, the name itself (`.gitignore`,
-    `.editorconfig`, `Dockerfile`: Python sees no suffix in a dotfile's name)."""
-    suffix = path.suffix.lower().lstrip(".") or path.name.lower().lstrip(".")
-    return suffix in TEXT_EXTENSIONS
+    """A known text extension; or, for a name with none, one of TEXT_NAMES (`.gitignore`,
+    `.editorconfig`, `Dockerfile`, `Makefile`: Python sees no suffix in a dotfile's name)."""
+    if path.suffix:
+        return path.suffix.lower()[1:] in TEXT_EXTENSIONS
+    return path.name.lower().lstrip(".") in TEXT_NAMES
 
 
 def is_within(path: Path, roots: tuple[Path, ...]) -> bool:

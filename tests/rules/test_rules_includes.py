@@ -71,6 +71,20 @@ def test_missing_directory_binary_non_utf8(tree: Tree, load: Loader) -> None:
     assert all(s.parent == tree.root / "CLAUDE.md" for s in result.skipped)
 
 
+def test_text_files_claude_code_includes_are_included(tree: Tree, load: Loader) -> None:
+    # Found by a bug hunt: extensions of Claude Code's own text list (and Makefile, a file
+    # Claude Code takes without an extension) were not_text, their includes never read.
+    names = ["deploy.erb", "build.sbt", "web.config", "Cargo.lock", "Makefile", "solver.f90"]
+    secrets = ["cluster/config", ".env", "git/credentials"]
+    for name in names + secrets:
+        tree.write(name, f"text of {name}")
+    tree.write("CLAUDE.md", " ".join(f"@./{name}" for name in names + secrets))
+    result = load(tree.root)
+    assert loaded(result, tree.root) == ["CLAUDE.md", *names]
+    # An extension is no name: `~/.kube/config` holds credentials, as `.env` files do.
+    assert skips(result, tree.root) == dict.fromkeys(secrets, "not_text")
+
+
 def test_cycle_a_b_a(tree: Tree, load: Loader) -> None:
     tree.write("CLAUDE.md", "@a.md")
     tree.write("a.md", "A @b.md")
