@@ -263,3 +263,26 @@ async def test_a_folder_on_the_full_path_is_not_sent_back_by_a_token_bound_to_su
     assert "not bound to this repository" in pushed["why"]
     assert await asyncio.to_thread(server_history, server, SHORT) == {}
     assert set(await asyncio.to_thread(server_history, server, FULL)) == {"ours.md"}
+
+
+async def test_a_no_after_an_outage_syncs_the_two_part_name(
+    server: ThreadedServer,
+    proxy: FaultyProxy,
+    short_tmp: Path,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+) -> None:
+    """The server back with a token bound to `sub/widgets` only: the folder, held while no
+    answer came, syncs with the two-part name, what was written meanwhile included."""
+    proxy.default = Fault.status(503)
+    handle = await start(short_tmp, "a", url=proxy.url, token=server.token(SHORT))
+    daemons.append(handle)
+    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    first = await handle.call("team.push", cwd=str(root))
+    (Path(first["team_dir"]) / "meanwhile.md").write_text("written while the server was away\n")
+    proxy.default = Fault.passthrough()
+    # The runner's retry or this call pushes it, whichever comes first.
+    pushed = await handle.call("team.push", cwd=str(root))
+    assert (pushed["ok"], pushed["repo"].lower(), pushed["pending"]) == (True, SHORT, [])
+    assert "meanwhile.md" in await asyncio.to_thread(server_history, server, SHORT)
