@@ -10,7 +10,9 @@ is reported). Given `seen` (`agent.seen.SeenFiles`), a write of a file that exis
 Read of it in this run with the file unchanged since, checked under the caller's lock right
 before the write (else an error result tells the model to read it again). The loop ends on a reply
 without tool calls, at `max_turns`, on cancellation (`cancel` event or task cancel), or on a
-model error or refusal. Failures are loud: each denial, a reached turn limit and a failed model call
+model error or refusal. From the second request on, the newest tool results and the ones before
+carry prompt-cache breakpoints, within the four the API allows beside the caller's. Failures are
+loud: each denial, a reached turn limit and a failed model call
 are reported through `host.report_worker_error` under the run's feature name.
 """
 
@@ -31,6 +33,7 @@ from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import SeenFiles
 from memoryd.errors import FeatureUnavailable
 from memoryd.llm.client import ModelError, add_tokens, zero_tokens
+from memoryd.llm.prompt_cache import MAX_BREAKPOINTS, count_breakpoints, with_breakpoint
 from memoryd.surrogates import without_lone_surrogates
 
 if TYPE_CHECKING:
@@ -47,6 +50,11 @@ MAX_TOOL_CALLS_PER_REPLY = 50
 # last has an incomplete input (a Write's content cut mid-way), so that call is not run.
 CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
 PathHook = Callable[[Path], Awaitable[None]]
+# Cache breakpoints the loop puts on the run's own turns, room allowing: on the newest tool
+# results (written to the cache) and on the ones before (read from it). With the newest one
+# only, a reply of over ~20 tool calls put the previous turn's entry out of the API's lookback
+# (20 blocks before a breakpoint), and the whole run so far was written to the cache again.
+OWN_BREAKPOINTS = 2
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,8 @@ async def run_agent(
     if system is not None:
         request["system"] = system
     used_ids: set[str] = set()  # the tool call ids sent back so far
+    # The caller's breakpoints stay where they are; the loop's own use what is left of four.
+    room = MAX_BREAKPOINTS - count_breakpoints([system, tool_defs, convo])
     try:
         while True:
             if cancel is not None and cancel.is_set():
@@ -142,7 +152,8 @@ async def run_agent(
                     f"stopped at the turn limit ({max_turns}) while the model was still calling tools",
                 )
                 break
-            reply = await _create(host, feature, {**request, "messages": convo}, cancel)
+            sent = _with_own_breakpoints(convo, len(messages), room)
+            reply = await _create(host, feature, {**request, "messages": sent}, cancel)
             if reply is None:
                 result.stop_reason = "cancelled"
                 break
@@ -161,7 +172,9 @@ async def run_agent(
             # every later request of the run unencodable.
             # `warnings=False`: a field of the wrong type (an input that is no object) is
             # fixed below, not a serializer warning on the daemon's stderr.
-            content = without_lone_surrogates([b.to_dict(warnings=False) for b in blocks])
+            content = without_lone_surrogates(
+                [_unmarked(b.to_dict(warnings=False)) for b in blocks]
+            )
             call_ids = _sendable_calls(content, used_ids)
             convo.append({"role": "assistant", "content": content})
             uses = [b for b in blocks if b.type == "tool_use"]
@@ -251,6 +264,29 @@ async def _create(
     if call.cancelled():
         return None
     return call.result()
+
+
+def _with_own_breakpoints(
+    convo: list[dict[str, Any]], first_own: int, room: int
+) -> list[dict[str, Any]]:
+    """The messages as sent: the run's newest tool results (those from `first_own` on) carry a
+    cache breakpoint, and the ones before too, within `room`. Each turn resent them all, and
+    with the only breakpoint on the caller's prompt a 62 KB Read was billed uncached again at
+    every later turn. `convo` itself keeps none, so a mark moves on with the run."""
+    own = [i for i in range(first_own, len(convo)) if convo[i].get("role") == "user"]
+    if room <= 0 or not own:
+        return convo
+    sent = list(convo)
+    for index in own[-min(room, OWN_BREAKPOINTS) :]:
+        sent[index] = with_breakpoint(convo[index])
+    return sent
+
+
+def _unmarked(block: dict[str, Any]) -> dict[str, Any]:
+    """A reply block without a `cache_control` the endpoint put on it: sent back so, it took
+    room from the four breakpoints a request may carry (past four: HTTP 400, the run failed)."""
+    block.pop("cache_control", None)
+    return block
 
 
 def _reply_blocks(feature: str, reply: Any) -> list[Any]:
