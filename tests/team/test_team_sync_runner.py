@@ -407,3 +407,30 @@ async def test_a_team_folder_symlink_whose_folder_is_made_again_is_watched_again
     target.mkdir()
     (target / "b.md").write_text("in the folder made again\n")
     await eventually(lambda: "b.md" in server_history(server))
+
+
+async def test_a_runner_asking_before_its_pull_is_busy_and_closed_meanwhile_pulls_nothing(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    """`before_pull` (TeamSync asking the server which repository the folder syncs with) is
+    part of the pull: the runner looked idle meanwhile (shed as such), and once closed it
+    still pulled into a folder another runner may own by then."""
+    side = make_side("me", proxy.url, server.token(REPO))
+    answer = asyncio.Event()
+
+    async def ask() -> bool:
+        await answer.wait()
+        return False
+
+    async def report(worker: str, message: str) -> None:
+        raise AssertionError(f"{worker}: {message}")
+
+    runner = SyncRunner(side.engine, tuning=FAST, report_error=report)
+    runner.before_pull = ask
+    starting = asyncio.create_task(runner.start())
+    await asyncio.sleep(0.05)
+    assert not runner.idle
+    await runner.close(final_push=False)
+    answer.set()
+    await starting
+    assert proxy.requests() == 0

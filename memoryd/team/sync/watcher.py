@@ -105,6 +105,7 @@ class SyncRunner:
         # the folder is handed to another runner, and this one sends nothing more. A
         # TeamHTTPError from it fails the pull (a Retryable is retried, and asked again).
         self.before_pull: Callable[[], Awaitable[bool]] | None = None
+        self._asking = False  # before_pull under way: a pull is, so the folder is not idle
 
     @property
     def team_dir(self) -> Path:
@@ -118,6 +119,7 @@ class SyncRunner:
             and self._retry is None
             and (self._push_task is None or self._push_task.done())
             and (self._refresh_task is None or self._refresh_task.done())
+            and not self._asking
             and not self._dirty
             and not self.engine.busy
             and not self.engine.state.pending
@@ -314,9 +316,17 @@ class SyncRunner:
         """One pull; failures handled (backoff or suppression). True when it succeeded."""
         self._last_pull = time.monotonic()
         try:
-            if self.before_pull is not None and await self.before_pull():
-                self._closing = True  # handed over: its retirement closes it
-                return False
+            if self.before_pull is not None:
+                self._asking = True
+                try:
+                    handed_over = await self.before_pull()
+                finally:
+                    self._asking = False
+                # Handed over (its retirement closes it), or closed while it asked (shed as
+                # idle): nothing more from this runner, no pull into a folder another may own.
+                if handed_over or self._closing:
+                    self._closing = True
+                    return False
             report = await self.engine.pull()
         except SyncSuppressed:
             return False
