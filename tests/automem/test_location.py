@@ -42,6 +42,17 @@ def test_tilde_expansion_and_nfc() -> None:
     assert str(path) == "/home/u/mem/caf\u00e9"
 
 
+@pytest.mark.parametrize("raw", ["~", "~/", "~/.", "~/..", "~/x/..", "~//", "~/./x/../.."])
+def test_a_tilde_naming_home_or_above_is_rejected(raw: str) -> None:
+    # Found by a bug hunt: `~` made all of the home folder the memory dir (writable by the
+    # extraction agent: `~/.claude/CLAUDE.md` was a "memory file"); Claude Code refuses it.
+    assert location.validate_configured(raw, HOME) == (
+        None,
+        "names the home folder or a folder above it",
+    )
+    assert location.validate_configured("~/../shared/mem", HOME) == (Path("/home/shared/mem"), None)
+
+
 def test_accepted_path_is_normalised() -> None:
     assert location.validate_configured("/srv/a/../mem/", HOME) == (Path("/srv/mem"), None)
 
