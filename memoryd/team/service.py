@@ -248,9 +248,9 @@ class TeamSync:
         """The repository the project's folder syncs with: `owner/repo` from its remote, or,
         for a GitLab subgroup's project, its full path `group/sub/repo` once the server is
         known to serve it to our token (asked before the folder's pulls until the server
-        answers, or the folder synced with it before: its state is saved). Keyed by the last two parts alone, two
-        groups' `sub/repo` shared one team memory; a server or a token from before session
-        20 knows only those, and the folder keeps them."""
+        answers, or the folder synced with it before: its state is saved). Keyed by the last
+        two parts alone, two groups' `sub/repo` shared one team memory; a server or a token
+        from before session 20 knows only those, and the folder keeps them."""
         slug = project.facts.repo_slug
         full = full_repo_path(project.facts.remote_url)
         if slug is None or full is None:
@@ -356,9 +356,9 @@ class TeamSync:
         the folder over to one keyed by the full path (as for a remote that changed: nothing
         is pulled from or pushed to the two-part name). An old server or a token bound to
         `sub/repo` only: the folder keeps it for this run. No answer (the server down, a 5xx):
-        the Retryable is raised, the folder sends nothing, and the next pull asks again —
-        taken as a no, the folder synced with `sub/repo` until the daemon restarted, though
-        its team had moved. True when the folder was handed over (or the service closed)."""
+        the Retryable is raised, the folder sends nothing, and the next pull asks again (taken
+        as a no, the folder synced with `sub/repo` until the daemon restarted, though its team
+        had moved). True when the folder was handed over (or the service closed)."""
         async with folder.asking:
             if folder.handed_over:
                 return True
