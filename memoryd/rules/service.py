@@ -50,6 +50,10 @@ _Prefix = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
 _BuildKey = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
 # Touched paths judged on the event loop; more go to a thread (a stat each, glob matches).
 INLINE_TOUCHED = 256
+# Recorded paths of an entry re-stat'ed on the event loop; more go to a thread. An entry
+# over MAX_WATCHED_PER_ENTRY is re-stat'ed on every call: a session that touched files in
+# 3,000 folders recorded ~30,000 paths, and each `get_context` held every client ~0.15 s.
+INLINE_STAMPS = 1_000
 # The last touched set seen per (cwd, root), so an unchanged or grown set is judged cheaply.
 MAX_SEEN = 8
 # `context/changed`: at most one per project per interval (a checkout of 10,000 files
@@ -210,7 +214,7 @@ class InstructionFiles:
         whether it came from the cache."""
         key = await self._key(cwd, project.root, sources, touched)
         entry = self._entries.get(key) if key is not None else None
-        if key is not None and entry is not None and self._still_valid(key, entry):
+        if key is not None and entry is not None and await self._still_valid(key, entry):
             self._entries.move_to_end(key)
             self._loaded.move_to_end(key)  # in step: a cached load is a watched one
             self._remember(touched, key)
@@ -320,10 +324,17 @@ class InstructionFiles:
                 }
             )
 
-    def _still_valid(self, key: _Key, entry: CachedContext) -> bool:
+    async def _still_valid(self, key: _Key, entry: CachedContext) -> bool:
         if entry.trusted:
             return True
-        if not realfs.unchanged(entry.involvement.stamps):
+        stamps = entry.involvement.stamps
+        if len(stamps) <= INLINE_STAMPS:
+            same = realfs.unchanged(stamps)
+        else:
+            same = await asyncio.to_thread(realfs.unchanged, stamps)
+            if self._entries.get(key) is not entry:
+                return False  # dropped (a change reported) or replaced while it was checked
+        if not same:
             self._entries.pop(key, None)
             return False
         # Stamps match now; from here on a live watcher over every folder sees any change.

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -531,6 +532,37 @@ async def test_touched_files_in_many_folders_take_no_watch_each(
     await asyncio.sleep(0.3)
     assert _status(daemon)["watched_dirs"] == plain  # 80 folders: checked by stat instead
     assert (await daemon.call("get_context", **call))["cached"] is True
+    tree.write("repo/src/m7/CLAUDE.md", "nested m7")
+    assert "nested m7" in (await daemon.call("get_context", **call))["claude_md"]
+
+
+async def test_an_unwatched_entry_is_rechecked_off_the_event_loop(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: an entry over MAX_WATCHED_PER_ENTRY folders is re-stat'ed on every
+    # call, and that ran on the event loop: a session that touched files in 3,000 folders
+    # (~30,000 recorded paths) held every other client ~0.15 s per `get_context`.
+    monkeypatch.setattr(service_mod, "MAX_WATCHED_PER_ENTRY", 50)
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    touched = [f"src/m{i}/x.py" for i in range(300)]
+    for path in touched:
+        tree.write(f"repo/{path}", "")
+    call = {"cwd": str(repo), "touched_paths": touched}
+    await daemon.call("get_context", **call)
+    entries = daemon.daemon.services.instructions._entries.values()
+    assert max(len(e.involvement.stamps) for e in entries) > service_mod.INLINE_STAMPS
+    checked_on: list[int] = []
+    unchanged = realfs.unchanged
+
+    def recording(stamps: dict[Path, realfs.Stamp]) -> bool:
+        checked_on.append(threading.get_ident())
+        return unchanged(stamps)
+
+    monkeypatch.setattr(realfs, "unchanged", recording)
+    assert (await daemon.call("get_context", **call))["cached"] is True
+    assert checked_on
+    assert threading.get_ident() not in checked_on  # not on the event loop's thread
     tree.write("repo/src/m7/CLAUDE.md", "nested m7")
     assert "nested m7" in (await daemon.call("get_context", **call))["claude_md"]
 
