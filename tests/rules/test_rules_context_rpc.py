@@ -515,15 +515,24 @@ def test_a_touched_instruction_file_is_still_a_dependency(
     assert not realfs.unchanged(involvement.stamps)
 
 
-async def test_touched_files_in_many_folders_take_no_watch_each(
-    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _unwatched_repo(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch, folders: int
+) -> tuple[Path, list[str]]:
+    """A repository and a file touched in each of `folders` folders: more than an entry may
+    have watched (50 here), so its entry is checked by stat."""
     monkeypatch.setattr(service_mod, "MAX_WATCHED_PER_ENTRY", 50)
     repo = tree.git_repo("repo")
     tree.write("repo/CLAUDE.md", "root")
-    touched = [f"src/m{i}/x.py" for i in range(80)]
+    touched = [f"src/m{i}/x.py" for i in range(folders)]
     for path in touched:
         tree.write(f"repo/{path}", "")
+    return repo, touched
+
+
+async def test_touched_files_in_many_folders_take_no_watch_each(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, touched = _unwatched_repo(tree, monkeypatch, 80)
     await daemon.call("get_context", cwd=str(repo))
     await _until(lambda: _status(daemon)["watched_dirs"] > 0, "the first watch")
     plain = _status(daemon)["watched_dirs"]
@@ -542,12 +551,7 @@ async def test_an_unwatched_entry_is_rechecked_off_the_event_loop(
     # Found by a bug hunt: an entry over MAX_WATCHED_PER_ENTRY folders is re-stat'ed on every
     # call, and that ran on the event loop: a session that touched files in 3,000 folders
     # (~30,000 recorded paths) held every other client ~0.15 s per `get_context`.
-    monkeypatch.setattr(service_mod, "MAX_WATCHED_PER_ENTRY", 50)
-    repo = tree.git_repo("repo")
-    tree.write("repo/CLAUDE.md", "root")
-    touched = [f"src/m{i}/x.py" for i in range(300)]
-    for path in touched:
-        tree.write(f"repo/{path}", "")
+    repo, touched = _unwatched_repo(tree, monkeypatch, 300)
     call = {"cwd": str(repo), "touched_paths": touched}
     await daemon.call("get_context", **call)
     entries = daemon.daemon.services.instructions._entries.values()
