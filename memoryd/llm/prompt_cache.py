@@ -35,7 +35,12 @@ def count_breakpoints(value: Any) -> int:
 def with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
     """A copy of `message` with a breakpoint on its last block (its text as one block when it
     is a string); the message itself when that block cannot carry one. The caller's blocks
-    are never changed: they are the transcript other agents are given too."""
+    are never changed: they are the transcript other agents are given too.
+
+    Empty text blocks at the end are passed over (the breakpoint goes on the block before:
+    the same prefix, as they hold nothing): the API refuses a request with one marked (HTTP
+    400, "cache_control cannot be set for empty text blocks"), and Claude Code's transcripts
+    keep them (a tool call made without a word)."""
     content = message.get("content")
     if isinstance(content, str):
         blocks: list[Any] = [{"type": "text", "text": content}] if content else []
@@ -43,8 +48,15 @@ def with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
         blocks = list(content)
     else:
         return message
-    last = blocks[-1] if blocks else None
+    index = len(blocks) - 1
+    while index >= 0 and _empty_text(blocks[index]):
+        index -= 1
+    last = blocks[index] if index >= 0 else None
     if not isinstance(last, Mapping) or "cache_control" in last or last.get("type") in _UNMARKABLE:
         return message
-    blocks[-1] = {**last, "cache_control": EPHEMERAL}
+    blocks[index] = {**last, "cache_control": EPHEMERAL}
     return {**message, "content": blocks}
+
+
+def _empty_text(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "text" and block.get("text") == ""

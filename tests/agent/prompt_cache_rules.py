@@ -4,7 +4,8 @@ What the API documents, as far as a request's own bytes decide it:
 - the prompt is read in the order tools, system, messages; each tool definition, system block
   and message content block (a string content: one block) is one block (a mark nested in a
   block, e.g. in a tool result's content, is not modelled);
-- at most four blocks carry `cache_control` (more: HTTP 400);
+- at most four blocks carry `cache_control` (more: HTTP 400), and no empty text block does
+  (HTTP 400 as well);
 - a breakpoint at block b reads the longest prefix ending at b, or at one of the 20 block
   boundaries before it, that an earlier request wrote; the prefix up to each breakpoint past
   that is written (`cache_creation_input_tokens`), if it is at least `min_tokens` long;
@@ -30,6 +31,10 @@ class TooManyBreakpoints(ValueError):
     """What the API refuses with HTTP 400."""
 
 
+class EmptyTextMarked(ValueError):
+    """HTTP 400 too: "cache_control cannot be set for empty text blocks"."""
+
+
 @dataclass(frozen=True)
 class Block:
     key: bytes  # this block's content as the prefix hash sees it
@@ -45,6 +50,8 @@ def _strip_marker(block: Any) -> tuple[Any, bool]:
 
 def _block(where: str, content: Any) -> Block:
     bare, marked = _strip_marker(content)
+    if marked and isinstance(bare, dict) and bare.get("type") == "text" and bare.get("text") == "":
+        raise EmptyTextMarked(f"{where}: cache_control cannot be set for empty text blocks")
     text = json.dumps(bare, sort_keys=True, ensure_ascii=False)
     return Block(f"{where}|{text}".encode(), max(len(text) // 4, 1), marked)
 
