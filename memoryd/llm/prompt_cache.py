@@ -22,11 +22,17 @@ def cached_prompt(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
 
 
+# Fields whose value is data, not blocks: a tool's parameters, a tool call's arguments. A key
+# named `cache_control` in them (an HTTP tool's parameter) is no marker, and counted as one it
+# took the room of a breakpoint the request could have had.
+_DATA_FIELDS = frozenset({"cache_control", "input", "input_schema"})
+
+
 def count_breakpoints(value: Any) -> int:
     """How many `cache_control` markers a request part already carries."""
     if isinstance(value, dict):
         own = 1 if "cache_control" in value else 0
-        return own + sum(count_breakpoints(v) for k, v in value.items() if k != "cache_control")
+        return own + sum(count_breakpoints(v) for k, v in value.items() if k not in _DATA_FIELDS)
     if isinstance(value, list):
         return sum(count_breakpoints(v) for v in value)
     return 0

@@ -251,3 +251,34 @@ async def test_a_turn_of_many_calls_still_reads_the_turns_before_from_the_cache(
     assert read_tokens > len(big.read_text()) // 5
     assert billed[2]["cache_read_input_tokens"] > read_tokens
     assert billed[2]["cache_creation_input_tokens"] < read_tokens // 3
+
+
+async def test_a_parameter_named_cache_control_leaves_the_loop_its_room(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """A reused tool list whose tools take a `cache_control` parameter (counted as markers,
+    four of them) left the run no room: its turns went unmarked, each paid uncached."""
+    tools = [
+        {
+            "name": name,
+            "description": name,
+            "input_schema": {"type": "object", "properties": {"cache_control": {"type": "string"}}},
+        }
+        for name in ("Glob", "Fetch", "Post", "Put")
+    ]
+    (tmp_path / "a.txt").write_text("a\n")
+    fake_model.enqueue(
+        tool_use_reply([("Glob", {"pattern": "*.txt", "path": str(tmp_path)})]),
+        tool_use_reply([("Glob", {"pattern": "*.txt", "path": str(tmp_path)})]),
+        text_reply("done"),
+    )
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(tmp_path,)),
+        system="s",
+        messages=[{"role": "user", "content": cached_prompt("go")}],
+        tools=tools,
+    )
+    assert result.stop_reason == "end_turn", result.error
+    assert [breakpoints(r.json) for r in fake_model.message_requests()] == [1, 2, 3]

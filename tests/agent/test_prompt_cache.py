@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memoryd.automem.extraction_prompts import reuse_messages
-from memoryd.llm.prompt_cache import EPHEMERAL, with_breakpoint
+from memoryd.llm.prompt_cache import EPHEMERAL, count_breakpoints, with_breakpoint
 from tests.agent.prompt_cache_rules import EmptyTextMarked, PromptCache
 
 EMPTY = {"type": "text", "text": ""}
@@ -68,3 +68,47 @@ def test_the_rules_refuse_a_marked_empty_text_block() -> None:
     }
     with pytest.raises(EmptyTextMarked):
         PromptCache().usage(body)
+
+
+def test_a_cache_control_in_a_tools_parameters_or_a_calls_arguments_is_no_breakpoint() -> None:
+    """Only blocks carry markers. An HTTP tool's `cache_control` parameter and a call's
+    argument so named were counted as breakpoints: the writers reusing that conversation
+    thought the four were taken and left their prompt and turns unmarked."""
+    tools = [
+        {
+            "name": "Fetch",
+            "description": "fetch a URL",
+            "input_schema": {"type": "object", "properties": {"cache_control": {"type": "string"}}},
+            "cache_control": EPHEMERAL,
+        }
+    ]
+    messages = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "get it", "cache_control": EPHEMERAL}],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Fetch",
+                    "input": {"cache_control": "no-store"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "page", "cache_control": EPHEMERAL}],
+                }
+            ],
+        },
+    ]
+    assert count_breakpoints(tools) == 1
+    assert count_breakpoints(messages) == 2  # the tool result's inner block is one
+    assert count_breakpoints([tools, messages]) == 3
