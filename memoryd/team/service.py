@@ -376,6 +376,8 @@ class TeamSync:
                         f"nothing is sent to {folder.engine.repo} meanwhile",
                         exc.status,
                     )
+                    # team.status says why nothing syncs, as for a pull that failed.
+                    folder.engine.record_failure("pull", folder.engine.unsettled)
                     raise
                 except TeamHTTPError as exc:  # refused outright (401 …): the pull says why
                     log.info("the server refused the full path", repo=full, error=str(exc))

@@ -203,6 +203,10 @@ async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
     (Path(first["team_dir"]) / "meanwhile.md").write_text("written while the server was away\n")
     again = await handle.call("team.push", cwd=str(root))
     assert again["ok"] is False
+    # team.status says why nothing syncs (its last_result stayed empty).
+    waiting = await handle.call("team.status", cwd=str(root))
+    assert waiting["last_result"]["ok"] is False
+    assert FULL in waiting["last_result"]["error"]
     assert set(repos_asked(proxy)) == {FULL}  # only the question, never the two-part name
 
     proxy.default = Fault.passthrough()

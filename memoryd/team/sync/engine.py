@@ -988,6 +988,11 @@ class SyncEngine:
             state.max_body,
         )
 
+    def record_failure(self, op: str, exc: TeamHTTPError) -> None:
+        """A failure on the way to `op` outside the engine (TeamSync's question before a
+        pull): `last_result` says so, as for the request's own."""
+        self._fail(op, exc)
+
     def _fail(self, op: str, exc: TeamHTTPError) -> None:
         permanent = isinstance(exc, Permanent)
         if permanent:
