@@ -198,9 +198,16 @@ def discover(cwd: Path) -> GitFacts:
     ):
         # Another repository's git dir: this folder is a project of its own, with no remote.
         return GitFacts(worktree_root, worktree_root, None, None, None)
-    # The main worktree's root is the directory that holds the common `.git` dir, unless
-    # the repository is bare-like (common dir not named .git): then the worktree is the root.
-    project_root = common.parent if common.name == ".git" else worktree_root
+    # The main worktree's root is the directory that holds the common `.git` dir. In a
+    # bare-like repository (common dir not named .git) a linked worktree's root is the common
+    # dir itself, as Claude Code's resolveCanonicalRoot has it, so its worktrees share one
+    # memory dir; its main worktree (`--separate-git-dir`) and a submodule are their own.
+    if common.name == ".git":
+        project_root = common.parent
+    elif common != own_git_dir.resolve():
+        project_root = common
+    else:
+        project_root = worktree_root
     read: list[Path] = []
     remote = _remote_url(common, own_git_dir, "origin", read)
     known = {*gitsafe.config_files(), common / "config"}

@@ -80,6 +80,52 @@ def test_a_linked_worktree_still_maps_to_its_main_repository(tmp_path: Path) -> 
     assert facts.repo_slug == "acme/widgets"
 
 
+def test_the_worktrees_of_a_bare_repository_share_its_root(tmp_path: Path) -> None:
+    # Found by a bug hunt: `git clone --bare x proj.git` and worktrees added from it each
+    # were a project of their own (one memory folder each); SPEC has every worktree of one
+    # repository share one, and Claude Code keys them by the bare repository's folder.
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    ident = ["-c", "user.name=a", "-c", "user.email=a@b"]
+    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(seed)], check=True, env=env)
+    subprocess.run(
+        ["git", *ident, "-C", str(seed), "commit", "-q", "--allow-empty", "-m", "i"],
+        check=True,
+        env=env,
+    )
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed), str(bare)], check=True, env=env)
+    for name, branch in (("wt-main", []), ("wt-feat", ["-b", "feat"])):
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(bare),
+                "worktree",
+                "add",
+                "-q",
+                *branch,
+                str(tmp_path / name),
+                "main",
+            ],
+            check=True,
+            env=env,
+        )
+    facts = [gitfacts.discover(tmp_path / name) for name in ("wt-main", "wt-feat")]
+    assert [f.project_root for f in facts] == [bare.resolve(), bare.resolve()]
+    assert [f.worktree_root for f in facts] == [
+        (tmp_path / "wt-main").resolve(),
+        (tmp_path / "wt-feat").resolve(),
+    ]
+    # A repository whose git dir is set apart (`--separate-git-dir`) is still its own root.
+    apart = tmp_path / "apart"
+    subprocess.run(
+        ["git", "init", "-q", "--separate-git-dir", str(tmp_path / "apart.git"), str(apart)],
+        check=True,
+        env=env,
+    )
+    assert gitfacts.discover(apart).project_root == apart.resolve()
+
+
 def test_a_config_over_the_cap_gives_no_remote(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo")
     with (repo / ".git" / "config").open("a") as handle:
