@@ -17,6 +17,7 @@ import pytest
 
 from memoryd.team import service
 from memoryd.team.sync.client import TeamClient, TeamHTTPError
+from memoryd.team.sync.state import state_path
 from memoryd_team import app as server_app
 from memoryd_team import validation
 from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
@@ -267,6 +268,15 @@ async def test_a_folder_on_the_full_path_is_not_sent_back_by_a_token_bound_to_su
     assert "not bound to this repository" in pushed["why"]
     assert await asyncio.to_thread(server_history, server, SHORT) == {}
     assert set(await asyncio.to_thread(server_history, server, FULL)) == {"ours.md"}
+
+    # Going back on purpose (team-memory.md): the full path's saved state deleted.
+    await stop_daemon(daemons.pop())
+    state_path(server.url, FULL, Path(pushed["team_dir"])).unlink()
+    back = await start(short_tmp, "a3", url=server.url, token=server.token(SHORT))
+    daemons.append(back)
+    synced = await back.call("team.push", cwd=str(root))
+    assert (synced["ok"], synced["repo"].lower(), synced["pending"]) == (True, SHORT, [])
+    assert "later.md" in await asyncio.to_thread(server_history, server, SHORT)
 
 
 async def test_a_no_after_an_outage_syncs_the_two_part_name(
