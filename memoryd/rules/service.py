@@ -160,6 +160,30 @@ def _matched(conditions: tuple[Condition, ...], touched: Iterable[Path]) -> tupl
     return tuple(globs.matches_any(c.patterns, c.base, ordered) for c in conditions)
 
 
+def _hit(
+    loaded: _Loaded,
+    changed: set[Path],
+    by_parent: dict[Path, set[Path]],
+    now_folders: dict[Path, bool],
+) -> set[Path]:
+    """The changed paths a load depends on: each test a set operation over its smaller side.
+    Path by path, a checkout of 20,000 files into a watched folder was 5 million tests
+    against 256 loads, the event loop held ~6 s."""
+    involvement = loaded.involvement
+    hit = changed & involvement.involved
+    hit |= changed & loaded.folders
+    for folder in involvement.listed:
+        hit |= by_parent.get(folder, set())
+    stamps = involvement.stamps
+    fewer = changed if len(changed) < len(stamps) else stamps.keys()
+    hit.update(
+        p
+        for p in fewer
+        if p in changed and p in stamps and realfs.became_folder(stamps, p, now_folders)
+    )
+    return hit
+
+
 def _watchable(involvement: realfs.Involvement) -> bool:
     return len(involvement.watch_dirs) <= MAX_WATCHED_PER_ENTRY
 
@@ -354,16 +378,11 @@ class InstructionFiles:
         # watcher is never re-stat'ed, so only this event can tell.
         now_folders: dict[Path, bool] = {}
         hits: dict[Path, set[Path]] = {}
+        by_parent: dict[Path, set[Path]] = {}
+        for path in changed:
+            by_parent.setdefault(path.parent, set()).add(path)
         for key, loaded in list(self._loaded.items()):
-            involvement = loaded.involvement
-            hit = {
-                p
-                for p in changed
-                if p in involvement.involved
-                or p.parent in involvement.listed
-                or p in loaded.folders
-                or realfs.became_folder(involvement.stamps, p, now_folders)
-            }
+            hit = _hit(loaded, changed, by_parent, now_folders)
             if hit:
                 self._entries.pop(key, None)
                 hits.setdefault(loaded.project_root, set()).update(hit)

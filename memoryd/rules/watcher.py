@@ -213,6 +213,7 @@ class DirWatcher:
 
     async def _run(self, generation: _Generation) -> None:
         probe_name = f"gen-{generation.number}"
+        probe_dir = str(self._probe_dir)  # as the watch reports the paths in it
         try:
             async for changes in fswatch.watch(
                 *generation.dirs,
@@ -226,18 +227,22 @@ class DirWatcher:
                 if fswatch.LOST in changes and generation is self._current:
                     log.warning("file events lost (the OS queue overflowed)")
                     self._on_lost()
+                # Each path once, as text first: a file written is reported created and
+                # modified, and a checkout's 20,000 files made 40,000 paths to parse.
+                kinds: dict[str, bool] = {}  # path -> created, deleted or renamed
+                for change, raw in changes:
+                    if change != fswatch.Change.lost:
+                        kinds[raw] = kinds.get(raw, False) or change != fswatch.Change.modified
                 changed: set[Path] = set()
                 moved: set[Path] = set()
-                for change, raw in changes:
-                    if change == fswatch.Change.lost:
-                        continue
-                    path = Path(raw)
-                    if path.parent == self._probe_dir:
-                        if path.name == probe_name:
+                for raw, was_moved in kinds.items():
+                    if os.path.dirname(raw) == probe_dir:
+                        if os.path.basename(raw) == probe_name:
                             generation.armed.set()
                         continue
+                    path = Path(raw)
                     changed.add(path)
-                    if change != fswatch.Change.modified:
+                    if was_moved:
                         moved.add(path)
                 if moved:
                     self._forget_moved(moved)

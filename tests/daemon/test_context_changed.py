@@ -244,3 +244,37 @@ async def test_subscribe_without_events_leaves_context_changed_out(
     assert "memory/saved" in default
     named = await daemon.call("subscribe", events=[EVENT, "worker/error"])
     assert named["subscribed"] == [EVENT, "worker/error"]
+
+
+async def test_a_burst_of_changes_is_matched_against_each_load_by_set_operations(
+    daemon: DaemonHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: each changed path was tested against each load one by one (its
+    # parent made, a stat check called): 20,000 files written into a watched folder with 256
+    # projects loaded held the event loop ~6 s. The tests now go over the smaller side.
+    roots = [_project(tmp_path / f"p{i}") for i in range(3)]
+    named = await _subscriber(daemon, [EVENT])
+    try:
+        for root in roots:
+            await daemon.call("get_context", cwd=str(root))
+        service = daemon.daemon.services.instructions
+        checks = 0
+        became_folder = service_module.realfs.became_folder
+
+        def counted(*args: Any) -> bool:
+            nonlocal checks
+            checks += 1
+            return became_folder(*args)
+
+        monkeypatch.setattr(service_module.realfs, "became_folder", counted)
+        burst = {roots[0] / f"gen{i}.txt" for i in range(1000)}  # nobody's dependency
+        service._on_change({*burst, roots[1] / "CLAUDE.md"})
+        assert checks <= 10  # was 3 loads x 1,000 paths
+        note = await named.next_notification(10)
+    finally:
+        await named.close()
+    assert note["params"] == {
+        "project": str(roots[1]),
+        "paths": [str(roots[1] / "CLAUDE.md")],
+        "more": 0,
+    }
