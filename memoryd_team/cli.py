@@ -351,8 +351,23 @@ def _migrate(args: argparse.Namespace) -> int:
 # tokens -----------------------------------------------------------------------------------
 
 
+def _bindable_repo(raw: str) -> str:
+    """A repository a token can be bound to. No client keys a name ending in `.git` (it drops
+    that from its remote's URL, and GitHub and GitLab name no repository so): bound to one,
+    pasted from a clone URL, a token was refused for the repository meant, 403 at each sync."""
+    repo = _repo(raw)
+    if repo.endswith(".git"):
+        meant = canonical_repo(repo.removesuffix(".git"))
+        hint = f": --repo {meant}" if meant is not None else ""
+        raise CliError(
+            f"{raw!r} ends in .git, which no repository's name does (clients drop it){hint}",
+            EXIT_USAGE,
+        )
+    return repo
+
+
 def _token_create(args: argparse.Namespace) -> int:
-    repos = tuple(sorted({_repo(raw) for raw in args.repo}))
+    repos = tuple(sorted({_bindable_repo(raw) for raw in args.repo}))
     new = _with_storage(args, lambda storage: auth.create_token(storage, repos, args.name))
     print(f"token id: {new.info.id}")
     print(f"repos: {', '.join(new.info.repos)}")

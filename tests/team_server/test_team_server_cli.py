@@ -158,6 +158,9 @@ def test_database_defaults_to_the_environment_then_the_data_dir(tmp_path: Path) 
         (["token", "create", "--repo", "a/b", "--database", "mysql://x"], 2, "unsupported"),
         (["token", "create", "--repo", "a/b", "--database", "sqlite://relative.db"], 2, "absolute"),
         (["token", "revoke", "nope"], 1, "no active token"),
+        # Pasted from a clone URL: no client keys it so, and the token was refused everywhere.
+        (["token", "create", "--repo", "acme/widgets.git"], 2, "--repo acme/widgets"),
+        (["token", "create", "--repo", "a/b", "--repo", "Group/Sub/Repo.GIT"], 2, "ends in .git"),
         (["history", "--repo", "a/b", "../x"], 2, "not a valid key"),
         (["history", "--repo", "a/b"], 1, "no history"),
         (["restore", "--repo", "a/b", "a.md", "3"], 1, "no version 3"),
