@@ -132,6 +132,9 @@ class CallRecord:
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     status: int | None = None
+    # Last, so a record made by position keeps its meaning: an agent's later turns are
+    # mostly cache writes, listed as input 0 without it.
+    cache_creation_input_tokens: int = 0
 
 
 RECENT_CALLS = 50
@@ -160,6 +163,7 @@ def _record(
         int(getattr(usage, "input_tokens", 0) or 0),
         int(getattr(usage, "output_tokens", 0) or 0),
         int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+        cache_creation_input_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
     )
 
 

@@ -41,7 +41,13 @@ async def test_real_sdk_talks_to_the_fake(fake_model: FakeMessagesAPI) -> None:
 
 async def test_model_client_counts_tokens_per_feature(fake_model: FakeMessagesAPI) -> None:
     fake_model.enqueue(
-        text_reply("a", input_tokens=10, output_tokens=2, cache_read_input_tokens=7),
+        text_reply(
+            "a",
+            input_tokens=10,
+            output_tokens=2,
+            cache_read_input_tokens=7,
+            cache_creation_input_tokens=20_000,
+        ),
         tool_use_reply([("Read", {"file_path": "/x"})], input_tokens=5, output_tokens=1),
         json_reply({"selected": ["a.md"]}, input_tokens=3, output_tokens=4),
     )
@@ -60,6 +66,8 @@ async def test_model_client_counts_tokens_per_feature(fake_model: FakeMessagesAP
     assert [c["feature"] for c in recent] == ["extraction", "extraction", "recall"]
     assert recent[0]["input_tokens"] == 10
     assert recent[0]["cache_read_input_tokens"] == 7
+    # Found by a hunt: cache writes were left out, an agent turn that wrote 20,000 was "0".
+    assert recent[0]["cache_creation_input_tokens"] == 20_000
     assert all(c["ok"] for c in recent)
 
 
