@@ -49,11 +49,17 @@ def _stemmers() -> tuple[Any, Any]:
     the loop) gave a word the other's stem or raised IndexError."""
     pair: tuple[Any, Any] | None = getattr(_per_thread, "pair", None)
     if pair is None:
-        pair = _per_thread.pair = (
-            snowballstemmer.stemmer("english"),
-            snowballstemmer.stemmer("russian"),
-        )
+        pair = _per_thread.pair = (_uncached("english"), _uncached("russian"))
     return pair
+
+
+def _uncached(language: str) -> Any:
+    stemmer = snowballstemmer.stemmer(language)
+    # PyStemmer's (C) stemmers keep a cache of their own, a list per word, which the collector
+    # walks on each full collection (10,000 a stemmer): `stem`'s cache is the one kept.
+    if hasattr(stemmer, "maxCacheSize"):
+        stemmer.maxCacheSize = 0
+    return stemmer
 
 
 @lru_cache(maxsize=200_000)
