@@ -40,6 +40,11 @@ MAX_ENTRIES = 256
 # and it is checked by `stat` on each call instead of holding the user's inotify watches.
 MAX_WATCHED_PER_ENTRY = 500
 MAX_INCLUDE_DEPTH_CAP = 20
+# Folders watched for all loads together: an inotify watch each from the user's budget (twice
+# that for a moment while the watcher restarts), and past the budget the watcher fails as a
+# whole. Past this, only the newest loads' folders, up to half of it, stay watched; older
+# loads are checked by `stat` (256 sessions of 500 folders each held 128,000 watches).
+MAX_WATCHED_TOTAL = 4_096
 
 # (cwd, project root, nested folders the touched paths open, which `paths:` rules they match):
 # what a load depends on of the touched paths. Keyed by the raw touched set, a session that
@@ -333,20 +338,28 @@ class InstructionFiles:
         if self._watcher is not None:
             if _watchable(entry.involvement):
                 self._watcher.ensure(entry.involvement.watch_dirs)
-            if evicted:
+            if evicted or self._watcher.wanted > MAX_WATCHED_TOTAL:
                 self._release_watches()
 
     def _release_watches(self) -> None:
-        """Let the watcher drop folders no loaded context needs any more."""
-        if self._watcher is not None:
-            self._watcher.retain(
-                {
-                    d
-                    for e in self._loaded.values()
-                    if _watchable(e.involvement)
-                    for d in e.involvement.watch_dirs
-                }
-            )
+        """Let the watcher drop folders no loaded context needs any more, and, over
+        MAX_WATCHED_TOTAL, those of the loads used longest ago."""
+        watcher = self._watcher
+        if watcher is None:
+            return
+        over = watcher.wanted > MAX_WATCHED_TOTAL
+        keep: set[Path] = set()
+        for loaded in reversed(self._loaded.values()):  # the newest first
+            if not _watchable(loaded.involvement):
+                continue
+            dirs = loaded.involvement.watch_dirs
+            if over and len(keep) + len(dirs - keep) > MAX_WATCHED_TOTAL // 2:
+                break
+            keep |= dirs
+        for entry in self._entries.values():
+            if entry.trusted and not entry.involvement.watch_dirs <= keep:
+                entry.trusted = False  # no watch reports its changes now: stat it again
+        watcher.retain(keep, now=over)
 
     async def _still_valid(self, key: _Key, entry: CachedContext) -> bool:
         if entry.trusted:

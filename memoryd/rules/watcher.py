@@ -113,7 +113,13 @@ class DirWatcher:
         self._supervisor = asyncio.create_task(self._supervise(), name="rules-watcher")
 
     def covers(self, dirs: frozenset[Path]) -> bool:
-        return dirs <= self.armed
+        # And still wanted: folders let go of stay armed until the next generation arms.
+        return dirs <= self.armed and dirs <= self._wanted
+
+    @property
+    def wanted(self) -> int:
+        """How many folders it is asked to watch."""
+        return len(self._wanted)
 
     def ensure(self, dirs: Iterable[Path]) -> None:
         """Watch these folders too (a restart, unless all are watched already)."""
@@ -122,12 +128,12 @@ class DirWatcher:
             self._wanted |= new
             self._dirty.set()
 
-    def retain(self, dirs: Iterable[Path]) -> None:
+    def retain(self, dirs: Iterable[Path], *, now: bool = False) -> None:
         """Watch only these folders (those of the entries still cached), once the watched set
-        is well over them: a restart per dropped entry would be churn, never dropping a leak
-        (every folder a client ever reported held an inotify watch for good)."""
+        is well over them (or `now`): a restart per dropped entry would be churn, never
+        dropping a leak (every folder a client ever reported held an inotify watch for good)."""
         keep = set(dirs)
-        if len(self._wanted) > 2 * len(keep) + _RETAIN_SLACK:
+        if now or len(self._wanted) > 2 * len(keep) + _RETAIN_SLACK:
             self._wanted = keep
             self._dirty.set()
 

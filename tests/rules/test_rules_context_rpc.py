@@ -586,6 +586,36 @@ async def test_evicted_entries_release_their_watches(
     await _until(lambda: _status(daemon)["watched_dirs"] < 100, "the watches released")
 
 
+async def test_the_watched_folders_of_all_loads_are_bounded(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: each load's folders were capped, not all of them: 256 sessions of
+    # 500 folders held 128,000 inotify watches (twice that while the watcher restarted), and
+    # past the user's budget the watcher failed as a whole. Past the cap the oldest loads'
+    # folders are let go of, and those loads, still cached, are checked by stat again.
+    monkeypatch.setattr(service_mod, "MAX_WATCHED_TOTAL", 40)
+    service = daemon.daemon.services.instructions
+    first = tree.git_repo("p0")
+    tree.write("p0/CLAUDE.md", "p0 v1")
+    for _ in range(200):  # until the watcher covers it (a hit trusts it then)
+        await daemon.call("get_context", cwd=str(first))
+        if _status(daemon)["trusted"]:
+            break
+        await asyncio.sleep(0.02)
+    assert _status(daemon)["trusted"] == 1
+    for index in range(1, 8):
+        repo = tree.git_repo(f"p{index}")
+        touched = [f"m{i}/x.py" for i in range(8)]
+        for path in touched:
+            tree.write(f"p{index}/{path}", "")
+        await daemon.call("get_context", cwd=str(repo), touched_paths=touched)
+    assert service._watcher is not None
+    assert service._watcher.wanted <= 40
+    await _until(lambda: _status(daemon)["watched_dirs"] <= 40, "the oldest folders let go of")
+    tree.write("p0/CLAUDE.md", "p0 v2")
+    assert "p0 v2" in (await daemon.call("get_context", cwd=str(first)))["claude_md"]
+
+
 async def test_cache_is_keyed_by_what_touched_paths_activate(
     unwatched: DaemonHandle, tree: Tree
 ) -> None:
