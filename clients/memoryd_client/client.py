@@ -5,6 +5,7 @@ The asyncio client is in `memoryd_client.aio`, imported only when asked for.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import itertools
@@ -286,7 +287,9 @@ class Client(SyncMethods):
         self._sock: socket.socket | None = None
         self._buffer = b""
         self._ids = itertools.count(1)
-        self.notifications: list[dict[str, Any]] = []
+        # Notifications read while a call waited for its reply, oldest first. A deque: a flood
+        # of thousands was taken one by one, and a list's pop(0) moved all the rest each time.
+        self.notifications: collections.deque[dict[str, Any]] = collections.deque()
 
     def connect(self) -> Client:
         connector = Connector(self.socket_path, min(self.connect_retry_s, self.timeout or 1e9))
@@ -412,7 +415,7 @@ class Client(SyncMethods):
 
     def next_notification(self) -> dict[str, Any]:
         if self.notifications:
-            return self.notifications.pop(0)
+            return self.notifications.popleft()
         while True:
             message = self.read_message()
             if isinstance(message, dict) and "id" not in message and "method" in message:
@@ -421,7 +424,7 @@ class Client(SyncMethods):
     def poll_notification(self, wait_s: float = 0.0) -> dict[str, Any] | None:
         """The next notification if one arrives within `wait_s` seconds, else None."""
         if self.notifications:
-            return self.notifications.pop(0)
+            return self.notifications.popleft()
         if self._sock is None:
             return None
         deadline = self._deadline(max(wait_s, 0.001))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import subprocess
@@ -198,6 +199,25 @@ def test_sync_poll_notification(fake_daemon: FakeDaemon) -> None:
         assert got is not None
         assert got["method"] == "memory/saved"
         assert conn.status()["version"] == "fake"  # the connection still works after polling
+
+
+def test_sync_notifications_read_during_a_call_come_out_in_order(fake_daemon: FakeDaemon) -> None:
+    with Client(fake_daemon.socket_path, timeout=10) as conn:
+        conn.subscribe()
+        fake_daemon.wait_for_subscriber()
+        # A hundred: the fake daemon sends them before anything reads, and the socket's buffer
+        # holds only so many small writes.
+        for index in range(100):
+            fake_daemon.notify("memory/saved", {"path": f"/m/{index}.md"})
+        assert conn.status()["version"] == "fake"  # read past the flood, which is queued
+        # Taken from the front in constant time (a list's pop(0) moved the rest each time: a
+        # flood of n cost n² moves).
+        assert isinstance(conn.notifications, collections.deque)
+        polled = [conn.poll_notification(0) for _ in range(50)]
+        nexts = [conn.next_notification() for _ in range(50)]
+        paths = [note["params"]["path"] for note in polled + nexts if note is not None]
+        assert paths == [f"/m/{index}.md" for index in range(100)]
+        assert conn.poll_notification(0.01) is None
 
 
 def test_clients_import_nothing_heavy() -> None:
