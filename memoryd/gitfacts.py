@@ -312,7 +312,7 @@ _SLUG_PATTERNS = (
     # https://host/owner/repo(.git), ssh://git@host[:port]/owner/repo(.git), git://…
     re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]+@)?[^/]+/(?P<path>.+?)(?:\.git)?/?$", re.I),
     # scp-like: git@host:owner/repo(.git)
-    re.compile(r"^(?:[^@/]+@)?[^:/]+:(?P<path>.+?)(?:\.git)?/?$"),
+    re.compile(r"^(?:[^@/]+@)?[^:/]+:(?P<path>.+?)(?:\.git)?/?$", re.I),
 )
 
 

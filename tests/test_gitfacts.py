@@ -362,6 +362,18 @@ def test_a_remote_that_names_no_owner_and_repo_has_no_slug(url: str) -> None:
     assert gitfacts.parse_repo_slug(url) is None
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/acme/widgets.GIT",
+        "ssh://git@github.com/acme/widgets.Git",
+        "git@github.com:acme/widgets.GIT",  # scp-like: kept `.GIT`, another repo than the rest
+    ],
+)
+def test_a_git_suffix_in_any_case_is_dropped_in_every_form(url: str) -> None:
+    assert gitfacts.parse_repo_slug(url) == "acme/widgets"
+
+
 def _git_url(repo: Path) -> str:
     result = subprocess.run(
         ["git", "ls-remote", "--get-url", "origin"], cwd=repo, capture_output=True, check=True
