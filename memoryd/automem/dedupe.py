@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from memoryd.automem.recall.analysis import raw_tokens, terms
 
@@ -34,19 +34,45 @@ _IDENTIFIER = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Candidate:
+# A Candidate's fields, in order, as a plain tuple (`Candidate.fields`, `Candidate._make`).
+CandidateFields = tuple[str, str | None, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+class Candidate(NamedTuple):
+    """A memory as dedupe compares it. Its words are tuples, not frozensets: a loaded memory
+    keeps its `fields`, which the collector stops tracking, where a dataclass with three
+    frozensets was four of the ~11 objects a memory each full collection walked."""
+
     key: str
     type: str | None
     normalised: str  # of name + description + body (see `normalise`), computed once per file
-    tokens: frozenset[str]
-    name_terms: frozenset[str] = frozenset()  # of the text's first line (`memory_text`'s name)
-    identifiers: frozenset[str] = frozenset()
+    tokens: tuple[str, ...]  # distinct
+    name_terms: tuple[str, ...] = ()  # distinct, of the text's first line (`memory_text`'s name)
+    identifiers: tuple[str, ...] = ()  # distinct
+
+    def fields(self) -> CandidateFields:
+        """The fields as a plain tuple, which the collector stops tracking (not a Candidate,
+        a subclass of tuple): what a loaded memory keeps."""
+        return (
+            self.key,
+            self.type,
+            self.normalised,
+            self.tokens,
+            self.name_terms,
+            self.identifiers,
+        )
 
     @classmethod
     def of(cls, key: str, type_: str | None, text: str) -> Candidate:
         norm = normalise(text)
-        return cls(key, type_, norm, frozenset(norm.split()), name_terms(text), identifiers(text))
+        return cls(
+            key,
+            type_,
+            norm,
+            tuple(dict.fromkeys(norm.split())),
+            tuple(name_terms(text)),
+            tuple(identifiers(text)),
+        )
 
 
 def identifiers(text: str) -> frozenset[str]:
@@ -59,19 +85,21 @@ def name_terms(text: str) -> frozenset[str]:
     return frozenset(terms(text.split("\n", 1)[0]))
 
 
-def distinct_names(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Each set has a word the other lacks: two different things are named."""
-    return bool(a - b) and bool(b - a)
+def distinct_names(a: frozenset[str], b: Iterable[str]) -> bool:
+    """Each has a word the other lacks: two different things are named."""
+    return not a.issuperset(b) and not a.issubset(b)
 
 
 def normalise(text: str) -> str:
     return " ".join(raw_tokens(text))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str] | tuple[str, ...]) -> float:
+    """Of two sets of words (`b` may be a tuple of distinct words)."""
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    shared = len(a.intersection(b))
+    return shared / (len(a) + len(b) - shared)
 
 
 def similarity(a: str, b: str) -> float:

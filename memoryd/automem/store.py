@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
-from memoryd.automem.dedupe import Candidate, memory_text
+from memoryd.automem.dedupe import Candidate, CandidateFields, memory_text
 from memoryd.automem.embeddings.semantic import embedding_text
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
@@ -96,7 +96,14 @@ def _file_day(mtime_ns: int) -> date | None:
 class Entry:
     header: MemoryHeader
     stamp: Stamp
-    candidate: Candidate
+    # The Candidate's fields as a plain tuple: the collector stops tracking a tuple of strings
+    # (and of tuples of them), not a subclass of tuple, so a full collection walks one object
+    # less a memory.
+    dedupe: CandidateFields
+
+    @property
+    def candidate(self) -> Candidate:
+        return Candidate._make(self.dedupe)
 
 
 class DirState:
@@ -303,7 +310,7 @@ class DirState:
         old = self.entries.get(key)
         if old is not None:
             self._unlink(key, old)
-        entry = self.entries[key] = Entry(header, stamp, candidate)
+        entry = self.entries[key] = Entry(header, stamp, candidate.fields())
         self._link(key, entry)
         self._headers = None
         if unreadable:
@@ -368,16 +375,16 @@ class DirState:
         for root in _family_roots(key):
             self._families.add(root, key)
         self._by_name.add(_name_key(entry.header.name), key)
-        kind = entry.candidate.type
-        for token in entry.candidate.tokens:
+        _, kind, _, tokens, *_ = entry.dedupe
+        for token in tokens:
             self._postings.add((kind, token), key)
 
     def _unlink(self, key: str, entry: Entry) -> None:
-        kind = entry.candidate.type
+        _, kind, _, tokens, *_ = entry.dedupe
         self._by_name.discard(_name_key(entry.header.name), key)
         for root in _family_roots(key):
             self._families.discard(root, key)
-        for token in entry.candidate.tokens:
+        for token in tokens:
             self._postings.discard((kind, token), key)
 
     def family(self, base: str) -> list[str]:
@@ -394,7 +401,7 @@ class DirState:
         a memory holds at least half of `tokens`, so it holds one of any
         len - ceil(len / 2) + 1 of them: the rarest are looked up."""
         if not tokens:
-            return sorted(k for k, e in self.entries.items() if e.candidate.type == type_)
+            return sorted(k for k, e in self.entries.items() if e.dedupe[1] == type_)
         need = len(tokens) - (len(tokens) + 1) // 2 + 1
         postings = [self._postings.get((type_, t)) for t in tokens]
         found: set[str] = set()
