@@ -829,3 +829,29 @@ def test_a_flood_of_notifications_leaves_the_menu_its_keys() -> None:
         f"… and {Notifications.READ_PER_POLL - Notifications.LINES_PER_POLL} more notifications",
     ]
     assert notes.changed  # a memory of this project ("/" holds it) was saved: list again
+
+
+def test_a_background_load_that_raises_is_said_and_the_next_one_runs(
+    scripted: FakeDaemon, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memctl.commands import memory
+
+    real = memory.load_items
+    calls = 0
+
+    def load_items(conn: Any, cwd: Path) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ValueError("could not convert string to float: 'soon'")
+        return real(conn, cwd)
+
+    monkeypatch.setattr(memory, "load_items", load_items)
+    reloader = memory.Reloader(scripted.socket_path, project)
+    reloader.request()
+    assert reloader.take(10.0) == (None, "ValueError: could not convert string to float: 'soon'")
+    reloader.request()
+    items, failed = reloader.take(10.0)
+    assert failed is None
+    assert items is not None
+    assert items[0].label == "Memory files"

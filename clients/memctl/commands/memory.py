@@ -712,6 +712,11 @@ class Reloader:
                 # down (the menu says so through its own connection) or too slow: the list
                 # shown stays, and the menu lists again after the next choice
                 failed = None if isinstance(exc, ConnectionError) else str(exc)
+            except Exception as exc:  # the thread's end: what it raised is said in the menu
+                # A reply the list cannot be built from: left uncaught it ended the thread with
+                # the load still marked running (no load ever again, the numbered menu waiting
+                # 5 s at each prompt) and printed a traceback over the curses screen.
+                failed = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 if generation == self._generation:
                     self._items, self._failed = items, failed
