@@ -728,6 +728,52 @@ def test_a_flood_from_a_slow_daemon_asks_the_views_again_once_at_a_time(
     assert_all_passed(records, expected=2)
 
 
+def test_a_reply_of_the_wrong_shape_does_not_stop_the_views_refreshes(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """A get_context answered with null reached neither the view's callback nor its error
+    handler, so its one-at-a-time refresh stayed waiting: :MemorydRules never refreshed again
+    (shape_spec.lua)."""
+    from tests.clients.fake_daemon import FakeDaemon
+
+    repo = make_repo(tmp_path / "work" / "widgets")
+    fake = FakeDaemon(short_tmp / "shape.sock")
+    names = iter(["first", None])
+
+    def get_context(_params: dict[str, Any]) -> dict[str, Any] | None:
+        name = next(names, "third")
+        if name is None:
+            return None
+        path = str(repo / ".claude" / "rules" / f"{name}.md")
+        return {
+            "claude_md": "",
+            "current_date": "Today's date is 2026-12-05.",
+            "files": [{"path": path, "type": "Project", "parent": None, "reason": "session_start"}],
+            "skipped": [],
+            "memory_dir": str(tmp_path / "memory"),
+            "index_truncated": False,
+        }
+
+    def changed(params: dict[str, Any]) -> dict[str, Any]:
+        project = params["project"]
+        path = f"{project}/CLAUDE.md"
+        fake.notify("context/changed", {"project": project, "paths": [path]})
+        return {"sent": True}
+
+    fake.on("get_context", get_context)
+    fake.on("test.changed", changed)
+    fake.start()
+    try:
+        records = run_nvim(
+            "shape_spec.lua",
+            {"MEMORYD_SOCKET": str(fake.socket_path), "MEMORYD_TEST_REPO": str(repo)},
+            cwd=tmp_path,
+        )
+    finally:
+        fake.stop()
+    assert_all_passed(records, expected=1)
+
+
 def test_the_editor_quits_while_a_hung_daemon_reads_nothing(
     short_tmp: Path, tmp_path: Path
 ) -> None:

@@ -333,10 +333,16 @@ end
 
 -- Call method(params) and give cb(result) the result; errors are reported here unless
 -- opts.on_error(err) handles them (return true to mark it handled).
--- opts: timeout_ms, on_error, quiet (no message), retry (run again after a start).
+-- opts: timeout_ms, on_error, quiet (no message), retry (run again after a start),
+-- finished (called first, once the request has finished whichever way: a reply of the wrong
+-- shape reaches neither cb nor on_error, and a view's coalescer waiting on those two never
+-- asked again).
 function M.request(method, params, cb, opts)
   opts = opts or {}
   return M.client():request(method, params, function(err, result)
+    if opts.finished then
+      opts.finished()
+    end
     if err == nil then
       -- A reply of an unexpected shape is a message, never a Lua error in the user's face.
       -- Every method of the protocol answers with an object.

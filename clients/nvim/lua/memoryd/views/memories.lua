@@ -136,9 +136,6 @@ end
 -- done (optional): called once the request has finished, answered or not.
 function M.refresh(ctx, show, background, done)
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
-    if done then
-      done()
-    end
     local buf = ui.buffer('memories', show, M.setup_keys)
     local win = vim.fn.bufwinid(buf)
     local width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns
@@ -149,14 +146,12 @@ function M.refresh(ctx, show, background, done)
     require('memoryd.memory_files').add_dir(reply.memory_dir, ctx.cwd)
   end, {
     on_error = background and function(err)
-      if done then
-        done()
-      end
       return err.code == 'down' or err.code == 'closed'
     end or nil,
     retry = function()
       M.refresh(ctx, show)
     end,
+    finished = done,
   })
 end
 

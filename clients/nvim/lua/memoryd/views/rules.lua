@@ -106,23 +106,18 @@ function M.refresh(ctx, show, background, done)
     params.touched_paths = { ctx.file }
   end
   memoryd.request('get_context', params, function(reply)
-    if done then
-      done()
-    end
     local buf = ui.buffer('rules', show, setup_keys)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
     M.last = { ctx = ctx, paths = paths_of(reply) }
   end, {
     on_error = background and function(err)
-      if done then
-        done()
-      end
       return err.code == 'down' or err.code == 'closed'
     end or nil,
     retry = function()
       M.refresh(ctx, show)
     end,
+    finished = done,
   })
 end
 
