@@ -645,6 +645,19 @@ def test_status_and_checkhealth_show_the_daemons_problems(
     assert_all_passed(records, expected=4)
 
 
+def one_rule_context(repo: Path, tmp_path: Path, name: str) -> dict[str, Any]:
+    """A get_context reply of one rule file, `name`.md, for a view to show."""
+    path = str(repo / ".claude" / "rules" / f"{name}.md")
+    return {
+        "claude_md": "",
+        "current_date": "Today's date is 2026-12-05.",
+        "files": [{"path": path, "type": "Project", "parent": None, "reason": "session_start"}],
+        "skipped": [],
+        "memory_dir": str(tmp_path / "memory"),
+        "index_truncated": False,
+    }
+
+
 def test_a_flood_from_a_slow_daemon_asks_the_views_again_once_at_a_time(
     short_tmp: Path, tmp_path: Path
 ) -> None:
@@ -671,15 +684,7 @@ def test_a_flood_from_a_slow_daemon_asks_the_views_again_once_at_a_time(
         return "after"
 
     def get_context(_params: dict[str, Any]) -> dict[str, Any]:
-        path = str(repo / ".claude" / "rules" / f"{slow('get_context')}.md")
-        return {
-            "claude_md": "",
-            "current_date": "Today's date is 2026-12-05.",
-            "files": [{"path": path, "type": "Project", "parent": None, "reason": "session_start"}],
-            "skipped": [],
-            "memory_dir": str(tmp_path / "memory"),
-            "index_truncated": False,
-        }
+        return one_rule_context(repo, tmp_path, slow("get_context"))
 
     def memory_list(_params: dict[str, Any]) -> dict[str, Any]:
         name = slow("memory.list")
@@ -742,17 +747,7 @@ def test_a_reply_of_the_wrong_shape_does_not_stop_the_views_refreshes(
 
     def get_context(_params: dict[str, Any]) -> dict[str, Any] | None:
         name = next(names, "third")
-        if name is None:
-            return None
-        path = str(repo / ".claude" / "rules" / f"{name}.md")
-        return {
-            "claude_md": "",
-            "current_date": "Today's date is 2026-12-05.",
-            "files": [{"path": path, "type": "Project", "parent": None, "reason": "session_start"}],
-            "skipped": [],
-            "memory_dir": str(tmp_path / "memory"),
-            "index_truncated": False,
-        }
+        return None if name is None else one_rule_context(repo, tmp_path, name)
 
     def changed(params: dict[str, Any]) -> dict[str, Any]:
         project = params["project"]
