@@ -11,6 +11,7 @@ elsewhere is seen at the next call without a watcher.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -27,17 +28,14 @@ MAX_PARENT_PROBES = 64
 _Identity = tuple[int, int] | None
 
 
-def _probes(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Path, ...]:
-    """The paths whose stat tells whether `facts` still hold for `cwd`."""
+def _probes(facts: gitfacts.GitFacts, cwd: Path, real: Path) -> list[Path]:
+    """The paths whose stat tells whether `facts` still hold for `cwd` (`real`: its real
+    path). Made again on each call rather than kept: 4,096 entries' lists were 7 MB."""
     probes = [cwd / ".git", *gitsafe.config_files()]
     # A `.git` made (or removed) in a folder between the cwd and its worktree root, or above
     # a cwd outside git, moves the root: the walk up would stop there now. Without these a
     # daemon kept the root it first found (and its memory dir) for the rest of its run.
-    try:
-        real = cwd.resolve()
-    except (OSError, RuntimeError):
-        real = cwd
-    for folder in (real, *real.parents)[1 : MAX_PARENT_PROBES + 1]:
+    for folder in itertools.islice(real.parents, MAX_PARENT_PROBES):
         if folder == facts.worktree_root:
             break
         probes.append(folder / ".git")
@@ -48,15 +46,15 @@ def _probes(facts: gitfacts.GitFacts, cwd: Path) -> tuple[Path, ...]:
     # The files `.git/config` includes (a remote kept in one): an edit there changes the
     # remote without touching .git/config, and was never seen while the entry lasted.
     probes += facts.included
-    return tuple(probes)
+    return probes
 
 
-def _stamp(probes: tuple[Path, ...]) -> tuple[Stat, ...]:
+def _stamp(facts: gitfacts.GitFacts, cwd: Path, real: Path) -> tuple[Stat, ...]:
     """What the git files the facts came from look like (`stat_stamp`: mtime, ctime, size,
     inode): the mtime alone missed a change within one tick of a coarse clock, 1-2 s on some
     file systems, and after the clock was set back (git replaces HEAD and config by a
     rename)."""
-    return tuple(stat_stamp(probe) for probe in probes)
+    return tuple(stat_stamp(probe) for probe in _probes(facts, cwd, real))
 
 
 def _identity(cwd: Path) -> _Identity:
@@ -72,21 +70,27 @@ def _identity(cwd: Path) -> _Identity:
 
 class Projects:
     def __init__(self) -> None:
-        self._cache: OrderedDict[
-            Path, tuple[tuple[Path, ...], tuple[Stat, ...], _Identity, Project]
-        ] = OrderedDict()
+        # cwd -> (its real path, the stamps, its folder's identity, the project)
+        self._cache: OrderedDict[Path, tuple[Path, tuple[Stat, ...], _Identity, Project]] = (
+            OrderedDict()
+        )
 
     def resolve(self, cwd: str | Path) -> Project:
         path = Path(cwd)
         cached = self._cache.get(path)
-        if cached is not None and _stamp(cached[0]) == cached[1] and _identity(path) == cached[2]:
-            self._cache.move_to_end(path)
-            return cached[3]
+        if cached is not None:
+            real, stamps, identity, project = cached
+            if _identity(path) == identity and _stamp(project.facts, path, real) == stamps:
+                self._cache.move_to_end(path)
+                return project
         identity = _identity(path)
         facts = gitfacts.discover(path)
         project = Project(path, facts.project_root, facts)
-        probes = _probes(facts, path)
-        self._cache[path] = (probes, _stamp(probes), identity, project)
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            real = path
+        self._cache[path] = (real, _stamp(facts, path, real), identity, project)
         self._cache.move_to_end(path)
         while len(self._cache) > MAX_CACHED_DIRS:  # a long-lived daemon sees many cwds
             self._cache.popitem(last=False)
