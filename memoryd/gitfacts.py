@@ -87,6 +87,30 @@ def _common_dir(git_dir: Path) -> Path:
     return (target if target.is_absolute() else git_dir / target).resolve()
 
 
+# Linked worktrees read by `linked_worktrees`: a bound on the stats a project key costs.
+MAX_LINKED_WORKTREES = 1_000
+
+
+def linked_worktrees(common: Path) -> list[Path]:
+    """The roots of the linked worktrees a common git dir records, sorted: each
+    `worktrees/<name>/gitdir` names the worktree's `.git` file (relative to that folder
+    under `worktree.useRelativePaths`). A worktree gone without `git worktree prune` is
+    still listed: its root is a name, not a folder to read."""
+    try:
+        with os.scandir(common / "worktrees") as entries:
+            admin = sorted(e.path for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    roots: set[Path] = set()
+    for folder in admin[:MAX_LINKED_WORKTREES]:
+        text = _read_small(Path(folder) / "gitdir", _POINTER_CAP)
+        if text is None or not text.strip():
+            continue
+        dot_git = Path(text.strip())
+        roots.add((dot_git if dot_git.is_absolute() else Path(folder) / dot_git).resolve().parent)
+    return sorted(roots)
+
+
 def own_git_dir(worktree_root: Path) -> Path | None:
     """The git dir of the worktree at `worktree_root` (its `.git` folder, or the one its
     `.git` file names), where its index is; None when there is none."""

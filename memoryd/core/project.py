@@ -139,10 +139,11 @@ class Project:
         The first of these with a `memory/` folder, else the CLI's name: Claude Code's names
         (`project_keys`); the names memoryd gave before: one dash for a character outside
         the BMP (`sanitize_key`), a long root's whole sanitized path (under 256 bytes), a
-        decomposed name as it is on disk, so memories written under them are not left behind; for a long root, any folder of
-        its cut name and a hash suffix (made by a Claude Code whose hash differs, as Claude
-        Code's own `findProjectDir` finds it). Claude Code's folder under its
-        name may exist for transcripts alone.
+        decomposed name as it is on disk, so memories written under them are not left
+        behind; for a long root, any folder of its cut name and a hash suffix (made by a
+        Claude Code whose hash differs, as Claude Code's own `findProjectDir` finds it); for
+        a bare repository, its worktrees' own earlier names (`_worktree_keys`). Claude Code's
+        folder under its name may exist for transcripts alone.
         """
         names = project_keys(self.root)
         earlier = [
@@ -150,7 +151,8 @@ class Project:
             for name in (_whole_key(str(self.root)), sanitize_key(self.root))
             if name not in names
         ]
-        if len(names) == 1 and not earlier:
+        # A bare repository's root (its git dir) may have its worktrees' earlier names.
+        if len(names) == 1 and not earlier and self.root != self.facts.git_dir:
             return names[0]
         projects = paths.config_dir() / "projects"
         for name in names:
@@ -164,7 +166,26 @@ class Project:
             for name in _folders_named(projects, cut):
                 if os.path.lexists(projects / name / "memory"):
                     return name
+        for name in self._worktree_keys(names):
+            if os.path.lexists(projects / name / "memory"):
+                return name
         return names[0]
+
+    def _worktree_keys(self, names: tuple[str, ...]) -> list[str]:
+        """For a bare repository's root (its git dir, where its linked worktrees share one
+        memory folder since session 20): the names memoryd gave each worktree before, when
+        every worktree was a root of its own. Taken from the repository's list of worktrees,
+        not from the cwd, so every worktree gets the same folder."""
+        git_dir = self.facts.git_dir
+        if git_dir is None or self.root != git_dir:
+            return []
+        found = [
+            name
+            for worktree in gitfacts.linked_worktrees(git_dir)
+            for name in (_whole_key(str(worktree)), sanitize_key(worktree))
+            if name not in names and len(os.fsencode(name)) <= 255
+        ]
+        return list(dict.fromkeys(found))
 
     @property
     def settings_root(self) -> Path:

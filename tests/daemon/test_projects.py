@@ -187,6 +187,47 @@ async def test_a_decomposed_project_name_is_keyed_in_nfc_as_claude_code_keys_it(
     assert listed["memory_dir"] == str(projects / sanitize_key(kept) / "memory")
 
 
+async def test_a_bare_repositorys_worktrees_keep_the_memories_each_had(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by a review: since 591382f a bare repository's worktrees share its folder as
+    # root (Claude Code's key); before, each worktree was a root of its own, and the
+    # memories memoryd wrote under a worktree's name were no longer seen.
+    projects = isolated_env.config_dir / "projects"
+    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
+    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
+    git(
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+        cwd=seed,
+    )
+    git("clone", "-q", "--bare", str(seed), str(bare), cwd=tmp_path)
+    old, new = (tmp_path / "wt-old").resolve(), (tmp_path / "wt-new").resolve()
+    git("worktree", "add", "-q", str(old), "main", cwd=bare)
+    git("worktree", "add", "-q", "-b", "feat", str(new), "main", cwd=bare)
+    kept = projects / project_key(old) / "memory"
+    _claude_code_memory(kept)
+    # Every worktree gets that folder (chosen from the repository's worktrees, not the cwd).
+    for worktree in (new, old):
+        listed = await daemon.call("memory.list", cwd=str(worktree))
+        assert listed["memory_dir"] == str(kept)
+        assert [m["name"] for m in listed["memories"]] == ["role"]
+
+    # A bare repository with no such folder gets Claude Code's, the bare folder's name.
+    other = tmp_path / "other.git"
+    git("clone", "-q", "--bare", str(seed), str(other), cwd=tmp_path)
+    git("worktree", "add", "-q", str(tmp_path / "wt-other"), "main", cwd=other)
+    ctx = await daemon.call("get_context", cwd=str(tmp_path / "wt-other"))
+    assert ctx["memory_dir"] == str(projects / project_key(other.resolve()) / "memory")
+
+
 def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:
     # A file system with a coarse clock (1-2 s), or a clock set back: the new .git/config
     # has the mtime the old one had. The cache compared mtimes only and kept the old remote.
