@@ -682,9 +682,10 @@ def refusing_duplicates(
     already (`entries`, the dir's memories when the run began, or a file this run created):
     one of the same type and place (personal or team) with the same name, or a near
     duplicate (`dedupe`), as `memory.write` would have updated that memory. The model hears
-    which file holds it, to edit that one: two Writes of one fact in a reply, or a fact
-    written again under another file name, made two memories of it, each with its line in
-    the index and each recalled."""
+    which file holds it, to edit that one (or, for a namesake holding another fact, to give
+    the new one a name of its own): two Writes of one fact in a reply, or a fact written
+    again under another file name, made two memories of it, each with its line in the index
+    and each recalled."""
     from memoryd.agent.tools import ToolError  # loaded with the loop
 
     root = real(memory_dir)
@@ -713,19 +714,27 @@ def refusing_duplicates(
         key = "/".join(parts)
         text = memory_text(parsed.name, parsed.description, parsed.body)
         same_place = [m for m in known() if m[1] == team and m[0] != key]
-        repeated = next(
+        repeated = find_near_duplicate(parsed.type, text, [c for *_, c in same_place])
+        if repeated is not None and os.path.lexists(root / repeated):  # not deleted meanwhile
+            raise ToolError(
+                f"not written: {root / repeated} holds this memory already (nearly the same "
+                "text); a memory is saved once: to change it, Read that file and Edit it"
+            )
+        namesake = next(
             (
                 k
                 for k, _, name, c in same_place
                 if c.type == parsed.type and naming.same_name(name, parsed.name)
             ),
             None,
-        ) or find_near_duplicate(parsed.type, text, [c for *_, c in same_place])
-        if repeated is not None and os.path.lexists(root / repeated):  # not deleted meanwhile
+        )
+        if namesake is not None and os.path.lexists(root / namesake):
+            # Another fact under a name taken: told the name's memory "holds this memory
+            # already", a model took its fact for saved and dropped it.
             raise ToolError(
-                f"not written: {root / repeated} holds this memory already (a {parsed.type} "
-                f"memory named {parsed.name!r} or nearly the same text); a memory is saved "
-                "once: to change it, Read that file and Edit it"
+                f"not written: {root / namesake} is the {parsed.type} memory named "
+                f"{parsed.name!r}, with other content; if this is that memory, Read that file "
+                "and Edit it; if it is another fact, Write it under a name of its own"
             )
         warning = screen(path, op)
         created[key] = (team, parsed.name, Candidate.of(key, parsed.type, text))

@@ -673,3 +673,59 @@ async def test_a_file_name_that_is_not_utf8_in_a_tool_result_does_not_end_the_ru
     (result,) = _tool_results(fake_model.message_requests()[1])
     assert "user_caf\ufffd.md" in result
     await client.close()
+
+
+async def test_another_fact_under_a_taken_name_is_not_told_it_is_saved(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # Before, the refusal said the namesake "holds this memory already": a model took its new
+    # fact for saved and dropped it. It hears the namesake holds other content, and saves the
+    # fact under a name of its own.
+    await ws.handle.call(
+        "memory.write",
+        cwd=str(ws.cwd),
+        type="feedback",
+        name="Code review",
+        description="review preferences",
+        body="The user wants small pull requests, one change each.",
+    )
+    squash = "Squash a branch into one commit before it is merged."
+    fake_model.enqueue(
+        tool_use_reply(
+            [
+                (
+                    "Write",
+                    {
+                        "file_path": str(ws.memory_dir / "feedback_squash.md"),
+                        "content": memory_text(
+                            "Code review", "review preferences", "feedback", squash
+                        ),
+                    },
+                )
+            ]
+        ),
+        tool_use_reply(
+            [
+                (
+                    "Write",
+                    {
+                        "file_path": str(ws.memory_dir / "feedback_squash.md"),
+                        "content": memory_text(
+                            "Squash before merge", "how branches are merged", "feedback", squash
+                        ),
+                    },
+                )
+            ]
+        ),
+        text_reply("Saved."),
+    )
+    await _after_turn(ws, CONVO)
+    await _idle(ws)
+    [refusal] = _tool_results(fake_model.message_requests()[1])
+    namesake = ws.memory_dir / "feedback_code_review.md"
+    assert f"not written: {namesake} is the feedback memory named 'Code review'" in refusal
+    assert "with other content" in refusal
+    assert "name of its own" in refusal
+    assert "holds this memory already" not in refusal
+    assert squash in (ws.memory_dir / "feedback_squash.md").read_text()
+    assert "small pull requests" in namesake.read_text()
