@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.automem.recall.ranker import RankerParams
-from memoryd.automem.store import DirState, Pending, scan_changes, scan_tree
+from memoryd.automem.store import DirState, Pending, Seen, scan_changes, scan_tree
 
 WORKER = "automem"
 WARM_SLICE_S = 0.004  # the first load of a memory dir yields to the event loop this often
@@ -129,7 +129,7 @@ class DirStates:
     async def _warm(self, state: DirState) -> None:
         try:
             started = time.monotonic()
-            seen = await asyncio.to_thread(scan_tree, state.memory_dir)
+            seen = await asyncio.to_thread(_scan_with_numpy, state.memory_dir)
             await in_slices(state.load_steps(seen, started))
         finally:
             self.warming.pop(state.memory_dir, None)
@@ -152,6 +152,17 @@ class DirStates:
                 state.invalidate()
         elif memory_dir in self.states:
             self.states[memory_dir].invalidate()
+
+
+def _scan_with_numpy(memory_dir: Path) -> Seen:
+    """`scan_tree`, and numpy imported when it found memories: the recall index imports it
+    with its first memory (lazily, for the daemon's idle memory), which held the event loop
+    43-69 ms in one step; in this thread the loop waits ~20 ms at most."""
+    seen = scan_tree(memory_dir)
+    if seen:
+        import numpy  # noqa: F401
+
+    return seen
 
 
 async def in_slices(steps: Iterator[None]) -> None:

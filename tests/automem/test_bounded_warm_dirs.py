@@ -12,6 +12,7 @@ import pytest
 
 from memoryd.automem import index_cache, settings_cache, warmup
 from tests.automem.conftest import memory_text
+from tests.automem.run_apart import output_of
 from tests.conftest import DaemonHandle, IsolatedEnv
 
 
@@ -71,3 +72,40 @@ async def test_memory_dirs_kept_loaded_are_bounded(
         await daemon.call("recall", cwd=str(root), query=f"zebracorn{i}")
     assert dirs[1] not in am.states.states
     assert len(am.states.states) <= 3
+
+
+# A fresh interpreter, numpy not imported yet: which thread imports it during a first load.
+_FIRST_LOAD = """
+import asyncio, sys, tempfile, threading
+from pathlib import Path
+from memoryd.automem.warmup import DirStates
+
+assert "numpy" not in sys.modules
+importers = []
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            importers.append(threading.current_thread() is threading.main_thread())
+        return None
+
+sys.meta_path.insert(0, Watch())
+memdir = Path(tempfile.mkdtemp())
+for i in range(3):
+    text = f"---\\nname: m{i}\\ndescription: d{i}\\ntype: user\\n---\\n\\nbody {i}\\n"
+    (memdir / f"m{i}.md").write_text(text)
+
+async def main():
+    states = DirStates(asyncio.ensure_future)
+    states.warm(memdir)
+    state = await states.ready(memdir)
+    assert len(state.entries) == 3, state.entries
+
+asyncio.run(main())
+print("on the loop" if importers[0] else "in a thread")
+"""
+
+
+def test_a_first_load_imports_numpy_off_the_event_loop() -> None:
+    # The recall index imports numpy with its first memory: one step of ~50 ms on the loop.
+    assert output_of(_FIRST_LOAD) == "in a thread"
