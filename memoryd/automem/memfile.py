@@ -215,7 +215,11 @@ def keep_unknown_keys(old: str, new: str) -> str:
             lines.append(line)
     lines = [own[k] for k in _OWN_KEYS if k in own and k not in written] + lines
     merged = "\n".join(lines).strip("\n") + "\n"
-    if not _same_header(merged, own, header, extra):
+    # Read only through `_load_yaml`'s retry, `extra` is the retry's guess (`tags: [a, b]`
+    # quoted into a string because `name: Fix: uv` broke the header): the lines as written
+    # are kept when, beside memoryd's own keys, they now read as YAML by themselves.
+    retried = _load_yaml(old_fm)[1] != old_fm
+    if not _same_header(merged, own, header, extra, retried=retried):
         try:
             merged = (
                 header
@@ -241,19 +245,26 @@ def _key_of(line: str) -> str | None:
 
 
 def _same_header(
-    merged: str, own: dict[str | None, str], header: str, extra: dict[str, Any]
+    merged: str,
+    own: dict[str | None, str],
+    header: str,
+    extra: dict[str, Any],
+    *,
+    retried: bool = False,
 ) -> bool:
-    """Whether `merged` reads as memoryd's own keys (from `header`) plus `extra`, unchanged."""
+    """Whether `merged` reads as memoryd's own keys (from `header`) plus `extra`, unchanged.
+    `retried`: `extra`'s values are a retry's reading; `merged` that reads with no retry,
+    holding `extra`'s keys as its lines say, is kept too (its lines are as written)."""
     try:
-        got, _ = _load_yaml(merged)
+        got, read_from = _load_yaml(merged)
         want = yaml.safe_load(header)
     except (yaml.YAMLError, ValueError, RecursionError):
         return False
-    return (
-        isinstance(got, dict)
-        and isinstance(want, dict)
-        and all(got.get(k) == want.get(k) for k in own if k is not None)
-        and {k: v for k, v in got.items() if k not in _OWN_KEYS} == extra
+    if not isinstance(got, dict) or not isinstance(want, dict):
+        return False
+    others = {k: v for k, v in got.items() if k not in _OWN_KEYS}
+    return all(got.get(k) == want.get(k) for k in own if k is not None) and (
+        others == extra or (retried and read_from == merged and others.keys() == extra.keys())
     )
 
 

@@ -64,6 +64,33 @@ def test_nothing_to_keep_writes_the_new_text(old: str) -> None:
     assert keep_unknown_keys(old, NEW) == NEW
 
 
+@pytest.mark.parametrize(
+    ("old", "kept", "value"),
+    [
+        (  # `name: Fix: uv` broke the header; tags is a list as written
+            "---\nname: Fix: uv\ndescription: d\ntype: user\ntags: [a, b]\n---\nbody\n",
+            "tags: [a, b]\n",
+            ["a", "b"],
+        ),
+        (  # the broken line is the kept key's own: read as the retry reads it, kept as is
+            "---\nname: x\ndescription: d\ntype: user\nsource: see: a.md\n---\nbody\n",
+            "source: see: a.md\n",
+            "see: a.md",
+        ),
+    ],
+)
+def test_keys_of_a_header_read_by_the_quoting_retry_stay_as_written(
+    old: str, kept: str, value: object
+) -> None:
+    # Found by a review: a header that parsed only with its values quoted as Claude Code
+    # quotes them (569f8c3) had its other keys rewritten as that retry read them: an update
+    # turned `tags: [a, b]` into the string `tags: '[a, b]'` in the file.
+    text = keep_unknown_keys(old, NEW)
+    assert kept in text
+    assert _meta(text)[kept.split(":")[0]] == value
+    assert _meta(text)["description"] == "answer style, updated"
+
+
 def test_keys_that_cannot_be_spliced_are_dumped_again() -> None:
     # A flow mapping spread over lines with the key memoryd writes inside its lines.
     old = "---\nname: x\nextra: {a: 1,\nname: 2}\ntype: user\n---\nbody\n"
