@@ -155,6 +155,11 @@ class _Seen:
     key: _Key
 
 
+def _compare(before: frozenset[Path], now: frozenset[Path]) -> tuple[bool, bool]:
+    """Whether `now` is `before`, and whether it holds all of it."""
+    return now == before, before <= now
+
+
 def _nested(cwd: Path, touched: Iterable[Path]) -> frozenset[Path]:
     """The nested folders touched paths open (stats only; nothing recorded)."""
     return frozenset(nested_dirs(cwd, touched, realfs.RealFS()))
@@ -289,9 +294,11 @@ class InstructionFiles:
         """The key of the load these touched paths make; None when not known without one."""
         seen = self._seen.get((cwd, root, sources))
         if seen is not None and seen.key in self._entries:
-            if touched == seen.touched:
+            # A session's set of 50,000 paths: each comparison hashes and compares them all.
+            same, grown = await self._off_loop(len(touched), _compare, seen.touched, touched)
+            if same:
                 return seen.key
-            if seen.touched <= touched:  # a session's set grows: judge only what is new
+            if grown:  # a session's set grows: judge only what is new
                 added = touched - seen.touched
                 nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
                 if nested == seen.key[3]:

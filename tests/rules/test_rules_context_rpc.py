@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memoryd.core.project import Project
+from memoryd.daemon.methods import context as context_methods
 from memoryd.daemon.methods.context import GetContextResult
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.rules import realfs
@@ -569,6 +570,38 @@ async def test_an_unwatched_entry_is_rechecked_off_the_event_loop(
     assert threading.get_ident() not in checked_on  # not on the event loop's thread
     tree.write("repo/src/m7/CLAUDE.md", "nested m7")
     assert "nested m7" in (await daemon.call("get_context", **call))["claude_md"]
+
+
+async def test_a_sessions_many_touched_paths_are_read_off_the_event_loop(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: each get_context of a session made Paths of its whole union of
+    # touched paths on the event loop; at 50,000 that held every other client ~0.5 s a call.
+    repo = tree.git_repo("repo")
+    made_on: dict[str, list[int]] = {"_touched": [], "_normalized": []}
+
+    def recording(real: Any, threads: list[int]) -> Any:
+        def call(*args: Any) -> Any:
+            threads.append(threading.get_ident())
+            return real(*args)
+
+        return call
+
+    for name, threads in made_on.items():
+        monkeypatch.setattr(
+            context_methods, name, recording(getattr(context_methods, name), threads)
+        )
+    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED + 1)]
+    call = {"cwd": str(repo), "session_id": "s1"}
+    loop = threading.get_ident()
+    await daemon.call("get_context", touched_paths=many[:10], **call)
+    # A few: on the loop, no thread's cost.
+    assert made_on == {"_touched": [loop], "_normalized": [loop]}
+    await daemon.call("get_context", touched_paths=many, **call)
+    await daemon.call("get_context", **call)  # the session's union, none sent
+    assert len(made_on["_touched"]) == 3
+    assert loop not in made_on["_touched"][1:]
+    assert loop not in made_on["_normalized"][1:2]  # the 257 sent
 
 
 async def test_evicted_entries_release_their_watches(
