@@ -194,6 +194,10 @@ def _malformed(feature: str, reply: Any) -> ModelError | None:
 
 # How long after a call failed past every retry later calls to that model are tried once.
 STRUGGLING_S = 30.0
+# The longest a provider's Retry-After holds a model; past it one call is tried, and a refusal
+# holds it again. A proxy's error page or a wrong clock may ask for a year (an HTTP date far
+# off), and until then no recall or extraction was tried, the daemon's restart the only end.
+MAX_HOLD_S = 300.0
 
 # A model reply is a few hundred KB at most (max_tokens bounds it); past this the endpoint is
 # broken or hostile, and the reply is dropped as a failed call.
@@ -335,7 +339,8 @@ class ModelClient:
             if error.retry_after_s is not None:
                 # The provider knows when it will take us back: not before, by any call.
                 delay = max(delay, error.retry_after_s)
-                self._held[model] = (time.monotonic() + error.retry_after_s, error)
+                hold = min(error.retry_after_s, MAX_HOLD_S)
+                self._held[model] = (time.monotonic() + hold, error)
             if (
                 not error.retryable
                 or attempt >= retries
@@ -376,28 +381,28 @@ class ModelClient:
         self, feature: str, model: str, deadline: float | None, stats: FeatureUsage
     ) -> None:
         """Wait until the provider's hold on `model` ends; a ModelError at once (nothing sent)
-        when the call would not outlive that wait."""
-        held = self._held.get(model)
-        if held is None:
-            return
-        until, cause = held
-        wait = until - time.monotonic()
-        if wait <= 0:
-            del self._held[model]
-            return
-        if wait > _wait_allowed(self.config.retry_max_delay_s, deadline):
-            stats.errors += 1
-            log.info(
-                "model call not sent: the provider asked to wait", feature=feature, wait_s=wait
-            )
-            raise ModelError(
-                feature,
-                f"not sent: the provider asked to wait {wait:.1f} s more ({cause.message})",
-                cause.status,
-                True,
-                wait,
-            )
-        await asyncio.sleep(wait)
+        when the call would not outlive that wait. Looked at again after each wait: a call in
+        flight meanwhile may have been refused with a later time, which sent on the hold's end
+        would be refused again."""
+        while (held := self._held.get(model)) is not None:
+            until, cause = held
+            wait = until - time.monotonic()
+            if wait <= 0:
+                del self._held[model]
+                return
+            if wait > _wait_allowed(self.config.retry_max_delay_s, deadline):
+                stats.errors += 1
+                log.info(
+                    "model call not sent: the provider asked to wait", feature=feature, wait_s=wait
+                )
+                raise ModelError(
+                    feature,
+                    f"not sent: the provider asked to wait {wait:.1f} s more ({cause.message})",
+                    cause.status,
+                    True,
+                    wait,
+                )
+            await asyncio.sleep(wait)
 
     def _note_failure(self, error: ModelError, model: str) -> None:
         if _passes_by_itself(error):

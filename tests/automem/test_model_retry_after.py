@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import time
 from dataclasses import replace
 from email.utils import format_datetime
 from pathlib import Path
@@ -15,10 +16,11 @@ import pytest
 from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall.pick import SELECTOR_TIMEOUT_S, select_with_model
-from memoryd.llm.client import ModelClient, ModelError, _retry_after_s
+from memoryd.llm import client as client_module
+from memoryd.llm.client import MAX_HOLD_S, ModelClient, ModelError, _retry_after_s
 from tests.automem.conftest import write_memory
 from tests.conftest import DaemonHandle, fake_model_config
-from tests.fakes.messages_api import FakeMessagesAPI, Reply, error_reply, text_reply
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, error_reply, slow, text_reply
 
 ASK = {"feature": "t", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
 
@@ -177,4 +179,67 @@ async def test_quick_add_derives_at_once_on_a_wait_past_its_timeout(
     quick = await asyncio.wait_for(choose(client, "Dana owns billing", None, None), timeout=10)
     assert quick.derived_by == "local"
     assert len(fake_model.message_requests()) == 1
+    await client.close()
+
+
+class _Later:
+    """The `time` module with its monotonic clock `offset` seconds on."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+
+async def test_a_retry_after_far_off_holds_the_model_five_minutes_at_most(
+    fake_model: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, a year's Retry-After (a proxy's page, a wrong clock) held the model until the
+    # daemon restarted: no recall or extraction was tried again.
+    fake_model.enqueue(_limited("31536000"), _limited("31536000"))
+    fake_model.handler = lambda _request: text_reply("ok")
+    later = _Later()
+    monkeypatch.setattr(client_module, "time", later)
+    client = ModelClient(fake_model_config(fake_model))
+    with pytest.raises(ModelError):
+        await client.create(**ASK)
+    later.offset = MAX_HOLD_S - 1
+    with pytest.raises(ModelError, match="not sent"):
+        await client.create(**ASK)
+    assert len(fake_model.message_requests()) == 1
+    later.offset = MAX_HOLD_S + 1
+    with pytest.raises(ModelError) as refused:  # tried once, refused: held again
+        await client.create(**ASK)
+    assert refused.value.status == 429
+    assert len(fake_model.message_requests()) == 2
+    with pytest.raises(ModelError, match="not sent"):
+        await client.create(**ASK)
+    later.offset = 2 * MAX_HOLD_S + 2
+    reply = await client.create(**ASK)
+    assert reply.content[0].text == "ok"  # type: ignore[union-attr]
+    await client.close()
+
+
+async def test_a_call_waiting_out_a_hold_waits_for_the_later_one_a_call_in_flight_got(
+    fake_model: FakeMessagesAPI,
+) -> None:
+    # The first call's 429 comes late and asks for longer than the second's: the third call,
+    # waiting out the second's hold, was sent when it ended, before the provider's time.
+    fake_model.enqueue(slow(0.3, _limited("0.8")), _limited("0.5"))
+    fake_model.handler = lambda _request: text_reply("ok")
+    client = ModelClient(replace(fake_model_config(fake_model), retry_max_delay_s=5.0))
+
+    async def after(delay_s: float) -> object:
+        await asyncio.sleep(delay_s)
+        return await client.create(**ASK)
+
+    await asyncio.gather(after(0), after(0.05), after(0.12))
+    first, _, *later = fake_model.message_requests()
+    assert len(later) == 3
+    moved_on = first.received_at + 0.3 + 0.8  # the first call's refusal and its wait
+    assert all(r.received_at >= moved_on - 0.05 for r in later)
     await client.close()
