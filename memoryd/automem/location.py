@@ -44,11 +44,6 @@ def validate_configured(raw: str, home: Path) -> tuple[Path | None, str | None]:
     if text.startswith(("\\\\", "//")):
         return None, "is a UNC path"
     if text == "~" or text.startswith("~/"):
-        # `~`, `~/`, `~/.`, `~/..`, `~/x/..` name the home folder or one above it: all of it
-        # would be memory, writable by the extraction agent (`~/.claude/CLAUDE.md` a "memory
-        # file"). Claude Code's validateMemoryPath refuses them as it refuses `/`.
-        if os.path.normpath(text[2:].lstrip("/") or ".") in (".", ".."):
-            return None, "names the home folder or a folder above it"
         text = str(home) + text[1:]
     if len(text) < 3:
         return None, "is shorter than 3 characters"
@@ -60,6 +55,11 @@ def validate_configured(raw: str, home: Path) -> tuple[Path | None, str | None]:
     normal = Path(os.path.normpath(path))
     if normal == Path(normal.anchor):
         return None, "is a filesystem root"
+    if _inside(Path(os.path.normpath(home)), normal):
+        # All of the home folder would be memory, writable by the extraction agent
+        # (`~/.claude/CLAUDE.md` a "memory file"). Claude Code refuses `~`, `~/..`; the same
+        # folders named otherwise (`/home/u`, `~/../u`, `/home`) were taken.
+        return None, "names the home folder or a folder above it"
     return normal, None
 
 

@@ -53,6 +53,17 @@ def test_a_tilde_naming_home_or_above_is_rejected(raw: str) -> None:
     assert location.validate_configured("~/../shared/mem", HOME) == (Path("/home/shared/mem"), None)
 
 
+@pytest.mark.parametrize("raw", ["/home/u", "/home/u/", "~/../u", "/home", "~/../../home"])
+def test_the_home_folder_or_above_named_otherwise_is_rejected(raw: str) -> None:
+    # Only `~` forms were refused: the same folders named another way made all of the home
+    # folder the memory dir, writable by the extraction agent.
+    assert location.validate_configured(raw, HOME) == (
+        None,
+        "names the home folder or a folder above it",
+    )
+    assert location.validate_configured("/home/u2", HOME) == (Path("/home/u2"), None)
+
+
 def test_accepted_path_is_normalised() -> None:
     assert location.validate_configured("/srv/a/../mem/", HOME) == (Path("/srv/mem"), None)
 
