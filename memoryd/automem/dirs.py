@@ -43,7 +43,7 @@ class MemoryDirs:
         self._checked: dict[Path, tuple[tuple[str, Path, Path], Path]] = {}
 
     def enabled(self, project: Project) -> bool:
-        return location.enabled(os.environ, self.settings.get(project.root))
+        return location.enabled(os.environ, self.settings.get(project.settings_root))
 
     def _choice(self, project: Project) -> location.MemoryDirChoice:
         choice = self._choices.get(project.root)
@@ -53,7 +53,7 @@ class MemoryDirs:
             default = paths.config_dir() / "projects" / project.key / "memory"
             choice = location.choose_memory_dir(
                 env=os.environ,
-                settings=self.settings.get(project.root),
+                settings=self.settings.get(project.settings_root),
                 default=default,
                 home=paths.home(),
             )

@@ -238,7 +238,7 @@ class Dream:
 
     def enabled(self, project: Project) -> bool:
         # Asked on every turn: the settings are read again only when a settings file changed.
-        return bool(self.automem.settings.get(project.root).get("autoDreamEnabled"))
+        return bool(self.automem.settings.get(project.settings_root).get("autoDreamEnabled"))
 
     # -- the idle trigger --------------------------------------------------------------------
     def on_turn(self, turn: Turn) -> None:

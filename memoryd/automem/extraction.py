@@ -666,7 +666,7 @@ def memory_screen_for(am: AutoMemory, project: Project) -> WriteScreen:
     from memoryd.agent.secret_screen import MEMORY_FILES, secret_screen
 
     where = f"{MEMORY_FILES}; remove it with `memctl memory`"
-    secrets = secret_screen(am.settings.get(project.root), where=where)
+    secrets = secret_screen(am.settings.get(project.settings_root), where=where)
 
     def screen(path: Path, op: WriteOp) -> str | None:
         check_memory_text(path, op)

@@ -347,7 +347,9 @@ class SessionMemory:
             from memoryd.agent.secret_screen import secret_screen
 
             tools = _agent_tools(turn.tools)
-            secrets = secret_screen(self.settings.get(session.project.root), where=IN_THE_NOTES)
+            secrets = secret_screen(
+                self.settings.get(session.project.settings_root), where=IN_THE_NOTES
+            )
             result = await run_agent(
                 self.host,
                 feature=FEATURE,

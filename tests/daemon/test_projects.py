@@ -11,6 +11,7 @@ import pytest
 from memoryd.core.project import project_key, project_keys, sanitize_key
 from memoryd.daemon import projects as projects_mod
 from memoryd.daemon.projects import Projects
+from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv
 
 
@@ -226,6 +227,39 @@ async def test_a_bare_repositorys_worktrees_keep_the_memories_each_had(
     git("worktree", "add", "-q", str(tmp_path / "wt-other"), "main", cwd=other)
     ctx = await daemon.call("get_context", cwd=str(tmp_path / "wt-other"))
     assert ctx["memory_dir"] == str(projects / project_key(other.resolve()) / "memory")
+
+
+async def test_a_worktrees_own_local_settings_rule_its_auto_memory(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # Found by a review: auto memory read settings at the project root, which for a bare
+    # repository's worktree is now the bare folder, so the worktree's settings.local.json
+    # (autoMemoryEnabled, memorydRefuseSecrets) went unread; rules and settings.get read
+    # the worktree's, as Claude Code does.
+    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
+    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
+    git(
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+        cwd=seed,
+    )
+    git("clone", "-q", "--bare", str(seed), str(bare), cwd=tmp_path)
+    off, on = tmp_path / "wt-off", tmp_path / "wt-on"
+    git("worktree", "add", "-q", str(off), "main", cwd=bare)
+    git("worktree", "add", "-q", "-b", "feat", str(on), "main", cwd=bare)
+    (off / ".claude").mkdir()
+    (off / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": false}')
+    with pytest.raises(RpcError) as refused:
+        await daemon.call("memory.list", cwd=str(off))
+    assert refused.value.code == -32003
+    assert (await daemon.call("memory.list", cwd=str(on)))["memories"] == []
 
 
 def test_a_remote_changed_within_one_clock_tick_is_seen(tmp_path: Path) -> None:

@@ -288,7 +288,7 @@ async def _check_secrets(
     """`warnings`/`secrets` for the reply; raises SecretRefused when the user refuses them.
     Its callers have checked the sizes (a body is at most MAX_FILE_BYTES once stripped), so
     all of `body` is scanned: a note padded with blanks past the cap skipped the scan."""
-    refuse = refuses_secrets(_am(daemon).settings.get(project.root))
+    refuse = refuses_secrets(_am(daemon).settings.get(project.settings_root))
     # A thread: the scan of a 200 KB body full of keywords takes a second or more.
     return await asyncio.to_thread(
         check_write, name, description, body, team=team, refuse=refuse, file=file
