@@ -188,6 +188,21 @@ async def test_a_decomposed_project_name_is_keyed_in_nfc_as_claude_code_keys_it(
     assert listed["memory_dir"] == str(projects / sanitize_key(kept) / "memory")
 
 
+def _bare_repository(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository of one commit (`seed`) and its bare clone (`proj.git`)."""
+    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
+    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
+    ident = ("-c", "user.name=a", "-c", "user.email=a@b")
+    git(*ident, "commit", "-q", "--allow-empty", "-m", "i", cwd=seed)
+    git("clone", "-q", "--bare", str(seed), str(bare), cwd=tmp_path)
+    return seed, bare
+
+
+def _worktrees(bare: Path, main: Path, feature: Path) -> None:
+    git("worktree", "add", "-q", str(main), "main", cwd=bare)
+    git("worktree", "add", "-q", "-b", "feat", str(feature), "main", cwd=bare)
+
+
 async def test_a_bare_repositorys_worktrees_keep_the_memories_each_had(
     daemon: DaemonHandle, isolated_env: IsolatedEnv, tmp_path: Path
 ) -> None:
@@ -195,24 +210,9 @@ async def test_a_bare_repositorys_worktrees_keep_the_memories_each_had(
     # root (Claude Code's key); before, each worktree was a root of its own, and the
     # memories memoryd wrote under a worktree's name were no longer seen.
     projects = isolated_env.config_dir / "projects"
-    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
-    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
-    git(
-        "-c",
-        "user.name=a",
-        "-c",
-        "user.email=a@b",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "i",
-        cwd=seed,
-    )
-    git("clone", "-q", "--bare", str(seed), str(bare), cwd=tmp_path)
+    seed, bare = _bare_repository(tmp_path)
     old, new = (tmp_path / "wt-old").resolve(), (tmp_path / "wt-new").resolve()
-    git("worktree", "add", "-q", str(old), "main", cwd=bare)
-    git("worktree", "add", "-q", "-b", "feat", str(new), "main", cwd=bare)
+    _worktrees(bare, old, new)
     kept = projects / project_key(old) / "memory"
     _claude_code_memory(kept)
     # Every worktree gets that folder (chosen from the repository's worktrees, not the cwd).
@@ -236,24 +236,9 @@ async def test_a_worktrees_own_local_settings_rule_its_auto_memory(
     # repository's worktree is now the bare folder, so the worktree's settings.local.json
     # (autoMemoryEnabled, memorydRefuseSecrets) went unread; rules and settings.get read
     # the worktree's, as Claude Code does.
-    seed, bare = tmp_path / "seed", tmp_path / "proj.git"
-    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
-    git(
-        "-c",
-        "user.name=a",
-        "-c",
-        "user.email=a@b",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "i",
-        cwd=seed,
-    )
-    git("clone", "-q", "--bare", str(seed), str(bare), cwd=tmp_path)
+    _, bare = _bare_repository(tmp_path)
     off, on = tmp_path / "wt-off", tmp_path / "wt-on"
-    git("worktree", "add", "-q", str(off), "main", cwd=bare)
-    git("worktree", "add", "-q", "-b", "feat", str(on), "main", cwd=bare)
+    _worktrees(bare, off, on)
     (off / ".claude").mkdir()
     (off / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": false}')
     with pytest.raises(RpcError) as refused:
