@@ -540,22 +540,29 @@ def test_a_line_or_a_reply_written_twice_is_read_once() -> None:
     assert claude_code.parse_transcript_lines(lines) == once
 
 
+def _hook_context(parent: str) -> str:
+    """Claude Code's saved hook context: rewritten each turn under one uuid, with a new parent."""
+    return json.dumps(
+        {"type": "saved_hook_context", "uuid": "h", "parentUuid": parent, "content": ["x"]}
+    )
+
+
+_FIRST_TURN_THEN_HOOK_CONTEXT = [
+    _entry("user", "u1", None, "one"),
+    _entry("assistant", "a1", "u1", [{"type": "text", "text": "1"}], mid="m1"),
+    _hook_context("a1"),
+]
+
+
 def test_a_uuid_reused_under_another_parent_ends_the_chain() -> None:
     # Claude Code rewrites a saved hook context each turn under one uuid with a new parent,
     # and later lines name it as theirs: taking its first parent skipped every turn between,
     # and they were dropped as a rewound branch.
-    def hook_context(parent: str) -> str:
-        return json.dumps(
-            {"type": "saved_hook_context", "uuid": "h", "parentUuid": parent, "content": ["x"]}
-        )
-
     lines = [
-        _entry("user", "u1", None, "one"),
-        _entry("assistant", "a1", "u1", [{"type": "text", "text": "1"}], mid="m1"),
-        hook_context("a1"),
+        *_FIRST_TURN_THEN_HOOK_CONTEXT,
         _entry("user", "u2", "h", "two"),
         _entry("assistant", "a2", "u2", [{"type": "text", "text": "2"}], mid="m2"),
-        hook_context("a2"),
+        _hook_context("a2"),
         _entry("user", "u3", "h", "three"),
         _entry("assistant", "a3", "u3", [{"type": "text", "text": "3"}], mid="m3"),
     ]
@@ -610,20 +617,13 @@ def test_a_rewind_past_a_reused_uuid_still_drops_the_branch_left() -> None:
     # and what preceded it was all kept, so the commonest rewind (the last prompt edited,
     # its new line naming the hook context the old one named) sent the prompt taken back.
     # A line names its parent as that parent's newest line before it.
-    def hook_context(parent: str) -> str:
-        return json.dumps(
-            {"type": "saved_hook_context", "uuid": "h", "parentUuid": parent, "content": ["x"]}
-        )
-
     lines = [
-        _entry("user", "u1", None, "one"),
-        _entry("assistant", "a1", "u1", [{"type": "text", "text": "1"}], mid="m1"),
-        hook_context("a1"),
+        *_FIRST_TURN_THEN_HOOK_CONTEXT,
         _entry("user", "u2", "h", "drop the users table"),
         _entry("assistant", "a2", "u2", [{"type": "text", "text": "dropped"}], mid="m2"),
-        hook_context("a2"),
+        _hook_context("a2"),
         # The rewind to before u2: the context is written again as it was then.
-        hook_context("a1"),
+        _hook_context("a1"),
         _entry("user", "u2b", "h", "no: add a regression test"),
         _entry("assistant", "a2b", "u2b", [{"type": "text", "text": "added"}], mid="m3"),
     ]
