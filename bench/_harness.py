@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "clients")]
@@ -98,6 +100,20 @@ def rss_mb(pid: int | str = "self") -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def child_json(code: str, *args: str, root: Path = REPO) -> Any:
+    """What `code`, run by this Python in a process of its own in checkout `root` (its
+    memoryd imported), prints as JSON: a fresh interpreter per measurement, no state shared."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root)},
+    )
+    return json.loads(done.stdout)
 
 
 def percentile(values: list[float], q: float) -> float:

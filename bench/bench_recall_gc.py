@@ -14,15 +14,12 @@ bench_recall_latency.py writes them) is loaded by DirState, then:
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from _harness import REPO
+from _harness import REPO, child_json
 from bench_recall_latency import vocabulary, write_memories
 
 _CHILD = """
@@ -64,15 +61,7 @@ print(json.dumps({
 
 
 def measure(root: Path, folder: Path) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(folder)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=root,
-        env={"PYTHONPATH": str(root)},
-    )
-    result: dict[str, float] = json.loads(out.stdout)
+    result: dict[str, float] = child_json(_CHILD, str(folder), root=root)
     return result
 
 

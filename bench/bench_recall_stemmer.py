@@ -15,15 +15,12 @@ two give the same stem to every word.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from _harness import REPO
+from _harness import child_json
 from bench_recall_latency import vocabulary, write_memories
 
 _CHILD = """
@@ -85,15 +82,7 @@ def write_big(folder: Path, words: list[str]) -> None:
 
 
 def run(side: str, many: Path, big: Path, words: Path) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, side, str(many), str(big), str(words)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO)},
-    )
-    result: dict[str, object] = json.loads(out.stdout)
+    result: dict[str, object] = child_json(_CHILD, side, str(many), str(big), str(words))
     return result
 
 
