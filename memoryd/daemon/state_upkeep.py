@@ -14,12 +14,7 @@ from pathlib import Path
 import structlog
 
 from memoryd import paths, settings
-from memoryd.fsutil import (
-    LIVE_WRITE_MARGIN_S,
-    STARTED_AT,
-    remove_stale_staged,
-    remove_stale_staged_tree,
-)
+from memoryd.fsutil import remove_stale_staged, remove_stale_staged_tree
 
 log = structlog.get_logger("memoryd.daemon")
 
@@ -40,25 +35,22 @@ def tidy_state() -> None:
     prune_session_records()
 
 
-def remove_stale_temp_files(started_at: float = STARTED_AT) -> list[Path]:
+def remove_stale_temp_files() -> list[Path]:
     """The temp files of atomic writes that a process killed mid-write (kill -9, power loss)
     left in the folders memoryd writes outside memory folders (those are cleaned at their
     first use, `IndexWriter.index_orphans`): all of memoryd's state folder (include
     approvals, history, hook sessions, team sync state, dream, models, vectors), and in
     Claude Code's folders only the temp files of the files memoryd writes there (user
     settings, session summaries). Only files last written over LIVE_WRITE_MARGIN_S before
-    this process started (`started_at`): no writer alive owns them. Nothing renamed them
-    into place, so nothing is lost."""
-    older_than = started_at - LIVE_WRITE_MARGIN_S
-    removed = remove_stale_staged_tree(paths.state_dir(), older_than)
+    this process started (`fsutil.STALE_BEFORE`, the sweeps' default): no writer alive owns
+    them. Nothing renamed them into place, so nothing is lost."""
+    removed = remove_stale_staged_tree(paths.state_dir())
     user_settings = settings.user_settings_path()
-    removed += remove_stale_staged(user_settings.parent, older_than, names=(user_settings.name,))
+    removed += remove_stale_staged(user_settings.parent, names=(user_settings.name,))
     # <config>/projects/<key>/<session id>/session-memory/: the summary and its draft
     # (`session/service.py`).
     for folder in paths.config_dir().glob("projects/*/*/session-memory"):
-        removed += remove_stale_staged(
-            folder, older_than, names=("summary.md", ".summary.draft.md")
-        )
+        removed += remove_stale_staged(folder, names=("summary.md", ".summary.draft.md"))
     if removed:
         log.warning(
             "removed temp files a killed writer left",
