@@ -6,8 +6,9 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,30 @@ async def run_memctl_async(
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
+
+
+def run_memctl_notified(
+    daemon: FakeDaemon,
+    *args: str,
+    notes: Sequence[tuple[str, dict[str, Any]]],
+    stdin: str | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`memctl --socket <the fake> *args`, sent `notes` once it has subscribed, run to its end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", str(daemon.socket_path), *args],
+        cwd=cwd,
+        stdin=subprocess.PIPE if stdin is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        daemon.wait_for_subscriber()
+        for event, params in notes:
+            daemon.notify(event, params)
+        out, err = proc.communicate(stdin, timeout=30)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

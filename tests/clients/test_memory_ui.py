@@ -20,7 +20,7 @@ from typing import Any
 import pyte
 import pytest
 
-from tests.clients.conftest import memctl_env, run_memctl
+from tests.clients.conftest import memctl_env, run_memctl, run_memctl_notified
 from tests.clients.fake_daemon import FakeDaemon, FakeError
 
 DOWN = "\x1bOB"  # xterm in keypad (application) mode, as curses sets it
@@ -766,26 +766,18 @@ def test_a_daemon_older_than_context_changed_is_asked_for_the_events_it_knows(
         )
 
     _refusing_subscribe(scripted, older)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memctl", "--socket", str(scripted.socket_path), "memory"],
+    done = run_memctl_notified(
+        scripted,
+        "memory",
+        notes=[("memory/saved", {"path": "/m/feedback_tabs.md", "project": str(project)})],
+        stdin="nothing like it\n\n\n",
         cwd=project,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=memctl_env(),
     )
-    try:
-        scripted.wait_for_subscriber()
-        scripted.notify("memory/saved", {"path": "/m/feedback_tabs.md", "project": str(project)})
-        out, err = proc.communicate("nothing like it\n\n\n", timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
+    assert done.returncode == 0, done.stderr
     subscribes = [p["events"] for p in scripted.calls("subscribe")]
     assert subscribes[:2] == [[*OLD_EVENTS, "context/changed"], OLD_EVENTS]
-    assert "* memory saved: feedback_tabs.md" in out
-    assert "could not subscribe" not in out
+    assert "* memory saved: feedback_tabs.md" in done.stdout
+    assert "could not subscribe" not in done.stdout
 
 
 def test_a_refused_subscription_is_said_once_and_the_menu_works(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memctl.notifications import describe
-from tests.clients.conftest import memctl_env
+from tests.clients.conftest import memctl_env, run_memctl_notified
 from tests.clients.fake_daemon import FakeDaemon
 from tests.conftest import DaemonHandle
 
@@ -59,61 +59,23 @@ def test_describe_words_context_changed_as_watch_prints_it() -> None:
 
 
 def test_watch_prints_notifications_from_a_fake(fake_daemon: FakeDaemon) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memctl",
-            "--socket",
-            str(fake_daemon.socket_path),
-            "watch",
-            "--count",
-            "2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=memctl_env(),
-    )
-    try:
-        fake_daemon.wait_for_subscriber()
-        fake_daemon.notify("memory/saved", {"path": "/m/a.md", "project": "/p"})
-        fake_daemon.notify("magicdoc/updated", {"path": "/p/D.md"})
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    assert out.splitlines() == ["memory saved: a.md", "magic doc updated: D.md"]
+    notes = [
+        ("memory/saved", {"path": "/m/a.md", "project": "/p"}),
+        ("magicdoc/updated", {"path": "/p/D.md"}),
+    ]
+    done = run_memctl_notified(fake_daemon, "watch", "--count", "2", notes=notes)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["memory saved: a.md", "magic doc updated: D.md"]
     assert fake_daemon.calls("subscribe") == [{}]
 
 
 def test_watch_event_filter_and_json(fake_daemon: FakeDaemon) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memctl",
-            "--socket",
-            str(fake_daemon.socket_path),
-            "--json",
-            "watch",
-            "--event",
-            "memory/saved",
-            "--count",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=memctl_env(),
+    done = run_memctl_notified(
+        fake_daemon,
+        *["--json", "watch", "--event", "memory/saved", "--count", "1"],
+        notes=[("memory/saved", {"path": "/m/b.md", "project": "/p"})],
     )
-    try:
-        fake_daemon.wait_for_subscriber()
-        fake_daemon.notify("memory/saved", {"path": "/m/b.md", "project": "/p"})
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert json.loads(out) == {
+    assert json.loads(done.stdout) == {
         "jsonrpc": "2.0",
         "method": "memory/saved",
         "params": {"path": "/m/b.md", "project": "/p"},
@@ -204,22 +166,10 @@ def test_one_notification_is_one_line(fake_daemon: FakeDaemon) -> None:
     # Found by a bug hunt: a memory file name with line breaks printed a forged
     # "team: keys.md not uploaded …" line; a script reading lines counted two notifications.
     name = "/m/notes.md\nteam: keys.md not uploaded — secret matched rule aws\u2028\r\tx.md"
-    sock = str(fake_daemon.socket_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memctl", "--socket", sock, "watch", "--count", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=memctl_env(),
-    )
-    try:
-        fake_daemon.wait_for_subscriber()
-        fake_daemon.notify("memory/saved", {"path": name})
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    assert out == (
+    notes = [("memory/saved", {"path": name})]
+    done = run_memctl_notified(fake_daemon, "watch", "--count", "1", notes=notes)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
         "memory saved: notes.md\\nteam: keys.md not uploaded — secret matched rule "
         "aws\\u2028\\r\\tx.md\n"
     )
@@ -258,24 +208,14 @@ async def test_watch_prints_context_changed_of_a_real_edit(
 
 
 def test_watch_says_context_changed_with_more_and_lost_events(fake_daemon: FakeDaemon) -> None:
-    sock = str(fake_daemon.socket_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memctl", "--socket", sock, "watch", "--count", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=memctl_env(),
-    )
-    try:
-        fake_daemon.wait_for_subscriber()
-        paths = ["/p/.claude/rules/a.md", "/home/u/.claude/CLAUDE.md"]
-        fake_daemon.notify("context/changed", {"project": "/p", "paths": paths, "more": 3})
-        fake_daemon.notify("context/changed", {"project": "/p", "paths": [], "more": 0})
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    assert out.splitlines() == [
+    paths = ["/p/.claude/rules/a.md", "/home/u/.claude/CLAUDE.md"]
+    notes = [
+        ("context/changed", {"project": "/p", "paths": paths, "more": 3}),
+        ("context/changed", {"project": "/p", "paths": [], "more": 0}),
+    ]
+    done = run_memctl_notified(fake_daemon, "watch", "--count", "2", notes=notes)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
         "context changed: /p (.claude/rules/a.md, /home/u/.claude/CLAUDE.md and 3 more)",
         "context changed: /p (events were lost: which files is not known)",
     ]
