@@ -28,9 +28,9 @@ def _projects(env: IsolatedEnv, count: int) -> list[Path]:
 async def test_memory_dirs_kept_loaded_are_bounded(
     daemon: DaemonHandle, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(warmup, "MAX_WARM_DIRS", 3, raising=False)
-    monkeypatch.setattr(index_cache, "MAX_CACHED_INDEXES", 4, raising=False)
-    monkeypatch.setattr(settings_cache, "MAX_CACHED_ROOTS", 4, raising=False)
+    monkeypatch.setattr(warmup, "MAX_WARM_DIRS", 3)
+    monkeypatch.setattr(index_cache, "MAX_CACHED_INDEXES", 4)
+    monkeypatch.setattr(settings_cache, "MAX_CACHED_ROOTS", 4)
     roots = _projects(isolated_env, 10)
     dirs = []
     for i, root in enumerate(roots):
