@@ -3,21 +3,23 @@ proxy in front of it, and sync engines for separate team folders ("sides")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from memoryd.core.team_config import TeamConfig
 from memoryd.team.service import find_secret
 from memoryd.team.sync.client import TeamClient
 from memoryd.team.sync.engine import SyncEngine
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, state_path
+from memoryd.team.sync.watcher import Tuning
 from memoryd_team.settings import ServerSettings
-from tests.conftest import DaemonHandle, stop_daemon
+from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 from tests.fakes.faulty_proxy import FaultyProxy
 from tests.team_server.conftest import ThreadedServer
 
@@ -103,6 +105,31 @@ async def daemons() -> Any:
     yield handles
     for handle in handles:
         await stop_daemon(handle)
+
+
+async def start(short_tmp: Path, name: str, **team: Any) -> DaemonHandle:
+    """A daemon on `short_tmp/<name>.sock` with `team` settings and short sync timings."""
+    config = daemon_config(short_tmp, socket_path=short_tmp / f"{name}.sock")
+    handle = await start_daemon(replace(config, team=TeamConfig(**team)))
+    handle.daemon.services.team.tuning = Tuning(
+        debounce_s=team.get("debounce_s", 0.1), backoff_base_s=0.05, backoff_cap_s=0.5
+    )
+    return handle
+
+
+TeamDaemon = Callable[..., Awaitable[DaemonHandle]]
+
+
+@pytest.fixture
+def team_daemon(short_tmp: Path, daemons: list[DaemonHandle]) -> TeamDaemon:
+    """`start` for this test: each daemon is stopped at its end (or `daemons.pop()` earlier)."""
+
+    async def run(name: str, **team: Any) -> DaemonHandle:
+        handle = await start(short_tmp, name, **team)
+        daemons.append(handle)
+        return handle
+
+    return run
 
 
 @pytest.fixture

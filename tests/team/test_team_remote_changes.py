@@ -13,9 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.team.conftest import REPO, server_history
-from tests.team.test_team_sync_daemon import make_repo, start
+from tests.team.conftest import REPO, TeamDaemon, server_history
+from tests.team.test_team_sync_daemon import make_repo
 from tests.team_server.conftest import ThreadedServer
 
 
@@ -41,14 +40,9 @@ async def pushed(server: ThreadedServer, repo: str, key: str, timeout: float = 8
 
 
 async def test_a_remote_added_after_the_first_session_is_synced_without_a_restart(
-    server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, team_daemon: TeamDaemon, tmp_path: Path
 ) -> None:
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
-    daemons.append(handle)
+    handle = await team_daemon("a", url=server.url, token=server.token(REPO))
     root = make_repo(tmp_path / "proj", remote=None)  # `git init`, no remote yet
     await handle.call("get_context", cwd=str(root))
     status = await handle.call("team.status", cwd=str(root))
@@ -73,15 +67,10 @@ async def test_a_remote_added_after_the_first_session_is_synced_without_a_restar
 
 
 async def test_a_moved_repository_syncs_with_its_new_name(
-    server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, team_daemon: TeamDaemon, tmp_path: Path
 ) -> None:
     moved = "newco/widgets"
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO, moved))
-    daemons.append(handle)
+    handle = await team_daemon("a", url=server.url, token=server.token(REPO, moved))
     root = make_repo(tmp_path / "proj")
     first = await handle.call("team.push", cwd=str(root))
     team_dir = Path(first["team_dir"])

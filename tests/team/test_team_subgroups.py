@@ -20,15 +20,21 @@ from memoryd.team.sync.client import TeamClient, TeamHTTPError
 from memoryd.team.sync.state import state_path
 from memoryd_team import app as server_app
 from memoryd_team import validation
-from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
+from tests.conftest import DaemonHandle, stop_daemon
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
-from tests.team.conftest import eventually, server_history
-from tests.team.test_team_sync_daemon import make_repo, start
+from tests.team.conftest import TeamDaemon, eventually, server_history
+from tests.team.test_team_sync_daemon import make_repo
 from tests.team_server.conftest import ThreadedServer
 
 FULL = "alpha/sub/widgets"
 SHORT = "sub/widgets"
 REMOTE = "git@gitlab.com:Alpha/Sub/Widgets.git"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The subgroup's project."""
+    return make_repo(tmp_path / "proj", remote=REMOTE)
 
 
 async def push_note(handle: DaemonHandle, root: Path, name: str) -> dict[str, object]:
@@ -39,16 +45,11 @@ async def push_note(handle: DaemonHandle, root: Path, name: str) -> dict[str, ob
 
 
 async def test_a_subgroup_project_syncs_under_its_full_path(
-    server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, team_daemon: TeamDaemon, project: Path
 ) -> None:
     # Re-issued for the move: the full path and, for teammates not yet upgraded, the old name.
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(FULL, SHORT))
-    daemons.append(handle)
-    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    handle = await team_daemon("a", url=server.url, token=server.token(FULL, SHORT))
+    root = project
     pushed = await push_note(handle, root, "alpha.md")
     assert pushed["pushed"] == ["alpha.md"]
     assert "alpha.md" in await asyncio.to_thread(server_history, server, FULL)
@@ -59,23 +60,20 @@ async def test_a_subgroup_project_syncs_under_its_full_path(
 
 async def test_a_daemon_restarted_keeps_the_full_path(
     server: ThreadedServer,
-    short_tmp: Path,
+    team_daemon: TeamDaemon,
     daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    project: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     token = server.token(FULL, SHORT)
-    handle = await start(short_tmp, "a", url=server.url, token=token)
-    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    handle = await team_daemon("a", url=server.url, token=token)
+    root = project
     await push_note(handle, root, "one.md")
-    await stop_daemon(handle)
+    await stop_daemon(daemons.pop())
 
     # The folder synced under the full path: it is not asked again, and a server that no
     # longer answers the question does not send it back to the two-part name.
     asked: list[str] = []
-    from memoryd.team.sync.client import TeamClient
-
     real = TeamClient.takes_repo
 
     async def counted(self: TeamClient, repo: str) -> bool:
@@ -83,8 +81,7 @@ async def test_a_daemon_restarted_keeps_the_full_path(
         return await real(self, repo)
 
     monkeypatch.setattr(TeamClient, "takes_repo", counted)
-    again = await start(short_tmp, "a2", url=server.url, token=token)
-    daemons.append(again)
+    again = await team_daemon("a2", url=server.url, token=token)
     await push_note(again, root, "two.md")
     assert set(await asyncio.to_thread(server_history, server, FULL)) == {"one.md", "two.md"}
     assert await asyncio.to_thread(server_history, server, SHORT) == {}
@@ -95,10 +92,8 @@ async def test_a_daemon_restarted_keeps_the_full_path(
 async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
     old_server: bool,
     server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    team_daemon: TeamDaemon,
+    project: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A token bound to `sub/widgets` only (403 for the full path), or a server from before
@@ -110,9 +105,8 @@ async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
             return repo if repo is not None and repo.count("/") == 1 else None
 
         monkeypatch.setattr(server_app, "canonical_repo", two_parts_only)
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(SHORT))
-    daemons.append(handle)
-    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    handle = await team_daemon("a", url=server.url, token=server.token(SHORT))
+    root = project
     assert (await push_note(handle, root, "note.md"))["pushed"] == ["note.md"]
     assert "note.md" in await asyncio.to_thread(server_history, server, SHORT)
     status = await handle.call("team.status", cwd=str(root))
@@ -167,19 +161,12 @@ def repos_asked(proxy: FaultyProxy) -> list[str]:
 
 
 async def start_behind(
-    proxy: FaultyProxy,
-    fault: Fault,
-    server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-) -> tuple[DaemonHandle, Path]:
+    proxy: FaultyProxy, fault: Fault, server: ThreadedServer, team_daemon: TeamDaemon
+) -> DaemonHandle:
     """A daemon syncing through `proxy`, which answers every request with `fault` for now,
-    with a token bound to both names; and the subgroup project."""
+    with a token bound to both names."""
     proxy.default = fault
-    handle = await start(short_tmp, "a", url=proxy.url, token=server.token(FULL, SHORT))
-    daemons.append(handle)
-    return handle, make_repo(tmp_path / "proj", remote=REMOTE)
+    return await team_daemon("a", url=proxy.url, token=server.token(FULL, SHORT))
 
 
 @pytest.mark.parametrize("outage", ["down", "503"])
@@ -187,17 +174,15 @@ async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
     outage: str,
     server: ThreadedServer,
     proxy: FaultyProxy,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    team_daemon: TeamDaemon,
+    project: Path,
 ) -> None:
     """The server unreachable (or failing) when the folder first syncs: taken as a no, the
     folder synced with `sub/widgets` for the whole daemon run once the server was back, though
     the team had moved to the full path. Now it sends nothing until the server answers, then
     moves, with what was written meanwhile."""
     fault = Fault.reset() if outage == "down" else Fault.status(503)
-    handle, root = await start_behind(proxy, fault, server, short_tmp, daemons, tmp_path)
+    handle, root = await start_behind(proxy, fault, server, team_daemon), project
     first = await handle.call("team.push", cwd=str(root))
     assert first["ok"] is False
     assert FULL in first["error"]
@@ -221,10 +206,8 @@ async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
 async def test_an_unanswered_question_looks_for_a_saved_state_once(
     server: ThreadedServer,
     proxy: FaultyProxy,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    team_daemon: TeamDaemon,
+    project: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """While the server has not answered, each turn's `_repo_for` looked on disk for a state
@@ -237,32 +220,25 @@ async def test_an_unanswered_question_looks_for_a_saved_state_once(
         return real(url, repo, team_dir)
 
     monkeypatch.setattr(service, "state_path", counted)
-    handle, root = await start_behind(
-        proxy, Fault.status(503), server, short_tmp, daemons, tmp_path
-    )
+    handle = await start_behind(proxy, Fault.status(503), server, team_daemon)
     for _ in range(5):
-        await handle.call("team.status", cwd=str(root))
+        await handle.call("team.status", cwd=str(project))
     assert looked.count(FULL) == 1
 
 
 async def test_a_folder_on_the_full_path_is_not_sent_back_by_a_token_bound_to_sub_repo(
-    server: ThreadedServer,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, team_daemon: TeamDaemon, daemons: list[DaemonHandle], project: Path
 ) -> None:
     """A folder that synced under the full path, then a token bound to `sub/widgets` only (re-
     issued, rolled back): the folder stays on the full path, stopped with http_403 and saying
     why. Followed back, it would push the group's own memories into the name every group's
     `sub/widgets` shares, and pull theirs in."""
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(FULL, SHORT))
-    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    handle = await team_daemon("a", url=server.url, token=server.token(FULL, SHORT))
+    root = project
     await push_note(handle, root, "ours.md")
-    await stop_daemon(handle)
+    await stop_daemon(daemons.pop())
 
-    again = await start(short_tmp, "a2", url=server.url, token=server.token(SHORT))
-    daemons.append(again)
+    again = await team_daemon("a2", url=server.url, token=server.token(SHORT))
     pushed = await push_note(again, root, "later.md")
     assert (pushed["ok"], pushed["repo"], pushed["suppressed"]) == (False, FULL, "http_403")
     assert "not bound to this repository" in pushed["why"]
@@ -272,27 +248,20 @@ async def test_a_folder_on_the_full_path_is_not_sent_back_by_a_token_bound_to_su
     # Going back on purpose (team-memory.md): the full path's saved state deleted.
     await stop_daemon(daemons.pop())
     state_path(server.url, FULL, Path(pushed["team_dir"])).unlink()
-    back = await start(short_tmp, "a3", url=server.url, token=server.token(SHORT))
-    daemons.append(back)
+    back = await team_daemon("a3", url=server.url, token=server.token(SHORT))
     synced = await back.call("team.push", cwd=str(root))
     assert (synced["ok"], synced["repo"].lower(), synced["pending"]) == (True, SHORT, [])
     assert "later.md" in await asyncio.to_thread(server_history, server, SHORT)
 
 
 async def test_a_no_after_an_outage_syncs_the_two_part_name(
-    server: ThreadedServer,
-    proxy: FaultyProxy,
-    short_tmp: Path,
-    daemons: list[DaemonHandle],
-    tmp_path: Path,
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, proxy: FaultyProxy, team_daemon: TeamDaemon, project: Path
 ) -> None:
     """The server back with a token bound to `sub/widgets` only: the folder, held while no
     answer came, syncs with the two-part name, what was written meanwhile included."""
     proxy.default = Fault.status(503)
-    handle = await start(short_tmp, "a", url=proxy.url, token=server.token(SHORT))
-    daemons.append(handle)
-    root = make_repo(tmp_path / "proj", remote=REMOTE)
+    handle = await team_daemon("a", url=proxy.url, token=server.token(SHORT))
+    root = project
     first = await handle.call("team.push", cwd=str(root))
     (Path(first["team_dir"]) / "meanwhile.md").write_text("written while the server was away\n")
     proxy.default = Fault.passthrough()

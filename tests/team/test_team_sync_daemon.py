@@ -4,18 +4,22 @@ shutdown and restart — against a real team server."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memoryd.core.project import sanitize_key
-from memoryd.core.team_config import TeamConfig
-from memoryd.team.sync.watcher import Tuning
 from memoryd_client import RpcError
-from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
-from tests.team.conftest import REPO, SideFactory, eventually, seed_server, server_history
+from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
+from tests.team.conftest import (
+    REPO,
+    SideFactory,
+    eventually,
+    seed_server,
+    server_history,
+    start,
+)
 from tests.team_server.conftest import ThreadedServer
 
 FAKE_GITHUB_TOKEN = "ghp_" + "Zq8" + "vN3xR5tW7yB2mK4pL6sD9fH1jC0aE3gU5iO"
@@ -35,15 +39,6 @@ def make_repo(root: Path, remote: str | None = "git@github.com:acme/widgets.git"
 
 def team_dir_of(env: IsolatedEnv, root: Path) -> Path:
     return env.config_dir / "projects" / sanitize_key(root.resolve()) / "memory" / "team"
-
-
-async def start(short_tmp: Path, name: str, **team: Any) -> DaemonHandle:
-    config = daemon_config(short_tmp, socket_path=short_tmp / f"{name}.sock")
-    handle = await start_daemon(replace(config, team=TeamConfig(**team)))
-    handle.daemon.services.team.tuning = Tuning(
-        debounce_s=team.get("debounce_s", 0.1), backoff_base_s=0.05, backoff_cap_s=0.5
-    )
-    return handle
 
 
 async def next_event(listener: Any, method: str, **expected: Any) -> dict[str, Any]:
