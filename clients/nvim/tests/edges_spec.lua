@@ -323,6 +323,11 @@ T.run({
         params = { project = '/src/app', paths = { '/src/app/CLAUDE.md', '/home/u/.claude/CLAUDE.md' }, more = 3 },
       })
       T.eq('context changed: /src/app (CLAUDE.md, /home/u/.claude/CLAUDE.md and 3 more)', text)
+      -- a project named with a trailing slash, as memctl reads it
+      T.eq(
+        'context changed: /src/app/ (CLAUDE.md)',
+        (format.describe({ method = 'context/changed', params = { project = '/src/app/', paths = { '/src/app/CLAUDE.md' } } }))
+      )
       T.eq(
         'context changed: /src/app (events were lost: which files is not known)',
         (format.describe({ method = 'context/changed', params = { project = '/src/app', paths = {} } }))

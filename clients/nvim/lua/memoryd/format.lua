@@ -229,10 +229,7 @@ function M.describe(note)
     local shown = {}
     for _, path in ipairs(type(p.paths) == 'table' and p.paths or {}) do
       path = tostring(path)
-      if vim.startswith(path, project .. '/') then
-        path = path:sub(#project + 2)
-      end
-      shown[#shown + 1] = path
+      shown[#shown + 1] = under(path, project) or path
     end
     if #shown == 0 then
       return ('context changed: %s (events were lost: which files is not known)'):format(project), levels.INFO
