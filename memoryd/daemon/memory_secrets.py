@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memoryd.agent.secret_screen import REFUSE_SETTING
+from memoryd.agent.secret_screen import REFUSE_SETTING, name_secrets
 from memoryd.errors import SecretRefused
 
 __all__ = ["REFUSE_SETTING", "SecretInMemory", "check_write", "find_secrets"]
@@ -42,7 +42,7 @@ def find_secrets(
 ) -> list[SecretInMemory]:
     # Imported here: the scanner builds its keyword automaton on import, and a daemon that
     # never saves a memory should not pay for it at start-up.
-    from memoryd.team.secrets import key_text, scan
+    from memoryd.team.secrets import scan
 
     found = [
         SecretInMemory(field, finding.line, finding.rule_id, finding.description)
@@ -51,8 +51,7 @@ def find_secrets(
     ]
     if file:
         # The file name goes into MEMORY.md's index line, so into every session's context.
-        rules = {f.rule_id: f.description for f in scan(key_text(file))}
-        found += [SecretInMemory("file", 1, rule, text) for rule, text in rules.items()]
+        found += [SecretInMemory("file", 1, s.rule, s.description) for s in name_secrets(file)]
     return found
 
 
