@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
 
@@ -101,6 +102,9 @@ test("the fallback names the uid", () => {
 test("the socketPath setting overrides the rule; ~ is the home folder; blank means unset", () => {
   assert.equal(resolveSocketPath("/x/y.sock", { MEMORYD_SOCKET: "/a.sock" }), "/x/y.sock");
   assert.equal(resolveSocketPath("~/m.sock", { HOME: "/home/ada" }), "/home/ada/m.sock");
+  // as $MEMORYD_SOCKET: a relative or missing $HOME is the password database's home
+  assert.equal(resolveSocketPath("~/m.sock", { HOME: "rel" }), `${os.userInfo().homedir}/m.sock`);
+  assert.equal(resolveSocketPath("~/m.sock", {}), `${os.userInfo().homedir}/m.sock`);
   assert.equal(resolveSocketPath("  ", { MEMORYD_SOCKET: "/a.sock" }), "/a.sock");
   assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: run }), path.join(run, "memoryd", "memoryd.sock"));
 });

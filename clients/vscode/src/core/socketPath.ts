@@ -80,7 +80,7 @@ export function defaultSocketPath(
     // As the Python client: a leading ~ is the home folder (the variable is often set where no
     // shell expands it), a relative path is taken from the working directory, and the path is
     // spelled as pathlib spells it (it was used as given: "~/m.sock" was looked for literally).
-    const expanded = configured === "~" || configured.startsWith("~/") ? homeDir(env) + configured.slice(1) : configured;
+    const expanded = expandHome(configured, env);
     return pathlibNormalize(path.isAbsolute(expanded) ? expanded : `${process.cwd()}/${expanded}`);
   }
   if (platform === "darwin") {
@@ -105,6 +105,11 @@ export function defaultSocketPath(
     }
   }
   return sock;
+}
+
+/** A leading ~ as the home folder, as the Python client reads it. */
+function expandHome(p: string, env: Env): string {
+  return p === "~" || p.startsWith("~/") ? homeDir(env) + p.slice(1) : p;
 }
 
 /** memoryd_client.paths.home(): $HOME when absolute, else the password database's home (os.homedir() takes a relative $HOME). */
@@ -141,7 +146,7 @@ export function pathlibNormalize(p: string): string {
 export function resolveSocketPath(setting: string | undefined, env: Env = process.env, warn?: Warn): string {
   const trimmed = (setting ?? "").trim();
   if (trimmed) {
-    return trimmed.startsWith("~/") && env.HOME ? path.join(env.HOME, trimmed.slice(2)) : trimmed;
+    return expandHome(trimmed, env);
   }
   return defaultSocketPath(env, undefined, undefined, warn);
 }
