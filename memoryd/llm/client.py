@@ -27,6 +27,7 @@ import structlog
 
 from memoryd.core.model_config import REDACTED, scrub_credentials, shown_url
 from memoryd.errors import FeatureUnavailable
+from memoryd.llm.prompt_cache import within_breakpoint_limit
 from memoryd.llm.tokens import USAGE_FIELDS
 from memoryd.surrogates import without_lone_surrogates
 
@@ -276,6 +277,7 @@ class ModelClient:
         self.require()
         stats = self.usage.setdefault(feature, FeatureUsage())
         kwargs.setdefault("model", self.config.model)
+        kwargs = within_breakpoint_limit(kwargs)
         model = str(kwargs["model"])
         deadline = None if patience_s is None else time.monotonic() + patience_s
         await import_sdk()

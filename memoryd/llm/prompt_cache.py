@@ -3,7 +3,8 @@
 The Messages API reads and writes its prompt cache only at blocks marked `cache_control`, at
 most four a request; a request without one is billed uncached every time it is sent again
 (each turn of an agent's run resends its prompt). Session notes, extraction, MagicDocs and
-dream mark their requests here.
+dream mark their requests here; every request the model client sends is held to the four
+(`within_breakpoint_limit`), whatever a client's conversation carried.
 """
 
 from __future__ import annotations
@@ -36,6 +37,54 @@ def count_breakpoints(value: Any) -> int:
     if isinstance(value, list):
         return sum(count_breakpoints(v) for v in value)
     return 0
+
+
+# The order the API reads a request's prompt in, and its cache prefixes with it.
+_PREFIX_ORDER = ("tools", "system", "messages")
+
+
+def within_breakpoint_limit(request: dict[str, Any]) -> dict[str, Any]:
+    """`request` (`messages.create`'s arguments) with at most MAX_BREAKPOINTS markers, the
+    earliest in prompt order taken off past that; `request` itself when it has no more.
+
+    A client's conversation (an `after_turn`'s system, tools and messages, reused as they came
+    so its cache hits) may carry five or more, and the API refused every request reusing it
+    (HTTP 400). The last markers are kept: each one reads the longest prefix ending at it, so
+    the last covers most of the prompt, and the earlier ones are found within it by lookback.
+    The caller's blocks are never changed: copies are made along the way to a removed marker."""
+    excess = count_breakpoints([request.get(key) for key in _PREFIX_ORDER]) - MAX_BREAKPOINTS
+    if excess <= 0:
+        return request
+    capped = dict(request)
+    for key in _PREFIX_ORDER:
+        if key in capped and excess > 0:
+            capped[key], excess = _unmark_first(capped[key], excess)
+    return capped
+
+
+def _unmark_first(value: Any, excess: int) -> tuple[Any, int]:
+    """`value` with its first `excess` markers (in count_breakpoints' order) taken off, and how
+    many are still to take off after it."""
+    if isinstance(value, dict) and "cache_control" in value and excess > 0:
+        value = {k: v for k, v in value.items() if k != "cache_control"}
+        excess -= 1
+    if isinstance(value, dict):
+        children: list[tuple[Any, Any]] = [
+            (k, v) for k, v in value.items() if k not in _DATA_FIELDS
+        ]
+    elif isinstance(value, list):
+        children = list(enumerate(value))
+    else:
+        return value, excess
+    changed: Any = None
+    for key, item in children:
+        if excess <= 0:
+            break
+        new, excess = _unmark_first(item, excess)
+        if new is not item:
+            changed = changed if changed is not None else type(value)(value)
+            changed[key] = new
+    return (value if changed is None else changed), excess
 
 
 def with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:

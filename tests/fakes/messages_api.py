@@ -11,6 +11,8 @@ Tests point the real `anthropic` SDK (through the daemon's ModelClient, or direc
 
 Every request is recorded (`fake.requests`) with its path, headers, raw body and parsed JSON,
 so tests can assert on exactly what was sent (prompt-cache prefixes, max_tokens, tools).
+A request with more than four `cache_control` marks is refused with HTTP 400, as the real API
+refuses it.
 The server runs in its own thread and event loop, so sync tests, async tests and daemons in
 subprocesses can all use it.
 """
@@ -132,6 +134,37 @@ def endless_reply() -> Reply:
     return Reply(200, {}, endless=True)
 
 
+# The Messages API refuses a request whose tool definitions, system blocks and message content
+# blocks (a tool result's own blocks too) carry more than four `cache_control` marks.
+MAX_CACHE_MARKS = 4
+
+
+def _marked(blocks: Any) -> int:
+    if not isinstance(blocks, list):
+        return 0
+    own = sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+    nested = sum(
+        _marked(b.get("content"))
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    return own + nested
+
+
+def cache_marks(body: Any) -> int:
+    """The `cache_control` marks the API counts in a request, read from its structure (a key of
+    that name inside a tool's input_schema or a call's input is data, not a mark)."""
+    if not isinstance(body, dict):
+        return 0
+    messages = body.get("messages")
+    contents = (
+        [m.get("content") for m in messages if isinstance(m, dict)]
+        if isinstance(messages, list)
+        else []
+    )
+    return _marked(body.get("tools")) + _marked(body.get("system")) + sum(map(_marked, contents))
+
+
 async def _body_chunks(reply: Reply) -> AsyncIterator[bytes]:
     if reply.endless:
         yield b'{"id": "msg_endless", "type": "message", "content": [{"type": "text", "text": "'
@@ -198,6 +231,21 @@ class FakeMessagesAPI:
                 time.monotonic(),
             )
         )
+        marks = cache_marks(body)
+        if marks > MAX_CACHE_MARKS:
+            # As the real API: refused before any scripted reply is used up.
+            return Response(
+                json.dumps(
+                    error_reply(
+                        400,
+                        "invalid_request_error",
+                        f"A maximum of {MAX_CACHE_MARKS} blocks with cache_control may be "
+                        f"provided. Found {marks}.",
+                    ).body
+                ),
+                status_code=400,
+                media_type="application/json",
+            )
         reply = self._next_reply(body)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
