@@ -679,18 +679,21 @@ def refusing_duplicates(
     screen: WriteScreen, memory_dir: Path, entries: Mapping[str, Entry]
 ) -> WriteScreen:
     """`screen`, and before it a check that a new memory file does not hold a memory saved
-    already (`entries`, the dir's memories when the run began, or a file this run created):
-    one of the same type and place (personal or team) with the same name, or a near
-    duplicate (`dedupe`), as `memory.write` would have updated that memory. The model hears
-    which file holds it, to edit that one (or, for a namesake holding another fact, to give
-    the new one a name of its own): two Writes of one fact in a reply, or a fact written
-    again under another file name, made two memories of it, each with its line in the index
-    and each recalled."""
+    already (`entries`, the dir's memories when the run began, each file this run wrote or
+    edited as it is now): one of the same type and place (personal or team) with the same
+    name, or a near duplicate (`dedupe`), as `memory.write` would have updated that memory.
+    The model hears which file holds it, to edit that one (or, for a namesake holding another
+    fact, to give the new one a name of its own): two Writes of one fact in a reply, or a fact
+    written again under another file name, made two memories of it, each with its line in the
+    index and each recalled."""
     from memoryd.agent.tools import ToolError  # loaded with the loop
 
     root = real(memory_dir)
-    # The files this run created that were let through: {key: (team, name, candidate)}.
-    created: dict[str, tuple[bool, str, Candidate]] = {}
+    # The memory files this run wrote, edited or tried to: compared as they are on disk, not
+    # as `entries` had them. Before, an Edit that moved a fact out of a memory left the fact
+    # "held" by it (written anew, it was refused, and the model dropped it), and one that
+    # moved a fact in let a second memory of it be written.
+    touched: set[str] = set()
     # `entries` as compared, made at the first new file and kept: made at each, 10,000
     # memories' candidates took ~50 ms of every Write's check.
     saved: list[tuple[str, bool, str, Candidate]] = []
@@ -701,20 +704,19 @@ def refusing_duplicates(
                 (key, entry.header.team, entry.header.name, entry.candidate)
                 for key, entry in entries.items()
             )
-        # A file created earlier in the run that no longer exists (its write failed) is none.
-        return saved + [
-            (key, team, name, candidate)
-            for key, (team, name, candidate) in created.items()
-            if key not in entries and os.path.lexists(root / key)
-        ]
+        now = (_as_on_disk(key) for key in sorted(touched))
+        # A file this run touched that no longer exists (its write failed) is none.
+        return [m for m in saved if m[0] not in touched] + [m for m in now if m is not None]
 
     def check(path: Path, op: WriteOp) -> str | None:
+        parts = op.path.relative_to(root).parts
+        key = "/".join(parts)
+        if not naming.is_index_name(op.path.name):
+            touched.add(key)
         parsed = memfile.parse_memory(op.text, path.stem) if op.created else None
         if parsed is None or parsed.problem is not None or parsed.type is None:
             return screen(path, op)  # an update, or no memory: `screen` says what is wrong
-        parts = op.path.relative_to(root).parts
-        team = len(parts) > 1 and is_team_folder(root, parts[0])
-        key = "/".join(parts)
+        team = _in_team(parts)
         text = memory_text(parsed.name, parsed.description, parsed.body)
         same_place = [m for m in known() if m[1] == team and m[0] != key]
         repeated = find_near_duplicate(parsed.type, text, [c for *_, c in same_place])
@@ -739,9 +741,21 @@ def refusing_duplicates(
                 f"{parsed.name!r}, with other content; if this is that memory, Read that file "
                 "and Edit it; if it is another fact, Write it under a name of its own"
             )
-        warning = screen(path, op)
-        created[key] = (team, parsed.name, Candidate.of(key, parsed.type, text))
-        return warning
+        return screen(path, op)
+
+    def _in_team(parts: tuple[str, ...]) -> bool:
+        return len(parts) > 1 and is_team_folder(root, parts[0])
+
+    def _as_on_disk(key: str) -> tuple[str, bool, str, Candidate] | None:
+        """The memory file `key` as the store loads it, read now; None when it is gone."""
+        try:
+            raw = read_regular_file(root / key, memfile.MAX_FILE_BYTES * 2 - 1)
+        except OSError:
+            return None
+        parsed = memfile.parse_memory(raw.decode("utf-8", errors="replace"), Path(key).stem)
+        text = memory_text(parsed.name, parsed.description, parsed.body)
+        team = _in_team(tuple(key.split("/")))
+        return key, team, parsed.name, Candidate.of(key, parsed.type, text)
 
     return check
 
