@@ -22,7 +22,6 @@ from memoryd_client import (
     default_socket_path,
     paths,
 )
-from memoryd_client.peercred import peer_pid
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -89,8 +88,22 @@ def pid_alive(pid: int) -> bool:
 
 
 def suspended(pid: int) -> bool:
-    """Is it stopped by a signal (SIGSTOP, Ctrl-Z in its terminal; Linux; elsewhere: no)?"""
-    return _state(pid) == "T"
+    """Is it stopped by a signal (SIGSTOP, Ctrl-Z in its terminal), or by a tracer (a
+    debugger, strace: state `t` since Linux 2.6.33)? Linux; elsewhere: no."""
+    return _state(pid) in ("T", "t")
+
+
+def tracer_pid(pid: int) -> int | None:
+    """The pid of the debugger or tracer attached to `pid` (Linux), None when there is none."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"TracerPid:"):
+                    found = int(line.split()[1])
+                    return found or None
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _state(pid: int) -> str | None:
@@ -368,7 +381,7 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     info = read_status_file(sock)
     named = info.get("pid") if info else None
     # Checked before the request: a daemon told to stop closes its listening socket at once.
-    pid = named if _is_pid(named) and serving_pid(sock, named) else None
+    pid = named if is_pid(named) and serving_pid(sock, named) else None
     asked = False
     refused: str | None = None
     try:
@@ -412,10 +425,10 @@ def _own_pid(conn: Client, sock: Path) -> int | None:
             raise
         return None
     own = answered.get("pid") if isinstance(answered, dict) else None
-    return own if _is_pid(own) and serving_pid(sock, own) else None
+    return own if is_pid(own) and serving_pid(sock, own) else None
 
 
-def _is_pid(value: Any) -> TypeGuard[int]:
+def is_pid(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
@@ -445,18 +458,13 @@ def serving_pid(sock: Path, pid: int) -> bool:
 
 
 def listener_pid(sock: Path) -> int | None:
-    """The pid of the process that listens on `sock` (nothing is sent), or None."""
-    import socket
-
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.setblocking(False)  # a full backlog fails at once (EAGAIN) rather than blocking
+    """The pid of the process that listens on `sock` (nothing is sent), or None. Not retried:
+    a full backlog is no pid."""
     try:
-        probe.connect(str(sock))
-        return peer_pid(probe)
-    except OSError:
+        with Client(sock, timeout=2.0, connect_retry_s=0) as conn:
+            return conn.peer_pid()
+    except (DaemonUnavailable, OSError):
         return None
-    finally:
-        probe.close()
 
 
 # /proc/net/unix's flag of a listening socket (__SO_ACCEPTCON).

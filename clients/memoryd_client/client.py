@@ -20,7 +20,7 @@ from typing import Any
 
 from memoryd_client import paths
 from memoryd_client.methods import SyncMethods
-from memoryd_client.peercred import peer_uid
+from memoryd_client.peercred import peer_pid, peer_uid
 from memoryd_client.private_files import folder_problem
 
 
@@ -302,6 +302,19 @@ class Client(SyncMethods):
 
     def __enter__(self) -> Client:
         return self.connect() if self._sock is None else self
+
+    def peer_pid(self) -> int | None:
+        """The pid of the process serving the socket (SO_PEERCRED on Linux, LOCAL_PEERPID on
+        macOS; connecting first if need be), None where the platform cannot tell. That is
+        whoever called listen(): under socket activation the service manager, or a daemon
+        that died since; `memctl` checks it against /proc before it signals anyone."""
+        if self._sock is None:
+            self.connect()
+        assert self._sock is not None
+        try:
+            return peer_pid(self._sock)
+        except OSError:
+            return None
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -130,15 +130,25 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def _why_silent(sock: Path) -> str:
-    """Why the daemon on `sock` did not answer, when its process says: stopped by a signal."""
+    """Why the daemon on `sock` did not answer, when its process says: stopped by a signal or
+    held by a tracer. Its pid is the status file's, or with none (a daemon started by hand
+    with its status file removed, or unwritable) the socket's listening peer; either only if
+    it serves `sock`."""
     info = lifecycle.read_status_file(sock)
-    pid = info.get("pid") if info else None
-    if not (isinstance(pid, int) and lifecycle.suspended(pid) and lifecycle.serving_pid(sock, pid)):
-        return ""
-    return (
-        f": its process (pid {pid}) is stopped (SIGSTOP, or Ctrl-Z in its terminal); "
-        f"`kill -CONT {pid}` resumes it, `memctl stop` ends it"
-    )
+    named = info.get("pid") if info else None
+    for pid in (named, lifecycle.listener_pid(sock)):
+        if lifecycle.is_pid(pid) and lifecycle.suspended(pid) and lifecycle.serving_pid(sock, pid):
+            tracer = lifecycle.tracer_pid(pid)
+            if tracer is not None:  # SIGCONT does not resume a tracing stop: the tracer does
+                return (
+                    f": its process (pid {pid}) is held by a debugger or tracer (pid {tracer}); "
+                    f"let it continue there, or end it, and memoryd runs on"
+                )
+            return (
+                f": its process (pid {pid}) is stopped (SIGSTOP, or Ctrl-Z in its terminal); "
+                f"`kill -CONT {pid}` resumes it, `memctl stop` ends it"
+            )
+    return ""
 
 
 # The order `memctl status` prints features in, whatever order the daemon sends them; features
