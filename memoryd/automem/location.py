@@ -114,6 +114,25 @@ def check_safe(choice: MemoryDirChoice, *, home: Path, config_dir: Path) -> Path
     was not configured explicitly, anywhere outside the config dir via a symlink."""
     real = choice.path.resolve()
     real_home = home.resolve()
+    # What `validate_configured` refuses by name, refused where a link leads too (a path of
+    # its own that links to $HOME passed it); and the config dir or a folder holding it, whose
+    # CLAUDE.md, rules and settings the extraction agent would then write.
+    held = next(
+        (
+            why
+            for place, why in (
+                (Path(real.anchor), "a filesystem root"),
+                (real_home, "the home folder or a folder above it"),
+                (config_dir.resolve(), f"the config dir {config_dir} or a folder above it"),
+            )
+            if _inside(place, real)
+        ),
+        None,
+    )
+    if held is not None:
+        raise ForbiddenPath(
+            f"auto memory directory {choice.path} resolves to {real}, {held}; refused"
+        )
     sensitive = [real_home / d for d in SENSITIVE_HOME_DIRS] + [
         p.resolve() for p in SENSITIVE_ABSOLUTE
     ]

@@ -174,3 +174,39 @@ def test_etc_refused() -> None:
         location.check_safe(
             choice, home=Path(os.environ["HOME"]), config_dir=Path(os.environ["HOME"]) / ".claude"
         )
+
+
+@pytest.mark.parametrize("target", ["home", "root", "above_home", "config_parent"])
+@pytest.mark.parametrize("explicit", [True, False])
+def test_a_link_to_home_a_root_or_a_folder_holding_the_config_dir_is_refused(
+    isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch, target: str, explicit: bool
+) -> None:
+    # The path itself passes `validate_configured` (no ~, not the home folder as written);
+    # before, resolved to $HOME (or /) it was taken: all of it the extraction agent's to write.
+    config_dir = isolated_env.config_dir
+    if target == "config_parent":  # a config dir outside HOME, memory linked to its parent
+        config_dir = isolated_env.root / "cfg" / "claude"
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config_dir))
+    config_dir.mkdir(parents=True)
+    places = {
+        "home": isolated_env.home,
+        "root": Path("/"),
+        "above_home": isolated_env.home.parent,
+        "config_parent": config_dir.parent,
+    }
+    link = (config_dir / "projects" / "k" / "memory") if not explicit else isolated_env.root / "m"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(places[target])
+    choice = location.MemoryDirChoice(link, "user" if explicit else "default", explicit)
+    with pytest.raises(ForbiddenPath, match="refused"):
+        location.check_safe(choice, home=isolated_env.home, config_dir=config_dir)
+
+
+def test_a_link_to_a_folder_in_home_is_taken(isolated_env: IsolatedEnv) -> None:
+    notes = isolated_env.home / "notes" / "memory"
+    notes.mkdir(parents=True)
+    link = isolated_env.root / "m"
+    link.symlink_to(notes)
+    choice = location.MemoryDirChoice(link, "user", True)
+    got = location.check_safe(choice, home=isolated_env.home, config_dir=isolated_env.config_dir)
+    assert got == notes.resolve()
