@@ -40,6 +40,7 @@ from memoryd.fsutil import (
     remove_stale_staged,
 )
 from memoryd.paths import status_file_for
+from memoryd_client import paths as client_paths
 from memoryd_client.peercred import peer_uid
 from memoryd_client.private_files import folder_problem
 
@@ -189,29 +190,19 @@ def runtime_dir_problem(path: Path) -> str | None:
     """What is wrong with $XDG_RUNTIME_DIR when it chose `path` (no MEMORYD_SOCKET) and is no
     runtime folder of the user's (the XDG spec: owned by the user, mode 0700): missing (the
     login session that made it ended, `su` without a login), another user's, or open to
-    others. The bare "Permission denied" named none of this. None when it is fine."""
+    others. The bare "Permission denied" named none of this. None when it is fine. The checks
+    are the socket rule's own (`memoryd_client.paths.runtime_dir_problem`), so both word a
+    folder alike."""
     value = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.environ.get("MEMORYD_SOCKET") or not os.path.isabs(value):
         return None
-    runtime = Path(value)
-    if runtime not in path.parents:
+    if Path(value) not in path.parents:
         return None
-    try:
-        info = runtime.stat()
-    except FileNotFoundError:
-        problem = "does not exist"
-    except OSError as exc:
-        problem = f"cannot be read: {exc.strerror or exc}"
-    else:
-        mode = stat.S_IMODE(info.st_mode)
-        if info.st_uid != os.getuid():
-            problem = f"belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
-        elif mode != 0o700:
-            problem = f"has mode {mode:04o}, not 0700"
-        else:
-            return None
+    problem = client_paths.runtime_dir_problem(value)
+    if problem is None:
+        return None
     return (
-        f"XDG_RUNTIME_DIR={value} {problem}; set it to a folder of your own, mode 0700 (a "
+        f"XDG_RUNTIME_DIR={value}: {problem}; set it to a folder of your own, mode 0700 (a "
         "login session's /run/user/<uid>), or set MEMORYD_SOCKET or --socket"
     )
 

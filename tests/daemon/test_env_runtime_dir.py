@@ -16,20 +16,30 @@ from memoryd.daemon.server import runtime_dir_problem
 SOCK = Path("memoryd") / "memoryd.sock"
 
 
+# The socket rule's words (memoryd_client.paths.runtime_dir_problem): the server kept its own
+# copy of the checks until session 21, which said a file there "has mode 0644, not 0700".
 @pytest.mark.parametrize(
     ("owner", "mode", "said"),
     [
-        (65534, 0o700, "belongs to uid 65534, not to you"),
-        (None, 0o755, "has mode 0755, not 0700"),
+        (65534, 0o700, "it belongs to uid 65534, not to you"),
+        (None, 0o755, "its mode is 0755, open to others"),
+        (None, "file", "it is not a folder"),
         (None, 0o700, None),
     ],
 )
 def test_what_is_wrong_with_the_runtime_dir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: int | None, mode: int, said: str | None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    owner: int | None,
+    mode: int | str,
+    said: str | None,
 ) -> None:
     runtime = tmp_path / "run"
-    runtime.mkdir()
-    runtime.chmod(mode)
+    if isinstance(mode, int):
+        runtime.mkdir()
+        runtime.chmod(mode)
+    else:
+        runtime.write_text("")
     if owner is not None:
         if os.geteuid() != 0:
             pytest.skip("only root can give a folder to another user")
@@ -40,6 +50,7 @@ def test_what_is_wrong_with_the_runtime_dir(
         assert problem is None
     else:
         assert problem is not None
-        assert said in problem
+        assert problem.startswith(f"XDG_RUNTIME_DIR={runtime}: {said}")
+        assert problem.endswith("or set MEMORYD_SOCKET or --socket")
     monkeypatch.setenv("MEMORYD_SOCKET", str(runtime / SOCK))  # chosen by hand: not its fault
     assert runtime_dir_problem(runtime / SOCK) is None
