@@ -98,7 +98,9 @@ class DoneCompaction:
     second compaction (extraction's cursor moved twice)."""
 
     digest: bytes  # of the transcript compacted
-    summary: str  # the notes as read
+    # Of the notes as read: the notes themselves (up to MAX_SUMMARY_READ_BYTES) were kept per
+    # session, 256 sessions up to 1 GiB, to compare one text a repeat reads again anyway.
+    summary_digest: bytes
     generation: int  # the session's, after it
     summarized: int | None  # the record's, after it
     start: int  # messages[start:] were kept
@@ -498,7 +500,7 @@ class SessionMemory:
         if not messages:
             return {**unchanged, "reason": "empty_transcript", "waited": waited}
         try:
-            summary = await asyncio.to_thread(_read_summary, path)
+            summary, summary_digest = await asyncio.to_thread(_read_summary, path)
         except FileNotFoundError:
             return {**unchanged, "reason": "no_summary", "waited": waited}
         except (OSError, UnicodeDecodeError) as exc:
@@ -513,11 +515,13 @@ class SessionMemory:
         if (
             done is not None
             and done.digest == digest
-            and done.summary == summary
+            and done.summary_digest == summary_digest
             and done.generation == session.generation
             and done.summarized == record.summarized_messages
         ):
-            return {**done.reply, "messages": [*done.reply["messages"], *messages[done.start :]]}
+            # What this call waited for, not the first's (it said "waited" to every repeat).
+            head = done.reply["messages"]
+            return {**done.reply, "messages": [*head, *messages[done.start :]], "waited": waited}
         per = await session.per_message(messages)
         covered = covered_messages(record, messages)
         plan = compaction.plan_compaction(messages, per, summary, str(path), covered)
@@ -546,7 +550,7 @@ class SessionMemory:
         }
         session.compacted = DoneCompaction(
             digest,
-            summary,
+            summary_digest,
             session.generation,
             summarized,
             plan.window.start,
@@ -574,12 +578,13 @@ class SessionMemory:
         }
 
 
-def _read_summary(path: Path) -> str:
-    """The summary text; of an oversized file only the head, cut at a line boundary."""
+def _read_summary(path: Path) -> tuple[str, bytes]:
+    """The summary text, of an oversized file only the head, cut at a line boundary; and a
+    digest of it (hashed here, off the event loop)."""
     raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
     if len(raw) > MAX_SUMMARY_READ_BYTES:
         raw = raw[: raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES) + 1]
-    return raw.decode("utf-8")
+    return raw.decode("utf-8"), hashlib.sha256(raw).digest()
 
 
 def _replace_if_same(path: Path, expected: str, text: str) -> bool:

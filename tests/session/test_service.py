@@ -557,6 +557,62 @@ async def test_compact_waits_for_the_update_in_flight(
     assert "Fresh title" in result["messages"][1]["content"][0]["text"]
 
 
+async def test_a_repeated_compact_says_what_it_waited_for_itself(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Before, the repeat handed back the first call's reply whole: "waited", though no
+    # update was in flight when it came.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    session_model.enqueue(slow(0.5, edit_title(summary, "Fresh title")), text_reply("done"))
+    messages = [*conversation(12_000), assistant("done")]
+    params = {"session_id": SID, "cwd": str(project_dir), "messages": messages}
+    await handle.call("after_turn", **params)
+    first = await handle.call("compact", **params)
+    assert first["waited"] == "waited"
+    again = await handle.call("compact", **params)
+    assert again == {**first, "waited": "idle"}
+
+
+def _string_chars(value: object) -> int:
+    """The characters of every string `value` holds (through dicts, lists, tuples, fields)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_string_chars(k) + _string_chars(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(_string_chars(v) for v in value)
+    if hasattr(value, "__dataclass_fields__"):
+        return sum(_string_chars(getattr(value, name)) for name in value.__dataclass_fields__)
+    return 0
+
+
+async def test_a_compaction_kept_for_a_repeat_does_not_hold_the_whole_notes(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    # Before, each session kept the notes as read (up to 4 MiB) to compare a repeat with;
+    # what the reply holds (the notes cut to ~24,000 tokens) is all that is kept now.
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    long_notes = "# Session Title\nBig\n# Worklog\n" + "".join(
+        f"- step {i}: {words(20)}\n" for i in range(25_000)
+    )
+    summary.write_text(long_notes)
+    params = {"session_id": SID, "cwd": str(project_dir), "messages": conversation(30_000)}
+    first = await daemon.call("compact", **params)
+    assert first["used_session_memory"] is True
+    session = daemon.daemon.services.session_memory.session(
+        daemon.daemon.services.projects.resolve(project_dir), SID
+    )
+    assert len(long_notes) > 2_000_000
+    assert _string_chars(session.compacted) < 4 * _string_chars(first["summary"]) < 1_000_000
+    assert await daemon.call("compact", **params) == first  # the repeat still knows it
+    summary.write_text(long_notes.replace("step 7:", "step seven:"))
+    again = await daemon.call("compact", **params)
+    assert session.record.compactions == 2  # notes changed: compacted again
+    assert again["used_session_memory"] is True
+
+
 async def test_waiting_is_bounded_and_a_stale_update_is_not_waited_for(
     daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
 ) -> None:
