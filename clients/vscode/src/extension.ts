@@ -6,6 +6,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 
 import { DownNotice, startDaemon } from "./core/daemon";
+import { Debounce } from "./core/debounce";
 import { documentFile, projectTarget, type ProjectTarget } from "./core/editorContext";
 import { errorText, messageText, oneLine } from "./core/format";
 import {
@@ -100,7 +101,11 @@ class MemorydExtension implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private ruleFiles = new Set<string>();
   private readonly memoryDirs = new MemoryDirs(); // each listed memory folder and its project
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly refresher = new Debounce(() => this.refreshAll());
+  // `status` asks that overlap (a refresh, a state change, Show Status) may be answered out of
+  // order: one applied after a newer one put an old state back in the status bar.
+  private statusAsked = 0;
+  private statusShown = 0;
   private statusWarning: string | undefined; // another daemon of the user's, from `status`
 
   constructor() {
@@ -231,10 +236,7 @@ class MemorydExtension implements vscode.Disposable {
   }
 
   private scheduleRefresh(delayMs: number): void {
-    if (this.refreshTimer) {
-      clearTimeout(this.refreshTimer);
-    }
-    this.refreshTimer = setTimeout(() => this.refreshAll(), delayMs);
+    this.refresher.ask(delayMs);
   }
 
   private refreshAll(): void {
@@ -250,7 +252,12 @@ class MemorydExtension implements vscode.Disposable {
     } catch {
       cwd = undefined;
     }
+    const asked = ++this.statusAsked;
     const view = await fetchStatus(this.client, cwd);
+    if (asked < this.statusShown) {
+      return; // a newer answer is shown already
+    }
+    this.statusShown = asked;
     this.status.text = view.text;
     this.status.tooltip = view.tooltip;
     this.statusWarning = view.warning;
@@ -466,9 +473,7 @@ class MemorydExtension implements vscode.Disposable {
   }
 
   dispose(): void {
-    if (this.refreshTimer) {
-      clearTimeout(this.refreshTimer);
-    }
+    this.refresher.dispose();
     this.presenter.dispose();
     this.downNotice?.close();
     this.client.close();

@@ -686,6 +686,77 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("a steady stream of memory/saved refreshes the views while it lasts, not only after", async () => {
+    // Each one pushed a 300 ms debounce back: saves 100 ms apart held the views until they stopped.
+    const sock = path.join(tmp, "stream.sock");
+    let subscriber: import("node:net").Socket | undefined;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (body: Record<string, unknown>) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...body }) + "\n");
+      if (request.method === "subscribe") {
+        subscriber = s;
+        reply({ result: { subscribed: EVENTS } });
+      } else if (request.method === "status") {
+        reply({ result: { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: sock, worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } } });
+      } else {
+        reply({ error: { code: -32601, message: `method not found: ${request.method}` } });
+      }
+    });
+    try {
+      activate(sock, [one.root], { "memoryd.showNotifications": false });
+      await up();
+      await waitFor(() => subscriber !== undefined, 10_000, "the subscription");
+      await sleep(500); // the refreshes of the connection itself are over
+      let refreshed = 0;
+      (F.fake.trees.get("memoryd.rulesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
+      let duringStream = 0;
+      for (let i = 0; i < 30; i++) {
+        const note = { jsonrpc: "2.0", method: "memory/saved", params: { path: path.join(one.root, `m${i}.md`), name: `m${i}`, by: "extraction" } };
+        subscriber!.write(JSON.stringify(note) + "\n");
+        await sleep(100);
+        duringStream = refreshed;
+      }
+      assert.ok(duringStream > 0, "the Rules view refreshed while the saves kept coming");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("an older status answer that comes after a newer one is not shown", async () => {
+    const sock = path.join(tmp, "late-status.sock");
+    let statuses = 0;
+    let lateSent = false;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (body: Record<string, unknown>) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...body }) + "\n");
+      const status = (version: string) => ({ result: { version, protocol_version: 1, pid: 1, uptime_s: 1, socket: sock, worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } } });
+      if (request.method === "subscribe") {
+        reply({ result: { subscribed: EVENTS } });
+      } else if (request.method === "status") {
+        if (++statuses === 1) {
+          setTimeout(() => {
+            reply(status("old"));
+            lateSent = true;
+          }, 1500);
+        } else {
+          reply(status("new"));
+        }
+      } else {
+        reply({ error: { code: -32601, message: `method not found: ${request.method}` } });
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      const tooltip = () => String(F.fake.statusItems[0]?.tooltip ?? "");
+      await waitFor(() => tooltip().startsWith("memoryd new"), 10_000, "the newer answer shown");
+      await waitFor(() => lateSent, 10_000, "the older answer sent");
+      await sleep(300);
+      assert.match(tooltip(), /^memoryd new/, "the older answer was dropped");
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a subscribe the daemon refuses otherwise is said, as Neovim says it", async () => {
     // Found by a bug hunt: the refusal was swallowed; no notification came and nothing said why.
     const sock = path.join(tmp, "refusing-subscribe.sock");
