@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.agent import shell
+from memoryd.agent.modes import rewrite_mode
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import Stamp, stamp_of
 from memoryd.fsutil import (
@@ -477,7 +478,7 @@ def _check_replaceable(path: Path) -> int:
     and for a file with other hard links, which the new file would not be."""
     st = os.stat(path, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode):
-        return 0o600  # not a file: the write itself says what is in the way
+        return rewrite_mode(st)  # not a file: the write itself says what is in the way
     mode = stat.S_IMODE(st.st_mode)
     if not mode & 0o222 or not os.access(path, os.W_OK, follow_symlinks=False):
         raise ToolError(
@@ -489,9 +490,7 @@ def _check_replaceable(path: Path) -> int:
             f"{path} has {st.st_nlink} hard links: replacing it would cut it off from its other "
             "names, so it is left as it is"
         )
-    # Less the others' write bit: what a memory or doc says goes into a model's prompt, so a
-    # world-writable one let any local user write instructions into it (group bits stay).
-    return mode & 0o775
+    return rewrite_mode(st)
 
 
 async def _read_capped(stream: asyncio.StreamReader, limit: int, *, drain: bool = False) -> bytes:

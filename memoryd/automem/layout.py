@@ -5,10 +5,10 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import stat
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from memoryd.agent.modes import rewrite_mode
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
@@ -126,13 +126,11 @@ def kept_mode(path: Path) -> int:
     editor keeps them (a 0664 memory of a group-shared memory folder stays readable by the
     group, a 0644 one the user opened up stays so), 0600 for a new file. A rewrite made
     every file it replaced 0600, and the user's teammates lost the memories they wrote.
-    Never writable by others: a memory is put into the model's prompt, and a 0666 one let
-    any local user write instructions into it (kept whole, the rewrite left it so)."""
+    Never writable by others (`agent.modes.rewrite_mode`, the agents' rule too)."""
     try:
-        info = os.lstat(path)
+        return rewrite_mode(os.lstat(path))
     except OSError:
         return 0o600
-    return stat.S_IMODE(info.st_mode) & 0o775 if stat.S_ISREG(info.st_mode) else 0o600
 
 
 # Rewrites of an index that keeps changing under us before the last one goes ahead regardless.

@@ -1,0 +1,22 @@
+"""The permission bits of a file memoryd rewrites: one rule for every writer of prompt text
+(`automem.layout.kept_mode` for memories and indexes, `agent.tools.perform` for agents)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+# Whatever else a file keeps: read, write and search for its owner and group, read and search
+# for others. Not others' write bit (a memory or doc goes into the model's prompt, and a
+# world-writable one let any local user write instructions into it), nor setuid, setgid or
+# sticky, which no text file needs.
+KEPT_BITS = 0o775
+
+
+def rewrite_mode(st: os.stat_result) -> int:
+    """The permission bits a rewrite gives the new file in place of the one `st` describes: its
+    own, as an editor keeps them (a 0664 memory of a group-shared folder stays readable by the
+    group), within KEPT_BITS; 0o600, a new file's, for what is not a regular file."""
+    if not stat.S_ISREG(st.st_mode):
+        return 0o600
+    return stat.S_IMODE(st.st_mode) & KEPT_BITS
