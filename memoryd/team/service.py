@@ -25,8 +25,8 @@ from memoryd.errors import FeatureUnavailable
 # The remote URL forms gitfacts reads the slug with: the full path is read the same way.
 from memoryd.gitfacts import parse_repo_slug, repo_path_parts
 from memoryd.team.protocol import canonical_repo
-from memoryd.team.sync.client import Retryable, TeamClient, TeamHTTPError
-from memoryd.team.sync.engine import SyncEngine
+from memoryd.team.sync.client import Permanent, Retryable, TeamClient, TeamHTTPError
+from memoryd.team.sync.engine import SyncEngine, SyncSuppressed
 from memoryd.team.sync.localfs import LocalFolder
 from memoryd.team.sync.state import StateStore, SyncState, saved_states, state_path
 from memoryd.team.sync.watcher import SyncRunner, Tuning
@@ -62,6 +62,10 @@ REFUSED_BECAUSE = {
     "set a valid one (`memoryd-team token create --repo owner/repo`) and restart memoryd",
     "http_403": "MEMORYD_TEAM_TOKEN is not bound to this repository; bind it on the server "
     "(`memoryd-team token create --repo owner/repo` for this repo) and restart memoryd",
+    # httpx takes the proxy from HTTPS_PROXY/HTTP_PROXY in memoryd's environment.
+    "http_407": "a proxy between memoryd and the team server wants credentials; give them in "
+    "the proxy setting memoryd runs with (HTTPS_PROXY=http://user:password@proxy:port) and "
+    "restart memoryd",
 }
 
 
@@ -358,30 +362,39 @@ class TeamSync:
         `sub/repo` only: the folder keeps it for this run. No answer (the server down, a 5xx):
         the Retryable is raised, the folder sends nothing, and the next pull asks again (taken
         as a no, the folder synced with `sub/repo` until the daemon restarted, though its team
-        had moved). True when the folder was handed over (or the service closed)."""
+        had moved). A refusal that is no answer (401, a proxy's 407: `TeamClient.takes_repo`)
+        stops the folder as any refusal does, saying why (`team.status`), and the question is
+        asked again once that stop is lifted (a file in team/ deleted, or a restart: new
+        credentials); SyncSuppressed meanwhile, with no request. True when the folder was
+        handed over (or the service closed)."""
         async with folder.asking:
             if folder.handed_over:
                 return True
-            full, client = folder.full_path, folder.engine.client
+            engine = folder.engine
+            full, client = folder.full_path, engine.client
             if full is None or client is None:
                 return False
             takes = self._takes_full_path.get(full)  # another folder of this remote asked
             if takes is None:
+                if engine.state.suppressed is not None:
+                    raise SyncSuppressed(engine.state.suppressed)
                 try:
                     takes = await client.takes_repo(full)
-                except Retryable as exc:
+                except TeamHTTPError as exc:
+                    # Taken as a no, a stray 401 (a token rotated) or a proxy's 407 sent the
+                    # folder to `sub/repo` for the daemon's run.
                     log.info("no answer whether the server serves the full path", repo=full)
-                    folder.engine.unsettled = Retryable(
-                        f"not yet known whether the server serves {full} (asked: {exc}); "
-                        f"nothing is sent to {folder.engine.repo} meanwhile",
-                        exc.status,
+                    asked = (
+                        f"whether the server serves {full} (asked: {exc}); nothing is sent "
+                        f"to {engine.repo} meanwhile"
                     )
+                    engine.unsettled = Retryable(f"not yet known {asked}", exc.status)
+                    failure: TeamHTTPError = engine.unsettled
+                    if not isinstance(exc, Retryable):  # a refusal stops the folder, saying why
+                        failure = Permanent(f"no answer {asked}", exc.status)
                     # team.status says why nothing syncs, as for a pull that failed.
-                    folder.engine.record_failure("pull", folder.engine.unsettled)
+                    engine.record_failure("pull", failure)
                     raise
-                except TeamHTTPError as exc:  # refused outright (401 …): the pull says why
-                    log.info("the server refused the full path", repo=full, error=str(exc))
-                    takes = False
                 self._takes_full_path[full] = takes
             folder.full_path = None
             if not takes:
@@ -425,7 +438,7 @@ class TeamSync:
             if folder.start_task is not None:
                 await asyncio.shield(folder.start_task)
             if folder.full_path is not None and not self._closed:
-                with contextlib.suppress(TeamHTTPError):
+                with contextlib.suppress(TeamHTTPError, SyncSuppressed):
                     await self._moved_to_full_path(folder)
             # Its start may have handed over to a folder keyed by the remote's full path.
             now = self.folder(project)

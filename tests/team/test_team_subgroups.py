@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from memoryd.team import service
-from memoryd.team.sync.client import TeamClient, TeamHTTPError
+from memoryd.team.sync.client import Permanent, Retryable, TeamClient, TeamHTTPError
 from memoryd.team.sync.state import state_path
 from memoryd_team import app as server_app
 from memoryd_team import validation
@@ -113,25 +113,41 @@ async def test_the_two_part_name_is_kept_when_the_full_path_is_not_served(
     assert (status["repo"].lower(), status["suppressed"]) == (SHORT, None)
 
 
+JSON = {"Content-Type": "application/json"}
+HTML = {"Content-Type": "text/html"}
+
+
 @pytest.mark.parametrize(
     ("status", "headers", "body", "takes"),
     [
         (304, {"ETag": '"e"'}, b"", True),
-        (404, {"Content-Type": "application/json"}, b'{"error": "not_found"}', True),
-        (200, {"Content-Type": "application/json"}, b'{"entryChecksums": {}}', True),
-        (403, {"Content-Type": "application/json"}, b'{"error": "forbidden"}', False),
-        (400, {"Content-Type": "application/json"}, b'{"error": "invalid_repo"}', False),
-        # A captive portal's page, another 400, a server error: no answer, not a yes.
-        (200, {"Content-Type": "text/html"}, b"<html>sign in</html>", None),
-        (400, {"Content-Type": "application/json"}, b'{"error": "invalid_view"}', None),
-        (503, {"Content-Type": "application/json"}, b'{"error": "storage_unavailable"}', None),
+        (404, JSON, b'{"error": "not_found"}', True),
+        (200, JSON, b'{"entryChecksums": {}}', True),
+        (403, JSON, b'{"error": "forbidden"}', False),
+        (400, JSON, b'{"error": "invalid_repo"}', False),
+        # A captive portal's page, a server error, a proxy's timeout or its page of refusal:
+        # no answer yet, asked again at the next retry.
+        (200, HTML, b"<html>sign in</html>", Retryable),
+        (503, JSON, b'{"error": "storage_unavailable"}', Retryable),
+        (408, HTML, b"<html>Request Timeout</html>", Retryable),
+        (408, JSON, b'{"error": "timeout"}', Retryable),
+        (403, HTML, b"<html>blocked by policy</html>", Retryable),
+        (429, JSON, b'{"error": "slow_down"}', Retryable),
         # Another server's 404 (a wrong URL, a proxy between deploys): not the API's not_found.
-        (404, {"Content-Type": "text/plain"}, b"404 page not found", None),
-        (404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}', None),
+        (404, {"Content-Type": "text/plain"}, b"404 page not found", Retryable),
+        (404, JSON, b'{"message": "Not Found"}', Retryable),
+        # The credentials refused (the token, a proxy's): no answer about the name either;
+        # the folder stops, saying why, and asks again once that is lifted.
+        (401, JSON, b'{"error": "unauthorized"}', Permanent),
+        (407, HTML, b"<html>Proxy Authentication Required</html>", Permanent),
+        (400, JSON, b'{"error": "invalid_view"}', Permanent),
     ],
 )
 async def test_what_answers_whether_the_server_serves_a_full_path(
-    status: int, headers: dict[str, str], body: bytes, takes: bool | None
+    status: int,
+    headers: dict[str, str],
+    body: bytes,
+    takes: bool | type[TeamHTTPError],
 ) -> None:
     asked: list[httpx.Request] = []
 
@@ -141,9 +157,12 @@ async def test_what_answers_whether_the_server_serves_a_full_path(
 
     client = TeamClient("http://team", "mdt_x", transport=httpx.MockTransport(answer))
     try:
-        if takes is None:
-            with pytest.raises(TeamHTTPError):
+        if not isinstance(takes, bool):
+            with pytest.raises(takes) as raised:
                 await client.takes_repo(FULL)
+            # A refusal of the credentials is no Retryable (the folder stops), nor the
+            # reverse: a proxy's timeout does not stop it.
+            assert isinstance(raised.value, Retryable) == (takes is Retryable)
         else:
             assert await client.takes_repo(FULL) is takes
     finally:
@@ -269,3 +288,58 @@ async def test_a_no_after_an_outage_syncs_the_two_part_name(
     pushed = await handle.call("team.push", cwd=str(root))
     assert (pushed["ok"], pushed["repo"].lower(), pushed["pending"]) == (True, SHORT, [])
     assert "meanwhile.md" in await asyncio.to_thread(server_history, server, SHORT)
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        (
+            Fault.status(401, b'{"error": "unauthorized", "message": "a token rotated"}'),
+            "MEMORYD_TEAM_TOKEN was not accepted",
+        ),
+        (Fault.reply(407, b"<html>proxy</html>", "text/html"), "HTTPS_PROXY="),
+        (Fault.reply(408, b"<html>Request Timeout</html>", "text/html"), None),
+        (Fault.reply(403, b"<html>blocked by policy</html>", "text/html"), None),
+    ],
+    ids=["401", "proxy-407", "proxy-408", "proxy-403-page"],
+)
+async def test_a_refused_question_is_no_no(
+    fault: Fault,
+    says: str | None,
+    server: ThreadedServer,
+    proxy: FaultyProxy,
+    team_daemon: TeamDaemon,
+    project: Path,
+) -> None:
+    """The question answered once by a 401 (a token rotated under a request), a proxy's 407,
+    408 or page of refusal: taken as a no for the daemon's run, and the folder synced with
+    `sub/widgets` once the server answered again, pushing the group's memories where every
+    group's `sub/widgets` shares them. Now a 401/407 stops the folder saying why (asked again
+    once a deletion lifts that), the others are retried; neither sends to the two-part name."""
+    proxy.script(fault)  # the first request: the question
+    handle = await team_daemon("a", url=proxy.url, token=server.token(FULL, SHORT))
+    root = project
+    first = await handle.call("team.push", cwd=str(root))
+    team = Path(first["team_dir"])
+    if says is not None:  # stopped, saying why and what to fix
+        code = f"http_{fault.code}"
+        assert (first["ok"], first["suppressed"]) == (False, code)
+        assert code in first["why"]
+        assert says in first["why"]
+        status = await handle.call("team.status", cwd=str(root))
+        assert status["suppressed"] == code
+        assert FULL in status["last_result"]["error"]
+        asked = len(proxy.log)
+        assert (await handle.call("team.push", cwd=str(root)))["ok"] is False
+        assert len(proxy.log) == asked  # stopped: not asked again until lifted
+        team.mkdir(parents=True, exist_ok=True)
+        (team / "scratch.md").write_text("lifts the stop once deleted\n")
+        await handle.call("team.status", cwd=str(root))
+        (team / "scratch.md").unlink()  # the watcher's deletion: asked again, then pushed
+    team.mkdir(parents=True, exist_ok=True)
+    (team / "ours.md").write_text("the group's own note\n")
+    await eventually(lambda: "ours.md" in server_history(server, FULL), timeout=30)
+    status = await handle.call("team.status", cwd=str(root))
+    assert (status["repo"], status["suppressed"]) == (FULL, None)
+    assert await asyncio.to_thread(server_history, server, SHORT) == {}
+    assert SHORT not in repos_asked(proxy)

@@ -241,27 +241,44 @@ class TeamClient:
         (`group/sub/repo`), which a server from before session 20 refuses (400
         `invalid_repo`), as does one whose tokens are bound to `sub/repo` only (403). One
         cheap GET: `If-None-Match: *` is a 304 on one row read (404 while empty), and the
-        token and the name are checked before that. TeamHTTPError for any other answer."""
+        token and the name are checked before that.
+
+        Only the API's own answers decide: yes is a 304, its checksum listing or its 404
+        `not_found`; no is its 403 `forbidden` or 400 `invalid_repo`. Anything else raises,
+        never a no (a no is kept for the daemon's run, and the folder then synced with the
+        two-part name): Permanent for a refusal of the credentials (401, a proxy's 407) or
+        another of the API's refusals; Retryable for 408, 429, 5xx, the network, and any
+        reply that is not the API's (a proxy's 403 page, a captive portal's 200)."""
         params, headers = {"repo": repo, "view": "hashes"}, {"If-None-Match": "*"}
         response = await self._send("GET", params, headers, None)
-        if response.status_code == 304:
+        status = response.status_code
+        if status == 304:
             return True
-        if response.status_code == 404:
+        if status == 404:
             # The API's own "no team memory yet" only: any server's 404 (a wrong URL, a proxy
             # between deploys) was a yes, and the folder kept a name an old server refuses.
             if _problem(response).get("error") == "not_found":
                 return True
             _raise_if_no_such_path(response)
             raise Retryable("HTTP 404 that is not the team server's answer", 404)
-        if response.status_code == 200:
+        if status == 200:
             # The API's own listing only: a captive portal's page is no yes (the folder would
             # take a name the server may refuse, and keep it once its state is saved).
             _str_map(_json_object(response).get("entryChecksums"), "entryChecksums")
             return True
-        if response.status_code == 403 or (
-            response.status_code == 400 and _problem(response).get("error") == "invalid_repo"
-        ):
+        error = _problem(response).get("error")
+        if (status, error) in ((403, "forbidden"), (400, "invalid_repo")):
             return False
+        if status in (401, 407):
+            raise _failure(response)  # the credentials, not the name: asked again once fixed
+        if status == 408 or error is None:
+            # A proxy's timeout, or a reply that is not the API's (a proxy's 403 page): no
+            # answer yet, asked again at the next retry.
+            raise Retryable(
+                f"HTTP {status} that is not the team server's answer to whether it serves {repo}",
+                status,
+                retry_after=_retry_after(response.headers.get("retry-after")),
+            )
         raise _failure(response)
 
     async def _get(

@@ -243,6 +243,12 @@ class SyncRunner:
 
     async def _push(self) -> None:
         self._dirty = False
+        # The folder's repository is not known yet (a push would fail at once, sending
+        # nothing): ask, and pull, first. A push's retry never asked again, so a folder
+        # whose question was refused, then lifted by a deletion, retried pushes for ever.
+        unsettled = self.engine.unsettled is not None and self.before_pull is not None
+        if unsettled and (self.engine.state.suppressed is not None or not await self._pull()):
+            return
         try:
             report = await self.engine.push()
         except SyncSuppressed:
