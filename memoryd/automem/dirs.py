@@ -1,7 +1,8 @@
 """Which memory directory a project uses, whether auto memory is on, and whether the dir is safe.
 
-The path is chosen once per project root and kept (SPEC: cached) for the MAX_ROOTS most
-recently used roots: a daemon that runs for months sees thousands of project roots (each
+The path is chosen once per worktree of a project root (the root and `Project.settings_root`,
+whose local settings may name a dir of its own) and kept (SPEC: cached) for the MAX_ROOTS most
+recently used: a daemon that runs for months sees thousands of project roots (each
 folder outside git is one), most of them never again. A root that comes back after is given
 its dir again (the same one, unless its settings changed meanwhile). The safety check is
 redone whenever the dir's real path, the home or the config dir moves, so a symlink swapped in
@@ -37,18 +38,22 @@ class MemoryDirs:
         self.warnings: list[str] = []
         # The memory dirs of the roots kept, for `snapshot` (a dir goes with its last root).
         self.known: set[Path] = set()
-        self._choices: OrderedDict[Path, location.MemoryDirChoice] = OrderedDict()  # LRU first
-        # Per project root: the memory dir checked by `check_safe`, with what the check saw
-        # (the dir's real path, home, config dir); re-checked when any of those moves.
-        self._checked: dict[Path, tuple[tuple[str, Path, Path], Path]] = {}
+        # Per (project root, worktree): each worktree's settings choose for it. Kept per root,
+        # the first worktree the daemon saw chose for all of a repository's: one whose
+        # settings.local.json named a dir had it only if it came first.
+        self._choices: OrderedDict[_Key, location.MemoryDirChoice] = OrderedDict()  # LRU first
+        # Per key: the memory dir checked by `check_safe`, with what the check saw (the dir's
+        # real path, home, config dir); re-checked when any of those moves.
+        self._checked: dict[_Key, tuple[tuple[str, Path, Path], Path]] = {}
 
     def enabled(self, project: Project) -> bool:
         return location.enabled(os.environ, self.settings.get(project.settings_root))
 
     def _choice(self, project: Project) -> location.MemoryDirChoice:
-        choice = self._choices.get(project.root)
+        key = _key(project)
+        choice = self._choices.get(key)
         if choice is not None:
-            self._choices.move_to_end(project.root)
+            self._choices.move_to_end(key)
         else:
             default = paths.config_dir() / "projects" / project.key / "memory"
             choice = location.choose_memory_dir(
@@ -60,7 +65,7 @@ class MemoryDirs:
             # Once each: a root let go and chosen again would say them again.
             for warning in choice.warnings:
                 self.warn(warning)
-            self._choices[project.root] = choice
+            self._choices[key] = choice
             self._let_go()
         return choice
 
@@ -77,14 +82,14 @@ class MemoryDirs:
         """Forget the least recently used roots over MAX_ROOTS, and each one's memory dir in
         `known` when no root kept uses it (worktrees of one repository share one)."""
         while len(self._choices) > MAX_ROOTS:
-            root, choice = self._choices.popitem(last=False)
-            self._checked.pop(root, None)
+            key, choice = self._choices.popitem(last=False)
+            self._checked.pop(key, None)
             if all(kept.path != choice.path for kept in self._choices.values()):
                 self.known.discard(choice.path)
 
-    def chosen(self, root: Path) -> Path | None:
-        """The memory dir chosen for a project root, when one was."""
-        choice = self._choices.get(root)
+    def chosen(self, project: Project) -> Path | None:
+        """The memory dir chosen for a project (its root, at its worktree), when one was."""
+        choice = self._choices.get(_key(project))
         return None if choice is None else choice.path
 
     def memory_dir(self, project: Project) -> Path:
@@ -98,7 +103,7 @@ class MemoryDirs:
         choice = self._choice(project)
         home, config_dir = paths.home(), paths.config_dir()
         seen = (os.path.realpath(choice.path), home, config_dir)
-        checked = self._checked.get(project.root)
+        checked = self._checked.get(_key(project))
         if checked is not None and checked[0] == seen:
             return checked[1]
         # A project's own folder name is cut as Claude Code cuts it (`project_keys`); a
@@ -122,8 +127,15 @@ class MemoryDirs:
         # folder tree beside it, where Claude Code never looks.
         memory_dir = choice.path
         self.known.add(memory_dir)
-        self._checked[project.root] = (seen, memory_dir)
+        self._checked[_key(project)] = (seen, memory_dir)
         return memory_dir
+
+
+_Key = tuple[Path, Path]
+
+
+def _key(project: Project) -> _Key:
+    return project.root, project.settings_root
 
 
 def resolve_inside(

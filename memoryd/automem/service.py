@@ -199,7 +199,7 @@ class AutoMemory:
         if project is None:
             self.states.invalidate()
             return
-        chosen = self.dirs.chosen(project.root)
+        chosen = self.dirs.chosen(project)
         if chosen is not None:
             self.states.invalidate(chosen)
 
