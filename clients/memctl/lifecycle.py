@@ -249,7 +249,10 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
     place. `stop` waits too, so it stops a daemon still starting, rather than saying "not
     running" of it. Without the lock by then (a start hung elsewhere), it goes on unlocked.
     `create`: make the lock file (start); else only an existing one is taken (stop makes
-    nothing)."""
+    nothing). A lock file of another user's is refused at once (UntrustedSocket): its holder
+    is their `memctl start`, waited for 15 s in vain. A file system without locks (ENOLCK: NFS
+    without its lock service) fails `start` with what to do (the daemon takes a lock there
+    too, and could not start); `stop` goes on unlocked, as no start can hold it either."""
     import fcntl
 
     fd = _open_start_lock(sock, create)
@@ -263,6 +266,15 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(0.05)
+            except OSError as exc:
+                if not create:
+                    break
+                raise RuntimeError(
+                    f"cannot lock {start_lock(sock)}: {exc.strerror or exc} (a network file "
+                    "system without locks?); memoryd locks files beside its socket: set "
+                    "MEMORYD_SOCKET to a path on a local file system (under /tmp or "
+                    "$XDG_RUNTIME_DIR)"
+                ) from exc
         yield
     finally:
         if fd is not None:
@@ -271,16 +283,39 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
 
 def _open_start_lock(sock: Path, create: bool) -> int | None:
     """The start lock's descriptor; None with no lock file (nothing ever started here) or
-    none to be had (then memctl goes on as before there was one)."""
+    none to be had (then memctl goes on as before there was one). UntrustedSocket when the
+    lock file is another user's."""
     flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+    lock = start_lock(sock)
     try:
         if folder_problem(sock.parent) is not None:
             return None  # another user's lock there could hold memctl up
-        return (
-            open_owner_rw(start_lock(sock), flags) if create else os.open(start_lock(sock), flags)
-        )
+        owner: int | None = os.lstat(lock).st_uid
+    except FileNotFoundError:
+        owner = None
     except OSError:
         return None
+    if owner is not None:
+        _refuse_theirs(sock, owner)  # (an UntrustedSocket is an OSError: not in the try)
+    try:
+        fd = open_owner_rw(lock, flags) if create else os.open(lock, flags)
+    except OSError:
+        return None
+    try:
+        _refuse_theirs(sock, os.fstat(fd).st_uid)  # made by them since the lstat
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_theirs(sock: Path, uid: int) -> None:
+    # Root's counts as the user's, as a socket of root's does (`check_server`).
+    if uid not in (os.getuid(), 0):
+        raise UntrustedSocket(
+            f"refusing {sock}: its start lock {start_lock(sock)} belongs to uid {uid}, not to you (uid {os.getuid()}); another user uses "
+            "this socket path: set MEMORYD_SOCKET or XDG_RUNTIME_DIR to a folder of your own"
+        )
 
 
 def _last_logged_event(log_file: Path) -> str | None:
