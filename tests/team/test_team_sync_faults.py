@@ -76,6 +76,40 @@ async def test_retryable_faults_cost_one_request_and_lose_nothing(
     assert_nothing_lost(server, [("a.md", "one\n")], [side])
 
 
+@pytest.mark.parametrize(
+    ("location", "named"),
+    [
+        (b"https://ada:pw@team.example.net/api/claude_code/team_memory?repo=x", True),
+        (b"/login?next=/api", False),  # relative: no address to name
+    ],
+    ids=["moved", "relative"],
+)
+async def test_a_redirect_says_where_it_points_and_is_not_followed(
+    location: bytes,
+    named: bool,
+    server: ThreadedServer,
+    proxy: FaultyProxy,
+    make_side: SideFactory,
+) -> None:
+    """A server that moved (a 301 to another host, http taken over by https) was retried for
+    ever as `HTTP 301`, nothing said where it went; nor is it followed (the token would go
+    along). Its address is named, without a password or a query."""
+    side = make_side("me", proxy.url, server.token(REPO))
+    side.write("a.md", "x\n")
+    proxy.default = Fault.reply(301, b"<html>moved</html>", "text/html", b"Location: " + location)
+    for op in (side.engine.pull, side.engine.push):
+        with pytest.raises(Retryable) as raised:
+            await op()
+        said = str(raised.value)
+        assert "MEMORYD_TEAM_URL" in said
+        assert ("https://ada:[redacted]@team.example.net/" in said) is named
+        assert "pw" not in said
+        assert "login" not in said
+    assert side.engine.state.last_result is not None
+    assert side.engine.state.last_result["error"] == said
+    assert proxy.requests() == 2  # one each: nothing followed the redirect
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 408, 410])
 async def test_permanent_4xx_suppresses_after_a_single_request(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, status: int

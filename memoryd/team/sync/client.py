@@ -28,6 +28,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd import __version__
+from memoryd.core.model_config import REDACTED, shown_url
 from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body, usable_etag
 
 if TYPE_CHECKING:
@@ -456,6 +457,8 @@ def _failure(response: Reply) -> TeamHTTPError:
     problem = _problem(response)
     message = problem.get("message") if isinstance(problem.get("message"), str) else None
     text = f"HTTP {status}" + (f": {message}" if message else "")
+    if 300 <= status < 400:
+        text = _redirect_text(status, response.headers.get("location"))
     if status == 412:
         return PreconditionFailed(text, status)
     if status == 413:
@@ -493,6 +496,19 @@ def _failure(response: Reply) -> TeamHTTPError:
             text, status, retry_after=_retry_after(response.headers.get("retry-after"))
         )
     return Permanent(text, status)
+
+
+def _redirect_text(status: int, location: str | None) -> str:
+    """A redirect, never followed (the token would go with it to wherever it points): where
+    it points, so a server that moved (or an http URL an https one took over) can be fixed.
+    "HTTP 301" alone, retried for ever, said neither."""
+    where = shown_url(location[:300]) if location else None  # no password or query shown
+    return (
+        f"HTTP {status}: the team server redirects"
+        + (f" to {where}" if where not in (None, REDACTED) else "")
+        + " (not followed: the token would go with it); if it moved, set MEMORYD_TEAM_URL "
+        "to its new address and restart memoryd"
+    )
 
 
 def _retry_after(value: str | None) -> float | None:
