@@ -62,13 +62,14 @@ def process_home(prefix: str) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def start_daemon(env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
-    """Start memoryd on env's socket and return once it answers `status`."""
+def start_daemon(env: dict[str, str], *extra: str, tree: Path = REPO) -> subprocess.Popen[bytes]:
+    """Start memoryd (imported from checkout `tree`) on env's socket and return once it
+    answers `status`."""
     sock = Path(env["MEMORYD_SOCKET"])
     proc = subprocess.Popen(
         [sys.executable, "-m", "memoryd", "--socket", str(sock), "--log-level", "warning", *extra],
-        env=env,
-        cwd=REPO,
+        env={**env, "PYTHONPATH": f"{tree}:{tree / 'clients'}"} if tree != REPO else env,
+        cwd=tree,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -85,13 +86,34 @@ def start_daemon(env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
 
 
 @contextmanager
-def daemon_process(env: dict[str, str], *extra: str) -> Iterator[Path]:
-    proc = start_daemon(env, *extra)
+def daemon_process(env: dict[str, str], *extra: str, tree: Path = REPO) -> Iterator[Path]:
+    proc = start_daemon(env, *extra, tree=tree)
     try:
         yield Path(env["MEMORYD_SOCKET"])
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@contextmanager
+def old_worktree(rev: str) -> Iterator[Path]:
+    """A checkout of `rev` (`git worktree add --detach`) under /tmp, removed after: the old
+    code a bench compares with, in one run."""
+    tree = Path(tempfile.mkdtemp(prefix="memoryd-bench-old-"))
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(tree, ignore_errors=True)
 
 
 def rss_mb(pid: int | str = "self") -> float:

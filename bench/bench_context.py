@@ -15,6 +15,14 @@ A generated monorepo (12 folder levels, a CLAUDE.md at every level, 60 rule file
 Then edit-to-visible latency: a file involved in the context is edited and `get_context` is
 polled until the edit shows; p50/p95 over `--edits` edits (a CLAUDE.md, a rule, an include,
 in turn), for the watching daemon and for one started with `--no-watch` (stat checks).
+
+    .venv/bin/python bench/bench_context.py --touched 50000 [--old REV] [--seconds 8]
+
+A session of many touched paths, old code against new in one run (the old tree a
+`git worktree add --detach` of REV, its daemon imported from there): one client calls
+`get_context` for the session again and again, every tenth call with a burst of 20 new
+paths, while three other clients each poll a small `get_context` every 10 ms; printed are
+the pollers' median, p99 and worst wait and the session's calls, old / new.
 """
 
 from __future__ import annotations
@@ -24,10 +32,19 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from _harness import REPO, daemon_process, median, percentile, temp_home, time_calls
+from _harness import (
+    REPO,
+    daemon_process,
+    median,
+    old_worktree,
+    percentile,
+    temp_home,
+    time_calls,
+)
 
 from memoryd_client import Client
 
@@ -204,12 +221,87 @@ def edit_latencies(
     return latencies
 
 
+# -- a session of many touched paths, old code against new ------------------------------
+# The commit before a session's touched Path set was cached in SessionPaths.
+DEFAULT_OLD = "52bb2cc"
+POLLERS = 3
+BURST = 20
+
+
+def touched_round(tree: Path, count: int, seconds: float) -> dict[str, list[float]]:
+    """The pollers' waits and the session's calls against the daemon of `tree`."""
+    with temp_home() as env:
+        cwd, touched, _ = generate(Path(env["HOME"]).parent)
+        many = [f"src/d{i // 100:04d}/f{i}.py" for i in range(count)]
+        session = {"cwd": str(cwd), "session_id": "many"}
+        small: dict[str, object] = {"cwd": str(cwd), "touched_paths": touched}
+        with daemon_process(env, tree=tree) as sock, Client(sock, timeout=120) as heavy:
+            heavy.call("get_context", {**session, "touched_paths": many})
+            stop = threading.Event()
+            waits: list[float] = []
+            calls: list[float] = []
+
+            def poll() -> None:
+                with Client(sock, timeout=120) as conn:
+                    conn.call("get_context", small)
+                    while not stop.is_set():
+                        start = time.perf_counter()
+                        conn.call("get_context", small)
+                        waits.append(time.perf_counter() - start)
+                        time.sleep(0.01)
+
+            pollers = [threading.Thread(target=poll) for _ in range(POLLERS)]
+            for thread in pollers:
+                thread.start()
+            end = time.monotonic() + seconds
+            index = 0
+            while time.monotonic() < end:
+                burst = (
+                    [f"src/burst/b{index}-{j}.py" for j in range(BURST)] if index % 10 == 9 else []
+                )
+                start = time.perf_counter()
+                heavy.call("get_context", {**session, "touched_paths": burst})
+                calls.append(time.perf_counter() - start)
+                index += 1
+            stop.set()
+            for thread in pollers:
+                thread.join()
+    return {"waits": waits, "calls": calls}
+
+
+def touched_main(args: argparse.Namespace) -> int:
+    with old_worktree(args.old) as old_tree:
+        old = touched_round(old_tree, args.touched, args.seconds)
+        new = touched_round(REPO, args.touched, args.seconds)
+    print(
+        f"a session of {args.touched:,} touched paths, {POLLERS} pollers, {args.seconds:g} s "
+        f"each; old = {args.old}, new = the working tree; ms, lower is better"
+    )
+    print(f"{'measure':<34} {'old':>9} {'new':>9} {'old/new':>8}")
+    rows = [
+        ("poll wait, median", median, "waits"),
+        ("poll wait, p99", lambda v: percentile(v, 99), "waits"),
+        ("poll wait, worst", max, "waits"),
+        ("session's get_context, median", median, "calls"),
+    ]
+    for label, measure, series in rows:
+        before, after = measure(old[series]) * 1000, measure(new[series]) * 1000
+        print(f"{label:<34} {before:>9.2f} {after:>9.2f} {before / after:>8.1f}")
+    print(f"{'session calls made':<34} {len(old['calls']):>9} {len(new['calls']):>9}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=300)
     parser.add_argument("--cold", type=int, default=10)
     parser.add_argument("--edits", type=int, default=40)
+    parser.add_argument("--touched", type=int, help="measure a session of this many paths")
+    parser.add_argument("--old", default=DEFAULT_OLD, help="the revision --touched compares with")
+    parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args()
+    if args.touched:
+        return touched_main(args)
     with temp_home() as env:
         root = Path(env["HOME"]).parent
         cwd, touched, edits = generate(root)

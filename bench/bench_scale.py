@@ -70,32 +70,23 @@ def main() -> int:
         results = child(args.child, args)
         print(json.dumps(results))
         return 0
-    old_tree = Path(tempfile.mkdtemp(prefix="memoryd-bench-old-"))
-    subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(old_tree), args.old],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        passed = [
-            f"--{name}={getattr(args, name)}"
-            for name in ("memories", "rules", "nested", "versions", "repeat")
-        ] + [f"--team-files={args.team_files}"]
-        old: dict[str, float] = {}
-        new: dict[str, float] = {}
+    # Here, not at the top: _harness puts this checkout first on sys.path, and a child must
+    # import memoryd from its own tree.
+    from _harness import old_worktree
+
+    passed = [
+        f"--{name}={getattr(args, name)}"
+        for name in ("memories", "rules", "nested", "versions", "repeat")
+    ] + [f"--team-files={args.team_files}"]
+    old: dict[str, float] = {}
+    new: dict[str, float] = {}
+    with old_worktree(args.old) as old_tree:
         for round_ in range(args.rounds):
             # Alternating which goes first: a machine busier in one half is shared out.
             order = [(old_tree, old), (REPO, new)]
             for tree, best in order if round_ % 2 == 0 else reversed(order):
                 for name, seconds in run_child(tree, passed).items():
                     best[name] = min(seconds, best.get(name, seconds))
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(old_tree)],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(old_tree, ignore_errors=True)
     print(f"\nold = {args.old}, new = the working tree; seconds, lower is better\n")
     print(f"{'measure':<52} {'old':>9} {'new':>9} {'old/new':>8}")
     for name, before in old.items():

@@ -59,7 +59,9 @@ INLINE_TOUCHED = 256
 # over MAX_WATCHED_PER_ENTRY is re-stat'ed on every call: a session that touched files in
 # 3,000 folders recorded ~30,000 paths, and each `get_context` held every client ~0.15 s.
 INLINE_STAMPS = 1_000
-# The last touched set seen per (cwd, root), so an unchanged or grown set is judged cheaply.
+# The last touched sets seen (of any cwd and root; each session's, the latest of those grown
+# from another), so an unchanged or grown set is judged cheaply: kept per (cwd, root) alone,
+# a poll with other paths in between made a session of 50,000 judge them all again.
 MAX_SEEN = 8
 # `context/changed`: at most one per project per interval (a checkout of 10,000 files
 # rewritten sends a handful), naming at most this many of the changed paths.
@@ -155,9 +157,13 @@ class _Seen:
     key: _Key
 
 
-def _compare(before: frozenset[Path], now: frozenset[Path]) -> tuple[bool, bool]:
-    """Whether `now` is `before`, and whether it holds all of it."""
-    return now == before, before <= now
+def _base(candidates: list[_Seen], now: frozenset[Path]) -> tuple[_Seen, frozenset[Path]] | None:
+    """The largest of `candidates` that `now` holds all of, and what `now` adds to it. An
+    unrelated set is told apart at once (another size, or its first path missing)."""
+    for seen in sorted(candidates, key=lambda s: len(s.touched), reverse=True):
+        if len(seen.touched) <= len(now) and seen.touched <= now:
+            return seen, now - seen.touched
+    return None
 
 
 def _nested(cwd: Path, touched: Iterable[Path]) -> frozenset[Path]:
@@ -208,8 +214,8 @@ class InstructionFiles:
         self._building: dict[_BuildKey, asyncio.Future[CachedContext]] = {}
         # The `paths:` rules the last load of each prefix judged, in its order.
         self._conditions: OrderedDict[_Prefix, tuple[Condition, ...]] = OrderedDict()
-        # Per (cwd, root, sources): the last touched set and its key.
-        self._seen: OrderedDict[tuple[Path, Path, frozenset[SettingSource]], _Seen] = OrderedDict()
+        # The last touched sets and their keys, by the id of the set (which each holds).
+        self._seen: OrderedDict[int, _Seen] = OrderedDict()
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
         # The dependencies of each load stored, cached or not (as many as cache entries).
         self._loaded: OrderedDict[_Key, _Loaded] = OrderedDict()
@@ -246,7 +252,7 @@ class InstructionFiles:
     ) -> tuple[CachedContext, bool]:
         """The context for cwd and touched paths (with these setting sources' files), and
         whether it came from the cache."""
-        key = await self._key(cwd, project.root, sources, touched)
+        key, nested = await self._key(cwd, project.root, sources, touched)
         entry = self._entries.get(key) if key is not None else None
         if key is not None and entry is not None and await self._still_valid(key, entry):
             self._entries.move_to_end(key)
@@ -265,7 +271,8 @@ class InstructionFiles:
             self.misses += 1
             flag = self.flag_settings
             entry = await asyncio.to_thread(build, cwd, project, touched, flag, sources)
-            nested = await self._off_loop(len(touched), _nested, cwd, touched)
+            if nested is None:
+                nested = await self._off_loop(len(touched), _nested, cwd, touched)
             conditions = entry.result.conditions
             flags = await self._off_loop(len(touched), _matched, conditions, touched)
         except BaseException as exc:
@@ -290,32 +297,44 @@ class InstructionFiles:
 
     async def _key(
         self, cwd: Path, root: Path, sources: frozenset[SettingSource], touched: frozenset[Path]
-    ) -> _Key | None:
-        """The key of the load these touched paths make; None when not known without one."""
-        seen = self._seen.get((cwd, root, sources))
-        if seen is not None and seen.key in self._entries:
-            # A session's set of 50,000 paths: each comparison hashes and compares them all.
-            same, grown = await self._off_loop(len(touched), _compare, seen.touched, touched)
-            if same:
-                return seen.key
-            if grown:  # a session's set grows: judge only what is new
-                added = touched - seen.touched
-                nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
-                if nested == seen.key[3]:
-                    flags = await self._off_loop(
-                        len(added), _matched, self._conditions.get(seen.key[:4], ()), added
-                    )
-                    if len(flags) == len(seen.key[4]):
-                        return (
-                            *seen.key[:4],
-                            tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
-                        )
-        nested = await self._off_loop(len(touched), _nested, cwd, touched)
+    ) -> tuple[_Key | None, frozenset[Path] | None]:
+        """The key of the load these touched paths make (None when not known without one),
+        and the nested folders they open (None when not judged: the key was known)."""
+        prefix = (cwd, root, sources)
+        candidates = [
+            s for s in self._seen.values() if s.key[:3] == prefix and s.key in self._entries
+        ]
+        for seen in candidates:
+            if seen.touched is touched:  # a session's kept set (`SessionPaths.view`)
+                return seen.key, None
+        # A session's set of 50,000 paths: a comparison hashes and compares them all.
+        found = (
+            await self._off_loop(len(touched), _base, candidates, touched) if candidates else None
+        )
+        if found is not None:
+            seen, added = found
+            self._seen.pop(id(seen.touched), None)  # `touched` takes its place
+            if not added:
+                return seen.key, None
+            # A session's set grows: judge only what is new (its nested folders are those of
+            # the paths before and of the new ones; 50,000 paths judged again cost ~0.5 s).
+            nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
+            if nested == seen.key[3]:
+                flags = await self._off_loop(
+                    len(added), _matched, self._conditions.get(seen.key[:4], ()), added
+                )
+                if len(flags) == len(seen.key[4]):
+                    return (
+                        *seen.key[:4],
+                        tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
+                    ), nested
+        else:
+            nested = await self._off_loop(len(touched), _nested, cwd, touched)
         conditions = self._conditions.get((cwd, root, sources, nested))
         if conditions is None:
-            return None
+            return None, nested
         flags = await self._off_loop(len(touched), _matched, conditions, touched)
-        return (cwd, root, sources, nested, flags)
+        return (cwd, root, sources, nested, flags), nested
 
     @staticmethod
     async def _off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
@@ -324,8 +343,8 @@ class InstructionFiles:
         return await asyncio.to_thread(call, *args)
 
     def _remember(self, touched: frozenset[Path], key: _Key) -> None:
-        self._seen[key[:3]] = _Seen(touched, key)
-        self._seen.move_to_end(key[:3])
+        self._seen[id(touched)] = _Seen(touched, key)
+        self._seen.move_to_end(id(touched))
         while len(self._seen) > MAX_SEEN:
             self._seen.popitem(last=False)
 

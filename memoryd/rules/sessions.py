@@ -3,13 +3,20 @@
 Conditional and nested instruction files activated before a compaction must stay active
 after it, so `get_context` matches against everything a session reported, not only the
 paths of the current call. `after_turn` adds the turn's read paths here too.
+
+`get_context` needs the union as `Path`s (its view: moved under the real cwd, those outside
+the project also resolved). Made again on each call, 50,000 of them held the GIL ~0.3 s a
+call beside the event loop; so each session keeps its view (`view`, `keep`) and only paths
+added since are made into Paths.
 """
 
 from __future__ import annotations
 
+import itertools
 import os.path
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_SESSIONS = 1000
@@ -17,6 +24,9 @@ MAX_PATHS_PER_SESSION = 100_000
 # In all sessions together: the least recently used sessions are dropped first, never the one
 # adding paths (a dropped session that comes back starts again from what it reports then).
 MAX_PATHS_TOTAL = 200_000
+# Paths of the views kept, all sessions together (~20 MB at 50,000): past it the least
+# recently used sessions' views go, their paths stay.
+MAX_VIEW_PATHS = 100_000
 
 
 def normalize(raw: str, cwd: Path | None) -> str | None:
@@ -30,26 +40,77 @@ def normalize(raw: str, cwd: Path | None) -> str | None:
     return os.path.normpath(raw)
 
 
+class _Session:
+    __slots__ = ("covered", "paths", "view", "view_key")
+
+    def __init__(self) -> None:
+        self.paths: dict[str, None] = {}  # in the order added: a view covers the first ones
+        self.view_key: Hashable = None
+        self.view: frozenset[Path] = frozenset()
+        self.covered = 0  # how many of `paths` the view was made of
+
+
+@dataclass(frozen=True)
+class ViewDraft:
+    """What `view` found: the kept view (or an empty one) and the paths it lacks."""
+
+    session_id: str
+    session: _Session
+    key: Hashable
+    base: frozenset[Path]
+    new: list[str]
+    covered: int  # of the session's paths, by base and new together
+
+
 class SessionPaths:
     def __init__(self) -> None:
-        self._sessions: OrderedDict[str, set[str]] = OrderedDict()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._total = 0  # paths held, all sessions together
 
     def add(self, session_id: str, paths: Iterable[str]) -> None:
-        known = self._sessions.get(session_id)
-        if known is None:
-            known = self._sessions[session_id] = set()
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = _Session()
             while len(self._sessions) > MAX_SESSIONS:  # the least recently used go first
-                self._total -= len(self._sessions.popitem(last=False)[1])
+                self._total -= len(self._sessions.popitem(last=False)[1].paths)
         self._sessions.move_to_end(session_id)
+        known = session.paths
         before = len(known)
         for path in paths:
             if len(known) >= MAX_PATHS_PER_SESSION:
                 break
-            known.add(path)
+            known[path] = None
         self._total += len(known) - before
         while self._total > MAX_PATHS_TOTAL and len(self._sessions) > 1:
-            self._total -= len(self._sessions.popitem(last=False)[1])
+            self._total -= len(self._sessions.popitem(last=False)[1].paths)
+
+    def view(self, session_id: str, key: Hashable) -> ViewDraft:
+        """The session's view made for `key` as kept, and the paths added since (all of them
+        when none was kept for `key`): make Paths of those, join them to `base` and hand the
+        result to `keep`. Unchanged since, `new` is empty and `base` the very set kept."""
+        session = self._sessions.get(session_id) or _Session()
+        covered = len(session.paths)
+        if session.view_key != key:
+            return ViewDraft(session_id, session, key, frozenset(), list(session.paths), covered)
+        new = list(itertools.islice(session.paths, session.covered, None))
+        return ViewDraft(session_id, session, key, session.view, new, covered)
+
+    def keep(self, draft: ViewDraft, view: frozenset[Path]) -> None:
+        """Keep `view`, made from `draft`, unless its session was dropped meanwhile or a view
+        of more of its paths was kept."""
+        session = draft.session
+        if self._sessions.get(draft.session_id) is not session:
+            return
+        if session.view_key == draft.key and session.covered >= draft.covered:
+            return
+        session.view_key, session.view, session.covered = draft.key, view, draft.covered
+        held = session.covered
+        for other in reversed(self._sessions.values()):  # the most recently used keep theirs
+            if other is session:
+                continue
+            if held + other.covered > MAX_VIEW_PATHS:
+                other.view_key, other.view, other.covered = None, frozenset(), 0
+            held += other.covered
 
     def add_touched(
         self, session_id: str, paths: Iterable[str], cwd: Path | str | None = None
@@ -60,7 +121,8 @@ class SessionPaths:
 
     def get(self, session_id: str) -> frozenset[str]:
         """Every path the session has reported so far (absolute, normalized)."""
-        return frozenset(self._sessions.get(session_id, ()))
+        session = self._sessions.get(session_id)
+        return frozenset(session.paths) if session is not None else frozenset()
 
     def status_extra(self) -> dict[str, int]:
         return {"sessions_with_touched_paths": len(self._sessions)}

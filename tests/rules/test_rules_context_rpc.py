@@ -572,36 +572,75 @@ async def test_an_unwatched_entry_is_rechecked_off_the_event_loop(
     assert "nested m7" in (await daemon.call("get_context", **call))["claude_md"]
 
 
+def _record_calls(
+    monkeypatch: pytest.MonkeyPatch, module: Any, *names: str, sized: int = 0
+) -> dict[str, list[tuple[int, int]]]:
+    """Each call of `module`'s functions `names`: (its thread, the size of argument `sized`)."""
+    calls: dict[str, list[tuple[int, int]]] = {name: [] for name in names}
+
+    def recording(real: Any, made: list[tuple[int, int]]) -> Any:
+        def call(*args: Any) -> Any:
+            made.append((threading.get_ident(), len(args[sized])))
+            return real(*args)
+
+        return call
+
+    for name, made in calls.items():
+        monkeypatch.setattr(module, name, recording(getattr(module, name), made))
+    return calls
+
+
 async def test_a_sessions_many_touched_paths_are_read_off_the_event_loop(
     daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Found by a bug hunt: each get_context of a session made Paths of its whole union of
     # touched paths on the event loop; at 50,000 that held every other client ~0.5 s a call.
     repo = tree.git_repo("repo")
-    made_on: dict[str, list[int]] = {"_touched": [], "_normalized": []}
-
-    def recording(real: Any, threads: list[int]) -> Any:
-        def call(*args: Any) -> Any:
-            threads.append(threading.get_ident())
-            return real(*args)
-
-        return call
-
-    for name, threads in made_on.items():
-        monkeypatch.setattr(
-            context_methods, name, recording(getattr(context_methods, name), threads)
-        )
-    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED + 1)]
+    made = _record_calls(monkeypatch, context_methods, "_touched", "_normalized")
+    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED * 2)]
     call = {"cwd": str(repo), "session_id": "s1"}
     loop = threading.get_ident()
     await daemon.call("get_context", touched_paths=many[:10], **call)
     # A few: on the loop, no thread's cost.
-    assert made_on == {"_touched": [loop], "_normalized": [loop]}
+    assert made == {"_touched": [(loop, 10)], "_normalized": [(loop, 10)]}
     await daemon.call("get_context", touched_paths=many, **call)
-    await daemon.call("get_context", **call)  # the session's union, none sent
-    assert len(made_on["_touched"]) == 3
-    assert loop not in made_on["_touched"][1:]
-    assert loop not in made_on["_normalized"][1:2]  # the 257 sent
+    (thread, size), *_ = made["_touched"][1:]
+    assert (size, made["_normalized"][1][1]) == (len(many) - 10, len(many))
+    assert loop not in (thread, made["_normalized"][1][0])
+
+
+async def test_a_sessions_touched_paths_are_made_into_paths_once(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: every get_context of a session made Paths of its whole union again
+    # (and resolved those outside the project again): at 50,000 the thread doing it held the
+    # GIL ~0.3 s a call, and other clients' polls waited up to ~250 ms meanwhile.
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    made = _record_calls(monkeypatch, context_methods, "_touched")
+    nested = _record_calls(monkeypatch, service_mod, "_nested", sized=1)
+    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED * 2)]
+    call = {"cwd": str(repo), "session_id": "s1"}
+    await daemon.call("get_context", touched_paths=many, **call)
+    made["_touched"].clear()
+    nested["_nested"].clear()
+    for _ in range(3):  # the session's union again (and again the paths it holds already)
+        assert (await daemon.call("get_context", touched_paths=many[:5], **call))["cached"]
+    # Another client's call in between: the session's set is not judged again after it.
+    await daemon.call("get_context", cwd=str(repo), touched_paths=["other.py"])
+    assert (await daemon.call("get_context", **call))["cached"]
+    # Only the other client's one path was made and judged (its load a miss: judged twice).
+    assert made["_touched"] == [(threading.get_ident(), 1)]
+    assert {size for _, size in nested["_nested"]} == {1}
+    made["_touched"].clear()
+    nested["_nested"].clear()
+    # A burst of new paths: only they are made and judged.
+    burst = [f"lib/b{i}.py" for i in range(3)]
+    assert "root" in (await daemon.call("get_context", touched_paths=burst, **call))["claude_md"]
+    assert [size for _, size in made["_touched"]] == [3]
+    assert [size for _, size in nested["_nested"]] == [3]
+    union = daemon.daemon.services.session_paths.view("s1", None)
+    assert len(union.new) == len(many) + len(burst)
 
 
 async def test_evicted_entries_release_their_watches(

@@ -104,6 +104,18 @@ def _touched_set(
     return frozenset(spelled | _resolved(outside))
 
 
+async def _made(
+    raw: list[str], given_cwd: str, real_cwd: Path, roots: tuple[Path, ...]
+) -> frozenset[Path]:
+    """`_touched_set`, in a thread for many paths, or for those outside to resolve."""
+    if len(raw) > INLINE_TOUCHED:
+        return await asyncio.to_thread(_touched_set, raw, given_cwd, real_cwd, roots)
+    spelled, outside = _touched(raw, given_cwd, real_cwd, roots)
+    if outside:  # also as their real paths, which the loader judges against the real cwd
+        spelled |= await asyncio.to_thread(_resolved, outside)
+    return frozenset(spelled)
+
+
 def _resolved(paths: list[str]) -> set[Path]:
     """Each path's real form (its longest existing prefix resolved). Blocking: a few lstats."""
     return {Path(os.path.realpath(path)) for path in paths}
@@ -181,19 +193,23 @@ async def context_now(
         cleaned = await asyncio.to_thread(_normalized, given, params.cwd)
     else:
         cleaned = _normalized(given, params.cwd)
-    if params.session_id is not None:
+    roots = tuple(r for r in (project.root, project.facts.worktree_root) if r is not None)
+    if params.session_id is None:
+        touched = await _made(cleaned, params.cwd, real_cwd, roots)
+    else:
+        # The session's whole union: kept as Paths, only what was added since made again
+        # (made each call, 50,000 held the GIL ~0.3 s a call beside the event loop).
         store = daemon.services.session_paths
         store.add(params.session_id, cleaned)
-        cleaned = list(store.get(params.session_id))
-    roots = tuple(r for r in (project.root, project.facts.worktree_root) if r is not None)
-    if len(cleaned) > INLINE_TOUCHED:
-        # A session's whole union, each call: 50,000 paths held every client ~0.5 s.
-        touched = await asyncio.to_thread(_touched_set, cleaned, params.cwd, real_cwd, roots)
-    else:
-        spelled, outside = _touched(cleaned, params.cwd, real_cwd, roots)
-        if outside:  # also as their real paths, which the loader judges against the real cwd
-            spelled |= await asyncio.to_thread(_resolved, outside)
-        touched = frozenset(spelled)
+        draft = store.view(params.session_id, (params.cwd, real_cwd, roots))
+        touched = draft.base
+        if draft.new:
+            made = await _made(draft.new, params.cwd, real_cwd, roots)
+            if len(touched) > INLINE_TOUCHED:
+                touched = await asyncio.to_thread(frozenset.union, touched, made)
+            else:
+                touched |= made
+        store.keep(draft, touched)
     service = daemon.services.instructions
     await service.ensure_started()
     sources = ALL_SOURCES if params.setting_sources is None else frozenset(params.setting_sources)
