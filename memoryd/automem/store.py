@@ -46,6 +46,14 @@ Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, 
 Pending = dict[str, tuple[str, Stamp, Stamp | None]]
 
 
+# A NUL byte in a file's first 8 KiB makes it binary, as the agents' Read and Grep and git see it.
+BINARY_SNIFF_BYTES = 8_192
+BINARY_PROBLEM = (
+    "a binary file (a NUL byte in its first 8 KiB; UTF-16 text is one too), not a memory: "
+    "nothing of it is recalled; save it as UTF-8 text or move it out of the memory folder"
+)
+
+
 def is_team_folder(memory_dir: Path, name: str) -> bool:
     """Whether the folder `name` in `memory_dir` is its `team/`: that name, or a case variant
     of it that is the same folder (`Team/` on a case-insensitive filesystem: macOS, Windows),
@@ -293,7 +301,13 @@ class DirState:
             self._drop(key)
             return
         else:
-            parsed = parse_memory(raw.decode("utf-8", errors="replace"), fallback)
+            if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
+                # An image saved as .md, a UTF-16 note: ranked by its name, its bytes went
+                # into the prompt as a memory. Listed with why, never recalled (as unreadable).
+                parsed = replace(parse_memory("", fallback), problem=BINARY_PROBLEM)
+                unreadable = True
+            else:
+                parsed = parse_memory(raw.decode("utf-8", errors="replace"), fallback)
         header = MemoryHeader(
             path=path,
             name=parsed.name,

@@ -111,3 +111,21 @@ def test_a_file_time_no_date_can_hold_or_no_write_was_made_at_leaves_the_memory_
     assert _file_day(1_000_000 * 10**9) is None  # 1970-01-12
     noon = datetime(1980, 1, 2, 12)
     assert _file_day(int(noon.timestamp() * 1e9)) == date(1980, 1, 2)
+
+
+def test_a_binary_file_is_listed_with_why_and_never_ranked(tmp_path: Path) -> None:
+    # Found by a hunt: an image (or a UTF-16 note, every other byte NUL) saved as a .md was
+    # ranked by its name, and recall put its bytes, as U+FFFD and control characters, into the
+    # prompt as a memory.
+    (tmp_path / "user_okapi_photo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00okapi" * 50)
+    utf16 = memory_text("Okapi notes", "okapi facts", "user", "Okapis are shy.")
+    (tmp_path / "user_okapi_notes.md").write_bytes(utf16.encode("utf-16"))
+    _write(tmp_path / "user_okapi.md", "Okapi", "okapi zebra")
+    state = DirState(tmp_path, sweep_interval_s=3600)
+    state.refresh()
+    assert [k for k, _ in state.index.search("okapi photo notes")] == ["user_okapi.md"]
+    problems = {h.file: h.problem for h in state.headers()}
+    assert problems["user_okapi.md"] is None
+    for key in ("user_okapi_photo.md", "user_okapi_notes.md"):
+        assert "binary" in (problems[key] or "")
+        assert key not in state.embed_texts
