@@ -550,28 +550,16 @@ async def test_compact_waits_for_the_update_in_flight(
     summary = summary_path(handle, project_dir)
     session_model.enqueue(slow(0.5, edit_title(summary, "Fresh title")), text_reply("done"))
     messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    result = await handle.call("compact", session_id=SID, cwd=str(project_dir), messages=messages)
+    params = {"session_id": SID, "cwd": str(project_dir), "messages": messages}
+    await handle.call("after_turn", **params)
+    result = await handle.call("compact", **params)
     assert result["waited"] == "waited"
     assert result["used_session_memory"] is True
     assert "Fresh title" in result["messages"][1]["content"][0]["text"]
-
-
-async def test_a_repeated_compact_says_what_it_waited_for_itself(
-    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
-) -> None:
-    # Before, the repeat handed back the first call's reply whole: "waited", though no
-    # update was in flight when it came.
-    handle = daemon_with_model
-    summary = summary_path(handle, project_dir)
-    session_model.enqueue(slow(0.5, edit_title(summary, "Fresh title")), text_reply("done"))
-    messages = [*conversation(12_000), assistant("done")]
-    params = {"session_id": SID, "cwd": str(project_dir), "messages": messages}
-    await handle.call("after_turn", **params)
-    first = await handle.call("compact", **params)
-    assert first["waited"] == "waited"
+    # Repeated, the same compaction, with what the repeat waited for: before session 21 the
+    # first call's reply whole, "waited" though no update was in flight.
     again = await handle.call("compact", **params)
-    assert again == {**first, "waited": "idle"}
+    assert again == {**result, "waited": "idle"}
 
 
 def _string_chars(value: object) -> int:
