@@ -131,11 +131,18 @@ function M.render_history(reply, name, now)
   return b.lines, b.targets
 end
 
+-- The view draws the newest answer only (its requests are answered concurrently).
+local latest = require('memoryd.latest').new()
+
 -- background: nobody asked (a notification refreshes the view): a daemon gone meanwhile is
 -- not reported again nor offered to be started; the outage was reported once.
 -- done (optional): called once the request has finished, answered or not.
 function M.refresh(ctx, show, background, done)
+  local ticket = latest.ask()
   memoryd.request('memory.list', { cwd = ctx.cwd }, function(reply)
+    if not latest.take(ticket) then
+      return -- a newer list is drawn already
+    end
     local buf = ui.buffer('memories', show, M.setup_keys)
     local win = vim.fn.bufwinid(buf)
     local width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns

@@ -7,6 +7,7 @@ local memoryd = require('memoryd')
 local format = require('memoryd.format')
 local ui = require('memoryd.ui')
 local text = require('memoryd.views.text')
+local debounce = require('memoryd.debounce')
 
 local M = {}
 
@@ -96,6 +97,9 @@ local function setup_keys(buf)
   end, 'refresh')
 end
 
+-- The view draws the newest answer only (its requests are answered concurrently).
+local latest = require('memoryd.latest').new()
+
 -- Fetch and draw; show: bring the view to a window. background: nobody asked (a save
 -- refreshes the view), so a daemon that is down is not reported again, nor offered to be
 -- started, on every :w; the outage was reported once and the status line says so.
@@ -105,7 +109,11 @@ function M.refresh(ctx, show, background, done)
   if ctx.file then
     params.touched_paths = { ctx.file }
   end
+  local ticket = latest.ask()
   memoryd.request('get_context', params, function(reply)
+    if not latest.take(ticket) then
+      return -- a newer answer is drawn already
+    end
     local buf = ui.buffer('rules', show, setup_keys)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
@@ -173,33 +181,27 @@ local function is_instruction_file(path)
   return path:match('/rules/.+%.md$') ~= nil
 end
 
-local pending_timers = {}
+local function refresh_after_write()
+  if M.last and ui.existing('rules') then
+    M.refresh(M.last.ctx, false, true)
+  end
+end
+
+local once_more = debounce.new(refresh_after_write)
+local after_writes = debounce.new(function()
+  refresh_after_write()
+  once_more.ask(850)
+end)
 
 -- Called on every BufWritePost: refresh the view when an instruction file was saved. The
--- daemon's watcher needs a moment to see the change, so ask shortly after, then once more.
+-- daemon's watcher needs a moment to see the change, so ask shortly after the saves (at the
+-- latest a second after the first of a run of them), then once more.
 function M.on_write(path)
   if not M.last or not ui.existing('rules') or not is_instruction_file(path) then
     return
   end
-  for _, timer in ipairs(pending_timers) do
-    if not timer:is_closing() then
-      timer:stop()
-      timer:close()
-    end
-  end
-  pending_timers = {}
-  for _, delay in ipairs({ 150, 1000 }) do
-    local timer = uv.new_timer()
-    pending_timers[#pending_timers + 1] = timer
-    timer:start(delay, 0, function()
-      timer:close()
-      vim.schedule(function()
-        if M.last and ui.existing('rules') then
-          M.refresh(M.last.ctx, false, true)
-        end
-      end)
-    end)
-  end
+  once_more.cancel()
+  after_writes.ask(150)
 end
 
 return M

@@ -1,0 +1,121 @@
+-- Replies out of order and refreshes asked for again and again, against a socket served from
+-- this Neovim: the daemon answers a connection's requests concurrently, and this one answers a
+-- folder named `slow` 800 ms late. No daemon is needed; the server counts what reaches it.
+local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
+local memoryd = require('memoryd')
+local uv = vim.uv or vim.loop
+
+local folder = vim.fn.resolve(vim.fn.tempname())
+for _, name in ipairs({ 'slow', 'fast' }) do
+  vim.fn.mkdir(folder .. '/' .. name .. '/.claude/rules', 'p')
+end
+
+local asked = {} -- method -> how many requests reached the server
+local answered = {} -- method -> how many were answered
+
+local function result(method, cwd)
+  local name = cwd:match('([^/]*)$')
+  if method == 'get_context' then
+    local rule = { path = cwd .. '/.claude/rules/' .. name .. '_rule.md', type = 'Project', reason = 'session_start' }
+    return { claude_md = '', current_date = '', files = { rule }, skipped = {}, memory_dir = folder .. '/memory', index_truncated = false }
+  elseif method == 'memory.list' then
+    local memory = { path = folder .. '/memory/' .. name .. '.md', name = name .. ' memory', description = 'listed for ' .. name, type = 'project', mtime = os.time(), team = false }
+    return { instruction_files = {}, memories = { memory }, memory_dir = folder .. '/memory', team_dir = folder .. '/memory/team' }
+  elseif method == 'subscribe' then
+    return { subscribed = {} }
+  end
+  return { version = 'served', pid = 0, protocol_version = 1 }
+end
+
+local path = folder .. '/order.sock'
+local pipe = uv.new_pipe(false)
+assert(pipe:bind(path))
+pipe:listen(16, function()
+  local conn = uv.new_pipe(false)
+  pipe:accept(conn)
+  local pending = ''
+  conn:read_start(function(_, chunk)
+    if chunk == nil then
+      return conn:is_closing() or conn:close()
+    end
+    pending = pending .. chunk
+    for line in pending:gmatch('([^\n]*)\n') do
+      local request = vim.json.decode(line)
+      local cwd = type(request.params) == 'table' and request.params.cwd or ''
+      asked[request.method] = (asked[request.method] or 0) + 1
+      local reply = vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result(request.method, cwd) }) .. '\n'
+      local function send()
+        answered[request.method] = (answered[request.method] or 0) + 1
+        if not conn:is_closing() then
+          conn:write(reply)
+        end
+      end
+      if cwd:match('/slow$') then
+        local timer = uv.new_timer()
+        timer:start(800, 0, function()
+          timer:close()
+          send()
+        end)
+      else
+        send()
+      end
+    end
+    pending = pending:match('[^\n]*$')
+  end)
+end)
+
+memoryd.setup({ socket = path, status_interval_ms = 60000, notifications = false })
+
+-- Ask for `view` in the slow folder's buffer, then at once in the fast one's; wait until the
+-- slow answer came too.
+local function slow_then_fast(command, method)
+  local before = answered[method] or 0
+  vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/slow/a.md'))
+  vim.cmd(command)
+  vim.cmd('wincmd p')
+  vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/fast/b.md'))
+  vim.cmd(command)
+  T.wait('both answers', function()
+    return (answered[method] or 0) >= before + 2
+  end, 5000)
+  vim.wait(200) -- the late answer's callback
+end
+
+T.run({
+  {
+    ':MemorydRules asked in two buffers shows the last one asked for, not the later answer',
+    function()
+      slow_then_fast('MemorydRules', 'get_context')
+      T.has(T.text('rules'), 'fast_rule.md', 'the rules view')
+      T.has_not(T.text('rules'), 'slow_rule.md', 'the rules view')
+    end,
+  },
+  {
+    ':MemorydMemories asked in two buffers shows the last one asked for, not the later answer',
+    function()
+      slow_then_fast('MemorydMemories', 'memory.list')
+      T.has(T.text('memories'), 'listed for fast', 'the memories view')
+      T.has_not(T.text('memories'), 'listed for slow', 'the memories view')
+    end,
+  },
+  {
+    'saves of a rule file that keep coming still refresh the rules view while they last',
+    function()
+      vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/fast/b.md'))
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'fast_rule.md')
+      vim.cmd('wincmd p')
+      vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/fast/CLAUDE.md'))
+      vim.wait(300)
+      local before = asked.get_context or 0
+      local during = 0
+      for i = 1, 20 do -- an autosave: a write every 100 ms for 2 s
+        vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'rule ' .. i })
+        vim.cmd('silent write')
+        vim.wait(100)
+        during = (asked.get_context or 0) - before
+      end
+      T.truthy(during >= 1, 'get_context asked while the saves kept coming: ' .. during)
+    end,
+  },
+})
