@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memoryd.automem.manifest import file_of_shown, shown_file
+
 
 class Denied(Exception):
     """A tool call the policy refuses; the reason goes back to the model as a tool error."""
@@ -29,6 +31,20 @@ def real(path: Path | str) -> Path:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
+
+
+def _named_as_shown(path: Path) -> Path:
+    """`path`, or the file whose name the memory manifest shows as its name (`a%0Ab.md` for
+    a name holding a newline, `c%2541.md` for `c%41.md`): the model names files as it was
+    shown them, and Read said there was no such file. Only when nothing is at `path` as
+    written and that name is the exact shown form of one that is there."""
+    name = path.name
+    if "%" not in name or os.path.lexists(path):
+        return path
+    found = path.with_name(file_of_shown(name))
+    if found.name != name and shown_file(found.name) == name and os.path.lexists(found):
+        return found
+    return path
 
 
 @dataclass(frozen=True)
@@ -68,7 +84,7 @@ class AccessPolicy:
         path = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
         if not path.is_absolute():
             path = self.default_dir / path
-        return real(path)
+        return real(_named_as_shown(path))
 
     def may_read(self, path: Path) -> bool:
         """`path` must already be real (see `resolve`)."""

@@ -86,6 +86,20 @@ def shown_file(file: str) -> str:
     return _UNSAFE_IN_LINE.sub(lambda m: _percent(m.group()), file)
 
 
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def file_of_shown(shown: str) -> str:
+    """The file name `shown_file` shows as `shown`, when it is such a form: each run of `%XX`
+    read as the bytes it spells (UTF-8, a byte that is not as a surrogate escape, as Python
+    names such a file), anything else as itself. A model given the manifest names its files
+    so (`agent.policy` finds them)."""
+    return _ESCAPES.sub(
+        lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "surrogateescape"),
+        shown,
+    )
+
+
 def _percent(char: str) -> str:
     try:
         raw = char.encode("utf-8", "surrogateescape")  # a surrogate escape: its own byte

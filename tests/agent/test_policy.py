@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.agent.policy import AccessPolicy, Denied
+from memoryd.automem.manifest import shown_file
 
 
 @pytest.fixture
@@ -47,6 +48,25 @@ def test_a_new_file_name_with_a_control_character_is_denied(layout: tuple[Path, 
             policy.check_write(str(memory / bad))
     (memory / "hand\nmade.md").write_text("kept")
     assert policy.check_write(str(memory / "hand\nmade.md")) == memory / "hand\nmade.md"
+
+
+def test_a_file_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path]) -> None:
+    # The manifest in the agent's prompt shows `a\nb.md` as `a%0Ab.md` and `c%41.md` as
+    # `c%2541.md`: the model names them so, and before, Read said they did not exist.
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    for name in ("a\nb.md", "c%41.md", "caf\udce9.md", "\u2028x.md"):
+        (memory / name).write_text("kept")
+        shown = shown_file(name)
+        assert shown != name
+        assert policy.check_read(str(memory / shown)) == memory / name
+        assert policy.check_write(str(memory / shown)) == memory / name
+    # Only a shown form: a name shown as itself means that name, even when a file the
+    # escape spells exists (`b%2Emd` is no shown name; `c%2541.md` as written is new).
+    (memory / "b.md").write_text("kept")
+    assert policy.check_write(str(memory / "b%2Emd")) == memory / "b%2Emd"
+    (memory / "c%2541.md").write_text("its own")
+    assert policy.check_read(str(memory / "c%2541.md")) == memory / "c%2541.md"
 
 
 def test_relative_paths_start_at_the_first_read_root(layout: tuple[Path, Path]) -> None:

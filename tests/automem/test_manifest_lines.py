@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
 
-from memoryd.automem.manifest import MemoryHeader, format_manifest, shown_file
+from memoryd.automem.manifest import MemoryHeader, file_of_shown, format_manifest, shown_file
 from memoryd.automem.recall.pick import select_with_model
 from memoryd.llm.client import ModelClient
 from tests.automem.conftest import memory_text
@@ -48,14 +47,7 @@ def test_each_shown_name_is_one_files() -> None:
     shown = [shown_file(name) for name in AMBIGUOUS]
     assert len(set(shown)) == len(AMBIGUOUS)
     # Reversible: `%XX` read as that byte, anything else as itself, gives the name back.
-    assert [_unshown(s) for s in shown] == AMBIGUOUS
-
-
-def _unshown(shown: str) -> str:
-    raw = re.sub(
-        rb"%([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]), shown.encode("utf-8")
-    )
-    return raw.decode("utf-8", "surrogateescape")
+    assert [file_of_shown(s) for s in shown] == AMBIGUOUS
 
 
 async def test_a_file_named_with_a_newline_forges_no_line_of_the_selectors_prompt(
