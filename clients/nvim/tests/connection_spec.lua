@@ -12,44 +12,13 @@ vim.fn.mkdir(folder, 'p')
 -- A server on path answering every request with a status-like object; calls[] lists the
 -- methods that reached it.
 local function serve(path)
-  local s = { calls = {}, conns = {} }
-  s.pipe = uv.new_pipe(false)
-  assert(s.pipe:bind(path))
-  s.pipe:listen(16, function()
-    local conn = uv.new_pipe(false)
-    s.pipe:accept(conn)
-    s.conns[#s.conns + 1] = conn
-    local pending = ''
-    conn:read_start(function(_, chunk)
-      if chunk == nil then
-        if not conn:is_closing() then
-          conn:close()
-        end
-        return
-      end
-      pending = pending .. chunk
-      while true do
-        local newline = pending:find('\n', 1, true)
-        if not newline then
-          break
-        end
-        local line = pending:sub(1, newline - 1)
-        pending = pending:sub(newline + 1)
-        s.calls[#s.calls + 1] = line:match('"method":"([^"]+)"')
-        local id = line:match('"id":(%d+)')
-        conn:write(('{"jsonrpc":"2.0","id":%s,"result":{"version":"served","pid":0,"protocol_version":1}}\n'):format(id))
-      end
-    end)
+  local s = { calls = {} }
+  local server = T.serve(path, function(request, conn)
+    s.calls[#s.calls + 1] = request.method
+    local reply = { jsonrpc = '2.0', id = request.id, result = { version = 'served', pid = 0, protocol_version = 1 } }
+    conn:write(vim.json.encode(reply) .. '\n')
   end)
-  s.close = function()
-    for _, conn in ipairs(s.conns) do
-      if not conn:is_closing() then
-        conn:close()
-      end
-    end
-    s.pipe:close()
-    os.remove(path)
-  end
+  s.close = server.close
   return s
 end
 
@@ -144,35 +113,19 @@ T.run({
     'a daemon that refused an event (older than it) is asked for it again at the next connection',
     function()
       local path = folder .. '/upgraded.sock'
-      local state = { refuse = true, accepted = {}, conns = {} }
-      local pipe = uv.new_pipe(false)
-      assert(pipe:bind(path))
-      pipe:listen(16, function()
-        local conn = uv.new_pipe(false)
-        pipe:accept(conn)
-        state.conns[#state.conns + 1] = conn
-        local pending = ''
-        conn:read_start(function(_, chunk)
-          if chunk == nil then
-            return conn:is_closing() or conn:close()
-          end
-          pending = pending .. chunk
-          for line in pending:gmatch('([^\n]*)\n') do
-            local request = vim.json.decode(line)
-            local events = type(request.params) == 'table' and request.params.events or {}
-            local reply = { jsonrpc = '2.0', id = request.id, result = { subscribed = events } }
-            if request.method ~= 'subscribe' then
-              reply.result = { version = 'served', pid = 0, protocol_version = 1 }
-            elseif state.refuse and vim.tbl_contains(events, 'x/newer') then
-              reply.result = nil
-              reply.error = { code = -32602, message = 'events: unknown event(s) x/newer; known: memory/saved, worker/error' }
-            else
-              state.accepted[#state.accepted + 1] = table.concat(events, ' ')
-            end
-            conn:write(vim.json.encode(reply) .. '\n')
-          end
-          pending = pending:match('[^\n]*$')
-        end)
+      local state = { refuse = true, accepted = {} }
+      local server = T.serve(path, function(request, conn)
+        local events = type(request.params) == 'table' and request.params.events or {}
+        local reply = { jsonrpc = '2.0', id = request.id, result = { subscribed = events } }
+        if request.method ~= 'subscribe' then
+          reply.result = { version = 'served', pid = 0, protocol_version = 1 }
+        elseif state.refuse and vim.tbl_contains(events, 'x/newer') then
+          reply.result = nil
+          reply.error = { code = -32602, message = 'events: unknown event(s) x/newer; known: memory/saved, worker/error' }
+        else
+          state.accepted[#state.accepted + 1] = table.concat(events, ' ')
+        end
+        conn:write(vim.json.encode(reply) .. '\n')
       end)
       memoryd.setup({ socket = path, notifications = false, backoff_min_ms = 50, backoff_max_ms = 100 })
       memoryd.on('memory/saved', function() end)
@@ -181,15 +134,14 @@ T.run({
         return vim.tbl_contains(state.accepted, 'memory/saved')
       end)
       state.refuse = false -- the daemon is restarted, upgraded: it knows x/newer now
-      for _, conn in ipairs(state.conns) do
+      for _, conn in ipairs(server.conns) do
         conn:close()
       end
       T.wait('every event subscribed again', function()
         return vim.tbl_contains(state.accepted, 'memory/saved x/newer')
       end)
       memoryd.client():close()
-      pipe:close()
-      os.remove(path)
+      server.close()
       T.eq(nil, T.message_matching('could not subscribe'), 'a warning')
     end,
   },

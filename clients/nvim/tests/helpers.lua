@@ -187,6 +187,42 @@ function T.reset()
   T.messages, T.prompts, T.answers = {}, {}, {}
 end
 
+-- A socket served from this Neovim (a libuv pipe, no daemon): on_request(request, conn) for
+-- each JSON-RPC line a client sends (in a libuv callback: no Vim functions there). Returns
+-- {conns = every connection, close = stop serving}.
+function T.serve(path, on_request)
+  local uv = vim.uv or vim.loop
+  local s = { conns = {} }
+  local pipe = uv.new_pipe(false)
+  assert(pipe:bind(path))
+  pipe:listen(16, function()
+    local conn = uv.new_pipe(false)
+    pipe:accept(conn)
+    s.conns[#s.conns + 1] = conn
+    local pending = ''
+    conn:read_start(function(_, chunk)
+      if chunk == nil then
+        return conn:is_closing() or conn:close()
+      end
+      pending = pending .. chunk
+      for line in pending:gmatch('([^\n]*)\n') do
+        on_request(vim.json.decode(line), conn)
+      end
+      pending = pending:match('[^\n]*$')
+    end)
+  end)
+  function s.close()
+    for _, conn in ipairs(s.conns) do
+      if not conn:is_closing() then
+        conn:close()
+      end
+    end
+    pipe:close()
+    os.remove(path)
+  end
+  return s
+end
+
 -- Run the tests in order, write {name, ok, error} records to $MEMORYD_TEST_RESULT, quit.
 function T.run(tests)
   local results = {}

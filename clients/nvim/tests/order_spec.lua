@@ -28,45 +28,30 @@ local function result(method, cwd)
 end
 
 local path = folder .. '/order.sock'
-local pipe = uv.new_pipe(false)
-assert(pipe:bind(path))
-pipe:listen(16, function()
-  local conn = uv.new_pipe(false)
-  pipe:accept(conn)
-  local pending = ''
-  conn:read_start(function(_, chunk)
-    if chunk == nil then
-      return conn:is_closing() or conn:close()
+T.serve(path, function(request, conn)
+  local cwd = type(request.params) == 'table' and request.params.cwd or ''
+  asked[request.method] = (asked[request.method] or 0) + 1
+  local reply = vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result(request.method, cwd) }) .. '\n'
+  local function send()
+    answered[request.method] = (answered[request.method] or 0) + 1
+    if not conn:is_closing() then
+      conn:write(reply)
     end
-    pending = pending .. chunk
-    for line in pending:gmatch('([^\n]*)\n') do
-      local request = vim.json.decode(line)
-      local cwd = type(request.params) == 'table' and request.params.cwd or ''
-      asked[request.method] = (asked[request.method] or 0) + 1
-      local reply = vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result(request.method, cwd) }) .. '\n'
-      local function send()
-        answered[request.method] = (answered[request.method] or 0) + 1
-        if not conn:is_closing() then
-          conn:write(reply)
-        end
-      end
-      if cwd:match('/slow$') then
-        local timer = uv.new_timer()
-        timer:start(800, 0, function()
-          timer:close()
-          send()
-        end)
-      else
-        send()
-      end
-    end
-    pending = pending:match('[^\n]*$')
-  end)
+  end
+  if cwd:match('/slow$') then
+    local timer = uv.new_timer()
+    timer:start(800, 0, function()
+      timer:close()
+      send()
+    end)
+  else
+    send()
+  end
 end)
 
 memoryd.setup({ socket = path, status_interval_ms = 60000, notifications = false })
 
--- Ask for `view` in the slow folder's buffer, then at once in the fast one's; wait until the
+-- Run `command` in the slow folder's buffer, then at once in the fast one's; wait until the
 -- slow answer came too.
 local function slow_then_fast(command, method)
   local before = answered[method] or 0
@@ -81,23 +66,20 @@ local function slow_then_fast(command, method)
   vim.wait(200) -- the late answer's callback
 end
 
+local function newest_drawn(command, method, view, shown)
+  return {
+    (':%s asked in two buffers shows the last one asked for, not the later answer'):format(command),
+    function()
+      slow_then_fast(command, method)
+      T.has(T.text(view), shown:format('fast'), 'the ' .. view .. ' view')
+      T.has_not(T.text(view), shown:format('slow'), 'the ' .. view .. ' view')
+    end,
+  }
+end
+
 T.run({
-  {
-    ':MemorydRules asked in two buffers shows the last one asked for, not the later answer',
-    function()
-      slow_then_fast('MemorydRules', 'get_context')
-      T.has(T.text('rules'), 'fast_rule.md', 'the rules view')
-      T.has_not(T.text('rules'), 'slow_rule.md', 'the rules view')
-    end,
-  },
-  {
-    ':MemorydMemories asked in two buffers shows the last one asked for, not the later answer',
-    function()
-      slow_then_fast('MemorydMemories', 'memory.list')
-      T.has(T.text('memories'), 'listed for fast', 'the memories view')
-      T.has_not(T.text('memories'), 'listed for slow', 'the memories view')
-    end,
-  },
+  newest_drawn('MemorydRules', 'get_context', 'rules', '%s_rule.md'),
+  newest_drawn('MemorydMemories', 'memory.list', 'memories', 'listed for %s'),
   {
     'saves of a rule file that keep coming still refresh the rules view while they last',
     function()
