@@ -32,6 +32,7 @@ def _service_settings(tmp_path: Path) -> dict[str, str]:
         tmp_path / "run" / "memoryd" / "memoryd.sock",
         tmp_path / "memoryd.log",
         str(tmp_path / "run"),
+        env_file=tmp_path / "home" / ".config" / "memoryd" / "env",
     )
     (service,) = [u for u in units if u.path.name == "memoryd.service"]
     settings: dict[str, str] = {}

@@ -158,6 +158,8 @@ def systemd_units(
     log_file: Path,
     runtime_dir: str | None,
     environment: Mapping[str, str] | None = None,
+    *,
+    env_file: Path,
 ) -> list[UnitFile]:
     socket_spec = systemd_socket_spec(socket, runtime_dir)
     lines = [f"Environment={_systemd_word(f'{k}={v}')}\n" for k, v in (environment or {}).items()]
@@ -169,6 +171,8 @@ def systemd_units(
         "@SOCKET_ARG@": _systemd_quoted(socket_spec.replace("$", "$$")),
         "@SOCKET@": socket_spec,
         "@LOG_FILE@": _exec_word(str(log_file)),
+        # EnvironmentFile= takes the rest of its line as the path: `%` escaped, no quoting.
+        "@ENV_FILE@": str(env_file).replace("%", "%%"),
         "@ENVIRONMENT@\n": "".join(lines),  # last: no placeholder is looked for in its values
     }
     files = []

@@ -23,8 +23,10 @@ _OURS = ("ANTHROPIC_", "MEMORYD_", "CLAUDE_")
 
 
 def env_file() -> Path:
-    """The file memoryd's login service reads its variables from (`memctl service install`:
-    `EnvironmentFile=-%h/.config/memoryd/env`, %h being HOME whatever XDG says)."""
+    """The file memoryd's login service reads its variables from: `memctl service install`
+    names HOME/.config/memoryd/env in `EnvironmentFile=` by its absolute path (whatever XDG
+    says), and carries HOME when it is not the password database's, so the daemon's HOME is
+    install's."""
     return paths.home() / ".config" / "memoryd" / "env"
 
 

@@ -79,8 +79,9 @@ def test_exec_start_and_environment_carry_a_home_of_odd_characters(
     socket = (tmp_path if "\n" in odd else home) / "run" / "memoryd.sock"
     log = home / ".local" / "state" / "memoryd" / "memoryd.log"
     environment = {"XDG_STATE_HOME": str(home / ".local" / "state")}
+    env_file = home / ".config" / "memoryd" / "env"
     socket_unit, service = service_units.systemd_units(
-        tmp_path / "units", command, socket, log, None, environment
+        tmp_path / "units", command, socket, log, None, environment, env_file=env_file
     )
     words = _words(_directive(service.text, "ExecStart"))
     # The program's path is taken as written; the arguments go through substitution.

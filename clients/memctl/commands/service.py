@@ -122,9 +122,33 @@ def _launchd_logs() -> Path:
     return paths.home() / "Library" / "Logs" / "memoryd"
 
 
+def carried() -> tuple[dict[str, str], dict[str, str]]:
+    """What the service's environment gets from install's (`carried_environment`), HOME first
+    when it is not the password database's home folder: the service manager gives the
+    daemon that one (and reads it as `%h`), so the daemon used other memory folders, and
+    another env file, than the memctl and hooks the user runs."""
+    carried, left_out = service_units.carried_environment(os.environ)
+    home = str(paths.home())
+    if home != _passwd_home():
+        if service_units.has_control(home):  # a unit file or plist line cannot hold it
+            left_out = {"HOME": "holds a control character", **left_out}
+        else:
+            carried = {"HOME": home, **carried}
+    return carried, left_out
+
+
+def _passwd_home() -> str | None:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
 def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
     command = service_units.daemon_command()
-    environment, _ = service_units.carried_environment(os.environ)
+    environment, _ = carried()
     if manager == "launchd":
         logs = _launchd_logs()
         plist = service_units.launchd_plist(
@@ -138,14 +162,15 @@ def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
         paths.state_dir() / "memoryd.log",
         None if paths.xdg_dir("XDG_RUNTIME_DIR") is None else os.environ["XDG_RUNTIME_DIR"],
         environment,
+        env_file=env_file(),
     )
 
 
 def _say_environment(report: Report) -> None:
     """Which of the user's roots the service gets, and which it does not."""
-    carried, left_out = service_units.carried_environment(os.environ)
-    if carried:
-        report.say("environment: " + " ".join(f"{k}={v}" for k, v in carried.items()))
+    given, left_out = carried()
+    if given:
+        report.say("environment: " + " ".join(f"{k}={v}" for k, v in given.items()))
     for name, why in left_out.items():
         report.say(f"not carried: {name} ({why}); the service uses its default")
 
@@ -156,6 +181,12 @@ def _tool(manager: str) -> str | None:
 
 def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -> None:
     """What install will not do, decided the same way on a dry run as on a real one."""
+    if service_units.has_control(str(env_file())) and units[0].path.suffix != ".plist":
+        # EnvironmentFile= takes the path as it is, as ListenStream= does.
+        report.refuse(
+            f"the env file path {str(env_file())!r} holds a control character, which a unit "
+            "file cannot name: set HOME to a path without one"
+        )
     if service_units.has_control(str(sock)):
         # ListenStream= takes the path as it is: a line break there ends the line.
         report.refuse(
@@ -268,9 +299,16 @@ def install(report: Report, manager: str, sock: Path) -> None:
 
 
 def env_folder() -> Path:
-    """Where the service unit reads credentials from (`EnvironmentFile=-%h/.config/memoryd/env`:
-    %h is HOME, whatever XDG_CONFIG_HOME says)."""
+    """The env file's folder: ~/.config/memoryd under HOME (whatever XDG_CONFIG_HOME says),
+    as install's environment has it."""
     return paths.home() / ".config" / "memoryd"
+
+
+def env_file() -> Path:
+    """The file the service unit reads credentials from, named by its absolute path
+    (`EnvironmentFile=-%h/…` was the password database's home, not HOME: with another HOME
+    the unit read a file memctl never made, and the user's credentials were not seen)."""
+    return env_folder() / "env"
 
 
 def _env_folder(report: Report) -> None:
@@ -339,7 +377,7 @@ def _started(report: Report, sock: Path) -> bool:
     report.say(
         f"memoryd {'would start' if report.dry_run else 'starts'} on the first connection to "
         f"{sock}; model and team credentials go in "
-        f"~/.config/memoryd/env (VAR=value lines, mode 0600), then "
+        f"{env_file()} (VAR=value lines, mode 0600), then "
         "`systemctl --user restart memoryd.service`"
     )
     return True
