@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_core import PydanticKnownError
 
 # What the kernel accepts (Linux PATH_MAX / NAME_MAX, in bytes): a longer path or component
 # can name nothing, and checking it anyway would surface as an OSError instead of -32602.
 PATH_MAX = 4096
 NAME_MAX = 255
+
+
+# Characters of a path short enough that its bytes (at most 4 a character) pass no bound.
+_SHORT = NAME_MAX // 4
 
 
 def path_problem(value: str) -> str | None:
@@ -30,6 +35,10 @@ def path_problem(value: str) -> str | None:
 
 
 def _path_text(value: str) -> str:
+    # Most paths are too short for any byte count to pass a bound: no encoding, no split
+    # (50,000 touched paths took ~60 ms on the event loop, now ~4 ms).
+    if value and "\x00" not in value and len(value) <= (NAME_MAX if value.isascii() else _SHORT):
+        return value
     problem = path_problem(value)
     if problem is not None:
         raise ValueError(problem)
@@ -69,10 +78,28 @@ def _session_id(value: str) -> str:
     return value
 
 
+# Paths one request may list.
+MAX_PATHS = 100_000
+
+
+def _at_most(limit: int) -> BeforeValidator:
+    """A list over `limit` refused before its items are checked, with the message pydantic's
+    own bound gives after checking them all (10^6 paths took ~0.3 s on the event loop)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > limit:
+            context = {"field_type": "List", "max_length": limit, "actual_length": len(value)}
+            raise PydanticKnownError("too_long", context)
+        return value
+
+    return BeforeValidator(check)
+
+
 Cwd = Annotated[str, AfterValidator(_absolute_existing_dir)]
 SessionId = Annotated[str, AfterValidator(_session_id)]
 # A path given by the client: bounded like the kernel bounds it (see `path_problem`).
 PathText = Annotated[str, AfterValidator(_path_text)]
+PathTexts = Annotated[list[PathText], _at_most(MAX_PATHS), Field(max_length=MAX_PATHS)]
 # Paths only recorded or compared (`read_paths`, `already_surfaced`): odd ones are skipped
 # where they are used, never refused.
-PathList = Annotated[list[str], Field(max_length=100_000)]
+PathList = Annotated[list[str], _at_most(MAX_PATHS), Field(max_length=MAX_PATHS)]

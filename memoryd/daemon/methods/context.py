@@ -12,7 +12,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from memoryd.core.project import Project
-from memoryd.daemon.params import Cwd, PathText, SessionId
+from memoryd.daemon.params import Cwd, PathTexts, SessionId
 from memoryd.daemon.rpc import Params, method
 from memoryd.rules import approvals, assembly, realfs, sessions
 from memoryd.rules.model import (
@@ -35,7 +35,7 @@ log = structlog.get_logger("memoryd.rules")
 class GetContextParams(Params):
     cwd: Cwd
     session_id: SessionId | None = None
-    touched_paths: list[PathText] | None = Field(default=None, max_length=100_000)
+    touched_paths: PathTexts | None = None
     # As the agent was started with (`claude --setting-sources project,local`); all by default.
     setting_sources: list[SettingSource] | None = Field(default=None, max_length=3)
 
