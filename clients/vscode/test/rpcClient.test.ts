@@ -193,6 +193,18 @@ describe("a daemon killed mid-session", () => {
     }
   });
 
+  test("a memctl whose path has spaces is run as that one program", async () => {
+    const folder = path.join(tmp, "My Tools", "bin");
+    fs.mkdirSync(folder, { recursive: true });
+    const memctl = path.join(folder, "memctl");
+    const said = path.join(tmp, "memctl-args.txt");
+    fs.writeFileSync(memctl, `#!/bin/sh\nprintf '%s\\n' "$@" > '${said}'\necho started\n`, { mode: 0o755 });
+    const result = await startDaemon(memctl, path.join(tmp, "spaced.sock"));
+    assert.ok(result.ok, result.output);
+    assert.equal(result.output, "started");
+    assert.deepEqual(fs.readFileSync(said, "utf8").split("\n"), ["--socket", path.join(tmp, "spaced.sock"), "start", ""]);
+  });
+
   test("a memctl that is not installed is a clear message", async () => {
     const result = await startDaemon("/nonexistent/memctl", path.join(tmp, "x.sock"));
     assert.equal(result.ok, false);

@@ -1,6 +1,7 @@
 // The daemon being down: one clear message per outage (not one per failed call), and starting
 // it with `memctl start` on the user's say-so.
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
 
 import type { MemorydClient } from "./rpcClient";
 
@@ -30,12 +31,23 @@ export interface StartResult {
   output: string;
 }
 
+function isFile(file: string): boolean {
+  try {
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Run `memctl --socket SOCKET start` (a no-op when the daemon is healthy). `memctl` is the
- * command from the settings, split on spaces ("python3 -m memctl" works).
+ * command from the settings: a file as it stands is the program (a path with spaces, such as
+ * `~/Library/Application Support/…/memctl`, was split into words that name nothing), else it
+ * is split on spaces ("python3 -m memctl" works).
  */
 export function startDaemon(memctl: string, socketPath: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 30_000): Promise<StartResult> {
-  const [command, ...args] = memctl.trim().split(/\s+/);
+  const whole = memctl.trim();
+  const [command, ...args] = isFile(whole) ? [whole] : whole.split(/\s+/);
   if (!command) {
     return Promise.resolve({ ok: false, output: "no memctl command configured (memoryd.memctlPath)" });
   }
