@@ -21,6 +21,9 @@ local function result(method, cwd)
   elseif method == 'memory.list' then
     local memory = { path = folder .. '/memory/' .. name .. '.md', name = name .. ' memory', description = 'listed for ' .. name, type = 'project', mtime = os.time(), team = false }
     return { instruction_files = {}, memories = { memory }, memory_dir = folder .. '/memory', team_dir = folder .. '/memory/team' }
+  elseif method == 'recall' then
+    local memory = { path = folder .. '/memory/' .. name .. '.md', name = name .. ' recalled', description = '', type = 'project', mtime = os.time() }
+    return { memories = { memory }, selector = 'served' }
   elseif method == 'subscribe' then
     return { subscribed = {} }
   end
@@ -80,6 +83,7 @@ end
 T.run({
   newest_drawn('MemorydRules', 'get_context', 'rules', '%s_rule.md'),
   newest_drawn('MemorydMemories', 'memory.list', 'memories', 'listed for %s'),
+  newest_drawn('MemorydRecall release', 'recall', 'recall', '%s recalled'),
   {
     'saves of a rule file that keep coming still refresh the rules view while they last',
     function()

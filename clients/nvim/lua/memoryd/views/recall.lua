@@ -214,6 +214,10 @@ function M.query_from(opts)
   return nil
 end
 
+-- The view draws the newest recall's answer only: a recall waiting on a model answered after
+-- the next one drew its query's memories over the ones asked for last.
+local latest = require('memoryd.latest').new()
+
 function M.run(query, ctx)
   ctx = ctx or memoryd.buffer_context()
   local params = {
@@ -222,7 +226,11 @@ function M.run(query, ctx)
     limit = memoryd.config.recall_limit,
     explain = true,
   }
+  local ticket = latest.ask()
   memoryd.request('recall', params, function(reply)
+    if not latest.take(ticket) then
+      return
+    end
     local buf = ui.buffer('recall', true, function(b)
       ui.map(b, '<CR>', ui.open_target, 'open the memory')
     end)
