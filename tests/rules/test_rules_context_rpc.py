@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from memoryd.daemon.methods.context import GetContextResult
 from memoryd.daemon.wiring import Services, rpc_methods
 from memoryd.rules import realfs
 from memoryd.rules import service as service_mod
+from memoryd.rules import sessions as sessions_mod
 from memoryd.rules.loader import load_context
 from memoryd.rules.model import ContextContribution, ContextRequest, IndexEntry
 from memoryd.rules.realfs import RealFS
@@ -385,8 +387,8 @@ async def test_touched_paths_relative_and_session_union(daemon: DaemonHandle, tr
     later = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(later, repo) == ["services/pay/CLAUDE.md"]
     assert daemon.daemon.services.session_paths.get("s-1") == {str(repo / "services/pay/main.py")}
-    daemon.daemon.services.session_paths.add_touched("s-1", ["db/schema.sql"], cwd=repo)
-    daemon.daemon.services.session_paths.add_touched("s-1", ["relative-without-cwd.sql"])
+    await daemon.daemon.services.session_paths.add_touched("s-1", ["db/schema.sql"], cwd=repo)
+    await daemon.daemon.services.session_paths.add_touched("s-1", ["relative-without-cwd.sql"])
     after_turn = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(after_turn, repo) == [".claude/rules/sql.md", "services/pay/CLAUDE.md"]
     other = await daemon.call("get_context", cwd=str(repo), session_id="s-2")
@@ -418,7 +420,7 @@ async def test_touched_path_spelled_through_a_link_activates_files(
         )
         assert _names(result, repo) == expected, (cwd, touched)
     # Through a session: reported with the link's spelling, asked for with the real cwd.
-    daemon.daemon.services.session_paths.add_touched("s-1", [str(link / "svc/y.py")])
+    await daemon.daemon.services.session_paths.add_touched("s-1", [str(link / "svc/y.py")])
     result = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(result, repo) == expected
 
@@ -596,17 +598,44 @@ async def test_a_sessions_many_touched_paths_are_read_off_the_event_loop(
     # Found by a bug hunt: each get_context of a session made Paths of its whole union of
     # touched paths on the event loop; at 50,000 that held every other client ~0.5 s a call.
     repo = tree.git_repo("repo")
-    made = _record_calls(monkeypatch, context_methods, "_touched", "_normalized")
+    made = _record_calls(monkeypatch, context_methods, "_touched")
+    made |= _record_calls(monkeypatch, sessions_mod, "normalize_all")
     many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED * 2)]
     call = {"cwd": str(repo), "session_id": "s1"}
     loop = threading.get_ident()
     await daemon.call("get_context", touched_paths=many[:10], **call)
     # A few: on the loop, no thread's cost.
-    assert made == {"_touched": [(loop, 10)], "_normalized": [(loop, 10)]}
+    assert made == {"_touched": [(loop, 10)], "normalize_all": [(loop, 10)]}
     await daemon.call("get_context", touched_paths=many, **call)
     (thread, size), *_ = made["_touched"][1:]
-    assert (size, made["_normalized"][1][1]) == (len(many) - 10, len(many))
-    assert loop not in (thread, made["_normalized"][1][0])
+    assert (size, made["normalize_all"][1][1]) == (len(many) - 10, len(many))
+    assert loop not in (thread, made["normalize_all"][1][0])
+
+
+@pytest.mark.parametrize("method", ["after_tool", "after_turn"])
+async def test_many_paths_a_tool_read_are_normalized_off_the_event_loop(
+    daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    # Found by a bug hunt: after_tool's (and after_turn's) paths were normalized on the event
+    # loop; 100,000 of them held every other client ~0.15 s.
+    repo = tree.git_repo("repo")
+    made = _record_calls(monkeypatch, sessions_mod, "normalize_all")
+    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED + 1)]
+    extra = {"messages": [{"role": "user", "content": "hi"}]} if method == "after_turn" else {}
+    await daemon.call(method, cwd=str(repo), session_id="s1", read_paths=many, **extra)
+    assert [size for _, size in made["normalize_all"]] == [len(many)]
+    assert made["normalize_all"][0][0] != threading.get_ident()
+    assert len(daemon.daemon.services.session_paths.get("s1")) == len(many)
+
+
+def test_a_path_is_normalized_as_normpath_does() -> None:
+    # The way around `normpath` for paths it leaves alone, checked on every path of up to 7
+    # characters of `/`, `.` and `a`.
+    for size in range(1, 8):
+        for chars in itertools.product("/.a", repeat=size):
+            raw = "".join(chars)
+            expected = os.path.normpath(os.path.join("/cwd", raw))
+            assert sessions_mod.normalize(raw, Path("/cwd")) == expected, raw
 
 
 async def test_a_sessions_touched_paths_are_made_into_paths_once(

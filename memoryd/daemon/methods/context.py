@@ -91,11 +91,6 @@ def _touched(
     return result, outside
 
 
-def _normalized(paths: list[str], cwd: str) -> list[str]:
-    """The touched paths a request names, normalized, the unusable left out."""
-    return [p for p in (sessions.normalize(t, Path(cwd)) for t in paths) if p]
-
-
 def _touched_set(
     raw: list[str], given_cwd: str, real_cwd: Path, roots: tuple[Path, ...]
 ) -> frozenset[Path]:
@@ -188,11 +183,7 @@ async def context_now(
     what is in effect now)."""
     project = daemon.services.projects.resolve(params.cwd)
     real_cwd = Path(os.path.realpath(params.cwd))  # noqa: ASYNC240 - a few lstats
-    given = params.touched_paths or []
-    if len(given) > INLINE_TOUCHED:  # 50,000 of them took a second on the loop
-        cleaned = await asyncio.to_thread(_normalized, given, params.cwd)
-    else:
-        cleaned = _normalized(given, params.cwd)
+    cleaned = await sessions.normalized(params.touched_paths or [], params.cwd)
     roots = tuple(r for r in (project.root, project.facts.worktree_root) if r is not None)
     if params.session_id is None:
         touched = await _made(cleaned, params.cwd, real_cwd, roots)
