@@ -27,6 +27,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from memoryd import __version__
+from memoryd_client.version import checkout_commit
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "memoryd", "memoryd_team", "clients")
@@ -53,6 +54,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(path, src / name, ignore=ignore)
         else:
             shutil.copy2(path, src / name)
+    commit = checkout_commit(REPO)
+    if commit is not None:
+        # The checkout's commit, as its .git holds it: the wheel's version names it as the
+        # checkout's does (memoryd_client.version), which the tests below compare.
+        (src / ".git").mkdir()
+        (src / ".git" / "HEAD").write_text(f"{commit}\n")
     built = _run(
         sys.executable,
         "-m",
