@@ -182,6 +182,9 @@ class PullReport:
     not_modified: bool = False
     empty: bool = False  # the server has nothing for this repo (404)
     limits_forgotten: bool = False  # learned limits dropped: what they withheld may go now
+    # The server's state went back to an earlier one (a restore, a lagging replica): what it
+    # no longer holds was kept aside as conflict copies, not overwritten.
+    went_back: bool = False
 
 
 @dataclass
@@ -311,7 +314,13 @@ class SyncEngine:
                 raise
             report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
             self.state.pending = self._pending_after(scan.checksums, marks)
-            self._result("pull", True, pulled=len(report.pulled), conflicts=len(report.conflicts))
+            self._result(
+                "pull",
+                True,
+                pulled=len(report.pulled),
+                conflicts=len(report.conflicts),
+                **({"went_back": True} if report.went_back else {}),
+            )
             self._save()
         await self._announce_conflicts(report.conflicts)
         if report.pulled:
@@ -357,6 +366,7 @@ class SyncEngine:
             self._nothing_to_write(first, report, asked=if_none_match is not None)
             return
         server = first.checksums
+        report.went_back = self._went_back(first.etag)
         # A key no path may hold is refused by `_settle` without being fetched (asked for as
         # a page's start, a lone surrogate could not even be sent).
         needed = sorted(
@@ -379,7 +389,9 @@ class SyncEngine:
                     mismatched.add(key)
             if wanted:
                 async with self._write_lock:
-                    await asyncio.to_thread(self._apply_entries, wanted, scan, report, refused)
+                    await asyncio.to_thread(
+                        self._apply_entries, wanted, scan, report, refused, report.went_back
+                    )
                 handled.update(wanted)
             if page.next is None:
                 break
@@ -408,8 +420,11 @@ class SyncEngine:
         assert snapshot.entries is not None
         refused: dict[str, str] = {}
         texts = _texts(snapshot.entries, refused)
+        report.went_back = self._went_back(snapshot.etag)
         async with self._write_lock:
-            await asyncio.to_thread(self._apply_entries, texts, scan, report, refused)
+            await asyncio.to_thread(
+                self._apply_entries, texts, scan, report, refused, report.went_back
+            )
         server = {key: _digest(content) for key, content in snapshot.entries.items()}
         await asyncio.to_thread(
             self._settle, server, snapshot.etag, scan, report, refused, set(server)
@@ -427,8 +442,19 @@ class SyncEngine:
             report.not_modified = True
             return
         report.empty = True
-        self.state.etag = None
+        self.state.server_at(None)
         self.state.server_checksums = {}
+
+    def _went_back(self, etag: str | None) -> bool:
+        """Whether the server's state went back to one it had before (`SyncState.server_at`)."""
+        if not (self.state.went_back or self.state.returns_to(etag)):
+            return False
+        log.warning(
+            "the team server's state went back to an earlier one (a restore from a backup, a "
+            "lagging replica?): local versions it no longer holds are kept as conflict copies",
+            repo=self.repo,
+        )
+        return True
 
     def _apply_entries(
         self,
@@ -436,12 +462,14 @@ class SyncEngine:
         scan: LocalScan,
         report: PullReport,
         refused: dict[str, str],
+        went_back: bool = False,
     ) -> None:
         """Write what the server sent (in a thread, under the memory dir's writer lock);
-        `scan` is updated with what was written, `refused` with the keys not written."""
+        `scan` is updated with what was written, `refused` with the keys not written. With
+        `went_back` a synced local version is kept aside too: the server lost it."""
         dirs_to_sync: set[Path] = set()
         try:
-            self._write_entries(entries, scan, report, refused, dirs_to_sync)
+            self._write_entries(entries, scan, report, refused, dirs_to_sync, went_back)
         finally:
             # Before the state can record them as synced (the caller saves it after).
             self.folder.sync_dirs(dirs_to_sync)
@@ -453,6 +481,7 @@ class SyncEngine:
         report: PullReport,
         refused: dict[str, str],
         dirs_to_sync: set[Path],
+        went_back: bool,
     ) -> None:
         state = self.state
         now = self._clock()
@@ -487,7 +516,9 @@ class SyncEngine:
                 # WRITE or CONFLICT: `replace` moves the local file aside and keeps it as a
                 # conflict copy unless it is the synced (or the server's) version — decided on
                 # the bytes that moved, so an edit saved since the read above is kept too.
-                disposable = {digest} if synced is None else {digest, synced}
+                # After the server went back, the synced version is one it lost (a version
+                # pushed after its backup): dropped, it was gone from the folder and the server.
+                disposable = {digest} if synced is None or went_back else {digest, synced}
                 written = content
                 if action is delta.PullAction.CONFLICT and mine is not None and key == INDEX_NAME:
                     # The index is derived from the files: both sides' added lines are kept
@@ -573,7 +604,8 @@ class SyncEngine:
         # and not kept among the server's checksums: saved as it is, it made the state file
         # unwritable, this pull's and every later one's.
         state.server_checksums = {k: d for k, d in server.items() if _is_text(k)}
-        state.etag = etag
+        state.server_at(etag)
+        state.went_back = False  # this pull kept aside what the server went back on
         state.refused_keys = {_printable(k): why for k, why in refused.items()}
         report.refused = state.refused_keys
 
@@ -659,7 +691,7 @@ class SyncEngine:
                         current = batch
                         body = {key: contents[key] for key in batch}
                         etag = await client.put(self.repo, body, if_match=state.etag)
-                        state.etag = etag
+                        state.server_at(etag)
                         for key in batch:
                             digest = scan.checksums[key]  # the checksum of body[key]
                             state.server_checksums[key] = digest
@@ -939,10 +971,10 @@ class SyncEngine:
         if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
             raise Retryable(UNASKED_304)
         if snapshot is None:
-            self.state.etag = None
+            self.state.server_at(None)
             self.state.server_checksums = {}
             return
-        self.state.etag = snapshot.etag
+        self.state.server_at(snapshot.etag)
         self.state.server_checksums = dict(snapshot.checksums)
 
     def _note_in_step(self, scan: LocalScan) -> None:

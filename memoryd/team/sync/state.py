@@ -28,6 +28,9 @@ log = structlog.get_logger("memoryd.team")
 
 STATE_VERSION = 1
 MAX_CONFLICTS_KEPT = 200
+# The server's ETags a folder remembers, to see its state go back to an earlier one (a restore
+# from a backup, a failover to a lagging replica): an ETag names the whole state.
+MAX_SEEN_ETAGS = 64
 
 
 @dataclass
@@ -66,6 +69,10 @@ class SyncState:
     conflicts: list[Conflict] = field(default_factory=list)  # the last MAX_CONFLICTS_KEPT
     conflicts_total: int = 0  # every conflict ever recorded, kept or not
     last_result: dict[str, Any] | None = None
+    # The server's ETags, oldest first (MAX_SEEN_ETAGS); `went_back`: its state went back to
+    # one of them and no pull has run since (a push's 412 refresh saw it first).
+    seen_etags: list[str] = field(default_factory=list)
+    went_back: bool = False
     # In memory only (see module docstring).
     suppressed: str | None = field(default=None, compare=False)
     # Learned from the server's 413s, in memory only too: an admin may raise the limit, so a
@@ -115,6 +122,12 @@ class SyncState:
                 conflicts=[Conflict(**c) for c in data.get("conflicts", [])],
                 conflicts_total=_opt_int(data.get("conflicts_total")) or 0,
                 last_result=data.get("last_result"),
+                seen_etags=[
+                    tag
+                    for tag in (usable_etag(_str(t)) for t in data.get("seen_etags", []))
+                    if tag is not None
+                ][-MAX_SEEN_ETAGS:],
+                went_back=data.get("went_back") is True,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed sync state: {exc}") from exc
@@ -122,6 +135,32 @@ class SyncState:
     def __post_init__(self) -> None:
         # A state saved before the count was kept: it had at least the conflicts it lists.
         self.conflicts_total = max(self.conflicts_total, len(self.conflicts))
+
+    def returns_to(self, etag: str | None) -> bool:
+        """Whether `etag` is a state the server had before the last one we saw (first seen
+        earlier: coming back to a later one, a replica catching up, is going forward)."""
+        seen, now = self.seen_etags, self.etag
+        return (
+            etag is not None
+            and now is not None
+            and etag != now
+            and etag in seen
+            and now in seen
+            and seen.index(etag) < seen.index(now)
+        )
+
+    def server_at(self, etag: str | None) -> None:
+        """The server's state is now `etag` (a GET or a PUT said so). One it had before the
+        last (a restore from a backup, a lagging replica) sets `went_back`: the next pull
+        keeps aside what the server no longer holds rather than overwrite it."""
+        if self.returns_to(etag):
+            self.went_back = True
+        self.etag = etag
+        if etag is None:  # the server holds nothing: what it held before is no measure now
+            self.seen_etags.clear()
+        elif etag not in self.seen_etags:  # in the order first seen
+            self.seen_etags.append(etag)
+            del self.seen_etags[:-MAX_SEEN_ETAGS]
 
     def add_conflict(self, conflict: Conflict) -> None:
         """Record a conflict; only the newest MAX_CONFLICTS_KEPT are kept (the state is saved
