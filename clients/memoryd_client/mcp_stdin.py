@@ -9,8 +9,10 @@ The SDK answers nothing for a message it cannot parse, so the client waited for 
 - a line that is not JSON is answered with a JSON-RPC parse error (-32700), and a JSON-RPC batch
   (which MCP no longer has, since 2025-06-18) or a message that is not a valid JSON-RPC request,
   notification or response with invalid request (-32600): a batch with one error per request in
-  it, a message with its `id` when it has one, `null` otherwise (JSON-RPC 2.0, section 5.1). A
-  response nothing can be said about, or a blank line, is dropped, as JSON-RPC wants.
+  it, a message with its `id` when it has one, `null` otherwise (JSON-RPC 2.0, section 5.1); a
+  request whose `id` MCP does not allow (null, 1.5, true), which the SDK reads as a
+  notification, is one of those. A response nothing can be said about, or a blank line, is
+  dropped, as JSON-RPC wants.
 Each verdict is the SDK's own (`is_message`, its JSON-RPC message type), so what it takes passes.
 
 Both ends are pipes: a thread reads the client's stdin and writes on what the SDK should see,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import threading
@@ -86,12 +89,16 @@ def _wants_reply(message: Any) -> bool:
     return not ("result" in message or "error" in message)
 
 
-def _id(message: Any) -> str | int | None:
+def _id(message: Any) -> str | int | float | None:
+    """The `id` to answer with: the message's string or number as written (1.5 too, which MCP
+    refuses but the client waits on), else null."""
     value = message.get("id") if isinstance(message, dict) else None
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _error(request_id: str | int | None, code: int, message: str) -> dict[str, Any]:
+def _error(request_id: str | int | float | None, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 

@@ -12,12 +12,13 @@ never do.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import jsonrpc_message_adapter
+from mcp.types import JSONRPCNotification, jsonrpc_message_adapter
 from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
@@ -181,13 +182,23 @@ def _cut(text: str, limit: int) -> str:
 
 
 def is_jsonrpc_message(line: bytes) -> bool:
-    """Whether the SDK's stdio transport takes `line` (decoded as it decodes it), for
-    `mcp_stdin`, which answers the others."""
+    """Whether the SDK's stdio transport takes `line` (decoded as it decodes it) for what it
+    is, for `mcp_stdin`, which answers the others."""
+    text = line.decode("utf-8", errors="replace")
     try:
-        jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:  # pydantic's ValidationError
         return False
-    return True
+    if not isinstance(message, JSONRPCNotification):
+        return True
+    # A request whose `id` MCP does not allow (null, 1.5, true: only a string or an integer)
+    # is read by the SDK as a notification, its `id` ignored, and never answered: the client
+    # waited on it for ever. A notification has no `id` at all.
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):  # the SDK's parser took it: leave it the verdict
+        return True
+    return not (isinstance(raw, dict) and "id" in raw)
 
 
 def build_server(tools: Tools) -> MCPServer[Any]:

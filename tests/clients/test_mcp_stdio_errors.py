@@ -79,6 +79,27 @@ def test_lines_the_sdk_cannot_take_are_answered_and_replies_stay_whole(
             b'{"jsonrpc":"2.0","method":5}',
             {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
         ),
+        # A request with an id MCP does not allow: the SDK took it for a notification.
+        (
+            b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"list"}}',
+            {"jsonrpc": "2.0", "id": 1.5, "error": {"code": -32600}},
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":true,"method":"ping"}',
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":[2],"method":"notifications/initialized"}',
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32600}},
+        ),
         # A notification or a response is never answered, however wrong.
         (b'{"jsonrpc":"2.0","method":"notifications/x","params":5}', b""),
         (b'{"jsonrpc":"2.0","id":3,"error":5}', b""),
@@ -96,6 +117,24 @@ def test_error_reply(line: bytes, expected: Any) -> None:
     assert got["error"]["message"]
     got["error"] = {"code": got["error"]["code"]}
     assert got == expected
+
+
+def test_a_request_whose_id_mcp_does_not_allow_is_answered(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    lines = [
+        '{"jsonrpc":"2.0","id":null,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":2.5,"method":"tools/list"}',
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}',
+        '{"jsonrpc":"2.0","id":3,"method":"ping"}',
+    ]
+    replies = exchange(fake_daemon.socket_path, tmp_path, lines, count=4)
+    # Before: the SDK read the first two as notifications; only 1 and 3 were answered, and
+    # the client waited for ever on the others.
+    by_id = {r["id"]: r for r in replies}  # the wire's own answers may come first
+    assert sorted(by_id, key=str) == [1, 2.5, 3, None]
+    assert by_id[None]["error"]["code"] == by_id[2.5]["error"]["code"] == -32600
+    assert by_id[3]["result"] == {}
 
 
 def test_a_line_over_the_cap_is_read_past_not_kept() -> None:
