@@ -62,6 +62,14 @@ def read_regular_file(path: Path | str, limit: int, *, follow_links: bool = Fals
         os.close(fd)
 
 
+# A NUL byte in a file's first 8 KiB makes it binary, as git sees it (UTF-16 text is one too).
+BINARY_SNIFF_BYTES = 8_192
+
+
+def looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
 def make_private_dirs(path: Path, mode: int = 0o700) -> Path:
     """Create `path` and its missing parents, each with exactly `mode` (0700); existing ones
     are left as they are. The one rule, shared with memctl (`memoryd_client.private_dirs`)."""

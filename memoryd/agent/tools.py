@@ -28,6 +28,7 @@ from memoryd.agent.seen import Stamp, stamp_of
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_text,
+    looks_binary,
     read_regular_file,
     remove_stale_staged,
 )
@@ -118,7 +119,7 @@ def _read_text(path: Path, *, for_edit: bool = False) -> str:
     if len(data) > MAX_FILE_BYTES:
         size = os.stat(path, follow_symlinks=False).st_size
         raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         raise ToolError(f"{path} is a binary file")
     if not for_edit:
         return data.decode("utf-8", errors="replace")
@@ -237,7 +238,7 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
             continue
         if len(data) > MAX_FILE_BYTES:
             continue
-        if b"\x00" in data[:8192]:
+        if looks_binary(data):
             continue
         text = data.decode("utf-8", errors="replace")
         if mode == "files_with_matches":

@@ -33,7 +33,7 @@ from memoryd.automem.naming import is_index_name
 from memoryd.automem.recall.dates import first_date
 from memoryd.automem.recall.keysets import KeySets
 from memoryd.automem.recall.ranker import RankerParams, RecallIndex
-from memoryd.fsutil import read_regular_file
+from memoryd.fsutil import looks_binary, read_regular_file
 from memoryd.team.protocol import ignored_name
 
 TEAM_DIR = "team"
@@ -46,8 +46,6 @@ Seen = dict[str, tuple[str, Stamp]]  # what a scan found: {key: (absolute path, 
 Pending = dict[str, tuple[str, Stamp, Stamp | None]]
 
 
-# A NUL byte in a file's first 8 KiB makes it binary, as the agents' Read and Grep and git see it.
-BINARY_SNIFF_BYTES = 8_192
 BINARY_PROBLEM = (
     "a binary file (a NUL byte in its first 8 KiB; UTF-16 text is one too), not a memory: "
     "nothing of it is recalled; save it as UTF-8 text or move it out of the memory folder"
@@ -301,7 +299,7 @@ class DirState:
             self._drop(key)
             return
         else:
-            if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
+            if looks_binary(raw):
                 # An image saved as .md, a UTF-16 note: ranked by its name, its bytes went
                 # into the prompt as a memory. Listed with why, never recalled (as unreadable).
                 parsed = replace(parse_memory("", fallback), problem=BINARY_PROBLEM)

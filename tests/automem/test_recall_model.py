@@ -313,3 +313,17 @@ async def test_large_manifest_without_local_match_offers_the_newest(
     lines = _manifest_lines(fake_model)
     assert len(lines) == recall_mod.MODEL_CANDIDATES
     assert newest.name in lines[0]
+
+
+async def test_a_binary_file_the_model_selects_is_not_returned(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, project: Path
+) -> None:
+    # The manifest lists a binary file with its problem; the model may still name it, and its
+    # bytes would go into the prompt as a memory.
+    paths = await _seed(daemon_with_model, project)
+    photo = Path(paths[0]).parent / "reference_latency_graph.md"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00latency graphs" * 50)
+    fake_model.enqueue(json_reply({"selected": [photo.name, Path(paths[1]).name]}))
+    got = await daemon_with_model.call("recall", cwd=str(project), query="latency graphs?")
+    assert got["selector"] == "model"
+    assert [m["path"] for m in got["memories"]] == [paths[1]]

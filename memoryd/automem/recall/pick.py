@@ -23,7 +23,7 @@ from memoryd.automem.memfile import MAX_FILE_BYTES, parse_memory
 from memoryd.automem.recall.query import query_excerpt
 from memoryd.automem.recall.replies import names_no_topic
 from memoryd.automem.service import surfaced_keys
-from memoryd.fsutil import open_regular_file
+from memoryd.fsutil import looks_binary, open_regular_file
 from memoryd.llm.client import ModelError
 from memoryd.llm.replies import json_object
 
@@ -98,7 +98,8 @@ def read_recalled(header: MemoryHeader) -> tuple[MemoryHeader, str] | None:
     """The memory's content as it is now, with its header made again from that content when
     the file was written since it was scanned (an edit in place shows at the next sweep: the
     content was fresh, its name, description, mtime and staleness note were not); None when
-    it is gone. A symlink or FIFO swapped in since the scan is neither followed nor waited on."""
+    it is gone or binary now. A symlink or FIFO swapped in since the scan is neither followed
+    nor waited on."""
     try:
         fd = open_regular_file(header.path)
         try:
@@ -111,7 +112,11 @@ def read_recalled(header: MemoryHeader) -> tuple[MemoryHeader, str] | None:
             os.close(fd)
     except OSError:
         return None
-    content = b"".join(chunks).decode("utf-8", errors="replace")
+    raw = b"".join(chunks)
+    if looks_binary(raw):
+        # Became binary since the scan (which lists such a file and never ranks it).
+        return None
+    content = raw.decode("utf-8", errors="replace")
     if mtime != header.mtime:
         parsed = parse_memory(content, header.file.rsplit("/", 1)[-1].removesuffix(".md"))
         header = replace(
