@@ -40,10 +40,16 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print(MISSING_EXTRA.format(name=exc.name), file=sys.stderr)
         sys.exit(EXIT_MISSING_EXTRA)
-    default_cwd = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or os.getcwd()
-    # A relative one (`"args": ["--cwd", "."]` in a host's config) is the start directory's:
-    # left relative, every tool call failed as if the model had passed a bad `cwd`.
-    default_cwd = os.path.abspath(os.path.expanduser(default_cwd))
+    chosen: str = args.cwd or os.environ.get("MEMORYD_MCP_CWD") or "."
+    default_cwd: str | None
+    try:
+        # A relative one (`"args": ["--cwd", "."]` in a host's config) is the start directory's:
+        # left relative, every tool call failed as if the model had passed a bad `cwd`.
+        default_cwd = os.path.abspath(os.path.expanduser(chosen))
+    except FileNotFoundError:
+        # Started in a folder since deleted: it was a traceback, and the host had no server.
+        # A tool given its `cwd` still works; one without says why there is no project.
+        default_cwd = None
     server = build_server(Tools(args.socket, default_cwd))
     # Ctrl-C in a host's terminal reaches its MCP servers too. asyncio's own handling cancels
     # the server, which then waits for the SDK's stdin reader, a thread blocked in read(): the

@@ -54,13 +54,20 @@ CwdArg = Annotated[
 class Tools:
     """The four tools over one daemon socket and a default project directory."""
 
-    def __init__(self, socket_path: str | None, default_cwd: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self, socket_path: str | None, default_cwd: str | None, timeout: float = 60.0
+    ) -> None:
         self.socket_path = socket_path
-        self.default_cwd = default_cwd
+        self.default_cwd = default_cwd  # None: the server started in a folder since deleted
         self.timeout = timeout
 
     def _cwd(self, cwd: str | None) -> str:
         chosen = cwd or self.default_cwd
+        if chosen is None:
+            raise ToolError(
+                "no default project: the directory memoryd-mcp started in no longer exists; "
+                "pass cwd (the project's absolute directory)"
+            )
         path = Path(chosen).expanduser()
         if not path.is_absolute() or not path.is_dir():
             raise ToolError(f"cwd must be an existing absolute directory, got {chosen!r}")

@@ -315,6 +315,27 @@ async def test_a_relative_default_project_is_taken_from_the_start_directory(
     assert fake_daemon.calls("memory.list") == [{"cwd": str(project)}]
 
 
+async def test_a_start_directory_since_deleted_serves_tools_given_their_cwd(
+    fake_daemon: FakeDaemon, tmp_path: Path, project: Path
+) -> None:
+    fake_daemon.on("memory.list", {"memory_dir": "/m", "memories": [], "instruction_files": []})
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    # The shell starts the server in a folder it has just removed.
+    script = 'cd "$1" && rmdir "$1" && exec "$2" -m memoryd_client.mcp_server --socket "$3"'
+    args = ["-c", script, "sh", str(gone), sys.executable, str(fake_daemon.socket_path)]
+    params = StdioServerParameters(command="sh", args=args, env=memctl_env(), cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # Before: a FileNotFoundError traceback from os.getcwd() and no server at all.
+        await session.initialize()
+        without = await session.call_tool("list", {})
+        given = await session.call_tool("list", {"cwd": str(project)})
+    assert without.is_error
+    assert "no longer exists; pass cwd" in without.content[0].text
+    assert not given.is_error, given.content
+    assert fake_daemon.calls("memory.list") == [{"cwd": str(project)}]
+
+
 def test_sigint_ends_the_server_at_once_and_quietly(fake_daemon: FakeDaemon, project: Path) -> None:
     proc = start_server(fake_daemon.socket_path, project)
     try:
