@@ -45,6 +45,9 @@ class MethodSpec:
     # full disk halfway leaves what they wrote before it, so its error must not say "nothing
     # was changed" as it does for every other method.
     writes_several: bool = False
+    # True for handlers that write in a memory folder (auto memory, its `team/`): a read-only
+    # file system there is also mended by moving that folder, and their error says so.
+    memory_folder: bool = False
 
 
 def method(
@@ -54,7 +57,8 @@ def method(
     *,
     inline: bool = False,
     writes_several: bool = False,
+    memory_folder: bool = False,
 ) -> MethodSpec:
     """The spec of one method; its summary is the first line of the handler's docstring."""
     summary = (handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else ""
-    return MethodSpec(name, params, handler, summary, inline, writes_several)
+    return MethodSpec(name, params, handler, summary, inline, writes_several, memory_folder)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.daemon.rpc import NoParams, method
+from memoryd.daemon.rpc import MethodSpec, NoParams, method
+from memoryd.daemon.wiring import rpc_methods
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
@@ -120,26 +121,60 @@ async def _over_quota(_daemon: object, _params: NoParams) -> None:
     raise OSError(errno.EDQUOT, "Disk quota exceeded", "/home/ada/x")
 
 
+async def _read_only(_daemon: object, _params: NoParams) -> None:
+    raise OSError(errno.EROFS, "Read-only file system", "/home/ada/x")
+
+
+async def _messages(short_tmp: Path, *specs: MethodSpec) -> dict[str, str]:
+    """The error message of each of `specs`, called once on a daemon that serves them."""
+    messages = {}
+    handle = await start_daemon(daemon_config(short_tmp), specs)
+    try:
+        for spec in specs:
+            with pytest.raises(RpcError) as err:
+                await handle.call(spec.name)
+            messages[spec.name] = err.value.message
+    finally:
+        await stop_daemon(handle)
+    return messages
+
+
 async def test_a_method_that_writes_several_files_does_not_claim_nothing_changed(
     short_tmp: Path,
 ) -> None:
-    specs = (
-        method("test.quota", NoParams, _over_quota),
-        method("test.quota_several", NoParams, _over_quota, writes_several=True),
-    )
-    handle = await start_daemon(daemon_config(short_tmp), specs)
-    try:
-        with pytest.raises(RpcError) as one:
-            await handle.call("test.quota")
-        with pytest.raises(RpcError) as several:
-            await handle.call("test.quota_several")
-    finally:
-        await stop_daemon(handle)
-    assert one.value.message.startswith(
+    one, several = (
+        await _messages(
+            short_tmp,
+            method("test.quota", NoParams, _over_quota),
+            method("test.quota_several", NoParams, _over_quota, writes_several=True),
+        )
+    ).values()
+    assert one.startswith(
         "test.quota failed: the disk quota is used up (EDQUOT); nothing was changed."
     )
-    assert several.value.message.startswith(
+    assert several.startswith(
         "test.quota_several failed: the disk quota is used up (EDQUOT); what it wrote before "
         "that stands, the rest was not changed. To mend it: free some space or raise the quota"
     )
-    assert "/home/ada" not in one.value.message
+    assert "/home/ada" not in one
+
+
+async def test_only_a_method_that_writes_a_memory_folder_is_told_to_move_it(
+    short_tmp: Path,
+) -> None:
+    elsewhere, memory = (
+        await _messages(
+            short_tmp,
+            method("test.read_only", NoParams, _read_only),
+            method("test.read_only_memory", NoParams, _read_only, memory_folder=True),
+        )
+    ).values()
+    assert "move the memory folder" not in elsewhere
+    assert "To mend it: remount it read-write, or move the memory folder" in memory
+    # Of the daemon's own methods, those that write the memory folder or its team/.
+    told = {name for name, spec in rpc_methods().items() if spec.memory_folder}
+    assert told == {
+        *(f"memory.{m}" for m in ("list", "read", "write", "delete", "history", "restore")),
+        *(f"memory.{m}" for m in ("remember", "reconcile", "dream")),
+        *(f"team.{m}" for m in ("status", "pull", "push")),
+    }

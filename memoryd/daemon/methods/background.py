@@ -45,6 +45,6 @@ async def magicdocs_list(daemon: Daemon, params: MagicDocsListParams) -> dict[st
 
 
 METHODS = (
-    method("memory.dream", DreamParams, memory_dream, writes_several=True),
+    method("memory.dream", DreamParams, memory_dream, writes_several=True, memory_folder=True),
     method("magicdocs.list", MagicDocsListParams, magicdocs_list),
 )

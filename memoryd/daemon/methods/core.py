@@ -18,7 +18,7 @@ from memoryd.automem.locks import held_work
 from memoryd.core import diagnose
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
-from memoryd.daemon.protocol.envelope import echoed
+from memoryd.daemon.protocol.envelope import echoed, listed
 from memoryd.daemon.rpc import NoParams, Params, method
 from memoryd.errors import InvalidParams
 
@@ -175,9 +175,7 @@ async def subscribe(daemon: Daemon, params: SubscribeParams) -> dict[str, Any]:
     if unknown:
         # Each cut as errors repeat a request, 10 at most: a 17 MiB name made a reply over the
         # cap, which the client got as -32004 'ask for less'.
-        named = ", ".join(echoed(name) for name in unknown[:MAX_UNKNOWN_NAMED])
-        if len(unknown) > MAX_UNKNOWN_NAMED:
-            named += f" and {len(unknown) - MAX_UNKNOWN_NAMED} more"
+        named = listed(unknown, MAX_UNKNOWN_NAMED, echoed, sep=", ", more_sep=" ")
         raise InvalidParams(f"events: unknown event(s) {named}; known: {', '.join(sorted(EVENTS))}")
     connection.subscriptions = wanted
     return {"subscribed": sorted(wanted)}

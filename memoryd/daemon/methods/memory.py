@@ -431,15 +431,17 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
 
 
 METHODS = (
-    method("memory.list", CwdParams, memory_list),
-    method("memory.read", PathParams, memory_read),
-    method("memory.write", WriteParams, memory_write),
-    method("memory.delete", PathParams, memory_delete),
-    method("memory.history", PathParams, memory_history),
-    method("memory.restore", RestoreParams, memory_restore),
+    method("memory.list", CwdParams, memory_list, memory_folder=True),
+    method("memory.read", PathParams, memory_read, memory_folder=True),
+    method("memory.write", WriteParams, memory_write, memory_folder=True),
+    method("memory.delete", PathParams, memory_delete, memory_folder=True),
+    method("memory.history", PathParams, memory_history, memory_folder=True),
+    method("memory.restore", RestoreParams, memory_restore, memory_folder=True),
     method("memory.snapshot", PathParams, memory_snapshot),
-    method("memory.remember", RememberParams, memory_remember),
+    method("memory.remember", RememberParams, memory_remember, memory_folder=True),
     # MEMORY.md, then team/MEMORY.md: a full disk under the second leaves the first rewritten.
-    method("memory.reconcile", CwdParams, memory_reconcile, writes_several=True),
+    method(
+        "memory.reconcile", CwdParams, memory_reconcile, writes_several=True, memory_folder=True
+    ),
     method("recall", RecallParams, recall_method),
 )

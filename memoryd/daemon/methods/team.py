@@ -85,7 +85,7 @@ async def _sync_now(
 
 
 METHODS = (
-    method("team.status", TeamParams, team_status),
-    method("team.pull", TeamParams, team_pull, writes_several=True),
-    method("team.push", TeamParams, team_push, writes_several=True),
+    method("team.status", TeamParams, team_status, memory_folder=True),
+    method("team.pull", TeamParams, team_pull, writes_several=True, memory_folder=True),
+    method("team.push", TeamParams, team_push, writes_several=True, memory_folder=True),
 )

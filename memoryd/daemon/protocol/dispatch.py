@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from memoryd.daemon.limits import MAX_BATCH, MAX_INFLIGHT_PER_CONNECTION
 from memoryd.daemon.protocol.envelope import (
@@ -30,6 +31,7 @@ from memoryd.daemon.protocol.envelope import (
     check_request,
     echoed,
     error_object,
+    listed,
     request_id,
 )
 from memoryd.daemon.protocol.framing import ParseFailure
@@ -58,13 +60,14 @@ MAX_FIELD_ERRORS = 20
 
 def format_validation_error(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
-    parts = []
-    for err in errors[:MAX_FIELD_ERRORS]:
-        loc = ".".join(str(p) for p in err["loc"]) or "params"
-        parts.append(f"{echoed(loc)}: {err['msg']}")
-    if len(errors) > MAX_FIELD_ERRORS:
-        parts.append(f"and {len(errors) - MAX_FIELD_ERRORS:,} more")
-    return "invalid params: " + "; ".join(parts)
+    return "invalid params: " + listed(
+        errors, MAX_FIELD_ERRORS, _field_error, sep="; ", more_sep="; "
+    )
+
+
+def _field_error(err: ErrorDetails) -> str:
+    loc = ".".join(str(p) for p in err["loc"]) or "params"
+    return f"{echoed(loc)}: {err['msg']}"
 
 
 async def dispatch_message(message: Any, daemon: Daemon) -> Reply:
@@ -146,10 +149,8 @@ _NO_ROOM = {
     ),
     errno.EROFS: ("the file system is read-only (EROFS)", "remount it read-write"),
 }
-# A read-only memory folder may also be moved; for settings.set (the user settings file) or a
-# history snapshot (the state folder) that is no fix.
-_WRITE_THE_MEMORY_FOLDER = ("memory.", "team.")
-_NOT_THE_MEMORY_FOLDER = frozenset({"memory.snapshot"})
+# A read-only memory folder may also be moved (`MethodSpec.memory_folder`); for settings.set
+# (the user settings file) or a history snapshot (the state folder) that is no fix.
 _MOVE_IT = "or move the memory folder (autoMemoryDirectory or MEMORYD_AUTO_MEMORY_DIR)"
 
 
@@ -166,11 +167,7 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
             "(details are in the daemon's log)",
         )
     what, fix = _NO_ROOM[code]
-    if (
-        code == errno.EROFS
-        and spec.name.startswith(_WRITE_THE_MEMORY_FOLDER)
-        and spec.name not in _NOT_THE_MEMORY_FOLDER
-    ):
+    if code == errno.EROFS and spec.memory_folder:
         fix = f"{fix}, {_MOVE_IT}"
     # Every method but these writes one file atomically (or stages all before the first
     # rename), so a failure leaves everything as it was.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from memoryd.daemon.limits import MAX_ECHOED_CHARS, MAX_ID_CHARS
 
@@ -15,6 +16,8 @@ INTERNAL_ERROR = -32603
 TOO_LARGE = -32004
 
 NO_DATA: Any = object()  # `data` left out of an error object (not the same as null)
+
+T = TypeVar("T")
 
 
 def error_object(code: int, message: str, data: Any = NO_DATA, id_: Any = None) -> dict[str, Any]:
@@ -66,3 +69,15 @@ def echoed(text: str) -> str:
     if len(text) <= MAX_ECHOED_CHARS:
         return text
     return f"{text[:MAX_ECHOED_CHARS]}… ({len(text):,} characters)"
+
+
+def listed(
+    items: Sequence[T], limit: int, show: Callable[[T], str], *, sep: str, more_sep: str
+) -> str:
+    """The first `limit` of `items`, each as `show` makes it, joined by `sep`, then after
+    `more_sep` how many more there are: an error that lists what a request named stays short
+    however many it named (each cut by `echoed` too, as a caller's `show` does)."""
+    text = sep.join(show(item) for item in items[:limit])
+    if len(items) > limit:
+        text += f"{more_sep}and {len(items) - limit:,} more"
+    return text
