@@ -24,6 +24,8 @@ local function result(method, cwd)
   elseif method == 'recall' then
     local memory = { path = folder .. '/memory/' .. name .. '.md', name = name .. ' recalled', description = '', type = 'project', mtime = os.time() }
     return { memories = { memory }, selector = 'served' }
+  elseif method == 'team.status' then
+    return { repo = name .. '/repo', server = 'served', entries = 0, pending = {}, retrying = false }
   elseif method == 'subscribe' then
     return { subscribed = {} }
   end
@@ -84,6 +86,7 @@ T.run({
   newest_drawn('MemorydRules', 'get_context', 'rules', '%s_rule.md'),
   newest_drawn('MemorydMemories', 'memory.list', 'memories', 'listed for %s'),
   newest_drawn('MemorydRecall release', 'recall', 'recall', '%s recalled'),
+  newest_drawn('MemorydStatus', 'team.status', 'status', 'repo %s/repo'),
   {
     'saves of a rule file that keep coming still refresh the rules view while they last',
     function()

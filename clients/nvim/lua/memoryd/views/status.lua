@@ -143,15 +143,22 @@ function M.render(status, team, team_error, socket, recent)
   return b.lines
 end
 
+-- The view draws the newest :MemorydStatus's answer only (its requests run concurrently).
+local latest = require('memoryd.latest').new()
+
 function M.open()
   local ctx = memoryd.buffer_context()
+  local ticket = latest.ask()
   memoryd.request('status', nil, function(status)
     memoryd.state.status = status
-    memoryd.request('team.status', { cwd = ctx.cwd }, function(team)
-      ui.render(ui.buffer('status', true), M.render(status, team, nil, memoryd.socket_path(), memoryd.recent))
-    end, {
+    local function draw(team, team_error)
+      if latest.take(ticket) then
+        ui.render(ui.buffer('status', true), M.render(status, team, team_error, memoryd.socket_path(), memoryd.recent))
+      end
+    end
+    memoryd.request('team.status', { cwd = ctx.cwd }, draw, {
       on_error = function(err)
-        ui.render(ui.buffer('status', true), M.render(status, nil, err, memoryd.socket_path(), memoryd.recent))
+        draw(nil, err)
         return true
       end,
     })
