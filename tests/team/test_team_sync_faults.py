@@ -455,3 +455,22 @@ async def test_a_repository_with_no_entries_is_still_an_empty_pull(
     report = await side.engine.pull()
     assert report.empty
     assert report.pulled == []
+
+
+async def test_a_push_with_nothing_to_send_keeps_a_failed_pull_in_sight(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    """`team.push` with nothing pending sends no request; it overwrote the failed pull's
+    result with `ok: true`, and status showed a folder in step with a server it could not
+    read."""
+    side = make_side("me", proxy.url, server.token(REPO))
+    side.write("a.md", "one\n")
+    assert (await side.engine.push()).pushed == ["a.md"]
+    proxy.script(Fault.status(500), method="GET")
+    with pytest.raises(Retryable):
+        await side.engine.pull()
+    report = await side.engine.push()
+    assert report.requests == 0
+    assert side.engine.state.last_result is not None
+    assert side.engine.state.last_result["op"] == "pull"
+    assert side.engine.state.last_result["ok"] is False

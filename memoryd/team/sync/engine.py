@@ -635,7 +635,10 @@ class SyncEngine:
                 }
                 if report.pulled or report.conflicts:
                     fields.update(pulled=len(report.pulled), conflicts=len(report.conflicts))
-                self._result("push", True, **fields)
+                last = self.state.last_result
+                # Nothing sent says nothing of the server: a failed pull stays in sight.
+                if report.requests or last is None or last.get("ok"):
+                    self._result("push", True, **fields)
         finally:
             # What the push pulled first is on disk even when a later PUT failed: say so.
             await self._announce_conflicts(report.conflicts)
