@@ -17,11 +17,13 @@ from typing import Any, TypeGuard
 from memoryd_client import (
     Client,
     DaemonUnavailable,
+    ProtocolError,
     RpcError,
     UntrustedSocket,
     default_socket_path,
     paths,
 )
+from memoryd_client.client import bad_reply
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -119,21 +121,24 @@ def _state(pid: int) -> str | None:
 
 
 def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
-    """The daemon's `status`, or None when nobody healthy answers (a hung daemon included)."""
+    """The daemon's `status`, or None when nobody healthy answers (a hung daemon included, and
+    a program that is not memoryd)."""
     try:
         return ask_status(sock, timeout)
-    except TimeoutError:
+    except (TimeoutError, ProtocolError):
         return None
 
 
 def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
     """The daemon's `status`; None when nobody listens or the reply is unusable; TimeoutError
     when something accepts the connection but does not answer (a hung daemon is not absent);
-    UntrustedSocket when another user's program listens there (nothing to start next to it)."""
+    UntrustedSocket when another user's program listens there (nothing to start next to it);
+    ProtocolError when what answers is not memoryd (`status` said "not running", and `start`
+    spawned a daemon that exited "already serving")."""
     try:
         with Client(sock, timeout=timeout) as conn:
             result = conn.call("status")
-    except (TimeoutError, UntrustedSocket):
+    except (TimeoutError, UntrustedSocket, ProtocolError):
         raise
     except RpcError as exc:
         if exc.code == BUSY:
@@ -142,7 +147,9 @@ def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
         return None
     except (DaemonUnavailable, OSError, ValueError):
         return None
-    return result if isinstance(result, dict) else None
+    if not isinstance(result, dict):
+        raise bad_reply(sock, "to status is not a JSON object", result)
+    return result
 
 
 def status_or_file(sock: Path, timeout: float = 2.0) -> tuple[dict[str, Any] | None, str | None]:

@@ -10,6 +10,9 @@ import re
 import sys
 from typing import Any
 
+from memoryd_client import Client
+from memoryd_client.client import bad_reply
+
 EXIT_OK = 0
 EXIT_RPC = 1
 EXIT_USAGE = 2
@@ -121,7 +124,23 @@ def fail(args: argparse.Namespace, message: str, exit_code: int, **extra: Any) -
     return exit_code
 
 
-def client(args: argparse.Namespace, timeout: float | None = 30.0) -> Any:
-    from memoryd_client import Client
+def client(
+    args: argparse.Namespace, timeout: float | None = 30.0, *, any_result: bool = False
+) -> Any:
+    """A connected client whose every result must be a JSON object, as each method's is
+    (docs/protocol.md); `any_result`: take what comes (`memctl call` prints it as it is)."""
+    kind = Client if any_result else ObjectClient
+    return kind(getattr(args, "socket", None), timeout=timeout).connect()
 
-    return Client(getattr(args, "socket", None), timeout=timeout).connect()
+
+class ObjectClient(Client):
+    """A result that is no object (a program that is not memoryd answering) is a
+    ProtocolError, said like a daemon that is down: each command's `.get` on it was a
+    traceback, under `--json` too."""
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        result = super().call(method, params)
+        if not isinstance(result, dict):
+            self.close()
+            raise bad_reply(self.socket_path, f"to {method} is not a JSON object", result)
+        return result

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import itertools
 import json
+import math
 import os
 import re
 import socket
@@ -49,11 +50,30 @@ def bad_reply(socket_path: Path, why: str, text: object) -> ProtocolError:
     )
 
 
+def strict_json(text: str | bytes) -> Any:
+    """`text` as JSON, which has no NaN or Infinity: json.loads takes them (and 1e999 as inf),
+    and what memctl then printed with `--json` no other JSON parser read. ValueError for them."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
 def parse_reply(socket_path: Path, line: bytes) -> Any:
-    """One reply line as JSON; ProtocolError for one that is not (or is not UTF-8)."""
+    """One reply line as JSON; ProtocolError for one that is not (or is not UTF-8, or holds
+    NaN or Infinity, or nests deeper than Python's recursion limit: a RecursionError was a
+    traceback)."""
     try:
-        return json.loads(line)
-    except ValueError:  # UnicodeDecodeError is one
+        return strict_json(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise bad_reply(socket_path, "is not JSON", line.rstrip(b"\r\n")) from None
 
 

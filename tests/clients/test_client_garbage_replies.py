@@ -26,6 +26,13 @@ REPLIES: dict[str, Reply] = {
     "array-of-numbers": b"[1,2]\n",
     "number": b"42\n",
     "error-not-an-object": lambda q: {"jsonrpc": "2.0", "id": q["id"], "error": "boom"},
+    # Python's json reads NaN and Infinity, which JSON has not (memctl --json printed them on).
+    "nan": lambda q: b'{"jsonrpc":"2.0","id":%d,"result":{"pid":NaN}}\n' % q["id"],
+    "infinity": lambda q: b'{"jsonrpc":"2.0","id":%d,"result":{"x":1e999}}\n' % q["id"],
+    # Deeper than Python's recursion limit: a RecursionError, a traceback.
+    "deep": lambda q: (
+        b'{"jsonrpc":"2.0","id":%d,"result":%s%s}\n' % (q["id"], b"[" * 100_000, b"]" * 100_000)
+    ),
     "error-code-not-an-int": lambda q: {
         "jsonrpc": "2.0",
         "id": q["id"],

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from typing import Any
 
 from memctl.output import EXIT_RPC, EXIT_USAGE, client, emit, fail, older_daemon_hint
 from memctl.text_input import read_text
 from memoryd_client import RpcError
+from memoryd_client.client import strict_json
 from memoryd_client.known_methods import PARAMS
 
 
@@ -30,13 +29,15 @@ def run(args: argparse.Namespace) -> int:
         if text is None:
             return fail(args, "params is not valid UTF-8", EXIT_USAGE)
         try:
-            params = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+            # NaN, Infinity and 1e999 are no JSON: the daemon would answer -32700 about a
+            # line the user never wrote.
+            params = strict_json(text)
         except ValueError as exc:  # JSONDecodeError, and NaN, Infinity, 1e999
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
         if not isinstance(params, dict):
             return fail(args, "params must be a JSON object", EXIT_USAGE)
     try:
-        with client(args) as conn:
+        with client(args, any_result=True) as conn:
             result = conn.call(args.method, params)
     except RpcError as exc:
         # A method or parameter name is the user's own here, so "the daemon may be older" is
@@ -54,16 +55,3 @@ def _known_here(method: str, params: dict[str, Any]) -> bool:
     `params` (memoryd_client's table of them: clients never import the daemon)."""
     fields = PARAMS.get(method)
     return fields is not None and set(params) <= fields
-
-
-# Python's json takes NaN, Infinity and 1e999 (read as inf); JSON has none of them, and the
-# daemon would answer -32700 about a line the user never wrote.
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise ValueError(f"{text} is out of range")
-    return value

@@ -171,7 +171,10 @@ def status_lines(status: dict[str, Any]) -> list[str]:
     The model's reason is long and shared by every feature that needs a model, so it is said
     once, on the model line; those features then only say that they need one.
     """
-    features = {k: v for k, v in (status.get("features") or {}).items() if isinstance(v, dict)}
+    given_features = status.get("features")
+    if not isinstance(given_features, dict):  # absent, or not the object the protocol has
+        given_features = {}
+    features = {k: v for k, v in given_features.items() if isinstance(v, dict)}
     given = status.get("model")
     model: dict[str, Any] = given if isinstance(given, dict) else {}
     model_reason = _text(model.get("reason")) or _text(features.get("model", {}).get("reason"))
