@@ -14,6 +14,7 @@ import pytest
 from memctl.claude_code import PATH_TOOL_MATCHER
 from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
+from tests.fakes.full_disk import SmallDisks
 
 BIN = Path(sys.executable).parent
 EVENTS = {
@@ -599,3 +600,46 @@ def test_install_says_created_for_a_file_it_creates(
     settings.write_text(json.dumps({"hooks": {}, "theme": "dark"}))
     assert main(["claude-code", "install"]) == 0
     assert f"updated: {settings} (hooks)" in capsys.readouterr().out
+
+
+def test_a_file_that_cannot_be_written_is_said_with_what_was(
+    small_disks: SmallDisks, tmp_path: Path
+) -> None:
+    # ~/.claude.json's folder (HOME) is full; the settings folder has room.
+    home = small_disks.mount(tmp_path / "full-home", kib=64)
+    config = small_disks.mount(home / ".claude", kib=256)
+    settings = config / "settings.json"
+    settings.write_text('{"model": "opus"}')
+    free = small_disks.fill(home)
+    done = claude(home, "install")
+    # Before: a traceback (OSError: No space left on device), nothing said of settings.json.
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr == (
+        f"memctl: cannot write {home}/.claude.json: No space left on device; {settings} was "
+        "written; make room or fix the folder, then run this again\n"
+    )
+    assert json.loads(settings.read_text())["hooks"]
+    assert sorted(p.name for p in home.iterdir() if not p.name.startswith(".fill")) == [".claude"]
+    free()
+    again = claude(home, "install")
+    assert again.returncode == 0, again.stderr
+    assert f"unchanged: {settings}" in again.stdout
+    assert "memoryd" in json.loads((home / ".claude.json").read_text())["mcpServers"]
+
+
+def test_a_full_disk_before_any_write_changes_nothing(small_disks: SmallDisks, home: Path) -> None:
+    config = small_disks.mount(home / ".claude", kib=64)
+    settings = config / "settings.json"
+    settings.write_text('{"model": "opus"}')
+    small_disks.fill(config)
+    done = claude(home, "--json", "install")
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert error.startswith(f"nothing changed: cannot write {settings}: No space left on device")
+    assert settings.read_text() == '{"model": "opus"}'
+    # Neither a backup nor a temporary file is left beside it.
+    assert sorted(p.name for p in config.iterdir() if not p.name.startswith(".fill")) == [
+        "settings.json"
+    ]
+    assert not (home / ".claude.json").exists()

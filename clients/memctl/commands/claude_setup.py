@@ -17,6 +17,7 @@ refused before anything is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -307,29 +308,51 @@ def apply(
         elif change.changed and change.before is None:
             entry["created"] = True
         if change.changed and not dry_run:
-            mode = 0o600
-            copy: Path | None = None
-            if change.before is not None:
-                mode = change.path.stat().st_mode & 0o777
-                folder = backup_folder(project)
-                copy = files.backup(change.path, folder) if folder else files.backup(change.path)
+            copy = _write(change, text, project)
+            if copy is not None:
                 entry["backup"] = str(copy)
-            # Read again right before the replace: a write made since `plan` read it (Claude
-            # Code saves ~/.claude.json all the time) is merged again, not overwritten.
-            if read_bytes(change.path) != change.raw:
-                if copy is not None:
-                    copy.unlink(missing_ok=True)
-                raise Conflict(str(change.path))
-            if change.remove:
-                _remove(change, copy)
-            else:
-                missing = _missing_folders(change.path) if change.before is None else []
-                files.write_atomic(change.path, text, mode, dir_mode=0o700)
-                if change.before is None:
-                    _note_created(change.path, missing, created=True)
             written[entry["path"]] = entry
         done.append(written.get(entry["path"], entry))
     return done
+
+
+class WriteFailed(Exception):
+    """A file could not be written (a full disk, a folder that cannot be written): it holds
+    what it held, and the files after it were not touched."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(f"cannot write {path}: {error.strerror or error}")
+
+
+def _write(change: Change, text: str, project: Path | None) -> Path | None:
+    """Back up `change.path`, then write `text` to it (or remove it); the backup's path."""
+    copy: Path | None = None
+    try:
+        mode = 0o600
+        if change.before is not None:
+            mode = change.path.stat().st_mode & 0o777
+            folder = backup_folder(project)
+            copy = files.backup(change.path, folder) if folder else files.backup(change.path)
+        # Read again right before the replace: a write made since `plan` read it (Claude
+        # Code saves ~/.claude.json all the time) is merged again, not overwritten.
+        if read_bytes(change.path) != change.raw:
+            if copy is not None:
+                copy.unlink(missing_ok=True)
+            raise Conflict(str(change.path))
+        if change.remove:
+            _remove(change, copy)
+        else:
+            missing = _missing_folders(change.path) if change.before is None else []
+            files.write_atomic(change.path, text, mode, dir_mode=0o700)
+            if change.before is None:
+                _note_created(change.path, missing, created=True)
+    except OSError as exc:
+        # It was a traceback, with no word of which file or whether one was written already.
+        with contextlib.suppress(OSError):
+            if copy is not None and read_bytes(change.path) == change.raw:
+                copy.unlink()  # the file is as it was: its copy is no use
+        raise WriteFailed(change.path, exc) from exc
+    return copy
 
 
 def _remove(change: Change, copy: Path | None) -> None:
@@ -349,6 +372,8 @@ def _remove(change: Change, copy: Path | None) -> None:
             break  # not empty (the user's files, a backup): kept, and the folders above it
 
 
+# A file that could not be written (not a refusal: nothing was wrong with what it holds).
+EXIT_FAILED = 1
 # How often a file that keeps changing under us is read and merged again before giving up.
 ATTEMPTS = 5
 
@@ -374,6 +399,12 @@ def run(args: argparse.Namespace) -> int:
             return fail(args, f"{said}: {exc}", EXIT_USAGE)
         except Conflict as exc:
             conflict = str(exc)
+        except WriteFailed as exc:
+            before = [f"{entry['path']} was written" for entry in written.values()]
+            said = "; ".join([str(exc), *before]) if before else f"nothing changed: {exc}"
+            return fail(
+                args, f"{said}; make room or fix the folder, then run this again", EXIT_FAILED
+            )
     else:
         return fail(
             args,
