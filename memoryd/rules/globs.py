@@ -4,7 +4,8 @@
 any depth (`*.ts` is `**/*.ts`), as in .gitignore, which is how rule authors write them.
 
 A `paths:` pattern that matches a folder matches everything below it, as in .gitignore (and
-Claude Code, which matches them with the `ignore` package): `src/api` is `src/api/**`.
+Claude Code, which matches them with the `ignore` package): `src/api` is `src/api/**`; and
+one opening with `!` takes back what the patterns before it matched.
 
 wcmatch compiles a pattern and matches one folder name at a time; the folders themselves are
 matched here, one path part after another against the set of pattern positions still open.
@@ -14,12 +15,13 @@ a path with many `a/` parts held the GIL, and with it the whole daemon, for minu
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import bracex
 from wcmatch import glob
@@ -36,21 +38,41 @@ class GlobError(ValueError):
 
 
 def _normalize(pattern: str) -> str:
+    """A `paths:` pattern as .gitignore reads it, made relative to the base: a leading `/`
+    or one inside anchors it there, else it matches at any depth (`*.py`, `tests/`); a
+    trailing `/` (kept) names folders only; a leading `!` negates it."""
     pattern = pattern.strip()
+    if pattern.startswith("!"):
+        return "!" + _normalize(pattern[1:])
     while pattern.startswith("./"):
         pattern = pattern[2:]
-    if pattern.endswith("/"):
-        pattern += "**"
-    if pattern.startswith("/"):
-        return pattern[1:]  # anchored at the base folder
-    if "/" not in pattern:
-        return "**/" + pattern
-    return pattern
+    body = pattern.rstrip("/")
+    if not body:
+        return "**"  # `/`: everything under the base, as it always was
+    trail = "/" if body != pattern else ""
+    if body.startswith("/"):
+        return body[1:] + trail
+    if "/" not in body:
+        return "**/" + body + trail
+    return body + trail
 
 
 _GLOBSTAR = "**"
-# One pattern part: "**", or a matcher of one folder or file name.
-_Part = Callable[[str], bool] | str
+# One pattern part: "**", "" (the root of an absolute path), or a regex of one folder or file
+# name (never one matching "": it is `fullmatch`ed, so a path's names are tried all at once).
+_Part = re.Pattern[str] | str
+
+
+class _Compiled(NamedTuple):
+    parts: tuple[_Part, ...]
+    negated: bool  # `!src/gen/**`: takes back what the patterns before it matched
+    folders_only: bool  # `tests/`: matches a folder (so everything below it), never a file
+
+
+# Where a path's walk stands: the pattern positions still open, one set per compiled pattern;
+# or, decided, True (a folder on the way matched: so does everything below it) or False (no
+# pattern can match anything below).
+_State = tuple[frozenset[int], ...] | bool
 
 
 def _split(text: str) -> list[str]:
@@ -60,9 +82,13 @@ def _split(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def _name_matcher(part: str) -> Callable[[str], bool]:
-    matcher = glob.compile(part, flags=glob.DOTGLOB)
-    return lambda name: bool(name) and bool(matcher.match(name))
+def _name_matcher(part: str) -> re.Pattern[str]:
+    # wcmatch's own regexes for the name, as one: wcmatch's `match()` costs a few times more
+    # per call, and a load judges every touched path against every rule.
+    include, exclude = glob.translate(part, flags=glob.DOTGLOB)
+    wanted = "|".join(f"(?:{regex})" for regex in include)
+    unwanted = "".join(f"(?!{regex})" for regex in exclude)
+    return re.compile(f"(?=.){unwanted}(?:{wanted})", re.DOTALL)
 
 
 def _nfc(text: str) -> str:
@@ -74,18 +100,25 @@ def _nfc(text: str) -> str:
 class _Matcher:
     """Matches a path against patterns in time linear in (path parts x pattern parts).
 
-    With `folders`, as in .gitignore, a pattern that matches a folder on the path matches
-    everything below it (`src/api`, `packages/*`, `migrations`).
+    With `folders`, patterns are read as .gitignore reads them (and Claude Code, through the
+    `ignore` package): a pattern that matches a folder on the path matches everything below
+    it (`src/api`, `packages/*`, `migrations`), and one opening with `!` takes back what the
+    patterns before it matched (`["src/**/*.ts", "!**/*.test.ts"]`), the last that matches a
+    path deciding, except below a folder already matched (as git cannot re-include there).
     """
 
     def __init__(self, patterns: list[str], *, folders: bool = False) -> None:
         self.folders = folders
-        self.compiled: list[list[_Part]] = []
-        for pattern in patterns:
+        self.compiled: list[_Compiled] = []
+        for written in patterns:
+            negated = folders and written.startswith("!")
+            pattern = written[1:] if negated else written
             # Escapes kept for the per-name matcher: `\[id\]` is the folder `[id]`.
             for expanded in bracex.expand(pattern, keep_escapes=True, limit=_EXPANSION_LIMIT):
                 parts: list[_Part] = []
-                for part in _split(expanded):
+                names = _split(expanded)
+                folders_only = folders and len(names) > 1 and names[-1] == ""
+                for part in names[:-1] if folders_only else names:
                     if part == _GLOBSTAR:
                         if parts and parts[-1] == _GLOBSTAR:
                             continue  # `**/**` is `**`
@@ -95,58 +128,150 @@ class _Matcher:
                     else:
                         parts.append(_name_matcher(_nfc(part)))
                 if parts.count(_GLOBSTAR) > MAX_GLOBSTARS:
-                    raise GlobError(f"more than {MAX_GLOBSTARS} `**` in {pattern!r}")
-                self.compiled.append(parts)
+                    raise GlobError(f"more than {MAX_GLOBSTARS} `**` in {written!r}")
+                self.compiled.append(_Compiled(tuple(parts), negated, folders_only))
+        self.start: _State = tuple(_close(c.parts, {0}) for c in self.compiled)
 
     def match(self, path: str) -> bool:
         names = _split(_nfc(path))
         if len(names) > 1 and names[-1] == "":
             names.pop()  # `a/` is `a`
-        return any(_match_parts(parts, names, self.folders) for parts in self.compiled)
+        state = self.start
+        for index, name in enumerate(names):
+            state = self.advance(state, name, folder=index < len(names) - 1)
+        return self.verdict(state, folder=False)
 
-
-def _match_parts(parts: list[_Part], names: list[str], folders: bool = False) -> bool:
-    """An NFA walk: the pattern positions still open after each name, never backtracking.
-    With `folders`, a match of the names so far (a folder of the path) is a match."""
-    count = len(parts)
-
-    def close(positions: set[int]) -> set[int]:
-        closed = set(positions)
-        for position in sorted(positions):
-            # `**` may match no folder at all; a trailing one (`docs/**`) at least one name.
-            while position < count - 1 and parts[position] == _GLOBSTAR:
-                position += 1
-                closed.add(position)
-        return closed
-
-    states = close({0})
-    for name in names:
-        after: set[int] = set()
-        for position in states:
-            if position >= count:
-                continue
-            part = parts[position]
-            if part == _GLOBSTAR:
-                if name in (".", ".."):
-                    continue  # as wcmatch: `**` never stands for `.` or `..`
-                after.add(position)  # and one more folder
-                if position == count - 1:
-                    after.add(count)
-            elif isinstance(part, str):  # "": the root of an absolute path
-                if name == "":
-                    after.add(position + 1)
-            elif part(name):
-                after.add(position + 1)
-        if not after:
+    def advance(self, state: _State, name: str, *, folder: bool) -> _State:
+        """The state after one more name, a folder's or (not `folder`) the path's last."""
+        if isinstance(state, bool):
+            return state
+        after = tuple(
+            _step(c.parts, positions, name)
+            for c, positions in zip(self.compiled, state, strict=True)
+        )
+        if not any(after):
             return False
-        states = close(after)
-        if folders and count in states:
+        if folder and self.folders and self.verdict(after, folder=True):
             return True
-    return count in states
+        return after
+
+    def verdict(self, state: _State, *, folder: bool) -> bool:
+        """Whether the names so far (a folder's, or not) match: the last pattern matching
+        them says so."""
+        if isinstance(state, bool):
+            return state
+        for c, positions in zip(reversed(self.compiled), reversed(state), strict=True):
+            if len(c.parts) in positions and (folder or not c.folders_only):
+                return not c.negated
+        return False
+
+    def matches_in(self, groups: Iterable[tuple[str, list[str]]]) -> bool:
+        """Whether a path of `groups` matches: each group a folder (relative, "" the base)
+        and the names of the paths in it. The state after a folder is kept for the folders
+        below it, and a folder's names are tried only by what can end a match there: a
+        session's 20,000 touched files lie in a few hundred folders."""
+        states: dict[str, _State] = {"": self.start}
+        for folder, names in groups:
+            state = self._folder(folder, states)
+            if isinstance(state, bool):
+                if state:
+                    return True
+                continue
+            if self._finisher(state)(names):
+                return True
+        return False
+
+    def _finisher(self, state: tuple[frozenset[int], ...]) -> Callable[[list[str]], bool]:
+        """Whether one of a folder's names, stepped from `state` (the folder's), matches: only
+        the pattern parts that can end a match from there are tried."""
+        enders: list[tuple[list[re.Pattern[str]], bool]] = []  # the last pattern first
+        for c, positions in zip(reversed(self.compiled), reversed(state), strict=True):
+            if c.folders_only:
+                continue  # a file's name is no folder
+            ends = [_ender(c.parts, position) for position in sorted(positions)]
+            tests = [end for end in ends if end is not None]
+            if tests:
+                enders.append((tests, c.negated))
+        if not any(negated for _, negated in enders):
+            tests = [test for tests, _ in enders for test in tests]
+            return lambda names: any(any(map(test.fullmatch, names)) for test in tests)
+
+        def verdict(name: str) -> bool:
+            for tests, negated in enders:
+                if any(test.fullmatch(name) for test in tests):
+                    return not negated
+            return False
+
+        return lambda names: any(map(verdict, names))
+
+    def _folder(self, folder: str, states: dict[str, _State]) -> _State:
+        """The state after `folder`'s names, from the nearest folder above it in `states`."""
+        below: list[str] = []
+        while folder not in states:
+            below.append(folder)
+            folder = folder.rpartition("/")[0]
+        state = states[folder]
+        for path in reversed(below):
+            name = path.rpartition("/")[2]
+            if name:  # `a//b` is `a/b`, as `_split` reads it
+                state = self.advance(state, name, folder=True)
+            states[path] = state
+        return state
+
+
+# A last name `**` stands for: any but `.` and `..`, as wcmatch reads it.
+_ANY_NAME = re.compile(r"(?!\.\.?\Z).+", re.DOTALL)
+
+
+def _ender(parts: tuple[_Part, ...], position: int) -> re.Pattern[str] | None:
+    """The regex of a last name that completes a match from `position`, if one can."""
+    count = len(parts)
+    if position >= count:
+        return None
+    part = parts[position]
+    if part == _GLOBSTAR:
+        return _ANY_NAME if position == count - 1 else None
+    if isinstance(part, str):  # "": only the root of an absolute path
+        return None
+    return part if count in _close(parts, {position + 1}) else None
+
+
+def _close(parts: tuple[_Part, ...], positions: set[int]) -> frozenset[int]:
+    """`positions` and those reached past `**`s, which may match no folder at all (a trailing
+    one, `docs/**`, at least one name)."""
+    count = len(parts)
+    closed = set(positions)
+    for position in positions:
+        while position < count - 1 and parts[position] == _GLOBSTAR:
+            position += 1
+            closed.add(position)
+    return frozenset(closed)
+
+
+def _step(parts: tuple[_Part, ...], positions: frozenset[int], name: str) -> frozenset[int]:
+    """An NFA step: the pattern positions open after `name`, never backtracking."""
+    count = len(parts)
+    after: set[int] = set()
+    for position in positions:
+        if position >= count:
+            continue
+        part = parts[position]
+        if part == _GLOBSTAR:
+            if name in (".", ".."):
+                continue  # as wcmatch: `**` never stands for `.` or `..`
+            after.add(position)  # and one more folder
+            if position == count - 1:
+                after.add(count)
+        elif isinstance(part, str):  # "": the root of an absolute path
+            if name == "":
+                after.add(position + 1)
+        elif part.fullmatch(name):
+            after.add(position + 1)
+    return _close(parts, after) if after else frozenset()
 
 
 @lru_cache(maxsize=1024)
-def _compile_relative(patterns: tuple[str, ...]) -> Any:
+def _compile_relative(patterns: tuple[str, ...]) -> _Matcher:
     normalized = [_normalize(p) for p in patterns if p.strip()]
     try:
         # Compiled by wcmatch too, which refuses what it cannot read, as it always has.
@@ -161,21 +286,50 @@ def check_patterns(patterns: tuple[str, ...]) -> None:
     _compile_relative(patterns)
 
 
-def matches_any(patterns: tuple[str, ...], base: Path, touched: Sequence[str]) -> bool:
+class TouchedPaths:
+    """Touched paths (sorted absolute path strings), grouped by folder under a base on first
+    use: a load judges each `paths:` rule of a base against the same paths."""
+
+    __slots__ = ("_groups", "paths")
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = paths
+        self._groups: dict[str, list[tuple[str, list[str]]]] = {}
+
+    def under(self, prefix: str) -> list[tuple[str, list[str]]]:
+        groups = self._groups.get(prefix)
+        if groups is None:
+            groups = self._groups[prefix] = _grouped(self.paths, prefix)
+        return groups
+
+
+def _grouped(paths: Sequence[str], prefix: str) -> list[tuple[str, list[str]]]:
+    """The paths under `prefix` (one slice of the sorted paths, found by bisection), as
+    (folder relative to it, names in it)."""
+    folders: dict[str, list[str]] = {}
+    for path in paths[bisect_left(paths, prefix) :]:
+        if not path.startswith(prefix):
+            break
+        folder, _, name = _nfc(path[len(prefix) :]).rpartition("/")
+        if name:
+            folders.setdefault(folder, []).append(name)
+    return list(folders.items())
+
+
+def matches_any(
+    patterns: tuple[str, ...], base: Path, touched: Sequence[str] | TouchedPaths
+) -> bool:
     """True when a touched path lies under `base` and matches a pattern relative to it.
 
-    `touched` is sorted absolute path strings, so the paths under `base` are one slice
-    of it (found by bisection) however many paths the session has touched.
+    `touched` is sorted absolute path strings (or a TouchedPaths of them, grouped once for
+    every rule of a load), so the paths under `base` are one slice of it however many paths
+    the session has touched.
     """
     matcher = _compile_relative(patterns)
     prefix = base.as_posix().rstrip("/") + "/"
-    for path in touched[bisect_left(touched, prefix) :]:
-        if not path.startswith(prefix):
-            break
-        relative = path[len(prefix) :]
-        if relative and matcher.match(relative):
-            return True
-    return False
+    if isinstance(touched, TouchedPaths):
+        return matcher.matches_in(touched.under(prefix))
+    return matcher.matches_in(_grouped(touched, prefix))
 
 
 @lru_cache(maxsize=1024)

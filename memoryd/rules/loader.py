@@ -76,7 +76,7 @@ class _Loader:
     processed: dict[Path, Path] = field(default_factory=dict)  # real path -> path as loaded
     judged: set[Path] = field(default_factory=set)  # real paths of rules skipped on their merits
     conditions: list[Condition] = field(default_factory=list)  # every `paths:` judged, in order
-    touched_sorted: list[str] = field(default_factory=list)
+    touched: globs.TouchedPaths = field(default_factory=lambda: globs.TouchedPaths(()))
     main_copies: set[Path] = field(default_factory=set)  # main-checkout files skipped
     loaded_bytes: int = 0
     includes: int = 0  # @include references followed so far
@@ -90,7 +90,7 @@ class _Loader:
     # -- discovery ------------------------------------------------------------------------
     def run(self) -> ContextResult:
         req = self.request
-        self.touched_sorted = sorted(p.as_posix() for p in req.touched)
+        self.touched = globs.TouchedPaths(sorted(p.as_posix() for p in req.touched))
         self.warnings.extend(globs.invalid_excludes(req.excludes))
         self._top(req.managed_dir / "CLAUDE.md", "Managed", "session_start")
         self._rules(
@@ -315,7 +315,7 @@ class _Loader:
             parsed, patterns = frontmatter.Parsed(text, {}), None
         if patterns is not None and rule_base is not None:
             self.conditions.append(Condition(patterns, rule_base))
-            if not globs.matches_any(patterns, rule_base, self.touched_sorted):
+            if not globs.matches_any(patterns, rule_base, self.touched):
                 self._skip(
                     path,
                     "paths_not_matched",

@@ -1,0 +1,99 @@
+"""`paths:` patterns read as .gitignore reads them (Claude Code matches them with the `ignore`
+package): `!` negation, the last matching pattern deciding, a folder once matched never taken
+back, a trailing `/` naming folders at any depth. Found by a bug hunt (session 21): the
+expected values below are what `ignore` 7.0 answers for each pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.rules import globs
+from tests.rules.conftest import Loader, Tree
+from tests.rules.rules_helpers import loaded, skips
+
+BASE = Path("/proj")
+
+
+@pytest.mark.parametrize(
+    ("patterns", "touched", "expected"),
+    [
+        # `!` takes back what the patterns before it matched: TS sources, not their tests.
+        (("src/**/*.ts", "!**/*.test.ts"), "src/a.test.ts", False),
+        (("src/**/*.ts", "!**/*.test.ts"), "src/a.ts", True),
+        (("*.ts", "!*.d.ts"), "types/x.d.ts", False),
+        # The last pattern that matches decides.
+        (("**/*.md", "!docs/**", "docs/keep.md"), "docs/keep.md", True),
+        (("**/*.md", "!docs/**", "docs/keep.md"), "docs/other.md", False),
+        # Below a folder already matched, nothing is taken back (git cannot re-include there).
+        (("src/**", "!src/gen/**"), "src/gen/x.ts", True),
+        (("src/", "!src/a.ts"), "src/a.ts", True),
+        (("lib", "!lib/x.py"), "lib/x.py", True),
+        # A negated folder takes back the folder, not the files matched in it.
+        (("*.py", "!tests/"), "tests/t.py", True),
+        (("*.py", "!tests/**"), "tests/t.py", False),
+        # Negations alone match nothing.
+        (("!gen/**",), "gen/a.py", False),
+        (("!gen/**",), "src/a.py", False),
+        # A trailing `/` names a folder at any depth, as `*.py` names a file at any depth ...
+        (("docs/",), "pkg/docs/guide.md", True),
+        (("gen/",), "src/gen/x.ts", True),
+        (("/gen/",), "src/gen/x.ts", False),
+        # ... and never a file, nor a path that stops at the folder itself.
+        (("x/**/",), "x/y", False),
+        (("notes/",), "notes", False),
+    ],
+)
+def test_paths_are_matched_as_gitignore_matches(
+    patterns: tuple[str, ...], touched: str, expected: bool
+) -> None:
+    assert globs.matches_any(patterns, BASE, [(BASE / touched).as_posix()]) is expected
+
+
+def test_a_rule_leaving_out_its_tests_is_not_loaded_for_a_test(tree: Tree, load: Loader) -> None:
+    tree.write(
+        ".claude/rules/ts.md",
+        '---\npaths:\n  - "src/**/*.ts"\n  - "!**/*.test.ts"\n---\nTS sources only.\n',
+    )
+    touched_test = load(tree.root, touched=(tree.root / "src/api/users.test.ts",))
+    assert loaded(touched_test, tree.root) == []
+    assert skips(touched_test, tree.root) == {".claude/rules/ts.md": "paths_not_matched"}
+    touched_source = load(tree.root, touched=(tree.root / "src/api/users.ts",))
+    assert loaded(touched_source, tree.root) == [".claude/rules/ts.md"]
+
+
+def test_an_unquoted_negation_is_read_as_a_pattern(tree: Tree, load: Loader) -> None:
+    # YAML reads a plain `!x` as a tag: the retry quotes it, as Claude Code's parser does.
+    tree.write(".claude/rules/py.md", "---\npaths:\n  - '*.py'\n  - !migrations/**\n---\nPy.\n")
+    result = load(tree.root, touched=(tree.root / "migrations/001.py",))
+    assert skips(result, tree.root) == {".claude/rules/py.md": "paths_not_matched"}
+    assert loaded(load(tree.root, touched=(tree.root / "db/models.py",)), tree.root) == [
+        ".claude/rules/py.md"
+    ]
+
+
+def test_many_paths_in_few_folders_step_each_folder_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A load judges every touched path against every rule: 100 rules and a session of
+    # 20,000 files took ~29 s when each path was walked name by name (now under 2 s, see
+    # the docs). A folder's names are stepped once; its files are then tried by their name.
+    steps: list[str] = []
+    real_step = globs._step
+
+    def counting_step(
+        parts: tuple[globs._Part, ...], positions: frozenset[int], name: str
+    ) -> frozenset[int]:
+        steps.append(name)
+        return real_step(parts, positions, name)
+
+    monkeypatch.setattr(globs, "_step", counting_step)
+    touched = globs.TouchedPaths(
+        sorted(f"/proj/pkg/mod{j % 10}/sub/file{j}.ts" for j in range(2000))
+    )
+    patterns = ("services/**/*.py", "*.proto")
+    assert not globs.matches_any(patterns, BASE, touched)
+    # 10 folders of 3 names (pkg, modN, sub; pkg once) for each of the two patterns.
+    assert len(steps) == 2 * (1 + 10 + 10)
+    assert globs.matches_any(("*.proto", "pkg/mod3/sub/file1993.ts"), BASE, touched)
