@@ -14,6 +14,7 @@ import math
 import os
 import re
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -176,6 +177,11 @@ class Connector:
             sock.connect(str(self.path))
         except OSError as exc:
             sock.close()
+            # A file that is no socket refuses too (ECONNREFUSED): no daemon is coming there,
+            # and retrying it cost every call (every hook) a second.
+            other = not_a_socket(self.path) if exc.errno == errno.ECONNREFUSED else None
+            if other is not None:
+                raise DaemonUnavailable(f"memoryd is not running on {self.path}: {other}") from exc
             if exc.errno not in _BUSY or self._left <= 0:
                 raise DaemonUnavailable(
                     f"memoryd is not running on {self.path} ({exc.strerror or exc}); "
@@ -191,6 +197,28 @@ class Connector:
             sock.close()
             raise
         return sock
+
+
+def not_a_socket(path: Path) -> str | None:
+    """What is at `path` when it is there and no socket (a folder, a regular file, a FIFO),
+    said with what to do; None for a socket or nothing at all."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISSOCK(mode):
+        return None
+    kind = (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a regular file"
+        if stat.S_ISREG(mode)
+        else "no socket"
+    )
+    return (
+        f"it is {kind}, not a socket; is --socket or MEMORYD_SOCKET mistyped? (`memctl start` "
+        "does not replace it)"
+    )
 
 
 def _yours(uid: int) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from memctl import lifecycle
 from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, emit, fail, one_line
+from memoryd_client.client import not_a_socket
 
 
 def register(sub: Any) -> None:
@@ -81,7 +82,7 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
             EXIT_RPC,
         )
     if pid is None:
-        return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
+        return fail(args, _not_running(sock), EXIT_DOWN)
     # Still running after the shutdown request and SIGTERM: hung, or stuck finishing its work.
     return fail(
         args,
@@ -90,6 +91,11 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
         EXIT_TIMEOUT,
         pid=pid,
     )
+
+
+def _not_running(sock: Path) -> str:
+    other = not_a_socket(sock)
+    return f"memoryd is not running on {sock}" + (f": {other}" if other else "")
 
 
 def run_restart(args: argparse.Namespace) -> int:
@@ -122,7 +128,7 @@ def run_status(args: argparse.Namespace) -> int:
     except TimeoutError as exc:
         return fail(args, str(exc) + _why_silent(sock), EXIT_TIMEOUT)
     if status is None:
-        return fail(args, f"memoryd is not running on {sock}", EXIT_DOWN)
+        return fail(args, _not_running(sock), EXIT_DOWN)
     emit(args, status, "\n".join(status_lines(status)))
     # 0 with problems listed too: `memctl start && memctl status` and scripts that ask whether
     # memoryd runs must not fail over a setup warning; `--json`'s `problems` is for scripts.
