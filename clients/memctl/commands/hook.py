@@ -209,21 +209,31 @@ def _cwd(payload: dict[str, Any]) -> str:
 def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
     session_id = str(payload.get("session_id") or "")
     state_path = _state_file(session_id) if session_id else None
-    state = _load_state(state_path)
-    params: dict[str, Any] = {"cwd": _cwd(payload)}
-    if state_path is not None:
-        params["session_id"] = session_id
-    with _connect(args, budget) as conn:
-        context = _call(conn, budget, "get_context", params)
-    text = claude_code.session_start_context(context, full=args.full)
+    summary = ""
     if payload.get("source") == "compact":
-        summary = state.pop("compact_summary", None)
-        if isinstance(summary, str) and summary.strip():
-            text = (text + "\n\n" if text else "") + summary.strip()
+        # Taken before the daemon is asked, whatever it answers: left in the state when
+        # get_context failed (memoryd down, or slow with the caches pre-compact dropped), this
+        # compaction's summary was lost and shown after a later one instead.
+        state = _load_state(state_path)
+        kept = state.pop("compact_summary", None)
+        summary = kept.strip() if isinstance(kept, str) else ""
         # The compaction took the recalled memories out of the context: they may come again.
         state.pop("surfaced", None)
         _save_state(state_path, state)
-    return text
+    params: dict[str, Any] = {"cwd": _cwd(payload)}
+    if state_path is not None:
+        params["session_id"] = session_id
+    try:
+        with _connect(args, budget) as conn:
+            context = _call(conn, budget, "get_context", params)
+    except Exception as exc:
+        if not summary:
+            raise
+        # The summary is the hook's own: the agent gets it with memoryd down or slow too.
+        sys.stderr.write(f"memctl hook session-start: only the kept summary ({exc})\n")
+        return summary
+    text = claude_code.session_start_context(context, full=args.full)
+    return (text + "\n\n" if text and summary else text) + summary
 
 
 def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
@@ -320,9 +330,15 @@ def stop(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> s
 
 
 def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
+    state_path = _state_file(str(payload.get("session_id") or ""))
+    state = _load_state(state_path)
+    if "compact_summary" in state:
+        # An earlier compaction's, never shown: stale now, whether or not this one gets a
+        # summary. Dropped before a detached child may save this one's.
+        del state["compact_summary"]
+        _save_state(state_path, state)
     result = _transcript_call(args, payload, budget, "compact")
     summary = claude_code.compacted_summary(result or {})
-    state_path = _state_file(str(payload.get("session_id") or ""))
     if summary and state_path is not None:
         state = _load_state(state_path)
         state["compact_summary"] = summary
