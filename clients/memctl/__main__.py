@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from memctl import commands
 from memctl.global_flags import accept_after_command, add_global_flags
@@ -20,6 +20,7 @@ from memctl.output import (
     EXIT_DOWN,
     EXIT_RPC,
     EXIT_TIMEOUT,
+    EXIT_USAGE,
     fail,
     older_daemon_hint,
     ready_streams,
@@ -40,7 +41,7 @@ COMMAND_MODULES = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memctl", description="Control and query memoryd.")
+    parser = Parser(prog="memctl", description="Control and query memoryd.")
     parser.add_argument("--version", action=VersionAction, help="print memctl's version and exit")
     add_global_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -49,6 +50,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module.register(sub)
     accept_after_command(parser)  # `memctl status --json` as well as `memctl --json status`
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """memctl's parser (and, as add_subparsers' default class, every command's). With `--json`
+    a usage error is a JSON object on stdout too, exit 2: it was only argparse's usage text on
+    stderr, and a script reading stdout as JSON got nothing to read."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if Parser.json_errors:
+            fail(argparse.Namespace(json=True), f"{self.prog}: {message}", EXIT_USAGE)
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def wants_json(argv: list[str]) -> bool:
+    """`--json` among the flags (before a `--`, after which words are values)."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in words
 
 
 class VersionAction(argparse.Action):
@@ -101,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
         index = argv.index("hook")
         return hook.main([*argv[:index], *argv[index + 1 :]])
+    Parser.json_errors = wants_json(argv)
     parser = build_parser(module_for(argv))
     args = parser.parse_args(argv)
     try:
