@@ -77,10 +77,11 @@ class Tools:
         try:
             async with AsyncClient(self.socket_path, timeout=self.timeout) as conn:
                 return await conn.call(method, params)
-        except (ProtocolError, UntrustedSocket) as exc:
-            raise ToolError(str(exc)) from exc  # something answers there: not "not running"
-        except DaemonUnavailable as exc:
-            raise ToolError(f"memoryd is not running: {exc}") from exc
+        except (ProtocolError, UntrustedSocket, DaemonUnavailable) as exc:
+            # Each says what it is: "memoryd is not running on …", "memoryd closed the
+            # connection" (a restart mid-call), what else answers there. A prefix of "memoryd
+            # is not running: " said it twice, and said it of a daemon that was answering.
+            raise ToolError(str(exc)) from exc
         except RpcError as exc:
             raise ToolError(exc.message) from exc
         except TimeoutError as exc:

@@ -223,7 +223,9 @@ async def test_errors_are_tool_errors(
     async with mcp_session(short_tmp / "nobody.sock", project) as session:
         down = await session.call_tool("recall", {"query": "x"})
     assert down.is_error
-    assert "memoryd is not running" in down.content[0].text
+    # Before: "Error executing tool recall: memoryd is not running: memoryd is not running on …"
+    assert down.content[0].text.count("memoryd is not running") == 1
+    assert "nobody.sock" in down.content[0].text
 
 
 async def test_server_reports_its_version_and_clamps_the_recall_limit(
