@@ -11,6 +11,7 @@ every file that was found but not loaded gets a `Skipped` entry saying why.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -384,6 +385,16 @@ class _Loader:
         if len(data) > MAX_FILE_BYTES:  # grew since it was stat'ed
             self._skip(path, "too_large", f"over the {MAX_FILE_BYTES} byte cap", parent)
             return None
+        encoding = _utf16_or_32(data)
+        if encoding is not None:
+            # PowerShell 5's `>` writes UTF-16: text, yet every other byte is NUL ("binary").
+            self._skip(
+                path,
+                "not_utf8",
+                f"{encoding} text (it opens with a byte order mark): save it as UTF-8",
+                parent,
+            )
+            return None
         if b"\x00" in data:
             self._skip(path, "binary", "contains NUL bytes: not a text file", parent)
             return None
@@ -494,6 +505,19 @@ def nested_dirs(cwd: Path, touched: Iterable[Path], fs: FileSystem) -> list[Path
                     missing.add(folder)
                     break
     return sorted(found, key=lambda p: (len(p.parts), p.parts))
+
+
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16's, which it opens with
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _utf16_or_32(data: bytes) -> str | None:
+    """The encoding a byte order mark at the start of `data` names, when not UTF-8's."""
+    return next((name for bom, name in _WIDE_BOMS if data.startswith(bom)), None)
 
 
 def _ancestors(cwd: Path) -> list[Path]:

@@ -71,6 +71,27 @@ def test_missing_directory_binary_non_utf8(tree: Tree, load: Loader) -> None:
     assert all(s.parent == tree.root / "CLAUDE.md" for s in result.skipped)
 
 
+@pytest.mark.parametrize(
+    ("encoding", "named"),
+    [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")],
+)
+def test_a_utf16_file_is_named_so_not_called_binary(
+    tree: Tree, load: Loader, encoding: str, named: str
+) -> None:
+    # Found by a bug hunt (session 21): PowerShell 5's `>` writes UTF-16 with a byte order
+    # mark, and such a CLAUDE.md (or include) was skipped as "binary: contains NUL bytes".
+    text = "Use tabs.\n"
+    data = text.encode(encoding) if encoding != "utf-16-be" else b"\xfe\xff" + text.encode(encoding)
+    tree.write_bytes("CLAUDE.md", data)
+    tree.write("CLAUDE.local.md", "@notes.md")
+    tree.write_bytes("notes.md", data)
+    result = load(tree.root)
+    assert loaded(result, tree.root) == ["CLAUDE.local.md"]
+    assert skips(result, tree.root) == {"CLAUDE.md": "not_utf8", "notes.md": "not_utf8"}
+    for skipped in result.skipped:
+        assert skipped.detail == f"{named} text (it opens with a byte order mark): save it as UTF-8"
+
+
 def test_text_files_claude_code_includes_are_included(tree: Tree, load: Loader) -> None:
     # Found by a bug hunt: extensions of Claude Code's own text list (and Makefile, a file
     # Claude Code takes without an extension) were not_text, their includes never read.
