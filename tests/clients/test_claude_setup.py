@@ -198,6 +198,13 @@ def test_a_symlinked_settings_file_is_refused(home: Path, tmp_path: Path) -> Non
     assert link.is_symlink()
     assert real.read_text() == '{"model": "opus"}'
     assert not (home / ".claude.json").exists()
+    # --json carries the entries too (before: only the error, pointing to entries not there).
+    refused = claude(home, "--json", "install")
+    assert refused.returncode == 2
+    answer = json.loads(refused.stdout)
+    assert "is a symlink" in answer["error"]
+    hooks = answer["by_hand"]["settings"]["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{BIN / 'memctl'} hook stop"
 
 
 def test_claude_config_dir_moves_both_files(home: Path, tmp_path: Path) -> None:

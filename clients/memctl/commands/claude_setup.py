@@ -194,7 +194,8 @@ def load(path: Path) -> Loaded:
     if path.is_symlink():
         raise Refused(
             f"{path} is a symlink (to {os.readlink(path)}); memctl does not replace symlinked "
-            "settings: add the entries by hand (shown below) or replace the link with a file"
+            "settings: add the entries printed with this message by hand, or replace the link "
+            "with a file"
         )
     try:
         raw = read_bytes(path)
@@ -271,11 +272,10 @@ def plan(action: str, project: Path | None) -> list[Change]:
     return changes
 
 
-def by_hand(project: Path | None) -> str:
-    """What install would merge, as JSON, for a file memctl may not edit itself."""
+def by_hand(project: Path | None) -> dict[str, Any]:
+    """What install would merge, for a file memctl may not edit itself."""
     settings, config = installed({}, {}, project)
-    merged = {"settings": settings, "mcp": config} if config else {"settings": settings}
-    return json.dumps(merged, indent=2)
+    return {"settings": settings, "mcp": config} if config else {"settings": settings}
 
 
 class Conflict(Exception):
@@ -391,11 +391,16 @@ def run(args: argparse.Namespace) -> int:
             done = apply(changes, args.dry_run, project, written)
             break
         except Refused as exc:
-            if args.action == "install" and not args.json:
-                sys.stderr.write(f"memoryd's entries, to merge by hand:\n{by_hand(project)}\n")
             # Only the first attempt can be refused before any write (a retry re-reads files
             # that were usable a moment ago): say which.
             said = "nothing changed" if attempt == 0 else "stopped"
+            if args.action != "install":
+                return fail(args, f"{said}: {exc}", EXIT_USAGE)
+            entries = by_hand(project)
+            if args.json:  # the entries the message points to, in the JSON (they were left out)
+                return fail(args, f"{said}: {exc}", EXIT_USAGE, by_hand=entries)
+            text = json.dumps(entries, indent=2)
+            sys.stderr.write(f"memoryd's entries, to merge by hand:\n{text}\n")
             return fail(args, f"{said}: {exc}", EXIT_USAGE)
         except Conflict as exc:
             conflict = str(exc)
