@@ -205,6 +205,23 @@ def test_nothing_heavy_is_imported_without_embeddings() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_syncing_a_dir_imports_no_numpy_on_the_callers_thread() -> None:
+    # `sync` runs on the event loop at a memory dir's first load: it imported the vector
+    # store for its hash, and numpy with it (~125 ms, even for an empty folder).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile; from pathlib import Path;"
+        "from memoryd.automem.embeddings.semantic import SemanticRecall;"
+        "r = SemanticRecall(); r.start = lambda: None;"
+        "r.sync(Path(tempfile.mkdtemp()), 1, {'a.md': 'tabs'});"
+        "print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_an_edited_memory_is_not_ranked_by_its_old_vector(
     semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,12 @@ MAX_QUERY_CHARS = 2_000  # the model reads 256 tokens; a 1 MB query is cut befor
 EMBED_CHUNK = 256
 
 
+def content_hash(text: str) -> str:
+    # Here, not beside the vector store: `sync` hashes on the event loop, and that module
+    # imports numpy (~125 ms at a daemon's first get_context).
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def extra_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
 
@@ -218,8 +224,6 @@ class SemanticRecall:
         if self._synced.get(memory_dir) == generation:
             return
         self._synced[memory_dir] = generation
-        from memoryd.automem.embeddings.vectors import content_hash
-
         previous = self._texts.get(memory_dir, {})
         # Only what changed is hashed here, on the event loop (an unchanged text is the same
         # object, so the comparison is quick).
@@ -398,8 +402,6 @@ class SemanticRecall:
             if vector is not None and vector.any():
                 again.append(key)
         if again:
-            from memoryd.automem.embeddings.vectors import content_hash
-
             with self._lock:
                 pending = self._changed.setdefault(memory_dir, {})
                 pending.update((k, content_hash(texts[k])) for k in again)
@@ -451,8 +453,6 @@ class SemanticRecall:
 
     def _embed(self, memory_dir: Path, texts: dict[str, str]) -> None:
         import numpy as np
-
-        from memoryd.automem.embeddings.vectors import content_hash
 
         assert self.encoder is not None
         store, tokens = self._open_stores(memory_dir)

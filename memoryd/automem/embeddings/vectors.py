@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -69,10 +68,6 @@ _FRAME = struct.Struct("<II")  # payload length, CRC-32 of the payload
 _PUT, _REMOVE = b"P", b"R"
 
 Rows = npt.NDArray[Any]  # float32 vectors, or packed token vectors
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _frame(payload: bytes) -> bytes:
