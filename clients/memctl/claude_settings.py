@@ -220,25 +220,50 @@ def mcp_entry(command: list[str]) -> dict[str, Any]:
     return {"type": "stdio", "command": command[0], "args": command[1:]}
 
 
-# The arguments of memoryd-mcp run as a module (no script next to the interpreter): memctl's.
-MODULE_ARGS = ["-m", "memoryd_client.mcp_server"]
+# What runs memoryd-mcp: its script, or a python's `-m` of its module (no script beside it).
+SERVER_SCRIPT = "memoryd-mcp"
+SERVER_MODULE = "memoryd_client.mcp_server"
+
+
+def _server_span(argv: list[str]) -> tuple[int, int] | None:
+    """Where the words that run memoryd-mcp are in a server entry's command and args (`…/
+    memoryd-mcp`, or `python -m memoryd_client.mcp_server`); None when it runs something else."""
+    for index, word in enumerate(argv):
+        if word.rsplit("/", 1)[-1] == SERVER_SCRIPT:
+            return index, index + 1
+        if word == "-m" and index > 0 and argv[index + 1 : index + 2] == [SERVER_MODULE]:
+            return index - 1, index + 2
+    return None
+
+
+def _entry_argv(entry: dict[str, Any]) -> list[str] | None:
+    command, args = entry.get("command"), entry.get("args", [])
+    if not isinstance(command, str) or not isinstance(args, list):
+        return None
+    if not all(isinstance(arg, str) for arg in args):
+        return None
+    return [command, *args]
 
 
 def with_server(config: dict[str, Any], command: list[str]) -> dict[str, Any]:
     """`config` with the `memoryd` server running `command`. An entry already there keeps what
-    the user added (`env`, `timeout`, arguments after memctl's own): only the command is
-    memctl's."""
+    the user added (`env`, `timeout`, a launcher before memoryd-mcp such as `env VAR=…` or `uvx
+    --from …`, memoryd-mcp's arguments after it): only the words that run memoryd-mcp are
+    memctl's. One that runs something else is replaced, its other keys kept."""
     result = copy.deepcopy(config)
     servers = result.get("mcpServers")
     servers = dict(servers) if isinstance(servers, dict) else {}
     entry = mcp_entry(command)
     current = servers.get(SERVER_NAME)
     if isinstance(current, dict):
-        args = current.get("args")
-        args = list(args) if isinstance(args, list) else []
-        if args[: len(MODULE_ARGS)] == MODULE_ARGS:
-            args = args[len(MODULE_ARGS) :]
-        entry = {**current, **entry, "args": [*entry["args"], *args]}
+        entry = {**current, **entry}
+        argv = _entry_argv(current)
+        span = _server_span(argv) if argv is not None else None
+        if argv is not None and span is not None:
+            # Before, the args stayed whole after memctl's command: `uvx --from memoryd[mcp]
+            # memoryd-mcp` became `memoryd-mcp --from memoryd[mcp] memoryd-mcp`, which fails.
+            words = [*argv[: span[0]], *command, *argv[span[1] :]]
+            entry["command"], entry["args"] = words[0], words[1:]
     servers[SERVER_NAME] = entry
     result["mcpServers"] = servers
     return result

@@ -650,3 +650,38 @@ def test_a_full_disk_before_any_write_changes_nothing(small_disks: SmallDisks, h
         "settings.json"
     ]
     assert not (home / ".claude.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # A launcher before memoryd-mcp, and memoryd-mcp's own arguments, stay.
+        (
+            ["uvx", "--from", "memoryd[mcp]", "memoryd-mcp", "--cwd", "."],
+            ["uvx", "--from", "memoryd[mcp]", "{mcp}", "--cwd", "."],
+        ),
+        (
+            ["env", "MEMORYD_SOCKET=/run/m.sock", "/old/bin/memoryd-mcp"],
+            ["env", "MEMORYD_SOCKET=/run/m.sock", "{mcp}"],
+        ),
+        (
+            ["/old/bin/python", "-m", "memoryd_client.mcp_server", "--cwd", "/s"],
+            ["{mcp}", "--cwd", "/s"],
+        ),
+        # An entry that runs something else is replaced: its arguments were not memoryd-mcp's.
+        (["node", "memory-server.js", "--port", "3"], ["{mcp}"]),
+    ],
+)
+def test_the_server_entry_keeps_a_launcher_and_its_arguments(
+    home: Path, before: list[str], after: list[str]
+) -> None:
+    mcp_path = home / ".claude.json"
+    entry = {"command": before[0], "args": before[1:], "env": {"A": "1"}}
+    mcp_path.write_text(json.dumps({"mcpServers": {"memoryd": entry}}))
+    assert claude(home, "install").returncode == 0
+    server = json.loads(mcp_path.read_text())["mcpServers"]["memoryd"]
+    # Before: the whole old args list followed memctl's command (`memoryd-mcp --from
+    # memoryd[mcp] memoryd-mcp --cwd .`, `memoryd-mcp memory-server.js --port 3`): no server.
+    words = [w.replace("{mcp}", str(BIN / "memoryd-mcp")) for w in after]
+    assert [server["command"], *server["args"]] == words
+    assert server["env"] == {"A": "1"}
