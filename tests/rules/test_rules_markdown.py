@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
+from memoryd.rules import markdown
 from memoryd.rules.markdown import find_includes, strip_html_comments
 from tests.rules.conftest import Loader, Tree
 from tests.rules.rules_helpers import loaded
@@ -121,3 +125,81 @@ def test_escaped_at_file_is_not_loaded(tree: Tree, load: Loader) -> None:
     tree.write("CLAUDE.md", "Say \\@notes.md, do not paste it.\n")
     tree.write("notes.md", "NOT PASTED")
     assert loaded(load(tree.root), tree.root) == ["CLAUDE.md"]
+
+
+# Texts the lexer may turn into includes the raw text hardly shows: escapes, entities,
+# emphasis, links, breaks. Whether or not the pre-check lets them through to the lexer, the
+# answer is the lexer's.
+_TRICKY = [
+    "@x\\.md",
+    "@x&#46;md and @y&period;md",
+    "@docs&sol;a.md",
+    "**@docs/x.md**",
+    "@**docs/x.md**",
+    "[@linked.md](u) and [x](@u.md)",
+    "@docs/\na.md",
+    "@a\\\nb.md",
+    "@pkg/__init__.py",
+    "a@b.com @alice @param(x) @Override",
+    "@@double.md",
+    "<span>@x.md</span>",
+    "`@code.md` @real.md",
+    "@x\u00a0y.md",
+    "@\u2028z.md",
+    "\\@escaped.md",
+    "*@a*.md",
+    "@_emph_.md",
+    "@x.,y @a.*b* @Override.# @x.) @x.. @end.",
+]
+
+
+@pytest.mark.parametrize("text", _TRICKY)
+def test_the_pre_check_never_changes_what_is_found(text: str) -> None:
+    assert find_includes(text) == markdown._lexed_includes(text)
+
+
+def test_the_pre_check_agrees_with_the_lexer_on_random_text() -> None:
+    rng = random.Random(21)
+    alphabet = [
+        "@",
+        "@",
+        ".",
+        "/",
+        "\\",
+        "&#46;",
+        "*",
+        "_",
+        "`",
+        "[",
+        "]",
+        "(",
+        ")",
+        " ",
+        "\n",
+        "#",
+        ",",
+        "a",
+        "md",
+        "<b>",
+        "&",
+    ]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
+        assert find_includes(text) == markdown._lexed_includes(text), text
+
+
+def test_text_with_only_mentions_is_not_lexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found by a bug hunt (session 21): every file holding an `@` was lexed, and 1,000 rule
+    # files of prose with `@param`-like mentions held a cold load ~2.8 s (~0.7 s now).
+    parsed: list[str] = []
+    real_parse = markdown._MD.parse
+
+    def counting_parse(src: str, env: Any = None) -> Any:
+        parsed.append(src)
+        return real_parse(src, env)
+
+    monkeypatch.setattr(markdown._MD, "parse", counting_parse)
+    assert find_includes("Document every @param; ping @alice; mark it @Override.\n") == []
+    assert parsed == []
+    assert find_includes("Read @docs/a.md.\n") == ["docs/a.md"]
+    assert len(parsed) == 1
