@@ -18,6 +18,7 @@ from typing import IO, Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from memoryd_client.version import build_version
 from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon, FakeError
 
@@ -231,8 +232,6 @@ async def test_errors_are_tool_errors(
 async def test_server_reports_its_version_and_clamps_the_recall_limit(
     fake_daemon: FakeDaemon, project: Path
 ) -> None:
-    from memoryd import __version__
-
     fake_daemon.on("recall", {"selector": "local", "memories": []})
     params = StdioServerParameters(
         command=sys.executable,
@@ -246,7 +245,9 @@ async def test_server_reports_its_version_and_clamps_the_recall_limit(
         high = await session.call_tool("recall", {"query": "x", "limit": 9})
         low = await session.call_tool("recall", {"query": "x", "limit": 0})
     assert initialized.server_info.name == "memoryd"
-    assert initialized.server_info.version == __version__
+    # Read now, as the server read it: a checkout's version names its commit (memoryd's
+    # __version__, read once, may be older than a commit made since in a shared checkout).
+    assert initialized.server_info.version == build_version()
     # The model is told the range up front, and a value outside it still gets an answer.
     assert "1–5" in tools["recall"].input_schema["properties"]["limit"]["description"]
     assert not high.is_error, high.content
@@ -368,14 +369,25 @@ def test_sigint_ends_the_server_at_once_and_quietly(fake_daemon: FakeDaemon, pro
         proc.communicate()  # waits, and closes the three pipes
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "line {i}: the user likes green tea with honey\n",
+        # About a token a character: 40,000 characters of it were over Claude Code's cap.
+        "{i}行目: ユーザーは蜂蜜入りの緑茶が好きです\n",
+    ],
+)
 async def test_big_memories_are_cut_to_fit_and_read_pages_through_them(
-    fake_daemon: FakeDaemon, project: Path
+    fake_daemon: FakeDaemon, project: Path, line: str
 ) -> None:
-    from memoryd_client.mcp_tools import RESULT_CHARS
+    from memoryd_client.mcp_tools import RESULT_BYTES
+
+    def size(text: str) -> int:
+        return len(text.encode())
 
     # Five memories of the daemon's 200,000-byte cap: 1.85 MB of tool result before, which a
     # host refuses (Claude Code: over 25,000 tokens), and read had no way to page.
-    big = "".join(f"line {i}: the user likes green tea with honey\n" for i in range(4000))
+    big = "".join(line.format(i=i) for i in range(4000))
     small = "---\nname: S\n---\n\nshort\n"
     fake_daemon.on(
         "recall",
@@ -396,13 +408,13 @@ async def test_big_memories_are_cut_to_fit_and_read_pages_through_them(
             page = payload(await session.call_tool("read", {"path": "/m/b1.md", "offset": offset}))
             text, _, marker = page.partition("\n\n[memoryd-mcp: characters ")
             pages.append(text)
-            assert len(text) <= RESULT_CHARS
+            assert size(text) <= RESULT_BYTES
             if not marker:
                 break
             offset = int(marker.rsplit("offset=", 1)[1].split()[0])
         past = await session.call_tool("read", {"path": "/m/b1.md", "offset": len(big) + 5})
     memories = payload(recall)["memories"]
-    assert len(recall.content[0].text) < 2 * RESULT_CHARS
+    assert size(recall.content[0].text) < RESULT_BYTES + 2_000  # the memories' other fields
     assert memories[1]["content"] == small  # a short one is whole; the long ones share the rest
     assert "truncated" not in memories[1]
     for memory in (memories[0], memories[2]):
@@ -410,7 +422,7 @@ async def test_big_memories_are_cut_to_fit_and_read_pages_through_them(
         assert memory["content"].endswith("\n")  # cut after a line
         assert f"of {len(big):,} characters" in memory["truncated"]
         assert f"offset={len(memory['content'])}" in memory["truncated"]
-    assert sum(len(m["content"]) for m in memories) <= RESULT_CHARS
+    assert sum(size(m["content"]) for m in memories) <= RESULT_BYTES
     assert "".join(pages) == big
     assert len(pages) > 1
     assert past.is_error

@@ -23,7 +23,9 @@ from tests.clients.conftest import run_memctl
 def test_an_empty_socket_path_is_refused(argv: list[str]) -> None:
     done = run_memctl(*argv)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "--socket: an empty path" in done.stderr
+    # With --json the usage error is JSON on stdout (session 21), else argparse's on stderr.
+    said = json.loads(done.stdout)["error"] if "--json" in argv else done.stderr
+    assert "--socket: an empty path" in said
     assert "not running" not in done.stderr + done.stdout
 
 
