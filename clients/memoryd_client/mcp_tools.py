@@ -41,9 +41,11 @@ MemoryType = Literal["user", "feedback", "project", "reference"]
 RECALL_LIMIT_MIN, RECALL_LIMIT_MAX = 1, 5
 # Hosts cap what one tool result may put in the model's context (Claude Code: 25,000 tokens by
 # default) and refuse or cut a bigger one, while a memory may hold 200,000 bytes and recall
-# returns five: recall shares this many characters of content among its memories, and read
-# returns at most this many per call (`offset` pages on). About 10,000 tokens of text.
-RESULT_CHARS = 40_000
+# returns five: recall shares this many bytes of content (UTF-8) among its memories, and read
+# returns at most this many per call (`offset`, in characters, pages on). About 10,000 tokens
+# of English; counted in characters, 40,000 of Japanese or Chinese (about a token each) were
+# over the cap, and the host refused the result.
+RESULT_BYTES = 40_000
 # Module level, not inside build_server: the SDK resolves the tools' string annotations
 # (`from __future__ import annotations`) in this module's globals.
 CwdArg = Annotated[
@@ -98,8 +100,9 @@ class Tools:
             for m in result.get("memories", [])
         ]
         contents = [str(m["content"] or "") for m in memories]
-        for memory, content, share in zip(memories, contents, _shares(contents), strict=True):
-            if len(content) > share:
+        sizes = [_size(content) for content in contents]
+        for memory, content, share in zip(memories, contents, _shares(sizes), strict=True):
+            if _size(content) > share:
                 shown = _cut(content, share)
                 memory["content"] = shown
                 memory["truncated"] = (
@@ -156,11 +159,11 @@ class Tools:
             path = str(Path(str(listing.get("memory_dir") or "")) / path)
         result = await self._call("memory.read", {"cwd": project, "path": path})
         content = str(result.get("content", ""))
-        if offset == 0 and len(content) <= RESULT_CHARS:
+        if offset == 0 and _size(content) <= RESULT_BYTES:
             return content
         if not 0 <= offset < max(len(content), 1):
             raise ToolError(f"offset {offset} is outside the file ({len(content):,} characters)")
-        part = _cut(content[offset:], RESULT_CHARS)
+        part = _cut(content[offset:], RESULT_BYTES)
         end = offset + len(part)
         if end < len(content):
             part += (
@@ -170,23 +173,35 @@ class Tools:
         return part
 
 
-def _shares(texts: list[str]) -> list[int]:
-    """Each text's share of RESULT_CHARS: what a short one leaves goes to the longer ones."""
-    shares = [0] * len(texts)
-    left = RESULT_CHARS
-    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for done, i in enumerate(by_length):
-        shares[i] = min(len(texts[i]), left // (len(texts) - done))
+def _size(text: str) -> int:
+    """`text`'s UTF-8 bytes (a lone surrogate, which JSON may carry, as three)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _shares(sizes: list[int]) -> list[int]:
+    """Each text's share of RESULT_BYTES, by its size: what a short one leaves goes to the
+    longer ones."""
+    shares = [0] * len(sizes)
+    left = RESULT_BYTES
+    by_size = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    for done, i in enumerate(by_size):
+        shares[i] = min(sizes[i], left // (len(sizes) - done))
         left -= shares[i]
     return shares
 
 
 def _cut(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters, after a line where one ends in the last half."""
-    if len(text) <= limit:
+    """`text` cut to at most `limit` bytes of UTF-8, never inside a character, after a line
+    where one ends in the last half."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
         return text
-    newline = text.rfind("\n", limit // 2, limit)
-    return text[: newline + 1] if newline >= 0 else text[:limit]
+    end = limit
+    while end > 0 and data[end] & 0xC0 == 0x80:  # a continuation byte: inside a character
+        end -= 1
+    head = data[:end].decode("utf-8", "surrogatepass")
+    newline = head.rfind("\n", len(head) // 2)
+    return head[: newline + 1] if newline >= 0 else head
 
 
 def is_jsonrpc_message(line: bytes) -> bool:
@@ -265,7 +280,7 @@ def build_server(tools: Tools) -> MCPServer[Any]:
             int,
             Field(
                 ge=0,
-                description=f"start at this character; a file over {RESULT_CHARS:,} characters "
+                description=f"start at this character; a file over {RESULT_BYTES:,} bytes "
                 "comes in parts, each ending with the offset of the next",
             ),
         ] = 0,
