@@ -12,6 +12,7 @@ every file that was found but not loaded gets a `Skipped` entry saying why.
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,8 +39,10 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 # One context's instruction text, all files together: it goes out in one reply (16 MiB at most,
 # escaped as JSON), so files past it are skipped, never the whole load failed.
 MAX_CONTEXT_BYTES = 6 * 1024 * 1024
-# Skips reported per context: 400,000 missing includes in one file are news once, not each.
+# Skips reported per context: 400,000 missing includes in one file are news once, not each;
+# and their paths and details at most this many bytes of the reply (a path may be 4 KiB).
 MAX_SKIPPED = 1000
+MAX_SKIPPED_BYTES = 1024 * 1024
 # @includes followed, per file and per context: each is a realpath and a stat, and a
 # repository's 4 MB CLAUDE.md of 240,000 distinct `@x/y.md` held its first load ~10 s.
 MAX_INCLUDES_PER_FILE = 2000
@@ -81,7 +84,8 @@ class _Loader:
     main_copies: set[Path] = field(default_factory=set)  # main-checkout files skipped
     loaded_bytes: int = 0
     includes: int = 0  # @include references followed so far
-    unreported: int = 0  # skips past MAX_SKIPPED
+    unreported: int = 0  # skips past MAX_SKIPPED or MAX_SKIPPED_BYTES
+    skipped_bytes: int = 0  # of the skips listed, as the reply writes them
 
     @cached_property
     def off_types(self) -> frozenset[FileType]:
@@ -111,7 +115,8 @@ class _Loader:
                 Skipped(
                     req.cwd,
                     "too_many",
-                    f"{self.unreported:,} more files skipped; only the first {MAX_SKIPPED} are listed",
+                    f"{self.unreported:,} more files skipped; only the first "
+                    f"{len(self.skipped):,} are listed",
                     None,
                 )
             )
@@ -326,13 +331,16 @@ class _Loader:
                 return
             reason = "path_glob"
         body = markdown.strip_html_comments(parsed.body)
-        size = len(body.encode("utf-8"))
+        # What the file adds to the reply: its text as JSON writes it (a control character,
+        # an ANSI colour's ESC, takes 6 bytes: 4 MiB of them failed the whole get_context
+        # with -32004), its path in its heading and its `files` entry, and its parent's.
+        size = reply_bytes(body) + 2 * reply_bytes(str(path)) + reply_bytes(str(parent or ""))
         if self.loaded_bytes + size > MAX_CONTEXT_BYTES:
             self._skip(
                 path,
                 "too_large",
-                f"{size:,} bytes would bring this context's instructions over "
-                f"{MAX_CONTEXT_BYTES:,} bytes in all",
+                f"{size:,} bytes of the reply (text as JSON escapes it, and its path) would "
+                f"bring this context's instructions over {MAX_CONTEXT_BYTES:,} bytes in all",
                 parent,
             )
             return
@@ -461,9 +469,11 @@ class _Loader:
     def _skip(
         self, path: Path, reason: SkipReason, detail: str, parent: Path | None = None
     ) -> None:
-        if len(self.skipped) >= MAX_SKIPPED:
+        cost = reply_bytes(str(path)) + reply_bytes(detail) + reply_bytes(str(parent or ""))
+        if len(self.skipped) >= MAX_SKIPPED or self.skipped_bytes + cost > MAX_SKIPPED_BYTES:
             self.unreported += 1
             return
+        self.skipped_bytes += cost
         self.skipped.append(Skipped(path, reason, detail, parent))
 
     def _or_skipped(self, call: Callable[[Path], T], folder: Path, refused: T) -> T:
@@ -518,6 +528,19 @@ _WIDE_BOMS = (
 def _utf16_or_32(data: bytes) -> str | None:
     """The encoding a byte order mark at the start of `data` names, when not UTF-8's."""
     return next((name for bom, name in _WIDE_BOMS if data.startswith(bom)), None)
+
+
+# Characters JSON writes escaped: two bytes (`\n`, `\"`) or six (`\u001b`).
+_JSON_TWO = re.compile(r'["\\\x08\t\n\x0c\r]')
+_JSON_SIX = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")
+
+
+def reply_bytes(text: str) -> int:
+    """The bytes `text` takes as a JSON string in a reply (its quotes aside)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if _JSON_SIX.search(text) is not None:
+        size += 5 * (len(text) - len(_JSON_SIX.sub("", text)))
+    return size + len(text) - len(_JSON_TWO.sub("", text))
 
 
 def _ancestors(cwd: Path) -> list[Path]:

@@ -214,3 +214,53 @@ def test_rule_files_past_the_cap_in_one_folder_are_skipped_once(
     assert len(too_many) == 1
     assert too_many[0].detail == "more than 20 rule files"
     assert skips(result, tree.root)[".claude/rules/a-conditional.md"] == "paths_not_matched"
+
+
+async def test_an_include_of_control_characters_costs_itself_not_the_whole_reply(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a bug hunt (session 21): a terminal capture (`@build.log`, 4 MB, mostly
+    # escapes) fits the 6 MiB budget as bytes, but JSON writes each ESC as `\u001b`: the
+    # reply, 22 MB, went over the 16 MiB cap and the whole get_context failed with -32004,
+    # on every call.
+    tree.git_repo()
+    line = "\x1b" * 7 + "\n"
+    tree.write("build.log", line * (4_000_000 // len(line)))
+    tree.write("CLAUDE.md", "Never push to main.\n@build.log\n")
+    reply = await daemon.call("get_context", cwd=str(tree.root))
+    assert "Never push to main." in reply["claude_md"]
+    assert [s["reason"] for s in reply["skipped"]] == ["too_large"]
+    assert reply["skipped"][0]["path"] == str(tree.root / "build.log")
+
+
+def test_the_budget_counts_what_paths_add_to_the_reply(
+    tree: Tree, load: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each file's path goes out twice (its heading, its `files` entry), its parent's once:
+    # 10,000 empty includes of 4 KiB paths made an 80 MB reply from no text at all.
+    monkeypatch.setattr(loader, "MAX_CONTEXT_BYTES", 120_000)
+    folder = "/".join(["d" * 200] * 4)
+    refs = [f"{folder}/{i:03}.md" for i in range(100)]
+    for ref in refs:
+        tree.write(ref, "")
+    tree.write("CLAUDE.md", "\n".join(f"@{ref}" for ref in refs))
+    result = load(tree.root)
+    paths = sum(2 * len(str(f.path)) + len(str(f.parent or "")) for f in result.files)
+    assert 1 < len(result.files) < 101
+    assert paths + len(result.files[0].content) <= 120_000
+    assert {s.reason for s in result.skipped} == {"too_large"}
+
+
+def test_skips_listed_are_bounded_in_bytes_too(tree: Tree, load: Loader) -> None:
+    # 1,000 missing includes of 3 KB paths: 6 MB of skips (path, detail and parent) before.
+    folder = "/".join(["m" * 200] * 15)
+    tree.write("CLAUDE.md", "\n".join(f"@{folder}/{i:04}.md" for i in range(1000)))
+    result = load(tree.root)
+    listed = result.skipped[:-1]
+    assert sum(len(str(s.path)) + len(s.detail) + len(str(s.parent)) for s in listed) <= (
+        loader.MAX_SKIPPED_BYTES
+    )
+    assert result.skipped[-1].reason == "too_many"
+    assert result.skipped[-1].detail == (
+        f"{1000 - len(listed):,} more files skipped; only the first {len(listed):,} are listed"
+    )
