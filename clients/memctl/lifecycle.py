@@ -182,7 +182,11 @@ def start(
             "XDG_RUNTIME_DIR to a folder of your own"
         ) from exc
     except OSError as exc:
-        raise RuntimeError(f"cannot start memoryd at {sock}: {exc.strerror or exc}") from exc
+        # Which file: "Is a directory" (a folder named memoryd.log), "File exists" (a file
+        # where the socket's folder goes) named neither.
+        where = f"{exc.filename}: " if exc.filename else ""
+        why = "not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        raise RuntimeError(f"cannot start memoryd at {sock}: {where}{why}") from exc
     with _one_at_a_time(sock, wait_s, create=True):
         # Another `memctl start` may have started it while this one waited for its turn.
         try:

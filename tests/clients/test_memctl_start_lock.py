@@ -81,3 +81,19 @@ def test_another_users_start_lock_is_refused_at_once(short_tmp: Path, command: s
         "of your own"
     )
     assert not sock.exists()
+
+
+@pytest.mark.parametrize("where", ["log", "folder"])
+def test_start_names_the_file_in_its_way(short_tmp: Path, where: str) -> None:
+    # "Is a directory" and "File exists" named neither the log nor the socket's folder.
+    if where == "log":
+        sock = short_tmp / "m.sock"
+        (short_tmp / "memoryd.log").mkdir()
+        said = f"{short_tmp / 'memoryd.log'}: Is a directory"
+    else:
+        (short_tmp / "sub").write_text("")
+        sock = short_tmp / "sub" / "m.sock"
+        said = f"{short_tmp / 'sub'}: not a folder"
+    done = run_memctl("--json", "--socket", str(sock), "start")
+    assert done.returncode == 3
+    assert json.loads(done.stdout)["error"] == f"cannot start memoryd at {sock}: {said}"
