@@ -37,14 +37,24 @@ def current_date_line(today: date) -> str:
 # What ends a line for a reader (the model): more than `\n`.
 _BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# A heading line begun by a break Markdown does not count (U+2028, a form feed…) but a reader
-# might: no heading to the parser, a line of its own to the model.
-_EXOTIC_HEADING = re.compile(rf"(?<=[{_BREAKS[2:]}])([ \t]{{0,3}})(#{{1,6}}[ \t]+[^{_BREAKS}]*)")
+# Spaces a reader takes for one after a heading's `#`s, which Markdown does not (no heading to
+# the parser): a no-break space, the typographic ones, the zero-width ones.
+_OTHER_SPACES = (
+    "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200C))) + "\u202f\u205f\u2060\u3000\ufeff"
+)
+# A heading line begun by a break Markdown does not count (U+2028, a form feed…), or with such
+# a space before or after its `#`s, but a reader might: no heading to the parser, a line of
+# its own to the model.
+_EXOTIC_HEADING = re.compile(
+    rf"(?:(?<=[{_BREAKS[2:]}])([ \t]{{0,3}})(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*)"
+    rf"|(?:^|(?<=[{_BREAKS[:2]}]))([ \t{_OTHER_SPACES}]*)(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*))"
+)
 # Our section titles open with a path (absolute, `~`, a drive) and hold a `(`.
 _PATH_TITLE = re.compile(r"(?:/|~|[A-Za-z]:[\\/]|\\\\)")
 # A line that could be such a title, as a pre-check before the Markdown parse.
 _MAYBE_TITLE = re.compile(
-    rf"(?:^|(?<=[{_BREAKS}]))[ \t]{{0,3}}(?:#{{1,6}}[ \t]+)?(?:/|~|[A-Za-z]:[\\/]|\\\\)[^{_BREAKS}]*\("
+    rf"(?:^|(?<=[{_BREAKS}]))[ \t{_OTHER_SPACES}]*(?:#{{1,6}}[ \t{_OTHER_SPACES}]+)?"
+    rf"(?:/|~|[A-Za-z]:[\\/]|\\\\)[^{_BREAKS}]*\("
 )
 _ORIGIN_WORDS = re.compile(
     "|".join(re.escape(f"({origin.split(',')[0]}") for origin in _ORIGIN.values()), re.I
@@ -86,8 +96,14 @@ def _defused(content: str) -> str:
     content = content if lines is None else "".join(lines)
 
     def escape(match: re.Match[str]) -> str:
-        indent, line = match.groups()
-        title = line.lstrip("#").strip()
+        if match.group(2) is not None:
+            indent, line = match.group(1, 2)
+        else:
+            indent, line = match.group(3, 4)
+            spaces = indent + line.lstrip("#")[:1]
+            if not any(space in _OTHER_SPACES for space in spaces):
+                return match.group(0)  # a heading the parser saw, or code: judged above
+        title = line.lstrip("#").strip(f" \t{_OTHER_SPACES}")
         if (_PATH_TITLE.match(title) and "(" in title) or _ORIGIN_WORDS.search(title):
             return f"{indent}\\{line}"
         return match.group(0)
