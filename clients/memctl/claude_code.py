@@ -508,17 +508,41 @@ def _inert(text: str) -> str:
     return _WRAPPER_TAG.sub("&lt;", text)
 
 
-def recall_context(memories: Sequence[Mapping[str, Any]]) -> str:
-    """What the UserPromptSubmit hook adds: the recalled memories with their staleness notes."""
+# What the recalled memories' text may take in all, in UTF-8 bytes, shared among them (a short
+# one whole): a memory may hold 200,000 bytes, and five such put a megabyte into the prompt,
+# past the model's context window; and Claude Code puts at most about 10,000 characters of a
+# hook's output inline (more is replaced by a short preview and a file path). A cut memory
+# says so, and the agent reads the file for the rest.
+RECALL_CONTEXT_BYTES = 8_000
+
+
+def recall_context(
+    memories: Sequence[Mapping[str, Any]], budget: int = RECALL_CONTEXT_BYTES
+) -> str:
+    """What the UserPromptSubmit hook adds: the recalled memories with their staleness notes,
+    their text cut to share `budget`."""
+    from memoryd_client.text_budget import cut, shares, utf8_size  # stdlib only, as this module
+
+    contents = [str(memory.get("content") or "").strip() for memory in memories]
+    sizes = [utf8_size(content) for content in contents]
+    given = shares(sizes, budget)
     chunks: list[str] = []
-    for memory in memories:
+    for memory, content, size, share in zip(memories, contents, sizes, given, strict=True):
         header = f"Memory: {memory.get('path')}"
         if memory.get("type"):
             header += f" ({memory.get('type')})"
         chunk = [header]
         if memory.get("note"):
             chunk.append(str(memory["note"]))
-        chunk.append(str(memory.get("content") or "").strip())
+        if size > share:
+            shown = cut(content, share)
+            chunk.append(shown.rstrip())
+            chunk.append(
+                f"[memoryd: showing {len(shown):,} of {len(content):,} characters; read "
+                f"{memory.get('path')} for the rest]"
+            )
+        else:
+            chunk.append(content)
         chunks.append(_inert("\n".join(c for c in chunk if c)))
     if not chunks:
         return ""

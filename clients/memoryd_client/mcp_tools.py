@@ -23,6 +23,7 @@ from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, ProtocolError, RpcError, UntrustedSocket
+from memoryd_client.text_budget import cut, shares, utf8_size
 from memoryd_client.version import installed_version
 
 INSTRUCTIONS = (
@@ -100,10 +101,11 @@ class Tools:
             for m in result.get("memories", [])
         ]
         contents = [str(m["content"] or "") for m in memories]
-        sizes = [_size(content) for content in contents]
-        for memory, content, share in zip(memories, contents, _shares(sizes), strict=True):
-            if _size(content) > share:
-                shown = _cut(content, share)
+        sizes = [utf8_size(content) for content in contents]
+        given = shares(sizes, RESULT_BYTES)
+        for memory, content, size, share in zip(memories, contents, sizes, given, strict=True):
+            if size > share:
+                shown = cut(content, share)
                 memory["content"] = shown
                 memory["truncated"] = (
                     f"showing {len(shown):,} of {len(content):,} characters: `read` this path "
@@ -159,11 +161,11 @@ class Tools:
             path = str(Path(str(listing.get("memory_dir") or "")) / path)
         result = await self._call("memory.read", {"cwd": project, "path": path})
         content = str(result.get("content", ""))
-        if offset == 0 and _size(content) <= RESULT_BYTES:
+        if offset == 0 and utf8_size(content) <= RESULT_BYTES:
             return content
         if not 0 <= offset < max(len(content), 1):
             raise ToolError(f"offset {offset} is outside the file ({len(content):,} characters)")
-        part = _cut(content[offset:], RESULT_BYTES)
+        part = cut(content[offset:], RESULT_BYTES)
         end = offset + len(part)
         if end < len(content):
             part += (
@@ -171,37 +173,6 @@ class Tools:
                 f"call read with offset={end} for the rest]"
             )
         return part
-
-
-def _size(text: str) -> int:
-    """`text`'s UTF-8 bytes (a lone surrogate, which JSON may carry, as three)."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _shares(sizes: list[int]) -> list[int]:
-    """Each text's share of RESULT_BYTES, by its size: what a short one leaves goes to the
-    longer ones."""
-    shares = [0] * len(sizes)
-    left = RESULT_BYTES
-    by_size = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    for done, i in enumerate(by_size):
-        shares[i] = min(sizes[i], left // (len(sizes) - done))
-        left -= shares[i]
-    return shares
-
-
-def _cut(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` bytes of UTF-8, never inside a character, after a line
-    where one ends in the last half."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    end = limit
-    while end > 0 and data[end] & 0xC0 == 0x80:  # a continuation byte: inside a character
-        end -= 1
-    head = data[:end].decode("utf-8", "surrogatepass")
-    newline = head.rfind("\n", len(head) // 2)
-    return head[: newline + 1] if newline >= 0 else head
 
 
 def is_jsonrpc_message(line: bytes) -> bool:

@@ -176,6 +176,29 @@ def test_recall_context_and_hook_output() -> None:
     }
 
 
+def test_recalled_memories_share_a_budget_and_a_cut_one_says_where_the_rest_is() -> None:
+    # Two memories of the daemon's 200,000-byte cap, one of text of about a token a character.
+    english = "".join(f"line {i}: the user likes green tea with honey\n" for i in range(4_000))
+    japanese = "".join(f"{i}行目: ユーザーは蜂蜜入りの緑茶が好きです\n" for i in range(3_500))
+    memories = [
+        {"path": "/m/en.md", "content": english},
+        {"path": "/m/short.md", "type": "user", "content": "prefers tabs"},
+        {"path": "/m/ja.md", "content": japanese, "note": "3 days old"},
+    ]
+    text = claude_code.recall_context(memories)
+    # Before: all 390 KB of it, past what Claude Code puts inline (about 10,000 characters).
+    assert len(text.encode()) < 10_000
+    assert "Memory: /m/short.md (user)\nprefers tabs\n" in text
+    for path, content in (("/m/en.md", english), ("/m/ja.md", japanese)):
+        chunk = text.split(f"Memory: {path}\n", 1)[1].split("\n\nMemory: ", 1)[0]
+        shown, _, note = chunk.rpartition("\n[memoryd: showing ")
+        shown = shown.removeprefix("3 days old\n")
+        assert content.startswith(shown)
+        assert 2_000 < len(shown.encode()) <= claude_code.RECALL_CONTEXT_BYTES // 2
+        assert note.startswith(f"{len(shown) + 1:,} of {len(content.strip()):,} characters; read")
+        assert f"read {path} for the rest]" in note
+
+
 def test_a_recalled_memory_cannot_close_the_wrapper() -> None:
     # Its text, or its path, closing <relevant-memories> would put what follows (a forged
     # <system-reminder>) outside the wrapper, read by the agent as context of its own.
