@@ -1,7 +1,10 @@
 """A custom agent loop wired to memoryd with the client library (an integration example).
 
     memctl start
-    ANTHROPIC_API_KEY=… python examples/agent_loop.py "what did we decide about releases?"
+    ANTHROPIC_API_KEY=… .venv/bin/python examples/agent_loop.py "what did we decide about releases?"
+
+(`.venv/bin/python` after `scripts/serve`: any Python with `memoryd_client` importable, and
+`anthropic` for the model call; a bare `python3` has neither.)
 
 Where memoryd fits in a loop of your own:
 1. `get_context` once per session: the instruction files and memory index, sent as the first

@@ -24,6 +24,7 @@ from memctl.claude_code import (
 from memctl.commands.hook import EVENTS
 from tests.clients.conftest import REPO, memctl_env
 from tests.conftest import DaemonHandle
+from tests.fakes.messages_api import FakeMessagesAPI, text_reply
 
 EXAMPLES = REPO / "examples"
 
@@ -54,7 +55,8 @@ def test_mcp_example_names_the_console_script() -> None:
     assert 'memoryd-mcp = "memoryd_client.mcp_server:main"' in pyproject
 
 
-async def test_agent_loop_example_without_a_key(daemon: DaemonHandle, tmp_path: Path) -> None:
+async def _agent_loop(daemon: DaemonHandle, tmp_path: Path, **env: str) -> tuple[str, str]:
+    """examples/agent_loop.py run in a project holding one memory: its stdout and stderr."""
     project = tmp_path / "proj"
     project.mkdir()
     await daemon.call(
@@ -72,14 +74,42 @@ async def test_agent_loop_example_without_a_key(daemon: DaemonHandle, tmp_path: 
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=project,
-        env=memctl_env(MEMORYD_SOCKET=str(daemon.socket_path)),
+        env=memctl_env(MEMORYD_SOCKET=str(daemon.socket_path), **env),
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
-    text = out.decode()
+    return out.decode(), err.decode()
+
+
+async def test_agent_loop_example_without_a_key(daemon: DaemonHandle, tmp_path: Path) -> None:
+    text, _ = await _agent_loop(daemon, tmp_path)
     assert "1 recalled memory(ies)" in text
     assert "Thursdays." in text
     assert text.rstrip().endswith("when do releases leave?")
+
+
+async def test_agent_loop_example_with_a_model(
+    daemon: DaemonHandle, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    # The path with a key was never run: the reply is printed, the model got the memory
+    # instructions as the system prompt and the context, recall and prompt as one user
+    # message, and the turn went to the daemon (`after_turn`, its session counted).
+    fake_model.enqueue(text_reply("They leave on Thursdays."))
+    out, err = await _agent_loop(
+        daemon,
+        tmp_path,
+        ANTHROPIC_API_KEY="sk-test-fake-key",
+        ANTHROPIC_BASE_URL=fake_model.base_url,
+    )
+    assert out.strip() == "They leave on Thursdays."
+    assert "[memoryd scheduled: {" in err
+    (sent,) = fake_model.message_requests()
+    assert "Auto memory" in sent.json["system"]
+    (message,) = sent.json["messages"]
+    texts = [block["text"] for block in message["content"]]
+    assert "Thursdays." in texts[1]
+    assert texts[1].endswith("when do releases leave?")
+    assert (await daemon.call("status"))["sessions"] == 1
 
 
 def test_protocol_tour_calls_every_method() -> None:
