@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
-from tests.conftest import DaemonHandle
+from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -490,3 +490,96 @@ def test_notification_params_on_the_protocol_page_are_what_the_daemon_sends() ->
     assert {
         e: sorted(keys - documented[e]) for e, keys in sent.items() if keys - documented[e]
     } == {}
+
+
+def test_every_memoryd_flag_is_in_the_daemon_page_s_table() -> None:
+    # `--log-level`, `--line-limit`, `--no-watch` and `--version` were in `memoryd --help` but
+    # not in "Running it", the page's list of how to run it.
+    import subprocess
+    import sys
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "memoryd", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", shown)) - {"--help"}
+    assert flags
+    text = (REPO / "docs" / "daemon.md").read_text()
+    table = text.split("\n## Running it\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `memoryd (--[a-z-]+)", table, re.M))
+    assert sorted(flags - listed) == []
+
+
+def test_every_memctl_command_is_in_the_clients_page_s_table() -> None:
+    # The table of what memctl does listed memory, recall, watch, hook, claude-code and
+    # service, not start/stop/restart/status, remember, memory-history/restore, dream,
+    # includes or call: each is in `memctl --help`.
+    import argparse
+
+    from memctl.__main__ import build_parser
+
+    (commands,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = (REPO / "docs" / "clients.md").read_text()
+    table = text.split("\n| piece | what | code |\n", 1)[1].split("\n\n", 1)[0]
+    named = {
+        span.removeprefix("memctl ").split()[0]
+        for row in re.findall(r"^\| (`memctl [^|]*)\|", table, re.M)
+        for span in re.findall(r"`([^`]+)`", row)
+    }
+    assert sorted(set(commands.choices) - named) == []
+
+
+async def test_a_backup_restored_to_the_same_paths_brings_memories_and_history_back(
+    short_tmp: Path, tmp_path: Path, isolated_env: IsolatedEnv
+) -> None:
+    # operations.md, "Back up and restore": copy the rows of "What lives where" marked yes,
+    # restore them to the same paths; a memory deleted before the backup comes back from its
+    # history. The embedding caches are left out of the backup as the table says.
+    import shutil
+
+    page = (REPO / "docs" / "operations.md").read_text()
+    assert re.search(r"^\| `[^|]*/models/`, `[^|]*/vectors/` \|[^|]*\| no ", page, re.M)
+    project = tmp_path / "proj"
+    project.mkdir()
+    cwd = str(project)
+    handle = await start_daemon(daemon_config(short_tmp))
+    try:
+        for name in ("Kept", "Gone"):
+            await handle.call(
+                "memory.write",
+                cwd=cwd,
+                type="project",
+                name=name,
+                description=f"{name.lower()} memory",
+                body=f"{name} body.",
+            )
+        listed = await handle.call("memory.list", cwd=cwd)
+        (gone,) = (m["path"] for m in listed["memories"] if m["name"] == "Gone")
+        await handle.call("memory.delete", cwd=cwd, path=gone)
+    finally:
+        await stop_daemon(handle)
+    backup = tmp_path / "backup"
+    shutil.copytree(isolated_env.config_dir, backup / "claude")
+    shutil.copytree(
+        isolated_env.state_dir, backup / "state", ignore=shutil.ignore_patterns("models", "vectors")
+    )
+    # A new machine: nothing of memoryd's or Claude Code's, then the backup put back.
+    shutil.rmtree(isolated_env.config_dir)
+    shutil.rmtree(isolated_env.state_dir)
+    shutil.copytree(backup / "claude", isolated_env.config_dir)
+    shutil.copytree(backup / "state", isolated_env.state_dir)
+    handle = await start_daemon(daemon_config(short_tmp))
+    try:
+        listed = await handle.call("memory.list", cwd=cwd)
+        assert [m["name"] for m in listed["memories"]] == ["Kept"]
+        history = await handle.call("memory.history", cwd=cwd, path=gone)
+        assert history["versions"], history
+        await handle.call(
+            "memory.restore", cwd=cwd, path=gone, version=history["versions"][0]["version"]
+        )
+        assert "Gone body." in (await handle.call("memory.read", cwd=cwd, path=gone))["content"]
+    finally:
+        await stop_daemon(handle)
