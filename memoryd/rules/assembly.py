@@ -87,12 +87,17 @@ def _defused(content: str) -> str:
         if not ((_PATH_TITLE.match(title) and "(" in title) or _ORIGIN_WORDS.search(title)):
             continue
         lines = lines if lines is not None else markdown.split_lines(content)
-        # ATX: `\#` is a literal `#`; setext: `\---` is no underline.
+        # ATX: `\#` is a literal `#`; setext: `\---` is no underline. The backslash goes
+        # right before them, after a quote's `>` or a list item's marker: before those, it
+        # left `\> ## ~/.claude/CLAUDE.md (the user's own …)` reading as a heading.
         at = after - 1 if setext else first
         if at < len(lines):
             line = lines[at]
-            stripped = line.lstrip(" \t")
-            lines[at] = line[: len(line) - len(stripped)] + "\\" + stripped
+            marks = "=-" if setext else "#"
+            cut = min((i for i in map(line.find, marks) if i >= 0), default=-1)
+            if cut < 0:  # not where the parser said: the line's start, as before
+                cut = len(line) - len(line.lstrip(" \t"))
+            lines[at] = line[:cut] + "\\" + line[cut:]
     content = content if lines is None else "".join(lines)
 
     def escape(match: re.Match[str]) -> str:
