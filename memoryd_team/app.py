@@ -41,6 +41,7 @@ from memoryd_team.storage.base import (
     StorageError,
     StorageUnavailable,
     TokenInfo,
+    TokenRevoked,
     TooLargeForOneReply,
     TooManyEntries,
 )
@@ -137,7 +138,20 @@ async def _problem_response(_: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=problem.status, headers={**_NO_STORE, **problem.headers})
 
 
+def _unauthorized() -> Problem:
+    return Problem(
+        401,
+        "unauthorized",
+        "a valid bearer token is required (memoryd-team token create)",
+        headers={"WWW-Authenticate": 'Bearer realm="memoryd-team"'},
+    )
+
+
 def _storage_problem(exc: Exception) -> Problem:
+    if isinstance(exc, TokenRevoked):
+        # Revoked while its body arrived: refused as if it had been revoked before (nothing
+        # written), so a revoke is never followed by a write of that token.
+        return _unauthorized()
     if isinstance(exc, PreconditionFailed):
         return Problem(
             412,
@@ -196,12 +210,7 @@ class _TeamMemoryAPI:
     async def _authenticate(self, request: Request) -> TokenInfo:
         token = await auth.authenticate(self.storage, request.headers.get("authorization"))
         if token is None:
-            raise Problem(
-                401,
-                "unauthorized",
-                "a valid bearer token is required (memoryd-team token create)",
-                headers={"WWW-Authenticate": 'Bearer realm="memoryd-team"'},
-            )
+            raise _unauthorized()
         return token
 
     def _authorized_repo(self, request: Request, token: TokenInfo) -> str:

@@ -5,6 +5,7 @@
     ├── StorageRefused       retrying cannot help: a database URL or database the server cannot
     │                        use, or data the database refuses (500)
     ├── PreconditionFailed   If-Match does not name the current state (412)
+    ├── TokenRevoked         the writing token was revoked while its PUT ran (401)
     ├── KeyCollision         a new key cannot be a file beside the repo's others (422)
     ├── TooManyEntries       the upsert would exceed the entry limit (413)
     ├── TooLargeForOneReply  the unpaged listing would exceed its cap: page it (413)
@@ -42,6 +43,11 @@ class PreconditionFailed(StorageError):
     def __init__(self, current_etag: str) -> None:
         super().__init__(f"If-Match does not match the current state {current_etag}")
         self.current_etag = current_etag
+
+
+class TokenRevoked(StorageError):
+    """The PUT's token was revoked after it was authenticated, before its write: the write
+    transaction found it revoked (a body takes up to minutes to arrive)."""
 
 
 class KeyCollision(StorageError):
@@ -150,6 +156,10 @@ class Upsert:
     if_match: IfMatch | None
     max_entries: int | None
     check_precondition: bool  # False for a restore: it names a version, not a state
+    # True for a PUT: its token (author.token_id) must still be active inside the write
+    # transaction, so a revoke is never followed by a write of that token. False for a
+    # restore, whose author is the admin command, no token.
+    check_token: bool
     author: Author
     at: datetime
     restored_from: int | None  # the version a restore brings back
@@ -227,7 +237,8 @@ class Storage(abc.ABC):
         author: Author,
         at: datetime,
     ) -> PutResult:
-        """Upsert under the repo's write lock; the precondition is checked inside it."""
+        """Upsert under the repo's write lock; the author's token (still active: else
+        TokenRevoked) and the precondition are checked inside it."""
         return await self._apply(
             Upsert(
                 repo,
@@ -235,6 +246,7 @@ class Storage(abc.ABC):
                 if_match,
                 max_entries=max_entries,
                 check_precondition=True,
+                check_token=True,
                 author=author,
                 at=at,
                 restored_from=None,
@@ -243,7 +255,9 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def _apply(self, upsert: Upsert) -> PutResult:
-        """One write transaction: lock the repo, `plan_upsert`, append versions, update current."""
+        """One write transaction: with `check_token`, TokenRevoked unless the author's token is
+        active, holding it so (a revoke waits for the write); lock the repo, `plan_upsert`,
+        append versions, update current."""
 
     # history ------------------------------------------------------------------------------
 
@@ -275,6 +289,7 @@ class Storage(abc.ABC):
                 None,
                 max_entries=None,
                 check_precondition=False,
+                check_token=False,
                 author=author,
                 at=at,
                 restored_from=version,

@@ -26,6 +26,7 @@ from memoryd_team.storage.base import (
     StorageRefused,
     StorageUnavailable,
     TokenInfo,
+    TokenRevoked,
     TooLargeForOneReply,
     Upsert,
     VersionInfo,
@@ -373,6 +374,15 @@ class PostgresStorage(Storage):
             transaction = conn.transaction()
             await transaction.start()
             try:
+                if upsert.check_token:
+                    # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
+                    # and a write that starts after the revoke committed sees it.
+                    active = await conn.fetchval(
+                        "SELECT 1 FROM team_tokens WHERE id = $1 AND revoked_at IS NULL FOR SHARE",
+                        upsert.author.token_id,
+                    )
+                    if active is None:
+                        raise TokenRevoked(upsert.author.token_id)
                 await conn.execute(
                     "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
                     " ON CONFLICT (name) DO NOTHING",

@@ -29,6 +29,7 @@ from memoryd_team.storage.base import (
     StorageError,
     StorageUnavailable,
     TokenInfo,
+    TokenRevoked,
     TooLargeForOneReply,
     Upsert,
     VersionInfo,
@@ -353,6 +354,10 @@ class SqliteStorage(Storage):
     async def _apply(self, upsert: Upsert) -> PutResult:
         def write(conn: sqlite3.Connection) -> PutResult:
             with self._write_lock, self._transaction(conn, "IMMEDIATE"):
+                # Under the write lock a revoke (an UPDATE: it needs that lock) is either
+                # committed and seen here, or waits until this write has committed.
+                if upsert.check_token and not _token_active(conn, upsert.author.token_id):
+                    raise TokenRevoked(upsert.author.token_id)
                 rows = conn.execute(
                     "SELECT key, checksum, version FROM team_entries WHERE repo = ?", (upsert.repo,)
                 ).fetchall()
@@ -435,6 +440,13 @@ def _applied_steps(conn: sqlite3.Connection) -> set[int] | None:
     if table is None:
         return None
     return {int(v) for (v,) in conn.execute("SELECT version FROM team_schema_migrations")}
+
+
+def _token_active(conn: sqlite3.Connection, token_id: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM team_tokens WHERE id = ? AND revoked_at IS NULL", (token_id,)
+    ).fetchone()
+    return row is not None
 
 
 def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:

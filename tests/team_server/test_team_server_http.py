@@ -5,14 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd_team.settings import ServerSettings
+from memoryd_team.storage.base import TokenInfo
 from tests.team_server.conftest import Repo, ThreadedServer
 
 
@@ -117,10 +120,43 @@ def test_repo_names_compare_case_insensitively(repo: Repo) -> None:
 def test_revoked_token_is_401(repo: Repo) -> None:
     tokens = repo.server.run(repo.server.storage.list_tokens())
     assert repo.put({"a.md": "x"}).status_code == 200
-    from datetime import UTC, datetime
-
     assert repo.server.run(repo.server.storage.revoke_token(tokens[0].id, datetime.now(UTC)))
     assert repo.get().status_code == 401
+
+
+def test_a_token_revoked_while_its_put_arrives_writes_nothing(repo: Repo) -> None:
+    """The token was checked once its headers came; a body still arriving (up to minutes) was
+    written after `token revoke` had said the token stopped working."""
+    server, storage = repo.server, repo.server.storage
+    (info,) = server.run(storage.list_tokens())
+    authenticated = threading.Event()
+    find_token = storage.find_token
+
+    async def spy(token_hash: str) -> TokenInfo | None:
+        found = await find_token(token_hash)
+        authenticated.set()
+        return found
+
+    storage.find_token = spy  # type: ignore[method-assign]
+    body = json.dumps({"entries": {"late.md": "sent by a revoked token"}}).encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.settimeout(30)
+        sock.sendall(
+            f"PUT {TEAM_MEMORY_PATH}?repo=acme/widgets HTTP/1.1\r\nHost: team\r\n"
+            f"Authorization: Bearer {repo.token}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        assert authenticated.wait(30)
+        assert server.run(storage.revoke_token(info.id, datetime.now(UTC)))
+        sock.sendall(body[10:])
+        reply = b""
+        while not reply.endswith(b"}"):  # the JSON reply, however the server splits it
+            chunk = sock.recv(65536)
+            assert chunk, reply
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 401 "), reply
+    assert json.loads(reply.partition(b"\r\n\r\n")[2])["error"] == "unauthorized"
+    assert server.run(storage.history("acme/widgets")) == []
 
 
 # GET ----------------------------------------------------------------------------------------
