@@ -55,11 +55,10 @@ class MemoryDirs:
         if choice is not None:
             self._choices.move_to_end(key)
         else:
-            default = paths.config_dir() / "projects" / project.key / "memory"
             choice = location.choose_memory_dir(
                 env=os.environ,
                 settings=self.settings.get(project.settings_root),
-                default=default,
+                default=default_dir(project),
                 home=paths.home(),
             )
             # Once each: a root let go and chosen again would say them again.
@@ -132,6 +131,12 @@ class MemoryDirs:
 
 
 _Key = tuple[Path, Path]
+
+
+def default_dir(project: Project) -> Path:
+    """The memory dir a project root has when no setting names one: the one its worktrees
+    share unless their own settings choose another."""
+    return paths.config_dir() / "projects" / project.key / "memory"
 
 
 def _key(project: Project) -> _Key:

@@ -2,10 +2,15 @@
 
 It merges duplicate memories, retires memories that newer ones contradict, and brings the
 index in step with the files. It runs when `autoDreamEnabled` is on (off by default), at most
-once a day per project, once the project has been idle (no `after_turn`) for
-`MEMORYD_DREAM_IDLE_S` seconds (default 600) — or at once on `memory.dream {cwd}`. Every
-overwrite and every retirement keeps the old content in history (`AutoMemory.snapshot`,
-`delete_memory`); the last run time per project is persisted in memoryd's state dir.
+once a day per memory dir, once the dir has been idle (no `after_turn` of a worktree that uses
+it) for `MEMORYD_DREAM_IDLE_S` seconds (default 600) — or at once on `memory.dream {cwd}`.
+Every overwrite and every retirement keeps the old content in history (`AutoMemory.snapshot`,
+`delete_memory`); the last run time per memory dir is persisted in memoryd's state dir.
+
+Timers, runs in progress, last runs and failures are all kept per memory dir, not per project
+root: a worktree whose own settings name another `autoMemoryDirectory` has a dir of its own,
+and kept per root, turns alternating between two such worktrees re-armed one timer (only the
+last one's dir was consolidated) and one's dream made the other's not due for a day.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from memoryd import paths
 from memoryd.agent.policy import Denied
 from memoryd.agent.seen import SeenFiles
 from memoryd.automem import naming
+from memoryd.automem.dirs import default_dir
 from memoryd.automem.extraction import (
     Extraction,
     keep_version,
@@ -166,14 +172,16 @@ class Dream:
         self.extraction = extraction  # shares its run lock: one writing agent per dir
         self.idle_s = idle_seconds()
         self.interval_s = float(DAY_S)
-        self._timers: dict[Path, asyncio.Task[Any]] = {}
+        self._timers: dict[Path, asyncio.Task[Any]] = {}  # per memory dir
+        # Per memory dir (and, written by a daemon before session 21, per project root: such
+        # an entry counts for the root's default dir, `_times`).
         self._last_runs: dict[str, float] | None = None
         self.counts = {"runs": 0, "idle_runs": 0, "on_demand_runs": 0, "retired": 0, "edited": 0}
         self.last: dict[str, Any] | None = None
-        # Projects whose dream runs now: `armed` dropped to 0 when an idle dream started, and
-        # status had no word for a dream in progress (nor for one `memctl dream` ran).
+        # Memory dirs whose dream runs now: `armed` dropped to 0 when an idle dream started,
+        # and status had no word for a dream in progress (nor for one `memctl dream` ran).
         self._running: set[Path] = set()
-        # Per project root, its last failed run's start; kept in dream.json with the last runs:
+        # Per memory dir, its last failed run's start; kept in dream.json with the last runs:
         # in memory only, every daemon (`memctl restart`, a crash, an --idle-timeout exit and
         # the next start) ran the refused dream again at its first idle wait.
         self._failed_at: dict[str, float] = {}
@@ -205,14 +213,33 @@ class Dream:
                 self._last_runs = {}
         return self._last_runs
 
-    def _record_run(self, project: Project, at: float) -> None:
-        self.last_runs()[str(project.root)] = at
-        self._failed_at.pop(str(project.root), None)
+    @staticmethod
+    def _legacy_key(project: Project, memory_dir: Path, *tables: dict[str, float]) -> str | None:
+        """The key of `project`'s root when one of `tables` holds it and `memory_dir` is the
+        root's default dir: what a daemon before session 21 recorded for that dir."""
+        root = str(project.root)
+        if any(root in table for table in tables) and memory_dir == default_dir(project):
+            return root
+        return None
+
+    def _times(self, table: dict[str, float], project: Project, memory_dir: Path) -> float | None:
+        """`memory_dir`'s time in `table`: its own entry or its root's older one, the later."""
+        keys = [str(memory_dir), self._legacy_key(project, memory_dir, table)]
+        return max((table[key] for key in keys if key in table), default=None)
+
+    def _record_run(self, project: Project, memory_dir: Path, at: float) -> None:
+        last_runs = self.last_runs()
+        legacy = self._legacy_key(project, memory_dir, last_runs, self._failed_at)
+        last_runs[str(memory_dir)] = at
+        self._failed_at.pop(str(memory_dir), None)
+        if legacy is not None:  # its own entry holds the dir's run now
+            last_runs.pop(legacy, None)
+            self._failed_at.pop(legacy, None)
         self._save_state()
 
-    def _record_failure(self, project: Project, at: float) -> None:
+    def _record_failure(self, project: Project, memory_dir: Path, at: float) -> None:
         self.last_runs()  # read first: the file's failures are not lost to this one
-        self._failed_at[str(project.root)] = at
+        self._failed_at[str(memory_dir)] = at
         self._save_state()
 
     def _save_state(self) -> None:
@@ -226,10 +253,15 @@ class Dream:
             # the finished dream's answer was -32603, and what it edited and retired untold.
             log.warning("dream last run not saved", path=str(path), error=str(exc))
 
-    def due(self, project: Project, now: float | None = None) -> bool:
-        last = self.last_runs().get(str(project.root))
+    def due(
+        self, project: Project, now: float | None = None, *, memory_dir: Path | None = None
+    ) -> bool:
+        """Whether the dream of `memory_dir` (by default `project`'s) is due."""
+        if memory_dir is None:
+            memory_dir = self.automem.memory_dir(project)
+        last = self._times(self.last_runs(), project, memory_dir)
         now = now or time.time()
-        failed = self._failed_at.get(str(project.root))
+        failed = self._times(self._failed_at, project, memory_dir)
         if failed is not None and 0 <= now - failed < RETRY_AFTER_S:
             return False
         # A time ahead of now was recorded by a clock that ran ahead (a restored VM, a dead
@@ -247,29 +279,52 @@ class Dream:
 
     def rearm(self, project: Project) -> None:
         """Activity in the project (a turn, or one tool call of a long turn: `after_tool`)
-        starts its idle wait again. Re-armed by turns alone, a turn working longer than the
-        idle wait got a consolidation while the agent was busy."""
-        timer = self._timers.pop(project.root, None)
+        starts the idle wait of the memory dir it uses again. Re-armed by turns alone, a turn
+        working longer than the idle wait got a consolidation while the agent was busy."""
+        memory_dir = self._dir_of(project)
+        if memory_dir is None:
+            # Auto memory off, or a dir where memory must never be: nothing to consolidate
+            # (every idle run failed); a wait armed before is let go.
+            chosen = self.automem.dirs.chosen(project)
+            timer = self._timers.pop(chosen, None) if chosen is not None else None
+            if timer is not None:
+                timer.cancel()
+            return
+        timer = self._timers.pop(memory_dir, None)
         if timer is not None:
             timer.cancel()
-        if not self.host.model.configured or not self._wanted(project):
+        if not self.host.model.configured or not self._wanted(project, memory_dir):
             return
-        self._timers[project.root] = self.host.spawn(self._when_idle(project), worker=WORKER)
+        self._timers[memory_dir] = self.host.spawn(
+            self._when_idle(project, memory_dir), worker=WORKER
+        )
 
-    def _wanted(self, project: Project) -> bool:
-        # With auto memory off there is nothing to consolidate: every idle run failed.
-        return self.automem.enabled(project) and self.enabled(project) and self.due(project)
+    def _dir_of(self, project: Project) -> Path | None:
+        if not self.automem.enabled(project):
+            return None
+        try:
+            return self.automem.memory_dir(project)
+        except MemorydError:
+            return None
 
-    async def _when_idle(self, project: Project) -> None:
+    def _wanted(self, project: Project, memory_dir: Path) -> bool:
+        """Whether the idle dream of `memory_dir` should run for `project` (the worktree whose
+        activity armed it): still its dir, auto dream on there, and the dir's dream due."""
+        return (
+            self._dir_of(project) == memory_dir
+            and self.enabled(project)
+            and self.due(project, memory_dir=memory_dir)
+        )
+
+    async def _when_idle(self, project: Project, memory_dir: Path) -> None:
         await asyncio.sleep(self.idle_s)
-        self._timers.pop(project.root, None)
-        if not self._wanted(project):
+        self._timers.pop(memory_dir, None)
+        if not self._wanted(project, memory_dir):
             return
-        memory_dir = self.automem.memory_dir(project)
         async with self.extraction.run_lock(memory_dir):
             # Asked again once the lock is ours: a dream run on demand while this waited for
             # it has made the day's, and the dir was consolidated twice in a row.
-            if self._wanted(project):
+            if self._wanted(project, memory_dir):
                 await self._run_locked(project, memory_dir, "idle")
 
     def start(self, project: Project) -> None:
@@ -295,17 +350,17 @@ class Dream:
             return await self._run_locked(project, memory_dir, trigger)
 
     async def _run_locked(self, project: Project, memory_dir: Path, trigger: str) -> dict[str, Any]:
-        self._running.add(project.root)
+        self._running.add(memory_dir)
         started = time.time()
         try:
             summary = await self._consolidate(project, memory_dir, trigger)
         except Exception:
-            self._record_failure(project, started)
+            self._record_failure(project, memory_dir, started)
             raise
         finally:
-            self._running.discard(project.root)
+            self._running.discard(memory_dir)
         if summary["stop_reason"] == "error":
-            self._record_failure(project, started)
+            self._record_failure(project, memory_dir, started)
         return summary
 
     async def _consolidate(
@@ -329,7 +384,7 @@ class Dream:
         }
         if len(headers) < 2:
             summary["stop_reason"] = "nothing_to_do"
-            self._record_run(project, started)
+            self._record_run(project, memory_dir, started)
             self.last = summary
             return summary
         policy = memory_writer_policy(memory_dir, team=False)
@@ -418,7 +473,7 @@ class Dream:
         self.counts["retired"] += len(retired)
         self.counts["edited"] += len(edited)
         if summary["stop_reason"] != "error":
-            self._record_run(project, started)
+            self._record_run(project, memory_dir, started)
         self.last = summary
         return summary
 

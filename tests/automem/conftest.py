@@ -123,3 +123,36 @@ async def recall_until_found(
             break
         await asyncio.sleep(0.1)
     return reply
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def two_worktrees(tmp_path: Path, *, bare: bool) -> tuple[Path, Path]:
+    """Two worktrees of one repository, (`own`, `plain`): of a bare clone, or a checkout and
+    its linked worktree."""
+    seed = tmp_path / "seed"
+    git("init", "-q", "-b", "main", str(seed), cwd=tmp_path)
+    git(
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+        cwd=seed,
+    )
+    own, plain = (tmp_path / "wt-own").resolve(), (tmp_path / "wt-plain").resolve()
+    if bare:
+        repo = tmp_path / "proj.git"
+        git("clone", "-q", "--bare", str(seed), str(repo), cwd=tmp_path)
+        git("worktree", "add", "-q", str(own), "main", cwd=repo)
+        git("worktree", "add", "-q", "-b", "feat", str(plain), "main", cwd=repo)
+    else:
+        git("clone", "-q", str(seed), str(plain), cwd=tmp_path)
+        git("worktree", "add", "-q", "-b", "feat", str(own), "main", cwd=plain)
+    return own, plain

@@ -90,7 +90,7 @@ async def test_on_demand_dream_merges_retires_and_keeps_history(
     assert duplicate.name in prompt  # the manifest
     assert "RetireMemory" in [t["name"] for t in script.seen["dream"][0]["tools"]]
     state = json.loads(dream_state_path().read_text())
-    assert str(ws.project.root) in state["last_run"]
+    assert str(ws.memory_dir) in state["last_run"]  # per memory dir
 
 
 async def test_a_memory_saved_while_the_dream_thinks_is_not_reverted_or_retired(

@@ -43,7 +43,7 @@ async def test_a_dream_of_memories_with_long_descriptions_keeps_the_index_readab
     assert len(entries) == 200
     assert len(index.encode()) < 100_000
     assert all(len(e.hook) <= INDEX_HOOK_CHARS for e in entries)
-    assert str(ws.project.root) in json.loads(dream_state_path().read_text())["last_run"]
+    assert str(ws.memory_dir) in json.loads(dream_state_path().read_text())["last_run"]
     # The folder stays writable: its index is read whole again.
     await ws.handle.call(
         "memory.write", cwd=str(ws.cwd), type="user", name="late", description="d", body="b"
@@ -66,7 +66,7 @@ async def test_a_dream_whose_index_cannot_hold_its_lines_is_a_failed_run_that_te
     index = ws.memory_dir / "MEMORY.md"
     assert not index.exists() or index.stat().st_size <= 10_000
     state = json.loads(dream_state_path().read_text())
-    assert str(ws.project.root) in state["failed_at"]
+    assert str(ws.memory_dir) in state["failed_at"]
     assert state["last_run"] == {}
     assert not ws.handle.daemon.services.dream.due(ws.project)
 
