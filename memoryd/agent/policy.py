@@ -34,17 +34,24 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _named_as_shown(path: Path) -> Path:
-    """`path`, or the file whose name the memory manifest shows as its name (`a%0Ab.md` for
-    a name holding a newline, `c%2541.md` for `c%41.md`): the model names files as it was
-    shown them, and Read said there was no such file. Only when nothing is at `path` as
-    written and that name is the exact shown form of one that is there."""
-    name = path.name
-    if "%" not in name or os.path.lexists(path):
+    """`path`, or the file the memory manifest shows by it: each name along it that is
+    missing as written and is the exact shown form of one that is there (`a%0Ab.md` for a
+    name holding a newline, `c%2541.md` for `c%41.md`, a folder's as a file's: the manifest
+    shows `notes/x.md` whole) is that one. The model names files as it was shown them, and
+    Read said there was no such file."""
+    if "%" not in str(path) or os.path.lexists(path):
         return path
-    found = path.with_name(file_of_shown(name))
-    if found.name != name and shown_file(found.name) == name and os.path.lexists(found):
-        return found
-    return path
+    found = Path(path.anchor)
+    for name in path.parts[1:]:
+        step = found / name
+        if "%" in name and not os.path.lexists(step):
+            meant = file_of_shown(name)
+            # The exact shown form only: `a%2Fb.md` spells no single name, `b%2Emd` no
+            # name shown so.
+            if meant != name and shown_file(meant) == name and os.path.lexists(found / meant):
+                step = found / meant
+        found = step
+    return found
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,21 @@ def test_a_file_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path
     assert policy.check_read(str(memory / "c%2541.md")) == memory / "c%2541.md"
 
 
+def test_a_folder_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path]) -> None:
+    # The manifest shows a memory's path below the memory dir whole (`a%0Ab/x.md` for
+    # `a<newline>b/x.md`); before, only the last name was read as shown, so Read said no such
+    # file, and a name spelling no file name (`a%2Fb.md`) was 'Invalid name' instead.
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    (memory / "a\nb" / "c\td").mkdir(parents=True)
+    (memory / "a\nb" / "c\td" / "x\ny.md").write_text("kept")
+    shown = shown_file("a\nb/c\td/x\ny.md")
+    assert policy.check_read(str(memory / shown)) == memory / "a\nb" / "c\td" / "x\ny.md"
+    assert policy.check_write(str(memory / shown)) == memory / "a\nb" / "c\td" / "x\ny.md"
+    for spelled in ("a%2Fb.md", "%2E", "q%2F", "%2E%2E"):
+        assert policy.check_read(str(memory / spelled)) == memory / spelled
+
+
 def test_relative_paths_start_at_the_first_read_root(layout: tuple[Path, Path]) -> None:
     project, memory = layout
     policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
