@@ -40,7 +40,7 @@ from memoryd_team.settings import (
 )
 from memoryd_team.storage import DATABASE_ENV, DATABASE_TIMEOUT_ENV, open_storage
 from memoryd_team.storage.base import Author, Storage, StorageError, VersionNotFound
-from memoryd_team.validation import canonical_repo, key_problem
+from memoryd_team.validation import canonical_repo, key_problem, text_problem
 
 if TYPE_CHECKING:
     import uvicorn
@@ -366,9 +366,31 @@ def _bindable_repo(raw: str) -> str:
     return repo
 
 
+def _token_name(raw: str) -> str:
+    """A name `token list` and `history` print on one line: text (bytes that are no UTF-8
+    were a UnicodeEncodeError traceback on SQLite, "database:" and exit 2 on PostgreSQL)
+    without control characters (a newline split the listing's line, an escape sequence
+    reached the admin's terminal)."""
+    problem = text_problem(raw)
+    if problem is None and not raw.isprintable():
+        problem = "a control character"
+    if problem is not None:
+        raise CliError(f"--name '{_shown(raw)}' is not a name: {problem}", EXIT_USAGE)
+    return raw
+
+
+def _shown(text: str) -> str:
+    """`text` for one line of a terminal: each unprintable character escaped (`\\x1b`), as a
+    name stored before names were checked may hold one."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def _token_create(args: argparse.Namespace) -> int:
     repos = tuple(sorted({_bindable_repo(raw) for raw in args.repo}))
-    new = _with_storage(args, lambda storage: auth.create_token(storage, repos, args.name))
+    name = _token_name(args.name)
+    new = _with_storage(args, lambda storage: auth.create_token(storage, repos, name))
     print(f"token id: {new.info.id}")
     print(f"repos: {', '.join(new.info.repos)}")
     if new.info.name:
@@ -395,14 +417,21 @@ def _token_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     for t in tokens:
         state = f"revoked {t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "active"
-        print(f"{t.id}  {state:<24}  {t.created_at:%Y-%m-%d %H:%M}  {','.join(t.repos)}  {t.name}")
+        print(
+            f"{t.id}  {state:<24}  {t.created_at:%Y-%m-%d %H:%M}  {','.join(t.repos)}  "
+            f"{_shown(t.name)}"
+        )
     return EXIT_OK
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
-    if not _with_storage(args, lambda storage: storage.revoke_token(args.token_id, now)):
-        raise CliError(f"no active token with id {args.token_id!r}")
+    # An id that is no text (bytes that are no UTF-8) names no token: the databases cannot
+    # even be asked (a UnicodeEncodeError traceback on SQLite).
+    if text_problem(args.token_id) is not None or not _with_storage(
+        args, lambda storage: storage.revoke_token(args.token_id, now)
+    ):
+        raise CliError(f"no active token with id '{_shown(args.token_id)}'")
     print(f"revoked {args.token_id}")
     return EXIT_OK
 
@@ -443,7 +472,7 @@ def _history(args: argparse.Namespace) -> int:
         restored = f"  (restored from v{v.restored_from})" if v.restored_from else ""
         print(
             f"{v.key}  v{v.version}  {v.written_at:%Y-%m-%d %H:%M:%S}  {v.size} B  "
-            f"{v.checksum[:19]}  {v.author or '-'} [{v.token_id}]{restored}"
+            f"{v.checksum[:19]}  {_shown(v.author) or '-'} [{v.token_id}]{restored}"
         )
     return EXIT_OK
 

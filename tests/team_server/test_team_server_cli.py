@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
-from tests.team_server.conftest import start_server_process
+from tests.team_server.conftest import create_token, start_server_process
 from tests.team_server.pg import PgCluster, free_port
 from tests.team_server.stall import StallingProxy
 
@@ -176,6 +176,32 @@ def test_bad_cli_input_is_a_clear_error(
     assert result.returncode == code
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_token_name_or_id_that_is_no_text_or_holds_control_characters(
+    database_url: str,
+) -> None:
+    """Bytes that are no UTF-8 (a surrogate once Python decoded argv) were a traceback on
+    SQLite and 'database: …', exit 2, on PostgreSQL; a newline or an escape sequence in a
+    name split `token list`'s line and reached the admin's terminal."""
+    db = ("--database", database_url)
+    for name in ("\udcff\udcfe", "ci\nbot", "ci\x1b[31mbot"):
+        result = team("token", "create", "--repo", "a/b", "--name", name, *db, check=False)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert "is not a name" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert "\x1b" not in result.stderr
+        assert "\n" not in result.stderr.rstrip("\n")
+    result = team("token", "revoke", "\udcff\x1b", *db, check=False)
+    assert result.returncode == 1
+    assert result.stderr == "memoryd-team: no active token with id '\\udcff\\x1b'\n"
+    # A name stored before names were checked is shown escaped, on its one line.
+    create_token(database_url, "a/b", name="old\nname\x1b[2J")
+    listing = team("token", "list", *db).stdout
+    assert listing.count("\n") == 1
+    assert "old\\nname\\x1b[2J" in listing
+    assert "\x1b" not in listing
+    assert json.loads(team("token", "list", "--json", *db).stdout)[0]["name"] == "old\nname\x1b[2J"
 
 
 def test_unreachable_postgres_is_a_clear_error() -> None:
