@@ -537,7 +537,8 @@ async def test_a_backup_restored_to_the_same_paths_brings_memories_and_history_b
 ) -> None:
     # operations.md, "Back up and restore": copy the rows of "What lives where" marked yes,
     # restore them to the same paths; a memory deleted before the backup comes back from its
-    # history. The embedding caches are left out of the backup as the table says.
+    # history, and an include approval holds. The embedding caches are left out, as the table
+    # says they may be.
     import shutil
 
     page = (REPO / "docs" / "operations.md").read_text()
@@ -559,6 +560,7 @@ async def test_a_backup_restored_to_the_same_paths_brings_memories_and_history_b
         listed = await handle.call("memory.list", cwd=cwd)
         (gone,) = (m["path"] for m in listed["memories"] if m["name"] == "Gone")
         await handle.call("memory.delete", cwd=cwd, path=gone)
+        await handle.call("includes.approve", cwd=cwd)
     finally:
         await stop_daemon(handle)
     backup = tmp_path / "backup"
@@ -581,6 +583,7 @@ async def test_a_backup_restored_to_the_same_paths_brings_memories_and_history_b
             "memory.restore", cwd=cwd, path=gone, version=history["versions"][0]["version"]
         )
         assert "Gone body." in (await handle.call("memory.read", cwd=cwd, path=gone))["content"]
+        assert (await handle.call("includes.list", cwd=cwd))["approved"] is True
     finally:
         await stop_daemon(handle)
 
