@@ -205,6 +205,20 @@ describe("a daemon killed mid-session", () => {
     assert.deepEqual(fs.readFileSync(said, "utf8").split("\n"), ["--socket", path.join(tmp, "spaced.sock"), "start", ""]);
   });
 
+  test("a memctl path under ~ is run from the home folder", async () => {
+    // execFile takes ~ literally: "~/My Tools/memctl" was split, "~/bin/memctl" not found.
+    const home = path.join(tmp, "home");
+    const folder = path.join(home, "My Tools");
+    fs.mkdirSync(folder, { recursive: true });
+    fs.writeFileSync(path.join(folder, "memctl"), "#!/bin/sh\necho started \"$@\"\n", { mode: 0o755 });
+    const sock = path.join(tmp, "home.sock");
+    for (const memctl of ["~/My Tools/memctl", "  ~/My Tools/memctl "]) {
+      const result = await startDaemon(memctl, sock, { ...process.env, HOME: home });
+      assert.ok(result.ok, result.output);
+      assert.equal(result.output, `started --socket ${sock} start`);
+    }
+  });
+
   test("a memctl that is not installed is a clear message", async () => {
     const result = await startDaemon("/nonexistent/memctl", path.join(tmp, "x.sock"));
     assert.equal(result.ok, false);

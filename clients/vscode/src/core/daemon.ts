@@ -4,6 +4,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 
 import type { MemorydClient } from "./rpcClient";
+import { expandHome } from "./socketPath";
 
 /** Calls `notify` once when the daemon goes down; again only after it was up in between. */
 export class DownNotice {
@@ -41,12 +42,13 @@ function isFile(file: string): boolean {
 
 /**
  * Run `memctl --socket SOCKET start` (a no-op when the daemon is healthy). `memctl` is the
- * command from the settings: a file as it stands is the program (a path with spaces, such as
+ * command from the settings, a leading ~ as the home folder (execFile takes it literally: it was
+ * "not found"): a file as it stands is the program (a path with spaces, such as
  * `~/Library/Application Support/…/memctl`, was split into words that name nothing), else it
  * is split on spaces ("python3 -m memctl" works).
  */
 export function startDaemon(memctl: string, socketPath: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 30_000): Promise<StartResult> {
-  const whole = memctl.trim();
+  const whole = expandHome(memctl.trim(), env);
   const [command, ...args] = isFile(whole) ? [whole] : whole.split(/\s+/);
   if (!command) {
     return Promise.resolve({ ok: false, output: "no memctl command configured (memoryd.memctlPath)" });

@@ -107,8 +107,8 @@ export function defaultSocketPath(
   return sock;
 }
 
-/** A leading ~ as the home folder, as the Python client reads it. */
-function expandHome(p: string, env: Env): string {
+/** A leading ~ as the home folder, as the Python client reads it (the socket and memctlPath settings). */
+export function expandHome(p: string, env: Env): string {
   return p === "~" || p.startsWith("~/") ? homeDir(env) + p.slice(1) : p;
 }
 
