@@ -314,21 +314,28 @@ class InstructionFiles:
         if found is not None:
             seen, added = found
             self._seen.pop(id(seen.touched), None)  # `touched` takes its place
-            if not added:
+            # Its nested folders are those of its paths now only while its load holds: a
+            # touched name made a folder since opens one more, and the folders before, as a
+            # key, gave the new load to sets that do not open it, or took another's load.
+            base = self._entries.get(seen.key)
+            if base is None or not await self._still_valid(seen.key, base):
+                found = None
+            elif not added:
                 return seen.key, None
-            # A session's set grows: judge only what is new (its nested folders are those of
-            # the paths before and of the new ones; 50,000 paths judged again cost ~0.5 s).
-            nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
-            if nested == seen.key[3]:
-                flags = await self._off_loop(
-                    len(added), _matched, self._conditions.get(seen.key[:4], ()), added
-                )
-                if len(flags) == len(seen.key[4]):
-                    return (
-                        *seen.key[:4],
-                        tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
-                    ), nested
-        else:
+            else:
+                # A session's set grows: judge only what is new (its nested folders are those
+                # of the paths before and of the new ones; 50,000 judged again cost ~0.5 s).
+                nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
+                if nested == seen.key[3]:
+                    flags = await self._off_loop(
+                        len(added), _matched, self._conditions.get(seen.key[:4], ()), added
+                    )
+                    if len(flags) == len(seen.key[4]):
+                        return (
+                            *seen.key[:4],
+                            tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
+                        ), nested
+        if found is None:
             nested = await self._off_loop(len(touched), _nested, cwd, touched)
         conditions = self._conditions.get((cwd, root, sources, nested))
         if conditions is None:

@@ -672,6 +672,45 @@ async def test_a_sessions_touched_paths_are_made_into_paths_once(
     assert len(union.new) == len(many) + len(burst)
 
 
+async def _a_sessions_load_gone_stale(unwatched: DaemonHandle, tree: Tree) -> Path:
+    """A session touched repo/a/sub, then a/sub was made a folder with a CLAUDE.md: the
+    session's cached load (nested folders {a}) no longer holds, unseen until re-stat'ed."""
+    repo = tree.git_repo("repo")
+    tree.mkdir("repo/a")
+    tree.mkdir("repo/c")
+    await unwatched.call("get_context", cwd=str(repo), session_id="s1", touched_paths=["a/sub"])
+    tree.write("repo/a/sub/CLAUDE.md", "sub rules")
+    return repo
+
+
+async def test_a_grown_sessions_load_is_not_stored_under_its_stale_nested_folders(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a review: the load made for a session's grown set was stored under the nested
+    # folders of its earlier set plus those of its new paths, without a/sub made a folder
+    # since; a client that touched only a/x.py (folders {a}) was then given a/sub's CLAUDE.md.
+    repo = await _a_sessions_load_gone_stale(unwatched, tree)
+    call = {"cwd": str(repo), "session_id": "s1"}
+    grown = await unwatched.call("get_context", touched_paths=["b.py"], **call)
+    assert "sub rules" in grown["claude_md"]
+    other = await unwatched.call("get_context", cwd=str(repo), touched_paths=["a/x.py"])
+    assert "sub rules" not in other["claude_md"]
+
+
+async def test_a_grown_session_is_not_given_another_load_by_its_stale_nested_folders(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a review: a session's set grown by a path in another folder was keyed by the
+    # nested folders of its earlier set plus c; a client's load of exactly {a, c} was valid,
+    # and the session got it, without the CLAUDE.md of a/sub, a folder it had touched.
+    repo = await _a_sessions_load_gone_stale(unwatched, tree)
+    other = await unwatched.call("get_context", cwd=str(repo), touched_paths=["a/x", "c/y"])
+    assert "sub rules" not in other["claude_md"]
+    call = {"cwd": str(repo), "session_id": "s1"}
+    grown = await unwatched.call("get_context", touched_paths=["c/z.py"], **call)
+    assert "sub rules" in grown["claude_md"]
+
+
 async def test_evicted_entries_release_their_watches(
     daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
