@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.daemon.protocol.framing import encode_one
 from memoryd.daemon.rpc import Params, method
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
@@ -570,3 +571,15 @@ async def test_many_unknown_fields_are_counted_not_listed(daemon: DaemonHandle) 
     assert message.startswith("invalid params: field0: Extra inputs are not permitted; field1:")
     assert "field19: Extra inputs are not permitted; and 599,980 more" in message
     assert "field20" not in message
+
+
+def test_a_reply_the_stdlib_encodes_keeps_utf8_and_writes_no_nan() -> None:
+    # A non-UTF-8 file name sends a reply through the stdlib: it escaped every non-ASCII
+    # character (6 MB of emoji became 18 MB, over the reply cap) and wrote NaN, not JSON.
+    name = os.fsdecode(b"r\xe9gle.md")
+    line = encode_one({"path": name, "text": "café 🙂", "score": float("nan"), "n": 2**70})
+    assert (
+        line
+        == '{"path":"r\\udce9gle.md","text":"café 🙂","score":null,"n":1180591620717411303424}'.encode()
+    )
+    assert json.loads(line, parse_constant=lambda c: pytest.fail(c))["path"] == name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -95,9 +96,25 @@ def encode_one(payload: Any) -> bytes:
         return orjson.dumps(payload)
     except TypeError:
         # orjson refuses ints beyond 64 bits, non-str dict keys and lone surrogates (a file
-        # name that is not UTF-8, as Python decodes it); the stdlib takes them, and escapes
-        # the surrogates (`\udce9`) so the line is still UTF-8 JSON.
-        return json.dumps(payload, separators=(",", ":"), default=str).encode()
+        # name that is not UTF-8, as Python decodes it); the stdlib takes them. Only the
+        # surrogates are escaped (`\udce9`), so the line is still UTF-8 JSON: escaping all
+        # non-ASCII made 6 MB of emoji 18 MB, over the reply cap. Non-finite floats are null,
+        # as orjson writes them (NaN is not JSON).
+        text = json.dumps(_finite(payload), separators=(",", ":"), default=str, ensure_ascii=False)
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def encode_reply(reply: Any, message: Any, limit: int) -> tuple[bytes, int]:
