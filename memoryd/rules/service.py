@@ -172,7 +172,8 @@ def _nested(cwd: Path, touched: Iterable[Path]) -> frozenset[Path]:
 
 
 def _matched(conditions: tuple[Condition, ...], touched: Iterable[Path]) -> tuple[bool, ...]:
-    ordered = sorted(p.as_posix() for p in touched)
+    # Grouped by folder once for all the conditions, not once a condition.
+    ordered = globs.TouchedPaths(sorted(p.as_posix() for p in touched))
     return tuple(globs.matches_any(c.patterns, c.base, ordered) for c in conditions)
 
 
