@@ -94,3 +94,35 @@ def test_the_etags_seen_are_kept_bounded_and_saved() -> None:
     assert (again.seen_etags, again.went_back) == (state.seen_etags, True)
     again.server_at(None)  # the server holds nothing (404): earlier states no measure
     assert again.seen_etags == []
+
+
+async def test_a_push_undoing_our_last_one_is_no_going_back(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    """An edit undone and pushed hashes to the ETag the server had before the edit's push: that
+    PUT's state was taken for one gone back, and the next pull of a teammate's edit kept the
+    folder's version aside as a conflict copy it never was."""
+    token = server.token(REPO)
+    me, mate = make_side("me", server.url, token), make_side("mate", server.url, token)
+    me.write("plan.md", "v1\n")
+    await me.engine.push()
+    me.write("plan.md", "v2\n")
+    await me.engine.push()
+    me.write("plan.md", "v1\n")
+    assert (await me.engine.push()).pushed == ["plan.md"]
+    assert not me.engine.state.went_back
+    await mate.engine.pull()
+    mate.write("plan.md", "mate's\n")
+    await mate.engine.push()
+    report = await me.engine.pull()
+    assert (report.went_back, me.read("plan.md"), me.conflict_copies()) == (False, "mate's\n", {})
+
+
+def test_the_state_a_push_undid_is_the_older_one() -> None:
+    state = SyncState(repo=REPO, server="http://team", team_dir="/t")
+    state.server_at('"1"')
+    state.server_at('"2"', pushed=True)
+    state.server_at('"1"', pushed=True)  # our undo: the server at "1" again, the newest
+    assert not state.went_back
+    state.server_at('"2"')  # a replica that had not seen the undo
+    assert state.went_back

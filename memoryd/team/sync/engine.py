@@ -694,7 +694,7 @@ class SyncEngine:
                         current = batch
                         body = {key: contents[key] for key in batch}
                         etag = await client.put(self.repo, body, if_match=state.etag)
-                        state.server_at(etag)
+                        state.server_at(etag, pushed=True)
                         for key in batch:
                             digest = scan.checksums[key]  # the checksum of body[key]
                             state.server_checksums[key] = digest

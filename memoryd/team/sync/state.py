@@ -149,16 +149,23 @@ class SyncState:
             and seen.index(etag) < seen.index(now)
         )
 
-    def server_at(self, etag: str | None) -> None:
+    def server_at(self, etag: str | None, *, pushed: bool = False) -> None:
         """The server's state is now `etag` (a GET or a PUT said so). One it had before the
         last (a restore from a backup, a lagging replica) sets `went_back`: the next pull
-        keeps aside what the server no longer holds rather than overwrite it."""
-        if self.returns_to(etag):
+        keeps aside what the server no longer holds rather than overwrite it.
+
+        `pushed`: our PUT made it from the last one (If-Match), so it is the newest even when
+        the server had it before: a push undoing our previous one hashes to that one's ETag
+        again, which is no going back, and the state it undid is now the older one."""
+        if not pushed and self.returns_to(etag):
             self.went_back = True
         self.etag = etag
         if etag is None:  # the server holds nothing: what it held before is no measure now
             self.seen_etags.clear()
-        elif etag not in self.seen_etags:  # in the order first seen
+            return
+        if pushed and etag in self.seen_etags:
+            self.seen_etags.remove(etag)
+        if etag not in self.seen_etags:  # in the order first seen
             self.seen_etags.append(etag)
             del self.seen_etags[:-MAX_SEEN_ETAGS]
 
