@@ -172,6 +172,26 @@ async def test_what_answers_whether_the_server_serves_a_full_path(
     assert asked[0].url.params["view"] == "hashes"
 
 
+async def test_a_redirect_of_the_question_says_where_it_points() -> None:
+    """A server that moved answers the question of a subgroup's folder, its first request,
+    with a redirect: that was 'HTTP 301 that is not the team server's answer', retried for
+    ever, saying neither where it points nor to set MEMORYD_TEAM_URL as every other request
+    of the folder says."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        moved = "https://team.example.net/api/claude_code/team_memory"
+        return httpx.Response(301, headers={"Location": moved, **HTML}, content=b"<html>")
+
+    client = TeamClient("http://team", "mdt_x", transport=httpx.MockTransport(answer))
+    try:
+        with pytest.raises(Retryable) as raised:
+            await client.takes_repo(FULL)
+    finally:
+        await client.close()
+    assert "https://team.example.net/" in str(raised.value)
+    assert "MEMORYD_TEAM_URL" in str(raised.value)
+
+
 def repos_asked(proxy: FaultyProxy) -> list[str]:
     """The `repo` of every request the proxy saw, in order."""
     return [

@@ -272,6 +272,8 @@ class TeamClient:
             return False
         if status in (401, 407):
             raise _failure(response)  # the credentials, not the name: asked again once fixed
+        if 300 <= status < 400:
+            raise _failure(response)  # a Retryable that says where it points
         if status == 408 or error is None:
             # A proxy's timeout, or a reply that is not the API's (a proxy's 403 page): no
             # answer yet, asked again at the next retry.
