@@ -340,6 +340,10 @@ def _last_logged_event(log_file: Path) -> str | None:
     except OSError:
         return None
     for line in reversed(lines):
+        # A refusal made before logging is set up (a mistyped MEMORYD_* number) is a plain
+        # `memoryd: …` line on stderr, which memctl sends to the log too.
+        if line.startswith("memoryd: "):
+            return line.removeprefix("memoryd: ").strip()
         try:
             event = json.loads(line).get("event")
         except (ValueError, AttributeError):

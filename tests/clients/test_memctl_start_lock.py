@@ -18,7 +18,7 @@ import pytest
 
 from memctl import lifecycle
 from memctl.__main__ import main
-from tests.clients.conftest import run_memctl
+from tests.clients.conftest import memctl_env, run_memctl
 
 
 def _no_locks(fd: int, operation: int) -> None:
@@ -97,3 +97,15 @@ def test_start_names_the_file_in_its_way(short_tmp: Path, where: str) -> None:
     done = run_memctl("--json", "--socket", str(sock), "start")
     assert done.returncode == 3
     assert json.loads(done.stdout)["error"] == f"cannot start memoryd at {sock}: {said}"
+
+
+def test_start_says_why_the_daemon_refused_its_environment(short_tmp: Path) -> None:
+    # A refusal made before logging is set up is a plain `memoryd: …` line in the log; start
+    # said only "exited with code 2", though operations.md promises the daemon's reason.
+    sock = short_tmp / "m.sock"
+    done = run_memctl(
+        "--json", "--socket", str(sock), "start", env=memctl_env(MEMORYD_MODEL_TIMEOUT="abc")
+    )
+    assert done.returncode == 3
+    error = json.loads(done.stdout)["error"]
+    assert "during start-up: MEMORYD_MODEL_TIMEOUT='abc' is not a number of seconds" in error
