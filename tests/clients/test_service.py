@@ -512,3 +512,19 @@ def test_install_creates_the_env_folder_and_only_private_folders(
     assert written.returncode == 0
     again = memctl(home, fake_bin, "service", "install", runtime=runtime)
     assert "created:" not in again.stdout
+
+
+def test_uninstall_says_which_commands_failed(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    # With no user bus (ssh, a container) `disable --now` and `daemon-reload` fail: the files
+    # go, nothing is stopped, and the output said "ran:" of both as of a success.
+    assert memctl(home, fake_bin, "service", "install", runtime=runtime).returncode == 0
+    (fake_bin / "systemctl").write_text(
+        "#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n"
+    )
+    removed = memctl(home, fake_bin, "service", "uninstall", runtime=runtime)
+    assert not (units(home) / "memoryd.socket").exists()
+    for command in ("disable --now memoryd.socket", "daemon-reload"):
+        said = next(line for line in removed.stdout.splitlines() if command in line)
+        assert said.endswith("(exit 1: Failed to connect to bus: No medium found)"), said

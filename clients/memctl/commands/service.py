@@ -81,8 +81,13 @@ class Report:
             return subprocess.CompletedProcess(argv, 0, "", "")
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
         self.commands.append({"argv": argv, "returncode": done.returncode})
-        if done.returncode == 0 or not check:
+        if done.returncode == 0:
             self.say(f"ran: {shown}")
+        elif not check:
+            # Gone on from (a unit already gone), but said: with no user bus `disable --now`
+            # removes the links and stops nothing, and "ran:" alone hid that.
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            self.say(f"ran: {shown} (exit {done.returncode}: {' '.join(detail[-2:])})")
         else:
             self.failed(done)
         return done
