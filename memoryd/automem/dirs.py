@@ -129,6 +129,21 @@ class MemoryDirs:
         self._checked[_key(project)] = (seen, memory_dir)
         return memory_dir
 
+    def recheck(self, memory_dir: Path) -> None:
+        """Called under the dir's writer lock, before a file there is touched: ForbiddenPath
+        when the dir has been swapped since `memory_dir` checked it for a link to a place
+        memory must never be. Writers queued on the lock had their dir checked before they
+        waited, and wrote through such a link once it was swapped in meanwhile."""
+        real: str | None = None
+        for key, (seen, checked) in list(self._checked.items()):
+            if checked != memory_dir:
+                continue
+            real = real or os.path.realpath(memory_dir)
+            home, config_dir = paths.home(), paths.config_dir()
+            choice = self._choices.get(key)
+            if seen != (real, home, config_dir) and choice is not None:
+                location.check_safe(choice, home=home, config_dir=config_dir)
+
 
 _Key = tuple[Path, Path]
 

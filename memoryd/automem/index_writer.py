@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import structlog
@@ -31,7 +31,7 @@ from memoryd.automem.manifest import MemoryHeader
 from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, Entry, scan_changes
 from memoryd.automem.warmup import DirStates, in_slices
-from memoryd.errors import TooLarge
+from memoryd.errors import ForbiddenPath, TooLarge
 from memoryd.fsutil import remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
@@ -61,9 +61,17 @@ def generated_line(title: str, file: str, hook: str) -> str:
 
 
 class IndexWriter:
-    def __init__(self, states: DirStates, locks: WriterLocks) -> None:
+    def __init__(
+        self,
+        states: DirStates,
+        locks: WriterLocks,
+        recheck: Callable[[Path], None] = lambda _dir: None,
+    ) -> None:
         self._states = states
         self._locks = locks
+        # Under the lock, before an index is written: ForbiddenPath when the dir was swapped
+        # for a link to where memory must never be (`MemoryDirs.recheck`).
+        self._recheck = recheck
         # Index lines waiting to be written, per memory dir: {key: (title, hook)}.
         self._pending: dict[Path, dict[str, tuple[str, str]]] = {}
         self.orphans_indexed = 0  # files given a generated line, for `status`
@@ -98,9 +106,14 @@ class IndexWriter:
             return await self._flush_locked(memory_dir, retry=False)
 
     async def _flush_locked(self, memory_dir: Path, *, retry: bool) -> str | None:
-        pending = self._pending.pop(memory_dir, None)
-        if not pending:
+        if not self._pending.get(memory_dir):
             return None  # an earlier writer's flush already wrote ours
+        try:
+            self._recheck(memory_dir)
+        except ForbiddenPath as exc:
+            # The lines stay queued, as for a full disk: written once the dir is back.
+            return f"{index_path(memory_dir, team=False)} was not rewritten: {exc.message}"
+        pending = self._pending.pop(memory_dir)
         state = self._states.state(memory_dir)
         jobs = []
         for team in (False, True):
@@ -198,6 +211,7 @@ class IndexWriter:
         self._states.warm(memory_dir)  # a dir never loaded: in slices, not on this call
         await self._states.ready(memory_dir)
         async with self._locks(memory_dir):
+            self._recheck(memory_dir)
             state = self._states.state(memory_dir)
             # A full stat sweep, as the periodic one runs it: every file stat'ed and compared in
             # a thread, the differences read on the loop in slices (on the loop, 0.3-0.6 s at
@@ -224,6 +238,11 @@ class IndexWriter:
         await self._states.ready(memory_dir)
         added: list[str] = []
         async with self._locks(memory_dir):
+            try:
+                self._recheck(memory_dir)
+            except ForbiddenPath as exc:
+                log.warning("orphan check skipped", memory_dir=str(memory_dir), why=exc.message)
+                return []
             state = self._states.state(memory_dir)
             if grace_s == 0:  # the first look: what a killed writer left, files and temp files
                 # In a thread: each folder listed (at 10,000 memories 35-57 ms on the loop).

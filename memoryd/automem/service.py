@@ -131,7 +131,7 @@ class AutoMemory:
         # Held across processes (a second daemon of this user on another socket); what another
         # process wrote meanwhile is looked for again.
         self.writer_lock = WriterLocks(paths.state_dir() / "locks", self.states.invalidate)
-        self.index_writer = IndexWriter(self.states, self.writer_lock)
+        self.index_writer = IndexWriter(self.states, self.writer_lock, self.dirs.recheck)
         self.states.index_orphans = self.index_writer.index_orphans
         self.index_texts = IndexTexts()
         # (memory dir, team) → ((generation, index stamp, its folder's stamp), view)

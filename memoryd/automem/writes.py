@@ -84,6 +84,7 @@ class MemoryWrites:
         memory_dir = self._dirs.memory_dir(project)
         folder = memory_dir / TEAM_DIR if team else memory_dir
         async with self._locks(memory_dir):
+            self._dirs.recheck(memory_dir)  # swapped while we waited for the lock
             state = self._states.state(memory_dir)
             merged_into: Path | None = None
             if file is not None:
@@ -164,6 +165,7 @@ class MemoryWrites:
         stops the delete (dream's: the file is unchanged since its agent read it)."""
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
+            self._dirs.recheck(memory_dir)  # swapped while we waited for the lock
             target, key = resolve_inside(memory_dir, str(path), must_exist=True)
             if naming.is_index_name(target.name):
                 raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
@@ -259,6 +261,7 @@ class MemoryWrites:
         by raising (the secret scan: a version saved before the refusal was on)."""
         memory_dir = self._dirs.memory_dir(project)
         async with self._locks(memory_dir):
+            self._dirs.recheck(memory_dir)  # swapped while we waited for the lock
             target, key = resolve_inside(
                 memory_dir, path, must_exist=False, kept=self.history.kept(memory_dir)
             )

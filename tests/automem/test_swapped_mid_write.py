@@ -4,6 +4,7 @@ forbidden path (-32002) that says so, the link is not followed and nothing is ch
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -64,3 +65,41 @@ async def test_a_delete_of_a_file_swapped_for_a_link_is_forbidden(
     assert "not deleted" in info.value.message
     assert outside.read_text(encoding="utf-8") == "not a memory\n"
     assert target.name in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+
+
+async def test_writers_queued_on_the_lock_do_not_write_through_a_dir_swapped_for_a_link(
+    daemon: DaemonHandle, project: Path, memdir: Path, tmp_path: Path
+) -> None:
+    # Found by the session 21 hunt: each writer's memory dir was checked before it waited for
+    # the dir's writer lock. The dir swapped meanwhile for a link out of the config dir (which
+    # memoryd refuses as a default dir), every queued write, delete and restore went through
+    # the link once the lock was free (MEMORY.md too), then answered -32002 all the same.
+    written = await daemon.call("memory.write", cwd=str(project), **USER)
+    await daemon.call("memory.write", cwd=str(project), **{**USER, "body": "Changed."})
+    (version,) = (await daemon.call("memory.history", cwd=str(project), path=written["path"]))[
+        "versions"
+    ]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    name = Path(written["path"]).name
+    (outside / name).write_text("not a memory of this project\n", encoding="utf-8")
+    am = daemon.daemon.services.automem
+    calls = [
+        daemon.call("memory.write", cwd=str(project), **{**USER, "name": f"queued {i}"})
+        for i in range(3)
+    ]
+    calls.append(daemon.call("memory.delete", cwd=str(project), path=name))
+    calls.append(
+        daemon.call("memory.restore", cwd=str(project), path=name, version=version["version"])
+    )
+    async with am.writer_lock(memdir):
+        queued = [asyncio.ensure_future(call) for call in calls]
+        while len(am.writer_lock(memdir)._waiters or ()) < len(calls):
+            await asyncio.sleep(0.01)  # every one waits for the lock, its dir checked
+        os.rename(memdir, memdir.with_name("memory.moved"))
+        os.symlink(outside, memdir)
+    results = await asyncio.gather(*queued, return_exceptions=True)
+    assert [getattr(r, "code", r) for r in results] == [-32002] * len(calls)
+    assert all("outside" in r.message for r in results if isinstance(r, RpcError))
+    assert sorted(p.name for p in outside.iterdir()) == [name]
+    assert (outside / name).read_text(encoding="utf-8") == "not a memory of this project\n"
