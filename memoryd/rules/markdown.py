@@ -35,8 +35,10 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 def _prose(children: list[Token]) -> str:
     parts: list[str] = []
     for i, child in enumerate(children):
-        if child.type == "text_special" and child.info == "escape" and child.content == "@":
-            parts.append(child.markup)  # `\@x.md`: a literal `@`, never an include
+        if child.type == "text_special" and child.content == "@":
+            # `\@x.md` or `&#64;x.md`: a literal `@`, never an include (an entity was one only
+            # when some other `@` in the file let it past find_includes' pre-check).
+            parts.append(child.markup)
         elif child.type in ("text", "text_special"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak") or child.type in _OPAQUE:

@@ -150,6 +150,7 @@ _TRICKY = [
     "*@a*.md",
     "@_emph_.md",
     "@x.,y @a.*b* @Override.# @x.) @x.. @end.",
+    "ping @alice, see &#64;docs/a.md",
 ]
 
 
@@ -167,6 +168,7 @@ def test_the_pre_check_agrees_with_the_lexer_on_random_text() -> None:
         "/",
         "\\",
         "&#46;",
+        "&#64;",
         "*",
         "_",
         "`",
@@ -203,3 +205,11 @@ def test_text_with_only_mentions_is_not_lexed(monkeypatch: pytest.MonkeyPatch) -
     assert parsed == []
     assert find_includes("Read @docs/a.md.\n") == ["docs/a.md"]
     assert len(parsed) == 1
+
+
+def test_an_at_written_as_an_entity_is_never_an_include() -> None:
+    # Found in review (session 21): `&#64;x.md` lexes to the text `@x.md`, an include when
+    # another `@` in the file let it past the pre-check, none when not.
+    assert find_includes("&#64;docs/a.md and &commat;b.md") == []
+    assert find_includes("ping @alice, see &#64;docs/a.md") == []
+    assert find_includes("see @docs/b.md and &#x40;docs/a.md") == ["docs/b.md"]
