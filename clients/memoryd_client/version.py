@@ -6,8 +6,8 @@ version is `BASE+g<commit>`, the commit read from `.git` as files (no `git` proc
 daemon asks at start-up): two checkouts, or one before and after `git pull`, tell apart in
 `memctl --version` and `status.version` (docs/operations.md, Upgrade). A wheel was built from a
 checkout, and its metadata holds the version the build saw (pyproject.toml reads
-`build_version` when it builds); installed from it, that is the version. A copy without
-`.git` or metadata is `BASE`.
+`build_version` when it builds; built through an sdist, its PKG-INFO); installed from it,
+that is the version. A copy without `.git` or metadata is `BASE`.
 """
 
 from __future__ import annotations
@@ -67,9 +67,31 @@ def _resolve_ref(ref: str, git_dir: Path, common: Path) -> str | None:
 
 def build_version(root: Path = _SOURCE_ROOT) -> str:
     """`BASE+g<commit>` for a checkout at `root` (12 hex digits, a PEP 440 local version),
-    else `BASE`."""
+    else the version an unpacked sdist at `root` was made with, else `BASE`."""
     commit = checkout_commit(root)
-    return f"{BASE}+g{commit[:12]}" if commit else BASE
+    if commit:
+        return f"{BASE}+g{commit[:12]}"
+    return _sdist_version(root) or BASE
+
+
+_OURS = re.compile(re.escape(BASE) + r"(\+g[0-9a-f]{12})?")
+
+
+def _sdist_version(root: Path) -> str | None:
+    """The `Version:` of `root`'s PKG-INFO when it is one `build_version` makes: `python -m
+    build` makes the wheel from the unpacked sdist, which has no `.git` (the sdist named the
+    commit, its wheel not)."""
+    try:
+        text = (root / "PKG-INFO").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        if not line:  # the headers end; the long description follows
+            break
+        name, _, value = line.partition(":")
+        if name == "Version":
+            return value.strip() if _OURS.fullmatch(value.strip()) else None
+    return None
 
 
 @functools.cache

@@ -84,3 +84,17 @@ def test_memctl_and_the_daemon_say_the_checkouts_version() -> None:
         check=False,
     )
     assert done.stdout.strip() == f"memoryd {expected}", done.stderr
+
+
+def test_an_unpacked_sdist_keeps_the_version_it_was_made_with(tmp_path: Path) -> None:
+    """`python -m build` (and `uv build`) make the sdist from the checkout, then the wheel from
+    the unpacked sdist, which has no `.git`: the sdist said 0.1.0+g<commit>, the wheel 0.1.0.
+    The sdist's PKG-INFO holds the version it was made with."""
+    made_with = f"{version.BASE}+g{SHA_A[:12]}"
+    (tmp_path / "PKG-INFO").write_text(
+        f"Metadata-Version: 2.4\nName: memoryd\nVersion: {made_with}\nSummary: x\n"
+    )
+    assert version.build_version(tmp_path) == made_with
+    # Only a version this rule makes: anything else there is no measure.
+    (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: memoryd\nVersion: 9 9\n")
+    assert version.build_version(tmp_path) == version.BASE
