@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -14,8 +15,9 @@ from tests.team_server.pg import free_port
 
 
 def start_team_server(
-    database: str, log: Path, extra: Sequence[str] = ()
+    database: str, log: Path, extra: Sequence[str] = (), root: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
+    """`root`: serve the code of that checkout (its packages first on the path), else this one."""
     port = free_port()
     with log.open("wb") as handle:
         process = subprocess.Popen(
@@ -34,6 +36,8 @@ def start_team_server(
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)} if root else None,
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

@@ -79,6 +79,19 @@ def precondition_holds(current_etag: str, has_entries: bool, if_match: IfMatch |
     return current_etag in if_match.etags
 
 
+def check_stored_etag(stored_etag: str | None, upsert: Upsert) -> None:
+    """PreconditionFailed unless the upsert's If-Match holds against the repository's stored
+    ETag (`team_repos.etag`, written in the same transaction as the entries it describes;
+    None when the repository has no row). One row decides a 412: under contention most PUTs
+    are stale, and before this each read every entry's checksum and hashed them all, holding
+    the repository's write lock (about 20 ms at 10,000 entries) only to refuse."""
+    etag = stored_etag or EMPTY_ETAG
+    if upsert.check_precondition and not precondition_holds(
+        etag, etag != EMPTY_ETAG, upsert.if_match
+    ):
+        raise PreconditionFailed(etag)
+
+
 def plan_put(
     current: Mapping[str, Current],
     incoming: Mapping[str, str],

@@ -32,7 +32,7 @@ from memoryd_team.storage.base import (
     VersionInfo,
     VersionNotFound,
 )
-from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_upsert
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 
 # Any constant works; it only has to be the same in every server process.
 _SCHEMA_LOCK = 0x6D656D6F7279
@@ -374,6 +374,12 @@ class PostgresStorage(Storage):
             transaction = conn.transaction()
             await transaction.start()
             try:
+                # Unlocked first (the last committed state): a stale PUT is refused at once,
+                # not after queueing for the row lock behind the writes that made it stale.
+                stored = await conn.fetchval(
+                    "SELECT etag FROM team_repos WHERE name = $1", upsert.repo
+                )
+                check_stored_etag(stored, upsert)
                 if upsert.check_token:
                     # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
                     # and a write that starts after the revoke committed sees it.
@@ -383,16 +389,18 @@ class PostgresStorage(Storage):
                     )
                     if active is None:
                         raise TokenRevoked(upsert.author.token_id)
-                await conn.execute(
-                    "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
-                    " ON CONFLICT (name) DO NOTHING",
-                    upsert.repo,
-                    EMPTY_ETAG,
-                    upsert.at,
+                if stored is None:  # a repo row is never deleted: only a new one is made
+                    await conn.execute(
+                        "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
+                        " ON CONFLICT (name) DO NOTHING",
+                        upsert.repo,
+                        EMPTY_ETAG,
+                        upsert.at,
+                    )
+                stored = await conn.fetchval(
+                    "SELECT etag FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
                 )
-                await conn.execute(
-                    "SELECT 1 FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
-                )
+                check_stored_etag(stored, upsert)  # under the lock: what this write replaces
                 rows = await conn.fetch(
                     "SELECT key, checksum, version FROM team_entries WHERE repo = $1", upsert.repo
                 )

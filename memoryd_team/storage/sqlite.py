@@ -35,7 +35,7 @@ from memoryd_team.storage.base import (
     VersionInfo,
     VersionNotFound,
 )
-from memoryd_team.storage.plan import EMPTY_ETAG, Current, plan_upsert
+from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 
 T = TypeVar("T")
 
@@ -353,11 +353,15 @@ class SqliteStorage(Storage):
 
     async def _apply(self, upsert: Upsert) -> PutResult:
         def write(conn: sqlite3.Connection) -> PutResult:
+            # Outside the write lock first (the last committed state): a stale PUT is refused
+            # at once, not after queueing behind the writes that made it stale.
+            check_stored_etag(_stored_etag(conn, upsert.repo), upsert)
             with self._write_lock, self._transaction(conn, "IMMEDIATE"):
                 # Under the write lock a revoke (an UPDATE: it needs that lock) is either
                 # committed and seen here, or waits until this write has committed.
                 if upsert.check_token and not _token_active(conn, upsert.author.token_id):
                     raise TokenRevoked(upsert.author.token_id)
+                check_stored_etag(_stored_etag(conn, upsert.repo), upsert)
                 rows = conn.execute(
                     "SELECT key, checksum, version FROM team_entries WHERE repo = ?", (upsert.repo,)
                 ).fetchall()
@@ -449,9 +453,14 @@ def _token_active(conn: sqlite3.Connection, token_id: str) -> bool:
     return row is not None
 
 
-def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:
+def _stored_etag(conn: sqlite3.Connection, repo: str) -> str | None:
     row = conn.execute("SELECT etag FROM team_repos WHERE name = ?", (repo,)).fetchone()
-    return None if row is None or row[0] == EMPTY_ETAG else str(row[0])
+    return None if row is None else str(row[0])
+
+
+def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:
+    etag = _stored_etag(conn, repo)
+    return None if etag == EMPTY_ETAG else etag
 
 
 def _checksums(conn: sqlite3.Connection, repo: str) -> dict[str, str]:

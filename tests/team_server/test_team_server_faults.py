@@ -3,12 +3,18 @@ and when it can never do what is asked: refused at open, or a 500 that says not 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import asyncpg
 import pytest
 
 from memoryd_team.settings import ServerSettings
@@ -163,3 +169,60 @@ def test_a_server_cut_off_mid_write_does_not_lock_its_repository_for_the_others(
         a.stop()
         b.stop()
         proxy.stop()
+
+
+def test_a_stale_put_is_412_while_a_long_write_holds_the_repository(database_url: str) -> None:
+    """A PUT with an ETag that is no longer current queued for the repository's write lock
+    only to be refused: behind a write that holds it for long (a stalled server, up to 15 s)
+    it was a 503 once its wait ran out, and the client backed off instead of refreshing."""
+    storage = (
+        PostgresStorage(database_url, timeout_s=1.0)
+        if database_url.startswith("postgresql")
+        else SqliteStorage(Path(urlsplit(database_url).path), busy_timeout_s=1.0)
+    )
+    server = ThreadedServer(database_url, ServerSettings(), storage).start()
+    try:
+        repo = Repo(server, "acme/widgets", server.token("acme/widgets"))
+        stale = repo.put({"a.md": "1"}).headers["etag"]
+        current = repo.put({"a.md": "2"}, if_match=stale).headers["etag"]
+        with _repository_locked(database_url, "acme/widgets"):
+            reply = repo.put({"a.md": "3"}, if_match=stale)
+        assert reply.status_code == 412, reply.text
+        assert reply.headers["etag"] == current
+        assert repo.get().json()["entries"] == {"a.md": "2"}
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def _repository_locked(database_url: str, repo: str) -> Iterator[None]:
+    """Another session holds the repository's write lock (its row, or SQLite's write lock)."""
+    if not database_url.startswith("postgresql"):
+        conn = sqlite3.connect(urlsplit(database_url).path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+        return
+    held, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        conn = await asyncpg.connect(database_url)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT 1 FROM team_repos WHERE name = $1 FOR UPDATE", repo)
+                held.set()
+                await asyncio.get_running_loop().run_in_executor(None, release.wait)
+        finally:
+            await conn.close()
+
+    holder = threading.Thread(target=asyncio.run, args=(hold(),))
+    holder.start()
+    try:
+        assert held.wait(30)
+        yield
+    finally:
+        release.set()
+        holder.join(30)
