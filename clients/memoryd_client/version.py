@@ -18,7 +18,8 @@ from pathlib import Path
 
 BASE = "0.1.0"
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # clients/memoryd_client/version.py
+_HERE = Path(__file__).resolve()
+_SOURCE_ROOT = _HERE.parents[2]  # clients/memoryd_client/version.py
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
@@ -98,7 +99,9 @@ def _sdist_version(root: Path) -> str | None:
 def installed_version() -> str:
     """This installation's version: a checkout's commit (read afresh each process), else the
     package metadata a wheel was built with, else `BASE`."""
-    if (_SOURCE_ROOT / "pyproject.toml").is_file():
+    # memoryd's own checkout only: installed with `pip install --target <project>/vendor`,
+    # the grandparent is another project's, and its commit no version of memoryd.
+    if _HERE.parent.parent.name == "clients" and (_SOURCE_ROOT / "pyproject.toml").is_file():
         return build_version()
     from importlib.metadata import PackageNotFoundError, version  # slow: only when asked
 

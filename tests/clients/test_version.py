@@ -4,6 +4,8 @@ tell two checkouts apart). Read from `.git` as files: no `git` process at start-
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +100,19 @@ def test_an_unpacked_sdist_keeps_the_version_it_was_made_with(tmp_path: Path) ->
     # Only a version this rule makes: anything else there is no measure.
     (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: memoryd\nVersion: 9 9\n")
     assert version.build_version(tmp_path) == version.BASE
+
+
+def test_installed_beside_another_projects_checkout_it_is_not_that_ones(repo: Path) -> None:
+    """Installed with `pip install --target <project>/vendor`, version.py's grandparent is
+    that project's checkout: its pyproject.toml was taken for memoryd's, and the version
+    named that project's commit."""
+    (repo / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    vendored = repo / "vendor" / "memoryd_client" / "version.py"
+    vendored.parent.mkdir(parents=True)
+    shutil.copy2(version.__file__, vendored)
+    spec = importlib.util.spec_from_file_location("vendored_version", vendored)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert _git("rev-parse", "HEAD", cwd=repo)[:12] not in module.installed_version()
