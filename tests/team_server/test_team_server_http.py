@@ -479,6 +479,10 @@ MALFORMED_BODIES = [
     (b'{"entries": {"a\\ud800.md": "x"}}', "invalid_key"),
     (b"\xff\xfe garbage", "invalid_json"),
     (b"[" * 100_000, "invalid_json"),
+    # A name given twice: which value wins differs between parsers (it was the last, 200).
+    (b'{"entries": {"a.md": "mine", "a.md": "theirs"}}', "duplicate_key"),
+    (b'{"entries": {"a.md": "x"}, "entries": {"b.md": "y"}}', "duplicate_key"),
+    (b'{"entries": {"a.md": "x"}, "meta": {"v": 1, "v": 2}}', "duplicate_key"),
 ]
 
 
