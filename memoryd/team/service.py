@@ -153,7 +153,9 @@ class TeamSync:
         self._folders: dict[Path, Folder] = {}
         self._closed = False
         self._scan_pool: ProcessPoolExecutor | None = None
-        self._folders_by_root: dict[Path, Folder] = {}
+        # Per (project root, worktree), as auto memory chooses a memory dir: a worktree whose
+        # settings name a dir of its own has a team folder of its own.
+        self._folders_by_root: dict[tuple[Path, Path], Folder] = {}
         self._retiring: set[asyncio.Task[None]] = set()  # folders replaced, still closing
         self._shedding: set[asyncio.Task[None]] = set()  # waiting for a folder to go idle
         self.refresh_interval_s = 60.0
@@ -192,9 +194,9 @@ class TeamSync:
         self._folders[team_dir] = folder
         retiring: asyncio.Task[None] | None = None
         if existing is not None:
-            for root, known in list(self._folders_by_root.items()):
+            for key, known in list(self._folders_by_root.items()):
                 if known is existing:
-                    self._folders_by_root[root] = folder
+                    self._folders_by_root[key] = folder
             log.info(
                 "team sync follows the project's new remote",
                 project=str(project.root),
@@ -219,9 +221,9 @@ class TeamSync:
             if not started or not folder.runner.idle:
                 continue
             del self._folders[team_dir]
-            for root, known in list(self._folders_by_root.items()):
+            for key, known in list(self._folders_by_root.items()):
                 if known is folder:
-                    del self._folders_by_root[root]
+                    del self._folders_by_root[key]
             log.info("team folder idle: stopped watching", team_dir=str(team_dir))
             retiring = asyncio.create_task(self._retire(folder))
             self._retiring.add(retiring)
@@ -449,7 +451,7 @@ class TeamSync:
     def not_shared_because(self, project: Project) -> str | None:
         """Why the project's team folder does not sync (after `ensure`), or None while it does:
         set up without a repo or a token, or suppressed by the server's refusal."""
-        known = self._folders_by_root.get(project.root)
+        known = self._folders_by_root.get(_folder_key(project))
         code = None if known is None else known.engine.state.suppressed
         if known is None or code is None:
             return None
@@ -459,7 +461,7 @@ class TeamSync:
         """Whether the team memory at `path` is on the team server as far as the project's
         syncing folder knows (after `ensure`): one a pull would bring back if deleted here.
         Not one never pushed (new, waiting in the debounce) nor one the secret scan kept back."""
-        folder = self._folders_by_root.get(project.root)
+        folder = self._folders_by_root.get(_folder_key(project))
         if folder is None or folder.engine.state.suppressed is not None:
             return False
         key = folder.engine.folder.key_of(path)  # NFC, as a scan keys it
@@ -473,7 +475,7 @@ class TeamSync:
         """The daemon just wrote `path` in the project's team folder (after `ensure`): pending
         at once in `team.status`, and pushed within the debounce even if the watcher missed it.
         A folder whose sync is off has nothing pending (nothing would be sent)."""
-        folder = self._folders_by_root.get(project.root)
+        folder = self._folders_by_root.get(_folder_key(project))
         if folder is None or folder.engine.client is None or folder.engine.state.suppressed:
             return
         key = folder.engine.folder.key_of(path)
@@ -489,7 +491,7 @@ class TeamSync:
         per `refresh_interval_s` — a 304 when nothing changed."""
         if not self.configured or self._closed:
             return
-        known = self._folders_by_root.get(project.root)
+        known = self._folders_by_root.get(_folder_key(project))
         if known is not None and not _remote_changed(
             known, project, self._repo_for(project, known.engine.folder.team_dir)
         ):
@@ -499,7 +501,7 @@ class TeamSync:
                 known.runner.refresh(self.refresh_interval_s)
             return
         try:
-            self._folders_by_root[project.root] = self.folder(project)
+            self._folders_by_root[_folder_key(project)] = self.folder(project)
         except FeatureUnavailable:
             return  # auto memory is off for this project: no team folder
         except Exception as exc:
@@ -581,6 +583,10 @@ class TeamSync:
                 await folder.engine.client.close()
         if self._scan_pool is not None:
             await asyncio.to_thread(self._scan_pool.shutdown, True, cancel_futures=True)
+
+
+def _folder_key(project: Project) -> tuple[Path, Path]:
+    return (project.root, project.settings_root)
 
 
 def _remote_changed(folder: Folder, project: Project, repo: str | None) -> bool:

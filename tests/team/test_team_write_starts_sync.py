@@ -90,7 +90,7 @@ async def test_a_synced_team_memory_is_not_deleted_behind_the_teams_back(
         team=True,
     )
     await eventually(lambda: "project_deploy_freeze.md" in server_history(server))
-    engine = handle.daemon.services.team._folders_by_root[root.resolve()].engine
+    engine = handle.daemon.services.team._folders_by_root[(root.resolve(), root.resolve())].engine
     await eventually(lambda: "project_deploy_freeze.md" in engine.state.synced)  # push settled
     with pytest.raises(RpcError) as refused:
         await handle.call("memory.delete", cwd=str(root), path=written["path"])

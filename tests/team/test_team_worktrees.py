@@ -1,0 +1,67 @@
+"""Team sync in a repository whose worktrees choose different memory dirs (fa434e7): a
+worktree whose `settings.local.json` names a dir of its own has a team folder of its own.
+The folders were kept per repository root, so whichever worktree came first took the map's
+one place, and the other's team memories never reached the server (nor said why)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import DaemonHandle, IsolatedEnv
+from tests.team.conftest import REPO, eventually, server_history
+from tests.team.test_team_sync_daemon import start
+from tests.team_server.conftest import ThreadedServer
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+async def test_each_worktrees_team_folder_syncs_whichever_came_first(
+    server: ThreadedServer,
+    short_tmp: Path,
+    tmp_path: Path,
+    daemons: list[DaemonHandle],
+    isolated_env: IsolatedEnv,
+) -> None:
+    main = tmp_path / "main"
+    _git("init", "-q", "-b", "main", str(main), cwd=tmp_path)
+    _git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=main)
+    _git(
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+        cwd=main,
+    )
+    own = (tmp_path / "wt-own").resolve()
+    _git("worktree", "add", "-q", "-b", "feat", str(own), "main", cwd=main)
+    own_dir = isolated_env.root / "own-memory"
+    (own / ".claude").mkdir()
+    (own / ".claude" / "settings.local.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(own_dir)})
+    )
+    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
+    daemons.append(handle)
+    names = []
+    for cwd, name in ((own, "own fact"), (main, "main fact")):  # the own worktree first
+        written = await handle.call(
+            "memory.write",
+            cwd=str(cwd),
+            type="project",
+            name=name,
+            description=f"from {cwd.name}",
+            body=f"{name}.\n",
+            team=True,
+        )
+        names.append(Path(written["path"]).name)
+        if cwd == own:
+            assert written["path"].startswith(str(own_dir)), written["path"]
+    await eventually(lambda: set(names) <= set(server_history(server)))
