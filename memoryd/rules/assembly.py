@@ -42,18 +42,25 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _OTHER_SPACES = (
     "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200C))) + "\u202f\u205f\u2060\u3000\ufeff"
 )
+# What may stand before a heading's `#`s (or a setext title) on its line: spaces, and the
+# markers of the quotes and list items it is in (`> - ## …`).
+_LEAD = (
+    rf"(?:[ \t{_OTHER_SPACES}>]|[-*+](?=[ \t{_OTHER_SPACES}])"
+    rf"|[0-9]{{1,9}}[.)](?=[ \t{_OTHER_SPACES}]))*"
+)
 # A heading line begun by a break Markdown does not count (U+2028, a form feed…), or with such
 # a space before or after its `#`s, but a reader might: no heading to the parser, a line of
 # its own to the model.
 _EXOTIC_HEADING = re.compile(
-    rf"(?:(?<=[{_BREAKS[2:]}])([ \t]{{0,3}})(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*)"
-    rf"|(?:^|(?<=[{_BREAKS[:2]}]))([ \t{_OTHER_SPACES}]*)(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*))"
+    rf"(?:(?<=[{_BREAKS[2:]}])({_LEAD})(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*)"
+    rf"|(?:^|(?<=[{_BREAKS[:2]}]))({_LEAD})(#{{1,6}}[ \t{_OTHER_SPACES}]+[^{_BREAKS}]*))"
 )
 # Our section titles open with a path (absolute, `~`, a drive) and hold a `(`.
 _PATH_TITLE = re.compile(r"(?:/|~|[A-Za-z]:[\\/]|\\\\)")
-# A line that could be such a title, as a pre-check before the Markdown parse.
+# A line that could be such a title, as a pre-check before the Markdown parse (its lead a
+# looser `_LEAD`: a class of characters is cheaper to try at every line).
 _MAYBE_TITLE = re.compile(
-    rf"(?:^|(?<=[{_BREAKS}]))[ \t{_OTHER_SPACES}]*(?:#{{1,6}}[ \t{_OTHER_SPACES}]+)?"
+    rf"(?:^|(?<=[{_BREAKS}]))[ \t{_OTHER_SPACES}>*+0-9.)-]*(?:#{{1,6}}[ \t{_OTHER_SPACES}]+)?"
     rf"(?:/|~|[A-Za-z]:[\\/]|\\\\)[^{_BREAKS}]*\("
 )
 _ORIGIN_WORDS = re.compile(
