@@ -251,6 +251,13 @@ class PostgresStorage(Storage):
     def _reason(self, exc: BaseException) -> str:
         """What went wrong, never blank: a timeout's text is empty, and "postgresql: " alone
         in the log or on a command's stderr told the admin nothing."""
+        # A rollback, or a transaction's exit, on the connection the failure closed fails too:
+        # its error ("cannot call Transaction.rollback(): the underlying connection is
+        # closed") hid why (an admin or the database ended the session, a restart).
+        while isinstance(exc, asyncpg.InterfaceError) and isinstance(
+            exc.__context__, _DRIVER_ERRORS
+        ):
+            exc = exc.__context__
         if isinstance(exc, TimeoutError):
             return f"no answer within {self._timeout_s:g} s (database timeout)"
         return str(exc) or type(exc).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 import threading
 import time
@@ -226,3 +227,37 @@ def _repository_locked(database_url: str, repo: str) -> Iterator[None]:
     finally:
         release.set()
         holder.join(30)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_write_whose_session_is_ended_logs_why(
+    repo: Repo, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rollback after the failure fails too on the closed connection, and its error
+    ("cannot call Transaction.rollback(): the underlying connection is closed") was all the
+    log said: not that an admin or the database ended the session."""
+    etag = repo.put({"a.md": "1"}).headers["etag"]
+
+    async def end_the_waiting_write() -> None:
+        conn = await asyncpg.connect(database_url)
+        try:
+            while not await conn.fetchval(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ):
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    with (
+        _repository_locked(database_url, "acme/widgets"),
+        ThreadPoolExecutor(1) as pool,
+        caplog.at_level(logging.ERROR, logger="memoryd_team.app"),
+    ):
+        killer = pool.submit(asyncio.run, end_the_waiting_write())
+        reply = repo.put({"a.md": "2"}, if_match=etag)
+        killer.result(30)
+    assert reply.status_code == 503
+    logged = [r.getMessage() for r in caplog.records if r.name == "memoryd_team.app"]
+    assert any("terminating connection due to administrator command" in m for m in logged), logged
