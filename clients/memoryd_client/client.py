@@ -156,6 +156,7 @@ def _warn_once(message: str) -> None:
 # (ENOENT) is not retried: nobody is there, and `memctl` must say so at once.
 CONNECT_RETRY_S = 1.0
 _BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNREFUSED})
+_NOT_LISTENING = frozenset({errno.ECONNREFUSED, errno.ENOTSOCK})
 
 
 class Connector:
@@ -177,9 +178,9 @@ class Connector:
             sock.connect(str(self.path))
         except OSError as exc:
             sock.close()
-            # A file that is no socket refuses too (ECONNREFUSED): no daemon is coming there,
-            # and retrying it cost every call (every hook) a second.
-            other = not_a_socket(self.path) if exc.errno == errno.ECONNREFUSED else None
+            # A file that is no socket refuses too (ECONNREFUSED on Linux, ENOTSOCK on some
+            # BSDs): no daemon is coming there, and retrying it cost every call a second.
+            other = not_a_socket(self.path) if exc.errno in _NOT_LISTENING else None
             if other is not None:
                 raise DaemonUnavailable(f"memoryd is not running on {self.path}: {other}") from exc
             if exc.errno not in _BUSY or self._left <= 0:

@@ -5,7 +5,9 @@ Now it is said at once, naming what is there."""
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -40,3 +42,19 @@ def test_what_is_no_socket_is_said_at_the_first_attempt(
         done = run_memctl("--socket", str(path), command, *(["q"] if command == "recall" else []))
         assert done.returncode == 3, done.stderr
         assert f"memoryd is not running on {path}: it is {said}, not a socket" in done.stderr
+
+
+def test_a_connect_that_says_enotsock_names_what_is_there(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Some BSDs answer a connect to a regular file with ENOTSOCK, not ECONNREFUSED: it failed
+    # at once but said only the errno, not what is at the path.
+    path = short_tmp / "m.sock"
+    _make(path, "regular file")
+
+    def refuse(self: socket.socket, address: object) -> None:
+        raise OSError(errno.ENOTSOCK, os.strerror(errno.ENOTSOCK))
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    with pytest.raises(DaemonUnavailable, match="it is a regular file, not a socket"):
+        Connector(path, budget_s=1.0).attempt()
