@@ -32,7 +32,7 @@ from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, Entry, scan_changes
 from memoryd.automem.warmup import DirStates, in_slices
 from memoryd.errors import ForbiddenPath, TooLarge
-from memoryd.fsutil import remove_stale_staged
+from memoryd.fsutil import ChangedMeanwhile, remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
 
@@ -298,11 +298,17 @@ class IndexWriter:
                 # Read again just before the write: a line added meanwhile (by the agent whose
                 # file this is) is kept, not replaced by a generated one.
                 try:
-                    update_index(path, functools.partial(_add_unlisted, lines=lines, exists=exists))
+                    update_index(
+                        path,
+                        functools.partial(_add_unlisted, lines=lines, exists=exists),
+                        patient=False,  # on the loop: no waits; the next sweep looks again
+                    )
                 except TooLarge as exc:  # their lines would take it over the cap: said once
                     self._note_in_step(memory_dir, team, seen)
                     log.warning("orphans not indexed", memory_dir=str(memory_dir), why=exc.message)
                     continue
+                except ChangedMeanwhile:
+                    continue  # an outside writer keeps saving it: the next sweep looks again
                 state.note_written_dir(path.parent)
                 added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
         if added:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -133,8 +134,16 @@ def kept_mode(path: Path) -> int:
         return 0o600
 
 
-# Rewrites of an index that keeps changing under us before the last one goes ahead regardless.
+# Rewrites of an index that changed under us, each read and applied again: the first ones at
+# once, then (`patient`, off the event loop) after a wait that doubles up to _BACKOFF_MAX_S,
+# ~1 s in all, so that an editor saving again and again gets between them. The last one went
+# ahead regardless before session 21, and dropped the save that changed it (a line written by
+# hand, a heading): now nothing is written and ChangedMeanwhile says why (a flush keeps its
+# lines queued for the next one).
 _UPDATE_TRIES = 5
+_PATIENT_TRIES = 16
+_BACKOFF_FIRST_S = 0.002
+_BACKOFF_MAX_S = 0.2
 
 
 def _unchanged(path: Path, stamp: tuple[int, ...] | None) -> bool:
@@ -142,7 +151,7 @@ def _unchanged(path: Path, stamp: tuple[int, ...] | None) -> bool:
 
 
 def update_index(
-    path: Path, change: Callable[[str], str], *, create: bool = False
+    path: Path, change: Callable[[str], str], *, create: bool = False, patient: bool = True
 ) -> tuple[str, str]:
     """Read MEMORY.md, `change` its text and write the result back (with `create`, also an
     unchanged text when there is no file); (the text read, the text written). Writers outside
@@ -150,7 +159,8 @@ def update_index(
     (an agent's line added, an editor's save half done: it truncates, then writes), it is
     read and changed again, so their edit is kept; a rewrite of what was read dropped it, or
     kept only the lines of our own batch when the read fell between the truncate and the
-    write."""
+    write. ChangedMeanwhile when it changed under every try (`patient`: with waits between
+    them; pass False on the event loop)."""
     tries = 1
     while True:
         before = save_stamp(path, follow_links=False)
@@ -158,6 +168,27 @@ def update_index(
         new = change(text)
         if new == text and not (create and before is None):
             return text, new
+        _check_rewrite_size(path, new)
+        try:
+            atomic_write_bytes(
+                path,
+                new.encode("utf-8", errors="surrogateescape"),
+                kept_mode(path),
+                still=functools.partial(_unchanged, path, before),
+            )
+        except ChangedMeanwhile as exc:
+            if tries >= (_PATIENT_TRIES if patient else _UPDATE_TRIES):
+                raise ChangedMeanwhile(
+                    errno.EAGAIN,
+                    f"it changed under each of {tries} rewrites (another program writing it "
+                    "again and again); nothing was written, it is tried again later",
+                    str(path),
+                ) from exc
+            if patient and tries >= _UPDATE_TRIES:
+                time.sleep(min(_BACKOFF_FIRST_S * 2 ** (tries - _UPDATE_TRIES), _BACKOFF_MAX_S))
+            tries += 1
+            continue
+        return text, new
         _check_rewrite_size(path, new)
         guarded = tries < _UPDATE_TRIES
         try:

@@ -104,3 +104,47 @@ async def test_an_index_read_in_the_middle_of_an_editors_save_is_read_again(
     text = index.read_text()
     for title in ("Likes tea", "Likes coffee", "Likes juice", "Written by hand"):
         assert f"[{title}]" in text, text
+
+
+async def test_an_editor_saving_at_every_rewrite_loses_no_line(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 21 hunt (MEMORY.md edited by hand during a write storm): after four
+    # rewrites that found the file changed under them, the fifth wrote regardless and dropped
+    # the line saved under it. Now none is written over a save; the memory is saved, its line
+    # stays queued (a warning says so) and goes in with the next rewrite.
+    await _write(daemon, project, "Likes tea")
+    index = memdir / "MEMORY.md"
+    saved: list[str] = []
+    real = index_mod.apply
+
+    def saving_apply(*args: Any, **kwargs: Any) -> Any:
+        if len(saved) < 40:  # an editor saving a line of its own after every read
+            n = len(saved)
+            (memdir / f"hand_{n}.md").write_text(memory_text(f"Hand {n}", "h", "user", "x"))
+            line = f"- [Hand {n}](hand_{n}.md) — by hand"
+            index.write_text(index.read_text() + line + "\n")
+            saved.append(line)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_mod, "apply", saving_apply)
+    res = await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name="Likes coffee",
+        description="d",
+        body="b.",
+    )
+    assert Path(res["path"]).is_file()
+    text = index.read_text()
+    assert [line for line in saved if line not in text] == []
+    (warning,) = res["warnings"]
+    assert "could not be rewritten" in warning
+    assert "changed under each of 16 rewrites" in warning
+    monkeypatch.setattr(index_mod, "apply", real)  # the editor is done
+    await _write(daemon, project, "Likes juice")
+    text = index.read_text()
+    assert all(line in text for line in saved)
+    for title in ("Likes tea", "Likes coffee", "Likes juice"):
+        assert f"[{title}]" in text, text
