@@ -281,19 +281,17 @@ class Dream:
         """Activity in the project (a turn, or one tool call of a long turn: `after_tool`)
         starts the idle wait of the memory dir it uses again. Re-armed by turns alone, a turn
         working longer than the idle wait got a consolidation while the agent was busy."""
-        memory_dir = self._dir_of(project)
-        if memory_dir is None:
-            # Auto memory off, or a dir where memory must never be: nothing to consolidate
-            # (every idle run failed); a wait armed before is let go.
-            chosen = self.automem.dirs.chosen(project)
-            timer = self._timers.pop(chosen, None) if chosen is not None else None
-            if timer is not None:
-                timer.cancel()
-            return
-        timer = self._timers.pop(memory_dir, None)
+        if not self.host.model.configured:
+            return  # none is ever armed
+        # The dir before anything else is asked: a wait armed for it is let go either way.
+        memory_dir = self._dir_of(project) if self.enabled(project) else None
+        armed_for = memory_dir or self.automem.dirs.chosen(project)
+        timer = self._timers.pop(armed_for, None) if armed_for is not None else None
         if timer is not None:
             timer.cancel()
-        if not self.host.model.configured or not self._wanted(project, memory_dir):
+        # Auto dream off, auto memory off, or a dir where memory must never be: nothing to
+        # consolidate (every idle run failed).
+        if memory_dir is None or not self.due(project, memory_dir=memory_dir):
             return
         self._timers[memory_dir] = self.host.spawn(
             self._when_idle(project, memory_dir), worker=WORKER

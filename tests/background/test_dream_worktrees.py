@@ -164,3 +164,16 @@ async def test_a_last_run_kept_per_root_counts_for_the_roots_default_dir(
 
 def _refusal() -> Reply:
     return message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
+
+
+async def test_a_wait_is_let_go_when_auto_dream_is_turned_off_in_the_worktree(
+    daemon_with_model: DaemonHandle, script: Script, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    trees = Worktrees(daemon_with_model, isolated_env, tmp_path)
+    await trees.setup()
+    await trees.turn(trees.own)
+    assert trees.dream.feature_status()["auto_dream"]["armed"] == 1
+    local = trees.own / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({**json.loads(local.read_text()), "autoDreamEnabled": False}))
+    await trees.turn(trees.own)
+    assert trees.dream.feature_status()["auto_dream"]["armed"] == 0
