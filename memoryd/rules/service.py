@@ -155,6 +155,9 @@ class _Loaded:
 class _Seen:
     touched: frozenset[Path]
     key: _Key
+    # The load `key` named when the set was judged: another stored under the same key since
+    # (rules edited in between) answers for flags judged by other rules, not for these.
+    entry: CachedContext
 
 
 def _base(candidates: list[_Seen], now: frozenset[Path]) -> tuple[_Seen, frozenset[Path]] | None:
@@ -215,7 +218,7 @@ class InstructionFiles:
         self._building: dict[_BuildKey, asyncio.Future[CachedContext]] = {}
         # The `paths:` rules the last load of each prefix judged, in its order.
         self._conditions: OrderedDict[_Prefix, tuple[Condition, ...]] = OrderedDict()
-        # The last touched sets and their keys, by the id of the set (which each holds).
+        # The last touched sets, with their keys and loads, by the id of the set (each holds it).
         self._seen: OrderedDict[int, _Seen] = OrderedDict()
         self._epoch = 0  # bumped by every drop, so a load that raced a drop is not kept
         # The dependencies of each load stored, cached or not (as many as cache entries).
@@ -258,7 +261,7 @@ class InstructionFiles:
         if key is not None and entry is not None and await self._still_valid(key, entry):
             self._entries.move_to_end(key)
             self._loaded.move_to_end(key)  # in step: a cached load is a watched one
-            self._remember(touched, key)
+            self._remember(touched, key, entry)
             self.hits += 1
             return entry, True
         build_key: _BuildKey = (cwd, project.root, sources, touched)
@@ -290,7 +293,7 @@ class InstructionFiles:
         self._conditions.move_to_end(key[:4])
         while len(self._conditions) > MAX_ENTRIES:
             self._conditions.popitem(last=False)
-        self._remember(touched, key)
+        self._remember(touched, key, entry)
         if epoch == self._epoch and not superseded:
             self._store(key, entry)
         future.set_result(entry)
@@ -303,7 +306,9 @@ class InstructionFiles:
         and the nested folders they open (None when not judged: the key was known)."""
         prefix = (cwd, root, sources)
         candidates = [
-            s for s in self._seen.values() if s.key[:3] == prefix and s.key in self._entries
+            s
+            for s in self._seen.values()
+            if s.key[:3] == prefix and self._entries.get(s.key) is s.entry
         ]
         for seen in candidates:
             if seen.touched is touched:  # a session's kept set (`SessionPaths.view`)
@@ -318,8 +323,9 @@ class InstructionFiles:
             # Its nested folders are those of its paths now only while its load holds: a
             # touched name made a folder since opens one more, and the folders before, as a
             # key, gave the new load to sets that do not open it, or took another's load.
-            base = self._entries.get(seen.key)
-            if base is None or not await self._still_valid(seen.key, base):
+            if self._entries.get(seen.key) is not seen.entry or not await self._still_valid(
+                seen.key, seen.entry
+            ):
                 found = None
             elif not added:
                 return seen.key, None
@@ -328,10 +334,9 @@ class InstructionFiles:
                 # of the paths before and of the new ones; 50,000 judged again cost ~0.5 s).
                 nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
                 if nested == seen.key[3]:
-                    flags = await self._off_loop(
-                        len(added), _matched, self._conditions.get(seen.key[:4], ()), added
-                    )
-                    if len(flags) == len(seen.key[4]):
+                    judged_by = seen.entry.result.conditions  # the rules of its flags
+                    flags = await self._off_loop(len(added), _matched, judged_by, added)
+                    if len(flags) == len(seen.key[4]):  # else its flags were judged by other rules
                         return (
                             *seen.key[:4],
                             tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
@@ -350,8 +355,8 @@ class InstructionFiles:
             return call(*args)
         return await asyncio.to_thread(call, *args)
 
-    def _remember(self, touched: frozenset[Path], key: _Key) -> None:
-        self._seen[id(touched)] = _Seen(touched, key)
+    def _remember(self, touched: frozenset[Path], key: _Key, entry: CachedContext) -> None:
+        self._seen[id(touched)] = _Seen(touched, key, entry)
         self._seen.move_to_end(id(touched))
         while len(self._seen) > MAX_SEEN:
             self._seen.popitem(last=False)

@@ -711,6 +711,26 @@ async def test_a_grown_session_is_not_given_another_load_by_its_stale_nested_fol
     assert "sub rules" in grown["claude_md"]
 
 
+async def test_a_sessions_set_is_judged_again_by_rules_edited_since(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a review: a session's unchanged set was known by identity and given the key
+    # its `paths:` flags made when judged; once a rule was edited (its load dropped) and a
+    # client's load was stored under that same key, the session was served that load, without
+    # the rule now matching its a/x.py.
+    repo = tree.git_repo("repo")
+    tree.write("repo/CLAUDE.md", "root")
+    tree.mkdir("repo/a")
+    rule = tree.write("repo/.claude/rules/r.md", '---\npaths:\n  - "**/*.ts"\n---\nthe rule')
+    session = {"cwd": str(repo), "session_id": "s1"}
+    await _trusted_call(daemon, repo, session_id="s1", touched_paths=["a/x.py"])
+    rule.write_text('---\npaths:\n  - "**/*.py"\n---\nthe rule')
+    await _until(lambda: _status(daemon)["cached"] == 0, "the rule's edit to drop the load")
+    other = await daemon.call("get_context", cwd=str(repo), touched_paths=["a/y.ts"])
+    assert "the rule" not in other["claude_md"]
+    assert "the rule" in (await daemon.call("get_context", **session))["claude_md"]
+
+
 async def test_evicted_entries_release_their_watches(
     daemon: DaemonHandle, tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
