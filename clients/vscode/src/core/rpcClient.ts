@@ -60,6 +60,21 @@ export function untrustedSocket(socketPath: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What is at `socketPath` when it is there and no socket (a folder, a regular file, a FIFO), said
+ * with what to do, in memoryd_client's words (`not_a_socket`); undefined for a socket or nothing.
+ * Connecting to one fails as a daemon restarting does (ECONNREFUSED on Linux, ENOTSOCK on some
+ * BSDs), which would be retried for a second and then said only as "not running".
+ */
+export function notASocket(socketPath: string): string | undefined {
+  const found = statOrUndefined(() => fs.statSync(socketPath));
+  if (found === undefined || found.isSocket()) {
+    return undefined;
+  }
+  const kind = found.isDirectory() ? "a folder" : found.isFile() ? "a regular file" : "no socket";
+  return `it is ${kind}, not a socket; is --socket or MEMORYD_SOCKET mistyped? (\`memctl start\` does not replace it)`;
+}
+
 function statOrUndefined(stat: () => fs.Stats): fs.Stats | undefined {
   try {
     return stat();
@@ -113,6 +128,8 @@ export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
 const BUSY_CODES = new Set(["EAGAIN", "EWOULDBLOCK", "ECONNREFUSED"]);
+/** The errors connecting to something that is not a listening socket gives. */
+const NOT_LISTENING_CODES = new Set(["ECONNREFUSED", "ENOTSOCK"]);
 
 interface Pending {
   method: string;
@@ -295,7 +312,7 @@ export class MemorydClient {
   /**
    * Connect, retrying briefly while the daemon is busy or restarting (a full accept backlog:
    * EAGAIN; not listening yet: ECONNREFUSED), as memoryd_client's Connector does; a missing
-   * socket (ENOENT) is reported at once.
+   * socket (ENOENT), and a folder, regular file or FIFO in its place, are reported at once.
    */
   private async open(): Promise<net.Socket> {
     let left = CONNECT_RETRY_MS;
@@ -311,6 +328,12 @@ export class MemorydClient {
         return await this.openOnce();
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
+        const other = code !== undefined && NOT_LISTENING_CODES.has(code) ? notASocket(this.socketPath) : undefined;
+        if (other !== undefined) {
+          const message = `memoryd is not running on ${this.socketPath}: ${other}`;
+          this.markDown(message);
+          throw new DaemonUnavailable(message, this.socketPath);
+        }
         if (!this.closed && left > 0 && code !== undefined && BUSY_CODES.has(code)) {
           const wait = Math.min(pause, left);
           left -= wait;
