@@ -508,44 +508,62 @@ def _inert(text: str) -> str:
     return _WRAPPER_TAG.sub("&lt;", text)
 
 
-# What the recalled memories' text may take in all, in UTF-8 bytes, shared among them (a short
-# one whole): a memory may hold 200,000 bytes, and five such put a megabyte into the prompt,
-# past the model's context window; and Claude Code puts at most about 10,000 characters of a
-# hook's output inline (more is replaced by a short preview and a file path). A cut memory
-# says so, and the agent reads the file for the rest.
-RECALL_CONTEXT_BYTES = 8_000
+# What the whole `<relevant-memories>` block may take, in UTF-8 bytes (at least as many as
+# characters): Claude Code puts at most about 10,000 characters of a hook's output inline
+# (more is replaced by a short preview and a file path), and a memory may hold 200,000 bytes
+# (five such put a megabyte into the prompt, past the model's context window). The memories'
+# text shares what the wrapper, headers, notes and cut marks leave (a short one whole); a cut
+# memory says so, and the agent reads the file for the rest.
+RECALL_CONTEXT_BYTES = 9_000
 
 
 def recall_context(
     memories: Sequence[Mapping[str, Any]], budget: int = RECALL_CONTEXT_BYTES
 ) -> str:
     """What the UserPromptSubmit hook adds: the recalled memories with their staleness notes,
-    their text cut to share `budget`."""
+    the whole block held to `budget` bytes as far as the memories' text can be cut."""
     from memoryd_client.text_budget import cut, shares, utf8_size  # stdlib only, as this module
 
-    contents = [str(memory.get("content") or "").strip() for memory in memories]
+    if not memories:
+        return ""
+    contents = [_inert(str(memory.get("content") or "").strip()) for memory in memories]
+    # Every cut mark as long as it can be: the block's size less its memories' text. Only the
+    # text was counted before: with a long project path five marks and headers took ~2,500
+    # bytes more, and the block went over what Claude Code puts inline.
+    marked = [
+        _recall_chunk(memory, "", _cut_mark(memory, content, content))
+        for memory, content in zip(memories, contents, strict=True)
+    ]
+    frame = utf8_size(_recall_block(marked)) + len(memories)  # and each text's line break
     sizes = [utf8_size(content) for content in contents]
-    given = shares(sizes, budget)
+    given = shares(sizes, max(budget - frame, 0))
     chunks: list[str] = []
     for memory, content, size, share in zip(memories, contents, sizes, given, strict=True):
-        header = f"Memory: {memory.get('path')}"
-        if memory.get("type"):
-            header += f" ({memory.get('type')})"
-        chunk = [header]
-        if memory.get("note"):
-            chunk.append(str(memory["note"]))
         if size > share:
             shown = cut(content, share)
-            chunk.append(shown.rstrip())
-            chunk.append(
-                f"[memoryd: showing {len(shown):,} of {len(content):,} characters; read "
-                f"{memory.get('path')} for the rest]"
-            )
+            mark = _cut_mark(memory, shown, content)
+            chunks.append(_recall_chunk(memory, shown.rstrip(), mark))
         else:
-            chunk.append(content)
-        chunks.append(_inert("\n".join(c for c in chunk if c)))
-    if not chunks:
-        return ""
+            chunks.append(_recall_chunk(memory, content, ""))
+    return _recall_block(chunks)
+
+
+def _recall_chunk(memory: Mapping[str, Any], text: str, mark: str) -> str:
+    header = f"Memory: {memory.get('path')}"
+    if memory.get("type"):
+        header += f" ({memory.get('type')})"
+    note = str(memory["note"]) if memory.get("note") else ""
+    return _inert("\n".join(c for c in (header, note, text, mark) if c))
+
+
+def _cut_mark(memory: Mapping[str, Any], shown: str, content: str) -> str:
+    return (
+        f"[memoryd: showing {len(shown):,} of {len(content):,} characters; read "
+        f"{memory.get('path')} for the rest]"
+    )
+
+
+def _recall_block(chunks: list[str]) -> str:
     return (
         "<relevant-memories>\nMemories memoryd recalled for this prompt. Verify any file, "
         "function or flag a memory names before relying on it.\n\n"

@@ -199,6 +199,36 @@ def test_recalled_memories_share_a_budget_and_a_cut_one_says_where_the_rest_is()
         assert f"read {path} for the rest]" in note
 
 
+def test_the_whole_recall_block_stays_inline_with_a_long_project_path() -> None:
+    # Found in review (session 21): only the memories' text shared the budget; five cut ones
+    # under a long project's memory folder, each path in its header and its cut mark, with
+    # staleness notes, made a block of ~10,450 characters, past what Claude Code puts inline.
+    folder = (
+        "/home/alexandra/.claude/projects/"
+        "-home-alexandra-work-acme-platform-monorepo-services-payments-gateway/memory/"
+    )
+    note = (
+        "This memory is 12 days old; verify any file, function or flag it names before "
+        "relying on it."
+    )
+    memories = [
+        {
+            "path": f"{folder}project_payment_retry_policy_and_idempotency_{i}.md",
+            "type": "project",
+            "note": note,
+            "content": ("x" * 70 + "\n") * 300,
+        }
+        for i in range(5)
+    ]
+    text = claude_code.recall_context(memories)
+    assert len(text.encode()) <= claude_code.RECALL_CONTEXT_BYTES
+    assert text.count("[memoryd: showing ") == 5
+    # A budget smaller than the block's frame gives the memories no text, never an error.
+    bare = claude_code.recall_context(memories, budget=100)
+    assert "x" * 10 not in bare
+    assert bare.count("for the rest]") == 5
+
+
 def test_a_recalled_memory_cannot_close_the_wrapper() -> None:
     # Its text, or its path, closing <relevant-memories> would put what follows (a forged
     # <system-reminder>) outside the wrapper, read by the agent as context of its own.
