@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -156,8 +157,14 @@ class _Seen:
     touched: frozenset[Path]
     key: _Key
     # The load `key` named when the set was judged: another stored under the same key since
-    # (rules edited in between) answers for flags judged by other rules, not for these.
-    entry: CachedContext
+    # (rules edited in between) answers for flags judged by other rules, not for these. Weak:
+    # an evicted load (megabytes of text) is not held here.
+    entry: weakref.ref[CachedContext]
+
+    def cached_in(self, entries: Mapping[_Key, CachedContext]) -> CachedContext | None:
+        """The load the set was judged for, while `entries` holds it under its key."""
+        entry = self.entry()
+        return entry if entry is not None and entries.get(self.key) is entry else None
 
 
 def _base(candidates: list[_Seen], now: frozenset[Path]) -> tuple[_Seen, frozenset[Path]] | None:
@@ -308,7 +315,7 @@ class InstructionFiles:
         candidates = [
             s
             for s in self._seen.values()
-            if s.key[:3] == prefix and self._entries.get(s.key) is s.entry
+            if s.key[:3] == prefix and s.cached_in(self._entries) is not None
         ]
         for seen in candidates:
             if seen.touched is touched:  # a session's kept set (`SessionPaths.view`)
@@ -323,9 +330,8 @@ class InstructionFiles:
             # Its nested folders are those of its paths now only while its load holds: a
             # touched name made a folder since opens one more, and the folders before, as a
             # key, gave the new load to sets that do not open it, or took another's load.
-            if self._entries.get(seen.key) is not seen.entry or not await self._still_valid(
-                seen.key, seen.entry
-            ):
+            base = seen.cached_in(self._entries)
+            if base is None or not await self._still_valid(seen.key, base):
                 found = None
             elif not added:
                 return seen.key, None
@@ -334,7 +340,7 @@ class InstructionFiles:
                 # of the paths before and of the new ones; 50,000 judged again cost ~0.5 s).
                 nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
                 if nested == seen.key[3]:
-                    judged_by = seen.entry.result.conditions  # the rules of its flags
+                    judged_by = base.result.conditions  # the rules of its flags
                     flags = await self._off_loop(len(added), _matched, judged_by, added)
                     if len(flags) == len(seen.key[4]):  # else its flags were judged by other rules
                         return (
@@ -356,7 +362,7 @@ class InstructionFiles:
         return await asyncio.to_thread(call, *args)
 
     def _remember(self, touched: frozenset[Path], key: _Key, entry: CachedContext) -> None:
-        self._seen[id(touched)] = _Seen(touched, key, entry)
+        self._seen[id(touched)] = _Seen(touched, key, weakref.ref(entry))
         self._seen.move_to_end(id(touched))
         while len(self._seen) > MAX_SEEN:
             self._seen.popitem(last=False)
