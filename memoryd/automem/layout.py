@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TypeVar
 
 from memoryd.agent.modes import rewrite_mode
 from memoryd.automem import index as index_mod
@@ -134,7 +134,7 @@ def kept_mode(path: Path) -> int:
         return 0o600
 
 
-# Rewrites of an index that changed under us, each read and applied again: the first ones at
+# Rewrites of a file that changed under us (an index, a memory), each read again: the first at
 # once, then (`patient`, off the event loop) after a wait that doubles up to _BACKOFF_MAX_S,
 # ~1 s in all, so that an editor saving again and again gets between them. The last one went
 # ahead regardless before session 21, and dropped the save that changed it (a line written by
@@ -145,37 +145,28 @@ _PATIENT_TRIES = 16
 _BACKOFF_FIRST_S = 0.002
 _BACKOFF_MAX_S = 0.2
 
-
-def _unchanged(path: Path, stamp: tuple[int, ...] | None) -> bool:
-    return save_stamp(path, follow_links=False) == stamp
+T = TypeVar("T")
 
 
-def update_index(
-    path: Path, change: Callable[[str], str], *, create: bool = False, patient: bool = True
-) -> tuple[str, str]:
-    """Read MEMORY.md, `change` its text and write the result back (with `create`, also an
-    unchanged text when there is no file); (the text read, the text written). Writers outside
-    memoryd (Claude Code, an editor) take no lock: when the file changed after it was read
-    (an agent's line added, an editor's save half done: it truncates, then writes), it is
-    read and changed again, so their edit is kept; a rewrite of what was read dropped it, or
-    kept only the lines of our own batch when the read fell between the truncate and the
-    write. ChangedMeanwhile when it changed under every try (`patient`: with waits between
-    them; pass False on the event loop)."""
+Stamp = tuple[int, ...] | None
+
+
+def unchanged_since(path: Path, stamp: Stamp) -> Callable[[], bool]:
+    """For `atomic_write_bytes(still=…)`: whether `path` is still as `stamp` saw it."""
+    return lambda: save_stamp(path, follow_links=False) == stamp
+
+
+def while_changed(path: Path, attempt: Callable[[Stamp], T], *, patient: bool = True) -> T:
+    """`attempt(stamp)` (`stamp`: `path` as it was just before the try, which reads it and
+    writes with `still=unchanged_since(path, stamp)`), tried again while ChangedMeanwhile
+    says someone who takes no lock (Claude Code, an editor) saved `path` meanwhile: their save
+    is read again and kept, not replaced by what was made from the earlier read.
+    ChangedMeanwhile when it changed under every try (`patient`: with waits between them;
+    pass False on the event loop)."""
     tries = 1
     while True:
-        before = save_stamp(path, follow_links=False)
-        text = read_index_for_rewrite(path)
-        new = change(text)
-        if new == text and not (create and before is None):
-            return text, new
-        _check_rewrite_size(path, new)
         try:
-            atomic_write_bytes(
-                path,
-                new.encode("utf-8", errors="surrogateescape"),
-                kept_mode(path),
-                still=functools.partial(_unchanged, path, before),
-            )
+            return attempt(save_stamp(path, follow_links=False))
         except ChangedMeanwhile as exc:
             if tries >= (_PATIENT_TRIES if patient else _UPDATE_TRIES):
                 raise ChangedMeanwhile(
@@ -187,18 +178,31 @@ def update_index(
             if patient and tries >= _UPDATE_TRIES:
                 time.sleep(min(_BACKOFF_FIRST_S * 2 ** (tries - _UPDATE_TRIES), _BACKOFF_MAX_S))
             tries += 1
-            continue
-        return text, new
+
+
+def update_index(
+    path: Path, change: Callable[[str], str], *, create: bool = False, patient: bool = True
+) -> tuple[str, str]:
+    """Read MEMORY.md, `change` its text and write the result back (with `create`, also an
+    unchanged text when there is no file); (the text read, the text written). Writers outside
+    memoryd (Claude Code, an editor) take no lock: when the file changed after it was read
+    (an agent's line added, an editor's save half done: it truncates, then writes), it is
+    read and changed again (`while_changed`), so their edit is kept; a rewrite of what was
+    read dropped it, or kept only the lines of our own batch when the read fell between the
+    truncate and the write."""
+
+    def attempt(before: Stamp) -> tuple[str, str]:
+        text = read_index_for_rewrite(path)
+        new = change(text)
+        if new == text and not (create and before is None):
+            return text, new
         _check_rewrite_size(path, new)
-        guarded = tries < _UPDATE_TRIES
-        try:
-            atomic_write_bytes(
-                path,
-                new.encode("utf-8", errors="surrogateescape"),
-                kept_mode(path),
-                still=functools.partial(_unchanged, path, before) if guarded else None,
-            )
-        except ChangedMeanwhile:
-            tries += 1
-            continue
+        atomic_write_bytes(
+            path,
+            new.encode("utf-8", errors="surrogateescape"),
+            kept_mode(path),
+            still=unchanged_since(path, before),
+        )
         return text, new
+
+    return while_changed(path, attempt, patient=patient)
