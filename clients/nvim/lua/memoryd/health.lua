@@ -109,6 +109,14 @@ function M.check()
     served, served_err = query(client, 'rpc.methods', timeout)
   end
   client:close()
+  if not status and err and type(err.data) == 'table' and err.data.not_a_socket then
+    -- a folder or file where the socket should be: starting the daemon would not help
+    report.error(err.message, {
+      'set the socket option of setup() or $MEMORYD_SOCKET to the daemon\'s socket',
+      ('or move what is at %s away, then :MemorydStart'):format(path),
+    })
+    return
+  end
   if not status then
     report.error(('memoryd is not answering: %s'):format(err and err.message or '?'), {
       'start it with :MemorydStart or `memctl start`',

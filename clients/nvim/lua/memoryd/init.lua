@@ -307,6 +307,12 @@ end
 
 -- The daemon is down and the user asked for something: say so once, offer to start it.
 local function report_down(err, retry)
+  if type(err.data) == 'table' and err.data.not_a_socket then
+    -- a folder or file at the socket path: its message says what to fix; no start to offer
+    message(err.message, vim.log.levels.WARN)
+    M.state.outage_reported = true
+    return
+  end
   message(
     ('%s. Start it with :MemorydStart (runs `memctl start`).'):format(err.message),
     vim.log.levels.WARN

@@ -218,10 +218,28 @@ end
 
 -- A daemon whose accept backlog is full (EAGAIN) or that is restarting (ECONNREFUSED) is there
 -- in a moment: such failures are retried, pausing 10 ms doubling to 200 ms, for about
--- connect_budget_ms before the daemon counts as down; a missing socket (ENOENT) is down at
--- once. The same rule as memoryd_client's Connector.
+-- connect_budget_ms before the daemon counts as down; a missing socket (ENOENT), and a folder,
+-- regular file or FIFO in its place, are down at once. The same rule as memoryd_client's
+-- Connector.
 local function busy(err)
   return err:match('^EAGAIN') ~= nil or err:match('^EWOULDBLOCK') ~= nil or err:match('^ECONNREFUSED') ~= nil
+end
+
+-- What is at `path` when it is there and no socket (a folder, a regular file, a FIFO), said with
+-- what to do in memoryd_client's words (not_a_socket); nil for a socket or nothing. Connecting to
+-- one fails as a daemon restarting does (ECONNREFUSED on Linux, ENOTSOCK on some BSDs), which
+-- would be retried for a second and then said only as "not running".
+function Client.not_a_socket(path)
+  local found = uv.fs_stat(path)
+  if found == nil or found.type == 'socket' then
+    return nil
+  end
+  local kind = found.type == 'directory' and 'a folder' or found.type == 'file' and 'a regular file' or 'no socket'
+  return ('it is %s, not a socket; is --socket or MEMORYD_SOCKET mistyped? (`memctl start` does not replace it)'):format(kind)
+end
+
+local function not_listening(err)
+  return err:match('^ECONNREFUSED') ~= nil or err:match('^ENOTSOCK') ~= nil
 end
 
 -- Whether bit `value` (a power of two) is set in `mode`, without the bit library.
@@ -278,6 +296,13 @@ function Client:_attempt(left_ms, pause_ms)
       return
     end
     if err then
+      local other = not_listening(err) and Client.not_a_socket(self.path) or nil
+      if other ~= nil then
+        -- data.not_a_socket: starting a daemon would not help (memctl start refuses the path)
+        local message = ('memoryd is not running on %s: %s'):format(self.path, other)
+        self:_down(new_error('down', message, { not_a_socket = true }))
+        return
+      end
       if busy(err) and left_ms > 0 then
         self:_close_pipe()
         local wait = math.min(pause_ms, left_ms)
