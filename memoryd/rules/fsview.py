@@ -32,7 +32,8 @@ class FileSystem(Protocol):
         """Follows symlinks. None when nothing is there (or a dangling link); FsError otherwise."""
 
     def is_dir(self, path: Path) -> bool:
-        """Whether a folder is there (following symlinks); not a dependency of the load."""
+        """Whether a folder is there (following symlinks); a dependency of the load only
+        when it is not (the nested walk stops there)."""
 
     def touched_is_dir(self, path: Path) -> bool:
         """Whether a touched path is a folder; only that much is a dependency of the load."""

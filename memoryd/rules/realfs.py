@@ -108,7 +108,12 @@ class RealFS:
         return Stat("other", result.st_size)
 
     def is_dir(self, path: Path) -> bool:
-        return os.path.isdir(path)
+        kind = _kind(path)
+        if kind != KIND_DIR:
+            # The nested walk stops at a folder not made yet: its making must undo the load
+            # (unwatched, nothing else would see it; its CLAUDE.md was never stat'ed).
+            self.stamps.setdefault(path, kind)
+        return kind == KIND_DIR
 
     def touched_is_dir(self, path: Path) -> bool:
         kind = _kind(path)

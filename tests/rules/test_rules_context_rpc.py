@@ -1009,3 +1009,18 @@ async def test_a_full_cache_of_valid_entries_evicts_its_oldest(
     assert (await unwatched.call("get_context", cwd=str(repos[1])))["cached"] is True
     assert (await unwatched.call("get_context", cwd=str(repos[2])))["cached"] is False
     assert _status(unwatched)["cached"] == 2
+
+
+async def test_unwatched_a_touched_paths_folder_made_later_opens_its_claude_md(
+    unwatched: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a review: a touched a/sub/x.py with no a/ stopped the nested walk at a/, and
+    # nothing recorded that a/ was missing; once a/sub/CLAUDE.md was written the same call
+    # was answered from the cache without it, for as long as the daemon ran.
+    repo = tree.git_repo("repo")
+    call = {"cwd": str(repo), "touched_paths": ["a/sub/x.py"]}
+    first = await unwatched.call("get_context", **call)
+    assert "sub rules" not in first["claude_md"]
+    tree.write("repo/a/sub/CLAUDE.md", "sub rules")
+    again = await unwatched.call("get_context", **call)
+    assert "sub rules" in again["claude_md"]
