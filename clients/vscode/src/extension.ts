@@ -25,7 +25,7 @@ import { EVENTS, NotificationPresenter, knownEvents, type Message } from "./core
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
 import { MEMORY_TYPES, remember, savedNotice, suggestedName, teamSync, type MemoryType } from "./core/remember";
 import { concernsTarget, getContext, rulesTree, watchedFiles } from "./core/rules";
-import { DaemonUnavailable, MemorydClient } from "./core/rpcClient";
+import { DaemonUnavailable, MemorydClient, notASocket } from "./core/rpcClient";
 import { resolveSocketPath } from "./core/socketPath";
 import { fetchStatus } from "./core/status";
 import type { ViewNode } from "./core/viewNode";
@@ -216,8 +216,13 @@ class MemorydExtension implements vscode.Disposable {
     return editorTarget((file) => this.memoryDirs.projectOf(file));
   }
 
+  /** Whether starting the daemon could help: `memctl start` does not replace a folder, file or FIFO at the socket path. */
+  private startHelps(): boolean {
+    return notASocket(this.client.socketPath) === undefined;
+  }
+
   private offerStart(reason: string): void {
-    offer("warning", reason, ["Start memoryd", "Settings"], (choice) =>
+    offer("warning", reason, this.startHelps() ? ["Start memoryd", "Settings"] : ["Settings"], (choice) =>
       choice === "Start memoryd" ? this.start() : vscode.commands.executeCommand("workbench.action.openSettings", "memoryd"),
     );
   }
@@ -332,7 +337,7 @@ class MemorydExtension implements vscode.Disposable {
       }
       // not awaited: the work after a guarded failure (a view's refresh) would wait until the
       // user closed the message
-      offer("error", `memoryd: ${failed}: ${errorText(error)}`, down ? ["Start memoryd"] : [], () => this.start());
+      offer("error", `memoryd: ${failed}: ${errorText(error)}`, down && this.startHelps() ? ["Start memoryd"] : [], () => this.start());
       return undefined;
     }
   }
@@ -465,7 +470,7 @@ class MemorydExtension implements vscode.Disposable {
 
   private async showStatus(): Promise<void> {
     await this.updateStatus();
-    const actions = this.client.isUp ? ["Refresh"] : ["Start memoryd", "Refresh"];
+    const actions = this.client.isUp || !this.startHelps() ? ["Refresh"] : ["Start memoryd", "Refresh"];
     // a message is one line: the tooltip's lines side by side
     offer(this.statusWarning ? "warning" : "info", String(this.status.tooltip ?? "").split("\n").join(" · "), actions, (choice) =>
       choice === "Start memoryd" ? this.start() : this.refreshAll(),

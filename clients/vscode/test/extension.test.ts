@@ -129,6 +129,21 @@ describe("the extension in a stand-in VS Code", () => {
     assert.match(recalled[0]?.text ?? "", /^memoryd: recall failed: memoryd is not running/);
   });
 
+  test("a folder at the socket path: said as it is, and no Start memoryd, which cannot replace it", async () => {
+    const sock = path.join(tmp, "folder.sock");
+    fs.mkdirSync(sock);
+    activate(sock, [one.root]);
+    await waitFor(() => F.fake.shown.length > 0, 5_000, "the outage warning");
+    const what = `memoryd is not running on ${sock}: it is a folder, not a socket; is --socket or MEMORYD_SOCKET mistyped?`;
+    assert.ok(F.fake.shown[0]!.text.startsWith(what), F.fake.shown[0]!.text);
+    assert.deepEqual(F.fake.shown[0]!.items, ["Settings"]);
+    const recalled = await run("memoryd.recall", ["deploys"]);
+    assert.ok(recalled[0]!.text.startsWith(`memoryd: recall failed: ${what}`), recalled[0]!.text);
+    assert.deepEqual(recalled[0]!.items, []);
+    const status = await run("memoryd.status", []);
+    assert.deepEqual(status.at(-1)!.items, ["Refresh"]);
+  });
+
   test("a write the daemon warns about (it holds a secret) is a warning that says so", async () => {
     activate(socketPath, [one.root]);
     await up();
