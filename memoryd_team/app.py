@@ -290,6 +290,7 @@ class _TeamMemoryAPI:
             max_entries=self.settings.max_entries,
             author=Author(token.id, token.name),
             at=datetime.now(UTC),
+            check_token=True,
         )
         if result.written:
             log.info("%s: %d written by %s", repo, len(result.written), token.id)

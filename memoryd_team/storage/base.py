@@ -236,9 +236,11 @@ class Storage(abc.ABC):
         max_entries: int | None,
         author: Author,
         at: datetime,
+        check_token: bool = False,
     ) -> PutResult:
-        """Upsert under the repo's write lock; the author's token (still active: else
-        TokenRevoked) and the precondition are checked inside it."""
+        """Upsert under the repo's write lock; the precondition is checked inside it, and with
+        `check_token` (a client's PUT) that the author's token is still active (else
+        TokenRevoked). Without it the author is any name (seeding, an admin's tool)."""
         return await self._apply(
             Upsert(
                 repo,
@@ -246,7 +248,7 @@ class Storage(abc.ABC):
                 if_match,
                 max_entries=max_entries,
                 check_precondition=True,
-                check_token=True,
+                check_token=check_token,
                 author=author,
                 at=at,
                 restored_from=None,
