@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -213,3 +215,22 @@ def test_an_at_written_as_an_entity_is_never_an_include() -> None:
     assert find_includes("&#64;docs/a.md and &commat;b.md") == []
     assert find_includes("ping @alice, see &#64;docs/a.md") == []
     assert find_includes("see @docs/b.md and &#x40;docs/a.md") == ["docs/b.md"]
+
+
+# Run in a child with a timeout: on a regression the regex holds the GIL for minutes, so no
+# in-process timer could stop it.
+_LONG_RUNS = """
+from memoryd.rules.markdown import find_includes
+assert find_includes("@" * 200_000) == []
+assert find_includes("@a" * 100_000 + " @" + "." * 200_000) == []
+"""
+
+
+def test_the_pre_check_reads_a_long_run_of_at_signs_once() -> None:
+    # Found in review (session 21): the pre-check `@\\S*?(?:…)` was tried again from every `@`
+    # of a run without whitespace, each try scanning to the run's end: 40,000 `@`s in a row
+    # took 10 s, and a repository's 4 MiB CLAUDE.md of them would hold the daemon for hours.
+    try:
+        subprocess.run([sys.executable, "-c", _LONG_RUNS], timeout=20, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("200,000 `@`s in a row ran past 20 s")
