@@ -21,7 +21,15 @@ from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
 from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
-from memoryd.automem.layout import check_index_size, index_path, is_team, kept_mode
+from memoryd.automem.layout import (
+    Stamp,
+    check_index_size,
+    index_path,
+    is_team,
+    kept_mode,
+    unchanged_since,
+    while_changed,
+)
 from memoryd.automem.locks import WriterLocks, held_work
 from memoryd.automem.memfile import (
     MAX_NAME_CHARS,
@@ -36,15 +44,17 @@ from memoryd.errors import ForbiddenPath, InvalidParams, NotFound, TooLarge
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
-    atomic_write_text,
     make_private_dirs,
     read_regular_file,
+    save_stamp,
 )
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 # A file memoryd replaces or deletes is copied to its history first; one larger than this (no
 # memory is: they are read up to 200,000 bytes) is refused rather than lost uncopied.
 _SNAPSHOT_MAX_BYTES = 16 * 1024 * 1024
+# Copies a delete makes again of a file saved by someone else while it deleted (an editor).
+_RECOPIES = 5
 
 
 @dataclass(frozen=True)
@@ -120,21 +130,35 @@ class MemoryWrites:
     def _write_file(
         self, memory_dir: Path, key: str, target: Path, text: str, folders: Sequence[Path]
     ) -> bool:
-        """Keep a version of what `target` holds, then write it; whether it was created."""
-        created = not target.exists()
-        kept = None if created else self._snapshot_sync(memory_dir, key, target, "overwrite")
-        with self._dropped_if_failed(memory_dir, key, target, kept):
-            if not created:
-                # The keys memoryd does not write (`tags:`, `created:`, a tool's) stay as written.
-                with contextlib.suppress(OSError):
-                    old = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
-                    text = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
-            # Folders memoryd creates are 0700; one that is there already (a shared 2775 memory
-            # folder, a sub/ of the user's) is theirs and keeps its mode.
-            for path in (*folders, target.parent):
-                make_private_dirs(path)
-            atomic_write_text(target, text, kept_mode(target))
-        return created
+        """Keep a version of what `target` holds, then write it; whether it was created. An
+        editor's save landing between the copy and the rename (its truncate, then its write:
+        the copy held half of it or nothing) is copied again and kept (`while_changed`); it
+        was replaced with no version of it kept."""
+
+        def attempt(before: Stamp) -> bool:
+            created = before is None
+            kept = None if created else self._snapshot_sync(memory_dir, key, target, "overwrite")
+            with self._dropped_if_failed(memory_dir, key, target, kept):
+                new = text
+                if not created:
+                    # The keys memoryd does not write (`tags:`, `created:`, a tool's) stay.
+                    with contextlib.suppress(OSError):
+                        old = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
+                        new = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
+                # Folders memoryd creates are 0700; one that is there already (a shared 2775
+                # memory folder, a sub/ of the user's) is theirs and keeps its mode.
+                for path in (*folders, target.parent):
+                    make_private_dirs(path)
+                with self._late_save_kept(memory_dir, key, target, "overwrite"):
+                    atomic_write_bytes(
+                        target,
+                        new.encode("utf-8"),
+                        kept_mode(target),
+                        still=unchanged_since(target, before),
+                    )
+            return created
+
+        return while_changed(target, attempt)
 
     @contextlib.contextmanager
     def _dropped_if_failed(
@@ -150,6 +174,37 @@ class MemoryWrites:
             if kept is not None and self._still_holds(memory_dir, key, target, kept):
                 self.history.drop(memory_dir, key, kept)
             raise
+
+    @contextlib.contextmanager
+    def _late_save_kept(
+        self, memory_dir: Path, key: str, target: Path, reason: str
+    ) -> Iterator[None]:
+        """Around the rename or unlink of `target`: a save in place into it (an editor's)
+        that lands after the last look for one and before the rename (microseconds, or as
+        long as the thread waits for the GIL) went with the file replaced, no version of it
+        kept. The file is held open across the change, and such a save is copied from it."""
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            yield  # nothing there (or no regular file): the change's own checks say so
+            return
+        try:
+            st = os.fstat(fd)
+            seen = (st.st_mtime_ns, st.st_size)
+            yield
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (st.st_mtime_ns, st.st_size) == seen:
+                return
+            content = b""
+            while len(content) <= _SNAPSHOT_MAX_BYTES:
+                chunk = os.pread(fd, 1 << 20, len(content))
+                if not chunk:
+                    break
+                content += chunk
+            if len(content) <= _SNAPSHOT_MAX_BYTES:
+                self.history.save(memory_dir, key, content, reason)
+        finally:
+            os.close(fd)
 
     def _still_holds(self, memory_dir: Path, key: str, target: Path, kept: Version) -> bool:
         try:
@@ -177,6 +232,7 @@ class MemoryWrites:
             known = state.entries.keys() if not is_team(key) else ()
 
             def remove() -> None:
+                stamp = save_stamp(target, follow_links=False)
                 kept = self._snapshot_sync(memory_dir, key, target, "delete")
                 with self._dropped_if_failed(memory_dir, key, target, kept):
                     # The index line goes first: an index that cannot be rewritten (a read-only
@@ -185,7 +241,16 @@ class MemoryWrites:
                     # line stayed in every prompt for good (dangling lines are not swept).
                     before = self._index.remove_line(memory_dir, key, known)
                     try:
-                        target.unlink()
+                        # An editor's save since the copy is copied too: deleted uncopied, it
+                        # was gone with no version of it kept.
+                        for _ in range(_RECOPIES):
+                            now = save_stamp(target, follow_links=False)
+                            if now is None or now == stamp:
+                                break
+                            stamp = now
+                            self._snapshot_sync(memory_dir, key, target, "delete")
+                        with self._late_save_kept(memory_dir, key, target, "delete"):
+                            target.unlink()
                     except FileNotFoundError:
                         pass  # gone meanwhile (removed by hand): deleted all the same
                     except OSError:
@@ -273,13 +338,20 @@ class MemoryWrites:
                 await screen(key, content)
             state = self._states.state(memory_dir)
 
-            def write() -> None:
+            def attempt(before: Stamp) -> None:
                 kept = self._snapshot_sync(memory_dir, key, target, "restore")
                 with self._dropped_if_failed(memory_dir, key, target, kept):
                     make_private_dirs(target.parent)
-                    atomic_write_bytes(target, content, kept_mode(target))
+                    with self._late_save_kept(memory_dir, key, target, "restore"):
+                        atomic_write_bytes(
+                            target,
+                            content,
+                            kept_mode(target),
+                            still=unchanged_since(target, before),
+                        )
 
-            await held_work(write)
+            # An editor's save between the copy and the rename is copied again (as a write's).
+            await held_work(lambda: while_changed(target, attempt))
             state.note_written(key, target)
             entry = state.entries[key]
             self._index.queue(memory_dir, key, entry.header.name, entry.header.description)

@@ -75,12 +75,12 @@ async def test_a_burst_of_writes_leaves_the_loop_free_and_batches_the_index(
     loop_thread = threading.get_ident()
     files_on_loop: list[str] = []
     rewrites: list[Path] = []
-    write_file, update_index = writes.atomic_write_text, index_writer.update_index
+    write_file, update_index = writes.atomic_write_bytes, index_writer.update_index
 
-    def spy_file(path: Path, text: str, mode: int = 0o600) -> None:
+    def spy_file(path: Path, data: bytes, mode: int = 0o600, **kw: Any) -> None:
         if threading.get_ident() == loop_thread:
             files_on_loop.append(path.name)
-        write_file(path, text, mode)
+        write_file(path, data, mode, **kw)
 
     def spy_index(path: Path, change: Any, **kw: Any) -> tuple[str, str]:
         if threading.get_ident() == loop_thread:
@@ -88,7 +88,7 @@ async def test_a_burst_of_writes_leaves_the_loop_free_and_batches_the_index(
         rewrites.append(path)
         return update_index(path, change, **kw)
 
-    monkeypatch.setattr(writes, "atomic_write_text", spy_file)
+    monkeypatch.setattr(writes, "atomic_write_bytes", spy_file)
     monkeypatch.setattr(index_writer, "update_index", spy_index)
     rng = random.Random(3)
     results = await asyncio.gather(

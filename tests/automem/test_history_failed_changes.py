@@ -6,6 +6,7 @@ The disk is a real tmpfs filled up, which needs root (CI has it); elsewhere thes
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,13 +89,13 @@ async def test_a_change_that_failed_after_it_landed_keeps_its_version(
     from memoryd.automem import writes
 
     await _write(daemon, project, "Green tea.")
-    real = writes.atomic_write_text
+    real = writes.atomic_write_bytes
 
-    def lands_then_fails(path: Path, text: str, mode: int = 0o600) -> None:
-        real(path, text, mode)
+    def lands_then_fails(path: Path, data: bytes, mode: int = 0o600, **kw: Any) -> None:
+        real(path, data, mode, **kw)
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(writes, "atomic_write_text", lands_then_fails)
+    monkeypatch.setattr(writes, "atomic_write_bytes", lands_then_fails)
     with pytest.raises(RpcError):
         await _write(daemon, project, "Black tea.")
     assert "Black tea." in (memdir / "tea.md").read_text()

@@ -1,0 +1,131 @@
+"""A memory file saved by someone who takes no lock (an editor, Claude Code's agent) while
+memoryd overwrites, restores or deletes it: the save lands after memoryd copied the file to
+its history and before memoryd's rename or unlink. It is copied too: every version is in
+history or on disk. Before session 21 the copy held what was there before the save (or half
+of an in-place save: its truncate, then its write), and the save was gone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.automem import writes
+from memoryd.automem.index_writer import IndexWriter
+from tests.automem.conftest import memory_text
+from tests.conftest import DaemonHandle
+
+SAVED = memory_text("Likes tea", "drinks", "user", "Saved by hand in the editor.")
+
+
+async def _write(daemon: DaemonHandle, project: Path, body: str) -> Path:
+    res = await daemon.call(
+        "memory.write", cwd=str(project), type="user", name="Likes tea", description="d", body=body
+    )
+    return Path(res["path"])
+
+
+def _kept(daemon: DaemonHandle, project: Path, path: Path) -> list[bytes]:
+    am = daemon.daemon.services.automem
+    project_ = daemon.daemon.services.projects.resolve(project)
+    memory_dir = am.memory_dir(project_)
+    key = path.relative_to(memory_dir).as_posix()
+    _, versions = am.versions(project_, key)
+    return [am.history.read(memory_dir, key, v.version) for v in versions]
+
+
+def _save_once(target: Path) -> Callable[[], None]:
+    """The editor's in-place save, once."""
+    done: list[int] = []
+
+    def save() -> None:
+        if not done and target.exists():
+            done.append(1)
+            with target.open("r+", encoding="utf-8") as handle:
+                handle.truncate(0)
+                handle.write(SAVED)
+
+    return save
+
+
+def _after_copy(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> None:
+    """`save` runs once memoryd copied the file, before it writes: where a write and a
+    restore make their folders."""
+    real = writes.make_private_dirs
+
+    def hooked(path: Path, *args: Any, **kwargs: Any) -> Any:
+        save()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(writes, "make_private_dirs", hooked)
+
+
+async def test_an_editors_save_under_an_overwrite_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await _write(daemon, project, "Green tea.")
+    _after_copy(monkeypatch, _save_once(path))
+    await _write(daemon, project, "Black tea.")
+    assert "Black tea." in path.read_text()
+    assert SAVED.encode() in _kept(daemon, project, path)
+
+
+async def test_an_editors_save_under_a_restore_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await _write(daemon, project, "Green tea.")
+    await _write(daemon, project, "Black tea.")
+    history = await daemon.call("memory.history", cwd=str(project), path=str(path))
+    _after_copy(monkeypatch, _save_once(path))
+    await daemon.call(
+        "memory.restore",
+        cwd=str(project),
+        path=str(path),
+        version=history["versions"][0]["version"],
+    )
+    assert "Green tea." in path.read_text()
+    assert SAVED.encode() in _kept(daemon, project, path)
+
+
+async def test_an_editors_save_under_a_delete_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await _write(daemon, project, "Green tea.")
+    save = _save_once(path)
+    real = IndexWriter.remove_line
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:  # after the copy, before the unlink
+        save()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(IndexWriter, "remove_line", staticmethod(hooked))
+    await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert not path.exists()
+    assert SAVED.encode() in _kept(daemon, project, path)
+
+
+async def test_an_editors_save_after_the_last_look_before_the_rename_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The last look (`still`) finds the file as it was copied, and the save lands before the
+    # rename: into the file replaced. It is read from that file, held open, and kept.
+    path = await _write(daemon, project, "Green tea.")
+    save = _save_once(path)
+    real = writes.unchanged_since
+
+    def look_then_save(target: Path, stamp: Any) -> Callable[[], bool]:
+        still = real(target, stamp)
+
+        def then_save() -> bool:
+            answer = still()
+            save()
+            return answer
+
+        return then_save
+
+    monkeypatch.setattr(writes, "unchanged_since", look_then_save)
+    await _write(daemon, project, "Black tea.")
+    assert "Black tea." in path.read_text()
+    assert SAVED.encode() in _kept(daemon, project, path)
