@@ -12,6 +12,7 @@ end
 
 local asked = {} -- method -> how many requests reached the server
 local answered = {} -- method -> how many were answered
+local delay_status = false -- answer the next `status` 800 ms late
 
 local function result(method, cwd)
   local name = cwd:match('([^/]*)$')
@@ -29,7 +30,8 @@ local function result(method, cwd)
   elseif method == 'subscribe' then
     return { subscribed = {} }
   end
-  return { version = 'served', pid = 0, protocol_version = 1 }
+  -- each status answer tells which request it was, in the order they reached the server
+  return { version = 'served ' .. asked.status, pid = 0, protocol_version = 1 }
 end
 
 local path = folder .. '/order.sock'
@@ -43,7 +45,11 @@ T.serve(path, function(request, conn)
       conn:write(reply)
     end
   end
-  if cwd:match('/slow$') then
+  local late = cwd:match('/slow$') ~= nil
+  if request.method == 'status' and delay_status then
+    delay_status, late = false, true
+  end
+  if late then
     local timer = uv.new_timer()
     timer:start(800, 0, function()
       timer:close()
@@ -87,6 +93,24 @@ T.run({
   newest_drawn('MemorydMemories', 'memory.list', 'memories', 'listed for %s'),
   newest_drawn('MemorydRecall release', 'recall', 'recall', '%s recalled'),
   newest_drawn('MemorydStatus', 'team.status', 'status', 'repo %s/repo'),
+  {
+    "an older :MemorydStatus's status answered last leaves the newer one as the plugin's state",
+    function()
+      T.call('status') -- connected, the status poll on connecting answered
+      vim.wait(200)
+      delay_status = true
+      local before = answered.status or 0
+      vim.cmd('MemorydStatus') -- its status is answered 800 ms late
+      vim.cmd('MemorydStatus')
+      T.wait('both answers', function()
+        return (answered.status or 0) >= before + 2
+      end, 5000)
+      vim.wait(200) -- the late answer's callback
+      local newer = 'served ' .. asked.status -- the second command's
+      T.has(T.text('status'), 'memoryd ' .. newer .. ' (pid 0)', 'the status view')
+      T.eq(newer, memoryd.state.status and memoryd.state.status.version, 'the state the status line shows')
+    end,
+  },
   {
     'saves of a rule file that keep coming still refresh the rules view while they last',
     function()

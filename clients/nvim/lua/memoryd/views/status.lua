@@ -150,9 +150,10 @@ function M.open()
   local ctx = memoryd.buffer_context()
   local ticket = latest.ask()
   memoryd.request('status', nil, function(status)
-    memoryd.state.status = status
     local function draw(team, team_error)
       if latest.take(ticket) then
+        -- only the answer drawn: an older one answered last put back the state it replaced
+        memoryd.state.status = status
         ui.render(ui.buffer('status', true), M.render(status, team, team_error, memoryd.socket_path(), memoryd.recent))
       end
     end
