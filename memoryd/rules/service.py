@@ -28,6 +28,7 @@ from memoryd.rules.model import (
     ContextResult,
     SettingSource,
 )
+from memoryd.rules.sessions import INLINE_TOUCHED
 from memoryd.rules.watcher import DirWatcher, with_parents
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ MAX_WATCHED_TOTAL = 4_096
 _Key = tuple[Path, Path, frozenset[SettingSource], frozenset[Path], tuple[bool, ...]]
 _Prefix = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
 _BuildKey = tuple[Path, Path, frozenset[SettingSource], frozenset[Path]]
-# Touched paths judged on the event loop; more go to a thread (a stat each, glob matches).
-INLINE_TOUCHED = 256
 # Recorded paths of an entry re-stat'ed on the event loop; more go to a thread. An entry
 # over MAX_WATCHED_PER_ENTRY is re-stat'ed on every call: a session that touched files in
 # 3,000 folders recorded ~30,000 paths, and each `get_context` held every client ~0.15 s.

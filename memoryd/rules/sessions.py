@@ -20,8 +20,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memoryd.rules.service import INLINE_TOUCHED
-
+# Touched paths judged (or made into Paths) on the event loop; more go to a thread.
+INLINE_TOUCHED = 256
 MAX_SESSIONS = 1000
 MAX_PATHS_PER_SESSION = 100_000
 # In all sessions together: the least recently used sessions are dropped first, never the one

@@ -24,7 +24,8 @@ from memoryd.rules.model import (
     LoadReason,
     SettingSource,
 )
-from memoryd.rules.service import INLINE_TOUCHED, build
+from memoryd.rules.service import build
+from memoryd.rules.sessions import INLINE_TOUCHED
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
