@@ -333,14 +333,18 @@ class _Loader:
         body = markdown.strip_html_comments(parsed.body)
         # What the file adds to the reply: its text as JSON writes it (a control character,
         # an ANSI colour's ESC, takes 6 bytes: 4 MiB of them failed the whole get_context
-        # with -32004), its path in its heading and its `files` entry, and its parent's.
+        # with -32004), its path in its heading and its `files` entry, and its parent's; and
+        # a rule's globs in both too, with their quotes and separators (up to 64 KiB of
+        # frontmatter a rule: 300 such rules of one-line texts made a 36 MB reply).
         size = reply_bytes(body) + 2 * reply_bytes(str(path)) + reply_bytes(str(parent or ""))
+        size += 2 * sum(reply_bytes(pattern) + 3 for pattern in patterns or ())
         if self.loaded_bytes + size > MAX_CONTEXT_BYTES:
             self._skip(
                 path,
                 "too_large",
-                f"{size:,} bytes of the reply (text as JSON escapes it, and its path) would "
-                f"bring this context's instructions over {MAX_CONTEXT_BYTES:,} bytes in all",
+                f"{size:,} bytes of the reply (text as JSON escapes it, its path and globs) "
+                f"would bring this context's instructions over {MAX_CONTEXT_BYTES:,} bytes in "
+                "all",
                 parent,
             )
             return

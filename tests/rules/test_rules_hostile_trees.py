@@ -264,3 +264,21 @@ def test_skips_listed_are_bounded_in_bytes_too(tree: Tree, load: Loader) -> None
     assert result.skipped[-1].detail == (
         f"{1000 - len(listed):,} more files skipped; only the first {len(listed):,} are listed"
     )
+
+
+def test_the_budget_counts_what_a_rules_globs_add_to_the_reply(
+    tree: Tree, load: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in review (session 21): a loaded rule's globs go out twice (its heading, its
+    # `files` entry) and were not counted: 300 rules of 199 globs each (under the 64 KiB
+    # frontmatter cap) and one line of text made a 36 MB reply, over the 16 MiB cap.
+    monkeypatch.setattr(loader, "MAX_CONTEXT_BYTES", 200_000)
+    patterns = "".join(f'  - "src/{"d" * 100}{i:03}/**"\n' for i in range(150))
+    for n in range(10):
+        tree.write(f".claude/rules/r{n}.md", f'---\npaths:\n  - "*.py"\n{patterns}---\nRule {n}.\n')
+    result = load(tree.root, touched=(tree.root / "a.py",))
+    globs_out = sum(2 * len(", ".join(f.globs or ())) for f in result.files)
+    text_out = sum(len(f.content) + 2 * len(str(f.path)) for f in result.files)
+    assert 1 < len(result.files) < 10
+    assert globs_out + text_out <= 200_000
+    assert {s.reason for s in result.skipped} == {"too_large"}
