@@ -45,6 +45,9 @@ class MemoryDirs:
         # Per key: the memory dir checked by `check_safe`, with what the check saw (the dir's
         # real path, home, config dir); re-checked when any of those moves.
         self._checked: dict[_Key, tuple[tuple[str, Path, Path], Path]] = {}
+        # Per memory dir: the key that asked for it last, for `recheck` (one look, not a walk
+        # over every root kept).
+        self._chosen_by: dict[Path, _Key] = {}
 
     def enabled(self, project: Project) -> bool:
         return location.enabled(os.environ, self.settings.get(project.settings_root))
@@ -85,6 +88,8 @@ class MemoryDirs:
             self._checked.pop(key, None)
             if all(kept.path != choice.path for kept in self._choices.values()):
                 self.known.discard(choice.path)
+            if self._chosen_by.get(choice.path) == key:
+                del self._chosen_by[choice.path]
 
     def chosen(self, project: Project) -> Path | None:
         """The memory dir chosen for a project (its root, at its worktree), when one was."""
@@ -104,6 +109,7 @@ class MemoryDirs:
         seen = (os.path.realpath(choice.path), home, config_dir)
         checked = self._checked.get(_key(project))
         if checked is not None and checked[0] == seen:
+            self._chosen_by[checked[1]] = _key(project)
             return checked[1]
         # A project's own folder name is cut as Claude Code cuts it (`project_keys`); a
         # configured path or config dir can still hold a name no filesystem takes.
@@ -127,6 +133,7 @@ class MemoryDirs:
         memory_dir = choice.path
         self.known.add(memory_dir)
         self._checked[_key(project)] = (seen, memory_dir)
+        self._chosen_by[memory_dir] = _key(project)
         return memory_dir
 
     def recheck(self, memory_dir: Path) -> None:
@@ -134,15 +141,14 @@ class MemoryDirs:
         when the dir has been swapped since `memory_dir` checked it for a link to a place
         memory must never be. Writers queued on the lock had their dir checked before they
         waited, and wrote through such a link once it was swapped in meanwhile."""
-        real: str | None = None
-        for key, (seen, checked) in list(self._checked.items()):
-            if checked != memory_dir:
-                continue
-            real = real or os.path.realpath(memory_dir)
-            home, config_dir = paths.home(), paths.config_dir()
-            choice = self._choices.get(key)
-            if seen != (real, home, config_dir) and choice is not None:
-                location.check_safe(choice, home=home, config_dir=config_dir)
+        key = self._chosen_by.get(memory_dir)
+        checked = None if key is None else self._checked.get(key)
+        choice = None if key is None else self._choices.get(key)
+        if checked is None or choice is None:
+            return  # let go meanwhile: chosen and checked again at its next use
+        home, config_dir = paths.home(), paths.config_dir()
+        if checked[0] != (os.path.realpath(memory_dir), home, config_dir):
+            location.check_safe(choice, home=home, config_dir=config_dir)
 
 
 _Key = tuple[Path, Path]
