@@ -42,6 +42,7 @@ from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
 from memoryd.errors import ForbiddenPath, InvalidParams, NotFound, TooLarge
 from memoryd.fsutil import (
+    ChangedMeanwhile,
     NotRegularFile,
     atomic_write_bytes,
     make_private_dirs,
@@ -147,15 +148,16 @@ class MemoryWrites:
                         new = keep_unknown_keys(old.decode("utf-8", errors="replace"), text)
                 # Folders memoryd creates are 0700; one that is there already (a shared 2775
                 # memory folder, a sub/ of the user's) is theirs and keeps its mode.
-                for path in (*folders, target.parent):
-                    make_private_dirs(path)
-                with self._late_save_kept(memory_dir, key, target, "overwrite"):
-                    atomic_write_bytes(
-                        target,
-                        new.encode("utf-8"),
-                        kept_mode(target),
-                        still=unchanged_since(target, before),
-                    )
+                with _folder_removed_is_a_change(target):
+                    for path in (*folders, target.parent):
+                        make_private_dirs(path)
+                    with self._late_save_kept(memory_dir, key, target, "overwrite"):
+                        atomic_write_bytes(
+                            target,
+                            new.encode("utf-8"),
+                            kept_mode(target),
+                            still=unchanged_since(target, before),
+                        )
             return created
 
         return while_changed(target, attempt)
@@ -340,7 +342,10 @@ class MemoryWrites:
 
             def attempt(before: Stamp) -> None:
                 kept = self._snapshot_sync(memory_dir, key, target, "restore")
-                with self._dropped_if_failed(memory_dir, key, target, kept):
+                with (
+                    self._dropped_if_failed(memory_dir, key, target, kept),
+                    _folder_removed_is_a_change(target),
+                ):
                     make_private_dirs(target.parent)
                     with self._late_save_kept(memory_dir, key, target, "restore"):
                         atomic_write_bytes(
@@ -358,6 +363,19 @@ class MemoryWrites:
         problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
         return target, [problem] if problem else []
+
+
+@contextlib.contextmanager
+def _folder_removed_is_a_change(target: Path) -> Iterator[None]:
+    """A folder on the way to `target` removed while it was written (`rm -rf` of the memory
+    folder: after memoryd made it, before its temp file was made there) is a change under the
+    write, tried again (`while_changed`), the folders made again: it was -32603."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise ChangedMeanwhile(
+            errno.ENOENT, "its folder was removed while it was written", str(target)
+        ) from exc
 
 
 def _key_for_name(

@@ -6,6 +6,7 @@ of an in-place save: its truncate, then its write), and the save was gone."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,27 @@ async def test_an_editors_save_after_the_last_look_before_the_rename_is_kept(
     await _write(daemon, project, "Black tea.")
     assert "Black tea." in path.read_text()
     assert SAVED.encode() in _kept(daemon, project, path)
+
+
+async def test_a_write_whose_folder_is_removed_under_it_is_made_again(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 21 hunt (the memory folder removed, rm -rf, during a write storm):
+    # removed after memoryd made the folder and before its temp file was made there, the
+    # write was -32603 FileNotFoundError. It is tried again, the folder made again.
+    from memoryd import fsutil
+
+    await _write(daemon, project, "Green tea.")
+    real = fsutil.stage_file
+    removed: list[int] = []
+
+    def removed_first(folder: Path, *args: Any, **kwargs: Any) -> Any:
+        if not removed and folder == memdir:
+            removed.append(1)
+            shutil.rmtree(memdir)
+        return real(folder, *args, **kwargs)
+
+    monkeypatch.setattr(fsutil, "stage_file", removed_first)
+    path = await _write(daemon, project, "Black tea.")
+    assert removed
+    assert "Black tea." in path.read_text()
