@@ -214,7 +214,9 @@ def not_a_socket(path: Path) -> str | None:
         if stat.S_ISDIR(mode)
         else "a regular file"
         if stat.S_ISREG(mode)
-        else "no socket"
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a special file"
     )
     return (
         f"it is {kind}, not a socket; is --socket or MEMORYD_SOCKET mistyped? (`memctl start` "

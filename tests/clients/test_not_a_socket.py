@@ -28,7 +28,7 @@ def _make(path: Path, kind: str) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "said"),
-    [("folder", "a folder"), ("regular file", "a regular file"), ("fifo", "no socket")],
+    [("folder", "a folder"), ("regular file", "a regular file"), ("fifo", "a FIFO")],
 )
 def test_what_is_no_socket_is_said_at_the_first_attempt(
     short_tmp: Path, kind: str, said: str

@@ -30,7 +30,7 @@ end
 memoryd.setup({ socket = paths.folder, status_interval_ms = 0, notifications = { enabled = false } })
 
 local tests = {}
-for _, case in ipairs({ { 'folder', 'a folder' }, { 'file', 'a regular file' }, { 'fifo', 'no socket' } }) do
+for _, case in ipairs({ { 'folder', 'a folder' }, { 'file', 'a regular file' }, { 'fifo', 'a FIFO' } }) do
   local name, kind = case[1], case[2]
   tests[#tests + 1] = {
     ('a %s at the socket path is down at the first attempt, naming what is there'):format(name),

@@ -19,7 +19,7 @@ describe("no socket at the socket path", () => {
   const kinds: Array<[string, string, (p: string) => void]> = [
     ["folder", "a folder", (p) => fs.mkdirSync(p)],
     ["regular file", "a regular file", (p) => fs.writeFileSync(p, "notes\n")],
-    ["FIFO", "no socket", (p) => execFileSync("mkfifo", [p])],
+    ["FIFO", "a FIFO", (p) => execFileSync("mkfifo", [p])],
   ];
   for (const [name, said, make] of kinds) {
     test(`a ${name} is reported down at the first attempt, naming what is there`, async () => {

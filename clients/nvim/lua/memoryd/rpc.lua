@@ -234,7 +234,8 @@ function Client.not_a_socket(path)
   if found == nil or found.type == 'socket' then
     return nil
   end
-  local kind = found.type == 'directory' and 'a folder' or found.type == 'file' and 'a regular file' or 'no socket'
+  local kinds = { directory = 'a folder', file = 'a regular file', fifo = 'a FIFO' }
+  local kind = kinds[found.type] or 'a special file'
   return ('it is %s, not a socket; is --socket or MEMORYD_SOCKET mistyped? (`memctl start` does not replace it)'):format(kind)
 end
 

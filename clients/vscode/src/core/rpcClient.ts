@@ -71,7 +71,13 @@ export function notASocket(socketPath: string): string | undefined {
   if (found === undefined || found.isSocket()) {
     return undefined;
   }
-  const kind = found.isDirectory() ? "a folder" : found.isFile() ? "a regular file" : "no socket";
+  const kind = found.isDirectory()
+    ? "a folder"
+    : found.isFile()
+      ? "a regular file"
+      : found.isFIFO()
+        ? "a FIFO"
+        : "a special file";
   return `it is ${kind}, not a socket; is --socket or MEMORYD_SOCKET mistyped? (\`memctl start\` does not replace it)`;
 }
 
