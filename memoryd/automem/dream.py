@@ -41,7 +41,7 @@ from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError, NotFound
-from memoryd.fsutil import atomic_write_text
+from memoryd.fsutil import atomic_write_text, save_stamp
 from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
@@ -141,6 +141,21 @@ def _failed_times(value: Any) -> dict[str, float]:
     }
 
 
+def _read_state(path: Path) -> tuple[dict[str, float], dict[str, float]] | None:
+    """dream.json's (last runs, failures), or None when there is none or it is damaged."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        last = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
+        return last, _failed_times(data.get("failed_at"))
+    except FileNotFoundError:
+        return None
+    # A damaged file too: nested too deep for the parser, a number too big for a float.
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, OverflowError) as exc:
+        # Every dir's dream becomes due again (in a daemon that had not read it): say why.
+        log.warning("dream state unreadable; starting afresh", path=str(path), error=str(exc))
+        return None
+
+
 def _manifest(memory_dir: Path, headers: list[MemoryHeader]) -> str:
     """The newest memories, one line each, as many as MANIFEST_LIMIT and
     MANIFEST_BUDGET_CHARS allow, and a note about the rest."""
@@ -185,32 +200,33 @@ class Dream:
         # in memory only, every daemon (`memctl restart`, a crash, an --idle-timeout exit and
         # the next start) ran the refused dream again at its first idle wait.
         self._failed_at: dict[str, float] = {}
+        self._state_stamp: tuple[int, ...] | None = None  # dream.json as last read or written
 
     # -- persisted last-run times ------------------------------------------------------------
     def last_runs(self) -> dict[str, float]:
+        """The last run per memory dir, from dream.json: read again whenever the file changed
+        since this daemon read or wrote it. A second daemon of the user (another socket)
+        writes it too: read once, each daemon ran the dreams the other had run that day, and
+        each save dropped the other's runs."""
+        path = dream_state_path()
+        stamp = save_stamp(path)
+        if self._last_runs is not None and stamp == self._state_stamp:
+            return self._last_runs
+        self._state_stamp = stamp
+        read = _read_state(path)
         if self._last_runs is None:
-            path = dream_state_path()
-            self._failed_at = {}
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                self._last_runs = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
-                self._failed_at = _failed_times(data.get("failed_at"))
-            except FileNotFoundError:
-                self._last_runs = {}
-            # A damaged file too: nested too deep for the parser, a number too big for a float.
-            except (
-                OSError,
-                ValueError,
-                AttributeError,
-                TypeError,
-                RecursionError,
-                OverflowError,
-            ) as exc:
-                # Every project's dream becomes due again: say why, once.
-                log.warning(
-                    "dream state unreadable; starting afresh", path=str(path), error=str(exc)
-                )
-                self._last_runs = {}
+            self._last_runs, self._failed_at = read if read is not None else ({}, {})
+        elif read is not None:  # another daemon's save: the later time of each wins
+            for mine, theirs in ((self._last_runs, read[0]), (self._failed_at, read[1])):
+                for key, at in theirs.items():
+                    if at > mine.get(key, -math.inf):
+                        mine[key] = at
+        # A failure before the dir's last run is over (the run after it went well).
+        self._failed_at = {
+            key: at
+            for key, at in self._failed_at.items()
+            if at > self._last_runs.get(key, -math.inf)
+        }
         return self._last_runs
 
     @staticmethod
@@ -248,6 +264,7 @@ class Dream:
         path = dream_state_path()
         try:
             atomic_write_text(path, json.dumps(state, indent=2, sort_keys=True))
+            self._state_stamp = save_stamp(path)  # our own save is not read back
         except OSError as exc:
             # The run is done and counts in this daemon (`runs` holds it); with a full disk
             # the finished dream's answer was -32603, and what it edited and retired untold.

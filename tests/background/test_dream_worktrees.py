@@ -177,3 +177,20 @@ async def test_a_wait_is_let_go_when_auto_dream_is_turned_off_in_the_worktree(
     local.write_text(json.dumps({**json.loads(local.read_text()), "autoDreamEnabled": False}))
     await trees.turn(trees.own)
     assert trees.dream.feature_status()["auto_dream"]["armed"] == 0
+
+
+async def test_two_daemons_of_the_user_keep_each_others_runs(
+    daemon_with_model: DaemonHandle, script: Script, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Two daemons of one user (another socket) share dream.json. Read once, each ran the
+    # dreams the other had run that day, and each save dropped the other's last runs.
+    trees = Worktrees(daemon_with_model, isolated_env, tmp_path)
+    dirs = await trees.setup()
+    other = Dream(trees.dream.host, trees.dream.automem, trees.dream.extraction)
+    assert other.due(trees.project(trees.own))  # read now: nothing ran yet
+    await daemon_with_model.call("memory.dream", cwd=str(trees.own))
+    assert not other.due(trees.project(trees.own))  # the first daemon's run counts
+    await other.run(trees.project(trees.plain))
+    state = json.loads(dream_state_path().read_text())
+    assert sorted(state["last_run"]) == sorted({dirs[trees.own], dirs[trees.plain]})
+    assert not trees.dream.due(trees.project(trees.plain))
