@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
+from _harness import REPO, old_worktree
 
-from tests.team_server.pg import free_port
+from tests.team_server.pg import PgCluster, find_pg_bin, free_port, missing_message
+
+T = TypeVar("T")
 
 
 def start_team_server(
@@ -49,3 +55,49 @@ def start_team_server(
             time.sleep(0.05)
     process.kill()
     raise SystemExit(f"server did not start: {log.read_text()}")
+
+
+def old_against_new(
+    args: argparse.Namespace,
+    run_one: Callable[[str, Path, str, argparse.Namespace, Path], T],
+    show: Callable[[str, dict[str, T]], None],
+) -> None:
+    """`run_one(label, checkout, database, args, tmp)` from the `args.old` checkout (a `git
+    worktree`) and then from this one, on a fresh SQLite file each, then on a fresh database
+    each of a durable PostgreSQL cluster (unless `args.no_sqlite` / `args.no_postgres`);
+    `show(backend, {"old": …, "new": …})` prints each backend's results."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-team-") as raw,
+        old_worktree(args.old) as old_tree,
+    ):
+        tmp = Path(raw)
+        trees = {"old": old_tree, "new": REPO}
+        if not args.no_sqlite:
+            show(
+                "SQLite",
+                {
+                    code: run_one(
+                        f"sqlite-{code}", root, f"sqlite://{tmp / code}.sqlite3", args, tmp
+                    )
+                    for code, root in trees.items()
+                },
+            )
+        bin_dir = find_pg_bin()
+        if args.no_postgres:
+            return
+        if bin_dir is None:
+            print(f"\nPostgreSQL skipped: {missing_message()}")
+            return
+        cluster = PgCluster(bin_dir, durable=True).start()
+        try:
+            show(
+                "PostgreSQL",
+                {
+                    code: run_one(
+                        f"pg-{code}", root, cluster.create_database(f"b_{code}"), args, tmp
+                    )
+                    for code, root in trees.items()
+                },
+            )
+        finally:
+            cluster.stop()

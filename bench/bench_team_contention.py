@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import os
 import random
-import tempfile
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -33,14 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _harness import REPO, old_worktree, percentile
-from _team_server import start_team_server
+from _harness import percentile
+from _team_server import old_against_new, start_team_server
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team import auth
 from memoryd_team.storage import open_storage
 from memoryd_team.storage.base import Author
-from tests.team_server.pg import PgCluster, find_pg_bin, missing_message
 
 # The last commit before the change measured.
 DEFAULT_OLD = "239f6f9"
@@ -172,41 +170,7 @@ def main() -> int:
         f"{args.clients} clients on one repository of {args.entries} entries, {args.seconds:g} s "
         f"per run, {args.workers} server process(es), {os.cpu_count()} cores; old = {args.old}"
     )
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-contention-") as raw,
-        old_worktree(args.old) as old_tree,
-    ):
-        tmp = Path(raw)
-        trees = {"old": old_tree, "new": REPO}
-        if not args.no_sqlite:
-            show(
-                "SQLite",
-                {
-                    code: run_one(
-                        f"sqlite-{code}", root, f"sqlite://{tmp / code}.sqlite3", args, tmp
-                    )
-                    for code, root in trees.items()
-                },
-            )
-        bin_dir = find_pg_bin()
-        if args.no_postgres:
-            pass
-        elif bin_dir is None:
-            print(f"\nPostgreSQL skipped: {missing_message()}")
-        else:
-            cluster = PgCluster(bin_dir, durable=True).start()
-            try:
-                show(
-                    "PostgreSQL",
-                    {
-                        code: run_one(
-                            f"pg-{code}", root, cluster.create_database(f"c_{code}"), args, tmp
-                        )
-                        for code, root in trees.items()
-                    },
-                )
-            finally:
-                cluster.stop()
+    old_against_new(args, run_one, show)
     return 0
 
 

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from memoryd_team.scan import SecretHit, find_secret
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import (
     Author,
+    IfMatch,
     KeyCollision,
     PreconditionFailed,
     Storage,
@@ -55,6 +57,12 @@ _NO_STORE = {"Cache-Control": "no-store"}
 # `memoryd-team serve --workers N` hands each worker process its database and settings here.
 SERVE_ENV = "MEMORYD_TEAM_SERVE"
 
+
+# A GET's view, `from` and `max_bytes`: with the repository and its ETag, what decides its body.
+_Shape = tuple[str, str | None, int | None]
+
+# What a page GET without If-Match is held to: any state.
+_ANY = IfMatch(any=True)
 
 # The whole body's time, in body timeouts: 120 s at the default 30 s, a 2 MiB body at 17 KB/s.
 BODY_TOTAL_WAITS = 4
@@ -196,6 +204,8 @@ class _TeamMemoryAPI:
     def __init__(self, storage: Storage, settings: ServerSettings) -> None:
         self.storage = storage
         self.settings = settings
+        self._replies = ReplyCache(settings.reply_cache_bytes)
+        self._reading: dict[tuple[str, str, _Shape], asyncio.Future[tuple[str, bytes]]] = {}
 
     async def health(self, _: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -232,49 +242,76 @@ class _TeamMemoryAPI:
         view = request.query_params.get("view")
         if view not in (None, "hashes", "page"):
             raise Problem(400, "invalid_view", "view must be 'hashes', 'page' or absent")
+        page = _PageRequest.of(request, self.settings.page_bytes) if view == "page" else None
+        # One row decides a 304, and names the state a reply already built may be served for.
+        etag = await self.storage.get_etag(repo)
+        if etag is None:
+            raise Problem(404, "not_found", "the repository has no team memory yet")
         if_none_match = _list_header(request, "if-none-match")
-        if if_none_match is not None:
-            # Cheap path: one row read decides a 304 without loading any entry.
-            etag = await self.storage.get_etag(repo)
-            if etag is not None and if_none_match_hits(if_none_match, etag):
-                return Response(status_code=304, headers={"ETag": etag, **_NO_STORE})
-        if view == "page":
-            return await self._get_page(request, repo)
-        state = await self.storage.get_state(
-            repo, with_content=view is None, max_content_bytes=self.settings.full_bytes
-        )
-        if state is None:
-            raise Problem(404, "not_found", "the repository has no team memory yet")
-        body: dict[str, Any] = {"entryChecksums": state.checksums}
-        if state.entries is not None:
-            body = {"entries": state.entries, **body}
-        return JSONResponse(body, headers={"ETag": state.etag, **_NO_STORE})
+        if if_none_match is not None and if_none_match_hits(if_none_match, etag):
+            return Response(status_code=304, headers={"ETag": etag, **_NO_STORE})
+        shape = (view or "", page.start, page.max_bytes) if page else (view or "", None, None)
+        etag, body = await self._reply(repo, etag, shape, view, page)
+        # Checked against the reply's own state: no extra read, and no race between two.
+        if page is not None and not precondition_holds(etag, True, page.if_match or _ANY):
+            raise PreconditionFailed(etag)
+        return Response(body, media_type="application/json", headers={"ETag": etag, **_NO_STORE})
 
-    async def _get_page(self, request: Request, repo: str) -> Response:
-        """Entries in key order from `from` (inclusive) until `max_bytes` of content (the
-        server's page size at most); `next` names the first key of the following page;
-        `entryChecksums` covers the page's entries, or every entry on the first page.
-        With If-Match, 412 when the repo is no longer in that state (one snapshot across
-        pages for a client that wants it)."""
-        start = request.query_params.get("from")
-        if start is not None and text_problem(start) is not None:
-            raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
-        max_bytes = _page_size(request.query_params.get("max_bytes"), self.settings.page_bytes)
-        if_match = parse_if_match(_list_header(request, "if-match"))
-        # The first page (no `from`) carries every entry's checksum, as view=hashes does: a
-        # client learns the whole state and the first entries in one request.
-        page = await self.storage.get_page(
-            repo, start=start, max_bytes=max_bytes, all_checksums=start is None
-        )
-        if page is None:
-            raise Problem(404, "not_found", "the repository has no team memory yet")
-        # Checked against the page's own snapshot: no extra read, and no race between two.
-        if if_match is not None and not precondition_holds(page.etag, True, if_match):
-            raise PreconditionFailed(page.etag)
-        return JSONResponse(
-            {"entries": page.entries, "entryChecksums": page.checksums, "next": page.next},
-            headers={"ETag": page.etag, **_NO_STORE},
-        )
+    async def _reply(
+        self, repo: str, etag: str, shape: _Shape, view: str | None, page: _PageRequest | None
+    ) -> tuple[str, bytes]:
+        """The reply kept for this state and shape, else read (once for all the requests that
+        ask for it meanwhile: the teammates pulling a push at once) and kept. A read has a
+        snapshot of its own, maybe newer than `etag`: the reply is that state's."""
+        kept = self._replies.get(repo, etag, shape)
+        if kept is not None:
+            return etag, kept
+        key = (repo, etag, shape)
+        reading = self._reading.get(key)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read(repo, view, page))
+            self._reading[key] = reading
+            reading.add_done_callback(lambda done: self._read_done(key, done))
+        # Shielded: a requester that goes away does not cancel the read the others wait for.
+        etag, body = await asyncio.shield(reading)
+        self._replies.put(repo, etag, shape, body)
+        return etag, body
+
+    def _read_done(self, key: tuple[str, str, _Shape], done: asyncio.Future[Any]) -> None:
+        self._reading.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every requester may have gone before it failed
+
+    async def _read(
+        self, repo: str, view: str | None, page: _PageRequest | None
+    ) -> tuple[str, bytes]:
+        """The ETag and JSON body of a GET 200, read from one snapshot."""
+        body: dict[str, Any]
+        if page is not None:
+            # Entries in key order from `from` (inclusive) until `max_bytes` of content (the
+            # server's page size at most); `next` names the first key of the following
+            # page; `entryChecksums` covers the page's entries, or every entry on the first
+            # page: a client learns the whole state and the first entries in one request.
+            read = await self.storage.get_page(
+                repo, start=page.start, max_bytes=page.max_bytes, all_checksums=page.start is None
+            )
+            if read is None:
+                raise Problem(404, "not_found", "the repository has no team memory yet")
+            etag = read.etag
+            body = {"entries": read.entries, "entryChecksums": read.checksums, "next": read.next}
+        else:
+            state = await self.storage.get_state(
+                repo, with_content=view is None, max_content_bytes=self.settings.full_bytes
+            )
+            if state is None:
+                raise Problem(404, "not_found", "the repository has no team memory yet")
+            etag = state.etag
+            body = {"entryChecksums": state.checksums}
+            if state.entries is not None:
+                body = {"entries": state.entries, **body}
+        # As JSONResponse renders it.
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return etag, text.encode("utf-8")
 
     async def _put(self, request: Request, repo: str, token: TokenInfo) -> Response:
         body = await self._read_body(request)
@@ -384,6 +421,58 @@ def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise _DuplicateName(name)
             seen.add(name)
     return document
+
+
+@dataclass(frozen=True, slots=True)
+class _PageRequest:
+    """A `view=page` GET's parameters, checked before the database is asked anything."""
+
+    start: str | None
+    max_bytes: int
+    if_match: IfMatch | None
+
+    @classmethod
+    def of(cls, request: Request, page_bytes: int) -> _PageRequest:
+        start = request.query_params.get("from")
+        if start is not None and text_problem(start) is not None:
+            raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
+        return cls(
+            start,
+            _page_size(request.query_params.get("max_bytes"), page_bytes),
+            parse_if_match(_list_header(request, "if-match")),
+        )
+
+
+class ReplyCache:
+    """GET bodies already encoded, by repository, ETag and request shape (view, from,
+    max_bytes), least recently used dropped past `max_bytes` in all.
+
+    An ETag names one state (the hash of every key and checksum), so a body built for it is
+    the right reply whenever that ETag is current: nothing to invalidate. After a push every
+    teammate pulls the same first page (every checksum and up to 2 MiB of entries): each one
+    read and encoded it again, about 80-100 ms of a server process at 10,000 entries; a
+    teammate after the first gets the bytes (bench/bench_team_pull.py)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bodies: OrderedDict[tuple[str, str, _Shape], bytes] = OrderedDict()
+        self._size = 0
+
+    def get(self, repo: str, etag: str, shape: _Shape) -> bytes | None:
+        body = self._bodies.get((repo, etag, shape))
+        if body is not None:
+            self._bodies.move_to_end((repo, etag, shape))
+        return body
+
+    def put(self, repo: str, etag: str, shape: _Shape, body: bytes) -> None:
+        # A body of more than a quarter of the cache would push out most of the others.
+        if len(body) > self._max_bytes // 4 or (repo, etag, shape) in self._bodies:
+            return
+        self._bodies[(repo, etag, shape)] = body
+        self._size += len(body)
+        while self._size > self._max_bytes:
+            _, dropped = self._bodies.popitem(last=False)
+            self._size -= len(dropped)
 
 
 def _list_header(request: Request, name: str) -> str | None:

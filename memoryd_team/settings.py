@@ -14,6 +14,9 @@ DEFAULT_MAX_ENTRY_BYTES = 250_000
 # refused (413 paging_required) past FULL_BYTES, read row by row so it never holds more.
 DEFAULT_PAGE_BYTES = 2 * 1024 * 1024
 DEFAULT_FULL_BYTES = 8 * 1024 * 1024
+# GET bodies kept encoded per server process (app.ReplyCache): a repository's first page is
+# built once per state, not once per teammate pulling it.
+DEFAULT_REPLY_CACHE_BYTES = 32 * 1024 * 1024
 # Each wait on PostgreSQL (connect, a pooled connection, one statement); a stalled request costs
 # about two of them (the statement, then its cancellation), to stay inside a client's 30 s.
 DEFAULT_DATABASE_TIMEOUT_S = 5.0
@@ -42,6 +45,7 @@ class ServerSettings:
     page_bytes: int = DEFAULT_PAGE_BYTES
     full_bytes: int = DEFAULT_FULL_BYTES
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    reply_cache_bytes: int = DEFAULT_REPLY_CACHE_BYTES
 
     def __post_init__(self) -> None:
         if self.max_entries is not None and self.max_entries < 1:
@@ -52,5 +56,7 @@ class ServerSettings:
             raise ValueError("max_entry_bytes must be at least 1")
         if self.page_bytes < 1 or self.full_bytes < 1:
             raise ValueError("page_bytes and full_bytes must be at least 1")
+        if self.reply_cache_bytes < 0:
+            raise ValueError("reply_cache_bytes must be at least 0")
         if not self.body_timeout_s > 0:
             raise ValueError("body_timeout_s must be positive")
