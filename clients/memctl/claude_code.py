@@ -17,7 +17,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -456,14 +456,19 @@ def _heading_at(text: str, path: str, start: int) -> int:
     return -1
 
 
-def memory_sections(context: Mapping[str, Any]) -> str:
-    """The AutoMem and TeamMem parts of a `get_context` result.
+# The `files` types whose sections the SessionStart hook gives (Claude Code loads the rest).
+_MEMORY_TYPES = frozenset({"AutoMem", "TeamMem"})
 
-    Claude Code loads the other instruction files itself, so repeating them would spend the
-    user's context twice. Each section is cut out of the daemon's assembled text (so its
-    truncation applies), from its heading line to the next file's, the files' headings found
-    in the order of `files` (the order of the text).
-    """
+
+def _file_sections(
+    context: Mapping[str, Any], types: frozenset[str] | None
+) -> list[tuple[str, str]]:
+    """(path, section) for the files of `types` in a `get_context` result; with None, all of
+    its text: every file's section, and what comes before the first (path "").
+
+    Each section is cut out of the daemon's assembled text (so its truncation applies), from
+    its heading line to the next file's, the files' headings found in the order of `files`
+    (the order of the text)."""
     text = str(context.get("claude_md") or "")
     files = [f for f in context.get("files") or [] if isinstance(f, dict)]
     headings: list[tuple[int, Mapping[str, Any]]] = []
@@ -474,29 +479,115 @@ def memory_sections(context: Mapping[str, Any]) -> str:
         if at >= 0:  # a file with no content has no section
             headings.append((at, info))
             cursor = at + 1
-    sections: list[str] = []
+    sections: list[tuple[str, str]] = []
+    if types is None:
+        lead = text[: headings[0][0] if headings else len(text)].strip()
+        if lead:
+            sections.append(("", lead))
     for index, (start, file) in enumerate(headings):
-        if file.get("type") not in ("AutoMem", "TeamMem"):
+        if types is not None and file.get("type") not in types:
             continue
         end = headings[index + 1][0] if index + 1 < len(headings) else len(text)
         section = text[start:end].strip()
         if section:
-            sections.append(section)
-    return "\n\n".join(sections)
+            sections.append((str(file.get("path")), section))
+    return sections
 
 
-def session_start_context(context: Mapping[str, Any], *, full: bool = False) -> str:
-    """What the SessionStart hook adds: the memory indexes and how to use memory."""
-    parts: list[str] = []
-    body = str(context.get("claude_md") or "") if full else memory_sections(context)
-    if body.strip():
-        parts.append(body.strip())
+def memory_sections(context: Mapping[str, Any]) -> str:
+    """The AutoMem and TeamMem parts of a `get_context` result.
+
+    Claude Code loads the other instruction files itself, so repeating them would spend the
+    user's context twice."""
+    return "\n\n".join(section for _, section in _file_sections(context, _MEMORY_TYPES))
+
+
+# What a hook's `additionalContext` may take, in UTF-8 bytes (at least as many as
+# characters): Claude Code puts at most about 10,000 characters of a hook's output inline;
+# more is saved to a file, and the model gets a 2 KB preview and the file's path.
+INLINE_CONTEXT_BYTES = 9_000
+SESSION_START_BYTES = INLINE_CONTEXT_BYTES
+
+
+def session_start_context(
+    context: Mapping[str, Any],
+    *,
+    full: bool = False,
+    summary: str = "",
+    summary_path: str = "",
+    budget: int = SESSION_START_BYTES,
+) -> str:
+    """What the SessionStart hook adds: the memory indexes (every file's section with
+    `full`), how to use memory, and a compaction's kept `summary`, held to `budget` bytes.
+
+    The instructions go in whole (they say how to read and write memory); what they leave is
+    shared by the indexes and the summary, a short one whole, else half each (the indexes'
+    half shared among them the same way). A cut one ends with a line naming the file that
+    holds the rest: the model can Read it. Before, a 25 KB MEMORY.md made an output of
+    28,000 characters, which Claude Code replaced with a 2 KB preview."""
+    from memoryd_client.text_budget import shares, utf8_size  # stdlib only, as this module
+
+    sections = _file_sections(context, None if full else _MEMORY_TYPES)
     instructions = str(context.get("memory_instructions") or "").strip()
-    if instructions:
-        parts.append(instructions)
-    if parts and context.get("memory_dir"):
-        parts.append(f"Auto memory directory: {context['memory_dir']}")
-    return "\n\n".join(parts)
+    fixed = [instructions] if instructions else []
+    if (sections or instructions) and context.get("memory_dir"):
+        fixed.append(f"Auto memory directory: {context['memory_dir']}")
+    summary = summary.strip()
+    # Each part counted with the blank line that follows it; the last has none.
+    left = budget + 2 - sum(utf8_size(part) + 2 for part in fixed)
+    if left < 0 and len(fixed) == 2:
+        fixed.pop()  # the directory's line: the instructions name it too
+        left = budget + 2 - sum(utf8_size(part) + 2 for part in fixed)
+    sizes = [utf8_size(section) + 2 for _, section in sections]
+    summary_size = utf8_size(summary) + 2 if summary else 0
+    indexes_share, summary_share = shares([sum(sizes), summary_size], max(left, 0))
+    shown = [
+        _fitted(section, share - 2, _lines_mark("this file", path))
+        for (path, section), share in zip(sections, shares(sizes, indexes_share), strict=True)
+    ]
+    kept = (
+        _fitted(summary, summary_share - 2, _lines_mark("the session notes", summary_path))
+        if summary
+        else ""
+    )
+    return "\n\n".join(part for part in (*shown, *fixed, kept) if part)
+
+
+def _fitted(text: str, limit: int, mark: Callable[[str, str], str]) -> str:
+    """`text`, or (over `limit` bytes) its head cut after a line and `mark(head, text)`; ""
+    when not even the mark fits. A head that is not one whole line at least (the heading
+    naming the file) is left out."""
+    from memoryd_client.text_budget import cut, utf8_size  # stdlib only, as this module
+
+    if utf8_size(text) <= limit:
+        return text
+    room = limit - utf8_size(mark(text, text)) - 1  # the mark's longest, and a line break
+    if room < 0:
+        return ""
+    head = cut(text, room)
+    if "\n" not in head:
+        return mark("", text)
+    return f"{head.rstrip()}\n{mark(head.rstrip(), text)}"
+
+
+# A path as one line of a mark: a file name may hold line breaks.
+_BREAKING = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def _lines_mark(what: str, path: str) -> Callable[[str, str], str]:
+    """The line ending a cut `what`: how many of its lines are shown, and where the rest is."""
+    where = f"; read {_BREAKING.sub(_escaped, path)} for the rest" if path else ""
+
+    def mark(head: str, text: str) -> str:
+        shown = head.count("\n") + 1 if head else 0
+        total = text.count("\n") + 1
+        return f"[memoryd: {what} cut here for space, showing {shown:,} of {total:,} lines{where}]"
+
+    return mark
 
 
 # The wrapper's own tags in a memory's text: left as written, a closing one put what followed
@@ -508,13 +599,12 @@ def _inert(text: str) -> str:
     return _WRAPPER_TAG.sub("&lt;", text)
 
 
-# What the whole `<relevant-memories>` block may take, in UTF-8 bytes (at least as many as
-# characters): Claude Code puts at most about 10,000 characters of a hook's output inline
-# (more is replaced by a short preview and a file path), and a memory may hold 200,000 bytes
+# What the whole `<relevant-memories>` block may take (what Claude Code puts inline), in
+# UTF-8 bytes: a memory may hold 200,000 bytes
 # (five such put a megabyte into the prompt, past the model's context window). The memories'
 # text shares what the wrapper, headers, notes and cut marks leave (a short one whole); a cut
 # memory says so, and the agent reads the file for the rest.
-RECALL_CONTEXT_BYTES = 9_000
+RECALL_CONTEXT_BYTES = INLINE_CONTEXT_BYTES
 
 
 def recall_context(

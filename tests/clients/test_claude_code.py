@@ -160,6 +160,82 @@ def test_session_start_context_empty_when_daemon_has_nothing() -> None:
     assert claude_code.session_start_context({"claude_md": "", "files": []}) == ""
 
 
+def _big_context(memory_dir: str) -> dict[str, Any]:
+    """A get_context result with a 25 KB MEMORY.md, a team index, a CLAUDE.md and the
+    daemon's own memory instructions."""
+    from memoryd.automem.instructions import memory_instructions
+
+    index = "".join(f"- [M{i}](m{i}.md) — topic {i} {'x' * 100}\n" for i in range(199))
+    team = "".join(f"- [T{i}](t{i}.md) — team topic {i}\n" for i in range(5))
+    return {
+        "claude_md": (
+            "Preamble.\n\n## /p/CLAUDE.md (project instructions)\n\n"
+            + "be nice\n" * 2_000
+            + f"\n## {memory_dir}/MEMORY.md (auto memory index)\n\n{index}"
+            + f"\n## {memory_dir}/team/MEMORY.md (team memory index)\n\n{team}"
+        ),
+        "files": [
+            {"path": "/p/CLAUDE.md", "type": "Project"},
+            {"path": f"{memory_dir}/MEMORY.md", "type": "AutoMem"},
+            {"path": f"{memory_dir}/team/MEMORY.md", "type": "TeamMem"},
+        ],
+        "memory_instructions": memory_instructions(memory_dir),
+        "memory_dir": memory_dir,
+    }
+
+
+LONG_DIR = "/home/ada/.claude/projects/" + "-src-a-long-folder-name" * 9 + "/memory"
+
+
+def test_session_start_shares_its_budget_between_the_indexes_and_a_kept_summary() -> None:
+    context = _big_context(LONG_DIR)
+    notes = "".join(f"## Worklog {i}\n" + "did a thing, then another\n" * 20 for i in range(80))
+    text = claude_code.session_start_context(context, summary=notes, summary_path="/s/summary.md")
+    # Before: the index and the notes whole, 70 KB, past what Claude Code puts inline.
+    assert len(text.encode()) <= claude_code.SESSION_START_BYTES
+    assert context["memory_instructions"].strip() in text
+    assert f"Auto memory directory: {LONG_DIR}" in text
+    assert "- [T4](t4.md) — team topic 4" in text  # a short index whole
+    assert "- [M0](m0.md)" in text
+    assert "- [M198](m198.md)" not in text
+    assert f"lines; read {LONG_DIR}/MEMORY.md for the rest]" in text
+    assert "be nice" not in text
+    # The notes come last, cut after a line, and say where the rest is; they took about half
+    # of what the instructions left.
+    _, _, kept = text.partition(f"Auto memory directory: {LONG_DIR}\n\n")
+    assert kept.startswith("## Worklog 0\n")
+    assert re.search(
+        r"\n\[memoryd: the session notes cut here for space, showing \d+ of "
+        r"1,680 lines; read /s/summary\.md for the rest\]\Z",
+        kept,
+    )
+    left = claude_code.SESSION_START_BYTES - len(context["memory_instructions"].encode())
+    assert left * 0.4 < len(kept.encode()) <= left * 0.5
+    # A short summary goes in whole, and the indexes take what it leaves.
+    text = claude_code.session_start_context(context, summary="Fixing the parser.")
+    assert text.endswith("\n\nFixing the parser.")
+    assert len(text.encode()) > 8_800
+
+
+def test_session_start_full_shares_the_budget_among_all_files() -> None:
+    text = claude_code.session_start_context(_big_context(LONG_DIR), full=True)
+    assert len(text.encode()) <= claude_code.SESSION_START_BYTES
+    assert text.startswith("Preamble.\n\n## /p/CLAUDE.md (")
+    assert "read /p/CLAUDE.md for the rest]" in text
+    assert f"read {LONG_DIR}/MEMORY.md for the rest]" in text
+
+
+def test_session_start_under_a_memory_dir_of_4_kb_keeps_the_instructions_whole() -> None:
+    # autoMemoryDirectory may name a path up to PATH_MAX: the instructions, the directory's
+    # line and each index heading carry it.
+    memory_dir = "/" + "/".join(["d" * 250] * 16)
+    context = _big_context(memory_dir)
+    text = claude_code.session_start_context(context, summary="notes\n" * 3_000)
+    assert len(text.encode()) <= claude_code.SESSION_START_BYTES
+    assert context["memory_instructions"].strip() in text
+    assert "[memoryd: the session notes cut here for space, showing " in text
+
+
 def test_recall_context_and_hook_output() -> None:
     text = claude_code.recall_context(
         [

@@ -599,3 +599,33 @@ def test_an_empty_socket_path_is_a_usage_error_not_the_current_folder(
     done = run_memctl(*args, stdin=payload)
     assert (done.returncode, done.stdout) == (0, "")
     assert "an empty path" in done.stderr
+
+
+async def test_session_start_holds_a_25_kb_index_under_a_long_path_to_the_inline_limit(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the output had no cap; a MEMORY.md at its 25,000-byte cap made
+    # ~28,000 characters, which Claude Code saves to a file, giving the model a 2 KB preview.
+    project = tmp_path.joinpath(*[f"a-rather-long-project-folder-name-{i:02}" for i in range(6)])
+    project.mkdir(parents=True)
+    context = await daemon.call("get_context", cwd=str(project))
+    index = Path(context["memory_dir"]) / "MEMORY.md"
+    index.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"- [Memory {i}](memory_{i:03}.md) — a hook about topic {i} {'x' * 70}" for i in range(199)
+    ]
+    index.write_text("\n".join(lines) + "\n")
+    assert index.stat().st_size > 24_000
+    payload = {"session_id": "s-big", "cwd": str(project), "source": "startup"}
+    code, out, err = await hook_async("session-start", payload, daemon.socket_path)
+    assert code == 0, err
+    text = context_of(out, "SessionStart")
+    assert len(text.encode()) <= 9_000  # under Claude Code's 10,000 characters
+    assert context["memory_instructions"].strip() in text  # how to use memory, whole
+    assert f"Auto memory directory: {context['memory_dir']}" in text
+    head, mark, _ = text.partition("\n[memoryd: this file cut here for space, showing ")
+    assert mark, text
+    shown = head.rpartition(f"## {index} (")[2].splitlines()[2:]
+    assert 20 < len(shown) < 199
+    assert shown == lines[: len(shown)]  # whole lines, in order
+    assert f"of 201 lines; read {index} for the rest]" in text

@@ -82,3 +82,21 @@ def test_a_summary_never_shown_is_dropped_by_the_next_compaction(
     # Before: the first compaction's summary came after the second.
     assert code == 0
     assert "first compaction" not in context_of(out, "SessionStart")
+
+
+def test_a_long_kept_summary_is_cut_to_the_inline_limit_naming_its_file(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    session, start = _session(tmp_path, "s9")
+    notes = "".join(f"## Worklog {i}\n" + "did a thing, then another\n" * 20 for i in range(80))
+    compacted = {**_compacted(notes), "summary_path": "/s/s9/session-memory/summary.md"}
+    fake_daemon.on("compact", compacted)
+    assert hook("pre-compact", session, fake_daemon.socket_path)[:2] == (0, "")
+    # memoryd down: the summary alone. Before: all 43 KB of it, which Claude Code saves to a
+    # file, the model getting a 2 KB preview.
+    code, out, _ = hook("session-start", start, tmp_path / "nobody.sock")
+    assert code == 0
+    text = context_of(out, "SessionStart")
+    assert len(text.encode()) <= 9_000
+    assert text.startswith("## Worklog 0\n")
+    assert text.endswith(" lines; read /s/s9/session-memory/summary.md for the rest]")

@@ -209,7 +209,7 @@ def _cwd(payload: dict[str, Any]) -> str:
 def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
     session_id = str(payload.get("session_id") or "")
     state_path = _state_file(session_id) if session_id else None
-    summary = ""
+    summary = summary_path = ""
     if payload.get("source") == "compact":
         # Taken before the daemon is asked, whatever it answers: left in the state when
         # get_context failed (memoryd down, or slow with the caches pre-compact dropped), this
@@ -217,6 +217,9 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
         state = _load_state(state_path)
         kept = state.pop("compact_summary", None)
         summary = kept.strip() if isinstance(kept, str) else ""
+        # Where the whole notes are, for a summary cut to fit (none in an older hook's state).
+        kept_path = state.pop("compact_summary_path", None)
+        summary_path = kept_path if isinstance(kept_path, str) else ""
         # The compaction took the recalled memories out of the context: they may come again.
         state.pop("surfaced", None)
         _save_state(state_path, state)
@@ -231,9 +234,10 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
             raise
         # The summary is the hook's own: the agent gets it with memoryd down or slow too.
         sys.stderr.write(f"memctl hook session-start: only the kept summary ({exc})\n")
-        return summary
-    text = claude_code.session_start_context(context, full=args.full)
-    return (text + "\n\n" if text and summary else text) + summary
+        context = {}
+    return claude_code.session_start_context(
+        context, full=args.full, summary=summary, summary_path=summary_path
+    )
 
 
 def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
@@ -332,16 +336,19 @@ def stop(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> s
 def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
     state_path = _state_file(str(payload.get("session_id") or ""))
     state = _load_state(state_path)
-    if "compact_summary" in state:
+    if "compact_summary" in state or "compact_summary_path" in state:
         # An earlier compaction's, never shown: stale now, whether or not this one gets a
         # summary. Dropped before a detached child may save this one's.
-        del state["compact_summary"]
+        state.pop("compact_summary", None)
+        state.pop("compact_summary_path", None)
         _save_state(state_path, state)
-    result = _transcript_call(args, payload, budget, "compact")
-    summary = claude_code.compacted_summary(result or {})
+    result = _transcript_call(args, payload, budget, "compact") or {}
+    summary = claude_code.compacted_summary(result)
     if summary and state_path is not None:
         state = _load_state(state_path)
         state["compact_summary"] = summary
+        if isinstance(result.get("summary_path"), str):
+            state["compact_summary_path"] = result["summary_path"]
         _save_state(state_path, state)
     return ""
 
