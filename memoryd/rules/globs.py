@@ -37,13 +37,21 @@ class GlobError(ValueError):
     pass
 
 
-def _normalize(pattern: str) -> str:
+def _normalize(pattern: str) -> str | None:
     """A `paths:` pattern as .gitignore reads it, made relative to the base: a leading `/`
     or one inside anchors it there, else it matches at any depth (`*.py`, `tests/`); a
-    trailing `/` (kept) names folders only; a leading `!` negates it."""
+    trailing `/` (kept) names folders only; a leading `!` negates it. None for a pattern
+    that names nothing: a bare `!` (or `!/`), which `ignore` drops; read as `!**` it took
+    back every match before it, and the rule never loaded."""
     pattern = pattern.strip()
+    if not pattern:
+        return None
     if pattern.startswith("!"):
-        return "!" + _normalize(pattern[1:])
+        negated = pattern[1:].strip()
+        while negated.startswith("./"):
+            negated = negated[2:]
+        inner = _normalize(negated) if negated.strip("/") else None
+        return None if inner is None else "!" + inner
     while pattern.startswith("./"):
         pattern = pattern[2:]
     body = pattern.rstrip("/")
@@ -272,7 +280,7 @@ def _step(parts: tuple[_Part, ...], positions: frozenset[int], name: str) -> fro
 
 @lru_cache(maxsize=1024)
 def _compile_relative(patterns: tuple[str, ...]) -> _Matcher:
-    normalized = [_normalize(p) for p in patterns if p.strip()]
+    normalized = [n for n in map(_normalize, patterns) if n is not None]
     try:
         # Compiled by wcmatch too, which refuses what it cannot read, as it always has.
         glob.compile(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)

@@ -36,6 +36,15 @@ BASE = Path("/proj")
         # Negations alone match nothing.
         (("!gen/**",), "gen/a.py", False),
         (("!gen/**",), "src/a.py", False),
+        # A bare `!` (or `!/`) names nothing, and `ignore` drops it (it was `!**`, taking back
+        # every match before it), as it drops an empty pattern.
+        (("src/**", "!"), "src/a.py", True),
+        (("src/**", "!/"), "src/a.py", True),
+        (("src/**", "! "), "src/a.py", True),
+        (("src/**", "!./"), "src/a.py", True),
+        (("!",), "src/a.py", False),
+        (("",), "src/a.py", False),
+        (("src/**", "!**"), "src/a.py", False),
         # A trailing `/` names a folder at any depth, as `*.py` names a file at any depth ...
         (("docs/",), "pkg/docs/guide.md", True),
         (("gen/",), "src/gen/x.ts", True),
@@ -97,3 +106,10 @@ def test_many_paths_in_few_folders_step_each_folder_once(
     # 10 folders of 3 names (pkg, modN, sub; pkg once) for each of the two patterns.
     assert len(steps) == 2 * (1 + 10 + 10)
     assert globs.matches_any(("*.proto", "pkg/mod3/sub/file1993.ts"), BASE, touched)
+
+
+def test_a_bare_negation_does_not_keep_a_rule_from_loading(tree: Tree, load: Loader) -> None:
+    # Found by a bug hunt: read as `!**`, it took back every path, and the rule never loaded.
+    tree.write(".claude/rules/src.md", '---\npaths:\n  - "src/**"\n  - "!"\n---\nSrc.\n')
+    result = load(tree.root, touched=(tree.root / "src/a.py",))
+    assert loaded(result, tree.root) == [".claude/rules/src.md"]
