@@ -56,7 +56,13 @@ def open_owner_rw(path: Path, flags: int) -> int:
         fd = os.open(path, flags | os.O_CREAT, 0o600)
     try:
         info = os.fstat(fd)
-        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != 0o600:
+        # A regular file only: run as root, a device or FIFO opened here is root's too, and
+        # /dev/null made 0600 broke every other user's (and initdb's) `> /dev/null`.
+        if (
+            stat.S_ISREG(info.st_mode)
+            and info.st_uid == os.getuid()
+            and stat.S_IMODE(info.st_mode) != 0o600
+        ):
             os.fchmod(fd, 0o600)
     except BaseException:
         os.close(fd)

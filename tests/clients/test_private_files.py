@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd_client.private_files import UnsafeFolder, open_private_log
+from memoryd_client.private_files import UnsafeFolder, open_owner_rw, open_private_log
 
 
 def test_a_folder_others_may_write_in_is_refused_before_anything_is_made(tmp_path: Path) -> None:
@@ -71,3 +71,19 @@ def test_a_file_a_read_only_folder_refuses_to_make_is_a_permission_error(
     ]
     done = subprocess.run([*command, str(folder)], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == ["PermissionError Permission denied", "0o500"]
+
+
+@pytest.mark.parametrize("opener", ["log", "lock"])
+def test_a_fifo_or_device_in_a_files_place_keeps_its_mode(tmp_path: Path, opener: str) -> None:
+    # Run as root, a device opened in a log's or lock's place is root's too, and its mode was
+    # made 0600 before the log saw it was no regular file: /dev/null went 0600 for every
+    # other user (and initdb) on the machine. A FIFO stands for it here.
+    fifo = tmp_path / ("memoryd.log" if opener == "log" else "m.lock")
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+    if opener == "log":
+        with pytest.raises(OSError, match="not a regular file"):
+            open_private_log(fifo)
+    else:
+        os.close(open_owner_rw(fifo, os.O_RDWR | os.O_NONBLOCK))
+    assert fifo.stat().st_mode & 0o777 == 0o666
