@@ -33,6 +33,8 @@ def test_without_json_it_is_argparses_usage_text() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.startswith("usage: memctl")
-    # A `--json` after `--` is a value, not the flag.
-    done = run_memctl("call", "--", "--json")
+    # A `--json` after `--` is a value, not the flag: the usage error (a third positional)
+    # stays argparse's. `call -- --json` alone made no usage error, so it could not tell.
+    done = run_memctl("call", "--", "--json", "{}", "extra")
+    assert done.returncode == 2
     assert done.stdout == ""
