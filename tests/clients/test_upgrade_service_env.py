@@ -174,7 +174,7 @@ def test_units_carry_nothing_when_nothing_is_set(
     service = (units(home) / "memoryd.service").read_text()
     # HOME only: the tests' HOME is not the password database's (`carried` without it below).
     environment = [x for x in service.splitlines() if x.startswith("Environment=")]
-    assert environment == [f"Environment={home}".replace("Environment=", "Environment=HOME=")]
+    assert environment == [f"Environment=HOME={home}"]
     assert "@" not in service.replace("`", "")
 
 
