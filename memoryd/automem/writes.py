@@ -244,14 +244,15 @@ class MemoryWrites:
                     before = self._index.remove_line(memory_dir, key, known)
                     try:
                         # An editor's save since the copy is copied too: deleted uncopied, it
-                        # was gone with no version of it kept.
-                        for _ in range(_RECOPIES):
-                            now = save_stamp(target, follow_links=False)
-                            if now is None or now == stamp:
-                                break
-                            stamp = now
-                            self._snapshot_sync(memory_dir, key, target, "delete")
+                        # was gone with no version of it kept. The file is held open before
+                        # the last look, so that a save landing after it is copied too.
                         with self._late_save_kept(memory_dir, key, target, "delete"):
+                            for _ in range(_RECOPIES):
+                                now = save_stamp(target, follow_links=False)
+                                if now is None or now == stamp:
+                                    break
+                                stamp = now
+                                self._snapshot_sync(memory_dir, key, target, "delete")
                             target.unlink()
                     except FileNotFoundError:
                         pass  # gone meanwhile (removed by hand): deleted all the same

@@ -154,3 +154,28 @@ async def test_a_write_whose_folder_is_removed_under_it_is_made_again(
     path = await _write(daemon, project, "Black tea.")
     assert removed
     assert "Black tea." in path.read_text()
+
+
+async def test_an_editors_save_after_the_last_look_before_the_unlink_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 21 review: the delete's last look for a save since its copy found
+    # none, and a save landing before the file was opened to be held across the unlink was
+    # deleted uncopied (the file held open only from after that look).
+    path = await _write(daemon, project, "Green tea.")
+    save = _save_once(path)
+    real = writes.save_stamp
+    looks: list[int] = []
+
+    def look_then_save(target: Path, **kwargs: Any) -> Any:
+        stamp = real(target, **kwargs)
+        looks.append(1)
+        if len(looks) == 2:  # the look after the copy and the index line: then the save
+            save()
+        return stamp
+
+    monkeypatch.setattr(writes, "save_stamp", look_then_save)
+    await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert not path.exists()
+    assert len(looks) >= 2
+    assert SAVED.encode() in _kept(daemon, project, path)
