@@ -324,8 +324,9 @@ def _refuse_theirs(sock: Path, uid: int) -> None:
     # Root's counts as the user's, as a socket of root's does (`check_server`).
     if uid not in (os.getuid(), 0):
         raise UntrustedSocket(
-            f"refusing {sock}: its start lock {start_lock(sock)} belongs to uid {uid}, not to you (uid {os.getuid()}); another user uses "
-            "this socket path: set MEMORYD_SOCKET or XDG_RUNTIME_DIR to a folder of your own"
+            f"refusing {sock}: its start lock {start_lock(sock)} belongs to uid {uid}, not to "
+            f"you (uid {os.getuid()}); another user uses this socket path: set MEMORYD_SOCKET "
+            "or XDG_RUNTIME_DIR to a folder of your own"
         )
 
 
