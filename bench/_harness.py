@@ -124,6 +124,12 @@ def rss_mb(pid: int | str = "self") -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (from /proc: Linux only), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def child_json(code: str, *args: str, root: Path = REPO) -> Any:
     """What `code`, run by this Python in a process of its own in checkout `root` (its
     memoryd imported), prints as JSON: a fresh interpreter per measurement, no state shared."""

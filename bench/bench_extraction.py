@@ -19,23 +19,15 @@ reported apart; so is the usual session start: a third project with `--memories`
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from _harness import REPO, daemon_process, median, percentile, temp_home
+from _harness import REPO, cpu_seconds, daemon_process, median, percentile, temp_home
 
 from memoryd.core.project import sanitize_key
 from memoryd_client import Client
 from tests.fakes.messages_api import FakeMessagesAPI, text_reply
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
 def make_memories(memory_dir: Path, count: int) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _harness import percentile
+from _harness import cpu_seconds, percentile
 from _team_server import old_against_new, start_team_server
 from bench_team_contention import REPO_NAME, seed
 
@@ -35,12 +35,6 @@ from memoryd.team.protocol import TEAM_MEMORY_PATH
 
 # The last commit before the change measured.
 DEFAULT_OLD = "8ecd918"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def note(i: int, edit: int = 0) -> str:
