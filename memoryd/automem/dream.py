@@ -188,8 +188,8 @@ class Dream:
         self.idle_s = idle_seconds()
         self.interval_s = float(DAY_S)
         self._timers: dict[Path, asyncio.Task[Any]] = {}  # per memory dir
-        # Per memory dir (and, written by a daemon before session 21, per project root: such
-        # an entry counts for the root's default dir, `_times`).
+        # Per memory dir, and per project root for the root's default dir, as a daemon before
+        # session 21 wrote and reads it (`_times`, `_record_run`).
         self._last_runs: dict[str, float] | None = None
         self.counts = {"runs": 0, "idle_runs": 0, "on_demand_runs": 0, "retired": 0, "edited": 0}
         self.last: dict[str, Any] | None = None
@@ -230,11 +230,11 @@ class Dream:
         return self._last_runs
 
     @staticmethod
-    def _legacy_key(project: Project, memory_dir: Path, *tables: dict[str, float]) -> str | None:
-        """The key of `project`'s root when one of `tables` holds it and `memory_dir` is the
-        root's default dir: what a daemon before session 21 recorded for that dir."""
+    def _legacy_key(project: Project, memory_dir: Path, table: dict[str, float]) -> str | None:
+        """The key of `project`'s root when `table` holds it and `memory_dir` is the root's
+        default dir: what a daemon before session 21 recorded for that dir."""
         root = str(project.root)
-        if any(root in table for table in tables) and memory_dir == default_dir(project):
+        if root in table and memory_dir == default_dir(project):
             return root
         return None
 
@@ -245,12 +245,14 @@ class Dream:
 
     def _record_run(self, project: Project, memory_dir: Path, at: float) -> None:
         last_runs = self.last_runs()
-        legacy = self._legacy_key(project, memory_dir, last_runs, self._failed_at)
-        last_runs[str(memory_dir)] = at
-        self._failed_at.pop(str(memory_dir), None)
-        if legacy is not None:  # its own entry holds the dir's run now
-            last_runs.pop(legacy, None)
-            self._failed_at.pop(legacy, None)
+        keys = [str(memory_dir)]
+        if memory_dir == default_dir(project):
+            # Under the root too, where a daemon before session 21 (one the user went back
+            # to) looks: the root's entry taken out, it found no run and dreamt the dir again.
+            keys.append(str(project.root))
+        for key in keys:
+            last_runs[key] = at
+            self._failed_at.pop(key, None)
         self._save_state()
 
     def _record_failure(self, project: Project, memory_dir: Path, at: float) -> None:

@@ -157,9 +157,25 @@ async def test_a_last_run_kept_per_root_counts_for_the_roots_default_dir(
     trees.dream._last_runs = None  # the daemon's reads the file again
     await daemon_with_model.call("memory.dream", cwd=str(trees.plain))
     state = json.loads(dream_state_path().read_text())
-    # The dir's own entry replaces the root's.
-    assert list(state["last_run"]) == [dirs[trees.plain]]
+    # The dir's own entry holds the run, and the root's too (`test_an_older_daemon_...`).
+    assert sorted(state["last_run"]) == sorted([dirs[trees.plain], root])
     assert state["failed_at"] == {}
+
+
+async def test_an_older_daemon_finds_the_run_of_the_roots_default_dir(
+    daemon_with_model: DaemonHandle, script: Script, isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by the session 21 review: the dir's run replaced the root's entry, and a daemon
+    # before session 21 (one the user went back to), which looks up the root, found no run
+    # and dreamt the dir again that day. A dir of its own has no entry under the root.
+    trees = Worktrees(daemon_with_model, isolated_env, tmp_path)
+    dirs = await trees.setup()
+    root = str(trees.project(trees.plain).root)
+    await daemon_with_model.call("memory.dream", cwd=str(trees.own))
+    await daemon_with_model.call("memory.dream", cwd=str(trees.other))
+    last_run = json.loads(dream_state_path().read_text())["last_run"]
+    assert sorted(last_run) == sorted([dirs[trees.own], dirs[trees.plain], root])
+    assert last_run[root] == last_run[dirs[trees.plain]] > last_run[dirs[trees.own]]
 
 
 def _refusal() -> Reply:
@@ -192,5 +208,6 @@ async def test_two_daemons_of_the_user_keep_each_others_runs(
     assert not other.due(trees.project(trees.own))  # the first daemon's run counts
     await other.run(trees.project(trees.plain))
     state = json.loads(dream_state_path().read_text())
-    assert sorted(state["last_run"]) == sorted({dirs[trees.own], dirs[trees.plain]})
+    root = str(trees.project(trees.plain).root)  # the default dir's run kept there too
+    assert sorted(state["last_run"]) == sorted({dirs[trees.own], dirs[trees.plain], root})
     assert not trees.dream.due(trees.project(trees.plain))
