@@ -40,7 +40,7 @@ from memoryd.automem.memfile import (
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
 from memoryd.core.project import Project
-from memoryd.errors import ForbiddenPath, InvalidParams, NotFound, TooLarge
+from memoryd.errors import ForbiddenPath, InvalidParams, MemorydError, NotFound, TooLarge
 from memoryd.fsutil import (
     ChangedMeanwhile,
     NotRegularFile,
@@ -256,7 +256,9 @@ class MemoryWrites:
                             target.unlink()
                     except FileNotFoundError:
                         pass  # gone meanwhile (removed by hand): deleted all the same
-                    except OSError:
+                    # The unlink failed, or a copy of a save since refused (swapped for a link):
+                    # the memory stays, so its line goes back.
+                    except (OSError, MemorydError):
                         if before is not None:
                             self._index.put_back(memory_dir, key, before)
                         raise

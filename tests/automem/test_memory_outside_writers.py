@@ -179,3 +179,27 @@ async def test_an_editors_save_after_the_last_look_before_the_unlink_is_kept(
     assert not path.exists()
     assert len(looks) >= 2
     assert SAVED.encode() in _kept(daemon, project, path)
+
+
+async def test_a_delete_refused_after_its_index_line_went_puts_the_line_back(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 21 review: the file swapped for a link after its line left the
+    # index (the look for a save since the copy refuses to copy through it, -32002) left the
+    # memory there with no line: only an OSError of the unlink put the line back.
+    path = await _write(daemon, project, "Green tea.")
+    real = IndexWriter.remove_line
+    elsewhere = memdir.parent / "elsewhere.md"
+    elsewhere.write_text(SAVED)
+
+    def then_swapped(*args: Any, **kwargs: Any) -> Any:
+        answer = real(*args, **kwargs)
+        path.unlink()
+        path.symlink_to(elsewhere)
+        return answer
+
+    monkeypatch.setattr(IndexWriter, "remove_line", staticmethod(then_swapped))
+    with pytest.raises(Exception, match="became a symlink"):
+        await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert path.is_symlink()
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
