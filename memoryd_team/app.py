@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -451,7 +452,10 @@ class ReplyCache:
     the right reply whenever that ETag is current: nothing to invalidate. After a push every
     teammate pulls the same first page (every checksum and up to 2 MiB of entries): each one
     read and encoded it again, about 80-100 ms of a server process at 10,000 entries; a
-    teammate after the first gets the bytes (bench/bench_team_pull.py)."""
+    teammate after the first gets the bytes (bench/bench_team_pull.py).
+
+    An entry counts its key too: a page past the last key is a 48-byte body, and its `from`
+    may be 16 KB (h11's request head), so bodies alone let 32 MiB hold gigabytes."""
 
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
@@ -465,14 +469,26 @@ class ReplyCache:
         return body
 
     def put(self, repo: str, etag: str, shape: _Shape, body: bytes) -> None:
+        key = (repo, etag, shape)
+        size = _held_bytes(key, body)
         # A body of more than a quarter of the cache would push out most of the others.
-        if len(body) > self._max_bytes // 4 or (repo, etag, shape) in self._bodies:
+        if size > self._max_bytes // 4 or key in self._bodies:
             return
-        self._bodies[(repo, etag, shape)] = body
-        self._size += len(body)
+        self._bodies[key] = body
+        self._size += size
         while self._size > self._max_bytes:
-            _, dropped = self._bodies.popitem(last=False)
-            self._size -= len(dropped)
+            self._size -= _held_bytes(*self._bodies.popitem(last=False))
+
+
+# A kept reply's memory besides its strings' and body's: its slot and node in the OrderedDict,
+# the key's two tuples and max_bytes (about 270 bytes on CPython 3.12, rounded up).
+_ENTRY_BYTES = 320
+
+
+def _held_bytes(key: tuple[str, str, _Shape], body: bytes) -> int:
+    repo, etag, (view, start, _) = key
+    strings = (repo, etag, view, start or "")
+    return _ENTRY_BYTES + sys.getsizeof(body) + sum(sys.getsizeof(s) for s in strings)
 
 
 def _list_header(request: Request, name: str) -> str | None:

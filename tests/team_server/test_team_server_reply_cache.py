@@ -4,9 +4,11 @@ state's reply served for another."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -76,10 +78,11 @@ def test_a_kept_page_still_answers_if_match_from_its_own_state(
 
 
 def test_the_cache_keeps_the_most_recently_used_bodies_within_its_size() -> None:
-    cache = ReplyCache(400)
+    # Four bodies of 100,000 bytes and what keeps them (under 1,000 bytes each) fit.
+    cache = ReplyCache(404_000)
     shape = ("page", None, 100)
     for n in range(5):
-        cache.put("a/b", f'"{n}"', shape, bytes(100))
+        cache.put("a/b", f'"{n}"', shape, bytes(100_000))
     assert [cache.get("a/b", f'"{n}"', shape) is not None for n in range(5)] == [
         False,
         True,
@@ -88,16 +91,40 @@ def test_the_cache_keeps_the_most_recently_used_bodies_within_its_size() -> None
         True,
     ]
     assert cache.get("a/b", '"1"', shape) is not None  # used: now the newest
-    cache.put("a/b", '"5"', shape, bytes(100))
+    cache.put("a/b", '"5"', shape, bytes(100_000))
     assert cache.get("a/b", '"2"', shape) is None
     assert cache.get("a/b", '"1"', shape) is not None
     # Another repository, view or page start is another reply.
     assert cache.get("c/d", '"1"', shape) is None
     assert cache.get("a/b", '"1"', ("hashes", None, None)) is None
     # More than a quarter of the cache is never kept: it would push out most of the others.
-    cache.put("a/b", '"big"', shape, bytes(101))
+    cache.put("a/b", '"big"', shape, bytes(101_000))
     assert cache.get("a/b", '"big"', shape) is None
     assert ReplyCache(0).get("a/b", '"1"', shape) is None
+
+
+def test_the_cache_holds_no_more_memory_than_its_size_whatever_its_keys() -> None:
+    """Only the bodies were counted: a page past the last key is a 48-byte body and its
+    `from` up to 16 KB (h11's request head), so a 1 MiB cache held 22 MiB after 1,500 such
+    GETs (32 MiB, the default, could hold gigabytes)."""
+    limit = 1024 * 1024
+    cache = ReplyCache(limit)
+    etag = '"' + "0" * 64 + '"'
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(1500):
+            start = f"z{n:05d}" + "y" * 15_000
+            cache.put("acme/widgets", etag, ("page", start, 2_097_152), bytes(48))
+        for n in range(20_000):  # short keys: what each entry costs besides its strings
+            cache.put("acme/widgets", etag, ("page", f"k{n}", 2_097_152), bytes(48))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held <= limit * 1.1, held
+    assert cache.get("acme/widgets", etag, ("page", "k19999", 2_097_152)) is not None
 
 
 def test_requests_for_a_reply_being_read_wait_for_that_one_read(
