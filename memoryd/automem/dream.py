@@ -130,8 +130,10 @@ def dream_state_path() -> Path:
     return paths.state_dir() / "dream.json"
 
 
-def _failed_times(value: Any) -> dict[str, float]:
-    """dream.json's `failed_at` (since session 19): an entry that is not one is dropped."""
+def _time_table(value: Any) -> dict[str, float]:
+    """dream.json's `last_run` or `failed_at` (since session 19): an entry that is no time is
+    dropped alone. A NaN last run was taken, and its dir was never due again (every comparison
+    with it is false); a string or null made the whole file unreadable."""
     if not isinstance(value, dict):
         return {}
     return {
@@ -145,8 +147,7 @@ def _read_state(path: Path) -> tuple[dict[str, float], dict[str, float]] | None:
     """dream.json's (last runs, failures), or None when there is none or it is damaged."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        last = {str(k): float(v) for k, v in data.get("last_run", {}).items()}
-        return last, _failed_times(data.get("failed_at"))
+        return _time_table(data.get("last_run")), _time_table(data.get("failed_at"))
     except FileNotFoundError:
         return None
     # A damaged file too: nested too deep for the parser, a number too big for a float.

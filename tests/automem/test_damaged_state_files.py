@@ -59,3 +59,18 @@ def test_a_session_record_with_a_time_too_big_for_a_float_is_read(
     assert problem is None
     assert record.updates == 3  # the rest of the record is kept
     assert record.last_update_at is None
+
+
+@pytest.mark.parametrize("entry", ["NaN", '"nan"', '"soon"', "null", "true", "[1]"])
+def test_a_dream_last_run_that_is_no_time_is_dropped_alone(
+    isolated_env: IsolatedEnv, entry: str
+) -> None:
+    # Found by the session 21 review: NaN (or "nan") was taken as a time, and a dir whose
+    # last run is NaN was never due again (each comparison with it false), silently; an entry
+    # of another kind made the whole file unreadable, every other dir's dream due again.
+    path = dream_mod.dream_state_path()
+    path.parent.mkdir(parents=True)
+    path.write_text('{"last_run": {"/p": ' + entry + ', "/q": 5.0}}')
+    dream: Any = object.__new__(dream_mod.Dream)  # only its last-run bookkeeping is used
+    dream._last_runs = None
+    assert dream_mod.Dream.last_runs(dream) == {"/q": 5.0}
