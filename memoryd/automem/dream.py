@@ -147,7 +147,17 @@ def _read_state(path: Path) -> tuple[dict[str, float], dict[str, float]] | None:
     """dream.json's (last runs, failures), or None when there is none or it is damaged."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return _time_table(data.get("last_run")), _time_table(data.get("failed_at"))
+        given = data.get("last_run", {})
+        last = _time_table(given)
+        if not isinstance(given, dict) or len(last) < len(given):
+            # Their dirs' dreams become due again: say why.
+            ignored = sorted(set(given) - set(last)) if isinstance(given, dict) else [given]
+            log.warning(
+                "dream state: last runs that are no time ignored",
+                path=str(path),
+                ignored=[str(i)[:200] for i in ignored[:20]],
+            )
+        return last, _time_table(data.get("failed_at"))
     except FileNotFoundError:
         return None
     # A damaged file too: nested too deep for the parser, a number too big for a float.

@@ -270,10 +270,16 @@ async def test_memctl_dream_without_a_model_fails_clearly(
 
 
 @pytest.mark.parametrize(
-    "content", ["{not json", '{"last_run": [1, 2]}', '{"last_run": {"/p": "x"}}']
+    ("content", "event"),
+    [
+        ("{not json", "dream state unreadable; starting afresh"),
+        # An entry that is no time is dropped alone (test_damaged_state_files.py).
+        ('{"last_run": [1, 2]}', "dream state: last runs that are no time ignored"),
+        ('{"last_run": {"/p": "x"}}', "dream state: last runs that are no time ignored"),
+    ],
 )
 async def test_unreadable_dream_state_is_logged_not_silent(
-    daemon: DaemonHandle, content: str
+    daemon: DaemonHandle, content: str, event: str
 ) -> None:
     from structlog.testing import capture_logs
 
@@ -281,7 +287,7 @@ async def test_unreadable_dream_state_is_logged_not_silent(
     dream_state_path().write_text(content)
     with capture_logs() as logs:
         assert daemon.daemon.services.dream.last_runs() == {}
-    assert [e["event"] for e in logs] == ["dream state unreadable; starting afresh"]
+    assert [e["event"] for e in logs] == [event]
     assert logs[0]["path"] == str(dream_state_path())
 
 
