@@ -387,15 +387,6 @@ class PostgresStorage(Storage):
                     "SELECT etag FROM team_repos WHERE name = $1", upsert.repo
                 )
                 check_stored_etag(stored, upsert)
-                if upsert.check_token:
-                    # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
-                    # and a write that starts after the revoke committed sees it.
-                    active = await conn.fetchval(
-                        "SELECT 1 FROM team_tokens WHERE id = $1 AND revoked_at IS NULL FOR SHARE",
-                        upsert.author.token_id,
-                    )
-                    if active is None:
-                        raise TokenRevoked(upsert.author.token_id)
                 if stored is None:  # a repo row is never deleted: only a new one is made
                     await conn.execute(
                         "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
@@ -407,6 +398,17 @@ class PostgresStorage(Storage):
                 stored = await conn.fetchval(
                     "SELECT etag FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
                 )
+                if upsert.check_token:
+                    # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
+                    # and a write that starts after the revoke committed sees it. Taken once
+                    # the repository's row is ours: a PUT queued for that row holding it
+                    # made `token revoke` wait as long (a stalled write: past its timeout).
+                    active = await conn.fetchval(
+                        "SELECT 1 FROM team_tokens WHERE id = $1 AND revoked_at IS NULL FOR SHARE",
+                        upsert.author.token_id,
+                    )
+                    if active is None:
+                        raise TokenRevoked(upsert.author.token_id)
                 check_stored_etag(stored, upsert)  # under the lock: what this write replaces
                 rows = await conn.fetch(
                     "SELECT key, checksum, version FROM team_entries WHERE repo = $1", upsert.repo

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -193,6 +194,54 @@ def test_a_stale_put_is_412_while_a_long_write_holds_the_repository(database_url
         assert repo.get().json()["entries"] == {"a.md": "2"}
     finally:
         server.stop()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_revoke_does_not_wait_for_a_put_queued_for_its_repository(database_url: str) -> None:
+    """A PUT took its token's row FOR SHARE before it queued for its repository's row, so
+    `token revoke` waited as long as the write before it held the repository (a stalled one:
+    up to 15 s), past the command's own 5 s, and the token stayed active."""
+    server = ThreadedServer(
+        database_url, ServerSettings(), PostgresStorage(database_url, timeout_s=20.0)
+    ).start()
+    try:
+        repo = Repo(server, "acme/widgets", server.token("acme/widgets"))
+        (info,) = server.run(server.storage.list_tokens())
+        etag = repo.put({"a.md": "1"}).headers["etag"]
+        with ThreadPoolExecutor(1) as pool:
+            with _repository_locked(database_url, "acme/widgets"):
+                queued = pool.submit(repo.put, {"a.md": "2"}, etag)
+                asyncio.run(_until_a_session_waits_for_a_lock(database_url))
+                # Within 1 s, while the repository is still held.
+                assert asyncio.run(_revoke(database_url, info.id, timeout_s=1.0))
+            reply = queued.result()
+        assert reply.status_code == 401, reply.text
+        assert server.run(server.storage.get_etag("acme/widgets")) == etag  # nothing written
+    finally:
+        server.stop()
+
+
+async def _until_a_session_waits_for_a_lock(database_url: str) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        for _ in range(3000):
+            if await conn.fetchval(query):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("no session waited for a lock")
+    finally:
+        await conn.close()
+
+
+async def _revoke(database_url: str, token_id: str, *, timeout_s: float) -> bool:
+    storage = PostgresStorage(database_url, timeout_s=timeout_s)
+    await storage.open()
+    try:
+        return await storage.revoke_token(token_id, datetime.now(UTC))
+    finally:
+        await storage.close()
 
 
 @contextlib.contextmanager
