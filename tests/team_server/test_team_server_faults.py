@@ -225,7 +225,10 @@ def test_a_revoke_does_not_wait_for_a_put_queued_for_its_repository(database_url
 async def _until_a_session_waits_for_a_lock(database_url: str) -> None:
     conn = await asyncpg.connect(database_url)
     try:
-        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        query = (
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
         for _ in range(3000):
             if await conn.fetchval(query):
                 return
