@@ -46,11 +46,11 @@ async def run_rounds(url: str, token: str, pid: int, args: argparse.Namespace) -
     limits = httpx.Limits(max_connections=args.teammates + 1)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=120) as http:
         params = {"repo": REPO_NAME}
-        seed = {f"notes/area-{i // 100:03d}/note-{i:05d}.md": note(i) for i in range(args.entries)}
-        keys = sorted(seed)
+        notes = {f"notes/area-{i // 100:03d}/note-{i:05d}.md": note(i) for i in range(args.entries)}
+        keys = sorted(notes)
         etag: str | None = None
         for start in range(0, len(keys), 500):  # PUT bodies stay under the 2 MiB cap
-            batch = {key: seed[key] for key in keys[start : start + 500]}
+            batch = {key: notes[key] for key in keys[start : start + 500]}
             reply = await http.put(
                 TEAM_MEMORY_PATH,
                 params=params,
