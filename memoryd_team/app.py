@@ -451,7 +451,7 @@ class ReplyCache:
     An ETag names one state (the hash of every key and checksum), so a body built for it is
     the right reply whenever that ETag is current: nothing to invalidate. After a push every
     teammate pulls the same first page (every checksum and up to 2 MiB of entries): each one
-    read and encoded it again, about 80-100 ms of a server process at 10,000 entries; a
+    read and encoded it again, 60-90 ms of a server process's CPU at 10,000 entries; a
     teammate after the first gets the bytes (bench/bench_team_pull.py).
 
     An entry counts its key too: a page past the last key is a 48-byte body, and its `from`
