@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
 from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
@@ -49,6 +51,8 @@ from memoryd.fsutil import (
     read_regular_file,
     save_stamp,
 )
+
+log = structlog.get_logger("memoryd.automem")
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 # A file memoryd replaces or deletes is copied to its history first; one larger than this (no
@@ -204,7 +208,17 @@ class MemoryWrites:
                     break
                 content += chunk
             if len(content) <= _SNAPSHOT_MAX_BYTES:
-                self.history.save(memory_dir, key, content, reason)
+                try:
+                    self.history.save(memory_dir, key, content, reason)
+                except OSError as exc:
+                    # The change is made (a rename, an unlink): failing it now said "nothing
+                    # was changed", and a write's index line was never queued.
+                    log.warning(
+                        "an editor's save under a change not kept",
+                        file=str(target),
+                        reason=reason,
+                        error=str(exc),
+                    )
         finally:
             os.close(fd)
 

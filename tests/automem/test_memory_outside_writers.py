@@ -63,6 +63,40 @@ def _after_copy(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> No
     monkeypatch.setattr(writes, "make_private_dirs", hooked)
 
 
+def _after_the_last_look(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> None:
+    """`save` runs right after a write's or restore's last look (`still`), before its rename."""
+    real = writes.unchanged_since
+
+    def look_then_save(target: Path, stamp: Any) -> Callable[[], bool]:
+        still = real(target, stamp)
+
+        def then_save() -> bool:
+            answer = still()
+            save()
+            return answer
+
+        return then_save
+
+    monkeypatch.setattr(writes, "unchanged_since", look_then_save)
+
+
+def _after_the_deletes_look(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> list[int]:
+    """`save` runs right after a delete's look for a save since its copy, before its unlink;
+    the looks made, returned."""
+    real = writes.save_stamp
+    looks: list[int] = []
+
+    def look_then_save(target: Path, **kwargs: Any) -> Any:
+        stamp = real(target, **kwargs)
+        looks.append(1)
+        if len(looks) == 2:  # the look after the copy and the index line: then the save
+            save()
+        return stamp
+
+    monkeypatch.setattr(writes, "save_stamp", look_then_save)
+    return looks
+
+
 async def test_an_editors_save_under_an_overwrite_is_kept(
     daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,20 +147,7 @@ async def test_an_editors_save_after_the_last_look_before_the_rename_is_kept(
     # The last look (`still`) finds the file as it was copied, and the save lands before the
     # rename: into the file replaced. It is read from that file, held open, and kept.
     path = await _write(daemon, project, "Green tea.")
-    save = _save_once(path)
-    real = writes.unchanged_since
-
-    def look_then_save(target: Path, stamp: Any) -> Callable[[], bool]:
-        still = real(target, stamp)
-
-        def then_save() -> bool:
-            answer = still()
-            save()
-            return answer
-
-        return then_save
-
-    monkeypatch.setattr(writes, "unchanged_since", look_then_save)
+    _after_the_last_look(monkeypatch, _save_once(path))
     await _write(daemon, project, "Black tea.")
     assert "Black tea." in path.read_text()
     assert SAVED.encode() in _kept(daemon, project, path)
@@ -163,18 +184,7 @@ async def test_an_editors_save_after_the_last_look_before_the_unlink_is_kept(
     # none, and a save landing before the file was opened to be held across the unlink was
     # deleted uncopied (the file held open only from after that look).
     path = await _write(daemon, project, "Green tea.")
-    save = _save_once(path)
-    real = writes.save_stamp
-    looks: list[int] = []
-
-    def look_then_save(target: Path, **kwargs: Any) -> Any:
-        stamp = real(target, **kwargs)
-        looks.append(1)
-        if len(looks) == 2:  # the look after the copy and the index line: then the save
-            save()
-        return stamp
-
-    monkeypatch.setattr(writes, "save_stamp", look_then_save)
+    looks = _after_the_deletes_look(monkeypatch, _save_once(path))
     await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert not path.exists()
     assert len(looks) >= 2
@@ -203,3 +213,48 @@ async def test_a_delete_refused_after_its_index_line_went_puts_the_line_back(
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert path.is_symlink()
     assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+
+
+async def test_a_late_save_that_cannot_be_copied_fails_no_write_that_landed(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 21 review: the copy of a save landing under the rename, made after
+    # the rename, failed the write (a full state disk: -32603 "nothing was changed") with the
+    # memory replaced and its index line never queued; and a delete's put its line back with
+    # the file gone. The write stands and the lost save is logged.
+    from structlog.testing import capture_logs
+
+    from memoryd.automem.history import History
+
+    path = await _write(daemon, project, "Green tea.")
+    await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name="Likes coffee",
+        description="d",
+        body="b",
+    )
+    real_save = History.save
+
+    def full_for_the_save(
+        self: History, memory_dir: Path, file: str, content: bytes, reason: str
+    ) -> Any:
+        if content == SAVED.encode():
+            raise OSError(28, "No space left on device")
+        return real_save(self, memory_dir, file, content, reason)
+
+    monkeypatch.setattr(History, "save", full_for_the_save)
+    _after_the_last_look(monkeypatch, _save_once(path))
+    with capture_logs() as logs:
+        await _write(daemon, project, "Black tea.")
+    assert "Black tea." in path.read_text()
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+    assert "an editor's save under a change not kept" in [e["event"] for e in logs]
+    # A delete: the save lands after its last look, under the unlink.
+    _after_the_deletes_look(monkeypatch, _save_once(path))
+    with capture_logs() as logs:
+        await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert "an editor's save under a change not kept" in [e["event"] for e in logs]
+    assert not path.exists()
+    assert f"({path.name})" not in (memdir / "MEMORY.md").read_text()
