@@ -12,6 +12,7 @@ import pytest
 
 from memoryd.daemon.rpc import MethodSpec, NoParams, method
 from memoryd.daemon.wiring import rpc_methods
+from memoryd.fsutil import ChangedMeanwhile
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
@@ -178,3 +179,23 @@ async def test_only_a_method_that_writes_a_memory_folder_is_told_to_move_it(
         *(f"memory.{m}" for m in ("remember", "reconcile", "dream")),
         *(f"team.{m}" for m in ("status", "pull", "push")),
     }
+
+
+async def _saved_again(_daemon: object, _params: NoParams) -> None:
+    try:
+        raise ChangedMeanwhile(errno.EAGAIN, "changed under each try", "/home/ada/m.md")
+    except ChangedMeanwhile as exc:
+        raise RuntimeError("write gave up") from exc
+
+
+async def test_a_file_saved_again_under_every_try_is_said_so(short_tmp: Path) -> None:
+    # Found by a review: a memory an editor saved in a loop failed the write with "internal
+    # error in memory.write: ChangedMeanwhile", as if memoryd were at fault.
+    (said,) = (
+        await _messages(short_tmp, method("test.saved_again", NoParams, _saved_again))
+    ).values()
+    assert said == (
+        "test.saved_again failed: another program changed its file (saved it again, or "
+        "removed its folder) under each of its tries; nothing was changed. Try again once it "
+        "has stopped (the file is named in the daemon's log)"
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -37,6 +38,7 @@ from memoryd.daemon.protocol.envelope import (
 from memoryd.daemon.protocol.framing import ParseFailure
 from memoryd.daemon.rpc import MethodSpec
 from memoryd.errors import MemorydError
+from memoryd.fsutil import ChangedMeanwhile
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -159,16 +161,6 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     the traceback) go to the log only (docs/protocol.md). A full disk, a quota, a file-size
     limit or a read-only file system is named, with what was left and how to mend it."""
     log.error("method failed", method=spec.name, exc_info=exc)
-    code = _no_room(exc)
-    if code is None:
-        return _Failed(
-            INTERNAL_ERROR,
-            f"internal error in {spec.name}: {type(exc).__name__} "
-            "(details are in the daemon's log)",
-        )
-    what, fix = _NO_ROOM[code]
-    if code == errno.EROFS and spec.memory_folder:
-        fix = f"{fix}, {_MOVE_IT}"
     # Every method but these writes one file atomically (or stages all before the first
     # rename), so a failure leaves everything as it was.
     left = (
@@ -176,6 +168,26 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
         if spec.writes_several
         else "nothing was changed"
     )
+    if _in_chain(exc, lambda e: isinstance(e, ChangedMeanwhile)) is not None:
+        # A file saved again under each of the write's tries (an editor or a script saving
+        # in a loop): said as a bare "ChangedMeanwhile" it read as memoryd's own fault.
+        return _Failed(
+            INTERNAL_ERROR,
+            f"{spec.name} failed: another program changed its file (saved it again, or removed "
+            f"its folder) under each of its tries; {left}. Try again once it has stopped (the "
+            "file is named in the daemon's log)",
+        )
+    found = _in_chain(exc, lambda e: isinstance(e, OSError) and e.errno in _NO_ROOM)
+    if not isinstance(found, OSError) or found.errno is None:
+        return _Failed(
+            INTERNAL_ERROR,
+            f"internal error in {spec.name}: {type(exc).__name__} "
+            "(details are in the daemon's log)",
+        )
+    code = found.errno
+    what, fix = _NO_ROOM[code]
+    if code == errno.EROFS and spec.memory_folder:
+        fix = f"{fix}, {_MOVE_IT}"
     return _Failed(
         INTERNAL_ERROR,
         f"{spec.name} failed: {what}; {left}. To mend it: {fix}, then try again "
@@ -183,13 +195,13 @@ def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     )
 
 
-def _no_room(exc: BaseException) -> int | None:
-    """The errno of the first OSError in `exc`'s chain that `_NO_ROOM` knows."""
+def _in_chain(exc: BaseException, wanted: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first exception in `exc`'s chain (causes, then contexts) that is `wanted`."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in _NO_ROOM:
-            return current.errno
+        if wanted(current):
+            return current
         current = current.__cause__ or current.__context__
     return None
