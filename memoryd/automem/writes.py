@@ -48,6 +48,7 @@ from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
     make_private_dirs,
+    open_regular_file,
     read_regular_file,
     save_stamp,
 )
@@ -190,7 +191,7 @@ class MemoryWrites:
         long as the thread waits for the GIL) went with the file replaced, no version of it
         kept. The file is held open across the change, and such a save is copied from it."""
         try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = open_regular_file(target)
         except OSError:
             yield  # nothing there (or no regular file): the change's own checks say so
             return
@@ -199,7 +200,7 @@ class MemoryWrites:
             seen = (st.st_mtime_ns, st.st_size)
             yield
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or (st.st_mtime_ns, st.st_size) == seen:
+            if (st.st_mtime_ns, st.st_size) == seen:
                 return
             content = b""
             while len(content) <= _SNAPSHOT_MAX_BYTES:
