@@ -236,11 +236,12 @@ class Storage(abc.ABC):
         max_entries: int | None,
         author: Author,
         at: datetime,
-        check_token: bool = False,
+        check_token: bool = True,
     ) -> PutResult:
-        """Upsert under the repo's write lock; the precondition is checked inside it, and with
-        `check_token` (a client's PUT) that the author's token is still active (else
-        TokenRevoked). Without it the author is any name (seeding, an admin's tool)."""
+        """Upsert under the repo's write lock; the precondition is checked inside it, and
+        that the author's token is still active (else TokenRevoked). `check_token=False` only
+        for seeding or an admin's tool, whose author is any name: on by default, a caller
+        that forgets it fails loudly instead of letting a revoked token write."""
         return await self._apply(
             Upsert(
                 repo,

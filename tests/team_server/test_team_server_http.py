@@ -15,7 +15,7 @@ import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd_team.settings import ServerSettings
-from memoryd_team.storage.base import TokenInfo
+from memoryd_team.storage.base import Author, TokenInfo, TokenRevoked
 from tests.team_server.conftest import Repo, ThreadedServer
 
 
@@ -122,6 +122,30 @@ def test_revoked_token_is_401(repo: Repo) -> None:
     assert repo.put({"a.md": "x"}).status_code == 200
     assert repo.server.run(repo.server.storage.revoke_token(tokens[0].id, datetime.now(UTC)))
     assert repo.get().status_code == 401
+
+
+def test_a_write_checks_its_authors_token_unless_told_it_seeds(repo: Repo) -> None:
+    """The check was off unless a caller asked for it: a new server-side caller that forgot
+    the flag would have let a revoked token write. It is on unless a seeder turns it off."""
+    storage, at = repo.server.storage, datetime.now(UTC)
+    made_up = Author("no-such-token", "seeder")
+    with pytest.raises(TokenRevoked):
+        repo.server.run(
+            storage.put_entries(
+                "acme/widgets", {"a.md": "x"}, None, max_entries=None, author=made_up, at=at
+            )
+        )
+    repo.server.run(
+        storage.put_entries(
+            "acme/widgets",
+            {"a.md": "x"},
+            None,
+            max_entries=None,
+            author=made_up,
+            at=at,
+            check_token=False,
+        )
+    )
 
 
 def test_a_token_revoked_while_its_put_arrives_writes_nothing(repo: Repo) -> None:
