@@ -12,13 +12,13 @@ every file that was found but not loaded gets a `Skipped` entry saying why.
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
+from memoryd.jsonsize import json_string_bytes
 from memoryd.rules import frontmatter, globs, includes, markdown
 from memoryd.rules.fsview import FileSystem, FsError
 from memoryd.rules.model import (
@@ -336,8 +336,12 @@ class _Loader:
         # with -32004), its path in its heading and its `files` entry, and its parent's; and
         # a rule's globs in both too, with their quotes and separators (up to 64 KiB of
         # frontmatter a rule: 300 such rules of one-line texts made a 36 MB reply).
-        size = reply_bytes(body) + 2 * reply_bytes(str(path)) + reply_bytes(str(parent or ""))
-        size += 2 * sum(reply_bytes(pattern) + 3 for pattern in patterns or ())
+        size = (
+            json_string_bytes(body)
+            + 2 * json_string_bytes(str(path))
+            + json_string_bytes(str(parent or ""))
+        )
+        size += 2 * sum(json_string_bytes(pattern) + 3 for pattern in patterns or ())
         if self.loaded_bytes + size > MAX_CONTEXT_BYTES:
             self._skip(
                 path,
@@ -473,7 +477,11 @@ class _Loader:
     def _skip(
         self, path: Path, reason: SkipReason, detail: str, parent: Path | None = None
     ) -> None:
-        cost = reply_bytes(str(path)) + reply_bytes(detail) + reply_bytes(str(parent or ""))
+        cost = (
+            json_string_bytes(str(path))
+            + json_string_bytes(detail)
+            + json_string_bytes(str(parent or ""))
+        )
         if len(self.skipped) >= MAX_SKIPPED or self.skipped_bytes + cost > MAX_SKIPPED_BYTES:
             self.unreported += 1
             return
@@ -532,19 +540,6 @@ _WIDE_BOMS = (
 def _utf16_or_32(data: bytes) -> str | None:
     """The encoding a byte order mark at the start of `data` names, when not UTF-8's."""
     return next((name for bom, name in _WIDE_BOMS if data.startswith(bom)), None)
-
-
-# Characters JSON writes escaped: two bytes (`\n`, `\"`) or six (`\u001b`).
-_JSON_TWO = re.compile(r'["\\\x08\t\n\x0c\r]')
-_JSON_SIX = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")
-
-
-def reply_bytes(text: str) -> int:
-    """The bytes `text` takes as a JSON string in a reply (its quotes aside)."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if _JSON_SIX.search(text) is not None:
-        size += 5 * (len(text) - len(_JSON_SIX.sub("", text)))
-    return size + len(text) - len(_JSON_TWO.sub("", text))
 
 
 def _ancestors(cwd: Path) -> list[Path]:

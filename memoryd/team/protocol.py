@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from memoryd.jsonsize import json_string_bytes
+
 # The one endpoint of the team memory protocol (docs/team-server.md).
 TEAM_MEMORY_PATH = "/api/claude_code/team_memory"
 
@@ -178,10 +180,6 @@ def _ignored_problem(key: str) -> str | None:
     return None
 
 
-def _json(value: str) -> bytes:
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
-
-
 def encode_put_body(entries: Mapping[str, str]) -> bytes:
     """The exact PUT body the client sends; `plan_batches` sizes batches against it."""
     return json.dumps({"entries": dict(entries)}, ensure_ascii=False, separators=(",", ":")).encode(
@@ -192,22 +190,10 @@ def encode_put_body(entries: Mapping[str, str]) -> bytes:
 _BODY_OVERHEAD = len(encode_put_body({}))  # {"entries":{}}
 
 
-# Characters JSON writes as a six-byte \u00XX escape; the common ones (\n, \t, \r, ", \)
-# take two bytes and are counted without encoding.
-_RARE_ESCAPES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
-def _json_size(text: str) -> int:
-    """len(json.dumps(text, ensure_ascii=False).encode()) without building it, for ASCII."""
-    if not text.isascii() or _RARE_ESCAPES.search(text):
-        return len(_json(text))
-    escaped = sum(text.count(ch) for ch in ('"', "\\", "\n", "\r", "\t"))
-    return len(text) + escaped + 2
-
-
 def entry_body_bytes(key: str, content: str) -> int:
     """What one entry adds to a PUT body: `"key":"content"` plus its separating comma."""
-    return _json_size(key) + 1 + _json_size(content) + 1
+    quotes = 2
+    return json_string_bytes(key) + quotes + 1 + json_string_bytes(content) + quotes + 1
 
 
 @dataclass(frozen=True, slots=True)
