@@ -389,9 +389,7 @@ class SyncEngine:
                     mismatched.add(key)
             if wanted:
                 async with self._write_lock:
-                    await asyncio.to_thread(
-                        self._apply_entries, wanted, scan, report, refused, report.went_back
-                    )
+                    await asyncio.to_thread(self._apply_entries, wanted, scan, report, refused)
                 handled.update(wanted)
             if page.next is None:
                 break
@@ -422,9 +420,7 @@ class SyncEngine:
         texts = _texts(snapshot.entries, refused)
         report.went_back = self._went_back(snapshot.etag)
         async with self._write_lock:
-            await asyncio.to_thread(
-                self._apply_entries, texts, scan, report, refused, report.went_back
-            )
+            await asyncio.to_thread(self._apply_entries, texts, scan, report, refused)
         server = {key: _digest(content) for key, content in snapshot.entries.items()}
         await asyncio.to_thread(
             self._settle, server, snapshot.etag, scan, report, refused, set(server)
@@ -462,14 +458,14 @@ class SyncEngine:
         scan: LocalScan,
         report: PullReport,
         refused: dict[str, str],
-        went_back: bool = False,
     ) -> None:
         """Write what the server sent (in a thread, under the memory dir's writer lock);
-        `scan` is updated with what was written, `refused` with the keys not written. With
-        `went_back` a synced local version is kept aside too: the server lost it."""
+        `scan` is updated with what was written, `refused` with the keys not written. After
+        the server went back (`report.went_back`) a synced local version is kept aside too:
+        the server lost it."""
         dirs_to_sync: set[Path] = set()
         try:
-            self._write_entries(entries, scan, report, refused, dirs_to_sync, went_back)
+            self._write_entries(entries, scan, report, refused, dirs_to_sync)
         finally:
             # Before the state can record them as synced (the caller saves it after).
             self.folder.sync_dirs(dirs_to_sync)
@@ -481,7 +477,6 @@ class SyncEngine:
         report: PullReport,
         refused: dict[str, str],
         dirs_to_sync: set[Path],
-        went_back: bool,
     ) -> None:
         state = self.state
         now = self._clock()
@@ -518,7 +513,7 @@ class SyncEngine:
                 # the bytes that moved, so an edit saved since the read above is kept too.
                 # After the server went back, the synced version is one it lost (a version
                 # pushed after its backup): dropped, it was gone from the folder and the server.
-                disposable = {digest} if synced is None or went_back else {digest, synced}
+                disposable = {digest} if synced is None or report.went_back else {digest, synced}
                 written = content
                 if action is delta.PullAction.CONFLICT and mine is not None and key == INDEX_NAME:
                     # The index is derived from the files: both sides' added lines are kept
