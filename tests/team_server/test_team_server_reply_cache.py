@@ -154,9 +154,14 @@ def test_requests_for_a_reply_being_read_wait_for_that_one_read(
         pulls = [
             pool.submit(_get, Repo(server, repo.name, repo.token), view="page") for _ in range(8)
         ]
-        while len(asked) < 8:  # every request is past its ETag read: reading, or waiting
-            time.sleep(0.01)
-        release.set()
+        # Released whatever happens: a request that failed first hung the test for ever.
+        try:
+            deadline = time.monotonic() + 30
+            while len(asked) < 8:  # every request is past its ETag read: reading, or waiting
+                assert time.monotonic() < deadline, [p.result() for p in pulls if p.done()]
+                time.sleep(0.01)
+        finally:
+            release.set()
         replies = [p.result() for p in pulls]
     assert {(r.status_code, r.content) for r in replies} == {(200, replies[0].content)}
     assert len(reads) == 1
