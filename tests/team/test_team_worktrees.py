@@ -6,17 +6,13 @@ one place, and the other's team memories never reached the server (nor said why)
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+from tests.automem.conftest import git, two_worktrees
 from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.team.conftest import REPO, eventually, server_history
 from tests.team.test_team_sync_daemon import start
 from tests.team_server.conftest import ThreadedServer
-
-
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 async def test_each_worktrees_team_folder_syncs_whichever_came_first(
@@ -26,23 +22,8 @@ async def test_each_worktrees_team_folder_syncs_whichever_came_first(
     daemons: list[DaemonHandle],
     isolated_env: IsolatedEnv,
 ) -> None:
-    main = tmp_path / "main"
-    _git("init", "-q", "-b", "main", str(main), cwd=tmp_path)
-    _git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=main)
-    _git(
-        "-c",
-        "user.name=a",
-        "-c",
-        "user.email=a@b",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "i",
-        cwd=main,
-    )
-    own = (tmp_path / "wt-own").resolve()
-    _git("worktree", "add", "-q", "-b", "feat", str(own), "main", cwd=main)
+    own, main = two_worktrees(tmp_path, bare=False)
+    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
     own_dir = isolated_env.root / "own-memory"
     (own / ".claude").mkdir()
     (own / ".claude" / "settings.local.json").write_text(
