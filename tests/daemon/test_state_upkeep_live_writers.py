@@ -30,6 +30,13 @@ def _staged(path: Path, data: bytes, age_s: float) -> Path:
     return staged
 
 
+def _until_removed(killed: Path) -> None:
+    deadline = time.monotonic() + 15
+    while killed.exists():
+        assert time.monotonic() < deadline, "the sweep never removed the killed writer's file"
+        time.sleep(0.02)
+
+
 def test_a_write_under_way_in_another_process_is_left_alone(
     isolated_env: IsolatedEnv, short_tmp: Path
 ) -> None:
@@ -47,10 +54,7 @@ def test_a_write_under_way_in_another_process_is_left_alone(
     )
     try:
         wait_healthy(sock)
-        deadline = time.monotonic() + 15
-        while killed.exists():  # the sweep has run once this one is gone
-            assert time.monotonic() < deadline, "start-up never removed the killed writer's file"
-            time.sleep(0.02)
+        _until_removed(killed)  # the sweep has run once this one is gone
         assert under_way.read_bytes() == b"whole"
     finally:
         proc.terminate()
@@ -79,10 +83,7 @@ def test_a_write_under_way_in_a_memory_folder_is_left_alone(
         with Client(sock) as client:
             client.call("memory.list", {"cwd": str(project)})
         # The folder's sweep runs in a thread (0e6747f): it may end after the reply.
-        deadline = time.monotonic() + 15
-        while killed.exists():
-            assert time.monotonic() < deadline, "the killed writer's file was never removed"
-            time.sleep(0.02)
+        _until_removed(killed)
         assert under_way.read_bytes() == b"whole"
     finally:
         proc.terminate()
