@@ -9,18 +9,13 @@ import json
 from pathlib import Path
 
 from tests.automem.conftest import git, two_worktrees
-from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.team.conftest import REPO, eventually, server_history
-from tests.team.test_team_sync_daemon import start
+from tests.conftest import IsolatedEnv
+from tests.team.conftest import REPO, TeamDaemon, eventually, server_history
 from tests.team_server.conftest import ThreadedServer
 
 
 async def test_each_worktrees_team_folder_syncs_whichever_came_first(
-    server: ThreadedServer,
-    short_tmp: Path,
-    tmp_path: Path,
-    daemons: list[DaemonHandle],
-    isolated_env: IsolatedEnv,
+    server: ThreadedServer, team_daemon: TeamDaemon, tmp_path: Path, isolated_env: IsolatedEnv
 ) -> None:
     own, main = two_worktrees(tmp_path, bare=False)
     git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
@@ -29,8 +24,7 @@ async def test_each_worktrees_team_folder_syncs_whichever_came_first(
     (own / ".claude" / "settings.local.json").write_text(
         json.dumps({"autoMemoryDirectory": str(own_dir)})
     )
-    handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
-    daemons.append(handle)
+    handle = await team_daemon("a", url=server.url, token=server.token(REPO))
     names = []
     for cwd, name in ((own, "own fact"), (main, "main fact")):  # the own worktree first
         written = await handle.call(
