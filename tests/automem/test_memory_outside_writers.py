@@ -97,11 +97,21 @@ def _after_the_deletes_look(monkeypatch: pytest.MonkeyPatch, save: Callable[[], 
     return looks
 
 
+@pytest.mark.parametrize(
+    "when",
+    # After the last look (`still`) the file is as it was copied, and the save lands before
+    # the rename: into the file replaced. It is read from that file, held open, and kept.
+    [_after_copy, _after_the_last_look],
+    ids=["after-the-copy", "after-the-last-look-before-the-rename"],
+)
 async def test_an_editors_save_under_an_overwrite_is_kept(
-    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+    daemon: DaemonHandle,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    when: Callable[[pytest.MonkeyPatch, Callable[[], None]], None],
 ) -> None:
     path = await _write(daemon, project, "Green tea.")
-    _after_copy(monkeypatch, _save_once(path))
+    when(monkeypatch, _save_once(path))
     await _write(daemon, project, "Black tea.")
     assert "Black tea." in path.read_text()
     assert SAVED.encode() in _kept(daemon, project, path)
@@ -138,18 +148,6 @@ async def test_an_editors_save_under_a_delete_is_kept(
     monkeypatch.setattr(IndexWriter, "remove_line", staticmethod(hooked))
     await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert not path.exists()
-    assert SAVED.encode() in _kept(daemon, project, path)
-
-
-async def test_an_editors_save_after_the_last_look_before_the_rename_is_kept(
-    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The last look (`still`) finds the file as it was copied, and the save lands before the
-    # rename: into the file replaced. It is read from that file, held open, and kept.
-    path = await _write(daemon, project, "Green tea.")
-    _after_the_last_look(monkeypatch, _save_once(path))
-    await _write(daemon, project, "Black tea.")
-    assert "Black tea." in path.read_text()
     assert SAVED.encode() in _kept(daemon, project, path)
 
 
