@@ -74,10 +74,6 @@ def blocks(body: dict[str, Any]) -> list[Block]:
     return out
 
 
-def breakpoints(body: dict[str, Any]) -> int:
-    return sum(b.marked for b in blocks(body))
-
-
 @dataclass
 class PromptCache:
     """The cache one API key's requests share; `usage` bills a request as the API would."""

@@ -13,9 +13,15 @@ from memoryd.agent.loop import run_agent
 from memoryd.agent.policy import AccessPolicy
 from memoryd.llm.prompt_cache import EPHEMERAL, cached_prompt
 from memoryd.session import prompts as session_prompts
-from tests.agent.prompt_cache_rules import PromptCache, breakpoints
+from tests.agent.prompt_cache_rules import PromptCache
 from tests.conftest import DaemonHandle
-from tests.fakes.messages_api import FakeMessagesAPI, message, text_reply, tool_use_reply
+from tests.fakes.messages_api import (
+    FakeMessagesAPI,
+    cache_marks,
+    message,
+    text_reply,
+    tool_use_reply,
+)
 
 SCHEMA = {"type": "object", "properties": {}}
 
@@ -138,7 +144,7 @@ async def test_no_request_carries_more_than_four_breakpoints(
     for turn, request in enumerate(fake_model.message_requests()):
         body = request.json
         own = min(turn, 2, 4 - callers)
-        assert breakpoints(body) == callers + own
+        assert cache_marks(body) == callers + own
         cache.usage(body)  # raises as the API refuses, past four
         assert body["messages"][: len(given)] == given
         assert body["system"] == system
@@ -184,7 +190,7 @@ async def test_session_memory_reusing_a_conversation_with_four_adds_none(
     bodies = [r.json for r in fake_model.message_requests()]
     assert len(bodies) == 3
     for body in bodies:
-        assert breakpoints(body) == 4
+        assert cache_marks(body) == 4
         assert body["messages"][: len(messages)] == messages
 
 
@@ -217,7 +223,7 @@ async def test_cache_markers_in_a_reply_are_not_sent_back(
     )
     assert result.stop_reason == "end_turn", result.error
     second = fake_model.message_requests()[1]
-    assert breakpoints(second.json) <= 4
+    assert cache_marks(second.json) <= 4
     sent_back = second.json["messages"][1]["content"]
     assert not any("cache_control" in block for block in sent_back)
     assert [b.get("id") for b in sent_back[1:]] == [f"toolu_marked_{i}" for i in range(4)]
@@ -281,4 +287,4 @@ async def test_a_parameter_named_cache_control_leaves_the_loop_its_room(
         tools=tools,
     )
     assert result.stop_reason == "end_turn", result.error
-    assert [breakpoints(r.json) for r in fake_model.message_requests()] == [1, 2, 3]
+    assert [cache_marks(r.json) for r in fake_model.message_requests()] == [1, 2, 3]
