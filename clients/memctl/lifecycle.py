@@ -23,7 +23,7 @@ from memoryd_client import (
     default_socket_path,
     paths,
 )
-from memoryd_client.client import bad_reply
+from memoryd_client.client import bad_reply, owned_by_you
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -322,7 +322,7 @@ def _open_start_lock(sock: Path, create: bool) -> int | None:
 
 def _refuse_theirs(sock: Path, uid: int) -> None:
     # Root's counts as the user's, as a socket of root's does (`check_server`).
-    if uid not in (os.getuid(), 0):
+    if not owned_by_you(uid):
         raise UntrustedSocket(
             f"refusing {sock}: its start lock {start_lock(sock)} belongs to uid {uid}, not to "
             f"you (uid {os.getuid()}); another user uses this socket path: set MEMORYD_SOCKET "

@@ -224,7 +224,8 @@ def not_a_socket(path: Path) -> str | None:
     )
 
 
-def _yours(uid: int) -> bool:
+def owned_by_you(uid: int) -> bool:
+    """Whether a file of `uid` counts as the user's: their own, or root's."""
     return uid in (os.getuid(), 0)
 
 
@@ -252,7 +253,7 @@ def check_server(sock: socket.socket, path: Path) -> None:
             uid = os.stat(path).st_uid
     except OSError as exc:
         raise DaemonUnavailable(f"cannot tell who serves {path}: {exc}") from exc
-    if not _yours(uid):
+    if not owned_by_you(uid):
         raise UntrustedSocket(
             f"refusing to connect to {path}: it is served by uid {uid}, not by you "
             f"(uid {os.getuid()}); another user's program is listening there"
