@@ -38,6 +38,11 @@ class Worktrees:
     def dream(self) -> Dream:
         return self.handle.daemon.services.dream
 
+    def another_dream(self) -> Dream:
+        """A Dream of the same services, as a restarted or a second daemon has: it reads
+        dream.json afresh."""
+        return Dream(self.dream.host, self.dream.automem, self.dream.extraction)
+
     def project(self, cwd: Path) -> Project:
         return self.handle.daemon.services.projects.resolve(cwd)
 
@@ -131,7 +136,7 @@ async def test_one_worktrees_dream_leaves_the_others_dir_due(
     script.add("dream", _refusal())
     result = await daemon_with_model.call("memory.dream", cwd=str(trees.plain))
     assert result["stop_reason"] == "error"
-    restarted = Dream(trees.dream.host, trees.dream.automem, trees.dream.extraction)
+    restarted = trees.another_dream()
     now = time.time()
     assert not restarted.due(trees.project(trees.other), now)
     assert restarted.due(trees.project(trees.other), now + RETRY_AFTER_S + 60)
@@ -150,7 +155,7 @@ async def test_a_last_run_kept_per_root_counts_for_the_roots_default_dir(
     dream_state_path().write_text(
         json.dumps({"last_run": {root: now - 60}, "failed_at": {root: now - 7200}})
     )
-    dream = Dream(trees.dream.host, trees.dream.automem, trees.dream.extraction)
+    dream = trees.another_dream()
     assert not dream.due(trees.project(trees.plain), now)  # not made due again
     assert not dream.due(trees.project(trees.other), now)
     assert dream.due(trees.project(trees.own), now)  # the root's entry is not its dir's
@@ -202,7 +207,7 @@ async def test_two_daemons_of_the_user_keep_each_others_runs(
     # dreams the other had run that day, and each save dropped the other's last runs.
     trees = Worktrees(daemon_with_model, isolated_env, tmp_path)
     dirs = await trees.setup()
-    other = Dream(trees.dream.host, trees.dream.automem, trees.dream.extraction)
+    other = trees.another_dream()
     assert other.due(trees.project(trees.own))  # read now: nothing ran yet
     await daemon_with_model.call("memory.dream", cwd=str(trees.own))
     assert not other.due(trees.project(trees.own))  # the first daemon's run counts
