@@ -13,10 +13,10 @@ import asyncio
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memoryd import paths, settings
 from memoryd.rules import approvals, assembly, globs, realfs
@@ -28,14 +28,13 @@ from memoryd.rules.model import (
     ContextResult,
     SettingSource,
 )
-from memoryd.rules.sessions import INLINE_TOUCHED
+from memoryd.rules.sessions import off_loop
 from memoryd.rules.watcher import DirWatcher, with_parents
 
 if TYPE_CHECKING:
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
-T = TypeVar("T")
 
 MAX_ENTRIES = 256
 # Folders one entry may have watched: more (a session that touched files in 4,000 folders)
@@ -282,9 +281,9 @@ class InstructionFiles:
             flag = self.flag_settings
             entry = await asyncio.to_thread(build, cwd, project, touched, flag, sources)
             if nested is None:
-                nested = await self._off_loop(len(touched), _nested, cwd, touched)
+                nested = await off_loop(len(touched), _nested, cwd, touched)
             conditions = entry.result.conditions
-            flags = await self._off_loop(len(touched), _matched, conditions, touched)
+            flags = await off_loop(len(touched), _matched, conditions, touched)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved here, so a lone waiter-less failure is not logged
@@ -320,9 +319,7 @@ class InstructionFiles:
             if seen.touched is touched:  # a session's kept set (`SessionPaths.view`)
                 return seen.key, None
         # A session's set of 50,000 paths: a comparison hashes and compares them all.
-        found = (
-            await self._off_loop(len(touched), _base, candidates, touched) if candidates else None
-        )
+        found = await off_loop(len(touched), _base, candidates, touched) if candidates else None
         if found is not None:
             seen, added = found
             self._seen.pop(id(seen.touched), None)  # `touched` takes its place
@@ -337,28 +334,22 @@ class InstructionFiles:
             else:
                 # A session's set grows: judge only what is new (its nested folders are those
                 # of the paths before and of the new ones; 50,000 judged again cost ~0.5 s).
-                nested = seen.key[3] | await self._off_loop(len(added), _nested, cwd, added)
+                nested = seen.key[3] | await off_loop(len(added), _nested, cwd, added)
                 if nested == seen.key[3]:
                     judged_by = base.result.conditions  # the rules of its flags
-                    flags = await self._off_loop(len(added), _matched, judged_by, added)
+                    flags = await off_loop(len(added), _matched, judged_by, added)
                     if len(flags) == len(seen.key[4]):  # else its flags were judged by other rules
                         return (
                             *seen.key[:4],
                             tuple(a or b for a, b in zip(seen.key[4], flags, strict=True)),
                         ), nested
         if found is None:
-            nested = await self._off_loop(len(touched), _nested, cwd, touched)
+            nested = await off_loop(len(touched), _nested, cwd, touched)
         conditions = self._conditions.get((cwd, root, sources, nested))
         if conditions is None:
             return None, nested
-        flags = await self._off_loop(len(touched), _matched, conditions, touched)
+        flags = await off_loop(len(touched), _matched, conditions, touched)
         return (cwd, root, sources, nested, flags), nested
-
-    @staticmethod
-    async def _off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
-        if size <= INLINE_TOUCHED:
-            return call(*args)
-        return await asyncio.to_thread(call, *args)
 
     def _remember(self, touched: frozenset[Path], key: _Key, entry: CachedContext) -> None:
         self._seen[id(touched)] = _Seen(touched, key, weakref.ref(entry))

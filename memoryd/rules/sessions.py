@@ -16,9 +16,12 @@ import asyncio
 import itertools
 import os.path
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # Touched paths judged (or made into Paths) on the event loop; more go to a thread.
 INLINE_TOUCHED = 256
@@ -62,11 +65,16 @@ def normalize_all(paths: Iterable[str], cwd: Path | str | None) -> list[str]:
     return [p for p in (normalize(raw, base) for raw in paths) if p is not None]
 
 
+async def off_loop(size: int, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, in a thread when it handles more than INLINE_TOUCHED paths."""
+    if size <= INLINE_TOUCHED:
+        return call(*args)
+    return await asyncio.to_thread(call, *args)
+
+
 async def normalized(paths: Sequence[str], cwd: Path | str | None) -> list[str]:
     """`normalize_all`; many in a thread (100,000 held the event loop ~0.15 s)."""
-    if len(paths) > INLINE_TOUCHED:
-        return await asyncio.to_thread(normalize_all, paths, cwd)
-    return normalize_all(paths, cwd)
+    return await off_loop(len(paths), normalize_all, paths, cwd)
 
 
 class _Session:

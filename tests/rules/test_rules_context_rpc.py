@@ -600,7 +600,7 @@ async def test_a_sessions_many_touched_paths_are_read_off_the_event_loop(
     repo = tree.git_repo("repo")
     made = _record_calls(monkeypatch, context_methods, "_touched")
     made |= _record_calls(monkeypatch, sessions_mod, "normalize_all")
-    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED * 2)]
+    many = [f"src/f{i}.py" for i in range(sessions_mod.INLINE_TOUCHED * 2)]
     call = {"cwd": str(repo), "session_id": "s1"}
     loop = threading.get_ident()
     await daemon.call("get_context", touched_paths=many[:10], **call)
@@ -620,7 +620,7 @@ async def test_many_paths_a_tool_read_are_normalized_off_the_event_loop(
     # loop; 100,000 of them held every other client ~0.15 s.
     repo = tree.git_repo("repo")
     made = _record_calls(monkeypatch, sessions_mod, "normalize_all")
-    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED + 1)]
+    many = [f"src/f{i}.py" for i in range(sessions_mod.INLINE_TOUCHED + 1)]
     extra = {"messages": [{"role": "user", "content": "hi"}]} if method == "after_turn" else {}
     await daemon.call(method, cwd=str(repo), session_id="s1", read_paths=many, **extra)
     assert [size for _, size in made["normalize_all"]] == [len(many)]
@@ -648,7 +648,7 @@ async def test_a_sessions_touched_paths_are_made_into_paths_once(
     tree.write("repo/CLAUDE.md", "root")
     made = _record_calls(monkeypatch, context_methods, "_touched")
     nested = _record_calls(monkeypatch, service_mod, "_nested", sized=1)
-    many = [f"src/f{i}.py" for i in range(service_mod.INLINE_TOUCHED * 2)]
+    many = [f"src/f{i}.py" for i in range(sessions_mod.INLINE_TOUCHED * 2)]
     call = {"cwd": str(repo), "session_id": "s1"}
     await daemon.call("get_context", touched_paths=many, **call)
     made["_touched"].clear()
