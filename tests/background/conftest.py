@@ -13,7 +13,7 @@ from memoryd.automem.service import AutoMemory
 from memoryd.core.project import Project
 from memoryd.daemon.config import DaemonConfig
 from tests.conftest import DaemonHandle, daemon_config, fake_model_config
-from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, message, text_reply
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,11 @@ def ws(daemon_with_model: DaemonHandle, tmp_path: Path) -> Workspace:
 
 def memory_text(name: str, description: str, type_: str, body: str) -> str:
     return f"---\nname: {name}\ndescription: {description}\ntype: {type_}\n---\n\n{body}\n"
+
+
+def refusal() -> Reply:
+    """A model reply that declines the task (`stop_reason` "refusal"): a failed run."""
+    return message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
 
 
 def transcript(*turns: tuple[str, str]) -> list[dict[str, Any]]:

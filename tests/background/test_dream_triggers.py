@@ -10,10 +10,10 @@ import pytest
 
 from memoryd.automem.dream import RETRY_AFTER_S, Dream, dream_state_path, idle_seconds
 from memoryd_client import RpcError
-from tests.background.conftest import Script, Workspace, transcript
+from tests.background.conftest import Script, Workspace, refusal, transcript
 from tests.conftest import IsolatedEnv
 from tests.fakes.full_disk import SmallDisks
-from tests.fakes.messages_api import message, slow, text_reply
+from tests.fakes.messages_api import slow, text_reply
 
 
 async def _memories(ws: Workspace, count: int) -> None:
@@ -145,8 +145,7 @@ async def test_a_refused_idle_dream_is_not_tried_again_at_every_idle_wait(
     # Found by the third hunt: a refused (or failed) dream is not the day's run, and the
     # next idle wait ran it again, and the next: a full prompt after every burst of work.
     await _memories(ws, 2)
-    refusal = message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
-    script.add("dream", refusal, refusal)
+    script.add("dream", refusal(), refusal())
     dream = await _armed(ws, isolated_env, 0.05)
     await _settled(dream)
     assert len(script.seen["dream"]) == 1
@@ -185,8 +184,7 @@ async def test_a_refused_dream_is_not_tried_again_by_the_next_daemon_either(
     # crash, an --idle-timeout exit and the next start) ran the refused dream again at its
     # first idle wait.
     await _memories(ws, 2)
-    refusal = message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
-    script.add("dream", refusal)
+    script.add("dream", refusal())
     assert (await ws.handle.call("memory.dream", cwd=str(ws.cwd)))["stop_reason"] == "error"
     dream = ws.handle.daemon.services.dream
     after_restart = Dream(dream.host, dream.automem, dream.extraction)  # reads dream.json

@@ -12,9 +12,8 @@ from pathlib import Path
 from memoryd.automem.dream import RETRY_AFTER_S, Dream, dream_state_path
 from memoryd.core.project import Project
 from tests.automem.conftest import git, two_worktrees
-from tests.background.conftest import Script, transcript
+from tests.background.conftest import Script, refusal, transcript
 from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.fakes.messages_api import Reply, message
 
 
 class Worktrees:
@@ -133,7 +132,7 @@ async def test_one_worktrees_dream_leaves_the_others_dir_due(
     state = json.loads(dream_state_path().read_text())
     assert list(state["last_run"]) == [dirs[trees.own]]
     # A refused run of the repository's dir holds that dir's idle dream off, not the other's.
-    script.add("dream", _refusal())
+    script.add("dream", refusal())
     result = await daemon_with_model.call("memory.dream", cwd=str(trees.plain))
     assert result["stop_reason"] == "error"
     restarted = trees.another_dream()
@@ -181,10 +180,6 @@ async def test_an_older_daemon_finds_the_run_of_the_roots_default_dir(
     last_run = json.loads(dream_state_path().read_text())["last_run"]
     assert sorted(last_run) == sorted([dirs[trees.own], dirs[trees.plain], root])
     assert last_run[root] == last_run[dirs[trees.plain]] > last_run[dirs[trees.own]]
-
-
-def _refusal() -> Reply:
-    return message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
 
 
 async def test_a_wait_is_let_go_when_auto_dream_is_turned_off_in_the_worktree(
