@@ -25,7 +25,7 @@ from memoryd.rules.model import (
     SettingSource,
 )
 from memoryd.rules.service import build
-from memoryd.rules.sessions import INLINE_TOUCHED
+from memoryd.rules.sessions import INLINE_TOUCHED, off_loop
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -197,10 +197,7 @@ async def context_now(
         touched = draft.base
         if draft.new:
             made = await _made(draft.new, params.cwd, real_cwd, roots)
-            if len(touched) > INLINE_TOUCHED:
-                touched = await asyncio.to_thread(frozenset.union, touched, made)
-            else:
-                touched |= made
+            touched = await off_loop(len(touched) + len(made), frozenset.union, touched, made)
         store.keep(draft, touched)
     service = daemon.services.instructions
     await service.ensure_started()
