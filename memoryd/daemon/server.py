@@ -181,9 +181,40 @@ def bind_socket(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     except StartupError:
         raise
     except OSError as exc:
-        hint = runtime_dir_problem(path)
+        hint = runtime_dir_problem(path) or unwritable_socket_folder(path)
         why = f" ({hint})" if hint else ""
         raise StartupError(f"cannot listen on {path}: {exc.strerror or exc}{why}") from exc
+
+
+def unwritable_socket_folder(path: Path) -> str | None:
+    """Which folder refused the socket, its folder or its lock file (the nearest one of
+    `path`'s that exists: the socket's own, or the one it was to be made in) and what to do,
+    when the user cannot write in it: a folder of theirs made 0500, another user's, a
+    read-only mount. The bare "Permission denied" named none of this (an $XDG_RUNTIME_DIR of
+    the user's at 0500 passes the socket rule, which checks only that it is private)."""
+    folder = path.parent
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        if os.access(folder, os.W_OK | os.X_OK):
+            return None
+        info = folder.stat()
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    named = f"XDG_RUNTIME_DIR={runtime}" if runtime and Path(runtime) == folder else str(folder)
+    mode = stat.S_IMODE(info.st_mode)
+    if read_only:
+        why, fix = "it is on a read-only file system", ""
+    elif info.st_uid == os.getuid():
+        why, fix = f"its mode is {mode:04o}", f"make it writable (`chmod u+w {folder}`), or "
+    else:
+        why, fix = f"it belongs to uid {info.st_uid}, mode {mode:04o}", ""
+    return (
+        f"{named} cannot be written by you: {why}; {fix}set MEMORYD_SOCKET or --socket to a "
+        "socket in a folder of your own"
+    )
 
 
 def runtime_dir_problem(path: Path) -> str | None:
