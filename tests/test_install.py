@@ -356,27 +356,30 @@ def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
     assert calls.read_text().split()[0] == "ci"
 
 
+# A Python whose venvs have pip only when its `-m venv` made them (a marker beside bin/python).
 FAKE_PYTHON = """#!/bin/sh
 echo "$*" >> {calls}
 if [ "$1 $2" = "-m venv" ]; then
-  mkdir -p "$3/bin" && rm -f "$3/bin/python" && cp "$0" "$3/bin/python"
+  mkdir -p "$3/bin" && rm -f "$3/bin/python" && cp "$0" "$3/bin/python" && touch "$3/bin/pip-ok"
+elif [ "$1 $2" = "-m pip" ] && [ ! -e "$(dirname "$0")/pip-ok" ]; then
+  echo "$0: No module named pip" >&2
+  exit 1
 fi
 exit 0
 """
 
 
-def test_setup_makes_the_venv_afresh_when_its_python_is_gone(tmp_path: Path) -> None:
-    """A system upgrade removed the venv's Python (python3.11 gone, 3.13 in its place): setup
-    made a venv over the old one with the new Python, kept the stamp, installed nothing, and
-    scripts/serve failed (`.venv/bin/memoryd: cannot execute`) until .venv was deleted."""
-    root = _set_up_checkout(tmp_path, python=tmp_path / "gone" / "python3.11")
-    venv = root / ".venv"
-    old_packages = venv / "lib" / "python3.11" / "site-packages"
-    old_packages.mkdir(parents=True)
+def _fake_python(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """FAKE_PYTHON as `name`, and the file it records its arguments in."""
     calls = tmp_path / "python-calls"
-    python = tmp_path / "python3.13"
+    python = tmp_path / name
     python.write_text(FAKE_PYTHON.format(calls=calls))
     python.chmod(0o755)
+    return python, calls
+
+
+def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
+    """Run scripts/setup with `python`; assert it made .venv again and set it up: its stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
     env["PYTHON"] = str(python)
     done = subprocess.run(
@@ -391,6 +394,27 @@ def test_setup_makes_the_venv_afresh_when_its_python_is_gone(tmp_path: Path) -> 
     ran = calls.read_text().splitlines()
     assert "-m venv .venv" in ran
     assert any(line.startswith("-m pip install") and "-e .[dev]" in line for line in ran), ran
+    assert (root / ".venv" / ".memoryd-setup").exists()
+    return done.stderr
+
+
+def test_setup_makes_the_venv_afresh_when_its_python_is_gone(tmp_path: Path) -> None:
+    """A system upgrade removed the venv's Python (python3.11 gone, 3.13 in its place): setup
+    made a venv over the old one with the new Python, kept the stamp, installed nothing, and
+    scripts/serve failed (`.venv/bin/memoryd: cannot execute`) until .venv was deleted."""
+    root = _set_up_checkout(tmp_path, python=tmp_path / "gone" / "python3.11")
+    old_packages = root / ".venv" / "lib" / "python3.11" / "site-packages"
+    old_packages.mkdir(parents=True)
+    python, calls = _fake_python(tmp_path, "python3.13")
+    assert "no longer runs" in _setup_afresh(root, python, calls)
     assert not old_packages.exists()  # the old version's packages went with it
-    assert "no longer runs" in done.stderr
-    assert (venv / ".memoryd-setup").exists()
+
+
+def test_setup_makes_the_venv_afresh_when_it_was_left_without_pip(tmp_path: Path) -> None:
+    """A first scripts/serve interrupted while `python -m venv` ran ensurepip leaves a
+    .venv/bin/python without pip and no stamp: every later run failed with "No module named
+    pip" until .venv was deleted by hand."""
+    python, calls = _fake_python(tmp_path, "python3.11")
+    root = _set_up_checkout(tmp_path, python=python)
+    (root / ".venv" / ".memoryd-setup").unlink()  # killed before it was set up
+    assert "half made" in _setup_afresh(root, python, calls)
