@@ -199,11 +199,77 @@ def _call(conn: Any, budget: Budget, method: str, params: dict[str, Any]) -> Any
     return conn.call(method, params)
 
 
-def _cwd(payload: dict[str, Any]) -> str:
+def _given_cwd(payload: dict[str, Any]) -> str:
     cwd = payload.get("cwd")
-    if not isinstance(cwd, str) or not cwd.startswith("/"):
-        cwd = os.getcwd()
-    return cwd
+    if isinstance(cwd, str) and cwd.startswith("/"):
+        return cwd
+    try:
+        return os.getcwd()
+    except OSError:  # the hook was started in a folder since deleted
+        return os.environ.get("PWD", "/")
+
+
+def _cwd(payload: dict[str, Any]) -> str:
+    """The folder the daemon is asked about: the session's, or for one deleted since (a
+    `git worktree remove`, an `rm -rf build` the agent sat in) its nearest existing folder
+    in the same work tree. The daemon refuses a folder that does not exist, and every hook of
+    the session got nothing."""
+    cwd = _given_cwd(payload)
+    return _existing_in_work_tree(cwd) or cwd
+
+
+def _existing_in_work_tree(cwd: str) -> str | None:
+    """`cwd`'s nearest existing ancestor when `cwd` is gone and that ancestor lies in a git
+    work tree: never `/`, never the home folder, nor in a work tree rooted at either (a
+    dotfiles repository), so the fallback stays inside a project; None otherwise."""
+    if "\x00" in cwd or os.path.isdir(cwd):
+        return None
+    home = os.path.realpath(os.path.expanduser("~"))
+    below = os.path.normpath(cwd)
+    folder = os.path.dirname(below)
+    while not os.path.isdir(folder):
+        if folder == below:  # reached `/`
+            return None
+        below, folder = folder, os.path.dirname(folder)
+    root = folder
+    while not os.path.lexists(os.path.join(root, ".git")):
+        if os.path.dirname(root) == root:
+            return None  # outside git: the project was the deleted folder itself
+        root = os.path.dirname(root)
+    outside = {"/", home}
+    if os.path.realpath(folder) in outside or os.path.realpath(root) in outside:
+        return None
+    return folder
+
+
+def _folder_note(payload: dict[str, Any], cwd: str) -> str:
+    """The line telling the agent memory is for another folder than its own, or ""."""
+    given = _given_cwd(payload)
+    if cwd == given:
+        return ""
+    note = (
+        f"[memoryd: this session's folder {given} no longer exists; memory is for {cwd}, "
+        "its nearest existing folder in the same work tree]"
+    )
+    if len(note) > NOTE_MAX_CHARS or not note.isprintable():
+        note = (
+            "[memoryd: this session's folder no longer exists; memory is for its nearest "
+            "existing folder in the same work tree]"
+        )
+    sys.stderr.write(f"memctl hook: {given} no longer exists; asking memoryd about {cwd}\n")
+    return note
+
+
+# A longer folder note (paths of thousands of characters) is said without the paths: the note
+# takes from what the memories can use of the inline budget.
+NOTE_MAX_CHARS = 1_000
+
+
+def _noted(note: str, make: Callable[[int], str], budget: int) -> str:
+    """`make(bytes)`'s context with `note` above it, the two within `budget` UTF-8 bytes;
+    nothing when the context is empty (the note alone says nothing the agent can use)."""
+    context = make(budget - (len(note.encode("utf-8")) + 2 if note else 0))
+    return f"{note}\n\n{context}" if note and context else context
 
 
 def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Budget) -> str:
@@ -223,7 +289,8 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
         # The compaction took the recalled memories out of the context: they may come again.
         state.pop("surfaced", None)
         _save_state(state_path, state)
-    params: dict[str, Any] = {"cwd": _cwd(payload)}
+    cwd = _cwd(payload)
+    params: dict[str, Any] = {"cwd": cwd}
     if state_path is not None:
         params["session_id"] = session_id
     try:
@@ -235,8 +302,12 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
         # The summary is the hook's own: the agent gets it with memoryd down or slow too.
         sys.stderr.write(f"memctl hook session-start: only the kept summary ({exc})\n")
         context = {}
-    return claude_code.session_start_context(
-        context, full=args.full, summary=summary, summary_path=summary_path
+    return _noted(
+        _folder_note(payload, cwd),
+        lambda room: claude_code.session_start_context(
+            context, full=args.full, summary=summary, summary_path=summary_path, budget=room
+        ),
+        claude_code.SESSION_START_BYTES,
     )
 
 
@@ -248,7 +319,8 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
     state_path = _state_file(session_id) if session_id else None
     state = _load_state(state_path)
     surfaced = [p for p in state.get("surfaced", []) if isinstance(p, str)]
-    params: dict[str, Any] = {"cwd": _cwd(payload), "query": prompt[:20_000]}
+    cwd = _cwd(payload)
+    params: dict[str, Any] = {"cwd": cwd, "query": prompt[:20_000]}
     if budget.remaining() < MODEL_RECALL_MIN_S:
         # A model round trip does not fit a hook's budget: the local ranker answers in ms.
         params["selector"] = "local"
@@ -267,7 +339,11 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
     if memories and state_path is not None:
         state["surfaced"] = surfaced + [str(m.get("path")) for m in memories]
         _save_state(state_path, state)
-    return claude_code.recall_context(memories)
+    return _noted(
+        _folder_note(payload, cwd) if memories else "",
+        lambda room: claude_code.recall_context(memories, room),
+        claude_code.RECALL_CONTEXT_BYTES,
+    )
 
 
 def _transcript_call(
@@ -359,7 +435,10 @@ def post_tool_use(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
         return ""
     cwd = _cwd(payload)
     tool = payload.get("tool_name")
-    read, touched = claude_code.tool_call_paths(tool, payload.get("tool_input"), cwd)
+    # A relative path is the tool's, against the session's own folder (gone or not).
+    read, touched = claude_code.tool_call_paths(
+        tool, payload.get("tool_input"), _given_cwd(payload)
+    )
     if not read and not touched:
         return ""  # not a file tool: nothing to tell the daemon, no connection made
     params: dict[str, Any] = {"session_id": session_id, "cwd": cwd, "tool": str(tool)[:200]}

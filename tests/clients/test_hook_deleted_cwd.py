@@ -1,0 +1,130 @@
+"""A hook whose session folder was deleted (`git worktree remove`, `rm -rf build` with the
+agent in it): the daemon refuses a folder that does not exist, so the hook asks about the
+nearest existing folder of the same work tree, never one outside the project."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.clients.fake_daemon import FakeDaemon
+from tests.clients.test_hook import context_of, hook
+
+MEMORY = {"path": "/m/deploy.md", "type": "project", "content": "Deploy via staging.", "note": None}
+
+
+def git_init(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def recall_cwd(daemon: FakeDaemon, cwd: Path) -> tuple[str, str]:
+    """(the cwd the hook sent to `recall`, the context it printed)"""
+    payload = {"session_id": "s1", "cwd": str(cwd), "prompt": "how do we deploy?"}
+    code, out, err = hook("user-prompt-submit", payload, daemon.socket_path)
+    assert code == 0, err
+    return daemon.calls("recall")[-1]["cwd"], out
+
+
+@pytest.fixture
+def recalling(fake_daemon: FakeDaemon) -> FakeDaemon:
+    fake_daemon.on("recall", {"memories": [MEMORY], "selector": "local"})
+    return fake_daemon
+
+
+def test_a_deleted_build_folder_falls_back_to_its_work_tree(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    repo = git_init(tmp_path / "repo")
+    gone = repo / "build" / "out"  # never made, as after `rm -rf build`
+    sent, out = recall_cwd(recalling, gone)
+    assert sent == str(repo)
+    text = context_of(out, "UserPromptSubmit")
+    assert "Deploy via staging." in text
+    # The agent is told memory is for another folder than its own.
+    assert text.startswith(f"[memoryd: this session's folder {gone} no longer exists")
+    assert f"memory is for {repo}," in text.splitlines()[0]
+
+
+def test_session_start_and_post_tool_use_fall_back_too(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    repo = git_init(tmp_path / "repo")
+    (repo / "src").mkdir()
+    gone = repo / "src" / "gen"
+    fake_daemon.on(
+        "get_context",
+        {"claude_md": "", "files": [], "memory_instructions": "Save memories as files."},
+    )
+    fake_daemon.on("after_tool", {"touched": 1, "magic_docs": 0})
+    start = {"session_id": "s2", "cwd": str(gone), "source": "startup"}
+    code, out, err = hook("session-start", start, fake_daemon.socket_path)
+    assert code == 0, err
+    assert fake_daemon.calls("get_context")[-1]["cwd"] == str(repo / "src")
+    text = context_of(out, "SessionStart")
+    assert text.startswith("[memoryd: this session's folder")
+    assert "Save memories as files." in text
+    tool = {
+        "session_id": "s2",
+        "cwd": str(gone),
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "x.py"},  # relative: the tool's, against its own folder
+    }
+    assert hook("post-tool-use", tool, fake_daemon.socket_path)[0] == 0
+    assert fake_daemon.calls("after_tool")[-1] == {
+        "session_id": "s2",
+        "cwd": str(repo / "src"),
+        "tool": "Edit",
+        "touched_paths": [str(gone / "x.py")],
+    }
+
+
+def test_outside_git_the_deleted_folder_was_the_project_no_fallback(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    # Outside git the project root is the cwd itself: its parent is another project.
+    (tmp_path / "plain").mkdir()
+    gone = tmp_path / "plain" / "build"
+    assert recall_cwd(recalling, gone)[0] == str(gone)
+
+
+def test_a_removed_linked_worktree_does_not_fall_back_outside_it(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    (tmp_path / "worktrees").mkdir()
+    gone = tmp_path / "worktrees" / "feature" / "src"  # `git worktree remove` took it all
+    assert recall_cwd(recalling, gone)[0] == str(gone)
+
+
+def test_never_home_nor_a_work_tree_rooted_at_home(recalling: FakeDaemon) -> None:
+    home = Path(os.environ["HOME"])
+    git_init(home)  # a dotfiles repository
+    (home / "scratch").mkdir()
+    for gone in (home / "build", home / "scratch" / "build"):
+        assert recall_cwd(recalling, gone)[0] == str(gone)
+
+
+def test_an_existing_folder_is_sent_as_it_is_with_no_note(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    repo = git_init(tmp_path / "repo")
+    sent, out = recall_cwd(recalling, repo)
+    assert sent == str(repo)
+    assert context_of(out, "UserPromptSubmit").startswith("<relevant-memories>")
+
+
+def test_the_note_stays_within_the_inline_budget(fake_daemon: FakeDaemon, tmp_path: Path) -> None:
+    repo = git_init(tmp_path / "repo")
+    big = {**MEMORY, "content": "Deploy via staging.\n" + "x" * 40_000}
+    fake_daemon.on("recall", {"memories": [big], "selector": "local"})
+    long_gone = repo / "/".join(["a" * 200] * 8)  # the note without its paths
+    _, out = recall_cwd(fake_daemon, long_gone)
+    text = context_of(out, "UserPromptSubmit")
+    assert text.startswith("[memoryd: this session's folder no longer exists;")
+    assert len(text.encode("utf-8")) <= 9_000
+    assert json.loads(out)  # one valid hook output
