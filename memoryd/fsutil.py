@@ -4,18 +4,25 @@ way to read a file found earlier by a scan or a check (`read_regular_file`)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
+import structlog
+
 from memoryd_client.durable import fsync_dir as fsync_dir
 from memoryd_client.private_dirs import make_private_dirs as create_private_dirs
 from memoryd_client.private_files import open_owner_rw
+
+_log = structlog.get_logger("memoryd.fsutil")
 
 
 class NotRegularFile(OSError):
@@ -208,23 +215,119 @@ class ChangedMeanwhile(OSError):
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, mode: int = 0o600, *, still: Callable[[], bool] | None = None
+    path: Path,
+    data: bytes,
+    mode: int = 0o600,
+    *,
+    still: Callable[[], bool] | None = None,
+    came_out: Callable[[Path], None] | None = None,
 ) -> None:
     """Replace `path` with `data` atomically; readers see the old or the new file, never half.
     `still`: asked once the new file is staged, right before the rename; False raises
     ChangedMeanwhile and leaves `path` as it is (another writer changed what `data` was made
-    from: staging and its fsync take milliseconds, a window another writer falls into)."""
+    from: staging and its fsync take milliseconds, a window another writer falls into).
+    `came_out`: the new file is swapped in (`swap_in`) and `came_out(name)` sees what it
+    replaced, under the temp file's name, before that is removed: a save by rename (an
+    editor's `mv`) landing after `still`'s look is there, where a replace dropped it unseen.
+    What it raises puts that file back (`path` as it was) and fails the write."""
     make_private_dirs(path.parent)
     tmp = stage_file(path.parent, data, prefix=_staged_prefix(path.name), mode=mode)
     try:
         if still is not None and not still():
             raise ChangedMeanwhile(errno.EAGAIN, "changed while it was rewritten", str(path))
-        os.replace(tmp, path)
+        if came_out is None:
+            os.replace(tmp, path)
+        elif swap_in(tmp, path):
+            try:
+                came_out(tmp)
+            except BaseException:
+                _put_back(tmp, path)
+                raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # what was replaced, once `came_out` saw it
     fsync_dir(path.parent)
+
+
+# renameat2(2)'s flags (Linux 3.15+, glibc 2.28+).
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+# What renameat2 fails with where a filesystem (some FUSE, NFS, overlay) or kernel has no
+# such flag or call: a plain replace then, as before.
+_NO_RENAMEAT2 = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP})
+# Tries of a swap whose `path` keeps coming and going (made, removed) between them.
+_SWAP_TRIES = 8
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    """libc's renameat2, or None (not Linux, an older libc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
+
+
+def _rename_flags(source: Path, target: Path, flags: int) -> bool:
+    """renameat2(source, target, flags); False where it is not to be had (the caller falls
+    back to a plain replace), OSError for any other failure (FileExistsError for a target
+    RENAME_NOREPLACE found, FileNotFoundError for a missing one RENAME_EXCHANGE needs)."""
+    call = _renameat2()
+    if call is None:
+        return False
+    if call(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), flags) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _NO_RENAMEAT2:
+        return False
+    raise OSError(code, os.strerror(code), str(source), None, str(target))
+
+
+def swap_in(staged: Path, path: Path) -> bool:
+    """`staged` put at `path`, atomically. True: swapped (RENAME_EXCHANGE), `staged`'s name
+    now holds what was at `path`, for the caller to look at and remove. False: nothing was
+    at `path` (renamed with RENAME_NOREPLACE, so a file made there meanwhile is swapped, not
+    replaced unseen), or no renameat2 here (a plain replace, which cannot tell)."""
+    for _ in range(_SWAP_TRIES):
+        try:
+            if not _rename_flags(staged, path, _RENAME_EXCHANGE):
+                break
+            return True
+        except FileNotFoundError:
+            if not staged.exists():
+                raise  # the temp file (or its folder) is gone: the caller's to handle
+        try:
+            if _rename_flags(staged, path, _RENAME_NOREPLACE):
+                return False
+            break
+        except FileExistsError:
+            continue  # made meanwhile: swapped for it on the next try
+    os.replace(staged, path)
+    return False
+
+
+def _put_back(out: Path, path: Path) -> None:
+    """Undo `swap_in`: what came out (at `out`) goes back to `path`, and the staged file to
+    `out`, for the caller to remove. A save landing at `path` in between (microseconds) goes
+    to `out` in its place: it is left there, logged, not removed with the staged file."""
+    with contextlib.suppress(OSError):
+        staged = os.lstat(path)
+        if not _rename_flags(out, path, _RENAME_EXCHANGE):
+            return
+        back = os.lstat(out)
+        if (back.st_ino, back.st_dev) != (staged.st_ino, staged.st_dev):
+            kept = out.with_name(out.name.removesuffix(".tmp") + ".kept")
+            os.rename(out, kept)
+            _log.warning("a save under a failed write kept beside it", file=str(kept))
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:

@@ -162,6 +162,9 @@ class MemoryWrites:
                             new.encode("utf-8"),
                             kept_mode(target),
                             still=unchanged_since(target, before),
+                            came_out=self._save_by_rename_kept(
+                                memory_dir, key, before, "overwrite"
+                            ),
                         )
             return created
 
@@ -222,6 +225,34 @@ class MemoryWrites:
                     )
         finally:
             os.close(fd)
+
+    def _save_by_rename_kept(
+        self, memory_dir: Path, key: str, before: Stamp, reason: str
+    ) -> Callable[[Path], None]:
+        """For `atomic_write_bytes(came_out=…)`: what the swap took out of the memory's place.
+        The file memoryd read (`before`'s inode) is dropped (a save into it in place is
+        `_late_save_kept`'s); another is someone's save by rename landing after the last look
+        (an editor's `mv`), which a replace dropped unseen: it is kept in history, as a save
+        under the change is. One that cannot be kept is put back (`atomic_write_bytes`): not
+        a regular file, too large (the write is tried again, and its copy refuses it), or a
+        failed copy (the write fails, the save in place)."""
+
+        def look(out: Path) -> None:
+            try:
+                st = os.lstat(out)
+            except FileNotFoundError:
+                return
+            if before is not None and (st.st_ino, st.st_dev) == (before[3], before[4]):
+                return
+            changed = ChangedMeanwhile(errno.EAGAIN, "saved by another program as it was written")
+            if not stat.S_ISREG(st.st_mode):
+                raise changed
+            content = read_regular_file(out, _SNAPSHOT_MAX_BYTES)
+            if len(content) > _SNAPSHOT_MAX_BYTES:
+                raise changed
+            self.history.save(memory_dir, key, content, reason)
+
+        return look
 
     def _still_holds(self, memory_dir: Path, key: str, target: Path, kept: Version) -> bool:
         try:
@@ -371,6 +402,7 @@ class MemoryWrites:
                             content,
                             kept_mode(target),
                             still=unchanged_since(target, before),
+                            came_out=self._save_by_rename_kept(memory_dir, key, before, "restore"),
                         )
 
             # An editor's save between the copy and the rename is copied again (as a write's).

@@ -148,3 +148,47 @@ async def test_an_editor_saving_at_every_rewrite_loses_no_line(
     assert all(line in text for line in saved)
     for title in ("Likes tea", "Likes coffee", "Likes juice"):
         assert f"[{title}]" in text, text
+
+
+@pytest.mark.parametrize("how", ["by-rename", "in-place"])
+async def test_a_line_saved_after_the_rewrites_last_look_is_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # Left by session 21: a save landing between the rewrite's last look (`still`) and its
+    # rename (microseconds) was replaced unseen. The new index is swapped in
+    # (RENAME_EXCHANGE); what came out is not what was read, so it is put back and the
+    # rewrite made again from it.
+    from memoryd.automem import layout
+
+    await _write(daemon, project, "Likes tea")
+    (memdir / "ext.md").write_text(memory_text("Written by hand", "h", "user", "x"))
+    index = memdir / "MEMORY.md"
+    real = layout.unchanged_since
+    saved: list[int] = []
+
+    def look_then_save(path: Path, stamp: Any) -> Callable[[], bool]:
+        still = real(path, stamp)
+
+        def then_save() -> bool:
+            answer = still()
+            if not saved and path == index:
+                saved.append(1)
+                text = index.read_text() + EXT_LINE + "\n"
+                if how == "by-rename":
+                    tmp = memdir / "MEMORY.md.claude-tmp"
+                    tmp.write_text(text)
+                    os.replace(tmp, index)
+                else:
+                    index.write_text(text)
+            return answer
+
+        return then_save
+
+    monkeypatch.setattr(layout, "unchanged_since", look_then_save)
+    await _write(daemon, project, "Likes coffee")
+    assert saved
+    text = index.read_text()
+    assert EXT_LINE in text
+    assert "[Likes tea]" in text
+    assert "[Likes coffee]" in text
+    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []

@@ -117,13 +117,22 @@ async def test_an_editors_save_under_an_overwrite_is_kept(
     assert SAVED.encode() in _kept(daemon, project, path)
 
 
+@pytest.mark.parametrize(
+    "by_rename",
+    # A save by rename after the last look was replaced unseen until session 22 (below).
+    [False, True],
+    ids=["in-place-after-the-copy", "by-rename-after-the-last-look"],
+)
 async def test_an_editors_save_under_a_restore_is_kept(
-    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch, by_rename: bool
 ) -> None:
     path = await _write(daemon, project, "Green tea.")
     await _write(daemon, project, "Black tea.")
     history = await daemon.call("memory.history", cwd=str(project), path=str(path))
-    _after_copy(monkeypatch, _save_once(path))
+    if by_rename:
+        _after_the_last_look(monkeypatch, _rename_save_once(path))
+    else:
+        _after_copy(monkeypatch, _save_once(path))
     await daemon.call(
         "memory.restore",
         cwd=str(project),
@@ -256,3 +265,55 @@ async def test_a_late_save_that_cannot_be_copied_fails_no_write_that_landed(
     assert "an editor's save under a change not kept" in [e["event"] for e in logs]
     assert not path.exists()
     assert f"({path.name})" not in (memdir / "MEMORY.md").read_text()
+
+
+def _rename_save_once(target: Path, *, new: bool = False) -> Callable[[], None]:
+    """The editor's save by rename (`:w` with `backupcopy=no`, most GUI editors): a new file
+    written beside it, then renamed over it, once (`new`: also where there is none yet)."""
+    done: list[int] = []
+
+    def save() -> None:
+        if not done and (new or target.exists()):
+            done.append(1)
+            staged = target.with_name(f"{target.name}~new")
+            staged.write_text(SAVED, encoding="utf-8")
+            staged.replace(target)
+
+    return save
+
+
+async def test_an_editors_save_by_rename_after_the_last_look_is_kept(
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Left by session 21: a save by rename landing after the write's last look and before its
+    # rename was replaced unseen (a new file: the one held open was no longer there). The new
+    # file is swapped in (RENAME_EXCHANGE) and what came out is looked at: not what memoryd
+    # read, so it is someone's save, kept in history.
+    path = await _write(daemon, project, "Green tea.")
+    _after_the_last_look(monkeypatch, _rename_save_once(path))
+    await _write(daemon, project, "Black tea.")
+    assert "Black tea." in path.read_text()
+    assert SAVED.encode() in _kept(daemon, project, path)
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_a_file_made_by_rename_under_a_first_write_is_kept(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first write of a name: nothing there at the last look, an editor's new file renamed
+    # into place before memoryd's rename. It was replaced unseen; now it is found there (no
+    # replace of a file that appeared: RENAME_NOREPLACE), copied, and the write made over it.
+    await _write(daemon, project, "Green tea.")
+    target = memdir / "new_fact.md"
+    _after_the_last_look(monkeypatch, _rename_save_once(target, new=True))
+    await daemon.call(
+        "memory.write",
+        cwd=str(project),
+        type="user",
+        name="Likes tea",
+        description="d",
+        body="Black tea.",
+        file="new_fact.md",
+    )
+    assert "Black tea." in target.read_text()
+    assert SAVED.encode() in _kept(daemon, project, target)

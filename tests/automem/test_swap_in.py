@@ -1,0 +1,136 @@
+"""`fsutil.atomic_write_bytes(came_out=…)`: the new file is swapped in (renameat2
+RENAME_EXCHANGE) and what it replaced is looked at before it is removed; put back when the
+look refuses it; a plain replace where renameat2 is not to be had."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from memoryd import fsutil
+from memoryd.fsutil import ChangedMeanwhile, atomic_write_bytes
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    made = tmp_path / "folder"
+    made.mkdir()
+    return made
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_what_came_out_is_seen_then_removed(folder: Path) -> None:
+    target = folder / "a.md"
+    target.write_text("old")
+    seen: list[str] = []
+    atomic_write_bytes(target, b"new", came_out=lambda out: seen.append(out.read_text()))
+    assert seen == ["old"]
+    assert target.read_text() == "new"
+    assert _names(folder) == ["a.md"]
+
+
+def test_nothing_there_is_a_plain_create(folder: Path) -> None:
+    seen: list[Path] = []
+    atomic_write_bytes(folder / "a.md", b"new", came_out=seen.append)
+    assert seen == []
+    assert (folder / "a.md").read_text() == "new"
+
+
+def test_a_refusal_puts_back_what_came_out(folder: Path) -> None:
+    target = folder / "a.md"
+    target.write_text("someone's save")
+
+    def refuse(out: Path) -> None:
+        raise ChangedMeanwhile(errno.EAGAIN, "not ours")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=refuse)
+    assert target.read_text() == "someone's save"
+    assert _names(folder) == ["a.md"]
+
+
+def test_a_folder_swapped_in_is_put_back(folder: Path) -> None:
+    # RENAME_EXCHANGE swaps a file with a folder: the look refuses it, and it goes back.
+    target = folder / "a.md"
+    target.mkdir()
+    (target / "inside").write_text("x")
+
+    def refuse_folders(out: Path) -> None:
+        if out.is_dir():
+            raise ChangedMeanwhile(errno.EAGAIN, "a folder")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=refuse_folders)
+    assert (target / "inside").read_text() == "x"
+    assert _names(folder) == ["a.md"]
+
+
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOSYS])
+def test_without_renameat2_it_is_a_plain_replace(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # A filesystem (some FUSE, NFS) or kernel without the flag: replaced as before, unseen.
+    def unsupported(*args: object) -> int:
+        import ctypes
+
+        ctypes.set_errno(code)
+        return -1
+
+    monkeypatch.setattr(fsutil, "_renameat2", lambda: unsupported)
+    target = folder / "a.md"
+    target.write_text("old")
+    seen: list[Path] = []
+    atomic_write_bytes(target, b"new", came_out=seen.append)
+    assert seen == []
+    assert target.read_text() == "new"
+    atomic_write_bytes(folder / "b.md", b"made", came_out=seen.append)
+    assert (folder / "b.md").read_text() == "made"
+    assert _names(folder) == ["a.md", "b.md"]
+
+
+def test_no_libc_call_is_a_plain_replace(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fsutil, "_renameat2", lambda: None)
+    target = folder / "a.md"
+    target.write_text("old")
+    atomic_write_bytes(target, b"new", came_out=lambda out: None)
+    assert target.read_text() == "new"
+    assert _names(folder) == ["a.md"]
+
+
+def test_a_file_made_between_the_two_renames_is_swapped_not_replaced(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing there for the exchange (ENOENT), a file made before the no-replace rename: that
+    # one fails (EEXIST) and the next exchange takes the file out, to be seen.
+    target = folder / "a.md"
+    real = fsutil._rename_flags
+    made: list[int] = []
+
+    def made_between(source: Path, dest: Path, flags: int) -> bool:
+        if flags == fsutil._RENAME_NOREPLACE and not made:
+            made.append(1)
+            dest.write_text("someone's")
+        return real(source, dest, flags)
+
+    monkeypatch.setattr(fsutil, "_rename_flags", made_between)
+    seen: list[str] = []
+    atomic_write_bytes(target, b"new", came_out=lambda out: seen.append(out.read_text()))
+    assert seen == ["someone's"]
+    assert target.read_text() == "new"
+    assert _names(folder) == ["a.md"]
+
+
+def test_the_temp_file_gone_is_an_error_not_a_replace(folder: Path) -> None:
+    target = folder / "a.md"
+    target.write_text("old")
+    staged = fsutil.stage_file(folder, b"new", prefix=".a.md.")
+    os.unlink(staged)
+    with pytest.raises(FileNotFoundError):
+        fsutil.swap_in(staged, target)
+    assert target.read_text() == "old"
