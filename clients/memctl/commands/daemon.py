@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from memctl import lifecycle
-from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, emit, fail, one_line
+from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, emit, fail, one_line, printable
 from memoryd_client.client import not_a_socket
 
 
@@ -130,9 +131,27 @@ def run_status(args: argparse.Namespace) -> int:
     if status is None:
         return fail(args, _not_running(sock), EXIT_DOWN)
     emit(args, status, "\n".join(status_lines(status)))
+    skew = version_skew(status)
+    if skew is not None:  # on stderr: the report and its --json stay what scripts read
+        sys.stderr.write(f"memctl: warning: {printable(skew)}\n")
     # 0 with problems listed too: `memctl start && memctl status` and scripts that ask whether
     # memoryd runs must not fail over a setup warning; `--json`'s `problems` is for scripts.
     return 0
+
+
+def version_skew(status: dict[str, Any]) -> str | None:
+    """What says the daemon runs other code than this memctl's installation, or None.
+    After an upgrade the daemon that was running goes on with the old code until restarted;
+    status printed its version alone, and the user had to compare it with `memctl --version`."""
+    from memoryd_client.version import installed_version  # read only here: metadata is slow
+
+    running, mine = status.get("version"), installed_version()
+    if not isinstance(running, str) or running == mine:
+        return None
+    return (
+        f"the running memoryd ({running}) differs from this memctl ({mine}): it was started "
+        "before an upgrade, or from another installation; `memctl restart` runs this one"
+    )
 
 
 def _why_silent(sock: Path) -> str:
