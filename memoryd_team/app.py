@@ -372,7 +372,9 @@ class _TeamMemoryAPI:
                     if left > wait
                     else f"the body did not arrive within {whole:g} s"
                 )
-                raise Problem(408, "body_timeout", why, headers={"Connection": "close"}) from None
+                # 503, not 408: a client stops pushing on any 4xx but 409/429 (SPEC.md Layer 4),
+                # and one that slept mid-upload must resume on its own, with its back-off.
+                raise Problem(503, "body_timeout", why, headers={"Connection": "close"}) from None
             if message["type"] == "http.disconnect":
                 # The client gave up (its timeout) mid-body: nothing is stored, nobody to answer.
                 raise Problem(400, "client_disconnected", "the request body was cut off")

@@ -29,12 +29,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memoryd import __version__
 from memoryd_team import auth
 from memoryd_team.settings import (
+    DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_DATABASE_TIMEOUT_S,
     DEFAULT_FULL_BYTES,
+    DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_ENTRY_BYTES,
     DEFAULT_PAGE_BYTES,
+    DEFAULT_WRITE_TIMEOUT_S,
     SHUTDOWN_GRACE_S,
     ServerSettings,
 )
@@ -129,6 +132,19 @@ def _parser() -> argparse.ArgumentParser:
         help="how long each wait on PostgreSQL may take: connecting, a pooled connection, "
         f"one statement (default: ${DATABASE_TIMEOUT_ENV}, else {DEFAULT_DATABASE_TIMEOUT_S:g})",
     )
+    for flag, default, what in (
+        ("--header-timeout", DEFAULT_HEADER_TIMEOUT_S, "a request's line and headers"),
+        ("--body-timeout", DEFAULT_BODY_TIMEOUT_S, "each wait for more of a request's body"),
+        ("--write-timeout", DEFAULT_WRITE_TIMEOUT_S, "a reply the client stopped reading"),
+        ("--shutdown-grace", SHUTDOWN_GRACE_S, "requests in flight at SIGTERM"),
+    ):
+        serve.add_argument(
+            flag,
+            type=_seconds,
+            default=default,
+            metavar="SECONDS",
+            help=f"how long the server waits for {what} (default {default:g})",
+        )
     serve.set_defaults(run=_serve)
 
     migrate = commands.add_parser(
@@ -259,7 +275,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from memoryd_team.app import SERVE_ENV, make_app
-    from memoryd_team.connection import DeadlineH11Protocol
+    from memoryd_team.connection import protocol_for
 
     args.database_timeout = _database_timeout(args)
     try:
@@ -270,6 +286,9 @@ def _serve(args: argparse.Namespace) -> int:
             secret_scan=not args.no_secret_scan,
             page_bytes=args.page_bytes,
             full_bytes=args.full_bytes,
+            body_timeout_s=args.body_timeout,
+            header_timeout_s=args.header_timeout,
+            write_timeout_s=args.write_timeout,
         )
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
@@ -282,11 +301,11 @@ def _serve(args: argparse.Namespace) -> int:
         "port": args.port,
         "log_level": args.log_level,
         # h11 with a deadline for the headers and for a reply nobody reads (connection.py)
-        "http": DeadlineH11Protocol,
+        "http": protocol_for(settings),
         "ws": "none",
         "lifespan": "on",
         "server_header": False,
-        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+        "timeout_graceful_shutdown": args.shutdown_grace,
     }
     if args.workers == 1:
         config = uvicorn.Config(make_app(_storage(args), settings), **options)

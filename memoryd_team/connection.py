@@ -10,7 +10,9 @@ the server had no descriptor left for anyone. Here:
 
 - the request line and headers must arrive within `header_timeout_s` of the connection opening,
   or of the previous reply being sent (a keep-alive connection waiting for its next request):
-  the connection is closed then, with a 408 when part of a request had come;
+  the connection is closed then, with a 503 `header_timeout` when part of a request had come
+  (a 503, not a 408: a client stops pushing on any 4xx but 409/429, SPEC.md Layer 4, and a
+  laptop that slept mid-request must resume on its own);
 - a reply sent before its request's body was read (401, 403, a 413 on Content-Length) leaves
   the client uploading the rest: that may go on while bytes come (`write_timeout_s` at most
   between two, `REPLY_TOTAL_WAITS` times that in all), as a body the app reads may; closed
@@ -21,19 +23,27 @@ the server had no descriptor left for anyone. Here:
   the connection. (A flat 120 s cut a client reading an 8 MiB listing steadily at 30 KB/s on
   every pull, for ever.)
 
-The request body has its own deadlines in the app (`app._read_body`, 408 `body_timeout`).
+The request body has its own deadlines in the app (`app._read_body`, 503 `body_timeout`).
+The deadlines are `ServerSettings`' (`protocol_for(settings)`: what uvicorn's `http=` takes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+from typing import Any, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memoryd_team.settings import HEADER_TIMEOUT_S, REPLY_TOTAL_WAITS, WRITE_TIMEOUT_S
+from memoryd_team.settings import (
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_WRITE_TIMEOUT_S,
+    REPLY_TOTAL_WAITS,
+    ServerSettings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +56,7 @@ def _header_timeout_reply(seconds: float) -> bytes:
         }
     ).encode()
     return (
-        b"HTTP/1.1 408 Request Timeout\r\n"
+        b"HTTP/1.1 503 Service Unavailable\r\n"
         b"content-type: application/json\r\n"
         b"cache-control: no-store\r\n"
         b"connection: close\r\n"
@@ -57,8 +67,8 @@ def _header_timeout_reply(seconds: float) -> bytes:
 class DeadlineH11Protocol(H11Protocol):
     """`H11Protocol` plus the header and reply deadlines (the module docstring says why)."""
 
-    header_timeout_s: float = HEADER_TIMEOUT_S
-    write_timeout_s: float = WRITE_TIMEOUT_S
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
     # The slowest average a stalled reply may drain at (past the flat deadline): 8 KiB/s.
     min_reply_rate: float = 8 * 1024
 
@@ -75,6 +85,19 @@ class DeadlineH11Protocol(H11Protocol):
     # that body has all come; and when the last bytes arrived.
     _answered_since: float | None = None
     _last_data: float = 0.0
+
+    def __init__(
+        self,
+        *args: Any,
+        header_timeout_s: float | None = None,
+        write_timeout_s: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        if header_timeout_s is not None:
+            self.header_timeout_s = header_timeout_s
+        if write_timeout_s is not None:
+            self.write_timeout_s = write_timeout_s
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -202,3 +225,17 @@ class DeadlineH11Protocol(H11Protocol):
         if self._write_timer is not None:
             self._write_timer.cancel()
             self._write_timer = None
+
+
+def protocol_for(
+    settings: ServerSettings, protocol: type[DeadlineH11Protocol] = DeadlineH11Protocol
+) -> type[asyncio.Protocol]:
+    """uvicorn's `http=` for these settings' deadlines: a partial, which pickles (by the
+    class's name) into `serve --workers N`'s processes, where a class made here would not.
+    Typed as the class uvicorn's Config names: it only ever calls it."""
+    made = functools.partial(
+        protocol,
+        header_timeout_s=settings.header_timeout_s,
+        write_timeout_s=settings.write_timeout_s,
+    )
+    return cast("type[asyncio.Protocol]", made)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 DEFAULT_MAX_ENTRIES = 10_000
@@ -21,15 +22,16 @@ DEFAULT_REPLY_CACHE_BYTES = 32 * 1024 * 1024
 # about two of them (the statement, then its cancellation), to stay inside a client's 30 s.
 DEFAULT_DATABASE_TIMEOUT_S = 5.0
 # A client that sends no byte of its body for this long has stalled (a laptop asleep, a dropped
-# VPN; its own write timeout is 30 s): 408 and the connection closed, not held for ever.
+# VPN; its own write timeout is 30 s): a 503 body_timeout and the connection closed, not held
+# for ever (a 503, not a 408: clients stop pushing on any 4xx but 409/429, SPEC.md Layer 4).
 DEFAULT_BODY_TIMEOUT_S = 30.0
 # A connection's request line and headers must arrive within this long of it opening, or of
 # the previous reply (a client sends them at once; its connect timeout is 10 s): one that
 # says nothing, or drips a header line every few seconds, no longer holds a connection.
-HEADER_TIMEOUT_S = 10.0
+DEFAULT_HEADER_TIMEOUT_S = 10.0
 # A reply the client stopped reading: no progress for this long, or not drained within
 # REPLY_TOTAL_WAITS times it, and the connection is aborted (its own read timeout is 30 s).
-WRITE_TIMEOUT_S = 30.0
+DEFAULT_WRITE_TIMEOUT_S = 30.0
 REPLY_TOTAL_WAITS = 4
 # On SIGTERM, requests still in flight after this long are cancelled: a stalled client must
 # not keep a restart waiting for ever (uvicorn's default) or until the supervisor's SIGKILL.
@@ -45,6 +47,9 @@ class ServerSettings:
     page_bytes: int = DEFAULT_PAGE_BYTES
     full_bytes: int = DEFAULT_FULL_BYTES
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    # The connection's own deadlines (memoryd_team/connection.py), set on its protocol.
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
     reply_cache_bytes: int = DEFAULT_REPLY_CACHE_BYTES
 
     def __post_init__(self) -> None:
@@ -58,5 +63,8 @@ class ServerSettings:
             raise ValueError("page_bytes and full_bytes must be at least 1")
         if self.reply_cache_bytes < 0:
             raise ValueError("reply_cache_bytes must be at least 0")
-        if not self.body_timeout_s > 0:
-            raise ValueError("body_timeout_s must be positive")
+        for name in ("body_timeout_s", "header_timeout_s", "write_timeout_s"):
+            seconds = getattr(self, name)
+            # nan or inf would leave a stalled connection held for ever.
+            if not (seconds > 0 and math.isfinite(seconds)):
+                raise ValueError(f"{name} must be a positive, finite number of seconds")

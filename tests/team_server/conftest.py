@@ -23,7 +23,7 @@ import uvicorn
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team import auth
 from memoryd_team.app import make_app
-from memoryd_team.connection import DeadlineH11Protocol
+from memoryd_team.connection import DeadlineH11Protocol, protocol_for
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage import open_storage
 from memoryd_team.storage.base import Storage
@@ -70,7 +70,7 @@ class ThreadedServer:
         database_url: str,
         settings: ServerSettings,
         storage: Storage | None = None,
-        protocol: type[asyncio.Protocol] = DeadlineH11Protocol,
+        protocol: type[DeadlineH11Protocol] = DeadlineH11Protocol,
     ) -> None:
         self.database_url = database_url
         self.storage: Storage = storage or open_storage(database_url)
@@ -82,7 +82,8 @@ class ThreadedServer:
             make_app(self.storage, settings),
             log_config=None,
             log_level="warning",
-            http=protocol,  # as `memoryd-team serve` runs
+            # as `memoryd-team serve` runs: the settings' connection deadlines
+            http=protocol_for(settings, protocol),
             ws="none",
             lifespan="on",
         )

@@ -414,7 +414,9 @@ def test_serve_stops_on_sigterm_while_a_client_has_stalled_mid_upload(
     kept `systemctl restart` waiting for ever (until the supervisor's SIGKILL)."""
     token = team("token", "create", "--repo", "acme/widgets", "--database", database_url)
     secret = token.stdout.strip().splitlines()[-1]
-    server = start_server_process(database_url, tmp_path / "serve.log", "--log-level", "info")
+    server = start_server_process(
+        database_url, tmp_path / "serve.log", "--log-level", "info", "--shutdown-grace", "0.5"
+    )
     try:
         port = int(urlsplit(server.url).port or 0)
         with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -425,7 +427,7 @@ def test_serve_stops_on_sigterm_while_a_client_has_stalled_mid_upload(
             )
             time.sleep(0.5)  # the request is in flight, waiting for the rest of its body
             server.process.terminate()
-            server.process.wait(25)  # SHUTDOWN_GRACE_S (10 s) and some room
+            server.process.wait(10)  # the grace (0.5 s; the default 10 s) and some room
     finally:
         server.stop()
     assert "timeout graceful shutdown exceeded" in server.log.read_text()

@@ -18,23 +18,20 @@ import pytest
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team.connection import DeadlineH11Protocol
 from memoryd_team.etag import parse_if_match
-from memoryd_team.settings import HEADER_TIMEOUT_S, ServerSettings
+from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import Author
 from tests.team_server.conftest import ThreadedServer, create_token, start_server_process
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
-class QuickDeadlines(DeadlineH11Protocol):
-    header_timeout_s = 0.5
-    write_timeout_s = 1.0
+# The connection deadlines shrunk through the settings, as `serve --header-timeout` does.
+QUICK = ServerSettings(full_bytes=64 * 1024 * 1024, header_timeout_s=0.5, write_timeout_s=1.0)
 
 
 @pytest.fixture
 def server(database_url: str) -> Iterator[ThreadedServer]:
-    started = ThreadedServer(
-        database_url, ServerSettings(full_bytes=64 * 1024 * 1024), protocol=QuickDeadlines
-    ).start()
+    started = ThreadedServer(database_url, QUICK).start()
     try:
         yield started
     finally:
@@ -85,7 +82,7 @@ def test_a_connection_that_sends_nothing_is_closed(server: ThreadedServer) -> No
     wait_for(lambda: server.open_connections == 0)
 
 
-def test_headers_dripped_a_line_at_a_time_get_a_408_and_the_connection_closed(
+def test_headers_dripped_a_line_at_a_time_get_a_503_and_the_connection_closed(
     server: ThreadedServer,
 ) -> None:
     with connect(server) as sock:
@@ -93,7 +90,7 @@ def test_headers_dripped_a_line_at_a_time_get_a_408_and_the_connection_closed(
         sock.settimeout(0.1)
         reply = b""
         # A line every 0.1 s, well inside the deadline: the bytes arriving must not extend
-        # it. Reading first, so the 408 is read whole before anything more is sent.
+        # it. Reading first, so the 503 is read whole before anything more is sent.
         for _ in range(200):
             try:
                 chunk = sock.recv(65536)
@@ -107,7 +104,8 @@ def test_headers_dripped_a_line_at_a_time_get_a_408_and_the_connection_closed(
         else:
             pytest.fail("the dripping client was still connected after 20 s")
     head, _, body = reply.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 408 ")
+    # A 503, not a 408: a client takes any 4xx but 409/429 as a refusal for good.
+    assert head.startswith(b"HTTP/1.1 503 ")
     assert b"connection: close" in head.lower()
     assert json.loads(body)["error"] == "header_timeout"
     wait_for(lambda: server.open_connections == 0)
@@ -126,7 +124,7 @@ def test_a_kept_alive_connection_serves_its_requests_then_closes_when_idle(
             f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
         )
-        time.sleep(2 * QuickDeadlines.header_timeout_s)
+        time.sleep(2 * QUICK.header_timeout_s)
         sock.sendall(body)
         first = read_reply(sock)
         assert first.startswith(b"HTTP/1.1 200 "), first
@@ -163,13 +161,18 @@ def test_serve_closes_a_connection_that_never_sends_a_request(
 ) -> None:
     """`memoryd-team serve` itself runs with the deadlines (uvicorn alone had none)."""
     create_token(database_url, "acme/widgets")
-    served = start_server_process(database_url, tmp_path / "serve.log")
+    served = start_server_process(
+        database_url, tmp_path / "serve.log", "--header-timeout", "0.5", "--workers", "2"
+    )
     try:
         port = int(urlsplit(served.url).port or 0)
         with socket.create_connection(("127.0.0.1", port)) as sock:
-            sock.settimeout(3 * HEADER_TIMEOUT_S)
+            sock.settimeout(5)
+            started = time.monotonic()
             sock.sendall(b"GET /healthz HTTP/1.1\r\n")
-            assert read_until_closed(sock).startswith(b"HTTP/1.1 408 ")
+            assert read_until_closed(sock).startswith(b"HTTP/1.1 503 ")
+            # its setting reached the workers: 0.5 s, not the default 10 s
+            assert time.monotonic() - started < 5
     finally:
         served.stop()
 
@@ -234,7 +237,7 @@ def test_a_big_reply_read_steadily_is_not_cut(database_url: str) -> None:
     # was aborted on every pull. Then the whole reply had a flat REPLY_TOTAL_WAITS x that.
     # Scaled: 1 s without progress, 4 s in all or 128 KB/s; a 1.9 MB reply read at ~0.4 MB/s
     # (5 s: the flat 4 s cut it too).
-    class SlowLink(QuickDeadlines):
+    class SlowLink(DeadlineH11Protocol):
         min_reply_rate = 128 * 1024
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -243,9 +246,7 @@ def test_a_big_reply_read_steadily_is_not_cut(database_url: str) -> None:
             )
             super().connection_made(transport)
 
-    server = ThreadedServer(
-        database_url, ServerSettings(full_bytes=64 * 1024 * 1024), protocol=SlowLink
-    ).start()
+    server = ThreadedServer(database_url, QUICK, protocol=SlowLink).start()
     try:
         server.run(
             server.storage.put_entries(
