@@ -46,6 +46,18 @@ class NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+class InstructionLoader(NoAliasLoader):
+    """The loader of instruction files' frontmatter: YAML's non-specific tag `!` refused too.
+    `- ! gen/**` read as `gen/**`, the `!` the user wrote (a negation, in `paths:`) silently
+    dropped; refused, the retry quotes it as the text it is."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if getattr(event, "tag", None) == "!":
+            raise FrontmatterError(f"a bare YAML tag `!` in frontmatter ({event.start_mark})")
+        return super().compose_node(parent, index)
+
+
 def _closing_fence(lines: list[str]) -> int | None:
     for index, line in enumerate(lines[1:], start=1):
         if line.rstrip("\r\n").rstrip() in ("---", "..."):
@@ -98,7 +110,7 @@ def split(text: str, *, as_claude_code: bool = True) -> Parsed:
 
 def _load_yaml(raw: str) -> Any:
     try:
-        return yaml.load(raw, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(raw, Loader=InstructionLoader)  # noqa: S506 - a SafeLoader subclass
     except FrontmatterError:
         raise
     except yaml.YAMLError as exc:
@@ -116,17 +128,66 @@ def _load_yaml(raw: str) -> Any:
 _RESERVED_VALUE = re.compile(r"^(\s*(?:-\s+|[^\s#'\"][^:#]*?:\s+))([*&!{%@`][^\n]*?)(\s+#.*)?$")
 
 
+# `key: [a, b]`, a flow list on one line (a trailing ` # comment` left out).
+_FLOW_LIST = re.compile(r"^(\s*[^\s#'\"\-][^:#]*?:\s+)\[([^\n]*)\](\s+#.*)?$")
+
+
 def _quote_glob_values(raw: str) -> str:
     """`raw` with every plain value that opens with a reserved character single-quoted,
-    as text (Claude Code retries its parse the same way). Still loaded with no anchors or
-    aliases: quoted, `*x` and `&x` are text, never references."""
+    as text (Claude Code retries its parse the same way), in a one-line flow list too
+    (`paths: [src/**, !src/gen/**]`). Still loaded with no anchors or aliases: quoted, `*x`
+    and `&x` are text, never references."""
     lines = raw.split("\n")
     for index, line in enumerate(lines):
-        match = _RESERVED_VALUE.match(line.rstrip("\r"))
+        text = line.rstrip("\r")
+        match = _RESERVED_VALUE.match(text)
         if match is not None:
             value = match.group(2).replace("'", "''")
             lines[index] = f"{match.group(1)}'{value}'"
+            continue
+        flow = _FLOW_LIST.match(text)
+        if flow is not None:
+            items = _flow_items(flow.group(2))
+            if items is not None:
+                lines[index] = f"{flow.group(1)}[{', '.join(map(_quoted_item, items))}]"
     return "\n".join(lines)
+
+
+def _flow_items(inner: str) -> list[str] | None:
+    """The items of a one-line flow list's inside, split on commas outside `{…}` and quotes;
+    None when it holds a nested list or mapping-like text this does not read."""
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
+    quote = ""
+    for char in inner:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"" and not "".join(current).strip():
+            quote = char
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "[" or char == "]":
+            return None
+        elif char == "," and depth == 0:
+            items.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    if quote or depth:
+        return None
+    items.append("".join(current).strip())
+    return [item for item in items if item]
+
+
+def _quoted_item(item: str) -> str:
+    if item[0] in "'\"" or item[0] not in "*&!{%@`":
+        return item
+    return "'" + item.replace("'", "''") + "'"
 
 
 # Claude Code's frontmatterParser: a `key: value` line whose unquoted value holds one of

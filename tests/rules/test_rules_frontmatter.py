@@ -94,9 +94,9 @@ def test_alias_bomb_is_refused_quickly() -> None:
 
 
 def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
-    # Refused as anchors; read again as Claude Code's retry reads them, they are text.
+    # Refused as anchors; read again with the items quoted, they are text.
     parsed = frontmatter.split("---\nx: [&a lol, *a]\npaths: [*a]\n---\nbody\n")
-    assert parsed.meta == {"x": "[&a lol, *a]", "paths": "[*a]"}
+    assert parsed.meta == {"x": ["&a lol", "*a"], "paths": ["*a"]}
     with pytest.raises(FrontmatterError, match="anchors are not allowed"):
         frontmatter.split("---\nx:\n  - [&a lol, *a]\n---\nbody\n")
 
@@ -112,6 +112,14 @@ def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
         ("globs: *.ts,*.tsx", ("*.ts", "*.tsx")),
         ("paths: *nothing", ("*nothing",)),
         ("description: it's fine\npaths: *.py", ("*.py",)),
+        # A one-line flow list: it was read again as one string, `[src/**` and `!gen/**]`.
+        ("paths: [src/**, !src/gen/**]", ("src/**", "!src/gen/**")),
+        ("paths: [**/*.ts, lib/**]  # sources", ("**/*.ts", "lib/**")),
+        ('paths: ["**/*.ts", !**/*.test.ts]', ("**/*.ts", "!**/*.test.ts")),
+        ("globs: [{src,lib}/**/*.ts, !**/*.d.ts]", ("{src,lib}/**/*.ts", "!**/*.d.ts")),
+        # YAML's non-specific tag `!` parsed, and the negation was silently `gen/**`.
+        ("paths:\n  - src/**\n  - ! gen/**", ("src/**", "! gen/**")),
+        ("paths:\n  - src/**\n  - !", ("src/**", "!")),
     ],
 )
 def test_unquoted_globs_are_read_as_written(front: str, patterns: tuple[str, ...]) -> None:

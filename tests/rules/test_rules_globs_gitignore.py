@@ -82,6 +82,24 @@ def test_an_unquoted_negation_is_read_as_a_pattern(tree: Tree, load: Loader) -> 
     ]
 
 
+@pytest.mark.parametrize(
+    "front",
+    [
+        "paths: [*.py, !migrations/**]",  # a flow list: one string `[*.py` / `!migrations/**]`
+        "paths:\n  - '*.py'\n  - ! migrations/**",  # YAML's `!` tag: the negation dropped
+    ],
+)
+def test_an_unquoted_negation_in_other_forms_is_read_as_one(
+    tree: Tree, load: Loader, front: str
+) -> None:
+    tree.write(".claude/rules/py.md", f"---\n{front}\n---\nPy.\n")
+    result = load(tree.root, touched=(tree.root / "migrations/001.py",))
+    assert skips(result, tree.root) == {".claude/rules/py.md": "paths_not_matched"}
+    assert loaded(load(tree.root, touched=(tree.root / "db/models.py",)), tree.root) == [
+        ".claude/rules/py.md"
+    ]
+
+
 def test_many_paths_in_few_folders_step_each_folder_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
