@@ -214,6 +214,33 @@ class ChangedMeanwhile(OSError):
     """`atomic_write_bytes(still=…)`: the file changed since it was read; nothing written."""
 
 
+def as_stamped(out: Path, stamp: tuple[int, ...] | None) -> bool:
+    """Whether the file a swap took out of its place (`atomic_write_bytes(came_out=…)`, now
+    at `out`) is the one `save_stamp` saw as `stamp`, unchanged: the same inode, time and
+    size (the swap's rename changed its ctime). Not: someone's save after the last look
+    (`still`), by rename (another inode) or in place."""
+    try:
+        st = os.lstat(out)
+    except OSError:
+        return False
+    return stamp is not None and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev) == (
+        stamp[0],
+        *stamp[2:],
+    )
+
+
+def put_back_unless(stamp: tuple[int, ...] | None) -> Callable[[Path], None]:
+    """For `atomic_write_bytes(came_out=…)` of a rewrite made from a read (an index, an
+    agent's edit): what came out is put back and ChangedMeanwhile raised, for the rewrite
+    to be made again from it, unless it is the file read (`save_stamp`: `stamp`)."""
+
+    def look(out: Path) -> None:
+        if not as_stamped(out, stamp):
+            raise ChangedMeanwhile(errno.EAGAIN, "saved by another program as it was rewritten")
+
+    return look
+
+
 def atomic_write_bytes(
     path: Path,
     data: bytes,

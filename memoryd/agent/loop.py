@@ -32,6 +32,7 @@ from memoryd.agent import tools as agent_tools
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import SeenFiles
 from memoryd.errors import FeatureUnavailable
+from memoryd.fsutil import ChangedMeanwhile
 from memoryd.llm.client import ModelError, add_tokens, zero_tokens
 from memoryd.llm.prompt_cache import MAX_BREAKPOINTS, count_breakpoints, with_breakpoint
 from memoryd.surrogates import without_lone_surrogates
@@ -50,6 +51,9 @@ MAX_TOOL_CALLS_PER_REPLY = 50
 # last has an incomplete input (a Write's content cut mid-way), so that call is not run.
 CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
 PathHook = Callable[[Path], Awaitable[None]]
+# Plans of one write made again because the file was saved by another program under it (each
+# is a screen and a history copy): past this it is left as they saved it, the model told.
+_WRITE_TRIES = 5
 # Cache breakpoints the loop puts on the run's own turns, room allowing: on the newest tool
 # results (written to the cache) and on the ones before (read from it). With the newest one
 # only, a reply of over ~20 tool calls put the previous turn's entry out of the API's lookback
@@ -415,20 +419,33 @@ async def _write(
     """What the tool result says, and the screen's warning about the text written, if any."""
     warning = None
     async with hooks.lock if hooks.lock is not None else contextlib.nullcontext():
-        if hooks.seen is not None:
-            # First, under the lock every writer of the dir takes: nothing written after this
-            # check and before the write is lost. Stale, an Edit would fail on text that moved
-            # and a Write would revert what another writer saved while the model was thinking.
-            problem = hooks.seen.problem(agent_tools.write_target(policy, tool_input))
-            if problem is not None:
-                raise agent_tools.ToolError(problem)
-        # Planned under the lock, so an Edit sees the file as it is when it is replaced.
-        op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
-        if hooks.screen is not None:  # a scan and a read: off the event loop
-            warning = await asyncio.to_thread(hooks.screen, policy.as_given(op.path), op)
-        if hooks.before_write is not None and not op.created:
-            await hooks.before_write(policy.as_given(op.path))
-        agent_tools.perform(op)
+        for tries in range(1, _WRITE_TRIES + 1):
+            if hooks.seen is not None:
+                # First, under the lock every writer of the dir takes: nothing written after
+                # this check and before the write is lost. Stale, an Edit would fail on text
+                # that moved and a Write would revert what another writer saved while the
+                # model was thinking.
+                problem = hooks.seen.problem(agent_tools.write_target(policy, tool_input))
+                if problem is not None:
+                    raise agent_tools.ToolError(problem)
+            # Planned under the lock, so an Edit sees the file as it is when it is replaced.
+            op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
+            if hooks.screen is not None:  # a scan and a read: off the event loop
+                warning = await asyncio.to_thread(hooks.screen, policy.as_given(op.path), op)
+            if hooks.before_write is not None and not op.created:
+                await hooks.before_write(policy.as_given(op.path))
+            try:
+                # Only over the file as planned: one who takes no lock (an editor) may have
+                # saved it while the text was screened, and it was reverted. The write is
+                # planned again on their text (with `seen`: a stale read, the model told).
+                agent_tools.perform(op)
+                break
+            except ChangedMeanwhile as exc:
+                if tries == _WRITE_TRIES:
+                    raise agent_tools.ToolError(
+                        f"{op.path} was saved by another program each of the {tries} times it "
+                        "was about to be written; it is left as that program saved it"
+                    ) from exc
         if hooks.seen is not None:
             hooks.seen.note_now(op.path)  # the agent knows what it wrote: no Read needed
     path = policy.as_given(op.path)

@@ -27,10 +27,12 @@ from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import Stamp, stamp_of
 from memoryd.fsutil import (
     NotRegularFile,
-    atomic_write_text,
+    atomic_write_bytes,
     looks_binary,
+    put_back_unless,
     read_regular_file,
     remove_stale_staged,
+    save_stamp,
 )
 
 READ_DEFAULT_LIMIT = 2_000
@@ -55,11 +57,14 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class WriteOp:
-    """A write the loop performs after its before/after hooks: path and the new text."""
+    """A write the loop performs after its before/after hooks: path and the new text.
+    `planned_over`: the file as it was when the write was planned (`fsutil.save_stamp`; None:
+    there was none), the only file `perform` replaces."""
 
     path: Path
     text: str
     created: bool
+    planned_over: tuple[int, ...] | None = None
 
 
 def _str(tool_input: dict[str, Any], key: str, *, required: bool = True) -> str:
@@ -391,7 +396,8 @@ def plan_write(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
         raise ToolError(f"content is over the {MAX_WRITE_BYTES} byte limit")
     if path.is_dir():
         raise ToolError(f"{path} is a directory")
-    return WriteOp(path, content, created=not path.exists())
+    stamp = save_stamp(path, follow_links=False)
+    return WriteOp(path, content, created=not path.exists(), planned_over=stamp)
 
 
 def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> str:
@@ -415,8 +421,9 @@ def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> st
 
 def plan_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     path = policy.check_write(_str(tool_input, "file_path"))
+    stamp = save_stamp(path, follow_links=False)  # before the read: a save after it shows
     text = _apply_edit(_read_text(path, for_edit=True), tool_input, path)
-    return WriteOp(path, _capped(text), created=False)
+    return WriteOp(path, _capped(text), created=False, planned_over=stamp)
 
 
 def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
@@ -424,12 +431,13 @@ def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp
     edits = tool_input.get("edits")
     if not isinstance(edits, list) or not edits:
         raise ToolError("'edits' must be a non-empty list")
+    stamp = save_stamp(path, follow_links=False)
     text = _read_text(path, for_edit=True)
     for edit in edits:
         if not isinstance(edit, dict):
             raise ToolError("each edit must be an object")
         text = _capped(_apply_edit(text, edit, path))
-    return WriteOp(path, text, created=False)
+    return WriteOp(path, text, created=False, planned_over=stamp)
 
 
 def _capped(text: str) -> str:
@@ -461,14 +469,24 @@ def _crlf(text: str) -> str:
 def perform(op: WriteOp) -> None:
     """Write `op` atomically; a file that is there keeps its permissions (a project's doc
     stays readable by others) but others' write bit, a new one is private. A file that is there is replaced only
-    if its owner left it writable and it has no other name (`_check_replaceable`)."""
+    if its owner left it writable and it has no other name (`_check_replaceable`).
+    Only over the file it was planned from (`op.planned_over`): one saved since (an editor,
+    while the write was screened or its old version kept), in place or by rename, even in
+    the microseconds before the rename, is left as it is and ChangedMeanwhile raised; it was
+    replaced by what was planned from the text before it."""
     mode = 0o600
     with contextlib.suppress(FileNotFoundError):
         mode = _check_replaceable(op.path)
     # What a write of this file killed mid-way left (a MagicDoc's folder is the user's: only
     # this file's own temp files go).
     remove_stale_staged(op.path.parent, names=(op.path.name,))
-    atomic_write_text(op.path, op.text, mode=mode)
+    atomic_write_bytes(
+        op.path,
+        op.text.encode("utf-8"),
+        mode,
+        still=lambda: save_stamp(op.path, follow_links=False) == op.planned_over,
+        came_out=put_back_unless(op.planned_over),
+    )
 
 
 def _check_replaceable(path: Path) -> int:

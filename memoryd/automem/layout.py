@@ -17,6 +17,7 @@ from memoryd.fsutil import (
     ChangedMeanwhile,
     NotRegularFile,
     atomic_write_bytes,
+    put_back_unless,
     read_regular_file,
     save_stamp,
 )
@@ -156,33 +157,6 @@ def unchanged_since(path: Path, stamp: Stamp) -> Callable[[], bool]:
     return lambda: save_stamp(path, follow_links=False) == stamp
 
 
-def as_read(out: Path, stamp: Stamp) -> bool:
-    """Whether the file a swap took out of its place (`atomic_write_bytes(came_out=…)`, now
-    at `out`) is the one `stamp` saw, unchanged: the same inode, time and size (the swap's
-    rename changed its ctime). Not: someone's save after the last look (`still`), by rename
-    (another inode) or in place."""
-    try:
-        st = os.lstat(out)
-    except OSError:
-        return False
-    return stamp is not None and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev) == (
-        stamp[0],
-        *stamp[2:],
-    )
-
-
-def put_back_unless_as_read(stamp: Stamp) -> Callable[[Path], None]:
-    """For `atomic_write_bytes(came_out=…)` of a rewrite made from a read (an index): what
-    came out is put back, and the rewrite tried again from it (ChangedMeanwhile), unless it
-    is what was read."""
-
-    def look(out: Path) -> None:
-        if not as_read(out, stamp):
-            raise ChangedMeanwhile(errno.EAGAIN, "saved by another program as it was rewritten")
-
-    return look
-
-
 def while_changed(path: Path, attempt: Callable[[Stamp], T], *, patient: bool = True) -> T:
     """`attempt(stamp)` (`stamp`: `path` as it was just before the try, which reads it and
     writes with `still=unchanged_since(path, stamp)`), tried again while ChangedMeanwhile
@@ -229,7 +203,7 @@ def update_index(
             new.encode("utf-8", errors="surrogateescape"),
             kept_mode(path),
             still=unchanged_since(path, before),
-            came_out=put_back_unless_as_read(before),
+            came_out=put_back_unless(before),
         )
         return text, new
 

@@ -402,3 +402,64 @@ async def test_cancel_event_aborts_the_model_call(
     result = await asyncio.wait_for(task, 2.0)
     assert result.stop_reason == "cancelled"
     assert result.turns == 0
+
+
+@pytest.mark.parametrize("how", ["in-place", "by-rename"])
+@pytest.mark.parametrize("with_seen", [True, False], ids=["seen", "no-seen"])
+async def test_an_editors_save_while_the_write_is_screened_is_not_reverted(
+    daemon_with_model: DaemonHandle,
+    fake_model: FakeMessagesAPI,
+    dirs: tuple[Path, Path],
+    how: str,
+    with_seen: bool,
+) -> None:
+    # Found by reading (session 21): the Write was planned, then screened for secrets (a scan
+    # in a thread, the loop free) and performed with no look at the file since; an editor's
+    # save in between was replaced by what was planned from the text before it. The write
+    # is made only over the file as planned: changed, it is planned again (an Edit, on the
+    # new text) or refused as a stale read (with `seen`: the model reads it again).
+    from memoryd.agent.seen import SeenFiles
+
+    _, memory = dirs
+    target = memory / "user_role.md"
+    target.write_text("line one\n")
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(target)})]),
+        tool_use_reply(
+            [("Edit", {"file_path": str(target), "old_string": "one", "new_string": "1"})]
+        ),
+        text_reply("done"),
+    )
+    saved: list[int] = []
+
+    def screen(path: Path, op: Any) -> None:
+        if not saved:  # the editor saves while the text is being scanned
+            saved.append(1)
+            text = "line one\nthe editor's line\n"
+            if how == "by-rename":
+                tmp = target.with_name("user_role.md~")
+                tmp.write_text(text)
+                tmp.replace(target)
+            else:
+                target.write_text(text)
+
+    await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
+        system="s",
+        messages=USER,
+        write_lock=asyncio.Lock(),
+        screen_write=screen,
+        seen=SeenFiles() if with_seen else None,
+    )
+    assert saved
+    text = target.read_text()
+    assert "the editor's line" in text
+    result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
+    if with_seen:  # a stale read: the model is told to read it again
+        assert text == "line one\nthe editor's line\n"
+        assert result.get("is_error") is True
+        assert "changed since you read it" in result["content"]
+    else:  # the Edit is made again on the editor's text
+        assert text == "line 1\nthe editor's line\n"

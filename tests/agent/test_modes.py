@@ -13,6 +13,7 @@ import pytest
 from memoryd.agent.modes import rewrite_mode
 from memoryd.agent.tools import WriteOp, perform
 from memoryd.automem.layout import kept_mode
+from memoryd.fsutil import save_stamp
 
 
 @pytest.mark.parametrize(
@@ -25,7 +26,9 @@ def test_both_writers_keep_the_same_bits(tmp_path: Path, mode: int, kept: int) -
     memory.chmod(mode)
     assert rewrite_mode(os.stat(memory)) == kept
     assert kept_mode(memory) == kept
-    perform(WriteOp(memory, "new\n", created=False))
+    perform(
+        WriteOp(memory, "new\n", created=False, planned_over=save_stamp(memory, follow_links=False))
+    )
     assert stat.S_IMODE(memory.stat().st_mode) == kept
 
 
