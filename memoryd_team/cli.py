@@ -277,6 +277,14 @@ def _serve(args: argparse.Namespace) -> int:
     from memoryd_team.app import SERVE_ENV, make_app
     from memoryd_team.connection import protocol_for
 
+    if not args.host.strip():
+        # uvicorn binds '' to every interface: a quoted variable left empty would have
+        # opened the server to the whole network.
+        raise CliError(
+            "--host is empty (that would listen on every interface); name one: 127.0.0.1, "
+            "or 0.0.0.0 to listen on all",
+            EXIT_USAGE,
+        )
     args.database_timeout = _database_timeout(args)
     try:
         settings = ServerSettings(
@@ -483,10 +491,13 @@ def _history(args: argparse.Namespace) -> int:
             }
             for v in versions
         ]
+        # `[]` still, so a parser reads the answer; the exit status says "not found", as
+        # the text form's does (a misspelt repo was exit 0 here, exit 1 there).
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
     if not versions:
         raise CliError(f"no history for {repo}" + (f" {key}" if key else ""))
+    if args.json:
+        return EXIT_OK
     for v in versions:
         restored = f"  (restored from v{v.restored_from})" if v.restored_from else ""
         print(

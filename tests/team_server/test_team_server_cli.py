@@ -163,6 +163,12 @@ def test_database_defaults_to_the_environment_then_the_data_dir(tmp_path: Path) 
         (["token", "create", "--repo", "a/b", "--repo", "Group/Sub/Repo.GIT"], 2, "ends in .git"),
         (["history", "--repo", "a/b", "../x"], 2, "not a valid key"),
         (["history", "--repo", "a/b"], 1, "no history"),
+        # The JSON form exited 0 on an empty (or misspelt) repository, the text form 1.
+        (["history", "--repo", "a/b", "--json"], 1, "no history"),
+        (["history", "--repo", "a/b", "a.md", "--json"], 1, "no history for a/b a.md"),
+        # uvicorn listened on every interface for an empty host.
+        (["serve", "--host", ""], 2, "--host is empty"),
+        (["serve", "--host", " "], 2, "--host is empty"),
         (["restore", "--repo", "a/b", "a.md", "3"], 1, "no version 3"),
         (["restore", "--repo", "a/b", "a.md", "0"], 2, "at least 1"),
         (["history", "--repo", "a/b", "--version", "1"], 2, "needs a KEY"),
@@ -176,6 +182,8 @@ def test_bad_cli_input_is_a_clear_error(
     assert result.returncode == code
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+    if "--json" in args:
+        assert json.loads(result.stdout) == []  # still the answer, in JSON
 
 
 def test_a_token_name_or_id_that_is_no_text_or_holds_control_characters(
