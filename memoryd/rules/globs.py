@@ -90,13 +90,14 @@ def _split(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def _name_matcher(part: str) -> re.Pattern[str]:
+def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
     # wcmatch's own regexes for the name, as one: wcmatch's `match()` costs a few times more
     # per call, and a load judges every touched path against every rule.
     include, exclude = glob.translate(part, flags=glob.DOTGLOB)
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
-    return re.compile(f"(?=.){unwanted}(?:{wanted})", re.DOTALL)
+    flags = re.DOTALL | (re.IGNORECASE if ignorecase else 0)
+    return re.compile(f"(?=.){unwanted}(?:{wanted})", flags)
 
 
 def _nfc(text: str) -> str:
@@ -112,7 +113,9 @@ class _Matcher:
     `ignore` package): a pattern that matches a folder on the path matches everything below
     it (`src/api`, `packages/*`, `migrations`), and one opening with `!` takes back what the
     patterns before it matched (`["src/**/*.ts", "!**/*.test.ts"]`), the last that matches a
-    path deciding, except below a folder already matched (as git cannot re-include there).
+    path deciding, except below a folder already matched (as git cannot re-include there);
+    and names match whatever their case, as `ignore` matches them by default (`SRC/*.ts`
+    matches `src/a.ts`: on macOS's file system the two name one file).
     """
 
     def __init__(self, patterns: list[str], *, folders: bool = False) -> None:
@@ -134,7 +137,7 @@ class _Matcher:
                     elif part == "":
                         parts.append("")
                     else:
-                        parts.append(_name_matcher(_nfc(part)))
+                        parts.append(_name_matcher(_nfc(part), folders))
                 if parts.count(_GLOBSTAR) > MAX_GLOBSTARS:
                     raise GlobError(f"more than {MAX_GLOBSTARS} `**` in {written!r}")
                 self.compiled.append(_Compiled(tuple(parts), negated, folders_only))

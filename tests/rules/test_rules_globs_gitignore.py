@@ -52,6 +52,15 @@ BASE = Path("/proj")
         # ... and never a file, nor a path that stops at the folder itself.
         (("x/**/",), "x/y", False),
         (("notes/",), "notes", False),
+        # Names match whatever their case, as `ignore` matches by default (they were
+        # compared case-sensitively; on macOS's file system `SRC/a.ts` is `src/a.ts`).
+        (("SRC/*.ts",), "src/a.ts", True),
+        (("*.TS",), "src/a.ts", True),
+        (("src/**/*.ts", "!**/*.TEST.ts"), "src/a.test.ts", False),
+        (("[A-Z]*.md",), "readme.md", True),
+        (("Docs/",), "pkg/docs/a.md", True),
+        (("café/**",), "CAFÉ/x", True),
+        (("straße/*",), "STRASSE/x", False),  # one letter is two only in full case folding
     ],
 )
 def test_paths_are_matched_as_gitignore_matches(
@@ -80,6 +89,17 @@ def test_an_unquoted_negation_is_read_as_a_pattern(tree: Tree, load: Loader) -> 
     assert loaded(load(tree.root, touched=(tree.root / "db/models.py",)), tree.root) == [
         ".claude/rules/py.md"
     ]
+
+
+def test_a_rule_matches_a_path_in_another_case_an_exclude_does_not(
+    tree: Tree, load: Loader
+) -> None:
+    tree.write(".claude/rules/ts.md", "---\npaths: SRC/**/*.TS\n---\nTS.\n")
+    result = load(tree.root, touched=(tree.root / "src/api/users.ts",))
+    assert loaded(result, tree.root) == [".claude/rules/ts.md"]
+    # claudeMdExcludes are plain globs, matched as Claude Code's picomatch matches them.
+    assert globs.excluded_by(("**/SRC/CLAUDE.md",), (Path("/p/src/CLAUDE.md"),)) is None
+    assert globs.excluded_by(("**/src/CLAUDE.md",), (Path("/p/src/CLAUDE.md"),)) is not None
 
 
 @pytest.mark.parametrize(
