@@ -45,9 +45,9 @@ class MemoryDirs:
         # Per key: the memory dir checked by `check_safe`, with what the check saw (the dir's
         # real path, home, config dir); re-checked when any of those moves.
         self._checked: dict[_Key, tuple[tuple[str, Path, Path], Path]] = {}
-        # Per memory dir: the key that asked for it last, for `recheck` (one look, not a walk
-        # over every root kept).
-        self._chosen_by: dict[Path, _Key] = {}
+        # Per memory dir: the keys whose check handed it out, for `recheck` (a look at those,
+        # not a walk over every root kept). Each key is in one dir's set, its checked one's.
+        self._asked_by: dict[Path, set[_Key]] = {}
 
     def enabled(self, project: Project) -> bool:
         return location.enabled(os.environ, self.settings.get(project.settings_root))
@@ -85,11 +85,10 @@ class MemoryDirs:
         `known` when no root kept uses it (worktrees of one repository share one)."""
         while len(self._choices) > MAX_ROOTS:
             key, choice = self._choices.popitem(last=False)
+            self._forget_asker(key)
             self._checked.pop(key, None)
             if all(kept.path != choice.path for kept in self._choices.values()):
                 self.known.discard(choice.path)
-            if self._chosen_by.get(choice.path) == key:
-                del self._chosen_by[choice.path]
 
     def chosen(self, project: Project) -> Path | None:
         """The memory dir chosen for a project (its root, at its worktree), when one was."""
@@ -109,7 +108,6 @@ class MemoryDirs:
         seen = (os.path.realpath(choice.path), home, config_dir)
         checked = self._checked.get(_key(project))
         if checked is not None and checked[0] == seen:
-            self._chosen_by[checked[1]] = _key(project)
             return checked[1]
         # A project's own folder name is cut as Claude Code cuts it (`project_keys`); a
         # configured path or config dir can still hold a name no filesystem takes.
@@ -132,23 +130,36 @@ class MemoryDirs:
         # folder tree beside it, where Claude Code never looks.
         memory_dir = choice.path
         self.known.add(memory_dir)
+        self._forget_asker(_key(project))
         self._checked[_key(project)] = (seen, memory_dir)
-        self._chosen_by[memory_dir] = _key(project)
+        self._asked_by.setdefault(memory_dir, set()).add(_key(project))
         return memory_dir
+
+    def _forget_asker(self, key: _Key) -> None:
+        """`key` out of the askers of the dir its last check handed out."""
+        checked = self._checked.get(key)
+        askers = None if checked is None else self._asked_by.get(checked[1])
+        if askers is None or checked is None:
+            return
+        askers.discard(key)
+        if not askers:
+            del self._asked_by[checked[1]]
 
     def recheck(self, memory_dir: Path) -> None:
         """Called under the dir's writer lock, before a file there is touched: ForbiddenPath
         when the dir has been swapped since `memory_dir` checked it for a link to a place
         memory must never be. Writers queued on the lock had their dir checked before they
-        waited, and wrote through such a link once it was swapped in meanwhile."""
-        key = self._chosen_by.get(memory_dir)
-        checked = None if key is None else self._checked.get(key)
-        choice = None if key is None else self._choices.get(key)
-        if checked is None or choice is None:
-            return  # let go meanwhile: chosen and checked again at its next use
+        waited, and wrote through such a link once it was swapped in meanwhile. Every setting
+        that points at the dir is asked (one project's default dir may be another's
+        configured one, where a link out is allowed): only the last to ask was, and a write
+        of the project whose check refuses such a link went through it."""
         home, config_dir = paths.home(), paths.config_dir()
-        if checked[0] != (os.path.realpath(memory_dir), home, config_dir):
-            location.check_safe(choice, home=home, config_dir=config_dir)
+        now = (os.path.realpath(memory_dir), home, config_dir)
+        # A key let go meanwhile is chosen and checked again at its next use.
+        for key in list(self._asked_by.get(memory_dir, ())):
+            checked, choice = self._checked.get(key), self._choices.get(key)
+            if checked is not None and choice is not None and checked[0] != now:
+                location.check_safe(choice, home=home, config_dir=config_dir)
 
 
 _Key = tuple[Path, Path]

@@ -135,3 +135,24 @@ async def test_orphan_check_marks_are_kept_for_loaded_dirs(
         assert (memory_dir, False) in am.index_writer._in_step
     assert len(am.index_writer._in_step) <= 2 * 2
     assert {d for d, _ in am.index_writer._in_step} <= set(am.states.states)
+
+
+async def test_the_askers_of_each_dir_are_kept_for_the_roots_kept(
+    daemon: DaemonHandle, isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check under the writer lock asks every root whose settings point at the dir
+    # (test_swapped_mid_write): those askers go with their roots, and a root whose dir changed
+    # (a setting named another) asks only for its new one.
+    monkeypatch.setattr(dirs_mod, "MAX_ROOTS", 4)
+    dirs = daemon.daemon.services.automem.dirs
+    shared = isolated_env.root / "shared-memory"
+    monkeypatch.setenv(location.ENV_DIR, str(shared))
+    roots = _roots(isolated_env, 10)
+    for root in roots:
+        await _memory_dir(daemon, root)
+    assert {d: len(keys) for d, keys in dirs._asked_by.items()} == {shared: 4}
+    moved = isolated_env.root / "moved-memory"
+    monkeypatch.setenv(location.ENV_DIR, str(moved))
+    dirs._choices.clear()  # chosen again from the environment
+    assert await _memory_dir(daemon, roots[-1]) == moved
+    assert {d: len(keys) for d, keys in dirs._asked_by.items()} == {shared: 3, moved: 1}

@@ -103,3 +103,39 @@ async def test_writers_queued_on_the_lock_do_not_write_through_a_dir_swapped_for
     assert all("outside" in r.message for r in results if isinstance(r, RpcError))
     assert sorted(p.name for p in outside.iterdir()) == [name]
     assert (outside / name).read_text(encoding="utf-8") == "not a memory of this project\n"
+
+
+async def test_a_dir_two_settings_point_at_is_checked_by_each_when_swapped(
+    daemon: DaemonHandle, project: Path, memdir: Path, tmp_path: Path
+) -> None:
+    # Left by session 21: the check under the lock asked only the setting that last asked for
+    # the dir. Another project's settings.local.json naming this project's default dir
+    # (explicit: a link out of the config dir is allowed for it) asked last, so a write of
+    # this project, whose default dir may not be a link out of the config dir, went through
+    # such a link swapped in while it waited for the lock. Every setting pointing at the dir
+    # is asked now.
+    import json
+
+    await daemon.call("memory.write", cwd=str(project), **USER)
+    other = tmp_path / "other"
+    (other / ".claude").mkdir(parents=True)
+    (other / ".claude" / "settings.local.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(memdir)})
+    )
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    am = daemon.daemon.services.automem
+    async with am.writer_lock(memdir):
+        call = asyncio.ensure_future(
+            daemon.call("memory.write", cwd=str(project), **{**USER, "name": "queued"})
+        )
+        while not am.writer_lock(memdir)._waiters:
+            await asyncio.sleep(0.01)
+        # The other project asks for the dir while this project's write waits.
+        context = await daemon.call("get_context", cwd=str(other))
+        assert Path(context["memory_dir"]) == memdir
+        os.rename(memdir, memdir.with_name("memory.moved"))
+        os.symlink(outside, memdir)
+    (result,) = await asyncio.gather(call, return_exceptions=True)
+    assert getattr(result, "code", result) == -32002
+    assert list(outside.iterdir()) == []
