@@ -121,6 +121,9 @@ MAX_SYNCING_FOLDERS = 16
 class Folder:
     project_root: Path
     runner: SyncRunner
+    # The worktree it was made for (`Project.settings_root`): what resolves back to its
+    # project, a linked worktree's own memory dir included.
+    worktree_root: Path | None = None
     start_task: asyncio.Task[None] | None = None
     # The remote's full path (`group/sub/repo`) while the folder is keyed by its last two
     # parts and it is not yet known whether the server takes it: asked before each pull
@@ -278,6 +281,8 @@ class TeamSync:
         store = StateStore(state_path(config.url, repo or "-", team_dir))
         state = store.load(repo=repo or "", server=config.url, team_dir=team_dir)
         state.project_root = str(project.root)
+        worktree = project.settings_root
+        state.worktree_root = str(worktree) if worktree != project.root else None
         client: TeamClient | None = None
         if repo is None:
             state.suppressed = "no_repo"
@@ -309,7 +314,12 @@ class TeamSync:
         unknown = (
             client is not None and full not in (None, repo) and full not in self._takes_full_path
         )
-        folder = Folder(project.root, runner, full_path=full if unknown else None)
+        folder = Folder(
+            project.root,
+            runner,
+            worktree_root=project.settings_root,
+            full_path=full if unknown else None,
+        )
         if full is not None and unknown:
             engine.unsettled = Retryable(f"not yet asked whether the server serves {full}")
             runner.before_pull = lambda: self._moved_to_full_path(folder)
@@ -408,7 +418,7 @@ class TeamSync:
             log.info("team sync keys the folder by its full path", old=folder.engine.repo, new=full)
             with contextlib.suppress(FeatureUnavailable):  # auto memory off now: no folder
                 # The remote's repository is now the full path: made anew, as for a moved remote.
-                self.folder(self.resolve_project(folder.project_root))
+                self.folder(self.resolve_project(folder.worktree_root or folder.project_root))
             return True
 
     async def _shed_when_idle(self, folder: Folder) -> None:
@@ -516,7 +526,10 @@ class TeamSync:
         for state in saved_states():
             if state.server != url or not state.project_root:
                 continue
-            root = Path(state.project_root)
+            # The worktree it was made for, else (saved before session 22, or the main
+            # worktree) the project's root: resolved from the main worktree's root, a linked
+            # worktree's own team folder was another folder, and was never resumed.
+            root = Path(state.worktree_root or state.project_root)
             if not await asyncio.to_thread(root.is_dir):
                 continue
             project = self.resolve_project(root)

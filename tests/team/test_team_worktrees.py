@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.automem.conftest import git, two_worktrees
-from tests.conftest import IsolatedEnv
+from tests.conftest import DaemonHandle, IsolatedEnv, stop_daemon
 from tests.team.conftest import REPO, TeamDaemon, eventually, server_history
 from tests.team_server.conftest import ThreadedServer
 
@@ -40,3 +40,33 @@ async def test_each_worktrees_team_folder_syncs_whichever_came_first(
         if cwd == own:
             assert written["path"].startswith(str(own_dir)), written["path"]
     await eventually(lambda: set(names) <= set(server_history(server)))
+
+
+async def test_a_worktrees_own_team_folder_is_resumed_at_start(
+    server: ThreadedServer,
+    team_daemon: TeamDaemon,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+    isolated_env: IsolatedEnv,
+) -> None:
+    # The start resolved each saved folder from the main worktree's root: a linked
+    # worktree's own team folder is another folder, so it was skipped, and what was written
+    # in it while memoryd was stopped waited for that worktree's next turn.
+    own, main = two_worktrees(tmp_path, bare=False)
+    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
+    own_dir = isolated_env.root / "own-memory"
+    (own / ".claude").mkdir()
+    (own / ".claude" / "settings.local.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(own_dir)})
+    )
+    token = server.token(REPO)
+    first = await team_daemon("a", url=server.url, token=token)
+    pushed = await first.call("team.push", cwd=str(own))
+    assert pushed["pushed"] == []
+    await stop_daemon(daemons.pop())
+    (own_dir / "team").mkdir(exist_ok=True)
+    (own_dir / "team" / "while-stopped.md").write_text("written while memoryd was stopped\n")
+
+    await team_daemon("b", url=server.url, token=token)
+    # no RPC about the worktree: the startup hook resumes its folder from the saved state
+    await eventually(lambda: "while-stopped.md" in server_history(server))

@@ -57,6 +57,10 @@ class SyncState:
     server: str
     team_dir: str
     project_root: str | None = None
+    # The worktree the folder was made for, when not the main one (`Project.settings_root`):
+    # a linked worktree whose settings name a memory dir of its own has a team folder of its
+    # own, which the main worktree's root does not lead back to at the next start.
+    worktree_root: str | None = None
     etag: str | None = None
     # Checksums the server holds, as of the last GET/PUT.
     server_checksums: dict[str, str] = field(default_factory=dict)
@@ -111,6 +115,7 @@ class SyncState:
                 server=_str(data["server"]),
                 team_dir=_str(data["team_dir"]),
                 project_root=_opt_str(data.get("project_root")),
+                worktree_root=_opt_str(data.get("worktree_root")),
                 # A tag no header can carry (saved before the client checked them) is dropped:
                 # kept, every request failed before it was sent.
                 etag=usable_etag(_opt_str(data.get("etag"))),
