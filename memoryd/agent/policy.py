@@ -34,17 +34,18 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _named_as_shown(path: Path) -> Path:
-    """`path`, or the file the memory manifest shows by it: each name along it that is
-    missing as written and is the exact shown form of one that is there (`a%0Ab.md` for a
-    name holding a newline, `c%2541.md` for `c%41.md`, a folder's as a file's: the manifest
-    shows `notes/x.md` whole) is that one. The model names files as it was shown them, and
-    Read said there was no such file."""
-    if "%" not in str(path) or os.path.lexists(path):
+    """`path`, or the file the memory manifest shows by it: each name along it that is the
+    exact shown form of one that is there (`a%0Ab.md` for a name holding a newline,
+    `c%2541.md` for `c%41.md`, a folder's as a file's: the manifest shows `notes/x.md` whole)
+    is that one, even beside a file literally so named (shown itself as `a%250Ab.md`); any
+    other name is as written. The model names files as it was shown them: Read said there
+    was no such file, and until session 22 a literal twin was taken for the file shown."""
+    if "%" not in str(path):
         return path
     found = Path(path.anchor)
     for name in path.parts[1:]:
         step = found / name
-        if "%" in name and not os.path.lexists(step):
+        if "%" in name:
             meant = file_of_shown(name)
             # The exact shown form only: `a%2Fb.md` spells no single name, `b%2Emd` no
             # name shown so.

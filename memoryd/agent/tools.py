@@ -25,6 +25,7 @@ from memoryd.agent import shell
 from memoryd.agent.modes import rewrite_mode
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import Stamp, stamp_of
+from memoryd.automem.manifest import shown_file
 from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
@@ -248,15 +249,15 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         text = data.decode("utf-8", errors="replace")
         if mode == "files_with_matches":
             if regex.search(text):
-                out.append(str(path))
+                out.append(shown_file(str(path)))
         elif mode == "count":
             count = sum(1 for _ in regex.finditer(text))
             if count:
-                out.append(f"{path}:{count}")
+                out.append(f"{shown_file(str(path))}:{count}")
         else:
             for n, line in enumerate(text.splitlines(), start=1):
                 if regex.search(line):
-                    out.append(f"{path}:{n}:{line[:READ_MAX_LINE]}")
+                    out.append(f"{shown_file(str(path))}:{n}:{line[:READ_MAX_LINE]}")
         if head_limit and len(out) >= head_limit:
             out = out[:head_limit]
             break
@@ -278,7 +279,8 @@ def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
     if not matches:
         return "No files found"
     matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
-    return "\n".join(str(p) for _, p in matches)
+    # Shown as the manifest shows names, one line each, each form one file's (`policy`).
+    return "\n".join(shown_file(str(p)) for _, p in matches)
 
 
 def _glob_matches(policy: AccessPolicy, base: Path, pattern: list[str]) -> list[tuple[float, Path]]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.agent import tools
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.automem.manifest import shown_file
 
@@ -62,11 +63,38 @@ def test_a_file_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path
         assert policy.check_read(str(memory / shown)) == memory / name
         assert policy.check_write(str(memory / shown)) == memory / name
     # Only a shown form: a name shown as itself means that name, even when a file the
-    # escape spells exists (`b%2Emd` is no shown name; `c%2541.md` as written is new).
+    # escape spells exists (`b%2Emd` is no shown name).
     (memory / "b.md").write_text("kept")
     assert policy.check_write(str(memory / "b%2Emd")) == memory / "b%2Emd"
-    (memory / "c%2541.md").write_text("its own")
-    assert policy.check_read(str(memory / "c%2541.md")) == memory / "c%2541.md"
+
+
+def test_a_shown_name_means_one_file_when_its_literal_twin_exists(
+    layout: tuple[Path, Path],
+) -> None:
+    # Left by session 21: with both `a<newline>b.md` (shown `a%0Ab.md`) and a file literally
+    # named `a%0Ab.md` (shown `a%250Ab.md`), the shown `a%0Ab.md` was the literal file, so
+    # the model, naming what the manifest showed it, read and wrote the other memory. A
+    # shown form means the file it shows whenever that is there; each file is reached by
+    # its own shown form, and a name as written only when it shows no file.
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    for meant, twin in (("a\nb.md", "a%0Ab.md"), ("c%41.md", "c%2541.md")):
+        (memory / meant).write_text("meant")
+        (memory / twin).write_text("twin")
+        for name in (meant, twin):
+            shown = shown_file(name)
+            assert policy.check_read(str(memory / shown)) == memory / name
+            assert policy.check_write(str(memory / shown)) == memory / name
+    # Shown so by the agent's own Glob and Grep too, one line per file.
+    glob = tools.glob(policy, {"pattern": "[ac]*.md", "path": str(memory)}).splitlines()
+    assert sorted(Path(line).name for line in glob) == sorted(
+        ["a%0Ab.md", "a%250Ab.md", "c%2541.md", "c%252541.md"]
+    )
+    found = tools.grep(policy, {"pattern": "meant", "path": str(memory)}).splitlines()
+    assert sorted(Path(line).name for line in found) == ["a%0Ab.md", "c%2541.md"]
+    # A twin alone is reached as written too (a name seen in a shell's listing).
+    (memory / "a\nb.md").unlink()
+    assert policy.check_read(str(memory / "a%0Ab.md")) == memory / "a%0Ab.md"
 
 
 def test_a_folder_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path]) -> None:
