@@ -25,6 +25,7 @@ from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, ProtocolError, RpcError, UntrustedSocket
 from memoryd_client.text_budget import cut, shares, utf8_size
 from memoryd_client.version import installed_version
+from memoryd_client.work_tree import nearest_in_work_tree
 
 INSTRUCTIONS = (
     "memoryd keeps long-lived memory for this user and project. Call `recall` with the task at "
@@ -72,9 +73,24 @@ class Tools:
                 "pass cwd (the project's absolute directory)"
             )
         path = Path(chosen).expanduser()
+        if cwd is None and path.is_absolute() and not path.is_dir():
+            # The server's folder deleted since (`git worktree remove`, `rm -rf build`): every
+            # call without a cwd failed. Its nearest folder in the same work tree stands in.
+            stand_in = nearest_in_work_tree(str(path))
+            if stand_in is not None:
+                return stand_in
         if not path.is_absolute() or not path.is_dir():
             raise ToolError(f"cwd must be an existing absolute directory, got {chosen!r}")
         return str(path)
+
+    def _note(self, cwd: str | None, project: str) -> dict[str, str]:
+        """A `note` for a result made for a stand-in of the deleted default project."""
+        if cwd is not None or project == self.default_cwd:
+            return {}
+        return {
+            "note": f"the default project {self.default_cwd} no longer exists; this is for "
+            f"{project}, its nearest existing folder in the same work tree"
+        }
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         try:
@@ -94,7 +110,8 @@ class Tools:
         if not query.strip():
             raise ToolError("query must not be empty")
         limit = max(RECALL_LIMIT_MIN, min(limit, RECALL_LIMIT_MAX))
-        params = {"cwd": self._cwd(cwd), "query": query, "limit": limit}
+        project = self._cwd(cwd)
+        params = {"cwd": project, "query": query, "limit": limit}
         result = await self._call("recall", params)
         memories = [
             {k: m.get(k) for k in ("path", "name", "type", "description", "note", "content")}
@@ -111,7 +128,11 @@ class Tools:
                     f"showing {len(shown):,} of {len(content):,} characters: `read` this path "
                     f"with offset={len(shown)} for the rest"
                 )
-        return {"selector": result.get("selector"), "memories": memories}
+        return {
+            "selector": result.get("selector"),
+            "memories": memories,
+            **self._note(cwd, project),
+        }
 
     async def remember(
         self,
@@ -122,8 +143,9 @@ class Tools:
         cwd: str | None = None,
         team: bool = False,
     ) -> dict[str, Any]:
+        project = self._cwd(cwd)
         params: dict[str, Any] = {
-            "cwd": self._cwd(cwd),
+            "cwd": project,
             "type": type,
             "name": name,
             "description": description,
@@ -133,14 +155,17 @@ class Tools:
             params["team"] = True
         result = await self._call("memory.write", params)
         reply = {"path": result.get("path"), "created": result.get("created")}
+        reply.update(self._note(cwd, project))
         if result.get("warnings"):
             # E.g. the body holds a secret: the model should tell the user and fix the memory.
             reply["warnings"] = result["warnings"]
         return reply
 
     async def list(self, cwd: str | None = None) -> dict[str, Any]:
-        result = await self._call("memory.list", {"cwd": self._cwd(cwd)})
+        project = self._cwd(cwd)
+        result = await self._call("memory.list", {"cwd": project})
         return {
+            **self._note(cwd, project),
             "memory_dir": result.get("memory_dir"),
             "memories": [
                 {k: m.get(k) for k in ("path", "name", "type", "description", "team")}

@@ -214,32 +214,10 @@ def _cwd(payload: dict[str, Any]) -> str:
     `git worktree remove`, an `rm -rf build` the agent sat in) its nearest existing folder
     in the same work tree. The daemon refuses a folder that does not exist, and every hook of
     the session got nothing."""
+    from memoryd_client.work_tree import nearest_in_work_tree  # stdlib only
+
     cwd = _given_cwd(payload)
-    return _existing_in_work_tree(cwd) or cwd
-
-
-def _existing_in_work_tree(cwd: str) -> str | None:
-    """`cwd`'s nearest existing ancestor when `cwd` is gone and that ancestor lies in a git
-    work tree: never `/`, never the home folder, nor in a work tree rooted at either (a
-    dotfiles repository), so the fallback stays inside a project; None otherwise."""
-    if "\x00" in cwd or os.path.isdir(cwd):
-        return None
-    home = os.path.realpath(os.path.expanduser("~"))
-    below = os.path.normpath(cwd)
-    folder = os.path.dirname(below)
-    while not os.path.isdir(folder):
-        if folder == below:  # reached `/`
-            return None
-        below, folder = folder, os.path.dirname(folder)
-    root = folder
-    while not os.path.lexists(os.path.join(root, ".git")):
-        if os.path.dirname(root) == root:
-            return None  # outside git: the project was the deleted folder itself
-        root = os.path.dirname(root)
-    outside = {"/", home}
-    if os.path.realpath(folder) in outside or os.path.realpath(root) in outside:
-        return None
-    return folder
+    return nearest_in_work_tree(cwd) or cwd
 
 
 def _folder_note(payload: dict[str, Any], cwd: str) -> str:
