@@ -339,7 +339,8 @@ def _set_up_checkout(tmp_path: Path, python: Path) -> Path:
 def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
     """scripts/serve (setup without MEMORYD_SETUP_NODE) installs no Node packages: it ran
     `npm ci` (204 packages) for the VS Code tests whenever npm was on PATH."""
-    root = _set_up_checkout(tmp_path, python=Path(sys.executable))
+    python, _ = _fake_python(tmp_path, "python3.11")  # a venv of its own: set up here
+    root = _set_up_checkout(tmp_path, python=python)
     (root / "clients" / "vscode").mkdir(parents=True)
     (root / "clients" / "vscode" / "package-lock.json").write_text("{}")
     tools = tmp_path / "bin"
@@ -378,8 +379,7 @@ def _fake_python(tmp_path: Path, name: str) -> tuple[Path, Path]:
     return python, calls
 
 
-def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
-    """Run scripts/setup with `python`; assert it made .venv again and set it up: its stderr."""
+def _run_setup(root: Path, python: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
     env["PYTHON"] = str(python)
     done = subprocess.run(
@@ -391,6 +391,12 @@ def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
+    """Run scripts/setup with `python`; assert it made .venv again and set it up: its stderr."""
+    done = _run_setup(root, python)
     ran = calls.read_text().splitlines()
     assert "-m venv .venv" in ran
     assert any(line.startswith("-m pip install") and "-e .[dev]" in line for line in ran), ran
@@ -418,3 +424,41 @@ def test_setup_makes_the_venv_afresh_when_it_was_left_without_pip(tmp_path: Path
     root = _set_up_checkout(tmp_path, python=python)
     (root / ".venv" / ".memoryd-setup").unlink()  # killed before it was set up
     assert "half made" in _setup_afresh(root, python, calls)
+
+
+def _venv_importing_memoryd_from(tmp_path: Path, folder: Path) -> Path:
+    """A checkout whose set-up .venv (a real one, stamped) imports memoryd from `folder`, as
+    an editable install made there does."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup", root / "scripts" / "setup")
+    (root / "memoryd").mkdir()
+    (root / "memoryd" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text("")
+    os.utime(root / "pyproject.toml", (1, 1))
+    venv = root / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=60)
+    (site_packages,) = venv.glob("lib/python3*/site-packages")
+    (site_packages / "checkout.pth").write_text(f"{folder}\n")
+    (venv / ".memoryd-setup").write_text("")
+    return root
+
+
+def test_setup_makes_the_venv_afresh_when_the_checkout_moved(tmp_path: Path) -> None:
+    """A checkout moved (or copied) elsewhere keeps a .venv set up for the old folder: its
+    scripts' `#!` lines and its editable install name it. scripts/serve failed (`cannot
+    execute: required file not found`), or, the old folder still there, ran its code."""
+    original = tmp_path / "original"
+    (original / "memoryd").mkdir(parents=True)
+    (original / "memoryd" / "__init__.py").write_text("")
+    root = _venv_importing_memoryd_from(tmp_path, original)
+    python, calls = _fake_python(tmp_path, "python3.11")
+    assert "another folder" in _setup_afresh(root, python, calls)
+
+
+def test_setup_keeps_a_venv_set_up_for_this_checkout(tmp_path: Path) -> None:
+    root = _venv_importing_memoryd_from(tmp_path, tmp_path / "checkout")
+    python, calls = _fake_python(tmp_path, "python3.11")
+    assert _run_setup(root, python).stderr == ""
+    assert "-m venv .venv" not in calls.read_text().splitlines()
+    assert (root / ".venv" / ".memoryd-setup").exists()
