@@ -9,6 +9,7 @@ import errno
 import functools
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -340,6 +341,38 @@ def swap_in(staged: Path, path: Path) -> bool:
             continue  # made meanwhile: swapped for it on the next try
     os.replace(staged, path)
     return False
+
+
+def take_out(path: Path) -> Path:
+    """`path` renamed to a new hidden temp name beside it (`.<name>.<8 chars>.tmp`, as
+    `stage_file` names them, so one a killed process left is swept), returned: for a delete
+    to look at what it removes. An unlink removed whatever was there at that instant: a save
+    by rename landing after the delete's last look went uncopied. FileNotFoundError: none."""
+    for _ in range(_SWAP_TRIES):
+        out = path.with_name(f"{_staged_prefix(path.name)}{secrets.token_hex(4)}.tmp")
+        try:
+            if not _rename_flags(path, out, _RENAME_NOREPLACE):
+                os.rename(path, out)  # no renameat2: 32 random bits make a clash moot
+            return out
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp name", str(path))
+
+
+def put_back(out: Path, path: Path) -> None:
+    """Undo `take_out`: `out` renamed back to `path`, unless something is there now (a save
+    since): then it stays beside it, renamed `.<name>.<8 chars>.kept`, and is logged."""
+    try:
+        if _rename_flags(out, path, _RENAME_NOREPLACE):
+            return
+        if not os.path.lexists(path):
+            os.rename(out, path)
+            return
+    except FileExistsError:
+        pass
+    kept = out.with_name(out.name.removesuffix(".tmp") + ".kept")
+    os.rename(out, kept)
+    _log.warning("a file taken out to be removed kept beside a save since", file=str(kept))
 
 
 def _put_back(out: Path, path: Path) -> None:

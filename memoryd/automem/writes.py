@@ -49,8 +49,10 @@ from memoryd.fsutil import (
     atomic_write_bytes,
     make_private_dirs,
     open_regular_file,
+    put_back,
     read_regular_file,
     save_stamp,
+    take_out,
 )
 
 log = structlog.get_logger("memoryd.automem")
@@ -254,6 +256,22 @@ class MemoryWrites:
 
         return look
 
+    def _remove_seen(self, memory_dir: Path, key: str, target: Path, stamp: Stamp) -> None:
+        """Remove `target`, whose last look saw `stamp`: taken out by a rename and looked at
+        first, so that a save by rename since that look (a new file: not the one held open)
+        is copied to history, as `_save_by_rename_kept` copies one under a write; unlinked,
+        it went uncopied. Something there that is no regular file goes back, refused as the
+        copy refuses it."""
+        out = take_out(target)
+        try:
+            self._save_by_rename_kept(memory_dir, key, stamp, "delete")(out)
+        except ChangedMeanwhile:
+            put_back(out, target)
+            self._snapshot_sync(memory_dir, key, target, "delete")  # says why it is refused
+            raise
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out)
+
     def _still_holds(self, memory_dir: Path, key: str, target: Path, kept: Version) -> bool:
         try:
             now = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
@@ -299,7 +317,7 @@ class MemoryWrites:
                                     break
                                 stamp = now
                                 self._snapshot_sync(memory_dir, key, target, "delete")
-                            target.unlink()
+                            self._remove_seen(memory_dir, key, target, stamp)
                     except FileNotFoundError:
                         pass  # gone meanwhile (removed by hand): deleted all the same
                     # The unlink failed, or a copy of a save since refused (swapped for a link):

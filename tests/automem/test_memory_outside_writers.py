@@ -184,14 +184,18 @@ async def test_a_write_whose_folder_is_removed_under_it_is_made_again(
     assert "Black tea." in path.read_text()
 
 
+@pytest.mark.parametrize("by_rename", [False, True], ids=["in-place", "by-rename"])
 async def test_an_editors_save_after_the_last_look_before_the_unlink_is_kept(
-    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch
+    daemon: DaemonHandle, project: Path, monkeypatch: pytest.MonkeyPatch, by_rename: bool
 ) -> None:
     # Found by the session 21 review: the delete's last look for a save since its copy found
     # none, and a save landing before the file was opened to be held across the unlink was
-    # deleted uncopied (the file held open only from after that look).
+    # deleted uncopied (the file held open only from after that look). Session 22: a save by
+    # rename there (a new file, not the one held open) was unlinked uncopied; the file is
+    # taken out by a rename and looked at before it is removed.
     path = await _write(daemon, project, "Green tea.")
-    looks = _after_the_deletes_look(monkeypatch, _save_once(path))
+    save = _rename_save_once(path) if by_rename else _save_once(path)
+    looks = _after_the_deletes_look(monkeypatch, save)
     await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert not path.exists()
     assert len(looks) >= 2
@@ -317,3 +321,29 @@ async def test_a_file_made_by_rename_under_a_first_write_is_kept(
     )
     assert "Black tea." in target.read_text()
     assert SAVED.encode() in _kept(daemon, project, target)
+
+
+async def test_a_folder_renamed_over_a_memory_under_its_delete_is_put_back(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The delete takes the file out by a rename to look at it: a folder renamed there after
+    # its last look is no memory, so it goes back as it was, the delete refused as a copy of
+    # it is, and the memory's index line stays.
+    path = await _write(daemon, project, "Green tea.")
+    done: list[int] = []
+
+    def folder_over_it() -> None:
+        if not done:
+            done.append(1)
+            folder = memdir / "elsewhere"
+            folder.mkdir()
+            (folder / "inside.txt").write_text("kept")
+            path.unlink()
+            folder.rename(path)
+
+    _after_the_deletes_look(monkeypatch, folder_over_it)
+    with pytest.raises(Exception, match="not a regular file"):
+        await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert (path / "inside.txt").read_text() == "kept"
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
