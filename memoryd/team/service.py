@@ -153,6 +153,10 @@ class TeamSync:
         self.config = config
         self.tuning = Tuning(debounce_s=config.debounce_s)
         self.timeout_s = 30.0
+        # Whether the server serves the full path: one cheap GET (a one-row read), so bounded
+        # well below a request's deadline (2 x timeout_s): a server stalling on it held a
+        # `team.push` for that deadline, twice (the start's question, then its own).
+        self.question_timeout_s = 10.0
         self._folders: dict[Path, Folder] = {}
         self._closed = False
         self._scan_pool: ProcessPoolExecutor | None = None
@@ -391,7 +395,9 @@ class TeamSync:
                 if engine.state.suppressed is not None:
                     raise SyncSuppressed(engine.state.suppressed)
                 try:
-                    takes = await client.takes_repo(full)
+                    takes = await client.takes_repo(
+                        full, timeout_s=min(self.question_timeout_s, self.timeout_s)
+                    )
                 except TeamHTTPError as exc:
                     # Taken as a no, a stray 401 (a token rotated) or a proxy's 407 sent the
                     # folder to `sub/repo` for the daemon's run.
@@ -447,9 +453,11 @@ class TeamSync:
         nothing, and a pull or push on it fails saying so)."""
         folder = self.folder(project)
         while True:
+            # A start still under way asks the question itself: not asked twice in a row.
+            starting = folder.start_task is not None and not folder.start_task.done()
             if folder.start_task is not None:
                 await asyncio.shield(folder.start_task)
-            if folder.full_path is not None and not self._closed:
+            if folder.full_path is not None and not self._closed and not starting:
                 with contextlib.suppress(TeamHTTPError, SyncSuppressed):
                     await self._moved_to_full_path(folder)
             # Its start may have handed over to a folder keyed by the remote's full path.

@@ -9,6 +9,7 @@ each group read and overwrote the other's."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -240,6 +241,27 @@ async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
     assert (status["repo"], status["suppressed"], status["pending"]) == (FULL, None, [])
     assert await asyncio.to_thread(server_history, server, SHORT) == {}
     assert SHORT not in repos_asked(proxy)
+
+
+async def test_a_server_stalling_on_the_question_holds_a_push_for_its_own_deadline(
+    server: ThreadedServer, proxy: FaultyProxy, team_daemon: TeamDaemon, project: Path
+) -> None:
+    """The question is one cheap GET, yet it had a push's deadline (2 x 30 s), and a
+    `team.push` that waited for the folder's start (which asked) asked again: ~120 s on a
+    server that stalls on it. It has its own, shorter deadline now, is asked once per
+    push, and the push and `team.status` say what it waited for."""
+    handle = await start_behind(proxy, Fault.stall(30), server, team_daemon)
+    team = handle.daemon.services.team
+    team.timeout_s = 3.0  # a request's deadline: 6 s
+    team.question_timeout_s = 0.5
+    team.tuning = replace(team.tuning, backoff_base_s=60.0)  # no retry of its own meanwhile
+    first = await handle.call("team.push", cwd=str(project))
+    assert first["ok"] is False
+    assert f"whether the server serves {FULL}" in first["error"]
+    assert "did not answer within 0.5 s" in first["error"]
+    assert proxy.requests("GET") == 1  # the start's question, not asked again at once
+    status = await handle.call("team.status", cwd=str(project))
+    assert "did not answer within 0.5 s" in status["last_result"]["error"]
 
 
 async def test_an_unanswered_question_looks_for_a_saved_state_once(

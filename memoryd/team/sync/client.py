@@ -237,7 +237,7 @@ class TeamClient:
             following,
         )
 
-    async def takes_repo(self, repo: str) -> bool:
+    async def takes_repo(self, repo: str, *, timeout_s: float | None = None) -> bool:
         """Whether the server serves `repo` to this token: a GitLab subgroup's full path
         (`group/sub/repo`), which a server from before session 20 refuses (400
         `invalid_repo`), as does one whose tokens are bound to `sub/repo` only (403). One
@@ -249,9 +249,12 @@ class TeamClient:
         never a no (a no is kept for the daemon's run, and the folder then synced with the
         two-part name): Permanent for a refusal of the credentials (401, a proxy's 407) or
         another of the API's refusals; Retryable for 408, 429, 5xx, the network, and any
-        reply that is not the API's (a proxy's 403 page, a captive portal's 200)."""
+        reply that is not the API's (a proxy's 403 page, a captive portal's 200).
+
+        `timeout_s` bounds the whole question (a one-row read on the server): a server that
+        stalls on it held a `team.push` for the request's deadline, twice."""
         params, headers = {"repo": repo, "view": "hashes"}, {"If-None-Match": "*"}
-        response = await self._send("GET", params, headers, None)
+        response = await self._send("GET", params, headers, None, deadline_s=timeout_s)
         status = response.status_code
         if status == 304:
             return True
@@ -323,8 +326,15 @@ class TeamClient:
         return _etag(response) or usable_etag(body.get("etag"))
 
     async def _send(
-        self, method: str, params: dict[str, str], headers: dict[str, str], body: bytes | None
+        self,
+        method: str,
+        params: dict[str, str],
+        headers: dict[str, str],
+        body: bytes | None,
+        *,
+        deadline_s: float | None = None,
     ) -> Reply:
+        """One request, whole within `deadline_s` (default `self.deadline_s`)."""
         import httpx
 
         loop = asyncio.get_running_loop()
@@ -333,12 +343,23 @@ class TeamClient:
         self.requests += 1
         try:
             request = self._http.build_request(
-                method, TEAM_MEMORY_PATH, params=params, headers=headers, content=body
+                method,
+                TEAM_MEMORY_PATH,
+                params=params,
+                headers=headers,
+                content=body,
+                # A shorter deadline bounds each of httpx's waits too (its default otherwise).
+                timeout=(
+                    httpx.Timeout(deadline_s)
+                    if deadline_s is not None
+                    else httpx.USE_CLIENT_DEFAULT
+                ),
             )
         except UnicodeError as exc:
             # A header that cannot be sent (usable_etag keeps tags ASCII; this is the net).
             raise Retryable(f"cannot build the request to the team server: {exc}") from exc
-        own = loop.time() + self.deadline_s
+        deadline_s = self.deadline_s if deadline_s is None else deadline_s
+        own = loop.time() + deadline_s
         try:
             async with asyncio.timeout_at(own) as timer:
                 self._in_flight[timer] = own
@@ -359,7 +380,7 @@ class TeamClient:
                     "the daemon is stopping: the team server did not answer by its shutdown "
                     "deadline"
                 ) from exc
-            raise Retryable(f"the team server did not answer within {self.deadline_s:g} s") from exc
+            raise Retryable(f"the team server did not answer within {deadline_s:g} s") from exc
         except httpx.TimeoutException as exc:
             raise Retryable(f"timed out talking to the team server: {exc!r}") from exc
         except httpx.TransportError as exc:
