@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_hook import context_of, hook
 
@@ -128,3 +130,33 @@ def test_the_note_stays_within_the_inline_budget(fake_daemon: FakeDaemon, tmp_pa
     assert text.startswith("[memoryd: this session's folder no longer exists;")
     assert len(text.encode("utf-8")) <= 9_000
     assert json.loads(out)  # one valid hook output
+
+
+@pytest.mark.parametrize("shell_pwd", [True, False])
+def test_no_cwd_given_in_a_deleted_folder(
+    recalling: FakeDaemon, tmp_path: Path, shell_pwd: bool
+) -> None:
+    # No `cwd` in the input and the hook started in a deleted folder: the shell's $PWD names
+    # it; without one the hook asks about nothing (it never stands `/` in for it).
+    repo = git_init(tmp_path / "repo")
+    gone = repo / "gone"
+    gone.mkdir()
+    keep = "" if shell_pwd else "unset PWD && "
+    script = f'cd "$1" && rmdir "$1" && {keep}exec "$2" -m memctl hook user-prompt-submit '
+    script += '--socket "$3" --timeout-ms 5000'
+    done = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), sys.executable, str(recalling.socket_path)],
+        input=json.dumps({"session_id": "s3", "prompt": "how do we deploy?"}),
+        capture_output=True,
+        text=True,
+        env=memctl_env(),
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    if shell_pwd:
+        assert recalling.calls("recall")[-1]["cwd"] == str(repo)
+        assert "Deploy via staging." in context_of(done.stdout, "UserPromptSubmit")
+    else:
+        assert recalling.calls("recall") == []
+        assert done.stdout == ""

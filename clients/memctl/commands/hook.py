@@ -205,8 +205,11 @@ def _given_cwd(payload: dict[str, Any]) -> str:
         return cwd
     try:
         return os.getcwd()
-    except OSError:  # the hook was started in a folder since deleted
-        return os.environ.get("PWD", "/")
+    except OSError:  # started in a folder since deleted: the shell's name for it, if any
+        shell_cwd = os.environ.get("PWD", "")
+        if not shell_cwd.startswith("/") or shell_cwd == "/":
+            raise
+        return shell_cwd
 
 
 def _cwd(payload: dict[str, Any]) -> str:
