@@ -21,6 +21,7 @@ from memctl.output import (
     EXIT_RPC,
     EXIT_TIMEOUT,
     EXIT_USAGE,
+    UsageError,
     fail,
     older_daemon_hint,
     ready_streams,
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(args, f"error {exc.code}: {exc.message}{hint}", EXIT_RPC, code=exc.code)
     except TimeoutError as exc:
         return fail(args, str(exc), EXIT_TIMEOUT)
+    except UsageError as exc:
+        return fail(args, str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

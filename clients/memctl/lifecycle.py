@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from memctl.output import UsageError
 from memoryd_client import (
     Client,
     DaemonUnavailable,
@@ -41,6 +42,28 @@ STOP_WAIT_S = 30.0
 TERM_WAIT_S = 5.0
 # How long `start` waits for the daemon to answer.
 START_WAIT_S = 15.0
+# How long `status`, `start` and `stop` wait for a daemon that accepts the connection to answer
+# before they call it hung (or stopped); `MEMORYD_ANSWER_TIMEOUT` (seconds) sets it, so a test
+# of a hung daemon need not wait the whole 5 s out.
+ANSWER_TIMEOUT_S = 5.0
+ANSWER_TIMEOUT_ENV = "MEMORYD_ANSWER_TIMEOUT"
+
+
+def answer_timeout_s() -> float:
+    """`ANSWER_TIMEOUT_S`, or `$MEMORYD_ANSWER_TIMEOUT` when set: a number of seconds above 0
+    and at most 600; any other value is a `UsageError` (said in one line, exit 2)."""
+    text = os.environ.get(ANSWER_TIMEOUT_ENV, "").strip()
+    if not text:
+        return ANSWER_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 600:  # NaN fails this too
+        raise UsageError(
+            f"{ANSWER_TIMEOUT_ENV}={text!r} is not a number of seconds above 0 and at most 600"
+        )
+    return value
 
 
 def socket_path(arg: Path | None) -> Path:
@@ -120,7 +143,7 @@ def _state(pid: int) -> str | None:
     return stat[end + 2 : end + 3].decode("ascii", "replace") or None
 
 
-def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
+def query_status(sock: Path, timeout: float | None = None) -> dict[str, Any] | None:
     """The daemon's `status`, or None when nobody healthy answers (a hung daemon included, and
     a program that is not memoryd)."""
     try:
@@ -129,12 +152,14 @@ def query_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
         return None
 
 
-def ask_status(sock: Path, timeout: float = 5.0) -> dict[str, Any] | None:
+def ask_status(sock: Path, timeout: float | None = None) -> dict[str, Any] | None:
     """The daemon's `status`; None when nobody listens or the reply is unusable; TimeoutError
     when something accepts the connection but does not answer (a hung daemon is not absent);
     UntrustedSocket when another user's program listens there (nothing to start next to it);
     ProtocolError when what answers is not memoryd (`status` said "not running", and `start`
-    spawned a daemon that exited "already serving")."""
+    spawned a daemon that exited "already serving"). `timeout`: `answer_timeout_s()`."""
+    if timeout is None:
+        timeout = answer_timeout_s()
     try:
         with Client(sock, timeout=timeout) as conn:
             result = conn.call("status")
@@ -203,12 +228,13 @@ def start(
 def _running(sock: Path) -> dict[str, Any] | None:
     """The status of the daemon on `sock`, or None. One that accepts and does not answer is
     there all the same: a second one would only exit, "already serving" (after 12 s)."""
+    timeout = answer_timeout_s()
     try:
-        return ask_status(sock)
+        return ask_status(sock, timeout)
     except TimeoutError:
         raise TimeoutError(
-            f"memoryd on {sock} accepts connections but did not answer within 5 s (hung, or "
-            "stopped by SIGSTOP): no second one was started; `memctl stop` ends it"
+            f"memoryd on {sock} accepts connections but did not answer within {timeout:.3g} s "
+            "(hung, or stopped by SIGSTOP): no second one was started; `memctl stop` ends it"
         ) from None
 
 
@@ -436,7 +462,7 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     asked = False
     refused: str | None = None
     try:
-        with Client(sock, timeout=5.0) as conn:
+        with Client(sock, timeout=answer_timeout_s()) as conn:
             if pid is None:
                 pid = _own_pid(conn, sock)
             conn.call("shutdown")

@@ -20,6 +20,10 @@ EXIT_DOWN = 3
 EXIT_TIMEOUT = 4
 
 
+class UsageError(Exception):
+    """A setting memctl cannot use (a bad number in the environment): one line, exit 2."""
+
+
 # What a terminal would act on rather than show (an escape sequence in a teammate's memory can
 # set the clipboard or clear the screen), and what it cannot encode (half a surrogate pair).
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")

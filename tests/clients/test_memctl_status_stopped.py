@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import run_memctl
+from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.test_memctl_stop import _real_daemon
 
 pytestmark = pytest.mark.skipif(
@@ -43,7 +43,9 @@ def test_a_daemon_held_by_a_tracer_names_the_tracer(short_tmp: Path) -> None:
                 line = tracer.stdout.readline()
                 if line != "ready\n":
                     pytest.skip(f"ptrace is not allowed here ({line.strip()})")
-                done = run_memctl("--socket", str(sock), "status")
+                done = run_memctl(  # the default wait for an answer is 5 s
+                    "--socket", str(sock), "status", env=memctl_env(MEMORYD_ANSWER_TIMEOUT="0.5")
+                )
             finally:
                 tracer.kill()  # its tracee is detached as it exits
         assert done.returncode == 4

@@ -244,12 +244,16 @@ def test_stop_ends_a_daemon_whose_socket_file_was_deleted(short_tmp: Path) -> No
         assert not lifecycle.pid_alive(pid)
 
 
-def test_stop_ends_a_daemon_stopped_by_sigstop(short_tmp: Path) -> None:
+def test_stop_ends_a_daemon_stopped_by_sigstop(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Ctrl-Z on a foreground daemon: its SIGTERM stayed pending, `stop` waited 35 s and said it
     # did not stop. SIGCONT follows the SIGTERM, as systemd sends it.
     sock = short_tmp / "run" / "m.sock"
     with _real_daemon(sock) as pid:
         os.kill(pid, signal.SIGSTOP)
+        # Its shutdown request goes unanswered: waited 0.5 s for, not the default 5 s.
+        monkeypatch.setenv(lifecycle.ANSWER_TIMEOUT_ENV, "0.5")
         result = lifecycle.stop(sock, wait_s=5.0, term_wait_s=5.0)
         assert (result["stopped"], result["pid"]) == (True, pid)
 
@@ -260,11 +264,16 @@ def test_start_next_to_a_daemon_that_does_not_answer_starts_nothing(
     # A hung or SIGSTOPped daemon: `start` took it for absent, spawned a second one, which
     # exited "already serving" 12 s later (exit 3). It says why at once, exit 4 (a timeout).
     fake_daemon.delays["status"] = 8.0
-    done = run_memctl("--socket", str(fake_daemon.socket_path), "start")
+    done = run_memctl(
+        "--socket",
+        str(fake_daemon.socket_path),
+        "start",
+        env=memctl_env(MEMORYD_ANSWER_TIMEOUT="0.5"),  # not the default 5 s
+    )
     assert done.returncode == 4, (done.stdout, done.stderr)
     assert (
         f"memoryd on {fake_daemon.socket_path} accepts connections but did not answer within "
-        "5 s (hung, or stopped by SIGSTOP): no second one was started"
+        "0.5 s (hung, or stopped by SIGSTOP): no second one was started"
     ) in done.stderr
     assert not fake_daemon.socket_path.with_name("memoryd.log").exists()  # nothing spawned
 
@@ -300,12 +309,14 @@ def test_status_of_a_sigstopped_daemon_says_it_is_stopped(
             lifecycle.status_file(sock).unlink()
         os.kill(pid, signal.SIGSTOP)
         try:
-            done = run_memctl("--socket", str(sock), "status")
+            done = run_memctl(
+                "--socket", str(sock), "status", env=memctl_env(MEMORYD_ANSWER_TIMEOUT="0.5")
+            )
         finally:
             os.kill(pid, signal.SIGCONT)
         assert done.returncode == 4
         assert (
-            f"memoryd did not answer within 5 s: its process (pid {pid}) is stopped (SIGSTOP, "
+            f"memoryd did not answer within 0.5 s: its process (pid {pid}) is stopped (SIGSTOP, "
             f"or Ctrl-Z in its terminal); `kill -CONT {pid}` resumes it, `memctl stop` ends it"
         ) in done.stderr
         assert lifecycle.stop(sock)["stopped"] is True
