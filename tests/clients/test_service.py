@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
+from memoryd_client.version import installed_version
 from tests.clients.conftest import REPO, run_memctl
+from tests.clients.fake_daemon import FakeDaemon
 
 FAKE_TOOL = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
@@ -528,3 +530,22 @@ def test_uninstall_says_which_commands_failed(
     for command in ("disable --now memoryd.socket", "daemon-reload"):
         said = next(line for line in removed.stdout.splitlines() if command in line)
         assert said.endswith("(exit 1: Failed to connect to bus: No medium found)"), said
+
+
+def test_status_says_the_daemon_runs_the_code_from_before_an_upgrade(
+    home: Path, fake_bin: Path, fake_daemon: FakeDaemon
+) -> None:
+    """`pipx upgrade` keeps the installation's path, so the units are unchanged and the service's
+    daemon runs the old code until restarted: service status showed its version alone."""
+    fake_daemon.on("status", {"version": "0.0.1+gdeadbeef0000", "pid": 7})
+    sock = str(fake_daemon.socket_path)
+    done = memctl(home, fake_bin, "--socket", sock, "service", "status")
+    assert done.returncode == 0, done.stderr
+    assert f"daemon: memoryd 0.0.1+gdeadbeef0000 (pid 7) on {sock}" in done.stdout
+    assert (
+        "warning: the running memoryd (0.0.1+gdeadbeef0000) differs from this memctl "
+        f"({installed_version()})"
+    ) in done.stdout
+    fake_daemon.on("status", {"version": installed_version(), "pid": 7})
+    done = memctl(home, fake_bin, "--socket", sock, "service", "status")
+    assert "warning" not in done.stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl import files, lifecycle, service_units
+from memctl.commands.daemon import version_skew
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
 from memoryd_client import default_socket_path, paths
 from memoryd_client.private_dirs import make_private_dirs
@@ -551,6 +552,9 @@ def status(report: Report, manager: str, sock: Path) -> None:
         if running
         else f"daemon: not running on {sock}"
     )
+    skew = version_skew(running) if running else None
+    if skew is not None:  # an upgrade in place changes no unit: the daemon needs the restart
+        report.say(f"warning: {skew}")
 
 
 def run(args: argparse.Namespace) -> int:
