@@ -1,7 +1,8 @@
 """MagicDocs: Markdown files that keep themselves up to date from the conversation.
 
-A file whose text has a line `# MAGIC DOC: <title>` (case-insensitive) is a magic doc; an
-italic line right under that header (`_..._` or `*...*`) is its update instruction. A doc is
+A file whose text has a line `# MAGIC DOC: <title>` (case-insensitive) outside a fenced code
+block is a magic doc; an italic line right under that header (`_..._` or `*...*`) is its update
+instruction. A doc is
 registered when a client reports reading it (`after_turn.read_paths`). After a turn that ended
 without tool calls (a natural break), the docs that session registered are queued, at most
 MAX_UPDATES_PER_BREAK of them (those that waited longest); the queue is worked one doc at a
@@ -34,6 +35,7 @@ from memoryd import paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
 from memoryd.automem.extraction_prompts import render_transcript
+from memoryd.automem.index import _in_code
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fsutil import atomic_write_text, read_regular_file
@@ -80,11 +82,24 @@ class DocHeader:
     instruction: str | None
 
 
+def _header_match(text: str) -> re.Match[str] | None:
+    """The first HEADER line of `text` outside a fenced code block. One in a fence is an
+    example of the format (a README that shows how to write a magic doc): taken as the
+    header, the README was registered and a background model rewrote it."""
+    code: list[bool] | None = None  # per line, computed once a header line is found
+    for match in HEADER.finditer(text):
+        if code is None:
+            code = list(_in_code(text.split("\n")))  # `^`/`$` of HEADER break at \n only
+        if not code[text.count("\n", 0, match.start())]:
+            return match
+    return None
+
+
 def parse_header(text: str) -> DocHeader | None:
     """The doc's title and italic instruction, or None when it is not a magic doc."""
     # A byte order mark (Windows editors save one) stood before a first-line header's `#`,
     # and `^` did not match there: such a doc was never registered.
-    match = HEADER.search(text.removeprefix("\ufeff"))
+    match = _header_match(text.removeprefix("\ufeff"))
     if match is None:
         return None
     title = match.group(1).strip()

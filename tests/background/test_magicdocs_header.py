@@ -211,3 +211,64 @@ async def test_an_edit_that_adds_an_italic_line_under_the_header_is_told_so(
     assert doc.read_text() == text
     (result,) = _results(script, 1)
     assert "puts an italic line right under the `# MAGIC DOC: Release status`" in result["content"]
+
+
+FENCED_EXAMPLE = (
+    "# Our docs\n\nStart a living doc like this:\n\n"
+    "```markdown\n# MAGIC DOC: Architecture\n_Keep the module list current._\n```\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "header"),
+    [
+        (FENCED_EXAMPLE, None),
+        (FENCED_EXAMPLE.replace("```", "~~~~"), None),
+        (FENCED_EXAMPLE.replace("\n", "\r\n"), None),
+        (FENCED_EXAMPLE.replace("```markdown", "```").replace("\n", "\r\n"), None),
+        (
+            DOC + "\n```\n# MAGIC DOC: Example\n```\n",
+            DocHeader("Deployment notes", "Keep the environments."),
+        ),
+        (
+            "```\n# MAGIC DOC: Example\n```\n" + DOC,
+            DocHeader("Deployment notes", "Keep the environments."),
+        ),
+        # A fence left open runs to the end of the doc, as in CommonMark.
+        ("```\nsome code\n" + DOC, None),
+        # "```x```" on one line is a code span, not a fence.
+        ("```x```\n" + DOC, DocHeader("Deployment notes", "Keep the environments.")),
+    ],
+)
+def test_a_header_in_a_fenced_code_block_is_an_example_not_the_header(
+    text: str, header: DocHeader | None
+) -> None:
+    assert parse_header(text) == header
+
+
+async def test_a_readme_that_shows_the_header_in_a_fence_is_not_updated(
+    ws: Workspace, script: Script
+) -> None:
+    # Found by session 22's hunt: the fenced example was taken for the header, the README
+    # was registered, and at the next natural break a background model rewrote it.
+    readme = ws.cwd / "README.md"
+    readme.write_text(FENCED_EXAMPLE)
+    reply = await _update(ws, readme)
+    assert reply["scheduled"]["magic_docs"] == 0
+    assert (await ws.handle.call("magicdocs.list"))["docs"] == []
+    assert script.seen.get("magic", []) == []
+    assert readme.read_text() == FENCED_EXAMPLE
+
+
+async def test_an_edit_that_puts_the_header_in_a_fence_is_not_written(
+    ws: Workspace, script: Script
+) -> None:
+    doc = ws.cwd / "DEPLOY.md"
+    doc.write_text(DOC)
+    header = DOC.split("\n", 1)[0] + "\n"
+    edit = {"file_path": str(doc), "old_string": header, "new_string": "```\n" + header + "```\n"}
+    script.add("magic", tool_use_reply([("Edit", edit)]), text_reply("done"))
+    await _update(ws, doc)
+    assert doc.read_text() == DOC
+    (result,) = _results(script, 1)
+    assert "changes the `# MAGIC DOC: Deployment notes` header line" in result["content"]
