@@ -65,18 +65,58 @@ def _without_media(block: dict[str, Any]) -> dict[str, Any]:
 
 def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
-    cap is 64 MiB a line), starting with a user message; all of them when they fit.
+    cap is 64 MiB a line), starting with a user message; all of them when they fit. One over
+    half of `max_bytes` by itself goes with its long texts cut (`_cut_message`).
 
     Each is measured as the client sends it (`json_bytes`: UTF-8, a lone surrogate escaped),
     so what fits here fits on the wire."""
     from memoryd_client.client import json_bytes  # stdlib only, as this module
 
     sizes = [len(json_bytes(m)) + 1 for m in messages]  # + the comma between two
+    for index, size in enumerate(sizes):
+        if size > max_bytes // 2:
+            # A prompt holding a pasted 7 MB log was alone over the budget, and its whole turn
+            # went as nothing (no memory made of it): its long texts are cut instead.
+            messages = [*messages[:index], _cut_message(messages[index]), *messages[index + 1 :]]
+            sizes[index] = len(json_bytes(messages[index])) + 1
     total, start = sum(sizes), 0
     while start < len(messages) and (total > max_bytes or messages[start]["role"] != "user"):
         total -= sizes[start]
         start += 1
     return messages[start:]
+
+
+# What a message too big to send keeps of each text, in characters (3 MB of JSON at worst, six
+# bytes an escaped control character).
+CUT_TEXT_CHARS = 500_000
+
+
+def _cut_message(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` with each text (a text block's, a tool result's) past `CUT_TEXT_CHARS` cut,
+    ending with a line that says how much was."""
+
+    def cut(text: str) -> str:
+        if len(text) <= CUT_TEXT_CHARS:
+            return text
+        more = len(text) - CUT_TEXT_CHARS
+        return f"{text[:CUT_TEXT_CHARS]}\n[memoryd: {more:,} more characters of this text cut]"
+
+    def block(item: Any) -> Any:
+        if not isinstance(item, dict):
+            return item
+        if isinstance(item.get("text"), str):
+            return {**item, "text": cut(item["text"])}
+        inner = item.get("content")
+        if isinstance(inner, str):
+            return {**item, "content": cut(inner)}
+        if isinstance(inner, list):
+            return {**item, "content": [block(b) for b in inner]}
+        return item
+
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": cut(content)}
+    return {**message, "content": [block(b) for b in content or []]}
 
 
 # A message line of a transcript: its uuid, its parent's (`parentUuid`), its message's id

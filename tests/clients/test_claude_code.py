@@ -904,3 +904,23 @@ def test_a_notebook_read_is_one_of_the_turns_reads() -> None:
         ["/work/analysis.ipynb"],
         [],
     )
+
+
+@pytest.mark.parametrize("form", ["string", "blocks", "tool_result"])
+def test_a_turn_with_a_huge_paste_is_sent_with_the_paste_cut(form: str) -> None:
+    # Found by a bug hunt: a prompt holding a pasted 7 MB log was alone over the 6 MiB a hook
+    # sends, and the whole turn went as nothing (no memory made of it).
+    paste = "log line\n" * 800_000
+    content: object = {
+        "string": paste,
+        "blocks": [{"type": "text", "text": paste}],
+        "tool_result": [{"type": "tool_result", "tool_use_id": "t1", "content": paste}],
+    }[form]
+    lines = [user(content), assistant([{"type": "text", "text": "Done: rotate the logs."}])]
+    sent = claude_code.newest_that_fit(claude_code.parse_transcript_lines(lines), 6 * 1024**2)
+    assert [m["role"] for m in sent] == ["user", "assistant"]
+    block = sent[0]["content"][0]
+    text = block["content"] if form == "tool_result" else block["text"]
+    more = len(paste) - 500_000
+    assert text == paste[:500_000] + f"\n[memoryd: {more:,} more characters of this text cut]"
+    assert sent[1]["content"] == [{"type": "text", "text": "Done: rotate the logs."}]
