@@ -460,5 +460,28 @@ def test_setup_keeps_a_venv_set_up_for_this_checkout(tmp_path: Path) -> None:
     root = _venv_importing_memoryd_from(tmp_path, tmp_path / "checkout")
     python, calls = _fake_python(tmp_path, "python3.11")
     assert _run_setup(root, python).stderr == ""
-    assert "-m venv .venv" not in calls.read_text().splitlines()
+    assert not calls.exists()  # its own Python ran every check; none was looked for
     assert (root / ".venv" / ".memoryd-setup").exists()
+
+
+def test_setup_runs_a_set_up_venv_with_no_python_on_path(tmp_path: Path) -> None:
+    """A .venv that works needs no Python on PATH: run from a shell without pyenv's shims,
+    setup stopped at "memoryd needs Python 3.11 or newer on PATH" and scripts/serve with it."""
+    python, calls = _fake_python(tmp_path, "python3.11")
+    root = _set_up_checkout(tmp_path, python=python)
+    tools = tmp_path / "tools"  # what setup runs besides its Python, and no python3*
+    tools.mkdir()
+    for tool in ("dirname",):
+        (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_SETUP_", "PYTHON"))}
+    env["PATH"] = str(tools)
+    done = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", str(root / "scripts" / "setup")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "-m venv .venv" not in calls.read_text().splitlines()
