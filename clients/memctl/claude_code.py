@@ -66,7 +66,7 @@ def _without_media(block: dict[str, Any]) -> dict[str, Any]:
 def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
     cap is 64 MiB a line), starting with a user message; all of them when they fit. One over
-    half of `max_bytes` by itself goes with its long texts cut (`_cut_message`).
+    `max_bytes` by itself goes with its long texts cut (`_cut_message`).
 
     Each is measured as the client sends it (`json_bytes`: UTF-8, a lone surrogate escaped),
     so what fits here fits on the wire."""
@@ -74,7 +74,7 @@ def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict
 
     sizes = [len(json_bytes(m)) + 1 for m in messages]  # + the comma between two
     for index, size in enumerate(sizes):
-        if size > max_bytes // 2:
+        if size > max_bytes:
             # A prompt holding a pasted 7 MB log was alone over the budget, and its whole turn
             # went as nothing (no memory made of it): its long texts are cut instead.
             messages = [*messages[:index], _cut_message(messages[index]), *messages[index + 1 :]]
