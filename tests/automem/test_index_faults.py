@@ -158,15 +158,17 @@ async def test_a_line_put_back_after_a_failed_delete_keeps_an_edit_made_meanwhil
             handle.write(theirs)
         return removed
 
-    real_unlink = Path.unlink
+    from memoryd.automem import writes
 
-    def unlink(path: Path, missing_ok: bool = False) -> None:
+    real_take_out = writes.take_out
+
+    def take_out(path: Path) -> Path:  # the delete's rename of the file out of its place
         if path == tea:
             raise PermissionError(1, "Operation not permitted", str(path))
-        real_unlink(path, missing_ok)
+        return real_take_out(path)
 
     monkeypatch.setattr(IndexWriter, "remove_line", staticmethod(remove_then_edit))
-    monkeypatch.setattr(Path, "unlink", unlink)
+    monkeypatch.setattr(writes, "take_out", take_out)
     with pytest.raises(RpcError):
         await daemon.call("memory.delete", cwd=str(project), path=str(tea))
     text = index.read_text(encoding="utf-8")
