@@ -15,13 +15,16 @@ written with a `worker/error` warning naming the rule.
 
 Registrations (which docs, read by which sessions) are kept in `<state>/magicdocs.json`, so a
 daemon restart mid-session (`memctl restart`, a crash) does not forget the docs the session
-read: its next natural break still updates them.
+read: its next natural break still updates them. Two daemons of one user (two sockets) share
+the file: each save merges into what is there (under a lock) rather than replacing it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import re
 import time
 from collections import OrderedDict
@@ -38,7 +41,7 @@ from memoryd.automem.extraction_prompts import render_transcript
 from memoryd.automem.index import _in_code
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
-from memoryd.fsutil import atomic_write_text, read_regular_file
+from memoryd.fsutil import atomic_write_text, open_lock_file, read_regular_file
 from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
@@ -294,21 +297,16 @@ class MagicDocs:
         self._state_path = paths.state_dir() / STATE_FILE
         self._save_lock = asyncio.Lock()
         self._changed = False  # by the last `_register`: the registrations to save
+        # Unregistered here since the last save: left out of the file, though another daemon
+        # of this state dir saved them (`_merged`).
+        self._dropped: set[str] = set()
         self._load()
 
     # -- registrations that survive a restart ------------------------------------------------
     def _load(self) -> None:
         """The registrations the last daemon kept; a missing or broken file is none (logged)."""
         try:
-            raw = read_regular_file(self._state_path, MAX_STATE_BYTES)
-            if len(raw) > MAX_STATE_BYTES:
-                raise ValueError(f"over {MAX_STATE_BYTES} bytes")
-            data = json.loads(raw.decode("utf-8"))
-            entries = data["docs"] if isinstance(data, dict) else None
-            if not isinstance(entries, list):
-                raise ValueError("no list of docs")
-        except FileNotFoundError:
-            return
+            entries = _saved_entries(self._state_path)
         except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
             log.warning(
                 "magic docs registrations not read", path=str(self._state_path), error=str(exc)
@@ -319,18 +317,25 @@ class MagicDocs:
             if doc is not None:
                 self.docs[doc.path] = doc
 
-    def _snapshot(self) -> str:
-        return json.dumps({"version": 1, "docs": [_doc_to(d) for d in self.docs.values()]})
-
     async def _save(self) -> None:
         # One save at a time, each of the registrations as they are when it starts: an older
         # snapshot never lands after a newer one.
         async with self._save_lock:
-            text = self._snapshot()
+            ours = [_doc_to(d) for d in self.docs.values()]
+            dropped = frozenset(self._dropped)
             try:
-                await asyncio.to_thread(atomic_write_text, self._state_path, text)
+                await asyncio.to_thread(_save_merged, self._state_path, ours, dropped)
             except OSError as exc:
                 log.warning("magic docs registrations not saved", error=str(exc))
+            else:
+                self._dropped -= dropped
+
+    def _unregister(self, path: Path) -> bool:
+        if self.docs.pop(path, None) is None:
+            return False
+        self.counts["unregistered"] += 1
+        self._dropped.add(str(path))
+        return True
 
     # -- registration ------------------------------------------------------------------------
     def _register(
@@ -344,8 +349,7 @@ class MagicDocs:
         self._changed = False
         for path, found in checked:
             if found is None:
-                if self.docs.pop(path, None) is not None:
-                    self.counts["unregistered"] += 1
+                if self._unregister(path):
                     self._changed = True
                 continue
             _, header = found
@@ -353,6 +357,7 @@ class MagicDocs:
             if doc is None:
                 doc = Doc(path, header.title, header.instruction, project_root)
                 self.docs[path] = doc
+                self._dropped.discard(str(path))
                 self._changed = True
                 log.info("magic doc registered", path=str(path), title=header.title)
                 while len(self.docs) > MAX_DOCS:
@@ -439,8 +444,7 @@ class MagicDocs:
         stamp, found = await asyncio.to_thread(_stamped_doc, path)
         if isinstance(found, str):
             # The header is gone (or the file, ...): the doc stops being magic, is not edited.
-            self.docs.pop(path, None)
-            self.counts["unregistered"] += 1
+            self._unregister(path)
             log.info("magic doc unregistered", path=str(path), reason=found)
             await self._save()
             return None
@@ -534,6 +538,73 @@ def _most_recent(recent: dict[_K, None], key: _K) -> None:
     recent[key] = None
     while len(recent) > MAX_SESSIONS_PER_DOC:
         del recent[next(iter(recent))]
+
+
+def _saved_entries(path: Path) -> list[Any]:
+    """The entries of the registrations file at `path`, none when it is missing; ValueError
+    (or OSError, KeyError, UnicodeDecodeError) when it is no such file."""
+    try:
+        raw = read_regular_file(path, MAX_STATE_BYTES)
+    except FileNotFoundError:
+        return []
+    if len(raw) > MAX_STATE_BYTES:
+        raise ValueError(f"over {MAX_STATE_BYTES} bytes")
+    data = json.loads(raw.decode("utf-8"))
+    entries = data["docs"] if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("no list of docs")
+    return entries
+
+
+def _save_merged(path: Path, ours: list[dict[str, Any]], dropped: frozenset[str]) -> None:
+    """Write this daemon's registrations `ours` (entries, least recently read first) into the
+    file at `path`, merged with what another daemon of this state dir saved there (a daemon on
+    a second socket shares the state dir): a whole-file snapshot replaced the other's
+    registrations, and after its restart its sessions' docs were never updated again."""
+    fd = open_lock_file(path.with_name(path.name + ".lock"))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the other daemon's read-merge-write, not between
+        try:
+            saved = [e for e in _saved_entries(path) if _doc_from(e) is not None]
+        except (OSError, ValueError, KeyError, UnicodeDecodeError):
+            saved = []  # broken (logged when read at start): replaced
+        docs = _merged(saved, ours, dropped)
+        atomic_write_text(path, json.dumps({"version": 1, "docs": docs}))
+    finally:
+        os.close(fd)
+
+
+def _merged(
+    saved: list[dict[str, Any]], ours: list[dict[str, Any]], dropped: frozenset[str]
+) -> list[dict[str, Any]]:
+    """The entries `saved` this daemon neither holds nor unregistered (another daemon's,
+    oldest), then `ours`, each with the sessions and projects its saved entry had too; the
+    MAX_DOCS last."""
+    by_path = {e["path"]: e for e in saved}
+    mine = {e["path"] for e in ours}
+    merged = [e for e in saved if e["path"] not in mine and e["path"] not in dropped]
+    for entry in ours:
+        other = by_path.get(entry["path"])
+        if other is not None:
+            projects = other.get("projects")  # an entry before session 19 has none
+            entry = {
+                **entry,
+                "sessions": _union(other["sessions"], entry["sessions"]),
+                "projects": _union(
+                    projects if isinstance(projects, list) else [other["project"]],
+                    entry["projects"],
+                ),
+            }
+        merged.append(entry)
+    return merged[-MAX_DOCS:]
+
+
+def _union(older: list[Any], newer: list[str]) -> list[str]:
+    """`older` then `newer` as one ordered set, each once, at its newest place; the
+    MAX_SESSIONS_PER_DOC last."""
+    fresh = set(newer)
+    kept = (k for k in older if isinstance(k, str) and k not in fresh)  # a hand-edited file
+    return list(dict.fromkeys([*kept, *newer]))[-MAX_SESSIONS_PER_DOC:]
 
 
 def _doc_to(doc: Doc) -> dict[str, Any]:

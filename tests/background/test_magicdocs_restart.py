@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, workspace_for
-from tests.conftest import start_daemon, stop_daemon
+from tests.conftest import DaemonHandle, start_daemon, stop_daemon
 from tests.fakes.messages_api import FakeMessagesAPI
 
 DOC = "# MAGIC DOC: Deployment notes\n_Keep the list of environments._\n\n- staging\n"
@@ -94,3 +95,47 @@ async def test_a_doc_retitled_and_read_again_is_saved_with_its_new_title(
     finally:
         await stop_daemon(handle)
     assert [d["title"] for d in json.loads(state.read_text())["docs"]] == ["Release notes"]
+
+
+async def test_two_daemons_of_one_state_dir_keep_each_others_registrations(
+    model_config: DaemonConfig, tmp_path: Path
+) -> None:
+    # Found by session 22's hunt: two daemons of one user (two sockets) share
+    # <state>/magicdocs.json, and each save wrote its own registrations over the file: after
+    # the first daemon's restart, the docs its sessions had read were never updated again.
+    first = await start_daemon(model_config)
+    second = await start_daemon(
+        replace(model_config, socket_path=model_config.socket_path.with_name("e.sock"))
+    )
+    ws = workspace_for(first, tmp_path)
+    docs = ws.cwd / "docs"
+    docs.mkdir()
+    shared, mine, theirs, gone = (docs / f"{n}.md" for n in ("shared", "mine", "theirs", "gone"))
+    for doc in (shared, mine, theirs, gone):
+        doc.write_text(DOC)
+
+    async def read(handle: DaemonHandle, session: str, *paths: Path) -> None:
+        read_paths = [str(p) for p in paths]
+        await handle.call("after_tool", session_id=session, cwd=str(ws.cwd), read_paths=read_paths)
+
+    try:
+        await read(first, "s1", mine, shared, gone)
+        await read(second, "s2", theirs, shared, gone)
+        gone.write_text("no longer magic\n")
+        await read(first, "s1", gone)  # unregistered by the first: gone from the file too
+    finally:
+        await stop_daemon(second)
+        await stop_daemon(first)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    saved = {Path(d["path"]).name: d["sessions"] for d in json.loads(state.read_text())["docs"]}
+    assert saved == {"theirs.md": ["s2"], "mine.md": ["s1"], "shared.md": ["s2", "s1"]}
+
+    handle = await start_daemon(model_config)  # the first daemon again
+    try:
+        reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+        assert reply["scheduled"]["magic_docs"] == 2  # mine.md and shared.md
+        reply = await handle.call("after_turn", session_id="s2", cwd=str(ws.cwd), messages=BREAK)
+        assert reply["scheduled"]["magic_docs"] == 2  # theirs.md and shared.md
+        await handle.daemon.services.magic_docs.wait_idle()
+    finally:
+        await stop_daemon(handle)
