@@ -49,6 +49,10 @@ WRITE_DRAIN_THRESHOLD = 1 * MiB
 MAX_INFLIGHT_PER_CONNECTION = 128
 # How much one read takes from a connection.
 READ_CHUNK = 256 * 1024
+# A line whose stdlib reading (half a surrogate pair, an id beyond 64 bits) is longer goes to a
+# thread: that reading is partly Python code, which lets the event loop in between (orjson's
+# parse holds the GIL throughout, so it stays on the loop).
+PARSE_INLINE_BYTES = 1 * MiB
 # After refusing input, how long the rest of it is read and dropped before the connection
 # closes (so the client gets the error instead of a reset).
 LINGER_S = 2.0
