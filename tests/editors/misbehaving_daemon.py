@@ -50,7 +50,11 @@ class MisbehavingDaemon:
 
         self._server = socketserver.ThreadingUnixStreamServer(str(socket_path), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll: the default 0.5 s was half a
+        # second of every test's teardown.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     def start(self) -> MisbehavingDaemon:
         self._thread.start()
