@@ -20,7 +20,7 @@ import pytest
 
 from memoryd_client import default_socket_path
 from memoryd_client.version import installed_version
-from tests.clients.conftest import REPO, run_memctl
+from tests.clients.conftest import REPO, memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 
 FAKE_TOOL = """#!/bin/sh
@@ -549,3 +549,32 @@ def test_status_says_the_daemon_runs_the_code_from_before_an_upgrade(
     fake_daemon.on("status", {"version": installed_version(), "pid": 7})
     done = memctl(home, fake_bin, "--socket", sock, "service", "status")
     assert "warning" not in done.stdout
+
+
+def test_install_refuses_a_daemon_command_the_service_manager_cannot_run(
+    home: Path, fake_bin: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """memctl run from a checkout with PYTHONPATH by an interpreter with no memoryd installed
+    (no `memoryd` script beside it) wrote `ExecStart=python -m memoryd`: the service, without
+    PYTHONPATH, failed at every start (No module named memoryd), and install said nothing."""
+    bare = tmp_path / "bare" / "python3"  # the venv's base interpreter: memoryd not installed
+    bare.parent.mkdir()
+    bare.symlink_to(os.path.realpath(sys.executable))
+    env = {
+        **memctl_env(HOME=str(home), XDG_RUNTIME_DIR=str(runtime)),
+        "PATH": f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
+    done = subprocess.run(
+        [bare, "-m", "memctl", "service", "install"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr + done.stdout
+    assert f"daemon: {bare} -m memoryd" in done.stdout
+    assert "does not start as the service manager would start it" in done.stdout
+    assert "No module named" in done.stdout
+    assert not units(home).exists()
+    assert calls(tmp_path) == []

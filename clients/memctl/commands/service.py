@@ -226,6 +226,51 @@ def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -
             )
 
 
+# The PATH a user service manager gives (systemd's default; launchd's is shorter still).
+_SERVICE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _refuse_unrunnable(report: Report, command: list[str]) -> None:
+    """Refuse a daemon command that does not run as the service manager starts it: without
+    the shell's PYTHONPATH (`python -m memctl` from a checkout gives `python -m memoryd`),
+    its `#!` interpreter gone (a venv moved or removed). The service failed at every start
+    and install said nothing."""
+    environment, _ = carried()
+    home = paths.home()
+    env = {"PATH": _SERVICE_PATH, "HOME": str(home), **environment}
+    why: str | None = None
+    try:
+        done = subprocess.run(
+            [*command, "--version"],
+            env=env,
+            cwd=home if home.is_dir() else "/",  # a user service's working directory
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        # The script is there and its `#!` interpreter is not (a venv moved or made afresh).
+        gone = os.path.exists(command[0])
+        why = f"{command[0]}: its #! interpreter is gone" if gone else f"{exc.filename}: not found"
+    except OSError as exc:
+        why = f"{exc.filename or command[0]}: {exc.strerror or exc}"
+    except subprocess.TimeoutExpired:
+        why = "it did not answer --version within 30 s"
+    else:
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            why = lines[-1] if lines else f"exit {done.returncode}"
+    if why is not None:
+        report.refuse(
+            f"the daemon command `{' '.join(command)}` does not start as the service manager "
+            f"would start it (without your shell's PYTHONPATH and PATH): {why}; run `memctl "
+            "service install` from an installed memoryd (`pipx install .`, or a checkout's "
+            ".venv/bin)"
+        )
+
+
 def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -277,6 +322,8 @@ def install(report: Report, manager: str, sock: Path) -> None:
     report.say(f"daemon: {' '.join(command)}")
     _say_environment(report)
     _refusals(report, units, sock)
+    if report.ok:
+        _refuse_unrunnable(report, command)
     if not report.ok:
         return
     pending = _pending(manager)
