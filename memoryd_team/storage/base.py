@@ -19,7 +19,9 @@ validated and canonical (lower case); keys and contents already validated.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,6 +35,41 @@ class StorageError(Exception):
 
 class StorageUnavailable(StorageError):
     pass
+
+
+class RepoLocks:
+    """One process's write queue per repository, waited on before a database connection is
+    taken: writers queued inside the database (a PostgreSQL row lock, SQLite's write lock)
+    each held a connection (a thread) while they waited, and a few dozen PUTs to one stuck
+    repository left none for any other request. A lock is dropped once nobody holds or waits
+    for it: a server sees any number of repositories."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, repo: str, timeout_s: float) -> AsyncIterator[None]:
+        """`repo`'s turn; StorageUnavailable (a 503, retried) after `timeout_s` in the queue,
+        as a wait for the database itself would be."""
+        lock = self._locks.setdefault(repo, asyncio.Lock())
+        self._users[repo] = self._users.get(repo, 0) + 1
+        try:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await lock.acquire()
+            except TimeoutError:
+                raise StorageUnavailable(
+                    f"the repository's earlier writes did not finish within {timeout_s:g} s"
+                ) from None
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._users[repo] -= 1
+            if not self._users[repo]:
+                del self._users[repo], self._locks[repo]
 
 
 class StorageRefused(StorageError):

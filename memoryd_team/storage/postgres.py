@@ -21,6 +21,7 @@ from memoryd_team.settings import DEFAULT_DATABASE_TIMEOUT_S
 from memoryd_team.storage.base import (
     Page,
     PutResult,
+    RepoLocks,
     RepoState,
     Storage,
     StorageRefused,
@@ -152,6 +153,7 @@ class PostgresStorage(Storage):
         self._max_size = max_size
         self._timeout_s = timeout_s
         self._pool: asyncpg.Pool | None = None
+        self._writers = RepoLocks()
 
     async def open(self) -> None:
         try:
@@ -377,89 +379,100 @@ class PostgresStorage(Storage):
             return Page(etag, entries, checksums, following)
 
     async def _apply(self, upsert: Upsert) -> PutResult:
+        # Unlocked first (the last committed state): a stale PUT is refused at once, not
+        # after queueing for the row lock behind the writes that made it stale.
         async with self._connection() as conn:
-            transaction = conn.transaction()
-            await transaction.start()
-            try:
-                # Unlocked first (the last committed state): a stale PUT is refused at once,
-                # not after queueing for the row lock behind the writes that made it stale.
-                stored = await conn.fetchval(
-                    "SELECT etag FROM team_repos WHERE name = $1", upsert.repo
-                )
-                check_stored_etag(stored, upsert)
-                if stored is None:  # a repo row is never deleted: only a new one is made
-                    await conn.execute(
-                        "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
-                        " ON CONFLICT (name) DO NOTHING",
-                        upsert.repo,
-                        EMPTY_ETAG,
-                        upsert.at,
-                    )
-                stored = await conn.fetchval(
-                    "SELECT etag FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
-                )
-                if upsert.check_token:
-                    # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
-                    # and a write that starts after the revoke committed sees it. Taken once
-                    # the repository's row is ours: a PUT queued for that row holding it
-                    # made `token revoke` wait as long (a stalled write: past its timeout).
-                    active = await conn.fetchval(
-                        "SELECT 1 FROM team_tokens WHERE id = $1 AND revoked_at IS NULL FOR SHARE",
-                        upsert.author.token_id,
-                    )
-                    if active is None:
-                        raise TokenRevoked(upsert.author.token_id)
-                check_stored_etag(stored, upsert)  # under the lock: what this write replaces
-                rows = await conn.fetch(
-                    "SELECT key, checksum, version FROM team_entries WHERE repo = $1", upsert.repo
-                )
-                current = {row["key"]: Current(row["checksum"], row["version"]) for row in rows}
-                plan = plan_upsert(current, upsert)
-                if not plan.writes:
-                    # Nothing changed: leave no trace (not even a new, empty repo row).
-                    await transaction.rollback()
-                    return PutResult(plan.etag, (), plan.unchanged)
-                keys = [w.key for w in plan.writes]
-                versions = [w.version for w in plan.writes]
-                contents = [w.content for w in plan.writes]
-                checksums = [w.checksum for w in plan.writes]
+            stored = await conn.fetchval("SELECT etag FROM team_repos WHERE name = $1", upsert.repo)
+        check_stored_etag(stored, upsert)
+        # This process's writes to one repository queue here, holding no pool connection:
+        # queued for the row lock, each held one, and a dozen PUTs to a stuck repository
+        # left none for any other repository's requests. Other processes' writes still
+        # queue in the database, one connection each at most per process.
+        async with self._writers.hold(upsert.repo, self._timeout_s), self._connection() as conn:
+            return await self._write(conn, upsert, stored)
+
+    async def _write(
+        self, conn: asyncpg.pool.PoolConnectionProxy[Any], upsert: Upsert, stored: str | None
+    ) -> PutResult:
+        """The write transaction, on the repository's turn; `stored` is its ETag as last
+        read without a lock."""
+        transaction = conn.transaction()
+        await transaction.start()
+        try:
+            if stored is None:  # a repo row is never deleted: only a new one is made
                 await conn.execute(
-                    "INSERT INTO team_entry_versions (repo, key, version, content, checksum,"
-                    " written_at, token_id, author, restored_from)"
-                    " SELECT $1, k, v, c, s, $6, $7, $8, $9"
-                    " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)",
+                    "INSERT INTO team_repos (name, etag, updated_at) VALUES ($1, $2, $3)"
+                    " ON CONFLICT (name) DO NOTHING",
                     upsert.repo,
-                    keys,
-                    versions,
-                    contents,
-                    checksums,
+                    EMPTY_ETAG,
                     upsert.at,
+                )
+            stored = await conn.fetchval(
+                "SELECT etag FROM team_repos WHERE name = $1 FOR UPDATE", upsert.repo
+            )
+            if upsert.check_token:
+                # FOR SHARE: a revoke's UPDATE of this row waits until this write commits,
+                # and a write that starts after the revoke committed sees it. Taken once
+                # the repository's row is ours: a PUT queued for that row holding it
+                # made `token revoke` wait as long (a stalled write: past its timeout).
+                active = await conn.fetchval(
+                    "SELECT 1 FROM team_tokens WHERE id = $1 AND revoked_at IS NULL FOR SHARE",
                     upsert.author.token_id,
-                    upsert.author.name,
-                    upsert.restored_from,
                 )
-                await conn.execute(
-                    "INSERT INTO team_entries (repo, key, content, checksum, version)"
-                    " SELECT $1, k, c, s, v"
-                    " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)"
-                    " ON CONFLICT (repo, key) DO UPDATE SET content = EXCLUDED.content,"
-                    " checksum = EXCLUDED.checksum, version = EXCLUDED.version",
-                    upsert.repo,
-                    keys,
-                    versions,
-                    contents,
-                    checksums,
-                )
-                await conn.execute(
-                    "UPDATE team_repos SET etag = $2, updated_at = $3 WHERE name = $1",
-                    upsert.repo,
-                    plan.etag,
-                    upsert.at,
-                )
-            except BaseException:
+                if active is None:
+                    raise TokenRevoked(upsert.author.token_id)
+            check_stored_etag(stored, upsert)  # under the lock: what this write replaces
+            rows = await conn.fetch(
+                "SELECT key, checksum, version FROM team_entries WHERE repo = $1", upsert.repo
+            )
+            current = {row["key"]: Current(row["checksum"], row["version"]) for row in rows}
+            plan = plan_upsert(current, upsert)
+            if not plan.writes:
+                # Nothing changed: leave no trace (not even a new, empty repo row).
                 await transaction.rollback()
-                raise
-            await transaction.commit()
+                return PutResult(plan.etag, (), plan.unchanged)
+            keys = [w.key for w in plan.writes]
+            versions = [w.version for w in plan.writes]
+            contents = [w.content for w in plan.writes]
+            checksums = [w.checksum for w in plan.writes]
+            await conn.execute(
+                "INSERT INTO team_entry_versions (repo, key, version, content, checksum,"
+                " written_at, token_id, author, restored_from)"
+                " SELECT $1, k, v, c, s, $6, $7, $8, $9"
+                " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)",
+                upsert.repo,
+                keys,
+                versions,
+                contents,
+                checksums,
+                upsert.at,
+                upsert.author.token_id,
+                upsert.author.name,
+                upsert.restored_from,
+            )
+            await conn.execute(
+                "INSERT INTO team_entries (repo, key, content, checksum, version)"
+                " SELECT $1, k, c, s, v"
+                " FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS t(k, v, c, s)"
+                " ON CONFLICT (repo, key) DO UPDATE SET content = EXCLUDED.content,"
+                " checksum = EXCLUDED.checksum, version = EXCLUDED.version",
+                upsert.repo,
+                keys,
+                versions,
+                contents,
+                checksums,
+            )
+            await conn.execute(
+                "UPDATE team_repos SET etag = $2, updated_at = $3 WHERE name = $1",
+                upsert.repo,
+                plan.etag,
+                upsert.at,
+            )
+        except BaseException:
+            await transaction.rollback()
+            raise
+        await transaction.commit()
+
         return PutResult(plan.etag, tuple(keys), plan.unchanged)
 
     # history ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from memoryd.fsutil import ensure_private_dir, make_private_dirs
 from memoryd_team.storage.base import (
     Page,
     PutResult,
+    RepoLocks,
     RepoState,
     Storage,
     StorageError,
@@ -38,6 +39,9 @@ from memoryd_team.storage.base import (
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 
 T = TypeVar("T")
+
+# The one write queue `RepoLocks` keeps here: SQLite has one write lock for every repository.
+_ALL_REPOS = ""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS team_tokens (
@@ -118,6 +122,7 @@ class SqliteStorage(Storage):
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._writers = RepoLocks()
         self._executor: ThreadPoolExecutor | None = None
 
     # lifecycle ----------------------------------------------------------------------------
@@ -352,10 +357,11 @@ class SqliteStorage(Storage):
         return await self._run(select)
 
     async def _apply(self, upsert: Upsert) -> PutResult:
+        # Outside the write lock first (the last committed state): a stale PUT is refused at
+        # once, not after queueing behind the writes that made it stale.
+        check_stored_etag(await self._run(lambda conn: _stored_etag(conn, upsert.repo)), upsert)
+
         def write(conn: sqlite3.Connection) -> PutResult:
-            # Outside the write lock first (the last committed state): a stale PUT is refused
-            # at once, not after queueing behind the writes that made it stale.
-            check_stored_etag(_stored_etag(conn, upsert.repo), upsert)
             with self._write_lock, self._transaction(conn, "IMMEDIATE"):
                 # Under the write lock a revoke (an UPDATE: it needs that lock) is either
                 # committed and seen here, or waits until this write has committed.
@@ -400,7 +406,11 @@ class SqliteStorage(Storage):
                 written = tuple(w.key for w in plan.writes)
                 return PutResult(plan.etag, written, plan.unchanged)
 
-        return await self._run(write)
+        # Queued here, not in a thread: SQLite has one write lock for every repository, and
+        # writes waiting for it (another process's write holding it) each held one of the
+        # pool's threads, which every read needs too. One waits in a thread at most.
+        async with self._writers.hold(_ALL_REPOS, self._busy_timeout_s):
+            return await self._run(write)
 
     # history ------------------------------------------------------------------------------
 

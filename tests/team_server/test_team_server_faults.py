@@ -10,17 +10,20 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import httpx
 import pytest
 
+from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team.settings import ServerSettings
-from memoryd_team.storage.base import StorageUnavailable
+from memoryd_team.storage.base import Storage, StorageUnavailable
 from memoryd_team.storage.postgres import PostgresStorage
 from memoryd_team.storage.sqlite import SqliteStorage
 from tests.team_server.conftest import Repo, ThreadedServer
@@ -313,3 +316,69 @@ def test_a_write_whose_session_is_ended_logs_why(
     assert reply.status_code == 503
     logged = [r.getMessage() for r in caplog.records if r.name == "memoryd_team.app"]
     assert any("terminating connection due to administrator command" in m for m in logged), logged
+
+
+def test_puts_queued_for_a_held_repository_leave_the_others_served(database_url: str) -> None:
+    """PUTs to a repository whose write lock another session holds (a server process cut off
+    mid-write, a long write) each held one of the storage's connections while they waited
+    (PostgreSQL: a pool connection, 10; SQLite: a thread, 4): a few dozen, and a PUT to
+    another repository (PostgreSQL) or any read (SQLite, which has one write lock for all)
+    waited for a connection as long as they did, or got a 503: every other team stalled."""
+    postgres = database_url.startswith("postgresql")
+    # The waits (20 s, 30 s) are well past the 10 s the other team's request is given.
+    storage = (
+        PostgresStorage(database_url, timeout_s=20.0)
+        if postgres
+        else SqliteStorage(Path(urlsplit(database_url).path), busy_timeout_s=30.0)
+    )
+    server = ThreadedServer(database_url, ServerSettings(), storage).start()
+    token = server.token("acme/stuck", "acme/other")
+    stuck, other = Repo(server, "acme/stuck", token), Repo(server, "acme/other", token)
+    try:
+        etag = stuck.put({"a.md": "0"}).headers["etag"]
+        other_etag = other.put({"a.md": "0"}).headers["etag"]
+        entered = _count_writes(storage)
+        with ThreadPoolExecutor(30) as pool, _repository_locked(database_url, "acme/stuck"):
+            queued = [pool.submit(stuck.put, {"a.md": f"{i}"}, etag) for i in range(30)]
+            # As many as the storage lets through (before: its connections, all of them).
+            asyncio.run(_until(lambda: len(entered) >= 4))
+            if postgres:
+                asyncio.run(_until_a_session_waits_for_a_lock(database_url))
+            time.sleep(0.3)  # every queued write has reached its wait
+            with server.client(token) as http:
+                http.timeout = httpx.Timeout(10.0)
+                if postgres:
+                    reply = http.put(
+                        TEAM_MEMORY_PATH,
+                        params={"repo": "acme/other"},
+                        json={"entries": {"a.md": "1"}},
+                        headers={"If-Match": other_etag},
+                    )
+                else:
+                    reply = http.get(TEAM_MEMORY_PATH, params={"repo": "acme/other"})
+                assert reply.status_code == 200, reply.text
+        # Once the repository is let go, its queue drains: one write wins, the rest are stale.
+        assert sorted({f.result().status_code for f in queued}) == [200, 412]
+    finally:
+        server.stop()
+
+
+def _count_writes(storage: Storage) -> list[object]:
+    """Every write that reached the storage from now on (one item each)."""
+    entered: list[object] = []
+    real = storage.put_entries
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        entered.append(args)
+        return await real(*args, **kwargs)
+
+    storage.put_entries = counted  # type: ignore[method-assign]
+    return entered
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(3000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not met in time")
