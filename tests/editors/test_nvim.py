@@ -140,7 +140,7 @@ def test_commands_against_the_real_daemon(daemon_socket: Path, tmp_path: Path) -
         },
         cwd=repo,
     )
-    assert_all_passed(records, expected=14)
+    assert_all_passed(records, expected=15)
 
     # What the plugin made the daemon write, read back from disk.
     memory_dir = memory_dir_of(daemon_socket, repo)

@@ -306,6 +306,32 @@ T.run({
     end,
   },
   {
+    'a view opened in one tab page is opened again in the next, not jumped to',
+    function()
+      -- Found by session 22's hunt: the view's window in the first tab page took the focus,
+      -- so :MemorydRules from a second tab page threw the user back to the first, and <CR>
+      -- opened the file in a window of that one.
+      T.reset()
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for src/api/users.py')
+      vim.cmd('tabnew')
+      local second = vim.api.nvim_get_current_tabpage()
+      edit(plain .. '/todo.txt')
+      local file_win = vim.api.nvim_get_current_win()
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'Rules in effect for todo.txt') -- the view's window opens then
+      T.eq(second, vim.api.nvim_get_current_tabpage(), 'the tab page after :MemorydRules')
+      local view = require('memoryd.ui').existing('rules')
+      T.eq(view, vim.api.nvim_get_current_buf(), 'the buffer of the current window')
+      T.press_on('rules', 'CLAUDE.md', '<CR>')
+      T.eq(second, vim.api.nvim_get_current_tabpage(), 'the tab page after <CR>')
+      T.eq(file_win, vim.api.nvim_get_current_win(), 'the window <CR> opened the file in')
+      T.eq(plain .. '/CLAUDE.md', vim.api.nvim_buf_get_name(0), 'the file <CR> opened')
+      vim.cmd('silent! tabonly')
+    end,
+  },
+  {
     ':checkhealth memoryd',
     function()
       vim.cmd('checkhealth memoryd')

@@ -8,7 +8,11 @@ local buffers = {} -- view name -> bufnr
 local targets = {} -- bufnr -> {line number -> target}
 
 local function open_window(buf, how)
-  for _, win in ipairs(vim.api.nvim_list_wins()) do
+  -- A window of this tab page that shows the view is reused; one in another tab page is not
+  -- taken (the user asked here; jumped to, <CR> opened files in that tab page's windows),
+  -- unless views open in a tab page of their own (open = 'tab'): that one is the view's place.
+  local wins = how == 'tab' and vim.api.nvim_list_wins() or vim.api.nvim_tabpage_list_wins(0)
+  for _, win in ipairs(wins) do
     if vim.api.nvim_win_get_buf(win) == buf then
       vim.api.nvim_set_current_win(win)
       return
