@@ -25,12 +25,14 @@ def nearest_in_work_tree(cwd: str) -> str | None:
         if folder == below:  # reached `/`
             return None
         below, folder = folder, os.path.dirname(folder)
-    root = folder
+    # The work tree is looked for from where the folder really is, as the daemon finds its
+    # project: through a link (`build` -> /tmp/build, or a shell's `$PWD`) the folder's own
+    # path may lie in another work tree, or in none.
+    real = root = os.path.realpath(folder)
     while not os.path.lexists(os.path.join(root, ".git")):
         if os.path.dirname(root) == root:
             return None  # outside git: the project was the deleted folder itself
         root = os.path.dirname(root)
-    outside = {"/", os.path.realpath(os.path.expanduser("~"))}
-    if os.path.realpath(folder) in outside or os.path.realpath(root) in outside:
+    if {real, root} & {"/", os.path.realpath(os.path.expanduser("~"))}:
         return None
     return folder

@@ -160,3 +160,25 @@ def test_no_cwd_given_in_a_deleted_folder(
     else:
         assert recalling.calls("recall") == []
         assert done.stdout == ""
+
+
+def test_a_link_out_of_the_work_tree_is_no_stand_in(recalling: FakeDaemon, tmp_path: Path) -> None:
+    # `build` links out of the repository: the deleted folder really was /elsewhere/build/out,
+    # in no work tree. Its stand-in was `repo/build`, which the daemon resolves to another
+    # project (/elsewhere/build).
+    repo = git_init(tmp_path / "repo")
+    (tmp_path / "elsewhere" / "build").mkdir(parents=True)
+    (repo / "build").symlink_to(tmp_path / "elsewhere" / "build")
+    gone = repo / "build" / "out"
+    assert recall_cwd(recalling, gone)[0] == str(gone)
+
+
+def test_a_link_into_the_work_tree_finds_it(recalling: FakeDaemon, tmp_path: Path) -> None:
+    # A shell's $PWD names the folder through the link it was entered by: the work tree is
+    # where the link leads (the walk up the link's own path found no `.git`).
+    repo = git_init(tmp_path / "repo")
+    (repo / "src").mkdir()
+    (tmp_path / "src-link").symlink_to(repo / "src")
+    sent, out = recall_cwd(recalling, tmp_path / "src-link" / "gen")
+    assert sent == str(tmp_path / "src-link")
+    assert "Deploy via staging." in context_of(out, "UserPromptSubmit")
