@@ -359,9 +359,16 @@ def take_out(path: Path) -> Path:
     raise FileExistsError(errno.EEXIST, "no free temp name", str(path))
 
 
+def _kept_name(out: Path) -> Path:
+    """Where a temp name's file someone else saved is kept (`.<name>.<7 chars>.kept`): never
+    swept as a temp file is, and no longer than the temp name (a 255-byte memory name's one
+    is as long as a name may be)."""
+    return out.with_name(out.name.removesuffix(".tmp")[:-1] + ".kept")
+
+
 def put_back(out: Path, path: Path) -> None:
     """Undo `take_out`: `out` renamed back to `path`, unless something is there now (a save
-    since): then it stays beside it, renamed `.<name>.<8 chars>.kept`, and is logged."""
+    since): then it stays beside it, renamed `.<name>.<7 chars>.kept`, and is logged."""
     try:
         if _rename_flags(out, path, _RENAME_NOREPLACE):
             return
@@ -370,7 +377,7 @@ def put_back(out: Path, path: Path) -> None:
             return
     except FileExistsError:
         pass
-    kept = out.with_name(out.name.removesuffix(".tmp") + ".kept")
+    kept = _kept_name(out)
     os.rename(out, kept)
     _log.warning("a file taken out to be removed kept beside a save since", file=str(kept))
 
@@ -385,7 +392,7 @@ def _put_back(out: Path, path: Path) -> None:
             return
         back = os.lstat(out)
         if (back.st_ino, back.st_dev) != (staged.st_ino, staged.st_dev):
-            kept = out.with_name(out.name.removesuffix(".tmp") + ".kept")
+            kept = _kept_name(out)
             os.rename(out, kept)
             _log.warning("a save under a failed write kept beside it", file=str(kept))
 

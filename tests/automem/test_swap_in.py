@@ -134,3 +134,21 @@ def test_the_temp_file_gone_is_an_error_not_a_replace(folder: Path) -> None:
     with pytest.raises(FileNotFoundError):
         fsutil.swap_in(staged, target)
     assert target.read_text() == "old"
+
+
+def test_a_save_met_by_a_put_back_is_kept_beside_under_a_legal_name(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `take_out`, then a save lands at the name before `put_back`: the taken-out file stays
+    # beside it, under a name no longer than its temp name (a 255-byte memory name's kept
+    # copy was 256 bytes long: ENAMETOOLONG, and the put back failed).
+    target = folder / ("m" * 252 + ".md")
+    target.write_text("taken out")
+    out = fsutil.take_out(target)
+    assert len(out.name.encode()) <= 255
+    target.write_text("someone's save")
+    fsutil.put_back(out, target)
+    assert target.read_text() == "someone's save"
+    (kept,) = [p for p in folder.iterdir() if p.name.endswith(".kept")]
+    assert kept.read_text() == "taken out"
+    assert len(kept.name.encode()) <= 255
