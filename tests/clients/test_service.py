@@ -578,3 +578,21 @@ def test_install_refuses_a_daemon_command_the_service_manager_cannot_run(
     assert "No module named" in done.stdout
     assert not units(home).exists()
     assert calls(tmp_path) == []
+
+
+@pytest.mark.parametrize(("manager", "limit"), [("systemd", 107), ("launchd", 103)])
+def test_install_refuses_a_socket_path_too_long_for_a_unix_socket(
+    home: Path, fake_bin: Path, tmp_path: Path, manager: str, limit: int
+) -> None:
+    """Such a path was written: systemd drops the ListenStream= (the socket unit cannot
+    start), and the LaunchAgent's daemon exits 2, started again every 10 s for ever."""
+    folder = tmp_path / "s"
+    fits = folder / ("x" * (limit - len(str(folder)) - 1))
+    assert len(str(fits)) == limit
+    done = memctl(home, fake_bin, "--socket", str(fits), "service", "install", "--manager", manager)
+    assert done.returncode == 0, done.stdout
+    over = Path(f"{fits}y")
+    done = memctl(home, fake_bin, "--socket", str(over), "service", "install", "--manager", manager)
+    assert done.returncode == 2, done.stdout
+    assert f"refused: the socket path {over} is {limit + 1} bytes, over the {limit}" in done.stdout
+    assert "wrote:" not in done.stdout  # refused before anything was written

@@ -185,9 +185,24 @@ def _tool(manager: str) -> str | None:
     return shutil.which("launchctl" if manager == "launchd" else "systemctl")
 
 
+# The longest socket path each system's AF_UNIX takes (sun_path, its closing NUL left out), as
+# the daemon checks it (memoryd/daemon/server.py).
+_SOCKET_PATH_MAX = {"systemd": 107, "launchd": 103}
+
+
 def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -> None:
     """What install will not do, decided the same way on a dry run as on a real one."""
-    if service_units.has_control(str(env_file())) and units[0].path.suffix != ".plist":
+    manager = "launchd" if units[0].path.suffix == ".plist" else "systemd"
+    size, limit = len(os.fsencode(sock)), _SOCKET_PATH_MAX[manager]
+    if size > limit:
+        # systemd drops such a ListenStream= (the socket unit then fails to start); the
+        # LaunchAgent's daemon exits 2 and launchd starts it again every 10 s, for ever.
+        report.refuse(
+            f"the socket path {sock} is {size} bytes, over the {limit} a Unix socket's path "
+            "may have: the service could never listen on it; use a shorter --socket or "
+            "MEMORYD_SOCKET"
+        )
+    if service_units.has_control(str(env_file())) and manager == "systemd":
         # EnvironmentFile= takes the path as it is, as ListenStream= does.
         report.refuse(
             f"the env file path {str(env_file())!r} holds a control character, which a unit "
