@@ -65,47 +65,77 @@ def _without_media(block: dict[str, Any]) -> dict[str, Any]:
 
 def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """The newest messages whose JSON fits in `max_bytes` (a request the daemon takes: its
-    cap is 64 MiB a line), starting with a user message; all of them when they fit. One over
-    `max_bytes` by itself goes with its long texts cut (`_cut_message`).
+    cap is 64 MiB a line), starting with a user message; all of them when they fit. One that
+    does not fit whole in what the newer ones leave goes with its long texts cut
+    (`_cut_to_fit`) when that makes it fit; the first that cannot ends the messages sent.
 
     Each is measured as the client sends it (`json_bytes`: UTF-8, a lone surrogate escaped),
     so what fits here fits on the wire."""
     from memoryd_client.client import json_bytes  # stdlib only, as this module
 
-    sizes = [len(json_bytes(m)) + 1 for m in messages]  # + the comma between two
-    for index, size in enumerate(sizes):
-        if size > max_bytes:
-            # A prompt holding a pasted 7 MB log was alone over the budget, and its whole turn
-            # went as nothing (no memory made of it): its long texts are cut instead.
-            messages = [*messages[:index], _cut_message(messages[index]), *messages[index + 1 :]]
-            sizes[index] = len(json_bytes(messages[index])) + 1
-    total, start = sum(sizes), 0
-    while start < len(messages) and (total > max_bytes or messages[start]["role"] != "user"):
-        total -= sizes[start]
+    kept: list[dict[str, Any]] = []
+    room = max_bytes
+    for message in reversed(messages):
+        size = len(json_bytes(message)) + 1  # + the comma between two
+        if size > room:
+            # A prompt holding a pasted 7 MB log, or a reply's parallel tool results past the
+            # budget together, was dropped, and with it the whole turn (no memory made of it).
+            cut = _cut_to_fit(message, room)
+            if cut is None:
+                break
+            message, size = cut, len(json_bytes(cut)) + 1
+        kept.append(message)
+        room -= size
+    kept.reverse()
+    start = 0
+    while start < len(kept) and kept[start]["role"] != "user":
         start += 1
-    return messages[start:]
+    return kept[start:]
 
 
-# What a message too big to send keeps of each text, in characters (3 MB of JSON at worst, six
-# bytes an escaped control character).
+# What a message too big to send keeps of each text at most, in characters (3 MB of JSON at
+# worst, six bytes an escaped control character); less when that is still too big, down to
+# `CUT_MIN_CHARS` (under it the message is left out).
 CUT_TEXT_CHARS = 500_000
+CUT_MIN_CHARS = 2_000
 
 
-def _cut_message(message: dict[str, Any]) -> dict[str, Any]:
-    """`message` with each text (a text block's, a tool result's) past `CUT_TEXT_CHARS` cut,
-    ending with a line that says how much was."""
+def _cut_to_fit(message: dict[str, Any], max_bytes: int) -> dict[str, Any] | None:
+    """`message` with its texts cut so that its JSON fits in `max_bytes`, each to the most
+    of `CUT_TEXT_CHARS`, halved as needed, that does; None when even `CUT_MIN_CHARS` does
+    not (many short texts, or what is no text)."""
+    from memoryd_client.client import json_bytes  # stdlib only, as this module
+
+    limit = CUT_TEXT_CHARS
+    while limit >= CUT_MIN_CHARS:
+        cut = _cut_message(message, limit)
+        if len(json_bytes(cut)) + 1 <= max_bytes:
+            return cut
+        limit //= 2
+    return None
+
+
+def _cut_message(message: dict[str, Any], limit: int) -> dict[str, Any]:
+    """`message` with each text (a text block's, a tool result's, a tool call's argument)
+    past `limit` characters cut, ending with a line that says how much was."""
 
     def cut(text: str) -> str:
-        if len(text) <= CUT_TEXT_CHARS:
+        if len(text) <= limit:
             return text
-        more = len(text) - CUT_TEXT_CHARS
-        return f"{text[:CUT_TEXT_CHARS]}\n[memoryd: {more:,} more characters of this text cut]"
+        more = len(text) - limit
+        return f"{text[:limit]}\n[memoryd: {more:,} more characters of this text cut]"
 
     def block(item: Any) -> Any:
         if not isinstance(item, dict):
             return item
         if isinstance(item.get("text"), str):
             return {**item, "text": cut(item["text"])}
+        arguments = item.get("input")
+        if isinstance(arguments, dict):  # a Write of a 7 MB file
+            return {
+                **item,
+                "input": {k: cut(v) if isinstance(v, str) else v for k, v in arguments.items()},
+            }
         inner = item.get("content")
         if isinstance(inner, str):
             return {**item, "content": cut(inner)}

@@ -924,3 +924,66 @@ def test_a_turn_with_a_huge_paste_is_sent_with_the_paste_cut(form: str) -> None:
     more = len(paste) - 500_000
     assert text == paste[:500_000] + f"\n[memoryd: {more:,} more characters of this text cut]"
     assert sent[1]["content"] == [{"type": "text", "text": "Done: rotate the logs."}]
+
+
+def test_a_turn_over_the_budget_together_is_sent_with_its_long_texts_cut() -> None:
+    # Found in review: only a message over the whole budget by itself was cut. A 5 MB prompt
+    # with a 1.5 MB reply, or 14 parallel tool results of 480,000 characters (none over the
+    # 500,000 cut), were dropped with everything before them: nothing was sent.
+    budget = 6 * 1024**2
+    prompt = [{"role": "user", "content": [{"type": "text", "text": "p" * 5_000_000}]}]
+    reply = [{"role": "assistant", "content": [{"type": "text", "text": "r" * 1_500_000}]}]
+    sent = claude_code.newest_that_fit(prompt + reply, budget)
+    assert [m["role"] for m in sent] == ["user", "assistant"]
+    assert sent[0]["content"][0]["text"].startswith("p" * 500_000 + "\n[memoryd: 4,500,000 more")
+    assert sent[1] == reply[0]
+
+    calls = range(14)
+    turn = [
+        {"role": "user", "content": [{"type": "text", "text": "read them all"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}} for i in calls
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x" * 480_000}
+                for i in calls
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ]
+    sent = claude_code.newest_that_fit(turn, budget)
+    assert [sent[0], sent[1], sent[3]] == [turn[0], turn[1], turn[3]]
+    results = [block["content"] for block in sent[2]["content"]]
+    assert results == ["x" * 250_000 + "\n[memoryd: 230,000 more characters of this text cut]"] * 14
+    assert len(json.dumps(sent).encode()) <= budget
+
+
+def test_a_tool_call_over_the_budget_is_sent_with_its_arguments_cut() -> None:
+    # A Write of a 7 MB file: its `input` was not cut, and the turn was dropped with it.
+    write = {"type": "tool_use", "id": "w", "name": "Write", "input": {"file_path": "/a.log"}}
+    write["input"]["content"] = "y" * 7_000_000
+    turn = [
+        {"role": "user", "content": [{"type": "text", "text": "write the log"}]},
+        {"role": "assistant", "content": [write]},
+    ]
+    sent = claude_code.newest_that_fit(turn, 6 * 1024**2)
+    assert sent[0] == turn[0]
+    arguments = sent[1]["content"][0]["input"]
+    assert arguments["file_path"] == "/a.log"
+    assert arguments["content"].startswith("y" * 500_000 + "\n[memoryd: 6,500,000 more")
+
+
+def test_a_message_of_many_short_texts_past_the_budget_is_left_out() -> None:
+    # Cutting each text to 2,000 characters still does not fit: it goes, and with it what is
+    # older, as before; the newer messages go whole.
+    many = {"role": "user", "content": [{"type": "text", "text": "z" * 1_500}] * 40}
+    newer = [
+        {"role": "user", "content": [{"type": "text", "text": "next"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+    ]
+    assert claude_code.newest_that_fit([many, *newer], 30_000) == newer
