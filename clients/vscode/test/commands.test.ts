@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { NoProjectError, projectTarget } from "../src/core/editorContext";
+import { shortPath } from "../src/core/format";
 import {
   deleteMemory,
   historyPicks,
@@ -140,6 +141,21 @@ describe("rules in effect", () => {
     fs.mkdirSync(empty);
     const none = rulesTree(await getContext(client, { cwd: empty, touchedPaths: [] }), { cwd: empty, touchedPaths: [] });
     assert.equal(none[0]?.label, "No instruction files apply here");
+  });
+});
+
+describe("paths shown short", () => {
+  test("a folder whose name begins with two dots is below the project, not above it", () => {
+    // Found by session 22's hunt: `..notes/CLAUDE.md` was read as `../`, a path outside, so
+    // it was shown whole and a file in `..notes` was shown from its own folder.
+    const root = path.join(tmp, "dots");
+    const notes = path.join(root, "..notes");
+    fs.mkdirSync(notes, { recursive: true });
+    fs.writeFileSync(path.join(notes, "todo.md"), "x\n");
+    assert.equal(projectTarget({ filePath: path.join(notes, "todo.md"), workspaceFolder: root }).root, root);
+    assert.equal(shortPath(path.join(notes, "CLAUDE.md"), root), "..notes/CLAUDE.md");
+    assert.equal(shortPath(path.join(root, "..", "other", "CLAUDE.md"), root), path.join(tmp, "other", "CLAUDE.md"));
+    assert.equal(shortPath(root, root), root);
   });
 });
 

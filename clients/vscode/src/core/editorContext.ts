@@ -3,6 +3,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+import { within } from "./format";
+
 export interface EditorState {
   /** The active editor's file on disk, if it has one (not untitled; see `documentFile`). */
   filePath?: string;
@@ -69,7 +71,7 @@ export function gitRoot(dir: string): string | undefined {
 }
 
 function displayRoot(cwd: string, workspaceFolder: string | undefined): string {
-  const inside = workspaceFolder && !path.relative(workspaceFolder, cwd).startsWith("..") ? workspaceFolder : undefined;
+  const inside = workspaceFolder && within(workspaceFolder, cwd) !== undefined ? workspaceFolder : undefined;
   return gitRoot(cwd) ?? inside ?? cwd;
 }
 

@@ -22,13 +22,21 @@ export function age(mtimeS: number | null | undefined, nowMs: number = Date.now(
   return "now";
 }
 
+/**
+ * `file` relative to `base` when it is `base` ("") or below it, else undefined. A name that only
+ * begins with two dots (`..notes/CLAUDE.md`) is below: taken for `../`, it was shown whole.
+ */
+export function within(base: string, file: string): string | undefined {
+  const rel = path.relative(base, file);
+  const up = rel === ".." || rel.startsWith(".." + path.sep);
+  return up || path.isAbsolute(rel) ? undefined : rel;
+}
+
 /** A path as a person reads it: relative to `base` when below it, `~` for home. */
 export function shortPath(file: string, base?: string, home?: string): string {
-  if (base) {
-    const rel = path.relative(base, file);
-    if (rel && !rel.startsWith("..") && !path.isAbsolute(rel)) {
-      return rel;
-    }
+  const rel = base ? within(base, file) : undefined;
+  if (rel) {
+    return rel;
   }
   if (home && file.startsWith(home.replace(/\/+$/, "") + "/")) {
     return "~/" + file.slice(home.replace(/\/+$/, "").length + 1);
