@@ -671,7 +671,8 @@ async def test_a_file_name_that_is_not_utf8_in_a_tool_result_does_not_end_the_ru
     status = await ws.handle.call("status")
     assert status["features"]["extraction"]["last_run"]["stop_reason"] == "end_turn"
     (result,) = _tool_results(fake_model.message_requests()[1])
-    assert "user_caf\ufffd.md" in result
+    # the manifest's shown form: a name the policy resolves back to the file
+    assert "user_caf%E9.md" in result
     await client.close()
 
 
