@@ -90,7 +90,7 @@ def split(text: str, *, as_claude_code: bool = True) -> Parsed:
         # never loaded, where Claude Code loads it).
         retries = [_quote_glob_values(raw)]
         if as_claude_code:
-            retries.append(quote_as_claude_code(retries[0]))
+            retries.append(_quote_rest_as_claude_code(raw, retries[0]))
         for retry in (candidate for candidate in dict.fromkeys(retries) if candidate != raw):
             try:
                 data = _load_yaml(retry)
@@ -146,11 +146,26 @@ def _quote_glob_values(raw: str) -> str:
             lines[index] = f"{match.group(1)}'{value}'"
             continue
         flow = _FLOW_LIST.match(text)
-        if flow is not None:
-            items = _flow_items(flow.group(2))
-            if items is not None:
-                lines[index] = f"{flow.group(1)}[{', '.join(map(_quoted_item, items))}]"
+        items = None if flow is None else _flow_items(flow.group(2))
+        if flow is not None and items is not None:
+            quoted = [_quoted_item(item) for item in items]
+            if quoted != items:
+                lines[index] = f"{flow.group(1)}[{', '.join(quoted)}]"
     return "\n".join(lines)
+
+
+def _quote_rest_as_claude_code(raw: str, glob_quoted: str) -> str:
+    """`quote_as_claude_code(glob_quoted)` but for the lines `_quote_glob_values` rewrote,
+    kept as it made them: a flow list's quoted `!src/gen/**`, quoted again as one string
+    (a `description: API: read` in the same block), was the patterns `[src/**` and
+    `'!src/gen/**']`. (A value it single-quoted, Claude Code's quoting leaves anyway.)"""
+    lines = zip(
+        raw.split("\n"),
+        glob_quoted.split("\n"),
+        quote_as_claude_code(glob_quoted).split("\n"),
+        strict=True,
+    )
+    return "\n".join(ours if ours != written else theirs for written, ours, theirs in lines)
 
 
 def _flow_items(inner: str) -> list[str] | None:

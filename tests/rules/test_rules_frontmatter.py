@@ -117,6 +117,9 @@ def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
         ("paths: [**/*.ts, lib/**]  # sources", ("**/*.ts", "lib/**")),
         ('paths: ["**/*.ts", !**/*.test.ts]', ("**/*.ts", "!**/*.test.ts")),
         ("globs: [{src,lib}/**/*.ts, !**/*.d.ts]", ("{src,lib}/**/*.ts", "!**/*.d.ts")),
+        # ... with a line Claude Code's retry quotes in the block: the quoted list was quoted
+        # again as one string, the patterns `[src/**` and `'!gen/**']` (found in review).
+        ("description: API: read first\npaths: [src/**, !gen/**]", ("src/**", "!gen/**")),
         # YAML's non-specific tag `!` parsed, and the negation was silently `gen/**`.
         ("paths:\n  - src/**\n  - ! gen/**", ("src/**", "! gen/**")),
         ("paths:\n  - src/**\n  - !", ("src/**", "!")),
