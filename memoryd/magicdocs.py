@@ -449,7 +449,11 @@ class MagicDocs:
             await self._save()
             return None
         content, header = found
-        doc.title, doc.instruction = header.title, header.instruction
+        if (doc.title, doc.instruction) != (header.title, header.instruction):
+            # Retitled since it was read: saved so (as `_register` does), or magicdocs.list
+            # showed the old title again after a restart.
+            doc.title, doc.instruction = header.title, header.instruction
+            await self._save()
         written: list[Path] = []
         seen = SeenFiles()
         seen.note(path, stamp)  # its text is in the prompt: read, as far as the agent knows

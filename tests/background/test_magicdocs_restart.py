@@ -139,3 +139,26 @@ async def test_two_daemons_of_one_state_dir_keep_each_others_registrations(
         await handle.daemon.services.magic_docs.wait_idle()
     finally:
         await stop_daemon(handle)
+
+
+async def test_a_doc_retitled_before_its_update_is_saved_with_its_new_title(
+    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    # Found by session 22's hunt: the update took the new title in memory only, so after a
+    # restart magicdocs.list showed the old one (and the update prompt, until the next read).
+    Script(fake_model)  # the update's model run: "no update"
+    handle = await start_daemon(model_config)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    try:
+        ws = workspace_for(handle, tmp_path)
+        doc = ws.cwd / "docs" / "deploy.md"
+        doc.parent.mkdir()
+        doc.write_text(DOC)
+        read = {"session_id": "s1", "cwd": str(ws.cwd), "tool": "Read", "read_paths": [str(doc)]}
+        await handle.call("after_tool", **read)
+        doc.write_text(DOC.replace("Deployment notes", "Release notes"))
+        await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+        await handle.daemon.services.magic_docs.wait_idle()
+    finally:
+        await stop_daemon(handle)
+    assert [d["title"] for d in json.loads(state.read_text())["docs"]] == ["Release notes"]
