@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import default_socket_path
-from memoryd_client.version import installed_version
 from tests.clients.conftest import REPO, memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
+from tests.clients.test_lifecycle_version_skew import OLD
+from tests.clients.test_lifecycle_version_skew import status as skew_status
 
 FAKE_TOOL = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
@@ -74,6 +75,15 @@ def memctl(
 @pytest.fixture
 def home(isolated_env: object) -> Path:
     return Path(os.environ["HOME"])
+
+
+@pytest.fixture
+def mac_home(isolated_env: object, short_tmp: Path) -> Path:
+    """A HOME short enough for macOS's socket rule: ~/Library/Caches/memoryd/memoryd.sock
+    must fit the 103 bytes of a Unix socket's path there (install refuses a longer one)."""
+    path = short_tmp / "home"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture
@@ -203,8 +213,9 @@ def test_uninstall_removes_only_its_own_files(
 
 
 def test_launch_agent_uses_the_clients_socket_rule(
-    home: Path, fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mac_home: Path, fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    home = mac_home
     done = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
     assert done.returncode == 0, done.stderr + done.stdout
     plist_path = home / "Library" / "LaunchAgents" / "com.memoryd.daemon.plist"
@@ -424,11 +435,11 @@ def test_the_dry_run_runs_what_the_real_run_runs(
 
 
 def test_the_launch_agent_is_well_formed_with_dashes_in_its_paths(
-    fake_bin: Path, tmp_path: Path
+    fake_bin: Path, short_tmp: Path
 ) -> None:
     # Found by a bug hunt: the template's XML comment named @SOCKET@ and the log files; with
     # HOME=/Users/jean--luc the comment held `--`, which XML forbids: launchd refused it.
-    home = tmp_path / "jean--luc & <co>"
+    home = short_tmp / "jean--luc & <co>"
     home.mkdir()
     done = memctl(home, fake_bin, "service", "install", "--manager", "launchd")
     assert done.returncode == 0, done.stdout
@@ -537,16 +548,13 @@ def test_status_says_the_daemon_runs_the_code_from_before_an_upgrade(
 ) -> None:
     """`pipx upgrade` keeps the installation's path, so the units are unchanged and the service's
     daemon runs the old code until restarted: service status showed its version alone."""
-    fake_daemon.on("status", {"version": "0.0.1+gdeadbeef0000", "pid": 7})
+    fake_daemon.on("status", skew_status(OLD))
     sock = str(fake_daemon.socket_path)
     done = memctl(home, fake_bin, "--socket", sock, "service", "status")
     assert done.returncode == 0, done.stderr
-    assert f"daemon: memoryd 0.0.1+gdeadbeef0000 (pid 7) on {sock}" in done.stdout
-    assert (
-        "warning: the running memoryd (0.0.1+gdeadbeef0000) differs from this memctl "
-        f"({installed_version()})"
-    ) in done.stdout
-    fake_daemon.on("status", {"version": installed_version(), "pid": 7})
+    assert f"daemon: memoryd {OLD} (pid 7) on {sock}" in done.stdout
+    assert f"warning: the running memoryd ({OLD}) differs from this memctl (0.1.0" in done.stdout
+    fake_daemon.on("status", skew_status())  # this checkout's version, read when asked
     done = memctl(home, fake_bin, "--socket", sock, "service", "status")
     assert "warning" not in done.stdout
 

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import Client
-from tests.clients.test_service import fake_bin, home, memctl, runtime, units  # noqa: F401
+from tests.clients.test_service import (  # noqa: F401
+    fake_bin,
+    home,
+    mac_home,
+    memctl,
+    runtime,
+    units,
+)
 from tests.daemon.test_lifecycle import wait_healthy
 
 
@@ -138,11 +145,12 @@ def test_a_home_that_is_not_the_passwd_entrys_gets_its_env_file_read(
 
 
 def test_the_launch_agent_carries_the_roots_and_a_relative_one_is_left_out(
-    home: Path,  # noqa: F811
+    mac_home: Path,  # noqa: F811
     fake_bin: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    home = mac_home  # noqa: F811
     config = tmp_path / "cfg & <co>"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", "relative/mem")
