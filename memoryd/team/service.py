@@ -534,21 +534,28 @@ class TeamSync:
         for state in saved_states():
             if state.server != url or not state.project_root:
                 continue
-            # The worktree it was made for, else (saved before session 22, or the main
-            # worktree) the project's root: resolved from the main worktree's root, a linked
-            # worktree's own team folder was another folder, and was never resumed.
-            root = Path(state.worktree_root or state.project_root)
-            if not await asyncio.to_thread(root.is_dir):
-                continue
-            project = self.resolve_project(root)
-            try:
-                if self.team_dir(project) != Path(state.team_dir):
-                    continue
-            except FeatureUnavailable:
-                continue
-            self.ensure(project)
-            resumed += 1
+            # The worktree it was made for first: resolved from the main worktree's root, a
+            # linked worktree's own team folder is another folder, and was never resumed.
+            # Then the project's root (a state saved before session 22 names no worktree):
+            # a folder the main worktree shares with a linked one made from there outlives
+            # that worktree's removal, and was then skipped.
+            for root in dict.fromkeys((state.worktree_root, state.project_root)):
+                project = await self._project_of_saved_folder(root, Path(state.team_dir))
+                if project is not None:
+                    self.ensure(project)
+                    resumed += 1
+                    break
         return resumed
+
+    async def _project_of_saved_folder(self, root: str | None, team_dir: Path) -> Project | None:
+        """The project at `root` when it is still there and its team folder is `team_dir`."""
+        if root is None or not await asyncio.to_thread(Path(root).is_dir):
+            return None
+        project = self.resolve_project(Path(root))
+        try:
+            return project if self.team_dir(project) == team_dir else None
+        except FeatureUnavailable:
+            return None
 
     # -- status ---------------------------------------------------------------------------
     async def describe(self, project: Project) -> dict[str, Any]:

@@ -70,3 +70,37 @@ async def test_a_worktrees_own_team_folder_is_resumed_at_start(
     await team_daemon("b", url=server.url, token=token)
     # no RPC about the worktree: the startup hook resumes its folder from the saved state
     await eventually(lambda: "while-stopped.md" in server_history(server))
+
+
+async def test_a_shared_team_folder_is_resumed_once_the_worktree_it_was_made_in_is_removed(
+    server: ThreadedServer,
+    team_daemon: TeamDaemon,
+    daemons: list[DaemonHandle],
+    tmp_path: Path,
+) -> None:
+    # A linked worktree with no memory dir of its own shares the main worktree's team folder;
+    # made from the linked one, its state names that worktree. Once the worktree was removed
+    # (`git worktree remove` after a merge), the start skipped the state, and the main
+    # worktree's folder, still there, was not resumed: what was written in it while memoryd
+    # was stopped waited for the project's next turn.
+    linked, main = two_worktrees(tmp_path, bare=False)
+    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
+    token = server.token(REPO)
+    first = await team_daemon("a", url=server.url, token=token)
+    written = await first.call(
+        "memory.write",
+        cwd=str(linked),
+        type="project",
+        name="shared fact",
+        description="from the linked worktree",
+        body="shared fact.\n",
+        team=True,
+    )
+    team_dir = Path(written["path"]).parent
+    await eventually(lambda: Path(written["path"]).name in server_history(server))
+    await stop_daemon(daemons.pop())
+    git("worktree", "remove", "--force", str(linked), cwd=main)
+    (team_dir / "while-stopped.md").write_text("written while memoryd was stopped\n")
+
+    await team_daemon("b", url=server.url, token=token)
+    await eventually(lambda: "while-stopped.md" in server_history(server))
