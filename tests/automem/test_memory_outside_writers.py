@@ -6,6 +6,7 @@ of an in-place save: its truncate, then its write), and the save was gone."""
 
 from __future__ import annotations
 
+import errno
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -345,5 +346,31 @@ async def test_a_folder_renamed_over_a_memory_under_its_delete_is_put_back(
     with pytest.raises(Exception, match="not a regular file"):
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert (path / "inside.txt").read_text() == "kept"
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+
+
+async def test_a_save_by_rename_under_a_delete_whose_copy_fails_is_put_back(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 22 review: the delete took the file out by a rename and only a
+    # refusal (ChangedMeanwhile) put it back; a copy of a save by rename that failed (a full
+    # disk) left it under its temp name, the delete reported failed, its index line put back,
+    # and the next start swept the file as a temp file a killed write left.
+    path = await _write(daemon, project, "Green tea.")
+    save = _rename_save_once(path)
+    _after_the_deletes_look(monkeypatch, save)
+    history = daemon.daemon.services.automem.history
+    real = history.save
+
+    def full_disk(memory_dir: Path, file: str, content: bytes, reason: str) -> Any:
+        if content == SAVED.encode():
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(memory_dir, file, content, reason)
+
+    monkeypatch.setattr(history, "save", full_disk)
+    with pytest.raises(Exception, match="disk is full"):
+        await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    assert path.read_text(encoding="utf-8") == SAVED
     assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
     assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
