@@ -54,6 +54,9 @@ NOTE_ROOM_TOKENS = 100
 # compact reads at most this much of a summary (it is cut to ~24k tokens anyway).
 MAX_SUMMARY_READ_BYTES = 4 * 1024 * 1024
 MAX_SESSIONS_IN_MEMORY = 256
+# Usage corrections of sessions evicted with nothing else worth a record, kept in memory
+# (a few dozen bytes each) for when they come back.
+MAX_EVICTED_OFFSETS = 4096
 LINKED = (
     "memoryd reads and replaces only a file there (the update would replace the link, and its "
     "target would stop getting the notes); put the file itself in its place"
@@ -170,6 +173,7 @@ class SessionMemory:
         # instruction files, so the compacted session reloads them).
         self._on_compacted = on_compacted
         self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
+        self._evicted_offsets: OrderedDict[tuple[str, str], int] = OrderedDict()
 
     # -- sessions -------------------------------------------------------------------------
     def summary_path(self, project: Project, session_id: str) -> Path:
@@ -192,6 +196,9 @@ class SessionMemory:
         record, problem = state.load(project.key, session_id)
         if problem is not None:
             log.warning("session state reset", session_id=session_id, problem=problem)
+        offset = self._evicted_offsets.pop(key, None)
+        if offset is not None and not state.worth_keeping(record):
+            record.token_offset = offset
         found = Session(
             project=project,
             record=record,
@@ -209,7 +216,15 @@ class SessionMemory:
                 break
             candidate = self._sessions[key]
             if not candidate.busy and candidate.waiters == 0:
-                self._persist(candidate)  # keeps the latest usage correction
+                if state.worth_keeping(candidate.record):
+                    self._persist(candidate)  # keeps the latest usage correction
+                elif candidate.counter.offset:
+                    # No file for it: written, every session id a client names left one on
+                    # disk (docs/session-memory.md: a record is written when its state changes).
+                    self._evicted_offsets[key] = candidate.counter.offset
+                    self._evicted_offsets.move_to_end(key)
+                    while len(self._evicted_offsets) > MAX_EVICTED_OFFSETS:
+                        self._evicted_offsets.popitem(last=False)
                 del self._sessions[key]
 
     def _persist(self, session: Session) -> None:

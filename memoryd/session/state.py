@@ -38,6 +38,14 @@ class SessionRecord:
     compactions: int = 0
 
 
+def worth_keeping(record: SessionRecord) -> bool:
+    """Whether the record holds more than a fresh one would, the usage correction aside: a
+    session below 10,000 tokens, never summarized nor compacted, needs no file (its correction
+    comes back with the next `usage`), or every session id a client names would leave one."""
+    fresh = SessionRecord(record.session_id, record.project_key, token_offset=record.token_offset)
+    return record != fresh
+
+
 def sessions_root() -> Path:
     return paths.state_dir() / "sessions"
 

@@ -920,6 +920,32 @@ async def test_evicted_sessions_keep_their_state(
     assert again["tokens"] == first["tokens"] == 4_010
 
 
+async def test_evicted_sessions_with_nothing_to_keep_leave_no_record(
+    daemon: DaemonHandle, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record is written when a session's state changes (docs/session-memory.md); eviction
+    wrote one for every session, so each session id a client named left a file on disk for
+    90 days. Its usage correction is still kept, in memory, for when it comes back."""
+    from memoryd.session import service as service_mod
+    from memoryd.session.state import sessions_root
+
+    monkeypatch.setattr(service_mod, "MAX_SESSIONS_IN_MEMORY", 2)
+    messages = [user(words(1_000)), assistant("ok")]
+    usage = {"input_tokens": 4_000, "output_tokens": 10}
+    first = await daemon.call(
+        "after_turn", session_id="s-0", cwd=str(project_dir), messages=messages, usage=usage
+    )
+    for i in range(1, 40):
+        await daemon.call(
+            "after_turn", session_id=f"s-{i}", cwd=str(project_dir), messages=messages
+        )
+    assert list(sessions_root().rglob("*.json")) == []
+    again = await daemon.call(
+        "after_turn", session_id="s-0", cwd=str(project_dir), messages=messages
+    )
+    assert again["tokens"] == first["tokens"] == 4_010
+
+
 async def test_a_turn_queued_before_a_compaction_does_not_record_a_stale_index(
     daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
 ) -> None:

@@ -88,3 +88,15 @@ def test_an_older_daemons_count_is_read_as_taken_in_a_compacted_list() -> None:
     assert state.load("k", "s")[0].summarized_in_compacted is False
     path.write_text('{"version": 1, "summarized_messages": 23, "summarized_in_compacted": false}')
     assert state.load("k", "s")[0].summarized_in_compacted is False
+
+
+def test_a_record_is_worth_a_file_once_it_holds_more_than_a_usage_correction() -> None:
+    fresh = state.SessionRecord("s1", "-work-repo", token_offset=3_000)
+    assert not state.worth_keeping(fresh)
+    for kept in (
+        state.SessionRecord("s1", "-work-repo", ThresholdState(True, 10_000, 4)),
+        state.SessionRecord("s1", "-work-repo", summarized_messages=0),
+        state.SessionRecord("s1", "-work-repo", compactions=1),
+        state.SessionRecord("s1", "-work-repo", last_error="the model is down"),
+    ):
+        assert state.worth_keeping(kept), kept
