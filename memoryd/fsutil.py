@@ -377,24 +377,36 @@ def put_back(out: Path, path: Path) -> None:
             return
     except FileExistsError:
         pass
+    _keep_beside(out, "a file taken out to be removed kept beside a save since")
+
+
+def _keep_beside(out: Path, why: str) -> None:
     kept = _kept_name(out)
     os.rename(out, kept)
-    _log.warning("a file taken out to be removed kept beside a save since", file=str(kept))
+    _log.warning(why, file=str(kept))
 
 
 def _put_back(out: Path, path: Path) -> None:
     """Undo `swap_in`: what came out (at `out`) goes back to `path`, and the staged file to
-    `out`, for the caller to remove. A save landing at `path` in between (microseconds) goes
-    to `out` in its place: it is left there, logged, not removed with the staged file."""
+    `out`, for the caller to remove. What is at `out` then and is not the staged file is kept
+    beside, logged, never left for the caller to remove: a save landing at `path` in between
+    (microseconds), or what came out itself when it cannot be exchanged back (the new file
+    removed meanwhile: it goes back to the free name)."""
     with contextlib.suppress(OSError):
-        staged = os.lstat(path)
-        if not _rename_flags(out, path, _RENAME_EXCHANGE):
+        try:
+            staged = os.lstat(path)
+        except FileNotFoundError:
+            put_back(out, path)
             return
-        back = os.lstat(out)
-        if (back.st_ino, back.st_dev) != (staged.st_ino, staged.st_dev):
-            kept = _kept_name(out)
-            os.rename(out, kept)
-            _log.warning("a save under a failed write kept beside it", file=str(kept))
+        try:
+            exchanged = _rename_flags(out, path, _RENAME_EXCHANGE)
+        except OSError:
+            exchanged = False
+        if exchanged:
+            back = os.lstat(out)
+            if (back.st_ino, back.st_dev) == (staged.st_ino, staged.st_dev):
+                return
+        _keep_beside(out, "a save under a failed write kept beside it")
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:

@@ -152,3 +152,50 @@ def test_a_save_met_by_a_put_back_is_kept_beside_under_a_legal_name(
     (kept,) = [p for p in folder.iterdir() if p.name.endswith(".kept")]
     assert kept.read_text() == "taken out"
     assert len(kept.name.encode()) <= 255
+
+
+def test_what_came_out_goes_back_when_the_new_file_is_removed_before_the_put_back(
+    folder: Path,
+) -> None:
+    # Found by the session 22 review: the put back began with an lstat of the new file, and
+    # its failure (the file removed meanwhile: an `rm` while the look copied what came out)
+    # was swallowed with the rest, so the caller removed the temp name, which still held what
+    # came out: someone's save, gone.
+    target = folder / "a.md"
+    target.write_text("someone's save")
+
+    def removed_then_refused(out: Path) -> None:
+        os.unlink(target)
+        raise ChangedMeanwhile(errno.EAGAIN, "not ours")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=removed_then_refused)
+    assert target.read_text() == "someone's save"
+    assert _names(folder) == ["a.md"]
+
+
+def test_what_came_out_is_kept_beside_when_it_cannot_be_exchanged_back(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The exchange back failing (EIO, say) left what came out at the temp name, removed.
+    target = folder / "a.md"
+    target.write_text("someone's save")
+    real = fsutil._rename_flags
+    swaps: list[int] = []
+
+    def second_exchange_fails(source: Path, dest: Path, flags: int) -> bool:
+        if flags == fsutil._RENAME_EXCHANGE:
+            swaps.append(1)
+            if len(swaps) == 2:
+                raise OSError(errno.EIO, "I/O error")
+        return real(source, dest, flags)
+
+    monkeypatch.setattr(fsutil, "_rename_flags", second_exchange_fails)
+
+    def refuse(out: Path) -> None:
+        raise ChangedMeanwhile(errno.EAGAIN, "not ours")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=refuse)
+    (kept,) = [p for p in folder.iterdir() if p.name.endswith(".kept")]
+    assert kept.read_text() == "someone's save"
