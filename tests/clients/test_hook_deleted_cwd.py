@@ -182,3 +182,74 @@ def test_a_link_into_the_work_tree_finds_it(recalling: FakeDaemon, tmp_path: Pat
     sent, out = recall_cwd(recalling, tmp_path / "src-link" / "gen")
     assert sent == str(tmp_path / "src-link")
     assert "Deploy via staging." in context_of(out, "UserPromptSubmit")
+
+
+def _in_deleted_folder(
+    event: str, payload: dict[str, object], sock: Path, gone: Path, pwd: str | None
+) -> subprocess.CompletedProcess[str]:
+    """`memctl hook EVENT` started in `gone`, deleted before it runs, with $PWD as given
+    (unset for None; the shell's `cd` sets it)."""
+    pwd_set = 'export PWD="$4"' if pwd is not None else "unset PWD"
+    script = f'cd "$1" && rmdir "$1" && {pwd_set} && exec "$2" -m memctl hook {event} '
+    script += '--socket "$3" --timeout-ms 5000'
+    return subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), sys.executable, str(sock), pwd or ""],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=memctl_env(),
+        timeout=30,
+        check=False,
+    )
+
+
+def test_a_kept_summary_survives_a_start_with_no_folder_to_ask_about(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # The compaction's summary is taken out of the hook state before the daemon is asked: a
+    # start that then finds no folder (none given, a deleted one, no $PWD) must still show it.
+    repo = git_init(tmp_path / "repo")
+    fake_daemon.on(
+        "compact",
+        {
+            "used_session_memory": True,
+            "reason": None,
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Fixing the parser"}]},
+                {"role": "assistant", "content": "ok"},
+            ],
+        },
+    )
+    fake_daemon.on("get_context", {"claude_md": "", "files": [], "memory_instructions": "Save."})
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n"
+    )
+    payload = {"session_id": "s9", "cwd": str(repo), "transcript_path": str(transcript)}
+    code, _, err = hook("pre-compact", payload, fake_daemon.socket_path)
+    assert code == 0, err
+    gone = repo / "gone"
+    gone.mkdir()
+    start = {"session_id": "s9", "source": "compact"}
+    done = _in_deleted_folder("session-start", start, fake_daemon.socket_path, gone, None)
+    assert done.returncode == 0, done.stderr
+    assert "Fixing the parser" in context_of(done.stdout, "SessionStart")
+    assert fake_daemon.calls("get_context") == []
+
+
+def test_a_stale_pwd_naming_another_folder_is_not_the_deleted_one(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    # $PWD left by a parent that changed folders names another, existing folder: the deleted
+    # folder the hook sits in is not it, so the hook asks about nothing rather than that one.
+    repo = git_init(tmp_path / "repo")
+    other = git_init(tmp_path / "other")
+    gone = repo / "gone"
+    gone.mkdir()
+    payload = {"session_id": "s8", "prompt": "how do we deploy?"}
+    done = _in_deleted_folder(
+        "user-prompt-submit", payload, recalling.socket_path, gone, str(other)
+    )
+    assert done.returncode == 0, done.stderr
+    assert recalling.calls("recall") == []
+    assert done.stdout == ""

@@ -207,9 +207,18 @@ def _given_cwd(payload: dict[str, Any]) -> str:
         return os.getcwd()
     except OSError:  # started in a folder since deleted: the shell's name for it, if any
         shell_cwd = os.environ.get("PWD", "")
-        if not shell_cwd.startswith("/") or shell_cwd == "/":
+        if not shell_cwd.startswith("/") or shell_cwd == "/" or not _may_name_cwd(shell_cwd):
             raise
         return shell_cwd
+
+
+def _may_name_cwd(shell_cwd: str) -> bool:
+    """Whether $PWD can be the deleted folder this process sits in: gone too, or that very
+    folder. A $PWD left stale by a parent that changed folders names another one."""
+    try:
+        return os.path.samestat(os.stat(shell_cwd), os.stat("."))
+    except OSError:
+        return True
 
 
 def _cwd(payload: dict[str, Any]) -> str:
@@ -270,21 +279,23 @@ def session_start(args: argparse.Namespace, payload: dict[str, Any], budget: Bud
         # The compaction took the recalled memories out of the context: they may come again.
         state.pop("surfaced", None)
         _save_state(state_path, state)
-    cwd = _cwd(payload)
-    params: dict[str, Any] = {"cwd": cwd}
-    if state_path is not None:
-        params["session_id"] = session_id
+    cwd = ""
     try:
+        cwd = _cwd(payload)
+        params: dict[str, Any] = {"cwd": cwd}
+        if state_path is not None:
+            params["session_id"] = session_id
         with _connect(args, budget) as conn:
             context = _call(conn, budget, "get_context", params)
     except Exception as exc:
         if not summary:
             raise
-        # The summary is the hook's own: the agent gets it with memoryd down or slow too.
+        # The summary is the hook's own: the agent gets it with memoryd down or slow too, or
+        # with no folder to ask about (a deleted one and no $PWD naming it).
         sys.stderr.write(f"memctl hook session-start: only the kept summary ({exc})\n")
         context = {}
     return _noted(
-        _folder_note(payload, cwd),
+        _folder_note(payload, cwd) if cwd else "",
         lambda room: claude_code.session_start_context(
             context, full=args.full, summary=summary, summary_path=summary_path, budget=room
         ),
