@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from memctl.output import EXIT_USAGE, client, emit, fail, printable
+from memctl.output import EXIT_USAGE, client, emit, fail, one_line, printable
 from memctl.project_dir import add_cwd_argument, project_cwd
 from memctl.text_input import required_text
 
@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         verb = "updated (near duplicate)"
     else:
         verb = "saved" if result.get("created") else "updated"
-    emit(args, result, f"{verb} [{result['type']}] {result['name']}: {result['path']}")
+    # A near duplicate is merged into a file already there, whose name anyone with the folder
+    # may have chosen ("x\nsaved [user] …"): each field stays on the one line.
+    fields = (one_line(str(result[k])) for k in ("type", "name", "path"))
+    emit(args, result, "{} [{}] {}: {}".format(verb, *fields))
     if not args.json:
         for warning in result.get("warnings") or []:
             sys.stderr.write(f"memctl: warning: {printable(str(warning))}\n")
