@@ -167,6 +167,13 @@ def check_fields(type_: str, name: str, description: str, body: str) -> None:
         )
 
 
+def as_field(text: str) -> str:
+    """`text` as a name or description may hold it (`check_fields`): one line, each control
+    character a space, runs of spaces one. For fields memoryd derives from a note, which
+    must never be refused for what the user did not write as a field."""
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
 def render_memory(type_: str, name: str, description: str, body: str) -> str:
     check_fields(type_, name, description, body)
     header = yaml.safe_dump(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
+from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, as_field
 from memoryd.automem.quickguess import GUESS_CHARS, SENTENCE_END, guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
@@ -31,7 +31,6 @@ log = structlog.get_logger("memoryd.quickadd")
 NAME_CHARS = 60
 DESCRIPTION_CHARS = 150
 _SENTENCE_END = re.compile(SENTENCE_END)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 REDACTED = "[redacted]"
 _SECRET_READ_ON = 16 * 1024
 # A run of key characters in the model's answer that long, found inside a secret of the note,
@@ -56,8 +55,7 @@ class QuickMemory:
 
 
 def _clip(text: str, limit: int) -> str:
-    # One line without control characters, as a memory's name and description must be.
-    text = " ".join(_CONTROL.sub(" ", text).split())
+    text = as_field(text)
     if len(text) <= limit:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]

@@ -353,3 +353,16 @@ async def test_a_rewrite_drops_the_write_bit_of_others(
     await daemon.call("memory.write", cwd=str(project), name="New", file="new.md", **USER)
     assert stat.S_IMODE(path.stat().st_mode) == 0o664
     assert stat.S_IMODE((memdir / "MEMORY.md").stat().st_mode) == 0o664
+
+
+@pytest.mark.parametrize("char", ["\x9b", "\x7f", "\x0b"], ids=["C1-CSI", "DEL", "VT"])
+async def test_remember_of_a_note_with_a_control_character_makes_fields_it_takes(
+    daemon: DaemonHandle, project: Path, char: str
+) -> None:
+    # Found by the session 22 review: the name and description `memory.remember` derives kept
+    # a C1 control (U+009B, a terminal's one-byte CSI), which the write then refused:
+    # -32602 "name: must be one line without control characters", a field the user never gave.
+    text = f"Deploys go through the {char}release queue. Ask Dana."
+    res = await daemon.call("memory.remember", cwd=str(project), text=text)
+    assert res["name"] == "Deploys go through the release queue"
+    assert char not in res["description"]
