@@ -27,6 +27,10 @@ MAX_FILE_BYTES = 200_000
 # C0 and C1 controls and the Unicode line breaks: YAML would read a name holding one (U+0085)
 # back as another name, and a second write of it would go to a new file.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Unicode's bidirectional embeddings, overrides and isolates (Trojan Source): from one on, a
+# terminal or editor shows the rest of the line reordered (U+202E: reversed), so a name or
+# description in `memctl`, `MEMORY.md` or a prompt read by a human says what it does not hold.
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 # The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
 _OWN_KEYS = ("name", "description", "type")
@@ -159,6 +163,11 @@ def check_fields(type_: str, name: str, description: str, body: str) -> None:
             raise InvalidParams(f"{field}: at most {limit} characters, got {len(value)}")
         if _CONTROL.search(value) or "\n" in value or "\r" in value:
             raise InvalidParams(f"{field}: must be one line without control characters")
+        if found := _BIDI.search(value):
+            raise InvalidParams(
+                f"{field}: must not hold a bidirectional control character (U+{ord(found.group()):04X}"
+                " here; U+202A-U+202E, U+2066-U+2069), which makes the text shown reordered"
+            )
     if "\x00" in body:
         raise InvalidParams("body: must not contain a NUL byte")
     if len(body.encode("utf-8")) > MAX_FILE_BYTES:
@@ -169,9 +178,10 @@ def check_fields(type_: str, name: str, description: str, body: str) -> None:
 
 def as_field(text: str) -> str:
     """`text` as a name or description may hold it (`check_fields`): one line, each control
-    character a space, runs of spaces one. For fields memoryd derives from a note, which
-    must never be refused for what the user did not write as a field."""
-    return " ".join(_CONTROL.sub(" ", text).split())
+    character a space, runs of spaces one, bidirectional controls dropped (right-to-left
+    text reads the same without them). For fields memoryd derives from a note, which must
+    never be refused for what the user did not write as a field."""
+    return " ".join(_CONTROL.sub(" ", _BIDI.sub("", text)).split())
 
 
 def render_memory(type_: str, name: str, description: str, body: str) -> str:

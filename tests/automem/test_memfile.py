@@ -134,6 +134,26 @@ def test_bad_fields_refused(name: str, description: str) -> None:
         memfile.render_memory("user", name, description, "b")
 
 
+@pytest.mark.parametrize("char", ["\u202a", "\u202e", "\u2066", "\u2069"])
+@pytest.mark.parametrize("field", ["name", "description"])
+def test_bidirectional_controls_refused(field: str, char: str) -> None:
+    # Trojan Source: `Deploy \u202eyrros ton` shows in a terminal as "Deploy not sorry".
+    fields = {"name": "n", "description": "d", field: f"Deploy {char}yrros ton"}
+    with pytest.raises(InvalidParams, match=f"{field}: .*U\\+{ord(char):04X} here"):
+        memfile.render_memory("user", fields["name"], fields["description"], "b")
+
+
+def test_right_to_left_text_and_marks_are_kept() -> None:
+    # Hebrew, and the right-to-left mark a keyboard types, are text: only the embeddings,
+    # overrides and isolates are refused.
+    text = memfile.render_memory("user", "שלום \u200fעולם", "d", "b")
+    assert "שלום \u200fעולם" in text
+
+
+def test_fields_derived_from_a_note_drop_bidirectional_controls() -> None:
+    assert memfile.as_field("a \u202bשלום\u202c b\u2069") == "a שלום b"
+
+
 def test_nul_in_body_refused() -> None:
     with pytest.raises(InvalidParams, match="NUL"):
         memfile.render_memory("user", "n", "d", "a\x00b")

@@ -190,6 +190,7 @@ async def test_explicit_file(daemon: DaemonHandle, project: Path, memdir: Path) 
     [
         ({"type": "note"}, -32602),
         ({"name": "a\x00b"}, -32602),
+        ({"description": "Deploy \u202eyrros ton"}, -32602),  # shown "Deploy not sorry"
         ({"name": ""}, -32602),
         ({"body": "x" * 1_000_000}, -32004),  # over the file cap, under the line cap
         ({"file": "../escape.md"}, -32002),

@@ -355,7 +355,9 @@ async def test_a_rewrite_drops_the_write_bit_of_others(
     assert stat.S_IMODE((memdir / "MEMORY.md").stat().st_mode) == 0o664
 
 
-@pytest.mark.parametrize("char", ["\x9b", "\x7f", "\x0b"], ids=["C1-CSI", "DEL", "VT"])
+@pytest.mark.parametrize(
+    "char", ["\x9b", "\x7f", "\x0b", "\u202e"], ids=["C1-CSI", "DEL", "VT", "bidi-RLO"]
+)
 async def test_remember_of_a_note_with_a_control_character_makes_fields_it_takes(
     daemon: DaemonHandle, project: Path, char: str
 ) -> None:
