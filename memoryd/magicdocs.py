@@ -38,9 +38,9 @@ from memoryd import paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
 from memoryd.automem.extraction_prompts import render_transcript
-from memoryd.automem.index import _in_code
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
+from memoryd.fences import in_fenced_code
 from memoryd.fsutil import atomic_write_text, open_lock_file, read_regular_file
 from memoryd.llm.prompt_cache import cached_prompt
 
@@ -92,7 +92,7 @@ def _header_match(text: str) -> re.Match[str] | None:
     code: list[bool] | None = None  # per line, computed once a header line is found
     for match in HEADER.finditer(text):
         if code is None:
-            code = list(_in_code(text.split("\n")))  # `^`/`$` of HEADER break at \n only
+            code = list(in_fenced_code(text.split("\n")))  # `^`/`$` of HEADER break at \n only
         if not code[text.count("\n", 0, match.start())]:
             return match
     return None

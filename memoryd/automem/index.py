@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
 
+from memoryd.fences import in_fenced_code
+
 INDEX_NAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
@@ -51,7 +53,6 @@ _LINE = re.compile(
 # Any inline link: a file linked anywhere in the index (`see [notes](notes.md)`) is listed.
 _LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\((?P<file>(?:[^()]|\([^()]*\))+)\)")
 # A fenced code block's opening or closing line: what it holds is text, not entries.
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # Characters a link target cannot hold as they are (or that would read as another name).
@@ -192,28 +193,9 @@ def _without_title(target: str) -> str | None:
     return target[:opening].rstrip()
 
 
-def _in_code(lines: Iterable[str]) -> Iterator[bool]:
-    """Per line, whether it is part of a fenced code block (its fences included): an example
-    of the format there is no line of the index."""
-    fence = ""
-    for line in lines:
-        opened = _FENCE.match(line) if "`" in line or "~" in line else None
-        run, rest = (opened.group(1), line[opened.end() :]) if opened is not None else ("", "")
-        if fence:
-            # Closed by a run of the same character, at least as long, with nothing after it.
-            if run[:1] == fence[:1] and len(run) >= len(fence) and not rest.strip():
-                fence = ""
-            yield True
-        elif run and not (run[0] == "`" and "`" in rest):  # "```x```" is a code span
-            fence = run
-            yield True
-        else:
-            yield False
-
-
 def _matches(lines: list[str]) -> Iterator[re.Match[str] | None]:
     """Per line, its entry match, or None (not an entry, or in a fenced code block)."""
-    for line, code in zip(lines, _in_code(lines), strict=True):
+    for line, code in zip(lines, in_fenced_code(lines), strict=True):
         yield None if code or "](" not in line else _LINE.match(line)
 
 
@@ -223,7 +205,7 @@ def _listed(text: str, given: Collection[str]) -> set[str]:
     line for it."""
     listed: set[str] = set()
     lines = split_lines(text)
-    for line, code in zip(lines, _in_code(lines), strict=True):
+    for line, code in zip(lines, in_fenced_code(lines), strict=True):
         if code or "](" not in line:
             continue
         for link in _LINK.finditer(line):
