@@ -280,6 +280,32 @@ def test_vectors_that_cannot_be_saved_are_kept_and_status_says_so(
     assert semantic.memories_embedded == before + 1  # only the new one
 
 
+@pytest.mark.parametrize(
+    ("in_the_way", "why"),
+    # a folder where the store's description goes; a file where the store's folder goes
+    [("vectors.json", "Is a directory"), ("", "File exists")],
+)
+def test_status_names_the_file_in_the_way_of_a_save(
+    semantic: SemanticRecall, tmp_path: Path, in_the_way: str, why: str
+) -> None:
+    # Found by a bug hunt (session 22): status said "vectors not saved (Is a directory)" or
+    # "(File exists)", never which file, in a folder of memoryd's the user never sees.
+    folder = semantic_mod.store_folder(tmp_path)
+    if in_the_way:
+        (folder / in_the_way).mkdir(parents=True)
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.write_text("not a folder")
+    semantic.sync(tmp_path, 1, {"a.md": "We indent Go code with tabs"})
+    assert semantic.wait_idle(60)
+    assert f"vectors not saved ({why}: {folder / in_the_way})" in semantic.status()
+    query = semantic.embed_query("golang indentation")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, [])  # kept in memory: recall goes on
+    assert found is not None
+    assert found.scores[0] == ["a.md"]
+
+
 THAI = "ทีมเราปล่อยงานทุกวันพฤหัส"  # the model knows none of its tokens
 
 

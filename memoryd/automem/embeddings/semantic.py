@@ -121,6 +121,12 @@ def embedding_text(description: str, body: str) -> str:
     return description.strip() or body.strip()[:2_000]
 
 
+def store_folder(memory_dir: Path) -> Path:
+    """Where a memory directory's vectors are kept (`vectors.py`): beside, never inside it."""
+    digest = hashlib.sha256(str(memory_dir).encode("utf-8", "surrogatepass")).hexdigest()
+    return state_dir() / "vectors" / digest[:24]
+
+
 class SemanticRecall:
     def __init__(self, model: str | None = None) -> None:
         self.model_name = model
@@ -417,7 +423,11 @@ class SemanticRecall:
         except OSError as exc:
             if self.save_problem is None:
                 log.warning("vectors not saved", error=str(exc))
-            self.save_problem = exc.strerror or str(exc)
+            # The file in the way, for `status`: "File exists" alone did not say which one
+            # (a file where the store's folder goes, a folder where its vectors.json goes).
+            where = exc.filename2 if exc.filename2 is not None else exc.filename
+            why = exc.strerror or str(exc)
+            self.save_problem = f"{why}: {where}" if where is not None and exc.strerror else why
             return
         self.save_problem = None
 
@@ -440,8 +450,7 @@ class SemanticRecall:
         assert self.encoder is not None
         store, tokens = self._stores.get(memory_dir), self._token_stores.get(memory_dir)
         if store is None or tokens is None:
-            digest = hashlib.sha256(str(memory_dir).encode("utf-8", "surrogatepass")).hexdigest()
-            folder = state_dir() / "vectors" / digest[:24]
+            folder = store_folder(memory_dir)
             store = VectorStore(folder, self.encoder.name, self.encoder.dim)
             tokens = TokenStore(folder, self.encoder.name, self.encoder.dim)
             store.load()
