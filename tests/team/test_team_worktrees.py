@@ -17,13 +17,7 @@ from tests.team_server.conftest import ThreadedServer
 async def test_each_worktrees_team_folder_syncs_whichever_came_first(
     server: ThreadedServer, team_daemon: TeamDaemon, tmp_path: Path, isolated_env: IsolatedEnv
 ) -> None:
-    own, main = two_worktrees(tmp_path, bare=False)
-    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
-    own_dir = isolated_env.root / "own-memory"
-    (own / ".claude").mkdir()
-    (own / ".claude" / "settings.local.json").write_text(
-        json.dumps({"autoMemoryDirectory": str(own_dir)})
-    )
+    own, main, own_dir = _a_worktree_with_its_own_memory_dir(tmp_path, isolated_env)
     handle = await team_daemon("a", url=server.url, token=server.token(REPO))
     names = []
     for cwd, name in ((own, "own fact"), (main, "main fact")):  # the own worktree first
@@ -52,13 +46,7 @@ async def test_a_worktrees_own_team_folder_is_resumed_at_start(
     # The start resolved each saved folder from the main worktree's root: a linked
     # worktree's own team folder is another folder, so it was skipped, and what was written
     # in it while memoryd was stopped waited for that worktree's next turn.
-    own, main = two_worktrees(tmp_path, bare=False)
-    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
-    own_dir = isolated_env.root / "own-memory"
-    (own / ".claude").mkdir()
-    (own / ".claude" / "settings.local.json").write_text(
-        json.dumps({"autoMemoryDirectory": str(own_dir)})
-    )
+    own, _, own_dir = _a_worktree_with_its_own_memory_dir(tmp_path, isolated_env)
     token = server.token(REPO)
     first = await team_daemon("a", url=server.url, token=token)
     pushed = await first.call("team.push", cwd=str(own))
@@ -104,3 +92,18 @@ async def test_a_shared_team_folder_is_resumed_once_the_worktree_it_was_made_in_
 
     await team_daemon("b", url=server.url, token=token)
     await eventually(lambda: "while-stopped.md" in server_history(server))
+
+
+def _a_worktree_with_its_own_memory_dir(
+    tmp_path: Path, isolated_env: IsolatedEnv
+) -> tuple[Path, Path, Path]:
+    """(`own`, `main`, `own`'s memory dir): a checkout of acme/widgets and a linked worktree
+    whose `settings.local.json` names a memory dir of its own."""
+    own, main = two_worktrees(tmp_path, bare=False)
+    git("remote", "set-url", "origin", "git@github.com:acme/widgets.git", cwd=main)
+    own_dir = isolated_env.root / "own-memory"
+    (own / ".claude").mkdir()
+    (own / ".claude" / "settings.local.json").write_text(
+        json.dumps({"autoMemoryDirectory": str(own_dir)})
+    )
+    return own, main, own_dir
