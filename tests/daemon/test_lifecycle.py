@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from memoryd_client import Client, DaemonUnavailable
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 from tests.daemon.conftest import TEST_METHODS
 from tests.fakes.full_disk import SmallDisks
-from tests.fakes.messages_api import FakeMessagesAPI, slow, text_reply
+from tests.fakes.messages_api import FakeMessagesAPI, gated, text_reply
 
 SECRET = "sk-ant-api03-" + "Z" * 40
 
@@ -341,6 +342,35 @@ async def test_the_idle_timeout_counts_from_the_last_connection_closed(short_tmp
         await handle.server.stop()
 
 
+class _StderrLines:
+    """A daemon's stderr read as it comes: an event for the first line holding each text
+    (also set at EOF, so a daemon that died wakes whoever waits), and the whole text."""
+
+    def __init__(self, proc: subprocess.Popen[str], *texts: str) -> None:
+        self.seen = {text: threading.Event() for text in texts}
+        self._lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self._lines.append(line)
+            for text, event in self.seen.items():
+                if text in line:
+                    event.set()
+        proc.stderr.close()
+        for event in self.seen.values():
+            event.set()
+
+    def wait(self, text: str) -> None:
+        assert self.seen[text].wait(30), f"no {text!r} within 30 s: {self.text()}"
+
+    def text(self) -> str:
+        self._thread.join(30)
+        return "".join(self._lines)
+
+
 @pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT])
 def test_a_second_signal_during_the_drain_does_not_cut_it_short(
     short_tmp: Path, fake_model: FakeMessagesAPI, second: signal.Signals
@@ -359,13 +389,17 @@ def test_a_second_signal_during_the_drain_does_not_cut_it_short(
         "MEMORYD_MODEL_RETRIES": "0",
     }
     proc = spawn_daemon(sock, "--no-watch", env=env, capture=True)
+    stderr = _StderrLines(proc, "draining in-flight requests", "already stopping")
+    # The model's reply waits for the second signal's effect: no guess of how long it takes.
+    answer = threading.Event()
     try:
         wait_healthy(sock)
         with Client(sock, timeout=30) as conn:  # the first model call imports the SDK
             conn.call("memory.remember", {"cwd": str(project), "text": "warm up"})
-        fake_model.handler = lambda _body: slow(
-            2.0, text_reply('{"type": "user", "name": "bazel", "description": "d"}')
+        fake_model.handler = lambda _body: gated(
+            answer, text_reply('{"type": "user", "name": "bazel", "description": "d"}')
         )
+        asked = len(fake_model.requests)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
             raw.settimeout(30)
             raw.connect(str(sock))
@@ -380,18 +414,27 @@ def test_a_second_signal_during_the_drain_does_not_cut_it_short(
                 ).encode()
                 + b"\n"
             )
-            time.sleep(0.6)
+            deadline = time.monotonic() + 30
+            while len(fake_model.requests) == asked:  # the request waits on the model
+                assert time.monotonic() < deadline, "the remember never asked the model"
+                time.sleep(0.01)
             proc.send_signal(signal.SIGTERM)
-            time.sleep(0.3)
+            stderr.wait("draining in-flight requests")  # the drain is under way
             proc.send_signal(second)
+            stderr.wait("already stopping")  # or the daemon died of it
+            answer.set()
             reply = json.loads(raw.makefile("rb").readline())
         assert reply["id"] == 5
         assert "result" in reply
-        _out, err = proc.communicate(timeout=30)
+        proc.wait(30)
     finally:
+        answer.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    err = stderr.text()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert "already stopping" in err

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import uvicorn
@@ -79,6 +79,9 @@ class Reply:
     # The body sent `chunk` bytes every `gap_s` seconds, or (`endless`) a body without end.
     trickle: tuple[int, float] | None = None
     endless: bool = False
+    # Held until the test sets it (after `delay_s`): a reply that waits for an event, not a
+    # guess of how long the event takes.
+    gate: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,11 @@ def error_reply(status: int, error_type: str, text: str) -> Reply:
 
 def slow(delay_s: float, reply: Reply) -> Reply:
     return Reply(reply.status, reply.body, delay_s, reply.headers)
+
+
+def gated(gate: threading.Event, reply: Reply) -> Reply:
+    """`reply`, sent once `gate` is set."""
+    return replace(reply, gate=gate)
 
 
 def trickled(reply: Reply, chunk: int = 1, gap_s: float = 0.05) -> Reply:
@@ -281,6 +289,8 @@ class FakeMessagesAPI:
         reply = self._next_reply(body)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
+        while reply.gate is not None and not reply.gate.is_set():
+            await asyncio.sleep(0.01)  # polled: a stop() cancels it, no thread is left waiting
         if reply.endless or reply.trickle is not None:
             return StreamingResponse(
                 _body_chunks(reply), status_code=reply.status, media_type="application/json"
