@@ -127,8 +127,10 @@ def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after
 ) -> None:
     # SIGTERM at once and 5 s: a daemon still draining its requests (or hung) was said to be
     # "stopped", and the socket unit was enabled beside it, its socket still held. In this
-    # process, so that stop's wait (35 s) can be made short.
-    monkeypatch.setattr(lifecycle, "stop", functools.partial(lifecycle.stop, wait_s=0.3))
+    # process, so that stop's waits (30 s, then 5 s after its SIGTERM) can be made short.
+    monkeypatch.setattr(
+        lifecycle, "stop", functools.partial(lifecycle.stop, wait_s=0.3, term_wait_s=0.3)
+    )
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
