@@ -358,10 +358,15 @@ def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
 
 
 # A Python whose venvs have pip only when its `-m venv` made them (a marker beside bin/python).
+# A venv made by two runs at once fails in one of them, as `python -m venv` does on the
+# other's half-made files (`{calls}.slow` makes the making last long enough to overlap).
 FAKE_PYTHON = """#!/bin/sh
 echo "$*" >> {calls}
 if [ "$1 $2" = "-m venv" ]; then
+  mkdir "$3.busy" 2>/dev/null || {{ echo "Error: [Errno 17] File exists: '$3/bin/python'" >&2; exit 1; }}
+  if [ -e "{calls}.slow" ]; then sleep 1; fi
   mkdir -p "$3/bin" && rm -f "$3/bin/python" && cp "$0" "$3/bin/python" && touch "$3/bin/pip-ok"
+  rmdir "$3.busy"
 elif [ "$1 $2" = "-m pip" ] && [ ! -e "$(dirname "$0")/pip-ok" ]; then
   echo "$0: No module named pip" >&2
   exit 1
@@ -485,3 +490,36 @@ def test_setup_runs_a_set_up_venv_with_no_python_on_path(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "-m venv .venv" not in calls.read_text().splitlines()
+
+
+def test_two_setups_at_once_make_one_venv_and_run_no_apt_get(tmp_path: Path) -> None:
+    """scripts/serve and scripts/check started together on a fresh checkout: both made .venv,
+    one's `python -m venv` failed on the other's files, and it took that for Debian's missing
+    venv package: deleted .venv under the other, ran `apt-get install python3.X-venv` (with
+    sudo: a password prompt), and failed "install python3-venv" though it was installed."""
+    python, calls = _fake_python(tmp_path, "python3.11")
+    calls.with_name(calls.name + ".slow").touch()
+    root = _set_up_checkout(tmp_path, python=python)
+    shutil.rmtree(root / ".venv")  # a fresh checkout
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    apt_calls = tmp_path / "apt-calls"
+    (tools / "apt-get").write_text(f'#!/bin/sh\necho "$*" >> {apt_calls}\nexit 1\n')
+    (tools / "apt-get").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
+    env.update(PYTHON=str(python), PATH=f"{tools}:{env['PATH']}")
+    runs = [
+        subprocess.Popen(
+            ["bash", str(root / "scripts" / "setup")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    assert [code for code, _out, _err in results] == [0, 0], results
+    assert not apt_calls.exists()
+    assert calls.read_text().splitlines().count("-m venv .venv") == 1
+    assert (root / ".venv" / ".memoryd-setup").exists()
