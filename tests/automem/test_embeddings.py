@@ -192,6 +192,38 @@ def test_turned_off_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     assert recall.status() == "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
 
 
+@pytest.mark.parametrize("value", ["OFF", " off ", "no\n", "0"])
+def test_off_in_any_case_or_spacing_turns_them_off(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", value)
+    recall = SemanticRecall()
+    assert not recall.wanted
+    assert recall.status() == "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
+
+
+@pytest.mark.parametrize("value", ["disabled", "none", "offf", "x" * 100])
+def test_a_value_neither_on_nor_off_leaves_them_off_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # Found by a bug hunt (session 22): any value but 0/off/false/no turned embeddings on, so
+    # "disabled", or "off " with a space from an env file, loaded the model the user turned off.
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", value)
+    recall = SemanticRecall()
+    assert not recall.wanted
+    status = recall.status()
+    assert status.startswith("lexical: MEMORYD_EMBEDDINGS=")
+    assert "is neither on (1, on, true, yes) nor off (0, off, false, no)" in status
+    assert value[:40] in status
+    assert len(status) < 160  # a long value is cut
+
+
+@pytest.mark.parametrize("value", ["", "1", "On", " yes ", "true"])
+def test_on_or_unset_wants_them(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("MEMORYD_EMBEDDINGS", value)
+    assert SemanticRecall().wanted
+
+
 def test_nothing_heavy_is_imported_without_embeddings() -> None:
     import subprocess
     import sys

@@ -55,8 +55,26 @@ def extra_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
 
 
-def embeddings_wanted() -> bool:
-    return os.environ.get("MEMORYD_EMBEDDINGS", "").lower() not in ("0", "off", "false", "no")
+EMBEDDINGS_OFF = "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
+_SWITCH_ON = frozenset({"", "1", "on", "true", "yes"})
+_SWITCH_OFF = frozenset({"0", "off", "false", "no"})
+
+
+def embeddings_refused() -> str | None:
+    """Why `MEMORYD_EMBEDDINGS` keeps embeddings off (a `status` reason), or None. A value
+    that is neither on nor off keeps them off and says so: "disabled" or "off " (a trailing
+    space from an env file) turned them on while the user meant to turn them off."""
+    value = os.environ.get("MEMORYD_EMBEDDINGS", "")
+    word = value.strip().lower()
+    if word in _SWITCH_ON:
+        return None
+    if word in _SWITCH_OFF:
+        return EMBEDDINGS_OFF
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    return (
+        f"lexical: MEMORYD_EMBEDDINGS={shown!r} is neither on (1, on, true, yes) nor off "
+        "(0, off, false, no): embeddings left off"
+    )
 
 
 def _one_blas_thread() -> None:
@@ -169,13 +187,10 @@ class SemanticRecall:
     def wanted(self) -> bool:
         """Worth starting: the extra is installed and not turned off (checked once)."""
         if self._wanted is None:
-            self._wanted = embeddings_wanted() and extra_installed()
+            refused = embeddings_refused()
+            self._wanted = refused is None and extra_installed()
             if not self._wanted:
-                self.reason = (
-                    "lexical: embeddings turned off (MEMORYD_EMBEDDINGS)"
-                    if not embeddings_wanted()
-                    else EXTRA_MISSING
-                )
+                self.reason = refused or EXTRA_MISSING
         return self._wanted
 
     def status(self) -> str:
