@@ -155,10 +155,16 @@ STALE_BEFORE = STARTED_AT - LIVE_WRITE_MARGIN_S
 def _staged_prefix(name: str) -> str:
     """`.<name>.`, the name cut so the temp file's whole name (8 random characters and `.tmp`
     after it) stays within 255 bytes: a file name of 242–255 bytes is legal, its temp file's
-    would not be."""
+    would not be. Cut between characters, each as many bytes as the name holds on disk: one
+    byte for a byte that is not UTF-8 (a surrogate escape, `caf\udce9.md`), which the name's
+    UTF-8 encoding refused (UnicodeEncodeError, the write failed)."""
     room = 255 - len(".") - len(".") - 8 - len(".tmp")
-    cut = name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
-    return f".{cut}."
+    size = 0
+    for end, char in enumerate(name):
+        size += len(os.fsencode(char))
+        if size > room:
+            return f".{name[:end]}."
+    return f".{name}."
 
 
 def remove_stale_staged(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -463,3 +464,31 @@ async def test_an_editors_save_while_the_write_is_screened_is_not_reverted(
         assert "changed since you read it" in result["content"]
     else:  # the Edit is made again on the editor's text
         assert text == "line 1\nthe editor's line\n"
+
+
+async def test_an_edit_of_a_memory_whose_name_is_not_utf8_is_made(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, dirs: tuple[Path, Path]
+) -> None:
+    # Found by the session 22 review: Glob shows `user_caf\xe9.md` as `user_caf%E9.md` (59c7c9a)
+    # and the policy finds the file by it, but the write's temp name was cut from the name's
+    # UTF-8 encoding, which that byte cannot take: UnicodeEncodeError, the edit never made.
+    _, memory = dirs
+    target = memory / os.fsdecode(b"user_caf\xe9.md")
+    target.write_text("line one\n")
+    shown = str(memory / "user_caf%E9.md")
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": shown})]),
+        tool_use_reply([("Edit", {"file_path": shown, "old_string": "one", "new_string": "1"})]),
+        text_reply("done"),
+    )
+    await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
+        system="s",
+        messages=USER,
+        write_lock=asyncio.Lock(),
+    )
+    result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
+    assert not result.get("is_error"), result
+    assert target.read_text() == "line 1\n"

@@ -199,3 +199,30 @@ def test_what_came_out_is_kept_beside_when_it_cannot_be_exchanged_back(
         atomic_write_bytes(target, b"new", came_out=refuse)
     (kept,) = [p for p in folder.iterdir() if p.name.endswith(".kept")]
     assert kept.read_text() == "someone's save"
+
+
+def test_a_name_that_is_not_utf8_is_written_taken_out_and_swept(folder: Path) -> None:
+    # Found by the session 22 review: the temp name was cut from the name's UTF-8 encoding,
+    # which a byte that is not UTF-8 (`caf\xe9.md`, a Latin-1 name the agent's Glob shows as
+    # `caf%E9.md` since 59c7c9a) cannot take: an agent's Edit of that memory, its delete and
+    # the sweep of its temp files raised UnicodeEncodeError.
+    target = folder / os.fsdecode(b"caf\xe9.md")
+    target.write_bytes(b"old")
+    seen: list[bytes] = []
+    atomic_write_bytes(target, b"new", came_out=lambda out: seen.append(out.read_bytes()))
+    assert (seen, target.read_bytes()) == ([b"old"], b"new")
+    out = fsutil.take_out(target)
+    assert out.name.startswith(os.fsdecode(b".caf\xe9.md."))
+    fsutil.put_back(out, target)
+    assert _names(folder) == [target.name]
+    out = fsutil.take_out(target)
+    assert fsutil.remove_stale_staged(folder, float("inf"), names=[target.name]) == [out]
+
+
+def test_a_long_name_is_cut_between_characters_for_its_temp_name(folder: Path) -> None:
+    # 250 bytes: cut to 241 for the temp name, inside the last `é` (2 bytes), which goes whole.
+    target = folder / ("m" * 240 + "é" + "x.md")
+    atomic_write_bytes(target, b"new")
+    staged = fsutil.stage_file(folder, b"x", prefix=fsutil._staged_prefix(target.name))
+    assert staged.name.startswith("." + "m" * 240 + ".")
+    assert len(staged.name.encode()) <= 255
