@@ -261,18 +261,18 @@ class MemoryWrites:
         first, so that a save by rename since that look (a new file: not the one held open)
         is copied to history, as `_save_by_rename_kept` copies one under a write; unlinked,
         it went uncopied. Something there that is no regular file goes back, refused as the
-        copy refuses it; so does a save whose copy fails (a full disk): left under its temp
-        name, the next start swept it."""
+        copy refuses it; so does a save whose copy fails (a full disk), and the file when its
+        unlink fails: left under its temp name, the next start swept it."""
         out = take_out(target)
         try:
             self._save_by_rename_kept(memory_dir, key, stamp, "delete")(out)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out)
         except BaseException as exc:
             put_back(out, target)
             if isinstance(exc, ChangedMeanwhile):
                 self._snapshot_sync(memory_dir, key, target, "delete")  # says why it is refused
             raise
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(out)
 
     def _still_holds(self, memory_dir: Path, key: str, target: Path, kept: Version) -> bool:
         try:

@@ -7,6 +7,7 @@ of an in-place save: its truncate, then its write), and the save was gone."""
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from memoryd.automem import writes
 from memoryd.automem.index_writer import IndexWriter
+from memoryd_client import RpcError
 from tests.automem.conftest import memory_text
 from tests.conftest import DaemonHandle
 
@@ -372,5 +374,29 @@ async def test_a_save_by_rename_under_a_delete_whose_copy_fails_is_put_back(
     with pytest.raises(Exception, match="disk is full"):
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert path.read_text(encoding="utf-8") == SAVED
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+
+
+async def test_a_taken_out_memory_whose_unlink_fails_is_put_back(
+    daemon: DaemonHandle, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 22 review: since the delete takes the file out by a rename first,
+    # an unlink that failed (EIO) left it under its temp name, the delete reported failed and
+    # its index line put back, and the next start swept the file; before, it stayed in place.
+    path = await _write(daemon, project, "Green tea.")
+    real = os.unlink
+
+    def unlink(target: Any, *args: Any, **kwargs: Any) -> None:
+        name = os.path.basename(os.fsdecode(target))
+        if name.startswith(f".{path.name}.") and name.endswith(".tmp"):
+            raise OSError(errno.EIO, "Input/output error", os.fsdecode(target))
+        real(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(RpcError):
+        await daemon.call("memory.delete", cwd=str(project), path=str(path))
+    monkeypatch.undo()
+    assert "Green tea." in path.read_text(encoding="utf-8")
     assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
     assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
