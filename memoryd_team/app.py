@@ -47,6 +47,7 @@ from memoryd_team.storage.base import (
     TokenRevoked,
     TooLargeForOneReply,
     TooManyEntries,
+    WriteQueueTimeout,
 )
 from memoryd_team.storage.plan import precondition_holds
 from memoryd_team.validation import canonical_repo, key_problem, text_problem
@@ -192,6 +193,10 @@ def _storage_problem(exc: Exception) -> Problem:
             f"the repository may hold at most {exc.max_entries} entries",
             {"max_entries": exc.max_entries},
         )
+    if isinstance(exc, WriteQueueTimeout):
+        log.warning("write refused: %s", exc)
+        # The same code clients retry; a message of its own (nothing of the database in it).
+        return Problem(503, "storage_unavailable", f"{exc}; retry later")
     if isinstance(exc, StorageUnavailable):
         log.error("storage unavailable: %s", exc)
         # 503: the client treats it as retryable and backs off.

@@ -37,6 +37,12 @@ class StorageUnavailable(StorageError):
     pass
 
 
+class WriteQueueTimeout(StorageUnavailable):
+    """A write that waited its whole turn in `RepoLocks`: the database may answer well, but
+    the writes before this one did not finish in time. Said as it is: "the database is
+    unavailable" sent an admin looking at a database that answers."""
+
+
 class RepoLocks:
     """One process's write queue per repository, waited on before a database connection is
     taken: writers queued inside the database (a PostgreSQL row lock, SQLite's write lock)
@@ -50,7 +56,7 @@ class RepoLocks:
 
     @contextlib.asynccontextmanager
     async def hold(self, repo: str, timeout_s: float) -> AsyncIterator[None]:
-        """`repo`'s turn; StorageUnavailable (a 503, retried) after `timeout_s` in the queue,
+        """`repo`'s turn; WriteQueueTimeout (a 503, retried) after `timeout_s` in the queue,
         as a wait for the database itself would be."""
         lock = self._locks.setdefault(repo, asyncio.Lock())
         self._users[repo] = self._users.get(repo, 0) + 1
@@ -59,8 +65,8 @@ class RepoLocks:
                 async with asyncio.timeout(timeout_s):
                     await lock.acquire()
             except TimeoutError:
-                raise StorageUnavailable(
-                    f"the repository's earlier writes did not finish within {timeout_s:g} s"
+                raise WriteQueueTimeout(
+                    f"this write waited {timeout_s:g} s behind earlier writes to the database"
                 ) from None
             try:
                 yield

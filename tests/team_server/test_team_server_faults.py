@@ -326,11 +326,7 @@ def test_puts_queued_for_a_held_repository_leave_the_others_served(database_url:
     waited for a connection as long as they did, or got a 503: every other team stalled."""
     postgres = database_url.startswith("postgresql")
     # The waits (20 s, 30 s) are well past the 10 s the other team's request is given.
-    storage = (
-        PostgresStorage(database_url, timeout_s=20.0)
-        if postgres
-        else SqliteStorage(Path(urlsplit(database_url).path), busy_timeout_s=30.0)
-    )
+    storage = _storage_waiting(database_url, postgres_s=20.0, sqlite_s=30.0)
     server = ThreadedServer(database_url, ServerSettings(), storage).start()
     token = server.token("acme/stuck", "acme/other")
     stuck, other = Repo(server, "acme/stuck", token), Repo(server, "acme/other", token)
@@ -361,6 +357,49 @@ def test_puts_queued_for_a_held_repository_leave_the_others_served(database_url:
         assert sorted({f.result().status_code for f in queued}) == [200, 412]
     finally:
         server.stop()
+
+
+def test_a_put_that_waited_its_whole_turn_says_so(database_url: str) -> None:
+    """A PUT that waited out its turn behind this process's earlier writes was answered
+    "the server's database is unavailable": its admin went looking at a database that
+    answers. The 503 (retried as before) says what it waited for."""
+    postgres = database_url.startswith("postgresql")
+    storage = _storage_waiting(database_url, postgres_s=0.5, sqlite_s=0.5)
+    server = ThreadedServer(database_url, ServerSettings(), storage).start()
+    token = server.token("acme/widgets")
+    repo = Repo(server, "acme/widgets", token)
+    try:
+        etag = repo.put({"a.md": "0"}).headers["etag"]
+        # The turn of an earlier write that does not end (SQLite: one queue for all).
+        queue = storage._writers
+        held, release = threading.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with queue.hold("acme/widgets" if postgres else "", 30.0):
+                held.set()
+                await release.wait()
+
+        assert server._loop is not None
+        holding = asyncio.run_coroutine_threadsafe(hold(), server._loop)
+        assert held.wait(10)
+        reply = repo.put({"a.md": "1"}, etag)
+        server._loop.call_soon_threadsafe(release.set)
+        holding.result(10)
+        assert reply.status_code == 503, reply.text
+        assert reply.json()["error"] == "storage_unavailable"  # what clients retry, as before
+        assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
+        assert repo.put({"a.md": "1"}, etag).status_code == 200  # its turn is free again
+    finally:
+        server.stop()
+
+
+def _storage_waiting(
+    database_url: str, *, postgres_s: float, sqlite_s: float
+) -> PostgresStorage | SqliteStorage:
+    """The database's storage, each of its waits (and so its write queue's) that long."""
+    if database_url.startswith("postgresql"):
+        return PostgresStorage(database_url, timeout_s=postgres_s)
+    return SqliteStorage(Path(urlsplit(database_url).path), busy_timeout_s=sqlite_s)
 
 
 def _count_writes(storage: Storage) -> list[object]:
