@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from memctl.commands.service import SERVICE_SETTINGS
 from memoryd_client import default_socket_path
 from tests.clients.conftest import REPO, memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
@@ -604,3 +605,33 @@ def test_install_refuses_a_socket_path_too_long_for_a_unix_socket(
     assert done.returncode == 2, done.stdout
     assert f"refused: the socket path {over} is {limit + 1} bytes, over the {limit}" in done.stdout
     assert "wrote:" not in done.stdout  # refused before anything was written
+
+
+def test_install_names_the_model_and_team_settings_the_service_will_not_get(
+    home: Path, fake_bin: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a bug hunt: a user moving from `memctl start` (whose daemon has the shell's
+    ANTHROPIC_API_KEY) to the service lost the model and team sync without a word. The
+    values stay out of the units; install names what to move to the env file."""
+    for name in SERVICE_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("MEMORYD_TEAM_TOKEN", "team-secret")
+    env_file = home / ".config" / "memoryd" / "env"
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout
+    assert (
+        "not given to the service: ANTHROPIC_API_KEY, MEMORYD_TEAM_TOKEN, set in this shell "
+        f"(never written into a unit): add them to {env_file}"
+    ) in done.stdout
+    assert "secret" not in done.stdout
+    for unit in units(home).iterdir():
+        assert "secret" not in unit.read_text()
+    env_file.write_text("# model\nANTHROPIC_API_KEY=sk-ant-secret\n")
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert (
+        "not given to the service: MEMORYD_TEAM_TOKEN, set in this shell (never written into a "
+        f"unit): add it to {env_file}"
+    ) in done.stdout
+    env_file.write_text("ANTHROPIC_API_KEY=a\nMEMORYD_TEAM_TOKEN=b\n")
+    assert "not given" not in memctl(home, fake_bin, "service", "install", runtime=runtime).stdout

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +182,57 @@ def _say_environment(report: Report) -> None:
         report.say(f"not carried: {name} ({why}); the service uses its default")
 
 
+# The daemon's model and team settings, credentials among them: never carried into a unit (a
+# unit file is world-readable), so a service daemon has them only from the env file (systemd)
+# or the plist's EnvironmentVariables (launchd).
+SERVICE_SETTINGS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "MEMORYD_MODEL",
+    "MEMORYD_SMALL_MODEL",
+    "MEMORYD_TEAM_URL",
+    "MEMORYD_TEAM_TOKEN",
+)
+
+
+def _say_settings_left_behind(report: Report, manager: str) -> None:
+    """Which of SERVICE_SETTINGS this shell sets and the service will not see. A user moving
+    from `memctl start` (whose daemon has the shell's) to the service lost the model and
+    team sync without a word: status then said "no model configured"."""
+    here = [name for name in SERVICE_SETTINGS if os.environ.get(name)]
+    if manager == "launchd":
+        where = "the plist's EnvironmentVariables (again after each install) or `launchctl setenv`"
+    else:
+        given = _env_file_names(env_file())
+        here = [name for name in here if name not in given]
+        where = str(env_file())
+    if here:
+        report.say(
+            f"not given to the service: {', '.join(here)}, set in this shell (never written "
+            f"into a unit): add {'it' if len(here) == 1 else 'them'} to {where}"
+        )
+
+
+def _env_file_names(path: Path) -> set[str]:
+    """The names the env file sets (NAME=value lines), as far as it can be read: a regular
+    file's first 64 KiB (no FIFO waited on), as the daemon reads it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no wait
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return set()
+            text = handle.read(64 * 1024).decode("utf-8", errors="replace")
+    except OSError:
+        return set()
+    names = set()
+    for line in text.splitlines():
+        name, equals, _ = line.strip().partition("=")
+        if equals and not name.startswith(("#", ";")):
+            names.add(name.strip())
+    return names
+
+
 def _tool(manager: str) -> str | None:
     return shutil.which("launchctl" if manager == "launchd" else "systemctl")
 
@@ -336,6 +388,7 @@ def install(report: Report, manager: str, sock: Path) -> None:
     command = service_units.daemon_command()
     report.say(f"daemon: {' '.join(command)}")
     _say_environment(report)
+    _say_settings_left_behind(report, manager)
     _refusals(report, units, sock)
     if report.ok:
         _refuse_unrunnable(report, command)
