@@ -123,7 +123,7 @@ class Folder:
     runner: SyncRunner
     # The worktree it was made for (`Project.settings_root`): what resolves back to its
     # project, a linked worktree's own memory dir included.
-    worktree_root: Path | None = None
+    worktree_root: Path
     start_task: asyncio.Task[None] | None = None
     # The remote's full path (`group/sub/repo`) while the folder is keyed by its last two
     # parts and it is not yet known whether the server takes it: asked before each pull
@@ -424,7 +424,7 @@ class TeamSync:
             log.info("team sync keys the folder by its full path", old=folder.engine.repo, new=full)
             with contextlib.suppress(FeatureUnavailable):  # auto memory off now: no folder
                 # The remote's repository is now the full path: made anew, as for a moved remote.
-                self.folder(self.resolve_project(folder.worktree_root or folder.project_root))
+                self.folder(self.resolve_project(folder.worktree_root))
             return True
 
     async def _shed_when_idle(self, folder: Folder) -> None:
