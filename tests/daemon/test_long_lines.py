@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from memoryd.daemon.limits import PARSE_INLINE_BYTES
+from memoryd.daemon.limits import PARSE_INLINE_BYTES, READ_CHUNK
 from memoryd.daemon.protocol import framing
 from tests.conftest import DaemonHandle
 
@@ -93,3 +93,51 @@ async def test_the_stdlib_reads_a_long_line_off_the_event_loop(
     assert len(threads) == 1
     # A short line is read where it arrived: a thread costs more than it saves.
     assert (threads[0] is threading.main_thread()) is not long
+
+
+def _surrogate_line(size: int, id_: int = 3) -> bytes:
+    """A `status` request of about `size` bytes that orjson refuses and the stdlib reads."""
+    text = json.dumps("\ud83d" + "x" * size)
+    return b'{"jsonrpc":"2.0","id":%d,"method":"status","params":{"a":%s}}\n' % (
+        id_,
+        text.encode(),
+    )
+
+
+@pytest.mark.parametrize("room", [True, False])
+async def test_a_line_read_in_a_thread_stays_charged_to_the_input_budget(
+    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch, room: bool
+) -> None:
+    """Complete lines queued for the threads are input still held: uncharged, many clients'
+    lines at the cap waited there beyond the budget. With no room in it, the line is read on
+    the loop, as before (no other input is read meanwhile)."""
+    started, release = threading.Event(), threading.Event()
+    seen: list[tuple[threading.Thread, int]] = []
+    read = framing._strict_stdlib_parse
+    budget = daemon.server.input_budget
+    assert budget is not None
+
+    def held(line: bytes | bytearray, first_error: ValueError | None) -> Any:
+        seen.append((threading.current_thread(), budget.used))
+        started.set()
+        if threading.current_thread() is not threading.main_thread():
+            release.wait(10)
+        return read(line, first_error)
+
+    monkeypatch.setattr(framing, "_strict_stdlib_parse", held)
+    line = _surrogate_line(2 * PARSE_INLINE_BYTES)
+    if not room:  # other clients' unfinished lines fill it (each read charges a chunk)
+        take = budget.take
+        monkeypatch.setattr(budget, "take", lambda size: size <= READ_CHUNK and take(size))
+    sent = asyncio.ensure_future(asyncio.to_thread(_exchange, daemon.socket_path, line))
+    await asyncio.to_thread(started.wait, 10)
+    release.set()
+    reply = await sent
+    assert reply["id"] == 3
+    [(thread, used)] = seen
+    if room:
+        assert thread is not threading.main_thread()
+        assert used >= len(line)
+    else:
+        assert thread is threading.main_thread()
+    assert budget.used == 0

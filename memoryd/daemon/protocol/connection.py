@@ -22,6 +22,7 @@ from memoryd.daemon.limits import (
     LINGER_S,
     MAX_INFLIGHT_PER_CONNECTION,
     NOTIFY_BUFFER_CAP,
+    PARSE_INLINE_BYTES,
     READ_CHUNK,
     STALLED_UNDER_PRESSURE_S,
     WRITE_DRAIN_THRESHOLD,
@@ -33,7 +34,7 @@ from memoryd.daemon.protocol.envelope import (
     error_object,
     request_id,
 )
-from memoryd.daemon.protocol.framing import encode, encode_reply, read_message
+from memoryd.daemon.protocol.framing import encode, encode_reply, parse_line, read_message
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -196,7 +197,7 @@ class Connection:
                         return
                     if not self._reading:
                         break
-                    message = await read_message(line)
+                    message = await self._read_message(line)
                     if not self._reading:  # the daemon began to stop during a threaded parse
                         break
                     await self._start(message)
@@ -228,6 +229,21 @@ class Connection:
                 return
             self._hold(rest)
             partial += view[start:]
+
+    async def _read_message(self, line: bytes | bytearray) -> Any:
+        """`read_message`, a line that may go to a thread charged to the input budget until
+        it is read: it is input still held, and one at the cap from each of many clients,
+        queued for the threads, held more than the budget allows. When the budget has no room
+        the line is read here, on the loop, where no other input is read meanwhile."""
+        size = len(line)
+        if size <= PARSE_INLINE_BYTES:
+            return await read_message(line)  # never goes to a thread
+        if not self.input_budget.take(size):
+            return parse_line(line)
+        try:
+            return await read_message(line)
+        finally:
+            self.input_budget.give_back(size)
 
     async def _wait_for_room(self) -> None:
         """Read no more while the connection's requests fill its share: too many running, or
