@@ -69,20 +69,24 @@ def format_manifest(headers: Iterable[MemoryHeader]) -> str:
 
 
 # What in a file name would end or bend its manifest line: control characters (a newline
-# among them) and Unicode's line and paragraph separators; and a byte of a name that is not
-# UTF-8 (a surrogate escape), which no request body may carry. And a `%` that an escape's two
-# hex digits follow: left as it is, a file named `a%0Ab.md` was shown as `a\nb.md` is.
-_UNSAFE_IN_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]|%(?=[0-9A-Fa-f]{2})")
+# among them) and Unicode's line and paragraph separators; bidirectional embeddings,
+# overrides and isolates, which show the rest of the line reordered to whoever reads it in a
+# terminal (`user_\u202egnp.md` as `user_dm.png`); and a byte of a name that is not UTF-8
+# (a surrogate escape), which no request body may carry. And a `%` that an escape's two hex
+# digits follow: left as it is, a file named `a%0Ab.md` was shown as `a\nb.md` is.
+_UNSAFE_IN_LINE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]|%(?=[0-9A-Fa-f]{2})"
+)
 
 
 def shown_file(file: str) -> str:
-    """`file` as a manifest line shows it: each control character or line separator as its
-    UTF-8 bytes percent-encoded (`a%0Ab.md`), a byte that is not UTF-8 as that byte (`%FF`),
-    and a `%` that reads as the start of such an escape as `%25` (`a%250Ab.md`); any other
-    `%` stays (`100% done.md`). So each shown name is one file's: reading `%XX` as that byte
-    and any other character as itself gives the name back. Linux lets a name hold a newline:
-    a memory file so named wrote lines of its own choosing into the manifest every recall
-    and extraction prompt carries."""
+    """`file` as a manifest line shows it: each control character, line separator or
+    bidirectional control as its UTF-8 bytes percent-encoded (`a%0Ab.md`), a byte that is
+    not UTF-8 as that byte (`%FF`), and a `%` that reads as the start of such an escape as
+    `%25` (`a%250Ab.md`); any other `%` stays (`100% done.md`). So each shown name is one
+    file's: reading `%XX` as that byte and any other character as itself gives the name
+    back. Linux lets a name hold a newline: a memory file so named wrote lines of its own
+    choosing into the manifest every recall and extraction prompt carries."""
     return _UNSAFE_IN_LINE.sub(lambda m: _percent(m.group()), file)
 
 
