@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from memoryd.llm.client import ModelClient
+
+# `Host.notify` handed on alone, to a collaborator that needs nothing else of the host.
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class Host(Protocol):

@@ -31,7 +31,7 @@ import asyncio
 import bisect
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,6 +41,7 @@ from typing import Any
 import structlog
 
 from memoryd.automem.index import INDEX_NAME, merge_added_entries
+from memoryd.core.host import Notify
 from memoryd.team.protocol import (
     BATCH_MAX_BYTES,
     CHECKSUM_PREFIX,
@@ -70,7 +71,6 @@ from memoryd.team.sync.state import Conflict, Skipped, StateStore, SyncState
 
 log = structlog.get_logger("memoryd.team")
 
-Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, description)
 
 UNASKED_304 = "the team server answered 304 to an unconditional GET"
