@@ -43,13 +43,19 @@ def _seconds(text: str) -> float:
     return value
 
 
-def run_start(args: argparse.Namespace) -> int:
+def run_start(args: argparse.Namespace, stopped: dict[str, Any] | None = None) -> int:
+    """`stopped`: what `restart` stopped first."""
     sock = lifecycle.socket_path(args.socket)
     try:
         result = lifecycle.start(sock)
     except RuntimeError as exc:
         return fail(args, str(exc), EXIT_DOWN)
     verb = "started" if result["started"] else "already running"
+    if stopped is not None and not result["started"] and result.get("pid") != stopped["pid"]:
+        # A daemon stopped closes its socket at once: what answers now is a new one, started
+        # by socket activation (systemd's memoryd.socket). "already running" read as if the
+        # restart had done nothing.
+        verb = "restarted by its service manager"
     emit(args, result, f"memoryd {verb} (pid {result.get('pid')}) on {sock}")
     return 0
 
@@ -118,7 +124,7 @@ def run_restart(args: argparse.Namespace) -> int:
             f"memoryd restarted by launchd (pid {status.get('pid')}) on {sock}",
         )
         return 0
-    return run_start(args)
+    return run_start(args, stopped=result)
 
 
 def run_status(args: argparse.Namespace) -> int:
