@@ -52,7 +52,6 @@ _LINE = re.compile(
 )
 # Any inline link: a file linked anywhere in the index (`see [notes](notes.md)`) is listed.
 _LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\((?P<file>(?:[^()]|\([^()]*\))+)\)")
-# A fenced code block's opening or closing line: what it holds is text, not entries.
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # Characters a link target cannot hold as they are (or that would read as another name).
