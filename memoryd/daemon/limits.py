@@ -34,6 +34,9 @@ MAX_ID_CHARS = 1_024
 # What an error repeats of a request (a method name, unknown member or field names) is cut
 # to this many characters.
 MAX_ECHOED_CHARS = 200
+# One field's message in a -32602 (which may quote what was sent: an unknown `role` of 20 MB
+# made the reply a -32004): room for a whole path (4,096 bytes) and its words.
+MAX_FIELD_MESSAGE_CHARS = 5_000
 # Calls in one batch; more: -32600.
 MAX_BATCH = 1_000
 # Notifications queued for a client that is not reading, before its connection is closed:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
 ROLES = ("user", "assistant")
 MAX_MESSAGES = 1_000_000
+MAX_SHOWN_ROLE = 60
 
 
 def check_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -23,8 +24,10 @@ def check_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         role = message.get("role")
         if role not in ROLES:
+            shown = repr(role)  # what was sent, any size: a few words of it say enough
+            shown = shown if len(shown) <= MAX_SHOWN_ROLE else f"{shown[:MAX_SHOWN_ROLE]}…"
             raise ValueError(
-                f"messages[{index}].role: unknown role {role!r}; expected 'user' or 'assistant'"
+                f"messages[{index}].role: unknown role {shown}; expected 'user' or 'assistant'"
             )
         content = message.get("content")
         if isinstance(content, str):

@@ -205,3 +205,40 @@ def test_paths_are_checked_without_encoding_the_short_ones_and_not_past_the_boun
     assert checked == []
     with pytest.raises(ValidationError, match="at most 100000 items after validation, not 100001"):
         TypeAdapter(params_mod.PathList).validate_python([long] * (params_mod.MAX_PATHS + 1))
+
+
+async def test_a_value_a_field_error_quotes_is_cut_and_the_reply_stays_a_32602(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: an unknown `role` of 20 MB was quoted whole (`unknown role 'xxx…'`),
+    # the reply passed the 16 MiB cap and the client got -32004 "ask for less".
+    messages = [{"role": "x" * 2_000_000, "content": "hi"}]
+    params = {"session_id": "s1", "cwd": str(tmp_path), "messages": messages}
+    error = await _error(daemon, "after_turn", params)
+    assert error["code"] == -32602
+    assert len(error["message"]) < 300
+    assert "unknown role 'xxx" in error["message"]
+    assert error["message"].endswith("expected 'user' or 'assistant'")
+
+
+def test_a_field_message_is_cut_whatever_its_validator_quotes() -> None:
+    # Any other validator quoting what it was sent cannot make the reply huge either.
+    from pydantic import BaseModel, field_validator
+
+    from memoryd.daemon.limits import MAX_FIELD_MESSAGE_CHARS
+    from memoryd.daemon.protocol.dispatch import format_validation_error
+
+    class Quoting(BaseModel):
+        name: str
+
+        @field_validator("name")
+        @classmethod
+        def _refuse(cls, value: str) -> str:
+            raise ValueError(f"not a name: {value}")
+
+    with pytest.raises(ValidationError) as refused:
+        Quoting(name="y" * 100_000)
+    message = format_validation_error(refused.value)
+    assert len(message) < MAX_FIELD_MESSAGE_CHARS + 100
+    assert message.endswith(" characters)")
+    assert message.startswith("invalid params: name: Value error, not a name: yyy")

@@ -22,7 +22,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from memoryd.daemon.limits import MAX_BATCH, MAX_INFLIGHT_PER_CONNECTION
+from memoryd.daemon.limits import MAX_BATCH, MAX_FIELD_MESSAGE_CHARS, MAX_INFLIGHT_PER_CONNECTION
 from memoryd.daemon.protocol.envelope import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -69,7 +69,8 @@ def format_validation_error(exc: ValidationError) -> str:
 
 def _field_error(err: ErrorDetails) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "params"
-    return f"{echoed(loc)}: {err['msg']}"
+    # A validator's message may quote the value sent, whatever its size.
+    return f"{echoed(loc)}: {echoed(err['msg'], MAX_FIELD_MESSAGE_CHARS)}"
 
 
 async def dispatch_message(message: Any, daemon: Daemon) -> Reply:

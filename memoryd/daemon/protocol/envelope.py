@@ -63,12 +63,12 @@ def request_id(obj: Any) -> Any:
     return None
 
 
-def echoed(text: str) -> str:
-    """`text` from a request as an error repeats it: cut past MAX_ECHOED_CHARS (a 20 MB
+def echoed(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
+    """`text` from a request as an error repeats it: cut past `limit` characters (a 20 MB
     method name made a -32601 over the reply cap)."""
-    if len(text) <= MAX_ECHOED_CHARS:
+    if len(text) <= limit:
         return text
-    return f"{text[:MAX_ECHOED_CHARS]}… ({len(text):,} characters)"
+    return f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def listed(
