@@ -3,7 +3,8 @@
 Blocking calls run on a small thread pool, one connection per thread. Writes take
 `BEGIN IMMEDIATE`, so the ETag check and the upsert happen under SQLite's write lock even when
 several server processes share the file; inside one process a lock queues writers first, so
-they wait on a mutex rather than in SQLite's sleeping busy handler.
+they wait in an in-process queue (`RepoLocks`) before they take a thread, rather than in
+SQLite's sleeping busy handler holding one.
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ _VERSION_COLUMNS = (
     "repo, key, version, checksum, length(CAST(content AS BLOB)), written_at, token_id, "
     "author, restored_from"
 )
+
+
+# The longest a write waits in the queue: the busy timeout (30 s) is as long as a client's read
+# deadline, so a write given its turn near the end was stored for a client that had given up,
+# and the 503 of one that waited it out was read by no one.
+QUEUE_WAIT_MAX_S = 10.0
 
 
 class SqliteStorage(Storage):
@@ -409,7 +416,7 @@ class SqliteStorage(Storage):
         # Queued here, not in a thread: SQLite has one write lock for every repository, and
         # writes waiting for it (another process's write holding it) each held one of the
         # pool's threads, which every read needs too. One waits in a thread at most.
-        async with self._writers.hold(_ALL_REPOS, self._busy_timeout_s):
+        async with self._writers.hold(_ALL_REPOS, min(self._busy_timeout_s, QUEUE_WAIT_MAX_S)):
             return await self._run(write)
 
     # history ------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team.settings import ServerSettings
+from memoryd_team.storage import sqlite as sqlite_storage
 from memoryd_team.storage.base import Storage, StorageUnavailable
 from memoryd_team.storage.postgres import PostgresStorage
 from memoryd_team.storage.sqlite import SqliteStorage
@@ -363,14 +364,38 @@ def test_a_put_that_waited_its_whole_turn_says_so(database_url: str) -> None:
     """A PUT that waited out its turn behind this process's earlier writes was answered
     "the server's database is unavailable": its admin went looking at a database that
     answers. The 503 (retried as before) says what it waited for."""
-    postgres = database_url.startswith("postgresql")
     storage = _storage_waiting(database_url, postgres_s=0.5, sqlite_s=0.5)
+    reply = _put_behind_a_turn_that_does_not_end(database_url, storage)
+    assert reply.status_code == 503, reply.text
+    assert reply.json()["error"] == "storage_unavailable"  # what clients retry, as before
+    assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
+
+
+def test_a_sqlite_write_waits_its_turn_well_inside_a_clients_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's queue wait was its busy timeout, 30 s: a client's whole read deadline, so a
+    write given its turn near the end was stored for a client gone, and its 503 read by none."""
+    monkeypatch.setattr(sqlite_storage, "QUEUE_WAIT_MAX_S", 0.5)
+    url = f"sqlite://{tmp_path / 'team.sqlite3'}"
+    reply = _put_behind_a_turn_that_does_not_end(
+        url, _storage_waiting(url, postgres_s=0, sqlite_s=30)
+    )
+    assert reply.status_code == 503, reply.text
+    assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
+
+
+def _put_behind_a_turn_that_does_not_end(
+    database_url: str, storage: PostgresStorage | SqliteStorage
+) -> httpx.Response:
+    """The reply to a PUT queued behind an earlier write that holds its turn (SQLite: one
+    queue for all repositories); the turn is then let go, and a PUT after it stored."""
+    postgres = database_url.startswith("postgresql")
     server = ThreadedServer(database_url, ServerSettings(), storage).start()
     token = server.token("acme/widgets")
     repo = Repo(server, "acme/widgets", token)
     try:
         etag = repo.put({"a.md": "0"}).headers["etag"]
-        # The turn of an earlier write that does not end (SQLite: one queue for all).
         queue = storage._writers
         held, release = threading.Event(), asyncio.Event()
 
@@ -385,10 +410,8 @@ def test_a_put_that_waited_its_whole_turn_says_so(database_url: str) -> None:
         reply = repo.put({"a.md": "1"}, etag)
         server._loop.call_soon_threadsafe(release.set)
         holding.result(10)
-        assert reply.status_code == 503, reply.text
-        assert reply.json()["error"] == "storage_unavailable"  # what clients retry, as before
-        assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
         assert repo.put({"a.md": "1"}, etag).status_code == 200  # its turn is free again
+        return reply
     finally:
         server.stop()
 
