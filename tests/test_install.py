@@ -406,6 +406,7 @@ def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
     assert "-m venv .venv" in ran
     assert any(line.startswith("-m pip install") and "-e .[dev]" in line for line in ran), ran
     assert (root / ".venv" / ".memoryd-setup").exists()
+    assert "installing memoryd and its tools into .venv" in done.stderr  # not silent for minutes
     return done.stderr
 
 
