@@ -25,11 +25,12 @@ import pytest
 
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
 from memoryd_team.settings import ServerSettings
+from tests.background.conftest import Script
 from tests.conftest import IsolatedEnv
 from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
 from tests.editors.headless_nvim import NVIM, PLUGIN, headless, run_script
 from tests.editors.misbehaving_daemon import RESTORE_WARNING, STORM_SIZE, MisbehavingDaemon
-from tests.fakes.messages_api import FakeMessagesAPI, error_reply
+from tests.fakes.messages_api import FakeMessagesAPI, error_reply, text_reply, tool_use_reply
 from tests.team_server.conftest import ThreadedServer
 
 pytestmark = pytest.mark.skipif(
@@ -544,6 +545,51 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
     assert_all_passed(records, expected=8)
     assert not (memory_dir / "project_core.md").exists()
     assert not (memory_dir / "project_release\nnotes.md").exists()
+
+
+MAGIC_DOC = """# MAGIC DOC: Deployment notes
+_Keep the list of environments and how to deploy to each._
+
+## Environments
+- staging: `make deploy-staging`
+"""
+
+
+def test_files_the_daemon_rewrites_show_their_new_text_in_open_buffers(
+    short_tmp: Path, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    """A MagicDoc updated by the background agent and memories saved by another client while
+    open in Neovim: the unmodified buffers are checked (:checktime) on magicdoc/updated and
+    memory/saved, one with unsaved edits is left alone (reload_spec.lua). They kept the old
+    text until a :checktime or a write warning."""
+    repo = make_repo(tmp_path / "work" / "widgets")
+    doc = repo / "docs" / "deploy.md"
+    doc.write_text(MAGIC_DOC)
+    script = Script(fake_model)
+    edit = {
+        "file_path": str(doc),
+        "old_string": "- staging: `make deploy-staging`\n",
+        "new_string": "- staging: `make deploy-staging`\n- prod: `make deploy-prod`\n",
+    }
+    script.add("magic", tool_use_reply([("Edit", edit)]), text_reply("updated"))
+    env = {
+        "ANTHROPIC_API_KEY": "sk-ant-nvim-test-key",
+        "ANTHROPIC_BASE_URL": fake_model.base_url,
+        "MEMORYD_MODEL_RETRIES": "0",
+    }
+    with running_daemon(short_tmp / "d.sock", env) as sock:
+        records = run_nvim(
+            "reload_spec.lua",
+            {
+                "MEMORYD_SOCKET": str(sock),
+                "MEMORYD_TEST_REPO": str(repo),
+                "MEMORYD_TEST_DOC": str(doc),
+                "MEMORYD_TEST_MEMORY_DIR": str(memory_dir_of(sock, repo)),
+            },
+            cwd=repo,
+        )
+    assert_all_passed(records, expected=4)
+    assert "make deploy-prod" in doc.read_text()
 
 
 def test_a_memory_saved_in_place_keeps_the_text_it_replaced(

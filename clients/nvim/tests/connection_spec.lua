@@ -137,8 +137,10 @@ T.run({
       for _, conn in ipairs(server.conns) do
         conn:close()
       end
+      -- With the events the plugin always listens to (files the daemon rewrote: reload.lua).
       T.wait('every event subscribed again', function()
-        return vim.tbl_contains(state.accepted, 'memory/saved x/newer')
+        local all = 'magicdoc/updated memory/saved session/summary_updated team/conflict x/newer'
+        return vim.tbl_contains(state.accepted, all)
       end)
       memoryd.client():close()
       server.close()

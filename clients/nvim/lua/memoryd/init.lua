@@ -19,6 +19,11 @@ M.state = {
   last_error = nil,
 }
 M.listeners = {} -- event name -> {fn, ...}; views refresh on notifications through these
+-- Open buffers of files the daemon rewrote are checked (reload.lua). Listed here without
+-- connecting: the subscription takes them in whenever the connection is made.
+for _, event in ipairs(require('memoryd.reload').EVENTS) do
+  M.listeners[event] = { require('memoryd.reload').on_note }
+end
 
 local client = nil
 local notifier = nil

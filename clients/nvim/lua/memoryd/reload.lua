@@ -1,0 +1,88 @@
+-- Buffers of files the daemon rewrote in the background (a MagicDoc's update, a memory saved by
+-- the agent or extraction, a session summary, a team pull's conflict) are checked with
+-- :checktime when the daemon says so, so an unmodified buffer shows the new text ('autoread',
+-- on by default, reloads it) instead of the old one until a write warning or a :checktime.
+-- A buffer with unsaved edits is left alone: reloading it would lose them, and Neovim's own
+-- check warns of the conflict when it looks (at a write, or on focus).
+local format = require('memoryd.format')
+
+local M = {}
+
+-- The events that name a file the daemon wrote (params.path; docs/protocol.md). They are
+-- listened to whatever notifications.events says, as the views' refreshes are.
+M.EVENTS = { 'magicdoc/updated', 'memory/saved', 'session/summary_updated', 'team/conflict' }
+
+local uv = vim.uv or vim.loop
+local pending = {} -- path -> true: checked at the next pass
+local scheduled = false
+
+local function is_path(value)
+  return type(value) == 'string' and value:sub(1, 1) == '/' and not value:find('%z')
+end
+
+-- The loaded buffers without unsaved changes that show one of paths: as named, or the same
+-- file reached through a link (a buffer opened by a linked folder; the daemon names its own).
+function M.buffers_of(paths)
+  local by_name = {} -- basename -> {path, ...}: only a buffer with a candidate's name is looked up
+  for path in pairs(paths) do
+    local name = format.basename(path)
+    by_name[name] = by_name[name] or {}
+    table.insert(by_name[name], path)
+  end
+  local real = {}
+  local function realpath(path)
+    if real[path] == nil then
+      real[path] = uv.fs_realpath(path) or false
+    end
+    return real[path]
+  end
+  local found = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    local candidates = name ~= '' and by_name[format.basename(name)] or nil
+    if
+      candidates
+      and vim.api.nvim_buf_is_loaded(buf)
+      and vim.api.nvim_buf_get_option(buf, 'buftype') == ''
+      and not vim.api.nvim_buf_get_option(buf, 'modified')
+      and not name:match('^%a[%w+.-]*://')
+    then
+      local file = vim.fn.fnamemodify(name, ':p')
+      for _, path in ipairs(candidates) do
+        if path == file or (realpath(path) and realpath(path) == realpath(file)) then
+          found[#found + 1] = buf
+          break
+        end
+      end
+    end
+  end
+  return found
+end
+
+local function check_pending()
+  scheduled = false
+  local paths = pending
+  pending = {}
+  for _, buf in ipairs(M.buffers_of(paths)) do
+    vim.cmd(('checktime %d'):format(buf))
+  end
+end
+
+-- A notification's listener: note the file (and for a memory, the MEMORY.md beside it, whose
+-- line the save rewrote); the buffers are checked once per burst, in one scheduled pass.
+function M.on_note(note)
+  local path = type(note.params) == 'table' and note.params.path or nil
+  if not is_path(path) then
+    return
+  end
+  pending[path] = true
+  if note.method == 'memory/saved' then
+    pending[path:gsub('[^/]+/*$', '') .. 'MEMORY.md'] = true
+  end
+  if not scheduled then
+    scheduled = true
+    vim.schedule(check_pending)
+  end
+end
+
+return M
