@@ -441,9 +441,9 @@ async def _write(
                 agent_tools.perform(op)
                 break
             except ChangedMeanwhile as exc:
-                if tries == _WRITE_TRIES:
+                if tries == _WRITE_TRIES:  # named as the model gave it, not resolved
                     raise agent_tools.ToolError(
-                        f"{op.path} was saved by another program each of the {tries} times it "
+                        f"{policy.as_given(op.path)} was saved by another program each of the {tries} times it "
                         "was about to be written; it is left as that program saved it"
                     ) from exc
         if hooks.seen is not None:

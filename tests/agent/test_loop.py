@@ -492,3 +492,49 @@ async def test_an_edit_of_a_memory_whose_name_is_not_utf8_is_made(
     result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
     assert not result.get("is_error"), result
     assert target.read_text() == "line 1\n"
+
+
+async def test_a_write_saved_over_at_every_screen_is_given_up_naming_the_path_as_given(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    # Review of session 22: an editor saving during each of the 5 screens left the file as
+    # it saved it, and the message named the resolved path (the memory dir as reached
+    # through the link it is known by, e.g. a linked ~/.claude, was not the path the model
+    # gave); that path had no test.
+    real_dir = tmp_path / "real-memory"
+    real_dir.mkdir()
+    linked = tmp_path / "linked"
+    linked.symlink_to(real_dir)
+    memory = linked
+    target = memory / "user_role.md"
+    target.write_text("line one\n")
+    fake_model.enqueue(
+        tool_use_reply(
+            [("Edit", {"file_path": str(target), "old_string": "one", "new_string": "1"})]
+        ),
+        text_reply("done"),
+    )
+    screens: list[Path] = []
+
+    def screen(path: Path, op: Any) -> None:
+        screens.append(path)
+        target.write_text(f"line one\nthe editor's save {len(screens)}\n")
+
+    result = await run_agent(
+        daemon_with_model.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
+        system="s",
+        messages=USER,
+        write_lock=asyncio.Lock(),
+        screen_write=screen,
+    )
+    assert screens == [target] * 5
+    assert target.read_text() == "line one\nthe editor's save 5\n"
+    assert result.written == []
+    reply = fake_model.message_requests()[1].json["messages"][-1]["content"][0]
+    assert reply.get("is_error") is True
+    assert reply["content"] == (
+        f"Error: {target} was saved by another program each of the 5 times it was about "
+        "to be written; it is left as that program saved it"
+    )
