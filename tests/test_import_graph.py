@@ -1,4 +1,7 @@
-"""The import graph keeps its shape: layers never import the daemon, clients never import memoryd.
+"""The import graph keeps its shape: layers never import the daemon, core imports no layer,
+clients never import memoryd, the team server shares only the wire vocabulary with the daemon,
+and the pure domain modules docs/architecture.md names open no socket, loop or log, nor read the
+clock.
 
 Read from the source with `ast` (every import, also those inside functions and under
 TYPE_CHECKING), so a wrong import fails here before it shapes the code around it.
@@ -7,6 +10,7 @@ TYPE_CHECKING), so a wrong import fails here before it shapes the code around it
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +59,133 @@ def test_no_layer_imports_the_daemon() -> None:
     # `python -m memoryd` starts the daemon: the one module outside it that may name it.
     roots = [REPO / "memoryd", REPO / "memoryd_team"]
     assert _offenders(roots, {"memoryd.__main__"}, "memoryd.daemon") == []
+
+
+def test_core_imports_no_layer() -> None:
+    # Imports point down only (docs/architecture.md): core/ is below every layer; it may use
+    # the edges (paths, git facts, settings files; llm.client for a type).
+    layers = ("rules", "automem", "session", "team", "agent", "magicdocs", "daemon")
+    found = [
+        f"{module} imports {name}"
+        for module, path in _modules(REPO / "memoryd")
+        if _within(module, "memoryd.core")
+        for name in _imports(module, path)
+        if any(_within(name, f"memoryd.{layer}") for layer in layers)
+    ]
+    assert found == []
+
+
+# What the team server may use of memoryd: the wire vocabulary and the secret scanner it shares
+# with the daemon, and the helpers for private files and memoryd's folders; never a layer.
+TEAM_SERVER_SHARES = {
+    "memoryd",  # __version__
+    "memoryd.fsutil",
+    "memoryd.paths",
+    "memoryd.team",
+    "memoryd.team.protocol",
+    "memoryd.team.secrets",
+}
+
+
+def _module_of(name: str) -> str:
+    """`name` if it is a module of the repository, else the module it is a name in."""
+    path = REPO.joinpath(*name.split("."))
+    if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        return name
+    return name.rpartition(".")[0]
+
+
+def test_the_team_server_shares_only_the_wire_vocabulary() -> None:
+    outside = {
+        f"{module} imports {name}"
+        for module, path in _modules(REPO / "memoryd_team")
+        for name in _imports(module, path)
+        if _within(name, "memoryd") and _module_of(name) not in TEAM_SERVER_SHARES
+    }
+    assert sorted(outside) == []
+
+
+# DESIGN.md: "Pure domain (no sockets, no event loop, no clock reads, no logging setup)".
+_IMPURE = (
+    "asyncio",
+    "socket",
+    "selectors",
+    "subprocess",
+    "time",
+    "logging",
+    "structlog",
+    "httpx",
+    "anthropic",
+    "uvloop",
+    "watchfiles",
+    "memoryd.daemon",
+    "memoryd.fsutil",
+    "memoryd.fswatch",
+    "memoryd.gitfacts",
+    "memoryd.settings",
+    "memoryd.llm.client",
+    "memoryd.rules.realfs",
+    "memoryd.team.sync.client",
+    "memoryd.team.sync.localfs",
+)
+_CLOCK_READS = {"now", "today", "utcnow"}
+
+
+def _impurities(module: str, path: Path) -> list[str]:
+    found = [
+        f"{module} imports {name}"
+        for name in _imports(module, path)
+        if any(_within(name, impure) for impure in _IMPURE)
+    ]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        # datetime.now(), date.today(): a clock read, whatever the import's spelling.
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _CLOCK_READS
+            and ast.unparse(node.func.value).rpartition(".")[2] in {"date", "datetime"}
+        ):
+            found.append(f"{module} reads the clock: {ast.unparse(node)}")
+    return found
+
+
+def _pure_modules() -> list[tuple[str, Path]]:
+    """The modules architecture.md's "Pure domain" paragraph names, found in the tree."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    paragraph = text.split("- **Pure domain**", 1)[1].split("\n- **", 1)[0]
+    named = [n for n in re.findall(r"`([\w/]+\.py)`", paragraph) if n != "__init__.py"]
+    assert len(named) > 10, paragraph  # the paragraph was found and read
+    modules = []
+    for name in named:
+        # Written from memoryd/ (`rules/globs.py`), from automem/ (`recall/pasted.py`) or from
+        # the repository (`memoryd_team/storage/plan.py`, `clients/memctl/claude_code.py`).
+        places = [REPO / "memoryd" / name, REPO / "memoryd" / "automem" / name, REPO / name]
+        found = [place for place in places if place.is_file()]
+        assert len(found) == 1, f"architecture.md names {name}: found at {found}"
+        parts = found[0].relative_to(REPO).with_suffix("").parts
+        modules.append((".".join(parts[1:] if parts[0] == "clients" else parts), found[0]))
+    return modules
+
+
+def test_pure_domain_modules_open_no_socket_loop_or_log_nor_read_the_clock() -> None:
+    assert [line for module, path in _pure_modules() for line in _impurities(module, path)] == []
+
+
+def test_the_purity_check_sees_an_impure_module(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import time\n"
+        "from datetime import date\n"
+        "def today():\n"
+        "    from memoryd.fsutil import atomic_write_bytes\n"
+        "    return date.today()\n"
+    )
+    assert _impurities("memoryd.bad", bad) == [
+        "memoryd.bad imports time",
+        "memoryd.bad imports memoryd.fsutil",
+        "memoryd.bad imports memoryd.fsutil.atomic_write_bytes",
+        "memoryd.bad reads the clock: date.today()",
+    ]
 
 
 def test_no_client_imports_memoryd() -> None:
