@@ -13,7 +13,6 @@ import stat
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -41,6 +40,7 @@ from memoryd.automem.memfile import (
 )
 from memoryd.automem.store import MAX_DEPTH, TEAM_DIR, DirState, is_team_folder, never_read
 from memoryd.automem.warmup import DirStates
+from memoryd.core.host import Notify
 from memoryd.core.project import Project
 from memoryd.errors import ForbiddenPath, InvalidParams, MemorydError, NotFound, TooLarge
 from memoryd.fsutil import (
@@ -57,7 +57,6 @@ from memoryd.fsutil import (
 
 log = structlog.get_logger("memoryd.automem")
 
-Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 # A file memoryd replaces or deletes is copied to its history first; one larger than this (no
 # memory is: they are read up to 200,000 bytes) is refused rather than lost uncopied.
 _SNAPSHOT_MAX_BYTES = 16 * 1024 * 1024
