@@ -60,12 +60,13 @@ class ToolError(Exception):
 class WriteOp:
     """A write the loop performs after its before/after hooks: path and the new text.
     `planned_over`: the file as it was when the write was planned (`fsutil.save_stamp`; None:
-    there was none), the only file `perform` replaces."""
+    there was none), the only file `perform` replaces. Required: a default of None (no file)
+    made a WriteOp built for a file that is there fail ChangedMeanwhile at every try."""
 
     path: Path
     text: str
     created: bool
-    planned_over: tuple[int, ...] | None = None
+    planned_over: tuple[int, ...] | None
 
 
 def _str(tool_input: dict[str, Any], key: str, *, required: bool = True) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from memoryd.agent import shell, tools
 from memoryd.agent.policy import AccessPolicy, Denied
-from memoryd.fsutil import _staged_prefix, stage_file
+from memoryd.fsutil import _staged_prefix, save_stamp, stage_file
 
 
 @pytest.fixture
@@ -190,3 +190,16 @@ def test_multi_edit_is_offered_to_writers(root: Path) -> None:
     writer = AccessPolicy(read_roots=(root,), write_roots=(root,), allow_shell=False)
     assert "MultiEdit" in [d["name"] for d in tools.definitions(writer)]
     assert os.path.isdir(root)
+
+
+def test_a_write_op_names_the_file_it_was_planned_over(root: Path) -> None:
+    # Review of session 22: `planned_over` defaulted to None (no file), so a WriteOp built
+    # for a file that is there, without it, was refused as saved meanwhile at every try.
+    doc = root / "doc.md"
+    doc.write_text("old\n")
+    with pytest.raises(TypeError, match="planned_over"):
+        tools.WriteOp(doc, "new\n", created=False)  # type: ignore[call-arg]
+    tools.perform(
+        tools.WriteOp(doc, "new\n", created=False, planned_over=save_stamp(doc, follow_links=False))
+    )
+    assert doc.read_text() == "new\n"

@@ -11,6 +11,7 @@ from memoryd.agent.secret_screen import WriteScreen
 from memoryd.agent.tools import ToolError, WriteOp
 from memoryd.automem.extraction import refusing_duplicates
 from memoryd.automem.store import DirState
+from memoryd.fsutil import save_stamp
 from tests.automem.conftest import memory_text
 
 TABS = memory_text("Tabs", "indentation", "user", "The user indents with tabs, never spaces.")
@@ -27,7 +28,11 @@ def _screen(memory_dir: Path) -> WriteScreen:
 
 
 def _edit(path: Path, text: str) -> WriteOp:
-    return WriteOp(path, text, created=False)
+    return WriteOp(path, text, created=False, planned_over=save_stamp(path, follow_links=False))
+
+
+def _create(path: Path, text: str) -> WriteOp:
+    return WriteOp(path, text, created=True, planned_over=None)
 
 
 def test_a_fact_an_edit_moved_away_may_be_written_again(tmp_path: Path) -> None:
@@ -39,7 +44,7 @@ def test_a_fact_an_edit_moved_away_may_be_written_again(tmp_path: Path) -> None:
     assert check(tmp_path / "user_tabs.md", _edit(tmp_path / "user_tabs.md", edited)) is None
     (tmp_path / "user_tabs.md").write_text(edited)  # as the loop performs it
     new = tmp_path / "user_indent.md"
-    assert check(new, WriteOp(new, TABS, created=True)) is None
+    assert check(new, _create(new, TABS)) is None
 
 
 def test_a_fact_an_edit_moved_in_is_not_written_twice(tmp_path: Path) -> None:
@@ -54,16 +59,16 @@ def test_a_fact_an_edit_moved_in_is_not_written_twice(tmp_path: Path) -> None:
     )
     (tmp_path / "project_notes.md").write_text(DEPLOY)
     with pytest.raises(ToolError, match=r"project_notes\.md holds this memory already"):
-        check(new, WriteOp(new, DEPLOY, created=True))
+        check(new, _create(new, DEPLOY))
 
 
 def test_a_file_the_run_created_then_edited_is_compared_as_edited(tmp_path: Path) -> None:
     check = _screen(tmp_path)
     first = tmp_path / "user_tabs.md"
-    assert check(first, WriteOp(first, TABS, created=True)) is None
+    assert check(first, _create(first, TABS)) is None
     first.write_text(TABS)
     edited = memory_text("Editor", "the user's editor", "user", "The user edits in Helix.")
     assert check(first, _edit(first, edited)) is None
     first.write_text(edited)
     again = tmp_path / "user_indent.md"
-    assert check(again, WriteOp(again, TABS, created=True)) is None
+    assert check(again, _create(again, TABS)) is None
