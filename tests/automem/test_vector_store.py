@@ -13,7 +13,7 @@ import pytest
 
 from memoryd.automem.embeddings import vectors as vectors_mod
 from memoryd.automem.embeddings.encoder import Vectors
-from memoryd.automem.embeddings.vectors import BLOCK_ROWS, LOG, META, VectorStore
+from memoryd.automem.embeddings.vectors import BLOCK_ROWS, LOCK, LOG, META, VectorStore
 from tests.fakes.swapped_files import fifo_released_later
 
 DIM = 8
@@ -308,7 +308,7 @@ def test_a_kill_during_compaction_leaves_a_usable_store(tmp_path: Path) -> None:
     stale._compact_next = True
     stale.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [base_file(tmp_path).name, LOG, META]
+        [base_file(tmp_path).name, LOCK, LOG, META]
     )
 
 
@@ -491,6 +491,37 @@ def test_a_base_cut_short_under_its_map_is_dropped_not_read(tmp_path: Path) -> N
     store.put([("k0000", "h0")], unit(1, 1))
     store.save()  # everything written afresh
     assert sorted(opened(tmp_path).hashes()) == ["k0000", "tail"]
+
+
+def test_two_daemons_saving_one_folder_in_turn_leave_it_whole(tmp_path: Path) -> None:
+    # Found by a bug hunt (session 22): two daemons of one HOME index one memory dir. Each
+    # appended to the log at the end it knew, into a log the other had replaced, and each
+    # compaction deleted the other's base: the next load found the log damaged and dropped
+    # what followed (embedded again). A save that finds the files changed by another writes
+    # its whole contents instead.
+    first = written(tmp_path, 3)
+    second = opened(tmp_path)
+    for step in range(8):
+        for n, store in enumerate((first, second)):
+            store.put([(f"s{n}-{step}", "h1"), ("k0001", f"h{step}{n}")], unit(10 * step + n, 2))
+            if step % 3 == 2:
+                store._compact_next = True  # a compaction too, now and then
+            store.save()
+            after = opened(tmp_path)
+            assert after.rebuilt_reason is None, (step, n, after.rebuilt_reason)
+            assert contents(after) == contents(store)  # the last save, whole
+    assert len(second.similarities(unit(1)[0])[0]) == 3 + 8  # its own rows, all readable
+    assert len(list(tmp_path.glob("vectors*.npy"))) == 1  # no base left behind
+
+
+def test_a_lock_that_cannot_be_had_is_gone_without(tmp_path: Path) -> None:
+    (tmp_path / LOCK).mkdir(parents=True)  # a folder where the lock file goes
+    store = written(tmp_path, 3)
+    store.put([("new", "h1")], unit(2))
+    store.save()
+    again = opened(tmp_path)
+    assert again.rebuilt_reason is None
+    assert contents(again) == contents(store)
 
 
 def test_every_file_of_the_store_is_private(tmp_path: Path) -> None:

@@ -25,18 +25,28 @@ When the log grows past `COMPACT_SHARE` of the base, `save` writes a new base of
 (and a new empty log): the new npy under its own name, then `vectors.json` replaced atomically
 (the commit), then the log. A kill between these steps leaves either the old base with its log
 or the new base with a log naming the old one, which is ignored.
+
+Daemons sharing a HOME (one socket-activated, one started by hand) index the same folder: a load
+or save holds a lock (`.lock`, flock), and a save that finds the files not as its last load or
+save left them (another daemon wrote) writes its whole contents as a new base instead of
+appending to a log it does not know. Each daemon's rows stay its own; the last save is what the
+next start reads, whole. (Before session 22 each compaction deleted the other's base and its
+half-written temporary file, and each appended to a log the other had replaced: the next start
+found the log damaged and embedded a third of a directory again.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import stat
 import struct
 import threading
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +66,7 @@ from memoryd.fsutil import (
 FORMAT = 2
 META = "vectors.json"
 LOG = "vectors.log"
+LOCK = ".lock"  # not `vectors*`: a folder holding only the lock holds no store
 BLOCK_ROWS = 1024  # rows per checksummed block of the base: what one flipped byte costs
 COMPACT_SHARE = 0.25  # the log is folded into a new base past this share of the base's size
 COMPACT_MIN_BYTES = 1 << 20  # ... or past this, for a small base
@@ -117,6 +128,9 @@ class VectorStore:
         self._mapped: tuple[Path, int, int] | None = None
         self._log_end = 0  # where the log's next record goes; 0: no usable log
         self._compact_next = False  # damage was found: write everything afresh
+        # The description and the log as this store last read or wrote them (`_on_disk`);
+        # other files there at a save: another daemon wrote them.
+        self._written: tuple[int, int, int, int] | None = None
         self.rebuilt_reason: str | None = None  # what on disk was not used, and why
         # (keys, their rows, tail rows) for `similarities`, the same until the contents change.
         self._view: tuple[list[str], npt.NDArray[np.int64], int] | None = None
@@ -129,6 +143,10 @@ class VectorStore:
     def load(self) -> None:
         if not any(self.folder.glob("vectors*")):
             return
+        with self._writers():
+            self._load()
+
+    def _load(self) -> None:
         problems: list[str] = []
         base_id: str | None = None
         try:
@@ -167,6 +185,7 @@ class VectorStore:
             self._base_id, self._log_end = base_id, log_end
             self._compact_next = bool(problems)
             self._view = None
+            self._written = self._on_disk(log_end) if log_end else None
         if problems:
             self.rebuilt_reason = "; ".join(problems) + "; recomputing what was dropped"
 
@@ -305,17 +324,49 @@ class VectorStore:
                 limit = max(COMPACT_SHARE * self._base.nbytes, COMPACT_MIN_BYTES)
                 compact = fresh or self._log_end + len(records) > limit
             try:
-                if not compact:
-                    try:
-                        self._append(records)
-                        return
-                    except OSError:  # e.g. the log was removed: write everything afresh
-                        pass
-                self._compact()
+                ensure_private_dir(self.folder)
+                with self._writers():
+                    # Another daemon wrote since: its log is not ours to append to.
+                    compact = compact or self._on_disk(self._log_end) != self._written
+                    if not compact:
+                        try:
+                            self._append(records)
+                            return
+                        except OSError:  # e.g. the log was removed: write everything afresh
+                            pass
+                    self._compact()
             except BaseException:
                 with self._lock:
                     self._pending |= pending
                 raise
+
+    @contextlib.contextmanager
+    def _writers(self) -> Iterator[None]:
+        """Held while this process reads or writes the store's files: daemons sharing the
+        folder take turns. Without a lock to be had (a file system without locks, a `.lock`
+        that is no file) it goes on unlocked, as before there was one."""
+        fd = None
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(self.folder / LOCK, flags, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # and the lock with it
+
+    def _on_disk(self, log_end: int) -> tuple[int, int, int, int] | None:
+        """(the description's inode and modification time, the log's inode, `log_end` if the log
+        ends there, else -1); None when either is missing."""
+        try:
+            meta = os.stat(self.folder / META, follow_symlinks=False)
+            log = os.stat(self.folder / LOG, follow_symlinks=False)
+        except OSError:
+            return None
+        return meta.st_ino, meta.st_mtime_ns, log.st_ino, log_end if log.st_size == log_end else -1
 
     def _append(self, records: bytes) -> None:
         # Not through a link, and never waiting on a FIFO put in its place.
@@ -329,6 +380,7 @@ class VectorStore:
         finally:
             os.close(fd)
         self._log_end += len(records)
+        self._written = self._on_disk(self._log_end)
 
     def _compact(self) -> None:
         self.intact()
@@ -344,7 +396,6 @@ class VectorStore:
         described = json.dumps([self.model, self.dim, blocks]).encode()
         base_id = f"{zlib.crc32(listed, zlib.crc32(described)):08x}"
         array = f"vectors.{base_id}.npy"
-        ensure_private_dir(self.folder)
         array_tmp = self.folder / f".{array}.tmp"
         # 0600: the vectors are of private memories (open() would give 0644 under umask 022).
         array_tmp.unlink(missing_ok=True)  # a stale one keeps its mode through O_TRUNC
@@ -381,8 +432,10 @@ class VectorStore:
         with os.fdopen(open_regular_file(self.folder / array), "rb") as handle:
             mapped = _map(handle, offset, len(matrix), self.dim, self.dtype)
             inode = os.fstat(handle.fileno()).st_ino
+        written = self._on_disk(len(log_header))
         with self._lock:
             self._base_id, self._log_end, self._compact_next = base_id, len(log_header), False
+            self._written = written
             if self._changes == changes:  # nothing changed meanwhile: serve from the new base
                 self._base, self._tail_rows = mapped, 0
                 self._mapped = (self.folder / array, inode, offset + matrix.nbytes)
