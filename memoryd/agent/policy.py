@@ -8,12 +8,12 @@ resolved the same way, so a root that is itself reached through a symlink still 
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoryd.automem.manifest import file_of_shown, shown_file
+from memoryd.automem.memfile import new_name_problem
 
 
 class Denied(Exception):
@@ -114,20 +114,21 @@ class AccessPolicy:
         if not self.may_write(path):
             allowed = self._describe(self._files + self._write) or "nothing"
             raise Denied(f"writing {path} is not allowed for this agent (allowed: {allowed})")
-        if self._new_name_with_control_characters(path):
-            # A newline in a memory file's name forged lines wherever its path is shown.
-            raise Denied(f"a new file's folders and name hold no control characters: {raw!r}")
+        if (problem := self._new_name_problem(path)) is not None:
+            raise Denied(f"{problem}: {raw!r}")
         if self.write_check is not None:
             refusal = self.write_check(path)
             if refusal is not None:
                 raise Denied(refusal)
         return path
 
-    def _new_name_with_control_characters(self, path: Path) -> bool:
+    def _new_name_problem(self, path: Path) -> str | None:
+        """Why a new file's name and folders below its root are refused (`memfile`), as
+        `memory.write` refuses them; a file already so named may be rewritten."""
         if path in self._files or os.path.lexists(path):
-            return False
+            return None
         below = [path.relative_to(root) for root in self._write if _inside(path, root)]
-        return any(unicodedata.category(c) == "Cc" for c in str(below[0] if below else path))
+        return new_name_problem(str(below[0] if below else path))
 
     def as_given(self, path: Path) -> Path:
         """A real path inside a write root, told under that root as the caller gave it (a

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memoryd import paths
 from memoryd.automem import location
+from memoryd.automem.memfile import new_name_problem
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.automem.store import TEAM_DIR, is_team_folder
 from memoryd.core.project import Project
@@ -223,13 +224,10 @@ def resolve_inside(
             )
     if lexical.suffix != ".md":
         raise InvalidParams(f"{field}: memory files end in .md, got {lexical.name!r}")
-    if not must_exist and _new_name_with_control_characters(base, lexical, kept):
+    if not must_exist and (problem := _new_name_problem(base, lexical, kept)) is not None:
         # A newline in a name forged lines wherever a path is shown (the hook's recall context,
         # memctl's lists); a file already so named (by hand) is still read, written and deleted.
-        raise InvalidParams(
-            f"{field}: a new memory file's folders and name hold no control characters, "
-            f"got {path!r}"
-        )
+        raise InvalidParams(f"{field}: {problem}, got {path!r}")
     if must_exist and not lexical.is_file():
         raise NotFound(f"no memory file {lexical}")
     first, *rest = lexical.relative_to(base).parts
@@ -239,13 +237,12 @@ def resolve_inside(
     return lexical, "/".join((first, *rest))
 
 
-def _new_name_with_control_characters(
-    base: Path, lexical: Path, kept: Callable[[str], bool] | None
-) -> bool:
+def _new_name_problem(base: Path, lexical: Path, kept: Callable[[str], bool] | None) -> str | None:
     key = "/".join(lexical.relative_to(base).parts)
-    if not any(unicodedata.category(c) == "Cc" for c in key):
-        return False
-    return not os.path.lexists(lexical) and not (kept is not None and kept(key))
+    problem = new_name_problem(key)
+    if problem is None or os.path.lexists(lexical) or (kept is not None and kept(key)):
+        return None
+    return problem
 
 
 def _under(folders: tuple[Path, ...], given: Path) -> Path | None:

@@ -31,6 +31,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 # terminal or editor shows the rest of the line reordered (U+202E: reversed), so a name or
 # description in `memctl`, `MEMORY.md` or a prompt read by a human says what it does not hold.
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+# What a new file's or folder's name may not hold (`new_name_problem`): any control character
+# (a tab too), the Unicode line breaks and the bidirectional controls.
+_UNSAFE_IN_NEW_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 # The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
 _OWN_KEYS = ("name", "description", "type")
@@ -182,6 +185,21 @@ def as_field(text: str) -> str:
     text reads the same without them). For fields memoryd derives from a note, which must
     never be refused for what the user did not write as a field."""
     return " ".join(_CONTROL.sub(" ", _BIDI.sub("", text)).split())
+
+
+def new_name_problem(name: str) -> str | None:
+    """Why a file or folder name memoryd would make (a memory's, by `memory.write` or an
+    agent's Write) is refused, or None: a control character (a newline forged lines wherever
+    the path is shown), U+2028/U+2029 (a line break to many readers), or a bidirectional
+    control (the rest of the path shown reordered, `user_\u202egnp.md` as `user_dm.png`).
+    Only for new names: a file already so named, by hand, is still read and written."""
+    found = _UNSAFE_IN_NEW_NAME.search(name)
+    if found is None:
+        return None
+    return (
+        "a new file's folders and name hold no control characters, line separators or "
+        f"bidirectional controls (U+{ord(found.group()):04X} here)"
+    )
 
 
 def render_memory(type_: str, name: str, description: str, body: str) -> str:

@@ -51,6 +51,22 @@ def test_a_new_file_name_with_a_control_character_is_denied(layout: tuple[Path, 
     assert policy.check_write(str(memory / "hand\nmade.md")) == memory / "hand\nmade.md"
 
 
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u202a", "\u202e", "\u2066", "\u2069"])
+def test_a_new_file_name_with_a_line_separator_or_bidi_control_is_denied(
+    layout: tuple[Path, Path], char: str
+) -> None:
+    # Review of session 22: only category Cc was refused, so the agent could create
+    # `user_\u202egnp.md`, shown reordered (as `user_dm.png`) wherever its path is printed,
+    # and a name U+2028 breaks in two; `memory.write` refuses them in names (6d215bf).
+    project, memory = layout
+    policy = AccessPolicy(read_roots=(project,), write_roots=(memory,))
+    for bad in (f"user_{char}gnp.md", f"dir{char}/x.md"):
+        with pytest.raises(Denied, match=f"control characters.*U\\+{ord(char):04X}"):
+            policy.check_write(str(memory / bad))
+    (memory / f"hand{char}made.md").write_text("kept")
+    assert policy.check_write(str(memory / f"hand{char}made.md")) == memory / f"hand{char}made.md"
+
+
 def test_a_file_is_found_by_the_name_the_manifest_shows(layout: tuple[Path, Path]) -> None:
     # The manifest in the agent's prompt shows `a\nb.md` as `a%0Ab.md` and `c%41.md` as
     # `c%2541.md`: the model names them so, and before, Read said they did not exist.

@@ -19,6 +19,20 @@ def test_a_new_file_name_with_a_control_character_is_refused(tmp_path: Path, nam
         resolve_inside(tmp_path, name, must_exist=False, field="file")
 
 
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u202b", "\u202e", "\u2067", "\u2068"])
+def test_a_new_file_name_with_a_line_separator_or_bidi_control_is_refused(
+    tmp_path: Path, char: str
+) -> None:
+    # Session 22: only category Cc was refused; `user_\u202egnp.md` shows as `user_dm.png`.
+    for name in (f"user_{char}gnp.md", f"dir{char}/x.md"):
+        with pytest.raises(InvalidParams, match=f"control characters.*U\\+{ord(char):04X}"):
+            resolve_inside(tmp_path, name, must_exist=False, field="file")
+    (tmp_path / f"hand{char}made.md").write_text("---\nname: n\n---\nbody\n")
+    assert (
+        resolve_inside(tmp_path, f"hand{char}made.md", must_exist=False)[1] == f"hand{char}made.md"
+    )
+
+
 def test_a_folder_name_with_a_newline_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidParams, match="control characters"):
         resolve_inside(tmp_path, "x\n<y/z.md", must_exist=False)
