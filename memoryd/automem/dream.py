@@ -29,13 +29,9 @@ from memoryd import paths
 from memoryd.agent.policy import Denied
 from memoryd.agent.seen import SeenFiles
 from memoryd.automem import naming
+from memoryd.automem.agent_guards import keep_version, memory_screen_for, memory_writer_policy
 from memoryd.automem.dirs import default_dir
-from memoryd.automem.extraction import (
-    Extraction,
-    keep_version,
-    memory_screen_for,
-    memory_writer_policy,
-)
+from memoryd.automem.extraction import Extraction
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types

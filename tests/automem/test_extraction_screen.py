@@ -1,4 +1,4 @@
-"""The extraction agent's duplicate screen (`extraction.refusing_duplicates`) over a run: it
+"""The extraction agent's duplicate screen (`agent_guards.refusing_duplicates`) over a run: it
 compares a new memory with the memories as the run left them, its own Edits included."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from memoryd.agent.secret_screen import WriteScreen
 from memoryd.agent.tools import ToolError, WriteOp
-from memoryd.automem.extraction import refusing_duplicates
+from memoryd.automem.agent_guards import refusing_duplicates
 from memoryd.automem.store import DirState
 from memoryd.fsutil import save_stamp
 from tests.automem.conftest import memory_text
