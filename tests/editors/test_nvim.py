@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -459,6 +460,25 @@ def test_help_file_has_a_tag_for_every_command(tmp_path: Path) -> None:
     assert {"memoryd.txt", "memoryd-setup", "memoryd-socket", "memoryd-health"} <= tags
 
 
+def test_every_help_link_leads_to_a_tag_of_the_plugin_or_this_neovim(tmp_path: Path) -> None:
+    """A |link| in the help must be a tag of its own or of the Neovim it runs in: |getregion()|
+    (Neovim 0.10+) was E149 in the 0.7 the plugin supports (Debian's, the one tests run)."""
+    runtime = tmp_path / "runtime.txt"
+    subprocess.run(
+        headless(f"call writefile([$VIMRUNTIME], '{runtime}')", "qa!"),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    tags_file = Path(runtime.read_text().strip()) / "doc" / "tags"
+    tags = {line.split("\t")[0] for line in tags_file.read_text().splitlines()}
+    text = (PLUGIN / "doc" / "memoryd.txt").read_text()
+    tags |= set(re.findall(r"\*([^*\s]+)\*", text))
+    links = set(re.findall(r"\|([^|\s]+)\|", text))
+    assert links, "the help links to tags"
+    assert sorted(links - tags) == []
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_a_socket_another_user_owns_is_refused(short_tmp: Path, tmp_path: Path) -> None:
     """The socket file belongs to another user (uid 65534): the plugin never connects to it,
@@ -654,8 +674,6 @@ def test_checkhealth_says_whether_the_daemon_serves_what_the_plugin_calls(
 
 def test_checkhealth_lists_every_method_the_plugin_calls() -> None:
     """health.lua's METHODS is what lua/ requests, so the check above stays true."""
-    import re
-
     calls = set()
     for lua in (PLUGIN / "lua").rglob("*.lua"):
         calls |= set(re.findall(r"request\('([a-z_.]+)'", lua.read_text()))
