@@ -127,3 +127,19 @@ def _put_back(aside: Path, path: Path) -> None:
     except FileExistsError:
         return
     aside.unlink()
+
+
+def read_regular_head(path: Path, limit: int) -> bytes | None:
+    """A regular file's first `limit` bytes, or None: missing, unreadable, or no regular file
+    (a FIFO in its place is not waited on, /dev/zero not read without end)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with open(fd, "rb") as handle:
+        try:
+            return handle.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except OSError:
+            return None

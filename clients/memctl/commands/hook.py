@@ -164,12 +164,23 @@ def _state_file(session_id: str) -> Path | None:
     return state_dir() / "hooks" / f"{session_id}.json"
 
 
+# A session's hook state is a kept summary and the memories shown: more is not the hook's own.
+STATE_MAX_BYTES = 8 * 1024 * 1024
+# What a session's state remembers as shown: the newest, four times what each recall sends.
+SURFACED_KEPT = 2_000
+
+
 def _load_state(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
+    from memctl.files import read_regular_head
+
+    raw = read_regular_head(path, STATE_MAX_BYTES + 1)
+    if raw is None or len(raw) > STATE_MAX_BYTES:
+        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -329,7 +340,7 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
         if isinstance(m, dict) and m.get("path") not in surfaced
     ]
     if memories and state_path is not None:
-        state["surfaced"] = surfaced + [str(m.get("path")) for m in memories]
+        state["surfaced"] = (surfaced + [str(m.get("path")) for m in memories])[-SURFACED_KEPT:]
         _save_state(state_path, state)
     return _noted(
         _folder_note(payload, cwd) if memories else "",
