@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
 
+from memoryd.automem.memfile import as_field
 from memoryd.fences import in_fenced_code
 
 INDEX_NAME = "MEMORY.md"
@@ -53,9 +54,10 @@ _LINE = re.compile(
 # Any inline link: a file linked anywhere in the index (`see [notes](notes.md)`) is listed.
 _LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\((?P<file>(?:[^()]|\([^()]*\))+)\)")
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-# Characters a link target cannot hold as they are (or that would read as another name).
-_LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f]")
+# Characters a link target cannot hold as they are (or that would read as another name), and
+# the C1 and bidirectional controls (a file named `user_\u202egnp.md` showed the rest of its
+# line reversed to whoever opened MEMORY.md in a terminal editor).
+_LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # `mailto:`, `https:`, `file:` …: a link to no file of the index's folder.
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _LINE_END = re.compile(r"(\r\n|\n|\r)")
@@ -91,10 +93,6 @@ class Truncation:
     warning: str | None
 
 
-def _one_line(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", text).split())
-
-
 def _split(text: str) -> tuple[list[str], list[str]]:
     """The index's lines, and each one's ending (`\r\n`, `\n`, `\r`; "" for a last line
     with none)."""
@@ -128,9 +126,11 @@ def _joined(lines: Iterable[tuple[str, str]], ends: list[str]) -> str:
 
 def index_line(title: str, file: str, hook: str) -> str:
     """`- [Title](file.md) — one-line hook`, with newlines and brackets made harmless."""
-    safe_title = _TITLE_ESCAPE.sub(r"\\\1", _one_line(title)) or file
+    # One line, with no control character or bidirectional control (`as_field`): a name or
+    # description from a hand-made file may hold them (memory.write refuses them).
+    safe_title = _TITLE_ESCAPE.sub(r"\\\1", as_field(title) or as_field(file))
     safe_file = _LINK_UNSAFE.sub(lambda m: quote(m.group(), safe=""), file)
-    safe_hook = _one_line(hook)
+    safe_hook = as_field(hook)
     line = f"- [{safe_title}]({safe_file})"
     return f"{line} — {safe_hook}" if safe_hook else line
 

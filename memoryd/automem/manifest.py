@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memoryd.automem.memfile import as_field
+
 
 @dataclass(frozen=True)
 class MemoryHeader:
@@ -114,8 +116,11 @@ def _percent(char: str) -> str:
 
 def one_line(text: str, cap: int) -> str:
     """`text` on one line (a YAML name may hold line breaks, which would start a line of
-    its own in the prompt) and at most `cap` characters, cut at a word with an ellipsis."""
-    text = " ".join(text.split())
+    its own in the prompt) and at most `cap` characters, cut at a word with an ellipsis.
+    Without control characters or bidirectional controls (`as_field`): a hand-made memory's
+    name may hold them, and the line was shown reordered, or an escape sent, to whoever
+    reads the manifest in a terminal."""
+    text = as_field(text)
     if len(text) <= cap:
         return text
     cut = text[: cap - 1]

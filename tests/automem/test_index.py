@@ -26,6 +26,24 @@ def test_index_line_without_hook_and_hostile_text_stays_one_line() -> None:
     assert ix.index_line("T", "f.md", "") == "- [T](f.md)"
 
 
+BIDI_AND_C1 = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\x85\x9b"
+
+
+def test_a_line_holds_no_bidi_or_c1_control_from_a_hand_made_memory() -> None:
+    # Review of session 22: a name, description or file name from a hand-made memory kept its
+    # bidirectional controls (and C1 controls, CSI among them) in the line memoryd wrote, so
+    # MEMORY.md opened in a terminal editor showed the line reordered (`user_dm.png`).
+    file = "user_\u202egnp\x9b.md"
+    line = ix.index_line("Ta\u202ebs\u2067x\x9b", file, "in\u2066den\u202dt\x85s")
+    assert not any(c in line for c in BIDI_AND_C1)
+    (entry,) = ix.parse_index(line)
+    assert (entry.title, entry.hook) == ("Tabsx", "indent s")
+    assert ix.meaning(entry.forms, lambda name: name == file) == (file,)
+    # With no title, the line names the file: on one line, its brackets escaped.
+    (untitled,) = ix.parse_index(ix.index_line("", "a]\u202eb.md", ""))
+    assert (untitled.title, untitled.file) == ("a]b.md", "a]\u202eb.md")
+
+
 def test_file_names_with_spaces_and_parens_round_trip() -> None:
     line = ix.index_line("T", "my note (1).md", "h")
     assert ix.parse_index(line)[0].file == "my note (1).md"

@@ -42,6 +42,17 @@ def test_a_file_name_is_shown_on_one_line(file: str, shown: str) -> None:
     assert line.startswith(f"- {shown} [user] (")
 
 
+def test_a_name_and_description_are_shown_without_bidi_or_control_characters() -> None:
+    # Review of session 22: a hand-made memory's name kept its bidirectional controls (and an
+    # escape, \x1b) in the manifest line, shown reordered to whoever read it in a terminal.
+    header = MemoryHeader(
+        Path("/m/user_x.md"), "Ta\u202ebs\x1b[2J", "in\u2067dent\u2069s\x9b", "user", 0.0, False
+    )
+    (line,) = format_manifest([header]).split("\n")
+    assert line.endswith(") Tabs [2J: indents")
+    assert not any(c in line for c in "\x1b\x9b\u202e\u2067\u2069")
+
+
 # Names whose shown forms met before: a literal `%0A` and a newline, `%25` and `%`.
 AMBIGUOUS = [
     "a%0Ab.md",
