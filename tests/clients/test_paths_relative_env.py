@@ -93,7 +93,7 @@ async def test_a_relative_config_dir_is_in_status_problems(
 def test_what_a_relative_home_or_config_dir_says(
     monkeypatch: pytest.MonkeyPatch, isolated_env: IsolatedEnv
 ) -> None:
-    from memoryd.core.diagnose import config_home_problems
+    from memoryd.diagnose import config_home_problems
 
     absolute = {"HOME": str(isolated_env.home), "CLAUDE_CONFIG_DIR": "~/cfg"}
     assert config_home_problems(absolute) == []

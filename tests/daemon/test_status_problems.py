@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.core.diagnose import env_file_problems
 from memoryd.core.env_numbers import EnvNumberError, env_count, env_seconds
 from memoryd.core.model_config import ModelConfig, shown_url, url_fault, usable_http_url
 from memoryd.core.team_config import TeamConfig
 from memoryd.daemon.methods import core as core_methods
+from memoryd.diagnose import env_file_problems
 from tests.conftest import DaemonHandle, IsolatedEnv, daemon_config, start_daemon, stop_daemon
 from tests.fakes.full_disk import SmallDisks
 

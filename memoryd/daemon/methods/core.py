@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import structlog
 from pydantic import AfterValidator, Field
 
+from memoryd import diagnose
 from memoryd import settings as settings_mod
 from memoryd.automem.locks import held_work
-from memoryd.core import diagnose
 from memoryd.daemon.params import Cwd
 from memoryd.daemon.protocol.connection import current_connection
 from memoryd.daemon.protocol.envelope import echoed, listed
