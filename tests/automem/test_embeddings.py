@@ -75,6 +75,41 @@ def test_vectors_once_per_content(semantic: SemanticRecall, tmp_path: Path) -> N
     assert np.array_equal(store.vector("a.md"), before)  # type: ignore[arg-type]
 
 
+def test_a_renamed_or_copied_memory_is_not_embedded_again(
+    semantic: SemanticRecall, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 22): vectors are kept by content hash, yet a memory moved
+    # into a folder or renamed, its text unchanged, went through the model again.
+    kayak, deploy = "The user rows with the harbour kayak club", "Deploys go out on Fridays"
+    semantic.sync(tmp_path, 1, {"a.md": kayak, "b.md": deploy})
+    assert semantic.wait_idle(60)
+    store, tokens = semantic._stores[tmp_path], semantic._token_stores[tmp_path]
+    before = {k: (store.vector(k), tokens.rows([k])) for k in ("a.md", "b.md")}
+    embedded = semantic.memories_embedded
+    moved = {"notes/a.md": kayak, "b2.md": deploy, "copy.md": deploy}
+    semantic.sync(tmp_path, 2, moved)
+    assert semantic.wait_idle(60)
+    assert semantic.memories_embedded == embedded
+    assert sorted(store.hashes()) == sorted(moved)
+    for key, was in (("notes/a.md", "a.md"), ("b2.md", "b.md"), ("copy.md", "b.md")):
+        vector, (_, ids, packed) = before[was]
+        assert np.array_equal(store.vector(key), vector)  # type: ignore[arg-type]
+        _, now_ids, now_packed = tokens.rows([key])
+        assert np.array_equal(now_ids, ids)
+        assert np.array_equal(now_packed, packed)
+    query = semantic.embed_query("boating on the water")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, [])
+    assert found is not None
+    assert sorted(found.scores[0]) == sorted(moved)  # none left out as waiting for a vector
+    # On disk too: a daemon started afresh embeds nothing.
+    again = SemanticRecall()
+    again.start()
+    again.sync(tmp_path, 1, moved)
+    assert again.wait_idle(60)
+    assert again.memories_embedded == 0
+
+
 def test_each_chunk_is_saved_as_it_is_embedded(
     semantic: SemanticRecall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

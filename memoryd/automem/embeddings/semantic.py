@@ -485,6 +485,11 @@ class SemanticRecall:
         # A store from before token vectors (or one whose file was damaged) fills in too.
         missing_tokens, gone_tokens = tokens.stale(wanted)
         missing = list(dict.fromkeys([*missing, *missing_tokens]))
+        # Before the old keys go: a memory renamed or moved, its text unchanged, has them.
+        copied = _copy_alike(store, tokens, {k: wanted[k] for k in missing}) if missing else []
+        if copied:
+            done = set(copied)
+            missing = [k for k in missing if k not in done]
         store.remove(gone)
         tokens.remove(gone_tokens)
         with self._lock:
@@ -526,7 +531,25 @@ class SemanticRecall:
         finally:
             self.waiting = 0
         self._save(tokens, store, only_dirty=True)
-        if missing or gone_tokens or tokens.frequencies is None:
+        if missing or copied or gone_tokens or tokens.frequencies is None:
             tokens.refresh()
         if missing:
             _return_freed_memory()
+
+
+def _copy_alike(store: VectorStore, tokens: TokenStore, missing: dict[str, str]) -> list[str]:
+    """Of `missing` ({key: its text's hash}), the keys whose vectors were copied from a key
+    that holds them for the same text (a memory renamed or moved into a folder, a copy of
+    another), so the model never runs twice on one text. Before session 22 each was embedded
+    again: vectors are kept by content hash, yet a new name was a new text."""
+    ids, packed = tokens.ids.hashes(), tokens.vectors.hashes()
+    donor_of: dict[str, str] = {}
+    for key, digest in store.hashes().items():
+        if ids.get(key) == digest and packed.get(key) == digest:  # all three of that text
+            donor_of.setdefault(digest, key)
+    items = [(key, digest) for key, digest in missing.items() if digest in donor_of]
+    if items:
+        donors = [donor_of[digest] for _, digest in items]
+        for opened in (tokens.ids, tokens.vectors, store):  # the pooled vector last, as embedded
+            opened.copy(items, donors)
+    return [key for key, _ in items]

@@ -519,6 +519,14 @@ class VectorStore:
             for (key, digest), vector in zip(items, vectors, strict=True):
                 self._apply(key, digest, vector)
 
+    def copy(self, items: list[tuple[str, str]], donors: list[str]) -> None:
+        """Give each of `items` (key, content hash) a copy of the row its donor key holds."""
+        with self._lock:
+            at = np.fromiter((self._rows[d] for d in donors), dtype=np.int64, count=len(donors))
+            rows = _gather(self._base, self._tail, at)  # a copy: `_apply` may grow the tail
+            for (key, digest), row in zip(items, rows, strict=True):
+                self._apply(key, digest, row)
+
     def remove(self, keys: list[str]) -> None:
         with self._lock:
             for key in keys:
