@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# Up to three spaces before it: a tab, or a fourth space, makes an indented code line.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def in_fenced_code(lines: Iterable[str]) -> Iterator[bool]:

@@ -29,6 +29,15 @@ def test_an_unclosed_fence_runs_to_the_end() -> None:
     assert split_prompt("fix this\n```\nx = 1\n\nwhy").written == "fix this"
 
 
+def test_a_line_opening_with_a_triple_backtick_code_span_opens_no_fence() -> None:
+    # A backtick fence's info string holds no backtick: "```make deploy``` fails" is a code
+    # span. Read as a fence, every later line, the user's question too, was pasted.
+    prompt = "```make deploy``` fails on staging\nwho owns the release checklist?"
+    got = split_prompt(prompt)
+    assert "who owns the release checklist?" in got.written
+    assert got.pasted == ""
+
+
 @pytest.mark.parametrize(
     ("paste", "kept"),
     [

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+from memoryd.fences import in_fenced_code
+
 # A word of prose: letters, an apostrophe inside, punctuation around ("(see", "it's,", "end.").
 _PLAIN_WORD = re.compile(r"^[(\"'“‘]*[A-Za-z][a-z]*(?:['’][a-z]+)?[.,;:!?)\"'”’]*$")
 # Marks of code and program output that prose lines rarely carry: braces, arrows, `==`, `::`,
@@ -109,23 +110,9 @@ def _line_kinds(lines: list[str], plain: list[str]) -> list[str]:
     """Per line: "fenced", "code", "prose" or "blank"; `plain` is each line with its code
     spans made plain words."""
     kinds: list[str] = []
-    fence = ""
     in_shell = False  # after a shell prompt line: its output, up to a blank line
-    for i, line in enumerate(lines):
-        opened = _FENCE.match(line)
-        if fence:
-            kinds.append("fenced")
-            # A fence closes on a line of the same character, at least as long, and nothing else.
-            closer = opened.group(1) if opened else ""
-            if (
-                closer[:1] == fence[0]
-                and len(closer) >= len(fence)
-                and not line.strip()[len(closer) :]
-            ):
-                fence = ""
-            continue
-        if opened:
-            fence = opened.group(1)
+    for i, (line, fenced) in enumerate(zip(lines, in_fenced_code(lines), strict=True)):
+        if fenced:
             kinds.append("fenced")
             continue
         text = line.strip()
