@@ -184,6 +184,11 @@ def _memory_faults(text: str, fallback_name: str) -> dict[str, str]:
     parsed = memfile.parse_memory(text, fallback_name)
     if parsed.problem is not None:
         faults["frontmatter"] = parsed.problem
+    for field, value in (("name", parsed.name), ("description", parsed.description)):
+        # As memory.write refuses them: a bidirectional control shows the memory's line of
+        # MEMORY.md, memctl's lists and the manifest reordered in a terminal.
+        if (problem := memfile.field_characters_problem(value)) is not None:
+            faults[f"{field} characters"] = f"{field}: {problem}"
     if len(parsed.name) > memfile.MAX_NAME_CHARS:
         faults["name"] = f"a name of {len(parsed.name):,} characters"
     if len(parsed.description) > memfile.MAX_DESCRIPTION_CHARS:

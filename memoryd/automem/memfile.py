@@ -164,19 +164,27 @@ def check_fields(type_: str, name: str, description: str, body: str) -> None:
             raise InvalidParams(f"{field}: must not be empty")
         if len(value) > limit:
             raise InvalidParams(f"{field}: at most {limit} characters, got {len(value)}")
-        if _CONTROL.search(value) or "\n" in value or "\r" in value:
-            raise InvalidParams(f"{field}: must be one line without control characters")
-        if found := _BIDI.search(value):
-            raise InvalidParams(
-                f"{field}: must not hold a bidirectional control character (U+{ord(found.group()):04X}"
-                " here; U+202A-U+202E, U+2066-U+2069), which makes the text shown reordered"
-            )
+        if (problem := field_characters_problem(value)) is not None:
+            raise InvalidParams(f"{field}: {problem}")
     if "\x00" in body:
         raise InvalidParams("body: must not contain a NUL byte")
     if len(body.encode("utf-8")) > MAX_FILE_BYTES:
         raise TooLarge(
             f"body: a memory is at most {MAX_FILE_BYTES:,} bytes, got {len(body.encode('utf-8')):,}"
         )
+
+
+def field_characters_problem(value: str) -> str | None:
+    """What is wrong with the characters of a name or description (`check_fields`), or None:
+    a line break or control character, or a bidirectional control."""
+    if _CONTROL.search(value) or "\n" in value or "\r" in value:
+        return "must be one line without control characters"
+    if found := _BIDI.search(value):
+        return (
+            f"must not hold a bidirectional control character (U+{ord(found.group()):04X}"
+            " here; U+202A-U+202E, U+2066-U+2069), which makes the text shown reordered"
+        )
+    return None
 
 
 def as_field(text: str) -> str:

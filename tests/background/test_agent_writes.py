@@ -363,6 +363,9 @@ async def test_a_magic_doc_that_is_not_utf8_is_not_registered(
         (memory_text("Big", "short", "project", "line\n" * 50_000), "bytes, over 200,000"),
         (memory_text("Tabs", "likes tabs", "mood", "The user likes tabs."), "invalid type"),
         ("The user likes tabs.\n", "no frontmatter"),
+        # Session 22: memory.write refused bidirectional controls in both, an agent's Write not.
+        (memory_text("Ta\u202ebs", "short", "project", "body"), "name: must not hold a bidi"),
+        (memory_text("Tabs", "li\u2067kes", "user", "body"), "description: must not hold a bidi"),
     ],
 )
 async def test_extraction_writes_memories_as_memory_write_would(
