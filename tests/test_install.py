@@ -26,8 +26,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from memoryd import __version__
-from memoryd_client.version import checkout_commit
+from memoryd_client.version import build_version, checkout_commit
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "memoryd", "memoryd_team", "clients")
@@ -40,6 +39,12 @@ def _run(*argv: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs
     )  # type: ignore[call-overload]
+
+
+def built_version(wheel: Path) -> str:
+    """The version `wheel` was built with: its copied checkout's, read from the copy's `.git`
+    (`memoryd.__version__` is read once a run, and a commit landing since made it another)."""
+    return build_version(wheel.parent.parent / "src")
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +96,9 @@ def test_the_wheel_holds_every_package_and_declares_the_server_extra(wheel: Path
     for unit in ("memoryd.service", "memoryd.socket", "com.memoryd.daemon.plist"):
         assert f"memctl/units/{unit}" in names  # `memctl service install` renders these
     assert any(n.endswith(".toml") and n.startswith("memoryd") for n in names)  # secret rules
-    assert f"Version: {__version__}" in metadata
+    assert f"Version: {built_version(wheel)}" in metadata
+    if checkout_commit(REPO) is not None:  # the checkout's commit, as memoryd_client.version
+        assert re.fullmatch(r"0\.1\.0\+g[0-9a-f]{12}", built_version(wheel))
     for command in COMMANDS:
         assert f"{command} = " in entry_points
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
@@ -155,7 +162,7 @@ def test_installed_commands_run_from_a_fresh_environment(wheel: Path, tmp_path: 
         assert script.read_text().splitlines()[0] == f"#!{python}"
         shown = _run(script, "--version", env=env, cwd=home)
         assert shown.returncode == 0, (command, shown.stderr)
-        assert shown.stdout.strip() == f"{command} {__version__}"
+        assert shown.stdout.strip() == f"{command} {built_version(wheel)}"
         helped = _run(script, "--help", env=env, cwd=home)
         assert helped.returncode == 0, (command, helped.stderr)
         assert "usage:" in helped.stdout
@@ -243,7 +250,7 @@ def test_a_base_environment_runs_all_but_the_mcp_server_and_says_what_to_install
 
     shown = _run(bin_dir / "memoryd-mcp", "--version", env=env, cwd=home)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.strip() == f"memoryd-mcp {__version__}"
+    assert shown.stdout.strip() == f"memoryd-mcp {built_version(wheel)}"
     refused = _run(bin_dir / "memoryd-mcp", "--cwd", str(home), env=env, cwd=home)
     assert refused.returncode == 2
     assert refused.stdout == ""
