@@ -344,7 +344,12 @@ describe("the extension in a stand-in VS Code", () => {
     assert.ok(node);
     const said = await run("memoryd.memoryHistory", [], node);
     assert.match(said[0]?.text ?? "", /^memoryd: no earlier versions of \[Show history\] \(command:/);
-    await run("memoryd.remember", [2, "evil\u202egnp.exe"]);
+    // The daemon refuses to write a bidi override (6d215bf), and its refusal is shown as text;
+    // a file written by hand (or a teammate's, pulled) still holds one, shown escaped.
+    const refused = await run("memoryd.remember", [2, "evil\u202egnp.exe"]);
+    assert.ok(refused.some((m) => /U\+202E/.test(m.text)), JSON.stringify(refused));
+    const memoryDir = path.dirname(node.path);
+    fs.writeFileSync(path.join(memoryDir, "project_evil.md"), "---\nname: evil\u202egnp.exe\ndescription: d\ntype: project\n---\nx\n");
     const spoof = (await memoryNodes()).find((n) => n.label.startsWith("evil"));
     assert.equal(spoof?.label, "evil\\u202egnp.exe", "shown in the order it is stored");
     for (const m of F.fake.shown) {
