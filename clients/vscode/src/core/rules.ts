@@ -4,7 +4,7 @@
 import * as path from "node:path";
 
 import type { ProjectTarget } from "./editorContext";
-import { shortPath } from "./format";
+import { shortPath, within } from "./format";
 import type { MemorydClient } from "./rpcClient";
 import type { ContextResult, InstructionFile, SkippedFile } from "./types";
 import type { ViewNode } from "./viewNode";
@@ -172,12 +172,12 @@ export function concernsTarget(project: unknown, target: ProjectTarget, realpath
   if (typeof project !== "string" || !project) {
     return false;
   }
-  const within = (dir: string) => dir === project || project === "/" || dir.startsWith(project.endsWith("/") ? project : `${project}/`);
-  if (within(target.cwd)) {
+  const inProject = (dir: string) => within(project, dir) !== undefined;
+  if (inProject(target.cwd)) {
     return true;
   }
   try {
-    return realpath !== undefined && within(realpath(target.cwd));
+    return realpath !== undefined && inProject(realpath(target.cwd));
   } catch {
     return false; // the folder is gone
   }
