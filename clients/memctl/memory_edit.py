@@ -85,7 +85,9 @@ def edit_memory(conn: Any, ui: UI, cwd: str, path: Path, *, team: bool) -> None:
                 after = handle.read()
         except (OSError, UnicodeError) as exc:
             keep = copy.exists()
-            ui.message(f"{path.name} not saved: the edited copy cannot be read ({exc})")
+            # Where the text is, as every other "not saved" says: kept, it was not named.
+            where = f"; your text is in {copy}" if keep else ""
+            ui.message(f"{path.name} not saved: the edited copy cannot be read ({exc}){where}")
             return
         if after == before:
             ui.message(f"{path.name}: no changes, nothing saved")

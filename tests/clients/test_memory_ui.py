@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import shutil
 import signal
@@ -604,6 +605,51 @@ def test_an_editor_variable_that_cannot_be_split_is_said(
     assert done.returncode == 0, done.stderr
     assert "cannot start editor" in done.stdout
     assert not (project / "CLAUDE.md").exists()
+
+
+def test_a_file_created_for_an_editor_that_fails_is_taken_back(
+    scripted: FakeDaemon, project: Path, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 22): an editor quitting with an error (vim's :cq, `false`)
+    # left "Project memory" created empty: an untracked CLAUDE.md in the project's git.
+    done = run_plain(scripted, project, "2\n\n", VISUAL="false")
+    assert done.returncode == 0, done.stderr
+    target = project / "CLAUDE.md"
+    assert f"editor exited with code 1: {target}, created empty for it, is removed" in done.stdout
+    assert "created empty)" not in done.stdout
+    assert not target.exists()
+    # What the failing editor wrote stays, and so does a file that was there before.
+    writes = tmp_path / "writes.sh"
+    writes.write_text('#!/bin/sh\necho kept > "$1"\nexit 3\n')
+    writes.chmod(0o755)
+    done = run_plain(scripted, project, "2\n\n", VISUAL=str(writes))
+    assert "editor exited with code 3" in done.stdout
+    assert target.read_text() == "kept\n"
+    done = run_plain(scripted, project, "2\n\n", VISUAL="false")
+    assert target.read_text() == "kept\n"
+    target.write_text("")
+    done = run_plain(scripted, project, "2\n\n", VISUAL="false")
+    assert target.exists()  # empty, but not created by this choice
+
+
+def test_an_edited_copy_that_cannot_be_read_says_where_it_is(
+    scripted: FakeDaemon, project: Path, note: dict[str, Any], tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 22): the copy was kept but the message did not say where.
+    script = tmp_path / "latin1.sh"
+    script.write_text('#!/bin/sh\nprintf "caf\\351\\n" >> "$1"\n')  # not UTF-8
+    script.chmod(0o755)
+    done = run_plain(scripted, project, "old note\n1\n1\n\n", VISUAL=str(script))
+    assert done.returncode == 0, done.stderr
+    said = re.search(
+        r"old_note.md not saved: the edited copy cannot be read \(.*\); your text "
+        r"is in (\S+)\n",
+        done.stdout,
+    )
+    assert said is not None, done.stdout
+    copy = Path(said.group(1))
+    assert copy.read_bytes().endswith(b"caf\xe9\n")
+    shutil.rmtree(copy.parent)
 
 
 def test_a_dangling_symlink_is_never_edited_through(

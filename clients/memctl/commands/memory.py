@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -308,16 +309,27 @@ def edit_file(path: Path, ui: UI) -> None:
     if path.is_symlink():
         ui.message(f"{path} is a symbolic link: editing {path.resolve()}")
     code = run_editor(path, ui, editor)
+    # The file exists only because of this choice: taken back when the editor could not start,
+    # or failed (`:cq` in vim) and left it empty (it stayed, an untracked CLAUDE.md in git).
+    if created and code != 0 and _remove_if_empty(path):
+        if code is not None:
+            ui.message(f"editor exited with code {code}: {path}, created empty for it, is removed")
+        return
     if code is None:
-        if created:
-            # The file exists only because of this choice and nothing was written to it.
-            with contextlib.suppress(OSError):
-                if path.stat().st_size == 0:
-                    path.unlink()
         return
     if created:
         ui.message(f"{path} (new, created empty)")
     ui.message(f"edited {path}" if code == 0 else f"editor exited with code {code}")
+
+
+def _remove_if_empty(path: Path) -> bool:
+    """Remove `path` when it is (still) an empty regular file; whether it was removed."""
+    with contextlib.suppress(OSError):
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            path.unlink()
+            return True
+    return False
 
 
 def open_folder(path: Path, ui: UI) -> None:
