@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -96,14 +96,141 @@ def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
     include, exclude = glob.translate(part, flags=glob.DOTGLOB)
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
-    flags = re.DOTALL | (re.IGNORECASE if ignorecase else 0)
-    return re.compile(f"(?=.){unwanted}(?:{wanted})", flags)
+    regex = f"(?=.){unwanted}(?:{wanted})"
+    if not ignorecase:
+        return re.compile(regex, re.DOTALL)
+    # Names are folded as `_js_fold` folds them, ASCII letters by the regex.
+    return re.compile(_js_fold_regex(regex), re.DOTALL | re.ASCII | re.IGNORECASE)
+
+
+# What NFC would turn from a non-ASCII character into an ASCII one (the Kelvin sign into `K`,
+# U+1FEF into a backtick, the Greek question mark into `;`): kept as written, as `ignore`
+# keeps them, so the Kelvin sign never matches `k` (tests check the set is complete).
+_NFC_TO_ASCII = re.compile("([\u037e\u1fef\u212a])")
 
 
 def _nfc(text: str) -> str:
     """Names compared in one Unicode form: a rule written with a decomposed `é` (pasted from
     macOS's Finder) never matched the composed one a path holds, nor the other way round."""
-    return text if text.isascii() else unicodedata.normalize("NFC", text)
+    if text.isascii():
+        return text
+    if not _NFC_TO_ASCII.search(text):
+        return unicodedata.normalize("NFC", text)
+    pieces = _NFC_TO_ASCII.split(text)  # the kept characters at the odd indexes
+    pieces[::2] = (unicodedata.normalize("NFC", piece) for piece in pieces[::2])
+    return "".join(pieces)
+
+
+# `paths:` names are matched whatever their case as `ignore` matches them: a JavaScript
+# regex with the `i` flag and without `u`. It reads a string by UTF-16 code units (`?` is
+# not an emoji, a surrogate pair is two characters in a class) and two of them match when
+# their `toUpperCase`, if one unit, is the same, a non-ASCII one never mapped to ASCII
+# (`ſ` is no `s`, `ı` no `i`; `ß`, upper-cased to `SS`, is no `ẞ`). Python's IGNORECASE
+# folds all of those together: rules loaded for names Claude Code leaves out.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _code_units(text: str) -> str:
+    """`text` with each astral character as its UTF-16 surrogate pair."""
+
+    def pair(match: re.Match[str]) -> str:
+        offset = ord(match.group()) - 0x10000
+        return chr(0xD800 + (offset >> 10)) + chr(0xDC00 + (offset & 0x3FF))
+
+    return _ASTRAL.sub(pair, text)
+
+
+@lru_cache(maxsize=1)
+def _fold_table() -> dict[int, int]:
+    """Each non-ASCII code unit JavaScript's non-`u` case folding changes -> what it becomes
+    (its upper case), for `str.translate`. ASCII is left to the regex's ASCII IGNORECASE,
+    which is JavaScript's rule there. No unit becomes one that changes again (tests check),
+    so a folded name holds only units the table leaves alone."""
+    table: dict[int, int] = {}
+    for unit in range(0x80, 0x10000):
+        upper = chr(unit).upper()
+        if len(upper) == 1 and ord(upper) >= 0x80 and ord(upper) != unit:
+            table[unit] = ord(upper)
+    return table
+
+
+@lru_cache(maxsize=1)
+def _folded_units() -> list[int]:
+    return sorted(_fold_table())
+
+
+def _js_fold(text: str) -> str:
+    """A name (or path) as the folded `paths:` matchers read it."""
+    return text if text.isascii() else _code_units(text).translate(_fold_table())
+
+
+def _unit(unit: int) -> str:
+    return f"\\u{unit:04x}"
+
+
+@lru_cache(maxsize=1024)
+def _folded_range(low: int, high: int) -> str:
+    """A class's range `low-high` (or member, `low` = `high`) as class text matching the
+    folded names one of its members folds to: the range itself, and what each member the
+    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178). A folded name
+    holds no member the folding changes, so none is taken out."""
+    table, changed = _fold_table(), _folded_units()
+    folds = {
+        table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
+    }
+    own = _unit(low) if low == high else f"{_unit(low)}-{_unit(high)}"
+    return own + "".join(_unit(unit) for unit in sorted(folds) if not low <= unit <= high)
+
+
+def _js_fold_regex(regex: str) -> str:
+    """wcmatch's regex of a name, rewritten to match the names `_js_fold` makes: in code
+    units, each non-ASCII literal folded, each class holding the folded members of its own."""
+    regex = _code_units(regex)
+    out: list[str] = []
+    index, end = 0, len(regex)
+    while index < end:
+        char = regex[index]
+        if char == "\\":
+            escaped = regex[index + 1]
+            out.append("\\" + escaped.translate(_fold_table()))
+            index += 2
+        elif char == "[":
+            index = _fold_class(regex, index, out)
+        else:
+            out.append(char.translate(_fold_table()))
+            index += 1
+    return "".join(out)
+
+
+def _fold_class(regex: str, index: int, out: list[str]) -> int:
+    """Append the class opening at `regex[index]` with its members folded; the index after it."""
+    index += 1
+    out.append("[")
+    if regex[index] == "^":
+        out.append("^")
+        index += 1
+    first = True
+    while first or regex[index] != "]":  # a `]` first is a member, as Python reads it
+        first = False
+        if regex[index] == "\\" and regex[index + 1].isalnum():
+            out.append(regex[index : index + 2])  # `\s`, `\S`: wcmatch's "anything"
+            index += 2
+            continue
+        low, index = _class_member(regex, index)
+        high = low
+        if regex[index] == "-" and regex[index + 1] != "]":
+            high, index = _class_member(regex, index + 1)
+        # A range of astral ends may be out of order in code units (`𐐨-😀` is `\ud801`,
+        # `\udc28-\ud83d`, `\ude00`): `ignore` keeps its lower end alone.
+        out.append(_folded_range(ord(low), max(ord(low), ord(high))))
+    out.append("]")
+    return index + 1
+
+
+def _class_member(regex: str, index: int) -> tuple[str, int]:
+    if regex[index] == "\\":
+        return regex[index + 1], index + 2
+    return regex[index], index + 1
 
 
 class _Matcher:
@@ -144,7 +271,8 @@ class _Matcher:
         self.start: _State = tuple(_close(c.parts, {0}) for c in self.compiled)
 
     def match(self, path: str) -> bool:
-        names = _split(_nfc(path))
+        path = _nfc(path)
+        names = _split(_js_fold(path) if self.folders else path)
         if len(names) > 1 and names[-1] == "":
             names.pop()  # `a/` is `a`
         state = self.start
@@ -321,7 +449,7 @@ def _grouped(paths: Sequence[str], prefix: str) -> list[tuple[str, list[str]]]:
     for path in paths[bisect_left(paths, prefix) :]:
         if not path.startswith(prefix):
             break
-        folder, _, name = _nfc(path[len(prefix) :]).rpartition("/")
+        folder, _, name = _js_fold(_nfc(path[len(prefix) :])).rpartition("/")
         if name:
             folders.setdefault(folder, []).append(name)
     return list(folders.items())

@@ -5,6 +5,7 @@ expected values below are what `ignore` 7.0 answers for each pair."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,56 @@ BASE = Path("/proj")
         (("Docs/",), "pkg/docs/a.md", True),
         (("café/**",), "CAFÉ/x", True),
         (("straße/*",), "STRASSE/x", False),  # one letter is two only in full case folding
+        # ... and as `ignore`'s JavaScript regex (`i`, no `u`) folds them: by the upper case
+        # of one UTF-16 unit, never from a non-ASCII letter to an ASCII one (Python's
+        # IGNORECASE matched each of these pairs, and a class by every fold of its members).
+        (("\u017f.md",), "s.md", False),  # long s
+        (("s.md",), "\u017f.md", False),
+        (("\u212a.md",), "k.md", False),  # Kelvin sign (NFC makes it `K`)
+        (("K.md",), "\u212a.md", False),
+        (("\u212a.md",), "\u212a.md", True),
+        (("\u0131.md",), "i.md", False),  # dotless i
+        (("i.md",), "\u0131.md", False),
+        (("\u0130.md",), "i.md", False),  # dotted I
+        (("I.md",), "\u0130.md", False),
+        (("\u00df.md",), "\u1e9e.md", False),  # ß, upper-cased to SS, and capital ẞ
+        (("\u1e9e.md",), "\u00df.md", False),
+        (("[\u00e9-\ufb00].md",), "i.md", False),  # the range holds ı and İ
+        (("[\u00e0-\u00ff].md",), "\u0178.md", True),  # ÿ in the range, Ÿ its upper case
+        (("\u00b5.md",), "\u03bc.md", True),  # micro sign and mu: both upper-case to Μ
+        (("\u03c3.md",), "\u03c2.md", True),  # σ and final ς: Σ
+        # An astral character is two units: two `?`, and two members of a class.
+        (("?.md",), "\U0001f600.md", False),
+        (("??.md",), "\U0001f600.md", True),
+        (("[\U0001f600].md",), "\U0001f600.md", False),
+        (("\U00010400.md",), "\U00010428.md", False),  # Deseret: no case without `u`
     ],
 )
 def test_paths_are_matched_as_gitignore_matches(
     patterns: tuple[str, ...], touched: str, expected: bool
 ) -> None:
     assert globs.matches_any(patterns, BASE, [(BASE / touched).as_posix()]) is expected
+
+
+def test_nfc_turns_no_other_non_ascii_character_into_an_ascii_one() -> None:
+    # `globs._nfc` keeps these as written, so that the Kelvin sign is no `K` (nor `k`), as
+    # for `ignore`; a Unicode that adds one must add it there.
+    to_ascii = {
+        chr(code)
+        for code in range(0x80, 0x110000)
+        if unicodedata.normalize("NFC", chr(code)).isascii()
+    }
+    assert to_ascii == {"\u037e", "\u1fef", "\u212a"}
+    assert globs._nfc("e\u0301\u212a\u037e\u1fef") == "\u00e9\u212a\u037e\u1fef"
+
+
+def test_no_folded_unit_is_folded_again() -> None:
+    # A folded name holds only units the folding leaves alone, so a class need not take the
+    # others out (`globs._folded_range`).
+    table = globs._fold_table()
+    assert table[ord("\u00ff")] == ord("\u0178")
+    assert ord("\u017f") not in table  # its upper case is ASCII `S`
+    assert not set(table.values()) & set(table)
 
 
 def test_a_rule_leaving_out_its_tests_is_not_loaded_for_a_test(tree: Tree, load: Loader) -> None:
