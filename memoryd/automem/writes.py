@@ -120,6 +120,7 @@ class MemoryWrites:
             # The index the line goes to, by the key (`file="team/x.md"` without `team` is a
             # team memory): too large to rewrite, nothing is written.
             check_index_size(index_path(memory_dir, team=is_team(key)))
+            cut = _links_cut(target)
             # The copy, the folders and the file (fsyncs) in a thread: the loop stays free and
             # writers behind us queue on the lock (`held_work`).
             folders = (memory_dir, folder) if team else (memory_dir,)
@@ -132,7 +133,8 @@ class MemoryWrites:
         # warning (the line stays queued), not a failure of a write that happened.
         problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
-        return WriteResult(target, created, merged_into, name, (problem,) if problem else ())
+        warnings = tuple(w for w in (cut, problem) if w)
+        return WriteResult(target, created, merged_into, name, warnings)
 
     def _write_file(
         self, memory_dir: Path, key: str, target: Path, text: str, folders: Sequence[Path]
@@ -407,6 +409,7 @@ class MemoryWrites:
             if screen is not None:
                 await screen(key, content)
             state = self._states.state(memory_dir)
+            cut = _links_cut(target)
 
             def attempt(before: Stamp) -> None:
                 kept = self._snapshot_sync(memory_dir, key, target, "restore")
@@ -431,7 +434,27 @@ class MemoryWrites:
             self._index.queue(memory_dir, key, entry.header.name, entry.header.description)
         problem = await self._index.flush(memory_dir)
         await self._notify("memory/saved", {"path": str(target), "project": str(project.root)})
-        return target, [problem] if problem else []
+        return target, [w for w in (cut, problem) if w]
+
+
+def _links_cut(target: Path) -> str | None:
+    """The warning for a write of `target` when it is a file with other hard links: memoryd
+    replaces a memory by a rename (no reader sees half a file), and those names keep the
+    text before. Said, where before it went unsaid (a notes folder hard-linking its memories
+    went stale); not refused, as an agent's write of such a file is (`agent.tools`): the
+    user asked for this one, and the old text is in its history too."""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    others = st.st_nlink - 1
+    return (
+        f"{target.name} had {others} other hard link{'s' if others > 1 else ''}: the memory "
+        "is saved as a file of its own (memoryd writes by rename), and "
+        f"{'they keep' if others > 1 else 'that name keeps'} the text it had before"
+    )
 
 
 @contextlib.contextmanager
