@@ -512,7 +512,9 @@ def nested_dirs(cwd: Path, touched: Iterable[Path], fs: FileSystem) -> list[Path
     missing: set[str] = set()
     for path in touched:
         text = str(path)
-        if not text.startswith(prefix) or len(text) == len(prefix):
+        # `//x` (normpath and pathlib keep two leading slashes) is not below cwd `/` for
+        # pathlib either: split here, its empty first part made `/` a subfolder of itself.
+        if not text.startswith(prefix) or text.startswith("/", len(prefix)) or text == prefix:
             continue
         parts = text[len(prefix) :].split("/")
         if not fs.touched_is_dir(path):

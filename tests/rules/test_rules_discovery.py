@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.rules.loader import load_context
+from memoryd.rules.loader import load_context, nested_dirs
 from memoryd.rules.model import ContextRequest
 from memoryd.rules.realfs import RealFS
 from tests.conftest import IsolatedEnv
@@ -190,9 +190,9 @@ def test_conditional_rule_globs_relative_to_folder_holding_claude(tree: Tree, lo
 
 def test_broken_frontmatter_rule_is_skipped(tree: Tree, load: Loader) -> None:
     # Broken for Claude Code too (its retry quotes `key: value` lines only), and aliases that
-    # no retry makes text.
+    # no retry makes text (in a nested flow list: `- [*a, *a]` is quoted, text).
     tree.write(".claude/rules/bad.md", "---\npaths:\n  - [oops\n---\nbody")
-    tree.write(".claude/rules/bomb.md", "---\na:\n  - &a [1]\nb:\n  - [*a, *a]\n---\nbody")
+    tree.write(".claude/rules/bomb.md", "---\na:\n  - &a [1]\nb:\n  - [[*a, *a]]\n---\nbody")
     tree.write(".claude/rules/good.md", "fine")
     result = load(tree.root)
     assert loaded(result, tree.root) == [".claude/rules/good.md"]
@@ -228,6 +228,16 @@ def test_touched_directory_counts_as_folder(tree: Tree, load: Loader) -> None:
     tree.write("pkg/CLAUDE.md", "pkg")
     result = load(tree.root, touched=(tree.root / "pkg",))
     assert loaded(result, tree.root) == ["pkg/CLAUDE.md"]
+
+
+def test_nested_folders_are_strictly_below_cwd_also_from_the_root(tree: Tree) -> None:
+    # ac25fde walked touched paths as strings: `//x/f.py` (normpath keeps two leading slashes)
+    # split under cwd `/` as `/` itself, then `//x`: cwd given again as a nested folder.
+    tree.write("pkg/CLAUDE.md", "pkg")
+    below = [*reversed(tree.root.parents[:-1]), tree.root, tree.root / "pkg"]
+    assert nested_dirs(Path("/"), [tree.root / "pkg/f.py"], RealFS()) == below
+    assert nested_dirs(Path("/"), [Path(f"/{tree.root}/pkg/f.py"), Path("/")], RealFS()) == []
+    assert nested_dirs(tree.root, [tree.root, tree.root / "pkg"], RealFS()) == [tree.root / "pkg"]
 
 
 def test_deep_touched_path_of_nothing_probes_one_missing_folder(
