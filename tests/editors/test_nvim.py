@@ -608,7 +608,7 @@ def test_files_the_daemon_rewrites_show_their_new_text_in_open_buffers(
             },
             cwd=repo,
         )
-    assert_all_passed(records, expected=4)
+    assert_all_passed(records, expected=5)
     assert "make deploy-prod" in doc.read_text()
 
 

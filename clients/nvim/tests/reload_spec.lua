@@ -127,4 +127,21 @@ T.run({
       vim.cmd('edit!')
     end,
   },
+  {
+    "a buffer with 'autoread' off is not checked: :checktime would stop the editor to ask",
+    function()
+      local deploys = write_memory('Deploys', 'Thursdays only')
+      local buf = edit(deploys)
+      vim.cmd('setlocal noautoread')
+      edit(repo .. '/src/web/app.js')
+      local reload = require('memoryd.reload')
+      T.eq({}, reload.buffers_of({ [deploys] = true }), 'the buffers checked')
+      write_memory('Deploys', 'Thursdays, never Fridays', vim.fn.fnamemodify(deploys, ':t'))
+      -- That save's notification has come (and been acted on) once the index shows a later one.
+      local index = edit(memory_dir .. '/MEMORY.md')
+      write_memory('Rollback', 'always ready')
+      wait_text(index, 'Rollback', 'the MEMORY.md buffer')
+      T.truthy(text(buf):find('Thursdays only', 1, true), 'the text of the buffer: ' .. text(buf))
+    end,
+  },
 })

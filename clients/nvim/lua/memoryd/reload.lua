@@ -1,7 +1,7 @@
 -- Buffers of files the daemon rewrote in the background (a MagicDoc's update, a memory saved by
 -- the agent or extraction, a session summary, a team pull's conflict) are checked with
--- :checktime when the daemon says so, so an unmodified buffer shows the new text ('autoread',
--- on by default, reloads it) instead of the old one until a write warning or a :checktime.
+-- :checktime when the daemon says so, so an unmodified buffer with 'autoread' (Neovim's
+-- default) shows the new text instead of the old one until a write warning or a :checktime.
 -- A buffer with unsaved edits is left alone: reloading it would lose them, and Neovim's own
 -- check warns of the conflict when it looks (at a write, or on focus).
 local format = require('memoryd.format')
@@ -22,6 +22,8 @@ end
 
 -- The loaded buffers without unsaved changes that show one of paths: as named, or the same
 -- file reached through a link (a buffer opened by a linked folder; the daemon names its own).
+-- Not one with 'autoread' off: :checktime would ask there (W11), a prompt that stops the editor
+-- at whatever moment the daemon wrote; its user reloads by hand, as before.
 function M.buffers_of(paths)
   local by_name = {} -- basename -> {path, ...}: only a buffer with a candidate's name is looked up
   for path in pairs(paths) do
@@ -45,6 +47,7 @@ function M.buffers_of(paths)
       and vim.api.nvim_buf_is_loaded(buf)
       and vim.api.nvim_buf_get_option(buf, 'buftype') == ''
       and not vim.api.nvim_buf_get_option(buf, 'modified')
+      and vim.fn.getbufvar(buf, '&autoread') == 1
       and not name:match('^%a[%w+.-]*://')
     then
       local file = vim.fn.fnamemodify(name, ':p')
