@@ -122,14 +122,21 @@ def _load_yaml(raw: str) -> Any:
         raise FrontmatterError("invalid YAML frontmatter: nested too deeply") from None
 
 
+# A key quoted as YAML allows (`"paths": …`): the retries read it as a plain one.
+_QUOTED_KEY = r"(?:\"[^\"\n]*\"|'[^'\n]*')\s*:\s+"
+
 # `key: value` or `- value` whose plain value opens with a character YAML reserves: an
 # unquoted glob (`paths: **/*.ts`, `- {src,lib}/**`, Cursor's `globs: *.ts,*.tsx`), as
 # Claude Code's own docs write them. YAML reads `*` as an alias, `{` as a mapping.
-_RESERVED_VALUE = re.compile(r"^(\s*(?:-\s+|[^\s#'\"][^:#]*?:\s+))([*&!{%@`][^\n]*?)(\s+#.*)?$")
+_RESERVED_VALUE = re.compile(
+    rf"^(\s*(?:-\s+|{_QUOTED_KEY}|[^\s#'\"][^:#]*?:\s+))([*&!{{%@`][^\n]*?)(\s+#.*)?$"
+)
 
 
-# `key: [a, b]`, a flow list on one line (a trailing ` # comment` left out).
-_FLOW_LIST = re.compile(r"^(\s*[^\s#'\"\-][^:#]*?:\s+)\[([^\n]*)\](\s+#.*)?$")
+# `key: [a, b]` or `- [a, b]`, a flow list on one line (a trailing ` # comment` left out).
+_FLOW_LIST = re.compile(
+    rf"^(\s*(?:-\s+|{_QUOTED_KEY}|[^\s#'\"\-][^:#]*?:\s+))\[([^\n]*)\](\s+#.*)?$"
+)
 
 
 def _quote_glob_values(raw: str) -> str:
@@ -259,6 +266,9 @@ def path_globs(meta: dict[str, Any]) -> tuple[str, ...] | None:
         raise FrontmatterError(
             f"paths: must be a string or a list of strings, got {type(value).__name__}"
         )
+    # A flow list as a block list's item (`- [src/**, !src/gen/**]`): its entries are the
+    # list's (it was bad_frontmatter, the rule never loaded).
+    items = [entry for item in items for entry in (item if isinstance(item, list) else [item])]
     patterns: list[str] = []
     for item in items:
         if not isinstance(item, str):

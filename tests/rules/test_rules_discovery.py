@@ -190,9 +190,9 @@ def test_conditional_rule_globs_relative_to_folder_holding_claude(tree: Tree, lo
 
 def test_broken_frontmatter_rule_is_skipped(tree: Tree, load: Loader) -> None:
     # Broken for Claude Code too (its retry quotes `key: value` lines only), and aliases that
-    # no retry makes text.
+    # no retry makes text (in a nested flow list: `- [*a, *a]` is quoted, text).
     tree.write(".claude/rules/bad.md", "---\npaths:\n  - [oops\n---\nbody")
-    tree.write(".claude/rules/bomb.md", "---\na:\n  - &a [1]\nb:\n  - [*a, *a]\n---\nbody")
+    tree.write(".claude/rules/bomb.md", "---\na:\n  - &a [1]\nb:\n  - [[*a, *a]]\n---\nbody")
     tree.write(".claude/rules/good.md", "fine")
     result = load(tree.root)
     assert loaded(result, tree.root) == [".claude/rules/good.md"]

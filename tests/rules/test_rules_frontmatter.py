@@ -97,8 +97,12 @@ def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
     # Refused as anchors; read again with the items quoted, they are text.
     parsed = frontmatter.split("---\nx: [&a lol, *a]\npaths: [*a]\n---\nbody\n")
     assert parsed.meta == {"x": ["&a lol", "*a"], "paths": ["*a"]}
+    # So in a flow list that is a block list's item; nested deeper, they are refused.
+    assert frontmatter.split("---\nx:\n  - [&a lol, *a]\n---\nbody\n").meta == {
+        "x": [["&a lol", "*a"]]
+    }
     with pytest.raises(FrontmatterError, match="anchors are not allowed"):
-        frontmatter.split("---\nx:\n  - [&a lol, *a]\n---\nbody\n")
+        frontmatter.split("---\nx:\n  - [[&a lol], *a]\n---\nbody\n")
 
 
 @pytest.mark.parametrize(
@@ -123,6 +127,14 @@ def test_anchors_and_aliases_inside_a_flow_collection_are_refused() -> None:
         # YAML's non-specific tag `!` parsed, and the negation was silently `gen/**`.
         ("paths:\n  - src/**\n  - ! gen/**", ("src/**", "! gen/**")),
         ("paths:\n  - src/**\n  - !", ("src/**", "!")),
+        # After a quoted key, and as a block list's item: refused as bad_frontmatter, the
+        # rule never loaded (found in review); a list in the list gives its entries.
+        ('"paths": [src/**, !src/gen/**]', ("src/**", "!src/gen/**")),
+        ("'globs': [*.ts, !*.d.ts]  # sources", ("*.ts", "!*.d.ts")),
+        ('"paths": **/*.ts', ("**/*.ts",)),
+        ("paths:\n  - [src/**, !src/gen/**]", ("src/**", "!src/gen/**")),
+        ("paths:\n  - '*.py'\n  - [!migrations/**, lib/**]", ("*.py", "!migrations/**", "lib/**")),
+        ("paths:\n  - [src/**, lib/**]", ("src/**", "lib/**")),
     ],
 )
 def test_unquoted_globs_are_read_as_written(front: str, patterns: tuple[str, ...]) -> None:

@@ -152,6 +152,8 @@ def test_a_rule_matches_a_path_in_another_case_an_exclude_does_not(
     [
         "paths: [*.py, !migrations/**]",  # a flow list: one string `[*.py` / `!migrations/**]`
         "paths:\n  - '*.py'\n  - ! migrations/**",  # YAML's `!` tag: the negation dropped
+        '"paths": [*.py, !migrations/**]',  # a quoted key: bad_frontmatter, never loaded
+        "paths:\n  - [*.py, !migrations/**]",  # a block list's item: bad_frontmatter too
     ],
 )
 def test_an_unquoted_negation_in_other_forms_is_read_as_one(
