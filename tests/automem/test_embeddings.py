@@ -144,8 +144,32 @@ def test_half_written_model_is_a_clear_status(tmp_path: Path) -> None:
     missing = SemanticRecall(str(tmp_path / "nowhere"))
     missing.start()
     assert missing.wait_idle(60)
-    assert "has no onnx/model.onnx" in missing.status()
+    assert (
+        missing.status()
+        == f"lexical: embedding model unavailable ({tmp_path}/nowhere does not exist)"
+    )
     assert not missing.active
+    (tmp_path / "file").write_text("x")
+    a_file = SemanticRecall(str(tmp_path / "file"))
+    a_file.start()
+    assert a_file.wait_idle(60)
+    assert (
+        a_file.status() == f"lexical: embedding model unavailable ({tmp_path}/file is not a folder)"
+    )
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n"])
+def test_a_blank_model_name_is_the_default_model(
+    model_cache: Path, monkeypatch: pytest.MonkeyPatch, blank: str
+) -> None:
+    # Found by a bug hunt (session 22): "MEMORYD_EMBEDDING_MODEL= " (an env file's blank
+    # value) was asked of the hub as a model's name, and recall stayed lexical.
+    monkeypatch.setenv("XDG_STATE_HOME", str(model_cache))
+    monkeypatch.setenv("MEMORYD_EMBEDDING_MODEL", blank)
+    recall = SemanticRecall()
+    recall.start()
+    assert recall.wait_idle(120)
+    assert recall.status().startswith("hybrid: model sentence-transformers/all-MiniLM-L6-v2")
 
 
 def test_failed_fetch_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

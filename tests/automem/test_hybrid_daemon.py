@@ -163,9 +163,12 @@ async def test_a_missing_model_file_leaves_recall_lexical_and_status_says_why(
     model_at(folder)
     daemon = await start_daemon(daemon_config(short_tmp))
     try:
-        await _lexical_because(
-            daemon, project, memdir, f"{folder} has no onnx/model.onnx and tokenizer.json"
+        why = (
+            "does not exist"
+            if layout == "no folder"
+            else "has no onnx/model.onnx and tokenizer.json"
         )
+        await _lexical_because(daemon, project, memdir, f"{folder} {why}")
     finally:
         await stop_daemon(daemon)
 

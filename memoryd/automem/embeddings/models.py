@@ -235,12 +235,18 @@ def discard_if_made_here(files: ModelFiles) -> bool:
 def locate_model(name: str | None = None) -> ModelFiles:
     """The model's files, fetched, converted or quantized if need be (slow: call off the
     event loop)."""
-    wanted = name or os.environ.get("MEMORYD_EMBEDDING_MODEL") or DEFAULT_MODEL
+    # Blank (an env file's "MEMORYD_EMBEDDING_MODEL= ") is unset: it was asked of the hub.
+    wanted = (name or os.environ.get("MEMORYD_EMBEDDING_MODEL") or "").strip() or DEFAULT_MODEL
     folder = Path(wanted).expanduser()
     if folder.is_absolute():
         found = _files_in(folder, wanted)
         if found is None:
-            raise EncoderUnavailable(f"{wanted} has no onnx/model.onnx and tokenizer.json")
+            missing = "does not exist" if not folder.exists() else "is not a folder"
+            raise EncoderUnavailable(
+                f"{wanted} {missing}"
+                if not folder.is_dir()
+                else f"{wanted} has no onnx/model.onnx and tokenizer.json"
+            )
         return found
     known = KNOWN.get(wanted)
     if known is not None and known.float_layers is not None:
