@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoryd.agent.policy import AccessPolicy, Denied, real
+from memoryd.automem import index as index_mod
 from memoryd.automem import memfile, naming
 from memoryd.automem.dedupe import Candidate, find_near_duplicate, memory_text
 from memoryd.automem.store import Entry, is_team_folder
@@ -150,10 +151,11 @@ def check_memory_text(path: Path, op: WriteOp) -> None:
     MAX_FILE_BYTES. A file that already was so may keep that fault: a write must not add one.
     Unchecked, an agent saved a 100 KB description, which became a 100 KB line of MEMORY.md
     (the index the prompt loads is cut at 25,000 bytes) and went into every later prompt."""
-    if naming.is_index_name(path.name):
-        return
     from memoryd.agent.tools import ToolError  # loaded with the loop
 
+    if naming.is_index_name(path.name):
+        _check_index_text(path, op, ToolError)
+        return
     new = _memory_faults(op.text, path.stem)
     if not new:
         return
@@ -173,6 +175,28 @@ def check_memory_text(path: Path, op: WriteOp) -> None:
             f"characters; description: one line of at most {memfile.MAX_DESCRIPTION_CHARS}; "
             f"type: one of {types}), then the body; at most {memfile.MAX_FILE_BYTES:,} bytes"
         )
+
+
+def _check_index_text(path: Path, op: WriteOp, refusal: type[Exception]) -> None:
+    """`refusal` for an index write that adds a bidirectional control (an agent copying a
+    hand-made memory's name): from one on, MEMORY.md opened in a terminal or editor shows the
+    line reordered, and memoryd's own index lines hold none (`index.index_line`). One the
+    index held already may stay."""
+    added = memfile.bidi_controls(op.text)
+    if not added:
+        return
+    if not op.created:
+        try:
+            raw = read_regular_file(op.path, index_mod.MAX_INDEX_READ_BYTES)
+            if len(memfile.bidi_controls(raw.decode("utf-8", errors="replace"))) >= len(added):
+                return
+        except OSError:
+            pass
+    raise refusal(
+        f"not written: {path} would hold a bidirectional control character "
+        f"(U+{ord(added[0]):04X}), which shows its line reordered in a terminal or editor; "
+        "write the index lines without it"
+    )
 
 
 def _memory_faults(text: str, fallback_name: str) -> dict[str, str]:

@@ -187,6 +187,11 @@ def field_characters_problem(value: str) -> str | None:
     return None
 
 
+def bidi_controls(text: str) -> list[str]:
+    """The bidirectional controls `text` holds, in order (`_BIDI`)."""
+    return _BIDI.findall(text)
+
+
 def as_field(text: str) -> str:
     """`text` as a name or description may hold it (`check_fields`): one line, each control
     character a space, runs of spaces one, bidirectional controls dropped (right-to-left

@@ -454,3 +454,37 @@ async def test_a_memory_written_then_edited_counts_once(
     assert extraction["written"] == 1
     assert extraction["last_run"]["written"] == [str(memory)]
     await client.close()
+
+
+async def test_an_index_line_with_a_bidi_control_is_refused_unless_it_was_there(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    # Session 22: the agent copied a hand-made memory's name holding U+202E into MEMORY.md,
+    # which a terminal editor then showed reordered; memoryd's own index lines hold none.
+    saved = await ws.am.write_memory(
+        ws.project, type="user", name="Tabs", description="likes tabs", body="Tabs."
+    )
+    index = ws.memory_dir / "MEMORY.md"
+    before = index.read_text()
+    forged = "- [Tabs](user_tabs.md) — likes \u202espaces\n"
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(index)})]),
+        tool_use_reply([_write(index, forged)]),
+        text_reply(NOTHING_MARKER),
+    )
+    await _turn(ws, CONVO)
+    assert index.read_text() == before
+    result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
+    assert result["is_error"] is True
+    assert "bidirectional control character (U+202E)" in result["content"]
+    # One the index held already (written by hand) may stay through the agent's Edit.
+    index.write_text(forged)
+    fake_model.enqueue(
+        tool_use_reply([("Read", {"file_path": str(index)})]),
+        tool_use_reply(
+            [("Edit", {"file_path": str(index), "old_string": "likes", "new_string": "hates"})]
+        ),
+        text_reply(NOTHING_MARKER),
+    )
+    await _turn(ws, CONVO + transcript(("I use four-space tabs.", "Noted.")))
+    assert index.read_text() == f"- [Tabs]({saved.path.name}) — hates \u202espaces\n"
