@@ -61,18 +61,53 @@ def test_no_layer_imports_the_daemon() -> None:
     assert _offenders(roots, {"memoryd.__main__"}, "memoryd.daemon") == []
 
 
+# What core/ may use of the rest of memoryd (docs/architecture.md): the edges, and llm/client.py
+# for a type. Any other module is above it: a layer, or the daemon's own (`diagnose`).
+CORE_USES = {
+    "memoryd",
+    "memoryd.fsutil",
+    "memoryd.gitfacts",
+    "memoryd.llm.client",
+    "memoryd.paths",
+    "memoryd.settings",
+}
+
+
+def _core_outsiders(package: Path) -> list[str]:
+    """What the `memoryd.core` modules under `package` import of memoryd beyond CORE_USES."""
+    core = [(module, path) for module, path in _modules(package) if _within(module, "memoryd.core")]
+    assert core, f"no memoryd.core under {package}"
+    return sorted(
+        {
+            f"{module} imports {name}"
+            for module, path in core
+            for name in _imports(module, path)
+            if _within(name, "memoryd")
+            and not _within(_module_of(name), "memoryd.core")
+            and _module_of(name) not in CORE_USES
+        }
+    )
+
+
 def test_core_imports_no_layer() -> None:
-    # Imports point down only (docs/architecture.md): core/ is below every layer; it may use
-    # the edges (paths, git facts, settings files; llm.client for a type).
-    layers = ("rules", "automem", "session", "team", "agent", "magicdocs", "daemon")
-    found = [
-        f"{module} imports {name}"
-        for module, path in _modules(REPO / "memoryd")
-        if _within(module, "memoryd.core")
-        for name in _imports(module, path)
-        if any(_within(name, f"memoryd.{layer}") for layer in layers)
+    # Imports point down only: core/ is below every layer. A list of layers to refuse let a
+    # module that is none (memoryd/diagnose.py, the daemon's) through.
+    assert _core_outsiders(REPO / "memoryd") == []
+
+
+def test_the_core_check_sees_what_core_may_not_use(tmp_path: Path) -> None:
+    core = tmp_path / "memoryd" / "core"
+    core.mkdir(parents=True)
+    (core / "bad.py").write_text(
+        "from memoryd import diagnose, paths\n"
+        "from memoryd.core.project import Project\n"
+        "from memoryd.llm.client import ModelClient\n"
+        "import memoryd.automem.index\n"
+    )
+    assert _core_outsiders(tmp_path / "memoryd") == [
+        "memoryd.core.bad imports memoryd.automem.index",
+        "memoryd.core.bad imports memoryd.diagnose",
     ]
-    assert found == []
 
 
 # What the team server may use of memoryd: the wire vocabulary and the secret scanner it shares
@@ -150,21 +185,37 @@ def _impurities(module: str, path: Path) -> list[str]:
 
 
 def _pure_modules() -> list[tuple[str, Path]]:
-    """The modules architecture.md's "Pure domain" paragraph names, found in the tree."""
+    """The modules architecture.md's "Pure domain" paragraph names, found in the tree; for a
+    folder it names (`automem/recall/`), its modules but those its `__init__` says are not."""
     text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     paragraph = text.split("- **Pure domain**", 1)[1].split("\n- **", 1)[0]
-    named = [n for n in re.findall(r"`([\w/]+\.py)`", paragraph) if n != "__init__.py"]
+    named = [n for n in re.findall(r"`([\w/]+(?:\.py|/))`", paragraph) if n != "__init__.py"]
     assert len(named) > 10, paragraph  # the paragraph was found and read
-    modules = []
+    files = []
     for name in named:
         # Written from memoryd/ (`rules/globs.py`), from automem/ (`recall/pasted.py`) or from
         # the repository (`memoryd_team/storage/plan.py`, `clients/memctl/claude_code.py`).
         places = [REPO / "memoryd" / name, REPO / "memoryd" / "automem" / name, REPO / name]
-        found = [place for place in places if place.is_file()]
+        found = [place for place in places if place.is_file() or (place / "__init__.py").is_file()]
         assert len(found) == 1, f"architecture.md names {name}: found at {found}"
-        parts = found[0].relative_to(REPO).with_suffix("").parts
-        modules.append((".".join(parts[1:] if parts[0] == "clients" else parts), found[0]))
+        files += _package_pure_modules(found[0]) if found[0].is_dir() else found
+    modules = []
+    for path in dict.fromkeys(files):  # recall/'s modules are also named one by one
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules.append((".".join(parts[1:] if parts[0] == "clients" else parts), path))
     return modules
+
+
+def _package_pure_modules(package: Path) -> list[Path]:
+    """The modules of `package` but those its docstring excepts ("All of it is pure domain
+    logic but `pick`, which ...")."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+    said = re.search(r"pure\s+domain\s+logic\s+but\s+((?:`\w+`(?:,\s+|\s+and\s+)?)+)", doc or "")
+    assert said is not None, f"{package}/__init__.py does not say which of it is pure"
+    impure = set(re.findall(r"`(\w+)`", said.group(1)))
+    modules = sorted(package.glob("*.py"))
+    assert impure <= {path.stem for path in modules}, impure
+    return [path for path in modules if path.stem not in impure and path.stem != "__init__"]
 
 
 def test_pure_domain_modules_open_no_socket_loop_or_log_nor_read_the_clock() -> None:
