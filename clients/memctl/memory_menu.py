@@ -70,8 +70,9 @@ def age(mtime: float | None, now: float) -> str:
 
 
 def short_path(path: str, home: str | None = None, cwd: str | None = None) -> str:
-    """A path as a person reads it: relative to cwd when below it, ~ for home."""
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+    """A path as a person reads it: relative to cwd when below it, ~ for home. Not relative
+    to `/` (a menu opened there showed `./tmp/…` and `./home/me/.claude/CLAUDE.md`)."""
+    if cwd and cwd.rstrip("/") and path.startswith(cwd.rstrip("/") + "/"):
         return "./" + path[len(cwd.rstrip("/")) + 1 :]
     if home and path.startswith(home.rstrip("/") + "/"):
         return "~/" + path[len(home.rstrip("/")) + 1 :]

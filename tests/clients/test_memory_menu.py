@@ -243,3 +243,13 @@ def test_picker_keys(tmp_path: Path) -> None:
     assert picker.handle("\n") == (False, None)  # nothing to choose
     picker.handle("\x15")
     assert picker.handle("\x1b") == (True, None)  # Esc on an empty filter leaves
+
+
+def test_short_path_is_never_relative_to_the_root() -> None:
+    # Found by a bug hunt (session 22): `memctl memory --cwd /` listed "./home/me/…".
+    from memctl.memory_menu import short_path
+
+    assert short_path("/home/me/.claude/CLAUDE.md", "/home/me", "/") == "~/.claude/CLAUDE.md"
+    assert short_path("/etc/claude/CLAUDE.md", "/home/me", "//") == "/etc/claude/CLAUDE.md"
+    assert short_path("/src/app/CLAUDE.md", "/home/me", "/src/app") == "./CLAUDE.md"
+    assert short_path("/src/app/CLAUDE.md", "/home/me", "/src/app/") == "./CLAUDE.md"
