@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,21 @@ def test_service_install_stops_a_busy_daemon_by_its_status_files_pid(
         assert "--user enable --now memoryd.socket" in calls(tmp_path)
 
 
+def _install_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_bin: Path,  # noqa: F811 (the fixture's folder)
+    tmp_path: Path,
+) -> None:
+    """`main(["service", "install", …])` in this process: stop's waits (30 s, then 5 s after
+    its SIGTERM) made short, HOME under tmp_path, the fake systemctl first on PATH."""
+    monkeypatch.setattr(
+        lifecycle, "stop", functools.partial(lifecycle.stop, wait_s=0.3, term_wait_s=0.3)
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
 def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after_sigterm(
     busy_daemon: FakeDaemon,
     fake_bin: Path,  # noqa: F811 (the fixture)
@@ -128,14 +144,7 @@ def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after
     # SIGTERM at once and 5 s: a daemon still draining its requests (or hung) was said to be
     # "stopped", and the socket unit was enabled beside it, its socket still held. In this
     # process, so that stop's waits (30 s, then 5 s after its SIGTERM) can be made short.
-    monkeypatch.setattr(
-        lifecycle, "stop", functools.partial(lifecycle.stop, wait_s=0.3, term_wait_s=0.3)
-    )
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ.get('PATH', '/usr/bin')}")
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    _install_in_process(monkeypatch, fake_bin, tmp_path)
     with held_daemon(busy_daemon, on_term="ignore") as held:
         args = ["--socket", str(busy_daemon.socket_path), "service", "install"]
         assert main([*args, "--manager", "systemd"]) != 0
@@ -143,6 +152,44 @@ def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after
         assert f"the background daemon (pid {held.pid}) is still running" in out
         assert "stopped the background daemon" not in out
         assert "enable --now memoryd.socket" not in calls(tmp_path)
+
+
+@pytest.mark.parametrize("on_term", ["exit", "ignore"])
+def test_service_install_stops_a_daemon_that_does_not_answer_status_in_time(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    on_term: str,
+) -> None:
+    # A daemon that did not answer `status` within 2 s (slow under load, hung) was taken for
+    # none: nothing was stopped and the socket unit was enabled beside it, its socket still
+    # held. Its status file's pid serves the socket: it is stopped as any other. Here it never
+    # answers, and the waits are made short.
+    answer = threading.Event()
+    fake_daemon.on("status", lambda _p: answer.wait(30) and {})
+    fake_daemon.on("shutdown", _busy)
+    monkeypatch.setattr(
+        lifecycle, "status_or_file", functools.partial(lifecycle.status_or_file, timeout=0.2)
+    )
+    _install_in_process(monkeypatch, fake_bin, tmp_path)
+    try:
+        with held_daemon(fake_daemon, on_term=on_term) as held:
+            args = ["--socket", str(fake_daemon.socket_path), "service", "install"]
+            code = main([*args, "--manager", "systemd"])
+            out = capsys.readouterr().out
+            if on_term == "exit":
+                assert code == 0, out
+                assert f"stopped the background daemon (pid {held.pid})" in out
+                assert held.wait(10) == -signal.SIGTERM
+                assert "--user enable --now memoryd.socket" in calls(tmp_path)
+            else:
+                assert code != 0, out
+                assert f"the background daemon (pid {held.pid}) is still running" in out
+                assert "enable --now memoryd.socket" not in calls(tmp_path)
+    finally:
+        answer.set()
 
 
 def test_service_install_signals_no_stale_status_files_pid(

@@ -521,6 +521,8 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
     if refused is not None and (running is None or not isinstance(running.get("pid"), int)):
         _say_unknown_pid(report, sock, taker, refused, "no status file names its pid")
         return None
+    if running is None and refused is None:
+        running = _silent_daemon(sock)
     if running is None:
         return None
     what = f"the background daemon (pid {running.get('pid')})"
@@ -545,6 +547,15 @@ def _hand_over(report: Report, sock: Path, taker: str) -> dict[str, Any] | None:
         raise _NotStopped
     report.say(f"stopped {what} so {taker} can take over its socket")
     return running
+
+
+def _silent_daemon(sock: Path) -> dict[str, Any] | None:
+    """No `status` within its 2 s (a daemon slow under load, hung, or stopped): its status
+    file, when the pid it names holds the socket. Taken for absent, the unit was enabled
+    beside a daemon still holding the socket."""
+    info = lifecycle.read_status_file(sock)
+    pid = info.get("pid") if info else None
+    return info if lifecycle.is_pid(pid) and lifecycle.serving_pid(sock, pid) else None
 
 
 def _say_unknown_pid(report: Report, sock: Path, taker: str, refused: str, why: str) -> None:
