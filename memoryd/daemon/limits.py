@@ -13,7 +13,8 @@ MiB = 1024 * 1024
 # One request line (`memoryd --line-limit`); over it: -32600 and the connection is closed.
 # The contract's default (PROTOCOL.md: "default 64 MiB, configurable").
 DEFAULT_LINE_LIMIT = 64 * MiB
-# Bytes of unfinished lines buffered across *all* connections at once; the connection whose
+# Bytes of lines not yet parsed (unfinished, or whole and waiting for their connection's room
+# or a parse thread) buffered across *all* connections at once; the connection whose
 # input would go past it gets -32600 and is closed (so many clients each sending almost a
 # line cannot grow the daemon without bound). Two lines' worth: one client at the line cap
 # never shuts out the others, and input never holds more than this (a finished line is

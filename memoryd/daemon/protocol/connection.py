@@ -1,5 +1,5 @@
-"""One client connection: reads lines (an unfinished one charged to a budget shared by every
-connection), runs each as a task, writes replies as they complete, and notifications that
+"""One client connection: reads lines (each charged to a budget shared by every connection until
+it is parsed), runs each as a task, writes replies as they complete, and notifications that
 never wait on the client.
 
 Backpressure: at most MAX_INFLIGHT_PER_CONNECTION requests run at once (each member of a batch
@@ -22,7 +22,6 @@ from memoryd.daemon.limits import (
     LINGER_S,
     MAX_INFLIGHT_PER_CONNECTION,
     NOTIFY_BUFFER_CAP,
-    PARSE_INLINE_BYTES,
     READ_CHUNK,
     STALLED_UNDER_PRESSURE_S,
     WRITE_DRAIN_THRESHOLD,
@@ -34,7 +33,7 @@ from memoryd.daemon.protocol.envelope import (
     error_object,
     request_id,
 )
-from memoryd.daemon.protocol.framing import encode, encode_reply, parse_line, read_message
+from memoryd.daemon.protocol.framing import encode, encode_reply, read_message
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -60,8 +59,8 @@ def _stalled(seconds: float) -> dict[str, Any]:
 
 
 class InputBudget:
-    """Bytes of unfinished request lines held for all connections together, capped, and the
-    connections holding some."""
+    """Bytes of request lines held for all connections together (unfinished, or whole and not
+    yet parsed), capped, and the connections holding an unfinished one."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -178,29 +177,37 @@ class Connection:
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 line: bytes | bytearray
+                charged = 0
                 if partial:
                     # The line's bytes are handed on as they are, not copied: joined as
                     # `bytes(partial) + tail`, a 50 MiB line was copied twice on the loop.
                     partial += view[start : end + 1]
                     line, partial = partial, bytearray()
-                    self._release()
+                    # Charged until started, though whole (no stalled reader's to drop): it
+                    # may wait long for room (a client not reading its replies) or a parse
+                    # thread, and uncharged, each of many connections held one at the cap.
+                    charged, self._held = self._held, 0
+                    self.input_budget.holders.discard(self)
                 else:
                     line = chunk[start : end + 1]
                 start = end + 1
-                if len(line) - 1 > limit:
-                    await self._refuse(_line_over(limit))
-                    return
-                if not line.isspace():  # not `strip()`: a copy of the whole line
-                    try:
-                        await self._wait_for_room()
-                    except (ConnectionError, OSError):
+                try:
+                    if len(line) - 1 > limit:
+                        await self._refuse(_line_over(limit))
                         return
-                    if not self._reading:
-                        break
-                    message = await self._read_message(line)
-                    if not self._reading:  # the daemon began to stop during a threaded parse
-                        break
-                    await self._start(message)
+                    if not line.isspace():  # not `strip()`: a copy of the whole line
+                        try:
+                            await self._wait_for_room()
+                        except (ConnectionError, OSError):
+                            return
+                        if not self._reading:
+                            break
+                        message = await read_message(line)
+                        if not self._reading:  # the daemon began to stop during a threaded parse
+                            break
+                        await self._start(message)
+                finally:
+                    self.input_budget.give_back(charged)
             rest = len(chunk) - start
             if not rest or not self._reading:
                 partial.clear()
@@ -229,21 +236,6 @@ class Connection:
                 return
             self._hold(rest)
             partial += view[start:]
-
-    async def _read_message(self, line: bytes | bytearray) -> Any:
-        """`read_message`, a line that may go to a thread charged to the input budget until
-        it is read: it is input still held, and one at the cap from each of many clients,
-        queued for the threads, held more than the budget allows. When the budget has no room
-        the line is read here, on the loop, where no other input is read meanwhile."""
-        size = len(line)
-        if size <= PARSE_INLINE_BYTES:
-            return await read_message(line)  # never goes to a thread
-        if not self.input_budget.take(size):
-            return parse_line(line)
-        try:
-            return await read_message(line)
-        finally:
-            self.input_budget.give_back(size)
 
     async def _wait_for_room(self) -> None:
         """Read no more while the connection's requests fill its share: too many running, or
