@@ -185,12 +185,19 @@ def test_a_link_into_the_work_tree_finds_it(recalling: FakeDaemon, tmp_path: Pat
 
 
 def _in_deleted_folder(
-    event: str, payload: dict[str, object], sock: Path, gone: Path, pwd: str | None
+    event: str,
+    payload: dict[str, object],
+    sock: Path,
+    gone: Path,
+    pwd: str | None,
+    *,
+    made_again: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """`memctl hook EVENT` started in `gone`, deleted before it runs, with $PWD as given
-    (unset for None; the shell's `cd` sets it)."""
+    """`memctl hook EVENT` started in `gone`, deleted before it runs (and `made_again` at its
+    path), with $PWD as given (unset for None; the shell's `cd` sets it)."""
     pwd_set = 'export PWD="$4"' if pwd is not None else "unset PWD"
-    script = f'cd "$1" && rmdir "$1" && {pwd_set} && exec "$2" -m memctl hook {event} '
+    again = 'mkdir "$1" && ' if made_again else ""
+    script = f'cd "$1" && rmdir "$1" && {again}{pwd_set} && exec "$2" -m memctl hook {event} '
     script += '--socket "$3" --timeout-ms 5000'
     return subprocess.run(
         ["sh", "-c", script, "sh", str(gone), sys.executable, str(sock), pwd or ""],
@@ -253,3 +260,22 @@ def test_a_stale_pwd_naming_another_folder_is_not_the_deleted_one(
     assert done.returncode == 0, done.stderr
     assert recalling.calls("recall") == []
     assert done.stdout == ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="Linux names a deleted cwd")
+def test_a_deleted_folder_made_again_is_asked_about_by_its_pwd(
+    recalling: FakeDaemon, tmp_path: Path
+) -> None:
+    # `rm -rf build && mkdir build` under the hook: $PWD names the folder made again, another
+    # inode than the deleted one it sits in, and was taken for a stale $PWD (92770ae): the
+    # hook asked about nothing. Linux names the deleted folder, that very path.
+    repo = git_init(tmp_path / "repo")
+    build = repo / "build"
+    build.mkdir()
+    payload = {"session_id": "s7", "prompt": "how do we deploy?"}
+    done = _in_deleted_folder(
+        "user-prompt-submit", payload, recalling.socket_path, build, str(build), made_again=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert recalling.calls("recall")[-1]["cwd"] == str(build)
+    assert "Deploy via staging." in context_of(done.stdout, "UserPromptSubmit")

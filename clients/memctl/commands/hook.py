@@ -225,7 +225,11 @@ def _given_cwd(payload: dict[str, Any]) -> str:
 
 def _may_name_cwd(shell_cwd: str) -> bool:
     """Whether $PWD can be the deleted folder this process sits in: gone too, or that very
-    folder. A $PWD left stale by a parent that changed folders names another one."""
+    folder, or (Linux names it) that folder's path made again (`rm -rf build && mkdir build`).
+    A $PWD left stale by a parent that changed folders names another one."""
+    with contextlib.suppress(OSError):
+        if os.readlink("/proc/self/cwd") == f"{os.path.realpath(shell_cwd)} (deleted)":
+            return True
     try:
         return os.path.samestat(os.stat(shell_cwd), os.stat("."))
     except OSError:
