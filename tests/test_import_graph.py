@@ -157,6 +157,7 @@ _IMPURE = (
     "memoryd.fsutil",
     "memoryd.fswatch",
     "memoryd.gitfacts",
+    "memoryd.gitsafe",
     "memoryd.settings",
     "memoryd.llm.client",
     "memoryd.rules.realfs",
