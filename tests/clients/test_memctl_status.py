@@ -65,6 +65,16 @@ def test_memctl_says_a_bad_wait_for_an_answer_in_one_line(fake_daemon: FakeDaemo
     )
 
 
+@pytest.mark.parametrize("command", ["status", "start", "stop", "restart"])
+def test_the_wait_for_an_answer_is_named_in_the_help(command: str) -> None:
+    # Found in review: MEMORYD_ANSWER_TIMEOUT was in docs/clients.md alone.
+    done = run_memctl(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "MEMORYD_ANSWER_TIMEOUT: seconds a daemon that accepts the connection" in " ".join(
+        done.stdout.split()
+    )
+
+
 def test_status_of_no_daemon_is_not_running(fake_daemon: FakeDaemon) -> None:
     done = run_memctl("--socket", str(fake_daemon.socket_path.with_name("none.sock")), "status")
     assert done.returncode == 3

@@ -20,7 +20,13 @@ def register(sub: Any) -> None:
         ("restart", run_restart, "stop, then start"),
         ("status", run_status, "is the daemon running, and what does it serve"),
     ):
-        parser = sub.add_parser(name, help=text)
+        # Said where a user of a hung daemon looks: the wait was a fixed 5 s named nowhere.
+        answer = (
+            f"{lifecycle.ANSWER_TIMEOUT_ENV}: seconds a daemon that accepts the connection gets "
+            f"to answer before it is called hung (default {lifecycle.ANSWER_TIMEOUT_S:g}; above "
+            "0, at most 600)"
+        )
+        parser = sub.add_parser(name, help=text, epilog=answer)
         if name in ("stop", "restart"):
             parser.add_argument(
                 "--wait",
