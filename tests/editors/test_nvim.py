@@ -232,7 +232,7 @@ def test_hostile_daemon_strings_selections_and_requests(short_tmp: Path, tmp_pat
             },
             cwd=repo,
         )
-        assert_all_passed(records, expected=13)
+        assert_all_passed(records, expected=14)
     assert not marker.exists(), "a memory's file name ran a command in the editor"
     saved = {p.name: p.read_text() for p in memory_dir.glob("*.md")}
     assert any("name: café\n" in text for text in saved.values()), sorted(saved)

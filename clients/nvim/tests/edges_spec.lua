@@ -283,6 +283,27 @@ T.run({
     end,
   },
   {
+    'a first line holding a bidi override or a C1 control: the fields derived from it are saved',
+    function()
+      -- memory.write refuses them in a name or description (6d215bf): the description, never
+      -- asked, and the name offered were the line as it was, and the save failed.
+      edit(repo .. '/src/main.py')
+      T.answers = { 3, true } -- project; the name offered
+      vim.cmd('MemorydRemember \226\128\174evil\194\133gnp.exe\226\128\168ships \226\129\166Friday')
+      wait_saved()
+      T.eq('evil gnp.exe ships Friday', T.prompts[2].default, 'the name offered')
+      local saved
+      for _, memory in ipairs(T.call('memory.list', { cwd = repo }).memories) do
+        if memory.name == 'evil gnp.exe ships Friday' then
+          saved = memory
+        end
+      end
+      T.truthy(saved, 'the memory saved')
+      T.eq('evil gnp.exe ships Friday', saved.description, 'its description')
+      T.eq('tabs and [1m bold  kept', require('memoryd.format').as_field(' tabs\tand\27[1m bold  kept '), 'as a field')
+    end,
+  },
+  {
     'notifications narrowed to worker/error: the memories view still refreshes on memory/saved',
     function()
       memoryd.setup(vim.tbl_extend('force', BASE, { notifications = { events = { 'worker/error' } } }))

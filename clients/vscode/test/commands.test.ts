@@ -270,6 +270,15 @@ describe("remember, recall, the memory list", () => {
     for (const value of [name, suggestedName(emojiAtCut), params.description as string, defaultQuery(`${"q".repeat(499)}🚀🚀`, undefined)]) {
       assert.doesNotMatch(value, /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/, "no lone surrogate");
     }
+    // A first line holding what memory.write refuses in a field (an escape sequence of a
+    // terminal log, a C1 control, a bidi override) made the write fail on fields the user
+    // never wrote: the description was never asked, the name only offered.
+    const pasted = "\x1b[31mERROR\x1b[0m deploy\u0085failed \u202eevil\u2029\nthe log";
+    assert.equal(suggestedName(pasted), "[31mERROR [0m deploy failed evil");
+    assert.equal(writeParams(target, { type: "project", text: pasted }).description, "[31mERROR [0m deploy failed evil");
+    assert.equal(suggestedName("\x1b\u202e\t\n# Next line"), "Next line");
+    const logged = await remember(client, target, { type: "project", text: pasted });
+    assert.match(fs.readFileSync(logged.path, "utf8"), /^description: '\[31mERROR \[0m deploy failed evil'$/m);
     // As saved by the daemon: the name on disk holds no U+FFFD.
     const saved = await remember(client, target, { type: "project", text, name: suggestedName(`${"n".repeat(58)}🚀 launch`) });
     assert.match(fs.readFileSync(saved.path, "utf8"), /^name: n{58}🚀…$/m);

@@ -90,6 +90,17 @@ function M.older_daemon_hint(err)
   return ''
 end
 
+-- Text as memoryd takes a name or description it derives itself (memfile.as_field): the
+-- bidirectional controls (U+202A-U+202E, U+2066-U+2069) dropped; control characters (C0, DEL,
+-- C1) and U+2028/U+2029 a space (a run of them one, as clean does); no space at either end.
+-- memory.write refuses them in a field, so the fields derived from a text (the name offered,
+-- the description) must not hold them.
+function M.as_field(text)
+  text = tostring(text or ''):gsub('\226\128[\170-\174]', ''):gsub('\226\129[\166-\169]', '')
+  text = text:gsub('\194[\128-\159]', '\n'):gsub('\226\128[\168\169]', '\n')
+  return (M.clean(text):gsub('^%s+', ''):gsub('%s+$', ''))
+end
+
 -- Text that fits on one line (notifications and list entries never break the layout).
 function M.one_line(text, max)
   text = M.clean(text)

@@ -101,6 +101,19 @@ export function oneLine(text: string): string {
   });
 }
 
+const BIDI = /[\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` as memoryd takes a memory's name or description it derives itself (its
+ * `memfile.as_field`): the bidi controls dropped, every other character `oneLine` escapes a
+ * space, none at either end. For the fields the extension derives from the text (the
+ * suggested name, the description): `memory.write` refuses those characters in a field, and
+ * the user never wrote these as one.
+ */
+export function asField(text: string): string {
+  return text.replace(BIDI, "").replace(UNSHOWN, " ").trim();
+}
+
 /**
  * `text` for a VS Code notification: one line, and no markdown link. VS Code turns
  * `[label](command:…)` in a message into a link that runs the command with its arguments, so a

@@ -1,7 +1,7 @@
 // Remember: save the selection or a typed line with `memory.write` (type picked by the user),
 // as a team memory (`team: true`) only when the project has team sync.
 import type { ProjectTarget } from "./editorContext";
-import { charCount, firstChars } from "./format";
+import { asField, charCount, firstChars } from "./format";
 import type { Message } from "./notifications";
 import type { MemorydClient } from "./rpcClient";
 import { ProtocolError, RpcError } from "./rpcClient";
@@ -19,8 +19,9 @@ export type MemoryType = (typeof MEMORY_TYPES)[number]["type"];
 const NAME_CHARS = 60;
 const DESCRIPTION_CHARS = 150;
 
+/** The first line with words, as a name or description may hold it (no control characters). */
 function firstLine(text: string): string {
-  return (text.split("\n").find((line) => line.trim()) ?? "").trim().replace(/^[#>*\-\s]+/, "");
+  return (text.split("\n").map(asField).find((line) => line) ?? "").replace(/^[#>*\-\s]+/, "");
 }
 
 /** At most `max` characters (code points, so an emoji is never cut in half), "…" when cut. */

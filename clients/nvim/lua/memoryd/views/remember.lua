@@ -14,14 +14,25 @@ M.TYPES = {
   { 'reference', 'where things are: links, dashboards, channels' },
 }
 
+-- The text's first line with words, as a name or description may hold it (format.as_field):
+-- memory.write refused the fields derived from a line holding a bidi override or a C1 control.
+local function first_line(text)
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+    local field = format.as_field(line)
+    if field ~= '' then
+      return field
+    end
+  end
+  return ''
+end
+
 -- Pure: the memory.write params for a text, a type and a name.
 function M.params(ctx, text, kind, name, team)
-  local first = text:match('^%s*([^\n]*)') or text
   local params = {
     cwd = ctx.cwd,
     type = kind,
     name = format.one_line(name, 100),
-    description = format.one_line(first, 150),
+    description = format.one_line(first_line(text), 150),
     body = text,
   }
   if team then
@@ -31,8 +42,7 @@ function M.params(ctx, text, kind, name, team)
 end
 
 function M.default_name(text)
-  local first = (text:match('^%s*([^\n]*)') or text):gsub('%s+$', '')
-  return format.one_line(first, 60)
+  return format.one_line(first_line(text), 60)
 end
 
 local function text_from(opts)
