@@ -15,6 +15,7 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -474,6 +475,19 @@ def test_a_copy_that_cannot_be_saved_is_kept(
     assert edited.read_text() == EDITED
 
 
+@contextmanager
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """Processes started meanwhile get SIGINT's default, as from a terminal. A test run
+    started in the background by a script (`pytest … &`: SIGINT ignored) passed its SIG_IGN
+    on, which exec keeps and Python leaves alone: the SIGINT a test sent did nothing."""
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)  # reset to default by exec
+    try:
+        yield
+    finally:
+        if was is not None:
+            signal.signal(signal.SIGINT, was)
+
+
 def test_ctrl_c_at_the_save_question_keeps_the_edited_copy(
     scripted: FakeDaemon, project: Path, writing_editor: tuple[str, Path], note: dict[str, Any]
 ) -> None:
@@ -481,13 +495,14 @@ def test_ctrl_c_at_the_save_question_keeps_the_edited_copy(
     # deleted the private copy with the user's text; "no" keeps it and says where.
     note.update(changed_after_read=1, changed_to=NOTE_TEXT.replace("V0", "V1: an agent's"))
     sock = str(scripted.socket_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memctl", "--socket", sock, "memory", "--cwd", str(project)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=memctl_env(VISUAL=writing_editor[0]),
-    )
+    with ctrl_c_reaches_children():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memctl", "--socket", sock, "memory", "--cwd", str(project)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=memctl_env(VISUAL=writing_editor[0]),
+        )
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write(b"old note\n1\n1\n")
