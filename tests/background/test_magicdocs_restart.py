@@ -8,6 +8,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, workspace_for
 from tests.conftest import DaemonHandle, start_daemon, stop_daemon
@@ -76,11 +78,14 @@ def stat_mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
 
 
-async def test_a_doc_retitled_and_read_again_is_saved_with_its_new_title(
-    model_config: DaemonConfig, tmp_path: Path
+@pytest.mark.parametrize("seen_by", ["a read", "its update"])
+async def test_a_retitled_doc_is_saved_with_its_new_title(
+    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI, seen_by: str
 ) -> None:
-    # Found by a review: a new title read again by a known session was taken in memory but
-    # the registrations file kept the old one.
+    # The new title, seen by a known session's read again (found by a review) or by the update
+    # at its natural break (session 22's hunt), was taken in memory only: the registrations
+    # file kept the old one, which magicdocs.list showed after a restart.
+    Script(fake_model)  # the update's model run: "no update"
     handle = await start_daemon(model_config)
     state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
     try:
@@ -91,7 +96,11 @@ async def test_a_doc_retitled_and_read_again_is_saved_with_its_new_title(
         read = {"session_id": "s1", "cwd": str(ws.cwd), "tool": "Read", "read_paths": [str(doc)]}
         await handle.call("after_tool", **read)
         doc.write_text(DOC.replace("Deployment notes", "Release notes"))
-        await handle.call("after_tool", **read)
+        if seen_by == "a read":
+            await handle.call("after_tool", **read)
+        else:
+            await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+            await handle.daemon.services.magic_docs.wait_idle()
     finally:
         await stop_daemon(handle)
     assert [d["title"] for d in json.loads(state.read_text())["docs"]] == ["Release notes"]
@@ -139,26 +148,3 @@ async def test_two_daemons_of_one_state_dir_keep_each_others_registrations(
         await handle.daemon.services.magic_docs.wait_idle()
     finally:
         await stop_daemon(handle)
-
-
-async def test_a_doc_retitled_before_its_update_is_saved_with_its_new_title(
-    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI
-) -> None:
-    # Found by session 22's hunt: the update took the new title in memory only, so after a
-    # restart magicdocs.list showed the old one (and the update prompt, until the next read).
-    Script(fake_model)  # the update's model run: "no update"
-    handle = await start_daemon(model_config)
-    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
-    try:
-        ws = workspace_for(handle, tmp_path)
-        doc = ws.cwd / "docs" / "deploy.md"
-        doc.parent.mkdir()
-        doc.write_text(DOC)
-        read = {"session_id": "s1", "cwd": str(ws.cwd), "tool": "Read", "read_paths": [str(doc)]}
-        await handle.call("after_tool", **read)
-        doc.write_text(DOC.replace("Deployment notes", "Release notes"))
-        await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
-        await handle.daemon.services.magic_docs.wait_idle()
-    finally:
-        await stop_daemon(handle)
-    assert [d["title"] for d in json.loads(state.read_text())["docs"]] == ["Release notes"]
