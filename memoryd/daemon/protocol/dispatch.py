@@ -151,6 +151,12 @@ _NO_ROOM = {
         "raise that limit and `memctl restart`",
     ),
     errno.EROFS: ("the file system is read-only (EROFS)", "remount it read-write"),
+    # A file replaced or removed by a rename, where the file is a mount point (a container's
+    # `-v notes.md:…/memory/user_x.md`): the kernel refuses to rename it.
+    errno.EBUSY: (
+        "a file it replaces or removes is a mount point (EBUSY)",
+        "mount its folder instead of the file, or unmount it",
+    ),
 }
 # A read-only memory folder may also be moved (`MethodSpec.memory_folder`); for settings.set
 # (the user settings file) or a history snapshot (the state folder) that is no fix.
