@@ -24,7 +24,7 @@ from memoryd_client import (
     default_socket_path,
     paths,
 )
-from memoryd_client.client import bad_reply, owned_by_you
+from memoryd_client.client import CONNECT_RETRY_S, bad_reply, owned_by_you
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -152,16 +152,19 @@ def query_status(sock: Path, timeout: float | None = None) -> dict[str, Any] | N
         return None
 
 
-def ask_status(sock: Path, timeout: float | None = None) -> dict[str, Any] | None:
+def ask_status(
+    sock: Path, timeout: float | None = None, connect_retry_s: float = CONNECT_RETRY_S
+) -> dict[str, Any] | None:
     """The daemon's `status`; None when nobody listens or the reply is unusable; TimeoutError
     when something accepts the connection but does not answer (a hung daemon is not absent);
     UntrustedSocket when another user's program listens there (nothing to start next to it);
     ProtocolError when what answers is not memoryd (`status` said "not running", and `start`
-    spawned a daemon that exited "already serving"). `timeout`: `answer_timeout_s()`."""
+    spawned a daemon that exited "already serving"). `timeout`: `answer_timeout_s()`.
+    `connect_retry_s`: how long a socket that refuses is retried (the client's rule)."""
     if timeout is None:
         timeout = answer_timeout_s()
     try:
-        with Client(sock, timeout=timeout) as conn:
+        with Client(sock, timeout=timeout, connect_retry_s=connect_retry_s) as conn:
             result = conn.call("status")
     except (TimeoutError, UntrustedSocket, ProtocolError):
         raise
@@ -192,7 +195,9 @@ def start(
     sock: Path, wait_s: float = START_WAIT_S, extra_args: list[str] | None = None
 ) -> dict[str, Any]:
     """Start a background daemon unless a healthy one answers. Returns its status."""
-    running = _running(sock)
+    # A socket left by a daemon killed (kill -9, a crash) refuses: retrying it for the client's
+    # second only waited, twice (here and under the lock), before every start after a kill.
+    running = _running(sock, 0.0 if _daemon_gone(sock) else CONNECT_RETRY_S)
     if running is not None:
         return {"started": False, **running}
     log_file = sock.with_name("memoryd.log")
@@ -213,9 +218,11 @@ def start(
         why = "not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
         raise RuntimeError(f"cannot start memoryd at {sock}: {where}{why}") from exc
     with _one_at_a_time(sock, wait_s, create=True):
-        # Another `memctl start` may have started it while this one waited for its turn.
+        # Another `memctl start` may have started it while this one waited for its turn: it
+        # released the lock only once its daemon answered, so a socket that refuses now is not
+        # about to listen (not retried).
         try:
-            running = _running(sock)
+            running = _running(sock, connect_retry_s=0.0)
         except BaseException:
             os.close(log_fd)
             raise
@@ -225,12 +232,19 @@ def start(
         return _spawn(sock, log_file, log_fd, wait_s, extra_args)
 
 
-def _running(sock: Path) -> dict[str, Any] | None:
+def _daemon_gone(sock: Path) -> bool:
+    """Does the status file name a daemon process that no longer exists?"""
+    info = read_status_file(sock)
+    pid = info.get("pid") if info else None
+    return is_pid(pid) and not pid_alive(pid)
+
+
+def _running(sock: Path, connect_retry_s: float) -> dict[str, Any] | None:
     """The status of the daemon on `sock`, or None. One that accepts and does not answer is
     there all the same: a second one would only exit, "already serving" (after 12 s)."""
     timeout = answer_timeout_s()
     try:
-        return ask_status(sock, timeout)
+        return ask_status(sock, timeout, connect_retry_s)
     except TimeoutError:
         raise TimeoutError(
             f"memoryd on {sock} accepts connections but did not answer within {timeout:.3g} s "
@@ -459,6 +473,19 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     named = info.get("pid") if info else None
     # Checked before the request: a daemon told to stop closes its listening socket at once.
     pid = named if is_pid(named) and serving_pid(sock, named) else None
+    frozen = _suspended_server(sock, pid)
+    if frozen is not None:
+        # Stopped by SIGSTOP or held by a tracer, it would not answer the request: the
+        # answer's whole timeout was waited out first. SIGTERM (then SIGCONT) asks the same.
+        _terminate(frozen)
+        _wait_gone(frozen, wait_s + term_wait_s)
+        waited = round(time.monotonic() - started, 1)
+        return {
+            "stopped": not pid_alive(frozen),
+            "pid": frozen,
+            "waited_s": waited,
+            "suspended": True,
+        }
     asked = False
     refused: str | None = None
     try:
@@ -490,6 +517,18 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     # Not `asked`: a daemon that answered "shutting down" and then hung is still running.
     waited = round(time.monotonic() - started, 1)
     return {"stopped": not pid_alive(pid), "pid": pid, "waited_s": waited}
+
+
+def _suspended_server(sock: Path, pid: int | None) -> int | None:
+    """The pid serving `sock` when its process is stopped (SIGSTOP, Ctrl-Z, a tracer), else
+    None. With no pid from the status file, the socket's listening peer (the kernel answers
+    for a stopped process), if it serves the socket."""
+    if pid is None:
+        peer = listener_pid(sock)
+        if not (is_pid(peer) and suspended(peer) and serving_pid(sock, peer)):
+            return None
+        pid = peer
+    return pid if suspended(pid) else None
 
 
 def _own_pid(conn: Client, sock: Path) -> int | None:

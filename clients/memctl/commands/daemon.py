@@ -75,8 +75,17 @@ def run_stop(args: argparse.Namespace) -> int:
         # Asked, but with no pid known to serve the socket there is no process to wait for.
         emit(args, result, f"memoryd on {sock} is stopping (its pid is unknown: not waited for)")
     else:
-        emit(args, result, f"memoryd stopped (pid {result['pid']})")
+        emit(args, result, f"memoryd stopped (pid {result['pid']})" + _why_signalled(result))
     return 0
+
+
+def _why_signalled(result: dict[str, Any]) -> str:
+    if not result.get("suspended"):
+        return ""
+    return (
+        ": its process was suspended (SIGSTOP, Ctrl-Z or a tracer) and could not answer a "
+        "request, so it was sent SIGTERM and SIGCONT"
+    )
 
 
 def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -> int:
@@ -96,11 +105,14 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
         )
     if pid is None:
         return fail(args, _not_running(sock), EXIT_DOWN)
-    # Still running after the shutdown request and SIGTERM: hung, or stuck finishing its work.
+    # Still running after the shutdown request and SIGTERM: hung, or stuck finishing its work;
+    # suspended, a tracer (which SIGCONT does not resume) holds it.
+    held = lifecycle.tracer_pid(pid) if result.get("suspended") else None
+    why = f"it is held by a tracer (pid {held})" if held is not None else "it may be hung"
     return fail(
         args,
         f"memoryd (pid {pid}) on {sock} did not stop within {result.get('waited_s', 0):.0f}s, "
-        f"not even after SIGTERM; it may be hung: `kill -KILL {pid}` ends it",
+        f"not even after SIGTERM; {why}: `kill -KILL {pid}` ends it",
         EXIT_TIMEOUT,
         pid=pid,
     )
