@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,41 @@ async def test_an_unfinished_line_that_stalls_closes_its_connection(short_tmp: P
         idle_writer.close()
     finally:
         await stop_daemon(handle)
+
+
+@pytest.mark.parametrize("newline", [False, True])
+async def test_a_line_over_the_cap_is_dropped_before_the_refusal_lingers(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, newline: bool
+) -> None:
+    """A refusal waits for the connection's replies (up to 30 s), then reads and drops what the
+    client still sends (2 s); the refused line, given back to the input budget, was held all
+    the while: many connections each past the line cap held as many lines beyond the budget.
+    Found in review."""
+    from memoryd.daemon.protocol import connection
+    from memoryd.daemon.protocol.connection import Connection
+
+    held: list[int] = []
+    drop_input = Connection._drop_input
+    # What the reading loop allocated (the line's buffer), not this test's own copy of it.
+    reading_loop = tracemalloc.Filter(True, connection.__file__)
+
+    async def spy(self: Connection) -> None:
+        snapshot = tracemalloc.take_snapshot().filter_traces([reading_loop])
+        held.append(sum(stat.size for stat in snapshot.statistics("filename")))
+        await drop_input(self)
+
+    monkeypatch.setattr(Connection, "_drop_input", spy)
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=4 * MiB))
+    tracemalloc.start()
+    try:
+        reader, writer = await _connect(handle.socket_path)
+        line = OPEN + b" " * (4 * MiB + 100_000) + (b"}\n" if newline else b"")
+        await _send(writer, line)
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+        assert "over the 4194304-byte cap" in reply["error"]["message"]
+        writer.close()
+    finally:
+        tracemalloc.stop()
+        await stop_daemon(handle)
+    [memory] = held
+    assert memory < MiB, f"{memory / MiB:.1f} MiB held while the refusal lingered"

@@ -193,6 +193,11 @@ class Connection:
                 start = end + 1
                 try:
                     if len(line) - 1 > limit:
+                        # Dropped now: the refusal lingers up to 32 s (its replies, then the
+                        # rest of the input), the line held all the while, uncharged.
+                        line = b""
+                        self.input_budget.give_back(charged)
+                        charged = 0
                         await self._refuse(_line_over(limit))
                         return
                     if not line.isspace():  # not `strip()`: a copy of the whole line
@@ -213,6 +218,7 @@ class Connection:
                 partial.clear()
                 continue
             if len(partial) + rest > limit:
+                partial.clear()  # not held while the refusal lingers (as above)
                 await self._refuse(_line_over(limit))
                 return
             taken = self.input_budget.take(rest)
@@ -225,6 +231,7 @@ class Connection:
                 cap = self.input_budget.cap
                 log.warning("closing a connection over the input buffer cap", cap=cap)
                 self.daemon.counters["input_cap_closed"] += 1
+                partial.clear()
                 await self._refuse(
                     error_object(
                         INVALID_REQUEST,
