@@ -241,6 +241,18 @@ def test_launch_agent_uses_the_clients_socket_rule(
     assert f"unchanged: {plist_path}" in again.stdout
 
 
+def test_the_launch_agent_is_not_throttled_as_background_work(
+    mac_home: Path, fake_bin: Path
+) -> None:
+    # ProcessType=Background had macOS throttle the CPU and disk of the daemon whose answers
+    # the hooks wait for (100 ms): Standard is the light limits of a job with no type.
+    done = memctl(mac_home, fake_bin, "service", "install", "--manager", "launchd")
+    assert done.returncode == 0, done.stderr + done.stdout
+    plist_path = mac_home / "Library" / "LaunchAgents" / "com.memoryd.daemon.plist"
+    with plist_path.open("rb") as handle:
+        assert plistlib.load(handle)["ProcessType"] == "Standard"
+
+
 def test_the_shipped_templates_stay_templates() -> None:
     repo = Path(__file__).resolve().parents[2]
     for path in (
