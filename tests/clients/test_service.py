@@ -114,6 +114,8 @@ def test_install_writes_units_with_this_installation_and_starts_them(
         assert not directives(text, "PrivateTmp", "Documentation")
     # A start-up refusal (exit 2, one line) is not restarted in a loop.
     assert directives(service, "RestartPreventExitStatus") == ["RestartPreventExitStatus=2"]
+    # The stop's SIGTERM goes to the daemon, not to its secret-scan worker as it drains.
+    assert directives(service, "KillMode", "KillSignal") == ["KillSignal=SIGTERM", "KillMode=mixed"]
     user = "--user"
     assert calls(tmp_path) == [
         SHOW,
