@@ -8,8 +8,10 @@ only when it still holds what was read (`remove_if_unchanged`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from memoryd_client.durable import fsync_dir
 from memoryd_client.private_dirs import make_private_dirs
@@ -143,3 +145,16 @@ def read_regular_head(path: Path, limit: int) -> bytes | None:
             return handle.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
         except OSError:
             return None
+
+
+def read_json_object(path: Path, limit: int) -> dict[str, Any] | None:
+    """The JSON object a regular file of at most `limit` bytes holds, or None: missing,
+    unreadable, no regular file (`read_regular_head`), larger, or no JSON object."""
+    raw = read_regular_head(path, limit + 1)
+    if raw is None or len(raw) > limit:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

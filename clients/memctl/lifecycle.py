@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
-import stat
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from memctl.files import read_json_object
 from memctl.output import UsageError
 from memoryd_client import (
     Client,
@@ -89,16 +88,7 @@ _STATUS_FILE_CAP = 64 * 1024
 def read_status_file(sock: Path) -> dict[str, Any] | None:
     """The status file's fields, or None. Only a regular file is read, and only so much: a
     FIFO in its place (opened without O_NONBLOCK) hung `memctl stop` for ever."""
-    try:
-        fd = os.open(status_file(sock), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with open(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            raw = handle.read(_STATUS_FILE_CAP + 1)
-        data = json.loads(raw.decode("utf-8")) if len(raw) <= _STATUS_FILE_CAP else None
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(status_file(sock), _STATUS_FILE_CAP)
 
 
 def pid_alive(pid: int) -> bool:

@@ -173,16 +173,9 @@ SURFACED_KEPT = 2_000
 def _load_state(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
-    from memctl.files import read_regular_head
+    from memctl.files import read_json_object
 
-    raw = read_regular_head(path, STATE_MAX_BYTES + 1)
-    if raw is None or len(raw) > STATE_MAX_BYTES:
-        return {}
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path, STATE_MAX_BYTES) or {}
 
 
 def _save_state(path: Path | None, state: dict[str, Any]) -> None:
