@@ -149,6 +149,12 @@ class Pty:
     def screen_has(self, text: str) -> Callable[[], bool]:
         return lambda: text in self.text()
 
+    def cursor_on(self, text: str) -> Callable[[], bool]:
+        """The picker's marker (`>`, in place of the indent) is on the row showing `text`."""
+        return lambda: any(
+            line.startswith(">") and text in line for line in self.text().splitlines()
+        )
+
     def close(self) -> int:
         try:
             return self.proc.wait(timeout=20)
@@ -222,14 +228,14 @@ def test_memory_ui_in_a_pty(
     term.send("\r")
     term.wait_for(term.screen_has("History and restore"), "the memory menu")
     term.send(DOWN)
-    time.sleep(0.1)
+    term.wait_for(term.cursor_on("History and restore"), "the cursor on History")
     term.send("\r")
     term.wait_for(lambda: scripted.calls("memory.history") != [], "the history call")
     term.wait_for(term.screen_has("20260101T000000-1"), "the version list")
     term.send("\r")
     term.wait_for(term.screen_has("Restore old_note.md"), "the confirmation")
     term.send(DOWN)
-    time.sleep(0.1)
+    term.wait_for(term.cursor_on("Yes"), "the cursor on Yes")
     term.send("\r")
     term.wait_for(lambda: scripted.calls("memory.restore") != [], "the restore")
     restore = scripted.calls("memory.restore")[0]
