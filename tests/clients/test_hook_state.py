@@ -1,15 +1,110 @@
-"""The hook's per-session state file (memories shown, a kept summary): read only when it is a
-regular file of sensible size, and bounded as a long session goes on."""
+"""`memctl hook` and its per-session state file (memories shown, a kept summary): the context
+is given when the state cannot be saved, a kept summary is shown once, and the file is read only
+when it is a regular file of sensible size, bounded as a long session goes on."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memoryd_client.paths import state_dir
 from tests.clients.fake_daemon import FakeDaemon
-from tests.clients.test_hook import context_of, hook
+from tests.clients.test_hook import context_of, hook, write_transcript
+from tests.clients.test_hook_stdin import INDEX_CONTEXT
+
+
+def test_context_is_given_when_the_state_cannot_be_saved(
+    fake_daemon: FakeDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A state dir that cannot be written (a file in its way; a full or read-only disk alike).
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    memory = {"path": "/m/tabs.md", "type": "feedback", "content": "Use tabs.", "note": None}
+    fake_daemon.on("recall", {"memories": [memory], "selector": "local"})
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    prompt = {"session_id": "s1", "cwd": str(tmp_path), "prompt": "format the file"}
+    code, out, err = hook("user-prompt-submit", prompt, fake_daemon.socket_path)
+    # Before: the failed save dropped the memories recall had returned.
+    assert code == 0
+    assert "Use tabs." in context_of(out, "UserPromptSubmit")
+    assert "session state not saved" in err
+    compacted = {"session_id": "s1", "cwd": str(tmp_path), "source": "compact"}
+    code, out, _ = hook("session-start", compacted, fake_daemon.socket_path)
+    assert code == 0
+    assert "remember me" in context_of(out, "SessionStart")
+
+
+def _compacted(summary: str | None) -> dict[str, Any]:
+    """A `compact` result, with the session summary or (None) without one."""
+    return {"used_session_memory": summary is not None, "reason": None, "summary": summary}
+
+
+def _session(tmp_path: Path, session_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The payloads of pre-compact and of the session-start after the compaction."""
+    transcript = tmp_path / "t.jsonl"
+    write_transcript(transcript, tmp_path / "doc.md")
+    common = {"session_id": session_id, "cwd": str(tmp_path)}
+    return {**common, "transcript_path": str(transcript)}, {**common, "source": "compact"}
+
+
+def test_a_kept_summary_is_given_with_memoryd_down_and_never_after_a_later_compaction(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    session, start = _session(tmp_path, "s7")
+    fake_daemon.on("compact", _compacted("Fixing the parser"))
+    assert hook("pre-compact", session, fake_daemon.socket_path)[:2] == (0, "")
+    # memoryd went away (or was slow) just as Claude Code started again after the compaction.
+    code, out, err = hook("session-start", start, tmp_path / "nobody.sock")
+    # Before: no context at all, and the summary stayed in the state.
+    assert code == 0
+    assert context_of(out, "SessionStart") == "Fixing the parser"
+    assert "only the kept summary" in err
+    # A later compaction with no summary of its own (no model by then) shows none.
+    fake_daemon.on("compact", _compacted(None))
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    assert hook("pre-compact", session, fake_daemon.socket_path)[:2] == (0, "")
+    code, out, _ = hook("session-start", start, fake_daemon.socket_path)
+    assert code == 0
+    assert "Fixing the parser" not in context_of(out, "SessionStart")
+
+
+def test_a_summary_never_shown_is_dropped_by_the_next_compaction(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    session, start = _session(tmp_path, "s8")
+    fake_daemon.on("compact", _compacted("The first compaction's summary"))
+    hook("pre-compact", session, fake_daemon.socket_path)
+    # Its session-start never ran (Claude Code was closed); the next compaction has no summary.
+    fake_daemon.on("compact", _compacted(None))
+    hook("pre-compact", session, fake_daemon.socket_path)
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    code, out, _ = hook("session-start", start, fake_daemon.socket_path)
+    # Before: the first compaction's summary came after the second.
+    assert code == 0
+    assert "first compaction" not in context_of(out, "SessionStart")
+
+
+def test_a_long_kept_summary_is_cut_to_the_inline_limit_naming_its_file(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    session, start = _session(tmp_path, "s9")
+    notes = "".join(f"## Worklog {i}\n" + "did a thing, then another\n" * 20 for i in range(80))
+    compacted = {**_compacted(notes), "summary_path": "/s/s9/session-memory/summary.md"}
+    fake_daemon.on("compact", compacted)
+    assert hook("pre-compact", session, fake_daemon.socket_path)[:2] == (0, "")
+    # memoryd down: the summary alone. Before: all 43 KB of it, which Claude Code saves to a
+    # file, the model getting a 2 KB preview.
+    code, out, _ = hook("session-start", start, tmp_path / "nobody.sock")
+    assert code == 0
+    text = context_of(out, "SessionStart")
+    assert len(text.encode()) <= 9_000
+    assert text.startswith("## Worklog 0\n")
+    assert text.endswith(" lines; read /s/s9/session-memory/summary.md for the rest]")
 
 
 def _state_path(session_id: str) -> Path:
