@@ -43,6 +43,13 @@ class WriteQueueTimeout(StorageUnavailable):
     unavailable" sent an admin looking at a database that answers."""
 
 
+# The longest a write waits in the queue, whatever the database's own wait: SQLite's busy
+# timeout (30 s), or a long --database-timeout, is a client's whole read deadline, so a write
+# given its turn near the end was stored for a client that had given up, and the 503 of one
+# that waited it out was read by no one.
+QUEUE_WAIT_MAX_S = 10.0
+
+
 class RepoLocks:
     """One process's write queue per repository, waited on before a database connection is
     taken: writers queued inside the database (a PostgreSQL row lock, SQLite's write lock)
@@ -57,7 +64,8 @@ class RepoLocks:
     @contextlib.asynccontextmanager
     async def hold(self, repo: str, timeout_s: float) -> AsyncIterator[None]:
         """`repo`'s turn; WriteQueueTimeout (a 503, retried) after `timeout_s` in the queue,
-        as a wait for the database itself would be."""
+        as a wait for the database itself would be (at most QUEUE_WAIT_MAX_S)."""
+        timeout_s = min(timeout_s, QUEUE_WAIT_MAX_S)
         lock = self._locks.setdefault(repo, asyncio.Lock())
         self._users[repo] = self._users.get(repo, 0) + 1
         try:

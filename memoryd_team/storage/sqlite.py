@@ -102,12 +102,6 @@ _VERSION_COLUMNS = (
 )
 
 
-# The longest a write waits in the queue: the busy timeout (30 s) is as long as a client's read
-# deadline, so a write given its turn near the end was stored for a client that had given up,
-# and the 503 of one that waited it out was read by no one.
-QUEUE_WAIT_MAX_S = 10.0
-
-
 class SqliteStorage(Storage):
     """`own_folder`: the file's folder is memoryd's own data folder, kept 0700 even if it was
     made looser; any other folder is the admin's, and only the folders missing on the way to
@@ -416,7 +410,7 @@ class SqliteStorage(Storage):
         # Queued here, not in a thread: SQLite has one write lock for every repository, and
         # writes waiting for it (another process's write holding it) each held one of the
         # pool's threads, which every read needs too. One waits in a thread at most.
-        async with self._writers.hold(_ALL_REPOS, min(self._busy_timeout_s, QUEUE_WAIT_MAX_S)):
+        async with self._writers.hold(_ALL_REPOS, self._busy_timeout_s):
             return await self._run(write)
 
     # history ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_team.settings import ServerSettings
-from memoryd_team.storage import sqlite as sqlite_storage
+from memoryd_team.storage import base as storage_base
 from memoryd_team.storage.base import Storage, StorageUnavailable
 from memoryd_team.storage.postgres import PostgresStorage
 from memoryd_team.storage.sqlite import SqliteStorage
@@ -371,16 +371,15 @@ def test_a_put_that_waited_its_whole_turn_says_so(database_url: str) -> None:
     assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
 
 
-def test_a_sqlite_write_waits_its_turn_well_inside_a_clients_deadline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_write_waits_its_turn_well_inside_a_clients_deadline(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite's queue wait was its busy timeout, 30 s: a client's whole read deadline, so a
-    write given its turn near the end was stored for a client gone, and its 503 read by none."""
-    monkeypatch.setattr(sqlite_storage, "QUEUE_WAIT_MAX_S", 0.5)
-    url = f"sqlite://{tmp_path / 'team.sqlite3'}"
-    reply = _put_behind_a_turn_that_does_not_end(
-        url, _storage_waiting(url, postgres_s=0, sqlite_s=30)
-    )
+    """The queue wait was the database's own, SQLite's busy timeout 30 s (or a long
+    --database-timeout): a client's whole read deadline, so a write given its turn near the
+    end was stored for a client gone, and its 503 read by none."""
+    monkeypatch.setattr(storage_base, "QUEUE_WAIT_MAX_S", 0.5)
+    storage = _storage_waiting(database_url, postgres_s=30, sqlite_s=30)
+    reply = _put_behind_a_turn_that_does_not_end(database_url, storage)
     assert reply.status_code == 503, reply.text
     assert "waited 0.5 s behind earlier writes" in reply.json()["message"]
 
