@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -216,15 +217,34 @@ def test_two_starts_at_once_start_one_daemon_and_say_so(short_tmp: Path) -> None
     assert lifecycle.query_status(sock) is None
 
 
+def _start_lock_held(sock: Path) -> bool:
+    """Does a `memctl start` hold `sock`'s start lock? (A shared lock is refused then; when
+    it is had, it is let go at once.)"""
+    try:
+        fd = os.open(lifecycle.start_lock(sock), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def test_stop_while_start_brings_the_daemon_up_stops_it(short_tmp: Path) -> None:
     # `stop` said "not running" (exit 3) of a daemon `start` was still bringing up, which then
     # came up and stayed; it waits for the start, then stops what it started.
     sock = short_tmp / "run" / "m.sock"
     starting = _start_in_background(sock)
-    log = sock.with_name("memoryd.log")
     deadline = time.monotonic() + 30
-    while not log.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)  # start has made the folder and the log: it is spawning the daemon
+    # Its start lock held: it is spawning the daemon. Its log made was no such sign: start
+    # makes it before taking the lock, and a start held up between the two (a loaded
+    # machine) let this stop come first, a stop before the start ("not running").
+    while not _start_lock_held(sock) and starting.poll() is None:
+        assert time.monotonic() < deadline, "memctl start never took its lock"
+        time.sleep(0.01)
     stopped = run_memctl("--socket", str(sock), "stop")
     started = json.loads(starting.communicate(timeout=60)[0])
     assert stopped.returncode == 0, stopped.stderr
