@@ -133,6 +133,8 @@ def _fresh_environment(wheel: Path, root: Path, deps: str) -> tuple[Path, dict[s
 
     home = root / "home"
     home.mkdir()
+    # A login session's runtime folder: without one `service install` refuses (su, sudo -u).
+    (root / "run").mkdir(mode=0o700)
     env = {
         "HOME": str(home),
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
@@ -500,11 +502,25 @@ def test_setup_runs_a_set_up_venv_with_no_python_on_path(tmp_path: Path) -> None
     assert "-m venv .venv" not in calls.read_text().splitlines()
 
 
-def test_two_setups_at_once_make_one_venv_and_run_no_apt_get(tmp_path: Path) -> None:
+def _path_without(tmp_path: Path, tool: str) -> str:
+    """A PATH of one folder linking every command on this PATH but `tool`."""
+    folder = tmp_path / f"path-without-{tool}"
+    folder.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for command in Path(directory or ".").glob("*"):
+            link = folder / command.name
+            if command.name != tool and not link.exists() and os.access(command, os.X_OK):
+                link.symlink_to(command)
+    return str(folder)
+
+
+@pytest.mark.parametrize("flock", [True, False], ids=["flock", "no-flock"])
+def test_two_setups_at_once_make_one_venv_and_run_no_apt_get(tmp_path: Path, flock: bool) -> None:
     """scripts/serve and scripts/check started together on a fresh checkout: both made .venv,
     one's `python -m venv` failed on the other's files, and it took that for Debian's missing
     venv package: deleted .venv under the other, ran `apt-get install python3.X-venv` (with
-    sudo: a password prompt), and failed "install python3-venv" though it was installed."""
+    sudo: a password prompt), and failed "install python3-venv" though it was installed.
+    macOS has no flock(1): there both still made .venv."""
     python, calls = _fake_python(tmp_path, "python3.11")
     calls.with_name(calls.name + ".slow").touch()
     root = _set_up_checkout(tmp_path, python=python)
@@ -515,7 +531,8 @@ def test_two_setups_at_once_make_one_venv_and_run_no_apt_get(tmp_path: Path) -> 
     (tools / "apt-get").write_text(f'#!/bin/sh\necho "$*" >> {apt_calls}\nexit 1\n')
     (tools / "apt-get").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
-    env.update(PYTHON=str(python), PATH=f"{tools}:{env['PATH']}")
+    path = env["PATH"] if flock else _path_without(tmp_path, "flock")
+    env.update(PYTHON=str(python), PATH=f"{tools}:{path}")
     runs = [
         subprocess.Popen(
             ["bash", str(root / "scripts" / "setup")],
