@@ -338,6 +338,44 @@ def _refuse_unrunnable(report: Report, command: list[str]) -> None:
         )
 
 
+def _refuse_without_session(report: Report, sock: Path) -> None:
+    """Refuse install from a shell with no login session of the user (su, sudo -u): without
+    a runtime folder of theirs `systemctl --user` cannot reach the user manager, and the
+    socket rule gives a path in /tmp where the clients of a login session do not look. The
+    units were written with it, then install failed. Only where systemctl is: without systemd
+    the units are written for later."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    problem = paths.runtime_dir_problem(runtime) if runtime else None
+    if (runtime and problem is None) or _tool("systemd") is None:
+        return
+    why = "XDG_RUNTIME_DIR is not set" if not runtime else f"XDG_RUNTIME_DIR={runtime}: {problem}"
+    user, own = _user_name(), Path(f"/run/user/{os.getuid()}")
+    again = f"`XDG_RUNTIME_DIR={own} memctl service install`"
+    if own.is_dir() and paths.runtime_dir_problem(str(own)) is None:
+        # Lingering, or a login elsewhere: the user manager runs, and its folder is there.
+        hint = f"its user manager runs: run {again}"
+    else:
+        hint = (
+            f"log in as {user} (ssh, a desktop session, or `machinectl shell {user}@` from "
+            f"another account) and run install there, or `loginctl enable-linger {user}` (its "
+            f"user manager then runs without a login) and run {again}"
+        )
+    report.refuse(
+        f"no login session of this user here ({why}: su or sudo -u?): systemd's user manager "
+        f"cannot be reached, and the socket would be {sock}, where the clients of a login "
+        f"session do not look; {hint}; nothing was written"
+    )
+
+
+def _user_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
 def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -684,11 +722,11 @@ def status(report: Report, manager: str, sock: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    configured = os.environ.get("MEMORYD_SOCKET")
     if args.socket:
         sock = lifecycle.socket_path(args.socket)
     else:
         # The clients' one socket rule, for the system the service is for.
-        configured = os.environ.get("MEMORYD_SOCKET")
         if configured and not Path(configured).expanduser().is_absolute():
             # Each client would look for it from its own directory (the rule below makes it
             # absolute from memctl's), and systemd takes only an absolute ListenStream=.
@@ -700,6 +738,8 @@ def run(args: argparse.Namespace) -> int:
             )
         sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
     report = Report(dry_run=args.dry_run and args.action != "status")
+    if args.action == "install" and args.manager == "systemd" and not (args.socket or configured):
+        _refuse_without_session(report, sock)
     {"install": install, "uninstall": uninstall, "status": status}[args.action](
         report, args.manager, sock
     )
