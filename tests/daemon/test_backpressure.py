@@ -12,7 +12,7 @@ import orjson
 from memoryd.daemon.limits import MAX_INFLIGHT_PER_CONNECTION, WRITE_DRAIN_THRESHOLD
 from memoryd.daemon.rpc import method
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
-from tests.daemon.conftest import SleepParams
+from tests.daemon.conftest import TEST_METHODS, SleepParams
 
 REQUEST = b'{"jsonrpc":"2.0","method":"rpc.methods","id":1}\n'
 
@@ -130,4 +130,49 @@ async def test_a_batch_waiting_for_room_is_not_started_once_the_daemon_stops(
     finally:
         await stop_daemon(handle)
     assert started.count(True) == 0, "a request started after the daemon began to stop"
+    writer.close()
+
+
+async def test_lines_read_whole_before_the_daemon_stops_are_answered_not_dropped(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt: a line received whole before SIGTERM, still waiting for its
+    # connection's share (or a parse thread) when the daemon stopped, was dropped: the client
+    # saw the connection close with no reply. Each request now gets "memoryd is stopping".
+    handle = await start_daemon(daemon_config(short_tmp), TEST_METHODS)
+    stopping = None
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        sleeping = b'{"jsonrpc":"2.0","method":"test.sleep","params":{"seconds":0.3},"id":%d}\n'
+        held = [
+            {"jsonrpc": "2.0", "method": "status", "id": "held"},
+            {"jsonrpc": "2.0", "method": "status"},  # a notification: never answered
+            [
+                {"jsonrpc": "2.0", "method": "status", "id": "member"},
+                {"jsonrpc": "2.0", "method": "status"},
+            ],
+        ]
+        writer.write(
+            b"".join(sleeping % i for i in range(MAX_INFLIGHT_PER_CONNECTION))
+            + b"".join(orjson.dumps(m) + b"\n" for m in held)
+        )
+        await writer.drain()
+        async with asyncio.timeout(10):
+            while len(handle.daemon.inflight) < MAX_INFLIGHT_PER_CONNECTION:
+                await asyncio.sleep(0.01)
+        await handle._client.close()
+        stopping = asyncio.create_task(handle.server.stop())
+        replies = []
+        async with asyncio.timeout(30):
+            while raw := await reader.readline():
+                replies.append(orjson.loads(raw))
+    finally:
+        await (stopping or stop_daemon(handle))
+    answered = {r["id"]: r for r in replies if isinstance(r, dict)}
+    assert set(answered) == {*range(MAX_INFLIGHT_PER_CONNECTION), "held"}
+    assert answered["held"]["error"]["code"] == -32006
+    assert "memoryd is stopping" in answered["held"]["error"]["message"]
+    batches = [r for r in replies if isinstance(r, list)]
+    assert [[m["id"] for m in b] for b in batches] == [["member"]]
+    assert batches[0][0]["error"]["code"] == -32006
     writer.close()

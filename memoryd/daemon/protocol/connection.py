@@ -30,10 +30,11 @@ from memoryd.daemon.protocol.dispatch import dispatch_message
 from memoryd.daemon.protocol.envelope import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    check_request,
     error_object,
     request_id,
 )
-from memoryd.daemon.protocol.framing import encode, encode_reply, read_message
+from memoryd.daemon.protocol.framing import ParseFailure, encode, encode_reply, read_message
 
 if TYPE_CHECKING:
     from memoryd.daemon.app import Daemon
@@ -48,6 +49,31 @@ current_connection: contextvars.ContextVar[Connection | None] = contextvars.Cont
 
 def _line_over(limit: int) -> dict[str, Any]:
     return error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
+
+
+# memoryd's own: a request read whole but not started when the daemon began to stop.
+STOPPING = -32006
+_STOPPING_TEXT = (
+    "memoryd is stopping: this request was not started; "
+    "send it again once memoryd is running (memctl start)"
+)
+
+
+def _stopping_reply(message: Any) -> Any:
+    """What a message read whole but not started before the daemon stopped is answered: each
+    request gets STOPPING (a batch, one per member), a notification nothing, a line that is
+    not JSON its parse error. Silence left the client waiting for a reply until the close."""
+    if isinstance(message, ParseFailure):
+        return message.reply
+    members = message if isinstance(message, list) and message else [message]
+    replies = [
+        error_object(STOPPING, _STOPPING_TEXT, id_=request_id(member))
+        for member in members
+        if not (isinstance(member, dict) and "id" not in member and check_request(member) is None)
+    ]
+    if members is message:
+        return replies or None
+    return replies[0] if replies else None
 
 
 def _stalled(seconds: float) -> dict[str, Any]:
@@ -109,6 +135,10 @@ class Connection:
         self.requests = 0  # requests running: a batch counts its members
         self.closed = False
         self._reading = True  # False once the daemon stops: input is read and dropped
+        # Clear while a line read whole is neither started nor answered: `close` waits for it,
+        # so a line held behind the connection's share when the daemon stops gets its answer.
+        self._settled = asyncio.Event()
+        self._settled.set()
         self._write_lock = asyncio.Lock()
 
     def _hold(self, size: int) -> None:
@@ -191,6 +221,7 @@ class Connection:
                 else:
                     line = chunk[start : end + 1]
                 start = end + 1
+                self._settled.clear()
                 try:
                     if len(line) - 1 > limit:
                         # Dropped now: the refusal lingers up to 32 s (its replies, then the
@@ -201,18 +232,21 @@ class Connection:
                         await self._refuse(_line_over(limit))
                         return
                     if not line.isspace():  # not `strip()`: a copy of the whole line
-                        try:
-                            await self._wait_for_room()
-                        except (ConnectionError, OSError):
-                            return
-                        if not self._reading:
-                            break
+                        if self._reading:
+                            try:
+                                await self._wait_for_room()
+                            except (ConnectionError, OSError):
+                                return
                         message = await read_message(line)
-                        if not self._reading:  # the daemon began to stop during a threaded parse
-                            break
-                        await self._start(message)
+                        # The daemon may have begun to stop while the line waited for room or
+                        # a parse thread: it was received whole, so it is answered, not dropped.
+                        if self._reading:
+                            await self._start(message)
+                        else:
+                            await self._answer(_stopping_reply(message), message)
                 finally:
                     self.input_budget.give_back(charged)
+                    self._settled.set()
             rest = len(chunk) - start
             if not rest or not self._reading:
                 partial.clear()
@@ -290,6 +324,7 @@ class Connection:
         if not self._reading:
             # The daemon began to stop while this batch waited for room: its drain does not
             # wait for work started now, which would run against services being closed.
+            await self._answer(_stopping_reply(message), message)
             return
         task = asyncio.create_task(self._handle(message))
         self.tasks.add(task)
@@ -310,7 +345,10 @@ class Connection:
         self.daemon.inflight.discard(task)
 
     async def _handle(self, message: Any) -> None:
-        reply = await dispatch_message(message, self.daemon)
+        await self._answer(await dispatch_message(message, self.daemon), message)
+
+    async def _answer(self, reply: Any, message: Any) -> None:
+        """Write `message`'s reply (None: nothing), kept under the reply cap."""
         if reply is None:
             return
         try:
@@ -374,15 +412,22 @@ class Connection:
             self.writer.transport.abort()
 
     async def close(self, flush_within: float | None = None) -> None:
-        """Close once what is queued has been sent; past `flush_within` seconds (a client
-        that does not read) drop it and abort."""
+        """Close once a line read whole is answered and what is queued has been sent; past
+        `flush_within` seconds (a client that does not read) drop it and abort."""
         if self.closed and self.writer.is_closing():
             return
+        deadline = (
+            None if flush_within is None else asyncio.get_running_loop().time() + flush_within
+        )
+        # A line read before the daemon stopped is answered first (see `_settled`).
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self._settled.wait()
         self.closed = True
         self.daemon.connections.discard(self)
         self.writer.close()
         try:
-            async with asyncio.timeout(flush_within):
+            async with asyncio.timeout_at(deadline):
                 await self.writer.wait_closed()
         except TimeoutError:
             log.warning(
