@@ -185,9 +185,7 @@ def start(
     sock: Path, wait_s: float = START_WAIT_S, extra_args: list[str] | None = None
 ) -> dict[str, Any]:
     """Start a background daemon unless a healthy one answers. Returns its status."""
-    # A socket left by a daemon killed (kill -9, a crash) refuses: retrying it for the client's
-    # second only waited, twice (here and under the lock), before every start after a kill.
-    running = _running(sock, 0.0 if _daemon_gone(sock) else CONNECT_RETRY_S)
+    running = _running(sock, connect_retry_s(sock))
     if running is not None:
         return {"started": False, **running}
     log_file = sock.with_name("memoryd.log")
@@ -222,11 +220,14 @@ def start(
         return _spawn(sock, log_file, log_fd, wait_s, extra_args)
 
 
-def _daemon_gone(sock: Path) -> bool:
-    """Does the status file name a daemon process that no longer exists?"""
+def connect_retry_s(sock: Path) -> float:
+    """How long `start`, `stop` and `status` retry a socket that refuses: the client's rule
+    (a daemon restarting, a full backlog), but not at all when the status file names a daemon
+    process that is gone (kill -9, a crash): its socket file is left, refusing, and each of
+    them waited the retry out for nothing (`start` twice)."""
     info = read_status_file(sock)
     pid = info.get("pid") if info else None
-    return is_pid(pid) and not pid_alive(pid)
+    return 0.0 if is_pid(pid) and not pid_alive(pid) else CONNECT_RETRY_S
 
 
 def _running(sock: Path, connect_retry_s: float) -> dict[str, Any] | None:
@@ -479,7 +480,9 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     asked = False
     refused: str | None = None
     try:
-        with Client(sock, timeout=answer_timeout_s()) as conn:
+        with Client(
+            sock, timeout=answer_timeout_s(), connect_retry_s=connect_retry_s(sock)
+        ) as conn:
             if pid is None:
                 pid = _own_pid(conn, sock)
             conn.call("shutdown")

@@ -17,6 +17,7 @@ import pytest
 
 import memoryd_client.client as client
 from memctl import lifecycle
+from memctl.__main__ import main
 from tests.clients.conftest import run_memctl
 from tests.clients.test_memctl_stop import _real_daemon
 
@@ -89,6 +90,20 @@ def test_start_retries_a_refusing_socket_once_not_again_under_its_lock(
     assert lifecycle.start(sock) == {"started": True}
     assert spawned == [sock]
     assert sum(waits) == pytest.approx(client.CONNECT_RETRY_S)
+
+
+def test_stop_and_status_after_a_kill_do_not_retry_the_dead_daemons_socket(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each waited the client's 1 s connect retry out before saying "not running".
+    sock = short_tmp / "run" / "m.sock"
+    _stale_socket(sock)
+    lifecycle.status_file(sock).write_text(json.dumps({"pid": _dead_pid()}))
+    waits = _retry_waits(monkeypatch)
+    assert lifecycle.stop(sock) == {"stopped": False, "pid": None}
+    assert main(["--socket", str(sock), "status"]) == 3
+    assert "memoryd is not running on" in capsys.readouterr().err
+    assert waits == []
 
 
 def _stop_when_suspended(pid: int) -> None:

@@ -149,7 +149,7 @@ def run_status(args: argparse.Namespace) -> int:
     sock = lifecycle.socket_path(args.socket)
     # A daemon that accepts but does not answer is hung, not absent: that is a timeout (exit 4).
     try:
-        status = lifecycle.ask_status(sock)
+        status = lifecycle.ask_status(sock, connect_retry_s=lifecycle.connect_retry_s(sock))
     except TimeoutError as exc:
         return fail(args, str(exc) + _why_silent(sock), EXIT_TIMEOUT)
     if status is None:
