@@ -438,7 +438,7 @@ def test_setup_makes_the_venv_afresh_when_it_was_left_without_pip(tmp_path: Path
     python, calls = _fake_python(tmp_path, "python3.11")
     root = _set_up_checkout(tmp_path, python=python)
     (root / ".venv" / ".memoryd-setup").unlink()  # killed before it was set up
-    assert "half made" in _setup_afresh(root, python, calls)
+    assert "has no pip (a first run interrupted" in _setup_afresh(root, python, calls)
 
 
 def _venv_importing_memoryd_from(tmp_path: Path, folder: Path) -> Path:
