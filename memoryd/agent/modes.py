@@ -1,10 +1,12 @@
-"""The permission bits of a file memoryd rewrites: one rule for every writer of prompt text
-(`automem.layout.kept_mode` for memories and indexes, `agent.tools.perform` for agents)."""
+"""The permission bits of a file memoryd rewrites, and which files it leaves alone: one rule
+for every writer of prompt text (`automem.layout.kept_mode` and `automem.writes` for
+memories and indexes, `agent.tools.perform` for agents)."""
 
 from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 # Whatever else a file keeps: read, write and search for its owner and group, read and search
 # for others. Not others' write bit (a memory or doc goes into the model's prompt, and a
@@ -20,3 +22,15 @@ def rewrite_mode(st: os.stat_result) -> int:
     if not stat.S_ISREG(st.st_mode):
         return 0o600
     return stat.S_IMODE(st.st_mode) & KEPT_BITS
+
+
+def owner_protected(path: Path, st: os.stat_result) -> str | None:
+    """Why the regular file at `path` (`st` its lstat) is one its owner made read-only, or
+    None. A rename or unlink needs only the folder writable, so without this look memoryd
+    replaced or removed a `chmod 444` file; as root no write bit counts, hence the mode."""
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o222 and os.access(path, os.W_OK, follow_symlinks=False):
+        return None
+    return f"{path} is read-only (mode {mode:04o}): its owner protected it from writes"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.agent import shell
-from memoryd.agent.modes import rewrite_mode
+from memoryd.agent.modes import owner_protected, rewrite_mode
 from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.agent.seen import Stamp, stamp_of
 from memoryd.automem.manifest import shown_file
@@ -501,12 +501,9 @@ def _check_replaceable(path: Path) -> int:
     st = os.stat(path, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode):
         return rewrite_mode(st)  # not a file: the write itself says what is in the way
-    mode = stat.S_IMODE(st.st_mode)
-    if not mode & 0o222 or not os.access(path, os.W_OK, follow_symlinks=False):
-        raise ToolError(
-            f"{path} is read-only (mode {mode:04o}): its owner protected it from writes, so it "
-            "is left as it is"
-        )
+    protected = owner_protected(path, st)
+    if protected is not None:
+        raise ToolError(f"{protected}, so it is left as it is")
     if st.st_nlink > 1:
         raise ToolError(
             f"{path} has {st.st_nlink} hard links: replacing it would cut it off from its other "

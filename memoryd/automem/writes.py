@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import structlog
 
+from memoryd.agent.modes import owner_protected
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
 from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
@@ -293,6 +295,7 @@ class MemoryWrites:
             target, key = resolve_inside(memory_dir, str(path), must_exist=True)
             if naming.is_index_name(target.name):
                 raise ForbiddenPath(f"{target.name} is the index; delete memories, not the index")
+            _check_not_protected(target)
             if check is not None:
                 check()
             check_index_size(index_path(memory_dir, team=is_team(key)))
@@ -540,6 +543,23 @@ def _check_target(
     if mode is not None and not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
         raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")
+    _check_not_protected(target)
+
+
+def _check_not_protected(target: Path) -> None:
+    """A memory its owner made read-only is neither replaced nor deleted, as memoryd's
+    agents leave it (`agent.modes.owner_protected`): `memory.write` replaced a `chmod 444`
+    file by a rename and kept it 444, though `rm` asks before removing such a file."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    protected = owner_protected(target, st)
+    if protected is not None:
+        raise InvalidParams(
+            f"{protected}, so memoryd leaves it as it is (nothing was changed); to let it be "
+            f"changed: chmod u+w {shlex.quote(str(target))}"
+        )
 
 
 def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | None:
