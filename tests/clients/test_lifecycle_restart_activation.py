@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from memctl.commands.daemon import start_verb
 from tests.clients.conftest import run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 
@@ -38,3 +41,19 @@ def test_start_of_a_running_daemon_still_says_already_running(fake_daemon: FakeD
     done = run_memctl("--socket", str(fake_daemon.socket_path), "start")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"memoryd already running (pid 100) on {fake_daemon.socket_path}\n"
+
+
+@pytest.mark.parametrize(
+    ("stopped", "verb"),
+    [
+        ({"stopped": True, "pid": 100}, "restarted by its service manager"),
+        # Found by a review: with none running, the socket's new daemon was "restarted".
+        ({"stopped": False, "pid": None}, "started by its service manager"),
+        (None, "already running"),
+    ],
+)
+def test_what_a_start_found_after_a_restart_stopped_is_said_as_it_was(
+    stopped: dict[str, Any] | None, verb: str
+) -> None:
+    assert start_verb({"started": False, "pid": 200}, stopped) == verb
+    assert start_verb({"started": True, "pid": 200}, stopped) == "started"

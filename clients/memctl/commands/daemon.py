@@ -56,14 +56,24 @@ def run_start(args: argparse.Namespace, stopped: dict[str, Any] | None = None) -
         result = lifecycle.start(sock)
     except RuntimeError as exc:
         return fail(args, str(exc), EXIT_DOWN)
-    verb = "started" if result["started"] else "already running"
-    if stopped is not None and not result["started"] and result.get("pid") != stopped["pid"]:
+    emit(args, result, f"memoryd {start_verb(result, stopped)} (pid {result.get('pid')}) on {sock}")
+    return 0
+
+
+def start_verb(result: dict[str, Any], stopped: dict[str, Any] | None) -> str:
+    """What `start` (or `restart`, which `stopped` a daemon first) did, in words."""
+    if result["started"]:
+        return "started"
+    if stopped is not None and result.get("pid") != stopped["pid"]:
         # A daemon stopped closes its socket at once: what answers now is a new one, started
         # by socket activation (systemd's memoryd.socket). "already running" read as if the
-        # restart had done nothing.
-        verb = "restarted by its service manager"
-    emit(args, result, f"memoryd {verb} (pid {result.get('pid')}) on {sock}")
-    return 0
+        # restart had done nothing; and with none running before, nothing was restarted.
+        return (
+            "restarted by its service manager"
+            if stopped["stopped"]
+            else ("started by its service manager")
+        )
+    return "already running"
 
 
 def run_stop(args: argparse.Namespace) -> int:
