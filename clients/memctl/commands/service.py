@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -217,14 +216,10 @@ def _say_settings_left_behind(report: Report, manager: str) -> None:
 def _env_file_names(path: Path) -> set[str]:
     """The names the env file sets (NAME=value lines), as far as it can be read: a regular
     file's first 64 KiB (no FIFO waited on), as the daemon reads it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no wait
-        with open(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return set()
-            text = handle.read(64 * 1024).decode("utf-8", errors="replace")
-    except OSError:
+    raw = files.read_regular_head(path, 64 * 1024)
+    if raw is None:
         return set()
+    text = raw.decode("utf-8", errors="replace")
     names = set()
     for line in text.splitlines():
         name, equals, _ = line.strip().partition("=")
