@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
 
-from memoryd.automem.memfile import as_field
+from memoryd.automem.memfile import UNSAFE_CHARACTERS, as_field
 from memoryd.fences import in_fenced_code
 
 INDEX_NAME = "MEMORY.md"
@@ -55,9 +55,9 @@ _LINE = re.compile(
 _LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\((?P<file>(?:[^()]|\([^()]*\))+)\)")
 _TITLE_ESCAPE = re.compile(r"([\[\]\\])")
 # Characters a link target cannot hold as they are (or that would read as another name), and
-# the C1 and bidirectional controls (a file named `user_\u202egnp.md` showed the rest of its
-# line reversed to whoever opened MEMORY.md in a terminal editor).
-_LINK_UNSAFE = re.compile(r"[%()<>\s\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# those no name memoryd writes holds (`memfile.UNSAFE_CHARACTERS`): a file named
+# `user_\u202egnp.md` showed the rest of its line reversed in a terminal editor.
+_LINK_UNSAFE = re.compile(rf"[%()<>\s{UNSAFE_CHARACTERS}]")
 # `mailto:`, `https:`, `file:` …: a link to no file of the index's folder.
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _LINE_END = re.compile(r"(\r\n|\n|\r)")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memoryd.automem.memfile import as_field
+from memoryd.automem.memfile import UNSAFE_CHARACTERS, as_field
 
 
 @dataclass(frozen=True)
@@ -70,15 +70,12 @@ def format_manifest(headers: Iterable[MemoryHeader]) -> str:
     return "\n".join(lines)
 
 
-# What in a file name would end or bend its manifest line: control characters (a newline
-# among them) and Unicode's line and paragraph separators; bidirectional embeddings,
-# overrides and isolates, which show the rest of the line reordered to whoever reads it in a
-# terminal (`user_\u202egnp.md` as `user_dm.png`); and a byte of a name that is not UTF-8
+# What in a file name would end or bend its manifest line (`memfile.UNSAFE_CHARACTERS`: a
+# newline, an escape sequence, a bidirectional control showing the rest of the line reordered
+# in a terminal, `user_\u202egnp.md` as `user_dm.png`); and a byte of a name that is not UTF-8
 # (a surrogate escape), which no request body may carry. And a `%` that an escape's two hex
 # digits follow: left as it is, a file named `a%0Ab.md` was shown as `a\nb.md` is.
-_UNSAFE_IN_LINE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]|%(?=[0-9A-Fa-f]{2})"
-)
+_UNSAFE_IN_LINE = re.compile(rf"[{UNSAFE_CHARACTERS}\ud800-\udfff]|%(?=[0-9A-Fa-f]{{2}})")
 
 
 def shown_file(file: str) -> str:

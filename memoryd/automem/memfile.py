@@ -24,16 +24,22 @@ MAX_DESCRIPTION_CHARS = 1_000
 # Under the team server's 250,000-byte per-entry limit, so any memory can be shared.
 MAX_FILE_BYTES = 200_000
 
-# C0 and C1 controls and the Unicode line breaks: YAML would read a name holding one (U+0085)
-# back as another name, and a second write of it would go to a new file.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# What a name, description or file name memoryd writes or shows never holds as it is, as
+# regex class text: the one set the index's lines, the manifest's and the agents' checks build
+# on. Controls: C0, DEL and C1 (ESC and CSI open a terminal's escape sequences), and the
+# Unicode line breaks (YAML read a name holding U+0085 back as another name, and a second
+# write of it went to a new file).
+CONTROL_CHARACTERS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
 # Unicode's bidirectional embeddings, overrides and isolates (Trojan Source): from one on, a
 # terminal or editor shows the rest of the line reordered (U+202E: reversed), so a name or
 # description in `memctl`, `MEMORY.md` or a prompt read by a human says what it does not hold.
-_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
-# What a new file's or folder's name may not hold (`new_name_problem`): any control character
-# (a tab too), the Unicode line breaks and the bidirectional controls.
-_UNSAFE_IN_NEW_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+BIDI_CONTROLS = r"\u202a-\u202e\u2066-\u2069"
+UNSAFE_CHARACTERS = CONTROL_CHARACTERS + BIDI_CONTROLS
+# A tab in a name or description is a space (`as_field`), as it always was.
+_CONTROL = re.compile(rf"(?!\t)[{CONTROL_CHARACTERS}]")
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+# What a new file's or folder's name may not hold (`new_name_problem`): a tab too.
+_UNSAFE_IN_NEW_NAME = re.compile(f"[{UNSAFE_CHARACTERS}]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 # The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
 _OWN_KEYS = ("name", "description", "type")
@@ -177,7 +183,7 @@ def check_fields(type_: str, name: str, description: str, body: str) -> None:
 def field_characters_problem(value: str) -> str | None:
     """What is wrong with the characters of a name or description (`check_fields`), or None:
     a line break or control character, or a bidirectional control."""
-    if _CONTROL.search(value) or "\n" in value or "\r" in value:
+    if _CONTROL.search(value):
         return "must be one line without control characters"
     if found := _BIDI.search(value):
         return (
