@@ -176,3 +176,27 @@ async def test_lines_read_whole_before_the_daemon_stops_are_answered_not_dropped
     assert [[m["id"] for m in b] for b in batches] == [["member"]]
     assert batches[0][0]["error"]["code"] == -32006
     writer.close()
+
+
+async def test_a_connection_lingering_after_a_refusal_does_not_hold_up_the_stop(
+    short_tmp: Path,
+) -> None:
+    # The close waits for a line read whole to be answered (above); a line refused over the
+    # cap is answered at once, so the refusal's linger (the replies before it, then the
+    # client's input) must not count as a line still to answer.
+    handle = await start_daemon(daemon_config(short_tmp, line_limit=1_000), TEST_METHODS)
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        writer.write(
+            b'{"jsonrpc":"2.0","method":"test.sleep","params":{"seconds":2},"id":1}\n'
+            + b"x" * 2_000
+            + b"\n"
+        )
+        await writer.drain()
+        refusal = orjson.loads(await asyncio.wait_for(reader.readline(), 10))
+        assert "over the 1000-byte cap" in refusal["error"]["message"]
+        (refused,) = [c for c in handle.daemon.connections if c.tasks]  # its sleep runs on
+        assert refused._settled.is_set()
+    finally:
+        await stop_daemon(handle)
+    writer.close()

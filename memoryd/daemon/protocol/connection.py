@@ -229,6 +229,7 @@ class Connection:
                         line = b""
                         self.input_budget.give_back(charged)
                         charged = 0
+                        self._settled.set()  # answered now: the linger must not hold a stop
                         await self._refuse(_line_over(limit))
                         return
                     if not line.isspace():  # not `strip()`: a copy of the whole line
