@@ -8,6 +8,9 @@
     ├── TooLarge             -32004  over a size or count limit
     └── SecretRefused        -32005  the content holds a secret and the user asked to refuse it
 
+The protocol's own codes (a reply over its cap -32004, a request not started because the
+daemon is stopping -32006) are in memoryd/daemon/protocol/envelope.py.
+
 The daemon converts these to JSON-RPC errors in exactly one place (memoryd/daemon/protocol/dispatch.py);
 domain code raises them and never builds error responses itself.
 """

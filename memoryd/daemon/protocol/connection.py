@@ -30,6 +30,7 @@ from memoryd.daemon.protocol.dispatch import dispatch_message
 from memoryd.daemon.protocol.envelope import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    STOPPING,
     check_request,
     error_object,
     request_id,
@@ -51,8 +52,6 @@ def _line_over(limit: int) -> dict[str, Any]:
     return error_object(INVALID_REQUEST, f"request line over the {limit}-byte cap")
 
 
-# memoryd's own: a request read whole but not started when the daemon began to stop.
-STOPPING = -32006
 _STOPPING_TEXT = (
     "memoryd is stopping: this request was not started; "
     "send it again once memoryd is running (memctl start)"

@@ -14,6 +14,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # memoryd's own: a reply over the reply cap (the same code as TooLarge in memoryd/errors.py).
 TOO_LARGE = -32004
+# memoryd's own: a request read whole but not started when the daemon began to stop.
+STOPPING = -32006
 
 NO_DATA: Any = object()  # `data` left out of an error object (not the same as null)
 
