@@ -178,24 +178,24 @@ def check_memory_text(path: Path, op: WriteOp) -> None:
 
 
 def _check_index_text(path: Path, op: WriteOp, refusal: type[Exception]) -> None:
-    """`refusal` for an index write that adds a bidirectional control (an agent copying a
-    hand-made memory's name): from one on, MEMORY.md opened in a terminal or editor shows the
-    line reordered, and memoryd's own index lines hold none (`index.index_line`). One the
-    index held already may stay."""
-    added = memfile.bidi_controls(op.text)
+    """`refusal` for an index write that adds a bidirectional control or a control character
+    (an agent copying a hand-made memory's name): from one on, MEMORY.md opened in a terminal
+    or editor shows the line reordered, or runs an escape sequence, and memoryd's own index
+    lines hold none (`index.index_line`). One the index held already may stay."""
+    added = memfile.unsafe_in_lines(op.text)
     if not added:
         return
     if not op.created:
         try:
             raw = read_regular_file(op.path, index_mod.MAX_INDEX_READ_BYTES)
-            if len(memfile.bidi_controls(raw.decode("utf-8", errors="replace"))) >= len(added):
+            if len(memfile.unsafe_in_lines(raw.decode("utf-8", errors="replace"))) >= len(added):
                 return
         except OSError:
             pass
     raise refusal(
-        f"not written: {path} would hold a bidirectional control character "
-        f"(U+{ord(added[0]):04X}), which shows its line reordered in a terminal or editor; "
-        "write the index lines without it"
+        f"not written: {path} would hold a bidirectional control or control character "
+        f"(U+{ord(added[0]):04X}), which shows its line reordered or sends a terminal an "
+        "escape sequence; write the index lines without it"
     )
 
 

@@ -40,6 +40,8 @@ _CONTROL = re.compile(rf"(?!\t)[{CONTROL_CHARACTERS}]")
 _BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 # What a new file's or folder's name may not hold (`new_name_problem`): a tab too.
 _UNSAFE_IN_NEW_NAME = re.compile(f"[{UNSAFE_CHARACTERS}]")
+# What no line memoryd writes of MEMORY.md holds (`index.index_line`), in a text of lines.
+_UNSAFE_IN_LINES = re.compile(rf"(?![\t\n\r])[{UNSAFE_CHARACTERS}]")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 # The frontmatter keys memoryd writes; every other key of a file is the user's or a tool's.
 _OWN_KEYS = ("name", "description", "type")
@@ -193,9 +195,10 @@ def field_characters_problem(value: str) -> str | None:
     return None
 
 
-def bidi_controls(text: str) -> list[str]:
-    """The bidirectional controls `text` holds, in order (`_BIDI`)."""
-    return _BIDI.findall(text)
+def unsafe_in_lines(text: str) -> list[str]:
+    """The characters of `UNSAFE_CHARACTERS` a text of lines holds, in order, but its line
+    ends and tabs (`_UNSAFE_IN_LINES`)."""
+    return _UNSAFE_IN_LINES.findall(text)
 
 
 def as_field(text: str) -> str:

@@ -456,17 +456,26 @@ async def test_a_memory_written_then_edited_counts_once(
     await client.close()
 
 
-async def test_an_index_line_with_a_bidi_control_is_refused_unless_it_was_there(
-    ws: Workspace, fake_model: FakeMessagesAPI
+@pytest.mark.parametrize(
+    "char",
+    [
+        "\u202e",  # a bidi override: the line shown reversed
+        "\x1b",  # ESC, and the C1 CSI: a terminal's escape sequence (review: only bidi refused)
+        "\x9b",
+    ],
+)
+async def test_an_index_line_with_a_bidi_or_control_character_is_refused_unless_there(
+    ws: Workspace, fake_model: FakeMessagesAPI, char: str
 ) -> None:
     # Session 22: the agent copied a hand-made memory's name holding U+202E into MEMORY.md,
-    # which a terminal editor then showed reordered; memoryd's own index lines hold none.
+    # which a terminal editor then showed reordered; memoryd's own index lines hold none (nor
+    # a control character, `memfile.UNSAFE_CHARACTERS`).
     saved = await ws.am.write_memory(
         ws.project, type="user", name="Tabs", description="likes tabs", body="Tabs."
     )
     index = ws.memory_dir / "MEMORY.md"
     before = index.read_text()
-    forged = "- [Tabs](user_tabs.md) — likes \u202espaces\n"
+    forged = f"- [Tabs](user_tabs.md) — likes {char}[2Jspaces\n"
     fake_model.enqueue(
         tool_use_reply([("Read", {"file_path": str(index)})]),
         tool_use_reply([_write(index, forged)]),
@@ -476,7 +485,7 @@ async def test_an_index_line_with_a_bidi_control_is_refused_unless_it_was_there(
     assert index.read_text() == before
     result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
     assert result["is_error"] is True
-    assert "bidirectional control character (U+202E)" in result["content"]
+    assert f"(U+{ord(char):04X})" in result["content"]
     # One the index held already (written by hand) may stay through the agent's Edit.
     index.write_text(forged)
     fake_model.enqueue(
@@ -487,4 +496,4 @@ async def test_an_index_line_with_a_bidi_control_is_refused_unless_it_was_there(
         text_reply(NOTHING_MARKER),
     )
     await _turn(ws, CONVO + transcript(("I use four-space tabs.", "Noted.")))
-    assert index.read_text() == f"- [Tabs]({saved.path.name}) — hates \u202espaces\n"
+    assert index.read_text() == f"- [Tabs]({saved.path.name}) — hates {char}[2Jspaces\n"
