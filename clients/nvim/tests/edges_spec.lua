@@ -192,7 +192,7 @@ T.run({
       T.answers = { 3, true } -- project; the default name
       vim.cmd("'<,'>MemorydRemember")
       wait_saved()
-      T.eq('name   owner', T.prompts[#T.prompts].default, 'the name offered: the first line, whole')
+      T.eq('name owner', T.prompts[#T.prompts].default, 'the name offered: the first line, whole (its runs of spaces one, as memoryd makes a field)')
       vim.cmd('bwipeout!')
     end,
   },
@@ -300,7 +300,7 @@ T.run({
       end
       T.truthy(saved, 'the memory saved')
       T.eq('evil gnp.exe ships Friday', saved.description, 'its description')
-      T.eq('tabs and [1m bold  kept', require('memoryd.format').as_field(' tabs\tand\27[1m bold  kept '), 'as a field')
+      T.eq('tabs and [1m bold kept', require('memoryd.format').as_field(' tabs\tand\27[1m bold  kept '), 'as a field: runs of spaces one, as memoryd makes it')
     end,
   },
   {

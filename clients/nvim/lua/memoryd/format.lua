@@ -90,15 +90,23 @@ function M.older_daemon_hint(err)
   return ''
 end
 
--- Text as memoryd takes a name or description it derives itself (memfile.as_field): the
--- bidirectional controls (U+202A-U+202E, U+2066-U+2069) dropped; control characters (C0, DEL,
--- C1) and U+2028/U+2029 a space (a run of them one, as clean does); no space at either end.
--- memory.write refuses them in a field, so the fields derived from a text (the name offered,
--- the description) must not hold them.
+-- Text as memoryd takes a name or description it derives itself (memfile.as_field, Python's
+-- " ".join(text.split())): the bidirectional controls (U+202A-U+202E, U+2066-U+2069) dropped;
+-- control characters (C0, DEL, C1), U+2028/U+2029 and every other space Python splits on (a
+-- no-break space, U+2000-U+200A, U+3000, ...) a space, a run of them one, none at either end.
+-- memory.write refuses a control or bidi character in a field, and a field of such spaces
+-- alone as empty (a first line of no-break spaces was offered, then refused), so the fields
+-- derived from a text (the name offered, the description) are made by the daemon's rule.
+-- Bytes, not %c or %s: those follow the locale, and a UTF-8 sequence's bytes are no spaces.
 function M.as_field(text)
   text = tostring(text or ''):gsub('\226\128[\170-\174]', ''):gsub('\226\129[\166-\169]', '')
-  text = text:gsub('\194[\128-\159]', '\n'):gsub('\226\128[\168\169]', '\n')
-  return (M.clean(text):gsub('^%s+', ''):gsub('%s+$', ''))
+  text = text
+    :gsub('\194[\128-\160]', ' ') -- C1 (NEL among them), U+00A0
+    :gsub('\225\154\128', ' ') -- U+1680
+    :gsub('\226\128[\128-\138\168\169\175]', ' ') -- U+2000-U+200A, U+2028, U+2029, U+202F
+    :gsub('\226\129\159', ' ') -- U+205F
+    :gsub('\227\128\128', ' ') -- U+3000
+  return (text:gsub('[%z\1-\31\127 ]+', ' '):gsub('^ ', ''):gsub(' $', ''))
 end
 
 -- Text that fits on one line (notifications and list entries never break the layout).
