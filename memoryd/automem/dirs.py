@@ -101,8 +101,7 @@ class MemoryDirs:
         is off; ForbiddenPath when it resolves somewhere memory must never be."""
         if not self.enabled(project):
             raise FeatureUnavailable(
-                "auto memory is off: set autoMemoryEnabled to true in user settings "
-                f"(`memctl call settings.set ...`) and unset {location.ENV_DISABLE}"
+                location.why_off(os.environ, self.settings.get(project.settings_root))
             )
         choice = self._choice(project)
         home, config_dir = paths.home(), paths.config_dir()

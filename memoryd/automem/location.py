@@ -99,9 +99,41 @@ def _shown(raw: str) -> str:
 
 
 def enabled(env: Mapping[str, str], settings: EffectiveSettings) -> bool:
-    if env.get(ENV_DISABLE, "").strip().lower() in {"1", "true", "yes", "on"}:
-        return False
-    return settings.get(SETTING_ENABLED, True) is not False
+    return env_enabled(env) and settings.get(SETTING_ENABLED, True) is not False
+
+
+# Where each source's `autoMemoryEnabled: false` is changed, for the -32003 that says it.
+_TURN_ON = {
+    Source.USER: "set it to true (`memctl call settings.set "
+    '\'{"key": "autoMemoryEnabled", "value": true}\'`)',
+    Source.PROJECT: "set it to true there, or remove it",
+    Source.LOCAL: "set it to true there, or remove it",
+    Source.FLAG: "set it to true in that file (given as memoryd --settings)",
+    Source.POLICY: "only an administrator can change managed settings",
+}
+
+
+def why_off(env: Mapping[str, str], settings: EffectiveSettings) -> str:
+    """Why auto memory is off (called only when `enabled` is false) and how to turn it on,
+    naming what turned it off: the one message said "set it in user settings and unset the
+    variable" whatever the cause, and with a project's `.claude/settings.json` saying false,
+    doing both left it off."""
+    causes: list[str] = []
+    if not env_enabled(env):
+        causes.append(
+            f"the daemon's environment sets {ENV_DISABLE}={env.get(ENV_DISABLE, '').strip()}: "
+            "unset it, then restart memoryd (`memctl restart`)"
+        )
+    if settings.get(SETTING_ENABLED, True) is False:
+        found = settings.value_from(SETTING_ENABLED, frozenset(Source))
+        source = Source.USER if found is None else found[1]
+        path = next(
+            (f.path for f in settings.files if f.source == source and SETTING_ENABLED in f.values),
+            None,
+        )
+        where = f"{source.value} settings" + ("" if path is None else f" ({path})")
+        causes.append(f"{SETTING_ENABLED} is false in {where}: {_TURN_ON[source]}")
+    return "auto memory is off: " + "; and ".join(causes)
 
 
 def _inside(path: Path, parent: Path) -> bool:
