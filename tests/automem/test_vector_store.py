@@ -3,9 +3,12 @@ and what damaged, torn or foreign files do (only what is damaged is dropped, nev
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -522,6 +525,45 @@ def test_a_lock_that_cannot_be_had_is_gone_without(tmp_path: Path) -> None:
     again = opened(tmp_path)
     assert again.rebuilt_reason is None
     assert contents(again) == contents(store)
+
+
+def test_a_lock_held_by_a_stopped_daemon_is_waited_for_a_while_not_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in review (session 22): a daemon stopped (SIGSTOP, Ctrl-Z) while it held the
+    # lock held every other daemon's embedding thread in its load or save for as long. A save
+    # gives up now (its changes kept, an OSError `status` shows), a load goes on unlocked.
+    monkeypatch.setattr(vectors_mod, "LOCK_WAIT_S", 0.2)
+    store = written(tmp_path, 3)
+    store.put([("new", "h1")], unit(2))
+    holder = os.open(tmp_path / LOCK, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: as another process's, refused
+    outcome: list[BaseException | VectorStore | None] = []
+
+    def attempt() -> None:
+        try:
+            store.save()
+            outcome.append(opened(tmp_path))
+        except OSError as exc:
+            outcome.append(exc)
+            outcome.append(opened(tmp_path))
+
+    try:
+        thread = threading.Thread(target=attempt, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "the save still waits on the lock"
+    finally:
+        os.close(holder)
+    refused, loaded = outcome
+    assert isinstance(refused, OSError)
+    assert refused.filename == str(tmp_path / LOCK)
+    assert "held the lock" in str(refused)
+    assert isinstance(loaded, VectorStore)
+    assert sorted(loaded.hashes()) == ["k0000", "k0001", "k0002"]
+    assert store.dirty  # kept for the next save, which goes through once the lock is free
+    store.save()
+    assert contents(opened(tmp_path)) == contents(store)
 
 
 def test_every_file_of_the_store_is_private(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ import os
 import stat
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,9 @@ LOCK = ".lock"  # not `vectors*`: a folder holding only the lock holds no store
 BLOCK_ROWS = 1024  # rows per checksummed block of the base: what one flipped byte costs
 COMPACT_SHARE = 0.25  # the log is folded into a new base past this share of the base's size
 COMPACT_MIN_BYTES = 1 << 20  # ... or past this, for a small base
+# The longest the other daemon's hold is waited for: its save of 10,000 memories' three
+# stores, a whole new base each, took 0.6-3.9 s on a loaded machine.
+LOCK_WAIT_S = 30.0
 _LOG_MAGIC = b"memoryd-vectors-log\n"
 # What is read of a description or a log at most: far past any real one (10,000 memories'
 # description is ~1 MB), so a file that is not ours cannot fill the memory.
@@ -143,7 +147,7 @@ class VectorStore:
     def load(self) -> None:
         if not any(self.folder.glob("vectors*")):
             return
-        with self._writers():
+        with self._writers(saving=False):
             self._load()
 
     def _load(self) -> None:
@@ -325,7 +329,7 @@ class VectorStore:
                 compact = fresh or self._log_end + len(records) > limit
             try:
                 ensure_private_dir(self.folder)
-                with self._writers():
+                with self._writers(saving=True):
                     # Another daemon wrote since: its log is not ours to append to.
                     compact = compact or self._on_disk(self._log_end) != self._written
                     if not compact:
@@ -341,17 +345,32 @@ class VectorStore:
                 raise
 
     @contextlib.contextmanager
-    def _writers(self) -> Iterator[None]:
+    def _writers(self, *, saving: bool) -> Iterator[None]:
         """Held while this process reads or writes the store's files: daemons sharing the
         folder take turns. Without a lock to be had (a file system without locks, a `.lock`
-        that is no file) it goes on unlocked, as before there was one."""
+        that is no file) it goes on unlocked, as before there was one. A holder that keeps it
+        LOCK_WAIT_S is stopped (SIGSTOP, Ctrl-Z), maybe halfway through its own save: a load
+        goes on unlocked (what it finds half-written is dropped and recomputed) and a save
+        gives up (an OSError: the vectors stay in memory, `status` says why, the next save
+        tries again). Waiting on, this daemon's embedding thread stopped with the other."""
         fd = None
+        held = True
         try:
             flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
             fd = os.open(self.folder / LOCK, flags, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = _flock_within(fd, LOCK_WAIT_S)
         except OSError:
             pass
+        if not held:
+            assert fd is not None
+            os.close(fd)
+            fd = None
+            if saving:
+                raise OSError(
+                    errno.EWOULDBLOCK,
+                    f"another memoryd has held the lock over {LOCK_WAIT_S:.0f} s",
+                    str(self.folder / LOCK),
+                )
         try:
             yield
         finally:
@@ -570,6 +589,19 @@ class VectorStore:
         if tail_rows:
             scores = np.concatenate([scores, tail[:tail_rows] @ query])
         return keys, scores[rows]
+
+
+def _flock_within(fd: int, seconds: float) -> bool:
+    """Take `fd`'s exclusive flock, waiting at most `seconds`; whether it was taken."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:
