@@ -166,7 +166,7 @@ async def _pull_watch_push(
     (team / "new.md").write_text("A new team memory.\n")
     await eventually(lambda: "new.md" in server_history(server))
     note = await next_event(listener, "team/synced", pushed=1)
-    assert note["params"] == {"repo": REPO, "pushed": 1, "pulled": 0}
+    assert note["params"] == {"repo": REPO, "pushed": 1, "pulled": 0, "paths": [], "more": 0}
 
     (team / "leak.md").write_text(f"token: {FAKE_GITHUB_TOKEN}\n")
     note = await next_event(listener, "team/secret_blocked")

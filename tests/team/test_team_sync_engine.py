@@ -34,7 +34,9 @@ async def test_push_then_pull_into_a_second_folder(
     report = await alice.engine.push()
     assert report.pushed == ["MEMORY.md", "api/notes.md", "feedback_testing.md"]
     assert report.requests == 1
-    assert alice.events("team/synced") == [{"repo": REPO, "pushed": 3, "pulled": 0}]
+    assert alice.events("team/synced") == [
+        {"repo": REPO, "pushed": 3, "pulled": 0, "paths": [], "more": 0}
+    ]
 
     bob = make_side("bob", server.url, token)
     pulled = await bob.engine.pull()
@@ -298,7 +300,13 @@ async def test_a_412_push_keeps_the_local_edit_aside_and_takes_the_servers_versi
         "saved_as": str(bob.team_dir / name),
         "repo": REPO,
     }
-    assert bob.events("team/synced")[-1] == {"repo": REPO, "pushed": 1, "pulled": 2}
+    assert bob.events("team/synced")[-1] == {
+        "repo": REPO,
+        "pushed": 1,
+        "pulled": 2,
+        "paths": [str(bob.team_dir / "extra.md"), str(bob.team_dir / "plan.md")],
+        "more": 0,
+    }
     last = bob.engine.state.last_result
     assert last is not None
     assert (last["op"], last["pushed"], last["pulled"], last["conflicts"]) == ("push", 1, 2, 1)

@@ -118,6 +118,29 @@ async def test_a_server_whose_page_cursor_does_not_move_is_an_error_not_a_loop(
     assert len(page_requests(paged_proxy)) <= 3
 
 
+async def test_the_pages_written_before_a_failing_one_are_announced(
+    small_pages: ThreadedServer, paged_proxy: FaultyProxy, make_side: SideFactory
+) -> None:
+    """A pull whose second page failed had written the first page's files, but said nothing
+    of them (no `team/synced`, no conflict, the memory caches kept): an editor showing one
+    kept its old text."""
+    token = small_pages.token(REPO)
+    alice = make_side("alice", small_pages.url, token)
+    for key in KEYS:
+        alice.write(key, content_of(key))
+    await alice.engine.push()
+    bob = make_side("bob", paged_proxy.url, token, timeout_s=0.5)
+    paged_proxy.script(Fault.passthrough(), method="GET")
+    paged_proxy.script(Fault.status(503), method="GET", times=100)
+    with pytest.raises(Retryable):
+        await bob.engine.pull()
+    written = sorted(key for key in KEYS if (bob.team_dir / key).exists())
+    assert written  # the first page's
+    (note,) = bob.events("team/synced")
+    assert (note["pulled"], note["more"]) == (len(written), 0)
+    assert note["paths"] == [str(bob.team_dir / key) for key in written]
+
+
 async def test_entries_listed_but_not_delivered_intact_are_refused_not_dropped(
     make_side: SideFactory,
 ) -> None:

@@ -80,6 +80,9 @@ MIN_BODY = 4096
 LEARNED_LIMITS_TTL = timedelta(hours=1)  # then a 413's limits are asked for again
 PROCESS_SCAN_MIN_BYTES = 2_000_000  # below this a worker process costs more than it saves
 SECRET_CACHE_MAX = 50_000  # scan results kept, by content checksum
+# `team/synced` names at most this many of the files a sync wrote (an editor reloads them),
+# and counts the rest: a first pull of a large repository writes thousands.
+MAX_SYNCED_PATHS = 20
 
 
 SecretHits = dict[str, tuple[str, str]]  # key -> (rule id, description)
@@ -298,38 +301,55 @@ class SyncEngine:
 
     # -- pull -----------------------------------------------------------------------------
     async def pull(self) -> PullReport:
-        async with self._lock:
-            client = self._client()
-            scan, marks = await self._scan()
-            # A 304 is only asked for while the folder reflects every checksum we know of:
-            # a file deleted locally must come back (SPEC.md), and after a hashes-only refresh
-            # (412) the ETag is newer than the files — a 304 would then hide those changes.
-            behind = self._behind(scan.checksums)
-            if_none_match = self.state.etag if self.state.etag and not behind else None
-            report = PullReport()
-            try:
-                await self._pull_into(client, scan, report, if_none_match=if_none_match)
-            except TeamHTTPError as exc:
-                self._fail("pull", exc)
-                raise
-            report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
-            self.state.pending = self._pending_after(scan.checksums, marks)
-            self._result(
-                "pull",
-                True,
-                pulled=len(report.pulled),
-                conflicts=len(report.conflicts),
-                **({"went_back": True} if report.went_back else {}),
-            )
-            self._save()
-        await self._announce_conflicts(report.conflicts)
-        if report.pulled:
-            if self._on_pulled is not None:
-                self._on_pulled(report.pulled)
-            await self._notify(
-                "team/synced", {"repo": self.repo, "pushed": 0, "pulled": len(report.pulled)}
-            )
+        report = PullReport()
+        try:
+            async with self._lock:
+                client = self._client()
+                scan, marks = await self._scan()
+                # A 304 is only asked for while the folder reflects every checksum we know
+                # of: a file deleted locally must come back (SPEC.md), and after a
+                # hashes-only refresh (412) the ETag is newer than the files — a 304 would
+                # then hide those changes.
+                behind = self._behind(scan.checksums)
+                if_none_match = self.state.etag if self.state.etag and not behind else None
+                try:
+                    await self._pull_into(client, scan, report, if_none_match=if_none_match)
+                except TeamHTTPError as exc:
+                    self._fail("pull", exc)
+                    raise
+                report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
+                self.state.pending = self._pending_after(scan.checksums, marks)
+                self._result(
+                    "pull",
+                    True,
+                    pulled=len(report.pulled),
+                    conflicts=len(report.conflicts),
+                    **({"went_back": True} if report.went_back else {}),
+                )
+                self._save()
+        finally:
+            # The pages written before a failing one are on disk: said as a whole pull's are.
+            await self._announce_conflicts(report.conflicts)
+            if report.pulled:
+                if self._on_pulled is not None:
+                    self._on_pulled(report.pulled)
+                await self._announce_synced(0, report.pulled)
         return report
+
+    async def _announce_synced(self, pushed: int, pulled: list[str]) -> None:
+        """`team/synced`: the counts, and the paths of the files the sync wrote (the first by
+        key, the rest counted in `more`), so an editor can reload those it shows."""
+        shown = sorted(pulled)[:MAX_SYNCED_PATHS]
+        await self._notify(
+            "team/synced",
+            {
+                "repo": self.repo,
+                "pushed": pushed,
+                "pulled": len(pulled),
+                "paths": [str(self.folder.path_of(key)) for key in shown],
+                "more": len(pulled) - len(shown),
+            },
+        )
 
     async def _announce_conflicts(self, conflicts: list[Conflict]) -> None:
         for conflict in conflicts:
@@ -635,10 +655,14 @@ class SyncEngine:
                 if report.requests or last is None or last.get("ok"):
                     self._result("push", True, **fields)
         finally:
-            # What the push pulled first is on disk even when a later PUT failed: say so.
+            # What the push pulled first is on disk even when a later PUT failed (and what
+            # earlier batches pushed is on the server): say so, so an editor showing a pulled
+            # file reloads it.
             await self._announce_conflicts(report.conflicts)
             if report.pulled and self._on_pulled is not None:
                 self._on_pulled(report.pulled)
+            if report.pushed or report.pulled:
+                await self._announce_synced(len(report.pushed), report.pulled)
         for key, skipped in report.skipped.items():
             if skipped.reason == "secret":
                 await self._notify(
@@ -648,11 +672,6 @@ class SyncEngine:
                         "rule": skipped.rule,
                     },
                 )
-        if report.pushed or report.pulled:
-            await self._notify(
-                "team/synced",
-                {"repo": self.repo, "pushed": len(report.pushed), "pulled": len(report.pulled)},
-            )
         return report
 
     async def _push(self, client: TeamClient, report: PushReport) -> None:
