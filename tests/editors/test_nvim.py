@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.team.protocol import TEAM_MEMORY_PATH
 from memoryd_client import Client, DaemonUnavailable, default_socket_path
 from memoryd_team.settings import ServerSettings
 from tests.background.conftest import Script
@@ -610,6 +611,44 @@ def test_files_the_daemon_rewrites_show_their_new_text_in_open_buffers(
         )
     assert_all_passed(records, expected=5)
     assert "make deploy-prod" in doc.read_text()
+
+
+def test_team_memories_a_pull_rewrites_show_their_new_text_in_open_buffers(
+    short_tmp: Path, tmp_path: Path
+) -> None:
+    """A teammate changed two team memories open in Neovim; the daemon pulled them: the
+    unmodified buffer shows the new text, the one with unsaved edits keeps them
+    (team_reload_spec.lua). `team/synced` named no file, so both kept the old text."""
+    repo = make_repo(tmp_path / "work" / "widgets", remote="git@github.com:acme/widgets.git")
+    server = ThreadedServer(f"sqlite://{tmp_path / 'team.sqlite3'}", ServerSettings()).start()
+    teammate = server.token("acme/widgets", name="alice")
+    team = {
+        "MEMORYD_TEAM_URL": server.url,
+        "MEMORYD_TEAM_TOKEN": server.token("acme/widgets"),
+        "MEMORYD_TEAM_DEBOUNCE": "0.1",
+    }
+    try:
+        with server.client(teammate) as http:
+            http.put(
+                TEAM_MEMORY_PATH,
+                params={"repo": "acme/widgets"},
+                json={"entries": {"style.md": "Use tabs.\n", "deploys.md": "Thursdays.\n"}},
+            ).raise_for_status()
+        with running_daemon(short_tmp / "team.sock", env=team) as sock:
+            records = run_nvim(
+                "team_reload_spec.lua",
+                {
+                    "MEMORYD_SOCKET": str(sock),
+                    "MEMORYD_TEST_REPO": str(repo),
+                    "MEMORYD_TEST_TEAM_DIR": str(memory_dir_of(sock, repo) / "team"),
+                    "MEMORYD_TEST_TEAMMATE_TOKEN": teammate,
+                    **team,
+                },
+                cwd=repo,
+            )
+    finally:
+        server.stop()
+    assert_all_passed(records, expected=3)
 
 
 def test_a_memory_saved_in_place_keeps_the_text_it_replaced(

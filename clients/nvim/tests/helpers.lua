@@ -173,6 +173,23 @@ function T.write(path, text)
   f:close()
 end
 
+-- A file edited in the current window: its buffer.
+function T.edit(path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  return vim.api.nvim_get_current_buf()
+end
+
+function T.buf_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+end
+
+-- Until buf shows wanted (a file the daemon rewrote, reloaded).
+function T.wait_buf_text(buf, wanted, what)
+  T.wait(('%s to show %q (has: %s)'):format(what, wanted, T.buf_text(buf)), function()
+    return T.buf_text(buf):find(wanted, 1, true) ~= nil
+  end, 20000)
+end
+
 -- Close every window but one, empty the views, forget the messages and prompts, between tests.
 function T.reset()
   vim.cmd('silent! only')

@@ -15,20 +15,7 @@ memoryd.setup({
   notifications = { events = { 'worker/error' } },
 })
 
-local function edit(path)
-  vim.cmd('edit ' .. vim.fn.fnameescape(path))
-  return vim.api.nvim_get_current_buf()
-end
-
-local function text(buf)
-  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
-end
-
-local function wait_text(buf, wanted, what)
-  T.wait(('%s to show %q (has: %s)'):format(what, wanted, text(buf)), function()
-    return text(buf):find(wanted, 1, true) ~= nil
-  end, 20000)
-end
+local edit, text, wait_text = T.edit, T.buf_text, T.wait_buf_text
 
 -- memory.write of a project memory; file names the one to rewrite. Returns its path.
 local function write_memory(name, body, file)
@@ -54,6 +41,7 @@ T.run({
           'memory/saved',
           'session/summary_updated',
           'team/conflict',
+          'team/synced',
           'worker/error',
         })
       end)
