@@ -192,6 +192,32 @@ def test_service_install_stops_a_daemon_that_does_not_answer_status_in_time(
         answer.set()
 
 
+def test_service_status_names_a_daemon_that_does_not_answer_status_in_time(
+    fake_daemon: FakeDaemon,
+    fake_bin: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found by a review: a daemon holding the socket that did not answer in time was reported
+    # "daemon: not running", as install's hand-over once took it for none.
+    answer = threading.Event()
+    fake_daemon.on("status", lambda _p: answer.wait(30) and {})
+    monkeypatch.setattr(
+        lifecycle, "status_or_file", functools.partial(lifecycle.status_or_file, timeout=0.2)
+    )
+    _install_in_process(monkeypatch, fake_bin, tmp_path)
+    try:
+        with held_daemon(fake_daemon, on_term="exit") as held:
+            args = ["--socket", str(fake_daemon.socket_path), "service", "status"]
+            main([*args, "--manager", "systemd"])
+            out = capsys.readouterr().out
+            assert f"daemon: pid {held.pid} holds {fake_daemon.socket_path} but did not" in out
+            assert "daemon: not running" not in out
+    finally:
+        answer.set()
+
+
 def test_service_install_signals_no_stale_status_files_pid(
     busy_daemon: FakeDaemon,
     fake_bin: Path,  # noqa: F811 (the fixture)

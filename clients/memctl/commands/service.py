@@ -706,6 +706,14 @@ def status(report: Report, manager: str, sock: Path) -> None:
         # At its connection cap: the units' report above still stands (it ended in the error).
         report.say(f"daemon: running on {sock}, but it refused memctl: {refused}")
         return
+    silent = None if running else _silent_daemon(sock)
+    if silent is not None:
+        # Said "not running" before: a daemon slow under load, hung or stopped holds the socket.
+        report.say(
+            f"daemon: pid {silent.get('pid')} holds {sock} but did not answer status "
+            "within 2 s (hung, stopped, or slow under load?)"
+        )
+        return
     report.say(
         f"daemon: memoryd {running.get('version')} (pid {running.get('pid')}) on {sock}"
         if running
