@@ -127,7 +127,10 @@ class Services:
         from memoryd.session.service import SessionMemory
 
         return SessionMemory(
-            self._host, on_compacted=self.instructions.drop, settings=self.automem.settings
+            self._host,
+            on_compacted=self.instructions.drop,
+            reply_limit=self._config.reply_limit,
+            settings=self.automem.settings,
         )
 
     @cached_property

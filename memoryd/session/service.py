@@ -72,9 +72,11 @@ COUNT_IN_THREAD = 5_000
 
 
 # A transcript compact hands back unchanged (session memory not used) is echoed in `messages`
-# up to this many bytes of JSON; over it `messages` is left out and `messages_omitted` says so.
-# Half the daemon's default 16 MiB reply cap, so the rest of the reply always fits.
-ECHO_LIMIT = 8 * 1024 * 1024
+# (PROTOCOL.md: the result has it) whenever the reply fits the daemon's reply cap; only one
+# that would not (a -32004, its reason lost) is left out, `messages_omitted` saying so. This
+# is the room the rest of the reply takes at most: the envelope, an id of up to 1,024
+# characters, `summary_path`, `reason` and `waited`, each escaped at worst (6 bytes a byte).
+REPLY_ROOM = 64 * 1024
 
 
 def _json_size_and_digest(messages: list[dict[str, Any]]) -> tuple[int, bytes]:
@@ -164,9 +166,12 @@ class SessionMemory:
         host: Host,
         *,
         on_compacted: Callable[[Path], object],
+        reply_limit: int,
         settings: SettingsCache | None = None,
     ) -> None:
         self.host = host
+        # A transcript over this many bytes of JSON is not echoed (see REPLY_ROOM).
+        self._echo_limit = reply_limit - REPLY_ROOM
         # The user's settings (`memorydRefuseSecrets`); the daemon passes auto memory's cache.
         self.settings = settings if settings is not None else SettingsCache(None)
         # Told a project's root after a compaction (the daemon drops its cached
@@ -505,7 +510,7 @@ class SessionMemory:
         path = session.summary_path
         unchanged: dict[str, Any] = {"used_session_memory": False, "summary_path": str(path)}
         size, digest = await asyncio.to_thread(_json_size_and_digest, messages)
-        if size > ECHO_LIMIT:
+        if size > self._echo_limit:
             # The client's own list stands: echoed, a transcript this long made the reply
             # go over the reply cap (-32004) and the reason never came back.
             unchanged["messages_omitted"] = True
