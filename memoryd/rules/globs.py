@@ -288,7 +288,9 @@ class _Matcher:
             _step(c.parts, positions, name)
             for c, positions in zip(self.compiled, state, strict=True)
         )
-        if not any(after):
+        # Where only negations stay open (`!**/*.test.ts` is open everywhere), nothing below
+        # can match: they only take back.
+        if not any(p for c, p in zip(self.compiled, after, strict=True) if not c.negated):
             return False
         if folder and self.folders and self.verdict(after, folder=True):
             return True

@@ -193,6 +193,33 @@ def test_many_paths_in_few_folders_step_each_folder_once(
     assert globs.matches_any(("*.proto", "pkg/mod3/sub/file1993.ts"), BASE, touched)
 
 
+def test_a_folder_only_negations_can_match_below_is_not_walked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Review of session 22: `!**/*.test.ts` matches at any depth, so it kept every folder of
+    # a session's paths open though only a negation could match there, which takes back and
+    # never loads: each folder stepped and each file's name tried, for every such rule (100
+    # of them and 50,000 paths outside src/, 4-8 s a load). Such a folder is decided no.
+    steps: list[str] = []
+    real_step = globs._step
+
+    def counting_step(
+        parts: tuple[globs._Part, ...], positions: frozenset[int], name: str
+    ) -> frozenset[int]:
+        steps.append(name)
+        return real_step(parts, positions, name)
+
+    monkeypatch.setattr(globs, "_step", counting_step)
+    touched = globs.TouchedPaths(
+        sorted(f"/proj/pkg/mod{j % 10}/sub/file{j}.ts" for j in range(2000))
+    )
+    patterns = ("src/**/*.ts", "!**/*.test.ts")
+    assert not globs.matches_any(patterns, BASE, touched)
+    assert steps == ["pkg", "pkg"]  # each pattern's step of the first folder, then no more
+    for path, expected in (("src/a/b.ts", True), ("src/a/b.test.ts", False), ("b.ts", False)):
+        assert globs.matches_any(patterns, BASE, [f"/proj/{path}"]) is expected
+
+
 def test_a_bare_negation_does_not_keep_a_rule_from_loading(tree: Tree, load: Loader) -> None:
     # Found by a bug hunt: read as `!**`, it took back every path, and the rule never loaded.
     tree.write(".claude/rules/src.md", '---\npaths:\n  - "src/**"\n  - "!"\n---\nSrc.\n')
