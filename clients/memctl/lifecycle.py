@@ -224,10 +224,19 @@ def connect_retry_s(sock: Path) -> float:
     """How long `start`, `stop` and `status` retry a socket that refuses: the client's rule
     (a daemon restarting, a full backlog), but not at all when the status file names a daemon
     process that is gone (kill -9, a crash): its socket file is left, refusing, and each of
-    them waited the retry out for nothing (`start` twice)."""
+    them waited the retry out for nothing (`start` twice). Where memoryd's LaunchAgent is
+    installed, launchd starts a crashed daemon again at once, and the new one takes about a
+    second to listen: the retry finds it (without, `start` spawned a second daemon beside it)."""
     info = read_status_file(sock)
     pid = info.get("pid") if info else None
-    return 0.0 if is_pid(pid) and not pid_alive(pid) else CONNECT_RETRY_S
+    dead = is_pid(pid) and not pid_alive(pid)
+    return 0.0 if dead and not _launch_agent_installed() else CONNECT_RETRY_S
+
+
+def _launch_agent_installed() -> bool:
+    from memctl.service_units import LAUNCHD_LABEL
+
+    return (paths.home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist").exists()
 
 
 def _running(sock: Path, connect_retry_s: float) -> dict[str, Any] | None:

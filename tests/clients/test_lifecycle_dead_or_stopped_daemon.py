@@ -78,6 +78,22 @@ def test_start_after_a_kill_does_not_retry_the_dead_daemons_socket(
     assert waits == []
 
 
+def test_a_launch_agents_crashed_daemon_is_waited_for_as_launchd_restarts_it(
+    short_tmp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a review: launchd (KeepAlive) starts a crashed daemon again at once, and it
+    # listens about a second later; with no retry `status` said "not running" and `start`
+    # spawned a second daemon beside launchd's.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    agents = tmp_path / "Library" / "LaunchAgents"
+    agents.mkdir(parents=True)
+    (agents / "com.memoryd.daemon.plist").write_text("<plist/>")
+    sock = short_tmp / "run" / "m.sock"
+    _stale_socket(sock)
+    lifecycle.status_file(sock).write_text(json.dumps({"pid": _dead_pid()}))
+    assert lifecycle.connect_retry_s(sock) == client.CONNECT_RETRY_S
+
+
 def test_start_retries_a_refusing_socket_once_not_again_under_its_lock(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
