@@ -27,7 +27,7 @@ from memoryd.automem.layout import (
     update_index,
 )
 from memoryd.automem.locks import WriterLocks, held_work
-from memoryd.automem.manifest import MemoryHeader
+from memoryd.automem.manifest import MemoryHeader, one_line
 from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, Entry, scan_changes
 from memoryd.automem.warmup import DirStates, in_slices
@@ -45,15 +45,9 @@ INDEX_HOOK_CHARS = 150
 
 
 def index_hook(description: str) -> str:
-    """`description` on one line, cut at a word within INDEX_HOOK_CHARS, with "…" when cut."""
-    text = " ".join(description.split())
-    if len(text) <= INDEX_HOOK_CHARS:
-        return text
-    head = text[: INDEX_HOOK_CHARS - 1]
-    space = head.rfind(" ")
-    if space > INDEX_HOOK_CHARS // 2:  # a word cut only when it is very long
-        head = head[:space]
-    return head.rstrip() + "…"
+    """`description` on one line, cut at a word within INDEX_HOOK_CHARS, with "…" when cut,
+    as a manifest line's (`manifest.one_line`)."""
+    return one_line(description, INDEX_HOOK_CHARS)
 
 
 def generated_line(title: str, file: str, hook: str) -> str:
