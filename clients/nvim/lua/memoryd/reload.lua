@@ -33,6 +33,8 @@ local function reloadable(buf, name)
     and not vim.api.nvim_buf_get_option(buf, 'modified')
     and vim.fn.getbufvar(buf, '&autoread') == 1
     and not name:match('^%a[%w+.-]*://')
+    -- A file deleted (or now a folder): :checktime says E211 and sleeps a second there.
+    and (uv.fs_stat(name) or {}).type == 'file'
 end
 
 -- The reloadable buffers of files: all of them (a team pull that wrote more files than it
@@ -82,6 +84,16 @@ function M.buffers_of(paths)
 end
 
 local function check_pending()
+  if vim.fn.getcmdwintype() ~= '' then
+    -- :checktime is E11 in the command-line window (q:): the files wait for it to close.
+    vim.api.nvim_create_autocmd('CmdwinLeave', {
+      once = true,
+      callback = function()
+        vim.schedule(check_pending)
+      end,
+    })
+    return
+  end
   scheduled = false
   local paths, all = pending, check_all
   pending, check_all = {}, false
