@@ -453,6 +453,10 @@ def _token_list(args: argparse.Namespace) -> int:
 
 def _token_revoke(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
+    if args.token_id.startswith(auth.TOKEN_PREFIX):
+        # The token itself, not its id: quoting it back put the secret in the terminal's
+        # scrollback and the shell's logs a second time.
+        raise CliError("that is a token, not its id: `memoryd-team token list` shows the ids")
     # An id that is no text (bytes that are no UTF-8) names no token: the databases cannot
     # even be asked (a UnicodeEncodeError traceback on SQLite).
     if text_problem(args.token_id) is not None or not _with_storage(
