@@ -352,7 +352,7 @@ class VectorStore:
         LOCK_WAIT_S is stopped (SIGSTOP, Ctrl-Z), maybe halfway through its own save: a load
         goes on unlocked (what it finds half-written is dropped and recomputed) and a save
         gives up (an OSError: the vectors stay in memory, `status` says why, the next save
-        tries again). Waiting on, this daemon's embedding thread stopped with the other."""
+        tries again). Waiting for as long kept this daemon's embedding thread stopped with it."""
         fd = None
         held = True
         try:
