@@ -51,14 +51,14 @@ def _cut_lines(lines: list[str], budget: int) -> list[str]:
         if used + cost > budget:
             room = budget - used - 1
             if room >= MIN_CUT_TOKENS or not kept:
-                kept.append(_head_within(line, max(room, 0)))
+                kept.append(head_within(line, max(room, 0)))
             break
         kept.append(line)
         used += cost
     return kept
 
 
-def _head_within(line: str, budget: int) -> str:
+def head_within(line: str, budget: int) -> str:
     """The longest head of `line` estimated at most `budget` tokens, ended at a space when
     one is near the end."""
     low, high = 0, min(len(line), budget * CHARS_PER_TOKEN)

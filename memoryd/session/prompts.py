@@ -6,11 +6,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memoryd.llm.prompt_cache import MAX_BREAKPOINTS, count_breakpoints, with_breakpoint
-from memoryd.session.compaction import plan_window
+from memoryd.llm.tokens import CHARS_PER_TOKEN, estimate_block, estimate_message, estimate_text
+from memoryd.session.compaction import head_within, plan_window
 
 # Past this size only the most recent part of the transcript is shown to the updating agent,
 # so a very long session never produces a request over the model's context window.
 UPDATE_INPUT_TOKENS = 120_000
+# Of a transcript over UPDATE_INPUT_TOKENS, a block over this many tokens is shown by its head
+# and tail: one tool result of 1 MB (~262,000 tokens) ended the window of recent messages, so
+# the agent was shown nothing before it, not even the user's request, and wrote the notes
+# from the last message alone.
+MAX_SHOWN_BLOCK_TOKENS = 20_000
+CUT_NOTE = "[... ~{tokens:,} tokens of this {what} left out ...]"
 
 KNOWN_BLOCKS = frozenset(
     {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
@@ -144,6 +151,83 @@ def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _cut_text(text: str, what: str) -> str:
+    """`text` within ~MAX_SHOWN_BLOCK_TOKENS: its head (two thirds) and its tail (where a log
+    or an output usually ends with the error or the total), a note between them."""
+    if estimate_text(text) <= MAX_SHOWN_BLOCK_TOKENS:
+        return text
+    budget = MAX_SHOWN_BLOCK_TOKENS - 20  # the note
+    head = head_within(text, budget * 2 // 3)
+    tail_budget = budget - estimate_text(head)
+    tail = head_within(text[-tail_budget * CHARS_PER_TOKEN :][::-1], tail_budget)[::-1]
+    left_out = estimate_text(text) - estimate_text(head) - estimate_text(tail)
+    return f"{head}\n{CUT_NOTE.format(tokens=left_out, what=what)}\n{tail}"
+
+
+def _cut_strings(value: Any) -> Any:
+    """A tool call's input with each long string in it cut (a `Write` of a whole file)."""
+    if isinstance(value, str):
+        return _cut_text(value, "text")
+    if isinstance(value, Mapping):
+        return {key: _cut_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(item) for item in value]
+    return value
+
+
+def _cut_block(block: Any) -> Any:
+    """`block` within ~MAX_SHOWN_BLOCK_TOKENS where it can be cut (a thinking block cannot:
+    its signature covers its text)."""
+    if not isinstance(block, Mapping) or estimate_block(block) <= MAX_SHOWN_BLOCK_TOKENS:
+        return block
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {**block, "text": _cut_text(block["text"], "text")}
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, str):
+            return {**block, "content": _cut_text(content, "tool result")}
+        if isinstance(content, list):
+            return {**block, "content": [_cut_block(inner) for inner in content]}
+        return block
+    if kind == "tool_use":
+        return {**block, "input": _cut_strings(block.get("input"))}
+    if kind == "document":
+        source = block.get("source")
+        if (
+            isinstance(source, Mapping)
+            and source.get("type") == "text"
+            and isinstance(source.get("data"), str)
+        ):
+            return {**block, "source": {**source, "data": _cut_text(source["data"], "document")}}
+        return {
+            "type": "text",
+            "text": f"[a document of ~{estimate_block(block):,} tokens was left out]",
+        }
+    return block
+
+
+def _with_long_blocks_cut(
+    messages: Sequence[Mapping[str, Any]], per_message: Sequence[int]
+) -> tuple[list[Mapping[str, Any]], list[int]]:
+    """The transcript and its estimates with each long block cut, from the end back to where
+    UPDATE_INPUT_TOKENS is spent (the agent is shown no more)."""
+    shown, sizes = list(messages), list(per_message)
+    total = 0
+    for index in range(len(shown) - 1, -1, -1):
+        content = shown[index].get("content")
+        if sizes[index] > MAX_SHOWN_BLOCK_TOKENS and isinstance(content, list):
+            shown[index] = {**shown[index], "content": [_cut_block(b) for b in content]}
+            sizes[index] = estimate_message(shown[index])
+        elif sizes[index] > MAX_SHOWN_BLOCK_TOKENS and isinstance(content, str):
+            shown[index] = {**shown[index], "content": _cut_text(content, "message")}
+            sizes[index] = estimate_message(shown[index])
+        total += sizes[index]
+        if total > UPDATE_INPUT_TOKENS:
+            break
+    return shown, sizes
+
+
 def agent_messages(
     messages: Sequence[Mapping[str, Any]],
     per_message: Sequence[int],
@@ -154,7 +238,8 @@ def agent_messages(
     """The transcript (or its recent part) plus the update request, valid for the API.
 
     Block types the API would reject are replaced by a short note, tool calls and results
-    are paired up (`repair_tool_pairs`), and the request goes last, as a user message. The
+    are paired up (`repair_tool_pairs`), and the request goes last, as a user message. Of a
+    transcript over UPDATE_INPUT_TOKENS, the recent part is shown, its long blocks cut. The
     transcript's last block carries a cache breakpoint (unless the request would then have
     more than the API's four; `breakpoints_used`: those the system prompt and tools carry):
     the API reads and writes its cache only at breakpoints, and without one the transcript
@@ -162,6 +247,7 @@ def agent_messages(
     """
     start = 0
     if sum(per_message) > UPDATE_INPUT_TOKENS:
+        messages, per_message = _with_long_blocks_cut(messages, per_message)
         start = plan_window(
             messages,
             per_message,

@@ -4,6 +4,8 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from memoryd.llm.tokens import estimate_message
 from memoryd.session.prompts import (
     UPDATE_INPUT_TOKENS,
@@ -197,3 +199,84 @@ def test_empty_messages_and_blank_text_blocks_are_not_sent() -> None:
     assert "fix it" in texts
     assert '"ok"' in texts
     assert texts.count("[empty message]") == 2
+
+
+def _huge_tool_results() -> dict[str, dict[str, Any]]:
+    """The one message of each kind that is over the agent's whole budget on its own."""
+    read = tool_call(file_path="/build.log")
+    write = tool_call("Write", file_path="/big.json", content="HEAD " + words(300_000) + " TAIL")
+    return {
+        "ascii result": tool_result(read, "HEAD " + words(262_000) + " TAIL-ERROR"),
+        "cjk result": tool_result(read, "HEAD " + "日志" * 70_000 + " TAIL-ERROR"),
+        "result blocks": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": read["content"][-1]["id"],
+                    "content": [{"type": "text", "text": "HEAD " + words(200_000) + " TAIL"}],
+                }
+            ],
+        },
+        "pasted text": user("HEAD " + words(150_000) + " TAIL"),
+        "write call": write,
+        "text document": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "document",
+                    "source": {
+                        "type": "text",
+                        "media_type": "text/plain",
+                        "data": "HEAD " + words(140_000) + " TAIL",
+                    },
+                }
+            ],
+        },
+        "pdf document": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "document",
+                    "source": {
+                        "type": "base64",
+                        "media_type": "application/pdf",
+                        "data": "JVBERi0" + "A" * 8_000_000,
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.mark.parametrize("kind", list(_huge_tool_results()))
+def test_a_block_over_the_budget_is_shown_cut_with_what_came_before(kind: str) -> None:
+    # Found by a bug hunt: a 1 MB tool result (~262,000 tokens) ended the window of recent
+    # messages at once, so the agent was shown only '[earlier parts ... omitted]' and the last
+    # reply, never the user's request nor the call, and wrote the notes from that.
+    huge = _huge_tool_results()[kind]
+    call = tool_call(file_path="/build.log")
+    before = [user("UNIQUE-REQUEST: why does the CI fail?")]
+    if kind.endswith("result") or kind == "result blocks":
+        call["content"][-1]["id"] = huge["content"][0]["tool_use_id"]
+        before.append(call)
+    transcript = [*before, huge, assistant("FINAL-ANSWER: the linker step fails.")]
+    convo = agent_messages(transcript, per(transcript), "UPDATE")
+    sent = json.dumps(convo, ensure_ascii=False)
+    assert "UNIQUE-REQUEST" in sent
+    assert "FINAL-ANSWER" in sent
+    if kind != "pdf document":  # a PDF's data is left out whole
+        assert "HEAD" in sent
+        assert "TAIL" in sent
+    assert "left out" in sent
+    assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
+    check_api_shape(convo)
+
+
+def test_a_transcript_within_the_budget_is_not_cut() -> None:
+    # The cut is only for a transcript over the budget: under it, what the main conversation
+    # sent is sent unchanged (its prompt cache hits).
+    call = tool_call(file_path="/a.log")
+    transcript = [user("go"), call, tool_result(call, words(60_000)), assistant("done")]
+    convo = agent_messages(transcript, per(transcript), "UPDATE")
+    assert _without_breakpoints(convo[:3]) == transcript[:3]
