@@ -70,6 +70,17 @@ def test_a_change_is_one_appended_record(tmp_path: Path) -> None:
     assert np.array_equal(again.vector("new"), unit(2, 2)[1])  # type: ignore[arg-type]
 
 
+def test_a_copy_from_a_donor_dropped_meanwhile_copies_the_rest(tmp_path: Path) -> None:
+    # The donor chosen from hashes() may be gone by copy() (intact() dropped a base cut
+    # shorter): that was a KeyError, and the folder's embedding job was lost.
+    store = written(tmp_path, 2)
+    store.remove(["k0001"])
+    copied = store.copy([("a", "h0"), ("b", "h0")], ["k0000", "k0001"])
+    assert copied == {"a"}
+    assert np.array_equal(store.vector("a"), store.vector("k0000"))  # type: ignore[arg-type]
+    assert store.vector("b") is None
+
+
 def test_remove_then_reload(tmp_path: Path) -> None:
     store = written(tmp_path, 3)
     store.remove(["k0000", "absent"])

@@ -550,6 +550,9 @@ def _copy_alike(store: VectorStore, tokens: TokenStore, missing: dict[str, str])
     items = [(key, digest) for key, digest in missing.items() if digest in donor_of]
     if items:
         donors = [donor_of[digest] for _, digest in items]
+        copied = {key for key, _ in items}
         for opened in (tokens.ids, tokens.vectors, store):  # the pooled vector last, as embedded
-            opened.copy(items, donors)
+            copied &= opened.copy(items, donors)
+        # A key one store could not copy is embedded as any new text, all three written again.
+        items = [(key, digest) for key, digest in items if key in copied]
     return [key for key, _ in items]

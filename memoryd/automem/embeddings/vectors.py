@@ -538,13 +538,22 @@ class VectorStore:
             for (key, digest), vector in zip(items, vectors, strict=True):
                 self._apply(key, digest, vector)
 
-    def copy(self, items: list[tuple[str, str]], donors: list[str]) -> None:
-        """Give each of `items` (key, content hash) a copy of the row its donor key holds."""
+    def copy(self, items: list[tuple[str, str]], donors: list[str]) -> set[str]:
+        """Give each of `items` (key, content hash) a copy of the row its donor key holds; the
+        keys given one. A donor dropped since it was chosen (`intact` found the base cut
+        shorter, on the loop, between the caller's look and this) gives none: it was a
+        KeyError, and the folder's whole embedding job was lost until its next change."""
         with self._lock:
-            at = np.fromiter((self._rows[d] for d in donors), dtype=np.int64, count=len(donors))
+            held = [
+                (key, digest, self._rows[donor])
+                for (key, digest), donor in zip(items, donors, strict=True)
+                if donor in self._rows
+            ]
+            at = np.fromiter((row for _, _, row in held), dtype=np.int64, count=len(held))
             rows = _gather(self._base, self._tail, at)  # a copy: `_apply` may grow the tail
-            for (key, digest), row in zip(items, rows, strict=True):
+            for (key, digest, _), row in zip(held, rows, strict=True):
                 self._apply(key, digest, row)
+            return {key for key, _, _ in held}
 
     def remove(self, keys: list[str]) -> None:
         with self._lock:
