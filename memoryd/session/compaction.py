@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryd.fences import in_fenced_code
 from memoryd.llm.tokens import CHARS_PER_TOKEN, estimate_messages, estimate_text
 
 MIN_KEEP_TOKENS = 10_000
@@ -73,6 +74,24 @@ def head_within(line: str, budget: int) -> str:
     return head[:space] if space > len(head) * 0.9 else head
 
 
+def _is_fence(line: str) -> bool:
+    stripped = line.lstrip(" ")
+    return len(line) - len(stripped) <= 3 and stripped.startswith(("```", "~~~"))
+
+
+def _closed(lines: list[str]) -> list[str]:
+    """`lines`, with the fence closed when they end inside a fenced code block: cut there,
+    the note and every later section were code (and the next fence opened one)."""
+    if not lines or not list(in_fenced_code([*lines, ""]))[-1]:
+        return lines
+    for index in range(len(lines) - 1, -1, -1):
+        # The opening fence: a fence line that is not inside a block open before it.
+        if _is_fence(lines[index]) and not list(in_fenced_code([*lines[:index], ""]))[-1]:
+            opening = lines[index].lstrip(" ")
+            return [*lines, opening[: len(opening) - len(opening.lstrip(opening[0]))]]
+    return lines
+
+
 def cut_long_sections(
     summary: str,
     path: str,
@@ -90,14 +109,17 @@ def cut_long_sections(
         if heading is not None:
             out.append(heading)
         if estimate_text("\n".join(body)) > max_tokens:
-            out.extend(_cut_lines(body, max_tokens))
+            out.extend(_closed(_cut_lines(body, max_tokens)))
             out.append(SECTION_CUT_NOTE.format(path=path))
             cut.append(heading.lstrip("#").strip() if heading else "(preamble)")
         else:
             out.extend(body)
 
-    for line in summary.splitlines():
-        if line.startswith("# ") or line == "#":
+    lines = summary.splitlines()
+    for line, fenced in zip(lines, in_fenced_code(lines), strict=True):
+        # A `# comment` in a shell snippet is not a heading: taken for one, it split its
+        # section into parts each under the cap, named in `cut_sections`.
+        if not fenced and (line.startswith("# ") or line == "#"):
             flush()
             heading, body = line, []
         else:
@@ -105,7 +127,7 @@ def cut_long_sections(
     flush()
     if estimate_text("\n".join(out)) > max_total:
         # Many sections (a user template may have dozens): cut the whole at a line boundary.
-        out = [*_cut_lines(out, max_total), SECTION_CUT_NOTE.format(path=path)]
+        out = [*_closed(_cut_lines(out, max_total)), SECTION_CUT_NOTE.format(path=path)]
         cut.append("(whole summary)")
     return CutSummary("\n".join(out).strip("\n") + "\n", tuple(cut))
 

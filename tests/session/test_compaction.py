@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.fences import in_fenced_code
 from memoryd.llm.tokens import estimate_message, estimate_text
 from memoryd.session.compaction import (
     BOUNDARY_TAG,
     MAX_KEEP_TOKENS,
     MIN_KEEP_TEXT_MESSAGES,
     MIN_KEEP_TOKENS,
+    SECTION_CUT_NOTE,
     compacted_head,
     cut_long_sections,
     has_text,
@@ -215,3 +217,47 @@ def test_an_earlier_compactions_head_is_not_kept() -> None:
     assert compacted_head(again[2:]) == 0
     third = plan_compaction(without_notes, per(without_notes), "# New notes\n", "/s")
     assert third.messages[2:] == without_notes[1:]
+
+
+def test_comments_in_code_blocks_are_not_headings() -> None:
+    # Found by a bug hunt: a Workflow with shell snippets (`# build`, `# run the slow
+    # tests`) was split at each comment: 4,000 tokens of it kept in parts each under the cap,
+    # the comments named in `cut_sections`.
+    paragraph = " ".join(f"ran{i}" for i in range(1_400))  # ~2,100 tokens
+    workflow = "\n".join(
+        [
+            *("```bash", "# build the extension", "make -j2", "```", paragraph),
+            *("~~~sh", "# run the slow tests", "pytest -m slow", "~~~", paragraph),
+        ]
+    )
+    summary = builtin_template().replace("# Workflow\n_", f"# Workflow\n{workflow}\n_", 1)
+    cut = cut_long_sections(summary, "/p")
+    assert cut.cut_sections == ("Workflow",)
+    section = cut.text.split("# Workflow\n", 1)[1].split("\n# Errors", 1)[0]
+    assert estimate_text(section) < 2_200
+    assert "# build the extension" in section  # a code line, kept as it was
+
+
+def test_a_cut_inside_a_code_block_closes_it() -> None:
+    # Found by a bug hunt: cut inside a fence, the note and every later section were left
+    # in the code block (and the next fence, meant to open one, closed it).
+    log = "\n".join(f"E   line {i}: AssertionError: expected 3, got 4" for i in range(600))
+    summary = builtin_template().replace(
+        "# Errors & Corrections\n_", f"# Errors & Corrections\n````text\n{log}\n````\n_", 1
+    )
+    cut = cut_long_sections(summary, "/p")
+    assert cut.cut_sections == ("Errors & Corrections",)
+    lines = cut.text.splitlines()
+    fenced = dict(zip(lines, in_fenced_code(lines), strict=True))
+    assert not fenced["# Codebase and System Documentation"]
+    assert not fenced[SECTION_CUT_NOTE.format(path="/p")]
+    assert lines[lines.index(SECTION_CUT_NOTE.format(path="/p")) - 1] == "````"
+
+
+def test_a_summary_cut_as_a_whole_inside_a_code_block_closes_it() -> None:
+    block = "\n".join(["~~~"] + ["z" * 70] * 1_500 + ["~~~"])
+    cut = cut_long_sections(f"# Part\n{block}\n" * 2, "/p", max_tokens=100_000)
+    assert cut.cut_sections == ("(whole summary)",)
+    lines = cut.text.splitlines()
+    assert lines[-2:] == ["~~~", SECTION_CUT_NOTE.format(path="/p")]
+    assert not list(in_fenced_code([*lines, ""]))[-1]
