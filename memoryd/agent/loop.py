@@ -425,15 +425,16 @@ async def _write(
                 # this check and before the write is lost. Stale, an Edit would fail on text
                 # that moved and a Write would revert what another writer saved while the
                 # model was thinking.
-                problem = hooks.seen.problem(agent_tools.write_target(policy, tool_input))
+                target = agent_tools.write_target(policy, tool_input)
+                problem = hooks.seen.problem(target, shown=policy.as_given(target))
                 if problem is not None:
                     raise agent_tools.ToolError(problem)
             # Planned under the lock, so an Edit sees the file as it is when it is replaced.
             op = agent_tools.WRITE_PLANNERS[name](policy, tool_input)
             if hooks.screen is not None:  # a scan and a read: off the event loop
-                warning = await asyncio.to_thread(hooks.screen, policy.as_given(op.path), op)
+                warning = await asyncio.to_thread(hooks.screen, op.given, op)
             if hooks.before_write is not None and not op.created:
-                await hooks.before_write(policy.as_given(op.path))
+                await hooks.before_write(op.given)
             try:
                 # Only over the file as planned: one who takes no lock (an editor) may have
                 # saved it while the text was screened, and it was reverted. The write is
@@ -443,12 +444,12 @@ async def _write(
             except ChangedMeanwhile as exc:
                 if tries == _WRITE_TRIES:  # named as the model gave it, not resolved
                     raise agent_tools.ToolError(
-                        f"{policy.as_given(op.path)} was saved by another program each of the {tries} times it "
-                        "was about to be written; it is left as that program saved it"
+                        f"{op.given} was saved by another program each of the {tries} times "
+                        "it was about to be written; it is left as that program saved it"
                     ) from exc
         if hooks.seen is not None:
             hooks.seen.note_now(op.path)  # the agent knows what it wrote: no Read needed
-    path = policy.as_given(op.path)
+    path = op.given
     if path not in result.written:
         result.written.append(path)
     if hooks.on_write is not None:

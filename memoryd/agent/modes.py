@@ -24,13 +24,15 @@ def rewrite_mode(st: os.stat_result) -> int:
     return stat.S_IMODE(st.st_mode) & KEPT_BITS
 
 
-def owner_protected(path: Path, st: os.stat_result) -> str | None:
+def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None) -> str | None:
     """Why the regular file at `path` (`st` its lstat) is one its owner made read-only, or
-    None. A rename or unlink needs only the folder writable, so without this look memoryd
-    replaced or removed a `chmod 444` file; as root no write bit counts, hence the mode."""
+    None; named `shown` if given (an agent's file as the model named it, not its real path
+    through a linked `~/.claude`). A rename or unlink needs only the folder writable, so
+    without this look memoryd replaced or removed a `chmod 444` file; as root no write bit
+    counts, hence the mode."""
     if not stat.S_ISREG(st.st_mode):
         return None
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o222 and os.access(path, os.W_OK, follow_symlinks=False):
         return None
-    return f"{path} is read-only (mode {mode:04o}): its owner protected it from writes"
+    return f"{shown or path} is read-only (mode {mode:04o}): its owner protected it from writes"

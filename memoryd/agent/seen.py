@@ -43,23 +43,25 @@ class SeenFiles:
     def note_now(self, path: Path) -> None:
         self.note(path, stamp_of(path))
 
-    def problem(self, path: Path) -> str | None:
-        """Why the agent may not write or remove `path` now, or None. Asked under the writer
+    def problem(self, path: Path, *, shown: Path | None = None) -> str | None:
+        """Why the agent may not write or remove `path` now, or None; the reason names it
+        `shown` if given (as the model gave it, not its real path). Asked under the writer
         lock right before the write, so no other writer comes between the check and it."""
         now = stamp_of(path)
         seen = self._stamps.get(path)
+        named = shown or path
         if seen is None:
             if now is None:
                 return None  # a new file: nothing to overwrite
             return (
-                f"{path} exists and you have not read it in this run: Read it first, then make "
+                f"{named} exists and you have not read it in this run: Read it first, then make "
                 "your change on what it says"
             )
         if now == seen:
             return None
         if now is None:
-            return f"{path} was deleted since you read it (by someone else): leave it deleted"
+            return f"{named} was deleted since you read it (by someone else): leave it deleted"
         return (
-            f"{path} changed since you read it (someone else wrote it meanwhile): Read it "
+            f"{named} changed since you read it (someone else wrote it meanwhile): Read it "
             "again, then make your change on what it says now"
         )

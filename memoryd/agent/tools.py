@@ -61,12 +61,21 @@ class WriteOp:
     """A write the loop performs after its before/after hooks: path and the new text.
     `planned_over`: the file as it was when the write was planned (`fsutil.save_stamp`; None:
     there was none), the only file `perform` replaces. Required: a default of None (no file)
-    made a WriteOp built for a file that is there fail ChangedMeanwhile at every try."""
+    made a WriteOp built for a file that is there fail ChangedMeanwhile at every try.
+    `shown`: the path as the model gave it (`AccessPolicy.as_given`; None: `path` itself),
+    the one every message names: a memory dir reached through a linked `~/.claude` is known
+    to the model and clients by that path, not by its real one."""
 
     path: Path
     text: str
     created: bool
     planned_over: tuple[int, ...] | None
+    shown: Path | None = None
+
+    @property
+    def given(self) -> Path:
+        """The path messages name (`shown`, else `path`)."""
+        return self.shown or self.path
 
 
 def _str(tool_input: dict[str, Any], key: str, *, required: bool = True) -> str:
@@ -105,14 +114,16 @@ def _clip(text: str, *, cut: bool = False) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"\n[output cut at {MAX_OUTPUT_CHARS} characters]"
 
 
-def _read_text(path: Path, *, for_edit: bool = False) -> str:
+def _read_text(path: Path, *, for_edit: bool = False, shown: Path | None = None) -> str:
     """The text of `path`, a real path the policy allowed: a symlink swapped in for it since
     is refused, not followed; a FIFO or device (which would block the worker, or never end,
     like /dev/zero) is refused without waiting; the size is capped. Read to show, bytes that
     are not UTF-8 become U+FFFD; read to edit, such a file is refused (writing the text back
-    would change every byte of it the edit never touched)."""
+    would change every byte of it the edit never touched). Errors name it `shown` if given
+    (as the model named it)."""
+    real_path, path = path, shown or path
     try:
-        data = read_regular_file(path, MAX_FILE_BYTES)
+        data = read_regular_file(real_path, MAX_FILE_BYTES)
     except FileNotFoundError as exc:
         raise ToolError(f"file does not exist: {path}") from exc
     except IsADirectoryError as exc:
@@ -124,7 +135,7 @@ def _read_text(path: Path, *, for_edit: bool = False) -> str:
             raise ToolError(f"{path} became a symbolic link after it was checked") from exc
         raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(data) > MAX_FILE_BYTES:
-        size = os.stat(path, follow_symlinks=False).st_size
+        size = os.stat(real_path, follow_symlinks=False).st_size
         raise ToolError(f"{path} is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
     if looks_binary(data):
         raise ToolError(f"{path} is a binary file")
@@ -150,13 +161,13 @@ def read_stamped(
     made while it is read counts as one made after it (a stale read never passes for fresh)."""
     path = policy.check_read(_str(tool_input, "file_path"))
     stamp = stamp_of(path)
-    return _read_lines(path, tool_input), path, stamp
+    return _read_lines(path, tool_input, policy.as_given(path)), path, stamp
 
 
-def _read_lines(path: Path, tool_input: dict[str, Any]) -> str:
+def _read_lines(path: Path, tool_input: dict[str, Any], shown: Path) -> str:
     offset = max(_int(tool_input, "offset", 1), 1)
     limit = _int(tool_input, "limit", READ_DEFAULT_LIMIT) or READ_DEFAULT_LIMIT
-    lines = _read_text(path).splitlines()
+    lines = _read_text(path, shown=shown).splitlines()
     if not lines:
         return "(the file is empty)"
     chosen = lines[offset - 1 : offset - 1 + limit]
@@ -397,10 +408,11 @@ def plan_write(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     content = _str(tool_input, "content")
     if len(content.encode("utf-8")) > MAX_WRITE_BYTES:
         raise ToolError(f"content is over the {MAX_WRITE_BYTES} byte limit")
+    shown = policy.as_given(path)
     if path.is_dir():
-        raise ToolError(f"{path} is a directory")
+        raise ToolError(f"{shown} is a directory")
     stamp = save_stamp(path, follow_links=False)
-    return WriteOp(path, content, created=not path.exists(), planned_over=stamp)
+    return WriteOp(path, content, created=not path.exists(), planned_over=stamp, shown=shown)
 
 
 def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> str:
@@ -424,9 +436,10 @@ def _replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> st
 
 def plan_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
     path = policy.check_write(_str(tool_input, "file_path"))
+    shown = policy.as_given(path)
     stamp = save_stamp(path, follow_links=False)  # before the read: a save after it shows
-    text = _apply_edit(_read_text(path, for_edit=True), tool_input, path)
-    return WriteOp(path, _capped(text), created=False, planned_over=stamp)
+    text = _apply_edit(_read_text(path, for_edit=True, shown=shown), tool_input, shown)
+    return WriteOp(path, _capped(text), created=False, planned_over=stamp, shown=shown)
 
 
 def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp:
@@ -434,13 +447,14 @@ def plan_multi_edit(policy: AccessPolicy, tool_input: dict[str, Any]) -> WriteOp
     edits = tool_input.get("edits")
     if not isinstance(edits, list) or not edits:
         raise ToolError("'edits' must be a non-empty list")
+    shown = policy.as_given(path)
     stamp = save_stamp(path, follow_links=False)
-    text = _read_text(path, for_edit=True)
+    text = _read_text(path, for_edit=True, shown=shown)
     for edit in edits:
         if not isinstance(edit, dict):
             raise ToolError("each edit must be an object")
-        text = _capped(_apply_edit(text, edit, path))
-    return WriteOp(path, text, created=False, planned_over=stamp)
+        text = _capped(_apply_edit(text, edit, shown))
+    return WriteOp(path, text, created=False, planned_over=stamp, shown=shown)
 
 
 def _capped(text: str) -> str:
@@ -479,7 +493,7 @@ def perform(op: WriteOp) -> None:
     replaced by what was planned from the text before it."""
     mode = 0o600
     with contextlib.suppress(FileNotFoundError):
-        mode = _check_replaceable(op.path)
+        mode = _check_replaceable(op.path, op.given)
     # What a write of this file killed mid-way left (a MagicDoc's folder is the user's: only
     # this file's own temp files go).
     remove_stale_staged(op.path.parent, names=(op.path.name,))
@@ -492,21 +506,22 @@ def perform(op: WriteOp) -> None:
     )
 
 
-def _check_replaceable(path: Path) -> int:
+def _check_replaceable(path: Path, shown: Path) -> int:
     """The permission bits of the file at `path`, once it is clear that replacing it does
-    what writing it in place would: ToolError (the agent hears why, the file is left as it
-    is) for a file its owner made read-only — a rename needs only the folder writable, so
-    it replaced a `chmod 444` doc, and as root no write bit counts, hence the mode check —
-    and for a file with other hard links, which the new file would not be."""
+    what writing it in place would: ToolError (the agent hears why, naming the file `shown`,
+    as it gave it; the file is left as it is) for a file its owner made read-only — a rename
+    needs only the folder writable, so it replaced a `chmod 444` doc, and as root no write
+    bit counts, hence the mode check — and for a file with other hard links, which the new
+    file would not be."""
     st = os.stat(path, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode):
         return rewrite_mode(st)  # not a file: the write itself says what is in the way
-    protected = owner_protected(path, st)
+    protected = owner_protected(path, st, shown=shown)
     if protected is not None:
         raise ToolError(f"{protected}, so it is left as it is")
     if st.st_nlink > 1:
         raise ToolError(
-            f"{path} has {st.st_nlink} hard links: replacing it would cut it off from its other "
+            f"{shown} has {st.st_nlink} hard links: replacing it would cut it off from its other "
             "names, so it is left as it is"
         )
     return rewrite_mode(st)

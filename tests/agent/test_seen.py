@@ -164,3 +164,25 @@ def test_a_noted_stamp_is_the_files_until_it_changes(tmp_path: Path) -> None:
     assert seen.problem(path) is None
     seen.note(path, None)  # forgotten (the agent removed it)
     assert seen.problem(path) is not None
+
+
+async def test_an_unread_file_is_refused_naming_it_as_the_model_gave_it(
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    # Review of session 22: through a linked memory dir (a linked ~/.claude), the refusal
+    # named the dir's real path, not the one the model was given and wrote to.
+    real_dir = tmp_path / "real-memory"
+    real_dir.mkdir()
+    given = tmp_path / "linked"
+    given.symlink_to(real_dir)
+    target = given / "user_role.md"
+    target.write_text("The user is a backend engineer.\n")
+    fake_model.enqueue(
+        tool_use_reply([("Write", {"file_path": str(target), "content": "replaced\n"})]),
+        text_reply("done"),
+    )
+    await _run(daemon_with_model, given, SeenFiles())
+    refused = _results(fake_model, 1)[0]
+    assert refused["is_error"] is True
+    assert refused["content"].startswith(f"Error: {target} exists and you have not read it")
+    assert target.read_text() == "The user is a backend engineer.\n"

@@ -203,3 +203,49 @@ def test_a_write_op_names_the_file_it_was_planned_over(root: Path) -> None:
         tools.WriteOp(doc, "new\n", created=False, planned_over=save_stamp(doc, follow_links=False))
     )
     assert doc.read_text() == "new\n"
+
+
+def test_tool_errors_name_the_memory_dir_as_the_model_gave_it(tmp_path: Path) -> None:
+    # Review of session 22: through a linked ~/.claude, the read-only and hard-link refusals,
+    # Write over a folder, and the read and edit errors named the dir's real path, one the
+    # model was never given (only the give-up after repeated saves named it as given).
+    real_dir = tmp_path / "real" / "memory"
+    real_dir.mkdir(parents=True)
+    (tmp_path / "linked").symlink_to(real_dir.parent)
+    given = tmp_path / "linked" / "memory"
+    policy = AccessPolicy(read_roots=(given,), write_roots=(given,))
+    linked = given / "linked.md"
+    linked.write_text("x\n")
+    os.link(linked, tmp_path / "elsewhere.md")
+    frozen = given / "frozen.md"
+    frozen.write_text("Port 80.\n")
+    frozen.chmod(0o444)
+    (given / "folder.md").mkdir()
+    (given / "latin1.md").write_bytes(b"Ren\xe9e\n")
+    attempts = [
+        lambda: tools.perform(tools.plan_write(policy, {"file_path": str(linked), "content": "y"})),
+        lambda: tools.perform(tools.plan_write(policy, {"file_path": str(frozen), "content": "y"})),
+        lambda: tools.plan_write(policy, {"file_path": str(given / "folder.md"), "content": "y"}),
+        lambda: tools.plan_edit(
+            policy, {"file_path": str(frozen), "old_string": "443", "new_string": "8080"}
+        ),
+        lambda: tools.plan_multi_edit(
+            policy,
+            {"file_path": str(frozen), "edits": [{"old_string": "443", "new_string": "1"}]},
+        ),
+        lambda: tools.plan_edit(
+            policy, {"file_path": str(given / "gone.md"), "old_string": "a", "new_string": "b"}
+        ),
+        lambda: tools.plan_edit(
+            policy, {"file_path": str(given / "latin1.md"), "old_string": "R", "new_string": "r"}
+        ),
+        lambda: tools.read(policy, {"file_path": str(given / "gone.md")}),
+        lambda: tools.read(policy, {"file_path": str(given / "folder.md")}),
+    ]
+    for attempt in attempts:
+        with pytest.raises(tools.ToolError) as caught:
+            attempt()
+        assert str(given) in str(caught.value)
+        assert str(real_dir) not in str(caught.value)
+    assert linked.read_text() == "x\n"
+    assert frozen.read_text() == "Port 80.\n"
