@@ -200,3 +200,44 @@ async def test_a_connection_lingering_after_a_refusal_does_not_hold_up_the_stop(
     finally:
         await stop_daemon(handle)
     writer.close()
+
+
+async def test_every_line_of_a_chunk_read_before_the_stop_is_answered(short_tmp: Path) -> None:
+    # Found in review: the close waited for a line's answer once, but the reader answers a
+    # chunk's lines in turn, setting and clearing the flag for each; a close woken by one
+    # line's answer went on while the next waited for the client to read, and that answer
+    # and every later one were dropped (12,810 of 20,000 came back).
+    lines = 20_000  # "1\n": 2 bytes in, ~160 bytes of -32006 out, 3 MB in all
+    handle = await start_daemon(daemon_config(short_tmp), TEST_METHODS)
+    stopping = None
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+        sleeping = b'{"jsonrpc":"2.0","method":"test.sleep","params":{"seconds":0.3},"id":%d}\n'
+        writer.write(b"".join(sleeping % i for i in range(MAX_INFLIGHT_PER_CONNECTION)))
+        writer.write(b'{"jsonrpc":"2.0","method":"status","id":"held"}\n' + b"1\n" * lines)
+        await writer.drain()
+        async with asyncio.timeout(10):
+            while len(handle.daemon.inflight) < MAX_INFLIGHT_PER_CONNECTION:
+                await asyncio.sleep(0.01)
+        (connection,) = [c for c in handle.daemon.connections if c.tasks]
+        closing = asyncio.Event()
+        close = connection.close
+
+        async def noted_close(flush_within: float | None = None) -> None:
+            closing.set()
+            await close(flush_within)
+
+        connection.close = noted_close  # type: ignore[method-assign]
+        await handle._client.close()
+        stopping = asyncio.create_task(handle.server.stop())
+        # Nothing is read until the close waits: the answers fill the buffer meanwhile.
+        await asyncio.wait_for(closing.wait(), 30)
+        answered = 0
+        async with asyncio.timeout(30):
+            while raw := await reader.readline():
+                reply = orjson.loads(raw)
+                answered += reply.get("id") is None and reply["error"]["code"] == -32006
+    finally:
+        await (stopping or stop_daemon(handle))
+    assert answered == lines
+    writer.close()

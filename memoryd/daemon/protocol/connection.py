@@ -419,10 +419,13 @@ class Connection:
         deadline = (
             None if flush_within is None else asyncio.get_running_loop().time() + flush_within
         )
-        # A line read before the daemon stopped is answered first (see `_settled`).
+        # A line read before the daemon stopped is answered first (see `_settled`). Until it
+        # stays set: the reader sets it after one line of its chunk and clears it for the next
+        # before this wakes, and a close gone on then dropped the next line's answer.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout_at(deadline):
-                await self._settled.wait()
+                while not self._settled.is_set():
+                    await self._settled.wait()
         self.closed = True
         self.daemon.connections.discard(self)
         self.writer.close()
