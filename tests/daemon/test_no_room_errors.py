@@ -70,12 +70,26 @@ async def test_a_full_or_read_only_memory_folder_says_so_and_changes_nothing(
     assert _files(memory_dir) == before
 
 
+_NOTES_WRITE = {"file": "user_notes.md", "type": "user", "name": "notes", "description": "d"}
+
+
+@pytest.mark.parametrize(
+    ("verb", "params"),
+    [("write", {**_NOTES_WRITE, "body": "new"}), ("delete", {"path": "user_notes.md"})],
+)
 async def test_a_memory_file_that_is_a_mount_point_says_so_and_changes_nothing(
-    daemon: DaemonHandle, short_tmp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    daemon: DaemonHandle,
+    small_disks: SmallDisks,
+    short_tmp: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: str,
+    params: dict[str, str],
 ) -> None:
     # Found by a bug hunt: a memory file bind-mounted into the folder (a container's
-    # `-v notes.md:…/memory/user_x.md`) is replaced by a rename, which the kernel refuses:
-    # `internal error in memory.write: OSError`, no cause named.
+    # `-v notes.md:…/memory/user_x.md`) is replaced or removed by a rename or an unlink, which
+    # the kernel refuses: `internal error in memory.write: OSError`, no cause named. (The
+    # mount skips the test without root: it failed, `mount: must be superuser`.)
     memory_dir = short_tmp / "mem"
     memory_dir.mkdir()
     monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
@@ -86,26 +100,15 @@ async def test_a_memory_file_that_is_a_mount_point_says_so_and_changes_nothing(
     mounted = tmp_path / "notes.md"
     mounted.write_text("---\nname: notes\ndescription: d\ntype: user\n---\n\nmine\n")
     (memory_dir / "user_notes.md").touch()
-    subprocess.run(["mount", "--bind", str(mounted), str(memory_dir / "user_notes.md")], check=True)
-    try:
-        before = _files(memory_dir)
-        with pytest.raises(RpcError) as err:
-            await daemon.call(
-                "memory.write",
-                cwd=cwd,
-                file="user_notes.md",
-                type="user",
-                name="notes",
-                description="d",
-                body="new",
-            )
-        assert err.value.message.startswith(
-            "memory.write failed: a file it replaces or removes is a mount point (EBUSY); "
-            "nothing was changed. To mend it: mount its folder instead of the file, or unmount it"
-        )
-        assert _files(memory_dir) == before
-    finally:
-        subprocess.run(["umount", str(memory_dir / "user_notes.md")], check=True)
+    small_disks.bind(mounted, memory_dir / "user_notes.md")
+    before = _files(memory_dir)
+    with pytest.raises(RpcError) as err:
+        await daemon.call(f"memory.{verb}", cwd=cwd, **params)
+    assert err.value.message.startswith(
+        f"memory.{verb} failed: a file it replaces or removes is a mount point (EBUSY); "
+        "nothing was changed. To mend it: mount its folder instead of the file, or unmount it"
+    )
+    assert _files(memory_dir) == before
 
 
 async def test_a_read_only_settings_file_is_not_mended_by_moving_the_memory_folder(

@@ -41,6 +41,18 @@ class SmallDisks:
         self.mounted.append(folder)
         return folder
 
+    def bind(self, source: Path, target: Path) -> None:
+        """`source` bind-mounted over `target` (a file over a file: a container's `-v`);
+        skips the test when this process cannot mount."""
+        if os.geteuid() != 0:
+            pytest.skip("a bind mount needs root")
+        done = subprocess.run(
+            ["mount", "--bind", str(source), str(target)], capture_output=True, check=False
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot bind-mount here: {done.stderr.decode().strip()}")
+        self.mounted.append(target)
+
     def fill(self, folder: Path, *, room: int = 0) -> Callable[[], None]:
         """Fill `folder`'s file system with hidden filler files, leaving `room` pages free;
         the call returned frees them all."""
