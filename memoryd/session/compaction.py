@@ -10,6 +10,7 @@ on a 50k one (the per-message estimates come from the caller's cache).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,14 +93,26 @@ def _closed(lines: list[str]) -> list[str]:
     return lines
 
 
+def _section_level(lines: list[str], prose: list[bool]) -> int:
+    """The heading level of the notes' sections: the shallowest one of two headings or more
+    (a user template may put its sections as `## ` under one `# ` title: read at level 1, the
+    whole notes were one section, cut to ~2,000 tokens), else 1."""
+    counts: Counter[int] = Counter()
+    for line, outside_code in zip(lines, prose, strict=True):
+        level = len(line) - len(line.lstrip("#"))
+        if outside_code and 1 <= level <= 6 and line[level : level + 1] in ("", " "):
+            counts[level] += 1
+    return min((level for level, count in counts.items() if count >= 2), default=1)
+
+
 def cut_long_sections(
     summary: str,
     path: str,
     max_tokens: int = MAX_SECTION_TOKENS,
     max_total: int = MAX_SUMMARY_TOKENS,
 ) -> CutSummary:
-    """Shorten every `#` section whose body is over ~`max_tokens`, at a line boundary, then
-    the whole when over ~`max_total`."""
+    """Shorten every section (`_section_level`) whose body is over ~`max_tokens`, at a line
+    boundary, then the whole when over ~`max_total`."""
     out: list[str] = []
     cut: list[str] = []
     heading: str | None = None
@@ -116,10 +129,12 @@ def cut_long_sections(
             out.extend(body)
 
     lines = summary.splitlines()
-    for line, fenced in zip(lines, in_fenced_code(lines), strict=True):
-        # A `# comment` in a shell snippet is not a heading: taken for one, it split its
-        # section into parts each under the cap, named in `cut_sections`.
-        if not fenced and (line.startswith("# ") or line == "#"):
+    # A `# comment` in a shell snippet is not a heading: taken for one, it split its section
+    # into parts each under the cap, named in `cut_sections`.
+    prose = [not fenced for fenced in in_fenced_code(lines)]
+    marker = "#" * _section_level(lines, prose)
+    for line, outside_code in zip(lines, prose, strict=True):
+        if outside_code and (line.startswith(marker + " ") or line == marker):
             flush()
             heading, body = line, []
         else:

@@ -261,3 +261,28 @@ def test_a_summary_cut_as_a_whole_inside_a_code_block_closes_it() -> None:
     lines = cut.text.splitlines()
     assert lines[-2:] == ["~~~", SECTION_CUT_NOTE.format(path="/p")]
     assert not list(in_fenced_code([*lines, ""]))[-1]
+
+
+def test_sections_under_one_title_are_cut_each_not_as_one() -> None:
+    # Found by a bug hunt: a user template of `## ` sections under one `# ` title was read
+    # as one section, and compact cut all the notes to ~2,000 tokens (7 of 8 sections lost).
+    names = [f"Part {i}" for i in range(8)]
+    notes = "# Session notes\n_Kept by memoryd._\n" + "".join(
+        f"## {name}\n_About it._\n" + " ".join(f"p{i}-{j}" for j in range(1_000)) + "\n"
+        for i, name in enumerate(names)
+    )
+    cut = cut_long_sections(notes, "/p")
+    assert cut.cut_sections == ()
+    assert cut.text == notes
+    longer = notes.replace("## Part 3\n_About it._\n", "## Part 3\n_About it._\n" + words(3_000))
+    cut = cut_long_sections(longer, "/p")
+    assert cut.cut_sections == ("Part 3",)
+    assert all(f"## {name}" in cut.text for name in names)
+
+
+def test_subheadings_inside_sections_do_not_split_them() -> None:
+    # The built-in template's `#` sections stay the sections when the notes use `##` inside.
+    worklog = "\n".join(f"## Step {i}\n" + words(300) for i in range(10))  # ~3,000 tokens
+    summary = builtin_template().replace("# Worklog\n_", f"# Worklog\n{worklog}\n_", 1)
+    cut = cut_long_sections(summary, "/p")
+    assert cut.cut_sections == ("Worklog",)
