@@ -234,9 +234,14 @@ def connect_retry_s(sock: Path) -> float:
 
 
 def _launch_agent_installed() -> bool:
+    """macOS only: a plist in ~/Library/LaunchAgents elsewhere (`service install --manager
+    launchd` on Linux writes it, launchctl absent) relaunches nothing, and kept the retry."""
     from memctl.service_units import LAUNCHD_LABEL
 
-    return (paths.home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist").exists()
+    return (
+        sys.platform == "darwin"
+        and (paths.home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist").exists()
+    )
 
 
 def _running(sock: Path, connect_retry_s: float) -> dict[str, Any] | None:
