@@ -266,7 +266,9 @@ def atomic_write_bytes(
     What it raises puts that file back (`path` as it was) and fails the write."""
     make_private_dirs(path.parent)
     tmp = stage_file(path.parent, data, prefix=_staged_prefix(path.name), mode=mode)
+    removable = True  # `tmp` names the staged file or nothing, never someone else's
     try:
+        staged = _identity(tmp)
         if still is not None and not still():
             raise ChangedMeanwhile(errno.EAGAIN, "changed while it was rewritten", str(path))
         if came_out is None:
@@ -275,11 +277,12 @@ def atomic_write_bytes(
             try:
                 came_out(tmp)
             except BaseException:
-                _put_back(tmp, path)
+                removable = _put_back(tmp, path, staged)
                 raise
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if removable:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # what was replaced, once `came_out` saw it
@@ -392,27 +395,41 @@ def _keep_beside(out: Path, why: str) -> None:
     _log.warning(why, file=str(kept))
 
 
-def _put_back(out: Path, path: Path) -> None:
-    """Undo `swap_in`: what came out (at `out`) goes back to `path`, and the staged file to
-    `out`, for the caller to remove. What is at `out` then and is not the staged file is kept
-    beside, logged, never left for the caller to remove: a save landing at `path` in between
-    (microseconds), or what came out itself when it cannot be exchanged back (the new file
-    removed meanwhile: it goes back to the free name)."""
-    with contextlib.suppress(OSError):
+def _identity(path: Path) -> tuple[int, int]:
+    """The inode and device of what is at `path` (a link not followed)."""
+    st = os.lstat(path)
+    return st.st_ino, st.st_dev
+
+
+def _put_back(out: Path, path: Path, staged: tuple[int, int]) -> bool:
+    """Undo `swap_in`: what came out (at `out`) goes back to `path`, and the staged file
+    (`staged`: its `_identity`) to `out`. True: `out` now holds the staged file or nothing,
+    for the caller to remove. Anything else is kept beside (`.kept`, logged): what came out,
+    when a save landed at `path` since the swap (it stays there: it came last; compared with
+    an lstat made here, one made during `came_out`'s look was taken for the staged file,
+    exchanged out and removed) or when it cannot be exchanged back; a save landing between
+    the look and the exchange (microseconds). When the name is free (the new file removed
+    meanwhile) what came out goes back to it. False: what is at `out` could not be moved (a
+    full directory refuses a new name, an I/O error): it is left there, logged, and must
+    not be removed."""
+    try:
         try:
-            staged = os.lstat(path)
+            at_path = _identity(path)
         except FileNotFoundError:
             put_back(out, path)
-            return
-        try:
-            exchanged = _rename_flags(out, path, _RENAME_EXCHANGE)
-        except OSError:
-            exchanged = False
-        if exchanged:
-            back = os.lstat(out)
-            if (back.st_ino, back.st_dev) == (staged.st_ino, staged.st_dev):
-                return
-        _keep_beside(out, "a save under a failed write kept beside it")
+            return True
+        exchanged = False
+        if at_path == staged:
+            with contextlib.suppress(OSError):
+                exchanged = _rename_flags(out, path, _RENAME_EXCHANGE)
+        if not exchanged or _identity(out) != staged:
+            _keep_beside(out, "a save under a failed write kept beside it")
+        return True
+    except OSError as exc:
+        _log.error(
+            "a save under a failed write left at its temp name", file=str(out), error=str(exc)
+        )
+        return False
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:

@@ -201,6 +201,60 @@ def test_what_came_out_is_kept_beside_when_it_cannot_be_exchanged_back(
     assert kept.read_text() == "someone's save"
 
 
+def test_a_save_landing_while_what_came_out_is_looked_at_stays(folder: Path) -> None:
+    # Found by helper C3 in session 22: the put back took whatever was at the name when it
+    # began for memoryd's new file, so an editor's save landing there during the look (by
+    # rename, over the new file) was exchanged out and removed with the temp name.
+    target = folder / "a.md"
+    target.write_text("original")
+
+    def saved_then_refused(out: Path) -> None:
+        side = folder / "editor.swp"
+        side.write_text("the editor's save")
+        os.rename(side, target)
+        raise ChangedMeanwhile(errno.EAGAIN, "not ours")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=saved_then_refused)
+    assert target.read_text() == "the editor's save"
+    (kept,) = [p for p in folder.iterdir() if p.name.endswith(".kept")]
+    assert kept.read_text() == "original"
+    assert len(list(folder.iterdir())) == 2
+
+
+def test_what_came_out_is_not_removed_when_it_cannot_be_kept_beside(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review of session 22 (RV7): with the exchange back failed, what came out stays at the
+    # temp name if its rename to `.kept` fails too (a full directory: ENOSPC); the caller
+    # removed the temp name all the same, and someone's save with it.
+    target = folder / "a.md"
+    target.write_text("someone's save")
+    real = fsutil._rename_flags
+    swaps: list[int] = []
+
+    def second_exchange_fails(source: Path, dest: Path, flags: int) -> bool:
+        if flags == fsutil._RENAME_EXCHANGE:
+            swaps.append(1)
+            if len(swaps) == 2:
+                raise OSError(errno.EIO, "I/O error")
+        return real(source, dest, flags)
+
+    def full(out: Path, why: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "_rename_flags", second_exchange_fails)
+    monkeypatch.setattr(fsutil, "_keep_beside", full)
+
+    def refuse(out: Path) -> None:
+        raise ChangedMeanwhile(errno.EAGAIN, "not ours")
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(target, b"new", came_out=refuse)
+    texts = sorted(p.read_text() for p in folder.iterdir())
+    assert texts == ["new", "someone's save"]
+
+
 def test_a_name_that_is_not_utf8_is_written_taken_out_and_swept(folder: Path) -> None:
     # Found by the session 22 review: the temp name was cut from the name's UTF-8 encoding,
     # which a byte that is not UTF-8 (`caf\xe9.md`, a Latin-1 name the agent's Glob shows as
