@@ -25,6 +25,21 @@ def _names(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+def _fail_the_exchange_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second RENAME_EXCHANGE (the put back's; the first is the swap's) fails with EIO."""
+    real = fsutil._rename_flags
+    swaps: list[int] = []
+
+    def second_exchange_fails(source: Path, dest: Path, flags: int) -> bool:
+        if flags == fsutil._RENAME_EXCHANGE:
+            swaps.append(1)
+            if len(swaps) == 2:
+                raise OSError(errno.EIO, "I/O error")
+        return real(source, dest, flags)
+
+    monkeypatch.setattr(fsutil, "_rename_flags", second_exchange_fails)
+
+
 def test_what_came_out_is_seen_then_removed(folder: Path) -> None:
     target = folder / "a.md"
     target.write_text("old")
@@ -180,17 +195,7 @@ def test_what_came_out_is_kept_beside_when_it_cannot_be_exchanged_back(
     # The exchange back failing (EIO, say) left what came out at the temp name, removed.
     target = folder / "a.md"
     target.write_text("someone's save")
-    real = fsutil._rename_flags
-    swaps: list[int] = []
-
-    def second_exchange_fails(source: Path, dest: Path, flags: int) -> bool:
-        if flags == fsutil._RENAME_EXCHANGE:
-            swaps.append(1)
-            if len(swaps) == 2:
-                raise OSError(errno.EIO, "I/O error")
-        return real(source, dest, flags)
-
-    monkeypatch.setattr(fsutil, "_rename_flags", second_exchange_fails)
+    _fail_the_exchange_back(monkeypatch)
 
     def refuse(out: Path) -> None:
         raise ChangedMeanwhile(errno.EAGAIN, "not ours")
@@ -230,20 +235,11 @@ def test_what_came_out_is_not_removed_when_it_cannot_be_kept_beside(
     # removed the temp name all the same, and someone's save with it.
     target = folder / "a.md"
     target.write_text("someone's save")
-    real = fsutil._rename_flags
-    swaps: list[int] = []
-
-    def second_exchange_fails(source: Path, dest: Path, flags: int) -> bool:
-        if flags == fsutil._RENAME_EXCHANGE:
-            swaps.append(1)
-            if len(swaps) == 2:
-                raise OSError(errno.EIO, "I/O error")
-        return real(source, dest, flags)
 
     def full(out: Path, why: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fsutil, "_rename_flags", second_exchange_fails)
+    _fail_the_exchange_back(monkeypatch)
     monkeypatch.setattr(fsutil, "_keep_beside", full)
 
     def refuse(out: Path) -> None:
