@@ -5,6 +5,7 @@ memories and indexes, `agent.tools.perform` for agents)."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -35,4 +36,24 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o222 and os.access(path, os.W_OK, follow_symlinks=False):
         return None
+    if mode & 0o222 and st.st_uid != os.geteuid():
+        # Another user's file (a teammate's 0644 memory in a group-shared folder) is not
+        # read-only, nor can memoryd's user chmod it: its owner is named.
+        return (
+            f"{shown or path} belongs to another user (uid {st.st_uid}), who has not let "
+            f"memoryd's user (uid {os.geteuid()}) write it (mode {mode:04o})"
+        )
     return f"{shown or path} is read-only (mode {mode:04o}): its owner protected it from writes"
+
+
+def how_to_allow(path: Path, st: os.stat_result) -> str:
+    """How the file `owner_protected` refused (`st` its lstat) is let be changed: by chmod,
+    which only its owner (or root) may run on it."""
+    quoted = shlex.quote(str(path))
+    euid = os.geteuid()
+    if st.st_uid != euid and euid != 0:
+        return (
+            f"its owner (uid {st.st_uid}) can run chmod g+w {quoted}, with memoryd's user in "
+            "the file's group"
+        )
+    return f"chmod u+w {quoted}"

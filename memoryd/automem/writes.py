@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shlex
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd.agent.modes import owner_protected
+from memoryd.agent.modes import how_to_allow, owner_protected
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
 from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
@@ -558,7 +557,7 @@ def _check_not_protected(target: Path) -> None:
     if protected is not None:
         raise InvalidParams(
             f"{protected}, so memoryd leaves it as it is (nothing was changed); to let it be "
-            f"changed: chmod u+w {shlex.quote(str(target))}"
+            f"changed: {how_to_allow(target, st)}"
         )
 
 

@@ -6,12 +6,15 @@ replaced (or removed) the protected file, and a write or restore kept it 444."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memoryd.automem.writes import _check_not_protected
+from memoryd.errors import InvalidParams
 from memoryd_client import RpcError
 from tests.conftest import DaemonHandle
 
@@ -88,3 +91,33 @@ async def test_a_delete_of_a_read_only_memory_is_refused_and_its_index_line_stay
     path.chmod(0o644)
     await daemon.call("memory.delete", cwd=str(project), path="user_tea.md")
     assert not path.exists()
+
+
+def test_another_users_memory_is_named_by_its_owner_not_called_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in review: memoryd run as a non-root user, a teammate's 0644 memory in a shared
+    # folder was refused as "read-only: its owner protected it", with `chmod u+w`, which
+    # memoryd's user may not run on another's file. It names the owner and who can allow it.
+    path = tmp_path / "user_tea.md"
+    path.write_text("Green tea.\n")
+    path.chmod(0o644)
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1000)  # a user not the owner, not root
+    monkeypatch.setattr(os, "access", lambda *_args, **_kwargs: False)
+    with pytest.raises(InvalidParams) as info:
+        _check_not_protected(path)
+    message = info.value.message
+    assert f"belongs to another user (uid {owner})" in message
+    assert f"its owner (uid {owner}) can run chmod g+w {path}" in message
+    assert "read-only" not in message
+    assert "chmod u+w" not in message
+    # A 0444 file is read-only, whoever owns it; its owner is told chmod u+w, as before.
+    path.chmod(0o444)
+    with pytest.raises(InvalidParams) as info:
+        _check_not_protected(path)
+    assert "read-only (mode 0444): its owner protected it" in info.value.message
+    monkeypatch.setattr(os, "geteuid", lambda: owner)
+    with pytest.raises(InvalidParams) as info:
+        _check_not_protected(path)
+    assert f"chmod u+w {path}" in info.value.message
