@@ -453,8 +453,9 @@ def _token_list(args: argparse.Namespace) -> int:
 
 def _token_revoke(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
-    if args.token_id.startswith(auth.TOKEN_PREFIX):
-        # The token itself, not its id: quoting it back put the secret in the terminal's
+    if auth.TOKEN_PREFIX in args.token_id:
+        # The token itself, not its id (a 12-hex-digit id never holds the prefix), pasted
+        # with a space or its "Bearer " too: quoting it back put the secret in the terminal's
         # scrollback and the shell's logs a second time.
         raise CliError("that is a token, not its id: `memoryd-team token list` shows the ids")
     # An id that is no text (bytes that are no UTF-8) names no token: the databases cannot

@@ -115,11 +115,14 @@ def test_token_create_list_revoke_history_restore(database_url: str, tmp_path: P
         server.stop()
     again = team("token", "revoke", token_id, "--database", database_url, check=False)
     assert again.returncode == 1
-    # The token given for its id: said so, never quoted back (it was, whole, in the error).
-    mistaken = team("token", "revoke", token, "--database", database_url, check=False)
-    assert mistaken.returncode == 1
-    assert "that is a token, not its id" in mistaken.stderr
-    assert token not in mistaken.stderr + mistaken.stdout
+    # The token given for its id: said so, never quoted back (it was, whole, in the error);
+    # pasted with a space, a newline or its header's "Bearer " too (a review found those
+    # quoted back still).
+    for given in (token, f" {token}", f"{token}\n", f"Bearer {token}"):
+        mistaken = team("token", "revoke", given, "--database", database_url, check=False)
+        assert mistaken.returncode == 1
+        assert "that is a token, not its id" in mistaken.stderr
+        assert token not in mistaken.stderr + mistaken.stdout
     history = json.loads(
         team(
             "history", "--repo", "acme/widgets", "a.md", "--json", "--database", database_url
