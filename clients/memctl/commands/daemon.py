@@ -68,11 +68,7 @@ def start_verb(result: dict[str, Any], stopped: dict[str, Any] | None) -> str:
         # A daemon stopped closes its socket at once: what answers now is a new one, started
         # by socket activation (systemd's memoryd.socket). "already running" read as if the
         # restart had done nothing; and with none running before, nothing was restarted.
-        return (
-            "restarted by its service manager"
-            if stopped["stopped"]
-            else ("started by its service manager")
-        )
+        return f"{'restarted' if stopped['stopped'] else 'started'} by its service manager"
     return "already running"
 
 
