@@ -35,6 +35,7 @@ from memoryd.automem.extraction import Extraction
 from memoryd.automem.manifest import MemoryHeader, format_manifest
 from memoryd.automem.service import AutoMemory
 from memoryd.automem.taxonomy import NEVER_SAVE, describe_types
+from memoryd.automem.writes import ProtectedMemory
 from memoryd.core.turn import Turn
 from memoryd.errors import MemorydError, NotFound
 from memoryd.fsutil import atomic_write_text, save_stamp
@@ -441,7 +442,7 @@ class Dream:
                 deleted = await am.delete_memory(
                     project, str(policy.as_given(target)), check=unchanged
                 )
-            except NotFound as exc:
+            except (NotFound, ProtectedMemory) as exc:
                 raise ToolError(exc.message) from exc
             except MemorydError as exc:
                 raise Denied(exc.message) from exc

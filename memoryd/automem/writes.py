@@ -545,6 +545,11 @@ def _check_target(
     _check_not_protected(target)
 
 
+class ProtectedMemory(InvalidParams):
+    """A memory its owner made read-only (or another user's memoryd's user may not write):
+    a background agent hears it as a tool error, as its Write of the file is, not a denial."""
+
+
 def _check_not_protected(target: Path) -> None:
     """A memory its owner made read-only is neither replaced nor deleted, as memoryd's
     agents leave it (`agent.modes.owner_protected`): `memory.write` replaced a `chmod 444`
@@ -555,7 +560,7 @@ def _check_not_protected(target: Path) -> None:
         return
     protected = owner_protected(target, st)
     if protected is not None:
-        raise InvalidParams(
+        raise ProtectedMemory(
             f"{protected}, so memoryd leaves it as it is (nothing was changed); to let it be "
             f"changed: {how_to_allow(target, st)}"
         )

@@ -315,3 +315,27 @@ async def test_a_last_run_recorded_ahead_of_the_clock_does_not_hold_the_dream_of
     dream_state_path().write_text(json.dumps({"last_run": {str(ws.project.root): now - 60}}))
     dream._last_runs = None
     assert not dream.due(ws.project, now)  # a run a minute ago: not due for a day
+
+
+async def test_a_read_only_memory_the_dream_retires_is_kept_and_its_agent_told_why(
+    ws: Workspace, script: Script
+) -> None:
+    # Found in review: a memory its owner made read-only (chmod 444) is left as it is by
+    # memory.delete, and the dream's Write of it is a tool error the agent hears; its
+    # RetireMemory was a denial instead, a worker/error each run telling the user to undo
+    # the protection (chmod u+w) and counted as a policy breach.
+    _keep, duplicate, _ = await _three_memories(ws)
+    duplicate.chmod(0o444)
+    script.add(
+        "dream",
+        tool_use_reply([("Read", {"file_path": str(duplicate)})]),
+        tool_use_reply([("RetireMemory", {"file_path": str(duplicate), "reason": "duplicate"})]),
+        text_reply("done"),
+    )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert duplicate.exists()
+    assert (result["retired"], result["denied"]) == ([], [])
+    (answer,) = script.seen["dream"][2]["messages"][-1]["content"]
+    assert answer["is_error"] is True
+    assert "read-only (mode 0444): its owner protected it" in str(answer["content"])
+    assert ws.handle.daemon.worker_errors["dream"] == 0
