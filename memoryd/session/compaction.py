@@ -75,22 +75,20 @@ def head_within(line: str, budget: int) -> str:
     return head[:space] if space > len(head) * 0.9 else head
 
 
-def _is_fence(line: str) -> bool:
-    stripped = line.lstrip(" ")
-    return len(line) - len(stripped) <= 3 and stripped.startswith(("```", "~~~"))
-
-
 def _closed(lines: list[str]) -> list[str]:
     """`lines`, with the fence closed when they end inside a fenced code block: cut there,
     the note and every later section were code (and the next fence opened one)."""
-    if not lines or not list(in_fenced_code([*lines, ""]))[-1]:
+    # Each line followed by an empty one, which neither opens nor closes a block: that one's
+    # flag says whether a block is open after the line (one pass, whatever the notes hold).
+    flags = list(in_fenced_code(line for text in lines for line in (text, "")))
+    open_after = flags[1::2]
+    if not lines or not open_after[-1]:
         return lines
-    for index in range(len(lines) - 1, -1, -1):
-        # The opening fence: a fence line that is not inside a block open before it.
-        if _is_fence(lines[index]) and not list(in_fenced_code([*lines[:index], ""]))[-1]:
-            opening = lines[index].lstrip(" ")
-            return [*lines, opening[: len(opening) - len(opening.lstrip(opening[0]))]]
-    return lines
+    start = len(lines) - 1
+    while start > 0 and open_after[start - 1]:
+        start -= 1
+    opening = lines[start].lstrip(" ")
+    return [*lines, opening[: len(opening) - len(opening.lstrip(opening[0]))]]
 
 
 def _section_level(lines: list[str], prose: list[bool]) -> int:

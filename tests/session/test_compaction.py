@@ -286,3 +286,12 @@ def test_subheadings_inside_sections_do_not_split_them() -> None:
     summary = builtin_template().replace("# Worklog\n_", f"# Worklog\n{worklog}\n_", 1)
     cut = cut_long_sections(summary, "/p")
     assert cut.cut_sections == ("Worklog",)
+
+
+def test_a_cut_closes_the_block_it_is_in_not_an_earlier_one() -> None:
+    lines = ["```", "# not a heading", "```", "   ~~~~ text", "```python", *(["q" * 70] * 300)]
+    cut = cut_long_sections("# Notes\n" + "\n".join(lines) + "\n", "/p")
+    assert cut.cut_sections == ("Notes",)
+    kept = cut.text.splitlines()
+    assert kept[-2] == "~~~~"
+    assert not list(in_fenced_code([*kept, ""]))[-1]
