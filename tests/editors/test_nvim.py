@@ -648,7 +648,7 @@ def test_team_memories_a_pull_rewrites_show_their_new_text_in_open_buffers(
             )
     finally:
         server.stop()
-    assert_all_passed(records, expected=3)
+    assert_all_passed(records, expected=4)
 
 
 def test_a_memory_saved_in_place_keeps_the_text_it_replaced(

@@ -86,4 +86,25 @@ T.run({
       wait_text(buf, 'second', 'the buffer of a file the note did not name')
     end,
   },
+  {
+    'a note naming more files than are read checks every buffer',
+    function()
+      -- Found in review: the paths past the 20 read were dropped, though more said 0 (a
+      -- daemon naming more than this one): the 21st file's buffer kept its old text.
+      local notes = repo .. '/notes21.txt'
+      T.write(notes, 'first\n')
+      local buf = edit(notes)
+      T.write(notes, 'second\n')
+      local paths = {}
+      for i = 1, 20 do
+        paths[i] = team_dir .. ('/other%d.md'):format(i)
+      end
+      paths[21] = notes
+      require('memoryd.reload').on_note({
+        method = 'team/synced',
+        params = { repo = 'acme/widgets', pushed = 0, pulled = 21, paths = paths, more = 0 },
+      })
+      wait_text(buf, 'second', 'the buffer of the 21st file named')
+    end,
+  },
 })

@@ -122,7 +122,8 @@ function M.on_note(note)
         noted = true
       end
     end
-    if type(params.more) == 'number' and params.more > 0 then
+    -- Paths past what is read are files written and not looked for, as those counted in more.
+    if (type(params.more) == 'number' and params.more > 0) or #paths > M.MAX_PATHS then
       check_all = true
       noted = true
     end
