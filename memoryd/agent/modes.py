@@ -34,7 +34,9 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
     if not stat.S_ISREG(st.st_mode):
         return None
     mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o222 and os.access(path, os.W_OK, follow_symlinks=False):
+    if mode & 0o222 and (
+        os.access(path, os.W_OK, follow_symlinks=False) or _on_read_only_file_system(path)
+    ):
         return None
     if mode & 0o222 and st.st_uid != os.geteuid():
         # Another user's file (a teammate's 0644 memory in a group-shared folder) is not
@@ -44,6 +46,16 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
             f"memoryd's user (uid {os.geteuid()}) write it (mode {mode:04o})"
         )
     return f"{shown or path} is read-only (mode {mode:04o}): its owner protected it from writes"
+
+
+def _on_read_only_file_system(path: Path) -> bool:
+    """A read-only mount denies every write too, and is no owner's protection: the write is
+    let fail and named as such (EROFS, "remount it read-write"), not "chmod u+w", which that
+    mount refuses as well."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def how_to_allow(path: Path, st: os.stat_result) -> str:
