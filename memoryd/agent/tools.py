@@ -261,15 +261,15 @@ def grep(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         text = data.decode("utf-8", errors="replace")
         if mode == "files_with_matches":
             if regex.search(text):
-                out.append(shown_file(str(path)))
+                out.append(_shown(policy, path))
         elif mode == "count":
             count = sum(1 for _ in regex.finditer(text))
             if count:
-                out.append(f"{shown_file(str(path))}:{count}")
+                out.append(f"{_shown(policy, path)}:{count}")
         else:
             for n, line in enumerate(text.splitlines(), start=1):
                 if regex.search(line):
-                    out.append(f"{shown_file(str(path))}:{n}:{line[:READ_MAX_LINE]}")
+                    out.append(f"{_shown(policy, path)}:{n}:{line[:READ_MAX_LINE]}")
         if head_limit and len(out) >= head_limit:
             out = out[:head_limit]
             break
@@ -292,7 +292,14 @@ def glob(policy: AccessPolicy, tool_input: dict[str, Any]) -> str:
         return "No files found"
     matches.sort(key=lambda item: item[0], reverse=True)  # newest first, as Claude Code does
     # Shown as the manifest shows names, one line each, each form one file's (`policy`).
-    return "\n".join(shown_file(str(p)) for _, p in matches)
+    return "\n".join(_shown(policy, p) for _, p in matches)
+
+
+def _shown(policy: AccessPolicy, path: Path) -> str:
+    """A found file as a search names it: as the manifest shows names, one line each, and
+    under a write root as the caller gave it (a memory dir reached through a linked
+    `~/.claude` is the one the model was told of; its real path read as another folder)."""
+    return shown_file(str(policy.as_given(path)))
 
 
 def _glob_matches(policy: AccessPolicy, base: Path, pattern: list[str]) -> list[tuple[float, Path]]:

@@ -214,3 +214,22 @@ def test_definitions_follow_the_policy(root: Path) -> None:
     assert [d["name"] for d in tools.definitions(writer)] == [
         "Read", "Grep", "Glob", "Bash", "Edit", "MultiEdit", "Write",
     ]  # fmt: skip
+
+
+def test_searches_name_a_linked_memory_dir_as_the_model_gave_it(tmp_path: Path) -> None:
+    # Found by helper C3 in session 22: through a linked ~/.claude, Glob and Grep listed the
+    # memory dir's files under its real path, a folder the model was never told of.
+    real_dir = tmp_path / "real" / "memory"
+    real_dir.mkdir(parents=True)
+    (tmp_path / "linked").symlink_to(real_dir.parent)
+    given = tmp_path / "linked" / "memory"
+    (given / "user_role.md").write_text("backend engineer\n")
+    policy = AccessPolicy(read_roots=(given,), write_roots=(given,))
+    name = str(given / "user_role.md")
+    assert tools.glob(policy, {"pattern": "*.md"}) == name
+    assert tools.glob(policy, {"pattern": "*.md", "path": str(given)}) == name
+    assert tools.grep(policy, {"pattern": "backend"}) == name
+    assert tools.grep(policy, {"pattern": "backend", "output_mode": "count"}) == f"{name}:1"
+    content = tools.grep(policy, {"pattern": "backend", "output_mode": "content"})
+    assert content == f"{name}:1:backend engineer"
+    assert tools.read(policy, {"file_path": name}) == "     1\tbackend engineer"
