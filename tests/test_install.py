@@ -357,12 +357,10 @@ def test_setup_runs_npm_only_when_asked_for_node(tmp_path: Path) -> None:
     calls = tmp_path / "npm-calls"
     (tools / "npm").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     (tools / "npm").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
-    env["PATH"] = f"{tools}:{env['PATH']}"
-    subprocess.run(["bash", str(root / "scripts" / "setup")], env=env, check=True, timeout=120)
+    env = _setup_env(PATH=f"{tools}:{os.environ['PATH']}")
+    _run_setup(root, env)
     assert not calls.exists()
-    env["MEMORYD_SETUP_NODE"] = "1"
-    subprocess.run(["bash", str(root / "scripts" / "setup")], env=env, check=True, timeout=120)
+    _run_setup(root, {**env, "MEMORYD_SETUP_NODE": "1"})
     assert calls.read_text().split()[0] == "ci"
 
 
@@ -393,11 +391,18 @@ def _fake_python(tmp_path: Path, name: str) -> tuple[Path, Path]:
     return python, calls
 
 
-def _run_setup(root: Path, python: Path) -> subprocess.CompletedProcess[str]:
+def _setup_env(**extra: str) -> dict[str, str]:
+    """This environment without MEMORYD_SETUP_* (as a plain scripts/serve runs setup), and
+    `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
-    env["PYTHON"] = str(python)
+    return {**env, **extra}
+
+
+def _run_setup(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`root`'s scripts/setup run under `env`, which it must pass. Bash is named by its path:
+    `env`'s PATH may not lead to it."""
     done = subprocess.run(
-        ["bash", str(root / "scripts" / "setup")],
+        [shutil.which("bash") or "/bin/bash", str(root / "scripts" / "setup")],
         env=env,
         capture_output=True,
         text=True,
@@ -410,7 +415,7 @@ def _run_setup(root: Path, python: Path) -> subprocess.CompletedProcess[str]:
 
 def _setup_afresh(root: Path, python: Path, calls: Path) -> str:
     """Run scripts/setup with `python`; assert it made .venv again and set it up: its stderr."""
-    done = _run_setup(root, python)
+    done = _run_setup(root, _setup_env(PYTHON=str(python)))
     ran = calls.read_text().splitlines()
     assert "-m venv .venv" in ran
     assert any(line.startswith("-m pip install") and "-e .[dev]" in line for line in ran), ran
@@ -474,7 +479,7 @@ def test_setup_makes_the_venv_afresh_when_the_checkout_moved(tmp_path: Path) -> 
 def test_setup_keeps_a_venv_set_up_for_this_checkout(tmp_path: Path) -> None:
     root = _venv_importing_memoryd_from(tmp_path, tmp_path / "checkout")
     python, calls = _fake_python(tmp_path, "python3.11")
-    assert _run_setup(root, python).stderr == ""
+    assert _run_setup(root, _setup_env(PYTHON=str(python))).stderr == ""
     assert not calls.exists()  # its own Python ran every check; none was looked for
     assert (root / ".venv" / ".memoryd-setup").exists()
 
@@ -488,17 +493,8 @@ def test_setup_runs_a_set_up_venv_with_no_python_on_path(tmp_path: Path) -> None
     tools.mkdir()
     for tool in ("dirname",):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_SETUP_", "PYTHON"))}
-    env["PATH"] = str(tools)
-    done = subprocess.run(
-        [shutil.which("bash") or "/bin/bash", str(root / "scripts" / "setup")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in _setup_env(PATH=str(tools)).items() if not k.startswith("PYTHON")}
+    _run_setup(root, env)
     assert "-m venv .venv" not in calls.read_text().splitlines()
 
 
@@ -530,9 +526,8 @@ def test_two_setups_at_once_make_one_venv_and_run_no_apt_get(tmp_path: Path, flo
     apt_calls = tmp_path / "apt-calls"
     (tools / "apt-get").write_text(f'#!/bin/sh\necho "$*" >> {apt_calls}\nexit 1\n')
     (tools / "apt-get").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_SETUP_")}
-    path = env["PATH"] if flock else _path_without(tmp_path, "flock")
-    env.update(PYTHON=str(python), PATH=f"{tools}:{path}")
+    path = os.environ["PATH"] if flock else _path_without(tmp_path, "flock")
+    env = _setup_env(PYTHON=str(python), PATH=f"{tools}:{path}")
     runs = [
         subprocess.Popen(
             ["bash", str(root / "scripts" / "setup")],
