@@ -394,7 +394,9 @@ class SessionMemory:
                 self._persist(session)
                 return False
             try:
-                updated = await asyncio.to_thread(draft.read_text, encoding="utf-8")
+                # Bytes, decoded: read_text's universal newlines made notes saved with CRLF
+                # (a Windows editor) LF, so an update that changed nothing rewrote them.
+                updated = (await asyncio.to_thread(draft.read_bytes)).decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 # The notes' folder removed meanwhile took the copy with it: no crash.
                 await self._failed(

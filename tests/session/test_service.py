@@ -1204,3 +1204,34 @@ async def test_notes_that_are_a_symbolic_link_are_refused_not_replaced(
     assert record.last_error is not None
     assert "symbolic link" in record.last_error
     assert record.updates == 0
+
+
+async def test_notes_with_crlf_line_endings_are_kept_as_they_are(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Found by a bug hunt: notes saved with CRLF (a Windows editor) were read back from the
+    # agent's copy with universal newlines, so an update that changed nothing rewrote them
+    # with LF endings and counted as an update; one that edited them made them LF whole.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    summary.parent.mkdir(parents=True)
+    crlf = builtin_template().replace("\n", "\r\n").encode()
+    summary.write_bytes(crlf)
+    session_model.enqueue(text_reply("the notes are up to date"))
+    messages = [*conversation(12_000), assistant("all done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    while not session_model.requests:
+        await asyncio.sleep(0.01)
+    await idle(handle, project_dir)
+    assert summary.read_bytes() == crlf
+    assert handle.daemon.counters["session_memory.updates"] == 0
+
+    session_model.enqueue(edit_title(summary, "Port the parser"), text_reply("done"))
+    messages += [*conversation(6_000), assistant("done again")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    while len(session_model.requests) < 2:
+        await asyncio.sleep(0.01)
+    await idle(handle, project_dir)
+    assert summary.read_bytes() == crlf.replace(
+        TITLE_LINE.encode() + b"\r\n", TITLE_LINE.encode() + b"\r\nPort the parser\r\n"
+    )
