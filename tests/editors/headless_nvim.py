@@ -4,6 +4,7 @@ where the plugin is and where to write its JSON result."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -26,6 +27,34 @@ def headless(*commands: str) -> list[str]:
         "-n",
         *(a for c in commands for a in ("-c", c)),
     ]
+
+
+def run_lua(
+    folder: Path,
+    lua: str,
+    env: Mapping[str, str],
+    *,
+    setup: tuple[str, ...] = (),
+    quit: bool = True,
+    timeout: float = 60,
+) -> str:
+    """Run the Lua text `lua` headless with the plugin on 'runtimepath', after the Ex commands
+    `setup`; it writes its result to $MEMORYD_TEST_OUT: that text. Neovim quits after the
+    script unless `quit` is false (a script that waits on timers quits by itself)."""
+    script = folder / "script.lua"
+    script.write_text(lua)
+    out = folder / "out"
+    commands = [f"set rtp^={PLUGIN}", *setup, f"luafile {script}", *(["qa!"] if quit else [])]
+    proc = subprocess.run(
+        headless(*commands),
+        env={**os.environ, **env, "MEMORYD_TEST_OUT": str(out)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.exists(), proc.stderr + proc.stdout
+    return out.read_text()
 
 
 def run_script(

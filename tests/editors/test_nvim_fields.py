@@ -4,14 +4,12 @@ as empty, must never be derived from a text the user saved."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from memoryd.automem import memfile
-from tests.editors.headless_nvim import NVIM, PLUGIN, headless
+from tests.editors.headless_nvim import NVIM, run_lua
 
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
 
@@ -38,22 +36,8 @@ def test_as_field_is_the_daemons_rule_for_every_character_it_changes(tmp_path: P
     # spaces was offered as the name and refused as empty.
     texts = [f"{c}a{c}{c} b{c}" for c in chars] + [c * 3 for c in chars]
     (tmp_path / "in").write_text("".join(t.encode("utf-8").hex() + "\n" for t in texts))
-    script = tmp_path / "as_field.lua"
-    script.write_text(AS_FIELD)
-    proc = subprocess.run(
-        [*headless(f"set rtp^={PLUGIN}", f"luafile {script}", "qa!")],
-        env={
-            **os.environ,
-            "MEMORYD_TEST_IN": str(tmp_path / "in"),
-            "MEMORYD_TEST_OUT": str(tmp_path / "out"),
-        },
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert (tmp_path / "out").exists(), proc.stderr + proc.stdout
-    got = [bytes.fromhex(h).decode("utf-8") for h in (tmp_path / "out").read_text().splitlines()]
+    out = run_lua(tmp_path, AS_FIELD, {"MEMORYD_TEST_IN": str(tmp_path / "in")}, timeout=120)
+    got = [bytes.fromhex(h).decode("utf-8") for h in out.splitlines()]
     assert len(got) == len(texts)
     wrong = [
         (text, field, memfile.as_field(text))

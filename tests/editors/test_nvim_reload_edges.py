@@ -4,13 +4,11 @@ window (E11, the noted files forgotten)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.editors.headless_nvim import NVIM, PLUGIN, headless
+from tests.editors.headless_nvim import NVIM, run_lua
 
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
 
@@ -62,23 +60,8 @@ vim.api.nvim_feedkeys('q:', 'n', false)
 
 
 def _run(tmp_path: Path, lua: str) -> str:
-    script = tmp_path / "t.lua"
-    script.write_text(lua)
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [*headless(f"set rtp^={PLUGIN}", "set autoread", f"luafile {script}")],
-        env={
-            **os.environ,
-            "MEMORYD_TEST_FILE": str(tmp_path / "a.md"),
-            "MEMORYD_TEST_OUT": str(out),
-        },
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.exists(), proc.stderr + proc.stdout
-    return out.read_text()
+    env = {"MEMORYD_TEST_FILE": str(tmp_path / "a.md")}
+    return run_lua(tmp_path, lua, env, setup=("set autoread",), quit=False)
 
 
 def test_a_buffer_whose_file_was_deleted_is_not_checked(tmp_path: Path) -> None:
