@@ -167,12 +167,8 @@ def test_an_unquoted_negation_in_other_forms_is_read_as_one(
     ]
 
 
-def test_many_paths_in_few_folders_step_each_folder_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A load judges every touched path against every rule: 100 rules and a session of
-    # 20,000 files took ~29 s when each path was walked name by name (now under 2 s, see
-    # the docs). A folder's names are stepped once; its files are then tried by their name.
+def _counted_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names `globs._step` is given from now on, in order."""
     steps: list[str] = []
     real_step = globs._step
 
@@ -183,9 +179,22 @@ def test_many_paths_in_few_folders_step_each_folder_once(
         return real_step(parts, positions, name)
 
     monkeypatch.setattr(globs, "_step", counting_step)
-    touched = globs.TouchedPaths(
-        sorted(f"/proj/pkg/mod{j % 10}/sub/file{j}.ts" for j in range(2000))
-    )
+    return steps
+
+
+def _ten_folders_of_files() -> globs.TouchedPaths:
+    """2,000 touched files in ten folders, /proj/pkg/modN/sub."""
+    return globs.TouchedPaths(sorted(f"/proj/pkg/mod{j % 10}/sub/file{j}.ts" for j in range(2000)))
+
+
+def test_many_paths_in_few_folders_step_each_folder_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A load judges every touched path against every rule: 100 rules and a session of
+    # 20,000 files took ~29 s when each path was walked name by name (now under 2 s, see
+    # the docs). A folder's names are stepped once; its files are then tried by their name.
+    steps = _counted_steps(monkeypatch)
+    touched = _ten_folders_of_files()
     patterns = ("services/**/*.py", "*.proto")
     assert not globs.matches_any(patterns, BASE, touched)
     # 10 folders of 3 names (pkg, modN, sub; pkg once) for each of the two patterns.
@@ -200,19 +209,8 @@ def test_a_folder_only_negations_can_match_below_is_not_walked(
     # a session's paths open though only a negation could match there, which takes back and
     # never loads: each folder stepped and each file's name tried, for every such rule (100
     # of them and 50,000 paths outside src/, 4-8 s a load). Such a folder is decided no.
-    steps: list[str] = []
-    real_step = globs._step
-
-    def counting_step(
-        parts: tuple[globs._Part, ...], positions: frozenset[int], name: str
-    ) -> frozenset[int]:
-        steps.append(name)
-        return real_step(parts, positions, name)
-
-    monkeypatch.setattr(globs, "_step", counting_step)
-    touched = globs.TouchedPaths(
-        sorted(f"/proj/pkg/mod{j % 10}/sub/file{j}.ts" for j in range(2000))
-    )
+    steps = _counted_steps(monkeypatch)
+    touched = _ten_folders_of_files()
     patterns = ("src/**/*.ts", "!**/*.test.ts")
     assert not globs.matches_any(patterns, BASE, touched)
     assert steps == ["pkg", "pkg"]  # each pattern's step of the first folder, then no more
