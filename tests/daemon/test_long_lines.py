@@ -72,6 +72,13 @@ async def test_a_long_line_reaches_the_parser_without_being_copied(
     assert parser.peaks[0] < 1.5 * size, f"{parser.peaks[0] / MiB:.1f} MiB for a 16 MiB line"
 
 
+def _surrogate_line(size: int) -> bytes:
+    """A `status` request (id 3) of about `size` bytes that orjson refuses and the stdlib
+    reads (half a surrogate pair, read as U+FFFD)."""
+    text = json.dumps("\ud83d" + "x" * size)
+    return b'{"jsonrpc":"2.0","id":3,"method":"status","params":{"a":%s}}\n' % text.encode()
+
+
 @pytest.mark.parametrize("long", [True, False])
 async def test_the_stdlib_reads_a_long_line_off_the_event_loop(
     daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch, long: bool
@@ -84,25 +91,14 @@ async def test_the_stdlib_reads_a_long_line_off_the_event_loop(
         return read(line, first_error)
 
     monkeypatch.setattr(framing, "_strict_stdlib_parse", spy)
-    padding = "x" * (PARSE_INLINE_BYTES + 1 if long else 10)
     # Half a surrogate pair: orjson refuses the line, the stdlib reads it (as U+FFFD).
-    text = json.dumps(f"\ud83d{padding}")
-    line = b'{"jsonrpc":"2.0","id":3,"method":"status","params":{"a":%s}}\n' % text.encode()
+    line = _surrogate_line(PARSE_INLINE_BYTES + 1 if long else 10)
     reply = await asyncio.to_thread(_exchange, daemon.socket_path, line)
     assert reply["id"] == 3
     assert reply["error"]["code"] == -32602  # status takes no params
     assert len(threads) == 1
     # A short line is read where it arrived: a thread costs more than it saves.
     assert (threads[0] is threading.main_thread()) is not long
-
-
-def _surrogate_line(size: int, id_: int = 3) -> bytes:
-    """A `status` request of about `size` bytes that orjson refuses and the stdlib reads."""
-    text = json.dumps("\ud83d" + "x" * size)
-    return b'{"jsonrpc":"2.0","id":%d,"method":"status","params":{"a":%s}}\n' % (
-        id_,
-        text.encode(),
-    )
 
 
 async def test_a_line_read_in_a_thread_stays_charged_to_the_input_budget(
