@@ -60,6 +60,7 @@ from memoryd.fsutil import (
     atomic_write_bytes,
     ensure_private_dir,
     fsync_dir,
+    open_lock_file,
     open_regular_file,
     read_regular_file,
 )
@@ -356,8 +357,7 @@ class VectorStore:
         fd = None
         held = True
         try:
-            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-            fd = os.open(self.folder / LOCK, flags, 0o600)
+            fd = open_lock_file(self.folder / LOCK)
             held = _flock_within(fd, LOCK_WAIT_S)
         except OSError:
             pass
