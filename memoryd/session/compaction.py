@@ -25,6 +25,9 @@ MAX_SECTION_TOKENS = 2_000
 # Ten sections at the section cap, plus headings: a summary past this is cut as a whole.
 MAX_SUMMARY_TOKENS = 24_000
 
+# A byte order mark, which Notepad puts before the notes it saves.
+BOM = "\ufeff"
+
 BOUNDARY_TAG = "[memoryd:compact_boundary]"
 SUMMARY_INTRO = "This session continues a conversation that ran out of context."
 SECTION_CUT_NOTE = "[... section cut for length; the full notes are in {path} ...]"
@@ -126,7 +129,7 @@ def cut_long_sections(
         else:
             out.extend(body)
 
-    lines = summary.splitlines()
+    lines = summary.removeprefix(BOM).splitlines()  # its first heading is one
     # A `# comment` in a shell snippet is not a heading: taken for one, it split its section
     # into parts each under the cap, named in `cut_sections`.
     prose = [not fenced for fenced in in_fenced_code(lines)]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd import fsutil, paths
+from memoryd.session.compaction import BOM
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("Session Title", "A short, specific title for this session (5-10 words)."),
@@ -89,7 +90,9 @@ def is_empty_summary(text: str, templates: tuple[str, ...] = ()) -> bool:
     for template in (builtin_template(), *templates):
         skeleton |= _skeleton_lines(template)
     after_heading = False
-    for line in text.splitlines():
+    # A byte order mark (Notepad saves one) made the first heading no heading: template-only
+    # notes passed for notes, and compact replaced the transcript with an empty template.
+    for line in text.removeprefix(BOM).splitlines():
         stripped = line.strip()
         if not stripped:
             continue

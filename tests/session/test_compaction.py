@@ -295,3 +295,10 @@ def test_a_cut_closes_the_block_it_is_in_not_an_earlier_one() -> None:
     kept = cut.text.splitlines()
     assert kept[-2] == "~~~~"
     assert not list(in_fenced_code([*kept, ""]))[-1]
+
+
+def test_a_byte_order_mark_does_not_hide_the_first_heading() -> None:
+    summary = "\ufeff# Session Title\n" + words(3_000) + "\n# Worklog\n- one\n"
+    cut = cut_long_sections(summary, "/p")
+    assert cut.cut_sections == ("Session Title",)
+    assert cut.text.startswith("# Session Title\n")

@@ -105,3 +105,10 @@ def test_user_template_boilerplate_counts_as_empty() -> None:
     user = "# Goal\n_what we want_\nFill in below.\n\n# Notes\n"
     assert is_empty_summary(user, (user,))
     assert not is_empty_summary(user + "the cache key is wrong\n", (user,))
+
+
+def test_template_only_notes_with_a_byte_order_mark_are_empty() -> None:
+    # Found by a bug hunt: Notepad's BOM made the first heading no heading, the notes passed
+    # for notes, and compact replaced the transcript with an empty template.
+    assert is_empty_summary("\ufeff" + builtin_template())
+    assert not is_empty_summary("\ufeff" + builtin_template() + "real notes\n")
