@@ -241,12 +241,11 @@ def locate_model(name: str | None = None) -> ModelFiles:
     if folder.is_absolute():
         found = _files_in(folder, wanted)
         if found is None:
-            missing = "does not exist" if not folder.exists() else "is not a folder"
-            raise EncoderUnavailable(
-                f"{wanted} {missing}"
-                if not folder.is_dir()
-                else f"{wanted} has no onnx/model.onnx and tokenizer.json"
-            )
+            if folder.is_dir():
+                why = "has no onnx/model.onnx and tokenizer.json"
+            else:
+                why = "is not a folder" if folder.exists() else "does not exist"
+            raise EncoderUnavailable(f"{wanted} {why}")
         return found
     known = KNOWN.get(wanted)
     if known is not None and known.float_layers is not None:
