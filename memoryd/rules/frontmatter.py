@@ -128,8 +128,9 @@ _QUOTED_KEY = r"(?:\"[^\"\n]*\"|'[^'\n]*')\s*:\s+"
 # `key: value` or `- value` whose plain value opens with a character YAML reserves: an
 # unquoted glob (`paths: **/*.ts`, `- {src,lib}/**`, Cursor's `globs: *.ts,*.tsx`), as
 # Claude Code's own docs write them. YAML reads `*` as an alias, `{` as a mapping.
+_RESERVED_FIRST = "*&!{%@`"
 _RESERVED_VALUE = re.compile(
-    rf"^(\s*(?:-\s+|{_QUOTED_KEY}|[^\s#'\"][^:#]*?:\s+))([*&!{{%@`][^\n]*?)(\s+#.*)?$"
+    rf"^(\s*(?:-\s+|{_QUOTED_KEY}|[^\s#'\"][^:#]*?:\s+))([{re.escape(_RESERVED_FIRST)}][^\n]*?)(\s+#.*)?$"
 )
 
 
@@ -149,8 +150,7 @@ def _quote_glob_values(raw: str) -> str:
         text = line.rstrip("\r")
         match = _RESERVED_VALUE.match(text)
         if match is not None:
-            value = match.group(2).replace("'", "''")
-            lines[index] = f"{match.group(1)}'{value}'"
+            lines[index] = match.group(1) + _single_quoted(match.group(2))
             continue
         flow = _FLOW_LIST.match(text)
         items = None if flow is None else _flow_items(flow.group(2))
@@ -207,9 +207,12 @@ def _flow_items(inner: str) -> list[str] | None:
 
 
 def _quoted_item(item: str) -> str:
-    if item[0] in "'\"" or item[0] not in "*&!{%@`":
-        return item
-    return "'" + item.replace("'", "''") + "'"
+    return _single_quoted(item) if item[0] in _RESERVED_FIRST else item
+
+
+def _single_quoted(text: str) -> str:
+    """`text` as a YAML single-quoted scalar: read back as the text it is."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 # Claude Code's frontmatterParser: a `key: value` line whose unquoted value holds one of
