@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
-import { errorText, messageText } from "../src/core/format";
+import { asField, errorText, messageText } from "../src/core/format";
 import { EVENTS } from "../src/core/notifications";
 import { concernsTarget } from "../src/core/rules";
 import { MemorydClient, RpcError } from "../src/core/rpcClient";
@@ -792,5 +792,18 @@ describe("the extension in a stand-in VS Code", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("asField", () => {
+  test("is memoryd's memfile.as_field: runs of any space Python splits on are one space", () => {
+    // Before, each control became a space and runs stayed runs: "a\t\tb" was "a  b" where
+    // memoryd's own derived field is "a b".
+    assert.equal(asField("a\t\tb"), "a b");
+    assert.equal(asField("\u00a0\u00a0x\u3000\u2003y\u202f"), "x y");
+    assert.equal(asField("a\u202eb\u2066c"), "abc");
+    assert.equal(asField("a\x1b[31mb"), "a [31mb");
+    assert.equal(asField("\ufeffa"), "\ufeffa"); // Python's split keeps U+FEFF
+    assert.equal(asField(" \u0085 "), "");
   });
 });
