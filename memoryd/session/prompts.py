@@ -12,11 +12,13 @@ from memoryd.session.compaction import head_within, plan_window
 # Past this size only the most recent part of the transcript is shown to the updating agent,
 # so a very long session never produces a request over the model's context window.
 UPDATE_INPUT_TOKENS = 120_000
-# Of a transcript over UPDATE_INPUT_TOKENS, a block over this many tokens is shown by its head
-# and tail: one tool result of 1 MB (~262,000 tokens) ended the window of recent messages, so
-# the agent was shown nothing before it, not even the user's request, and wrote the notes
-# from the last message alone.
-MAX_SHOWN_BLOCK_TOKENS = 20_000
+# Of a transcript over UPDATE_INPUT_TOKENS, a message over this many tokens is shown with its
+# blocks cut to their share of it, each by its head and tail: one tool result of 1 MB (~262,000
+# tokens), or the results of parallel calls, ended the window of recent messages, so the agent
+# was shown nothing before it, not even the user's request, and wrote the notes from the last
+# message alone.
+MAX_SHOWN_MESSAGE_TOKENS = 20_000
+MIN_SHOWN_BLOCK_TOKENS = 1_000
 CUT_NOTE = "[... ~{tokens:,} tokens of this {what} left out ...]"
 
 KNOWN_BLOCKS = frozenset(
@@ -151,12 +153,12 @@ def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _cut_text(text: str, what: str) -> str:
-    """`text` within ~MAX_SHOWN_BLOCK_TOKENS: its head (two thirds) and its tail (where a log
-    or an output usually ends with the error or the total), a note between them."""
-    if estimate_text(text) <= MAX_SHOWN_BLOCK_TOKENS:
+def _cut_text(text: str, what: str, budget: int) -> str:
+    """`text` within ~`budget` tokens: its head (two thirds) and its tail (where a log or an
+    output usually ends with the error or the total), a note between them."""
+    if estimate_text(text) <= budget:
         return text
-    budget = MAX_SHOWN_BLOCK_TOKENS - 20  # the note
+    budget -= 20  # the note
     head = head_within(text, budget * 2 // 3)
     tail_budget = budget - estimate_text(head)
     tail = head_within(text[-tail_budget * CHARS_PER_TOKEN :][::-1], tail_budget)[::-1]
@@ -164,34 +166,34 @@ def _cut_text(text: str, what: str) -> str:
     return f"{head}\n{CUT_NOTE.format(tokens=left_out, what=what)}\n{tail}"
 
 
-def _cut_strings(value: Any) -> Any:
+def _cut_strings(value: Any, budget: int) -> Any:
     """A tool call's input with each long string in it cut (a `Write` of a whole file)."""
     if isinstance(value, str):
-        return _cut_text(value, "text")
+        return _cut_text(value, "text", budget)
     if isinstance(value, Mapping):
-        return {key: _cut_strings(item) for key, item in value.items()}
+        return {key: _cut_strings(item, budget) for key, item in value.items()}
     if isinstance(value, list):
-        return [_cut_strings(item) for item in value]
+        return [_cut_strings(item, budget) for item in value]
     return value
 
 
-def _cut_block(block: Any) -> Any:
-    """`block` within ~MAX_SHOWN_BLOCK_TOKENS where it can be cut (a thinking block cannot:
-    its signature covers its text)."""
-    if not isinstance(block, Mapping) or estimate_block(block) <= MAX_SHOWN_BLOCK_TOKENS:
+def _cut_block(block: Any, budget: int) -> Any:
+    """`block` within ~`budget` tokens where it can be cut (a thinking block cannot: its
+    signature covers its text)."""
+    if not isinstance(block, Mapping) or estimate_block(block) <= budget:
         return block
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        return {**block, "text": _cut_text(block["text"], "text")}
+        return {**block, "text": _cut_text(block["text"], "text", budget)}
     if kind == "tool_result":
         content = block.get("content")
         if isinstance(content, str):
-            return {**block, "content": _cut_text(content, "tool result")}
+            return {**block, "content": _cut_text(content, "tool result", budget)}
         if isinstance(content, list):
-            return {**block, "content": [_cut_block(inner) for inner in content]}
+            return {**block, "content": [_cut_block(inner, budget) for inner in content]}
         return block
     if kind == "tool_use":
-        return {**block, "input": _cut_strings(block.get("input"))}
+        return {**block, "input": _cut_strings(block.get("input"), budget)}
     if kind == "document":
         source = block.get("source")
         if (
@@ -199,7 +201,8 @@ def _cut_block(block: Any) -> Any:
             and source.get("type") == "text"
             and isinstance(source.get("data"), str)
         ):
-            return {**block, "source": {**source, "data": _cut_text(source["data"], "document")}}
+            data = _cut_text(source["data"], "document", budget)
+            return {**block, "source": {**source, "data": data}}
         return {
             "type": "text",
             "text": f"[a document of ~{estimate_block(block):,} tokens was left out]",
@@ -207,20 +210,27 @@ def _cut_block(block: Any) -> Any:
     return block
 
 
-def _with_long_blocks_cut(
+def _cut_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`message` with its blocks cut to their share of MAX_SHOWN_MESSAGE_TOKENS."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": _cut_text(content, "message", MAX_SHOWN_MESSAGE_TOKENS)}
+    if not isinstance(content, list) or not content:
+        return message
+    share = max(MAX_SHOWN_MESSAGE_TOKENS // len(content), MIN_SHOWN_BLOCK_TOKENS)
+    return {**message, "content": [_cut_block(block, share) for block in content]}
+
+
+def _with_long_messages_cut(
     messages: Sequence[Mapping[str, Any]], per_message: Sequence[int]
 ) -> tuple[list[Mapping[str, Any]], list[int]]:
-    """The transcript and its estimates with each long block cut, from the end back to where
-    UPDATE_INPUT_TOKENS is spent (the agent is shown no more)."""
+    """The transcript and its estimates with each long message cut, from the end back to
+    where UPDATE_INPUT_TOKENS is spent (the agent is shown no more)."""
     shown, sizes = list(messages), list(per_message)
     total = 0
     for index in range(len(shown) - 1, -1, -1):
-        content = shown[index].get("content")
-        if sizes[index] > MAX_SHOWN_BLOCK_TOKENS and isinstance(content, list):
-            shown[index] = {**shown[index], "content": [_cut_block(b) for b in content]}
-            sizes[index] = estimate_message(shown[index])
-        elif sizes[index] > MAX_SHOWN_BLOCK_TOKENS and isinstance(content, str):
-            shown[index] = {**shown[index], "content": _cut_text(content, "message")}
+        if sizes[index] > MAX_SHOWN_MESSAGE_TOKENS:
+            shown[index] = _cut_message(shown[index])
             sizes[index] = estimate_message(shown[index])
         total += sizes[index]
         if total > UPDATE_INPUT_TOKENS:
@@ -239,7 +249,7 @@ def agent_messages(
 
     Block types the API would reject are replaced by a short note, tool calls and results
     are paired up (`repair_tool_pairs`), and the request goes last, as a user message. Of a
-    transcript over UPDATE_INPUT_TOKENS, the recent part is shown, its long blocks cut. The
+    transcript over UPDATE_INPUT_TOKENS, the recent part is shown, its long messages cut. The
     transcript's last block carries a cache breakpoint (unless the request would then have
     more than the API's four; `breakpoints_used`: those the system prompt and tools carry):
     the API reads and writes its cache only at breakpoints, and without one the transcript
@@ -247,7 +257,7 @@ def agent_messages(
     """
     start = 0
     if sum(per_message) > UPDATE_INPUT_TOKENS:
-        messages, per_message = _with_long_blocks_cut(messages, per_message)
+        messages, per_message = _with_long_messages_cut(messages, per_message)
         start = plan_window(
             messages,
             per_message,

@@ -280,3 +280,24 @@ def test_a_transcript_within_the_budget_is_not_cut() -> None:
     transcript = [user("go"), call, tool_result(call, words(60_000)), assistant("done")]
     convo = agent_messages(transcript, per(transcript), "UPDATE")
     assert _without_breakpoints(convo[:3]) == transcript[:3]
+
+
+def test_the_results_of_parallel_calls_are_cut_to_their_share() -> None:
+    # Found by a bug hunt: eight parallel reads of ~19,000 tokens each, one message of
+    # ~152,000 tokens with no block over the cut, still ended the window at once.
+    calls = [tool_call(file_path=f"/src/{i}.py") for i in range(8)]
+    asked = {"role": "assistant", "content": [c["content"][-1] for c in calls]}
+    results = {
+        "role": "user",
+        "content": [
+            tool_result(c, f"HEAD{i} " + words(19_000) + f" TAIL{i}")["content"][0]
+            for i, c in enumerate(calls)
+        ],
+    }
+    transcript = [user("UNIQUE-REQUEST: read the sources"), asked, results, assistant("read")]
+    convo = agent_messages(transcript, per(transcript), "UPDATE")
+    sent = json.dumps(convo)
+    assert "UNIQUE-REQUEST" in sent
+    assert all(f"HEAD{i}" in sent and f"TAIL{i}" in sent for i in range(8))
+    assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
+    check_api_shape(convo)
