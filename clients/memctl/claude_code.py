@@ -83,7 +83,7 @@ def newest_that_fit(messages: list[dict[str, Any]], max_bytes: int) -> list[dict
             cut = _cut_to_fit(message, room)
             if cut is None:
                 break
-            message, size = cut, len(json_bytes(cut)) + 1
+            message, size = cut
         kept.append(message)
         room -= size
     kept.reverse()
@@ -100,17 +100,19 @@ CUT_TEXT_CHARS = 500_000
 CUT_MIN_CHARS = 2_000
 
 
-def _cut_to_fit(message: dict[str, Any], max_bytes: int) -> dict[str, Any] | None:
+def _cut_to_fit(message: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], int] | None:
     """`message` with its texts cut so that its JSON fits in `max_bytes`, each to the most
-    of `CUT_TEXT_CHARS`, halved as needed, that does; None when even `CUT_MIN_CHARS` does
-    not (many short texts, or what is no text)."""
+    of `CUT_TEXT_CHARS`, halved as needed, that does, and that size (with its comma: the
+    megabytes of JSON are not made twice); None when even `CUT_MIN_CHARS` does not (many
+    short texts, or what is no text)."""
     from memoryd_client.client import json_bytes  # stdlib only, as this module
 
     limit = CUT_TEXT_CHARS
     while limit >= CUT_MIN_CHARS:
         cut = _cut_message(message, limit)
-        if len(json_bytes(cut)) + 1 <= max_bytes:
-            return cut
+        size = len(json_bytes(cut)) + 1
+        if size <= max_bytes:
+            return cut, size
         limit //= 2
     return None
 
