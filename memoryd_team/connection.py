@@ -67,8 +67,6 @@ def _header_timeout_reply(seconds: float) -> bytes:
 class DeadlineH11Protocol(H11Protocol):
     """`H11Protocol` plus the header and reply deadlines (the module docstring says why)."""
 
-    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
-    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
     # The slowest average a stalled reply may drain at (past the flat deadline): 8 KiB/s.
     min_reply_rate: float = 8 * 1024
 
@@ -89,15 +87,13 @@ class DeadlineH11Protocol(H11Protocol):
     def __init__(
         self,
         *args: Any,
-        header_timeout_s: float | None = None,
-        write_timeout_s: float | None = None,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        if header_timeout_s is not None:
-            self.header_timeout_s = header_timeout_s
-        if write_timeout_s is not None:
-            self.write_timeout_s = write_timeout_s
+        self.header_timeout_s = header_timeout_s
+        self.write_timeout_s = write_timeout_s
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
