@@ -4,12 +4,14 @@ serving"); `memctl stop` waited 30 s for a shutdown it could not have asked for.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,29 +169,24 @@ def test_service_install_stops_a_daemon_that_does_not_answer_status_in_time(
     # none: nothing was stopped and the socket unit was enabled beside it, its socket still
     # held. Its status file's pid serves the socket: it is stopped as any other. Here it never
     # answers, and the waits are made short.
-    answer = threading.Event()
-    fake_daemon.on("status", lambda _p: answer.wait(30) and {})
     fake_daemon.on("shutdown", _busy)
-    monkeypatch.setattr(
-        lifecycle, "status_or_file", functools.partial(lifecycle.status_or_file, timeout=0.2)
-    )
     _install_in_process(monkeypatch, fake_bin, tmp_path)
-    try:
-        with held_daemon(fake_daemon, on_term=on_term) as held:
-            args = ["--socket", str(fake_daemon.socket_path), "service", "install"]
-            code = main([*args, "--manager", "systemd"])
-            out = capsys.readouterr().out
-            if on_term == "exit":
-                assert code == 0, out
-                assert f"stopped the background daemon (pid {held.pid})" in out
-                assert held.wait(10) == -signal.SIGTERM
-                assert "--user enable --now memoryd.socket" in calls(tmp_path)
-            else:
-                assert code != 0, out
-                assert f"the background daemon (pid {held.pid}) is still running" in out
-                assert "enable --now memoryd.socket" not in calls(tmp_path)
-    finally:
-        answer.set()
+    with (
+        _no_status_in_time(fake_daemon, monkeypatch),
+        held_daemon(fake_daemon, on_term=on_term) as held,
+    ):
+        args = ["--socket", str(fake_daemon.socket_path), "service", "install"]
+        code = main([*args, "--manager", "systemd"])
+        out = capsys.readouterr().out
+        if on_term == "exit":
+            assert code == 0, out
+            assert f"stopped the background daemon (pid {held.pid})" in out
+            assert held.wait(10) == -signal.SIGTERM
+            assert "--user enable --now memoryd.socket" in calls(tmp_path)
+        else:
+            assert code != 0, out
+            assert f"the background daemon (pid {held.pid}) is still running" in out
+            assert "enable --now memoryd.socket" not in calls(tmp_path)
 
 
 def test_service_status_names_a_daemon_that_does_not_answer_status_in_time(
@@ -201,19 +198,29 @@ def test_service_status_names_a_daemon_that_does_not_answer_status_in_time(
 ) -> None:
     # Found by a review: a daemon holding the socket that did not answer in time was reported
     # "daemon: not running", as install's hand-over once took it for none.
+    _install_in_process(monkeypatch, fake_bin, tmp_path)
+    with (
+        _no_status_in_time(fake_daemon, monkeypatch),
+        held_daemon(fake_daemon, on_term="exit") as held,
+    ):
+        args = ["--socket", str(fake_daemon.socket_path), "service", "status"]
+        main([*args, "--manager", "systemd"])
+        out = capsys.readouterr().out
+        assert f"daemon: pid {held.pid} holds {fake_daemon.socket_path} but did not" in out
+        assert "daemon: not running" not in out
+
+
+@contextlib.contextmanager
+def _no_status_in_time(fake_daemon: FakeDaemon, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`fake_daemon` answers `status` only as the block ends, and memctl's service commands
+    wait 0.2 s for it (not their 2 s)."""
     answer = threading.Event()
     fake_daemon.on("status", lambda _p: answer.wait(30) and {})
     monkeypatch.setattr(
         lifecycle, "status_or_file", functools.partial(lifecycle.status_or_file, timeout=0.2)
     )
-    _install_in_process(monkeypatch, fake_bin, tmp_path)
     try:
-        with held_daemon(fake_daemon, on_term="exit") as held:
-            args = ["--socket", str(fake_daemon.socket_path), "service", "status"]
-            main([*args, "--manager", "systemd"])
-            out = capsys.readouterr().out
-            assert f"daemon: pid {held.pid} holds {fake_daemon.socket_path} but did not" in out
-            assert "daemon: not running" not in out
+        yield
     finally:
         answer.set()
 
