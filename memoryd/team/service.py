@@ -411,7 +411,7 @@ class TeamSync:
                     if not isinstance(exc, Retryable):  # a refusal stops the folder, saying why
                         failure = Permanent(f"no answer {asked}", exc.status)
                     # team.status says why nothing syncs, as for a pull that failed.
-                    engine.record_failure("pull", failure)
+                    await engine.record_failure("pull", failure)
                     raise
                 self._takes_full_path[full] = takes
             folder.full_path = None

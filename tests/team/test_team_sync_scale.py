@@ -1,17 +1,22 @@
-"""Work that grew with a team folder's size more than it must (bench/bench_scale.py measures
-it): a pull fsynced the folder once per file it wrote, and every save of the sync state
-deep-copied each checksum it held."""
+"""Work that grew with a team folder's size more than it must (bench/bench_scale.py and
+bench/bench_team_state_save.py measure it): a pull fsynced the folder once per file it wrote,
+every save of the sync state deep-copied each checksum it held, and was encoded and written
+on the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memoryd.team.sync import localfs
-from memoryd.team.sync.state import Conflict, Skipped, SyncState
+from memoryd.team.sync import state as state_module
+from memoryd.team.sync.client import Permanent, TeamClient
+from memoryd.team.sync.state import Conflict, Skipped, StateStore, SyncState
 from tests.team.conftest import REPO, SideFactory, seed_server
 from tests.team_server.conftest import ThreadedServer
 
@@ -83,3 +88,61 @@ async def test_a_pull_of_one_change_looks_at_that_path_alone(
     assert me.engine.state.synced == {**me.engine.state.server_checksums}
     # Each in-step file was checked as a path again (three stats each) at every such pull.
     assert set(looked_at) == {"area1/note01.md"}
+
+
+async def test_the_state_is_saved_off_the_event_loop(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder of 20,000 files has a 4 MB state: encoded and written (fsyncs and all) on the
+    loop at every pull and push, it held every other request of the daemon 50-150 ms."""
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "a\n", "b/c.md": "c\n"})
+    me = make_side("me", server.url, token)
+    loop_thread = threading.get_ident()
+    saved_on: list[int] = []
+    write = state_module.atomic_write_text
+
+    def recording(path: Path, text: str) -> None:
+        saved_on.append(threading.get_ident())
+        write(path, text)
+
+    monkeypatch.setattr(state_module, "atomic_write_text", recording)
+    await me.engine.pull()  # a pull
+    me.write("d.md", "mine\n")
+    await me.engine.push()  # a push
+    assert me.engine.client is not None
+    await me.engine.client.close()
+    me.engine.client = TeamClient(server.url, "mdt_revoked")
+    with pytest.raises(Permanent):
+        await me.engine.pull()  # a failure
+    await me.engine.client.close()
+    assert len(saved_on) == 3
+    assert loop_thread not in saved_on
+    saved = SyncState.from_json(me.engine.store.path.read_text(encoding="utf-8"))
+    assert saved.synced == me.engine.state.synced
+    assert "d.md" in saved.synced
+    assert saved.last_result is not None
+    assert saved.last_result["status"] == 401
+
+
+async def test_a_save_finishing_late_does_not_write_an_older_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = StateStore(tmp_path / "state.json")
+    state = SyncState(repo=REPO, server="http://team", team_dir="/t", etag='"first"')
+    encode = state_module.encode_state
+    second_written = threading.Event()
+
+    def first_encoded_last(data: dict[str, Any]) -> str:
+        if data["etag"] == '"first"':
+            assert second_written.wait(10)
+        return encode(data)
+
+    monkeypatch.setattr(state_module, "encode_state", first_encoded_last)
+    first = asyncio.create_task(store.save_off_loop(state))
+    await asyncio.sleep(0)  # its snapshot taken, its thread started
+    state.etag = '"second"'
+    await store.save_off_loop(state)
+    second_written.set()
+    await first
+    assert SyncState.from_json(store.path.read_text(encoding="utf-8")).etag == '"second"'

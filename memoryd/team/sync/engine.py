@@ -296,8 +296,9 @@ class SyncEngine:
     def _result(self, op: str, ok: bool, **fields: Any) -> None:
         self.state.last_result = {"op": op, "ok": ok, "at": _now_iso(self._clock()), **fields}
 
-    def _save(self) -> None:
-        self.store.save(self.state)
+    async def _save(self) -> None:
+        # In a thread: a large folder's state takes the loop 50-150 ms to encode and write.
+        await self.store.save_off_loop(self.state)
 
     # -- pull -----------------------------------------------------------------------------
     async def pull(self) -> PullReport:
@@ -315,7 +316,7 @@ class SyncEngine:
                 try:
                     await self._pull_into(client, scan, report, if_none_match=if_none_match)
                 except TeamHTTPError as exc:
-                    self._fail("pull", exc)
+                    await self._fail("pull", exc)
                     raise
                 report.limits_forgotten = self._expire_limits(len(self.state.server_checksums))
                 self.state.pending = self._pending_after(scan.checksums, marks)
@@ -326,7 +327,7 @@ class SyncEngine:
                     conflicts=len(report.conflicts),
                     **({"went_back": True} if report.went_back else {}),
                 )
-                self._save()
+                await self._save()
         finally:
             # The pages written before a failing one are on disk: said as a whole pull's are.
             await self._announce_conflicts(report.conflicts)
@@ -637,13 +638,13 @@ class SyncEngine:
                 try:
                     await self._push(client, report)
                 except TeamHTTPError as exc:
-                    self._fail("push", exc)
+                    await self._fail("push", exc)
                     raise
                 finally:
                     report.requests = client.requests - before
                     # A no-op push (the common case) writes nothing: no request, nothing new.
                     if report.requests or self._fingerprint() != fingerprint:
-                        self._save()
+                        await self._save()
                 fields: dict[str, Any] = {
                     "pushed": len(report.pushed),
                     "requests": report.requests,
@@ -1037,17 +1038,17 @@ class SyncEngine:
             state.max_body,
         )
 
-    def record_failure(self, op: str, exc: TeamHTTPError) -> None:
+    async def record_failure(self, op: str, exc: TeamHTTPError) -> None:
         """A failure on the way to `op` outside the engine (TeamSync's question before a
         pull): `last_result` says so, as for the request's own."""
-        self._fail(op, exc)
+        await self._fail(op, exc)
 
-    def _fail(self, op: str, exc: TeamHTTPError) -> None:
+    async def _fail(self, op: str, exc: TeamHTTPError) -> None:
         permanent = isinstance(exc, Permanent)
         if permanent:
             self.state.suppressed = f"http_{exc.status}" if exc.status else "permanent"
         self._result(op, False, error=str(exc), status=exc.status, permanent=permanent)
-        self._save()
+        await self._save()
 
     # -- status ---------------------------------------------------------------------------
     async def refresh_pending(self) -> list[str]:
