@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.team.sync import engine as engine_module
 from memoryd.team.sync import localfs
 from memoryd.team.sync import state as state_module
 from memoryd.team.sync.client import Permanent, TeamClient
@@ -146,3 +147,24 @@ async def test_a_save_finishing_late_does_not_write_an_older_state(
     second_written.set()
     await first
     assert SyncState.from_json(store.path.read_text(encoding="utf-8")).etag == '"second"'
+
+
+async def test_a_push_plans_its_batches_off_the_event_loop(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sizing each entry's JSON for the batches of a 20,000-file push held the loop ~100 ms."""
+    me = make_side("me", server.url, server.token(REPO))
+    for i in range(30):
+        me.write(f"area{i % 3}/note{i:02d}.md", f"note {i}\n")
+    planned_on: list[int] = []
+    plan = engine_module.plan_batches
+
+    def recording(entries: Any, **limits: Any) -> Any:
+        planned_on.append(threading.get_ident())
+        return plan(entries, **limits)
+
+    monkeypatch.setattr(engine_module, "plan_batches", recording)
+    report = await me.engine.push()
+    assert len(report.pushed) == 30
+    assert planned_on
+    assert threading.get_ident() not in planned_on
