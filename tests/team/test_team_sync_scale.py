@@ -168,3 +168,49 @@ async def test_a_push_plans_its_batches_off_the_event_loop(
     assert len(report.pushed) == 30
     assert planned_on
     assert threading.get_ident() not in planned_on
+
+
+async def test_a_pull_answered_304_with_nothing_new_writes_no_state(
+    server: ThreadedServer, make_side: SideFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every get_context pulls at most once a minute; a 304 rewrote (and fsynced) the whole
+    state each time — 4 MB for a folder of 20,000 files — to change the time of last_result."""
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "a\n", "b/c.md": "c\n"})
+    me = make_side("me", server.url, token)
+    await me.engine.pull()
+    assert (await me.engine.pull()).not_modified  # saved: its last_result pulled nothing
+    writes: list[Path] = []
+    write = state_module.atomic_write_text
+
+    def counting(path: Path, text: str) -> None:
+        writes.append(path)
+        write(path, text)
+
+    monkeypatch.setattr(state_module, "atomic_write_text", counting)
+    for _ in range(3):
+        assert (await me.engine.pull()).not_modified
+    assert writes == []
+    # Something new is still saved: an edit the 304 pull found pending …
+    me.write("d.md", "mine\n")
+    assert (await me.engine.pull()).not_modified
+    assert len(writes) == 1
+    saved = SyncState.from_json(me.engine.store.path.read_text(encoding="utf-8"))
+    assert saved.pending == ["d.md"]
+    # … and a 304 after a failed pull (its last_result says ok again).
+    me.engine.state.last_result = {"op": "pull", "ok": False, "error": "HTTP 503"}
+    assert (await me.engine.pull()).not_modified
+    assert len(writes) == 2
+    saved = SyncState.from_json(me.engine.store.path.read_text(encoding="utf-8"))
+    assert saved.last_result is not None
+    assert saved.last_result["ok"] is True
+    # A restarted daemon's first 304 saves once: the service sets the folder's project roots
+    # on the state it loads, and the next start resumes the folder from them.
+    again = make_side("me", server.url, token)
+    again.engine.state.project_root = "/src/widgets"
+    assert (await again.engine.pull()).not_modified
+    assert len(writes) == 3
+    saved = SyncState.from_json(again.engine.store.path.read_text(encoding="utf-8"))
+    assert saved.project_root == "/src/widgets"
+    assert (await again.engine.pull()).not_modified
+    assert len(writes) == 3
