@@ -174,3 +174,24 @@ async def test_entries_listed_but_not_delivered_intact_are_refused_not_dropped(
     report = await side.engine.pull()
     assert sorted(report.pulled) == ["b.md", "d.md"]
     assert side.engine.state.refused_keys == {}
+
+
+async def test_a_server_whose_pages_are_over_the_reply_cap_is_paged_by_the_client(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory
+) -> None:
+    """An admin raised `--page-bytes` past the client's reply cap (64 MiB): every first page
+    was refused unread, so every pull failed for good. The client asks for pages of a 32nd of
+    its cap (here scaled down: a 320,000-byte cap and a server paging 10 MiB)."""
+    big_pages = server_factory(ServerSettings(page_bytes=10 * 1024 * 1024))
+    token = big_pages.token(REPO)
+    files = {
+        f"notes/big{i:02d}.md": f"{i:02d} " + "a long line of notes\n" * 4_000 for i in range(8)
+    }
+    await seed_server(make_side, big_pages, token, files)
+    bob = make_side("bob", big_pages.url, token)
+    assert bob.engine.client is not None
+    bob.engine.client.max_reply_bytes = 320_000
+    report = await bob.engine.pull()
+    assert sorted(report.pulled) == sorted(files)
+    assert all(bob.read(key) == text for key, text in files.items())
+    assert (await bob.engine.pull()).not_modified

@@ -130,6 +130,12 @@ class NotModified:
 # without end would otherwise grow the daemon until the OOM killer came. The server's
 # unpaged reads stop at 8 MiB (`--full-bytes`), its pages at 2 MiB.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
+# The page size the client asks for (`max_bytes`) is this fraction of the reply cap: 2 MiB of
+# contents, which JSON may write six times as long (`\u00XX` escapes), with one entry past it
+# and the first page's checksums of every entry, stays well inside the cap. Without it a page
+# was as large as the server's `--page-bytes`: an admin who raised it past the cap made every
+# pull fail, for good, and the daemon held each such page whole.
+PAGE_PER_REPLY = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,15 +216,16 @@ class TeamClient:
         if_none_match: str | None = None,
         max_bytes: int | None = None,
     ) -> Page | NotModified | None:
-        """GET view=page: entries with key >= `start` up to the server's page size (or
-        `max_bytes`); the first page (no `start`) carries every entry's checksum. NotModified
-        on 304, None when the repo has no entries (404); PagingUnsupported from a server that
-        predates paging."""
+        """GET view=page: entries with key >= `start` up to the server's page size or
+        `max_bytes` (by default a 32nd of the reply cap: 2 MiB), whichever is smaller; the
+        first page (no `start`) carries every entry's checksum. NotModified on 304, None when
+        the repo has no entries (404); PagingUnsupported from a server that predates paging."""
         params = {"repo": repo, "view": "page"}
         if start is not None:
             params["from"] = start
-        if max_bytes is not None:
-            params["max_bytes"] = str(max_bytes)
+        if max_bytes is None:
+            max_bytes = max(1, self.max_reply_bytes // PAGE_PER_REPLY)
+        params["max_bytes"] = str(max_bytes)
         response = await self._get(params, if_none_match)
         if response is None or isinstance(response, NotModified):
             return response
