@@ -139,7 +139,7 @@ T.run({
       end
       -- With the events the plugin always listens to (files the daemon rewrote: reload.lua).
       T.wait('every event subscribed again', function()
-        local all = 'magicdoc/updated memory/saved session/summary_updated team/conflict x/newer'
+        local all = 'magicdoc/updated memory/saved session/summary_updated team/conflict team/synced x/newer'
         return vim.tbl_contains(state.accepted, all)
       end)
       memoryd.client():close()
