@@ -142,6 +142,12 @@ def _same_result(before: dict[str, Any] | None, after: dict[str, Any] | None) ->
     }
 
 
+def _needed_keys(server: Mapping[str, str], local: Mapping[str, str]) -> list[str]:
+    """The server's keys, sorted, whose checksum differs from the local file's, but for keys
+    no path may hold."""
+    return sorted(k for k, d in server.items() if local.get(k) != d and key_problem(k) is None)
+
+
 def _refused_for_good(reason: str | None) -> bool:
     return reason is not None and not reason.startswith(RETRIED)
 
@@ -412,10 +418,9 @@ class SyncEngine:
         server = first.checksums
         report.went_back = self._went_back(first.etag)
         # A key no path may hold is refused by `_settle` without being fetched (asked for as
-        # a page's start, a lone surrogate could not even be sent).
-        needed = sorted(
-            k for k, d in server.items() if scan.checksums.get(k) != d and key_problem(k) is None
-        )
+        # a page's start, a lone surrogate could not even be sent). In a thread: checking
+        # 20,000 keys held the event loop ~80 ms at a folder's first pull.
+        needed = await asyncio.to_thread(_needed_keys, server, dict(scan.checksums))
         refused: dict[str, str] = {}
         handled: set[str] = set()
         mismatched: set[str] = set()
