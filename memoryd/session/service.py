@@ -601,12 +601,25 @@ class SessionMemory:
 
 
 def _read_summary(path: Path) -> tuple[str, bytes]:
-    """The summary text, of an oversized file only the head, cut at a line boundary; and a
-    digest of it (hashed here, off the event loop)."""
+    """The summary text, of an oversized file only the head, cut at a line boundary (at a
+    character boundary when its head holds no newline); and a digest of it (hashed here, off
+    the event loop)."""
     raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
     if len(raw) > MAX_SUMMARY_READ_BYTES:
-        raw = raw[: raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES) + 1]
+        line_end = raw.rfind(b"\n", 0, MAX_SUMMARY_READ_BYTES)
+        # Notes of one long line were cut to nothing and answered "empty_summary".
+        raw = raw[: line_end + 1] if line_end >= 0 else _utf8_head(raw, MAX_SUMMARY_READ_BYTES)
     return raw.decode("utf-8"), hashlib.sha256(raw).digest()
+
+
+def _utf8_head(raw: bytes, limit: int) -> bytes:
+    """`raw` cut to at most `limit` bytes, not inside a UTF-8 character (bytes that are not
+    UTF-8 stay as they are, for the decode to refuse)."""
+    end = limit
+    # A continuation byte (0b10xxxxxx) at the cut: back up to its character's first byte.
+    while end > max(0, limit - 3) and raw[end] & 0xC0 == 0x80:
+        end -= 1
+    return raw[:end]
 
 
 def _replace_if_same(path: Path, expected: str, text: str) -> bool:

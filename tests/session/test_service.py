@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import stat
 import time
@@ -884,6 +885,23 @@ async def test_an_oversized_summary_file_is_read_in_part(
     )
     assert result["used_session_memory"] is True
     assert estimate_messages(result["messages"][1:2]) < 3_000
+
+
+async def test_an_oversized_summary_of_one_line_is_read_in_part(
+    daemon: DaemonHandle, project_dir: Path
+) -> None:
+    summary = summary_path(daemon, project_dir)
+    summary.parent.mkdir(parents=True)
+    # No newline in its first 4 MiB, and "é" (two bytes) puts the cut inside a character: it
+    # was cut at the last newline, to nothing, and answered "empty_summary".
+    summary.write_text("Worked on the parser: " + "é" * 2_300_000, encoding="utf-8")
+    result = await daemon.call(
+        "compact", session_id=SID, cwd=str(project_dir), messages=conversation(20_000)
+    )
+    assert result["used_session_memory"] is True
+    shown = json.dumps(result["messages"][1], ensure_ascii=False)
+    assert "Worked on the parser: éé" in shown
+    assert estimate_messages(result["messages"][1:2]) < 30_000
 
 
 async def test_a_non_utf8_summary_is_reported_not_crashed(
