@@ -433,8 +433,9 @@ class Dream:
 
             def unchanged() -> None:
                 # Under the writer lock: a memory updated since the agent read it is not
-                # retired on what it said before (the update would be gone).
-                problem = seen.problem(target)
+                # retired on what it said before (the update would be gone). Named as the
+                # model gave it: through a linked memory dir, not by its real path.
+                problem = seen.problem(target, shown=policy.as_given(target))
                 if problem is not None:
                     raise ToolError(problem)
 

@@ -570,27 +570,30 @@ def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | No
     """Why a background agent may not write `path` (real, inside the real `memory_dir`), or
     None: an index (`MEMORY.md`, and `team/MEMORY.md` with `team`), or a memory file
     `memory.write` would also take (`.md`, a name the store reads: `_never_read`); with
-    `team=False`, nothing in `team/` either."""
+    `team=False`, nothing in `team/` either. The reason names the file by its key under the
+    memory dir: the real path is not the one the agent was given when the dir is reached
+    through a link (a linked `~/.claude`)."""
     parts = path.relative_to(memory_dir).parts
+    named = "/".join(parts) or "the memory folder itself"
     if not parts:
-        return f"{path} is the memory folder itself, not a file"
+        return f"{named} is not a file"
     *folders, name = parts
     in_team = bool(folders) and is_team_folder(memory_dir, folders[0])
     if not team and in_team:
-        return f"{path} is a team memory, shared with the team: leave it as it is"
+        return f"{named} is a team memory, shared with the team: leave it as it is"
     if naming.is_index_name(name):
         if len(folders) == (1 if in_team else 0):
             return None
         # Read neither as an index nor as a memory.
         return (
-            f"{path} names the index ({index_mod.INDEX_NAME}), not a memory; the index is "
+            f"{named} names the index ({index_mod.INDEX_NAME}), not a memory; the index is "
             f"{index_mod.INDEX_NAME} at the top of the memory folder (or of team/)"
         )
     problem = _never_read(parts, team=in_team)
     if problem is not None:
-        return f"{path} {problem}"
+        return f"{named} {problem}"
     if not name.endswith(".md"):
-        return f"{path} is not a memory file: memories are .md files"
+        return f"{named} is not a memory file: memories are .md files"
     return None
 
 

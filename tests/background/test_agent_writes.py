@@ -230,6 +230,56 @@ async def test_a_linked_config_dir_tells_its_writes_by_the_memory_dirs_path(
     await client.close()
 
 
+async def test_a_linked_config_dir_names_a_memory_the_dream_never_read_as_given(
+    linked_config: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    # Session 22: through a linked ~/.claude, the dream's RetireMemory of a memory it had not
+    # read was refused naming the memory dir's real path, not the one the model was given.
+    ws = workspace_for(linked_config, tmp_path)
+    real_dir = ws.memory_dir.resolve()
+    assert real_dir != ws.memory_dir
+    await ws.am.write_memory(ws.project, type="user", name="A", description="a", body="a")
+    b = await ws.am.write_memory(ws.project, type="user", name="B", description="b", body="b")
+    target = ws.memory_dir / b.path.name
+    fake_model.enqueue(
+        tool_use_reply([("RetireMemory", {"file_path": str(target), "reason": "duplicate"})]),
+        text_reply("done"),
+    )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert result["retired"] == []
+    assert target.exists()
+    (answer,) = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert answer["is_error"] is True
+    assert answer["content"].startswith(f"Error: {target} exists and you have not read it")
+    assert str(real_dir) not in answer["content"]
+
+
+async def test_a_linked_config_dir_refuses_a_non_memory_write_without_its_real_path(
+    linked_config: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    # Session 22: auto memory's own refusals (a team memory, an index name, not .md, a name
+    # the store never reads) named the real path of a memory dir reached through a link;
+    # they name the file by its key under the memory dir, whatever path reached it.
+    ws = workspace_for(linked_config, tmp_path)
+    real_dir = ws.memory_dir.resolve()
+    await ws.am.write_memory(ws.project, type="user", name="A", description="a", body="a")
+    await ws.am.write_memory(ws.project, type="user", name="B", description="b", body="b")
+    (ws.memory_dir / "team").mkdir()
+    text = memory_text("Deploys", "how we deploy", "project", "make deploy")
+    keys = ["team/project_deploys.md", "notes/MEMORY.md", "notes.txt", ".draft.md"]
+    fake_model.enqueue(
+        tool_use_reply([_write(ws.memory_dir / key, text) for key in keys]), text_reply("done")
+    )
+    result = await ws.handle.call("memory.dream", cwd=str(ws.cwd))
+    assert len(result["denied"]) == len(keys)
+    assert not any((ws.memory_dir / key).exists() for key in keys)
+    answers = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    for key, answer in zip(keys, answers, strict=True):
+        assert answer["content"].startswith(f"Permission denied: {key} ")
+        assert str(real_dir) not in answer["content"]
+        assert str(ws.memory_dir) not in answer["content"]
+
+
 # -- dream ---------------------------------------------------------------------------------
 async def _two_memories_and_a_team_one(ws: Workspace) -> tuple[Path, Path, Path]:
     a = await ws.am.write_memory(ws.project, type="user", name="A", description="a", body="a")
