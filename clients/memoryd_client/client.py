@@ -18,7 +18,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memoryd_client import paths
 from memoryd_client.methods import SyncMethods
@@ -155,6 +155,9 @@ def _warn_once(message: str) -> None:
 # connecting is retried for about this long before the daemon is reported down. A missing socket
 # (ENOENT) is not retried: nobody is there, and `memctl` must say so at once.
 CONNECT_RETRY_S = 1.0
+# The daemon's answer to a request it read whole but did not start before it began to stop
+# (docs/protocol.md): nothing was done, so both clients send it again once, on a new connection.
+STOPPING = -32006
 _BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNREFUSED})
 _NOT_LISTENING = frozenset({errno.ECONNREFUSED, errno.ENOTSOCK})
 
@@ -324,6 +327,9 @@ def refusal_in(sock: socket.socket, buffered: bytes, socket_path: Path) -> RpcEr
     return error if isinstance(error, RpcError) else None
 
 
+_NOT_SUBSCRIBED = object()  # `subscribe` takes None (every event), so None cannot mean "not"
+
+
 class Client(SyncMethods):
     """Blocking client: `with Client() as c: c.call("status")`."""
 
@@ -342,9 +348,17 @@ class Client(SyncMethods):
         # Notifications read while a call waited for its reply, oldest first. A deque: a flood
         # of thousands was taken one by one, and a list's pop(0) moved all the rest each time.
         self.notifications: collections.deque[dict[str, Any]] = collections.deque()
+        # The params of this connection's last accepted `subscribe`, sent again on the
+        # connection a STOPPING retry opens, so the retry does not lose the notifications.
+        self._subscribed: object = _NOT_SUBSCRIBED
 
-    def connect(self) -> Client:
-        connector = Connector(self.socket_path, min(self.connect_retry_s, self.timeout or 1e9))
+    def connect(self, budget_s: float | None = None) -> Client:
+        """Connect, retrying a busy or restarting daemon for `budget_s` seconds (by default
+        `connect_retry_s`, never longer than `timeout`)."""
+        if budget_s is None:
+            budget_s = min(self.connect_retry_s, self.timeout or 1e9)
+        connector = Connector(self.socket_path, budget_s)
+        self._subscribed = _NOT_SUBSCRIBED  # a new connection has no subscription
         while isinstance(step := connector.attempt(), float):
             time.sleep(step)
         sock = step
@@ -454,8 +468,40 @@ class Client(SyncMethods):
             raise
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """One request and its reply, within `timeout` seconds in all."""
+        """One request and its reply, within `timeout` seconds in all. A request the daemon
+        answers STOPPING (read, not started, before it began to stop) is sent once more, on a
+        connection opened within `connect_retry_s` (a daemon restarting, or a service manager
+        holding the socket); when none opens, or the second answer is STOPPING too, it is
+        raised."""
         deadline = self._deadline(self.timeout)
+        try:
+            result = self._call_once(method, params, deadline)
+        except RpcError as exc:
+            if exc.code != STOPPING or not self._reopen_after_stop(deadline):
+                raise
+            result = self._call_once(method, params, deadline)
+        if method == "subscribe":
+            self._subscribed = params
+        return result
+
+    def _reopen_after_stop(self, deadline: float | None) -> bool:
+        """A new connection in place of a stopping daemon's, which drops whatever is sent on
+        it now, with the old one's subscription renewed; False when that cannot be had in
+        time (the caller then raises the STOPPING error, as before)."""
+        subscription = self._subscribed
+        self.close()
+        left = math.inf if deadline is None else deadline - time.monotonic()
+        try:
+            self.connect(max(0.0, min(self.connect_retry_s, left)))
+            if subscription is not _NOT_SUBSCRIBED:
+                self._call_once("subscribe", cast("dict[str, Any] | None", subscription), deadline)
+                self._subscribed = subscription
+        except (DaemonUnavailable, RpcError, TimeoutError):
+            self.close()
+            return False
+        return True
+
+    def _call_once(self, method: str, params: dict[str, Any] | None, deadline: float | None) -> Any:
         request_id = next(self._ids)
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
