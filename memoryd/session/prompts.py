@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,13 @@ UPDATE_INPUT_TOKENS = 120_000
 # message alone.
 MAX_SHOWN_MESSAGE_TOKENS = 20_000
 MIN_SHOWN_BLOCK_TOKENS = 1_000
+MIN_SHOWN_STRING_TOKENS = 100
 CUT_NOTE = "[... ~{tokens:,} tokens of this {what} left out ...]"
+BLOCKS_CUT_NOTE = "[... {blocks:,} blocks (~{tokens:,} tokens) of this {what} left out ...]"
+PAIRS_CUT_NOTE = "[{blocks:,} {what} left out with their {partners}]"
+# A tool call's input still over its share once its long strings are cut (thousands of short
+# ones) is shown as its JSON text, cut, under this key.
+CUT_INPUT_KEY = "input_cut_to_fit"
 
 KNOWN_BLOCKS = frozenset(
     {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
@@ -177,6 +184,48 @@ def _cut_strings(value: Any, budget: int) -> Any:
     return value
 
 
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _string_cap(sizes: list[int], budget: int) -> int:
+    """The largest size to cut every string to for all of them to add up to `budget`."""
+    remaining, left = budget, len(sizes)
+    for size in sorted(sizes):
+        if size * left > remaining:
+            return remaining // left
+        remaining, left = remaining - size, left - 1
+    return budget
+
+
+def _cut_input(value: Any, budget: int) -> Any:
+    """A tool call's input within ~`budget` tokens: its long strings cut to their share (a
+    `Write` of a whole file, an `Edit`'s two texts), or, when they are too many for a share
+    worth showing (thousands of short ones) or none at all (a list of numbers), the whole of it
+    as cut JSON text."""
+    cap = _string_cap([estimate_text(text) for text in _strings(value)], budget)
+    if cap >= MIN_SHOWN_STRING_TOKENS:
+        value = _cut_strings(value, cap)
+    text = json.dumps(value, ensure_ascii=False)
+    if not _over(estimate_text(text), budget):
+        return value
+    # Shown inside JSON, its quotes escaped: cut to the share of the budget left for them.
+    shown = budget * len(text) // len(json.dumps(text, ensure_ascii=False))
+    return {CUT_INPUT_KEY: _cut_text(text, "tool call input", shown)}
+
+
+def _over(tokens: int, budget: int) -> bool:
+    """Whether cut blocks of `tokens` in all are over `budget`: their estimates overshoot it
+    a little (the notes, the JSON around a cut string)."""
+    return tokens > budget + budget // 10
+
+
 def _cut_block(block: Any, budget: int) -> Any:
     """`block` within ~`budget` tokens where it can be cut (a thinking block cannot: its
     signature covers its text)."""
@@ -189,11 +238,11 @@ def _cut_block(block: Any, budget: int) -> Any:
         content = block.get("content")
         if isinstance(content, str):
             return {**block, "content": _cut_text(content, "tool result", budget)}
-        if isinstance(content, list):
-            return {**block, "content": [_cut_block(inner, budget) for inner in content]}
+        if isinstance(content, list) and content:
+            return {**block, "content": _cut_blocks(content, budget, "tool result")}
         return block
     if kind == "tool_use":
-        return {**block, "input": _cut_strings(block.get("input"), budget)}
+        return {**block, "input": _cut_input(block.get("input"), budget)}
     if kind == "document":
         source = block.get("source")
         if (
@@ -210,15 +259,83 @@ def _cut_block(block: Any, budget: int) -> Any:
     return block
 
 
-def _cut_message(message: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`message` with its blocks cut to their share of MAX_SHOWN_MESSAGE_TOKENS."""
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+def _count_within(sizes: Sequence[int], budget: int) -> int:
+    """How many of the leading `sizes` add up to at most `budget`."""
+    total = 0
+    for count, size in enumerate(sizes):
+        total += size
+        if total > budget:
+            return count
+    return len(sizes)
+
+
+def _cut_blocks(blocks: list[Any], budget: int, what: str) -> list[Any]:
+    """`blocks` within ~`budget` tokens: each cut to its share of it, then, when there are too
+    many for that (hundreds of short ones), the leading and the trailing ones, a note between."""
+    share = max(budget // len(blocks), MIN_SHOWN_BLOCK_TOKENS)
+    blocks = [_cut_block(block, share) for block in blocks]
+    sizes = [estimate_block(block) for block in blocks]
+    if not _over(sum(sizes), budget):
+        return blocks
+    head = _count_within(sizes, budget * 2 // 3)
+    tail = _count_within(sizes[head:][::-1], budget - sum(sizes[:head]))
+    left_out = blocks[head : len(blocks) - tail]
+    kept = blocks[:head] + blocks[len(blocks) - tail :]
+    tokens = sum(sizes[head : len(blocks) - tail])
+    note = {
+        "type": "text",
+        "text": BLOCKS_CUT_NOTE.format(blocks=len(left_out), tokens=tokens, what=what),
+    }
+    # A message answering calls must begin with its results (the API refuses it otherwise).
+    at = max([head, *(index + 1 for index, block in enumerate(kept) if _is_result(block))])
+    return [*kept[:at], note, *kept[at:]]
+
+
+def _tool_ids(blocks: Sequence[Any]) -> set[str]:
+    """The ids of the calls `blocks` make or answer."""
+    ids = set()
+    for block in blocks:
+        if isinstance(block, Mapping):
+            tool_id = block.get("id" if block.get("type") == "tool_use" else "tool_use_id")
+            if block.get("type") in ("tool_use", "tool_result") and isinstance(tool_id, str):
+                ids.add(tool_id)
+    return ids
+
+
+def _cut_message(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], set[str]]:
+    """`message` cut to ~MAX_SHOWN_MESSAGE_TOKENS, and the ids of the calls and results it no
+    longer holds (their partners in other messages go too)."""
     content = message.get("content")
     if isinstance(content, str):
-        return {**message, "content": _cut_text(content, "message", MAX_SHOWN_MESSAGE_TOKENS)}
+        text = _cut_text(content, "message", MAX_SHOWN_MESSAGE_TOKENS)
+        return {**message, "content": text}, set()
     if not isinstance(content, list) or not content:
+        return message, set()
+    cut = _cut_blocks(content, MAX_SHOWN_MESSAGE_TOKENS, "message")
+    return {**message, "content": cut}, _tool_ids(content) - _tool_ids(cut)
+
+
+def _without_tools(message: Mapping[str, Any], ids: set[str]) -> Mapping[str, Any]:
+    """`message` without the calls and results of `ids`, a note in their place."""
+    content = message.get("content")
+    if not isinstance(content, list) or not _tool_ids(content) & ids:
         return message
-    share = max(MAX_SHOWN_MESSAGE_TOKENS // len(content), MIN_SHOWN_BLOCK_TOKENS)
-    return {**message, "content": [_cut_block(block, share) for block in content]}
+    kept = [block for block in content if not _tool_ids([block]) & ids]
+    calls = message.get("role") == "assistant"
+    note = {
+        "type": "text",
+        "text": PAIRS_CUT_NOTE.format(
+            blocks=len(content) - len(kept),
+            what="tool calls" if calls else "tool results",
+            partners="results" if calls else "calls",
+        ),
+    }
+    at = max([0, *(index + 1 for index, block in enumerate(kept) if _is_result(block))])
+    return {**message, "content": [*kept[:at], note, *kept[at:]]}
 
 
 def _with_long_messages_cut(
@@ -228,13 +345,22 @@ def _with_long_messages_cut(
     where UPDATE_INPUT_TOKENS is spent (the agent is shown no more)."""
     shown, sizes = list(messages), list(per_message)
     total = 0
+    left_out: set[str] = set()
     for index in range(len(shown) - 1, -1, -1):
         if sizes[index] > MAX_SHOWN_MESSAGE_TOKENS:
-            shown[index] = _cut_message(shown[index])
+            shown[index], dropped = _cut_message(shown[index])
+            left_out |= dropped
             sizes[index] = estimate_message(shown[index])
         total += sizes[index]
         if total > UPDATE_INPUT_TOKENS:
             break
+    if left_out:
+        # A call shown without its result (or the reverse) would be repaired with a
+        # placeholder claiming there was none.
+        for index, message in enumerate(shown):
+            paired = _without_tools(message, left_out)
+            if paired is not message:
+                shown[index], sizes[index] = paired, estimate_message(paired)
     return shown, sizes
 
 

@@ -301,3 +301,72 @@ def test_the_results_of_parallel_calls_are_cut_to_their_share() -> None:
     assert all(f"HEAD{i}" in sent and f"TAIL{i}" in sent for i in range(8))
     assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
     check_api_shape(convo)
+
+
+def _results_lead(convo: list[dict[str, Any]]) -> bool:
+    """A user message's tool results come before anything else in it (the API: "messages
+    following tool_use blocks must begin with ... tool_result blocks")."""
+    for message in convo:
+        if message["role"] == "user" and isinstance(message["content"], list):
+            kinds = [b["type"] == "tool_result" for b in message["content"]]
+            if kinds != sorted(kinds, reverse=True):
+                return False
+    return True
+
+
+@pytest.mark.parametrize("kind", ["text", "results"])
+def test_a_message_of_many_small_blocks_is_cut_as_a_whole(kind: str) -> None:
+    # Found by a bug hunt: 150 blocks of ~1,000 tokens each, none over its share (the 1,000
+    # floor), left one message of ~150,000 tokens that still ended the window at once.
+    calls = [tool_call(file_path=f"/src/{i}.py") for i in range(150)]
+    asked = {"role": "assistant", "content": [c["content"][-1] for c in calls]}
+    if kind == "results":
+        blocks = [
+            tool_result(c, f"PART{i} " + words(990))["content"][0] for i, c in enumerate(calls)
+        ]
+        transcript = [user("UNIQUE-REQUEST: read them"), asked, {"role": "user", "content": blocks}]
+    else:
+        blocks = [{"type": "text", "text": f"PART{i} " + words(990)} for i in range(150)]
+        transcript = [user("UNIQUE-REQUEST: notes follow"), {"role": "user", "content": blocks}]
+    transcript.append(assistant("read"))
+    convo = agent_messages(transcript, per(transcript), "UPDATE")
+    sent = json.dumps(convo)
+    assert "UNIQUE-REQUEST" in sent
+    assert "PART0 " in sent
+    assert "PART149 " in sent
+    assert "PART75 " not in sent
+    assert "blocks (~" in sent
+    assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
+    check_api_shape(convo)
+    assert _results_lead(convo)
+    if kind == "results":
+        # The calls whose results were left out went with them, not answered by placeholders.
+        assert "no result in the transcript" not in sent
+        assert "tool calls left out with their results" in sent
+
+
+_EDITS = [{"old": f"line {i} old text", "new": f"line {i} new text"} for i in range(20_000)]
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "first", "last"),
+    [
+        # A MultiEdit-like call of 40,000 short strings (~260,000 tokens): each was under the
+        # cut, so the call was shown whole and ended the window.
+        ({"edits": _EDITS}, "line 0 old text", "line 19999 new text"),
+        ({"values": list(range(100_000))}, "[0, 1, 2", "99998, 99999]"),  # no string to cut
+    ],
+)
+def test_a_tool_call_of_many_short_values_is_cut_as_a_whole(
+    tool_input: dict[str, Any], first: str, last: str
+) -> None:
+    call = tool_call("MultiEdit", file_path="/src/big.py", **tool_input)
+    transcript = [user("UNIQUE-REQUEST: rename"), call, tool_result(call, "ok"), assistant("done")]
+    convo = agent_messages(transcript, per(transcript), "UPDATE")
+    sent = json.dumps(convo)
+    assert "UNIQUE-REQUEST" in sent
+    assert first in sent
+    assert last in sent
+    assert "tool call input left out" in sent
+    assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
+    check_api_shape(convo)
