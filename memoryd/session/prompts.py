@@ -136,19 +136,24 @@ def repair_tool_pairs(convo: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if message.get("role") == "user":
             content = _as_list(message.get("content"))
             answered = set()
-            fixed: list[Any] = []
+            # The results first: a message answering calls must begin with them ("Did not
+            # find 2 tool_result block(s) at the beginning"), a note for an unknown call in
+            # their midst failed the update.
+            results: list[Any] = []
+            rest: list[Any] = []
             for block in content:
                 if isinstance(block, Mapping) and block.get("type") == "tool_result":
                     tool_id = block.get("tool_use_id")
                     if tool_id in wanted and tool_id not in answered:
                         answered.add(tool_id)
-                        fixed.append(block)
+                        results.append(block)
                         continue
-                    fixed.append(
+                    rest.append(
                         {"type": "text", "text": f"[a tool result for an unknown call {tool_id!r}]"}
                     )
                     continue
-                fixed.append(block)
+                rest.append(block)
+            fixed = results + rest
             missing = [_placeholder(t) for t in wanted if t not in answered]
             if missing or fixed != content:
                 message = {"role": "user", "content": missing + fixed}

@@ -370,3 +370,23 @@ def test_a_tool_call_of_many_short_values_is_cut_as_a_whole(
     assert "tool call input left out" in sent
     assert sum(per(convo[:-1])) <= UPDATE_INPUT_TOKENS
     check_api_shape(convo)
+
+
+def test_an_unknown_result_among_known_ones_goes_after_them() -> None:
+    # Its note between two results broke "a message answering calls begins with its
+    # results": the API refused every update of the session.
+    call = tool_call(file_path="/a")
+    first = tool_result(call, "a")["content"][0]
+    call["content"].append({"type": "tool_use", "id": "toolu_c", "name": "Read", "input": {}})
+    results = {
+        "role": "user",
+        "content": [
+            first,
+            {"type": "tool_result", "tool_use_id": "toolu_unknown", "content": "b"},
+            {"type": "tool_result", "tool_use_id": "toolu_c", "content": "c"},
+        ],
+    }
+    convo = repair_tool_pairs([user("go"), call, results])
+    assert _results_lead(convo)
+    assert "toolu_unknown" in json.dumps(convo[2])
+    check_api_shape(convo)
