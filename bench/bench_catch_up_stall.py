@@ -8,10 +8,14 @@ and a `recall` in the project sets off the catch-up (`DirStates._catch_up`: the 
 slices on the event loop, `DirState.load_pending_steps`) and waits for it. Meanwhile a probe
 client on its own connection sends `status` every 10 ms; its worst and 99th-percentile round
 trips are what the catch-up cost the other clients ("quiet": its worst in the 3 s before, the
-machine's own noise). The daemon runs with CPython's garbage collector as is, then off (a
-`sitecustomize` calls `gc.disable()`), and the daemon's full (generation 2) collections during
-the catch-up are counted and timed, to tell the collector's share from the slices': "worst
-outside GC" leaves out the probes whose round trip overlapped a full collection.
+machine's own noise). The daemon's collector settings, side by side in each round
+(`--settings`, through a `sitecustomize` on its PYTHONPATH): "as is"; "freeze", `gc.collect()`
+and `gc.freeze()` once the first recall is answered; "threshold", generation 0's threshold
+raised to `--threshold`; "both"; "off", `gc.disable()`. The daemon's full (generation 2)
+collections during the catch-up are counted and timed, to tell the collector's share from the
+slices': "worst outside GC" leaves out the probes whose round trip overlapped a full
+collection; "RSS MB" is the daemon's after the catch-up. Since session 22 the daemon freezes
+its start-up heap itself (`Daemon.on_start`), so "as is" includes that freeze.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from _harness import daemon_process, percentile, temp_home
+from _harness import daemon_process, percentile, rss_mb, temp_home
 from bench_recall_latency import vocabulary, write_memories
 
 from memoryd_client import Client
@@ -33,9 +37,20 @@ from memoryd_client import Client
 # On the daemon's PYTHONPATH: turns the collector off, and logs each full collection's
 # duration (monotonic start, seconds) to a file the bench reads after the daemon stopped.
 _SITECUSTOMIZE = """
-import atexit, gc, json, os, time
+import atexit, gc, json, os, threading, time
 if os.environ.get("BENCH_GC_OFF"):
     gc.disable()
+if os.environ.get("BENCH_GC_THRESHOLD"):
+    gc.set_threshold(int(os.environ["BENCH_GC_THRESHOLD"]), 10, 10)
+_flag = os.environ.get("BENCH_GC_FREEZE")
+if _flag:
+    # Freezes once the bench says start-up and the first load are done (it creates the file).
+    def _freeze_when_told():
+        while not os.path.exists(_flag):
+            time.sleep(0.05)
+        gc.collect()
+        gc.freeze()
+    threading.Thread(target=_freeze_when_told, daemon=True).start()
 _log = os.environ.get("BENCH_GC_LOG")
 if _log:
     _fulls, _at = [], [0.0]
@@ -50,29 +65,38 @@ if _log:
 """
 
 
+# The collector settings compared, side by side in each round: as is, frozen after start-up
+# and the first load, gen0's threshold raised, both, and off.
+SETTINGS = ("as is", "freeze", "threshold", "both", "off")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threshold", type=int, default=50_000, help="gen0's, for 'threshold'")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated")
     args = parser.parse_args()
+    settings = [name.strip() for name in args.settings.split(",")]
     print(f"{args.files} new memory files; `status` round trips of a probe client, ms")
     print(
-        f"{'gc':<4} {'quiet':>6} {'worst':>8} {'p99':>8} {'outside GC':>11} {'probes':>7} "
-        f"{'catch-up s':>11} {'full GCs':>9} {'longest GC':>11}"
+        f"{'gc':<10} {'quiet':>6} {'worst':>8} {'p99':>8} {'outside GC':>11} {'probes':>7} "
+        f"{'catch-up s':>11} {'full GCs':>9} {'longest GC':>11} {'RSS MB':>7}"
     )
     for _ in range(args.rounds):
-        for gc_off in (False, True):
-            row = one_run(args.files, gc_off=gc_off)
+        for setting in settings:
+            row = one_run(args.files, setting=setting, threshold=args.threshold)
             print(
-                f"{'off' if gc_off else 'on':<4} {row['quiet']:6.1f} {row['worst']:8.1f} "
+                f"{setting:<10} {row['quiet']:6.1f} {row['worst']:8.1f} "
                 f"{row['p99']:8.1f} {row['outside_gc']:11.1f} {row['probes']:7.0f} "
-                f"{row['catch_up']:11.2f} {row['fulls']:9.0f} {row['longest_gc']:11.1f}",
+                f"{row['catch_up']:11.2f} {row['fulls']:9.0f} {row['longest_gc']:11.1f} "
+                f"{row['rss']:7.1f}",
                 flush=True,
             )
     return 0
 
 
-def one_run(files: int, *, gc_off: bool) -> dict[str, float]:
+def one_run(files: int, *, setting: str, threshold: int) -> dict[str, float]:
     from memoryd.core.project import sanitize_key
 
     with temp_home() as env, tempfile.TemporaryDirectory(prefix="mdbench-site-") as site:
@@ -90,12 +114,20 @@ def one_run(files: int, *, gc_off: bool) -> dict[str, float]:
         env["MEMORYD_EMBEDDINGS"] = "off"
         env["PYTHONPATH"] = site  # the daemon's memoryd: this checkout's (cwd)
         env["BENCH_GC_LOG"] = str(gc_log)
-        if gc_off:
+        if setting not in SETTINGS:
+            raise SystemExit(f"unknown setting {setting!r}: one of {', '.join(SETTINGS)}")
+        freeze_flag = work / "freeze-now"
+        if setting == "off":
             env["BENCH_GC_OFF"] = "1"
+        if setting in ("threshold", "both"):
+            env["BENCH_GC_THRESHOLD"] = str(threshold)
+        if setting in ("freeze", "both"):
+            env["BENCH_GC_FREEZE"] = str(freeze_flag)
         asked = {"cwd": str(project), "query": "which deploy window did we agree on?"}
         probes: list[tuple[float, float]] = []  # (monotonic start, round trip)
         with daemon_process(env) as sock, Client(sock, timeout=600) as conn:
             conn.call("recall", asked)  # the folder loaded, as a warm daemon has it
+            freeze_flag.touch()  # start-up and the first load done ("freeze", "both")
             time.sleep(2.5)  # past the periodic sweep's interval: this is the only reader
             for path in sorted(staging.iterdir()):
                 if path.name == "MEMORY.md" or int(path.stem.split("_")[1]) >= 20:
@@ -109,6 +141,7 @@ def one_run(files: int, *, gc_off: bool) -> dict[str, float]:
             catch_up = time.monotonic() - started
             stop.set()
             probe.join()
+            rss = rss_mb(conn.call("status")["pid"])
         collections = json.loads(gc_log.read_text()) if gc_log.exists() else []
     fulls = [d for at, d in collections if started <= at <= started + catch_up]
     quiet = [wait for at, wait in probes if at < started]
@@ -128,6 +161,7 @@ def one_run(files: int, *, gc_off: bool) -> dict[str, float]:
         "catch_up": catch_up,
         "fulls": len(fulls),
         "longest_gc": max(fulls, default=0.0) * 1e3,
+        "rss": rss,
     }
 
 

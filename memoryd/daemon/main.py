@@ -240,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
             "daemon needs to read files; raise it (`ulimit -n`, LimitNOFILE=) to 1024 or more",
             open_files=open_files,
         )
+    from memoryd.daemon.app import Daemon
     from memoryd.daemon.server import serve
 
+    Daemon.freeze_start_up_heap = True  # this process is the daemon's own (app.py says why)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on every POSIX platform
