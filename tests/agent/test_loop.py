@@ -40,6 +40,19 @@ async def _errors(handle: DaemonHandle) -> Any:
     return client
 
 
+async def _run_in_memory(handle: DaemonHandle, memory: Path, **extra: Any) -> Any:
+    """run_agent free to read and write `memory` only, as the memory writers run it."""
+    return await run_agent(
+        handle.daemon,
+        feature="test_agent",
+        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
+        system="s",
+        messages=USER,
+        write_lock=asyncio.Lock(),
+        **extra,
+    )
+
+
 def _drain(client: Any) -> list[dict[str, Any]]:
     out = []
     while not client.notifications.empty():
@@ -444,13 +457,9 @@ async def test_an_editors_save_while_the_write_is_screened_is_not_reverted(
             else:
                 target.write_text(text)
 
-    await run_agent(
-        daemon_with_model.daemon,
-        feature="test_agent",
-        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
-        system="s",
-        messages=USER,
-        write_lock=asyncio.Lock(),
+    await _run_in_memory(
+        daemon_with_model,
+        memory,
         screen_write=screen,
         seen=SeenFiles() if with_seen else None,
     )
@@ -481,31 +490,20 @@ async def test_an_edit_of_a_memory_whose_name_is_not_utf8_is_made(
         tool_use_reply([("Edit", {"file_path": shown, "old_string": "one", "new_string": "1"})]),
         text_reply("done"),
     )
-    await run_agent(
-        daemon_with_model.daemon,
-        feature="test_agent",
-        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
-        system="s",
-        messages=USER,
-        write_lock=asyncio.Lock(),
-    )
+    await _run_in_memory(daemon_with_model, memory)
     result = fake_model.message_requests()[2].json["messages"][-1]["content"][0]
     assert not result.get("is_error"), result
     assert target.read_text() == "line 1\n"
 
 
 async def test_a_write_saved_over_at_every_screen_is_given_up_naming_the_path_as_given(
-    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, linked_memory: Path
 ) -> None:
     # Review of session 22: an editor saving during each of the 5 screens left the file as
     # it saved it, and the message named the resolved path (the memory dir as reached
     # through the link it is known by, e.g. a linked ~/.claude, was not the path the model
     # gave); that path had no test.
-    real_dir = tmp_path / "real-memory"
-    real_dir.mkdir()
-    linked = tmp_path / "linked"
-    linked.symlink_to(real_dir)
-    memory = linked
+    memory = linked_memory
     target = memory / "user_role.md"
     target.write_text("line one\n")
     fake_model.enqueue(
@@ -520,15 +518,7 @@ async def test_a_write_saved_over_at_every_screen_is_given_up_naming_the_path_as
         screens.append(path)
         target.write_text(f"line one\nthe editor's save {len(screens)}\n")
 
-    result = await run_agent(
-        daemon_with_model.daemon,
-        feature="test_agent",
-        policy=AccessPolicy(read_roots=(memory,), write_roots=(memory,)),
-        system="s",
-        messages=USER,
-        write_lock=asyncio.Lock(),
-        screen_write=screen,
-    )
+    result = await _run_in_memory(daemon_with_model, memory, screen_write=screen)
     assert screens == [target] * 5
     assert target.read_text() == "line one\nthe editor's save 5\n"
     assert result.written == []

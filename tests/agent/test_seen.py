@@ -167,14 +167,11 @@ def test_a_noted_stamp_is_the_files_until_it_changes(tmp_path: Path) -> None:
 
 
 async def test_an_unread_file_is_refused_naming_it_as_the_model_gave_it(
-    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, tmp_path: Path
+    daemon_with_model: DaemonHandle, fake_model: FakeMessagesAPI, linked_memory: Path
 ) -> None:
     # Review of session 22: through a linked memory dir (a linked ~/.claude), the refusal
     # named the dir's real path, not the one the model was given and wrote to.
-    real_dir = tmp_path / "real-memory"
-    real_dir.mkdir()
-    given = tmp_path / "linked"
-    given.symlink_to(real_dir)
+    given = linked_memory
     target = given / "user_role.md"
     target.write_text("The user is a backend engineer.\n")
     fake_model.enqueue(
