@@ -227,7 +227,11 @@ def connect_retry_s(sock: Path) -> float:
     them waited the retry out for nothing (`start` twice). Where memoryd's LaunchAgent is
     installed, launchd starts a crashed daemon again at once, and the new one takes about a
     second to listen: the retry finds it (without, `start` spawned a second daemon beside it)."""
-    info = read_status_file(sock)
+    return _retry_for(read_status_file(sock))
+
+
+def _retry_for(info: dict[str, Any] | None) -> float:
+    """`connect_retry_s` for the status file's fields `info`, read already."""
     pid = info.get("pid") if info else None
     dead = is_pid(pid) and not pid_alive(pid)
     return 0.0 if dead and not _launch_agent_installed() else CONNECT_RETRY_S
@@ -494,9 +498,8 @@ def _stop(sock: Path, wait_s: float, term_wait_s: float) -> dict[str, Any]:
     asked = False
     refused: str | None = None
     try:
-        with Client(
-            sock, timeout=answer_timeout_s(), connect_retry_s=connect_retry_s(sock)
-        ) as conn:
+        # The status file read above decides the retry: not read a second time.
+        with Client(sock, timeout=answer_timeout_s(), connect_retry_s=_retry_for(info)) as conn:
             if pid is None:
                 pid = _own_pid(conn, sock)
             conn.call("shutdown")
