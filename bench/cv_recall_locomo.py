@@ -130,20 +130,30 @@ def embed(convs: dict[str, tuple[list[Memory], list[Query]]]) -> dict[str, LateS
     return scorers
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def locomo_args(doc: str) -> tuple[bool, Path] | None:
+    """(--hybrid given, LoCoMo's file) from the command line; None, having said why, when the
+    data or the embeddings extra is missing."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--hybrid", action="store_true", help="the hybrid (embeddings extra)")
     args = parser.parse_args()
     data_file = eval_dir() / "locomo10.json"
     if not data_file.is_file():
         print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
-        return 0
+        return None
     if args.hybrid and (find_spec("onnxruntime") is None or find_spec("tokenizers") is None):
         print("skipped: --hybrid needs the embeddings extra (pip install -e '.[embeddings]')")
+        return None
+    return args.hybrid, data_file
+
+
+def main() -> int:
+    ready = locomo_args(__doc__ or "")
+    if ready is None:
         return 0
+    hybrid, data_file = ready
     convs = {name: pair for name, pair in load(data_file).items() if name in DEV}
-    late = embed(convs) if args.hybrid else {}
-    grid = HYBRID_GRID if args.hybrid else GRID
+    late = embed(convs) if hybrid else {}
+    grid = HYBRID_GRID if hybrid else GRID
     cache: dict[RankerParams, dict[str, int]] = {}
 
     def per_conv(params: RankerParams) -> dict[str, int]:

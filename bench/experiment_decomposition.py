@@ -66,7 +66,6 @@ Not taken; the evaluation split was not run.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import itertools
 import os
@@ -77,7 +76,6 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -88,8 +86,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _late_interaction import LateScores, token_arrays
-from bench_recall_locomo import ABOUT_NONE, CATEGORIES, DEV, Memory, Query, eval_dir, hits, load
-from cv_recall_locomo import held_out_picks, hits_and_none, questions_hit
+from bench_recall_locomo import ABOUT_NONE, CATEGORIES, DEV, Memory, Query, hits, load
+from cv_recall_locomo import held_out_picks, hits_and_none, locomo_args, questions_hit
 
 from memoryd.automem.recall.analysis import terms
 from memoryd.automem.recall.dates import first_date
@@ -269,17 +267,11 @@ def encoder_or_none(hybrid: bool) -> SentenceEncoder | None:
 def setup(doc: str) -> tuple[bool, Loaded, SentenceEncoder | None] | None:
     """(--hybrid given, the conversations, the model for the hybrid) from the command line;
     None, having said why, when the data or the embeddings extra is missing."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--hybrid", action="store_true", help="the hybrid (embeddings extra)")
-    args = parser.parse_args()
-    data_file = eval_dir() / "locomo10.json"
-    if not data_file.is_file():
-        print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
+    ready = locomo_args(doc)
+    if ready is None:
         return None
-    if args.hybrid and (find_spec("onnxruntime") is None or find_spec("tokenizers") is None):
-        print("skipped: --hybrid needs the embeddings extra (pip install -e '.[embeddings]')")
-        return None
-    return args.hybrid, load(data_file), encoder_or_none(args.hybrid)
+    hybrid, data_file = ready
+    return hybrid, load(data_file), encoder_or_none(hybrid)
 
 
 def report_held_out(
