@@ -274,6 +274,12 @@ async def test_a_late_save_that_cannot_be_copied_fails_no_write_that_landed(
     assert f"({path.name})" not in (memdir / "MEMORY.md").read_text()
 
 
+def _assert_put_back(memdir: Path, path: Path) -> None:
+    """A delete that failed leaves the memory's index line, and no temp file beside it."""
+    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
+    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+
+
 def _rename_save_once(target: Path, *, new: bool = False) -> Callable[[], None]:
     """The editor's save by rename (`:w` with `backupcopy=no`, most GUI editors): a new file
     written beside it, then renamed over it, once (`new`: also where there is none yet)."""
@@ -348,8 +354,7 @@ async def test_a_folder_renamed_over_a_memory_under_its_delete_is_put_back(
     with pytest.raises(Exception, match="not a regular file"):
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert (path / "inside.txt").read_text() == "kept"
-    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
-    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+    _assert_put_back(memdir, path)
 
 
 async def test_a_save_by_rename_under_a_delete_whose_copy_fails_is_put_back(
@@ -374,8 +379,7 @@ async def test_a_save_by_rename_under_a_delete_whose_copy_fails_is_put_back(
     with pytest.raises(Exception, match="disk is full"):
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     assert path.read_text(encoding="utf-8") == SAVED
-    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
-    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+    _assert_put_back(memdir, path)
 
 
 async def test_a_taken_out_memory_whose_unlink_fails_is_put_back(
@@ -398,5 +402,4 @@ async def test_a_taken_out_memory_whose_unlink_fails_is_put_back(
         await daemon.call("memory.delete", cwd=str(project), path=str(path))
     monkeypatch.undo()
     assert "Green tea." in path.read_text(encoding="utf-8")
-    assert f"({path.name})" in (memdir / "MEMORY.md").read_text()
-    assert [p.name for p in memdir.iterdir() if p.name.startswith(".")] == []
+    _assert_put_back(memdir, path)
