@@ -16,6 +16,7 @@ from memoryd.automem.extraction import cursor_after
 from memoryd.llm.tokens import estimate_messages
 from memoryd.session import state
 from memoryd.session.compaction import BOUNDARY_TAG
+from memoryd.session.service import Session
 from memoryd.session.template import builtin_template
 from memoryd_client import AsyncClient, RpcError
 from tests.conftest import DaemonHandle, daemon_config, fake_model_config, start_daemon, stop_daemon
@@ -74,9 +75,14 @@ async def wait_for_event(client: AsyncClient, method: str) -> dict[str, Any]:
             return params
 
 
+def session_of(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> Session:
+    return handle.daemon.services.session_memory.session(
+        handle.daemon.services.projects.resolve(cwd), session_id
+    )
+
+
 async def idle(handle: DaemonHandle, cwd: Path, session_id: str = SID) -> None:
-    service = handle.daemon.services.session_memory
-    session = service.session(handle.daemon.services.projects.resolve(cwd), session_id)
+    session = session_of(handle, cwd, session_id)
     if session.running is not None:
         await asyncio.wait_for(asyncio.shield(session.running), 10)
 
@@ -326,9 +332,7 @@ async def test_a_failed_update_keeps_the_previous_summary(
     await idle(handle, project_dir)
     assert summary.read_text() == previous
     assert not draft_of(summary).exists()
-    record = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    ).record
+    record = session_of(handle, project_dir).record
     assert record.last_error is not None
     assert record.updates == 0
 
@@ -360,9 +364,7 @@ async def test_a_refused_update_is_a_failed_one(
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
     await idle(handle, project_dir)
     assert summary.read_text() == previous
-    record = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    ).record
+    record = session_of(handle, project_dir).record
     assert record.last_error is not None
     assert "refusal" in record.last_error
     assert record.updates == 0
@@ -383,9 +385,7 @@ async def test_an_update_killed_midway_keeps_the_previous_summary(
     session_model.enqueue(edit_title(summary, "half-done"), slow(30, text_reply("late")))
     messages = [*conversation(12_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    session = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(handle, project_dir)
     while len(session_model.requests) < 2:  # the draft has been edited
         await asyncio.sleep(0.02)
     assert "half-done" in draft_of(summary).read_text()
@@ -404,9 +404,7 @@ async def test_updates_are_sequential_and_coalesced(
     session_model.enqueue(slow(0.5, text_reply("no change")), text_reply("no change"))
     messages = [*conversation(12_000), assistant("done")]
     cwd = str(project_dir)
-    session = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(handle, project_dir)
     updates_seen: list[int] = []  # finished updates, as each model request arrives
     session_model.on_request = lambda: updates_seen.append(session.record.updates)
     first = await handle.call("after_turn", session_id=SID, cwd=cwd, messages=messages)
@@ -507,9 +505,7 @@ async def test_compact_calls_of_one_transcript_at_once_are_one_compaction(
     # (2, of the compacted list) against this one and kept 78 messages, not 21.
     assert first["used_session_memory"] is True
     assert second == first
-    session = daemon.daemon.services.session_memory.session(
-        daemon.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(daemon, project_dir)
     assert session.record.compactions == 1
     # Extraction's cursor moved once: it is at the end of the compacted list.
     cursor = extraction._cursor.get(SID)
@@ -590,9 +586,7 @@ async def test_a_compaction_kept_for_a_repeat_does_not_hold_the_whole_notes(
     params = {"session_id": SID, "cwd": str(project_dir), "messages": conversation(30_000)}
     first = await daemon.call("compact", **params)
     assert first["used_session_memory"] is True
-    session = daemon.daemon.services.session_memory.session(
-        daemon.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(daemon, project_dir)
     assert len(long_notes) > 2_000_000
     assert _string_chars(session.compacted) < 4 * _string_chars(first["summary"]) < 1_000_000
     assert await daemon.call("compact", **params) == first  # the repeat still knows it
@@ -842,9 +836,7 @@ async def test_messages_after_the_clients_own_compaction_are_not_taken_as_summar
     old = [*conversation(150_000, per_exchange=3_000, tools=2), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=old)
     await idle(handle, project_dir)
-    session = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(handle, project_dir)
     assert session.record.summarized_messages == len(old)
     head = [user("The client's summary of the earlier conversation."), assistant("ok")]
     # Compacted by the client, no turn since: ~36k tokens the notes never saw, all kept.
@@ -1067,9 +1059,7 @@ async def test_an_edit_of_the_notes_during_an_update_wins(
     summary.write_text(mine)
     await idle(handle, project_dir)
     assert summary.read_text() == mine
-    record = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    ).record
+    record = session_of(handle, project_dir).record
     assert record.last_error is not None
     assert "edited during the update" in record.last_error
     assert record.summarized_messages is None  # the transcript is summarised again later
@@ -1090,9 +1080,7 @@ async def test_notes_removed_during_an_update_stay_removed(
         shutil.rmtree(summary.parent)
     await idle(handle, project_dir)
     assert not summary.exists()
-    session = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    )
+    session = session_of(handle, project_dir)
     assert session.record.last_error == "the notes were removed during the update; left removed"
     assert session.record.updates == 0
     assert session.running is not None
@@ -1190,9 +1178,7 @@ async def test_notes_that_cannot_be_created_say_so_not_that_they_cannot_be_read(
     messages = [*conversation(12_000), assistant("done")]
     await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
     await idle(handle, project_dir)
-    record = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    ).record
+    record = session_of(handle, project_dir).record
     assert record.last_error is not None
     assert record.last_error.startswith(f"cannot create the session notes {summary}")
     assert "from the template" in record.last_error
@@ -1216,9 +1202,7 @@ async def test_notes_that_are_a_symbolic_link_are_refused_not_replaced(
     await idle(handle, project_dir)
     assert summary.is_symlink()
     assert target.read_text() == builtin_template()
-    record = handle.daemon.services.session_memory.session(
-        handle.daemon.services.projects.resolve(project_dir), SID
-    ).record
+    record = session_of(handle, project_dir).record
     assert record.last_error is not None
     assert "symbolic link" in record.last_error
     assert record.updates == 0
