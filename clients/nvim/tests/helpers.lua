@@ -173,6 +173,17 @@ function T.write(path, text)
   f:close()
 end
 
+-- The plugin set up against $MEMORYD_SOCKET with only worker/error shown, for the reload
+-- specs: the reloads they check must not depend on the events named there. The module.
+function T.setup_showing_worker_errors_only()
+  local memoryd = require('memoryd')
+  memoryd.setup({
+    memctl = T.env('MEMORYD_TEST_MEMCTL'),
+    notifications = { events = { 'worker/error' } },
+  })
+  return memoryd
+end
+
 -- A file edited in the current window: its buffer.
 function T.edit(path)
   vim.cmd('edit ' .. vim.fn.fnameescape(path))

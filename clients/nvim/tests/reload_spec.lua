@@ -3,17 +3,11 @@
 -- saved by another client) show their new text in unmodified buffers; a buffer with the
 -- user's unsaved edits keeps them. Before, the buffers kept the old text until :checktime.
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
-local memoryd = require('memoryd')
+local memoryd = T.setup_showing_worker_errors_only()
 
 local repo = T.env('MEMORYD_TEST_REPO')
 local doc = T.env('MEMORYD_TEST_DOC')
 local memory_dir = T.env('MEMORYD_TEST_MEMORY_DIR')
-
--- Only worker/error is shown: the reloads must not depend on the events named there.
-memoryd.setup({
-  memctl = T.env('MEMORYD_TEST_MEMCTL'),
-  notifications = { events = { 'worker/error' } },
-})
 
 local edit, text, wait_text = T.edit, T.buf_text, T.wait_buf_text
 

@@ -3,16 +3,10 @@
 -- them. team/synced said only how many files a pull wrote, so their buffers kept the old text
 -- until a :checktime or a write warning.
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
-local memoryd = require('memoryd')
+local memoryd = T.setup_showing_worker_errors_only()
 
 local repo = T.env('MEMORYD_TEST_REPO')
 local team_dir = T.env('MEMORYD_TEST_TEAM_DIR')
-
--- Only worker/error is shown: the reloads must not depend on the events named there.
-memoryd.setup({
-  memctl = T.env('MEMORYD_TEST_MEMCTL'),
-  notifications = { events = { 'worker/error' } },
-})
 
 local edit, text, wait_text = T.edit, T.buf_text, T.wait_buf_text
 
@@ -39,6 +33,16 @@ local function pull()
   local reply = T.call('team.pull', { cwd = repo }, 20000)
   T.truthy(type(reply) == 'table' and reply.ok, 'team.pull: ' .. vim.inspect(reply))
   return reply
+end
+
+-- A buffer of repo's file name whose file on disk was rewritten since ('first' to 'second'),
+-- unchecked: the buffer and the file's path. Outside the team folder: nothing is pushed.
+local function stale_buffer(name)
+  local path = repo .. '/' .. name
+  T.write(path, 'first\n')
+  local buf = edit(path)
+  T.write(path, 'second\n')
+  return buf, path
 end
 
 T.run({
@@ -75,10 +79,7 @@ T.run({
     function()
       -- The daemon names 20 files and counts the rest: a buffer of one not named is checked too
       -- (a file outside the team folder here, so that nothing is pushed).
-      local notes = repo .. '/notes.txt'
-      T.write(notes, 'first\n')
-      local buf = edit(notes)
-      T.write(notes, 'second\n')
+      local buf = stale_buffer('notes.txt')
       require('memoryd.reload').on_note({
         method = 'team/synced',
         params = { repo = 'acme/widgets', pushed = 0, pulled = 21, paths = { team_dir .. '/other.md' }, more = 20 },
@@ -91,10 +92,7 @@ T.run({
     function()
       -- Found in review: the paths past the 20 read were dropped, though more said 0 (a
       -- daemon naming more than this one): the 21st file's buffer kept its old text.
-      local notes = repo .. '/notes21.txt'
-      T.write(notes, 'first\n')
-      local buf = edit(notes)
-      T.write(notes, 'second\n')
+      local buf, notes = stale_buffer('notes21.txt')
       local paths = {}
       for i = 1, 20 do
         paths[i] = team_dir .. ('/other%d.md'):format(i)
