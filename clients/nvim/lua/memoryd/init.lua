@@ -21,8 +21,9 @@ M.state = {
 M.listeners = {} -- event name -> {fn, ...}; views refresh on notifications through these
 -- Open buffers of files the daemon rewrote are checked (reload.lua). Listed here without
 -- connecting: the subscription takes them in whenever the connection is made.
-for _, event in ipairs(require('memoryd.reload').EVENTS) do
-  M.listeners[event] = { require('memoryd.reload').on_note }
+local reload = require('memoryd.reload')
+for _, event in ipairs(reload.EVENTS) do
+  M.listeners[event] = { reload.on_note }
 end
 
 local client = nil
@@ -122,7 +123,7 @@ local function on_notifications(notes)
 end
 
 -- The events the connection subscribes to: the configured ones (when notifications are on)
--- and every event a listener waits for, sorted, once each; nil when there are none.
+-- and every event a listener waits for (reload.lua's always), sorted, once each.
 function M.wanted_events()
   local set = {}
   if M.config.notifications.enabled then
@@ -136,9 +137,6 @@ function M.wanted_events()
     end
   end
   local events = vim.tbl_keys(set)
-  if #events == 0 then
-    return nil
-  end
   table.sort(events)
   return events
 end
@@ -146,7 +144,7 @@ end
 -- Subscribe, or widen the subscription, when the wanted events are not those subscribed.
 local function sync_subscription(c)
   local wanted = M.wanted_events()
-  if wanted ~= nil and not vim.deep_equal(wanted, c.events) then
+  if not vim.deep_equal(wanted, c.events) then
     c:subscribe(wanted)
   end
 end

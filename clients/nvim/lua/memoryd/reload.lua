@@ -19,7 +19,6 @@ local pending = {} -- path -> true: checked at the next pass
 local check_all = false -- files were written that no note named: every buffer is checked
 local scheduled = false
 
-
 local function is_path(value)
   return type(value) == 'string' and value:sub(1, 1) == '/' and not value:find('%z')
 end
