@@ -103,20 +103,20 @@ export function oneLine(text: string): string {
 
 const BIDI = /[\u202a-\u202e\u2066-\u2069]/g;
 
+// What Python's str.split() splits on (memfile.as_field's `" ".join(text.split())`): JS's \s
+// differs (it holds U+FEFF, which Python keeps, and lacks U+001C-U+001F and U+0085).
+const PYTHON_SPACE = /[\t-\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+
 /**
  * `text` as memoryd takes a memory's name or description it derives itself (its
  * `memfile.as_field`): the bidi controls dropped, every other character `oneLine` escapes a
- * space, each run of spaces (as Python splits on them) one space, none at either end. For the fields the extension derives from the text (the
- * suggested name, the description): `memory.write` refuses those characters in a field, and
- * the user never wrote these as one.
+ * space, each run of spaces (as Python splits on them) one space, none at either end. For the
+ * fields the extension derives from the text (the suggested name, the description):
+ * `memory.write` refuses those characters in a field, and the user never wrote these as one.
  */
 export function asField(text: string): string {
   return text.replace(BIDI, "").replace(UNSHOWN, " ").split(PYTHON_SPACE).filter(Boolean).join(" ");
 }
-
-// What Python's str.split() splits on (memfile.as_field's `" ".join(text.split())`): JS's \s
-// differs (it holds U+FEFF, which Python keeps, and lacks U+001C-U+001F and U+0085).
-const PYTHON_SPACE = /[\t-\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
 /**
  * `text` for a VS Code notification: one line, and no markdown link. VS Code turns
