@@ -35,10 +35,32 @@ def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _failures(tap: str) -> str:
+    """The `not ok` entries of node's TAP output with their YAML blocks: the tail of a long
+    run is all `ok` lines and would hide which test failed and why."""
+    lines = tap.splitlines()
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("not ok "):
+            block = [line]
+            for follow in lines[i + 1 : i + 40]:
+                block.append(follow)
+                if follow.strip() == "...":
+                    break
+            kept.extend(block)
+    return "\n".join(kept)[-8000:]
+
+
+def test_failures_are_picked_out_of_the_tap_output() -> None:
+    tap = "ok 1 - fine\n  ---\n  ...\nnot ok 2 - broken\n  ---\n  error: 'boom'\n  ...\nok 3 - x\n"
+    assert _failures(tap) == "not ok 2 - broken\n  ---\n  error: 'boom'\n  ..."
+    assert _failures("ok 1 - fine\n") == ""
+
+
 def test_vscode_extension_suite() -> None:
     proc = _run([_npm(), "test"], timeout=600)
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-8000:]
+    assert proc.returncode == 0, _failures(output) or output[-8000:]
     assert "# fail 0" in output
     passed = [line for line in output.splitlines() if line.startswith("# pass ")]
     assert passed, output[-2000:]
