@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -113,16 +114,66 @@ def _percent(char: str) -> str:
 
 def one_line(text: str, cap: int) -> str:
     """`text` on one line (a YAML name may hold line breaks, which would start a line of
-    its own in the prompt) and at most `cap` characters, cut at a word with an ellipsis.
-    Without control characters or bidirectional controls (`as_field`): a hand-made memory's
-    name may hold them, and the line was shown reordered, or an escape sent, to whoever
-    reads the manifest in a terminal."""
+    its own in the prompt) and at most `cap` characters, cut with an ellipsis: the one cut
+    of a name or description memoryd shows or derives (manifest lines, MEMORY.md hooks,
+    quick-add's fields). Without control characters or bidirectional controls (`as_field`):
+    a hand-made memory's name may hold them, and the line was shown reordered, or an escape
+    sent, to whoever reads the manifest in a terminal.
+
+    The cut is at the end of a word when one ends in the second half of the room (a longer
+    word is cut inside, not dropped with all that follows it), never inside what a reader
+    sees as one character (a letter and its accents, an emoji sequence, a flag), and a
+    trailing `,;:-` goes with the cut ("word…", not "word,…")."""
     text = as_field(text)
     if len(text) <= cap:
         return text
-    cut = text[: cap - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > cap // 2 else cut) + "…"
+    end = _character_start(text, max(cap - 1, 0))
+    if text[end] != " ":
+        space = text.rfind(" ", 0, end)
+        if space > cap // 2:
+            end = space
+    kept = text[:end]
+    return (kept.rstrip(_DANGLING) or kept.rstrip()) + "…"
+
+
+_DANGLING = " ,;:-\u2013\u2014"
+_ZWJ = "\u200d"
+
+
+def _character_start(text: str, index: int) -> int:
+    """`index`, or the start of the character a reader sees there when it is inside one
+    (a grapheme cluster, as far as a name needs: marks, joiners, variation selectors, skin
+    tones, tags, flag pairs, a surrogate pair left in the text); `index` when no start is
+    found (a run of marks the length of the room is no character)."""
+    at = index
+    while at > 0 and _joined(text, at):
+        at -= 1
+    return at if at > 0 else index
+
+
+def _joined(text: str, at: int) -> bool:
+    """Whether `text[at]` belongs to the character `text[at - 1]` is part of."""
+    char, before = text[at], text[at - 1]
+    code = ord(char)
+    if before == _ZWJ or unicodedata.category(char) in ("Mn", "Mc", "Me"):
+        return True
+    if char in "\u200c\u200d" or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
+        return True  # joiners, skin tones, tag characters (subdivision flags)
+    if 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FF:
+        return True  # a Hangul vowel or final jamo joins the syllable before it
+    if "\ud800" <= before <= "\udbff" and "\udc00" <= char <= "\udfff":
+        return True
+    if _regional(char) and _regional(before):
+        # Flags are pairs of regional indicators: a cut after an odd count splits one.
+        run = at
+        while run > 0 and _regional(text[run - 1]):
+            run -= 1
+        return (at - run) % 2 == 1
+    return False
+
+
+def _regional(char: str) -> bool:
+    return 0x1F1E6 <= ord(char) <= 0x1F1FF
 
 
 def _day(mtime: float) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, as_field
+from memoryd.automem.manifest import one_line
+from memoryd.automem.memfile import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
 from memoryd.automem.quickguess import GUESS_CHARS, SENTENCE_END, guess_title, guess_type
 from memoryd.automem.taxonomy import MEMORY_TYPES, describe_types, is_memory_type
 from memoryd.llm.client import ModelError
@@ -52,14 +53,6 @@ class QuickMemory:
     description: str
     body: str
     derived_by: str  # "model" or "local"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = as_field(text)
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]
-    return cut.rstrip(" ,;:-") + "…"
 
 
 def without_secrets(text: str, limit: int | None = None) -> str:
@@ -105,9 +98,9 @@ def derive(text: str, type_: str | None, name: str | None = None) -> QuickMemory
     head = without_secrets(text, GUESS_CHARS)
     flat = " ".join(head.split())
     first_sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    title = _clip(without_secrets(name), MAX_NAME_CHARS) if name else ""
-    title = title or _clip(guess_title(head), NAME_CHARS)
-    description = _clip(first_sentence, DESCRIPTION_CHARS)
+    title = one_line(without_secrets(name), MAX_NAME_CHARS) if name else ""
+    title = title or one_line(guess_title(head), NAME_CHARS)
+    description = one_line(first_sentence, DESCRIPTION_CHARS)
     return QuickMemory(
         type_ or guess_type(text), title, description or title, text.strip(), "local"
     )
@@ -130,8 +123,8 @@ def parse_model_choice(
     # The model copies what it read: a key in the note comes back in its title, whole or in
     # part. (A name the user gave is the user's, scanned as written.)
     title = without_secrets(title) if name else without_fragments(title, text)
-    title = _clip(title, min(NAME_CHARS * 2, MAX_NAME_CHARS))
-    description = _clip(
+    title = one_line(title, min(NAME_CHARS * 2, MAX_NAME_CHARS))
+    description = one_line(
         without_fragments(description, text), min(DESCRIPTION_CHARS * 2, MAX_DESCRIPTION_CHARS)
     )
     if not title or not description:
