@@ -217,6 +217,13 @@ def save_stamp(path: Path, *, follow_links: bool = True) -> tuple[int, ...] | No
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
+def unchanged_since(path: Path, stamp: tuple[int, ...] | None) -> Callable[[], bool]:
+    """For `atomic_write_bytes(still=…)`: whether `path` itself (a symlink put in its place
+    is a change, not followed) is still as `save_stamp(path, follow_links=False)` saw it
+    (`stamp`), so a rewrite made from that read replaces nobody's later save."""
+    return lambda: save_stamp(path, follow_links=False) == stamp
+
+
 class ChangedMeanwhile(OSError):
     """`atomic_write_bytes(still=…)`: the file changed since it was read; nothing written."""
 

@@ -20,6 +20,7 @@ from memoryd.fsutil import (
     put_back_unless,
     read_regular_file,
     save_stamp,
+    unchanged_since,
 )
 
 
@@ -150,11 +151,6 @@ T = TypeVar("T")
 
 
 Stamp = tuple[int, ...] | None
-
-
-def unchanged_since(path: Path, stamp: Stamp) -> Callable[[], bool]:
-    """For `atomic_write_bytes(still=…)`: whether `path` is still as `stamp` saw it."""
-    return lambda: save_stamp(path, follow_links=False) == stamp
 
 
 def while_changed(path: Path, attempt: Callable[[Stamp], T], *, patient: bool = True) -> T:

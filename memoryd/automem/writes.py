@@ -29,7 +29,6 @@ from memoryd.automem.layout import (
     index_path,
     is_team,
     kept_mode,
-    unchanged_since,
     while_changed,
 )
 from memoryd.automem.locks import WriterLocks, held_work
@@ -54,6 +53,7 @@ from memoryd.fsutil import (
     read_regular_file,
     save_stamp,
     take_out,
+    unchanged_since,
 )
 
 log = structlog.get_logger("memoryd.automem")
