@@ -62,9 +62,11 @@ def socket_is_live(path: Path, timeout: float = 1.0) -> bool:
     probe.settimeout(timeout)
     try:
         probe.connect(str(path))
-    except (FileNotFoundError, ConnectionRefusedError):
-        return False
-    except OSError:
+    except (BlockingIOError, TimeoutError):
+        # Someone listens but its accept backlog is full (its loop stalled under a burst of
+        # clients): taken for stale, its socket file was replaced and the daemon orphaned.
+        return True
+    except OSError:  # ECONNREFUSED, ENOENT: nobody listens there
         return False
     finally:
         probe.close()

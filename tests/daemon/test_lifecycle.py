@@ -99,6 +99,39 @@ def test_stale_socket_is_replaced(short_tmp: Path) -> None:
         proc.wait(10)
 
 
+def test_a_socket_whose_accept_backlog_is_full_is_live_not_stale(short_tmp: Path) -> None:
+    # Before: its connect's EAGAIN read as "nobody listens", so a second daemon unlinked the
+    # busy one's socket file and bound its own, leaving the first running unreachable.
+    sock = short_tmp / "d.sock"
+    busy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    busy.bind(str(sock))
+    busy.listen(0)
+    queued: list[socket.socket] = []
+    second: subprocess.Popen[str] | None = None
+    try:
+        while True:  # never accepted: fill the backlog until the kernel refuses one more
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            queued.append(client)
+            try:
+                client.connect(str(sock))
+            except BlockingIOError:
+                break
+        identity = sock.lstat().st_ino
+        second = spawn_daemon(sock, capture=True)
+        _out, err = second.communicate(timeout=20)
+        assert second.returncode == 2
+        assert "already serving" in err
+        assert sock.lstat().st_ino == identity
+    finally:
+        if second is not None and second.poll() is None:  # it took the socket: stop it
+            second.kill()
+            second.wait(10)
+        for client in queued:
+            client.close()
+        busy.close()
+
+
 def test_a_file_that_is_not_a_socket_is_never_replaced(short_tmp: Path) -> None:
     # Before: a --socket pointing at an ordinary file took it for a stale socket and deleted it.
     notes = short_tmp / "notes.txt"
