@@ -414,13 +414,25 @@ class Server:
         while not self.daemon.shutdown_requested.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.daemon.shutdown_requested.wait(), timeout=1.0)
-            # Idle: no connection open and no request running for idle_timeout_s, counted
-            # from the last request, reply or closed connection (Connection sets it).
-            idle = time.monotonic() - self.daemon.last_activity
-            busy = self.daemon.connections or self.daemon.inflight
-            if not busy and idle > self.config.idle_timeout_s:
+            idle = self.idle_seconds()
+            if idle is not None and idle > self.config.idle_timeout_s:
                 log.info("idle timeout reached", idle_s=round(idle, 1))
                 self.daemon.shutdown_requested.set()
+
+    def idle_seconds(self) -> float | None:
+        """How long the daemon has been idle, None while it is not: a connection open, a
+        request running or a background write running (an extraction, a session summary, a
+        MagicDocs update: work a client was told was scheduled). Counted from the last
+        request, reply or closed connection (Connection sets it), or from when the last
+        background write was seen running: a write that outlived its client was not counted,
+        the daemon began to stop under it, and the drain's 30 s cap cancelled a longer one."""
+        daemon = self.daemon
+        if daemon.writers:
+            daemon.last_activity = time.monotonic()
+            return None
+        if daemon.connections or daemon.inflight:
+            return None
+        return time.monotonic() - daemon.last_activity
 
     async def stop(self) -> None:
         remove_status_file_if_ours(self.config)

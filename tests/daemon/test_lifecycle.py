@@ -375,6 +375,43 @@ async def test_the_idle_timeout_counts_from_the_last_connection_closed(short_tmp
         await handle.server.stop()
 
 
+async def test_a_background_write_running_keeps_the_daemon_from_going_idle(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: a MagicDocs update (or an extraction) that outlived its client was
+    # not counted, so --idle-timeout began the stop under it and the drain's cap cancelled it.
+    handle = await start_daemon(daemon_config(short_tmp, idle_timeout_s=1.0))
+    await handle._client.close()
+    checks = 0
+    idle_seconds = handle.server.idle_seconds
+
+    def counted() -> float | None:
+        nonlocal checks
+        checks += 1
+        return idle_seconds()
+
+    monkeypatch.setattr(handle.server, "idle_seconds", counted)
+    release = asyncio.Event()
+    writer = handle.daemon.spawn(release.wait(), worker="test_writer", writes=True)
+    waiting = asyncio.create_task(handle.server.wait_for_shutdown())
+    try:
+        async with asyncio.timeout(30):
+            while handle.daemon.connections:  # the handle's own client has gone
+                await asyncio.sleep(0.05)
+            handle.daemon.last_activity = time.monotonic() - 1_000  # long past the timeout
+            start = checks
+            while checks < start + 2 and not handle.daemon.shutdown_requested.is_set():
+                await asyncio.sleep(0.05)
+        assert not handle.daemon.shutdown_requested.is_set()
+        release.set()
+        await writer
+        await asyncio.wait_for(waiting, 30)  # idle once the write is done: it does go
+    finally:
+        release.set()
+        waiting.cancel()
+        await handle.server.stop()
+
+
 class _StderrLines:
     """A daemon's stderr read as it comes: an event for the first line holding each text
     (also set at EOF, so a daemon that died wakes whoever waits), and the whole text."""
