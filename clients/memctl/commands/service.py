@@ -50,6 +50,9 @@ class Report:
         self.commands: list[dict[str, Any]] = []
         self.ok = True
         self.exit_code = EXIT_RPC  # when not ok
+        # Set for the service manager's commands (shown before them): how uninstall reaches
+        # the user manager from su or sudo -u (`_systemd_reach`).
+        self.env: dict[str, str] = {}
 
     def say(self, text: str) -> None:
         self.lines.append(text)
@@ -63,7 +66,12 @@ class Report:
     def query(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Ask the service manager something (read-only: run on a dry run too, so the dry run
         says what the real one would do)."""
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=30, check=False, env=self._env()
+        )
+
+    def _env(self) -> dict[str, str] | None:
+        return {**os.environ, **self.env} if self.env else None
 
     def failed(self, done: subprocess.CompletedProcess[str], why: str = "") -> None:
         self.ok = False
@@ -75,12 +83,14 @@ class Report:
 
     def run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run a service-manager command (or only show it, on a dry run)."""
-        shown = " ".join(argv)
+        shown = " ".join([*(f"{k}={v}" for k, v in self.env.items()), *argv])
         if self.dry_run:
             self.say(f"would run: {shown}")
             self.commands.append({"argv": argv, "returncode": None})
             return subprocess.CompletedProcess(argv, 0, "", "")
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, check=False, env=self._env()
+        )
         self.commands.append({"argv": argv, "returncode": done.returncode})
         if done.returncode == 0:
             self.say(f"ran: {shown}")
@@ -339,12 +349,10 @@ def _refuse_without_session(report: Report, sock: Path) -> None:
     socket rule gives a path in /tmp where the clients of a login session do not look. The
     units were written with it, then install failed. Only where systemctl is: without systemd
     the units are written for later."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    problem = paths.runtime_dir_problem(runtime) if runtime else None
-    if (runtime and problem is None) or _tool("systemd") is None:
+    why = _no_session()
+    if why is None or _tool("systemd") is None:
         return
-    why = "XDG_RUNTIME_DIR is not set" if not runtime else f"XDG_RUNTIME_DIR={runtime}: {problem}"
-    user, own = _user_name(), Path(f"/run/user/{os.getuid()}")
+    user, own = _user_name(), user_runtime_dir()
     again = f"`XDG_RUNTIME_DIR={own} memctl service install`"
     if own.is_dir() and paths.runtime_dir_problem(str(own)) is None:
         # Lingering, or a login elsewhere: the user manager runs, and its folder is there.
@@ -360,6 +368,44 @@ def _refuse_without_session(report: Report, sock: Path) -> None:
         f"cannot be reached, and the socket would be {sock}, where the clients of a login "
         f"session do not look; {hint}; nothing was written"
     )
+
+
+def user_runtime_dir() -> Path:
+    """The runtime folder logind gives the user while their user manager runs (a login
+    anywhere, or lingering): its bus is there, whatever this shell's XDG_RUNTIME_DIR says."""
+    return Path(f"/run/user/{os.getuid()}")
+
+
+def _no_session() -> str | None:
+    """Why this shell has no runtime folder of the user's (su, sudo -u), None when it has."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if not runtime:
+        return "XDG_RUNTIME_DIR is not set"
+    problem = paths.runtime_dir_problem(runtime)
+    return None if problem is None else f"XDG_RUNTIME_DIR={runtime}: {problem}"
+
+
+def _systemd_reach(report: Report) -> bool:
+    """Set `report.env` so that `systemctl --user` reaches this user's manager from a shell
+    without a login session of theirs (su, sudo -u), where it reached none and uninstall
+    stopped nothing (the links stayed, the socket unit kept listening): the user's own runtime
+    folder when their manager runs (a login elsewhere, lingering), or, when none runs (so
+    nothing of theirs is running to stop), systemctl on the unit files alone
+    (`SYSTEMD_OFFLINE=1`). True for the latter: there is nothing to stop or reload."""
+    why = _no_session()
+    if why is None:
+        return False
+    own = user_runtime_dir()
+    if own.is_dir() and paths.runtime_dir_problem(str(own)) is None:
+        report.env = {"XDG_RUNTIME_DIR": str(own)}
+        report.say(f"no login session of this user here ({why}); its user manager runs: {own}")
+        return False
+    report.env = {"SYSTEMD_OFFLINE": "1"}
+    report.say(
+        f"no login session of this user here ({why}) and no user manager of theirs runs (no "
+        f"{own}): nothing runs to stop; the units are disabled on their files alone"
+    )
+    return True
 
 
 def _user_name() -> str:
@@ -641,6 +687,7 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
     # or a symlink, is left alone entirely.
     mine = [u for u in present if not u.path.is_symlink() and _ours(_current(u.path))]
     tool = _tool(manager)
+    offline = False
     if mine and (tool is not None or report.dry_run):
         if manager == "launchd":
             report.run(
@@ -648,7 +695,20 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
             )
         else:
             names = [u.path.name for u in mine]
-            report.run([tool or "systemctl", "--user", "disable", "--now", *names], check=False)
+            offline = _systemd_reach(report)
+            now = [] if offline else ["--now"]
+            done = report.run(
+                [tool or "systemctl", "--user", "disable", *now, *names], check=bool(report.env)
+            )
+            if done.returncode != 0 and report.env:
+                # Reached from su or sudo -u and it failed: the units may still run there, and
+                # without their files no `disable` could take them out. All is left as it was.
+                report.say(
+                    f"nothing was removed: run `memctl service uninstall` in a login session "
+                    f"of {_user_name()} (ssh, a desktop session, or `machinectl shell "
+                    f"{_user_name()}@` from another account)"
+                )
+                return
     if not report.dry_run:
         _pending(manager).unlink(missing_ok=True)
     for unit in present:
@@ -661,7 +721,7 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
         else:
             unit.path.unlink()
             report.say(f"removed: {unit.path}")
-    if mine and manager == "systemd" and (tool is not None or report.dry_run):
+    if mine and manager == "systemd" and not offline and (tool is not None or report.dry_run):
         report.run([tool or "systemctl", "--user", "daemon-reload"], check=False)
 
 
