@@ -16,7 +16,7 @@ import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
-import { Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -37,9 +37,22 @@ let active: { subscriptions: Array<{ dispose(): void }> } | undefined;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether `promise` settles within `ms`, its timer cleared either way (one left pending kept
+ * the test file's process alive until it fired). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function activate(sock: string, folders: string[], settings: Record<string, unknown> = {}): void {
   F.reset();
-  F.fake.config = { "memoryd.socketPath": sock, ...settings };
+  // the extension's 5 s call timeout was passed on a loaded machine (a remember, a status)
+  F.fake.config = { "memoryd.socketPath": sock, "memoryd.requestTimeoutMs": CALL_TIMEOUT_MS, ...settings };
   F.fake.workspaceFolders = folders.map((f, index) => ({ uri: F.Uri.file(f), name: path.basename(f), index }));
   active = { subscriptions: [] };
   extension.activate(active);
@@ -125,7 +138,7 @@ describe("the extension in a stand-in VS Code", () => {
   test("a command run while the daemon is down says what was not done", async () => {
     const sock = path.join(tmp, "down", "d.sock");
     activate(sock, [one.root]);
-    await waitFor(() => F.fake.shown.length > 0, 5_000, "the outage warning");
+    await waitFor(() => F.fake.shown.length > 0, 20_000, "the outage warning");
     assert.equal(F.fake.shown.length, 1, "one warning for the outage");
     F.openEditor(F.Uri.file(one.apiFile), "The API freezes after March 5");
     const said = await run("memoryd.remember", [2, "API freeze"]);
@@ -141,15 +154,14 @@ describe("the extension in a stand-in VS Code", () => {
     const sock = path.join(tmp, "folder.sock");
     fs.mkdirSync(sock);
     activate(sock, [one.root]);
-    await waitFor(() => F.fake.shown.length > 0, 5_000, "the outage warning");
+    await waitFor(() => F.fake.shown.length > 0, 20_000, "the outage warning");
     const what = `memoryd is not running on ${sock}: it is a folder, not a socket; is --socket or MEMORYD_SOCKET mistyped?`;
     assert.ok(F.fake.shown[0]!.text.startsWith(what), F.fake.shown[0]!.text);
     assert.deepEqual(F.fake.shown[0]!.items, ["Settings"]);
     const recalled = await run("memoryd.recall", ["deploys"]);
     assert.ok(recalled[0]!.text.startsWith(`memoryd: recall failed: ${what}`), recalled[0]!.text);
     assert.deepEqual(recalled[0]!.items, []);
-    const status = await run("memoryd.status", []);
-    assert.deepEqual(status.at(-1)!.items, ["Refresh"]);
+    assert.deepEqual((await showStatus()).items, ["Refresh"]);
   });
 
   test("a write the daemon warns about (it holds a secret) is a warning that says so", async () => {
@@ -188,8 +200,9 @@ describe("the extension in a stand-in VS Code", () => {
     const node = { label: "stray", path: path.join(one.root, "not-a-memory.md"), data: { cwd: one.root } };
     F.fake.answers.push("Delete");
     const deleting = Promise.resolve(F.fake.commands.get("memoryd.deleteMemory")!(node));
-    const finished = await Promise.race([deleting.then(() => true), sleep(3_000).then(() => false)]);
-    const error = F.fake.shown.find((m) => m.level === "error");
+    // Waiting for the error to be closed never ends; a loaded machine may take seconds to delete.
+    const finished = await settlesWithin(deleting, 30_000);
+    const error = F.fake.shown.find((m) => m.text.startsWith("memoryd: not deleted:"));
     assert.ok(error, JSON.stringify(F.fake.shown));
     assert.match(error.text, /^memoryd: not deleted: .*not-a-memory\.md is outside the memory directory/);
     assert.equal(error.closed, false, "the error is still open");
@@ -209,7 +222,7 @@ describe("the extension in a stand-in VS Code", () => {
     const before = fs.readFileSync(node.path, "utf8");
     const doc = new F.TextDocument(F.Uri.file(node.path), `${before}Not on public holidays.\n`);
     await F.save(doc, () => fs.writeFileSync(node.path, doc.getText()));
-    const client = new MemorydClient({ socketPath });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     try {
       const history = await client.call<{ versions: Array<{ version: string; size: number; reason: string }> }>("memory.history", { cwd: one.root, path: node.path });
       assert.equal(history.versions.length, 1, JSON.stringify(history));
@@ -247,7 +260,7 @@ describe("the extension in a stand-in VS Code", () => {
       const doc = new F.TextDocument(F.Uri.file(file), "edited by hand");
       await F.save(doc, () => fs.writeFileSync(file, doc.getText()));
       assert.equal(fs.readFileSync(file, "utf8"), "edited by hand", "the save went on");
-      await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), 5_000, "the warning");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), 20_000, "the warning");
       const warning = F.fake.shown.find((m) => m.level === "warning")!;
       assert.match(warning.text, /^memoryd: project_api_freeze\.md: the text this save replaced was not kept in history: the running memoryd is older than this extension/);
       // Any call it lacks says the daemon's age, not only "method not found" (which reads as a bug).
@@ -285,11 +298,11 @@ describe("the extension in a stand-in VS Code", () => {
       let refreshed = 0;
       (F.fake.trees.get("memoryd.memoriesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
       F.fake.onDidSaveTextDocument.fire(new F.TextDocument(F.Uri.file(path.join(memoryDir, "api_freeze.md")), "edited by hand"));
-      await waitFor(() => F.fake.shown.some((m) => m.level === "error"), 5_000, "the reconcile's error");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "error"), 20_000, "the reconcile's error");
       const error = F.fake.shown.find((m) => m.level === "error")!;
       assert.equal(error.text, "memoryd: MEMORY.md not brought in step: disk full");
       assert.equal(reconciles, 1);
-      await waitFor(() => refreshed >= 1, 2_000, "the Memories view to refresh while the error is open");
+      await waitFor(() => refreshed >= 1, 20_000, "the Memories view to refresh while the error is open");
       assert.equal(error.closed, false);
       error.close();
     } finally {
@@ -305,18 +318,21 @@ describe("the extension in a stand-in VS Code", () => {
       (F.fake.trees.get(id)!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
     }
     F.setFolders([two.root]);
-    await waitFor(() => refreshed >= 2, 2_000, "both views to refresh");
+    await waitFor(() => refreshed >= 2, 20_000, "both views to refresh");
     assert.ok(!(await F.viewText("memoryd.rulesView")).join("\n").includes("docs/style.md"));
   });
 
   test("a setting that is not the connection's leaves the connection and its calls alone", async () => {
     const sock = path.join(tmp, "slow.sock");
     let connections = 0;
+    let answerRecall: (() => void) | undefined;
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number; method: string };
       const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
       if (request.method === "recall") {
-        setTimeout(() => reply({ memories: [], selector: "model" }), 600); // a model takes its time
+        // a model takes its time: answered once the setting has changed (a fixed delay did
+        // not keep the call in flight that long on a loaded machine)
+        answerRecall = () => reply({ memories: [], selector: "model" });
       } else if (request.method === "subscribe") {
         reply({ subscribed: [] });
       } else {
@@ -326,17 +342,18 @@ describe("the extension in a stand-in VS Code", () => {
     server.server.on("connection", () => connections++);
     try {
       activate(sock, [one.root]);
-      await waitFor(() => connections === 1, 5_000, "the connection");
+      await waitFor(() => connections === 1, 20_000, "the connection");
       F.openEditor(F.Uri.file(one.apiFile));
       F.fake.answers.push("deploys");
       const recall = F.fake.commands.get("memoryd.recall")!();
-      await sleep(150);
+      await waitFor(() => answerRecall !== undefined, 20_000, "the recall to reach the daemon");
       F.setConfig({ "memoryd.showNotifications": false });
+      answerRecall!();
       await recall;
       assert.deepEqual(F.fake.shown.map((m) => m.text).filter((t) => /deploys/.test(t)), ['memoryd: no memory about "deploys"']);
       assert.equal(connections, 1);
       F.setConfig({ "memoryd.requestTimeoutMs": 4000 });
-      await waitFor(() => connections === 2, 5_000, "a new connection for a new timeout");
+      await waitFor(() => connections === 2, 20_000, "a new connection for a new timeout");
     } finally {
       await server.close();
     }
@@ -351,7 +368,8 @@ describe("the extension in a stand-in VS Code", () => {
     const node = (await memoryNodes()).find((n) => n.label.startsWith("[Show history]"));
     assert.ok(node);
     const said = await run("memoryd.memoryHistory", [], node);
-    assert.match(said[0]?.text ?? "", /^memoryd: no earlier versions of \[Show history\] \(command:/);
+    const none = said.find((m) => m.text.startsWith("memoryd: no earlier versions of "));
+    assert.match(none?.text ?? JSON.stringify(said), /^memoryd: no earlier versions of \[Show history\] \(command:/);
     // The daemon refuses to write a bidi override (6d215bf), and its refusal is shown as text;
     // a file written by hand (or a teammate's, pulled) still holds one, shown escaped.
     const refused = await run("memoryd.remember", [2, "evil\u202egnp.exe"]);
@@ -372,9 +390,12 @@ describe("the extension in a stand-in VS Code", () => {
     const sock = path.join(tmp, "team.sock");
     const teamRepo = makeRepo(path.join(tmp, "team-widgets"), { remote: "git@github.com:acme/widgets.git" });
     const server = await TeamServer.start(path.join(tmp, "team-server"), ["acme/widgets"]);
-    const teamDaemon = await Daemon.start(sock, { ...env, MEMORYD_TEAM_URL: server.url, MEMORYD_TEAM_TOKEN: server.token, MEMORYD_TEAM_DEBOUNCE: "0.1" });
-    const probe = new MemorydClient({ socketPath: sock, reconnect: false });
+    let teamDaemon: Daemon | undefined;
+    const probe = new MemorydClient({ socketPath: sock, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
+      // in the try: a daemon that fails to start must not leave the server running (its
+      // process kept this file's from ending)
+      teamDaemon = await Daemon.start(sock, { ...env, MEMORYD_TEAM_URL: server.url, MEMORYD_TEAM_TOKEN: server.token, MEMORYD_TEAM_DEBOUNCE: "0.1" });
       activate(sock, [teamRepo.root]);
       await up();
       F.openEditor(F.Uri.file(teamRepo.apiFile), "No deploys on Fridays");
@@ -389,11 +410,13 @@ describe("the extension in a stand-in VS Code", () => {
           const team = await probe.call<{ pending: string[]; entries: number; last_result: { op: string; ok: boolean } | null }>("team.status", { cwd: teamRepo.root });
           return team.entries > 0 && team.pending.length === 0 && team.last_result?.op === "push" && team.last_result.ok;
         },
-        15_000,
+        60_000,
         "the team memory to be pushed",
       );
       const said = await run("memoryd.deleteMemory", ["Delete"], node);
-      const refusal = said.find((m) => m.level === "error");
+      // by what it says: a worker-error notice (a sync the loaded server was slow to answer)
+      // is an error too, and may be shown first
+      const refusal = said.find((m) => m.text.startsWith("memoryd: not deleted:"));
       assert.ok(refusal, JSON.stringify(said));
       assert.equal(
         refusal.text,
@@ -402,7 +425,7 @@ describe("the extension in a stand-in VS Code", () => {
       assert.ok(fs.existsSync(node.path), "still there");
     } finally {
       probe.close();
-      await teamDaemon.stop();
+      await teamDaemon?.stop();
       await server.stop();
     }
   });
@@ -415,7 +438,7 @@ describe("the extension in a stand-in VS Code", () => {
       activate(sock, [one.root]);
       await up();
       const warning = `another memoryd of this user (pid ${daemon.proc.pid}) is running on ${socketPath}; keep one: memctl --socket ${socketPath} stop`;
-      await waitFor(() => (F.fake.statusItems[0]?.tooltip ?? "").includes(warning), 5_000, "the warning in the tooltip");
+      await waitFor(() => (F.fake.statusItems[0]?.tooltip ?? "").includes(warning), 20_000, "the warning in the tooltip");
       const tooltip = F.fake.statusItems[0]!.tooltip!.split("\n");
       assert.equal(tooltip[1], `Socket: ${sock}`);
       assert.equal(tooltip[2], `Warning: ${warning} (hooks and editors whose socket names it talk to it, not to this one)`);
@@ -457,7 +480,7 @@ describe("the extension in a stand-in VS Code", () => {
           await up();
           const item = F.fake.statusItems[0]!;
           // Show Status asks again: the daemon stops a sync after its first answer (a 401)
-          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped") && item.text.includes("problem")), 10_000, `${code}: the status bar to say stopped`);
+          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped") && item.text.includes("problem")), 30_000, `${code}: the status bar to say stopped`);
           // (the refused pull is a worker error too, and the daemon lists the stop as a problem)
           assert.match(item.text, new RegExp(`^\\$\\(database\\) memoryd · no model · team stopped \\(${code}\\)( · 1 worker error)? · 1 problem$`));
           const line = item.tooltip!.split("\n").find((l) => l.startsWith("Team sync:")) ?? "";
@@ -494,21 +517,22 @@ describe("the extension in a stand-in VS Code", () => {
     fs.mkdirSync(path.dirname(settings), { recursive: true });
     fs.writeFileSync(settings, '{"autoMemoryEnabled": tru');
     const sock = path.join(tmp, "problems.sock");
-    const bad = await Daemon.start(sock, badEnv);
+    let bad: Daemon | undefined;
     // the first recall imports the model's SDK: seconds on a busy machine
-    const probe = new MemorydClient({ socketPath: sock, reconnect: false, timeoutMs: 60_000 });
+    const probe = new MemorydClient({ socketPath: sock, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
+      bad = await Daemon.start(sock, badEnv); // in the try: a failed start closes `refusing`
       await probe.call("memory.write", { cwd: one.root, type: "user", name: "tabs", description: "t", body: "t" });
       // a recall whose model call outlives recall's deadline (a loaded machine) notes nothing
       await waitFor(
         async () => (await probe.call("recall", { cwd: one.root, query: "tabs or spaces" }), Boolean((await probe.call<StatusResult>("status")).model.problem)),
-        30_000,
+        60_000,
         "a model call to be refused",
       );
       activate(sock, [one.root]);
       await up();
       const item = F.fake.statusItems[0]!;
-      await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("problems")), 20_000, "the status bar to count the problems");
+      await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("problems")), 30_000, "the status bar to count the problems");
       assert.equal(item.text, "$(database) memoryd · model claude-sonnet-4-5 failing · team off · 3 problems");
       assert.equal(item.backgroundColor?.id, "statusBarItem.warningBackground");
       const tooltip = item.tooltip!.split("\n");
@@ -523,7 +547,7 @@ describe("the extension in a stand-in VS Code", () => {
       assert.ok(said.text.includes("the model key was refused") && said.text.includes("MEMORYD_TEAM_URL is set but"), said.text);
     } finally {
       probe.close();
-      await bad.stop();
+      await bad?.stop();
       await new Promise((resolve) => refusing.close(resolve));
     }
   });
@@ -611,9 +635,9 @@ describe("the extension in a stand-in VS Code", () => {
     assert.ok(F.fake.statusItems[0]!.disposed);
     assert.equal(F.fake.commands.size, 0, "commands unregistered");
     assert.equal(F.fake.trees.size, 0, "views unregistered");
-    const probe = new MemorydClient({ socketPath, reconnect: false });
+    const probe = new MemorydClient({ socketPath, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
-      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, 5_000, "only the probe connected");
+      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, 20_000, "only the probe connected");
     } finally {
       probe.close();
     }
@@ -625,20 +649,22 @@ describe("the extension in a stand-in VS Code", () => {
     let refreshed = 0;
     (F.fake.trees.get("memoryd.rulesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
     F.openEditor(F.Uri.file(one.apiFile));
-    await waitFor(() => refreshed > 0, 10_000, "the refresh for the editor opened"); // not counted below
+    await waitFor(() => refreshed > 0, 30_000, "the refresh for the editor opened"); // not counted below
     await F.viewText("memoryd.rulesView"); // loads the project in the daemon
-    const probe = new MemorydClient({ socketPath });
+    const probe = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     const outside = path.join(one.root, ".claude", "rules", "from_outside.md");
     try {
       // Until the daemon's file watcher covers what the view loaded (then it sees edits).
       await waitFor(async () => {
         const status = await probe.call<{ features: { instruction_files: { trusted: number } } }>("status");
         return status.features.instruction_files.trusted > 0;
-      }, 10_000, "the watcher to cover the load");
+      }, 30_000, "the watcher to cover the load");
       refreshed = 0;
       fs.writeFileSync(outside, "Written by another program.\n"); // no save in the editor
-      await waitFor(() => refreshed > 0, 10_000, "the Rules view to refresh");
-      assert.match((await F.viewText("memoryd.rulesView")).join("\n"), /from_outside\.md/);
+      await waitFor(() => refreshed > 0, 30_000, "the Rules view to refresh");
+      // A refresh of something else (a watcher's lost events) may come before the daemon has
+      // read the new rule: what the view shows is waited for, not taken at the first refresh.
+      await waitFor(async () => (await F.viewText("memoryd.rulesView")).some((l) => l.includes("from_outside.md")), 30_000, "the new rule in the Rules view");
     } finally {
       probe.close();
       fs.rmSync(outside, { force: true });

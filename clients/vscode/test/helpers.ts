@@ -13,6 +13,12 @@ export const MEMCTL = path.join(path.dirname(PYTHON), "memctl");
 
 const CLEARED = ["ANTHROPIC_", "MEMORYD_", "CLAUDE_", "XDG_", "GIT_", "LISTEN_"];
 
+/**
+ * A call's timeout in the tests, far above what a loaded machine takes (the client's 5 s default
+ * was passed on CI's two cores): only something wrong waits for it, and fails the test then.
+ */
+export const CALL_TIMEOUT_MS = 60_000;
+
 /** A short temp dir under /tmp (socket paths are capped near 108 bytes); removed by `cleanup`. */
 export function tempDir(prefix = "mdv-"): string {
   return fs.mkdtempSync(path.join("/tmp", prefix));
@@ -137,6 +143,21 @@ export class Daemon {
   }
 }
 
+/** The server's port was taken by another process between `freePort` and its bind. */
+class PortTaken extends Error {}
+
+/** A TCP port nobody listens on now (the kernel's pick for port 0). */
+function freePort(): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /** A real memoryd-team server (SQLite in `dir`) on a free port, with one token for `repos`. */
 export class TeamServer {
   private constructor(
@@ -154,23 +175,36 @@ export class TeamServer {
     if (created.status !== 0 || !token.startsWith("mdt_")) {
       throw new Error(`memoryd-team token create failed: ${created.stdout}${created.stderr}`);
     }
-    const port = await new Promise<number>((resolve) => {
-      const probe = net.createServer().listen(0, "127.0.0.1", () => {
-        const { port: free } = probe.address() as net.AddressInfo;
-        probe.close(() => resolve(free));
-      });
-    });
+    // The free port is found by binding it and letting it go (`serve` takes no port 0): another
+    // process (a test running beside this one) may take it in between, so a bind refused is
+    // tried again on another port.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await TeamServer.serve(database, token, await freePort());
+      } catch (error) {
+        if (!(error instanceof PortTaken) || attempt === 5) {
+          throw error;
+        }
+      }
+    }
+  }
+
+  private static async serve(database: string[], token: string, port: number): Promise<TeamServer> {
     const proc = spawn(PYTHON, ["-m", "memoryd_team.cli", "serve", ...database, "--port", String(port), "--log-level", "warning"], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "ignore", "pipe"],
     });
     const stderr: string[] = [];
     proc.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+    // "close", not "exit": its stderr is all read by then, the reason it exited with it
+    const closed = new Promise<void>((resolve) => proc.once("close", () => resolve()));
     const server = new TeamServer(proc, `http://127.0.0.1:${port}`, token, stderr);
     try {
       await waitFor(async () => {
         if (proc.exitCode !== null) {
-          throw new Error(`memoryd-team exited with ${proc.exitCode}: ${stderr.join("")}`);
+          await closed;
+          const log = stderr.join("");
+          throw /address already in use/i.test(log) ? new PortTaken(log) : new Error(`memoryd-team exited with ${proc.exitCode}: ${log}`);
         }
         return fetch(`${server.url}/healthz`).then((r) => r.ok, () => false);
       }, 30_000, "memoryd-team to listen");

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -29,7 +29,7 @@ describe("against the real daemon", () => {
   });
 
   test("concurrent requests on one connection are matched by id", async () => {
-    const client = new MemorydClient({ socketPath, timeoutMs: 20_000 });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     try {
       const calls = Array.from({ length: 40 }, (_, i) => {
         const repo = i % 2 ? repoA : repoB;
@@ -44,15 +44,15 @@ describe("against the real daemon", () => {
       for (const status of await Promise.all(statuses)) {
         assert.equal(status.pid, daemon.proc.pid);
       }
-      const counted = await client.call<{ connections: number }>("status");
-      assert.equal(counted.connections, 1, "one connection for all of them");
+      // waited for: the daemon may not yet have seen the start-up probe's connection close
+      await waitFor(async () => (await client.call<{ connections: number }>("status")).connections === 1, 20_000, "one connection for all of them");
     } finally {
       client.close();
     }
   });
 
   test("daemon errors come back as RpcError with the daemon's code and message", async () => {
-    const client = new MemorydClient({ socketPath });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     try {
       await assert.rejects(client.call("get_context", { cwd: "relative/dir" }), (e: unknown) => {
         assert.ok(e instanceof RpcError);
@@ -68,7 +68,7 @@ describe("against the real daemon", () => {
   });
 
   test("a request over the daemon's line cap is refused before sending; the connection stays", async () => {
-    const client = new MemorydClient({ socketPath });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     try {
       await client.call("status");
       const body = "x".repeat(65 * 1024 * 1024); // over the daemon's 64 MiB default
@@ -89,7 +89,7 @@ describe("against the real daemon", () => {
   });
 
   test("notifications arrive after subscribe", async () => {
-    const client = new MemorydClient({ socketPath });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     const seen: Notification[] = [];
     client.onNotification((n) => seen.push(n));
     try {
@@ -101,7 +101,7 @@ describe("against the real daemon", () => {
         description: "releases leave on Tuesdays",
         body: "Releases leave on Tuesdays.",
       });
-      await waitFor(() => seen.some((n) => n.params.path === written.path), 10_000, "memory/saved");
+      await waitFor(() => seen.some((n) => n.params.path === written.path), 20_000, "memory/saved");
       assert.equal(seen[0]?.method, "memory/saved");
       // An empty list is none: it unsubscribes (it was taken for every event).
       assert.deepEqual(await client.subscribe([]), []);
@@ -130,7 +130,7 @@ describe("a daemon killed mid-session", () => {
 
   test("calls fail with one clear message, then the client reconnects and resubscribes", async () => {
     let daemon = await Daemon.start(socketPath, env);
-    const client = new MemorydClient({ socketPath, timeoutMs: 10_000, reconnect: { initialMs: 50, maxMs: 400 } });
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 50, maxMs: 400 } });
     const notices: string[] = [];
     const notice = new DownNotice(client, (reason) => notices.push(reason));
     const states: string[] = [];
@@ -140,7 +140,7 @@ describe("a daemon killed mid-session", () => {
     try {
       await client.subscribe(["memory/saved"]);
       await daemon.kill();
-      await waitFor(() => !client.isUp, 5_000, "the client to see the daemon go");
+      await waitFor(() => !client.isUp, 20_000, "the client to see the daemon go");
       for (let i = 0; i < 5; i++) {
         await assert.rejects(client.call("status"), (e: unknown) => {
           assert.ok(e instanceof DaemonUnavailable, String(e));
@@ -152,7 +152,7 @@ describe("a daemon killed mid-session", () => {
 
       fs.rmSync(socketPath, { force: true });
       daemon = await Daemon.start(socketPath, env);
-      await waitFor(() => client.isUp, 10_000, "the client to reconnect by itself");
+      await waitFor(() => client.isUp, 30_000, "the client to reconnect by itself");
       const status = await client.call<{ pid: number }>("status");
       assert.equal(status.pid, daemon.proc.pid);
       // The subscription came back with the connection.
@@ -163,7 +163,7 @@ describe("a daemon killed mid-session", () => {
         description: "the user likes terse replies",
         body: "Keep replies short.",
       });
-      await waitFor(() => seen.some((n) => n.params.path === written.path), 10_000, "memory/saved after the reconnect");
+      await waitFor(() => seen.some((n) => n.params.path === written.path), 20_000, "memory/saved after the reconnect");
       assert.deepEqual(states.slice(0, 3), ["up", "down", "up"]);
     } finally {
       notice.close();
@@ -174,22 +174,24 @@ describe("a daemon killed mid-session", () => {
 
   test("daemon down at first: clear message naming the socket, and memctl start brings it up", async () => {
     const sock = path.join(tmp, "s", "m.sock");
-    const client = new MemorydClient({ socketPath: sock, reconnect: { initialMs: 50, maxMs: 200 } });
+    // A call timeout far longer than the test: an answer that waited for it would be an
+    // RpcTimeout, so DaemonUnavailable is "failed fast" without timing it on a loaded machine.
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 50, maxMs: 200 } });
     try {
-      const started = Date.now();
       await assert.rejects(client.call("status"), (e: unknown) => {
-        assert.ok(e instanceof DaemonUnavailable);
+        assert.ok(e instanceof DaemonUnavailable, String(e));
         assert.ok(e.message.includes(sock), e.message);
         assert.match(e.message, /memctl start/);
         return true;
       });
-      assert.ok(Date.now() - started < 2_000, "fails fast, no waiting for a timeout");
       const result = await startDaemon(MEMCTL, sock, { ...env, MEMORYD_SOCKET: sock });
       assert.ok(result.ok, result.output);
-      await waitFor(() => client.isUp, 15_000, "reconnect after memctl start");
-      await client.call("shutdown");
+      await waitFor(() => client.isUp, 30_000, "reconnect after memctl start");
     } finally {
       client.close();
+      // in `finally`: the daemon memctl started is no child of this process, and was left
+      // running when an assertion above failed
+      spawnSync(MEMCTL, ["--socket", sock, "stop"], { env: { ...env, MEMORYD_SOCKET: sock }, timeout: 60_000 });
     }
   });
 
@@ -233,7 +235,9 @@ describe("misbehaving daemons", () => {
   test("a daemon that never answers: every call times out, nothing blocks", async () => {
     const sock = path.join(tmp, "silent.sock");
     const server = await fakeServer(sock, () => undefined);
-    const client = new MemorydClient({ socketPath: sock, timeoutMs: 300 });
+    // 1 s each: one after another, the 20 would take 20 s; the bound below is far from both
+    // (it was 2 s for 20 of 300 ms, and a loaded machine came near it)
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: 1_000 });
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 20);
     try {
@@ -243,15 +247,14 @@ describe("misbehaving daemons", () => {
       for (const r of results) {
         assert.equal(r.status, "rejected");
         assert.ok(r.reason instanceof RpcTimeout);
-        assert.match((r.reason as Error).message, /did not answer status within 300 ms/);
+        assert.match((r.reason as Error).message, /did not answer status within 1000 ms/);
       }
-      assert.ok(elapsed < 2_000, `all 20 time out together (${elapsed} ms)`);
+      assert.ok(elapsed < 10_000, `all 20 time out together (${elapsed} ms)`);
       assert.ok(ticks >= 5, `the event loop kept running (${ticks} ticks)`);
       assert.equal(client.inFlight, 0, "nothing left pending");
-      // A per-call timeout overrides the default.
-      const t0 = Date.now();
-      await assert.rejects(client.call("status", undefined, { timeoutMs: 50 }), RpcTimeout);
-      assert.ok(Date.now() - t0 < 250);
+      // A per-call timeout overrides the default: its message names it (a clock bound of
+      // 250 ms failed on a loaded machine).
+      await assert.rejects(client.call("status", undefined, { timeoutMs: 50 }), (e: unknown) => e instanceof RpcTimeout && /within 50 ms/.test(e.message));
     } finally {
       clearInterval(ticker);
       client.close();
@@ -271,7 +274,7 @@ describe("misbehaving daemons", () => {
         s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { ok: true } }) + "\n");
       }
     });
-    const client = new MemorydClient({ socketPath: sock, reconnect: { initialMs: 20, maxMs: 100 } });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 20, maxMs: 100 } });
     try {
       await assert.rejects(client.call("status"), (e: unknown) => {
         assert.ok(e instanceof ProtocolError);
@@ -290,15 +293,14 @@ describe("misbehaving daemons", () => {
     const server = await fakeServer(sock, (_line, s) => {
       s.write('{"jsonrpc":"2.0","id":1,"result":"' + "x".repeat(300_000)); // no newline yet
     });
-    const client = new MemorydClient({ socketPath: sock, lineCapBytes: 64 * 1024, timeoutMs: 5_000 });
+    // fails as soon as the cap is passed, not at the timeout, which would be an RpcTimeout
+    const client = new MemorydClient({ socketPath: sock, lineCapBytes: 64 * 1024, timeoutMs: CALL_TIMEOUT_MS });
     try {
-      const started = Date.now();
       await assert.rejects(client.call("status"), (e: unknown) => {
-        assert.ok(e instanceof ProtocolError);
+        assert.ok(e instanceof ProtocolError, String(e));
         assert.match(e.message, /over the client's cap of 65536 bytes/);
         return true;
       });
-      assert.ok(Date.now() - started < 2_000, "fails as soon as the cap is passed, not at the timeout");
     } finally {
       client.close();
       await server.close();
@@ -324,7 +326,7 @@ describe("misbehaving daemons", () => {
         s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pong: request.id } }) + "\n");
       }
     });
-    const client = new MemorydClient({ socketPath: sock, timeoutMs: 2_000 });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS });
     const shown: Message[] = [];
     const presenter = new NotificationPresenter((m) => shown.push(m), { perWindow: 3, windowMs: 60_000 });
     let received = 0;
@@ -333,12 +335,11 @@ describe("misbehaving daemons", () => {
       presenter.handle(n);
     });
     try {
-      const started = Date.now();
       await client.subscribe();
       const replies = await Promise.all(Array.from({ length: 10 }, () => client.call<{ pong: number }>("ping")));
       assert.equal(replies.length, 10);
-      await waitFor(() => received === 1000, 5_000, "all 1,000 notifications");
-      assert.ok(Date.now() - started < 3_000);
+      // (how fast is for bench/: a clock bound here failed on a loaded machine)
+      await waitFor(() => received === 1000, 30_000, "all 1,000 notifications");
       assert.equal(shown.length, 3, "three shown; the rest held back");
       assert.equal(presenter.heldBack, 997);
       presenter.flush();
@@ -355,16 +356,19 @@ describe("misbehaving daemons", () => {
     const sock = path.join(tmp, "stale.sock");
     const bind = spawnSync(PYTHON, ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", sock]);
     assert.equal(bind.status, 0, String(bind.stderr));
-    const client = new MemorydClient({ socketPath: sock, reconnect: false });
+    // given up by itself: waiting for the call's timeout would be an RpcTimeout
+    const client = new MemorydClient({ socketPath: sock, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
       const started = Date.now();
       await assert.rejects(client.call("status"), (e: unknown) => {
-        assert.ok(e instanceof DaemonUnavailable);
+        assert.ok(e instanceof DaemonUnavailable, String(e));
         assert.match(e.message, /ECONNREFUSED.*memctl start/);
         return true;
       });
       const elapsed = Date.now() - started;
-      assert.ok(elapsed >= 900 && elapsed < 3_000, `retried about a second (${elapsed} ms)`);
+      // at least the second of retries; the upper bound only far from the timeout (3 s was
+      // near enough to what a loaded machine took)
+      assert.ok(elapsed >= 900 && elapsed < 30_000, `retried about a second (${elapsed} ms)`);
     } finally {
       client.close();
     }
@@ -378,7 +382,7 @@ describe("misbehaving daemons", () => {
     let accepted = 0;
     server.server.on("connection", () => accepted++);
     fs.chownSync(sock, 65534, 65534);
-    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
     try {
       await assert.rejects(client.call("status"), (e: unknown) => {
         assert.ok(e instanceof DaemonUnavailable);
@@ -403,7 +407,7 @@ describe("misbehaving daemons", () => {
     });
     let accepted = 0;
     server.server.on("connection", () => accepted++);
-    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
     try {
       await assert.rejects(client.call("status"), (e: unknown) => {
         assert.ok(e instanceof DaemonUnavailable);
@@ -422,11 +426,10 @@ describe("misbehaving daemons", () => {
   test("a daemon that closes the connection mid-call: DaemonUnavailable, not a hang", async () => {
     const sock = path.join(tmp, "hangup.sock");
     const server = await fakeServer(sock, (_line, s) => s.destroy());
-    const client = new MemorydClient({ socketPath: sock, timeoutMs: 5_000, reconnect: false });
+    // not a hang: a call waiting for its timeout would reject with RpcTimeout, not this
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
     try {
-      const started = Date.now();
       await assert.rejects(client.call("status"), DaemonUnavailable);
-      assert.ok(Date.now() - started < 1_000);
     } finally {
       client.close();
       await server.close();
