@@ -127,7 +127,7 @@ def one_line(text: str, cap: int) -> str:
     text = as_field(text)
     if len(text) <= cap:
         return text
-    end = _character_start(text, max(cap - 1, 0))
+    end = character_start(text, max(cap - 1, 0))
     if text[end] != " ":
         space = text.rfind(" ", 0, end)
         if space > cap // 2:
@@ -140,7 +140,7 @@ _DANGLING = " ,;:-\u2013\u2014"
 _ZWJ = "\u200d"
 
 
-def _character_start(text: str, index: int) -> int:
+def character_start(text: str, index: int) -> int:
     """`index`, or the start of the character a reader sees there when it is inside one
     (a grapheme cluster, as far as a name needs: marks, joiners, variation selectors, skin
     tones, tags, flag pairs, a surrogate pair left in the text); `index` when no start is

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from memoryd.automem.manifest import character_start
+
 TITLE_WORDS = 7
 TITLE_CHARS = 60
 
@@ -211,7 +213,11 @@ def _fit(words: list[str], limit: int = TITLE_WORDS, *, capitalize: bool = True)
             chosen = chosen[: joins[0]]
     while len(chosen) > 1 and chosen[-1].lower() in _WEAK_ENDINGS:
         chosen.pop()
-    title = " ".join(chosen)[:TITLE_CHARS]
+    title = " ".join(chosen)
+    if len(title) > TITLE_CHARS:
+        # One word longer than that: cut where a character starts (not inside an emoji
+        # sequence, a flag, or a letter and its accent: `manifest.one_line`'s cut).
+        title = title[: character_start(title, TITLE_CHARS)]
     # A plain word is capitalized; a host name or identifier is kept as written.
     if capitalize and chosen and _PLAIN_WORD.fullmatch(chosen[0]):
         title = title[:1].upper() + title[1:]

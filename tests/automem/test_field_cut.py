@@ -10,6 +10,7 @@ import pytest
 from memoryd.automem import quickadd
 from memoryd.automem.index_writer import index_hook
 from memoryd.automem.manifest import one_line
+from memoryd.automem.quickguess import TITLE_CHARS, guess_title
 from memoryd.llm.replies import json_object
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
@@ -70,3 +71,21 @@ def test_a_models_description_is_cut_by_the_same_rule() -> None:
     # 300 characters of room: whole family sequences only (5 characters each).
     assert chosen.description == one_line(description, 300)
     assert chosen.description == "Deploys " + FAMILY * 58 + "…"
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ("x" + FAMILY * 30, FAMILY),  # it ended in a joiner, half a family
+        ("a" + FRANCE * 40, FRANCE),  # in one half of a flag
+        ("Caf" + "e\u0301" * 40, "e\u0301"),  # in an "e" without its accent
+    ],
+    ids=["family", "flag", "accent"],
+)
+def test_a_local_title_of_one_long_word_is_cut_where_a_character_starts(
+    text: str, end: str
+) -> None:
+    title = guess_title(text)
+    assert len(title) <= TITLE_CHARS
+    assert title.endswith(end)
+    assert quickadd.derive(text, None).name == title
