@@ -257,10 +257,13 @@ class MemorydExtension implements vscode.Disposable {
     } catch {
       cwd = undefined;
     }
+    const client = this.client;
     const asked = ++this.statusAsked;
-    const view = await fetchStatus(this.client, cwd);
-    if (asked < this.statusShown) {
-      return; // a newer answer is shown already
+    const view = await fetchStatus(client, cwd);
+    // A newer answer is shown already; or this one came on a connection a setting change closed
+    // since: its call failed with the close ("memoryd down") while the daemon was up.
+    if (asked < this.statusShown || client !== this.client) {
+      return;
     }
     this.statusShown = asked;
     this.status.text = view.text;

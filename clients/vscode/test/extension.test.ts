@@ -811,6 +811,48 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("a status call that a setting change's new connection failed does not show the daemon down", async () => {
+    // The close of the old connection fails its calls in flight: a status asked just before
+    // read "memoryd down" (warning colour and all) until the new connection's answer came.
+    const sock = path.join(tmp, "reconnect-status.sock");
+    let hold = false;
+    const held: Array<() => void> = [];
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (body: Record<string, unknown>) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...body }) + "\n");
+      if (request.method === "subscribe") {
+        reply({ result: { subscribed: EVENTS } });
+      } else if (request.method === "status") {
+        const answer = () => reply({ result: { version: "9", protocol_version: 1, pid: 1, uptime_s: 1, socket: sock, worker_errors: {}, features: {}, model: { configured: false, reason: "no key" } } });
+        if (hold) {
+          held.push(answer); // answered when the test says
+        } else {
+          answer();
+        }
+      } else {
+        reply({ error: { code: -32601, message: `method not found: ${request.method}` } });
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await up();
+      hold = true;
+      await F.fake.commands.get("memoryd.refresh")!(); // a status asked on this connection
+      await waitFor(() => held.length >= 1, 20_000, "the status asked");
+      F.setConfig({ "memoryd.requestTimeoutMs": CALL_TIMEOUT_MS + 1 }); // a new connection
+      // the new connection asks too: the old one's failed call has been dealt with by then
+      await waitFor(() => held.length >= 2, 20_000, "the new connection's status asked");
+      const item = F.fake.statusItems[0]!;
+      assert.match(item.text, /^\$\(database\) memoryd · /, `shown: ${item.text} — ${item.tooltip}`);
+      assert.equal(item.backgroundColor, undefined);
+      for (const answer of held.splice(0)) {
+        answer();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a subscribe the daemon refuses otherwise is said, as Neovim says it", async () => {
     // Found by a bug hunt: the refusal was swallowed; no notification came and nothing said why.
     const sock = path.join(tmp, "refusing-subscribe.sock");
