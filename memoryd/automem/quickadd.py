@@ -5,7 +5,8 @@ they are derived from the text (`quickguess`): the type from cue words, the name
 of its meaningful words, the description its first sentence. A type or name the caller gives
 always wins. A secret never reaches the name (so neither the file name) nor the description:
 they go into MEMORY.md, which every session reads, so each secret the scanner finds in them, or
-in the text they are derived from, is `[redacted]` (the body keeps the note as written).
+in the text they are derived from, is `[redacted]` (the body keeps the note as written). Nor
+does one reach the model: the note it is shown has each secret `[redacted]` too.
 """
 
 from __future__ import annotations
@@ -141,6 +142,9 @@ async def choose(
 ) -> QuickMemory:
     if not model.configured or (type_ is not None and name):
         return await _derive(text, type_, name)
+    # The model picks a title, not a key: a secret of the note never goes to the provider
+    # (a note that was a token was sent as written). In a thread: a 200 KB note's scan.
+    shown = await asyncio.to_thread(without_secrets, text)
     try:
         reply = await asyncio.wait_for(
             model.create(
@@ -148,7 +152,7 @@ async def choose(
                 model=model.model_for("small"),
                 max_tokens=256,
                 system=QUICKADD_SYSTEM,
-                messages=[{"role": "user", "content": f"Note to remember:\n{text}"}],
+                messages=[{"role": "user", "content": f"Note to remember:\n{shown}"}],
                 patience_s=timeout_s,  # a Retry-After it would not outlive fails at once
             ),
             timeout=timeout_s,
