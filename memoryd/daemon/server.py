@@ -347,6 +347,7 @@ class Server:
         # (st_dev, st_ino) of the socket file we bound; None for systemd's socket.
         self._socket_file: tuple[int, int] | None = None
         self.ready = asyncio.Event()
+        self.stopping = False  # set as `stop` begins
 
     async def start(self) -> None:
         sock = self._activated if self._activated is not None else systemd_socket()
@@ -376,6 +377,14 @@ class Server:
                 with contextlib.suppress(ConnectionError, OSError):
                     writer.write(busy_reply(max_connections))
                     writer.close()
+                    await writer.wait_closed()
+                return
+            if self.stopping:
+                # Accepted just before listening stopped, served only now: closed, as the
+                # clients still queued were. Served, its requests ran against services being
+                # closed, and one that came after the connections were closed stayed open.
+                writer.close()
+                with contextlib.suppress(ConnectionError, OSError):
                     await writer.wait_closed()
                 return
             connection = Connection(self.daemon, reader, writer, input_budget)
@@ -435,6 +444,7 @@ class Server:
         return time.monotonic() - daemon.last_activity
 
     async def stop(self) -> None:
+        self.stopping = True
         remove_status_file_if_ours(self.config)
         if self._server is not None:
             self._server.close()
