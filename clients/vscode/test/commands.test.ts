@@ -28,7 +28,7 @@ import { getContext, rulesTree, watchedFiles } from "../src/core/rules";
 import { MemorydClient } from "../src/core/rpcClient";
 import { downView, fetchStatus } from "../src/core/status";
 import { findNode, renderTree } from "../src/core/viewNode";
-import { CALL_TIMEOUT_MS, Daemon, cleanup, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, cleanup, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 const tmp = tempDir();
 const env = isolatedEnv(tmp);
@@ -105,7 +105,7 @@ describe("rules in effect", () => {
       const rule = findNode(findNode(tree, (n) => n.id === "skipped")?.children ?? [], (n) => n.path === edited.apiRule);
       const extra = findNode(tree, (n) => n.path === path.join(root, "docs", "extra.md"));
       return !!rule && !!extra;
-    }, 30_000, "the edited rule to be reflected");
+    }, PATIENCE_MS, "the edited rule to be reflected");
   });
 
   test("a path with spaces and unicode", async () => {
@@ -309,7 +309,7 @@ describe("status line and notifications", () => {
       await remember(client, { cwd: repo.root, touchedPaths: [] }, { type: "user", name: "Senior Go dev", text: "The user is a senior Go developer." });
       // by what it says: it subscribed to every event, and another may come first
       const saved = (m: Message) => m.text.includes("user_senior_go_dev");
-      await waitFor(() => shown.some(saved), 20_000, "the notification");
+      await waitFor(() => shown.some(saved), PATIENCE_MS, "the notification");
       assert.deepEqual(shown.filter(saved).map((m) => [m.level, m.text]), [["info", "memoryd: memory saved: user_senior_go_dev.md"]]);
     } finally {
       presenter.dispose();

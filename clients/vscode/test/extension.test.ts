@@ -16,7 +16,7 @@ import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
-import { CALL_TIMEOUT_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -51,15 +51,17 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 
 function activate(sock: string, folders: string[], settings: Record<string, unknown> = {}): void {
   F.reset();
-  // the extension's 5 s call timeout was passed on a loaded machine (a remember, a status)
-  F.fake.config = { "memoryd.socketPath": sock, "memoryd.requestTimeoutMs": CALL_TIMEOUT_MS, ...settings };
+  // The extension's 5 s call timeout was passed on a loaded machine (a remember, a status); a
+  // connect timed out by an event loop held up for 2 s would show the outage warning, whose
+  // items take the answers queued for a command's questions.
+  F.fake.config = { "memoryd.socketPath": sock, "memoryd.requestTimeoutMs": CALL_TIMEOUT_MS, "memoryd.connectTimeoutMs": CALL_TIMEOUT_MS, ...settings };
   F.fake.workspaceFolders = folders.map((f, index) => ({ uri: F.Uri.file(f), name: path.basename(f), index }));
   active = { subscriptions: [] };
   extension.activate(active);
 }
 
 async function up(): Promise<void> {
-  await waitFor(() => (F.fake.statusItems[0]?.text ?? "").includes("memoryd ·"), 20_000, "the status bar to show the daemon up");
+  await waitFor(() => (F.fake.statusItems[0]?.text ?? "").includes("memoryd ·"), PATIENCE_MS, "the status bar to show the daemon up");
 }
 
 /** Run a command as the palette does, with the user's answers to its questions. */
@@ -138,7 +140,7 @@ describe("the extension in a stand-in VS Code", () => {
   test("a command run while the daemon is down says what was not done", async () => {
     const sock = path.join(tmp, "down", "d.sock");
     activate(sock, [one.root]);
-    await waitFor(() => F.fake.shown.length > 0, 20_000, "the outage warning");
+    await waitFor(() => F.fake.shown.length > 0, PATIENCE_MS, "the outage warning");
     assert.equal(F.fake.shown.length, 1, "one warning for the outage");
     F.openEditor(F.Uri.file(one.apiFile), "The API freezes after March 5");
     const said = await run("memoryd.remember", [2, "API freeze"]);
@@ -154,7 +156,7 @@ describe("the extension in a stand-in VS Code", () => {
     const sock = path.join(tmp, "folder.sock");
     fs.mkdirSync(sock);
     activate(sock, [one.root]);
-    await waitFor(() => F.fake.shown.length > 0, 20_000, "the outage warning");
+    await waitFor(() => F.fake.shown.length > 0, PATIENCE_MS, "the outage warning");
     const what = `memoryd is not running on ${sock}: it is a folder, not a socket; is --socket or MEMORYD_SOCKET mistyped?`;
     assert.ok(F.fake.shown[0]!.text.startsWith(what), F.fake.shown[0]!.text);
     assert.deepEqual(F.fake.shown[0]!.items, ["Settings"]);
@@ -201,7 +203,7 @@ describe("the extension in a stand-in VS Code", () => {
     F.fake.answers.push("Delete");
     const deleting = Promise.resolve(F.fake.commands.get("memoryd.deleteMemory")!(node));
     // Waiting for the error to be closed never ends; a loaded machine may take seconds to delete.
-    const finished = await settlesWithin(deleting, 30_000);
+    const finished = await settlesWithin(deleting, PATIENCE_MS);
     const error = F.fake.shown.find((m) => m.text.startsWith("memoryd: not deleted:"));
     assert.ok(error, JSON.stringify(F.fake.shown));
     assert.match(error.text, /^memoryd: not deleted: .*not-a-memory\.md is outside the memory directory/);
@@ -260,7 +262,7 @@ describe("the extension in a stand-in VS Code", () => {
       const doc = new F.TextDocument(F.Uri.file(file), "edited by hand");
       await F.save(doc, () => fs.writeFileSync(file, doc.getText()));
       assert.equal(fs.readFileSync(file, "utf8"), "edited by hand", "the save went on");
-      await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), 20_000, "the warning");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "warning"), PATIENCE_MS, "the warning");
       const warning = F.fake.shown.find((m) => m.level === "warning")!;
       assert.match(warning.text, /^memoryd: project_api_freeze\.md: the text this save replaced was not kept in history: the running memoryd is older than this extension/);
       // Any call it lacks says the daemon's age, not only "method not found" (which reads as a bug).
@@ -298,11 +300,11 @@ describe("the extension in a stand-in VS Code", () => {
       let refreshed = 0;
       (F.fake.trees.get("memoryd.memoriesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
       F.fake.onDidSaveTextDocument.fire(new F.TextDocument(F.Uri.file(path.join(memoryDir, "api_freeze.md")), "edited by hand"));
-      await waitFor(() => F.fake.shown.some((m) => m.level === "error"), 20_000, "the reconcile's error");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "error"), PATIENCE_MS, "the reconcile's error");
       const error = F.fake.shown.find((m) => m.level === "error")!;
       assert.equal(error.text, "memoryd: MEMORY.md not brought in step: disk full");
       assert.equal(reconciles, 1);
-      await waitFor(() => refreshed >= 1, 20_000, "the Memories view to refresh while the error is open");
+      await waitFor(() => refreshed >= 1, PATIENCE_MS, "the Memories view to refresh while the error is open");
       assert.equal(error.closed, false);
       error.close();
     } finally {
@@ -318,7 +320,7 @@ describe("the extension in a stand-in VS Code", () => {
       (F.fake.trees.get(id)!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
     }
     F.setFolders([two.root]);
-    await waitFor(() => refreshed >= 2, 20_000, "both views to refresh");
+    await waitFor(() => refreshed >= 2, PATIENCE_MS, "both views to refresh");
     assert.ok(!(await F.viewText("memoryd.rulesView")).join("\n").includes("docs/style.md"));
   });
 
@@ -342,18 +344,18 @@ describe("the extension in a stand-in VS Code", () => {
     server.server.on("connection", () => connections++);
     try {
       activate(sock, [one.root]);
-      await waitFor(() => connections === 1, 20_000, "the connection");
+      await waitFor(() => connections === 1, PATIENCE_MS, "the connection");
       F.openEditor(F.Uri.file(one.apiFile));
       F.fake.answers.push("deploys");
       const recall = F.fake.commands.get("memoryd.recall")!();
-      await waitFor(() => answerRecall !== undefined, 20_000, "the recall to reach the daemon");
+      await waitFor(() => answerRecall !== undefined, PATIENCE_MS, "the recall to reach the daemon");
       F.setConfig({ "memoryd.showNotifications": false });
       answerRecall!();
       await recall;
       assert.deepEqual(F.fake.shown.map((m) => m.text).filter((t) => /deploys/.test(t)), ['memoryd: no memory about "deploys"']);
       assert.equal(connections, 1);
       F.setConfig({ "memoryd.requestTimeoutMs": 4000 });
-      await waitFor(() => connections === 2, 20_000, "a new connection for a new timeout");
+      await waitFor(() => connections === 2, PATIENCE_MS, "a new connection for a new timeout");
     } finally {
       await server.close();
     }
@@ -410,7 +412,7 @@ describe("the extension in a stand-in VS Code", () => {
           const team = await probe.call<{ pending: string[]; entries: number; last_result: { op: string; ok: boolean } | null }>("team.status", { cwd: teamRepo.root });
           return team.entries > 0 && team.pending.length === 0 && team.last_result?.op === "push" && team.last_result.ok;
         },
-        60_000,
+        PATIENCE_MS,
         "the team memory to be pushed",
       );
       const said = await run("memoryd.deleteMemory", ["Delete"], node);
@@ -438,7 +440,7 @@ describe("the extension in a stand-in VS Code", () => {
       activate(sock, [one.root]);
       await up();
       const warning = `another memoryd of this user (pid ${daemon.proc.pid}) is running on ${socketPath}; keep one: memctl --socket ${socketPath} stop`;
-      await waitFor(() => (F.fake.statusItems[0]?.tooltip ?? "").includes(warning), 20_000, "the warning in the tooltip");
+      await waitFor(() => (F.fake.statusItems[0]?.tooltip ?? "").includes(warning), PATIENCE_MS, "the warning in the tooltip");
       const tooltip = F.fake.statusItems[0]!.tooltip!.split("\n");
       assert.equal(tooltip[1], `Socket: ${sock}`);
       assert.equal(tooltip[2], `Warning: ${warning} (hooks and editors whose socket names it talk to it, not to this one)`);
@@ -480,7 +482,7 @@ describe("the extension in a stand-in VS Code", () => {
           await up();
           const item = F.fake.statusItems[0]!;
           // Show Status asks again: the daemon stops a sync after its first answer (a 401)
-          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped") && item.text.includes("problem")), 30_000, `${code}: the status bar to say stopped`);
+          await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("team stopped") && item.text.includes("problem")), PATIENCE_MS, `${code}: the status bar to say stopped`);
           // (the refused pull is a worker error too, and the daemon lists the stop as a problem)
           assert.match(item.text, new RegExp(`^\\$\\(database\\) memoryd · no model · team stopped \\(${code}\\)( · 1 worker error)? · 1 problem$`));
           const line = item.tooltip!.split("\n").find((l) => l.startsWith("Team sync:")) ?? "";
@@ -526,13 +528,13 @@ describe("the extension in a stand-in VS Code", () => {
       // a recall whose model call outlives recall's deadline (a loaded machine) notes nothing
       await waitFor(
         async () => (await probe.call("recall", { cwd: one.root, query: "tabs or spaces" }), Boolean((await probe.call<StatusResult>("status")).model.problem)),
-        60_000,
+        PATIENCE_MS,
         "a model call to be refused",
       );
       activate(sock, [one.root]);
       await up();
       const item = F.fake.statusItems[0]!;
-      await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("problems")), 30_000, "the status bar to count the problems");
+      await waitFor(async () => (await run("memoryd.status", [undefined]), item.text.includes("problems")), PATIENCE_MS, "the status bar to count the problems");
       assert.equal(item.text, "$(database) memoryd · model claude-sonnet-4-5 failing · team off · 3 problems");
       assert.equal(item.backgroundColor?.id, "statusBarItem.warningBackground");
       const tooltip = item.tooltip!.split("\n");
@@ -637,7 +639,7 @@ describe("the extension in a stand-in VS Code", () => {
     assert.equal(F.fake.trees.size, 0, "views unregistered");
     const probe = new MemorydClient({ socketPath, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
-      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, 20_000, "only the probe connected");
+      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, PATIENCE_MS, "only the probe connected");
     } finally {
       probe.close();
     }
@@ -649,7 +651,7 @@ describe("the extension in a stand-in VS Code", () => {
     let refreshed = 0;
     (F.fake.trees.get("memoryd.rulesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
     F.openEditor(F.Uri.file(one.apiFile));
-    await waitFor(() => refreshed > 0, 30_000, "the refresh for the editor opened"); // not counted below
+    await waitFor(() => refreshed > 0, PATIENCE_MS, "the refresh for the editor opened"); // not counted below
     await F.viewText("memoryd.rulesView"); // loads the project in the daemon
     const probe = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
     const outside = path.join(one.root, ".claude", "rules", "from_outside.md");
@@ -658,13 +660,13 @@ describe("the extension in a stand-in VS Code", () => {
       await waitFor(async () => {
         const status = await probe.call<{ features: { instruction_files: { trusted: number } } }>("status");
         return status.features.instruction_files.trusted > 0;
-      }, 30_000, "the watcher to cover the load");
+      }, PATIENCE_MS, "the watcher to cover the load");
       refreshed = 0;
       fs.writeFileSync(outside, "Written by another program.\n"); // no save in the editor
-      await waitFor(() => refreshed > 0, 30_000, "the Rules view to refresh");
+      await waitFor(() => refreshed > 0, PATIENCE_MS, "the Rules view to refresh");
       // A refresh of something else (a watcher's lost events) may come before the daemon has
       // read the new rule: what the view shows is waited for, not taken at the first refresh.
-      await waitFor(async () => (await F.viewText("memoryd.rulesView")).some((l) => l.includes("from_outside.md")), 30_000, "the new rule in the Rules view");
+      await waitFor(async () => (await F.viewText("memoryd.rulesView")).some((l) => l.includes("from_outside.md")), PATIENCE_MS, "the new rule in the Rules view");
     } finally {
       probe.close();
       fs.rmSync(outside, { force: true });
@@ -704,7 +706,7 @@ describe("the extension in a stand-in VS Code", () => {
     });
     try {
       activate(sock, [one.root]);
-      await waitFor(() => asked.some((events) => !events.includes("context/changed")), 10_000, "a subscription it accepts");
+      await waitFor(() => asked.some((events) => !events.includes("context/changed")), PATIENCE_MS, "a subscription it accepts");
       const accepted = asked.find((events) => !events.includes("context/changed"))!;
       assert.deepEqual(accepted, EVENTS.filter((e) => e !== "context/changed"));
       assert.ok(!F.fake.shown.some((m) => m.level !== "info"), JSON.stringify(F.fake.shown));
@@ -734,7 +736,7 @@ describe("the extension in a stand-in VS Code", () => {
     try {
       activate(sock, [one.root]);
       await up();
-      await waitFor(() => asked.filter((m) => m === "status").length >= 4, 10_000, "connect()'s own refresh of the status bar");
+      await waitFor(() => asked.filter((m) => m === "status").length >= 4, PATIENCE_MS, "connect()'s own refresh of the status bar");
     } finally {
       await server.close();
     }
@@ -759,7 +761,7 @@ describe("the extension in a stand-in VS Code", () => {
     try {
       activate(sock, [one.root], { "memoryd.showNotifications": false });
       await up();
-      await waitFor(() => subscriber !== undefined, 10_000, "the subscription");
+      await waitFor(() => subscriber !== undefined, PATIENCE_MS, "the subscription");
       await sleep(500); // the refreshes of the connection itself are over
       let refreshed = 0;
       (F.fake.trees.get("memoryd.rulesView")!.onDidChangeTreeData as (l: () => void) => unknown)(() => refreshed++);
@@ -802,8 +804,8 @@ describe("the extension in a stand-in VS Code", () => {
     try {
       activate(sock, [one.root]);
       const tooltip = () => String(F.fake.statusItems[0]?.tooltip ?? "");
-      await waitFor(() => tooltip().startsWith("memoryd new"), 10_000, "the newer answer shown");
-      await waitFor(() => lateSent, 10_000, "the older answer sent");
+      await waitFor(() => tooltip().startsWith("memoryd new"), PATIENCE_MS, "the newer answer shown");
+      await waitFor(() => lateSent, PATIENCE_MS, "the older answer sent");
       await sleep(300);
       assert.match(tooltip(), /^memoryd new/, "the older answer was dropped");
     } finally {
@@ -838,10 +840,10 @@ describe("the extension in a stand-in VS Code", () => {
       await up();
       hold = true;
       await F.fake.commands.get("memoryd.refresh")!(); // a status asked on this connection
-      await waitFor(() => held.length >= 1, 20_000, "the status asked");
+      await waitFor(() => held.length >= 1, PATIENCE_MS, "the status asked");
       F.setConfig({ "memoryd.requestTimeoutMs": CALL_TIMEOUT_MS + 1 }); // a new connection
       // the new connection asks too: the old one's failed call has been dealt with by then
-      await waitFor(() => held.length >= 2, 20_000, "the new connection's status asked");
+      await waitFor(() => held.length >= 2, PATIENCE_MS, "the new connection's status asked");
       const item = F.fake.statusItems[0]!;
       assert.match(item.text, /^\$\(database\) memoryd · /, `shown: ${item.text} — ${item.tooltip}`);
       assert.equal(item.backgroundColor, undefined);
@@ -864,7 +866,7 @@ describe("the extension in a stand-in VS Code", () => {
     try {
       activate(sock, [one.root]);
       const said = "memoryd: could not subscribe to notifications: invalid params: events: List should have at most 100 items";
-      await waitFor(() => F.fake.shown.some((m) => m.level === "warning" && m.text.startsWith(said)), 10_000, "the refusal said");
+      await waitFor(() => F.fake.shown.some((m) => m.level === "warning" && m.text.startsWith(said)), PATIENCE_MS, "the refusal said");
     } finally {
       await server.close();
     }

@@ -19,6 +19,9 @@ const CLEARED = ["ANTHROPIC_", "MEMORYD_", "CLAUDE_", "XDG_", "GIT_", "LISTEN_"]
  */
 export const CALL_TIMEOUT_MS = 60_000;
 
+/** How long a test waits for a condition: only a test that is failing waits this long. */
+export const PATIENCE_MS = 60_000;
+
 /** A short temp dir under /tmp (socket paths are capped near 108 bytes); removed by `cleanup`. */
 export function tempDir(prefix = "mdv-"): string {
   return fs.mkdtempSync(path.join("/tmp", prefix));
@@ -107,7 +110,7 @@ export class Daemon {
           throw new Error(`memoryd exited with ${proc.exitCode}: ${stderr.join("")}`);
         }
         return canConnect(socketPath);
-      }, 30_000, "memoryd to listen");
+      }, PATIENCE_MS, "memoryd to listen"); // its imports take seconds on a loaded machine
     } catch (error) {
       proc.kill("SIGKILL");
       throw error;
@@ -207,7 +210,7 @@ export class TeamServer {
           throw /address already in use/i.test(log) ? new PortTaken(log) : new Error(`memoryd-team exited with ${proc.exitCode}: ${log}`);
         }
         return fetch(`${server.url}/healthz`).then((r) => r.ok, () => false);
-      }, 30_000, "memoryd-team to listen");
+      }, PATIENCE_MS, "memoryd-team to listen");
     } catch (error) {
       proc.kill("SIGKILL");
       throw error;

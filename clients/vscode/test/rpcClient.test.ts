@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { CALL_TIMEOUT_MS, Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -45,7 +45,7 @@ describe("against the real daemon", () => {
         assert.equal(status.pid, daemon.proc.pid);
       }
       // waited for: the daemon may not yet have seen the start-up probe's connection close
-      await waitFor(async () => (await client.call<{ connections: number }>("status")).connections === 1, 20_000, "one connection for all of them");
+      await waitFor(async () => (await client.call<{ connections: number }>("status")).connections === 1, PATIENCE_MS, "one connection for all of them");
     } finally {
       client.close();
     }
@@ -101,7 +101,7 @@ describe("against the real daemon", () => {
         description: "releases leave on Tuesdays",
         body: "Releases leave on Tuesdays.",
       });
-      await waitFor(() => seen.some((n) => n.params.path === written.path), 20_000, "memory/saved");
+      await waitFor(() => seen.some((n) => n.params.path === written.path), PATIENCE_MS, "memory/saved");
       assert.equal(seen[0]?.method, "memory/saved");
       // An empty list is none: it unsubscribes (it was taken for every event).
       assert.deepEqual(await client.subscribe([]), []);
@@ -140,7 +140,7 @@ describe("a daemon killed mid-session", () => {
     try {
       await client.subscribe(["memory/saved"]);
       await daemon.kill();
-      await waitFor(() => !client.isUp, 20_000, "the client to see the daemon go");
+      await waitFor(() => !client.isUp, PATIENCE_MS, "the client to see the daemon go");
       for (let i = 0; i < 5; i++) {
         await assert.rejects(client.call("status"), (e: unknown) => {
           assert.ok(e instanceof DaemonUnavailable, String(e));
@@ -152,7 +152,7 @@ describe("a daemon killed mid-session", () => {
 
       fs.rmSync(socketPath, { force: true });
       daemon = await Daemon.start(socketPath, env);
-      await waitFor(() => client.isUp, 30_000, "the client to reconnect by itself");
+      await waitFor(() => client.isUp, PATIENCE_MS, "the client to reconnect by itself");
       const status = await client.call<{ pid: number }>("status");
       assert.equal(status.pid, daemon.proc.pid);
       // The subscription came back with the connection.
@@ -163,7 +163,7 @@ describe("a daemon killed mid-session", () => {
         description: "the user likes terse replies",
         body: "Keep replies short.",
       });
-      await waitFor(() => seen.some((n) => n.params.path === written.path), 20_000, "memory/saved after the reconnect");
+      await waitFor(() => seen.some((n) => n.params.path === written.path), PATIENCE_MS, "memory/saved after the reconnect");
       assert.deepEqual(states.slice(0, 3), ["up", "down", "up"]);
     } finally {
       notice.close();
@@ -186,7 +186,7 @@ describe("a daemon killed mid-session", () => {
       });
       const result = await startDaemon(MEMCTL, sock, { ...env, MEMORYD_SOCKET: sock });
       assert.ok(result.ok, result.output);
-      await waitFor(() => client.isUp, 30_000, "reconnect after memctl start");
+      await waitFor(() => client.isUp, PATIENCE_MS, "reconnect after memctl start");
     } finally {
       client.close();
       // in `finally`: the daemon memctl started is no child of this process, and was left
@@ -339,7 +339,7 @@ describe("misbehaving daemons", () => {
       const replies = await Promise.all(Array.from({ length: 10 }, () => client.call<{ pong: number }>("ping")));
       assert.equal(replies.length, 10);
       // (how fast is for bench/: a clock bound here failed on a loaded machine)
-      await waitFor(() => received === 1000, 30_000, "all 1,000 notifications");
+      await waitFor(() => received === 1000, PATIENCE_MS, "all 1,000 notifications");
       assert.equal(shown.length, 3, "three shown; the rest held back");
       assert.equal(presenter.heldBack, 997);
       presenter.flush();
