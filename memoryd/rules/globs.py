@@ -93,6 +93,11 @@ def _split(text: str) -> list[str]:
 def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
     # wcmatch's own regexes for the name, as one: wcmatch's `match()` costs a few times more
     # per call, and a load judges every touched path against every rule.
+    if ignorecase:  # a `paths:` name, its classes read as `ignore` reads them
+        read = _git_classes(_code_units(part))
+        if read is None:
+            return _NEVER
+        part = read
     include, exclude = glob.translate(part, flags=glob.DOTGLOB)
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
@@ -101,6 +106,98 @@ def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
         return re.compile(regex, re.DOTALL)
     # Names are folded as `_js_fold` folds them, ASCII letters by the regex.
     return re.compile(_js_fold_regex(regex), re.DOTALL | re.ASCII | re.IGNORECASE)
+
+
+# git's (and `ignore`'s) POSIX classes, `[[:alpha:]]`; wcmatch reads the same names.
+_POSIX_CLASSES = frozenset(
+    {
+        *("alnum", "alpha", "blank", "cntrl", "digit", "graph"),
+        *("lower", "print", "punct", "space", "upper", "xdigit"),
+    }
+)
+# Written escaped in a rewritten class, so none opens, closes, negates or spans a range.
+_CLASS_SPECIALS = frozenset("\\]^-[!")
+
+
+# A name no pattern part can match.
+_NEVER = re.compile("(?!)")
+
+
+def _git_classes(part: str) -> str | None:
+    """`part` (in UTF-16 units) with each bracket expression rewritten as git's wildmatch
+    (and so `ignore`, which Claude Code matches `paths:` with) reads it: a range out of
+    order keeps its lower end alone (`[c-a]` is `[c]`; wcmatch dropped the range, so `[c-a]`
+    matched nothing and `[!c-a]` anything). The members are written escaped, so a `-` after
+    such a range stays one (`[c-a-z]` is c, `-` and z). None when git gives up on the
+    pattern, which then matches nothing: a `[` never closed, an unknown `[:name:]` (wcmatch
+    read them as written)."""
+    out: list[str] = []
+    index, end = 0, len(part)
+    while index < end:
+        char = part[index]
+        if char == "\\":
+            out.append(part[index : index + 2])
+            index += 2
+        elif char == "[":
+            scanned = _git_class(part, index)
+            if scanned is None:
+                return None
+            text, index = scanned
+            out.append(text)
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _class_char(char: str) -> str:
+    return "\\" + char if char in _CLASS_SPECIALS else char
+
+
+def _git_class(part: str, start: int) -> tuple[str, int] | None:
+    """The bracket expression opening at `part[start]`, read as wildmatch.c's member loop
+    reads it (the first member taken whatever it is, so `[]a]` holds `]`), rewritten; and
+    the index after it. None when git gives up on the whole pattern."""
+    index, end = start + 1, len(part)
+    out = ["["]
+    if index < end and part[index] in "!^":
+        out.append("!")
+        index += 1
+    previous = ""  # the member a `-` would open a range from: none after a range
+    while index < end:
+        char = part[index]
+        if char == "\\" and index + 1 < end:
+            index += 1
+            previous = part[index]
+            out.append(_class_char(previous))
+        elif char == "-" and previous and index + 1 < end and part[index + 1] != "]":
+            index += 1
+            if part[index] == "\\" and index + 1 < end:
+                index += 1
+            if previous <= part[index]:
+                out.append("-" + _class_char(part[index]))
+            previous = ""
+        elif char == "[" and part.startswith(":", index + 1):
+            close = part.find("]", index + 2)
+            if close < 0:
+                return None
+            if close > index + 2 and part[close - 1] == ":":
+                if part[index + 2 : close - 1] not in _POSIX_CLASSES:
+                    return None
+                out.append(part[index : close + 1])
+                previous = ""
+                index = close
+            else:  # no `:]`: the `[` is a member, and the `:` after it the next
+                out.append("\\[")
+                previous = "["
+        else:
+            previous = char
+            out.append(_class_char(char))
+        index += 1
+        if index < end and part[index] == "]":
+            out.append("]")
+            return "".join(out), index + 1
+    return None
 
 
 # What NFC would turn from a non-ASCII character into an ASCII one (the Kelvin sign into `K`,
@@ -169,17 +266,24 @@ def _unit(unit: int) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _folded_range(low: int, high: int) -> str:
-    """A class's range `low-high` (or member, `low` = `high`) as class text matching the
-    folded names one of its members folds to: the range itself, and what each member the
-    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178). A folded name
-    holds no member the folding changes, so none is taken out."""
+def _folds(low: int, high: int) -> tuple[int, ...]:
+    """What the members of a class's range `low-high` (or member, `low` = `high`) that the
+    folding changes become, outside it: `à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178. A
+    folded name holds no member the folding changes, so none is taken out."""
     table, changed = _fold_table(), _folded_units()
     folds = {
         table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
     }
-    own = _unit(low) if low == high else f"{_unit(low)}-{_unit(high)}"
-    return own + "".join(_unit(unit) for unit in sorted(folds) if not low <= unit <= high)
+    return tuple(sorted(unit for unit in folds if not low <= unit <= high))
+
+
+def _folded_range(low: int, high: int) -> str:
+    """The range `low-high` as class text matching the folded names its members fold to."""
+    return _span(low, high) + "".join(map(_unit, _folds(low, high)))
+
+
+def _span(low: int, high: int) -> str:
+    return _unit(low) if low == high else f"{_unit(low)}-{_unit(high)}"
 
 
 def _js_fold_regex(regex: str) -> str:
@@ -205,26 +309,63 @@ def _js_fold_regex(regex: str) -> str:
 def _fold_class(regex: str, index: int, out: list[str]) -> int:
     """Append the class opening at `regex[index]` with its members folded; the index after it."""
     index += 1
-    out.append("[")
-    if regex[index] == "^":
-        out.append("^")
-        index += 1
+    negated = regex[index] == "^"
+    index += negated
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    escapes = False
     first = True
     while first or regex[index] != "]":  # a `]` first is a member, as Python reads it
         first = False
         if regex[index] == "\\" and regex[index + 1].isalnum():
-            out.append(regex[index : index + 2])  # `\s`, `\S`: wcmatch's "anything"
+            pieces.append(regex[index : index + 2])  # `\s`, `\S`: wcmatch's "anything"
+            escapes = True
             index += 2
             continue
         low, index = _class_member(regex, index)
         high = low
         if regex[index] == "-" and regex[index + 1] != "]":
             high, index = _class_member(regex, index + 1)
-        # A range of astral ends may be out of order in code units (`𐐨-😀` is `\ud801`,
-        # `\udc28-\ud83d`, `\ude00`): `ignore` keeps its lower end alone.
-        out.append(_folded_range(ord(low), max(ord(low), ord(high))))
-    out.append("]")
+        # `_git_classes` wrote no range out of order, and wcmatch drops one
+        low_unit, high_unit = ord(low), max(ord(low), ord(high))
+        pieces.append(_folded_range(low_unit, high_unit))
+        spans.append((low_unit, high_unit))
+        spans.extend((unit, unit) for unit in _folds(low_unit, high_unit))
+    if not escapes and sum(high - low + 1 for low, high in spans) > _WIDE_CLASS:
+        out.append(_wide_class(spans, negated=negated))
+    else:
+        out.append("[" + "^" * negated + "".join(pieces) + "]")
     return index + 1
+
+
+# The last UTF-16 unit: folded names hold nothing above it.
+_LAST_UNIT = 0xFFFF
+# A class whose members span more units than this is written as the negation of the units it
+# leaves out: `re` builds a class unit by unit, in Python (~8 ms for `[\u00a0-\uffff]`, ~0.1
+# for `[^\x00-\x9f]`), and 240 such classes in a rule held a load ~2.5 s.
+_WIDE_CLASS = 0x8000
+
+
+def _wide_class(spans: list[tuple[int, int]], *, negated: bool) -> str:
+    """The class of `spans` (its members and their folds, `negated` or not) as the class of
+    the units it leaves out, negated the other way. Each ASCII letter is paired with its
+    other case first, as the regex's ASCII IGNORECASE pairs them, so the two agree."""
+    closed = list(spans)
+    for low, high in spans:
+        for first, last, shift in ((0x41, 0x5A, 0x20), (0x61, 0x7A, -0x20)):
+            if low <= last and high >= first:
+                closed.append((max(low, first) + shift, min(high, last) + shift))
+    left_out: list[str] = []
+    start = 0  # the first unit not yet known to be a member
+    for low, high in sorted(closed):
+        if low > start:
+            left_out.append(_span(start, low - 1))
+        start = max(start, high + 1)
+    if start <= _LAST_UNIT:
+        left_out.append(_span(start, _LAST_UNIT))
+    if not left_out:  # every unit; Python has no `[^]`
+        return "[^\\s\\S]" if negated else "[\\s\\S]"
+    return "[" + "^" * (not negated) + "".join(left_out) + "]"
 
 
 def _class_member(regex: str, index: int) -> tuple[str, int]:
@@ -415,8 +556,11 @@ def _step(parts: tuple[_Part, ...], positions: frozenset[int], name: str) -> fro
 def _compile_relative(patterns: tuple[str, ...]) -> _Matcher:
     normalized = [n for n in map(_normalize, patterns) if n is not None]
     try:
-        # Compiled by wcmatch too, which refuses what it cannot read, as it always has.
-        glob.compile(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        # Read by wcmatch too, which refuses what it cannot parse, as it always has; not
+        # compiled: its whole-path regex is never used, and compiling it doubled the cost of
+        # a rule of wide classes (240 `[\u00a0-\uffff]` took ~2.5 s), or failed on a class
+        # git reads (`[^\c-[:alpha:]]`, where wcmatch wrote a bad escape).
+        glob.translate(normalized, flags=_FLAGS, limit=_EXPANSION_LIMIT)
         return _Matcher(normalized, folders=True)
     except Exception as exc:  # wcmatch raises several types for bad or explosive patterns
         raise GlobError(f"invalid glob in {list(patterns)}: {exc}") from None

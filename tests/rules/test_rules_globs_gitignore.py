@@ -85,6 +85,32 @@ BASE = Path("/proj")
         (("??.md",), "\U0001f600.md", True),
         (("[\U0001f600].md",), "\U0001f600.md", False),
         (("\U00010400.md",), "\U00010428.md", False),  # Deseret: no case without `u`
+        # A class as git's wildmatch reads it, and `ignore` 7.0.17 with it: a range out of
+        # order keeps its lower end alone (wcmatch dropped it: `[c-a]` matched nothing,
+        # `[!c-a]` anything, and a `-` after it opened another range).
+        (("[c-a]",), "c", True),
+        (("[c-a]",), "b", False),
+        (("[c-a]",), "a", False),
+        (("[c-a].md",), "C.md", True),
+        (("[xc-a]",), "c", True),
+        (("[c-\\a]",), "c", True),
+        (("[!c-a]",), "c", False),
+        (("[!c-a]",), "q", True),
+        (("[c-a-z]",), "-", True),
+        (("[c-a-z]",), "y", False),
+        (("[z-a]x",), "zx", True),
+        (("[\u00e9-a]",), "\u00c9", True),
+        (("[]-a]",), "_", True),  # a `]` first is a member, and opens the range
+        # A pattern git reads where wcmatch wrote a bad escape (the rule was bad_frontmatter):
+        # `c`, the range `c-[` out of order, the members `:alph`, then a `]` after the class.
+        (("[^\\c-[:alpha:]]",), "0]", True),
+        (("[^\\c-[:alpha:]]",), "c]", False),
+        (("[^\\c-[:alpha:]]",), "h]", False),
+        (("[[:alpha:]x",), "a", False),  # a class never closed: git matches nothing
+        (("a[b",), "a[b", False),
+        (("[[:foo:]]",), "f", False),  # an unknown class name, likewise
+        (("[[:foo:]]",), "[[:foo:]]", False),
+        (("[[:a]",), "[", True),  # no `:]`: `[` and `:` are members, as `[:a`
     ],
 )
 def test_paths_are_matched_as_gitignore_matches(
@@ -223,3 +249,38 @@ def test_a_bare_negation_does_not_keep_a_rule_from_loading(tree: Tree, load: Loa
     tree.write(".claude/rules/src.md", '---\npaths:\n  - "src/**"\n  - "!"\n---\nSrc.\n')
     result = load(tree.root, touched=(tree.root / "src/a.py",))
     assert loaded(result, tree.root) == [".claude/rules/src.md"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "touched", "expected"),
+    [
+        # What `ignore` 7.0.17 answers for each.
+        ("[\u00a0-\uffff].md", "\u00e9.md", True),
+        ("[\u00a0-\uffff].md", "\u00c9.md", True),
+        ("[\u00a0-\uffff].md", "\uffff.md", True),
+        ("[\u00a0-\uffff].md", "a.md", False),
+        ("[\u00a0-\uffff].md", "\u009f.md", False),
+        ("[\u00a0-\uffff].md", "\U0001f600.md", False),  # two units
+        ("[!A-\uffff]", "0", True),
+        ("[!A-\uffff]", "a", False),  # `a` is `A` whatever the case
+        ("[\u0000-\u0060\u007b-\uffff]", "a", True),
+        ("[!\u0000-\u0060\u007b-\uffff]", "a", False),
+        ("[!\u0000-\u0060\u007b-\uffff]", "\u00e9", False),
+        ("[\u0020-\uffff]", "\u0178", True),
+        ("[!\u00b6-\uffff]", "\u00b5", False),  # µ is Μ (U+039C) whatever the case
+        ("[!\u00b6-\uffff]", "\u00ff", False),
+    ],
+)
+def test_a_wide_class_matches_what_its_members_match(
+    pattern: str, touched: str, expected: bool
+) -> None:
+    assert globs.matches_any((pattern,), BASE, [(BASE / touched).as_posix()]) is expected
+
+
+def test_a_wide_class_is_compiled_as_the_units_it_leaves_out() -> None:
+    # Review of session 22: `re` builds a class unit by unit, in Python, ~8 ms for
+    # `[\u00a0-\uffff]` (its case folding included), and a rule of 240 of them held a load
+    # ~2.5 s (bench/bench_rules_wide_classes.py). Its regex now names the 160 units left out.
+    regex = globs._name_matcher("[\u00a0-\uffff]" * 240, True).pattern
+    assert regex.count("[^\\u0000-\\u009f]") == 240
+    assert "\\uffff" not in regex
