@@ -85,7 +85,26 @@ def systemd_socket() -> socket.socket | None:
         return None
     for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(name, None)  # not inherited by anything we spawn
-    return socket.socket(fileno=SD_LISTEN_FDS_START)
+    fd = SD_LISTEN_FDS_START
+    # A unit with `ListenStream=8787` (TCP) or `ListenDatagram=`, or LISTEN_* set by hand:
+    # each was a traceback at start-up (ENOTSOCK, or asyncio's ValueError), under systemd in
+    # a restart loop.
+    unit = "the socket unit (memoryd.socket) must have ListenStream= set to a socket path"
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise StartupError(
+            f"LISTEN_FDS={count} names descriptor {fd}, which is no socket "
+            f"({exc.strerror or exc}): {unit}"
+        ) from exc
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+        kind = f"{sock.family.name} {sock.type.name}"
+        sock.detach()  # systemd's descriptor: left open, not ours to close
+        raise StartupError(
+            f"the socket systemd handed over (descriptor {fd}) is {kind}, not a Unix stream "
+            f"socket: {unit}"
+        )
+    return sock
 
 
 def activated_config(config: DaemonConfig, sock: socket.socket) -> DaemonConfig:
@@ -487,7 +506,11 @@ class Server:
 
 async def serve(config: DaemonConfig, *, daemon: Daemon | None = None) -> int:
     """Run until SIGTERM, SIGINT, SIGHUP or the `shutdown` method; 0 on a clean exit."""
-    activated = systemd_socket()
+    try:
+        activated = systemd_socket()
+    except StartupError as exc:
+        log.error(str(exc))
+        return 2
     if activated is not None and daemon is None:
         config = activated_config(config, activated)
     daemon = daemon or Daemon(config)

@@ -1,6 +1,7 @@
-"""Socket activation with a socket on another path than `--socket`: what a socket unit
-rewritten (another path) but not restarted hands over. The daemon serves it, and its status,
-status file and log name it, with a warning saying how to make them agree."""
+"""Socket activation: a socket on another path than `--socket` (what a socket unit rewritten,
+another path, but not restarted hands over) is served, and its status, status file and log name
+it, with a warning saying how to make them agree; a descriptor that is no Unix stream socket is
+one line and exit 2."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.daemon.test_lifecycle import wait_healthy
 
@@ -46,3 +49,40 @@ def test_an_activated_socket_on_another_path_is_named_as_served(short_tmp: Path)
     listening = next(e for e in events if e["event"] == "memoryd listening")
     assert listening["socket"] == str(served)
     assert served.exists()  # still systemd's: the daemon leaves it
+
+
+@pytest.mark.parametrize("handed", ["a file", "a TCP socket", "a datagram socket"])
+def test_an_activated_descriptor_that_is_no_unix_stream_socket_is_one_line(
+    short_tmp: Path, handed: str
+) -> None:
+    # Before: a traceback (ENOTSOCK, or asyncio's ValueError), under systemd a restart loop.
+    if handed == "a file":
+        held = open(short_tmp / "plain.txt", "w")  # noqa: SIM115 - closed below
+    elif handed == "a TCP socket":
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+    else:
+        held = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        held.bind(str(short_tmp / "dgram.sock"))
+    fd = held.fileno()
+    script = (
+        f"import os, sys; os.dup2({fd}, 3); "
+        "os.environ['LISTEN_PID'] = str(os.getpid()); os.environ['LISTEN_FDS'] = '1'; "
+        "os.execv(sys.executable, [sys.executable, '-m', 'memoryd', '--socket', "
+        f"{str(short_tmp / 'm.sock')!r}])"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", script],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        held.close()
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "ListenStream= set to a socket path" in proc.stderr
