@@ -368,3 +368,17 @@ async def test_remember_of_a_note_with_a_control_character_makes_fields_it_takes
     res = await daemon.call("memory.remember", cwd=str(project), text=text)
     assert res["name"] == "Deploys go through the release queue"
     assert char not in res["description"]
+
+
+@pytest.mark.parametrize("blank", ["   ", "\x1b\x1b", "\u202e"], ids=["spaces", "ESC", "bidi"])
+async def test_remember_with_a_blank_name_keeps_the_memory_its_derived_name_meets(
+    daemon: DaemonHandle, project: Path, blank: str
+) -> None:
+    # Found by a session 23 hunt: a name blank as a field was taken for one the caller gave, so
+    # the memory of the derived name was replaced in place instead of a "(2)" being made.
+    first = "Billing runs on the Frankfurt cluster, owned by Dana"
+    await daemon.call("memory.remember", cwd=str(project), text=first)
+    second = f"{first}. Payments moved to Oslo in May with Erik"
+    res = await daemon.call("memory.remember", cwd=str(project), text=second, name=blank)
+    assert res["created"] is True, res
+    assert res["name"].endswith("(2)"), res

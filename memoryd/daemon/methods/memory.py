@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictInt
 
 from memoryd.agent.secret_screen import refuses_secrets
 from memoryd.automem.layout import is_team
-from memoryd.automem.memfile import MAX_FILE_BYTES, check_fields, load_frontmatter
+from memoryd.automem.memfile import MAX_FILE_BYTES, as_field, check_fields, load_frontmatter
 from memoryd.automem.quickadd import choose
 from memoryd.automem.recall.pick import MAX_RECALL, recall
 from memoryd.automem.service import AutoMemory
@@ -386,7 +386,11 @@ async def memory_remember(daemon: Daemon, params: RememberParams) -> dict[str, A
     # such ("ghp_…" and "ghp_…", both "[redacted]") updated one memory, the first note lost.
     # The check's own scan says so (a second one, on the loop, held every client for a long
     # name).
-    given = params.name is not None and all(s["field"] != "name" for s in secrets["secrets"])
+    given = (
+        params.name is not None
+        and as_field(params.name) != ""
+        and all(s["field"] != "name" for s in secrets["secrets"])
+    )
     result, unshared = await _save(daemon, project, quick, team=params.team, name_given=given)
     secrets["warnings"] += unshared
     return {
