@@ -162,7 +162,11 @@ def _passwd_home() -> str | None:
         return None
 
 
-def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
+def planned(manager: str, sock: Path, runtime: str | None = None) -> list[service_units.UnitFile]:
+    """The unit files install would write; `runtime`: the user's runtime folder to write them
+    for, when not this shell's (status from su or sudo -u)."""
+    if runtime is None and paths.xdg_dir("XDG_RUNTIME_DIR") is not None:
+        runtime = os.environ["XDG_RUNTIME_DIR"]
     command = service_units.daemon_command()
     environment, _ = carried()
     if manager == "launchd":
@@ -176,7 +180,7 @@ def planned(manager: str, sock: Path) -> list[service_units.UnitFile]:
         command,
         sock,
         paths.state_dir() / "memoryd.log",
-        None if paths.xdg_dir("XDG_RUNTIME_DIR") is None else os.environ["XDG_RUNTIME_DIR"],
+        runtime,
         environment,
         env_file=env_file(),
     )
@@ -354,7 +358,7 @@ def _refuse_without_session(report: Report, sock: Path) -> None:
         return
     user, own = _user_name(), user_runtime_dir()
     again = f"`XDG_RUNTIME_DIR={own} memctl service install`"
-    if own.is_dir() and paths.runtime_dir_problem(str(own)) is None:
+    if _user_manager_runs():
         # Lingering, or a login elsewhere: the user manager runs, and its folder is there.
         hint = f"its user manager runs: run {again}"
     else:
@@ -376,6 +380,12 @@ def user_runtime_dir() -> Path:
     return Path(f"/run/user/{os.getuid()}")
 
 
+def _user_manager_runs() -> bool:
+    """Whether this user's manager runs (its runtime folder is there), wherever they logged in."""
+    own = user_runtime_dir()
+    return own.is_dir() and paths.runtime_dir_problem(str(own)) is None
+
+
 def _no_session() -> str | None:
     """Why this shell has no runtime folder of the user's (su, sudo -u), None when it has."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -385,25 +395,30 @@ def _no_session() -> str | None:
     return None if problem is None else f"XDG_RUNTIME_DIR={runtime}: {problem}"
 
 
-def _systemd_reach(report: Report) -> bool:
+UNINSTALL_OFFLINE = "nothing runs to stop; the units are disabled on their files alone"
+STATUS_OFFLINE = "nothing of theirs is active; whether a unit is enabled is read from its files"
+
+
+def _systemd_reach(report: Report, offline: str = UNINSTALL_OFFLINE) -> bool:
     """Set `report.env` so that `systemctl --user` reaches this user's manager from a shell
     without a login session of theirs (su, sudo -u), where it reached none and uninstall
     stopped nothing (the links stayed, the socket unit kept listening): the user's own runtime
     folder when their manager runs (a login elsewhere, lingering), or, when none runs (so
     nothing of theirs is running to stop), systemctl on the unit files alone
-    (`SYSTEMD_OFFLINE=1`). True for the latter: there is nothing to stop or reload."""
+    (`SYSTEMD_OFFLINE=1`, what that means said by `offline`). True for the latter: there is
+    nothing to stop or reload."""
     why = _no_session()
     if why is None:
         return False
     own = user_runtime_dir()
-    if own.is_dir() and paths.runtime_dir_problem(str(own)) is None:
+    if _user_manager_runs():
         report.env = {"XDG_RUNTIME_DIR": str(own)}
         report.say(f"no login session of this user here ({why}); its user manager runs: {own}")
         return False
     report.env = {"SYSTEMD_OFFLINE": "1"}
     report.say(
         f"no login session of this user here ({why}) and no user manager of theirs runs (no "
-        f"{own}): nothing runs to stop; the units are disabled on their files alone"
+        f"{own}): {offline}"
     )
     return True
 
@@ -726,7 +741,12 @@ def uninstall(report: Report, manager: str, sock: Path) -> None:
 
 
 def status(report: Report, manager: str, sock: Path) -> None:
-    for unit in planned(manager, sock):
+    # From su or sudo -u the units are those a login session wrote (`%t` its runtime folder),
+    # and only the user's manager knows whether they are active: they were compared with
+    # units for a socket in /tmp ("differs"), and systemctl reached no manager.
+    away = manager == "systemd" and _no_session() is not None
+    runtime = str(user_runtime_dir()) if away else None
+    for unit in planned(manager, sock, runtime):
         current = _current(unit.path)
         if current is None:
             state = "missing"
@@ -747,20 +767,7 @@ def status(report: Report, manager: str, sock: Path) -> None:
             )
             report.say(f"{service_units.LAUNCHD_LABEL}: {'loaded' if loaded else 'not loaded'}")
         else:
-            for name in service_units.SYSTEMD_UNITS:
-                for verb in ("is-enabled", "is-active"):
-                    done = subprocess.run(
-                        [tool, "--user", verb, name],
-                        capture_output=True,
-                        text=True,
-                        check=False,
-                        timeout=30,
-                    )
-                    report.commands.append(
-                        {"argv": [tool, "--user", verb, name], "returncode": done.returncode}
-                    )
-                    answer = (done.stdout or done.stderr).strip().splitlines()
-                    report.say(f"{name} {verb}: {answer[0] if answer else done.returncode}")
+            _systemd_status(report, tool, away)
     running, refused = lifecycle.status_or_file(sock)
     if refused is not None:
         # At its connection cap: the units' report above still stands (it ended in the error).
@@ -784,6 +791,25 @@ def status(report: Report, manager: str, sock: Path) -> None:
         report.say(f"warning: {skew}")
 
 
+def _systemd_status(report: Report, tool: str, away: bool) -> None:
+    """Each unit's is-enabled and is-active, asked of the user's manager; `away`: from a shell
+    with no login session of the user (`_systemd_reach`'s way to their manager)."""
+    running = True
+    if away:
+        running = not _systemd_reach(report, STATUS_OFFLINE)
+    for name in service_units.SYSTEMD_UNITS:
+        for verb in ("is-enabled", "is-active"):
+            if verb == "is-active" and not running:
+                # Offline systemctl ignores is-active ("Running in chroot"): no manager, so
+                # nothing of the user's is active.
+                report.say(f"{name} {verb}: inactive (no user manager of this user runs)")
+                continue
+            done = report.query([tool, "--user", verb, name])
+            report.commands.append({"argv": done.args, "returncode": done.returncode})
+            answer = (done.stdout or done.stderr).strip().splitlines()
+            report.say(f"{name} {verb}: {answer[0] if answer else done.returncode}")
+
+
 def run(args: argparse.Namespace) -> int:
     configured = os.environ.get("MEMORYD_SOCKET")
     if args.socket:
@@ -800,6 +826,10 @@ def run(args: argparse.Namespace) -> int:
                 EXIT_USAGE,
             )
         sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
+        if args.action == "status" and args.manager == "systemd" and _no_session() is not None:
+            # The service listens in the user's runtime folder, not where this shell's rule
+            # (no XDG_RUNTIME_DIR: su, sudo -u) would look.
+            sock = user_runtime_dir() / "memoryd" / "memoryd.sock"
     report = Report(dry_run=args.dry_run and args.action != "status")
     if args.action == "install" and args.manager == "systemd" and not (args.socket or configured):
         _refuse_without_session(report, sock)

@@ -1,0 +1,114 @@
+"""`memctl service status` from a shell with no login session of the user (su, sudo -u: no
+XDG_RUNTIME_DIR of theirs). It compared the installed units with units for a socket in /tmp
+("installed, differs from what install would write now"), asked `systemctl --user` of no
+manager ("is-active: Failed to connect to bus") and looked for the daemon on that /tmp socket
+("not running" of a service that was running). Now it asks the user's manager in their runtime
+folder (`/run/user/UID`), as uninstall does, or says that none runs.
+
+Run in this process (`main`), so that the user's runtime folder (which no test may make) is a
+folder of the test's; the units are installed as `test_service` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memctl.__main__ import main
+from memctl.commands import service
+from tests.clients.test_service import fake_bin, home, memctl, runtime, units  # noqa: F401
+from tests.clients.test_service_uninstall_su import BOOTED
+
+
+@pytest.fixture
+def installed(
+    home: Path,  # noqa: F811 (the fixture)
+    fake_bin: Path,  # noqa: F811
+    runtime: Path,  # noqa: F811
+) -> Path:
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return home
+
+
+def status_from_su(
+    user_home: Path,
+    path: str,
+    user_run: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, dict[str, Any]]:
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
+    monkeypatch.setattr(service, "user_runtime_dir", lambda: user_run)
+    code = main(["--json", "service", "status", "--manager", "systemd"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_status_asks_the_user_manager_in_the_users_runtime_folder(
+    installed: Path,
+    fake_bin: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = tmp_path / "booted.log"
+    (fake_bin / "systemctl").write_text(BOOTED.format(log=log))
+    user_run = tmp_path / "user-run"
+    user_run.mkdir(mode=0o700)
+    path = f"{fake_bin}:{os.environ['PATH']}"
+    code, reply = status_from_su(installed, path, user_run, monkeypatch, capsys)
+    assert code == 0, reply
+    assert [f["state"] for f in reply["files"]] == ["installed, up to date"] * 2
+    asked = log.read_text().splitlines()
+    assert asked == [
+        f"{user_run}||--user {verb} {name}"
+        for name in ("memoryd.socket", "memoryd.service")
+        for verb in ("is-enabled", "is-active")
+    ]
+    lines = reply["lines"]
+    assert (
+        f"no login session of this user here (XDG_RUNTIME_DIR is not set); its user manager runs: {user_run}"
+        in lines
+    )
+    assert not any("Failed to connect" in line for line in lines)
+    assert f"daemon: not running on {user_run / 'memoryd' / 'memoryd.sock'}" in lines
+
+
+@pytest.mark.skipif(shutil.which("systemctl") is None, reason="systemctl is not installed")
+def test_with_no_user_manager_status_reads_enablement_from_the_files_and_nothing_is_active(
+    installed: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = {**os.environ, "HOME": str(installed), "SYSTEMD_OFFLINE": "1"}
+    env.pop("XDG_CONFIG_HOME", None)
+    subprocess.run(
+        ["systemctl", "--user", "enable", "memoryd.socket"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (units(installed) / "sockets.target.wants" / "memoryd.socket").is_symlink()
+    user_run = tmp_path / "no-user-run"
+    code, reply = status_from_su(installed, os.environ["PATH"], user_run, monkeypatch, capsys)
+    assert code == 0, reply
+    assert [f["state"] for f in reply["files"]] == ["installed, up to date"] * 2
+    lines = reply["lines"]
+    assert "memoryd.socket is-enabled: enabled" in lines
+    assert "memoryd.service is-enabled: disabled" in lines
+    assert "memoryd.socket is-active: inactive (no user manager of this user runs)" in lines
+    assert any(f"no user manager of theirs runs (no {user_run})" in line for line in lines)
+    assert not any("bus" in line or "chroot" in line for line in lines)
+    assert f"daemon: not running on {user_run / 'memoryd' / 'memoryd.sock'}" in lines
