@@ -16,7 +16,7 @@ import json
 
 from _harness import REPO, child_json, old_worktree
 
-# The commit before wide classes were written as the units they leave out.
+# The commit before a class's non-ASCII units were moved above the BMP (session 23).
 DEFAULT_OLD = "05d524a"
 
 CLASSES = {

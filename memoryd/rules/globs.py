@@ -256,39 +256,54 @@ def _folded_units() -> list[int]:
     return sorted(_fold_table())
 
 
+# Folded names and their regexes hold each non-ASCII unit moved up to plane 15 (private use:
+# no case, no other meaning), so `re` keeps a class's non-ASCII members as ranges: in the
+# BMP it builds a class unit by unit, in Python (~8 ms for `[\u0100-\uffff]`), and a rule
+# of 240 such classes held a load ~2.5 s.
+_SHIFT = 0xF0000
+
+
+@lru_cache(maxsize=1)
+def _shift_table() -> dict[int, int]:
+    """Each non-ASCII unit -> its folded unit, moved up by _SHIFT, for `str.translate`."""
+    table = _fold_table()
+    return {unit: table.get(unit, unit) + _SHIFT for unit in range(0x80, 0x10000)}
+
+
 def _js_fold(text: str) -> str:
     """A name (or path) as the folded `paths:` matchers read it."""
-    return text if text.isascii() else _code_units(text).translate(_fold_table())
+    return text if text.isascii() else _code_units(text).translate(_shift_table())
 
 
 def _unit(unit: int) -> str:
-    return f"\\u{unit:04x}"
+    """A unit of a folded name, as regex text."""
+    return f"\\u{unit:04x}" if unit < 0x80 else f"\\U{unit + _SHIFT:08x}"
 
 
 @lru_cache(maxsize=1024)
-def _folds(low: int, high: int) -> tuple[int, ...]:
-    """What the members of a class's range `low-high` (or member, `low` = `high`) that the
-    folding changes become, outside it: `à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178. A
-    folded name holds no member the folding changes, so none is taken out."""
+def _folded_range(low: int, high: int) -> str:
+    """A class's range `low-high` (or member, `low` = `high`) as class text matching the
+    folded names one of its members folds to: the range itself, and what each member the
+    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178). A folded name
+    holds no member the folding changes, so none is taken out. Split where ASCII ends: the
+    units above are moved."""
     table, changed = _fold_table(), _folded_units()
     folds = {
         table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
     }
-    return tuple(sorted(unit for unit in folds if not low <= unit <= high))
-
-
-def _folded_range(low: int, high: int) -> str:
-    """The range `low-high` as class text matching the folded names its members fold to."""
-    return _span(low, high) + "".join(map(_unit, _folds(low, high)))
-
-
-def _span(low: int, high: int) -> str:
-    return _unit(low) if low == high else f"{_unit(low)}-{_unit(high)}"
+    spans = [(low, min(high, 0x7F)), (max(low, 0x80), high)]
+    own = "".join(
+        _unit(first) if first == last else f"{_unit(first)}-{_unit(last)}"
+        for first, last in spans
+        if first <= last
+    )
+    return own + "".join(_unit(unit) for unit in sorted(folds) if not low <= unit <= high)
 
 
 def _js_fold_regex(regex: str) -> str:
     """wcmatch's regex of a name, rewritten to match the names `_js_fold` makes: in code
-    units, each non-ASCII literal folded, each class holding the folded members of its own."""
+    units, each non-ASCII literal folded and moved, each class holding the folded members
+    of its own."""
     regex = _code_units(regex)
     out: list[str] = []
     index, end = 0, len(regex)
@@ -296,12 +311,12 @@ def _js_fold_regex(regex: str) -> str:
         char = regex[index]
         if char == "\\":
             escaped = regex[index + 1]
-            out.append("\\" + escaped.translate(_fold_table()))
+            out.append("\\" + escaped.translate(_shift_table()))
             index += 2
         elif char == "[":
             index = _fold_class(regex, index, out)
         else:
-            out.append(char.translate(_fold_table()))
+            out.append(char.translate(_shift_table()))
             index += 1
     return "".join(out)
 
@@ -309,17 +324,15 @@ def _js_fold_regex(regex: str) -> str:
 def _fold_class(regex: str, index: int, out: list[str]) -> int:
     """Append the class opening at `regex[index]` with its members folded; the index after it."""
     index += 1
-    negated = regex[index] == "^"
-    index += negated
-    pieces: list[str] = []
-    spans: list[tuple[int, int]] = []
-    escapes = False
+    out.append("[")
+    if regex[index] == "^":
+        out.append("^")
+        index += 1
     first = True
     while first or regex[index] != "]":  # a `]` first is a member, as Python reads it
         first = False
         if regex[index] == "\\" and regex[index + 1].isalnum():
-            pieces.append(regex[index : index + 2])  # `\s`, `\S`: wcmatch's "anything"
-            escapes = True
+            out.append(regex[index : index + 2])  # `\s`, `\S`: wcmatch's "anything"
             index += 2
             continue
         low, index = _class_member(regex, index)
@@ -327,45 +340,9 @@ def _fold_class(regex: str, index: int, out: list[str]) -> int:
         if regex[index] == "-" and regex[index + 1] != "]":
             high, index = _class_member(regex, index + 1)
         # `_git_classes` wrote no range out of order, and wcmatch drops one
-        low_unit, high_unit = ord(low), max(ord(low), ord(high))
-        pieces.append(_folded_range(low_unit, high_unit))
-        spans.append((low_unit, high_unit))
-        spans.extend((unit, unit) for unit in _folds(low_unit, high_unit))
-    if not escapes and sum(high - low + 1 for low, high in spans) > _WIDE_CLASS:
-        out.append(_wide_class(spans, negated=negated))
-    else:
-        out.append("[" + "^" * negated + "".join(pieces) + "]")
+        out.append(_folded_range(ord(low), max(ord(low), ord(high))))
+    out.append("]")
     return index + 1
-
-
-# The last UTF-16 unit: folded names hold nothing above it.
-_LAST_UNIT = 0xFFFF
-# A class whose members span more units than this is written as the negation of the units it
-# leaves out: `re` builds a class unit by unit, in Python (~8 ms for `[\u00a0-\uffff]`, ~0.1
-# for `[^\x00-\x9f]`), and 240 such classes in a rule held a load ~2.5 s.
-_WIDE_CLASS = 0x8000
-
-
-def _wide_class(spans: list[tuple[int, int]], *, negated: bool) -> str:
-    """The class of `spans` (its members and their folds, `negated` or not) as the class of
-    the units it leaves out, negated the other way. Each ASCII letter is paired with its
-    other case first, as the regex's ASCII IGNORECASE pairs them, so the two agree."""
-    closed = list(spans)
-    for low, high in spans:
-        for first, last, shift in ((0x41, 0x5A, 0x20), (0x61, 0x7A, -0x20)):
-            if low <= last and high >= first:
-                closed.append((max(low, first) + shift, min(high, last) + shift))
-    left_out: list[str] = []
-    start = 0  # the first unit not yet known to be a member
-    for low, high in sorted(closed):
-        if low > start:
-            left_out.append(_span(start, low - 1))
-        start = max(start, high + 1)
-    if start <= _LAST_UNIT:
-        left_out.append(_span(start, _LAST_UNIT))
-    if not left_out:  # every unit; Python has no `[^]`
-        return "[^\\s\\S]" if negated else "[\\s\\S]"
-    return "[" + "^" * (not negated) + "".join(left_out) + "]"
 
 
 def _class_member(regex: str, index: int) -> tuple[str, int]:
