@@ -11,7 +11,6 @@ for _, name in ipairs({ 'slow', 'fast' }) do
 end
 
 local asked = {} -- method -> how many requests reached the server
-local answered = {} -- method -> how many were answered
 local delay_status = false -- answer the next `status` 800 ms late
 
 local function result(method, cwd)
@@ -40,7 +39,6 @@ T.serve(path, function(request, conn)
   asked[request.method] = (asked[request.method] or 0) + 1
   local reply = vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result(request.method, cwd) }) .. '\n'
   local function send()
-    answered[request.method] = (answered[request.method] or 0) + 1
     if not conn:is_closing() then
       conn:write(reply)
     end
@@ -62,19 +60,34 @@ end)
 
 memoryd.setup({ socket = path, status_interval_ms = 60000, notifications = false })
 
+-- How many answers of each method reached the views' callbacks: waited for, where a fixed
+-- pause let a late answer come after the checks (they passed without looking at it).
+local handled = {}
+local request = memoryd.request
+memoryd.request = function(method, params, cb, opts)
+  return request(method, params, function(reply)
+    handled[method] = (handled[method] or 0) + 1
+    return cb(reply)
+  end, opts)
+end
+
+-- Until the views have been handed `count` more answers to `method` than `before`.
+local function wait_handled(method, before, count)
+  T.wait(('%d answers to %s'):format(count, method), function()
+    return (handled[method] or 0) >= before + count
+  end, 20000)
+end
+
 -- Run `command` in the slow folder's buffer, then at once in the fast one's; wait until the
 -- slow answer came too.
 local function slow_then_fast(command, method)
-  local before = answered[method] or 0
+  local before = handled[method] or 0
   vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/slow/a.md'))
   vim.cmd(command)
   vim.cmd('wincmd p')
   vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/fast/b.md'))
   vim.cmd(command)
-  T.wait('both answers', function()
-    return (answered[method] or 0) >= before + 2
-  end, 5000)
-  vim.wait(200) -- the late answer's callback
+  wait_handled(method, before, 2)
 end
 
 local function newest_drawn(command, method, view, shown)
@@ -96,17 +109,40 @@ T.run({
   {
     "an older :MemorydStatus's status answered last leaves the newer one as the plugin's state",
     function()
-      T.call('status') -- connected, the status poll on connecting answered
-      vim.wait(200)
+      T.call('status') -- connected
+      T.wait('the status poll on connecting answered', function()
+        return not memoryd.state.status_inflight
+      end)
       delay_status = true
-      local before = answered.status or 0
+      local before = handled['team.status'] or 0
       vim.cmd('MemorydStatus') -- its status is answered 800 ms late
       vim.cmd('MemorydStatus')
-      T.wait('both answers', function()
-        return (answered.status or 0) >= before + 2
-      end, 5000)
-      vim.wait(200) -- the late answer's callback
+      wait_handled('team.status', before, 2) -- each view draws once team.status answers
       local newer = 'served ' .. asked.status -- the second command's
+      T.has(T.text('status'), 'memoryd ' .. newer .. ' (pid 0)', 'the status view')
+      T.eq(newer, memoryd.state.status and memoryd.state.status.version, 'the state the status line shows')
+    end,
+  },
+  {
+    "a status poll answered after a newer :MemorydStatus leaves the newer one as the plugin's state",
+    function()
+      -- The status line's poll asked just before :MemorydStatus and answered after it put
+      -- the older status back as the state the status line shows, until the next poll.
+      T.wait('no status poll in flight', function()
+        return not memoryd.state.status_inflight
+      end)
+      delay_status = true
+      local before = handled['team.status'] or 0
+      local polled = false
+      memoryd.refresh_status(true, function()
+        polled = true
+      end) -- its status is answered 800 ms late
+      vim.cmd('MemorydStatus')
+      T.wait('the poll answered', function()
+        return polled
+      end, 20000)
+      wait_handled('team.status', before, 1)
+      local newer = 'served ' .. asked.status -- the command's
       T.has(T.text('status'), 'memoryd ' .. newer .. ' (pid 0)', 'the status view')
       T.eq(newer, memoryd.state.status and memoryd.state.status.version, 'the state the status line shows')
     end,

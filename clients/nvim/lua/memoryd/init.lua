@@ -404,6 +404,22 @@ function M.buffer_context(bufnr)
   return { cwd = dir, file = file }
 end
 
+-- M.state.status is the answer to the status asked last, whoever asked (the status line's poll,
+-- :MemorydStatus): they are answered concurrently, and a poll answered after a newer command
+-- put the older state back until the next poll. A ticket is taken when asking.
+local status_order = require('memoryd.latest').new()
+
+function M.status_ticket()
+  return status_order.ask()
+end
+
+-- Keep status as the plugin's state unless a status asked later was kept already.
+function M.keep_status(ticket, status)
+  if status_order.take(ticket) then
+    M.state.status = status
+  end
+end
+
 -- Ask for `status` in the background (at most every status_interval_ms unless forced).
 function M.refresh_status(force, cb)
   if M.state.status_inflight then
@@ -414,11 +430,12 @@ function M.refresh_status(force, cb)
   end
   M.state.status_inflight = true
   M.state.status_at = now_ms()
+  local ticket = M.status_ticket()
   M.client():request('status', nil, function(err, result)
     M.state.status_inflight = false
     local shown = M.status_text()
     if err == nil then
-      M.state.status = result
+      M.keep_status(ticket, result)
     end
     redraw_if_changed(shown)
     if cb then

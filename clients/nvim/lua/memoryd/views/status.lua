@@ -149,11 +149,13 @@ local latest = require('memoryd.latest').new()
 function M.open()
   local ctx = memoryd.buffer_context()
   local ticket = latest.ask()
+  local state_ticket = memoryd.status_ticket()
   memoryd.request('status', nil, function(status)
+    -- unless a newer status was kept (a poll's too): an older one answered last put back the
+    -- state it replaced
+    memoryd.keep_status(state_ticket, status)
     local function draw(team, team_error)
       if latest.take(ticket) then
-        -- only the answer drawn: an older one answered last put back the state it replaced
-        memoryd.state.status = status
         ui.render(ui.buffer('status', true), M.render(status, team, team_error, memoryd.socket_path(), memoryd.recent))
       end
     end
