@@ -5,8 +5,8 @@ block is a magic doc; an italic line right under that header (`_..._` or `*...*`
 instruction. A doc is
 registered when a client reports reading it (`after_turn.read_paths`). After a turn that ended
 without tool calls (a natural break), the docs that session registered are queued, at most
-MAX_UPDATES_PER_BREAK of them (those that waited longest); the queue is worked one doc at a
-time. Before each update the header is re-checked — gone means the doc
+MAX_UPDATES_PER_BREAK of them (those that waited longest), each with that session's
+conversation; the queue is worked one update at a time. Before each update the header is re-checked — gone means the doc
 is unregistered and left untouched — and the agent that updates it may read and edit that one
 file only, and no edit of it that changes its header or lands after the header went. A successful update is announced with `magicdoc/updated {path}`. The doc is a file
 of the repository, committed and pushed with it: the text an edit adds is scanned for secrets
@@ -73,6 +73,10 @@ MAX_TOKENS = 4096
 # longest go first (never queued before, then queued longest ago; read most recently among
 # equals), so each doc still gets its turn within ceil(docs / this) breaks.
 MAX_UPDATES_PER_BREAK = 5
+# Updates waiting (doc and session) at once; past it the oldest is dropped: the queue holds a
+# transcript per session, and sessions breaking faster than a slow model works cannot grow it
+# without bound.
+MAX_QUEUED = MAX_DOCS
 STATE_FILE = "magicdocs.json"
 MAX_STATE_BYTES = 8 * 1024 * 1024
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
@@ -294,11 +298,15 @@ class MagicDocs:
         # The user's settings (`memorydRefuseSecrets`); the daemon passes auto memory's cache.
         self.settings = settings if settings is not None else SettingsCache(None)
         self.docs: OrderedDict[Path, Doc] = OrderedDict()  # least recently read first
-        self._queue: OrderedDict[Path, Turn] = OrderedDict()  # one pending update per doc
+        # One pending update per doc and session: keyed by the doc alone, a doc two sessions
+        # read, queued by one and then by the other before its turn came, was updated from
+        # the second's conversation only, and what the first's turn established never got in.
+        self._queue: OrderedDict[tuple[Path, str], Turn] = OrderedDict()
         self._task: asyncio.Task[Any] | None = None
         self.counts = {"updated": 0, "unregistered": 0, "skipped": 0, "failed": 0}
         self._breaks = 0  # natural breaks that queued docs, for the order of `_pick`
         self.deferred = 0  # docs of the last such break left for a later one
+        self.dropped = 0  # queued updates dropped past MAX_QUEUED
         self._state_path = paths.state_dir() / STATE_FILE
         self._save_lock = asyncio.Lock()
         self._changed = False  # by the last `_register`: the registrations to save
@@ -417,7 +425,12 @@ class MagicDocs:
         now = time.time()
         for doc in (d for d in mine if d.path in picked):  # queued in the order they were read
             doc.queued_at_break, doc.last_queued = self._breaks, now
-            self._queue[doc.path] = turn  # a doc already queued gets the newer transcript
+            # Queued already by this session: its newer transcript, which holds the older.
+            self._queue[(doc.path, turn.session_id)] = turn
+        while len(self._queue) > MAX_QUEUED:
+            (path, session_id), _ = self._queue.popitem(last=False)
+            self.dropped += 1
+            log.warning("magic doc update dropped", path=str(path), session_id=session_id)
         self.deferred = len(mine) - len(picked)
         if self._task is None:
             self._task = self.host.spawn(self._drain(), worker=WORKER, writes=True)
@@ -426,7 +439,7 @@ class MagicDocs:
     async def _drain(self) -> None:
         try:
             while self._queue:
-                path, turn = self._queue.popitem(last=False)
+                (path, _), turn = self._queue.popitem(last=False)
                 try:
                     await self.update(path, turn)
                 except Exception as exc:
@@ -524,6 +537,7 @@ class MagicDocs:
                 "queued": len(self._queue),
                 "per_break": MAX_UPDATES_PER_BREAK,
                 "deferred": self.deferred,
+                "dropped": self.dropped,
                 **self.counts,
             }
         }

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memoryd import magicdocs
 from memoryd.magicdocs import parse_header
 from tests.background.conftest import Script, Workspace, transcript
-from tests.fakes.messages_api import error_reply, slow, text_reply, tool_use_reply
+from tests.fakes.messages_api import error_reply, gated, slow, text_reply, tool_use_reply
 
 DOC = """# MAGIC DOC: Deployment notes
 _Keep the list of environments and how to deploy to each._
@@ -233,6 +236,86 @@ async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:
     await _idle(ws)
     assert peak == 1
     assert service.counts["skipped"] == 3
+
+
+async def test_a_doc_queued_by_two_sessions_is_updated_from_each_conversation(
+    ws: Workspace, script: Script
+) -> None:
+    # Found by a bug hunt: the queue held one update per doc, so a doc session A queued and
+    # session B queued again before its turn came was updated from B's conversation only.
+    first = _doc(ws, "first.md", DOC.replace("Deployment notes", "First"))
+    shared = _doc(ws, "shared.md")
+    for session, read in (("A", [first, shared]), ("B", [shared])):
+        await ws.handle.call(
+            "after_turn",
+            session_id=session,
+            cwd=str(ws.cwd),
+            messages=TOOLS_TURN,
+            read_paths=[str(p) for p in read],
+        )
+    gate = threading.Event()
+    script.add("magic", gated(gate, text_reply("no update")))  # holds the queue on `first`
+    try:
+        for session, fact in (("A", "A-FACT eu-west"), ("B", "B-FACT blue/green")):
+            await ws.handle.call(
+                "after_turn",
+                session_id=session,
+                cwd=str(ws.cwd),
+                messages=transcript((fact, "Noted.")),
+                read_paths=[],
+            )
+            async with asyncio.timeout(30):  # A's first update has started: the rest wait
+                while not script.seen["magic"]:
+                    await asyncio.sleep(0.01)
+    finally:
+        gate.set()
+    await _idle(ws)
+    runs = [json.dumps(body) for body in script.seen["magic"]]
+    of_shared = [run for run in runs if "shared.md" in run]
+    assert len(of_shared) == 2
+    assert any("A-FACT" in run for run in of_shared)
+    assert any("B-FACT" in run for run in of_shared)
+
+
+async def test_the_queue_of_updates_is_bounded_dropping_the_oldest(
+    ws: Workspace, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(magicdocs, "MAX_QUEUED", 2)
+    doc = _doc(ws)
+    sessions = ["s0", "s1", "s2", "s3"]
+    for session in sessions:
+        await ws.handle.call(
+            "after_turn",
+            session_id=session,
+            cwd=str(ws.cwd),
+            messages=TOOLS_TURN,
+            read_paths=[str(doc)],
+        )
+    gate = threading.Event()
+    script.add("magic", gated(gate, text_reply("no update")))
+    try:
+        for session in sessions:
+            await ws.handle.call(
+                "after_turn",
+                session_id=session,
+                cwd=str(ws.cwd),
+                messages=transcript((f"fact of {session}", "Noted.")),
+                read_paths=[],
+            )
+            async with asyncio.timeout(30):  # s0's update has started: the rest are queued
+                while not script.seen["magic"]:
+                    await asyncio.sleep(0.01)
+        status = (await ws.handle.call("status"))["features"]["magic_docs"]
+        assert (status["queued"], status["dropped"]) == (2, 1)
+    finally:
+        gate.set()
+    await _idle(ws)
+    runs = [json.dumps(body) for body in script.seen["magic"]]
+    assert [s for s in sessions if any(f"fact of {s}" in run for run in runs)] == [
+        "s0",
+        "s2",
+        "s3",
+    ]
 
 
 async def test_an_update_the_model_failed_is_counted_failed_not_skipped(
