@@ -1,7 +1,9 @@
 """The team memory HTTP API (starlette): `make_app(storage, settings)`, separate from the CLI.
 
     GET /api/claude_code/team_memory?repo=owner/repo[&view=hashes]   200 / 304 / 404 / 413
-    GET …?repo=owner/repo&view=page[&from=KEY][&max_bytes=N]          200 / 304 / 404 / 412
+    GET …?repo=owner/repo&view=page[&from=KEY][&max_bytes=N][&checksums_max_bytes=N]
+                                                                     200 / 304 / 404 / 412
+    GET …?repo=owner/repo&view=hashes[&from=KEY][&max_bytes=N]        200 / 304 / 404 / 412
     PUT /api/claude_code/team_memory?repo=owner/repo                 200 / 400 / 412 / 413 / 422
     GET /healthz                                                     200 (no auth)
 
@@ -60,8 +62,9 @@ _NO_STORE = {"Cache-Control": "no-store"}
 SERVE_ENV = "MEMORYD_TEAM_SERVE"
 
 
-# A GET's view, `from` and `max_bytes`: with the repository and its ETag, what decides its body.
-_Shape = tuple[str, str | None, int | None]
+# A GET's view, `from`, `max_bytes` and `checksums_max_bytes`: with the repository and its
+# ETag, what decides its body.
+_Shape = tuple[str, str | None, int | None, int | None]
 
 # What a page GET without If-Match is held to: any state.
 _ANY = IfMatch(any=True)
@@ -248,7 +251,7 @@ class _TeamMemoryAPI:
         view = request.query_params.get("view")
         if view not in (None, "hashes", "page"):
             raise Problem(400, "invalid_view", "view must be 'hashes', 'page' or absent")
-        page = _PageRequest.of(request, self.settings.page_bytes) if view == "page" else None
+        page = _PageRequest.of(request, view, self.settings.page_bytes)
         # One row decides a 304, and names the state a reply already built may be served for.
         etag = await self.storage.get_etag(repo)
         if etag is None:
@@ -256,7 +259,9 @@ class _TeamMemoryAPI:
         if_none_match = _list_header(request, "if-none-match")
         if if_none_match is not None and if_none_match_hits(if_none_match, etag):
             return Response(status_code=304, headers={"ETag": etag, **_NO_STORE})
-        shape = (view or "", page.start, page.max_bytes) if page else (view or "", None, None)
+        shape: _Shape = (view or "", None, None, None)
+        if page is not None:
+            shape = (view or "", page.start, page.max_bytes, page.checksum_bytes)
         etag, body = await self._reply(repo, etag, shape, view, page)
         # Checked against the reply's own state: no extra read, and no race between two.
         if page is not None and not precondition_holds(etag, True, page.if_match or _ANY):
@@ -293,18 +298,39 @@ class _TeamMemoryAPI:
     ) -> tuple[str, bytes]:
         """The ETag and JSON body of a GET 200, read from one snapshot."""
         body: dict[str, Any]
-        if page is not None:
-            # Entries in key order from `from` (inclusive) until `max_bytes` of content (the
-            # server's page size at most); `next` names the first key of the following
-            # page; `entryChecksums` covers the page's entries, or every entry on the first
-            # page: a client learns the whole state and the first entries in one request.
+        if page is not None and view == "hashes":
+            # Checksums in key order from `from`, up to `max_bytes` of keys and checksums;
+            # `next` names the first key left out (a client that asked for a bounded
+            # listing: the whole of it passed a client's reply cap at 60,000 long keys).
+            listed = await self.storage.get_checksums(
+                repo, start=page.start, max_bytes=page.max_bytes
+            )
+            if listed is None:
+                raise Problem(404, "not_found", "the repository has no team memory yet")
+            etag = listed.etag
+            body = {"entryChecksums": listed.checksums, "next": listed.next}
+        elif page is not None:
+            # Entries in key order from `from` (inclusive) until `max_bytes` of keys and
+            # contents (the server's page size at most); `next` names the first key of the
+            # following page; `entryChecksums` covers the page's entries, or every entry on
+            # the first page: a client learns the whole state and the first entries in one
+            # request. Asked with `checksums_max_bytes`, the first page's checksums stop
+            # there too (and after its own entries), `checksumsNext` naming where the rest
+            # (`view=hashes&from=`) starts; without it, as clients before it expect.
+            first = page.start is None
             read = await self.storage.get_page(
-                repo, start=page.start, max_bytes=page.max_bytes, all_checksums=page.start is None
+                repo,
+                start=page.start,
+                max_bytes=page.max_bytes,
+                all_checksums=first,
+                checksum_bytes=page.checksum_bytes,
             )
             if read is None:
                 raise Problem(404, "not_found", "the repository has no team memory yet")
             etag = read.etag
             body = {"entries": read.entries, "entryChecksums": read.checksums, "next": read.next}
+            if first and page.checksum_bytes is not None:
+                body["checksumsNext"] = read.checksums_next
         else:
             state = await self.storage.get_state(
                 repo, with_content=view is None, max_content_bytes=self.settings.full_bytes
@@ -433,20 +459,31 @@ def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class _PageRequest:
-    """A `view=page` GET's parameters, checked before the database is asked anything."""
+    """A paged GET's parameters (`view=page`, or `view=hashes` with `from` or `max_bytes`),
+    checked before the database is asked anything."""
 
     start: str | None
     max_bytes: int
+    checksum_bytes: int | None  # the first page's checksum listing's bound, if asked
     if_match: IfMatch | None
 
     @classmethod
-    def of(cls, request: Request, page_bytes: int) -> _PageRequest:
-        start = request.query_params.get("from")
+    def of(cls, request: Request, view: str | None, page_bytes: int) -> _PageRequest | None:
+        """None for an unpaged GET: no view, or `view=hashes` as clients before paged
+        checksums send it (every checksum in one reply)."""
+        params = request.query_params
+        if view is None or (view == "hashes" and not {"from", "max_bytes"} & params.keys()):
+            return None
+        start = params.get("from")
         if start is not None and text_problem(start) is not None:
             raise Problem(400, "invalid_cursor", "from must be a key (valid UTF-8, no NUL)")
+        checksum_bytes = params.get("checksums_max_bytes")
         return cls(
             start,
-            _page_size(request.query_params.get("max_bytes"), page_bytes),
+            _page_size(params.get("max_bytes"), page_bytes),
+            None
+            if checksum_bytes is None
+            else _page_size(checksum_bytes, page_bytes, "checksums_max_bytes"),
             parse_if_match(_list_header(request, "if-match")),
         )
 
@@ -493,7 +530,7 @@ _ENTRY_BYTES = 320
 
 
 def _held_bytes(key: tuple[str, str, _Shape], body: bytes) -> int:
-    repo, etag, (view, start, _) = key
+    repo, etag, (view, start, _, _) = key
     strings = (repo, etag, view, start or "")
     return _ENTRY_BYTES + sys.getsizeof(body) + sum(sys.getsizeof(s) for s in strings)
 
@@ -505,16 +542,16 @@ def _list_header(request: Request, name: str) -> str | None:
     return ", ".join(lines) if lines else None
 
 
-def _page_size(raw: str | None, page_bytes: int) -> int:
-    """`max_bytes` capped by the server's page size; any positive integer is one."""
+def _page_size(raw: str | None, page_bytes: int, name: str = "max_bytes") -> int:
+    """`max_bytes` (or `name`) capped by the server's page size; any positive integer is one."""
     if raw is None:
         return page_bytes
     # isascii: "²" is a digit to str.isdigit but no number to int()
     if not (raw.isascii() and raw.isdigit()):
-        raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
+        raise Problem(400, "invalid_page_size", f"{name} must be a positive integer")
     digits = raw.lstrip("0")
     if not digits:
-        raise Problem(400, "invalid_page_size", "max_bytes must be a positive integer")
+        raise Problem(400, "invalid_page_size", f"{name} must be a positive integer")
     # More digits than the page size has is more than the page size; int() is never asked to
     # read thousands of digits (it refuses past 4,300).
     if len(digits) > len(str(page_bytes)):

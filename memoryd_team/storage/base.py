@@ -174,8 +174,60 @@ class Page:
 
     etag: str
     entries: dict[str, str]
-    checksums: dict[str, str]  # of `entries`, or of every entry when asked (`all_checksums`)
+    # Of `entries`, or of every entry from the first when asked (`all_checksums`): all of
+    # them, or (`checksum_bytes`) those before `checksums_next`.
+    checksums: dict[str, str]
     next: str | None  # the first key of the next page; None after the last entry
+    checksums_next: str | None = None  # the first key whose checksum the listing left out
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksumPage:
+    """Checksums in key order from a starting key, as of one snapshot (`etag`)."""
+
+    etag: str
+    checksums: dict[str, str]
+    next: str | None  # the first key left out; None after the last entry
+
+
+# What an entry costs a page's byte budget besides its key and content (JSON quotes, colon,
+# comma): counted, keys made pages of empty entries with 1 KB keys unbounded (each page held
+# every entry, however many, since only contents were counted).
+ENTRY_OVERHEAD_BYTES = 6
+
+
+def listed_bytes(key: str, value_bytes: int) -> int:
+    """What one key and its value (a content's or a checksum's length) add to a reply."""
+    return len(key.encode("utf-8")) + value_bytes + ENTRY_OVERHEAD_BYTES
+
+
+class ChecksumListing:
+    """Checksums taken in key order until they reach `max_bytes` (None: no bound), but at
+    least through key `through` (a first page's last entry: every entry a page carries has
+    its checksum in the same reply). One listing per read; `next` is the first key refused."""
+
+    __slots__ = ("checksums", "max_bytes", "next", "size", "through")
+
+    def __init__(self, max_bytes: int | None, through: str | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.through = through
+        self.checksums: dict[str, str] = {}
+        self.next: str | None = None
+        self.size = 0
+
+    def add(self, key: str, digest: str) -> bool:
+        """Lists `key`; False (and `next` set to it) once the listing is full."""
+        if (
+            self.max_bytes is not None
+            and self.checksums
+            and self.size >= self.max_bytes
+            and (self.through is None or key > self.through)
+        ):
+            self.next = key
+            return False
+        self.checksums[key] = digest
+        self.size += listed_bytes(key, len(digest))
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,11 +324,26 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def get_page(
-        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+        self,
+        repo: str,
+        *,
+        start: str | None,
+        max_bytes: int,
+        all_checksums: bool = False,
+        checksum_bytes: int | None = None,
     ) -> Page | None:
-        """Entries with key >= `start` (code point order) until their contents reach
-        `max_bytes` (at least one entry), from one snapshot; None when the repo has none.
-        With `all_checksums`, the checksums of every entry (same snapshot)."""
+        """Entries with key >= `start` (code point order) until their keys and contents
+        reach `max_bytes` (at least one entry), from one snapshot; None when the repo has
+        none. With `all_checksums`, the checksums of every entry from the first (same
+        snapshot): all of them, or up to `checksum_bytes` (`ChecksumListing`)."""
+
+    @abc.abstractmethod
+    async def get_checksums(
+        self, repo: str, *, start: str | None, max_bytes: int
+    ) -> ChecksumPage | None:
+        """Checksums of the entries with key >= `start` (code point order) until their keys
+        and checksums reach `max_bytes` (at least one), from one snapshot; None when the
+        repo has none."""
 
     async def put_entries(
         self,

@@ -19,6 +19,8 @@ import asyncpg
 
 from memoryd_team.settings import DEFAULT_DATABASE_TIMEOUT_S
 from memoryd_team.storage.base import (
+    ChecksumListing,
+    ChecksumPage,
     Page,
     PutResult,
     RepoLocks,
@@ -32,6 +34,7 @@ from memoryd_team.storage.base import (
     Upsert,
     VersionInfo,
     VersionNotFound,
+    listed_bytes,
 )
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 
@@ -112,6 +115,7 @@ _VERSION_COLUMNS = (
 )
 
 _PREFETCH = 16  # rows per round trip of a cursor: at most 16 × 250 KB in flight
+_CHECKSUM_PREFETCH = 1000  # checksum rows are at most about 1 KB each
 
 # Each wait on the database (see PostgresStorage); a stalled request costs a few of them.
 DEFAULT_TIMEOUT_S = DEFAULT_DATABASE_TIMEOUT_S
@@ -349,7 +353,13 @@ class PostgresStorage(Storage):
             return RepoState(etag, await _checksums(conn, repo), None)
 
     async def get_page(
-        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+        self,
+        repo: str,
+        *,
+        start: str | None,
+        max_bytes: int,
+        all_checksums: bool = False,
+        checksum_bytes: int | None = None,
     ) -> Page | None:
         async with self._snapshot() as conn:
             etag = await _current_etag(conn, repo)
@@ -373,10 +383,23 @@ class PostgresStorage(Storage):
                     break
                 entries[row["key"]] = row["content"]
                 checksums[row["key"]] = row["checksum"]
-                size += row["size"]
-            if all_checksums:
-                checksums = await _checksums(conn, repo)
-            return Page(etag, entries, checksums, following)
+                size += listed_bytes(row["key"], row["size"])
+            if not all_checksums:
+                return Page(etag, entries, checksums, following)
+            listing = ChecksumListing(checksum_bytes, through=next(reversed(entries), None))
+            await _list_checksums(conn, repo, None, listing)
+            return Page(etag, entries, listing.checksums, following, listing.next)
+
+    async def get_checksums(
+        self, repo: str, *, start: str | None, max_bytes: int
+    ) -> ChecksumPage | None:
+        async with self._snapshot() as conn:
+            etag = await _current_etag(conn, repo)
+            if etag is None:
+                return None
+            listing = ChecksumListing(max_bytes)
+            await _list_checksums(conn, repo, start, listing)
+            return ChecksumPage(etag, listing.checksums, listing.next)
 
     async def _apply(self, upsert: Upsert) -> PutResult:
         # Unlocked first (the last committed state): a stale PUT is refused at once, not
@@ -525,6 +548,24 @@ async def _current_etag(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) 
 async def _checksums(conn: asyncpg.pool.PoolConnectionProxy[Any], repo: str) -> dict[str, str]:
     rows = await conn.fetch("SELECT key, checksum FROM team_entries WHERE repo = $1", repo)
     return {row["key"]: row["checksum"] for row in rows}
+
+
+async def _list_checksums(
+    conn: asyncpg.pool.PoolConnectionProxy[Any],
+    repo: str,
+    start: str | None,
+    listing: ChecksumListing,
+) -> None:
+    """Fill `listing` with the checksums of the keys >= `start`, in key order (a cursor)."""
+    async for row in conn.cursor(
+        "SELECT key, checksum FROM team_entries"
+        ' WHERE repo = $1 AND key COLLATE "C" >= $2 ORDER BY key COLLATE "C"',
+        repo,
+        start or "",
+        prefetch=_CHECKSUM_PREFETCH,
+    ):
+        if not listing.add(row["key"], row["checksum"]):
+            break
 
 
 def _token(row: Any) -> TokenInfo:

@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 from memoryd.fsutil import ensure_private_dir, make_private_dirs
 from memoryd_team.storage.base import (
+    ChecksumListing,
+    ChecksumPage,
     Page,
     PutResult,
     RepoLocks,
@@ -36,6 +38,7 @@ from memoryd_team.storage.base import (
     Upsert,
     VersionInfo,
     VersionNotFound,
+    listed_bytes,
 )
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 
@@ -326,7 +329,13 @@ class SqliteStorage(Storage):
         return await self._run(select)
 
     async def get_page(
-        self, repo: str, *, start: str | None, max_bytes: int, all_checksums: bool = False
+        self,
+        repo: str,
+        *,
+        start: str | None,
+        max_bytes: int,
+        all_checksums: bool = False,
+        checksum_bytes: int | None = None,
     ) -> Page | None:
         def select(conn: sqlite3.Connection) -> Page | None:
             with self._transaction(conn, "DEFERRED"):
@@ -350,10 +359,26 @@ class SqliteStorage(Storage):
                             break
                         entries[key] = content
                         checksums[key] = digest
-                        size += length
-                if all_checksums:
-                    checksums = _checksums(conn, repo)
-                return Page(etag, entries, checksums, following)
+                        size += listed_bytes(key, length)
+                if not all_checksums:
+                    return Page(etag, entries, checksums, following)
+                listing = ChecksumListing(checksum_bytes, through=next(reversed(entries), None))
+                _list_checksums(conn, repo, None, listing)
+                return Page(etag, entries, listing.checksums, following, listing.next)
+
+        return await self._run(select)
+
+    async def get_checksums(
+        self, repo: str, *, start: str | None, max_bytes: int
+    ) -> ChecksumPage | None:
+        def select(conn: sqlite3.Connection) -> ChecksumPage | None:
+            with self._transaction(conn, "DEFERRED"):
+                etag = _current_etag(conn, repo)
+                if etag is None:
+                    return None
+                listing = ChecksumListing(max_bytes)
+                _list_checksums(conn, repo, start, listing)
+                return ChecksumPage(etag, listing.checksums, listing.next)
 
         return await self._run(select)
 
@@ -477,6 +502,20 @@ def _current_etag(conn: sqlite3.Connection, repo: str) -> str | None:
 def _checksums(conn: sqlite3.Connection, repo: str) -> dict[str, str]:
     rows = conn.execute("SELECT key, checksum FROM team_entries WHERE repo = ?", (repo,))
     return dict(rows.fetchall())
+
+
+def _list_checksums(
+    conn: sqlite3.Connection, repo: str, start: str | None, listing: ChecksumListing
+) -> None:
+    """Fill `listing` with the checksums of the keys >= `start`, in key order, row by row."""
+    rows = conn.execute(
+        "SELECT key, checksum FROM team_entries WHERE repo = ? AND key >= ? ORDER BY key",
+        (repo, start or ""),
+    )
+    with contextlib.closing(rows):
+        for key, digest in rows:
+            if not listing.add(key, digest):
+                break
 
 
 def _token(row: Any) -> TokenInfo:

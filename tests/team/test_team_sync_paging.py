@@ -4,6 +4,7 @@ syncs with a server from before paging."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -12,6 +13,7 @@ from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd.team.sync.client import Retryable
 from memoryd.team.sync.engine import RETRIED
 from memoryd_team.settings import ServerSettings
+from memoryd_team.storage.base import Author, IfMatch
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
 from tests.team.conftest import REPO, SideFactory, seed_server
 from tests.team_server.conftest import ThreadedServer
@@ -195,3 +197,60 @@ async def test_a_server_whose_pages_are_over_the_reply_cap_is_paged_by_the_clien
     assert sorted(report.pulled) == sorted(files)
     assert all(bob.read(key) == text for key, text in files.items())
     assert (await bob.engine.pull()).not_modified
+
+
+def put_straight(server: ThreadedServer, entries: dict[str, str]) -> None:
+    """Into the server's storage, past HTTP: a large repository in a moment."""
+    author = Author("seed", "seed")
+    held = server.run(server.storage.get_etag(REPO)) is not None
+    server.run(
+        server.storage.put_entries(
+            REPO,
+            entries,
+            IfMatch(any=True) if held else None,
+            max_entries=None,
+            author=author,
+            at=datetime.now(UTC),
+            check_token=False,
+        )
+    )
+
+
+LONG_DIRS = "/".join(c * 240 for c in "ab")  # keys of ~500 characters (the client's cap: 512)
+
+
+def long_key(i: int) -> str:
+    return f"{LONG_DIRS}/{i:05d}.md"
+
+
+async def test_checksums_over_the_reply_cap_are_read_in_parts(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory
+) -> None:
+    """The first page carried the checksum of every entry, unpaged: with `--max-entries` far
+    above 10,000 and long keys it passed the client's 64 MiB reply cap, and every pull (and
+    every push's refresh after a 412) of that repository failed for good. Scaled down: a
+    600 KB cap (pages of 18 KB) against 1,500 entries whose checksums take ~850 KB."""
+    server = server_factory()
+    token = server.token(REPO)
+    files = {long_key(i): f"note {i}\n" for i in range(1_500)}
+    put_straight(server, files)
+    bob = make_side("bob", server.url, token)
+    assert bob.engine.client is not None
+    bob.engine.client.max_reply_bytes = 600_000
+    report = await bob.engine.pull()
+    assert sorted(report.pulled) == sorted(files)
+    assert all(bob.read(key) == text for key, text in files.items())
+    assert bob.engine.state.server_checksums == {k: checksum(v) for k, v in files.items()}
+    assert (await bob.engine.pull()).not_modified
+
+    # A teammate's push meanwhile: bob's PUT gets a 412 and refreshes every checksum, in
+    # parts too, then pushes his edit over the state he now knows.
+    put_straight(server, {long_key(7): "theirs\n"})
+    bob.write(long_key(9), "mine\n")
+    pushed = await bob.engine.push()
+    assert pushed.pushed == [long_key(9)]
+    stored = server.run(server.storage.get_checksums(REPO, start=long_key(7), max_bytes=1))
+    assert stored is not None
+    assert stored.checksums == {long_key(7): checksum("theirs\n")}
+    assert bob.engine.state.server_checksums[long_key(9)] == checksum("mine\n")
+    assert len(bob.engine.state.server_checksums) == len(files)

@@ -136,3 +136,64 @@ def test_an_old_client_still_reads_a_small_folder_unpaged(repo: Repo) -> None:
         "entries": {"a.md": "one", "b.md": "two"},
         "entryChecksums": {"a.md": checksum("one"), "b.md": checksum("two")},
     }
+
+
+def listing(repo: Repo, **params: str) -> httpx.Response:
+    """GET with these query parameters besides the repo, If-Match given as `if_match`."""
+    headers = {"If-Match": params.pop("if_match")} if "if_match" in params else {}
+    return repo.http.get(TEAM_MEMORY_PATH, params={"repo": repo.name, **params}, headers=headers)
+
+
+def test_checksums_are_listed_in_parts_when_the_client_asks(big_repo: Repo) -> None:
+    """The first page carried the checksum of every entry, whatever their number: with
+    `--max-entries` raised and long keys it passed a client's reply cap. A client that
+    sends `checksums_max_bytes` gets them up to that size (and at least its page's own), with
+    `checksumsNext`, and reads the rest with `view=hashes&from=`, each part of one state."""
+    everything = {key: checksum(content_of(key)) for key in KEYS}
+    first = listing(big_repo, view="page", max_bytes="1500", checksums_max_bytes="600")
+    body = first.json()
+    etag = first.headers["etag"]
+    assert set(body["entries"]) <= set(body["entryChecksums"])  # a page's own are always there
+    listed = list(body["entryChecksums"])
+    assert listed == KEYS[: len(listed)]
+    assert len(listed) < len(KEYS)
+    assert body["checksumsNext"] == KEYS[len(listed)]
+    parts = 1
+    following = body["checksumsNext"]
+    while following is not None:
+        part = listing(
+            big_repo, view="hashes", max_bytes="600", if_match=etag, **{"from": following}
+        )
+        assert part.status_code == 200
+        assert part.headers["etag"] == etag
+        assert next(iter(part.json()["entryChecksums"])) == following
+        listed += list(part.json()["entryChecksums"])
+        following = part.json()["next"]
+        parts += 1
+    assert listed == KEYS  # every key once, in code point order
+    assert parts >= 4
+    # A push between two parts: the next part asked of the first state is a 412.
+    assert big_repo.put({"alpha.md": "changed"}, if_match=etag).status_code == 200
+    stale = listing(big_repo, view="hashes", max_bytes="600", if_match=etag, **{"from": KEYS[5]})
+    assert stale.status_code == 412
+    # Clients before this send neither: every checksum in one reply, as they expect.
+    everything["alpha.md"] = checksum("changed")
+    assert page(big_repo).json()["entryChecksums"] == everything
+    assert "checksumsNext" not in page(big_repo).json()
+    assert big_repo.hashes().json() == {"entryChecksums": everything}
+    bad = listing(big_repo, view="page", checksums_max_bytes="0")
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_page_size")
+
+
+def test_a_page_of_empty_entries_is_bounded_by_their_keys(
+    team_server_factory: Callable[..., ThreadedServer],
+) -> None:
+    """A page stopped only once its contents reached the page size: entries with empty
+    contents and long keys all came in one page, however many (megabytes of keys)."""
+    server = team_server_factory(ServerSettings(page_bytes=PAGE))
+    repo = Repo(server, "acme/widgets", server.token("acme/widgets"))
+    keys = [f"{'k' * 200}/{i:03d}.md" for i in range(200)]
+    assert repo.put(dict.fromkeys(keys, "")).status_code == 200
+    first = page(repo).json()
+    assert 0 < len(first["entries"]) < 30  # 4 KB of ~210-byte keys
+    assert first["next"] == keys[len(first["entries"])]

@@ -80,7 +80,7 @@ def test_a_kept_page_still_answers_if_match_from_its_own_state(
 def test_the_cache_keeps_the_most_recently_used_bodies_within_its_size() -> None:
     # Four bodies of 100,000 bytes and what keeps them (under 1,000 bytes each) fit.
     cache = ReplyCache(404_000)
-    shape = ("page", None, 100)
+    shape = ("page", None, 100, None)
     for n in range(5):
         cache.put("a/b", f'"{n}"', shape, bytes(100_000))
     assert [cache.get("a/b", f'"{n}"', shape) is not None for n in range(5)] == [
@@ -96,7 +96,7 @@ def test_the_cache_keeps_the_most_recently_used_bodies_within_its_size() -> None
     assert cache.get("a/b", '"1"', shape) is not None
     # Another repository, view or page start is another reply.
     assert cache.get("c/d", '"1"', shape) is None
-    assert cache.get("a/b", '"1"', ("hashes", None, None)) is None
+    assert cache.get("a/b", '"1"', ("hashes", None, None, None)) is None
     # More than a quarter of the cache is never kept: it would push out most of the others.
     cache.put("a/b", '"big"', shape, bytes(101_000))
     assert cache.get("a/b", '"big"', shape) is None
@@ -116,15 +116,15 @@ def test_the_cache_holds_no_more_memory_than_its_size_whatever_its_keys() -> Non
         before = tracemalloc.get_traced_memory()[0]
         for n in range(1500):
             start = f"z{n:05d}" + "y" * 15_000
-            cache.put("acme/widgets", etag, ("page", start, 2_097_152), bytes(48))
+            cache.put("acme/widgets", etag, ("page", start, 2_097_152, None), bytes(48))
         for n in range(20_000):  # short keys: what each entry costs besides its strings
-            cache.put("acme/widgets", etag, ("page", f"k{n}", 2_097_152), bytes(48))
+            cache.put("acme/widgets", etag, ("page", f"k{n}", 2_097_152, None), bytes(48))
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     assert held <= limit * 1.1, held
-    assert cache.get("acme/widgets", etag, ("page", "k19999", 2_097_152)) is not None
+    assert cache.get("acme/widgets", etag, ("page", "k19999", 2_097_152, None)) is not None
 
 
 def test_requests_for_a_reply_being_read_wait_for_that_one_read(

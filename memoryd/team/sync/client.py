@@ -117,6 +117,19 @@ class Page:
     entries: dict[str, str]
     checksums: dict[str, str]
     next: str | None
+    # On a first page: where its checksum listing stopped (the rest are read with
+    # `fetch_checksums` from there); None when it lists every entry.
+    checksums_next: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checksums:
+    """A 200 from GET view=hashes with a bound: checksums in key order from the asked key,
+    and the first key left out (None after the last)."""
+
+    etag: str | None
+    checksums: dict[str, str]
+    next: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,21 +205,48 @@ class TeamClient:
         await self._http.aclose()
 
     async def fetch(
-        self, repo: str, *, if_none_match: str | None = None, hashes_only: bool = False
+        self, repo: str, *, if_none_match: str | None = None
     ) -> Snapshot | NotModified | None:
         """GET: a Snapshot, NotModified on 304, None when the repo has no entries (404)."""
-        params = {"repo": repo}
-        if hashes_only:
-            params["view"] = "hashes"
-        response = await self._get(params, if_none_match)
+        response = await self._get({"repo": repo}, if_none_match)
         if response is None or isinstance(response, NotModified):
             return response
         if response.status_code != 200:
             raise _failure(response)
         body = _json_object(response)
         checksums = _str_map(body.get("entryChecksums", {}), "entryChecksums")
-        entries = None if hashes_only else _str_map(body.get("entries", {}), "entries")
+        entries = _str_map(body.get("entries", {}), "entries")
         return Snapshot(_etag(response), checksums, entries)
+
+    async def fetch_checksums(
+        self, repo: str, *, start: str | None = None, if_match: str | None = None
+    ) -> Checksums | None:
+        """GET view=hashes with a bound (`max_bytes`, as for a page): checksums with key >=
+        `start`, `next` where the server stopped; a server from before paged checksums
+        sends them all (no `next`). With `if_match`, PreconditionFailed (412) once the
+        repository is no longer at that state. None when the repo has no entries (404)."""
+        params = {"repo": repo, "view": "hashes", "max_bytes": str(self._page_bytes())}
+        if start is not None:
+            params["from"] = start
+        headers = {"If-Match": if_match} if if_match else {}
+        response = await self._send("GET", params, headers, None)
+        if response.status_code == 404:
+            _raise_if_no_such_path(response)
+            return None
+        if response.status_code == 304:
+            # Nothing asked for one (a confused proxy): retried like a 5xx.
+            raise Retryable("the team server answered 304 to a GET that asked for none", 304)
+        if response.status_code != 200:
+            raise _failure(response)
+        body = _json_object(response)
+        return Checksums(
+            _etag(response),
+            _str_map(body.get("entryChecksums", {}), "entryChecksums"),
+            _cursor(body, "next"),
+        )
+
+    def _page_bytes(self) -> int:
+        return max(1, self.max_reply_bytes // PAGE_PER_REPLY)
 
     async def fetch_page(
         self,
@@ -218,14 +258,20 @@ class TeamClient:
     ) -> Page | NotModified | None:
         """GET view=page: entries with key >= `start` up to the server's page size or
         `max_bytes` (by default a 32nd of the reply cap: 2 MiB), whichever is smaller; the
-        first page (no `start`) carries every entry's checksum. NotModified on 304, None when
-        the repo has no entries (404); PagingUnsupported from a server that predates paging."""
+        first page (no `start`) carries the checksums of the entries from the first, up to
+        as many bytes (`checksums_next` says where they stopped; a server from before that
+        bound sends them all). NotModified on 304, None when the repo has no entries (404);
+        PagingUnsupported from a server that predates paging."""
         params = {"repo": repo, "view": "page"}
+        if max_bytes is None:
+            max_bytes = self._page_bytes()
+        params["max_bytes"] = str(max_bytes)
         if start is not None:
             params["from"] = start
-        if max_bytes is None:
-            max_bytes = max(1, self.max_reply_bytes // PAGE_PER_REPLY)
-        params["max_bytes"] = str(max_bytes)
+        else:
+            # Unbounded, the first page's checksums passed the reply cap at 60,000 long keys
+            # (`--max-entries` raised), and every pull of that repository failed.
+            params["checksums_max_bytes"] = str(max_bytes)
         response = await self._get(params, if_none_match)
         if response is None or isinstance(response, NotModified):
             return response
@@ -234,14 +280,12 @@ class TeamClient:
         if response.status_code != 200:
             raise _failure(response)
         body = _json_object(response)
-        following = body.get("next")
-        if following is not None and not isinstance(following, str):
-            raise Retryable("the team server sent a malformed 'next'")
         return Page(
             _etag(response),
             _str_map(body.get("entries", {}), "entries"),
             _str_map(body.get("entryChecksums", {}), "entryChecksums"),
-            following,
+            _cursor(body, "next"),
+            _cursor(body, "checksumsNext") if start is None else None,
         )
 
     async def takes_repo(self, repo: str, *, timeout_s: float | None = None) -> bool:
@@ -443,6 +487,14 @@ def _accounts_for(body: dict[str, Any], entries: dict[str, str]) -> bool:
         and keys <= entries.keys()
         and len(keys) + unchanged == len(entries)
     )
+
+
+def _cursor(body: dict[str, Any], name: str) -> str | None:
+    """A reply's `next`-like field: a key, or null (or absent) after the last."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise Retryable(f"the team server sent a malformed {name!r}")
+    return value
 
 
 def _str_map(value: Any, name: str) -> dict[str, str]:

@@ -83,6 +83,10 @@ SECRET_CACHE_MAX = 50_000  # scan results kept, by content checksum
 # `team/synced` names at most this many of the files a sync wrote (an editor reloads them),
 # and counts the rest: a first pull of a large repository writes thousands.
 MAX_SYNCED_PATHS = 20
+# A checksum listing read in parts (each within the reply cap) stops past this many reply
+# caps in all (256 MiB: 240,000 entries with 1 KB keys): a server whose listing never ends
+# would otherwise grow the daemon until the OOM killer came.
+CHECKSUM_LISTING_REPLIES = 4
 
 
 SecretHits = dict[str, tuple[str, str]]  # key -> (rule id, description)
@@ -215,6 +219,11 @@ class PushReport:
     pulled: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # conflicted, could not be resolved
+
+
+def _listed_bytes(key: str, digest: str) -> int:
+    """About what a checksum takes in a reply (its key, the digest, JSON punctuation)."""
+    return len(key.encode("utf-8", "surrogatepass")) + len(digest) + 6
 
 
 def _now_iso(now: datetime) -> str:
@@ -415,7 +424,9 @@ class SyncEngine:
         if first is None or isinstance(first, NotModified):
             self._nothing_to_write(first, report, asked=if_none_match is not None)
             return
-        server = first.checksums
+        server = await self._checksums_from(
+            client, first.checksums, first.checksums_next, first.etag
+        )
         report.went_back = self._went_back(first.etag)
         # A key no path may hold is refused by `_settle` without being fetched (asked for as
         # a page's start, a lone surrogate could not even be sent). In a thread: checking
@@ -455,6 +466,61 @@ class SyncEngine:
         for key in mismatched - handled:
             refused.setdefault(key, UNMATCHED)
         await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
+
+    async def _checksums_from(
+        self,
+        client: TeamClient,
+        listed: dict[str, str],
+        following: str | None,
+        etag: str | None,
+    ) -> dict[str, str]:
+        """Every checksum of the state `etag`: `listed`, and the rest from `following` on,
+        a bounded listing at a time (a server from before paged checksums sent them all:
+        `following` is None). Each is asked with `If-Match: etag`, so all of them are of one
+        state; a push meanwhile (412) fails this pull as retryable: the next try reads the
+        new state. A server whose listing repeats or goes on past what the folder could sync
+        is an error, never a loop."""
+        if following is None:
+            return listed
+        checksums = dict(listed)
+        limit = CHECKSUM_LISTING_REPLIES * client.max_reply_bytes
+        size = sum(_listed_bytes(key, digest) for key, digest in listed.items())
+        last = max(listed, default=None)  # keys come in code point order: each past the last
+        while following is not None:
+            if last is not None and following <= last:
+                raise Retryable(
+                    f"the team server's checksum listing went back to {following!r:.200}"
+                )
+            try:
+                listing = await client.fetch_checksums(self.repo, start=following, if_match=etag)
+            except PreconditionFailed as exc:
+                raise Retryable(
+                    "the team repository changed while its checksums were read; pulled again "
+                    "at the next try",
+                    412,
+                ) from exc
+            if listing is None:
+                raise Retryable("the team repository was emptied while its checksums were read")
+            if listing.etag != etag:
+                raise Retryable("the team server sent checksums of another state than the first")
+            keys = listing.checksums
+            # Each listing starts at its cursor, and its `next` lies past all it listed.
+            ends_at = max(keys) if keys else following
+            if (keys and min(keys) < following) or (
+                listing.next is not None and listing.next <= ends_at
+            ):
+                raise Retryable(
+                    f"the team server's checksum listing from {following!r:.200} did not move on"
+                )
+            size += sum(_listed_bytes(key, digest) for key, digest in listing.checksums.items())
+            if size > limit:
+                raise Retryable(
+                    f"the team server's checksum listing goes on past {limit:,} bytes; not read "
+                    "further"
+                )
+            checksums.update(keys)
+            last, following = ends_at, listing.next
+        return checksums
 
     async def _pull_unpaged(
         self, client: TeamClient, scan: LocalScan, report: PullReport, if_none_match: str | None
@@ -1016,15 +1082,16 @@ class SyncEngine:
         return fresh
 
     async def _refresh_hashes(self, client: TeamClient) -> None:
-        snapshot = await client.fetch(self.repo, hashes_only=True)
-        if isinstance(snapshot, NotModified):  # not asked for: a confused proxy
-            raise Retryable(UNASKED_304)
-        if snapshot is None:
+        listing = await client.fetch_checksums(self.repo)
+        if listing is None:
             self.state.server_at(None)
             self.state.server_checksums = {}
             return
-        self.state.server_at(snapshot.etag)
-        self.state.server_checksums = dict(snapshot.checksums)
+        checksums = await self._checksums_from(
+            client, listing.checksums, listing.next, listing.etag
+        )
+        self.state.server_at(listing.etag)
+        self.state.server_checksums = checksums
 
     def _note_in_step(self, scan: LocalScan) -> None:
         """A file the server already holds as it is here (a teammate made the same edit) is
