@@ -6,7 +6,8 @@ over the client's cap, `memory.write` a result of the wrong shape, `test.null_id
 `"id": null` (as the daemon answers a line it cannot read), `test.notify` sends one notification
 of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second,
 `test.stop_reading` is answered and then nothing more is read on that connection (a daemon that
-hangs with the client's requests piling up in the socket);
+hangs with the client's requests piling up in the socket), `test.answer_then_mark` is answered
+and then the file params.mark is made (the reply is in the client's socket by then);
 `status` and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -99,6 +100,9 @@ class MisbehavingDaemon:
                 for event, params in NOTIFICATIONS:
                     note = {"jsonrpc": "2.0", "method": event, "params": params}
                     conn.sendall(json.dumps(note).encode() + b"\n")
+            elif method == "test.answer_then_mark":
+                self._reply(conn, request, {"answered": True})
+                Path(request["params"]["mark"]).touch()
             elif method == "test.stop_reading":
                 self._reply(conn, request, {"reading": False})
                 self._stopped.wait()

@@ -97,6 +97,23 @@ local function stop_timer(timer)
   end
 end
 
+-- fn() once the loop has read the socket again. libuv runs the timers that are due before it
+-- polls for I/O: when the editor itself was busy past a call's timeout (a 68 MB request
+-- encoded on a loaded machine, a slow callback), the reply waiting in the socket lost to the
+-- timer and the call was "did not answer". A check handle runs after this iteration's poll;
+-- the idle handle keeps that poll from waiting for I/O that may never come.
+local function after_next_poll(fn)
+  local idle, check = uv.new_idle(), uv.new_check()
+  idle:start(function() end)
+  check:start(function()
+    idle:stop()
+    idle:close()
+    check:stop()
+    check:close()
+    fn()
+  end)
+end
+
 -- State changes are seen on the main loop (libuv callbacks may not call most of the API).
 function Client:_emit_state(state, err)
   vim.schedule(function()
@@ -170,7 +187,9 @@ function Client:request(method, params, cb, timeout_ms)
   local ms = timeout_ms or self.timeout_ms
   entry.timer = uv.new_timer()
   entry.timer:start(ms, 0, function()
-    self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
+    after_next_poll(function() -- a reply read meanwhile has finished the call: this does nothing
+      self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
+    end)
   end)
   if self.state == 'connected' then
     entry.sent = true
