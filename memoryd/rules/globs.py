@@ -93,19 +93,22 @@ def _split(text: str) -> list[str]:
 def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
     # wcmatch's own regexes for the name, as one: wcmatch's `match()` costs a few times more
     # per call, and a load judges every touched path against every rule.
+    # In UTF-16 units, as JavaScript's regexes read names (`ignore`'s, picomatch's): `?`
+    # is one unit, an emoji two.
+    part = _code_units(part)
     if ignorecase:  # a `paths:` name, its classes read as `ignore` reads them
-        read = _git_classes(_code_units(part))
+        read = _git_classes(part)
         if read is None:
             return _NEVER
         part = read
     include, exclude = glob.translate(part, flags=glob.DOTGLOB)
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
-    regex = f"(?=.){unwanted}(?:{wanted})"
+    regex = _moved_regex(f"(?=.){unwanted}(?:{wanted})", fold=ignorecase)
     if not ignorecase:
         return re.compile(regex, re.DOTALL)
-    # Names are folded as `_js_fold` folds them, ASCII letters by the regex.
-    return re.compile(_js_fold_regex(regex), re.DOTALL | re.ASCII | re.IGNORECASE)
+    # Names are folded as `_moved` folds them, ASCII letters by the regex.
+    return re.compile(regex, re.DOTALL | re.ASCII | re.IGNORECASE)
 
 
 # git's (and `ignore`'s) POSIX classes, `[[:alpha:]]`; wcmatch reads the same names.
@@ -263,16 +266,17 @@ def _folded_units() -> list[int]:
 _SHIFT = 0xF0000
 
 
-@lru_cache(maxsize=1)
-def _shift_table() -> dict[int, int]:
-    """Each non-ASCII unit -> its folded unit, moved up by _SHIFT, for `str.translate`."""
-    table = _fold_table()
+@lru_cache(maxsize=2)
+def _shift_table(fold: bool) -> dict[int, int]:
+    """Each non-ASCII unit -> itself (or its folded unit), moved up by _SHIFT, for
+    `str.translate`."""
+    table = _fold_table() if fold else {}
     return {unit: table.get(unit, unit) + _SHIFT for unit in range(0x80, 0x10000)}
 
 
-def _js_fold(text: str) -> str:
-    """A name (or path) as the folded `paths:` matchers read it."""
-    return text if text.isascii() else _code_units(text).translate(_shift_table())
+def _moved(text: str, *, fold: bool) -> str:
+    """A name (or path) as the matchers read it: in units, moved, folded for `paths:`."""
+    return text if text.isascii() else _code_units(text).translate(_shift_table(fold))
 
 
 def _unit(unit: int) -> str:
@@ -281,13 +285,13 @@ def _unit(unit: int) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _folded_range(low: int, high: int) -> str:
+def _folded_range(low: int, high: int, fold: bool) -> str:
     """A class's range `low-high` (or member, `low` = `high`) as class text matching the
     folded names one of its members folds to: the range itself, and what each member the
-    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178). A folded name
-    holds no member the folding changes, so none is taken out. Split where ASCII ends: the
-    units above are moved."""
-    table, changed = _fold_table(), _folded_units()
+    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178), when `fold`.
+    A folded name holds no member the folding changes, so none is taken out. Split where
+    ASCII ends: the units above are moved."""
+    table, changed = _fold_table(), _folded_units() if fold else []
     folds = {
         table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
     }
@@ -300,28 +304,28 @@ def _folded_range(low: int, high: int) -> str:
     return own + "".join(_unit(unit) for unit in sorted(folds) if not low <= unit <= high)
 
 
-def _js_fold_regex(regex: str) -> str:
-    """wcmatch's regex of a name, rewritten to match the names `_js_fold` makes: in code
-    units, each non-ASCII literal folded and moved, each class holding the folded members
-    of its own."""
-    regex = _code_units(regex)
+def _moved_regex(regex: str, *, fold: bool) -> str:
+    """wcmatch's regex of a name (in units), rewritten to match the names `_moved` makes:
+    each non-ASCII literal moved (and folded), each class holding its members moved (and
+    the folded members of its own)."""
+    table = _shift_table(fold)
     out: list[str] = []
     index, end = 0, len(regex)
     while index < end:
         char = regex[index]
         if char == "\\":
             escaped = regex[index + 1]
-            out.append("\\" + escaped.translate(_shift_table()))
+            out.append("\\" + escaped.translate(table))
             index += 2
         elif char == "[":
-            index = _fold_class(regex, index, out)
+            index = _fold_class(regex, index, out, fold)
         else:
-            out.append(char.translate(_shift_table()))
+            out.append(char.translate(table))
             index += 1
     return "".join(out)
 
 
-def _fold_class(regex: str, index: int, out: list[str]) -> int:
+def _fold_class(regex: str, index: int, out: list[str], fold: bool) -> int:
     """Append the class opening at `regex[index]` with its members folded; the index after it."""
     index += 1
     out.append("[")
@@ -340,7 +344,7 @@ def _fold_class(regex: str, index: int, out: list[str]) -> int:
         if regex[index] == "-" and regex[index + 1] != "]":
             high, index = _class_member(regex, index + 1)
         # `_git_classes` wrote no range out of order, and wcmatch drops one
-        out.append(_folded_range(ord(low), max(ord(low), ord(high))))
+        out.append(_folded_range(ord(low), max(ord(low), ord(high)), fold))
     out.append("]")
     return index + 1
 
@@ -390,7 +394,7 @@ class _Matcher:
 
     def match(self, path: str) -> bool:
         path = _nfc(path)
-        names = _split(_js_fold(path) if self.folders else path)
+        names = _split(_moved(path, fold=self.folders))
         if len(names) > 1 and names[-1] == "":
             names.pop()  # `a/` is `a`
         state = self.start
@@ -572,7 +576,7 @@ def _grouped(paths: Sequence[str], prefix: str) -> list[tuple[str, list[str]]]:
     for path in paths[bisect_left(paths, prefix) :]:
         if not path.startswith(prefix):
             break
-        folder, _, name = _js_fold(_nfc(path[len(prefix) :])).rpartition("/")
+        folder, _, name = _moved(_nfc(path[len(prefix) :]), fold=True).rpartition("/")
         if name:
             folders.setdefault(folder, []).append(name)
     return list(folders.items())
@@ -597,7 +601,7 @@ def matches_any(
 @lru_cache(maxsize=1024)
 def _compile_exclude(pattern: str) -> Any:
     try:
-        glob.compile(pattern, flags=_FLAGS, limit=_EXPANSION_LIMIT)
+        glob.translate(pattern, flags=_FLAGS, limit=_EXPANSION_LIMIT)  # as in `paths:`
         return _Matcher([pattern])
     except Exception as exc:
         raise GlobError(f"invalid claudeMdExcludes pattern {pattern!r}: {exc}") from None

@@ -285,3 +285,24 @@ def test_a_wide_class_is_compiled_as_one_range_above_the_bmp() -> None:
     regex = globs._name_matcher("[\u00a0-\uffff]" * 240, True).pattern
     assert regex.count("[\\U000f00a0-\\U000fffff") == 240
     assert "\\uffff" not in regex
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        # What picomatch 2.3 answers (a JavaScript regex without `u`: UTF-16 units).
+        ("**/?.md", "/p/\U0001f600.md", False),
+        ("**/??.md", "/p/\U0001f600.md", True),
+        ("**/[\U0001f600].md", "/p/\U0001f600.md", False),
+        ("**/[\u00e9-\u017a]*", "/p/\u00e9", True),
+        ("**/caf\u00e9/*", "/p/CAF\u00c9/x", False),
+        ("**/ca?\u00e9/*", "/p/caX\u00e9/x", True),
+    ],
+)
+def test_an_exclude_reads_names_in_utf16_units(pattern: str, path: str, expected: bool) -> None:
+    # Session 23: excludes are moved above the BMP as `paths:` are (a repository's settings
+    # of 240 `[\u0100-\u7fff]` took ~1.8 s to compile, now ~0.1), and so read in units as
+    # picomatch reads them (`?` was one emoji).
+    assert (globs.excluded_by((pattern,), (Path(path),)) is not None) is expected
+    regex = globs._name_matcher("[\u0100-\u7fff]" * 240).pattern
+    assert regex.count("[\\U000f0100-\\U000f7fff]") == 240
