@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from memctl.output import EXIT_RPC, EXIT_USAGE, client, emit, fail, older_daemon_hint
-from memctl.text_input import read_text
+from memctl.text_input import is_utf8, read_text
 from memoryd_client import RpcError
 from memoryd_client.client import strict_json
 from memoryd_client.known_methods import PARAMS
@@ -22,6 +22,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not is_utf8(args.method):
+        # Sent escaped, the daemon read U+FFFD and answered "method not found: �".
+        return fail(args, "the method is not valid UTF-8", EXIT_USAGE)
     params = None
     if args.params:
         # "-": standard input (params over the 128 KiB an argument may hold fit there)
@@ -34,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
             params = strict_json(text)
         except ValueError as exc:  # JSONDecodeError, and NaN, Infinity, 1e999
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
+        except RecursionError:  # valid JSON deeper than Python reads: it was a traceback
+            return fail(args, "params is nested too deep to read", EXIT_USAGE)
         if not isinstance(params, dict):
             return fail(args, "params must be a JSON object", EXIT_USAGE)
     try:
