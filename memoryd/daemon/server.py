@@ -104,6 +104,19 @@ def systemd_socket() -> socket.socket | None:
             f"the socket systemd handed over (descriptor {fd}) is {kind}, not a Unix stream "
             f"socket: {unit}"
         )
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    except OSError:  # a system that cannot tell: taken as the listening socket it should be
+        listening = 1
+    if not listening:
+        # A unit with `Accept=yes` hands over one client's connection, not the listening
+        # socket: asyncio took it for a server, nothing was ever accepted and the daemon
+        # (one per client connecting) never answered.
+        sock.detach()
+        raise StartupError(
+            f"the socket systemd handed over (descriptor {fd}) is a connection, not a "
+            "listening socket: the socket unit (memoryd.socket) must have Accept=no"
+        )
     return sock
 
 

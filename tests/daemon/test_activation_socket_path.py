@@ -51,17 +51,24 @@ def test_an_activated_socket_on_another_path_is_named_as_served(short_tmp: Path)
     assert served.exists()  # still systemd's: the daemon leaves it
 
 
-@pytest.mark.parametrize("handed", ["a file", "a TCP socket", "a datagram socket"])
+@pytest.mark.parametrize(
+    "handed", ["a file", "a TCP socket", "a datagram socket", "a connection (Accept=yes)"]
+)
 def test_an_activated_descriptor_that_is_no_unix_stream_socket_is_one_line(
     short_tmp: Path, handed: str
 ) -> None:
-    # Before: a traceback (ENOTSOCK, or asyncio's ValueError), under systemd a restart loop.
+    # Before: a traceback (ENOTSOCK, or asyncio's ValueError), under systemd a restart loop;
+    # a connection (what a unit with Accept=yes hands over) was taken for a listening socket,
+    # and the daemon ran, accepting nothing, answering nobody.
+    peer = None
     if handed == "a file":
         held = open(short_tmp / "plain.txt", "w")  # noqa: SIM115 - closed below
     elif handed == "a TCP socket":
         held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         held.bind(("127.0.0.1", 0))
         held.listen(1)
+    elif handed == "a connection (Accept=yes)":
+        held, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     else:
         held = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         held.bind(str(short_tmp / "dgram.sock"))
@@ -83,6 +90,9 @@ def test_an_activated_descriptor_that_is_no_unix_stream_socket_is_one_line(
         )
     finally:
         held.close()
+        if peer is not None:
+            peer.close()
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "ListenStream= set to a socket path" in proc.stderr
+    wanted = "must have Accept=no" if peer is not None else "ListenStream= set to a socket path"
+    assert wanted in proc.stderr
