@@ -61,6 +61,8 @@ class Side:
     team_dir: Path
     engine: SyncEngine
     notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # A client for this side's server with the given timeout (None without a token).
+    client_with: Callable[[float], TeamClient | None] = lambda _timeout_s: None
 
     def write(self, key: str, text: str) -> Path:
         path = self.team_dir / key
@@ -79,6 +81,14 @@ class Side:
             str(p.relative_to(self.team_dir)): p.read_text(encoding="utf-8")
             for p in self.team_dir.rglob("*.conflict-*")
         }
+
+    async def set_timeout(self, timeout_s: float) -> None:
+        """A fresh client with `timeout_s`: a test that gave a short one to make a stalled
+        request time out gives the next requests a long one, which a loaded machine meets."""
+        old = self.engine.client
+        self.engine.client = self.client_with(timeout_s)
+        if old is not None:
+            await old.close()
 
     async def close(self) -> None:
         if self.engine.client is not None:
@@ -149,11 +159,13 @@ async def make_side(tmp_path: Path) -> Any:
         team_dir.mkdir(parents=True, exist_ok=True)
         store = StateStore(state_path(url, repo, team_dir))
         state = store.load(repo=repo, server=url, team_dir=team_dir)
-        client = (
-            TeamClient(url, token, timeout_s=timeout_s, transport=transport)
-            if token is not None
-            else None
-        )
+
+        def client_with(timeout_s: float) -> TeamClient | None:
+            if token is None:
+                return None
+            return TeamClient(url, token, timeout_s=timeout_s, transport=transport)
+
+        client = client_with(timeout_s)
         if client is None:
             state.suppressed = "no_oauth"
         side_notes: list[tuple[str, dict[str, Any]]] = []
@@ -169,7 +181,7 @@ async def make_side(tmp_path: Path) -> Any:
             notify=notify,
             find_secret=find_secret,
         )
-        side = Side(team_dir, engine, side_notes)
+        side = Side(team_dir, engine, side_notes, client_with)
         sides.append(side)
         return side
 

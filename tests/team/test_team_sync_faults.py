@@ -54,19 +54,23 @@ async def sync_until_settled(side: Side, attempts: int = 12) -> int:
         Fault.status(429),
         Fault.status(409),
         Fault.reset(),
-        Fault.stall(2.0),
+        Fault.stall(60.0),  # cancelled when the proxy stops
     ],
     ids=["500", "502", "503-html", "429", "409", "reset", "timeout"],
 )
 async def test_retryable_faults_cost_one_request_and_lose_nothing(
     server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, fault: Fault
 ) -> None:
-    side = make_side("me", proxy.url, server.token(REPO), timeout_s=0.5)
+    # Only the stall needs a deadline the test waits out (2 s: 4 s for the whole request);
+    # one under a second timed out the other faults' requests on a loaded machine, before
+    # the proxy had even logged them.
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=2.0)
     side.write("a.md", "one\n")
     proxy.script(fault, method="PUT")
     with pytest.raises(Retryable):
         await side.engine.push()
     assert proxy.requests() == 1
+    await side.set_timeout(30.0)  # the retry must not time out on a slow machine
     assert side.engine.state.suppressed is None
     assert side.engine.state.last_result is not None
     assert side.engine.state.last_result["ok"] is False
@@ -200,10 +204,11 @@ async def test_a_stalled_pull_times_out_and_writes_nothing(
     token = server.token(REPO)
     await seed_server(make_side, server, token, {"a.md": "x"})
     side = make_side("me", proxy.url, token, timeout_s=0.3)
-    proxy.script(Fault.stall(2.0), method="GET")
+    proxy.script(Fault.stall(60.0), method="GET")  # cancelled when the proxy stops
     with pytest.raises(Retryable):
         await side.engine.pull()
     assert list(side.team_dir.iterdir()) == []
+    await side.set_timeout(30.0)  # 0.6 s for the whole pull: a loaded machine misses it
     assert (await side.engine.pull()).pulled == ["a.md"]
 
 
@@ -214,13 +219,16 @@ async def test_a_trickled_reply_is_given_up_at_the_deadline(
     # lock) going for as long as the server liked.
     token = server.token(REPO)
     await seed_server(make_side, server, token, {"long.md": "x" * 20_000})
-    side = make_side("me", proxy.url, token, timeout_s=0.3)
+    # 1 s per read (httpx's), 2 s for the whole: a loaded machine can leave 0.3 s between
+    # two of the proxy's bytes, which httpx's own timeout then reported instead
+    side = make_side("me", proxy.url, token, timeout_s=1.0)
     proxy.script(Fault.slow_body(chunk=1, gap_s=0.05), method="GET")
     started = asyncio.get_running_loop().time()
-    with pytest.raises(Retryable, match=r"did not answer within 0\.6 s"):
+    with pytest.raises(Retryable, match=r"did not answer within 2 s"):
         await asyncio.wait_for(side.engine.pull(), 20)
     assert asyncio.get_running_loop().time() - started < 5
     assert list(side.team_dir.iterdir()) == []
+    await side.set_timeout(30.0)  # 2 s for the whole pull: a loaded machine can miss it
     assert (await side.engine.pull()).pulled == ["long.md"]
 
 
@@ -257,8 +265,10 @@ async def test_two_clients_editing_the_same_keys_through_faults_lose_nothing(
     token = server.token(REPO)
     proxies = [FaultyProxy(server.url).start() for _ in range(2)]
     try:
-        alice = make_side("alice", proxies[0].url, token, timeout_s=0.5)
-        bob = make_side("bob", proxies[1].url, token, timeout_s=0.5)
+        # The stalls end in a reset after 1 s: no short timeout needed, and one made every
+        # request on a loaded machine time out, past sync_until_settled's attempts.
+        alice = make_side("alice", proxies[0].url, token)
+        bob = make_side("bob", proxies[1].url, token)
         rng = random.Random(1234)
         # Transient faults only: a 413 on a small body would (rightly) skip that entry as
         # too large for the server, which its own test covers.

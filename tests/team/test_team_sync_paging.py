@@ -131,7 +131,7 @@ async def test_the_pages_written_before_a_failing_one_are_announced(
     for key in KEYS:
         alice.write(key, content_of(key))
     await alice.engine.push()
-    bob = make_side("bob", paged_proxy.url, token, timeout_s=0.5)
+    bob = make_side("bob", paged_proxy.url, token)
     paged_proxy.script(Fault.passthrough(), method="GET")
     paged_proxy.script(Fault.status(503), method="GET", times=100)
     with pytest.raises(Retryable):

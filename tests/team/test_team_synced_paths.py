@@ -67,7 +67,7 @@ async def both_edited_the_plan(server: ThreadedServer, make_side: SideFactory, u
     alice = make_side("alice", server.url, token)
     alice.write("plan.md", "v1\n")
     await alice.engine.push()
-    bob = make_side("bob", url, token, timeout_s=0.5)
+    bob = make_side("bob", url, token)
     await bob.engine.pull()
     alice.write("plan.md", "v2 by alice\n")
     await alice.engine.push()
