@@ -379,7 +379,8 @@ class _Matcher:
                 names = _split(expanded)
                 folders_only = folders and len(names) > 1 and names[-1] == ""
                 for part in names[:-1] if folders_only else names:
-                    if part == _GLOBSTAR:
+                    # git (and `ignore`) read a whole part of two or more `*` as `**`
+                    if part == _GLOBSTAR or (folders and len(part) > 2 and not part.strip("*")):
                         if parts and parts[-1] == _GLOBSTAR:
                             continue  # `**/**` is `**`
                         parts.append(_GLOBSTAR)
@@ -533,9 +534,15 @@ def _step(parts: tuple[_Part, ...], positions: frozenset[int], name: str) -> fro
     return _close(parts, after) if after else frozenset()
 
 
+_LONE_ESCAPE = re.compile(r"(?:[^\\]|^)\\\Z")
+
+
 @lru_cache(maxsize=1024)
 def _compile_relative(patterns: tuple[str, ...]) -> _Matcher:
-    normalized = [n for n in map(_normalize, patterns) if n is not None]
+    # `ignore` drops what a .gitignore cannot hold: a comment (`#x`; `\#x` is the name `#x`)
+    # and a pattern ending in one `\` escaping nothing. Both matched before session 23.
+    written = (p for p in patterns if not p.strip().startswith("#") and not _LONE_ESCAPE.search(p))
+    normalized = [n for n in map(_normalize, written) if n is not None]
     try:
         # Read by wcmatch too, which refuses what it cannot parse, as it always has; not
         # compiled: its whole-path regex is never used, and compiling it doubled the cost of

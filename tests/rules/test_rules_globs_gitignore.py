@@ -111,6 +111,16 @@ BASE = Path("/proj")
         (("[[:foo:]]",), "f", False),  # an unknown class name, likewise
         (("[[:foo:]]",), "[[:foo:]]", False),
         (("[[:a]",), "[", True),  # no `:]`: `[` and `:` are members, as `[:a`
+        # A whole part of two or more `*` is `**` to git and `ignore` (it was one name).
+        (("a/***/b",), "a/x/y/b", True),
+        (("a/***/b",), "a/b", True),
+        (("***/b",), "x/y/b", True),
+        (("a***",), "ab/c", True),
+        # What a .gitignore cannot hold `ignore` drops: a comment, a lone trailing `\`.
+        (("#x.md",), "#x.md", False),
+        (("\\#x.md",), "#x.md", True),
+        (("*.md", "!#x.md"), "#x.md", False),
+        (("a.md\\",), "a.md", False),
     ],
 )
 def test_paths_are_matched_as_gitignore_matches(
