@@ -31,7 +31,7 @@ def _staged(path: Path, data: bytes, age_s: float) -> Path:
 
 
 def _until_removed(killed: Path) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # the daemon's first sweep, on a loaded machine too
     while killed.exists():
         assert time.monotonic() < deadline, "the sweep never removed the killed writer's file"
         time.sleep(0.02)
