@@ -83,7 +83,7 @@ def running_daemon(sock: Path, env: dict[str, str] | None = None) -> Iterator[Pa
     """`python -m memoryd` on sock, healthy; shut down after, also one the test restarted."""
     proc = spawn_daemon(sock, "--log-level", "warning", env=env)
     try:
-        wait_healthy(sock)
+        wait_healthy(sock, timeout=60)  # two daemons starting on busy cores took over 15 s
         yield sock
     finally:
         shutdown(sock)

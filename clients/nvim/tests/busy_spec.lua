@@ -10,7 +10,7 @@ T.run({
     'the connection is retried while the socket refuses, then the command runs',
     function()
       vim.cmd('MemorydStatus')
-      T.wait_view('status', 'memoryd misbehaving (pid 0)', 10000)
+      T.wait_view('status', 'memoryd misbehaving (pid 0)', 30000)
       T.eq(nil, T.message_matching('not running'), 'a down message')
       T.eq(0, #T.prompts, 'offers to start it')
     end,

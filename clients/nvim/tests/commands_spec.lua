@@ -4,7 +4,7 @@
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 
-memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0, timeout_ms = T.TIMEOUT_MS })
 
 local repo = T.env('MEMORYD_TEST_REPO')
 local plain = T.env('MEMORYD_TEST_PLAIN')
@@ -63,13 +63,13 @@ T.run({
       vim.cmd('split ' .. vim.fn.fnameescape(repo .. '/.claude/rules/web.md'))
       vim.api.nvim_buf_set_lines(0, 0, -1, false, { '---', 'paths:', '  - "src/**"', '---', 'Web code uses components.' })
       vim.cmd('write')
-      T.wait_view('rules', '  .claude/rules/web.md  [paths: src/**, matched by src/api/users.py]', 8000)
+      T.wait_view('rules', '  .claude/rules/web.md  [paths: src/**, matched by src/api/users.py]', 30000)
       T.has_not(T.text('rules'), 'web.md — paths_not_matched')
       -- A new rule file shows up too.
       edit(repo .. '/.claude/rules/new.md')
       vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'Always write tests.' })
       vim.cmd('write')
-      T.wait_view('rules', '  .claude/rules/new.md', 8000)
+      T.wait_view('rules', '  .claude/rules/new.md', 30000)
     end,
   },
   {
@@ -88,11 +88,11 @@ T.run({
       local file = assert(io.open(repo .. '/.claude/rules/from_outside.md', 'w'))
       file:write('Written by another program.\n')
       file:close()
-      T.wait_view('rules', '  .claude/rules/from_outside.md', 8000)
+      T.wait_view('rules', '  .claude/rules/from_outside.md', 30000)
       os.remove(repo .. '/.claude/rules/from_outside.md')
       T.wait('the removed rule to leave the view', function()
         return not T.text('rules'):find('from_outside.md', 1, true)
-      end, 8000)
+      end, 30000)
     end,
   },
   {

@@ -8,7 +8,7 @@ local memoryd = require('memoryd')
 local ui = require('memoryd.ui')
 
 -- memctl = 'true': :MemorydStart runs and succeeds without starting anything.
-memoryd.setup({ memctl = 'true', notifications = false })
+memoryd.setup({ memctl = 'true', notifications = false, timeout_ms = T.TIMEOUT_MS })
 
 local repo = T.env('MEMORYD_TEST_REPO')
 local memory_dir = T.env('MEMORYD_TEST_MEMORY_DIR')
@@ -107,8 +107,13 @@ T.run({
         T.wait('the delete', function()
           return T.file(memory_dir .. '/project_release\nnotes.md') == nil
         end)
-        vim.wait(200) -- the reply's message
-        T.eq('memoryd: deleted project_release notes.md', last_messages(1), 'the last message')
+        -- The reply's message comes after the file is gone: waited for (a fixed 200 ms was
+        -- too short on a loaded machine), then checked, whatever came last.
+        local wanted = 'memoryd: deleted project_release notes.md'
+        vim.wait(10000, function()
+          return last_messages(1) == wanted
+        end, 10)
+        T.eq(wanted, last_messages(1), 'the last message')
       end)
     end,
   },

@@ -7,7 +7,7 @@ local memoryd = require('memoryd')
 local Client = require('memoryd.rpc')
 local uv = vim.uv or vim.loop
 
-local BASE = { memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 }
+local BASE = { memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0, timeout_ms = T.TIMEOUT_MS }
 memoryd.setup(BASE)
 
 local repo = T.env('MEMORYD_TEST_REPO')
@@ -225,12 +225,11 @@ T.run({
       vim.o.fileencodings = 'utf-8'
       vim.cmd('edit ++bad=keep ' .. vim.fn.fnameescape(path))
       T.answers = { 3, true }
-      local t0 = uv.hrtime()
       vim.cmd('1MemorydRemember')
       T.wait('the message', function()
         return T.message_matching('memory.write failed')
       end)
-      T.truthy((uv.hrtime() - t0) / 1e6 < 3000, 'answered before any timeout')
+      -- Refused here ('invalid'), not timed out: no timeout message (a time bound breaks under load).
       T.has(T.message_matching('memory.write failed').text, 'holds text that is not UTF-8')
       T.eq(nil, T.message_matching('did not answer'), 'no timeout')
       T.eq('connected', memoryd.client().state, 'connection state')
@@ -256,7 +255,7 @@ T.run({
       vim.cmd('%MemorydRemember')
       T.wait('the message', function()
         return T.message_matching('memory.write failed')
-      end, 15000)
+      end, 60000)
       T.has(T.message_matching('memory.write failed').text, "the request is too large: ")
       T.has(T.message_matching('memory.write failed').text, "over the daemon's 67108864-byte cap; nothing was sent")
       T.eq(nil, T.message_matching('went away'), 'not reported as the daemon going away')
@@ -315,7 +314,7 @@ T.run({
       end)
       T.truthy(vim.tbl_contains(memoryd.client().events, 'worker/error'), 'configured event kept')
       -- Another client (an agent, memctl) saves a memory while the view is open.
-      local other = Client.new({ path = socket, timeout_ms = 5000 })
+      local other = Client.new({ path = socket, timeout_ms = T.TIMEOUT_MS })
       local done = false
       other:request('memory.write', {
         cwd = repo,
@@ -330,7 +329,7 @@ T.run({
         return done
       end)
       other:close()
-      T.wait_view('memories', 'Tabs in Go', 8000)
+      T.wait_view('memories', 'Tabs in Go', 30000)
       T.eq(nil, T.message_matching('memory saved:'), 'memory/saved is not configured: no message')
       memoryd.setup(BASE)
     end,

@@ -7,7 +7,9 @@ local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 local uv = vim.uv or vim.loop
 
-memoryd.setup({ status_interval_ms = 0, notifications = { enabled = false } })
+-- A call the daemon holds back until release-<method> lasts the whole flood: on a loaded
+-- machine the flood outlasts the default 5 s timeout, and each timeout asks once more.
+memoryd.setup({ status_interval_ms = 0, notifications = { enabled = false }, timeout_ms = 120000 })
 
 local repo = T.env('MEMORYD_TEST_REPO')
 
@@ -25,7 +27,7 @@ local function asked_during_flood(method, event)
   memoryd.request('test.flood', { event = event, project = repo, done = done }, function() end)
   T.wait('the flood', function()
     return uv.fs_stat(done) ~= nil
-  end, 20000)
+  end, 60000)
   vim.wait(500) -- the last notifications' handlers and timers
   memoryd.request = request
   T.write(vim.fn.getcwd() .. '/release-' .. method, '') -- the daemon answers from now on

@@ -8,6 +8,10 @@ vim.cmd('runtime plugin/memoryd.lua')
 
 local T = {}
 
+-- The per-call timeout of the specs against the real daemon: on two busy cores (CI) a call
+-- took longer than the plugin's 5 s and the spec failed on "did not answer".
+T.TIMEOUT_MS = 30000
+
 T.messages = {} -- {text, level}
 T.prompts = {} -- every vim.ui prompt seen
 T.answers = {} -- queue: for select a 1-based index (or false to cancel), for input a string
@@ -50,8 +54,10 @@ vim.ui.input = function(opts, on_confirm)
   end)
 end
 
+-- Until cond() is true, at most ms (a deadline for a loaded machine: CI runs the suite on two
+-- busy cores; a condition met returns at once, so a long one costs nothing).
 function T.wait(what, cond, ms)
-  local ok = vim.wait(ms or 10000, cond, 10)
+  local ok = vim.wait(ms or 30000, cond, 10)
   if not ok then
     error('timed out waiting for ' .. what, 2)
   end
@@ -179,6 +185,7 @@ function T.setup_showing_worker_errors_only()
   local memoryd = require('memoryd')
   memoryd.setup({
     memctl = T.env('MEMORYD_TEST_MEMCTL'),
+    timeout_ms = T.TIMEOUT_MS,
     notifications = { events = { 'worker/error' } },
   })
   return memoryd
@@ -194,11 +201,12 @@ function T.buf_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
 end
 
--- Until buf shows wanted (a file the daemon rewrote, reloaded).
+-- Until buf shows wanted (a file the daemon rewrote, reloaded; a MagicDoc's update is a model
+-- call by a background worker: slow on busy cores).
 function T.wait_buf_text(buf, wanted, what)
   T.wait(('%s to show %q (has: %s)'):format(what, wanted, T.buf_text(buf)), function()
     return T.buf_text(buf):find(wanted, 1, true) ~= nil
-  end, 20000)
+  end, 60000)
 end
 
 -- Close every window but one, empty the views, forget the messages and prompts, between tests.
@@ -257,6 +265,13 @@ function T.run(tests)
   for _, test in ipairs(tests) do
     T.reset()
     local ok, err = xpcall(test[2], debug.traceback)
+    if not ok and #T.messages > 0 then
+      -- What the plugin said (a call that failed or timed out) tells why a wait ran out.
+      local said = vim.tbl_map(function(m)
+        return '  ' .. m.text
+      end, T.messages)
+      err = tostring(err) .. '\nmessages:\n' .. table.concat(said, '\n')
+    end
     results[#results + 1] = { name = test[1], ok = ok, error = ok and vim.NIL or tostring(err) }
     if #T.answers > 0 then
       results[#results].ok = false

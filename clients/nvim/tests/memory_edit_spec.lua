@@ -6,7 +6,11 @@ local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 local files = require('memoryd.memory_files')
 
-memoryd.setup({ notifications = false })
+memoryd.setup({ notifications = false, timeout_ms = T.TIMEOUT_MS })
+-- A :w waits for the snapshot at most SNAPSHOT_WAIT_MS (1.2 s) and then goes on without it:
+-- a daemon slowed by a loaded machine answered later and the version was missing. The bound
+-- itself is faults_spec's (a snapshot never answered); here the real daemon is waited for.
+files.SNAPSHOT_WAIT_MS = T.TIMEOUT_MS
 
 local repo = T.env('MEMORYD_TEST_REPO')
 local memory_dir = T.env('MEMORYD_TEST_MEMORY_DIR')

@@ -4,7 +4,7 @@
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 
-memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0, timeout_ms = T.TIMEOUT_MS })
 local other = T.env('MEMORYD_TEST_OTHER_SOCKET')
 local other_pid = T.env('MEMORYD_TEST_OTHER_PID')
 local warning = ('warning: another memoryd of this user (pid %s) is running on %s; keep one: memctl --socket %s stop'):format(

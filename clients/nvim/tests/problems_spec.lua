@@ -5,7 +5,7 @@
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 
-memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0, timeout_ms = T.TIMEOUT_MS })
 local settings = T.env('MEMORYD_TEST_SETTINGS')
 local TEAM = 'MEMORYD_TEAM_URL is set but MEMORYD_TEAM_TOKEN is not'
 local REFUSED = 'the model key was refused: '

@@ -7,6 +7,7 @@ local uv = vim.uv or vim.loop
 memoryd.setup({
   memctl = T.env('MEMORYD_TEST_MEMCTL'),
   status_interval_ms = 0,
+  timeout_ms = T.TIMEOUT_MS,
   backoff_min_ms = 100,
   backoff_max_ms = 400,
 })
@@ -38,9 +39,11 @@ T.run({
     'a command while it is down: a message, the offer once, nothing waits',
     function()
       T.answers = { 2 } -- not now
-      local t0 = uv.hrtime()
       vim.cmd('MemorydRecall deploys')
-      T.truthy((uv.hrtime() - t0) / 1e6 < 300, 'the command returned at once')
+      -- Neither the message nor the offer yet: the command did not wait for the connection's
+      -- outcome (a wait runs the loop, where they come); a time bound breaks on a loaded machine.
+      T.eq(0, #T.prompts, 'offers when the command returned')
+      T.eq(nil, T.message_matching('memoryd is not running on'), 'the message when the command returned')
       T.wait('the offer', function()
         return #T.prompts == 1
       end)
@@ -86,7 +89,7 @@ T.run({
       T.wait('memctl start and the reconnection', function()
         return T.message_matching('connected to memoryd again')
       end, 30000)
-      T.wait_view('status', '(pid ', 10000)
+      T.wait_view('status', '(pid ', 30000)
       T.truthy(T.message_matching('starting memoryd (memctl start)'), 'starting message')
     end,
   },

@@ -20,13 +20,13 @@ T.run({
     function()
       vim.cmd('edit ' .. vim.fn.fnameescape(repo .. '/notes.md'))
       vim.cmd('MemorydRules')
-      T.wait_view('rules', 'first.md', 10000)
+      T.wait_view('rules', 'first.md', 30000)
       changed() -- answered null
       T.wait('the message about the reply', function()
         return T.message_matching('could not use the reply to get_context')
-      end, 10000)
+      end, 30000)
       changed()
-      T.wait_view('rules', 'third.md', 10000)
+      T.wait_view('rules', 'third.md', 30000)
     end,
   },
 })

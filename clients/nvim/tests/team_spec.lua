@@ -4,7 +4,7 @@
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 
-memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0 })
+memoryd.setup({ memctl = T.env('MEMORYD_TEST_MEMCTL'), status_interval_ms = 0, timeout_ms = T.TIMEOUT_MS })
 local repo = T.env('MEMORYD_TEST_REPO')
 
 local function edit_file()
@@ -58,7 +58,7 @@ T.run({
       T.wait('the runbook pushed', function()
         local status = T.call('team.status', { cwd = repo })
         return status and status.last_result and status.last_result.ok and #status.pending == 0
-      end, 15000)
+      end, 60000)
       vim.cmd('MemorydMemories')
       T.wait_view('memories', 'Incident runbook')
       T.answers = { 1 } -- yes, delete
