@@ -15,6 +15,10 @@ The SDK answers nothing for a message it cannot parse, so the client waited for 
   dropped, as JSON-RPC wants.
 Each verdict is the SDK's own (`is_message`, its JSON-RPC message type), so what it takes passes.
 
+A request sent before the handshake (any but `ping`) gets the SDK's "Invalid request
+parameters", which says nothing of why; until the SDK has answered an `initialize`, that answer
+to such a request says the server is not initialized and to send `initialize` first.
+
 Both ends are pipes: a thread reads the client's stdin and writes on what the SDK should see,
 another carries the SDK's replies to the client's stdout a whole line at a time, so an error
 written here never lands inside one of the SDK's replies.
@@ -43,6 +47,10 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 # A line longer than this is not read into memory: the daemon refuses a request line over
 # 64 MiB anyway, and a client that never ends its line would otherwise fill the memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# The SDK's answer to a request before `initialize` (its "pinned compat" shape), and ours.
+_SDK_NOT_INITIALIZED = {"code": -32602, "message": "Invalid request parameters", "data": ""}
+NOT_INITIALIZED = "Server not initialized: send initialize first and wait for its reply"
+_EARLY_REQUESTS_KEPT = 1000  # methods remembered by id before the handshake (a bound)
 # Written on the replies' pipe once the SDK is done: its JSON output never holds a NUL byte.
 _END = b"\x00memoryd-mcp: end\n"
 
@@ -106,6 +114,59 @@ def _encode(reply: Any) -> bytes:
     return json.dumps(reply, separators=(",", ":")).encode() + b"\n"
 
 
+class Handshake:
+    """The requests handed to the SDK until it has answered an `initialize`, by id, so that its
+    answer to one sent too early is reworded (`NOT_INITIALIZED`). After the handshake it
+    reads nothing more."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self._lock = threading.Lock()  # requests and replies are two threads
+        self._methods: dict[str, str] = {}
+
+    def sent(self, line: bytes) -> None:
+        """`line`, a message the SDK takes, is being handed on."""
+        if self.done:
+            return
+        message = _json_object(line)
+        method = message.get("method")
+        if "id" in message and isinstance(method, str):
+            with self._lock:
+                if len(self._methods) >= _EARLY_REQUESTS_KEPT:
+                    self._methods.pop(next(iter(self._methods)))
+                self._methods[_key(message["id"])] = method
+
+    def reply(self, line: bytes) -> bytes:
+        """`line`, from the SDK, as the client should read it."""
+        if self.done:
+            return line
+        message = _json_object(line)
+        if "id" not in message:
+            return line
+        with self._lock:
+            method = self._methods.pop(_key(message["id"]), None)
+            if method == "initialize" and "result" in message:
+                self.done = True
+                self._methods.clear()
+        if method in (None, "initialize", "ping") or message.get("error") != _SDK_NOT_INITIALIZED:
+            return line
+        message["error"] = {"code": _SDK_NOT_INITIALIZED["code"], "message": NOT_INITIALIZED}
+        return _encode(message)
+
+
+def _json_object(line: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _key(request_id: Any) -> str:
+    """An id as a key: 1 and "1" are two ids."""
+    return json.dumps(request_id)
+
+
 class StdioWire:
     """Pipes on fd 0 and fd 1 between the client and the SDK (see the module's docstring)."""
 
@@ -113,6 +174,7 @@ class StdioWire:
         self._is_message = is_message
         self._lock = threading.Lock()  # one writer of the client's stdout at a time
         self._done = threading.Event()
+        self._handshake = Handshake()
         client_in, self._client_out = os.dup(0), os.dup(1)
         sdk_in, to_sdk = os.pipe()
         from_sdk, self._sdk_out = os.pipe()
@@ -154,6 +216,7 @@ class StdioWire:
                         os.write(2, f"memoryd-mcp: line passed on unchecked ({exc!r})\n".encode())
                         reply = None
                     if reply is None:
+                        self._handshake.sent(part)
                         out.write(part)
                     elif reply:
                         self._send(reply)
@@ -163,7 +226,7 @@ class StdioWire:
             for line in replies:
                 if line == _END:
                     break
-                self._send(line)
+                self._send(self._handshake.reply(line))
         self._done.set()
 
     def _send(self, data: bytes) -> None:

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from memoryd_client.mcp_stdin import error_reply, read_lines, sdk_lines
+from memoryd_client.mcp_stdin import NOT_INITIALIZED, error_reply, read_lines, sdk_lines
 from memoryd_client.mcp_tools import is_jsonrpc_message
 from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
-from tests.clients.test_mcp_server import exchange
+from tests.clients.test_mcp_server import exchange, read_line, start_server
 
 
 def test_lines_the_sdk_cannot_take_are_answered_and_replies_stay_whole(
@@ -175,3 +175,41 @@ def test_a_verdict_that_fails_hands_the_line_on() -> None:
     # Before: the reading thread ended at the first line, and nothing reached the server.
     assert done.stdout == b'{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n'
     assert b"passed on unchecked" in done.stderr
+
+
+def test_a_request_before_initialize_is_told_to_initialize_first(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # The SDK answered "Invalid request parameters" (data ""), which says nothing of why; a
+    # request pipelined right after `initialize` is the SDK's to take, and is answered.
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": {"name": "list"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"capabilities": {}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+    ]
+    proc = start_server(fake_daemon.socket_path, tmp_path)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        proc.stdin.flush()
+        replies = [read_line(proc.stdout, timeout=60) for _ in lines]
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert [r["id"] for r in replies] == [1, "1", 3, 4, 5, 6]
+    for early in replies[:2]:
+        assert early["error"] == {"code": -32602, "message": NOT_INITIALIZED}, early
+    assert replies[2]["result"] == {}
+    # An initialize with invalid params is the SDK's own error, and initializes nothing.
+    assert replies[3]["error"]["message"] == "Invalid request parameters"
+    assert replies[4]["result"]["serverInfo"]["name"] == "memoryd"
+    assert {tool["name"] for tool in replies[5]["result"]["tools"]} >= {"recall", "read"}
