@@ -15,7 +15,8 @@ written with a `worker/error` warning naming the rule.
 
 Registrations (which docs, read by which sessions) are kept in `<state>/magicdocs.json`, so a
 daemon restart mid-session (`memctl restart`, a crash) does not forget the docs the session
-read: its next natural break still updates them. Two daemons of one user (two sockets) share
+read: its next natural break still updates them (and each doc's update count and last
+update are saved after each update, for `magicdocs.list`). Two daemons of one user (two sockets) share
 the file: each save merges into what is there (under a lock) rather than replacing it.
 """
 
@@ -78,6 +79,10 @@ MAX_UPDATES_PER_BREAK = 5
 # without bound.
 MAX_QUEUED = MAX_DOCS
 STATE_FILE = "magicdocs.json"
+# A saved update count past this, or a time later than now by more than the slack (a clock
+# stepped back since), is no value the daemon wrote: read as none (a hand-edited file).
+MAX_SAVED_UPDATES = 2**53
+CLOCK_SLACK_S = 300.0
 MAX_STATE_BYTES = 8 * 1024 * 1024
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
 
@@ -510,6 +515,8 @@ class MagicDocs:
             doc.updates += 1
             doc.last_updated = time.time()
             self.counts["updated"] += 1
+            # Saved, or magicdocs.list showed 0 updates, never updated, after a restart.
+            await self._save()
             await self.host.notify("magicdoc/updated", {"path": str(path)})
         elif result.error is not None:
             # The model failed (the run reported it): not a run that chose to change nothing.
@@ -610,8 +617,14 @@ def _merged(
         other = by_path.get(entry["path"])
         if other is not None:
             projects = other.get("projects")  # an entry before session 19 has none
+            # The other daemon's updates of the doc are not ours: the larger count, the later
+            # time (each daemon counts on from what it loaded).
+            updates = max(entry["updates"], _saved_count(other.get("updates")))
+            last = [t for t in (entry["last_updated"], _saved_time(other.get("last_updated"))) if t]
             entry = {
                 **entry,
+                "updates": updates,
+                "last_updated": max(last, default=None),
                 "sessions": _union(other["sessions"], entry["sessions"]),
                 "projects": _union(
                     projects if isinstance(projects, list) else [other["project"]],
@@ -639,7 +652,29 @@ def _doc_to(doc: Doc) -> dict[str, Any]:
         "projects": [str(p) for p in doc.projects],
         "sessions": list(doc.sessions),
         "registered_at": doc.registered_at,
+        "updates": doc.updates,
+        "last_updated": doc.last_updated,
     }
+
+
+def _saved_count(value: Any) -> int:
+    """An update count read from the file; 0 for none or one no daemon wrote."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value if 0 <= value <= MAX_SAVED_UPDATES else 0
+
+
+def _saved_time(value: Any) -> float | None:
+    """A time read from the file (seconds since the epoch); None for none or one no daemon
+    wrote: not a number, not finite, not after 1970, or later than now (a date in the future
+    shown as the last update, or kept ahead of every real one by the merge)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    # Compared, not converted first: NaN and infinities fail it, and an int too large for a
+    # float (float() raised OverflowError) is compared exactly.
+    if not 0 < value <= time.time() + CLOCK_SLACK_S:
+        return None
+    return float(value)
 
 
 def _doc_from(entry: Any) -> Doc | None:
@@ -654,7 +689,7 @@ def _doc_from(entry: Any) -> Doc | None:
         return None
     if not isinstance(title, str) or not isinstance(sessions, list):
         return None
-    registered_at = entry.get("registered_at")
+    registered_at = _saved_time(entry.get("registered_at"))
     projects = entry.get("projects")  # kept since session 19
     return Doc(
         Path(path),
@@ -662,7 +697,10 @@ def _doc_from(entry: Any) -> Doc | None:
         instruction if isinstance(instruction, str) else None,
         Path(project),
         dict.fromkeys(s for s in sessions[-MAX_SESSIONS_PER_DOC:] if isinstance(s, str)),
-        registered_at if isinstance(registered_at, float) else time.time(),
+        registered_at if registered_at is not None else time.time(),
+        # Kept since session 23: an older file has neither (0 and never, as before).
+        updates=_saved_count(entry.get("updates")),
+        last_updated=_saved_time(entry.get("last_updated")),
         projects=dict.fromkeys(
             Path(p)
             for p in (projects if isinstance(projects, list) else [project])[-MAX_SESSIONS_PER_DOC:]

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memoryd import magicdocs
 from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, workspace_for
 from tests.conftest import DaemonHandle, start_daemon, stop_daemon
-from tests.fakes.messages_api import FakeMessagesAPI
+from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply, tool_use_reply
 
 DOC = "# MAGIC DOC: Deployment notes\n_Keep the list of environments._\n\n- staging\n"
 BREAK = [
@@ -148,3 +151,115 @@ async def test_two_daemons_of_one_state_dir_keep_each_others_registrations(
         await handle.daemon.services.magic_docs.wait_idle()
     finally:
         await stop_daemon(handle)
+
+
+def _edit(doc: Path) -> Reply:
+    change = {
+        "file_path": str(doc),
+        "old_string": "- staging\n",
+        "new_string": "- staging\n- prod\n",
+    }
+    return tool_use_reply([("Edit", change)])
+
+
+async def test_a_docs_updates_and_last_update_survive_a_restart(
+    model_config: DaemonConfig, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    # Found by session 23's hunt: they were kept in memory only, and after a restart
+    # magicdocs.list said the doc had never been updated.
+    script = Script(fake_model)
+    handle = await start_daemon(model_config)
+    try:
+        ws = workspace_for(handle, tmp_path)
+        doc = ws.cwd / "deploy.md"
+        doc.write_text(DOC)
+        script.add("magic", _edit(doc), text_reply("updated"))
+        turn = {"session_id": "s1", "cwd": str(ws.cwd), "messages": BREAK}
+        await handle.call("after_turn", **turn, read_paths=[str(doc)])
+        await handle.daemon.services.magic_docs.wait_idle()
+        before = (await handle.call("magicdocs.list"))["docs"]
+        assert [(d["updates"], d["last_updated"] is not None) for d in before] == [(1, True)]
+    finally:
+        await stop_daemon(handle)
+
+    handle = await start_daemon(model_config)
+    try:
+        after = (await handle.call("magicdocs.list"))["docs"]
+        assert [(d["updates"], d["last_updated"]) for d in after] == [
+            (1, before[0]["last_updated"])
+        ]
+        more = {"file_path": str(doc), "old_string": "- prod\n", "new_string": "- prod\n- dev\n"}
+        script.add("magic", tool_use_reply([("Edit", more)]), text_reply("updated"))
+        await handle.call("after_turn", **turn)
+        await handle.daemon.services.magic_docs.wait_idle()
+        assert "- dev" in doc.read_text()
+        again = (await handle.call("magicdocs.list"))["docs"]
+        # Counted on from the saved count, not from 0.
+        assert again[0]["updates"] == 2
+        assert again[0]["last_updated"] >= before[0]["last_updated"]
+    finally:
+        await stop_daemon(handle)
+
+
+@pytest.mark.parametrize(
+    ("updates", "last_updated"),
+    [
+        ("absent", "absent"),  # a file saved before session 23
+        ("3", "yesterday"),
+        (-4, -1.0),
+        (10**30, 10**30),
+        (True, True),
+        (2.5, "NaN"),
+        ([1], "Infinity"),
+        (None, "next year"),
+    ],
+)
+async def test_a_hostile_saved_count_or_time_is_read_as_none(
+    model_config: DaemonConfig, tmp_path: Path, updates: Any, last_updated: Any
+) -> None:
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    doc = tmp_path / "proj" / "deploy.md"
+    doc.parent.mkdir(parents=True)
+    doc.write_text(DOC)
+    entry: dict[str, Any] = {
+        "path": str(doc.resolve()),
+        "project": str(doc.parent.resolve()),
+        "title": "Deployment notes",
+        "sessions": ["s1"],
+        "updates": updates,
+        "last_updated": last_updated,
+    }
+    for key in ("updates", "last_updated"):
+        if entry[key] == "absent":
+            del entry[key]
+    if last_updated == "next year":
+        entry["last_updated"] = time.time() + 366 * 86_400
+    text = json.dumps({"version": 1, "docs": [entry]})
+    for word in ("NaN", "Infinity"):  # what json.dumps writes for them
+        text = text.replace(f'"{word}"', word)
+    state.write_text(text)
+    handle = await start_daemon(model_config)
+    try:
+        listed = (await handle.call("magicdocs.list"))["docs"]
+        assert [(d["path"], d["updates"], d["last_updated"]) for d in listed] == [
+            (str(doc.resolve()), 0, None)
+        ]
+        ws = workspace_for(handle, tmp_path)  # the registration itself still holds
+        reply = await handle.call("after_turn", session_id="s1", cwd=str(ws.cwd), messages=BREAK)
+        assert reply["scheduled"]["magic_docs"] == 1
+        await handle.daemon.services.magic_docs.wait_idle()
+    finally:
+        await stop_daemon(handle)
+
+
+def test_two_daemons_updates_of_a_doc_merge_to_the_larger_count_and_later_time() -> None:
+    now = time.time()
+    base = {"path": "/p/d.md", "title": "D", "instruction": None, "project": "/p"}
+    theirs = {**base, "projects": ["/p"], "sessions": ["s2"], "updates": 5, "last_updated": now}
+    ours = {**base, "projects": ["/p"], "sessions": ["s1"], "updates": 2, "last_updated": now - 9}
+    [merged] = magicdocs._merged([theirs], [ours], frozenset())
+    assert (merged["updates"], merged["last_updated"]) == (5, now)
+    hostile = {**theirs, "updates": "9", "last_updated": now + 366 * 86_400}
+    [merged] = magicdocs._merged([hostile], [ours], frozenset())
+    assert (merged["updates"], merged["last_updated"]) == (2, now - 9)
