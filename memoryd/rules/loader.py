@@ -185,18 +185,23 @@ class _Loader:
     def _rules(self, folder: Path, ftype: FileType, base: Path, reason: LoadReason) -> None:
         if ftype in self.off_types:
             return
-        for path in self._rule_files(folder):
+        for path in self._rule_files(folder, ftype):
             self._top(path, ftype, reason, rule_base=base)
 
-    def _rule_files(self, folder: Path) -> list[Path]:
+    def _rule_files(self, folder: Path, ftype: FileType) -> list[Path]:
         stat = self._or_skipped(self.fs.stat, folder, None)
         if stat is None or stat.kind != "dir":
             return []
+        real = self.fs.realpath(folder)
+        if self._links_out(folder, real, ftype):
+            return []
         walk = _RuleWalk()
-        self._walk_rules(folder, {self.fs.realpath(folder)}, 0, walk)
+        self._walk_rules(folder, ftype, {real}, 0, walk)
         return walk.found
 
-    def _walk_rules(self, folder: Path, ancestors: set[Path], depth: int, walk: _RuleWalk) -> None:
+    def _walk_rules(
+        self, folder: Path, ftype: FileType, ancestors: set[Path], depth: int, walk: _RuleWalk
+    ) -> None:
         found = walk.found
         if walk.folders >= MAX_RULE_FOLDERS or len(found) >= MAX_RULE_FILES:
             self._cap_rules(
@@ -224,12 +229,16 @@ class _Loader:
                 real = self.fs.realpath(path)
                 if real in ancestors:
                     self._skip(path, "symlink_loop", f"links back to {real}, a folder it is inside")
+                elif self._links_out(path, real, ftype):
+                    # Not walked: its files would each be refused, and a link to `/` had its
+                    # first 500 folders listed on every call (never cached: `/dev` changes).
+                    continue
                 elif depth + 1 > MAX_RULE_DEPTH:
                     self._skip(
                         path, "too_many", f"rule folders nested deeper than {MAX_RULE_DEPTH}"
                     )
                 else:
-                    self._walk_rules(path, ancestors | {real}, depth + 1, walk)
+                    self._walk_rules(path, ftype, ancestors | {real}, depth + 1, walk)
             elif name.endswith(".md"):
                 if len(found) >= MAX_RULE_FILES:
                     # The rest of the folder is not read: 10,000 rules in one folder were
@@ -373,18 +382,26 @@ class _Loader:
                 f"{MAX_INCLUDES_PER_FILE:,} per file and {MAX_INCLUDES:,} per context",
             )
 
+    def _links_out(self, path: Path, real: Path, ftype: FileType) -> bool:
+        """Whether `path`, a repository's file or rule folder in the project, links out of it
+        unapproved; it is then skipped as `external`."""
+        if ftype not in _REPO_TYPES or self.request.external_approved:
+            return False
+        allowed = self._allowed_roots(ftype)
+        if includes.is_within(path, allowed) and not includes.is_within(real, allowed):
+            self._skip(
+                path,
+                "external",
+                f"links to {real}, outside the project; approve with `memctl includes approve`",
+            )
+            return True
+        return False
+
     def _link_allowed(self, path: Path, real: Path, ftype: FileType) -> bool:
         """A top-level or rule file that is a symlink passes the gates an include of its
         target would: a repository's `CLAUDE.local.md -> ~/.ssh/id_rsa` is not pasted in."""
-        if ftype in _REPO_TYPES and not self.request.external_approved:
-            allowed = self._allowed_roots(ftype)
-            if includes.is_within(path, allowed) and not includes.is_within(real, allowed):
-                self._skip(
-                    path,
-                    "external",
-                    f"links to {real}, outside the project; approve with `memctl includes approve`",
-                )
-                return False
+        if self._links_out(path, real, ftype):
+            return False
         if not includes.is_text_name(real):
             self._skip(path, "not_text", f"links to {real}, not a known text file type")
             return False

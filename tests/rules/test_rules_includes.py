@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,8 @@ def test_symlinked_instruction_files_pass_the_include_gates(
     ]
     assert {s.path: s.reason for s in result.skipped} == {
         project / ".claude" / "rules" / "notes.md": "external",
-        project / ".claude" / "rules" / "shared" / "team.md": "external",
+        # A linked rule folder is refused as a whole, not walked (session 23).
+        project / ".claude" / "rules" / "shared": "external",
         project / "CLAUDE.local.md": "external",
     }
     assert "memctl includes approve" in result.skipped[0].detail
@@ -352,3 +354,32 @@ def test_a_linked_file_includes_relative_to_its_real_folder(
     assert result.files[1].path == dotfiles / "prefs.md"
     assert result.files[1].parent == isolated_env.config_dir / "CLAUDE.md"  # as it was found
     assert [s for s in result.skipped if s.reason == "missing"] == []
+
+
+def test_a_rule_folder_linking_out_is_not_walked(tree: Tree, isolated_env: IsolatedEnv) -> None:
+    # Found by a bug hunt (session 23): `.claude/rules/root -> /` had its first 500 folders
+    # listed and each file refused as external, on every call: the load depended on `/dev`,
+    # whose terminals change all the time, so it was never cached (~0.3 s a call).
+    outside = tree.root.parent / "elsewhere"
+    for index in range(3):
+        (outside / f"d{index}").mkdir(parents=True)
+        (outside / f"d{index}" / "rule.md").write_text("outside\n")
+    project = tree.git_repo("proj")
+    (project / ".claude" / "rules").mkdir(parents=True)
+    (project / ".claude" / "rules" / "own.md").write_text("own\n")
+    os.symlink(outside, project / ".claude" / "rules" / "root")
+    request = ContextRequest(
+        cwd=project,
+        project_root=project,
+        config_dir=isolated_env.config_dir,
+        managed_dir=isolated_env.managed_dir,
+        home=isolated_env.home,
+    )
+    fs = RealFS()
+    result = load_context(request, fs)
+    assert loaded(result, project) == [".claude/rules/own.md"]
+    assert skips(result, project) == {".claude/rules/root": "external"}
+    assert not [path for path in fs.listed if path.is_relative_to(project / ".claude/rules/root")]
+    # Approved, the folder is walked as before.
+    approved = load_context(replace(request, external_approved=True), RealFS())
+    assert len(loaded(approved, project)) == 4
