@@ -242,6 +242,29 @@ async def test_notifications_reach_subscribers_only(daemon: DaemonHandle) -> Non
         await bystander.close()
 
 
+async def test_a_subscriber_that_half_closes_gets_its_replies_then_is_closed(
+    daemon: DaemonHandle,
+) -> None:
+    # The documented behaviour (docs/protocol.md, Notifications): end of input is the client
+    # done, as Redis and Go's HTTP server take it. Kept open for notifications, a
+    # half-closed client (socat, `nc -N`) could never be told apart from one gone, held a
+    # descriptor and kept --idle-timeout from ever counting.
+    reader, writer = await asyncio.open_unix_connection(str(daemon.socket_path))
+    try:
+        writer.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["memory/saved"]}}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"status"}\n'
+        )
+        writer.write_eof()
+        received = await asyncio.wait_for(reader.read(), 60)  # to the daemon's close
+    finally:
+        writer.close()
+    replies = {r["id"]: r for r in map(json.loads, received.splitlines())}
+    assert replies[1]["result"] == {"subscribed": ["memory/saved"]}
+    assert replies[2]["result"]["pid"] > 0
+    assert not any(c.wants("memory/saved") for c in daemon.daemon.connections)
+
+
 async def test_connection_from_another_uid_is_dropped(short_tmp: Path) -> None:
     import os
 
