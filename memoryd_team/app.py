@@ -49,6 +49,7 @@ from memoryd_team.storage.base import (
     TokenRevoked,
     TooLargeForOneReply,
     TooManyEntries,
+    WriteQueueFull,
     WriteQueueTimeout,
 )
 from memoryd_team.storage.plan import precondition_holds
@@ -195,6 +196,15 @@ def _storage_problem(exc: Exception) -> Problem:
             "too_many_entries",
             f"the repository may hold at most {exc.max_entries} entries",
             {"max_entries": exc.max_entries},
+        )
+    if isinstance(exc, WriteQueueFull):
+        log.warning("write refused: %s", exc)
+        # Retried like any 503, after the wait asked for: the queue drains meanwhile.
+        return Problem(
+            503,
+            "storage_unavailable",
+            f"{exc}; retry in {exc.retry_after_s} s",
+            headers={"Retry-After": str(exc.retry_after_s)},
         )
     if isinstance(exc, WriteQueueTimeout):
         log.warning("write refused: %s", exc)

@@ -2,6 +2,8 @@
 
     StorageError
     ├── StorageUnavailable   the database failed or is unreachable (the server answers 503)
+    │   ├── WriteQueueTimeout  a write waited its whole turn in the write queue (503)
+    │   └── WriteQueueFull     the write queue already holds its most writers (503 + Retry-After)
     ├── StorageRefused       retrying cannot help: a database URL or database the server cannot
     │                        use, or data the database refuses (500)
     ├── PreconditionFailed   If-Match does not name the current state (412)
@@ -43,6 +45,24 @@ class WriteQueueTimeout(StorageUnavailable):
     unavailable" sent an admin looking at a database that answers."""
 
 
+class WriteQueueFull(StorageUnavailable):
+    """A write refused at once: `RepoLocks` already holds QUEUE_MAX_WRITES waiting for that
+    queue's turn (each holding its request and its body, up to 2 MiB, in memory)."""
+
+    def __init__(self, waiting: int, retry_after_s: int) -> None:
+        super().__init__(f"{waiting} writes to this repository are already queued")
+        self.retry_after_s = retry_after_s
+
+
+# The most writes one queue holds waiting for their turn; one more is a 503 with Retry-After.
+# Unbounded, thousands of PUTs to one repository (SQLite: to any) each held its request and
+# body (up to 2 MiB, twice that parsed) for up to QUEUE_WAIT_MAX_S: gigabytes. 64 waiting
+# hold at most about 400 MiB and drain in about 2 s at one repository's measured write rate
+# (docs/team-server.md, Benchmark), well inside the wait below.
+QUEUE_MAX_WRITES = 64
+# What a write refused so is told to wait (Retry-After): about what the queue takes to drain.
+QUEUE_FULL_RETRY_AFTER_S = 5
+
 # The longest a write waits in the queue, whatever the database's own wait: SQLite's busy
 # timeout (30 s), or a long --database-timeout, is a client's whole read deadline, so a write
 # given its turn near the end was stored for a client that had given up, and the 503 of one
@@ -55,17 +75,25 @@ class RepoLocks:
     taken: writers queued inside the database (a PostgreSQL row lock, SQLite's write lock)
     each held a connection (a thread) while they waited, and a few dozen PUTs to one stuck
     repository left none for any other request. A lock is dropped once nobody holds or waits
-    for it: a server sees any number of repositories."""
+    for it: a server sees any number of repositories. At most QUEUE_MAX_WRITES wait."""
 
     def __init__(self) -> None:
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
 
+    def queued(self, repo: str) -> int:
+        """The writes holding or waiting for `repo`'s turn."""
+        return self._users.get(repo, 0)
+
     @contextlib.asynccontextmanager
     async def hold(self, repo: str, timeout_s: float) -> AsyncIterator[None]:
         """`repo`'s turn; WriteQueueTimeout (a 503, retried) after `timeout_s` in the queue,
-        as a wait for the database itself would be (at most QUEUE_WAIT_MAX_S)."""
+        as a wait for the database itself would be (at most QUEUE_WAIT_MAX_S);
+        WriteQueueFull at once when QUEUE_MAX_WRITES already wait."""
         timeout_s = min(timeout_s, QUEUE_WAIT_MAX_S)
+        # The one holding the turn, and those waiting for it.
+        if self.queued(repo) > QUEUE_MAX_WRITES:
+            raise WriteQueueFull(QUEUE_MAX_WRITES, QUEUE_FULL_RETRY_AFTER_S)
         lock = self._locks.setdefault(repo, asyncio.Lock())
         self._users[repo] = self._users.get(repo, 0) + 1
         try:

@@ -415,6 +415,57 @@ def _put_behind_a_turn_that_does_not_end(
         server.stop()
 
 
+def test_writes_past_the_queue_cap_are_refused_at_once_with_retry_after(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write queue had no length: thousands of PUTs to one repository (SQLite: to any)
+    each held its request and body in memory while it waited. Past QUEUE_MAX_WRITES waiting
+    (here 6, sent by real concurrent HTTP clients behind a turn that does not end) a PUT is a
+    503 with Retry-After at once; the queued ones are served once the turn is let go."""
+    cap = 6
+    monkeypatch.setattr(storage_base, "QUEUE_MAX_WRITES", cap)
+    # No queued write gives up while the test fills the queue, however loaded the machine.
+    monkeypatch.setattr(storage_base, "QUEUE_WAIT_MAX_S", 600.0)
+    postgres = database_url.startswith("postgresql")
+    storage = _storage_waiting(database_url, postgres_s=600.0, sqlite_s=600.0)
+    server = ThreadedServer(database_url, ServerSettings(), storage).start()
+    token = server.token("acme/widgets")
+    repo = Repo(server, "acme/widgets", token)
+    queue_name = "acme/widgets" if postgres else ""  # SQLite: one queue for every repository
+    try:
+        etag = repo.put({"a.md": "0"}).headers["etag"]
+        held, release = threading.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with storage._writers.hold(queue_name, 600.0):
+                held.set()
+                await release.wait()
+
+        assert server._loop is not None
+        holding = asyncio.run_coroutine_threadsafe(hold(), server._loop)
+        assert held.wait(60)
+        with ThreadPoolExecutor(cap) as pool:
+            queued = [pool.submit(repo.put, {"a.md": f"{i}"}, etag) for i in range(cap)]
+            asyncio.run(_until(lambda: storage._writers.queued(queue_name) == cap + 1, 120.0))
+            refused = [repo.put({"b.md": f"{i}"}, etag) for i in range(3)]
+            server._loop.call_soon_threadsafe(release.set)
+            holding.result(60)
+            served = sorted({f.result(120).status_code for f in queued})
+        for reply in refused:
+            assert reply.status_code == 503, reply.text
+            assert reply.json()["error"] == "storage_unavailable"  # what clients retry
+            assert f"{cap} writes to this repository are already queued" in reply.json()["message"]
+            assert reply.headers["retry-after"] == str(storage_base.QUEUE_FULL_RETRY_AFTER_S)
+        # Once the turn is let go the queue drains: one write wins, the rest are stale.
+        assert served == [200, 412]
+        assert storage._writers.queued(queue_name) == 0
+        stored = server.run(storage.get_page("acme/widgets", start=None, max_bytes=10**6))
+        assert stored is not None
+        assert "b.md" not in stored.entries  # nothing of a refused write
+    finally:
+        server.stop()
+
+
 def _storage_waiting(
     database_url: str, *, postgres_s: float, sqlite_s: float
 ) -> PostgresStorage | SqliteStorage:
@@ -437,9 +488,9 @@ def _count_writes(storage: Storage) -> list[object]:
     return entered
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    for _ in range(3000):
-        if condition():
-            return
+async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("not met in time")
         await asyncio.sleep(0.01)
-    raise AssertionError("not met in time")
