@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from memoryd.rules.loader import load_context
-from memoryd.rules.model import ContextRequest, ContextResult
+from memoryd.rules.model import ContextResult
 from memoryd.rules.realfs import RealFS
 from tests.conftest import IsolatedEnv
+from tests.rules.rules_helpers import request_in
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,10 @@ def load(isolated_env: IsolatedEnv) -> Loader:
         touched: tuple[Path | str, ...] = (),
         **options: Any,
     ) -> ContextResult:
-        request = ContextRequest(
-            cwd=cwd,
+        request = request_in(
+            isolated_env,
+            cwd,
             project_root=project_root or cwd,
-            config_dir=isolated_env.config_dir,
-            managed_dir=isolated_env.managed_dir,
-            home=isolated_env.home,
             touched=frozenset(Path(t) for t in touched),
             **options,
         )

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from memoryd.rules.model import ContextResult
+from memoryd.rules.model import ContextRequest, ContextResult
+from tests.conftest import IsolatedEnv
+
+
+def request_in(env: IsolatedEnv, cwd: Path, **options: Any) -> ContextRequest:
+    """A request for `cwd` (its own project root unless given) in the test's isolated HOME."""
+    options.setdefault("project_root", cwd)
+    return ContextRequest(
+        cwd=cwd, config_dir=env.config_dir, managed_dir=env.managed_dir, home=env.home, **options
+    )
 
 
 def loaded(result: ContextResult, root: Path) -> list[str]:

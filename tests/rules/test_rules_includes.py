@@ -10,11 +10,10 @@ import pytest
 
 from memoryd.rules.fsview import FsError
 from memoryd.rules.loader import MAX_FILE_BYTES, load_context
-from memoryd.rules.model import ContextRequest
 from memoryd.rules.realfs import RealFS
 from tests.conftest import IsolatedEnv
 from tests.rules.conftest import Loader, Tree
-from tests.rules.rules_helpers import loaded, skips
+from tests.rules.rules_helpers import loaded, request_in, skips
 
 
 def test_include_forms_and_order(tree: Tree, load: Loader, isolated_env: IsolatedEnv) -> None:
@@ -306,14 +305,7 @@ class _DenyReads(RealFS):
 def test_unreadable_include_reported(tree: Tree, isolated_env: IsolatedEnv) -> None:
     tree.write("CLAUDE.md", "@private.md")
     denied = tree.write("private.md", "p")
-    request = ContextRequest(
-        cwd=tree.root,
-        project_root=tree.root,
-        config_dir=isolated_env.config_dir,
-        managed_dir=isolated_env.managed_dir,
-        home=isolated_env.home,
-    )
-    result = load_context(request, _DenyReads(denied))
+    result = load_context(request_in(isolated_env, tree.root), _DenyReads(denied))
     assert [(s.path, s.reason, s.detail) for s in result.skipped] == [
         (denied, "unreadable", "permission denied")
     ]
@@ -368,13 +360,7 @@ def test_a_rule_folder_linking_out_is_not_walked(tree: Tree, isolated_env: Isola
     (project / ".claude" / "rules").mkdir(parents=True)
     (project / ".claude" / "rules" / "own.md").write_text("own\n")
     os.symlink(outside, project / ".claude" / "rules" / "root")
-    request = ContextRequest(
-        cwd=project,
-        project_root=project,
-        config_dir=isolated_env.config_dir,
-        managed_dir=isolated_env.managed_dir,
-        home=isolated_env.home,
-    )
+    request = request_in(isolated_env, project)
     fs = RealFS()
     result = load_context(request, fs)
     assert loaded(result, project) == [".claude/rules/own.md"]

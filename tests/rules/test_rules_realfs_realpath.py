@@ -14,11 +14,12 @@ from pathlib import Path, PurePath
 import pytest
 
 from memoryd.rules.loader import load_context
-from memoryd.rules.model import ContextRequest, ContextResult
+from memoryd.rules.model import ContextResult
 from memoryd.rules.realfs import Involvement, RealFS
 from memoryd.rules.service import CachedContext
 from tests.conftest import IsolatedEnv
 from tests.rules.conftest import Tree
+from tests.rules.rules_helpers import request_in
 
 
 def test_a_deep_cwd_is_resolved_in_time_linear_in_its_depth(
@@ -39,15 +40,7 @@ def test_a_deep_cwd_is_resolved_in_time_linear_in_its_depth(
         return real_lstat(path, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "lstat", counting_lstat)
-    request = ContextRequest(
-        cwd=folder,
-        project_root=folder,
-        config_dir=isolated_env.config_dir,
-        managed_dir=isolated_env.managed_dir,
-        home=isolated_env.home,
-        touched=frozenset(),
-    )
-    result = load_context(request, RealFS())
+    result = load_context(request_in(isolated_env, folder), RealFS())
     assert len([f for f in result.files if f.path.is_relative_to(tree.root)]) == depth
     # Each folder's real path is found once: about `depth` lstats, not depth²/2 (20,000).
     assert calls < 4 * (depth + len(tree.root.parts))
