@@ -237,6 +237,10 @@ async def test_no_answer_at_start_is_asked_again_and_the_folder_moves_then(
 
     proxy.default = Fault.passthrough()
     await eventually(lambda: "meanwhile.md" in server_history(server, FULL), timeout=30)
+    # The server holds the file before the daemon has read the reply that ends the push.
+    services = handle.daemon.services
+    folder = services.team.folder(services.projects.resolve(root))
+    await eventually(lambda: folder.runner.idle, timeout=30)
     status = await handle.call("team.status", cwd=str(root))
     assert (status["repo"], status["suppressed"], status["pending"]) == (FULL, None, [])
     assert await asyncio.to_thread(server_history, server, SHORT) == {}
