@@ -80,8 +80,11 @@ def revoke(project_root: Path) -> bool:
     """True when an approval was removed."""
     path = approvals_path()
     projects = _read(path)
-    if projects.pop(str(project_root), None) is None:
+    # By key: an entry of null (edited by hand) approves (`is_approved` asks for the key), and
+    # popped as "absent" it was never removed.
+    if str(project_root) not in projects:
         return False
+    del projects[str(project_root)]
     _write(path, projects)
     return True
 
