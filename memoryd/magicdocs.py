@@ -598,10 +598,28 @@ def _save_merged(path: Path, ours: list[dict[str, Any]], dropped: frozenset[str]
             saved = [e for e in _saved_entries(path) if _doc_from(e) is not None]
         except (OSError, ValueError, KeyError, UnicodeDecodeError):
             saved = []  # broken (logged when read at start): replaced
-        docs = _merged(saved, ours, dropped)
-        atomic_write_text(path, json.dumps({"version": 1, "docs": docs}))
+        atomic_write_text(path, _state_text(_merged(saved, ours, dropped)))
     finally:
         os.close(fd)
+
+
+def _state_text(docs: list[dict[str, Any]]) -> str:
+    """The registrations file for `docs` (least recently read first), at most MAX_STATE_BYTES:
+    the docs read least recently are left out of a file that would be larger. The registry's
+    bounds allow more (1,000 docs with 500 KB titles, or with 100 sessions of 200-character
+    ids each), and a file over the cap, read as broken at the next start, lost them all."""
+    head, tail = '{"version": 1, "docs": [', "]}"
+    parts = [json.dumps(d) for d in docs]  # ASCII (ensure_ascii): characters are bytes
+    size = len(head) + len(tail) + sum(len(p) for p in parts) + 2 * max(len(parts) - 1, 0)
+    start = 0
+    while size > MAX_STATE_BYTES and start < len(parts):
+        size -= len(parts[start]) + (2 if start < len(parts) - 1 else 0)
+        start += 1
+    if start:
+        log.warning(
+            "magic docs left out of the registrations file", docs=start, cap=MAX_STATE_BYTES
+        )
+    return head + ", ".join(parts[start:]) + tail
 
 
 def _merged(

@@ -263,3 +263,51 @@ def test_two_daemons_updates_of_a_doc_merge_to_the_larger_count_and_later_time()
     hostile = {**theirs, "updates": "9", "last_updated": now + 366 * 86_400}
     [merged] = magicdocs._merged([hostile], [ours], frozenset())
     assert (merged["updates"], merged["last_updated"]) == (2, now - 9)
+
+
+async def test_a_registry_too_large_for_the_file_keeps_the_docs_read_last(
+    model_config: DaemonConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by session 23's hunt: the registry's bounds allow a file over MAX_STATE_BYTES (20
+    # docs with 480 KB titles, 1,000 docs read by 100 sessions of 200-character ids), which the
+    # next start read as broken: every registration was lost.
+    monkeypatch.setattr(magicdocs, "MAX_STATE_BYTES", 40_000)
+    handle = await start_daemon(model_config)
+    try:
+        ws = workspace_for(handle, tmp_path)
+        docs = [ws.cwd / f"d{i:02}.md" for i in range(20)]
+        for doc in docs:
+            doc.write_text(f"# MAGIC DOC: {doc.stem} {'t' * 4_000}\n\nbody\n")
+        read = [str(d) for d in docs]
+        reply = await handle.call("after_tool", session_id="s1", cwd=str(ws.cwd), read_paths=read)
+        assert reply["magic_docs"] == 20
+    finally:
+        await stop_daemon(handle)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    assert state.stat().st_size <= 40_000
+
+    handle = await start_daemon(model_config)
+    try:
+        listed = [Path(d["path"]).name for d in (await handle.call("magicdocs.list"))["docs"]]
+        kept = len(listed)
+        assert 0 < kept < 20
+        assert listed == [d.name for d in docs[-kept:]]  # those read last
+    finally:
+        await stop_daemon(handle)
+
+
+@pytest.mark.parametrize("cap", [30, 31, 60, 95, 96, 97, 500])
+def test_the_registrations_file_is_cut_to_the_cap_exactly(
+    monkeypatch: pytest.MonkeyPatch, cap: int
+) -> None:
+    monkeypatch.setattr(magicdocs, "MAX_STATE_BYTES", cap)
+    docs = [{"path": f"/p/{'d' * i}.md"} for i in range(1, 5)]
+    text = magicdocs._state_text(docs)
+    # The fewest docs left out, from the front (read least recently), for the file to fit.
+    first = next(n for n in range(len(docs) + 1) if len(json.dumps(_file(docs[n:]))) <= cap)
+    assert text == json.dumps(_file(docs[first:]))
+    assert len(text) <= cap
+
+
+def _file(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"version": 1, "docs": docs}
