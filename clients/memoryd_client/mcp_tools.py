@@ -48,6 +48,10 @@ RECALL_LIMIT_MIN, RECALL_LIMIT_MAX = 1, 5
 # of English; counted in characters, 40,000 of Japanese or Chinese (about a token each) were
 # over the cap, and the host refused the result.
 RESULT_BYTES = 40_000
+# A name or description is shown at most as long as `remember` takes one: read from a file
+# (written by hand, by a teammate), one of 100,000 characters was shown whole, and a recall of
+# five came to 400 KB whatever its content's share.
+NAME_CHARS, DESCRIPTION_CHARS = 200, 500
 # Module level, not inside build_server: the SDK resolves the tools' string annotations
 # (`from __future__ import annotations`) in this module's globals.
 CwdArg = Annotated[
@@ -114,7 +118,8 @@ class Tools:
         params = {"cwd": project, "query": query, "limit": limit}
         result = await self._call("recall", params)
         memories = [
-            {k: m.get(k) for k in ("path", "name", "type", "description", "note", "content")}
+            _shortened({k: m.get(k) for k in ("path", "name", "type", "description", "note")})
+            | {"content": m.get("content")}
             for m in result.get("memories", [])
         ]
         contents = [str(m["content"] or "") for m in memories]
@@ -161,22 +166,36 @@ class Tools:
             reply["warnings"] = result["warnings"]
         return reply
 
-    async def list(self, cwd: str | None = None) -> dict[str, Any]:
+    async def list(self, cwd: str | None = None, offset: int = 0) -> dict[str, Any]:
         project = self._cwd(cwd)
         result = await self._call("memory.list", {"cwd": project})
-        return {
+        memories = [
+            _shortened({k: m.get(k) for k in ("path", "name", "type", "description", "team")})
+            for m in result.get("memories", [])
+        ]
+        if offset and offset >= len(memories):
+            raise ToolError(f"offset {offset} is past the last memory ({len(memories):,} in all)")
+        files = [
+            {"path": f.get("path"), "type": f.get("type")}
+            for f in result.get("instruction_files", [])
+            if isinstance(f, dict)
+        ]
+        # A project of thousands of memories listed them all (1.4 MB for 3,000), far over
+        # what a host takes from one call: the list pages through them as `read` does.
+        shown = _fitting(memories[offset:], RESULT_BYTES - _json_size(files))
+        end = offset + len(shown)
+        reply = {
             **self._note(cwd, project),
             "memory_dir": result.get("memory_dir"),
-            "memories": [
-                {k: m.get(k) for k in ("path", "name", "type", "description", "team")}
-                for m in result.get("memories", [])
-            ],
-            "instruction_files": [
-                {"path": f.get("path"), "type": f.get("type")}
-                for f in result.get("instruction_files", [])
-                if isinstance(f, dict)
-            ],
+            "memories": shown,
+            "instruction_files": files,
         }
+        if offset or end < len(memories):
+            more = f": call list with offset={end} for the rest" if end < len(memories) else ""
+            reply["truncated"] = (
+                f"showing memories {offset + 1:,}–{end:,} of {len(memories):,}{more}"
+            )
+        return reply
 
     async def read(self, path: str, cwd: str | None = None, offset: int = 0) -> str:
         project = self._cwd(cwd)
@@ -198,6 +217,30 @@ class Tools:
                 f"call read with offset={end} for the rest]"
             )
         return part
+
+
+def _shortened(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with a name and description over their length cut, ending in `…`."""
+    for key, limit in (("name", NAME_CHARS), ("description", DESCRIPTION_CHARS)):
+        value = fields.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            fields[key] = value[: limit - 1] + "…"
+    return fields
+
+
+def _json_size(value: Any) -> int:
+    return utf8_size(json.dumps(value, ensure_ascii=False))
+
+
+def _fitting(entries: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The first of `entries` whose JSON fits in `budget` bytes; the first one always, so
+    that paging goes on."""
+    used = 0
+    for count, entry in enumerate(entries):
+        used += _json_size(entry)
+        if count and used > budget:
+            return entries[:count]
+    return entries
 
 
 def is_jsonrpc_message(line: bytes) -> bool:
@@ -265,8 +308,18 @@ def build_server(tools: Tools) -> MCPServer[Any]:
     @server.tool(
         name="list", description="List the project's saved memories and instruction files."
     )
-    async def list_memories(cwd: CwdArg = None) -> dict[str, Any]:
-        return await tools.list(cwd)
+    async def list_memories(
+        cwd: CwdArg = None,
+        offset: Annotated[
+            int,
+            Field(
+                ge=0,
+                description="start at this memory; a long list comes in parts, each saying "
+                "the offset of the next",
+            ),
+        ] = 0,
+    ) -> dict[str, Any]:
+        return await tools.list(cwd, offset)
 
     @server.tool(name="read", description="Read one memory file (a path from `list` or `recall`).")
     async def read(
