@@ -254,3 +254,74 @@ async def test_checksums_over_the_reply_cap_are_read_in_parts(
     assert stored.checksums == {long_key(7): checksum("theirs\n")}
     assert bob.engine.state.server_checksums[long_key(9)] == checksum("mine\n")
     assert len(bob.engine.state.server_checksums) == len(files)
+
+
+def lying_listing(
+    lie: str, requests: list[httpx.Request]
+) -> Callable[[httpx.Request], httpx.Response]:
+    """A team server whose checksum listing (after a first page that says it is cut) lies:
+    `back` (its `next` goes back to where it started), `endless` (a new part for ever),
+    `other_state` (a part of another ETag), `changed` (a 412: a push meanwhile)."""
+
+    def digest(i: int) -> str:
+        return checksum(f"note {i}\n")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        params = request.url.params
+        etag = {"ETag": '"one"'}
+        if params.get("view") == "page":
+            body = {
+                "entries": {"k000000.md": "note 0\n"},
+                "entryChecksums": {"k000000.md": digest(0)},
+                "next": "k000001.md",
+                "checksumsNext": "k000001.md",
+            }
+            return httpx.Response(200, json=body, headers=etag)
+        assert params["view"] == "hashes"
+        assert request.headers["if-match"] == '"one"'
+        start = int(params["from"][1:7])
+        if lie == "changed":
+            return httpx.Response(412, json={"error": "precondition_failed"}, headers=etag)
+        listed = {f"k{i:06d}.md": digest(i) for i in range(start, start + 1000)}
+        following = {"back": f"k{start:06d}.md", "endless": f"k{start + 1000:06d}.md"}
+        if lie == "other_state":
+            etag = {"ETag": '"two"'}
+        return httpx.Response(
+            200, json={"entryChecksums": listed, "next": following.get(lie)}, headers=etag
+        )
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("lie", "error"),
+    [
+        ("back", "checksum listing from 'k000001.md' did not move on"),
+        ("endless", "checksum listing goes on past 2,400,000 bytes"),
+        ("other_state", "checksums of another state than the first"),
+        ("changed", "changed while its checksums were read"),
+    ],
+)
+async def test_a_checksum_listing_that_lies_is_an_error_and_nothing_is_lost(
+    make_side: SideFactory, lie: str, error: str
+) -> None:
+    """A server's checksum listing read in parts: one that repeats or never ends would be
+    asked again for ever (growing the daemon), one of mixed states would be recorded as one
+    state. Each is a retryable failure that names the lie; the folder is left as it was."""
+    requests: list[httpx.Request] = []
+    side = make_side(
+        "me",
+        "http://team.invalid",
+        "tok",
+        transport=httpx.MockTransport(lying_listing(lie, requests)),
+    )
+    assert side.engine.client is not None
+    side.engine.client.max_reply_bytes = 600_000
+    mine = side.write("mine.md", "my own note\n")
+    with pytest.raises(Retryable, match=error):
+        await side.engine.pull()
+    assert len(requests) <= 40  # bounded, whatever the server says
+    assert sorted(p.name for p in side.team_dir.rglob("*") if p.is_file()) == ["mine.md"]
+    assert mine.read_text() == "my own note\n"
+    assert side.engine.state.etag is None  # no state recorded from a listing not read whole
