@@ -579,7 +579,12 @@ def _saved_entries(path: Path) -> list[Any]:
         return []
     if len(raw) > MAX_STATE_BYTES:
         raise ValueError(f"over {MAX_STATE_BYTES} bytes")
-    data = json.loads(raw.decode("utf-8"))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        # Nested deeper than the reader recurses (damaged, or planted): a RecursionError got
+        # past every caller, and each magicdocs.list and after_turn failed with -32603.
+        raise ValueError("nested too deep") from None
     entries = data["docs"] if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ValueError("no list of docs")

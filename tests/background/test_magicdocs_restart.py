@@ -311,3 +311,26 @@ def test_the_registrations_file_is_cut_to_the_cap_exactly(
 
 def _file(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"version": 1, "docs": docs}
+
+
+async def test_a_registrations_file_nested_too_deep_is_a_broken_one(
+    model_config: DaemonConfig, tmp_path: Path
+) -> None:
+    # Found by session 23's hunt: json's RecursionError got past the broken-file handling, and
+    # every magicdocs.list and after_turn failed with -32603 until the file was removed.
+    state = Path(os.environ["XDG_STATE_HOME"]) / "memoryd" / "magicdocs.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text('{"docs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    handle = await start_daemon(model_config)
+    try:
+        assert (await handle.call("magicdocs.list"))["docs"] == []
+        ws = workspace_for(handle, tmp_path)
+        doc = ws.cwd / "deploy.md"
+        doc.write_text(DOC)
+        reply = await handle.call(
+            "after_tool", session_id="s1", cwd=str(ws.cwd), read_paths=[str(doc)]
+        )
+        assert reply["magic_docs"] == 1
+    finally:
+        await stop_daemon(handle)
+    assert [d["path"] for d in json.loads(state.read_text())["docs"]] == [str(doc.resolve())]
