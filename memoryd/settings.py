@@ -130,7 +130,8 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
         return SettingsFile(source, None, {})
     try:
         raw = _read_settings_text(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # a project's `.claude` that is a file holds no settings, as no `.claude` holds none
         return SettingsFile(source, path, {})
     except (OSError, UnicodeDecodeError) as exc:
         return SettingsFile(source, path, {}, error=f"unreadable: {exc}")

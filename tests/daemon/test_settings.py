@@ -82,6 +82,16 @@ def test_broken_files_are_reported_not_fatal(isolated_env: IsolatedEnv, tmp_path
     assert effective.get("autoMemoryEnabled") is True
 
 
+def test_a_project_whose_claude_folder_is_a_file_has_no_settings_and_no_problem(
+    isolated_env: IsolatedEnv, tmp_path: Path
+) -> None:
+    # Found by a session 23 hunt: every load warned "unreadable: Not a directory".
+    (tmp_path / ".claude").write_text("a file, not the folder\n")
+    effective = settings.load(tmp_path)
+    assert not [f.error for f in effective.files if f.error], effective.files
+    assert effective.get("autoMemoryEnabled") is True
+
+
 def test_a_deeply_nested_project_file_is_reported_not_fatal(
     isolated_env: IsolatedEnv, tmp_path: Path
 ) -> None:
