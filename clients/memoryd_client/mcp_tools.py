@@ -13,6 +13,7 @@ never do.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -70,6 +71,21 @@ class Tools:
         self.timeout = timeout
 
     def _cwd(self, cwd: str | None) -> str:
+        project = self._project(cwd)
+        try:
+            project.encode("utf-8")
+        except UnicodeEncodeError:
+            # Only the default can be (a model's `cwd` arrives as JSON): sent, it reached the
+            # daemon as U+FFFD, which answered "no such directory: …caf�" of a folder that is.
+            shown = os.fsencode(project).decode("utf-8", "backslashreplace")
+            raise ToolError(
+                f"the project folder {shown} cannot be sent to memoryd: its path is not UTF-8, "
+                "and the protocol is JSON (UTF-8); pass cwd with a UTF-8 path to the project "
+                "(a symbolic link with a UTF-8 name will do), or rename the folder"
+            ) from None
+        return project
+
+    def _project(self, cwd: str | None) -> str:
         chosen = cwd or self.default_cwd
         if chosen is None:
             raise ToolError(
