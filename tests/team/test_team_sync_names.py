@@ -60,3 +60,26 @@ async def test_a_decomposed_name_is_pushed_and_pulled_back_into_the_same_file(
     assert names == [NFD_NAME]  # the same file, updated; no NFC twin beside it
     assert mac.read(NFD_NAME) == "Edited on Linux.\n"
     assert (await mac.engine.push()).requests == 0
+
+
+async def test_a_key_that_needs_a_local_file_as_its_folder_is_refused_until_it_moves(
+    server: ThreadedServer, make_side: SideFactory
+) -> None:
+    """A teammate's `a.md/b.md` where this folder holds a file `a.md`: refused as a raw
+    "[Errno 17] File exists" marked `will retry:`, so each pull (every minute) asked for the
+    whole listing again instead of a 304, and said nothing a user could act on."""
+    token = server.token(REPO)
+    alice = make_side("alice", server.url, token)
+    alice.write("a.md/b.md", "under a folder\n")
+    assert (await alice.engine.push()).pushed == ["a.md/b.md"]
+    bob = make_side("bob", server.url, token)
+    bob.write("a.md", "my file\n")
+    report = await bob.engine.pull()
+    assert report.refused == {
+        "a.md/b.md": "the local path needs 'a.md' as a folder, where a file of that name is"
+    }
+    assert bob.read("a.md") == "my file\n"  # kept
+    assert (await bob.engine.pull()).not_modified  # refused until it moves: a 304
+    (bob.team_dir / "a.md").rename(bob.team_dir / "a-moved.md")
+    assert (await bob.engine.pull()).pulled == ["a.md/b.md"]
+    assert bob.read("a.md/b.md") == "under a folder\n"

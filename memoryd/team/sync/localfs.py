@@ -223,17 +223,23 @@ class LocalFolder:
 
     def _refuse_links(self, path: Path) -> None:
         """ValueError when `path` or a folder on its way below the team folder is a symbolic
-        link (each level lstat'ed, never followed); the team folder itself may be one."""
+        link (each level lstat'ed, never followed), or a file stands where a folder on its
+        way must be; the team folder itself may be a link."""
         probe = self.team_dir
-        for part in path.relative_to(self.team_dir).parts:
+        parts = path.relative_to(self.team_dir).parts
+        for depth, part in enumerate(parts, 1):
             probe = probe / part
             try:
                 st = os.lstat(probe)
             except (FileNotFoundError, NotADirectoryError):
                 return  # nothing exists deeper: no link to pass through
+            shown = probe.relative_to(self.team_dir).as_posix()
             if stat_mod.S_ISLNK(st.st_mode):
-                shown = probe.relative_to(self.team_dir).as_posix()
                 raise ValueError(f"goes through a symbolic link in the team folder ({shown!r})")
+            if depth < len(parts) and not stat_mod.S_ISDIR(st.st_mode):
+                # Said so, and refused until it moves: it was a raw "[Errno 17] File exists"
+                # retried at every pull, each asking for the whole listing again (no 304).
+                raise ValueError(f"needs {shown!r} as a folder, where a file of that name is")
 
     def write(self, key: str, content: str) -> Path:
         """Write `content` as `key` (atomic), whatever the file held: for a file known to be
