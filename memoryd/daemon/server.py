@@ -83,6 +83,7 @@ def systemd_socket() -> socket.socket | None:
         return None
     if count < 1:
         return None
+    names = os.environ.get("LISTEN_FDNAMES")  # read before it is cleared: the warning below
     for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(name, None)  # not inherited by anything we spawn
     fd = SD_LISTEN_FDS_START
@@ -116,6 +117,16 @@ def systemd_socket() -> socket.socket | None:
         raise StartupError(
             f"the socket systemd handed over (descriptor {fd}) is a connection, not a "
             "listening socket: the socket unit (memoryd.socket) must have Accept=no"
+        )
+    if count > 1:
+        # A unit with two `ListenStream=` lines: descriptor 3 is served, and the clients of
+        # the others wait for ever on a socket systemd keeps listening and nobody accepts on.
+        log.warning(
+            "systemd handed over more than one socket; only the first (descriptor 3) is "
+            "served, clients of the others wait for ever: the socket unit (memoryd.socket) "
+            "must have one ListenStream=",
+            count=count,
+            names=names.split(":") if names else None,
         )
     return sock
 

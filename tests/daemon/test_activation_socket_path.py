@@ -1,7 +1,7 @@
 """Socket activation: a socket on another path than `--socket` (what a socket unit rewritten,
 another path, but not restarted hands over) is served, and its status, status file and log name
 it, with a warning saying how to make them agree; a descriptor that is no Unix stream socket is
-one line and exit 2."""
+one line and exit 2; more sockets than one are named in a warning."""
 
 from __future__ import annotations
 
@@ -96,3 +96,38 @@ def test_an_activated_descriptor_that_is_no_unix_stream_socket_is_one_line(
     assert "Traceback" not in proc.stderr
     wanted = "must have Accept=no" if peer is not None else "ListenStream= set to a socket path"
     assert wanted in proc.stderr
+
+
+def test_a_unit_handing_over_two_sockets_is_named_in_one_warning(short_tmp: Path) -> None:
+    # A socket unit with two `ListenStream=` lines hands over two listening sockets: the daemon
+    # serves descriptor 3 only, and clients of the second wait for ever on a socket nobody
+    # accepts on. Before, nothing said so (LISTEN_FDNAMES was cleared unread).
+    first, second = short_tmp / "first.sock", short_tmp / "second.sock"
+    listeners = []
+    for path in (first, second):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.listen(16)
+        listeners.append(listener)
+    fds = tuple(s.fileno() for s in listeners)
+    log_file = short_tmp / "memoryd.log"
+    script = (
+        f"import os, sys; os.dup2({fds[0]}, 3); os.dup2({fds[1]}, 4); "
+        "os.environ['LISTEN_PID'] = str(os.getpid()); os.environ['LISTEN_FDS'] = '2'; "
+        "os.environ['LISTEN_FDNAMES'] = 'memoryd.socket:extra'; "
+        "os.execv(sys.executable, [sys.executable, '-m', 'memoryd', '--socket', "
+        f"{str(first)!r}, '--log-file', {str(log_file)!r}])"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], pass_fds=fds)
+    for listener in listeners:
+        listener.close()
+    try:
+        assert wait_healthy(first)["socket"] == str(first)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    events = [json.loads(line) for line in log_file.read_text().splitlines()]
+    warnings = [e for e in events if e["event"].startswith("systemd handed over more than one")]
+    assert len(warnings) == 1, events
+    assert (warnings[0]["count"], warnings[0]["names"]) == (2, ["memoryd.socket", "extra"])
+    assert "one ListenStream=" in warnings[0]["event"]
