@@ -69,7 +69,9 @@ async def subscribed(handle: DaemonHandle, *events: str) -> AsyncClient:
 
 async def wait_for_event(client: AsyncClient, method: str) -> dict[str, Any]:
     while True:
-        note = await client.next_notification(10)
+        # A background writer's run (model calls, file edits) took over 10 s on a loaded
+        # machine: the wait is for the event, not a bound on how fast it comes.
+        note = await client.next_notification(60)
         if note["method"] == method:
             params: dict[str, Any] = note["params"]
             return params
