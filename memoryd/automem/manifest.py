@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+import wcwidth
 
 from memoryd.automem.memfile import UNSAFE_CHARACTERS, as_field
 
@@ -137,43 +138,19 @@ def one_line(text: str, cap: int) -> str:
 
 
 _DANGLING = " ,;:-\u2013\u2014"
-_ZWJ = "\u200d"
 
 
 def character_start(text: str, index: int) -> int:
-    """`index`, or the start of the character a reader sees there when it is inside one
-    (a grapheme cluster, as far as a name needs: marks, joiners, variation selectors, skin
-    tones, tags, flag pairs, a surrogate pair left in the text); `index` when no start is
-    found (a run of marks the length of the room is no character)."""
+    """`index`, or the start of the character a reader sees there when it is inside one (an
+    extended grapheme cluster, UAX #29: a letter and its marks, an emoji sequence, a flag, a
+    Thai vowel sign, an Indic conjunct); `index` when that character starts the text (a run of
+    marks the length of the room is no character). wcwidth's rules, not a hand-made subset:
+    that one cut ทำ ("do") between its letters and a conjunct after its virama."""
     at = index
-    while at > 0 and _joined(text, at):
-        at -= 1
-    return at if at > 0 else index
-
-
-def _joined(text: str, at: int) -> bool:
-    """Whether `text[at]` belongs to the character `text[at - 1]` is part of."""
-    char, before = text[at], text[at - 1]
-    code = ord(char)
-    if before == _ZWJ or unicodedata.category(char) in ("Mn", "Mc", "Me"):
-        return True
-    if char in "\u200c\u200d" or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
-        return True  # joiners, skin tones, tag characters (subdivision flags)
-    if 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FF:
-        return True  # a Hangul vowel or final jamo joins the syllable before it
-    if "\ud800" <= before <= "\udbff" and "\udc00" <= char <= "\udfff":
-        return True
-    if _regional(char) and _regional(before):
-        # Flags are pairs of regional indicators: a cut after an odd count splits one.
-        run = at
-        while run > 0 and _regional(text[run - 1]):
-            run -= 1
-        return (at - run) % 2 == 1
-    return False
-
-
-def _regional(char: str) -> bool:
-    return 0x1F1E6 <= ord(char) <= 0x1F1FF
+    if at > 0 and "\udc00" <= text[at] <= "\udfff" and "\ud800" <= text[at - 1] <= "\udbff":
+        at -= 1  # a surrogate pair left in the text, which UAX #29 does not know
+    start = wcwidth.grapheme_boundary_before(text, at + 1)
+    return start if start > 0 else index
 
 
 def _day(mtime: float) -> str:

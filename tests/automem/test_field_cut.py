@@ -42,6 +42,12 @@ FRANCE, GERMANY = "\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"
         ("ok \U0001f44d\U0001f3fd fine", 5, "ok…"),
         # A surrogate pair a decoder left as two halves is not split either.
         ("abc\ud83d\ude00def", 5, "abc…"),
+        # Characters a reader sees whole that no mark or joiner rule finds (UAX #29): Thai's
+        # sara am (a letter, not a mark, of a syllable), a Devanagari conjunct (ष joined by
+        # the virama before it), a Hangul syllable of three jamo.
+        ("\u0e01" * 3 + "\u0e17\u0e33" + "\u0e07\u0e32\u0e19", 5, "\u0e01" * 3 + "…"),
+        ("\u0915\u094d\u0937" * 5, 6, "\u0915\u094d\u0937…"),
+        ("ab\u1100\u1100\u1161\u11a8", 5, "ab…"),
         # CJK has no spaces: cut at the room's end.
         ("数据库" * 100, 10, "数据库数据库数据库…"),
         # A run of marks as long as the room is no character: cut inside it.
