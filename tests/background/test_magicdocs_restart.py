@@ -212,6 +212,9 @@ async def test_a_docs_updates_and_last_update_survive_a_restart(
         (2.5, "NaN"),
         ([1], "Infinity"),
         (None, "next year"),
+        # More digits than Python converts (4,300): json.loads raised ValueError, and the
+        # file was read as broken, every registration lost.
+        ("5,000 digits", "5,000 digits"),
     ],
 )
 async def test_a_hostile_saved_count_or_time_is_read_as_none(
@@ -238,6 +241,7 @@ async def test_a_hostile_saved_count_or_time_is_read_as_none(
     text = json.dumps({"version": 1, "docs": [entry]})
     for word in ("NaN", "Infinity"):  # what json.dumps writes for them
         text = text.replace(f'"{word}"', word)
+    text = text.replace('"5,000 digits"', "9" * 5_000)  # json.dumps cannot write it
     state.write_text(text)
     handle = await start_daemon(model_config)
     try:
