@@ -197,15 +197,22 @@ class Tools:
             if isinstance(f, dict)
         ]
         # A project of thousands of memories listed them all (1.4 MB for 3,000), far over
-        # what a host takes from one call: the list pages through them as `read` does.
-        shown = _fitting(memories[offset:], RESULT_BYTES - _json_size(files))
+        # what a host takes from one call: the list pages through them as `read` does. The
+        # instruction files (2,000 rules files made 270 KB) keep a quarter of it at most: the
+        # host loads them itself, and the memories are what this lists.
+        rules = _fitting(files, RESULT_BYTES // 4)
+        shown = _fitting(memories[offset:], RESULT_BYTES - _json_size(rules))
         end = offset + len(shown)
         reply = {
             **self._note(cwd, project),
             "memory_dir": result.get("memory_dir"),
             "memories": shown,
-            "instruction_files": files,
+            "instruction_files": rules,
         }
+        if len(rules) < len(files):
+            reply["instruction_files_truncated"] = (
+                f"showing {len(rules):,} of {len(files):,} instruction files"
+            )
         if offset or end < len(memories):
             more = f": call list with offset={end} for the rest" if end < len(memories) else ""
             reply["truncated"] = (

@@ -96,3 +96,28 @@ async def test_a_name_or_description_from_a_file_is_cut_to_what_remember_takes(
         assert len(memory["description"]) == DESCRIPTION_CHARS
         assert memory["description"].endswith("…")
     assert recalled["content"] == "zebra body\n"
+
+
+async def test_thousands_of_instruction_files_leave_the_memories_room(
+    fake_daemon: FakeDaemon,
+    project: Path,  # noqa: F811
+) -> None:
+    # 2,000 rules files made a list of 270 KB, and would have left no room for the memories.
+    files = [
+        {"path": f"{project}/.claude/rules/rule_{n:04d}_about_a_topic.md", "type": "Project"}
+        for n in range(2000)
+    ]
+    memories = [_memory(n) for n in range(50)]
+    fake_daemon.on(
+        "memory.list", {"memory_dir": "/m", "memories": memories, "instruction_files": files}
+    )
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        result = await session.call_tool("list", {})
+    listed = payload(result)
+    assert len(result.content[0].text.encode()) < TEXT_CAP
+    shown = len(listed["instruction_files"])
+    assert 0 < shown < 2000
+    assert listed["instruction_files"] == files[:shown]
+    assert listed["instruction_files_truncated"] == f"showing {shown:,} of 2,000 instruction files"
+    assert [m["path"] for m in listed["memories"]] == [m["path"] for m in memories]
+    assert "truncated" not in listed
