@@ -124,7 +124,8 @@ def systemd_socket() -> socket.socket | None:
         log.warning(
             "systemd handed over more than one socket; only the first (descriptor 3) is "
             "served, clients of the others wait for ever: the socket unit (memoryd.socket) "
-            "must have one ListenStream=",
+            "must have one ListenStream= (a drop-in that changes it starts with an empty "
+            "`ListenStream=`, which clears the unit's)",
             count=count,
             names=names.split(":") if names else None,
         )
