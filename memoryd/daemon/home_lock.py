@@ -76,7 +76,7 @@ class HomeLock:
 def _read_note(data: bytes) -> OtherDaemon:
     try:
         note = json.loads(data.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past json's depth
         note = None
     if not isinstance(note, dict):
         return OtherDaemon(None, None)  # held, its note not written yet or not ours

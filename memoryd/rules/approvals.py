@@ -45,6 +45,11 @@ def _read(path: Path) -> dict[str, Any]:
         data = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
         raise ApprovalsError(f"{path} is not valid JSON ({exc}); fix or delete it") from None
+    except (ValueError, RecursionError):
+        # json's own limits: a number over 4,300 digits, nesting past the recursion limit
+        raise ApprovalsError(
+            f"{path} is too deeply nested or holds a number too long to read; fix or delete it"
+        ) from None
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
         raise ApprovalsError(f"{path} has no 'projects' object; fix or delete it")

@@ -141,6 +141,8 @@ def _b64url_json_object(segment: str) -> bool:
         return isinstance(json.loads(decoded), dict)
     except (binascii.Error, ValueError):
         return False
+    except RecursionError:  # a header nested past json's depth: flagged, failing closed
+        return True
 
 
 def _jwt_header_is_json(token: str) -> bool:

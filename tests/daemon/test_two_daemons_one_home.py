@@ -91,6 +91,10 @@ def test_a_note_that_is_not_ours_names_no_one(tmp_path: Path) -> None:
     other = HomeLock(path, tmp_path / "b.sock").claim()
     assert other is not None
     assert (other.pid, other.socket) == (None, None)
+    path.write_bytes(b"[" * 4096)  # nested past json's depth: was a RecursionError traceback
+    other = HomeLock(path, tmp_path / "b.sock").claim()
+    assert other is not None
+    assert (other.pid, other.socket) == (None, None)
     holder.release()
     after = HomeLock(path, tmp_path / "b.sock")
     assert after.claim() is None

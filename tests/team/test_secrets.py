@@ -395,3 +395,12 @@ def test_rewritten_findings_merge_as_a_search_of_every_finding_would(seed: int) 
     expected = _merged_by_linear_search(found, rewritten)
     secrets_module._merge_rewritten(found, rewritten)
     assert found == expected
+
+
+def test_a_jwt_whose_header_is_nested_past_json_depth_is_flagged_not_a_crash() -> None:
+    # Found by a session 23 review: the header check raised RecursionError, and every scan
+    # (memory.remember, team push, the agent's write screen) failed with -32603.
+    header = base64.urlsafe_b64encode(('{"a":' + "[" * 1000).encode()).decode().rstrip("=")
+    token = f"{header}.{b64url({'sub': '1'})}.{rand(ALNUM + '-_', 43)}"
+    scan(f"note: token {token} end\n")  # no RecursionError
+    assert secret_rules._jwt_header_is_json(token)  # such a header fails closed: a JSON object
