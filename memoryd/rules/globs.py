@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import bracex
 from wcmatch import glob
@@ -282,21 +282,23 @@ def _moved(text: str, *, fold: bool) -> str:
 
 
 def _unit(unit: int) -> str:
-    """A unit of a folded name, as regex text."""
+    """A unit of a moved name (folded or not), as regex text."""
     return f"\\u{unit:04x}" if unit < 0x80 else f"\\U{unit + _SHIFT:08x}"
 
 
 @lru_cache(maxsize=1024)
-def _folded_range(low: int, high: int, fold: bool) -> str:
+def _class_range(low: int, high: int, fold: bool) -> str:
     """A class's range `low-high` (or member, `low` = `high`) as class text matching the
-    folded names one of its members folds to: the range itself, and what each member the
-    folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178), when `fold`.
-    A folded name holds no member the folding changes, so none is taken out. Split where
+    moved names one of its members is in: the range itself, and, when `fold`, what each
+    member the folding changes becomes (`à-ÿ` holds `ÿ`, whose upper case `Ÿ` is U+0178). A
+    folded name holds no member the folding changes, so none is taken out. Split where
     ASCII ends: the units above are moved."""
-    table, changed = _fold_table(), _folded_units() if fold else []
-    folds = {
-        table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
-    }
+    folds: set[int] = set()
+    if fold:  # excludes never build the fold table
+        table, changed = _fold_table(), _folded_units()
+        folds = {
+            table[unit] for unit in changed[bisect_left(changed, low) : bisect_right(changed, high)]
+        }
     spans = [(low, min(high, 0x7F)), (max(low, 0x80), high)]
     own = "".join(
         _unit(first) if first == last else f"{_unit(first)}-{_unit(last)}"
@@ -320,15 +322,16 @@ def _moved_regex(regex: str, *, fold: bool) -> str:
             out.append("\\" + escaped.translate(table))
             index += 2
         elif char == "[":
-            index = _fold_class(regex, index, out, fold)
+            index = _moved_class(regex, index, out, fold)
         else:
             out.append(char.translate(table))
             index += 1
     return "".join(out)
 
 
-def _fold_class(regex: str, index: int, out: list[str], fold: bool) -> int:
-    """Append the class opening at `regex[index]` with its members folded; the index after it."""
+def _moved_class(regex: str, index: int, out: list[str], fold: bool) -> int:
+    """Append the class opening at `regex[index]` with its members moved (and, when `fold`,
+    their folds added); the index after it."""
     index += 1
     out.append("[")
     if regex[index] == "^":
@@ -346,7 +349,7 @@ def _fold_class(regex: str, index: int, out: list[str], fold: bool) -> int:
         if regex[index] == "-" and regex[index + 1] != "]":
             high, index = _class_member(regex, index + 1)
         # `_git_classes` wrote no range out of order, and wcmatch drops one
-        out.append(_folded_range(ord(low), max(ord(low), ord(high)), fold))
+        out.append(_class_range(ord(low), max(ord(low), ord(high)), fold))
     out.append("]")
     return index + 1
 
@@ -608,7 +611,7 @@ def matches_any(
 
 
 @lru_cache(maxsize=1024)
-def _compile_exclude(pattern: str) -> Any:
+def _compile_exclude(pattern: str) -> _Matcher:
     try:
         glob.translate(pattern, flags=_FLAGS, limit=_EXPANSION_LIMIT)  # as in `paths:`
         return _Matcher([pattern])

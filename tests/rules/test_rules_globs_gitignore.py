@@ -144,7 +144,7 @@ def test_nfc_turns_no_other_non_ascii_character_into_an_ascii_one() -> None:
 
 def test_no_folded_unit_is_folded_again() -> None:
     # A folded name holds only units the folding leaves alone, so a class need not take the
-    # others out (`globs._folded_range`).
+    # others out (`globs._class_range`).
     table = globs._fold_table()
     assert table[ord("\u00ff")] == ord("\u0178")
     assert ord("\u017f") not in table  # its upper case is ASCII `S`
