@@ -9,6 +9,7 @@ they are found by name, so adding a command means adding a file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -24,7 +25,9 @@ from memctl.output import (
     UsageError,
     fail,
     older_daemon_hint,
+    quiet_stdout,
     ready_streams,
+    stdout_failure,
 )
 from memoryd_client import DaemonUnavailable, RpcError
 
@@ -115,6 +118,28 @@ def _command_names() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ready_streams()
+    try:
+        try:
+            code = _run(argv)
+        finally:  # after --help's SystemExit too
+            sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+    except (OSError, SystemExit) as exc:
+        failure = stdout_failure()
+        if failure is None:
+            if isinstance(exc, BrokenPipeError):  # the reader closed the pipe: it had enough
+                quiet_stdout()
+                return 0
+            raise
+        # A full disk (ENOSPC, EIO, EDQUOT, EFBIG): said once, whatever was being written
+        # (a reply, an error under --json, --help); it was a traceback out of the write.
+        quiet_stdout()
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"memctl: cannot write standard output: {failure.strerror}\n")
+        return EXIT_RPC
+    return code
+
+
+def _run(argv: list[str]) -> int:
     if module_for(argv) == "hook":
         # Hooks run on every prompt: skip building every subcommand's parser. Global flags may
         # come first (`memctl --socket P hook stop`); the hook's own parser takes them too, and
@@ -139,8 +164,6 @@ def main(argv: list[str] | None = None) -> int:
         return fail(args, str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -69,6 +69,16 @@ def ready_streams() -> None:
         if getattr(sys, name) is None:
             # Open for the whole run, in fd order: each takes the descriptor that was closed.
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
+    if sys.stdout is sys.__stdout__ and type(sys.stdout) is io.TextIOWrapper:
+        # The process's own (not /dev/null for a closed one, nor a test's capture), which
+        # sys.__stdout__ keeps open: the new wrapper shares its buffer.
+        sys.stdout = _Stdout(
+            sys.stdout.buffer,
+            encoding=sys.stdout.encoding,
+            errors="backslashreplace",
+            line_buffering=sys.stdout.line_buffering,
+            write_through=sys.stdout.write_through,
+        )
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -76,6 +86,53 @@ def ready_streams() -> None:
         # A byte typed at the numbered menu that is not UTF-8 (a Latin-1 terminal's é) was a
         # UnicodeDecodeError traceback under a UTF-8 locale; as U+FFFD it just filters.
         sys.stdin.reconfigure(errors="replace")
+
+
+class _Stdout(io.TextIOWrapper):
+    """Standard output that remembers the first error writing it (a full disk: ENOSPC, EIO,
+    EDQUOT, EFBIG), so `stdout_failure` tells it from any other OSError: argparse swallows one
+    from its help, a command may catch OSError around a write, and the bytes may only fail at
+    the final flush. A closed pipe (EPIPE) is no failure: the reader had enough."""
+
+    failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except OSError as exc:
+            self._failed(exc)
+            raise
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            self._failed(exc)
+            raise
+
+    def _failed(self, exc: OSError) -> None:
+        if self.failure is None and not isinstance(exc, BrokenPipeError):
+            self.failure = exc
+
+
+def stdout_failure() -> OSError | None:
+    """The error that writing standard output met, if it met one (see `_Stdout`)."""
+    return getattr(sys.stdout, "failure", None)
+
+
+def quiet_stdout() -> None:
+    """Standard output as /dev/null from now on: what is still buffered for a full disk or a
+    closed pipe is flushed there, instead of failing again in the interpreter's own flush at
+    exit ("Exception ignored", status 120)."""
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation: no descriptor (a test's capture)
+        pass
+    finally:
+        os.close(null)
 
 
 def _stdout_is_utf8() -> bool:
