@@ -146,6 +146,16 @@ interface Pending {
 
 type Listener<T extends unknown[]> = (...args: T) => void;
 
+/**
+ * `setTimeout` for a deadline on I/O: `expire` runs only after the I/O that was ready when the
+ * timer fired has been handled. After the event loop was held up (another extension busy, a
+ * laptop waking) past the deadline, the timers ran before the connect or the reply that had come
+ * in meanwhile, and failed it: the daemon shown down, a call "not answered" that was.
+ */
+function ioDeadline(expire: () => void, ms: number): NodeJS.Timeout {
+  return setTimeout(() => setImmediate(expire), ms);
+}
+
 export class MemorydClient {
   readonly socketPath: string;
   readonly timeoutMs: number;
@@ -226,7 +236,7 @@ export class MemorydClient {
       return Promise.reject(new ProtocolError(`${method} request of ${size} bytes is over the cap of ${this.requestCapBytes} bytes; nothing was sent`));
     }
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = ioDeadline(() => {
         if (this.pending.delete(id)) {
           reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
         }
@@ -362,7 +372,10 @@ export class MemorydClient {
     return new Promise<net.Socket>((resolve, reject) => {
       const sock = net.createConnection({ path: this.socketPath });
       let connected = false;
-      const timer = setTimeout(() => {
+      const timer = ioDeadline(() => {
+        if (connected) {
+          return; // the connect was handled after the timer fired
+        }
         sock.destroy();
         const message = `memoryd did not accept a connection on ${this.socketPath} within ${this.connectTimeoutMs} ms`;
         reject(new DaemonUnavailable(message, this.socketPath));
