@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import sys
 
+from memctl.output import UsageError
+from memoryd_client.mcp_stdin import MAX_LINE_BYTES
+
+_CHUNK = 1024 * 1024
+
 
 def read_text(value: str) -> str | None:
-    """`value`, or all of standard input when it is "-"; None when it is not UTF-8 text."""
+    """`value`, or all of standard input when it is "-"; None when it is not UTF-8 text.
+    Standard input over the daemon's line cap is a UsageError (exit 2): no request holding it
+    could be sent, and read whole, `< /dev/zero` ended in MemoryError or took the machine's
+    memory. It is read a chunk at a time, so no more than the cap is ever held."""
     if value == "-":
+        data = bytearray()
+        while chunk := sys.stdin.buffer.read(_CHUNK):
+            data += chunk
+            if len(data) > MAX_LINE_BYTES:
+                raise UsageError(f"standard input is over {MAX_LINE_BYTES // _CHUNK} MiB")
         try:
-            return sys.stdin.buffer.read().decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
     return value if is_utf8(value) else None
