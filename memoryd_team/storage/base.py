@@ -49,8 +49,8 @@ class WriteQueueFull(StorageUnavailable):
     """A write refused at once: `RepoLocks` already holds QUEUE_MAX_WRITES waiting for that
     queue's turn (each holding its request and its body, up to 2 MiB, in memory)."""
 
-    def __init__(self, waiting: int, retry_after_s: int) -> None:
-        super().__init__(f"{waiting} writes to this repository are already queued")
+    def __init__(self, waiting: int, retry_after_s: int, writes_to: str) -> None:
+        super().__init__(f"{waiting} writes to {writes_to} are already queued")
         self.retry_after_s = retry_after_s
 
 
@@ -77,7 +77,10 @@ class RepoLocks:
     repository left none for any other request. A lock is dropped once nobody holds or waits
     for it: a server sees any number of repositories. At most QUEUE_MAX_WRITES wait."""
 
-    def __init__(self) -> None:
+    def __init__(self, writes_to: str = "this repository") -> None:
+        # What one queue's writes go to, as a refusal names it: a SQLite server's one queue
+        # holds every repository's, and a write to a quiet one was told its own was busy.
+        self.writes_to = writes_to
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
 
@@ -93,7 +96,7 @@ class RepoLocks:
         timeout_s = min(timeout_s, QUEUE_WAIT_MAX_S)
         # The one holding the turn, and those waiting for it.
         if self.queued(repo) > QUEUE_MAX_WRITES:
-            raise WriteQueueFull(QUEUE_MAX_WRITES, QUEUE_FULL_RETRY_AFTER_S)
+            raise WriteQueueFull(QUEUE_MAX_WRITES, QUEUE_FULL_RETRY_AFTER_S, self.writes_to)
         lock = self._locks.setdefault(repo, asyncio.Lock())
         self._users[repo] = self._users.get(repo, 0) + 1
         try:

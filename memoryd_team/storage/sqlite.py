@@ -126,7 +126,7 @@ class SqliteStorage(Storage):
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._writers = RepoLocks()
+        self._writers = RepoLocks(writes_to="the database (of every repository)")
         self._executor: ThreadPoolExecutor | None = None
 
     # lifecycle ----------------------------------------------------------------------------

@@ -432,6 +432,10 @@ def test_writes_past_the_queue_cap_are_refused_at_once_with_retry_after(
     token = server.token("acme/widgets")
     repo = Repo(server, "acme/widgets", token)
     queue_name = "acme/widgets" if postgres else ""  # SQLite: one queue for every repository
+    other = Repo(server, "acme/other", server.token("acme/other"))
+    # SQLite's refusal names its one queue, not the repository written to (a write to a quiet
+    # repository was told "writes to this repository are already queued").
+    queue = "this repository" if postgres else "the database (of every repository)"
     try:
         etag = repo.put({"a.md": "0"}).headers["etag"]
         held, release = threading.Event(), asyncio.Event()
@@ -448,14 +452,20 @@ def test_writes_past_the_queue_cap_are_refused_at_once_with_retry_after(
             queued = [pool.submit(repo.put, {"a.md": f"{i}"}, etag) for i in range(cap)]
             asyncio.run(_until(lambda: storage._writers.queued(queue_name) == cap + 1, 120.0))
             refused = [repo.put({"b.md": f"{i}"}, etag) for i in range(3)]
+            elsewhere = other.put({"c.md": "quiet"})
             server._loop.call_soon_threadsafe(release.set)
             holding.result(60)
             served = sorted({f.result(120).status_code for f in queued})
         for reply in refused:
             assert reply.status_code == 503, reply.text
             assert reply.json()["error"] == "storage_unavailable"  # what clients retry
-            assert f"{cap} writes to this repository are already queued" in reply.json()["message"]
+            assert f"{cap} writes to {queue} are already queued" in reply.json()["message"]
             assert reply.headers["retry-after"] == str(storage_base.QUEUE_FULL_RETRY_AFTER_S)
+        if postgres:  # a queue per repository: another one is served meanwhile
+            assert elsewhere.status_code == 200, elsewhere.text
+        else:
+            assert elsewhere.status_code == 503, elsewhere.text
+            assert f"{cap} writes to {queue} are already queued" in elsewhere.json()["message"]
         # Once the turn is let go the queue drains: one write wins, the rest are stale.
         assert served == [200, 412]
         assert storage._writers.queued(queue_name) == 0
