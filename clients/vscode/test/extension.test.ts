@@ -49,7 +49,19 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   }
 }
 
+/** Dispose the extension activated last, as VS Code does on deactivation. */
+function deactivateActive(): void {
+  for (const d of active?.subscriptions ?? []) {
+    d.dispose();
+  }
+  extension.deactivate();
+  active = undefined;
+}
+
 function activate(sock: string, folders: string[], settings: Record<string, unknown> = {}): void {
+  // A test that activates twice left the first one running: its connection's close showed an
+  // outage warning among the next one's messages, taking an answer queued for them.
+  deactivateActive();
   F.reset();
   // The extension's 5 s call timeout was passed on a loaded machine (a remember, a status); a
   // connect timed out by an event loop held up for 2 s would show the outage warning, whose
@@ -92,13 +104,7 @@ async function memoryNodes(): Promise<Array<{ label: string; path: string; data?
 before(async () => {
   daemon = await Daemon.start(socketPath, env);
 });
-afterEach(() => {
-  for (const d of active?.subscriptions ?? []) {
-    d.dispose();
-  }
-  extension.deactivate();
-  active = undefined;
-});
+afterEach(deactivateActive);
 after(async () => {
   await daemon.stop();
   cleanup(tmp);
