@@ -7,6 +7,7 @@ import random
 from collections.abc import AsyncIterator
 
 import pytest
+import structlog.testing
 
 from memoryd.team.sync.watcher import SyncRunner, Tuning
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
@@ -21,11 +22,15 @@ class Runners:
         self.started: list[SyncRunner] = []
         self.errors: list[tuple[str, str]] = []
 
-    async def start(self, side: Side, tuning: Tuning = FAST) -> SyncRunner:
+    async def start(
+        self, side: Side, tuning: Tuning = FAST, rng: random.Random | None = None
+    ) -> SyncRunner:
         async def report(worker: str, message: str) -> None:
             self.errors.append((worker, message))
 
-        runner = SyncRunner(side.engine, tuning=tuning, report_error=report, rng=random.Random(7))
+        runner = SyncRunner(
+            side.engine, tuning=tuning, report_error=report, rng=rng or random.Random(7)
+        )
         self.started.append(runner)
         await runner.start()
         await runner.wait_idle()  # the push of what changed while "away"
@@ -268,6 +273,31 @@ async def test_a_retry_after_is_capped_by_the_backoff_cap(
     proxy.script(_busy("86400"), method="PUT")
     side.write("a.md", "not tomorrow\n")
     await eventually(lambda: "a.md" in server_history(server), timeout=5)
+
+
+class HighEnd(random.Random):
+    """Jitter always at its top: the wait a runner picks is read off its log."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+async def test_a_retry_after_is_spread_past_not_met_in_step(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, runners: Runners
+) -> None:
+    """A full write queue tells every refused client `Retry-After: 5`; each waited exactly
+    that (its own backoff was shorter), so all came back in the same instant to a queue that
+    filled again. The wait is the server's, spread up to half as long again."""
+    side = make_side("me", proxy.url, server.token(REPO), timeout_s=30.0)
+    tuning = Tuning(debounce_s=0.05, backoff_base_s=0.05, backoff_cap_s=300.0)
+    await runners.start(side, tuning, rng=HighEnd())
+    proxy.script(_busy("2"), method="PUT")
+    with structlog.testing.capture_logs() as logs:
+        side.write("a.md", "after the wait\n")
+        await eventually(lambda: any(e["event"] == "team sync will retry" for e in logs), 60)
+    waits = [e["in_s"] for e in logs if e["event"] == "team sync will retry"]
+    assert waits == [3.0]  # 2 s asked, spread to 1.5 times; the backoff alone: 0.075 s
+    await eventually(lambda: "a.md" in server_history(server), 60)
 
 
 async def test_shutdown_skips_its_push_while_the_server_asked_to_wait(

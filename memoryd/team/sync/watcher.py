@@ -285,7 +285,10 @@ class SyncRunner:
         if isinstance(exc, Retryable) and exc.retry_after is not None:
             # The server said when (429/503 Retry-After): not before, within the backoff cap.
             asked = min(exc.retry_after, self.tuning.backoff_cap_s)
-            wait = max(wait, asked)
+            # Spread past it: a server refusing a burst (a full write queue) tells every
+            # client the same 5 s, and waited exactly, they all came back in the same instant.
+            spread = min(asked * self._rng.uniform(1.0, 1.5), self.tuning.backoff_cap_s)
+            wait = max(wait, spread)
             self._server_wait_until = time.monotonic() + asked
         log.info("team sync will retry", op=op, repo=self.engine.repo, in_s=round(wait, 3))
         if not self._closing:
