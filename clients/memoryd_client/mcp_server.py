@@ -29,7 +29,9 @@ MISSING_EXTRA = (
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--socket", help="daemon socket (default: $MEMORYD_SOCKET, …)")
+    parser.add_argument(
+        "--socket", type=_socket_path, help="daemon socket (default: $MEMORYD_SOCKET, …)"
+    )
     parser.add_argument("--cwd", help="default project directory for the tools")
     parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
@@ -63,6 +65,16 @@ def main(argv: list[str] | None = None) -> None:
         server.run("stdio")
     finally:
         wire.finish()
+
+
+def _socket_path(text: str) -> str:
+    """`--socket`'s value. An empty one is refused, as memctl refuses it: taken as no value,
+    the server quietly talked to the default socket, not the one its host's config meant."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "an empty path: give the daemon's socket, or leave --socket out"
+        )
+    return text
 
 
 def _exit_on_interrupt(_signum: int, _frame: object) -> None:

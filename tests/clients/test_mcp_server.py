@@ -444,3 +444,24 @@ def test_half_a_surrogate_pair_in_a_request_is_answered(
     assert [reply["id"] for reply in replies] == [1, 2]
     assert replies[1]["result"]["isError"] is False
     assert fake_daemon.calls("recall")[0]["query"] == "tea \ufffd and \U0001f600 and \\ud83d"
+
+
+def test_an_empty_socket_is_refused_as_memctl_refuses_it(tmp_path: Path) -> None:
+    # Found by a bug hunt (session 23): `--socket ""` read as no --socket, and the server
+    # quietly talked to the default daemon, not the one its host's config named.
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd_client.mcp_server", "--socket", ""],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=memctl_env(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "memoryd-mcp: error: argument --socket: an empty path: give the daemon's socket, "
+        "or leave --socket out\n"
+    )
+    assert done.stdout == ""

@@ -120,3 +120,34 @@ def test_bidi_controls_do_not_reach_past_their_field() -> None:
         {"selector": "local", "memories": [{"name": "x\u202eevil", "path": "/a", "type": "user"}]}
     )
     assert row.splitlines()[1] == "1. [user] x\\u202eevil"
+
+
+@pytest.mark.parametrize("action", ["list", "approve", "revoke"])
+def test_includes_prints_the_project_root_on_one_line(
+    fake_daemon: FakeDaemon, tmp_path: Path, action: str
+) -> None:
+    # Found by a bug hunt (session 23): the project's own folder was printed as it came, so
+    # a folder named "p\nno project has approved external includes" forged a second line.
+    root = f"{tmp_path}/p\n2. approved"
+    approval = {"project_root": root, "approved_at": "2026-12-05\nT09"}
+    fake_daemon.on(
+        "includes.list",
+        {"project_root": root, "approved": True, "external": [], "approvals": [approval]},
+    )
+    if action != "list":
+        fake_daemon.on(f"includes.{action}", {"project_root": root, "removed": False})
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "includes", action)
+    assert done.returncode == 0, done.stderr
+    shown = f"{tmp_path}/p\\n2. approved"
+    assert (
+        done.stdout.splitlines()
+        == {
+            "list": [
+                f"{shown}: external includes approved",
+                "approved projects:",
+                f"  {shown}  (since 2026-12-05\\nT09)",
+            ],
+            "approve": [f"approved external includes for {shown}"],
+            "revoke": [f"{shown} had no approval; nothing to revoke"],
+        }[action]
+    )

@@ -37,12 +37,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     with client(args) as conn:
         result = conn.call(f"includes.{action}", {"cwd": project_cwd(args)})
+    # A folder's name may hold a line break: one line, as every command shows a path.
+    root = one_line(result["project_root"])
     if action == "approve":
-        text = f"approved external includes for {result['project_root']}"
+        text = f"approved external includes for {root}"
     elif result.get("removed"):
-        text = f"revoked external includes for {result['project_root']}"
+        text = f"revoked external includes for {root}"
     else:
-        text = f"{result['project_root']} had no approval; nothing to revoke"
+        text = f"{root} had no approval; nothing to revoke"
     emit(args, result, text)
     return 0
 
@@ -51,14 +53,17 @@ def _list_text(result: dict[str, Any]) -> str:
     lines: list[str] = []
     if "project_root" in result:
         state = "approved" if result.get("approved") else "not approved"
-        lines.append(f"{result['project_root']}: external includes {state}")
+        lines.append(f"{one_line(result['project_root'])}: external includes {state}")
         for item in result.get("external", []):
             # Paths a cloned repository chose: one line each.
             lines.append(f"  refused {one_line(item['path'])} (from {one_line(item['parent'])})")
     approvals = result.get("approvals", [])
     if approvals:
         lines.append("approved projects:")
-        lines.extend(f"  {a['project_root']}  (since {a['approved_at']})" for a in approvals)
+        lines.extend(
+            f"  {one_line(a['project_root'])}  (since {one_line(str(a['approved_at']))})"
+            for a in approvals
+        )
     elif "project_root" not in result:
         lines.append("no project has approved external includes")
     return "\n".join(lines)
