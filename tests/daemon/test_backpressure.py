@@ -36,7 +36,8 @@ async def test_a_client_that_never_reads_its_replies_holds_a_bounded_share(
         assert queued <= WRITE_DRAIN_THRESHOLD + reply_size
         # The daemon stays responsive to everyone else.
         status = await asyncio.wait_for(daemon.call("status"), 5)
-        assert status["inflight"] <= MAX_INFLIGHT_PER_CONNECTION
+        # The status request counts itself: 129 when the stuck client held its whole share
+        assert status["inflight"] <= MAX_INFLIGHT_PER_CONNECTION + 1
     finally:
         writer.transport.abort()
 
