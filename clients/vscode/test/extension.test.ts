@@ -645,7 +645,12 @@ describe("the extension in a stand-in VS Code", () => {
     assert.equal(F.fake.trees.size, 0, "views unregistered");
     const probe = new MemorydClient({ socketPath, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
-      await waitFor(async () => (await probe.call<{ connections: number }>("status")).connections === 1, PATIENCE_MS, "only the probe connected");
+      // (seen once on a loaded machine: a second connection still counted after 60 s; the
+      // daemon's counts are kept for the next look)
+      let seen: { connections: number; inflight?: number; workers_running?: number } | undefined;
+      await waitFor(async () => (seen = await probe.call<{ connections: number }>("status")).connections === 1, PATIENCE_MS, "only the probe connected").catch((error: unknown) => {
+        throw new Error(`${String(error)}; the daemon's last status: ${JSON.stringify({ connections: seen?.connections, inflight: seen?.inflight, workers_running: seen?.workers_running })}`);
+      });
     } finally {
       probe.close();
     }
