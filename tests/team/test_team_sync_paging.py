@@ -325,3 +325,62 @@ async def test_a_checksum_listing_that_lies_is_an_error_and_nothing_is_lost(
     assert sorted(p.name for p in side.team_dir.rglob("*") if p.is_file()) == ["mine.md"]
     assert mine.read_text() == "my own note\n"
     assert side.engine.state.etag is None  # no state recorded from a listing not read whole
+
+
+class PushBetweenParts(httpx.AsyncBaseTransport):
+    """Real HTTP; before the first checksum part (`view=hashes&from=`) is sent, `meanwhile`
+    runs once: a teammate's push between the first page and the rest of its listing."""
+
+    def __init__(self, meanwhile: Callable[[], None]) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self._meanwhile: Callable[[], None] | None = meanwhile
+        self.parts = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        if params.get("view") == "hashes" and "from" in params:
+            self.parts += 1
+            if self._meanwhile is not None:
+                meanwhile, self._meanwhile = self._meanwhile, None
+                meanwhile()
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+# files_here: the folder already holds the files (a reinstall), so nothing needs a page.
+@pytest.mark.parametrize("files_here", [False, True])
+async def test_a_push_between_checksum_parts_fails_the_pull_and_the_next_converges(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory, files_here: bool
+) -> None:
+    """The parts after the first page are asked with If-Match: a state mixed from two would
+    be settled as one (a key added meanwhile missing from the listing). The real server's 412
+    ends the pull before anything is written, and the next pull reads the new state whole."""
+    server = server_factory()
+    token = server.token(REPO)
+    files = {long_key(i): f"note {i}\n" for i in range(1_500)}
+    put_straight(server, files)
+    late = {long_key(5): "changed\n", long_key(1_499): "changed too\n", "zz/new.md": "new\n"}
+    transport = PushBetweenParts(lambda: put_straight(server, late))
+    bob = make_side("bob", server.url, token, transport=transport)
+    assert bob.engine.client is not None
+    bob.engine.client.max_reply_bytes = 600_000  # pages of 18 KB: the listing in parts
+    if files_here:
+        for key, text in files.items():
+            bob.write(key, text)
+    mine = bob.write("mine.md", "my own note\n")
+    before = {p: p.read_bytes() for p in bob.team_dir.rglob("*") if p.is_file()}
+
+    with pytest.raises(Retryable, match="changed while its checksums were read"):
+        await bob.engine.pull()
+    assert transport.parts == 1  # stopped at the first part's 412, not read on
+    assert {p: p.read_bytes() for p in bob.team_dir.rglob("*") if p.is_file()} == before
+    assert bob.engine.state.etag is None
+
+    await bob.engine.pull()
+    expected = {**files, **late}
+    assert all(bob.read(key) == text for key, text in expected.items())
+    assert mine.read_text() == "my own note\n"
+    assert bob.engine.state.server_checksums == {k: checksum(v) for k, v in expected.items()}
+    assert (await bob.engine.pull()).not_modified
