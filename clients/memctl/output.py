@@ -8,7 +8,7 @@ import io
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from memoryd_client import Client
 from memoryd_client.client import bad_reply
@@ -69,16 +69,8 @@ def ready_streams() -> None:
         if getattr(sys, name) is None:
             # Open for the whole run, in fd order: each takes the descriptor that was closed.
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
-    if sys.stdout is sys.__stdout__ and type(sys.stdout) is io.TextIOWrapper:
-        # The process's own (not /dev/null for a closed one, nor a test's capture), which
-        # sys.__stdout__ keeps open: the new wrapper shares its buffer.
-        sys.stdout = _Stdout(
-            sys.stdout.buffer,
-            encoding=sys.stdout.encoding,
-            errors="backslashreplace",
-            line_buffering=sys.stdout.line_buffering,
-            write_through=sys.stdout.write_through,
-        )
+    sys.stdout = _watched(sys.stdout, sys.__stdout__, _Stdout)
+    sys.stderr = _watched(sys.stderr, sys.__stderr__, _Stderr)
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -115,6 +107,40 @@ class _Stdout(io.TextIOWrapper):
             self.failure = exc
 
 
+class _Stderr(io.TextIOWrapper):
+    """Standard error that drops what it cannot write (a full disk, a terminal gone: EIO):
+    there is nowhere left to say it. A notice or warning that failed was an OSError that
+    ended `watch` before its first notification and turned a usage error's exit 2 into 1."""
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except OSError:
+            _to_devnull(self)  # what is still buffered goes there, not into later writes
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError:
+            _to_devnull(self)
+
+
+def _watched(stream: TextIO, original: TextIO | None, kind: type[io.TextIOWrapper]) -> TextIO:
+    """`stream` as a `kind`, when it is the process's own (not /dev/null for a closed one, nor
+    a test's capture). The original stays open as sys.__stdout__/__stderr__: the two share
+    one buffer."""
+    if stream is not original or type(stream) is not io.TextIOWrapper:
+        return stream
+    return kind(
+        stream.buffer,
+        encoding=stream.encoding,
+        errors="backslashreplace",
+        line_buffering=stream.line_buffering,
+        write_through=stream.write_through,
+    )
+
+
 def stdout_failure() -> OSError | None:
     """The error that writing standard output met, if it met one (see `_Stdout`)."""
     return getattr(sys.stdout, "failure", None)
@@ -124,11 +150,15 @@ def quiet_stdout() -> None:
     """Standard output as /dev/null from now on: what is still buffered for a full disk or a
     closed pipe is flushed there, instead of failing again in the interpreter's own flush at
     exit ("Exception ignored", status 120)."""
+    _to_devnull(sys.stdout)
+
+
+def _to_devnull(stream: TextIO) -> None:
     import os
 
     null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, stream.fileno())
     except (OSError, ValueError):  # io.UnsupportedOperation: no descriptor (a test's capture)
         pass
     finally:

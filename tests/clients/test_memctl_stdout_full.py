@@ -4,7 +4,9 @@ EDQUOT or EFBIG would) or whose reader is gone (a closed pipe).
 Found by a bug hunt: recall, call, watch and `--json status` ended in an `OSError: [Errno 28]`
 traceback out of the write, and `--help` exited 0 as if it had been read. Now each says once
 on stderr that it cannot write standard output and exits 1, with nothing more from the
-interpreter's own flush at exit; a closed pipe stays a quiet exit 0.
+interpreter's own flush at exit; a closed pipe stays a quiet exit 0. Standard error on a full
+disk (or a terminal gone) drops what cannot be written: it was an OSError that ended `watch`
+and made a usage error exit 1.
 """
 
 from __future__ import annotations
@@ -40,13 +42,15 @@ def _env(buffered: bool) -> dict[str, str]:
     return env
 
 
-def _memctl(fake: FakeDaemon, args: list[str], stdout: int, buffered: bool) -> tuple[int, str]:
+def _memctl(
+    fake: FakeDaemon, args: list[str], stdout: int, buffered: bool, stderr: int = subprocess.PIPE
+) -> tuple[int, str | None]:
     socket = str(fake.socket_path) if args != ["--json", "status"] else str(fake.socket_path) + "x"
     done = subprocess.run(
         [sys.executable, "-m", "memctl", "--socket", socket, *args],
         stdin=subprocess.DEVNULL,
         stdout=stdout,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env=_env(buffered),
         timeout=60,
@@ -81,22 +85,46 @@ def test_a_closed_pipe_is_a_quiet_exit_0(
     assert (code, err) == (0, "")
 
 
+def _watch(fake: FakeDaemon, stdout: int, stderr: int, buffered: bool) -> tuple[int, str, str]:
+    """`memctl watch --count 1` until one notification, then its exit code, stdout, stderr."""
+    command = [sys.executable, "-m", "memctl", "--socket", str(fake.socket_path), "watch"]
+    proc = subprocess.Popen(
+        [*command, "--count", "1"],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+        env=_env(buffered),
+    )
+    try:
+        fake.wait_for_subscriber(timeout=60)
+        fake.notify("memory/saved", {"path": "/m/tabs.md"})
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 def test_watch_on_a_full_disk(fake_daemon: FakeDaemon, buffered: bool) -> None:
     with open("/dev/full", "w") as full:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memctl", "--socket", str(fake_daemon.socket_path), "watch"],
-            stdin=subprocess.DEVNULL,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(buffered),
-        )
-    try:
-        fake_daemon.wait_for_subscriber(timeout=60)
-        fake_daemon.notify("memory/saved", {"path": "/m/tabs.md"})
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 1
+        code, _, err = _watch(fake_daemon, full.fileno(), subprocess.PIPE, buffered)
+    assert code == 1
     assert err.splitlines()[1:] == [FULL.strip()]  # after "watching memory/saved (Ctrl-C …)"
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_usage_error_keeps_its_exit_code_when_stderr_is_full(
+    fake_daemon: FakeDaemon, buffered: bool
+) -> None:
+    # Empty standard input: "nothing to recall", exit 2.
+    with open("/dev/full", "w") as full:
+        code, err = _memctl(fake_daemon, ["recall", "-"], subprocess.PIPE, buffered, full.fileno())
+    assert (code, err) == (2, None)
+
+
+def test_watch_prints_its_notifications_when_stderr_is_full(fake_daemon: FakeDaemon) -> None:
+    # Its "watching …" notice goes to stderr.
+    with open("/dev/full", "w") as full:
+        code, out, _ = _watch(fake_daemon, subprocess.PIPE, full.fileno(), buffered=True)
+    assert (code, out) == (0, "memory saved: tabs.md\n")
