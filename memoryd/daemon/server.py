@@ -57,20 +57,43 @@ class AlreadyRunning(StartupError):
     pass
 
 
-def socket_is_live(path: Path, timeout: float = 1.0) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(timeout)
-    try:
-        probe.connect(str(path))
-    except (BlockingIOError, TimeoutError):
-        # Someone listens but its accept backlog is full (its loop stalled under a burst of
-        # clients): taken for stale, its socket file was replaced and the daemon orphaned.
+def socket_is_live(path: Path, timeout: float = 1.0, *, platform: str | None = None) -> bool:
+    """Whether a daemon listens at `path`. `platform` is `sys.platform` unless given.
+
+    A full accept backlog (a loop stalled under a burst of clients) is live: Linux says so
+    with EAGAIN, macOS with ECONNREFUSED, as it says of a socket nobody listens on. There a
+    refused probe is tried again for up to `timeout` seconds, and the socket is stale only if
+    refused throughout: taken for stale, a busy daemon's socket file was replaced and the
+    daemon ran on unreachable."""
+    darwin = (platform or sys.platform) == "darwin"
+    deadline = time.monotonic() + timeout
+    pause = 0.01  # doubling to 200 ms, as the clients' connect retry
+    while True:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(timeout)
+        try:
+            probe.connect(str(path))
+        except (BlockingIOError, TimeoutError):
+            return True  # someone listens but its backlog is full (Linux)
+        except ConnectionRefusedError:
+            left = deadline - time.monotonic()
+            if not darwin or left <= 0 or not _is_socket(path):
+                return False  # nobody listens there (a file that is no socket never will)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.2)
+            continue
+        except OSError:  # ENOENT: nothing there
+            return False
+        finally:
+            probe.close()
         return True
-    except OSError:  # ECONNREFUSED, ENOENT: nobody listens there
+
+
+def _is_socket(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
         return False
-    finally:
-        probe.close()
-    return True
 
 
 def systemd_socket() -> socket.socket | None:
@@ -393,7 +416,10 @@ class Server:
         # (st_dev, st_ino) of the socket file we bound; None for systemd's socket.
         self._socket_file: tuple[int, int] | None = None
         self.ready = asyncio.Event()
-        self.stopping = False  # set as `stop` begins
+        # The loop time the drain cap ends, set as `stop` begins: a connection handed over
+        # after that is answered -32006 per request until then.
+        self.stop_deadline: float | None = None
+        self._late: set[asyncio.Task[None]] = set()  # serving such connections
 
     async def start(self) -> None:
         sock = self._activated if self._activated is not None else systemd_socket()
@@ -425,13 +451,23 @@ class Server:
                     writer.close()
                     await writer.wait_closed()
                 return
-            if self.stopping:
-                # Accepted just before listening stopped, served only now: closed, as the
-                # clients still queued were. Served, its requests ran against services being
-                # closed, and one that came after the connections were closed stayed open.
-                writer.close()
-                with contextlib.suppress(ConnectionError, OSError):
-                    await writer.wait_closed()
+            if self.stop_deadline is not None:
+                # Accepted just before listening stopped, handed over only now. Served, its
+                # requests ran against services being closed; closed unserved, the client
+                # saw "memoryd closed the connection" and gave up, where one still queued in
+                # systemd's socket is served by the next daemon. Each request it sends is
+                # answered STOPPING (the clients send it again on a new connection), and the
+                # stop waits for it within the drain cap.
+                task = asyncio.current_task()
+                assert task is not None
+                self._late.add(task)
+                try:
+                    late = Connection(
+                        self.daemon, reader, writer, input_budget, until=self.stop_deadline
+                    )
+                    await late.serve()
+                finally:
+                    self._late.discard(task)
                 return
             connection = Connection(self.daemon, reader, writer, input_budget)
             self.daemon.connections.add(connection)
@@ -490,7 +526,8 @@ class Server:
         return time.monotonic() - daemon.last_activity
 
     async def stop(self) -> None:
-        self.stopping = True
+        loop = asyncio.get_running_loop()
+        self.stop_deadline = stop_deadline = loop.time() + self.config.drain_timeout_s
         remove_status_file_if_ours(self.config)
         if self._server is not None:
             self._server.close()
@@ -523,6 +560,9 @@ class Server:
         grace = max(deadline - time.monotonic(), CLOSE_GRACE_S)
         connections = list(self.daemon.connections)
         await asyncio.gather(*(c.close(flush_within=grace) for c in connections))
+        if self._late:  # they close by the drain cap's end (a client may close them sooner)
+            left = max(stop_deadline - loop.time(), 0.0) + CLOSE_GRACE_S
+            await asyncio.wait(set(self._late), timeout=left)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -426,32 +425,6 @@ async def test_a_background_write_running_keeps_the_daemon_from_going_idle(
     finally:
         release.set()
         waiting.cancel()
-        await handle.server.stop()
-
-
-async def test_a_connection_served_only_once_the_stop_began_is_closed_unserved(
-    short_tmp: Path,
-) -> None:
-    # Found by a bug hunt: clients accepted just before listening stopped were served only
-    # after `stop` had begun (asyncio runs the connection's callback a few loop turns after
-    # the accept), missed by stop_reading, so their requests ran against services being
-    # closed, and one that came after the connections were closed stayed open. Here the
-    # stop has begun (its flag) while the socket still listens: that connection's turn.
-    handle = await start_daemon(daemon_config(short_tmp))
-    try:
-        handle.server.stopping = True
-        reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
-        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
-        with contextlib.suppress(ConnectionError):
-            await writer.drain()
-        try:
-            reply = await asyncio.wait_for(reader.read(), 30)
-        except ConnectionError:
-            reply = b""  # closed with the request unread: a reset, as the queued clients get
-        writer.close()
-        assert reply == b""
-    finally:
-        await handle._client.close()
         await handle.server.stop()
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd.daemon.limits import (
+    CLOSE_GRACE_S,
     LINGER_S,
     MAX_INFLIGHT_PER_CONNECTION,
     NOTIFY_BUFFER_CAP,
@@ -121,7 +122,12 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         input_budget: InputBudget | None = None,
+        *,
+        until: float | None = None,
     ) -> None:
+        """`until`: the connection was accepted once the daemon had begun to stop; each
+        request it sends is answered STOPPING until then (a loop time: the drain cap's end),
+        so a client retries it elsewhere instead of seeing the connection closed unserved."""
         self.daemon = daemon
         self.input_budget = input_budget or InputBudget(daemon.config.input_buffer_cap)
         self._held = 0  # bytes of an unfinished line charged to `input_budget`
@@ -133,7 +139,8 @@ class Connection:
         self._weights: dict[asyncio.Task[None], int] = {}  # requests each task runs
         self.requests = 0  # requests running: a batch counts its members
         self.closed = False
-        self._reading = True  # False once the daemon stops: input is read and dropped
+        self._reading = until is None  # False once the daemon stops: input is read and dropped
+        self._until = until  # set: input is read and each request answered STOPPING
         # Clear while a line read whole is neither started nor answered: `close` waits for it,
         # so a line held behind the connection's share when the daemon stops gets its answer.
         self._settled = asyncio.Event()
@@ -168,8 +175,15 @@ class Connection:
 
     async def serve(self) -> None:
         token = current_connection.set(self)
+        loop = asyncio.get_running_loop()
         try:
-            await self._read_lines()
+            if self._until is None:
+                await self._read_lines()
+            else:
+                # Past the drain cap's end, what the client sends goes unanswered.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(self._until):
+                        await self._read_lines()
         finally:
             self._release()
             current_connection.reset(token)
@@ -177,7 +191,8 @@ class Connection:
             # A client may send its requests and half-close: answer them before closing.
             if self.tasks:
                 await asyncio.gather(*list(self.tasks), return_exceptions=True)
-            await self.close()
+            flush = None if self._until is None else max(self._until - loop.time(), CLOSE_GRACE_S)
+            await self.close(flush)
             self.daemon.last_activity = time.monotonic()  # idle from when it closed
 
     async def _read_lines(self) -> None:
@@ -200,7 +215,7 @@ class Connection:
             if not chunk:
                 return  # EOF, possibly mid-line: nothing complete to answer
             view = memoryview(chunk)  # slices of it are not copies
-            if not self._reading:
+            if not self._reading and self._until is None:
                 partial.clear()
                 continue
             start = 0
@@ -248,7 +263,7 @@ class Connection:
                     self.input_budget.give_back(charged)
                     self._settled.set()
             rest = len(chunk) - start
-            if not rest or not self._reading:
+            if not rest or not (self._reading or self._until is not None):
                 partial.clear()
                 continue
             if len(partial) + rest > limit:

@@ -1,0 +1,191 @@
+"""Two races at the daemon's socket: a client handed over once the stop has begun, and the
+stale-socket probe of a busy daemon on macOS (its full backlog refuses, as nobody does)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from memoryd.daemon import server as server_module
+from memoryd.daemon.app import Daemon
+from memoryd.daemon.server import Server, socket_is_live
+from memoryd_client import Client
+from tests.conftest import daemon_config
+from tests.daemon.conftest import TEST_METHODS
+
+
+async def _serve(daemon: Daemon, listener: socket.socket, methods: bool = False) -> Server:
+    """A daemon on a copy of `listener`, as systemd hands each daemon its socket; with the
+    test methods when `methods`."""
+    if methods:
+        daemon.methods.update((spec.name, spec) for spec in TEST_METHODS)
+    server = Server(daemon, listener.dup())
+    await server.start()
+    await daemon.on_start()
+    return server
+
+
+async def test_a_client_handed_over_once_the_stop_began_is_answered_stopping_and_retries(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt: a client accepted just before the stop, which asyncio hands over
+    # only once `stop` has begun, was closed unserved: memoryd_client saw "memoryd closed the
+    # connection" and gave up, though under socket activation the next daemon was coming on
+    # the same socket. Its request is now answered -32006 and the client's one retry, on a new
+    # connection, waits in the socket for the next daemon, which answers it.
+    config = daemon_config(short_tmp)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # what systemd holds
+    listener.bind(str(config.socket_path))
+    listener.listen(16)
+    first = await _serve(Daemon(config), listener)  # no test methods: only the next has them
+    second: Server | None = None
+    stopping: asyncio.Task[None] | None = None
+    client = Client(config.socket_path, timeout=60)
+    try:
+        client.connect()  # queued in the socket: `first` accepts it at its next loop turn
+        loop = asyncio.get_running_loop()
+        first.stop_deadline = loop.time() + 60  # the stop has begun (as `stop` sets it)
+        async with asyncio.timeout(30):
+            while not first._late:  # handed over, in the stop
+                await asyncio.sleep(0.01)
+        stopping = asyncio.create_task(first.stop())  # stops accepting, waits for that client
+        call = asyncio.create_task(asyncio.to_thread(client.call, "test.sleep", {"seconds": 0}))
+        await asyncio.wait_for(asyncio.shield(stopping), 60)  # the client closed it on -32006
+        assert not call.done(), call.result() if call.done() else None
+        second = await _serve(Daemon(config), listener, methods=True)
+        assert await asyncio.wait_for(call, 60) == {"slept": 0}
+    finally:
+        client.close()
+        if stopping is not None:
+            await stopping
+        else:
+            await first.stop()
+        if second is not None:
+            await second.stop()
+        listener.close()
+
+
+async def test_each_request_of_a_client_handed_over_once_the_stop_began_is_answered(
+    short_tmp: Path,
+) -> None:
+    # A notification gets nothing, a batch one answer per request, a line that is no JSON its
+    # parse error; lines split across writes are answered when whole. Then the connection
+    # closes by the drain cap's end, or sooner when the client closes it.
+    config = daemon_config(short_tmp)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(config.socket_path))
+    listener.listen(16)
+    first = await _serve(Daemon(config), listener)
+    try:
+        first.stop_deadline = asyncio.get_running_loop().time() + 60
+        reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
+        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n{"jsonrpc":"2.0","method":"st')
+        await writer.drain()
+        assert b'"id":1' in await asyncio.wait_for(reader.readline(), 30)
+        writer.write(b'atus"}\n[{"jsonrpc":"2.0","id":2,"method":"status"}]\nnot json\n')
+        await writer.drain()
+        batch = await asyncio.wait_for(reader.readline(), 30)
+        assert batch.startswith(b"[")
+        assert b"-32006" in batch
+        assert b'"id":2' in batch
+        assert b"-32700" in await asyncio.wait_for(reader.readline(), 30)
+        writer.write_eof()
+        assert await asyncio.wait_for(reader.read(), 30) == b""  # closed once the client did
+        writer.close()
+    finally:
+        await first.stop()
+        listener.close()
+
+
+class _Clock:
+    """time.monotonic and time.sleep for the probe: sleeping moves the clock, and the first
+    sleep may run `on_first_sleep` (the daemon's backlog drains)."""
+
+    def __init__(self, on_first_sleep: object = None) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+        self.on_first_sleep = on_first_sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        if not self.sleeps and callable(self.on_first_sleep):
+            self.on_first_sleep()
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def refusing(short_tmp: Path) -> Iterator[socket.socket]:
+    """A socket file whose connects are refused (bound, not listening: what macOS says of a
+    daemon whose accept backlog is full, and of a socket nobody listens on)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(short_tmp / "d.sock"))
+    yield sock
+    sock.close()
+
+
+def _clock(monkeypatch: pytest.MonkeyPatch, clock: _Clock) -> None:
+    # The probe module's own `time`, not the global one.
+    monkeypatch.setattr(
+        server_module, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep)
+    )
+
+
+def test_on_macos_a_refused_probe_is_tried_again_and_a_daemon_that_accepts_is_live(
+    short_tmp: Path, refusing: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: on macOS a busy daemon's full backlog refuses the probe
+    # (ECONNREFUSED), and the probe called that stale at once: a second daemon replaced the
+    # busy one's socket file. Refused, it is tried again within its timeout.
+    clock = _Clock(on_first_sleep=lambda: refusing.listen(1))
+    _clock(monkeypatch, clock)
+    assert socket_is_live(short_tmp / "d.sock", platform="darwin")
+    assert len(clock.sleeps) == 1
+
+
+def test_on_macos_a_socket_refused_throughout_the_timeout_is_stale(
+    short_tmp: Path, refusing: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    _clock(monkeypatch, clock)
+    assert not socket_is_live(short_tmp / "d.sock", timeout=1.0, platform="darwin")
+    assert sum(clock.sleeps) == pytest.approx(1.0)  # refused throughout its timeout
+    assert len(clock.sleeps) > 1
+
+
+def test_elsewhere_a_refused_probe_is_stale_at_once(
+    short_tmp: Path, refusing: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Linux says a full backlog with EAGAIN; its ECONNREFUSED is nobody listening.
+    clock = _Clock(on_first_sleep=lambda: refusing.listen(1))
+    _clock(monkeypatch, clock)
+    assert not socket_is_live(short_tmp / "d.sock", platform="linux")
+    assert clock.sleeps == []
+
+
+def test_on_macos_a_file_that_is_no_socket_is_not_waited_for(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = short_tmp / "notes.txt"
+    notes.write_text("mine\n")
+    clock = _Clock()
+    _clock(monkeypatch, clock)
+    assert not socket_is_live(notes, platform="darwin")
+    assert clock.sleeps == []
+
+
+def test_the_probe_reads_the_platform_when_not_given(
+    short_tmp: Path, refusing: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock(on_first_sleep=lambda: refusing.listen(1))
+    _clock(monkeypatch, clock)
+    monkeypatch.setattr(server_module, "sys", SimpleNamespace(platform="darwin"))  # its own
+    assert socket_is_live(short_tmp / "d.sock")
+    assert len(clock.sleeps) == 1
