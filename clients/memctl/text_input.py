@@ -7,6 +7,7 @@ surrogates. This says what is wrong instead, before anything is sent.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from memctl.output import UsageError
@@ -30,7 +31,14 @@ def read_text(value: str) -> str | None:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return value if is_utf8(value) else None
+    if is_utf8(value):
+        return value
+    try:
+        # Under a locale whose encoding is ASCII (LC_ALL=C with Python's UTF-8 mode off) the
+        # UTF-8 bytes of "café" reach Python as lone surrogates: read them again as UTF-8.
+        return os.fsencode(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def required_text(value: str, what: str, doing: str) -> tuple[str, str | None]:

@@ -82,3 +82,35 @@ def test_a_byte_typed_at_the_menu_that_is_not_utf8_filters(
     )
     assert done.returncode == 0, done.stderr.decode()
     assert "[filter: caf\ufffd]" in done.stdout.decode()
+
+
+def test_utf8_arguments_under_an_ascii_locale_are_sent(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 23): with LC_ALL=C and Python's UTF-8 mode off, the
+    # arguments' encoding is ASCII and "café" arrived as lone surrogates: refused as "not valid
+    # UTF-8". Bytes that are not UTF-8 are still refused.
+    fake_daemon.on("recall", {"memories": [], "selector": "local"})
+    fake_daemon.on("memory.read", {"content": "x"})
+    env = memctl_env(LC_ALL="C", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    socket = ["--socket", str(fake_daemon.socket_path)]
+    for args in (
+        ["recall", NAME],
+        ["call", "memory.read", json.dumps({"path": NAME}, ensure_ascii=False)],
+        ["recall", b"caf\xe9".decode("utf-8", "surrogateescape")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "memctl", *socket, *args],
+            cwd=tmp_path,
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+        if args[-1].startswith("caf\udce9"):
+            assert (done.returncode, done.stderr) == (2, b"memctl: the query is not valid UTF-8\n")
+        else:
+            assert done.returncode == 0, done.stderr
+    assert [call["query"] for call in fake_daemon.calls("recall")] == [NAME]
+    assert fake_daemon.calls("memory.read") == [{"path": NAME}]
