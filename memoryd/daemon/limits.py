@@ -64,3 +64,7 @@ LINGER_S = 2.0
 # (30 s, `DaemonConfig.drain_timeout_s`) is already spent; then a client that does not read
 # is aborted.
 CLOSE_GRACE_S = 1.0
+# A client handed over once the stop began: how long its requests are read (and answered
+# -32006) before it is closed. It sends them as it connects; one that sends nothing (an
+# editor's idle reconnect) held the exit for the whole drain cap.
+LATE_CLIENT_WINDOW_S = 5.0

@@ -30,7 +30,7 @@ import structlog
 from memoryd import PROTOCOL_VERSION, __version__
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
-from memoryd.daemon.limits import CLOSE_GRACE_S, READ_CHUNK
+from memoryd.daemon.limits import CLOSE_GRACE_S, LATE_CLIENT_WINDOW_S, READ_CHUNK
 from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import (
     atomic_write_text,
@@ -462,9 +462,9 @@ class Server:
                 assert task is not None
                 self._late.add(task)
                 try:
-                    late = Connection(
-                        self.daemon, reader, writer, input_budget, until=self.stop_deadline
-                    )
+                    now = asyncio.get_running_loop().time()
+                    until = min(self.stop_deadline, now + LATE_CLIENT_WINDOW_S)
+                    late = Connection(self.daemon, reader, writer, input_budget, until=until)
                     await late.serve()
                 finally:
                     self._late.discard(task)

@@ -30,6 +30,13 @@ async def _serve(daemon: Daemon, listener: socket.socket, methods: bool = False)
     return server
 
 
+@pytest.fixture(autouse=True)
+def _long_late_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A late client's window long enough that a loaded machine's slow thread start does not
+    close it before its request comes (the window's own test sets its own)."""
+    monkeypatch.setattr(server_module, "LATE_CLIENT_WINDOW_S", 60.0)
+
+
 async def test_a_client_handed_over_once_the_stop_began_is_answered_stopping_and_retries(
     short_tmp: Path,
 ) -> None:
@@ -99,6 +106,31 @@ async def test_each_request_of_a_client_handed_over_once_the_stop_began_is_answe
         writer.close()
     finally:
         await first.stop()
+        listener.close()
+
+
+async def test_a_client_handed_over_once_the_stop_began_that_sends_nothing_is_closed_soon(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 23 review: one that sent nothing (an editor's idle reconnect) held
+    # the exit for the whole drain cap; its requests are read for LATE_CLIENT_WINDOW_S only.
+    monkeypatch.setattr(server_module, "LATE_CLIENT_WINDOW_S", 0.2)
+    config = daemon_config(short_tmp, drain_timeout_s=600.0)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(config.socket_path))
+    listener.listen(16)
+    first = await _serve(Daemon(config), listener)
+    try:
+        first.stop_deadline = asyncio.get_running_loop().time() + 600
+        reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
+        async with asyncio.timeout(60):
+            while not first._late:
+                await asyncio.sleep(0.01)
+        # closed by the window, not the 600 s drain cap
+        assert await asyncio.wait_for(reader.read(), 120) == b""
+        writer.close()
+    finally:
+        await asyncio.wait_for(first.stop(), 120)
         listener.close()
 
 
