@@ -23,10 +23,13 @@ def read_text(value: str) -> str | None:
     memory. It is read a chunk at a time, so no more than the cap is ever held."""
     if value == "-":
         data = bytearray()
-        while chunk := sys.stdin.buffer.read(_CHUNK):
-            data += chunk
-            if len(data) > MAX_LINE_BYTES:
-                raise UsageError(f"standard input is over {MAX_LINE_BYTES // _CHUNK} MiB")
+        try:
+            while chunk := sys.stdin.buffer.read(_CHUNK):
+                data += chunk
+                if len(data) > MAX_LINE_BYTES:
+                    raise UsageError(f"standard input is over {MAX_LINE_BYTES // _CHUNK} MiB")
+        except OSError as exc:  # opened for writing only (`<&3`), a terminal gone (EIO)
+            raise UsageError(f"cannot read standard input: {exc.strerror}") from None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:

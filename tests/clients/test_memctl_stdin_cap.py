@@ -12,6 +12,7 @@ import io
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +87,31 @@ def test_standard_input_at_the_cap_is_read(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode() + b"\n")))
     with pytest.raises(UsageError, match=r"^standard input is over 64 MiB$"):
         read_text("-")
+
+
+def test_standard_input_that_cannot_be_read_is_said(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 23): standard input opened for writing only (`<&3` of a
+    # `3>file`) was an OSError (EBADF) traceback; a terminal gone (EIO) would be the same.
+    with open(tmp_path / "out", "wb") as write_only:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memctl",
+                "--socket",
+                str(fake_daemon.socket_path),
+                "recall",
+                "-",
+            ],
+            stdin=write_only,
+            capture_output=True,
+            text=True,
+            env=memctl_env(),
+            timeout=60,
+            check=False,
+        )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "memctl: cannot read standard input: Bad file descriptor\n"
+    assert fake_daemon.calls("recall") == []
