@@ -219,3 +219,27 @@ def test_watch_says_context_changed_with_more_and_lost_events(fake_daemon: FakeD
         "context changed: /p (.claude/rules/a.md, /home/u/.claude/CLAUDE.md and 3 more)",
         "context changed: /p (events were lost: which files is not known)",
     ]
+
+
+def test_a_line_that_is_not_memoryd_is_named_not_called_a_close(fake_daemon: FakeDaemon) -> None:
+    # Found by a bug hunt (session 23): whatever ended the watch, it said "memoryd closed the
+    # connection"; a line that is not JSON-RPC (another program on the socket) is said as such.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memctl", "--socket", str(fake_daemon.socket_path), "watch"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=memctl_env(),
+    )
+    try:
+        fake_daemon.wait_for_subscriber(timeout=60)
+        for conn in list(fake_daemon._subscribers):
+            conn.sendall(b"hello, I am not memoryd\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out) == (3, "")
+    assert err.splitlines()[1].startswith(
+        f"memctl: what answers on {fake_daemon.socket_path} is not memoryd (its reply is not JSON"
+    ), err

@@ -41,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
         while args.count == 0 or seen < args.count:
             try:
                 message = conn.next_notification()
-            except ConnectionError:
-                return fail(args, "memoryd closed the connection", EXIT_DOWN)
+            except ConnectionError as exc:
+                # Its own words: closed, lost (and why), or a line that is not memoryd's.
+                return fail(args, str(exc) or "memoryd closed the connection", EXIT_DOWN)
             line = json_text(message) if args.json else one_line(describe(message))
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
