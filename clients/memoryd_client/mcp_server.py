@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 
+from memoryd_client import paths
 from memoryd_client.mcp_stdin import StdioWire
 from memoryd_client.version import installed_version
 
@@ -69,12 +70,14 @@ def main(argv: list[str] | None = None) -> None:
 
 def _socket_path(text: str) -> str:
     """`--socket`'s value. An empty one is refused, as memctl refuses it: taken as no value,
-    the server quietly talked to the default socket, not the one its host's config meant."""
+    the server quietly talked to the default socket, not the one its host's config meant. A
+    leading `~` is the home folder, as in memctl and $MEMORYD_SOCKET (a host's config is
+    read by no shell: it was a folder named ~)."""
     if not text:
         raise argparse.ArgumentTypeError(
             "an empty path: give the daemon's socket, or leave --socket out"
         )
-    return text
+    return paths.expand_home(text)
 
 
 def _exit_on_interrupt(_signum: int, _frame: object) -> None:
