@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import anthropic
@@ -181,3 +182,30 @@ async def test_a_reply_sent_a_byte_at_a_time_is_given_up_at_the_deadline(
         )
     assert info.value.retryable
     await client.close()
+
+
+def test_stop_closes_a_connection_whose_reply_never_ended() -> None:
+    # Seen under load: stop() left the connection of an endless reply open when its client's
+    # hang-up had not been seen yet; the transport outlived the server's loop and gave
+    # "ResourceWarning: unclosed transport" in whatever test collected it.
+    import socket
+
+    api = FakeMessagesAPI().start()
+    api.enqueue(endless_reply())
+    body = b'{"model": "m", "max_tokens": 1, "messages": []}'
+    with socket.create_connection(("127.0.0.1", api.port)) as client:
+        client.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        assert api._server is not None
+        connections = api._server.server_state.connections
+        deadline = time.monotonic() + 60
+        # Mid-reply, the client neither reading nor hung up: once the socket's buffers are
+        # full the transport holds what it could not send, and a close() alone never ends.
+        while not any(c.transport.get_write_buffer_size() for c in list(connections)):
+            assert time.monotonic() < deadline, "the reply never filled the socket's buffers"
+            time.sleep(0.01)
+        api.stop()
+        assert not api._server.server_state.connections
+        assert not api._server.server_state.tasks  # the reply ended, not cancelled

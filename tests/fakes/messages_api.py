@@ -66,6 +66,16 @@ class _QuickServer(uvicorn.Server):
             server.close()
         for connection in list(self.server_state.connections):
             connection.shutdown()
+            # uvicorn's shutdown leaves a connection mid-reply open (an endless reply whose
+            # client's hang-up this loop had not seen yet): its transport outlived the loop,
+            # a ResourceWarning "unclosed transport" at collection. Such replies are dropped.
+            connection.transport.abort()
+        # abort() calls connection_lost soon, which takes the connection out of the set; the
+        # replies' tasks then see the hang-up and end, not cancelled with the loop.
+        while self.server_state.connections:
+            await asyncio.sleep(0)
+        if self.server_state.tasks:
+            await asyncio.wait(list(self.server_state.tasks), timeout=5)
         for server in self.servers:
             await server.wait_closed()
 
