@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import io
 import json
 import re
@@ -69,6 +70,12 @@ def ready_streams() -> None:
         if getattr(sys, name) is None:
             # Open for the whole run, in fd order: each takes the descriptor that was closed.
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            # Left non-blocking by whoever shares it (a Node.js parent's pipe, a terminal a
+            # crashed program left so): a write into a full pipe was EAGAIN, and unbuffered
+            # (PYTHONUNBUFFERED) what did not fit was dropped without a word, exit 0.
+            os.set_blocking(fd, True)
     sys.stdout = _watched(sys.stdout, sys.__stdout__, _Stdout)
     sys.stderr = _watched(sys.stderr, sys.__stderr__, _Stderr)
     for stream in (sys.stdout, sys.stderr):

@@ -11,15 +11,21 @@ and made a usage error exit 1.
 
 from __future__ import annotations
 
+import array
+import fcntl
+import json
 import os
 import subprocess
 import sys
+import termios
+import time
 
 import pytest
 
 from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
 
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)  # Linux
 FULL = "memctl: cannot write standard output: No space left on device\n"
 MEMORY = {"path": "/m/tabs.md", "name": "Tabs", "type": "feedback", "content": "use tabs"}
 COMMANDS = [
@@ -128,3 +134,52 @@ def test_watch_prints_its_notifications_when_stderr_is_full(fake_daemon: FakeDae
     with open("/dev/full", "w") as full:
         code, out, _ = _watch(fake_daemon, subprocess.PIPE, full.fileno(), buffered=True)
     assert (code, out) == (0, "memory saved: tabs.md\n")
+
+
+def _pipe_is_full_or_done(read_end: int, proc: subprocess.Popen[bytes]) -> bool:
+    queued = array.array("i", [0])
+    fcntl.ioctl(read_end, termios.FIONREAD, queued)
+    return queued[0] >= fcntl.fcntl(read_end, F_GETPIPE_SZ) or proc.poll() is not None
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_non_blocking_stdout_gets_everything(fake_daemon: FakeDaemon, buffered: bool) -> None:
+    # Found by a bug hunt (session 23): stdout left non-blocking by whoever shares it (a
+    # Node.js parent, a terminal a crashed program left so), with a reader slower than memctl:
+    # once the pipe was full a write was EAGAIN, a traceback, and unbuffered the rest was
+    # dropped with exit 0.
+    big = "lorem ipsum " * 100_000
+    fake_daemon.on("status", {"text": big})
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memctl",
+                "--socket",
+                str(fake_daemon.socket_path),
+                "call",
+                "status",
+                "{}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=_env(buffered),
+        )
+    finally:
+        os.close(write_end)
+    try:
+        deadline = time.monotonic() + 60
+        # The reader starts once memctl has filled the pipe (or given up on it).
+        while not _pipe_is_full_or_done(read_end, proc) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with os.fdopen(read_end, "rb") as reader:
+            out = reader.read()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (0, b"")
+    assert json.loads(out) == {"text": big}
