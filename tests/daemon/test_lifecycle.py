@@ -53,15 +53,67 @@ def wait_healthy(sock: Path, timeout: float = 60) -> dict[str, object]:
     raise AssertionError(f"daemon on {sock} never became healthy")
 
 
+def start_healthy(sock: Path, *extra: str, capture: bool = False) -> subprocess.Popen[str]:
+    """spawn_daemon, then wait_healthy; a daemon that never became healthy is killed (left
+    running, it held its socket and home lock into the tests after)."""
+    proc = spawn_daemon(sock, *extra, capture=capture)
+    try:
+        wait_healthy(sock)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc
+
+
+def exit_stderr(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """The stderr of a daemon expected to exit by itself (a refused start: its interpreter and
+    imports alone took 10-14 s on a loaded machine); one still running then is killed."""
+    try:
+        _out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return err or ""  # None when not captured
+
+
+def terminated_stderr(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """SIGTERM, then the daemon's stderr once it exited; killed if it has not by `timeout`."""
+    if proc.poll() is None:
+        proc.terminate()
+    return exit_stderr(proc, timeout)
+
+
 @pytest.fixture
 def running(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     sock = short_tmp / "run" / "d.sock"
-    proc = spawn_daemon(sock)
-    wait_healthy(sock)
+    proc = start_healthy(sock)
     yield proc, sock
-    if proc.poll() is None:
-        proc.terminate()
-        proc.wait(10)
+    terminated_stderr(proc)
+
+
+def test_a_daemon_whose_health_wait_failed_is_not_left_running(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixtures spawned a daemon, then waited for it outside any `try`: a wait that failed
+    # on a loaded machine left the daemon running, holding its socket and home lock.
+    spawned: list[subprocess.Popen[str]] = []
+    real_spawn = spawn_daemon
+
+    def spawn(sock: Path, *extra: str, capture: bool = False) -> subprocess.Popen[str]:
+        spawned.append(real_spawn(sock, *extra, capture=capture))
+        return spawned[-1]
+
+    def never_healthy(sock: Path, timeout: float = 60) -> dict[str, object]:
+        raise AssertionError(f"daemon on {sock} never became healthy")
+
+    monkeypatch.setattr(sys.modules[__name__], "spawn_daemon", spawn)
+    monkeypatch.setattr(sys.modules[__name__], "wait_healthy", never_healthy)
+    with pytest.raises(AssertionError, match="never became healthy"):
+        start_healthy(short_tmp / "d.sock")
+    (proc,) = spawned
+    assert proc.poll() is not None  # stopped before the failure went on
 
 
 def test_socket_and_status_file_are_private_and_describe_the_daemon(
@@ -81,7 +133,7 @@ def test_socket_and_status_file_are_private_and_describe_the_daemon(
 def test_second_start_on_a_live_socket_refuses(running: tuple[subprocess.Popen[str], Path]) -> None:
     _proc, sock = running
     second = spawn_daemon(sock, capture=True)
-    _out, err = second.communicate(timeout=20)
+    err = exit_stderr(second)
     assert second.returncode == 2
     assert "already serving" in err
     assert wait_healthy(sock)["pid"] == _proc.pid
@@ -121,7 +173,7 @@ def test_a_socket_whose_accept_backlog_is_full_is_live_not_stale(short_tmp: Path
                 break
         identity = sock.lstat().st_ino
         second = spawn_daemon(sock, capture=True)
-        _out, err = second.communicate(timeout=20)
+        err = exit_stderr(second)
         assert second.returncode == 2
         assert "already serving" in err
         assert sock.lstat().st_ino == identity
@@ -139,7 +191,7 @@ def test_a_file_that_is_not_a_socket_is_never_replaced(short_tmp: Path) -> None:
     notes = short_tmp / "notes.txt"
     notes.write_text("keep me\n")
     proc = spawn_daemon(notes, capture=True)
-    _out, err = proc.communicate(timeout=20)
+    err = exit_stderr(proc)
     assert proc.returncode == 2
     assert "is not a socket" in err
     assert notes.read_text() == "keep me\n"
@@ -159,7 +211,7 @@ def test_a_socket_the_system_cannot_give_is_one_line_not_a_traceback(
         sock = short_tmp / "afile" / "memoryd.sock"
         expected = "cannot listen on"
     proc = spawn_daemon(sock, capture=True)
-    _out, err = proc.communicate(timeout=20)
+    err = exit_stderr(proc)
     assert proc.returncode == 2
     assert expected in err
     assert "Traceback" not in err
@@ -534,7 +586,7 @@ def test_a_log_file_that_cannot_be_opened_is_one_line_not_a_traceback(
     (short_tmp / "afile").write_text("")
     log_file = short_tmp if where == "a folder" else short_tmp / "afile" / "memoryd.log"
     proc = spawn_daemon(short_tmp / "d.sock", "--log-file", str(log_file), capture=True)
-    _out, err = proc.communicate(timeout=20)
+    err = exit_stderr(proc)
     assert proc.returncode == 2
     assert "Traceback" not in err
     assert err.strip().splitlines() == [err.strip()]
@@ -564,12 +616,7 @@ def test_a_mistyped_number_in_the_environment_is_one_line_not_a_traceback(
     # Found by a bug hunt: int()/float() of the variable raised at start-up, a traceback
     # and exit 1, team sync on or off; a service restarted it in a loop.
     proc = spawn_daemon(short_tmp / "d.sock", env={name: value}, capture=True)
-    try:
-        _out, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # it started, taking the value: not left running after the test
-        proc.communicate()
-        raise
+    err = exit_stderr(proc)  # one that started, taking the value, is killed
     assert proc.returncode == 2
     assert "Traceback" not in err
     (line,) = err.strip().splitlines()
@@ -599,8 +646,7 @@ def test_a_status_file_that_cannot_be_written_does_not_stop_the_start(short_tmp:
     try:
         assert wait_healthy(sock)["pid"] == proc.pid
     finally:
-        proc.terminate()
-        _out, err = proc.communicate(timeout=10)
+        err = terminated_stderr(proc)
     assert "Traceback" not in err
     assert "status file not written" in err
 
@@ -616,7 +662,6 @@ def test_a_full_socket_folder_does_not_stop_the_start(
     try:
         assert wait_healthy(sock)["pid"] == proc.pid
     finally:
-        proc.terminate()
-        _out, err = proc.communicate(timeout=10)
+        err = terminated_stderr(proc)
     assert "No space left on device" in err
     assert "Traceback" not in err

@@ -10,13 +10,11 @@ from pathlib import Path
 
 from memoryd.daemon.home_lock import HomeLock
 from memoryd_client import Client
-from tests.daemon.test_lifecycle import spawn_daemon, wait_healthy
+from tests.daemon.test_lifecycle import start_healthy, terminated_stderr
 
 
 def _start(sock: Path) -> subprocess.Popen[str]:
-    proc = spawn_daemon(sock, "--log-level", "warning", capture=True)
-    wait_healthy(sock)
-    return proc
+    return start_healthy(sock, "--log-level", "warning", capture=True)
 
 
 def _status(sock: Path) -> dict[str, object]:
@@ -26,13 +24,7 @@ def _status(sock: Path) -> dict[str, object]:
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
-    proc.terminate()
-    try:
-        _, err = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-    return err
+    return terminated_stderr(proc)
 
 
 def test_a_second_daemon_says_who_came_first_and_takes_over_when_it_stops(
