@@ -151,6 +151,9 @@ type Listener<T extends unknown[]> = (...args: T) => void;
  * timer fired has been handled. After the event loop was held up (another extension busy, a
  * laptop waking) past the deadline, the timers ran before the connect or the reply that had come
  * in meanwhile, and failed it: the daemon shown down, a call "not answered" that was.
+ * That is one read: a reply longer than the socket buffers (~200 KB on Linux) is still coming in
+ * then and fails. A `clearTimeout` after the timer fired does not stop `expire`, so `expire`
+ * checks that its wait is still on.
  */
 function ioDeadline(expire: () => void, ms: number): NodeJS.Timeout {
   return setTimeout(() => setImmediate(expire), ms);
