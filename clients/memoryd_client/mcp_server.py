@@ -20,6 +20,8 @@ from memoryd_client.mcp_stdin import StdioWire
 from memoryd_client.version import installed_version
 
 EXIT_MISSING_EXTRA = 2
+EXIT_USAGE = 2
+_STREAMS = (("stdin", "input"), ("stdout", "output"))
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 MISSING_EXTRA = (
     "memoryd-mcp: this needs the MCP SDK ({name} is missing): install memoryd[mcp]: from the "
@@ -36,6 +38,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cwd", help="default project directory for the tools")
     parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
+    closed = [word for name, word in _STREAMS if getattr(sys, name) is None]
+    if closed:
+        # Started with `<&-` or `>&-` (Python makes such a stream None): the server reads
+        # requests on one and answers on the other, so nothing can be served; it was an
+        # AttributeError or EBADF traceback.
+        if sys.stderr is not None:
+            print(
+                f"memoryd-mcp: standard {' and '.join(closed)} is closed: "
+                "an MCP client talks to it over standard input and output",
+                file=sys.stderr,
+            )
+        sys.exit(EXIT_USAGE)
     try:
         from memoryd_client.mcp_tools import Tools, build_server, is_jsonrpc_message
     except ModuleNotFoundError as exc:

@@ -446,22 +446,42 @@ def test_half_a_surrogate_pair_in_a_request_is_answered(
     assert fake_daemon.calls("recall")[0]["query"] == "tea \ufffd and \U0001f600 and \\ud83d"
 
 
-def test_an_empty_socket_is_refused_as_memctl_refuses_it(tmp_path: Path) -> None:
-    # Found by a bug hunt (session 23): `--socket ""` read as no --socket, and the server
-    # quietly talked to the default daemon, not the one its host's config named.
-    done = subprocess.run(
-        [sys.executable, "-m", "memoryd_client.mcp_server", "--socket", ""],
+def _server_exit(cwd: Path, socket: str, redirect: str = "") -> subprocess.CompletedProcess[str]:
+    """memoryd-mcp started by a shell with `redirect` (`<&-`, `>&-`), run to its end."""
+    command = [sys.executable, "-m", "memoryd_client.mcp_server", "--socket", socket]
+    return subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", *command],
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        capture_output=True,  # the redirect closes stdout again when it is `>&-`
         text=True,
-        cwd=tmp_path,
+        cwd=cwd,
         env=memctl_env(),
         timeout=60,
         check=False,
     )
+
+
+def test_an_empty_socket_is_refused_as_memctl_refuses_it(tmp_path: Path) -> None:
+    # Found by a bug hunt (session 23): `--socket ""` read as no --socket, and the server
+    # quietly talked to the default daemon, not the one its host's config named.
+    done = _server_exit(tmp_path, "")
     assert done.returncode == 2
     assert done.stderr.endswith(
         "memoryd-mcp: error: argument --socket: an empty path: give the daemon's socket, "
         "or leave --socket out\n"
     )
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("redirect", "closed"), [("<&-", "input"), (">&-", "output"), ("<&- >&-", "input and output")]
+)
+def test_a_closed_standard_stream_is_said(tmp_path: Path, redirect: str, closed: str) -> None:
+    # Found by a bug hunt (session 23): started with stdin or stdout closed (cron, a careless
+    # script), the server died in an AttributeError or EBADF traceback from a thread.
+    done = _server_exit(tmp_path, "/nonexistent", redirect)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"memoryd-mcp: standard {closed} is closed: an MCP client talks to it over standard "
+        "input and output\n"
+    )
