@@ -442,7 +442,9 @@ class Server:
                 with contextlib.suppress(ConnectionError, OSError):
                     await writer.wait_closed()
                 return
-            if len(self.daemon.connections) >= max_connections:
+            # Late ones (below) count: they hold their descriptors while the stop writes
+            # the daemon's own files.
+            if len(self.daemon.connections) + len(self._late) >= max_connections:
                 # The descriptors left are the daemon's own: this client is told so and
                 # closed, those connected are still answered.
                 self.daemon.counters["refused_busy"] += 1

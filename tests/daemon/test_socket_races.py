@@ -4,8 +4,9 @@ stale-socket probe of a busy daemon on macOS (its full backlog refuses, as nobod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ import pytest
 
 from memoryd.daemon import server as server_module
 from memoryd.daemon.app import Daemon
+from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.server import Server, socket_is_live
 from memoryd_client import Client
 from tests.conftest import daemon_config
@@ -77,19 +79,30 @@ async def test_a_client_handed_over_once_the_stop_began_is_answered_stopping_and
         listener.close()
 
 
+@contextlib.asynccontextmanager
+async def _stop_begun(config: DaemonConfig) -> AsyncIterator[Server]:
+    """A daemon on an activated socket, still listening, whose stop has begun (its deadline
+    set, as `stop` sets it, a drain cap ahead): each client it is handed now is a late one."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(config.socket_path))
+    listener.listen(16)
+    server = await _serve(Daemon(config), listener)
+    try:
+        server.stop_deadline = asyncio.get_running_loop().time() + config.drain_timeout_s
+        yield server
+    finally:
+        await asyncio.wait_for(server.stop(), 120 + config.drain_timeout_s)
+        listener.close()
+
+
 async def test_each_request_of_a_client_handed_over_once_the_stop_began_is_answered(
     short_tmp: Path,
 ) -> None:
     # A notification gets nothing, a batch one answer per request, a line that is no JSON its
     # parse error; lines split across writes are answered when whole. Then the connection
     # closes by the drain cap's end, or sooner when the client closes it.
-    config = daemon_config(short_tmp)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(config.socket_path))
-    listener.listen(16)
-    first = await _serve(Daemon(config), listener)
-    try:
-        first.stop_deadline = asyncio.get_running_loop().time() + 60
+    config = daemon_config(short_tmp, drain_timeout_s=60.0)
+    async with _stop_begun(config):
         reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
         writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n{"jsonrpc":"2.0","method":"st')
         await writer.drain()
@@ -104,9 +117,6 @@ async def test_each_request_of_a_client_handed_over_once_the_stop_began_is_answe
         writer.write_eof()
         assert await asyncio.wait_for(reader.read(), 30) == b""  # closed once the client did
         writer.close()
-    finally:
-        await first.stop()
-        listener.close()
 
 
 async def test_a_client_handed_over_once_the_stop_began_that_sends_nothing_is_closed_soon(
@@ -116,12 +126,7 @@ async def test_a_client_handed_over_once_the_stop_began_that_sends_nothing_is_cl
     # the exit for the whole drain cap; its requests are read for LATE_CLIENT_WINDOW_S only.
     monkeypatch.setattr(server_module, "LATE_CLIENT_WINDOW_S", 0.2)
     config = daemon_config(short_tmp, drain_timeout_s=600.0)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(config.socket_path))
-    listener.listen(16)
-    first = await _serve(Daemon(config), listener)
-    try:
-        first.stop_deadline = asyncio.get_running_loop().time() + 600
+    async with _stop_begun(config) as first:
         reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
         async with asyncio.timeout(60):
             while not first._late:
@@ -129,9 +134,30 @@ async def test_a_client_handed_over_once_the_stop_began_that_sends_nothing_is_cl
         # closed by the window, not the 600 s drain cap
         assert await asyncio.wait_for(reader.read(), 120) == b""
         writer.close()
-    finally:
-        await asyncio.wait_for(first.stop(), 120)
-        listener.close()
+
+
+async def test_clients_handed_over_once_the_stop_began_count_against_the_connection_cap(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 23 review: late clients were not counted in the cap, so a burst
+    # accepted as the stop began held every descriptor the cap leaves the daemon for its
+    # own files while the stop wrote them. Past the cap a late one is told -32004 and closed.
+    monkeypatch.setattr(server_module, "connection_cap", lambda: 1)
+    config = daemon_config(short_tmp, drain_timeout_s=60.0)
+    async with _stop_begun(config) as first:
+        _late_reader, late_writer = await asyncio.open_unix_connection(str(config.socket_path))
+        async with asyncio.timeout(60):
+            while not first._late:  # the one the cap leaves room for
+                await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
+        writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        reply = await asyncio.wait_for(reader.readline(), 60)
+        assert b"-32004" in reply, reply  # not -32006: it was not taken in
+        assert b"serving 1 clients" in reply
+        writer.close()
+        late_writer.close()
 
 
 class _Clock:
