@@ -34,7 +34,7 @@ local function result(method, cwd)
 end
 
 local path = folder .. '/order.sock'
-T.serve(path, function(request, conn)
+local server = T.serve(path, function(request, conn)
   local cwd = type(request.params) == 'table' and request.params.cwd or ''
   asked[request.method] = (asked[request.method] or 0) + 1
   local reply = vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result(request.method, cwd) }) .. '\n'
@@ -145,6 +145,30 @@ T.run({
       local newer = 'served ' .. asked.status -- the command's
       T.has(T.text('status'), 'memoryd ' .. newer .. ' (pid 0)', 'the status view')
       T.eq(newer, memoryd.state.status and memoryd.state.status.version, 'the state the status line shows')
+    end,
+  },
+  {
+    'a context/changed while :MemorydRules waits for its answer asks for the buffer asked for, not the one on screen',
+    function()
+      -- The refresh asked for the view's last drawn buffer with a newer ticket: answered first,
+      -- it was drawn and the command's own answer, older, dropped (the previous buffer's rules
+      -- stayed on screen; CI under load).
+      vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/fast/b.md'))
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', 'fast_rule.md')
+      local before = handled.get_context or 0
+      vim.cmd('wincmd p')
+      vim.cmd('edit ' .. vim.fn.fnameescape(folder .. '/slow/a.md'))
+      vim.cmd('MemorydRules') -- answered 800 ms late
+      local note = { jsonrpc = '2.0', method = 'context/changed', params = { project = folder, paths = {} } }
+      for _, conn in ipairs(server.conns) do
+        if not conn:is_closing() then
+          conn:write(vim.json.encode(note) .. '\n')
+        end
+      end
+      wait_handled('get_context', before, 2)
+      T.wait_view('rules', 'slow_rule.md')
+      T.has_not(T.text('rules'), 'fast_rule.md', 'the rules view')
     end,
   },
   {

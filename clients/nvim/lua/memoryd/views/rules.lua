@@ -12,6 +12,10 @@ local debounce = require('memoryd.debounce')
 local M = {}
 
 M.last = nil -- {ctx = buffer context, paths = {path = true}} of the view on screen
+-- The buffer context asked for last: what a refresh asks for again. The one on screen was
+-- asked for with a newer ticket while a command's answer was on its way, drawn first, and the
+-- command's answer then dropped as older: the previous buffer's rules stayed on screen.
+M.wanted = nil
 
 local uv = vim.uv or vim.loop
 
@@ -91,8 +95,8 @@ end
 local function setup_keys(buf)
   ui.map(buf, '<CR>', ui.open_target, 'open the file')
   ui.map(buf, 'r', function()
-    if M.last then
-      M.refresh(M.last.ctx, false)
+    if M.wanted then
+      M.refresh(M.wanted, false)
     end
   end, 'refresh')
 end
@@ -105,6 +109,7 @@ local latest = require('memoryd.latest').new()
 -- started, on every :w; the outage was reported once and the status line says so.
 -- done (optional): called once the request has finished, answered or not.
 function M.refresh(ctx, show, background, done)
+  M.wanted = ctx
   local params = { cwd = ctx.cwd }
   if ctx.file then
     params.touched_paths = { ctx.file }
@@ -131,8 +136,8 @@ end
 
 -- The view on screen asked for again in the background, one request at a time.
 local again = require('memoryd.coalesce').new(function(done)
-  if M.last and ui.existing('rules') then
-    M.refresh(M.last.ctx, false, true, done)
+  if M.wanted and ui.existing('rules') then
+    M.refresh(M.wanted, false, true, done)
   else
     done()
   end
@@ -149,10 +154,10 @@ end
 -- changes that come while the view is being asked for make one request more after it.
 function M.on_context_changed(note)
   local project = type(note.params) == 'table' and note.params.project or nil
-  if type(project) ~= 'string' or not M.last then
+  if type(project) ~= 'string' or not M.wanted then
     return
   end
-  local cwd = M.last.ctx.cwd
+  local cwd = M.wanted.cwd
   -- The daemon names the real path; the buffer's folder may be reached through a link.
   if not within(cwd, project) and not within(uv.fs_realpath(cwd) or cwd, project) then
     return
@@ -182,8 +187,8 @@ local function is_instruction_file(path)
 end
 
 local function refresh_after_write()
-  if M.last and ui.existing('rules') then
-    M.refresh(M.last.ctx, false, true)
+  if M.wanted and ui.existing('rules') then
+    M.refresh(M.wanted, false, true)
   end
 end
 
