@@ -3,19 +3,22 @@ syncs with a server from before paging."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import pytest
 
 from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
 from memoryd.team.sync.client import Retryable
-from memoryd.team.sync.engine import RETRIED
+from memoryd.team.sync.engine import PRECONDITION_RETRIES, RETRIED
+from memoryd.team.sync.watcher import SyncRunner, Tuning
 from memoryd_team.settings import ServerSettings
 from memoryd_team.storage.base import Author, IfMatch
 from tests.fakes.faulty_proxy import Fault, FaultyProxy
-from tests.team.conftest import REPO, SideFactory, seed_server
+from tests.team.conftest import REPO, Side, SideFactory, seed_server
 from tests.team_server.conftest import ThreadedServer
 
 ENTRY = 1000
@@ -328,58 +331,161 @@ async def test_a_checksum_listing_that_lies_is_an_error_and_nothing_is_lost(
 
 
 class PushBetweenParts(httpx.AsyncBaseTransport):
-    """Real HTTP; before the first checksum part (`view=hashes&from=`) is sent, `meanwhile`
-    runs once: a teammate's push between the first page and the rest of its listing."""
+    """Real HTTP; before a checksum part (`view=hashes&from=`) is sent, the next of `pushes`
+    runs (a teammate's push between a first reply and the rest of its listing), one per part
+    until none are left."""
 
-    def __init__(self, meanwhile: Callable[[], None]) -> None:
+    def __init__(self, *pushes: Callable[[], None]) -> None:
         self._inner = httpx.AsyncHTTPTransport()
-        self._meanwhile: Callable[[], None] | None = meanwhile
+        self._pushes = list(pushes)
         self.parts = 0
+        self.firsts = 0  # first replies: a page without `from`, or a listing without `from`
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
-        if params.get("view") == "hashes" and "from" in params:
+        if "from" not in params:
+            self.firsts += 1
+        elif params.get("view") == "hashes":
             self.parts += 1
-            if self._meanwhile is not None:
-                meanwhile, self._meanwhile = self._meanwhile, None
-                meanwhile()
+            if self._pushes:
+                self._pushes.pop(0)()
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-# files_here: the folder already holds the files (a reinstall), so nothing needs a page.
-@pytest.mark.parametrize("files_here", [False, True])
-async def test_a_push_between_checksum_parts_fails_the_pull_and_the_next_converges(
-    server_factory: Callable[..., ThreadedServer], make_side: SideFactory, files_here: bool
-) -> None:
-    """The parts after the first page are asked with If-Match: a state mixed from two would
-    be settled as one (a key added meanwhile missing from the listing). The real server's 412
-    ends the pull before anything is written, and the next pull reads the new state whole."""
+def listed_in_parts(
+    server_factory: Callable[..., ThreadedServer],
+    make_side: SideFactory,
+    transport: PushBetweenParts,
+    *,
+    files_here: bool,
+) -> tuple[ThreadedServer, Side, dict[str, str]]:
+    """1,500 long keys on a real server, read by bob through a 600 KB reply cap (pages of
+    18 KB: the checksum listing in parts); `files_here`: his folder already holds them (a
+    reinstall), so nothing needs a page."""
     server = server_factory()
-    token = server.token(REPO)
     files = {long_key(i): f"note {i}\n" for i in range(1_500)}
     put_straight(server, files)
-    late = {long_key(5): "changed\n", long_key(1_499): "changed too\n", "zz/new.md": "new\n"}
-    transport = PushBetweenParts(lambda: put_straight(server, late))
-    bob = make_side("bob", server.url, token, transport=transport)
+    bob = make_side("bob", server.url, server.token(REPO), transport=transport)
     assert bob.engine.client is not None
-    bob.engine.client.max_reply_bytes = 600_000  # pages of 18 KB: the listing in parts
+    bob.engine.client.max_reply_bytes = 600_000
     if files_here:
         for key, text in files.items():
             bob.write(key, text)
+    return server, bob, files
+
+
+def team_files(side: Side) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in side.team_dir.rglob("*") if p.is_file()}
+
+
+LATE = {long_key(5): "changed\n", long_key(1_499): "changed too\n", "zz/new.md": "new\n"}
+
+
+@pytest.mark.parametrize("files_here", [False, True])
+async def test_a_push_between_checksum_parts_is_read_again_in_the_same_pull(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory, files_here: bool
+) -> None:
+    """The parts after the first page are asked with If-Match: a state mixed from two would
+    be settled as one (a key added meanwhile missing from the listing). A push landing
+    meanwhile (the real server's 412) failed the pull, and the runner said so as a
+    worker/error: a routine race on a busy repository shown as an error, and with many parts
+    pull after pull could fail. The pull starts again from the first page, in the same call."""
+    server: ThreadedServer | None = None
+
+    def push() -> None:
+        assert server is not None
+        put_straight(server, LATE)
+
+    transport = PushBetweenParts(push)
+    server, bob, files = listed_in_parts(
+        server_factory, make_side, transport, files_here=files_here
+    )
     mine = bob.write("mine.md", "my own note\n")
-    before = {p: p.read_bytes() for p in bob.team_dir.rglob("*") if p.is_file()}
+
+    report = await bob.engine.pull()
+    assert transport.firsts == 2  # the first page again, after the part's 412
+    expected = {**files, **LATE}
+    assert all(bob.read(key) == text for key, text in expected.items())
+    assert mine.read_text() == "my own note\n"
+    assert bob.engine.state.server_checksums == {k: checksum(v) for k, v in expected.items()}
+    # A reinstall's own copy of a key changed meanwhile is kept aside, as on any first pull.
+    assert [c.key for c in report.conflicts] == (
+        [long_key(5), long_key(1_499)] if files_here else []
+    )
+    assert (await bob.engine.pull()).not_modified
+
+
+async def test_a_push_between_checksum_parts_says_no_worker_error(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory
+) -> None:
+    """Through the runner (the daemon's first pull of a folder): the race that resolved is
+    no `worker/error`, and no retry is scheduled."""
+    server: ThreadedServer | None = None
+
+    def push() -> None:
+        assert server is not None
+        put_straight(server, LATE)
+
+    transport = PushBetweenParts(push)
+    server, bob, files = listed_in_parts(server_factory, make_side, transport, files_here=False)
+    errors: list[tuple[str, str]] = []
+
+    async def report(worker: str, message: str) -> None:
+        errors.append((worker, message))
+
+    tuning = Tuning(debounce_s=0.2, backoff_base_s=0.05, backoff_cap_s=0.4)
+    runner = SyncRunner(bob.engine, tuning=tuning, report_error=report, rng=random.Random(7))
+    try:
+        await runner.start()
+        await runner.wait_idle()
+        assert transport.parts >= 2  # the part refused, then the listing read again
+        assert errors == []
+        assert bob.engine.state.last_result is not None
+        assert bob.engine.state.last_result["ok"] is True
+        assert all(bob.read(key) == text for key, text in {**files, **LATE}.items())
+    finally:
+        await runner.close()
+
+
+@pytest.mark.parametrize("files_here", [False, True])
+async def test_a_listing_raced_past_the_retries_fails_the_pull_and_the_next_converges(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory, files_here: bool
+) -> None:
+    """A push before every part, PRECONDITION_RETRIES + 1 times: the pull is a retryable
+    failure before anything is written, and the next pull reads the new state whole."""
+    server: ThreadedServer | None = None
+    rounds = [
+        {long_key(5): f"changed {n}\n", f"zz/new{n}.md": f"new {n}\n"}
+        for n in range(PRECONDITION_RETRIES + 1)
+    ]
+
+    def pushes(entries: dict[str, str]) -> Callable[[], None]:
+        def push() -> None:
+            assert server is not None
+            put_straight(server, entries)
+
+        return push
+
+    transport = PushBetweenParts(*(pushes(entries) for entries in rounds))
+    server, bob, files = listed_in_parts(
+        server_factory, make_side, transport, files_here=files_here
+    )
+    mine = bob.write("mine.md", "my own note\n")
+    before = team_files(bob)
 
     with pytest.raises(Retryable, match="changed while its checksums were read"):
         await bob.engine.pull()
-    assert transport.parts == 1  # stopped at the first part's 412, not read on
-    assert {p: p.read_bytes() for p in bob.team_dir.rglob("*") if p.is_file()} == before
+    assert (transport.firsts, transport.parts) == (len(rounds), len(rounds))  # not read on
+    assert team_files(bob) == before
     assert bob.engine.state.etag is None
 
     await bob.engine.pull()
-    expected = {**files, **late}
+    expected = {**files}
+    for entries in rounds:
+        expected.update(entries)
     assert all(bob.read(key) == text for key, text in expected.items())
     assert mine.read_text() == "my own note\n"
     assert bob.engine.state.server_checksums == {k: checksum(v) for k, v in expected.items()}

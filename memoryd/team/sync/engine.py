@@ -31,12 +31,12 @@ import asyncio
 import bisect
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -70,6 +70,10 @@ from memoryd.team.sync.localfs import LocalFolder, LocalScan
 from memoryd.team.sync.state import Conflict, Skipped, StateStore, SyncState
 
 log = structlog.get_logger("memoryd.team")
+
+_First = TypeVar("_First")
+# A first reply's checksums, where the rest of them start (None: it listed all) and its ETag.
+_Listing = tuple[dict[str, str], str | None, str | None]
 
 SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, description)
 
@@ -417,16 +421,21 @@ class SyncEngine:
         page is left for the next pull (its file then still differs from
         `server_checksums`). A server from before paging gets the one unpaged GET it knows."""
         try:
-            first = await client.fetch_page(self.repo, if_none_match=if_none_match)
+            first, server = await self._listed_whole(
+                client,
+                lambda: client.fetch_page(self.repo, if_none_match=if_none_match),
+                lambda page: (
+                    (page.checksums, page.checksums_next, page.etag)
+                    if isinstance(page, Page)
+                    else None
+                ),
+            )
         except PagingUnsupported:
             await self._pull_unpaged(client, scan, report, if_none_match)
             return
         if first is None or isinstance(first, NotModified):
             self._nothing_to_write(first, report, asked=if_none_match is not None)
             return
-        server = await self._checksums_from(
-            client, first.checksums, first.checksums_next, first.etag
-        )
         report.went_back = self._went_back(first.etag)
         # A key no path may hold is refused by `_settle` without being fetched (asked for as
         # a page's start, a lone surrogate could not even be sent). In a thread: checking
@@ -467,6 +476,33 @@ class SyncEngine:
             refused.setdefault(key, UNMATCHED)
         await asyncio.to_thread(self._settle, server, first.etag, scan, report, refused, handled)
 
+    async def _listed_whole(
+        self,
+        client: TeamClient,
+        read_first: Callable[[], Awaitable[_First]],
+        listing_of: Callable[[_First], _Listing | None],
+    ) -> tuple[_First, dict[str, str]]:
+        """`read_first`'s reply (a first page, or a first checksum listing) and every checksum
+        of its state (`_checksums_from`; none when `listing_of` finds no listing in it: a 304
+        or 404). A push landing while the parts are read (a 412 on one) starts again from
+        the first reply, up to PRECONDITION_RETRIES times, then is a retryable failure: on a
+        busy repository that race is routine, and failing at once showed it as an error and,
+        with many parts, could fail pull after pull."""
+        for attempt in range(1, PRECONDITION_RETRIES + 2):
+            reply = await read_first()
+            listing = listing_of(reply)
+            if listing is None:
+                return reply, {}
+            try:
+                return reply, await self._checksums_from(client, *listing)
+            except PreconditionFailed:
+                log.info("team checksums changed while read", repo=self.repo, attempt=attempt)
+        raise Retryable(
+            f"the team repository changed while its checksums were read "
+            f"({PRECONDITION_RETRIES + 1} times); read again at the next try",
+            412,
+        )
+
     async def _checksums_from(
         self,
         client: TeamClient,
@@ -477,8 +513,8 @@ class SyncEngine:
         """Every checksum of the state `etag`: `listed`, and the rest from `following` on,
         a bounded listing at a time (a server from before paged checksums sent them all:
         `following` is None). Each is asked with `If-Match: etag`, so all of them are of one
-        state; a push meanwhile (412) fails this pull as retryable: the next try reads the
-        new state. A server whose listing repeats or goes on past what the folder could sync
+        state; a push meanwhile raises PreconditionFailed (412: `_listed_whole` starts
+        again). A server whose listing repeats or goes on past what the folder could sync
         is an error, never a loop."""
         if following is None:
             return listed
@@ -491,14 +527,7 @@ class SyncEngine:
                 raise Retryable(
                     f"the team server's checksum listing went back to {following!r:.200}"
                 )
-            try:
-                listing = await client.fetch_checksums(self.repo, start=following, if_match=etag)
-            except PreconditionFailed as exc:
-                raise Retryable(
-                    "the team repository changed while its checksums were read; pulled again "
-                    "at the next try",
-                    412,
-                ) from exc
+            listing = await client.fetch_checksums(self.repo, start=following, if_match=etag)
             if listing is None:
                 raise Retryable("the team repository was emptied while its checksums were read")
             if listing.etag != etag:
@@ -1082,14 +1111,15 @@ class SyncEngine:
         return fresh
 
     async def _refresh_hashes(self, client: TeamClient) -> None:
-        listing = await client.fetch_checksums(self.repo)
+        listing, checksums = await self._listed_whole(
+            client,
+            lambda: client.fetch_checksums(self.repo),
+            lambda first: (first.checksums, first.next, first.etag) if first is not None else None,
+        )
         if listing is None:
             self.state.server_at(None)
             self.state.server_checksums = {}
             return
-        checksums = await self._checksums_from(
-            client, listing.checksums, listing.next, listing.etag
-        )
         self.state.server_at(listing.etag)
         self.state.server_checksums = checksums
 
