@@ -151,3 +151,10 @@ def test_includes_prints_the_project_root_on_one_line(
             "revoke": [f"{shown} had no approval; nothing to revoke"],
         }[action]
     )
+
+
+def test_includes_prints_a_project_root_that_is_no_string(fake_daemon: FakeDaemon) -> None:
+    # A reply's field of another type (a daemon of another version) is printed, not a traceback.
+    fake_daemon.on("includes.approve", {"project_root": None})
+    done = run_memctl("--socket", str(fake_daemon.socket_path), "includes", "approve")
+    assert (done.returncode, done.stdout) == (0, "approved external includes for None\n")

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     with client(args) as conn:
         result = conn.call(f"includes.{action}", {"cwd": project_cwd(args)})
     # A folder's name may hold a line break: one line, as every command shows a path.
-    root = one_line(result["project_root"])
+    root = one_line(str(result["project_root"]))
     if action == "approve":
         text = f"approved external includes for {root}"
     elif result.get("removed"):
@@ -53,7 +53,7 @@ def _list_text(result: dict[str, Any]) -> str:
     lines: list[str] = []
     if "project_root" in result:
         state = "approved" if result.get("approved") else "not approved"
-        lines.append(f"{one_line(result['project_root'])}: external includes {state}")
+        lines.append(f"{one_line(str(result['project_root']))}: external includes {state}")
         for item in result.get("external", []):
             # Paths a cloned repository chose: one line each.
             lines.append(f"  refused {one_line(item['path'])} (from {one_line(item['parent'])})")
@@ -61,7 +61,7 @@ def _list_text(result: dict[str, Any]) -> str:
     if approvals:
         lines.append("approved projects:")
         lines.extend(
-            f"  {one_line(a['project_root'])}  (since {one_line(str(a['approved_at']))})"
+            f"  {one_line(str(a['project_root']))}  (since {one_line(str(a['approved_at']))})"
             for a in approvals
         )
     elif "project_root" not in result:
