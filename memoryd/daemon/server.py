@@ -356,11 +356,19 @@ def _bind_locked(path: Path) -> socket.socket:
     if path.exists() or path.is_symlink():
         if socket_is_live(path):
             raise AlreadyRunning(f"a memoryd daemon is already serving {path}")
-        if not (path.is_symlink() or stat.S_ISSOCK(path.lstat().st_mode)):
-            # A mistyped --socket / MEMORYD_SOCKET must not cost the user the file there.
-            raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
-        log.info("replacing stale socket", socket=str(path))
-        path.unlink()
+        try:
+            mode: int | None = path.lstat().st_mode
+        except FileNotFoundError:
+            # Removed by someone else while the probe ran (on macOS it retries for up to 1 s):
+            # nothing to replace; start-up failed "cannot listen on PATH: No such file".
+            mode = None
+        if mode is not None:
+            if not (stat.S_ISLNK(mode) or stat.S_ISSOCK(mode)):
+                # A mistyped --socket / MEMORYD_SOCKET must not cost the user the file there.
+                raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
+            log.info("replacing stale socket", socket=str(path))
+            with contextlib.suppress(FileNotFoundError):  # the same, between lstat and unlink
+                path.unlink()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:

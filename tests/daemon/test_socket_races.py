@@ -247,3 +247,26 @@ def test_the_probe_reads_the_platform_when_not_given(
     monkeypatch.setattr(server_module, "sys", SimpleNamespace(platform="darwin"))  # its own
     assert socket_is_live(short_tmp / "d.sock")
     assert len(clock.sleeps) == 1
+
+
+def test_a_stale_socket_removed_while_the_probe_ran_is_bound_anew(
+    short_tmp: Path, refusing: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 23 review: on macOS the probe of a stale socket retries for 1 s;
+    # a socket file removed meanwhile (a tmp cleaner, another user's `rm`) made start-up
+    # fail "cannot listen on PATH: No such file"; nothing is left to replace, it binds.
+    path = short_tmp / "d.sock"
+    real_probe = socket_is_live
+
+    def probe_then_removed(probed: Path, timeout: float = 1.0) -> bool:
+        live = real_probe(probed, timeout)
+        probed.unlink()  # removed by someone else as the probe ends
+        return live
+
+    monkeypatch.setattr(server_module, "socket_is_live", probe_then_removed)
+    sock, _identity = server_module.bind_socket(path)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(path))  # the new daemon's socket listens there
+    finally:
+        sock.close()
