@@ -8,7 +8,7 @@
     GET /healthz                                                     200 (no auth)
 
 Every refusal is a JSON object `{"error": <code>, "message": …, …}` built in one place
-(`_problem_response`); 401/403 come before anything about the request body is looked at.
+(`make_app`'s problem handler); 401/403 come before anything about the request body is looked at.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import json
 import logging
 import os
 import sys
+import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -76,7 +77,7 @@ BODY_TOTAL_WAITS = 4
 
 @dataclass(eq=False)
 class Problem(Exception):
-    """An HTTP refusal; turned into a JSON response by `_problem_response` only."""
+    """An HTTP refusal; turned into a JSON response by `make_app`'s problem handler only."""
 
     status: int
     error: str
@@ -85,9 +86,87 @@ class Problem(Exception):
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def make_app(storage: Storage, settings: ServerSettings | None = None) -> Starlette:
-    """The ASGI app; the storage is opened on startup and closed on shutdown (lifespan)."""
+# Writes refused for a full or slow write queue: the first of a reason is logged at once, the
+# rest counted in a line at most this often.
+REFUSALS_LOG_EVERY_S = 10.0
+
+
+@dataclass
+class _Window:
+    opened: float  # monotonic seconds
+    more: int = 0  # refusals since, not yet logged
+
+
+class RefusalLog:
+    """The log of writes the write queue refused (`WriteQueueFull`, `WriteQueueTimeout`):
+    a line per refusal let a client hammering a full queue flood the log. The first of a
+    reason is logged at once; then, per reason, at most one line per `every_s` saying how
+    many more were refused, until a window passes with none (the next is a first again).
+    `clock` (monotonic seconds) and `later` (`loop.call_later`'s shape: the timer that ends
+    a window) are injectable so a test needs no sleeping."""
+
+    def __init__(
+        self,
+        *,
+        every_s: float = REFUSALS_LOG_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+        later: Callable[[float, Callable[[], None]], object] | None = None,
+    ) -> None:
+        self._every_s = every_s
+        self._clock = clock
+        self._later = later
+        self._windows: dict[str, _Window] = {}  # by reason
+
+    def refused(self, reason: str) -> None:
+        self.close_due()  # a timer held up (a busy loop) must not fold two windows in one
+        window = self._windows.get(reason)
+        if window is not None:
+            window.more += 1
+            return
+        log.warning("write refused: %s", reason)
+        self._open(reason)
+
+    def close_due(self) -> None:
+        """Ends every window `every_s` old: one line for those with refusals since (and a
+        new window for them), none for quiet ones, which end."""
+        now = self._clock()
+        for reason, window in list(self._windows.items()):
+            if now - window.opened < self._every_s:
+                continue
+            if not window.more:
+                del self._windows[reason]
+                continue
+            log.warning(
+                "write refused %d more %s in the last %.0f s: %s",
+                window.more,
+                "time" if window.more == 1 else "times",
+                now - window.opened,
+                reason,
+            )
+            self._open(reason)
+
+    def _open(self, reason: str) -> None:
+        self._windows[reason] = _Window(self._clock())
+        later = self._later or asyncio.get_running_loop().call_later
+        later(self._every_s, self.close_due)
+
+
+def make_app(
+    storage: Storage,
+    settings: ServerSettings | None = None,
+    *,
+    refusals: RefusalLog | None = None,
+) -> Starlette:
+    """The ASGI app; the storage is opened on startup and closed on shutdown (lifespan).
+    `refusals`: where refused writes are logged (a test's own clock)."""
     api = _TeamMemoryAPI(storage, settings or ServerSettings())
+    said = refusals or RefusalLog()
+
+    async def problem_response(_: Request, exc: Exception) -> Response:
+        problem = exc if isinstance(exc, Problem) else _storage_problem(exc, said)
+        body = {"error": problem.error, "message": problem.message, **problem.extra}
+        headers = {**_NO_STORE, **problem.headers}
+        return JSONResponse(body, status_code=problem.status, headers=headers)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -107,8 +186,8 @@ def make_app(storage: Storage, settings: ServerSettings | None = None) -> Starle
             # A wrong path or method: JSON too, so a client can tell it from "no entries yet".
             404: _no_such_route,
             405: _no_such_route,
-            Problem: _problem_response,
-            StorageError: _problem_response,
+            Problem: problem_response,
+            StorageError: problem_response,
             # A bug still answers in JSON; starlette re-raises it afterwards, so it is logged.
             Exception: _internal_error,
         },
@@ -146,12 +225,6 @@ async def _internal_error(_: Request, exc: Exception) -> Response:
     )
 
 
-async def _problem_response(_: Request, exc: Exception) -> Response:
-    problem = exc if isinstance(exc, Problem) else _storage_problem(exc)
-    body = {"error": problem.error, "message": problem.message, **problem.extra}
-    return JSONResponse(body, status_code=problem.status, headers={**_NO_STORE, **problem.headers})
-
-
 def _unauthorized() -> Problem:
     return Problem(
         401,
@@ -161,7 +234,7 @@ def _unauthorized() -> Problem:
     )
 
 
-def _storage_problem(exc: Exception) -> Problem:
+def _storage_problem(exc: Exception, refusals: RefusalLog) -> Problem:
     if isinstance(exc, TokenRevoked):
         # Revoked while its body arrived: refused as if it had been revoked before (nothing
         # written), so a revoke is never followed by a write of that token.
@@ -198,7 +271,7 @@ def _storage_problem(exc: Exception) -> Problem:
             {"max_entries": exc.max_entries},
         )
     if isinstance(exc, WriteQueueFull):
-        log.warning("write refused: %s", exc)
+        refusals.refused(str(exc))
         # Retried like any 503, after the wait asked for: the queue drains meanwhile.
         return Problem(
             503,
@@ -207,7 +280,7 @@ def _storage_problem(exc: Exception) -> Problem:
             headers={"Retry-After": str(exc.retry_after_s)},
         )
     if isinstance(exc, WriteQueueTimeout):
-        log.warning("write refused: %s", exc)
+        refusals.refused(str(exc))
         # The same code clients retry; a message of its own (nothing of the database in it).
         return Problem(503, "storage_unavailable", f"{exc}; retry later")
     if isinstance(exc, StorageUnavailable):

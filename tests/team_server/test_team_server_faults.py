@@ -416,7 +416,7 @@ def _put_behind_a_turn_that_does_not_end(
 
 
 def test_writes_past_the_queue_cap_are_refused_at_once_with_retry_after(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    database_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The write queue had no length: thousands of PUTs to one repository (SQLite: to any)
     each held its request and body in memory while it waited. Past QUEUE_MAX_WRITES waiting
@@ -466,6 +466,10 @@ def test_writes_past_the_queue_cap_are_refused_at_once_with_retry_after(
         else:
             assert elsewhere.status_code == 503, elsewhere.text
             assert f"{cap} writes to {queue} are already queued" in elsewhere.json()["message"]
+        # One log line for the refusals (a line each flooded the log); the rest are counted
+        # in a line at most every 10 s (tests/team_server/test_team_server_refusal_log.py).
+        said = [r.getMessage() for r in caplog.records if "write refused" in r.getMessage()]
+        assert said == [f"write refused: {cap} writes to {queue} are already queued"]
         # Once the turn is let go the queue drains: one write wins, the rest are stale.
         assert served == [200, 412]
         assert storage._writers.queued(queue_name) == 0
