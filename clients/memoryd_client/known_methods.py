@@ -26,7 +26,7 @@ PARAMS: dict[str, frozenset[str]] = {
     "memory.reconcile": frozenset({"cwd"}),
     "memory.remember": frozenset({"cwd", "name", "team", "text", "type"}),
     "memory.restore": frozenset({"cwd", "path", "version"}),
-    "memory.snapshot": frozenset({"cwd", "path"}),
+    "memory.snapshot": frozenset({"cwd", "expect", "path"}),
     "memory.write": frozenset({"body", "cwd", "description", "file", "name", "team", "type"}),
     "recall": frozenset(
         {

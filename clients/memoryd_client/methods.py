@@ -211,9 +211,15 @@ class SyncMethods:
             self.call("memory.restore", _params(cwd=cwd, path=path, version=version)),
         )
 
-    def memory_snapshot(self, cwd: str, path: str) -> dict[str, Any]:
-        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit."""
-        return cast("dict[str, Any]", self.call("memory.snapshot", _params(cwd=cwd, path=path)))
+    def memory_snapshot(
+        self, cwd: str, path: str, expect: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit.
+        `expect` ({size, mtime_ns}): only if the file still has that stamp, else -32602."""
+        return cast(
+            "dict[str, Any]",
+            self.call("memory.snapshot", _params(cwd=cwd, path=path, expect=_dict(expect))),
+        )
 
     def memory_remember(
         self,
@@ -471,10 +477,14 @@ class AsyncMethods:
             await self.call("memory.restore", _params(cwd=cwd, path=path, version=version)),
         )
 
-    async def memory_snapshot(self, cwd: str, path: str) -> dict[str, Any]:
-        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit."""
+    async def memory_snapshot(
+        self, cwd: str, path: str, expect: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`memory.snapshot`: Keep a memory file's current text as a version before an outside edit.
+        `expect` ({size, mtime_ns}): only if the file still has that stamp, else -32602."""
         return cast(
-            "dict[str, Any]", await self.call("memory.snapshot", _params(cwd=cwd, path=path))
+            "dict[str, Any]",
+            await self.call("memory.snapshot", _params(cwd=cwd, path=path, expect=_dict(expect))),
         )
 
     async def memory_remember(

@@ -338,25 +338,38 @@ class MemoryWrites:
             state.note_deleted(key, target)
         return target
 
-    async def snapshot(self, path: Path, reason: str = "overwrite") -> Version | None:
-        """Keep the current content of a memory file before someone overwrites or deletes it."""
+    async def snapshot(
+        self, path: Path, reason: str = "overwrite", *, expect: FileStamp | None = None
+    ) -> Version | None:
+        """Keep the current content of a memory file before someone overwrites or deletes it.
+        `expect` (size, mtime_ns): keep it only if the file still has that stamp, else
+        `ChangedSince` (an editor that stopped waiting has written its new text already)."""
         for memory_dir in sorted(self._dirs.known, key=lambda p: len(str(p)), reverse=True):
             try:
                 target, key = resolve_inside(memory_dir, str(path), must_exist=False)
             except ForbiddenPath:
                 continue
             if not target.is_file():
+                _check_stamp(target, expect)
                 return None
-            return self._snapshot_sync(memory_dir, key, target, reason)
+            return self._snapshot_sync(memory_dir, key, target, reason, expect=expect)
         raise ForbiddenPath(f"{path} is not in a known memory directory")
 
     def _snapshot_sync(
-        self, memory_dir: Path, key: str, target: Path, reason: str
+        self,
+        memory_dir: Path,
+        key: str,
+        target: Path,
+        reason: str,
+        *,
+        expect: FileStamp | None = None,
     ) -> Version | None:
+        _check_stamp(target, expect)
         try:
             # Not a FIFO's open, which would hold the event loop until someone writes to it.
             content = read_regular_file(target, _SNAPSHOT_MAX_BYTES)
         except FileNotFoundError:
+            _check_stamp(target, expect)
             return None
         except PermissionError as exc:
             raise ForbiddenPath(
@@ -379,6 +392,7 @@ class MemoryWrites:
                 f"{target} is over {_SNAPSHOT_MAX_BYTES:,} bytes; memoryd keeps a copy of what it "
                 "replaces or deletes and will not keep one that size: trim or remove it by hand"
             )
+        _check_stamp(target, expect)  # not rewritten while it was read
         return self.history.save(memory_dir, key, content, reason)
 
     def versions(self, project: Project, path: str) -> tuple[Path, list[Version]]:
@@ -543,6 +557,34 @@ def _check_target(
         kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
         raise InvalidParams(f"file: {target} is {kind}; only a memory file is replaced")
     _check_not_protected(target)
+
+
+FileStamp = tuple[int, int]  # (st_size, st_mtime_ns) of a file as a client last saw it
+
+
+class ChangedSince(InvalidParams):
+    """A snapshot's file no longer has the stamp the client sent: its text then is gone."""
+
+
+def _check_stamp(target: Path, expect: FileStamp | None) -> None:
+    if expect is None:
+        return
+    try:
+        info = target.lstat()
+        found: FileStamp | None = (info.st_size, info.st_mtime_ns)
+    except FileNotFoundError:
+        found = None
+    if found == expect:
+        return
+    now = "removed" if found is None else f"size {found[0]}, mtime_ns {found[1]}"
+    raise ChangedSince(
+        f"{target} changed since the snapshot was asked for (now {now}; expected size "
+        f"{expect[0]}, mtime_ns {expect[1]}): the text it had then is gone, nothing was kept",
+        data={
+            "expected": {"size": expect[0], "mtime_ns": expect[1]},
+            "found": None if found is None else {"size": found[0], "mtime_ns": found[1]},
+        },
+    )
 
 
 class ProtectedMemory(InvalidParams):

@@ -53,6 +53,29 @@ class PathParams(Params):
     path: PathText
 
 
+def _ns(value: int | str) -> int:
+    return int(value)
+
+
+class SnapshotStamp(Params):
+    """The file as the client last saw it. `mtime_ns` may be a string of digits: a client
+    whose numbers are doubles (Lua, JavaScript) cannot carry nanoseconds since 1970 exactly."""
+
+    size: StrictInt = Field(ge=0)
+    mtime_ns: Annotated[
+        StrictInt | Annotated[str, Field(pattern=r"^[0-9]{1,20}$")], AfterValidator(_ns)
+    ]
+
+    def stamp(self) -> tuple[int, int]:
+        return self.size, int(self.mtime_ns)
+
+
+class SnapshotParams(PathParams):
+    # Refused (ChangedSince) when the file no longer matches: an editor that stopped waiting
+    # for the answer has written its new text, which must not be kept as the "edit" version.
+    expect: SnapshotStamp | None = None
+
+
 class WriteParams(Params):
     cwd: Cwd
     type: str = Field(max_length=100)
@@ -337,13 +360,14 @@ async def memory_history(daemon: Daemon, params: PathParams) -> dict[str, Any]:
     }
 
 
-async def memory_snapshot(daemon: Daemon, params: PathParams) -> dict[str, Any]:
+async def memory_snapshot(daemon: Daemon, params: SnapshotParams) -> dict[str, Any]:
     """Keep a memory file's current content as a version (before an edit outside memoryd)."""
     project = daemon.services.projects.resolve(params.cwd)
     am = _am(daemon)
     path, key = am.resolve_file(project, params.path, must_exist=True)
+    expect = None if params.expect is None else params.expect.stamp()
     async with am.writer_lock(am.memory_dir(project)):
-        kept = await am.snapshot(path, "edit")
+        kept = await am.snapshot(path, "edit", expect=expect)
     if kept is None:  # the same as the newest version: that one stands for it
         newest = am.versions(project, key)[1]
         return {"path": str(path), "version": newest[0].version if newest else None}
@@ -441,7 +465,7 @@ METHODS = (
     method("memory.delete", PathParams, memory_delete, memory_folder=True),
     method("memory.history", PathParams, memory_history, memory_folder=True),
     method("memory.restore", RestoreParams, memory_restore, memory_folder=True),
-    method("memory.snapshot", PathParams, memory_snapshot),
+    method("memory.snapshot", SnapshotParams, memory_snapshot),
     method("memory.remember", RememberParams, memory_remember, memory_folder=True),
     # MEMORY.md, then team/MEMORY.md: a full disk under the second leaves the first rewritten.
     method(
