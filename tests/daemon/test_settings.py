@@ -9,8 +9,6 @@ import os
 import stat
 import subprocess
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from memoryd.errors import InvalidParams, TooLarge
 from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.daemon.test_param_errors import _error
 from tests.daemon.test_protocol import raw_exchange
+from tests.fakes.swapped_files import fifo_readers_freed
 
 
 def write_json(path: Path, data: object) -> None:
@@ -304,26 +303,6 @@ async def test_settings_get_in_a_linked_worktree_reads_its_own_files(
     assert got["settings"]["maxIncludeDepth"] == 1
 
 
-@contextlib.contextmanager
-def unblocked_after(fifo: Path, seconds: float) -> Iterator[None]:
-    """Opens and closes `fifo`'s write end every `seconds`, so a reader blocked on it (the
-    bug) gets end of file and the test fails on its timing instead of hanging."""
-    done = threading.Event()
-
-    def open_write_end() -> None:
-        while not done.wait(seconds):
-            with contextlib.suppress(OSError):
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    thread = threading.Thread(target=open_write_end, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-
-
 @pytest.mark.parametrize("kind", ["fifo", "devzero", "huge"])
 def test_a_settings_file_that_is_no_regular_file_is_skipped_not_read(
     isolated_env: IsolatedEnv, tmp_path: Path, kind: str
@@ -340,10 +319,10 @@ def test_a_settings_file_that_is_no_regular_file_is_skipped_not_read(
     else:
         path.write_text('{"x": "' + "a" * settings.MAX_SETTINGS_BYTES + '"}')
     write_json(settings.local_settings_path(root), {"maxIncludeDepth": 2})
-    started = time.monotonic()
-    with unblocked_after(path, 5):
+    watch = fifo_readers_freed(path) if kind == "fifo" else contextlib.nullcontext([])
+    with watch as freed:
         effective = settings.load(root)
-    assert time.monotonic() - started < 4
+    assert freed == []  # no read waited at the FIFO for a writer
     errors = {f.source: f.error for f in effective.files}
     expected = "larger than" if kind == "huge" else "not a regular file"
     assert expected in (errors[settings.Source.PROJECT] or "")
@@ -354,8 +333,12 @@ def test_set_refuses_a_user_settings_file_that_is_a_fifo(isolated_env: IsolatedE
     path = settings.user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)
-    with unblocked_after(path, 5), pytest.raises(InvalidParams, match="not a regular file"):
+    with (
+        fifo_readers_freed(path) as freed,
+        pytest.raises(InvalidParams, match="not a regular file"),
+    ):
         settings.set_user_setting("autoDreamEnabled", True)
+    assert freed == []
     assert stat.S_ISFIFO(path.lstat().st_mode)  # left as it was
 
 
@@ -366,11 +349,10 @@ async def test_a_fifo_settings_file_does_not_block_the_daemon(
     path = settings.project_settings_path(project)
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
-    started = time.monotonic()
-    with unblocked_after(path, 5):
+    with fifo_readers_freed(path) as freed:
         got = await daemon.call("settings.get", cwd=str(project))
         listed = await daemon.call("memory.list", cwd=str(project))
-    assert time.monotonic() - started < 4
+    assert freed == []  # the daemon (this test's loop) never waited at the FIFO
     files = {f["source"]: f["error"] for f in got["files"]}
     assert "not a regular file" in files["project"]
     assert listed["memories"] == []

@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # What the FIFO gives a reader that opened it: a memory index line, so a test sees it arrive.
@@ -42,6 +43,37 @@ def fifo_released_later(path: Path, after_s: float = 3.0) -> Path:
 
     threading.Thread(target=release, daemon=True).start()
     return path
+
+
+@contextlib.contextmanager
+def fifo_readers_freed(fifo: Path, after_s: float = 30.0) -> Iterator[list[int]]:
+    """For a test that a reader never waits on the FIFO `fifo` (an open that blocks until a
+    writer comes): from `after_s` on, while the block runs, opens and closes the FIFO's write
+    end every 0.05 s, which fails (ENXIO) unless a reader has it open, and frees a reader
+    blocked on it (end of file), so the test fails instead of hanging. Yields the list of the
+    opens that found a reader: empty unless a reader was still at the FIFO after `after_s`.
+    What shows the bug is that count, not how long the reader took."""
+    freed: list[int] = []
+    done = threading.Event()
+
+    def free_readers() -> None:
+        if done.wait(after_s):
+            return
+        while not done.wait(0.05):
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader
+                continue
+            os.close(fd)
+            freed.append(fd)
+
+    thread = threading.Thread(target=free_readers, daemon=True)
+    thread.start()
+    try:
+        yield freed
+    finally:
+        done.set()
+        thread.join()
 
 
 def symlink_out(path: Path, outside: Path) -> Path:
