@@ -59,6 +59,9 @@ def test_a_setext_heading_is_escaped_and_code_is_left_as_written() -> None:
 def test_a_long_heading_line_is_judged_in_linear_time() -> None:
     import time
 
+    # Linear, this 4 MB line takes 0.3-0.45 s on a loaded 2-core machine; a scan quadratic in
+    # the line's length, hours. Only time shows it: the bound is 10 times linear's (2 s left a
+    # loaded machine too little).
     started = time.monotonic()
     assembly.render_files(
         [
@@ -72,7 +75,7 @@ def test_a_long_heading_line_is_judged_in_linear_time() -> None:
             )
         ]
     )
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
 
 
 def test_a_file_name_with_newlines_stays_on_its_heading_line(tree: Tree) -> None:
