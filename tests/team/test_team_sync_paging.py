@@ -339,11 +339,11 @@ class PushBetweenParts(httpx.AsyncBaseTransport):
         self._inner = httpx.AsyncHTTPTransport()
         self._pushes = list(pushes)
         self.parts = 0
-        self.firsts = 0  # first replies: a page without `from`, or a listing without `from`
+        self.firsts = 0  # GETs of a first reply: a page or a listing without `from`
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
-        if "from" not in params:
+        if request.method == "GET" and "from" not in params:
             self.firsts += 1
         elif params.get("view") == "hashes":
             self.parts += 1
@@ -353,6 +353,10 @@ class PushBetweenParts(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+    def then(self, push: Callable[[], None]) -> None:
+        """One more push, before the next part asked."""
+        self._pushes.append(push)
 
 
 def listed_in_parts(
@@ -490,3 +494,33 @@ async def test_a_listing_raced_past_the_retries_fails_the_pull_and_the_next_conv
     assert mine.read_text() == "my own note\n"
     assert bob.engine.state.server_checksums == {k: checksum(v) for k, v in expected.items()}
     assert (await bob.engine.pull()).not_modified
+
+
+async def test_a_push_during_a_push_refresh_of_checksums_in_parts_is_read_again(
+    server_factory: Callable[..., ThreadedServer], make_side: SideFactory
+) -> None:
+    """A push's 412 refreshes the checksums, in parts; a second teammate's push landing
+    between those parts failed the whole push. The refresh starts again from its first
+    listing, and the edit is pushed in the same call over the state it now knows."""
+    server: ThreadedServer | None = None
+
+    def push() -> None:
+        assert server is not None
+        put_straight(server, {"zz/theirs.md": "a second teammate\n"})
+
+    transport = PushBetweenParts()
+    server, bob, _ = listed_in_parts(server_factory, make_side, transport, files_here=False)
+    await bob.engine.pull()
+    put_straight(server, {long_key(7): "theirs\n"})  # bob's PUT will get a 412
+    transport.then(push)  # and the refresh's first part another
+    firsts = transport.firsts
+    bob.write(long_key(9), "mine\n")
+
+    pushed = await bob.engine.push()
+    assert pushed.pushed == [long_key(9)]
+    assert transport.firsts - firsts == 2  # the refresh's first listing, then again
+    stored = server.run(server.storage.get_checksums(REPO, start=long_key(7), max_bytes=1))
+    assert stored is not None
+    assert stored.checksums == {long_key(7): checksum("theirs\n")}
+    assert bob.engine.state.server_checksums[long_key(9)] == checksum("mine\n")
+    assert bob.engine.state.server_checksums["zz/theirs.md"] == checksum("a second teammate\n")
