@@ -34,14 +34,7 @@ def read_text(value: str) -> str | None:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    if is_utf8(value):
-        return value
-    try:
-        # Under a locale whose encoding is ASCII (LC_ALL=C with Python's UTF-8 mode off) the
-        # UTF-8 bytes of "café" reach Python as lone surrogates: read them again as UTF-8.
-        return os.fsencode(value).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return utf8_argument(value)
 
 
 def required_text(value: str, what: str, doing: str) -> tuple[str, str | None]:
@@ -56,10 +49,16 @@ def required_text(value: str, what: str, doing: str) -> tuple[str, str | None]:
     return text, None
 
 
-def is_utf8(argument: str) -> bool:
-    """Is this command-line argument UTF-8 text (no byte that failed to decode)?"""
+def utf8_argument(argument: str) -> str | None:
+    """A command-line argument (or a path from the OS, the current directory's) as the UTF-8
+    text its bytes are; None when they are not UTF-8. Under a locale whose encoding is ASCII
+    (LC_ALL=C with Python's UTF-8 mode off) the UTF-8 bytes of "café" reach Python as lone
+    surrogates: they are read again as UTF-8."""
     try:
         argument.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        try:
+            return os.fsencode(argument).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return argument

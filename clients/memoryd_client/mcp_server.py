@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--socket", type=_socket_path, help="daemon socket (default: $MEMORYD_SOCKET, …)"
     )
-    parser.add_argument("--cwd", help="default project directory for the tools")
+    parser.add_argument("--cwd", type=_cwd_path, help="default project directory for the tools")
     parser.add_argument("--version", action="version", version=f"memoryd-mcp {installed_version()}")
     args = parser.parse_args(argv)
     closed = [word for name, word in _STREAMS if getattr(sys, name) is None]
@@ -87,11 +87,19 @@ def _socket_path(text: str) -> str:
     the server quietly talked to the default socket, not the one its host's config meant. A
     leading `~` is the home folder, as in memctl and $MEMORYD_SOCKET (a host's config is
     read by no shell: it was a folder named ~)."""
+    return paths.expand_home(_not_empty(text, "the daemon's socket", "--socket"))
+
+
+def _cwd_path(text: str) -> str:
+    """`--cwd`'s value. An empty one is refused: taken as no value, the tools quietly used
+    $MEMORYD_MCP_CWD or the start directory, not the project the host's config meant."""
+    return _not_empty(text, "the project directory", "--cwd")
+
+
+def _not_empty(text: str, give: str, flag: str) -> str:
     if not text:
-        raise argparse.ArgumentTypeError(
-            "an empty path: give the daemon's socket, or leave --socket out"
-        )
-    return paths.expand_home(text)
+        raise argparse.ArgumentTypeError(f"an empty path: give {give}, or leave {flag} out")
+    return text
 
 
 def _exit_on_interrupt(_signum: int, _frame: object) -> None:

@@ -485,3 +485,24 @@ def test_a_closed_standard_stream_is_said(tmp_path: Path, redirect: str, closed:
         f"memoryd-mcp: standard {closed} is closed: an MCP client talks to it over standard "
         "input and output\n"
     )
+
+
+def test_an_empty_cwd_is_refused_as_an_empty_socket_is(tmp_path: Path) -> None:
+    # Found by a bug hunt (session 23): `--cwd ""` read as no --cwd, and the tools quietly
+    # used $MEMORYD_MCP_CWD (or the start folder), not the project the host's config meant.
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd_client.mcp_server", "--cwd", ""],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=memctl_env(MEMORYD_MCP_CWD=str(tmp_path)),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "memoryd-mcp: error: argument --cwd: an empty path: give the project directory, "
+        "or leave --cwd out\n"
+    )
+    assert done.stdout == ""

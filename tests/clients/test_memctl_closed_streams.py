@@ -82,3 +82,17 @@ def test_a_hook_with_stdout_closed_exits_0(fake_daemon: FakeDaemon, tmp_path: Pa
     assert done.returncode == 0, done.stderr  # exit 1 would be an error in Claude Code
     assert "Traceback" not in done.stderr
     assert fake_daemon.calls("recall") != []
+
+
+def test_stdin_opened_for_writing_only_ends_the_plain_menu(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 23): `memctl memory --plain 0>file` (standard input that
+    # cannot be read: EBADF) was an OSError traceback at the menu's prompt; it is the end of
+    # input, as Ctrl-D.
+    fake_daemon.on("memory.list", {"instruction_files": [], "memories": []})
+    fake_daemon.on("settings.get", {"settings": {}, "sources": {}})
+    done = _without(f"0>{tmp_path / 'w'}", fake_daemon, tmp_path, "memory", "--plain")
+    assert "Traceback" not in done.stderr
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith("Enter to go back: \n")

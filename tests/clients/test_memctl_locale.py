@@ -8,6 +8,7 @@ stdout the encoding such a locale gives it, without needing the locale installed
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -114,3 +115,47 @@ def test_utf8_arguments_under_an_ascii_locale_are_sent(
             assert done.returncode == 0, done.stderr
     assert [call["query"] for call in fake_daemon.calls("recall")] == [NAME]
     assert fake_daemon.calls("memory.read") == [{"path": NAME}]
+
+
+def test_a_utf8_folder_and_method_under_an_ascii_locale_are_sent(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt (session 23): with LC_ALL=C and Python's UTF-8 mode off, a project
+    # folder named "café" (the current one or --cwd) and `call`'s method name were refused as
+    # not UTF-8, their UTF-8 bytes being lone surrogates here; a Latin-1 folder still is.
+    fake_daemon.on("recall", {"memories": [], "selector": "local"})
+    fake_daemon.on("café.ping", {"pong": True})
+    env = memctl_env(LC_ALL="C", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    utf8 = tmp_path / "café"
+    latin1 = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
+    utf8.mkdir()
+    os.mkdir(latin1)
+
+    def memctl(cwd: str | Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "memctl", "--socket", str(fake_daemon.socket_path), *args],
+            cwd=cwd,
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+
+    for done in (
+        memctl(utf8, "recall", "tabs"),
+        memctl(tmp_path, "recall", "tabs", "--cwd", str(utf8)),
+        memctl(tmp_path, "call", "café.ping"),
+    ):
+        assert (done.returncode, done.stderr) == (0, b"")
+    assert [call["cwd"] for call in fake_daemon.calls("recall")] == [str(utf8)] * 2
+    assert fake_daemon.calls("café.ping") == [{}]
+
+    refused = memctl(latin1, "recall", "tabs")
+    assert refused.returncode == 2
+    assert b"caf\\xe9 cannot be sent to memoryd: its path is not UTF-8" in refused.stderr
+    # The memory UI opens and edits files there, which this locale cannot name: said so, not
+    # "no such directory" of a folder that is there.
+    menu = memctl(utf8, "memory", "--list")
+    assert menu.returncode == 2
+    assert b"this locale's encoding (ascii) cannot name them" in menu.stderr

@@ -8,6 +8,9 @@ comes from a host's JSON config that no shell expands.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from memoryd_client import mcp_server
@@ -38,3 +41,23 @@ def test_memoryd_mcp_expands_a_leading_tilde(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("HOME", "/home/ada")
     assert mcp_server._socket_path("~/m.sock") == "/home/ada/m.sock"
     assert mcp_server._socket_path("rel/m.sock") == "rel/m.sock"
+
+
+def test_a_hook_expands_a_leading_tilde(fake_daemon: FakeDaemon, tmp_path: Path) -> None:
+    # Found by a bug hunt (session 23): a hook's `--socket '~/m.sock'`, from Claude Code's
+    # JSON settings that no shell expands, was a folder named ~: no memory was ever recalled.
+    memory = {"path": "/m/a.md", "name": "Tabs", "type": "feedback", "content": "use tabs"}
+    fake_daemon.on("recall", {"memories": [memory], "selector": "local"})
+    home = fake_daemon.socket_path.parent
+    payload = json.dumps({"cwd": str(tmp_path), "prompt": "tabs or spaces?"})
+    done = run_memctl(
+        "hook",
+        "user-prompt-submit",
+        "--socket",
+        f"~/{fake_daemon.socket_path.name}",
+        stdin=payload,
+        env=memctl_env(HOME=str(home)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(fake_daemon.calls("recall")) == 1
+    assert "use tabs" in done.stdout

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from memctl.output import EXIT_RPC, EXIT_USAGE, client, emit, fail, older_daemon_hint
-from memctl.text_input import is_utf8, read_text
+from memctl.text_input import read_text, utf8_argument
 from memoryd_client import RpcError
 from memoryd_client.client import strict_json
 from memoryd_client.known_methods import PARAMS
@@ -22,7 +22,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not is_utf8(args.method):
+    method = utf8_argument(args.method)
+    if method is None:
         # Sent escaped, the daemon read U+FFFD and answered "method not found: �".
         return fail(args, "the method is not valid UTF-8", EXIT_USAGE)
     params = None
@@ -43,12 +44,12 @@ def run(args: argparse.Namespace) -> int:
             return fail(args, "params must be a JSON object", EXIT_USAGE)
     try:
         with client(args, any_result=True) as conn:
-            result = conn.call(args.method, params)
+            result = conn.call(method, params)
     except RpcError as exc:
         # A method or parameter name is the user's own here, so "the daemon may be older" is
         # only added when this memctl's protocol has what the daemon said it has not.
         hint = older_daemon_hint(exc.code, exc.message)
-        if hint and not _known_here(args.method, params or {}):
+        if hint and not _known_here(method, params or {}):
             hint = ""
         return fail(args, f"error {exc.code}: {exc.message}{hint}", EXIT_RPC, code=exc.code)
     emit(args, result)

@@ -109,7 +109,7 @@ class PlainUI:
             print(printable(text) if choices else "  (nothing matches)")
             sys.stdout.write("Number to choose, text to filter, Enter to go back: ")
             sys.stdout.flush()
-            line = sys.stdin.readline()
+            line = _read_line()
             if not line:
                 print()
                 return None
@@ -132,7 +132,16 @@ class PlainUI:
     def confirm(self, question: str) -> bool:
         sys.stdout.write(f"{one_line(question)} [y/N] ")
         sys.stdout.flush()
-        return sys.stdin.readline().strip().lower() in ("y", "yes")
+        return _read_line().strip().lower() in ("y", "yes")
+
+
+def _read_line() -> str:
+    """A line of the plain menu's standard input; "" (end of input) when it cannot be read: one
+    opened for writing only (`0>file`: EBADF) or a terminal gone (EIO) was a traceback."""
+    try:
+        return sys.stdin.readline()
+    except OSError:
+        return ""
 
 
 class CursesUI:
@@ -498,6 +507,19 @@ def run(args: argparse.Namespace) -> int:
         args.cwd = str(args.cwd.expanduser())
     # project_cwd: absolute, sendable as UTF-8, the working folder not deleted (exit 2 else).
     cwd = Path(project_cwd(args))
+    try:
+        os.fsencode(cwd)
+    except UnicodeEncodeError:
+        # A UTF-8 folder ("café") under an ASCII locale: sendable, but the files the menu opens
+        # and edits there cannot be named to this locale's OS calls (is_dir() below is False
+        # for such a name: "no such directory" of a folder that is there).
+        return fail(
+            args,
+            f"the memory UI cannot open files under {cwd}: this locale's encoding "
+            f"({sys.getfilesystemencoding()}) cannot name them; run it under a UTF-8 locale "
+            "(LC_ALL=C.UTF-8) or with PYTHONUTF8=1",
+            EXIT_USAGE,
+        )
     if not cwd.is_dir():
         return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
     with client(args, timeout=30.0) as conn:
