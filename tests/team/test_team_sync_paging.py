@@ -157,14 +157,18 @@ async def test_entries_listed_but_not_delivered_intact_are_refused_not_dropped(
     honest = {"on": False}
 
     def handler(request: httpx.Request) -> httpx.Response:
+        body: dict[str, object]
         if honest["on"]:
             entries = {**served, "b.md": "b, as the server says it is\n"}
             body = {"entries": entries, "entryChecksums": listed, "next": None}
         elif "from" in request.url.params:
             body = {"entries": {}, "entryChecksums": {}, "next": None}
         else:  # skips past d.md
-            body = {"entries": {"a.md": "a\n", "b.md": "b\n"}, "entryChecksums": listed}
-            body["next"] = "zzz"
+            body = {
+                "entries": {"a.md": "a\n", "b.md": "b\n"},
+                "entryChecksums": listed,
+                "next": "zzz",
+            }
         return httpx.Response(200, json=body, headers={"ETag": '"e1"'})
 
     side = make_side("me", "http://team.invalid", "tok", transport=httpx.MockTransport(handler))
