@@ -5,6 +5,7 @@
 local T = dofile(os.getenv('MEMORYD_NVIM_PLUGIN') .. '/tests/helpers.lua')
 local memoryd = require('memoryd')
 local files = require('memoryd.memory_files')
+local uv = vim.uv or vim.loop
 
 memoryd.setup({ notifications = false, timeout_ms = T.TIMEOUT_MS })
 -- A :w waits for the snapshot at most SNAPSHOT_WAIT_MS (1.2 s) and then goes on without it:
@@ -71,6 +72,50 @@ T.run({
     end,
   },
   {
+    'a save that stopped waiting for the snapshot: the daemon answering later keeps nothing of the new text',
+    function()
+      -- Found by a bug hunt: the write went ahead after SNAPSHOT_WAIT_MS, the daemon ran the
+      -- snapshot later and kept the NEW text as the "edit" version, while the user was told
+      -- the old text was not kept. The request names the file's stamp; the daemon refuses.
+      open_from_the_list()
+      local before = #versions()
+      local pid = T.call('status').pid
+      local c = memoryd.client()
+      local snapshot_id, late = nil, nil
+      c.request = function(self, method, params, cb, ms) -- spies on this connection only
+        local id = getmetatable(self).request(self, method, params, cb, ms)
+        if method == 'memory.snapshot' then
+          snapshot_id = id
+        end
+        return id
+      end
+      c._message = function(self, message)
+        if snapshot_id ~= nil and type(message) == 'table' and message.id == snapshot_id then
+          late = message
+        end
+        return getmetatable(self)._message(self, message)
+      end
+      files.SNAPSHOT_WAIT_MS = 300
+      T.truthy(uv.kill(pid, 'sigstop') == 0, 'stopped the daemon')
+      local ok, err = pcall(function()
+        vim.api.nvim_buf_set_lines(0, -1, -1, false, { 'Written while memoryd was stopped.' })
+        vim.cmd('write')
+      end)
+      uv.kill(pid, 'sigcont')
+      files.SNAPSHOT_WAIT_MS = T.TIMEOUT_MS
+      assert(ok, err)
+      T.has(T.file(memory), 'Written while memoryd was stopped.', 'the file')
+      T.truthy(T.message_matching('did not answer memory.snapshot within 300 ms'), 'the warning')
+      T.wait("the daemon's late answer to the snapshot", function()
+        return late ~= nil
+      end)
+      c.request, c._message = nil, nil
+      T.eq(nil, late.result, 'a version kept of the text written after the stamp')
+      T.has(late.error.message, 'changed since the snapshot was asked for', 'the refusal')
+      T.eq(before, #versions(), 'versions')
+    end,
+  },
+  {
     'with the daemon gone the save happens and says the replaced text was not kept',
     function()
       open_from_the_list()
@@ -82,6 +127,31 @@ T.run({
         return T.count_messages('not kept in history: memoryd is not running') == 1
       end)
       T.eq(0, #T.prompts, 'questions asked during the write')
+    end,
+  },
+  {
+    'a daemon older than expect (it refuses the field) is asked again without it',
+    function()
+      local path = vim.fn.tempname() .. '.sock'
+      local asked = {}
+      local server = T.serve(path, function(request, conn)
+        local reply = { jsonrpc = '2.0', id = request.id, result = { path = memory, version = 'v1' } }
+        if request.method == 'memory.snapshot' then
+          asked[#asked + 1] = request.params
+          if request.params.expect ~= nil then
+            local message = 'invalid params: expect: Extra inputs are not permitted'
+            reply.result, reply.error = nil, { code = -32602, message = message }
+          end
+        end
+        conn:write(vim.json.encode(reply) .. '\n')
+      end)
+      memoryd.setup({ socket = path, notifications = false, timeout_ms = T.TIMEOUT_MS })
+      files.before_write(memory, true)
+      server.close()
+      T.eq(2, #asked, 'snapshots asked')
+      T.eq(tostring(uv.fs_stat(memory).size), tostring(asked[1].expect.size), 'the stamp sent first')
+      T.eq(nil, asked[2].expect, 'the second without it')
+      T.eq(0, T.count_messages('not kept'), 'warnings')
     end,
   },
 })

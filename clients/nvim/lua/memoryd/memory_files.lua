@@ -48,22 +48,48 @@ function M.snapshot_problem(err)
   return format.one_line(err.message, 300)
 end
 
+-- The file's stamp as memory.snapshot's `expect` takes it: the nanoseconds as digits, which a
+-- Lua number (a double, which vim.json writes with 14 digits) cannot carry.
+function M.stamp(found)
+  return { size = found.size, mtime_ns = ('%d%09d'):format(found.mtime.sec, found.mtime.nsec or 0) }
+end
+
+-- A daemon before session 23 refuses the unknown field: the snapshot is asked again without it.
+function M.refuses_expect(err)
+  return err.code == -32602 and type(err.message) == 'string' and err.message:find('expect: Extra inputs', 1, true) ~= nil
+end
+
 -- BufWritePre: wait for the snapshot, at most SNAPSHOT_WAIT_MS (or the call timeout if it is
 -- shorter): the wait blocks the editor, and a daemon that is stopped or stuck held every :w of
 -- a memory for the whole timeout (5 s). The write goes on whatever the answer, and a snapshot
--- that was not taken is said.
+-- that was not taken is said. The request names the file's stamp (`expect`): a daemon that
+-- reads it only after the write refuses it ("changed since") instead of keeping the new text
+-- as the version the user was told was not kept.
 M.SNAPSHOT_WAIT_MS = 1200
 function M.before_write(file, modified)
+  local uv = vim.uv or vim.loop
   local cwd = M.project_of(file)
-  if cwd == nil or not modified or (vim.uv or vim.loop).fs_stat(file) == nil then
+  local found = cwd ~= nil and modified and uv.fs_stat(file) or nil
+  if found == nil then
     return
   end
   local done, failure = false, nil
   local timeout = math.min(memoryd.config.timeout_ms, M.SNAPSHOT_WAIT_MS)
-  memoryd.client():request('memory.snapshot', { cwd = cwd, path = file }, function(err)
-    done = true
-    failure = err
-  end, timeout)
+  local deadline = uv.hrtime() / 1e6 + timeout
+  local params = { cwd = cwd, path = file, expect = M.stamp(found) }
+  local function ask(ms)
+    memoryd.client():request('memory.snapshot', params, function(err)
+      local left = math.floor(deadline - uv.hrtime() / 1e6)
+      if err and params.expect ~= nil and M.refuses_expect(err) and left > 0 then
+        params.expect = nil
+        ask(left)
+        return
+      end
+      done = true
+      failure = err
+    end, ms)
+  end
+  ask(timeout)
   if not vim.wait(timeout + 100, function()
     return done
   end, 5) then
