@@ -223,10 +223,10 @@ async def test_a_trickled_reply_is_given_up_at_the_deadline(
     # two of the proxy's bytes, which httpx's own timeout then reported instead
     side = make_side("me", proxy.url, token, timeout_s=1.0)
     proxy.script(Fault.slow_body(chunk=1, gap_s=0.05), method="GET")
-    started = asyncio.get_running_loop().time()
+    # Given up at its own 2 s (the message says so), not at the trickle's end (1,000 s) nor
+    # at this wait's 20 s (a TimeoutError); timing it (< 5 s) failed a loaded machine.
     with pytest.raises(Retryable, match=r"did not answer within 2 s"):
         await asyncio.wait_for(side.engine.pull(), 20)
-    assert asyncio.get_running_loop().time() - started < 5
     assert list(side.team_dir.iterdir()) == []
     await side.set_timeout(30.0)  # 2 s for the whole pull: a loaded machine can miss it
     assert (await side.engine.pull()).pulled == ["long.md"]
