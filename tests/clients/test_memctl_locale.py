@@ -159,3 +159,32 @@ def test_a_utf8_folder_and_method_under_an_ascii_locale_are_sent(
     menu = memctl(utf8, "memory", "--list")
     assert menu.returncode == 2
     assert b"this locale's encoding (ascii) cannot name them" in menu.stderr
+
+
+def test_a_memory_path_under_an_ascii_locale_is_sent_as_utf8(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a session 23 hunt: memory-history sent a UTF-8 name's lone surrogates as they
+    # came (and a path that is not UTF-8 the same way).
+    fake_daemon.on("memory.history", {"path": NAME, "exists": True, "versions": []})
+    env = memctl_env(LC_ALL="C", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+
+    socket = str(fake_daemon.socket_path)
+
+    def history(path: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "memctl", "--socket", socket, "memory-history", path],
+            cwd=tmp_path,
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+
+    done = history(os.fsdecode(NAME.encode("utf-8")))
+    assert done.returncode == 0, done.stderr
+    assert [call["path"] for call in fake_daemon.calls("memory.history")] == [NAME]
+    refused = history(os.fsdecode(b"caf\xe9.md"))
+    assert (refused.returncode, refused.stderr) == (2, b"memctl: the path is not valid UTF-8\n")
+    assert len(fake_daemon.calls("memory.history")) == 1

@@ -6,8 +6,9 @@ import argparse
 import os
 from typing import Any
 
-from memctl.output import client, emit, one_line
+from memctl.output import EXIT_USAGE, client, emit, fail, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
+from memctl.text_input import utf8_argument
 
 
 def register(sub: Any) -> None:
@@ -26,7 +27,12 @@ def _path(args: argparse.Namespace) -> str:
     # A path the user typed relative to where they stand, if it exists there; else the
     # daemon reads it as relative to the memory dir.
     path = str(args.path)
-    return os.path.abspath(path) if os.path.exists(path) else path
+    path = os.path.abspath(path) if os.path.exists(path) else path
+    # Under an ASCII locale a UTF-8 name arrives as lone surrogates, which JSON cannot carry.
+    sendable = utf8_argument(path)
+    if sendable is None:
+        raise SystemExit(fail(args, "the path is not valid UTF-8", EXIT_USAGE))
+    return sendable
 
 
 def run_history(args: argparse.Namespace) -> int:
