@@ -203,8 +203,9 @@ def server_history(server: ThreadedServer, repo: str = REPO) -> dict[str, list[s
     return server.run(collect())
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Wait until `condition()` holds (polling); fail the test after `timeout` seconds."""
+async def eventually(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Wait until `condition()` holds (polling); fail the test after `timeout` seconds (long:
+    a loaded 2-core CI takes seconds to start a daemon; the wait costs only on failure)."""
     import asyncio
     import time
 

@@ -277,7 +277,9 @@ async def test_a_retry_after_is_capped_by_the_backoff_cap(
     await runners.start(side)  # FAST: backoff capped at 0.4 s
     proxy.script(_busy("86400"), method="PUT")
     side.write("a.md", "not tomorrow\n")
-    await eventually(lambda: "a.md" in server_history(server), timeout=5)
+    await eventually(
+        lambda: "a.md" in server_history(server), timeout=60
+    )  # 86,400 s asked: 60 tells the cap from it
 
 
 class HighEnd(random.Random):
