@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -83,7 +82,6 @@ async def test_a_reply_that_is_not_json_rpc_is_a_protocol_error(
 ) -> None:
     path = short_tmp / "garbage.sock"
     async with garbage_server(path):
-        started = time.monotonic()
         async with AsyncClient(path, timeout=10) as conn:
             first = (await conn.call("status"))["connection"]
             in_flight = asyncio.create_task(conn.call("hang"))
@@ -97,7 +95,8 @@ async def test_a_reply_that_is_not_json_rpc_is_a_protocol_error(
             # The connection it came on is dropped; the next call connects afresh (before, an
             # error without an integer code left the async client on that connection).
             assert (await conn.call("status"))["connection"] != first
-        assert time.monotonic() - started < 5  # not the 10 s timeout
+        # Not timed (< 5 s failed a loaded machine): a call left to its 10 s timeout fails
+        # with TimeoutError ("did not answer"), not "is not memoryd".
 
         def sync_calls() -> None:
             with Client(path, timeout=10) as conn:

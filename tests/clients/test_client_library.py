@@ -8,7 +8,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -298,14 +297,12 @@ async def test_async_call_over_the_line_cap_gets_the_daemons_error(
     handle = await start_daemon(daemon_config(short_tmp, line_limit=4096))
     try:
         async with AsyncClient(handle.socket_path, timeout=30) as conn:
-            started = time.monotonic()
             with pytest.raises(RpcError) as info:
                 await conn.memory_write(
                     str(tmp_path), type="user", name="big", description="d", body="x" * 10_000
                 )
             assert info.value.code == -32600
-            assert "4096-byte cap" in info.value.message
-            assert time.monotonic() - started < 10
+            assert "4096-byte cap" in info.value.message  # the answer, not the 30 s timeout
 
         def sync_write() -> None:  # the sync client says the same
             with Client(handle.socket_path, timeout=30) as sync:
