@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -378,13 +379,15 @@ def test_serve_database_timeout_bounds_a_stalled_database(
         proxy.stall()
         try:
             for _ in range(2):  # with two workers, whichever takes the request
-                started = time.monotonic()
-                reply = hashes()
-                elapsed = time.monotonic() - started
-                assert reply.status_code == 503, reply.text
-                assert elapsed < 3.5, elapsed  # the default 5 s made it about 10
-            # The log says why (a timeout's own text is empty: it said "postgresql: ").
-            assert "postgresql: no answer within 0.5 s" in log.read_text(errors="replace")
+                assert hashes().status_code == 503
+            # The log says why (a timeout's own text is empty: it said "postgresql: "), and
+            # with the wait each worker gave it: 0.5 s, not the default 5 s (timing the
+            # replies, < 3.5 s, failed a loaded machine).
+            waits = re.findall(
+                r"postgresql: no answer within (\S+) s", log.read_text(errors="replace")
+            )
+            assert len(waits) >= 2, waits
+            assert set(waits) == {"0.5"}, waits
         finally:
             proxy.resume()
     finally:
