@@ -25,7 +25,7 @@ import { EVENTS, NotificationPresenter, knownEvents, type Message } from "./core
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
 import { MEMORY_TYPES, remember, savedNotice, suggestedName, teamSync, type MemoryType } from "./core/remember";
 import { concernsTarget, getContext, rulesTree, watchedFiles } from "./core/rules";
-import { DaemonUnavailable, MemorydClient, notASocket } from "./core/rpcClient";
+import { DaemonUnavailable, MemorydClient, notASocket, RpcError, STOPPING } from "./core/rpcClient";
 import { resolveSocketPath } from "./core/socketPath";
 import { fetchStatus } from "./core/status";
 import type { ViewNode } from "./core/viewNode";
@@ -188,7 +188,10 @@ class MemorydExtension implements vscode.Disposable {
   private subscribe(): void {
     const client = this.client;
     const refused = (error: unknown): void => {
-      if (client === this.client && !(error instanceof DaemonUnavailable)) {
+      // A daemon stopping (-32006 twice: this one and the next connection's) is an outage:
+      // the client subscribes again when it reconnects, as after DaemonUnavailable.
+      const gone = error instanceof DaemonUnavailable || (error instanceof RpcError && error.code === STOPPING);
+      if (client === this.client && !gone) {
         show({ level: "warning", text: `memoryd: could not subscribe to notifications: ${errorText(error)}` });
       }
     };

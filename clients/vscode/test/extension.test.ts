@@ -5,6 +5,7 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
@@ -16,7 +17,7 @@ import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -862,6 +863,85 @@ describe("the extension in a stand-in VS Code", () => {
       for (const answer of held.splice(0)) {
         answer();
       }
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a daemon stopping as the extension connects (-32006 to each request) is a reconnect: nothing said", async () => {
+    // Found by a bug hunt: since session 23 a connection accepted as the daemon stops gets
+    // -32006 on each request for 5 s, where it was closed; the extension warned "could not
+    // subscribe to notifications: memoryd is stopping…" and showed the views' calls failing.
+    // Here the first connection is the stopping daemon's; later ones reach the real daemon.
+    const sock = path.join(tmp, "stopping.sock");
+    const sockets = new Set<net.Socket>();
+    let accepted = 0;
+    let firstClosed = false;
+    let stoppingAnswers = 0;
+    let subscribes = 0; // on the connections after the first
+    const server = net.createServer((s) => {
+      sockets.add(s);
+      s.on("error", () => undefined);
+      const first = accepted++ === 0;
+      let buffered = "";
+      s.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("utf8");
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) !== -1) {
+          const request = JSON.parse(buffered.slice(0, nl)) as { id?: number; method: string };
+          buffered = buffered.slice(nl + 1);
+          subscribes += !first && request.method === "subscribe" ? 1 : 0;
+          if (first && request.id !== undefined) {
+            stoppingAnswers++;
+            s.write(stoppingReply(request.id));
+          }
+        }
+      });
+      if (first) {
+        s.on("close", () => (firstClosed = true));
+        return;
+      }
+      const next = net.createConnection({ path: socketPath }); // the next daemon
+      sockets.add(next);
+      next.on("error", () => undefined);
+      next.on("close", () => s.destroy());
+      s.on("close", () => next.destroy());
+      s.pipe(next);
+      next.pipe(s);
+    });
+    await new Promise<void>((resolve) => server.listen(sock, resolve));
+    try {
+      activate(sock, [one.root]);
+      await up();
+      await waitFor(() => firstClosed, PATIENCE_MS, "the stopping daemon's connection closed by the extension");
+      assert.ok(stoppingAnswers >= 1);
+      F.openEditor(F.Uri.file(one.apiFile), "def users():");
+      assert.match((await F.viewText("memoryd.rulesView")).join("\n"), /api\.md/, "the rules come from the next daemon");
+      assert.deepEqual((await showStatus()).items, ["Refresh"]);
+      assert.deepEqual(F.fake.shown.filter((m) => m.level !== "info"), [], "no warning, no error");
+      assert.equal(subscribes, 1, "subscribed once on the new connection");
+    } finally {
+      for (const s of sockets) {
+        s.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test("a subscribe answered -32006 on the new connection too is no warning: it is asked again as the client reconnects", async () => {
+    const sock = path.join(tmp, "always-stopping.sock");
+    let subscribes = 0;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      subscribes += request.method === "subscribe" ? 1 : 0;
+      s.write(stoppingReply(request.id));
+    });
+    try {
+      activate(sock, [one.root]);
+      // the first, its one retry on a new connection, then the reconnect's: the retry's answer
+      // was handled long before
+      await waitFor(() => subscribes >= 3, PATIENCE_MS, "a reconnect to subscribe again");
+      assert.deepEqual(F.fake.shown.filter((m) => /subscribe/.test(m.text)), [], "nothing said of the subscription");
     } finally {
       await server.close();
     }

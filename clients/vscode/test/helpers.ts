@@ -315,4 +315,10 @@ export async function fakeServer(socketPath: string, onLine: (line: string, sock
   };
 }
 
+/** A daemon's answer to request `id` once its stop has begun (docs/protocol.md, -32006). */
+export function stoppingReply(id: number): string {
+  const error = { code: -32006, message: "memoryd is stopping: this request was not started; send it again once memoryd is running (memctl start)" };
+  return JSON.stringify({ jsonrpc: "2.0", id, error }) + "\n";
+}
+
 export const HOME_OF = (env: NodeJS.ProcessEnv): string => env.HOME ?? os.homedir();

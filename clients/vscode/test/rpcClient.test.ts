@@ -2,15 +2,16 @@
 // and restarted, memctl start) and against fake servers that misbehave (silent, not JSON, a line
 // over the cap, a notification storm).
 import * as assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, cleanup, fakeServer, isolatedEnv, makeRepo, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, cleanup, fakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -232,6 +233,166 @@ describe("a daemon killed mid-session", () => {
 function holdEventLoop(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
+
+/**
+ * Real memoryd daemons as a service manager runs them (tests/daemon/test_socket_races.py): one
+ * listener holds the socket; the first daemon on it has begun to stop (each client handed over
+ * now is a late one, answered -32006 per request), stops listening once it has one ("closed"),
+ * and the next daemon serves the socket once the first has stopped ("second"). Ends when its
+ * standard input closes.
+ */
+const STOPPING_DAEMONS = `
+import asyncio, socket, sys
+from pathlib import Path
+from memoryd.core.model_config import ModelConfig
+from memoryd.core.team_config import TeamConfig
+from memoryd.daemon import server as server_module
+from memoryd.daemon.app import Daemon
+from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.server import Server
+
+server_module.LATE_CLIENT_WINDOW_S = 600.0  # a loaded machine's slow client is still read
+
+async def serve(config, listener):
+    server = Server(Daemon(config), listener.dup())
+    await server.start()
+    await server.daemon.on_start()
+    return server
+
+async def main(path):
+    config = DaemonConfig(socket_path=Path(path), model=ModelConfig(), team=TeamConfig(), drain_timeout_s=600.0)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    first = await serve(config, listener)
+    loop = asyncio.get_running_loop()
+    first.stop_deadline = loop.time() + config.drain_timeout_s  # the stop has begun
+    print("listening", flush=True)
+    while not first._late:
+        await asyncio.sleep(0.01)
+    stopping = asyncio.create_task(first.stop())
+    while first._server is not None and first._server.is_serving():
+        await asyncio.sleep(0.01)
+    print("closed", flush=True)
+    await stopping  # waits for the late client to close its connection
+    second = await serve(config, listener)
+    print("second", flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)
+    await second.stop()
+    listener.close()
+
+asyncio.run(main(sys.argv[1]))
+`;
+
+describe("a daemon that is stopping (-32006)", () => {
+  const tmp = tempDir();
+  after(() => cleanup(tmp));
+
+  test("a stand-in answering -32006 on the first connection: each call is sent again on a new one, the subscription too; that one is closed", async () => {
+    // Found by a bug hunt: since session 23 a client connecting as the daemon stops gets -32006
+    // on each request for 5 s, where it was closed; the client failed the calls with it and
+    // the extension warned "could not subscribe to notifications: memoryd is stopping".
+    const sock = path.join(tmp, "stand-in.sock");
+    const sent: string[][] = [];
+    const accepted: net.Socket[] = []; // in order (the server's set forgets closed ones)
+    let firstClosed = false;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const index = accepted.indexOf(s);
+      (sent[index] ??= []).push(request.method);
+      if (index === 0) {
+        s.write(stoppingReply(request.id));
+      } else if (request.method === "subscribe") {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+        s.write(JSON.stringify({ jsonrpc: "2.0", method: "memory/saved", params: { path: "/m/x.md" } }) + "\n");
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+      }
+    });
+    server.server.on("connection", (s: net.Socket) => accepted.push(s));
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 50, maxMs: 400 } });
+    const states: string[] = [];
+    client.onStateChange((state) => states.push(state));
+    const seen: Notification[] = [];
+    client.onNotification((n) => seen.push(n));
+    try {
+      await client.connect();
+      await waitFor(() => accepted.length === 1, PATIENCE_MS, "the connection accepted");
+      accepted[0]!.once("close", () => (firstClosed = true));
+      const [subscribed, status] = await Promise.all([client.subscribe(["memory/saved"]), client.call<{ pid: number }>("status")]);
+      assert.deepEqual(subscribed, ["memory/saved"]);
+      assert.deepEqual(status, { pid: 7 });
+      await waitFor(() => seen.length === 1, PATIENCE_MS, "a notification on the new connection");
+      await waitFor(() => firstClosed, PATIENCE_MS, "the stopping daemon's connection closed by the client");
+      assert.deepEqual(sent[0]?.sort(), ["status", "subscribe"]);
+      assert.deepEqual(sent[1]?.sort(), ["status", "subscribe"], "each sent once more, the subscription once");
+      assert.deepEqual(states, ["up"], "no outage said");
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a -32006 on the new connection too is the call's error: it was sent again once only", async () => {
+    const sock = path.join(tmp, "always-stopping.sock");
+    let statuses = 0;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      statuses += request.method === "status" ? 1 : 0;
+      s.write(stoppingReply(request.id));
+    });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
+    try {
+      await assert.rejects(client.call("status"), (e: unknown) => e instanceof RpcError && e.code === -32006 && /memoryd is stopping/.test(e.message));
+      assert.equal(statuses, 2);
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("the real daemon whose stop has begun: the calls and the subscription reach the next daemon on the socket", async () => {
+    const sock = path.join(tmp, "real.sock");
+    const env = isolatedEnv(path.join(tmp, "real"));
+    const repo = makeRepo(path.join(tmp, "real-repo"));
+    const proc = spawn(PYTHON, ["-c", STOPPING_DAEMONS, sock], { env, cwd: REPO_ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    let said = "";
+    let log = "";
+    proc.stdout.on("data", (chunk: Buffer) => (said += chunk.toString()));
+    proc.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
+    const exited = new Promise((resolve) => proc.once("exit", resolve));
+    const saidLine = (line: string) =>
+      waitFor(() => {
+        if (proc.exitCode !== null) {
+          throw new Error(`the daemons exited with ${proc.exitCode}: ${log}`);
+        }
+        return said.split("\n").includes(line);
+      }, PATIENCE_MS, `the daemons to say ${line}`);
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 50, maxMs: 400 } });
+    const states: string[] = [];
+    client.onStateChange((state) => states.push(state));
+    const seen: Notification[] = [];
+    client.onNotification((n) => seen.push(n));
+    try {
+      await saidLine("listening");
+      await client.connect(); // handed over once the stop began
+      await saidLine("closed"); // the first daemon no longer listens: a new connection waits for the next
+      const [subscribed, status] = await Promise.all([client.subscribe(["memory/saved"]), client.call<{ pid: number }>("status")]);
+      assert.deepEqual(subscribed, ["memory/saved"]);
+      assert.equal(status.pid, proc.pid);
+      assert.ok(said.split("\n").includes("second"), "answered by the next daemon");
+      const written = await client.call<{ path: string }>("memory.write", { cwd: repo.root, type: "user", name: "Terse", description: "short replies", body: "Keep replies short." });
+      await waitFor(() => seen.some((n) => n.params.path === written.path), PATIENCE_MS, "memory/saved on the new connection");
+      assert.deepEqual(states, ["up"], "no outage said");
+    } finally {
+      client.close();
+      proc.stdin.end();
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  });
+});
 
 describe("an event loop held up", () => {
   const tmp = tempDir();

@@ -134,17 +134,33 @@ export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
 const BUSY_CODES = new Set(["EAGAIN", "EWOULDBLOCK", "ECONNREFUSED"]);
+/**
+ * The daemon's answer to a request it read but did not start because it is stopping (on a
+ * connection handed over once its stop began, every request's): nothing was done.
+ */
+export const STOPPING = -32006;
 /** The errors connecting to something that is not a listening socket gives. */
 const NOT_LISTENING_CODES = new Set(["ECONNREFUSED", "ENOTSOCK"]);
 
 interface Pending {
   method: string;
+  line: string;
+  /** The connection it went out on; undefined until written. */
+  sock: net.Socket | undefined;
+  /** Sent again after a STOPPING answer: not a second time. */
+  resent: boolean;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
 }
 
 type Listener<T extends unknown[]> = (...args: T) => void;
+
+/** A reply line not yet whole, one per connection. */
+interface LineBuffer {
+  chunks: Buffer[];
+  buffered: number;
+}
 
 /**
  * `setTimeout` for a deadline on I/O: `expire` runs only after the I/O that was ready when the
@@ -171,14 +187,14 @@ export class MemorydClient {
   private connecting: Promise<net.Socket> | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
-  private chunks: Buffer[] = [];
-  private buffered = 0;
   /** undefined: not subscribed; null: every event; else the events named. */
   private subscription: string[] | null | undefined = undefined;
   private subscribedOn: { sock: net.Socket; key: string; result: Promise<string[]> } | undefined;
   private readonly notificationListeners = new Set<Listener<[Notification]>>();
   private readonly stateListeners = new Set<Listener<[ConnectionState, string | undefined]>>();
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** A connection was given up after a STOPPING answer since the last one opened. */
+  private retiredSince = false;
   private backoffMs: number;
   private state: ConnectionState | undefined;
   private closed = false;
@@ -222,7 +238,7 @@ export class MemorydClient {
    * Send one request; resolves with its result, rejects with RpcError, DaemonUnavailable,
    * RpcTimeout or ProtocolError. The timeout covers connecting too, so nothing waits longer.
    */
-  call<T = unknown>(method: string, params?: object, options?: { timeoutMs?: number }): Promise<T> {
+  call<T = unknown>(method: string, params?: object, options?: { timeoutMs?: number; resend?: boolean }): Promise<T> {
     if (this.closed) {
       return Promise.reject(new DaemonUnavailable("the memoryd client is closed", this.socketPath));
     }
@@ -240,25 +256,35 @@ export class MemorydClient {
     }
     return new Promise<T>((resolve, reject) => {
       const timer = ioDeadline(() => {
-        if (this.pending.delete(id)) {
+        const entry = this.pending.get(id);
+        if (entry !== undefined) {
+          this.pending.delete(id);
           reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
+          this.dropIfRetired(entry.sock);
         }
       }, timeoutMs);
-      this.pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject, timer });
-      this.ensureSocket().then(
-        (sock) => {
-          if (!this.pending.has(id)) {
-            return;
-          }
-          if (sock.destroyed || !sock.writable) {
-            this.settle(id, new DaemonUnavailable("connection to memoryd lost", this.socketPath));
-            return;
-          }
-          sock.write(line);
-        },
-        (error: Error) => this.settle(id, error),
-      );
+      this.pending.set(id, { method, line, sock: undefined, resent: options?.resend === false, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.send(id);
     });
+  }
+
+  /** Write call `id`'s request on the connection, opening one if there is none. */
+  private send(id: number): void {
+    this.ensureSocket().then(
+      (sock) => {
+        const entry = this.pending.get(id);
+        if (entry === undefined) {
+          return;
+        }
+        if (sock.destroyed || !sock.writable) {
+          this.settle(id, new DaemonUnavailable("connection to memoryd lost", this.socketPath));
+          return;
+        }
+        entry.sock = sock;
+        sock.write(entry.line);
+      },
+      (error: Error) => this.settle(id, error),
+    );
   }
 
   /**
@@ -273,20 +299,31 @@ export class MemorydClient {
     return this.subscribeOn(await this.ensureSocket());
   }
 
-  private subscribeOn(sock: net.Socket): Promise<string[]> {
+  /**
+   * `again`: a STOPPING answer subscribes once more on the next connection. Not left to the
+   * call's own resend: the next connection subscribes as it opens, and both would be sent.
+   */
+  private subscribeOn(sock: net.Socket, again = true): Promise<string[]> {
     const key = JSON.stringify(this.subscription);
     if (this.subscribedOn && this.subscribedOn.sock === sock && this.subscribedOn.key === key) {
       return this.subscribedOn.result; // sent once per connection
     }
     const params = this.subscription ? { events: this.subscription } : {};
-    const result = this.call<{ subscribed: string[] }>("subscribe", params).then((r) => r.subscribed);
+    const sent = this.call<{ subscribed: string[] }>("subscribe", params, { resend: false });
+    const result = sent.then(
+      (r) => r.subscribed,
+      (error: unknown) => {
+        if (this.subscribedOn === entry) {
+          this.subscribedOn = undefined;
+        }
+        if (again && error instanceof RpcError && error.code === STOPPING) {
+          return this.ensureSocket().then((next) => this.subscribeOn(next, false));
+        }
+        throw error;
+      },
+    );
     const entry = { sock, key, result };
     this.subscribedOn = entry;
-    result.catch(() => {
-      if (this.subscribedOn === entry) {
-        this.subscribedOn = undefined;
-      }
-    });
     return result;
   }
 
@@ -307,6 +344,7 @@ export class MemorydClient {
       this.pending.delete(id);
       clearTimeout(entry.timer);
       entry.reject(error);
+      this.dropIfRetired(entry.sock);
     }
   }
 
@@ -314,6 +352,41 @@ export class MemorydClient {
     for (const id of [...this.pending.keys()]) {
       this.settle(id, error);
     }
+  }
+
+  /** Fail the calls written on `sock` (a call still connecting is the new connection's). */
+  private rejectOn(sock: net.Socket, error: Error): void {
+    for (const [id, entry] of [...this.pending]) {
+      if (entry.sock === sock) {
+        this.settle(id, error);
+      }
+    }
+  }
+
+  /**
+   * A daemon that answers STOPPING is going away: its connection is given up as a lost one
+   * (later calls, and the subscription, go on a new connection), kept only until the calls
+   * written on it before are answered (started before the stop, their replies still come).
+   */
+  private retire(sock: net.Socket): void {
+    if (this.socket === sock) {
+      this.socket = undefined;
+      this.retiredSince = true;
+    }
+    this.dropIfRetired(sock);
+  }
+
+  /** Close a given-up connection once no call waits on it. */
+  private dropIfRetired(sock: net.Socket | undefined): void {
+    if (sock === undefined || sock === this.socket || sock.destroyed) {
+      return;
+    }
+    for (const entry of this.pending.values()) {
+      if (entry.sock === sock) {
+        return;
+      }
+    }
+    sock.destroy();
   }
 
   private ensureSocket(): Promise<net.Socket> {
@@ -392,18 +465,21 @@ export class MemorydClient {
         }
         connected = true;
         this.socket = sock;
-        this.chunks = [];
-        this.buffered = 0;
         this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
         this.lastError = undefined;
         this.setState("up", undefined);
         resolve(sock);
+        // One that replaces a stopping daemon's does not subscribe again on a STOPPING answer
+        // of its own: a daemon answering so on each connection would be asked in a tight loop.
+        const again = !this.retiredSince;
+        this.retiredSince = false;
         if (this.subscription !== undefined) {
           // Subscribe again on the new connection so notifications keep coming.
-          this.subscribeOn(sock).catch(() => undefined);
+          this.subscribeOn(sock, again).catch(() => undefined);
         }
       });
-      sock.on("data", (chunk: Buffer) => this.onData(sock, chunk));
+      const reader: LineBuffer = { chunks: [], buffered: 0 }; // each connection its own
+      sock.on("data", (chunk: Buffer) => this.onData(sock, reader, chunk));
       sock.on("error", (error: NodeJS.ErrnoException) => {
         if (connected) {
           return; // "close" follows and reports it
@@ -412,12 +488,18 @@ export class MemorydClient {
         reject(error);
       });
       sock.on("close", () => {
-        if (!connected || this.socket !== sock) {
+        if (!connected) {
+          return;
+        }
+        if (this.socket !== sock) {
+          // given up after a STOPPING answer (or replaced): a call on it with no answer is
+          // not sent again, as the daemon may have started it
+          this.rejectOn(sock, new DaemonUnavailable("connection to memoryd lost (the daemon stopped)", this.socketPath));
           return;
         }
         this.socket = undefined;
         const message = this.lastError ?? "connection to memoryd lost (the daemon stopped or restarted)";
-        this.rejectAll(new DaemonUnavailable(message, this.socketPath));
+        this.rejectOn(sock, new DaemonUnavailable(message, this.socketPath));
         this.markDown(message);
       });
     });
@@ -459,18 +541,23 @@ export class MemorydClient {
     }
   }
 
-  /** Drop the connection after a framing problem: every call in flight gets `error`. */
-  private fail(sock: net.Socket, error: Error): void {
-    this.socket = undefined; // its "close" then reports nothing more
-    this.rejectAll(error);
-    this.chunks = [];
-    this.buffered = 0;
+  /** Drop the connection after a framing problem: every call in flight on it gets `error`. */
+  private fail(sock: net.Socket, reader: LineBuffer, error: Error): void {
+    const current = this.socket === sock;
+    if (current) {
+      this.socket = undefined; // its "close" then reports nothing more
+    }
+    this.rejectOn(sock, error);
+    reader.chunks = [];
+    reader.buffered = 0;
     sock.destroy();
-    this.markDown(error.message);
+    if (current) {
+      this.markDown(error.message);
+    }
   }
 
-  private onData(sock: net.Socket, chunk: Buffer): void {
-    if (this.socket !== sock) {
+  private onData(sock: net.Socket, reader: LineBuffer, chunk: Buffer): void {
+    if (sock.destroyed) {
       return;
     }
     let start = 0;
@@ -480,14 +567,14 @@ export class MemorydClient {
         break;
       }
       const piece = chunk.subarray(start, newline);
-      if (this.buffered + piece.length > this.lineCapBytes) {
-        this.fail(sock, this.overCap());
+      if (reader.buffered + piece.length > this.lineCapBytes) {
+        this.fail(sock, reader, this.overCap());
         return;
       }
-      const line = this.buffered ? Buffer.concat([...this.chunks, piece]) : piece;
-      this.chunks = [];
-      this.buffered = 0;
-      this.onLine(sock, line);
+      const line = reader.buffered ? Buffer.concat([...reader.chunks, piece]) : piece;
+      reader.chunks = [];
+      reader.buffered = 0;
+      this.onLine(sock, reader, line);
       if (sock.destroyed) {
         return;
       }
@@ -495,12 +582,12 @@ export class MemorydClient {
     }
     if (start < chunk.length) {
       const rest = chunk.subarray(start);
-      if (this.buffered + rest.length > this.lineCapBytes) {
-        this.fail(sock, this.overCap());
+      if (reader.buffered + rest.length > this.lineCapBytes) {
+        this.fail(sock, reader, this.overCap());
         return;
       }
-      this.chunks.push(rest);
-      this.buffered += rest.length;
+      reader.chunks.push(rest);
+      reader.buffered += rest.length;
     }
   }
 
@@ -511,7 +598,7 @@ export class MemorydClient {
     );
   }
 
-  private onLine(sock: net.Socket, line: Buffer): void {
+  private onLine(sock: net.Socket, reader: LineBuffer, line: Buffer): void {
     const text = line.toString("utf8").trim();
     if (!text) {
       return;
@@ -521,20 +608,24 @@ export class MemorydClient {
       message = JSON.parse(text);
     } catch {
       const preview = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-      this.fail(sock, new ProtocolError(`memoryd sent a reply that is not JSON: ${JSON.stringify(preview)}`));
+      this.fail(sock, reader, new ProtocolError(`memoryd sent a reply that is not JSON: ${JSON.stringify(preview)}`));
       return;
     }
     for (const item of Array.isArray(message) ? message : [message]) {
-      this.onMessage(item);
+      this.onMessage(sock, item);
     }
   }
 
-  private onMessage(message: unknown): void {
+  private onMessage(sock: net.Socket, message: unknown): void {
     if (typeof message !== "object" || message === null) {
       return;
     }
     const m = message as Record<string, unknown>;
+    const current = this.socket === sock;
     if (typeof m.method === "string" && m.id === undefined) {
+      if (!current) {
+        return; // a given-up connection's: the new one's subscription brings them
+      }
       const params = typeof m.params === "object" && m.params !== null ? (m.params as Record<string, unknown>) : {};
       const notification: Notification = { method: m.method, params };
       for (const listener of this.notificationListeners) {
@@ -549,23 +640,42 @@ export class MemorydClient {
     const error = m.error as { code?: unknown; message?: unknown; data?: unknown } | undefined | null;
     if (m.id === null && error) {
       // A connection-level error (e.g. our request was over the daemon's cap); the daemon closes next.
-      this.lastError = `memoryd: ${String(error.message ?? "error")}`;
+      if (current) {
+        this.lastError = `memoryd: ${String(error.message ?? "error")}`;
+      }
       return;
     }
     if (typeof m.id !== "number") {
       return;
     }
     const entry = this.pending.get(m.id);
-    if (!entry) {
+    if (!entry || entry.sock !== sock) {
       return; // answered after its timeout
+    }
+    const code = error ? (typeof error.code === "number" ? error.code : -32603) : undefined;
+    if (code === STOPPING) {
+      // Nothing was done and this daemon is going away: as memoryd_client does, the request is
+      // sent once more, on a new connection opened with the connect retry (the next daemon, or
+      // a service manager holding the socket), within the call's own timeout.
+      if (!entry.resent) {
+        entry.resent = true;
+        entry.sock = undefined; // no longer waited for on `sock`
+        this.retire(sock);
+        this.send(m.id);
+        return;
+      }
+      this.retire(sock);
+      if (this.socket === undefined && this.connecting === undefined) {
+        this.scheduleReconnect(); // so the subscription is renewed with no call to open one
+      }
     }
     this.pending.delete(m.id);
     clearTimeout(entry.timer);
     if (error) {
-      const code = typeof error.code === "number" ? error.code : -32603;
-      entry.reject(new RpcError(code, String(error.message ?? "error"), error.data));
+      entry.reject(new RpcError(code ?? -32603, String(error.message ?? "error"), error.data));
     } else {
       entry.resolve(m.result);
     }
+    this.dropIfRetired(sock);
   }
 }
