@@ -12,15 +12,22 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from memoryd_client import paths
+
 
 def socket_path(text: str) -> Path:
-    """`--socket`'s value. An empty one is refused: as a Path it is ".", the current folder,
-    and memctl said memoryd was not running there."""
+    """`--socket`'s value, for every command and the hooks. An empty one is refused: as a Path
+    it is ".", the current folder, and memctl said memoryd was not running there. A leading
+    `~` is the home folder, as for $MEMORYD_SOCKET: the value often comes from an editor's or
+    Claude Code's JSON settings, where no shell expands it (it was a folder named ~)."""
     if not text:
         raise argparse.ArgumentTypeError(
             "an empty path: give the daemon's socket, or leave --socket out"
         )
-    return Path(text)
+    try:
+        return Path(paths.expand_home(text))
+    except RuntimeError as exc:  # `~` with no usable HOME nor password entry
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_global_flags(parser: argparse.ArgumentParser, default: Any = None) -> None:

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any, TextIO
 
-from memoryd_client import Client, paths
+from memoryd_client import Client
 from memoryd_client.client import bad_reply
 
 EXIT_OK = 0
@@ -228,11 +228,8 @@ def client(
     """A connected client whose every result must be a JSON object, as each method's is
     (docs/protocol.md); `any_result`: take what comes (`memctl call` prints it as it is)."""
     kind = Client if any_result else ObjectClient
-    sock = getattr(args, "socket", None)
-    # `--socket '~/m.sock'` (quoted, or from an editor's or MCP host's settings, where no
-    # shell expands it) is the home folder's, as for `memctl status`: it was a folder named ~.
-    home_expanded = paths.expand_home(str(sock)) if sock else None
-    return kind(home_expanded, timeout=timeout).connect()
+    # `--socket` has its `~` expanded as it is parsed (global_flags.socket_path).
+    return kind(getattr(args, "socket", None), timeout=timeout).connect()
 
 
 class ObjectClient(Client):

@@ -194,12 +194,9 @@ def _save_state(path: Path | None, state: dict[str, Any]) -> None:
 
 def _connect(args: argparse.Namespace, budget: Budget) -> Any:
     from memoryd_client import Client
-    from memoryd_client.paths import expand_home
 
-    sock = getattr(args, "socket", None)
-    # Hooks take `--socket` from Claude Code's JSON settings, where no shell expands `~`: it
-    # was a folder named ~ and memoryd "not running", as memctl's other commands once had it.
-    return Client(expand_home(str(sock)) if sock else None, timeout=budget.remaining()).connect()
+    # `--socket` (from Claude Code's JSON settings) has its `~` expanded by socket_path.
+    return Client(getattr(args, "socket", None), timeout=budget.remaining()).connect()
 
 
 def _call(conn: Any, budget: Budget, method: str, params: dict[str, Any]) -> Any:
