@@ -89,11 +89,11 @@ T.run({
         end
         return id
       end
-      c._message = function(self, message)
+      c._message = function(self, message, ...)
         if snapshot_id ~= nil and type(message) == 'table' and message.id == snapshot_id then
           late = message
         end
-        return getmetatable(self)._message(self, message)
+        return getmetatable(self)._message(self, message, ...)
       end
       files.SNAPSHOT_WAIT_MS = 300
       T.truthy(uv.kill(pid, 'sigstop') == 0, 'stopped the daemon')

@@ -3,13 +3,19 @@
 -- Requests run concurrently and are matched by id; each has its own timeout. Replies are read
 -- in libuv callbacks and handed to the caller through vim.schedule, so nothing here ever waits
 -- on the daemon. When the connection is lost it is retried in the background with a doubling
--- backoff, and the subscription is renewed on every new connection.
+-- backoff, and the subscription is renewed on every new connection. A daemon that is stopping
+-- answers -32006 (nothing was done): that connection is going away, so the call goes once more
+-- on a new one, made at once, as memoryd_client does.
 local uv = vim.uv or vim.loop
 
 local Client = {}
 Client.__index = Client
 
 local DECODE_OPTS = { luanil = { object = true, array = true } }
+
+-- The daemon's "memoryd is stopping" (docs/protocol.md): the request was read and not
+-- started, nothing was done; the connection is going away with the daemon.
+local STOPPING = -32006
 
 local function new_error(code, message, data)
   return { code = code, message = message, data = data }
@@ -80,8 +86,8 @@ function Client.new(opts)
   self.next_id = 1
   self.pending = {} -- id -> entry (sent or queued)
   self.queue = {} -- {line, entry} of the requests waiting for the connection
-  self.partial = {}
-  self.partial_len = 0
+  self.conn = nil -- the connection in use: {pipe, partial, partial_len, retired}
+  self.retiring = {} -- stopping daemons' connections, read until their calls are answered
   self.notes = {}
   self.notes_scheduled = false
   self.backoff_ms = self.backoff_min_ms
@@ -130,11 +136,18 @@ function Client:_finish(entry, err, result)
   vim.schedule(function()
     entry.cb(err, result)
   end)
+  if entry.conn ~= nil and entry.conn.retired then
+    self:_close_retired_if_done(entry.conn)
+  end
 end
 
-function Client:_fail_all(err)
+-- Fail what waits: all of it, or (`keep_retired`) all but the calls a stopping daemon's
+-- connection may still answer.
+function Client:_fail_all(err, keep_retired)
   for _, entry in pairs(self.pending) do
-    self:_finish(entry, err)
+    if not (keep_retired and entry.conn ~= nil and entry.conn.retired) then
+      self:_finish(entry, err)
+    end
   end
   self.queue = {}
 end
@@ -182,7 +195,7 @@ function Client:request(method, params, cb, timeout_ms)
     end)
     return id
   end
-  local entry = { id = id, method = method, cb = cb }
+  local entry = { id = id, method = method, cb = cb, line = line .. '\n' }
   self.pending[id] = entry
   local ms = timeout_ms or self.timeout_ms
   entry.timer = uv.new_timer()
@@ -191,16 +204,21 @@ function Client:request(method, params, cb, timeout_ms)
       self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
     end)
   end)
+  self:_send(entry)
+  return id
+end
+
+-- On the connection when there is one, else queued for the next (which is made now).
+function Client:_send(entry)
   if self.state == 'connected' then
-    entry.sent = true
-    self:_write(line .. '\n')
+    entry.conn = self.conn
+    self:_write(entry.line)
   else
-    self.queue[#self.queue + 1] = { line = line .. '\n', entry = entry }
+    self.queue[#self.queue + 1] = entry
     if self.state ~= 'connecting' then
       self:connect()
     end
   end
-  return id
 end
 
 -- Receive notifications (all events, or those named) on this and every later connection.
@@ -342,17 +360,19 @@ function Client:_attempt(left_ms, pause_ms)
     end
     self.state = 'connected'
     self.backoff_ms = self.backoff_min_ms
-    self.partial, self.partial_len = {}, 0
+    local conn = { pipe = pipe, partial = {}, partial_len = 0, retired = false, after_stop = self.after_stop }
+    self.after_stop = false
+    self.conn = conn
     pipe:read_start(function(read_err, chunk)
-      if self.pipe ~= pipe then
+      if conn.closed then
         return
       end
       if read_err then
-        self:_lost(new_error('closed', 'lost the connection to memoryd: ' .. tostring(read_err)))
+        self:_conn_lost(conn, new_error('closed', 'lost the connection to memoryd: ' .. tostring(read_err)))
       elseif chunk == nil then
-        self:_lost(new_error('closed', 'memoryd closed the connection'))
+        self:_conn_lost(conn, new_error('closed', 'memoryd closed the connection'))
       else
-        self:_feed(chunk)
+        self:_feed(conn, chunk)
       end
     end)
     local queued = self.queue
@@ -360,12 +380,12 @@ function Client:_attempt(left_ms, pause_ms)
     if self.events ~= nil then
       self:_send_subscribe()
     end
-    for _, item in ipairs(queued) do
+    for _, entry in ipairs(queued) do
       -- A call that timed out while the connection was being made was reported failed:
       -- sent now, it would still happen (a memory written after "did not answer").
-      if self.pending[item.entry.id] == item.entry then
-        item.entry.sent = true
-        self:_write(item.line)
+      if self.pending[entry.id] == entry then
+        entry.conn = conn
+        self:_write(entry.line)
       end
     end
     self:_emit_state('up')
@@ -375,20 +395,100 @@ function Client:_attempt(left_ms, pause_ms)
   end
 end
 
-function Client:_close_pipe()
-  local pipe = self.pipe
-  self.pipe = nil
+local function close_pipe(pipe)
   if pipe and not pipe:is_closing() then
     pipe:read_stop()
     pipe:close()
   end
 end
 
+function Client:_close_pipe()
+  local pipe = self.pipe
+  self.pipe = nil
+  if self.conn ~= nil then
+    self.conn.closed = true
+    self.conn = nil
+  end
+  close_pipe(pipe)
+end
+
+-- A stopping daemon answered STOPPING on `conn`: nothing more is sent on it (the daemon drops
+-- what comes after), the calls it started still get their replies there, and the next call,
+-- and each one it answered STOPPING (once), goes on a new connection made now: under socket
+-- activation the next daemon answers it; a daemon stopped for good is down, as when its
+-- connection is lost. No 'down' is said in between: for the user nothing was lost.
+function Client:_retire(conn)
+  if conn.retired then
+    return
+  end
+  conn.retired = true
+  if self.conn == conn then
+    self.conn, self.pipe = nil, nil
+    self.retiring[conn] = true
+    if conn.after_stop and not conn.answered then
+      -- The connection made in its place went to a stopping daemon too: not again at once
+      -- (its subscribe answered STOPPING each time), but with the backoff of a lost one.
+      self:_down(new_error('down', ('memoryd on %s is stopping'):format(self.path)))
+    else
+      self.state = 'idle'
+      self.after_stop = true
+      self:connect()
+    end
+  end
+end
+
+function Client:_close_retired_if_done(conn)
+  for _, entry in pairs(self.pending) do
+    if entry.conn == conn then
+      return -- still to be answered there
+    end
+  end
+  self.retiring[conn] = nil
+  conn.closed = true
+  close_pipe(conn.pipe)
+end
+
+-- `conn` ended, or sent what cannot be read: for the connection in use, the connection is
+-- lost; for a stopping daemon's, its calls still unanswered fail (it may have started them:
+-- they are not sent again).
+function Client:_conn_lost(conn, err)
+  if not conn.retired then
+    if self.conn == conn then
+      self:_lost(err)
+    end
+    return
+  end
+  for _, entry in pairs(self.pending) do
+    if entry.conn == conn then
+      self:_finish(entry, err)
+    end
+  end
+  self:_close_retired_if_done(conn)
+end
+
+-- A call answered STOPPING: sent again once, on a new connection (memoryd_client does the
+-- same); a subscription is renewed by that connection itself. A second STOPPING is the daemon
+-- going away: the call fails as with the daemon down.
+function Client:_stopped(conn, entry, err)
+  self:_retire(conn)
+  if entry.method == 'subscribe' then
+    self:_finish(entry, new_error('closed', err.message))
+  elseif entry.retried then
+    self:_finish(entry, new_error('down', err.message))
+  else
+    entry.retried = true
+    entry.conn = nil
+    self:_send(entry)
+  end
+  self:_close_retired_if_done(conn)
+end
+
 -- Not reachable, or the connection ended: fail what waits, and try again later.
 function Client:_down(err)
   self:_close_pipe()
   self.state = 'down'
-  self:_fail_all(err)
+  self.after_stop = false
+  self:_fail_all(err, true)
   self:_emit_state('down', err)
   self:_schedule_retry()
 end
@@ -430,64 +530,64 @@ function Client:reconnect_now()
   end
 end
 
-function Client:_feed(chunk)
+function Client:_feed(conn, chunk)
   local start = 1
-  while true do
+  while not conn.closed do
     local newline = chunk:find('\n', start, true)
     if not newline then
       local rest = chunk:sub(start)
       if #rest > 0 then
-        self.partial[#self.partial + 1] = rest
-        self.partial_len = self.partial_len + #rest
-        if self.partial_len > self.line_cap then
-          self:_protocol_error(('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
+        conn.partial[#conn.partial + 1] = rest
+        conn.partial_len = conn.partial_len + #rest
+        if conn.partial_len > self.line_cap then
+          self:_protocol_error(conn, ('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
         end
       end
       return
     end
     local line = chunk:sub(start, newline - 1)
-    if self.partial_len > 0 then
-      self.partial[#self.partial + 1] = line
-      line = table.concat(self.partial)
-      self.partial, self.partial_len = {}, 0
+    if conn.partial_len > 0 then
+      conn.partial[#conn.partial + 1] = line
+      line = table.concat(conn.partial)
+      conn.partial, conn.partial_len = {}, 0
     end
     start = newline + 1
     if #line > self.line_cap then
-      self:_protocol_error(('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
+      self:_protocol_error(conn, ('memoryd sent a line over the %d-byte cap'):format(self.line_cap))
       return
     end
-    if not self:_line(line) then
+    if not self:_line(conn, line) then
       return
     end
   end
 end
 
 -- A reply we cannot read makes the stream untrustworthy: drop the connection, say why.
-function Client:_protocol_error(message)
-  self.partial, self.partial_len = {}, 0
-  self:_lost(new_error('protocol', message))
+function Client:_protocol_error(conn, message)
+  conn.partial, conn.partial_len = {}, 0
+  self:_conn_lost(conn, new_error('protocol', message))
 end
 
-function Client:_line(line)
+function Client:_line(conn, line)
   if line:match('^%s*$') then
     return true
   end
   local ok, message = pcall(vim.json.decode, line, DECODE_OPTS)
   if not ok or type(message) ~= 'table' then
-    self:_protocol_error('memoryd sent a reply that is not JSON: ' .. preview(line))
+    self:_protocol_error(conn, 'memoryd sent a reply that is not JSON: ' .. preview(line))
     return false
   end
   if message[1] ~= nil then -- a batch
     for _, item in ipairs(message) do
-      self:_message(item)
+      self:_message(item, conn)
     end
   else
-    self:_message(message)
+    self:_message(message, conn)
   end
   return true
 end
 
-function Client:_message(message)
+function Client:_message(message, conn)
   if type(message) ~= 'table' then
     return
   end
@@ -517,7 +617,7 @@ function Client:_message(message)
       e.data
     )
     for _, pending in pairs(self.pending) do
-      if pending.sent then
+      if pending.conn == conn then
         self:_finish(pending, err)
       end
     end
@@ -532,8 +632,14 @@ function Client:_message(message)
     if type(e) ~= 'table' then
       e = { code = -32603, message = tostring(e) }
     end
+    if e.code == STOPPING and entry.conn == conn then
+      self:_stopped(conn, entry, new_error(STOPPING, tostring(e.message or 'memoryd is stopping')))
+      return
+    end
+    conn.answered = true
     self:_finish(entry, new_error(e.code or -32603, tostring(e.message or ''), e.data))
   else
+    conn.answered = true
     self:_finish(entry, nil, message.result)
   end
 end
@@ -551,6 +657,11 @@ function Client:close()
   stop_timer(self.retry_timer)
   self.retry_timer = nil
   self:_close_pipe()
+  for conn in pairs(self.retiring) do
+    conn.closed = true
+    close_pipe(conn.pipe)
+  end
+  self.retiring = {}
   self:_fail_all(new_error('closed', 'the memoryd client was closed'))
 end
 
