@@ -66,10 +66,11 @@ def answer_timeout_s() -> float:
 
 
 def socket_path(arg: Path | None) -> Path:
+    """`--socket` made absolute (its `~` was expanded as it was parsed), else the socket rule's."""
     if not arg:
         return default_socket_path()
     try:
-        return Path(paths.expand_home(str(arg))).absolute()
+        return arg.absolute()
     except FileNotFoundError:  # os.getcwd() of a deleted folder: it was a traceback
         raise DaemonUnavailable(
             f"the working directory no longer exists, so a relative --socket ({arg}) cannot "
