@@ -11,7 +11,7 @@ import os
 import sys
 
 from memctl.output import UsageError
-from memoryd_client.mcp_stdin import MAX_LINE_BYTES
+from memoryd_client.client import MAX_LINE_BYTES
 
 _CHUNK = 1024 * 1024
 

@@ -158,6 +158,9 @@ CONNECT_RETRY_S = 1.0
 # The daemon's answer to a request it read whole but did not start before it began to stop
 # (docs/protocol.md): nothing was done, so both clients send it again once, on a new connection.
 STOPPING = -32006
+# The daemon refuses a request line over this (held to its own by a test): a request that
+# could not fit is not built, and a line this long is not read whole into memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 _BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNREFUSED})
 _NOT_LISTENING = frozenset({errno.ECONNREFUSED, errno.ENOTSOCK})
 

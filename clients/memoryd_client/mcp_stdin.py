@@ -35,6 +35,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+# A line longer than the daemon's cap is not read into memory: the daemon would refuse it, and
+# a client that never ends its line would otherwise fill the memory.
+from memoryd_client.client import MAX_LINE_BYTES
+
 # An escaped backslash first (so `\\\\ud83d` stays the six characters it is), then a whole pair,
 # then half of one.
 _ESCAPES = re.compile(
@@ -44,9 +48,6 @@ _ESCAPES = re.compile(
 _LONE_LENGTH = 6  # `\uXXXX`
 _SDK_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
-# A line longer than this is not read into memory: the daemon refuses a request line over
-# 64 MiB anyway, and a client that never ends its line would otherwise fill the memory.
-MAX_LINE_BYTES = 64 * 1024 * 1024
 # The SDK's answer to a request before `initialize` (its "pinned compat" shape), and ours.
 _SDK_NOT_INITIALIZED = {"code": -32602, "message": "Invalid request parameters", "data": ""}
 NOT_INITIALIZED = "Server not initialized: send initialize first and wait for its reply"

@@ -19,7 +19,7 @@ import pytest
 from memctl.output import UsageError
 from memctl.text_input import read_text
 from memoryd.daemon.limits import DEFAULT_LINE_LIMIT, MiB
-from memoryd_client.mcp_stdin import MAX_LINE_BYTES
+from memoryd_client.client import MAX_LINE_BYTES
 from tests.clients.conftest import memctl_env
 from tests.clients.fake_daemon import FakeDaemon
 
