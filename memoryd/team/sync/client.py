@@ -228,14 +228,12 @@ class TeamClient:
         params = {"repo": repo, "view": "hashes", "max_bytes": str(self._page_bytes())}
         if start is not None:
             params["from"] = start
-        headers = {"If-Match": if_match} if if_match else {}
-        response = await self._send("GET", params, headers, None)
-        if response.status_code == 404:
-            _raise_if_no_such_path(response)
-            return None
-        if response.status_code == 304:
+        response = await self._get(params, None, if_match=if_match)
+        if isinstance(response, NotModified):
             # Nothing asked for one (a confused proxy): retried like a 5xx.
             raise Retryable("the team server answered 304 to a GET that asked for none", 304)
+        if response is None:
+            return None
         if response.status_code != 200:
             raise _failure(response)
         body = _json_object(response)
@@ -339,10 +337,12 @@ class TeamClient:
         raise _failure(response)
 
     async def _get(
-        self, params: dict[str, str], if_none_match: str | None
+        self, params: dict[str, str], if_none_match: str | None, *, if_match: str | None = None
     ) -> Reply | NotModified | None:
         """A GET's reply, or NotModified on 304, None on 404 (the repo has no entries)."""
         headers = {"If-None-Match": if_none_match} if if_none_match else {}
+        if if_match:
+            headers["If-Match"] = if_match
         response = await self._send("GET", params, headers, None)
         if response.status_code == 304:
             return NotModified(_etag(response))
