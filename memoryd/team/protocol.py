@@ -196,6 +196,19 @@ def entry_body_bytes(key: str, content: str) -> int:
     return json_string_bytes(key) + quotes + 1 + json_string_bytes(content) + quotes + 1
 
 
+# What an entry costs a GET reply's byte budget besides its key and value (JSON quotes,
+# colon, comma): counted, keys made pages of empty entries with 1 KB keys unbounded (each page
+# held every entry, however many, since only contents were counted).
+ENTRY_OVERHEAD_BYTES = 6
+
+
+def listed_bytes(key: str, value_bytes: int) -> int:
+    """What one key and its value (a content's or a checksum's length) add to a GET reply:
+    the server's page and checksum-listing bound, and the client's cap on a listing read in
+    parts. A lone surrogate (a key the client has yet to refuse) is counted, not raised on."""
+    return len(key.encode("utf-8", "surrogatepass")) + value_bytes + ENTRY_OVERHEAD_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class BatchPlan:
     batches: tuple[tuple[str, ...], ...]  # keys of each PUT, in order

@@ -27,6 +27,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from memoryd.team.protocol import listed_bytes
+
 # Versions are PostgreSQL `integer`s (SQLite's are wider): none is ever above this.
 MAX_VERSION = 2**31 - 1
 
@@ -219,17 +221,6 @@ class ChecksumPage:
     etag: str
     checksums: dict[str, str]
     next: str | None  # the first key left out; None after the last entry
-
-
-# What an entry costs a page's byte budget besides its key and content (JSON quotes, colon,
-# comma): counted, keys made pages of empty entries with 1 KB keys unbounded (each page held
-# every entry, however many, since only contents were counted).
-ENTRY_OVERHEAD_BYTES = 6
-
-
-def listed_bytes(key: str, value_bytes: int) -> int:
-    """What one key and its value (a content's or a checksum's length) add to a reply."""
-    return len(key.encode("utf-8")) + value_bytes + ENTRY_OVERHEAD_BYTES
 
 
 class ChecksumListing:

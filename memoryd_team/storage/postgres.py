@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncpg
 
+from memoryd.team.protocol import listed_bytes
 from memoryd_team.settings import DEFAULT_DATABASE_TIMEOUT_S
 from memoryd_team.storage.base import (
     ChecksumListing,
@@ -34,7 +35,6 @@ from memoryd_team.storage.base import (
     Upsert,
     VersionInfo,
     VersionNotFound,
-    listed_bytes,
 )
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memoryd.fsutil import ensure_private_dir, make_private_dirs
+from memoryd.team.protocol import listed_bytes
 from memoryd_team.storage.base import (
     ChecksumListing,
     ChecksumPage,
@@ -38,7 +39,6 @@ from memoryd_team.storage.base import (
     Upsert,
     VersionInfo,
     VersionNotFound,
-    listed_bytes,
 )
 from memoryd_team.storage.plan import EMPTY_ETAG, Current, check_stored_etag, plan_upsert
 

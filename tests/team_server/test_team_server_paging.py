@@ -8,9 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum
+from memoryd.team.protocol import TEAM_MEMORY_PATH, checksum, listed_bytes
 from memoryd_team.settings import ServerSettings
-from memoryd_team.storage.base import listed_bytes
 from tests.team_server.conftest import ThreadedServer
 from tests.team_server.test_team_server_http import Repo
 

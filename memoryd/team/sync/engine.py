@@ -48,6 +48,7 @@ from memoryd.team.protocol import (
     checksum,
     encode_put_body,
     key_problem,
+    listed_bytes,
     plan_batches,
 )
 from memoryd.team.sync import delta
@@ -223,11 +224,6 @@ class PushReport:
     pulled: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # conflicted, could not be resolved
-
-
-def _listed_bytes(key: str, digest: str) -> int:
-    """About what a checksum takes in a reply (its key, the digest, JSON punctuation)."""
-    return len(key.encode("utf-8", "surrogatepass")) + len(digest) + 6
 
 
 def _now_iso(now: datetime) -> str:
@@ -520,7 +516,7 @@ class SyncEngine:
             return listed
         checksums = dict(listed)
         limit = CHECKSUM_LISTING_REPLIES * client.max_reply_bytes
-        size = sum(_listed_bytes(key, digest) for key, digest in listed.items())
+        size = sum(listed_bytes(key, len(digest)) for key, digest in listed.items())
         last = max(listed, default=None)  # keys come in code point order: each past the last
         while following is not None:
             if last is not None and following <= last:
@@ -541,7 +537,7 @@ class SyncEngine:
                 raise Retryable(
                     f"the team server's checksum listing from {following!r:.200} did not move on"
                 )
-            size += sum(_listed_bytes(key, digest) for key, digest in listing.checksums.items())
+            size += sum(listed_bytes(key, len(digest)) for key, digest in listing.checksums.items())
             if size > limit:
                 raise Retryable(
                     f"the team server's checksum listing goes on past {limit:,} bytes; not read "
