@@ -53,18 +53,12 @@ class PathParams(Params):
     path: PathText
 
 
-def _ns(value: int | str) -> int:
-    return int(value)
-
-
 class SnapshotStamp(Params):
     """The file as the client last saw it. `mtime_ns` may be a string of digits: a client
     whose numbers are doubles (Lua, JavaScript) cannot carry nanoseconds since 1970 exactly."""
 
     size: StrictInt = Field(ge=0)
-    mtime_ns: Annotated[
-        StrictInt | Annotated[str, Field(pattern=r"^[0-9]{1,20}$")], AfterValidator(_ns)
-    ]
+    mtime_ns: StrictInt | Annotated[str, Field(pattern=r"^[0-9]{1,20}$")]
 
     def stamp(self) -> tuple[int, int]:
         return self.size, int(self.mtime_ns)
