@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from memctl.output import EXIT_USAGE, fail
-from memctl.text_input import utf8_argument
+from memoryd_client.paths import utf8_argument
 
 CWD_HELP = "the project directory (default: the current one)"
 

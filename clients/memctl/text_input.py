@@ -7,11 +7,11 @@ surrogates. This says what is wrong instead, before anything is sent.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from memctl.output import UsageError
 from memoryd_client.client import MAX_LINE_BYTES
+from memoryd_client.paths import utf8_argument
 
 _CHUNK = 1024 * 1024
 
@@ -47,18 +47,3 @@ def required_text(value: str, what: str, doing: str) -> tuple[str, str | None]:
     if not text.strip():
         return "", f"nothing to {doing}: {what} is empty"
     return text, None
-
-
-def utf8_argument(argument: str) -> str | None:
-    """A command-line argument (or a path from the OS, the current directory's) as the UTF-8
-    text its bytes are; None when they are not UTF-8. Under a locale whose encoding is ASCII
-    (LC_ALL=C with Python's UTF-8 mode off) the UTF-8 bytes of "café" reach Python as lone
-    surrogates: they are read again as UTF-8."""
-    try:
-        argument.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return os.fsencode(argument).decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return argument

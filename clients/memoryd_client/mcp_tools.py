@@ -24,6 +24,7 @@ from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, ProtocolError, RpcError, UntrustedSocket
+from memoryd_client.paths import utf8_argument
 from memoryd_client.text_budget import cut, shares, utf8_size
 from memoryd_client.version import installed_version
 from memoryd_client.work_tree import nearest_in_work_tree
@@ -72,18 +73,19 @@ class Tools:
 
     def _cwd(self, cwd: str | None) -> str:
         project = self._project(cwd)
-        try:
-            project.encode("utf-8")
-        except UnicodeEncodeError:
-            # Only the default can be (a model's `cwd` arrives as JSON): sent, it reached the
-            # daemon as U+FFFD, which answered "no such directory: …caf�" of a folder that is.
+        # Only the default can be other than UTF-8 text (a model's `cwd` arrives as JSON):
+        # under an ASCII locale a UTF-8 folder ("café") is lone surrogates, sent as its text.
+        sendable = utf8_argument(project)
+        if sendable is None:
+            # Sent as it was, it reached the daemon as U+FFFD, which answered "no such
+            # directory: …caf�" of a folder that is there.
             shown = os.fsencode(project).decode("utf-8", "backslashreplace")
             raise ToolError(
                 f"the project folder {shown} cannot be sent to memoryd: its path is not UTF-8, "
                 "and the protocol is JSON (UTF-8); pass cwd with a UTF-8 path to the project "
                 "(a symbolic link with a UTF-8 name will do), or rename the folder"
-            ) from None
-        return project
+            )
+        return sendable
 
     def _project(self, cwd: str | None) -> str:
         chosen = cwd or self.default_cwd
@@ -105,10 +107,11 @@ class Tools:
 
     def _note(self, cwd: str | None, project: str) -> dict[str, str]:
         """A `note` for a result made for a stand-in of the deleted default project."""
-        if cwd is not None or project == self.default_cwd:
+        default = utf8_argument(self.default_cwd or "") or self.default_cwd  # as sent (_cwd)
+        if cwd is not None or project == default:
             return {}
         return {
-            "note": f"the default project {self.default_cwd} no longer exists; this is for "
+            "note": f"the default project {default} no longer exists; this is for "
             f"{project}, its nearest existing folder in the same work tree"
         }
 

@@ -36,6 +36,21 @@ def expand_home(value: str) -> str:
     return os.path.expanduser(value)
 
 
+def utf8_argument(argument: str) -> str | None:
+    """A command-line argument or a path from the OS (the current directory) as the UTF-8
+    text its bytes are; None when they are not UTF-8. Under a locale whose encoding is ASCII
+    (LC_ALL=C with Python's UTF-8 mode off) the UTF-8 bytes of "café" reach Python as lone
+    surrogates: they are read again as UTF-8. The OS calls still take `argument` itself."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(argument).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return argument
+
+
 def xdg_dir(name: str) -> Path | None:
     """`$name` (an XDG base directory) when set to an absolute path; the XDG spec has a
     relative one ignored, as it would name a different folder from every working directory."""

@@ -24,11 +24,13 @@ from tests.clients.fake_daemon import FakeDaemon, FakeError
 
 
 @asynccontextmanager
-async def mcp_session(socket_path: Path, cwd: Path) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    socket_path: Path, cwd: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memoryd_client.mcp_server", "--socket", str(socket_path)],
-        env=memctl_env(),
+        env=env or memctl_env(),
         cwd=str(cwd),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

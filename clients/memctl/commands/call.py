@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from memctl.output import EXIT_RPC, EXIT_USAGE, client, emit, fail, older_daemon_hint
-from memctl.text_input import read_text, utf8_argument
+from memctl.text_input import read_text
 from memoryd_client import RpcError
 from memoryd_client.client import strict_json
 from memoryd_client.known_methods import PARAMS
+from memoryd_client.paths import utf8_argument
 
 
 def register(sub: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail, one_line
 from memctl.project_dir import add_cwd_argument, project_cwd
-from memctl.text_input import utf8_argument
+from memoryd_client.paths import utf8_argument
 
 
 def register(sub: Any) -> None:
