@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from memctl.output import EXIT_USAGE, fail
-from memoryd_client.paths import utf8_argument
+from memoryd_client.paths import not_utf8_folder, utf8_argument
 
 CWD_HELP = "the project directory (default: the current one)"
 
@@ -16,22 +16,9 @@ def add_cwd_argument(parser: Any, help: str = CWD_HELP) -> None:
     parser.add_argument("--cwd", default=None, help=help)
 
 
-def not_utf8(path: str, given: bool) -> str:
-    """Why `path`, whose bytes are not UTF-8, cannot be sent to the daemon (the protocol is
-    JSON, its strings UTF-8: a folder named in other bytes, Latin-1 say, reached it as U+FFFD
-    and came back "no such directory: …�…"), with what to do instead."""
-    shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-    where = "--cwd" if given else "the current directory"
-    return (
-        f"{where} {shown} cannot be sent to memoryd: its path is not UTF-8, and the "
-        "protocol is JSON (UTF-8); pass --cwd with a UTF-8 path to the project (a symbolic "
-        "link with a UTF-8 name will do), or rename the folder"
-    )
-
-
 def project_cwd(args: argparse.Namespace) -> str:
     """The absolute `--cwd`, else the current directory's, as UTF-8 text: what the daemon
-    resolves. A path that is not UTF-8 ends memctl (exit 2) with `not_utf8`'s message."""
+    resolves. A path that is not UTF-8 ends memctl (exit 2) with `not_utf8_folder`'s message."""
     try:
         cwd = os.path.abspath(args.cwd or os.getcwd())
     except FileNotFoundError:  # getcwd (or abspath of a relative --cwd) in a deleted folder
@@ -43,5 +30,6 @@ def project_cwd(args: argparse.Namespace) -> str:
     # Under an ASCII locale a UTF-8 folder ("café") is lone surrogates here: the same text.
     sendable = utf8_argument(cwd)
     if sendable is None:
-        raise SystemExit(fail(args, not_utf8(cwd, given=args.cwd is not None), EXIT_USAGE))
+        where = "the current directory" if args.cwd is None else "--cwd"
+        raise SystemExit(fail(args, not_utf8_folder(cwd, where, "--cwd"), EXIT_USAGE))
     return sendable

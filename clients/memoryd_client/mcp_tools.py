@@ -13,7 +13,6 @@ never do.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,7 +23,7 @@ from pydantic import Field
 
 from memoryd_client.aio import AsyncClient
 from memoryd_client.client import DaemonUnavailable, ProtocolError, RpcError, UntrustedSocket
-from memoryd_client.paths import utf8_argument
+from memoryd_client.paths import not_utf8_folder, utf8_argument
 from memoryd_client.text_budget import cut, shares, utf8_size
 from memoryd_client.version import installed_version
 from memoryd_client.work_tree import nearest_in_work_tree
@@ -79,12 +78,7 @@ class Tools:
         if sendable is None:
             # Sent as it was, it reached the daemon as U+FFFD, which answered "no such
             # directory: …caf�" of a folder that is there.
-            shown = os.fsencode(project).decode("utf-8", "backslashreplace")
-            raise ToolError(
-                f"the project folder {shown} cannot be sent to memoryd: its path is not UTF-8, "
-                "and the protocol is JSON (UTF-8); pass cwd with a UTF-8 path to the project "
-                "(a symbolic link with a UTF-8 name will do), or rename the folder"
-            )
+            raise ToolError(not_utf8_folder(project, "the project folder", "cwd"))
         return sendable
 
     def _project(self, cwd: str | None) -> str:

@@ -51,6 +51,19 @@ def utf8_argument(argument: str) -> str | None:
     return argument
 
 
+def not_utf8_folder(path: str, named: str, flag: str) -> str:
+    """Why the project folder `path`, whose bytes are not UTF-8, cannot be sent to memoryd
+    (the protocol is JSON, its strings UTF-8: a folder named in other bytes, Latin-1 say,
+    reached it as U+FFFD and came back "no such directory: …�…"), with what to do instead.
+    `named`: how the folder is named to the user; `flag`: how they give another."""
+    shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return (
+        f"{named} {shown} cannot be sent to memoryd: its path is not UTF-8, and the protocol "
+        f"is JSON (UTF-8); pass {flag} with a UTF-8 path to the project (a symbolic link with "
+        "a UTF-8 name will do), or rename the folder"
+    )
+
+
 def xdg_dir(name: str) -> Path | None:
     """`$name` (an XDG base directory) when set to an absolute path; the XDG spec has a
     relative one ignored, as it would name a different folder from every working directory."""
