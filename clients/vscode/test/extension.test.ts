@@ -17,7 +17,7 @@ import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, forwardingServer, type FakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -102,6 +102,43 @@ async function memoryNodes(): Promise<Array<{ label: string; path: string; data?
   return (memories?.children ?? []).flatMap((group) => (group.children ?? []) as Array<{ label: string; path: string }>);
 }
 
+/** A memory remembered from `selected` in the first folder's API file, as its Memories row. */
+async function rememberedRow(selected: string, name: string): Promise<{ label: string; path: string; data?: Record<string, string> }> {
+  F.openEditor(F.Uri.file(one.apiFile), selected);
+  await run("memoryd.remember", [2, name]);
+  const node = (await memoryNodes()).find((n) => n.label === name);
+  assert.ok(node, `${name} listed`);
+  return node;
+}
+
+type StandInRequest = { id: number; method: string; params: Record<string, unknown> };
+type StandInAnswer = (reply: { result: unknown } | { error: { code: number; message: string } }) => void;
+
+/**
+ * A stand-in daemon whose memory folder holds one memory file (`file`): it answers subscribe,
+ * memory.list and memory.reconcile, and hands every other request to `other`.
+ */
+async function memoryFolderStandIn(name: string, other: (request: StandInRequest, answer: StandInAnswer) => void): Promise<{ server: FakeServer; file: string }> {
+  const memoryDir = path.join(tmp, `${name}-memory`);
+  fs.mkdirSync(memoryDir, { recursive: true });
+  const file = path.join(memoryDir, "project_api_freeze.md");
+  fs.writeFileSync(file, "---\nname: API freeze\ndescription: after March 5\ntype: project\n---\nx\n");
+  const server = await fakeServer(path.join(tmp, `${name}.sock`), (line, s) => {
+    const request = JSON.parse(line) as StandInRequest;
+    const answer: StandInAnswer = (reply) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...reply }) + "\n");
+    if (request.method === "subscribe") {
+      answer({ result: { subscribed: [] } });
+    } else if (request.method === "memory.list") {
+      answer({ result: { instruction_files: [], memories: [], memory_dir: memoryDir, team_dir: null, warnings: [] } });
+    } else if (request.method === "memory.reconcile") {
+      answer({ result: { added: 0, removed: 0 } });
+    } else {
+      other(request, answer);
+    }
+  });
+  return { server, file };
+}
+
 before(async () => {
   daemon = await Daemon.start(socketPath, env);
 });
@@ -115,10 +152,7 @@ describe("the extension in a stand-in VS Code", () => {
   test("choosing a memory keeps both views on its project; Delete from the view then works", async () => {
     activate(socketPath, [one.root]);
     await up();
-    F.openEditor(F.Uri.file(one.apiFile), "The API freezes after March 5");
-    await run("memoryd.remember", [2, "API freeze"]);
-    const node = (await memoryNodes()).find((n) => n.label === "API freeze");
-    assert.ok(node, "listed");
+    const node = await rememberedRow("The API freezes after March 5", "API freeze");
     await F.fake.commands.get("memoryd.openPath")!(node); // the row's click
     assert.deepEqual(F.fake.opened, [node.path]);
     await sleep(300);
@@ -134,10 +168,7 @@ describe("the extension in a stand-in VS Code", () => {
   test("a memory's menu acts in the project it was listed for, whatever editor is active", async () => {
     activate(socketPath, [one.root, two.root]);
     await up();
-    F.openEditor(F.Uri.file(one.apiFile), "Releases leave on Tuesdays");
-    await run("memoryd.remember", [2, "Release train"]);
-    const node = (await memoryNodes()).find((n) => n.label === "Release train");
-    assert.ok(node);
+    const node = await rememberedRow("Releases leave on Tuesdays", "Release train");
     F.openEditor(F.Uri.file(two.apiFile)); // the other folder's file, before the view catches up
     const said = await run("memoryd.deleteMemory", ["Delete"], node);
     assert.deepEqual(said.filter((m) => m.level === "error"), []);
@@ -223,10 +254,7 @@ describe("the extension in a stand-in VS Code", () => {
   test("a memory saved by hand keeps the text it replaced in history (it was kept nowhere)", async () => {
     activate(socketPath, [one.root]);
     await up();
-    F.openEditor(F.Uri.file(one.apiFile), "Deploys happen on Thursdays");
-    await run("memoryd.remember", [2, "Deploy day"]);
-    const node = (await memoryNodes()).find((n) => n.label === "Deploy day");
-    assert.ok(node, "listed");
+    const node = await rememberedRow("Deploys happen on Thursdays", "Deploy day");
     await F.fake.commands.get("memoryd.openPath")!(node);
     const before = fs.readFileSync(node.path, "utf8");
     const doc = new F.TextDocument(F.Uri.file(node.path), `${before}Not on public holidays.\n`);
@@ -245,24 +273,10 @@ describe("the extension in a stand-in VS Code", () => {
 
   test("a save the daemon cannot snapshot goes on and says the replaced text was not kept", async () => {
     const sock = path.join(tmp, "older.sock");
-    const memoryDir = path.join(tmp, "older-memory");
-    fs.mkdirSync(memoryDir, { recursive: true });
-    const file = path.join(memoryDir, "project_api_freeze.md");
-    fs.writeFileSync(file, "---\nname: API freeze\ndescription: after March 5\ntype: project\n---\nx\n");
-    const server = await fakeServer(sock, (line, s) => {
-      const request = JSON.parse(line) as { id: number; method: string };
-      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
-      if (request.method === "subscribe") {
-        reply({ subscribed: [] });
-      } else if (request.method === "memory.list") {
-        reply({ instruction_files: [], memories: [], memory_dir: memoryDir, team_dir: null, warnings: [] });
-      } else if (request.method === "memory.reconcile") {
-        reply({ added: 0, removed: 0 });
-      } else {
-        // a daemon started before memory.snapshot existed
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32601, message: `method not found: ${request.method}` } }) + "\n");
-      }
-    });
+    // a daemon started before memory.snapshot existed
+    const { server, file } = await memoryFolderStandIn("older", (request, answer) =>
+      answer({ error: { code: -32601, message: `method not found: ${request.method}` } }),
+    );
     try {
       activate(sock, [one.root]);
       await F.viewText("memoryd.memoriesView"); // lists the memory folder
@@ -277,6 +291,71 @@ describe("the extension in a stand-in VS Code", () => {
       assert.match(recalled[0]?.text ?? "", /^memoryd: recall failed: method not found: recall \(the running memoryd may be older than this extension, started before an upgrade: `memctl restart` runs the installed one\)$/);
       assert.equal(errorText(new RpcError(-32602, "invalid params: cwd: must be an absolute path")), "invalid params: cwd: must be an absolute path", "the user's own mistake: no hint");
       assert.match(errorText(new RpcError(-32602, "invalid params: explain: Extra inputs are not permitted")), /may be older than this extension/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a save that stopped waiting for the snapshot: the daemon answering later keeps nothing of the new text", async () => {
+    // Found by a bug hunt: the save went ahead after SNAPSHOT_WAIT_MS, the daemon ran the
+    // snapshot later and kept the NEW text as the "edit" version, while the user was told the
+    // old text was not kept. The request names the file's stamp; the daemon refuses it.
+    const sock = path.join(tmp, "forward.sock");
+    const forward = await forwardingServer(sock, socketPath);
+    const client = new MemorydClient({ socketPath, timeoutMs: CALL_TIMEOUT_MS });
+    try {
+      activate(sock, [one.root]);
+      await up();
+      const node = await rememberedRow("Releases are tagged by hand", "Release tags");
+      const versions = async () =>
+        (await client.call<{ versions: Array<{ size: number }> }>("memory.history", { cwd: one.root, path: node.path })).versions;
+      const before = await versions();
+      const doc = new F.TextDocument(F.Uri.file(node.path), `${fs.readFileSync(node.path, "utf8")}Written while memoryd was stopped.\n`);
+      assert.ok(daemon.proc.kill("SIGSTOP"), "stopped the daemon");
+      try {
+        await F.save(doc, () => fs.writeFileSync(node.path, doc.getText()));
+      } finally {
+        daemon.proc.kill("SIGCONT");
+      }
+      assert.match(fs.readFileSync(node.path, "utf8"), /Written while memoryd was stopped\.\n$/, "the save went on");
+      const warning = F.fake.shown.find((m) => m.level === "warning");
+      assert.match(warning?.text ?? JSON.stringify(F.fake.shown), /the text this save replaced was not kept in history: memoryd did not answer memory\.snapshot within \d+ ms$/);
+      await waitFor(() => forward.exchanges.some((e) => e.request.method === "memory.snapshot"), PATIENCE_MS, "the daemon's late answer to the snapshot");
+      const late = forward.exchanges.find((e) => e.request.method === "memory.snapshot")!;
+      assert.equal(late.reply.result, undefined, "a version kept of the text written after the stamp");
+      assert.match(late.reply.error?.message ?? "", /changed since the snapshot was asked for/);
+      assert.deepEqual(await versions(), before, "versions");
+    } finally {
+      daemon.proc.kill("SIGCONT");
+      client.close();
+      await forward.close();
+    }
+  });
+
+  test("a daemon older than the snapshot's expect (it refuses the field) is asked again without it", async () => {
+    const sock = path.join(tmp, "no-expect.sock");
+    const asked: Array<Record<string, unknown>> = [];
+    const { server, file } = await memoryFolderStandIn("no-expect", (request, answer) => {
+      if (request.method !== "memory.snapshot") {
+        answer({ error: { code: -32601, message: `method not found: ${request.method}` } });
+        return;
+      }
+      asked.push(request.params);
+      // what a daemon before session 23 answers (its params models forbid extra fields)
+      const refused = { error: { code: -32602, message: "invalid params: expect: Extra inputs are not permitted" } };
+      answer(request.params.expect === undefined ? { result: { path: file, version: "v1" } } : refused);
+    });
+    try {
+      activate(sock, [one.root]);
+      await F.viewText("memoryd.memoriesView"); // lists the memory folder
+      const stamp = fs.lstatSync(file, { bigint: true });
+      const doc = new F.TextDocument(F.Uri.file(file), "edited by hand");
+      await F.save(doc, () => fs.writeFileSync(file, doc.getText()));
+      assert.equal(asked.length, 2, JSON.stringify(asked));
+      assert.deepEqual(asked[0]!.expect, { size: Number(stamp.size), mtime_ns: stamp.mtimeNs.toString() }, "the stamp sent first");
+      assert.match(String((asked[0]!.expect as { mtime_ns: string }).mtime_ns), /^\d{19}$/, "nanoseconds, as digits");
+      assert.equal(asked[1]!.expect, undefined, "the second without it");
+      assert.deepEqual(F.fake.shown.filter((m) => m.level !== "info"), [], "no warning");
     } finally {
       await server.close();
     }

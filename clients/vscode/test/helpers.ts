@@ -283,24 +283,22 @@ export interface FakeServer {
   close(): Promise<void>;
 }
 
-/** A Unix socket server whose connections get `onLine(line, socket)` for each request line. */
-export async function fakeServer(socketPath: string, onLine: (line: string, sock: net.Socket) => void): Promise<FakeServer> {
-  const connections = new Set<net.Socket>();
-  const server = net.createServer((sock) => {
-    connections.add(sock);
-    sock.on("close", () => connections.delete(sock));
-    let buffered = "";
-    sock.on("data", (chunk) => {
-      buffered += chunk.toString("utf8");
-      let nl: number;
-      while ((nl = buffered.indexOf("\n")) !== -1) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        onLine(line, sock);
-      }
-    });
-    sock.on("error", () => undefined);
+/** Call `each` with every line `sock` receives. */
+function onLines(sock: net.Socket, each: (line: string) => void): void {
+  let buffered = "";
+  sock.on("data", (chunk) => {
+    buffered += chunk.toString("utf8");
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) !== -1) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      each(line);
+    }
   });
+}
+
+/** Listen on `socketPath`; `close` ends every connection in `connections`, then the server. */
+async function listening(server: net.Server, socketPath: string, connections: Set<net.Socket>): Promise<FakeServer> {
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
   return {
     server,
@@ -313,6 +311,61 @@ export async function fakeServer(socketPath: string, onLine: (line: string, sock
         server.close(() => resolve());
       }),
   };
+}
+
+/** A Unix socket server whose connections get `onLine(line, socket)` for each request line. */
+export async function fakeServer(socketPath: string, onLine: (line: string, sock: net.Socket) => void): Promise<FakeServer> {
+  const connections = new Set<net.Socket>();
+  const server = net.createServer((sock) => {
+    connections.add(sock);
+    sock.on("close", () => connections.delete(sock));
+    onLines(sock, (line) => onLine(line, sock));
+    sock.on("error", () => undefined);
+  });
+  return listening(server, socketPath, connections);
+}
+
+/** A request and the daemon's reply to it, as a forwarding stand-in saw them. */
+export interface Exchange {
+  request: { id?: unknown; method?: string; params?: Record<string, unknown> };
+  reply: { id?: unknown; result?: unknown; error?: { code: number; message: string } };
+}
+
+/**
+ * A stand-in on `socketPath` that forwards each connection to the real daemon on `daemonPath`
+ * and records every answered request (`exchanges`): what a client inside this process (the
+ * extension's) was told, even after it stopped waiting.
+ */
+export async function forwardingServer(socketPath: string, daemonPath: string): Promise<FakeServer & { exchanges: Exchange[] }> {
+  const exchanges: Exchange[] = [];
+  const connections = new Set<net.Socket>();
+  const server = net.createServer((front) => {
+    const back = net.createConnection({ path: daemonPath });
+    const asked = new Map<unknown, Exchange["request"]>();
+    for (const sock of [front, back]) {
+      connections.add(sock);
+      sock.on("error", () => undefined);
+      sock.on("close", () => {
+        connections.delete(sock);
+        front.destroy();
+        back.destroy();
+      });
+    }
+    onLines(front, (line) => {
+      const request = JSON.parse(line) as Exchange["request"];
+      asked.set(request.id, request);
+      back.write(line + "\n");
+    });
+    onLines(back, (line) => {
+      const reply = JSON.parse(line) as Exchange["reply"];
+      const request = asked.get(reply.id);
+      if (request !== undefined) {
+        exchanges.push({ request, reply });
+      }
+      front.write(line + "\n");
+    });
+  });
+  return { ...(await listening(server, socketPath, connections)), exchanges };
 }
 
 /** A daemon's answer to request `id` once its stop has begun (docs/protocol.md, -32006). */

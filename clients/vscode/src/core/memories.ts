@@ -181,12 +181,32 @@ export async function reconcileSaved(client: MemorydClient, file: string, dirs: 
  */
 export const SNAPSHOT_WAIT_MS = 1200;
 
+/** A file's size and mtime as `memory.snapshot`'s `expect` takes them (docs/protocol.md). */
+export interface FileStamp {
+  size: number;
+  /** Digits: nanoseconds since 1970 are past what a JavaScript number holds exactly. */
+  mtime_ns: string;
+}
+
+/** `file`'s stamp, undefined when it is not on disk; lstat, as the daemon stamps it. */
+export function fileStamp(file: string): FileStamp | undefined {
+  const info = fs.lstatSync(file, { bigint: true, throwIfNoEntry: false });
+  return info === undefined ? undefined : { size: Number(info.size), mtime_ns: info.mtimeNs.toString() };
+}
+
+/** A daemon before session 23 refuses `expect` as an unknown field: ask it again without. */
+export function refusesExpect(error: unknown): boolean {
+  return error instanceof RpcError && error.code === -32602 && error.message.includes("expect: Extra inputs");
+}
+
 /**
  * Before a memory file is saved by hand, keep the text on disk in history (`memory.snapshot`),
  * so the save can be undone as any other change: such a save kept the text it replaced nowhere.
  * Resolves, never rejects, once the snapshot is taken, or with why not (the save goes on either
  * way); undefined also when there was nothing to keep (no listed memory folder holds `file`, or
- * it is not on disk yet).
+ * it is not on disk yet). The request names the file's stamp as the save found it (`expect`):
+ * a daemon that reads the file only after the save (the wait ran out) refuses it, where it kept
+ * the saved text as the version the user was told was not kept.
  */
 export async function snapshotBeforeSave(
   client: MemorydClient,
@@ -195,16 +215,29 @@ export async function snapshotBeforeSave(
   waitMs: number = SNAPSHOT_WAIT_MS,
 ): Promise<string | undefined> {
   const cwd = dirs.projectOf(file);
-  if (cwd === undefined || !fs.existsSync(file)) {
+  const expect = cwd === undefined ? undefined : fileStamp(file);
+  if (cwd === undefined || expect === undefined) {
     return undefined;
   }
+  const deadline = Date.now() + waitMs;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<string>((resolve) => {
     timer = setTimeout(() => resolve(`memoryd did not answer memory.snapshot within ${waitMs} ms`), waitMs);
   });
-  const snapshot = client.call("memory.snapshot", { cwd, path: file }).then(
+  const snapshot = client.call("memory.snapshot", { cwd, path: file, expect }).then(
     () => undefined,
-    (error: unknown) => snapshotProblem(error),
+    (error: unknown) => {
+      const left = deadline - Date.now();
+      if (!refusesExpect(error) || left <= 0) {
+        return snapshotProblem(error);
+      }
+      // Unstamped, this one is kept whenever the daemon reads it: asked only within the wait,
+      // and not sent again after it (`timeoutMs`, which bounds the resend of a -32006 too).
+      return client.call("memory.snapshot", { cwd, path: file }, { timeoutMs: left }).then(
+        () => undefined,
+        (again: unknown) => snapshotProblem(again),
+      );
+    },
   );
   try {
     return await Promise.race([snapshot, late]);
