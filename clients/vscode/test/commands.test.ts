@@ -20,6 +20,7 @@ import {
   readMemory,
   reconcileSaved,
   restoreMemory,
+  snapshotBeforeSave,
 } from "../src/core/memories";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { defaultQuery, emptyRecallMessage, recall, recallDocument, recallParams, recallPicks, whyText } from "../src/core/recall";
@@ -255,6 +256,24 @@ describe("remember, recall, the memory list", () => {
     const result = await reconcileSaved(client, file, dirs);
     assert.equal(result?.added, 1);
     assert.match(fs.readFileSync(path.join(list.memory_dir, "MEMORY.md"), "utf8"), /project_freeze\.md/);
+  });
+
+  test("a save's snapshot of a file that cannot be reached resolves (nothing to keep), never rejects", async () => {
+    // Its lstat threw (ELOOP) and the will-save promise rejected: VS Code logs that and drops
+    // the listener's warning; a file that does not exist has nothing to keep either.
+    const list = await listMemories(client, target);
+    const dirs = new MemoryDirs();
+    dirs.add(list, target);
+    const loop = path.join(list.memory_dir, "loop");
+    fs.mkdirSync(list.memory_dir, { recursive: true });
+    fs.symlinkSync("loop", loop);
+    try {
+      assert.equal(dirs.projectOf(path.join(loop, "x.md")), target.cwd, "a file of the listed folder");
+      assert.equal(await snapshotBeforeSave(client, path.join(loop, "x.md"), dirs), undefined);
+      assert.equal(await snapshotBeforeSave(client, path.join(list.memory_dir, "not_yet.md"), dirs), undefined);
+    } finally {
+      fs.unlinkSync(loop);
+    }
   });
 
   test("a suggested name, a description or a default query is never cut inside an emoji", async () => {

@@ -190,7 +190,12 @@ export interface FileStamp {
 
 /** `file`'s stamp, undefined when it is not on disk; lstat, as the daemon stamps it. */
 export function fileStamp(file: string): FileStamp | undefined {
-  const info = fs.lstatSync(file, { bigint: true, throwIfNoEntry: false });
+  let info: fs.BigIntStats | undefined;
+  try {
+    info = fs.lstatSync(file, { bigint: true, throwIfNoEntry: false });
+  } catch {
+    return undefined; // unreachable (a loop of links, a name too long): no text to keep, as for none
+  }
   return info === undefined ? undefined : { size: Number(info.size), mtime_ns: info.mtimeNs.toString() };
 }
 
