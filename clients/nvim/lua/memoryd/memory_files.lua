@@ -64,12 +64,13 @@ end
 -- a memory for the whole timeout (5 s). The write goes on whatever the answer, and a snapshot
 -- that was not taken is said. The request names the file's stamp (`expect`): a daemon that
 -- reads it only after the write refuses it ("changed since") instead of keeping the new text
--- as the version the user was told was not kept.
+-- as the version the user was told was not kept. lstat, as the daemon stamps it: a symlinked
+-- memory's followed stamp never matched, and "changed since" hid the daemon's own reason.
 M.SNAPSHOT_WAIT_MS = 1200
 function M.before_write(file, modified)
   local uv = vim.uv or vim.loop
   local cwd = M.project_of(file)
-  local found = cwd ~= nil and modified and uv.fs_stat(file) or nil
+  local found = cwd ~= nil and modified and uv.fs_lstat(file) or nil
   if found == nil then
     return
   end
