@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from memoryd import paths
+from memoryd import jsonread, paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
 from memoryd.automem.extraction_prompts import render_transcript
@@ -82,7 +82,6 @@ STATE_FILE = "magicdocs.json"
 # A saved update count past this, or a time later than now by more than the slack (a clock
 # stepped back since), is no value the daemon wrote: read as none (a hand-edited file).
 MAX_SAVED_UPDATES = 2**53
-_MAX_SAVED_DIGITS = 20  # of a whole number in the file, the sign included: none is longer
 CLOCK_SLACK_S = 300.0
 MAX_STATE_BYTES = 8 * 1024 * 1024
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
@@ -580,23 +579,12 @@ def _saved_entries(path: Path) -> list[Any]:
         return []
     if len(raw) > MAX_STATE_BYTES:
         raise ValueError(f"over {MAX_STATE_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_int=_saved_int)
-    except RecursionError:
-        # Nested deeper than the reader recurses (damaged, or planted): a RecursionError got
-        # past every caller, and each magicdocs.list and after_turn failed with -32603.
-        raise ValueError("nested too deep") from None
+    # A count of 5,000 digits (a hand edit) is read as none, its doc kept.
+    data = jsonread.loads(raw.decode("utf-8"), long_ints="none")
     entries = data["docs"] if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ValueError("no list of docs")
     return entries
-
-
-def _saved_int(digits: str) -> int | None:
-    """A whole number of the file; None past any a daemon writes. Converted by int() whole, a
-    hand-edited count of 5,000 digits raised ValueError (Python converts 4,300 at most) and
-    the file, every registration in it, was read as broken."""
-    return int(digits) if len(digits) <= _MAX_SAVED_DIGITS else None
 
 
 def _save_merged(path: Path, ours: list[dict[str, Any]], dropped: frozenset[str]) -> None:

@@ -1,0 +1,50 @@
+"""memoryd.jsonread: json's own limits (nesting past its depth, a whole number longer than
+Python converts) are malformed JSON to the caller, a long number read as none or refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+
+from memoryd import jsonread
+
+DEEP = "[" * 5_000 + "]" * 5_000
+LONG = "9" * 5_000
+
+
+@pytest.mark.parametrize("long_ints", ["none", "refuse"])
+def test_nesting_past_the_parsers_depth_is_malformed_json(
+    long_ints: Literal["none", "refuse"],
+) -> None:
+    # json raised RecursionError (no ValueError): each reader needed its own guard.
+    with pytest.raises(json.JSONDecodeError, match=r"^nested too deeply$"):
+        jsonread.loads(DEEP, long_ints=long_ints)
+
+
+def test_a_long_whole_number_is_none_the_rest_kept() -> None:
+    text = '{"a": ' + LONG + ', "b": -12345678901234567890, "c": 9223372036854775807}'
+    assert jsonread.loads(text, long_ints="none") == {
+        "a": None,
+        "b": None,  # 21 characters with its sign
+        "c": 9223372036854775807,
+    }
+
+
+def test_a_long_whole_number_refused_is_malformed_json() -> None:
+    # int() raised a bare ValueError, past a reader catching JSONDecodeError.
+    with pytest.raises(json.JSONDecodeError, match="whole number of 5,000 characters"):
+        jsonread.loads('{"a": [1, ' + LONG + "]}", long_ints="refuse")
+    assert jsonread.loads("[" + "9" * 20 + "]", long_ints="refuse") == [10**20 - 1]
+
+
+def test_bytes_are_read_as_json_loads_reads_them() -> None:
+    text = '{"é": [1.5, 1e400, "\\ud83d"]}'
+    for encoding in ("utf-8", "utf-16", "utf-32"):
+        data = text.encode(encoding)
+        assert repr(jsonread.loads(data, long_ints="refuse")) == repr(json.loads(data))
+    with pytest.raises(UnicodeDecodeError):
+        jsonread.loads(b"\xff{}", long_ints="none")
+    with pytest.raises(json.JSONDecodeError):
+        jsonread.loads(b"{broken", long_ints="none")
