@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memoryd import gitfacts, paths
+from memoryd import gitfacts, jsonread, paths
 from memoryd.errors import InvalidParams, TooLarge
 from memoryd.fsutil import (
     NotRegularFile,
@@ -140,13 +140,11 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     if not raw.strip():
         return SettingsFile(source, path, {})
     try:
-        data = json.loads(raw)
+        # Nested past json's depth or a number of 5,000 digits (json.loads's ValueError got
+        # past this, and every load of the project failed): invalid JSON, as set refuses it.
+        data = jsonread.loads(raw, long_ints="refuse")
     except json.JSONDecodeError as exc:
         return SettingsFile(source, path, {}, error=f"invalid JSON: {exc}")
-    except RecursionError:
-        # A repository's `.claude/settings.json` nested thousands deep must not break every
-        # request for that project.
-        return SettingsFile(source, path, {}, error="invalid JSON: nested too deeply")
     if not isinstance(data, dict):
         return SettingsFile(source, path, {}, error="not a JSON object")
     values = {k: v for k, v in data.items() if _valid_value(k, v) and k not in UNREAD_KEYS}
@@ -274,8 +272,9 @@ def set_user_setting(key: str, value: Any) -> Path:
     current: dict[str, Any] = {}
     if path.exists():
         try:
-            loaded = json.loads(_read_settings_text(path) or "{}")
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            # A number of 5,000 digits refused: written back as null, the user's value lost.
+            loaded = jsonread.loads(_read_settings_text(path) or "{}", long_ints="refuse")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidParams(
                 f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"
             ) from exc

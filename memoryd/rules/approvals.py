@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryd import paths
+from memoryd import jsonread, paths
 from memoryd.errors import InvalidParams
 from memoryd.fsutil import atomic_write_text, ensure_private_dir
 
@@ -42,14 +42,10 @@ def _read(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ApprovalsError(f"cannot read {path}: {exc}") from None
     try:
-        data = json.loads(raw) if raw.strip() else {}
+        # A number of 5,000 digits refused: approve() writes the file back.
+        data = jsonread.loads(raw, long_ints="refuse") if raw.strip() else {}
     except json.JSONDecodeError as exc:
         raise ApprovalsError(f"{path} is not valid JSON ({exc}); fix or delete it") from None
-    except (ValueError, RecursionError):
-        # json's own limits: a number over 4,300 digits, nesting past the recursion limit
-        raise ApprovalsError(
-            f"{path} is too deeply nested or holds a number too long to read; fix or delete it"
-        ) from None
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
         raise ApprovalsError(f"{path} has no 'projects' object; fix or delete it")

@@ -104,6 +104,23 @@ def test_a_deeply_nested_project_file_is_reported_not_fatal(
     assert effective.get("autoMemoryEnabled") is True
 
 
+@pytest.mark.parametrize("text", ["[" * 200_000, '{"x": ' + "9" * 5_000 + "}"])
+def test_a_user_file_json_cannot_read_is_invalid_json_and_not_written_over(
+    isolated_env: IsolatedEnv, text: str
+) -> None:
+    # A number of 5,000 digits (more than Python converts) raised a bare ValueError out of
+    # json.loads, past the JSONDecodeError handlers: every load failed, and so did a set.
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    (user,) = [f for f in settings.load(None).files if f.source is settings.Source.USER]
+    assert user.error is not None
+    assert user.error.startswith("invalid JSON: ")
+    with pytest.raises(InvalidParams, match="not valid JSON"):
+        settings.set_user_setting("autoDreamEnabled", True)
+    assert path.read_text() == text  # nothing lost
+
+
 def test_mistyped_known_values_are_ignored_and_said(isolated_env: IsolatedEnv) -> None:
     write_json(settings.user_settings_path(), {"autoMemoryEnabled": "no", "maxIncludeDepth": True})
     effective = settings.load(None)
