@@ -17,7 +17,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd import fsutil, paths
+from memoryd import fsutil, jsonread, paths
 
 log = structlog.get_logger("memoryd.extraction")
 
@@ -102,7 +102,8 @@ class Cursors:
             raw = fsutil.read_regular_file(path, MAX_FILE_BYTES)
             if len(raw) > MAX_FILE_BYTES:
                 raise ValueError(f"over {MAX_FILE_BYTES} bytes")
-            sessions = json.loads(raw.decode("utf-8"))["sessions"]
+            # A count of 5,000 digits is read as none: its session dropped alone.
+            sessions = jsonread.loads(raw.decode("utf-8"), long_ints="none")["sessions"]
             for sid, count, mark in sessions:
                 if (
                     isinstance(sid, str)
@@ -114,10 +115,8 @@ class Cursors:
                     items[sid] = Cursor(count, mark)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
-            # Nested too deep for the parser (a damaged file) is unreadable too, not an error
-            # of every turn's extraction. Every session's next turn is offered whole, as
-            # before a first start: say why.
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            # Every session's next turn is offered whole, as before a first start: say why.
             log.warning(
                 "extraction places unreadable; starting afresh", path=str(path), error=str(exc)
             )

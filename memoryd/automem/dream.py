@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from memoryd import paths
+from memoryd import jsonread, paths
 from memoryd.agent.policy import Denied
 from memoryd.agent.seen import SeenFiles
 from memoryd.automem import naming
@@ -143,7 +143,8 @@ def _time_table(value: Any) -> dict[str, float]:
 def _read_state(path: Path) -> tuple[dict[str, float], dict[str, float]] | None:
     """dream.json's (last runs, failures), or None when there is none or it is damaged."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # A number past any time (400 digits, 5,000) is read as none: its entry dropped alone.
+        data = jsonread.loads(path.read_text(encoding="utf-8"), long_ints="none")
         given = data.get("last_run", {})
         last = _time_table(given)
         if not isinstance(given, dict) or len(last) < len(given):
@@ -157,8 +158,7 @@ def _read_state(path: Path) -> tuple[dict[str, float], dict[str, float]] | None:
         return last, _time_table(data.get("failed_at"))
     except FileNotFoundError:
         return None
-    # A damaged file too: nested too deep for the parser, a number too big for a float.
-    except (OSError, ValueError, AttributeError, TypeError, RecursionError, OverflowError) as exc:
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
         # Every dir's dream becomes due again (in a daemon that had not read it): say why.
         log.warning("dream state unreadable; starting afresh", path=str(path), error=str(exc))
         return None

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd import fsutil, paths
+from memoryd import fsutil, jsonread, paths
 from memoryd.session.thresholds import ThresholdState
 
 FORMAT_VERSION = 1
@@ -91,7 +91,8 @@ def _in_compacted(data: dict[str, Any], counted: bool) -> bool:
 
 def from_json(text: str, session_id: str, project_key: str) -> SessionRecord:
     """Parse a record; fields that are missing or malformed fall back to their defaults."""
-    data = json.loads(text)
+    # A number of 5,000 digits is read as none: that field's default, the rest kept.
+    data = jsonread.loads(text, long_ints="none")
     if not isinstance(data, dict):
         raise ValueError("a session record must be a JSON object")
     raw = data.get("thresholds")
@@ -135,7 +136,7 @@ def load(project_key: str, session_id: str) -> tuple[SessionRecord, str | None]:
         return SessionRecord(session_id, project_key), f"cannot read {path}: {exc}"
     try:
         return from_json(text, session_id, project_key), None
-    except (ValueError, RecursionError) as exc:  # nested too deep: a damaged file too
+    except ValueError as exc:
         return SessionRecord(session_id, project_key), f"ignoring corrupt {path}: {exc}"
 
 
