@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,26 @@ def test_foreign_or_garbage_files_are_not_trusted(tmp_path: Path) -> None:
     old.save()
     assert not (tmp_path / "vectors.npy").exists()
     assert opened(tmp_path).hashes() == {"a": "h"}
+
+
+@pytest.mark.parametrize("where", ["description", "log header"])
+@pytest.mark.parametrize("json_text", [b"[" * 5_000, b'{"dim": ' + b"9" * 5_000 + b"}"])
+def test_json_past_its_limits_is_not_used_as_any_damage(
+    tmp_path: Path, where: str, json_text: bytes
+) -> None:
+    # Checksummed by a crc anyone can compute: nested past json's depth, its RecursionError
+    # got past load() (which drops a file it cannot read) and the store could not be opened.
+    written(tmp_path, 3)
+    if where == "description":
+        body = json_text + b"\n[]"
+        (tmp_path / META).write_bytes(b"%08x\n" % zlib.crc32(body) + body)
+    else:
+        (tmp_path / LOG).write_bytes(vectors_mod._LOG_MAGIC + vectors_mod._frame(json_text))
+    store = opened(tmp_path)
+    assert f"vector {'index' if where == 'description' else 'log'} not used" in (
+        store.rebuilt_reason or ""
+    )
+    assert len(store) == (0 if where == "description" else 3)
 
 
 def test_an_array_swapped_for_another_of_the_same_shape_is_not_trusted(tmp_path: Path) -> None:

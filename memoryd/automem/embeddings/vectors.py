@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memoryd import jsonread
 from memoryd.automem.embeddings.encoder import Vectors
 from memoryd.fsutil import (
     NotRegularFile,
@@ -203,7 +204,12 @@ class VectorStore:
         if checksum != b"%08x" % zlib.crc32(body):
             raise ValueError("description damaged or written by another version")
         head, _, listed = body.partition(b"\n")
-        meta, rows = json.loads(head), json.loads(listed)
+        # Checksummed, but by a crc anyone can compute: nested past json's depth, its
+        # RecursionError got past load() and the store could not be opened.
+        meta, rows = (
+            jsonread.loads(head, long_ints="refuse"),
+            jsonread.loads(listed, long_ints="refuse"),
+        )
         if meta["format"] != FORMAT or meta["model"] != self.model or meta["dim"] != self.dim:
             raise ValueError("written for another format, model or dimension")
         path = self.folder / str(meta["array"])
@@ -252,7 +258,7 @@ class VectorStore:
         header = self._frame_at(view, len(_LOG_MAGIC))
         if not data.startswith(_LOG_MAGIC) or header is None:
             return {}, nothing, 0, "vector log not used (not a log, or its header is damaged)"
-        info = json.loads(bytes(view[header[0] : header[1]]))
+        info = jsonread.loads(bytes(view[header[0] : header[1]]), long_ints="refuse")
         if not isinstance(info, dict):  # a well-framed header that describes nothing
             return {}, nothing, 0, "vector log not used (its header is not a description)"
         if info.get("model") != self.model or info.get("dim") != self.dim:
