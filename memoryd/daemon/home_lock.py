@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd import jsonread
 from memoryd.fsutil import open_lock_file
 
 _MAX_BYTES = 4096  # a pid and a socket path; more is not a holder's note
@@ -75,8 +76,8 @@ class HomeLock:
 
 def _read_note(data: bytes) -> OtherDaemon:
     try:
-        note = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):  # RecursionError: nested past json's depth
+        note = jsonread.loads(data.decode("utf-8"), long_ints="none")
+    except ValueError:
         note = None
     if not isinstance(note, dict):
         return OtherDaemon(None, None)  # held, its note not written yet or not ours

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd import PROTOCOL_VERSION, __version__
+from memoryd import PROTOCOL_VERSION, __version__, jsonread
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import CLOSE_GRACE_S, LATE_CLIENT_WINDOW_S, READ_CHUNK
@@ -404,10 +404,10 @@ def remove_status_file_if_ours(config: DaemonConfig) -> None:
     path = status_file_for(config.socket_path)
     try:
         # Not a plain read: a FIFO put in its place would block the shutdown for ever.
-        data = json.loads(read_regular_file(path, STATUS_FILE_MAX_BYTES))
-    except (OSError, ValueError, RecursionError):
-        # Not ours (damaged, nested too deep: its RecursionError stopped the exit before the
-        # drain, exit 1 and the socket file left): left for the user.
+        data = jsonread.loads(read_regular_file(path, STATUS_FILE_MAX_BYTES), long_ints="none")
+    except (OSError, ValueError):
+        # Not ours (damaged, nested too deep, which once stopped the exit before the drain,
+        # exit 1 and the socket file left): left for the user.
         return
     if isinstance(data, dict) and data.get("pid") == os.getpid():
         with contextlib.suppress(FileNotFoundError):

@@ -247,18 +247,20 @@ def test_a_fifo_in_place_of_the_status_file_does_not_hold_the_exit(
     assert stat.S_ISFIFO(status_file.lstat().st_mode)  # not its own: left for the user
 
 
-def test_a_status_file_nested_too_deep_does_not_break_the_exit(
-    running: tuple[subprocess.Popen[str], Path],
+@pytest.mark.parametrize("text", ["[" * 20_000, '{"pid": ' + "9" * 5_000 + "}"])
+def test_a_status_file_json_cannot_read_does_not_break_the_exit(
+    running: tuple[subprocess.Popen[str], Path], text: str
 ) -> None:
     # A damaged status file nested deeper than json recurses: its RecursionError got out of
     # the exit's check, and the daemon exited 1 without draining or removing its socket file.
+    # A pid of more digits than Python converts is none either.
     proc, sock = running
     status_file = sock.with_name(sock.name + ".status.json")
-    status_file.write_text("[" * 20_000)
+    status_file.write_text(text)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(20) == 0
     assert not sock.exists()
-    assert status_file.read_text() == "[" * 20_000  # not its own: left for the user
+    assert status_file.read_text() == text  # not its own: left for the user
 
 
 def test_shutdown_method_exits_zero(running: tuple[subprocess.Popen[str], Path]) -> None:

@@ -87,6 +87,12 @@ def test_a_note_that_is_not_ours_names_no_one(tmp_path: Path) -> None:
     other = HomeLock(path, tmp_path / "b.sock").claim()
     assert other is not None
     assert (other.pid, other.socket) == (None, None)
+    # A pid longer than any (the note is read up to 4 KiB, so never the 4,300 digits Python
+    # converts at most) is none, its socket kept.
+    path.write_bytes(b'{"pid": ' + b"9" * 30 + b', "socket": "/run/a.sock"}')
+    other = HomeLock(path, tmp_path / "b.sock").claim()
+    assert other is not None
+    assert (other.pid, other.socket) == (None, "/run/a.sock")
     holder.release()
     after = HomeLock(path, tmp_path / "b.sock")
     assert after.claim() is None
