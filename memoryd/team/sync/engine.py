@@ -1,7 +1,9 @@
 """Pull and push for one team folder ↔ one repository on the team server.
 
 The engine holds one lock: a pull and a push never interleave, and the watcher's pushes queue
-behind an explicit `team.pull`. Blocking filesystem work (scans, writes) runs in a thread.
+behind an explicit `team.pull`. With it, the state file's (`StateStore.shared`): another daemon
+of this HOME syncing the same folder waits too, and each sync starts from what the other saved.
+Blocking filesystem work (scans, writes) runs in a thread.
 
 Pull (server wins per key, but no edit is lost): a key the user edited locally while the
 server's copy moved on too is first saved aside as `<name>.conflict-<UTC time>.md` and
@@ -332,7 +334,7 @@ class SyncEngine:
     async def pull(self) -> PullReport:
         report = PullReport()
         try:
-            async with self._lock:
+            async with self._lock, self.store.shared(self.state):
                 client = self._client()
                 fingerprint, last = self._fingerprint(), self.state.last_result
                 scan, marks = await self._scan()
@@ -748,7 +750,7 @@ class SyncEngine:
     async def push(self) -> PushReport:
         report = PushReport()
         try:
-            async with self._lock:
+            async with self._lock, self.store.shared(self.state):
                 if self.state.suppressed is not None:
                     raise SyncSuppressed(self.state.suppressed)
                 client = self._client()
@@ -1165,7 +1167,8 @@ class SyncEngine:
     async def record_failure(self, op: str, exc: TeamHTTPError) -> None:
         """A failure on the way to `op` outside the engine (TeamSync's question before a
         pull): `last_result` says so, as for the request's own."""
-        await self._fail(op, exc)
+        async with self._lock, self.store.shared(self.state):
+            await self._fail(op, exc)
 
     async def _fail(self, op: str, exc: TeamHTTPError) -> None:
         permanent = isinstance(exc, Permanent)
@@ -1177,7 +1180,9 @@ class SyncEngine:
     # -- status ---------------------------------------------------------------------------
     async def refresh_pending(self) -> list[str]:
         """Recompute the pending keys from the folder (cheap: the scan has a stat cache)."""
-        async with self._lock:
+        # Not waiting on the other daemon's requests (status never waits on the network):
+        # while it syncs, the pending keys are computed from the state as last taken up.
+        async with self._lock, self.store.shared(self.state, wait=False):
             scan, marks = await self._scan()
             self.state.pending = self._pending_after(scan.checksums, marks)
             return list(self.state.pending)

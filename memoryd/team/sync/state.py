@@ -5,15 +5,25 @@ memoryd's state dir (never in the repository), atomically after every pull and p
 restart neither re-uploads everything (the server checksums are known) nor forgets pending
 keys. A permanent-failure suppression is deliberately *not* persisted: SPEC.md lifts it on
 restart; nor are the limits learned from the server's 413s (an admin may have raised them).
+
+Two daemons of one HOME (two sockets) sync the same folder with the same state file. Each
+pull and push holds an exclusive `flock` on `<state file>.lock` (`StateStore.shared`) and
+first takes up what the other daemon saved since: with a state of its own in memory, a daemon
+pushed with the ETag and base it had before the other's push, and its 412 refresh took the
+user's next edit for a conflict with the version the other daemon had pushed from this folder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import json
+import os
+import secrets
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +33,7 @@ import structlog
 
 from memoryd import paths
 from memoryd.core.project import sanitize_key
-from memoryd.fsutil import atomic_write_text, ensure_private_dir
+from memoryd.fsutil import atomic_write_text, ensure_private_dir, open_lock_file
 from memoryd.team.protocol import usable_etag
 
 log = structlog.get_logger("memoryd.team")
@@ -191,6 +201,12 @@ class SyncState:
 
 
 _IN_MEMORY = ("suppressed", "max_entries", "max_body", "limits_learned_at")
+# Set by this daemon's service when it makes the folder, not by a sync: kept when taking up
+# the other daemon's state.
+_OWN = ("project_root", "worktree_root")
+_TOKEN_BYTES = 16
+_POLL_FIRST_S = 0.001
+_POLL_MAX_S = 0.05  # the other daemon holds it across its requests: look again this often
 
 
 def encode_state(data: dict[str, Any]) -> str:
@@ -246,11 +262,92 @@ class StateStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
         # Saves run in threads (`save_off_loop`) and may finish out of order: each snapshot
         # is numbered when taken, and one older than the file's is not written over it.
         self._write_lock = threading.Lock()
         self._taken = 0
         self._written = 0
+        self._writing: set[asyncio.Future[None]] = set()
+        # What this process left in the lock file at its last release: another token there
+        # means another daemon held it since (and may have saved).
+        self._token: bytes | None = None
+
+    @contextlib.asynccontextmanager
+    async def shared(self, state: SyncState, *, wait: bool = True) -> AsyncIterator[None]:
+        """Hold the state file's lock for a sync, `state` first brought up to what another
+        daemon of this HOME saved since this one last held it; its saves are on disk before
+        the lock goes. `wait=False`: when the other daemon holds it (mid-request), go on with
+        the state as it is rather than wait on its network. A lock file that cannot be opened
+        (a read-only state dir) is done without: no daemon could save there either."""
+        fd = await self._lock_file(wait)
+        cancelled = False
+        try:
+            if fd is not None and os.pread(fd, _TOKEN_BYTES, 0) != self._token:
+                other = await asyncio.to_thread(self._read_other, state)
+                if other is not None:
+                    take_up(state, other)
+            yield
+        finally:
+            # A save whose caller was cancelled still runs in its thread: written after the
+            # release, it would land over what the other daemon saves next.
+            while pending := [task for task in self._writing if not task.done()]:
+                try:
+                    await asyncio.wait(pending)
+                except asyncio.CancelledError:
+                    cancelled = True
+            if fd is not None:
+                self._release(fd)
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _lock_file(self, wait: bool) -> int | None:
+        try:
+            fd = open_lock_file(self.lock_path)
+        except OSError:
+            return None
+        try:
+            delay = _POLL_FIRST_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    if not wait:
+                        os.close(fd)
+                        return None
+                # Polled: a blocking flock would hold a thread, and could not be cancelled.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _POLL_MAX_S)
+        except BaseException:
+            os.close(fd)  # closing releases the lock
+            raise
+
+    def _release(self, fd: int) -> None:
+        token = secrets.token_bytes(_TOKEN_BYTES)
+        self._token = None
+        try:
+            with contextlib.suppress(OSError):  # a full disk: the next holder reads the file
+                if os.pwrite(fd, token, 0) == _TOKEN_BYTES:
+                    self._token = token
+        finally:
+            os.close(fd)
+
+    def _read_other(self, state: SyncState) -> SyncState | None:
+        """The state file as another daemon left it; None when there is none of this folder
+        or it cannot be read (this daemon's next save writes its own)."""
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return None
+        try:
+            other = SyncState.from_json(data.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            log.warning("team sync state unreadable; kept this daemon's", error=str(exc))
+            return None
+        if (other.repo, other.server, other.team_dir) != (state.repo, state.server, state.team_dir):
+            return None
+        return other
 
     def load(self, *, repo: str, server: str, team_dir: Path) -> SyncState:
         fresh = SyncState(repo=repo, server=server, team_dir=str(team_dir))
@@ -283,8 +380,16 @@ class StateStore:
         20,000 files has a 4 MB state, 50-150 ms of the event loop at every pull and push
         before the disk's wait, while every other request of the daemon waited. The state is
         copied first, on the loop, so what is written is the state as it is now; a save
-        whose caller is cancelled still completes."""
-        await asyncio.to_thread(self._write, *self._take(state))
+        whose caller is cancelled still completes (and `shared` waits for it)."""
+        task = asyncio.ensure_future(asyncio.to_thread(self._write, *self._take(state)))
+        self._writing.add(task)
+        task.add_done_callback(self._written_off)
+        await asyncio.shield(task)
+
+    def _written_off(self, task: asyncio.Future[None]) -> None:
+        self._writing.discard(task)
+        if not task.cancelled():
+            task.exception()  # raised to the caller; retrieved here when it was cancelled
 
     def _take(self, state: SyncState) -> tuple[int, dict[str, Any]]:
         self._taken += 1
@@ -298,6 +403,14 @@ class StateStore:
             ensure_private_dir(self.path.parent)
             atomic_write_text(self.path, text)
             self._written = number
+
+
+def take_up(state: SyncState, other: SyncState) -> None:
+    """`state` (in place: the service and the watcher hold it) becomes what another daemon
+    saved, but for what only this daemon knows (`_IN_MEMORY`, `_OWN`)."""
+    for f in fields(SyncState):
+        if f.name not in _IN_MEMORY and f.name not in _OWN:
+            setattr(state, f.name, getattr(other, f.name))
 
 
 def saved_states() -> list[SyncState]:
