@@ -5,14 +5,17 @@ json's own limits read as malformed JSON, not as errors of their own that got pa
   reader needed its own `except RecursionError`, and one missed made every request fail.
 - A whole number longer than Python converts (4,300 digits) raised a bare ValueError from
   int(), not a JSONDecodeError: a one-number hand edit dropped the whole file, or got past a
-  reader catching JSONDecodeError. No file memoryd reads holds a number longer than
+  reader catching JSONDecodeError. No file memoryd writes holds a number longer than
   MAX_INT_DIGITS; one that does is read as None (`long_ints="none"`: the reader drops that
   value as it drops any of the wrong type, the rest kept) or refuses the text (`"refuse"`:
-  for a reader that writes the file back, which must not write null in its place)."""
+  for a reader that writes the file back, which must not write null in its place). A file
+  other programs write too (Claude Code's settings) keeps every number Python reads
+  (`"keep"`), refusing only past that."""
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Literal
 
 # Of a whole number in the text, its sign included: 20 holds any 64-bit integer.
@@ -30,7 +33,7 @@ class JSONLimitError(json.JSONDecodeError):
         return self.msg
 
 
-def loads(text: str | bytes, *, long_ints: Literal["none", "refuse"]) -> Any:
+def loads(text: str | bytes, *, long_ints: Literal["none", "refuse", "keep"]) -> Any:
     """`text` read as JSON; json.JSONDecodeError (a ValueError) for anything it cannot read,
     nesting past its depth included; bytes decoded as json.loads decodes them (UTF-8, -16 or
     -32; a UnicodeDecodeError, also a ValueError, for bytes that are none of them)."""
@@ -44,8 +47,14 @@ def loads(text: str | bytes, *, long_ints: Literal["none", "refuse"]) -> Any:
             return int(digits)
         if long_ints == "none":
             return None
+        if long_ints == "keep":
+            try:
+                return int(digits)
+            except ValueError:  # past sys.get_int_max_str_digits()
+                pass
         raise JSONLimitError(
-            f"a whole number of {len(digits):,} characters, over the {MAX_INT_DIGITS} read",
+            f"a whole number of {len(digits):,} characters, over the "
+            f"{sys.get_int_max_str_digits() if long_ints == 'keep' else MAX_INT_DIGITS} read",
             doc,
         )
 

@@ -142,7 +142,7 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     try:
         # Nested past json's depth or a number of 5,000 digits (json.loads's ValueError got
         # past this, and every load of the project failed): invalid JSON, as set refuses it.
-        data = jsonread.loads(raw, long_ints="refuse")
+        data = jsonread.loads(raw, long_ints="keep")
     except json.JSONDecodeError as exc:
         return SettingsFile(source, path, {}, error=f"invalid JSON: {exc}")
     if not isinstance(data, dict):
@@ -273,7 +273,7 @@ def set_user_setting(key: str, value: Any) -> Path:
     if path.exists():
         try:
             # A number of 5,000 digits refused: written back as null, the user's value lost.
-            loaded = jsonread.loads(_read_settings_text(path) or "{}", long_ints="refuse")
+            loaded = jsonread.loads(_read_settings_text(path) or "{}", long_ints="keep")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidParams(
                 f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"

@@ -14,9 +14,9 @@ DEEP = "[" * 5_000 + "]" * 5_000
 LONG = "9" * 5_000
 
 
-@pytest.mark.parametrize("long_ints", ["none", "refuse"])
+@pytest.mark.parametrize("long_ints", ["none", "refuse", "keep"])
 def test_nesting_past_the_parsers_depth_is_malformed_json(
-    long_ints: Literal["none", "refuse"],
+    long_ints: Literal["none", "refuse", "keep"],
 ) -> None:
     # json raised RecursionError (no ValueError): each reader needed its own guard.
     with pytest.raises(json.JSONDecodeError, match=r"^nested too deeply$"):
@@ -48,3 +48,11 @@ def test_bytes_are_read_as_json_loads_reads_them() -> None:
         jsonread.loads(b"\xff{}", long_ints="none")
     with pytest.raises(json.JSONDecodeError):
         jsonread.loads(b"{broken", long_ints="none")
+
+
+def test_a_file_others_write_keeps_every_number_python_reads() -> None:
+    # Claude Code's settings: JavaScript writes 1e20 as 21 plain digits; refusing such a file
+    # (as "refuse" does past 20) dropped all of the user's settings for one number.
+    assert jsonread.loads("[" + "9" * 300 + "]", long_ints="keep") == [10**300 - 1]
+    with pytest.raises(json.JSONDecodeError, match="whole number of 5,000 characters"):
+        jsonread.loads("[" + LONG + "]", long_ints="keep")

@@ -121,6 +121,18 @@ def test_a_user_file_json_cannot_read_is_invalid_json_and_not_written_over(
     assert path.read_text() == text  # nothing lost
 
 
+def test_a_long_number_python_reads_keeps_the_users_settings(isolated_env: IsolatedEnv) -> None:
+    # JavaScript writes 1e20 as 21 plain digits: the file is read, and a set keeps the number.
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"x": ' + "9" * 300 + ', "autoMemoryEnabled": false}')
+    effective = settings.load(None)
+    assert effective.get("autoMemoryEnabled") is False
+    assert all(f.error is None for f in effective.files), effective.files
+    settings.set_user_setting("autoDreamEnabled", True)
+    assert json.loads(path.read_text())["x"] == 10**300 - 1
+
+
 def test_mistyped_known_values_are_ignored_and_said(isolated_env: IsolatedEnv) -> None:
     write_json(settings.user_settings_path(), {"autoMemoryEnabled": "no", "maxIncludeDepth": True})
     effective = settings.load(None)
