@@ -2,7 +2,7 @@
 
 Two daemons of one user can run at once on two sockets (a login service with XDG_RUNTIME_DIR,
 and one `memctl` started from a shell without it). Their writes are kept apart (the memory
-writer locks, the team server's conditional requests), but hooks and editors then talk to
+writer locks, the team state file's lock), but hooks and editors then talk to
 whichever daemon their environment finds, and nothing told the user. The first daemon holds
 an exclusive `flock` on `<state>/daemon.lock` for its life and leaves its pid and socket in
 the file; another one reads them, logs a warning and reports them in `status`. It asks again
