@@ -227,6 +227,55 @@ describe("a daemon killed mid-session", () => {
     assert.equal(result.ok, false);
     assert.match(result.output, /not found/);
   });
+
+  test("a connect the dying daemon's socket takes but never answers is not the daemon back: one message for the outage", async () => {
+    // Found under load (1 run in ~30): a daemon killed by SIGKILL closed the client's connection
+    // and its listening socket only a moment later; a connect in between went into the backlog
+    // nobody accepts, was counted as up and was reset: a second outage message for one outage.
+    // The stand-in keeps listening and closes each connection unanswered, as that backlog does.
+    const sock = path.join(tmp, "dying.sock");
+    let dying = false;
+    let reset = 0; // connections made while dying
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      if (dying) {
+        s.destroy();
+      } else if (request.method === "subscribe") {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+      }
+    });
+    server.server.on("connection", () => (reset += dying ? 1 : 0));
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 50, maxMs: 400 } });
+    const notices: string[] = [];
+    const notice = new DownNotice(client, (reason) => notices.push(reason));
+    const states: string[] = [];
+    client.onStateChange((state) => states.push(state));
+    try {
+      await client.subscribe(["memory/saved"]);
+      dying = true;
+      for (const s of server.connections) {
+        s.destroy();
+      }
+      await waitFor(() => !client.isUp, PATIENCE_MS, "the client to see the daemon go");
+      for (let i = 0; i < 3; i++) {
+        // each on a connection of its own: the one before was reset before this call failed
+        await assert.rejects(client.call("status"), (e: unknown) => e instanceof DaemonUnavailable);
+      }
+      assert.ok(reset >= 3, `connections reset unanswered: ${reset}`);
+      assert.deepEqual(notices.length, 1, `one message for the outage, got ${JSON.stringify(notices)}`);
+      dying = false;
+      await waitFor(() => client.isUp, PATIENCE_MS, "the client to reconnect to a daemon that answers");
+      assert.deepEqual(await client.call("status"), { pid: 7 });
+      assert.deepEqual(states, ["up", "down", "up"]);
+      assert.equal(notices.length, 1);
+    } finally {
+      notice.close();
+      client.close();
+      await server.close();
+    }
+  });
 });
 
 /** Block this process's event loop for `ms`, as a busy extension host or a laptop asleep does. */

@@ -211,6 +211,7 @@ export class MemorydClient {
     this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
   }
 
+  /** The daemon answered on the current connection (a connect alone is not enough). */
   get isUp(): boolean {
     return this.state === "up";
   }
@@ -229,7 +230,10 @@ export class MemorydClient {
     return () => this.stateListeners.delete(listener);
   }
 
-  /** Connect now (calls connect on their own; this is for showing the state early). */
+  /**
+   * Connect now (calls connect on their own; this is for showing the state early). The state is
+   * "up" once the daemon answers on the connection (the subscription renewed on it, a call).
+   */
   async connect(): Promise<void> {
     await this.ensureSocket();
   }
@@ -465,9 +469,7 @@ export class MemorydClient {
         }
         connected = true;
         this.socket = sock;
-        this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
-        this.lastError = undefined;
-        this.setState("up", undefined);
+        // Not "up" yet: that waits for the daemon's first answer on it (`answered`).
         resolve(sock);
         // One that replaces a stopping daemon's does not subscribe again on a STOPPING answer
         // of its own: a daemon answering so on each connection would be asked in a tight loop.
@@ -505,6 +507,19 @@ export class MemorydClient {
     });
   }
 
+  /**
+   * The daemon answered on the current connection: it is up. Not at the connect: a daemon
+   * killed by SIGKILL closes its connections before its listening socket (the kernel releases
+   * them in turn, and may pause in between on a loaded machine), and a connect in that gap
+   * succeeds into a backlog nobody will accept, reset a moment later. Counted as up, that was a
+   * second outage warning for one outage (and the backoff started over at its shortest).
+   */
+  private answered(): void {
+    this.backoffMs = this.reconnect ? this.reconnect.initialMs : 0;
+    this.lastError = undefined;
+    this.setState("up", undefined);
+  }
+
   private markDown(message: string): void {
     if (this.closed) {
       return;
@@ -522,7 +537,13 @@ export class MemorydClient {
     this.backoffMs = Math.min(this.backoffMs * 2, this.reconnect.maxMs);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
-      this.ensureSocket().catch(() => undefined); // a failure schedules the next try
+      // A failure schedules the next try. A new connection is up once answered: the
+      // subscription renewed on it is asked, or else `status`.
+      if (this.subscription === undefined) {
+        this.call("status", undefined, { resend: false }).catch(() => undefined);
+      } else {
+        this.ensureSocket().catch(() => undefined);
+      }
     }, delay);
     this.reconnectTimer.unref(); // never keeps a process alive on its own
   }
@@ -622,6 +643,11 @@ export class MemorydClient {
     }
     const m = message as Record<string, unknown>;
     const current = this.socket === sock;
+    // A -32006 says this daemon is going away, not that it is up: the state waits for the next
+    // one (and its listeners' calls are not written on the connection being given up).
+    if (current && (m.error as { code?: unknown } | null | undefined)?.code !== STOPPING) {
+      this.answered();
+    }
     if (typeof m.method === "string" && m.id === undefined) {
       if (!current) {
         return; // a given-up connection's: the new one's subscription brings them
