@@ -713,6 +713,10 @@ describe("the extension in a stand-in VS Code", () => {
   });
 
   test("deactivating closes its connection and unregisters everything", async () => {
+    // Sockets and pipes open in this process (the daemon's stderr, stand-ins of tests before):
+    // what the extension leaves open after deactivating is counted against them.
+    const pipes = (): number => process.getActiveResourcesInfo().filter((r) => r === "PipeWrap").length;
+    const pipesBefore = pipes();
     activate(socketPath, [one.root]);
     await up();
     for (const d of active!.subscriptions) {
@@ -726,10 +730,13 @@ describe("the extension in a stand-in VS Code", () => {
     const probe = new MemorydClient({ socketPath, reconnect: false, timeoutMs: CALL_TIMEOUT_MS });
     try {
       // (seen once on a loaded machine: a second connection still counted after 60 s; the
-      // daemon's counts are kept for the next look)
-      let seen: { connections: number; inflight?: number; workers_running?: number } | undefined;
+      // daemon's counts are kept for the next look. Pipes open here beyond the probe's: the
+      // extension left a socket open; none, and inflight over the probe's own status: the
+      // daemon counts a closed connection until a request it carried is done.)
+      let seen: { connections: number; inflight?: number; workers_running?: number; counters?: unknown } | undefined;
       await waitFor(async () => (seen = await probe.call<{ connections: number }>("status")).connections === 1, PATIENCE_MS, "only the probe connected").catch((error: unknown) => {
-        throw new Error(`${String(error)}; the daemon's last status: ${JSON.stringify({ connections: seen?.connections, inflight: seen?.inflight, workers_running: seen?.workers_running })}`);
+        const last = { connections: seen?.connections, inflight: seen?.inflight, workers_running: seen?.workers_running, counters: seen?.counters };
+        throw new Error(`${String(error)}; the daemon's last status: ${JSON.stringify(last)}; pipes open here: ${pipes()}, ${pipesBefore} before activating and 1 the probe's`);
       });
     } finally {
       probe.close();
