@@ -5,6 +5,8 @@ other pulled and pushed."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import sys
 from pathlib import Path
 
 from memoryd.team.sync.state import StateStore, SyncState
@@ -149,3 +151,39 @@ async def test_a_sync_takes_up_what_the_other_daemon_saved_but_not_what_only_it_
         await mine.save_off_loop(ours)
     async with theirs.shared(other):
         assert other.etag == '"3"'
+
+
+# The other daemon, SIGKILLed while it holds the lock, after a save.
+_KILLED_MID_SYNC = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from memoryd.team.sync.state import StateStore, SyncState
+
+async def main() -> None:
+    store = StateStore(Path(sys.argv[1]))
+    state = SyncState(repo=sys.argv[2], server="http://team", team_dir="/t")
+    async with store.shared(state):
+        state.etag = '"2"'
+        await store.save_off_loop(state)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_save_of_a_daemon_killed_holding_the_lock_is_taken_up(tmp_path: Path) -> None:
+    """The kernel drops a SIGKILLed holder's flock, but the token in the lock file was written
+    at the release: still the one this daemon left, it took the file for unchanged and synced
+    from the ETag of before the killed daemon's push."""
+    path = tmp_path / "state" / "team" / "acme-widgets.json"
+    mine = StateStore(path)
+    ours = SyncState(repo=REPO, server="http://team", team_dir="/t")
+    async with mine.shared(ours):
+        ours.etag = '"1"'
+        await mine.save_off_loop(ours)
+    killed = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _KILLED_MID_SYNC, str(path), REPO
+    )
+    assert await killed.wait() == -signal.SIGKILL
+    async with mine.shared(ours):
+        assert ours.etag == '"2"'

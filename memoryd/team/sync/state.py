@@ -269,7 +269,7 @@ class StateStore:
         self._taken = 0
         self._written = 0
         self._writing: set[asyncio.Future[None]] = set()
-        # What this process left in the lock file at its last release: another token there
+        # What this process wrote in the lock file when it last held it: another token there
         # means another daemon held it since (and may have saved).
         self._token: bytes | None = None
 
@@ -283,10 +283,15 @@ class StateStore:
         fd = await self._lock_file(wait)
         cancelled = False
         try:
-            if fd is not None and os.pread(fd, _TOKEN_BYTES, 0) != self._token:
-                other = await asyncio.to_thread(self._read_other, state)
-                if other is not None:
-                    take_up(state, other)
+            if fd is not None:
+                if os.pread(fd, _TOKEN_BYTES, 0) != self._token:
+                    other = await asyncio.to_thread(self._read_other, state)
+                    if other is not None:
+                        take_up(state, other)
+                # Marked once taken up, not at the release: a holder SIGKILLed after a save
+                # (the kernel drops its flock) left the token of the daemon before it, which
+                # then took the file for unchanged and synced from its stale ETag.
+                self._token = self._mark(fd)
             yield
         finally:
             # A save whose caller was cancelled still runs in its thread: written after the
@@ -297,7 +302,7 @@ class StateStore:
                 except asyncio.CancelledError:
                     cancelled = True
             if fd is not None:
-                self._release(fd)
+                os.close(fd)  # releases the lock
         if cancelled:
             raise asyncio.CancelledError
 
@@ -323,15 +328,17 @@ class StateStore:
             os.close(fd)  # closing releases the lock
             raise
 
-    def _release(self, fd: int) -> None:
+    @staticmethod
+    def _mark(fd: int) -> bytes | None:
+        """A new token in the lock file, for the other daemon to see this one held it; None
+        when it could not be written (then no token is there to be taken for this one's)."""
         token = secrets.token_bytes(_TOKEN_BYTES)
-        self._token = None
-        try:
-            with contextlib.suppress(OSError):  # a full disk: the next holder reads the file
-                if os.pwrite(fd, token, 0) == _TOKEN_BYTES:
-                    self._token = token
-        finally:
-            os.close(fd)
+        with contextlib.suppress(OSError):
+            if os.pwrite(fd, token, 0) == _TOKEN_BYTES:
+                return token
+        with contextlib.suppress(OSError):  # a full disk: emptied, it matches no token
+            os.ftruncate(fd, 0)
+        return None
 
     def _read_other(self, state: SyncState) -> SyncState | None:
         """The state file as another daemon left it; None when there is none of this folder
