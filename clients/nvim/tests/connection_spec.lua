@@ -32,6 +32,34 @@ local function count(list, value)
   return n
 end
 
+-- A daemon killed by SIGKILL, as the kernel tears it down: its connections are closed a moment
+-- before its listening socket, and a connect in between is accepted by nobody and reset. While
+-- s.drop is set this server closes each connection it accepts, unread (s.dropped counts them);
+-- otherwise it answers every request with a status-like object (subscribe included).
+local function dying_daemon(path)
+  local s = { drop = false, dropped = 0 }
+  local server = T.serve(path, function(request, conn)
+    local result = { version = 'served', pid = 0, protocol_version = 1, subscribed = {} }
+    conn:write(vim.json.encode({ jsonrpc = '2.0', id = request.id, result = result }) .. '\n')
+  end, function()
+    if s.drop then
+      s.dropped = s.dropped + 1
+    end
+    return not s.drop
+  end)
+  -- The daemon killed: its connections closed, new ones closed as they come.
+  function s.kill()
+    s.drop = true
+    for _, conn in ipairs(server.conns) do
+      if not conn:is_closing() then
+        conn:close()
+      end
+    end
+  end
+  s.close = server.close
+  return s
+end
+
 -- The status line drawn from the plugin, as a user's 'statusline' would have it.
 local function show_status_line()
   vim.o.laststatus = 2
@@ -156,6 +184,72 @@ T.run({
       memoryd.client():close()
       server.close()
       T.eq(nil, T.message_matching('could not subscribe'), 'a warning')
+    end,
+  },
+  {
+    'a connect the dying daemon takes but never answers is not the daemon back: one outage message',
+    function()
+      local path = folder .. '/dying.sock'
+      local daemon = dying_daemon(path)
+      memoryd.setup({ socket = path, backoff_min_ms = 20, backoff_max_ms = 40 })
+      T.wait('the daemon up', function()
+        return memoryd.state.up == true
+      end)
+      daemon.kill()
+      -- Each reconnect is accepted by nobody and reset: the daemon is still down.
+      T.wait('reconnects into the dying daemon', function()
+        return daemon.dropped >= 4
+      end)
+      daemon.drop = false -- the daemon started again
+      T.wait('the daemon back', function()
+        return memoryd.state.up == true and T.message_matching('connected to memoryd again') ~= nil
+      end)
+      memoryd.client():close()
+      daemon.close()
+      local said = vim.tbl_map(function(m)
+        return m.text
+      end, T.messages)
+      T.eq(1, T.count_messages('retrying in the background'), 'outage messages in ' .. vim.inspect(said))
+      T.eq(1, T.count_messages('connected to memoryd again'), 'back messages in ' .. vim.inspect(said))
+    end,
+  },
+  {
+    'with no subscription to renew, a reconnect asks status: up at its answer, not at the connect',
+    function()
+      local path = folder .. '/dying-bare.sock'
+      local daemon = dying_daemon(path)
+      local states = {}
+      local client = Client.new({
+        path = path,
+        backoff_min_ms = 20,
+        backoff_max_ms = 40,
+        on_state = function(state)
+          states[#states + 1] = state
+        end,
+      })
+      local answered = false
+      client:request('status', nil, function(err)
+        answered = err == nil
+      end)
+      T.wait('the first status answer', function()
+        return answered and states[1] == 'up'
+      end)
+      daemon.kill()
+      T.wait('reconnects into the dying daemon', function()
+        return daemon.dropped >= 4 and #states >= 2
+      end)
+      daemon.drop = false
+      -- Nothing is asked of the client: its reconnect asks status itself, and that answer is up.
+      T.wait('up again', function()
+        return states[#states] == 'up' and #states > 2
+      end)
+      client:close()
+      daemon.close()
+      local ups = 0
+      for _, state in ipairs(states) do
+        ups = ups + (state == 'up' and 1 or 0)
+      end
+      T.eq(2, ups, "'up' in " .. table.concat(states, ' '))
     end,
   },
 })

@@ -225,8 +225,9 @@ end
 
 -- A socket served from this Neovim (a libuv pipe, no daemon): on_request(request, conn) for
 -- each JSON-RPC line a client sends (in a libuv callback: no Vim functions there). Returns
--- {conns = every connection, close = stop serving}.
-function T.serve(path, on_request)
+-- {conns = every connection, close = stop serving}. When take(), if given, says false for a
+-- connection, it is closed as accepted, unread (and not in conns).
+function T.serve(path, on_request, take)
   local uv = vim.uv or vim.loop
   local s = { conns = {} }
   local pipe = uv.new_pipe(false)
@@ -234,6 +235,10 @@ function T.serve(path, on_request)
   pipe:listen(16, function()
     local conn = uv.new_pipe(false)
     pipe:accept(conn)
+    if take and not take() then
+      conn:close()
+      return
+    end
     s.conns[#s.conns + 1] = conn
     local pending = ''
     conn:read_start(function(_, chunk)

@@ -5,7 +5,8 @@
 -- on the daemon. When the connection is lost it is retried in the background with a doubling
 -- backoff, and the subscription is renewed on every new connection. A daemon that is stopping
 -- answers -32006 (nothing was done): that connection is going away, so the call goes once more
--- on a new one, made at once, as memoryd_client does.
+-- on a new one, made at once, as memoryd_client does. The daemon is 'up' once it answers on
+-- the connection, not when the connect succeeds (see Client:_answered).
 local uv = vim.uv or vim.loop
 
 local Client = {}
@@ -70,7 +71,8 @@ end
 Client.invalid_utf8_at = invalid_utf8_at
 
 -- opts: path, timeout_ms, line_cap, request_cap, backoff_min_ms, backoff_max_ms,
---       connect_budget_ms, on_state(state, err) ('up' | 'down'), on_notifications(list)
+--       connect_budget_ms, on_state(state, err) ('up' | 'down' | 'subscribe_failed'),
+--       on_notifications(list); 'up': the daemon's first answer on a connection (not a -32006)
 function Client.new(opts)
   local self = setmetatable({}, Client)
   self.path = opts.path
@@ -358,8 +360,8 @@ function Client:_attempt(left_ms, pause_ms)
       self:_down(new_error('down', ('memoryd is not running on %s (%s)'):format(self.path, err)))
       return
     end
+    -- Connected, not up: that waits for the daemon's first answer here (Client:_answered).
     self.state = 'connected'
-    self.backoff_ms = self.backoff_min_ms
     local conn = { pipe = pipe, partial = {}, partial_len = 0, retired = false, after_stop = self.after_stop }
     self.after_stop = false
     self.conn = conn
@@ -377,7 +379,8 @@ function Client:_attempt(left_ms, pause_ms)
     end)
     local queued = self.queue
     self.queue = {}
-    if self.events ~= nil then
+    local asked = self.events ~= nil
+    if asked then
       self:_send_subscribe()
     end
     for _, entry in ipairs(queued) do
@@ -386,9 +389,14 @@ function Client:_attempt(left_ms, pause_ms)
       if self.pending[entry.id] == entry then
         entry.conn = conn
         self:_write(entry.line)
+        asked = true
       end
     end
-    self:_emit_state('up')
+    if not asked then
+      -- Nothing to send (a reconnect with no subscription to renew): an answer is still
+      -- needed to know the daemon is back.
+      self:request('status', nil, function() end)
+    end
   end)
   if not ok then
     self:_down(new_error('down', ('cannot connect to memoryd on %s: %s'):format(self.path, tostring(call_err))))
@@ -410,6 +418,21 @@ function Client:_close_pipe()
     self.conn = nil
   end
   close_pipe(pipe)
+end
+
+-- The daemon answered on `conn`: when that is the connection in use, the daemon is up (once per
+-- connection), and the backoff starts over. Not at the connect: a daemon killed by SIGKILL has
+-- its connections closed a moment before its listening socket (the kernel releases them in
+-- turn, and may pause in between on a loaded machine); a connect in that gap goes into a
+-- backlog nobody will accept and is reset at once. Taken for up, that said "connected to
+-- memoryd again" and then the outage once more, for one outage, and the backoff never grew.
+function Client:_answered(conn)
+  if conn.up or self.conn ~= conn then
+    return
+  end
+  conn.up = true
+  self.backoff_ms = self.backoff_min_ms
+  self:_emit_state('up')
 end
 
 -- A stopping daemon answered STOPPING on `conn`: nothing more is sent on it (the daemon drops
@@ -590,6 +613,10 @@ end
 function Client:_message(message, conn)
   if type(message) ~= 'table' then
     return
+  end
+  -- A -32006 says this daemon is going away, not that it is up: up waits for the next one.
+  if not (type(message.error) == 'table' and message.error.code == STOPPING) then
+    self:_answered(conn)
   end
   if message.method ~= nil and message.id == nil then
     self.stats.notifications = self.stats.notifications + 1
