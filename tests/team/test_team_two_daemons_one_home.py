@@ -5,10 +5,17 @@ other pulled and pushed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from memoryd.team.sync.client import Permanent, Retryable, Stopping
 from memoryd.team.sync.state import StateStore, SyncState
 from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.team.conftest import REPO, SideFactory, eventually, seed_server, server_history
@@ -187,3 +194,93 @@ async def test_a_save_of_a_daemon_killed_holding_the_lock_is_taken_up(tmp_path: 
     assert await killed.wait() == -signal.SIGKILL
     async with mine.shared(ours):
         assert ours.etag == '"2"'
+
+
+@contextlib.contextmanager
+def held_by_another(store: StateStore, pid: bytes = b"4242") -> Iterator[None]:
+    """The state file's lock held (as by another daemon, stopped mid-sync: Ctrl-Z), the lock
+    file naming `pid` as its holder."""
+    store.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(store.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.pwrite(fd, b"t" * 16 + pid, 0)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
+
+
+async def test_a_sync_waits_for_a_stopped_daemon_no_longer_than_a_request_may_take(
+    make_side: SideFactory,
+) -> None:
+    """A daemon stopped while it held the lock (Ctrl-Z on one started by hand) held this one's
+    pulls and pushes for ever. The wait ends at the request deadline (2 x timeout_s, short
+    here) with a Retryable naming the holder, which the runner's backoff retries, and
+    `last_result` (team.status) says so."""
+    side = make_side("a", "http://127.0.0.1:9", "token", timeout_s=0.05)
+    engine = side.engine
+    with held_by_another(engine.store):
+        for op in (engine.pull, engine.push):
+            with pytest.raises(Retryable) as raised:
+                await asyncio.wait_for(op(), 60)
+            assert not isinstance(raised.value, Stopping)
+            said = "the sync state of this folder is held by another memoryd of this HOME"
+            assert f"{said} (pid 4242)" in str(raised.value)
+            assert engine.state.last_result is not None
+            assert engine.state.last_result["ok"] is False
+            assert f"{said} (pid 4242)" in engine.state.last_result["error"]
+    assert engine.client is not None
+    assert engine.client.requests == 0
+    assert not engine.busy
+
+
+async def test_a_sync_waiting_on_the_other_daemon_ends_at_the_shutdown_deadline(
+    make_side: SideFactory,
+) -> None:
+    """SyncRunner.stopping() promises every request of the folder ends within the 5 s budget:
+    a `team.push` or `record_failure` waiting on the other daemon's lock ends at the client's
+    stop deadline with Stopping, not at the drain's 30 s cap (the request deadline is 60 s)."""
+    side = make_side("a", "http://127.0.0.1:9", "token", timeout_s=30.0)
+    engine, client = side.engine, side.engine.client
+    assert client is not None
+    loop = asyncio.get_running_loop()
+    with held_by_another(engine.store):
+        pushing = asyncio.ensure_future(engine.push())
+        await eventually(lambda: engine.busy)
+        client.stop_by(loop.time() + 0.05)
+        with pytest.raises(Stopping):
+            await asyncio.wait_for(pushing, 20)
+        failure = Permanent("refused", 401)
+        await asyncio.wait_for(engine.record_failure("pull", failure), 20)
+    # Not saved (the other daemon held the file), but said: team.status shows it.
+    assert engine.state.last_result is not None
+    assert engine.state.last_result["error"] == "refused"
+    assert engine.state.suppressed == "http_401"
+
+
+async def test_a_status_leaves_the_other_daemon_nothing_to_read_again(tmp_path: Path) -> None:
+    """`shared(wait=False)` (every team.status) saves nothing: it keeps the token it found.
+    A new one made the other daemon read and decode the whole state file (4 MB at 20,000
+    files) at its next sync, after every editor's status poll."""
+    path = tmp_path / "state" / "team" / "acme-widgets.json"
+    mine, theirs = StateStore(path), StateStore(path)
+    ours = SyncState(repo=REPO, server="http://team", team_dir="/t")
+    other = SyncState(repo=REPO, server="http://team", team_dir="/t")
+    async with theirs.shared(other):
+        other.etag = '"2"'
+        await theirs.save_off_loop(other)
+    token = mine.lock_path.read_bytes()
+    async with mine.shared(ours, wait=False):
+        assert ours.etag == '"2"'  # taken up all the same
+    assert mine.lock_path.read_bytes() == token
+    reads: list[SyncState] = []
+    taken = theirs._read_other
+
+    def counted(state: SyncState) -> SyncState | None:
+        reads.append(state)
+        return taken(state)
+
+    theirs._read_other = counted  # type: ignore[method-assign]
+    async with theirs.shared(other):
+        pass
+    assert reads == []

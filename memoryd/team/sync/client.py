@@ -201,6 +201,12 @@ class TeamClient:
         for timer, own in self._in_flight.items():
             timer.reschedule(min(own, when))
 
+    @property
+    def stop_at(self) -> float | None:
+        """The loop time set by `stop_by`: what waits on this folder's behalf (the state
+        file's lock) ends by it too. None until the daemon stops."""
+        return self._stop_at
+
     async def close(self) -> None:
         await self._http.aclose()
 

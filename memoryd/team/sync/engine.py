@@ -33,7 +33,7 @@ import asyncio
 import bisect
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -65,12 +65,13 @@ from memoryd.team.sync.client import (
     PreconditionFailed,
     Retryable,
     SecretRejected,
+    Stopping,
     TeamClient,
     TeamHTTPError,
     TooManyEntries,
 )
 from memoryd.team.sync.localfs import LocalFolder, LocalScan
-from memoryd.team.sync.state import Conflict, Skipped, StateStore, SyncState
+from memoryd.team.sync.state import Conflict, Skipped, StateHeld, StateStore, SyncState
 
 log = structlog.get_logger("memoryd.team")
 
@@ -82,6 +83,8 @@ SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, 
 
 UNASKED_304 = "the team server answered 304 to an unconditional GET"
 PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
+# The state file's lock waited for without a client (its request deadline, 2 x 30 s, otherwise).
+LOCK_WAIT_S = 60.0
 MAX_ROUNDS = 16  # every other recovery (413, 422) shrinks the push; this bounds them all
 MIN_BODY = 4096
 LEARNED_LIMITS_TTL = timedelta(hours=1)  # then a 413's limits are asked for again
@@ -334,7 +337,7 @@ class SyncEngine:
     async def pull(self) -> PullReport:
         report = PullReport()
         try:
-            async with self._lock, self.store.shared(self.state):
+            async with self._holding("pull"):
                 client = self._client()
                 fingerprint, last = self._fingerprint(), self.state.last_result
                 scan, marks = await self._scan()
@@ -750,7 +753,7 @@ class SyncEngine:
     async def push(self) -> PushReport:
         report = PushReport()
         try:
-            async with self._lock, self.store.shared(self.state):
+            async with self._holding("push"):
                 if self.state.suppressed is not None:
                     raise SyncSuppressed(self.state.suppressed)
                 client = self._client()
@@ -1167,15 +1170,62 @@ class SyncEngine:
     async def record_failure(self, op: str, exc: TeamHTTPError) -> None:
         """A failure on the way to `op` outside the engine (TeamSync's question before a
         pull): `last_result` says so, as for the request's own."""
-        async with self._lock, self.store.shared(self.state):
-            await self._fail(op, exc)
+        try:
+            async with self._holding(op):
+                await self._fail(op, exc)
+        except Retryable:  # `_holding`'s (the state file held too long, or the shutdown)
+            # Said in team.status all the same; not saved (the other daemon's file).
+            self._note_failure(op, exc)
 
     async def _fail(self, op: str, exc: TeamHTTPError) -> None:
+        self._note_failure(op, exc)
+        await self._save()
+
+    def _note_failure(self, op: str, exc: TeamHTTPError) -> None:
         permanent = isinstance(exc, Permanent)
         if permanent:
             self.state.suppressed = f"http_{exc.status}" if exc.status else "permanent"
         self._result(op, False, error=str(exc), status=exc.status, permanent=permanent)
-        await self._save()
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, op: str) -> AsyncIterator[None]:
+        """The engine's lock, then the state file's (`StateStore.shared`), waited for no
+        longer than one request may take, nor past the daemon's shutdown deadline. Unbounded,
+        another daemon of this HOME stopped while holding it (Ctrl-Z) held every pull and
+        push here for ever, and a `team.push` at shutdown past the folder's 5 s budget. Not
+        had in time: Retryable (the backoff retries; `last_result` says why, in memory),
+        or Stopping at the shutdown deadline."""
+        async with self._lock, contextlib.AsyncExitStack() as stack:
+            client = self.client
+            patience = LOCK_WAIT_S if client is None else client.deadline_s
+            end = asyncio.get_running_loop().time() + patience
+
+            def until() -> float:
+                stop = None if client is None else client.stop_at
+                return end if stop is None else min(end, stop)
+
+            try:
+                await stack.enter_async_context(self.store.shared(self.state, until=until))
+            except StateHeld as exc:
+                failure = self._held_failure(exc, patience, client)
+                self._note_failure(op, failure)
+                raise failure from exc
+            yield
+
+    @staticmethod
+    def _held_failure(exc: StateHeld, patience: float, client: TeamClient | None) -> Retryable:
+        stop = None if client is None else client.stop_at
+        if stop is not None and asyncio.get_running_loop().time() >= stop:
+            return Stopping(
+                "the daemon is stopping: the sync state of this folder is held by another "
+                "memoryd of this HOME"
+            )
+        holder = f"pid {exc.pid}" if exc.pid is not None else "pid not known"
+        return Retryable(
+            f"the sync state of this folder is held by another memoryd of this HOME "
+            f"({holder}) for over {patience:g} s; a memoryd stopped (Ctrl-Z) holds it until "
+            "it runs again"
+        )
 
     # -- status ---------------------------------------------------------------------------
     async def refresh_pending(self) -> list[str]:

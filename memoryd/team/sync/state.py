@@ -23,7 +23,7 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -207,6 +207,16 @@ _OWN = ("project_root", "worktree_root")
 _TOKEN_BYTES = 16
 _POLL_FIRST_S = 0.001
 _POLL_MAX_S = 0.05  # the other daemon holds it across its requests: look again this often
+_PID_BYTES = 16  # after the token: the pid of the daemon that marked it, in decimal
+
+
+class StateHeld(Exception):
+    """The state file's lock was still held by another process at the wait's end (`pid`:
+    the holder's, when the lock file says it)."""
+
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"held by pid {pid}" if pid is not None else "held")
+        self.pid = pid
 
 
 def encode_state(data: dict[str, Any]) -> str:
@@ -274,24 +284,41 @@ class StateStore:
         self._token: bytes | None = None
 
     @contextlib.asynccontextmanager
-    async def shared(self, state: SyncState, *, wait: bool = True) -> AsyncIterator[None]:
+    async def shared(
+        self,
+        state: SyncState,
+        *,
+        wait: bool = True,
+        until: Callable[[], float] | None = None,
+    ) -> AsyncIterator[None]:
         """Hold the state file's lock for a sync, `state` first brought up to what another
         daemon of this HOME saved since this one last held it; its saves are on disk before
         the lock goes. `wait=False`: when the other daemon holds it (mid-request), go on with
-        the state as it is rather than wait on its network. A lock file that cannot be opened
-        (a read-only state dir) is done without: no daemon could save there either."""
-        fd = await self._lock_file(wait)
+        the state as it is rather than wait on its network; nor does it save, so it leaves
+        the token as it found it. `until`: the loop time the wait ends at (asked at each
+        look: a shutdown may bring it closer), then `StateHeld`. A lock file that cannot be
+        opened (a read-only state dir) is done without: no daemon could save there either."""
+        fd = await self._lock_file(wait, until)
         cancelled = False
         try:
             if fd is not None:
-                if os.pread(fd, _TOKEN_BYTES, 0) != self._token:
+                found = os.pread(fd, _TOKEN_BYTES, 0)
+                if found != self._token:
                     other = await asyncio.to_thread(self._read_other, state)
                     if other is not None:
                         take_up(state, other)
-                # Marked once taken up, not at the release: a holder SIGKILLed after a save
-                # (the kernel drops its flock) left the token of the daemon before it, which
-                # then took the file for unchanged and synced from its stale ETag.
-                self._token = self._mark(fd)
+                if wait:
+                    # Marked once taken up, not at the release: a holder SIGKILLed after a
+                    # save (the kernel drops its flock) left the token of the daemon before
+                    # it, which then took the file for unchanged and synced from its stale
+                    # ETag.
+                    self._token = self._mark(fd)
+                else:
+                    # Saving nothing, a new token made the other daemon read and decode the
+                    # whole state file (4 MB at 20,000 files) at its next sync after every
+                    # status poll. Kept when whole: an emptied one (a mark that failed)
+                    # names no holder.
+                    self._token = found if len(found) == _TOKEN_BYTES else None
             yield
         finally:
             # A save whose caller was cancelled still runs in its thread: written after the
@@ -306,11 +333,12 @@ class StateStore:
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _lock_file(self, wait: bool) -> int | None:
+    async def _lock_file(self, wait: bool, until: Callable[[], float] | None) -> int | None:
         try:
             fd = open_lock_file(self.lock_path)
         except OSError:
             return None
+        loop = asyncio.get_running_loop()
         try:
             delay = _POLL_FIRST_S
             while True:
@@ -322,7 +350,11 @@ class StateStore:
                         os.close(fd)
                         return None
                 # Polled: a blocking flock would hold a thread, and could not be cancelled.
-                await asyncio.sleep(delay)
+                # Bounded: a holder stopped (Ctrl-Z) or hung holds it for ever.
+                left = float("inf") if until is None else until() - loop.time()
+                if left <= 0:
+                    raise StateHeld(_holder(fd))
+                await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, _POLL_MAX_S)
         except BaseException:
             os.close(fd)  # closing releases the lock
@@ -330,11 +362,13 @@ class StateStore:
 
     @staticmethod
     def _mark(fd: int) -> bytes | None:
-        """A new token in the lock file, for the other daemon to see this one held it; None
-        when it could not be written (then no token is there to be taken for this one's)."""
+        """A new token in the lock file, for the other daemon to see this one held it (with
+        this process's pid, to name it to a daemon that waits too long); None when it could
+        not be written (then no token is there to be taken for this one's)."""
         token = secrets.token_bytes(_TOKEN_BYTES)
+        marked = token + str(os.getpid()).encode().ljust(_PID_BYTES)
         with contextlib.suppress(OSError):
-            if os.pwrite(fd, token, 0) == _TOKEN_BYTES:
+            if os.pwrite(fd, marked, 0) == len(marked):
                 return token
         with contextlib.suppress(OSError):  # a full disk: emptied, it matches no token
             os.ftruncate(fd, 0)
@@ -410,6 +444,19 @@ class StateStore:
             ensure_private_dir(self.path.parent)
             atomic_write_text(self.path, text)
             self._written = number
+
+
+def _holder(fd: int) -> int | None:
+    """The pid the lock file names (the last daemon to mark it, which holds it unless a
+    status's brief look does); None when it names none, or this process."""
+    try:
+        text = os.pread(fd, _PID_BYTES, _TOKEN_BYTES)
+    except OSError:
+        return None
+    pid = text.strip()
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return None
+    return int(pid)
 
 
 def take_up(state: SyncState, other: SyncState) -> None:

@@ -152,7 +152,8 @@ class SyncRunner:
     def stopping(self) -> None:
         """The daemon was asked to stop and drains its requests before it closes services:
         every request of this folder, in flight (the watcher's push, a `team.push` a client
-        awaits) or to come, ends within the shutdown budget. Unbounded, one stuck on a stalled
+        awaits, one waiting on the other daemon's state lock) or to come, ends within the
+        shutdown budget. Unbounded, one stuck on a stalled
         server held the drain for its 30 s, then `close` waited its budget again."""
         if self.engine.client is not None:
             when = asyncio.get_running_loop().time() + self.tuning.shutdown_push_timeout_s
