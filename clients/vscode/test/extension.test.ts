@@ -17,7 +17,7 @@ import { MemorydClient, RpcError } from "../src/core/rpcClient";
 import { modelProblem, otherDaemonWarning, setupProblems, shellQuote, statusView, teamState, whyOff, whySuppressed } from "../src/core/status";
 import type { StatusResult } from "../src/core/types";
 import * as F from "./fakeVscode";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, forwardingServer, type FakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, TeamServer, cleanup, fakeServer, forwardingServer, type FakeServer, isolatedEnv, makeRepo, resultReply, stoppingReply, tempDir, waitFor } from "./helpers";
 
 F.install();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -367,7 +367,7 @@ describe("the extension in a stand-in VS Code", () => {
     let reconciles = 0;
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number; method: string };
-      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      const reply = (result: unknown) => s.write(resultReply(request.id, result));
       const fail = (code: number, message: string) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code, message } }) + "\n");
       if (request.method === "subscribe") {
         reply({ subscribed: [] });
@@ -416,7 +416,7 @@ describe("the extension in a stand-in VS Code", () => {
     let answerRecall: (() => void) | undefined;
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number; method: string };
-      const reply = (result: unknown) => s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n");
+      const reply = (result: unknown) => s.write(resultReply(request.id, result));
       if (request.method === "recall") {
         // a model takes its time: answered once the setting has changed (a fixed delay did
         // not keep the call in flight that long on a loaded machine)

@@ -374,4 +374,9 @@ export function stoppingReply(id: number): string {
   return JSON.stringify({ jsonrpc: "2.0", id, error }) + "\n";
 }
 
+/** A daemon's answer `result` to request `id`, as one line. */
+export function resultReply(id: number, result: unknown): string {
+  return JSON.stringify({ jsonrpc: "2.0", id, result }) + "\n";
+}
+
 export const HOME_OF = (env: NodeJS.ProcessEnv): string => env.HOME ?? os.homedir();

@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, cleanup, fakeServer, isolatedEnv, makeRepo, stoppingReply, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, cleanup, fakeServer, isolatedEnv, makeRepo, resultReply, stoppingReply, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -241,9 +241,9 @@ describe("a daemon killed mid-session", () => {
       if (dying) {
         s.destroy();
       } else if (request.method === "subscribe") {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+        s.write(resultReply(request.id, { subscribed: ["memory/saved"] }));
       } else {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+        s.write(resultReply(request.id, { pid: 7 }));
       }
     });
     server.server.on("connection", () => (reset += dying ? 1 : 0));
@@ -352,10 +352,10 @@ describe("a daemon that is stopping (-32006)", () => {
       if (index === 0) {
         s.write(stoppingReply(request.id));
       } else if (request.method === "subscribe") {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+        s.write(resultReply(request.id, { subscribed: ["memory/saved"] }));
         s.write(JSON.stringify({ jsonrpc: "2.0", method: "memory/saved", params: { path: "/m/x.md" } }) + "\n");
       } else {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+        s.write(resultReply(request.id, { pid: 7 }));
       }
     });
     server.server.on("connection", (s: net.Socket) => accepted.push(s));
@@ -453,7 +453,7 @@ describe("an event loop held up", () => {
     const sock = path.join(tmp, "held.sock");
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number };
-      s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+      s.write(resultReply(request.id, { pid: 7 }));
     });
     const client = new MemorydClient({ socketPath: sock, connectTimeoutMs: 100, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
     const states: string[] = [];
@@ -481,7 +481,7 @@ describe("an event loop held up", () => {
     let held = false;
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number };
-      s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+      s.write(resultReply(request.id, { pid: 7 }));
       if (timed && !deadlinePassed) {
         held = true;
         holdEventLoop(3 * timeoutMs); // the reply waits in the client's socket meanwhile
@@ -555,7 +555,7 @@ describe("misbehaving daemons", () => {
         first = false;
         s.write("<html>502 Bad Gateway</html>\n");
       } else {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { ok: true } }) + "\n");
+        s.write(resultReply(request.id, { ok: true }));
       }
     });
     const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: { initialMs: 20, maxMs: 100 } });
@@ -596,7 +596,7 @@ describe("misbehaving daemons", () => {
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number; method: string };
       if (request.method === "subscribe") {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { subscribed: ["memory/saved"] } }) + "\n");
+        s.write(resultReply(request.id, { subscribed: ["memory/saved"] }));
         let sent = 0;
         const burst = setInterval(() => {
           for (let i = 0; i < 100 && sent < 1000; i++, sent++) {
@@ -607,7 +607,7 @@ describe("misbehaving daemons", () => {
           }
         }, 10);
       } else {
-        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pong: request.id } }) + "\n");
+        s.write(resultReply(request.id, { pong: request.id }));
       }
     });
     const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS });
@@ -687,7 +687,7 @@ describe("misbehaving daemons", () => {
     const sock = path.join(folder, "d.sock");
     const server = await fakeServer(sock, (line, s) => {
       const request = JSON.parse(line) as { id: number };
-      s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\n");
+      s.write(resultReply(request.id, { pid: 7 }));
     });
     let accepted = 0;
     server.server.on("connection", () => accepted++);
