@@ -264,6 +264,15 @@ def _cut_block(block: Any, budget: int) -> Any:
     return block
 
 
+def _with_note(blocks: list[Any], note: dict[str, Any], at_least: int = 0) -> list[Any]:
+    """`blocks` with `note` put in at `at_least` or after their last tool result, whichever
+    is later: a message answering calls must begin with its results (the API refuses it
+    otherwise)."""
+    results = (index + 1 for index, block in enumerate(blocks) if _is_result(block))
+    at = max([at_least, *results])
+    return [*blocks[:at], note, *blocks[at:]]
+
+
 def _is_result(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
 
@@ -295,9 +304,7 @@ def _cut_blocks(blocks: list[Any], budget: int, what: str) -> list[Any]:
         "type": "text",
         "text": BLOCKS_CUT_NOTE.format(blocks=len(left_out), tokens=tokens, what=what),
     }
-    # A message answering calls must begin with its results (the API refuses it otherwise).
-    at = max([head, *(index + 1 for index, block in enumerate(kept) if _is_result(block))])
-    return [*kept[:at], note, *kept[at:]]
+    return _with_note(kept, note, head)
 
 
 def _tool_ids(blocks: Sequence[Any]) -> set[str]:
@@ -339,8 +346,7 @@ def _without_tools(message: Mapping[str, Any], ids: set[str]) -> Mapping[str, An
             partners="results" if calls else "calls",
         ),
     }
-    at = max([0, *(index + 1 for index, block in enumerate(kept) if _is_result(block))])
-    return {**message, "content": [*kept[:at], note, *kept[at:]]}
+    return {**message, "content": _with_note(kept, note)}
 
 
 def _with_long_messages_cut(
