@@ -767,7 +767,7 @@ def status(report: Report, manager: str, sock: Path) -> None:
             )
             report.say(f"{service_units.LAUNCHD_LABEL}: {'loaded' if loaded else 'not loaded'}")
         else:
-            _systemd_status(report, tool, away)
+            _systemd_status(report, tool)
     running, refused = lifecycle.status_or_file(sock)
     if refused is not None:
         # At its connection cap: the units' report above still stands (it ended in the error).
@@ -791,12 +791,10 @@ def status(report: Report, manager: str, sock: Path) -> None:
         report.say(f"warning: {skew}")
 
 
-def _systemd_status(report: Report, tool: str, away: bool) -> None:
-    """Each unit's is-enabled and is-active, asked of the user's manager; `away`: from a shell
-    with no login session of the user (`_systemd_reach`'s way to their manager)."""
-    running = True
-    if away:
-        running = not _systemd_reach(report, STATUS_OFFLINE)
+def _systemd_status(report: Report, tool: str) -> None:
+    """Each unit's is-enabled and is-active, asked of the user's manager (from a shell with no
+    login session of the user, `_systemd_reach`'s way to it)."""
+    running = not _systemd_reach(report, STATUS_OFFLINE)
     for name in service_units.SYSTEMD_UNITS:
         for verb in ("is-enabled", "is-active"):
             if verb == "is-active" and not running:
