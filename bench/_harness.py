@@ -144,6 +144,35 @@ def child_json(code: str, *args: str, root: Path = REPO) -> Any:
     return json.loads(done.stdout)
 
 
+# Prepended to a bench's child script: `await worst_gap(call)` runs `call()` beside a ticker
+# task sleeping 1 ms and returns the longest gap between the ticker's wake-ups (how long every
+# other request on the loop waited at worst) and the call's wall time, in seconds.
+WORST_GAP_CODE = r"""
+import asyncio, time
+
+
+async def worst_gap(call):
+    gaps = []
+
+    async def tick():
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            gaps.append(time.perf_counter() - before)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.01)
+    started = time.perf_counter()
+    await call()
+    wall = time.perf_counter() - started
+    # Let the ticker wake once more: a stall at the end of the call (the state saved last, say)
+    # ends its current sleep, which cancelling it now would leave unrecorded.
+    await asyncio.sleep(0.01)
+    ticker.cancel()
+    return max(gaps), wall
+"""
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0–100) of `values`; nan when there are none."""
     if not values:

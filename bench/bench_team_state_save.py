@@ -29,14 +29,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _harness import REPO, child_json, old_worktree
+from _harness import REPO, WORST_GAP_CODE, child_json, old_worktree
 from _team_server import start_team_server
 
 REPO_NAME = "acme/widgets"
 # The last commit before the change measured.
 DEFAULT_OLD = "da766df"
 
-CHILD = r"""
+CHILD = (
+    WORST_GAP_CODE
+    + r"""
 import asyncio, json, sys, time
 from pathlib import Path
 from memoryd.team.service import find_secret
@@ -52,27 +54,6 @@ team_dir.mkdir(parents=True)
 
 async def notify(_event, _params):
     return None
-
-
-async def worst_gap(call):
-    gaps = []
-
-    async def tick():
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(0.001)
-            gaps.append(time.perf_counter() - before)
-
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0.01)
-    started = time.perf_counter()
-    await call()
-    wall = time.perf_counter() - started
-    # Let the ticker wake once more: a stall at the end of the call (the state saved last)
-    # ends its current sleep, which cancelling it now would leave unrecorded.
-    await asyncio.sleep(0.01)
-    ticker.cancel()
-    return max(gaps), wall
 
 
 async def main():
@@ -97,6 +78,7 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 
 async def seed(url: str, token: str, work: Path, files: int) -> None:

@@ -18,9 +18,11 @@ import argparse
 import json
 import statistics
 
-from _harness import child_json
+from _harness import WORST_GAP_CODE, child_json
 
-CHILD = r"""
+CHILD = (
+    WORST_GAP_CODE
+    + r"""
 import asyncio, json, sys, tempfile, time
 from pathlib import Path
 from memoryd.team.protocol import checksum
@@ -34,25 +36,6 @@ files, rounds = int(sys.argv[1]), int(sys.argv[2])
 
 async def notify(_event, _params):
     return None
-
-
-async def worst_gap(call):
-    gaps = []
-
-    async def tick():
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(0.001)
-            gaps.append(time.perf_counter() - before)
-
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0.01)
-    started = time.perf_counter()
-    await call()
-    wall = time.perf_counter() - started
-    await asyncio.sleep(0.01)  # a stall at the very end ends the ticker's current sleep
-    ticker.cancel()
-    return max(gaps), wall
 
 
 async def main():
@@ -79,6 +62,7 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 
 def main() -> int:
