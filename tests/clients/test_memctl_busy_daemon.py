@@ -136,6 +136,16 @@ def _install_in_process(
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
 
 
+def _service_in_process(
+    daemon: FakeDaemon, command: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """`memctl service COMMAND --manager systemd` on `daemon`'s socket, run by `main` in this
+    process (after `_install_in_process`): its exit code and what it printed."""
+    args = ["--socket", str(daemon.socket_path), "service", command, "--manager", "systemd"]
+    code = main(args)
+    return code, capsys.readouterr().out
+
+
 def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after_sigterm(
     busy_daemon: FakeDaemon,
     fake_bin: Path,  # noqa: F811 (the fixture)
@@ -148,9 +158,8 @@ def test_service_install_starts_nothing_beside_a_busy_daemon_still_running_after
     # process, so that stop's waits (30 s, then 5 s after its SIGTERM) can be made short.
     _install_in_process(monkeypatch, fake_bin, tmp_path)
     with held_daemon(busy_daemon, on_term="ignore") as held:
-        args = ["--socket", str(busy_daemon.socket_path), "service", "install"]
-        assert main([*args, "--manager", "systemd"]) != 0
-        out = capsys.readouterr().out
+        code, out = _service_in_process(busy_daemon, "install", capsys)
+        assert code != 0
         assert f"the background daemon (pid {held.pid}) is still running" in out
         assert "stopped the background daemon" not in out
         assert "enable --now memoryd.socket" not in calls(tmp_path)
@@ -175,9 +184,7 @@ def test_service_install_stops_a_daemon_that_does_not_answer_status_in_time(
         _no_status_in_time(fake_daemon, monkeypatch),
         held_daemon(fake_daemon, on_term=on_term) as held,
     ):
-        args = ["--socket", str(fake_daemon.socket_path), "service", "install"]
-        code = main([*args, "--manager", "systemd"])
-        out = capsys.readouterr().out
+        code, out = _service_in_process(fake_daemon, "install", capsys)
         if on_term == "exit":
             assert code == 0, out
             assert f"stopped the background daemon (pid {held.pid})" in out
@@ -203,9 +210,7 @@ def test_service_status_names_a_daemon_that_does_not_answer_status_in_time(
         _no_status_in_time(fake_daemon, monkeypatch),
         held_daemon(fake_daemon, on_term="exit") as held,
     ):
-        args = ["--socket", str(fake_daemon.socket_path), "service", "status"]
-        main([*args, "--manager", "systemd"])
-        out = capsys.readouterr().out
+        _, out = _service_in_process(fake_daemon, "status", capsys)
         assert f"daemon: pid {held.pid} holds {fake_daemon.socket_path} but did not" in out
         assert "daemon: not running" not in out
 
