@@ -379,12 +379,16 @@ class StateStore:
         or it cannot be read (this daemon's next save writes its own)."""
         try:
             data = self.path.read_bytes()
-        except OSError:
-            return None
-        try:
             other = SyncState.from_json(data.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            log.warning("team sync state unreadable; kept this daemon's", error=str(exc))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError) as exc:
+            # Said: this daemon then syncs from its own state, maybe older than the other's.
+            log.warning(
+                "team sync state unreadable; kept this daemon's",
+                path=str(self.path),
+                error=str(exc),
+            )
             return None
         if (other.repo, other.server, other.team_dir) != (state.repo, state.server, state.team_dir):
             return None
@@ -424,13 +428,18 @@ class StateStore:
         whose caller is cancelled still completes (and `shared` waits for it)."""
         task = asyncio.ensure_future(asyncio.to_thread(self._write, *self._take(state)))
         self._writing.add(task)
-        task.add_done_callback(self._written_off)
-        await asyncio.shield(task)
+        task.add_done_callback(self._writing.discard)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # The shield retrieves the save's failure for a cancelled caller: said here, or
+            # nowhere.
+            task.add_done_callback(self._unsaved)
+            raise
 
-    def _written_off(self, task: asyncio.Future[None]) -> None:
-        self._writing.discard(task)
-        if not task.cancelled():
-            task.exception()  # raised to the caller; retrieved here when it was cancelled
+    def _unsaved(self, task: asyncio.Future[None]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("team sync state not saved", path=str(self.path), error=str(exc))
 
     def _take(self, state: SyncState) -> tuple[int, dict[str, Any]]:
         self._taken += 1
