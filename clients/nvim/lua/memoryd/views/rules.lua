@@ -11,7 +11,7 @@ local debounce = require('memoryd.debounce')
 
 local M = {}
 
-M.last = nil -- {ctx = buffer context, paths = {path = true}} of the view on screen
+M.shown_paths = nil -- {path = true} of the files the view on screen lists
 -- The buffer context asked for last: what a refresh asks for again. The one on screen was
 -- asked for with a newer ticket while a command's answer was on its way, drawn first, and the
 -- command's answer then dropped as older: the previous buffer's rules stayed on screen.
@@ -122,7 +122,7 @@ function M.refresh(ctx, show, background, done)
     local buf = ui.buffer('rules', show, setup_keys)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
-    M.last = { ctx = ctx, paths = paths_of(reply) }
+    M.shown_paths = paths_of(reply)
   end, {
     on_error = background and function(err)
       return err.code == 'down' or err.code == 'closed'
@@ -176,7 +176,7 @@ end
 
 -- Is this path an instruction file (one in the view, or one that could become one)?
 local function is_instruction_file(path)
-  if M.last and M.last.paths[path] then
+  if M.shown_paths and M.shown_paths[path] then
     return true
   end
   local name = vim.fn.fnamemodify(path, ':t')
@@ -202,7 +202,7 @@ end)
 -- daemon's watcher needs a moment to see the change, so ask shortly after the saves (at the
 -- latest a second after the first of a run of them), then once more.
 function M.on_write(path)
-  if not M.last or not ui.existing('rules') or not is_instruction_file(path) then
+  if not M.shown_paths or not ui.existing('rules') or not is_instruction_file(path) then
     return
   end
   once_more.cancel()
