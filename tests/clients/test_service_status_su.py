@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 from memctl.__main__ import main
 from memctl.commands import service
 from tests.clients.test_service import fake_bin, home, memctl, runtime, units  # noqa: F401
-from tests.clients.test_service_uninstall_su import BOOTED
+from tests.clients.test_service_uninstall_su import BOOTED, enable_offline
 
 
 @pytest.fixture
@@ -91,15 +90,7 @@ def test_with_no_user_manager_status_reads_enablement_from_the_files_and_nothing
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    env = {**os.environ, "HOME": str(installed), "SYSTEMD_OFFLINE": "1"}
-    env.pop("XDG_CONFIG_HOME", None)
-    subprocess.run(
-        ["systemctl", "--user", "enable", "memoryd.socket"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    enable_offline(installed)
     assert (units(installed) / "sockets.target.wants" / "memoryd.socket").is_symlink()
     user_run = tmp_path / "no-user-run"
     code, reply = status_from_su(installed, os.environ["PATH"], user_run, monkeypatch, capsys)

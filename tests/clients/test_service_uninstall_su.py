@@ -34,6 +34,19 @@ exit 0
 """
 
 
+def enable_offline(user_home: Path) -> None:
+    """The real systemctl, offline (no user manager), enables memoryd.socket of `user_home`."""
+    env = {**os.environ, "HOME": str(user_home), "SYSTEMD_OFFLINE": "1"}
+    env.pop("XDG_CONFIG_HOME", None)
+    subprocess.run(
+        ["systemctl", "--user", "enable", "memoryd.socket"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
 @dataclass
 class Su:
     """memoryd's units installed (fake systemctl, a login session's runtime folder), then
@@ -119,15 +132,7 @@ def test_with_no_user_manager_the_real_systemctl_disables_the_units_on_their_fil
 ) -> None:
     # No /run/user/UID: no user manager of this user runs anywhere, so nothing runs to stop;
     # the real systemctl, offline, takes out the link `enable` made.
-    env = {**os.environ, "HOME": str(su.home), "SYSTEMD_OFFLINE": "1"}
-    env.pop("XDG_CONFIG_HOME", None)
-    subprocess.run(
-        ["systemctl", "--user", "enable", "memoryd.socket"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    enable_offline(su.home)
     link = units(su.home) / "sockets.target.wants" / "memoryd.socket"
     assert link.is_symlink()
     code, out = su.uninstall(user_run=su.tmp_path / "no-user-run", faked=False)
