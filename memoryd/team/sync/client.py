@@ -143,6 +143,8 @@ class NotModified:
 # without end would otherwise grow the daemon until the OOM killer came. The server's
 # unpaged reads stop at 8 MiB (`--full-bytes`), its pages at 2 MiB.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
+# A 304 to a GET without If-None-Match (a confused proxy): retried like a 5xx.
+UNASKED_304 = "the team server answered 304 to an unconditional GET"
 # The page size the client asks for (`max_bytes`) is this fraction of the reply cap: 2 MiB of
 # contents, which JSON may write six times as long (`\u00XX` escapes), with one entry past it
 # and the first page's checksums of every entry, stays well inside the cap. Without it a page
@@ -237,7 +239,7 @@ class TeamClient:
         response = await self._get(params, None, if_match=if_match)
         if isinstance(response, NotModified):
             # Nothing asked for one (a confused proxy): retried like a 5xx.
-            raise Retryable("the team server answered 304 to a GET that asked for none", 304)
+            raise Retryable(UNASKED_304, 304)
         if response is None:
             return None
         if response.status_code != 200:

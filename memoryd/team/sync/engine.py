@@ -55,6 +55,7 @@ from memoryd.team.protocol import (
 )
 from memoryd.team.sync import delta
 from memoryd.team.sync.client import (
+    UNASKED_304,
     BodyTooLarge,
     EntryTooLarge,
     KeyCollision,
@@ -81,7 +82,6 @@ _Listing = tuple[dict[str, str], str | None, str | None]
 
 SecretCheck = Callable[[str], "tuple[str, str] | None"]  # content -> (rule id, description)
 
-UNASKED_304 = "the team server answered 304 to an unconditional GET"
 PRECONDITION_RETRIES = 2  # SPEC.md: 412 → refresh and retry, twice
 # The state file's lock waited for without a client (its request deadline, 2 x 30 s, otherwise).
 LOCK_WAIT_S = 60.0
