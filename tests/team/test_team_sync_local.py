@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,6 +127,46 @@ def test_a_state_file_not_utf8_or_too_deep_is_set_aside_not_a_crash(
     state = store.load(repo="acme/widgets", server="http://srv", team_dir=tmp_path)
     assert state.etag is None
     assert store.path.with_suffix(".corrupt").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "damaged"),
+    [
+        ("conflicts_total", "9" * 5_000),
+        ("etag", "9" * 5_000),
+        ("last_result", '{"op": "pull", "ok": true, "at": "t", "written": ' + "9" * 5_000 + "}"),
+        ("last_result", "[1, 2]"),
+    ],
+)
+def test_damage_to_one_state_field_costs_that_field_not_the_state(
+    tmp_path: Path, field: str, damaged: str
+) -> None:
+    """Found by a bug hunt: one 5,000-digit number (past what int() converts) made json raise,
+    the whole state was set aside, and the folder was rebuilt by a full pull."""
+    team = tmp_path / "team"
+    store = StateStore(tmp_path / "state" / "s.json")
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    state.etag = '"e1"'
+    state.server_checksums = {"a.md": checksum("a")}
+    state.synced = {"a.md": checksum("a")}
+    state.add_conflict(Conflict("a.md", str(team / "a.conflict-x.md"), "t"))
+    state.last_result = {"op": "pull", "ok": True, "at": "t"}
+    store.save(state)
+    data = json.loads(store.path.read_text(encoding="utf-8"))
+    data[field] = "DAMAGED"
+    store.path.write_text(json.dumps(data).replace('"DAMAGED"', damaged))
+
+    loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    assert not store.path.with_suffix(".corrupt").exists()
+    assert loaded.server_checksums == state.server_checksums
+    assert loaded.synced == state.synced
+    assert loaded.conflicts == state.conflicts
+    assert loaded.conflicts_total == 1  # at least what it lists
+    assert loaded.etag == (None if field == "etag" else '"e1"')
+    if field == "last_result":
+        assert loaded.last_result in (None, {"op": "pull", "ok": True, "at": "t", "written": None})
+    else:
+        assert loaded.last_result == state.last_result
 
 
 def test_saved_states_skip_a_state_file_too_deep_to_parse(tmp_path: Path) -> None:

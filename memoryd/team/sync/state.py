@@ -31,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from memoryd import paths
+from memoryd import jsonread, paths
 from memoryd.core.project import sanitize_key
 from memoryd.fsutil import atomic_write_text, ensure_private_dir, open_lock_file
 from memoryd.team.protocol import usable_etag
@@ -123,8 +123,13 @@ class SyncState:
 
     @classmethod
     def from_json(cls, text: str) -> SyncState:
-        """Parse a persisted state; ValueError when it is not one (the caller starts fresh)."""
-        data = json.loads(text)
+        """Parse a persisted state; ValueError when it is not one (the caller starts fresh).
+
+        A whole number past `jsonread.MAX_INT_DIGITS` (none memoryd writes) is damage to that
+        value only: read as None, it costs the field it is in (a count, the ETag, the last
+        result's figure) where json's ValueError set the whole state aside for a full pull.
+        Nothing here writes the text back; every field goes through its own check."""
+        data = jsonread.loads(text, long_ints="none")
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise ValueError("not a sync state of this version")
         try:
@@ -144,7 +149,8 @@ class SyncState:
                 refused_keys=_str_map(data.get("refused_keys", {})),
                 conflicts=[Conflict(**c) for c in data.get("conflicts", [])],
                 conflicts_total=_opt_int(data.get("conflicts_total")) or 0,
-                last_result=data.get("last_result"),
+                # Shown by status as it is and read as a mapping: anything else is dropped.
+                last_result=_opt_dict(data.get("last_result")),
                 seen_etags=[
                     tag
                     for tag in (usable_etag(_str(t)) for t in data.get("seen_etags", []))
@@ -246,6 +252,10 @@ def _opt_int(value: Any) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError("expected an integer")
     return value
+
+
+def _opt_dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 def _str_map(value: Any) -> dict[str, str]:
@@ -382,7 +392,7 @@ class StateStore:
             other = SyncState.from_json(data.decode("utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError) as exc:
             # Said: this daemon then syncs from its own state, maybe older than the other's.
             log.warning(
                 "team sync state unreadable; kept this daemon's",
@@ -406,9 +416,10 @@ class StateStore:
             )
             return fresh
         try:
-            # Not UTF-8 or too deeply nested is corrupt too (UnicodeDecodeError is a ValueError).
+            # Not UTF-8 or too deeply nested is corrupt too (UnicodeDecodeError is a ValueError,
+            # and `jsonread` reads json's RecursionError as one).
             state = SyncState.from_json(data.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             log.warning("team sync state corrupt; set aside", path=str(self.path), error=str(exc))
             with contextlib.suppress(OSError):
                 self.path.replace(self.path.with_suffix(".corrupt"))
@@ -485,6 +496,6 @@ def saved_states() -> list[SyncState]:
     for path in sorted(folder.glob("*.json")):
         try:
             states.append(SyncState.from_json(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError):
             continue
     return states
