@@ -100,8 +100,10 @@ class _Window:
 class RefusalLog:
     """The log of writes the write queue refused (`WriteQueueFull`, `WriteQueueTimeout`):
     a line per refusal let a client hammering a full queue flood the log. The first of a
-    reason is logged at once; then, per reason, at most one line per `every_s` saying how
-    many more were refused, until a window passes with none (the next is a first again).
+    reason is logged at once; then, per reason and repository, at most one line per
+    `every_s` saying how many more were refused, until a window passes with none (the next
+    is a first again). Each line names the repository written to: the reason says "this
+    repository" (the client's message) or SQLite's one queue, and left an admin to guess.
     `clock` (monotonic seconds) and `later` (`loop.call_later`'s shape: the timer that ends
     a window) are injectable so a test needs no sleeping."""
 
@@ -115,38 +117,39 @@ class RefusalLog:
         self._every_s = every_s
         self._clock = clock
         self._later = later
-        self._windows: dict[str, _Window] = {}  # by reason
+        self._windows: dict[tuple[str, str], _Window] = {}  # by (reason, repository)
 
-    def refused(self, reason: str) -> None:
+    def refused(self, reason: str, repo: str) -> None:
         self.close_due()  # a timer held up (a busy loop) must not fold two windows in one
-        window = self._windows.get(reason)
+        window = self._windows.get((reason, repo))
         if window is not None:
             window.more += 1
             return
-        log.warning("write refused: %s", reason)
-        self._open(reason)
+        log.warning("write to %s refused: %s", repo, reason)
+        self._open((reason, repo))
 
     def close_due(self) -> None:
         """Ends every window `every_s` old: one line for those with refusals since (and a
         new window for them), none for quiet ones, which end."""
         now = self._clock()
-        for reason, window in list(self._windows.items()):
+        for (reason, repo), window in list(self._windows.items()):
             if now - window.opened < self._every_s:
                 continue
             if not window.more:
-                del self._windows[reason]
+                del self._windows[reason, repo]
                 continue
             log.warning(
-                "write refused %d more %s in the last %.0f s: %s",
+                "write to %s refused %d more %s in the last %.0f s: %s",
+                repo,
                 window.more,
                 "time" if window.more == 1 else "times",
                 now - window.opened,
                 reason,
             )
-            self._open(reason)
+            self._open((reason, repo))
 
-    def _open(self, reason: str) -> None:
-        self._windows[reason] = _Window(self._clock())
+    def _open(self, window: tuple[str, str]) -> None:
+        self._windows[window] = _Window(self._clock())
         later = self._later or asyncio.get_running_loop().call_later
         later(self._every_s, self.close_due)
 
@@ -271,7 +274,7 @@ def _storage_problem(exc: Exception, refusals: RefusalLog) -> Problem:
             {"max_entries": exc.max_entries},
         )
     if isinstance(exc, WriteQueueFull):
-        refusals.refused(str(exc))
+        refusals.refused(str(exc), exc.repo)
         # Retried like any 503, after the wait asked for: the queue drains meanwhile.
         return Problem(
             503,
@@ -280,7 +283,7 @@ def _storage_problem(exc: Exception, refusals: RefusalLog) -> Problem:
             headers={"Retry-After": str(exc.retry_after_s)},
         )
     if isinstance(exc, WriteQueueTimeout):
-        refusals.refused(str(exc))
+        refusals.refused(str(exc), exc.repo)
         # The same code clients retry; a message of its own (nothing of the database in it).
         return Problem(503, "storage_unavailable", f"{exc}; retry later")
     if isinstance(exc, StorageUnavailable):

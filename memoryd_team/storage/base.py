@@ -44,16 +44,22 @@ class StorageUnavailable(StorageError):
 class WriteQueueTimeout(StorageUnavailable):
     """A write that waited its whole turn in `RepoLocks`: the database may answer well, but
     the writes before this one did not finish in time. Said as it is: "the database is
-    unavailable" sent an admin looking at a database that answers."""
+    unavailable" sent an admin looking at a database that answers. `repo`: the repository
+    written to, for the server's log (the client's message says "this repository")."""
+
+    def __init__(self, message: str, repo: str) -> None:
+        super().__init__(message)
+        self.repo = repo
 
 
 class WriteQueueFull(StorageUnavailable):
     """A write refused at once: `RepoLocks` already holds QUEUE_MAX_WRITES waiting for that
     queue's turn (each holding its request and its body, up to 2 MiB, in memory)."""
 
-    def __init__(self, waiting: int, retry_after_s: int, writes_to: str) -> None:
+    def __init__(self, waiting: int, retry_after_s: int, writes_to: str, repo: str) -> None:
         super().__init__(f"{waiting} writes to {writes_to} are already queued")
         self.retry_after_s = retry_after_s
+        self.repo = repo
 
 
 # The most writes one queue holds waiting for their turn; one more is a 503 with Retry-After.
@@ -91,14 +97,21 @@ class RepoLocks:
         return self._users.get(repo, 0)
 
     @contextlib.asynccontextmanager
-    async def hold(self, repo: str, timeout_s: float) -> AsyncIterator[None]:
+    async def hold(
+        self, repo: str, timeout_s: float, *, writing: str | None = None
+    ) -> AsyncIterator[None]:
         """`repo`'s turn; WriteQueueTimeout (a 503, retried) after `timeout_s` in the queue,
         as a wait for the database itself would be (at most QUEUE_WAIT_MAX_S);
-        WriteQueueFull at once when QUEUE_MAX_WRITES already wait."""
+        WriteQueueFull at once when QUEUE_MAX_WRITES already wait. `writing`: the repository
+        written to when `repo` names a queue of several (SQLite's one), for the refusal to
+        name it in the server's log."""
         timeout_s = min(timeout_s, QUEUE_WAIT_MAX_S)
+        written = repo if writing is None else writing
         # The one holding the turn, and those waiting for it.
         if self.queued(repo) > QUEUE_MAX_WRITES:
-            raise WriteQueueFull(QUEUE_MAX_WRITES, QUEUE_FULL_RETRY_AFTER_S, self.writes_to)
+            raise WriteQueueFull(
+                QUEUE_MAX_WRITES, QUEUE_FULL_RETRY_AFTER_S, self.writes_to, written
+            )
         lock = self._locks.setdefault(repo, asyncio.Lock())
         self._users[repo] = self._users.get(repo, 0) + 1
         try:
@@ -107,7 +120,8 @@ class RepoLocks:
                     await lock.acquire()
             except TimeoutError:
                 raise WriteQueueTimeout(
-                    f"this write waited {timeout_s:g} s behind earlier writes to the database"
+                    f"this write waited {timeout_s:g} s behind earlier writes to the database",
+                    written,
                 ) from None
             try:
                 yield

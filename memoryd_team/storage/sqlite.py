@@ -435,7 +435,7 @@ class SqliteStorage(Storage):
         # Queued here, not in a thread: SQLite has one write lock for every repository, and
         # writes waiting for it (another process's write holding it) each held one of the
         # pool's threads, which every read needs too. One waits in a thread at most.
-        async with self._writers.hold(_ALL_REPOS, self._busy_timeout_s):
+        async with self._writers.hold(_ALL_REPOS, self._busy_timeout_s, writing=upsert.repo):
             return await self._run(write)
 
     # history ------------------------------------------------------------------------------

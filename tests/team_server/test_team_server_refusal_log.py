@@ -11,6 +11,7 @@ from memoryd_team.app import REFUSALS_LOG_EVERY_S, RefusalLog
 
 FULL = "64 writes to this repository are already queued"
 SLOW = "this write waited 10 s behind earlier writes to the database"
+REPO = "acme/widgets"
 
 
 class Timers:
@@ -44,25 +45,28 @@ def test_refusals_are_logged_once_then_counted_per_reason(
     refusals = RefusalLog(clock=lambda: timers.now, later=timers.later)
     with caplog.at_level("WARNING", logger="memoryd_team.app"):
         for _ in range(500):  # a client hammering a full queue
-            refusals.refused(FULL)
-        refusals.refused(SLOW)  # another reason: its own first line
-        assert said(caplog) == [f"write refused: {FULL}", f"write refused: {SLOW}"]
+            refusals.refused(FULL, REPO)
+        refusals.refused(SLOW, REPO)  # another reason: its own first line
+        assert said(caplog) == [
+            f"write to {REPO} refused: {FULL}",
+            f"write to {REPO} refused: {SLOW}",
+        ]
 
         timers.advance(REFUSALS_LOG_EVERY_S / 2)
-        refusals.refused(FULL)
+        refusals.refused(FULL, REPO)
         assert said(caplog) == []  # within the window: counted only
 
         timers.advance(REFUSALS_LOG_EVERY_S / 2)  # the window ends: one line with the count
-        assert said(caplog) == [f"write refused 500 more times in the last 10 s: {FULL}"]
+        assert said(caplog) == [f"write to {REPO} refused 500 more times in the last 10 s: {FULL}"]
 
-        refusals.refused(FULL)
+        refusals.refused(FULL, REPO)
         timers.advance(REFUSALS_LOG_EVERY_S)
-        assert said(caplog) == [f"write refused 1 more time in the last 10 s: {FULL}"]
+        assert said(caplog) == [f"write to {REPO} refused 1 more time in the last 10 s: {FULL}"]
 
         timers.advance(REFUSALS_LOG_EVERY_S)  # a window with none: nothing said, it ends
         assert said(caplog) == []
-        refusals.refused(FULL)  # quiet since: a first again, said at once
-        assert said(caplog) == [f"write refused: {FULL}"]
+        refusals.refused(FULL, REPO)  # quiet since: a first again, said at once
+        assert said(caplog) == [f"write to {REPO} refused: {FULL}"]
 
 
 def test_a_timer_held_up_does_not_fold_two_windows_in_one(
@@ -73,13 +77,32 @@ def test_a_timer_held_up_does_not_fold_two_windows_in_one(
     timers = Timers()
     refusals = RefusalLog(clock=lambda: timers.now, later=timers.later)
     with caplog.at_level("WARNING", logger="memoryd_team.app"):
-        refusals.refused(FULL)
-        refusals.refused(FULL)
+        refusals.refused(FULL, REPO)
+        refusals.refused(FULL, REPO)
         timers.now += REFUSALS_LOG_EVERY_S * 3  # no timer ran
-        refusals.refused(FULL)
+        refusals.refused(FULL, REPO)
         assert said(caplog) == [
-            f"write refused: {FULL}",
-            f"write refused 1 more time in the last 30 s: {FULL}",
+            f"write to {REPO} refused: {FULL}",
+            f"write to {REPO} refused 1 more time in the last 30 s: {FULL}",
         ]
         timers.advance(REFUSALS_LOG_EVERY_S)
-        assert said(caplog) == [f"write refused 1 more time in the last 10 s: {FULL}"]
+        assert said(caplog) == [f"write to {REPO} refused 1 more time in the last 10 s: {FULL}"]
+
+
+def test_refusals_name_the_repository_and_are_counted_per_repository(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by a bug hunt: the line said "writes to this repository are already queued"
+    (the client's message) and named none; on SQLite's one queue, not the one written to."""
+    timers = Timers()
+    refusals = RefusalLog(clock=lambda: timers.now, later=timers.later)
+    with caplog.at_level("WARNING", logger="memoryd_team.app"):
+        refusals.refused(FULL, REPO)
+        refusals.refused(FULL, "acme/other")
+        refusals.refused(FULL, "acme/other")
+        assert said(caplog) == [
+            f"write to {REPO} refused: {FULL}",
+            f"write to acme/other refused: {FULL}",
+        ]
+        timers.advance(REFUSALS_LOG_EVERY_S)
+        assert said(caplog) == [f"write to acme/other refused 1 more time in the last 10 s: {FULL}"]
