@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memctl.output import one_line
+from memoryd_client.paths import os_path, protocol_path
 
 if TYPE_CHECKING:
     from memctl.commands.memory import UI
@@ -71,20 +72,23 @@ def edit_memory(conn: Any, ui: UI, cwd: str, path: Path, *, team: bool) -> None:
         ui.message(f"cannot open {path.name}: {exc.message}")
         return
     folder = Path(tempfile.mkdtemp(prefix="memctl-edit-"))  # 0700, this user's alone
-    copy = folder / path.name
+    # `path` is as the protocol names it; the copy is named to the OS (under an ASCII locale
+    # "café.md" is lone surrogates there) and shown as the protocol names it.
+    local = folder / os_path(path.name)
+    copy = Path(protocol_path(str(local)))
     keep = False
     try:
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(before)
-        code = run_editor(copy, ui, editor)
+        code = run_editor(local, ui, editor)
         if code is None:
             return
         try:
-            with open(copy, encoding="utf-8", newline="") as handle:  # \r\n kept as it is
+            with open(local, encoding="utf-8", newline="") as handle:  # \r\n kept as it is
                 after = handle.read()
         except (OSError, UnicodeError) as exc:
-            keep = copy.exists()
+            keep = local.exists()
             # Where the text is, as every other "not saved" says: kept, it was not named.
             where = f"; your text is in {copy}" if keep else ""
             ui.message(f"{path.name} not saved: the edited copy cannot be read ({exc}){where}")
@@ -103,7 +107,7 @@ def edit_memory(conn: Any, ui: UI, cwd: str, path: Path, *, team: bool) -> None:
         # Ctrl-C at a question ("Save your edit over …?") or at an editor that leaves the
         # terminal's signals on (`code --wait`) ends memctl: the text stays, as for a no (it
         # was deleted with its folder).
-        keep = _edited(copy, before)
+        keep = _edited(local, before)
         if keep:
             where = one_line(str(copy))
             sys.stderr.write(f"memctl: {one_line(path.name)} not saved; your text is in {where}\n")

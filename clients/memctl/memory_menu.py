@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.output import one_line
+from memoryd_client.paths import os_path, protocol_path
 
 # Instruction file groups, in load order (docs/protocol.md `get_context.files[].type`).
 GROUP_ORDER = ("Managed", "User", "Project", "Local", "AutoMem", "TeamMem")
@@ -132,13 +133,15 @@ def build_items(
     home: str | None = None,
     cwd: str | None = None,
 ) -> list[Item]:
-    """The whole main menu from `memory.list` and `settings.get` replies."""
+    """The whole main menu from `memory.list` and `settings.get` replies. Paths, the two
+    memory files' too, are as the protocol names them (`memoryd_client.paths.os_path`)."""
     items: list[Item] = [Item("Memory files", "header")]
     for label, path in (("User memory", user_memory), ("Project memory", project_memory)):
-        state = "" if path.exists() else "(missing: choosing it creates it empty)"
-        if path.is_symlink() and not path.exists():
+        local = Path(os_path(str(path)))
+        state = "" if local.exists() else "(missing: choosing it creates it empty)"
+        if local.is_symlink() and not local.exists():
             # Never "creates it empty": the editor would create the link's target instead.
-            state = f"(a symbolic link to {_link_target(path)}, which does not exist)"
+            state = f"(a symbolic link to {_link_target(local)}, which does not exist)"
         shown = short_path(str(path), home, cwd)
         items.append(Item(label, "edit", str(path), f"{shown} {state}".rstrip(), indent=1))
     items.extend(instruction_items(listing.get("instruction_files") or [], home=home, cwd=cwd))
@@ -183,7 +186,7 @@ def build_items(
 
 def _link_target(path: Path) -> str:
     try:
-        return os.readlink(path)
+        return protocol_path(os.readlink(path))
     except OSError:
         return "?"
 

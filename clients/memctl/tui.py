@@ -16,6 +16,10 @@ from memctl.memory_menu import Item, filter_items
 from memctl.output import one_line
 
 HELP = "↑/↓ move · Enter choose · type to filter · Esc back"
+# The menu's own symbols where the terminal's encoding lacks them (an ASCII locale, LC_ALL=C);
+# any other character it lacks is shown as an escape (`é` as `\xe9`), as the plain menu
+# prints it: curses drew é as a raw Latin-1 byte there and dropped ↑, ↳ and CJK without a word.
+_ASCII_SYMBOLS = str.maketrans({"↑": "Up", "↓": "Down", "·": "-", "↳": "`-", "—": "-", "…": "..."})
 ESC = 27
 CTRL_C = 3
 CTRL_D = 4
@@ -28,9 +32,21 @@ def _put(stdscr: curses.window, row: int, col: int, text: str, attr: int = 0) ->
     height, width = stdscr.getmaxyx()
     if row >= height or col >= width - 1:
         return
+    shown = shown_in(one_line(text), stdscr.encoding)
     # Writing into the last cell of the screen raises although the text is drawn.
     with contextlib.suppress(curses.error):
-        stdscr.addstr(row, col, fit(one_line(text), width - 1 - col), attr)
+        stdscr.addstr(row, col, fit(shown, width - 1 - col), attr)
+
+
+def shown_in(text: str, encoding: str) -> str:
+    """`text` as a terminal of `encoding` can show it (itself under UTF-8)."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.translate(_ASCII_SYMBOLS).encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: curses does its best
+        pass
+    return text
 
 
 def cells(char: str) -> int:

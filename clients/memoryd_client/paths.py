@@ -51,6 +51,23 @@ def utf8_argument(argument: str) -> str | None:
     return argument
 
 
+def os_path(text: str) -> str:
+    """A path the protocol names (UTF-8 text, each byte that is not UTF-8 a lone surrogate
+    `\\udcXX`, as replies carry it) as this process's OS calls take it: the same text under a
+    UTF-8 locale; under an ASCII one (LC_ALL=C, Python's UTF-8 mode off) "café" could not be
+    named to open() at all (UnicodeEncodeError), its bytes are lone surrogates there."""
+    try:
+        return os.fsdecode(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a surrogate no byte makes: no file has that name
+        return text
+
+
+def protocol_path(path: str) -> str:
+    """`os_path`'s inverse: a path from the OS (an environment variable, a folder the process
+    made) as the protocol names it, each byte that is not UTF-8 a lone surrogate."""
+    return os.fsencode(path).decode("utf-8", "surrogateescape")
+
+
 def not_utf8_folder(path: str, named: str, flag: str) -> str:
     """Why the project folder `path`, whose bytes are not UTF-8, cannot be sent to memoryd
     (the protocol is JSON, its strings UTF-8: a folder named in other bytes, Latin-1 say,

@@ -154,11 +154,6 @@ def test_a_utf8_folder_and_method_under_an_ascii_locale_are_sent(
     refused = memctl(latin1, "recall", "tabs")
     assert refused.returncode == 2
     assert b"caf\\xe9 cannot be sent to memoryd: its path is not UTF-8" in refused.stderr
-    # The memory UI opens and edits files there, which this locale cannot name: said so, not
-    # "no such directory" of a folder that is there.
-    menu = memctl(utf8, "memory", "--list")
-    assert menu.returncode == 2
-    assert b"this locale's encoding (ascii) cannot name them" in menu.stderr
 
 
 def test_a_memory_path_under_an_ascii_locale_is_sent_as_utf8(
@@ -188,3 +183,80 @@ def test_a_memory_path_under_an_ascii_locale_is_sent_as_utf8(
     refused = history(os.fsdecode(b"caf\xe9.md"))
     assert (refused.returncode, refused.stderr) == (2, b"memctl: the path is not valid UTF-8\n")
     assert len(fake_daemon.calls("memory.history")) == 1
+
+
+def test_the_memory_ui_works_in_a_utf8_folder_under_an_ascii_locale(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a session 23 hunt, fixed in session 24: with LC_ALL=C and Python's UTF-8 mode
+    # off the memory UI refused a folder named "café" (its files could not be named to this
+    # locale's OS calls); it names them by their UTF-8 bytes now, and shows what the locale
+    # cannot hold as escapes (curses drew é as a Latin-1 byte and dropped ↑ and ↳).
+    from tests.clients.test_memory_ui import Pty
+
+    project = tmp_path / "café"
+    project.mkdir()
+    memory = project / "mem" / "note_café.md"
+    log = tmp_path / "editor.log"
+    editor = tmp_path / "editor.sh"
+    # Records the file it was given, and changes a memory copy's description.
+    editor.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{log}"\n'
+        'case "$1" in *.md) [ -s "$1" ] && sed -i s/old/new/ "$1";; esac\nexit 0\n'
+    )
+    editor.chmod(0o755)
+    fake_daemon.on(
+        "memory.list",
+        {
+            "instruction_files": [],
+            "memories": [
+                {"path": str(memory), "name": "Café note", "type": "user", "description": "d"}
+            ],
+        },
+    )
+    fake_daemon.on("settings.get", {"settings": {}, "sources": {}})
+    text = "---\nname: Café note\ndescription: old\ntype: user\n---\nbody é\n"
+    fake_daemon.on("memory.read", {"content": text})
+    fake_daemon.on("memory.snapshot", {"version": "1"})
+    fake_daemon.on("memory.write", {"warnings": []})
+    env = memctl_env(LC_ALL="C", PYTHONUTF8="0", TERM="xterm", VISUAL=str(editor))
+    env.pop("PYTHONIOENCODING", None)
+
+    socket = ["--socket", str(fake_daemon.socket_path)]
+    listed = subprocess.run(
+        [sys.executable, "-m", "memctl", *socket, "memory", "--list"],
+        cwd=project,
+        capture_output=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert (listed.returncode, listed.stderr) == (0, b"")
+    assert b"Caf\\xe9 note" in listed.stdout
+
+    term = Pty([*socket, "memory"], env, project)
+    try:
+        term.wait_for(term.screen_has("Up/Down move"), "the first screen")
+        assert f"memory for {tmp_path}/caf\\xe9" in term.text()
+        term.send("project memory")
+        term.wait_for(term.screen_has("Filter: project memory"), "the filter")
+        term.send("\r")
+        term.wait_for(term.screen_has("(new, created empty)"), "the file created and edited")
+        assert (project / "CLAUDE.md").read_bytes() == b""
+        term.send("note")
+        term.wait_for(term.screen_has("Filter: note"), "the memory filter")
+        term.send("\r")
+        term.wait_for(term.screen_has("Open in editor"), "the memory menu")
+        term.send("\r")
+        term.wait_for(term.screen_has("saved note_caf\\xe9.md"), "the memory saved")
+        term.send("\x1b")
+        assert term.close() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.close()
+    opened = log.read_bytes().splitlines()
+    assert opened[0] == bytes(project / "CLAUDE.md")
+    assert opened[1].endswith(b"/note_caf\xc3\xa9.md")
+    assert [call["file"] for call in fake_daemon.calls("memory.write")] == [str(memory)]
+    assert fake_daemon.calls("memory.write")[0]["description"] == "new"

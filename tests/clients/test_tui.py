@@ -12,8 +12,9 @@ from memctl.tui import Picker
 class Window:
     """The part of a curses window `tui._draw` uses: each row's text as it was written."""
 
-    def __init__(self, height: int, width: int) -> None:
+    def __init__(self, height: int, width: int, encoding: str = "utf-8") -> None:
         self.height, self.width = height, width
+        self.encoding = encoding  # the terminal's, as curses has it from the locale
         self.rows: dict[int, str] = {}
 
     def getmaxyx(self) -> tuple[int, int]:
@@ -37,8 +38,8 @@ def width_of(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) == "W" else 1 for c in text)
 
 
-def draw(items: list[Item], height: int = 12, width: int = 40) -> Window:
-    window = Window(height, width)
+def draw(items: list[Item], height: int = 12, width: int = 40, encoding: str = "utf-8") -> Window:
+    window = Window(height, width, encoding)
     tui._draw(window, "title", Picker(items), [])  # type: ignore[arg-type]
     return window
 
@@ -101,3 +102,21 @@ def test_status_lines_are_kept_bounded() -> None:
     status = [f"line {i}" for i in range(tui.STATUS_KEPT + 50)]
     tui.keep_last(status)
     assert status == [f"line {i}" for i in range(50, tui.STATUS_KEPT + 50)]
+
+
+def test_what_an_ascii_terminal_cannot_show_is_escaped_and_cut_as_shown() -> None:
+    # Found in session 24: under LC_ALL=C curses drew "é" as a raw Latin-1 byte and dropped
+    # "↑", "↳" and CJK without a word; they are escapes (the menu's own symbols ASCII) now, and
+    # the row is cut to the screen as escaped.
+    items = [
+        Item("Memories", "header"),
+        Item("user  now  café 部署日程部署日程部署日程", "memory", "/m/a.md", "— x", indent=1),
+        Item("style.md", "edit", "/p/style.md", "(@-import)", indent=2),
+    ]
+    window = draw(items, width=60, encoding="ascii")
+    rows = list(window.rows.values())
+    assert all(text.isascii() for text in rows), rows
+    assert any("caf\\xe9 \\u90e8" in text for text in rows), rows
+    assert all(len(text) <= window.width - 1 for text in rows), rows
+    assert "        `- style.md  (@-import)" in rows
+    assert rows[-1] == "Up/Down move - Enter choose - type to filter - Esc back"

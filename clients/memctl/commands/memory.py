@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memctl.output import EXIT_USAGE, client, emit, fail, one_line, printable
 from memctl.project_dir import project_cwd
-from memoryd_client.paths import config_dir
+from memoryd_client.paths import config_dir, os_path, protocol_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -214,22 +214,24 @@ UI = PlainUI | CursesUI
 
 
 def project_root(cwd: Path, listing: dict[str, Any]) -> Path:
-    """The daemon's project root when it says, else the git work tree top, else cwd."""
+    """The daemon's project root when it says, else the git work tree top, else cwd (each as
+    the protocol names it, as `cwd` is)."""
     for key in ("project_root", "root"):
         value = listing.get(key)
         if isinstance(value, str) and value.startswith("/"):
             return Path(value)
     try:
         out = subprocess.run(
-            ["git", "-C", str(cwd), "rev-parse", "--show-toplevel"],
+            ["git", "-C", os_path(str(cwd)), "rev-parse", "--show-toplevel"],
             capture_output=True,
-            text=True,
             timeout=5,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return cwd
-    top = out.stdout.strip()
+    # Bytes, not text in the locale's encoding: a UTF-8 top folder under an ASCII locale was a
+    # UnicodeDecodeError.
+    top = out.stdout.decode("utf-8", "surrogateescape").strip()
     return Path(top) if out.returncode == 0 and top.startswith("/") else cwd
 
 
@@ -254,7 +256,7 @@ def dangling_link(path: Path) -> str | None:
     if not path.is_symlink() or path.exists():
         return None
     try:
-        return os.readlink(path)
+        return protocol_path(os.readlink(path))
     except OSError:
         return "?"
 
@@ -293,34 +295,36 @@ def run_editor(path: Path, ui: UI, editor: list[str] | None = None) -> int | Non
 
 
 def edit_file(path: Path, ui: UI) -> None:
-    """Open an instruction file in the editor; a missing one is created empty first, never
-    through a symbolic link, and only when the editor can be started."""
+    """Open an instruction file (`path` as the protocol names it) in the editor; a missing one
+    is created empty first, never through a symbolic link, and only when the editor can be
+    started."""
     try:
         editor = editor_command()
     except ValueError as exc:
         ui.message(f"cannot start the editor: {exc}; set $VISUAL or $EDITOR")
         return
+    local = Path(os_path(str(path)))
     created = False
-    target = dangling_link(path)
-    if target is None and not os.path.lexists(path):
+    target = dangling_link(local)
+    if target is None and not os.path.lexists(local):
         try:
-            created = create_empty(path)
+            created = create_empty(local)
         except OSError as exc:
             ui.message(f"cannot create {path}: {exc.strerror or exc}")
             return
-        target = dangling_link(path)  # a link planted between the check and the create
+        target = dangling_link(local)  # a link planted between the check and the create
     if target is not None:
         ui.message(
             f"not opening {path}: it is a symbolic link to {target}, which does not exist, "
             "and saving would create that file; remove the link or create its target yourself"
         )
         return
-    if path.is_symlink():
-        ui.message(f"{path} is a symbolic link: editing {path.resolve()}")
-    code = run_editor(path, ui, editor)
+    if local.is_symlink():
+        ui.message(f"{path} is a symbolic link: editing {protocol_path(str(local.resolve()))}")
+    code = run_editor(local, ui, editor)
     # The file exists only because of this choice: taken back when the editor could not start,
     # or failed (`:cq` in vim) and left it empty (it stayed, an untracked CLAUDE.md in git).
-    if created and code != 0 and _remove_if_empty(path):
+    if created and code != 0 and _remove_if_empty(local):
         if code is not None:
             ui.message(f"editor exited with code {code}: {path}, created empty for it, is removed")
         return
@@ -342,24 +346,26 @@ def _remove_if_empty(path: Path) -> bool:
 
 
 def open_folder(path: Path, ui: UI) -> None:
+    """Open a folder (`path` as the protocol names it), made first when missing."""
     import shutil
 
     from memoryd_client.private_dirs import make_private_dirs
 
+    local = os_path(str(path))
     try:
-        make_private_dirs(path)
+        make_private_dirs(Path(local))
     except OSError as exc:
         ui.message(f"cannot open {path}: {exc.strerror or exc}")
         return
     if sys.platform == "darwin":
-        command = ["open", str(path)]
+        command = ["open", local]
     elif shutil.which("xdg-open") and (
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     ):
-        command = ["xdg-open", str(path)]
+        command = ["xdg-open", local]
     else:
         # No desktop: the editor's directory view.
-        if run_editor(path, ui) is not None:
+        if run_editor(Path(local), ui) is not None:
             ui.message(f"opened {path}")
         return
     try:
@@ -488,13 +494,16 @@ def load_items(conn: Any, cwd: Path) -> tuple[list[Item], dict[str, Any]]:
 
     listing = fetch_listing(conn, cwd)
     settings = conn.settings_get(str(cwd))
+    home = os.environ.get("HOME")
+    # Every path in the menu as the protocol names it (the daemon's are): the one from the
+    # environment too, whose bytes under an ASCII locale are lone surrogates.
     items = memory_menu.build_items(
         listing,
         settings,
-        user_memory=config_dir() / "CLAUDE.md",
+        user_memory=Path(protocol_path(str(config_dir() / "CLAUDE.md"))),
         project_memory=project_root(cwd, listing) / "CLAUDE.md",
         now=time.time(),
-        home=os.environ.get("HOME"),
+        home=None if home is None else protocol_path(home),
         cwd=str(cwd),
     )
     return items, listing
@@ -506,21 +515,10 @@ def run(args: argparse.Namespace) -> int:
     if args.cwd is not None:
         args.cwd = str(args.cwd.expanduser())
     # project_cwd: absolute, sendable as UTF-8, the working folder not deleted (exit 2 else).
+    # The menu holds every path as the protocol names it, and names a file to the OS through
+    # `os_path` (under an ASCII locale "café" is not the name open() takes).
     cwd = Path(project_cwd(args))
-    try:
-        os.fsencode(cwd)
-    except UnicodeEncodeError:
-        # A UTF-8 folder ("café") under an ASCII locale: sendable, but the files the menu opens
-        # and edits there cannot be named to this locale's OS calls (is_dir() below is False
-        # for such a name: "no such directory" of a folder that is there).
-        return fail(
-            args,
-            f"the memory UI cannot open files under {cwd}: this locale's encoding "
-            f"({sys.getfilesystemencoding()}) cannot name them; run it under a UTF-8 locale "
-            "(LC_ALL=C.UTF-8) or with PYTHONUTF8=1",
-            EXIT_USAGE,
-        )
-    if not cwd.is_dir():
+    if not Path(os_path(str(cwd))).is_dir():
         return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
     with client(args, timeout=30.0) as conn:
         if args.list or args.json:
