@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from memoryd import fsutil, paths
-from memoryd.agent.policy import AccessPolicy
+from memoryd.agent.policy import AccessPolicy, Denied
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn
 from memoryd.llm.prompt_cache import count_breakpoints
 from memoryd.llm.tokens import TokenCounter, estimate_text
 from memoryd.session import compaction, prompts, state, thresholds
-from memoryd.session.template import Template, is_empty_summary, load_template
+from memoryd.session.template import Template, is_empty_summary, load_template, lost_headings
 
 if TYPE_CHECKING:
+    from memoryd.agent.secret_screen import WriteScreen
+    from memoryd.agent.tools import WriteOp
     from memoryd.core.host import Host
     from memoryd.core.project import Project
 
@@ -321,7 +323,7 @@ class SessionMemory:
             generation = session.generation
         path = session.summary_path
         try:
-            current = await asyncio.to_thread(self._current_summary, session)
+            current, template = await asyncio.to_thread(self._current_summary, session)
         except NotesNotCreated as exc:
             await self._failed(session, str(exc))
             return False
@@ -372,6 +374,7 @@ class SessionMemory:
             secrets = secret_screen(
                 self.settings.get(session.project.settings_root), where=IN_THE_NOTES
             )
+            screen = _keeping_headings(template.text, current, secrets)
             result = await run_agent(
                 self.host,
                 feature=FEATURE,
@@ -387,7 +390,7 @@ class SessionMemory:
                 max_turns=AGENT_MAX_TURNS,
                 max_tokens=AGENT_MAX_TOKENS,
                 tools=tools,
-                screen_write=secrets,
+                screen_write=screen,
             )
             if result.stop_reason in ("error", "cancelled"):
                 record.last_error = result.error or result.stop_reason
@@ -407,6 +410,17 @@ class SessionMemory:
                 )
                 return False
             changed = updated != current
+            if not changed and result.attempted_writes:
+                # Every write refused (a heading taken out, a secret) or failed: the notes do
+                # not hold this transcript. Counted as summarised, compact dropped messages
+                # the notes never saw.
+                await self._failed(
+                    session,
+                    f"none of the agent's {result.attempted_writes} write(s) went through "
+                    "(refused or failed): the notes are as they were, this transcript not "
+                    "counted as summarised",
+                )
+                return False
             if changed and (not updated.strip() or estimate_text(updated) > MAX_NOTES_TOKENS):
                 record.last_error = (
                     f"the agent left the notes empty or over {MAX_NOTES_TOKENS:,} tokens; "
@@ -450,24 +464,25 @@ class SessionMemory:
         self._persist(session)
         await self.host.report_worker_error(FEATURE, reason)
 
-    def _current_summary(self, session: Session) -> str:
-        """The summary's text, created from the template when missing. A file that is not
-        UTF-8 is moved aside (kept for the user, named in the log) and the notes start again
-        from the template: otherwise no update could ever run for this session again."""
-        self.ensure_summary(session)
+    def _current_summary(self, session: Session) -> tuple[str, Template]:
+        """The summary's text, created from the template when missing, and the template. A
+        file that is not UTF-8 is moved aside (kept for the user, named in the log) and the
+        notes start again from the template: otherwise no update could ever run for this
+        session again."""
+        template = self.ensure_summary(session)
         path = session.summary_path
         raw = fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES)
         if len(raw) > MAX_SUMMARY_READ_BYTES:
             # An update would write back only the part it read.
             raise OSError(errno.EFBIG, f"over {MAX_SUMMARY_READ_BYTES} bytes")
         try:
-            return raw.decode("utf-8")
+            return raw.decode("utf-8"), template
         except UnicodeDecodeError:
             aside = _unused_name(path.with_name("summary.unreadable.md"))
             os.replace(path, aside)
             log.warning("session notes not UTF-8: moved aside", path=str(path), to=str(aside))
             self.ensure_summary(session)
-            return fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES).decode("utf-8")
+            return fsutil.read_regular_file(path, MAX_SUMMARY_READ_BYTES).decode("utf-8"), template
 
     async def wait_idle(self, session: Session, wait_s: float = WAIT_FOR_UPDATE_S) -> str:
         """Wait for the update in flight: "idle", "waited", "timeout", or "dead" (too old)."""
@@ -702,6 +717,35 @@ def _unused_name(path: Path) -> Path:
         number += 1
         candidate = path.with_name(f"{path.stem} ({number}){path.suffix}")
     return candidate
+
+
+# How many of the headings a write would take out its refusal names, and how much of each.
+SHOWN_HEADINGS, SHOWN_HEADING_CHARS = 3, 80
+
+
+def _keeping_headings(template: str, notes: str, screen: WriteScreen) -> WriteScreen:
+    """`screen`, behind a refusal of any write of the draft that takes out a section heading
+    of the template the notes have (`template.lost_headings`). Before, a draft the agent
+    rewrote as one paragraph replaced the notes, and every later update and compaction had
+    no sections left to keep or cut. Refused at the write, the agent is told which heading
+    and can write again within its turns."""
+
+    def keep(path: Path, op: WriteOp) -> str | None:
+        lost = lost_headings(template, notes, op.text)
+        if lost:
+            shown = ", ".join(
+                repr(h[:SHOWN_HEADING_CHARS] + ("…" if len(h) > SHOWN_HEADING_CHARS else ""))
+                for h in lost[:SHOWN_HEADINGS]
+            )
+            more = f" and {len(lost) - SHOWN_HEADINGS} more" if len(lost) > SHOWN_HEADINGS else ""
+            raise Denied(
+                f"not written: this would take the section heading(s) {shown}{more} out of "
+                f"the notes; keep every heading line and the italic line under it as they "
+                f"are, and write beneath them"
+            )
+        return screen(path, op)
+
+    return keep
 
 
 def _agent_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoryd import fsutil, paths
+from memoryd.fences import in_fenced_code
 from memoryd.session.compaction import BOM
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -105,3 +106,23 @@ def is_empty_summary(text: str, templates: tuple[str, ...] = ()) -> bool:
             continue
         return False
     return True
+
+
+def headings(text: str) -> list[str]:
+    """The heading lines of `text` outside fenced code (a `# comment` in a shell snippet is
+    none), each stripped, in order."""
+    lines = text.removeprefix(BOM).splitlines()
+    return [
+        line.strip()
+        for line, fenced in zip(lines, in_fenced_code(lines), strict=True)
+        if not fenced and _HEADING.match(line.strip())
+    ]
+
+
+def lost_headings(template: str, before: str, after: str) -> list[str]:
+    """The template's section headings that `before` has and `after` no longer has, in order.
+    Only the template's: a heading the user took out stays out, and one the agent added under
+    a section (a subheading of the Worklog) may go when it condenses."""
+    kept = set(headings(after))
+    sections = set(headings(template))
+    return [h for h in dict.fromkeys(headings(before)) if h in sections and h not in kept]

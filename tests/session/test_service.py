@@ -62,6 +62,14 @@ def edit_title(summary: Path, title: str) -> Any:
     )
 
 
+def earlier_notes(summary: Path) -> str:
+    """Write notes an earlier update left (the template with a title) and return them."""
+    summary.parent.mkdir(parents=True)
+    notes = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nEarlier title")
+    summary.write_text(notes)
+    return notes
+
+
 async def subscribed(handle: DaemonHandle, *events: str) -> AsyncClient:
     client = await handle.client()
     await client.call("subscribe", {"events": list(events)})
@@ -313,8 +321,11 @@ async def test_the_agent_may_write_nothing_but_its_summary(
         for e in errors
         if e["method"] == "worker/error" and e["params"]["worker"] == "session_memory"
     ]
-    assert len(denied) == 3
-    assert all("denied" in m for m in denied)
+    assert len(denied) == 4
+    assert all("denied" in m for m in denied[:3])
+    # The agent wrote nothing: the notes do not hold the transcript, nor count as if.
+    assert "none of the agent's 2 write(s) went through" in denied[3]
+    assert session_of(handle, project_dir).record.summarized_messages is None
     assert not any(e["method"] == "session/summary_updated" for e in errors)
     await client.close()
 
@@ -324,9 +335,7 @@ async def test_a_failed_update_keeps_the_previous_summary(
 ) -> None:
     handle = daemon_with_model
     summary = summary_path(handle, project_dir)
-    summary.parent.mkdir(parents=True)
-    previous = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nEarlier title")
-    summary.write_text(previous)
+    previous = earlier_notes(summary)
     session_model.enqueue(
         edit_title(summary, "half-done"), error_reply(400, "invalid_request_error", "bad")
     )
@@ -345,9 +354,7 @@ async def test_a_refused_update_is_a_failed_one(
 ) -> None:
     handle = daemon_with_model
     summary = summary_path(handle, project_dir)
-    summary.parent.mkdir(parents=True)
-    previous = builtin_template().replace(TITLE_LINE, f"{TITLE_LINE}\nEarlier title")
-    summary.write_text(previous)
+    previous = earlier_notes(summary)
     # Half an edit, then the model declines (stop_reason "refusal"): before, the update counted
     # as done — the notes "covered" every message, so `compact` dropped what they never held.
     refusal = message(
