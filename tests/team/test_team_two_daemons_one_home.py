@@ -234,6 +234,75 @@ async def test_a_sync_waits_for_a_stopped_daemon_no_longer_than_a_request_may_ta
     assert not engine.busy
 
 
+_HOLDS_UNTIL_TOLD = """
+import asyncio, sys
+from pathlib import Path
+from memoryd.team.sync.state import StateStore, SyncState
+
+async def main() -> None:
+    state = SyncState(repo="acme/widgets", server="http://team", team_dir="/t")
+    async with StateStore(Path(sys.argv[1])).shared(state):
+        print("held", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)  # a long paged pull, until told
+
+asyncio.run(main())
+"""
+
+
+def _process_state(pid: int) -> bytes:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    end = stat.rfind(b")")
+    return stat[end + 2 : end + 3]
+
+
+async def test_a_wait_on_a_daemon_still_syncing_says_so_not_that_it_is_stopped(
+    make_side: SideFactory,
+) -> None:
+    """Found by a bug hunt: another daemon of this HOME holding the state file through a sync
+    longer than a request's deadline (a large paged pull) was said to be a memoryd stopped by
+    Ctrl-Z. Its pid is in the lock file: running, it is said to be still syncing; stopped
+    (SIGSTOP), to be stopped, with how to resume it. Both are retried."""
+    side = make_side("a", "http://127.0.0.1:9", "token", timeout_s=0.05)
+    engine = side.engine
+    engine.store.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _HOLDS_UNTIL_TOLD,
+        str(engine.store.path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert holder.stdin is not None
+    assert holder.stdout is not None
+    held = (
+        f"the sync state of this folder is held by another memoryd of this HOME (pid {holder.pid})"
+    )
+    try:
+        assert await asyncio.wait_for(holder.stdout.readline(), 60) == b"held\n"
+        with pytest.raises(Retryable) as raised:
+            await asyncio.wait_for(engine.pull(), 60)
+        said = str(raised.value)
+        assert said.startswith(f"{held}, still syncing it after ")
+        assert "stopped" not in said
+        assert "Ctrl-Z" not in said
+        assert engine.state.last_result is not None
+        assert engine.state.last_result["error"] == said
+
+        holder.send_signal(signal.SIGSTOP)
+        await eventually(lambda: _process_state(holder.pid) in (b"T", b"t"))
+        with pytest.raises(Retryable) as raised:
+            await asyncio.wait_for(engine.push(), 60)
+        said = str(raised.value)
+        assert said.startswith(f"{held}, stopped (Ctrl-Z or SIGSTOP) for over ")
+        assert f"kill -CONT {holder.pid}" in said
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            holder.send_signal(signal.SIGCONT)
+        holder.stdin.close()
+        assert await asyncio.wait_for(holder.wait(), 60) == 0
+
+
 async def test_a_sync_waiting_on_the_other_daemon_ends_at_the_shutdown_deadline(
     make_side: SideFactory,
 ) -> None:

@@ -1220,12 +1220,7 @@ class SyncEngine:
                 "the daemon is stopping: the sync state of this folder is held by another "
                 "memoryd of this HOME"
             )
-        holder = f"pid {exc.pid}" if exc.pid is not None else "pid not known"
-        return Retryable(
-            f"the sync state of this folder is held by another memoryd of this HOME "
-            f"({holder}) for over {patience:g} s; a memoryd stopped (Ctrl-Z) holds it until "
-            "it runs again"
-        )
+        return Retryable(exc.said(patience))
 
     # -- status ---------------------------------------------------------------------------
     async def refresh_pending(self) -> list[str]:

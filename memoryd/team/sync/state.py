@@ -218,11 +218,35 @@ _PID_BYTES = 16  # after the token: the pid of the daemon that marked it, in dec
 
 class StateHeld(Exception):
     """The state file's lock was still held by another process at the wait's end (`pid`:
-    the holder's, when the lock file says it)."""
+    the holder's, when the lock file says it; `running`: whether that process runs, True,
+    is stopped by a signal, False, or neither is known, None)."""
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, running: bool | None = None) -> None:
         super().__init__(f"held by pid {pid}" if pid is not None else "held")
         self.pid = pid
+        self.running = running
+
+    def said(self, waited_s: float) -> str:
+        """Why a sync gave up its wait, for `last_result`: a holder still at work (a paged
+        pull of a large repository takes minutes) was told apart from a stopped one only by
+        the pid, and the notice sent the user looking for a stopped daemon that was not."""
+        held = "the sync state of this folder is held by another memoryd of this HOME"
+        if self.pid is None:
+            return (
+                f"{held} (pid not known) for over {waited_s:g} s; a memoryd stopped (Ctrl-Z) "
+                "holds it until it runs again; will retry"
+            )
+        if self.running:
+            return (
+                f"{held} (pid {self.pid}), still syncing it after {waited_s:g} s (a large pull "
+                "or push); will retry"
+            )
+        if self.running is False:
+            return (
+                f"{held} (pid {self.pid}), stopped (Ctrl-Z or SIGSTOP) for over {waited_s:g} s: "
+                f"it holds it until it runs again (kill -CONT {self.pid}); will retry"
+            )
+        return f"{held} (pid {self.pid}) for over {waited_s:g} s; will retry"
 
 
 def encode_state(data: dict[str, Any]) -> str:
@@ -363,7 +387,8 @@ class StateStore:
                 # Bounded: a holder stopped (Ctrl-Z) or hung holds it for ever.
                 left = float("inf") if until is None else until() - loop.time()
                 if left <= 0:
-                    raise StateHeld(_holder(fd))
+                    pid = _holder(fd)
+                    raise StateHeld(pid, None if pid is None else _running(pid))
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, _POLL_MAX_S)
         except BaseException:
@@ -477,6 +502,22 @@ def _holder(fd: int) -> int | None:
     if not pid.isdigit() or int(pid) == os.getpid():
         return None
     return int(pid)
+
+
+def _running(pid: int) -> bool | None:
+    """Whether `pid` runs (True) or is stopped by a signal or a tracer (False: state T or t
+    in /proc); None when it is gone or /proc does not say (not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The state follows the command name in parentheses, which may itself hold ") ".
+    end = stat.rfind(b")")
+    state = stat[end + 2 : end + 3]
+    if state in (b"T", b"t"):
+        return False
+    return None if state in (b"", b"Z", b"X") else True
 
 
 def take_up(state: SyncState, other: SyncState) -> None:
