@@ -86,7 +86,7 @@ class RpcError(Exception):
         self.data = data
 
 
-def default_socket_path(platform: str | None = None) -> Path:
+def default_socket_path(platform: str | None = None, *, runtime_dir: Path | None = None) -> Path:
     """The one socket rule, used by the daemon, every client and `memctl service install`.
 
     $MEMORYD_SOCKET (a leading `~` expanded: the variable is often set where no shell expands
@@ -97,7 +97,9 @@ def default_socket_path(platform: str | None = None) -> Path:
     is a runtime folder of the user's (`paths.runtime_dir_problem`; one that is not is passed
     over with a warning on stderr, once a process, as the XDG spec asks), else $XDG_CACHE_HOME
     (when absolute), else a per-user directory in /tmp. `platform` is `sys.platform` unless
-    given (to compute another system's path).
+    given (to compute another system's path). `runtime_dir`, when given, is the user's runtime
+    folder instead of $XDG_RUNTIME_DIR, taken as it is: the one logind gives them, which `memctl
+    service status` from su or sudo -u looks in (it may not be there while no manager runs).
     """
     configured = os.environ.get("MEMORYD_SOCKET")
     if configured:
@@ -112,6 +114,8 @@ def default_socket_path(platform: str | None = None) -> Path:
             raise _cwd_gone(f"a relative MEMORYD_SOCKET ({configured})") from None
     if (platform or sys.platform) == "darwin":
         return paths.home() / "Library" / "Caches" / "memoryd" / "memoryd.sock"
+    if runtime_dir is not None:
+        return runtime_dir / "memoryd" / "memoryd.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     problem = paths.runtime_dir_problem(runtime) if runtime else None
     if runtime and problem is None:

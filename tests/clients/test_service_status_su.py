@@ -103,3 +103,33 @@ def test_with_no_user_manager_status_reads_enablement_from_the_files_and_nothing
     assert any(f"no user manager of theirs runs (no {user_run})" in line for line in lines)
     assert not any("bus" in line or "chroot" in line for line in lines)
     assert f"daemon: not running on {user_run / 'memoryd' / 'memoryd.sock'}" in lines
+
+
+def test_status_from_su_looks_on_memoryd_socket(
+    home: Path,  # noqa: F811
+    fake_bin: Path,  # noqa: F811
+    runtime: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found in session 24: from su, status put the runtime folder's socket in MEMORYD_SOCKET's
+    # place (the layout written out a second time, beside the socket rule): the units installed
+    # for MEMORYD_SOCKET "differed", and the daemon was looked for where it is not.
+    sock = tmp_path / "elsewhere" / "m.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", str(sock))
+    done = memctl(home, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (fake_bin / "systemctl").write_text(BOOTED.format(log=tmp_path / "booted.log"))
+    user_run = tmp_path / "user-run"
+    user_run.mkdir(mode=0o700)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setattr(service, "user_runtime_dir", lambda: user_run)
+    code = main(["--json", "service", "status", "--manager", "systemd"])
+    reply = json.loads(capsys.readouterr().out)
+    assert code == 0, reply
+    assert [f["state"] for f in reply["files"]] == ["installed, up to date"] * 2
+    assert f"daemon: not running on {sock}" in reply["lines"]

@@ -823,11 +823,14 @@ def run(args: argparse.Namespace) -> int:
                 "absolute one (set MEMORYD_SOCKET to one, or give --socket)",
                 EXIT_USAGE,
             )
-        sock = default_socket_path("darwin" if args.manager == "launchd" else "linux")
-        if args.action == "status" and args.manager == "systemd" and _no_session() is not None:
-            # The service listens in the user's runtime folder, not where this shell's rule
-            # (no XDG_RUNTIME_DIR: su, sudo -u) would look.
-            sock = user_runtime_dir() / "memoryd" / "memoryd.sock"
+        # From su or sudo -u, status looks where the service listens, the user's runtime
+        # folder, not where this shell's rule (no XDG_RUNTIME_DIR of theirs) would look;
+        # MEMORYD_SOCKET still first (it was passed over, and installed units "differed").
+        away = args.action == "status" and args.manager == "systemd" and _no_session() is not None
+        sock = default_socket_path(
+            "darwin" if args.manager == "launchd" else "linux",
+            runtime_dir=user_runtime_dir() if away else None,
+        )
     report = Report(dry_run=args.dry_run and args.action != "status")
     if args.action == "install" and args.manager == "systemd" and not (args.socket or configured):
         _refuse_without_session(report, sock)
