@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import enum
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +86,16 @@ def _stalled(seconds: float) -> dict[str, Any]:
     )
 
 
+class InputMode(enum.Enum):
+    """What a connection does with the lines it reads."""
+
+    START = enum.auto()  # each request is started
+    DROP = enum.auto()  # read and dropped: the daemon is stopping, or the input was refused
+    # Accepted once the daemon had begun to stop: each request is answered STOPPING (the
+    # clients send it again on a new connection) until the late window ends.
+    LATE = enum.auto()
+
+
 class InputBudget:
     """Bytes of request lines held for all connections together (unfinished, or whole and not
     yet parsed), capped, and the connections holding an unfinished one."""
@@ -139,8 +151,8 @@ class Connection:
         self._weights: dict[asyncio.Task[None], int] = {}  # requests each task runs
         self.requests = 0  # requests running: a batch counts its members
         self.closed = False
-        self._reading = until is None  # False once the daemon stops: input is read and dropped
-        self._until = until  # set: input is read and each request answered STOPPING
+        self._mode = InputMode.START if until is None else InputMode.LATE
+        self._late_until = math.inf if until is None else until  # LATE's window end
         # Clear while a line read whole is neither started nor answered: `close` waits for it,
         # so a line held behind the connection's share when the daemon stops gets its answer.
         self._settled = asyncio.Event()
@@ -162,12 +174,17 @@ class Connection:
         log.warning("closing a connection whose unfinished line stalled", idle_s=round(idle, 1))
         self.daemon.counters["stalled_line_closed"] += 1
         self._release()
-        self._reading = False
+        self._mode = InputMode.DROP
         with contextlib.suppress(ConnectionError, RuntimeError, OSError):
             self.writer.write(encode(_stalled(round(idle, 1))))
         self.closed = True
         self.daemon.connections.discard(self)
         self.writer.transport.abort()
+
+    def _dropping(self) -> bool:
+        # A method, not a comparison in place: the mode changes across the reader's awaits
+        # (the stop, a refusal), which a type checker's narrowing does not see.
+        return self._mode is InputMode.DROP
 
     def wants(self, event: str) -> bool:
         subs = self.subscriptions
@@ -176,14 +193,13 @@ class Connection:
     async def serve(self) -> None:
         token = current_connection.set(self)
         loop = asyncio.get_running_loop()
+        # A late connection's requests are read until its window ends; then what the client
+        # sends goes unanswered.
+        late = self._mode is InputMode.LATE
         try:
-            if self._until is None:
-                await self._read_lines()
-            else:
-                # Past the drain cap's end, what the client sends goes unanswered.
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout_at(self._until):
-                        await self._read_lines()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(self._late_until if late else None):
+                    await self._read_lines()
         finally:
             self._release()
             current_connection.reset(token)
@@ -191,7 +207,7 @@ class Connection:
             # A client may send its requests and half-close: answer them before closing.
             if self.tasks:
                 await asyncio.gather(*list(self.tasks), return_exceptions=True)
-            flush = None if self._until is None else max(self._until - loop.time(), CLOSE_GRACE_S)
+            flush = max(self._late_until - loop.time(), CLOSE_GRACE_S) if late else None
             await self.close(flush)
             self.daemon.last_activity = time.monotonic()  # idle from when it closed
 
@@ -215,7 +231,7 @@ class Connection:
             if not chunk:
                 return  # EOF, possibly mid-line: nothing complete to answer
             view = memoryview(chunk)  # slices of it are not copies
-            if not self._reading and self._until is None:
+            if self._dropping():
                 partial.clear()
                 continue
             start = 0
@@ -247,7 +263,7 @@ class Connection:
                         await self._refuse(_line_over(limit))
                         return
                     if not line.isspace():  # not `strip()`: a copy of the whole line
-                        if self._reading:
+                        if self._mode is InputMode.START:
                             try:
                                 await self._wait_for_room()
                             except (ConnectionError, OSError):
@@ -255,7 +271,7 @@ class Connection:
                         message = await read_message(line)
                         # The daemon may have begun to stop while the line waited for room or
                         # a parse thread: it was received whole, so it is answered, not dropped.
-                        if self._reading:
+                        if self._mode is InputMode.START:
                             await self._start(message)
                         else:
                             await self._answer(_stopping_reply(message), message)
@@ -263,7 +279,7 @@ class Connection:
                     self.input_budget.give_back(charged)
                     self._settled.set()
             rest = len(chunk) - start
-            if not rest or not (self._reading or self._until is not None):
+            if not rest or self._dropping():
                 partial.clear()
                 continue
             if len(partial) + rest > limit:
@@ -305,7 +321,7 @@ class Connection:
         drain cap), then half-close and read and drop what the client is still sending (for
         at most LINGER_S) before the connection closes: closing with unread input resets the
         connection, and the client would never see the answers."""
-        self._reading = False
+        self._mode = InputMode.DROP
         self._release()  # the refused line is dropped, not held
         await self.send(error)
         dropping = asyncio.create_task(self._drop_input())
@@ -336,7 +352,7 @@ class Connection:
             return
         weight = len(message) if isinstance(message, list) and message else 1
         await self._wait_for_requests(weight)
-        if not self._reading:
+        if self._mode is not InputMode.START:
             # The daemon began to stop while this batch waited for room: its drain does not
             # wait for work started now, which would run against services being closed.
             await self._answer(_stopping_reply(message), message)
@@ -400,7 +416,7 @@ class Connection:
         now on is read and dropped: not reading it would block the client's writes, and
         feeding the reader EOF broke the connection at its next byte (asyncio asserts no data
         comes after EOF), losing those replies."""
-        self._reading = False
+        self._mode = InputMode.DROP
         self._release()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
