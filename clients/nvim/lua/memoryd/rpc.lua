@@ -88,7 +88,9 @@ function Client.new(opts)
   self.next_id = 1
   self.pending = {} -- id -> entry (sent or queued)
   self.queue = {} -- {line, entry} of the requests waiting for the connection
-  self.conn = nil -- the connection in use: {pipe, partial, partial_len, retired}
+  -- The connection in use, or being made: {pipe, partial, partial_len, up, retired, after_stop,
+  -- closed}; up says the daemon answered there.
+  self.conn = nil
   self.retiring = {} -- stopping daemons' connections, read until their calls are answered
   self.notes = {}
   self.notes_scheduled = false
@@ -154,10 +156,12 @@ function Client:_fail_all(err, keep_retired)
   self.queue = {}
 end
 
-function Client:_write(line)
-  self.pipe:write(line, function(err)
+-- Write `entry`'s request on `conn`.
+function Client:_write(conn, entry)
+  entry.conn = conn
+  conn.pipe:write(entry.line, function(err)
     if err then
-      self:_lost(new_error('closed', 'writing to memoryd failed: ' .. tostring(err)))
+      self:_conn_lost(conn, new_error('closed', 'writing to memoryd failed: ' .. tostring(err)))
     end
   end)
 end
@@ -213,8 +217,7 @@ end
 -- On the connection when there is one, else queued for the next (which is made now).
 function Client:_send(entry)
   if self.state == 'connected' then
-    entry.conn = self.conn
-    self:_write(entry.line)
+    self:_write(self.conn, entry)
   else
     self.queue[#self.queue + 1] = entry
     if self.state ~= 'connecting' then
@@ -330,9 +333,10 @@ function Client:_attempt(left_ms, pause_ms)
     return
   end
   local pipe = uv.new_pipe(false)
-  self.pipe = pipe
+  local conn = { pipe = pipe, partial = {}, partial_len = 0, retired = false }
+  self.conn = conn
   local ok, call_err = pcall(pipe.connect, pipe, self.path, function(err)
-    if self.pipe ~= pipe then
+    if self.conn ~= conn then
       return
     end
     if err then
@@ -362,9 +366,8 @@ function Client:_attempt(left_ms, pause_ms)
     end
     -- Connected, not up: that waits for the daemon's first answer here (Client:_answered).
     self.state = 'connected'
-    local conn = { pipe = pipe, partial = {}, partial_len = 0, retired = false, after_stop = self.after_stop }
+    conn.after_stop = self.after_stop
     self.after_stop = false
-    self.conn = conn
     pipe:read_start(function(read_err, chunk)
       if conn.closed then
         return
@@ -387,8 +390,7 @@ function Client:_attempt(left_ms, pause_ms)
       -- A call that timed out while the connection was being made was reported failed:
       -- sent now, it would still happen (a memory written after "did not answer").
       if self.pending[entry.id] == entry then
-        entry.conn = conn
-        self:_write(entry.line)
+        self:_write(conn, entry)
         asked = true
       end
     end
@@ -411,13 +413,12 @@ local function close_pipe(pipe)
 end
 
 function Client:_close_pipe()
-  local pipe = self.pipe
-  self.pipe = nil
-  if self.conn ~= nil then
-    self.conn.closed = true
-    self.conn = nil
+  local conn = self.conn
+  self.conn = nil
+  if conn ~= nil then
+    conn.closed = true
+    close_pipe(conn.pipe)
   end
-  close_pipe(pipe)
 end
 
 -- The daemon answered on `conn`: when that is the connection in use, the daemon is up (once per
@@ -446,9 +447,9 @@ function Client:_retire(conn)
   end
   conn.retired = true
   if self.conn == conn then
-    self.conn, self.pipe = nil, nil
+    self.conn = nil
     self.retiring[conn] = true
-    if conn.after_stop and not conn.answered then
+    if conn.after_stop and not conn.up then
       -- The connection made in its place went to a stopping daemon too: not again at once
       -- (its subscribe answered STOPPING each time), but with the backoff of a lost one.
       self:_down(new_error('down', ('memoryd on %s is stopping'):format(self.path)))
@@ -663,10 +664,8 @@ function Client:_message(message, conn)
       self:_stopped(conn, entry, new_error(STOPPING, tostring(e.message or 'memoryd is stopping')))
       return
     end
-    conn.answered = true
     self:_finish(entry, new_error(e.code or -32603, tostring(e.message or ''), e.data))
   else
-    conn.answered = true
     self:_finish(entry, nil, message.result)
   end
 end
