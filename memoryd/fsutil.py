@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import functools
 import os
 import re
@@ -14,7 +15,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 
 import structlog
@@ -95,6 +96,23 @@ def open_lock_file(path: Path) -> int:
     except FileNotFoundError:  # the folder's first lock
         ensure_private_dir(path.parent)
         return open_owner_rw(path, flags)
+
+
+def flock_tries(fd: int, *, first_s: float, most_s: float) -> Iterator[float]:
+    """Take `fd`'s exclusive `flock` without blocking in it: while another process holds it,
+    yields how long to wait before the next try (from `first_s`, doubling to `most_s`); ends
+    once it is taken. The caller waits (an event loop's sleep or a thread's), or gives up by
+    leaving the loop: a blocking flock could be neither cancelled nor bounded, and a holder
+    stopped (Ctrl-Z) holds it for ever."""
+    delay = first_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        yield delay  # outside the except: a caller's own error is not chained to it
+        delay = min(delay * 2, most_s)
 
 
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import os
@@ -38,7 +37,7 @@ from typing import Literal, TypeVar
 import structlog
 
 from memoryd.core.project import sanitize_key
-from memoryd.fsutil import open_lock_file
+from memoryd.fsutil import flock_tries, open_lock_file
 
 log = structlog.get_logger("memoryd.automem")
 
@@ -93,14 +92,8 @@ class DirLock(asyncio.Lock):
         if fd is None:
             return  # cannot be opened: this process's writers are still serialised
         try:
-            delay = _POLL_FIRST_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, _POLL_MAX_S)
+            for delay in flock_tries(fd, first_s=_POLL_FIRST_S, most_s=_POLL_MAX_S):
+                await asyncio.sleep(delay)
             token = os.pread(fd, _TOKEN_BYTES, 0)
         except BaseException:
             os.close(fd)  # closing releases the lock

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import stat
@@ -60,6 +59,7 @@ from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
     ensure_private_dir,
+    flock_tries,
     fsync_dir,
     open_lock_file,
     open_regular_file,
@@ -609,14 +609,11 @@ class VectorStore:
 def _flock_within(fd: int, seconds: float) -> bool:
     """Take `fd`'s exclusive flock, waiting at most `seconds`; whether it was taken."""
     deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
+    for delay in flock_tries(fd, first_s=0.05, most_s=0.05):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+    return True
 
 
 def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:

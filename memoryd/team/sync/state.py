@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -33,7 +32,7 @@ import structlog
 
 from memoryd import jsonread, paths
 from memoryd.core.project import sanitize_key
-from memoryd.fsutil import atomic_write_text, ensure_private_dir, open_lock_file
+from memoryd.fsutil import atomic_write_text, ensure_private_dir, flock_tries, open_lock_file
 from memoryd.team.protocol import usable_etag
 
 log = structlog.get_logger("memoryd.team")
@@ -374,23 +373,18 @@ class StateStore:
             return None
         loop = asyncio.get_running_loop()
         try:
-            delay = _POLL_FIRST_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except BlockingIOError:
-                    if not wait:
-                        os.close(fd)
-                        return None
-                # Polled: a blocking flock would hold a thread, and could not be cancelled.
-                # Bounded: a holder stopped (Ctrl-Z) or hung holds it for ever.
+            # Polled: a blocking flock would hold a thread, and could not be cancelled.
+            # Bounded: a holder stopped (Ctrl-Z) or hung holds it for ever.
+            for delay in flock_tries(fd, first_s=_POLL_FIRST_S, most_s=_POLL_MAX_S):
+                if not wait:
+                    os.close(fd)
+                    return None
                 left = float("inf") if until is None else until() - loop.time()
                 if left <= 0:
                     pid = _holder(fd)
                     raise StateHeld(pid, None if pid is None else _running(pid))
                 await asyncio.sleep(min(delay, left))
-                delay = min(delay * 2, _POLL_MAX_S)
+            return fd
         except BaseException:
             os.close(fd)  # closing releases the lock
             raise
