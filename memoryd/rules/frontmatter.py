@@ -150,7 +150,7 @@ def _quote_glob_values(raw: str) -> str:
         text = line.rstrip("\r")
         match = _RESERVED_VALUE.match(text)
         if match is not None:
-            lines[index] = match.group(1) + _single_quoted(match.group(2))
+            lines[index] = match.group(1) + _quoted_glob(match.group(2))
             continue
         flow = _FLOW_LIST.match(text)
         items = None if flow is None else _flow_items(flow.group(2))
@@ -207,7 +207,15 @@ def _flow_items(inner: str) -> list[str] | None:
 
 
 def _quoted_item(item: str) -> str:
-    return _single_quoted(item) if item[0] in _RESERVED_FIRST else item
+    return _quoted_glob(item) if item[0] in _RESERVED_FIRST else item
+
+
+def _quoted_glob(text: str) -> str:
+    """`text` single-quoted, a `!` and spaces (`- ! gen/**`, YAML's tag `!`, which the user
+    meant as a negation) as the `!` alone: `ignore` reads `! gen/**` as the name ` gen/**`."""
+    if text.startswith("!"):
+        text = "!" + text[1:].lstrip()
+    return _single_quoted(text)
 
 
 def _single_quoted(text: str) -> str:

@@ -42,21 +42,22 @@ def _normalize(pattern: str) -> str | None:
     or one inside anchors it there, else it matches at any depth (`*.py`, `tests/`); a
     trailing `/` (kept) names folders only; a leading `!` negates it. None for a pattern
     that names nothing: a bare `!` (or `!/`), which `ignore` drops; read as `!**` it took
-    back every match before it, and the rule never loaded."""
+    back every match before it, and the rule never loaded. A bare `/` names nothing to
+    `ignore` either (it was `**`, and the rule loaded for any path)."""
     pattern = pattern.strip()
-    if not pattern:
-        return None
     if pattern.startswith("!"):
-        negated = pattern[1:].strip()
-        while negated.startswith("./"):
-            negated = negated[2:]
-        inner = _normalize(negated) if negated.strip("/") else None
-        return None if inner is None else "!" + inner
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
+        # What follows as written, as `ignore` reads it: `! a.ts` takes back ` a.ts` (it was
+        # stripped, and took back `a.ts`).
+        negated = pattern[1:]
+        return "!" + _anchored(negated) if negated.strip("/") else None
+    return _anchored(pattern) if pattern.strip("/") else None
+
+
+def _anchored(pattern: str) -> str:
+    """`pattern` relative to the base. A leading `./` is two names, `.` and what follows,
+    so the pattern matches nothing (no path `ignore` is given holds a `.` folder): it was
+    cut, and `./A` matched `a`, a rule Claude Code never loads."""
     body = pattern.rstrip("/")
-    if not body:
-        return "**"  # `/`: everything under the base, as it always was
     trail = "/" if body != pattern else ""
     if body.startswith("/"):
         return body[1:] + trail
@@ -85,7 +86,11 @@ _State = tuple[frozenset[int], ...] | bool
 
 def _split(text: str) -> list[str]:
     """Path parts; a leading "" marks an absolute path, a trailing "" a trailing slash."""
-    parts = text.split("/")
+    return _kept(text.split("/"))
+
+
+def _kept(parts: list[str]) -> list[str]:
+    """`parts` without the empty ones a doubled `/` makes (`a//b` is `a/b`)."""
     return [p for i, p in enumerate(parts) if p or i in (0, len(parts) - 1)]
 
 
@@ -101,6 +106,8 @@ def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
         if read is None:
             return _NEVER
         part = read
+    else:  # a `claudeMdExcludes` name: `[!a]` holds `!` and `a`, as picomatch reads it
+        part = _PICOMATCH_BANG.sub(r"\1[\\!", part)
     include, exclude = glob.translate(part, flags=glob.DOTGLOB)
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
@@ -121,6 +128,10 @@ _POSIX_CLASSES = frozenset(
 # Written escaped in a rewritten class, so none opens, closes, negates or spans a range.
 _CLASS_SPECIALS = frozenset("\\]^-[!")
 
+
+# A class opening with `!` (not escaped): picomatch negates only `[^a]`, unless told `posix`,
+# which Claude Code does not; wcmatch negated `[!a]` too, so it excluded what it leaves in.
+_PICOMATCH_BANG = re.compile(r"(?<!\\)((?:\\\\)*)\[!")
 
 # A name no pattern part can match.
 _NEVER = re.compile("(?!)")
@@ -157,28 +168,50 @@ def _class_char(char: str) -> str:
     return "\\" + char if char in _CLASS_SPECIALS else char
 
 
+# A name holds neither: a class's `/` member (git reads `x[a/b]y` as one name) is left out,
+# since wcmatch ends a class at a `/`; and a class left with no member holds this one alone.
+_SLASH, _NO_NAME_CHAR = "/", "\x00"
+
+
+def _class_text(negated: bool, members: list[tuple[str, str] | str]) -> str:
+    """A class's members (ranges `(low, high)`, or `[:name:]` text) written for wcmatch,
+    escaped, without the `/` no name holds."""
+    out: list[str] = []
+    for member in members:
+        if isinstance(member, str):
+            out.append(member)
+            continue
+        low, high = member
+        pieces = [(low, high)] if not low <= _SLASH <= high else [(low, "."), ("0", high)]
+        out.extend(
+            _class_char(first) if first == last else f"{_class_char(first)}-{_class_char(last)}"
+            for first, last in pieces
+            if first <= last
+        )
+    return "[" + ("!" if negated else "") + ("".join(out) or _NO_NAME_CHAR) + "]"
+
+
 def _git_class(part: str, start: int) -> tuple[str, int] | None:
     """The bracket expression opening at `part[start]`, read as wildmatch.c's member loop
     reads it (the first member taken whatever it is, so `[]a]` holds `]`), rewritten; and
     the index after it. None when git gives up on the whole pattern."""
     index, end = start + 1, len(part)
-    out = ["["]
-    if index < end and part[index] in "!^":
-        out.append("!")
-        index += 1
+    negated = index < end and part[index] in "!^"
+    index += negated
+    members: list[tuple[str, str] | str] = []
     previous = ""  # the member a `-` would open a range from: none after a range
     while index < end:
         char = part[index]
         if char == "\\" and index + 1 < end:
             index += 1
             previous = part[index]
-            out.append(_class_char(previous))
+            members.append((previous, previous))
         elif char == "-" and previous and index + 1 < end and part[index + 1] != "]":
             index += 1
             if part[index] == "\\" and index + 1 < end:
                 index += 1
             if previous <= part[index]:
-                out.append("-" + _class_char(part[index]))
+                members[-1] = (previous, part[index])
             previous = ""
         elif char == "[" and part.startswith(":", index + 1):
             close = part.find("]", index + 2)
@@ -187,20 +220,42 @@ def _git_class(part: str, start: int) -> tuple[str, int] | None:
             if close > index + 2 and part[close - 1] == ":":
                 if part[index + 2 : close - 1] not in _POSIX_CLASSES:
                     return None
-                out.append(part[index : close + 1])
+                members.append(part[index : close + 1])
                 previous = ""
                 index = close
             else:  # no `:]`: the `[` is a member, and the `:` after it the next
-                out.append("\\[")
                 previous = "["
+                members.append((previous, previous))
         else:
             previous = char
-            out.append(_class_char(char))
+            members.append((char, char))
         index += 1
         if index < end and part[index] == "]":
-            out.append("]")
-            return "".join(out), index + 1
+            return _class_text(negated, members), index + 1
     return None
+
+
+def _git_split(pattern: str) -> list[str]:
+    """`_split` of a `paths:` pattern as git reads it: a `/` inside a bracket expression is
+    one of its members, not a folder's end (`x[a/b]y` is one name, matching `xay`, as
+    `ignore` reads it; it was the names `x[a` and `b]y`, and matched nothing)."""
+    parts: list[str] = []
+    start = index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "[":
+            scanned = _git_class(pattern, index)
+            if scanned is None:
+                # git gives up on the pattern, and so does the name holding this `[`: split
+                # the rest as it is, never scanning it again from each `[` (`[[[…`).
+                return _kept([*parts, *pattern[start:].split("/")])
+            index = scanned[1]
+            continue
+        if char == "/":
+            parts.append(pattern[start:index])
+            start = index + 1
+        index += 2 if char == "\\" else 1
+    return _kept([*parts, pattern[start:]])
 
 
 # What NFC would turn from a non-ASCII character into an ASCII one (the Kelvin sign into `K`,
@@ -381,7 +436,7 @@ class _Matcher:
             # Escapes kept for the per-name matcher: `\[id\]` is the folder `[id]`.
             for expanded in bracex.expand(pattern, keep_escapes=True, limit=_EXPANSION_LIMIT):
                 parts: list[_Part] = []
-                names = _split(expanded)
+                names = _git_split(expanded) if folders else _split(expanded)
                 folders_only = folders and len(names) > 1 and names[-1] == ""
                 for part in names[:-1] if folders_only else names:
                     # git (and `ignore`) read a whole part of two or more `*` as `**`

@@ -122,6 +122,30 @@ BASE = Path("/proj")
         (("\\#x.md",), "#x.md", True),
         (("*.md", "!#x.md"), "#x.md", False),
         (("a.md\\",), "a.md", False),
+        # A `/` in a class is one of its members, as git reads it, never a folder's end
+        # (session 24: `x[a/b]y` was the names `x[a` and `b]y`, and matched nothing).
+        (("x[a/b]y",), "xay", True),
+        (("x[a/b]y",), "xby", True),
+        (("x[a/b]y",), "x/y", False),
+        (("x[a/b]y",), "d/xay", False),  # the `/` anchors it, as one outside a class does
+        (("d/x[a/b]y/*.ts",), "d/xby/q.ts", True),
+        (("x[!/]y",), "xay", True),
+        (("a[/]b",), "a/b", False),
+        (("x[/-9]",), "x5", True),
+        (("x[/-9]",), "x.", False),
+        (("x[+-/]",), "x.", True),
+        (("x[/b",), "x/b", False),
+        # What follows a `!` is read as written: `! a.ts` takes back ` a.ts` (it took back
+        # `a.ts`).
+        (("*.ts", "! a.ts"), "d/a.ts", True),
+        (("*.ts", "! a.ts"), "d/ a.ts", False),
+        # A leading `./` is a `.` folder, which no path holds: `ignore` matches nothing (it
+        # was cut, and `./A` matched `a`); and a bare `/` names nothing (it matched all).
+        (("./A",), "a", False),
+        (("./src/*.rs",), "src/main.rs", False),
+        (("src/*.rs", "!./src/main.rs"), "src/main.rs", True),
+        (("/",), "src/a.py", False),
+        (("//",), "a", False),
     ],
 )
 def test_paths_are_matched_as_gitignore_matches(
@@ -308,10 +332,20 @@ def test_a_wide_class_is_compiled_as_one_range_above_the_bmp() -> None:
         ("**/[\u00e9-\u017a]*", "/p/\u00e9", True),
         ("**/caf\u00e9/*", "/p/CAF\u00c9/x", False),
         ("**/ca?\u00e9/*", "/p/caX\u00e9/x", True),
+        # A class opening with `!` holds `!`: picomatch negates `[^a]` alone without `posix`
+        # (session 24: `[!a]` was negated, and excluded `b`, a file Claude Code loads).
+        ("/r/[!a]/CLAUDE.md", "/r/b/CLAUDE.md", False),
+        ("/r/[!a]/CLAUDE.md", "/r/a/CLAUDE.md", True),
+        ("/r/[!a]/CLAUDE.md", "/r/!/CLAUDE.md", True),
+        ("/r/[!a-c]x/CLAUDE.md", "/r/dx/CLAUDE.md", False),
+        ("/r/[^a]/CLAUDE.md", "/r/b/CLAUDE.md", True),
+        ("/r/[^a]/CLAUDE.md", "/r/a/CLAUDE.md", False),
+        ("/r/\\[!a]/CLAUDE.md", "/r/[!a]/CLAUDE.md", True),
     ],
 )
 def test_an_exclude_reads_names_in_utf16_units(pattern: str, path: str, expected: bool) -> None:
-    # Session 23: excludes are read in units as picomatch reads them (`?` was one emoji).
+    # Session 23: excludes are read in units as picomatch reads them (`?` was one emoji),
+    # and (session 24) its classes as picomatch reads them.
     assert (globs.excluded_by((pattern,), (Path(path),)) is not None) is expected
 
 
