@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,51 @@ def test_status_from_su_looks_on_memoryd_socket(
     assert code == 0, reply
     assert [f["state"] for f in reply["files"]] == ["installed, up to date"] * 2
     assert f"daemon: not running on {sock}" in reply["lines"]
+
+
+def test_sudo_u_with_the_callers_home_reads_the_users_own_units(
+    home: Path,  # noqa: F811
+    fake_bin: Path,  # noqa: F811
+    runtime: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found in session 24: `sudo -u alice memctl service status` run by bob keeps bob's HOME
+    # (and with -E his XDG_CONFIG_HOME, CLAUDE_CONFIG_DIR): it reported bob's units as alice's,
+    # and install would have written alice's units, carrying bob's folders, into bob's home.
+    bob = home  # the caller, whose units are installed
+    done = memctl(bob, fake_bin, "service", "install", runtime=runtime)
+    assert done.returncode == 0, done.stdout + done.stderr
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    caller_uid = os.getuid() + 4242
+    real = pwd.getpwuid
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        entry = list(real(os.getuid()))
+        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
+        return pwd.struct_passwd(entry)
+
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    monkeypatch.setenv("SUDO_UID", str(caller_uid))
+    monkeypatch.setenv("SUDO_USER", "bob")
+    monkeypatch.setenv("HOME", str(bob))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(bob / ".config"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # not in bob's home: kept
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
+    monkeypatch.setattr(service, "user_runtime_dir", lambda: tmp_path / "alice-run")
+    code = main(["--json", "service", "status", "--manager", "systemd"])
+    reply = json.loads(capsys.readouterr().out)
+    assert code == 0, reply
+    assert [(f["path"], f["state"]) for f in reply["files"]] == [
+        (str(units(alice) / name), "missing") for name in ("memoryd.socket", "memoryd.service")
+    ]
+    assert (
+        "HOME, CLAUDE_CONFIG_DIR, XDG_CONFIG_HOME named folders of bob, who ran sudo, not of "
+        f"{service._user_name()}: left out, HOME={alice}"
+    ) in reply["lines"]
+    assert os.environ["XDG_STATE_HOME"] == str(tmp_path / "state")

@@ -154,12 +154,52 @@ def carried() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _passwd_home() -> str | None:
+    return _home_of(os.getuid())
+
+
+def _home_of(uid: int) -> str | None:
+    """The home folder of `uid` in the password database."""
     import pwd
 
     try:
-        return pwd.getpwuid(os.getuid()).pw_dir
+        return pwd.getpwuid(uid).pw_dir
     except KeyError:
         return None
+
+
+# The variables naming a user's own folders that the service and its units are read from.
+_OWN_FOLDERS = ("HOME", "MEMORYD_SOCKET", *service_units.CARRIED_VARIABLES)
+
+
+def _sudo_callers_folders() -> str | None:
+    """Under `sudo -u USER` (or `sudo` to root), the variables naming folders in the home of
+    the user who ran sudo are theirs, not USER's: sudo keeps HOME unless set up otherwise,
+    and -E every one. They are dropped, HOME made USER's own (the password database's, which
+    their user manager reads units under), and what was done is returned to be said; None
+    when memctl runs as the user whose environment it has. Before session 24 `sudo -u alice
+    memctl service status` read the caller's units, and install wrote alice's there."""
+    caller = os.environ.get("SUDO_UID", "")
+    if not caller.isdecimal() or int(caller) == os.getuid():
+        return None
+    theirs, own = _home_of(int(caller)), _passwd_home()
+    if not theirs or theirs.rstrip("/") in ("", own) or own is None:
+        return None
+    inside = theirs.rstrip("/") + "/"
+    names = [
+        name
+        for name in dict.fromkeys(_OWN_FOLDERS)
+        if (value := os.environ.get(name)) and (value == theirs or value.startswith(inside))
+    ]
+    if not names:
+        return None
+    for name in names:
+        del os.environ[name]
+    os.environ["HOME"] = own
+    who = os.environ.get("SUDO_USER") or f"uid {caller}"
+    return (
+        f"{', '.join(names)} named folders of {who}, who ran sudo, not of {_user_name()}: "
+        f"left out, HOME={own}"
+    )
 
 
 def planned(manager: str, sock: Path, runtime: str | None = None) -> list[service_units.UnitFile]:
@@ -809,6 +849,8 @@ def _systemd_status(report: Report, tool: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # First: the socket rule and every folder below read these.
+    callers = _sudo_callers_folders()
     configured = os.environ.get("MEMORYD_SOCKET")
     if args.socket:
         sock = lifecycle.socket_path(args.socket)
@@ -832,6 +874,8 @@ def run(args: argparse.Namespace) -> int:
             runtime_dir=user_runtime_dir() if away else None,
         )
     report = Report(dry_run=args.dry_run and args.action != "status")
+    if callers is not None:
+        report.say(callers)
     if args.action == "install" and args.manager == "systemd" and not (args.socket or configured):
         _refuse_without_session(report, sock)
     {"install": install, "uninstall": uninstall, "status": status}[args.action](
