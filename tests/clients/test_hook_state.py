@@ -157,3 +157,16 @@ def test_what_a_long_session_has_been_shown_is_bounded(
     assert len(surfaced) == SURFACED_KEPT
     assert surfaced[-2:] == ["/m/m1.md", "/m/m2.md"]
     assert surfaced[0] == "/m/old2.md"
+
+
+@pytest.mark.parametrize("shown", [None, 5, {"/m/m1.md": True}, "/m/m1.md"])
+def test_a_state_whose_shown_list_is_no_list_still_recalls(
+    fake_daemon: FakeDaemon, tmp_path: Path, shown: object
+) -> None:
+    # Found by a bug hunt: null or a number there (a damaged file) raised TypeError on every
+    # prompt, and the session got no memories for good. A string was read as its characters.
+    state = _state_path("s4")
+    state.write_text(json.dumps({"surfaced": shown}))
+    fake_daemon.on("recall", {"memories": [_memory(1)], "selector": "local"})
+    assert "Fact 1." in context_of(_prompt(fake_daemon, "s4", tmp_path), "UserPromptSubmit")
+    assert json.loads(state.read_text())["surfaced"] == ["/m/m1.md"]

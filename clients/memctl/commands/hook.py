@@ -319,7 +319,10 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
     session_id = str(payload.get("session_id") or "")
     state_path = _state_file(session_id) if session_id else None
     state = _load_state(state_path)
-    surfaced = [p for p in state.get("surfaced", []) if isinstance(p, str)]
+    # What the hook showed, as it saved it: a list of paths. Anything else (a damaged file, one
+    # another version wrote) was a TypeError on every prompt, and the session recalled nothing.
+    shown = state.get("surfaced")
+    surfaced = [p for p in shown if isinstance(p, str)] if isinstance(shown, list) else []
     cwd = _cwd(payload)
     params: dict[str, Any] = {"cwd": cwd, "query": prompt[:20_000]}
     if budget.remaining() < MODEL_RECALL_MIN_S:
