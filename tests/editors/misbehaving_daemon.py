@@ -7,7 +7,9 @@ over the client's cap, `memory.write` a result of the wrong shape, `test.null_id
 of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread over one second,
 `test.stop_reading` is answered and then nothing more is read on that connection (a daemon that
 hangs with the client's requests piling up in the socket), `test.answer_then_mark` is answered
-and then the file params.mark is made (the reply is in the client's socket by then);
+and then the file params.mark is made (the reply is in the client's socket by then),
+`test.long_answer_then_mark` answers params.bytes of text, far more than the socket holds: its
+first 64 KiB are sent, the mark made, and the rest sent as the client reads;
 `status` and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -103,6 +105,14 @@ class MisbehavingDaemon:
             elif method == "test.answer_then_mark":
                 self._reply(conn, request, {"answered": True})
                 Path(request["params"]["mark"]).touch()
+            elif method == "test.long_answer_then_mark":
+                message = {"jsonrpc": "2.0", "id": request.get("id"), "result": {"text": ""}}
+                head, tail = json.dumps(message).encode().split(b'""')
+                text = b'"' + b"x" * int(request["params"]["bytes"]) + b'"'
+                line = head + text + tail + b"\n"
+                conn.sendall(line[: 64 * 1024])
+                Path(request["params"]["mark"]).touch()
+                conn.sendall(line[64 * 1024 :])
             elif method == "test.stop_reading":
                 self._reply(conn, request, {"reading": False})
                 self._stopped.wait()

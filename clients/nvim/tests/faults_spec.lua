@@ -103,6 +103,34 @@ T.run({
     end,
   },
   {
+    'a reply longer than the socket holds, coming in when the editor was busy past the timeout, is the answer',
+    function()
+      -- The socket holds about 200 KB: after the busy spell one read takes that much of a 1 MB
+      -- reply and the rest is still on its way. The timeout was decided there, with a line
+      -- begun in the buffer: "did not answer". The timeout is long enough that a loaded
+      -- machine finishing the reply after the busy spell stays within it.
+      local ms = 2000
+      status_answers() -- connected: the request below is written at once
+      local client = memoryd.client()
+      local mark = vim.fn.tempname()
+      local bytes = 1000 * 1000
+      local answer, failure = nil, nil
+      client:request('test.long_answer_then_mark', { mark = mark, bytes = bytes }, function(err, result)
+        answer, failure = result, err
+      end, ms)
+      -- Busy without running the loop until the reply is coming in and the timeout passed.
+      local t0 = uv.hrtime()
+      while uv.fs_stat(mark) == nil or (uv.hrtime() - t0) / 1e6 < ms + 200 do
+        assert((uv.hrtime() - t0) / 1e6 < 60000, 'the fake never answered')
+      end
+      T.wait('the call to end', function()
+        return answer ~= nil or failure ~= nil
+      end, 20000)
+      T.eq(nil, failure, 'the error')
+      T.eq(bytes, #answer.text, 'the length of the answer')
+    end,
+  },
+  {
     'a reply that is not JSON: a clear message, then it reconnects',
     function()
       edit_file()

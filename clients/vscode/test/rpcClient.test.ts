@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
 import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
-import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, cleanup, fakeServer, isolatedEnv, makeRepo, resultReply, stoppingReply, tempDir, waitFor } from "./helpers";
+import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, canConnect, cleanup, fakeServer, isolatedEnv, makeRepo, resultReply, stoppingReply, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
   const tmp = tempDir();
@@ -443,6 +443,39 @@ describe("a daemon that is stopping (-32006)", () => {
   });
 });
 
+/**
+ * A stand-in daemon in a process of its own, so that it writes while this one is held up: it
+ * answers `long` with params.bytes of text in one line (far more than a socket holds), writing
+ * the first 64 KiB, then making the file params.mark, then the rest as the client reads; any
+ * other method gets `{ pid: 7 }`.
+ */
+const LONG_REPLY_SERVER = `
+const fs = require("node:fs");
+const net = require("node:net");
+const server = net.createServer((sock) => {
+  let buffered = "";
+  sock.on("error", () => undefined);
+  sock.on("data", (chunk) => {
+    buffered += chunk.toString("utf8");
+    for (let i = buffered.indexOf("\\n"); i !== -1; i = buffered.indexOf("\\n")) {
+      const request = JSON.parse(buffered.slice(0, i));
+      buffered = buffered.slice(i + 1);
+      if (request.method !== "long") {
+        sock.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { pid: 7 } }) + "\\n");
+        continue;
+      }
+      const text = "x".repeat(request.params.bytes);
+      const line = Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { text } }) + "\\n");
+      sock.write(line.subarray(0, 64 * 1024), () => {
+        fs.writeFileSync(request.params.mark, "");
+        sock.write(line.subarray(64 * 1024));
+      });
+    }
+  });
+});
+server.listen(process.argv[1]);
+`;
+
 describe("an event loop held up", () => {
   const tmp = tempDir();
   after(() => cleanup(tmp));
@@ -508,6 +541,35 @@ describe("an event loop held up", () => {
     } finally {
       client.close();
       await server.close();
+    }
+  });
+
+  test("a reply longer than the socket holds, coming in while the event loop was held up past the call's timeout, is the answer", async () => {
+    // The socket holds about 200 KB: after the hold-up one read takes that much of a 1 MB reply
+    // and the rest is still on its way. The deadline was decided there, with a line begun in
+    // the buffer: "did not answer". The timeout is long enough that a loaded machine finishing
+    // the reply after the hold-up stays within it.
+    const sock = path.join(tmp, "held-long.sock");
+    const mark = path.join(tmp, "held-long.mark");
+    const timeoutMs = 2_000;
+    const bytes = 1_000_000;
+    const standIn = spawn(process.execPath, ["-e", LONG_REPLY_SERVER, sock], { stdio: "ignore" });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
+    try {
+      await waitFor(() => canConnect(sock), PATIENCE_MS, "the stand-in to listen");
+      await client.call("status"); // connected
+      const calledAt = Date.now();
+      const answered = client.call<{ text: string }>("long", { bytes, mark }, { timeoutMs });
+      await new Promise((r) => setImmediate(r)); // the request is written
+      // Held up until the reply is coming in and the deadline passed.
+      while (!fs.existsSync(mark) || Date.now() - calledAt < timeoutMs + 200) {
+        assert.ok(Date.now() - calledAt < 60_000, "the stand-in never answered");
+        holdEventLoop(5);
+      }
+      assert.equal((await answered).text.length, bytes);
+    } finally {
+      client.close();
+      standIn.kill();
     }
   });
 });

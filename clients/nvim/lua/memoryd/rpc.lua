@@ -88,8 +88,8 @@ function Client.new(opts)
   self.next_id = 1
   self.pending = {} -- id -> entry (sent or queued)
   self.queue = {} -- {line, entry} of the requests waiting for the connection
-  -- The connection in use, or being made: {pipe, partial, partial_len, up, retired, after_stop,
-  -- closed}; up says the daemon answered there.
+  -- The connection in use, or being made: {pipe, partial, partial_len, received, up, retired,
+  -- after_stop, closed}; received counts the bytes read on it, up says the daemon answered there.
   self.conn = nil
   self.retiring = {} -- stopping daemons' connections, read until their calls are answered
   self.notes = {}
@@ -156,9 +156,11 @@ function Client:_fail_all(err, keep_retired)
   self.queue = {}
 end
 
--- Write `entry`'s request on `conn`.
+-- Write `entry`'s request on `conn`; what had been read there by then is noted (entry.seen),
+-- so that its timeout can tell a reply coming in since.
 function Client:_write(conn, entry)
   entry.conn = conn
+  entry.seen = conn.received
   conn.pipe:write(entry.line, function(err)
     if err then
       self:_conn_lost(conn, new_error('closed', 'writing to memoryd failed: ' .. tostring(err)))
@@ -205,11 +207,25 @@ function Client:request(method, params, cb, timeout_ms)
   self.pending[id] = entry
   local ms = timeout_ms or self.timeout_ms
   entry.timer = uv.new_timer()
-  entry.timer:start(ms, 0, function()
+  local function expire()
     after_next_poll(function() -- a reply read meanwhile has finished the call: this does nothing
+      if self.pending[id] ~= entry then
+        return
+      end
+      local conn = entry.conn
+      if conn ~= nil and not conn.closed and conn.partial_len > 0 and conn.received > entry.seen then
+        -- A reply is coming in (a line begun, read since the request or the last look): one
+        -- longer than the socket buffers (~200 KB) that came while the editor was busy past
+        -- the timeout is only partly read by now. Waited for while it keeps coming; a reply
+        -- that stops for a whole timeout fails as one never sent.
+        entry.seen = conn.received
+        entry.timer:start(ms, 0, expire)
+        return
+      end
       self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))
     end)
-  end)
+  end
+  entry.timer:start(ms, 0, expire)
   self:_send(entry)
   return id
 end
@@ -333,7 +349,7 @@ function Client:_attempt(left_ms, pause_ms)
     return
   end
   local pipe = uv.new_pipe(false)
-  local conn = { pipe = pipe, partial = {}, partial_len = 0, retired = false }
+  local conn = { pipe = pipe, partial = {}, partial_len = 0, received = 0, retired = false }
   self.conn = conn
   local ok, call_err = pcall(pipe.connect, pipe, self.path, function(err)
     if self.conn ~= conn then
@@ -377,6 +393,7 @@ function Client:_attempt(left_ms, pause_ms)
       elseif chunk == nil then
         self:_conn_lost(conn, new_error('closed', 'memoryd closed the connection'))
       else
+        conn.received = conn.received + #chunk
         self:_feed(conn, chunk)
       end
     end)

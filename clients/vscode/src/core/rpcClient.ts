@@ -149,6 +149,8 @@ interface Pending {
   sock: net.Socket | undefined;
   /** Sent again after a STOPPING answer: not a second time. */
   resent: boolean;
+  /** The bytes read on `sock` when it was written, then at each look its deadline took. */
+  seen: number;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
@@ -156,10 +158,11 @@ interface Pending {
 
 type Listener<T extends unknown[]> = (...args: T) => void;
 
-/** A reply line not yet whole, one per connection. */
+/** A reply line not yet whole, one per connection, and how many bytes came on it in all. */
 interface LineBuffer {
   chunks: Buffer[];
   buffered: number;
+  received: number;
 }
 
 /**
@@ -168,8 +171,8 @@ interface LineBuffer {
  * laptop waking) past the deadline, the timers ran before the connect or the reply that had come
  * in meanwhile, and failed it: the daemon shown down, a call "not answered" that was.
  * That is one read: a reply longer than the socket buffers (~200 KB on Linux) is still coming in
- * then and fails. A `clearTimeout` after the timer fired does not stop `expire`, so `expire`
- * checks that its wait is still on.
+ * then, so a call's `expire` waits on while one keeps coming (see `call`). A `clearTimeout` after
+ * the timer fired does not stop `expire`, so `expire` checks that its wait is still on.
  */
 function ioDeadline(expire: () => void, ms: number): NodeJS.Timeout {
   return setTimeout(() => setImmediate(expire), ms);
@@ -186,6 +189,7 @@ export class MemorydClient {
   private socket: net.Socket | undefined;
   private connecting: Promise<net.Socket> | undefined;
   private readonly pending = new Map<number, Pending>();
+  private readonly readers = new WeakMap<net.Socket, LineBuffer>();
   private nextId = 1;
   /** undefined: not subscribed; null: every event; else the events named. */
   private subscription: string[] | null | undefined = undefined;
@@ -259,15 +263,27 @@ export class MemorydClient {
       return Promise.reject(new ProtocolError(`${method} request of ${size} bytes is over the cap of ${this.requestCapBytes} bytes; nothing was sent`));
     }
     return new Promise<T>((resolve, reject) => {
-      const timer = ioDeadline(() => {
+      const expire = (): void => {
         const entry = this.pending.get(id);
-        if (entry !== undefined) {
-          this.pending.delete(id);
-          reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
-          this.dropIfRetired(entry.sock);
+        if (entry === undefined) {
+          return;
         }
-      }, timeoutMs);
-      this.pending.set(id, { method, line, sock: undefined, resent: options?.resend === false, resolve: resolve as (v: unknown) => void, reject, timer });
+        const reader = entry.sock && this.readers.get(entry.sock);
+        if (reader !== undefined && reader.buffered > 0 && reader.received > entry.seen) {
+          // A reply is coming in (a line begun, read since the request or the last look): one
+          // longer than the socket buffers that came while the host was held up past the
+          // deadline is only partly read by now. Waited for while it keeps coming; one that
+          // stops for a whole timeout fails as one never sent.
+          entry.seen = reader.received;
+          entry.timer = ioDeadline(expire, timeoutMs);
+          return;
+        }
+        this.pending.delete(id);
+        reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
+        this.dropIfRetired(entry.sock);
+      };
+      const timer = ioDeadline(expire, timeoutMs);
+      this.pending.set(id, { method, line, sock: undefined, resent: options?.resend === false, seen: 0, resolve: resolve as (v: unknown) => void, reject, timer });
       this.send(id);
     });
   }
@@ -285,6 +301,7 @@ export class MemorydClient {
           return;
         }
         entry.sock = sock;
+        entry.seen = this.readers.get(sock)?.received ?? 0;
         sock.write(entry.line);
       },
       (error: Error) => this.settle(id, error),
@@ -480,7 +497,8 @@ export class MemorydClient {
           this.subscribeOn(sock, again).catch(() => undefined);
         }
       });
-      const reader: LineBuffer = { chunks: [], buffered: 0 }; // each connection its own
+      const reader: LineBuffer = { chunks: [], buffered: 0, received: 0 }; // each connection its own
+      this.readers.set(sock, reader);
       sock.on("data", (chunk: Buffer) => this.onData(sock, reader, chunk));
       sock.on("error", (error: NodeJS.ErrnoException) => {
         if (connected) {
@@ -581,6 +599,7 @@ export class MemorydClient {
     if (sock.destroyed) {
       return;
     }
+    reader.received += chunk.length;
     let start = 0;
     for (;;) {
       const newline = chunk.indexOf(10, start);
