@@ -10,16 +10,27 @@ json's own limits read as malformed JSON, not as errors of their own that got pa
   value as it drops any of the wrong type, the rest kept) or refuses the text (`"refuse"`:
   for a reader that writes the file back, which must not write null in its place). A file
   other programs write too (Claude Code's settings) keeps every number Python reads
-  (`"keep"`), refusing only past that."""
+  (`"keep"`), refusing only past that; or, to read it all the same (`"mark"`), has a longer one
+  as a `LongInt`, for the reader to drop the one value holding it: refused, a 5,000-digit
+  number in one key of Claude Code's settings had memoryd ignore every setting there."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any, Literal
 
 # Of a whole number in the text, its sign included: 20 holds any 64-bit integer.
 MAX_INT_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class LongInt:
+    """A whole number longer than Python converts, read with `long_ints="mark"`: its length
+    in characters, its sign included."""
+
+    length: int
 
 
 class JSONLimitError(json.JSONDecodeError):
@@ -33,7 +44,7 @@ class JSONLimitError(json.JSONDecodeError):
         return self.msg
 
 
-def loads(text: str | bytes, *, long_ints: Literal["none", "refuse", "keep"]) -> Any:
+def loads(text: str | bytes, *, long_ints: Literal["none", "refuse", "keep", "mark"]) -> Any:
     """`text` read as JSON; json.JSONDecodeError (a ValueError) for anything it cannot read,
     nesting past its depth included; bytes decoded as json.loads decodes them (UTF-8, -16 or
     -32; a UnicodeDecodeError, also a ValueError, for bytes that are none of them)."""
@@ -42,19 +53,20 @@ def loads(text: str | bytes, *, long_ints: Literal["none", "refuse", "keep"]) ->
     else:
         doc = text
 
-    def whole_number(digits: str) -> int | None:
+    def whole_number(digits: str) -> int | LongInt | None:
         if len(digits) <= MAX_INT_DIGITS:
             return int(digits)
         if long_ints == "none":
             return None
-        if long_ints == "keep":
+        if long_ints in ("keep", "mark"):
             try:
                 return int(digits)
             except ValueError:  # past sys.get_int_max_str_digits()
-                pass
+                if long_ints == "mark":
+                    return LongInt(len(digits))
         raise JSONLimitError(
             f"a whole number of {len(digits):,} characters, over the "
-            f"{sys.get_int_max_str_digits() if long_ints == 'keep' else MAX_INT_DIGITS} read",
+            f"{sys.get_int_max_str_digits() if long_ints != 'refuse' else MAX_INT_DIGITS} read",
             doc,
         )
 

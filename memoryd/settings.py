@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -140,14 +141,19 @@ def read_settings_file(source: Source, path: Path | None) -> SettingsFile:
     if not raw.strip():
         return SettingsFile(source, path, {})
     try:
-        # Nested past json's depth or a number of 5,000 digits (json.loads's ValueError got
-        # past this, and every load of the project failed): invalid JSON, as set refuses it.
-        data = jsonread.loads(raw, long_ints="keep")
+        # Nested past json's depth (json's RecursionError got past this, and every load of
+        # the project failed): invalid JSON, as set refuses it. A number longer than Python
+        # reads (5,000 digits) is marked: the one value holding it is ignored, not the file.
+        data = jsonread.loads(raw, long_ints="mark")
     except json.JSONDecodeError as exc:
         return SettingsFile(source, path, {}, error=f"invalid JSON: {exc}")
     if not isinstance(data, dict):
         return SettingsFile(source, path, {}, error="not a JSON object")
-    values = {k: v for k, v in data.items() if _valid_value(k, v) and k not in UNREAD_KEYS}
+    values = {
+        k: v
+        for k, v in data.items()
+        if _valid_value(k, v) and k not in UNREAD_KEYS and _long_int_in(v) is None
+    }
     # A value of the wrong type is skipped, and said: dropped silently, `"autoMemoryEnabled":
     # "no"` left auto memory on with no word anywhere.
     ignored = [_why_invalid(k, v) for k, v in data.items() if k not in values]
@@ -207,8 +213,29 @@ _EXPECTED = {
 }
 
 
+def _long_int_in(value: Any) -> jsonread.LongInt | None:
+    """The first number too long for Python in `value`, at any depth (walked without
+    recursion: the parser takes nesting deeper than a recursive walk could go)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, jsonread.LongInt):
+            return item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def _why_invalid(key: str, value: Any) -> str:
     """`autoMemoryEnabled must be true or false, got "no"`: the value as JSON, clipped."""
+    long_int = _long_int_in(value)
+    if long_int is not None:
+        return (
+            f"{key} holds a whole number of {long_int.length:,} characters, longer than the "
+            f"{sys.get_int_max_str_digits():,} digits read"
+        )
     if key in UNREAD_KEYS:
         return (
             f"{key} is not a setting memoryd reads: the model is named by {UNREAD_KEYS[key]} "

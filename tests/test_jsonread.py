@@ -56,3 +56,11 @@ def test_a_file_others_write_keeps_every_number_python_reads() -> None:
     assert jsonread.loads("[" + "9" * 300 + "]", long_ints="keep") == [10**300 - 1]
     with pytest.raises(json.JSONDecodeError, match="whole number of 5,000 characters"):
         jsonread.loads("[" + LONG + "]", long_ints="keep")
+
+
+def test_a_number_longer_than_python_reads_is_marked() -> None:
+    # For the settings reader, which drops the value holding it and keeps the rest.
+    assert jsonread.loads('{"a": [1, -' + LONG + '], "b": ' + "9" * 21 + "}", long_ints="mark") == {
+        "a": [1, jsonread.LongInt(5_001)],
+        "b": 10**21 - 1,
+    }

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -104,12 +105,10 @@ def test_a_deeply_nested_project_file_is_reported_not_fatal(
     assert effective.get("autoMemoryEnabled") is True
 
 
-@pytest.mark.parametrize("text", ["[" * 200_000, '{"x": ' + "9" * 5_000 + "}"])
 def test_a_user_file_json_cannot_read_is_invalid_json_and_not_written_over(
-    isolated_env: IsolatedEnv, text: str
+    isolated_env: IsolatedEnv,
 ) -> None:
-    # A number of 5,000 digits (more than Python converts) raised a bare ValueError out of
-    # json.loads, past the JSONDecodeError handlers: every load failed, and so did a set.
+    text = "[" * 200_000
     path = settings.user_settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -118,6 +117,35 @@ def test_a_user_file_json_cannot_read_is_invalid_json_and_not_written_over(
     assert user.error.startswith("invalid JSON: ")
     with pytest.raises(InvalidParams, match="not valid JSON"):
         settings.set_user_setting("autoDreamEnabled", True)
+    assert path.read_text() == text  # nothing lost
+
+
+@pytest.mark.parametrize("key", ["x", "autoMemoryEnabled", "permissions"])
+def test_a_number_longer_than_python_reads_drops_its_value_alone(
+    isolated_env: IsolatedEnv, key: str
+) -> None:
+    # A number of 5,000 digits (more than Python converts) raised a bare ValueError out of
+    # json.loads, past the JSONDecodeError handlers: every load failed. Then (session 23) it
+    # made the file invalid JSON: every other setting in it was ignored for one value. Now
+    # the value holding it, at any depth, is ignored and said; a set still refuses to write
+    # the file back (it would lose the number).
+    long = "9" * 5_000
+    value = f'{{"allow": [[{long}]]}}' if key == "permissions" else long
+    text = f'{{"{key}": {value}, "autoDreamEnabled": true, "claudeMdExcludes": ["a"]}}'
+    path = settings.user_settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    effective = settings.load(None)
+    (user,) = [f for f in effective.files if f.source is settings.Source.USER]
+    assert user.error == (
+        f"ignored: {key} holds a whole number of 5,000 characters, longer than the "
+        f"{sys.get_int_max_str_digits():,} digits read"
+    )
+    assert dict(user.values) == {"autoDreamEnabled": True, "claudeMdExcludes": ["a"]}
+    assert effective.get("autoDreamEnabled") is True
+    json.dumps(dict(effective.values))  # nothing unwritable reaches a reply
+    with pytest.raises(InvalidParams, match="not valid JSON"):
+        settings.set_user_setting("autoDreamEnabled", False)
     assert path.read_text() == text  # nothing lost
 
 
