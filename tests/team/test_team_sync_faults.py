@@ -484,3 +484,31 @@ async def test_a_push_with_nothing_to_send_keeps_a_failed_pull_in_sight(
     assert side.engine.state.last_result is not None
     assert side.engine.state.last_result["op"] == "pull"
     assert side.engine.state.last_result["ok"] is False
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT"])
+async def test_a_reply_nested_past_jsons_depth_is_retried_not_an_error_of_its_own(
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, method: str
+) -> None:
+    """Found by a bug hunt: a 200 whose JSON nests past the parser's depth raised
+    RecursionError, no TeamHTTPError: the runner reported it as an error of its own and did
+    not retry, and team.status's last result said nothing of it."""
+    token = server.token(REPO)
+    await seed_server(make_side, server, token, {"a.md": "the rule\n"})
+    side = make_side("me", proxy.url, token)
+    if method == "PUT":
+        await side.engine.pull()
+        side.write("b.md", "mine\n")
+    deep = b"[" * 100_000 + b"]" * 100_000
+    proxy.script(Fault.reply(200, deep, "application/json"), method=method)
+    op = side.engine.pull if method == "GET" else side.engine.push
+    with pytest.raises(Retryable, match="not JSON"):
+        await op()
+    assert side.engine.state.last_result is not None
+    assert side.engine.state.last_result["ok"] is False
+    assert side.engine.state.suppressed is None
+    if method == "GET":
+        assert (await side.engine.pull()).pulled == ["a.md"]
+    else:
+        assert (await side.engine.push()).pushed == ["b.md"]
+        assert server_history(server)["b.md"] == ["mine\n"]

@@ -21,13 +21,12 @@ skip); only the others suppress pushing. Foreign errors are mapped here with `ra
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from memoryd import __version__
+from memoryd import __version__, jsonread
 from memoryd.core.model_config import REDACTED, shown_url
 from memoryd.team.protocol import TEAM_MEMORY_PATH, encode_put_body, usable_etag
 
@@ -470,8 +469,11 @@ def _etag(response: Reply) -> str | None:
 
 def _json_object(response: Reply) -> dict[str, Any]:
     try:
-        body = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError) as exc:
+        # Through jsonread: a body nested past json's depth raised RecursionError, no
+        # TeamHTTPError, so the pull failed with no retry and nothing in `last_result`. The
+        # server's JSON: a whole number is kept as long as Python reads it.
+        body = jsonread.loads(response.content, long_ints="keep")
+    except ValueError as exc:  # UnicodeDecodeError and jsonread's limits are ValueErrors
         raise Retryable(
             f"the team server sent a reply that is not JSON (HTTP {response.status_code})",
             response.status_code,
