@@ -15,6 +15,7 @@ a path with many `a/` parts held the GIL, and with it the whole daemon, for minu
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
@@ -106,9 +107,9 @@ def _name_matcher(part: str, ignorecase: bool = False) -> re.Pattern[str]:
         if read is None:
             return _NEVER
         part = read
-    else:  # a `claudeMdExcludes` name: `[!a]` holds `!` and `a`, as picomatch reads it
-        part = _PICOMATCH_BANG.sub(r"\1[\\!", part)
-    include, exclude = glob.translate(part, flags=glob.DOTGLOB)
+    include, exclude = glob.translate(
+        [part] if ignorecase else _picomatch_names(part), flags=glob.DOTGLOB
+    )
     wanted = "|".join(f"(?:{regex})" for regex in include)
     unwanted = "".join(f"(?!{regex})" for regex in exclude)
     regex = _moved_regex(f"(?=.){unwanted}(?:{wanted})", fold=ignorecase)
@@ -127,6 +128,36 @@ _POSIX_CLASSES = frozenset(
 )
 # Written escaped in a rewritten class, so none opens, closes, negates or spans a range.
 _CLASS_SPECIALS = frozenset("\\]^-[!")
+
+
+# A class picomatch also reads as the text it is, one holding none of the characters its
+# regex escapes: `[id]` is `i`, `d` or the name `[id]` (a Next.js route's folder). Past four
+# such classes in a name, each is read both ways together (2 variants, not 2^n).
+_PICOMATCH_PLAIN_CLASS = re.compile(r"(?<!\\)((?:\\\\)*)(\[[^\]\\\-*+?.^${}(|)\[]+\])")
+_PLAIN_CLASSES_MAX = 4
+
+
+def _picomatch_names(part: str) -> list[str]:
+    """The name patterns a `claudeMdExcludes` name stands for, as picomatch reads it: `[!a]`
+    holds `!` and `a` (wcmatch negated it), and a plain class is also its text (`[id]` matched
+    `i` or `d`, never the folder `[id]`)."""
+    pieces = _PICOMATCH_PLAIN_CLASS.split(part)  # text, escapes, class, …, text
+    texts = [pieces[i] + pieces[i + 1] for i in range(0, len(pieces) - 1, 3)]
+    classes = pieces[2::3]
+    choices: Iterable[tuple[bool, ...]] = (
+        itertools.product((False, True), repeat=len(classes))
+        if len(classes) <= _PLAIN_CLASSES_MAX
+        else ((False,) * len(classes), (True,) * len(classes))
+    )
+    names = [
+        "".join(
+            text + (f"\\{cls[:-1]}\\]" if literal else cls)
+            for text, cls, literal in zip(texts, classes, choice, strict=True)
+        )
+        + pieces[-1]
+        for choice in choices
+    ]
+    return [_PICOMATCH_BANG.sub(r"\1[\\!", name) for name in names]
 
 
 # A class opening with `!` (not escaped): picomatch negates only `[^a]`, unless told `posix`,
@@ -696,6 +727,7 @@ def excluded_by(patterns: tuple[str, ...], candidates: tuple[Path, ...]) -> str 
             continue  # reported once through invalid_excludes
         for candidate in candidates:
             text = candidate.as_posix()
-            if matcher.match(text) or matcher.match(text.lstrip("/")):
+            # picomatch matches a path equal to the pattern, whatever its `[`s (`app/[id]`)
+            if pattern == text or matcher.match(text) or matcher.match(text.lstrip("/")):
                 return pattern
     return None

@@ -341,6 +341,17 @@ def test_a_wide_class_is_compiled_as_one_range_above_the_bmp() -> None:
         ("/r/[^a]/CLAUDE.md", "/r/b/CLAUDE.md", True),
         ("/r/[^a]/CLAUDE.md", "/r/a/CLAUDE.md", False),
         ("/r/\\[!a]/CLAUDE.md", "/r/[!a]/CLAUDE.md", True),
+        # A class of none of the characters picomatch's regex escapes is also its text: the
+        # folder `[id]` of a Next.js route (session 24: such a CLAUDE.md was never excluded).
+        ("**/app/[id]/CLAUDE.md", "/r/app/[id]/CLAUDE.md", True),
+        ("**/app/[id]/CLAUDE.md", "/r/app/i/CLAUDE.md", True),
+        ("**/app/[id]/CLAUDE.md", "/r/app/[i]/CLAUDE.md", False),
+        ("/r/[!a]/CLAUDE.md", "/r/[!a]/CLAUDE.md", True),
+        ("/r/x[id]y[q]/CLAUDE.md", "/r/x[id]yq/CLAUDE.md", True),
+        ("/r/[a-c]/CLAUDE.md", "/r/[a-c]x/CLAUDE.md", False),  # `-`: a class alone
+        # ... and a path equal to the pattern matches, whatever it holds.
+        ("/r/app/[...slug]/CLAUDE.md", "/r/app/[...slug]/CLAUDE.md", True),
+        ("/r/*/[...slug]/CLAUDE.md", "/r/app/[...slug]/CLAUDE.md", False),
     ],
 )
 def test_an_exclude_reads_names_in_utf16_units(pattern: str, path: str, expected: bool) -> None:
