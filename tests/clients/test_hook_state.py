@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memoryd_client.paths import state_dir
+from tests.clients.conftest import run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 from tests.clients.test_hook import context_of, hook, write_transcript
 from tests.clients.test_hook_stdin import INDEX_CONTEXT
@@ -170,3 +172,33 @@ def test_a_state_whose_shown_list_is_no_list_still_recalls(
     fake_daemon.on("recall", {"memories": [_memory(1)], "selector": "local"})
     assert "Fact 1." in context_of(_prompt(fake_daemon, "s4", tmp_path), "UserPromptSubmit")
     assert json.loads(state.read_text())["surfaced"] == ["/m/m1.md"]
+
+
+def test_a_compact_slower_than_the_budget_keeps_its_summary_from_a_detached_child(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: `compact` waits for a notes update in flight (up to 15 s), the hook
+    # gave up at its 100 ms budget, and the session-start after the compaction had no summary.
+    session, start = _session(tmp_path, "s8")
+    fake_daemon.on("compact", _compacted("Fixing the parser"))
+    fake_daemon.delays["compact"] = 1.0  # far past the budget: the update it waits for
+    done = run_memctl(
+        "hook",
+        "pre-compact",
+        "--socket",
+        str(fake_daemon.socket_path),
+        "--timeout-ms",
+        "100",
+        stdin=json.dumps(session),
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    state = _state_path("s8")
+    deadline = time.monotonic() + 60  # the child's own budget: a bound, not an expectation
+    while "compact_summary" not in (json.loads(state.read_text()) if state.exists() else {}):
+        assert time.monotonic() < deadline, "the detached child kept no summary"
+        time.sleep(0.05)
+    assert len(fake_daemon.calls("compact")) == 2  # the hook's, and the child's with more time
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    code, out, _ = hook("session-start", start, fake_daemon.socket_path)
+    assert code == 0
+    assert "Fixing the parser" in context_of(out, "SessionStart")

@@ -12,7 +12,8 @@ Claude Code runs the command with the hook's JSON on stdin and reads our stdout:
 - `post-tool-use`: reports the file a Read/Edit/Write/Glob/Grep call read or touched with
   `after_tool` (conditional and nested rules, MagicDocs registration), as it happens.
 For `stop` and `pre-compact` a transcript over 256 KiB is read and sent by a detached child
-process with a 60 s budget, so the hook itself still answers at once.
+process with a 60 s budget, so the hook itself still answers at once; so is a `compact` that
+is not answered within the budget (it waits for a session-notes update in flight).
 
 A hook must never get in the agent's way: whatever happens (daemon down, slow, bad input) it
 exits 0 and prints either valid hook output or nothing. The time budget (`--timeout-ms`,
@@ -106,6 +107,7 @@ class Budget:
 
     def __init__(self, seconds: float) -> None:
         self.deadline = time.monotonic() + seconds
+        self.detached = False  # in the detached child (`_in_background`), on its longer budget
 
     def remaining(self) -> float:
         left = self.deadline - time.monotonic()
@@ -357,10 +359,8 @@ def _transcript_call(
     transcript = payload.get("transcript_path")
     if not isinstance(session_id, str) or not isinstance(transcript, str):
         return None
-    if _large(transcript):
-        if _detach():
-            return None  # the parent answers at once; the detached child does the work
-        budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
+    if _large(transcript) and _in_background(budget):
+        return None  # the parent answers at once; the detached child does the work
     # Measured as sent, not by the file's size: escapes and what the file holds besides the
     # messages make the two differ either way.
     messages = claude_code.newest_that_fit(
@@ -387,6 +387,18 @@ def _size(transcript: str) -> int:
         return os.stat(transcript).st_size
     except OSError:
         return 0
+
+
+def _in_background(budget: Budget) -> bool:
+    """True in the parent, which answers now; False in the detached child (or where there is
+    no fork: here), which goes on with BACKGROUND_TIMEOUT_S of budget. Once detached, False."""
+    if budget.detached:
+        return False
+    if _detach():
+        return True
+    budget.detached = True
+    budget.deadline = time.monotonic() + BACKGROUND_TIMEOUT_S
+    return False
 
 
 def _detach() -> bool:
@@ -422,7 +434,19 @@ def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budge
         state.pop("compact_summary", None)
         state.pop("compact_summary_path", None)
         _save_state(state_path, state)
-    result = _transcript_call(args, payload, budget, "compact") or {}
+    try:
+        result = _transcript_call(args, payload, budget, "compact") or {}
+    except TimeoutError:
+        # `compact` waits for a notes update in flight (up to 15 s): the hook's budget ran out
+        # first, and this compaction's summary was never kept for the session-start after it.
+        # A detached child asks again with more time (the daemon finishes the first call, and
+        # answers the same transcript's second with that compaction); Claude Code's own
+        # compaction, a model call, takes seconds before that session-start.
+        if budget.detached:
+            raise
+        if _in_background(budget):
+            return ""
+        result = _transcript_call(args, payload, budget, "compact") or {}
     summary = claude_code.compacted_summary(result)
     if summary and state_path is not None:
         state = _load_state(state_path)
