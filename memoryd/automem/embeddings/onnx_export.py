@@ -13,7 +13,6 @@ distance (as T5), added to every layer's attention scores.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -23,7 +22,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.fsutil import make_private_dirs
+from memoryd import jsonread
+from memoryd.fsutil import make_private_dirs, read_regular_file
+
+# A model's config.json is a few KB: a larger one (a link to /dev/zero) is no model's.
+MAX_CONFIG_BYTES = 1 << 20
 
 # Each kind's names for one layer's attention weights: query, key, value, output, its LayerNorm.
 _ATTENTION_NAMES = {
@@ -62,6 +65,27 @@ def relative_buckets(length: int, buckets: int, max_distance: int = 128) -> npt.
     return bucket
 
 
+def read_config(model_dir: Path) -> dict[str, Any]:
+    """`model_dir`'s config.json, read as memoryd reads any JSON file (`jsonread`): nesting past
+    json's depth or a number of 5,000 digits is a JSONDecodeError saying so, not a
+    RecursionError or a bare ValueError; a FIFO there (it blocked for good) or a file over
+    MAX_CONFIG_BYTES (read whole, /dev/zero took the memory) is refused unread. ValueError
+    (an OSError for a file that cannot be opened) for a file that is no config."""
+    path = model_dir / "config.json"
+    # Through links: the Hugging Face cache links each file to its blob.
+    data = read_regular_file(path, MAX_CONFIG_BYTES, follow_links=True)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes, not read")
+    try:
+        # No number in a model's config is over 20 digits: a longer one is a damaged file.
+        config = jsonread.loads(data, long_ints="refuse")
+    except ValueError as exc:  # a JSONDecodeError, or bytes that are no Unicode
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return config
+
+
 def export_encoder(model_dir: Path, out_path: Path) -> None:
     """Convert `model_dir` (config.json + model.safetensors of a BertModel or MPNetModel)
     to `out_path`."""
@@ -69,7 +93,7 @@ def export_encoder(model_dir: Path, out_path: Path) -> None:
     from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
-    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    config = read_config(model_dir)
     kind = config.get("model_type")
     if kind not in _ATTENTION_NAMES:
         raise ValueError(f"not a BERT or MPNet model: {kind!r}")
