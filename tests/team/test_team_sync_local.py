@@ -169,6 +169,48 @@ def test_damage_to_one_state_field_costs_that_field_not_the_state(
         assert loaded.last_result == state.last_result
 
 
+@pytest.mark.parametrize(
+    ("field", "damaged"),
+    [
+        ("conflicts", {"key": 5, "saved_as": "/t/b.conflict.md", "at": "t"}),
+        ("conflicts", {"key": None, "saved_as": "/t/b.conflict.md", "at": "t"}),
+        ("conflicts", {"key": "b.md", "at": "t"}),
+        ("conflicts", "b.md"),
+        ("skipped", {"reason": 5}),
+        ("skipped", {"checksum": "sha256:00"}),
+        ("skipped", {"reason": "secret", "rule": ["github-pat"]}),
+        ("skipped", None),
+    ],
+)
+def test_a_damaged_conflict_or_skipped_entry_costs_only_itself(
+    tmp_path: Path, field: str, damaged: object
+) -> None:
+    """Found by a bug hunt: a conflict or skipped entry with a field missing raised TypeError
+    and the whole state was set aside (a full pull); one with a key of the wrong type was
+    kept, and team.status, reading each conflict's key as a path, failed at every call."""
+    team = tmp_path / "team"
+    store = StateStore(tmp_path / "state" / "s.json")
+    state = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    state.etag = '"e1"'
+    state.server_checksums = {"a.md": checksum("a")}
+    state.add_conflict(Conflict("a.md", str(team / "a.conflict-x.md"), "t"))
+    state.skipped = {"s.md": Skipped("secret", checksum("s"), rule="github-pat")}
+    store.save(state)
+    data = json.loads(store.path.read_text(encoding="utf-8"))
+    if field == "conflicts":
+        data["conflicts"].append(damaged)
+    else:
+        data["skipped"]["b.md"] = damaged
+    store.path.write_text(json.dumps(data))
+
+    loaded = store.load(repo="acme/widgets", server="http://srv", team_dir=team)
+    assert not store.path.with_suffix(".corrupt").exists()
+    assert loaded.etag == '"e1"'
+    assert loaded.server_checksums == state.server_checksums
+    assert loaded.conflicts == state.conflicts
+    assert loaded.skipped == state.skipped
+
+
 def test_saved_states_skip_a_state_file_too_deep_to_parse(tmp_path: Path) -> None:
     team = tmp_path / "team"
     good = StateStore(state_path("http://srv", "acme/widgets", team))

@@ -144,9 +144,9 @@ class SyncState:
                 server_checksums=_str_map(data.get("server_checksums", {})),
                 synced=_str_map(data.get("synced", {})),
                 pending=[_str(k) for k in data.get("pending", [])],
-                skipped={_str(k): Skipped(**v) for k, v in data.get("skipped", {}).items()},
+                skipped=_skipped(data.get("skipped", {})),
                 refused_keys=_str_map(data.get("refused_keys", {})),
-                conflicts=[Conflict(**c) for c in data.get("conflicts", [])],
+                conflicts=_conflicts(data.get("conflicts", [])),
                 conflicts_total=_opt_int(data.get("conflicts_total")) or 0,
                 # Shown by status as it is and read as a mapping: anything else is dropped.
                 last_result=_opt_dict(data.get("last_result")),
@@ -285,6 +285,36 @@ def _str_map(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise TypeError("expected an object")
     return {_str(k): _str(v) for k, v in value.items()}
+
+
+def _skipped(value: Any) -> dict[str, Skipped]:
+    """The skipped entries a state lists, one that is damaged (a field of the wrong type, or
+    missing) dropped: the next push checks that file again and skips it again if it must."""
+    if not isinstance(value, dict):
+        raise TypeError("expected an object")
+    kept: dict[str, Skipped] = {}
+    for key, item in value.items():
+        if not isinstance(item, dict) or not isinstance(reason := item.get("reason"), str):
+            continue
+        more = [item.get(name) for name in ("checksum", "rule", "detail")]
+        if all(v is None or isinstance(v, str) for v in more):
+            kept[key] = Skipped(reason, *more)
+    return kept
+
+
+def _conflicts(value: Any) -> list[Conflict]:
+    """The conflicts a state lists, one that is damaged dropped: a record only (its copy
+    stays in the folder), and status read each one's key as a path, failing every call."""
+    if not isinstance(value, list):
+        raise TypeError("expected a list")
+    kept: list[Conflict] = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        key, saved_as, at = item.get("key"), item.get("saved_as"), item.get("at")
+        if isinstance(key, str) and isinstance(saved_as, str) and isinstance(at, str):
+            kept.append(Conflict(key, saved_as, at))
+    return kept
 
 
 # The repository's part of a state file's name: a GitLab full path may have 512 characters,
