@@ -53,8 +53,13 @@ def bad_reply(socket_path: Path, why: str, text: object) -> ProtocolError:
 
 def strict_json(text: str | bytes) -> Any:
     """`text` as JSON, which has no NaN or Infinity: json.loads takes them (and 1e999 as inf),
-    and what memctl then printed with `--json` no other JSON parser read. ValueError for them."""
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    and what memctl then printed with `--json` no other JSON parser read. ValueError for them,
+    and for JSON nested deeper than Python reads (json's RecursionError: every caller needed
+    an except of its own, and one without it printed a traceback)."""
+    try:
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("it is nested deeper than Python reads") from None
 
 
 def _not_json(constant: str) -> Any:
@@ -70,11 +75,10 @@ def _finite(text: str) -> float:
 
 def parse_reply(socket_path: Path, line: bytes) -> Any:
     """One reply line as JSON; ProtocolError for one that is not (or is not UTF-8, or holds
-    NaN or Infinity, or nests deeper than Python's recursion limit: a RecursionError was a
-    traceback)."""
+    NaN or Infinity, or nests deeper than Python's recursion limit)."""
     try:
         return strict_json(line)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except ValueError:  # UnicodeDecodeError is one
         raise bad_reply(socket_path, "is not JSON", line.rstrip(b"\r\n")) from None
 
 

@@ -31,5 +31,16 @@ def test_params_nested_deeper_than_python_reads_are_refused(
 ) -> None:
     done = run_memctl("--socket", str(fake_daemon.socket_path), "call", "status", "-", stdin=params)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == "memctl: params is nested too deep to read\n"
+    assert (
+        done.stderr == "memctl: params is not valid JSON: it is nested deeper than Python reads\n"
+    )
     assert fake_daemon.requests == []
+
+
+def test_strict_json_says_too_deep_as_a_value_error() -> None:
+    # Session 24: json's RecursionError came out of strict_json, and memctl call and
+    # parse_reply each caught it on their own; one ValueError now, as for NaN.
+    from memoryd_client.client import strict_json
+
+    with pytest.raises(ValueError, match="nested deeper than Python reads"):
+        strict_json("[" * 100_000)

@@ -37,10 +37,8 @@ def run(args: argparse.Namespace) -> int:
             # NaN, Infinity and 1e999 are no JSON: the daemon would answer -32700 about a
             # line the user never wrote.
             params = strict_json(text)
-        except ValueError as exc:  # JSONDecodeError, and NaN, Infinity, 1e999
+        except ValueError as exc:  # JSONDecodeError, NaN, Infinity, 1e999, nested too deep
             return fail(args, f"params is not valid JSON: {exc}", EXIT_USAGE)
-        except RecursionError:  # valid JSON deeper than Python reads: it was a traceback
-            return fail(args, "params is nested too deep to read", EXIT_USAGE)
         if not isinstance(params, dict):
             return fail(args, "params must be a JSON object", EXIT_USAGE)
     try:
