@@ -486,9 +486,9 @@ async def test_a_push_with_nothing_to_send_keeps_a_failed_pull_in_sight(
     assert side.engine.state.last_result["ok"] is False
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT"])
+@pytest.mark.parametrize(("method", "status"), [("GET", 200), ("PUT", 200), ("GET", 503)])
 async def test_a_reply_nested_past_jsons_depth_is_retried_not_an_error_of_its_own(
-    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, method: str
+    server: ThreadedServer, proxy: FaultyProxy, make_side: SideFactory, method: str, status: int
 ) -> None:
     """Found by a bug hunt: a 200 whose JSON nests past the parser's depth raised
     RecursionError, no TeamHTTPError: the runner reported it as an error of its own and did
@@ -500,9 +500,9 @@ async def test_a_reply_nested_past_jsons_depth_is_retried_not_an_error_of_its_ow
         await side.engine.pull()
         side.write("b.md", "mine\n")
     deep = b"[" * 100_000 + b"]" * 100_000
-    proxy.script(Fault.reply(200, deep, "application/json"), method=method)
+    proxy.script(Fault.reply(status, deep, "application/json"), method=method)
     op = side.engine.pull if method == "GET" else side.engine.push
-    with pytest.raises(Retryable, match="not JSON"):
+    with pytest.raises(Retryable, match="not JSON" if status == 200 else f"HTTP {status}"):
         await op()
     assert side.engine.state.last_result is not None
     assert side.engine.state.last_result["ok"] is False
