@@ -421,7 +421,12 @@ class SessionMemory:
                     "counted as summarised",
                 )
                 return False
-            if changed and (not updated.strip() or estimate_text(updated) > MAX_NOTES_TOKENS):
+            # Empty: nothing at all, or (of notes that held some) the bare template again.
+            emptied = not updated.strip() or (
+                is_empty_summary(updated, (template.text,))
+                and not is_empty_summary(current, (template.text,))
+            )
+            if changed and (emptied or estimate_text(updated) > MAX_NOTES_TOKENS):
                 record.last_error = (
                     f"the agent left the notes empty or over {MAX_NOTES_TOKENS:,} tokens; "
                     "kept the old ones"

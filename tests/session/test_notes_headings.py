@@ -99,3 +99,24 @@ def test_only_the_template_headings_the_notes_have_must_stay() -> None:
         lost_headings(template, notes, notes.replace("\n", "\r\n").replace("# Title", "# Title "))
         == []
     )
+
+
+async def test_notes_the_agent_empties_back_to_the_template_are_kept(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Found by a bug hunt: only a draft of nothing at all counted as empty; one of the bare
+    # template (every heading kept, every note gone) replaced the notes, and compact then
+    # fell back to ordinary compaction with the session's notes lost.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    previous = earlier_notes(summary)
+    session_model.enqueue(rewrite_whole(summary, builtin_template()), text_reply("done"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+
+    assert summary.read_text() == previous
+    record = session_of(handle, project_dir).record
+    assert record.last_error is not None
+    assert "empty" in record.last_error
+    assert record.summarized_messages is None
