@@ -23,6 +23,7 @@ from memctl.output import (
     EXIT_TIMEOUT,
     EXIT_USAGE,
     UsageError,
+    clipped,
     fail,
     older_daemon_hint,
     quiet_stdout,
@@ -64,6 +65,7 @@ class Parser(argparse.ArgumentParser):
     json_errors = False
 
     def error(self, message: str) -> NoReturn:
+        message = clipped(message)  # argparse echoes the argument it refuses, of any length
         if Parser.json_errors:
             fail(argparse.Namespace(json=True), f"{self.prog}: {message}", EXIT_USAGE)
             sys.exit(EXIT_USAGE)

@@ -214,7 +214,18 @@ def older_daemon_hint(code: int, message: str) -> str:
     return ""
 
 
+# A word of a message longer than this (an argument of 128 KiB that a usage error echoed, a
+# path that long) is shown as its start and its length: printed whole, it buried the message.
+_LONG_WORD = re.compile(r"\S{1001,}")
+
+
+def clipped(message: str) -> str:
+    """`message` with each word over 1,000 characters cut to its first 200 and its length."""
+    return _LONG_WORD.sub(lambda m: f"{m.group()[:200]}… ({len(m.group()):,} characters)", message)
+
+
 def fail(args: argparse.Namespace, message: str, exit_code: int, **extra: Any) -> int:
+    message = clipped(message)
     if getattr(args, "json", False):
         sys.stdout.write(json_text({"error": message, "exit_code": exit_code, **extra}) + "\n")
     else:

@@ -192,6 +192,13 @@ class Connector:
             sock.connect(str(self.path))
         except OSError as exc:
             sock.close()
+            too_long = socket_path_too_long(self.path)
+            if too_long is not None:
+                # Python refuses it before any system call ("AF_UNIX path too long", no errno):
+                # said as "not running … start it", which no start could change.
+                raise DaemonUnavailable(
+                    f"memoryd is not running on {self.path}: {too_long}"
+                ) from exc
             # A file that is no socket refuses too (ECONNREFUSED on Linux, ENOTSOCK on some
             # BSDs): no daemon is coming there, and retrying it cost every call a second.
             other = not_a_socket(self.path) if exc.errno in _NOT_LISTENING else None
@@ -212,6 +219,19 @@ class Connector:
             sock.close()
             raise
         return sock
+
+
+def socket_path_too_long(path: Path) -> str | None:
+    """Why no socket can be at `path` when it is longer than a Unix socket's path may be
+    (sun_path less its closing NUL: 107 bytes on Linux, 103 on macOS), with what to do; None
+    when it is not."""
+    size, limit = len(os.fsencode(path)), 103 if sys.platform == "darwin" else 107
+    if size <= limit:
+        return None
+    return (
+        f"its path is {size:,} bytes, over the {limit} a Unix socket's path may have; set "
+        "--socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a shorter one"
+    )
 
 
 def not_a_socket(path: Path) -> str | None:

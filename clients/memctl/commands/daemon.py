@@ -10,7 +10,7 @@ from typing import Any
 
 from memctl import lifecycle
 from memctl.output import EXIT_DOWN, EXIT_RPC, EXIT_TIMEOUT, emit, fail, one_line, printable
-from memoryd_client.client import not_a_socket
+from memoryd_client.client import not_a_socket, socket_path_too_long
 
 
 def register(sub: Any) -> None:
@@ -125,7 +125,7 @@ def _not_stopped(args: argparse.Namespace, sock: Path, result: dict[str, Any]) -
 
 
 def _not_running(sock: Path) -> str:
-    other = not_a_socket(sock)
+    other = not_a_socket(sock) or socket_path_too_long(sock)
     return f"memoryd is not running on {sock}" + (f": {other}" if other else "")
 
 

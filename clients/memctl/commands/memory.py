@@ -518,7 +518,13 @@ def run(args: argparse.Namespace) -> int:
     # The menu holds every path as the protocol names it, and names a file to the OS through
     # `os_path` (under an ASCII locale "café" is not the name open() takes).
     cwd = Path(project_cwd(args))
-    if not Path(os_path(str(cwd))).is_dir():
+    try:
+        folder = stat.S_ISDIR(os.stat(os_path(str(cwd))).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        folder = False
+    except OSError as exc:  # a name over 255 bytes, a folder it may not enter: a traceback
+        return fail(args, f"--cwd: cannot read {cwd}: {exc.strerror or exc}", EXIT_USAGE)
+    if not folder:
         return fail(args, f"--cwd: no such directory: {cwd}", EXIT_USAGE)
     with client(args, timeout=30.0) as conn:
         if args.list or args.json:
