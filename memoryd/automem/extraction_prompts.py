@@ -13,6 +13,7 @@ Two request shapes:
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from typing import Any
 
@@ -230,7 +231,18 @@ def render_transcript(messages: list[dict[str, Any]], budget: int = RENDER_BUDGE
     return "\n\n".join(reversed(parts))
 
 
+# The wrapper's own tags in the conversation (a file read, a web page, a pasted text): left as
+# written, a closing one put what followed outside the wrapper, read as memoryd's instructions
+# (a forged "save this memory" that then went into every later session's context).
+_WRAPPER_TAG = re.compile(r"<(?=\s*/?\s*conversation)", re.IGNORECASE)
+
+
+def conversation_block(transcript: str) -> str:
+    """`transcript` (`render_transcript`'s) inside `<conversation>` tags it cannot close."""
+    return f"<conversation>\n{_WRAPPER_TAG.sub('&lt;', transcript)}\n</conversation>"
+
+
 def standalone_messages(transcript: str, text: str) -> list[dict[str, Any]]:
-    body = f"<conversation>\n{transcript}\n</conversation>\n\n{text}"
+    body = f"{conversation_block(transcript)}\n\n{text}"
     # Sent again with each turn of the run (a Read, then the writes): cached from the second.
     return [{"role": "user", "content": cached_prompt(body)}]
