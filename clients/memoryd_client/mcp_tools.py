@@ -109,10 +109,10 @@ class Tools:
             f"{project}, its nearest existing folder in the same work tree"
         }
 
-    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+    async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
             async with AsyncClient(self.socket_path, timeout=self.timeout) as conn:
-                return await conn.call(method, params)
+                result = await conn.call(method, params)
         except (ProtocolError, UntrustedSocket, DaemonUnavailable) as exc:
             # Each says what it is: "memoryd is not running on …", "memoryd closed the
             # connection" (a restart mid-call), what else answers there. A prefix of "memoryd
@@ -122,6 +122,16 @@ class Tools:
             raise ToolError(exc.message) from exc
         except TimeoutError as exc:
             raise ToolError(f"memoryd did not answer {method} within {self.timeout:.0f}s") from exc
+        if not isinstance(result, dict):
+            # Every method answers an object: anything else (what answers is not this memoryd,
+            # or another version) was an AttributeError the host showed as a bare "Error
+            # executing tool", with no reason.
+            shown = json.dumps(result, ensure_ascii=False, default=str)
+            raise ToolError(
+                f"memoryd's reply to {method} is not an object: {shown[:200]}; is the daemon "
+                "the same version as memoryd-mcp? (`memctl status`)"
+            )
+        return result
 
     async def recall(self, query: str, cwd: str | None = None, limit: int = 5) -> dict[str, Any]:
         if not query.strip():
@@ -133,7 +143,7 @@ class Tools:
         memories = [
             _shortened({k: m.get(k) for k in ("path", "name", "type", "description", "note")})
             | {"content": m.get("content")}
-            for m in result.get("memories", [])
+            for m in _objects(result.get("memories"))
         ]
         contents = [str(m["content"] or "") for m in memories]
         sizes = [utf8_size(content) for content in contents]
@@ -184,14 +194,13 @@ class Tools:
         result = await self._call("memory.list", {"cwd": project})
         memories = [
             _shortened({k: m.get(k) for k in ("path", "name", "type", "description", "team")})
-            for m in result.get("memories", [])
+            for m in _objects(result.get("memories"))
         ]
         if offset and offset >= len(memories):
             raise ToolError(f"offset {offset} is past the last memory ({len(memories):,} in all)")
         files = [
             {"path": f.get("path"), "type": f.get("type")}
-            for f in result.get("instruction_files", [])
-            if isinstance(f, dict)
+            for f in _objects(result.get("instruction_files"))
         ]
         # A project of thousands of memories listed them all (1.4 MB for 3,000), far over
         # what a host takes from one call: the list pages through them as `read` does. The
@@ -237,6 +246,11 @@ class Tools:
                 f"call read with offset={end} for the rest]"
             )
         return part
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The objects of a reply's list (a list of anything else, or no list, holds none)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _shortened(fields: dict[str, Any]) -> dict[str, Any]:

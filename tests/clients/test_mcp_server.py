@@ -508,3 +508,21 @@ def test_an_empty_cwd_is_refused_as_an_empty_socket_is(tmp_path: Path) -> None:
         "or leave --cwd out\n"
     )
     assert done.stdout == ""
+
+
+async def test_a_reply_not_shaped_as_memoryd_answers_says_so(
+    fake_daemon: FakeDaemon, project: Path
+) -> None:
+    # Found by a bug hunt: a reply that is no object (not this memoryd, or another version)
+    # was an AttributeError the host showed as a bare "Error executing tool list".
+    fake_daemon.on("memory.list", [1, 2])
+    fake_daemon.on(
+        "recall", {"selector": "local", "memories": [5, {"path": "/m/a.md", "content": "A."}]}
+    )
+    async with mcp_session(fake_daemon.socket_path, project) as session:
+        listed = await session.call_tool("list", {"cwd": str(project)})
+        recalled = await session.call_tool("recall", {"query": "a", "cwd": str(project)})
+    assert listed.is_error
+    assert "memoryd's reply to memory.list is not an object: [1, 2]" in listed.content[0].text
+    # An entry that is no object is left out; the others are answered.
+    assert [m["path"] for m in payload(recalled)["memories"]] == ["/m/a.md"]
