@@ -45,12 +45,34 @@ function readSettings(): Settings {
   return {
     // An XDG_RUNTIME_DIR that is no runtime folder of the user's is passed over: say so, once.
     socketPath: resolveSocketPath(c.get<string>("socketPath"), process.env, (m) => void vscode.window.showWarningMessage(`memoryd: ${m}`)),
-    requestTimeoutMs: c.get<number>("requestTimeoutMs", 5000),
-    recallTimeoutMs: c.get<number>("recallTimeoutMs", 30000),
-    connectTimeoutMs: c.get<number>("connectTimeoutMs", 2000),
+    requestTimeoutMs: timeoutSetting(c, "requestTimeoutMs", 5000),
+    recallTimeoutMs: timeoutSetting(c, "recallTimeoutMs", 30000),
+    connectTimeoutMs: timeoutSetting(c, "connectTimeoutMs", 2000),
     memctlPath: c.get<string>("memctlPath", "memctl"),
     showNotifications: c.get<boolean>("showNotifications", true),
   };
+}
+
+/** The settings schema's minimum for a timeout, which VS Code only warns of in its editor. */
+const MIN_TIMEOUT_MS = 100;
+const timeoutWarnings = new Set<string>();
+
+/**
+ * A timeout setting: a number of at least MIN_TIMEOUT_MS, else the default, said once a session.
+ * A string ("5s") or a number under 1 made every timer fire at once: each call "did not
+ * answer", each connect failed, the daemon shown down while it ran.
+ */
+function timeoutSetting(c: vscode.WorkspaceConfiguration, key: string, fallback: number): number {
+  const value = c.get<unknown>(key, fallback);
+  if (typeof value === "number" && value >= MIN_TIMEOUT_MS) {
+    return value;
+  }
+  const text = `memoryd.${key} is ${JSON.stringify(value) ?? String(value)}, not a number of milliseconds of at least ${MIN_TIMEOUT_MS}: ${fallback} is used`;
+  if (!timeoutWarnings.has(text)) {
+    timeoutWarnings.add(text);
+    void say("warning", `memoryd: ${text}`);
+  }
+  return fallback;
 }
 
 /** The project the active editor is about; `projectOf` knows the memory folders listed. */

@@ -447,6 +447,30 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("a timeout setting that is no number of at least 100 ms is the default, said once; one over what a timer holds is kept", async () => {
+    // A string or a number under 1 made every timer fire at once, and so did one over 2^31 - 1
+    // ms (1e10 meant as "as long as it takes"): each call "did not answer", the daemon shown down.
+    const settings = { "memoryd.requestTimeoutMs": "5s", "memoryd.recallTimeoutMs": -1, "memoryd.connectTimeoutMs": 1e10 };
+    activate(socketPath, [one.root], settings);
+    await up();
+    const warnings = () => F.fake.shown.filter((m) => m.level === "warning").map((m) => m.text);
+    assert.deepEqual(warnings(), [
+      'memoryd: memoryd.requestTimeoutMs is "5s", not a number of milliseconds of at least 100: 5000 is used',
+      "memoryd: memoryd.recallTimeoutMs is -1, not a number of milliseconds of at least 100: 30000 is used",
+    ]);
+    F.openEditor(F.Uri.file(one.apiFile));
+    const recalled = await run("memoryd.recall", ["deploys"]);
+    assert.doesNotMatch(recalled.map((m) => m.text).join("\n"), /failed/);
+    F.setConfig({ "memoryd.showNotifications": false }); // read again: said once
+    assert.equal(warnings().length, 2);
+    const client = new MemorydClient({ socketPath, timeoutMs: 1e10, connectTimeoutMs: 1e10 });
+    try {
+      assert.equal((await client.call<{ pid: number }>("status")).pid, daemon.proc.pid);
+    } finally {
+      client.close();
+    }
+  });
+
   test("a name holding a command link or control characters is shown as text, never as a link", async () => {
     activate(socketPath, [one.root]);
     await up();

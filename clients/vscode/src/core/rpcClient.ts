@@ -131,6 +131,8 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 export const DEFAULT_LINE_CAP_BYTES = 16 * 1024 * 1024; // the daemon's reply cap
 export const DEFAULT_REQUEST_CAP_BYTES = 64 * 1024 * 1024; // the daemon's request line cap (64 MiB default)
 export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
+/** The longest delay a Node timer keeps (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
 const BUSY_CODES = new Set(["EAGAIN", "EWOULDBLOCK", "ECONNREFUSED"]);
@@ -175,7 +177,9 @@ interface LineBuffer {
  * the timer fired does not stop `expire`, so `expire` checks that its wait is still on.
  */
 function ioDeadline(expire: () => void, ms: number): NodeJS.Timeout {
-  return setTimeout(() => setImmediate(expire), ms);
+  // Over MAX_TIMER_MS (a setting of 1e10 meant as "as long as it takes") the timer fired after
+  // 1 ms: every call "did not answer", every connect failed, the daemon shown down.
+  return setTimeout(() => setImmediate(expire), Math.min(ms, MAX_TIMER_MS));
 }
 
 export class MemorydClient {
