@@ -603,6 +603,18 @@ def test_an_answer_that_is_no_number_on_the_list_is_said(
     assert "0 is not on the list" in done.stdout
 
 
+def test_an_answer_line_that_never_ends_is_the_end_of_input(
+    scripted: FakeDaemon, project: Path
+) -> None:
+    # Found by the session 24 hunt: `memctl memory < /dev/zero` read its one endless line
+    # whole (a MemoryError traceback once memory ran out). 65,536 characters and a newline
+    # are still an answer (a filter here); one more character without one ends the menu.
+    done = run_plain(scripted, project, "x" * 65_536 + "\n" + "\0" * 2_000_000)
+    assert done.returncode == 0, done.stderr
+    assert "[filter: xxxx" in done.stdout
+    assert done.stdout.endswith("(a line over 65,536 characters: taken as the end of input)\n\n")
+
+
 def test_an_editor_variable_that_cannot_be_split_is_said(
     scripted: FakeDaemon, project: Path
 ) -> None:

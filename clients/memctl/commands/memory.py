@@ -135,13 +135,23 @@ class PlainUI:
         return _read_line().strip().lower() in ("y", "yes")
 
 
+# An answer longer than this is none a person typed: `< /dev/zero`, a line that never ends,
+# was read whole into memory until a MemoryError traceback.
+MAX_ANSWER_CHARS = 65_536
+
+
 def _read_line() -> str:
     """A line of the plain menu's standard input; "" (end of input) when it cannot be read: one
-    opened for writing only (`0>file`: EBADF) or a terminal gone (EIO) was a traceback."""
+    opened for writing only (`0>file`: EBADF) or a terminal gone (EIO) was a traceback; or when
+    it is longer than MAX_ANSWER_CHARS (said, the rest of it left unread)."""
     try:
-        return sys.stdin.readline()
+        line = sys.stdin.readline(MAX_ANSWER_CHARS + 1)
     except OSError:
         return ""
+    if len(line) > MAX_ANSWER_CHARS and not line.endswith("\n"):
+        print(f"\n(a line over {MAX_ANSWER_CHARS:,} characters: taken as the end of input)")
+        return ""
+    return line
 
 
 class CursesUI:
