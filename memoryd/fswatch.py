@@ -20,6 +20,11 @@ watched for the root's own name: a root's watch follows the folder, not the name
 retargeted (`ln -sfn`), removed then made a folder again, or made while dangling went unseen
 and the old folder stayed watched. Such a root is reported `deleted` or `added`: the caller
 sets up a new watch.
+
+A `Backlog` passed to `watch` tells its caller, at any instant, whether every change so far
+has been handed over: inotify queues an event within the very call that made the change, so a
+caller that has seen no batch since it looked at the folder, while its backlog is clear, knows
+the folder is as it was (the team status reuses its last scan of the folder on that word).
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ import ctypes
 import enum
 import errno
 import os
+import select
 import struct
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from pathlib import Path
 
 
@@ -49,6 +55,33 @@ Changes = set[tuple[Change, str]]  # (kind, path as the OS reported it; "" for `
 LOST: tuple[Change, str] = (Change.lost, "")
 
 
+class Backlog:
+    """Whether a watch has changes it has not yet handed over (Linux only: off Linux it is
+    never `clear`). `epoch` counts the watches set up: one that ended saw nothing until the
+    next was in place, so a caller keying a cache on the batches it got must key it on the
+    epoch too."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self._fd: int | None = None  # the inotify instance, while its watches are in place
+        self._held = False  # events read, waiting in a batch not yet yielded
+
+    def clear(self) -> bool:
+        """The watch is in place, holds no batch, and the kernel holds no event for it."""
+        if self._fd is None or self._held:
+            return False
+        poller = select.poll()  # not select(): a daemon's fds may pass FD_SETSIZE
+        poller.register(self._fd, select.POLLIN)
+        return not poller.poll(0)
+
+    def _live(self, fd: int) -> None:
+        self.epoch += 1
+        self._fd, self._held = fd, False
+
+    def _ended(self) -> None:
+        self._fd, self._held = None, False
+
+
 async def watch(
     *paths: Path,
     stop: asyncio.Event,
@@ -57,7 +90,8 @@ async def watch(
     step_ms: int,
     unwatched: set[Path] | None = None,
     ready: asyncio.Event | None = None,
-) -> AsyncIterator[Changes]:
+    backlog: Backlog | None = None,
+) -> AsyncGenerator[Changes]:
     """Batches of changes under `paths` until `stop` is set; `ready` is set once the watches
     are in place (on Linux they are set up in a thread: a tree of 20,000 folders took 250 ms
     on the loop; off Linux, when watchfiles starts). The folders among `paths` that
@@ -65,9 +99,10 @@ async def watch(
     batch (on the watchfiles path: those not readable when it starts); without `unwatched`,
     on Linux, such a folder raises OSError (a watch of nothing waited for ever). Raises
     RuntimeError or OSError when the OS watch cannot be set up (the watch limit reached) or
-    dies."""
+    dies. `backlog`, when given, says meanwhile whether changes wait to be handed over."""
     if sys.platform.startswith("linux"):
-        async for batch in _inotify(paths, stop, recursive, debounce_ms, step_ms, unwatched, ready):
+        args = (paths, stop, recursive, debounce_ms, step_ms, unwatched, ready, backlog)
+        async for batch in _inotify(*args):
             yield batch
         return
     import watchfiles
@@ -303,7 +338,8 @@ async def _inotify(
     step_ms: int,
     unwatched: set[Path] | None,
     ready: asyncio.Event | None,
-) -> AsyncIterator[Changes]:
+    backlog: Backlog | None,
+) -> AsyncGenerator[Changes]:
     """watchfiles' batching over a plain inotify instance: a batch closes once a step brings
     nothing new, or `debounce_ms` after its first change."""
     watches = await _set_up(list(paths), recursive, unwatched)
@@ -312,6 +348,8 @@ async def _inotify(
     fd = watches.fd
     loop = asyncio.get_running_loop()
     readable = asyncio.Event()
+    backlog = backlog or Backlog()
+    backlog._live(fd)
     try:
         changes: Changes = set()
         first: float | None = None
@@ -332,6 +370,7 @@ async def _inotify(
                 return
             count = len(changes)
             watches.drain(changes)
+            backlog._held = bool(changes)
             if not changes:
                 continue
             now = loop.time()
@@ -339,8 +378,10 @@ async def _inotify(
                 first = now
             elif len(changes) == count or now - first >= debounce_ms / 1000:
                 batch, changes, first = changes, set(), None
+                backlog._held = False  # handed over with the yield, no await between
                 yield batch
     finally:
+        backlog._ended()  # before the fd closes: its number may be reused at once
         watches.close()
 
 

@@ -48,6 +48,7 @@ async def test_the_watch_limit_is_said_once_and_tried_again_seldom(
     runner.engine = SimpleNamespace(folder=SimpleNamespace(team_dir=team), repo="r")  # type: ignore[assignment]
     runner.tuning = watcher.Tuning()
     runner._stop = asyncio.Event()
+    runner._backlog = fswatch.Backlog()
     pushes: list[bool] = []
     runner.trigger = lambda deletion=False: pushes.append(deletion)  # type: ignore[method-assign]
 

@@ -106,6 +106,11 @@ class SyncRunner:
         # TeamHTTPError from it fails the pull (a Retryable is retried, and asked again).
         self.before_pull: Callable[[], Awaitable[bool]] | None = None
         self._asking = False  # before_pull under way: a pull is, so the folder is not idle
+        # Batches of relevant changes the watcher handed over, and whether it holds more:
+        # together they tell `team.status` the folder is as its last scan found it.
+        self.changes_seen = 0
+        self._backlog = fswatch.Backlog()
+        engine.unchanged_since = self.unchanged_token
 
     @property
     def team_dir(self) -> Path:
@@ -124,6 +129,14 @@ class SyncRunner:
             and not self.engine.busy
             and not self.engine.state.pending
         )
+
+    def unchanged_token(self) -> tuple[int, int] | None:
+        """A token equal to an earlier one only if nothing in the folder changed between the
+        two calls (as inotify sees it: within the very call that made a change); None while
+        that cannot be said (no watch in place, or changes not yet handed over)."""
+        if not self._backlog.clear():
+            return None
+        return (self._backlog.epoch, self.changes_seen)
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -362,18 +375,23 @@ class SyncRunner:
             if missing and self.team_dir.is_dir():
                 missing = False
                 self.trigger(deletion=False)  # what was written before its watch was set up
+            watch = fswatch.watch(
+                self.team_dir,
+                stop=self._stop,
+                recursive=True,
+                debounce_ms=self.tuning.watch_step_ms,
+                step_ms=self.tuning.watch_step_ms,
+                ready=ready,
+                backlog=self._backlog,
+            )
             try:
-                async for changes in fswatch.watch(
-                    self.team_dir,
-                    stop=self._stop,
-                    recursive=True,
-                    debounce_ms=self.tuning.watch_step_ms,
-                    step_ms=self.tuning.watch_step_ms,
-                    ready=ready,
-                ):
-                    self._on_changes(changes)
-                    if self._folder_gone(changes):
-                        break  # the OS watch died with the folder: set up a new one
+                # Closed at the break, not when collected: till then its backlog would still
+                # vouch for a folder the old watch no longer sees (`unchanged_token`).
+                async with contextlib.aclosing(watch):
+                    async for changes in watch:
+                        self._on_changes(changes)
+                        if self._folder_gone(changes):
+                            break  # the OS watch died with the folder: set up a new one
                 failures = 0
             except Exception as exc:  # the watch must outlive any error of its own
                 ready.set()  # start() pushes now: this watcher pushes again once it is up
@@ -434,11 +452,13 @@ class SyncRunner:
             # The OS dropped events (its queue overflowed): anything may have changed, a
             # deletion among them (which lifts a suppression), and a push compares it all.
             log.info("team watcher lost events; pushing what changed", repo=self.engine.repo)
+            self.changes_seen += 1
             self.trigger(deletion=True)
             return
         relevant = [(change, path) for change, path in changes if not self._ignored(path)]
         if not relevant:
             return
+        self.changes_seen += 1
         deletion = any(change == fswatch.Change.deleted for change, _ in relevant)
         self.trigger(deletion=deletion)
 
