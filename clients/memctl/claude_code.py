@@ -13,13 +13,14 @@ No I/O here except reading the transcript file handed in.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from memoryd_client.client import strict_json
 
 # The tools whose `file_path` input names a file the agent read or changed.
 READ_TOOLS = frozenset({"Read", "NotebookRead"})
@@ -183,7 +184,7 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
         if not raw:
             continue
         try:
-            entry = json.loads(raw)
+            entry = strict_json(raw)  # a line nested too deep: a ValueError too
         except ValueError:
             continue
         if not isinstance(entry, dict):

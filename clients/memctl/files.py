@@ -8,11 +8,11 @@ only when it still holds what was read (`remove_if_unchanged`).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from memoryd_client.client import strict_json
 from memoryd_client.durable import fsync_dir
 from memoryd_client.private_dirs import make_private_dirs
 
@@ -154,7 +154,9 @@ def read_json_object(path: Path, limit: int) -> dict[str, Any] | None:
     if raw is None or len(raw) > limit:
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        # strict: nested deeper than Python reads is a ValueError (a RecursionError traceback
+        # of `memctl status`, `stop` and `start` for a damaged status file)
+        data = strict_json(raw.decode("utf-8"))
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -23,7 +23,7 @@ from memoryd_client import (
     default_socket_path,
     paths,
 )
-from memoryd_client.client import CONNECT_RETRY_S, bad_reply, owned_by_you
+from memoryd_client.client import CONNECT_RETRY_S, bad_reply, owned_by_you, strict_json
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -382,7 +382,6 @@ def _refuse_theirs(sock: Path, uid: int) -> None:
 
 def _last_logged_event(log_file: Path) -> str | None:
     """The daemon's one-line reason for stopping: the last JSON log line's event."""
-    import json
 
     try:
         with open(log_file, "rb") as handle:
@@ -396,7 +395,7 @@ def _last_logged_event(log_file: Path) -> str | None:
         if line.startswith("memoryd: "):
             return line.removeprefix("memoryd: ").strip()
         try:
-            event = json.loads(line).get("event")
+            event = strict_json(line).get("event")
         except (ValueError, AttributeError):
             continue
         if isinstance(event, str):

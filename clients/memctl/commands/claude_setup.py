@@ -28,6 +28,7 @@ from typing import Any
 from memctl import claude_settings, files, installation
 from memctl.output import EXIT_USAGE, emit, fail
 from memoryd_client import paths
+from memoryd_client.client import strict_json
 from memoryd_client.private_dirs import make_private_dirs
 
 
@@ -82,7 +83,7 @@ def created_files() -> dict[str, list[str]]:
     """The files install created, each with the folders it created for it (deepest last), so
     uninstall can take away what it added and never a file or folder the user had."""
     try:
-        data = json.loads(_created_record().read_text(encoding="utf-8"))
+        data = strict_json(_created_record().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}  # none noted (or unreadable): uninstall leaves every file in place
     found = data.get("files") if isinstance(data, dict) else None
