@@ -144,6 +144,23 @@ async def test_a_remembered_memory_is_pending_at_once(watched: Watched) -> None:
     assert Path(written["path"]).name in status["pending"]
 
 
+async def test_an_editors_swap_file_costs_at_most_the_scan_while_it_is_seen(
+    watched: Watched,
+) -> None:
+    handle, root, team, scans = watched
+    (team / ".kept.md.swp").write_bytes(b"b0VIM 9.0")  # hidden: never scanned, never pushed
+    await handle.call("team.status", cwd=str(root))  # may scan: the watch has not said yet
+    runner = scans.folder.runner
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_S
+    while runner.unchanged_token() is None:
+        assert loop.time() < deadline, "the swap file's batch never came"
+        await asyncio.sleep(0.02)
+    # Nothing a scan sees changed: the scan from before the swap file is good again (a scan
+    # made while the watch held its event had thrown it away).
+    assert await scans.status_calls(handle, root, 1) == 0
+
+
 async def test_the_backlog_is_not_clear_between_a_write_and_its_batch(tmp_path: Path) -> None:
     """What status relies on: the kernel queues the event within the write, so a watch whose
     batch has not been handed over yet says so."""

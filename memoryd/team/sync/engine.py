@@ -1262,7 +1262,10 @@ class SyncEngine:
             else:
                 scan, marks = await self._scan()
                 checksums = scan.checksums
-                self._status_scan = None if token is None else (token, checksums, marks, now)
+                # Without a token the last one stays: it still holds while the changes the
+                # watch had not handed over turn out to be none a scan sees (a swap file).
+                if token is not None:
+                    self._status_scan = (token, checksums, marks, now)
             self.state.pending = self._pending_after(checksums, marks)
             return list(self.state.pending)
 
