@@ -84,4 +84,72 @@ tests[#tests + 1] = {
   end,
 }
 
+-- A socket path longer than a Unix socket's may be (107 bytes on Linux): Neovim's libuv before
+-- 1.46 cut it to fit and connected to whatever listened at the shorter path (here one served in
+-- this Neovim); newer ones said ENOENT, "not running", and offered `memctl start`. It is said
+-- at the first attempt, nothing connected, and :checkhealth memoryd says what to set.
+local long_folder = folder .. '/' .. string.rep('l', 130)
+vim.fn.mkdir(long_folder, 'p')
+local long_path = long_folder .. '/memoryd.sock'
+local function expected_long(path)
+  return ('memoryd is not running on %s: its path is %d bytes, over the 107 a Unix socket\'s path may have; set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a shorter one'):format(
+    path,
+    #path
+  )
+end
+
+tests[#tests + 1] = {
+  'a socket path too long for a socket is said at the first attempt, and nothing at a shorter path is reached',
+  function()
+    local cut = uv.new_pipe(false)
+    assert(cut:bind(long_path:sub(1, 107)))
+    local reached = 0
+    cut:listen(8, function()
+      reached = reached + 1
+      local conn = uv.new_pipe(false)
+      cut:accept(conn)
+      conn:read_start(function(_, chunk)
+        if chunk then
+          local request = vim.json.decode(chunk:match('^[^\n]*'))
+          conn:write(vim.json.encode({ jsonrpc = '2.0', id = request.id, result = { version = 'impostor' } }) .. '\n')
+        end
+      end)
+    end)
+    local client = Client.new({ path = long_path, backoff_min_ms = 60000 })
+    local done, err, result = false, nil, nil
+    client:request('status', nil, function(e, r)
+      done, err, result = true, e, r
+    end, 20000)
+    local ok = pcall(T.wait, 'the failure', function()
+      return done
+    end)
+    client:close()
+    cut:close()
+    T.truthy(ok, 'an answer')
+    T.eq(nil, result, 'the answer from the shorter path')
+    T.eq(0, reached, 'connections at the shorter path')
+    T.eq('down', err.code, 'the code')
+    T.eq(expected_long(long_path), err.message, 'the message')
+  end,
+}
+
+tests[#tests + 1] = {
+  'a socket path too long: a command says so and offers no memctl start; :checkhealth says what to set',
+  function()
+    memoryd.setup({ socket = long_path, status_interval_ms = 0, notifications = { enabled = false } })
+    vim.cmd('MemorydStatus')
+    T.wait('the message', function()
+      return T.message_matching('a Unix socket') ~= nil
+    end)
+    T.has(T.message_matching('a Unix socket').text, expected_long(long_path))
+    T.eq(nil, T.message_matching('Start it with :MemorydStart'), 'a start hint')
+    T.eq({}, T.prompts, 'the prompts')
+    vim.cmd('checkhealth memoryd')
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+    T.has(text, expected_long(long_path))
+    T.has(text, 'to a shorter path')
+    T.has_not(text, 'memoryd is not answering')
+  end,
+}
+
 T.run(tests)

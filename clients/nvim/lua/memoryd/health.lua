@@ -109,6 +109,12 @@ function M.check()
     served, served_err = query(client, 'rpc.methods', timeout)
   end
   client:close()
+  if not status and err and type(err.data) == 'table' and err.data.too_long then
+    report.error(err.message, {
+      'set the socket option of setup() or $MEMORYD_SOCKET (or $XDG_RUNTIME_DIR) to a shorter path',
+    })
+    return
+  end
   if not status and err and type(err.data) == 'table' and err.data.not_a_socket then
     -- a folder or file where the socket should be: starting the daemon would not help
     report.error(err.message, {

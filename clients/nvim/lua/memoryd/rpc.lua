@@ -297,6 +297,29 @@ function Client.not_a_socket(path)
   return ('it is %s, not a socket; is --socket or MEMORYD_SOCKET mistyped? (`memctl start` does not replace it)'):format(kind)
 end
 
+-- `n` with a comma between each group of three digits, as Python's '{:,}'.
+local function grouped(n)
+  local text = tostring(n):reverse():gsub('(%d%d%d)', '%1,'):reverse()
+  return (text:gsub('^,', ''))
+end
+
+-- Why no socket can be at `path` when it is longer than a Unix socket's path may be (sun_path
+-- less its closing NUL: 107 bytes on Linux, 103 on macOS), in memoryd_client's words
+-- (socket_path_too_long); nil when it is not. libuv before 1.46 (Neovim 0.9 and older) cut
+-- such a path to fit and connected there: to whatever listens at that shorter path, a socket
+-- of another user's in a shared folder too, which Client.untrusted (made on the whole path)
+-- never looked at. Newer ones say only ENOENT: "not running", with an offer to start it.
+function Client.too_long(path)
+  local limit = uv.os_uname().sysname == 'Darwin' and 103 or 107
+  if #path <= limit then
+    return nil
+  end
+  return ('its path is %s bytes, over the %d a Unix socket\'s path may have; set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a shorter one'):format(
+    grouped(#path),
+    limit
+  )
+end
+
 local function not_listening(err)
   return err:match('^ECONNREFUSED') ~= nil or err:match('^ENOTSOCK') ~= nil
 end
@@ -343,6 +366,13 @@ function Client.untrusted(path)
 end
 
 function Client:_attempt(left_ms, pause_ms)
+  local long = Client.too_long(self.path)
+  if long ~= nil then
+    -- data.not_a_socket: starting a daemon would not help (it cannot listen there either)
+    local message = ('memoryd is not running on %s: %s'):format(self.path, long)
+    self:_down(new_error('down', message, { not_a_socket = true, too_long = true }))
+    return
+  end
   local why = Client.untrusted(self.path)
   if why ~= nil then
     self:_down(new_error('down', ('refusing to connect to %s: %s'):format(self.path, why)))
