@@ -410,10 +410,11 @@ class SessionMemory:
                 )
                 return False
             changed = updated != current
-            if not changed and result.attempted_writes:
+            if not changed and result.attempted_writes and not result.written:
                 # Every write refused (a heading taken out, a secret) or failed: the notes do
                 # not hold this transcript. Counted as summarised, compact dropped messages
-                # the notes never saw.
+                # the notes never saw. (A write that went through and left the notes as they
+                # were is the agent's "nothing new": summarised.)
                 await self._failed(
                     session,
                     f"none of the agent's {result.attempted_writes} write(s) went through "

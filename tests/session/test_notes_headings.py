@@ -120,3 +120,23 @@ async def test_notes_the_agent_empties_back_to_the_template_are_kept(
     assert record.last_error is not None
     assert "empty" in record.last_error
     assert record.summarized_messages is None
+
+
+async def test_notes_written_back_unchanged_count_the_transcript_as_summarised(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Found in review: the agent wrote the notes back as they were (nothing new to add), a
+    # write that went through, and the update was failed as if every write had been refused:
+    # "none of the agent's 1 write(s) went through", the transcript never counted.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    previous = earlier_notes(summary)
+    session_model.enqueue(rewrite_whole(summary, previous), text_reply("nothing new"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+
+    assert summary.read_text() == previous
+    record = session_of(handle, project_dir).record
+    assert record.last_error is None
+    assert record.summarized_messages == len(messages)
