@@ -161,6 +161,15 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
     return 0
 
 
+def session_place(project: Project, session_id: str) -> str:
+    """The key of a session's cursor, last turn time and pending turn: the project's folder
+    name and the session id. By the id alone, two projects' sessions of one id (the protocol's
+    own example is "s1") moved each other's cursor, and the next extraction of one was offered
+    its whole conversation again. `/` stands in neither (a folder name, `SessionId`), so a key
+    names one (project, session) and one saved before (a bare id) is told from it."""
+    return f"{project.key}/{session_id}"
+
+
 # -- the service ---------------------------------------------------------------------------
 @dataclass
 class _Pending:
@@ -176,7 +185,7 @@ class _DirRun:
     # One pending turn per session, oldest first. Sessions of one memory dir (two in one
     # project, two worktrees of one repo) each keep theirs: with one slot for the dir, another
     # session's turn replaced it and that turn was never offered (a session's last one, lost).
-    pending: OrderedDict[str, _Pending] = field(default_factory=OrderedDict)
+    pending: OrderedDict[str, _Pending] = field(default_factory=OrderedDict)  # by place
 
 
 # What `status` counts, in the order it shows them.
@@ -196,9 +205,10 @@ class Extraction:
         self._run_locks: weakref.WeakValueDictionary[Path, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        # session -> (wall, monotonic) time of its last after_turn (`_previous_turn_at`)
+        # place (`session_place`) -> (wall, monotonic) time of its last after_turn
+        # (`_previous_turn_at`)
         self._last_turn_at: dict[str, tuple[float, float]] = {}
-        # session -> where its offered messages end; kept across restarts (`cursors`)
+        # place -> where its offered messages end; kept across restarts (`cursors`)
         self._cursor = Cursors()
         self._saving_cursors = asyncio.Lock()  # one write at a time, the newest last
         # Files our own background writers wrote, with the mtime they left: not the main agent.
@@ -253,22 +263,33 @@ class Extraction:
             os.close(fd)
         return None
 
-    def _previous_turn_at(self, session_id: str) -> float | None:
+    def _previous_turn_at(self, place: str) -> float | None:
         """The wall time of the session's previous after_turn, for comparing with mtimes, and
         note this one. The clock set back since (by hand, NTP): a file the main agent writes
         now is dated before that time, looked like no write, and its memory was extracted a
         second time. So the time is also taken as the monotonic clock measured it, in the
         wall clock's present setting, and the earlier of the two counts."""
         wall, mono = time.time(), time.monotonic()
-        previous = self._last_turn_at.pop(session_id, None)  # re-inserted as newest
-        self._last_turn_at[session_id] = (wall, mono)
+        previous = self._last_turn_at.pop(place, None)  # re-inserted as newest
+        self._last_turn_at[place] = (wall, mono)
         if previous is None:
             return None
         then_wall, then_mono = previous
         return min(then_wall, wall - (mono - then_mono))
 
+    def _place(self, project: Project, session_id: str) -> str:
+        """`session_place`, taking over once the cursor a daemon before it saved under the
+        bare session id: dropped, an upgrade offered every session's whole conversation again."""
+        place = session_place(project, session_id)
+        if self._cursor.get(place) is None:
+            legacy = self._cursor.pop(session_id)
+            if legacy is not None:
+                self._cursor[place] = legacy
+        return place
+
     def on_turn(self, turn: Turn) -> bool:
-        previous = self._previous_turn_at(turn.session_id)
+        place = self._place(turn.project, turn.session_id)
+        previous = self._previous_turn_at(place)
         if len(self._last_turn_at) > MAX_SESSIONS:  # forget the longest-idle sessions
             oldest = next(iter(self._last_turn_at))
             self._last_turn_at.pop(oldest, None)
@@ -283,8 +304,8 @@ class Extraction:
                 # What is said while it is off is never offered, also not once it is on again
                 # (the user turned it off not to have it remembered): the next extraction
                 # was offered every message since the last one made while it was on.
-                self._drop_pending(turn.session_id)
-                self._cursor[turn.session_id] = cursor_after(turn.messages)
+                self._drop_pending(place)
+                self._cursor[place] = cursor_after(turn.messages)
                 return False
             memory_dir = am.memory_dir(turn.project)
         except MemorydError as exc:
@@ -297,46 +318,47 @@ class Extraction:
             # one, as a coalesced trigger is: left queued, it ran after the cursor had moved
             # past this turn, was offered the whole conversation from its first message,
             # and moved the cursor back before this turn (whose memory the main agent saved).
-            self._drop_pending(turn.session_id)
+            self._drop_pending(place)
             self._skip_main_agent(turn, "a Write/Edit into the memory dir this turn")
             return False
-        self._schedule(memory_dir, turn, previous)
+        self._schedule(memory_dir, place, turn, previous)
         return True
 
-    def on_compaction(self, session_id: str, dropped: int, added: int) -> None:
+    def on_compaction(self, project: Project, session_id: str, dropped: int, added: int) -> None:
         """`compact` replaced the first `dropped` messages of the session's transcript by
         `added` new ones (boundary and summary): move the cursor the same way, so the next
         turn offers exactly the messages that came after the compaction."""
-        offered = self._cursor.get(session_id)
+        place = self._place(project, session_id)
+        offered = self._cursor.get(place)
         if offered is not None:
             # The last message offered is still there when it was kept; when it was dropped,
             # the count holds for memoryd's compacted list only (the mark says which).
             kept = offered.count > dropped
-            self._cursor[session_id] = Cursor(
+            self._cursor[place] = Cursor(
                 added + max(0, offered.count - dropped), offered.mark if kept else None
             )
 
-    def _drop_pending(self, session_id: str) -> None:
+    def _drop_pending(self, place: str) -> None:
         """Fold the session's turn waiting behind a run into the turn at hand, which is
         not extracted: run after it, it was offered from the first message on (the cursor
         past the newer turn, which it does not hold) and moved the cursor back."""
         for run in self._runs.values():
-            earlier = run.pending.pop(session_id, None)
+            earlier = run.pending.pop(place, None)
             if earlier is not None:
                 _cancel(earlier.check)
                 self.counts["coalesced"] += 1
 
     def _skip_main_agent(self, turn: Turn, seen: str) -> None:
         self.counts["skipped_main_agent"] += 1
-        self._cursor[turn.session_id] = cursor_after(turn.messages)
+        self._cursor[session_place(turn.project, turn.session_id)] = cursor_after(turn.messages)
         log.info(
             "extraction skipped: the main agent wrote memory", session=turn.session_id, seen=seen
         )
 
-    def _schedule(self, memory_dir: Path, turn: Turn, since: float | None) -> None:
+    def _schedule(self, memory_dir: Path, place: str, turn: Turn, since: float | None) -> None:
         self.counts["scheduled"] += 1
         run = self._runs.setdefault(memory_dir, _DirRun())
-        earlier = run.pending.pop(turn.session_id, None)
+        earlier = run.pending.pop(place, None)
         if earlier is not None:
             self.counts["coalesced"] += 1
             # Coalesced triggers: look for main-agent writes since the earliest of them.
@@ -344,7 +366,7 @@ class Extraction:
                 since = min(since, earlier.since)
             _cancel(earlier.check)  # made for the earlier trigger's `since`
         entry = _Pending(turn, since)
-        run.pending[turn.session_id] = entry
+        run.pending[place] = entry
         if run.task is None:
             if since is not None and not self.run_lock(memory_dir).locked():
                 # The run starts at once: its disk check (a stat of every memory file, the
@@ -427,7 +449,8 @@ class Extraction:
         self, turn: Turn, memory_dir: Path, manifest: str
     ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None, str | None]:
         """(system, messages, tools, model) for one extraction of `turn`."""
-        start = new_messages_start(turn.messages, self._cursor.get(turn.session_id))
+        place = session_place(turn.project, turn.session_id)
+        start = new_messages_start(turn.messages, self._cursor.get(place))
         # `extract` runs none without a new message; should the cursor move meanwhile (a
         # compact), the last message, never the whole conversation again.
         start = min(start, max(len(turn.messages) - 1, 0))
@@ -463,7 +486,8 @@ class Extraction:
         except MemorydError as exc:
             await self._cannot_extract(exc, disk_check)
             return None
-        start = new_messages_start(turn.messages, self._cursor.get(turn.session_id))
+        place = session_place(project, turn.session_id)
+        start = new_messages_start(turn.messages, self._cursor.get(place))
         if start >= len(turn.messages):
             # Nothing since the last offer (the same transcript again: a client's retry, a
             # Stop hook that fired twice). It was offered as "the last N messages" from the
@@ -489,8 +513,8 @@ class Extraction:
         if changed is not None:
             self._skip_main_agent(turn, f"{changed} changed on disk since the last turn")
             return None
-        offered_before = self._cursor.get(turn.session_id)
-        self._cursor[turn.session_id] = cursor_after(turn.messages)
+        offered_before = self._cursor.get(place)
+        self._cursor[place] = cursor_after(turn.messages)
         written: list[Path] = []
         index_written: list[Path] = []
 
@@ -565,13 +589,13 @@ class Extraction:
         Before, they were passed over for good. Not when a compaction moved the cursor since,
         not after a refusal (offered again, the same messages were refused on every later
         turn), and not after a memory was written (it would be saved twice)."""
-        session = turn.session_id
-        if self._cursor.get(session) != cursor_after(turn.messages):
+        place = session_place(turn.project, turn.session_id)
+        if self._cursor.get(place) != cursor_after(turn.messages):
             return
         if offered_before is None:
-            self._cursor.pop(session)
+            self._cursor.pop(place)
         else:
-            self._cursor[session] = offered_before
+            self._cursor[place] = offered_before
 
     async def settle(
         self, project: Project, memory_dir: Path, written: list[Path], *, always: bool = False

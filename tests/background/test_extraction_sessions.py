@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+from memoryd.automem.cursors import cursors_path
+from memoryd.automem.extraction import cursor_after, session_place
 from memoryd.automem.extraction_prompts import NOTHING_MARKER
-from tests.background.conftest import Workspace, transcript
-from tests.conftest import IsolatedEnv
+from tests.background.conftest import Workspace, transcript, workspace_for
+from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.fakes.messages_api import FakeMessagesAPI, slow, text_reply
 
 
@@ -282,3 +285,56 @@ async def test_turns_had_while_auto_memory_was_off_are_never_offered(
     last = json.dumps(requests[-1].json)
     assert "ON-AGAIN" in last
     assert "WHILE-OFF" not in last
+
+
+def _extractions(fake: FakeMessagesAPI) -> list[str]:
+    return [
+        text
+        for text in (json.dumps(r.json) for r in fake.message_requests())
+        if "background memory extraction" in text
+    ]
+
+
+async def test_two_projects_sessions_of_one_id_keep_their_own_places(
+    daemon_with_model: DaemonHandle, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    """The protocol's own example session id ("s1") in two projects: kept by the id alone,
+    B's turn moved A's cursor, and A's next extraction was offered A's first turn again."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    a = workspace_for(daemon_with_model, tmp_path / "a")
+    b = workspace_for(daemon_with_model, tmp_path / "b")
+    assert a.project.key != b.project.key
+    first_of_a = transcript(("A-FIRST I prefer tabs", "noted"))
+    await _after_turn(a, "s1", first_of_a)
+    await a.handle.daemon.services.extraction.wait_idle()
+    await _after_turn(b, "s1", transcript(("B-FIRST deploys are on fridays", "ok")))
+    await b.handle.daemon.services.extraction.wait_idle()
+    await _after_turn(a, "s1", [*first_of_a, *transcript(("A-SECOND fix the bug", "fixed"))])
+    await a.handle.daemon.services.extraction.wait_idle()
+    requests = _extractions(fake_model)
+    assert len(requests) == 3
+    assert "A-SECOND" in requests[-1]
+    assert "A-FIRST" not in requests[-1]
+    assert "most recent turn" in requests[-1]
+
+
+async def test_a_place_saved_under_the_bare_session_id_is_taken_over(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """A daemon before places were per project saved them by session id: after the upgrade,
+    the session's next turn is offered only what came after that place, not all of it."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    first = transcript(("OLD-DAEMON I prefer tabs", "noted"))
+    saved = cursor_after(first)
+    cursors_path().parent.mkdir(parents=True, exist_ok=True)
+    cursors_path().write_text(
+        json.dumps({"version": 1, "sessions": [["s1", saved.count, saved.mark]]})
+    )
+    await _after_turn(ws, "s1", [*first, *transcript(("NEW-DAEMON fix the bug", "fixed"))])
+    await ws.handle.daemon.services.extraction.wait_idle()
+    (request,) = _extractions(fake_model)
+    assert "NEW-DAEMON" in request
+    assert "OLD-DAEMON" not in request
+    # Taken over once: written back under its place, the bare id gone.
+    saved_now = json.loads(cursors_path().read_text())["sessions"]
+    assert [entry[0] for entry in saved_now] == [session_place(ws.project, "s1")]

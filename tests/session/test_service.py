@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.automem.extraction import cursor_after
+from memoryd.automem.extraction import cursor_after, session_place
 from memoryd.llm.tokens import estimate_messages
 from memoryd.session import state
 from memoryd.session.compaction import BOUNDARY_TAG
@@ -504,7 +504,8 @@ async def test_compact_calls_of_one_transcript_at_once_are_one_compaction(
     summary.write_text("# Session Title\nFix the parser\n")
     messages = conversation(150_000, per_exchange=3_000, tools=2)
     extraction = daemon.daemon.services.extraction
-    extraction._cursor[SID] = cursor_after(messages)  # all of it offered to extraction
+    place = session_place(daemon.daemon.services.projects.resolve(project_dir), SID)
+    extraction._cursor[place] = cursor_after(messages)  # all of it offered to extraction
     other = await daemon.client()
     params = {"session_id": SID, "cwd": str(project_dir), "messages": messages}
     first, second = await asyncio.gather(
@@ -518,7 +519,7 @@ async def test_compact_calls_of_one_transcript_at_once_are_one_compaction(
     session = session_of(daemon, project_dir)
     assert session.record.compactions == 1
     # Extraction's cursor moved once: it is at the end of the compacted list.
-    cursor = extraction._cursor.get(SID)
+    cursor = extraction._cursor.get(place)
     assert cursor is not None
     assert cursor.count == len(first["messages"])
     # Sent again later, the same; after a turn, a new compaction.

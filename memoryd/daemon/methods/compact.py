@@ -28,6 +28,7 @@ async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
         # Once a compaction: a call that repeats it moves nothing.
         kept = int(reply["kept_messages"])
         daemon.services.extraction.on_compaction(
+            project,
             params.session_id,
             dropped=len(params.messages) - kept,
             added=len(reply["messages"]) - kept,
