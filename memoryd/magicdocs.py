@@ -38,7 +38,7 @@ import structlog
 from memoryd import jsonread, paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
-from memoryd.automem.extraction_prompts import render_transcript
+from memoryd.automem.extraction_prompts import conversation_block, render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fences import in_fenced_code
@@ -170,7 +170,9 @@ def update_prompt(
         max_turns=MAX_TURNS,
         content=content,
     )
-    return cached_prompt(f"<conversation>\n{transcript}\n</conversation>\n\n") + cached_prompt(body)
+    # A file read or a page in the conversation that holds `</conversation>` closed the
+    # wrapper, and what followed it read as memoryd's instructions for the doc.
+    return cached_prompt(f"{conversation_block(transcript)}\n\n") + cached_prompt(body)
 
 
 def _doc_or_why_not(path: Path) -> tuple[str, DocHeader] | str:
