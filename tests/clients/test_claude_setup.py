@@ -308,6 +308,25 @@ def test_a_settings_file_memctl_cannot_read_is_refused_not_a_traceback(home: Pat
     assert not (home / ".claude.json").exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "large"])
+def test_a_settings_file_that_is_a_fifo_or_huge_is_refused_unread(home: Path, kind: str) -> None:
+    # Found by the session 24 hunt: a FIFO as settings.json blocked install for good (read
+    # whole, as a file of any size was).
+    (home / ".claude").mkdir()
+    settings = home / ".claude" / "settings.json"
+    if kind == "fifo":
+        os.mkfifo(settings)
+    else:
+        with settings.open("wb") as handle:  # sparse: 64 MiB and one byte, none written
+            handle.truncate(64 * 1024 * 1024 + 1)
+    done = claude(home, "install")
+    assert done.returncode == 2, done.stderr
+    why = "not a regular file (a FIFO" if kind == "fifo" else "larger than 64 MiB, not read"
+    assert f"nothing changed: cannot read {settings}: {why}" in done.stderr
+    assert "to merge by hand" in done.stderr
+    assert not (home / ".claude.json").exists()
+
+
 def test_reinstall_keeps_the_users_hook_and_server_tuning(home: Path) -> None:
     # Found by a bug hunt: the docs say to give recall more time with --timeout-ms and the
     # hook's timeout; installing again (after an upgrade) reset both, and replaced the env of
