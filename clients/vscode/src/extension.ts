@@ -25,7 +25,7 @@ import { EVENTS, NotificationPresenter, knownEvents, type Message } from "./core
 import { defaultQuery, emptyRecallMessage, recall, recallPicks } from "./core/recall";
 import { MEMORY_TYPES, remember, savedNotice, suggestedName, teamSync, type MemoryType } from "./core/remember";
 import { concernsTarget, getContext, rulesTree, watchedFiles } from "./core/rules";
-import { DaemonUnavailable, MemorydClient, notASocket, RpcError, STOPPING } from "./core/rpcClient";
+import { DaemonUnavailable, MemorydClient, notASocket, RpcError, socketPathTooLong, STOPPING } from "./core/rpcClient";
 import { resolveSocketPath } from "./core/socketPath";
 import { fetchStatus } from "./core/status";
 import type { ViewNode } from "./core/viewNode";
@@ -241,9 +241,9 @@ class MemorydExtension implements vscode.Disposable {
     return editorTarget((file) => this.memoryDirs.projectOf(file));
   }
 
-  /** Whether starting the daemon could help: `memctl start` does not replace a folder, file or FIFO at the socket path. */
+  /** Whether starting the daemon could help: `memctl start` does not replace a folder, file or FIFO at the socket path, nor listen on a path too long for a socket. */
   private startHelps(): boolean {
-    return notASocket(this.client.socketPath) === undefined;
+    return notASocket(this.client.socketPath) === undefined && socketPathTooLong(this.client.socketPath) === undefined;
   }
 
   private offerStart(reason: string): void {

@@ -204,6 +204,16 @@ describe("the extension in a stand-in VS Code", () => {
     assert.deepEqual((await showStatus()).items, ["Refresh"]);
   });
 
+  test("a socket path too long for a socket: said as it is, and no Start memoryd, which cannot listen there", async () => {
+    const folder = path.join(tmp, "l".repeat(130));
+    fs.mkdirSync(folder, { recursive: true });
+    const sock = path.join(folder, "memoryd.sock");
+    activate(sock, [one.root]);
+    await waitFor(() => F.fake.shown.length > 0, PATIENCE_MS, "the outage warning");
+    assert.match(F.fake.shown[0]!.text, /^memoryd is not running on .*: its path is \d+ bytes, over the 10[37] a Unix socket's path may have; /);
+    assert.deepEqual(F.fake.shown[0]!.items, ["Settings"]);
+  });
+
   test("a write the daemon warns about (it holds a secret) is a warning that says so", async () => {
     activate(socketPath, [one.root]);
     await up();

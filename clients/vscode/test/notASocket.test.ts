@@ -9,7 +9,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { DaemonUnavailable, MemorydClient, notASocket } from "../src/core/rpcClient";
+import { DaemonUnavailable, MemorydClient, notASocket, socketPathTooLong } from "../src/core/rpcClient";
 import { PYTHON, cleanup, tempDir } from "./helpers";
 
 describe("no socket at the socket path", () => {
@@ -50,6 +50,36 @@ describe("no socket at the socket path", () => {
       assert.deepEqual(states, [expected], "the down notice says it too");
     });
   }
+
+  test("a path too long for a socket is reported down at the first attempt, and no socket at a shorter path is reached", async () => {
+    // The connect said ENOENT, "not running", with an offer to start a daemon that cannot listen
+    // there either; a libuv before 1.46 cut the path to fit and connected to what listens there.
+    const folder = path.join(tmp, "l".repeat(130));
+    fs.mkdirSync(folder);
+    const sock = path.join(folder, "memoryd.sock");
+    let reached = 0;
+    const cut = net.createServer((s) => {
+      reached++;
+      s.destroy();
+    });
+    await new Promise<void>((resolve) => cut.listen(sock.slice(0, 107), resolve));
+    const client = new MemorydClient({ socketPath: sock, reconnect: false });
+    const expected = `memoryd is not running on ${sock}: its path is ${Buffer.byteLength(sock)} bytes, over the 107 a Unix socket's path may have; set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a shorter one`;
+    try {
+      await assert.rejects(client.call("status"), (e: unknown) => {
+        assert.ok(e instanceof DaemonUnavailable);
+        assert.equal(e.message, process.platform === "darwin" ? expected.replace("107", "103") : expected);
+        return true;
+      });
+    } finally {
+      client.close();
+      await new Promise((resolve) => cut.close(resolve));
+    }
+    assert.equal(reached, 0, "connections at the shorter path");
+    assert.equal(socketPathTooLong("/".repeat(107), "linux"), undefined);
+    assert.match(socketPathTooLong("/".repeat(104), "darwin") ?? "", /^its path is 104 bytes, over the 103 /);
+    assert.match(socketPathTooLong("é".repeat(600), "linux") ?? "", /^its path is 1,200 bytes, /);
+  });
 
   test("a socket, and nothing at all, are not called anything else", () => {
     const sock = path.join(tmp, "bound.sock");

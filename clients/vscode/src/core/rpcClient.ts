@@ -61,6 +61,22 @@ export function untrustedSocket(socketPath: string): string | undefined {
 }
 
 /**
+ * Why no socket can be at `socketPath` when it is longer than a Unix socket's path may be
+ * (sun_path less its closing NUL: 107 bytes on Linux, 103 on macOS), in memoryd_client's words
+ * (`socket_path_too_long`); undefined when it is not. The connect said only ENOENT: "not
+ * running", with an offer to start a daemon that cannot listen there either (and a libuv
+ * before 1.46 cut such a path to fit, connecting to whatever listened at the shorter one).
+ */
+export function socketPathTooLong(socketPath: string, platform: NodeJS.Platform = process.platform): string | undefined {
+  const size = Buffer.byteLength(socketPath);
+  const limit = platform === "darwin" ? 103 : 107;
+  if (size <= limit) {
+    return undefined;
+  }
+  return `its path is ${size.toLocaleString("en-US")} bytes, over the ${limit} a Unix socket's path may have; set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a shorter one`;
+}
+
+/**
  * What is at `socketPath` when it is there and no socket (a folder, a regular file, a FIFO), said
  * with what to do, in memoryd_client's words (`not_a_socket`); undefined for a socket or nothing.
  * Connecting to one fails as a daemon restarting does (ECONNREFUSED on Linux, ENOTSOCK on some
@@ -434,6 +450,12 @@ export class MemorydClient {
   private async open(): Promise<net.Socket> {
     let left = CONNECT_RETRY_MS;
     let pause = 10;
+    const long = socketPathTooLong(this.socketPath);
+    if (long !== undefined) {
+      const message = `memoryd is not running on ${this.socketPath}: ${long}`;
+      this.markDown(message);
+      throw new DaemonUnavailable(message, this.socketPath);
+    }
     for (;;) {
       const why = untrustedSocket(this.socketPath);
       if (why !== undefined) {
