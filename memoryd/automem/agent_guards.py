@@ -33,12 +33,31 @@ def memory_writer_policy(
     memory_dir: Path, *, read_roots: tuple[Path, ...] = (), team: bool
 ) -> AccessPolicy:
     """What a background agent that writes memory may touch: it reads `read_roots` and the
-    memory dir, and writes the index and memory files there (`writes.agent_write_refusal`)."""
+    memory dir, and writes the index and memory files there (`writes.agent_write_refusal`;
+    the index only as `MEMORY.md`, `_index_case_refusal`)."""
     real_dir = real(memory_dir)
     return AccessPolicy(
         read_roots=(*read_roots, memory_dir),
         write_roots=(memory_dir,),
-        write_check=lambda path: agent_write_refusal(real_dir, path, team=team),
+        write_check=lambda path: (
+            agent_write_refusal(real_dir, path, team=team) or _index_case_refusal(real_dir, path)
+        ),
+    )
+
+
+def _index_case_refusal(memory_dir: Path, path: Path) -> str | None:
+    """Why `path` may not be written when its name is the index's in another spelling
+    (`memory.md`, `Memory.MD`): such a file was created, yet the index is read as
+    `MEMORY.md` and a file of the index's name is never read as a memory, so what the agent
+    saved there was never read at all."""
+    name = path.name
+    if name == index_mod.INDEX_NAME or not naming.is_index_name(name):
+        return None
+    key = "/".join(path.relative_to(memory_dir).parts)
+    return (
+        f"{key} is not the index: the index is named exactly {index_mod.INDEX_NAME}, and a "
+        "file named like it in another case is read neither as the index nor as a memory; "
+        f"write the index as {index_mod.INDEX_NAME}, a memory under a name of its own"
     )
 
 

@@ -100,6 +100,34 @@ async def test_extraction_writes_no_name_the_store_never_reads(
     assert "names the index" in results[2]["content"]
 
 
+async def test_extraction_writes_no_index_named_in_another_case(
+    ws: Workspace, fake_model: FakeMessagesAPI
+) -> None:
+    """`memory.md` was created: read neither as the index (read as `MEMORY.md`) nor as a
+    memory (a file of the index's name never is), what the agent saved there was lost."""
+    (ws.memory_dir / "team").mkdir(parents=True)
+    text = memory_text("Tabs", "likes tabs", "user", "The user likes tabs.")
+    refused = [
+        ws.memory_dir / "memory.md",
+        ws.memory_dir / "Memory.MD",
+        ws.memory_dir / "team" / "memory.md",
+    ]
+    index = ws.memory_dir / "MEMORY.md"
+    fake_model.enqueue(
+        tool_use_reply([*(_write(p, text) for p in refused), _write(index, "- [Tabs](t.md)\n")]),
+        text_reply("saved"),
+    )
+    await _turn(ws, CONVO)
+    assert sorted(p.name for p in ws.memory_dir.iterdir()) == ["MEMORY.md", "team"]
+    assert not any((ws.memory_dir / "team").iterdir())
+    results = fake_model.message_requests()[1].json["messages"][-1]["content"]
+    assert [r.get("is_error", False) for r in results] == [True, True, True, False]
+    for path, result in zip(refused, results, strict=False):
+        key = "/".join(path.relative_to(ws.memory_dir).parts)
+        assert result["content"].startswith(f"Permission denied: {key} is not the index")
+        assert "named exactly MEMORY.md" in result["content"]
+
+
 async def test_the_team_index_an_extraction_writes_is_not_announced_as_a_memory(
     ws: Workspace, fake_model: FakeMessagesAPI
 ) -> None:
