@@ -68,14 +68,26 @@ def answer_timeout_s() -> float:
 def socket_path(arg: Path | None) -> Path:
     """`--socket` made absolute (its `~` was expanded as it was parsed), else the socket rule's."""
     if not arg:
-        return default_socket_path()
+        return named_socket(default_socket_path())
     try:
-        return arg.absolute()
+        return named_socket(arg.absolute())
     except FileNotFoundError:  # os.getcwd() of a deleted folder: it was a traceback
         raise DaemonUnavailable(
             f"the working directory no longer exists, so a relative --socket ({arg}) cannot "
             "be resolved: make it absolute, or run from a folder that exists"
         ) from None
+
+
+def named_socket(sock: Path) -> Path:
+    """`sock`, when it has a name; UsageError for the root folder (`--socket /`,
+    `MEMORYD_SOCKET=/`), beside which no status file, lock or log can be named: `status`,
+    `stop`, `start` and `service status` were a ValueError traceback."""
+    if not sock.name:
+        raise UsageError(
+            f"the socket path {sock} is the root folder, not a socket: give --socket or "
+            "MEMORYD_SOCKET the path of memoryd's socket"
+        )
+    return sock
 
 
 def status_file(sock: Path) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import run_memctl
+from tests.clients.conftest import memctl_env, run_memctl
 from tests.clients.fake_daemon import FakeDaemon
 
 BIG = "a" * 100_000
@@ -47,4 +47,20 @@ def test_a_socket_path_too_long_for_a_socket_is_said(tmp_path: Path, command: li
         f"memctl: memoryd is not running on {sock}: its path is {len(str(sock)):,} bytes, over "
         "the 107 a Unix socket's path may have; set --socket or MEMORYD_SOCKET (or "
         "XDG_RUNTIME_DIR) to a shorter one\n"
+    )
+
+
+@pytest.mark.parametrize("command", [["status"], ["stop"], ["start"], ["service", "status"]])
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_the_root_folder_as_socket_is_a_usage_error(
+    isolated_env: object, command: list[str], how: str
+) -> None:
+    # `--socket /` or MEMORYD_SOCKET=/: no status file, lock or log can be named beside it,
+    # and `status`, `stop`, `start` and `service status` were a ValueError traceback.
+    env = memctl_env(MEMORYD_SOCKET="/") if how == "env" else None
+    done = run_memctl(*(["--socket", "/"] if how == "flag" else []), *command, env=env)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        "memctl: the socket path / is the root folder, not a socket: give --socket or "
+        "MEMORYD_SOCKET the path of memoryd's socket\n"
     )

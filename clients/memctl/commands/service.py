@@ -869,9 +869,11 @@ def run(args: argparse.Namespace) -> int:
         # folder, not where this shell's rule (no XDG_RUNTIME_DIR of theirs) would look;
         # MEMORYD_SOCKET still first (it was passed over, and installed units "differed").
         away = args.action == "status" and args.manager == "systemd" and _no_session() is not None
-        sock = default_socket_path(
-            "darwin" if args.manager == "launchd" else "linux",
-            runtime_dir=user_runtime_dir() if away else None,
+        sock = lifecycle.named_socket(
+            default_socket_path(
+                "darwin" if args.manager == "launchd" else "linux",
+                runtime_dir=user_runtime_dir() if away else None,
+            )
         )
     report = Report(dry_run=args.dry_run and args.action != "status")
     if callers is not None:
