@@ -94,6 +94,16 @@ async def test_a_status_poll_on_an_unchanged_folder_does_not_scan_it(watched: Wa
     assert (await handle.call("team.status", cwd=str(root)))["pending"] == []
 
 
+async def test_an_unchanged_folder_is_scanned_again_once_its_last_scan_is_old(
+    watched: Watched,
+) -> None:
+    # What inotify cannot see (another machine's write on NFS, a write through mmap) shows
+    # within the age limit: here 0, so the next status scans though nothing was reported.
+    handle, root, _team, scans = watched
+    scans.folder.engine.status_scan_max_age_s = 0.0
+    assert await scans.status_calls(handle, root, 1) == 1
+
+
 async def test_an_editors_save_is_pending_in_the_very_next_status(watched: Watched) -> None:
     handle, root, team, _scans = watched
     # A new file, no wait between the save and the call.

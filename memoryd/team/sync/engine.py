@@ -291,6 +291,7 @@ class SyncEngine:
         # `team.status`'s last scan: (that token when it started, its checksums, the marks
         # made before it, when it started on the loop's clock).
         self._status_scan: tuple[Hashable, dict[str, str], int, float] | None = None
+        self.status_scan_max_age_s = STATUS_SCAN_MAX_AGE_S
 
     @property
     def repo(self) -> str:
@@ -1256,7 +1257,7 @@ class SyncEngine:
                 token is not None
                 and last is not None
                 and last[0] == token
-                and now - last[3] < STATUS_SCAN_MAX_AGE_S
+                and now - last[3] < self.status_scan_max_age_s
             ):
                 checksums, marks = last[1], last[2]
             else:
