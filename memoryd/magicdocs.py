@@ -13,9 +13,9 @@ of the repository, committed and pushed with it: the text an edit adds is scanne
 first (`agent/secret_screen.py`), refused with the user's `memorydRefuseSecrets` on, else
 written with a `worker/error` warning naming the rule.
 
-Registrations (which docs, read by which sessions) are kept in `<state>/magicdocs.json`, so a
-daemon restart mid-session (`memctl restart`, a crash) does not forget the docs the session
-read: its next natural break still updates them (and each doc's update count and last
+Registrations (which docs, read by which session of which project) are kept in
+`<state>/magicdocs.json`, so a daemon restart mid-session (`memctl restart`, a crash) does not
+forget the docs the session read: its next natural break still updates them (and each doc's update count and last
 update are saved after each update, for `magicdocs.list`). Two daemons of one user (two sockets) share
 the file: each save merges into what is there (under a lock) rather than replacing it.
 """
@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import structlog
 
@@ -268,6 +268,9 @@ def header_screen(secrets: WriteScreen) -> WriteScreen:
 
 
 # -- the service ---------------------------------------------------------------------------
+Reader = tuple[str, str]  # (project root, session id): a session is one of a project
+
+
 @dataclass
 class Doc:
     path: Path
@@ -281,6 +284,10 @@ class Doc:
     # Every project whose sessions read it (one doc shared by two projects through a link):
     # an ordered set, oldest first, as `sessions`.
     projects: dict[Path, None] = field(default_factory=dict)
+    # Which session of which project read it (root, session id), as `sessions`: its updates
+    # are from these sessions' conversations. By the id alone, a doc one project's session
+    # read was updated from the conversation of another project's session of that id ("s1").
+    readers: dict[Reader, None] = field(default_factory=dict)
     # The natural break (daemon-wide count) that last queued it, 0 for none; and when.
     queued_at_break: int = 0
     last_queued: float | None = None
@@ -308,7 +315,7 @@ class MagicDocs:
         # One pending update per doc and session: keyed by the doc alone, a doc two sessions
         # read, queued by one and then by the other before its turn came, was updated from
         # the second's conversation only, and what the first's turn established never got in.
-        self._queue: OrderedDict[tuple[Path, str], Turn] = OrderedDict()
+        self._queue: OrderedDict[tuple[Path, Reader], Turn] = OrderedDict()
         self._task: asyncio.Task[Any] | None = None
         self.counts = {"updated": 0, "unregistered": 0, "skipped": 0, "failed": 0}
         self._breaks = 0  # natural breaks that queued docs, for the order of `_pick`
@@ -386,10 +393,12 @@ class MagicDocs:
             if (doc.title, doc.instruction) != (header.title, header.instruction):
                 doc.title, doc.instruction = header.title, header.instruction
                 self._changed = True  # a retitled doc is saved so, not as it was
-            if session_id not in doc.sessions or project_root not in doc.projects:
+            reader = (str(project_root), session_id)
+            if reader not in doc.readers or project_root not in doc.projects:
                 self._changed = True
             _most_recent(doc.sessions, session_id)
             _most_recent(doc.projects, project_root)
+            _most_recent(doc.readers, reader)
             registered += 1
         return registered
 
@@ -424,7 +433,8 @@ class MagicDocs:
         await self.on_read(turn.session_id, turn.project.root, turn.read_paths)
         if not natural_break(turn.messages) or not self.host.model.configured:
             return 0
-        mine = [d for d in self.docs.values() if turn.session_id in d.sessions]
+        reader = (str(turn.project.root), turn.session_id)
+        mine = [d for d in self.docs.values() if reader in d.readers]
         if not mine:
             return 0
         picked = {d.path for d in _pick(mine, MAX_UPDATES_PER_BREAK)}
@@ -433,11 +443,13 @@ class MagicDocs:
         for doc in (d for d in mine if d.path in picked):  # queued in the order they were read
             doc.queued_at_break, doc.last_queued = self._breaks, now
             # Queued already by this session: its newer transcript, which holds the older.
-            self._queue[(doc.path, turn.session_id)] = turn
+            self._queue[(doc.path, reader)] = turn
         while len(self._queue) > MAX_QUEUED:
-            (path, session_id), _ = self._queue.popitem(last=False)
+            (path, (root, session_id)), _ = self._queue.popitem(last=False)
             self.dropped += 1
-            log.warning("magic doc update dropped", path=str(path), session_id=session_id)
+            log.warning(
+                "magic doc update dropped", path=str(path), project=root, session_id=session_id
+            )
         self.deferred = len(mine) - len(picked)
         if self._task is None:
             self._task = self.host.spawn(self._drain(), worker=WORKER, writes=True)
@@ -646,22 +658,57 @@ def _merged(
                 **entry,
                 "updates": updates,
                 "last_updated": max(last, default=None),
-                "sessions": _union(other["sessions"], entry["sessions"]),
+                "sessions": _union(_strings(other["sessions"]), entry["sessions"]),
                 "projects": _union(
-                    projects if isinstance(projects, list) else [other["project"]],
+                    _strings(projects if isinstance(projects, list) else [other["project"]]),
                     entry["projects"],
                 ),
+                "readers": [list(r) for r in _union(_saved_readers(other), _saved_readers(entry))],
             }
         merged.append(entry)
     return merged[-MAX_DOCS:]
 
 
-def _union(older: list[Any], newer: list[str]) -> list[str]:
+def _union(older: list[_K], newer: list[_K]) -> list[_K]:
     """`older` then `newer` as one ordered set, each once, at its newest place; the
     MAX_SESSIONS_PER_DOC last."""
     fresh = set(newer)
-    kept = (k for k in older if isinstance(k, str) and k not in fresh)  # a hand-edited file
+    kept = (k for k in older if k not in fresh)
     return list(dict.fromkeys([*kept, *newer]))[-MAX_SESSIONS_PER_DOC:]
+
+
+def _strings(values: list[Any]) -> list[str]:
+    return [v for v in values if isinstance(v, str)]  # a hand-edited file
+
+
+def _is_root(value: object) -> TypeGuard[str]:
+    """An absolute path as the file keeps one (a doc's, a project root)."""
+    return isinstance(value, str) and value.startswith("/") and "\x00" not in value
+
+
+def _saved_readers(entry: dict[str, Any]) -> list[Reader]:
+    """The (project root, session id) pairs of a saved registration, the newest last. An
+    entry saved before session 24 has only its sessions and projects: each session is taken
+    for a reader in each project, as that daemon took them, so none loses its updates."""
+    readers = entry.get("readers")
+    if isinstance(readers, list):
+        pairs = [
+            (r[0], r[1])
+            for r in readers
+            if isinstance(r, list) and len(r) == 2 and _is_root(r[0]) and isinstance(r[1], str)
+        ]
+    else:
+        projects = entry.get("projects")
+        roots = projects if isinstance(projects, list) else [entry.get("project")]
+        sessions = entry.get("sessions")
+        pairs = [
+            (root, session)
+            for session in (sessions if isinstance(sessions, list) else [])
+            if isinstance(session, str)
+            for root in roots
+            if _is_root(root)
+        ]
+    return list(dict.fromkeys(pairs))[-MAX_SESSIONS_PER_DOC:]
 
 
 def _doc_to(doc: Doc) -> dict[str, Any]:
@@ -672,6 +719,7 @@ def _doc_to(doc: Doc) -> dict[str, Any]:
         "project": str(doc.project_root),
         "projects": [str(p) for p in doc.projects],
         "sessions": list(doc.sessions),
+        "readers": [list(r) for r in doc.readers],
         "registered_at": doc.registered_at,
         "updates": doc.updates,
         "last_updated": doc.last_updated,
@@ -704,9 +752,7 @@ def _doc_from(entry: Any) -> Doc | None:
         return None
     path, project, title = entry.get("path"), entry.get("project"), entry.get("title")
     sessions, instruction = entry.get("sessions"), entry.get("instruction")
-    if not (isinstance(path, str) and path.startswith("/") and "\x00" not in path):
-        return None
-    if not (isinstance(project, str) and project.startswith("/") and "\x00" not in project):
+    if not (_is_root(path) and _is_root(project)):
         return None
     if not isinstance(title, str) or not isinstance(sessions, list):
         return None
@@ -725,6 +771,7 @@ def _doc_from(entry: Any) -> Doc | None:
         projects=dict.fromkeys(
             Path(p)
             for p in (projects if isinstance(projects, list) else [project])[-MAX_SESSIONS_PER_DOC:]
-            if isinstance(p, str) and p.startswith("/") and "\x00" not in p
+            if _is_root(p)
         ),
+        readers=dict.fromkeys(_saved_readers(entry)),
     )

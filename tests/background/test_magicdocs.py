@@ -13,7 +13,7 @@ import pytest
 
 from memoryd import magicdocs
 from memoryd.magicdocs import parse_header
-from tests.background.conftest import Script, Workspace, transcript
+from tests.background.conftest import Script, Workspace, transcript, workspace_for
 from tests.fakes.messages_api import error_reply, gated, slow, text_reply, tool_use_reply
 
 DOC = """# MAGIC DOC: Deployment notes
@@ -230,6 +230,30 @@ async def test_a_doc_the_user_changed_while_the_agent_thought_is_read_again_firs
     (result,) = script.seen["magic"][1]["messages"][-1]["content"]
     assert result["is_error"] is True
     assert "changed since you read it" in result["content"]
+
+
+async def test_a_doc_is_not_updated_from_another_projects_session_of_its_id(
+    ws: Workspace, script: Script, tmp_path: Path
+) -> None:
+    """The protocol's own example session id ("s1") in two projects: a doc project A's
+    session read was updated, after a natural break of project B's session of that id, from
+    B's conversation, and B's words went into A's repository."""
+    doc = _doc(ws)
+    assert (await _turn(ws, [doc], TOOLS_TURN))["scheduled"]["magic_docs"] == 0
+    other = workspace_for(ws.handle, tmp_path / "other")
+    assert other.project.root != ws.project.root
+    reply = await _turn(other, [], transcript(("B-SECRET the staging token is hunter2", "ok")))
+    assert reply["scheduled"]["magic_docs"] == 0
+    await _idle(ws)
+    assert not script.seen["magic"]
+    # A's own session still has its doc updated at its break, and the registration (kept
+    # across restarts) says which project's session read it.
+    assert (await _turn(ws, [], BREAK_TURN))["scheduled"]["magic_docs"] == 1
+    await _idle(ws)
+    assert len(script.seen["magic"]) == 1
+    assert "B-SECRET" not in json.dumps(script.seen["magic"][0])
+    saved = json.loads((ws.handle.daemon.services.magic_docs._state_path).read_text())
+    assert saved["docs"][0]["readers"] == [[str(ws.project.root), "s1"]]
 
 
 async def test_updates_run_one_at_a_time(ws: Workspace, script: Script) -> None:

@@ -338,3 +338,28 @@ async def test_a_registrations_file_nested_too_deep_is_a_broken_one(
     finally:
         await stop_daemon(handle)
     assert [d["path"] for d in json.loads(state.read_text())["docs"]] == [str(doc.resolve())]
+
+
+def test_a_registration_saved_before_readers_keeps_each_sessions_updates() -> None:
+    """A file saved before session 24 has sessions and projects, not which project's session
+    read the doc: each session is taken for a reader in each project, as that daemon did."""
+    old = {
+        "path": "/p/d.md",
+        "title": "D",
+        "instruction": None,
+        "project": "/p",
+        "projects": ["/p", "/q", 7],
+        "sessions": ["s1", None, "s2"],
+    }
+    doc = magicdocs._doc_from(old)
+    assert doc is not None
+    assert list(doc.readers) == [("/p", "s1"), ("/q", "s1"), ("/p", "s2"), ("/q", "s2")]
+    # Saved since, a doc's readers are kept as they are, the unreadable ones left out.
+    new = {**old, "readers": [["/q", "s1"], ["relative", "s2"], ["/p"], "x", ["/p", 3]]}
+    doc = magicdocs._doc_from(new)
+    assert doc is not None
+    assert list(doc.readers) == [("/q", "s1")]
+    # Merged with another daemon's older entry: its readers as it read them, then ours.
+    ours = {**old, "readers": [["/p", "s3"]], "updates": 0, "last_updated": None}
+    [merged] = magicdocs._merged([{**old, "projects": ["/p"]}], [ours], frozenset())
+    assert merged["readers"] == [["/p", "s1"], ["/p", "s2"], ["/p", "s3"]]
