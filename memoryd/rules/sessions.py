@@ -1,5 +1,9 @@
 """Per session, the union of every path the session ever touched.
 
+A session is its project's root and its id: two projects' sessions with one id (a repository
+cloned inside another, each with a session "s1") are two sessions, never one list of paths
+activating both projects' conditional rules.
+
 Conditional and nested instruction files activated before a compaction must stay active
 after it, so `get_context` matches against everything a session reported, not only the
 paths of the current call. `after_turn` adds the turn's read paths here too.
@@ -22,6 +26,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+# A session: its project's root and its id.
+SessionKey = tuple[Path, str]
 
 # Touched paths judged (or made into Paths) on the event loop; more go to a thread.
 INLINE_TOUCHED = 256
@@ -91,7 +97,7 @@ class _Session:
 class ViewDraft:
     """What `view` found: the kept view (or an empty one) and the paths it lacks."""
 
-    session_id: str
+    ident: SessionKey
     session: _Session
     key: Hashable
     base: frozenset[Path]
@@ -101,16 +107,18 @@ class ViewDraft:
 
 class SessionPaths:
     def __init__(self) -> None:
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._sessions: OrderedDict[SessionKey, _Session] = OrderedDict()
         self._total = 0  # paths held, all sessions together
 
-    def add(self, session_id: str, paths: Iterable[str]) -> None:
-        session = self._sessions.get(session_id)
+    def add(self, root: Path, session_id: str, paths: Iterable[str]) -> None:
+        """Add paths to the session `session_id` of the project at `root`."""
+        ident = (root, session_id)
+        session = self._sessions.get(ident)
         if session is None:
-            session = self._sessions[session_id] = _Session()
+            session = self._sessions[ident] = _Session()
             while len(self._sessions) > MAX_SESSIONS:  # the least recently used go first
                 self._total -= len(self._sessions.popitem(last=False)[1].paths)
-        self._sessions.move_to_end(session_id)
+        self._sessions.move_to_end(ident)
         known = session.paths
         before = len(known)
         for path in paths:
@@ -121,22 +129,23 @@ class SessionPaths:
         while self._total > MAX_PATHS_TOTAL and len(self._sessions) > 1:
             self._total -= len(self._sessions.popitem(last=False)[1].paths)
 
-    def view(self, session_id: str, key: Hashable) -> ViewDraft:
+    def view(self, root: Path, session_id: str, key: Hashable) -> ViewDraft:
         """The session's view made for `key` as kept, and the paths added since (all of them
         when none was kept for `key`): make Paths of those, join them to `base` and hand the
         result to `keep`. Unchanged since, `new` is empty and `base` the very set kept."""
-        session = self._sessions.get(session_id) or _Session()
+        ident = (root, session_id)
+        session = self._sessions.get(ident) or _Session()
         covered = len(session.paths)
         if session.view_key != key:
-            return ViewDraft(session_id, session, key, frozenset(), list(session.paths), covered)
+            return ViewDraft(ident, session, key, frozenset(), list(session.paths), covered)
         new = list(itertools.islice(session.paths, session.covered, None))
-        return ViewDraft(session_id, session, key, session.view, new, covered)
+        return ViewDraft(ident, session, key, session.view, new, covered)
 
     def keep(self, draft: ViewDraft, view: frozenset[Path]) -> None:
         """Keep `view`, made from `draft`, unless its session was dropped meanwhile or a view
         of more of its paths was kept."""
         session = draft.session
-        if self._sessions.get(draft.session_id) is not session:
+        if self._sessions.get(draft.ident) is not session:
             return
         if session.view_key == draft.key and session.covered >= draft.covered:
             return
@@ -150,14 +159,15 @@ class SessionPaths:
             held += other.covered
 
     async def add_touched(
-        self, session_id: str, paths: Sequence[str], cwd: Path | str | None = None
+        self, root: Path, session_id: str, paths: Sequence[str], cwd: Path | str | None = None
     ) -> None:
-        """Remember paths a session read or wrote; relative ones need `cwd` (else ignored)."""
-        self.add(session_id, await normalized(paths, cwd))
+        """Remember paths a session of the project at `root` read or wrote; relative ones
+        need `cwd` (else ignored)."""
+        self.add(root, session_id, await normalized(paths, cwd))
 
-    def get(self, session_id: str) -> frozenset[str]:
+    def get(self, root: Path, session_id: str) -> frozenset[str]:
         """Every path the session has reported so far (absolute, normalized)."""
-        session = self._sessions.get(session_id)
+        session = self._sessions.get((root, session_id))
         return frozenset(session.paths) if session is not None else frozenset()
 
     def status_extra(self) -> dict[str, int]:

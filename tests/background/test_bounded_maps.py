@@ -13,6 +13,7 @@ from memoryd.rules import sessions
 from memoryd.rules.sessions import SessionPaths
 
 NO_DAEMON: Any = None  # neither bookkeeping touches the daemon
+ROOT = Path("/p")  # the project of every session here
 
 
 def register(docs: MagicDocs, session_id: str, path: Path) -> None:
@@ -45,7 +46,7 @@ def test_touched_paths_have_a_cap_in_all() -> None:
     paths = SessionPaths()
     per_session = sessions.MAX_PATHS_TOTAL // 10
     for i in range(30):
-        paths.add(f"s{i}", (f"/src/{i}/{n}.py" for n in range(per_session)))
-    assert sum(len(paths.get(f"s{i}")) for i in range(30)) <= sessions.MAX_PATHS_TOTAL
-    assert len(paths.get("s29")) == per_session  # the session in use keeps all of its paths
-    assert paths.get("s0") == frozenset()  # the least recently used went first
+        paths.add(ROOT, f"s{i}", (f"/src/{i}/{n}.py" for n in range(per_session)))
+    assert sum(len(paths.get(ROOT, f"s{i}")) for i in range(30)) <= sessions.MAX_PATHS_TOTAL
+    assert len(paths.get(ROOT, "s29")) == per_session  # the session in use keeps all of its paths
+    assert paths.get(ROOT, "s0") == frozenset()  # the least recently used went first

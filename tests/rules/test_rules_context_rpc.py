@@ -386,13 +386,39 @@ async def test_touched_paths_relative_and_session_union(daemon: DaemonHandle, tr
     # After compaction the client reports nothing new: the session still has its paths.
     later = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(later, repo) == ["services/pay/CLAUDE.md"]
-    assert daemon.daemon.services.session_paths.get("s-1") == {str(repo / "services/pay/main.py")}
-    await daemon.daemon.services.session_paths.add_touched("s-1", ["db/schema.sql"], cwd=repo)
-    await daemon.daemon.services.session_paths.add_touched("s-1", ["relative-without-cwd.sql"])
+    assert daemon.daemon.services.session_paths.get(repo, "s-1") == {
+        str(repo / "services/pay/main.py")
+    }
+    await daemon.daemon.services.session_paths.add_touched(repo, "s-1", ["db/schema.sql"], cwd=repo)
+    await daemon.daemon.services.session_paths.add_touched(
+        repo, "s-1", ["relative-without-cwd.sql"]
+    )
     after_turn = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(after_turn, repo) == [".claude/rules/sql.md", "services/pay/CLAUDE.md"]
     other = await daemon.call("get_context", cwd=str(repo), session_id="s-2")
     assert _names(other, repo) == []
+
+
+async def test_two_projects_sessions_of_one_id_keep_their_own_touched_paths(
+    daemon: DaemonHandle, tree: Tree
+) -> None:
+    # Found by a bug hunt: touched paths were kept by session id alone, so project A's
+    # session "s1" and project B's "s1" shared one list, and the paths one touched activated
+    # the other's `paths:` rules (here a repository cloned inside another).
+    outer = tree.git_repo("outer")
+    inner = tree.git_repo("outer/vendor/lib")
+    tree.write("outer/.claude/rules/vendor.md", "---\npaths: vendor/**\n---\nouter vendor")
+    tree.write("outer/vendor/lib/.claude/rules/src.md", "---\npaths: src/**\n---\ninner src")
+    await daemon.call("after_tool", cwd=str(inner), session_id="s1", touched_paths=["src/a.py"])
+    touched = await daemon.call("get_context", cwd=str(inner), session_id="s1")
+    assert _names(touched, inner) == [".claude/rules/src.md"]
+    assert _names(await daemon.call("get_context", cwd=str(outer), session_id="s1"), outer) == []
+    await daemon.call(
+        "get_context", cwd=str(outer), session_id="s2", touched_paths=["vendor/lib/src/b.py"]
+    )
+    assert _names(await daemon.call("get_context", cwd=str(inner), session_id="s2"), inner) == []
+    assert daemon.daemon.services.session_paths.get(outer, "s1") == frozenset()
+    assert daemon.daemon.services.session_paths.get(inner, "s1") == {str(inner / "src/a.py")}
 
 
 async def test_symlinked_cwd_matches_touched_paths(daemon: DaemonHandle, tree: Tree) -> None:
@@ -420,7 +446,7 @@ async def test_touched_path_spelled_through_a_link_activates_files(
         )
         assert _names(result, repo) == expected, (cwd, touched)
     # Through a session: reported with the link's spelling, asked for with the real cwd.
-    await daemon.daemon.services.session_paths.add_touched("s-1", [str(link / "svc/y.py")])
+    await daemon.daemon.services.session_paths.add_touched(repo, "s-1", [str(link / "svc/y.py")])
     result = await daemon.call("get_context", cwd=str(repo), session_id="s-1")
     assert _names(result, repo) == expected
 
@@ -625,7 +651,7 @@ async def test_many_paths_a_tool_read_are_normalized_off_the_event_loop(
     await daemon.call(method, cwd=str(repo), session_id="s1", read_paths=many, **extra)
     assert [size for _, size in made["normalize_all"]] == [len(many)]
     assert made["normalize_all"][0][0] != threading.get_ident()
-    assert len(daemon.daemon.services.session_paths.get("s1")) == len(many)
+    assert len(daemon.daemon.services.session_paths.get(repo, "s1")) == len(many)
 
 
 def test_a_path_is_normalized_as_normpath_does() -> None:
@@ -668,7 +694,7 @@ async def test_a_sessions_touched_paths_are_made_into_paths_once(
     assert "root" in (await daemon.call("get_context", touched_paths=burst, **call))["claude_md"]
     assert [size for _, size in made["_touched"]] == [3]
     assert [size for _, size in nested["_nested"]] == [3]
-    union = daemon.daemon.services.session_paths.view("s1", None)
+    union = daemon.daemon.services.session_paths.view(repo, "s1", None)
     assert len(union.new) == len(many) + len(burst)
 
 

@@ -229,7 +229,7 @@ async def test_read_paths_become_touched_paths(daemon: DaemonHandle, project_dir
         messages=[user("hi")],
         read_paths=[str(project_dir / "src" / "a.py"), "rel/b.py"],
     )
-    touched = daemon.daemon.services.session_paths.get(SID)
+    touched = daemon.daemon.services.session_paths.get(project_dir, SID)
     assert touched == {str(project_dir / "src" / "a.py"), str(project_dir / "rel" / "b.py")}
 
 
@@ -548,7 +548,7 @@ async def test_touched_paths_survive_compaction(daemon: DaemonHandle, project_di
         "compact", session_id=SID, cwd=str(project_dir), messages=conversation(30_000)
     )
     assert result["used_session_memory"] is True
-    assert touched in daemon.daemon.services.session_paths.get(SID)
+    assert touched in daemon.daemon.services.session_paths.get(project_dir, SID)
 
 
 async def test_compact_waits_for_the_update_in_flight(

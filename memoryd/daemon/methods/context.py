@@ -192,8 +192,8 @@ async def context_now(
         # The session's whole union: kept as Paths, only what was added since made again
         # (made each call, 50,000 held the GIL ~0.3 s a call beside the event loop).
         store = daemon.services.session_paths
-        store.add(params.session_id, cleaned)
-        draft = store.view(params.session_id, (params.cwd, real_cwd, roots))
+        store.add(project.root, params.session_id, cleaned)
+        draft = store.view(project.root, params.session_id, (params.cwd, real_cwd, roots))
         touched = draft.base
         if draft.new:
             made = await _made(draft.new, params.cwd, real_cwd, roots)

@@ -37,7 +37,7 @@ async def after_turn(daemon: Daemon, params: AfterTurnParams) -> dict[str, Any]:
     if params.read_paths:
         # Conditional and nested instruction files follow what the session has touched.
         await daemon.services.session_paths.add_touched(
-            params.session_id, params.read_paths, project.cwd
+            project.root, params.session_id, params.read_paths, project.cwd
         )
     usage = params.usage.model_dump(exclude_none=True) if params.usage is not None else None
     tokens = await daemon.services.session_memory.count_tokens(
@@ -73,7 +73,9 @@ async def after_tool(daemon: Daemon, params: AfterToolParams) -> dict[str, Any]:
     project = daemon.services.projects.resolve(params.cwd)
     paths = [*params.read_paths, *params.touched_paths]
     if paths:
-        await daemon.services.session_paths.add_touched(params.session_id, paths, project.cwd)
+        await daemon.services.session_paths.add_touched(
+            project.root, params.session_id, paths, project.cwd
+        )
     magic_docs = await daemon.services.magic_docs.on_read(
         params.session_id, project.root, tuple(params.read_paths)
     )
