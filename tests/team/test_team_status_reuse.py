@@ -5,7 +5,9 @@ file pending the moment it is saved: inotify queues the event within the save it
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,6 +171,40 @@ async def test_an_editors_swap_file_costs_at_most_the_scan_while_it_is_seen(
     # Nothing a scan sees changed: the scan from before the swap file is good again (a scan
     # made while the watch held its event had thrown it away).
     assert await scans.status_calls(handle, root, 1) == 0
+
+
+async def test_a_second_poller_during_a_status_scan_sees_the_save_too(
+    watched: Watched, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two editors polling: the second status, arriving while the first one scans after a
+    save, waits for that scan (local, short) and shows the save too. It answered at once with
+    the pending keys from before the save, as it does while a pull or push is in flight."""
+    handle, root, team, scans = watched
+    team_sync = handle.daemon.services.team
+    second_in, first_scanning = threading.Event(), threading.Event()
+    real_describe, real_scan = team_sync.describe, scans.folder.engine.folder.scan
+    describes = 0
+
+    async def describe(project: Any) -> dict[str, Any]:
+        nonlocal describes
+        describes += 1
+        if describes == 2:
+            second_in.set()
+        return await real_describe(project)
+
+    def scan() -> LocalScan:
+        first_scanning.set()
+        second_in.wait(DEADLINE_S)  # the second status is in before this scan ends
+        return real_scan()
+
+    monkeypatch.setattr(team_sync, "describe", describe)
+    monkeypatch.setattr(scans.folder.engine.folder, "scan", scan)
+    (team / "new.md").write_text("# New\n\nSaved while two editors poll.\n")
+    first = asyncio.create_task(handle.call("team.status", cwd=str(root)))
+    assert await asyncio.to_thread(first_scanning.wait, DEADLINE_S)
+    second = await handle.call("team.status", cwd=str(root))
+    assert (await first)["pending"] == ["new.md"]
+    assert second["pending"] == ["new.md"]  # was []: answered from before the save
 
 
 async def test_the_backlog_is_not_clear_between_a_write_and_its_batch(tmp_path: Path) -> None:

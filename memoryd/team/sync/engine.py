@@ -292,6 +292,8 @@ class SyncEngine:
         # made before it, when it started on the loop's clock).
         self._status_scan: tuple[Hashable, dict[str, str], int, float] | None = None
         self.status_scan_max_age_s = STATUS_SCAN_MAX_AGE_S
+        self._refreshing: asyncio.Future[None] | None = None  # done when that refresh is
+        self._syncing = 0  # pulls and pushes holding or waiting for the engine's lock
 
     @property
     def repo(self) -> str:
@@ -299,8 +301,9 @@ class SyncEngine:
 
     @property
     def busy(self) -> bool:
-        """A pull or push is in flight."""
-        return self._lock.locked()
+        """A pull or push is in flight, or waits for the engine's lock (a status refresh,
+        local and short, is not one)."""
+        return self._syncing > 0
 
     def _client(self) -> TeamClient:
         if self.client is None:
@@ -1213,22 +1216,26 @@ class SyncEngine:
         push here for ever, and a `team.push` at shutdown past the folder's 5 s budget. Not
         had in time: Retryable (the backoff retries; `last_result` says why, in memory),
         or Stopping at the shutdown deadline."""
-        async with self._lock, contextlib.AsyncExitStack() as stack:
-            client = self.client
-            patience = LOCK_WAIT_S if client is None else client.deadline_s
-            end = asyncio.get_running_loop().time() + patience
+        self._syncing += 1  # `busy` from now: a status does not wait behind it
+        try:
+            async with self._lock, contextlib.AsyncExitStack() as stack:
+                client = self.client
+                patience = LOCK_WAIT_S if client is None else client.deadline_s
+                end = asyncio.get_running_loop().time() + patience
 
-            def until() -> float:
-                stop = None if client is None else client.stop_at
-                return end if stop is None else min(end, stop)
+                def until() -> float:
+                    stop = None if client is None else client.stop_at
+                    return end if stop is None else min(end, stop)
 
-            try:
-                await stack.enter_async_context(self.store.shared(self.state, until=until))
-            except StateHeld as exc:
-                failure = self._held_failure(exc, patience, client)
-                self._note_failure(op, failure)
-                raise failure from exc
-            yield
+                try:
+                    await stack.enter_async_context(self.store.shared(self.state, until=until))
+                except StateHeld as exc:
+                    failure = self._held_failure(exc, patience, client)
+                    self._note_failure(op, failure)
+                    raise failure from exc
+                yield
+        finally:
+            self._syncing -= 1
 
     @staticmethod
     def _held_failure(exc: StateHeld, patience: float, client: TeamClient | None) -> Retryable:
@@ -1247,9 +1254,28 @@ class SyncEngine:
         scan (a stat per file: 110-340 ms at 10,000 files, which editors polling status paid
         on every call). The state's side (what the server and the last sync hold) is always
         taken as it is now."""
+        # Another status's refresh first (a second editor polling): a scan away at most, and
+        # answered from before it, a save it is about to find was not pending yet.
+        while self._refreshing is not None:
+            await asyncio.shield(self._refreshing)
+            if self.busy:  # a pull or push took the lock meanwhile: never waited for
+                return list(self.state.pending)
+        async with self._lock:
+            # Set once the lock is held: a refresh waiting for a pull or push is no reason for
+            # another status to wait.
+            done = asyncio.get_running_loop().create_future()
+            self._refreshing = done
+            try:
+                return await self._refresh_pending()
+            finally:
+                self._refreshing = None
+                done.set_result(None)
+
+    async def _refresh_pending(self) -> list[str]:
+        """`refresh_pending` with the engine's lock held."""
         # Not waiting on the other daemon's requests (status never waits on the network):
         # while it syncs, the pending keys are computed from the state as last taken up.
-        async with self._lock, self.store.shared(self.state, wait=False):
+        async with self.store.shared(self.state, wait=False):
             token = self.unchanged_since()
             now = asyncio.get_running_loop().time()
             last = self._status_scan
