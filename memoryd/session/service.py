@@ -744,10 +744,19 @@ def _keeping_headings(template: str, notes: str, screen: WriteScreen) -> WriteSc
                 for h in lost[:SHOWN_HEADINGS]
             )
             more = f" and {len(lost) - SHOWN_HEADINGS} more" if len(lost) > SHOWN_HEADINGS else ""
+            # A heading line still there is inside a code block left open above it: told only
+            # "keep every heading", the agent saw its headings kept and wrote the same again.
+            written = {line.strip() for line in op.text.splitlines()}
+            fenced = (
+                "; a code block opened above it (``` or ~~~) is never closed, which takes in "
+                "every line below: close it"
+                if any(h in written for h in lost)
+                else ""
+            )
             raise Denied(
                 f"not written: this would take the section heading(s) {shown}{more} out of "
                 f"the notes; keep every heading line and the italic line under it as they "
-                f"are, and write beneath them"
+                f"are, and write beneath them{fenced}"
             )
         return screen(path, op)
 

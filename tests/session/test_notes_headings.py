@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from memoryd.agent.policy import Denied
+from memoryd.agent.tools import WriteOp
+from memoryd.session.service import _keeping_headings
 from memoryd.session.template import builtin_template, lost_headings
 from tests.conftest import DaemonHandle
 from tests.fakes.messages_api import text_reply, tool_use_reply
@@ -140,3 +145,33 @@ async def test_notes_written_back_unchanged_count_the_transcript_as_summarised(
     record = session_of(handle, project_dir).record
     assert record.last_error is None
     assert record.summarized_messages == len(messages)
+
+
+async def test_a_heading_hidden_by_a_code_block_left_open_is_refused_saying_so(
+    daemon_with_model: DaemonHandle, session_model: SessionModel, project_dir: Path
+) -> None:
+    # Found in review: a draft with a code block never closed (a snippet cut off) takes every
+    # heading below it in, and was refused as taking the headings out, though each heading
+    # line was there: the agent, not told why, wrote the same again and the update failed.
+    handle = daemon_with_model
+    summary = summary_path(handle, project_dir)
+    state_line = "_What is being worked on right now, what is unfinished, the next steps._"
+    open_block = builtin_template().replace(state_line, f"{state_line}\nRan:\n```sh\npytest -x")
+    session_model.enqueue(rewrite_whole(summary, open_block), text_reply("done"))
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+
+    [refusal] = tool_results(session_model)
+    assert "'# Task specification'" in refusal
+    assert "is never closed" in refusal
+
+
+def test_a_heading_taken_out_for_real_is_not_said_to_be_in_a_code_block() -> None:
+    template = builtin_template()
+    keep = _keeping_headings(template, template, lambda _path, _op: None)
+    renamed = WriteOp(Path("/n/summary.md"), template.replace("# Worklog", "## Log"), False, None)
+    with pytest.raises(Denied) as refused:
+        keep(renamed.path, renamed)
+    assert "'# Worklog'" in refused.value.reason
+    assert "never closed" not in refused.value.reason
