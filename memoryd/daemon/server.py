@@ -427,7 +427,11 @@ class Server:
         # The loop time the drain cap ends, set as `stop` begins: a connection handed over
         # after that is answered -32006 per request until then.
         self.stop_deadline: float | None = None
-        self._late: set[asyncio.Task[None]] = set()  # serving such connections
+        self._late: set[Connection] = set()  # such connections, being served
+        # Every connection's handler, with its writer: `stop` waits for each (aborting what is
+        # left past the drain cap), so none is cancelled with the loop.
+        self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._handlers_done = False  # set once `stop` has: a connection handed over is closed
 
     async def start(self) -> None:
         sock = self._activated if self._activated is not None else systemd_socket()
@@ -440,6 +444,11 @@ class Server:
         max_connections = connection_cap()
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if self._handlers_done:
+                # Accepted just before listening stopped, handed over once the stop had
+                # waited for every connection: nothing is left to answer it.
+                writer.transport.abort()
+                return
             self.daemon.last_activity = time.monotonic()
             raw = writer.get_extra_info("socket")
             uid = peer_uid(raw) if raw is not None else None
@@ -468,25 +477,31 @@ class Server:
                 # systemd's socket is served by the next daemon. Each request it sends is
                 # answered STOPPING (the clients send it again on a new connection), and the
                 # stop waits for it within the drain cap.
-                task = asyncio.current_task()
-                assert task is not None
-                self._late.add(task)
+                now = asyncio.get_running_loop().time()
+                until = min(self.stop_deadline, now + LATE_CLIENT_WINDOW_S)
+                late = Connection(self.daemon, reader, writer, input_budget, until=until)
+                self._late.add(late)
                 try:
-                    now = asyncio.get_running_loop().time()
-                    until = min(self.stop_deadline, now + LATE_CLIENT_WINDOW_S)
-                    late = Connection(self.daemon, reader, writer, input_budget, until=until)
                     await late.serve()
                 finally:
-                    self._late.discard(task)
+                    self._late.discard(late)
                 return
             connection = Connection(self.daemon, reader, writer, input_budget)
             self.daemon.connections.add(connection)
             await connection.serve()
 
+        def hand_over(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # The handler's task is made here, not by asyncio's streams: `stop` must know
+            # every handler to wait for it, and Python 3.11's streams log a handler's task
+            # that ends cancelled as "Exception in callback ... CancelledError".
+            task = asyncio.create_task(on_connect(reader, writer))
+            self._handlers[task] = writer
+            task.add_done_callback(self._handler_done)
+
         # asyncio listens again on the socket it is given, with its own default backlog (100)
         # unless told: pass the maximum, for our own socket and for systemd's alike.
         self._server = await asyncio.start_unix_server(
-            on_connect, sock=sock, limit=READ_CHUNK, backlog=listen_backlog()
+            hand_over, sock=sock, limit=READ_CHUNK, backlog=listen_backlog()
         )
         try:
             write_status_file(self.config, activated)
@@ -507,6 +522,30 @@ class Server:
             model=self.daemon.model.configured,
         )
         self.ready.set()
+
+    def _handler_done(self, task: asyncio.Task[None]) -> None:
+        writer = self._handlers.pop(task)
+        if task.cancelled():
+            writer.transport.abort()  # cancelled before it could close it (the loop's end)
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("connection handler failed", exc_info=exc)
+            writer.transport.abort()
+
+    async def _finish_handlers(self, until: float) -> None:
+        """Wait until every connection's handler has ended (those handed over meanwhile too),
+        then abort the connections still served at `until` (a loop time) and wait for their
+        handlers: one left running was cancelled with the loop. A connection handed over
+        after this is closed at once."""
+        loop = asyncio.get_running_loop()
+        while self._handlers and (left := until - loop.time()) > 0:
+            await asyncio.wait(set(self._handlers), timeout=left)
+        self._handlers_done = True
+        if self._handlers:
+            for writer in self._handlers.values():
+                writer.transport.abort()
+            await asyncio.wait(set(self._handlers), timeout=CLOSE_GRACE_S)
 
     async def wait_for_shutdown(self) -> None:
         if self.config.idle_timeout_s <= 0:
@@ -570,9 +609,9 @@ class Server:
         grace = max(deadline - time.monotonic(), CLOSE_GRACE_S)
         connections = list(self.daemon.connections)
         await asyncio.gather(*(c.close(flush_within=grace) for c in connections))
-        if self._late:  # they close by the drain cap's end (a client may close them sooner)
-            left = max(stop_deadline - loop.time(), 0.0) + CLOSE_GRACE_S
-            await asyncio.wait(set(self._late), timeout=left)
+        # Late connections close by the drain cap's end (a client may close them sooner), the
+        # others' handlers end as their connections closed above.
+        await self._finish_handlers(max(stop_deadline, loop.time()) + CLOSE_GRACE_S)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2)
