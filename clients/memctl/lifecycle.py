@@ -31,6 +31,7 @@ from memoryd_client.private_files import (
     open_owner_rw,
     open_private_log,
 )
+from memoryd_client.processes import process_state
 
 # The daemon's answer to a client past its connection cap (docs/protocol.md, -32004).
 BUSY = -32004
@@ -112,13 +113,13 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     # A zombie has exited, only not been reaped yet by its parent.
-    return _state(pid) != "Z"
+    return process_state(pid) != "Z"
 
 
 def suspended(pid: int) -> bool:
     """Is it stopped by a signal (SIGSTOP, Ctrl-Z in its terminal), or by a tracer (a
     debugger, strace: state `t` since Linux 2.6.33)? Linux; elsewhere: no."""
-    return _state(pid) in ("T", "t")
+    return process_state(pid) in ("T", "t")
 
 
 def tracer_pid(pid: int) -> int | None:
@@ -132,18 +133,6 @@ def tracer_pid(pid: int) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
-
-
-def _state(pid: int) -> str | None:
-    """Its state letter in /proc (R, S, T, Z, …), None where there is none to read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The state follows the command name in parentheses, which may itself hold ") ".
-    end = stat.rfind(b")")
-    return stat[end + 2 : end + 3].decode("ascii", "replace") or None
 
 
 def query_status(sock: Path, timeout: float | None = None) -> dict[str, Any] | None:

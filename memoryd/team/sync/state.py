@@ -34,6 +34,7 @@ from memoryd import jsonread, paths
 from memoryd.core.project import sanitize_key
 from memoryd.fsutil import atomic_write_text, ensure_private_dir, flock_tries, open_lock_file
 from memoryd.team.protocol import usable_etag
+from memoryd_client.processes import process_state
 
 log = structlog.get_logger("memoryd.team")
 
@@ -531,17 +532,10 @@ def _holder(fd: int) -> int | None:
 def _running(pid: int) -> bool | None:
     """Whether `pid` runs (True) or is stopped by a signal or a tracer (False: state T or t
     in /proc); None when it is gone or /proc does not say (not Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The state follows the command name in parentheses, which may itself hold ") ".
-    end = stat.rfind(b")")
-    state = stat[end + 2 : end + 3]
-    if state in (b"T", b"t"):
+    state = process_state(pid)
+    if state in ("T", "t"):
         return False
-    return None if state in (b"", b"Z", b"X") else True
+    return None if state in (None, "Z", "X") else True
 
 
 def take_up(state: SyncState, other: SyncState) -> None:
