@@ -69,11 +69,17 @@ class Daemon:
         task.add_done_callback(self.workers.discard)
         if writes:
             self.writers.add(task)
-            task.add_done_callback(self.writers.discard)
+            task.add_done_callback(self._writer_done)
         # A task cancelled before its first step (at shutdown) never started `coro`: closed
         # here, it is not left to warn "never awaited" when collected.
         task.add_done_callback(lambda _: coro.close())
         return task
+
+    def _writer_done(self, task: asyncio.Task[Any]) -> None:
+        self.writers.discard(task)
+        # The idle timeout counts from the end of the last background write (one that
+        # outlived its client: the stop must not begin under it).
+        self.last_activity = time.monotonic()
 
     async def _supervise(self, coro: Coroutine[Any, Any, Any], worker: str) -> Any:
         try:

@@ -563,14 +563,12 @@ class Server:
         """How long the daemon has been idle, None while it is not: a connection open, a
         request running or a background write running (an extraction, a session summary, a
         MagicDocs update: work a client was told was scheduled). Counted from the last
-        request, reply or closed connection (Connection sets it), or from when the last
-        background write was seen running: a write that outlived its client was not counted,
-        the daemon began to stop under it, and the drain's 30 s cap cancelled a longer one."""
+        request, reply or closed connection (Connection sets it), or from the end of the last
+        background write (`Daemon.spawn` sets it): a write that outlived its client was not
+        counted, the daemon began to stop under it, and the drain's 30 s cap cancelled a
+        longer one. It only reads: a check is no activity."""
         daemon = self.daemon
-        if daemon.writers:
-            daemon.last_activity = time.monotonic()
-            return None
-        if daemon.connections or daemon.inflight:
+        if daemon.writers or daemon.connections or daemon.inflight:
             return None
         return time.monotonic() - daemon.last_activity
 

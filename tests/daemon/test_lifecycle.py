@@ -482,6 +482,36 @@ async def test_a_background_write_running_keeps_the_daemon_from_going_idle(
         await handle.server.stop()
 
 
+async def test_reading_the_idle_time_does_not_change_it_and_a_write_counts_from_its_end(
+    short_tmp: Path,
+) -> None:
+    # Found by the session 23 review: idle_seconds() moved last_activity each time it was
+    # asked while a background write ran (a reader that writes: `status` or a test asking
+    # would have reset the idle clock). The write's end now sets it, once.
+    handle = await start_daemon(daemon_config(short_tmp, idle_timeout_s=1.0))
+    await handle._client.close()
+    release = asyncio.Event()
+    try:
+        async with asyncio.timeout(30):
+            while handle.daemon.connections:  # the handle's own client has gone
+                await asyncio.sleep(0.05)
+        writer = handle.daemon.spawn(release.wait(), worker="test_writer", writes=True)
+        await asyncio.sleep(0)  # running
+        handle.daemon.last_activity = before = time.monotonic() - 1_000
+        assert handle.server.idle_seconds() is None  # not idle while it writes
+        assert handle.daemon.last_activity == before
+        ended = time.monotonic()
+        release.set()
+        await writer
+        assert handle.daemon.last_activity >= ended  # idle from the write's end
+        idle = handle.server.idle_seconds()
+        assert idle is not None
+        assert idle < 1_000
+    finally:
+        release.set()
+        await handle.server.stop()
+
+
 class _StderrLines:
     """A daemon's stderr read as it comes: an event for the first line holding each text
     (also set at EOF, so a daemon that died wakes whoever waits), and the whole text."""
