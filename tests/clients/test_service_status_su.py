@@ -179,3 +179,37 @@ def test_sudo_u_with_the_callers_home_reads_the_users_own_units(
         f"{service._user_name()}: left out, HOME={alice}"
     ) in reply["lines"]
     assert os.environ["XDG_STATE_HOME"] == str(tmp_path / "state")
+
+
+def test_sudo_u_to_a_user_whose_home_is_inside_the_callers_keeps_the_users_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in session 24 (review): alice's home inside bob's (a service account kept under
+    # its owner's home), every folder of alice's was taken for bob's, dropped and said so.
+    bob = tmp_path / "bob"
+    alice = bob / "services" / "alice"
+    caller_uid = os.getuid() + 4242
+    real = pwd.getpwuid
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        entry = list(real(os.getuid()))
+        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
+        return pwd.struct_passwd(entry)
+
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    monkeypatch.setenv("SUDO_UID", str(caller_uid))
+    monkeypatch.setenv("SUDO_USER", "bob")
+    monkeypatch.setenv("HOME", str(bob))  # kept by sudo: bob's
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))  # -E: bob's
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(alice / ".config"))  # alice's own
+    monkeypatch.delenv("MEMORYD_SOCKET", raising=False)
+    said = service._sudo_callers_folders()
+    assert said is not None
+    assert said.startswith("HOME, CLAUDE_CONFIG_DIR named folders of bob")
+    assert os.environ["HOME"] == str(alice)
+    assert "CLAUDE_CONFIG_DIR" not in os.environ
+    assert os.environ["XDG_CONFIG_HOME"] == str(alice / ".config")
+    # sudo's own HOME (alice's, set so by default on Debian) is left alone, said nowhere.
+    monkeypatch.setenv("HOME", str(alice))
+    assert service._sudo_callers_folders() is None
+    assert os.environ["XDG_CONFIG_HOME"] == str(alice / ".config")

@@ -182,13 +182,21 @@ def _sudo_callers_folders() -> str | None:
     if not caller.isdecimal() or int(caller) == os.getuid():
         return None
     theirs, own = _home_of(int(caller)), _passwd_home()
-    if not theirs or theirs.rstrip("/") in ("", own) or own is None:
+    if not theirs or own is None:
         return None
-    inside = theirs.rstrip("/") + "/"
+    theirs, mine = theirs.rstrip("/"), own.rstrip("/")
+    if theirs in ("", mine):
+        return None
+
+    def callers(value: str) -> bool:
+        # The home a value is in is the longer of the two holding it: a service account's
+        # home kept inside its owner's (HOME=/home/bob/svc, set so by sudo) is the user's.
+        return _within(value, theirs) and not (len(mine) > len(theirs) and _within(value, mine))
+
     names = [
         name
         for name in dict.fromkeys(_OWN_FOLDERS)
-        if (value := os.environ.get(name)) and (value == theirs or value.startswith(inside))
+        if (value := os.environ.get(name)) and callers(value)
     ]
     if not names:
         return None
@@ -200,6 +208,11 @@ def _sudo_callers_folders() -> str | None:
         f"{', '.join(names)} named folders of {who}, who ran sudo, not of {_user_name()}: "
         f"left out, HOME={own}"
     )
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or inside it, both written as given (not resolved)."""
+    return path == folder or path.startswith(folder + "/")
 
 
 def planned(manager: str, sock: Path, runtime: str | None = None) -> list[service_units.UnitFile]:
