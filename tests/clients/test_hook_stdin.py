@@ -90,3 +90,30 @@ def test_a_stdout_nobody_reads_any_more_is_no_error(
     assert done.returncode == 0
     assert b"Traceback" not in done.stderr
     assert b"context not delivered" in done.stderr
+
+
+def test_input_nested_too_deep_or_with_nan_is_no_json(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # The hook reads its input with memoryd_client's strict_json, as memctl reads every JSON:
+    # nested deeper than Python reads, or with a NaN no JSON has, it is said to be no JSON.
+    fake_daemon.on("get_context", INDEX_CONTEXT)
+    deep = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    nan = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "n": float("nan")}).encode()
+    for given, said in (
+        (deep, b"it is nested deeper than Python reads"),
+        (nan, b"NaN is not JSON"),
+    ):
+        socket_and_budget = ["--socket", str(fake_daemon.socket_path), "--timeout-ms", "5000"]
+        done = subprocess.run(
+            [sys.executable, "-m", "memctl", "hook", "session-start", *socket_and_budget],
+            input=given,
+            capture_output=True,
+            env=memctl_env(),
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stdout) == (0, b"")
+        assert b"Traceback" not in done.stderr
+        assert b"no memoryd context (hook input is not JSON (" + said + b"))" in done.stderr
+    assert fake_daemon.calls("get_context") == []

@@ -37,6 +37,7 @@ from typing import Any
 
 from memctl import claude_code  # json and pathlib only
 from memctl.global_flags import socket_path
+from memoryd_client.client import strict_json  # loaded by global_flags already
 
 EVENTS = {
     "session-start": "SessionStart",
@@ -149,9 +150,10 @@ def _read_input(budget: Budget) -> dict[str, Any]:
 
 def _payload(data: bytes | bytearray) -> dict[str, Any]:
     try:
-        payload = json.loads(data.decode("utf-8", errors="replace") or "{}")
-    except RecursionError as exc:  # nested deeper than Python reads: no hook input is
-        raise ValueError("hook input nested too deep") from exc
+        # A ValueError also for JSON nested deeper than Python reads (no RecursionError).
+        payload = strict_json(data.decode("utf-8", errors="replace") or "{}")
+    except ValueError as exc:
+        raise ValueError(f"hook input is not JSON ({exc})") from None
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     return payload
