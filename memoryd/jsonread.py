@@ -64,10 +64,9 @@ def loads(text: str | bytes, *, long_ints: Literal["none", "refuse", "keep", "ma
             except ValueError:  # past sys.get_int_max_str_digits()
                 if long_ints == "mark":
                     return LongInt(len(digits))
+        limit = sys.get_int_max_str_digits() if long_ints != "refuse" else MAX_INT_DIGITS
         raise JSONLimitError(
-            f"a whole number of {len(digits):,} characters, over the "
-            f"{sys.get_int_max_str_digits() if long_ints != 'refuse' else MAX_INT_DIGITS} read",
-            doc,
+            f"a whole number of {len(digits):,} characters, over the {limit:,} read", doc
         )
 
     try:
