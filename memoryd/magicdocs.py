@@ -38,7 +38,7 @@ import structlog
 from memoryd import jsonread, paths
 from memoryd.agent.policy import AccessPolicy, real
 from memoryd.agent.seen import SeenFiles, Stamp, stamp_of
-from memoryd.automem.extraction_prompts import conversation_block, render_transcript
+from memoryd.agent.transcript import conversation_block, render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fences import in_fenced_code

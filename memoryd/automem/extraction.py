@@ -27,6 +27,7 @@ import structlog
 
 from memoryd.agent.policy import real
 from memoryd.agent.seen import SeenFiles
+from memoryd.agent.transcript import render_transcript
 from memoryd.automem import extraction_prompts as prompts
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
@@ -463,7 +464,7 @@ class Extraction:
             # The main request's prefix (a request without a system prompt has none to reuse).
             messages = prompts.reuse_messages(turn.messages, turn.system, turn.tools, text)
             return turn.system, messages, turn.tools, turn.model
-        transcript = prompts.render_transcript(turn.messages[start:])
+        transcript = render_transcript(turn.messages[start:])
         return prompts.SYSTEM_PROMPT, prompts.standalone_messages(transcript, text), None, None
 
     async def extract(

@@ -7,11 +7,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from memoryd.agent.transcript import render_transcript
 from memoryd.automem.extraction import MANIFEST_LIMIT, Extraction
 from memoryd.automem.extraction_prompts import (
     count_breakpoints,
     instruction,
-    render_transcript,
     reuse_messages,
     standalone_messages,
 )
