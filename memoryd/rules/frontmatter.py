@@ -146,16 +146,19 @@ def _quote_glob_values(raw: str) -> str:
     (`paths: [src/**, !src/gen/**]`). Still loaded with no anchors or aliases: quoted, `*x`
     and `&x` are text, never references."""
     lines = raw.split("\n")
+    key = ""
     for index, line in enumerate(lines):
         text = line.rstrip("\r")
+        key = _line_key(text) or key
+        glob = key in _GLOB_KEYS
         match = _RESERVED_VALUE.match(text)
         if match is not None:
-            lines[index] = match.group(1) + _quoted_glob(match.group(2))
+            lines[index] = match.group(1) + _quoted_glob(match.group(2), glob=glob)
             continue
         flow = _FLOW_LIST.match(text)
         items = None if flow is None else _flow_items(flow.group(2))
         if flow is not None and items is not None:
-            quoted = [_quoted_item(item) for item in items]
+            quoted = [_quoted_item(item, glob=glob) for item in items]
             if quoted != items:
                 lines[index] = f"{flow.group(1)}[{', '.join(quoted)}]"
     return "\n".join(lines)
@@ -206,16 +209,31 @@ def _flow_items(inner: str) -> list[str] | None:
     return [item for item in items if item]
 
 
-def _quoted_item(item: str) -> str:
-    return _quoted_glob(item) if item[0] in _RESERVED_FIRST else item
+def _quoted_item(item: str, *, glob: bool) -> str:
+    return _quoted_glob(item, glob=glob) if item[0] in _RESERVED_FIRST else item
 
 
-def _quoted_glob(text: str) -> str:
-    """`text` single-quoted, a `!` and spaces (`- ! gen/**`, YAML's tag `!`, which the user
-    meant as a negation) as the `!` alone: `ignore` reads `! gen/**` as the name ` gen/**`."""
-    if text.startswith("!"):
+def _quoted_glob(text: str, *, glob: bool) -> str:
+    """`text` single-quoted; in a `paths:`/`globs:` value (`glob`), a `!` and spaces
+    (`- ! gen/**`, YAML's tag `!`, which the user meant as a negation) as the `!` alone:
+    `ignore` reads `! gen/**` as the name ` gen/**`. Another key's `! keep` is kept as
+    written, as Claude Code's retry reads it."""
+    if glob and text.startswith("!"):
         text = "!" + text[1:].lstrip()
     return _single_quoted(text)
+
+
+# The keys whose values are globs, and a `key:` line's key (quoted as YAML allows, or
+# plain); a `- item` line belongs to the last key above it.
+_GLOB_KEYS = frozenset({"paths", "globs"})
+_KEY_LINE = re.compile(r"^\s*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s#'\"\-][^:#]*?))\s*:(?:\s|$)")
+
+
+def _line_key(text: str) -> str | None:
+    match = _KEY_LINE.match(text)
+    if match is None:
+        return None
+    return next(group for group in match.groups() if group is not None).strip()
 
 
 def _single_quoted(text: str) -> str:

@@ -146,6 +146,26 @@ def test_unquoted_globs_are_read_as_written(front: str, patterns: tuple[str, ...
     assert parsed.body == "body\n"
 
 
+@pytest.mark.parametrize(
+    ("front", "meta"),
+    [
+        # The `!` retry's space cut is for globs only: another key's `! keep  this` (YAML's
+        # bare tag, refused, then quoted) kept its text, as Claude Code's retry reads it.
+        (
+            "description: ! keep  this\npaths:\n  - ! gen/**",
+            {"description": "! keep  this", "paths": ["!gen/**"]},
+        ),
+        (
+            "tags:\n  - ! a b\nglobs: [src/**, ! gen/**]",
+            {"tags": ["! a b"], "globs": ["src/**", "!gen/**"]},
+        ),
+        ('"paths":\n  - ! gen/**\nnotes: [! x]', {"paths": ["!gen/**"], "notes": ["! x"]}),
+    ],
+)
+def test_bang_retry_cuts_spaces_in_glob_keys_only(front: str, meta: dict[str, object]) -> None:
+    assert frontmatter.split(f"---\n{front}\n---\nbody\n").meta == meta
+
+
 def test_unquoted_glob_rule_loads_when_touched(tree: Tree, load: Loader) -> None:
     tree.write(".claude/rules/ts.md", "---\npaths: **/*.ts\n---\nstrict TypeScript")
     tree.write(".claude/rules/src.md", "---\npaths: {src,lib}/**/*.ts\n---\nsrc rules")
