@@ -1,0 +1,110 @@
+"""The model-conversion child (`embeddings/apart.py`) dies with the daemon: a kill -9'd
+daemon's child wrote on under its HOME (bench/fault_kill9_storm.py's cleanup met it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Loaded by the child interpreter at start-up (from PYTHONPATH, which the daemon passes on):
+# the export step becomes one that takes ten minutes, makes a temp file as the real one does,
+# and says its pid once it runs.
+SLOW_EXPORT = """
+import os, sys, time, types
+from pathlib import Path
+
+def export_encoder(source, out_path):
+    tmp = out_path.with_name("." + out_path.name + ".tmp")
+    tmp.write_text("half a model")
+    try:
+        (out_path.parent / "child.pid").write_text(str(os.getpid()))
+        for _ in range(6000):
+            time.sleep(0.1)
+    finally:
+        tmp.unlink()
+
+module = types.ModuleType("memoryd.automem.embeddings.onnx_export")
+module.export_encoder = export_encoder
+sys.modules[module.__name__] = module
+"""
+
+DAEMON = """
+import sys
+from pathlib import Path
+from memoryd.automem.embeddings import apart
+apart.convert(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Ended (a zombie waiting for whoever adopted it counts)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc (macOS)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    return "\nState:\tZ" in status
+
+
+def _wait(condition: Callable[[], bool], limit_s: float = 120) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SLOW_EXPORT)
+    out = tmp_path / "onnx"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", DAEMON, str(tmp_path / "model"), str(out / "model.onnx")],
+        env=env,
+        cwd=REPO,
+    )
+    child: int | None = None
+    try:
+        pid_file = out / "child.pid"
+        assert _wait(lambda: pid_file.exists() and pid_file.read_text() != ""), "never ran"
+        child = int(pid_file.read_text())
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(60)
+        assert _wait(lambda: _gone(child)), "the conversion outlived the daemon"
+        assert not (out / ".model.onnx.tmp").exists()  # stopped, not cut off: its temp went
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(60)
+        if child is not None and not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_a_conversion_that_ends_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    from memoryd.automem.embeddings import apart
+
+    fds = Path("/proc/self/fd")
+    if not fds.exists():
+        pytest.skip("no /proc/self/fd")
+    before = set(os.listdir(fds))
+    with pytest.raises((ImportError, RuntimeError)):  # no such model, or no onnx installed
+        apart.convert(tmp_path / "missing", tmp_path / "model.onnx")
+    assert set(os.listdir(fds)) <= before  # the pipe's two ends are closed
