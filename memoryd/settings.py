@@ -301,6 +301,13 @@ def set_user_setting(key: str, value: Any) -> Path:
         try:
             # A number of 5,000 digits refused: written back as null, the user's value lost.
             loaded = jsonread.loads(_read_settings_text(path) or "{}", long_ints="keep")
+        except jsonread.JSONLimitError as exc:
+            # Often valid JSON (another program's long number): "not valid JSON" sent the user
+            # hunting for a syntax error. Still refused: written back, the number would be lost.
+            raise InvalidParams(
+                f"user settings file {path} holds more than Python reads ({exc}); "
+                "fix it before setting keys"
+            ) from exc
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidParams(
                 f"user settings file {path} is not valid JSON ({exc}); fix it before setting keys"

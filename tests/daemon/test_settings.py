@@ -115,7 +115,7 @@ def test_a_user_file_json_cannot_read_is_invalid_json_and_not_written_over(
     (user,) = [f for f in settings.load(None).files if f.source is settings.Source.USER]
     assert user.error is not None
     assert user.error.startswith("invalid JSON: ")
-    with pytest.raises(InvalidParams, match="not valid JSON"):
+    with pytest.raises(InvalidParams, match=r"holds more than Python reads \(nested too deeply\)"):
         settings.set_user_setting("autoDreamEnabled", True)
     assert path.read_text() == text  # nothing lost
 
@@ -144,8 +144,13 @@ def test_a_number_longer_than_python_reads_drops_its_value_alone(
     assert dict(user.values) == {"autoDreamEnabled": True, "claudeMdExcludes": ["a"]}
     assert effective.get("autoDreamEnabled") is True
     json.dumps(dict(effective.values))  # nothing unwritable reaches a reply
-    with pytest.raises(InvalidParams, match="not valid JSON"):
+    # Said as what it is: "not valid JSON" had the user hunt for a syntax error there is not.
+    with pytest.raises(InvalidParams) as refused:
         settings.set_user_setting("autoDreamEnabled", False)
+    assert str(refused.value) == (
+        f"user settings file {path} holds more than Python reads (a whole number of 5,000 "
+        f"characters, over the {sys.get_int_max_str_digits():,} read); fix it before setting keys"
+    )
     assert path.read_text() == text  # nothing lost
 
 
