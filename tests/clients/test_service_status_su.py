@@ -213,3 +213,33 @@ def test_sudo_u_to_a_user_whose_home_is_inside_the_callers_keeps_the_users_folde
     monkeypatch.setenv("HOME", str(alice))
     assert service._sudo_callers_folders() is None
     assert os.environ["XDG_CONFIG_HOME"] == str(alice / ".config")
+
+
+def test_sudo_u_keeps_a_home_of_the_users_own_when_another_folder_was_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in session 24 (review): with only -E's CLAUDE_CONFIG_DIR in the caller's home, a
+    # HOME the user had set (not the caller's) was still replaced by the password file's.
+    bob, alice, here = tmp_path / "bob", tmp_path / "alice", tmp_path / "srv" / "alice"
+    caller_uid = os.getuid() + 4242
+    real = pwd.getpwuid
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        entry = list(real(os.getuid()))
+        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
+        return pwd.struct_passwd(entry)
+
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    monkeypatch.setenv("SUDO_UID", str(caller_uid))
+    monkeypatch.setenv("SUDO_USER", "bob")
+    monkeypatch.setenv("HOME", str(here))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))
+    for name in ("MEMORYD_SOCKET", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    said = service._sudo_callers_folders()
+    assert said == (
+        f"CLAUDE_CONFIG_DIR named folders of bob, who ran sudo, not of {service._user_name()}: "
+        "left out"
+    )
+    assert os.environ["HOME"] == str(here)
+    assert "CLAUDE_CONFIG_DIR" not in os.environ

@@ -174,8 +174,8 @@ _OWN_FOLDERS = ("HOME", "MEMORYD_SOCKET", *service_units.CARRIED_VARIABLES)
 def _sudo_callers_folders() -> str | None:
     """Under `sudo -u USER` (or `sudo` to root), the variables naming folders in the home of
     the user who ran sudo are theirs, not USER's: sudo keeps HOME unless set up otherwise,
-    and -E every one. They are dropped, HOME made USER's own (the password database's, which
-    their user manager reads units under), and what was done is returned to be said; None
+    and -E every one. They are dropped, the caller's HOME made USER's own (the password
+    database's, which their user manager reads units under), and what was done is returned to be said; None
     when memctl runs as the user whose environment it has. Before session 24 `sudo -u alice
     memctl service status` read the caller's units, and install wrote alice's there."""
     caller = os.environ.get("SUDO_UID", "")
@@ -202,11 +202,15 @@ def _sudo_callers_folders() -> str | None:
         return None
     for name in names:
         del os.environ[name]
-    os.environ["HOME"] = own
+    # A HOME of the user's own (not the caller's) stays: only the caller's is replaced.
+    home = ""
+    if "HOME" in names:
+        os.environ["HOME"] = own
+        home = f", HOME={own}"
     who = os.environ.get("SUDO_USER") or f"uid {caller}"
     return (
         f"{', '.join(names)} named folders of {who}, who ran sudo, not of {_user_name()}: "
-        f"left out, HOME={own}"
+        f"left out{home}"
     )
 
 
