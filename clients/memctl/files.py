@@ -131,20 +131,29 @@ def _put_back(aside: Path, path: Path) -> None:
     aside.unlink()
 
 
-def read_regular_head(path: Path, limit: int) -> bytes | None:
-    """A regular file's first `limit` bytes, or None: missing, unreadable, or no regular file
-    (a FIFO in its place is not waited on, /dev/zero not read without end)."""
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """A regular file's first `limit` bytes; None when it does not exist. OSError for one
+    that cannot be read or is no regular file (a FIFO in its place is not waited on, and
+    /dev/zero not read without end)."""
+    import errno
     import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    except FileNotFoundError:
         return None
     with open(fd, "rb") as handle:
-        try:
-            return handle.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        except OSError:
-            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a folder)")
+        return handle.read(limit)
+
+
+def read_regular_head(path: Path, limit: int) -> bytes | None:
+    """`read_regular`, None for any file it refuses or cannot read too."""
+    try:
+        return read_regular(path, limit)
+    except OSError:
+        return None
 
 
 def read_json_object(path: Path, limit: int) -> dict[str, Any] | None:

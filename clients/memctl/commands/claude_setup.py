@@ -192,17 +192,9 @@ def read_bytes(path: Path) -> bytes | None:
     """The file's bytes; None when it does not exist. OSError for one that is no regular file
     (a FIFO there: reading it blocked install for good) or is over MAX_FILE_BYTES."""
     import errno
-    import stat
 
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a folder)")
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
+    data = files.read_regular(path, MAX_FILE_BYTES + 1)
+    if data is not None and len(data) > MAX_FILE_BYTES:
         raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES // (1 << 20)} MiB, not read")
     return data
 
