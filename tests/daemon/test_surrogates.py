@@ -35,3 +35,23 @@ def test_a_line_with_a_half_escaped_either_case_is_read() -> None:
     for escape in (b"\\ud83d", b"\\uD83D"):
         line = b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"a":"x' + escape + b'"}}'
         assert parse_line(line)["params"] == {"a": "x\ufffd"}
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"stat\xffus"}', "byte 38 (ff): invalid start byte"),
+        (b'{"cwd":"/tmp/\xc3("}', "byte 13 (c3): invalid continuation byte"),
+        (b'{"cwd":"\\ud83d","x":"\xc0\xaf"}', "byte 21 (c0): invalid start byte"),
+    ],
+)
+def test_a_line_that_is_not_utf8_is_refused_saying_where(line: bytes, where: str) -> None:
+    # Found by a bug hunt (session 24): orjson's words for it were "str is not valid UTF-8:
+    # surrogates not allowed: line 1 column 1 (char 0)", wherever the byte was and though no
+    # surrogate was sent.
+    from memoryd.daemon.protocol.framing import ParseFailure, parse_line
+
+    parsed = parse_line(line)
+    assert isinstance(parsed, ParseFailure)
+    message = parsed.reply["error"]["message"]
+    assert message == f"parse error: the line is not UTF-8: {where}"

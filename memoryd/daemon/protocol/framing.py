@@ -64,6 +64,8 @@ def _fast_parse(line: bytes | bytearray) -> Any:
     try:
         message = orjson.loads(line)
     except (UnicodeDecodeError, ValueError) as exc:
+        if _NOT_UTF8 in str(exc):
+            return ParseFailure(error_object(PARSE_ERROR, f"parse error: {_utf8_problem(line)}"))
         # JSON's escape is `\u`, its hex digits either case (a copy of the line lowered,
         # 64 MiB of it, took ~50 ms on the event loop).
         if b"\\ud" not in line and b"\\uD" not in line:
@@ -77,6 +79,21 @@ def _fast_parse(line: bytes | bytearray) -> Any:
         # exactly; the stdlib keeps integers whole.
         return _ForStdlib(None)
     return message
+
+
+# What orjson says of bytes that are not UTF-8: "str is not valid UTF-8: surrogates not
+# allowed", at line 1 column 1 wherever they are, which sent the client looking for a surrogate.
+_NOT_UTF8 = "not valid UTF-8"
+
+
+def _utf8_problem(line: bytes | bytearray) -> str:
+    """Where `line` stops being UTF-8, and why (decoded only on this error path)."""
+    try:
+        line.decode()
+    except UnicodeDecodeError as exc:
+        bad = bytes(line[exc.start : min(exc.end, exc.start + 4)])
+        return f"the line is not UTF-8: byte {exc.start} ({bad.hex(' ')}): {exc.reason}"
+    return "the line is not UTF-8"
 
 
 def _strict_stdlib_parse(line: bytes | bytearray, first_error: ValueError | None) -> Any:
