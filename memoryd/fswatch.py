@@ -13,7 +13,9 @@ and the second is put in `unwatched`.
 
 A recursive watch (the team folder's) puts one watch on each folder of the tree, as watchfiles
 does; a folder made or moved in later is watched when its event is read, and what it already
-holds is reported as added (it was filled before its watch existed). After an overflow the tree
+holds is reported as added (it was filled before its watch existed); so is a folder the walk
+could not watch (unreadable then) once a chmod makes it readable (its parent reports the chmod:
+the folder stayed unwatched till an overflow or a restart). After an overflow the tree
 is walked again, so a folder made while events were being lost is watched too: watchfiles never
 learned of it, and edits in it went unseen until the daemon restarted. Each root's parent is
 watched for the root's own name: a root's watch follows the folder, not the name, so a symlink
@@ -255,6 +257,19 @@ class _Inotify:
                     if kept is not None:
                         kept.add(wd)
 
+    def _add_late(self, folder: str, changes: Changes) -> None:
+        """A folder in the tree whose attributes changed (a chmod): one that could not be
+        watched when its parent was walked (unreadable then, readable now) is watched, and what
+        it holds is reported as added (written before its watch existed). Left unwatched, edits
+        in it went unseen until a rescan or an overflow's rewalk."""
+        # Asked of the kernel, not looked up: a watched folder gives back its own wd (a search
+        # of `folders` by path cost a pass over every watch, per chmod of a 20,000-folder tree).
+        # IN_MASK_ADD: a folder also watched for a root's name keeps that part of its mask.
+        wd = self._add_watch(folder, _MASK | _IN_DONT_FOLLOW | _IN_MASK_ADD)
+        if wd is not None and wd not in self.folders:
+            self.folders[wd] = folder
+            self._add_below(folder, changes)
+
     def _rewalk(self, changes: Changes) -> None:
         """After events were lost: watch the folders made meanwhile, and forget those moved
         out (still reported under their old names) or gone. A root whose name now holds
@@ -328,6 +343,8 @@ class _Inotify:
             changes.add((Change.deleted, path))  # the folder itself: its watch is gone
         else:
             changes.add((Change.modified, path))
+            if self.recursive and mask & _IN_ATTRIB and mask & _IN_ISDIR:
+                self._add_late(path, changes)
 
 
 async def _inotify(

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from memoryd import fswatch
-from tests.test_watch_git_work import inotify_queue_size
+from tests.test_watch_git_work import _DROP_DAC, inotify_queue_size
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="inotify: off Linux watchfiles watches"
@@ -353,3 +356,61 @@ async def test_a_watch_cancelled_while_set_up_closes_what_its_thread_made(
         await asyncio.sleep(0.01)
     assert made
     assert closed == made
+
+
+# Run in a child: root reads every folder, so the child drops the capabilities that let it.
+_UNREADABLE_AT_SETUP = """
+import asyncio, json, sys
+from pathlib import Path
+from memoryd import fswatch
+
+async def main() -> None:
+    root = Path(sys.argv[1])
+    sub = root / "sub"
+    stop, ready = asyncio.Event(), asyncio.Event()
+    batches = fswatch.watch(root, stop=stop, recursive=True, debounce_ms=50, step_ms=20, ready=ready)
+    seen = set()
+    batch = asyncio.ensure_future(anext(batches))
+    await asyncio.wait_for(ready.wait(), 60)
+    sub.chmod(0o755)
+    edited = sub / "edited.md"
+    deadline = asyncio.get_running_loop().time() + 60
+    while str(edited) not in {p for _, p in seen} and asyncio.get_running_loop().time() < deadline:
+        edited.write_text("e")
+        if (await asyncio.wait([batch], timeout=0.1))[0]:
+            seen |= batch.result()
+            batch = asyncio.ensure_future(anext(batches))
+    stop.set()
+    batch.cancel()
+    print(json.dumps(sorted([int(kind), path] for kind, path in seen)))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="running as root without setpriv: file permissions do not bind",
+)
+def test_a_folder_unreadable_at_setup_is_watched_once_made_readable(tmp_path: Path) -> None:
+    """A folder the walk could not watch (EACCES) stayed unwatched when made readable: the
+    team's pushes missed every edit in it until the one-minute rescan."""
+    root = tmp_path / "team"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "before.md").write_text("written before its watch existed")
+    (root / "sub").chmod(0)
+    drop = ("setpriv", *_DROP_DAC[1:]) if os.geteuid() == 0 else ()
+    try:
+        child = subprocess.run(
+            [*drop, sys.executable, "-c", _UNREADABLE_AT_SETUP, str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        (root / "sub").chmod(0o755)
+    assert child.returncode == 0, child.stderr
+    seen = {(fswatch.Change(kind), path) for kind, path in json.loads(child.stdout)}
+    assert (fswatch.Change.added, str(root / "sub" / "before.md")) in seen
+    assert str(root / "sub" / "edited.md") in _paths(seen)
