@@ -115,6 +115,19 @@ def flock_tries(fd: int, *, first_s: float, most_s: float) -> Iterator[float]:
         delay = min(delay * 2, most_s)
 
 
+def flock_within(fd: int, seconds: float, *, most_s: float = 0.05) -> bool:
+    """Take `fd`'s exclusive `flock` in a thread (`flock_tries`, sleeping between tries at
+    most `most_s`), waiting at most `seconds`; whether it was taken. The caller that gives
+    up says so: a holder stopped (Ctrl-Z) held a blocking flock's thread for ever."""
+    deadline = time.monotonic() + seconds
+    for delay in flock_tries(fd, first_s=min(0.05, most_s), most_s=most_s):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(delay, left))
+    return True
+
+
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:
     """Create `path` (and missing parents, each `mode`); an existing `path` is tightened to
     `mode`, its existing parents are left alone."""

@@ -11,7 +11,6 @@ cache, whichever route brought it.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.metadata
 import os
 import re
@@ -24,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memoryd.automem.embeddings import apart
-from memoryd.fsutil import make_private_dirs
+from memoryd.fsutil import flock_within, make_private_dirs
 from memoryd.paths import state_dir
 
 
@@ -88,16 +87,28 @@ def _cache_folder(name: str) -> Path:
     return state_dir() / "models" / name.rsplit("/", 1)[-1]
 
 
+# How long a daemon waits for another's conversion (30 s for all-mpnet-base-v2, longer on a
+# busy machine) before it gives up: a holder stopped with Ctrl-Z holds the lock for ever.
+CONVERT_WAIT_S = 600.0
+
+
 @contextmanager
 def _converting(folder: Path) -> Iterator[None]:
     """Held while memoryd's converted copy in `folder` is made, quantized or removed: daemons
     sharing a HOME (a socket-activated service and one started by hand) that load a model at
     once convert it one after the other, the second finding it made. A lock file beside the
-    folder, so removing the folder leaves the lock alone; released when the process dies."""
+    folder, so removing the folder leaves the lock alone; released when the process dies.
+    EncoderUnavailable when another holds it past CONVERT_WAIT_S (its blocking wait held
+    the embedding thread for ever, the ranker 'loading' for good)."""
     make_private_dirs(folder.parent)  # the state folder may not exist yet: 0700, as all ours
-    fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock = folder.parent / f".{folder.name}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not flock_within(fd, CONVERT_WAIT_S, most_s=1.0):
+            raise EncoderUnavailable(
+                f"another memoryd has held {lock} over {CONVERT_WAIT_S:.0f} s while converting "
+                "the model (stopped with Ctrl-Z?); restart this one once it is done"
+            )
         yield
     finally:
         os.close(fd)  # and the lock with it

@@ -44,7 +44,6 @@ import os
 import stat
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,7 +58,7 @@ from memoryd.fsutil import (
     NotRegularFile,
     atomic_write_bytes,
     ensure_private_dir,
-    flock_tries,
+    flock_within,
     fsync_dir,
     open_lock_file,
     open_regular_file,
@@ -364,7 +363,7 @@ class VectorStore:
         held = True
         try:
             fd = open_lock_file(self.folder / LOCK)
-            held = _flock_within(fd, LOCK_WAIT_S)
+            held = flock_within(fd, LOCK_WAIT_S)
         except OSError:
             pass
         if not held:
@@ -604,16 +603,6 @@ class VectorStore:
         if tail_rows:
             scores = np.concatenate([scores, tail[:tail_rows] @ query])
         return keys, scores[rows]
-
-
-def _flock_within(fd: int, seconds: float) -> bool:
-    """Take `fd`'s exclusive flock, waiting at most `seconds`; whether it was taken."""
-    deadline = time.monotonic() + seconds
-    for delay in flock_tries(fd, first_s=0.05, most_s=0.05):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-    return True
 
 
 def _gather(base: Rows, tail: Rows, at: npt.NDArray[np.int64]) -> Rows:
