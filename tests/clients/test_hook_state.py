@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -174,14 +175,9 @@ def test_a_state_whose_shown_list_is_no_list_still_recalls(
     assert json.loads(state.read_text())["surfaced"] == ["/m/m1.md"]
 
 
-def test_a_compact_slower_than_the_budget_keeps_its_summary_from_a_detached_child(
-    fake_daemon: FakeDaemon, tmp_path: Path
-) -> None:
-    # Found by a bug hunt: `compact` waits for a notes update in flight (up to 15 s), the hook
-    # gave up at its 100 ms budget, and the session-start after the compaction had no summary.
-    session, start = _session(tmp_path, "s8")
-    fake_daemon.on("compact", _compacted("Fixing the parser"))
-    fake_daemon.delays["compact"] = 1.0  # far past the budget: the update it waits for
+def _pre_compact_past_budget(fake_daemon: FakeDaemon, session: dict[str, Any]) -> None:
+    """pre-compact on a 100 ms budget its `compact` outlives, until the detached child kept
+    the summary the daemon gave it."""
     done = run_memctl(
         "hook",
         "pre-compact",
@@ -192,13 +188,50 @@ def test_a_compact_slower_than_the_budget_keeps_its_summary_from_a_detached_chil
         stdin=json.dumps(session),
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    state = _state_path("s8")
+    state = _state_path(session["session_id"])
     deadline = time.monotonic() + 60  # the child's own budget: a bound, not an expectation
     while "compact_summary" not in (json.loads(state.read_text()) if state.exists() else {}):
         assert time.monotonic() < deadline, "the detached child kept no summary"
         time.sleep(0.05)
+
+
+def test_a_compact_slower_than_the_budget_keeps_its_summary_from_a_detached_child(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: `compact` waits for a notes update in flight (up to 15 s), the hook
+    # gave up at its 100 ms budget, and the session-start after the compaction had no summary.
+    session, start = _session(tmp_path, "s8")
+    fake_daemon.on("compact", _compacted("Fixing the parser"))
+    fake_daemon.delays["compact"] = 1.0  # far past the budget: the update it waits for
+    _pre_compact_past_budget(fake_daemon, session)
     assert len(fake_daemon.calls("compact")) == 2  # the hook's, and the child's with more time
     fake_daemon.on("get_context", INDEX_CONTEXT)
     code, out, _ = hook("session-start", start, fake_daemon.socket_path)
     assert code == 0
     assert "Fixing the parser" in context_of(out, "SessionStart")
+
+
+def test_the_detached_child_asks_compact_with_the_transcript_the_hook_read(
+    fake_daemon: FakeDaemon, tmp_path: Path
+) -> None:
+    # Found by a bug hunt: the child read the transcript again, and Claude Code had appended to
+    # it meanwhile; the daemon got another transcript and compacted twice (extraction's place
+    # moved twice). The first `compact` is held until the child's arrives: no time guessed.
+    session, _ = _session(tmp_path, "s9")
+    second = threading.Event()
+    appended = {"role": "user", "content": "appended after the hook read the transcript"}
+
+    def compact(params: dict[str, Any]) -> dict[str, Any]:
+        if len(fake_daemon.calls("compact")) == 1:
+            with Path(session["transcript_path"]).open("a") as file:
+                file.write(json.dumps({"type": "user", "message": appended}) + "\n")
+            second.wait(60)  # far past the hook's budget: it gives up, the child asks again
+        else:
+            second.set()
+        return _compacted("Fixing the parser")
+
+    fake_daemon.on("compact", compact)
+    _pre_compact_past_budget(fake_daemon, session)
+    first, again = fake_daemon.calls("compact")
+    assert again == first
+    assert "appended after" not in json.dumps(again)

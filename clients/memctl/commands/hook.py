@@ -357,6 +357,15 @@ def user_prompt_submit(args: argparse.Namespace, payload: dict[str, Any], budget
 def _transcript_call(
     args: argparse.Namespace, payload: dict[str, Any], budget: Budget, method: str
 ) -> Any:
+    params = _transcript_params(payload, budget, method)
+    return None if params is None else _send(args, budget, method, params)
+
+
+def _transcript_params(
+    payload: dict[str, Any], budget: Budget, method: str
+) -> dict[str, Any] | None:
+    """`method`'s params, the transcript read now; None where there is nothing to send, or in
+    the parent of a detached child that reads a large one."""
     session_id = payload.get("session_id")
     transcript = payload.get("transcript_path")
     if not isinstance(session_id, str) or not isinstance(transcript, str):
@@ -376,6 +385,10 @@ def _transcript_call(
         read_paths = claude_code.tool_paths(turn, claude_code.READ_TOOLS)
         if read_paths:
             params["read_paths"] = read_paths
+    return params
+
+
+def _send(args: argparse.Namespace, budget: Budget, method: str, params: dict[str, Any]) -> Any:
     with _connect(args, budget) as conn:
         return _call(conn, budget, method, params)
 
@@ -436,8 +449,11 @@ def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budge
         state.pop("compact_summary", None)
         state.pop("compact_summary_path", None)
         _save_state(state_path, state)
+    params = _transcript_params(payload, budget, "compact")
+    if params is None:
+        return ""
     try:
-        result = _transcript_call(args, payload, budget, "compact") or {}
+        result = _send(args, budget, "compact", params) or {}
     except TimeoutError:
         # `compact` waits for a notes update in flight (up to 15 s): the hook's budget ran out
         # first, and this compaction's summary was never kept for the session-start after it.
@@ -446,9 +462,11 @@ def pre_compact(args: argparse.Namespace, payload: dict[str, Any], budget: Budge
         # compaction, a model call, takes seconds before that session-start.
         if budget.detached:
             raise
+        # The same params, not the transcript read again: Claude Code may have appended since,
+        # and the daemon, given another transcript, compacted twice.
         if _in_background(budget):
             return ""
-        result = _transcript_call(args, payload, budget, "compact") or {}
+        result = _send(args, budget, "compact", params) or {}
     summary = claude_code.compacted_summary(result)
     if summary and state_path is not None:
         state = _load_state(state_path)
