@@ -398,7 +398,7 @@ class MagicDocs:
                 self._changed = True
             _most_recent(doc.sessions, session_id)
             _most_recent(doc.projects, project_root)
-            _most_recent(doc.readers, reader)
+            _most_recent(doc.readers, reader, _readers_limit(len(doc.projects)))
             registered += 1
         return registered
 
@@ -575,13 +575,20 @@ def _pick(docs: list[Doc], limit: int) -> list[Doc]:
     return sorted(reversed(docs), key=lambda d: d.queued_at_break)[:limit]
 
 
-def _most_recent(recent: dict[_K, None], key: _K) -> None:
-    """`key` to the end of the ordered set `recent`, which keeps the newest
-    MAX_SESSIONS_PER_DOC."""
+def _most_recent(recent: dict[_K, None], key: _K, limit: int = MAX_SESSIONS_PER_DOC) -> None:
+    """`key` to the end of the ordered set `recent`, which keeps the newest `limit`."""
     recent.pop(key, None)
     recent[key] = None
-    while len(recent) > MAX_SESSIONS_PER_DOC:
+    while len(recent) > limit:
         del recent[next(iter(recent))]
+
+
+def _readers_limit(projects: int) -> int:
+    """How many readers a doc of `projects` projects keeps: MAX_SESSIONS_PER_DOC for each.
+    An entry saved before readers were kept has each of its sessions read in each of its
+    projects; cut to MAX_SESSIONS_PER_DOC, one of 2 projects and 100 sessions kept only its
+    50 newest sessions, and the others' breaks updated it no more."""
+    return MAX_SESSIONS_PER_DOC * max(1, projects)
 
 
 def _saved_entries(path: Path) -> list[Any]:
@@ -654,27 +661,31 @@ def _merged(
             # time (each daemon counts on from what it loaded).
             updates = max(entry["updates"], _saved_count(other.get("updates")))
             last = [t for t in (entry["last_updated"], _saved_time(other.get("last_updated"))) if t]
+            both = _union(
+                _strings(projects if isinstance(projects, list) else [other["project"]]),
+                entry["projects"],
+            )
+            readers = _union(
+                _saved_readers(other), _saved_readers(entry), _readers_limit(len(both))
+            )
             entry = {
                 **entry,
                 "updates": updates,
                 "last_updated": max(last, default=None),
                 "sessions": _union(_strings(other["sessions"]), entry["sessions"]),
-                "projects": _union(
-                    _strings(projects if isinstance(projects, list) else [other["project"]]),
-                    entry["projects"],
-                ),
-                "readers": [list(r) for r in _union(_saved_readers(other), _saved_readers(entry))],
+                "projects": both,
+                "readers": [list(r) for r in readers],
             }
         merged.append(entry)
     return merged[-MAX_DOCS:]
 
 
-def _union(older: list[_K], newer: list[_K]) -> list[_K]:
-    """`older` then `newer` as one ordered set, each once, at its newest place; the
-    MAX_SESSIONS_PER_DOC last."""
+def _union(older: list[_K], newer: list[_K], limit: int = MAX_SESSIONS_PER_DOC) -> list[_K]:
+    """`older` then `newer` as one ordered set, each once, at its newest place; the `limit`
+    last."""
     fresh = set(newer)
     kept = (k for k in older if k not in fresh)
-    return list(dict.fromkeys([*kept, *newer]))[-MAX_SESSIONS_PER_DOC:]
+    return list(dict.fromkeys([*kept, *newer]))[-limit:]
 
 
 def _strings(values: list[Any]) -> list[str]:
@@ -690,6 +701,9 @@ def _saved_readers(entry: dict[str, Any]) -> list[Reader]:
     """The (project root, session id) pairs of a saved registration, the newest last. An
     entry saved before session 24 has only its sessions and projects: each session is taken
     for a reader in each project, as that daemon took them, so none loses its updates."""
+    projects = entry.get("projects")
+    listed = projects if isinstance(projects, list) else [entry.get("project")]
+    roots = list(dict.fromkeys(r for r in listed if _is_root(r)))[-MAX_SESSIONS_PER_DOC:]
     readers = entry.get("readers")
     if isinstance(readers, list):
         pairs = [
@@ -698,17 +712,14 @@ def _saved_readers(entry: dict[str, Any]) -> list[Reader]:
             if isinstance(r, list) and len(r) == 2 and _is_root(r[0]) and isinstance(r[1], str)
         ]
     else:
-        projects = entry.get("projects")
-        roots = projects if isinstance(projects, list) else [entry.get("project")]
         sessions = entry.get("sessions")
         pairs = [
             (root, session)
             for session in (sessions if isinstance(sessions, list) else [])
             if isinstance(session, str)
             for root in roots
-            if _is_root(root)
         ]
-    return list(dict.fromkeys(pairs))[-MAX_SESSIONS_PER_DOC:]
+    return list(dict.fromkeys(pairs))[-_readers_limit(len(roots)) :]
 
 
 def _doc_to(doc: Doc) -> dict[str, Any]:

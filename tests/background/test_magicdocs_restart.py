@@ -363,3 +363,23 @@ def test_a_registration_saved_before_readers_keeps_each_sessions_updates() -> No
     ours = {**old, "readers": [["/p", "s3"]], "updates": 0, "last_updated": None}
     [merged] = magicdocs._merged([{**old, "projects": ["/p"]}], [ours], frozenset())
     assert merged["readers"] == [["/p", "s1"], ["/p", "s2"], ["/p", "s3"]]
+
+
+def test_an_old_registration_of_two_projects_keeps_every_sessions_updates() -> None:
+    """Found in review (session 24): an entry saved before readers of 2 projects and 100
+    sessions was taken as 200 readers and cut to MAX_SESSIONS_PER_DOC, the 50 oldest
+    sessions' breaks no longer updated it; a doc keeps MAX_SESSIONS_PER_DOC readers for each
+    of its projects, loaded, saved, read back and read again."""
+    sessions = [f"s{i}" for i in range(magicdocs.MAX_SESSIONS_PER_DOC)]
+    old = {"path": "/p/d.md", "title": "D", "project": "/p", "projects": ["/p", "/q"]}
+    old["sessions"] = sessions
+    every = [(root, s) for s in sessions for root in ("/p", "/q")]
+    doc = magicdocs._doc_from(old)
+    assert doc is not None
+    assert list(doc.readers) == every
+    [saved] = magicdocs._merged([old], [magicdocs._doc_to(doc)], frozenset())
+    again = magicdocs._doc_from(saved)
+    assert again is not None
+    assert list(again.readers) == every
+    magicdocs._most_recent(again.readers, ("/p", "new"), magicdocs._readers_limit(2))
+    assert list(again.readers) == [*every[1:], ("/p", "new")]  # the oldest one alone made room
