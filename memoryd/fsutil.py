@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import functools
 import os
 import re
@@ -15,12 +14,14 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 import structlog
 
 from memoryd_client.durable import fsync_dir as fsync_dir
+from memoryd_client.flocks import flock_tries as flock_tries
+from memoryd_client.flocks import flock_within as flock_within
 from memoryd_client.private_dirs import make_private_dirs as create_private_dirs
 from memoryd_client.private_files import open_owner_rw
 
@@ -96,36 +97,6 @@ def open_lock_file(path: Path) -> int:
     except FileNotFoundError:  # the folder's first lock
         ensure_private_dir(path.parent)
         return open_owner_rw(path, flags)
-
-
-def flock_tries(fd: int, *, first_s: float, most_s: float) -> Iterator[float]:
-    """Take `fd`'s exclusive `flock` without blocking in it: while another process holds it,
-    yields how long to wait before the next try (from `first_s`, doubling to `most_s`); ends
-    once it is taken. The caller waits (an event loop's sleep or a thread's), or gives up by
-    leaving the loop: a blocking flock could be neither cancelled nor bounded, and a holder
-    stopped (Ctrl-Z) holds it for ever."""
-    delay = first_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
-        yield delay  # outside the except: a caller's own error is not chained to it
-        delay = min(delay * 2, most_s)
-
-
-def flock_within(fd: int, seconds: float, *, most_s: float = 0.05) -> bool:
-    """Take `fd`'s exclusive `flock` in a thread (`flock_tries`, sleeping between tries at
-    most `most_s`), waiting at most `seconds`; whether it was taken. The caller that gives
-    up says so: a holder stopped (Ctrl-Z) held a blocking flock's thread for ever."""
-    deadline = time.monotonic() + seconds
-    for delay in flock_tries(fd, first_s=min(0.05, most_s), most_s=most_s):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(delay, left))
-    return True
 
 
 def ensure_private_dir(path: Path, mode: int = 0o700) -> Path:

@@ -24,6 +24,7 @@ from memoryd_client import (
     paths,
 )
 from memoryd_client.client import CONNECT_RETRY_S, bad_reply, owned_by_you, strict_json
+from memoryd_client.flocks import flock_within
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -315,28 +316,19 @@ def _one_at_a_time(sock: Path, wait_s: float, *, create: bool) -> Iterator[None]
     is their `memctl start`, waited for 15 s in vain. A file system without locks (ENOLCK: NFS
     without its lock service) fails `start` with what to do (the daemon takes a lock there
     too, and could not start); `stop` goes on unlocked, as no start can hold it either."""
-    import fcntl
-
     fd = _open_start_lock(sock, create)
     try:
-        deadline = time.monotonic() + wait_s
-        while fd is not None:
+        if fd is not None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            except OSError as exc:
-                if not create:
-                    break
-                raise RuntimeError(
-                    f"cannot lock {start_lock(sock)}: {exc.strerror or exc} (a network file "
-                    "system without locks?); memoryd locks files beside its socket: set "
-                    "MEMORYD_SOCKET to a path on a local file system (under /tmp or "
-                    "$XDG_RUNTIME_DIR)"
-                ) from exc
+                flock_within(fd, wait_s)  # not taken by then: it goes on unlocked
+            except OSError as exc:  # not BlockingIOError (waited for): ENOLCK and the like
+                if create:
+                    raise RuntimeError(
+                        f"cannot lock {start_lock(sock)}: {exc.strerror or exc} (a network "
+                        "file system without locks?); memoryd locks files beside its socket: "
+                        "set MEMORYD_SOCKET to a path on a local file system (under /tmp or "
+                        "$XDG_RUNTIME_DIR)"
+                    ) from exc
         yield
     finally:
         if fd is not None:
