@@ -23,7 +23,7 @@ the file: each save merges into what is there (under a lock) rather than replaci
 from __future__ import annotations
 
 import asyncio
-import fcntl
+import errno
 import json
 import os
 import re
@@ -42,7 +42,7 @@ from memoryd.agent.transcript import conversation_block, render_transcript
 from memoryd.automem.settings_cache import SettingsCache
 from memoryd.core.turn import Turn, natural_break
 from memoryd.fences import in_fenced_code
-from memoryd.fsutil import atomic_write_text, open_lock_file, read_regular_file
+from memoryd.fsutil import atomic_write_text, flock_within, open_lock_file, read_regular_file
 from memoryd.llm.prompt_cache import cached_prompt
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ STATE_FILE = "magicdocs.json"
 MAX_SAVED_UPDATES = 2**53
 CLOCK_SLACK_S = 300.0
 MAX_STATE_BYTES = 8 * 1024 * 1024
+# How long a save waits for another daemon's save of the registrations (milliseconds long).
+SAVE_LOCK_WAIT_S = 30.0
 IN_THE_REPOSITORY = "the doc is a file of the repository, which a commit and push share"
 
 
@@ -613,9 +615,17 @@ def _save_merged(path: Path, ours: list[dict[str, Any]], dropped: frozenset[str]
     file at `path`, merged with what another daemon of this state dir saved there (a daemon on
     a second socket shares the state dir): a whole-file snapshot replaced the other's
     registrations, and after its restart its sessions' docs were never updated again."""
-    fd = open_lock_file(path.with_name(path.name + ".lock"))
+    lock = path.with_name(path.name + ".lock")
+    fd = open_lock_file(lock)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # the other daemon's read-merge-write, not between
+        # The other daemon's read-merge-write, not between; waited for a while only: one
+        # stopped with Ctrl-Z while it saved held this thread (and every later save) for ever.
+        if not flock_within(fd, SAVE_LOCK_WAIT_S):
+            raise OSError(
+                errno.EWOULDBLOCK,
+                f"another memoryd has held the lock over {SAVE_LOCK_WAIT_S:.0f} s",
+                str(lock),
+            )
         try:
             saved = [e for e in _saved_entries(path) if _doc_from(e) is not None]
         except (OSError, ValueError, KeyError, UnicodeDecodeError):

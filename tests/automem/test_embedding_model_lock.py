@@ -5,15 +5,13 @@ ranker 'loading the embedding model' for good, no memory embedded)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from memoryd.automem.embeddings import models
 from memoryd.automem.embeddings.models import EncoderUnavailable, ModelFiles
+from tests.fakes.held_lock import held_lock, outcome_of
 
 
 def test_a_lock_held_past_the_wait_is_unavailable_and_the_copy_left_alone(
@@ -27,24 +25,8 @@ def test_a_lock_held_past_the_wait_is_unavailable_and_the_copy_left_alone(
     (folder / "tokenizer.json").write_text("{}")
     files = ModelFiles("m", folder / "onnx" / "model.onnx", folder / "tokenizer.json")
     lock = folder.parent / ".all-MiniLM-L6-v2.lock"
-    holder = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: as another process's, refused
-    outcome: list[BaseException | bool] = []
-
-    def attempt() -> None:
-        try:
-            outcome.append(models.discard_if_made_here(files))
-        except Exception as exc:
-            outcome.append(exc)
-
-    try:
-        thread = threading.Thread(target=attempt, daemon=True)
-        thread.start()
-        thread.join(60)
-        assert not thread.is_alive(), "still waiting on the lock"
-    finally:
-        os.close(holder)
-    (refused,) = outcome
+    with held_lock(lock):
+        refused = outcome_of(lambda: models.discard_if_made_here(files))
     assert isinstance(refused, EncoderUnavailable)
     assert str(refused) == (
         f"another memoryd has held {lock} over 0 s while converting the model (stopped with "

@@ -3,12 +3,10 @@ and what damaged, torn or foreign files do (only what is damaged is dropped, nev
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import threading
 import zlib
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from memoryd.automem.embeddings import vectors as vectors_mod
 from memoryd.automem.embeddings.encoder import Vectors
 from memoryd.automem.embeddings.vectors import BLOCK_ROWS, LOCK, LOG, META, VectorStore
+from tests.fakes.held_lock import held_lock, outcome_of
 from tests.fakes.swapped_files import fifo_readers_freed
 
 DIM = 8
@@ -564,26 +563,9 @@ def test_a_lock_held_by_a_stopped_daemon_is_waited_for_a_while_not_for_ever(
     monkeypatch.setattr(vectors_mod, "LOCK_WAIT_S", 0.2)
     store = written(tmp_path, 3)
     store.put([("new", "h1")], unit(2))
-    holder = os.open(tmp_path / LOCK, os.O_RDWR)
-    fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: as another process's, refused
-    outcome: list[BaseException | VectorStore | None] = []
-
-    def attempt() -> None:
-        try:
-            store.save()
-            outcome.append(opened(tmp_path))
-        except OSError as exc:
-            outcome.append(exc)
-            outcome.append(opened(tmp_path))
-
-    try:
-        thread = threading.Thread(target=attempt, daemon=True)
-        thread.start()
-        thread.join(60)
-        assert not thread.is_alive(), "the save still waits on the lock"
-    finally:
-        os.close(holder)
-    refused, loaded = outcome
+    with held_lock(tmp_path / LOCK):  # the lock file the store made
+        refused = outcome_of(store.save)
+        loaded = outcome_of(lambda: opened(tmp_path))
     assert isinstance(refused, OSError)
     assert refused.filename == str(tmp_path / LOCK)
     assert "held the lock" in str(refused)

@@ -16,6 +16,7 @@ from memoryd import magicdocs
 from memoryd.daemon.config import DaemonConfig
 from tests.background.conftest import Script, workspace_for
 from tests.conftest import DaemonHandle, start_daemon, stop_daemon
+from tests.fakes.held_lock import held_lock, outcome_of
 from tests.fakes.messages_api import FakeMessagesAPI, Reply, text_reply, tool_use_reply
 
 DOC = "# MAGIC DOC: Deployment notes\n_Keep the list of environments._\n\n- staging\n"
@@ -383,3 +384,23 @@ def test_an_old_registration_of_two_projects_keeps_every_sessions_updates() -> N
     assert list(again.readers) == every
     magicdocs._most_recent(again.readers, ("/p", "new"), magicdocs._readers_limit(2))
     assert list(again.readers) == [*every[1:], ("/p", "new")]  # the oldest one alone made room
+
+
+def test_a_save_waits_for_a_stopped_daemons_lock_a_while_not_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review (session 24): the save's flock blocked, and another daemon stopped
+    with Ctrl-Z while it saved held this one's save thread, and every later save, for ever.
+    It gives up (an OSError, logged as not saved; the next change saves again)."""
+    monkeypatch.setattr(magicdocs, "SAVE_LOCK_WAIT_S", 0.2)
+    state = tmp_path / "magicdocs.json"
+    lock = tmp_path / "magicdocs.json.lock"
+    ours = [{"path": "/p/d.md", "title": "D", "project": "/p", "sessions": ["s1"]}]
+    with held_lock(lock):
+        refused = outcome_of(lambda: magicdocs._save_merged(state, ours, frozenset()))
+    assert isinstance(refused, OSError)
+    assert refused.filename == str(lock)
+    assert "another memoryd has held the lock" in str(refused)
+    assert not state.exists()
+    magicdocs._save_merged(state, ours, frozenset())  # the lock let go: saved
+    assert [d["path"] for d in json.loads(state.read_text())["docs"]] == ["/p/d.md"]
