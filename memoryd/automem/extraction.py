@@ -144,15 +144,10 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
     offered messages (compacted by the client, cut to its newest) is new from its start."""
     if cursor is None or not messages:
         return 0
-    count = cursor.count
+    if _holds_at_count(messages, cursor):
+        return cursor.count
     if cursor.mark is None:
-        return count if 0 < count <= len(messages) and compacted_head(messages) > 0 else 0
-    if 0 < count <= len(messages):
-        # The usual case, on the event loop each turn: the same list, grown. Only the last
-        # offered messages are fingerprinted, not the whole transcript.
-        tail = [message_mark(m) for m in messages[max(0, count - MARK_SPAN) : count]]
-        if _span_mark(tail, len(tail)) == cursor.mark:
-            return count
+        return 0
     marks = [message_mark(m) for m in messages]
     # Where the count does not hold: the earliest place the offered part's last messages
     # stand, so that when unsure more is offered again rather than something never.
@@ -160,6 +155,20 @@ def new_messages_start(messages: list[dict[str, Any]], cursor: Cursor | None) ->
         if _span_mark(marks, end) == cursor.mark:
             return end
     return 0
+
+
+def _holds_at_count(messages: list[dict[str, Any]], cursor: Cursor) -> bool:
+    """Whether `messages` hold the offered part where the cursor's count says: the usual
+    case, on the event loop each turn (the same list, grown), in which only the last offered
+    messages are fingerprinted, not the whole transcript. A cursor without a mark (its last
+    offered message compacted away) holds in memoryd's compacted list."""
+    count = cursor.count
+    if not 0 < count <= len(messages):
+        return False
+    if cursor.mark is None:
+        return compacted_head(messages) > 0
+    tail = [message_mark(m) for m in messages[max(0, count - MARK_SPAN) : count]]
+    return _span_mark(tail, len(tail)) == cursor.mark
 
 
 def session_place(project: Project, session_id: str) -> str:
@@ -278,18 +287,22 @@ class Extraction:
         then_wall, then_mono = previous
         return min(then_wall, wall - (mono - then_mono))
 
-    def _place(self, project: Project, session_id: str) -> str:
+    def _place(self, project: Project, session_id: str, messages: list[dict[str, Any]]) -> str:
         """`session_place`, taking over once the cursor a daemon before it saved under the
-        bare session id: dropped, an upgrade offered every session's whole conversation again."""
+        bare session id: dropped, an upgrade offered every session's whole conversation again.
+        Only when `messages` (the session's transcript) hold it where its count says: of two
+        projects' sessions of that id, the first to have a turn took it, found its mark
+        nowhere in its messages, and both were offered their whole conversation again."""
         place = session_place(project, session_id)
         if self._cursor.get(place) is None:
-            legacy = self._cursor.pop(session_id)
-            if legacy is not None:
+            legacy = self._cursor.get(session_id)
+            if legacy is not None and _holds_at_count(messages, legacy):
+                self._cursor.pop(session_id)
                 self._cursor[place] = legacy
         return place
 
     def on_turn(self, turn: Turn) -> bool:
-        place = self._place(turn.project, turn.session_id)
+        place = self._place(turn.project, turn.session_id, turn.messages)
         previous = self._previous_turn_at(place)
         if len(self._last_turn_at) > MAX_SESSIONS:  # forget the longest-idle sessions
             oldest = next(iter(self._last_turn_at))
@@ -325,11 +338,18 @@ class Extraction:
         self._schedule(memory_dir, place, turn, previous)
         return True
 
-    def on_compaction(self, project: Project, session_id: str, dropped: int, added: int) -> None:
-        """`compact` replaced the first `dropped` messages of the session's transcript by
-        `added` new ones (boundary and summary): move the cursor the same way, so the next
-        turn offers exactly the messages that came after the compaction."""
-        place = self._place(project, session_id)
+    def on_compaction(
+        self,
+        project: Project,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        dropped: int,
+        added: int,
+    ) -> None:
+        """`compact` replaced the first `dropped` messages of the session's transcript
+        `messages` by `added` new ones (boundary and summary): move the cursor the same way,
+        so the next turn offers exactly the messages that came after the compaction."""
+        place = self._place(project, session_id, messages)
         offered = self._cursor.get(place)
         if offered is not None:
             # The last message offered is still there when it was kept; when it was dropped,

@@ -338,3 +338,32 @@ async def test_a_place_saved_under_the_bare_session_id_is_taken_over(
     # Taken over once: written back under its place, the bare id gone.
     saved_now = json.loads(cursors_path().read_text())["sessions"]
     assert [entry[0] for entry in saved_now] == [session_place(ws.project, "s1")]
+
+
+async def test_a_bare_id_place_is_taken_over_by_the_project_whose_transcript_holds_it(
+    daemon_with_model: DaemonHandle, tmp_path: Path, fake_model: FakeMessagesAPI
+) -> None:
+    """Found in review (session 24): after the upgrade, one session id in two projects, the
+    first to have a turn (B) took the old place over, found its mark nowhere in its own
+    messages, and A, left with none, was offered its whole conversation again."""
+    fake_model.handler = lambda _req: text_reply(NOTHING_MARKER)
+    a = workspace_for(daemon_with_model, tmp_path / "a")
+    b = workspace_for(daemon_with_model, tmp_path / "b")
+    first_of_a = transcript(("OLD-DAEMON-A I prefer tabs", "noted"))
+    saved = cursor_after(first_of_a)
+    cursors_path().parent.mkdir(parents=True, exist_ok=True)
+    cursors_path().write_text(
+        json.dumps({"version": 1, "sessions": [["s1", saved.count, saved.mark]]})
+    )
+    await _after_turn(b, "s1", transcript(("B-ONLY deploys are on fridays", "ok")))
+    await b.handle.daemon.services.extraction.wait_idle()
+    await _after_turn(a, "s1", [*first_of_a, *transcript(("A-NEW fix the bug", "fixed"))])
+    await a.handle.daemon.services.extraction.wait_idle()
+    of_b, of_a = _extractions(fake_model)
+    assert "B-ONLY" in of_b
+    assert "A-NEW" in of_a
+    assert "OLD-DAEMON-A" not in of_a
+    saved_now = json.loads(cursors_path().read_text())["sessions"]
+    assert sorted(entry[0] for entry in saved_now) == sorted(
+        session_place(ws.project, "s1") for ws in (a, b)
+    )

@@ -30,6 +30,7 @@ async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
         daemon.services.extraction.on_compaction(
             project,
             params.session_id,
+            params.messages,
             dropped=len(params.messages) - kept,
             added=len(reply["messages"]) - kept,
         )
