@@ -9,7 +9,9 @@ of three kinds, `test.storm` starts 1,000 `memory/saved` notifications spread ov
 hangs with the client's requests piling up in the socket), `test.answer_then_mark` is answered
 and then the file params.mark is made (the reply is in the client's socket by then),
 `test.long_answer_then_mark` answers params.bytes of text, far more than the socket holds: its
-first 64 KiB are sent, the mark made, and the rest sent as the client reads;
+first 64 KiB are sent, the mark made, and the rest sent as the client reads; `test.trickle`
+begins a reply and sends one more byte of it every params.every_ms, never ending it, until the
+client hangs up;
 `status` and `subscribe` answer normally so the client can tell it is connected.
 """
 
@@ -113,6 +115,11 @@ class MisbehavingDaemon:
                 conn.sendall(line[: 64 * 1024])
                 Path(request["params"]["mark"]).touch()
                 conn.sendall(line[64 * 1024 :])
+            elif method == "test.trickle":
+                begun = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": ""})
+                conn.sendall(begun[:-2].encode())  # up to the string's opening quote
+                every = float(request["params"]["every_ms"]) / 1000
+                threading.Thread(target=self._trickle, args=(conn, every), daemon=True).start()
             elif method == "test.stop_reading":
                 self._reply(conn, request, {"reading": False})
                 self._stopped.wait()
@@ -126,6 +133,14 @@ class MisbehavingDaemon:
         except OSError:
             return False  # the client hung up (as it should after a bad line)
         return True
+
+    def _trickle(self, conn: socket.socket, every: float) -> None:
+        """One byte of a reply that never ends every `every` seconds, until the client hangs up."""
+        while not self._stopped.wait(every):
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                return
 
     def _storm(self, conn: socket.socket) -> None:
         """1,000 notifications in ten bursts over about a second."""

@@ -323,7 +323,7 @@ def test_misbehaving_daemon_never_blocks_the_editor(short_tmp: Path, tmp_path: P
         )
     finally:
         fake.stop()
-    assert_all_passed(records, expected=13)
+    assert_all_passed(records, expected=14)
     assert fake.storms_sent == STORM_SIZE
     assert "get_context" in fake.methods
     assert "recall" in fake.methods

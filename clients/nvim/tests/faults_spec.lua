@@ -133,6 +133,42 @@ T.run({
     end,
   },
   {
+    'a reply that trickles in and never ends fails after ten timeouts; so does a call waiting beside it',
+    function()
+      -- A due timeout waits while a reply is coming in. A daemon sending a byte now and then
+      -- kept the call waiting for ever (a line only ends at the 16 MiB cap), and so did a call
+      -- never answered while another call's reply came in on the connection. Both end at
+      -- MAX_TIMEOUTS timeouts (2 s here); only the kind of error is looked at, as a loaded
+      -- machine may stall the trickle long enough for a plain timeout.
+      local Client = require('memoryd.rpc')
+      T.eq(10, Client.MAX_TIMEOUTS, 'the cap, as the VS Code client has it')
+      local client = Client.new({ path = socket, timeout_ms = 20000 })
+      local ok, connected = false, false
+      client:request('status', nil, function(err)
+        ok, connected = err == nil, true
+      end)
+      T.wait('connected', function()
+        return connected
+      end, 20000)
+      T.truthy(ok, 'status answered')
+      local done = {}
+      local function record(name)
+        return function(err, result)
+          done[name] = { err = err, result = result }
+        end
+      end
+      -- Never answered, with a reply for the call after it coming in beside it.
+      client:request('get_context', {}, record('beside'), 200)
+      client:request('test.trickle', { every_ms = 20 }, record('trickle'), 200)
+      T.wait('both calls to end', function()
+        return done.beside ~= nil and done.trickle ~= nil
+      end, 30000)
+      client:close()
+      T.eq('timeout', done.trickle.err and done.trickle.err.code, 'the trickled call\'s error')
+      T.eq('timeout', done.beside.err and done.beside.err.code, 'the error of the call beside it')
+    end,
+  },
+  {
     'a reply that is not JSON: a clear message, then it reconnects',
     function()
       edit_file()

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 
 import { DownNotice, startDaemon } from "../src/core/daemon";
 import { NotificationPresenter, type Message } from "../src/core/notifications";
-import { DaemonUnavailable, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
+import { DaemonUnavailable, MAX_TIMEOUTS, MemorydClient, ProtocolError, RpcError, RpcTimeout, type Notification } from "../src/core/rpcClient";
 import { CALL_TIMEOUT_MS, PATIENCE_MS, Daemon, MEMCTL, PYTHON, REPO_ROOT, canConnect, cleanup, fakeServer, isolatedEnv, makeRepo, resultReply, stoppingReply, tempDir, waitFor } from "./helpers";
 
 describe("against the real daemon", () => {
@@ -603,6 +603,41 @@ describe("misbehaving daemons", () => {
       await assert.rejects(client.call("status", undefined, { timeoutMs: 50 }), (e: unknown) => e instanceof RpcTimeout && /within 50 ms/.test(e.message));
     } finally {
       clearInterval(ticker);
+      client.close();
+      await server.close();
+    }
+  });
+
+  test("a reply that trickles in and never ends fails after ten timeouts; so does a call waiting beside it", async () => {
+    // A due timeout waits while a reply is coming in. A daemon sending a byte now and then kept
+    // the call waiting for ever (a line only ends at the 16 MiB cap), and so did a call never
+    // answered while another call's reply came in on the connection. Both end at MAX_TIMEOUTS
+    // timeouts (2 s here); only the kind of error is looked at, as a loaded machine may stall
+    // the trickle long enough for a plain timeout.
+    const sock = path.join(tmp, "trickle.sock");
+    const trickles: NodeJS.Timeout[] = [];
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      if (request.method === "status") {
+        s.write(resultReply(request.id, { pid: 7 }));
+      } else if (request.method === "trickle") {
+        s.write(`{"jsonrpc": "2.0", "id": ${request.id}, "result": "`);
+        trickles.push(setInterval(() => s.destroyed || s.write("x"), 20));
+      } // anything else is never answered
+    });
+    const client = new MemorydClient({ socketPath: sock, timeoutMs: CALL_TIMEOUT_MS, reconnect: false });
+    try {
+      assert.equal(MAX_TIMEOUTS, 10, "the cap, as the Neovim client has it");
+      await client.call("status"); // connected
+      const beside = client.call("get_context", {}, { timeoutMs: 200 });
+      const trickled = client.call("trickle", {}, { timeoutMs: 200 });
+      const [b, t] = await Promise.allSettled([beside, trickled]);
+      assert.equal(t.status, "rejected");
+      assert.ok(t.reason instanceof RpcTimeout, `the trickled call: ${String(t.reason)}`);
+      assert.equal(b.status, "rejected");
+      assert.ok(b.reason instanceof RpcTimeout, `the call beside it: ${String(b.reason)}`);
+    } finally {
+      trickles.forEach(clearInterval);
       client.close();
       await server.close();
     }

@@ -34,6 +34,12 @@ end
 -- answers -32600 and closes the connection, so such a request is never sent.
 Client.REQUEST_CAP = 64 * 1024 * 1024
 
+-- A call whose reply is coming in is waited for past its timeout (see Client:request), for at
+-- most this many timeouts in all from the request: a daemon trickling a byte now and then, or
+-- another call's long reply on the connection while this one is never answered, would keep it
+-- waiting with no end. The VS Code client has the same (MAX_TIMEOUTS in rpcClient.ts).
+Client.MAX_TIMEOUTS = 10
+
 -- The byte offset of the first byte that is not part of valid UTF-8 in text, or nil.
 -- ASCII runs are skipped by string.find; only the bytes over 127 are looked at one by one.
 local function invalid_utf8_at(text)
@@ -203,9 +209,11 @@ function Client:request(method, params, cb, timeout_ms)
     end)
     return id
   end
-  local entry = { id = id, method = method, cb = cb, line = line .. '\n' }
+  -- started: when the call was made (monotonic ms), for the cap on waiting past the timeout.
+  local entry = { id = id, method = method, cb = cb, line = line .. '\n', started = uv.hrtime() / 1e6 }
   self.pending[id] = entry
   local ms = timeout_ms or self.timeout_ms
+  local cap_ms = ms * Client.MAX_TIMEOUTS
   entry.timer = uv.new_timer()
   local function expire()
     after_next_poll(function() -- a reply read meanwhile has finished the call: this does nothing
@@ -213,13 +221,27 @@ function Client:request(method, params, cb, timeout_ms)
         return
       end
       local conn = entry.conn
+      local left_ms = cap_ms - (uv.hrtime() / 1e6 - entry.started)
       if conn ~= nil and not conn.closed and conn.partial_len > 0 and conn.received > entry.seen then
-        -- A reply is coming in (a line begun, read since the request or the last look): one
-        -- longer than the socket buffers (~200 KB) that came while the editor was busy past
-        -- the timeout is only partly read by now. Waited for while it keeps coming; a reply
-        -- that stops for a whole timeout fails as one never sent.
-        entry.seen = conn.received
-        entry.timer:start(ms, 0, expire)
+        if left_ms >= 1 then
+          -- A reply is coming in (a line begun, read since the request or the last look): one
+          -- longer than the socket buffers (~200 KB) that came while the editor was busy past
+          -- the timeout is only partly read by now. Waited for while it keeps coming, up to
+          -- MAX_TIMEOUTS timeouts in all; a reply that stops for a whole timeout fails as one
+          -- never sent.
+          entry.seen = conn.received
+          entry.timer:start(math.min(ms, math.floor(left_ms)), 0, expire)
+          return
+        end
+        -- Still coming in (a trickle, or another call's reply while this one is never
+        -- answered) after MAX_TIMEOUTS timeouts: it fails.
+        self:_finish(
+          entry,
+          new_error(
+            'timeout',
+            ('memoryd did not finish answering %s within %d ms (%d timeouts)'):format(method, cap_ms, Client.MAX_TIMEOUTS)
+          )
+        )
         return
       end
       self:_finish(entry, new_error('timeout', ('memoryd did not answer %s within %d ms'):format(method, ms)))

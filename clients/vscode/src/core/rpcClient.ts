@@ -149,6 +149,13 @@ export const DEFAULT_REQUEST_CAP_BYTES = 64 * 1024 * 1024; // the daemon's reque
 export const DEFAULT_RECONNECT = { initialMs: 500, maxMs: 30_000 };
 /** The longest delay a Node timer keeps (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * A call whose reply is coming in is waited for past its timeout (see `call`), for at most this
+ * many timeouts in all from the call: a daemon trickling a byte now and then, or another call's
+ * long reply on the connection while this one is never answered, kept it waiting with no end.
+ * The Neovim client has the same (Client.MAX_TIMEOUTS in rpc.lua).
+ */
+export const MAX_TIMEOUTS = 10;
 /** How long connecting is retried while the daemon is busy or restarting. */
 export const CONNECT_RETRY_MS = 1_000;
 const BUSY_CODES = new Set(["EAGAIN", "EWOULDBLOCK", "ECONNREFUSED"]);
@@ -169,6 +176,8 @@ interface Pending {
   resent: boolean;
   /** The bytes read on `sock` when it was written, then at each look its deadline took. */
   seen: number;
+  /** When the call was made (performance.now()), for the cap on waiting past its timeout. */
+  started: number;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
@@ -289,21 +298,30 @@ export class MemorydClient {
           return;
         }
         const reader = entry.sock && this.readers.get(entry.sock);
+        let why = `memoryd did not answer ${method} within ${timeoutMs} ms`;
         if (reader !== undefined && reader.buffered > 0 && reader.received > entry.seen) {
-          // A reply is coming in (a line begun, read since the request or the last look): one
-          // longer than the socket buffers that came while the host was held up past the
-          // deadline is only partly read by now. Waited for while it keeps coming; one that
-          // stops for a whole timeout fails as one never sent.
-          entry.seen = reader.received;
-          entry.timer = ioDeadline(expire, timeoutMs);
-          return;
+          const leftMs = capMs - (performance.now() - entry.started);
+          if (leftMs >= 1) {
+            // A reply is coming in (a line begun, read since the request or the last look): one
+            // longer than the socket buffers that came while the host was held up past the
+            // deadline is only partly read by now. Waited for while it keeps coming, up to
+            // MAX_TIMEOUTS timeouts in all; one that stops for a whole timeout fails as one
+            // never sent.
+            entry.seen = reader.received;
+            entry.timer = ioDeadline(expire, Math.min(timeoutMs, Math.floor(leftMs)));
+            return;
+          }
+          // Still coming in (a trickle, or another call's reply while this one is never
+          // answered) after MAX_TIMEOUTS timeouts.
+          why = `memoryd did not finish answering ${method} within ${capMs} ms (${MAX_TIMEOUTS} timeouts)`;
         }
         this.pending.delete(id);
-        reject(new RpcTimeout(`memoryd did not answer ${method} within ${timeoutMs} ms`));
+        reject(new RpcTimeout(why));
         this.dropIfRetired(entry.sock);
       };
+      const capMs = timeoutMs * MAX_TIMEOUTS;
       const timer = ioDeadline(expire, timeoutMs);
-      this.pending.set(id, { method, line, sock: undefined, resent: options?.resend === false, seen: 0, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.pending.set(id, { method, line, sock: undefined, resent: options?.resend === false, seen: 0, started: performance.now(), resolve: resolve as (v: unknown) => void, reject, timer });
       this.send(id);
     });
   }
