@@ -108,3 +108,29 @@ def test_a_conversion_that_ends_leaves_no_descriptor_open(tmp_path: Path) -> Non
     with pytest.raises((ImportError, RuntimeError)):  # no such model, or no onnx installed
         apart.convert(tmp_path / "missing", tmp_path / "model.onnx")
     assert set(os.listdir(fds)) <= before  # the pipe's two ends are closed
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("bad graph"), "parent gone"])
+def test_a_quantization_stopped_or_failed_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException | str
+) -> None:
+    # Found by the session 24 review: the export's temp file went when the daemon died
+    # (23271c9), the quantization's stayed beside the int8 graph, tens of MB.
+    pytest.importorskip("onnxruntime.quantization")
+    import onnxruntime.quantization
+
+    from memoryd.automem.embeddings import apart, quantize
+
+    raised = apart._ParentGone() if failure == "parent gone" else failure
+    assert isinstance(raised, BaseException)
+
+    def half_written(_source: Path, tmp: Path, **_options: object) -> None:
+        tmp.write_bytes(b"half a graph")
+        raise raised
+
+    monkeypatch.setattr(quantize, "ffn_output_nodes", lambda _path: {0: "MatMul_0"})
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", half_written)
+    target = tmp_path / "int8" / "model.onnx"
+    with pytest.raises(type(raised)):
+        quantize.quantize_int8(tmp_path / "model.onnx", target, [0])
+    assert list(target.parent.iterdir()) == []

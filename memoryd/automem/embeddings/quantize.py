@@ -49,12 +49,18 @@ def quantize_int8(source: Path, target: Path, float_layers: Collection[int]) -> 
         raise ValueError(f"{source} has no feed-forward output projection in layers {missing}")
     tmp = target.with_name(f".{target.name}.tmp")
     make_private_dirs(target.parent)
-    quantize_dynamic(
-        source,
-        tmp,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul"],
-        nodes_to_exclude=[nodes[i] for i in sorted(float_layers)],
-    )
-    tmp.replace(target)
+    try:
+        quantize_dynamic(
+            source,
+            tmp,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=[nodes[i] for i in sorted(float_layers)],
+        )
+        tmp.replace(target)
+    except BaseException:
+        # Failed, or stopped because the daemon is gone (`apart`): no half graph is left in
+        # the model cache (tens of MB, till the next quantization wrote over it).
+        tmp.unlink(missing_ok=True)
+        raise
