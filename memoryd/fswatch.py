@@ -104,8 +104,11 @@ async def watch(
     dies. `backlog`, when given, says meanwhile whether changes wait to be handed over."""
     if sys.platform.startswith("linux"):
         args = (paths, stop, recursive, debounce_ms, step_ms, unwatched, ready, backlog)
-        async for batch in _inotify(*args):
-            yield batch
+        # Closed with this generator, not when the loop collects it: till then its fd stayed
+        # open and its backlog vouched for a folder its caller had stopped watching.
+        async with contextlib.aclosing(_inotify(*args)) as batches:
+            async for batch in batches:
+                yield batch
         return
     import watchfiles
 

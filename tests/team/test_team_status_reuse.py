@@ -241,3 +241,25 @@ async def test_the_backlog_is_not_clear_between_a_write_and_its_batch(tmp_path: 
     stop.set()
     await asyncio.wait_for(task, DEADLINE_S)
     assert not backlog.clear()  # the watch ended: no longer vouched for
+
+
+async def test_a_watch_closed_by_its_caller_stops_vouching_at_once(tmp_path: Path) -> None:
+    """The runner closes the watch it breaks out of (a folder swapped) and sets up another;
+    the old watch's backlog must say at once that it vouches for nothing. It said so only
+    once the loop had collected the inotify generator inside `watch` (its fd still open)."""
+    stop, ready, backlog = asyncio.Event(), asyncio.Event(), fswatch.Backlog()
+    watch = fswatch.watch(
+        tmp_path,
+        stop=stop,
+        recursive=True,
+        debounce_ms=50,
+        step_ms=50,
+        ready=ready,
+        backlog=backlog,
+    )
+    first = asyncio.ensure_future(anext(watch))
+    await asyncio.wait_for(ready.wait(), DEADLINE_S)
+    (tmp_path / "a.md").write_text("x")
+    await asyncio.wait_for(first, DEADLINE_S)
+    await watch.aclose()
+    assert not backlog.clear()
