@@ -204,6 +204,64 @@ async def test_a_half_written_model_file_leaves_recall_lexical_and_status_says_w
         await stop_daemon(daemon)
 
 
+def _gather_model(folder: Path, tokenizer: Path, table: Any) -> None:
+    """A graph that loads and runs as a sentence encoder would (BERT's inputs, a hidden state
+    a token) but looks each token up in `table`: a model damaged or foreign."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    (folder / "onnx").mkdir(parents=True)
+    shutil.copyfile(tokenizer, folder / "tokenizer.json")
+    inputs = [
+        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+    ]
+    hidden = helper.make_tensor_value_info(
+        "last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", table.shape[1]]
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["last_hidden_state"], axis=0)],
+        "lookup",
+        inputs,
+        [hidden],
+        [numpy_helper.from_array(np.asarray(table, dtype=np.float32), "table")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "onnx" / "model.onnx"))
+
+
+@pytest.mark.parametrize("vectors", ["NaN", "constant"])
+async def test_a_model_that_tells_no_text_apart_leaves_recall_lexical(
+    short_tmp: Path,
+    isolated_env: IsolatedEnv,
+    project: Path,
+    memdir: Path,
+    bundled_model_dir: Path,
+    model_at: Any,
+    vectors: str,
+) -> None:
+    # Such a model loaded as hybrid with no relevance floors (its cosines do not spread):
+    # every memory passed, and a prompt about deploys recalled the tea and database ones too.
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("onnx")
+    folder = isolated_env.root / "model"
+    table = np.full((30_522, 16), np.nan if vectors == "NaN" else 1.0)
+    _gather_model(folder, bundled_model_dir / "tokenizer.json", table)
+    model_at(folder)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        memdir.mkdir(parents=True)
+        for name, description in [("tea", "the user drinks green tea"), ("db", "postgres 16")]:
+            text = memory_text(name, description, "user", "")
+            (memdir / f"user_{name}.md").write_text(text, encoding="utf-8")
+        why = f"model {folder} gives the same vector, or none that is a number"
+        await _lexical_because(daemon, project, memdir, why)
+    finally:
+        await stop_daemon(daemon)
+
+
 @pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
 async def test_a_half_written_converted_copy_is_made_again(
     short_tmp: Path,

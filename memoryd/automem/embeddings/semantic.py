@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from memoryd.automem.embeddings.cosine_scale import CosineScale
     from memoryd.automem.embeddings.encoder import SentenceEncoder, Vectors
     from memoryd.automem.embeddings.late_interaction import TokenVectors
+    from memoryd.automem.embeddings.models import ModelFiles
     from memoryd.automem.embeddings.token_store import TokenStore
     from memoryd.automem.embeddings.vectors import VectorStore
 
@@ -389,21 +390,31 @@ class SemanticRecall:
             locate_model,
         )
 
+        def usable(files: ModelFiles) -> tuple[SentenceEncoder, CosineScale]:
+            encoder = SentenceEncoder(files)
+            scale = measure(encoder.encode(list(UNRELATED)))
+            if scale is None:
+                # NaN, infinite or one vector for every text (a damaged or foreign graph):
+                # fused in, every memory passed with no floors and each prompt recalled all.
+                raise EncoderUnavailable(
+                    f"model {encoder.name} gives the same vector, or none that is a number, "
+                    "for texts that share nothing: its graph is damaged or not a sentence encoder"
+                )
+            return encoder, scale
+
         _one_blas_thread()
         self.reason = "lexical: loading the embedding model"
         files = locate_model(self.model_name)
         try:
-            encoder = SentenceEncoder(files)
+            encoder, scale = usable(files)
         except EncoderUnavailable as exc:
             # memoryd's own converted copy, damaged (a crash mid-copy, a full disk): made
             # again once from its source; anything else is the user's to fix, and says why.
             if not discard_if_made_here(files):
                 raise
             log.warning("converted embedding model unreadable: making it again", why=str(exc))
-            encoder = SentenceEncoder(locate_model(self.model_name))
-        self.scale = measure(encoder.encode(list(UNRELATED)))  # before queries can use it
-        if self.scale is None:
-            log.warning("embedding model's cosines do not spread: recall has no relevance floors")
+            encoder, scale = usable(locate_model(self.model_name))
+        self.scale = scale  # before queries can use it
         self.encoder = encoder
         self.reason = f"hybrid: model {encoder.name} loaded"
         log.info("embeddings on", model=encoder.name, cosine_scale=self.report()["cosine_scale"])
