@@ -27,7 +27,8 @@ def export_encoder(source, out_path):
     tmp.write_text("half a model")
     try:
         (out_path.parent / "child.pid").write_text(str(os.getpid()))
-        for _ in range(6000):
+        for beat in range(6000):
+            (out_path.parent / "beats").write_text(str(beat))
             time.sleep(0.1)
     finally:
         tmp.unlink()
@@ -98,6 +99,60 @@ def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(tmp_path: Pa
             os.kill(child, signal.SIGKILL)
 
 
+def test_the_conversion_child_survives_sigusr1_and_sigusr2_as_the_daemon_does(
+    tmp_path: Path,
+) -> None:
+    # Found by the session 24 review: the child took any SIGUSR1 for its daemon gone (the
+    # signal it stops itself with) and dropped the conversion, and SIGUSR2 ended it; the
+    # daemon survives both (a logrotate script's `kill -USR1`, `systemctl kill -s USR1`
+    # reaching every process of the service), and so must the conversion it waits for.
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SLOW_EXPORT)
+    out = tmp_path / "onnx"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", DAEMON, str(tmp_path / "model"), str(out / "model.onnx")],
+        env=env,
+        cwd=REPO,
+    )
+    child: int | None = None
+    beats = out / "beats"
+
+    def beat() -> int:
+        try:
+            return int(beats.read_text() or -1)
+        except (FileNotFoundError, ValueError):
+            return -1
+
+    try:
+        pid_file = out / "child.pid"
+        assert _wait(lambda: pid_file.exists() and pid_file.read_text() != ""), "never ran"
+        child = int(pid_file.read_text())
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            os.kill(child, sig)
+            # Beats two on from the signal's: its handler has run (a sleep it cut is resumed).
+            after = beat() + 2
+
+            def beaten(after: int = after, child: int = child) -> bool:
+                return beat() >= after or _gone(child)
+
+            assert _wait(beaten), "the conversion stalled"
+            assert not _gone(child), f"{sig.name} ended the conversion"
+        assert daemon.poll() is None
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(60)
+        assert _wait(lambda: _gone(child)), "the conversion outlived the daemon"
+        assert not (out / ".model.onnx.tmp").exists()
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(60)
+        if child is not None and not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
 def test_a_conversion_that_ends_leaves_no_descriptor_open(tmp_path: Path) -> None:
     from memoryd.automem.embeddings import apart
 
@@ -117,7 +172,7 @@ def test_a_quantization_stopped_or_failed_leaves_no_temp_file(
     # Found by the session 24 review: the export's temp file went when the daemon died
     # (23271c9), the quantization's stayed beside the int8 graph, tens of MB.
     pytest.importorskip("onnxruntime.quantization")
-    import onnxruntime.quantization
+    import onnxruntime.quantization  # type: ignore[import-untyped]
 
     from memoryd.automem.embeddings import apart, quantize
 

@@ -73,18 +73,26 @@ class _ParentGone(BaseException):
     Exception, so nothing on the way takes it for the conversion failing."""
 
 
-def _raise_parent_gone(_signum: int, _frame: object) -> None:
-    raise _ParentGone
+_parent_gone = threading.Event()
+
+
+def _on_user_signal(_signum: int, _frame: object) -> None:
+    # A real SIGUSR1 or SIGUSR2 (a logrotate script's `kill -USR1`, `systemctl kill`, which
+    # reaches every process of the service) is survived, as the daemon survives it: ended,
+    # the conversion the daemon waits for failed with it.
+    if _parent_gone.is_set():
+        raise _ParentGone
 
 
 def _exit_with_parent(fd: int) -> None:
     """Exit once nothing can write to `fd` any more: the daemon that holds its write end is
     gone. In a thread of its own: the conversion holds the main thread. Called in the main
     thread (it sets a signal handler)."""
-    # SIGUSR1 is never sent: `interrupt_main` runs its handler in the main thread. Not
-    # SIGINT's: a daemon started in the background by a shell ignores SIGINT, and so would
-    # its child, whose `interrupt_main` then did nothing.
-    signal.signal(signal.SIGUSR1, _raise_parent_gone)
+    # `interrupt_main(SIGUSR1)` runs SIGUSR1's handler in the main thread without sending
+    # it. Not SIGINT's: a daemon started in the background by a shell ignores SIGINT, and so
+    # would its child, whose `interrupt_main` then did nothing.
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, _on_user_signal)
 
     def watch() -> None:
         while True:
@@ -97,6 +105,7 @@ def _exit_with_parent(fd: int) -> None:
                 break
         # Stopped where it is, its `finally` removes its temp file; exit regardless if
         # it does not stop within the grace.
+        _parent_gone.set()
         _thread.interrupt_main(signal.SIGUSR1)
         time.sleep(_WIND_DOWN_S)
         os._exit(_PARENT_GONE)
