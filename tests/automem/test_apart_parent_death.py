@@ -8,7 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,29 @@ def _wait(condition: Callable[[], bool], limit_s: float = 120) -> bool:
     return condition()
 
 
-def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(tmp_path: Path) -> None:
+@dataclass
+class Conversion:
+    daemon: subprocess.Popen[bytes]  # a process converting as the daemon does
+    child: int  # its conversion child, running the slow export
+    out: Path  # the export's folder
+
+    def beat(self) -> int:
+        """How many steps the slow export has taken."""
+        try:
+            return int((self.out / "beats").read_text() or -1)
+        except (FileNotFoundError, ValueError):
+            return -1
+
+    def kill_the_daemon(self) -> None:
+        """kill -9 the daemon; its child ends, its temp file removed."""
+        self.daemon.send_signal(signal.SIGKILL)
+        self.daemon.wait(60)
+        assert _wait(lambda: _gone(self.child)), "the conversion outlived the daemon"
+        assert not (self.out / ".model.onnx.tmp").exists()  # stopped, not cut off
+
+
+@pytest.fixture
+def conversion(tmp_path: Path) -> Iterator[Conversion]:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SLOW_EXPORT)
@@ -87,10 +110,7 @@ def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(tmp_path: Pa
         pid_file = out / "child.pid"
         assert _wait(lambda: pid_file.exists() and pid_file.read_text() != ""), "never ran"
         child = int(pid_file.read_text())
-        daemon.send_signal(signal.SIGKILL)
-        daemon.wait(60)
-        assert _wait(lambda: _gone(child)), "the conversion outlived the daemon"
-        assert not (out / ".model.onnx.tmp").exists()  # stopped, not cut off: its temp went
+        yield Conversion(daemon, child, out)
     finally:
         if daemon.poll() is None:
             daemon.kill()
@@ -99,58 +119,32 @@ def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(tmp_path: Pa
             os.kill(child, signal.SIGKILL)
 
 
+def test_the_conversion_child_of_a_daemon_killed_with_sigkill_exits(
+    conversion: Conversion,
+) -> None:
+    conversion.kill_the_daemon()
+
+
 def test_the_conversion_child_survives_sigusr1_and_sigusr2_as_the_daemon_does(
-    tmp_path: Path,
+    conversion: Conversion,
 ) -> None:
     # Found by the session 24 review: the child took any SIGUSR1 for its daemon gone (the
     # signal it stops itself with) and dropped the conversion, and SIGUSR2 ended it; the
     # daemon survives both (a logrotate script's `kill -USR1`, `systemctl kill -s USR1`
     # reaching every process of the service), and so must the conversion it waits for.
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SLOW_EXPORT)
-    out = tmp_path / "onnx"
-    out.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(hook)}
-    daemon = subprocess.Popen(
-        [sys.executable, "-c", DAEMON, str(tmp_path / "model"), str(out / "model.onnx")],
-        env=env,
-        cwd=REPO,
-    )
-    child: int | None = None
-    beats = out / "beats"
+    child = conversion.child
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        os.kill(child, sig)
+        # Beats two on from the signal's: its handler has run (a sleep it cut is resumed).
+        after = conversion.beat() + 2
 
-    def beat() -> int:
-        try:
-            return int(beats.read_text() or -1)
-        except (FileNotFoundError, ValueError):
-            return -1
+        def beaten(after: int = after) -> bool:
+            return conversion.beat() >= after or _gone(child)
 
-    try:
-        pid_file = out / "child.pid"
-        assert _wait(lambda: pid_file.exists() and pid_file.read_text() != ""), "never ran"
-        child = int(pid_file.read_text())
-        for sig in (signal.SIGUSR1, signal.SIGUSR2):
-            os.kill(child, sig)
-            # Beats two on from the signal's: its handler has run (a sleep it cut is resumed).
-            after = beat() + 2
-
-            def beaten(after: int = after, child: int = child) -> bool:
-                return beat() >= after or _gone(child)
-
-            assert _wait(beaten), "the conversion stalled"
-            assert not _gone(child), f"{sig.name} ended the conversion"
-        assert daemon.poll() is None
-        daemon.send_signal(signal.SIGKILL)
-        daemon.wait(60)
-        assert _wait(lambda: _gone(child)), "the conversion outlived the daemon"
-        assert not (out / ".model.onnx.tmp").exists()
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(60)
-        if child is not None and not _gone(child):
-            os.kill(child, signal.SIGKILL)
+        assert _wait(beaten), "the conversion stalled"
+        assert not _gone(child), f"{sig.name} ended the conversion"
+    assert conversion.daemon.poll() is None
+    conversion.kill_the_daemon()
 
 
 def test_a_conversion_that_ends_leaves_no_descriptor_open(tmp_path: Path) -> None:

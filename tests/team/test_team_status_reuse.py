@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,14 @@ async def test_a_second_poller_during_a_status_scan_sees_the_save_too(
     assert second["pending"] == ["new.md"]  # was []: answered from before the save
 
 
+def _watch(
+    folder: Path, stop: asyncio.Event, ready: asyncio.Event, backlog: fswatch.Backlog
+) -> AsyncGenerator[fswatch.Changes]:
+    return fswatch.watch(
+        folder, stop=stop, recursive=True, debounce_ms=50, step_ms=50, ready=ready, backlog=backlog
+    )
+
+
 async def test_the_backlog_is_not_clear_between_a_write_and_its_batch(tmp_path: Path) -> None:
     """What status relies on: the kernel queues the event within the write, so a watch whose
     batch has not been handed over yet says so."""
@@ -215,15 +224,7 @@ async def test_the_backlog_is_not_clear_between_a_write_and_its_batch(tmp_path: 
     batches: list[fswatch.Changes] = []
 
     async def run() -> None:
-        async for changes in fswatch.watch(
-            tmp_path,
-            stop=stop,
-            recursive=True,
-            debounce_ms=50,
-            step_ms=50,
-            ready=ready,
-            backlog=backlog,
-        ):
+        async for changes in _watch(tmp_path, stop, ready, backlog):
             batches.append(changes)
 
     task = asyncio.create_task(run())
@@ -248,15 +249,7 @@ async def test_a_watch_closed_by_its_caller_stops_vouching_at_once(tmp_path: Pat
     the old watch's backlog must say at once that it vouches for nothing. It said so only
     once the loop had collected the inotify generator inside `watch` (its fd still open)."""
     stop, ready, backlog = asyncio.Event(), asyncio.Event(), fswatch.Backlog()
-    watch = fswatch.watch(
-        tmp_path,
-        stop=stop,
-        recursive=True,
-        debounce_ms=50,
-        step_ms=50,
-        ready=ready,
-        backlog=backlog,
-    )
+    watch = _watch(tmp_path, stop, ready, backlog)
     first = asyncio.ensure_future(anext(watch))
     await asyncio.wait_for(ready.wait(), DEADLINE_S)
     (tmp_path / "a.md").write_text("x")
