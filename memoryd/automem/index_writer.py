@@ -19,6 +19,7 @@ import structlog
 
 from memoryd.automem import index as index_mod
 from memoryd.automem.layout import (
+    ProtectedIndex,
     index_file,
     index_path,
     is_team,
@@ -31,7 +32,7 @@ from memoryd.automem.manifest import MemoryHeader, one_line
 from memoryd.automem.stamps import Stat, stat_stamp
 from memoryd.automem.store import TEAM_DIR, Entry, scan_changes
 from memoryd.automem.warmup import DirStates, in_slices
-from memoryd.errors import ForbiddenPath, TooLarge
+from memoryd.errors import ForbiddenPath, InvalidParams, TooLarge
 from memoryd.fsutil import ChangedMeanwhile, remove_stale_staged
 
 log = structlog.get_logger("memoryd.automem")
@@ -222,7 +223,10 @@ class IndexWriter:
                 }
                 jobs.append((index_path(memory_dir, team=team), files))
             # Reading, comparing and rewriting each index in a thread (`held_work`).
-            counts = await held_work(lambda: [_reconcile(path, files) for path, files in jobs])
+            try:
+                counts = await held_work(lambda: [_reconcile(path, files) for path, files in jobs])
+            except ProtectedIndex as exc:  # names the index; MEMORY.md, done before team/'s, stands
+                raise InvalidParams(f"not reconciled: {exc.strerror}") from exc
             state.invalidate()
         return {"added": sum(a for a, _ in counts), "removed": sum(r for _, r in counts)}
 
@@ -303,6 +307,10 @@ class IndexWriter:
                     continue
                 except ChangedMeanwhile:
                     continue  # an outside writer keeps saving it: the next sweep looks again
+                except ProtectedIndex:
+                    # Its owner keeps it as it is: the files stay listed as orphans (a worker
+                    # error every sweep told nothing new); indexed once it may be written.
+                    continue
                 state.note_written_dir(path.parent)
                 added += [f"{TEAM_DIR}/{f}" if team else f for f in lines]
         if added:

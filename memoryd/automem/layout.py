@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TypeVar
 
-from memoryd.agent.modes import rewrite_mode
+from memoryd.agent.modes import how_to_allow, owner_protected, rewrite_mode
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
@@ -177,6 +177,35 @@ def while_changed(path: Path, attempt: Callable[[Stamp], T], *, patient: bool = 
             tries += 1
 
 
+class ProtectedIndex(PermissionError):
+    """An index its owner made read-only (`chmod 444`), or another user's that memoryd's user
+    may not write: left as it is, as a protected memory is and as memoryd's agents leave it.
+    A rename needs only the folder writable, so every write, delete and reconcile replaced
+    it (and kept it 444), though the docs said a read-only MEMORY.md was not rewritten."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(errno.EACCES, why, str(path))
+
+
+def check_index_writable(path: Path) -> None:
+    """ProtectedIndex when the index at `path` is one its owner protected from writes."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if st.st_mode & 0o222 and st.st_uid == os.geteuid():
+        # Writable by its mode and ours: an immutable file (chattr +i) is no chmod's to mend;
+        # its rewrite fails as the file system says (EPERM).
+        return
+    protected = owner_protected(path, st)
+    if protected is not None:
+        raise ProtectedIndex(
+            path,
+            f"{protected}, so memoryd leaves it as it is; to let it be changed: "
+            f"{how_to_allow(path, st)}",
+        )
+
+
 def update_index(
     path: Path, change: Callable[[str], str], *, create: bool = False, patient: bool = True
 ) -> tuple[str, str]:
@@ -194,6 +223,7 @@ def update_index(
         if new == text and not (create and before is None):
             return text, new
         _check_rewrite_size(path, new)
+        check_index_writable(path)
         atomic_write_bytes(
             path,
             new.encode("utf-8", errors="surrogateescape"),

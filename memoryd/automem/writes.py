@@ -24,6 +24,7 @@ from memoryd.automem.dirs import MemoryDirs, resolve_inside
 from memoryd.automem.history import History, Version
 from memoryd.automem.index_writer import IndexWriter
 from memoryd.automem.layout import (
+    ProtectedIndex,
     Stamp,
     check_index_size,
     index_path,
@@ -333,7 +334,10 @@ class MemoryWrites:
                         raise
 
             # The copy, the index rewrite (fsync) and the unlink in a thread (`held_work`).
-            await held_work(remove)
+            try:
+                await held_work(remove)
+            except ProtectedIndex as exc:  # its line cannot go, so neither does the memory
+                raise ProtectedMemory(f"not deleted: {exc.strerror}") from exc
             self._index.drop(memory_dir, key)
             state.note_deleted(key, target)
         return target

@@ -121,3 +121,55 @@ def test_another_users_memory_is_named_by_its_owner_not_called_read_only(
     with pytest.raises(InvalidParams) as info:
         _check_not_protected(path)
     assert f"chmod u+w {path}" in info.value.message
+
+
+# -- a read-only index ---------------------------------------------------------------------------
+# Found by a bug hunt (session 24): a MEMORY.md made 444 was replaced by every write, delete
+# and reconcile (and kept 444), though the docs said a write whose index cannot be rewritten
+# (a read-only MEMORY.md) is saved with a warning and its line waits.
+
+COFFEE = {"type": "user", "name": "Coffee", "description": "the user's coffee"}
+
+
+async def _protected_index(daemon: DaemonHandle, project: Path, memdir: Path) -> tuple[Path, bytes]:
+    await _write(daemon, project, "Green tea.")
+    index = memdir / "MEMORY.md"
+    index.chmod(0o444)
+    return index, index.read_bytes()
+
+
+async def test_a_write_beside_a_read_only_index_is_saved_and_its_line_waits(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    index, before = await _protected_index(daemon, project, memdir)
+    got = await daemon.call("memory.write", cwd=str(project), **COFFEE, body="Black.")
+    assert (memdir / "user_coffee.md").read_text().endswith("Black.\n")  # the memory: saved
+    [warning] = got["warnings"]
+    assert "read-only (mode 0444): its owner protected it" in warning
+    assert f"chmod u+w {index}" in warning
+    assert "user_coffee.md" in warning
+    assert index.read_bytes() == before
+    assert stat.S_IMODE(index.stat().st_mode) == 0o444
+    # Its owner lets it be changed again: the next write brings the waiting line too.
+    index.chmod(0o644)
+    await daemon.call("memory.write", cwd=str(project), **COFFEE, body="Flat white.")
+    assert index.read_text().count("(user_coffee.md)") == 1
+    assert "(user_tea.md)" in index.read_text()
+
+
+@pytest.mark.parametrize("method", ["memory.delete", "memory.reconcile"])
+async def test_a_delete_or_reconcile_of_a_read_only_index_is_refused(
+    daemon: DaemonHandle, project: Path, memdir: Path, method: str
+) -> None:
+    index, before = await _protected_index(daemon, project, memdir)
+    (memdir / "user_coffee.md").write_text(
+        "---\nname: Coffee\ndescription: the user's coffee\ntype: user\n---\n\nBlack.\n",
+        encoding="utf-8",
+    )
+    params = {"path": "user_tea.md"} if method == "memory.delete" else {}
+    await _refused(daemon.call(method, cwd=str(project), **params), index)
+    assert index.read_bytes() == before
+    assert (memdir / "user_tea.md").is_file()
+    index.chmod(0o644)
+    await daemon.call(method, cwd=str(project), **params)
+    assert index.read_bytes() != before
