@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog.testing
 import uvloop
 
 from memoryd.daemon import server as server_module
@@ -19,7 +20,7 @@ from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.protocol.connection import Connection
 from memoryd.daemon.server import Server
-from tests.conftest import daemon_config
+from tests.conftest import daemon_config, start_daemon, stop_daemon
 
 
 class _ServedUntilTheClientCloses(Connection):
@@ -82,3 +83,33 @@ def test_a_late_handler_still_running_at_the_drain_caps_end_is_ended_by_the_stop
         assert client.recv(100) == b""  # closed by the stop, not left to the process's exit
     finally:
         client.close()
+
+
+async def test_a_connection_handler_that_raises_is_logged_and_its_connection_closed(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server makes each handler's task (fccadcb), so it reports what one raises: with
+    # Python 3.11's streams nothing closed that connection (its client waited for ever) and
+    # the error came, if at all, as "Task exception was never retrieved" once collected.
+    handle = await start_daemon(daemon_config(short_tmp))
+    broken: list[Connection] = []
+
+    async def raising(connection: Connection) -> None:
+        broken.append(connection)
+        raise RuntimeError("a handler's own bug")
+
+    try:
+        monkeypatch.setattr(Connection, "serve", raising)
+        with structlog.testing.capture_logs() as logged:
+            reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
+            async with asyncio.timeout(60):
+                assert await reader.read() == b""  # closed, not left open
+            writer.close()
+        failed = [e for e in logged if e["event"] == "connection handler failed"]
+        assert broken  # each connection handed over meanwhile (the handle's client may be)
+        assert [str(e["exc_info"]) for e in failed] == ["a handler's own bug"] * len(broken)
+        monkeypatch.undo()
+        assert (await handle.call("status"))["pid"] > 0  # the daemon serves on
+    finally:
+        monkeypatch.undo()
+        await stop_daemon(handle)
