@@ -262,9 +262,10 @@ class AsyncClient(AsyncMethods):
         return result
 
     async def _reopen_after_stop(self, writer: asyncio.StreamWriter) -> bool:
-        """A new connection in place of `writer`'s, a stopping daemon's, which drops whatever
-        is sent on it now, with its subscription renewed; False when none can be had (the
-        caller then raises the STOPPING error, as before)."""
+        """A new connection in place of `writer`'s, a stopping daemon's, which serves nothing
+        sent on it now (answered STOPPING, or dropped once its close began), with its
+        subscription renewed; False when none can be had (the caller then raises the STOPPING
+        error, as before)."""
         async with self._connecting:
             if self._writer is not None and self._writer is not writer:
                 return True  # another call of the same connection opened one meanwhile

@@ -516,9 +516,10 @@ class Client(SyncMethods):
         return result
 
     def _reopen_after_stop(self, deadline: float | None) -> bool:
-        """A new connection in place of a stopping daemon's, which drops whatever is sent on
-        it now, with the old one's subscription renewed; False when that cannot be had in
-        time (the caller then raises the STOPPING error, as before)."""
+        """A new connection in place of a stopping daemon's, which serves nothing sent on it
+        now (answered STOPPING, or dropped once its close began), with the old one's
+        subscription renewed; False when that cannot be had in time (the caller then raises
+        the STOPPING error, as before)."""
         subscription = self._subscribed
         self.close()
         left = math.inf if deadline is None else deadline - time.monotonic()

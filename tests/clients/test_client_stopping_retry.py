@@ -25,7 +25,8 @@ WRITE = {"cwd": "/p", "type": "project", "name": "Freeze", "body": "no merges"}
 class StoppingDaemon:
     """A daemon on a real Unix socket whose first `stopping` connections stop at their first
     `memory.write`: as memoryd, that request is answered -32006, and so is every later one
-    (read whole before the stop began), but for `late` (read after it), which is dropped; a
+    (read whole before the stop began, or sent after it), but for `late` (read once the
+    connection's close began), which is dropped; a
     `slow` request read before it gets its reply after it (started, so drained); the connection
     stays open until `end`. Later connections are a daemon started again (or socket activation)
     and serve everything, `slow` once `release`d; with `comes_back` False the stop removes the
@@ -191,8 +192,9 @@ async def test_async_call_answered_stopping_is_sent_again_and_started_calls_stil
 
 
 async def test_async_call_sent_after_the_stop_is_not_sent_again(daemon_factory: Any) -> None:
-    """A request the stopping daemon dropped (read after its stop) may not be one: it fails
-    with the connection's end, as before; the daemon never says it was not started."""
+    """A request the stopping daemon dropped (read once its connection's close began) may not
+    be one: it fails with the connection's end, as before; the daemon never says it was not
+    started."""
     daemon = daemon_factory()
     async with AsyncClient(daemon.path, timeout=10) as conn:
         write = asyncio.create_task(conn.call("memory.write", WRITE))

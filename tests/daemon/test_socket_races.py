@@ -15,6 +15,7 @@ import pytest
 from memoryd.daemon import server as server_module
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
+from memoryd.daemon.rpc import NoParams, method
 from memoryd.daemon.server import Server, socket_is_live
 from memoryd_client import Client
 from tests.conftest import daemon_config
@@ -77,6 +78,122 @@ async def test_a_client_handed_over_once_the_stop_began_is_answered_stopping_and
         if second is not None:
             await second.stop()
         listener.close()
+
+
+def _holding(daemon: Daemon) -> asyncio.Event:
+    """`daemon` with `test.hold`, which answers once the event returned is set: a request
+    that holds the stop's drain."""
+    release = asyncio.Event()
+
+    async def hold(_daemon: object, _params: NoParams) -> bool:
+        await release.wait()
+        return True
+
+    daemon.methods["test.hold"] = method("test.hold", NoParams, hold)
+    return release
+
+
+async def _hold_the_drain(daemon: Daemon, path: Path) -> asyncio.StreamWriter:
+    """A connection whose `test.hold` is running, once it is."""
+    _reader, writer = await asyncio.open_unix_connection(str(path))
+    writer.write(b'{"jsonrpc":"2.0","id":1,"method":"test.hold"}\n')
+    await writer.drain()
+    async with asyncio.timeout(60):
+        while not daemon.inflight:
+            await asyncio.sleep(0.01)
+    return writer
+
+
+async def test_a_request_on_a_connection_open_before_the_stop_is_answered_stopping_and_retried(
+    short_tmp: Path,
+) -> None:
+    # Found by a bug hunt (4 writers under SIGTERM): a request sent, once the stop began, on
+    # a connection opened before it was read and dropped; memoryd_client got only the close
+    # at the drain's end, "memoryd closed the connection", and did not send it again. It is
+    # answered -32006, and the client's retry reaches the next daemon while the first still
+    # drains (its drain held here by a request that waits for `release`).
+    config = daemon_config(short_tmp, drain_timeout_s=120.0)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # what systemd holds
+    listener.bind(str(config.socket_path))
+    listener.listen(16)
+    first_daemon = Daemon(config)
+    release = _holding(first_daemon)
+    first = await _serve(first_daemon, listener)  # no test.sleep: only the next has it
+    second: Server | None = None
+    stopping: asyncio.Task[None] | None = None
+    client = Client(config.socket_path, timeout=60)
+    await asyncio.to_thread(client.call, "status")  # the connection is open, served
+    held_writer = await _hold_the_drain(first_daemon, config.socket_path)
+    try:
+        stopping = asyncio.create_task(first.stop())
+        async with asyncio.timeout(60):
+            while first.stop_deadline is None:
+                await asyncio.sleep(0.01)
+        call = asyncio.create_task(asyncio.to_thread(client.call, "test.sleep", {"seconds": 0}))
+        second = await _serve(Daemon(config), listener, methods=True)
+        # Before: no answer until the first daemon's drain ended, then DaemonUnavailable.
+        assert await asyncio.wait_for(call, 60) == {"slept": 0}
+        assert not stopping.done()  # answered while the first one still drained
+    finally:
+        release.set()
+        client.close()
+        if stopping is not None:
+            await asyncio.wait_for(stopping, 60)
+        else:
+            await first.stop()
+        held_writer.close()
+        if second is not None:
+            await second.stop()
+        listener.close()
+
+
+async def test_a_client_flooding_requests_during_the_stop_cannot_hold_its_close(
+    short_tmp: Path,
+) -> None:
+    # Each request sent on an open connection during the stop is answered -32006 (above)
+    # until the connection's close begins; then no more are: answering a client that sends
+    # as fast as it reads held the close (and the exit) until the drain cap's end.
+    config = daemon_config(short_tmp, drain_timeout_s=600.0)
+    server = Server(Daemon(config))
+    release = _holding(server.daemon)
+    await server.start()
+    await server.daemon.on_start()
+    held_writer = await _hold_the_drain(server.daemon, config.socket_path)
+    reader, writer = await asyncio.open_unix_connection(str(config.socket_path))
+    answers: list[bytes] = []
+
+    async def flood() -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while True:
+                writer.write(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n' * 200)
+                await writer.drain()
+
+    async def read() -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while line := await reader.readline():
+                answers.append(line)
+
+    flooding, reading = asyncio.create_task(flood()), asyncio.create_task(read())
+    stopping: asyncio.Task[None] | None = None
+    try:
+        async with asyncio.timeout(60):
+            while not answers:  # served: taken in before the stop (not a late one)
+                await asyncio.sleep(0.01)
+        stopping = asyncio.create_task(server.stop())
+        async with asyncio.timeout(60):
+            while not any(b"-32006" in line for line in answers):  # answered in the stop
+                await asyncio.sleep(0.01)
+        release.set()  # the drain ends: the close begins with the flood going on
+        await asyncio.wait_for(asyncio.shield(stopping), 120)  # not the 600 s drain cap
+        await asyncio.wait_for(reading, 60)
+    finally:
+        release.set()
+        flooding.cancel()
+        reading.cancel()
+        await asyncio.gather(flooding, reading, return_exceptions=True)
+        writer.transport.abort()
+        held_writer.close()
+        await asyncio.wait_for(stopping or server.stop(), 600)
 
 
 @contextlib.asynccontextmanager

@@ -90,10 +90,11 @@ class InputMode(enum.Enum):
     """What a connection does with the lines it reads."""
 
     START = enum.auto()  # each request is started
-    DROP = enum.auto()  # read and dropped: the daemon is stopping, or the input was refused
-    # Accepted once the daemon had begun to stop: each request is answered STOPPING (the
-    # clients send it again on a new connection) until the late window ends.
-    LATE = enum.auto()
+    # The daemon is stopping: each request is answered STOPPING, not started (the clients
+    # send it again on a new connection), until the connection's close begins (or, for one
+    # handed over once the stop began, its late window ends).
+    DECLINE = enum.auto()
+    DROP = enum.auto()  # read and dropped: the connection is closing, or its input was refused
 
 
 class InputBudget:
@@ -138,8 +139,9 @@ class Connection:
         until: float | None = None,
     ) -> None:
         """`until`: the connection was accepted once the daemon had begun to stop; each
-        request it sends is answered STOPPING until then (a loop time: the drain cap's end),
-        so a client retries it elsewhere instead of seeing the connection closed unserved."""
+        request it sends is answered STOPPING until then (a loop time: the late window's or
+        the drain cap's end), so a client retries it elsewhere instead of seeing the
+        connection closed unserved."""
         self.daemon = daemon
         self.input_budget = input_budget or InputBudget(daemon.config.input_buffer_cap)
         self._held = 0  # bytes of an unfinished line charged to `input_budget`
@@ -151,8 +153,8 @@ class Connection:
         self._weights: dict[asyncio.Task[None], int] = {}  # requests each task runs
         self.requests = 0  # requests running: a batch counts its members
         self.closed = False
-        self._mode = InputMode.START if until is None else InputMode.LATE
-        self._late_until = math.inf if until is None else until  # LATE's window end
+        self._mode = InputMode.START if until is None else InputMode.DECLINE
+        self._late_until = math.inf if until is None else until  # a late one's window end
         # Clear while a line read whole is neither started nor answered: `close` waits for it,
         # so a line held behind the connection's share when the daemon stops gets its answer.
         self._settled = asyncio.Event()
@@ -195,7 +197,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         # A late connection's requests are read until its window ends; then what the client
         # sends goes unanswered.
-        late = self._mode is InputMode.LATE
+        late = self._mode is InputMode.DECLINE
         try:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(self._late_until if late else None):
@@ -412,12 +414,15 @@ class Connection:
             self.closed = True
 
     def stop_reading(self) -> None:
-        """Start no more requests; replies in flight still go out. What the client sends from
-        now on is read and dropped: not reading it would block the client's writes, and
-        feeding the reader EOF broke the connection at its next byte (asyncio asserts no data
-        comes after EOF), losing those replies."""
-        self._mode = InputMode.DROP
-        self._release()
+        """Start no more requests; replies in flight still go out. Each request the client
+        sends from now on is answered STOPPING until the close begins (then read and
+        dropped): dropped at once, a client's next request on its open connection got only
+        the close, which the clients take for a lost daemon and do not send again. The input
+        is read either way: not reading it would block the client's writes, and feeding the
+        reader EOF broke the connection at its next byte (asyncio asserts no data comes after
+        EOF), losing those replies."""
+        if self._mode is InputMode.START:
+            self._mode = InputMode.DECLINE
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Never waits on the client: one subscriber that stops reading must not hold up
@@ -450,6 +455,11 @@ class Connection:
         deadline = (
             None if flush_within is None else asyncio.get_running_loop().time() + flush_within
         )
+        # No chunk read from now on is answered (the lines of the one being answered are: read
+        # before), or a client sending requests as fast as it gets their STOPPING answers
+        # kept `_settled` cleared until the deadline.
+        self._mode = InputMode.DROP
+        self._release()
         # A line read before the daemon stopped is answered first (see `_settled`). Until it
         # stays set: the reader sets it after one line of its chunk and clears it for the next
         # before this wakes, and a close gone on then dropped the next line's answer.
