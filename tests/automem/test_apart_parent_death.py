@@ -180,6 +180,12 @@ def test_a_quantization_stopped_or_failed_leaves_no_temp_file(
     monkeypatch.setattr(quantize, "ffn_output_nodes", lambda _path: {0: "MatMul_0"})
     monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", half_written)
     target = tmp_path / "int8" / "model.onnx"
+    # A daemon of this HOME whose own conversion child was stopping (the one before it died)
+    # may still write beside it: a fixed temp name was both children's one file.
+    target.parent.mkdir()
+    others = target.with_name(".model.onnx.tmp")
+    others.write_bytes(b"another child's graph")
     with pytest.raises(type(raised)):
         quantize.quantize_int8(tmp_path / "model.onnx", target, [0])
-    assert list(target.parent.iterdir()) == []
+    assert list(target.parent.iterdir()) == [others]
+    assert others.read_bytes() == b"another child's graph"

@@ -10,7 +10,9 @@ which ones is measured per model (`bench/bench_quantize_fidelity.py`).
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
@@ -47,8 +49,13 @@ def quantize_int8(source: Path, target: Path, float_layers: Collection[int]) -> 
     missing = sorted(set(float_layers) - set(nodes))
     if missing:
         raise ValueError(f"{source} has no feed-forward output projection in layers {missing}")
-    tmp = target.with_name(f".{target.name}.tmp")
     make_private_dirs(target.parent)
+    # A name of its own (as `onnx_export`'s): the child of a daemon that just died may still be
+    # stopping (`apart`) while the next daemon's quantizes, and one fixed name was one file for
+    # both, written at once and removed under the other.
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
         quantize_dynamic(
             source,
