@@ -220,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if not config.socket_path.name:
+        # `/` (--socket /, MEMORYD_SOCKET=/, `~` with HOME=/): no lock or status file can be
+        # named beside it, and naming the lock was a ValueError traceback.
+        print(
+            f"memoryd: the socket path {config.socket_path} is the root folder, not a socket: "
+            "give --socket or MEMORYD_SOCKET the path of memoryd's socket",
+            file=sys.stderr,
+        )
+        return 2
     try:
         configure(log_file=config.log_file, level=args.log_level)
     except OSError as exc:  # a folder there, no permission, a file where its folder goes
