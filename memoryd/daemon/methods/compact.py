@@ -39,7 +39,7 @@ async def compact(daemon: Daemon, params: CompactParams) -> dict[str, Any]:
         project, params.session_id, params.messages, compacted
     )
     # The recalled memories went with the compacted messages: they may be recalled again.
-    daemon.services.surfaced.forget(params.session_id)
+    daemon.services.surfaced.forget(project.root, params.session_id)
     return result
 
 

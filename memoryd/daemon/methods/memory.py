@@ -435,7 +435,7 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
     if params.session_id is not None and "already_surfaced" not in params.model_fields_set:
         # A client that says what it showed knows better than the daemon what was returned:
         # a reply its hook gave up on (over budget) never reached the agent.
-        surfaced += sorted(shown.seen(params.session_id) - set(surfaced))
+        surfaced += sorted(shown.seen(project.root, params.session_id) - set(surfaced))
     result = await recall(
         daemon.model,
         daemon.services.automem,
@@ -448,7 +448,7 @@ async def recall_method(daemon: Daemon, params: RecallParams) -> dict[str, Any]:
         explain=params.explain,
     )
     if params.session_id is not None:
-        shown.add(params.session_id, [m["path"] for m in result["memories"]])
+        shown.add(project.root, params.session_id, [m["path"] for m in result["memories"]])
     return result
 
 
