@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -11,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+from structlog._config import BoundLoggerLazyProxy
 
 from memoryd.core.model_config import ModelConfig
 from memoryd.core.team_config import TeamConfig
+from memoryd.daemon import logging as daemon_logging
 from memoryd.daemon.app import Daemon
 from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.rpc import MethodSpec
@@ -62,6 +67,33 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IsolatedEnv
         state_dir=root / "state" / "memoryd",
         data_dir=root / "data" / "memoryd",
     )
+
+
+@pytest.fixture(autouse=True)
+def structlog_restored() -> Iterator[None]:
+    """structlog as each test found it, whatever the test configured. `daemon.logging.configure`
+    turns on cache_logger_on_first_use: a module's logger first used then keeps that
+    configuration's processor list for good, and a later configuration (the next test's)
+    leaves it out of `capture_logs`' reach (which edits the current list), so a test's capture
+    passed or failed by which tests ran before it."""
+    before = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    after = structlog.get_config()
+    if all(after[key] is before[key] for key in before):
+        return  # untouched (capture_logs edits the list in place and puts it back)
+    while daemon_logging._OPENED:  # the log file a configuration opened
+        daemon_logging._OPENED.pop().close()
+    structlog.configure(**before)  # the very list: loggers cached before the test keep it
+    root.handlers[:] = handlers  # configure() replaced them (basicConfig(force=True))
+    root.setLevel(level)
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, BoundLoggerLazyProxy):
+                # The cached logger is `bind` set on the proxy (structlog's _config): dropped,
+                # the proxy builds its logger from the configuration of the moment again.
+                vars(value).pop("bind", None)
 
 
 @pytest.fixture

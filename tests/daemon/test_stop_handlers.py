@@ -101,10 +101,6 @@ async def test_a_connection_handler_that_raises_is_logged_and_its_connection_clo
     try:
         monkeypatch.setattr(Connection, "serve", raising)
         with structlog.testing.capture_logs() as logged:
-            # A logger of its own: the module's may be cached (cache_logger_on_first_use)
-            # with the processors of a configuration an earlier test replaced, which the
-            # capture does not reach (this failed run after the whole of tests/daemon).
-            monkeypatch.setattr(server_module, "log", structlog.get_logger("memoryd.server"))
             reader, writer = await asyncio.open_unix_connection(str(handle.socket_path))
             async with asyncio.timeout(60):
                 assert await reader.read() == b""  # closed, not left open
