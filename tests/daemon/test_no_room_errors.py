@@ -1,6 +1,6 @@
-"""A full disk, a quota, a file-size limit or a read-only file system under a write: -32603
-naming the cause, what was left and how to mend it (docs/protocol.md, Errors), not
-`internal error … OSError`."""
+"""A full disk, a quota, a file-size limit, a read-only file system or an immutable file under
+a write: -32603 naming the cause, what was left and how to mend it (docs/protocol.md, Errors),
+not `internal error … OSError`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,18 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
+async def _one_memory(
+    daemon: DaemonHandle, memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """A project whose memory folder is `memory_dir`, with one memory; its cwd."""
+    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
+    project = tmp_path / "proj"
+    project.mkdir()
+    cwd = str(project)
+    await daemon.call("memory.write", cwd=cwd, type="user", name="role", description="d", body="a")
+    return cwd
+
+
 async def test_a_full_or_read_only_memory_folder_says_so_and_changes_nothing(
     daemon: DaemonHandle,
     small_disks: SmallDisks,
@@ -36,11 +48,7 @@ async def test_a_full_or_read_only_memory_folder_says_so_and_changes_nothing(
     # Found by a bug hunt: each was `internal error in memory.write: OSError (details are in
     # the daemon's log)`, which left the user to guess, and to wonder what was half written.
     memory_dir = small_disks.mount(short_tmp / "mem", kib=64)
-    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
-    project = tmp_path / "proj"
-    project.mkdir()
-    cwd = str(project)
-    await daemon.call("memory.write", cwd=cwd, type="user", name="role", description="d", body="a")
+    cwd = await _one_memory(daemon, memory_dir, tmp_path, monkeypatch)
     before = _files(memory_dir)
     assert set(before) == {"MEMORY.md", "user_role.md"}
     small_disks.fill(memory_dir)
@@ -92,11 +100,7 @@ async def test_a_memory_file_that_is_a_mount_point_says_so_and_changes_nothing(
     # mount skips the test without root: it failed, `mount: must be superuser`.)
     memory_dir = short_tmp / "mem"
     memory_dir.mkdir()
-    monkeypatch.setenv("MEMORYD_AUTO_MEMORY_DIR", str(memory_dir))
-    project = tmp_path / "proj"
-    project.mkdir()
-    cwd = str(project)
-    await daemon.call("memory.write", cwd=cwd, type="user", name="role", description="d", body="a")
+    cwd = await _one_memory(daemon, memory_dir, tmp_path, monkeypatch)
     mounted = tmp_path / "notes.md"
     mounted.write_text("---\nname: notes\ndescription: d\ntype: user\n---\n\nmine\n")
     (memory_dir / "user_notes.md").touch()
@@ -109,6 +113,33 @@ async def test_a_memory_file_that_is_a_mount_point_says_so_and_changes_nothing(
         "nothing was changed. To mend it: mount its folder instead of the file, or unmount it"
     )
     assert _files(memory_dir) == before
+
+
+async def test_an_immutable_index_says_so_and_changes_nothing(
+    daemon: DaemonHandle, short_tmp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a bug hunt: a `chattr +i` MEMORY.md (writable by its mode, so rewritten) made
+    # memory.delete `internal error in memory.delete: PermissionError`, no cause named. (The
+    # test skips where the flag cannot be set: without root, or a file system without it.)
+    memory_dir = short_tmp / "mem"
+    memory_dir.mkdir()
+    cwd = await _one_memory(daemon, memory_dir, tmp_path, monkeypatch)
+    index = memory_dir / "MEMORY.md"
+    if subprocess.run(["chattr", "+i", str(index)], check=False).returncode:
+        pytest.skip("chattr +i cannot be set here (needs root and a file system with the flag)")
+    try:
+        before = _files(memory_dir)
+        with pytest.raises(RpcError) as err:
+            await daemon.call("memory.delete", cwd=cwd, path="user_role.md")
+        assert (err.value.code, err.value.message) == (
+            -32603,
+            "memory.delete failed: a file is immutable or the operation not permitted (EPERM); "
+            "nothing was changed. To mend it: `chattr -i -a` the file (as root), then try "
+            "again (the file is named in the daemon's log)",
+        )
+        assert _files(memory_dir) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(index)], check=True)
 
 
 async def test_a_read_only_settings_file_is_not_mended_by_moving_the_memory_folder(

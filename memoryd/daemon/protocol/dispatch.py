@@ -151,6 +151,12 @@ _NO_ROOM = {
         "raise that limit and `memctl restart`",
     ),
     errno.EROFS: ("the file system is read-only (EROFS)", "remount it read-write"),
+    # A file made immutable or append-only (chattr +i/+a, which only root sets and clears):
+    # its mode allows the write, so no chmod mends it (an index so made: automem.layout).
+    errno.EPERM: (
+        "a file is immutable or the operation not permitted (EPERM)",
+        "`chattr -i -a` the file (as root)",
+    ),
     # A file replaced or removed by a rename, where the file is a mount point (a container's
     # `-v notes.md:…/memory/user_x.md`): the kernel refuses to rename it.
     errno.EBUSY: (
@@ -166,7 +172,8 @@ _MOVE_IT = "or move the memory folder (autoMemoryDirectory or MEMORYD_AUTO_MEMOR
 def _internal(spec: MethodSpec, exc: BaseException) -> _Failed:
     """-32603 names the method and the kind of failure; the details (an errno text, a path,
     the traceback) go to the log only (docs/protocol.md). A full disk, a quota, a file-size
-    limit or a read-only file system is named, with what was left and how to mend it."""
+    limit, a read-only file system or an immutable file is named, with what was left and how
+    to mend it."""
     log.error("method failed", method=spec.name, exc_info=exc)
     # Every method but these writes one file atomically (or stages all before the first
     # rename), so a failure leaves everything as it was.
