@@ -38,6 +38,11 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
         os.access(path, os.W_OK, follow_symlinks=False) or _on_read_only_file_system(path)
     ):
         return None
+    if _immutable(st):
+        return (
+            f"{shown or path} is immutable or append-only (chattr +i or +a): its mode "
+            f"({mode:04o}) lets its owner write it, the file system does not"
+        )
     if mode & 0o222 and st.st_uid != os.geteuid():
         # Another user's file (a teammate's 0644 memory in a group-shared folder) is not
         # read-only, nor can memoryd's user chmod it: its owner is named.
@@ -46,6 +51,13 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
             f"memoryd's user (uid {os.geteuid()}) write it (mode {mode:04o})"
         )
     return f"{shown or path} is read-only (mode {mode:04o}): its owner protected it from writes"
+
+
+def _immutable(st: os.stat_result) -> bool:
+    """Whether a file `owner_protected` found not writable is so by a flag (chattr +i or +a;
+    an LSM's rule, rarer, reads the same): its owner is memoryd's user and its mode lets the
+    owner write. "chmod u+w" told for it mends nothing."""
+    return bool(st.st_mode & 0o200) and st.st_uid == os.geteuid()
 
 
 def _on_read_only_file_system(path: Path) -> bool:
@@ -60,8 +72,10 @@ def _on_read_only_file_system(path: Path) -> bool:
 
 def how_to_allow(path: Path, st: os.stat_result) -> str:
     """How the file `owner_protected` refused (`st` its lstat) is let be changed: by chmod,
-    which only its owner (or root) may run on it."""
+    which only its owner (or root) may run on it, or for an immutable file by chattr."""
     quoted = shlex.quote(str(path))
+    if _immutable(st):
+        return f"chattr -i -a {quoted} (as root)"
     euid = os.geteuid()
     if st.st_uid != euid and euid != 0:
         return (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,38 @@ def test_another_users_memory_is_named_by_its_owner_not_called_read_only(
     with pytest.raises(InvalidParams) as info:
         _check_not_protected(path)
     assert f"chmod u+w {path}" in info.value.message
+    # Found by a bug hunt (session 24): a 0644 file its owner may not write (access(W_OK) is
+    # false for a `chattr +i` one, root or not) was "read-only (mode 0644) ... chmod u+w",
+    # which mends nothing: it is the flag, named so, and chattr clears it.
+    path.chmod(0o644)
+    with pytest.raises(InvalidParams) as info:
+        _check_not_protected(path)
+    assert f"{path} is immutable or append-only (chattr +i or +a)" in info.value.message
+    assert f"chattr -i -a {path} (as root)" in info.value.message
+    assert "chmod" not in info.value.message
+
+
+async def test_a_write_or_delete_of_an_immutable_memory_is_refused(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # A real `chattr +i` (skipped where the flag cannot be set: without root, or a file
+    # system without it).
+    await _write(daemon, project, "Green tea.")
+    path = memdir / "user_tea.md"
+    if subprocess.run(["chattr", "+i", str(path)], check=False).returncode:
+        pytest.skip("chattr +i cannot be set here (needs root and a file system with the flag)")
+    try:
+        before = path.read_bytes()
+        write = {**TEA, "body": "Oolong.", "file": "user_tea.md"}
+        for method, params in (("memory.write", write), ("memory.delete", {"path": path.name})):
+            with pytest.raises(RpcError) as info:
+                await daemon.call(method, cwd=str(project), **params)
+            assert info.value.code == -32602
+            assert "is immutable or append-only (chattr +i or +a)" in info.value.message
+            assert f"chattr -i -a {path} (as root)" in info.value.message
+        assert path.read_bytes() == before
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
 # -- a read-only index ---------------------------------------------------------------------------
