@@ -136,14 +136,21 @@ def locomo_args(doc: str) -> tuple[bool, Path] | None:
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--hybrid", action="store_true", help="the hybrid (embeddings extra)")
     args = parser.parse_args()
+    data_file = locomo_file(hybrid=args.hybrid)
+    return None if data_file is None else (args.hybrid, data_file)
+
+
+def locomo_file(*, hybrid: bool) -> Path | None:
+    """LoCoMo's file; None, having said why, when it or (for the hybrid) the embeddings extra
+    is missing."""
     data_file = eval_dir() / "locomo10.json"
     if not data_file.is_file():
         print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
         return None
-    if args.hybrid and (find_spec("onnxruntime") is None or find_spec("tokenizers") is None):
-        print("skipped: --hybrid needs the embeddings extra (pip install -e '.[embeddings]')")
+    if hybrid and (find_spec("onnxruntime") is None or find_spec("tokenizers") is None):
+        print("skipped: the hybrid needs the embeddings extra (pip install -e '.[embeddings]')")
         return None
-    return args.hybrid, data_file
+    return data_file
 
 
 def main() -> int:

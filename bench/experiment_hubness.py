@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import sys
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _late_interaction import LateScores
-from bench_recall_locomo import DEV, eval_dir, load
-from cv_recall_locomo import embed, held_out_picks, questions_hit
+from bench_recall_locomo import DEV, load
+from cv_recall_locomo import embed, held_out_picks, locomo_file, questions_hit
 
 from memoryd.automem.recall.ranker import LexicalScores, RecallIndex, Semantic
 
@@ -76,12 +75,8 @@ class HubScores:
 
 
 def main() -> int:
-    data_file = eval_dir() / "locomo10.json"
-    if not data_file.is_file():
-        print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
-        return 0
-    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
-        print("skipped: needs the embeddings extra (pip install -e '.[embeddings]')")
+    data_file = locomo_file(hybrid=True)
+    if data_file is None:
         return 0
     convs = {name: pair for name, pair in load(data_file).items() if name in DEV}
     late = embed(convs)

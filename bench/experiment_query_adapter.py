@@ -68,7 +68,6 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _late_interaction import Arrays, LateScores
-from bench_recall_locomo import CATEGORIES, DEV, Memory, Query, eval_dir, hits, load
-from cv_recall_locomo import embed, held_out_picks
+from bench_recall_locomo import CATEGORIES, DEV, Memory, Query, hits, load
+from cv_recall_locomo import embed, held_out_picks, locomo_file
 
 from memoryd.automem.embeddings import late_interaction as li
 from memoryd.automem.recall.dates import first_date
@@ -374,12 +373,8 @@ def main() -> int:
         "--nested", action="store_true", help="also choose settings by nested cross-validation"
     )
     args = parser.parse_args()
-    data_file = eval_dir() / "locomo10.json"
-    if not data_file.is_file():
-        print(f"skipped: {data_file} not found (set MEMORYD_EVAL_DIR)")
-        return 0
-    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
-        print("skipped: needs the embeddings extra (pip install -e '.[embeddings]')")
+    data_file = locomo_file(hybrid=True)
+    if data_file is None:
         return 0
     pairs = {name: pair for name, pair in load(data_file).items() if name in DEV}
     if args.cache is not None and args.cache.is_file():
