@@ -563,7 +563,7 @@ class TeamSync:
         flight leaves the last known pending keys in place)."""
         folder = self.folder(project)
         engine = folder.engine
-        if engine.client is not None and not engine.busy:
+        if engine.client is not None:
             await engine.refresh_pending()
         return describe_state(folder)
 

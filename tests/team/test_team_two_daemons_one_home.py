@@ -327,6 +327,24 @@ async def test_a_sync_waiting_on_the_other_daemon_ends_at_the_shutdown_deadline(
     assert engine.state.suppressed == "http_401"
 
 
+async def test_a_pending_refresh_never_waits_behind_a_sync(make_side: SideFactory) -> None:
+    """`refresh_pending` (each team.status) answers from the last pending keys while a pull or
+    push holds the engine's lock or waits for it (here on the other daemon's state file):
+    its one caller looked at `busy` first, and any other would have waited on the network."""
+    side = make_side("a", "http://127.0.0.1:9", "token", timeout_s=600.0)
+    engine, client = side.engine, side.engine.client
+    assert client is not None
+    engine.state.pending = ["kept.md"]
+    with held_by_another(engine.store):
+        pushing = asyncio.ensure_future(engine.push())
+        await eventually(lambda: engine.busy)
+        assert await asyncio.wait_for(engine.refresh_pending(), 60) == ["kept.md"]
+        assert not pushing.done()
+        client.stop_by(asyncio.get_running_loop().time())
+        with pytest.raises(Stopping):
+            await asyncio.wait_for(pushing, 60)
+
+
 async def test_a_status_leaves_the_other_daemon_nothing_to_read_again(tmp_path: Path) -> None:
     """`shared(wait=False)` (every team.status) saves nothing: it keeps the token it found.
     A new one made the other daemon read and decode the whole state file (4 MB at 20,000

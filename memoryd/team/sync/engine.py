@@ -1253,13 +1253,15 @@ class SyncEngine:
         watcher vouches that nothing in the folder changed since it started, else from a new
         scan (a stat per file: 110-340 ms at 10,000 files, which editors polling status paid
         on every call). The state's side (what the server and the last sync hold) is always
-        taken as it is now."""
+        taken as it is now. Never waits on the network: while a pull or push holds the
+        engine's lock or waits for it (`busy`), the last pending keys are the answer."""
         # Another status's refresh first (a second editor polling): a scan away at most, and
         # answered from before it, a save it is about to find was not pending yet.
-        while self._refreshing is not None:
+        while self._refreshing is not None and not self.busy:
             await asyncio.shield(self._refreshing)
-            if self.busy:  # a pull or push took the lock meanwhile: never waited for
-                return list(self.state.pending)
+        if self.busy:
+            return list(self.state.pending)
+        # No await from this look to the lock's: only another refresh (local) can be ahead.
         async with self._lock:
             # Set once the lock is held: a refresh waiting for a pull or push is no reason for
             # another status to wait.
