@@ -25,6 +25,7 @@ from memoryd_client import (
 )
 from memoryd_client.client import CONNECT_RETRY_S, bad_reply, owned_by_you, strict_json
 from memoryd_client.flocks import flock_within
+from memoryd_client.paths import socket_name_problem
 from memoryd_client.private_dirs import make_private_dirs
 from memoryd_client.private_files import (
     UnsafeFolder,
@@ -82,13 +83,11 @@ def socket_path(arg: Path | None) -> Path:
 
 def named_socket(sock: Path) -> Path:
     """`sock`, when it has a name; UsageError for the root folder (`--socket /`,
-    `MEMORYD_SOCKET=/`), beside which no status file, lock or log can be named: `status`,
-    `stop`, `start` and `service status` were a ValueError traceback."""
-    if not sock.name:
-        raise UsageError(
-            f"the socket path {sock} is the root folder, not a socket: give --socket or "
-            "MEMORYD_SOCKET the path of memoryd's socket"
-        )
+    `MEMORYD_SOCKET=/`) or `DIR/..`, beside which no status file, lock or log can be named:
+    `status`, `stop`, `start` and `service status` were a ValueError traceback for `/`."""
+    problem = socket_name_problem(sock)
+    if problem is not None:
+        raise UsageError(problem)
     return sock
 
 

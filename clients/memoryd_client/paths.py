@@ -111,6 +111,23 @@ def runtime_dir_problem(value: str) -> str | None:
     return None
 
 
+def socket_name_problem(sock: Path) -> str | None:
+    """Why `sock` cannot be a socket's path by its last part alone, None when it can: the
+    root folder (`--socket /`, `MEMORYD_SOCKET=/`) or a folder's `..` or `.`, beside which
+    no lock, status file or log can be named (`/`: a ValueError traceback; `DIR/..`: the
+    daemon's lock left in DIR as `...lock`). The daemon and memctl refuse it alike."""
+    if not sock.name:
+        what = "is the root folder"
+    elif sock.name in (".", ".."):  # pathlib drops a `.` inside a path, never a `..`
+        what = f"ends in {sock.name!r}, a folder"
+    else:
+        return None
+    return (
+        f"the socket path {sock} {what}, not a socket: give --socket or MEMORYD_SOCKET the "
+        "path of memoryd's socket"
+    )
+
+
 def state_dir() -> Path:
     """memoryd's own per-user state (approvals, sync state, history, hook state, logs)."""
     return (xdg_dir("XDG_STATE_HOME") or home() / ".local" / "state") / "memoryd"

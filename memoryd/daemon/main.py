@@ -18,6 +18,7 @@ from memoryd.daemon.config import DaemonConfig
 from memoryd.daemon.limits import DEFAULT_INPUT_BUFFER_CAP, DEFAULT_LINE_LIMIT, MiB
 from memoryd.daemon.logging import configure
 from memoryd_client import DaemonUnavailable
+from memoryd_client.paths import socket_name_problem
 
 
 def positive_int(text: str) -> int:
@@ -220,14 +221,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if not config.socket_path.name:
-        # `/` (--socket /, MEMORYD_SOCKET=/, `~` with HOME=/): no lock or status file can be
-        # named beside it, and naming the lock was a ValueError traceback.
-        print(
-            f"memoryd: the socket path {config.socket_path} is the root folder, not a socket: "
-            "give --socket or MEMORYD_SOCKET the path of memoryd's socket",
-            file=sys.stderr,
-        )
+    # `/` (--socket /, MEMORYD_SOCKET=/, `~` with HOME=/) or `DIR/..`: refused before the
+    # lock is named beside it (a ValueError traceback; `...lock` left in DIR).
+    problem = socket_name_problem(config.socket_path)
+    if problem is not None:
+        print(f"memoryd: {problem}", file=sys.stderr)
         return 2
     try:
         configure(log_file=config.log_file, level=args.log_level)

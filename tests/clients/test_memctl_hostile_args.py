@@ -64,3 +64,20 @@ def test_the_root_folder_as_socket_is_a_usage_error(
         "memctl: the socket path / is the root folder, not a socket: give --socket or "
         "MEMORYD_SOCKET the path of memoryd's socket\n"
     )
+
+
+@pytest.mark.parametrize("command", [["status"], ["start"]])
+def test_a_folders_dotdot_as_socket_is_a_usage_error(
+    isolated_env: object, tmp_path: Path, command: list[str]
+) -> None:
+    # Found by a bug hunt (session 24): the daemon `memctl start` ran made its lock beside
+    # `DIR/..`, in DIR, before it refused the path.
+    folder = tmp_path / "d"
+    folder.mkdir()
+    done = run_memctl("--socket", f"{folder}/..", *command)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        f"memctl: the socket path {folder}/.. ends in '..', a folder, not a socket: give "
+        "--socket or MEMORYD_SOCKET the path of memoryd's socket\n"
+    )
+    assert list(folder.iterdir()) == []

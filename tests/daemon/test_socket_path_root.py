@@ -1,6 +1,7 @@
-"""A socket path with no name, the root folder (`--socket /`, `MEMORYD_SOCKET=/`): no lock or
-status file can be named beside it. Refused in one line, exit 2, before anything is bound; it
-was a ValueError traceback from naming the lock (`with_name`)."""
+"""A socket path with no name, the root folder (`--socket /`, `MEMORYD_SOCKET=/`), or a
+folder's `..`: no lock or status file can be named beside it. Refused in one line, exit 2,
+before anything is bound; it was a ValueError traceback from naming the lock (`with_name`),
+and for `DIR/..` an empty `...lock` left in DIR."""
 
 from __future__ import annotations
 
@@ -33,3 +34,26 @@ def test_the_root_folder_as_socket_is_one_line_and_exit_2(
         "memoryd: the socket path / is the root folder, not a socket: give --socket or "
         "MEMORYD_SOCKET the path of memoryd's socket\n"
     )
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_folders_dotdot_as_socket_is_refused_and_leaves_nothing(tmp_path: Path, how: str) -> None:
+    # Found by a bug hunt (session 24): refused (not a socket) only after the lock beside it,
+    # `DIR/...lock`, was made.
+    folder = tmp_path / "d"
+    folder.mkdir()
+    sock = f"{folder}/.."
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", *(["--socket", sock] if how == "flag" else [])],
+        cwd=tmp_path,
+        env={**os.environ, **({"MEMORYD_SOCKET": sock} if how == "env" else {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"memoryd: the socket path {sock} ends in '..', a folder, not a socket: give --socket "
+        "or MEMORYD_SOCKET the path of memoryd's socket\n"
+    )
+    assert list(folder.iterdir()) == []
