@@ -262,6 +262,78 @@ async def test_a_model_that_tells_no_text_apart_leaves_recall_lexical(
         await stop_daemon(daemon)
 
 
+def _table_broken_for(tokenizer: Path, broken: dict[str, float]) -> Any:
+    """A random lookup table (texts told apart: the model loads) whose rows for the tokens
+    `broken` names hold that value (NaN, infinity): a graph that overflows on those only."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    table = np.random.default_rng(0).normal(size=(30_522, 16))
+    vocabulary = Tokenizer.from_file(str(tokenizer))
+    for token, value in broken.items():
+        table[vocabulary.token_to_id(token)] = value
+    return table
+
+
+def test_a_text_the_model_gives_no_number_for_says_nothing(
+    isolated_env: IsolatedEnv, bundled_model_dir: Path
+) -> None:
+    # A NaN or infinite vector went on to recall as one: a NaN cosine passes every floor.
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("onnx")
+    from memoryd.automem.embeddings.encoder import SentenceEncoder
+    from memoryd.automem.embeddings.models import locate_model
+
+    tokenizer = bundled_model_dir / "tokenizer.json"
+    folder = isolated_env.root / "model"
+    # [PAD] broken too: a padded text's own tokens are fine, its vector must be too.
+    table = _table_broken_for(tokenizer, {"tea": np.nan, "coffee": np.inf, "[PAD]": np.nan})
+    _gather_model(folder, tokenizer, table)
+    encoder = SentenceEncoder(locate_model(str(folder)))
+    texts = ["green tea", "black coffee", "deploys", "the database is postgres 16 on a vm"]
+    vectors, tokens = encoder.encode_tokens(texts)
+    assert not vectors[:2].any()  # no number: nothing said, as for a text of unknown tokens
+    assert [len(t.ids) for t in tokens[:2]] == [0, 0]
+    assert np.isfinite(vectors).all()
+    assert np.allclose(np.linalg.norm(vectors[2:], axis=1), 1.0)  # padded, still read
+    assert all(np.isfinite(t.vectors).all() and len(t.ids) for t in tokens[2:])
+
+
+async def test_a_query_the_model_gives_nan_for_recalls_by_its_words_alone(
+    short_tmp: Path,
+    isolated_env: IsolatedEnv,
+    project: Path,
+    bundled_model_dir: Path,
+    model_at: Any,
+) -> None:
+    # Found by a bug hunt (session 24): "green tea" recalled the deploy and database memories,
+    # its NaN cosines fused in and passing every relevance floor.
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("onnx")
+    tokenizer = bundled_model_dir / "tokenizer.json"
+    folder = isolated_env.root / "model"
+    _gather_model(folder, tokenizer, _table_broken_for(tokenizer, {"tea": np.nan}))
+    model_at(folder)
+    daemon = await start_daemon(daemon_config(short_tmp))
+    try:
+        for name, description in [
+            ("matcha", "the user likes green matcha"),
+            ("deploy", "deploys go out on fridays"),
+            ("db", "the database is postgres 16"),
+            ("kayak", KAYAK[1]),
+            ("wifi", "the office wifi is slow on mondays"),
+            ("coffee", "coffee with oat milk"),
+        ]:
+            await _write(daemon, project, name, description)
+        await daemon.call("get_context", cwd=str(project))
+        auto = await settled_auto_memory(daemon)
+        assert auto["ranker"] == f"hybrid: model {folder} loaded"
+        assert auto["embeddings"]["memories_embedded"] == 6  # none of them holds "tea"
+        assert await _recall(daemon, project, "green tea") == ["user_matcha.md"]
+    finally:
+        await stop_daemon(daemon)
+
+
 @pytest.mark.parametrize("cut", ["onnx/model.onnx", "tokenizer.json"])
 async def test_a_half_written_converted_copy_is_made_again(
     short_tmp: Path,

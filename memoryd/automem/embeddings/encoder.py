@@ -80,7 +80,11 @@ class SentenceEncoder:
         A text with no token the model knows (Thai, "ǅ", a word of over 100 letters: all
         [UNK]; or nothing but spaces) says nothing to it: its vector is zero, cosine 0 to
         everything, and it has no token vectors. Averaged, every such text was one and the
-        same [UNK] vector, so any of them matched any other at cosine 1.0."""
+        same [UNK] vector, so any of them matched any other at cosine 1.0.
+
+        A text the model gives NaN or infinity for (a graph overflowing on some inputs, as an
+        fp16 one can) says nothing either, and is given the same: a NaN cosine passed every
+        relevance floor, so such a query recalled memories that share nothing with it."""
         pooled_rows: list[Vectors] = []
         token_lists: list[TokenVectors] = []
         for start in range(0, len(texts), self.batch):
@@ -91,15 +95,20 @@ class SentenceEncoder:
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             hidden = self._session.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            pooled = (pooled / norms).astype(np.float32)
+            kept = mask[..., None].astype(bool)
+            # Padding left out, not multiplied by 0: a NaN there (0 × NaN is NaN) made the
+            # vector of a text whose own tokens were fine NaN too.
+            counts = np.maximum(kept.sum(axis=1), 1).astype(np.float32)
+            with np.errstate(invalid="ignore", over="ignore"):  # judged by `finite` below
+                pooled = np.where(kept, hidden, np.float32(0.0)).sum(axis=1) / counts
+                norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+                pooled = (pooled / norms).astype(np.float32)
+            finite = np.isfinite(pooled).all(axis=1)
             for row, encoding in enumerate(batch):
                 real = np.array(encoding.attention_mask, dtype=bool) & ~np.array(
                     encoding.special_tokens_mask, dtype=bool
                 )
-                if not (real & (ids[row] != self._unk_id)).any():
+                if not finite[row] or not (real & (ids[row] != self._unk_id)).any():
                     pooled[row] = 0.0
                     real[:] = False
                 strings = [t for t, keep in zip(encoding.tokens, real, strict=True) if keep]
