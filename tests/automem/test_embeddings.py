@@ -438,3 +438,36 @@ def test_an_older_vector_of_a_text_the_model_cannot_read_is_made_again(
     vector = fresh._stores[tmp_path].vector("thai.md")
     assert vector is not None
     assert not vector.any()
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_stored_vector_that_is_no_number_is_left_out_then_made_again(
+    semantic: SemanticRecall, tmp_path: Path, value: float
+) -> None:
+    # As a version before the encoder zeroed them stored it, from a model that overflowed on
+    # this text: its NaN cosine passed every floor, and it was never embedded again.
+    texts = {"go.md": "We indent Go code with tabs", "tea.md": "The user drinks green tea"}
+    semantic.sync(tmp_path, 1, texts)
+    assert semantic.wait_idle(60)
+    store = semantic._stores[tmp_path]
+    broken = np.full((1, store.dim), value, dtype=np.float32)
+    store.put([("tea.md", store.hashes()["tea.md"])], broken)
+    store.save()
+    query = semantic.embed_query("golang indentation")
+    assert query is not None
+    found = semantic.similarities(tmp_path, query, ["tea.md", "go.md"])
+    assert found is not None
+    assert found.cosines is not None
+    assert found.cosines[0] == ["go.md"]  # no cosine: neither fused nor passed by the floors
+    assert np.isfinite(found.cosines[1]).all()
+    fresh = SemanticRecall()
+    fresh.start()
+    assert fresh.wait_idle(120)
+    embedded = fresh.memories_embedded
+    fresh.sync(tmp_path, 1, texts)
+    assert fresh.wait_idle(60)
+    assert fresh.memories_embedded == embedded + 1  # that one only
+    vector = fresh._stores[tmp_path].vector("tea.md")
+    assert vector is not None
+    assert np.isfinite(vector).all()
+    assert np.isclose(np.linalg.norm(vector), 1.0)

@@ -327,14 +327,16 @@ class SemanticRecall:
             if memory_dir not in self._verified:
                 return None
             stale = dict(self._changed.get(memory_dir, {}))
+        import numpy as np
+
         # Left out, so they keep their lexical score: vectors of a text since edited (not the
         # memory's now), and zero vectors (a text with no token the model knows: its cosine
-        # 0 would put it under every floor, however well its words match).
-        unread = cosines == 0.0
+        # 0 would put it under every floor, however well its words match), and vectors not
+        # all numbers (kept by a version before the encoder zeroed them: NaN passed every
+        # floor), until they are made again (`_old_unknown_vectors`).
+        unread = (cosines == 0.0) | ~np.isfinite(cosines)
         left_out: set[str] = set(stale)
         if stale or unread.any():
-            import numpy as np
-
             left_out.update(k for k, zero in zip(keys, unread, strict=True) if zero)
             fresh = np.fromiter((k not in left_out for k in keys), dtype=bool, count=len(keys))
             cosines = cosines[fresh]
@@ -423,15 +425,23 @@ class SemanticRecall:
         self, memory_dir: Path, store: VectorStore, texts: dict[str, str], missing: set[str]
     ) -> list[str]:
         """Memories whose text has no token the model knows but whose stored vector is not
-        zero: made before such texts got none (the one [UNK] vector they all shared), made
-        again once. Checked when a dir is first opened; tokenizing costs no model run."""
+        zero: made before such texts got none (the one [UNK] vector they all shared); and
+        memories whose stored vector is not all numbers (NaN or infinity, made before the
+        encoder turned those to zero): made again once. Checked when a dir is first opened;
+        tokenizing and one product over the store cost no model run."""
+        import numpy as np
+
         assert self.encoder is not None
         keys = [k for k in texts if k not in missing]
         unknown = self.encoder.knows_nothing_of([texts[k] for k in keys])
+        # A row's sum is NaN or infinite when the row holds a NaN or an infinity; a unit or
+        # zero row sums to sqrt(dim) at most. One product over the store, no copy of it.
+        held, sums = store.similarities(np.ones(store.dim, dtype=np.float32))
+        broken = {k for k, total in zip(held, np.isfinite(sums), strict=True) if not total}
         again = []
         for key, nothing in zip(keys, unknown, strict=True):
             vector = store.vector(key) if nothing else None
-            if vector is not None and vector.any():
+            if key in broken or (vector is not None and vector.any()):
                 again.append(key)
         if again:
             with self._lock:

@@ -599,9 +599,12 @@ class VectorStore:
             base, tail = self._base, self._tail
         if not keys:
             return [], np.zeros(0, dtype=np.float32)
-        scores = base @ query
-        if tail_rows:
-            scores = np.concatenate([scores, tail[:tail_rows] @ query])
+        # A row an older version stored with an infinity gives NaN (no warning: the caller
+        # leaves out what is not a number, `SemanticRecall.similarities`).
+        with np.errstate(invalid="ignore", over="ignore"):
+            scores = base @ query
+            if tail_rows:
+                scores = np.concatenate([scores, tail[:tail_rows] @ query])
         return keys, scores[rows]
 
 
