@@ -544,8 +544,9 @@ def test_views_show_the_newest_answer_and_refresh_during_a_stream_of_saves(
 def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> None:
     """A restored session's view buffers, a memory named with a NUL and a line break, a file
     name with a line break in a message, a line range for recall, the status view of a project
-    without a team repository, `|` after the commands, and the daemon gone under the rules
-    view (daily_spec.lua; its last test stops the daemon)."""
+    without a team repository, a restore from the history view after the memories view moved
+    to another project, `|` after the commands, and the daemon gone under the rules view
+    (daily_spec.lua; its last test stops the daemon)."""
     team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
     with running_daemon(short_tmp / "daily.sock", env=team) as sock:
         repo = make_repo(tmp_path / "work" / "widgets")  # no remote: no team repository
@@ -568,7 +569,7 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
             },
             cwd=repo,
         )
-    assert_all_passed(records, expected=8)
+    assert_all_passed(records, expected=9)
     assert not (memory_dir / "project_core.md").exists()
     assert not (memory_dir / "project_release\nnotes.md").exists()
 

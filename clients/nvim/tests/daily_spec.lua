@@ -162,6 +162,39 @@ T.run({
     end,
   },
   {
+    'a restore chosen in the history view goes to its project, whatever the memories view shows by then',
+    function()
+      -- Restore took the project of the memories view at <CR>: once :MemorydMemories had been
+      -- run in another project's buffer the daemon refused it ("outside the memory directory").
+      local params = { cwd = repo, type = 'project', name = 'Restore me', description = 'first', body = 'first text' }
+      T.call('memory.write', params)
+      params.description, params.body = 'second', 'second text'
+      local file = T.call('memory.write', params).path
+      edit(repo .. '/src/api/users.py')
+      vim.cmd('MemorydMemories')
+      T.wait_view('memories', 'Restore me')
+      T.press_on('memories', 'Restore me', 'h')
+      T.wait_view('history', ' ago ')
+      local other = vim.fn.tempname()
+      vim.fn.mkdir(other, 'p')
+      vim.cmd('wincmd p')
+      edit(other .. '/notes.txt')
+      vim.cmd('MemorydMemories')
+      T.wait('the memories view on the other project', function()
+        local text = T.text('memories')
+        return text:find('Memories (0)', 1, true) ~= nil and text:find('Restore me', 1, true) == nil
+      end)
+      T.answers = { 1 } -- Yes
+      T.press_on('history', ' ago ', '<CR>')
+      T.wait('the restore', function()
+        return T.message_matching('restored ') ~= nil or T.message_matching('restore failed') ~= nil
+      end)
+      T.eq(nil, T.message_matching('restore failed'), 'a refused restore')
+      T.has(T.file(file), 'first text', 'the file restored')
+      T.wait_view('history', 'History of Restore me') -- drawn again, in the memory's project
+    end,
+  },
+  {
     'the commands without arguments take | and a next command',
     function()
       for _, name in ipairs({ 'MemorydRules', 'MemorydMemories', 'MemorydStatus', 'MemorydStart' }) do

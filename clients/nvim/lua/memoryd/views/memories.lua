@@ -106,7 +106,9 @@ function M.render(reply, ctx, now, home, notice, width)
 end
 
 -- Pure: the history view of one memory.
-function M.render_history(reply, name, now)
+-- cwd: the project the history was asked in, kept with each version: a restore goes there,
+-- whichever project the memories view shows by then.
+function M.render_history(reply, name, now, cwd)
   local b = text.builder()
   local add = b.add
   add(('History of %s%s'):format(name, reply.exists == false and '  (deleted)' or ''))
@@ -123,7 +125,7 @@ function M.render_history(reply, name, now)
         tonumber(v.size) or 0,
         tostring(v.reason or '')
       ),
-      { kind = 'version', path = reply.path, version = v.version, name = name }
+      { kind = 'version', path = reply.path, version = v.version, name = name, cwd = cwd }
     )
   end
   add('')
@@ -206,28 +208,32 @@ function M.delete(target)
   end)
 end
 
-function M.history(target)
-  local ctx = M.last_ctx
-  memoryd.request('memory.history', { cwd = ctx.cwd, path = target.path }, function(reply)
+-- cwd: the project the memory was listed in (default: the one the memories view shows now).
+function M.history(target, cwd)
+  cwd = cwd or M.last_ctx.cwd
+  memoryd.request('memory.history', { cwd = cwd, path = target.path }, function(reply)
     local buf = ui.buffer('history', true, function(b)
       ui.map(b, '<CR>', ui.on_target('version', M.restore), 'restore this version')
     end)
-    local lines, targets = M.render_history(reply, target.name, os.time())
+    local lines, targets = M.render_history(reply, target.name, os.time(), cwd)
     ui.render(buf, lines, targets)
   end)
 end
 
+-- The memories view may show another project by now (:MemorydMemories in another buffer):
+-- the restore goes to the project of the history it was chosen in, as its file lives there
+-- (the view's project was refused as "outside the memory directory").
 function M.restore(version)
-  local ctx = M.last_ctx
+  local cwd = version.cwd or M.last_ctx.cwd
   ui.confirm(('Restore %s to the version of %s? (the current text goes to history)'):format(version.name, version.version), function()
-    memoryd.request('memory.restore', { cwd = ctx.cwd, path = version.path, version = version.version }, function(reply)
+    memoryd.request('memory.restore', { cwd = cwd, path = version.path, version = version.version }, function(reply)
       memoryd.message(('restored %s (%s)'):format(format.basename(version.path), version.version))
       -- As memory.write's: e.g. MEMORY.md could not be rewritten yet.
       for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
         memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
       end
       reload()
-      M.history({ path = version.path, name = version.name })
+      M.history({ path = version.path, name = version.name }, cwd)
     end)
   end)
 end
