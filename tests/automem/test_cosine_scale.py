@@ -63,3 +63,20 @@ def test_a_model_on_another_scale_keeps_its_floors() -> None:
     moved = CosineScale(noise=0.39, spread=0.09).to(REFERENCE, raw)
     got = idx.search("paddling", 5, semantic=fused, cosines=(keys, moved))
     assert [k for k, _ in got] == ["kayak.md"]  # 0.43 is 0.09 on the floors' scale
+
+
+def test_a_sentence_the_model_did_not_read_is_not_measured() -> None:
+    # A sentence the model gives no number for (or of no token it knows) has a zero vector
+    # (`encode_tokens`): its cosines of 0 pulled the noise level down, three of them from
+    # 0.018 to 0.0 here, and the floors let more memories pass.
+    vectors = _model_like(0.2)
+    read = measure(vectors[3:])
+    assert read is not None
+    some_unread = vectors.copy()
+    some_unread[:3] = 0.0
+    assert measure(some_unread) == read
+    # Most of them unread: a model that reads so little is not calibrated on what is left.
+    mostly_unread = vectors.copy()
+    mostly_unread[: len(UNRELATED) // 2 + 1] = 0.0
+    assert measure(mostly_unread) is None
+    assert measure(np.zeros_like(vectors)) is None
