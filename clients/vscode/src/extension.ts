@@ -44,18 +44,39 @@ function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration("memoryd");
   return {
     // An XDG_RUNTIME_DIR that is no runtime folder of the user's is passed over: say so, once.
-    socketPath: resolveSocketPath(c.get<string>("socketPath"), process.env, (m) => void vscode.window.showWarningMessage(`memoryd: ${m}`)),
+    socketPath: resolveSocketPath(checkedSetting(c, "socketPath", "", isString, "a path", "memctl's socket rule"), process.env, (m) => void vscode.window.showWarningMessage(`memoryd: ${m}`)),
     requestTimeoutMs: timeoutSetting(c, "requestTimeoutMs", 5000),
     recallTimeoutMs: timeoutSetting(c, "recallTimeoutMs", 30000),
     connectTimeoutMs: timeoutSetting(c, "connectTimeoutMs", 2000),
-    memctlPath: c.get<string>("memctlPath", "memctl"),
-    showNotifications: c.get<boolean>("showNotifications", true),
+    memctlPath: checkedSetting(c, "memctlPath", "memctl", isString, "a command"),
+    showNotifications: checkedSetting(c, "showNotifications", true, (v): v is boolean => typeof v === "boolean", "true or false"),
   };
 }
 
 /** The settings schema's minimum for a timeout, which VS Code only warns of in its editor. */
 const MIN_TIMEOUT_MS = 100;
-const timeoutWarnings = new Set<string>();
+const settingWarnings = new Set<string>();
+
+const isString = (v: unknown): v is string => typeof v === "string";
+
+/**
+ * A setting of the type its schema gives, else the default, said once a session: settings.json
+ * takes any JSON and VS Code only warns of a wrong type in its editor. A socketPath of 42 threw
+ * in activation (`trim is not a function`: no view, command or status bar item at all), a
+ * memctlPath of 42 in Start memoryd, and a showNotifications of "false" turned them on.
+ */
+function checkedSetting<T>(c: vscode.WorkspaceConfiguration, key: string, fallback: T, ok: (v: unknown) => v is T, expected: string, fallbackText = JSON.stringify(fallback)): T {
+  const value = c.get<unknown>(key, fallback);
+  if (ok(value)) {
+    return value;
+  }
+  const text = `memoryd.${key} is ${JSON.stringify(value) ?? String(value)}, not ${expected}: ${fallbackText} is used`;
+  if (!settingWarnings.has(text)) {
+    settingWarnings.add(text);
+    void say("warning", `memoryd: ${text}`);
+  }
+  return fallback;
+}
 
 /**
  * A timeout setting: a number of at least MIN_TIMEOUT_MS, else the default, said once a session.
@@ -63,16 +84,7 @@ const timeoutWarnings = new Set<string>();
  * answer", each connect failed, the daemon shown down while it ran.
  */
 function timeoutSetting(c: vscode.WorkspaceConfiguration, key: string, fallback: number): number {
-  const value = c.get<unknown>(key, fallback);
-  if (typeof value === "number" && value >= MIN_TIMEOUT_MS) {
-    return value;
-  }
-  const text = `memoryd.${key} is ${JSON.stringify(value) ?? String(value)}, not a number of milliseconds of at least ${MIN_TIMEOUT_MS}: ${fallback} is used`;
-  if (!timeoutWarnings.has(text)) {
-    timeoutWarnings.add(text);
-    void say("warning", `memoryd: ${text}`);
-  }
-  return fallback;
+  return checkedSetting(c, key, fallback, (v): v is number => typeof v === "number" && v >= MIN_TIMEOUT_MS, `a number of milliseconds of at least ${MIN_TIMEOUT_MS}`);
 }
 
 /** The project the active editor is about; `projectOf` knows the memory folders listed. */

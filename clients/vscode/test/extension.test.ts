@@ -481,6 +481,34 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("a socketPath, memctlPath or showNotifications of the wrong type is the default, said once (a socketPath of 42 threw in activation)", async () => {
+    // settings.json takes any JSON; VS Code warns of a wrong type only in its editor. The
+    // socket rule then reads $MEMORYD_SOCKET, as it does in the extension host.
+    const saved = process.env.MEMORYD_SOCKET;
+    process.env.MEMORYD_SOCKET = socketPath;
+    try {
+      activate(socketPath, [one.root], { "memoryd.socketPath": 42, "memoryd.memctlPath": ["memctl"], "memoryd.showNotifications": "false" });
+      await up();
+      const warnings = () => F.fake.shown.filter((m) => m.level === "warning").map((m) => m.text);
+      assert.deepEqual(warnings(), [
+        "memoryd: memoryd.socketPath is 42, not a path: memctl's socket rule is used",
+        'memoryd: memoryd.memctlPath is ["memctl"], not a command: "memctl" is used',
+        'memoryd: memoryd.showNotifications is "false", not true or false: true is used',
+      ]);
+      F.openEditor(F.Uri.file(one.apiFile));
+      const recalled = await run("memoryd.recall", ["deploys"]);
+      assert.doesNotMatch(recalled.map((m) => m.text).join("\n"), /failed/);
+      F.setConfig({ "memoryd.recallTimeoutMs": 20000 }); // read again: said once
+      assert.equal(warnings().length, 3);
+    } finally {
+      if (saved === undefined) {
+        delete process.env.MEMORYD_SOCKET;
+      } else {
+        process.env.MEMORYD_SOCKET = saved;
+      }
+    }
+  });
+
   test("a name holding a command link or control characters is shown as text, never as a link", async () => {
     activate(socketPath, [one.root]);
     await up();
