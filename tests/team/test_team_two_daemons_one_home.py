@@ -17,6 +17,7 @@ import pytest
 
 from memoryd.team.sync.client import Permanent, Retryable, Stopping
 from memoryd.team.sync.state import StateStore, SyncState
+from memoryd_client.processes import process_state
 from tests.conftest import DaemonHandle, IsolatedEnv
 from tests.team.conftest import REPO, SideFactory, eventually, seed_server, server_history
 from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
@@ -249,12 +250,6 @@ asyncio.run(main())
 """
 
 
-def _process_state(pid: int) -> bytes:
-    stat = Path(f"/proc/{pid}/stat").read_bytes()
-    end = stat.rfind(b")")
-    return stat[end + 2 : end + 3]
-
-
 async def test_a_wait_on_a_daemon_still_syncing_says_so_not_that_it_is_stopped(
     make_side: SideFactory,
 ) -> None:
@@ -290,7 +285,7 @@ async def test_a_wait_on_a_daemon_still_syncing_says_so_not_that_it_is_stopped(
         assert engine.state.last_result["error"] == said
 
         holder.send_signal(signal.SIGSTOP)
-        await eventually(lambda: _process_state(holder.pid) in (b"T", b"t"))
+        await eventually(lambda: process_state(holder.pid) in ("T", "t"))
         with pytest.raises(Retryable) as raised:
             await asyncio.wait_for(engine.push(), 60)
         said = str(raised.value)
