@@ -54,6 +54,22 @@ def status_from_su(
     return code, json.loads(capsys.readouterr().out)
 
 
+def sudo_u_by_bob(alice: Path, bob: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as `sudo -u alice` run by bob: the password file gives this user the home
+    `alice`, and the caller sudo names (SUDO_UID, SUDO_USER) the home `bob`."""
+    caller_uid = os.getuid() + 4242
+    real = pwd.getpwuid
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        entry = list(real(os.getuid()))
+        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
+        return pwd.struct_passwd(entry)
+
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    monkeypatch.setenv("SUDO_UID", str(caller_uid))
+    monkeypatch.setenv("SUDO_USER", "bob")
+
+
 def test_status_asks_the_user_manager_in_the_users_runtime_folder(
     installed: Path,
     fake_bin: Path,  # noqa: F811
@@ -149,17 +165,7 @@ def test_sudo_u_with_the_callers_home_reads_the_users_own_units(
     bob = installed  # the caller, whose units are installed
     alice = tmp_path / "alice"
     alice.mkdir()
-    caller_uid = os.getuid() + 4242
-    real = pwd.getpwuid
-
-    def getpwuid(uid: int) -> pwd.struct_passwd:
-        entry = list(real(os.getuid()))
-        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
-        return pwd.struct_passwd(entry)
-
-    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
-    monkeypatch.setenv("SUDO_UID", str(caller_uid))
-    monkeypatch.setenv("SUDO_USER", "bob")
+    sudo_u_by_bob(alice, bob, monkeypatch)
     monkeypatch.setenv("HOME", str(bob))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(bob / ".config"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))
@@ -188,17 +194,7 @@ def test_sudo_u_to_a_user_whose_home_is_inside_the_callers_keeps_the_users_folde
     # its owner's home), every folder of alice's was taken for bob's, dropped and said so.
     bob = tmp_path / "bob"
     alice = bob / "services" / "alice"
-    caller_uid = os.getuid() + 4242
-    real = pwd.getpwuid
-
-    def getpwuid(uid: int) -> pwd.struct_passwd:
-        entry = list(real(os.getuid()))
-        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
-        return pwd.struct_passwd(entry)
-
-    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
-    monkeypatch.setenv("SUDO_UID", str(caller_uid))
-    monkeypatch.setenv("SUDO_USER", "bob")
+    sudo_u_by_bob(alice, bob, monkeypatch)
     monkeypatch.setenv("HOME", str(bob))  # kept by sudo: bob's
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))  # -E: bob's
     monkeypatch.setenv("XDG_CONFIG_HOME", str(alice / ".config"))  # alice's own
@@ -221,17 +217,7 @@ def test_sudo_u_keeps_a_home_of_the_users_own_when_another_folder_was_the_caller
     # Found in session 24 (review): with only -E's CLAUDE_CONFIG_DIR in the caller's home, a
     # HOME the user had set (not the caller's) was still replaced by the password file's.
     bob, alice, here = tmp_path / "bob", tmp_path / "alice", tmp_path / "srv" / "alice"
-    caller_uid = os.getuid() + 4242
-    real = pwd.getpwuid
-
-    def getpwuid(uid: int) -> pwd.struct_passwd:
-        entry = list(real(os.getuid()))
-        entry[5] = str({os.getuid(): alice, caller_uid: bob}[uid])  # pw_dir
-        return pwd.struct_passwd(entry)
-
-    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
-    monkeypatch.setenv("SUDO_UID", str(caller_uid))
-    monkeypatch.setenv("SUDO_USER", "bob")
+    sudo_u_by_bob(alice, bob, monkeypatch)
     monkeypatch.setenv("HOME", str(here))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))
     for name in ("MEMORYD_SOCKET", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
