@@ -13,6 +13,18 @@ from pathlib import Path
 import pytest
 
 
+def _memoryd(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`memoryd ARGS` run with `env` added to this one's; refused, it returns at once."""
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "env"),
     [(["--socket", "/"], {}), ([], {"MEMORYD_SOCKET": "/"}), (["--socket", "~"], {"HOME": "/"})],
@@ -21,14 +33,7 @@ import pytest
 def test_the_root_folder_as_socket_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], env: dict[str, str]
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "memoryd", *args],
-        cwd=tmp_path,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _memoryd(tmp_path, args, env)
     assert done.returncode == 2
     assert done.stderr == (
         "memoryd: the socket path / is the root folder, not a socket: give --socket or "
@@ -43,13 +48,10 @@ def test_a_folders_dotdot_as_socket_is_refused_and_leaves_nothing(tmp_path: Path
     folder = tmp_path / "d"
     folder.mkdir()
     sock = f"{folder}/.."
-    done = subprocess.run(
-        [sys.executable, "-m", "memoryd", *(["--socket", sock] if how == "flag" else [])],
-        cwd=tmp_path,
-        env={**os.environ, **({"MEMORYD_SOCKET": sock} if how == "env" else {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = (
+        _memoryd(tmp_path, ["--socket", sock], {})
+        if how == "flag"
+        else _memoryd(tmp_path, [], {"MEMORYD_SOCKET": sock})
     )
     assert done.returncode == 2
     assert done.stderr == (
