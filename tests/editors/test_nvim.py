@@ -662,7 +662,8 @@ def test_a_memory_saved_in_place_keeps_the_text_it_replaced(
 ) -> None:
     """A memory opened from :MemorydMemories and saved: the text before the save is a version
     in history (it was kept nowhere), MEMORY.md is reconciled, and with the daemon gone the
-    save still happens and says so (memory_edit_spec.lua)."""
+    save still happens and says so; the commands run in it are about the project it was
+    listed for, not its memory folder (memory_edit_spec.lua)."""
     repo = make_repo(tmp_path / "work" / "widgets")
     memory_dir = memory_dir_of(daemon_socket, repo)
     memory_dir.mkdir(parents=True, exist_ok=True)
@@ -678,7 +679,7 @@ def test_a_memory_saved_in_place_keeps_the_text_it_replaced(
         },
         cwd=repo,
     )
-    assert_all_passed(records, expected=6)
+    assert_all_passed(records, expected=7)
     assert memory.read_text().endswith("Written while memoryd was down.\n")
     with Client(daemon_socket, timeout=10) as conn:
         history = conn.call("memory.history", {"cwd": str(repo), "path": str(memory)})

@@ -63,6 +63,31 @@ T.run({
     end,
   },
   {
+    'the commands in a memory opened from the list are about the project it was listed for',
+    function()
+      -- Its folder, taken for the buffer's project, is another, empty one: the memories view
+      -- went blank, and :MemorydRemember saved into that phantom project's memory folder.
+      open_from_the_list()
+      vim.cmd('MemorydMemories')
+      T.wait_view('memories', 'memory folder: ')
+      T.wait_view('memories', 'Deploys')
+      T.press_on('memories', 'Deploys', '<CR>')
+      T.wait('the memory in a window again', function()
+        return vim.api.nvim_buf_get_name(0) == memory
+      end)
+      vim.cmd('MemorydRules')
+      T.wait_view('rules', '(the project of the memory project_deploys.md)')
+      T.has(T.text('rules'), 'CLAUDE.md', 'the project rules')
+      vim.cmd('wincmd p')
+      T.answers = { 3, true } -- project, the name offered
+      vim.cmd('MemorydRemember Releases are tagged on Fridays')
+      T.wait('the save', function()
+        return T.message_matching('saved memory') ~= nil
+      end)
+      T.truthy(uv.fs_stat(memory_dir .. '/project_releases_are_tagged_on_fridays.md'), 'saved in the listed project')
+    end,
+  },
+  {
     'an older daemon (no memory.snapshot) is named, not a raw error',
     function()
       local why = files.snapshot_problem({ code = -32601, message = 'method not found: memory.snapshot' })

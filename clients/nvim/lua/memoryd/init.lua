@@ -397,6 +397,13 @@ function M.buffer_context(bufnr)
   if file:sub(1, 1) ~= '/' then
     return { cwd = uv.cwd(), file = nil } -- not a path of this file system
   end
+  -- A memory file opened from the memories or recall view lives in a memory folder, which as
+  -- a cwd names another, empty project: the views went blank and :MemorydRemember saved into
+  -- that phantom project. It is about the project it was listed for, with no touched path.
+  local project = require('memoryd.memory_files').project_of(file)
+  if project and vim.fn.isdirectory(project) == 1 then
+    return { cwd = project, file = nil, memory = file }
+  end
   local dir = vim.fn.fnamemodify(file, ':h')
   while vim.fn.isdirectory(dir) == 0 and dir ~= '/' do
     dir = vim.fn.fnamemodify(dir, ':h')

@@ -45,6 +45,8 @@ function M.render(reply, ctx, home)
   local add = b.add
   if ctx.file then
     add('Rules in effect for ' .. touched)
+  elseif ctx.memory then
+    add(('Rules in effect for %s  (the project of the memory %s)'):format(format.short_path(ctx.cwd, nil, home), format.one_line(format.basename(ctx.memory), 80)))
   else
     add('Rules in effect for ' .. format.short_path(ctx.cwd, nil, home) .. '  (this buffer has no file: folder only)')
   end
