@@ -193,9 +193,10 @@ def check_index_writable(path: Path) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
-    if st.st_mode & 0o222 and st.st_uid == os.geteuid():
-        # Writable by its mode and ours: an immutable file (chattr +i) is no chmod's to mend;
-        # its rewrite fails as the file system says (EPERM).
+    if st.st_mode & 0o200 and st.st_uid == os.geteuid():
+        # Ours, its owner's write bit set: an immutable file (chattr +i) is no chmod's to
+        # mend; its rewrite fails as the file system says (EPERM). The owner's bit alone: a
+        # 0664 index made `chmod u-w` (0464) is read-only to its owner, group bits or not.
         return
     protected = owner_protected(path, st)
     if protected is not None:

@@ -206,3 +206,25 @@ async def test_a_delete_or_reconcile_of_a_read_only_index_is_refused(
     index.chmod(0o644)
     await daemon.call(method, cwd=str(project), **params)
     assert index.read_bytes() != before
+
+
+def test_an_index_its_owner_made_read_only_with_group_write_left_is_not_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the session 24 review: `chmod u-w` on a 0664 MEMORY.md (a umask of 002) leaves
+    # 0464, read-only to its owner; the index's check took the group's write bit for its
+    # owner's and the rewrite replaced the file by a rename.
+    from memoryd.automem.layout import ProtectedIndex, update_index
+
+    index = tmp_path / "MEMORY.md"
+    index.write_text("- [Tea](user_tea.md) — what the user drinks\n", encoding="utf-8")
+    index.chmod(0o464)
+    before = index.read_bytes()
+    # What access(2) says to its owner, memoryd's user when not root (root writes it anyway).
+    monkeypatch.setattr(os, "access", lambda *_args, **_kwargs: False)
+    with pytest.raises(ProtectedIndex) as info:
+        update_index(index, lambda text: text + "- [Coffee](user_coffee.md) — coffee\n")
+    assert "read-only (mode 0464): its owner protected it" in info.value.strerror
+    assert f"chmod u+w {index}" in info.value.strerror
+    assert index.read_bytes() == before
+    assert stat.S_IMODE(index.stat().st_mode) == 0o464
