@@ -4,6 +4,7 @@ failed does not count the transcript as summarised."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from memoryd.agent.tools import WriteOp
 from memoryd.session.service import _keeping_headings
 from memoryd.session.template import builtin_template, lost_headings
 from tests.conftest import DaemonHandle
-from tests.fakes.messages_api import text_reply, tool_use_reply
+from tests.fakes.messages_api import Reply, text_reply, tool_use_reply
 from tests.session.builders import assistant, conversation
 from tests.session.conftest import SessionModel
 from tests.session.test_service import (
@@ -27,7 +28,7 @@ from tests.session.test_service import (
 )
 
 
-def rewrite_whole(summary: Path, text: str) -> object:
+def rewrite_whole(summary: Path, text: str) -> Reply:
     return tool_use_reply([("Write", {"file_path": str(draft_of(summary)), "content": text})])
 
 
@@ -38,6 +39,14 @@ def tool_results(session_model: SessionModel) -> list[str]:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 found.append(str(block.get("content")))
     return found
+
+
+async def long_turn(handle: DaemonHandle, project_dir: Path) -> list[dict[str, Any]]:
+    """A turn long enough for a notes update, its update done; the turn's messages."""
+    messages = [*conversation(12_000), assistant("done")]
+    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
+    await idle(handle, project_dir)
+    return messages
 
 
 async def test_notes_rewritten_without_their_sections_are_refused(
@@ -51,9 +60,7 @@ async def test_notes_rewritten_without_their_sections_are_refused(
     session_model.enqueue(
         rewrite_whole(summary, "Did the thing.\n"), text_reply("the notes are up to date")
     )
-    messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    await idle(handle, project_dir)
+    await long_turn(handle, project_dir)
 
     assert summary.read_text() == previous
     [refusal] = tool_results(session_model)
@@ -77,9 +84,7 @@ async def test_the_agent_told_of_a_lost_heading_can_write_again(
         edit_title(summary, "Fix the parser"),
         text_reply("done"),
     )
-    messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    await idle(handle, project_dir)
+    messages = await long_turn(handle, project_dir)
 
     refusal, _ = tool_results(session_model)
     assert "'# Worklog'" in refusal
@@ -116,9 +121,7 @@ async def test_notes_the_agent_empties_back_to_the_template_are_kept(
     summary = summary_path(handle, project_dir)
     previous = earlier_notes(summary)
     session_model.enqueue(rewrite_whole(summary, builtin_template()), text_reply("done"))
-    messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    await idle(handle, project_dir)
+    await long_turn(handle, project_dir)
 
     assert summary.read_text() == previous
     record = session_of(handle, project_dir).record
@@ -137,9 +140,7 @@ async def test_notes_written_back_unchanged_count_the_transcript_as_summarised(
     summary = summary_path(handle, project_dir)
     previous = earlier_notes(summary)
     session_model.enqueue(rewrite_whole(summary, previous), text_reply("nothing new"))
-    messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    await idle(handle, project_dir)
+    messages = await long_turn(handle, project_dir)
 
     assert summary.read_text() == previous
     record = session_of(handle, project_dir).record
@@ -158,9 +159,7 @@ async def test_a_heading_hidden_by_a_code_block_left_open_is_refused_saying_so(
     state_line = "_What is being worked on right now, what is unfinished, the next steps._"
     open_block = builtin_template().replace(state_line, f"{state_line}\nRan:\n```sh\npytest -x")
     session_model.enqueue(rewrite_whole(summary, open_block), text_reply("done"))
-    messages = [*conversation(12_000), assistant("done")]
-    await handle.call("after_turn", session_id=SID, cwd=str(project_dir), messages=messages)
-    await idle(handle, project_dir)
+    await long_turn(handle, project_dir)
 
     [refusal] = tool_results(session_model)
     assert "'# Task specification'" in refusal
