@@ -8,11 +8,8 @@ from pathlib import Path
 from tests.conftest import DaemonHandle
 
 
-async def test_a_compaction_lets_a_memory_shown_before_be_recalled_again(
-    daemon: DaemonHandle, tmp_path: Path
-) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
+async def _tabs_in_go(daemon: DaemonHandle, project: Path) -> None:
+    """The project's one memory, which "how do I indent go files?" recalls."""
     await daemon.call(
         "memory.write",
         cwd=str(project),
@@ -21,6 +18,14 @@ async def test_a_compaction_lets_a_memory_shown_before_be_recalled_again(
         description="indent go files with tabs",
         body="Indent Go with tabs.",
     )
+
+
+async def test_a_compaction_lets_a_memory_shown_before_be_recalled_again(
+    daemon: DaemonHandle, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    await _tabs_in_go(daemon, project)
     ask = {"cwd": str(project), "query": "how do I indent go files?", "session_id": "s1"}
     first = await daemon.call("recall", **ask, selector="local")
     assert [m["path"].rsplit("/", 1)[1] for m in first["memories"]] == ["feedback_tabs_in_go.md"]
@@ -48,14 +53,7 @@ async def test_compacting_one_projects_session_keeps_another_projects_of_the_sam
     for name in ("a", "b"):
         project = tmp_path / name
         (project / ".git").mkdir(parents=True)
-        await daemon.call(
-            "memory.write",
-            cwd=str(project),
-            type="feedback",
-            name="tabs in go",
-            description="indent go files with tabs",
-            body="Indent Go with tabs.",
-        )
+        await _tabs_in_go(daemon, project)
         ask = {"cwd": str(project), "query": "how do I indent go files?", "session_id": "s1"}
         assert len((await daemon.call("recall", **ask, selector="local"))["memories"]) == 1
         asks.append(ask)
