@@ -666,15 +666,11 @@ def _merged(
     for entry in ours:
         other = by_path.get(entry["path"])
         if other is not None:
-            projects = other.get("projects")  # an entry before session 19 has none
             # The other daemon's updates of the doc are not ours: the larger count, the later
             # time (each daemon counts on from what it loaded).
             updates = max(entry["updates"], _saved_count(other.get("updates")))
             last = [t for t in (entry["last_updated"], _saved_time(other.get("last_updated"))) if t]
-            both = _union(
-                _strings(projects if isinstance(projects, list) else [other["project"]]),
-                entry["projects"],
-            )
+            both = _union(_saved_projects(other), entry["projects"])
             readers = _union(
                 _saved_readers(other), _saved_readers(entry), _readers_limit(len(both))
             )
@@ -707,13 +703,19 @@ def _is_root(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith("/") and "\x00" not in value
 
 
+def _saved_projects(entry: dict[str, Any]) -> list[str]:
+    """The project roots of a saved registration, each once, the MAX_SESSIONS_PER_DOC newest
+    last; an entry saved before session 19 has only its `project`."""
+    projects = entry.get("projects")
+    listed = projects if isinstance(projects, list) else [entry.get("project")]
+    return list(dict.fromkeys(r for r in listed if _is_root(r)))[-MAX_SESSIONS_PER_DOC:]
+
+
 def _saved_readers(entry: dict[str, Any]) -> list[Reader]:
     """The (project root, session id) pairs of a saved registration, the newest last. An
     entry saved before session 24 has only its sessions and projects: each session is taken
     for a reader in each project, as that daemon took them, so none loses its updates."""
-    projects = entry.get("projects")
-    listed = projects if isinstance(projects, list) else [entry.get("project")]
-    roots = list(dict.fromkeys(r for r in listed if _is_root(r)))[-MAX_SESSIONS_PER_DOC:]
+    roots = _saved_projects(entry)
     readers = entry.get("readers")
     if isinstance(readers, list):
         pairs = [
@@ -778,7 +780,6 @@ def _doc_from(entry: Any) -> Doc | None:
     if not isinstance(title, str) or not isinstance(sessions, list):
         return None
     registered_at = _saved_time(entry.get("registered_at"))
-    projects = entry.get("projects")  # kept since session 19
     return Doc(
         Path(path),
         title,
@@ -789,10 +790,6 @@ def _doc_from(entry: Any) -> Doc | None:
         # Kept since session 23: an older file has neither (0 and never, as before).
         updates=_saved_count(entry.get("updates")),
         last_updated=_saved_time(entry.get("last_updated")),
-        projects=dict.fromkeys(
-            Path(p)
-            for p in (projects if isinstance(projects, list) else [project])[-MAX_SESSIONS_PER_DOC:]
-            if _is_root(p)
-        ),
+        projects=dict.fromkeys(Path(p) for p in _saved_projects(entry)),
         readers=dict.fromkeys(_saved_readers(entry)),
     )
