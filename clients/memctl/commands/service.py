@@ -175,9 +175,10 @@ def _sudo_callers_folders() -> str | None:
     """Under `sudo -u USER` (or `sudo` to root), the variables naming folders in the home of
     the user who ran sudo are theirs, not USER's: sudo keeps HOME unless set up otherwise,
     and -E every one. They are dropped, the caller's HOME made USER's own (the password
-    database's, which their user manager reads units under), and what was done is returned to be said; None
-    when memctl runs as the user whose environment it has. Before session 24 `sudo -u alice
-    memctl service status` read the caller's units, and install wrote alice's there."""
+    database's, which their user manager reads units under), and what was done is returned
+    to be said; None when memctl runs as the user whose environment it has. Before session
+    24 `sudo -u alice memctl service status` read the caller's units, and install wrote
+    alice's there."""
     caller = os.environ.get("SUDO_UID", "")
     if not caller.isdecimal() or int(caller) == os.getuid():
         return None
