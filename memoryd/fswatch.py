@@ -116,7 +116,7 @@ async def watch(
         unwatched.update(p for p in paths if not os.access(p, os.R_OK))
     if ready is not None:
         ready.set()
-    async for raw in watchfiles.awatch(
+    raws = watchfiles.awatch(
         *paths,
         stop_event=stop,
         watch_filter=None,
@@ -124,8 +124,12 @@ async def watch(
         step=step_ms,
         recursive=recursive,
         ignore_permission_denied=True,
-    ):
-        yield {(Change(int(kind)), path) for kind, path in raw}
+    )
+    # Closed with this generator, as the inotify one: left to the loop's collection, its
+    # Rust watcher and its thread went on watching a folder the caller had stopped watching.
+    async with contextlib.aclosing(raws) as batches:
+        async for raw in batches:
+            yield {(Change(int(kind)), path) for kind, path in raw}
 
 
 # <sys/inotify.h>
