@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
+import errno
 import json
 import os
 import signal
@@ -35,6 +35,7 @@ from memoryd.daemon.protocol.connection import Connection, InputBudget
 from memoryd.fsutil import (
     atomic_write_text,
     ensure_private_dir,
+    flock_within,
     open_lock_file,
     read_regular_file,
     remove_stale_staged,
@@ -307,12 +308,26 @@ def runtime_dir_problem(path: Path) -> str | None:
     )
 
 
+# How long binding (or removing) the socket file waits for another daemon's: its check, unlink
+# and bind take milliseconds, so only one stopped mid-way holds the lock this long.
+SOCKET_LOCK_WAIT_S = 30.0
+
+
 @contextlib.contextmanager
 def _socket_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on PATH.lock: who may unlink, bind or remove the socket file."""
-    lock_fd = open_lock_file(path.with_name(path.name + ".lock"))
+    """An exclusive flock on PATH.lock: who may unlink, bind or remove the socket file.
+    OSError (EWOULDBLOCK, naming the lock) when another process holds it over
+    SOCKET_LOCK_WAIT_S: a blocking flock waited for ever on a daemon stopped with Ctrl-Z."""
+    lock = path.with_name(path.name + ".lock")
+    lock_fd = open_lock_file(lock)
     try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        if not flock_within(lock_fd, SOCKET_LOCK_WAIT_S):
+            raise OSError(
+                errno.EWOULDBLOCK,
+                f"another memoryd has held {lock} over {SOCKET_LOCK_WAIT_S:.0f} s (stopped "
+                "with Ctrl-Z?): let it go on or end it, or use another --socket",
+                str(lock),
+            )
         yield
     finally:
         os.close(lock_fd)  # closing releases the lock
