@@ -80,3 +80,23 @@ def test_a_sentence_the_model_did_not_read_is_not_measured() -> None:
     mostly_unread[: len(UNRELATED) // 2 + 1] = 0.0
     assert measure(mostly_unread) is None
     assert measure(np.zeros_like(vectors)) is None
+
+
+def _almost_alike(noise: float, seed: int = 0) -> np.ndarray:
+    """Unit vectors of `UNRELATED` for a damaged model: one vector for every text but for a
+    little noise (`noise` per coordinate), its cosines all near 1."""
+    rng = np.random.default_rng(seed)
+    return _unit(np.ones((len(UNRELATED), 64)) + noise * rng.standard_normal((len(UNRELATED), 64)))
+
+
+def test_a_model_whose_cosines_barely_spread_is_refused() -> None:
+    # Cosines spread ~2e-5 were accepted (the bar was 1e-6): moved onto the floors' scale,
+    # divided by that spread, a cosine's rounding noise came out ~5,000 times larger.
+    damaged = _almost_alike(0.01)
+    cosines = (damaged @ damaged.T)[np.triu_indices(len(UNRELATED), 1)]
+    assert 1e-5 < np.percentile(cosines, 90) - np.percentile(cosines, 50) < 1e-4
+    assert measure(damaged) is None
+    # Real models spread 0.03–0.11; one spread out a little more than the bar is measured.
+    spread = measure(_almost_alike(0.03))
+    assert spread is not None
+    assert 1e-4 < spread.spread < 1e-3

@@ -64,6 +64,12 @@ class CosineScale:
 REFERENCE = CosineScale(noise=0.0418, spread=0.1118)
 
 
+# The least spread a model's cosines may have. Real models spread 0.03–0.11; a damaged one at
+# ~1e-5 was accepted, and `CosineScale.to` divides by the spread, so its noise (float rounding,
+# one weight's damage) came out ~10,000 times larger on the floors' scale.
+MIN_SPREAD = 1e-4
+
+
 def measure(vectors: npt.NDArray[np.floating[Any]]) -> CosineScale | None:
     """The scale of a model, from its unit vectors of `UNRELATED`; None when its cosines do not
     spread (a broken model: nothing to calibrate on), or when it read (gave a vector that is
@@ -77,6 +83,6 @@ def measure(vectors: npt.NDArray[np.floating[Any]]) -> CosineScale | None:
     cosines = (vectors @ vectors.T)[np.triu_indices(len(vectors), 1)]
     noise, high = np.percentile(cosines, [50, 90])
     spread = float(high - noise)
-    if not spread > 1e-6:
+    if not spread > MIN_SPREAD:
         return None
     return CosineScale(float(noise), spread)
