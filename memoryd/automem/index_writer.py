@@ -14,6 +14,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -201,8 +202,10 @@ class IndexWriter:
         with contextlib.suppress(OSError, TooLarge):
             update_index(index_path(memory_dir, team=is_team(key)), restore)
 
-    async def reconcile(self, memory_dir: Path) -> dict[str, int]:
-        """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
+    async def reconcile(self, memory_dir: Path) -> dict[str, Any]:
+        """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes:
+        `added`, `removed` (lines) and `warnings`, one per index its owner protected (left as
+        it is). InvalidParams when such an index leaves nothing rewritten."""
         self._states.warm(memory_dir)  # a dir never loaded: in slices, not on this call
         await self._states.ready(memory_dir)
         async with self._locks(memory_dir):
@@ -222,13 +225,20 @@ class IndexWriter:
                     if is_team(k) == team
                 }
                 jobs.append((index_path(memory_dir, team=team), files))
-            # Reading, comparing and rewriting each index in a thread (`held_work`).
-            try:
-                counts = await held_work(lambda: [_reconcile(path, files) for path, files in jobs])
-            except ProtectedIndex as exc:  # names the index; MEMORY.md, done before team/'s, stands
-                raise InvalidParams(f"not reconciled: {exc.strerror}") from exc
+            # Reading, comparing and rewriting each index in a thread (`held_work`). A
+            # protected index is left and the other still done: refusing the whole call when
+            # team/MEMORY.md was protected told the caller nothing was done, MEMORY.md rewritten.
+            done = await held_work(lambda: [_reconcile_unless_protected(*job) for job in jobs])
+            counts = [c for c in done if not isinstance(c, ProtectedIndex)]
+            refused = [c for c in done if isinstance(c, ProtectedIndex)]
+            if refused and not any(a or r for a, r in counts):
+                raise InvalidParams(f"not reconciled: {refused[0].strerror}")
             state.invalidate()
-        return {"added": sum(a for a, _ in counts), "removed": sum(r for _, r in counts)}
+        return {
+            "added": sum(a for a, _ in counts),
+            "removed": sum(r for _, r in counts),
+            "warnings": [f"not reconciled: {exc.strerror}" for exc in refused],
+        }
 
     async def index_orphans(self, memory_dir: Path, grace_s: float) -> list[str]:
         """Give every memory file with no index line (older than `grace_s`) a generated line;
@@ -346,6 +356,16 @@ def _add_unlisted(text: str, lines: Mapping[str, str], exists: index_mod.Exists)
     return index_mod.apply(
         text, {f: line for f, line in lines.items() if f in still}, exists=exists
     )
+
+
+def _reconcile_unless_protected(
+    path: Path, files: Mapping[str, tuple[str, str]]
+) -> tuple[int, int] | ProtectedIndex:
+    """`_reconcile`'s counts, or the ProtectedIndex that left the index as it was."""
+    try:
+        return _reconcile(path, files)
+    except ProtectedIndex as exc:
+        return exc
 
 
 def _reconcile(path: Path, files: Mapping[str, tuple[str, str]]) -> tuple[int, int]:

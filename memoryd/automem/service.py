@@ -324,7 +324,7 @@ class AutoMemory:
         headers = [state.entries[k].header for k, _ in hits if k in state.entries]
         return Ranking(headers, memory_dir, state.index, lexical, semantic, cosines, floors)
 
-    async def reconcile_index(self, project: Project) -> dict[str, int]:
+    async def reconcile_index(self, project: Project) -> dict[str, Any]:
         """Bring MEMORY.md (and team/MEMORY.md) in step with the files after external writes."""
         return await self.index_writer.reconcile(self.memory_dir(project))
 

@@ -330,7 +330,11 @@ async def test_reconcile_after_external_writes(
     await _write(daemon, project)
     (memdir / "ext.md").write_text(memory_text("External", "written by an agent", "user", "b"))
     (memdir / "MEMORY.md").write_text((memdir / "MEMORY.md").read_text() + "- [Gone](gone.md)\n")
-    assert await daemon.call("memory.reconcile", cwd=str(project)) == {"added": 1, "removed": 1}
+    assert await daemon.call("memory.reconcile", cwd=str(project)) == {
+        "added": 1,
+        "removed": 1,
+        "warnings": [],
+    }
     text = (memdir / "MEMORY.md").read_text()
     assert "- [External](ext.md) — written by an agent" in text
     assert "gone.md" not in text
@@ -368,7 +372,11 @@ async def test_reconcile_stats_the_files_in_a_thread(
     with open(path, "r+") as handle:  # in place: only a full stat sweep sees it
         handle.write(text)
     (memdir / "MEMORY.md").write_text("- [Gone](gone.md)\n")
-    assert await daemon.call("memory.reconcile", cwd=str(project)) == {"added": 1, "removed": 1}
+    assert await daemon.call("memory.reconcile", cwd=str(project)) == {
+        "added": 1,
+        "removed": 1,
+        "warnings": [],
+    }
     assert on_loop == []
     assert "edited in place" in (memdir / "MEMORY.md").read_text()
 

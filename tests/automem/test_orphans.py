@@ -74,7 +74,7 @@ async def test_memory_list_reports_orphans_until_they_are_indexed(
     listed = await daemon.call("memory.list", cwd=str(project))
     assert listed["index"]["orphans"] == ["project_fresh.md"]
     res = await daemon.call("memory.reconcile", cwd=str(project))
-    assert res == {"added": 1, "removed": 0}
+    assert res == {"added": 1, "removed": 0, "warnings": []}
     listed = await daemon.call("memory.list", cwd=str(project))
     assert listed["index"]["orphans"] == []
 

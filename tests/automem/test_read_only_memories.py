@@ -208,6 +208,40 @@ async def test_a_delete_or_reconcile_of_a_read_only_index_is_refused(
     assert index.read_bytes() != before
 
 
+def _memory_file(path: Path, name: str) -> None:
+    path.write_text(
+        f"---\nname: {name}\ndescription: the user's {name.lower()}\ntype: user\n---\n\nYes.\n",
+        encoding="utf-8",
+    )
+
+
+async def test_a_reconcile_beside_a_read_only_team_index_does_the_other_and_says_so(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Found by the session 24 review: MEMORY.md was rewritten, then team/MEMORY.md refused
+    # the call as a whole, "not reconciled", and the caller was told nothing was done.
+    await _write(daemon, project, "Green tea.")
+    team_index = memdir / "team" / "MEMORY.md"
+    team_index.parent.mkdir()
+    team_index.write_text("", encoding="utf-8")
+    team_index.chmod(0o444)
+    _memory_file(memdir / "team" / "user_style.md", "Style")
+    _memory_file(memdir / "user_coffee.md", "Coffee")
+    got = await daemon.call("memory.reconcile", cwd=str(project))
+    assert (got["added"], got["removed"]) == (1, 0)
+    assert "(user_coffee.md)" in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+    [warning] = got["warnings"]
+    assert warning.startswith(f"not reconciled: {team_index} is read-only")
+    assert f"chmod u+w {team_index}" in warning
+    assert team_index.read_text(encoding="utf-8") == ""
+    # Nothing left to do but the protected one: refused, as when it is the only one.
+    await _refused(daemon.call("memory.reconcile", cwd=str(project)), team_index)
+    team_index.chmod(0o644)
+    got = await daemon.call("memory.reconcile", cwd=str(project))
+    assert (got["added"], got["warnings"]) == (1, [])
+    assert "(user_style.md)" in team_index.read_text(encoding="utf-8")
+
+
 def test_an_index_its_owner_made_read_only_with_group_write_left_is_not_rewritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,7 +32,7 @@ async def test_agent_style_write_with_snapshot_and_reconcile(
         result.path.write_text(memory_text("Freeze moved", "release freeze", "project", "March 12"))
         (memdir / "agent.md").write_text(memory_text("Agent note", "by the agent", "user", "x"))
     assert version is not None
-    assert await am.reconcile_index(proj) == {"added": 1, "removed": 0}
+    assert await am.reconcile_index(proj) == {"added": 1, "removed": 0, "warnings": []}
     headers = am.manifest(proj)
     assert [h.name for h in headers] == ["Agent note", "Freeze moved"]
     assert "Freeze moved" in format_manifest(headers)
