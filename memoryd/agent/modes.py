@@ -38,7 +38,7 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
         os.access(path, os.W_OK, follow_symlinks=False) or _on_read_only_file_system(path)
     ):
         return None
-    if _immutable(st):
+    if immutable(st):
         return (
             f"{shown or path} is immutable or append-only (chattr +i or +a): its mode "
             f"({mode:04o}) lets its owner write it, the file system does not"
@@ -53,7 +53,7 @@ def owner_protected(path: Path, st: os.stat_result, *, shown: Path | None = None
     return f"{shown or path} is read-only (mode {mode:04o}): its owner protected it from writes"
 
 
-def _immutable(st: os.stat_result) -> bool:
+def immutable(st: os.stat_result) -> bool:
     """Whether a file `owner_protected` found not writable is so by a flag (chattr +i or +a;
     an LSM's rule, rarer, reads the same): its owner is memoryd's user and its mode lets the
     owner write. "chmod u+w" told for it mends nothing."""
@@ -74,7 +74,7 @@ def how_to_allow(path: Path, st: os.stat_result) -> str:
     """How the file `owner_protected` refused (`st` its lstat) is let be changed: by chmod,
     which only its owner (or root) may run on it, or for an immutable file by chattr."""
     quoted = shlex.quote(str(path))
-    if _immutable(st):
+    if immutable(st):
         return f"chattr -i -a {quoted} (as root)"
     euid = os.geteuid()
     if st.st_uid != euid and euid != 0:
@@ -83,3 +83,24 @@ def how_to_allow(path: Path, st: os.stat_result) -> str:
             "the file's group"
         )
     return f"chmod u+w {quoted}"
+
+
+def protected_refusal(path: Path, *, undone: str = "", let_flags_fail: bool = False) -> str | None:
+    """Why memoryd leaves the file at `path` as it is, with how to let it be changed
+    (`owner_protected`, `how_to_allow`); None when it is missing or not protected. `undone`
+    follows "leaves it as it is" (what the caller did not do). With `let_flags_fail`, a file
+    of ours whose mode lets its owner write it passes: an immutable one (chattr +i) is no
+    chmod's to mend, and its rewrite fails as the file system says (EPERM)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if let_flags_fail and immutable(st):
+        return None
+    protected = owner_protected(path, st)
+    if protected is None:
+        return None
+    return (
+        f"{protected}, so memoryd leaves it as it is{undone}; to let it be changed: "
+        f"{how_to_allow(path, st)}"
+    )

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TypeVar
 
-from memoryd.agent.modes import how_to_allow, owner_protected, rewrite_mode
+from memoryd.agent.modes import protected_refusal, rewrite_mode
 from memoryd.automem import index as index_mod
 from memoryd.automem.store import TEAM_DIR
 from memoryd.errors import ForbiddenPath, TooLarge
@@ -188,23 +188,12 @@ class ProtectedIndex(PermissionError):
 
 
 def check_index_writable(path: Path) -> None:
-    """ProtectedIndex when the index at `path` is one its owner protected from writes."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if st.st_mode & 0o200 and st.st_uid == os.geteuid():
-        # Ours, its owner's write bit set: an immutable file (chattr +i) is no chmod's to
-        # mend; its rewrite fails as the file system says (EPERM). The owner's bit alone: a
-        # 0664 index made `chmod u-w` (0464) is read-only to its owner, group bits or not.
-        return
-    protected = owner_protected(path, st)
-    if protected is not None:
-        raise ProtectedIndex(
-            path,
-            f"{protected}, so memoryd leaves it as it is; to let it be changed: "
-            f"{how_to_allow(path, st)}",
-        )
+    """ProtectedIndex when the index at `path` is one its owner protected from writes. The
+    owner's write bit alone decides for a file of ours: a 0664 index made `chmod u-w` (0464)
+    is read-only to its owner, group bits or not."""
+    refusal = protected_refusal(path, let_flags_fail=True)
+    if refusal is not None:
+        raise ProtectedIndex(path, refusal)
 
 
 def update_index(

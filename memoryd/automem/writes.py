@@ -16,7 +16,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd.agent.modes import how_to_allow, owner_protected
+from memoryd.agent.modes import protected_refusal
 from memoryd.automem import index as index_mod
 from memoryd.automem import naming
 from memoryd.automem.dedupe import find_near_duplicate, memory_text, normalise
@@ -600,16 +600,9 @@ def _check_not_protected(target: Path) -> None:
     """A memory its owner made read-only is neither replaced nor deleted, as memoryd's
     agents leave it (`agent.modes.owner_protected`): `memory.write` replaced a `chmod 444`
     file by a rename and kept it 444, though `rm` asks before removing such a file."""
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return
-    protected = owner_protected(target, st)
-    if protected is not None:
-        raise ProtectedMemory(
-            f"{protected}, so memoryd leaves it as it is (nothing was changed); to let it be "
-            f"changed: {how_to_allow(target, st)}"
-        )
+    refusal = protected_refusal(target, undone=" (nothing was changed)")
+    if refusal is not None:
+        raise ProtectedMemory(refusal)
 
 
 def agent_write_refusal(memory_dir: Path, path: Path, *, team: bool) -> str | None:

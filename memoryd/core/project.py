@@ -10,6 +10,8 @@ from pathlib import Path
 
 from memoryd import gitfacts, paths
 
+# A session: its project's root and its id (the rules' and recall's sessions are kept by it).
+SessionKey = tuple[Path, str]
 _UNSAFE = re.compile(r"[^A-Za-z0-9]")
 # Characters outside the BMP: two UTF-16 code units each (a surrogate pair).
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")

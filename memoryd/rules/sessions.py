@@ -23,11 +23,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from memoryd.core.project import SessionKey
 
 T = TypeVar("T")
-# A session: its project's root and its id.
-SessionKey = tuple[Path, str]
 
 # Touched paths judged (or made into Paths) on the event loop; more go to a thread.
 INLINE_TOUCHED = 256

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memoryd.core.project import SessionKey
 
 MAX_SESSIONS = 1_000
 MAX_PATHS_PER_SESSION = 500
-
-# A session: its project's root and its id.
-SessionKey = tuple[Path, str]
 
 
 class SurfacedMemories:
