@@ -125,6 +125,8 @@ function M.refresh(ctx, show, background, done)
     local lines, targets = M.render(reply, ctx, vim.env.HOME)
     ui.render(buf, lines, targets)
     M.shown_paths = paths_of(reply)
+    -- MEMORY.md opened from here is about this project, as a memory opened from the list is.
+    require('memoryd.memory_files').add_dir(reply.memory_dir, ctx.cwd)
   end, {
     on_error = background and function(err)
       return err.code == 'down' or err.code == 'closed'
