@@ -230,10 +230,23 @@ T.run({
         return T.message_matching('memory.write failed')
       end)
       -- Refused here ('invalid'), not timed out: no timeout message (a time bound breaks under load).
-      T.has(T.message_matching('memory.write failed').text, 'holds text that is not UTF-8')
+      -- It names the text, with the bytes outside UTF-8 escaped (it said "byte 112 of the request").
+      T.has(T.message_matching('memory.write failed').text, '(Caf\\xe9 opens at nine) is not UTF-8; nothing was sent')
       T.eq(nil, T.message_matching('did not answer'), 'no timeout')
       T.eq('connected', memoryd.client().state, 'connection state')
       T.truthy(T.call('status').version, 'status answers')
+      vim.cmd('bwipeout!')
+      -- A file in a folder whose name is not UTF-8: the path, and what to do.
+      local dir = repo .. '/caf\233'
+      vim.fn.mkdir(dir, 'p')
+      T.write(dir .. '/menu.md', 'x\n')
+      vim.cmd('edit ' .. vim.fn.fnameescape(dir .. '/menu.md'))
+      vim.cmd('MemorydRules')
+      T.wait('the message', function()
+        return T.message_matching('get_context failed')
+      end)
+      T.has(T.message_matching('get_context failed').text, 'the path ' .. repo .. '/caf\\xe9')
+      T.has(T.message_matching('get_context failed').text, 'is not UTF-8: memoryd takes UTF-8 paths only (open it through a symbolic link with a UTF-8 name)')
       vim.cmd('bwipeout!')
     end,
   },

@@ -76,6 +76,54 @@ local function invalid_utf8_at(text)
 end
 Client.invalid_utf8_at = invalid_utf8_at
 
+-- The first string of a request's params that is not UTF-8, and where it is (`cwd`,
+-- `touched_paths.1`): "byte 112 of the request" named nothing the user could change.
+local function first_invalid(value, where)
+  if type(value) == 'string' then
+    return invalid_utf8_at(value) and { where = where, text = value } or nil
+  elseif type(value) == 'table' then
+    for key, item in pairs(value) do
+      local found = first_invalid(item, where and (where .. '.' .. tostring(key)) or tostring(key))
+      if found then
+        return found
+      end
+    end
+  end
+  return nil
+end
+
+-- Why a request holding text that is not UTF-8 is refused, naming that text: a short one shown
+-- with each byte outside UTF-8 as \xNN (`caf\xe9`, as memctl shows it), a path with what to do.
+function Client.not_utf8_reason(params, line)
+  local found = first_invalid(params, nil)
+  if found == nil then
+    return ('the request holds text that is not UTF-8 (byte %d of it); nothing was sent'):format(invalid_utf8_at(line))
+  end
+  local shown
+  if #found.text <= 300 then
+    local parts, rest = {}, found.text
+    while true do
+      local bad = invalid_utf8_at(rest)
+      if bad == nil then
+        parts[#parts + 1] = rest
+        break
+      end
+      parts[#parts + 1] = rest:sub(1, bad - 1) .. ('\\x%02x'):format(rest:byte(bad))
+      rest = rest:sub(bad + 1)
+    end
+    shown = table.concat(parts):gsub('%c', ' ')
+  else
+    shown = ('%d bytes, byte %d of which'):format(#found.text, invalid_utf8_at(found.text))
+  end
+  local key = found.where:match('^[%a_]+') or found.where
+  if key == 'cwd' or key == 'path' or key == 'touched_paths' then
+    return ('the path %s is not UTF-8: memoryd takes UTF-8 paths only (open it through a symbolic link with a UTF-8 name); nothing was sent'):format(
+      shown
+    )
+  end
+  return ('the %s (%s) is not UTF-8; nothing was sent'):format(found.where, shown)
+end
+
 -- opts: path, timeout_ms, line_cap, request_cap, backoff_min_ms, backoff_max_ms,
 --       connect_budget_ms, on_state(state, err) ('up' | 'down' | 'subscribe_failed'),
 --       on_notifications(list); 'up': the daemon's first answer on a connection (not a -32006)
@@ -197,10 +245,9 @@ function Client:request(method, params, cb, timeout_ms)
       self.request_cap
     )
   else
-    local bad = invalid_utf8_at(line)
-    if bad then
+    if invalid_utf8_at(line) then
       -- The daemon reads only UTF-8 (JSON text is UTF-8): say so now, not after a timeout.
-      refused = ('the request holds text that is not UTF-8 (byte %d of it); nothing was sent'):format(bad)
+      refused = Client.not_utf8_reason(params, line)
     end
   end
   if refused then
