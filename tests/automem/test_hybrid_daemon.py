@@ -262,6 +262,46 @@ async def test_a_model_that_tells_no_text_apart_leaves_recall_lexical(
         await stop_daemon(daemon)
 
 
+async def test_a_converted_copy_refused_once_made_again_is_not_made_at_each_start(
+    short_tmp: Path,
+    isolated_env: IsolatedEnv,
+    project: Path,
+    memdir: Path,
+    bundled_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # memoryd's copy of a source that converts to a model telling no text apart was removed
+    # and converted again at every start (all-mpnet-base-v2's: 30 s of a core), refused again.
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("onnx")
+    from memoryd.automem.embeddings import models
+
+    source = isolated_env.root / "weights.zip"  # the package's archive, as found
+    source.write_bytes(b"the first release")
+    monkeypatch.setattr(models, "_package_archive", lambda model: [source])
+    made: list[Path] = []
+
+    def convert(model: Any, parts: list[Path], target: Path, label: str) -> None:
+        made.append(target)
+        table = np.ones((30_522, 16))
+        _gather_model(target, bundled_model_dir / "tokenizer.json", table)
+
+    monkeypatch.setattr(models, "_convert", convert)
+    name = "sentence-transformers/all-MiniLM-L6-v2 (from the all_minilm_l6_v2 package)"
+    why = f"model {name} gives the same vector, or none that is a number"
+    # Made, refused, made again once (a copy damaged mid-way would now load), refused; the
+    # next start keeps it, refused; a new release of the source is made once, then kept.
+    for start, conversions in enumerate((2, 2, 3, 3)):
+        if start == 2:
+            source.write_bytes(b"the second release")
+        daemon = await start_daemon(daemon_config(short_tmp))
+        try:
+            await _lexical_because(daemon, project, memdir, why)
+        finally:
+            await stop_daemon(daemon)
+        assert len(made) == conversions
+
+
 def _table_broken_for(tokenizer: Path, broken: dict[str, float]) -> Any:
     """A random lookup table (texts told apart: the model loads) whose rows for the tokens
     `broken` names hold that value (NaN, infinity): a graph that overflows on those only."""

@@ -11,7 +11,9 @@ cache, whichever route brought it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -23,12 +25,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memoryd.automem.embeddings import apart
-from memoryd.fsutil import flock_within, make_private_dirs
+from memoryd.fsutil import atomic_write_text, flock_within, make_private_dirs, read_regular_file
 from memoryd.paths import state_dir
 
 
 class EncoderUnavailable(Exception):
     """No usable model: the message says why (shown by `status`)."""
+
+
+class ModelRefused(EncoderUnavailable):
+    """A model that loads and runs but tells no text apart (`cosine_scale.measure`): the same
+    graph, and so a conversion of the same source, is refused the same way every time."""
 
 
 @dataclass(frozen=True)
@@ -229,17 +236,77 @@ def _quantize(model: KnownModel, files: ModelFiles) -> ModelFiles:
     return made
 
 
-def discard_if_made_here(files: ModelFiles) -> bool:
-    """Remove memoryd's own converted copy that holds `files`, so the next `locate_model`
-    makes it again; False (nothing removed) for files memoryd did not make: a local folder,
-    the hub's cache."""
+def _made_here(files: ModelFiles) -> Path | None:
+    """memoryd's own converted copy's folder that holds `files`; None for files memoryd did
+    not make (a local folder, the hub's cache)."""
     models = state_dir() / "models"
     try:
-        inside = files.onnx.relative_to(models)
+        return models / files.onnx.relative_to(models).parts[0]
     except ValueError:
+        return None
+
+
+def _refusal_marker(folder: Path) -> Path:
+    return folder.parent / f".{folder.name}.refused"
+
+
+def _source_identity(folder: Path) -> str | None:
+    """What memoryd's copy in `folder` is made from, as `locate_model` finds it: the hub
+    cache's files of its known model and the packages' archive parts, each by path, size
+    and modification time (a change to either is a new source); None when no source is found
+    or the folder is no known model's."""
+    model = next((m for m in KNOWN.values() if _cache_folder(m.name) == folder), None)
+    if model is None:
+        return None
+    hub = _from_hub(model.name, offline=True)
+    found = [hub.onnx, hub.tokenizer] if hub is not None else []
+    found += _package_archive(model) or []
+    stamps = []
+    for path in found:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stamps.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+    return json.dumps(stamps) if stamps else None
+
+
+def refused_before(files: ModelFiles) -> bool:
+    """Whether memoryd's copy holding `files` was made afresh from its present source and
+    refused (`remember_refusal`): made again, it would be refused again."""
+    folder = _made_here(files)
+    if folder is None:
         return False
-    with _converting(models / inside.parts[0]):
-        shutil.rmtree(models / inside.parts[0], ignore_errors=True)
+    try:
+        said = read_regular_file(_refusal_marker(folder), 64 * 1024).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return said == _source_identity(folder)
+
+
+def remember_refusal(files: ModelFiles) -> None:
+    """Mark memoryd's copy holding `files`, just made and refused (`ModelRefused`), with its
+    source's identity: till that source changes, the copy is kept and refused as it is.
+    Without the mark the copy was removed and made again at every start (tens of seconds
+    and all of a core for a base-size model, for the same refusal)."""
+    folder = _made_here(files)
+    source = _source_identity(folder) if folder is not None else None
+    if folder is None or source is None:
+        return
+    with contextlib.suppress(OSError):  # not remembered: made again at the next start
+        atomic_write_text(_refusal_marker(folder), source)
+
+
+def discard_if_made_here(files: ModelFiles) -> bool:
+    """Remove memoryd's own converted copy that holds `files` (and its refusal's mark), so
+    the next `locate_model` makes it again; False (nothing removed) for files memoryd did
+    not make: a local folder, the hub's cache."""
+    folder = _made_here(files)
+    if folder is None:
+        return False
+    with _converting(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        _refusal_marker(folder).unlink(missing_ok=True)
     return True
 
 

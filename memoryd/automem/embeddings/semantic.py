@@ -388,8 +388,11 @@ class SemanticRecall:
         from memoryd.automem.embeddings.encoder import SentenceEncoder
         from memoryd.automem.embeddings.models import (
             EncoderUnavailable,
+            ModelRefused,
             discard_if_made_here,
             locate_model,
+            refused_before,
+            remember_refusal,
         )
 
         def usable(files: ModelFiles) -> tuple[SentenceEncoder, CosineScale]:
@@ -398,7 +401,7 @@ class SemanticRecall:
             if scale is None:
                 # NaN, infinite or one vector for every text (a damaged or foreign graph):
                 # fused in, every memory passed with no floors and each prompt recalled all.
-                raise EncoderUnavailable(
+                raise ModelRefused(
                     f"model {encoder.name} gives the same vector, or none that is a number, "
                     "for texts that share nothing: its graph is damaged or not a sentence encoder"
                 )
@@ -412,10 +415,18 @@ class SemanticRecall:
         except EncoderUnavailable as exc:
             # memoryd's own converted copy, damaged (a crash mid-copy, a full disk): made
             # again once from its source; anything else is the user's to fix, and says why.
+            # One made afresh from the same source and refused is not made again.
+            if isinstance(exc, ModelRefused) and refused_before(files):
+                raise
             if not discard_if_made_here(files):
                 raise
             log.warning("converted embedding model unreadable: making it again", why=str(exc))
-            encoder, scale = usable(locate_model(self.model_name))
+            made = locate_model(self.model_name)
+            try:
+                encoder, scale = usable(made)
+            except ModelRefused:
+                remember_refusal(made)  # its source makes it so: not made again each start
+                raise
         self.scale = scale  # before queries can use it
         self.encoder = encoder
         self.reason = f"hybrid: model {encoder.name} loaded"
