@@ -545,8 +545,9 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
     """A restored session's view buffers, a memory named with a NUL and a line break, a file
     name with a line break in a message, a line range for recall, the status view of a project
     without a team repository, a restore from the history view after the memories view moved
-    to another project, `|` after the commands, and the daemon gone under the rules view
-    (daily_spec.lua; its last test stops the daemon)."""
+    to another project, setup's socket option read as written but for ~ and $NAME, `|` after
+    the commands, and the daemon gone under the rules view (daily_spec.lua; its last test
+    stops the daemon)."""
     team = {"MEMORYD_TEAM_URL": "http://127.0.0.1:9", "MEMORYD_TEAM_TOKEN": "t-nvim-test"}
     with running_daemon(short_tmp / "daily.sock", env=team) as sock:
         repo = make_repo(tmp_path / "work" / "widgets")  # no remote: no team repository
@@ -569,7 +570,7 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
             },
             cwd=repo,
         )
-    assert_all_passed(records, expected=9)
+    assert_all_passed(records, expected=10)
     assert not (memory_dir / "project_core.md").exists()
     assert not (memory_dir / "project_release\nnotes.md").exists()
 

@@ -162,6 +162,30 @@ T.run({
     end,
   },
   {
+    "setup's socket takes a leading ~ and $NAME, and nothing else of vim.fn.expand()",
+    function()
+      -- expand() made '/tmp/{a,b}/m.sock' two paths on two lines and dropped a backslash.
+      local home = vim.env.HOME
+      local cases = {
+        ['/tmp/{a,b}/m.sock'] = '/tmp/{a,b}/m.sock',
+        ['/tmp/a\\b.sock'] = '/tmp/a\\b.sock',
+        ['/tmp/*/m.sock'] = '/tmp/*/m.sock',
+        ['~/m.sock'] = home .. '/m.sock',
+        ['$HOME/m.sock'] = home .. '/m.sock',
+        ['${HOME}/x/m.sock'] = home .. '/x/m.sock',
+        ['/x/$MEMORYD_TEST_UNSET_VARIABLE/m.sock'] = '/x/$MEMORYD_TEST_UNSET_VARIABLE/m.sock',
+      }
+      local configured = memoryd.config.socket
+      for option, expected in pairs(cases) do
+        memoryd.config.socket = option -- read, not connected to: setup() would reconnect
+        local ok, path = pcall(memoryd.socket_path)
+        memoryd.config.socket = configured
+        T.eq(true, ok, option)
+        T.eq(expected, path, option)
+      end
+    end,
+  },
+  {
     'a restore chosen in the history view goes to its project, whatever the memories view shows by then',
     function()
       -- Restore took the project of the memories view at <CR>: once :MemorydMemories had been

@@ -39,7 +39,7 @@ local warned = {} -- the socket rule's warnings already shown: each once a sessi
 -- (shown once as a warning, as memctl and the daemon print it once on stderr).
 function M.socket_path()
   if M.config.socket and M.config.socket ~= '' then
-    return socket_path.normalize(vim.fn.expand(M.config.socket)), 'setup({socket = …})'
+    return socket_path.normalize(socket_path.expand_option(M.config.socket)), 'setup({socket = …})'
   end
   local path, rule, warning = socket_path.resolve()
   if warning and not warned[warning] then

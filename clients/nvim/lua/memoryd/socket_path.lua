@@ -101,6 +101,31 @@ function M.home(getenv)
   return passwd and passwd.homedir or uv.os_homedir()
 end
 
+-- A leading ~ as the home folder, as every memoryd client reads a socket path.
+function M.expand_home(path, getenv)
+  if path == '~' or path:sub(1, 2) == '~/' then
+    return M.home(getenv or os.getenv) .. path:sub(2)
+  end
+  return path
+end
+
+-- setup()'s `socket`: a leading ~ as the home folder and $NAME or ${NAME} as that variable
+-- (one that is unset stays as written), nothing else. vim.fn.expand() also took wildcards,
+-- braces and backslashes: '/tmp/{a,b}/m.sock' became two paths on two lines, '/tmp/a\b.sock'
+-- lost its backslash, and a '*' matching a file named that file.
+function M.expand_option(path, getenv)
+  getenv = getenv or os.getenv
+  -- one pass: a variable's value is never read for more variables
+  path = path:gsub('%$({?)([%a_][%w_]*)(}?)', function(open, name, close)
+    local value = getenv(name)
+    if value == nil or (open == '{' and close ~= '}') then
+      return nil -- kept as written
+    end
+    return open == '{' and value or value .. close
+  end)
+  return M.expand_home(path, getenv)
+end
+
 -- The path, the rule that chose it (for :checkhealth), and a warning when $XDG_RUNTIME_DIR was
 -- passed over (the caller shows it). getenv defaults to os.getenv and sysname to this
 -- system's (uname); tests pass their own.
@@ -111,9 +136,7 @@ function M.resolve(getenv, sysname)
   if configured and configured ~= '' then
     -- As the Python client: a leading ~ is the home folder (the variable is often set where no
     -- shell expands it), a relative path is taken from the working directory.
-    if configured == '~' or configured:sub(1, 2) == '~/' then
-      configured = M.home(getenv) .. configured:sub(2)
-    end
+    configured = M.expand_home(configured, getenv)
     if configured:sub(1, 1) ~= '/' then
       configured = uv.cwd() .. '/' .. configured
     end
