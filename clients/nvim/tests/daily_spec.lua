@@ -142,6 +142,16 @@ T.run({
     end,
   },
   {
+    "status view: a feature's reason is shown whole, what to do at its end too",
+    function()
+      local reason = 'team sync is not configured: set MEMORYD_TEAM_URL (the memoryd-team server) and '
+        .. 'MEMORYD_TEAM_TOKEN (from `memoryd-team token create --repo owner/repo`), then restart memoryd'
+      local base = { version = '1', socket = '/s', features = { team_sync = { enabled = false, reason = reason } } }
+      local text = table.concat(require('memoryd.views.status').render(base, nil, nil, '/s', {}), '\n')
+      T.has(text, 'team_sync          off — ' .. reason, 'the feature line')
+    end,
+  },
+  {
     "status view: a daemon older than team.status's why is worded by the plugin, a newer one's why shown as sent",
     function()
       local status = require('memoryd.views.status')

@@ -17,7 +17,8 @@ local function state_of(feature)
   if on then
     return 'on'
   end
-  return 'off — ' .. format.one_line(feature.reason or '?', 160)
+  -- 400, as the other lines: the team_sync reason (190) lost its 'then restart memoryd' at 160
+  return 'off — ' .. format.one_line(feature.reason or '?', 400)
 end
 
 -- team.status's `suppressed` in words, for a daemon older than team.status's `why` (session 20),
