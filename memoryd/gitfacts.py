@@ -392,13 +392,13 @@ def is_tracked(worktree_root: Path, relpath: str) -> bool:
         parsed = _index_paths(data, hash_size)
         if parsed is None:
             continue
-        paths, end = parsed
+        paths, extensions = parsed
         if wanted in paths:
             return True
         # A split index (`core.splitIndex`) keeps most entries in a shared index it links to:
         # read alone, a tracked file there was not seen. Its own deletions are not applied,
         # so a file it removed may still count as tracked: the side that guards.
-        shared = _linked_shared_index(data, end, hash_size)
+        shared = _linked_shared_index(extensions.get(b"link", b""), hash_size)
         if shared is None:
             return False
         try:
@@ -410,25 +410,33 @@ def is_tracked(worktree_root: Path, relpath: str) -> bool:
     return False
 
 
-def _linked_shared_index(data: bytes, offset: int, hash_size: int) -> str | None:
-    """The file name of the shared index a split index links to (its `link` extension),
-    None when it links to none."""
-    limit = len(data) - hash_size  # the index's own checksum ends it
+def _linked_shared_index(link: bytes, hash_size: int) -> str | None:
+    """The file name of the shared index a split index's `link` extension names, None when
+    it names none."""
+    if len(link) < hash_size:
+        return None
+    name = link[:hash_size].hex()
+    return None if not name.strip("0") else f"sharedindex.{name}"
+
+
+def _extensions(data: bytes, offset: int, hash_size: int) -> dict[bytes, bytes] | None:
+    """An index's extensions from `offset` by signature; None unless they end where its
+    checksum of `hash_size` bytes begins. An index of no entries (a split index whose entries
+    are all in its shared index) parses with either hash's sizes: only its extensions, which
+    end at the checksum, tell a SHA-256 one from a SHA-1 one."""
+    limit = len(data) - hash_size
+    found: dict[bytes, bytes] = {}
     while offset + 8 <= limit:
-        signature = data[offset : offset + 4]
         size = int.from_bytes(data[offset + 4 : offset + 8], "big")
-        body = data[offset + 8 : offset + 8 + size]
-        if signature == b"link" and len(body) >= hash_size:
-            name = body[:hash_size].hex()
-            return None if not name.strip("0") else f"sharedindex.{name}"
+        found.setdefault(data[offset : offset + 4], data[offset + 8 : offset + 8 + size])
         offset += 8 + size
-    return None
+    return found if offset == limit else None
 
 
-def _index_paths(data: bytes, hash_size: int) -> tuple[set[bytes], int] | None:
-    """The paths of an index (versions 2-4) read with `hash_size`-byte object names, and the
-    offset after its entries; None when it does not parse that way (each entry's name length
-    must match its flags)."""
+def _index_paths(data: bytes, hash_size: int) -> tuple[set[bytes], dict[bytes, bytes]] | None:
+    """The paths of an index (versions 2-4) read with `hash_size`-byte object names, and its
+    extensions by signature; None when it does not parse that way (each entry's name length
+    must match its flags, its extensions must end at its checksum)."""
     if len(data) < 12 or data[:4] != b"DIRC":
         return None
     version = int.from_bytes(data[4:8], "big")
@@ -466,7 +474,8 @@ def _index_paths(data: bytes, hash_size: int) -> tuple[set[bytes], int] | None:
             return None
         paths.add(path)
         previous = path
-    return paths, offset
+    extensions = _extensions(data, offset, hash_size)
+    return None if extensions is None else (paths, extensions)
 
 
 def _varint(data: bytes, offset: int) -> tuple[int | None, int]:

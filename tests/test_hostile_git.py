@@ -3,6 +3,7 @@ does not make that repository this folder's project: not its root, memory folder
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -191,4 +192,27 @@ def test_is_tracked_reads_a_split_index_and_its_shared_index(
     assert list((repo / ".git").glob("sharedindex.*"))
     assert gitfacts.is_tracked(repo, ".claude/settings.local.json")
     assert gitfacts.is_tracked(repo, "other.txt")
+    assert not gitfacts.is_tracked(repo, ".claude/settings.json")
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_is_tracked_reads_a_split_index_that_holds_no_entry_of_its_own(
+    tmp_path: Path, object_format: str
+) -> None:
+    # Found by a CI run: a split index whose entries are all in its shared index (no file was
+    # racily clean when it was written) has none to tell SHA-1 sizes from SHA-256 ones, and a
+    # SHA-256 one read as SHA-1 named a shared index that is not there: a committed
+    # settings.local.json was not seen. The files' times are set well before the index's so
+    # that git copies none of them into the split index.
+    repo = tmp_path / "repo"
+    _git("init", "-q", f"--object-format={object_format}", str(repo), cwd=tmp_path)
+    (repo / ".claude").mkdir()
+    local = repo / ".claude" / "settings.local.json"
+    local.write_text("{}")
+    os.utime(local, (1_000_000_000, 1_000_000_000))
+    _git("add", "-f", ".", cwd=repo)
+    _git("update-index", "--split-index", cwd=repo)
+    index = (repo / ".git" / "index").read_bytes()
+    assert int.from_bytes(index[8:12], "big") == 0  # the case: no entry of its own
+    assert gitfacts.is_tracked(repo, ".claude/settings.local.json")
     assert not gitfacts.is_tracked(repo, ".claude/settings.json")
