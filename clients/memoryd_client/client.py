@@ -221,11 +221,17 @@ class Connector:
         return sock
 
 
+def socket_path_max(platform: str | None = None) -> int:
+    """The longest path a Unix socket may have, in bytes: sun_path less its closing NUL, 107
+    on Linux, 103 on macOS (`platform` is `sys.platform` unless given): the clients' check and
+    `memctl service install`'s refusal; the daemon checks the same at its bind."""
+    return 103 if (platform or sys.platform) == "darwin" else 107
+
+
 def socket_path_too_long(path: Path) -> str | None:
-    """Why no socket can be at `path` when it is longer than a Unix socket's path may be
-    (sun_path less its closing NUL: 107 bytes on Linux, 103 on macOS), with what to do; None
-    when it is not."""
-    size, limit = len(os.fsencode(path)), 103 if sys.platform == "darwin" else 107
+    """Why no socket can be at `path` when it is longer than `socket_path_max()`, with what
+    to do; None when it is not."""
+    size, limit = len(os.fsencode(path)), socket_path_max()
     if size <= limit:
         return None
     return (

@@ -22,6 +22,7 @@ from memctl import files, lifecycle, service_units
 from memctl.commands.daemon import version_skew
 from memctl.output import EXIT_RPC, EXIT_USAGE, emit, fail
 from memoryd_client import default_socket_path, paths
+from memoryd_client.client import socket_path_max
 from memoryd_client.private_dirs import make_private_dirs
 
 
@@ -304,15 +305,12 @@ def _tool(manager: str) -> str | None:
     return shutil.which("launchctl" if manager == "launchd" else "systemctl")
 
 
-# The longest socket path each system's AF_UNIX takes (sun_path, its closing NUL left out), as
-# the daemon checks it (memoryd/daemon/server.py).
-_SOCKET_PATH_MAX = {"systemd": 107, "launchd": 103}
-
-
 def _refusals(report: Report, units: list[service_units.UnitFile], sock: Path) -> None:
     """What install will not do, decided the same way on a dry run as on a real one."""
     manager = "launchd" if units[0].path.suffix == ".plist" else "systemd"
-    size, limit = len(os.fsencode(sock)), _SOCKET_PATH_MAX[manager]
+    # The limit of the system the units are for (the daemon checks the same at its bind).
+    size = len(os.fsencode(sock))
+    limit = socket_path_max("darwin" if manager == "launchd" else "linux")
     if size > limit:
         # systemd drops such a ListenStream= (the socket unit then fails to start); the
         # LaunchAgent's daemon exits 2 and launchd starts it again every 10 s, for ever.
