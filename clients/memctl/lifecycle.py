@@ -374,7 +374,6 @@ def _refuse_theirs(sock: Path, uid: int) -> None:
 
 def _last_logged_event(log_file: Path) -> str | None:
     """The daemon's one-line reason for stopping: the last JSON log line's event."""
-
     try:
         with open(log_file, "rb") as handle:
             handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))

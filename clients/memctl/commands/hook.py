@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memctl import claude_code  # json and pathlib only
+from memctl import claude_code  # the standard library and memoryd_client.client only
 from memctl.global_flags import socket_path
 from memoryd_client.client import strict_json  # loaded by global_flags already
 
