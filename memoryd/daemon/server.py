@@ -42,6 +42,7 @@ from memoryd.fsutil import (
 )
 from memoryd.paths import status_file_for
 from memoryd_client import paths as client_paths
+from memoryd_client.client import socket_path_max
 from memoryd_client.peercred import peer_uid
 from memoryd_client.private_files import folder_problem
 
@@ -231,18 +232,14 @@ def check_socket_folder(folder: Path) -> None:
         raise StartupError(f"refusing the socket folder: {problem}; use a folder of your own")
 
 
-# sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL.
-_AF_UNIX_PATH_MAX = 103 if sys.platform == "darwin" else 107
-
-
 def bind_socket(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     """A listening socket at `path` and the (st_dev, st_ino) of its file; StartupError, one
     line saying what to do, when the system will not give one (a path too long for AF_UNIX, a
     file where its folder goes)."""
-    size = len(os.fsencode(path))
-    if size > _AF_UNIX_PATH_MAX:
+    size, limit = len(os.fsencode(path)), socket_path_max()
+    if size > limit:
         raise StartupError(
-            f"the socket path {path} is {size} bytes, over the {_AF_UNIX_PATH_MAX} a Unix "
+            f"the socket path {path} is {size} bytes, over the {limit} a Unix "
             "socket's path may have: set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a "
             "shorter one"
         )
