@@ -302,6 +302,26 @@ async def test_a_converted_copy_refused_once_made_again_is_not_made_at_each_star
         assert len(made) == conversions
 
 
+def test_a_refused_copy_is_made_again_by_another_memoryd(
+    isolated_env: IsolatedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The copy is memoryd's conversion (and quantization) of its source: a release that mends
+    # them must make it again, not keep the refusal the one before it remembered.
+    from memoryd.automem.embeddings import models
+
+    source = isolated_env.root / "weights.zip"
+    source.write_bytes(b"the first release")
+    monkeypatch.setattr(models, "_package_archive", lambda model: [source])
+    folder = models._cache_folder(models.MINILM.name) / "int8"
+    folder.mkdir(parents=True)
+    files = models.ModelFiles("MiniLM", folder / "model.onnx", folder / "tokenizer.json")
+    monkeypatch.setattr(models, "installed_version", lambda: "0.1.0+gaaaaaaa")
+    models.remember_refusal(files)
+    assert models.refused_before(files)
+    monkeypatch.setattr(models, "installed_version", lambda: "0.1.0+gbbbbbbb")
+    assert not models.refused_before(files)
+
+
 def _table_broken_for(tokenizer: Path, broken: dict[str, float]) -> Any:
     """A random lookup table (texts told apart: the model loads) whose rows for the tokens
     `broken` names hold that value (NaN, infinity): a graph that overflows on those only."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from memoryd.automem.embeddings import apart
 from memoryd.fsutil import atomic_write_text, flock_within, make_private_dirs, read_regular_file
 from memoryd.paths import state_dir
+from memoryd_client.version import installed_version
 
 
 class EncoderUnavailable(Exception):
@@ -253,8 +254,9 @@ def _refusal_marker(folder: Path) -> Path:
 def _source_identity(folder: Path) -> str | None:
     """What memoryd's copy in `folder` is made from, as `locate_model` finds it: the hub
     cache's files of its known model and the packages' archive parts, each by path, size
-    and modification time (a change to either is a new source); None when no source is found
-    or the folder is no known model's."""
+    and modification time (a change to either is a new source), and the memoryd that made it
+    (its conversion and quantization are memoryd's code: a release mending them makes the
+    copy again); None when no source is found or the folder is no known model's."""
     model = next((m for m in KNOWN.values() if _cache_folder(m.name) == folder), None)
     if model is None:
         return None
@@ -268,7 +270,7 @@ def _source_identity(folder: Path) -> str | None:
         except OSError:
             continue
         stamps.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
-    return json.dumps(stamps) if stamps else None
+    return json.dumps({"memoryd": installed_version(), "source": stamps}) if stamps else None
 
 
 def refused_before(files: ModelFiles) -> bool:
