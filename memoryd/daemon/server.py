@@ -306,8 +306,10 @@ def runtime_dir_problem(path: Path) -> str | None:
 
 
 # How long binding (or removing) the socket file waits for another daemon's: its check, unlink
-# and bind take milliseconds, so only one stopped mid-way holds the lock this long.
-SOCKET_LOCK_WAIT_S = 30.0
+# and bind take at most a second (a stale socket's probe), so only one stopped mid-way holds
+# the lock this long. Well under `memctl start`'s wait (15 s), which then shows this refusal:
+# at 30 s it said only "did not become healthy", and the daemon came up after it gave up.
+SOCKET_LOCK_WAIT_S = 5.0
 
 
 @contextlib.contextmanager
