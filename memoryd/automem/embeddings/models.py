@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memoryd.automem.embeddings import apart
@@ -50,6 +50,10 @@ class ModelFiles:
     # batch, so batched, a text's vector would depend on its neighbours (cosine 0.97–0.99 to
     # its own): one at a time keeps a vector a function of its text alone.
     batch: int = 8
+    # Made (converted or quantized) by the `locate_model` call that returned it: a refusal
+    # of it is its source's (and this memoryd's), so making it again would be refused again.
+    # Not part of what the files are.
+    fresh: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,9 @@ def from_packages(model: KnownModel) -> ModelFiles | None:
             found = _files_in(target, label)
             if found is None:
                 raise
-    return _files_in(target, label)
+            return found
+    made = _files_in(target, label)
+    return replace(made, fresh=True) if made is not None else None
 
 
 def _convert(model: KnownModel, parts: list[Path], target: Path, label: str) -> None:
@@ -234,7 +240,7 @@ def _quantize(model: KnownModel, files: ModelFiles) -> ModelFiles:
         raise EncoderUnavailable(f"{model.name}: int8 graph could not be made: {exc}") from exc
     made = _int8_files(model)
     assert made is not None  # both files were just written
-    return made
+    return replace(made, fresh=True)
 
 
 def _made_here(files: ModelFiles) -> Path | None:
@@ -314,7 +320,7 @@ def discard_if_made_here(files: ModelFiles) -> bool:
 
 def locate_model(name: str | None = None) -> ModelFiles:
     """The model's files, fetched, converted or quantized if need be (slow: call off the
-    event loop)."""
+    event loop); `fresh` when this call made memoryd's copy."""
     # Blank (an env file's "MEMORYD_EMBEDDING_MODEL= ") is unset: it was asked of the hub.
     wanted = (name or os.environ.get("MEMORYD_EMBEDDING_MODEL") or "").strip() or DEFAULT_MODEL
     folder = Path(wanted).expanduser()

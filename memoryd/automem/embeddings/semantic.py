@@ -415,7 +415,11 @@ class SemanticRecall:
         except EncoderUnavailable as exc:
             # memoryd's own converted copy, damaged (a crash mid-copy, a full disk): made
             # again once from its source; anything else is the user's to fix, and says why.
-            # One made afresh from the same source and refused is not made again.
+            # One made afresh from the same source and refused is not made again: just now
+            # (its conversion would be repeated for the same refusal) or at an earlier start.
+            if isinstance(exc, ModelRefused) and files.fresh:
+                remember_refusal(files)
+                raise
             if isinstance(exc, ModelRefused) and refused_before(files):
                 raise
             if not discard_if_made_here(files):
