@@ -119,6 +119,38 @@ T.run({
     end,
   },
   {
+    'a save beside a protected team/MEMORY.md brings MEMORY.md in step and names the protected one',
+    function()
+      -- Since session 24 memory.reconcile rewrites MEMORY.md and names a team/MEMORY.md its
+      -- owner made read-only in `warnings` instead of failing: the save said nothing of it.
+      local team_index = memory_dir .. '/team/MEMORY.md'
+      T.truthy(vim.fn.mkdir(memory_dir .. '/team', 'p') == 1, 'the team folder')
+      T.write(team_index, '')
+      T.write(memory_dir .. '/team/user_style.md', '---\nname: Style\ndescription: tabs\ntype: user\n---\nTabs.\n')
+      T.write(memory_dir .. '/user_coffee.md', '---\nname: Coffee\ndescription: black\ntype: user\n---\nBlack.\n')
+      T.truthy(uv.fs_chmod(team_index, tonumber('444', 8)), 'team/MEMORY.md made read-only')
+      local ok, err = pcall(function()
+        -- another memory than Deploys, whose versions the test after this file counts
+        files.add_dir(memory_dir, repo)
+        T.edit(by_hand)
+        vim.api.nvim_buf_set_lines(0, -1, -1, false, { 'Not in August.' })
+        vim.cmd('write')
+        T.wait('the warning', function()
+          return T.message_matching('MEMORY.md not brought in step: not reconciled: ' .. team_index) ~= nil
+        end)
+      end)
+      uv.fs_chmod(team_index, tonumber('644', 8))
+      assert(ok, err)
+      T.has(T.message_matching('not brought in step').text, 'chmod u+w ' .. team_index, 'what allows it')
+      T.eq(vim.log.levels.WARN, T.message_matching('not brought in step').level, 'its level')
+      T.has(T.file(memory_dir .. '/MEMORY.md'), 'user_coffee.md', 'MEMORY.md, brought in step')
+      T.eq('', T.file(team_index), 'team/MEMORY.md, left as it was')
+      T.eq(1, T.count_messages('not brought in step'), 'warnings')
+      -- the team folder would be in the way of the tests after this one
+      vim.fn.delete(memory_dir .. '/team', 'rf')
+    end,
+  },
+  {
     'a save that stopped waiting for the snapshot: the daemon answering later keeps nothing of the new text',
     function()
       -- Found by a bug hunt: the write went ahead after SNAPSHOT_WAIT_MS, the daemon ran the
@@ -199,6 +231,44 @@ T.run({
       T.eq(tostring(uv.fs_stat(memory).size), tostring(asked[1].expect.size), 'the stamp sent first')
       T.eq(nil, asked[2].expect, 'the second without it')
       T.eq(0, T.count_messages('not kept'), 'warnings')
+    end,
+  },
+  {
+    "a reconcile's warnings of another shape than a list of text say nothing and break nothing",
+    function()
+      -- A daemon may send anything; answered in order, so the last reply's warning comes
+      -- after the others were read.
+      local replies = {
+        '{"added":0,"removed":0,"warnings":"not a list"}',
+        '{"added":0,"removed":0,"warnings":null}',
+        '{"added":0,"removed":0,"warnings":{"a":"b"}}',
+        '{"added":0,"removed":0,"warnings":[7,"",null,{"a":"b"}]}',
+        '"not an object"',
+        '{"added":0,"removed":0,"warnings":["the last one\\nof two lines"]}',
+      }
+      local answered = 0
+      local path = vim.fn.tempname() .. '.sock'
+      local server = T.serve(path, function(request, conn)
+        local result = '{}'
+        if request.method == 'memory.reconcile' then
+          answered = answered + 1
+          result = replies[answered]
+        end
+        conn:write(('{"jsonrpc":"2.0","id":%d,"result":%s}\n'):format(request.id, result))
+      end)
+      memoryd.setup({ socket = path, notifications = false, timeout_ms = T.TIMEOUT_MS })
+      for _ = 1, #replies do
+        files.after_write(memory)
+      end
+      local ok, err = pcall(T.wait, 'the last warning', function()
+        return T.message_matching('the last one') ~= nil
+      end)
+      server.close()
+      assert(ok, err)
+      T.eq(#replies, answered, 'reconciles')
+      T.eq(1, T.count_messages('not brought in step'), 'warnings')
+      T.has(T.message_matching('the last one').text, 'MEMORY.md not brought in step: the last one', 'the warning')
+      T.eq(nil, T.message_matching('the last one').text:find('\n', 1, true), 'a line break in it')
     end,
   },
 })

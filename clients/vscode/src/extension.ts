@@ -18,6 +18,7 @@ import {
   memoriesTree,
   memoryHistory,
   reconcileSaved,
+  reconcileWarnings,
   restoreMemory,
   snapshotBeforeSave,
 } from "./core/memories";
@@ -352,7 +353,11 @@ class MemorydExtension implements vscode.Disposable {
     if (this.memoryDirs.projectOf(file) !== undefined) {
       // Edited by hand: bring MEMORY.md in step, as after any edit made outside memoryd, in
       // the project the folder was listed for (the memory file's own folder is none).
-      await this.guard(() => reconcileSaved(this.client, file, this.memoryDirs), "MEMORY.md not brought in step", true);
+      const result = await this.guard(() => reconcileSaved(this.client, file, this.memoryDirs), "MEMORY.md not brought in step", true);
+      // a protected index is left and the other rewritten: the reply says so, no longer an error
+      for (const warning of reconcileWarnings(result)) {
+        show({ level: "warning", text: `memoryd: MEMORY.md not brought in step: ${oneLine(warning)}` });
+      }
       this.memories.refresh();
     }
     if (this.ruleFiles.has(file) || /(CLAUDE|AGENTS)(\.local)?\.md$|\.claude\/rules\//.test(file)) {

@@ -371,6 +371,53 @@ describe("the extension in a stand-in VS Code", () => {
     }
   });
 
+  test("a reconcile that left a protected team/MEMORY.md says so after the save; a warnings field of another shape says nothing", async () => {
+    // Since session 24 memory.reconcile rewrites MEMORY.md and names a protected team/MEMORY.md
+    // in `warnings` instead of failing: the save said nothing of it.
+    const sock = path.join(tmp, "reconcile-warnings.sock");
+    const memoryDir = path.join(tmp, "reconcile-warnings-memory");
+    const protectedIndex = path.join(memoryDir, "team", "MEMORY.md");
+    const warning = `not reconciled: ${protectedIndex} is read-only: chmod u+w ${protectedIndex} allows it`;
+    const replies: unknown[] = [
+      { added: 1, removed: 0, warnings: [warning, 7, ""] },
+      { added: 0, removed: 0, warnings: "not a list" },
+      { added: 0, removed: 0, warnings: null },
+      { added: 0, removed: 0, warnings: ["the last one"] },
+    ];
+    let reconciles = 0;
+    const server = await fakeServer(sock, (line, s) => {
+      const request = JSON.parse(line) as { id: number; method: string };
+      const reply = (result: unknown) => s.write(resultReply(request.id, result));
+      if (request.method === "subscribe") {
+        reply({ subscribed: [] });
+      } else if (request.method === "memory.list") {
+        reply({ instruction_files: [], memories: [], memory_dir: memoryDir, team_dir: null, warnings: [] });
+      } else if (request.method === "memory.reconcile") {
+        reply(replies[reconciles++]);
+      } else {
+        s.write(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32003, message: "not here" } }) + "\n");
+      }
+    });
+    try {
+      activate(sock, [one.root]);
+      await F.viewText("memoryd.memoriesView"); // lists the memory folder
+      const saved = new F.TextDocument(F.Uri.file(path.join(memoryDir, "user_coffee.md")), "edited by hand");
+      const said = () => F.fake.shown.map((m) => [m.level, m.text]);
+      F.fake.onDidSaveTextDocument.fire(saved);
+      await waitFor(() => F.fake.shown.length >= 1, PATIENCE_MS, "the reconcile's warning");
+      assert.deepEqual(said(), [["warning", `memoryd: MEMORY.md not brought in step: ${warning}`]]);
+      // answered in order on one connection: the last one's warning comes after the other two
+      for (let i = 0; i < 3; i++) {
+        F.fake.onDidSaveTextDocument.fire(saved);
+      }
+      await waitFor(() => F.fake.shown.length >= 2, PATIENCE_MS, "the last reconcile's warning");
+      assert.equal(reconciles, 4);
+      assert.deepEqual(said().slice(1), [["warning", "memoryd: MEMORY.md not brought in step: the last one"]]);
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a failed reconcile after saving a memory refreshes the Memories view while its error is open", async () => {
     const sock = path.join(tmp, "reconcile.sock");
     const memoryDir = path.join(tmp, "reconcile-memory");

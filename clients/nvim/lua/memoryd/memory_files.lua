@@ -103,20 +103,32 @@ function M.before_write(file, modified)
   end
 end
 
+-- A reconcile's warning or refusal names the index twice, what is wrong and then the remedy
+-- (`chmod u+w <index>`): cut at 300 characters, a memory folder's long path hid the remedy.
+M.NOT_IN_STEP_MAX = 2000
+
 -- BufWritePost: MEMORY.md in step, and the memories view showing the saved file.
 function M.after_write(file)
   local cwd = M.project_of(file)
   if cwd == nil then
     return
   end
-  memoryd.client():request('memory.reconcile', { cwd = cwd }, function(err)
+  memoryd.client():request('memory.reconcile', { cwd = cwd }, function(err, result)
     if err == nil then
+      -- a protected index (team/MEMORY.md chmod 444) is left and the other rewritten: since
+      -- session 24 the reply names it in `warnings` (any shape: a daemon may send anything)
+      local warnings = type(result) == 'table' and result.warnings or nil
+      for _, w in ipairs(type(warnings) == 'table' and warnings or {}) do
+        if type(w) == 'string' and w ~= '' then
+          memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(w, M.NOT_IN_STEP_MAX), vim.log.levels.WARN)
+        end
+      end
       if package.loaded['memoryd.views.memories'] then
         require('memoryd.views.memories').reload_in_background()
       end
     elseif err.code ~= 'down' and err.code ~= 'closed' then
       -- a daemon that went away was reported once; the next save reconciles everything
-      memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(err.message, 300), vim.log.levels.WARN)
+      memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(err.message, M.NOT_IN_STEP_MAX), vim.log.levels.WARN)
     end
   end)
 end

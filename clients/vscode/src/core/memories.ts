@@ -176,6 +176,15 @@ export async function reconcileSaved(client: MemorydClient, file: string, dirs: 
 }
 
 /**
+ * The reconcile's warnings (a protected index left as it was, the other brought in step):
+ * its strings, none when the field is missing or not a list (a daemon may send anything).
+ */
+export function reconcileWarnings(result: ReconcileResult | undefined): string[] {
+  const warnings: unknown = result?.warnings;
+  return Array.isArray(warnings) ? warnings.filter((w): w is string => typeof w === "string" && w !== "") : [];
+}
+
+/**
  * What VS Code gives a will-save listener: past 1,500 ms its save goes on without it, and a
  * listener late three times is never asked again. The snapshot is waited for a little less.
  */

@@ -100,6 +100,8 @@ export interface WriteResult {
 export interface ReconcileResult {
   added: number;
   removed: number;
+  /** One per index left as it was because its owner protected it (since session 24). */
+  warnings?: string[];
 }
 
 export interface HistoryVersion {
