@@ -680,7 +680,7 @@ def test_a_memory_saved_in_place_keeps_the_text_it_replaced(
         },
         cwd=repo,
     )
-    assert_all_passed(records, expected=10)
+    assert_all_passed(records, expected=11)
     assert memory.read_text().endswith("Written while memoryd was down.\n")
     with Client(daemon_socket, timeout=10) as conn:
         history = conn.call("memory.history", {"cwd": str(repo), "path": str(memory)})

@@ -151,6 +151,42 @@ T.run({
     end,
   },
   {
+    'a save or a restore beside a protected MEMORY.md warns with the chmod u+w that allows it',
+    function()
+      -- The daemon's warning names the index three times ("<index> was not rewritten: <index>
+      -- is read-only …; chmod u+w <index>"): cut at 300 characters, a long memory folder's
+      -- path hid the remedy after memory.write and memory.restore.
+      local index = memory_dir .. '/MEMORY.md'
+      T.truthy(#index > 100, 'a memory folder path long enough to need more than 300 characters')
+      local restored = T.call('memory.history', { cwd = repo, path = by_hand }).versions[1]
+      T.truthy(restored, 'a version of the memory made by hand (the save of the test before)')
+      -- the message saying it was done, then the warning after it
+      local function warned_after(done)
+        for _, text in ipairs({ done, index .. ' could not be rewritten' }) do
+          T.wait(text, function()
+            return T.message_matching(text) ~= nil
+          end)
+        end
+        return T.message_matching(index .. ' could not be rewritten')
+      end
+      T.truthy(uv.fs_chmod(index, tonumber('444', 8)), 'MEMORY.md made read-only')
+      local ok, err = pcall(function()
+        T.edit(repo .. '/CLAUDE.md')
+        T.answers = { 1, 'Tea' } -- user, the name
+        vim.cmd('MemorydRemember Green tea, no sugar')
+        local write_warning = warned_after('saved memory user_tea.md')
+        T.has(write_warning.text, 'chmod u+w ' .. index, 'what allows it, after a write')
+        T.eq(vim.log.levels.WARN, write_warning.level, 'its level')
+        T.messages = {}
+        T.answers = { 1 } -- yes, restore
+        require('memoryd.views.memories').restore({ cwd = repo, path = by_hand, name = 'By hand', version = restored.version })
+        T.has(warned_after('restored project_by_hand.md').text, 'chmod u+w ' .. index, 'what allows it, after a restore')
+      end)
+      uv.fs_chmod(index, tonumber('644', 8))
+      assert(ok, err)
+    end,
+  },
+  {
     'a save that stopped waiting for the snapshot: the daemon answering later keeps nothing of the new text',
     function()
       -- Found by a bug hunt: the write went ahead after SNAPSHOT_WAIT_MS, the daemon ran the

@@ -109,6 +109,11 @@ function M.as_field(text)
   return (text:gsub('[%z\1-\31\127 ]+', ' '):gsub('^ ', ''):gsub(' $', ''))
 end
 
+-- The longest a daemon's warning is shown (memory.write's, memory.restore's, memory.reconcile's):
+-- one about a protected MEMORY.md names the index two or three times, what is wrong and then
+-- the remedy (`chmod u+w <index>`); cut at 300 characters, a long memory folder path hid it.
+M.WARNING_MAX = 2000
+
 -- Text that fits on one line (notifications and list entries never break the layout).
 function M.one_line(text, max)
   text = M.clean(text)

@@ -103,10 +103,6 @@ function M.before_write(file, modified)
   end
 end
 
--- A reconcile's warning or refusal names the index twice, what is wrong and then the remedy
--- (`chmod u+w <index>`): cut at 300 characters, a memory folder's long path hid the remedy.
-M.NOT_IN_STEP_MAX = 2000
-
 -- BufWritePost: MEMORY.md in step, and the memories view showing the saved file.
 function M.after_write(file)
   local cwd = M.project_of(file)
@@ -120,7 +116,7 @@ function M.after_write(file)
       local warnings = type(result) == 'table' and result.warnings or nil
       for _, w in ipairs(type(warnings) == 'table' and warnings or {}) do
         if type(w) == 'string' and w ~= '' then
-          memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(w, M.NOT_IN_STEP_MAX), vim.log.levels.WARN)
+          memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(w, format.WARNING_MAX), vim.log.levels.WARN)
         end
       end
       if package.loaded['memoryd.views.memories'] then
@@ -128,7 +124,7 @@ function M.after_write(file)
       end
     elseif err.code ~= 'down' and err.code ~= 'closed' then
       -- a daemon that went away was reported once; the next save reconciles everything
-      memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(err.message, M.NOT_IN_STEP_MAX), vim.log.levels.WARN)
+      memoryd.message('MEMORY.md not brought in step: ' .. format.one_line(err.message, format.WARNING_MAX), vim.log.levels.WARN)
     end
   end)
 end

@@ -230,7 +230,7 @@ function M.restore(version)
       memoryd.message(('restored %s (%s)'):format(format.basename(version.path), version.version))
       -- As memory.write's: e.g. MEMORY.md could not be rewritten yet.
       for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
-        memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
+        memoryd.message(format.one_line(warning, format.WARNING_MAX), vim.log.levels.WARN)
       end
       reload()
       M.history({ path = version.path, name = version.name }, cwd)

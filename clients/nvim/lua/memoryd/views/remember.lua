@@ -108,7 +108,7 @@ function M.save(ctx, text)
           memoryd.message(('saved %s %s%s'):format(where, format.basename(reply.path), note))
           -- The daemon warns, e.g. when the text looks like it holds a secret.
           for _, warning in ipairs(type(reply.warnings) == 'table' and reply.warnings or {}) do
-            memoryd.message(format.one_line(warning, 300), vim.log.levels.WARN)
+            memoryd.message(format.one_line(warning, format.WARNING_MAX), vim.log.levels.WARN)
           end
         end)
       end
