@@ -570,7 +570,7 @@ def test_daily_use_against_the_real_daemon(short_tmp: Path, tmp_path: Path) -> N
             },
             cwd=repo,
         )
-    assert_all_passed(records, expected=11)
+    assert_all_passed(records, expected=12)
     assert not (memory_dir / "project_core.md").exists()
     assert not (memory_dir / "project_release\nnotes.md").exists()
 

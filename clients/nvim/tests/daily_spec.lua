@@ -130,6 +130,24 @@ T.run({
     end,
   },
   {
+    ':%MemorydRecall over a long file recalls its first 500 characters, as VS Code does',
+    function()
+      -- Before, the whole range was the query: over 100,000 characters the daemon refused it
+      -- ("query: String should have at most 100000 characters") and nothing was recalled.
+      local recall = require('memoryd.views.recall')
+      local path = repo .. '/notes/long.txt'
+      local head = 'zeta  deploys\n\tThursdays ' .. ('w'):rep(476) .. '😀tail' -- the emoji is character 500
+      T.write(path, head .. ('\nfiller words on a long line of notes'):rep(3000) .. '\n')
+      edit(path)
+      local query = recall.query_from({ args = '', range = 2, line1 = 1, line2 = vim.fn.line('$') })
+      T.eq('zeta deploys Thursdays ' .. ('w'):rep(476) .. '😀', query, 'the query (white space runs one space, cut whole)')
+      T.eq(500, vim.fn.strchars(query), 'its characters')
+      vim.cmd('%MemorydRecall')
+      T.wait_view('recall', 'Recall: "zeta deploys Thursdays')
+      T.eq(0, T.count_messages('at most 100000'), 'refusals')
+    end,
+  },
+  {
     'status view: a project without a team repository says sync is off and why',
     function()
       edit(repo .. '/CLAUDE.md')

@@ -198,18 +198,38 @@ function M.range_text(opts)
   return table.concat(vim.api.nvim_buf_get_lines(0, opts.line1 - 1, opts.line2, false), '\n')
 end
 
--- opts: the command's args, range (0: none), line1, line2.
+-- The longest query a range or the word under the cursor is sent as, as VS Code's default
+-- query: `:%MemorydRecall` sent the whole file, which the daemon refuses over 100,000 characters.
+M.QUERY_MAX = 500
+
+-- Text as a query: each run of white space one space (the lines joined), at most QUERY_MAX
+-- characters (code points, counted here: a NUL must not reach vim.fn; one at the cut is kept
+-- whole or left out, never halved).
+function M.as_query(text)
+  text = vim.trim((text:gsub('%s+', ' ')))
+  local count = 0
+  for start in text:gmatch('()[^\128-\191]') do
+    count = count + 1
+    if count > M.QUERY_MAX then
+      return text:sub(1, start - 1)
+    end
+  end
+  return text
+end
+
+-- opts: the command's args, range (0: none), line1, line2. A query typed as args is sent as
+-- it is; the range's text and the word under the cursor are cut (`as_query`).
 function M.query_from(opts)
   if opts.args and opts.args ~= '' then
     return opts.args
   end
   local text = M.range_text(opts)
   if text and text:match('%S') then
-    return text
+    return M.as_query(text)
   end
   local word = vim.fn.expand('<cword>')
   if word ~= '' then
-    return word
+    return M.as_query(word)
   end
   return nil
 end
