@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -393,7 +394,7 @@ def _rewrite(
     try:
         update_index(path, lambda text: index_mod.apply(text, lines, present, exists), create=True)
     except OSError as exc:
-        return str(exc.strerror or exc), set(lines)
+        return _unwritable(exc), set(lines)
     except TooLarge as exc:
         if len(lines) == 1:
             return exc.message, set(lines)
@@ -410,10 +411,20 @@ def _rewrite(
                 create=True,
             )
         except OSError as exc:
-            why, refused = str(exc.strerror or exc), refused | {file}
+            why, refused = _unwritable(exc), refused | {file}
         except TooLarge as exc:
             why, refused = exc.message, refused | {file}
     return why, refused
+
+
+def _unwritable(exc: OSError) -> str:
+    """Why an index could not be rewritten, as a write's warning says it; EPERM with what
+    mends it, since an index writable by its mode is one made immutable or append-only, or
+    in such a folder, and "Operation not permitted" alone names no way out."""
+    why = str(exc.strerror or exc)
+    if exc.errno == errno.EPERM:
+        why += "; it or its folder is immutable or append-only? `chattr -i -a` it (as root)"
+    return why
 
 
 def unlisted_files(

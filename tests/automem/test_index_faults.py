@@ -97,6 +97,20 @@ async def test_a_failed_flush_keeps_every_writers_queued_line(
     assert "- [B](b.md) — b" in index
 
 
+async def test_a_write_beside_an_immutable_index_says_what_mends_it(
+    daemon: DaemonHandle, project: Path, memdir: Path
+) -> None:
+    # Found by a bug hunt: the warning said only "Operation not permitted" (EPERM), which names
+    # no way out; a delete's error named `chattr -i -a` (c422c02), a write's did not.
+    await _write(daemon, project, "Likes tea")
+    with immutable(memdir / "MEMORY.md"):
+        result = await _write(daemon, project, "Likes coffee")
+    (warning,) = result["warnings"]  # type: ignore[misc]
+    assert "Operation not permitted" in warning
+    assert "chattr -i -a" in warning
+    assert Path(str(result["path"])).is_file()
+
+
 async def test_a_delete_the_index_refuses_leaves_the_memory_and_its_line(
     daemon: DaemonHandle, project: Path, memdir: Path
 ) -> None:
