@@ -4,6 +4,7 @@ after a delay, `test.boom` raises. The `daemon` fixture of these tests serves th
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+from memoryd.daemon.protocol import framing
 from memoryd.daemon.rpc import Params, method
 from tests.conftest import DaemonHandle, daemon_config, start_daemon, stop_daemon
 
@@ -39,3 +41,17 @@ async def daemon(short_tmp: Path) -> AsyncIterator[DaemonHandle]:
         yield handle
     finally:
         await stop_daemon(handle)
+
+
+@pytest.fixture
+def stdlib_parse_threads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The thread each stdlib reading of a request line ran in, in order."""
+    threads: list[threading.Thread] = []
+    read = framing._strict_stdlib_parse
+
+    def spy(line: bytes | bytearray, first_error: ValueError | None) -> Any:
+        threads.append(threading.current_thread())
+        return read(line, first_error)
+
+    monkeypatch.setattr(framing, "_strict_stdlib_parse", spy)
+    return threads

@@ -81,16 +81,9 @@ def _surrogate_line(size: int) -> bytes:
 
 @pytest.mark.parametrize("long", [True, False])
 async def test_the_stdlib_reads_a_long_line_off_the_event_loop(
-    daemon: DaemonHandle, monkeypatch: pytest.MonkeyPatch, long: bool
+    daemon: DaemonHandle, stdlib_parse_threads: list[threading.Thread], long: bool
 ) -> None:
-    threads: list[threading.Thread] = []
-    read = framing._strict_stdlib_parse
-
-    def spy(line: bytes | bytearray, first_error: ValueError | None) -> Any:
-        threads.append(threading.current_thread())
-        return read(line, first_error)
-
-    monkeypatch.setattr(framing, "_strict_stdlib_parse", spy)
+    threads = stdlib_parse_threads
     # Half a surrogate pair: orjson refuses the line, the stdlib reads it (as U+FFFD).
     line = _surrogate_line(PARSE_INLINE_BYTES + 1 if long else 10)
     reply = await asyncio.to_thread(_exchange, daemon.socket_path, line)

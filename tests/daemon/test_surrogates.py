@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 
@@ -58,25 +59,15 @@ def test_a_line_that_is_not_utf8_is_refused_saying_where(line: bytes, where: str
 
 
 async def test_a_long_line_that_is_not_utf8_is_decoded_off_the_event_loop(
-    monkeypatch: pytest.MonkeyPatch,
+    stdlib_parse_threads: list[threading.Thread],
 ) -> None:
     # Found by the session 24 review: bce38ec decoded the line again on the event loop to say
     # where it stops being UTF-8 (110 ms for 60 MiB, where orjson's refusal took 8 ms); the
     # stdlib's reading, which goes to a thread over PARSE_INLINE_BYTES, says it.
-    import threading
-    from typing import Any
-
     from memoryd.daemon.limits import PARSE_INLINE_BYTES
     from memoryd.daemon.protocol import framing
 
-    threads: list[threading.Thread] = []
-    read = framing._strict_stdlib_parse
-
-    def spy(line: bytes | bytearray, first_error: ValueError | None) -> Any:
-        threads.append(threading.current_thread())
-        return read(line, first_error)
-
-    monkeypatch.setattr(framing, "_strict_stdlib_parse", spy)
+    threads = stdlib_parse_threads
     head = b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"a":"'
     line = head + b"x" * PARSE_INLINE_BYTES + b'\xff"}}'
     parsed = await framing.read_message(line)
