@@ -42,7 +42,7 @@ from memoryd.fsutil import (
 )
 from memoryd.paths import status_file_for
 from memoryd_client import paths as client_paths
-from memoryd_client.client import socket_path_max
+from memoryd_client.client import socket_path_too_long
 from memoryd_client.peercred import peer_uid
 from memoryd_client.private_files import folder_problem
 
@@ -236,13 +236,9 @@ def bind_socket(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     """A listening socket at `path` and the (st_dev, st_ino) of its file; StartupError, one
     line saying what to do, when the system will not give one (a path too long for AF_UNIX, a
     file where its folder goes)."""
-    size, limit = len(os.fsencode(path)), socket_path_max()
-    if size > limit:
-        raise StartupError(
-            f"the socket path {path} is {size} bytes, over the {limit} a Unix "
-            "socket's path may have: set --socket or MEMORYD_SOCKET (or XDG_RUNTIME_DIR) to a "
-            "shorter one"
-        )
+    too_long = socket_path_too_long(path)
+    if too_long is not None:
+        raise StartupError(f"the socket path {path} cannot be used: {too_long}")
     try:
         return _bind(path)
     except StartupError:
