@@ -108,6 +108,22 @@ async def seed_server(
     await seed.engine.push()
 
 
+async def remember_deploy_freeze(
+    handle: DaemonHandle, root: Path, body: str = "No deploys on Fridays.\n"
+) -> dict[str, Any]:
+    """`memory.write` of one team memory, "deploy freeze", in `root`: the daemon's reply."""
+    written: dict[str, Any] = await handle.call(
+        "memory.write",
+        cwd=str(root),
+        type="project",
+        name="deploy freeze",
+        description="no deploys on fridays",
+        body=body,
+        team=True,
+    )
+    return written
+
+
 @pytest.fixture
 async def daemons() -> Any:
     """Daemons a test starts (in its loop), stopped at its end."""

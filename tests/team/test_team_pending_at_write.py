@@ -12,7 +12,7 @@ import pytest
 
 from memoryd.team.sync.localfs import LocalScan
 from tests.conftest import DaemonHandle
-from tests.team.conftest import REPO, server_history
+from tests.team.conftest import REPO, remember_deploy_freeze, server_history
 from tests.team.test_team_sync_daemon import make_repo, start
 from tests.team_server.conftest import ThreadedServer
 
@@ -47,15 +47,7 @@ async def test_a_team_write_during_a_push_in_flight_is_pending_at_once(
     monkeypatch.setattr(engine.folder, "scan", slow_scan)
     push: asyncio.Task[Any] = asyncio.create_task(handle.call("team.push", cwd=str(root)))
     assert await asyncio.to_thread(scanned.wait, 10)
-    written = await handle.call(
-        "memory.write",
-        cwd=str(root),
-        type="project",
-        name="deploy freeze",
-        description="no deploys on fridays",
-        body="No deploys on Fridays.\n",
-        team=True,
-    )
+    written = await remember_deploy_freeze(handle, root)
     key = Path(written["path"]).name
     during = await handle.call("team.status", cwd=str(root))
     assert key in during["pending"]  # was []: the push in flight kept the old list

@@ -15,7 +15,7 @@ import pytest
 from memoryd import fswatch
 from memoryd.team.sync.localfs import LocalScan
 from tests.conftest import DaemonHandle
-from tests.team.conftest import REPO, TeamDaemon
+from tests.team.conftest import REPO, TeamDaemon, remember_deploy_freeze
 from tests.team.test_team_sync_daemon import make_repo
 from tests.team_server.conftest import ThreadedServer
 
@@ -144,15 +144,7 @@ async def test_a_deletion_is_seen_at_once(watched: Watched) -> None:
 
 async def test_a_remembered_memory_is_pending_at_once(watched: Watched) -> None:
     handle, root, _team, _scans = watched
-    written = await handle.call(
-        "memory.write",
-        cwd=str(root),
-        type="project",
-        name="deploy freeze",
-        description="no deploys on fridays",
-        body="No deploys on Fridays.\n",
-        team=True,
-    )
+    written = await remember_deploy_freeze(handle, root)
     status = await handle.call("team.status", cwd=str(root))
     assert Path(written["path"]).name in status["pending"]
 

@@ -13,7 +13,7 @@ import pytest
 from memoryd_client import RpcError
 from tests.automem.test_memctl import _memctl
 from tests.conftest import DaemonHandle, IsolatedEnv
-from tests.team.conftest import REPO, eventually, server_history
+from tests.team.conftest import REPO, eventually, remember_deploy_freeze, server_history
 from tests.team.test_team_sync_daemon import make_repo, start, team_dir_of
 from tests.team_server.conftest import ThreadedServer
 
@@ -80,15 +80,7 @@ async def test_a_synced_team_memory_is_not_deleted_behind_the_teams_back(
     handle = await start(short_tmp, "a", url=server.url, token=server.token(REPO))
     daemons.append(handle)
     root = make_repo(tmp_path / "clone")
-    written = await handle.call(
-        "memory.write",
-        cwd=str(root),
-        type="project",
-        name="deploy freeze",
-        description="no deploys on fridays",
-        body="No deploys on Fridays.",
-        team=True,
-    )
+    written = await remember_deploy_freeze(handle, root, body="No deploys on Fridays.")
     await eventually(lambda: "project_deploy_freeze.md" in server_history(server))
     engine = handle.daemon.services.team._folders_by_root[(root.resolve(), root.resolve())].engine
     await eventually(lambda: "project_deploy_freeze.md" in engine.state.synced)  # push settled
